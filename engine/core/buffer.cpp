@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "core/buffer.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <utility>
+
+namespace shardscope {
+
+namespace {
+constexpr std::size_t kAlignment = 64;  // a cache line; enough for AVX-512 loads
+}
+
+Buffer::Buffer(MemoryLedger& ledger, MemoryCategory category, std::int64_t bytes)
+    : bytes_(bytes), category_(category), ledger_(&ledger) {
+  if (bytes <= 0) {
+    bytes_ = 0;
+    ledger_ = nullptr;
+    return;
+  }
+  const auto rounded = (static_cast<std::size_t>(bytes) + kAlignment - 1) / kAlignment * kAlignment;
+  data_ = std::aligned_alloc(kAlignment, rounded);
+  if (data_ == nullptr) throw std::bad_alloc();
+  std::memset(data_, 0, rounded);
+  ledger.allocate(category, bytes);
+}
+
+Buffer::~Buffer() { free_now(); }
+
+Buffer::Buffer(Buffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      category_(other.category_),
+      ledger_(std::exchange(other.ledger_, nullptr)) {}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    free_now();
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    category_ = other.category_;
+    ledger_ = std::exchange(other.ledger_, nullptr);
+  }
+  return *this;
+}
+
+void Buffer::free_now() {
+  if (data_ != nullptr) {
+    std::free(data_);
+    if (ledger_ != nullptr) ledger_->release(category_, bytes_);
+  }
+  data_ = nullptr;
+  bytes_ = 0;
+  ledger_ = nullptr;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "core/thread_pool.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+namespace shardscope {
+
+namespace {
+// Range of part `part` of `parts` over [0, n), contiguous and balanced.
+std::pair<std::int64_t, std::int64_t> part_range(std::int64_t n, int parts, int part) {
+  const std::int64_t base = n / parts;
+  const std::int64_t extra = n % parts;
+  const std::int64_t begin = part * base + std::min<std::int64_t>(part, extra);
+  return {begin, begin + base + (part < extra ? 1 : 0)};
+}
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) {
+  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::parallel_for(std::int64_t n, std::int64_t min_grain, const RangeFn& fn) {
+  if (n <= 0) return;
+  const std::int64_t by_grain = std::max<std::int64_t>(1, n / std::max<std::int64_t>(1, min_grain));
+  const int parts = static_cast<int>(std::min<std::int64_t>(threads(), by_grain));
+  if (parts <= 1) {
+    fn(0, n);
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    job_ = &fn;
+    job_n_ = n;
+    job_parts_ = parts;
+    pending_ = parts - 1;
+    ++generation_;
+  }
+  wake_.notify_all();
+  const auto [begin, end] = part_range(n, parts, 0);
+  fn(begin, end);
+  std::unique_lock lock(mutex_);
+  finished_.wait(lock, [this] { return pending_ == 0; });
+  job_ = nullptr;
+}
+
+void ThreadPool::worker_loop(int index) {
+  std::uint64_t seen = 0;
+  for (;;) {
+    std::unique_lock lock(mutex_);
+    wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+    if (stopping_) return;
+    seen = generation_;
+    if (index >= job_parts_) continue;  // this job needs fewer threads
+    const RangeFn* job = job_;
+    const auto [begin, end] = part_range(job_n_, job_parts_, index);
+    lock.unlock();
+    (*job)(begin, end);
+    lock.lock();
+    if (--pending_ == 0) finished_.notify_one();
+  }
+}
+
+int available_cores() {
+  if (const char* env = std::getenv("SHARDSCOPE_THREADS")) {
+    const int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace shardscope

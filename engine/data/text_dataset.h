@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// A text file as a stream of byte tokens, split into training (first 90%) and
+// validation (last 10%) parts. Samples are windows at random offsets, drawn
+// from a stream seeded by (seed, step, sample index): the global batch of a
+// step is the same whatever rank or layout draws it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace shardscope {
+
+enum class Split { train, validation };
+
+// Token ids of a batch, row-major (B, T), ready for Model::forward.
+struct BatchData {
+  int B = 0, T = 0;
+  std::vector<std::int32_t> input_ids;
+  std::vector<std::int32_t> targets;         // -1 = not scored
+  std::vector<std::int32_t> attention_mask;  // all 1 (windows have no padding)
+};
+
+class TextDataset {
+ public:
+  // Throws ConfigError naming the file if it is missing, unreadable, or too
+  // short to give `min_window` tokens in each split.
+  TextDataset(const std::string& path, int min_window);
+
+  // Builds from text in memory (tests).
+  static TextDataset from_text(const std::string& text, int min_window, const std::string& name = "<text>");
+
+  std::int64_t tokens(Split split) const;
+  const std::string& path() const { return path_; }
+
+  // Samples [first, first + B) of `step` for the model kind: GPT gets next-token
+  // targets; BERT gets MLM-masked inputs (masked_lm.h).
+  BatchData batch(ModelKind kind, Split split, std::uint64_t seed, std::int64_t step, std::int64_t first, int B,
+                  int T) const;
+
+ private:
+  TextDataset() = default;
+  void load(const std::vector<std::int32_t>& ids, int min_window);
+
+  std::string path_;
+  std::vector<std::int32_t> train_;
+  std::vector<std::int32_t> validation_;
+};
+
+}  // namespace shardscope

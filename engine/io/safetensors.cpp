@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "io/safetensors.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace shardscope {
+
+namespace {
+constexpr std::uint64_t kMaxHeader = 100u << 20;  // the format caps the JSON header at 100 MB
+
+std::int64_t dtype_bytes(const std::string& dtype) {
+  if (dtype == "F32" || dtype == "I32") return 4;
+  if (dtype == "F16" || dtype == "BF16" || dtype == "I16") return 2;
+  if (dtype == "F64" || dtype == "I64") return 8;
+  if (dtype == "U8" || dtype == "I8" || dtype == "BOOL") return 1;
+  return 0;
+}
+
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = (h & 0x8000u) << 16;
+  std::uint32_t exp = (h >> 10) & 0x1Fu;
+  std::uint32_t mant = h & 0x3FFu;
+  std::uint32_t bits;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (mant << 13);
+  } else if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while ((mant & 0x400u) == 0);
+      bits = sign | (static_cast<std::uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3FFu) << 13);
+    }
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+}  // namespace
+
+std::int64_t SafetensorsEntry::numel() const {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+SafetensorsFile SafetensorsFile::read(const std::string& path) {
+  const std::string hint = " (is it a .safetensors file? re-export it with the safetensors library)";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FormatError(path + ": cannot open the file");
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::uint64_t>(in.tellg());
+  in.seekg(0);
+  if (size < 8) throw FormatError(path + ": file is " + std::to_string(size) + " bytes, too short for a header" + hint);
+  std::uint8_t len_bytes[8];
+  in.read(reinterpret_cast<char*>(len_bytes), 8);
+  std::uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
+  if (header_len > kMaxHeader || header_len > size - 8)
+    throw FormatError(path + ": byte 0: header length " + std::to_string(header_len) +
+                      " is larger than the file or the 100 MB limit" + hint);
+  std::string header(header_len, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_len));
+
+  SafetensorsFile file;
+  file.path_ = path;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(header);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte is 1-based within the header, which starts at file offset 8.
+    throw FormatError(path + ": byte " + std::to_string(8 + e.byte - 1) + ": header is not valid JSON" + hint);
+  }
+  if (!j.is_object()) throw FormatError(path + ": byte 8: header is not a JSON object" + hint);
+  const std::uint64_t data_size = size - 8 - header_len;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      if (!it->is_object()) throw FormatError(path + ": key __metadata__: must be an object of strings");
+      for (auto m = it->begin(); m != it->end(); ++m)
+        if (m->is_string()) file.metadata_[m.key()] = m->get<std::string>();
+      continue;
+    }
+    const std::string where = path + ": tensor '" + it.key() + "': ";
+    try {
+      SafetensorsEntry e;
+      e.dtype = it->at("dtype").get<std::string>();
+      e.shape = it->at("shape").get<std::vector<std::int64_t>>();
+      const auto offsets = it->at("data_offsets").get<std::vector<std::int64_t>>();
+      if (offsets.size() != 2) throw FormatError(where + "data_offsets must have 2 entries");
+      e.begin = offsets[0];
+      e.end = offsets[1];
+      if (dtype_bytes(e.dtype) == 0) throw FormatError(where + "unsupported dtype " + e.dtype);
+      if (e.begin < 0 || e.end < e.begin || static_cast<std::uint64_t>(e.end) > data_size)
+        throw FormatError(where + "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                          "] fall outside the " + std::to_string(data_size) + "-byte data section" + hint);
+      if (e.end - e.begin != e.numel() * dtype_bytes(e.dtype))
+        throw FormatError(where + "shape and dtype need " + std::to_string(e.numel() * dtype_bytes(e.dtype)) +
+                          " bytes but data_offsets give " + std::to_string(e.end - e.begin));
+      file.entries_[it.key()] = e;
+    } catch (const nlohmann::json::exception& ex) {
+      throw FormatError(where + "malformed entry (" + ex.what() + ")");
+    }
+  }
+  file.data_.resize(data_size);
+  in.read(reinterpret_cast<char*>(file.data_.data()), static_cast<std::streamsize>(data_size));
+  if (!in) throw FormatError(path + ": could not read the data section");
+  return file;
+}
+
+const SafetensorsEntry& SafetensorsFile::entry(const std::string& name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) throw FormatError(path_ + ": no tensor named '" + name + "'");
+  return it->second;
+}
+
+std::vector<float> SafetensorsFile::floats(const std::string& name) const {
+  const auto& e = entry(name);
+  std::vector<float> out(static_cast<std::size_t>(e.numel()));
+  const std::uint8_t* src = data_.data() + e.begin;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (e.dtype == "F32") {
+      std::memcpy(&out[i], src + 4 * i, 4);
+    } else if (e.dtype == "F16" || e.dtype == "BF16") {
+      std::uint16_t h;
+      std::memcpy(&h, src + 2 * i, 2);
+      if (e.dtype == "F16") {
+        out[i] = half_to_float(h);
+      } else {
+        const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+        std::memcpy(&out[i], &bits, 4);
+      }
+    } else {
+      throw FormatError(path_ + ": tensor '" + name + "' has dtype " + e.dtype + ", expected a float type");
+    }
+  }
+  return out;
+}
+
+std::vector<std::int32_t> SafetensorsFile::ints(const std::string& name) const {
+  const auto& e = entry(name);
+  std::vector<std::int32_t> out(static_cast<std::size_t>(e.numel()));
+  const std::uint8_t* src = data_.data() + e.begin;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (e.dtype == "I32") {
+      std::memcpy(&out[i], src + 4 * i, 4);
+    } else if (e.dtype == "I64") {
+      std::int64_t v;
+      std::memcpy(&v, src + 8 * i, 8);
+      out[i] = static_cast<std::int32_t>(v);
+    } else {
+      throw FormatError(path_ + ": tensor '" + name + "' has dtype " + e.dtype + ", expected I32 or I64");
+    }
+  }
+  return out;
+}
+
+void write_safetensors(const std::string& path, const std::vector<SafetensorsTensorOut>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::int64_t offset = 0;
+  for (const auto& t : tensors) {
+    std::int64_t n = 1;
+    for (auto d : t.shape) n *= d;
+    const std::int64_t bytes = n * dtype_bytes(t.dtype);
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  while ((8 + text.size()) % 8 != 0) text.push_back(' ');  // align the data section
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw FormatError(path + ": cannot write (directory missing or not writable?)");
+    std::uint8_t len[8];
+    std::uint64_t n = text.size();
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(n >> (8 * i));
+    out.write(reinterpret_cast<const char*>(len), 8);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    for (const auto& t : tensors) {
+      std::int64_t count = 1;
+      for (auto d : t.shape) count *= d;
+      out.write(static_cast<const char*>(t.data), static_cast<std::streamsize>(count * dtype_bytes(t.dtype)));
+    }
+    if (!out) throw FormatError(path + ": write failed (disk full?)");
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace shardscope

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/activations.h"
+
+namespace shardscope {
+
+namespace {
+// Hands out consecutive views of a float buffer; with a null buffer it only counts.
+struct Carver {
+  float* base;
+  std::int64_t used = 0;
+  float* take(std::int64_t n) {
+    float* p = base != nullptr ? base + used : nullptr;
+    used += n;
+    return p;
+  }
+};
+
+void carve_activations(Activations& a, const ModelConfig& c, int B, int T, Carver& k) {
+  const std::int64_t BT = static_cast<std::int64_t>(B) * T, C = c.channels, H = c.heads;
+  const bool bert = c.kind == ModelKind::bert;
+  a.B = B;
+  a.T = T;
+  a.embed_sum = k.take(BT * C);
+  a.embed_ln_out = bert ? k.take(BT * C) : nullptr;
+  a.embed_ln_mean = bert ? k.take(BT) : nullptr;
+  a.embed_ln_rstd = bert ? k.take(BT) : nullptr;
+  a.layers.resize(static_cast<std::size_t>(c.layers));
+  for (auto& l : a.layers) {
+    l.ln1_out = k.take(BT * C);
+    l.ln1_mean = k.take(BT);
+    l.ln1_rstd = k.take(BT);
+    l.qkv = k.take(BT * 3 * C);
+    l.probs = k.take(B * H * T * T);
+    l.attn_y = k.take(BT * C);
+    l.res_mid = k.take(BT * C);
+    l.ln2_out = k.take(BT * C);
+    l.ln2_mean = k.take(BT);
+    l.ln2_rstd = k.take(BT);
+    l.fc = k.take(BT * 4 * C);
+    l.gelu = k.take(BT * 4 * C);
+    l.res_out = k.take(BT * C);
+  }
+  a.head_dense = bert ? k.take(BT * C) : nullptr;
+  a.head_gelu = bert ? k.take(BT * C) : nullptr;
+  a.final_ln_out = k.take(BT * C);
+  a.final_ln_mean = k.take(BT);
+  a.final_ln_rstd = k.take(BT);
+  a.logits = k.take(BT * c.vocab);
+  a.losses = k.take(BT);
+  a.pooled = bert && c.pooler ? k.take(static_cast<std::int64_t>(B) * C) : nullptr;
+}
+
+void carve_scratch(BackwardScratch& s, const ModelConfig& c, int B, int T, Carver& k) {
+  const std::int64_t BT = static_cast<std::int64_t>(B) * T, C = c.channels;
+  s.d_res = k.take(BT * C);
+  s.d_a = k.take(BT * C);
+  s.d_qkv = k.take(BT * 3 * C);
+  s.d_fc = k.take(BT * 4 * C);
+  s.d_probs = k.take(static_cast<std::int64_t>(B) * c.heads * T * T);
+  s.d_logits = k.take(BT * c.vocab);
+}
+}  // namespace
+
+std::int64_t Activations::layer_floats(const ModelConfig& c, int batch, int seq) {
+  const std::int64_t BT = static_cast<std::int64_t>(batch) * seq;
+  return BT * (16 * static_cast<std::int64_t>(c.channels) + 4) + static_cast<std::int64_t>(batch) * c.heads * seq * seq;
+}
+
+std::int64_t Activations::total_floats(const ModelConfig& config, int batch, int seq) {
+  Activations a;
+  Carver k{nullptr};
+  carve_activations(a, config, batch, seq, k);
+  return k.used;
+}
+
+void Activations::bind(const ModelConfig& config, int batch, int seq, float* buffer) {
+  Carver k{buffer};
+  carve_activations(*this, config, batch, seq, k);
+}
+
+std::int64_t BackwardScratch::total_floats(const ModelConfig& config, int B, int T) {
+  BackwardScratch s;
+  Carver k{nullptr};
+  carve_scratch(s, config, B, T, k);
+  return k.used;
+}
+
+void BackwardScratch::bind(const ModelConfig& config, int B, int T, float* buffer) {
+  Carver k{buffer};
+  carve_scratch(*this, config, B, T, k);
+}
+
+}  // namespace shardscope

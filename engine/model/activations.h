@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// What the forward pass keeps for backward (category `activations`) and the
+// scratch the backward pass writes (category `workspace`), as views into one
+// buffer each. Sizes are computed once, in activations.cpp, for a (B, T).
+// GPT (pre-LN) and BERT (post-LN) keep the same fields per layer; only the
+// wiring differs (see gpt.cpp and bert.cpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/buffer.h"
+#include "model/model_config.h"
+
+namespace shardscope {
+
+struct LayerActivations {
+  float* ln1_out;   // (B, T, C)
+  float* ln1_mean;  // (B, T)
+  float* ln1_rstd;  // (B, T)
+  float* qkv;       // (B, T, 3C)
+  float* probs;     // (B, H, T, T) attention probabilities
+  float* attn_y;    // (B, T, C) attention output, heads concatenated, before proj
+  float* res_mid;   // (B, T, C) residual sum after attention
+  float* ln2_out;   // (B, T, C)
+  float* ln2_mean;  // (B, T)
+  float* ln2_rstd;  // (B, T)
+  float* fc;        // (B, T, 4C) before GELU
+  float* gelu;      // (B, T, 4C)
+  float* res_out;   // (B, T, C) residual sum after the MLP
+};
+
+struct Activations {
+  int B = 0, T = 0;
+  float* embed_sum;      // (B, T, C) token + position (+ type) embeddings
+  float* embed_ln_out;   // (B, T, C) BERT only
+  float* embed_ln_mean;  // (B, T)    BERT only
+  float* embed_ln_rstd;  // (B, T)    BERT only
+  std::vector<LayerActivations> layers;
+  float* head_dense;     // (B, T, C) BERT MLM head: dense output before GELU
+  float* head_gelu;      // (B, T, C) BERT MLM head: after GELU
+  float* final_ln_out;   // (B, T, C) GPT final_ln / BERT mlm.ln output
+  float* final_ln_mean;  // (B, T)
+  float* final_ln_rstd;  // (B, T)
+  float* logits;         // (B, T, V)
+  float* losses;         // (B, T) per-position cross-entropy
+  float* pooled;         // (B, C) BERT pooler output, if the model has one
+
+  // Floats each layer keeps: B T (16 C + 4) + B H T^2.
+  static std::int64_t layer_floats(const ModelConfig& config, int batch, int seq);
+  // Floats of the whole forward pass for (B, T).
+  static std::int64_t total_floats(const ModelConfig& config, int batch, int seq);
+  // Carves the views out of `buffer`, which holds total_floats floats.
+  void bind(const ModelConfig& config, int batch, int seq, float* buffer);
+};
+
+// Scratch of backward: activation gradients, reused layer after layer.
+struct BackwardScratch {
+  float* d_res;      // (B, T, C) gradient flowing down the residual stream
+  float* d_a;        // (B, T, C)
+  float* d_qkv;      // (B, T, 3C)
+  float* d_fc;       // (B, T, 4C)
+  float* d_probs;    // (B, H, T, T)
+  float* d_logits;   // (B, T, V)
+
+  static std::int64_t total_floats(const ModelConfig& config, int B, int T);
+  void bind(const ModelConfig& config, int B, int T, float* buffer);
+};
+
+}  // namespace shardscope

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The BERT training step, top to bottom. Per layer (post-LN):
+//   res_mid = x + proj(attention(qkv(x)))         ln1_out = ln1(res_mid)
+//   res_out = ln1_out + mlp.proj(gelu(mlp.fc(ln1_out)))   out = ln2(res_out)
+// MLM head: logits = mlm.ln(gelu(mlm.dense(x_L))) @ tokens^T + decoder_bias.
+#include "model/bert.h"
+
+namespace shardscope {
+
+void BertModel::layer_forward(int l, const float* x, int B, int T, const AttentionMask& mask) {
+  const int BT = B * T, C = config_.channels, H = config_.heads;
+  const std::int64_t n = static_cast<std::int64_t>(BT) * C;
+  const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
+  LayerActivations& a = acts_.layers[static_cast<std::size_t>(l)];
+  Backend& be = backend_;
+  be.linear_forward(a.qkv, x, w.qkv_w, w.qkv_b, BT, C, 3 * C);
+  be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, C, H, mask);
+  be.linear_forward(a.res_mid, a.attn_y, w.proj_w, w.proj_b, BT, C, C);
+  be.add(a.res_mid, a.res_mid, x, n);
+  be.layernorm_forward(a.ln1_out, a.ln1_mean, a.ln1_rstd, a.res_mid, w.ln1_w, w.ln1_b, BT, C, config_.ln_eps);
+  be.linear_forward(a.fc, a.ln1_out, w.fc_w, w.fc_b, BT, C, 4 * C);
+  be.gelu_forward(a.gelu, a.fc, n * 4, config_.gelu);
+  be.linear_forward(a.res_out, a.gelu, w.fc_proj_w, w.fc_proj_b, BT, 4 * C, C);
+  be.add(a.res_out, a.res_out, a.ln1_out, n);
+  be.layernorm_forward(a.ln2_out, a.ln2_mean, a.ln2_rstd, a.res_out, w.ln2_w, w.ln2_b, BT, C, config_.ln_eps);
+}
+
+void BertModel::forward_impl(const Batch& batch) {
+  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels;
+  const std::int64_t n = static_cast<std::int64_t>(BT) * C;
+  Activations& a = acts_;
+  Backend& be = backend_;
+  // Token types default to segment 0.
+  type_ids_.assign(static_cast<std::size_t>(BT), 0);
+  if (batch.token_type_ids != nullptr) type_ids_.assign(batch.token_type_ids, batch.token_type_ids + BT);
+  be.embedding_forward(a.embed_sum, batch.input_ids, type_ids_.data(), w_.tokens, w_.positions, w_.token_types, B, T,
+                       C);
+  be.layernorm_forward(a.embed_ln_out, a.embed_ln_mean, a.embed_ln_rstd, a.embed_sum, w_.embed_ln_w, w_.embed_ln_b,
+                       BT, C, config_.ln_eps);
+  const AttentionMask mask{false, batch.attention_mask};
+  const float* x = a.embed_ln_out;
+  for (int l = 0; l < config_.layers; ++l) {
+    layer_forward(l, x, B, T, mask);
+    x = a.layers[static_cast<std::size_t>(l)].ln2_out;
+  }
+  be.linear_forward(a.head_dense, x, w_.head_dense_w, w_.head_dense_b, BT, C, C);
+  be.gelu_forward(a.head_gelu, a.head_dense, n, config_.gelu);
+  be.layernorm_forward(a.final_ln_out, a.final_ln_mean, a.final_ln_rstd, a.head_gelu, w_.final_ln_w, w_.final_ln_b,
+                       BT, C, config_.ln_eps);
+  be.linear_forward(a.logits, a.final_ln_out, w_.tokens, w_.decoder_bias, BT, C, config_.vocab);
+  if (a.pooled != nullptr) {
+    // Pooler: tanh(dense(h_[CLS])) on the first position of each sequence.
+    for (int b = 0; b < B; ++b)
+      be.linear_forward(a.pooled + static_cast<std::int64_t>(b) * C, x + static_cast<std::int64_t>(b) * T * C,
+                        w_.pooler_w, w_.pooler_b, 1, C, C);
+    be.tanh_forward(a.pooled, a.pooled, static_cast<std::int64_t>(B) * C);
+  }
+}
+
+void BertModel::layer_backward(int l, const float* x, int B, int T) {
+  const int BT = B * T, C = config_.channels, H = config_.heads;
+  const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
+  LayerWeights& dw = dw_.layers[static_cast<std::size_t>(l)];
+  const LayerActivations& a = acts_.layers[static_cast<std::size_t>(l)];
+  BackwardScratch& s = scratch_;
+  Backend& be = backend_;
+  // out = ln2(res_out): d_a = d(res_out)
+  be.layernorm_backward(s.d_a, dw.ln2_w, dw.ln2_b, s.d_res, a.res_out, w.ln2_w, a.ln2_mean, a.ln2_rstd, BT, C);
+  // res_out = ln1_out + mlp(ln1_out): d_a += mlp backward, giving d(ln1_out)
+  be.linear_backward(s.d_fc, dw.fc_proj_w, dw.fc_proj_b, s.d_a, a.gelu, w.fc_proj_w, BT, 4 * C, C);
+  be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * C, config_.gelu);
+  be.linear_backward(s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln1_out, w.fc_w, BT, C, 4 * C, /*accumulate=*/true);
+  // ln1_out = ln1(res_mid): d_res = d(res_mid)
+  be.layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, a.res_mid, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C);
+  // res_mid = x + proj(attention(qkv(x))): d_res += attention backward, giving d(x)
+  be.linear_backward(s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, C, C);
+  be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.probs, B, T, C, H);
+  be.linear_backward(s.d_res, dw.qkv_w, dw.qkv_b, s.d_qkv, x, w.qkv_w, BT, C, 3 * C, /*accumulate=*/true);
+}
+
+void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
+  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels, V = config_.vocab;
+  const std::int64_t n = static_cast<std::int64_t>(BT) * C;
+  const Activations& a = acts_;
+  BackwardScratch& s = scratch_;
+  Backend& be = backend_;
+  be.cross_entropy_backward(s.d_logits, a.logits, batch.targets, BT, V, dloss_per_row);
+  // MLM head, tied to the token embedding. The pooler is not part of the loss.
+  be.linear_backward(s.d_a, dw_.tokens, dw_.decoder_bias, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V);
+  be.layernorm_backward(s.d_qkv, dw_.final_ln_w, dw_.final_ln_b, s.d_a, a.head_gelu, w_.final_ln_w, a.final_ln_mean,
+                        a.final_ln_rstd, BT, C);
+  be.gelu_backward(s.d_qkv, s.d_qkv, a.head_dense, n, config_.gelu);
+  const float* x_last = a.layers.back().ln2_out;
+  be.linear_backward(s.d_res, dw_.head_dense_w, dw_.head_dense_b, s.d_qkv, x_last, w_.head_dense_w, BT, C, C);
+  for (int l = config_.layers - 1; l >= 0; --l) {
+    const float* x = l == 0 ? a.embed_ln_out : a.layers[static_cast<std::size_t>(l - 1)].ln2_out;
+    layer_backward(l, x, B, T);
+  }
+  be.layernorm_backward(s.d_a, dw_.embed_ln_w, dw_.embed_ln_b, s.d_res, a.embed_sum, w_.embed_ln_w, a.embed_ln_mean,
+                        a.embed_ln_rstd, BT, C);
+  be.embedding_backward(dw_.tokens, dw_.positions, dw_.token_types, s.d_a, batch.input_ids, type_ids_.data(), B, T,
+                        C);
+}
+
+}  // namespace shardscope

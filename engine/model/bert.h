@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// BERT style encoder (Devlin et al. 2019): embedding LayerNorm, post-LN blocks,
+// bidirectional attention with a padding mask, GELU (erf), masked-LM head
+// tied to the token embedding, optional [CLS] pooler.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/model.h"
+
+namespace shardscope {
+
+class BertModel final : public Model {
+ public:
+  using Model::Model;
+
+ private:
+  void forward_impl(const Batch& batch) override;
+  void backward_impl(const Batch& batch, float dloss_per_row) override;
+  void layer_forward(int l, const float* x, int B, int T, const AttentionMask& mask);
+  void layer_backward(int l, const float* x, int B, int T);  // d_res: d(layer output) in, d(layer input) out
+
+  std::vector<std::int32_t> type_ids_;  // (B, T) segments of the last batch (0 when not given)
+};
+
+}  // namespace shardscope

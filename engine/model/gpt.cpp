@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The GPT training step, top to bottom. Per layer (pre-LN):
+//   res_mid = x + proj(attention(qkv(ln1(x))))
+//   out     = res_mid + mlp.proj(gelu(mlp.fc(ln2(res_mid))))
+// logits = final_ln(x_L) @ tokens^T (tied).
+#include "model/gpt.h"
+
+namespace shardscope {
+
+void GptModel::layer_forward(int l, const float* x, int B, int T) {
+  const int BT = B * T, C = config_.channels, H = config_.heads;
+  const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
+  LayerActivations& a = acts_.layers[static_cast<std::size_t>(l)];
+  Backend& be = backend_;
+  be.layernorm_forward(a.ln1_out, a.ln1_mean, a.ln1_rstd, x, w.ln1_w, w.ln1_b, BT, C, config_.ln_eps);
+  be.linear_forward(a.qkv, a.ln1_out, w.qkv_w, w.qkv_b, BT, C, 3 * C);
+  be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, C, H, AttentionMask{true, nullptr});
+  be.linear_forward(a.res_mid, a.attn_y, w.proj_w, w.proj_b, BT, C, C);
+  be.add(a.res_mid, a.res_mid, x, static_cast<std::int64_t>(BT) * C);
+  be.layernorm_forward(a.ln2_out, a.ln2_mean, a.ln2_rstd, a.res_mid, w.ln2_w, w.ln2_b, BT, C, config_.ln_eps);
+  be.linear_forward(a.fc, a.ln2_out, w.fc_w, w.fc_b, BT, C, 4 * C);
+  be.gelu_forward(a.gelu, a.fc, static_cast<std::int64_t>(BT) * 4 * C, config_.gelu);
+  be.linear_forward(a.res_out, a.gelu, w.fc_proj_w, w.fc_proj_b, BT, 4 * C, C);
+  be.add(a.res_out, a.res_out, a.res_mid, static_cast<std::int64_t>(BT) * C);
+}
+
+void GptModel::forward_impl(const Batch& batch) {
+  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels;
+  Activations& a = acts_;
+  backend_.embedding_forward(a.embed_sum, batch.input_ids, nullptr, w_.tokens, w_.positions, nullptr, B, T, C);
+  const float* x = a.embed_sum;
+  for (int l = 0; l < config_.layers; ++l) {
+    layer_forward(l, x, B, T);
+    x = a.layers[static_cast<std::size_t>(l)].res_out;
+  }
+  backend_.layernorm_forward(a.final_ln_out, a.final_ln_mean, a.final_ln_rstd, x, w_.final_ln_w, w_.final_ln_b, BT,
+                             C, config_.ln_eps);
+  backend_.linear_forward(a.logits, a.final_ln_out, w_.tokens, nullptr, BT, C, config_.vocab);
+}
+
+void GptModel::layer_backward(int l, const float* x, int B, int T) {
+  const int BT = B * T, C = config_.channels, H = config_.heads;
+  const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
+  LayerWeights& dw = dw_.layers[static_cast<std::size_t>(l)];
+  const LayerActivations& a = acts_.layers[static_cast<std::size_t>(l)];
+  BackwardScratch& s = scratch_;
+  Backend& be = backend_;
+  // MLP branch: d_res holds d(out) = d(res_mid) through the residual.
+  be.linear_backward(s.d_fc, dw.fc_proj_w, dw.fc_proj_b, s.d_res, a.gelu, w.fc_proj_w, BT, 4 * C, C);
+  be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * C, config_.gelu);
+  be.linear_backward(s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln2_out, w.fc_w, BT, C, 4 * C);
+  be.layernorm_backward(s.d_res, dw.ln2_w, dw.ln2_b, s.d_a, a.res_mid, w.ln2_w, a.ln2_mean, a.ln2_rstd, BT, C,
+                        /*accumulate=*/true);
+  // Attention branch: d_res now holds d(res_mid) = d(x) through the residual.
+  be.linear_backward(s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, C, C);
+  be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.probs, B, T, C, H);
+  be.linear_backward(s.d_a, dw.qkv_w, dw.qkv_b, s.d_qkv, a.ln1_out, w.qkv_w, BT, C, 3 * C);
+  be.layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, x, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C,
+                        /*accumulate=*/true);
+}
+
+void GptModel::backward_impl(const Batch& batch, float dloss_per_row) {
+  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels, V = config_.vocab;
+  const Activations& a = acts_;
+  BackwardScratch& s = scratch_;
+  backend_.cross_entropy_backward(s.d_logits, a.logits, batch.targets, BT, V, dloss_per_row);
+  // logits = final_ln_out @ tokens^T: the tied head adds its gradient to the token embedding.
+  backend_.linear_backward(s.d_a, dw_.tokens, nullptr, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V);
+  const float* x_last = a.layers.back().res_out;
+  backend_.layernorm_backward(s.d_res, dw_.final_ln_w, dw_.final_ln_b, s.d_a, x_last, w_.final_ln_w,
+                              a.final_ln_mean, a.final_ln_rstd, BT, C);
+  for (int l = config_.layers - 1; l >= 0; --l) {
+    const float* x = l == 0 ? a.embed_sum : a.layers[static_cast<std::size_t>(l - 1)].res_out;
+    layer_backward(l, x, B, T);
+  }
+  backend_.embedding_backward(dw_.tokens, dw_.positions, nullptr, s.d_res, batch.input_ids, nullptr, B, T, C);
+}
+
+}  // namespace shardscope

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/model.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "model/bert.h"
+#include "model/gpt.h"
+
+namespace shardscope {
+
+Model::Model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger)
+    : config_((validate_model_config(config), config)),
+      layout_(config),
+      backend_(backend),
+      ledger_(ledger),
+      params_(ledger, MemoryCategory::parameters, layout_.total() * 4),
+      grads_(ledger, MemoryCategory::gradients, layout_.total() * 4),
+      w_(WeightViews::bind(layout_, config_, params_.floats())),
+      dw_(WeightViews::bind(layout_, config_, grads_.floats())) {
+}
+
+Tensor Model::param(std::string_view name) const {
+  const auto& e = layout_.find(name);
+  return Tensor{params_.floats() + e.offset, DType::f32, e.shape};
+}
+
+Tensor Model::grad(std::string_view name) const {
+  const auto& e = layout_.find(name);
+  return Tensor{grads_.floats() + e.offset, DType::f32, e.shape};
+}
+
+void Model::init_weights(std::uint64_t seed) {
+  const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(config_.layers));
+  float* base = params_.floats();
+  for (const auto& e : layout_.entries()) {
+    float* w = base + e.offset;
+    // One stream per parameter: adding a parameter never changes the others' init.
+    Rng rng(mix_seed(seed, static_cast<std::uint64_t>(e.offset)));
+    const bool is_ln = e.name.find("ln") != std::string::npos;
+    const bool is_bias = e.name.ends_with("bias");
+    if (is_ln && e.name.ends_with("weight")) {
+      for (std::int64_t i = 0; i < e.numel; ++i) w[i] = 1.0f;
+    } else if (is_bias || is_ln) {
+      for (std::int64_t i = 0; i < e.numel; ++i) w[i] = 0.0f;
+    } else {
+      const bool residual = e.name.ends_with("attn.proj.weight") || e.name.ends_with("mlp.proj.weight");
+      const float std = residual ? residual_std : 0.02f;
+      for (std::int64_t i = 0; i < e.numel; ++i) w[i] = rng.normal(0.0f, std);
+    }
+  }
+}
+
+void Model::zero_grads() { backend_.fill(grads_.floats(), 0.0f, layout_.total()); }
+
+void Model::ensure_activations(int B, int T) {
+  if (acts_.B == B && acts_.T == T && !act_buffer_.empty()) return;
+  act_buffer_ = Buffer();  // release first: the ledger peak must not count both
+  scratch_buffer_ = Buffer();
+  act_buffer_ = Buffer(ledger_, MemoryCategory::activations, Activations::total_floats(config_, B, T) * 4);
+  scratch_buffer_ = Buffer(ledger_, MemoryCategory::workspace, BackwardScratch::total_floats(config_, B, T) * 4);
+  acts_.bind(config_, B, T, act_buffer_.floats());
+  scratch_.bind(config_, B, T, scratch_buffer_.floats());
+}
+
+void Model::check_batch(const Batch& b) const {
+  if (b.B <= 0 || b.T <= 0) throw ConfigError("batch: B and T must be positive");
+  if (b.T > config_.max_seq)
+    throw ConfigError("sequence length " + std::to_string(b.T) + " exceeds the maximum of model '" + config_.name +
+                      "' (max_seq " + std::to_string(config_.max_seq) + ")");
+  const std::int64_t n = static_cast<std::int64_t>(b.B) * b.T;
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (b.input_ids[i] < 0 || b.input_ids[i] >= config_.vocab)
+      throw ConfigError("token id " + std::to_string(b.input_ids[i]) + " at position " + std::to_string(i) +
+                        " is outside the vocabulary of model '" + config_.name + "' (" +
+                        std::to_string(config_.vocab) + ")");
+    if (b.targets != nullptr && b.targets[i] >= config_.vocab)
+      throw ConfigError("target id " + std::to_string(b.targets[i]) + " at position " + std::to_string(i) +
+                        " is outside the vocabulary");
+    if (b.token_type_ids != nullptr && (b.token_type_ids[i] < 0 || b.token_type_ids[i] >= config_.type_vocab))
+      throw ConfigError("token type " + std::to_string(b.token_type_ids[i]) + " at position " + std::to_string(i) +
+                        " is outside the type vocabulary");
+  }
+}
+
+float Model::forward(const Batch& batch) {
+  check_batch(batch);
+  ensure_activations(batch.B, batch.T);
+  forward_impl(batch);
+  last_batch_ = batch;
+  have_forward_ = true;
+  scored_rows_ = 0;
+  if (batch.targets == nullptr) return 0.0f;
+  const int rows = batch.B * batch.T;
+  for (int i = 0; i < rows; ++i) scored_rows_ += batch.targets[i] >= 0 ? 1 : 0;
+  return backend_.cross_entropy_forward(acts_.losses, acts_.logits, batch.targets, rows, config_.vocab);
+}
+
+void Model::backward() {
+  if (!have_forward_ || last_batch_.targets == nullptr)
+    throw std::logic_error("Model::backward needs a forward pass with targets first");
+  // The loss is the mean over scored positions, so each scored row's loss has weight 1/n.
+  const float dloss = scored_rows_ > 0 ? 1.0f / static_cast<float>(scored_rows_) : 0.0f;
+  backward_impl(last_batch_, dloss);
+}
+
+Tensor Model::hidden_state(int index) const {
+  if (!have_forward_ || index < 0 || index > config_.layers)
+    throw std::out_of_range("hidden state " + std::to_string(index) + " is not available (0.." +
+                            std::to_string(config_.layers) + ", after a forward pass)");
+  const auto& a = acts_;
+  float* data = nullptr;
+  if (config_.kind == ModelKind::gpt) {
+    data = index == config_.layers ? a.final_ln_out
+           : index == 0            ? a.embed_sum
+                                   : a.layers[static_cast<std::size_t>(index - 1)].res_out;
+  } else {
+    data = index == 0 ? a.embed_ln_out : a.layers[static_cast<std::size_t>(index - 1)].ln2_out;
+  }
+  return Tensor{data, DType::f32, Shape{a.B, a.T, config_.channels}};
+}
+
+std::unique_ptr<Model> make_model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger) {
+  if (config.kind == ModelKind::gpt) return std::make_unique<GptModel>(config, backend, ledger);
+  return std::make_unique<BertModel>(config, backend, ledger);
+}
+
+}  // namespace shardscope

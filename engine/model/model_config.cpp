@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/model_config.h"
+
+#include "core/error.h"
+
+namespace shardscope {
+
+namespace {
+// Byte-level tokenizer: 256 bytes + [PAD] [MASK] [CLS] [SEP].
+constexpr int kByteVocab = 260;
+
+ModelConfig gpt(std::string name, int vocab, int max_seq, int C, int L, int H) {
+  return ModelConfig{std::move(name), ModelKind::gpt, vocab, max_seq, C, L, H, 2, false, 1e-5f,
+                     math::GeluKind::tanh_approx};
+}
+ModelConfig bert(std::string name, int vocab, int max_seq, int C, int L, int H, bool pooler) {
+  return ModelConfig{std::move(name), ModelKind::bert, vocab, max_seq, C, L, H, 2, pooler, 1e-12f,
+                     math::GeluKind::exact_erf};
+}
+}  // namespace
+
+std::string_view model_kind_name(ModelKind kind) { return kind == ModelKind::gpt ? "gpt" : "bert"; }
+
+const std::vector<ModelConfig>& model_presets() {
+  static const std::vector<ModelConfig> presets = {
+      gpt("gpt-tiny", kByteVocab, 256, 128, 4, 4),         // 0.8M parameters: seconds on 2 cores
+      gpt("gpt-mini", kByteVocab, 512, 256, 6, 8),         // 4.9M
+      gpt("gpt2-124m", 50257, 1024, 768, 12, 12),          // GPT-2 small shape (124M)
+      gpt("gpt2-medium", 50257, 1024, 1024, 24, 16),       // GPT-2 medium shape (355M)
+      bert("bert-tiny", kByteVocab, 256, 128, 2, 2, false),
+      bert("bert-mini", kByteVocab, 512, 256, 4, 4, false),
+      bert("bert-base", 30522, 512, 768, 12, 12, true),    // BERT-base shape (110M)
+  };
+  return presets;
+}
+
+ModelConfig find_model_preset(std::string_view name) {
+  std::string known;
+  for (const auto& preset : model_presets()) {
+    if (preset.name == name) return preset;
+    known += (known.empty() ? "" : ", ") + preset.name;
+  }
+  throw ConfigError("unknown model preset '" + std::string(name) + "' (known presets: " + known + ")");
+}
+
+void validate_model_config(const ModelConfig& c) {
+  auto require = [&](bool ok, const std::string& what) {
+    if (!ok) throw ConfigError("model '" + c.name + "': " + what);
+  };
+  require(c.vocab > 0, "vocab must be positive");
+  require(c.max_seq > 0, "max_seq must be positive");
+  require(c.channels > 0, "channels must be positive");
+  require(c.layers > 0, "layers must be positive");
+  require(c.heads > 0, "heads must be positive");
+  require(c.channels % c.heads == 0, "channels (" + std::to_string(c.channels) + ") must be divisible by heads (" +
+                                         std::to_string(c.heads) + ")");
+  require(c.type_vocab > 0, "type_vocab must be positive");
+  require(c.ln_eps > 0.0f, "ln_eps must be positive");
+}
+
+std::int64_t analytic_parameter_count(const ModelConfig& config) {
+  const std::int64_t V = config.vocab, T = config.max_seq, C = config.channels, L = config.layers;
+  const std::int64_t per_layer = 12 * C * C + 13 * C;
+  if (config.kind == ModelKind::gpt) return V * C + T * C + L * per_layer + 2 * C;
+  std::int64_t n = V * C + T * C + config.type_vocab * C + 2 * C + L * per_layer + (C * C + 3 * C + V);
+  if (config.pooler) n += C * C + C;
+  return n;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Model shapes and the named presets, from tiny (trains in seconds on two
+// cores) to the GPT-2 124M and BERT-base shapes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ops/math.h"
+
+namespace shardscope {
+
+enum class ModelKind { gpt, bert };
+
+struct ModelConfig {
+  std::string name;
+  ModelKind kind = ModelKind::gpt;
+  int vocab = 0;     // V
+  int max_seq = 0;   // Tmax: positions the model has embeddings for
+  int channels = 0;  // C
+  int layers = 0;    // L
+  int heads = 0;     // H (head dim C / H)
+  int type_vocab = 2;        // BERT token types (segments)
+  bool pooler = false;       // BERT: tanh(dense(h_[CLS])), not used by the MLM loss
+  float ln_eps = 1e-5f;      // GPT-2 1e-5, BERT 1e-12
+  math::GeluKind gelu = math::GeluKind::tanh_approx;
+
+  int head_dim() const { return channels / heads; }
+};
+
+std::string_view model_kind_name(ModelKind kind);
+
+// All presets, in the order --help lists them.
+const std::vector<ModelConfig>& model_presets();
+// Throws ConfigError naming the unknown preset and listing the known ones.
+ModelConfig find_model_preset(std::string_view name);
+// Throws ConfigError naming the first field that is out of range.
+void validate_model_config(const ModelConfig& config);
+
+// Parameters of the model, counted in closed form (not from the layout):
+//   GPT:  V C + Tmax C + L (12 C^2 + 13 C) + 2 C
+//   BERT: V C + Tmax C + types C + 2 C + L (12 C^2 + 13 C) + (C^2 + 3 C + V) [+ C^2 + C pooler]
+std::int64_t analytic_parameter_count(const ModelConfig& config);
+
+}  // namespace shardscope

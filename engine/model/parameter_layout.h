@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Where every parameter lives in the one flat parameter buffer. The same layout
+// serves the gradients, the optimizer states, checkpoints and (later) the DDP
+// buckets and ZeRO shards: computed once, here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/model_config.h"
+
+namespace shardscope {
+
+struct ParameterEntry {
+  std::string name;     // e.g. "layer3.attn.qkv.weight"
+  Shape shape;          // e.g. (3C, C)
+  std::int64_t offset;  // in elements from the start of the flat buffer
+  std::int64_t numel;
+  bool weight_decay;    // AdamW decay: matrices and embeddings yes, biases and LayerNorm no
+};
+
+class ParameterLayout {
+ public:
+  explicit ParameterLayout(const ModelConfig& config);
+
+  const std::vector<ParameterEntry>& entries() const { return entries_; }
+  std::int64_t total() const { return total_; }
+  // Throws std::out_of_range naming the parameter if absent.
+  const ParameterEntry& find(std::string_view name) const;
+  const ParameterEntry* try_find(std::string_view name) const;
+
+ private:
+  void add(std::string name, Shape shape, bool weight_decay);
+
+  std::vector<ParameterEntry> entries_;
+  std::int64_t total_ = 0;
+};
+
+// Named pointers into a flat buffer laid out by a ParameterLayout: bound once
+// to the parameters and once to the gradients, so forward and backward read
+// like the math (w.layers[l].qkv_w) instead of looking names up.
+struct LayerWeights {
+  float* ln1_w;      // (C)
+  float* ln1_b;      // (C)
+  float* qkv_w;      // (3C, C)
+  float* qkv_b;      // (3C)
+  float* proj_w;     // (C, C)
+  float* proj_b;     // (C)
+  float* ln2_w;      // (C)
+  float* ln2_b;      // (C)
+  float* fc_w;       // (4C, C)
+  float* fc_b;       // (4C)
+  float* fc_proj_w;  // (C, 4C)
+  float* fc_proj_b;  // (C)
+};
+
+struct WeightViews {
+  float* tokens;        // (V, C), tied with the output head
+  float* positions;     // (Tmax, C)
+  float* token_types;   // (types, C)  BERT
+  float* embed_ln_w;    // (C)         BERT
+  float* embed_ln_b;    // (C)         BERT
+  std::vector<LayerWeights> layers;
+  float* final_ln_w;    // (C) GPT final_ln / BERT mlm.ln
+  float* final_ln_b;    // (C)
+  float* head_dense_w;  // (C, C)      BERT mlm.dense
+  float* head_dense_b;  // (C)
+  float* decoder_bias;  // (V)         BERT
+  float* pooler_w;      // (C, C)      BERT with pooler
+  float* pooler_b;      // (C)
+
+  static WeightViews bind(const ParameterLayout& layout, const ModelConfig& config, float* base);
+};
+
+}  // namespace shardscope

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The ops every backend implements. Pointers are in the backend's memory (host
+// for the CPU backend, device for CUDA). Shapes are written next to every
+// argument; all tensors are row-major and contiguous unless a leading
+// dimension says otherwise. Gradients of parameters accumulate (+=), so
+// gradient accumulation over micro-batches needs no extra copy; gradients of
+// activations overwrite unless `accumulate` is set.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ops/math.h"
+
+namespace shardscope {
+
+enum class Transpose { no, yes };
+
+// How attention masks keys: causal (GPT) or by a per-sequence padding mask (BERT).
+struct AttentionMask {
+  bool causal = false;
+  const std::int32_t* padding = nullptr;  // (B, T): 1 = real token, 0 = padding; may be null
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  // ---- matmul --------------------------------------------------------------
+  // C (M, N) = alpha * op(A) @ op(B) + beta * C, row-major with leading dimensions.
+  virtual void gemm(Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+                    const float* B, int ldb, float beta, float* C, int ldc) = 0;
+  // `batch` independent gemms, each operand advanced by its stride per batch.
+  virtual void gemm_batched_strided(Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha,
+                                    const float* A, int lda, std::int64_t stride_a, const float* B, int ldb,
+                                    std::int64_t stride_b, float beta, float* C, int ldc, std::int64_t stride_c,
+                                    int batch) = 0;
+
+  // ---- linear layer (nn.Linear: y = x W^T + b) --------------------------------
+  // out (rows, out_f) = in (rows, in_f) @ weight (out_f, in_f)^T + bias (out_f); bias may be null.
+  virtual void linear_forward(float* out, const float* in, const float* weight, const float* bias, int rows, int in_f,
+                              int out_f) = 0;
+  // d_in (rows, in_f) = d_out @ weight  (overwritten, or += when accumulate; skipped if null)
+  // d_weight (out_f, in_f) += d_out^T @ in;  d_bias (out_f) += column sums of d_out (skipped if null)
+  virtual void linear_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
+                               const float* weight, int rows, int in_f, int out_f, bool accumulate = false) = 0;
+
+  // ---- embedding ------------------------------------------------------------
+  // out (B*T, C) = tokens[ids] + positions[t] (+ types[type_ids] when types is non-null).
+  virtual void embedding_forward(float* out, const std::int32_t* ids, const std::int32_t* type_ids,
+                                 const float* tokens, const float* positions, const float* types, int B, int T,
+                                 int C) = 0;
+  // d_tokens (V, C) += scatter of d_out rows by ids; d_positions (T, C) += sum over batch; d_types likewise.
+  virtual void embedding_backward(float* d_tokens, float* d_positions, float* d_types, const float* d_out,
+                                  const std::int32_t* ids, const std::int32_t* type_ids, int B, int T, int C) = 0;
+
+  // ---- layernorm ------------------------------------------------------------
+  // out (rows, C), mean (rows), rstd (rows)
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* in, const float* weight,
+                                 const float* bias, int rows, int C, float eps) = 0;
+  // d_in (rows, C) overwritten (+= when accumulate); d_weight, d_bias (C) +=
+  virtual void layernorm_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
+                                  const float* weight, const float* mean, const float* rstd, int rows, int C,
+                                  bool accumulate = false) = 0;
+
+  // ---- GELU -----------------------------------------------------------------
+  virtual void gelu_forward(float* out, const float* in, std::int64_t n, math::GeluKind kind) = 0;
+  // d_in = d_out * gelu'(in); d_in may alias d_out.
+  virtual void gelu_backward(float* d_in, const float* d_out, const float* in, std::int64_t n,
+                             math::GeluKind kind) = 0;
+
+  // ---- multi-head attention (scaled dot product, Vaswani et al. 2017) ---------
+  // qkv (B, T, 3C): q, k, v side by side; head h uses columns h*hd..(h+1)*hd of each.
+  // probs (B, H, T, T) saved for backward; out (B, T, C) heads concatenated.
+  virtual void attention_forward(float* out, float* probs, const float* qkv, int B, int T, int C, int H,
+                                 const AttentionMask& mask) = 0;
+  // d_qkv (B, T, 3C) overwritten; scratch (B, H, T, T) is workspace.
+  virtual void attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv,
+                                  const float* probs, int B, int T, int C, int H) = 0;
+
+  // ---- softmax cross-entropy ------------------------------------------------------
+  // losses (rows) per row, 0 for ignored targets (< 0). Returns the mean over counted rows.
+  virtual float cross_entropy_forward(float* losses, const float* logits, const std::int32_t* targets, int rows,
+                                      int V) = 0;
+  // d_logits (rows, V) = (softmax - onehot) * dloss_per_row, 0 rows for ignored targets.
+  virtual void cross_entropy_backward(float* d_logits, const float* logits, const std::int32_t* targets, int rows,
+                                      int V, float dloss_per_row) = 0;
+
+  // ---- element-wise ---------------------------------------------------------
+  virtual void add(float* out, const float* a, const float* b, std::int64_t n) = 0;  // out = a + b
+  virtual void add_bias_rows(float* x, const float* bias, int rows, int C) = 0;        // x[r, :] += bias
+  virtual void scale(float* x, float factor, std::int64_t n) = 0;                       // x *= factor
+  virtual void fill(float* x, float value, std::int64_t n) = 0;
+  virtual void tanh_forward(float* out, const float* in, std::int64_t n) = 0;
+  virtual double sum_of_squares(const float* x, std::int64_t n) = 0;  // accumulated in double
+
+  // ---- optimizer ------------------------------------------------------------
+  // One AdamW step over n elements (see math::adamw_element).
+  virtual void adamw(float* params, const float* grads, float* m, float* v, std::int64_t n,
+                     const math::AdamWStep& step) = 0;
+};
+
+struct CpuBackendOptions {
+  int threads = 1;  // threads of this backend's pool, the caller included
+};
+
+std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);
+
+}  // namespace shardscope

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Element-wise, per-row and reduction ops of the CPU backend. The math itself
+// lives in ops/math.h (shared with CUDA); this file only decides how rows and
+// elements are spread over the rank's threads.
+#include "ops/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace shardscope {
+
+namespace {
+constexpr std::int64_t kElementGrain = 16384;  // elements per thread below which splitting costs more than it saves
+}
+
+CpuBackend::CpuBackend(const CpuBackendOptions& options) : pool_(std::max(1, options.threads)) {}
+
+std::string CpuBackend::name() const {
+  return std::string("cpu (") + blas_name() + ", " + std::to_string(pool_.threads()) + " threads)";
+}
+
+std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options) {
+  return std::make_unique<CpuBackend>(options);
+}
+
+// ---- linear -------------------------------------------------------------------
+
+void CpuBackend::linear_forward(float* out, const float* in, const float* weight, const float* bias, int rows,
+                                int in_f, int out_f) {
+  gemm(Transpose::no, Transpose::yes, rows, out_f, in_f, 1.0f, in, in_f, weight, in_f, 0.0f, out, out_f);
+  if (bias != nullptr) add_bias_rows(out, bias, rows, out_f);
+}
+
+void CpuBackend::linear_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
+                                 const float* weight, int rows, int in_f, int out_f, bool accumulate) {
+  if (d_in != nullptr)  // (rows, in_f) = (rows, out_f) @ (out_f, in_f)
+    gemm(Transpose::no, Transpose::no, rows, in_f, out_f, 1.0f, d_out, out_f, weight, in_f, accumulate ? 1.0f : 0.0f,
+         d_in, in_f);
+  // (out_f, in_f) += (rows, out_f)^T @ (rows, in_f)
+  gemm(Transpose::yes, Transpose::no, out_f, in_f, rows, 1.0f, d_out, out_f, in, in_f, 1.0f, d_weight, in_f);
+  if (d_bias != nullptr) column_sums(d_bias, d_out, rows, out_f);
+}
+
+void CpuBackend::column_sums(float* out, const float* x, int rows, int C) {
+  pool_.parallel_for(C, 64, [&](std::int64_t c0, std::int64_t c1) {
+    for (int r = 0; r < rows; ++r) {
+      const float* row = x + static_cast<std::int64_t>(r) * C;
+      for (std::int64_t c = c0; c < c1; ++c) out[c] += row[c];
+    }
+  });
+}
+
+// ---- embedding ----------------------------------------------------------------
+
+void CpuBackend::embedding_forward(float* out, const std::int32_t* ids, const std::int32_t* type_ids,
+                                   const float* tokens, const float* positions, const float* types, int B, int T,
+                                   int C) {
+  pool_.parallel_for(static_cast<std::int64_t>(B) * T, 16, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const float* tok = tokens + static_cast<std::int64_t>(ids[r]) * C;
+      const float* pos = positions + (r % T) * C;
+      const float* typ = types != nullptr ? types + static_cast<std::int64_t>(type_ids[r]) * C : nullptr;
+      float* o = out + r * C;
+      for (int c = 0; c < C; ++c) o[c] = tok[c] + pos[c] + (typ != nullptr ? typ[c] : 0.0f);
+    }
+  });
+}
+
+void CpuBackend::embedding_backward(float* d_tokens, float* d_positions, float* d_types, const float* d_out,
+                                    const std::int32_t* ids, const std::int32_t* type_ids, int B, int T, int C) {
+  // Scatter-add split over channels: each thread owns a channel range of every
+  // table row, so no two threads add to the same float and the order is fixed.
+  const std::int64_t rows = static_cast<std::int64_t>(B) * T;
+  pool_.parallel_for(C, 16, [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* g = d_out + r * C;
+      float* tok = d_tokens + static_cast<std::int64_t>(ids[r]) * C;
+      float* pos = d_positions + (r % T) * C;
+      for (std::int64_t c = c0; c < c1; ++c) {
+        tok[c] += g[c];
+        pos[c] += g[c];
+      }
+      if (d_types != nullptr) {
+        float* typ = d_types + static_cast<std::int64_t>(type_ids[r]) * C;
+        for (std::int64_t c = c0; c < c1; ++c) typ[c] += g[c];
+      }
+    }
+  });
+}
+
+// ---- layernorm ----------------------------------------------------------------
+
+void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* in, const float* weight,
+                                   const float* bias, int rows, int C, float eps) {
+  pool_.parallel_for(rows, 8, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r)
+      math::layernorm_forward_row(in + r * C, weight, bias, out + r * C, mean + r, rstd + r, C, eps);
+  });
+}
+
+void CpuBackend::layernorm_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
+                                    const float* weight, const float* mean, const float* rstd, int rows, int C,
+                                    bool accumulate) {
+  pool_.parallel_for(rows, 8, [&](std::int64_t r0, std::int64_t r1) {
+    std::vector<float> row(accumulate ? static_cast<std::size_t>(C) : 0);
+    for (std::int64_t r = r0; r < r1; ++r) {
+      float* target = accumulate ? row.data() : d_in + r * C;
+      math::layernorm_backward_row(d_out + r * C, in + r * C, weight, mean[r], rstd[r], target, C);
+      if (accumulate)
+        for (int c = 0; c < C; ++c) d_in[r * C + c] += row[static_cast<std::size_t>(c)];
+    }
+  });
+  // d_weight += sum_r d_out * xhat;  d_bias += sum_r d_out  (split over channels)
+  pool_.parallel_for(C, 64, [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* dy = d_out + r * C;
+      const float* x = in + r * C;
+      for (std::int64_t c = c0; c < c1; ++c) {
+        d_weight[c] += dy[c] * (x[c] - mean[r]) * rstd[r];
+        d_bias[c] += dy[c];
+      }
+    }
+  });
+}
+
+// ---- GELU ---------------------------------------------------------------------
+
+void CpuBackend::gelu_forward(float* out, const float* in, std::int64_t n, math::GeluKind kind) {
+  pool_.parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) out[i] = math::gelu(in[i], kind);
+  });
+}
+
+void CpuBackend::gelu_backward(float* d_in, const float* d_out, const float* in, std::int64_t n,
+                               math::GeluKind kind) {
+  pool_.parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) d_in[i] = d_out[i] * math::gelu_grad(in[i], kind);
+  });
+}
+
+// ---- cross-entropy ---------------------------------------------------------------
+
+float CpuBackend::cross_entropy_forward(float* losses, const float* logits, const std::int32_t* targets, int rows,
+                                        int V) {
+  pool_.parallel_for(rows, 4, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r)
+      losses[r] = math::cross_entropy_row(logits + r * static_cast<std::int64_t>(V), V, targets[r]);
+  });
+  double sum = 0.0;
+  int counted = 0;
+  for (int r = 0; r < rows; ++r) {
+    if (targets[r] < 0) continue;
+    sum += losses[r];
+    ++counted;
+  }
+  return counted > 0 ? static_cast<float>(sum / counted) : 0.0f;
+}
+
+void CpuBackend::cross_entropy_backward(float* d_logits, const float* logits, const std::int32_t* targets, int rows,
+                                        int V, float dloss_per_row) {
+  pool_.parallel_for(rows, 4, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t off = r * static_cast<std::int64_t>(V);
+      math::cross_entropy_backward_row(logits + off, d_logits + off, V, targets[r], dloss_per_row);
+    }
+  });
+}
+
+// ---- element-wise -----------------------------------------------------------------
+
+void CpuBackend::add(float* out, const float* a, const float* b, std::int64_t n) {
+  pool_.parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) out[i] = a[i] + b[i];
+  });
+}
+
+void CpuBackend::add_bias_rows(float* x, const float* bias, int rows, int C) {
+  pool_.parallel_for(rows, std::max<std::int64_t>(1, kElementGrain / std::max(C, 1)),
+                     [&](std::int64_t r0, std::int64_t r1) {
+                       for (std::int64_t r = r0; r < r1; ++r)
+                         for (int c = 0; c < C; ++c) x[r * C + c] += bias[c];
+                     });
+}
+
+void CpuBackend::scale(float* x, float factor, std::int64_t n) {
+  pool_.parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) x[i] *= factor;
+  });
+}
+
+void CpuBackend::fill(float* x, float value, std::int64_t n) {
+  pool_.parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) { std::fill(x + i0, x + i1, value); });
+}
+
+void CpuBackend::tanh_forward(float* out, const float* in, std::int64_t n) {
+  pool_.parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) out[i] = std::tanh(in[i]);
+  });
+}
+
+double CpuBackend::sum_of_squares(const float* x, std::int64_t n) {
+  // Fixed-size chunks summed in a fixed order: the same result for any thread count.
+  constexpr std::int64_t kChunk = 1 << 16;
+  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<double> partial(static_cast<std::size_t>(chunks), 0.0);
+  pool_.parallel_for(chunks, 1, [&](std::int64_t k0, std::int64_t k1) {
+    for (std::int64_t k = k0; k < k1; ++k) {
+      double s = 0.0;
+      for (std::int64_t i = k * kChunk; i < std::min(n, (k + 1) * kChunk); ++i) s += static_cast<double>(x[i]) * x[i];
+      partial[static_cast<std::size_t>(k)] = s;
+    }
+  });
+  double total = 0.0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+void CpuBackend::adamw(float* params, const float* grads, float* m, float* v, std::int64_t n,
+                       const math::AdamWStep& step) {
+  pool_.parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) math::adamw_element(params + i, grads[i], m + i, v + i, step);
+  });
+}
+
+}  // namespace shardscope

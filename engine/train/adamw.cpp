@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "train/adamw.h"
+
+#include <cmath>
+
+namespace shardscope {
+
+AdamW::AdamW(const ParameterLayout& layout, Backend& backend, MemoryLedger& ledger, const AdamWOptions& options)
+    : backend_(backend),
+      options_(options),
+      m_(ledger, MemoryCategory::optimizer_states, layout.total() * 4),
+      v_(ledger, MemoryCategory::optimizer_states, layout.total() * 4) {
+  for (const auto& e : layout.entries()) {
+    if (!spans_.empty() && spans_.back().decay == e.weight_decay &&
+        spans_.back().offset + spans_.back().numel == e.offset) {
+      spans_.back().numel += e.numel;
+    } else {
+      spans_.push_back({e.offset, e.numel, e.weight_decay});
+    }
+  }
+}
+
+void AdamW::step(float* params, const float* grads, float lr) {
+  ++t_;
+  math::AdamWStep s{};
+  s.lr = lr;
+  s.beta1 = options_.beta1;
+  s.beta2 = options_.beta2;
+  s.eps = options_.eps;
+  s.bias_correction1 = 1.0f - static_cast<float>(std::pow(options_.beta1, static_cast<double>(t_)));
+  s.bias_correction2 = 1.0f - static_cast<float>(std::pow(options_.beta2, static_cast<double>(t_)));
+  for (const Span& span : spans_) {
+    s.weight_decay = span.decay ? options_.weight_decay : 0.0f;
+    backend_.adamw(params + span.offset, grads + span.offset, m_.floats() + span.offset, v_.floats() + span.offset,
+                   span.numel, s);
+  }
+}
+
+double clip_grad_norm(Backend& backend, float* grads, std::int64_t n, float max_norm) {
+  const double norm = std::sqrt(backend.sum_of_squares(grads, n));
+  if (max_norm > 0.0f) {
+    const double factor = max_norm / (norm + 1e-6);
+    if (factor < 1.0) backend.scale(grads, static_cast<float>(factor), n);
+  }
+  return norm;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// AdamW (Loshchilov & Hutter 2019) with PyTorch's semantics: bias-corrected
+// moments, decoupled weight decay applied only to parameters the layout marks
+// (matrices and embeddings, not biases or LayerNorm). m and v are 8 bytes per
+// parameter in the `optimizer_states` category.
+#pragma once
+
+#include <cstdint>
+
+#include "core/buffer.h"
+#include "model/parameter_layout.h"
+#include "ops/backend.h"
+
+namespace shardscope {
+
+struct AdamWOptions {
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  float eps = 1e-8f;
+  float weight_decay = 0.1f;
+};
+
+class AdamW {
+ public:
+  AdamW(const ParameterLayout& layout, Backend& backend, MemoryLedger& ledger, const AdamWOptions& options);
+
+  // One update of all parameters with learning rate `lr`.
+  void step(float* params, const float* grads, float lr);
+  std::int64_t steps_taken() const { return t_; }
+  const AdamWOptions& options() const { return options_; }
+  float* m() { return m_.floats(); }
+  float* v() { return v_.floats(); }
+
+ private:
+  // Runs of consecutive parameters that share a weight-decay setting.
+  struct Span {
+    std::int64_t offset, numel;
+    bool decay;
+  };
+  std::vector<Span> spans_;
+  Backend& backend_;
+  AdamWOptions options_;
+  Buffer m_;  // first moments (P)
+  Buffer v_;  // second moments (P)
+  std::int64_t t_ = 0;
+};
+
+// Global L2 norm of the gradients, then scaled down to max_norm if above it, as
+// torch.nn.utils.clip_grad_norm_: factor = max_norm / (norm + 1e-6) when < 1.
+// Returns the norm before clipping. max_norm <= 0 disables clipping.
+double clip_grad_norm(Backend& backend, float* grads, std::int64_t n, float max_norm);
+
+}  // namespace shardscope

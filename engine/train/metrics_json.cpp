@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "train/metrics_json.h"
+
+namespace shardscope {
+
+nlohmann::json memory_to_json(const MemoryBytes& bytes) {
+  nlohmann::json j = nlohmann::json::object();
+  for (MemoryCategory c : kAllMemoryCategories) j[std::string(memory_category_name(c))] = bytes[c];
+  return j;
+}
+
+nlohmann::json step_metrics_to_json(const StepMetrics& m) {
+  nlohmann::json j;
+  j["step"] = m.step;
+  j["loss"] = m.loss;
+  j["lr"] = m.lr;
+  j["grad_norm"] = m.grad_norm;
+  j["tokens_per_s"] = m.tokens_per_s;
+  j["step_time_s"] = m.step_time_s;
+  j["eval_loss"] = m.eval_loss ? nlohmann::json(*m.eval_loss) : nlohmann::json(nullptr);
+  j["memory"] = memory_to_json(m.memory);
+  j["memory_peak"] = memory_to_json(m.memory_peak);
+  return j;
+}
+
+}  // namespace shardscope
