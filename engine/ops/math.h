@@ -16,6 +16,36 @@
 
 namespace shardscope::math {
 
+// max without libm's NaN rules: inlines to one instruction on every target.
+SS_HD float max_f(float a, float b) { return a > b ? a : b; }
+
+SS_HD float bits_to_float(std::int32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __int_as_float(bits);
+#else
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+#endif
+}
+
+// e^x in plain arithmetic, so loops of it vectorize (libm's expf does not):
+// x = n ln2 + r with |r| <= ln2/2 (ln2 split in two for exactness), e^r by its
+// degree-6 Taylor polynomial (truncation below 1.2e-7 relative), 2^n built in
+// the exponent bits. Inputs are clamped to [-87, 88]: below, the result is
+// about 1e-38 instead of a denormal or 0; callers never rely on that range.
+SS_HD float exp_approx(float x) {
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  const float n = floorf(x * 1.4426950408889634f + 0.5f);
+  const float r = (x - n * 0.693145751953125f) - n * 1.4286068203094173e-06f;
+  const float p =
+      1.0f + r * (1.0f + r * (0.5f + r * (1.6666667e-1f + r * (4.1666668e-2f + r * (8.3333338e-3f + r * 1.3888889e-3f)))));
+  return p * bits_to_float((static_cast<std::int32_t>(n) + 127) << 23);
+}
+
+// tanh(x) = 1 - 2 / (e^{2x} + 1), through exp_approx (absolute error ~1e-7).
+SS_HD float tanh_approx(float x) { return 1.0f - 2.0f / (exp_approx(2.0f * x) + 1.0f); }
+
 // ---- GELU -------------------------------------------------------------------
 // GPT-2 uses the tanh approximation (Hendrycks & Gimpel 2016, eq. 2):
 //   gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
@@ -25,14 +55,14 @@ enum class GeluKind : int { tanh_approx = 0, exact_erf = 1 };
 SS_HD float gelu_tanh(float x) {
   const float k = 0.7978845608028654f;  // sqrt(2/pi)
   const float inner = k * (x + 0.044715f * x * x * x);
-  return 0.5f * x * (1.0f + tanhf(inner));
+  return 0.5f * x * (1.0f + tanh_approx(inner));
 }
 
 SS_HD float gelu_tanh_grad(float x) {
   const float k = 0.7978845608028654f;
   const float x2 = x * x;
   const float inner = k * (x + 0.044715f * x2 * x);
-  const float t = tanhf(inner);
+  const float t = tanh_approx(inner);
   const float sech2 = 1.0f - t * t;
   return 0.5f * (1.0f + t) + 0.5f * x * sech2 * k * (1.0f + 3.0f * 0.044715f * x2);
 }
@@ -95,11 +125,11 @@ SS_HD void layernorm_backward_row(const float* dy, const float* x, const float* 
 SS_HD void softmax_row(const float* scores, float* probs, int n, int valid, const std::int32_t* mask, float scale) {
   float max_v = -INFINITY;
   for (int j = 0; j < valid; ++j)
-    if (mask == nullptr || mask[j] != 0) max_v = fmaxf(max_v, scores[j] * scale);
+    if (mask == nullptr || mask[j] != 0) max_v = max_f(max_v, scores[j] * scale);
   float sum = 0.0f;
   for (int j = 0; j < n; ++j) {
     const bool live = j < valid && (mask == nullptr || mask[j] != 0);
-    const float e = live ? expf(scores[j] * scale - max_v) : 0.0f;
+    const float e = live ? exp_approx(scores[j] * scale - max_v) : 0.0f;
     probs[j] = e;
     sum += e;
   }
@@ -119,9 +149,9 @@ SS_HD void softmax_backward_row(const float* probs, const float* dprobs, float* 
 SS_HD float cross_entropy_row(const float* logits, int V, int target) {
   if (target < 0) return 0.0f;
   float max_v = -INFINITY;
-  for (int j = 0; j < V; ++j) max_v = fmaxf(max_v, logits[j]);
+  for (int j = 0; j < V; ++j) max_v = max_f(max_v, logits[j]);
   float sum = 0.0f;
-  for (int j = 0; j < V; ++j) sum += expf(logits[j] - max_v);
+  for (int j = 0; j < V; ++j) sum += exp_approx(logits[j] - max_v);
   return logf(sum) + max_v - logits[target];
 }
 
@@ -132,24 +162,28 @@ SS_HD void cross_entropy_backward_row(const float* logits, float* dlogits, int V
     return;
   }
   float max_v = -INFINITY;
-  for (int j = 0; j < V; ++j) max_v = fmaxf(max_v, logits[j]);
+  for (int j = 0; j < V; ++j) max_v = max_f(max_v, logits[j]);
   float sum = 0.0f;
-  for (int j = 0; j < V; ++j) sum += expf(logits[j] - max_v);
-  const float inv = 1.0f / sum;
-  for (int j = 0; j < V; ++j) dlogits[j] = expf(logits[j] - max_v) * inv * dloss;
+  for (int j = 0; j < V; ++j) sum += exp_approx(logits[j] - max_v);
+  const float scale = dloss / sum;
+  for (int j = 0; j < V; ++j) dlogits[j] = exp_approx(logits[j] - max_v) * scale;
   dlogits[target] -= dloss;
 }
 
 // ---- AdamW (Loshchilov & Hutter 2019), one element ------------------------------
 // m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
 // p -= lr * ( (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) + wd * p )
+// The gradient is multiplied by grad_scale first: gradient clipping folded into
+// the update, so the gradients are read once.
 struct AdamWStep {
   float lr, beta1, beta2, eps, weight_decay;
   float bias_correction1;  // 1 - beta1^t
   float bias_correction2;  // 1 - beta2^t
+  float grad_scale = 1.0f;
 };
 
-SS_HD void adamw_element(float* p, float g, float* m, float* v, const AdamWStep& s) {
+SS_HD void adamw_element(float* p, float g_raw, float* m, float* v, const AdamWStep& s) {
+  const float g = g_raw * s.grad_scale;
   const float m_new = s.beta1 * *m + (1.0f - s.beta1) * g;
   const float v_new = s.beta2 * *v + (1.0f - s.beta2) * g * g;
   *m = m_new;

@@ -20,7 +20,7 @@ AdamW::AdamW(const ParameterLayout& layout, Backend& backend, MemoryLedger& ledg
   }
 }
 
-void AdamW::step(float* params, const float* grads, float lr) {
+void AdamW::step(float* params, const float* grads, float lr, float grad_scale) {
   ++t_;
   math::AdamWStep s{};
   s.lr = lr;
@@ -29,6 +29,7 @@ void AdamW::step(float* params, const float* grads, float lr) {
   s.eps = options_.eps;
   s.bias_correction1 = 1.0f - static_cast<float>(std::pow(options_.beta1, static_cast<double>(t_)));
   s.bias_correction2 = 1.0f - static_cast<float>(std::pow(options_.beta2, static_cast<double>(t_)));
+  s.grad_scale = grad_scale;
   for (const Span& span : spans_) {
     s.weight_decay = span.decay ? options_.weight_decay : 0.0f;
     backend_.adamw(params + span.offset, grads + span.offset, m_.floats() + span.offset, v_.floats() + span.offset,
@@ -36,13 +37,14 @@ void AdamW::step(float* params, const float* grads, float lr) {
   }
 }
 
-double clip_grad_norm(Backend& backend, float* grads, std::int64_t n, float max_norm) {
-  const double norm = std::sqrt(backend.sum_of_squares(grads, n));
-  if (max_norm > 0.0f) {
-    const double factor = max_norm / (norm + 1e-6);
-    if (factor < 1.0) backend.scale(grads, static_cast<float>(factor), n);
-  }
-  return norm;
+double global_grad_norm(Backend& backend, const float* grads, std::int64_t n) {
+  return std::sqrt(backend.sum_of_squares(grads, n));
+}
+
+float clip_factor(double norm, float max_norm) {
+  if (max_norm <= 0.0f) return 1.0f;
+  const double factor = max_norm / (norm + 1e-6);
+  return factor < 1.0 ? static_cast<float>(factor) : 1.0f;
 }
 
 }  // namespace shardscope

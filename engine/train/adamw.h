@@ -24,8 +24,9 @@ class AdamW {
  public:
   AdamW(const ParameterLayout& layout, Backend& backend, MemoryLedger& ledger, const AdamWOptions& options);
 
-  // One update of all parameters with learning rate `lr`.
-  void step(float* params, const float* grads, float lr);
+  // One update of all parameters with learning rate `lr`, the gradients first
+  // multiplied by grad_scale (the clipping factor, folded in to save a pass).
+  void step(float* params, const float* grads, float lr, float grad_scale = 1.0f);
   std::int64_t steps_taken() const { return t_; }
   const AdamWOptions& options() const { return options_; }
   float* m() { return m_.floats(); }
@@ -45,9 +46,11 @@ class AdamW {
   std::int64_t t_ = 0;
 };
 
-// Global L2 norm of the gradients, then scaled down to max_norm if above it, as
-// torch.nn.utils.clip_grad_norm_: factor = max_norm / (norm + 1e-6) when < 1.
-// Returns the norm before clipping. max_norm <= 0 disables clipping.
-double clip_grad_norm(Backend& backend, float* grads, std::int64_t n, float max_norm);
+// Global L2 norm of the gradients, accumulated in double.
+double global_grad_norm(Backend& backend, const float* grads, std::int64_t n);
+// Gradient clipping as torch.nn.utils.clip_grad_norm_: the gradients are scaled
+// by max_norm / (norm + 1e-6) when that is below 1. Returns the factor (1 when
+// no clipping is needed or max_norm <= 0).
+float clip_factor(double norm, float max_norm);
 
 }  // namespace shardscope

@@ -17,6 +17,9 @@ nlohmann::json step_metrics_to_json(const StepMetrics& m) {
   j["grad_norm"] = m.grad_norm;
   j["tokens_per_s"] = m.tokens_per_s;
   j["step_time_s"] = m.step_time_s;
+  j["forward_s"] = m.forward_s;
+  j["backward_s"] = m.backward_s;
+  j["optimizer_s"] = m.optimizer_s;
   j["eval_loss"] = m.eval_loss ? nlohmann::json(*m.eval_loss) : nlohmann::json(nullptr);
   j["memory"] = memory_to_json(m.memory);
   j["memory_peak"] = memory_to_json(m.memory_peak);

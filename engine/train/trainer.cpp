@@ -38,17 +38,25 @@ StepMetrics Trainer::step() {
   const BatchData data = dataset_->batch(kind, Split::train, config_.seed, steps_done_, 0, config_.batch, config_.seq);
   const Batch batch{data.B, data.T, data.input_ids.data(), data.targets.data(), nullptr, data.attention_mask.data()};
 
+  auto seconds_since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+
   StepMetrics m;
   model_->zero_grads();
+  auto t = clock::now();
   m.loss = model_->forward(batch);
+  m.forward_s = seconds_since(t);
+  t = clock::now();
   model_->backward();
-  m.grad_norm = clip_grad_norm(*backend_, model_->grads(), model_->parameter_count(), config_.grad_clip);
+  m.backward_s = seconds_since(t);
+  t = clock::now();
+  m.grad_norm = global_grad_norm(*backend_, model_->grads(), model_->parameter_count());
   m.lr = schedule_.at(steps_done_);
-  optimizer_->step(model_->params(), model_->grads(), m.lr);
+  optimizer_->step(model_->params(), model_->grads(), m.lr, clip_factor(m.grad_norm, config_.grad_clip));
+  m.optimizer_s = seconds_since(t);
   ++steps_done_;
 
   m.step = steps_done_;
-  m.step_time_s = std::chrono::duration<double>(clock::now() - start).count();
+  m.step_time_s = seconds_since(start);
   m.tokens_per_s = static_cast<double>(config_.batch) * config_.seq / m.step_time_s;
   if (config_.eval_every > 0 && (steps_done_ % config_.eval_every == 0 || steps_done_ == config_.steps))
     m.eval_loss = evaluate();

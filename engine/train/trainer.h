@@ -26,6 +26,9 @@ struct StepMetrics {
   double grad_norm = 0.0;      // global L2 norm before clipping
   double tokens_per_s = 0.0;   // tokens of this step / wall time of this step
   double step_time_s = 0.0;
+  double forward_s = 0.0;      // parts of step_time_s: forward (with the loss),
+  double backward_s = 0.0;     // backward,
+  double optimizer_s = 0.0;    // gradient norm, clipping and the AdamW update
   std::optional<float> eval_loss;  // mean validation loss, on evaluation steps
   MemoryBytes memory;          // ledger bytes by category after the step
   MemoryBytes memory_peak;     // peak bytes by category so far

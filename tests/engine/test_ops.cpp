@@ -32,6 +32,7 @@ class TestOps : public QObject {
   void cross_entropy_matches_formula();
   void adamw_matches_formula();
   void sum_of_squares_is_thread_independent();
+  void exp_and_tanh_approximations_are_accurate();
 };
 
 void TestOps::gemm_matches_naive_for_every_transpose() {
@@ -260,6 +261,19 @@ void TestOps::sum_of_squares_is_thread_independent() {
   const double b = one->sum_of_squares(x.data(), static_cast<std::int64_t>(x.size()));
   QCOMPARE(a, b);
   QVERIFY(std::fabs(a / 300000.0 - 1.0) < 0.01);
+}
+
+void TestOps::exp_and_tanh_approximations_are_accurate() {
+  double worst_exp = 0.0, worst_tanh = 0.0;
+  for (double x = -80.0; x <= 80.0; x += 0.001) {
+    const float xf = static_cast<float>(x);
+    worst_exp = std::max(worst_exp, std::fabs(math::exp_approx(xf) / std::exp(static_cast<double>(xf)) - 1.0));
+    worst_tanh = std::max(worst_tanh, std::fabs(math::tanh_approx(xf) - std::tanh(static_cast<double>(xf))));
+  }
+  QVERIFY2(worst_exp < 5e-7, qPrintable(QString("exp relative error %1").arg(worst_exp)));
+  QVERIFY2(worst_tanh < 3e-7, qPrintable(QString("tanh absolute error %1").arg(worst_tanh)));
+  QCOMPARE(math::exp_approx(0.0f), 1.0f);
+  QVERIFY(math::exp_approx(-1000.0f) < 1e-37f);  // clamped, never NaN
 }
 
 QTEST_GUILESS_MAIN(TestOps)

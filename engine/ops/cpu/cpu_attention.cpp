@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "ops/cpu/cpu_backend.h"
+#include "ops/cpu/cpu_kernels.h"
 
 namespace shardscope {
 
@@ -24,9 +25,7 @@ void CpuBackend::attention_forward(float* out, float* probs, const float* qkv, i
       float* p = probs + pair * TT;  // (T, T)
       blas_sgemm(Transpose::no, Transpose::yes, T, T, hd, 1.0f, q, 3 * C, k, 3 * C, 0.0f, p, T);
       const std::int32_t* pad = mask.padding != nullptr ? mask.padding + b * T : nullptr;
-      for (int i = 0; i < T; ++i)
-        math::softmax_row(p + static_cast<std::int64_t>(i) * T, p + static_cast<std::int64_t>(i) * T, T,
-                          mask.causal ? i + 1 : T, pad, scale);
+      cpu::attention_softmax_rows(p, T, mask.causal, pad, scale);
       blas_sgemm(Transpose::no, Transpose::no, T, hd, T, 1.0f, p, T, v, 3 * C, 0.0f, out + b * T * C + h * hd, C);
     }
   });
@@ -53,9 +52,7 @@ void CpuBackend::attention_backward(float* d_qkv, float* scratch, const float* d
       float* dp = scratch + pair * TT;
       blas_sgemm(Transpose::no, Transpose::yes, T, T, hd, 1.0f, dy, C, v, 3 * C, 0.0f, dp, T);   // dP = dY V^T
       blas_sgemm(Transpose::yes, Transpose::no, T, hd, T, 1.0f, p, T, dy, C, 0.0f, dv, 3 * C);   // dV = P^T dY
-      for (int i = 0; i < T; ++i)  // dS = scale * P o (dP - rowsum(P o dP)); masked entries have P = 0
-        math::softmax_backward_row(p + static_cast<std::int64_t>(i) * T, dp + static_cast<std::int64_t>(i) * T,
-                                   dp + static_cast<std::int64_t>(i) * T, T, scale);
+      cpu::attention_softmax_backward_rows(p, dp, T, scale);  // dS = scale P o (dP - rowsum(P o dP))
       blas_sgemm(Transpose::no, Transpose::no, T, hd, T, 1.0f, dp, T, k, 3 * C, 0.0f, dq, 3 * C);   // dQ = dS K
       blas_sgemm(Transpose::yes, Transpose::no, T, hd, T, 1.0f, dp, T, q, 3 * C, 0.0f, dk, 3 * C);  // dK = dS^T Q
     }

@@ -4,6 +4,8 @@
 // elements are spread over the rank's threads.
 #include "ops/cpu/cpu_backend.h"
 
+#include "ops/cpu/cpu_kernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -95,8 +97,7 @@ void CpuBackend::embedding_backward(float* d_tokens, float* d_positions, float* 
 void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* in, const float* weight,
                                    const float* bias, int rows, int C, float eps) {
   pool_.parallel_for(rows, 8, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r)
-      math::layernorm_forward_row(in + r * C, weight, bias, out + r * C, mean + r, rstd + r, C, eps);
+    cpu::layernorm_forward_rows(out + r0 * C, mean + r0, rstd + r0, in + r0 * C, weight, bias, r1 - r0, C, eps);
   });
 }
 
@@ -114,14 +115,7 @@ void CpuBackend::layernorm_backward(float* d_in, float* d_weight, float* d_bias,
   });
   // d_weight += sum_r d_out * xhat;  d_bias += sum_r d_out  (split over channels)
   pool_.parallel_for(C, 64, [&](std::int64_t c0, std::int64_t c1) {
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const float* dy = d_out + r * C;
-      const float* x = in + r * C;
-      for (std::int64_t c = c0; c < c1; ++c) {
-        d_weight[c] += dy[c] * (x[c] - mean[r]) * rstd[r];
-        d_bias[c] += dy[c];
-      }
-    }
+    cpu::layernorm_param_grads(d_weight, d_bias, d_out, in, mean, rstd, rows, C, c0, c1);
   });
 }
 
@@ -129,14 +123,14 @@ void CpuBackend::layernorm_backward(float* d_in, float* d_weight, float* d_bias,
 
 void CpuBackend::gelu_forward(float* out, const float* in, std::int64_t n, math::GeluKind kind) {
   pool_.parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
-    for (std::int64_t i = i0; i < i1; ++i) out[i] = math::gelu(in[i], kind);
+    cpu::gelu_forward_range(out + i0, in + i0, i1 - i0, kind);
   });
 }
 
 void CpuBackend::gelu_backward(float* d_in, const float* d_out, const float* in, std::int64_t n,
                                math::GeluKind kind) {
   pool_.parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
-    for (std::int64_t i = i0; i < i1; ++i) d_in[i] = d_out[i] * math::gelu_grad(in[i], kind);
+    cpu::gelu_backward_range(d_in + i0, d_out + i0, in + i0, i1 - i0, kind);
   });
 }
 
@@ -145,8 +139,7 @@ void CpuBackend::gelu_backward(float* d_in, const float* d_out, const float* in,
 float CpuBackend::cross_entropy_forward(float* losses, const float* logits, const std::int32_t* targets, int rows,
                                         int V) {
   pool_.parallel_for(rows, 4, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r)
-      losses[r] = math::cross_entropy_row(logits + r * static_cast<std::int64_t>(V), V, targets[r]);
+    cpu::cross_entropy_rows(losses + r0, logits + r0 * V, targets + r0, r1 - r0, V);
   });
   double sum = 0.0;
   int counted = 0;
@@ -161,10 +154,7 @@ float CpuBackend::cross_entropy_forward(float* losses, const float* logits, cons
 void CpuBackend::cross_entropy_backward(float* d_logits, const float* logits, const std::int32_t* targets, int rows,
                                         int V, float dloss_per_row) {
   pool_.parallel_for(rows, 4, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r) {
-      const std::int64_t off = r * static_cast<std::int64_t>(V);
-      math::cross_entropy_backward_row(logits + off, d_logits + off, V, targets[r], dloss_per_row);
-    }
+    cpu::cross_entropy_backward_rows(d_logits + r0 * V, logits + r0 * V, targets + r0, r1 - r0, V, dloss_per_row);
   });
 }
 
@@ -172,7 +162,7 @@ void CpuBackend::cross_entropy_backward(float* d_logits, const float* logits, co
 
 void CpuBackend::add(float* out, const float* a, const float* b, std::int64_t n) {
   pool_.parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
-    for (std::int64_t i = i0; i < i1; ++i) out[i] = a[i] + b[i];
+    cpu::add_range(out + i0, a + i0, b + i0, i1 - i0);
   });
 }
 
@@ -186,7 +176,7 @@ void CpuBackend::add_bias_rows(float* x, const float* bias, int rows, int C) {
 
 void CpuBackend::scale(float* x, float factor, std::int64_t n) {
   pool_.parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
-    for (std::int64_t i = i0; i < i1; ++i) x[i] *= factor;
+    cpu::scale_range(x + i0, factor, i1 - i0);
   });
 }
 
@@ -206,11 +196,8 @@ double CpuBackend::sum_of_squares(const float* x, std::int64_t n) {
   const std::int64_t chunks = (n + kChunk - 1) / kChunk;
   std::vector<double> partial(static_cast<std::size_t>(chunks), 0.0);
   pool_.parallel_for(chunks, 1, [&](std::int64_t k0, std::int64_t k1) {
-    for (std::int64_t k = k0; k < k1; ++k) {
-      double s = 0.0;
-      for (std::int64_t i = k * kChunk; i < std::min(n, (k + 1) * kChunk); ++i) s += static_cast<double>(x[i]) * x[i];
-      partial[static_cast<std::size_t>(k)] = s;
-    }
+    for (std::int64_t k = k0; k < k1; ++k)
+      partial[static_cast<std::size_t>(k)] = cpu::sum_of_squares_range(x + k * kChunk, std::min(n - k * kChunk, kChunk));
   });
   double total = 0.0;
   for (double s : partial) total += s;
@@ -220,7 +207,7 @@ double CpuBackend::sum_of_squares(const float* x, std::int64_t n) {
 void CpuBackend::adamw(float* params, const float* grads, float* m, float* v, std::int64_t n,
                        const math::AdamWStep& step) {
   pool_.parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
-    for (std::int64_t i = i0; i < i1; ++i) math::adamw_element(params + i, grads[i], m + i, v + i, step);
+    cpu::adamw_range(params + i0, grads + i0, m + i0, v + i0, i1 - i0, step);
   });
 }
 
