@@ -8,5 +8,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
-exec ./build/app/shardscope-cli train --model gpt-tiny --steps 500 --batch 16 --seq 64 --lr 2e-3 --eval-every 100 \
+exec ./build/app/shardscope-cli train --model gpt-tiny --steps 600 --batch 16 --seq 64 --lr 2e-3 --eval-every 100 \
   --log-every 25 "$@"

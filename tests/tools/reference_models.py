@@ -9,7 +9,7 @@
 # WITHOUT ANY WARRANTY; see the GNU General Public License for more details.
 # You should have received a copy of it along with this program; if not, see
 # <https://www.gnu.org/licenses/>.
-"""GPT (pre-LN decoder) and BERT (post-LN encoder) exactly as docs/MODEL_SPEC.
+"""GPT (pre-LN decoder) and BERT (post-LN encoder) exactly as docs/MODEL_SPEC.md.
 
 Models are functional: parameters live in an ordered ``dict`` keyed by the
 spec's names (``embed.tokens``, ``layer0.attn.qkv.weight``, ...), in the spec's

@@ -8,11 +8,7 @@
 
 #include "ops/cpu/cpu_backend.h"
 
-#if defined(SHARDSCOPE_BLAS_BLIS)
-#include <blis.h>
-#else
 #include <cblas.h>
-#endif
 
 namespace shardscope {
 
@@ -21,23 +17,11 @@ CBLAS_TRANSPOSE to_cblas(Transpose t) { return t == Transpose::yes ? CblasTrans 
 
 void make_blas_single_threaded() {
   static std::once_flag once;
-  std::call_once(once, [] {
-#if defined(SHARDSCOPE_BLAS_BLIS)
-    bli_thread_set_num_threads(1);
-#else
-    openblas_set_num_threads(1);
-#endif
-  });
+  std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 }  // namespace
 
-const char* blas_name() {
-#if defined(SHARDSCOPE_BLAS_BLIS)
-  return "BLIS";
-#else
-  return "OpenBLAS";
-#endif
-}
+const char* blas_name() { return "OpenBLAS"; }
 
 void blas_sgemm(Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha, const float* A, int lda,
                 const float* B, int ldb, float beta, float* C, int ldc) {
