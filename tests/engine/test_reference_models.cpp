@@ -7,6 +7,7 @@
 //   logits, hidden states, loss: |a-b| <= 1e-5 + 1e-4 |b|
 //   gradients:                   |a-b| <= 1e-6 + 1e-3 |b|
 //   10 AdamW losses:             |a-b| <= 1e-4 + 1e-4 |b|;  parameters after: 1e-4 + 1e-3 |b|
+//                                (attn.qkv.bias: 2e-3 + 1e-3 |b|, see below)
 #include <QTest>
 
 #include "core/memory_ledger.h"
@@ -144,9 +145,14 @@ void TestReferenceModels::adamw_steps_match_reference() {
   compare("AdamW losses", losses.data(), fx.file.floats("adamw_losses"), 1e-4, 1e-4);
   compare("AdamW grad norms", norms.data(), fx.file.floats("adamw_grad_norms"), 1e-4, 1e-3);
   QVERIFY2(losses.back() < losses.front() - 0.1f, "the 10 steps must lower the loss");
-  for (const auto& e : model->layout().entries())
+  for (const auto& e : model->layout().entries()) {
+    // The key part of attn.qkv.bias has a true gradient of zero (softmax ignores a
+    // shift shared by all keys); float32 rounding noise there is amplified by
+    // Adam's normalisation, so that tensor gets an absolute tolerance of 2e-3.
+    const double atol = e.name.ends_with("attn.qkv.bias") ? 2e-3 : 1e-4;
     compare(qPrintable(QString::fromStdString("param_after_10." + e.name)), model->params() + e.offset,
-            fx.file.floats("param_after_10." + e.name), 1e-4, 1e-3);
+            fx.file.floats("param_after_10." + e.name), atol, 1e-3);
+  }
 }
 
 QTEST_GUILESS_MAIN(TestReferenceModels)
