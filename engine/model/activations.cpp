@@ -15,7 +15,7 @@ struct Carver {
   }
 };
 
-void carve_activations(Activations& a, const ModelConfig& c, int B, int T, Carver& k) {
+void carve_activations(Activations& a, const ModelConfig& c, int B, int T, bool checkpointing, Carver& k) {
   const std::int64_t BT = static_cast<std::int64_t>(B) * T, C = c.channels, H = c.heads;
   const bool bert = c.kind == ModelKind::bert;
   a.B = B;
@@ -24,7 +24,10 @@ void carve_activations(Activations& a, const ModelConfig& c, int B, int T, Carve
   a.embed_ln_out = bert ? k.take(BT * C) : nullptr;
   a.embed_ln_mean = bert ? k.take(BT) : nullptr;
   a.embed_ln_rstd = bert ? k.take(BT) : nullptr;
-  a.layers.resize(static_cast<std::size_t>(c.layers));
+  a.checkpointing = checkpointing;
+  a.layers.resize(checkpointing ? 1 : static_cast<std::size_t>(c.layers));
+  a.layer_outputs.assign(checkpointing ? static_cast<std::size_t>(c.layers) : 0, nullptr);
+  for (auto& out : a.layer_outputs) out = k.take(BT * C);
   for (auto& l : a.layers) {
     l.ln1_out = k.take(BT * C);
     l.ln1_mean = k.take(BT);
@@ -66,16 +69,16 @@ std::int64_t Activations::layer_floats(const ModelConfig& c, int batch, int seq)
   return BT * (16 * static_cast<std::int64_t>(c.channels) + 4) + static_cast<std::int64_t>(batch) * c.heads * seq * seq;
 }
 
-std::int64_t Activations::total_floats(const ModelConfig& config, int batch, int seq) {
+std::int64_t Activations::total_floats(const ModelConfig& config, int batch, int seq, bool keep_outputs_only) {
   Activations a;
   Carver k{nullptr};
-  carve_activations(a, config, batch, seq, k);
+  carve_activations(a, config, batch, seq, keep_outputs_only, k);
   return k.used;
 }
 
-void Activations::bind(const ModelConfig& config, int batch, int seq, float* buffer) {
+void Activations::bind(const ModelConfig& config, int batch, int seq, bool keep_outputs_only, float* buffer) {
   Carver k{buffer};
-  carve_activations(*this, config, batch, seq, k);
+  carve_activations(*this, config, batch, seq, keep_outputs_only, k);
 }
 
 std::int64_t BackwardScratch::total_floats(const ModelConfig& config, int B, int T) {

@@ -32,6 +32,11 @@ struct LayerActivations {
 
 struct Activations {
   int B = 0, T = 0;
+  // Activation checkpointing: `layers` holds one shared set, reused by every
+  // layer (forward, then recompute in backward), and only each layer's output
+  // is kept, in layer_outputs (L x (B, T, C)).
+  bool checkpointing = false;
+  std::vector<float*> layer_outputs;
   float* embed_sum;      // (B, T, C) token + position (+ type) embeddings
   float* embed_ln_out;   // (B, T, C) BERT only
   float* embed_ln_mean;  // (B, T)    BERT only
@@ -48,10 +53,11 @@ struct Activations {
 
   // Floats each layer keeps: B T (16 C + 4) + B H T^2.
   static std::int64_t layer_floats(const ModelConfig& config, int batch, int seq);
-  // Floats of the whole forward pass for (B, T).
-  static std::int64_t total_floats(const ModelConfig& config, int batch, int seq);
+  // Floats of the whole forward pass for (B, T). With checkpointing each layer
+  // keeps B T C (its output) and one layer's full set is shared.
+  static std::int64_t total_floats(const ModelConfig& config, int batch, int seq, bool checkpointing = false);
   // Carves the views out of `buffer`, which holds total_floats floats.
-  void bind(const ModelConfig& config, int batch, int seq, float* buffer);
+  void bind(const ModelConfig& config, int batch, int seq, bool checkpointing, float* buffer);
 };
 
 // Scratch of backward: activation gradients, reused layer after layer.

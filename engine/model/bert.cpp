@@ -5,13 +5,16 @@
 // MLM head: logits = mlm.ln(gelu(mlm.dense(x_L))) @ tokens^T + decoder_bias.
 #include "model/bert.h"
 
+#include <string>
+
 namespace shardscope {
 
-void BertModel::layer_forward(int l, const float* x, int B, int T, const AttentionMask& mask) {
-  const int BT = B * T, C = config_.channels, H = config_.heads;
+void BertModel::layer_forward(int l, const float* x, const Batch& batch) {
+  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels, H = config_.heads;
   const std::int64_t n = static_cast<std::int64_t>(BT) * C;
+  const AttentionMask mask{false, batch.attention_mask};
   const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
-  LayerActivations& a = acts_.layers[static_cast<std::size_t>(l)];
+  LayerActivations& a = layer_acts(l);
   Backend& be = backend_;
   be.linear_forward(a.qkv, x, w.qkv_w, w.qkv_b, BT, C, 3 * C);
   be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, C, H, mask);
@@ -37,12 +40,8 @@ void BertModel::forward_impl(const Batch& batch) {
                        C);
   be.layernorm_forward(a.embed_ln_out, a.embed_ln_mean, a.embed_ln_rstd, a.embed_sum, w_.embed_ln_w, w_.embed_ln_b,
                        BT, C, config_.ln_eps);
-  const AttentionMask mask{false, batch.attention_mask};
-  const float* x = a.embed_ln_out;
-  for (int l = 0; l < config_.layers; ++l) {
-    layer_forward(l, x, B, T, mask);
-    x = a.layers[static_cast<std::size_t>(l)].ln2_out;
-  }
+  layers_forward(batch);
+  const float* x = layer_output(config_.layers - 1);
   be.linear_forward(a.head_dense, x, w_.head_dense_w, w_.head_dense_b, BT, C, C);
   be.gelu_forward(a.head_gelu, a.head_dense, n, config_.gelu);
   be.layernorm_forward(a.final_ln_out, a.final_ln_mean, a.final_ln_rstd, a.head_gelu, w_.final_ln_w, w_.final_ln_b,
@@ -61,7 +60,7 @@ void BertModel::layer_backward(int l, const float* x, int B, int T) {
   const int BT = B * T, C = config_.channels, H = config_.heads;
   const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
   LayerWeights& dw = dw_.layers[static_cast<std::size_t>(l)];
-  const LayerActivations& a = acts_.layers[static_cast<std::size_t>(l)];
+  const LayerActivations& a = layer_acts(l);
   BackwardScratch& s = scratch_;
   Backend& be = backend_;
   // out = ln2(res_out): d_a = d(res_out)
@@ -90,16 +89,21 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
   be.layernorm_backward(s.d_qkv, dw_.final_ln_w, dw_.final_ln_b, s.d_a, a.head_gelu, w_.final_ln_w, a.final_ln_mean,
                         a.final_ln_rstd, BT, C);
   be.gelu_backward(s.d_qkv, s.d_qkv, a.head_dense, n, config_.gelu);
-  const float* x_last = a.layers.back().ln2_out;
-  be.linear_backward(s.d_res, dw_.head_dense_w, dw_.head_dense_b, s.d_qkv, x_last, w_.head_dense_w, BT, C, C);
+  be.linear_backward(s.d_res, dw_.head_dense_w, dw_.head_dense_b, s.d_qkv, layer_output(config_.layers - 1),
+                     w_.head_dense_w, BT, C, C);
+  gradients_ready(layout_.find("mlm.dense.weight").offset);  // the pooler after it has no gradient
   for (int l = config_.layers - 1; l >= 0; --l) {
-    const float* x = l == 0 ? a.embed_ln_out : a.layers[static_cast<std::size_t>(l - 1)].ln2_out;
-    layer_backward(l, x, B, T);
+    prepare_layer_backward(l, batch);
+    const std::int64_t start = now_ns();
+    layer_backward(l, layer_input(l), B, T);
+    emit_span(ComputeKind::backward, l, start);
+    gradients_ready(layout_.find("layer" + std::to_string(l) + ".attn.qkv.weight").offset);
   }
   be.layernorm_backward(s.d_a, dw_.embed_ln_w, dw_.embed_ln_b, s.d_res, a.embed_sum, w_.embed_ln_w, a.embed_ln_mean,
                         a.embed_ln_rstd, BT, C);
   be.embedding_backward(dw_.tokens, dw_.positions, dw_.token_types, s.d_a, batch.input_ids, type_ids_.data(), B, T,
                         C);
+  gradients_ready(0);
 }
 
 }  // namespace shardscope

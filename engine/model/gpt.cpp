@@ -5,12 +5,14 @@
 // logits = final_ln(x_L) @ tokens^T (tied).
 #include "model/gpt.h"
 
+#include <string>
+
 namespace shardscope {
 
-void GptModel::layer_forward(int l, const float* x, int B, int T) {
-  const int BT = B * T, C = config_.channels, H = config_.heads;
+void GptModel::layer_forward(int l, const float* x, const Batch& batch) {
+  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels, H = config_.heads;
   const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
-  LayerActivations& a = acts_.layers[static_cast<std::size_t>(l)];
+  LayerActivations& a = layer_acts(l);
   Backend& be = backend_;
   be.layernorm_forward(a.ln1_out, a.ln1_mean, a.ln1_rstd, x, w.ln1_w, w.ln1_b, BT, C, config_.ln_eps);
   be.linear_forward(a.qkv, a.ln1_out, w.qkv_w, w.qkv_b, BT, C, 3 * C);
@@ -28,11 +30,8 @@ void GptModel::forward_impl(const Batch& batch) {
   const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels;
   Activations& a = acts_;
   backend_.embedding_forward(a.embed_sum, batch.input_ids, nullptr, w_.tokens, w_.positions, nullptr, B, T, C);
-  const float* x = a.embed_sum;
-  for (int l = 0; l < config_.layers; ++l) {
-    layer_forward(l, x, B, T);
-    x = a.layers[static_cast<std::size_t>(l)].res_out;
-  }
+  layers_forward(batch);
+  const float* x = layer_output(config_.layers - 1);
   backend_.layernorm_forward(a.final_ln_out, a.final_ln_mean, a.final_ln_rstd, x, w_.final_ln_w, w_.final_ln_b, BT,
                              C, config_.ln_eps);
   backend_.linear_forward(a.logits, a.final_ln_out, w_.tokens, nullptr, BT, C, config_.vocab);
@@ -42,7 +41,7 @@ void GptModel::layer_backward(int l, const float* x, int B, int T) {
   const int BT = B * T, C = config_.channels, H = config_.heads;
   const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
   LayerWeights& dw = dw_.layers[static_cast<std::size_t>(l)];
-  const LayerActivations& a = acts_.layers[static_cast<std::size_t>(l)];
+  const LayerActivations& a = layer_acts(l);
   BackwardScratch& s = scratch_;
   Backend& be = backend_;
   // MLP branch: d_res holds d(out) = d(res_mid) through the residual.
@@ -66,14 +65,18 @@ void GptModel::backward_impl(const Batch& batch, float dloss_per_row) {
   backend_.cross_entropy_backward(s.d_logits, a.logits, batch.targets, BT, V, dloss_per_row);
   // logits = final_ln_out @ tokens^T: the tied head adds its gradient to the token embedding.
   backend_.linear_backward(s.d_a, dw_.tokens, nullptr, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V);
-  const float* x_last = a.layers.back().res_out;
-  backend_.layernorm_backward(s.d_res, dw_.final_ln_w, dw_.final_ln_b, s.d_a, x_last, w_.final_ln_w,
-                              a.final_ln_mean, a.final_ln_rstd, BT, C);
+  backend_.layernorm_backward(s.d_res, dw_.final_ln_w, dw_.final_ln_b, s.d_a, layer_output(config_.layers - 1),
+                              w_.final_ln_w, a.final_ln_mean, a.final_ln_rstd, BT, C);
+  gradients_ready(layout_.find("final_ln.weight").offset);
   for (int l = config_.layers - 1; l >= 0; --l) {
-    const float* x = l == 0 ? a.embed_sum : a.layers[static_cast<std::size_t>(l - 1)].res_out;
-    layer_backward(l, x, B, T);
+    prepare_layer_backward(l, batch);
+    const std::int64_t start = now_ns();
+    layer_backward(l, layer_input(l), B, T);
+    emit_span(ComputeKind::backward, l, start);
+    gradients_ready(layout_.find("layer" + std::to_string(l) + ".ln1.weight").offset);
   }
   backend_.embedding_backward(dw_.tokens, dw_.positions, nullptr, s.d_res, batch.input_ids, nullptr, B, T, C);
+  gradients_ready(0);
 }
 
 }  // namespace shardscope

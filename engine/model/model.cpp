@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -57,12 +58,14 @@ void Model::init_weights(std::uint64_t seed) {
 void Model::zero_grads() { backend_.fill(grads_.floats(), 0.0f, layout_.total()); }
 
 void Model::ensure_activations(int B, int T) {
-  if (acts_.B == B && acts_.T == T && !act_buffer_.empty()) return;
+  if (acts_.B == B && acts_.T == T && acts_checkpointing_ == checkpointing_ && !act_buffer_.empty()) return;
   act_buffer_ = Buffer();  // release first: the ledger peak must not count both
   scratch_buffer_ = Buffer();
-  act_buffer_ = Buffer(ledger_, MemoryCategory::activations, Activations::total_floats(config_, B, T) * 4);
+  act_buffer_ = Buffer(ledger_, MemoryCategory::activations,
+                       Activations::total_floats(config_, B, T, checkpointing_) * 4);
   scratch_buffer_ = Buffer(ledger_, MemoryCategory::workspace, BackwardScratch::total_floats(config_, B, T) * 4);
-  acts_.bind(config_, B, T, act_buffer_.floats());
+  acts_checkpointing_ = checkpointing_;
+  acts_.bind(config_, B, T, checkpointing_, act_buffer_.floats());
   scratch_.bind(config_, B, T, scratch_buffer_.floats());
 }
 
@@ -99,12 +102,56 @@ float Model::forward(const Batch& batch) {
   return backend_.cross_entropy_forward(acts_.losses, acts_.logits, batch.targets, rows, config_.vocab);
 }
 
-void Model::backward() {
+void Model::backward(double loss_rows) {
   if (!have_forward_ || last_batch_.targets == nullptr)
     throw std::logic_error("Model::backward needs a forward pass with targets first");
-  // The loss is the mean over scored positions, so each scored row's loss has weight 1/n.
-  const float dloss = scored_rows_ > 0 ? 1.0f / static_cast<float>(scored_rows_) : 0.0f;
+  // The loss is a mean over scored positions, so each scored row's loss has weight 1/n.
+  const double rows = loss_rows > 0.0 ? loss_rows : static_cast<double>(scored_rows_);
+  const float dloss = rows > 0.0 ? static_cast<float>(1.0 / rows) : 0.0f;
   backward_impl(last_batch_, dloss);
+}
+
+const float* Model::layer_output(int l) const {
+  if (checkpointing_) return acts_.layer_outputs[static_cast<std::size_t>(l)];
+  const auto& a = acts_.layers[static_cast<std::size_t>(l)];
+  return config_.kind == ModelKind::gpt ? a.res_out : a.ln2_out;
+}
+
+const float* Model::layer_input(int l) const {
+  if (l > 0) return layer_output(l - 1);
+  return config_.kind == ModelKind::gpt ? acts_.embed_sum : acts_.embed_ln_out;
+}
+
+void Model::layers_forward(const Batch& batch) {
+  const std::int64_t n = static_cast<std::int64_t>(batch.B) * batch.T * config_.channels;
+  for (int l = 0; l < config_.layers; ++l) {
+    const std::int64_t start = now_ns();
+    layer_forward(l, layer_input(l), batch);
+    if (checkpointing_) {  // keep only the output; the shared set is reused by the next layer
+      const LayerActivations& a = acts_.layers[0];
+      const float* out = config_.kind == ModelKind::gpt ? a.res_out : a.ln2_out;
+      std::copy(out, out + n, acts_.layer_outputs[static_cast<std::size_t>(l)]);
+    }
+    emit_span(ComputeKind::forward, l, start);
+  }
+}
+
+void Model::prepare_layer_backward(int l, const Batch& batch) {
+  if (!checkpointing_) return;
+  const std::int64_t start = now_ns();
+  layer_forward(l, layer_input(l), batch);  // same inputs, same ops: bit-identical activations
+  emit_span(ComputeKind::recompute, l, start);
+}
+
+void Model::emit_span(ComputeKind kind, int layer, std::int64_t start_ns) {
+  if (sink_ == nullptr) return;
+  Event e = event_base_;
+  e.kind = EventKind::compute_span;
+  e.compute = kind;
+  e.layer = layer;
+  e.start_ns = start_ns;
+  e.end_ns = now_ns();
+  sink_->emit(e);
 }
 
 Tensor Model::hidden_state(int index) const {
@@ -114,11 +161,9 @@ Tensor Model::hidden_state(int index) const {
   const auto& a = acts_;
   float* data = nullptr;
   if (config_.kind == ModelKind::gpt) {
-    data = index == config_.layers ? a.final_ln_out
-           : index == 0            ? a.embed_sum
-                                   : a.layers[static_cast<std::size_t>(index - 1)].res_out;
+    data = index == config_.layers ? a.final_ln_out : const_cast<float*>(layer_input(index));
   } else {
-    data = index == 0 ? a.embed_ln_out : a.layers[static_cast<std::size_t>(index - 1)].ln2_out;
+    data = const_cast<float*>(index == 0 ? layer_input(0) : layer_output(index - 1));
   }
   return Tensor{data, DType::f32, Shape{a.B, a.T, config_.channels}};
 }

@@ -6,12 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 
 #include "core/buffer.h"
 #include "core/memory_ledger.h"
 #include "core/tensor.h"
+#include "events/event.h"
 #include "model/activations.h"
 #include "model/model_config.h"
 #include "model/parameter_layout.h"
@@ -58,8 +60,11 @@ class Model {
   // ConfigError if T exceeds max_seq or an id is outside the vocabulary.
   float forward(const Batch& batch);
   // Accumulates the loss gradient into grads(); needs the last forward's batch
-  // (with targets) and activations.
-  void backward();
+  // (with targets) and activations. By default the loss is the mean over this
+  // batch's scored positions; with loss_rows > 0 each scored position weighs
+  // 1 / loss_rows instead (data parallelism: the mean over the global batch).
+  void backward(double loss_rows = 0.0);
+  int scored_rows() const { return scored_rows_; }
 
   // After forward: number of hidden states (L + 1) and a (B, T, C) view of one.
   // GPT: index l < L is the input of layer l, index L the final LayerNorm output.
@@ -68,11 +73,50 @@ class Model {
   Tensor hidden_state(int index) const;
   const Activations& activations() const { return acts_; }
   // Floats of activations and backward scratch this model needs for (B, T).
-  std::int64_t activation_floats(int B, int T) const { return Activations::total_floats(config_, B, T); }
+  std::int64_t activation_floats(int B, int T) const {
+    return Activations::total_floats(config_, B, T, checkpointing_);
+  }
+
+  // Activation checkpointing per layer: forward keeps only each layer's input,
+  // backward recomputes the layer's activations just before its backward.
+  // Results are identical; activations shrink, compute grows by one forward.
+  void set_checkpointing(bool on) { checkpointing_ = on; }
+  bool checkpointing() const { return checkpointing_; }
+
+  // Called during backward each time the gradients of a further tail of the
+  // flat layout are final: every gradient at offset >= frontier is done (DDP
+  // starts a bucket's all-reduce from this). The last call has frontier 0.
+  void set_gradient_ready_callback(std::function<void(std::int64_t frontier)> callback) {
+    on_gradients_ready_ = std::move(callback);
+  }
+
+  // Per-layer compute spans (forward, backward, recompute) go to `sink`, stamped
+  // with `base`'s rank, stage, step and micro-batch. Null sink: no events.
+  void set_event_sink(EventSink* sink, const RunClock* clock) {
+    sink_ = sink;
+    clock_ = clock;
+  }
+  void set_event_context(const Event& base) { event_base_ = base; }
 
  protected:
   virtual void forward_impl(const Batch& batch) = 0;
   virtual void backward_impl(const Batch& batch, float dloss_per_row) = 0;
+  virtual void layer_forward(int l, const float* x, const Batch& batch) = 0;
+
+  // Activations of layer l: its own set, or the shared one under checkpointing.
+  LayerActivations& layer_acts(int l) { return acts_.layers[checkpointing_ ? 0 : static_cast<std::size_t>(l)]; }
+  const float* layer_output(int l) const;  // (B, T, C) output of layer l
+  const float* layer_input(int l) const;   // (B, T, C) input of layer l
+  // Forward of every layer in order, keeping what backward needs.
+  void layers_forward(const Batch& batch);
+  // Makes layer l's activations available for its backward (recompute under checkpointing).
+  void prepare_layer_backward(int l, const Batch& batch);
+  void gradients_ready(std::int64_t frontier) {
+    if (on_gradients_ready_) on_gradients_ready_(frontier);
+  }
+  // Emits a compute span for layer `layer` that started at `start_ns`.
+  void emit_span(ComputeKind kind, int layer, std::int64_t start_ns);
+  std::int64_t now_ns() const { return clock_ != nullptr ? clock_->now_ns() : 0; }
 
   ModelConfig config_;
   ParameterLayout layout_;
@@ -94,6 +138,12 @@ class Model {
   Batch last_batch_;
   int scored_rows_ = 0;
   bool have_forward_ = false;
+  bool checkpointing_ = false;
+  bool acts_checkpointing_ = false;  // the mode the activation buffer was carved for
+  std::function<void(std::int64_t)> on_gradients_ready_;
+  EventSink* sink_ = nullptr;
+  const RunClock* clock_ = nullptr;
+  Event event_base_;
 };
 
 std::unique_ptr<Model> make_model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger);

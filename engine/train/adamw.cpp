@@ -1,21 +1,30 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "train/adamw.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace shardscope {
 
-AdamW::AdamW(const ParameterLayout& layout, Backend& backend, MemoryLedger& ledger, const AdamWOptions& options)
-    : backend_(backend),
+namespace {
+std::int64_t range_end(const ParameterLayout& layout, std::int64_t end) { return end < 0 ? layout.total() : end; }
+}  // namespace
+
+AdamW::AdamW(const ParameterLayout& layout, Backend& backend, MemoryLedger& ledger, const AdamWOptions& options,
+             std::int64_t begin, std::int64_t end)
+    : begin_(begin),
+      backend_(backend),
       options_(options),
-      m_(ledger, MemoryCategory::optimizer_states, layout.total() * 4),
-      v_(ledger, MemoryCategory::optimizer_states, layout.total() * 4) {
+      m_(ledger, MemoryCategory::optimizer_states, (range_end(layout, end) - begin) * 4),
+      v_(ledger, MemoryCategory::optimizer_states, (range_end(layout, end) - begin) * 4) {
+  end = range_end(layout, end);
   for (const auto& e : layout.entries()) {
-    if (!spans_.empty() && spans_.back().decay == e.weight_decay &&
-        spans_.back().offset + spans_.back().numel == e.offset) {
-      spans_.back().numel += e.numel;
+    const std::int64_t lo = std::max(e.offset, begin), hi = std::min(e.offset + e.numel, end);
+    if (lo >= hi) continue;
+    if (!spans_.empty() && spans_.back().decay == e.weight_decay && spans_.back().offset + spans_.back().numel == lo) {
+      spans_.back().numel += hi - lo;
     } else {
-      spans_.push_back({e.offset, e.numel, e.weight_decay});
+      spans_.push_back({lo, hi - lo, e.weight_decay});
     }
   }
 }
@@ -32,8 +41,8 @@ void AdamW::step(float* params, const float* grads, float lr, float grad_scale) 
   s.grad_scale = grad_scale;
   for (const Span& span : spans_) {
     s.weight_decay = span.decay ? options_.weight_decay : 0.0f;
-    backend_.adamw(params + span.offset, grads + span.offset, m_.floats() + span.offset, v_.floats() + span.offset,
-                   span.numel, s);
+    backend_.adamw(params + span.offset, grads + span.offset, m_.floats() + (span.offset - begin_),
+                   v_.floats() + (span.offset - begin_), span.numel, s);
   }
 }
 

@@ -22,7 +22,10 @@ struct AdamWOptions {
 
 class AdamW {
  public:
-  AdamW(const ParameterLayout& layout, Backend& backend, MemoryLedger& ledger, const AdamWOptions& options);
+  // Updates the flat range [begin, end) of the parameters (end < 0: to the end):
+  // the whole model, or this rank's shard under ZeRO; m and v cover only that range.
+  AdamW(const ParameterLayout& layout, Backend& backend, MemoryLedger& ledger, const AdamWOptions& options,
+        std::int64_t begin = 0, std::int64_t end = -1);
 
   // One update of all parameters with learning rate `lr`, the gradients first
   // multiplied by grad_scale (the clipping factor, folded in to save a pass).
@@ -38,7 +41,8 @@ class AdamW {
     std::int64_t offset, numel;
     bool decay;
   };
-  std::vector<Span> spans_;
+  std::vector<Span> spans_;  // within [begin_, end_)
+  std::int64_t begin_ = 0;
   Backend& backend_;
   AdamWOptions options_;
   Buffer m_;  // first moments (P)

@@ -26,4 +26,28 @@ nlohmann::json step_metrics_to_json(const StepMetrics& m) {
   return j;
 }
 
+nlohmann::json run_config_to_json(const RunConfig& c) {
+  return {{"model", c.model},
+          {"steps", c.steps},
+          {"batch", c.batch},
+          {"seq", c.seq},
+          {"lr", c.lr},
+          {"min_lr_ratio", c.min_lr_ratio},
+          {"warmup", c.warmup_steps()},
+          {"weight_decay", c.weight_decay},
+          {"grad_clip", c.grad_clip},
+          {"seed", c.seed},
+          {"data", c.data.empty() ? "<default corpus>" : c.data},
+          {"eval_every", c.eval_every},
+          {"eval_batches", c.eval_batches},
+          {"dp", c.dp},
+          {"pp", c.pp},
+          {"dp_mode", std::string(data_parallel_mode_name(c.dp_mode))},
+          {"zero", c.zero_stage},
+          {"accum", c.accum},
+          {"micro_batch", c.micro_batch()},
+          {"checkpoint", c.checkpoint ? "full" : "none"},
+          {"bucket_mb", c.bucket_mb}};
+}
+
 }  // namespace shardscope

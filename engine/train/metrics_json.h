@@ -11,5 +11,7 @@ namespace shardscope {
 
 nlohmann::json memory_to_json(const MemoryBytes& bytes);
 nlohmann::json step_metrics_to_json(const StepMetrics& metrics);
+// The run config as stored in recordings and compared between the CLI and the GUI.
+nlohmann::json run_config_to_json(const RunConfig& config);
 
 }  // namespace shardscope

@@ -9,6 +9,10 @@
 
 namespace shardscope {
 
+std::string_view data_parallel_mode_name(DataParallelMode mode) {
+  return mode == DataParallelMode::naive ? "naive" : "ddp";
+}
+
 std::int64_t RunConfig::warmup_steps() const {
   return warmup >= 0 ? warmup : std::min<std::int64_t>(100, steps / 10);
 }
@@ -31,6 +35,27 @@ void validate_run_config(const RunConfig& c) {
   require(c.eval_every >= 0, "--eval-every must be 0 (off) or more");
   require(c.eval_batches > 0, "--eval-batches must be at least 1");
   require(c.threads >= 0 && c.threads <= 1024, "--threads must be between 0 (all cores) and 1024");
+  require(c.dp >= 1 && c.dp <= 64, "--dp must be between 1 and 64 (got " + std::to_string(c.dp) + ")");
+  require(c.pp >= 1, "--pp must be at least 1 (got " + std::to_string(c.pp) + ")");
+  require(c.pp <= model.layers, "--pp " + std::to_string(c.pp) + " is more pipeline stages than " + model.name +
+                                    " has layers (" + std::to_string(model.layers) + ")");
+  require(c.pp == 1, "--pp " + std::to_string(c.pp) +
+                         ": pipeline parallelism is not implemented yet in this version (use --pp 1)");
+  require(c.accum >= 1, "--accum must be at least 1 (got " + std::to_string(c.accum) + ")");
+  require(c.zero_stage >= 0 && c.zero_stage <= 3, "--zero must be 0, 1, 2 or 3 (got " +
+                                                      std::to_string(c.zero_stage) + ")");
+  require(c.zero_stage <= 1, "--zero " + std::to_string(c.zero_stage) +
+                                 ": ZeRO stages 2 and 3 are not implemented yet in this version (use 0 or 1)");
+  require(c.zero_stage == 0 || c.dp_mode == DataParallelMode::ddp,
+          "--zero " + std::to_string(c.zero_stage) + " needs --dp-mode ddp (ZeRO shards across DDP ranks)");
+  require(c.bucket_mb > 0.0 && c.bucket_mb <= 4096.0, "--bucket-mb must be in (0, 4096]");
+  const long long split = static_cast<long long>(c.dp) * c.accum;
+  require(c.batch % split == 0, "--batch " + std::to_string(c.batch) + " does not split into --dp " +
+                                    std::to_string(c.dp) + " x --accum " + std::to_string(c.accum) +
+                                    " equal micro-batches (" + std::to_string(c.batch) + " is not a multiple of " +
+                                    std::to_string(split) + ")");
+  require(c.fail_rank < c.world_size(), "--inject-failure: rank " + std::to_string(c.fail_rank) +
+                                            " does not exist (world size " + std::to_string(c.world_size()) + ")");
 }
 
 }  // namespace shardscope

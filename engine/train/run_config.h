@@ -5,8 +5,14 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace shardscope {
+
+// How data-parallel ranks combine gradients: naive DataParallel (rank 0 is the
+// master, as torch.nn.DataParallel) or DistributedDataParallel (ring all-reduce).
+enum class DataParallelMode { naive, ddp };
+std::string_view data_parallel_mode_name(DataParallelMode mode);
 
 struct RunConfig {
   std::string model = "gpt-tiny";  // preset name
@@ -24,6 +30,23 @@ struct RunConfig {
   int eval_batches = 4;            // validation batches per evaluation
   int threads = 0;                 // CPU threads; 0: all cores
   std::string metrics_out;         // JSONL file, one object per step; empty: none
+
+  // Parallelism. --batch is the global batch of one optimizer step: it is split
+  // over dp ranks and accum micro-steps, micro_batch() sequences each.
+  int dp = 1;                      // data-parallel ranks
+  int pp = 1;                      // pipeline stages (only 1 today)
+  DataParallelMode dp_mode = DataParallelMode::ddp;
+  int zero_stage = 0;              // 0: replicate everything; 1: shard optimizer states
+  int accum = 1;                   // gradient accumulation micro-steps per optimizer step
+  bool checkpoint = false;         // per-layer activation checkpointing
+  double bucket_mb = 25.0;         // DDP gradient bucket size in MB (PyTorch's default)
+  // Test only: this rank throws at this step (before its backward), to check
+  // that a failing rank stops all ranks. -1: off.
+  int fail_rank = -1;
+  std::int64_t fail_step = 1;
+
+  int world_size() const { return dp * pp; }
+  int micro_batch() const { return batch / (dp * accum); }
 
   std::int64_t warmup_steps() const;
 };

@@ -1,6 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The single-rank training loop: batch, forward, backward, clip, AdamW, with a
-// warm-up + cosine learning rate and periodic evaluation on the held-out split.
+// The training loop over N ranks (threads of this process, on the CPU). Each
+// rank owns its ledger, backend, model replica and optimizer (or optimizer
+// shard) and runs the same step; ranks talk only through their communicators.
+// With one rank this is plain single-process training.
+//
+// One optimizer step on every data-parallel rank d:
+//   for each of `accum` micro-steps: forward + backward of its micro-batch
+//   (the last micro-step's backward overlaps DDP's bucketed all-reduce),
+//   then the gradients are combined (DDP all-reduce / naive gather to rank 0),
+//   the optimizer updates (everything, its ZeRO shard, or rank 0 only), and
+//   ZeRO shards are all-gathered.
+// A rank that throws aborts the communicators, so every rank stops.
 #pragma once
 
 #include <atomic>
@@ -8,63 +18,81 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "core/memory_ledger.h"
 #include "data/text_dataset.h"
+#include "events/event.h"
 #include "model/model.h"
-#include "ops/backend.h"
-#include "train/adamw.h"
 #include "train/lr_schedule.h"
 #include "train/run_config.h"
 
 namespace shardscope {
 
+class InProcessWorld;
+
 struct StepMetrics {
   std::int64_t step = 0;       // optimizer steps done, from 1
-  float loss = 0.0f;           // training loss of this step's batch, before the update
+  float loss = 0.0f;           // mean training loss over the global batch, before the update
   float lr = 0.0f;             // learning rate used by this step
   double grad_norm = 0.0;      // global L2 norm before clipping
-  double tokens_per_s = 0.0;   // tokens of this step / wall time of this step
+  double tokens_per_s = 0.0;   // tokens of the global batch / wall time of the step
   double step_time_s = 0.0;
-  double forward_s = 0.0;      // parts of step_time_s: forward (with the loss),
-  double backward_s = 0.0;     // backward,
-  double optimizer_s = 0.0;    // gradient norm, clipping and the AdamW update
+  double forward_s = 0.0;      // rank 0's share of step_time_s: forward (with the loss),
+  double backward_s = 0.0;     // backward (with the overlapped all-reduce),
+  double optimizer_s = 0.0;    // gradient combination, norm, clipping, AdamW, gathers
   std::optional<float> eval_loss;  // mean validation loss, on evaluation steps
-  MemoryBytes memory;          // ledger bytes by category after the step
-  MemoryBytes memory_peak;     // peak bytes by category so far
+  MemoryBytes memory;          // rank 0's ledger by category after the step
+  MemoryBytes memory_peak;     // rank 0's peak bytes by category so far
+  std::vector<MemoryBytes> rank_memory;  // every rank's current bytes, by global rank
+};
+
+// A rank failed: what() names the rank and the cause.
+class RankFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 class Trainer {
  public:
   // Validates the config (ConfigError names the flag) and loads the data.
-  explicit Trainer(const RunConfig& config);
+  // Events (compute spans, communication, metrics) go to `sink` if not null.
+  explicit Trainer(const RunConfig& config, EventSink* sink = nullptr);
   ~Trainer();
 
   // Runs config.steps steps, calling on_step after each. Returns early when
   // *stop becomes true (checked between steps).
   void run(const std::function<void(const StepMetrics&)>& on_step, const std::atomic<bool>* stop = nullptr);
-  // One optimizer step; returns its metrics.
+  // One optimizer step on every rank; returns its metrics. Throws RankFailure.
   StepMetrics step();
-  // Mean loss over config.eval_batches fixed validation batches.
+  // Mean loss over config.eval_batches fixed validation batches (on rank 0).
   float evaluate();
 
   const RunConfig& config() const { return config_; }
-  const Model& model() const { return *model_; }
-  Model& model() { return *model_; }
-  const MemoryLedger& ledger() const { return ledger_; }
+  int world_size() const { return config_.world_size(); }
+  const Model& model(int rank = 0) const;
+  Model& model(int rank = 0);
+  const MemoryLedger& ledger(int rank = 0) const;
   const TextDataset& dataset() const { return *dataset_; }
   std::int64_t steps_done() const { return steps_done_; }
-  std::string backend_name() const { return backend_->name(); }
+  std::string backend_name() const;
+  // Micro-batch size per rank and micro-step (the global batch split over dp x accum).
+  int micro_batch() const { return config_.micro_batch(); }
 
  private:
+  struct Rank;
+  void rank_step(Rank& rank);
+  void emit(const Event& event);
+
   RunConfig config_;
-  MemoryLedger ledger_;
-  std::unique_ptr<Backend> backend_;
+  EventSink* sink_;
+  RunClock clock_;
   std::unique_ptr<TextDataset> dataset_;
-  std::unique_ptr<Model> model_;
-  std::unique_ptr<AdamW> optimizer_;
+  std::shared_ptr<InProcessWorld> world_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
   LrSchedule schedule_;
   std::int64_t steps_done_ = 0;
+  bool failed_ = false;
 };
 
 }  // namespace shardscope

@@ -22,7 +22,7 @@ class TestCli : public QObject {
             QString::fromUtf8(p.readAllStandardError())};
   }
 
- private slots:
+ private Q_SLOTS:
   void bad_input_exits_2_with_a_message_data();
   void bad_input_exits_2_with_a_message();
   void help_documents_every_flag();

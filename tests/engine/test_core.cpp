@@ -21,7 +21,7 @@ using namespace shardscope;
 
 class TestCore : public QObject {
   Q_OBJECT
- private slots:
+ private Q_SLOTS:
   void ledger_tracks_current_and_peak();
   void buffer_charges_and_releases_its_category();
   void thread_pool_covers_every_item_once();

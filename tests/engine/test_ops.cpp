@@ -16,7 +16,7 @@ class TestOps : public QObject {
   Q_OBJECT
   std::unique_ptr<Backend> be = make_cpu_backend({2});
 
- private slots:
+ private Q_SLOTS:
   void gemm_matches_naive_for_every_transpose();
   void gemm_batched_matches_single();
   void linear_backward();

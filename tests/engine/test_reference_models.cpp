@@ -76,7 +76,7 @@ void compare(const char* what, const float* got, const std::vector<float>& expec
 
 class TestReferenceModels : public QObject {
   Q_OBJECT
- private slots:
+ private Q_SLOTS:
   void forward_backward_match_reference_data();
   void forward_backward_match_reference();
   void adamw_steps_match_reference_data();

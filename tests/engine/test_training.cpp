@@ -12,7 +12,7 @@ using namespace shardscope;
 
 class TestTraining : public QObject {
   Q_OBJECT
- private slots:
+ private Q_SLOTS:
   void ledger_bytes_match_parameter_count_data();
   void ledger_bytes_match_parameter_count();
   void activation_bytes_match_layout();

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "cli_export.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <system_error>
+
+#include "cli_args.h"
+#include "core/error.h"
+#include "events/chrome_trace.h"
+#include "events/recording.h"
+
+namespace shardscope::cli {
+namespace {
+
+// Writes next to the destination, then renames: an existing trace is never
+// left half-overwritten, and a failed export leaves nothing behind.
+void write_atomically(const std::string& flag, const std::string& path, const std::vector<Event>& events,
+                      const std::string& metadata) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw ConfigError(flag + ": cannot write '" + path + "' (directory missing or not writable?)");
+    write_chrome_trace(events, metadata, out);
+    out.flush();
+    if (!out) {
+      out.close();
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      throw ConfigError(flag + ": writing '" + path + "' failed (disk full?)");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw ConfigError(flag + ": cannot replace '" + path + "': " + ec.message());
+  }
+}
+
+}  // namespace
+
+int run_export(const std::vector<std::string>& args) {
+  std::string chrome_trace, input;
+  ArgParser parser("shardscope-cli export",
+                   "Export a run recording (.ssrun) to the Trace Event Format, which ui.perfetto.dev and\n"
+                   "chrome://tracing open: one process per rank, compute and communication on separate tracks.");
+  parser.add_string("--chrome-trace", "FILE", "Write the trace JSON to FILE (replaced atomically)", &chrome_trace);
+  parser.add_positional("RUN.ssrun", "The recording to export", &input);
+  if (!parser.parse(args)) return 0;
+  if (chrome_trace.empty()) throw UsageError("--chrome-trace FILE is required (see shardscope-cli export --help)");
+
+  std::error_code same_ec;
+  if (std::filesystem::equivalent(input, chrome_trace, same_ec))
+    throw UsageError("--chrome-trace: '" + chrome_trace + "' is the recording itself; choose another file");
+
+  RecordingReader reader;
+  reader.open(input);
+  const std::vector<Event> events = reader.read_all();
+  if (const auto trailing = reader.trailing_bytes(); trailing > 0)
+    std::fprintf(stderr, "shardscope-cli export: warning: %s: ignored %llu bytes after the last complete record "
+                         "(the run was cut off mid-write?)\n", input.c_str(), static_cast<unsigned long long>(trailing));
+  write_atomically("--chrome-trace", chrome_trace, events, reader.metadata_json());
+
+  std::set<std::int32_t> ranks;
+  std::int64_t first_ns = 0, last_ns = 0;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    ranks.insert(events[i].rank);
+    first_ns = i == 0 ? events[i].start_ns : std::min(first_ns, events[i].start_ns);
+    last_ns = i == 0 ? events[i].end_ns : std::max(last_ns, std::max(events[i].start_ns, events[i].end_ns));
+  }
+  std::printf("exported %zu events, %zu ranks, %.3f s to %s\n", events.size(), ranks.size(),
+              static_cast<double>(last_ns - first_ns) * 1e-9, chrome_trace.c_str());
+  return 0;
+}
+
+}  // namespace shardscope::cli

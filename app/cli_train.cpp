@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// shardscope-cli train: flags -> RunConfig, progress on stdout, metrics JSONL,
+// and the event recording (--record).
+#include "cli_train.h"
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+
+#include "cli_args.h"
+#include "core/error.h"
+#include "events/recording.h"
+#include "model/model_config.h"
+#include "train/metrics_json.h"
+#include "train/trainer.h"
+
+namespace shardscope::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_interrupt(int) { g_stop.store(true); }
+
+std::string human_bytes(std::int64_t bytes) {
+  char text[32];
+  if (bytes >= (1ll << 30)) std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(bytes) / (1ll << 30));
+  else if (bytes >= (1ll << 20)) std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1ll << 20));
+  else std::snprintf(text, sizeof text, "%.1f KiB", static_cast<double>(bytes) / 1024.0);
+  return text;
+}
+
+}  // namespace
+
+int run_train(const std::vector<std::string>& args) {
+  RunConfig config;
+  int log_every = 10;
+  std::string presets, dp_mode = "ddp", checkpoint = "none", record, inject;
+  for (const auto& p : model_presets()) presets += (presets.empty() ? "" : ", ") + p.name;
+  ArgParser parser("shardscope-cli train",
+                   "Train a model on the CPU, on one rank or several (threads of this process), and print its\n"
+                   "progress. With --metrics-out, also write one JSON object per step (schema in README.md);\n"
+                   "with --record, the event stream of the run (open it in the GUI or export it).");
+  parser.add_string("--model", "PRESET", "Model preset: " + presets, &config.model);
+  parser.add_int("--steps", "Optimizer steps to run", &config.steps, 1, 100'000'000);
+  parser.add_int("--batch", "Global batch: sequences per optimizer step, split over --dp and --accum", &config.batch,
+                 1, 1'000'000);
+  parser.add_int("--seq", "Tokens per sequence; at most the model's max_seq", &config.seq, 1, 1'000'000);
+  parser.add_float("--lr", "Peak learning rate (AdamW)", &config.lr);
+  parser.add_float("--min-lr-ratio", "Cosine decay ends at lr times this", &config.min_lr_ratio);
+  parser.add_int("--warmup", "Linear warm-up steps; -1: min(100, steps/10)", &config.warmup, -1, 100'000'000);
+  parser.add_float("--weight-decay", "AdamW weight decay on matrices and embeddings", &config.weight_decay);
+  parser.add_float("--grad-clip", "Clip the global gradient norm to this; 0: off", &config.grad_clip);
+  std::int64_t seed = static_cast<std::int64_t>(config.seed);
+  parser.add_int("--seed", "Seed of the weights and of the batch sampling", &seed, 0, INT64_MAX);
+  parser.add_string("--data", "FILE", "UTF-8 text file to train on; absent: the shipped corpus (English + Chinese)",
+                    &config.data);
+  parser.add_int("--eval-every", "Evaluate on the held-out 10% every N steps and at the end; 0: never",
+                 &config.eval_every, 0, 100'000'000);
+  parser.add_int("--eval-batches", "Validation batches per evaluation", &config.eval_batches, 1, 100'000);
+  parser.add_int("--threads", "CPU threads for all ranks together; 0: all cores", &config.threads, 0, 1024);
+  parser.add_int("--dp", "Data-parallel ranks (threads of this process)", &config.dp, 1, 64);
+  parser.add_int("--pp", "Pipeline stages (only 1 in this version)", &config.pp, 1, 64);
+  parser.add_string("--dp-mode", "naive|ddp",
+                    "How ranks combine gradients: ddp (ring all-reduce in buckets, overlapped with backward) or\n"
+                    "      naive (torch.nn.DataParallel: rank 0 scatters, gathers, updates and broadcasts)",
+                    &dp_mode);
+  parser.add_int("--zero", "ZeRO stage: 0 (replicated) or 1 (optimizer states sharded); 2 and 3 are not built yet",
+                 &config.zero_stage, 0, 3);
+  parser.add_int("--accum", "Gradient accumulation micro-steps per optimizer step", &config.accum, 1, 1'000'000);
+  parser.add_string("--checkpoint", "none|full",
+                    "Activation checkpointing: full keeps only each layer's input and recomputes in backward",
+                    &checkpoint);
+  double bucket_mb = config.bucket_mb;
+  float bucket = static_cast<float>(bucket_mb);
+  parser.add_float("--bucket-mb", "DDP gradient bucket size in MB", &bucket);
+  parser.add_string("--record", "FILE", "Record the run's event stream to FILE (.ssrun)", &record);
+  parser.add_string("--metrics-out", "FILE", "Write one JSON object per step to FILE (JSONL)", &config.metrics_out);
+  parser.add_int("--log-every", "Print progress every N steps", &log_every, 1, 100'000'000);
+  parser.add_string("--inject-failure", "RANK:STEP", "Test only: make RANK throw at STEP, to see all ranks stop",
+                    &inject);
+  if (!parser.parse(args)) return 0;
+  config.seed = static_cast<std::uint64_t>(seed);
+  config.bucket_mb = bucket;
+  if (dp_mode == "ddp") config.dp_mode = DataParallelMode::ddp;
+  else if (dp_mode == "naive") config.dp_mode = DataParallelMode::naive;
+  else throw UsageError("--dp-mode: '" + dp_mode + "' is not one of naive, ddp");
+  if (checkpoint == "none") config.checkpoint = false;
+  else if (checkpoint == "full") config.checkpoint = true;
+  else throw UsageError("--checkpoint: '" + checkpoint + "' is not one of none, full");
+  if (!inject.empty()) {
+    const auto colon = inject.find(':');
+    if (colon == std::string::npos) throw UsageError("--inject-failure: expected RANK:STEP, got '" + inject + "'");
+    config.fail_rank = static_cast<int>(parse_int("--inject-failure", inject.substr(0, colon), 0, 1023));
+    config.fail_step = parse_int("--inject-failure", inject.substr(colon + 1), 1, INT64_MAX);
+  }
+
+  validate_run_config(config);  // before anything is written
+  std::unique_ptr<RecordingWriter> recorder;
+  if (!record.empty()) {
+    try {
+      recorder = std::make_unique<RecordingWriter>(record, run_config_to_json(config).dump());
+    } catch (const FormatError& e) {
+      throw ConfigError(std::string("--record: ") + e.what());
+    }
+  }
+  Trainer trainer(config, recorder.get());
+  std::ofstream metrics;
+  if (!config.metrics_out.empty()) {
+    metrics.open(config.metrics_out, std::ios::trunc);
+    if (!metrics) throw ConfigError("--metrics-out: cannot write '" + config.metrics_out + "'");
+  }
+  const auto& model = trainer.model();
+  std::printf("model %s (%s): %lld parameters, C=%d L=%d H=%d vocab=%d\n", config.model.c_str(),
+              std::string(model_kind_name(model.config().kind)).c_str(),
+              static_cast<long long>(model.parameter_count()), model.config().channels, model.config().layers,
+              model.config().heads, model.config().vocab);
+  std::printf("data %s: %lld training / %lld validation tokens (bytes)\n", trainer.dataset().path().c_str(),
+              static_cast<long long>(trainer.dataset().tokens(Split::train)),
+              static_cast<long long>(trainer.dataset().tokens(Split::validation)));
+  std::printf("global batch %d x seq %d = %d tokens per step; %d rank%s (dp %d, %s, ZeRO-%d), micro-batch %d x "
+              "%d accumulation step%s; %lld steps; backend %s per rank\n",
+              config.batch, config.seq, config.batch * config.seq, config.world_size(),
+              config.world_size() > 1 ? "s" : "", config.dp, dp_mode.c_str(), config.zero_stage,
+              config.micro_batch(), config.accum, config.accum > 1 ? "s" : "", static_cast<long long>(config.steps),
+              trainer.backend_name().c_str());
+  std::fflush(stdout);
+
+  std::signal(SIGINT, on_interrupt);
+  float first_loss = 0.0f, last_loss = 0.0f;
+  double total_time = 0.0;
+  std::optional<float> last_eval;
+  trainer.run(
+      [&](const StepMetrics& m) {
+        if (m.step == 1) first_loss = m.loss;
+        last_loss = m.loss;
+        total_time += m.step_time_s;
+        if (m.eval_loss) last_eval = m.eval_loss;
+        if (metrics.is_open()) metrics << step_metrics_to_json(m).dump() << '\n' << std::flush;
+        if (m.step == 1 || m.step % log_every == 0 || m.step == config.steps || m.eval_loss) {
+          std::printf("step %6lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %8.0f tok/s | %6.1f ms | mem %s",
+                      static_cast<long long>(m.step), static_cast<long long>(config.steps), m.loss, m.lr,
+                      m.grad_norm, m.tokens_per_s, m.step_time_s * 1e3, human_bytes(m.memory.total()).c_str());
+          if (m.eval_loss) std::printf(" | eval loss %.4f", *m.eval_loss);
+          std::printf("\n");
+          std::fflush(stdout);
+        }
+      },
+      &g_stop);
+  if (recorder) recorder->close();
+  std::printf("done: %lld steps in %.1f s, loss %.4f -> %.4f%s\n", static_cast<long long>(trainer.steps_done()),
+              total_time, first_loss, last_loss,
+              last_eval ? (", eval loss " + std::to_string(*last_eval)).c_str() : "");
+  if (recorder) std::printf("recorded %s\n", record.c_str());
+  return g_stop.load() ? 130 : 0;
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The events the engine emits while it works. Every view of the GUI and every
+// recording is drawn from these; each one describes something that really
+// happened, with monotonic timestamps (nanoseconds since the run started).
+// An Event is a fixed-size plain struct so queues and recordings copy it as bytes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "core/memory_ledger.h"
+
+namespace shardscope {
+
+enum class EventKind : std::uint8_t {
+  step_metrics = 0,   // one per optimizer step (rank 0 reports the global figures); never dropped
+  compute_span = 1,   // forward / backward / recompute / optimizer of a stage and micro-batch
+  comm_span = 2,      // one communication transfer (a ring chunk, a send, a broadcast, ...)
+  shard = 3,          // ZeRO-3 parameter gather or release of a layer
+  memory_sample = 4,  // a rank's ledger, current bytes by category
+  log = 5,            // a line of text; never dropped
+  error = 6,          // a failure (the rank and cause in text); never dropped
+};
+
+enum class ComputeKind : std::uint8_t { forward = 0, backward = 1, recompute = 2, optimizer = 3 };
+
+enum class CommOp : std::uint8_t {
+  all_reduce = 0,
+  reduce_scatter = 1,
+  all_gather = 2,
+  broadcast = 3,
+  gather = 4,
+  scatter = 5,
+  send = 6,
+  recv = 7,
+  barrier = 8,
+};
+
+// Which half of a ring all-reduce a chunk transfer belongs to.
+enum class RingPhase : std::uint8_t { none = 0, reduce_scatter = 1, all_gather = 2 };
+
+enum class ShardAction : std::uint8_t { gather = 0, release = 1 };
+
+enum class LogLevel : std::uint8_t { debug = 0, info = 1, warning = 2, error = 3 };
+
+inline constexpr std::size_t kEventTextSize = 120;
+
+struct Event {
+  EventKind kind = EventKind::log;
+  std::int32_t rank = 0;           // global rank that emitted it
+  std::int32_t stage = 0;          // pipeline stage of that rank
+  std::int64_t step = 0;           // optimizer step (from 1 while training; 0 before)
+  std::int32_t micro_batch = -1;   // micro-batch (pipeline or accumulation), -1 if none
+  std::int64_t start_ns = 0;       // monotonic, since the run started
+  std::int64_t end_ns = 0;         // == start_ns for instantaneous events
+
+  // compute_span
+  ComputeKind compute = ComputeKind::forward;
+  std::int32_t layer = -1;         // layer index, or -1 for a whole stage
+
+  // comm_span
+  CommOp op = CommOp::all_reduce;
+  RingPhase phase = RingPhase::none;
+  std::int32_t bucket = -1;        // DDP bucket / ZeRO partition id, -1 if none
+  std::int32_t ring_step = -1;     // 0 .. N-2 within its phase
+  std::int32_t chunk = -1;         // chunk index being moved
+  std::int32_t src = -1;           // sending rank (global)
+  std::int32_t dst = -1;           // receiving rank (global)
+  std::int64_t bytes = 0;          // payload of this transfer (comm) or shard bytes (shard)
+
+  // shard
+  ShardAction shard_action = ShardAction::gather;
+
+  // memory_sample: current bytes by category (MemoryBytes order)
+  std::array<std::int64_t, kMemoryCategoryCount> memory{};
+
+  // step_metrics
+  float loss = 0.0f;
+  float lr = 0.0f;
+  float grad_norm = 0.0f;
+  float tokens_per_s = 0.0f;
+  float eval_loss = 0.0f;
+  bool has_eval_loss = false;
+
+  // log / error: UTF-8, NUL-terminated, truncated to fit
+  LogLevel level = LogLevel::info;
+  std::array<char, kEventTextSize> text{};
+
+  void set_text(std::string_view s);
+  std::string_view text_view() const;
+};
+
+std::string_view event_kind_name(EventKind kind);
+std::string_view compute_kind_name(ComputeKind kind);
+std::string_view comm_op_name(CommOp op);
+std::string_view ring_phase_name(RingPhase phase);
+
+// Where engine threads put events. Implementations never block on a slow
+// consumer (see event_queue.h); emit may be called from any thread.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void emit(const Event& event) = 0;
+};
+
+// Nanoseconds on the steady clock, relative to a run's start.
+class RunClock {
+ public:
+  RunClock();
+  std::int64_t now_ns() const;
+
+ private:
+  std::int64_t origin_ns_;
+};
+
+}  // namespace shardscope

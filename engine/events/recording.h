@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The run file (.ssrun): every event of a run, after a header with the run's
+// metadata, so the GUI can replay it and the CLI can export it. Records are
+// fixed-size and appended as events arrive, so a file can be read while it is
+// being written (the GUI tails a headless run).
+//
+// Layout (all integers little-endian):
+//   offset  size  field
+//   0       8     magic "SSRUN\r\n\x1a" (the \r\n and \x1a catch text-mode copies)
+//   8       4     u32 format version (kRecordingVersion)
+//   12      4     u32 record size in bytes (kRecordSize for version 1)
+//   16      4     u32 length N of the metadata JSON
+//   20      N     metadata: UTF-8 JSON (the run config; "{}" if none)
+//   20 + N  ...   records, one per Event, kRecordSize bytes each (recording.cpp
+//                 lists the field offsets)
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "events/event.h"
+
+namespace shardscope {
+
+inline constexpr char kRecordingMagic[8] = {'S', 'S', 'R', 'U', 'N', '\r', '\n', '\x1a'};
+inline constexpr std::uint32_t kRecordingVersion = 1;
+inline constexpr std::uint32_t kRecordingHeaderSize = 20;  // before the JSON
+inline constexpr std::uint32_t kRecordSize = 272;
+
+// The fixed-size record of one event (field by field, little-endian), and back.
+// decode_event throws FormatError saying which field is out of range (the
+// reader adds the file and offset).
+void encode_event(const Event& event, unsigned char* record);
+Event decode_event(const unsigned char* record);
+
+// Writes a recording. Thread-safe: emit() takes a mutex, so it may be called
+// from engine threads directly (through a FanOutSink; it then costs them a copy
+// into the buffer and, every 64 KiB, a write) or from the one thread that
+// drains an EventQueue. Events reach the file in the order emit() was called.
+class RecordingWriter final : public EventSink {
+ public:
+  // Creates or truncates `path` and writes the header. metadata_json must be
+  // valid JSON (empty means "{}"). Throws FormatError naming the path if the
+  // file cannot be written; std::invalid_argument if the metadata is not JSON.
+  RecordingWriter(const std::string& path, const std::string& metadata_json);
+  // Flushes; a write error here is swallowed (destructors must not throw):
+  // call close() to see it.
+  ~RecordingWriter() override;
+  RecordingWriter(const RecordingWriter&) = delete;
+  RecordingWriter& operator=(const RecordingWriter&) = delete;
+
+  // Appends one record to the buffer; writes the buffer out when it is full.
+  // A failed write throws FormatError (path, "disk full?"); after one failure
+  // every later call throws the same error.
+  void emit(const Event& event) override;
+  // Writes the buffer out and flushes the file, so readers see every record.
+  void flush();
+  // flush() and close the file. Further emits throw.
+  void close();
+
+  const std::string& path() const { return path_; }
+  std::uint64_t events_written() const;
+
+ private:
+  void write_buffer_locked();  // requires mutex_
+
+  std::string path_;
+  mutable std::mutex mutex_;
+  std::ofstream out_;
+  std::vector<unsigned char> buffer_;
+  std::uint64_t events_ = 0;
+  std::string error_;  // the first write error, if any
+};
+
+// Reads a recording, whole or while another process is still writing it.
+class RecordingReader {
+ public:
+  RecordingReader() = default;
+  RecordingReader(const RecordingReader&) = delete;
+  RecordingReader& operator=(const RecordingReader&) = delete;
+
+  // Validates the header and the metadata JSON. Throws FormatError naming the
+  // file, the byte offset and a hint ("not a ShardScope recording", "version 7
+  // is newer than this program (1)").
+  void open(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  const std::string& metadata_json() const { return metadata_; }
+  std::uint32_t version() const { return version_; }
+
+  // Appends the complete records added since the last call (or since open) and
+  // returns how many. A trailing partial record is left for a later call: that
+  // is how a file is tailed while it is written. Throws FormatError on a
+  // damaged record (unknown enum value), naming its offset.
+  std::size_t read_new(std::vector<Event>& out);
+  // Every complete record from the start of the file.
+  std::vector<Event> read_all();
+  // Bytes after the last complete record (a run cut off mid-write leaves some).
+  std::uint64_t trailing_bytes();
+
+ private:
+  std::string path_;
+  std::ifstream in_;
+  std::string metadata_;
+  std::uint32_t version_ = 0;
+  std::uint64_t records_begin_ = 0;  // file offset of the first record
+  std::uint64_t next_offset_ = 0;    // file offset of the next record to read
+};
+
+}  // namespace shardscope

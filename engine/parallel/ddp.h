@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// DistributedDataParallel (Li et al. 2020, "PyTorch Distributed"): gradients are
+// grouped into buckets in the order backward produces them, and each bucket's
+// ring all-reduce starts as soon as its last gradient is final, on a
+// communication thread, while backward goes on with earlier layers (overlap).
+// Buckets are views of the flat gradient buffer (PyTorch's
+// gradient_as_bucket_view), so no gradient is copied.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "model/parameter_layout.h"
+#include "parallel/communicator.h"
+
+namespace shardscope {
+
+struct GradientBucket {
+  int index;           // 0 is reduced first (the end of the layout, produced first by backward)
+  std::int64_t begin;  // flat range [begin, end) of the gradient buffer
+  std::int64_t end;
+};
+
+// From the end of the layout backwards, whole parameters into buckets of at
+// most bucket_bytes (a larger parameter gets a bucket of its own).
+std::vector<GradientBucket> make_gradient_buckets(const ParameterLayout& layout, std::int64_t bucket_bytes);
+
+class DdpReducer {
+ public:
+  DdpReducer(Communicator& comm, std::vector<GradientBucket> buckets);
+  ~DdpReducer();
+  DdpReducer(const DdpReducer&) = delete;
+  DdpReducer& operator=(const DdpReducer&) = delete;
+
+  const std::vector<GradientBucket>& buckets() const { return buckets_; }
+
+  // Starts the communication thread for one backward pass over `grads`.
+  void begin(float* grads, const CommTag& tag);
+  // From the backward thread: every gradient at offset >= frontier is final.
+  void gradients_ready(std::int64_t frontier);
+  // Waits until every bucket is averaged over the ranks; rethrows a
+  // communication error (e.g. CommAborted) from the communication thread.
+  void finish();
+
+ private:
+  void run(float* grads, CommTag tag);
+
+  Communicator& comm_;
+  std::vector<GradientBucket> buckets_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::int64_t frontier_ = 0;
+  std::exception_ptr error_;
+};
+
+}  // namespace shardscope

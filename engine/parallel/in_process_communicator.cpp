@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// In-process communicators: see in_process_communicator.h for the algorithms.
+//
+// Memory ordering. Each member of a group has a Slot with a progress counter
+// that only grows: +1 when it enters a call (after publishing its buffers),
+// +1 per ring step done. All members make the same calls, so they agree on the
+// counter's value `base` at the start of each call. A peer reads published
+// fields or data only after an acquire load shows the progress it needs, and
+// every write into a peer's buffer comes after an acquire load showing that
+// the peer has finished reading what it overwrites. No rank leaves a call
+// while a peer may still write into its buffers.
+//
+// Abort. The flag is checked wherever a rank blocks. A rank marks itself
+// `busy` before touching a peer's buffer and re-checks the flag (both
+// seq_cst); a rank leaving a call with CommAborted first waits until no peer
+// is busy. So a buffer is never written after its owner has thrown.
+#include "parallel/in_process_communicator.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <thread>
+
+#include "parallel/in_process_communicator.h"
+#include "parallel/in_process_group.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace shardscope {
+
+namespace {
+
+// Spin this many times before blocking: long enough to catch a neighbour that
+// is a few microseconds behind on another core, short enough not to starve a
+// neighbour that shares our core (8 ranks on 2 cores).
+constexpr int kSpinIterations = 1000;
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+}  // namespace
+
+// ---- InProcessWorld ----
+
+InProcessWorld::InProcessWorld(int world_size, EventSink* sink, const RunClock* clock)
+    : world_size_(world_size), sink_(sink), clock_(clock != nullptr ? clock : &own_clock_) {}
+
+InProcessWorld::~InProcessWorld() = default;
+
+std::shared_ptr<InProcessWorld> InProcessWorld::create(int world_size, EventSink* sink, const RunClock* clock) {
+  if (world_size < 1) throw std::invalid_argument("InProcessWorld: world_size must be at least 1");
+  return std::shared_ptr<InProcessWorld>(new InProcessWorld(world_size, sink, clock));
+}
+
+std::unique_ptr<Communicator> InProcessWorld::communicator(int my_global_rank, const std::vector<int>& members) {
+  const auto bad = [&](const std::string& why) {
+    throw std::invalid_argument("InProcessWorld::communicator for rank " + std::to_string(my_global_rank) + ": " + why);
+  };
+  std::vector<int> sorted = members;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted.empty()) bad("the group is empty");
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) bad("a rank appears twice in the group");
+  if (sorted.front() < 0 || sorted.back() >= world_size_) bad("a member is outside 0 .. world_size-1");
+  const auto mine = std::find(members.begin(), members.end(), my_global_rank);
+  if (mine == members.end()) bad("it is not a member of the group");
+
+  std::lock_guard lock(mutex_);
+  std::shared_ptr<InProcessGroup> group;
+  for (const auto& g : groups_) {
+    if (g->members == members) {
+      group = g;
+    } else if (std::is_permutation(g->members.begin(), g->members.end(), members.begin(), members.end())) {
+      bad("another member listed the same ranks in another order");  // the group ranks would disagree
+    }
+  }
+  if (group == nullptr) {
+    group = std::make_shared<InProcessGroup>();
+    group->members = members;
+    const auto n = members.size();
+    group->slots = std::make_unique<Slot[]>(n);
+    group->mailboxes = std::make_unique<Mailbox[]>(n * n);
+    groups_.push_back(group);
+  }
+  const int me = static_cast<int>(mine - members.begin());
+  Slot& slot = group->slots[static_cast<std::size_t>(me)];
+  if (slot.in_use) bad("it already holds a communicator for this group");
+  slot.in_use = true;
+  return std::make_unique<InProcessCommunicator>(shared_from_this(), std::move(group), me);
+}
+
+void InProcessWorld::abort(int by_global_rank, const std::string& reason) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!aborted_.load()) {
+      abort_message_ = by_global_rank >= 0
+                           ? "communication aborted by rank " + std::to_string(by_global_rank) + ": " + reason
+                           : "communication aborted: " + reason;
+      aborted_.store(true);  // seq_cst: pairs with the busy flags (top of this file)
+    }
+  }
+  wake_all_waiters();
+}
+
+bool InProcessWorld::aborted() const {
+  return aborted_.load();
+}
+
+std::string InProcessWorld::abort_message() const {
+  std::lock_guard lock(mutex_);
+  return abort_message_;
+}
+
+// Every waiter re-checks the abort flag under its own mutex, so taking each
+// mutex once after setting the flag guarantees no one sleeps through it.
+void InProcessWorld::wake_all_waiters() {
+  std::lock_guard lock(mutex_);
+  for (const auto& g : groups_) {
+    const auto n = static_cast<std::size_t>(g->size());
+    for (std::size_t i = 0; i < n; ++i) {
+      { std::lock_guard slot_lock(g->slots[i].mutex); }
+      g->slots[i].cv.notify_all();
+    }
+    for (std::size_t i = 0; i < n * n; ++i) {
+      { std::lock_guard box_lock(g->mailboxes[i].mutex); }
+      g->mailboxes[i].cv.notify_all();
+    }
+  }
+}
+
+// ---- InProcessCommunicator: waiting, abort, events ----
+
+InProcessCommunicator::InProcessCommunicator(std::shared_ptr<InProcessWorld> world,
+                                             std::shared_ptr<InProcessGroup> group, int me)
+    : world_(std::move(world)),
+      group_(std::move(group)),
+      me_(me),
+      n_(group_->size()),
+      left_(mod(me - 1)),
+      right_(mod(me + 1)) {}
+
+InProcessCommunicator::~InProcessCommunicator() {
+  std::lock_guard lock(world_->mutex_);
+  slot(me_).in_use = false;
+}
+
+// Publishes this rank's buffers for the call and returns the progress value
+// every member had when the call started.
+std::int64_t InProcessCommunicator::enter(CommOp op, const float* send, float* recv, std::int64_t count, int root) {
+  if (world_->aborted()) raise_aborted();
+  Slot& s = slot(me_);
+  const std::int64_t base = s.progress.load(std::memory_order_relaxed);  // only this rank writes it
+  s.op = op;
+  s.count = count;
+  s.root = root;
+  s.send = send;
+  s.recv = recv;
+  advance(base + 1);
+  return base;
+}
+
+void InProcessCommunicator::advance(std::int64_t value) {
+  Slot& s = slot(me_);
+  s.progress.store(value, std::memory_order_release);
+  { std::lock_guard lock(s.mutex); }  // a peer that saw the old value is now inside cv.wait
+  s.cv.notify_all();
+}
+
+void InProcessCommunicator::wait_for(int member, std::int64_t value) {
+  Slot& s = slot(member);
+  for (int i = 0; i < kSpinIterations; ++i) {
+    if (s.progress.load(std::memory_order_acquire) >= value) return;
+    cpu_relax();
+  }
+  {
+    std::unique_lock lock(s.mutex);
+    s.cv.wait(lock, [&] { return s.progress.load(std::memory_order_acquire) >= value || world_->aborted(); });
+  }
+  if (s.progress.load(std::memory_order_acquire) < value) raise_aborted();
+}
+
+// Best effort: catches members that disagree on the call (a bug in the caller)
+// before it corrupts memory.
+void InProcessCommunicator::check_matches(int member) {
+  const Slot& p = slot(member);
+  const Slot& s = slot(me_);
+  if (p.op == s.op && p.count == s.count && p.root == s.root) return;
+  const auto describe = [&](const Slot& x, int m) {
+    return "rank " + std::to_string(global_rank(m)) + " called " + std::string(comm_op_name(x.op)) + " (count " +
+           std::to_string(x.count) + ", root " + std::to_string(x.root) + ")";
+  };
+  fail(describe(s, me_) + " but " + describe(p, member) + "; every member of a group must make the same calls");
+}
+
+void InProcessCommunicator::raise_aborted() {
+  for (int p = 0; p < n_; ++p) {
+    if (p == me_) continue;
+    while (slot(p).busy.load()) std::this_thread::yield();  // a copy in flight: microseconds to milliseconds
+  }
+  throw CommAborted(world_->abort_message());
+}
+
+void InProcessCommunicator::fail(const std::string& what) {
+  world_->abort(global_rank(me_), what);
+  raise_aborted();
+}
+
+void InProcessCommunicator::check_argument(bool ok, const char* call, const char* what) {
+  if (ok) return;
+  const std::string message = std::string(call) + ": " + what;
+  world_->abort(global_rank(me_), message);  // the other members would wait for this rank forever
+  throw std::invalid_argument("rank " + std::to_string(global_rank(me_)) + ": " + message);
+}
+
+std::int64_t InProcessCommunicator::now() const {
+  return world_->sink_ != nullptr ? world_->clock_->now_ns() : 0;
+}
+
+void InProcessCommunicator::emit(const Transfer& t, int ring_step, int chunk, int src, int dst, std::int64_t bytes,
+                                 std::int64_t start_ns, std::int64_t end_ns) const {
+  if (world_->sink_ == nullptr) return;
+  Event e;
+  e.kind = EventKind::comm_span;
+  e.rank = src >= 0 ? global_rank(src) : global_rank(me_);  // the sender
+  e.step = t.tag.step;
+  e.micro_batch = t.tag.micro_batch;
+  e.bucket = t.tag.bucket;
+  e.op = t.op;
+  e.phase = t.phase;
+  e.ring_step = ring_step;
+  e.chunk = chunk;
+  e.src = src >= 0 ? global_rank(src) : -1;
+  e.dst = dst >= 0 ? global_rank(dst) : -1;
+  e.bytes = bytes;
+  e.start_ns = start_ns;
+  e.end_ns = end_ns;
+  world_->sink_->emit(e);
+}
+
+// ---- Point to point ----
+
+// Eager send: straight into a receiver already waiting (one copy), else into
+// the queue (the receiver copies it out later). One event per message, from the
+// send call to the data being in the receiver's buffer.
+void InProcessCommunicator::send(const float* data, std::int64_t count, int peer, const CommTag& tag) {
+  check_argument(count >= 0, "send", "negative count");
+  check_argument(peer >= 0 && peer < n_ && peer != me_, "send", "peer outside the group or self");
+  if (world_->aborted()) raise_aborted();
+  Mailbox& box = group_->mailboxes[static_cast<std::size_t>(me_ * n_ + peer)];
+  const std::int64_t start = now();
+  std::unique_lock lock(box.mutex);
+  if (box.posted != nullptr && !box.taken && box.queue.empty()) {
+    if (box.posted_count != count) {
+      const std::int64_t posted_count = box.posted_count;
+      lock.unlock();
+      fail("send of " + std::to_string(count) + " elements to rank " + std::to_string(global_rank(peer)) +
+           ", which receives " + std::to_string(posted_count));
+    }
+    box.taken = true;
+    float* dst = box.posted;
+    lock.unlock();
+    copy_floats(dst, data, count);
+    const std::int64_t end = now();
+    lock.lock();
+    box.filled = true;
+    lock.unlock();
+    box.cv.notify_all();
+    emit({CommOp::send, RingPhase::none, tag}, -1, -1, me_, peer, bytes_of(count), start, end);
+    return;
+  }
+  lock.unlock();
+  Mailbox::Message message{std::vector<float>(data, data + count), start, tag};
+  lock.lock();
+  box.queue.push_back(std::move(message));
+  lock.unlock();
+  box.cv.notify_all();
+}
+
+void InProcessCommunicator::recv(float* data, std::int64_t count, int peer, const CommTag&) {
+  check_argument(count >= 0, "recv", "negative count");
+  check_argument(peer >= 0 && peer < n_ && peer != me_, "recv", "peer outside the group or self");
+  if (world_->aborted()) raise_aborted();
+  Mailbox& box = group_->mailboxes[static_cast<std::size_t>(peer * n_ + me_)];
+  std::unique_lock lock(box.mutex);
+  if (box.queue.empty()) {
+    box.posted = data;
+    box.posted_count = count;
+    // Once a sender has taken the posted buffer, wait for its copy even on abort:
+    // the buffer must not be released while it is being written.
+    box.cv.wait(lock, [&] { return box.filled || (!box.taken && (!box.queue.empty() || world_->aborted())); });
+    const bool filled = box.filled;
+    box.posted = nullptr;
+    box.taken = box.filled = false;
+    if (filled) return;  // the sender copied directly and emitted the event
+    if (box.queue.empty()) {
+      lock.unlock();
+      raise_aborted();
+    }
+  }
+  Mailbox::Message message = std::move(box.queue.front());
+  box.queue.pop_front();
+  lock.unlock();
+  if (static_cast<std::int64_t>(message.data.size()) != count)
+    fail("recv of " + std::to_string(count) + " elements from rank " + std::to_string(global_rank(peer)) +
+         ", which sent " + std::to_string(message.data.size()));
+  copy_floats(data, message.data.data(), count);
+  emit({CommOp::send, RingPhase::none, message.tag}, -1, -1, peer, me_, bytes_of(count), message.start_ns, now());
+}
+
+}  // namespace shardscope

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Communicators for ranks that are threads of one process. Data really moves
+// through shared memory with the algorithms a GPU cluster uses (ring
+// reduce-scatter / all-gather, chunk by chunk), so every chunk transfer is a
+// real copy that can be timed and shown.
+//
+// Usage: one InProcessWorld for the N global ranks; each rank thread asks it
+// for a Communicator for every group it belongs to, passing the same member
+// list as the other members (e.g. Grid::dp_group(stage)):
+//   auto world = InProcessWorld::create(4, &sink, &clock);
+//   // on rank r's thread:
+//   auto dp = world->communicator(r, grid.dp_group(grid.stage_of(r)));
+//   dp->all_reduce(grads, n, ReduceOp::average, {step, -1, bucket});
+//
+// Ring indexing (Patarasuk & Yuan; chunk c = elements [offset(c), offset(c+1))
+// of ~count/N, the first count % N chunks one element longer):
+//   reduce-scatter step k (0..N-2): rank r reduces chunk (r-k-1) mod N into rank r+1;
+//     after it rank r holds the full reduction of chunk r (so a standalone
+//     reduce_scatter leaves chunk r on rank r, as the interface requires);
+//   all-gather step k (0..N-2): rank r copies chunk (r-k) mod N into rank r+1.
+// Each rank sends 2(N-1) chunks: all but chunk r, then all but chunk r+1, so
+// 2(N-1)/N x bytes exactly when N divides count. A step with an empty chunk
+// (count < N) still emits its event, with 0 bytes.
+//
+// Synchronisation: each member publishes its buffers and a progress counter
+// (steps done, release/acquire). A ring step waits only for its two
+// neighbours; a rooted op (broadcast, gather, scatter) for the root or its
+// peers. Waits spin briefly, then block on a condition variable.
+//
+// send is eager: if the receiver is already waiting in recv, the sender copies
+// straight into its buffer; otherwise the message is copied into a queue and
+// send returns at once (so two stages sending to each other cannot deadlock).
+// recv blocks until the matching message (in order per sender) is there.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "events/event.h"
+#include "parallel/communicator.h"
+
+namespace shardscope {
+
+struct InProcessGroup;  // the shared state of one group (in_process_communicator.cpp)
+
+class InProcessWorld : public std::enable_shared_from_this<InProcessWorld> {
+ public:
+  // sink may be null (no events). clock may be null: the world then keeps its own.
+  // Both must outlive the world. Throws std::invalid_argument unless world_size >= 1.
+  static std::shared_ptr<InProcessWorld> create(int world_size, EventSink* sink = nullptr,
+                                                const RunClock* clock = nullptr);
+
+  int world_size() const { return world_size_; }
+
+  // The communicator of `my_global_rank` in the group whose members are
+  // `group_global_ranks` (group rank i = the i-th entry). Every member passes the
+  // same list. A rank holds at most one live communicator per group; a new one
+  // may be made after the old one is destroyed. Throws std::invalid_argument for a
+  // bad list (empty, duplicate or out-of-range ranks, my rank missing, or the
+  // same members in another order than an existing group).
+  std::unique_ptr<Communicator> communicator(int my_global_rank, const std::vector<int>& group_global_ranks);
+
+  // Fails every group of the world: calls blocked now or made later throw
+  // CommAborted. by_global_rank is -1 when no rank is to blame (e.g. a watchdog).
+  // The first abort's message is kept; later ones only wake waiters again.
+  void abort(int by_global_rank, const std::string& reason);
+  bool aborted() const;
+  std::string abort_message() const;  // empty until aborted
+
+  InProcessWorld(const InProcessWorld&) = delete;
+  InProcessWorld& operator=(const InProcessWorld&) = delete;
+  ~InProcessWorld();
+
+ private:
+  friend class InProcessCommunicator;
+  InProcessWorld(int world_size, EventSink* sink, const RunClock* clock);
+  void wake_all_waiters();
+
+  const int world_size_;
+  EventSink* const sink_;
+  RunClock own_clock_;
+  const RunClock* const clock_;
+
+  mutable std::mutex mutex_;  // guards groups_ and abort_message_
+  std::vector<std::shared_ptr<InProcessGroup>> groups_;
+  std::string abort_message_;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace shardscope

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Internal to the in-process communicator (in_process_communicator.cpp for the
+// world, waiting, abort, events and point to point; in_process_collectives.cpp
+// for the ring and rooted collectives): the state a group's members share.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "parallel/in_process_communicator.h"
+
+namespace shardscope {
+
+inline std::int64_t bytes_of(std::int64_t elements) {
+  return elements * static_cast<std::int64_t>(sizeof(float));
+}
+
+inline void copy_floats(float* dst, const float* src, std::int64_t n) {
+  if (n > 0 && dst != src) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
+}
+
+// One member of a group. Published fields are written by the owner before it
+// raises `progress` (release) and read by peers after they see it (acquire).
+struct Slot {
+  std::atomic<std::int64_t> progress{0};
+  std::atomic<bool> busy{false};  // inside a copy that touches a peer's buffer
+  std::mutex mutex;               // only for sleeping on progress
+  std::condition_variable cv;
+  CommOp op = CommOp::barrier;  // published at call entry
+  std::int64_t count = 0;
+  int root = -1;
+  const float* send = nullptr;
+  float* recv = nullptr;
+  std::vector<float> stage;  // reduce_scatter partial sums, 2 x recv_count, written by the left neighbour
+  bool in_use = false;       // one live communicator per slot (guarded by the world's mutex)
+};
+
+// The messages from one sender to one receiver, in order.
+struct Mailbox {
+  struct Message {
+    std::vector<float> data;
+    std::int64_t start_ns;
+    CommTag tag;
+  };
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<Message> queue;
+  float* posted = nullptr;  // a receiver waiting with an empty queue: the sender copies here directly
+  std::int64_t posted_count = 0;
+  bool taken = false;   // a sender is copying into `posted`
+  bool filled = false;  // ... and has finished
+};
+
+struct InProcessGroup {
+  std::vector<int> members;  // global ranks in group order
+  std::unique_ptr<Slot[]> slots;
+  std::unique_ptr<Mailbox[]> mailboxes;  // [sender * size + receiver]
+  int size() const { return static_cast<int>(members.size()); }
+};
+
+class InProcessCommunicator final : public Communicator {
+ public:
+  InProcessCommunicator(std::shared_ptr<InProcessWorld> world, std::shared_ptr<InProcessGroup> group, int me);
+  ~InProcessCommunicator() override;
+
+  int rank() const override { return me_; }
+  int size() const override { return n_; }
+  int global_rank(int group_rank) const override { return group_->members.at(static_cast<std::size_t>(group_rank)); }
+
+  void all_reduce(float* data, std::int64_t count, ReduceOp op, const CommTag& tag) override;
+  void reduce_scatter(const float* send, float* recv, std::int64_t recv_count, ReduceOp op,
+                      const CommTag& tag) override;
+  void all_gather(const float* send, float* recv, std::int64_t send_count, const CommTag& tag) override;
+  void broadcast(float* data, std::int64_t count, int root, const CommTag& tag) override;
+  void gather(const float* send, float* recv, std::int64_t count, int root, const CommTag& tag) override;
+  void scatter(const float* send, float* recv, std::int64_t count, int root, const CommTag& tag) override;
+  void send(const float* data, std::int64_t count, int peer, const CommTag& tag) override;
+  void recv(float* data, std::int64_t count, int peer, const CommTag& tag) override;
+  void barrier() override;
+  void abort(const std::string& reason) override { world_->abort(global_rank(me_), reason); }
+
+ private:
+  // What a call's comm events share.
+  struct Transfer {
+    CommOp op;
+    RingPhase phase;
+    const CommTag& tag;
+  };
+
+  Slot& slot(int member) const { return group_->slots[static_cast<std::size_t>(member)]; }
+  int mod(int i) const { return ((i % n_) + n_) % n_; }
+
+  std::int64_t enter(CommOp op, const float* send, float* recv, std::int64_t count, int root);
+  void advance(std::int64_t value);
+  void wait_for(int member, std::int64_t value);
+  void check_matches(int member);
+  template <class Copy>
+  void guarded(Copy&& copy);
+  [[noreturn]] void raise_aborted();
+  [[noreturn]] void fail(const std::string& what);
+  void check_argument(bool ok, const char* call, const char* what);
+  std::int64_t now() const;
+  void emit(const Transfer& t, int ring_step, int chunk, int src, int dst, std::int64_t bytes, std::int64_t start_ns,
+            std::int64_t end_ns) const;
+  template <class Copy>
+  void ring_step(std::int64_t base, int t, const Transfer& tr, int phase_step, int chunk, std::int64_t elements,
+                 Copy&& copy);
+  template <class PeerCopy, class RootCopy>
+  void rooted(const Transfer& tr, const float* send, float* recv, std::int64_t count, int root, bool to_root, int chunk,
+              PeerCopy&& peer_copy, RootCopy&& root_copy);
+
+  std::shared_ptr<InProcessWorld> world_;
+  std::shared_ptr<InProcessGroup> group_;
+  const int me_, n_, left_, right_;
+};
+
+}  // namespace shardscope

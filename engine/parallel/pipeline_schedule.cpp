@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "parallel/pipeline_schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+#include "core/error.h"
+
+namespace shardscope {
+
+namespace {
+
+using Type = PipelineAction::Type;
+
+void check_shape(int stages, int micro_batches) {
+  if (stages < 1) throw ConfigError("--pp must be at least 1 (got " + std::to_string(stages) + ")");
+  if (micro_batches < 1)
+    throw ConfigError("--micro-batches must be at least 1 (got " + std::to_string(micro_batches) + ")");
+}
+
+// F(i) and the transfers it implies: its input activation comes from the
+// previous stage, its output activation goes to the next one.
+void add_forward(std::vector<PipelineAction>& list, int stage, int stages, int micro_batch) {
+  if (stage > 0) list.push_back({Type::recv_activation, micro_batch, stage - 1});
+  list.push_back({Type::forward, micro_batch, -1});
+  if (stage < stages - 1) list.push_back({Type::send_activation, micro_batch, stage + 1});
+}
+
+// B(i) and the transfers it implies: the gradient w.r.t. our output comes from
+// the next stage, the gradient w.r.t. our input goes to the previous one.
+void add_backward(std::vector<PipelineAction>& list, int stage, int stages, int micro_batch) {
+  if (stage < stages - 1) list.push_back({Type::recv_gradient, micro_batch, stage + 1});
+  list.push_back({Type::backward, micro_batch, -1});
+  if (stage > 0) list.push_back({Type::send_gradient, micro_batch, stage - 1});
+}
+
+// GPipe (Huang et al. 2019), "all forward, all backward": every stage runs
+//   fill:  the m forwards F0 .. F(m-1), activations flowing down the pipeline;
+//   drain: the m backwards B0 .. B(m-1), gradients flowing back up.
+// Every stage holds the activations of all m micro-batches at the turn. The
+// backwards run in micro-batch order, as in PyTorch's ScheduleGPipe and
+// picotron's AFAB step (GPipe's Fig. 2 draws them in reverse order, which
+// changes neither the bubble nor the peak memory).
+std::vector<PipelineAction> gpipe_stage(int stage, int stages, int micro_batches) {
+  std::vector<PipelineAction> list;
+  for (int i = 0; i < micro_batches; ++i) add_forward(list, stage, stages, i);
+  for (int i = 0; i < micro_batches; ++i) add_backward(list, stage, stages, i);
+  return list;
+}
+
+// 1F1B as in PipeDream-Flush (Narayanan et al. 2021, Megatron-LM's default
+// non-interleaved schedule). Stage s of p runs
+//   warm-up:   w = min(p - s - 1, m) forwards F0 .. F(w-1), so that the stages
+//              below it have work by the time its first gradient comes back;
+//   steady:    m - w rounds of one forward and one backward, F(w + k) B(k);
+//   cool-down: the w backwards left, B(m - w) .. B(m - 1).
+// Same bubble as GPipe, but stage s holds at most min(p - s, m) micro-batches'
+// activations instead of m, because each backward frees one before the next forward.
+std::vector<PipelineAction> one_f_one_b_stage(int stage, int stages, int micro_batches) {
+  std::vector<PipelineAction> list;
+  const int warmup = std::min(stages - stage - 1, micro_batches);
+  for (int i = 0; i < warmup; ++i) add_forward(list, stage, stages, i);
+  for (int k = 0; k < micro_batches - warmup; ++k) {
+    add_forward(list, stage, stages, warmup + k);
+    add_backward(list, stage, stages, k);
+  }
+  for (int i = micro_batches - warmup; i < micro_batches; ++i) add_backward(list, stage, stages, i);
+  return list;
+}
+
+}  // namespace
+
+const char* pipeline_schedule_name(PipelineScheduleKind kind) {
+  switch (kind) {
+    case PipelineScheduleKind::gpipe:
+      return "gpipe";
+    case PipelineScheduleKind::one_f_one_b:
+      return "1f1b";
+  }
+  return "?";
+}
+
+PipelineScheduleKind parse_pipeline_schedule_kind(std::string_view name) {
+  for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b})
+    if (name == pipeline_schedule_name(kind)) return kind;
+  throw ConfigError("--schedule must be gpipe or 1f1b (got '" + std::string(name) + "')");
+}
+
+const char* pipeline_action_type_name(PipelineAction::Type type) {
+  switch (type) {
+    case Type::forward:
+      return "forward";
+    case Type::backward:
+      return "backward";
+    case Type::send_activation:
+      return "send_activation";
+    case Type::recv_activation:
+      return "recv_activation";
+    case Type::send_gradient:
+      return "send_gradient";
+    case Type::recv_gradient:
+      return "recv_gradient";
+  }
+  return "?";
+}
+
+bool is_compute(const PipelineAction& action) {
+  return action.type == Type::forward || action.type == Type::backward;
+}
+
+PipelineSchedule make_pipeline_schedule(PipelineScheduleKind kind, int stages, int micro_batches) {
+  check_shape(stages, micro_batches);
+  PipelineSchedule schedule;
+  for (int stage = 0; stage < stages; ++stage)
+    schedule.push_back(kind == PipelineScheduleKind::gpipe ? gpipe_stage(stage, stages, micro_batches)
+                                                           : one_f_one_b_stage(stage, stages, micro_batches));
+  return schedule;
+}
+
+PipelineSchedule compute_only(const PipelineSchedule& schedule) {
+  PipelineSchedule result(schedule.size());
+  for (std::size_t s = 0; s < schedule.size(); ++s)
+    for (const auto& action : schedule[s])
+      if (is_compute(action)) result[s].push_back(action);
+  return result;
+}
+
+std::string format_pipeline_action(const PipelineAction& a) {
+  const std::string mb = std::to_string(a.micro_batch), peer = std::to_string(a.peer_stage);
+  switch (a.type) {
+    case Type::forward:
+      return "F" + mb;
+    case Type::backward:
+      return "B" + mb;
+    case Type::send_activation:
+      return "sendA" + mb + "->s" + peer;
+    case Type::recv_activation:
+      return "recvA" + mb + "<-s" + peer;
+    case Type::send_gradient:
+      return "sendG" + mb + "->s" + peer;
+    case Type::recv_gradient:
+      return "recvG" + mb + "<-s" + peer;
+  }
+  return "?";
+}
+
+std::string describe_pipeline_action(const PipelineAction& a, int stage) {
+  const std::string who = "stage " + std::to_string(stage), mb = " of micro-batch " + std::to_string(a.micro_batch);
+  const std::string peer = " stage " + std::to_string(a.peer_stage);
+  switch (a.type) {
+    case Type::forward:
+      return who + " runs the forward" + mb;
+    case Type::backward:
+      return who + " runs the backward" + mb;
+    case Type::send_activation:
+      return who + " sends the activation" + mb + " to" + peer;
+    case Type::recv_activation:
+      return who + " receives the activation" + mb + " from" + peer;
+    case Type::send_gradient:
+      return who + " sends the input gradient" + mb + " to" + peer;
+    case Type::recv_gradient:
+      return who + " receives the output gradient" + mb + " from" + peer;
+  }
+  return "?";
+}
+
+std::string format_pipeline_schedule(const PipelineSchedule& schedule, bool with_communication) {
+  std::string text;
+  for (std::size_t s = 0; s < schedule.size(); ++s) {
+    text.append("stage ").append(std::to_string(s)).append(":");
+    for (const auto& action : schedule[s])
+      if (with_communication || is_compute(action)) text.append(" ").append(format_pipeline_action(action));
+    text.append("\n");
+  }
+  return text;
+}
+
+PipelineTimeline simulate_pipeline_schedule(const PipelineSchedule& schedule, double forward_time, double backward_time,
+                                            double comm_time) {
+  for (double t : {forward_time, backward_time, comm_time})
+    if (!std::isfinite(t) || t < 0) throw std::invalid_argument("pipeline simulation: times must be finite and >= 0");
+  const int p = static_cast<int>(schedule.size());
+  if (p == 0) throw std::invalid_argument("pipeline simulation: the schedule has no stages");
+
+  // What each stage's list holds, checked once: right peers, nothing twice.
+  using Key = std::pair<Type, int>;  // (action type, micro-batch)
+  std::vector<std::set<Key>> listed(schedule.size());
+  for (int s = 0; s < p; ++s) {
+    for (const auto& a : schedule[s]) {
+      const std::string where = "pipeline schedule, stage " + std::to_string(s) + ", " + format_pipeline_action(a);
+      const bool downstream = a.type == Type::send_activation || a.type == Type::recv_gradient;
+      const bool upstream = a.type == Type::recv_activation || a.type == Type::send_gradient;
+      if (a.micro_batch < 0) throw std::invalid_argument(where + ": negative micro-batch");
+      if ((downstream && a.peer_stage != s + 1) || (upstream && a.peer_stage != s - 1) ||
+          (!is_compute(a) && (a.peer_stage < 0 || a.peer_stage >= p)))
+        throw std::invalid_argument(where + ": wrong peer stage");
+      if (!listed[s].insert({a.type, a.micro_batch}).second) throw std::invalid_argument(where + ": appears twice");
+    }
+  }
+
+  // finished[s][(type, mb)]: when stage s ended that action (for a send: posted it).
+  std::vector<std::map<Key, double>> finished(schedule.size());
+  auto end_of = [&](int s, Type type, int mb) -> std::optional<double> {
+    auto it = finished[s].find({type, mb});
+    return it == finished[s].end() ? std::nullopt : std::optional<double>(it->second);
+  };
+  auto plus_comm = [&](std::optional<double> t) { return t ? std::optional<double>(*t + comm_time) : t; };
+  // The input of F(mb) on stage s: through its recv if the list has one, else
+  // straight from the previous stage's forward, comm_time later.
+  auto activation_ready = [&](int s, int mb) -> std::optional<double> {
+    if (s == 0) return 0.0;  // the first stage reads the batch itself
+    if (listed[s].contains({Type::recv_activation, mb})) return end_of(s, Type::recv_activation, mb);
+    return plus_comm(end_of(s - 1, Type::forward, mb));
+  };
+  auto gradient_ready = [&](int s, int mb) -> std::optional<double> {
+    if (s == p - 1) return 0.0;  // the last stage starts from its own loss
+    if (listed[s].contains({Type::recv_gradient, mb})) return end_of(s, Type::recv_gradient, mb);
+    return plus_comm(end_of(s + 1, Type::backward, mb));
+  };
+  // When the inputs of `a` on stage s exist, or nullopt while they do not yet.
+  auto inputs_ready = [&](int s, const PipelineAction& a) -> std::optional<double> {
+    const int mb = a.micro_batch;
+    switch (a.type) {
+      case Type::forward:
+        return activation_ready(s, mb);
+      case Type::backward: {
+        auto own_forward = end_of(s, Type::forward, mb), gradient = gradient_ready(s, mb);
+        if (!own_forward || !gradient) return std::nullopt;
+        return std::max(*own_forward, *gradient);
+      }
+      case Type::send_activation:
+        return end_of(s, Type::forward, mb);
+      case Type::send_gradient:
+        return end_of(s, Type::backward, mb);
+      case Type::recv_activation:
+        return plus_comm(end_of(a.peer_stage, Type::send_activation, mb));
+      case Type::recv_gradient:
+        return plus_comm(end_of(a.peer_stage, Type::send_gradient, mb));
+    }
+    return std::nullopt;
+  };
+
+  PipelineTimeline timeline;
+  timeline.spans.resize(schedule.size());
+  timeline.busy_time.assign(schedule.size(), 0.0);
+  timeline.peak_micro_batches_in_flight.assign(schedule.size(), 0);
+  std::vector<double> clock(schedule.size(), 0.0);  // when each stage is free
+  std::vector<int> in_flight(schedule.size(), 0);
+
+  // Sweep the stages, running every action whose inputs exist. Start times
+  // depend only on finished actions, so the sweep order does not change them;
+  // a sweep that runs nothing while actions remain means nothing ever will.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int s = 0; s < p; ++s) {
+      auto& spans = timeline.spans[s];
+      while (spans.size() < schedule[s].size()) {
+        const PipelineAction& a = schedule[s][spans.size()];
+        const std::optional<double> ready = inputs_ready(s, a);
+        if (!ready) break;
+        const double start = std::max(clock[s], *ready);
+        PipelineSpan span{a, start, start};
+        // A recv spans the wait: the stage sits in it until the data arrives.
+        if (a.type == Type::recv_activation || a.type == Type::recv_gradient) span.start = clock[s];
+        if (a.type == Type::forward) {
+          span.end += forward_time;
+          in_flight[s]++;  // its activations are kept for the backward
+        } else if (a.type == Type::backward) {
+          span.end += backward_time;
+          in_flight[s]--;
+        }
+        if (is_compute(a)) timeline.busy_time[s] += span.end - span.start;
+        timeline.peak_micro_batches_in_flight[s] = std::max(timeline.peak_micro_batches_in_flight[s], in_flight[s]);
+        clock[s] = span.end;
+        finished[s][{a.type, a.micro_batch}] = span.end;
+        spans.push_back(span);
+        progress = true;
+      }
+    }
+  }
+
+  std::string stuck;
+  for (int s = 0; s < p; ++s) {
+    const std::size_t done = timeline.spans[s].size();
+    if (done == schedule[s].size()) continue;
+    stuck.append(stuck.empty() ? "" : ", ").append("stage " + std::to_string(s));
+    stuck.append(" waits forever at action " + std::to_string(done) + " (" + format_pipeline_action(schedule[s][done]) +
+                 ")");
+  }
+  if (!stuck.empty()) throw std::invalid_argument("pipeline schedule cannot finish (deadlock): " + stuck);
+
+  double total_busy = 0;
+  for (int s = 0; s < p; ++s) {
+    timeline.makespan = std::max(timeline.makespan, clock[s]);
+    total_busy += timeline.busy_time[s];
+  }
+  if (timeline.makespan > 0) timeline.bubble_fraction = 1.0 - total_busy / (p * timeline.makespan);
+  return timeline;
+}
+
+double gpipe_bubble_fraction(int stages, int micro_batches) {
+  check_shape(stages, micro_batches);
+  return static_cast<double>(stages - 1) / static_cast<double>(micro_batches + stages - 1);
+}
+
+}  // namespace shardscope

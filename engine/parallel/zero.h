@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// ZeRO (Rajbhandari et al. 2020) partitions the flat parameter space into Nd
+// equal contiguous shards, one per data-parallel rank. Stage 1 (P_os) shards
+// the optimizer states: each rank keeps AdamW's m and v for its shard only and
+// updates only its shard; the updated shards are then all-gathered so every
+// rank has the whole model again. Per-rank model-state memory in fp32 Adam:
+//   stage 0: 4Ψ + 4Ψ + 8Ψ = 16Ψ;  stage 1: 4Ψ + 4Ψ + 8Ψ/Nd.
+// (The paper's mixed-precision figures are 2Ψ + 2Ψ + 12Ψ and 2Ψ + 2Ψ + 12Ψ/Nd.)
+// Here the gradients are all-reduced in DDP buckets before the update (the same
+// 2Ψ per-rank volume as the paper's reduce-scatter + all-gather).
+#pragma once
+
+#include <cstdint>
+
+#include "core/buffer.h"
+#include "parallel/communicator.h"
+
+namespace shardscope {
+
+struct ZeroPartition {
+  std::int64_t total;        // Ψ: parameters in the flat buffer
+  std::int64_t shard_size;   // ceil(Ψ / Nd): every shard padded to this
+  std::int64_t begin, end;   // this rank's shard [begin, end) within [0, Ψ)
+};
+
+ZeroPartition make_zero_partition(std::int64_t total, int dp, int dp_rank);
+
+// Every rank contributes params[begin, end) and receives the whole model.
+// `staging` (in the `communication` category) must hold shard_size * (Nd + 1)
+// floats when Ψ is not a multiple of Nd; otherwise the gather is in place.
+void all_gather_parameter_shards(Communicator& comm, float* params, const ZeroPartition& part, Buffer& staging,
+                                 const CommTag& tag);
+
+}  // namespace shardscope

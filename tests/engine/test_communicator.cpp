@@ -1,0 +1,690 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The in-process communicator: every collective against a direct computation
+// (N = 1, 2, 3, 4, 8; even, uneven and smaller-than-N counts), groups used
+// concurrently, point-to-point order, the bytes and the event stream of a
+// ring all-reduce, and abort waking every blocked rank. Rank bodies run on
+// threads and only record; the checks run on the test thread afterwards.
+#include <QTest>
+#undef emit  // Qt's keyword macro would eat EventSink::emit
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "engine/test_support.h"
+#include "parallel/grid.h"
+#include "parallel/in_process_communicator.h"
+
+using namespace shardscope;
+using namespace shardscope::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+class CollectingSink : public EventSink {
+ public:
+  void emit(const Event& e) override {
+    std::lock_guard lock(mutex_);
+    events_.push_back(e);
+  }
+  // The comm events of one sending rank, in the order they were emitted.
+  std::vector<Event> of_rank(int rank) {
+    std::lock_guard lock(mutex_);
+    std::vector<Event> out;
+    for (const Event& e : events_)
+      if (e.kind == EventKind::comm_span && e.rank == rank) out.push_back(e);
+    return out;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<Event> events_;
+};
+
+// Runs body(global_rank) on one thread per rank and returns each rank's
+// exception (or null). A watchdog aborts the world after `limit` so a hang
+// fails the test instead of blocking the suite; if even that frees no one,
+// the process ends.
+std::vector<std::exception_ptr> run_ranks(InProcessWorld& world, const std::function<void(int)>& body,
+                                          std::chrono::milliseconds limit = 60s, bool* watchdog_fired = nullptr) {
+  const int n = world.world_size();
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
+  std::mutex mutex;
+  std::condition_variable cv;
+  int done = 0;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        body(r);
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+      }
+      std::lock_guard lock(mutex);
+      ++done;
+      cv.notify_all();
+    });
+  std::unique_lock lock(mutex);
+  const bool finished = cv.wait_for(lock, limit, [&] { return done == n; });
+  if (!finished) {
+    world.abort(-1, "test watchdog");
+    if (!cv.wait_for(lock, 5s, [&] { return done == n; })) {
+      std::fprintf(stderr, "FATAL: ranks still blocked 5 s after abort\n");
+      std::abort();
+    }
+  }
+  lock.unlock();
+  for (auto& t : threads) t.join();
+  if (watchdog_fired != nullptr) *watchdog_fired = !finished;
+  return errors;
+}
+
+std::string message_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  }
+}
+
+// Runs the ranks and fails the test on a hang or on any rank's exception.
+#define RUN_RANKS(world, ...)                                                                                \
+  do {                                                                                                       \
+    bool fired = false;                                                                                      \
+    const auto errors = run_ranks(world, __VA_ARGS__, 60s, &fired);                                          \
+    QVERIFY2(!fired, "watchdog: the ranks hung");                                                            \
+    for (std::size_t r = 0; r < errors.size(); ++r)                                                          \
+      if (errors[r])                                                                                         \
+        QFAIL(qPrintable(QString("rank %1: %2").arg(r).arg(QString::fromStdString(message_of(errors[r]))))); \
+  } while (0)
+
+std::vector<int> iota_ranks(int n) {
+  std::vector<int> v(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
+  return v;
+}
+
+// Rank r's input for a call: deterministic, different on every rank and call.
+std::vector<float> input(int rank, std::int64_t count, int call) {
+  return random_vector(static_cast<std::size_t>(count), static_cast<std::uint64_t>(1000 * call + rank + 1));
+}
+
+// Element-wise sum (double) over ranks 0..n-1 of input(r, count, call), or the average.
+std::vector<float> reduced(int n, std::int64_t count, int call, ReduceOp op) {
+  std::vector<double> sum(static_cast<std::size_t>(count), 0.0);
+  for (int r = 0; r < n; ++r) {
+    const auto x = input(r, count, call);
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += x[i];
+  }
+  std::vector<float> out(sum.size());
+  for (std::size_t i = 0; i < sum.size(); ++i)
+    out[i] = static_cast<float>(op == ReduceOp::average ? sum[i] / n : sum[i]);
+  return out;
+}
+
+bool close(const std::vector<float>& got, const std::vector<float>& want) {
+  return got.size() == want.size() && worst_mismatch(got.data(), want.data(), got.size(), 1e-5, 1e-5) <= 1.0;
+}
+
+const int kSizes[] = {1, 2, 3, 4, 8};
+const std::int64_t kCounts[] = {1, 7, 1000, 1001};
+const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::average};
+
+}  // namespace
+
+class TestCommunicator : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void all_reduce_matches_direct_sum();
+  void reduce_scatter_matches_direct_sum();
+  void all_gather_concatenates_in_rank_order();
+  void rooted_collectives_copy_through_root();
+  void grid_groups_run_concurrently();
+  void send_recv_keep_order_per_pair();
+  void all_reduce_sends_two_n_minus_one_over_n_bytes();
+  void all_reduce_events_follow_the_ring();
+  void standalone_halves_emit_their_phase();
+  void abort_wakes_ranks_blocked_in_all_reduce();
+  void abort_wakes_ranks_blocked_in_recv_and_other_groups();
+  void abort_during_large_copies_is_clean();
+  void mismatched_calls_fail_instead_of_corrupting();
+  void bad_groups_are_rejected();
+};
+
+// ---- Collectives against a direct computation ----
+
+void TestCommunicator::all_reduce_matches_direct_sum() {
+  for (const int n : kSizes) {
+    auto world = InProcessWorld::create(n);
+    std::vector<std::vector<std::vector<float>>> results(static_cast<std::size_t>(n));  // [rank][call]
+    RUN_RANKS(*world, [&](int r) {
+      auto comm = world->communicator(r, iota_ranks(n));
+      int call = 0;
+      for (const auto count : kCounts)
+        for (const auto op : kOps) {
+          auto x = input(r, count, call++);
+          comm->all_reduce(x.data(), count, op, {});
+          results[static_cast<std::size_t>(r)].push_back(std::move(x));
+        }
+    });
+    int call = 0;
+    for (const auto count : kCounts)
+      for (const auto op : kOps) {
+        const auto want = reduced(n, count, call, op);
+        const auto& first = results[0][static_cast<std::size_t>(call)];
+        for (int r = 0; r < n; ++r) {
+          const auto& got = results[static_cast<std::size_t>(r)][static_cast<std::size_t>(call)];
+          const QString where = QString("N=%1 count=%2 op=%3 rank %4").arg(n).arg(count).arg(int(op)).arg(r);
+          QVERIFY2(close(got, want), qPrintable(where));
+          // The all-gather copies one final value to everyone: the ranks agree bit for bit.
+          QVERIFY2(std::memcmp(got.data(), first.data(), got.size() * sizeof(float)) == 0, qPrintable(where));
+        }
+        ++call;
+      }
+  }
+}
+
+void TestCommunicator::reduce_scatter_matches_direct_sum() {
+  for (const int n : kSizes) {
+    auto world = InProcessWorld::create(n);
+    struct Case {
+      std::int64_t count;
+      ReduceOp op;
+      bool in_place;  // recv = send + rank * count
+    };
+    std::vector<Case> cases;
+    for (const auto count : kCounts) {
+      for (const auto op : kOps) cases.push_back({count, op, false});
+      cases.push_back({count, ReduceOp::sum, true});
+    }
+    std::vector<std::vector<std::vector<float>>> results(static_cast<std::size_t>(n));
+    RUN_RANKS(*world, [&](int r) {
+      auto comm = world->communicator(r, iota_ranks(n));
+      for (std::size_t call = 0; call < cases.size(); ++call) {
+        const Case& c = cases[call];
+        auto send = input(r, n * c.count, static_cast<int>(call));
+        std::vector<float> recv(static_cast<std::size_t>(c.count));
+        float* out = c.in_place ? send.data() + r * c.count : recv.data();
+        comm->reduce_scatter(send.data(), out, c.count, c.op, {});
+        results[static_cast<std::size_t>(r)].emplace_back(out, out + c.count);
+      }
+    });
+    for (std::size_t call = 0; call < cases.size(); ++call) {
+      const Case& c = cases[call];
+      const auto all = reduced(n, n * c.count, static_cast<int>(call), c.op);
+      for (int r = 0; r < n; ++r) {
+        const std::vector<float> want(all.begin() + r * c.count, all.begin() + (r + 1) * c.count);
+        QVERIFY2(close(results[static_cast<std::size_t>(r)][call], want),
+                 qPrintable(QString("N=%1 count=%2 op=%3 in_place=%4 rank %5")
+                                .arg(n)
+                                .arg(c.count)
+                                .arg(int(c.op))
+                                .arg(c.in_place)
+                                .arg(r)));
+      }
+    }
+  }
+}
+
+void TestCommunicator::all_gather_concatenates_in_rank_order() {
+  for (const int n : kSizes) {
+    auto world = InProcessWorld::create(n);
+    std::vector<std::vector<std::vector<float>>> results(static_cast<std::size_t>(n));
+    RUN_RANKS(*world, [&](int r) {
+      auto comm = world->communicator(r, iota_ranks(n));
+      int call = 0;
+      for (const auto count : kCounts)
+        for (const bool in_place : {false, true}) {
+          const auto mine = input(r, count, call++);
+          std::vector<float> recv(static_cast<std::size_t>(n * count), -1.0f);
+          if (in_place) std::copy(mine.begin(), mine.end(), recv.begin() + r * count);
+          comm->all_gather(in_place ? recv.data() + r * count : mine.data(), recv.data(), count, {});
+          results[static_cast<std::size_t>(r)].push_back(std::move(recv));
+        }
+    });
+    int call = 0;
+    for (const auto count : kCounts)
+      for (int in_place = 0; in_place < 2; ++in_place, ++call) {
+        std::vector<float> want;
+        for (int q = 0; q < n; ++q) {
+          const auto x = input(q, count, call);
+          want.insert(want.end(), x.begin(), x.end());
+        }
+        for (int r = 0; r < n; ++r)
+          QVERIFY2(results[static_cast<std::size_t>(r)][static_cast<std::size_t>(call)] == want,
+                   qPrintable(QString("N=%1 count=%2 in_place=%3 rank %4").arg(n).arg(count).arg(in_place).arg(r)));
+      }
+  }
+}
+
+void TestCommunicator::rooted_collectives_copy_through_root() {
+  for (const int n : kSizes) {
+    auto world = InProcessWorld::create(n);
+    // [rank][call]: broadcast result, gather result (root only), scatter result.
+    std::vector<std::vector<std::vector<float>>> bcast(static_cast<std::size_t>(n)), gath(bcast), scat(bcast);
+    RUN_RANKS(*world, [&](int r) {
+      auto comm = world->communicator(r, iota_ranks(n));
+      int call = 0;
+      for (const auto count : kCounts) {
+        const int root = call % n;
+        auto data = input(r, count, call);
+        comm->broadcast(data.data(), count, root, {});
+        auto send = input(r, count, call + 100);
+        std::vector<float> gathered(static_cast<std::size_t>(n * count), -7.0f);  // must stay -7 off the root
+        comm->gather(send.data(), gathered.data(), count, root, {});
+        const auto all = input(r, n * count, call + 200);
+        std::vector<float> part(static_cast<std::size_t>(count));
+        comm->scatter(all.data(), part.data(), count, root, {});
+        const auto i = static_cast<std::size_t>(r);
+        bcast[i].push_back(std::move(data));
+        gath[i].push_back(std::move(gathered));
+        scat[i].push_back(std::move(part));
+        ++call;
+      }
+    });
+    int call = 0;
+    for (const auto count : kCounts) {
+      const int root = call % n;
+      std::vector<float> gathered;
+      for (int q = 0; q < n; ++q) {
+        const auto x = input(q, count, call + 100);
+        gathered.insert(gathered.end(), x.begin(), x.end());
+      }
+      const auto root_all = input(root, n * count, call + 200);
+      for (int r = 0; r < n; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        const auto c = static_cast<std::size_t>(call);
+        const QString where = QString("N=%1 count=%2 root=%3 rank %4").arg(n).arg(count).arg(root).arg(r);
+        QVERIFY2(bcast[i][c] == input(root, count, call), qPrintable("broadcast " + where));
+        if (r == root)
+          QVERIFY2(gath[i][c] == gathered, qPrintable("gather " + where));
+        else
+          QVERIFY2(gath[i][c] == std::vector<float>(gathered.size(), -7.0f),
+                   qPrintable("gather wrote off root " + where));
+        const std::vector<float> want(root_all.begin() + r * count, root_all.begin() + (r + 1) * count);
+        QVERIFY2(scat[i][c] == want, qPrintable("scatter " + where));
+      }
+      ++call;
+    }
+  }
+}
+
+// dp x pp = 2 x 2: the dp groups {0,1} and {2,3} all-reduce at the same time,
+// stage 0 sends its result down its pipeline group ({0,2} or {1,3}), and all
+// four ranks also all-reduce in the world group, 20 times over.
+void TestCommunicator::grid_groups_run_concurrently() {
+  const Grid grid(2, 2);
+  const int iterations = 20;
+  const std::int64_t count = 1001;
+  auto world = InProcessWorld::create(grid.world_size());
+  std::vector<std::vector<std::vector<float>>> dp_out(4), received(4), world_out(4);
+  RUN_RANKS(*world, [&](int r) {
+    const int stage = grid.stage_of(r);
+    auto dp = world->communicator(r, grid.dp_group(stage));
+    auto pp = world->communicator(r, grid.pipeline_group(grid.dp_rank_of(r)));
+    auto all = world->communicator(r, iota_ranks(4));
+    const auto i = static_cast<std::size_t>(r);
+    for (int it = 0; it < iterations; ++it) {
+      std::vector<float> got(static_cast<std::size_t>(count));
+      if (stage == 1) pp->recv(got.data(), count, 0, {});
+      auto x = input(r, count, it);
+      dp->all_reduce(x.data(), count, ReduceOp::sum, {it, -1, 0});
+      if (stage == 0) pp->send(x.data(), count, 1, {});
+      auto z = input(r, 64, 100 + it);
+      all->all_reduce(z.data(), 64, ReduceOp::average, {});
+      dp_out[i].push_back(std::move(x));
+      received[i].push_back(std::move(got));
+      world_out[i].push_back(std::move(z));
+    }
+  });
+  for (int it = 0; it < iterations; ++it) {
+    const auto t = static_cast<std::size_t>(it);
+    for (int r = 0; r < 4; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      std::vector<float> want(static_cast<std::size_t>(count), 0.0f);
+      for (const int q : grid.dp_group(grid.stage_of(r))) {
+        const auto x = input(q, count, it);
+        for (std::size_t k = 0; k < want.size(); ++k) want[k] += x[k];
+      }
+      QVERIFY2(close(dp_out[i][t], want), qPrintable(QString("dp all_reduce, rank %1, iteration %2").arg(r).arg(it)));
+      if (grid.stage_of(r) == 1)
+        QVERIFY2(received[i][t] == dp_out[static_cast<std::size_t>(grid.rank_at(0, grid.dp_rank_of(r)))][t],
+                 qPrintable(QString("pipeline recv, rank %1, iteration %2").arg(r).arg(it)));
+      QVERIFY2(close(world_out[i][t], reduced(4, 64, 100 + it, ReduceOp::average)),
+               qPrintable(QString("world all_reduce, rank %1, iteration %2").arg(r).arg(it)));
+    }
+  }
+}
+
+// ---- Point to point ----
+
+// Three ranks: 0 and 2 both send to 1, which drains 2 first (0's messages wait
+// in the queue), then posts a recv before 0 sends (the direct path). 0 and 1
+// also send to each other at the same time: eager sends cannot deadlock.
+void TestCommunicator::send_recv_keep_order_per_pair() {
+  CollectingSink sink;
+  auto world = InProcessWorld::create(3, &sink);
+  const auto size_of = [](int k) { return static_cast<std::int64_t>(1 + 100 * k); };
+  std::vector<std::vector<float>> from0, from2, back;
+  RUN_RANKS(*world, [&](int r) {
+    auto comm = world->communicator(r, iota_ranks(3));
+    if (r == 0) {
+      for (int k = 0; k < 5; ++k) comm->send(input(0, size_of(k), k).data(), size_of(k), 1, {0, k, -1});
+      std::vector<float> x(8);
+      comm->send(input(0, 8, 50).data(), 8, 1, {0, 5, -1});  // crosses rank 1's send below
+      comm->recv(x.data(), 8, 1, {});
+      back.push_back(x);
+      std::this_thread::sleep_for(50ms);  // rank 1 is blocked in recv by now
+      comm->send(input(0, 9, 60).data(), 9, 1, {0, 6, -1});
+    } else if (r == 2) {
+      for (int k = 0; k < 3; ++k) comm->send(input(2, 3, k).data(), 3, 1, {});
+    } else {
+      for (int k = 0; k < 3; ++k) {
+        std::vector<float> x(3);
+        comm->recv(x.data(), 3, 2, {});
+        from2.push_back(x);
+      }
+      comm->send(input(1, 8, 51).data(), 8, 0, {});
+      for (int k = 0; k < 6; ++k) {
+        std::vector<float> x(static_cast<std::size_t>(k < 5 ? size_of(k) : 8));
+        comm->recv(x.data(), static_cast<std::int64_t>(x.size()), 0, {});
+        from0.push_back(x);
+      }
+      std::vector<float> x(9);
+      comm->recv(x.data(), 9, 0, {});
+      from0.push_back(x);
+    }
+  });
+  QCOMPARE(from2.size(), std::size_t(3));
+  for (int k = 0; k < 3; ++k) QVERIFY(from2[static_cast<std::size_t>(k)] == input(2, 3, k));
+  QCOMPARE(from0.size(), std::size_t(7));
+  for (int k = 0; k < 5; ++k)
+    QVERIFY2(from0[static_cast<std::size_t>(k)] == input(0, size_of(k), k), qPrintable(QString("message %1").arg(k)));
+  QVERIFY(from0[5] == input(0, 8, 50));
+  QVERIFY(from0[6] == input(0, 9, 60));
+  QVERIFY(back[0] == input(1, 8, 51));
+  // One event per message, in order, with the sender's tag and the bytes sent.
+  const auto events = sink.of_rank(0);
+  QCOMPARE(events.size(), std::size_t(7));
+  for (int k = 0; k < 7; ++k) {
+    const Event& e = events[static_cast<std::size_t>(k)];
+    QCOMPARE(e.op, CommOp::send);
+    QCOMPARE(e.src, 0);
+    QCOMPARE(e.dst, 1);
+    QCOMPARE(e.micro_batch, k);
+    QCOMPARE(e.bytes, 4 * (k < 5 ? size_of(k) : k == 5 ? 8 : 9));
+    QVERIFY(e.end_ns >= e.start_ns);
+  }
+}
+
+// ---- Bytes and events of the ring ----
+
+void TestCommunicator::all_reduce_sends_two_n_minus_one_over_n_bytes() {
+  for (const auto& [n, count] : {std::pair{4, 1000L}, {8, 1000L}, {4, 1001L}, {8, 5L}}) {
+    CollectingSink sink;
+    auto world = InProcessWorld::create(n, &sink);
+    RUN_RANKS(*world, [&](int r) {
+      auto x = input(r, count, 0);
+      world->communicator(r, iota_ranks(n))->all_reduce(x.data(), count, ReduceOp::sum, {});
+    });
+    const QString where = QString("N=%1 count=%2").arg(n).arg(count);
+    std::int64_t total = 0;
+    for (int r = 0; r < n; ++r) {
+      std::int64_t bytes = 0;
+      for (const Event& e : sink.of_rank(r)) bytes += e.bytes;
+      total += bytes;
+      if (count % n == 0) {
+        QVERIFY2(bytes == 2 * (n - 1) * count * 4 / n, qPrintable(where));  // 2(N-1)/N x buffer bytes, exactly
+      } else {
+        // Uneven chunks (the first count % N one longer): rank r sends every chunk
+        // but r in the reduce-scatter and every chunk but r+1 in the all-gather.
+        const auto chunk = [&](int c) { return count / n + (c < count % n ? 1 : 0); };
+        QVERIFY2(bytes == 4 * (2 * count - chunk(r) - chunk((r + 1) % n)), qPrintable(where));
+      }
+    }
+    QVERIFY2(total == 2 * (n - 1) * count * 4, qPrintable(where));  // over all ranks: 2(N-1) x buffer bytes
+  }
+}
+
+void TestCommunicator::all_reduce_events_follow_the_ring() {
+  const int n = 4;
+  const std::int64_t count = 1000;
+  CollectingSink sink;
+  RunClock clock;
+  auto world = InProcessWorld::create(n, &sink, &clock);
+  RUN_RANKS(*world, [&](int r) {
+    auto comm = world->communicator(r, iota_ranks(n));
+    auto x = input(r, count, 0);
+    comm->all_reduce(x.data(), count, ReduceOp::sum, {7, 2, 0});
+    comm->all_reduce(x.data(), count, ReduceOp::sum, {7, 2, 1});
+  });
+  std::vector<std::vector<Event>> of_rank;
+  for (int r = 0; r < n; ++r) of_rank.push_back(sink.of_rank(r));
+  for (int r = 0; r < n; ++r) {
+    const auto& events = of_rank[static_cast<std::size_t>(r)];
+    QCOMPARE(events.size(), std::size_t(2 * 2 * (n - 1)));  // two calls of N-1 + N-1 steps
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      const Event& e = events[i];
+      const int bucket = static_cast<int>(i) / (2 * (n - 1));
+      const int in_call = static_cast<int>(i) % (2 * (n - 1));
+      const bool rs = in_call < n - 1;
+      const int k = rs ? in_call : in_call - (n - 1);
+      const QString where = QString("rank %1 event %2").arg(r).arg(i);
+      QVERIFY2(e.op == CommOp::all_reduce && e.step == 7 && e.micro_batch == 2 && e.bucket == bucket,
+               qPrintable(where));
+      QVERIFY2(e.phase == (rs ? RingPhase::reduce_scatter : RingPhase::all_gather), qPrintable(where));
+      QVERIFY2(e.ring_step == k, qPrintable(where));
+      QVERIFY2(e.chunk == ((rs ? r - k - 1 : r - k) % n + n) % n, qPrintable(where));
+      QVERIFY2(e.src == r && e.dst == (r + 1) % n && e.bytes == count / n * 4, qPrintable(where));
+      QVERIFY2(e.start_ns <= e.end_ns, qPrintable(where));
+      if (i > 0) QVERIFY2(events[i - 1].end_ns <= e.start_ns, qPrintable(where));  // so bucket 0 precedes bucket 1
+      // Causality: what rank r sends at step t, its left neighbour finished writing at step t-1.
+      if (in_call > 0) {
+        const Event& left = of_rank[static_cast<std::size_t>((r + n - 1) % n)][i - 1];
+        QVERIFY2(left.end_ns <= e.start_ns,
+                 qPrintable(where + " starts before its left neighbour's previous step ended"));
+      }
+    }
+  }
+}
+
+void TestCommunicator::standalone_halves_emit_their_phase() {
+  const int n = 3;
+  CollectingSink sink;
+  auto world = InProcessWorld::create(n, &sink);
+  RUN_RANKS(*world, [&](int r) {
+    auto comm = world->communicator(r, iota_ranks(n));
+    std::vector<float> send(30, 1.0f), recv(30);
+    comm->reduce_scatter(send.data(), recv.data(), 10, ReduceOp::sum, {1, -1, 4});
+    comm->all_gather(send.data(), recv.data(), 10, {2, -1, 5});
+    comm->broadcast(send.data(), 10, 1, {3, -1, -1});
+    comm->gather(send.data(), recv.data(), 10, 1, {4, -1, -1});
+  });
+  for (int r = 0; r < n; ++r) {
+    const auto events = sink.of_rank(r);
+    const std::size_t rooted = r == 1 ? 2 : 1;  // the root sends the broadcast to 2 peers; each peer sends it 1 gather
+    QCOMPARE(events.size(), std::size_t(2 * (n - 1)) + rooted);
+    for (int k = 0; k < 2 * (n - 1); ++k) {
+      const Event& e = events[static_cast<std::size_t>(k)];
+      const bool rs = k < n - 1;
+      const int step = rs ? k : k - (n - 1);
+      QCOMPARE(e.op, rs ? CommOp::reduce_scatter : CommOp::all_gather);
+      QCOMPARE(e.phase, rs ? RingPhase::reduce_scatter : RingPhase::all_gather);
+      QCOMPARE(e.ring_step, step);
+      QCOMPARE(e.chunk, ((rs ? r - step - 1 : r - step) % n + n) % n);
+      QCOMPARE(e.bucket, rs ? 4 : 5);
+      QCOMPARE(e.bytes, std::int64_t(40));
+    }
+    for (std::size_t i = 2 * (n - 1); i < events.size(); ++i) {
+      const Event& e = events[i];
+      QCOMPARE(e.op, r == 1 ? CommOp::broadcast : CommOp::gather);
+      QCOMPARE(e.src, r);
+      QVERIFY(r == 1 ? e.dst != 1 : e.dst == 1);
+      QCOMPARE(e.bytes, std::int64_t(40));
+    }
+  }
+}
+
+// ---- Abort ----
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+// What a rank saw when its blocking call ended.
+struct Outcome {
+  bool aborted = false;
+  std::string message;
+  Clock::time_point returned;
+  bool later_call_aborted = false;
+};
+
+// Rank 3 fails after the other three are blocked; each of them must throw
+// CommAborted within a second, naming rank 3 and the cause, and so must any
+// later call.
+void check_outcomes(const std::vector<Outcome>& outcomes, Clock::time_point aborted_at, const char* cause) {
+  for (int r = 0; r < 3; ++r) {
+    const Outcome& o = outcomes[static_cast<std::size_t>(r)];
+    const QString where = QString("rank %1: \"%2\"").arg(r).arg(QString::fromStdString(o.message));
+    QVERIFY2(o.aborted, qPrintable(where));
+    QVERIFY2(o.message.find("rank 3") != std::string::npos, qPrintable(where));
+    QVERIFY2(o.message.find(cause) != std::string::npos, qPrintable(where));
+    QVERIFY2(o.returned >= aborted_at, qPrintable(where + " returned before the abort"));
+    QVERIFY2(o.returned - aborted_at < 1s, qPrintable(where + " took a second or more to wake"));
+    QVERIFY2(o.later_call_aborted, qPrintable(where + ": a later call did not throw"));
+  }
+}
+
+// Runs `blocked` on ranks 0..2 (it must block until the abort) and records how it ended.
+Outcome blocked_call(Communicator& comm, const std::function<void()>& blocked) {
+  Outcome o;
+  try {
+    blocked();
+  } catch (const CommAborted& e) {
+    o.aborted = true;
+    o.message = e.what();
+  }
+  o.returned = Clock::now();
+  try {
+    comm.barrier();
+  } catch (const CommAborted&) {
+    o.later_call_aborted = true;
+  }
+  return o;
+}
+}  // namespace
+
+void TestCommunicator::abort_wakes_ranks_blocked_in_all_reduce() {
+  auto world = InProcessWorld::create(4);
+  std::vector<Outcome> outcomes(4);
+  Clock::time_point aborted_at;
+  RUN_RANKS(*world, [&](int r) {
+    auto comm = world->communicator(r, iota_ranks(4));
+    if (r == 3) {
+      std::this_thread::sleep_for(200ms);  // the others are blocked in the all-reduce by now
+      aborted_at = Clock::now();
+      comm->abort("simulated out of memory");
+      return;
+    }
+    std::vector<float> x(1000, 1.0f);
+    outcomes[static_cast<std::size_t>(r)] =
+        blocked_call(*comm, [&] { comm->all_reduce(x.data(), 1000, ReduceOp::sum, {}); });
+  });
+  check_outcomes(outcomes, aborted_at, "simulated out of memory");
+}
+
+// Rank 0 waits in recv on the world group, ranks 1 and 2 in an all-reduce of
+// the group {1, 2, 3}; rank 3 throws, and its harness aborts the world.
+void TestCommunicator::abort_wakes_ranks_blocked_in_recv_and_other_groups() {
+  auto world = InProcessWorld::create(4);
+  std::vector<Outcome> outcomes(4);
+  Clock::time_point aborted_at;
+  RUN_RANKS(*world, [&](int r) {
+    auto all = world->communicator(r, iota_ranks(4));
+    auto trio = r > 0 ? world->communicator(r, {1, 2, 3}) : nullptr;
+    std::vector<float> x(1000, 1.0f);
+    if (r == 3) {
+      try {
+        std::this_thread::sleep_for(200ms);
+        throw std::runtime_error("bad batch shape");
+      } catch (const std::exception& e) {
+        aborted_at = Clock::now();
+        world->abort(3, e.what());  // what a trainer does with a rank's exception
+      }
+    } else if (r == 0) {
+      outcomes[0] = blocked_call(*all, [&] { all->recv(x.data(), 1000, 3, {}); });
+    } else {
+      outcomes[static_cast<std::size_t>(r)] =
+          blocked_call(*trio, [&] { trio->all_reduce(x.data(), 1000, ReduceOp::sum, {}); });
+    }
+  });
+  check_outcomes(outcomes, aborted_at, "bad batch shape");
+}
+
+// Abort from a thread that is no rank while all ranks are busy moving 16 MB
+// buffers: every rank stops with CommAborted, and no rank's buffer is written
+// after it was freed (each rank frees it right after its call throws).
+void TestCommunicator::abort_during_large_copies_is_clean() {
+  auto world = InProcessWorld::create(4);
+  std::vector<Outcome> outcomes(4);
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(150ms);
+    world->abort(-1, "stopped by the test");
+  });
+  const auto errors = run_ranks(*world, [&](int r) {
+    auto comm = world->communicator(r, iota_ranks(4));
+    Outcome& o = outcomes[static_cast<std::size_t>(r)];
+    for (int call = 0; !o.aborted && call < 1000; ++call) {
+      std::vector<float> x(4 << 20, 1.0f);
+      o = blocked_call(*comm, [&] { comm->all_reduce(x.data(), 4 << 20, ReduceOp::average, {}); });
+    }
+  });
+  stopper.join();
+  for (int r = 0; r < 4; ++r) {
+    const Outcome& o = outcomes[static_cast<std::size_t>(r)];
+    QVERIFY2(!errors[static_cast<std::size_t>(r)], "a rank failed with something else than CommAborted");
+    QVERIFY(o.aborted);
+    QCOMPARE(QString::fromStdString(o.message), QString("communication aborted: stopped by the test"));
+  }
+}
+
+void TestCommunicator::mismatched_calls_fail_instead_of_corrupting() {
+  auto world = InProcessWorld::create(2);
+  const auto errors = run_ranks(*world, [&](int r) {
+    std::vector<float> x(12);
+    world->communicator(r, {0, 1})->all_reduce(x.data(), r == 0 ? 10 : 12, ReduceOp::sum, {});
+  });
+  for (const auto& e : errors) {
+    QVERIFY(e);
+    const std::string m = message_of(e);
+    QVERIFY2(m.find("count 10") != std::string::npos && m.find("count 12") != std::string::npos, m.c_str());
+    QVERIFY_THROWS_EXCEPTION(CommAborted, std::rethrow_exception(e));
+  }
+}
+
+void TestCommunicator::bad_groups_are_rejected() {
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, InProcessWorld::create(0));
+  auto world = InProcessWorld::create(4);
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, world->communicator(0, {}));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, world->communicator(0, {0, 0}));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, world->communicator(0, {0, 4}));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, world->communicator(0, {1, 2}));
+  auto held = world->communicator(0, {0, 1});
+  QCOMPARE(held->rank(), 0);
+  QCOMPARE(held->size(), 2);
+  QCOMPARE(held->global_rank(1), 1);
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, world->communicator(0, {0, 1}));  // already held
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, world->communicator(1, {1, 0}));  // same ranks, other order
+  auto other = world->communicator(1, {3, 1});
+  QCOMPARE(other->rank(), 1);
+  QCOMPARE(other->global_rank(0), 3);
+  held.reset();
+  QVERIFY(world->communicator(0, {0, 1}) != nullptr);  // free again once the first is destroyed
+}
+
+QTEST_GUILESS_MAIN(TestCommunicator)
+#include "test_communicator.moc"

@@ -1,0 +1,513 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Event plumbing: the MPSC queue under pressure (nothing undroppable lost, an
+// exact drop count, per-producer order), the .ssrun recording (every field,
+// tailing a file being written, bad files named with their offset) and the
+// Chrome trace export (parsed back and checked).
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QTest>
+#undef emit  // Qt's keyword macro (absent under QT_NO_KEYWORDS) would eat EventSink::emit
+
+#include <atomic>
+#include <bit>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <thread>
+
+#include "core/error.h"
+#include "events/chrome_trace.h"
+#include "events/event_queue.h"
+#include "events/recording.h"
+
+using namespace shardscope;
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_file(const std::string& path, const std::string& bytes, std::ios::openmode mode = std::ios::trunc) {
+  std::ofstream out(path, std::ios::binary | mode);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// One event of every kind, with a distinct non-default value in every field
+// (not only the fields the kind uses), so a field the format forgets shows.
+std::vector<Event> every_kind_with_every_field() {
+  std::vector<Event> events;
+  for (int k = 0; k <= static_cast<int>(EventKind::error); ++k) {
+    Event e;
+    e.kind = static_cast<EventKind>(k);
+    e.rank = 3 + k;
+    e.stage = -2 - k;
+    e.step = (std::int64_t{1} << 40) + k;
+    e.micro_batch = 17 + k;
+    e.start_ns = std::numeric_limits<std::int64_t>::min() + k;
+    e.end_ns = std::numeric_limits<std::int64_t>::max() - k;
+    e.compute = static_cast<ComputeKind>(k % 4);
+    e.layer = 11 + k;
+    e.op = static_cast<CommOp>(8 - k);
+    e.phase = static_cast<RingPhase>(k % 3);
+    e.bucket = 21 + k;
+    e.ring_step = 31 + k;
+    e.chunk = 41 + k;
+    e.src = -51 - k;
+    e.dst = 61 + k;
+    e.bytes = (std::int64_t{5} << 50) + k;
+    e.shard_action = k % 2 ? ShardAction::release : ShardAction::gather;
+    for (std::size_t i = 0; i < kMemoryCategoryCount; ++i) e.memory[i] = (std::int64_t{1} << (33 + i)) + k;
+    e.loss = 2.5f + static_cast<float>(k);
+    e.lr = 3e-4f * static_cast<float>(k + 1);
+    e.grad_norm = -0.0f;
+    e.tokens_per_s = 1.0e9f + static_cast<float>(k);
+    e.eval_loss = std::numeric_limits<float>::denorm_min();
+    e.has_eval_loss = k % 2 == 0;
+    e.level = static_cast<LogLevel>(k % 4);
+    e.set_text("event " + std::to_string(k) + ": 损失 \"quoted\" \\ tab\t");
+    events.push_back(e);
+  }
+  return events;
+}
+
+// Every field compared on its own (floats by bits, so -0 and denormals count).
+void compare_events(const Event& a, const Event& b) {
+  QCOMPARE(a.kind, b.kind);
+  QCOMPARE(a.rank, b.rank);
+  QCOMPARE(a.stage, b.stage);
+  QCOMPARE(a.step, b.step);
+  QCOMPARE(a.micro_batch, b.micro_batch);
+  QCOMPARE(a.start_ns, b.start_ns);
+  QCOMPARE(a.end_ns, b.end_ns);
+  QCOMPARE(a.compute, b.compute);
+  QCOMPARE(a.layer, b.layer);
+  QCOMPARE(a.op, b.op);
+  QCOMPARE(a.phase, b.phase);
+  QCOMPARE(a.bucket, b.bucket);
+  QCOMPARE(a.ring_step, b.ring_step);
+  QCOMPARE(a.chunk, b.chunk);
+  QCOMPARE(a.src, b.src);
+  QCOMPARE(a.dst, b.dst);
+  QCOMPARE(a.bytes, b.bytes);
+  QCOMPARE(a.shard_action, b.shard_action);
+  QVERIFY(a.memory == b.memory);
+  const std::initializer_list<std::pair<float, float>> floats = {
+      {a.loss, b.loss}, {a.lr, b.lr}, {a.grad_norm, b.grad_norm}, {a.tokens_per_s, b.tokens_per_s},
+      {a.eval_loss, b.eval_loss}};
+  for (const auto& [x, y] : floats)
+    QCOMPARE(std::bit_cast<std::uint32_t>(x), std::bit_cast<std::uint32_t>(y));
+  QCOMPARE(a.has_eval_loss, b.has_eval_loss);
+  QCOMPARE(a.level, b.level);
+  QCOMPARE(std::string(a.text_view()), std::string(b.text_view()));
+}
+
+Event make(EventKind kind, std::int64_t step) {
+  Event e;
+  e.kind = kind;
+  e.step = step;
+  return e;
+}
+
+}  // namespace
+
+class TestEvents : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void queue_rounds_capacity_to_a_power_of_two();
+  void queue_full_ring_drops_spans_and_overflows_metrics_in_order();
+  void queue_many_producers_lose_nothing_undroppable();
+  void fan_out_reaches_every_sink();
+  void recording_round_trips_every_field_of_every_kind();
+  void recording_layout_is_the_documented_one();
+  void recording_is_read_while_being_written();
+  void recording_bad_files_name_the_offset_data();
+  void recording_bad_files_name_the_offset();
+  void recording_writer_reports_an_unwritable_path();
+  void recording_keeps_chinese_text_and_metadata();
+  void chrome_trace_has_ranks_tracks_and_microseconds();
+
+ private:
+  QTemporaryDir dir_;
+  std::string path(const char* name) const { return (dir_.path() + "/" + name).toStdString(); }
+};
+
+void TestEvents::queue_rounds_capacity_to_a_power_of_two() {
+  QCOMPARE(EventQueue(5).capacity(), std::size_t{8});
+  QCOMPARE(EventQueue(0).capacity(), std::size_t{2});
+  QCOMPARE(EventQueue(16).capacity(), std::size_t{16});
+}
+
+// One thread, so the outcome is exact: the ring holds 4; after that spans are
+// dropped and metrics/logs/errors wait in the overflow list, and while that
+// list is non-empty a later span is dropped even if the ring has room (else it
+// could overtake the overflowed events).
+void TestEvents::queue_full_ring_drops_spans_and_overflows_metrics_in_order() {
+  EventQueue queue(4);
+  queue.emit(make(EventKind::compute_span, 0));
+  queue.emit(make(EventKind::step_metrics, 1));
+  queue.emit(make(EventKind::comm_span, 2));
+  queue.emit(make(EventKind::memory_sample, 3));  // ring full now
+  queue.emit(make(EventKind::log, 4));            // -> overflow
+  queue.emit(make(EventKind::shard, 5));          // dropped
+  std::vector<Event> out;
+  QCOMPARE(queue.drain(out, 2), std::size_t{2});
+  queue.emit(make(EventKind::compute_span, 6));  // ring has room, but overflow is pending: dropped
+  queue.emit(make(EventKind::error, 7));         // -> overflow, behind 4
+  QCOMPARE(queue.drain(out, 100), std::size_t{4});
+  queue.emit(make(EventKind::compute_span, 8));  // overflow empty again: the ring
+  QCOMPARE(queue.drain(out, 100), std::size_t{1});
+  QCOMPARE(queue.drain(out, 100), std::size_t{0});
+  std::vector<std::int64_t> steps;
+  for (const Event& e : out) steps.push_back(e.step);
+  QCOMPARE(steps, (std::vector<std::int64_t>{0, 1, 2, 3, 4, 7, 8}));
+  QCOMPARE(queue.dropped(), std::uint64_t{2});
+  QCOMPARE(queue.dropped(EventKind::shard), std::uint64_t{1});
+  QCOMPARE(queue.dropped(EventKind::compute_span), std::uint64_t{1});
+  QCOMPARE(queue.dropped(EventKind::step_metrics), std::uint64_t{0});
+  QCOMPARE(queue.overflowed(), std::uint64_t{2});
+}
+
+// Four producers flood a ring of 8 while one consumer drains slowly.
+// Producer p's event i carries (rank p, step i) and redundant copies of both
+// in other fields, so a torn copy through the ring would show.
+void TestEvents::queue_many_producers_lose_nothing_undroppable() {
+  constexpr int kProducers = 4, kPerProducer = 20000;
+  constexpr EventKind kPattern[8] = {EventKind::step_metrics, EventKind::compute_span, EventKind::comm_span,
+                                     EventKind::log,          EventKind::shard,        EventKind::memory_sample,
+                                     EventKind::error,        EventKind::compute_span};
+  EventQueue queue(8);
+  std::atomic<int> finished{0};
+  std::vector<std::thread> producers;
+  for (int p = 0; p < kProducers; ++p)
+    producers.emplace_back([&, p] {
+      for (int i = 0; i < kPerProducer; ++i) {
+        Event e = make(kPattern[i % 8], i);
+        e.rank = p;
+        e.bytes = std::int64_t{i} * 7 + p;
+        e.memory[5] = i;
+        e.set_text(std::to_string(p) + ":" + std::to_string(i));
+        queue.emit(e);
+      }
+      finished.fetch_add(1);
+    });
+
+  std::vector<Event> out;
+  // Wait until the ring has overflowed and dropped, so both paths are exercised.
+  while ((queue.overflowed() == 0 || queue.dropped() == 0) && finished.load() < kProducers)
+    std::this_thread::yield();
+  for (int round = 0; finished.load() < kProducers; ++round) {
+    queue.drain(out, 3);
+    if (round % 16 == 0) std::this_thread::yield();
+  }
+  for (auto& t : producers) t.join();
+  while (queue.drain(out, 1000) > 0) {
+  }
+
+  QVERIFY(queue.overflowed() > 0);
+  QVERIFY(queue.dropped() > 0);
+  std::vector<int> last(kProducers, -1);
+  std::vector<std::vector<int>> seen(kProducers, std::vector<int>(kPerProducer, 0));
+  std::array<std::uint64_t, kEventKindCount> delivered{};
+  for (const Event& e : out) {
+    QVERIFY(e.rank >= 0 && e.rank < kProducers);
+    const int i = static_cast<int>(e.step);
+    QCOMPARE(e.kind, kPattern[i % 8]);
+    QCOMPARE(e.bytes, std::int64_t{i} * 7 + e.rank);
+    QCOMPARE(e.memory[5], std::int64_t{i});
+    QCOMPARE(std::string(e.text_view()), std::to_string(e.rank) + ":" + std::to_string(i));
+    QVERIFY2(i > last[e.rank], "per-producer order broken");
+    last[e.rank] = i;
+    ++seen[e.rank][i];
+    ++delivered[static_cast<std::size_t>(e.kind)];
+  }
+  for (int p = 0; p < kProducers; ++p)
+    for (int i = 0; i < kPerProducer; ++i)
+      if (!event_is_droppable(kPattern[i % 8])) QCOMPARE(seen[p][i], 1);  // exactly once
+  for (std::size_t k = 0; k < kEventKindCount; ++k) {
+    std::uint64_t produced = 0;
+    for (int i = 0; i < kPerProducer; ++i) produced += static_cast<std::size_t>(kPattern[i % 8]) == k;
+    produced *= kProducers;
+    QCOMPARE(delivered[k] + queue.dropped(static_cast<EventKind>(k)), produced);
+  }
+}
+
+void TestEvents::fan_out_reaches_every_sink() {
+  struct Collect : EventSink {
+    std::vector<Event> events;
+    void emit(const Event& e) override { events.push_back(e); }
+  } collect;
+  EventQueue queue(4);
+  FanOutSink fan({&queue, &collect});
+  for (int i = 0; i < 6; ++i) fan.emit(make(EventKind::comm_span, i));
+  std::vector<Event> out;
+  queue.drain(out, 100);
+  QCOMPARE(out.size(), std::size_t{4});  // the queue drops...
+  QCOMPARE(collect.events.size(), std::size_t{6});  // ...the other sink still gets all
+}
+
+void TestEvents::recording_round_trips_every_field_of_every_kind() {
+  const auto events = every_kind_with_every_field();
+  const std::string file = path("all.ssrun");
+  const std::string metadata = R"({"model":"gpt-tiny","ranks":4})";
+  {
+    RecordingWriter writer(file, metadata);
+    for (const Event& e : events) writer.emit(e);
+    QCOMPARE(writer.events_written(), std::uint64_t{events.size()});
+  }  // the destructor flushes
+  RecordingReader reader;
+  reader.open(file);
+  QCOMPARE(reader.metadata_json(), metadata);
+  QCOMPARE(reader.version(), kRecordingVersion);
+  const auto back = reader.read_all();
+  QCOMPARE(back.size(), events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) compare_events(back[i], events[i]);
+  QCOMPARE(reader.trailing_bytes(), std::uint64_t{0});
+}
+
+// The byte layout table in recording.h/.cpp, pinned: a change must bump the version.
+void TestEvents::recording_layout_is_the_documented_one() {
+  Event e = make(EventKind::comm_span, 0x0102030405060708);
+  e.rank = 0x11223344;
+  e.set_text("hi");
+  const std::string file = path("layout.ssrun");
+  {
+    RecordingWriter writer(file, "");
+    writer.emit(e);
+  }
+  const std::string bytes = read_file(file);
+  QCOMPARE(bytes.size(), std::size_t{20 + 2 + 272});  // empty metadata is written as "{}"
+  QCOMPARE(bytes.substr(0, 8), std::string("SSRUN\r\n\x1a", 8));
+  QCOMPARE(bytes.substr(8, 12), std::string("\x01\0\0\0\x10\x01\0\0\x02\0\0\0", 12));
+  QCOMPARE(bytes.substr(20, 2), std::string("{}"));
+  const std::string record = bytes.substr(22);
+  QCOMPARE(record[0], '\x02');                                               // kind at 0
+  QCOMPARE(record.substr(8, 4), std::string("\x44\x33\x22\x11"));            // rank at 8, little-endian
+  QCOMPARE(record.substr(16, 8), std::string("\x08\x07\x06\x05\x04\x03\x02\x01"));  // step at 16
+  QCOMPARE(record.substr(148, 3), std::string("hi\0", 3));                   // text at 148
+}
+
+void TestEvents::recording_is_read_while_being_written() {
+  const auto events = every_kind_with_every_field();
+  const std::string file = path("tail.ssrun");
+  RecordingWriter writer(file, "{}");
+  RecordingReader reader;
+  reader.open(file);  // the header is on disk as soon as the writer exists
+  std::vector<Event> got;
+  QCOMPARE(reader.read_new(got), std::size_t{0});
+  for (int i = 0; i < 3; ++i) writer.emit(events[static_cast<std::size_t>(i)]);
+  writer.flush();
+  QCOMPARE(reader.read_new(got), std::size_t{3});
+  QCOMPARE(reader.read_new(got), std::size_t{0});
+  writer.emit(events[3]);
+  writer.emit(events[4]);
+  writer.flush();
+  QCOMPARE(reader.read_new(got), std::size_t{2});
+  for (std::size_t i = 0; i < got.size(); ++i) compare_events(got[i], events[i]);
+
+  // A record written only in part is left for later: cut a finished file
+  // mid-record and append the rest piece by piece.
+  writer.close();
+  const std::string whole = read_file(file);
+  const std::size_t begin = 22;
+  const std::string partial = path("partial.ssrun");
+  write_file(partial, whole.substr(0, begin + 272 + 100));
+  RecordingReader tail;
+  tail.open(partial);
+  std::vector<Event> part;
+  QCOMPARE(tail.read_new(part), std::size_t{1});
+  QCOMPARE(tail.trailing_bytes(), std::uint64_t{100});
+  write_file(partial, whole.substr(begin + 372, 300), std::ios::app);  // completes record 1, starts record 2
+  QCOMPARE(tail.read_new(part), std::size_t{1});
+  write_file(partial, whole.substr(begin + 672), std::ios::app);
+  QCOMPARE(tail.read_new(part), std::size_t{3});
+  QCOMPARE(part.size(), std::size_t{5});
+  for (std::size_t i = 0; i < part.size(); ++i) compare_events(part[i], events[i]);
+  QCOMPARE(tail.read_all().size(), std::size_t{5});
+}
+
+void TestEvents::recording_bad_files_name_the_offset_data() {
+  std::string good;
+  {
+    RecordingWriter writer(path("good.ssrun"), "{}");
+    writer.emit(make(EventKind::log, 1));
+  }
+  good = read_file(path("good.ssrun"));
+  auto patched = [&](std::size_t at, std::string bytes) { return good.substr(0, at) + bytes + good.substr(at + bytes.size()); };
+  QTest::addColumn<QByteArray>("bytes");  // "@MISSING@": no file at all
+  QTest::addColumn<QString>("message");
+  QTest::newRow("missing") << QByteArray("@MISSING@") << "cannot open the recording";
+  QTest::newRow("empty") << QByteArray() << "byte 0: the header is cut off after 0 bytes";
+  QTest::newRow("truncated header") << QByteArray::fromStdString(good.substr(0, 12))
+                                    << "byte 12: the header is cut off after 12 bytes";
+  QTest::newRow("bad magic") << QByteArray("PK\x03\x04 this is a zip file, not a run")
+                             << "byte 0: not a ShardScope recording";
+  QTest::newRow("text-mode copy") << QByteArray::fromStdString("SSRUN\n\x1a" + good.substr(8))
+                                  << "byte 5: the magic's line-ending bytes were changed";
+  QTest::newRow("newer version") << QByteArray::fromStdString(patched(8, std::string("\x07", 1)))
+                                 << "byte 8: format version 7 is newer than this program (1)";
+  QTest::newRow("version 0") << QByteArray::fromStdString(patched(8, std::string("\0", 1)))
+                             << "byte 8: format version 0 is invalid";
+  QTest::newRow("record size") << QByteArray::fromStdString(patched(12, std::string("\x2c\x01", 2)))
+                               << "byte 12: record size 300, expected 272";
+  QTest::newRow("metadata past end") << QByteArray::fromStdString(patched(16, std::string("\xe8\x03", 2)))
+                                     << "byte 16: metadata length 1000 runs past the end";
+  QTest::newRow("metadata not JSON") << QByteArray::fromStdString(patched(20, "{]"))
+                                     << "byte 21: the metadata is not valid JSON";
+  QTest::newRow("unknown kind") << QByteArray::fromStdString(patched(22, "\x09"))
+                                << "byte 22: record 0: unknown event kind 9";
+}
+
+void TestEvents::recording_bad_files_name_the_offset() {
+  QFETCH(QByteArray, bytes);
+  QFETCH(QString, message);
+  const std::string file = path("bad.ssrun");
+  std::remove(file.c_str());
+  if (bytes != "@MISSING@") write_file(file, bytes.toStdString());
+  try {
+    RecordingReader reader;
+    reader.open(file);
+    (void)reader.read_all();
+    QFAIL("no FormatError");
+  } catch (const FormatError& e) {
+    const QString what = QString::fromUtf8(e.what());
+    QVERIFY2(what.startsWith(QString::fromStdString(file)), qPrintable(what));
+    QVERIFY2(what.contains(message), qPrintable(what));
+  }
+}
+
+void TestEvents::recording_writer_reports_an_unwritable_path() {
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, RecordingWriter(path("x.ssrun"), "{not json"));
+  try {
+    RecordingWriter writer("/no/such/dir/run.ssrun", "{}");
+    QFAIL("no FormatError");
+  } catch (const FormatError& e) {
+    QVERIFY2(std::string(e.what()).find("/no/such/dir/run.ssrun: cannot write") != std::string::npos, e.what());
+  }
+}
+
+void TestEvents::recording_keeps_chinese_text_and_metadata() {
+  const std::string metadata = R"({"名称":"中文语料上的运行","model":"gpt-tiny"})";
+  Event log = make(EventKind::log, 3);
+  log.set_text("损失下降了：2.31 → 1.05");
+  Event long_text = make(EventKind::error, 4);
+  std::string many;
+  for (int i = 0; i < 60; ++i) many += "梯度";  // 360 bytes: cut to fit, at a character boundary
+  long_text.set_text(many);
+  const std::string file = path("zh.ssrun");
+  {
+    RecordingWriter writer(file, metadata);
+    writer.emit(log);
+    writer.emit(long_text);
+  }
+  RecordingReader reader;
+  reader.open(file);
+  QCOMPARE(reader.metadata_json(), metadata);
+  const auto back = reader.read_all();
+  QCOMPARE(back.size(), std::size_t{2});
+  QCOMPARE(QString::fromUtf8(back[0].text_view().data()), QString::fromUtf8("损失下降了：2.31 → 1.05"));
+  const std::string cut(back[1].text_view());
+  QVERIFY(!cut.empty() && many.starts_with(cut));
+  QCOMPARE(QString::fromUtf8(cut.data(), static_cast<qsizetype>(cut.size())).toUtf8().toStdString(), cut);  // valid UTF-8
+}
+
+void TestEvents::chrome_trace_has_ranks_tracks_and_microseconds() {
+  std::vector<Event> events;
+  Event fwd = make(EventKind::compute_span, 1);
+  fwd.micro_batch = 0;
+  fwd.start_ns = 1000;
+  fwd.end_ns = 3500;
+  events.push_back(fwd);
+  Event send = make(EventKind::comm_span, 1);
+  send.op = CommOp::send;
+  send.src = 0;
+  send.dst = 1;
+  send.bytes = 4096;
+  send.start_ns = 3500;
+  send.end_ns = 5250;
+  events.push_back(send);
+  Event fwd1 = fwd;
+  fwd1.rank = 1;
+  fwd1.stage = 1;
+  fwd1.start_ns = 5250;
+  fwd1.end_ns = 8000;
+  events.push_back(fwd1);
+  Event metrics = make(EventKind::step_metrics, 1);
+  metrics.loss = 2.5f;
+  metrics.tokens_per_s = 1024.0f;
+  metrics.start_ns = metrics.end_ns = 9000;
+  events.push_back(metrics);
+  Event note = make(EventKind::log, 1);
+  note.rank = 1;
+  note.stage = 1;
+  note.set_text("say \"hi\" 你好");
+  events.push_back(note);
+
+  std::ostringstream out;
+  write_chrome_trace(events, R"({"model":"gpt-tiny"})", out);
+  QJsonParseError error;
+  const QJsonDocument doc = QJsonDocument::fromJson(QByteArray::fromStdString(out.str()), &error);
+  QVERIFY2(error.error == QJsonParseError::NoError, qPrintable(error.errorString()));
+  QCOMPARE(doc.object()["otherData"].toObject()["run"].toString(), QString(R"({"model":"gpt-tiny"})"));
+  const QJsonArray trace = doc.object()["traceEvents"].toArray();
+
+  QMap<QString, int> process_pid;                // "rank 1 (stage 1)" -> pid
+  QMap<QPair<int, int>, QString> thread_names;   // (pid, tid) -> name
+  QList<QJsonObject> spans, counters, instants;
+  for (const QJsonValue& v : trace) {
+    const QJsonObject o = v.toObject();
+    const QString ph = o["ph"].toString();
+    if (ph == "M" && o["name"] == "process_name") process_pid[o["args"]["name"].toString()] = o["pid"].toInt();
+    if (ph == "M" && o["name"] == "thread_name")
+      thread_names[qMakePair(o["pid"].toInt(), o["tid"].toInt())] = o["args"]["name"].toString();
+    if (ph == "X") spans.append(o);
+    if (ph == "C") counters.append(o);
+    if (ph == "i") instants.append(o);
+  }
+  QVERIFY(process_pid.contains("rank 0 (stage 0)"));
+  QVERIFY(process_pid.contains("rank 1 (stage 1)"));
+  QCOMPARE(spans.size(), 3);
+  const QJsonObject& compute0 = spans[0];
+  const QJsonObject& comm0 = spans[1];
+  QCOMPARE(compute0["pid"].toInt(), process_pid["rank 0 (stage 0)"]);
+  QCOMPARE(comm0["pid"].toInt(), compute0["pid"].toInt());
+  QVERIFY(comm0["tid"].toInt() != compute0["tid"].toInt());  // communication has its own track
+  QCOMPARE(spans[2]["pid"].toInt(), process_pid["rank 1 (stage 1)"]);
+  const auto track = [](const QJsonObject& o) { return qMakePair(o["pid"].toInt(), o["tid"].toInt()); };
+  for (const QJsonObject& s : spans) QVERIFY(thread_names.contains(track(s)));  // every track used is named
+  QCOMPARE(thread_names[track(compute0)], QString("compute"));
+  QCOMPARE(thread_names[track(comm0)], QString("communication"));
+  QCOMPARE(compute0["ts"].toDouble(), 1.0);  // nanoseconds -> microseconds
+  QCOMPARE(compute0["dur"].toDouble(), 2.5);
+  QCOMPARE(comm0["ts"].toDouble(), 3.5);
+  QCOMPARE(comm0["dur"].toDouble(), 1.75);
+  QCOMPARE(compute0["name"].toString(), QString("forward mb 0"));
+  QCOMPARE(comm0["name"].toString(), QString("send"));
+  const QJsonObject args = comm0["args"].toObject();
+  QCOMPARE(args["src"].toInt(), 0);
+  QCOMPARE(args["dst"].toInt(), 1);
+  QCOMPARE(args["bytes"].toInt(), 4096);
+  QCOMPARE(args["step"].toInt(), 1);
+  bool loss_counter = false, tokens_counter = false;
+  for (const QJsonObject& c : counters) {
+    if (c["name"] == "loss") loss_counter = c["args"]["loss"].toDouble() == 2.5 && c["ts"].toDouble() == 9.0;
+    if (c["name"] == "tokens/s") tokens_counter = c["args"]["tokens_per_s"].toDouble() == 1024.0;
+  }
+  QVERIFY(loss_counter);
+  QVERIFY(tokens_counter);
+  bool log_found = false;
+  for (const QJsonObject& i : instants)
+    if (i["cat"] == "log") {
+      log_found = true;
+      QCOMPARE(i["name"].toString(), QString::fromUtf8("say \"hi\" 你好"));
+      QCOMPARE(i["pid"].toInt(), process_pid["rank 1 (stage 1)"]);
+    }
+  QVERIFY(log_found);
+}
+
+QTEST_GUILESS_MAIN(TestEvents)
+#include "test_events.moc"

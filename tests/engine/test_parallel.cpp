@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The parallel runtime against the single-rank run: every layout of the same
+// global batch gives the same losses (within float tolerance; checkpointing
+// exactly), memory follows the ZeRO paper's formulas, every DDP bucket's ring
+// steps appear in the event stream, and a failing rank stops every rank.
+#include <QElapsedTimer>
+#include <QTest>
+#include <mutex>
+
+#include "core/error.h"
+#include "events/event.h"
+#include "parallel/ddp.h"
+#include "train/trainer.h"
+
+using namespace shardscope;
+
+namespace {
+
+struct CollectingSink : EventSink {
+  std::mutex mutex;
+  std::vector<Event> events;
+  void emit(const Event& e) override {
+    std::lock_guard lock(mutex);
+    events.push_back(e);
+  }
+};
+
+RunConfig base_config(const char* model = "gpt-tiny") {
+  RunConfig c;
+  c.model = model;
+  c.steps = 20;
+  c.batch = 8;
+  c.seq = 32;
+  c.lr = 3e-3f;
+  c.threads = 2;
+  return c;
+}
+
+std::vector<float> losses_of(const RunConfig& config) {
+  Trainer trainer(config);
+  std::vector<float> losses;
+  trainer.run([&](const StepMetrics& m) { losses.push_back(m.loss); });
+  return losses;
+}
+
+// Relative difference per step, the worst over the run.
+double worst_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]) / std::fabs(static_cast<double>(b[i])));
+  return worst;
+}
+
+}  // namespace
+
+class TestParallel : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void every_layout_matches_single_rank_data();
+  void every_layout_matches_single_rank();
+  void checkpointing_gives_identical_losses();
+  void zero_memory_follows_the_paper();
+  void naive_data_parallel_loads_rank_0();
+  void checkpointing_lowers_activation_memory_as_predicted();
+  void ddp_event_stream_has_every_ring_step_in_order();
+  void failing_rank_stops_every_rank();
+  void invalid_layouts_are_refused();
+};
+
+void TestParallel::every_layout_matches_single_rank_data() {
+  QTest::addColumn<QString>("model");
+  QTest::addColumn<int>("dp");
+  QTest::addColumn<int>("naive");
+  QTest::addColumn<int>("zero");
+  QTest::addColumn<int>("accum");
+  QTest::newRow("ddp 2") << "gpt-tiny" << 2 << 0 << 0 << 1;
+  QTest::newRow("ddp 4") << "gpt-tiny" << 4 << 0 << 0 << 1;
+  QTest::newRow("naive 2") << "gpt-tiny" << 2 << 1 << 0 << 1;
+  QTest::newRow("naive 4") << "gpt-tiny" << 4 << 1 << 0 << 1;
+  QTest::newRow("zero-1 x 4") << "gpt-tiny" << 4 << 0 << 1 << 1;
+  QTest::newRow("accum 4") << "gpt-tiny" << 1 << 0 << 0 << 4;
+  QTest::newRow("ddp 2 x accum 2") << "gpt-tiny" << 2 << 0 << 0 << 2;
+  QTest::newRow("bert ddp 2") << "bert-tiny" << 2 << 0 << 0 << 1;
+}
+
+void TestParallel::every_layout_matches_single_rank() {
+  QFETCH(QString, model);
+  QFETCH(int, dp);
+  QFETCH(int, naive);
+  QFETCH(int, zero);
+  QFETCH(int, accum);
+  const RunConfig single = base_config(qPrintable(model));
+  RunConfig parallel = single;
+  parallel.dp = dp;
+  parallel.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
+  parallel.zero_stage = zero;
+  parallel.accum = accum;
+  parallel.bucket_mb = 0.5;  // several buckets, so overlap and ordering are exercised
+  const auto a = losses_of(single);
+  const auto b = losses_of(parallel);
+  QCOMPARE(b.size(), a.size());
+  // Before the first update only the loss reduction differs: agreement to float precision.
+  QVERIFY2(std::fabs(b.front() - a.front()) < 1e-5f * a.front(), qPrintable(QString("%1 vs %2").arg(b.front()).arg(a.front())));
+  // Float sums in another order (ring all-reduce, split batches) then drift slowly over 20 steps.
+  const double worst = worst_relative_difference(b, a);
+  QVERIFY2(worst < 5e-4, qPrintable(QString("worst relative loss difference %1 (first %2 vs %3, last %4 vs %5)")
+                                        .arg(worst)
+                                        .arg(b.front())
+                                        .arg(a.front())
+                                        .arg(b.back())
+                                        .arg(a.back())));
+  QVERIFY(a.back() < a.front() - 0.5f);  // and the run did learn
+}
+
+void TestParallel::checkpointing_gives_identical_losses() {
+  RunConfig c = base_config();
+  c.steps = 5;
+  const auto plain = losses_of(c);
+  c.checkpoint = true;
+  QCOMPARE(losses_of(c), plain);  // recompute runs the same ops on the same inputs: bit-identical
+}
+
+void TestParallel::zero_memory_follows_the_paper() {
+  for (int stage : {0, 1}) {
+    RunConfig c = base_config();
+    c.dp = 4;
+    c.zero_stage = stage;
+    Trainer trainer(c);
+    const std::int64_t psi = trainer.model().parameter_count();
+    QCOMPARE(psi % 4, std::int64_t{0});  // gpt-tiny splits evenly over 4 ranks
+    for (int r = 0; r < 4; ++r) {
+      const MemoryBytes m = trainer.ledger(r).current();
+      QCOMPARE(m[MemoryCategory::parameters], 4 * psi);   // 4Ψ
+      QCOMPARE(m[MemoryCategory::gradients], 4 * psi);    // 4Ψ
+      QCOMPARE(m[MemoryCategory::optimizer_states], stage == 0 ? 8 * psi : 8 * psi / 4);  // 8Ψ or 8Ψ/Nd
+    }
+  }
+}
+
+void TestParallel::naive_data_parallel_loads_rank_0() {
+  RunConfig c = base_config();
+  c.dp = 4;
+  c.dp_mode = DataParallelMode::naive;
+  Trainer trainer(c);
+  const std::int64_t psi = trainer.model().parameter_count();
+  const MemoryBytes master = trainer.ledger(0).current();
+  QCOMPARE(master[MemoryCategory::optimizer_states], 8 * psi);
+  QCOMPARE(master[MemoryCategory::communication], 4 * 4 * psi);  // all 4 gradient copies gathered
+  for (int r = 1; r < 4; ++r) {
+    QCOMPARE(trainer.ledger(r).current()[MemoryCategory::optimizer_states], std::int64_t{0});
+    QCOMPARE(trainer.ledger(r).current()[MemoryCategory::communication], std::int64_t{0});
+  }
+}
+
+void TestParallel::checkpointing_lowers_activation_memory_as_predicted() {
+  RunConfig c = base_config();
+  c.steps = 1;
+  Trainer plain(c);
+  plain.step();
+  c.checkpoint = true;
+  Trainer ckpt(c);
+  ckpt.step();
+  const ModelConfig& m = plain.model().config();
+  const std::int64_t B = c.batch, T = c.seq, C = m.channels, L = m.layers;
+  // Checkpointing keeps one layer's activations plus every layer's (B, T, C) output
+  // instead of L layers' activations.
+  const std::int64_t saved = 4 * ((L - 1) * Activations::layer_floats(m, c.batch, c.seq) - L * B * T * C);
+  const std::int64_t a = plain.ledger().peak()[MemoryCategory::activations];
+  const std::int64_t b = ckpt.ledger().peak()[MemoryCategory::activations];
+  QVERIFY(b < a);
+  QCOMPARE(a - b, saved);
+}
+
+void TestParallel::ddp_event_stream_has_every_ring_step_in_order() {
+  RunConfig c = base_config();
+  c.steps = 1;
+  c.dp = 4;
+  c.bucket_mb = 0.8;
+  CollectingSink sink;
+  Trainer trainer(c, &sink);
+  trainer.step();
+  const auto buckets = make_gradient_buckets(trainer.model().layout(), static_cast<std::int64_t>(c.bucket_mb * 1e6));
+  QVERIFY(buckets.size() >= 3);
+  const int N = 4;
+  for (int r = 0; r < N; ++r) {
+    // This rank's gradient all-reduce transfers, in the order it made them.
+    std::vector<Event> mine;
+    for (const Event& e : sink.events)
+      if (e.kind == EventKind::comm_span && e.op == CommOp::all_reduce && e.src == r && e.bucket >= 0)
+        mine.push_back(e);
+    QCOMPARE(mine.size(), buckets.size() * 2 * (N - 1));
+    std::size_t i = 0;
+    for (const auto& bucket : buckets) {
+      std::int64_t bytes = 0;
+      for (RingPhase phase : {RingPhase::reduce_scatter, RingPhase::all_gather}) {
+        for (int s = 0; s < N - 1; ++s, ++i) {
+          const Event& e = mine[i];
+          QCOMPARE(e.bucket, bucket.index);
+          QCOMPARE(e.phase, phase);
+          QCOMPARE(e.ring_step, s);
+          QCOMPARE(e.dst, (r + 1) % N);
+          if (i > 0) QVERIFY(e.start_ns >= mine[i - 1].start_ns);
+          bytes += e.bytes;
+        }
+      }
+      // Ring all-reduce: each rank sends 2 (N - 1) / N of the bucket.
+      const std::int64_t bucket_bytes = (bucket.end - bucket.begin) * 4;
+      if (bucket_bytes % (4 * N) == 0) QCOMPARE(bytes, 2 * (N - 1) * bucket_bytes / N);
+    }
+  }
+  // Compute spans: a forward and a backward per rank, and every layer's backward.
+  int forwards = 0, layer_backwards = 0;
+  for (const Event& e : sink.events) {
+    if (e.kind != EventKind::compute_span) continue;
+    forwards += e.compute == ComputeKind::forward && e.layer == -1;
+    layer_backwards += e.compute == ComputeKind::backward && e.layer >= 0;
+  }
+  QCOMPARE(forwards, N);
+  QCOMPARE(layer_backwards, N * trainer.model().config().layers);
+}
+
+void TestParallel::failing_rank_stops_every_rank() {
+  RunConfig c = base_config();
+  c.dp = 4;
+  c.fail_rank = 2;
+  c.fail_step = 2;
+  CollectingSink sink;
+  Trainer trainer(c, &sink);
+  trainer.step();  // step 1 is fine
+  QElapsedTimer timer;
+  timer.start();
+  try {
+    trainer.step();
+    QFAIL("the injected failure did not surface");
+  } catch (const RankFailure& e) {
+    const std::string what = e.what();
+    QVERIFY2(what.find("rank 2") != std::string::npos, e.what());
+    QVERIFY2(what.find("injected failure") != std::string::npos, e.what());
+  }
+  QVERIFY2(timer.elapsed() < 1000, qPrintable(QString("stopping took %1 ms").arg(timer.elapsed())));
+  bool error_event = false;
+  for (const Event& e : sink.events) error_event |= e.kind == EventKind::error && e.rank == 2;
+  QVERIFY(error_event);
+  QVERIFY_THROWS_EXCEPTION(RankFailure, trainer.step());  // a failed run stays stopped
+}
+
+void TestParallel::invalid_layouts_are_refused() {
+  auto refused = [](RunConfig c, const char* fragment) {
+    try {
+      Trainer t(c);
+      QFAIL(qPrintable(QString("accepted a config that should fail with '%1'").arg(fragment)));
+    } catch (const ConfigError& e) {
+      QVERIFY2(std::string(e.what()).find(fragment) != std::string::npos, e.what());
+    }
+  };
+  RunConfig c = base_config();
+  c.dp = 3;
+  refused(c, "does not split");
+  c = base_config();
+  c.accum = 3;
+  refused(c, "does not split");
+  c = base_config();
+  c.pp = 5;  // gpt-tiny has 4 layers
+  refused(c, "more pipeline stages than gpt-tiny has layers");
+  c = base_config();
+  c.zero_stage = 1;
+  c.dp_mode = DataParallelMode::naive;
+  refused(c, "needs --dp-mode ddp");
+}
+
+QTEST_GUILESS_MAIN(TestParallel)
+#include "test_parallel.moc"
