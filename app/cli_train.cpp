@@ -61,7 +61,14 @@ int run_train(const std::vector<std::string>& args) {
   parser.add_int("--eval-batches", "Validation batches per evaluation", &config.eval_batches, 1, 100'000);
   parser.add_int("--threads", "CPU threads for all ranks together; 0: all cores", &config.threads, 0, 1024);
   parser.add_int("--dp", "Data-parallel ranks (threads of this process)", &config.dp, 1, 64);
-  parser.add_int("--pp", "Pipeline stages (only 1 in this version)", &config.pp, 1, 64);
+  parser.add_int("--pp", "Pipeline stages (layers split evenly; the first embeds, the last runs the head)", &config.pp,
+                 1, 64);
+  parser.add_int("--micro-batches", "Pipeline micro-batches per accumulation step (m)", &config.micro_batches, 1,
+                 100'000);
+  std::string schedule = "1f1b";
+  parser.add_string("--schedule", "gpipe|1f1b",
+                    "Pipeline schedule: gpipe (all forwards, then all backwards) or 1f1b (one forward, one backward)",
+                    &schedule);
   parser.add_string("--dp-mode", "naive|ddp",
                     "How ranks combine gradients: ddp (ring all-reduce in buckets, overlapped with backward) or\n"
                     "      naive (torch.nn.DataParallel: rank 0 scatters, gathers, updates and broadcasts)",
@@ -83,6 +90,7 @@ int run_train(const std::vector<std::string>& args) {
   if (!parser.parse(args)) return 0;
   config.seed = static_cast<std::uint64_t>(seed);
   config.bucket_mb = bucket;
+  config.schedule = parse_pipeline_schedule_kind(schedule);
   if (dp_mode == "ddp") config.dp_mode = DataParallelMode::ddp;
   else if (dp_mode == "naive") config.dp_mode = DataParallelMode::naive;
   else throw UsageError("--dp-mode: '" + dp_mode + "' is not one of naive, ddp");
@@ -119,12 +127,13 @@ int run_train(const std::vector<std::string>& args) {
   std::printf("data %s: %lld training / %lld validation tokens (bytes)\n", trainer.dataset().path().c_str(),
               static_cast<long long>(trainer.dataset().tokens(Split::train)),
               static_cast<long long>(trainer.dataset().tokens(Split::validation)));
-  std::printf("global batch %d x seq %d = %d tokens per step; %d rank%s (dp %d, %s, ZeRO-%d), micro-batch %d x "
-              "%d accumulation step%s; %lld steps; backend %s per rank\n",
+  std::printf("global batch %d x seq %d = %d tokens per step; %d rank%s (dp %d %s ZeRO-%d x pp %d %s); "
+              "per rank: micro-batch %d, %d micro-batch%s x %d accumulation step%s; %lld steps; backend %s per rank\n",
               config.batch, config.seq, config.batch * config.seq, config.world_size(),
-              config.world_size() > 1 ? "s" : "", config.dp, dp_mode.c_str(), config.zero_stage,
-              config.micro_batch(), config.accum, config.accum > 1 ? "s" : "", static_cast<long long>(config.steps),
-              trainer.backend_name().c_str());
+              config.world_size() > 1 ? "s" : "", config.dp, dp_mode.c_str(), config.zero_stage, config.pp,
+              pipeline_schedule_name(config.schedule), config.micro_batch(), config.micro_batches,
+              config.micro_batches > 1 ? "es" : "", config.accum, config.accum > 1 ? "s" : "",
+              static_cast<long long>(config.steps), trainer.backend_name().c_str());
   std::fflush(stdout);
 
   std::signal(SIGINT, on_interrupt);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/activations.h"
 
+#include <algorithm>
+
 namespace shardscope {
 
 namespace {
@@ -15,18 +17,22 @@ struct Carver {
   }
 };
 
-void carve_activations(Activations& a, const ModelConfig& c, int B, int T, bool checkpointing, Carver& k) {
+void carve_activations(Activations& a, const ModelConfig& c, int B, int T, bool checkpointing,
+                       const StageLayers& stage, Carver& k) {
   const std::int64_t BT = static_cast<std::int64_t>(B) * T, C = c.channels, H = c.heads;
   const bool bert = c.kind == ModelKind::bert;
+  const bool embed = stage.embedding, head = stage.head;
   a.B = B;
   a.T = T;
-  a.embed_sum = k.take(BT * C);
-  a.embed_ln_out = bert ? k.take(BT * C) : nullptr;
-  a.embed_ln_mean = bert ? k.take(BT) : nullptr;
-  a.embed_ln_rstd = bert ? k.take(BT) : nullptr;
+  a.stage_input = embed ? nullptr : k.take(BT * C);
+  a.embed_sum = embed ? k.take(BT * C) : nullptr;
+  a.embed_ln_out = embed && bert ? k.take(BT * C) : nullptr;
+  a.embed_ln_mean = embed && bert ? k.take(BT) : nullptr;
+  a.embed_ln_rstd = embed && bert ? k.take(BT) : nullptr;
   a.checkpointing = checkpointing;
-  a.layers.resize(checkpointing ? 1 : static_cast<std::size_t>(c.layers));
-  a.layer_outputs.assign(checkpointing ? static_cast<std::size_t>(c.layers) : 0, nullptr);
+  const auto layers = static_cast<std::size_t>(stage.layer_count());
+  a.layers.resize(checkpointing ? std::min<std::size_t>(1, layers) : layers);
+  a.layer_outputs.assign(checkpointing ? layers : 0, nullptr);
   for (auto& out : a.layer_outputs) out = k.take(BT * C);
   for (auto& l : a.layers) {
     l.ln1_out = k.take(BT * C);
@@ -43,24 +49,24 @@ void carve_activations(Activations& a, const ModelConfig& c, int B, int T, bool 
     l.gelu = k.take(BT * 4 * C);
     l.res_out = k.take(BT * C);
   }
-  a.head_dense = bert ? k.take(BT * C) : nullptr;
-  a.head_gelu = bert ? k.take(BT * C) : nullptr;
-  a.final_ln_out = k.take(BT * C);
-  a.final_ln_mean = k.take(BT);
-  a.final_ln_rstd = k.take(BT);
-  a.logits = k.take(BT * c.vocab);
-  a.losses = k.take(BT);
-  a.pooled = bert && c.pooler ? k.take(static_cast<std::int64_t>(B) * C) : nullptr;
+  a.head_dense = head && bert ? k.take(BT * C) : nullptr;
+  a.head_gelu = head && bert ? k.take(BT * C) : nullptr;
+  a.final_ln_out = head ? k.take(BT * C) : nullptr;
+  a.final_ln_mean = head ? k.take(BT) : nullptr;
+  a.final_ln_rstd = head ? k.take(BT) : nullptr;
+  a.logits = head ? k.take(BT * c.vocab) : nullptr;
+  a.losses = head ? k.take(BT) : nullptr;
+  a.pooled = head && bert && c.pooler ? k.take(static_cast<std::int64_t>(B) * C) : nullptr;
 }
 
-void carve_scratch(BackwardScratch& s, const ModelConfig& c, int B, int T, Carver& k) {
+void carve_scratch(BackwardScratch& s, const ModelConfig& c, int B, int T, bool head, Carver& k) {
   const std::int64_t BT = static_cast<std::int64_t>(B) * T, C = c.channels;
   s.d_res = k.take(BT * C);
   s.d_a = k.take(BT * C);
   s.d_qkv = k.take(BT * 3 * C);
   s.d_fc = k.take(BT * 4 * C);
   s.d_probs = k.take(static_cast<std::int64_t>(B) * c.heads * T * T);
-  s.d_logits = k.take(BT * c.vocab);
+  s.d_logits = head ? k.take(BT * c.vocab) : nullptr;
 }
 }  // namespace
 
@@ -69,28 +75,30 @@ std::int64_t Activations::layer_floats(const ModelConfig& c, int batch, int seq)
   return BT * (16 * static_cast<std::int64_t>(c.channels) + 4) + static_cast<std::int64_t>(batch) * c.heads * seq * seq;
 }
 
-std::int64_t Activations::total_floats(const ModelConfig& config, int batch, int seq, bool keep_outputs_only) {
+std::int64_t Activations::total_floats(const ModelConfig& config, int batch, int seq, bool keep_outputs_only,
+                                       const StageLayers& stage) {
   Activations a;
   Carver k{nullptr};
-  carve_activations(a, config, batch, seq, keep_outputs_only, k);
+  carve_activations(a, config, batch, seq, keep_outputs_only, stage, k);
   return k.used;
 }
 
-void Activations::bind(const ModelConfig& config, int batch, int seq, bool keep_outputs_only, float* buffer) {
+void Activations::bind(const ModelConfig& config, int batch, int seq, bool keep_outputs_only, const StageLayers& stage,
+                       float* buffer) {
   Carver k{buffer};
-  carve_activations(*this, config, batch, seq, keep_outputs_only, k);
+  carve_activations(*this, config, batch, seq, keep_outputs_only, stage, k);
 }
 
-std::int64_t BackwardScratch::total_floats(const ModelConfig& config, int B, int T) {
+std::int64_t BackwardScratch::total_floats(const ModelConfig& config, int B, int T, bool head) {
   BackwardScratch s;
   Carver k{nullptr};
-  carve_scratch(s, config, B, T, k);
+  carve_scratch(s, config, B, T, head, k);
   return k.used;
 }
 
-void BackwardScratch::bind(const ModelConfig& config, int B, int T, float* buffer) {
+void BackwardScratch::bind(const ModelConfig& config, int B, int T, bool head, float* buffer) {
   Carver k{buffer};
-  carve_scratch(*this, config, B, T, k);
+  carve_scratch(*this, config, B, T, head, k);
 }
 
 }  // namespace shardscope

@@ -32,6 +32,7 @@ struct LayerActivations {
 
 struct Activations {
   int B = 0, T = 0;
+  float* stage_input;    // (B, T, C) a later pipeline stage's input, received from the previous stage
   // Activation checkpointing: `layers` holds one shared set, reused by every
   // layer (forward, then recompute in backward), and only each layer's output
   // is kept, in layer_outputs (L x (B, T, C)).
@@ -53,11 +54,17 @@ struct Activations {
 
   // Floats each layer keeps: B T (16 C + 4) + B H T^2.
   static std::int64_t layer_floats(const ModelConfig& config, int batch, int seq);
-  // Floats of the whole forward pass for (B, T). With checkpointing each layer
-  // keeps B T C (its output) and one layer's full set is shared.
-  static std::int64_t total_floats(const ModelConfig& config, int batch, int seq, bool checkpointing = false);
+  // Floats of one forward pass of `stage` for (B, T). With checkpointing each
+  // layer keeps B T C (its output) and one layer's full set is shared. Fields
+  // a stage does not run (embeddings, head) take no space and stay null.
+  static std::int64_t total_floats(const ModelConfig& config, int batch, int seq, bool checkpointing,
+                                   const StageLayers& stage);
+  static std::int64_t total_floats(const ModelConfig& config, int batch, int seq, bool checkpointing = false) {
+    return total_floats(config, batch, seq, checkpointing, whole_model_stage(config));
+  }
   // Carves the views out of `buffer`, which holds total_floats floats.
-  void bind(const ModelConfig& config, int batch, int seq, bool checkpointing, float* buffer);
+  void bind(const ModelConfig& config, int batch, int seq, bool checkpointing, const StageLayers& stage,
+            float* buffer);
 };
 
 // Scratch of backward: activation gradients, reused layer after layer.
@@ -69,8 +76,8 @@ struct BackwardScratch {
   float* d_probs;    // (B, H, T, T)
   float* d_logits;   // (B, T, V)
 
-  static std::int64_t total_floats(const ModelConfig& config, int B, int T);
-  void bind(const ModelConfig& config, int B, int T, float* buffer);
+  static std::int64_t total_floats(const ModelConfig& config, int B, int T, bool head = true);
+  void bind(const ModelConfig& config, int B, int T, bool head, float* buffer);
 };
 
 }  // namespace shardscope

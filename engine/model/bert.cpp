@@ -31,17 +31,21 @@ void BertModel::layer_forward(int l, const float* x, const Batch& batch) {
 void BertModel::forward_impl(const Batch& batch) {
   const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels;
   const std::int64_t n = static_cast<std::int64_t>(BT) * C;
-  Activations& a = acts_;
+  Activations& a = acts();
   Backend& be = backend_;
-  // Token types default to segment 0.
-  type_ids_.assign(static_cast<std::size_t>(BT), 0);
-  if (batch.token_type_ids != nullptr) type_ids_.assign(batch.token_type_ids, batch.token_type_ids + BT);
-  be.embedding_forward(a.embed_sum, batch.input_ids, type_ids_.data(), w_.tokens, w_.positions, w_.token_types, B, T,
-                       C);
-  be.layernorm_forward(a.embed_ln_out, a.embed_ln_mean, a.embed_ln_rstd, a.embed_sum, w_.embed_ln_w, w_.embed_ln_b,
-                       BT, C, config_.ln_eps);
+  if (stage_.embedding) {
+    // Token types default to segment 0.
+    auto& types = slot().type_ids;
+    types.assign(static_cast<std::size_t>(BT), 0);
+    if (batch.token_type_ids != nullptr) types.assign(batch.token_type_ids, batch.token_type_ids + BT);
+    be.embedding_forward(a.embed_sum, batch.input_ids, types.data(), w_.tokens, w_.positions, w_.token_types, B, T,
+                         C);
+    be.layernorm_forward(a.embed_ln_out, a.embed_ln_mean, a.embed_ln_rstd, a.embed_sum, w_.embed_ln_w,
+                         w_.embed_ln_b, BT, C, config_.ln_eps);
+  }
   layers_forward(batch);
-  const float* x = layer_output(config_.layers - 1);
+  if (!stage_.head) return;
+  const float* x = stage_output();
   be.linear_forward(a.head_dense, x, w_.head_dense_w, w_.head_dense_b, BT, C, C);
   be.gelu_forward(a.head_gelu, a.head_dense, n, config_.gelu);
   be.layernorm_forward(a.final_ln_out, a.final_ln_mean, a.final_ln_rstd, a.head_gelu, w_.final_ln_w, w_.final_ln_b,
@@ -80,30 +84,34 @@ void BertModel::layer_backward(int l, const float* x, int B, int T) {
 void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
   const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels, V = config_.vocab;
   const std::int64_t n = static_cast<std::int64_t>(BT) * C;
-  const Activations& a = acts_;
+  const Activations& a = acts();
   BackwardScratch& s = scratch_;
   Backend& be = backend_;
-  be.cross_entropy_backward(s.d_logits, a.logits, batch.targets, BT, V, dloss_per_row);
-  // MLM head, tied to the token embedding. The pooler is not part of the loss.
-  be.linear_backward(s.d_a, dw_.tokens, dw_.decoder_bias, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V);
-  be.layernorm_backward(s.d_qkv, dw_.final_ln_w, dw_.final_ln_b, s.d_a, a.head_gelu, w_.final_ln_w, a.final_ln_mean,
-                        a.final_ln_rstd, BT, C);
-  be.gelu_backward(s.d_qkv, s.d_qkv, a.head_dense, n, config_.gelu);
-  be.linear_backward(s.d_res, dw_.head_dense_w, dw_.head_dense_b, s.d_qkv, layer_output(config_.layers - 1),
-                     w_.head_dense_w, BT, C, C);
-  gradients_ready(layout_.find("mlm.dense.weight").offset);  // the pooler after it has no gradient
-  for (int l = config_.layers - 1; l >= 0; --l) {
+  if (stage_.head) {
+    be.cross_entropy_backward(s.d_logits, a.logits, batch.targets, BT, V, dloss_per_row);
+    // MLM head, tied to the token embedding. The pooler is not part of the loss.
+    be.linear_backward(s.d_a, dw_.tokens, dw_.decoder_bias, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V);
+    be.layernorm_backward(s.d_qkv, dw_.final_ln_w, dw_.final_ln_b, s.d_a, a.head_gelu, w_.final_ln_w,
+                          a.final_ln_mean, a.final_ln_rstd, BT, C);
+    be.gelu_backward(s.d_qkv, s.d_qkv, a.head_dense, n, config_.gelu);
+    be.linear_backward(s.d_res, dw_.head_dense_w, dw_.head_dense_b, s.d_qkv, stage_output(), w_.head_dense_w, BT, C,
+                       C);
+    gradients_ready(layout_.find("mlm.dense.weight").offset);  // the pooler after it has no gradient
+  }  // else d_res holds the gradient of this stage's output, received from the next stage
+  for (int l = stage_.end_layer - 1; l >= stage_.first_layer; --l) {
     prepare_layer_backward(l, batch);
     const std::int64_t start = now_ns();
     layer_backward(l, layer_input(l), B, T);
     emit_span(ComputeKind::backward, l, start);
     gradients_ready(layout_.find("layer" + std::to_string(l) + ".attn.qkv.weight").offset);
   }
-  be.layernorm_backward(s.d_a, dw_.embed_ln_w, dw_.embed_ln_b, s.d_res, a.embed_sum, w_.embed_ln_w, a.embed_ln_mean,
-                        a.embed_ln_rstd, BT, C);
-  be.embedding_backward(dw_.tokens, dw_.positions, dw_.token_types, s.d_a, batch.input_ids, type_ids_.data(), B, T,
-                        C);
-  gradients_ready(0);
+  if (stage_.embedding) {
+    be.layernorm_backward(s.d_a, dw_.embed_ln_w, dw_.embed_ln_b, s.d_res, a.embed_sum, w_.embed_ln_w,
+                          a.embed_ln_mean, a.embed_ln_rstd, BT, C);
+    be.embedding_backward(dw_.tokens, dw_.positions, dw_.token_types, s.d_a, batch.input_ids,
+                          slot().type_ids.data(), B, T, C);
+  }
+  gradients_ready(0);  // else d_res is now the gradient of this stage's input
 }
 
 }  // namespace shardscope

@@ -20,8 +20,6 @@ class BertModel final : public Model {
   void backward_impl(const Batch& batch, float dloss_per_row) override;
   void layer_forward(int l, const float* x, const Batch& batch) override;
   void layer_backward(int l, const float* x, int B, int T);  // d_res: d(layer output) in, d(layer input) out
-
-  std::vector<std::int32_t> type_ids_;  // (B, T) segments of the last batch (0 when not given)
 };
 
 }  // namespace shardscope

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <stdexcept>
 #include <string>
 
 #include "core/error.h"
@@ -14,15 +16,19 @@
 namespace shardscope {
 
 Model::Model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger)
+    : Model(config, whole_model_stage(config), backend, ledger) {}
+
+Model::Model(const ModelConfig& config, const StageLayers& stage, Backend& backend, MemoryLedger& ledger)
     : config_((validate_model_config(config), config)),
-      layout_(config),
+      stage_(stage),
+      layout_(config, stage),
       backend_(backend),
       ledger_(ledger),
       params_(ledger, MemoryCategory::parameters, layout_.total() * 4),
       grads_(ledger, MemoryCategory::gradients, layout_.total() * 4),
       w_(WeightViews::bind(layout_, config_, params_.floats())),
-      dw_(WeightViews::bind(layout_, config_, grads_.floats())) {
-}
+      dw_(WeightViews::bind(layout_, config_, grads_.floats())),
+      slots_(1) {}
 
 Tensor Model::param(std::string_view name) const {
   const auto& e = layout_.find(name);
@@ -39,8 +45,9 @@ void Model::init_weights(std::uint64_t seed) {
   float* base = params_.floats();
   for (const auto& e : layout_.entries()) {
     float* w = base + e.offset;
-    // One stream per parameter: adding a parameter never changes the others' init.
-    Rng rng(mix_seed(seed, static_cast<std::uint64_t>(e.offset)));
+    // One stream per parameter name: every pipeline stage (and a tied copy)
+    // initialises a parameter exactly as the whole model does.
+    Rng rng(mix_seed(seed, std::hash<std::string>{}(e.name)));
     const bool is_ln = e.name.find("ln") != std::string::npos;
     const bool is_bias = e.name.ends_with("bias");
     if (is_ln && e.name.ends_with("weight")) {
@@ -58,15 +65,49 @@ void Model::init_weights(std::uint64_t seed) {
 void Model::zero_grads() { backend_.fill(grads_.floats(), 0.0f, layout_.total()); }
 
 void Model::ensure_activations(int B, int T) {
-  if (acts_.B == B && acts_.T == T && acts_checkpointing_ == checkpointing_ && !act_buffer_.empty()) return;
-  act_buffer_ = Buffer();  // release first: the ledger peak must not count both
+  Slot& s = slot();
+  if (s.acts.B != B || s.acts.T != T || s.checkpointing != checkpointing_ || s.buffer.empty()) {
+    s.buffer = Buffer();  // release first: the ledger peak must not count both
+    s.buffer = Buffer(ledger_, MemoryCategory::activations,
+                      Activations::total_floats(config_, B, T, checkpointing_, stage_) * 4);
+    s.checkpointing = checkpointing_;
+    s.acts.bind(config_, B, T, checkpointing_, stage_, s.buffer.floats());
+  }
+  ensure_scratch(B, T);
+}
+
+void Model::ensure_scratch(int B, int T) {
+  if (scratch_B_ == B && scratch_T_ == T && !scratch_buffer_.empty()) return;
   scratch_buffer_ = Buffer();
-  act_buffer_ = Buffer(ledger_, MemoryCategory::activations,
-                       Activations::total_floats(config_, B, T, checkpointing_) * 4);
-  scratch_buffer_ = Buffer(ledger_, MemoryCategory::workspace, BackwardScratch::total_floats(config_, B, T) * 4);
-  acts_checkpointing_ = checkpointing_;
-  acts_.bind(config_, B, T, checkpointing_, act_buffer_.floats());
-  scratch_.bind(config_, B, T, scratch_buffer_.floats());
+  scratch_buffer_ =
+      Buffer(ledger_, MemoryCategory::workspace, BackwardScratch::total_floats(config_, B, T, stage_.head) * 4);
+  scratch_.bind(config_, B, T, stage_.head, scratch_buffer_.floats());
+  scratch_B_ = B;
+  scratch_T_ = T;
+}
+
+void Model::set_activation_slots(int count) {
+  if (count < 1) throw std::invalid_argument("activation slots must be at least 1");
+  slots_.resize(static_cast<std::size_t>(count));
+  slot_index_ = std::min(slot_index_, count - 1);
+}
+
+void Model::use_slot(int index) {
+  if (index < 0 || index >= activation_slots())
+    throw std::out_of_range("activation slot " + std::to_string(index) + " of " + std::to_string(activation_slots()));
+  slot_index_ = index;
+}
+
+float* Model::stage_input(int B, int T) {
+  ensure_activations(B, T);
+  return acts().stage_input;
+}
+
+const float* Model::stage_output() const { return layer_output(stage_.end_layer - 1); }
+
+float* Model::output_gradient(int B, int T) {
+  ensure_scratch(B, T);
+  return scratch_.d_res;
 }
 
 void Model::check_batch(const Batch& b) const {
@@ -92,45 +133,50 @@ void Model::check_batch(const Batch& b) const {
 float Model::forward(const Batch& batch) {
   check_batch(batch);
   ensure_activations(batch.B, batch.T);
+  Slot& s = slot();
   forward_impl(batch);
-  last_batch_ = batch;
-  have_forward_ = true;
-  scored_rows_ = 0;
+  s.batch = batch;
+  s.have_forward = true;
+  s.scored_rows = 0;
   if (batch.targets == nullptr) return 0.0f;
   const int rows = batch.B * batch.T;
-  for (int i = 0; i < rows; ++i) scored_rows_ += batch.targets[i] >= 0 ? 1 : 0;
-  return backend_.cross_entropy_forward(acts_.losses, acts_.logits, batch.targets, rows, config_.vocab);
+  for (int i = 0; i < rows; ++i) s.scored_rows += batch.targets[i] >= 0 ? 1 : 0;
+  if (!stage_.head) return 0.0f;  // the loss is the last stage's
+  return backend_.cross_entropy_forward(s.acts.losses, s.acts.logits, batch.targets, rows, config_.vocab);
 }
 
 void Model::backward(double loss_rows) {
-  if (!have_forward_ || last_batch_.targets == nullptr)
+  const Slot& s = slot();
+  if (!s.have_forward || s.batch.targets == nullptr)
     throw std::logic_error("Model::backward needs a forward pass with targets first");
   // The loss is a mean over scored positions, so each scored row's loss has weight 1/n.
-  const double rows = loss_rows > 0.0 ? loss_rows : static_cast<double>(scored_rows_);
+  const double rows = loss_rows > 0.0 ? loss_rows : static_cast<double>(s.scored_rows);
   const float dloss = rows > 0.0 ? static_cast<float>(1.0 / rows) : 0.0f;
-  backward_impl(last_batch_, dloss);
+  backward_impl(s.batch, dloss);
 }
 
 const float* Model::layer_output(int l) const {
-  if (checkpointing_) return acts_.layer_outputs[static_cast<std::size_t>(l)];
-  const auto& a = acts_.layers[static_cast<std::size_t>(l)];
+  const auto local = static_cast<std::size_t>(l - stage_.first_layer);
+  if (checkpointing_) return acts().layer_outputs[local];
+  const auto& a = acts().layers[local];
   return config_.kind == ModelKind::gpt ? a.res_out : a.ln2_out;
 }
 
 const float* Model::layer_input(int l) const {
-  if (l > 0) return layer_output(l - 1);
-  return config_.kind == ModelKind::gpt ? acts_.embed_sum : acts_.embed_ln_out;
+  if (l > stage_.first_layer) return layer_output(l - 1);
+  if (!stage_.embedding) return acts().stage_input;
+  return config_.kind == ModelKind::gpt ? acts().embed_sum : acts().embed_ln_out;
 }
 
 void Model::layers_forward(const Batch& batch) {
   const std::int64_t n = static_cast<std::int64_t>(batch.B) * batch.T * config_.channels;
-  for (int l = 0; l < config_.layers; ++l) {
+  for (int l = stage_.first_layer; l < stage_.end_layer; ++l) {
     const std::int64_t start = now_ns();
     layer_forward(l, layer_input(l), batch);
     if (checkpointing_) {  // keep only the output; the shared set is reused by the next layer
-      const LayerActivations& a = acts_.layers[0];
+      const LayerActivations& a = acts().layers[0];
       const float* out = config_.kind == ModelKind::gpt ? a.res_out : a.ln2_out;
-      std::copy(out, out + n, acts_.layer_outputs[static_cast<std::size_t>(l)]);
+      std::copy(out, out + n, acts().layer_outputs[static_cast<std::size_t>(l - stage_.first_layer)]);
     }
     emit_span(ComputeKind::forward, l, start);
   }
@@ -155,10 +201,10 @@ void Model::emit_span(ComputeKind kind, int layer, std::int64_t start_ns) {
 }
 
 Tensor Model::hidden_state(int index) const {
-  if (!have_forward_ || index < 0 || index > config_.layers)
+  if (!slot().have_forward || index < 0 || index > config_.layers || !stage_.whole_model(config_))
     throw std::out_of_range("hidden state " + std::to_string(index) + " is not available (0.." +
-                            std::to_string(config_.layers) + ", after a forward pass)");
-  const auto& a = acts_;
+                            std::to_string(config_.layers) + ", after a forward pass of the whole model)");
+  const auto& a = acts();
   float* data = nullptr;
   if (config_.kind == ModelKind::gpt) {
     data = index == config_.layers ? a.final_ln_out : const_cast<float*>(layer_input(index));
@@ -169,8 +215,13 @@ Tensor Model::hidden_state(int index) const {
 }
 
 std::unique_ptr<Model> make_model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger) {
-  if (config.kind == ModelKind::gpt) return std::make_unique<GptModel>(config, backend, ledger);
-  return std::make_unique<BertModel>(config, backend, ledger);
+  return make_model(config, whole_model_stage(config), backend, ledger);
+}
+
+std::unique_ptr<Model> make_model(const ModelConfig& config, const StageLayers& stage, Backend& backend,
+                                  MemoryLedger& ledger) {
+  if (config.kind == ModelKind::gpt) return std::make_unique<GptModel>(config, stage, backend, ledger);
+  return std::make_unique<BertModel>(config, stage, backend, ledger);
 }
 
 }  // namespace shardscope

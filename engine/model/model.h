@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "core/buffer.h"
 #include "core/memory_ledger.h"
@@ -32,13 +33,17 @@ struct Batch {
 
 class Model {
  public:
+  // The whole model, or one pipeline stage of it (stage.h: which layers, and
+  // whether it embeds and/or runs the head).
   Model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger);
+  Model(const ModelConfig& config, const StageLayers& stage, Backend& backend, MemoryLedger& ledger);
   virtual ~Model() = default;
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
   const ModelConfig& config() const { return config_; }
   const ParameterLayout& layout() const { return layout_; }
+  const StageLayers& stage() const { return stage_; }
   Backend& backend() { return backend_; }
 
   float* params() { return params_.floats(); }
@@ -64,17 +69,36 @@ class Model {
   // batch's scored positions; with loss_rows > 0 each scored position weighs
   // 1 / loss_rows instead (data parallelism: the mean over the global batch).
   void backward(double loss_rows = 0.0);
-  int scored_rows() const { return scored_rows_; }
+  int scored_rows() const { return slot().scored_rows; }
+
+  // ---- pipeline stages ---------------------------------------------------------
+  // A stage without the embeddings reads its input from stage_input(), which
+  // the caller fills (it receives the previous stage's output there) before
+  // forward. A stage without the head takes the gradient of its output in
+  // output_gradient(), filled before backward. After forward, stage_output()
+  // is this stage's output; after backward, input_gradient() is the gradient
+  // of its input. All (B, T, C).
+  float* stage_input(int B, int T);
+  const float* stage_output() const;
+  float* output_gradient(int B, int T);
+  const float* input_gradient() const { return scratch_.d_res; }
+
+  // Micro-batches in flight (pipeline schedules): each slot holds the
+  // activations of one forward until its backward. use_slot(i) selects the
+  // slot that forward and backward use; GPipe needs m slots, 1F1B p - s.
+  void set_activation_slots(int count);
+  int activation_slots() const { return static_cast<int>(slots_.size()); }
+  void use_slot(int index);
 
   // After forward: number of hidden states (L + 1) and a (B, T, C) view of one.
   // GPT: index l < L is the input of layer l, index L the final LayerNorm output.
   // BERT: index 0 is the embedding LayerNorm output, index l + 1 the output of layer l.
   int hidden_state_count() const { return config_.layers + 1; }
   Tensor hidden_state(int index) const;
-  const Activations& activations() const { return acts_; }
-  // Floats of activations and backward scratch this model needs for (B, T).
+  const Activations& activations() const { return slot().acts; }
+  // Floats of activations of one slot for (B, T).
   std::int64_t activation_floats(int B, int T) const {
-    return Activations::total_floats(config_, B, T, checkpointing_);
+    return Activations::total_floats(config_, B, T, checkpointing_, stage_);
   }
 
   // Activation checkpointing per layer: forward keeps only each layer's input,
@@ -103,8 +127,24 @@ class Model {
   virtual void backward_impl(const Batch& batch, float dloss_per_row) = 0;
   virtual void layer_forward(int l, const float* x, const Batch& batch) = 0;
 
+  // One micro-batch's forward state.
+  struct Slot {
+    Buffer buffer;  // activations
+    Activations acts;
+    bool checkpointing = false;  // the mode `buffer` was carved for
+    Batch batch;
+    int scored_rows = 0;
+    bool have_forward = false;
+    std::vector<std::int32_t> type_ids;  // BERT segments of the batch (0 when not given)
+  };
+  Slot& slot() { return slots_[static_cast<std::size_t>(slot_index_)]; }
+  const Slot& slot() const { return slots_[static_cast<std::size_t>(slot_index_)]; }
+  Activations& acts() { return slot().acts; }
+  const Activations& acts() const { return slot().acts; }
   // Activations of layer l: its own set, or the shared one under checkpointing.
-  LayerActivations& layer_acts(int l) { return acts_.layers[checkpointing_ ? 0 : static_cast<std::size_t>(l)]; }
+  LayerActivations& layer_acts(int l) {
+    return acts().layers[checkpointing_ ? 0 : static_cast<std::size_t>(l - stage_.first_layer)];
+  }
   const float* layer_output(int l) const;  // (B, T, C) output of layer l
   const float* layer_input(int l) const;   // (B, T, C) input of layer l
   // Forward of every layer in order, keeping what backward needs.
@@ -119,27 +159,26 @@ class Model {
   std::int64_t now_ns() const { return clock_ != nullptr ? clock_->now_ns() : 0; }
 
   ModelConfig config_;
+  StageLayers stage_;
   ParameterLayout layout_;
   Backend& backend_;
   MemoryLedger& ledger_;
   Buffer params_;   // parameters
   Buffer grads_;    // gradients
-  Buffer act_buffer_;      // activations, sized for the last (B, T)
-  Buffer scratch_buffer_;  // workspace for backward
+  Buffer scratch_buffer_;  // workspace for backward, shared by the slots
   WeightViews w_;   // views into params_
   WeightViews dw_;  // the same views into grads_
-  Activations acts_;
   BackwardScratch scratch_;
 
  private:
   void ensure_activations(int B, int T);
+  void ensure_scratch(int B, int T);
   void check_batch(const Batch& batch) const;
 
-  Batch last_batch_;
-  int scored_rows_ = 0;
-  bool have_forward_ = false;
+  std::vector<Slot> slots_;
+  int slot_index_ = 0;
+  int scratch_B_ = 0, scratch_T_ = 0;
   bool checkpointing_ = false;
-  bool acts_checkpointing_ = false;  // the mode the activation buffer was carved for
   std::function<void(std::int64_t)> on_gradients_ready_;
   EventSink* sink_ = nullptr;
   const RunClock* clock_ = nullptr;
@@ -147,5 +186,7 @@ class Model {
 };
 
 std::unique_ptr<Model> make_model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger);
+std::unique_ptr<Model> make_model(const ModelConfig& config, const StageLayers& stage, Backend& backend,
+                                  MemoryLedger& ledger);
 
 }  // namespace shardscope

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/model_config.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace shardscope {
@@ -56,6 +58,14 @@ void validate_model_config(const ModelConfig& c) {
                                          std::to_string(c.heads) + ")");
   require(c.type_vocab > 0, "type_vocab must be positive");
   require(c.ln_eps > 0.0f, "ln_eps must be positive");
+}
+
+StageLayers whole_model_stage(const ModelConfig& config) { return StageLayers{0, config.layers, true, true}; }
+
+StageLayers pipeline_stage_layers(const ModelConfig& config, int stages, int stage) {
+  const int base = config.layers / stages, extra = config.layers % stages;
+  const int first = stage * base + std::min(stage, extra);
+  return StageLayers{first, first + base + (stage < extra ? 1 : 0), stage == 0, stage == stages - 1};
 }
 
 std::int64_t analytic_parameter_count(const ModelConfig& config) {

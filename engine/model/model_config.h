@@ -39,6 +39,25 @@ ModelConfig find_model_preset(std::string_view name);
 // Throws ConfigError naming the first field that is out of range.
 void validate_model_config(const ModelConfig& config);
 
+// The part of the model one pipeline stage holds: layers [first_layer,
+// end_layer), plus the embeddings on the first stage and the output head on
+// the last. With one stage, everything.
+struct StageLayers {
+  int first_layer = 0;
+  int end_layer = 0;
+  bool embedding = true;
+  bool head = true;
+  int layer_count() const { return end_layer - first_layer; }
+  bool whole_model(const ModelConfig& config) const {
+    return embedding && head && first_layer == 0 && end_layer == config.layers;
+  }
+};
+
+StageLayers whole_model_stage(const ModelConfig& config);
+// Layers split as evenly as possible over `stages`, the earlier stages taking
+// one more when they do not divide (stage 0 also embeds, the last also runs the head).
+StageLayers pipeline_stage_layers(const ModelConfig& config, int stages, int stage);
+
 // Parameters of the model, counted in closed form (not from the layout):
 //   GPT:  V C + Tmax C + L (12 C^2 + 13 C) + 2 C
 //   BERT: V C + Tmax C + types C + 2 C + L (12 C^2 + 13 C) + (C^2 + 3 C + V) [+ C^2 + C pooler]

@@ -5,17 +5,23 @@
 
 namespace shardscope {
 
-ParameterLayout::ParameterLayout(const ModelConfig& config) {
+ParameterLayout::ParameterLayout(const ModelConfig& config) : ParameterLayout(config, whole_model_stage(config)) {}
+
+ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& stage) {
   const std::int64_t V = config.vocab, T = config.max_seq, C = config.channels;
   const bool gpt = config.kind == ModelKind::gpt;
-  add("embed.tokens", {V, C}, true);
-  add("embed.positions", {T, C}, true);
-  if (!gpt) {
-    add("embed.token_types", {config.type_vocab, C}, true);
-    add("embed.ln.weight", {C}, false);
-    add("embed.ln.bias", {C}, false);
+  if (stage.embedding) {
+    add("embed.tokens", {V, C}, true);
+    add("embed.positions", {T, C}, true);
+    if (!gpt) {
+      add("embed.token_types", {config.type_vocab, C}, true);
+      add("embed.ln.weight", {C}, false);
+      add("embed.ln.bias", {C}, false);
+    }
+  } else if (stage.head) {
+    add("embed.tokens", {V, C}, true);  // the tied head's copy
   }
-  for (int l = 0; l < config.layers; ++l) {
+  for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     const std::string p = "layer" + std::to_string(l) + ".";
     if (gpt) {  // pre-LN: ln1 -> attn, ln2 -> mlp
       add(p + "ln1.weight", {C}, false);
@@ -41,6 +47,7 @@ ParameterLayout::ParameterLayout(const ModelConfig& config) {
       add(p + "ln2.bias", {C}, false);
     }
   }
+  if (!stage.head) return;
   if (gpt) {
     add("final_ln.weight", {C}, false);
     add("final_ln.bias", {C}, false);

@@ -24,7 +24,11 @@ struct ParameterEntry {
 
 class ParameterLayout {
  public:
+  // The whole model, or the part one pipeline stage holds. A last stage that
+  // does not also embed keeps its own copy of embed.tokens for the tied output
+  // head (Megatron's "embedding group": the two copies' gradients are summed).
   explicit ParameterLayout(const ModelConfig& config);
+  ParameterLayout(const ModelConfig& config, const StageLayers& stage);
 
   const std::vector<ParameterEntry>& entries() const { return entries_; }
   std::int64_t total() const { return total_; }

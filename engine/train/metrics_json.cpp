@@ -42,6 +42,8 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
           {"eval_batches", c.eval_batches},
           {"dp", c.dp},
           {"pp", c.pp},
+          {"micro_batches", c.micro_batches},
+          {"schedule", pipeline_schedule_name(c.schedule)},
           {"dp_mode", std::string(data_parallel_mode_name(c.dp_mode))},
           {"zero", c.zero_stage},
           {"accum", c.accum},

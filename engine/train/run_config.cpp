@@ -39,8 +39,9 @@ void validate_run_config(const RunConfig& c) {
   require(c.pp >= 1, "--pp must be at least 1 (got " + std::to_string(c.pp) + ")");
   require(c.pp <= model.layers, "--pp " + std::to_string(c.pp) + " is more pipeline stages than " + model.name +
                                     " has layers (" + std::to_string(model.layers) + ")");
-  require(c.pp == 1, "--pp " + std::to_string(c.pp) +
-                         ": pipeline parallelism is not implemented yet in this version (use --pp 1)");
+  require(c.micro_batches >= 1, "--micro-batches must be at least 1 (got " + std::to_string(c.micro_batches) + ")");
+  require(c.pp == 1 || c.dp_mode == DataParallelMode::ddp,
+          "--dp-mode naive runs without pipeline stages (torch.nn.DataParallel has none): use --pp 1 or --dp-mode ddp");
   require(c.accum >= 1, "--accum must be at least 1 (got " + std::to_string(c.accum) + ")");
   require(c.zero_stage >= 0 && c.zero_stage <= 3, "--zero must be 0, 1, 2 or 3 (got " +
                                                       std::to_string(c.zero_stage) + ")");
@@ -49,9 +50,10 @@ void validate_run_config(const RunConfig& c) {
   require(c.zero_stage == 0 || c.dp_mode == DataParallelMode::ddp,
           "--zero " + std::to_string(c.zero_stage) + " needs --dp-mode ddp (ZeRO shards across DDP ranks)");
   require(c.bucket_mb > 0.0 && c.bucket_mb <= 4096.0, "--bucket-mb must be in (0, 4096]");
-  const long long split = static_cast<long long>(c.dp) * c.accum;
+  const long long split = static_cast<long long>(c.dp) * c.accum * c.micro_batches;
   require(c.batch % split == 0, "--batch " + std::to_string(c.batch) + " does not split into --dp " +
                                     std::to_string(c.dp) + " x --accum " + std::to_string(c.accum) +
+                                    " x --micro-batches " + std::to_string(c.micro_batches) +
                                     " equal micro-batches (" + std::to_string(c.batch) + " is not a multiple of " +
                                     std::to_string(split) + ")");
   require(c.fail_rank < c.world_size(), "--inject-failure: rank " + std::to_string(c.fail_rank) +

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "parallel/pipeline_schedule.h"
+
 namespace shardscope {
 
 // How data-parallel ranks combine gradients: naive DataParallel (rank 0 is the
@@ -32,9 +34,12 @@ struct RunConfig {
   std::string metrics_out;         // JSONL file, one object per step; empty: none
 
   // Parallelism. --batch is the global batch of one optimizer step: it is split
-  // over dp ranks and accum micro-steps, micro_batch() sequences each.
+  // over dp ranks, accum steps and pipeline micro-batches, micro_batch()
+  // sequences each (as DeepSpeed's train_batch_size).
   int dp = 1;                      // data-parallel ranks
-  int pp = 1;                      // pipeline stages (only 1 today)
+  int pp = 1;                      // pipeline stages
+  int micro_batches = 1;           // pipeline micro-batches per accumulation step (m)
+  PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
   DataParallelMode dp_mode = DataParallelMode::ddp;
   int zero_stage = 0;              // 0: replicate everything; 1: shard optimizer states
   int accum = 1;                   // gradient accumulation micro-steps per optimizer step
@@ -46,7 +51,7 @@ struct RunConfig {
   std::int64_t fail_step = 1;
 
   int world_size() const { return dp * pp; }
-  int micro_batch() const { return batch / (dp * accum); }
+  int micro_batch() const { return batch / (dp * accum * micro_batches); }
 
   std::int64_t warmup_steps() const;
 };

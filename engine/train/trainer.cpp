@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "train/trainer.h"
 
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <exception>
+#include <map>
 #include <thread>
 
 #include "core/error.h"
@@ -13,6 +16,7 @@
 #include "parallel/ddp.h"
 #include "parallel/grid.h"
 #include "parallel/in_process_communicator.h"
+#include "parallel/pipeline_parallel.h"
 #include "parallel/zero.h"
 #include "train/adamw.h"
 
@@ -47,9 +51,21 @@ struct Trainer::Rank {
   MemoryLedger ledger;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;
-  std::unique_ptr<AdamW> optimizer;  // null on the replicas of naive DataParallel
-  std::unique_ptr<Communicator> dp_comm;
+  std::unique_ptr<AdamW> optimizer;              // null on the replicas of naive DataParallel
+  // One communicator per distinct group of ranks; the roles below may share one
+  // (with pp = 1 the data-parallel group is the whole world).
+  std::map<std::vector<int>, std::unique_ptr<Communicator>> groups;
+  Communicator* dp_comm = nullptr;         // the data-parallel peers of this stage
+  Communicator* pp_comm = nullptr;         // the stages of this data-parallel rank (pp > 1)
+  Communicator* embedding_comm = nullptr;  // first and last stage: the tied embedding's copies
+  Communicator* world_comm = nullptr;      // everyone: loss and evaluation totals
+  Communicator* group(InProcessWorld& world, const std::vector<int>& members) {
+    auto& slot = groups[members];
+    if (!slot) slot = world.communicator(rank, members);
+    return slot.get();
+  }
   std::unique_ptr<DdpReducer> reducer;
+  std::vector<PipelineAction> actions;           // this stage's schedule
   ZeroPartition partition{};
   Buffer comm_buffer;  // naive: rank 0's gradient gather buffer; ZeRO: padded gather staging
   // Filled by rank_step:
@@ -68,18 +84,34 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
   const int cores = config_.threads > 0 ? config_.threads : available_cores();
   const int threads_per_rank = std::max(1, cores / grid.world_size());
   const AdamWOptions adamw{0.9f, 0.95f, 1e-8f, config_.weight_decay};
+  const PipelineSchedule schedule = make_pipeline_schedule(config_.schedule, grid.pp(), config_.micro_batches);
+  // Each stage keeps as many micro-batches' activations as its schedule has in flight.
+  const PipelineTimeline timeline = simulate_pipeline_schedule(schedule, 1.0, 2.0);
+  std::vector<int> all(static_cast<std::size_t>(grid.world_size()));
+  for (int r = 0; r < grid.world_size(); ++r) all[static_cast<std::size_t>(r)] = r;
   for (int r = 0; r < grid.world_size(); ++r) {
     auto rank = std::make_unique<Rank>();
     rank->rank = r;
     rank->dp_rank = grid.dp_rank_of(r);
     rank->stage = grid.stage_of(r);
     rank->backend = make_cpu_backend(CpuBackendOptions{threads_per_rank});
-    rank->model = make_model(model_config, *rank->backend, rank->ledger);
-    rank->model->init_weights(config_.seed);  // every replica starts equal, as after DDP's initial broadcast
+    const StageLayers layers = pipeline_stage_layers(model_config, grid.pp(), rank->stage);
+    rank->model = make_model(model_config, layers, *rank->backend, rank->ledger);
+    rank->model->init_weights(config_.seed);  // every replica and stage starts as the one whole model would
     rank->model->set_checkpointing(config_.checkpoint);
     rank->model->set_event_sink(sink_, &clock_);
+    rank->model->set_activation_slots(
+        std::max(1, timeline.peak_micro_batches_in_flight[static_cast<std::size_t>(rank->stage)]));
+    rank->actions = schedule[static_cast<std::size_t>(rank->stage)];
     const std::int64_t P = rank->model->parameter_count();
-    rank->dp_comm = world_->communicator(r, grid.dp_group(rank->stage));
+    rank->dp_comm = rank->group(*world_, grid.dp_group(rank->stage));
+    rank->world_comm = rank->group(*world_, all);
+    if (grid.pp() > 1) {
+      rank->pp_comm = rank->group(*world_, grid.pipeline_group(rank->dp_rank));
+      if (rank->stage == 0 || rank->stage == grid.pp() - 1)
+        rank->embedding_comm =
+            rank->group(*world_, {grid.rank_at(0, rank->dp_rank), grid.rank_at(grid.pp() - 1, rank->dp_rank)});
+    }
     if (config_.dp_mode == DataParallelMode::naive) {
       if (rank->dp_rank == 0) {
         rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, adamw);
@@ -121,9 +153,8 @@ void Trainer::emit(const Event& event) {
 void Trainer::rank_step(Rank& rk) {
   const RunConfig& c = config_;
   const bool naive = c.dp_mode == DataParallelMode::naive;
-  const int dp = c.dp, T = c.seq, mb = c.micro_batch();
+  const int dp = c.dp, T = c.seq, mb = c.micro_batch(), m = c.micro_batches;
   const std::int64_t step = steps_done_ + 1;
-  const ModelKind kind = rk.model->config().kind;
   Model& model = *rk.model;
   CommTag tag{step, -1, -1};
   Event base;
@@ -132,129 +163,149 @@ void Trainer::rank_step(Rank& rk) {
   base.step = step;
   rk.forward_s = rk.backward_s = rk.optimizer_s = 0.0;
 
-  // The global batch: every rank derives the same samples from (seed, step).
-  // Naive DataParallel: only the master reads data; it scatters the micro-batches.
+  // The global batch: every rank derives the same samples from (seed, step), as
+  // every process of a real job reads its own data loader. Naive DataParallel:
+  // only the master reads data; it scatters the micro-batches.
   BatchData global;
   if (!naive || rk.dp_rank == 0)
-    global = dataset_->batch(kind, Split::train, c.seed, steps_done_, 0, c.batch, T);
+    global = dataset_->batch(model.config().kind, Split::train, c.seed, steps_done_, 0, c.batch, T);
   float scored = static_cast<float>(count_scored(global.targets));
   if (naive && dp > 1) {
     replicate_parameters(*rk.dp_comm, model.params(), model.parameter_count(), tag);
     rk.dp_comm->broadcast(&scored, 1, 0, tag);  // the master tells the replicas the loss denominator
   }
   rk.global_scored = static_cast<std::int64_t>(scored);
-  const double loss_rows = static_cast<double>(rk.global_scored) / dp;  // DDP averages over dp afterwards
 
   model.zero_grads();
   rk.loss_sum = 0.0f;
   for (int a = 0; a < c.accum; ++a) {
-    const bool last = a == c.accum - 1;
-    tag.micro_batch = a;
-    base.micro_batch = a;
-    model.set_event_context(base);
-    // Rank d's samples of micro-step a: [d * B/dp + a * mb, + mb).
-    std::vector<std::int32_t> ids, targets;
-    if (naive && dp > 1) {
-      std::vector<std::int32_t> all_ids, all_targets;
-      if (rk.dp_rank == 0) {
-        for (int d = 0; d < dp; ++d) {
-          const std::int64_t first = static_cast<std::int64_t>(d) * (c.batch / dp) + static_cast<std::int64_t>(a) * mb;
-          auto i = rows_of(global.input_ids, T, first, mb), t = rows_of(global.targets, T, first, mb);
-          all_ids.insert(all_ids.end(), i.begin(), i.end());
-          all_targets.insert(all_targets.end(), t.begin(), t.end());
+    // Micro-batch j of accumulation step a on data-parallel rank d holds samples
+    // [d B/dp + (a m + j) mb, + mb): the same global batch whatever the layout.
+    std::vector<std::vector<std::int32_t>> ids(static_cast<std::size_t>(m)), targets(ids.size());
+    for (int j = 0; j < m; ++j) {
+      const std::int64_t within = static_cast<std::int64_t>(a * m + j) * mb;
+      auto& i = ids[static_cast<std::size_t>(j)];
+      auto& t = targets[static_cast<std::size_t>(j)];
+      if (naive && dp > 1) {
+        std::vector<std::int32_t> all_ids, all_targets;
+        if (rk.dp_rank == 0) {
+          for (int d = 0; d < dp; ++d) {
+            const std::int64_t first = static_cast<std::int64_t>(d) * (c.batch / dp) + within;
+            auto di = rows_of(global.input_ids, T, first, mb), dt = rows_of(global.targets, T, first, mb);
+            all_ids.insert(all_ids.end(), di.begin(), di.end());
+            all_targets.insert(all_targets.end(), dt.begin(), dt.end());
+          }
         }
+        tag.micro_batch = a * m + j;
+        scatter_tokens(*rk.dp_comm, all_ids, i, static_cast<std::int64_t>(mb) * T, tag);
+        scatter_tokens(*rk.dp_comm, all_targets, t, static_cast<std::int64_t>(mb) * T, tag);
+      } else {
+        const std::int64_t first = static_cast<std::int64_t>(rk.dp_rank) * (c.batch / dp) + within;
+        i = rows_of(global.input_ids, T, first, mb);
+        t = rows_of(global.targets, T, first, mb);
       }
-      scatter_tokens(*rk.dp_comm, all_ids, ids, static_cast<std::int64_t>(mb) * T, tag);
-      scatter_tokens(*rk.dp_comm, all_targets, targets, static_cast<std::int64_t>(mb) * T, tag);
-    } else {
-      const std::int64_t first = static_cast<std::int64_t>(rk.dp_rank) * (c.batch / dp) + static_cast<std::int64_t>(a) * mb;
-      ids = rows_of(global.input_ids, T, first, mb);
-      targets = rows_of(global.targets, T, first, mb);
     }
-    const Batch batch{mb, T, ids.data(), targets.data(), nullptr, nullptr};
-
-    auto t0 = Clock::now();
-    const std::int64_t f0 = clock_.now_ns();
-    rk.loss_sum += model.forward(batch) * static_cast<float>(model.scored_rows());
-    rk.forward_s += seconds_since(t0);
-    Event span = base;
-    span.kind = EventKind::compute_span;
-    span.compute = ComputeKind::forward;
-    span.start_ns = f0;
-    span.end_ns = clock_.now_ns();
-    emit(span);
-    if (rk.rank == c.fail_rank && step == c.fail_step)
-      throw std::runtime_error("injected failure (--inject-failure) in forward of step " + std::to_string(step));
-
-    // DDP: only the last micro-step communicates (PyTorch's no_sync for the others).
-    DdpReducer* reducer = last ? rk.reducer.get() : nullptr;
+    const bool last_accum = a == c.accum - 1;
+    DdpReducer* reducer = rk.reducer.get();
     const InProcessWorld* world = world_.get();
-    model.set_gradient_ready_callback([reducer, world](std::int64_t frontier) {
-      if (world->aborted()) throw CommAborted(world->abort_message());
-      if (reducer != nullptr) reducer->gradients_ready(frontier);
-    });
-    t0 = Clock::now();
-    span.start_ns = clock_.now_ns();
-    if (reducer != nullptr) reducer->begin(model.grads(), tag);
+    PipelineStageRun run{model, nullptr, 0, nullptr, {}, {}, {}, 0.0, 0, {}, nullptr, nullptr, {}};
+    run.pipeline = rk.pp_comm;
+    run.stage = rk.stage;
+    run.actions = &rk.actions;
+    run.batch = [&](int j) {
+      return Batch{mb, T, ids[static_cast<std::size_t>(j)].data(), targets[static_cast<std::size_t>(j)].data(),
+                   nullptr, nullptr};
+    };
+    // DDP communicates only during the step's last backward (PyTorch's no_sync for the others).
+    run.before_backward = [&, reducer, world, last_accum](int j) {
+      if (rk.rank == c.fail_rank && step == c.fail_step)
+        throw std::runtime_error("injected failure (--inject-failure) before backward of step " +
+                                 std::to_string(step));
+      const bool arm = reducer != nullptr && last_accum && j == m - 1;
+      if (arm) reducer->begin(model.grads(), CommTag{step, -1, -1});
+      model.set_gradient_ready_callback([reducer, world, arm](std::int64_t frontier) {
+        if (world->aborted()) throw CommAborted(world->abort_message());
+        if (arm) reducer->gradients_ready(frontier);
+      });
+    };
+    run.after_backward = [&, reducer, last_accum](int j) {
+      if (reducer != nullptr && last_accum && j == m - 1) reducer->finish();
+    };
+    run.loss_rows = static_cast<double>(rk.global_scored) / dp;  // DDP averages over dp afterwards
+    run.micro_batch_offset = a * m;
+    run.tag = tag;
+    run.sink = sink_;
+    run.clock = &clock_;
+    run.event_base = base;
     try {
-      model.backward(loss_rows);
+      const PipelineStageResult r = run_pipeline_stage(run);
+      rk.loss_sum += r.loss_sum;
+      rk.forward_s += r.forward_s;
+      rk.backward_s += r.backward_s;
     } catch (...) {
-      if (reducer != nullptr) {
-        world_->abort(rk.rank, "rank " + std::to_string(rk.rank) + " failed in backward");
-        try {
+      world_->abort(rk.rank, "rank " + std::to_string(rk.rank) + " failed");
+      if (reducer != nullptr) try {
           reducer->finish();
         } catch (...) {
         }
-      }
       throw;
     }
-    if (reducer != nullptr) reducer->finish();
-    rk.backward_s += seconds_since(t0);
-    span.compute = ComputeKind::backward;
-    span.end_ns = clock_.now_ns();
-    emit(span);
   }
+  combine_and_update(rk, tag);
+}
 
-  // Combine gradients, update, and bring every replica up to date.
-  auto t0 = Clock::now();
-  base.micro_batch = -1;
+void Trainer::combine_and_update(Rank& rk, const CommTag& step_tag) {
+  const RunConfig& c = config_;
+  Model& model = *rk.model;
+  CommTag tag = step_tag;
   tag.micro_batch = -1;
-  Event span = base;
+  const auto t0 = Clock::now();
+  Event span;
   span.kind = EventKind::compute_span;
+  span.rank = rk.rank;
+  span.stage = rk.stage;
+  span.step = tag.step;
   span.compute = ComputeKind::optimizer;
   span.start_ns = clock_.now_ns();
   const std::int64_t P = model.parameter_count();
-  if (dp > 1) {
-    if (naive) reduce_gradients_to_master(*rk.dp_comm, model.grads(), P, rk.comm_buffer, tag);
-    rk.dp_comm->all_reduce(&rk.loss_sum, 1, ReduceOp::sum, tag);
-  }
+  if (c.dp > 1 && c.dp_mode == DataParallelMode::naive)
+    reduce_gradients_to_master(*rk.dp_comm, model.grads(), P, rk.comm_buffer, tag);
+  // The tied embedding's copies on the first and last stage get the sum of both gradients.
+  const ParameterEntry* tokens = model.layout().try_find("embed.tokens");
+  if (rk.embedding_comm != nullptr)
+    rk.embedding_comm->all_reduce(model.grads() + tokens->offset, tokens->numel, ReduceOp::sum, tag);
+  rk.world_comm->all_reduce(&rk.loss_sum, 1, ReduceOp::sum, tag);  // only last stages hold losses
   rk.lr = schedule_.at(steps_done_);
   if (rk.optimizer != nullptr) {
-    rk.grad_norm = global_grad_norm(*rk.backend, model.grads(), P);
+    // Global norm over all stages, counting the tied embedding once (its first-stage copy).
+    const std::int64_t skip = !model.stage().embedding && tokens != nullptr ? tokens->numel : 0;
+    float squares = static_cast<float>(rk.backend->sum_of_squares(model.grads() + skip, P - skip));
+    if (rk.pp_comm != nullptr) rk.pp_comm->all_reduce(&squares, 1, ReduceOp::sum, tag);
+    rk.grad_norm = std::sqrt(static_cast<double>(squares));
     rk.optimizer->step(model.params(), model.grads(), rk.lr, clip_factor(rk.grad_norm, c.grad_clip));
-    if (c.zero_stage >= 1 && dp > 1) all_gather_parameter_shards(*rk.dp_comm, model.params(), rk.partition, rk.comm_buffer, tag);
+    if (c.zero_stage >= 1 && c.dp > 1)
+      all_gather_parameter_shards(*rk.dp_comm, model.params(), rk.partition, rk.comm_buffer, tag);
   }
   rk.optimizer_s = seconds_since(t0);
   span.end_ns = clock_.now_ns();
   emit(span);
 
-  Event memory = base;
+  Event memory = span;
   memory.kind = EventKind::memory_sample;
   memory.start_ns = memory.end_ns = clock_.now_ns();
   memory.memory = rk.ledger.current().bytes;
   emit(memory);
 }
 
-StepMetrics Trainer::step() {
+void Trainer::on_every_rank(const std::function<void(Rank&)>& fn) {
   if (failed_) throw RankFailure("the run has stopped after a rank failed");
-  const auto start = Clock::now();
   const auto world = static_cast<std::size_t>(world_size());
   std::vector<std::exception_ptr> errors(world);
   std::vector<std::thread> threads;
   for (std::size_t r = 0; r < world; ++r) {
-    threads.emplace_back([this, r, &errors] {
+    threads.emplace_back([this, r, &errors, &fn] {
       try {
-        rank_step(*ranks_[r]);
+        fn(*ranks_[r]);
       } catch (const std::exception& e) {
         errors[r] = std::current_exception();
         world_->abort(static_cast<int>(r), e.what());
@@ -277,6 +328,7 @@ StepMetrics Trainer::step() {
       Event error;
       error.kind = EventKind::error;
       error.rank = static_cast<int>(r);
+      error.stage = ranks_[r]->stage;
       error.level = LogLevel::error;
       error.start_ns = error.end_ns = clock_.now_ns();
       error.set_text("rank " + std::to_string(r) + ": " + e.what());
@@ -290,7 +342,11 @@ StepMetrics Trainer::step() {
       failed_ = true;
       throw RankFailure("the ranks stopped: " + world_->abort_message());
     }
+}
 
+StepMetrics Trainer::step() {
+  const auto start = Clock::now();
+  on_every_rank([this](Rank& rank) { rank_step(rank); });
   const Rank& r0 = *ranks_[0];
   ++steps_done_;
   StepMetrics m;
@@ -324,18 +380,35 @@ StepMetrics Trainer::step() {
   return m;
 }
 
-float Trainer::evaluate() {
-  Model& model = *ranks_[0]->model;
-  const ModelKind kind = model.config().kind;
-  double sum = 0.0;
-  for (int i = 0; i < config_.eval_batches; ++i) {
+void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
+  // The validation samples in micro-batches of the training shape, dealt out to
+  // the data-parallel ranks and run through the stages forward only.
+  const int T = config_.seq, mb = config_.micro_batch(), pp = config_.pp;
+  const std::int64_t chunks = static_cast<std::int64_t>(config_.eval_batches) * config_.batch / mb;
+  Model& model = *rk.model;
+  model.use_slot(0);
+  CommTag tag{steps_done_, -1, -1};
+  for (std::int64_t k = rk.dp_rank; k < chunks; k += config_.dp) {
     // Step index 0 for every evaluation: the same validation batches each time.
-    const BatchData data = dataset_->batch(kind, Split::validation, config_.seed, 0,
-                                           static_cast<std::int64_t>(i) * config_.batch, config_.batch, config_.seq);
-    const Batch batch{data.B, data.T, data.input_ids.data(), data.targets.data(), nullptr, data.attention_mask.data()};
-    sum += model.forward(batch);
+    const BatchData data =
+        dataset_->batch(model.config().kind, Split::validation, config_.seed, 0, k * mb, mb, T);
+    const Batch batch{mb, T, data.input_ids.data(), data.targets.data(), nullptr, nullptr};
+    const std::int64_t count = static_cast<std::int64_t>(mb) * T * model.config().channels;
+    if (rk.stage > 0) rk.pp_comm->recv(model.stage_input(mb, T), count, rk.stage - 1, tag);
+    const float loss = model.forward(batch);
+    if (rk.stage < pp - 1) rk.pp_comm->send(model.stage_output(), count, rk.stage + 1, tag);
+    if (model.stage().head) {
+      loss_and_rows[0] += loss * static_cast<float>(model.scored_rows());
+      loss_and_rows[1] += static_cast<float>(model.scored_rows());
+    }
   }
-  return static_cast<float>(sum / config_.eval_batches);
+  rk.world_comm->all_reduce(loss_and_rows, 2, ReduceOp::sum, tag);
+}
+
+float Trainer::evaluate() {
+  std::vector<std::array<float, 2>> totals(ranks_.size(), {0.0f, 0.0f});
+  on_every_rank([&](Rank& rank) { rank_evaluate(rank, totals[static_cast<std::size_t>(rank.rank)].data()); });
+  return totals[0][1] > 0.0f ? totals[0][0] / totals[0][1] : 0.0f;
 }
 
 void Trainer::run(const std::function<void(const StepMetrics&)>& on_step, const std::atomic<bool>* stop) {

@@ -4,10 +4,12 @@
 // shard) and runs the same step; ranks talk only through their communicators.
 // With one rank this is plain single-process training.
 //
-// One optimizer step on every data-parallel rank d:
-//   for each of `accum` micro-steps: forward + backward of its micro-batch
-//   (the last micro-step's backward overlaps DDP's bucketed all-reduce),
-//   then the gradients are combined (DDP all-reduce / naive gather to rank 0),
+// One optimizer step on every rank (data-parallel rank d, pipeline stage s):
+//   for each of `accum` accumulation steps: the stage's pipeline schedule over
+//   m micro-batches (with one stage: forward then backward); the last backward
+//   overlaps DDP's bucketed all-reduce;
+//   then the gradients are combined (DDP all-reduce / naive gather to rank 0;
+//   the tied embedding's two copies summed across the first and last stage),
 //   the optimizer updates (everything, its ZeRO shard, or rank 0 only), and
 //   ZeRO shards are all-gathered.
 // A rank that throws aborts the communicators, so every rank stops.
@@ -24,6 +26,7 @@
 #include "data/text_dataset.h"
 #include "events/event.h"
 #include "model/model.h"
+#include "parallel/communicator.h"
 #include "train/lr_schedule.h"
 #include "train/run_config.h"
 
@@ -82,6 +85,11 @@ class Trainer {
  private:
   struct Rank;
   void rank_step(Rank& rank);
+  void rank_evaluate(Rank& rank, float* loss_and_rows);
+  void combine_and_update(Rank& rank, const CommTag& tag);
+  // Runs fn on every rank, each in its own thread; a rank that throws aborts
+  // the world, and the first rank's own error is rethrown as RankFailure.
+  void on_every_rank(const std::function<void(Rank&)>& fn);
   void emit(const Event& event);
 
   RunConfig config_;

@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // shardscope-cli as a user runs it: bad input gets a clear message and exit
 // code 2, never a crash; a short run writes the documented JSONL schema.
+#include <QDir>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
+#undef emit  // Qt's keyword macro would eat EventSink::emit
+
+#include "events/recording.h"
 
 class TestCli : public QObject {
   Q_OBJECT
@@ -27,6 +32,8 @@ class TestCli : public QObject {
   void bad_input_exits_2_with_a_message();
   void help_documents_every_flag();
   void short_run_writes_metrics_jsonl();
+  void export_writes_a_chrome_trace_atomically();
+  void export_bad_input_exits_2();
 
  private:
   QTemporaryDir dir_;
@@ -96,6 +103,79 @@ void TestCli::short_run_writes_metrics_jsonl() {
     QCOMPARE(memory["parameters"].toDouble(), 4.0 * 859392);  // gpt-tiny: 859,392 parameters
     QCOMPARE(memory["optimizer_states"].toDouble(), 8.0 * 859392);
   }
+}
+
+// A recording written here through the engine, exported by the CLI.
+void TestCli::export_writes_a_chrome_trace_atomically() {
+  const std::string recording = (dir_.path() + "/export.ssrun").toStdString();
+  {
+    shardscope::RecordingWriter writer(recording, R"({"model":"gpt-tiny"})");
+    shardscope::Event e;
+    e.kind = shardscope::EventKind::compute_span;
+    e.start_ns = 1'000'000;
+    e.end_ns = 3'000'000;
+    writer.emit(e);
+    e.kind = shardscope::EventKind::comm_span;
+    e.rank = 1;
+    e.start_ns = 3'000'000;
+    e.end_ns = 501'000'000;
+    writer.emit(e);
+    e.kind = shardscope::EventKind::log;
+    e.set_text("done");
+    writer.emit(e);
+  }
+  const QString trace = dir_.path() + "/trace.json";
+  QFile old(trace);
+  QVERIFY(old.open(QIODevice::WriteOnly));
+  old.write("old contents");
+  old.close();
+  const Result r = run({"export", "--chrome-trace", trace, QString::fromStdString(recording)});
+  QVERIFY2(r.code == 0, qPrintable(r.err));
+  QVERIFY2(r.out.contains("exported 3 events, 2 ranks, 0.500 s"), qPrintable(r.out));
+  QFile f(trace);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  const QJsonObject doc = QJsonDocument::fromJson(f.readAll()).object();
+  QVERIFY(doc["traceEvents"].isArray());
+  QVERIFY(doc["traceEvents"].toArray().size() > 3);
+  QVERIFY(!QFile::exists(trace + ".tmp"));
+}
+
+void TestCli::export_bad_input_exits_2() {
+  const QString text = dir_.path() + "/not_a_run.txt";
+  QFile t(text);
+  QVERIFY(t.open(QIODevice::WriteOnly));
+  t.write("hello, this is text\n");
+  t.close();
+  const QString good = dir_.path() + "/good.ssrun";
+  { shardscope::RecordingWriter writer(good.toStdString(), "{}"); }
+  const QString existing = dir_.path() + "/keep.json";
+  QFile k(existing);
+  QVERIFY(k.open(QIODevice::WriteOnly));
+  k.write("keep me");
+  k.close();
+  const QString directory = dir_.path() + "/a_directory";
+  QVERIFY(QDir().mkpath(directory));
+
+  const struct {
+    QStringList args;
+    QString message;
+  } cases[] = {
+      {{"export", "--chrome-trace", existing, "/no/such/run.ssrun"}, "/no/such/run.ssrun: cannot open the recording"},
+      {{"export", "--chrome-trace", existing, text}, "byte 0: not a ShardScope recording"},
+      {{"export", good}, "--chrome-trace FILE is required"},
+      {{"export", "--chrome-trace", existing}, "missing RUN.ssrun"},
+      {{"export", "--chrome-trace", "/no/dir/t.json", good}, "--chrome-trace: cannot write '/no/dir/t.json'"},
+      {{"export", "--chrome-trace", directory, good}, "--chrome-trace: cannot replace"},
+  };
+  for (const auto& c : cases) {
+    const Result r = run(c.args);
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(c.message), qPrintable(c.args.join(' ') + " -> stderr: " + r.err));
+  }
+  QFile kept(existing);  // a failed export leaves an existing file alone
+  QVERIFY(kept.open(QIODevice::ReadOnly));
+  QCOMPARE(kept.readAll(), QByteArray("keep me"));
+  QVERIFY(!QFile::exists(directory + ".tmp"));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -10,7 +10,12 @@
 #include <QTest>
 #undef emit  // Qt's keyword macro (absent under QT_NO_KEYWORDS) would eat EventSink::emit
 
+#include <pthread.h>
+#include <time.h>
+
 #include <atomic>
+#include <chrono>
+#include <csignal>
 #include <bit>
 #include <cstdio>
 #include <fstream>
@@ -172,11 +177,22 @@ void TestEvents::queue_full_ring_drops_spans_and_overflows_metrics_in_order() {
   QCOMPARE(queue.overflowed(), std::uint64_t{2});
 }
 
-// Four producers flood a ring of 8 while one consumer drains slowly.
-// Producer p's event i carries (rank p, step i) and redundant copies of both
+// Pauses a thread wherever the signal lands, e.g. between claiming a ring slot
+// and filling it, the case where a careless consumer lets a later overflowed
+// event overtake an earlier ring event of the same producer.
+extern "C" void pause_this_thread(int) {
+  timespec pause{0, 200'000};
+  nanosleep(&pause, nullptr);
+}
+
+// One round: four producers share a ring of 8 while a fifth thread keeps
+// pausing them at random points. First the consumer waits until the ring has
+// overflowed and dropped (both paths used), then it drains as fast as it can;
+// a producer paused after claiming a slot then stalls it while the others
+// overflow. Producer p's event i carries (rank p, step i) and redundant copies
 // in other fields, so a torn copy through the ring would show.
-void TestEvents::queue_many_producers_lose_nothing_undroppable() {
-  constexpr int kProducers = 4, kPerProducer = 20000;
+void stress_queue_once() {
+  constexpr int kProducers = 4, kPerProducer = 50000;
   constexpr EventKind kPattern[8] = {EventKind::step_metrics, EventKind::compute_span, EventKind::comm_span,
                                      EventKind::log,          EventKind::shard,        EventKind::memory_sample,
                                      EventKind::error,        EventKind::compute_span};
@@ -185,6 +201,7 @@ void TestEvents::queue_many_producers_lose_nothing_undroppable() {
   std::vector<std::thread> producers;
   for (int p = 0; p < kProducers; ++p)
     producers.emplace_back([&, p] {
+      volatile int busy = 0;
       for (int i = 0; i < kPerProducer; ++i) {
         Event e = make(kPattern[i % 8], i);
         e.rank = p;
@@ -192,18 +209,21 @@ void TestEvents::queue_many_producers_lose_nothing_undroppable() {
         e.memory[5] = i;
         e.set_text(std::to_string(p) + ":" + std::to_string(i));
         queue.emit(e);
+        for (int work = 0; work < 300; ++work) busy = busy + 1;  // the engine's work between events
       }
       finished.fetch_add(1);
     });
-
+  std::thread pauser([&] {
+    while (finished.load() < kProducers) {
+      for (auto& t : producers) pthread_kill(t.native_handle(), SIGUSR1);  // not joined yet: handles valid
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+    }
+  });
   std::vector<Event> out;
-  // Wait until the ring has overflowed and dropped, so both paths are exercised.
   while ((queue.overflowed() == 0 || queue.dropped() == 0) && finished.load() < kProducers)
     std::this_thread::yield();
-  for (int round = 0; finished.load() < kProducers; ++round) {
-    queue.drain(out, 3);
-    if (round % 16 == 0) std::this_thread::yield();
-  }
+  while (finished.load() < kProducers) queue.drain(out, 64);
+  pauser.join();
   for (auto& t : producers) t.join();
   while (queue.drain(out, 1000) > 0) {
   }
@@ -234,6 +254,18 @@ void TestEvents::queue_many_producers_lose_nothing_undroppable() {
     produced *= kProducers;
     QCOMPARE(delivered[k] + queue.dropped(static_cast<EventKind>(k)), produced);
   }
+}
+
+// Several rounds, because the interleavings that break a careless queue come
+// by chance (a broken take-overflow check failed about half the rounds).
+void TestEvents::queue_many_producers_lose_nothing_undroppable() {
+  struct sigaction pause_action {}, previous_action{};
+  pause_action.sa_handler = pause_this_thread;
+  sigemptyset(&pause_action.sa_mask);
+  pause_action.sa_flags = SA_RESTART;
+  QCOMPARE(sigaction(SIGUSR1, &pause_action, &previous_action), 0);
+  for (int round = 0; round < 10 && !QTest::currentTestFailed(); ++round) stress_queue_once();
+  sigaction(SIGUSR1, &previous_action, nullptr);
 }
 
 void TestEvents::fan_out_reaches_every_sink() {

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Pipeline parallelism (GPipe, Huang et al. 2019; 1F1B, Narayanan et al. 2021):
+// each stage holds a contiguous block of layers and runs its list of actions
+// from pipeline_schedule.h, one micro-batch at a time: forward and backward on
+// its own layers, activations sent to the next stage, their gradients back to
+// the previous one. Every transfer is a send/recv on the pipeline group and so
+// an event; every forward and backward is a compute span with its micro-batch.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "events/event.h"
+#include "model/model.h"
+#include "parallel/communicator.h"
+#include "parallel/pipeline_schedule.h"
+
+namespace shardscope {
+
+struct PipelineStageRun {
+  Model& model;
+  Communicator* pipeline = nullptr;  // group of the stages of this data-parallel rank; null with one stage
+  int stage = 0;
+  const std::vector<PipelineAction>* actions = nullptr;  // this stage's schedule
+  // The data of micro-batch j; the vectors behind it live until the run ends.
+  std::function<Batch(int micro_batch)> batch;
+  // Called just before the backward of micro-batch j (DDP arms its reducer on the last).
+  std::function<void(int micro_batch)> before_backward;
+  std::function<void(int micro_batch)> after_backward;
+  double loss_rows = 0.0;     // each scored position weighs 1 / loss_rows (see Model::backward)
+  int micro_batch_offset = 0; // added to j in events and tags (accumulation steps before this one)
+  CommTag tag;                // step of the run
+  EventSink* sink = nullptr;
+  const RunClock* clock = nullptr;
+  Event event_base;           // rank, stage, step
+};
+
+struct PipelineStageResult {
+  float loss_sum = 0.0f;  // sum over the micro-batches of mean loss x scored positions (last stage only)
+  double forward_s = 0.0;
+  double backward_s = 0.0;
+};
+
+// Runs the stage's actions in order. Micro-batch j uses activation slot
+// j % model.activation_slots(): the schedule's in-flight micro-batches fit by
+// construction (see Trainer). Throws CommAborted if the world is aborted.
+PipelineStageResult run_pipeline_stage(const PipelineStageRun& run);
+
+}  // namespace shardscope
