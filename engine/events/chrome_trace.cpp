@@ -4,7 +4,9 @@
 #include "events/chrome_trace.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -15,10 +17,22 @@ using nlohmann::json;
 
 enum Track : int { kLogTrack = 0, kComputeTrack = 1, kCommTrack = 2, kShardTrack = 3, kTrackCount = 4 };
 constexpr const char* kTrackNames[kTrackCount] = {"steps & logs", "compute", "communication", "ZeRO shards"};
+constexpr int kMaxLanes = 1000;
 
 std::int64_t pid_of(std::int32_t rank) { return std::int64_t{rank} + 1; }
-std::int64_t tid_of(std::int32_t rank, Track track) { return pid_of(rank) * 10 + track; }
+std::int64_t tid_of(std::int32_t rank, int track, int lane = 0) {
+  return pid_of(rank) * 10000 + track * kMaxLanes + lane;
+}
 double micros(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+// The double closest to the float's shortest decimal form, so 3e-4f is
+// written 0.0003 and not 0.0003000000142492354.
+double decimal(float value) {
+  char text[32];
+  const auto result = std::to_chars(text, text + sizeof text - 1, value);
+  *result.ptr = '\0';
+  return std::strtod(text, nullptr);
+}
 
 Track track_of(EventKind kind) {
   switch (kind) {
@@ -27,6 +41,44 @@ Track track_of(EventKind kind) {
     case EventKind::shard: return kShardTrack;
     default: return kLogTrack;
   }
+}
+
+bool is_span(EventKind kind) { return track_of(kind) != kLogTrack; }
+
+// Viewers require the spans of one thread to nest: two transfers of a rank
+// that overlap without nesting (a send still waiting for its receiver while the
+// next one starts) go to a second lane, shown as "communication 2", and so on.
+// Returns each span's lane and, per (rank, track), how many lanes it uses.
+std::vector<int> assign_lanes(const std::vector<Event>& events, std::map<std::pair<int, int>, int>& lanes_used) {
+  std::map<std::pair<int, int>, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < events.size(); ++i)
+    if (is_span(events[i].kind)) groups[{events[i].rank, track_of(events[i].kind)}].push_back(i);
+  std::vector<int> lane_of(events.size(), 0);
+  for (auto& [key, spans] : groups) {
+    // Parents before children: by start, then longest first.
+    std::stable_sort(spans.begin(), spans.end(), [&](std::size_t a, std::size_t b) {
+      if (events[a].start_ns != events[b].start_ns) return events[a].start_ns < events[b].start_ns;
+      return events[a].end_ns > events[b].end_ns;
+    });
+    std::vector<std::vector<std::int64_t>> open_ends;  // per lane: ends of the spans still open
+    for (std::size_t i : spans) {
+      const Event& e = events[i];
+      const std::int64_t end = std::max(e.start_ns, e.end_ns);
+      int lane = 0;
+      for (;; ++lane) {
+        if (lane == static_cast<int>(open_ends.size())) open_ends.emplace_back();
+        auto& stack = open_ends[static_cast<std::size_t>(lane)];
+        while (!stack.empty() && stack.back() <= e.start_ns) stack.pop_back();
+        if (stack.empty() || end <= stack.back() || lane == kMaxLanes - 1) {
+          stack.push_back(end);
+          break;
+        }
+      }
+      lane_of[i] = lane;
+    }
+    lanes_used[key] = static_cast<int>(open_ends.size());
+  }
+  return lane_of;
 }
 
 // Writes the comma-separated lines of the traceEvents array.
@@ -45,20 +97,12 @@ class TraceOut {
   bool first_ = true;
 };
 
-json base(const Event& e, const char* phase, Track track) {
-  return {{"ph", phase}, {"pid", pid_of(e.rank)}, {"tid", tid_of(e.rank, track)}, {"ts", micros(e.start_ns)}};
-}
-
-json span(const Event& e, std::string name, const char* category, Track track) {
-  json j = base(e, "X", track);
-  j["name"] = std::move(name);
-  j["cat"] = category;
-  j["dur"] = micros(std::max<std::int64_t>(0, e.end_ns - e.start_ns));
-  return j;
+json base(const Event& e, const char* phase, std::int64_t tid) {
+  return {{"ph", phase}, {"pid", pid_of(e.rank)}, {"tid", tid}, {"ts", micros(e.start_ns)}};
 }
 
 json counter(const Event& e, const char* name, json args) {
-  json j = base(e, "C", kLogTrack);
+  json j = base(e, "C", tid_of(e.rank, kLogTrack));
   j["name"] = name;
   j["args"] = std::move(args);
   return j;
@@ -68,106 +112,103 @@ std::string suffix(const char* label, std::int64_t value) {
   return value >= 0 ? std::string(" ") + label + std::to_string(value) : std::string();
 }
 
-void write_event(const Event& e, TraceOut& trace) {
-  switch (e.kind) {
-    case EventKind::compute_span: {
-      json j = span(e, std::string(compute_kind_name(e.compute)) + suffix("L", e.layer) + suffix("mb ", e.micro_batch),
-                    "compute", kComputeTrack);
-      j["args"] = {{"step", e.step}, {"micro_batch", e.micro_batch}, {"layer", e.layer}};
-      trace.write(j);
-      return;
-    }
-    case EventKind::comm_span: {
-      std::string name(comm_op_name(e.op));
-      if (e.phase != RingPhase::none) name += " (" + std::string(ring_phase_name(e.phase)) + ")";
-      json j = span(e, std::move(name), "comm", kCommTrack);
-      j["args"] = {{"step", e.step},       {"micro_batch", e.micro_batch}, {"bucket", e.bucket},
-                   {"ring_step", e.ring_step}, {"chunk", e.chunk},          {"src", e.src},
-                   {"dst", e.dst},         {"bytes", e.bytes},             {"phase", ring_phase_name(e.phase)}};
-      trace.write(j);
-      return;
-    }
-    case EventKind::shard: {
-      const char* action = e.shard_action == ShardAction::gather ? "gather" : "release";
-      json j = span(e, action + suffix("L", e.layer), "shard", kShardTrack);
-      j["args"] = {{"step", e.step}, {"layer", e.layer}, {"bytes", e.bytes}, {"action", action}};
-      trace.write(j);
-      return;
-    }
-    case EventKind::memory_sample: {
-      json bytes = json::object();
-      for (std::size_t i = 0; i < kMemoryCategoryCount; ++i)
-        bytes[std::string(memory_category_name(kAllMemoryCategories[i]))] = e.memory[i];
-      trace.write(counter(e, "memory (bytes)", std::move(bytes)));
-      return;
-    }
-    case EventKind::step_metrics: {
-      trace.write(counter(e, "loss", {{"loss", e.loss}}));
-      if (e.has_eval_loss) trace.write(counter(e, "eval loss", {{"eval_loss", e.eval_loss}}));
-      trace.write(counter(e, "tokens/s", {{"tokens_per_s", e.tokens_per_s}}));
-      trace.write(counter(e, "lr", {{"lr", e.lr}}));
-      trace.write(counter(e, "grad norm", {{"grad_norm", e.grad_norm}}));
-      // An instant too, so clicking the step shows all its figures together.
-      json j = base(e, "i", kLogTrack);
-      j["name"] = "step " + std::to_string(e.step);
-      j["cat"] = "step";
-      j["s"] = "t";
-      j["args"] = {{"step", e.step}, {"loss", e.loss}, {"lr", e.lr}, {"grad_norm", e.grad_norm},
-                   {"tokens_per_s", e.tokens_per_s}};
-      if (e.has_eval_loss) j["args"]["eval_loss"] = e.eval_loss;
-      trace.write(j);
-      return;
-    }
-    case EventKind::log:
-    case EventKind::error: {
-      json j = base(e, "i", kLogTrack);
-      j["name"] = std::string(e.text_view());
-      j["cat"] = e.kind == EventKind::error ? "error" : "log";
-      j["s"] = e.kind == EventKind::error ? "p" : "t";  // an error marks the whole rank
-      static constexpr const char* kLevels[] = {"debug", "info", "warning", "error"};
-      const auto level = static_cast<std::size_t>(e.level);
-      j["args"] = {{"step", e.step}, {"level", level < 4 ? kLevels[level] : "?"}, {"text", e.text_view()}};
-      trace.write(j);
-      return;
-    }
+// A compute, comm or shard event as a complete ("X") event on its lane.
+json span(const Event& e, int lane) {
+  json j = base(e, "X", tid_of(e.rank, track_of(e.kind), lane));
+  j["dur"] = micros(std::max<std::int64_t>(0, e.end_ns - e.start_ns));
+  if (e.kind == EventKind::compute_span) {
+    j["name"] = std::string(compute_kind_name(e.compute)) + suffix("L", e.layer) + suffix("mb ", e.micro_batch);
+    j["cat"] = "compute";
+    j["args"] = {{"step", e.step}, {"micro_batch", e.micro_batch}, {"layer", e.layer}};
+  } else if (e.kind == EventKind::comm_span) {
+    std::string name(comm_op_name(e.op));
+    if (e.phase != RingPhase::none) name += " (" + std::string(ring_phase_name(e.phase)) + ")";
+    j["name"] = std::move(name);
+    j["cat"] = "comm";
+    j["args"] = {{"step", e.step},   {"micro_batch", e.micro_batch}, {"bucket", e.bucket}, {"ring_step", e.ring_step},
+                 {"chunk", e.chunk}, {"src", e.src},  {"dst", e.dst}, {"bytes", e.bytes}, {"phase", ring_phase_name(e.phase)}};
+  } else {
+    const char* action = e.shard_action == ShardAction::gather ? "gather" : "release";
+    j["name"] = action + suffix("L", e.layer);
+    j["cat"] = "shard";
+    j["args"] = {{"step", e.step}, {"layer", e.layer}, {"bytes", e.bytes}, {"action", action}};
   }
+  return j;
+}
+
+void write_point_event(const Event& e, TraceOut& trace) {
+  const std::int64_t tid = tid_of(e.rank, kLogTrack);
+  if (e.kind == EventKind::memory_sample) {
+    json bytes = json::object();
+    for (std::size_t i = 0; i < kMemoryCategoryCount; ++i)
+      bytes[std::string(memory_category_name(kAllMemoryCategories[i]))] = e.memory[i];
+    trace.write(counter(e, "memory (bytes)", std::move(bytes)));
+  } else if (e.kind == EventKind::step_metrics) {
+    trace.write(counter(e, "loss", {{"loss", decimal(e.loss)}}));
+    if (e.has_eval_loss) trace.write(counter(e, "eval loss", {{"eval_loss", decimal(e.eval_loss)}}));
+    trace.write(counter(e, "tokens/s", {{"tokens_per_s", decimal(e.tokens_per_s)}}));
+    trace.write(counter(e, "lr", {{"lr", decimal(e.lr)}}));
+    trace.write(counter(e, "grad norm", {{"grad_norm", decimal(e.grad_norm)}}));
+    // An instant too, so clicking the step shows all its figures together.
+    json j = base(e, "i", tid);
+    j["name"] = "step " + std::to_string(e.step);
+    j["cat"] = "step";
+    j["s"] = "t";
+    j["args"] = {{"step", e.step}, {"loss", decimal(e.loss)}, {"lr", decimal(e.lr)},
+                 {"grad_norm", decimal(e.grad_norm)}, {"tokens_per_s", decimal(e.tokens_per_s)}};
+    if (e.has_eval_loss) j["args"]["eval_loss"] = decimal(e.eval_loss);
+    trace.write(j);
+  } else {  // log, error
+    json j = base(e, "i", tid);
+    j["name"] = std::string(e.text_view());
+    j["cat"] = e.kind == EventKind::error ? "error" : "log";
+    j["s"] = e.kind == EventKind::error ? "p" : "t";  // an error marks the whole rank
+    static constexpr const char* kLevels[] = {"debug", "info", "warning", "error"};
+    const auto level = static_cast<std::size_t>(e.level);
+    j["args"] = {{"step", e.step}, {"level", level < 4 ? kLevels[level] : "?"}, {"text", e.text_view()}};
+    trace.write(j);
+  }
+}
+
+json metadata(const char* what, std::int64_t pid, std::int64_t tid, json args) {
+  return {{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", what}, {"args", std::move(args)}};
 }
 
 }  // namespace
 
 void write_chrome_trace(const std::vector<Event>& events, const std::string& metadata_json, std::ostream& out) {
-  // First pass: which ranks exist, their stage, and which tracks each uses.
-  struct RankInfo {
-    std::int32_t stage = 0;
-    bool used[kTrackCount] = {};
-  };
-  std::map<std::int32_t, RankInfo> ranks;
+  std::map<std::int32_t, std::int32_t> stage_of;  // rank -> stage of its first event
+  std::map<std::pair<int, int>, int> lanes_used;  // (rank, track) -> lanes
   for (const Event& e : events) {
-    auto [it, inserted] = ranks.try_emplace(e.rank);
-    if (inserted) it->second.stage = e.stage;
-    it->second.used[track_of(e.kind)] = true;
+    stage_of.try_emplace(e.rank, e.stage);
+    if (!is_span(e.kind)) lanes_used[{e.rank, kLogTrack}] = 1;
   }
+  const std::vector<int> lane_of = assign_lanes(events, lanes_used);
 
   const json other = {{"producer", "ShardScope"}, {"run", metadata_json.empty() ? "{}" : metadata_json}};
   out << "{\"displayTimeUnit\":\"ms\",\"otherData\":" << other.dump(-1, ' ', false, json::error_handler_t::replace)
       << ",\"traceEvents\":[";
   TraceOut trace(out);
-  for (const auto& [rank, info] : ranks) {
+  for (const auto& [rank, stage] : stage_of) {
     const std::int64_t pid = pid_of(rank);
-    trace.write({{"ph", "M"}, {"pid", pid}, {"tid", tid_of(rank, kLogTrack)}, {"name", "process_name"},
-                 {"args", {{"name", "rank " + std::to_string(rank) + " (stage " + std::to_string(info.stage) + ")"}}}});
-    trace.write({{"ph", "M"}, {"pid", pid}, {"tid", tid_of(rank, kLogTrack)}, {"name", "process_sort_index"},
-                 {"args", {{"sort_index", rank}}}});
-    for (int t = 0; t < kTrackCount; ++t) {
-      if (!info.used[t]) continue;
-      const std::int64_t tid = tid_of(rank, static_cast<Track>(t));
-      trace.write({{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", "thread_name"},
-                   {"args", {{"name", kTrackNames[t]}}}});
-      trace.write({{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", "thread_sort_index"},
-                   {"args", {{"sort_index", t}}}});
+    trace.write(metadata("process_name", pid, tid_of(rank, kLogTrack),
+                         {{"name", "rank " + std::to_string(rank) + " (stage " + std::to_string(stage) + ")"}}));
+    trace.write(metadata("process_sort_index", pid, tid_of(rank, kLogTrack), {{"sort_index", rank}}));
+    for (int track = 0; track < kTrackCount; ++track) {
+      const auto used = lanes_used.find({rank, track});
+      if (used == lanes_used.end()) continue;
+      for (int lane = 0; lane < used->second; ++lane) {
+        const std::int64_t tid = tid_of(rank, track, lane);
+        const std::string name = kTrackNames[track] + (lane > 0 ? " " + std::to_string(lane + 1) : std::string());
+        trace.write(metadata("thread_name", pid, tid, {{"name", name}}));
+        trace.write(metadata("thread_sort_index", pid, tid, {{"sort_index", track * kMaxLanes + lane}}));
+      }
     }
   }
-  for (const Event& e : events) write_event(e, trace);
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (is_span(events[i].kind)) trace.write(span(events[i], lane_of[i]));
+    else write_point_event(events[i], trace);
+  }
   out << "\n]}\n";
 }
 

@@ -4,13 +4,17 @@
 //
 // Mapping:
 //   one process per rank, pid = rank + 1 (pid 0 is special to some viewers),
-//   named "rank R (stage S)" and sorted by rank; in it, one thread (track) each,
-//   tid = pid * 10 + track, so tids are unique across processes:
-//     +0 "steps & logs": step instants, log and error instants ("i")
-//     +1 "compute":      forward/backward/recompute/optimizer spans ("X")
-//     +2 "communication": transfers ("X"), on their own track so overlap with
-//                         compute is visible
-//     +3 "ZeRO shards":   parameter gather/release spans ("X")
+//   named "rank R (stage S)" and sorted by rank; in it one thread (track) per
+//   kind of activity, tid = pid * 10000 + track * 1000 + lane, so tids are
+//   unique across processes:
+//     track 0 "steps & logs":  step instants, log and error instants ("i")
+//     track 1 "compute":       forward/backward/recompute/optimizer spans ("X")
+//     track 2 "communication": transfers ("X"), on their own track so overlap
+//                              with compute is visible
+//     track 3 "ZeRO shards":   parameter gather/release spans ("X")
+//   Spans of one track must nest for the viewers; a span that overlaps another
+//   without nesting (a send still waiting for its receiver when the next one
+//   starts) goes to the next lane, a thread named e.g. "communication 2".
 //   step_metrics also become counters ("C"): loss, eval loss, tokens/s, lr,
 //   grad norm; memory_sample a "memory (bytes)" counter with one series per
 //   category. Times are microseconds (ts, dur), as the format requires.

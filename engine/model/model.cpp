@@ -15,6 +15,15 @@
 
 namespace shardscope {
 
+namespace {
+// FNV-1a: a name hash that is the same with every compiler and library (std::hash is not).
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : text) h = (h ^ ch) * 0x100000001b3ull;
+  return h;
+}
+}  // namespace
+
 Model::Model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger)
     : Model(config, whole_model_stage(config), backend, ledger) {}
 
@@ -47,7 +56,7 @@ void Model::init_weights(std::uint64_t seed) {
     float* w = base + e.offset;
     // One stream per parameter name: every pipeline stage (and a tied copy)
     // initialises a parameter exactly as the whole model does.
-    Rng rng(mix_seed(seed, std::hash<std::string>{}(e.name)));
+    Rng rng(mix_seed(seed, fnv1a(e.name)));
     const bool is_ln = e.name.find("ln") != std::string::npos;
     const bool is_bias = e.name.ends_with("bias");
     if (is_ln && e.name.ends_with("weight")) {

@@ -50,7 +50,7 @@ class CollectingSink : public EventSink {
 // fails the test instead of blocking the suite; if even that frees no one,
 // the process ends.
 std::vector<std::exception_ptr> run_ranks(InProcessWorld& world, const std::function<void(int)>& body,
-                                          std::chrono::milliseconds limit = 60s, bool* watchdog_fired = nullptr) {
+                                          std::chrono::milliseconds limit = 20s, bool* watchdog_fired = nullptr) {
   const int n = world.world_size();
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
   std::mutex mutex;
@@ -95,7 +95,7 @@ std::string message_of(const std::exception_ptr& e) {
 #define RUN_RANKS(world, ...)                                                                                \
   do {                                                                                                       \
     bool fired = false;                                                                                      \
-    const auto errors = run_ranks(world, __VA_ARGS__, 60s, &fired);                                          \
+    const auto errors = run_ranks(world, __VA_ARGS__, 20s, &fired);                                          \
     QVERIFY2(!fired, "watchdog: the ranks hung");                                                            \
     for (std::size_t r = 0; r < errors.size(); ++r)                                                          \
       if (errors[r])                                                                                         \

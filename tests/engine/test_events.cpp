@@ -135,6 +135,7 @@ class TestEvents : public QObject {
   void recording_writer_reports_an_unwritable_path();
   void recording_keeps_chinese_text_and_metadata();
   void chrome_trace_has_ranks_tracks_and_microseconds();
+  void chrome_trace_puts_overlapping_spans_on_separate_lanes();
 
  private:
   QTemporaryDir dir_;
@@ -539,6 +540,44 @@ void TestEvents::chrome_trace_has_ranks_tracks_and_microseconds() {
       QCOMPARE(i["pid"].toInt(), process_pid["rank 1 (stage 1)"]);
     }
   QVERIFY(log_found);
+}
+
+// Two sends of rank 0 that overlap without nesting cannot share a thread
+// (viewers drop or misdraw misnested slices); a span inside another can.
+void TestEvents::chrome_trace_puts_overlapping_spans_on_separate_lanes() {
+  auto comm = [](std::int64_t start, std::int64_t end) {
+    Event e = make(EventKind::comm_span, 1);
+    e.op = CommOp::send;
+    e.start_ns = start;
+    e.end_ns = end;
+    return e;
+  };
+  Event stage = make(EventKind::compute_span, 1);
+  stage.start_ns = 0;
+  stage.end_ns = 10'000;
+  Event layer = stage;  // nested in the stage span
+  layer.layer = 0;
+  layer.start_ns = 1'000;
+  layer.end_ns = 2'000;
+  // Emitted out of time order, as a receiver thread may emit them.
+  const std::vector<Event> events = {comm(3'000, 8'000), layer, stage, comm(1'000, 5'000), comm(5'000, 6'000)};
+  std::ostringstream out;
+  write_chrome_trace(events, "{}", out);
+  const QJsonArray trace = QJsonDocument::fromJson(QByteArray::fromStdString(out.str())).object()["traceEvents"].toArray();
+  QMap<double, int> comm_tid, compute_tid;  // by ts
+  QMap<int, QString> thread_names;
+  for (const QJsonValue& v : trace) {
+    const QJsonObject o = v.toObject();
+    if (o["ph"] == "M" && o["name"] == "thread_name") thread_names[o["tid"].toInt()] = o["args"]["name"].toString();
+    if (o["ph"] == "X" && o["cat"] == "comm") comm_tid[o["ts"].toDouble()] = o["tid"].toInt();
+    if (o["ph"] == "X" && o["cat"] == "compute") compute_tid[o["ts"].toDouble()] = o["tid"].toInt();
+  }
+  QCOMPARE(comm_tid.size(), 3);
+  QVERIFY(comm_tid[1.0] != comm_tid[3.0]);   // [1, 5) and [3, 8) overlap: two lanes
+  QCOMPARE(comm_tid[5.0], comm_tid[1.0]);    // [5, 6) starts when [1, 5) ends: back on the first lane
+  QCOMPARE(thread_names[comm_tid[1.0]], QString("communication"));
+  QCOMPARE(thread_names[comm_tid[3.0]], QString("communication 2"));
+  QCOMPARE(compute_tid[0.0], compute_tid[1.0]);  // nesting is fine on one thread
 }
 
 QTEST_GUILESS_MAIN(TestEvents)
