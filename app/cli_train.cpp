@@ -73,7 +73,8 @@ int run_train(const std::vector<std::string>& args) {
                     "How ranks combine gradients: ddp (ring all-reduce in buckets, overlapped with backward) or\n"
                     "      naive (torch.nn.DataParallel: rank 0 scatters, gathers, updates and broadcasts)",
                     &dp_mode);
-  parser.add_int("--zero", "ZeRO stage: 0 (replicated) or 1 (optimizer states sharded); 2 and 3 are not built yet",
+  parser.add_int("--zero",
+                 "ZeRO stage: 0 replicated, 1 optimizer states sharded, 2 + gradients, 3 + parameters (pp 1 only)",
                  &config.zero_stage, 0, 3);
   parser.add_int("--accum", "Gradient accumulation micro-steps per optimizer step", &config.accum, 1, 1'000'000);
   parser.add_string("--checkpoint", "none|full",

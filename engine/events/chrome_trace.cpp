@@ -199,7 +199,8 @@ void write_chrome_trace(const std::vector<Event>& events, const std::string& met
       if (used == lanes_used.end()) continue;
       for (int lane = 0; lane < used->second; ++lane) {
         const std::int64_t tid = tid_of(rank, track, lane);
-        const std::string name = kTrackNames[track] + (lane > 0 ? " " + std::to_string(lane + 1) : std::string());
+        std::string name = kTrackNames[track];
+        if (lane > 0) name.append(" ").append(std::to_string(lane + 1));
         trace.write(metadata("thread_name", pid, tid, {{"name", name}}));
         trace.write(metadata("thread_sort_index", pid, tid, {{"sort_index", track * kMaxLanes + lane}}));
       }

@@ -34,6 +34,7 @@ void BertModel::forward_impl(const Batch& batch) {
   Activations& a = acts();
   Backend& be = backend_;
   if (stage_.embedding) {
+    parameters_needed(0);
     // Token types default to segment 0.
     auto& types = slot().type_ids;
     types.assign(static_cast<std::size_t>(BT), 0);
@@ -42,9 +43,12 @@ void BertModel::forward_impl(const Batch& batch) {
                          C);
     be.layernorm_forward(a.embed_ln_out, a.embed_ln_mean, a.embed_ln_rstd, a.embed_sum, w_.embed_ln_w,
                          w_.embed_ln_b, BT, C, config_.ln_eps);
+    parameters_done(0);
   }
   layers_forward(batch);
   if (!stage_.head) return;
+  parameters_needed(head_unit());
+  parameters_needed(0);  // the tied token embedding
   const float* x = stage_output();
   be.linear_forward(a.head_dense, x, w_.head_dense_w, w_.head_dense_b, BT, C, C);
   be.gelu_forward(a.head_gelu, a.head_dense, n, config_.gelu);
@@ -58,6 +62,8 @@ void BertModel::forward_impl(const Batch& batch) {
                         w_.pooler_w, w_.pooler_b, 1, C, C);
     be.tanh_forward(a.pooled, a.pooled, static_cast<std::int64_t>(B) * C);
   }
+  parameters_done(0);
+  parameters_done(head_unit());
 }
 
 void BertModel::layer_backward(int l, const float* x, int B, int T) {
@@ -87,7 +93,11 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
   const Activations& a = acts();
   BackwardScratch& s = scratch_;
   Backend& be = backend_;
+  gradients_needed(0);  // the token embedding's gradient builds up over the whole backward
   if (stage_.head) {
+    gradients_needed(head_unit());
+    parameters_needed(head_unit());
+    parameters_needed(0);
     be.cross_entropy_backward(s.d_logits, a.logits, batch.targets, BT, V, dloss_per_row);
     // MLM head, tied to the token embedding. The pooler is not part of the loss.
     be.linear_backward(s.d_a, dw_.tokens, dw_.decoder_bias, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V);
@@ -96,22 +106,32 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
     be.gelu_backward(s.d_qkv, s.d_qkv, a.head_dense, n, config_.gelu);
     be.linear_backward(s.d_res, dw_.head_dense_w, dw_.head_dense_b, s.d_qkv, stage_output(), w_.head_dense_w, BT, C,
                        C);
+    parameters_done(0);
+    parameters_done(head_unit());
     gradients_ready(layout_.find("mlm.dense.weight").offset);  // the pooler after it has no gradient
+    gradients_done(head_unit());
   }  // else d_res holds the gradient of this stage's output, received from the next stage
   for (int l = stage_.end_layer - 1; l >= stage_.first_layer; --l) {
+    parameters_needed(1 + l);
+    gradients_needed(1 + l);
     prepare_layer_backward(l, batch);
     const std::int64_t start = now_ns();
     layer_backward(l, layer_input(l), B, T);
     emit_span(ComputeKind::backward, l, start);
+    parameters_done(1 + l);
     gradients_ready(layout_.find("layer" + std::to_string(l) + ".attn.qkv.weight").offset);
+    gradients_done(1 + l);
   }
   if (stage_.embedding) {
+    parameters_needed(0);
     be.layernorm_backward(s.d_a, dw_.embed_ln_w, dw_.embed_ln_b, s.d_res, a.embed_sum, w_.embed_ln_w,
                           a.embed_ln_mean, a.embed_ln_rstd, BT, C);
     be.embedding_backward(dw_.tokens, dw_.positions, dw_.token_types, s.d_a, batch.input_ids,
                           slot().type_ids.data(), B, T, C);
+    parameters_done(0);
   }
   gradients_ready(0);  // else d_res is now the gradient of this stage's input
+  gradients_done(0);
 }
 
 }  // namespace shardscope

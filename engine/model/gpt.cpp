@@ -29,13 +29,20 @@ void GptModel::layer_forward(int l, const float* x, const Batch& batch) {
 void GptModel::forward_impl(const Batch& batch) {
   const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels;
   Activations& a = acts();
-  if (stage_.embedding)
+  if (stage_.embedding) {
+    parameters_needed(0);
     backend_.embedding_forward(a.embed_sum, batch.input_ids, nullptr, w_.tokens, w_.positions, nullptr, B, T, C);
+    parameters_done(0);
+  }
   layers_forward(batch);
   if (!stage_.head) return;
+  parameters_needed(head_unit());
+  parameters_needed(0);  // the tied token embedding
   backend_.layernorm_forward(a.final_ln_out, a.final_ln_mean, a.final_ln_rstd, stage_output(), w_.final_ln_w,
                              w_.final_ln_b, BT, C, config_.ln_eps);
   backend_.linear_forward(a.logits, a.final_ln_out, w_.tokens, nullptr, BT, C, config_.vocab);
+  parameters_done(0);
+  parameters_done(head_unit());
 }
 
 void GptModel::layer_backward(int l, const float* x, int B, int T) {
@@ -63,24 +70,36 @@ void GptModel::backward_impl(const Batch& batch, float dloss_per_row) {
   const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels, V = config_.vocab;
   const Activations& a = acts();
   BackwardScratch& s = scratch_;
+  gradients_needed(0);  // the token embedding's gradient builds up over the whole backward
   if (stage_.head) {
+    gradients_needed(head_unit());
+    parameters_needed(head_unit());
+    parameters_needed(0);
     backend_.cross_entropy_backward(s.d_logits, a.logits, batch.targets, BT, V, dloss_per_row);
     // logits = final_ln_out @ tokens^T: the tied head adds its gradient to the token embedding.
     backend_.linear_backward(s.d_a, dw_.tokens, nullptr, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V);
     backend_.layernorm_backward(s.d_res, dw_.final_ln_w, dw_.final_ln_b, s.d_a, stage_output(), w_.final_ln_w,
                                 a.final_ln_mean, a.final_ln_rstd, BT, C);
+    parameters_done(0);
+    parameters_done(head_unit());
     gradients_ready(layout_.find("final_ln.weight").offset);
+    gradients_done(head_unit());
   }  // else d_res holds the gradient of this stage's output, received from the next stage
   for (int l = stage_.end_layer - 1; l >= stage_.first_layer; --l) {
+    parameters_needed(1 + l);
+    gradients_needed(1 + l);
     prepare_layer_backward(l, batch);
     const std::int64_t start = now_ns();
     layer_backward(l, layer_input(l), B, T);
     emit_span(ComputeKind::backward, l, start);
+    parameters_done(1 + l);
     gradients_ready(layout_.find("layer" + std::to_string(l) + ".ln1.weight").offset);
+    gradients_done(1 + l);
   }
   if (stage_.embedding)
     backend_.embedding_backward(dw_.tokens, dw_.positions, nullptr, s.d_res, batch.input_ids, nullptr, B, T, C);
   gradients_ready(0);  // else d_res is now the gradient of this stage's input
+  gradients_done(0);
 }
 
 }  // namespace shardscope

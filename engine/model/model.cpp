@@ -27,14 +27,15 @@ std::uint64_t fnv1a(std::string_view text) {
 Model::Model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger)
     : Model(config, whole_model_stage(config), backend, ledger) {}
 
-Model::Model(const ModelConfig& config, const StageLayers& stage, Backend& backend, MemoryLedger& ledger)
+Model::Model(const ModelConfig& config, const StageLayers& stage, Backend& backend, MemoryLedger& ledger,
+             ModelBuffers buffers)
     : config_((validate_model_config(config), config)),
       stage_(stage),
       layout_(config, stage),
       backend_(backend),
       ledger_(ledger),
-      params_(ledger, MemoryCategory::parameters, layout_.total() * 4),
-      grads_(ledger, MemoryCategory::gradients, layout_.total() * 4),
+      params_(buffers.parameters ? Buffer(ledger, MemoryCategory::parameters, layout_.total() * 4) : Buffer()),
+      grads_(buffers.gradients ? Buffer(ledger, MemoryCategory::gradients, layout_.total() * 4) : Buffer()),
       w_(WeightViews::bind(layout_, config_, params_.floats())),
       dw_(WeightViews::bind(layout_, config_, grads_.floats())),
       slots_(1) {}
@@ -50,10 +51,16 @@ Tensor Model::grad(std::string_view name) const {
 }
 
 void Model::init_weights(std::uint64_t seed) {
+  if (params_.empty()) throw std::logic_error("init_weights: the parameters are sharded; use init_unit");
+  for (const auto& unit : layout_.units()) init_unit(seed, unit.id, params_.floats() + unit.begin);
+}
+
+void Model::init_unit(std::uint64_t seed, int unit, float* unit_base) const {
   const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(config_.layers));
-  float* base = params_.floats();
+  const ParameterUnit& u = *layout_.find_unit(unit);
   for (const auto& e : layout_.entries()) {
-    float* w = base + e.offset;
+    if (e.unit != unit) continue;
+    float* w = unit_base + (e.offset - u.begin);
     // One stream per parameter name: every pipeline stage (and a tied copy)
     // initialises a parameter exactly as the whole model does.
     Rng rng(mix_seed(seed, fnv1a(e.name)));
@@ -71,7 +78,9 @@ void Model::init_weights(std::uint64_t seed) {
   }
 }
 
-void Model::zero_grads() { backend_.fill(grads_.floats(), 0.0f, layout_.total()); }
+void Model::zero_grads() {
+  if (!grads_.empty()) backend_.fill(grads_.floats(), 0.0f, layout_.total());
+}
 
 void Model::ensure_activations(int B, int T) {
   Slot& s = slot();
@@ -180,6 +189,7 @@ const float* Model::layer_input(int l) const {
 void Model::layers_forward(const Batch& batch) {
   const std::int64_t n = static_cast<std::int64_t>(batch.B) * batch.T * config_.channels;
   for (int l = stage_.first_layer; l < stage_.end_layer; ++l) {
+    parameters_needed(1 + l);
     const std::int64_t start = now_ns();
     layer_forward(l, layer_input(l), batch);
     if (checkpointing_) {  // keep only the output; the shared set is reused by the next layer
@@ -188,6 +198,7 @@ void Model::layers_forward(const Batch& batch) {
       std::copy(out, out + n, acts().layer_outputs[static_cast<std::size_t>(l - stage_.first_layer)]);
     }
     emit_span(ComputeKind::forward, l, start);
+    parameters_done(1 + l);
   }
 }
 
@@ -228,9 +239,9 @@ std::unique_ptr<Model> make_model(const ModelConfig& config, Backend& backend, M
 }
 
 std::unique_ptr<Model> make_model(const ModelConfig& config, const StageLayers& stage, Backend& backend,
-                                  MemoryLedger& ledger) {
-  if (config.kind == ModelKind::gpt) return std::make_unique<GptModel>(config, stage, backend, ledger);
-  return std::make_unique<BertModel>(config, stage, backend, ledger);
+                                  MemoryLedger& ledger, ModelBuffers buffers) {
+  if (config.kind == ModelKind::gpt) return std::make_unique<GptModel>(config, stage, backend, ledger, buffers);
+  return std::make_unique<BertModel>(config, stage, backend, ledger, buffers);
 }
 
 }  // namespace shardscope

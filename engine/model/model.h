@@ -31,12 +31,35 @@ struct Batch {
   const std::int32_t* attention_mask = nullptr;  // (B, T) BERT padding, 1 = real; null = all real
 };
 
+class Model;
+
+// Where a rank keeps parameters and gradients when ZeRO shards them. The model
+// calls these around every use of a unit (parameter_layout.h); the storage
+// binds the unit's views to wherever the unit lives (Model::bind_unit_*).
+// Calls come in order: *_needed before a use, *_done after it.
+class UnitStorage {
+ public:
+  virtual ~UnitStorage() = default;
+  virtual void parameters_needed(Model& model, int unit) = 0;
+  virtual void parameters_done(Model& model, int unit) = 0;
+  virtual void gradients_needed(Model& model, int unit) = 0;
+  virtual void gradients_done(Model& model, int unit) = 0;
+};
+
+// Which flat buffers the model allocates itself. ZeRO-2 keeps no full gradient
+// buffer and ZeRO-3 no full parameter buffer either: a UnitStorage provides them.
+struct ModelBuffers {
+  bool parameters = true;
+  bool gradients = true;
+};
+
 class Model {
  public:
   // The whole model, or one pipeline stage of it (stage.h: which layers, and
   // whether it embeds and/or runs the head).
   Model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger);
-  Model(const ModelConfig& config, const StageLayers& stage, Backend& backend, MemoryLedger& ledger);
+  Model(const ModelConfig& config, const StageLayers& stage, Backend& backend, MemoryLedger& ledger,
+        ModelBuffers buffers = {});
   virtual ~Model() = default;
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -58,6 +81,9 @@ class Model {
   // projections N(0, 0.02 / sqrt(2 L)) (GPT-2 paper, sec. 2.3), biases 0,
   // LayerNorm weights 1.
   void init_weights(std::uint64_t seed);
+  // The same initial values for one unit, written to unit_base (the unit's
+  // flat range): how sharded storage initialises its shard (ZeRO-3).
+  void init_unit(std::uint64_t seed, int unit, float* unit_base) const;
   void zero_grads();
 
   // Runs the forward pass and keeps activations for backward. Returns the mean
@@ -107,6 +133,11 @@ class Model {
   void set_checkpointing(bool on) { checkpointing_ = on; }
   bool checkpointing() const { return checkpointing_; }
 
+  // Sharded parameters and gradients (ZeRO-2/3); null: the model's own buffers.
+  void set_unit_storage(UnitStorage* storage) { storage_ = storage; }
+  void bind_unit_parameters(int unit, float* unit_base) { w_.bind_unit(layout_, *layout_.find_unit(unit), unit_base); }
+  void bind_unit_gradients(int unit, float* unit_base) { dw_.bind_unit(layout_, *layout_.find_unit(unit), unit_base); }
+
   // Called during backward each time the gradients of a further tail of the
   // flat layout are final: every gradient at offset >= frontier is done (DDP
   // starts a bucket's all-reduce from this). The last call has frontier 0.
@@ -154,6 +185,20 @@ class Model {
   void gradients_ready(std::int64_t frontier) {
     if (on_gradients_ready_) on_gradients_ready_(frontier);
   }
+  // Unit storage calls (no-ops without a storage, or for units this stage lacks).
+  int head_unit() const { return config_.layers + 1; }
+  void parameters_needed(int unit) {
+    if (storage_ != nullptr && layout_.find_unit(unit) != nullptr) storage_->parameters_needed(*this, unit);
+  }
+  void parameters_done(int unit) {
+    if (storage_ != nullptr && layout_.find_unit(unit) != nullptr) storage_->parameters_done(*this, unit);
+  }
+  void gradients_needed(int unit) {
+    if (storage_ != nullptr && layout_.find_unit(unit) != nullptr) storage_->gradients_needed(*this, unit);
+  }
+  void gradients_done(int unit) {
+    if (storage_ != nullptr && layout_.find_unit(unit) != nullptr) storage_->gradients_done(*this, unit);
+  }
   // Emits a compute span for layer `layer` that started at `start_ns`.
   void emit_span(ComputeKind kind, int layer, std::int64_t start_ns);
   std::int64_t now_ns() const { return clock_ != nullptr ? clock_->now_ns() : 0; }
@@ -179,6 +224,7 @@ class Model {
   int slot_index_ = 0;
   int scratch_B_ = 0, scratch_T_ = 0;
   bool checkpointing_ = false;
+  UnitStorage* storage_ = nullptr;
   std::function<void(std::int64_t)> on_gradients_ready_;
   EventSink* sink_ = nullptr;
   const RunClock* clock_ = nullptr;
@@ -187,6 +233,6 @@ class Model {
 
 std::unique_ptr<Model> make_model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger);
 std::unique_ptr<Model> make_model(const ModelConfig& config, const StageLayers& stage, Backend& backend,
-                                  MemoryLedger& ledger);
+                                  MemoryLedger& ledger, ModelBuffers buffers = {});
 
 }  // namespace shardscope

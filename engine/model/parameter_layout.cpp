@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/parameter_layout.h"
 
+#include <map>
 #include <stdexcept>
 
 namespace shardscope {
 
 ParameterLayout::ParameterLayout(const ModelConfig& config) : ParameterLayout(config, whole_model_stage(config)) {}
 
-ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& stage) {
+ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& stage) : layers_(config.layers) {
   const std::int64_t V = config.vocab, T = config.max_seq, C = config.channels;
   const bool gpt = config.kind == ModelKind::gpt;
   if (stage.embedding) {
@@ -66,8 +67,22 @@ ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& s
 
 void ParameterLayout::add(std::string name, Shape shape, bool weight_decay) {
   const std::int64_t n = shape.numel();
-  entries_.push_back({std::move(name), shape, total_, n, weight_decay});
+  int unit = layers_ + 1;  // the head
+  if (name.starts_with("embed.")) {
+    unit = 0;
+  } else if (name.starts_with("layer")) {
+    unit = 1 + std::stoi(name.substr(5, name.find('.') - 5));
+  }
+  if (units_.empty() || units_.back().id != unit) units_.push_back({unit, total_, total_});
+  units_.back().end += n;
+  entries_.push_back({std::move(name), shape, total_, n, weight_decay, unit});
   total_ += n;
+}
+
+const ParameterUnit* ParameterLayout::find_unit(int id) const {
+  for (const auto& u : units_)
+    if (u.id == id) return &u;
+  return nullptr;
 }
 
 const ParameterEntry* ParameterLayout::try_find(std::string_view name) const {
@@ -81,33 +96,49 @@ const ParameterEntry& ParameterLayout::find(std::string_view name) const {
   throw std::out_of_range("no parameter named '" + std::string(name) + "'");
 }
 
-WeightViews WeightViews::bind(const ParameterLayout& layout, const ModelConfig& config, float* base) {
-  auto at = [&](const std::string& name) -> float* {
-    const auto* e = layout.try_find(name);
-    return e != nullptr ? base + e->offset : nullptr;
-  };
-  WeightViews w{};
-  w.tokens = at("embed.tokens");
-  w.positions = at("embed.positions");
-  w.token_types = at("embed.token_types");
-  w.embed_ln_w = at("embed.ln.weight");
-  w.embed_ln_b = at("embed.ln.bias");
-  for (int l = 0; l < config.layers; ++l) {
-    const std::string p = "layer" + std::to_string(l) + ".";
-    w.layers.push_back(LayerWeights{at(p + "ln1.weight"), at(p + "ln1.bias"), at(p + "attn.qkv.weight"),
-                                    at(p + "attn.qkv.bias"), at(p + "attn.proj.weight"), at(p + "attn.proj.bias"),
-                                    at(p + "ln2.weight"), at(p + "ln2.bias"), at(p + "mlp.fc.weight"),
-                                    at(p + "mlp.fc.bias"), at(p + "mlp.proj.weight"), at(p + "mlp.proj.bias")});
+namespace {
+// The field of `w` that holds the parameter `name` (null if the views have none).
+float** field_for(WeightViews& w, const std::string& name) {
+  static const std::map<std::string, float* WeightViews::*> top = {
+      {"embed.tokens", &WeightViews::tokens},        {"embed.positions", &WeightViews::positions},
+      {"embed.token_types", &WeightViews::token_types}, {"embed.ln.weight", &WeightViews::embed_ln_w},
+      {"embed.ln.bias", &WeightViews::embed_ln_b},    {"final_ln.weight", &WeightViews::final_ln_w},
+      {"final_ln.bias", &WeightViews::final_ln_b},    {"mlm.ln.weight", &WeightViews::final_ln_w},
+      {"mlm.ln.bias", &WeightViews::final_ln_b},      {"mlm.dense.weight", &WeightViews::head_dense_w},
+      {"mlm.dense.bias", &WeightViews::head_dense_b}, {"mlm.decoder_bias", &WeightViews::decoder_bias},
+      {"pooler.dense.weight", &WeightViews::pooler_w}, {"pooler.dense.bias", &WeightViews::pooler_b}};
+  static const std::map<std::string, float* LayerWeights::*> layer = {
+      {"ln1.weight", &LayerWeights::ln1_w},         {"ln1.bias", &LayerWeights::ln1_b},
+      {"attn.qkv.weight", &LayerWeights::qkv_w},    {"attn.qkv.bias", &LayerWeights::qkv_b},
+      {"attn.proj.weight", &LayerWeights::proj_w},  {"attn.proj.bias", &LayerWeights::proj_b},
+      {"ln2.weight", &LayerWeights::ln2_w},         {"ln2.bias", &LayerWeights::ln2_b},
+      {"mlp.fc.weight", &LayerWeights::fc_w},       {"mlp.fc.bias", &LayerWeights::fc_b},
+      {"mlp.proj.weight", &LayerWeights::fc_proj_w}, {"mlp.proj.bias", &LayerWeights::fc_proj_b}};
+  if (auto it = top.find(name); it != top.end()) return &(w.*(it->second));
+  if (name.starts_with("layer")) {
+    const auto dot = name.find('.');
+    const auto l = static_cast<std::size_t>(std::stoi(name.substr(5, dot - 5)));
+    if (auto it = layer.find(name.substr(dot + 1)); it != layer.end() && l < w.layers.size())
+      return &(w.layers[l].*(it->second));
   }
-  const bool gpt = config.kind == ModelKind::gpt;
-  w.final_ln_w = at(gpt ? "final_ln.weight" : "mlm.ln.weight");
-  w.final_ln_b = at(gpt ? "final_ln.bias" : "mlm.ln.bias");
-  w.head_dense_w = at("mlm.dense.weight");
-  w.head_dense_b = at("mlm.dense.bias");
-  w.decoder_bias = at("mlm.decoder_bias");
-  w.pooler_w = at("pooler.dense.weight");
-  w.pooler_b = at("pooler.dense.bias");
+  return nullptr;
+}
+}  // namespace
+
+WeightViews WeightViews::bind(const ParameterLayout& layout, const ModelConfig& config, float* base) {
+  WeightViews w{};
+  w.layers.resize(static_cast<std::size_t>(config.layers), LayerWeights{});
+  if (base == nullptr) return w;  // storage not held here (ZeRO-3): units are bound when gathered
+  for (const auto& e : layout.entries())
+    if (float** field = field_for(w, e.name)) *field = base + e.offset;
   return w;
+}
+
+void WeightViews::bind_unit(const ParameterLayout& layout, const ParameterUnit& unit, float* unit_base) {
+  for (const auto& e : layout.entries())
+    if (e.unit == unit.id)
+      if (float** field = field_for(*this, e.name))
+        *field = unit_base != nullptr ? unit_base + (e.offset - unit.begin) : nullptr;
 }
 
 }  // namespace shardscope

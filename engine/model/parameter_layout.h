@@ -20,6 +20,16 @@ struct ParameterEntry {
   std::int64_t offset;  // in elements from the start of the flat buffer
   std::int64_t numel;
   bool weight_decay;    // AdamW decay: matrices and embeddings yes, biases and LayerNorm no
+  int unit;             // the block it belongs to: 0 embeddings, 1 + l layer l, L + 1 head
+};
+
+// A unit is the contiguous run of parameters that forward uses together: the
+// embeddings, one layer, or the head. ZeRO-3 gathers and releases parameters
+// unit by unit; ZeRO-2/3 reduce-scatter gradients unit by unit.
+struct ParameterUnit {
+  int id;
+  std::int64_t begin, end;  // flat range
+  std::int64_t numel() const { return end - begin; }
 };
 
 class ParameterLayout {
@@ -32,6 +42,9 @@ class ParameterLayout {
 
   const std::vector<ParameterEntry>& entries() const { return entries_; }
   std::int64_t total() const { return total_; }
+  const std::vector<ParameterUnit>& units() const { return units_; }
+  // The unit with this id, or null if this (stage's) layout does not hold it.
+  const ParameterUnit* find_unit(int id) const;
   // Throws std::out_of_range naming the parameter if absent.
   const ParameterEntry& find(std::string_view name) const;
   const ParameterEntry* try_find(std::string_view name) const;
@@ -39,7 +52,9 @@ class ParameterLayout {
  private:
   void add(std::string name, Shape shape, bool weight_decay);
 
+  int layers_ = 0;
   std::vector<ParameterEntry> entries_;
+  std::vector<ParameterUnit> units_;
   std::int64_t total_ = 0;
 };
 
@@ -76,7 +91,11 @@ struct WeightViews {
   float* pooler_w;      // (C, C)      BERT with pooler
   float* pooler_b;      // (C)
 
+  // Views of every parameter of `layout` in the flat buffer at `base` (null: all null).
   static WeightViews bind(const ParameterLayout& layout, const ModelConfig& config, float* base);
+  // Points the views of one unit's parameters into `unit_base`, which holds the
+  // unit's flat range [unit.begin, unit.end) (null: unbinds them).
+  void bind_unit(const ParameterLayout& layout, const ParameterUnit& unit, float* unit_base);
 };
 
 }  // namespace shardscope

@@ -3,8 +3,9 @@
 //
 // Memory ordering. Each member of a group has a Slot with a progress counter
 // that only grows: +1 when it enters a call (after publishing its buffers),
-// +1 per ring step done. All members make the same calls, so they agree on the
-// counter's value `base` at the start of each call. A peer reads published
+// +1 per step done (a ring step; a rooted op counts as one step). All members
+// make the same calls, so they agree on the counter's value `base` at the
+// start of each call. A peer reads published
 // fields or data only after an acquire load shows the progress it needs, and
 // every write into a peer's buffer comes after an acquire load showing that
 // the peer has finished reading what it overwrites. No rank leaves a call
@@ -20,7 +21,6 @@
 #include <stdexcept>
 #include <thread>
 
-#include "parallel/in_process_communicator.h"
 #include "parallel/in_process_group.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -168,7 +168,9 @@ std::int64_t InProcessCommunicator::enter(CommOp op, const float* send, float* r
 void InProcessCommunicator::advance(std::int64_t value) {
   Slot& s = slot(me_);
   s.progress.store(value, std::memory_order_release);
-  { std::lock_guard lock(s.mutex); }  // a peer that saw the old value is now inside cv.wait
+  // A peer checks the value under the mutex before it sleeps: taking the mutex
+  // here means it either sees the new value or is already asleep and is notified.
+  { std::lock_guard lock(s.mutex); }
   s.cv.notify_all();
 }
 

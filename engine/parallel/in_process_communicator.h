@@ -25,12 +25,29 @@
 // Synchronisation: each member publishes its buffers and a progress counter
 // (steps done, release/acquire). A ring step waits only for its two
 // neighbours; a rooted op (broadcast, gather, scatter) for the root or its
-// peers. Waits spin briefly, then block on a condition variable.
+// peers, each peer making its one direct copy to or from the root's buffer.
+// Waits spin briefly, then block on a condition variable.
 //
 // send is eager: if the receiver is already waiting in recv, the sender copies
 // straight into its buffer; otherwise the message is copied into a queue and
 // send returns at once (so two stages sending to each other cannot deadlock).
 // recv blocks until the matching message (in order per sender) is there.
+//
+// Events (comm_span, to the world's sink): one per ring step and rank; one per
+// peer of a rooted op; one per message (op send, from the send call until the
+// data is in the receiver's buffer); one per rank per barrier (0 bytes, the
+// wait). `rank` is always the sender; step, micro_batch and bucket come from
+// the CommTag (a message carries the sender's tag); stage is left 0.
+//
+// In place: reduce_scatter may receive into send + rank * recv_count and
+// all_gather may send from recv + rank * send_count. Extra memory, not charged
+// to the ledger: reduce_scatter keeps a 2 x recv_count staging buffer per rank
+// and group (grown, never shrunk); a queued send holds a copy until received.
+//
+// Misuse: a negative count, or a root or peer outside the group, aborts the
+// world (the other members would wait forever) and throws std::invalid_argument;
+// members found disagreeing on a call's op, count or root abort it with
+// CommAborted (best effort: checked against the neighbours or the root).
 #pragma once
 
 #include <atomic>
@@ -44,7 +61,7 @@
 
 namespace shardscope {
 
-struct InProcessGroup;  // the shared state of one group (in_process_communicator.cpp)
+struct InProcessGroup;  // the shared state of one group (in_process_group.h)
 
 class InProcessWorld : public std::enable_shared_from_this<InProcessWorld> {
  public:
@@ -63,9 +80,11 @@ class InProcessWorld : public std::enable_shared_from_this<InProcessWorld> {
   // same members in another order than an existing group).
   std::unique_ptr<Communicator> communicator(int my_global_rank, const std::vector<int>& group_global_ranks);
 
-  // Fails every group of the world: calls blocked now or made later throw
-  // CommAborted. by_global_rank is -1 when no rank is to blame (e.g. a watchdog).
-  // The first abort's message is kept; later ones only wake waiters again.
+  // Fails every group of the world: calls blocked now (woken within
+  // microseconds) or made later throw CommAborted("communication aborted by
+  // rank 3: <reason>"; "communication aborted: <reason>" when by_global_rank is
+  // -1, no rank to blame). Any thread may call it, repeatedly: the first
+  // message is kept. Communicator::abort(reason) is abort(its global rank, reason).
   void abort(int by_global_rank, const std::string& reason);
   bool aborted() const;
   std::string abort_message() const;  // empty until aborted

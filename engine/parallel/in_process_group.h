@@ -28,7 +28,7 @@ inline void copy_floats(float* dst, const float* src, std::int64_t n) {
 
 // One member of a group. Published fields are written by the owner before it
 // raises `progress` (release) and read by peers after they see it (acquire).
-struct Slot {
+struct alignas(64) Slot {  // own cache lines: neighbours poll each other's progress
   std::atomic<std::int64_t> progress{0};
   std::atomic<bool> busy{false};  // inside a copy that touches a peer's buffer
   std::mutex mutex;               // only for sleeping on progress

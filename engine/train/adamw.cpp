@@ -12,24 +12,37 @@ std::int64_t range_end(const ParameterLayout& layout, std::int64_t end) { return
 
 AdamW::AdamW(const ParameterLayout& layout, Backend& backend, MemoryLedger& ledger, const AdamWOptions& options,
              std::int64_t begin, std::int64_t end)
-    : begin_(begin),
-      backend_(backend),
-      options_(options),
-      m_(ledger, MemoryCategory::optimizer_states, (range_end(layout, end) - begin) * 4),
-      v_(ledger, MemoryCategory::optimizer_states, (range_end(layout, end) - begin) * 4) {
-  end = range_end(layout, end);
+    : AdamW(layout, backend, ledger, options, std::vector<ShardRange>{{begin, range_end(layout, end), 0}}) {}
+
+AdamW::AdamW(const ParameterLayout& layout, Backend& backend, MemoryLedger& ledger, const AdamWOptions& options,
+             const std::vector<ShardRange>& ranges)
+    : backend_(backend), options_(options) {
+  std::int64_t packed = 0;
+  for (const ShardRange& r : ranges) {
+    add_range(layout, r.flat_begin, r.flat_end, r.packed_begin);
+    packed = std::max(packed, r.packed_begin + (r.flat_end - r.flat_begin));
+  }
+  m_ = Buffer(ledger, MemoryCategory::optimizer_states, packed * 4);
+  v_ = Buffer(ledger, MemoryCategory::optimizer_states, packed * 4);
+}
+
+void AdamW::add_range(const ParameterLayout& layout, std::int64_t begin, std::int64_t end, std::int64_t packed_begin) {
   for (const auto& e : layout.entries()) {
     const std::int64_t lo = std::max(e.offset, begin), hi = std::min(e.offset + e.numel, end);
     if (lo >= hi) continue;
-    if (!spans_.empty() && spans_.back().decay == e.weight_decay && spans_.back().offset + spans_.back().numel == lo) {
-      spans_.back().numel += hi - lo;
+    const std::int64_t state = packed_begin + (lo - begin);
+    Span* last = spans_.empty() ? nullptr : &spans_.back();
+    if (last != nullptr && last->decay == e.weight_decay && last->offset + last->numel == lo &&
+        last->state + last->numel == state) {
+      last->numel += hi - lo;
     } else {
-      spans_.push_back({lo, hi - lo, e.weight_decay});
+      spans_.push_back({lo, hi - lo, e.weight_decay, state});
     }
   }
 }
 
-void AdamW::step(float* params, const float* grads, float lr, float grad_scale) {
+void AdamW::step(float* params, const float* grads, float lr, float grad_scale, bool params_packed,
+                 bool grads_packed) {
   ++t_;
   math::AdamWStep s{};
   s.lr = lr;
@@ -41,8 +54,9 @@ void AdamW::step(float* params, const float* grads, float lr, float grad_scale) 
   s.grad_scale = grad_scale;
   for (const Span& span : spans_) {
     s.weight_decay = span.decay ? options_.weight_decay : 0.0f;
-    backend_.adamw(params + span.offset, grads + span.offset, m_.floats() + (span.offset - begin_),
-                   v_.floats() + (span.offset - begin_), span.numel, s);
+    backend_.adamw(params + (params_packed ? span.state : span.offset),
+                   grads + (grads_packed ? span.state : span.offset), m_.floats() + span.state,
+                   v_.floats() + span.state, span.numel, s);
   }
 }
 

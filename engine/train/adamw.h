@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/buffer.h"
 #include "model/parameter_layout.h"
@@ -26,10 +27,20 @@ class AdamW {
   // the whole model, or this rank's shard under ZeRO; m and v cover only that range.
   AdamW(const ParameterLayout& layout, Backend& backend, MemoryLedger& ledger, const AdamWOptions& options,
         std::int64_t begin = 0, std::int64_t end = -1);
+  // A ZeRO-2/3 shard: several flat ranges [flat_begin, flat_end), stored packed
+  // one after another from `packed_begin` in the shard buffers.
+  struct ShardRange {
+    std::int64_t flat_begin, flat_end, packed_begin;
+  };
+  AdamW(const ParameterLayout& layout, Backend& backend, MemoryLedger& ledger, const AdamWOptions& options,
+        const std::vector<ShardRange>& ranges);
 
   // One update of all parameters with learning rate `lr`, the gradients first
   // multiplied by grad_scale (the clipping factor, folded in to save a pass).
-  void step(float* params, const float* grads, float lr, float grad_scale = 1.0f);
+  // Packed: the buffer holds only the shard, in ShardRange order (else it is
+  // indexed by flat offset).
+  void step(float* params, const float* grads, float lr, float grad_scale = 1.0f, bool params_packed = false,
+            bool grads_packed = false);
   std::int64_t steps_taken() const { return t_; }
   const AdamWOptions& options() const { return options_; }
   float* m() { return m_.floats(); }
@@ -40,9 +51,10 @@ class AdamW {
   struct Span {
     std::int64_t offset, numel;
     bool decay;
+    std::int64_t state;  // index into m and v (= into packed buffers)
   };
-  std::vector<Span> spans_;  // within [begin_, end_)
-  std::int64_t begin_ = 0;
+  void add_range(const ParameterLayout& layout, std::int64_t begin, std::int64_t end, std::int64_t packed_begin);
+  std::vector<Span> spans_;
   Backend& backend_;
   AdamWOptions options_;
   Buffer m_;  // first moments (P)

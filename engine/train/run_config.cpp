@@ -45,8 +45,11 @@ void validate_run_config(const RunConfig& c) {
   require(c.accum >= 1, "--accum must be at least 1 (got " + std::to_string(c.accum) + ")");
   require(c.zero_stage >= 0 && c.zero_stage <= 3, "--zero must be 0, 1, 2 or 3 (got " +
                                                       std::to_string(c.zero_stage) + ")");
-  require(c.zero_stage <= 1, "--zero " + std::to_string(c.zero_stage) +
-                                 ": ZeRO stages 2 and 3 are not implemented yet in this version (use 0 or 1)");
+  require(c.zero_stage <= 1 || c.pp == 1, "--zero " + std::to_string(c.zero_stage) +
+                                              " with --pp " + std::to_string(c.pp) +
+                                              " is refused: ZeRO-2/3 shard gradients across data-parallel ranks "
+                                              "per layer, which pipeline stages would interleave (DeepSpeed refuses "
+                                              "it too); use --zero 0 or 1 with pipelines");
   require(c.zero_stage == 0 || c.dp_mode == DataParallelMode::ddp,
           "--zero " + std::to_string(c.zero_stage) + " needs --dp-mode ddp (ZeRO shards across DDP ranks)");
   require(c.bucket_mb > 0.0 && c.bucket_mb <= 4096.0, "--bucket-mb must be in (0, 4096]");

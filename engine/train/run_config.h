@@ -41,7 +41,7 @@ struct RunConfig {
   int micro_batches = 1;           // pipeline micro-batches per accumulation step (m)
   PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
   DataParallelMode dp_mode = DataParallelMode::ddp;
-  int zero_stage = 0;              // 0: replicate everything; 1: shard optimizer states
+  int zero_stage = 0;              // 0: replicated; 1: optimizer states sharded; 2: + gradients; 3: + parameters
   int accum = 1;                   // gradient accumulation micro-steps per optimizer step
   bool checkpoint = false;         // per-layer activation checkpointing
   double bucket_mb = 25.0;         // DDP gradient bucket size in MB (PyTorch's default)

@@ -18,6 +18,7 @@
 #include "parallel/in_process_communicator.h"
 #include "parallel/pipeline_parallel.h"
 #include "parallel/zero.h"
+#include "parallel/zero_storage.h"
 #include "train/adamw.h"
 
 namespace shardscope {
@@ -64,7 +65,8 @@ struct Trainer::Rank {
     if (!slot) slot = world.communicator(rank, members);
     return slot.get();
   }
-  std::unique_ptr<DdpReducer> reducer;
+  std::unique_ptr<DdpReducer> reducer;            // DDP and ZeRO-0/1: bucketed all-reduce
+  std::unique_ptr<ZeroShardedStorage> zero;      // ZeRO-2/3: sharded gradients (and parameters)
   std::vector<PipelineAction> actions;           // this stage's schedule
   ZeroPartition partition{};
   Buffer comm_buffer;  // naive: rank 0's gradient gather buffer; ZeRO: padded gather staging
@@ -96,8 +98,9 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
     rank->stage = grid.stage_of(r);
     rank->backend = make_cpu_backend(CpuBackendOptions{threads_per_rank});
     const StageLayers layers = pipeline_stage_layers(model_config, grid.pp(), rank->stage);
-    rank->model = make_model(model_config, layers, *rank->backend, rank->ledger);
-    rank->model->init_weights(config_.seed);  // every replica and stage starts as the one whole model would
+    const int zero = config_.dp_mode == DataParallelMode::ddp ? config_.zero_stage : 0;
+    rank->model = make_model(model_config, layers, *rank->backend, rank->ledger,
+                             ModelBuffers{/*parameters=*/zero < 3, /*gradients=*/zero < 2});
     rank->model->set_checkpointing(config_.checkpoint);
     rank->model->set_event_sink(sink_, &clock_);
     rank->model->set_activation_slots(
@@ -105,6 +108,13 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
     rank->actions = schedule[static_cast<std::size_t>(rank->stage)];
     const std::int64_t P = rank->model->parameter_count();
     rank->dp_comm = rank->group(*world_, grid.dp_group(rank->stage));
+    if (zero >= 2) {
+      rank->zero = std::make_unique<ZeroShardedStorage>(zero, *rank->model, *rank->dp_comm, rank->ledger);
+      rank->model->set_unit_storage(rank->zero.get());
+    }
+    // Every replica and stage starts as the one whole model would.
+    if (zero >= 3) rank->zero->init_parameters(config_.seed);
+    else rank->model->init_weights(config_.seed);
     rank->world_comm = rank->group(*world_, all);
     if (grid.pp() > 1) {
       rank->pp_comm = rank->group(*world_, grid.pipeline_group(rank->dp_rank));
@@ -120,7 +130,10 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
       }
     } else {
       rank->partition = make_zero_partition(P, grid.dp(), rank->dp_rank);
-      if (config_.zero_stage >= 1) {
+      if (zero >= 2) {
+        rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, adamw,
+                                                  rank->zero->shard_ranges());
+      } else if (zero == 1) {
         rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, adamw,
                                                   rank->partition.begin, rank->partition.end);
         if (rank->partition.shard_size * grid.dp() != P)
@@ -129,7 +142,7 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
       } else {
         rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, adamw);
       }
-      if (grid.dp() > 1)
+      if (grid.dp() > 1 && zero < 2)
         rank->reducer = std::make_unique<DdpReducer>(
             *rank->dp_comm,
             make_gradient_buckets(rank->model->layout(), static_cast<std::int64_t>(config_.bucket_mb * 1e6)));
@@ -177,6 +190,10 @@ void Trainer::rank_step(Rank& rk) {
   rk.global_scored = static_cast<std::int64_t>(scored);
 
   model.zero_grads();
+  if (rk.zero != nullptr) {
+    rk.zero->zero_gradients();
+    rk.zero->set_context(sink_, &clock_, base);
+  }
   rk.loss_sum = 0.0f;
   for (int a = 0; a < c.accum; ++a) {
     // Micro-batch j of accumulation step a on data-parallel rank d holds samples
@@ -276,7 +293,16 @@ void Trainer::combine_and_update(Rank& rk, const CommTag& step_tag) {
     rk.embedding_comm->all_reduce(model.grads() + tokens->offset, tokens->numel, ReduceOp::sum, tag);
   rk.world_comm->all_reduce(&rk.loss_sum, 1, ReduceOp::sum, tag);  // only last stages hold losses
   rk.lr = schedule_.at(steps_done_);
-  if (rk.optimizer != nullptr) {
+  if (rk.zero != nullptr) {
+    // ZeRO-2/3: each rank holds its gradient chunks; the norm sums them over the ranks.
+    float squares = static_cast<float>(rk.backend->sum_of_squares(rk.zero->gradient_shard(), rk.zero->shard_size()));
+    rk.dp_comm->all_reduce(&squares, 1, ReduceOp::sum, tag);
+    rk.grad_norm = std::sqrt(static_cast<double>(squares));
+    const bool sharded_params = rk.zero->zero_stage() >= 3;
+    rk.optimizer->step(sharded_params ? rk.zero->parameter_shard() : model.params(), rk.zero->gradient_shard(),
+                       rk.lr, clip_factor(rk.grad_norm, c.grad_clip), sharded_params, /*grads_packed=*/true);
+    if (!sharded_params) rk.zero->all_gather_parameters(tag);
+  } else if (rk.optimizer != nullptr) {
     // Global norm over all stages, counting the tied embedding once (its first-stage copy).
     const std::int64_t skip = !model.stage().embedding && tokens != nullptr ? tokens->numel : 0;
     float squares = static_cast<float>(rk.backend->sum_of_squares(model.grads() + skip, P - skip));

@@ -7,14 +7,11 @@
 #include <QTest>
 #undef emit  // Qt's keyword macro would eat EventSink::emit
 
-#include <chrono>
-#include <condition_variable>
-#include <cstdio>
 #include <cstring>
 #include <functional>
-#include <mutex>
 #include <thread>
 
+#include "engine/rank_harness.h"
 #include "engine/test_support.h"
 #include "parallel/grid.h"
 #include "parallel/in_process_communicator.h"
@@ -24,89 +21,6 @@ using namespace shardscope::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-class CollectingSink : public EventSink {
- public:
-  void emit(const Event& e) override {
-    std::lock_guard lock(mutex_);
-    events_.push_back(e);
-  }
-  // The comm events of one sending rank, in the order they were emitted.
-  std::vector<Event> of_rank(int rank) {
-    std::lock_guard lock(mutex_);
-    std::vector<Event> out;
-    for (const Event& e : events_)
-      if (e.kind == EventKind::comm_span && e.rank == rank) out.push_back(e);
-    return out;
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<Event> events_;
-};
-
-// Runs body(global_rank) on one thread per rank and returns each rank's
-// exception (or null). A watchdog aborts the world after `limit` so a hang
-// fails the test instead of blocking the suite; if even that frees no one,
-// the process ends.
-std::vector<std::exception_ptr> run_ranks(InProcessWorld& world, const std::function<void(int)>& body,
-                                          std::chrono::milliseconds limit = 20s, bool* watchdog_fired = nullptr) {
-  const int n = world.world_size();
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
-  std::mutex mutex;
-  std::condition_variable cv;
-  int done = 0;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        body(r);
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-      }
-      std::lock_guard lock(mutex);
-      ++done;
-      cv.notify_all();
-    });
-  std::unique_lock lock(mutex);
-  const bool finished = cv.wait_for(lock, limit, [&] { return done == n; });
-  if (!finished) {
-    world.abort(-1, "test watchdog");
-    if (!cv.wait_for(lock, 5s, [&] { return done == n; })) {
-      std::fprintf(stderr, "FATAL: ranks still blocked 5 s after abort\n");
-      std::abort();
-    }
-  }
-  lock.unlock();
-  for (auto& t : threads) t.join();
-  if (watchdog_fired != nullptr) *watchdog_fired = !finished;
-  return errors;
-}
-
-std::string message_of(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  }
-}
-
-// Runs the ranks and fails the test on a hang or on any rank's exception.
-#define RUN_RANKS(world, ...)                                                                                \
-  do {                                                                                                       \
-    bool fired = false;                                                                                      \
-    const auto errors = run_ranks(world, __VA_ARGS__, 20s, &fired);                                          \
-    QVERIFY2(!fired, "watchdog: the ranks hung");                                                            \
-    for (std::size_t r = 0; r < errors.size(); ++r)                                                          \
-      if (errors[r])                                                                                         \
-        QFAIL(qPrintable(QString("rank %1: %2").arg(r).arg(QString::fromStdString(message_of(errors[r]))))); \
-  } while (0)
-
-std::vector<int> iota_ranks(int n) {
-  std::vector<int> v(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
-  return v;
-}
 
 // Rank r's input for a call: deterministic, different on every rank and call.
 std::vector<float> input(int rank, std::int64_t count, int call) {
@@ -129,6 +43,33 @@ std::vector<float> reduced(int n, std::int64_t count, int call, ReduceOp op) {
 bool close(const std::vector<float>& got, const std::vector<float>& want) {
   return got.size() == want.size() && worst_mismatch(got.data(), want.data(), got.size(), 1e-5, 1e-5) <= 1.0;
 }
+
+// input(q, count, call) of every rank q < n, concatenated in rank order.
+std::vector<float> concatenated(int n, std::int64_t count, int call) {
+  std::vector<float> out;
+  for (int q = 0; q < n; ++q) {
+    const auto x = input(q, count, call);
+    out.insert(out.end(), x.begin(), x.end());
+  }
+  return out;
+}
+
+std::vector<float> part(const std::vector<float>& all, int index, std::int64_t count) {
+  return std::vector<float>(all.begin() + index * count, all.begin() + (index + 1) * count);
+}
+
+// What each rank recorded, call by call; rank r's thread writes only row r.
+class Recorded {
+ public:
+  explicit Recorded(int ranks) : rows_(static_cast<std::size_t>(ranks)) {}
+  void add(int rank, std::vector<float> v) { rows_[static_cast<std::size_t>(rank)].push_back(std::move(v)); }
+  const std::vector<float>& at(int rank, int call) const {
+    return rows_[static_cast<std::size_t>(rank)][static_cast<std::size_t>(call)];
+  }
+
+ private:
+  std::vector<std::vector<std::vector<float>>> rows_;
+};
 
 const int kSizes[] = {1, 2, 3, 4, 8};
 const std::int64_t kCounts[] = {1, 7, 1000, 1001};
@@ -161,7 +102,7 @@ class TestCommunicator : public QObject {
 void TestCommunicator::all_reduce_matches_direct_sum() {
   for (const int n : kSizes) {
     auto world = InProcessWorld::create(n);
-    std::vector<std::vector<std::vector<float>>> results(static_cast<std::size_t>(n));  // [rank][call]
+    Recorded results(n);
     RUN_RANKS(*world, [&](int r) {
       auto comm = world->communicator(r, iota_ranks(n));
       int call = 0;
@@ -169,20 +110,18 @@ void TestCommunicator::all_reduce_matches_direct_sum() {
         for (const auto op : kOps) {
           auto x = input(r, count, call++);
           comm->all_reduce(x.data(), count, op, {});
-          results[static_cast<std::size_t>(r)].push_back(std::move(x));
+          results.add(r, std::move(x));
         }
     });
     int call = 0;
     for (const auto count : kCounts)
       for (const auto op : kOps) {
         const auto want = reduced(n, count, call, op);
-        const auto& first = results[0][static_cast<std::size_t>(call)];
         for (int r = 0; r < n; ++r) {
-          const auto& got = results[static_cast<std::size_t>(r)][static_cast<std::size_t>(call)];
           const QString where = QString("N=%1 count=%2 op=%3 rank %4").arg(n).arg(count).arg(int(op)).arg(r);
-          QVERIFY2(close(got, want), qPrintable(where));
+          QVERIFY2(close(results.at(r, call), want), qPrintable(where));
           // The all-gather copies one final value to everyone: the ranks agree bit for bit.
-          QVERIFY2(std::memcmp(got.data(), first.data(), got.size() * sizeof(float)) == 0, qPrintable(where));
+          QVERIFY2(results.at(r, call) == results.at(0, call), qPrintable(where));
         }
         ++call;
       }
@@ -202,31 +141,29 @@ void TestCommunicator::reduce_scatter_matches_direct_sum() {
       for (const auto op : kOps) cases.push_back({count, op, false});
       cases.push_back({count, ReduceOp::sum, true});
     }
-    std::vector<std::vector<std::vector<float>>> results(static_cast<std::size_t>(n));
+    Recorded results(n);
     RUN_RANKS(*world, [&](int r) {
       auto comm = world->communicator(r, iota_ranks(n));
-      for (std::size_t call = 0; call < cases.size(); ++call) {
-        const Case& c = cases[call];
-        auto send = input(r, n * c.count, static_cast<int>(call));
+      for (int call = 0; call < static_cast<int>(cases.size()); ++call) {
+        const Case& c = cases[static_cast<std::size_t>(call)];
+        auto send = input(r, n * c.count, call);
         std::vector<float> recv(static_cast<std::size_t>(c.count));
         float* out = c.in_place ? send.data() + r * c.count : recv.data();
         comm->reduce_scatter(send.data(), out, c.count, c.op, {});
-        results[static_cast<std::size_t>(r)].emplace_back(out, out + c.count);
+        results.add(r, std::vector<float>(out, out + c.count));
       }
     });
-    for (std::size_t call = 0; call < cases.size(); ++call) {
-      const Case& c = cases[call];
-      const auto all = reduced(n, n * c.count, static_cast<int>(call), c.op);
-      for (int r = 0; r < n; ++r) {
-        const std::vector<float> want(all.begin() + r * c.count, all.begin() + (r + 1) * c.count);
-        QVERIFY2(close(results[static_cast<std::size_t>(r)][call], want),
+    for (int call = 0; call < static_cast<int>(cases.size()); ++call) {
+      const Case& c = cases[static_cast<std::size_t>(call)];
+      const auto all = reduced(n, n * c.count, call, c.op);
+      for (int r = 0; r < n; ++r)
+        QVERIFY2(close(results.at(r, call), part(all, r, c.count)),
                  qPrintable(QString("N=%1 count=%2 op=%3 in_place=%4 rank %5")
                                 .arg(n)
                                 .arg(c.count)
                                 .arg(int(c.op))
                                 .arg(c.in_place)
                                 .arg(r)));
-      }
     }
   }
 }
@@ -234,39 +171,32 @@ void TestCommunicator::reduce_scatter_matches_direct_sum() {
 void TestCommunicator::all_gather_concatenates_in_rank_order() {
   for (const int n : kSizes) {
     auto world = InProcessWorld::create(n);
-    std::vector<std::vector<std::vector<float>>> results(static_cast<std::size_t>(n));
+    Recorded results(n);
     RUN_RANKS(*world, [&](int r) {
       auto comm = world->communicator(r, iota_ranks(n));
       int call = 0;
       for (const auto count : kCounts)
-        for (const bool in_place : {false, true}) {
+        for (const bool in_place : {false, true}) {  // in place: send = recv + rank * count
           const auto mine = input(r, count, call++);
           std::vector<float> recv(static_cast<std::size_t>(n * count), -1.0f);
           if (in_place) std::copy(mine.begin(), mine.end(), recv.begin() + r * count);
           comm->all_gather(in_place ? recv.data() + r * count : mine.data(), recv.data(), count, {});
-          results[static_cast<std::size_t>(r)].push_back(std::move(recv));
+          results.add(r, std::move(recv));
         }
     });
     int call = 0;
     for (const auto count : kCounts)
-      for (int in_place = 0; in_place < 2; ++in_place, ++call) {
-        std::vector<float> want;
-        for (int q = 0; q < n; ++q) {
-          const auto x = input(q, count, call);
-          want.insert(want.end(), x.begin(), x.end());
-        }
+      for (int in_place = 0; in_place < 2; ++in_place, ++call)
         for (int r = 0; r < n; ++r)
-          QVERIFY2(results[static_cast<std::size_t>(r)][static_cast<std::size_t>(call)] == want,
+          QVERIFY2(results.at(r, call) == concatenated(n, count, call),
                    qPrintable(QString("N=%1 count=%2 in_place=%3 rank %4").arg(n).arg(count).arg(in_place).arg(r)));
-      }
   }
 }
 
 void TestCommunicator::rooted_collectives_copy_through_root() {
   for (const int n : kSizes) {
     auto world = InProcessWorld::create(n);
-    // [rank][call]: broadcast result, gather result (root only), scatter result.
-    std::vector<std::vector<std::vector<float>>> bcast(static_cast<std::size_t>(n)), gath(bcast), scat(bcast);
+    Recorded bcast(n), gathered(n), scattered(n);
     RUN_RANKS(*world, [&](int r) {
       auto comm = world->communicator(r, iota_ranks(n));
       int call = 0;
@@ -274,40 +204,27 @@ void TestCommunicator::rooted_collectives_copy_through_root() {
         const int root = call % n;
         auto data = input(r, count, call);
         comm->broadcast(data.data(), count, root, {});
-        auto send = input(r, count, call + 100);
-        std::vector<float> gathered(static_cast<std::size_t>(n * count), -7.0f);  // must stay -7 off the root
-        comm->gather(send.data(), gathered.data(), count, root, {});
-        const auto all = input(r, n * count, call + 200);
-        std::vector<float> part(static_cast<std::size_t>(count));
-        comm->scatter(all.data(), part.data(), count, root, {});
-        const auto i = static_cast<std::size_t>(r);
-        bcast[i].push_back(std::move(data));
-        gath[i].push_back(std::move(gathered));
-        scat[i].push_back(std::move(part));
+        std::vector<float> all(static_cast<std::size_t>(n * count), -7.0f);  // must stay -7 off the root
+        comm->gather(input(r, count, call + 100).data(), all.data(), count, root, {});
+        std::vector<float> mine(static_cast<std::size_t>(count));
+        comm->scatter(input(r, n * count, call + 200).data(), mine.data(), count, root, {});
+        bcast.add(r, std::move(data));
+        gathered.add(r, std::move(all));
+        scattered.add(r, std::move(mine));
         ++call;
       }
     });
     int call = 0;
     for (const auto count : kCounts) {
       const int root = call % n;
-      std::vector<float> gathered;
-      for (int q = 0; q < n; ++q) {
-        const auto x = input(q, count, call + 100);
-        gathered.insert(gathered.end(), x.begin(), x.end());
-      }
-      const auto root_all = input(root, n * count, call + 200);
+      const auto want_gathered = concatenated(n, count, call + 100);
       for (int r = 0; r < n; ++r) {
-        const auto i = static_cast<std::size_t>(r);
-        const auto c = static_cast<std::size_t>(call);
         const QString where = QString("N=%1 count=%2 root=%3 rank %4").arg(n).arg(count).arg(root).arg(r);
-        QVERIFY2(bcast[i][c] == input(root, count, call), qPrintable("broadcast " + where));
-        if (r == root)
-          QVERIFY2(gath[i][c] == gathered, qPrintable("gather " + where));
-        else
-          QVERIFY2(gath[i][c] == std::vector<float>(gathered.size(), -7.0f),
-                   qPrintable("gather wrote off root " + where));
-        const std::vector<float> want(root_all.begin() + r * count, root_all.begin() + (r + 1) * count);
-        QVERIFY2(scat[i][c] == want, qPrintable("scatter " + where));
+        QVERIFY2(bcast.at(r, call) == input(root, count, call), qPrintable("broadcast " + where));
+        QVERIFY2(gathered.at(r, call) == (r == root ? want_gathered : std::vector<float>(want_gathered.size(), -7.0f)),
+                 qPrintable("gather " + where));
+        QVERIFY2(scattered.at(r, call) == part(input(root, n * count, call + 200), r, count),
+                 qPrintable("scatter " + where));
       }
       ++call;
     }
@@ -322,13 +239,12 @@ void TestCommunicator::grid_groups_run_concurrently() {
   const int iterations = 20;
   const std::int64_t count = 1001;
   auto world = InProcessWorld::create(grid.world_size());
-  std::vector<std::vector<std::vector<float>>> dp_out(4), received(4), world_out(4);
+  Recorded dp_out(4), received(4), world_out(4);
   RUN_RANKS(*world, [&](int r) {
     const int stage = grid.stage_of(r);
     auto dp = world->communicator(r, grid.dp_group(stage));
     auto pp = world->communicator(r, grid.pipeline_group(grid.dp_rank_of(r)));
     auto all = world->communicator(r, iota_ranks(4));
-    const auto i = static_cast<std::size_t>(r);
     for (int it = 0; it < iterations; ++it) {
       std::vector<float> got(static_cast<std::size_t>(count));
       if (stage == 1) pp->recv(got.data(), count, 0, {});
@@ -337,28 +253,26 @@ void TestCommunicator::grid_groups_run_concurrently() {
       if (stage == 0) pp->send(x.data(), count, 1, {});
       auto z = input(r, 64, 100 + it);
       all->all_reduce(z.data(), 64, ReduceOp::average, {});
-      dp_out[i].push_back(std::move(x));
-      received[i].push_back(std::move(got));
-      world_out[i].push_back(std::move(z));
+      dp_out.add(r, std::move(x));
+      received.add(r, std::move(got));
+      world_out.add(r, std::move(z));
     }
   });
-  for (int it = 0; it < iterations; ++it) {
-    const auto t = static_cast<std::size_t>(it);
+  for (int it = 0; it < iterations; ++it)
     for (int r = 0; r < 4; ++r) {
-      const auto i = static_cast<std::size_t>(r);
+      const QString where = QString("rank %1, iteration %2").arg(r).arg(it);
       std::vector<float> want(static_cast<std::size_t>(count), 0.0f);
       for (const int q : grid.dp_group(grid.stage_of(r))) {
         const auto x = input(q, count, it);
         for (std::size_t k = 0; k < want.size(); ++k) want[k] += x[k];
       }
-      QVERIFY2(close(dp_out[i][t], want), qPrintable(QString("dp all_reduce, rank %1, iteration %2").arg(r).arg(it)));
+      QVERIFY2(close(dp_out.at(r, it), want), qPrintable("dp all_reduce, " + where));
       if (grid.stage_of(r) == 1)
-        QVERIFY2(received[i][t] == dp_out[static_cast<std::size_t>(grid.rank_at(0, grid.dp_rank_of(r)))][t],
-                 qPrintable(QString("pipeline recv, rank %1, iteration %2").arg(r).arg(it)));
-      QVERIFY2(close(world_out[i][t], reduced(4, 64, 100 + it, ReduceOp::average)),
-               qPrintable(QString("world all_reduce, rank %1, iteration %2").arg(r).arg(it)));
+        QVERIFY2(received.at(r, it) == dp_out.at(grid.rank_at(0, grid.dp_rank_of(r)), it),
+                 qPrintable("pipeline recv, " + where));
+      QVERIFY2(close(world_out.at(r, it), reduced(4, 64, 100 + it, ReduceOp::average)),
+               qPrintable("world all_reduce, " + where));
     }
-  }
 }
 
 // ---- Point to point ----
@@ -373,31 +287,23 @@ void TestCommunicator::send_recv_keep_order_per_pair() {
   std::vector<std::vector<float>> from0, from2, back;
   RUN_RANKS(*world, [&](int r) {
     auto comm = world->communicator(r, iota_ranks(3));
+    const auto receive = [&](std::int64_t count, int peer) {
+      std::vector<float> x(static_cast<std::size_t>(count));
+      comm->recv(x.data(), count, peer, {});
+      return x;
+    };
     if (r == 0) {
       for (int k = 0; k < 5; ++k) comm->send(input(0, size_of(k), k).data(), size_of(k), 1, {0, k, -1});
-      std::vector<float> x(8);
       comm->send(input(0, 8, 50).data(), 8, 1, {0, 5, -1});  // crosses rank 1's send below
-      comm->recv(x.data(), 8, 1, {});
-      back.push_back(x);
+      back.push_back(receive(8, 1));
       std::this_thread::sleep_for(50ms);  // rank 1 is blocked in recv by now
       comm->send(input(0, 9, 60).data(), 9, 1, {0, 6, -1});
     } else if (r == 2) {
       for (int k = 0; k < 3; ++k) comm->send(input(2, 3, k).data(), 3, 1, {});
     } else {
-      for (int k = 0; k < 3; ++k) {
-        std::vector<float> x(3);
-        comm->recv(x.data(), 3, 2, {});
-        from2.push_back(x);
-      }
+      for (int k = 0; k < 3; ++k) from2.push_back(receive(3, 2));
       comm->send(input(1, 8, 51).data(), 8, 0, {});
-      for (int k = 0; k < 6; ++k) {
-        std::vector<float> x(static_cast<std::size_t>(k < 5 ? size_of(k) : 8));
-        comm->recv(x.data(), static_cast<std::int64_t>(x.size()), 0, {});
-        from0.push_back(x);
-      }
-      std::vector<float> x(9);
-      comm->recv(x.data(), 9, 0, {});
-      from0.push_back(x);
+      for (int k = 0; k < 7; ++k) from0.push_back(receive(k < 5 ? size_of(k) : k == 5 ? 8 : 9, 0));
     }
   });
   QCOMPARE(from2.size(), std::size_t(3));

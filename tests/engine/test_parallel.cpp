@@ -63,6 +63,7 @@ class TestParallel : public QObject {
   void every_layout_matches_single_rank();
   void checkpointing_gives_identical_losses();
   void zero_memory_follows_the_paper();
+  void zero3_gathers_and_releases_every_layer();
   void naive_data_parallel_loads_rank_0();
   void checkpointing_lowers_activation_memory_as_predicted();
   void ddp_event_stream_has_every_ring_step_in_order();
@@ -87,6 +88,10 @@ void TestParallel::every_layout_matches_single_rank_data() {
   QTest::newRow("naive 2") << "gpt-tiny" << 2 << 1 << 0 << 1 << 1 << 1 << 0;
   QTest::newRow("naive 4") << "gpt-tiny" << 4 << 1 << 0 << 1 << 1 << 1 << 0;
   QTest::newRow("zero-1 x 4") << "gpt-tiny" << 4 << 0 << 1 << 1 << 1 << 1 << 0;
+  QTest::newRow("zero-2 x 4") << "gpt-tiny" << 4 << 0 << 2 << 1 << 1 << 1 << 0;
+  QTest::newRow("zero-3 x 4") << "gpt-tiny" << 4 << 0 << 3 << 1 << 1 << 1 << 0;
+  QTest::newRow("zero-2 x 2 accum 2") << "gpt-tiny" << 2 << 0 << 2 << 2 << 1 << 1 << 0;
+  QTest::newRow("bert zero-3 x 2") << "bert-tiny" << 2 << 0 << 3 << 1 << 1 << 1 << 0;
   QTest::newRow("accum 4") << "gpt-tiny" << 1 << 0 << 0 << 4 << 1 << 1 << 0;
   QTest::newRow("ddp 2 x accum 2") << "gpt-tiny" << 2 << 0 << 0 << 2 << 1 << 1 << 0;
   QTest::newRow("bert ddp 2") << "bert-tiny" << 2 << 0 << 0 << 1 << 1 << 1 << 0;
@@ -146,19 +151,54 @@ void TestParallel::checkpointing_gives_identical_losses() {
 }
 
 void TestParallel::zero_memory_follows_the_paper() {
-  for (int stage : {0, 1}) {
+  // Per-rank model states in fp32 Adam (ZeRO paper, fig. 1, with 4-byte
+  // parameters and gradients and 8-byte Adam states): parameters, gradients,
+  // optimizer states = 4Ψ 4Ψ 8Ψ | 4Ψ 4Ψ 8Ψ/Nd | 4Ψ 4Ψ/Nd 8Ψ/Nd | 4Ψ/Nd 4Ψ/Nd 8Ψ/Nd.
+  const int Nd = 4;
+  for (int stage : {0, 1, 2, 3}) {
     RunConfig c = base_config();
-    c.dp = 4;
+    c.steps = 1;
+    c.dp = Nd;
     c.zero_stage = stage;
     Trainer trainer(c);
+    trainer.step();  // after a step every temporary gather and gradient buffer is released
     const std::int64_t psi = trainer.model().parameter_count();
-    QCOMPARE(psi % 4, std::int64_t{0});  // gpt-tiny splits evenly over 4 ranks
-    for (int r = 0; r < 4; ++r) {
+    for (const auto& unit : trainer.model().layout().units()) QCOMPARE(unit.numel() % Nd, std::int64_t{0});
+    for (int r = 0; r < Nd; ++r) {
       const MemoryBytes m = trainer.ledger(r).current();
-      QCOMPARE(m[MemoryCategory::parameters], 4 * psi);   // 4Ψ
-      QCOMPARE(m[MemoryCategory::gradients], 4 * psi);    // 4Ψ
-      QCOMPARE(m[MemoryCategory::optimizer_states], stage == 0 ? 8 * psi : 8 * psi / 4);  // 8Ψ or 8Ψ/Nd
+      QCOMPARE(m[MemoryCategory::parameters], stage >= 3 ? 4 * psi / Nd : 4 * psi);
+      QCOMPARE(m[MemoryCategory::gradients], stage >= 2 ? 4 * psi / Nd : 4 * psi);
+      QCOMPARE(m[MemoryCategory::optimizer_states], stage >= 1 ? 8 * psi / Nd : 8 * psi);
     }
+  }
+}
+
+void TestParallel::zero3_gathers_and_releases_every_layer() {
+  RunConfig c = base_config();
+  c.steps = 1;
+  c.dp = 2;
+  c.zero_stage = 3;
+  CollectingSink sink;
+  Trainer trainer(c, &sink);
+  trainer.step();
+  const int L = trainer.model().config().layers;
+  for (int r = 0; r < 2; ++r) {
+    std::map<int, int> open;  // layer -> gathers not yet released
+    int gathers = 0;
+    for (const Event& e : sink.events) {
+      if (e.kind != EventKind::shard || e.rank != r) continue;
+      if (e.shard_action == ShardAction::gather) {
+        QCOMPARE(open[e.layer]++, 0);  // never gathered twice at once
+        ++gathers;
+      } else {
+        QCOMPARE(--open[e.layer], 0);  // released only what was gathered
+      }
+    }
+    for (const auto& [layer, count] : open) QCOMPARE(count, 0);  // everything released
+    // Forward gathers every layer, the embeddings (for the input and again for the
+    // tied head) and the head: L + 3. Backward the same but the embeddings once,
+    // for the head (GPT's embedding backward needs no parameter values): L + 2.
+    QCOMPARE(gathers, (L + 3) + (L + 2));
   }
 }
 
