@@ -10,10 +10,13 @@
 #include <vector>
 
 #include "cli_args.h"
+#include "cli_estimate.h"
 #include "cli_export.h"
+#include "cli_schedule.h"
 #include "cli_train.h"
 #include "core/error.h"
 #include "model/model_config.h"
+#include "train/trainer.h"
 
 namespace shardscope::cli {
 namespace {
@@ -30,6 +33,8 @@ const char* kTopHelp =
     "  train     Train a model on a text corpus (the shipped default corpus if --data is absent)\n"
     "  presets   List the model presets\n"
     "  export    Export a run recording (.ssrun) to a Perfetto / chrome://tracing trace\n"
+    "  schedule  Print a pipeline schedule (GPipe or 1F1B) per stage, with its bubble\n"
+    "  estimate  Predict per-GPU memory (by ledger category, with formulas), the fit and the step time\n"
     "\n"
     "Run 'shardscope-cli COMMAND --help' for the flags of a command.\n";
 
@@ -62,6 +67,8 @@ int main(int argc, char** argv) {
     if (args[0] == "train") return run_train(rest);
     if (args[0] == "presets") return run_presets(rest);
     if (args[0] == "export") return run_export(rest);
+    if (args[0] == "schedule") return run_schedule(rest);
+    if (args[0] == "estimate") return run_estimate(rest);
     std::fprintf(stderr, "shardscope-cli: unknown command '%s'\n\n%s", args[0].c_str(), kTopHelp);
     return kExitBadInput;
   } catch (const UsageError& e) {
@@ -70,6 +77,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "shardscope-cli %s: error: %s\n", args[0].c_str(), e.what());
   } catch (const FormatError& e) {
     std::fprintf(stderr, "shardscope-cli %s: error: %s\n", args[0].c_str(), e.what());
+  } catch (const RankFailure& e) {  // a rank threw: every rank stopped, nothing was saved half-way
+    std::fprintf(stderr, "shardscope-cli %s: error: %s\n", args[0].c_str(), e.what());
+    return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "shardscope-cli %s: error: out of memory (try a smaller --batch, --seq or model)\n",
                  args[0].c_str());

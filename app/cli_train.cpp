@@ -60,6 +60,7 @@ int run_train(const std::vector<std::string>& args) {
                  &config.eval_every, 0, 100'000'000);
   parser.add_int("--eval-batches", "Validation batches per evaluation", &config.eval_batches, 1, 100'000);
   parser.add_int("--threads", "CPU threads for all ranks together; 0: all cores", &config.threads, 0, 1024);
+  parser.add_int("--ranks", "Ranks in all; must equal --dp x --pp (0: dp x pp)", &config.ranks, 0, 4096);
   parser.add_int("--dp", "Data-parallel ranks (threads of this process)", &config.dp, 1, 64);
   parser.add_int("--pp", "Pipeline stages (layers split evenly; the first embeds, the last runs the head)", &config.pp,
                  1, 64);

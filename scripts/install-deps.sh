@@ -10,7 +10,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools
   libqcustomplot-dev libspdlog-dev nlohmann-json3-dev
-  libopenblas-dev
+  libopenblas-dev libyaml-cpp-dev
 )
 
 missing=()

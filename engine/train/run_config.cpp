@@ -37,6 +37,9 @@ void validate_run_config(const RunConfig& c) {
   require(c.threads >= 0 && c.threads <= 1024, "--threads must be between 0 (all cores) and 1024");
   require(c.dp >= 1 && c.dp <= 64, "--dp must be between 1 and 64 (got " + std::to_string(c.dp) + ")");
   require(c.pp >= 1, "--pp must be at least 1 (got " + std::to_string(c.pp) + ")");
+  require(c.ranks == 0 || c.ranks == c.dp * c.pp,
+          "--ranks " + std::to_string(c.ranks) + " does not equal --dp " + std::to_string(c.dp) + " x --pp " +
+              std::to_string(c.pp) + " = " + std::to_string(c.dp * c.pp) + " (every rank sits on the dp x pp grid)");
   require(c.pp <= model.layers, "--pp " + std::to_string(c.pp) + " is more pipeline stages than " + model.name +
                                     " has layers (" + std::to_string(model.layers) + ")");
   require(c.micro_batches >= 1, "--micro-batches must be at least 1 (got " + std::to_string(c.micro_batches) + ")");

@@ -36,6 +36,7 @@ struct RunConfig {
   // Parallelism. --batch is the global batch of one optimizer step: it is split
   // over dp ranks, accum steps and pipeline micro-batches, micro_batch()
   // sequences each (as DeepSpeed's train_batch_size).
+  int ranks = 0;                   // world size if given (must equal dp x pp); 0: dp x pp
   int dp = 1;                      // data-parallel ranks
   int pp = 1;                      // pipeline stages
   int micro_batches = 1;           // pipeline micro-batches per accumulation step (m)

@@ -150,6 +150,15 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
     ranks_.push_back(std::move(rank));
   }
   schedule_ = LrSchedule{config_.lr, config_.lr * config_.min_lr_ratio, config_.warmup_steps(), config_.steps};
+  Event log;
+  log.kind = EventKind::log;
+  log.level = LogLevel::info;
+  log.start_ns = log.end_ns = clock_.now_ns();
+  log.set_text(config_.model + ": " + std::to_string(grid.world_size()) + " ranks (dp " + std::to_string(grid.dp()) +
+               " x pp " + std::to_string(grid.pp()) + "), " + std::string(data_parallel_mode_name(config_.dp_mode)) +
+               ", ZeRO-" + std::to_string(config_.zero_stage) + ", micro-batch " +
+               std::to_string(config_.micro_batch()) + ", " + backend_name());
+  emit(log);
 }
 
 Trainer::~Trainer() = default;

@@ -34,6 +34,9 @@ class TestCli : public QObject {
   void short_run_writes_metrics_jsonl();
   void export_writes_a_chrome_trace_atomically();
   void export_bad_input_exits_2();
+  void estimate_bad_input_exits_2();
+  void estimate_json_has_the_documented_keys();
+  void estimate_help_documents_every_flag();
 
  private:
   QTemporaryDir dir_;
@@ -176,6 +179,86 @@ void TestCli::export_bad_input_exits_2() {
   QVERIFY(kept.open(QIODevice::ReadOnly));
   QCOMPARE(kept.readAll(), QByteArray("keep me"));
   QVERIFY(!QFile::exists(directory + ".tmp"));
+}
+
+// estimate: every kind of bad file or flag gets exit code 2 and a message naming the file, line or flag.
+void TestCli::estimate_bad_input_exits_2() {
+  auto write = [&](const QString& name, const QByteArray& text) {
+    QFile f(dir_.path() + "/" + name);
+    if (f.open(QIODevice::WriteOnly)) f.write(text);
+    return f.fileName();
+  };
+  const QString bad_json = write("bad_config.json", "{\n  \"model_type\": \"gpt2\",\n  \"n_embd\": 768,,\n}\n");
+  const QString bad_ds = write("bad_ds.json", "{\n  \"zero_optimization\": {\n    \"stage\": 7\n  }\n}\n");
+  const QString bad_yaml = write("bad_acc.yaml", "distributed_type: MULTI_GPU\nnum_processes: eight\n");
+  const QString broken_yaml = write("broken_acc.yaml", "distributed_type: [MULTI_GPU\n");
+  const QString llama = QString(SHARDSCOPE_FIXTURES) + "/configs/llama-2-7b_config.json";
+  const struct {
+    QStringList args;
+    QString message;
+  } cases[] = {
+      {{"estimate", "--model", "gpt-huge"}, "unknown model preset 'gpt-huge'"},
+      {{"estimate", "--model", "/no/such/config.json"}, "--model: cannot open '/no/such/config.json'"},
+      {{"estimate", "--model", bad_json}, "bad_config.json: line 3, column"},
+      {{"estimate", "--deepspeed", bad_ds}, "bad_ds.json line 3: zero_optimization.stage: 7 is out of range"},
+      {{"estimate", "--accelerate", bad_yaml}, "bad_acc.yaml line 2: num_processes: expected an integer, got 'eight'"},
+      {{"estimate", "--accelerate", broken_yaml}, "broken_acc.yaml: line"},
+      {{"estimate", "--gpu", "V100"}, "--gpu: unknown GPU profile 'V100'"},
+      {{"estimate", "--gpu-mem", "lots"}, "--gpu-mem: 'lots' is not a memory size"},
+      {{"estimate", "--zero", "4"}, "--zero: 4 is out of range"},
+      {{"estimate", "--dp", "two"}, "--dp: 'two' is not an integer"},
+      {{"estimate", "--checkpoint", "some"}, "--checkpoint: 'some' is not one of none, selective, full"},
+      {{"estimate", "--model", llama, "--activations", "shardscope"}, "--activations shardscope"},
+      {{"estimate", "--seq", "4096"}, "--seq 4096 exceeds the maximum sequence length of gpt-tiny (256)"},
+  };
+  for (const auto& c : cases) {
+    const Result r = run(c.args);
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(c.message), qPrintable(c.args.join(' ') + " -> stderr: " + r.err));
+  }
+}
+
+// The --json document: ranks with bytes and formulas keyed by the ledger's category names (README.md).
+void TestCli::estimate_json_has_the_documented_keys() {
+  const QString configs = QString(SHARDSCOPE_FIXTURES) + "/configs/";
+  const Result r = run({"estimate", "--model", configs + "gpt2_config.json", "--accelerate",
+                        configs + "accelerate_deepspeed.yaml", "--gpu", "A100-80GB", "--seq", "1024", "--json"});
+  QVERIFY2(r.code == 0, qPrintable(r.err));
+  QJsonParseError error;
+  const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8(), &error).object();
+  QVERIFY2(error.error == QJsonParseError::NoError, qPrintable(error.errorString()));
+  const QStringList categories{"parameters", "gradients", "optimizer_states", "activations", "communication",
+                               "workspace"};
+  for (const char* key : {"schema", "model", "settings", "engine_exact", "basis", "ranks", "total_bytes", "fits",
+                          "capacity_bytes", "margin_bytes", "summary", "levers", "time", "warnings", "gpu"})
+    QVERIFY2(o.contains(key), key);
+  QCOMPARE(o["ranks"].toArray().size(), 8);  // num_processes: 8
+  for (const auto& value : o["ranks"].toArray()) {
+    const QJsonObject rank = value.toObject();
+    QCOMPARE(rank["bytes"].toObject().keys().size(), categories.size());
+    for (const QString& c : categories) {
+      QVERIFY2(rank["bytes"].toObject()[c].isDouble(), qPrintable(c));
+      QVERIFY2(rank["formulas"].toObject()[c].isString(), qPrintable(c));
+    }
+    QVERIFY(rank["total_bytes"].toDouble() > 0);
+  }
+  QCOMPARE(o["model"].toObject()["parameters"].toDouble(), 124439808.0);
+  QCOMPARE(o["settings"].toObject()["zero_stage"].toInt(), 2);  // from the DeepSpeed file accelerate names
+  QVERIFY(o["fits"].isBool());
+  const QJsonObject time = o["time"].toObject();
+  for (const char* key : {"flops_per_step", "flops_formula", "dp_bytes_per_rank", "bubble_fraction", "step_time_s",
+                          "tokens_per_s", "model_only"})
+    QVERIFY2(time.contains(key), key);
+}
+
+void TestCli::estimate_help_documents_every_flag() {
+  const Result r = run({"estimate", "--help"});
+  QCOMPARE(r.code, 0);
+  for (const char* flag : {"--model", "--deepspeed", "--accelerate", "--dp", "--pp", "--zero", "--precision",
+                           "--micro-batch", "--seq", "--accum", "--micro-batches", "--checkpoint", "--gpu", "--gpu-mem",
+                           "--activations", "--json", "--deepspeed-conventions"})
+    QVERIFY2(r.out.contains(flag), flag);
+  QVERIFY(r.out.contains("H200") && r.out.contains("RTX4090"));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -396,6 +396,20 @@ void TestParallel::invalid_layouts_are_refused() {
   c.zero_stage = 1;
   c.dp_mode = DataParallelMode::naive;
   refused(c, "needs --dp-mode ddp");
+  c = base_config();
+  c.dp = 2;
+  c.pp = 2;
+  c.ranks = 3;
+  refused(c, "--ranks 3 does not equal --dp 2 x --pp 2 = 4");
+  c = base_config();
+  c.pp = 2;
+  c.micro_batches = 3;
+  refused(c, "--micro-batches 3");
+  c = base_config();
+  c.dp = 2;
+  c.zero_stage = 3;
+  c.pp = 2;
+  refused(c, "is refused");
 }
 
 QTEST_GUILESS_MAIN(TestParallel)

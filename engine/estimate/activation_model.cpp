@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "estimate/activation_model.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "estimate/formula_text.h"
+#include "model/activations.h"
+
+namespace shardscope {
+
+namespace {
+std::string shape_text(const StageLayers& stage, std::int64_t layers_total) {
+  if (stage.first_layer == 0 && stage.end_layer == layers_total && stage.embedding && stage.head) return "";
+  std::string text = " (layers " + std::to_string(stage.first_layer) + "-" + std::to_string(stage.end_layer - 1);
+  if (stage.embedding) text += ", embeddings";
+  if (stage.head) text += ", head";
+  return text + ")";
+}
+}  // namespace
+
+ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const StageLayers& stage, int micro_batch,
+                                            int seq, Recompute recompute, Precision precision) {
+  if (recompute == Recompute::selective)
+    throw ConfigError(
+        "--checkpoint selective: ShardScope's kernels recompute whole layers only; use --checkpoint "
+        "full, or --activations formula for other implementations");
+  const bool checkpointing = recompute == Recompute::full;
+  const std::int64_t value_bytes = precision == Precision::fp32 ? 4 : 2;
+  const std::int64_t acts = Activations::total_floats(config, micro_batch, seq, checkpointing, stage);
+  const std::int64_t scratch = BackwardScratch::total_floats(config, micro_batch, seq, stage.head);
+  const std::string b = std::to_string(micro_batch), s = std::to_string(seq);
+  const std::string d = std::to_string(value_bytes) + " × ";
+  ActivationBytes out;
+  out.activations = value_bytes * acts;
+  out.workspace = value_bytes * scratch;
+  std::string ends = stage.embedding ? ", plus the embeddings" : ", plus the received input b·s·h";
+  if (stage.head) ends += " and the head (logits b·s·v)";
+  out.activations_formula = d + grouped(acts) + " floats = Activations::total_floats(b=" + b + ", s=" + s + ")" +
+                            shape_text(stage, config.layers) +
+                            (checkpointing ? ": each layer keeps its output b·s·h, one shared layer set "
+                                             "b·s(16h + 4) + b·a·s²"
+                                           : ": per layer b·s(16h + 4) + b·a·s²") +
+                            ends;
+  out.workspace_formula = d + grouped(scratch) + " floats = BackwardScratch::total_floats(b=" + b + ", s=" + s +
+                          "): activation gradients of one layer, b·s·9h + b·a·s²" +
+                          (stage.head ? ", and the logits' b·s·v" : "");
+  return out;
+}
+
+ActivationBytes formula_activation_bytes(const ModelShape& model, const StageLayers& stage, int micro_batch, int seq,
+                                         Recompute recompute, Precision precision) {
+  const std::int64_t s = seq, b = micro_batch, h = model.hidden, a = model.heads, v = model.vocab;
+  const std::int64_t L = stage.layer_count();
+  const bool fp32 = precision == Precision::fp32;
+  const std::int64_t d = fp32 ? 4 : 2;  // bytes per stored value
+  const std::int64_t sbh = s * b * h;
+  // Korthikanti et al. Table 2 (16-bit), and the same terms in fp32.
+  const std::int64_t full_layer = fp32 ? sbh * 66 + 9 * a * s * s * b : sbh * 34 + 5 * a * s * s * b;
+  const std::string full_text = fp32 ? "sbh(66 + 9as/h)" : "sbh(34 + 5as/h)";
+  std::int64_t per_layer = full_layer, transient = 0;
+  std::string layer_text = full_text;
+  if (recompute == Recompute::selective) {
+    per_layer = (fp32 ? 66 : 34) * sbh;
+    layer_text = fp32 ? "66sbh" : "34sbh";
+  } else if (recompute == Recompute::full) {
+    per_layer = d * sbh;  // the layer input only (2sbh in 16 bits)
+    layer_text = std::to_string(d) + "sbh";
+    transient = full_layer;
+  }
+  ActivationBytes out;
+  out.activations = L * per_layer + transient;
+  std::string formula = "L·" + layer_text + " = " + std::to_string(L) + " × " + grouped(per_layer);
+  if (transient > 0) formula += " + one layer recomputed " + full_text + " = " + grouped(transient);
+  if (stage.embedding) {
+    out.activations += sbh * (d + 1);
+    formula += " + embeddings sbh(" + std::to_string(d) + " + 1) = " + grouped(sbh * (d + 1));
+  }
+  if (stage.head) {
+    out.activations += d * sbh + 4 * s * b * v;
+    formula += " + final norm " + std::to_string(d) + "sbh + fp32 logits 4sbv = " + grouped(d * sbh + 4 * s * b * v);
+  }
+  out.activations_formula = formula + " [Korthikanti et al. 2022; s=" + std::to_string(s) + " b=" + std::to_string(b) +
+                            " h=" + std::to_string(h) + " a=" + std::to_string(a) + "]";
+  out.workspace = full_layer + (stage.head ? 4 * s * b * v : 0);
+  out.workspace_formula = "one layer's activation gradients ≈ " + full_text + " = " + grouped(full_layer) +
+                          (stage.head ? " + the logits' gradient 4sbv = " + grouped(4 * s * b * v) : "") + " (a model)";
+  return out;
+}
+
+int micro_batches_in_flight_closed_form(PipelineScheduleKind schedule, int stages, int stage, int micro_batches) {
+  if (schedule == PipelineScheduleKind::gpipe) return micro_batches;
+  return std::max(1, std::min(micro_batches, stages - stage));
+}
+
+int micro_batches_in_flight(PipelineScheduleKind schedule, int stages, int stage, int micro_batches) {
+  if (static_cast<std::int64_t>(stages) * micro_batches > 1'000'000)
+    return micro_batches_in_flight_closed_form(schedule, stages, stage, micro_batches);
+  // The same call the Trainer makes to size its slots (train/trainer.cpp).
+  const PipelineTimeline timeline =
+      simulate_pipeline_schedule(make_pipeline_schedule(schedule, stages, micro_batches), 1.0, 2.0);
+  return std::max(1, timeline.peak_micro_batches_in_flight[static_cast<std::size_t>(stage)]);
+}
+
+}  // namespace shardscope

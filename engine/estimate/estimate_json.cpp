@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// estimate_to_json: the `shardscope-cli estimate --json` document. Keys are
+// only ever added, never renamed (README.md documents each).
+#include "estimate/estimate.h"
+
+namespace shardscope {
+
+namespace {
+using nlohmann::json;
+
+json categories(const MemoryBytes& bytes) {
+  json out = json::object();
+  for (MemoryCategory c : kAllMemoryCategories) out[std::string(memory_category_name(c))] = bytes[c];
+  return out;
+}
+
+json formulas(const RankMemory& rank) {
+  json out = json::object();
+  for (MemoryCategory c : kAllMemoryCategories) out[std::string(memory_category_name(c))] = rank.formula(c);
+  return out;
+}
+
+json model_json(const ModelShape& m) {
+  return {{"name", m.name},
+          {"preset", m.preset.empty() ? json(nullptr) : json(m.preset)},
+          {"architecture", m.architecture},
+          {"parameters", m.parameters()},
+          {"base_model_parameters", m.base_model_parameters},
+          {"vocab", m.vocab},
+          {"max_positions", m.max_positions},
+          {"hidden", m.hidden},
+          {"layers", m.layers},
+          {"heads", m.heads},
+          {"intermediate", m.intermediate},
+          {"largest_module_parameters", m.largest_module_parameters}};
+}
+
+json settings_json(const EstimateSettings& s) {
+  return {{"dp", s.dp},
+          {"pp", s.pp},
+          {"zero_stage", s.zero_stage},
+          {"dp_mode", std::string(data_parallel_mode_name(s.dp_mode))},
+          {"precision", std::string(precision_name(s.precision))},
+          {"micro_batch", s.micro_batch},
+          {"seq", s.seq},
+          {"accum", s.accum},
+          {"micro_batches", s.micro_batches},
+          {"global_batch", s.global_batch()},
+          {"checkpoint", std::string(recompute_name(s.recompute))},
+          {"schedule", pipeline_schedule_name(s.schedule)},
+          {"offload_optimizer", s.offload_optimizer},
+          {"offload_params", s.offload_params},
+          {"activations", std::string(activation_mode_name(s.activations))},
+          {"gpus_per_node", s.gpus_per_node},
+          {"efficiency", s.efficiency}};
+}
+
+json time_json(const TimeEstimate& t) {
+  json out = {{"model_only", true},
+              {"note", t.note},
+              {"tokens_per_step", t.tokens_per_step},
+              {"matmul_parameters", t.matmul_parameters},
+              {"flops_per_token", t.flops_per_token},
+              {"flops_per_step", t.flops_per_step},
+              {"flops_formula", t.flops_formula},
+              {"dp_bytes_per_rank", t.dp_bytes},
+              {"dp_formula", t.dp_formula},
+              {"pp_bytes_per_stage", t.pp_bytes},
+              {"pp_formula", t.pp_formula},
+              {"bubble_fraction", t.bubble_fraction},
+              {"bubble_formula", t.bubble_formula}};
+  if (!t.has_gpu) return out;
+  out["gpu"] = t.gpu;
+  out["peak_tflops"] = t.peak_tflops;
+  out["efficiency"] = t.efficiency;
+  out["compute_s"] = t.compute_s;
+  out["bubble_s"] = t.bubble_s;
+  out["optimizer_s"] = t.optimizer_s;
+  out["dp_comm_s"] = t.dp_comm_s;
+  out["pp_comm_s"] = t.pp_comm_s;
+  out["dp_link"] = t.dp_link;
+  out["pp_link"] = t.pp_link;
+  out["step_time_s"] = t.step_s;
+  out["step_time_overlapped_s"] = t.step_overlapped_s;
+  out["tokens_per_s"] = t.tokens_per_s;
+  return out;
+}
+
+json deepspeed_json(const DeepSpeedModelStates& d) {
+  return {{"stage", d.stage},
+          {"cpu_offload", d.cpu_offload},
+          {"cpu_offload_params", d.cpu_offload_params},
+          {"zero_init", d.zero_init},
+          {"gpu_bytes", d.gpu_bytes},
+          {"gpu_formula", d.gpu_formula},
+          {"cpu_bytes_before_factor", d.cpu_bytes_before_factor},
+          {"buffer_factor", d.buffer_factor},
+          {"cpu_bytes", d.cpu_bytes},
+          {"cpu_formula", d.cpu_formula},
+          {"largest_layer_memory", d.largest_layer_memory}};
+}
+}  // namespace
+
+json estimate_to_json(const Estimate& e) {
+  json ranks = json::array();
+  for (const RankMemory& r : e.memory.ranks) {
+    ranks.push_back({{"rank", r.rank},
+                     {"dp_rank", r.dp_rank},
+                     {"stage", r.stage},
+                     {"layers", {r.layers.first_layer, r.layers.end_layer}},
+                     {"embedding", r.layers.embedding},
+                     {"head", r.layers.head},
+                     {"stage_parameters", r.stage_parameters},
+                     {"micro_batches_in_flight", r.micro_batches_in_flight},
+                     {"bytes", categories(r.bytes)},
+                     {"formulas", formulas(r)},
+                     {"total_bytes", r.total()},
+                     {"host_bytes", r.host_bytes},
+                     {"host_formula", r.host_formula}});
+  }
+  json levers = json::array();
+  for (const FitLever& l : e.fit.levers)
+    levers.push_back({{"change", l.change}, {"flags", l.flags}, {"saves_bytes", l.saves_bytes}, {"fits", l.fits}});
+  json out = {{"schema", "shardscope-estimate/1"},
+              {"units", "bytes (GB in text = 10^9 bytes)"},
+              {"model", model_json(e.model)},
+              {"settings", settings_json(e.settings)},
+              {"engine_exact", e.memory.engine_exact},
+              {"basis", e.memory.basis},
+              {"ranks", ranks},
+              {"total_bytes", e.memory.fullest_total()},
+              {"fullest_rank", e.memory.fullest_rank()},
+              {"cluster_total_bytes", e.memory.cluster_total()},
+              {"fits", e.fit.has_capacity ? json(e.fit.fits) : json(nullptr)},
+              {"capacity_bytes", e.fit.has_capacity ? json(e.fit.capacity_bytes) : json(nullptr)},
+              {"margin_bytes", e.fit.has_capacity ? json(e.fit.margin_bytes) : json(nullptr)},
+              {"capacity_source", e.fit.capacity_source},
+              {"summary", e.fit.summary},
+              {"levers", levers},
+              {"time", time_json(e.time)},
+              {"deepspeed_estimator", e.deepspeed ? deepspeed_json(*e.deepspeed) : json(nullptr)},
+              {"warnings", e.warnings}};
+  if (e.gpu)
+    out["gpu"] = {{"name", e.gpu->name},
+                  {"description", e.gpu->description},
+                  {"memory_bytes", e.gpu->memory_bytes},
+                  {"peak_tflops", e.gpu->peak_tflops(e.settings.precision)},
+                  {"memory_gbps", e.gpu->memory_gbps},
+                  {"link_gbps", e.gpu->link_gbps},
+                  {"link", e.gpu->link}};
+  else
+    out["gpu"] = nullptr;
+  return out;
+}
+
+}  // namespace shardscope

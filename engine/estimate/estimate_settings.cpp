@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "estimate/estimate_settings.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace shardscope {
+
+namespace {
+std::string quoted(std::string_view text) {
+  std::string out = "'";  // built in steps: GCC 12 warns falsely (-Wrestrict) on "'" + std::string(...)
+  out += text;
+  return out += "'";
+}
+}  // namespace
+
+std::string_view precision_name(Precision precision) {
+  switch (precision) {
+    case Precision::fp32:
+      return "fp32";
+    case Precision::fp16:
+      return "fp16";
+    case Precision::bf16:
+      return "bf16";
+  }
+  return "?";
+}
+
+Precision parse_precision(std::string_view text, std::string_view field) {
+  if (text == "fp32" || text == "no") return Precision::fp32;
+  if (text == "fp16") return Precision::fp16;
+  if (text == "bf16") return Precision::bf16;
+  throw ConfigError(std::string(field) + ": " + quoted(text) + " is not one of fp32, fp16, bf16");
+}
+
+std::string_view recompute_name(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::none:
+      return "none";
+    case Recompute::selective:
+      return "selective";
+    case Recompute::full:
+      return "full";
+  }
+  return "?";
+}
+
+Recompute parse_recompute(std::string_view text, std::string_view field) {
+  if (text == "none") return Recompute::none;
+  if (text == "selective") return Recompute::selective;
+  if (text == "full") return Recompute::full;
+  throw ConfigError(std::string(field) + ": " + quoted(text) + " is not one of none, selective, full");
+}
+
+std::string_view activation_mode_name(ActivationMode mode) {
+  return mode == ActivationMode::shardscope ? "shardscope" : "formula";
+}
+
+ActivationMode parse_activation_mode(std::string_view text, std::string_view field) {
+  if (text == "shardscope") return ActivationMode::shardscope;
+  if (text == "formula") return ActivationMode::formula;
+  throw ConfigError(std::string(field) + ": " + quoted(text) + " is not one of shardscope, formula");
+}
+
+void validate_estimate_settings(const EstimateSettings& s) {
+  auto require = [](bool ok, const std::string& message) {
+    if (!ok) throw ConfigError(message);
+  };
+  require(s.dp >= 1 && s.dp <= 1'000'000, "--dp must be between 1 and 1000000 (got " + std::to_string(s.dp) + ")");
+  require(s.pp >= 1 && s.pp <= 10'000, "--pp must be between 1 and 10000 (got " + std::to_string(s.pp) + ")");
+  require(s.zero_stage >= 0 && s.zero_stage <= 3,
+          "--zero must be 0, 1, 2 or 3 (got " + std::to_string(s.zero_stage) + ")");
+  require(s.micro_batch >= 1, "--micro-batch must be at least 1 (got " + std::to_string(s.micro_batch) + ")");
+  require(s.seq >= 0, "--seq must be at least 1 (got " + std::to_string(s.seq) + ")");
+  require(s.accum >= 1, "--accum must be at least 1 (got " + std::to_string(s.accum) + ")");
+  require(s.micro_batches >= 1, "--micro-batches must be at least 1 (got " + std::to_string(s.micro_batches) + ")");
+  require(s.gpus_per_node >= 1, "--gpus-per-node must be at least 1");
+  require(std::isfinite(s.efficiency) && s.efficiency > 0.0 && s.efficiency <= 1.0, "--efficiency must be in (0, 1]");
+  require(s.zero_stage == 0 || s.dp_mode == DataParallelMode::ddp,
+          "--zero " + std::to_string(s.zero_stage) + " needs --dp-mode ddp (ZeRO shards across DDP ranks)");
+  require(s.zero_stage <= 1 || s.pp == 1,
+          "--zero " + std::to_string(s.zero_stage) + " with --pp " + std::to_string(s.pp) +
+              ": ZeRO-2/3 shard gradients per layer across data-parallel ranks, which pipeline stages would "
+              "interleave (DeepSpeed and the engine refuse it); use --zero 0 or 1 with pipelines");
+  require(!s.offload_params || s.zero_stage == 3,
+          "parameter offload needs ZeRO stage 3 (DeepSpeed offloads parameters only under stage 3)");
+  require(!s.offload_optimizer || s.zero_stage >= 1 || s.dp == 1,
+          "optimizer offload (ZeRO-Offload) needs ZeRO stage 1, 2 or 3 when --dp > 1");
+}
+
+EstimateSettings resolve_settings(EstimateSettings s, const std::vector<SettingsPatch>& patches,
+                                  std::vector<std::string>* notes) {
+  std::optional<std::int64_t> global;
+  std::string global_origin;
+  std::size_t global_index = 0;
+  bool micro_set = false, accum_set = false;
+  std::size_t shape_set_after = 0;  // 1 + index of the last patch that set micro_batch, accum or dp
+  for (std::size_t i = 0; i < patches.size(); ++i) {
+    const SettingsPatch& p = patches[i];
+    if (p.dp) s.dp = *p.dp;
+    if (p.pp) s.pp = *p.pp;
+    if (p.zero_stage) s.zero_stage = *p.zero_stage;
+    if (p.micro_batch) s.micro_batch = *p.micro_batch, micro_set = true;
+    if (p.accum) s.accum = *p.accum, accum_set = true;
+    if (p.micro_batches) s.micro_batches = *p.micro_batches;
+    if (p.micro_batch || p.accum || p.dp || p.micro_batches) shape_set_after = i + 1;
+    if (p.seq) s.seq = *p.seq;
+    if (p.gpus_per_node) s.gpus_per_node = *p.gpus_per_node;
+    if (p.dp_mode) s.dp_mode = *p.dp_mode;
+    if (p.precision) s.precision = *p.precision;
+    if (p.recompute) s.recompute = *p.recompute;
+    if (p.schedule) s.schedule = *p.schedule;
+    if (p.offload_optimizer) s.offload_optimizer = *p.offload_optimizer;
+    if (p.offload_params) s.offload_params = *p.offload_params;
+    if (p.activations) s.activations = *p.activations;
+    if (p.efficiency) s.efficiency = *p.efficiency;
+    if (p.global_batch) {
+      global = *p.global_batch;
+      global_index = i;
+      global_origin = "train_batch_size";
+      for (const auto& [setting, where] : p.origin)
+        if (setting == "global_batch") global_origin = where;
+    }
+  }
+  if (global) {
+    // DeepSpeed: train_batch_size = train_micro_batch_size_per_gpu x gradient_accumulation_steps x dp
+    // (times the pipeline micro-batches m when there are several).
+    const std::int64_t g = *global, dp = static_cast<std::int64_t>(s.dp) * s.micro_batches;
+    const std::string dp_text =
+        "dp " + std::to_string(s.dp) + (s.micro_batches > 1 ? " x m " + std::to_string(s.micro_batches) : "");
+    if (g < 1) throw ConfigError(global_origin + ": must be at least 1 (got " + std::to_string(g) + ")");
+    if (micro_set && !accum_set) {
+      if (g % (s.micro_batch * dp) != 0)
+        throw ConfigError(global_origin + " " + std::to_string(g) + " is not a multiple of micro-batch " +
+                          std::to_string(s.micro_batch) + " x " + dp_text);
+      s.accum = static_cast<int>(g / (s.micro_batch * dp));
+    } else if (accum_set && !micro_set) {
+      if (g % (s.accum * dp) != 0)
+        throw ConfigError(global_origin + " " + std::to_string(g) + " is not a multiple of accum " +
+                          std::to_string(s.accum) + " x " + dp_text);
+      s.micro_batch = static_cast<int>(g / (s.accum * dp));
+    } else if (!micro_set && !accum_set) {
+      if (g % dp != 0) throw ConfigError(global_origin + " " + std::to_string(g) + " is not a multiple of " + dp_text);
+      s.micro_batch = static_cast<int>(g / dp);
+    } else if (s.global_batch() != g) {
+      const std::string product = "micro-batch " + std::to_string(s.micro_batch) + " x accum " +
+                                  std::to_string(s.accum) + " x " + dp_text + " = " + std::to_string(s.global_batch());
+      // A later source (the command line) changed the shape on purpose: it wins.
+      if (shape_set_after > global_index + 1) {
+        if (notes != nullptr) notes->push_back(global_origin + " " + std::to_string(g) + " ignored: " + product);
+      } else {
+        throw ConfigError(global_origin + " " + std::to_string(g) + " does not equal " + product);
+      }
+    }
+  }
+  validate_estimate_settings(s);
+  return s;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// What the estimator is asked about: the parallel layout, precision, batch
+// shape and recompute policy of a training run. The CLI, the importers
+// (DeepSpeed JSON, accelerate YAML) and later the GUI's config panel fill it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "parallel/pipeline_schedule.h"
+#include "train/run_config.h"
+
+namespace shardscope {
+
+// fp32: everything in 4-byte floats (the engine today). fp16/bf16: mixed
+// precision as in the ZeRO paper: 16-bit parameters and gradients, fp32
+// master weights and Adam moments in the optimizer states.
+enum class Precision { fp32, fp16, bf16 };
+std::string_view precision_name(Precision precision);
+Precision parse_precision(std::string_view text, std::string_view field);  // ConfigError names `field`
+
+// Activation recompute (Korthikanti et al. 2022): none keeps everything,
+// selective recomputes the attention core, full keeps only each layer's input.
+enum class Recompute { none, selective, full };
+std::string_view recompute_name(Recompute recompute);
+Recompute parse_recompute(std::string_view text, std::string_view field);
+
+// How activation bytes are computed: exactly as ShardScope's own kernels lay
+// them out (engine/model/activations.h), or by the standard per-layer formula
+// sbh(34 + 5as/h) for other implementations (Megatron, HF Transformers).
+enum class ActivationMode { shardscope, formula };
+std::string_view activation_mode_name(ActivationMode mode);
+ActivationMode parse_activation_mode(std::string_view text, std::string_view field);
+
+struct EstimateSettings {
+  int dp = 1;          // Nd: data-parallel ranks
+  int pp = 1;          // pipeline stages
+  int zero_stage = 0;  // 0-3 (ZeRO paper: P_os, P_os+g, P_os+g+p)
+  DataParallelMode dp_mode = DataParallelMode::ddp;
+  Precision precision = Precision::fp32;
+  int micro_batch = 1;    // b: sequences per rank per micro-step
+  int seq = 0;            // s: tokens per sequence; 0 = the model's maximum
+  int accum = 1;          // gradient accumulation steps per optimizer step
+  int micro_batches = 1;  // m: pipeline micro-batches per accumulation step (RunConfig::micro_batches)
+  Recompute recompute = Recompute::none;
+  PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
+  bool offload_optimizer = false;  // ZeRO-Offload: optimizer states (and the step) on the CPU
+  bool offload_params = false;     // ZeRO-3 parameter offload (ZeRO-Infinity)
+  ActivationMode activations = ActivationMode::shardscope;
+  int gpus_per_node = 8;    // for DeepSpeed's estimator and the inter-node link
+  double efficiency = 0.5;  // time model: fraction of peak FLOP/s a step sustains (assumed)
+
+  int world_size() const { return dp * pp; }
+  // Sequences per optimizer step, as RunConfig::batch: micro-batch x dp x accum x m.
+  std::int64_t global_batch() const { return static_cast<std::int64_t>(micro_batch) * dp * accum * micro_batches; }
+  // Micro-batches each rank runs forward and backward per optimizer step.
+  std::int64_t micro_steps() const { return static_cast<std::int64_t>(accum) * micro_batches; }
+};
+
+// Part of a settings record, as one source (a file, the command line) gives
+// it. Later sources override earlier ones; `origin` says who set what, e.g.
+// {"zero_stage", "ds.json: zero_optimization.stage"}.
+struct SettingsPatch {
+  std::optional<int> dp, pp, zero_stage, micro_batch, seq, accum, micro_batches, gpus_per_node;
+  std::optional<std::int64_t> global_batch;  // DeepSpeed's train_batch_size
+  std::optional<DataParallelMode> dp_mode;
+  std::optional<Precision> precision;
+  std::optional<Recompute> recompute;
+  std::optional<PipelineScheduleKind> schedule;
+  std::optional<bool> offload_optimizer, offload_params;
+  std::optional<ActivationMode> activations;
+  std::optional<double> efficiency;
+  std::vector<std::pair<std::string, std::string>> origin;  // (setting, where it came from)
+};
+
+// Applies the patches in order over `base`, then derives what DeepSpeed
+// derives: with a global batch (train_batch_size) and one of micro_batch /
+// accum missing, the other follows from global = micro x accum x m x dp. Throws
+// ConfigError naming the settings when they disagree or a value is out of range.
+EstimateSettings resolve_settings(EstimateSettings base, const std::vector<SettingsPatch>& patches,
+                                  std::vector<std::string>* notes = nullptr);
+
+// Throws ConfigError naming the flag (--dp, --zero, ...) of the first bad value.
+void validate_estimate_settings(const EstimateSettings& settings);
+
+}  // namespace shardscope

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// GPU profiles for the fit check and the time model: memory, peak dense
+// FLOP/s per precision, memory and link bandwidth, from the vendors' data
+// sheets (docs/ESTIMATE.md lists each value with its source). These are
+// specifications, not measurements; the time model built on them is a model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "estimate/estimate_settings.h"
+
+namespace shardscope {
+
+struct GpuProfile {
+  std::string name;               // what --gpu takes: "H100"
+  std::string description;        // "NVIDIA H100 SXM5 80GB"
+  std::int64_t memory_bytes = 0;  // what the CUDA driver reports as total memory
+  double fp32_tflops = 0;         // dense, no tensor cores (PyTorch's fp32 matmuls without TF32)
+  double tf32_tflops = 0;         // dense tensor cores
+  double fp16_tflops = 0;         // dense tensor cores, fp32 accumulate (bf16 the same)
+  double memory_gbps = 0;         // HBM / GDDR bandwidth, GB/s
+  double link_gbps = 0;           // GPU-to-GPU inside a node, per direction, GB/s
+  std::string link;               // "NVLink 4 (900 GB/s total)"
+  double internode_gbps = 0;      // per GPU between nodes, per direction, GB/s (assumed network)
+  std::string internode;
+
+  double peak_tflops(Precision precision) const { return precision == Precision::fp32 ? fp32_tflops : fp16_tflops; }
+};
+
+const std::vector<GpuProfile>& gpu_profiles();
+// Case-insensitive, ignoring '-' and ' ' ("a100-80gb" = "A100 80GB"). Throws
+// ConfigError naming --gpu and listing the profiles.
+const GpuProfile& find_gpu_profile(std::string_view name);
+// "80GB" (10^9), "80GiB" (2^30), "24G" (= GB), "512MB", "81920MiB", "80" (GB).
+// Throws ConfigError naming --gpu-mem.
+std::int64_t parse_memory_size(std::string_view text);
+
+}  // namespace shardscope

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "estimate/memory_model.h"
+
+#include <climits>
+#include <map>
+#include <optional>
+
+#include "core/error.h"
+#include "estimate/activation_model.h"
+#include "estimate/formula_text.h"
+#include "estimate/zero_units.h"
+#include "parallel/grid.h"
+#include "parallel/zero.h"
+
+namespace shardscope {
+
+namespace {
+constexpr int kMaxRanks = 16384;  // one record per rank; beyond this the table says nothing new
+
+struct Context {
+  const EstimateSettings& s;
+  StateBytes k;
+  std::string psi;  // "Ψ", or "Ψ_s" with pipeline stages
+  bool naive;
+};
+
+void set(RankMemory& m, MemoryCategory c, std::int64_t bytes, std::string formula) {
+  m.bytes[c] = bytes;
+  m.formulas[static_cast<std::size_t>(c)] = std::move(formula);
+}
+
+std::string whole(int k, const std::string& psi_symbol, std::int64_t psi) {
+  return std::to_string(k) + psi_symbol + " = " + std::to_string(k) + " × " + grouped(psi);
+}
+
+// k Ψ/Nd for this rank's shard [begin, end) of the flat partition (parallel/zero.h).
+std::string sharded(int k, const std::string& psi_symbol, const ZeroPartition& part, int dp) {
+  const std::string head = std::to_string(k) + psi_symbol + "/Nd = " + std::to_string(k) + " × ";
+  if (part.shard_size * dp == part.total) return head + grouped(part.total) + " / " + std::to_string(dp);
+  return head + grouped(part.end - part.begin) + " (this rank's shard: ceil(" + grouped(part.total) + " / " +
+         std::to_string(dp) + ") = " + grouped(part.shard_size) + ", the last shard shorter)";
+}
+
+// k Ψ/Nd as unit chunks: k · Σ_u ceil(n_u / Nd) (zero_units.h).
+std::string unit_sharded(int k, std::int64_t elements, int dp, const std::string& what) {
+  return std::to_string(k) + "Ψ/Nd = " + std::to_string(k) + " × " + grouped(elements) + " (" + what +
+         " of Σ ceil(n_u / " + std::to_string(dp) + ") over the units: embeddings, layers, head)";
+}
+
+std::string state_split(Precision precision) {
+  return precision == Precision::fp32 ? " (4 m + 4 v)" : " (4 fp32 master + 4 m + 4 v)";
+}
+
+// ZeRO-Offload: the optimizer states (and parameters under stage 3) move to CPU memory.
+void offload(RankMemory& m, MemoryCategory c, const std::string& what, const std::string& text) {
+  if (m.bytes[c] == 0) return;
+  m.host_bytes += m.bytes[c];
+  m.host_formula += (m.host_formula.empty() ? "" : " + ") + m.formula(c) + " " + what;
+  set(m, c, 0, text);
+}
+
+// DDP, naive DataParallel, ZeRO-0/1: the stage's Ψ_s in one flat buffer, ZeRO-1
+// sharding the optimizer states by the flat partition.
+void flat_model_states(RankMemory& m, const Context& c, std::int64_t P) {
+  const EstimateSettings& s = c.s;
+  const ZeroPartition part = make_zero_partition(P, s.dp, m.dp_rank);
+  set(m, MemoryCategory::parameters, c.k.parameters * P, whole(c.k.parameters, c.psi, P));
+  set(m, MemoryCategory::gradients, c.k.gradients * P, whole(c.k.gradients, c.psi, P));
+  std::int64_t optimizer = c.k.optimizer * P;
+  std::string text = whole(c.k.optimizer, c.psi, P) + state_split(s.precision);
+  if (c.naive && s.dp > 1 && m.dp_rank > 0) {
+    optimizer = 0;
+    text = "0: naive DataParallel replicas hold no optimizer states (rank 0 updates)";
+  } else if (c.naive && s.dp > 1) {
+    text += ": rank 0, the master, updates the whole model";
+  } else if (s.zero_stage == 1) {
+    optimizer = c.k.optimizer * (part.end - part.begin);
+    text = sharded(c.k.optimizer, c.psi, part, s.dp) + state_split(s.precision);
+  }
+  set(m, MemoryCategory::optimizer_states, optimizer, text);
+  if (c.naive && s.dp > 1 && m.dp_rank == 0) {
+    set(m, MemoryCategory::communication, static_cast<std::int64_t>(s.dp) * c.k.gradients * P,
+        "Nd·" + std::to_string(c.k.gradients) + c.psi + " = " + std::to_string(s.dp) + " × " +
+            std::to_string(c.k.gradients) + " × " + grouped(P) + ": rank 0 gathers every replica's gradients");
+  } else if (!c.naive && s.zero_stage == 1 && s.dp > 1 && part.shard_size * s.dp != P) {
+    set(m, MemoryCategory::communication, c.k.parameters * part.shard_size * (s.dp + 1),
+        std::to_string(c.k.parameters) + " × (Nd + 1) × ceil(" + c.psi + "/Nd) = " + std::to_string(c.k.parameters) +
+            " × " + std::to_string(s.dp + 1) + " × " + grouped(part.shard_size) +
+            ": staging for the all-gather of padded shards");
+  } else {
+    set(m, MemoryCategory::communication, 0,
+        s.dp > 1 && !c.naive ? "0: DDP buckets are views of the gradient buffer; shards gather in place"
+                             : "0: no collective buffers");
+  }
+}
+
+// ZeRO-2/3, unit by unit (zero_units.h, parallel/zero_storage.h).
+void unit_model_states(RankMemory& m, const Context& c, const UnitSharding& u, std::int64_t P) {
+  const EstimateSettings& s = c.s;
+  const int k_p = c.k.parameters, k_g = c.k.gradients;
+  if (s.zero_stage >= 3)
+    set(m, MemoryCategory::parameters, k_p * u.shard, unit_sharded(k_p, u.shard, s.dp, "chunks"));
+  else
+    set(m, MemoryCategory::parameters, k_p * P, whole(k_p, c.psi, P));
+  set(m, MemoryCategory::gradients, k_g * u.shard, unit_sharded(k_g, u.shard, s.dp, "chunks"));
+  const std::int64_t mine = u.optimizer_elements(m.dp_rank);
+  set(m, MemoryCategory::optimizer_states, c.k.optimizer * mine,
+      unit_sharded(c.k.optimizer, mine, s.dp, "this rank's real elements") + state_split(s.precision));
+  const std::int64_t buffers = u.unit_buffer_peak(s.zero_stage);
+  const std::string d = std::to_string(k_g) + " × ";
+  set(m, MemoryCategory::communication, k_g * (u.largest_chunk + buffers),
+      d + "(" + grouped(u.largest_chunk) + " + " + grouped(buffers) + "): the reduce-scatter's receive chunk, plus " +
+          (s.zero_stage >= 3 ? "whole-unit gradients and gathered parameters at backward's peak, max(2E + 2H, E + 2L)"
+                             : "whole-unit gradients at backward's peak, E + max(H, L)") +
+          " (units padded to Nd chunks)");
+}
+}  // namespace
+
+StateBytes state_bytes(Precision precision) {
+  if (precision == Precision::fp32) return {4, 4, 8};
+  return {2, 2, 12};  // ZeRO paper: fp16 parameters and gradients, K = 12 for mixed-precision Adam
+}
+
+int MemoryEstimate::fullest_rank() const {
+  int best = 0;
+  for (std::size_t r = 1; r < ranks.size(); ++r)
+    if (ranks[r].total() > ranks[static_cast<std::size_t>(best)].total()) best = static_cast<int>(r);
+  return best;
+}
+
+std::int64_t MemoryEstimate::cluster_total() const {
+  std::int64_t sum = 0;
+  for (const auto& r : ranks) sum += r.total();
+  return sum;
+}
+
+RunConfig to_run_config(const ModelShape& model, const EstimateSettings& s) {
+  RunConfig c;
+  c.model = model.preset;
+  c.steps = 1;
+  c.batch = s.global_batch() > INT_MAX ? INT_MAX : static_cast<int>(s.global_batch());
+  c.seq = s.seq > 0 ? s.seq : static_cast<int>(model.max_positions);
+  c.dp = s.dp;
+  c.pp = s.pp;
+  c.dp_mode = s.dp_mode;
+  c.zero_stage = s.zero_stage;
+  c.accum = s.accum;
+  c.micro_batches = s.micro_batches;
+  c.schedule = s.schedule;
+  c.checkpoint = s.recompute == Recompute::full;
+  return c;
+}
+
+std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
+  if (model.preset.empty()) return "the engine trains ShardScope presets only, and this model comes from a file";
+  if (s.activations != ActivationMode::shardscope) return "activations come from the generic formula";
+  if (s.precision != Precision::fp32)
+    return "mixed precision (" + std::string(precision_name(s.precision)) + ") is not in the engine yet";
+  if (s.offload_optimizer || s.offload_params) return "CPU offload is not in the engine";
+  if (s.recompute == Recompute::selective) return "the engine has no selective recompute";
+  try {
+    validate_run_config(to_run_config(model, s));
+  } catch (const ConfigError& e) {
+    return std::string("the engine refuses this run: ") + e.what();
+  }
+  return "";
+}
+
+MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& in) {
+  EstimateSettings s = in;
+  if (s.seq == 0) s.seq = static_cast<int>(model.max_positions);
+  validate_estimate_settings(s);
+  if (static_cast<std::int64_t>(s.dp) * s.pp > kMaxRanks)
+    throw ConfigError("--dp x --pp: at most " + std::to_string(kMaxRanks) + " ranks (got " +
+                      std::to_string(static_cast<std::int64_t>(s.dp) * s.pp) + ")");
+  if (s.seq > model.max_positions && model.architecture != "llama")
+    throw ConfigError("--seq " + std::to_string(s.seq) + " exceeds the maximum sequence length of " + model.name +
+                      " (" + std::to_string(model.max_positions) + ")");
+  if (s.pp > model.layers)
+    throw ConfigError("--pp " + std::to_string(s.pp) + " is more pipeline stages than " + model.name + " has layers (" +
+                      std::to_string(model.layers) + ")");
+  if (s.activations == ActivationMode::shardscope && !model.engine_config)
+    throw ConfigError("--activations shardscope: ShardScope's kernels do not implement " + model.architecture + " (" +
+                      model.name + "); use --activations formula");
+
+  const Grid grid(s.dp, s.pp);
+  const Context context{s, state_bytes(s.precision), s.pp > 1 ? "Ψ_s" : "Ψ", s.dp_mode == DataParallelMode::naive};
+  std::optional<UnitSharding> units;
+  if (s.zero_stage >= 2) units = shard_units(model, s.dp);
+  MemoryEstimate out;
+  const std::string gap = engine_gap(model, s);
+  out.engine_exact = gap.empty();
+  out.basis = out.engine_exact ? "engine-exact: the engine trains this layout, and its ledger equals these bytes"
+                               : "model only: " + gap;
+
+  std::map<int, std::pair<std::int64_t, ActivationBytes>> per_stage;  // stage -> (Ψ_s, one micro-batch)
+  std::map<int, int> in_flight;                                       // stage -> activation slots
+  for (int r = 0; r < grid.world_size(); ++r) {
+    RankMemory m;
+    m.rank = r;
+    m.stage = grid.stage_of(r);
+    m.dp_rank = grid.dp_rank_of(r);
+    m.layers = model.stage_layers(s.pp, m.stage);
+    auto it = per_stage.find(m.stage);
+    if (it == per_stage.end()) {
+      const ActivationBytes acts =
+          s.activations == ActivationMode::shardscope
+              ? shardscope_activation_bytes(*model.engine_config, m.layers, s.micro_batch, s.seq, s.recompute,
+                                            s.precision)
+              : formula_activation_bytes(model, m.layers, s.micro_batch, s.seq, s.recompute, s.precision);
+      it = per_stage.emplace(m.stage, std::make_pair(model.stage_parameters(s.pp, m.stage), acts)).first;
+    }
+    const std::int64_t P = it->second.first;
+    const ActivationBytes& acts = it->second.second;
+    m.stage_parameters = P;
+    if (s.zero_stage >= 2)
+      unit_model_states(m, context, *units, P);
+    else
+      flat_model_states(m, context, P);
+    if (s.offload_params)
+      offload(m, MemoryCategory::parameters, "parameters",
+              "0 on the GPU: ZeRO-3 parameter offload keeps the shard in CPU memory");
+    if (s.offload_optimizer)
+      offload(m, MemoryCategory::optimizer_states, "optimizer states",
+              "0 on the GPU: ZeRO-Offload keeps the optimizer states (and runs the step) on the CPU");
+
+    // Activations (per micro-batch in flight) and backward's workspace.
+    auto slots = in_flight.find(m.stage);
+    if (slots == in_flight.end())
+      slots = in_flight.emplace(m.stage, micro_batches_in_flight(s.schedule, s.pp, m.stage, s.micro_batches)).first;
+    m.micro_batches_in_flight = slots->second;
+    std::string acts_text = acts.activations_formula;
+    if (m.micro_batches_in_flight > 1)
+      acts_text = std::to_string(m.micro_batches_in_flight) + " micro-batches in flight (" +
+                  pipeline_schedule_name(s.schedule) + ") × " + acts_text;
+    set(m, MemoryCategory::activations, m.micro_batches_in_flight * acts.activations, acts_text);
+    set(m, MemoryCategory::workspace, acts.workspace, acts.workspace_formula);
+    // ZeRO-3 initialises one whole unit at a time in workspace, before any batch.
+    if (units && s.zero_stage >= 3 && 4 * units->largest_unit() > acts.workspace)
+      set(m, MemoryCategory::workspace, 4 * units->largest_unit(),
+          "4 × " + grouped(units->largest_unit()) + ": the largest unit, initialised whole before it is sharded");
+    out.ranks.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "estimate/model_shape.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "model/parameter_layout.h"
+
+namespace shardscope {
+
+namespace {
+bool ends_with(std::string_view text, std::string_view tail) {
+  return text.size() >= tail.size() && text.substr(text.size() - tail.size()) == tail;
+}
+// "layer3.attn.qkv.weight" -> "layer3.attn.qkv": a weight and its bias form one module.
+std::string module_of(const std::string& name) {
+  for (std::string_view suffix : {".weight", ".bias"})
+    if (ends_with(name, suffix)) return name.substr(0, name.size() - suffix.size());
+  return name;
+}
+}  // namespace
+
+StageLayers ModelShape::stage_layers(int stages, int stage) const {
+  if (engine_config) return pipeline_stage_layers(*engine_config, stages, stage);
+  ModelConfig layers_only;  // the split rule only reads the layer count
+  layers_only.layers = static_cast<int>(layers);
+  return pipeline_stage_layers(layers_only, stages, stage);
+}
+
+std::int64_t ModelShape::stage_parameters(int stages, int stage) const {
+  const StageLayers s = stage_layers(stages, stage);
+  if (engine_config) return ParameterLayout(*engine_config, s).total();  // the engine's own layout
+  std::int64_t n = s.layer_count() * layer_parameters;
+  if (s.embedding) n += embedding_parameters;
+  if (s.head) n += head_parameters;
+  if (s.head && !s.embedding && tied_embeddings) n += vocab * hidden;  // the head's copy of the token embedding
+  return n;
+}
+
+ModelShape model_shape_from_config(const ModelConfig& config, std::string preset) {
+  ModelShape m;
+  m.name = preset.empty() ? config.name : preset;
+  m.preset = std::move(preset);
+  m.architecture = config.kind == ModelKind::gpt ? "gpt2" : "bert";
+  m.vocab = config.vocab;
+  m.max_positions = config.max_seq;
+  m.hidden = config.channels;
+  m.layers = config.layers;
+  m.heads = config.heads;
+  m.intermediate = 4 * static_cast<std::int64_t>(config.channels);
+  m.tied_embeddings = true;
+  m.engine_config = config;
+  // Counts from the engine's ParameterLayout: embeddings, layer 0, the rest is the head.
+  std::map<std::string, std::int64_t> modules;
+  const ParameterLayout layout(config);
+  for (const auto& e : layout.entries()) {
+    if (e.name.rfind("embed.", 0) == 0)
+      m.embedding_parameters += e.numel;
+    else if (e.name.rfind("layer0.", 0) == 0)
+      m.layer_parameters += e.numel;
+    else if (e.name.rfind("layer", 0) != 0)
+      m.head_parameters += e.numel;
+    if (e.name == "embed.positions" || e.name == "embed.token_types") m.lookup_only_parameters += e.numel;
+    modules[module_of(e.name)] += e.numel;
+  }
+  for (const auto& [name, numel] : modules) m.largest_module_parameters = std::max(m.largest_module_parameters, numel);
+  m.base_model_parameters = m.parameters();
+  return m;
+}
+
+ModelShape model_shape_from_hf(const HfModelConfig& hf) {
+  ModelShape m;
+  if (const auto config = hf.engine_config()) {
+    m = model_shape_from_config(*config, "");
+  } else {
+    m.architecture = std::string(hf_architecture_name(hf.architecture));
+    m.vocab = hf.vocab;
+    m.max_positions = hf.max_positions;
+    m.hidden = hf.hidden;
+    m.layers = hf.layers;
+    m.heads = hf.heads;
+    m.intermediate = hf.intermediate;
+    m.tied_embeddings = hf.tie_word_embeddings;
+    m.embedding_parameters = hf.embedding_parameters();
+    m.layer_parameters = hf.layer_parameters();
+    m.head_parameters = hf.head_parameters();
+    m.lookup_only_parameters = hf.lookup_only_parameters();
+    m.largest_module_parameters = hf.largest_module_parameters();
+  }
+  m.name = hf.source;
+  m.base_model_parameters = hf.base_model_parameters();
+  return m;
+}
+
+ModelShape load_model_shape(const std::string& preset_or_path, std::vector<std::string>* warnings) {
+  std::error_code ec;
+  if (ends_with(preset_or_path, ".json") || std::filesystem::is_regular_file(preset_or_path, ec)) {
+    HfModelConfig hf = load_hf_config(preset_or_path);
+    if (warnings != nullptr) warnings->insert(warnings->end(), hf.warnings.begin(), hf.warnings.end());
+    return model_shape_from_hf(hf);
+  }
+  return model_shape_from_config(find_model_preset(preset_or_path), preset_or_path);
+}
+
+}  // namespace shardscope

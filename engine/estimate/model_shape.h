@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The model as the estimator sees it: its shape and exact parameter counts,
+// split the way pipeline stages split it (embeddings on the first stage,
+// layers in between, the head on the last). Built from a ShardScope preset
+// (counts from the engine's own ParameterLayout) or a Hugging Face config.json.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/hf_config.h"
+#include "model/model_config.h"
+
+namespace shardscope {
+
+struct ModelShape {
+  std::string name;          // preset name, or the config.json path
+  std::string preset;        // the ShardScope preset this is (the engine can train it); empty otherwise
+  std::string architecture;  // "gpt2", "bert", "llama"
+  std::int64_t vocab = 0, max_positions = 0, hidden = 0, layers = 0, heads = 0, intermediate = 0;
+  bool tied_embeddings = true;
+  std::int64_t embedding_parameters = 0;       // first stage: token (+ position, + type) embeddings
+  std::int64_t layer_parameters = 0;           // one transformer layer
+  std::int64_t head_parameters = 0;            // last stage: final norm, head (tied matrix not counted again)
+  std::int64_t lookup_only_parameters = 0;     // embedding tables no matmul reads (no FLOPs)
+  std::int64_t largest_module_parameters = 0;  // DeepSpeed's largest_layer_params
+  std::int64_t base_model_parameters = 0;      // Hugging Face AutoModel (no LM head); = parameters() for presets
+  // Set when ShardScope's kernels implement this architecture: activations can
+  // then be computed exactly (engine/model/activations.h).
+  std::optional<ModelConfig> engine_config;
+
+  // Ψ: every parameter of the model trained, counted once.
+  std::int64_t parameters() const { return embedding_parameters + layers * layer_parameters + head_parameters; }
+  // Which layers stage `stage` of `stages` holds (the engine's split rule).
+  StageLayers stage_layers(int stages, int stage) const;
+  // Ψ_s: parameters stage `stage` holds. A last stage that does not embed keeps
+  // a copy of a tied token embedding for its head (Megatron's embedding group).
+  std::int64_t stage_parameters(int stages, int stage) const;
+};
+
+ModelShape model_shape_from_config(const ModelConfig& config, std::string preset);
+ModelShape model_shape_from_hf(const HfModelConfig& hf);
+// A preset name, or a path to a config.json (a name ending in .json or an
+// existing file). Import warnings are appended to `warnings`.
+ModelShape load_model_shape(const std::string& preset_or_path, std::vector<std::string>* warnings);
+
+}  // namespace shardscope

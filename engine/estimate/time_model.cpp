@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "estimate/time_model.h"
+
+#include <algorithm>
+
+#include "estimate/formula_text.h"
+#include "estimate/memory_model.h"
+#include "parallel/pipeline_schedule.h"
+
+namespace shardscope {
+
+TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, const GpuProfile* gpu) {
+  EstimateSettings s = in;
+  if (s.seq == 0) s.seq = static_cast<int>(model.max_positions);
+  TimeEstimate t;
+  const double L = static_cast<double>(model.layers), h = static_cast<double>(model.hidden), seq = s.seq;
+  t.tokens_per_step = s.global_batch() * s.seq;
+  t.matmul_parameters = model.parameters() - model.lookup_only_parameters;
+  const double N = static_cast<double>(t.matmul_parameters);
+  const std::string n_text = "N = " + grouped(t.matmul_parameters) + " parameters read by matmuls";
+  switch (s.recompute) {
+    case Recompute::none:
+      t.flops_per_token = 6 * N + 12 * L * h * seq;
+      t.flops_formula = "6N + 12·L·h·s per token (PaLM, Chowdhery et al. 2022, app. B), " + n_text;
+      break;
+    case Recompute::selective:
+      t.flops_per_token = 6 * N + 16 * L * h * seq;
+      t.flops_formula = "6N + 16·L·h·s per token (selective recompute runs the attention core twice), " + n_text;
+      break;
+    case Recompute::full:
+      t.flops_per_token = 8 * N + 16 * L * h * seq;
+      t.flops_formula = "8N + 16·L·h·s per token (full recompute adds one forward), " + n_text;
+      break;
+  }
+  t.flops_per_step = t.flops_per_token * static_cast<double>(t.tokens_per_step);
+
+  // Data-parallel collectives, for the largest stage.
+  const StateBytes k = state_bytes(s.precision);
+  std::int64_t psi_s = 0;
+  for (int stage = 0; stage < s.pp; ++stage) psi_s = std::max(psi_s, model.stage_parameters(s.pp, stage));
+  const double P = static_cast<double>(psi_s), Nd = s.dp, share = (Nd - 1) / Nd,
+               K = static_cast<double>(s.micro_steps());
+  const double g = k.gradients, p = k.parameters;
+  const std::string psi = (s.pp > 1 ? "Ψ_s = " : "Ψ = ") + grouped(psi_s);
+  if (s.dp == 1) {
+    t.dp_formula = "0: one data-parallel rank";
+  } else if (s.dp_mode == DataParallelMode::naive) {
+    t.dp_bytes = (Nd - 1) * (p + g) * P;
+    t.dp_formula = "(Nd−1)(p + g)Ψ: rank 0 broadcasts the parameters and gathers every gradient, " + psi;
+  } else if (s.zero_stage == 0) {
+    t.dp_bytes = 2 * share * g * P;
+    t.dp_formula = "2(Nd−1)/Nd · gΨ: ring all-reduce of the gradients (reduce-scatter + all-gather), " + psi;
+  } else if (s.zero_stage == 1) {
+    t.dp_bytes = share * (g + p) * P;
+    t.dp_formula = "(Nd−1)/Nd · (g + p)Ψ: reduce-scatter the gradients, all-gather the updated shards, " + psi;
+  } else if (s.zero_stage == 2) {
+    t.dp_bytes = share * (K * g + p) * P;
+    t.dp_formula = "(Nd−1)/Nd · (K·g + p)Ψ: reduce-scatter every micro-step, all-gather once, " + psi;
+  } else {
+    t.dp_bytes = K * share * (2 * p + g) * P;
+    t.dp_formula = "K(Nd−1)/Nd · (2p + g)Ψ: all-gather in forward and in backward, reduce-scatter (1.5× DDP), " + psi;
+  }
+  // Pipeline: an inner stage sends each micro-batch's activation down and its gradient up.
+  const double d = s.precision == Precision::fp32 ? 4 : 2;
+  const double bsh = static_cast<double>(s.micro_batch) * seq * h;
+  if (s.pp > 1) {
+    t.pp_bytes = (s.pp > 2 ? 2 : 1) * K * bsh * d;
+    t.pp_formula = std::string(s.pp > 2 ? "2" : "1") + "·K·b·s·h·d: each micro-batch's activation forward" +
+                   (s.pp > 2 ? " and gradient backward" : " (or gradient backward)") +
+                   ", K = accum × m = " + std::to_string(s.micro_steps()) + ", d = " + short_number(d) + " bytes";
+    t.bubble_fraction = gpipe_bubble_fraction(s.pp, s.micro_batches);
+    t.bubble_formula = "(p−1)/(m+p−1) = " + std::to_string(s.pp - 1) + "/" + std::to_string(s.micro_batches + s.pp - 1);
+  } else {
+    t.pp_formula = "0: one pipeline stage";
+    t.bubble_formula = "0: one pipeline stage";
+  }
+  if (gpu == nullptr) return t;
+
+  t.has_gpu = true;
+  t.gpu = gpu->name;
+  t.peak_tflops = gpu->peak_tflops(s.precision);
+  t.efficiency = s.efficiency;
+  t.compute_s = t.flops_per_step / s.world_size() / (t.peak_tflops * 1e12 * s.efficiency);
+  t.bubble_s = t.bubble_fraction < 1 ? t.compute_s * t.bubble_fraction / (1 - t.bubble_fraction) : 0;
+  // AdamW reads parameter, gradient, m, v and writes parameter, m, v: 28 bytes per
+  // parameter in fp32, and also 28 in mixed precision (4 master + 2 grad + 8 read, 12 + 2 written).
+  double updated = s.zero_stage >= 1 ? P / Nd : P;
+  if (s.offload_optimizer) updated = 0;  // the CPU runs the step (not modeled)
+  t.optimizer_s = 28 * updated / (gpu->memory_gbps * 1e9);
+  const bool dp_in_node = s.dp <= s.gpus_per_node, pp_in_node = s.world_size() <= s.gpus_per_node;
+  const double dp_bw = dp_in_node ? gpu->link_gbps : gpu->internode_gbps;
+  const double pp_bw = pp_in_node ? gpu->link_gbps : gpu->internode_gbps;
+  t.dp_link = dp_in_node ? gpu->link : gpu->internode;
+  t.pp_link = pp_in_node ? gpu->link : gpu->internode;
+  t.dp_comm_s = t.dp_bytes / (dp_bw * 1e9);
+  t.pp_comm_s = t.pp_bytes / (pp_bw * 1e9);
+  t.step_s = t.compute_s + t.bubble_s + t.optimizer_s + t.dp_comm_s + t.pp_comm_s;
+  t.step_overlapped_s = std::max(t.compute_s + t.bubble_s, t.dp_comm_s) + t.optimizer_s + t.pp_comm_s;
+  t.tokens_per_s = static_cast<double>(t.tokens_per_step) / t.step_s;
+  return t;
+}
+
+}  // namespace shardscope

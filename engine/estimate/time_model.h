@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The time and communication model of one optimizer step. It is a model, not
+// a measurement: FLOPs from the model's shape, bytes from the collectives each
+// strategy runs, seconds from a GPU profile's data-sheet peaks times an
+// assumed efficiency.
+//   FLOPs per token: 6N + 12·L·h·s (Chowdhery et al. 2022, PaLM, appendix B;
+//     N = parameters read by matmuls; 12·L·h·s is attention's QKᵀ and AV,
+//     forward + backward). Full recompute adds a forward: 8N + 16·L·h·s;
+//     selective adds the attention core again: 6N + 16·L·h·s.
+//   Bytes each rank sends per step (Ψ_s its stage's parameters, Nd ranks):
+//     DDP ring all-reduce          2(Nd−1)/Nd · g Ψ_s
+//     ZeRO-1 reduce-scatter + all-gather   (Nd−1)/Nd · (g + p) Ψ_s
+//     ZeRO-2 reduce-scatter every micro-step, all-gather once   (Nd−1)/Nd · (K g + p) Ψ_s
+//     ZeRO-3 all-gather twice + reduce-scatter, every micro-step  K (Nd−1)/Nd · (2p + g) Ψ_s
+//     naive DataParallel, rank 0: broadcast + gather   (Nd−1)(p + g) Ψ_s
+//     pipeline p2p, an inner stage: activation forward, gradient backward   2·K·b·s·h·d
+//   (p, g, d: bytes per parameter, gradient and activation value; K = accum × m
+//   micro-batches per step, m the pipeline's micro-batches per accumulation step.)
+//   Pipeline bubble (p−1)/(m+p−1) (GPipe, Huang et al. 2019; 1F1B has the same).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "estimate/estimate_settings.h"
+#include "estimate/gpu_profiles.h"
+#include "estimate/model_shape.h"
+
+namespace shardscope {
+
+struct TimeEstimate {
+  std::int64_t tokens_per_step = 0;    // global batch × s
+  std::int64_t matmul_parameters = 0;  // N
+  double flops_per_token = 0;
+  std::string flops_formula;
+  double flops_per_step = 0;  // all ranks together
+  double dp_bytes = 0;        // sent per rank per step by the data-parallel collectives
+  std::string dp_formula;
+  double pp_bytes = 0;  // sent per step by an inner pipeline stage
+  std::string pp_formula;
+  double bubble_fraction = 0;
+  std::string bubble_formula;
+
+  // With a GPU profile (has_gpu), seconds per step on it:
+  bool has_gpu = false;
+  std::string gpu;
+  double peak_tflops = 0, efficiency = 0;
+  double compute_s = 0;    // FLOPs per rank / (peak × efficiency)
+  double bubble_s = 0;     // idle pipeline time: compute × bubble / (1 − bubble)
+  double optimizer_s = 0;  // AdamW is memory-bound: 28 bytes per parameter updated / memory bandwidth
+  double dp_comm_s = 0;    // dp_bytes / link bandwidth
+  double pp_comm_s = 0;
+  std::string dp_link, pp_link;
+  double step_s = 0;             // nothing overlapped (an upper bound)
+  double step_overlapped_s = 0;  // data-parallel communication hidden behind compute (a lower bound)
+  double tokens_per_s = 0;       // tokens_per_step / step_s
+  std::string note = "a model, not a measurement";
+};
+
+TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& settings, const GpuProfile* gpu);
+
+}  // namespace shardscope

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// ZeRO stages 2 and 3 as ShardScope's runtime shards them
+// (parallel/zero_storage.h): unit by unit. The units are the embeddings, each
+// layer and the head; unit u of n_u parameters is split into Nd chunks of
+// ceil(n_u / Nd), and rank r owns chunk r of every unit. So every rank holds
+//   S = Σ_u ceil(n_u / Nd)          gradient (and, stage 3, parameter) elements,
+// padding included, and its optimizer states cover its real elements packed in
+// that order. Temporary whole-unit buffers (padded to Nd chunks) count as
+// `communication`: the gradient of a unit while backward builds it, and under
+// stage 3 the gathered parameters of a unit while it is used.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "estimate/model_shape.h"
+
+namespace shardscope {
+
+struct UnitSharding {
+  int dp = 1;
+  std::int64_t embedding = 0, layer = 0, head = 0;  // n_u of each kind of unit
+  std::int64_t layers = 0;
+  std::int64_t shard = 0;          // S = Σ_u ceil(n_u / Nd): every rank's gradient (parameter) shard
+  std::int64_t largest_chunk = 0;  // the reduce-scatter's receive buffer
+
+  static std::int64_t chunk(std::int64_t n, int dp) { return (n + dp - 1) / dp; }
+  std::int64_t padded(std::int64_t n) const { return chunk(n, dp) * dp; }  // a whole unit, Nd chunks
+  // Elements of rank `dp_rank`'s optimizer states: up to the end of its last real chunk.
+  std::int64_t optimizer_elements(int dp_rank) const;
+  // Peak elements of the temporary whole-unit buffers, backward being the peak:
+  //   stage 2: the embedding gradient (live through all of backward) plus the head's or a layer's;
+  //   stage 3: also their gathered parameters: max(2E + 2H, E + 2L) (padded sizes).
+  std::int64_t unit_buffer_peak(int stage) const;
+  // The largest unit (stage 3 initialises one whole unit at a time, in `workspace`).
+  std::int64_t largest_unit() const;
+};
+
+// The units of the whole model (ZeRO-2/3 run without pipeline stages).
+UnitSharding shard_units(const ModelShape& model, int dp);
+
+}  // namespace shardscope

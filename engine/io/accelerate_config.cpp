@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "io/accelerate_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <set>
+
+#include "core/error.h"
+#include "io/config_reader.h"
+
+namespace shardscope {
+
+namespace {
+using Keys = std::set<std::string, std::less<>>;
+
+// clang-format off
+// accelerate's BaseConfig and ClusterConfig fields (commands/config/config_args.py),
+// the SageMaker ones, and two legacy keys accelerate still converts (fp16, dynamo_backend).
+const Keys kTopKeys = {"compute_environment", "distributed_type", "mixed_precision", "use_cpu", "debug",
+    "num_processes", "machine_rank", "num_machines", "gpu_ids", "main_process_ip", "main_process_port",
+    "rdzv_backend", "same_network", "main_training_function", "enable_cpu_affinity", "fp8_config", "deepspeed_config",
+    "fsdp_config", "tp_config", "megatron_lm_config", "ipex_config", "mpirun_config", "downcast_bf16", "tpu_name",
+    "tpu_zone", "tpu_use_cluster", "tpu_use_sudo", "command_file", "commands", "tpu_vm", "tpu_env", "dynamo_config",
+    "fp16", "dynamo_backend", "ec2_instance_type", "iam_role_name", "image_uri", "profile", "region", "base_job_name",
+    "pytorch_version", "transformers_version", "py_version", "sagemaker_inputs_file", "sagemaker_metrics_file",
+    "additional_args", "parallelism_config"};
+// accelerate's DeepSpeed plugin keys (utils/dataclasses.py, DeepSpeedPlugin).
+const Keys kDeepSpeedKeys = {"deepspeed_config_file", "deepspeed_hostfile", "deepspeed_exclusion_filter",
+    "deepspeed_inclusion_filter", "deepspeed_multinode_launcher", "gradient_accumulation_steps", "gradient_clipping",
+    "offload_optimizer_device", "offload_param_device", "offload_optimizer_nvme_path", "offload_param_nvme_path",
+    "zero3_init_flag", "zero3_save_16bit_model", "zero_stage", "deepspeed_moe_layer_cls_names"};
+const Keys kFsdpKeys = {"fsdp_sharding_strategy", "fsdp_offload_params", "fsdp_auto_wrap_policy",
+    "fsdp_backward_prefetch", "fsdp_backward_prefetch_policy", "fsdp_state_dict_type",
+    "fsdp_transformer_layer_cls_to_wrap", "fsdp_use_orig_params", "fsdp_cpu_ram_efficient_loading",
+    "fsdp_sync_module_states", "fsdp_forward_prefetch", "fsdp_min_num_params", "fsdp_activation_checkpointing",
+    "fsdp_version", "fsdp_reshard_after_forward"};
+// clang-format on
+
+// Reads typed values; every error names the file, line and key.
+struct Reader {
+  const std::string& source;
+  std::vector<std::string>& warnings;
+
+  std::string where(const YAML::Node& node, const std::string& key) const {
+    return source + " line " + std::to_string(node.Mark().line + 1) + ": " + key;
+  }
+  template <typename T>
+  std::optional<T> get(const YAML::Node& map, const std::string& key, const std::string& path,
+                       const char* expected) const {
+    const YAML::Node node = map[key];
+    if (!node.IsDefined() || node.IsNull()) return std::nullopt;
+    if (!node.IsScalar())
+      throw ConfigError(where(node, path) + ": expected " + expected + ", got a " +
+                        (node.IsMap() ? "mapping" : "list"));
+    try {
+      return node.as<T>();
+    } catch (const YAML::BadConversion&) {
+      throw ConfigError(where(node, path) + ": expected " + expected + ", got '" + node.Scalar() + "'");
+    }
+  }
+  void unknown_keys(const YAML::Node& map, const std::string& prefix, const Keys& known,
+                    const std::string& hint) const {
+    for (const auto& item : map) {
+      const std::string key = item.first.Scalar();
+      if (known.count(key) == 0)
+        warnings.push_back(where(item.first, prefix + key) + ": unknown key (" + hint + "); ignored");
+    }
+  }
+  YAML::Node block(const YAML::Node& root, const std::string& key) const {
+    const YAML::Node node = root[key];
+    if (!node.IsDefined() || node.IsNull()) return YAML::Node();
+    if (!node.IsMap()) throw ConfigError(where(node, key) + ": expected a mapping of keys");
+    return node;
+  }
+};
+}  // namespace
+
+AccelerateConfig parse_accelerate_config(std::string_view yaml_text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::ParserException& e) {
+    throw FormatError(source + ": line " + std::to_string(e.mark.line + 1) + ", column " +
+                      std::to_string(e.mark.column + 1) + ": " + e.msg + " (is this a YAML file?)");
+  }
+  if (root.IsNull() || !root.IsDefined()) throw FormatError(source + ": the file is empty");
+  if (!root.IsMap())
+    throw FormatError(source + ": the top level must be a mapping of keys (as `accelerate config` writes)");
+  AccelerateConfig c;
+  c.source = source;
+  const Reader r{source, c.warnings};
+  r.unknown_keys(root, "", kTopKeys, "not an accelerate config key");
+  const auto type = r.get<std::string>(root, "distributed_type", "distributed_type", "a string");
+  if (!type) throw ConfigError(source + ": missing key 'distributed_type' (accelerate requires it, e.g. MULTI_GPU)");
+  c.distributed_type = *type;
+  c.mixed_precision = r.get<std::string>(root, "mixed_precision", "mixed_precision", "no, fp16, bf16 or fp8");
+  c.num_processes = r.get<int>(root, "num_processes", "num_processes", "an integer");
+  c.num_machines = r.get<int>(root, "num_machines", "num_machines", "an integer");
+  if (c.num_processes && *c.num_processes < 1) {
+    if (*c.num_processes != -1)
+      throw ConfigError(r.where(root["num_processes"], "num_processes") + ": must be at least 1");
+    c.num_processes.reset();  // -1: "set at launch" (e.g. by SLURM)
+  }
+  if (c.num_machines && *c.num_machines < 1)
+    throw ConfigError(r.where(root["num_machines"], "num_machines") + ": must be at least 1");
+
+  if (const YAML::Node ds = r.block(root, "deepspeed_config"); ds.IsMap()) {
+    r.unknown_keys(ds, "deepspeed_config.", kDeepSpeedKeys, "not an accelerate DeepSpeed plugin key");
+    c.zero_stage = r.get<int>(ds, "zero_stage", "deepspeed_config.zero_stage", "0, 1, 2 or 3");
+    if (c.zero_stage && (*c.zero_stage < 0 || *c.zero_stage > 3))
+      throw ConfigError(r.where(ds["zero_stage"], "deepspeed_config.zero_stage") + ": expected 0, 1, 2 or 3, got " +
+                        std::to_string(*c.zero_stage));
+    c.accum =
+        r.get<int>(ds, "gradient_accumulation_steps", "deepspeed_config.gradient_accumulation_steps", "an integer");
+    c.offload_optimizer_device = r.get<std::string>(ds, "offload_optimizer_device",
+                                                    "deepspeed_config.offload_optimizer_device", "none, cpu or nvme");
+    c.offload_param_device =
+        r.get<std::string>(ds, "offload_param_device", "deepspeed_config.offload_param_device", "none, cpu or nvme");
+    if (auto file =
+            r.get<std::string>(ds, "deepspeed_config_file", "deepspeed_config.deepspeed_config_file", "a path")) {
+      namespace fs = std::filesystem;
+      const fs::path beside = fs::path(source).parent_path() / *file;
+      std::error_code ec;
+      c.deepspeed_config_file = fs::path(*file).is_relative() && fs::exists(beside, ec) ? beside.string() : *file;
+    }
+    for (const auto* device : {&c.offload_optimizer_device, &c.offload_param_device})
+      if (*device && **device != "none" && **device != "cpu" && **device != "nvme")
+        throw ConfigError(source + ": deepspeed_config: offload device '" + **device +
+                          "' is not one of none, cpu, nvme");
+  }
+  if (const YAML::Node fsdp = r.block(root, "fsdp_config"); fsdp.IsMap()) {
+    r.unknown_keys(fsdp, "fsdp_config.", kFsdpKeys, "not an accelerate FSDP key");
+    c.fsdp_sharding_strategy =
+        r.get<std::string>(fsdp, "fsdp_sharding_strategy", "fsdp_config.fsdp_sharding_strategy", "a strategy name");
+    c.fsdp_offload_params =
+        r.get<bool>(fsdp, "fsdp_offload_params", "fsdp_config.fsdp_offload_params", "true or false");
+    c.fsdp_activation_checkpointing = r.get<bool>(fsdp, "fsdp_activation_checkpointing",
+                                                  "fsdp_config.fsdp_activation_checkpointing", "true or false");
+  }
+  return c;
+}
+
+AccelerateConfig load_accelerate_config(const std::string& path) {
+  return parse_accelerate_config(read_config_file(path, "--accelerate"), path);
+}
+
+}  // namespace shardscope

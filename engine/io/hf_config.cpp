@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "io/hf_config.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+#include "io/config_reader.h"
+
+namespace shardscope {
+
+namespace {
+using Keys = std::set<std::string, std::less<>>;
+
+// clang-format off
+// Keys every Transformers PretrainedConfig may carry (generation, labels,
+// bookkeeping): none of them changes the parameter count.
+const Keys kCommonKeys = {"_name_or_path", "architectures", "model_type", "torch_dtype", "dtype",
+    "transformers_version", "auto_map", "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id",
+    "decoder_start_token_id", "initializer_range", "use_cache", "tie_word_embeddings", "task_specific_params",
+    "id2label", "label2id", "num_labels", "problem_type", "gradient_checkpointing", "return_dict",
+    "output_hidden_states", "output_attentions", "torchscript", "pruned_heads", "chunk_size_feed_forward",
+    "is_encoder_decoder", "is_decoder", "add_cross_attention", "tie_encoder_decoder", "prefix", "finetuning_task",
+    "tokenizer_class", "max_length", "min_length", "do_sample", "early_stopping", "num_beams", "temperature", "top_k",
+    "top_p", "repetition_penalty", "length_penalty", "no_repeat_ngram_size", "bad_words_ids", "num_return_sequences",
+    "output_scores", "return_dict_in_generate", "forced_bos_token_id", "forced_eos_token_id", "remove_invalid_values",
+    "quantization_config", "classifier_dropout", "use_return_dict"};
+
+const Keys kGpt2Keys = {"vocab_size", "n_positions", "n_ctx", "n_embd", "n_layer", "n_head", "n_inner",
+    "activation_function", "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon", "summary_type",
+    "summary_use_proj", "summary_activation", "summary_proj_to_labels", "summary_first_dropout", "scale_attn_weights",
+    "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn"};
+const Keys kBertKeys = {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+    "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
+    "layer_norm_eps", "position_embedding_type"};
+const Keys kLlamaKeys = {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "hidden_act", "max_position_embeddings", "rms_norm_eps", "pretraining_tp", "rope_theta",
+    "rope_scaling", "attention_bias", "attention_dropout", "mlp_bias", "head_dim", "sliding_window",
+    "max_window_layers", "use_sliding_window"};
+// clang-format on
+
+std::int64_t required(const JsonConfig& json, const std::string& key, std::int64_t max = (1ll << 40)) {
+  const auto value = json.get_int({key}, 1, max);
+  if (!value) throw ConfigError(json.source() + ": missing key '" + key + "' (needed for the model's shape)");
+  return *value;
+}
+}  // namespace
+
+std::string_view hf_architecture_name(HfArchitecture architecture) {
+  switch (architecture) {
+    case HfArchitecture::gpt2:
+      return "gpt2";
+    case HfArchitecture::bert:
+      return "bert";
+    case HfArchitecture::llama:
+      return "llama";
+  }
+  return "?";
+}
+
+HfModelConfig parse_hf_config(std::string_view json_text, const std::string& source) {
+  const JsonConfig json{std::string(json_text), source};
+  HfModelConfig c;
+  c.source = source;
+  const auto type = json.get_string({"model_type"});
+  if (!type)
+    throw ConfigError(source +
+                      ": missing key 'model_type' (a Hugging Face config.json names its model type, "
+                      "e.g. \"gpt2\", \"bert\", \"llama\")");
+  c.model_type = *type;
+  Keys known = kCommonKeys;
+  if (c.model_type == "gpt2") {
+    c.architecture = HfArchitecture::gpt2;
+    known.insert(kGpt2Keys.begin(), kGpt2Keys.end());
+    c.vocab = required(json, "vocab_size");
+    c.hidden = required(json, "n_embd");
+    c.layers = required(json, "n_layer");
+    c.heads = required(json, "n_head");
+    c.max_positions = required(json, "n_positions");
+    c.intermediate = json.get_int({"n_inner"}, 1, 1ll << 40).value_or(4 * c.hidden);  // null: 4 n_embd
+    c.activation = json.get_string({"activation_function"}).value_or("gelu_new");
+    c.norm_eps = json.get_number({"layer_norm_epsilon"}).value_or(1e-5);
+  } else if (c.model_type == "bert") {
+    c.architecture = HfArchitecture::bert;
+    known.insert(kBertKeys.begin(), kBertKeys.end());
+    c.vocab = required(json, "vocab_size");
+    c.hidden = required(json, "hidden_size");
+    c.layers = required(json, "num_hidden_layers");
+    c.heads = required(json, "num_attention_heads");
+    c.intermediate = required(json, "intermediate_size");
+    c.max_positions = required(json, "max_position_embeddings");
+    c.type_vocab = json.get_int({"type_vocab_size"}, 1, 1ll << 20).value_or(2);
+    c.activation = json.get_string({"hidden_act"}).value_or("gelu");
+    c.norm_eps = json.get_number({"layer_norm_eps"}).value_or(1e-12);
+  } else if (c.model_type == "llama" || c.model_type == "mistral") {
+    c.architecture = HfArchitecture::llama;  // Mistral has Llama's tensors (plus a sliding window)
+    known.insert(kLlamaKeys.begin(), kLlamaKeys.end());
+    c.vocab = required(json, "vocab_size");
+    c.hidden = required(json, "hidden_size");
+    c.layers = required(json, "num_hidden_layers");
+    c.heads = required(json, "num_attention_heads");
+    c.intermediate = required(json, "intermediate_size");
+    c.max_positions = json.get_int({"max_position_embeddings"}, 1, 1ll << 40).value_or(2048);
+    c.kv_heads = json.get_int({"num_key_value_heads"}, 1, c.heads).value_or(c.heads);
+    c.head_dim = json.get_int({"head_dim"}, 1, 1ll << 20).value_or(0);
+    c.attention_bias = json.get_bool({"attention_bias"}).value_or(false);
+    c.mlp_bias = json.get_bool({"mlp_bias"}).value_or(false);
+    c.activation = json.get_string({"hidden_act"}).value_or("silu");
+    c.norm_eps = json.get_number({"rms_norm_eps"}).value_or(1e-6);
+  } else {
+    json.fail({"model_type"}, "'" + c.model_type + "' is not supported (supported: gpt2, bert, llama, mistral)");
+  }
+  if (c.kv_heads == 0) c.kv_heads = c.heads;
+  if (c.head_dim == 0) {
+    if (c.hidden % c.heads != 0)
+      json.fail({c.architecture == HfArchitecture::gpt2 ? "n_head" : "num_attention_heads"},
+                std::to_string(c.heads) + " does not divide the hidden size " + std::to_string(c.hidden));
+    c.head_dim = c.hidden / c.heads;
+  }
+  if (c.heads % c.kv_heads != 0)
+    json.fail({"num_key_value_heads"},
+              std::to_string(c.kv_heads) + " does not divide num_attention_heads " + std::to_string(c.heads));
+  // GPT-2 and BERT always tie the output head to the token embedding; Llama defaults to untied.
+  const bool tie_default = c.architecture != HfArchitecture::llama;
+  c.tie_word_embeddings = json.get_bool({"tie_word_embeddings"}).value_or(tie_default);
+  if (c.architecture == HfArchitecture::gpt2) {
+    if (const auto ctx = json.get_int({"n_ctx"}, 1, 1ll << 40); ctx && *ctx != c.max_positions)
+      c.warnings.push_back(json.where({"n_ctx"}) + ": " + std::to_string(*ctx) + " differs from n_positions " +
+                           std::to_string(c.max_positions) + "; the position table has n_positions rows");
+  }
+  json.report_unknown_keys({}, known, "not a " + c.model_type + " config key the estimator knows", c.warnings);
+  return c;
+}
+
+HfModelConfig load_hf_config(const std::string& path) {
+  return parse_hf_config(read_config_file(path, "--model"), path);
+}
+
+std::int64_t HfModelConfig::embedding_parameters() const {
+  const std::int64_t h = hidden;
+  switch (architecture) {
+    case HfArchitecture::gpt2:
+      return vocab * h + max_positions * h;  // wte, wpe
+    case HfArchitecture::bert:
+      return (vocab + max_positions + type_vocab) * h + 2 * h;  // word, position, type, LayerNorm
+    case HfArchitecture::llama:
+      return vocab * h;  // embed_tokens (RoPE: no table)
+  }
+  return 0;
+}
+
+std::int64_t HfModelConfig::layer_parameters() const {
+  const std::int64_t h = hidden, I = intermediate;
+  switch (architecture) {
+    case HfArchitecture::gpt2:  // ln_1, c_attn (h, 3h) + 3h, c_proj (h, h) + h, ln_2, c_fc (h, I) + I, c_proj (I, h) +
+                                // h
+      return 2 * h + (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * I + I) + (I * h + h);
+    case HfArchitecture::bert:  // q, k, v, attention.output.dense, LayerNorm, intermediate.dense, output.dense,
+                                // LayerNorm
+      return 4 * (h * h + h) + 2 * h + (h * I + I) + (I * h + h) + 2 * h;
+    case HfArchitecture::llama: {  // q (h, a d), k and v (h, kv d), o (a d, h); gate, up (h, I), down (I, h); 2
+                                   // RMSNorms
+      const std::int64_t q = heads * head_dim, kv = kv_heads * head_dim;
+      std::int64_t n = h * q + 2 * h * kv + q * h + 3 * h * I + 2 * h;
+      if (attention_bias) n += q + 2 * kv + h;
+      if (mlp_bias) n += 2 * I + h;
+      return n;
+    }
+  }
+  return 0;
+}
+
+std::int64_t HfModelConfig::head_parameters() const {
+  const std::int64_t h = hidden;
+  switch (architecture) {
+    case HfArchitecture::gpt2:
+      return 2 * h + (tie_word_embeddings ? 0 : vocab * h);  // ln_f (+ lm_head unless tied)
+    case HfArchitecture::bert:  // pooler dense + MLM transform dense, LayerNorm, decoder bias
+      return (h * h + h) + (h * h + h) + 2 * h + vocab + (tie_word_embeddings ? 0 : vocab * h);
+    case HfArchitecture::llama:
+      return h + (tie_word_embeddings ? 0 : vocab * h);  // norm (+ lm_head)
+  }
+  return 0;
+}
+
+std::int64_t HfModelConfig::training_parameters() const {
+  return embedding_parameters() + layers * layer_parameters() + head_parameters();
+}
+
+std::int64_t HfModelConfig::base_model_parameters() const {
+  const std::int64_t h = hidden;
+  switch (architecture) {
+    case HfArchitecture::gpt2:
+      return embedding_parameters() + layers * layer_parameters() + 2 * h;  // + ln_f
+    case HfArchitecture::bert:
+      return embedding_parameters() + layers * layer_parameters() + (h * h + h);  // + pooler
+    case HfArchitecture::llama:
+      return embedding_parameters() + layers * layer_parameters() + h;  // + norm
+  }
+  return 0;
+}
+
+std::int64_t HfModelConfig::lookup_only_parameters() const {
+  const std::int64_t h = hidden;
+  switch (architecture) {
+    case HfArchitecture::gpt2:
+      return max_positions * h;
+    case HfArchitecture::bert:
+      return (max_positions + type_vocab) * h;
+    case HfArchitecture::llama:
+      return tie_word_embeddings ? 0 : vocab * h;
+  }
+  return 0;
+}
+
+std::int64_t HfModelConfig::largest_module_parameters() const {
+  const std::int64_t h = hidden, I = intermediate;
+  std::int64_t largest = std::max(vocab * h, max_positions * h);  // an embedding table is usually the largest
+  switch (architecture) {
+    case HfArchitecture::gpt2:
+      largest = std::max({largest, 3 * h * h + 3 * h, h * I + I});
+      break;
+    case HfArchitecture::bert:
+      largest = std::max(largest, h * I + I);
+      break;
+    case HfArchitecture::llama:
+      largest = std::max({vocab * h, h * I + (mlp_bias ? I : 0), heads * head_dim * h});
+      break;
+  }
+  return largest;
+}
+
+std::optional<ModelConfig> HfModelConfig::engine_config() const {
+  if (architecture == HfArchitecture::llama || intermediate != 4 * hidden || hidden > (1 << 30)) return std::nullopt;
+  if (vocab > (1 << 30) || max_positions > (1 << 30) || layers > (1 << 20) || heads > (1 << 20)) return std::nullopt;
+  ModelConfig m;
+  m.name = source;
+  m.vocab = static_cast<int>(vocab);
+  m.max_seq = static_cast<int>(max_positions);
+  m.channels = static_cast<int>(hidden);
+  m.layers = static_cast<int>(layers);
+  m.heads = static_cast<int>(heads);
+  if (architecture == HfArchitecture::gpt2) {
+    if ((activation != "gelu_new" && activation != "gelu_pytorch_tanh") || !tie_word_embeddings) return std::nullopt;
+    m.kind = ModelKind::gpt;
+    m.ln_eps = static_cast<float>(norm_eps);
+    m.gelu = math::GeluKind::tanh_approx;
+  } else {
+    if (activation != "gelu" || !tie_word_embeddings) return std::nullopt;
+    m.kind = ModelKind::bert;
+    m.type_vocab = static_cast<int>(type_vocab);
+    m.pooler = true;
+    m.ln_eps = static_cast<float>(norm_eps);
+    m.gelu = math::GeluKind::exact_erf;
+  }
+  return m;
+}
+
+}  // namespace shardscope

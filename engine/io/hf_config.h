@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Hugging Face `config.json` import for the estimator: the shape of a GPT-2,
+// BERT or Llama-family model (Llama, Mistral) and its exact parameter count,
+// tensor by tensor as Transformers builds the model. Unknown keys become
+// warnings; a missing or ill-typed shape key is a ConfigError naming it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace shardscope {
+
+enum class HfArchitecture { gpt2, bert, llama };
+std::string_view hf_architecture_name(HfArchitecture architecture);
+
+struct HfModelConfig {
+  std::string source;      // the file (for messages)
+  std::string model_type;  // as written: "gpt2", "bert", "llama", "mistral"
+  HfArchitecture architecture = HfArchitecture::gpt2;
+  std::int64_t vocab = 0;          // vocab_size
+  std::int64_t hidden = 0;         // n_embd / hidden_size (h)
+  std::int64_t layers = 0;         // n_layer / num_hidden_layers (L)
+  std::int64_t heads = 0;          // n_head / num_attention_heads (a)
+  std::int64_t kv_heads = 0;       // num_key_value_heads (grouped-query attention); = heads otherwise
+  std::int64_t head_dim = 0;       // head_dim, or hidden / heads
+  std::int64_t intermediate = 0;   // n_inner / intermediate_size (MLP width)
+  std::int64_t max_positions = 0;  // n_positions / max_position_embeddings
+  std::int64_t type_vocab = 0;     // BERT type_vocab_size
+  bool tie_word_embeddings = true;
+  bool attention_bias = false;  // Llama: q/k/v/o biases
+  bool mlp_bias = false;        // Llama: gate/up/down biases
+  std::string activation;       // activation_function / hidden_act
+  double norm_eps = 0.0;        // layer_norm_epsilon / layer_norm_eps / rms_norm_eps
+  std::vector<std::string> warnings;
+
+  // Exact counts (tensors of the PyTorch module; a tied matrix counted once):
+  // AutoModel's base model: GPT2Model, BertModel (with its pooler), LlamaModel.
+  std::int64_t base_model_parameters() const;
+  // The language model trained: GPT2LMHeadModel (= base, head tied),
+  // LlamaForCausalLM (+ lm_head unless tied), and for BERT ShardScope's masked
+  // LM: the base model + the MLM head (dense, LayerNorm, decoder bias; decoder tied).
+  std::int64_t training_parameters() const;
+  std::int64_t embedding_parameters() const;       // token (+ position, + token type, + embedding LayerNorm)
+  std::int64_t layer_parameters() const;           // one transformer layer
+  std::int64_t head_parameters() const;            // final norm, untied lm_head, BERT pooler + MLM head
+  std::int64_t lookup_only_parameters() const;     // embeddings no matmul reads: positions, types, untied input
+  std::int64_t largest_module_parameters() const;  // the largest module's own tensors (DeepSpeed's "largest layer")
+
+  // The same model as a ShardScope ModelConfig when ShardScope's kernels
+  // implement this architecture exactly (GPT-2 with a 4h GELU MLP; BERT with
+  // 4h and GELU), so activations can be computed exactly; nullopt for Llama.
+  std::optional<ModelConfig> engine_config() const;
+};
+
+// `source` names the file in messages. FormatError for malformed JSON,
+// ConfigError for a missing/ill-typed key or an unsupported model_type.
+HfModelConfig parse_hf_config(std::string_view json_text, const std::string& source);
+HfModelConfig load_hf_config(const std::string& path);
+
+}  // namespace shardscope

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The parallel runtime from the command line: a dp x pp run recorded to a
+// .ssrun file and exported to a Chrome trace with a track per rank and stage;
+// the schedule command; a failing rank ending the run with exit code 1.
+#include <QElapsedTimer>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QSet>
+#include <QTemporaryDir>
+#include <QTest>
+
+class TestCliParallel : public QObject {
+  Q_OBJECT
+
+  struct Result {
+    int code;
+    QString out, err;
+  };
+  static Result run(const QStringList& args) {
+    QProcess p;
+    p.start(SHARDSCOPE_CLI, args);
+    if (!p.waitForFinished(300000)) return {-1, {}, "timed out"};
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
+            QString::fromUtf8(p.readAllStandardError())};
+  }
+
+ private Q_SLOTS:
+  void recorded_dp_pp_run_exports_a_trace();
+  void schedule_prints_textbook_1f1b();
+  void failing_rank_stops_the_run();
+  void bad_layouts_exit_2();
+
+ private:
+  QTemporaryDir dir_;
+};
+
+void TestCliParallel::recorded_dp_pp_run_exports_a_trace() {
+  const QString record = dir_.path() + "/run.ssrun", trace = dir_.path() + "/trace.json";
+  Result r = run({"train", "--steps", "3", "--batch", "8", "--seq", "32", "--dp", "2", "--pp", "2",
+                  "--micro-batches", "2", "--schedule", "gpipe", "--record", record, "--threads", "2"});
+  QVERIFY2(r.code == 0, qPrintable(r.err));
+  QVERIFY2(r.out.contains("4 ranks (dp 2 ddp ZeRO-0 x pp 2 gpipe)"), qPrintable(r.out));
+  QVERIFY(r.out.contains("micro-batch 2"));  // 8 / (dp 2 x m 2 x accum 1)
+  r = run({"export", "--chrome-trace", trace, record});
+  QVERIFY2(r.code == 0, qPrintable(r.err));
+  QFile f(trace);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  const QJsonObject doc = QJsonDocument::fromJson(f.readAll()).object();
+  QSet<QString> processes;
+  int sends = 0, forwards = 0;
+  for (const auto& v : doc["traceEvents"].toArray()) {
+    const QJsonObject e = v.toObject();
+    if (e["ph"] == "M" && e["name"] == "process_name") processes.insert(e["args"].toObject()["name"].toString());
+    if (e["ph"] == "X" && e["name"].toString().contains("send")) ++sends;
+    if (e["ph"] == "X" && e["name"].toString().startsWith("forward")) ++forwards;
+  }
+  for (const char* name : {"rank 0 (stage 0)", "rank 1 (stage 0)", "rank 2 (stage 1)", "rank 3 (stage 1)"})
+    QVERIFY2(processes.contains(name), qPrintable(QStringList(processes.values()).join(", ")));
+  QVERIFY(sends > 0);      // activations and gradients between the stages
+  QVERIFY(forwards >= 3 * 4 * 2);  // 3 steps x 4 ranks x 2 micro-batches
+}
+
+void TestCliParallel::schedule_prints_textbook_1f1b() {
+  const Result r = run({"schedule", "--pp", "4", "--micro-batches", "8", "--schedule", "1f1b"});
+  QCOMPARE(r.code, 0);
+  QVERIFY(r.out.contains("stage 0: F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7"));
+  QVERIFY(r.out.contains("stage 3: F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7"));
+  QVERIFY(r.out.contains("bubble 27.3% (GPipe formula (p-1)/(m+p-1) = 27.3%)"));
+  QVERIFY(r.out.contains("held at once per stage: 4 3 2 1"));
+}
+
+void TestCliParallel::failing_rank_stops_the_run() {
+  QElapsedTimer timer;
+  timer.start();
+  const Result r = run({"train", "--steps", "5", "--batch", "8", "--seq", "32", "--dp", "4", "--inject-failure",
+                        "3:2", "--threads", "2"});
+  QCOMPARE(r.code, 1);
+  QVERIFY2(r.err.contains("rank 3 failed: injected failure"), qPrintable(r.err));
+  QVERIFY2(r.err.contains("all 4 ranks stopped"), qPrintable(r.err));
+  QVERIFY(timer.elapsed() < 60000);
+}
+
+void TestCliParallel::bad_layouts_exit_2() {
+  const struct {
+    QStringList args;
+    QString message;
+  } cases[] = {
+      {{"train", "--dp", "3"}, "--batch 16 does not split into --dp 3"},
+      {{"train", "--pp", "5"}, "--pp 5 is more pipeline stages than gpt-tiny has layers (4)"},
+      {{"train", "--dp", "2", "--pp", "2", "--ranks", "3"}, "--ranks 3 does not equal --dp 2 x --pp 2 = 4"},
+      {{"train", "--schedule", "zigzag"}, "--schedule"},
+      {{"train", "--dp-mode", "fsdp"}, "--dp-mode: 'fsdp' is not one of naive, ddp"},
+      {{"train", "--zero", "3", "--pp", "2", "--dp", "2"}, "is refused"},
+      {{"train", "--checkpoint", "half"}, "--checkpoint: 'half' is not one of none, full"},
+  };
+  for (const auto& c : cases) {
+    const Result r = run(c.args);
+    QVERIFY2(r.code == 2, qPrintable(c.args.join(' ') + " gave " + QString::number(r.code)));
+    QVERIFY2(r.err.contains(c.message), qPrintable("stderr was: " + r.err));
+  }
+}
+
+QTEST_GUILESS_MAIN(TestCliParallel)
+#include "test_cli_parallel.moc"

@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Config import: Hugging Face config.json (exact parameter counts), DeepSpeed
+// JSON and accelerate YAML (the settings they imply), and every kind of bad
+// file: malformed (FormatError with line and column), wrong types and values
+// (ConfigError naming key and line), unknown keys (warnings with line).
+#include <QTemporaryDir>
+#include <QTest>
+#include <fstream>
+
+#include "core/error.h"
+#include "estimate/config_import.h"
+#include "estimate/model_shape.h"
+#include "io/accelerate_config.h"
+#include "io/deepspeed_config.h"
+#include "io/hf_config.h"
+
+using namespace shardscope;
+
+namespace {
+const std::string kConfigs = std::string(SHARDSCOPE_FIXTURES) + "/configs/";
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+bool any_contains(const std::vector<std::string>& lines, const std::string& part) {
+  for (const auto& l : lines)
+    if (contains(l, part)) return true;
+  return false;
+}
+
+// Runs `f`, expects exception E, and returns its message.
+template <typename E, typename F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+}  // namespace
+
+class TestConfigImport : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void gpt2_count_is_exact();
+  void bert_base_uncased_count_is_exact();
+  void llama_2_7b_count_is_exact();
+  void hf_unknown_keys_are_reported();
+  void hf_bad_files_name_the_line_or_key();
+  void deepspeed_fixture();
+  void deepspeed_unknown_and_auto_keys();
+  void deepspeed_bad_files_name_the_line_or_key();
+  void accelerate_with_deepspeed_file();
+  void accelerate_zero3_plugin_and_fsdp();
+  void accelerate_bad_files_name_the_line_or_key();
+
+ private:
+  QTemporaryDir dir_;
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = dir_.path().toStdString() + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+};
+
+void TestConfigImport::gpt2_count_is_exact() {
+  const HfModelConfig c = load_hf_config(kConfigs + "gpt2_config.json");
+  QCOMPARE(c.base_model_parameters(), std::int64_t{124'439'808});
+  QCOMPARE(c.training_parameters(), std::int64_t{124'439'808});  // the LM head is tied
+  QVERIFY2(c.warnings.empty(), c.warnings.empty() ? "" : c.warnings.front().c_str());
+  // Same architecture as ShardScope's GPT: the engine's layout gives the same count.
+  QVERIFY(c.engine_config().has_value());
+  QCOMPARE(analytic_parameter_count(*c.engine_config()), std::int64_t{124'439'808});
+  const ModelShape shape = model_shape_from_hf(c);
+  QCOMPARE(shape.parameters(), std::int64_t{124'439'808});
+  QCOMPARE(shape.parameters(), analytic_parameter_count(find_model_preset("gpt2-124m")));
+  QCOMPARE(shape.layer_parameters, c.layer_parameters());
+  QCOMPARE(shape.embedding_parameters, c.embedding_parameters());
+}
+
+void TestConfigImport::bert_base_uncased_count_is_exact() {
+  const HfModelConfig c = load_hf_config(kConfigs + "bert-base-uncased_config.json");
+  QCOMPARE(c.base_model_parameters(), std::int64_t{109'482'240});  // BertModel with its pooler
+  // ShardScope trains it as its masked LM: + the MLM head (dense, LayerNorm, decoder bias).
+  QCOMPARE(c.training_parameters(), std::int64_t{110'104'890});
+  QCOMPARE(c.training_parameters(), analytic_parameter_count(find_model_preset("bert-base")));
+  QVERIFY(c.warnings.empty());
+  const ModelShape shape = model_shape_from_hf(c);
+  QCOMPARE(shape.parameters(), c.training_parameters());
+  QCOMPARE(shape.base_model_parameters, std::int64_t{109'482'240});
+  QCOMPARE(shape.head_parameters, c.head_parameters());  // the engine's layout and the HF count agree part by part
+}
+
+void TestConfigImport::llama_2_7b_count_is_exact() {
+  const HfModelConfig c = load_hf_config(kConfigs + "llama-2-7b_config.json");
+  QCOMPARE(c.training_parameters(), std::int64_t{6'738'415'616});    // LlamaForCausalLM
+  QCOMPARE(c.base_model_parameters(), std::int64_t{6'607'343'616});  // LlamaModel: no lm_head
+  QCOMPARE(c.layer_parameters(), std::int64_t{202'383'360});         // 4h² + 3h·I + 2h
+  QCOMPARE(c.largest_module_parameters(), std::int64_t{131'072'000});
+  QVERIFY(!c.engine_config());  // RMSNorm, SwiGLU, RoPE: not ShardScope's kernels
+  // Grouped-query attention (Llama-2-70B): k and v have num_key_value_heads heads.
+  HfModelConfig gqa = parse_hf_config(R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 8192,
+      "intermediate_size": 28672, "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8})",
+                                      "70b.json");
+  QCOMPARE(gqa.training_parameters(), std::int64_t{68'976'648'192});
+}
+
+void TestConfigImport::hf_unknown_keys_are_reported() {
+  const std::string path = write("typo.json",
+                                 "{\n  \"model_type\": \"gpt2\",\n  \"n_embd\": 768,\n  \"n_embdd\": 1024,\n"
+                                 "  \"n_layer\": 12,\n  \"n_head\": 12,\n  \"n_positions\": 1024,\n"
+                                 "  \"vocab_size\": 50257\n}\n");
+  const HfModelConfig c = load_hf_config(path);
+  QCOMPARE(c.warnings.size(), std::size_t{1});
+  QVERIFY2(contains(c.warnings[0], "line 4: n_embdd: unknown key"), c.warnings[0].c_str());
+  QCOMPARE(c.training_parameters(), std::int64_t{124'439'808});
+  std::vector<std::string> warnings;
+  load_model_shape(path, &warnings);
+  QCOMPARE(warnings, c.warnings);  // and they reach the estimate's warnings list
+}
+
+void TestConfigImport::hf_bad_files_name_the_line_or_key() {
+  std::string m = message_of<FormatError>(
+      [&] { load_hf_config(write("syntax.json", "{\n  \"model_type\": \"gpt2\",\n  \"n_embd\": 768,,\n}")); });
+  QVERIFY2(contains(m, "syntax.json: line 3, column"), m.c_str());
+  m = message_of<ConfigError>(
+      [&] { load_hf_config(write("missing.json", R"({"model_type": "gpt2", "n_embd": 768})")); });
+  QVERIFY2(contains(m, "missing key 'vocab_size'"), m.c_str());
+  m = message_of<ConfigError>([&] {
+    load_hf_config(write("type.json", "{\"model_type\": \"bert\",\n\"vocab_size\": 30522,\n\"hidden_size\": \"768\"}"));
+  });
+  QVERIFY2(contains(m, "type.json line 3: hidden_size: expected an integer, got string \"768\""), m.c_str());
+  m = message_of<ConfigError>([&] { load_hf_config(write("t5.json", R"({"model_type": "t5", "d_model": 512})")); });
+  QVERIFY2(contains(m, "model_type: 't5' is not supported"), m.c_str());
+  m = message_of<FormatError>([&] { load_hf_config(write("list.json", "[1, 2]")); });
+  QVERIFY2(contains(m, "top level must be a JSON object"), m.c_str());
+  m = message_of<ConfigError>([&] { load_hf_config("/no/such/config.json"); });
+  QVERIFY2(contains(m, "cannot open '/no/such/config.json'"), m.c_str());
+}
+
+void TestConfigImport::deepspeed_fixture() {
+  const DeepSpeedConfig c = load_deepspeed_config(kConfigs + "ds_zero2_offload.json");
+  QCOMPARE(c.train_batch.value(), std::int64_t{256});
+  QCOMPARE(c.micro_batch.value(), 4);
+  QCOMPARE(c.accum.value(), 8);
+  QCOMPARE(c.bf16.value(), true);
+  QCOMPARE(c.zero_stage.value(), 2);
+  QVERIFY(c.offload_optimizer == OffloadDevice::cpu && c.offload_param == OffloadDevice::none);
+  QVERIFY(c.activation_checkpointing);
+  QVERIFY(!any_contains(c.warnings, "unknown key"));  // every key of the real config is known
+  std::vector<std::string> warnings;
+  SettingsPatch dp;
+  dp.dp = 8;
+  const EstimateSettings s = resolve_settings({}, {dp, patch_from_deepspeed(c, warnings)});
+  QCOMPARE(s.global_batch(), std::int64_t{256});
+  QVERIFY(s.precision == Precision::bf16 && s.zero_stage == 2 && s.offload_optimizer && s.recompute == Recompute::full);
+}
+
+void TestConfigImport::deepspeed_unknown_and_auto_keys() {
+  const DeepSpeedConfig c = parse_deepspeed_config(
+      "{\n \"train_micro_batch_size_per_gpu\": \"auto\",\n \"zero_optimisation\": {\"stage\": 3},\n"
+      " \"zero_optimization\": {\n  \"stage\": 1,\n  \"stagee\": 2\n },\n \"fp16\": {\"enabled\": true, \"loss_scal\": "
+      "0}\n}",
+      "ds.json");
+  QVERIFY(!c.micro_batch);  // "auto" is left to the command line
+  QCOMPARE(c.zero_stage.value(), 1);
+  QVERIFY(c.fp16.value());
+  QVERIFY(any_contains(c.warnings, "ds.json line 2: train_micro_batch_size_per_gpu: \"auto\""));
+  QVERIFY(any_contains(c.warnings, "ds.json line 3: zero_optimisation: unknown key"));
+  QVERIFY(any_contains(c.warnings, "ds.json line 6: zero_optimization.stagee: unknown key"));
+  QVERIFY(any_contains(c.warnings, "ds.json line 8: fp16.loss_scal: unknown key"));
+}
+
+void TestConfigImport::deepspeed_bad_files_name_the_line_or_key() {
+  std::string m = message_of<FormatError>(
+      [] { parse_deepspeed_config("{\n \"zero_optimization\": {\n  \"stage\": 2,\n }\n}", "ds.json"); });
+  QVERIFY2(contains(m, "ds.json: line 4, column"), m.c_str());
+  m = message_of<ConfigError>(
+      [] { parse_deepspeed_config("{\n\"zero_optimization\": {\n  \"stage\": 4}}", "ds.json"); });
+  QVERIFY2(contains(m, "ds.json line 3: zero_optimization.stage: 4 is out of range [0, 3]"), m.c_str());
+  m = message_of<ConfigError>(
+      [] { parse_deepspeed_config(R"({"zero_optimization": {"offload_optimizer": {"device": "gpu"}}})", "ds.json"); });
+  QVERIFY2(contains(m, "zero_optimization.offload_optimizer.device: 'gpu' is not one of none, cpu, nvme"), m.c_str());
+  m = message_of<ConfigError>(
+      [] { parse_deepspeed_config(R"({"fp16": {"enabled": true}, "bf16": {"enabled": true}})", "ds.json"); });
+  QVERIFY2(contains(m, "fp16 and bf16 are both enabled"), m.c_str());
+  m = message_of<ConfigError>([] { parse_deepspeed_config(R"({"gradient_accumulation_steps": 2.5})", "ds.json"); });
+  QVERIFY2(contains(m, "gradient_accumulation_steps: expected an integer"), m.c_str());
+  m = message_of<ConfigError>([] { parse_deepspeed_config(R"({"bf16": {"enabled": "yes"}})", "ds.json"); });
+  QVERIFY2(contains(m, "bf16.enabled: expected true or false"), m.c_str());
+}
+
+void TestConfigImport::accelerate_with_deepspeed_file() {
+  const AccelerateConfig c = load_accelerate_config(kConfigs + "accelerate_deepspeed.yaml");
+  QCOMPARE(c.distributed_type, std::string("DEEPSPEED"));
+  QCOMPARE(c.num_processes.value(), 8);
+  QCOMPARE(c.num_machines.value(), 1);
+  QCOMPARE(c.mixed_precision.value(), std::string("bf16"));
+  QVERIFY(c.warnings.empty());
+  // deepspeed_config_file is resolved beside the YAML.
+  QCOMPARE(c.deepspeed_config_file.value(), kConfigs + "ds_zero2_offload.json");
+  const ImportedSettings imported = import_settings(kConfigs + "accelerate_deepspeed.yaml", "");
+  QCOMPARE(imported.patches.size(), std::size_t{2});
+  const EstimateSettings s = resolve_settings({}, imported.patches);
+  QCOMPARE(s.dp, 8);
+  QCOMPARE(s.micro_batch, 4);
+  QCOMPARE(s.accum, 8);
+  QVERIFY(s.zero_stage == 2 && s.precision == Precision::bf16 && s.offload_optimizer);
+}
+
+void TestConfigImport::accelerate_zero3_plugin_and_fsdp() {
+  const ImportedSettings imported = import_settings(kConfigs + "accelerate_zero3_plugin.yaml", "");
+  QCOMPARE(imported.nodes, 2);
+  EstimateSettings s = resolve_settings({}, imported.patches);
+  QCOMPARE(s.dp, 16);
+  QCOMPARE(s.gpus_per_node, 8);
+  QCOMPARE(s.accum, 2);
+  QVERIFY(s.zero_stage == 3 && s.offload_optimizer && s.offload_params && s.precision == Precision::bf16);
+  const std::string fsdp = write("fsdp.yaml",
+                                 "distributed_type: FSDP\nmixed_precision: fp16\nnum_processes: 4\nfsdp_config:\n"
+                                 "  fsdp_sharding_strategy: SHARD_GRAD_OP\n  fsdp_activation_checkpointing: true\n"
+                                 "  fsdp_offload_params: false\n");
+  s = resolve_settings({}, import_settings(fsdp, "").patches);
+  QVERIFY(s.dp == 4 && s.zero_stage == 2 && s.recompute == Recompute::full && s.precision == Precision::fp16);
+}
+
+void TestConfigImport::accelerate_bad_files_name_the_line_or_key() {
+  std::string m = message_of<FormatError>([] {
+    parse_accelerate_config("distributed_type: MULTI_GPU\nnum_processes: 4\n  mixed_precision: [bf16\n", "acc.yaml");
+  });
+  QVERIFY2(contains(m, "acc.yaml: line 3, column"), m.c_str());
+  m = message_of<ConfigError>(
+      [] { parse_accelerate_config("distributed_type: MULTI_GPU\nnum_processes: eight\n", "acc.yaml"); });
+  QVERIFY2(contains(m, "acc.yaml line 2: num_processes: expected an integer, got 'eight'"), m.c_str());
+  m = message_of<ConfigError>([] { parse_accelerate_config("num_processes: 8\n", "acc.yaml"); });
+  QVERIFY2(contains(m, "missing key 'distributed_type'"), m.c_str());
+  m = message_of<ConfigError>(
+      [] { parse_accelerate_config("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 5\n", "acc.yaml"); });
+  QVERIFY2(contains(m, "acc.yaml line 3: deepspeed_config.zero_stage: expected 0, 1, 2 or 3, got 5"), m.c_str());
+  m = message_of<FormatError>([] { parse_accelerate_config("", "acc.yaml"); });
+  QVERIFY2(contains(m, "acc.yaml: the file is empty"), m.c_str());
+  m = message_of<FormatError>([] { parse_accelerate_config("- a\n- b\n", "acc.yaml"); });
+  QVERIFY2(contains(m, "top level must be a mapping"), m.c_str());
+  const AccelerateConfig c = parse_accelerate_config(
+      "distributed_type: MULTI_GPU\nnum_proceses: 8\ndeepspeed_config:\n  zero_stagee: 2\n", "acc.yaml");
+  QVERIFY(any_contains(c.warnings, "acc.yaml line 2: num_proceses: unknown key"));
+  QVERIFY(any_contains(c.warnings, "acc.yaml line 4: deepspeed_config.zero_stagee: unknown key"));
+  m = message_of<ConfigError>([] { load_accelerate_config("/no/such/acc.yaml"); });
+  QVERIFY2(contains(m, "--accelerate: cannot open"), m.c_str());
+}
+
+QTEST_GUILESS_MAIN(TestConfigImport)
+#include "test_config_import.moc"

@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The estimator against the papers it implements (the seed's GPT-3 example,
+// the ZeRO paper's, Korthikanti et al.'s activations), DeepSpeed's own
+// estimator, the engine's pipeline schedules, and its report (fit, JSON).
+// Predicted against measured ledger bytes: test_estimate_ledger.cpp.
+#include <QTest>
+
+#include "core/error.h"
+#include "estimate/activation_model.h"
+#include "estimate/deepspeed_estimator.h"
+#include "estimate/estimate.h"
+#include "model/activations.h"
+#include "parallel/pipeline_schedule.h"
+
+using namespace shardscope;
+
+namespace {
+
+// A model that is nothing but Ψ parameters (for the papers' model-state examples).
+ModelShape parameters_only(std::int64_t psi) {
+  ModelShape m;
+  m.name = "Ψ = " + std::to_string(psi);
+  m.architecture = "gpt2";
+  m.vocab = 50257;
+  m.max_positions = 2048;
+  m.hidden = 12288;
+  m.layers = 96;
+  m.heads = 96;
+  m.intermediate = 4 * 12288;
+  m.embedding_parameters = psi;
+  return m;
+}
+
+std::int64_t model_states(const RankMemory& r) {
+  return r.bytes[MemoryCategory::parameters] + r.bytes[MemoryCategory::gradients] +
+         r.bytes[MemoryCategory::optimizer_states];
+}
+
+ModelShape preset(const char* name) {
+  return model_shape_from_config(find_model_preset(name), name);
+}
+
+}  // namespace
+
+class TestEstimate : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void seed_example_gpt3_175b_fp32_adam();
+  void zero_paper_example_per_stage();
+  void deepspeed_estimator_conventions_two_sizes();
+  void in_flight_closed_form_matches_engine_schedules();
+  void formula_activations_follow_korthikanti();
+  void time_model_figures();
+  void fit_names_the_largest_lever();
+  void json_uses_the_ledger_names();
+  void settings_resolve_like_deepspeed();
+};
+
+// seed/SUMMARY.md: GPT-3 175B in fp32 with Adam needs 700 GB + 700 GB + 1400 GB = 2.8 TB.
+void TestEstimate::seed_example_gpt3_175b_fp32_adam() {
+  EstimateSettings s;
+  s.activations = ActivationMode::formula;
+  s.seq = 2048;
+  const MemoryEstimate m = estimate_memory(parameters_only(175'000'000'000), s);
+  QCOMPARE(m.ranks.size(), std::size_t{1});
+  const RankMemory& r = m.ranks[0];
+  QCOMPARE(r.bytes[MemoryCategory::parameters], std::int64_t{700'000'000'000});          // 4Ψ
+  QCOMPARE(r.bytes[MemoryCategory::gradients], std::int64_t{700'000'000'000});           // 4Ψ
+  QCOMPARE(r.bytes[MemoryCategory::optimizer_states], std::int64_t{1'400'000'000'000});  // 8Ψ: Adam m and v
+  QCOMPARE(model_states(r), std::int64_t{2'800'000'000'000});                            // 2.8 TB
+  QVERIFY(r.formula(MemoryCategory::parameters).find("4Ψ = 4 × 175,000,000,000") != std::string::npos);
+  QVERIFY(!m.engine_exact);
+}
+
+// Rajbhandari et al. 2020, Figure 1: Ψ = 7.5B, Nd = 64, K = 12 (mixed-precision Adam):
+// 120 GB, 31.4 GB, 16.6 GB and 1.9 GB per GPU for stages 0-3 (GB = 10^9 bytes).
+void TestEstimate::zero_paper_example_per_stage() {
+  const std::int64_t expected[] = {120'000'000'000, 31'406'250'000, 16'640'625'000, 1'875'000'000};
+  const double rounded[] = {120.0, 31.4, 16.6, 1.9};
+  for (int stage = 0; stage <= 3; ++stage) {
+    EstimateSettings s;
+    s.dp = 64;
+    s.zero_stage = stage;
+    s.precision = Precision::fp16;
+    s.activations = ActivationMode::formula;
+    s.seq = 1024;
+    const MemoryEstimate m = estimate_memory(parameters_only(7'500'000'000), s);
+    QCOMPARE(m.ranks.size(), std::size_t{64});
+    for (const RankMemory& r : {m.ranks.front(), m.ranks.back()}) {
+      QCOMPARE(model_states(r), expected[stage]);
+      QCOMPARE(std::round(static_cast<double>(model_states(r)) / 1e8) / 10.0, rounded[stage]);
+    }
+  }
+}
+
+// deepspeed/runtime/zero/stage_1_and_2.py and stage3.py; expected values are
+// those functions' results (Python), for GPT-2 124M and Llama-2-7B on 8 GPUs.
+void TestEstimate::deepspeed_estimator_conventions_two_sizes() {
+  struct Size {
+    std::int64_t psi, largest;
+  };
+  const Size gpt2{124'439'808, 50257ll * 768}, llama{6'738'415'616, 32000ll * 4096};
+  auto z2 = deepspeed_zero2_model_states(gpt2.psi, 8, 1, false);
+  QCOMPARE(z2.gpu_bytes, std::int64_t{528'869'184});  // 2Ψ + int(18Ψ/8)
+  QCOMPARE(z2.cpu_bytes, std::int64_t{5'973'110'784});
+  QCOMPARE(z2.cpu_bytes_before_factor * z2.buffer_factor, 5'973'110'784.0);  // the 1.5 factor kept apart
+  QCOMPARE(z2.cpu_bytes_before_factor, 3'982'073'856.0);
+  z2 = deepspeed_zero2_model_states(gpt2.psi, 8, 2, true);
+  QCOMPARE(z2.gpu_bytes, std::int64_t{248'879'616});
+  QCOMPARE(z2.cpu_bytes, std::int64_t{11'946'221'568});
+  z2 = deepspeed_zero2_model_states(llama.psi, 8, 1, false);
+  QCOMPARE(z2.gpu_bytes, std::int64_t{28'638'266'368});
+  QCOMPARE(z2.cpu_bytes, std::int64_t{323'443'949'568});
+  z2 = deepspeed_zero2_model_states(llama.psi, 8, 2, false);
+  QCOMPARE(z2.gpu_bytes, std::int64_t{21'057'548'800});
+
+  auto z3 = deepspeed_zero3_model_states(gpt2.psi, gpt2.largest, 8, 1, false, false);
+  QCOMPARE(z3.gpu_bytes, std::int64_t{434'379'072});
+  QCOMPARE(z3.cpu_bytes, std::int64_t{1'852'674'048});
+  QCOMPARE(z3.largest_layer_memory, std::int64_t{154'389'504});
+  z3 = deepspeed_zero3_model_states(gpt2.psi, gpt2.largest, 8, 2, true, false);
+  QCOMPARE(z3.gpu_bytes, std::int64_t{169'944'480});
+  QCOMPARE(z3.cpu_bytes, std::int64_t{1'493'277'696});
+  z3 = deepspeed_zero3_model_states(llama.psi, llama.largest, 8, 1, true, true);
+  QCOMPARE(z3.gpu_bytes, std::int64_t{524'288'000});
+  QCOMPARE(z3.cpu_bytes, std::int64_t{181'937'221'632});
+  z3 = deepspeed_zero3_model_states(llama.psi, llama.largest, 8, 2, true, false);
+  QCOMPARE(z3.gpu_bytes, std::int64_t{1'366'589'952});
+  QCOMPARE(z3.cpu_bytes, std::int64_t{80'860'987'392});
+  z3 = deepspeed_zero3_model_states(llama.psi, llama.largest, 8, 2, false, false, false);
+  QCOMPARE(z3.gpu_bytes, std::int64_t{8'105'005'568});
+  QCOMPARE(z3.cpu_bytes, std::int64_t{323'443'949'568});
+  // The largest layer DeepSpeed would find in the preset is its token embedding.
+  QCOMPARE(preset("gpt2-124m").largest_module_parameters, gpt2.largest);
+}
+
+// The closed form of activation slots agrees with the engine's schedules.
+void TestEstimate::in_flight_closed_form_matches_engine_schedules() {
+  for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b})
+    for (int p = 1; p <= 5; ++p)
+      for (int m = 1; m <= 9; ++m)
+        for (int stage = 0; stage < p; ++stage)
+          QCOMPARE(micro_batches_in_flight(kind, p, stage, m), micro_batches_in_flight_closed_form(kind, p, stage, m));
+  QCOMPARE(micro_batches_in_flight(PipelineScheduleKind::one_f_one_b, 4, 0, 8), 4);  // p - s
+  QCOMPARE(micro_batches_in_flight(PipelineScheduleKind::gpipe, 4, 3, 8), 8);        // m
+}
+
+// Korthikanti et al. 2022, Table 2 (16-bit): per layer sbh(34 + 5as/h), 34sbh with
+// selective recompute, 2sbh with full recompute.
+void TestEstimate::formula_activations_follow_korthikanti() {
+  ModelShape m = parameters_only(1);
+  m.hidden = 1024;
+  m.heads = 16;
+  m.layers = 24;
+  const std::int64_t s = 2048, b = 1, h = 1024, a = 16, L = 24, sbh = s * b * h;
+  const StageLayers middle{0, 24, false, false};                 // layers only: no embeddings, no head
+  const std::int64_t none_layer = sbh * 34 + 5 * a * s * s * b;  // = sbh(34 + 5as/h) = sbh × 194
+  QCOMPARE(none_layer, sbh * 194);
+  auto bytes = [&](Recompute r, Precision p) { return formula_activation_bytes(m, middle, 1, 2048, r, p).activations; };
+  QCOMPARE(bytes(Recompute::none, Precision::bf16), L * none_layer);
+  QCOMPARE(bytes(Recompute::selective, Precision::bf16), L * 34 * sbh);
+  QCOMPARE(bytes(Recompute::full, Precision::bf16), L * 2 * sbh + none_layer);  // + the layer being recomputed
+  QCOMPARE(bytes(Recompute::none, Precision::fp32), L * (sbh * 66 + 9 * a * s * s * b));  // 2-byte terms doubled
+  // The stage ends: embeddings sbh(d + 1) on the first stage, d·sbh + 4sbv on the last.
+  const ActivationBytes whole =
+      formula_activation_bytes(m, StageLayers{0, 24, true, true}, 1, 2048, Recompute::none, Precision::bf16);
+  QCOMPARE(whole.activations, L * none_layer + 3 * sbh + 2 * sbh + 4 * s * b * m.vocab);
+  // ShardScope's own kernels: exactly what activations.h carves, in bytes.
+  const ModelConfig tiny = find_model_preset("gpt-tiny");
+  const ActivationBytes exact =
+      shardscope_activation_bytes(tiny, whole_model_stage(tiny), 4, 64, Recompute::none, Precision::fp32);
+  QCOMPARE(exact.activations, 4 * Activations::total_floats(tiny, 4, 64, false));
+  QCOMPARE(exact.workspace, 4 * BackwardScratch::total_floats(tiny, 4, 64));
+  QVERIFY_THROWS_EXCEPTION(ConfigError, shardscope_activation_bytes(tiny, whole_model_stage(tiny), 4, 64,
+                                                                    Recompute::selective, Precision::fp32));
+}
+
+void TestEstimate::time_model_figures() {
+  EstimateSettings s;
+  s.dp = 8;
+  s.micro_batch = 4;
+  s.seq = 1024;
+  const ModelShape gpt2 = preset("gpt2-124m");
+  TimeEstimate t = estimate_time(gpt2, s, &find_gpu_profile("H100"));
+  // N = Ψ − position embeddings = 124,439,808 − 1024 × 768; 6N + 12·L·h·s per token.
+  QCOMPARE(t.matmul_parameters, std::int64_t{123'653'376});
+  QCOMPARE(t.flops_per_token, 6.0 * 123'653'376 + 12.0 * 12 * 768 * 1024);
+  QCOMPARE(t.tokens_per_step, std::int64_t{8 * 4 * 1024});
+  QCOMPARE(t.dp_bytes, 2.0 * 7 / 8 * 4 * 124'439'808);  // ring all-reduce of fp32 gradients
+  QVERIFY(t.has_gpu && t.step_s > 0 && t.step_overlapped_s <= t.step_s);
+  QCOMPARE(t.compute_s, t.flops_per_step / 8 / (67e12 * 0.5));
+  s.zero_stage = 3;
+  s.accum = 2;
+  t = estimate_time(gpt2, s, nullptr);
+  QCOMPARE(t.dp_bytes, 2 * (7.0 / 8) * (2 * 4 + 4) * 124'439'808);  // 1.5× DDP per micro-step
+  QVERIFY(!t.has_gpu);
+  EstimateSettings pipe;
+  pipe.pp = 4;
+  pipe.micro_batches = 8;
+  t = estimate_time(gpt2, pipe, nullptr);
+  QCOMPARE(t.bubble_fraction, 3.0 / 11.0);  // (p − 1)/(m + p − 1)
+  QCOMPARE(t.bubble_fraction, gpipe_bubble_fraction(4, 8));
+}
+
+void TestEstimate::fit_names_the_largest_lever() {
+  EstimateRequest request;
+  request.model = preset("gpt2-medium");
+  request.settings.micro_batch = 16;
+  request.settings.seq = 1024;
+  request.gpu = find_gpu_profile("RTX4090");
+  const Estimate e = compute_estimate(request);
+  QVERIFY(e.fit.has_capacity && !e.fit.fits);
+  QVERIFY(e.fit.margin_bytes < 0);
+  QVERIFY2(e.fit.summary.rfind("does not fit by ", 0) == 0, e.fit.summary.c_str());
+  QVERIFY(e.fit.levers.size() >= 2);
+  for (std::size_t i = 1; i < e.fit.levers.size(); ++i)
+    QVERIFY(e.fit.levers[i - 1].saves_bytes >= e.fit.levers[i].saves_bytes);
+  QCOMPARE(e.fit.levers.front().change, std::string("turn on activation checkpointing"));
+  QVERIFY(e.fit.summary.find(e.fit.levers.front().change) != std::string::npos);
+  for (const FitLever& l : e.fit.levers) QCOMPARE(l.fits, l.saves_bytes >= -e.fit.margin_bytes);
+  request.gpu_memory_bytes = 1'000'000'000'000;  // --gpu-mem 1TB
+  QVERIFY(compute_estimate(request).fit.fits);
+}
+
+void TestEstimate::json_uses_the_ledger_names() {
+  EstimateRequest request;
+  request.model = preset("gpt-tiny");
+  request.settings.dp = 2;
+  request.settings.seq = 64;
+  request.gpu = find_gpu_profile("A100-40GB");
+  const nlohmann::json j = estimate_to_json(compute_estimate(request));
+  QCOMPARE(j["ranks"].size(), std::size_t{2});
+  for (const auto& rank : j["ranks"]) {
+    QCOMPARE(rank["bytes"].size(), kMemoryCategoryCount);
+    QCOMPARE(rank["formulas"].size(), kMemoryCategoryCount);
+    std::int64_t sum = 0;
+    for (MemoryCategory c : kAllMemoryCategories) {
+      const std::string name(memory_category_name(c));
+      QVERIFY2(rank["bytes"].contains(name) && rank["formulas"][name].is_string(), name.c_str());
+      sum += rank["bytes"][name].get<std::int64_t>();
+    }
+    QCOMPARE(rank["total_bytes"].get<std::int64_t>(), sum);
+  }
+  QVERIFY(j["total_bytes"].is_number_integer() && j["fits"].get<bool>());
+  QVERIFY(j["engine_exact"].get<bool>());
+  for (const char* key : {"flops_per_step", "dp_bytes_per_rank", "bubble_fraction", "step_time_s", "tokens_per_s"})
+    QVERIFY2(j["time"].contains(key), key);
+  QVERIFY(j["time"]["model_only"].get<bool>());
+}
+
+void TestEstimate::settings_resolve_like_deepspeed() {
+  SettingsPatch file;
+  file.global_batch = 256;
+  file.micro_batch = 4;
+  file.origin.push_back({"global_batch", "ds.json: train_batch_size"});
+  SettingsPatch flags;
+  flags.dp = 8;
+  EstimateSettings s = resolve_settings({}, {file, flags});
+  QCOMPARE(s.accum, 8);  // 256 / (4 × 8): DeepSpeed derives gradient_accumulation_steps
+  file.accum = 4;        // now 4 × 4 × 8 = 128 != 256, and the file itself says so: an error naming the key
+  SettingsPatch dp_first;
+  dp_first.dp = 8;
+  try {
+    resolve_settings({}, {dp_first, file});
+    QFAIL("an inconsistent train_batch_size must be refused");
+  } catch (const ConfigError& e) {
+    QVERIFY2(std::string(e.what()).find("ds.json: train_batch_size 256 does not equal") != std::string::npos, e.what());
+  }
+  std::vector<std::string> notes;  // a later flag changes the shape on purpose: it wins, with a note
+  s = resolve_settings({}, {file, flags}, &notes);
+  QCOMPARE(s.global_batch(), std::int64_t{128});
+  QCOMPARE(notes.size(), std::size_t{1});
+}
+
+QTEST_GUILESS_MAIN(TestEstimate)
+#include "test_estimate.moc"
