@@ -3,6 +3,8 @@
 // over many steps after a warm-up, for a preset and shape. Compare with
 // bench/pytorch_gpt_bench.py run in the same session (docs/PERFORMANCE.md).
 //   bench_train [--model gpt2-124m] [--batch 4] [--seq 64] [--steps 10] [--warmup 2] [--threads 2] [--json]
+//               [--dp N] [--pp P] [--zero S] [--accum K] [--micro-batches M] [--schedule gpipe|1f1b]
+//               [--naive] [--checkpoint]
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -36,6 +38,14 @@ int main(int argc, char** argv) {
     else if (a == "--steps") steps = std::stoi(next());
     else if (a == "--warmup") warmup = std::stoi(next());
     else if (a == "--threads") config.threads = std::stoi(next());
+    else if (a == "--dp") config.dp = std::stoi(next());
+    else if (a == "--pp") config.pp = std::stoi(next());
+    else if (a == "--zero") config.zero_stage = std::stoi(next());
+    else if (a == "--accum") config.accum = std::stoi(next());
+    else if (a == "--micro-batches") config.micro_batches = std::stoi(next());
+    else if (a == "--schedule") config.schedule = parse_pipeline_schedule_kind(next());
+    else if (a == "--naive") config.dp_mode = DataParallelMode::naive;
+    else if (a == "--checkpoint") config.checkpoint = true;
     else if (a == "--json") json = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
@@ -58,8 +68,9 @@ int main(int argc, char** argv) {
   if (json) {
     std::printf(
         "{\"impl\":\"shardscope\",\"model\":\"%s\",\"batch\":%d,\"seq\":%d,\"threads\":%d,\"median_step_s\":%.6f,"
-        "\"tokens_per_s\":%.1f,\"blas\":\"%s\"}\n",
-        config.model.c_str(), config.batch, config.seq, config.threads, median, tokens_per_s, blas_name());
+        "\"tokens_per_s\":%.1f,\"blas\":\"%s\",\"dp\":%d,\"pp\":%d,\"zero\":%d,\"peak_bytes_rank0\":%lld}\n",
+        config.model.c_str(), config.batch, config.seq, config.threads, median, tokens_per_s, blas_name(), config.dp,
+        config.pp, config.zero_stage, static_cast<long long>(trainer.ledger(0).peak_total()));
   } else {
     std::printf("%s B=%d T=%d: median step %.1f ms over %d steps, %.0f tokens/s (%s)\n", config.model.c_str(),
                 config.batch, config.seq, median * 1e3, steps, tokens_per_s, trainer.backend_name().c_str());

@@ -6,8 +6,10 @@
 // rank has the whole model again. Per-rank model-state memory in fp32 Adam:
 //   stage 0: 4Ψ + 4Ψ + 8Ψ = 16Ψ;  stage 1: 4Ψ + 4Ψ + 8Ψ/Nd.
 // (The paper's mixed-precision figures are 2Ψ + 2Ψ + 12Ψ and 2Ψ + 2Ψ + 12Ψ/Nd.)
-// Here the gradients are all-reduced in DDP buckets before the update (the same
-// 2Ψ per-rank volume as the paper's reduce-scatter + all-gather).
+// Here the gradients are all-reduced in DDP buckets (overlapped with backward)
+// before the update, then the updated shards are all-gathered: 3(N-1)/N x 4Ψ
+// bytes sent per rank, against 2(N-1)/N x 4Ψ for the paper's reduce-scatter +
+// all-gather (stage 2 here does the latter, unit by unit).
 #pragma once
 
 #include <cstdint>

@@ -423,7 +423,12 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
   Model& model = *rk.model;
   model.use_slot(0);
   CommTag tag{steps_done_, -1, -1};
-  for (std::int64_t k = rk.dp_rank; k < chunks; k += config_.dp) {
+  // Naive DataParallel: only the master holds the updated parameters (replicas
+  // receive them at the next step's broadcast), so it evaluates alone.
+  const bool naive = config_.dp_mode == DataParallelMode::naive;
+  const int first = naive ? (rk.dp_rank == 0 ? 0 : static_cast<int>(chunks)) : rk.dp_rank;
+  const int stride = naive ? 1 : config_.dp;
+  for (std::int64_t k = first; k < chunks; k += stride) {
     // Step index 0 for every evaluation: the same validation batches each time.
     const BatchData data =
         dataset_->batch(model.config().kind, Split::validation, config_.seed, 0, k * mb, mb, T);

@@ -62,6 +62,7 @@ class TestParallel : public QObject {
   void every_layout_matches_single_rank_data();
   void every_layout_matches_single_rank();
   void checkpointing_gives_identical_losses();
+  void evaluation_matches_single_rank();
   void zero_memory_follows_the_paper();
   void zero3_gathers_and_releases_every_layer();
   void naive_data_parallel_loads_rank_0();
@@ -142,9 +143,33 @@ void TestParallel::every_layout_matches_single_rank() {
   QVERIFY2(tail < a.front() - 0.3f, qPrintable(QString("%1 -> %2").arg(a.front()).arg(tail)));
 }
 
-void TestParallel::checkpointing_gives_identical_losses() {
+void TestParallel::evaluation_matches_single_rank() {
+  // The held-out loss after 5 steps is the same whatever the layout.
   RunConfig c = base_config();
   c.steps = 5;
+  c.eval_every = 5;
+  auto eval_of = [](const RunConfig& config) {
+    Trainer t(config);
+    float eval = -1.0f;
+    t.run([&](const StepMetrics& m) {
+      if (m.eval_loss) eval = *m.eval_loss;
+    });
+    return eval;
+  };
+  const float single = eval_of(c);
+  for (int layout = 0; layout < 4; ++layout) {
+    RunConfig p = c;
+    if (layout == 0) p.dp = 4;
+    if (layout == 1) { p.dp = 4; p.dp_mode = DataParallelMode::naive; }
+    if (layout == 2) { p.pp = 2; p.micro_batches = 2; }
+    if (layout == 3) { p.dp = 2; p.zero_stage = 3; }
+    const float e = eval_of(p);
+    QVERIFY2(std::fabs(e - single) < 2e-4f * single, qPrintable(QString("layout %1: %2 vs %3").arg(layout).arg(e).arg(single)));
+  }
+}
+
+void TestParallel::checkpointing_gives_identical_losses() {
+  RunConfig c = base_config();  // 20 steps
   const auto plain = losses_of(c);
   c.checkpoint = true;
   QCOMPARE(losses_of(c), plain);  // recompute runs the same ops on the same inputs: bit-identical
