@@ -5,7 +5,6 @@
 // MLM head: logits = mlm.ln(gelu(mlm.dense(x_L))) @ tokens^T + decoder_bias.
 #include "model/bert.h"
 
-#include <string>
 
 namespace shardscope {
 
@@ -108,20 +107,11 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
                        C);
     parameters_done(0);
     parameters_done(head_unit());
-    gradients_ready(layout_.find("mlm.dense.weight").offset);  // the pooler after it has no gradient
+    gradients_ready(layout_.find_unit(head_unit())->begin);  // the pooler after it has no gradient
     gradients_done(head_unit());
   }  // else d_res holds the gradient of this stage's output, received from the next stage
-  for (int l = stage_.end_layer - 1; l >= stage_.first_layer; --l) {
-    parameters_needed(1 + l);
-    gradients_needed(1 + l);
-    prepare_layer_backward(l, batch);
-    const std::int64_t start = now_ns();
-    layer_backward(l, layer_input(l), B, T);
-    emit_span(ComputeKind::backward, l, start);
-    parameters_done(1 + l);
-    gradients_ready(layout_.find("layer" + std::to_string(l) + ".attn.qkv.weight").offset);
-    gradients_done(1 + l);
-  }
+  layers_backward(batch);
+
   if (stage_.embedding) {
     parameters_needed(0);
     be.layernorm_backward(s.d_a, dw_.embed_ln_w, dw_.embed_ln_b, s.d_res, a.embed_sum, w_.embed_ln_w,

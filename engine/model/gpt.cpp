@@ -5,7 +5,6 @@
 // logits = final_ln(x_L) @ tokens^T (tied).
 #include "model/gpt.h"
 
-#include <string>
 
 namespace shardscope {
 
@@ -82,20 +81,11 @@ void GptModel::backward_impl(const Batch& batch, float dloss_per_row) {
                                 a.final_ln_mean, a.final_ln_rstd, BT, C);
     parameters_done(0);
     parameters_done(head_unit());
-    gradients_ready(layout_.find("final_ln.weight").offset);
+    gradients_ready(layout_.find_unit(head_unit())->begin);
     gradients_done(head_unit());
   }  // else d_res holds the gradient of this stage's output, received from the next stage
-  for (int l = stage_.end_layer - 1; l >= stage_.first_layer; --l) {
-    parameters_needed(1 + l);
-    gradients_needed(1 + l);
-    prepare_layer_backward(l, batch);
-    const std::int64_t start = now_ns();
-    layer_backward(l, layer_input(l), B, T);
-    emit_span(ComputeKind::backward, l, start);
-    parameters_done(1 + l);
-    gradients_ready(layout_.find("layer" + std::to_string(l) + ".ln1.weight").offset);
-    gradients_done(1 + l);
-  }
+  layers_backward(batch);
+
   if (stage_.embedding)
     backend_.embedding_backward(dw_.tokens, dw_.positions, nullptr, s.d_res, batch.input_ids, nullptr, B, T, C);
   gradients_ready(0);  // else d_res is now the gradient of this stage's input

@@ -202,6 +202,20 @@ void Model::layers_forward(const Batch& batch) {
   }
 }
 
+void Model::layers_backward(const Batch& batch) {
+  for (int l = stage_.end_layer - 1; l >= stage_.first_layer; --l) {
+    parameters_needed(1 + l);
+    gradients_needed(1 + l);
+    prepare_layer_backward(l, batch);
+    const std::int64_t start = now_ns();
+    layer_backward(l, layer_input(l), batch.B, batch.T);
+    emit_span(ComputeKind::backward, l, start);
+    parameters_done(1 + l);
+    gradients_ready(layout_.find_unit(1 + l)->begin);  // DDP: this layer's bucket may go
+    gradients_done(1 + l);                             // ZeRO-2/3: reduce-scatter it now
+  }
+}
+
 void Model::prepare_layer_backward(int l, const Batch& batch) {
   if (!checkpointing_) return;
   const std::int64_t start = now_ns();

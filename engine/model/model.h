@@ -180,6 +180,10 @@ class Model {
   const float* layer_input(int l) const;   // (B, T, C) input of layer l
   // Forward of every layer in order, keeping what backward needs.
   void layers_forward(const Batch& batch);
+  // Backward of every layer of the stage in reverse, d_res carrying the
+  // residual gradient down; reports each layer's gradients as final.
+  void layers_backward(const Batch& batch);
+  virtual void layer_backward(int l, const float* x, int B, int T) = 0;
   // Makes layer l's activations available for its backward (recompute under checkpointing).
   void prepare_layer_backward(int l, const Batch& batch);
   void gradients_ready(std::int64_t frontier) {

@@ -8,6 +8,8 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
+
+#include "cli/cli_runner.h"
 #undef emit  // Qt's keyword macro would eat EventSink::emit
 
 #include "events/recording.h"
@@ -15,17 +17,8 @@
 class TestCli : public QObject {
   Q_OBJECT
 
-  struct Result {
-    int code;
-    QString out, err;
-  };
-  static Result run(const QStringList& args) {
-    QProcess p;
-    p.start(SHARDSCOPE_CLI, args);
-    if (!p.waitForFinished(300000)) return {-1, {}, "timed out"};
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
-            QString::fromUtf8(p.readAllStandardError())};
-  }
+  using Result = CliResult;
+  static Result run(const QStringList& args) { return run_cli(args); }
 
  private Q_SLOTS:
   void bad_input_exits_2_with_a_message_data();

@@ -11,20 +11,13 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "cli/cli_runner.h"
+
 class TestCliParallel : public QObject {
   Q_OBJECT
 
-  struct Result {
-    int code;
-    QString out, err;
-  };
-  static Result run(const QStringList& args) {
-    QProcess p;
-    p.start(SHARDSCOPE_CLI, args);
-    if (!p.waitForFinished(300000)) return {-1, {}, "timed out"};
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
-            QString::fromUtf8(p.readAllStandardError())};
-  }
+  using Result = CliResult;
+  static Result run(const QStringList& args) { return run_cli(args); }
 
  private Q_SLOTS:
   void recorded_dp_pp_run_exports_a_trace();
