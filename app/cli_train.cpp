@@ -4,6 +4,8 @@
 #include "cli_train.h"
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -12,6 +14,7 @@
 
 #include "cli_args.h"
 #include "core/error.h"
+#include "events/event_queue.h"
 #include "events/recording.h"
 #include "model/model_config.h"
 #include "train/metrics_json.h"
@@ -115,7 +118,34 @@ int run_train(const std::vector<std::string>& args) {
       throw ConfigError(std::string("--record: ") + e.what());
     }
   }
-  Trainer trainer(config, recorder.get());
+  // Engine threads never wait for the disk: they push into a bounded queue, and
+  // this thread's helper drains it into the recording.
+  EventQueue queue;
+  std::atomic<bool> draining{true};
+  std::thread drainer;
+  if (recorder) {
+    drainer = std::thread([&] {
+      std::vector<Event> batch;
+      for (bool more = true; more;) {
+        more = draining.load();
+        batch.clear();
+        while (queue.drain(batch, 4096) > 0) {
+          for (const Event& e : batch) recorder->emit(e);
+          batch.clear();
+        }
+        if (more) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    });
+  }
+  struct JoinDrainer {
+    std::atomic<bool>& draining;
+    std::thread& drainer;
+    ~JoinDrainer() {
+      draining = false;
+      if (drainer.joinable()) drainer.join();
+    }
+  } join_drainer{draining, drainer};
+  Trainer trainer(config, recorder ? &queue : nullptr);
   std::ofstream metrics;
   if (!config.metrics_out.empty()) {
     metrics.open(config.metrics_out, std::ios::trunc);
@@ -159,11 +189,18 @@ int run_train(const std::vector<std::string>& args) {
         }
       },
       &g_stop);
-  if (recorder) recorder->close();
+  if (recorder) {
+    draining = false;
+    drainer.join();
+    recorder->close();
+  }
   std::printf("done: %lld steps in %.1f s, loss %.4f -> %.4f%s\n", static_cast<long long>(trainer.steps_done()),
               total_time, first_loss, last_loss,
               last_eval ? (", eval loss " + std::to_string(*last_eval)).c_str() : "");
-  if (recorder) std::printf("recorded %s\n", record.c_str());
+  if (recorder)
+    std::printf("recorded %llu events to %s (%llu fine-grained events dropped by the full queue)\n",
+                static_cast<unsigned long long>(recorder->events_written()), record.c_str(),
+                static_cast<unsigned long long>(queue.dropped()));
   return g_stop.load() ? 130 : 0;
 }
 
