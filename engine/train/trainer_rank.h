@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// What one rank owns (private to the trainer's sources: trainer.cpp builds the
+// ranks and runs them; rank_step.cpp is one rank's optimizer step).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/buffer.h"
+#include "core/memory_ledger.h"
+#include "model/model.h"
+#include "ops/backend.h"
+#include "parallel/communicator.h"
+#include "parallel/ddp.h"
+#include "parallel/in_process_communicator.h"
+#include "parallel/pipeline_schedule.h"
+#include "parallel/zero.h"
+#include "parallel/zero_storage.h"
+#include "train/adamw.h"
+#include "train/trainer.h"
+
+namespace shardscope {
+
+struct Trainer::Rank {
+  int rank = 0, dp_rank = 0, stage = 0;
+  MemoryLedger ledger;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<AdamW> optimizer;              // null on the replicas of naive DataParallel
+  // One communicator per distinct group of ranks; the roles below may share one
+  // (with pp = 1 the data-parallel group is the whole world).
+  std::map<std::vector<int>, std::unique_ptr<Communicator>> groups;
+  Communicator* dp_comm = nullptr;         // the data-parallel peers of this stage
+  Communicator* pp_comm = nullptr;         // the stages of this data-parallel rank (pp > 1)
+  Communicator* embedding_comm = nullptr;  // first and last stage: the tied embedding's copies
+  Communicator* world_comm = nullptr;      // everyone: loss and evaluation totals
+  Communicator* group(InProcessWorld& world, const std::vector<int>& members) {
+    auto& slot = groups[members];
+    if (!slot) slot = world.communicator(rank, members);
+    return slot.get();
+  }
+  std::unique_ptr<DdpReducer> reducer;            // DDP and ZeRO-0/1: bucketed all-reduce
+  std::unique_ptr<ZeroShardedStorage> zero;      // ZeRO-2/3: sharded gradients (and parameters)
+  std::vector<PipelineAction> actions;           // this stage's schedule
+  ZeroPartition partition{};
+  Buffer comm_buffer;  // naive: rank 0's gradient gather buffer; ZeRO: padded gather staging
+  // Filled by rank_step:
+  float loss_sum = 0.0f;
+  std::int64_t global_scored = 0;
+  double forward_s = 0, backward_s = 0, optimizer_s = 0, grad_norm = 0;
+  float lr = 0;
+};
+
+namespace trainer_detail {
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace trainer_detail
+
+}  // namespace shardscope
