@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Array conversions and the inf/NaN scan. The loops are branch-free per element
+// (the scalar conversions are written as selects), so GCC vectorizes them at -O3.
+// GCC keeps the f32 additions of the f16 conversions behind branches while FP
+// exceptions count (-ftrapping-math, the default), which blocks vectorizing;
+// nothing here reads the FP flags, and the results are the same either way.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+#include "core/half.h"
+
+namespace shardscope::half {
+
+void f32_to_f16(const float* in, std::uint16_t* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = float_to_f16_bits(in[i]);
+}
+
+void f16_to_f32(const std::uint16_t* in, float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = f16_bits_to_float(in[i]);
+}
+
+void f32_to_bf16(const float* in, std::uint16_t* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = float_to_bf16_bits(in[i]);
+}
+
+void bf16_to_f32(const std::uint16_t* in, float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = bf16_bits_to_float(in[i]);
+}
+
+namespace {
+
+// Scans fixed chunks with no early exit inside a chunk (an OR of the
+// all-ones-exponent flags vectorizes; a loop that returns early does not), and
+// searches a chunk element by element only once its flag is set.
+constexpr std::int64_t kChunk = 4096;
+
+template <typename T, typename IsBad>
+std::int64_t first_bad(const T* values, std::int64_t n, IsBad is_bad) {
+  for (std::int64_t begin = 0; begin < n; begin += kChunk) {
+    const std::int64_t end = begin + kChunk < n ? begin + kChunk : n;
+    unsigned any = 0;
+    for (std::int64_t i = begin; i < end; ++i) any |= is_bad(values[i]) ? 1u : 0u;
+    if (any == 0) continue;
+    for (std::int64_t i = begin; i < end; ++i)
+      if (is_bad(values[i])) return i;
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::int64_t first_non_finite(const float* values, std::int64_t n) {
+  return first_bad(values, n, [](float v) { return !float_is_finite(v); });
+}
+
+std::int64_t first_non_finite_f16(const std::uint16_t* values, std::int64_t n) {
+  return first_bad(values, n, [](std::uint16_t v) { return !f16_bits_is_finite(v); });
+}
+
+std::int64_t first_non_finite_bf16(const std::uint16_t* values, std::int64_t n) {
+  return first_bad(values, n, [](std::uint16_t v) { return !bf16_bits_is_finite(v); });
+}
+
+}  // namespace shardscope::half
