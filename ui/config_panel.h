@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The run's settings as widgets. It produces the same RunConfig the CLI builds
+// from the equivalent flags, and validates it with the engine's own
+// validate_run_config as the user edits: a bad combination is explained inline
+// (the ConfigError text, which names the flag) and problem() is non-empty.
+#pragma once
+
+#include <QWidget>
+
+#include "train/run_config.h"
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QSpinBox;
+
+namespace shardscope::ui {
+
+class ConfigPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit ConfigPanel(QWidget* parent = nullptr);
+
+  // The opening preset: gpt-tiny on dp 2 x pp 2 (DDP and a 2-stage 1F1B
+  // pipeline, 4 micro-batches), global batch 16, seq 64.
+  static RunConfig defaultConfig();
+
+  RunConfig config() const;
+  void setConfig(const RunConfig& config);
+  // Why the current settings cannot run (the ConfigError text); empty if they can.
+  QString problem() const { return problem_; }
+
+ Q_SIGNALS:
+  void changed();
+
+ private:
+  void revalidate();
+
+  QComboBox* model_;
+  QSpinBox* steps_;
+  QSpinBox* batch_;
+  QSpinBox* seq_;
+  QDoubleSpinBox* lr_;
+  QSpinBox* dp_;
+  QSpinBox* pp_;
+  QComboBox* dp_mode_;
+  QSpinBox* zero_;
+  QComboBox* schedule_;
+  QSpinBox* micro_batches_;
+  QSpinBox* accum_;
+  QCheckBox* checkpoint_;
+  QLabel* summary_;
+  QLabel* problem_label_;
+  QString problem_;
+  bool updating_ = false;
+};
+
+}  // namespace shardscope::ui

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "main_window.h"
+
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include "config_panel.h"
+#include "views/loss_plot.h"
+#include "views/memory_bars.h"
+
+namespace shardscope::ui {
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent),
+      panel_(new ConfigPanel),
+      controller_(new RunController(this)),
+      loss_(new LossPlot),
+      memory_(new MemoryBars),
+      log_(new QPlainTextEdit),
+      status_(new QLabel),
+      run_(new QPushButton(tr("Run"))),
+      pause_(new QPushButton(tr("Pause"))),
+      step_(new QPushButton(tr("Step once"))),
+      stop_(new QPushButton(tr("Stop"))) {
+  setWindowTitle(tr("ShardScope"));
+  run_->setObjectName(QStringLiteral("run"));
+  pause_->setObjectName(QStringLiteral("pause"));
+  step_->setObjectName(QStringLiteral("step"));
+  stop_->setObjectName(QStringLiteral("stop"));
+  status_->setObjectName(QStringLiteral("status"));
+  status_->setWordWrap(true);
+  log_->setObjectName(QStringLiteral("log"));
+  log_->setReadOnly(true);
+  log_->setMaximumBlockCount(2000);
+  log_->setPlaceholderText(tr("Engine log and errors appear here."));
+
+  auto* buttons = new QHBoxLayout;
+  for (QPushButton* b : {run_, pause_, step_, stop_}) buttons->addWidget(b);
+
+  auto* left = new QWidget;
+  auto* leftLayout = new QVBoxLayout(left);
+  leftLayout->addWidget(panel_, 1);
+  leftLayout->addLayout(buttons);
+  leftLayout->addWidget(status_);
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(left);
+  scroll->setWidgetResizable(true);
+  scroll->setMinimumWidth(left->sizeHint().width() + 24);
+
+  auto* views = new QSplitter(Qt::Vertical);
+  views->addWidget(loss_);
+  views->addWidget(memory_);
+  views->addWidget(log_);
+  views->setStretchFactor(0, 3);
+  views->setStretchFactor(1, 3);
+  views->setStretchFactor(2, 1);
+  views->setSizes({340, 340, 120});
+
+  auto* split = new QSplitter(Qt::Horizontal);
+  split->addWidget(scroll);
+  split->addWidget(views);
+  split->setStretchFactor(1, 1);
+  setCentralWidget(split);
+  resize(1200, 800);
+
+  connect(panel_, &ConfigPanel::changed, this, &MainWindow::updateControls);
+  connect(run_, &QPushButton::clicked, this, &MainWindow::startRun);
+  connect(pause_, &QPushButton::clicked, this, [this] {
+    if (controller_->state() == RunController::State::paused) controller_->resume();
+    else controller_->pause();
+  });
+  connect(step_, &QPushButton::clicked, this, &MainWindow::stepOnce);
+  connect(stop_, &QPushButton::clicked, controller_, &RunController::stop);
+  connect(controller_, &RunController::eventsDrained, this, &MainWindow::onEvents);
+  connect(controller_, &RunController::stateChanged, this, &MainWindow::updateControls);
+  connect(controller_, &RunController::runFinished, this, &MainWindow::onFinished);
+
+  prepareViews(panel_->config());
+  status_->setText(tr("Ready: press Run to train on simulated ranks (threads on the CPU)."));
+  updateControls();
+}
+
+MainWindow::~MainWindow() = default;  // the controller (a child) stops and joins its worker
+
+QString MainWindow::statusText() const { return status_->text(); }
+QString MainWindow::logText() const { return log_->toPlainText(); }
+
+void MainWindow::prepareViews(const RunConfig& config) {
+  loss_->clear();
+  memory_->setRankCount(config.world_size());
+  total_steps_ = config.steps;
+}
+
+void MainWindow::startRun() {
+  if (controller_->busy() || !panel_->problem().isEmpty()) return;
+  const RunConfig config = panel_->config();
+  prepareViews(config);
+  had_error_ = false;
+  status_->setText(tr("Starting %1 on %n rank(s)...", nullptr, config.world_size())
+                       .arg(QString::fromStdString(config.model)));
+  controller_->start(config);
+}
+
+void MainWindow::stepOnce() {
+  if (controller_->state() == RunController::State::paused) {
+    controller_->stepOnce();
+    return;
+  }
+  if (controller_->busy() || !panel_->problem().isEmpty()) return;
+  const RunConfig config = panel_->config();
+  prepareViews(config);
+  had_error_ = false;
+  controller_->startPaused(config);
+  controller_->stepOnce();
+}
+
+void MainWindow::onEvents(const std::vector<Event>& events) {
+  const Event* last_metrics = nullptr;
+  for (const Event& e : events) {
+    switch (e.kind) {
+      case EventKind::step_metrics:
+        loss_->addTrainLoss(static_cast<double>(e.step), static_cast<double>(e.loss));
+        if (e.has_eval_loss) loss_->addEvalLoss(static_cast<double>(e.step), static_cast<double>(e.eval_loss));
+        last_metrics = &e;
+        break;
+      case EventKind::memory_sample:
+        memory_->setSample(e.rank, e.memory);
+        break;
+      case EventKind::log:
+        appendLog(QString::fromUtf8(e.text_view().data(), static_cast<qsizetype>(e.text_view().size())), false);
+        break;
+      case EventKind::error: {
+        const QString text = QString::fromUtf8(e.text_view().data(), static_cast<qsizetype>(e.text_view().size()));
+        appendLog(text, true);
+        status_->setText(tr("Error: %1").arg(text));
+        had_error_ = true;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  if (last_metrics != nullptr && !had_error_)
+    status_->setText(tr("Step %1 of %2: loss %3, %4 tokens/s")
+                         .arg(last_metrics->step)
+                         .arg(total_steps_)
+                         .arg(static_cast<double>(last_metrics->loss), 0, 'f', 4)
+                         .arg(static_cast<double>(last_metrics->tokens_per_s), 0, 'f', 0));
+  loss_->replot();
+  memory_->replot();
+}
+
+void MainWindow::onFinished(bool ok, const QString& message) {
+  if (!ok) {
+    status_->setText(tr("Run failed: %1").arg(message));
+  } else if (!message.isEmpty()) {
+    status_->setText(tr("Stopped after %n step(s).", nullptr, loss_->trainPointCount()));
+  } else {
+    status_->setText(tr("Finished: %n step(s).", nullptr, loss_->trainPointCount()));
+  }
+  updateControls();
+}
+
+void MainWindow::appendLog(const QString& line, bool error) {
+  if (error) log_->appendHtml(QStringLiteral("<span style=\"color:#b00020\">%1</span>").arg(line.toHtmlEscaped()));
+  else log_->appendPlainText(line);
+}
+
+void MainWindow::updateControls() {
+  const auto state = controller_->state();
+  const bool busy = controller_->busy();
+  const QString problem = panel_->problem();
+  panel_->setEnabled(!busy);
+  run_->setEnabled(!busy && problem.isEmpty());
+  run_->setToolTip(problem.isEmpty() ? tr("Train with these settings") : tr("Cannot run: %1").arg(problem));
+  pause_->setEnabled(state == RunController::State::running || state == RunController::State::paused);
+  pause_->setText(state == RunController::State::paused ? tr("Resume") : tr("Pause"));
+  step_->setEnabled(state == RunController::State::paused || (!busy && problem.isEmpty()));
+  stop_->setEnabled(busy && state != RunController::State::stopping);
+}
+
+}  // namespace shardscope::ui

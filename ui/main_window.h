@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The main window: the config panel and run controls on the left, the live
+// views (loss plot, memory bars, log) on the right. Every view is fed only
+// from engine events, drained by the RunController on the GUI thread.
+#pragma once
+
+#include <QMainWindow>
+
+#include <vector>
+
+#include "events/event.h"
+#include "run_controller.h"
+
+class QLabel;
+class QPlainTextEdit;
+class QPushButton;
+
+namespace shardscope::ui {
+
+class ConfigPanel;
+class LossPlot;
+class MemoryBars;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  ConfigPanel* configPanel() const { return panel_; }
+  RunController* controller() const { return controller_; }
+  LossPlot* lossPlot() const { return loss_; }
+  MemoryBars* memoryBars() const { return memory_; }
+  QPushButton* runButton() const { return run_; }
+  QPushButton* pauseButton() const { return pause_; }
+  QPushButton* stepButton() const { return step_; }
+  QPushButton* stopButton() const { return stop_; }
+  QString statusText() const;
+  QString logText() const;
+
+ public Q_SLOTS:
+  void startRun();
+  void stepOnce();
+
+ private:
+  void onEvents(const std::vector<shardscope::Event>& events);
+  void onFinished(bool ok, const QString& message);
+  void updateControls();
+  void prepareViews(const RunConfig& config);
+  void appendLog(const QString& line, bool error);
+
+  ConfigPanel* panel_;
+  RunController* controller_;
+  LossPlot* loss_;
+  MemoryBars* memory_;
+  QPlainTextEdit* log_;
+  QLabel* status_;
+  QPushButton* run_;
+  QPushButton* pause_;
+  QPushButton* step_;
+  QPushButton* stop_;
+  std::int64_t total_steps_ = 0;
+  bool had_error_ = false;
+};
+
+}  // namespace shardscope::ui

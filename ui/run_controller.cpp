@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "run_controller.h"
+
+#include <chrono>
+#include <exception>
+
+#include "train/trainer.h"
+
+namespace shardscope::ui {
+
+namespace {
+constexpr int kPollMs = 16;                   // ~60 Hz
+constexpr std::size_t kMaxEventsPerPoll = 200000;
+}  // namespace
+
+RunController::RunController(QObject* parent) : QObject(parent), queue_(std::make_unique<EventQueue>()) {
+  timer_.setInterval(kPollMs);
+  connect(&timer_, &QTimer::timeout, this, &RunController::poll);
+}
+
+RunController::~RunController() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+std::vector<MemoryBytes> RunController::finalMemory() const {
+  std::lock_guard lock(result_mutex_);
+  return final_memory_;
+}
+
+std::uint64_t RunController::droppedEvents() const { return queue_->dropped(); }
+
+void RunController::start(const RunConfig& config) { launch(config, false); }
+void RunController::startPaused(const RunConfig& config) { launch(config, true); }
+
+void RunController::launch(const RunConfig& config, bool paused) {
+  if (busy()) return;
+  if (thread_.joinable()) thread_.join();  // a finished worker: returns at once
+  // Everything of the previous run has been drained (poll ends a run only on an
+  // empty queue), so a fresh queue starts the new run's counters at zero.
+  queue_ = std::make_unique<EventQueue>();
+  stop_ = false;
+  paused_ = paused;
+  step_budget_ = 0;
+  finished_ = false;
+  {
+    std::lock_guard lock(result_mutex_);
+    final_memory_.clear();
+    ok_ = true;
+    message_.clear();
+  }
+  thread_ = std::thread([this, config] { worker(config); });
+  setState(paused ? State::paused : State::running);
+  timer_.start();
+}
+
+void RunController::pause() {
+  if (state_ != State::running) return;
+  paused_ = true;
+  setState(State::paused);
+}
+
+void RunController::resume() {
+  if (state_ != State::paused) return;
+  paused_ = false;
+  setState(State::running);
+}
+
+void RunController::stepOnce() {
+  if (state_ != State::paused) return;
+  step_budget_.fetch_add(1);
+}
+
+void RunController::stop() {
+  if (!busy() || state_ == State::stopping) return;
+  stop_ = true;
+  setState(State::stopping);
+}
+
+void RunController::worker(RunConfig config) {
+  auto fail = [this](const std::string& text) {
+    Event error;
+    error.kind = EventKind::error;
+    error.level = LogLevel::error;
+    error.set_text(text);
+    queue_->emit(error);
+    std::lock_guard lock(result_mutex_);
+    ok_ = false;
+    message_ = text;
+  };
+  try {
+    validate_run_config(config);
+    Trainer trainer(config, queue_.get());
+    while (!stop_ && trainer.steps_done() < config.steps) {
+      if (paused_) {
+        int budget = step_budget_.load();
+        if (budget <= 0 || !step_budget_.compare_exchange_strong(budget, budget - 1)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          continue;
+        }
+      }
+      trainer.step();
+    }
+    std::vector<MemoryBytes> memory;
+    for (int r = 0; r < trainer.world_size(); ++r) memory.push_back(trainer.ledger(r).current());
+    std::lock_guard lock(result_mutex_);
+    final_memory_ = std::move(memory);
+    if (stop_ && trainer.steps_done() < config.steps)
+      message_ = "stopped after step " + std::to_string(trainer.steps_done());
+  } catch (const std::exception& e) {
+    fail(e.what());  // RankFailure already emitted its rank's error event; this one names the run's end
+  } catch (...) {
+    fail("unknown error");
+  }
+  finished_ = true;
+}
+
+void RunController::poll() {
+  // Read finished_ before draining: if it was set, every event is in the queue.
+  const bool finished = finished_.load();
+  batch_.clear();
+  queue_->drain(batch_, kMaxEventsPerPoll);
+  if (!batch_.empty()) Q_EMIT eventsDrained(batch_);
+  if (!finished || !batch_.empty()) return;
+  batch_.clear();
+  if (queue_->drain(batch_, kMaxEventsPerPoll) > 0) {
+    Q_EMIT eventsDrained(batch_);
+    return;
+  }
+  timer_.stop();
+  if (thread_.joinable()) thread_.join();  // the worker has returned
+  bool ok;
+  std::string message;
+  {
+    std::lock_guard lock(result_mutex_);
+    ok = ok_;
+    message = message_;
+  }
+  setState(State::idle);
+  Q_EMIT runFinished(ok, QString::fromStdString(message));
+}
+
+void RunController::setState(State state) {
+  if (state_ == state) return;
+  state_ = state;
+  Q_EMIT stateChanged(state);
+}
+
+}  // namespace shardscope::ui

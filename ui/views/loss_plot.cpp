@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "views/loss_plot.h"
+
+#include <QVBoxLayout>
+#include "views/qcustomplot_include.h"
+
+namespace shardscope::ui {
+
+LossPlot::LossPlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(plot_);
+  setMinimumHeight(200);
+
+  plot_->plotLayout()->insertRow(0);
+  plot_->plotLayout()->addElement(0, 0, new QCPTextElement(plot_, tr("Loss"), QFont(font().family(), -1, QFont::Bold)));
+  plot_->xAxis->setLabel(tr("Step"));
+  plot_->yAxis->setLabel(tr("Cross-entropy loss"));
+
+  train_ = plot_->addGraph();
+  train_->setName(tr("Training loss"));
+  train_->setPen(QPen(QColor(31, 119, 180), 2));
+  eval_ = plot_->addGraph();
+  eval_->setName(tr("Eval loss"));
+  eval_->setPen(QPen(QColor(255, 127, 14), 2));
+  eval_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
+  plot_->legend->setVisible(true);
+  plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  plot_->xAxis->setRange(0, 10);
+  plot_->yAxis->setRange(0, 6);
+}
+
+void LossPlot::clear() {
+  train_->data()->clear();
+  eval_->data()->clear();
+  dirty_ = true;
+  replot();
+}
+
+void LossPlot::addTrainLoss(double step, double loss) {
+  train_->addData(step, loss);
+  dirty_ = true;
+}
+
+void LossPlot::addEvalLoss(double step, double loss) {
+  eval_->addData(step, loss);
+  dirty_ = true;
+}
+
+void LossPlot::replot() {
+  if (!dirty_) return;
+  dirty_ = false;
+  if (!train_->data()->isEmpty()) {
+    plot_->rescaleAxes();
+    const QCPRange x = plot_->xAxis->range();
+    plot_->xAxis->setRange(0, std::max(x.upper, 1.0) + 0.5);
+    const QCPRange y = plot_->yAxis->range();
+    const double pad = std::max(0.05, 0.05 * y.size());
+    plot_->yAxis->setRange(std::max(0.0, y.lower - pad), y.upper + pad);
+  }
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+int LossPlot::trainPointCount() const { return train_->dataCount(); }
+int LossPlot::evalPointCount() const { return eval_->dataCount(); }
+
+}  // namespace shardscope::ui

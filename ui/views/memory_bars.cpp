@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "views/memory_bars.h"
+
+#include <QSharedPointer>
+#include <QVBoxLayout>
+#include "views/qcustomplot_include.h"
+
+#include <algorithm>
+
+namespace shardscope::ui {
+
+namespace {
+
+// One colour per category, in MemoryBytes order.
+const std::array<QColor, kMemoryCategoryCount> kColors = {
+    QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),
+    QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75)};
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+}  // namespace
+
+MemoryBars::MemoryBars(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(plot_);
+  setMinimumHeight(200);
+
+  plot_->plotLayout()->insertRow(0);
+  plot_->plotLayout()->addElement(
+      0, 0, new QCPTextElement(plot_, tr("Memory per rank (measured)"), QFont(font().family(), -1, QFont::Bold)));
+  plot_->yAxis->setLabel(tr("MiB"));
+  plot_->xAxis->setLabel(tr("Rank"));
+  QCPBars* below = nullptr;
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+    auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
+    bars->setName(QString::fromLatin1(memory_category_name(kAllMemoryCategories[c]).data()));
+    bars->setBrush(kColors[c]);
+    bars->setPen(QPen(kColors[c].darker(130)));
+    bars->setWidth(0.6);
+    if (below != nullptr) bars->moveAbove(below);
+    below = bars;
+    bars_[c] = bars;
+  }
+  plot_->xAxis->grid()->setVisible(false);
+  // The legend in its own column right of the bars, so it never covers a rank.
+  plot_->legend->setVisible(true);
+  plot_->axisRect()->insetLayout()->take(plot_->legend);
+  auto* side = new QCPLayoutGrid;
+  plot_->plotLayout()->addElement(1, 1, side);
+  plot_->plotLayout()->setColumnStretchFactor(1, 0.001);
+  side->addElement(0, 0, plot_->legend);
+  side->addElement(1, 0, new QCPLayoutElement(plot_));  // takes the height below the legend
+  side->setRowStretchFactor(0, 0.001);
+  plot_->legend->setMargins(QMargins(4, 4, 4, 4));
+  QFont legendFont = font();
+  legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
+  plot_->legend->setFont(legendFont);
+  setRankCount(0);
+}
+
+void MemoryBars::setRankCount(int ranks) {
+  samples_.assign(static_cast<std::size_t>(std::max(ranks, 0)), MemoryBytes{});
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  for (int r = 0; r < ranks; ++r) ticker->addTick(r, tr("rank %1").arg(r));
+  plot_->xAxis->setTicker(ticker);
+  plot_->xAxis->setRange(-0.6, std::max(ranks, 1) - 0.4);
+  dirty_ = true;
+  replot();
+}
+
+void MemoryBars::setSample(int rank, const std::array<std::int64_t, kMemoryCategoryCount>& bytes) {
+  if (rank < 0) return;
+  if (rank >= rankCount()) samples_.resize(static_cast<std::size_t>(rank) + 1);
+  samples_[static_cast<std::size_t>(rank)].bytes = bytes;
+  dirty_ = true;
+}
+
+MemoryBytes MemoryBars::bytes(int rank) const {
+  if (rank < 0 || rank >= rankCount()) return {};
+  return samples_[static_cast<std::size_t>(rank)];
+}
+
+void MemoryBars::replot() {
+  if (!dirty_) return;
+  dirty_ = false;
+  double top = 1.0;
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+    QVector<double> keys, values;
+    for (int r = 0; r < rankCount(); ++r) {
+      keys.push_back(r);
+      values.push_back(static_cast<double>(samples_[static_cast<std::size_t>(r)].bytes[c]) / kMiB);
+    }
+    bars_[c]->setData(keys, values, true);
+  }
+  for (const auto& sample : samples_) top = std::max(top, static_cast<double>(sample.total()) / kMiB);
+  plot_->yAxis->setRange(0, top * 1.1);
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+}  // namespace shardscope::ui

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Per-rank memory as stacked bars, one layer per ledger category (parameters,
+// gradients, optimizer_states, activations, communication, workspace), fed
+// from memory_sample events: each bar shows its rank's latest sample.
+#pragma once
+
+#include <QWidget>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "core/memory_ledger.h"
+
+class QCustomPlot;
+class QCPBars;
+
+namespace shardscope::ui {
+
+class MemoryBars : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit MemoryBars(QWidget* parent = nullptr);
+
+  void setRankCount(int ranks);  // clears the bars
+  void setSample(int rank, const std::array<std::int64_t, kMemoryCategoryCount>& bytes);
+  void replot();  // redraws if anything changed since the last call
+
+  int rankCount() const { return static_cast<int>(samples_.size()); }
+  // The bytes the bars show for a rank, by category (MemoryBytes order).
+  MemoryBytes bytes(int rank) const;
+  QCustomPlot* plot() const { return plot_; }
+
+ private:
+  QCustomPlot* plot_;
+  std::array<QCPBars*, kMemoryCategoryCount> bars_{};
+  std::vector<MemoryBytes> samples_;
+  bool dirty_ = false;
+};
+
+}  // namespace shardscope::ui
