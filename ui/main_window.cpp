@@ -7,10 +7,12 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QVBoxLayout>
 
 #include "config_panel.h"
 #include "views/loss_plot.h"
+#include "views/event_view.h"
 #include "views/memory_bars.h"
 
 namespace shardscope::ui {
@@ -21,6 +23,7 @@ MainWindow::MainWindow(QWidget* parent)
       controller_(new RunController(this)),
       loss_(new LossPlot),
       memory_(new MemoryBars),
+      tabs_(new QTabWidget),
       log_(new QPlainTextEdit),
       status_(new QLabel),
       run_(new QPushButton(tr("Run"))),
@@ -52,8 +55,10 @@ MainWindow::MainWindow(QWidget* parent)
   scroll->setWidgetResizable(true);
   scroll->setMinimumWidth(left->sizeHint().width() + 24);
 
+  tabs_->setObjectName(QStringLiteral("views"));
+  tabs_->addTab(loss_, tr("Loss"));
   auto* views = new QSplitter(Qt::Vertical);
-  views->addWidget(loss_);
+  views->addWidget(tabs_);
   views->addWidget(memory_);
   views->addWidget(log_);
   views->setStretchFactor(0, 3);
@@ -90,7 +95,13 @@ MainWindow::~MainWindow() = default;  // the controller (a child) stops and join
 QString MainWindow::statusText() const { return status_->text(); }
 QString MainWindow::logText() const { return log_->toPlainText(); }
 
+void MainWindow::addView(EventView* view, QWidget* widget, const QString& title) {
+  views_.push_back(view);
+  tabs_->addTab(widget, title);
+}
+
 void MainWindow::prepareViews(const RunConfig& config) {
+  for (EventView* view : views_) view->reset(config);
   loss_->clear();
   memory_->setRankCount(config.world_size());
   total_steps_ = config.steps;
@@ -151,6 +162,10 @@ void MainWindow::onEvents(const std::vector<Event>& events) {
                          .arg(total_steps_)
                          .arg(static_cast<double>(last_metrics->loss), 0, 'f', 4)
                          .arg(static_cast<double>(last_metrics->tokens_per_s), 0, 'f', 0));
+  for (EventView* view : views_) {
+    view->consume(events);
+    view->refresh();
+  }
   loss_->replot();
   memory_->replot();
 }

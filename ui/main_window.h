@@ -14,12 +14,14 @@
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
+class QTabWidget;
 
 namespace shardscope::ui {
 
 class ConfigPanel;
 class LossPlot;
 class MemoryBars;
+class EventView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -38,6 +40,9 @@ class MainWindow : public QMainWindow {
   QPushButton* stopButton() const { return stop_; }
   QString statusText() const;
   QString logText() const;
+  // Adds a view as a tab beside the loss plot; it receives every event batch.
+  void addView(EventView* view, QWidget* widget, const QString& title);
+  QTabWidget* viewTabs() const { return tabs_; }
 
  public Q_SLOTS:
   void startRun();
@@ -54,6 +59,8 @@ class MainWindow : public QMainWindow {
   RunController* controller_;
   LossPlot* loss_;
   MemoryBars* memory_;
+  QTabWidget* tabs_;
+  std::vector<EventView*> views_;
   QPlainTextEdit* log_;
   QLabel* status_;
   QPushButton* run_;
