@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/collecting_sink.h"
 #include "events/event.h"
 #include "parallel/in_process_communicator.h"
 
@@ -22,25 +23,6 @@ namespace shardscope::test {
 
 using namespace std::chrono_literals;
 
-class CollectingSink : public EventSink {
- public:
-  void emit(const Event& e) override {
-    std::lock_guard lock(mutex_);
-    events_.push_back(e);
-  }
-  // The comm events of one sending rank, in the order they were emitted.
-  std::vector<Event> of_rank(int rank) {
-    std::lock_guard lock(mutex_);
-    std::vector<Event> out;
-    for (const Event& e : events_)
-      if (e.kind == EventKind::comm_span && e.rank == rank) out.push_back(e);
-    return out;
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<Event> events_;
-};
 
 // Runs body(global_rank) on one thread per rank and returns each rank's
 // exception (or null). A watchdog aborts the world after `limit` so a hang

@@ -10,23 +10,16 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "engine/collecting_sink.h"
 #include "events/event.h"
 #include "model/activations.h"
 #include "parallel/ddp.h"
 #include "train/trainer.h"
 
 using namespace shardscope;
+using shardscope::test::CollectingSink;
 
 namespace {
-
-struct CollectingSink : EventSink {
-  std::mutex mutex;
-  std::vector<Event> events;
-  void emit(const Event& e) override {
-    std::lock_guard lock(mutex);
-    events.push_back(e);
-  }
-};
 
 RunConfig base_config(const char* model = "gpt-tiny") {
   RunConfig c;
@@ -210,7 +203,7 @@ void TestParallel::zero3_gathers_and_releases_every_layer() {
   for (int r = 0; r < 2; ++r) {
     std::map<int, int> open;  // layer -> gathers not yet released
     int gathers = 0;
-    for (const Event& e : sink.events) {
+    for (const Event& e : sink.events()) {
       if (e.kind != EventKind::shard || e.rank != r) continue;
       if (e.shard_action == ShardAction::gather) {
         QCOMPARE(open[e.layer]++, 0);  // never gathered twice at once
@@ -275,7 +268,7 @@ void TestParallel::ddp_event_stream_has_every_ring_step_in_order() {
   for (int r = 0; r < N; ++r) {
     // This rank's gradient all-reduce transfers, in the order it made them.
     std::vector<Event> mine;
-    for (const Event& e : sink.events)
+    for (const Event& e : sink.events())
       if (e.kind == EventKind::comm_span && e.op == CommOp::all_reduce && e.src == r && e.bucket >= 0)
         mine.push_back(e);
     QCOMPARE(mine.size(), buckets.size() * 2 * (N - 1));
@@ -300,7 +293,7 @@ void TestParallel::ddp_event_stream_has_every_ring_step_in_order() {
   }
   // Compute spans: a forward and a backward per rank, and every layer's backward.
   int forwards = 0, layer_backwards = 0;
-  for (const Event& e : sink.events) {
+  for (const Event& e : sink.events()) {
     if (e.kind != EventKind::compute_span) continue;
     forwards += e.compute == ComputeKind::forward && e.layer == -1;
     layer_backwards += e.compute == ComputeKind::backward && e.layer >= 0;
@@ -362,7 +355,7 @@ void TestParallel::pipeline_events_per_stage_and_micro_batch() {
   // One forward and one backward box per (stage, micro-batch), as the timeline view draws them.
   std::map<std::tuple<int, int, int>, int> boxes;
   int sends = 0, recvs = 0;
-  for (const Event& e : sink.events) {
+  for (const Event& e : sink.events()) {
     if (e.kind == EventKind::compute_span && e.layer == -1 && e.compute != ComputeKind::optimizer)
       ++boxes[{e.stage, e.micro_batch, static_cast<int>(e.compute)}];
     if (e.kind == EventKind::comm_span && e.op == CommOp::send) ++sends;
@@ -394,7 +387,7 @@ void TestParallel::failing_rank_stops_every_rank() {
   }
   QVERIFY2(timer.elapsed() < 1000, qPrintable(QString("stopping took %1 ms").arg(timer.elapsed())));
   bool error_event = false;
-  for (const Event& e : sink.events) error_event |= e.kind == EventKind::error && e.rank == 2;
+  for (const Event& e : sink.events()) error_event |= e.kind == EventKind::error && e.rank == 2;
   QVERIFY(error_event);
   QVERIFY_THROWS_EXCEPTION(RankFailure, trainer.step());  // a failed run stays stopped
 }
