@@ -12,8 +12,12 @@
 
 #include "config_panel.h"
 #include "views/loss_plot.h"
+#include "estimate/memory_model.h"
+#include "estimate/model_shape.h"
 #include "views/event_view.h"
 #include "views/memory_bars.h"
+#include "views/pipeline_timeline.h"
+#include "views/ring_allreduce_view.h"
 
 namespace shardscope::ui {
 
@@ -85,6 +89,10 @@ MainWindow::MainWindow(QWidget* parent)
   connect(controller_, &RunController::stateChanged, this, &MainWindow::updateControls);
   connect(controller_, &RunController::runFinished, this, &MainWindow::onFinished);
 
+  auto* timeline = new PipelineTimelineView;
+  addView(timeline, timeline, tr("Pipeline"));
+  auto* ring = new RingAllreduceView;
+  addView(ring, ring, tr("Ring all-reduce"));
   prepareViews(panel_->config());
   status_->setText(tr("Ready: press Run to train on simulated ranks (threads on the CPU)."));
   updateControls();
@@ -104,7 +112,22 @@ void MainWindow::prepareViews(const RunConfig& config) {
   for (EventView* view : views_) view->reset(config);
   loss_->clear();
   memory_->setRankCount(config.world_size());
+  memory_->setPrediction(predictMemory(config));
   total_steps_ = config.steps;
+}
+
+std::vector<MemoryBytes> MainWindow::predictMemory(const RunConfig& config) {
+  // The estimator's closed-form bytes for this exact run (engine/estimate):
+  // the light bars beside the measured ones.
+  try {
+    const ModelShape shape = model_shape_from_config(find_model_preset(config.model), config.model);
+    std::vector<MemoryBytes> per_rank;
+    for (const RankMemory& rank : estimate_memory(shape, settings_for_run(config)).ranks)
+      per_rank.push_back(rank.bytes);
+    return per_rank;
+  } catch (const std::exception&) {
+    return {};  // a config the estimator cannot model: show the measurement alone
+  }
 }
 
 void MainWindow::startRun() {

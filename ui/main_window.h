@@ -53,6 +53,7 @@ class MainWindow : public QMainWindow {
   void onFinished(bool ok, const QString& message);
   void updateControls();
   void prepareViews(const RunConfig& config);
+  static std::vector<MemoryBytes> predictMemory(const RunConfig& config);
   void appendLog(const QString& line, bool error);
 
   ConfigPanel* panel_;

@@ -38,6 +38,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #if defined(USE_OPENBLAS)

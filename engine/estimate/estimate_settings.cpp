@@ -158,4 +158,19 @@ EstimateSettings resolve_settings(EstimateSettings s, const std::vector<Settings
   return s;
 }
 
+EstimateSettings settings_for_run(const RunConfig& c) {
+  EstimateSettings s;
+  s.dp = c.dp;
+  s.pp = c.pp;
+  s.zero_stage = c.zero_stage;
+  s.dp_mode = c.dp_mode;
+  s.micro_batch = c.micro_batch();
+  s.seq = c.seq;
+  s.accum = c.accum;
+  s.micro_batches = c.micro_batches;
+  s.schedule = c.schedule;
+  s.recompute = c.checkpoint ? Recompute::full : Recompute::none;
+  return s;
+}
+
 }  // namespace shardscope

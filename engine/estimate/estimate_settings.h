@@ -63,6 +63,10 @@ struct EstimateSettings {
 // Part of a settings record, as one source (a file, the command line) gives
 // it. Later sources override earlier ones; `origin` says who set what, e.g.
 // {"zero_stage", "ds.json: zero_optimization.stage"}.
+// The settings of a run the engine would train (the GUI's "predicted" bars):
+// layout, micro-batch, sequence, accumulation, schedule and checkpointing.
+EstimateSettings settings_for_run(const RunConfig& config);
+
 struct SettingsPatch {
   std::optional<int> dp, pp, zero_stage, micro_batch, seq, accum, micro_batches, gpus_per_node;
   std::optional<std::int64_t> global_batch;  // DeepSpeed's train_batch_size

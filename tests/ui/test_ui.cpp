@@ -148,6 +148,14 @@ class TestUi : public QObject {
                                 .arg(shown[c])
                                 .arg(ledger[static_cast<std::size_t>(r)][c])));
     }
+    // The light bars are the estimator's prediction for this very run: model
+    // states are exact, and every category's peak equals the ledger's peak.
+    for (int r = 0; r < 4; ++r) {
+      const MemoryBytes predicted = window.memoryBars()->predicted(r);
+      for (MemoryCategory c : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
+        QCOMPARE(predicted[c], ledger[static_cast<std::size_t>(r)][c]);
+      QVERIFY(predicted[MemoryCategory::activations] > 0);
+    }
     QVERIFY(window.runButton()->isEnabled());
     QVERIFY(!window.stopButton()->isEnabled());
     QVERIFY2(window.statusText().contains(QStringLiteral("6")), qPrintable(window.statusText()));

@@ -28,7 +28,9 @@ MemoryBars::MemoryBars(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot
 
   plot_->plotLayout()->insertRow(0);
   plot_->plotLayout()->addElement(
-      0, 0, new QCPTextElement(plot_, tr("Memory per rank (measured)"), QFont(font().family(), -1, QFont::Bold)));
+      0, 0,
+      new QCPTextElement(plot_, tr("Memory per rank: measured (solid) and predicted by the estimator (light)"),
+                         QFont(font().family(), -1, QFont::Bold)));
   plot_->yAxis->setLabel(tr("MiB"));
   plot_->xAxis->setLabel(tr("Rank"));
   QCPBars* below = nullptr;
@@ -37,10 +39,23 @@ MemoryBars::MemoryBars(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot
     bars->setName(QString::fromLatin1(memory_category_name(kAllMemoryCategories[c]).data()));
     bars->setBrush(kColors[c]);
     bars->setPen(QPen(kColors[c].darker(130)));
-    bars->setWidth(0.6);
+    bars->setWidth(0.36);
     if (below != nullptr) bars->moveAbove(below);
     below = bars;
     bars_[c] = bars;
+  }
+  below = nullptr;
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+    auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
+    QColor light = kColors[c];
+    light.setAlpha(90);
+    bars->setBrush(light);
+    bars->setPen(QPen(kColors[c], 1, Qt::DashLine));
+    bars->setWidth(0.36);
+    bars->removeFromLegend();
+    if (below != nullptr) bars->moveAbove(below);
+    below = bars;
+    predicted_bars_[c] = bars;
   }
   plot_->xAxis->grid()->setVisible(false);
   // The legend in its own column right of the bars, so it never covers a rank.
@@ -76,6 +91,16 @@ void MemoryBars::setSample(int rank, const std::array<std::int64_t, kMemoryCateg
   dirty_ = true;
 }
 
+void MemoryBars::setPrediction(const std::vector<MemoryBytes>& per_rank) {
+  prediction_ = per_rank;
+  dirty_ = true;
+}
+
+MemoryBytes MemoryBars::predicted(int rank) const {
+  if (rank < 0 || rank >= static_cast<int>(prediction_.size())) return {};
+  return prediction_[static_cast<std::size_t>(rank)];
+}
+
 MemoryBytes MemoryBars::bytes(int rank) const {
   if (rank < 0 || rank >= rankCount()) return {};
   return samples_[static_cast<std::size_t>(rank)];
@@ -88,12 +113,19 @@ void MemoryBars::replot() {
   for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
     QVector<double> keys, values;
     for (int r = 0; r < rankCount(); ++r) {
-      keys.push_back(r);
+      keys.push_back(r - 0.19);
       values.push_back(static_cast<double>(samples_[static_cast<std::size_t>(r)].bytes[c]) / kMiB);
     }
     bars_[c]->setData(keys, values, true);
+    QVector<double> pkeys, pvalues;
+    for (std::size_t r = 0; r < prediction_.size(); ++r) {
+      pkeys.push_back(static_cast<double>(r) + 0.19);
+      pvalues.push_back(static_cast<double>(prediction_[r].bytes[c]) / kMiB);
+    }
+    predicted_bars_[c]->setData(pkeys, pvalues, true);
   }
   for (const auto& sample : samples_) top = std::max(top, static_cast<double>(sample.total()) / kMiB);
+  for (const auto& p : prediction_) top = std::max(top, static_cast<double>(p.total()) / kMiB);
   plot_->yAxis->setRange(0, top * 1.1);
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Per-rank memory as stacked bars, one layer per ledger category (parameters,
 // gradients, optimizer_states, activations, communication, workspace), fed
-// from memory_sample events: each bar shows its rank's latest sample.
+// from memory_sample events: each solid bar shows its rank's latest sample,
+// and a light bar beside it the estimator's prediction for the same run.
 #pragma once
 
 #include <QWidget>
@@ -25,17 +26,22 @@ class MemoryBars : public QWidget {
 
   void setRankCount(int ranks);  // clears the bars
   void setSample(int rank, const std::array<std::int64_t, kMemoryCategoryCount>& bytes);
+  // The estimator's per-rank bytes for this run (empty: none shown).
+  void setPrediction(const std::vector<MemoryBytes>& per_rank);
   void replot();  // redraws if anything changed since the last call
 
   int rankCount() const { return static_cast<int>(samples_.size()); }
   // The bytes the bars show for a rank, by category (MemoryBytes order).
   MemoryBytes bytes(int rank) const;
+  MemoryBytes predicted(int rank) const;
   QCustomPlot* plot() const { return plot_; }
 
  private:
   QCustomPlot* plot_;
   std::array<QCPBars*, kMemoryCategoryCount> bars_{};
+  std::array<QCPBars*, kMemoryCategoryCount> predicted_bars_{};
   std::vector<MemoryBytes> samples_;
+  std::vector<MemoryBytes> prediction_;
   bool dirty_ = false;
 };
 

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The ring all-reduce view, offscreen, fed the events of real runs: under DDP
+// it holds every ring transfer of the step, in ring order per rank, with the
+// per-rank bytes of the events (2(N-1)/N of each bucket); under naive
+// DataParallel rank 0 moves the most bytes; reset forgets the run; and a
+// screenshot is saved mid-animation.
+#include <QCoreApplication>
+#include <QDir>
+#include <QtTest>
+
+#include <map>
+#include <mutex>
+
+#include <QTabWidget>
+
+#include "events/event.h"
+#include "main_window.h"
+#include "parallel/ddp.h"
+#include "train/trainer.h"
+#include "views/ring_allreduce_view.h"
+
+using namespace shardscope;
+using shardscope::ui::RingAllreduceView;
+using shardscope::ui::RingTransfer;
+
+namespace {
+
+struct CollectingSink : EventSink {
+  std::mutex mutex;
+  std::vector<Event> events;
+  void emit(const Event& e) override {
+    std::lock_guard lock(mutex);
+    events.push_back(e);
+  }
+};
+
+RunConfig ringConfig(DataParallelMode mode) {
+  RunConfig c;
+  c.model = "gpt-tiny";
+  c.steps = 1;
+  c.batch = 8;
+  c.seq = 32;
+  c.threads = 2;
+  c.dp = 4;
+  c.bucket_mb = 0.8;
+  c.dp_mode = mode;
+  return c;
+}
+
+}  // namespace
+
+class TestRingView : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void ddpStepIsConsumedInRingOrder() {
+    const RunConfig c = ringConfig(DataParallelMode::ddp);
+    CollectingSink sink;
+    Trainer trainer(c, &sink);
+    trainer.step();
+    const auto buckets = make_gradient_buckets(trainer.model().layout(), static_cast<std::int64_t>(c.bucket_mb * 1e6));
+    QVERIFY(buckets.size() >= 3);
+    const int N = 4;
+
+    RingAllreduceView view;
+    view.reset(c);
+    view.consume(sink.events);
+    view.refresh();
+    QVERIFY(!view.naive());
+    QCOMPARE(view.ringSize(), N);
+    const std::int64_t step = view.lastStep();
+    QVERIFY(step >= 1);
+    const auto& transfers = view.transfers(step);
+    QCOMPARE(transfers.size(), buckets.size() * 2 * (N - 1) * N);
+
+    for (int r = 0; r < N; ++r) {
+      std::int64_t event_bytes = 0;
+      for (const Event& e : sink.events)
+        if (e.kind == EventKind::comm_span && e.op == CommOp::all_reduce && e.bucket >= 0 && e.src == r && e.step == step)
+          event_bytes += e.bytes;
+      QCOMPARE(view.bytes_sent(r, step), event_bytes);
+      QVERIFY(event_bytes > 0);
+
+      std::vector<RingTransfer> mine;
+      for (const RingTransfer& t : transfers)
+        if (t.src == r) mine.push_back(t);
+      QCOMPARE(mine.size(), buckets.size() * 2 * (N - 1));
+      std::size_t i = 0;
+      for (const auto& bucket : buckets) {
+        for (RingPhase phase : {RingPhase::reduce_scatter, RingPhase::all_gather}) {
+          for (int s = 0; s < N - 1; ++s, ++i) {
+            QCOMPARE(mine[i].bucket, bucket.index);
+            QCOMPARE(mine[i].phase, phase);
+            QCOMPARE(mine[i].ring_step, s);
+            QCOMPARE(mine[i].dst, (r + 1) % N);
+          }
+        }
+        const std::int64_t bucket_bytes = (bucket.end - bucket.begin) * 4;
+        if (bucket_bytes % (4 * N) == 0)
+          QCOMPARE(view.bytes_sent(r, step, bucket.index), 2 * (N - 1) * bucket_bytes / N);
+      }
+    }
+
+    // The replay plays groups of N simultaneous transfers, in order.
+    QVERIFY(view.pendingGroups() > 0);
+    view.advance(3);
+    QCOMPARE(view.playedTransfers() + view.skippedTransfers() > 0, true);
+    QCOMPARE((view.playedTransfers() + view.skippedTransfers()) % N, std::int64_t{0});
+
+    view.reset(c);
+    QVERIFY(view.transfers(step).empty());
+    QCOMPARE(view.bytes_sent(0, step), std::int64_t{0});
+    QCOMPARE(view.pendingGroups(), std::size_t{0});
+    QCOMPARE(view.lastStep(), std::int64_t{0});
+  }
+
+  void naiveModeLoadsRankZero() {
+    const RunConfig c = ringConfig(DataParallelMode::naive);
+    CollectingSink sink;
+    Trainer trainer(c, &sink);
+    trainer.step();
+    RingAllreduceView view;
+    view.reset(c);
+    view.consume(sink.events);
+    view.refresh();
+    QVERIFY(view.naive());
+    const std::int64_t step = view.lastStep();
+    QVERIFY(step >= 1);
+    std::map<CommOp, int> ops;
+    for (const RingTransfer& t : view.transfers(step)) {
+      ++ops[t.op];
+      QVERIFY(t.src == 0 || t.dst == 0);
+    }
+    QCOMPARE(ops[CommOp::gather], 3);
+    QVERIFY(ops[CommOp::broadcast] >= 3);
+    QVERIFY(ops[CommOp::scatter] >= 3);
+    QCOMPARE(ops[CommOp::all_reduce], 0);
+    const std::int64_t root = view.bytes_sent(0, step) + view.bytes_received(0, step);
+    for (int r = 1; r < 4; ++r) {
+      const std::int64_t other = view.bytes_sent(r, step) + view.bytes_received(r, step);
+      QVERIFY2(root > other, qPrintable(QStringLiteral("rank 0 %1 vs rank %2 %3").arg(root).arg(r).arg(other)));
+    }
+    // Rank 0 receives every peer's gradients and sends each the parameters and its tokens.
+    std::int64_t gathered = 0, sent = 0;
+    for (const RingTransfer& t : view.transfers(step)) (t.op == CommOp::gather ? gathered : sent) += t.bytes;
+    QCOMPARE(view.bytes_received(0, step), gathered);
+    QCOMPARE(view.bytes_sent(0, step), sent);
+    view.reset(ringConfig(DataParallelMode::ddp));
+    QVERIFY(!view.naive());
+    QVERIFY(view.transfers(step).empty());
+  }
+
+  void replaySkipsAheadWhenBehind() {
+    RunConfig c = ringConfig(DataParallelMode::ddp);
+    c.steps = 4;
+    CollectingSink sink;
+    Trainer trainer(c, &sink);
+    for (int s = 0; s < 4; ++s) trainer.step();
+    RingAllreduceView view;
+    view.reset(c);
+    view.consume(sink.events);
+    view.refresh();
+    std::int64_t total = 0;
+    for (std::int64_t s = 1; s <= view.lastStep(); ++s) total += static_cast<std::int64_t>(view.transfers(s).size());
+    QCOMPARE(view.lastStep(), std::int64_t{4});
+    QVERIFY(view.skippedTransfers() > 0);  // four steps at once: far more than the replay can show
+    view.advance(100000);                  // play everything left
+    QCOMPARE(view.pendingGroups(), std::size_t{0});
+    QCOMPARE(view.playedTransfers() + view.skippedTransfers(), total);  // each one played or skipped once
+    QVERIFY(view.playedTransfers() > 0);
+  }
+
+  void stagePickerShowsThatStagesRanks() {
+    RunConfig c = ringConfig(DataParallelMode::ddp);
+    c.dp = 2;
+    c.pp = 2;
+    c.micro_batches = 2;
+    CollectingSink sink;
+    Trainer trainer(c, &sink);
+    trainer.step();
+    RingAllreduceView view;
+    view.reset(c);
+    view.consume(sink.events);
+    const std::int64_t step = view.lastStep();
+    QVERIFY(!view.transfers(step).empty());
+    for (const RingTransfer& t : view.transfers(step)) QVERIFY(t.src < 2 && t.dst < 2);
+    view.setStage(1);
+    QCOMPARE(view.stage(), 1);
+    QVERIFY(!view.transfers(step).empty());
+    for (const RingTransfer& t : view.transfers(step)) QVERIFY(t.src >= 2 && t.dst >= 2);
+    QVERIFY(view.pendingGroups() > 0);  // the stage's latest step replays
+  }
+
+  void mainWindowHasTheRingTab() {
+    shardscope::ui::MainWindow window;
+    RingAllreduceView* ring = nullptr;
+    for (int i = 0; i < window.viewTabs()->count(); ++i)
+      if (auto* v = qobject_cast<RingAllreduceView*>(window.viewTabs()->widget(i))) ring = v;
+    QVERIFY(ring != nullptr);
+    QCOMPARE(ring->ringSize(), 2);  // the default preset: dp 2 x pp 2, reset by the window
+    QVERIFY(!ring->naive());
+  }
+
+  void screenshotMidAnimation() {
+    const RunConfig c = ringConfig(DataParallelMode::ddp);
+    CollectingSink sink;
+    Trainer trainer(c, &sink);
+    trainer.step();
+    RingAllreduceView view;
+    view.resize(820, 620);
+    view.reset(c);
+    view.consume(sink.events);
+    view.refresh();
+    view.advance(3 * 14 + 7);  // a few groups in, the chunks half way along their edges
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setAnimationRunning(false);
+    const QImage image = view.grab().toImage();
+    QVERIFY(!image.isNull());
+    const QString path = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("ring_view.png"));
+    QVERIFY(image.save(path));
+    qInfo("ring view screenshot: %s", qPrintable(path));
+
+    RunConfig n = ringConfig(DataParallelMode::naive);
+    CollectingSink naive_sink;
+    Trainer naive_trainer(n, &naive_sink);
+    naive_trainer.step();
+    view.reset(n);
+    view.consume(naive_sink.events);
+    view.refresh();
+    view.advance(14 + 7);
+    view.setAnimationRunning(false);
+    const QString naive_path = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("ring_view_naive.png"));
+    QVERIFY(view.grab().save(naive_path));
+  }
+};
+
+QTEST_MAIN(TestRingView)
+#include "test_ring_view.moc"

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Painting of the ring all-reduce view: the ranks on a circle, the moving
+// chunks of the group being replayed, per-rank bytes, legend and totals.
+#include "views/ring_allreduce_view.h"
+
+#include <QComboBox>
+#include <QLocale>
+#include <QPainter>
+#include <QPainterPath>
+#include <QtMath>
+
+#include <algorithm>
+#include <cmath>
+
+namespace shardscope::ui {
+
+namespace {
+
+QColor colorOf(const RingTransfer& t) {
+  switch (t.op) {
+    case CommOp::broadcast: return QColor(44, 160, 44);
+    case CommOp::scatter: return QColor(148, 103, 189);
+    case CommOp::gather: return QColor(214, 39, 40);
+    default: return t.phase == RingPhase::reduce_scatter ? QColor(255, 127, 14) : QColor(31, 119, 180);
+  }
+}
+
+QString sizeText(std::int64_t bytes) { return QLocale().formattedDataSize(bytes, 1); }
+
+}  // namespace
+
+QString RingAllreduceView::groupCaption() const {
+  if (current_.transfers.empty())
+    return last_step_ == 0 ? tr("Waiting for communication events: press Run.") : tr("Idle: every transfer replayed.");
+  const RingTransfer& t = current_.transfers.front();
+  const auto n = static_cast<int>(current_.transfers.size());
+  if (naive_) {
+    const QString what = t.op == CommOp::broadcast ? tr("broadcast of the parameters from rank 0")
+                         : t.op == CommOp::scatter ? tr("scatter of the tokens from rank 0")
+                                                   : tr("gather of the gradients to rank 0");
+    return tr("step %1 · %2 · %n transfer(s) of %3", nullptr, n).arg(t.step).arg(what, sizeText(t.bytes));
+  }
+  const QString phase = t.phase == RingPhase::reduce_scatter ? tr("reduce-scatter") : tr("all-gather");
+  return tr("step %1 · bucket %2 · %3 step %4 of %5 · %6 per chunk")
+      .arg(t.step).arg(t.bucket).arg(phase).arg(t.ring_step + 1).arg(dp_ - 1).arg(sizeText(t.bytes));
+}
+
+QString RingAllreduceView::totalsCaption() const {
+  const std::int64_t step = current_.transfers.empty() ? last_step_ : current_step_;
+  const int root = stage_ * dp_;
+  const int n = dp_;
+  if (n < 2) return tr("One data-parallel rank: nothing to reduce.");
+  std::int64_t grads = 0;  // one rank's gradient bytes, from the events
+  if (naive_) {
+    grads = bytes_received(root, step) / (n - 1);
+    return tr("Step %1: rank 0 sent %2, received %3; a DDP ring would send 2(N−1)/N × %4 = %5 per rank.")
+        .arg(step).arg(sizeText(bytes_sent(root, step)), sizeText(bytes_received(root, step)), sizeText(grads),
+                       sizeText(2 * (n - 1) * grads / n));
+  }
+  return tr("Step %1: each of the %2 ranks sent %3 = 2(N−1)/N × %4 (its gradients); none is a bottleneck.")
+      .arg(step).arg(n).arg(sizeText(bytes_sent(root, step)), sizeText(bytes_sent(root, step) * n / (2 * (n - 1))));
+}
+
+void RingAllreduceView::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.setRenderHint(QPainter::Antialiasing);
+  p.fillRect(rect(), palette().base());
+  const QFontMetrics fm(font());
+  const int line = fm.height() + 4;
+  int y = stage_box_->geometry().bottom() + 6;
+  QFont bold = font();
+  bold.setBold(true);
+  p.setFont(bold);
+  p.setPen(palette().text().color());
+  const QString title = naive_ ? tr("DataParallel (naive): rank 0 scatters, broadcasts and gathers")
+                               : tr("DDP ring all-reduce: reduce-scatter, then all-gather, per bucket");
+  p.drawText(QRect(8, y, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, title);
+  p.setFont(font());
+  p.drawText(QRect(8, y + line, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, groupCaption());
+  const int top = y + 2 * line + 8;
+  const int bottom = height() - 3 * line - 8;
+  const int n = dp_;
+  const QPointF c(width() / 2.0, (top + bottom) / 2.0);
+  const double node = 22.0;
+  // Room beside the ring for the widest rank label (two lines above and below).
+  const auto labelOf = [&](int g) {
+    const auto sent = anim_sent_.count(g) != 0 ? anim_sent_.at(g) : 0;
+    const auto recv = anim_received_.count(g) != 0 ? anim_received_.at(g) : 0;
+    return QStringList{tr("rank %1 sent %2").arg(g).arg(sizeText(sent)),
+                       naive_ ? tr("received %1").arg(sizeText(recv)) : QString()};
+  };
+  double label_w = 0;
+  for (int i = 0; i < n; ++i)
+    for (const QString& s : labelOf(stage_ * dp_ + i)) label_w = std::max<double>(label_w, fm.horizontalAdvance(s));
+  const double radius = std::max(
+      30.0, std::min(width() / 2.0 - node - label_w - 16, (bottom - top) / 2.0 - node - 2 * line - 4));
+  std::vector<QPointF> at(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const double a = -M_PI / 2 + 2 * M_PI * i / n;
+    at[static_cast<std::size_t>(i)] = c + QPointF(std::cos(a), std::sin(a)) * radius;
+  }
+  const auto edge = [&](int a, int b, QPointF& from, QPointF& to) {
+    const QPointF pa = at[static_cast<std::size_t>(a)], pb = at[static_cast<std::size_t>(b)];
+    const QPointF d = pb - pa;
+    const double len = std::max(1.0, std::hypot(d.x(), d.y()));
+    from = pa + d * (node / len);
+    to = pb - d * (node / len);
+  };
+  const auto arrow = [&](QPointF from, QPointF to, const QColor& color, double width) {
+    p.setPen(QPen(color, width));
+    p.drawLine(from, to);
+    const QPointF d = (to - from) / std::max(1.0, std::hypot((to - from).x(), (to - from).y()));
+    const QPointF nrm(-d.y(), d.x());
+    QPainterPath head;
+    head.moveTo(to);
+    head.lineTo(to - d * 9 + nrm * 4.5);
+    head.lineTo(to - d * 9 - nrm * 4.5);
+    head.closeSubpath();
+    p.fillPath(head, color);
+  };
+  const QColor idle = palette().mid().color();
+  if (n > 1) {
+    for (int i = 0; i < n; ++i) {
+      QPointF from, to;
+      if (naive_) {
+        if (i == 0) continue;
+        edge(0, i, from, to);
+        p.setPen(QPen(idle, 1.5, Qt::DashLine));
+        p.drawLine(from, to);
+      } else {
+        edge(i, (i + 1) % n, from, to);
+        arrow(from, to, idle, 1.5);
+      }
+    }
+  }
+  // The moving chunks of the group being replayed.
+  const double progress = std::min(1.0, (tick_ + 1.0) / kTicksPerGroup);
+  for (const RingTransfer& t : current_.transfers) {
+    const int a = t.src - stage_ * dp_, b = t.dst - stage_ * dp_;
+    if (a < 0 || a >= n || b < 0 || b >= n || a == b) continue;
+    QPointF from, to;
+    edge(a, b, from, to);
+    const QColor color = colorOf(t);
+    arrow(from, to, color, 2.5);
+    const QPointF pos = from + (to - from) * progress;
+    const QString label = !naive_ ? tr("c%1").arg(t.chunk)
+                          : t.op == CommOp::broadcast ? tr("params")
+                          : t.op == CommOp::scatter   ? tr("tokens")
+                                                      : tr("grads");
+    const double bw = std::max(26, fm.horizontalAdvance(label) + 8);
+    const QRectF box(pos.x() - bw / 2, pos.y() - 9, bw, 18);
+    p.setPen(color.darker(140));
+    p.setBrush(color);
+    p.drawRoundedRect(box, 4, 4);
+    p.setPen(Qt::white);
+    p.drawText(box, Qt::AlignCenter, label);
+  }
+  // The ranks and their bytes this step (up to the replay cursor).
+  for (int i = 0; i < n; ++i) {
+    const int g = stage_ * dp_ + i;
+    const QPointF pos = at[static_cast<std::size_t>(i)];
+    const bool hot = naive_ && i == 0;
+    p.setPen(QPen(hot ? QColor(214, 39, 40) : palette().text().color(), hot ? 3 : 1.5));
+    p.setBrush(palette().window());
+    p.drawEllipse(pos, node, node);
+    p.setPen(palette().text().color());
+    p.setFont(bold);
+    p.drawText(QRectF(pos.x() - node, pos.y() - node, 2 * node, 2 * node), Qt::AlignCenter, QString::number(g));
+    p.setFont(font());
+    const QStringList lines = labelOf(g);
+    const QString text = naive_ ? lines.join(QLatin1Char('\n')) : lines.front();
+    const int rows = naive_ ? 2 : 1;
+    const QPointF out = (pos - c) / std::max(1.0, radius);
+    const double tw = label_w + 4;
+    QRectF box(pos.x() - tw / 2, pos.y() - rows * line / 2.0, tw, rows * line);
+    if (out.y() < -0.5) box.moveBottom(pos.y() - node - 2);
+    else if (out.y() > 0.5) box.moveTop(pos.y() + node + 2);
+    else if (out.x() > 0) box.moveLeft(pos.x() + node + 6);
+    else box.moveRight(pos.x() - node - 6);
+    const int align = out.y() < -0.5 || out.y() > 0.5 ? Qt::AlignHCenter : out.x() > 0 ? Qt::AlignLeft : Qt::AlignRight;
+    if (hot) p.setPen(QColor(214, 39, 40));
+    p.drawText(box, align | Qt::AlignVCenter, text);
+  }
+  // Legend and totals.
+  y = height() - 3 * line - 4;
+  int x = 8;
+  const auto key = [&](const QColor& color, const QString& text) {
+    p.fillRect(QRect(x, y + line / 2 - 5, 10, 10), color);
+    p.setPen(palette().text().color());
+    p.drawText(QPoint(x + 14, y + fm.ascent() + 2), text);
+    x += 14 + fm.horizontalAdvance(text) + 16;
+  };
+  RingTransfer k;
+  if (naive_) {
+    for (CommOp op : {CommOp::scatter, CommOp::broadcast, CommOp::gather}) {
+      k.op = op;
+      key(colorOf(k), op == CommOp::scatter ? tr("scatter (tokens)")
+                      : op == CommOp::broadcast ? tr("broadcast (parameters)") : tr("gather (gradients)"));
+    }
+  } else {
+    k.phase = RingPhase::reduce_scatter;
+    key(colorOf(k), tr("reduce-scatter"));
+    k.phase = RingPhase::all_gather;
+    key(colorOf(k), tr("all-gather"));
+  }
+  p.setPen(palette().text().color());
+  p.drawText(QRect(8, y + line, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, totalsCaption());
+  const QString skip = skipped_shown_ > 0
+                           ? tr("Replay skipped %n transfer(s) of this step to keep up with the run.", nullptr,
+                                static_cast<int>(skipped_shown_))
+                           : QString();
+  p.drawText(QRect(8, y + 2 * line, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, skip);
+}
+
+}  // namespace shardscope::ui

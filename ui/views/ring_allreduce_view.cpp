@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "views/ring_allreduce_view.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+namespace shardscope::ui {
+
+namespace {
+
+constexpr int kTickMs = 30;
+constexpr std::size_t kMaxBacklog = 36;  // groups waiting; older ones are skipped
+constexpr std::size_t kKeptSteps = 200;
+
+bool isRooted(CommOp op) { return op == CommOp::gather || op == CommOp::scatter || op == CommOp::broadcast; }
+
+}  // namespace
+
+RingAllreduceView::RingAllreduceView(QWidget* parent)
+    : QWidget(parent), stage_box_(new QComboBox), timer_(new QTimer(this)) {
+  setMinimumSize(520, 420);
+  auto* bar = new QHBoxLayout;
+  bar->addWidget(new QLabel(tr("Stage:")));
+  bar->addWidget(stage_box_);
+  bar->addStretch(1);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(8, 6, 8, 6);
+  layout->addLayout(bar);
+  layout->addStretch(1);
+  stage_box_->setToolTip(tr("Show the data-parallel ranks of this pipeline stage"));
+  connect(stage_box_, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i >= 0 && i != stage_) setStage(i);
+  });
+  timer_->setInterval(kTickMs);
+  connect(timer_, &QTimer::timeout, this, [this] { advance(1); });
+  reset(RunConfig{});
+}
+
+void RingAllreduceView::reset(const RunConfig& config) {
+  dp_ = std::max(config.dp, 1);
+  pp_ = std::max(config.pp, 1);
+  naive_ = config.dp_mode == DataParallelMode::naive;
+  stage_ = 0;
+  last_step_ = 0;
+  steps_.clear();
+  {
+    const QSignalBlocker block(stage_box_);
+    stage_box_->clear();
+    for (int s = 0; s < pp_; ++s) stage_box_->addItem(tr("stage %1").arg(s));
+    stage_box_->setCurrentIndex(0);
+  }
+  stage_box_->setEnabled(pp_ > 1);
+  clearModel();
+}
+
+void RingAllreduceView::clearModel() {
+  shown_.clear();
+  queue_.clear();
+  current_ = Group{};
+  tick_ = 0;
+  current_step_ = 0;
+  anim_sent_.clear();
+  anim_received_.clear();
+  played_ = skipped_ = skipped_shown_ = 0;
+  timer_->stop();
+  update();
+}
+
+void RingAllreduceView::setStage(int stage) {
+  stage_ = std::clamp(stage, 0, pp_ - 1);
+  {
+    const QSignalBlocker block(stage_box_);
+    stage_box_->setCurrentIndex(stage_);
+  }
+  clearModel();
+  for (const auto& [step, sd] : steps_)
+    for (const RingTransfer& t : sd.transfers)
+      if (t.src / dp_ == stage_) shown_[step].push_back(t);
+  if (!shown_.empty()) {  // replay the latest step
+    for (const RingTransfer& t : shown_.rbegin()->second) enqueue(t);
+    refresh();
+  }
+}
+
+void RingAllreduceView::consume(const std::vector<Event>& events) {
+  for (const Event& e : events) {
+    if (e.kind != EventKind::comm_span || e.src < 0 || e.dst < 0) continue;
+    const bool ring = e.op == CommOp::all_reduce && e.phase != RingPhase::none && e.bucket >= 0;
+    if (naive_ ? !isRooted(e.op) : !ring) continue;
+    if (e.src / dp_ != e.dst / dp_) continue;  // not within one stage's data-parallel group
+    const RingTransfer t{e.src, e.dst, e.bucket, e.op, e.phase, e.ring_step, e.chunk, e.bytes, e.start_ns, e.step};
+    StepData& sd = steps_[e.step];
+    sd.transfers.push_back(t);
+    sd.sent[t.src] += t.bytes;
+    sd.received[t.dst] += t.bytes;
+    sd.sent_by_bucket[{t.src, t.bucket}] += t.bytes;
+    last_step_ = std::max(last_step_, e.step);
+    if (t.src / dp_ == stage_) {
+      shown_[e.step].push_back(t);
+      enqueue(t);
+    }
+  }
+  while (steps_.size() > kKeptSteps) steps_.erase(steps_.begin());
+  while (shown_.size() > kKeptSteps) shown_.erase(shown_.begin());
+  if (queue_.size() > 2 * kMaxBacklog) {  // far behind (or hidden): skip now, keep memory bounded
+    current_ = Group{};
+    startNextGroup();
+  }
+}
+
+void RingAllreduceView::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  refresh();
+}
+
+const std::vector<RingTransfer>& RingAllreduceView::transfers(std::int64_t step) const {
+  static const std::vector<RingTransfer> none;
+  const auto it = shown_.find(step);
+  return it == shown_.end() ? none : it->second;
+}
+
+std::int64_t RingAllreduceView::bytes_sent(int rank, std::int64_t step, int bucket) const {
+  const auto it = steps_.find(step);
+  if (it == steps_.end()) return 0;
+  if (bucket >= 0) {
+    const auto b = it->second.sent_by_bucket.find({rank, bucket});
+    return b == it->second.sent_by_bucket.end() ? 0 : b->second;
+  }
+  const auto r = it->second.sent.find(rank);
+  return r == it->second.sent.end() ? 0 : r->second;
+}
+
+std::int64_t RingAllreduceView::bytes_received(int rank, std::int64_t step) const {
+  const auto it = steps_.find(step);
+  if (it == steps_.end()) return 0;
+  const auto r = it->second.received.find(rank);
+  return r == it->second.received.end() ? 0 : r->second;
+}
+
+// Transfers that happened together form one group: the same step, op, bucket,
+// phase and ring step. A late transfer joins its group if that is still waiting.
+void RingAllreduceView::enqueue(const RingTransfer& t) {
+  const auto same = [&](const Group& g) {
+    const RingTransfer& f = g.transfers.front();
+    return f.step == t.step && f.op == t.op && f.bucket == t.bucket && f.phase == t.phase && f.ring_step == t.ring_step;
+  };
+  const std::size_t look = std::min<std::size_t>(queue_.size(), static_cast<std::size_t>(2 * dp_));
+  for (std::size_t i = 0; i < look; ++i) {
+    Group& g = queue_[queue_.size() - 1 - i];
+    if (same(g)) {
+      g.transfers.push_back(t);
+      return;
+    }
+  }
+  queue_.push_back(Group{{t}});
+}
+
+void RingAllreduceView::refresh() {
+  if (current_.transfers.empty() && !queue_.empty()) startNextGroup();
+  if (!current_.transfers.empty() && !timer_->isActive() && isVisible()) timer_->start();
+  update();
+}
+
+void RingAllreduceView::setAnimationRunning(bool running) {
+  if (running) timer_->start();
+  else timer_->stop();
+}
+
+void RingAllreduceView::startNextGroup() {
+  current_ = Group{};
+  tick_ = 0;
+  // Behind the run: skip the oldest groups, but still count their bytes.
+  while (!queue_.empty()) {
+    Group g = std::move(queue_.front());
+    queue_.pop_front();
+    const std::int64_t step = g.transfers.front().step;
+    if (step != current_step_) {
+      current_step_ = step;
+      anim_sent_.clear();
+      anim_received_.clear();
+      skipped_shown_ = 0;
+    }
+    for (const RingTransfer& t : g.transfers) {
+      anim_sent_[t.src] += t.bytes;
+      anim_received_[t.dst] += t.bytes;
+    }
+    const auto n = static_cast<std::int64_t>(g.transfers.size());
+    if (queue_.size() >= kMaxBacklog) {
+      skipped_ += n;
+      skipped_shown_ += n;
+      continue;
+    }
+    played_ += n;
+    current_ = std::move(g);
+    break;
+  }
+}
+
+void RingAllreduceView::advance(int ticks) {
+  for (int i = 0; i < ticks; ++i) {
+    if (current_.transfers.empty()) {
+      if (queue_.empty()) break;
+      startNextGroup();
+      continue;
+    }
+    if (++tick_ >= kTicksPerGroup) {
+      current_ = Group{};
+      tick_ = 0;
+      if (!queue_.empty()) startNextGroup();
+    }
+  }
+  if (current_.transfers.empty() && queue_.empty()) timer_->stop();
+  update();
+}
+
+}  // namespace shardscope::ui

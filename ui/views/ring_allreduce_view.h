@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The ring all-reduce view: the data-parallel ranks of one pipeline stage on a
+// circle, fed only from comm_span events. Under DDP each all-reduce chunk
+// transfer (reduce-scatter, then all-gather, bucket by bucket) moves along its
+// ring edge; under naive DataParallel the scatter, broadcast and gather between
+// rank 0 and every peer show the star with rank 0 as the bottleneck.
+// The model (transfers and byte counters per step) is kept apart from the
+// animation, which replays the consumed transfers in order at a readable pace
+// and skips ahead (saying how many it skipped) when the run is faster.
+#pragma once
+
+#include <QWidget>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "events/event.h"
+#include "views/event_view.h"
+
+class QComboBox;
+class QTimer;
+
+namespace shardscope::ui {
+
+struct RingTransfer {
+  int src = -1;  // global ranks
+  int dst = -1;
+  int bucket = -1;
+  CommOp op = CommOp::all_reduce;
+  RingPhase phase = RingPhase::none;
+  int ring_step = -1;
+  int chunk = -1;
+  std::int64_t bytes = 0;
+  std::int64_t start_ns = 0;
+  std::int64_t step = 0;
+};
+
+class RingAllreduceView : public QWidget, public EventView {
+  Q_OBJECT
+
+ public:
+  explicit RingAllreduceView(QWidget* parent = nullptr);
+
+  void reset(const RunConfig& config) override;
+  void consume(const std::vector<Event>& events) override;
+  void refresh() override;
+
+  // The model.
+  int stage() const { return stage_; }
+  void setStage(int stage);  // the stage whose dp ranks are shown; restarts the animation
+  int ringSize() const { return dp_; }
+  bool naive() const { return naive_; }
+  std::int64_t lastStep() const { return last_step_; }
+  // The shown stage's transfers of a step, in the order they were consumed.
+  const std::vector<RingTransfer>& transfers(std::int64_t step) const;
+  // Bytes a global rank sent / received in a step (bucket -1: every bucket).
+  std::int64_t bytes_sent(int rank, std::int64_t step, int bucket = -1) const;
+  std::int64_t bytes_received(int rank, std::int64_t step) const;
+
+  // The animation: groups of transfers that happened together (one ring step of
+  // one bucket, or one rooted collective), replayed in consumption order.
+  std::size_t pendingGroups() const { return queue_.size(); }
+  std::int64_t playedTransfers() const { return played_; }
+  std::int64_t skippedTransfers() const { return skipped_; }
+  // Advances the animation by `ticks` timer ticks (the timer calls it with 1).
+  void advance(int ticks = 1);
+  void setAnimationRunning(bool running);
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void showEvent(QShowEvent* event) override;
+
+ private:
+  static constexpr int kTicksPerGroup = 14;  // timer ticks per replayed group: ~0.4 s, readable
+  struct Group {
+    std::vector<RingTransfer> transfers;
+  };
+  struct StepData {
+    std::vector<RingTransfer> transfers;
+    std::map<int, std::int64_t> sent, received;  // by global rank
+    std::map<std::pair<int, int>, std::int64_t> sent_by_bucket;  // (rank, bucket)
+  };
+  void clearModel();
+  void enqueue(const RingTransfer& t);
+  void startNextGroup();
+  QString groupCaption() const;
+  QString totalsCaption() const;
+
+  QComboBox* stage_box_;
+  QTimer* timer_;
+  int dp_ = 1;
+  int pp_ = 1;
+  int stage_ = 0;
+  bool naive_ = false;
+  std::int64_t last_step_ = 0;
+  std::map<std::int64_t, StepData> steps_;  // every stage, keyed by step; see transfers()
+  std::map<std::int64_t, std::vector<RingTransfer>> shown_;  // the shown stage's transfers
+  // Animation state.
+  std::deque<Group> queue_;
+  Group current_;
+  int tick_ = 0;  // ticks into the current group
+  std::int64_t current_step_ = 0;
+  std::map<int, std::int64_t> anim_sent_, anim_received_;  // this step, up to the cursor
+  std::int64_t played_ = 0;
+  std::int64_t skipped_ = 0;
+  std::int64_t skipped_shown_ = 0;  // skipped in the step on screen
+};
+
+}  // namespace shardscope::ui
