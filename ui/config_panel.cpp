@@ -4,6 +4,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QEvent>
 #include <QFormLayout>
 #include <QLabel>
 #include <QSpinBox>
@@ -57,32 +58,39 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
   pp_ = makeSpin(this, "pp", 1, 1024);
   dp_mode_ = new QComboBox(this);
   dp_mode_->setObjectName(QStringLiteral("dp_mode"));
-  dp_mode_->addItem(tr("DDP (ring all-reduce)"), QStringLiteral("ddp"));
-  dp_mode_->addItem(tr("DataParallel (naive, rank 0 master)"), QStringLiteral("naive"));
+  dp_mode_->addItem(QString(), QStringLiteral("ddp"));
+  dp_mode_->addItem(QString(), QStringLiteral("naive"));
   zero_ = makeSpin(this, "zero", 0, 3);
   schedule_ = new QComboBox(this);
   schedule_->setObjectName(QStringLiteral("schedule"));
-  schedule_->addItem(tr("1F1B"), QStringLiteral("1f1b"));
-  schedule_->addItem(tr("GPipe"), QStringLiteral("gpipe"));
+  schedule_->addItem(QStringLiteral("1F1B"), QStringLiteral("1f1b"));
+  schedule_->addItem(QStringLiteral("GPipe"), QStringLiteral("gpipe"));
   micro_batches_ = makeSpin(this, "micro_batches", 1, 1'000'000);
   accum_ = makeSpin(this, "accum", 1, 1'000'000);
-  checkpoint_ = new QCheckBox(tr("Recompute each layer in backward"), this);
+  checkpoint_ = new QCheckBox(this);
   checkpoint_->setObjectName(QStringLiteral("checkpoint"));
 
   auto* form = new QFormLayout;
-  form->addRow(tr("Model"), model_);
-  form->addRow(tr("Steps"), steps_);
-  form->addRow(tr("Global batch"), batch_);
-  form->addRow(tr("Sequence length"), seq_);
-  form->addRow(tr("Learning rate"), lr_);
-  form->addRow(tr("Data-parallel ranks"), dp_);
-  form->addRow(tr("Pipeline stages"), pp_);
-  form->addRow(tr("Data-parallel mode"), dp_mode_);
-  form->addRow(tr("ZeRO stage"), zero_);
-  form->addRow(tr("Pipeline schedule"), schedule_);
-  form->addRow(tr("Micro-batches"), micro_batches_);
-  form->addRow(tr("Accumulation steps"), accum_);
-  form->addRow(tr("Activation checkpointing"), checkpoint_);
+  const auto row = [&](const char* source, QWidget* field) {
+    auto* label = new QLabel(this);
+    label->setBuddy(field);
+    labels_.emplace_back(label, source);
+    form->addRow(label, field);
+  };
+  row(QT_TR_NOOP("Model"), model_);
+  row(QT_TR_NOOP("Steps"), steps_);
+  row(QT_TR_NOOP("Global batch"), batch_);
+  row(QT_TR_NOOP("Sequence length"), seq_);
+  row(QT_TR_NOOP("Learning rate"), lr_);
+  row(QT_TR_NOOP("Data-parallel ranks"), dp_);
+  row(QT_TR_NOOP("Pipeline stages"), pp_);
+  row(QT_TR_NOOP("Data-parallel mode"), dp_mode_);
+  row(QT_TR_NOOP("ZeRO stage"), zero_);
+  row(QT_TR_NOOP("Pipeline schedule"), schedule_);
+  row(QT_TR_NOOP("Micro-batches"), micro_batches_);
+  row(QT_TR_NOOP("Accumulation steps"), accum_);
+  row(QT_TR_NOOP("Activation checkpointing"), checkpoint_);
+  retranslate();
 
   summary_ = new QLabel(this);
   summary_->setObjectName(QStringLiteral("summary"));
@@ -109,6 +117,27 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
     connect(spin, &QSpinBox::valueChanged, this, onEdit);
   connect(lr_, &QDoubleSpinBox::valueChanged, this, onEdit);
   connect(checkpoint_, &QCheckBox::toggled, this, onEdit);
+}
+
+void ConfigPanel::retranslate() {
+  for (const auto& [label, source] : labels_) label->setText(tr(source));
+  dp_mode_->setItemText(0, tr("DDP (ring all-reduce)"));
+  dp_mode_->setItemText(1, tr("DataParallel (naive, rank 0 master)"));
+  checkpoint_->setText(tr("Recompute each layer in backward"));
+}
+
+void ConfigPanel::changeEvent(QEvent* event) {
+  if (event->type() == QEvent::LanguageChange) {
+    retranslate();
+    if (summary_ != nullptr) revalidate();  // the summary and the reason, re-worded
+  }
+  QWidget::changeEvent(event);
+}
+
+QString ConfigPanel::labelText(const QString& objectName) const {
+  for (const auto& entry : labels_)
+    if (entry.first->buddy() != nullptr && entry.first->buddy()->objectName() == objectName) return entry.first->text();
+  return {};
 }
 
 RunConfig ConfigPanel::config() const {

@@ -7,6 +7,9 @@
 
 #include <QWidget>
 
+#include <utility>
+#include <vector>
+
 #include "train/run_config.h"
 
 class QCheckBox;
@@ -31,12 +34,18 @@ class ConfigPanel : public QWidget {
   void setConfig(const RunConfig& config);
   // Why the current settings cannot run (the ConfigError text); empty if they can.
   QString problem() const { return problem_; }
+  // The label shown beside a setting's widget (by the widget's object name), for tests.
+  QString labelText(const QString& objectName) const;
+
+ protected:
+  void changeEvent(QEvent* event) override;
 
  Q_SIGNALS:
   void changed();
 
  private:
   void revalidate();
+  void retranslate();  // every label, item and hint in the current language
 
   QComboBox* model_;
   QSpinBox* steps_;
@@ -51,9 +60,10 @@ class ConfigPanel : public QWidget {
   QSpinBox* micro_batches_;
   QSpinBox* accum_;
   QCheckBox* checkpoint_;
-  QLabel* summary_;
+  QLabel* summary_ = nullptr;
   QLabel* problem_label_;
   QString problem_;
+  std::vector<std::pair<QLabel*, const char*>> labels_;  // form labels and their source text
   bool updating_ = false;
 };
 

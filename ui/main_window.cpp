@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "main_window.h"
 
+#include <QComboBox>
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QLayout>
 #include <QScrollArea>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QVBoxLayout>
 
 #include "config_panel.h"
+#include "i18n.h"
 #include "views/loss_plot.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
@@ -18,6 +22,7 @@
 #include "views/memory_bars.h"
 #include "views/pipeline_timeline.h"
 #include "views/ring_allreduce_view.h"
+#include "views/zero_view.h"
 
 namespace shardscope::ui {
 
@@ -30,11 +35,16 @@ MainWindow::MainWindow(QWidget* parent)
       tabs_(new QTabWidget),
       log_(new QPlainTextEdit),
       status_(new QLabel),
-      run_(new QPushButton(tr("Run"))),
-      pause_(new QPushButton(tr("Pause"))),
-      step_(new QPushButton(tr("Step once"))),
-      stop_(new QPushButton(tr("Stop"))) {
-  setWindowTitle(tr("ShardScope"));
+      language_(new QComboBox),
+      language_label_(new QLabel(QStringLiteral("Language / 语言"))),
+      run_(new QPushButton),
+      pause_(new QPushButton),
+      step_(new QPushButton),
+      stop_(new QPushButton) {
+  language_->setObjectName(QStringLiteral("language"));
+  for (const QString& code : availableLanguages()) language_->addItem(languageName(code), code);
+  language_->setCurrentIndex(std::max(0, language_->findData(currentLanguage())));
+  language_label_->setBuddy(language_);
   run_->setObjectName(QStringLiteral("run"));
   pause_->setObjectName(QStringLiteral("pause"));
   step_->setObjectName(QStringLiteral("step"));
@@ -44,13 +54,16 @@ MainWindow::MainWindow(QWidget* parent)
   log_->setObjectName(QStringLiteral("log"));
   log_->setReadOnly(true);
   log_->setMaximumBlockCount(2000);
-  log_->setPlaceholderText(tr("Engine log and errors appear here."));
 
   auto* buttons = new QHBoxLayout;
   for (QPushButton* b : {run_, pause_, step_, stop_}) buttons->addWidget(b);
 
   auto* left = new QWidget;
   auto* leftLayout = new QVBoxLayout(left);
+  auto* languageRow = new QHBoxLayout;
+  languageRow->addWidget(language_label_);
+  languageRow->addWidget(language_, 1);
+  leftLayout->addLayout(languageRow);
   leftLayout->addWidget(panel_, 1);
   leftLayout->addLayout(buttons);
   leftLayout->addWidget(status_);
@@ -60,7 +73,8 @@ MainWindow::MainWindow(QWidget* parent)
   scroll->setMinimumWidth(left->sizeHint().width() + 24);
 
   tabs_->setObjectName(QStringLiteral("views"));
-  tabs_->addTab(loss_, tr("Loss"));
+  tabs_->addTab(loss_, QString());
+  tab_sources_.emplace_back(loss_, QT_TR_NOOP("Loss"));
   auto* views = new QSplitter(Qt::Vertical);
   views->addWidget(tabs_);
   views->addWidget(memory_);
@@ -78,6 +92,9 @@ MainWindow::MainWindow(QWidget* parent)
   resize(1200, 800);
 
   connect(panel_, &ConfigPanel::changed, this, &MainWindow::updateControls);
+  connect(language_, &QComboBox::activated, this, [this](int index) {
+    setLanguage(language_->itemData(index).toString());
+  });
   connect(run_, &QPushButton::clicked, this, &MainWindow::startRun);
   connect(pause_, &QPushButton::clicked, this, [this] {
     if (controller_->state() == RunController::State::paused) controller_->resume();
@@ -90,12 +107,48 @@ MainWindow::MainWindow(QWidget* parent)
   connect(controller_, &RunController::runFinished, this, &MainWindow::onFinished);
 
   auto* timeline = new PipelineTimelineView;
-  addView(timeline, timeline, tr("Pipeline"));
+  addView(timeline, timeline, QT_TR_NOOP("Pipeline"));
   auto* ring = new RingAllreduceView;
-  addView(ring, ring, tr("Ring all-reduce"));
+  addView(ring, ring, QT_TR_NOOP("Ring all-reduce"));
+  auto* zero = new ZeroView;
+  addView(zero, zero, QT_TR_NOOP("ZeRO"));
   prepareViews(panel_->config());
-  status_->setText(tr("Ready: press Run to train on simulated ranks (threads on the CPU)."));
+  retranslate();
+  setStatus([this] { return tr("Ready: press Run to train on simulated ranks (threads on the CPU)."); });
   updateControls();
+}
+
+void MainWindow::retranslate() {
+  setWindowTitle(tr("ShardScope"));
+  run_->setText(tr("Run"));
+  step_->setText(tr("Step once"));
+  stop_->setText(tr("Stop"));
+  log_->setPlaceholderText(tr("Engine log and errors appear here."));
+  for (const auto& [widget, source] : tab_sources_) {
+    const int index = tabs_->indexOf(widget);
+    if (index >= 0) tabs_->setTabText(index, tr(source));
+  }
+  {
+    const QSignalBlocker block(language_);
+    language_->setCurrentIndex(std::max(0, language_->findData(currentLanguage())));
+  }
+  updateControls();  // Pause/Resume and the Run tooltip
+  if (status_text_) status_->setText(status_text_());
+  // Another language, other label widths: let the settings column fit them,
+  // once the children (which get LanguageChange after this window) re-worded.
+  QMetaObject::invokeMethod(this, [this] { fitSettingsColumn(); }, Qt::QueuedConnection);
+}
+
+void MainWindow::fitSettingsColumn() {
+  auto* scroll = findChild<QScrollArea*>();
+  if (scroll == nullptr || scroll->widget() == nullptr) return;
+  for (QLayout* layout : scroll->widget()->findChildren<QLayout*>()) layout->invalidate();
+  scroll->setMinimumWidth(scroll->widget()->sizeHint().width() + 24);
+}
+
+void MainWindow::changeEvent(QEvent* event) {
+  if (event->type() == QEvent::LanguageChange) retranslate();
+  QMainWindow::changeEvent(event);
 }
 
 MainWindow::~MainWindow() = default;  // the controller (a child) stops and joins its worker
@@ -106,6 +159,11 @@ QString MainWindow::logText() const { return log_->toPlainText(); }
 void MainWindow::addView(EventView* view, QWidget* widget, const QString& title) {
   views_.push_back(view);
   tabs_->addTab(widget, title);
+}
+
+void MainWindow::addView(EventView* view, QWidget* widget, const char* sourceTitle) {
+  addView(view, widget, tr(sourceTitle));
+  tab_sources_.emplace_back(widget, sourceTitle);
 }
 
 void MainWindow::prepareViews(const RunConfig& config) {
@@ -135,8 +193,9 @@ void MainWindow::startRun() {
   const RunConfig config = panel_->config();
   prepareViews(config);
   had_error_ = false;
-  status_->setText(tr("Starting %1 on %n rank(s)...", nullptr, config.world_size())
-                       .arg(QString::fromStdString(config.model)));
+  const int ranks = config.world_size();
+  const QString model = QString::fromStdString(config.model);
+  setStatus([this, ranks, model] { return tr("Starting %1 on %n rank(s)...", nullptr, ranks).arg(model); });
   controller_->start(config);
 }
 
@@ -171,7 +230,7 @@ void MainWindow::onEvents(const std::vector<Event>& events) {
       case EventKind::error: {
         const QString text = QString::fromUtf8(e.text_view().data(), static_cast<qsizetype>(e.text_view().size()));
         appendLog(text, true);
-        status_->setText(tr("Error: %1").arg(text));
+        setStatus([this, text] { return tr("Error: %1").arg(text); });
         had_error_ = true;
         break;
       }
@@ -179,12 +238,18 @@ void MainWindow::onEvents(const std::vector<Event>& events) {
         break;
     }
   }
-  if (last_metrics != nullptr && !had_error_)
-    status_->setText(tr("Step %1 of %2: loss %3, %4 tokens/s")
-                         .arg(last_metrics->step)
-                         .arg(total_steps_)
-                         .arg(static_cast<double>(last_metrics->loss), 0, 'f', 4)
-                         .arg(static_cast<double>(last_metrics->tokens_per_s), 0, 'f', 0));
+  if (last_metrics != nullptr && !had_error_) {
+    const std::int64_t step = last_metrics->step, total = total_steps_;
+    const double loss = static_cast<double>(last_metrics->loss);
+    const double tokens_per_s = static_cast<double>(last_metrics->tokens_per_s);
+    setStatus([this, step, total, loss, tokens_per_s] {
+      return tr("Step %1 of %2: loss %3, %4 tokens/s")
+          .arg(step)
+          .arg(total)
+          .arg(loss, 0, 'f', 4)
+          .arg(tokens_per_s, 0, 'f', 0);
+    });
+  }
   for (EventView* view : views_) {
     view->consume(events);
     view->refresh();
@@ -194,14 +259,20 @@ void MainWindow::onEvents(const std::vector<Event>& events) {
 }
 
 void MainWindow::onFinished(bool ok, const QString& message) {
+  const int steps = loss_->trainPointCount();
   if (!ok) {
-    status_->setText(tr("Run failed: %1").arg(message));
+    setStatus([this, message] { return tr("Run failed: %1").arg(message); });
   } else if (!message.isEmpty()) {
-    status_->setText(tr("Stopped after %n step(s).", nullptr, loss_->trainPointCount()));
+    setStatus([this, steps] { return tr("Stopped after %n step(s).", nullptr, steps); });
   } else {
-    status_->setText(tr("Finished: %n step(s).", nullptr, loss_->trainPointCount()));
+    setStatus([this, steps] { return tr("Finished: %n step(s).", nullptr, steps); });
   }
   updateControls();
+}
+
+void MainWindow::setStatus(std::function<QString()> text) {
+  status_text_ = std::move(text);
+  status_->setText(status_text_());
 }
 
 void MainWindow::appendLog(const QString& line, bool error) {

@@ -6,11 +6,14 @@
 
 #include <QMainWindow>
 
+#include <functional>
+#include <utility>
 #include <vector>
 
 #include "events/event.h"
 #include "run_controller.h"
 
+class QComboBox;
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
@@ -41,20 +44,32 @@ class MainWindow : public QMainWindow {
   QString statusText() const;
   QString logText() const;
   // Adds a view as a tab beside the loss plot; it receives every event batch.
+  // A QString title stays as given; a source text (mark it QT_TR_NOOP) is
+  // translated now and again whenever the language changes.
   void addView(EventView* view, QWidget* widget, const QString& title);
+  void addView(EventView* view, QWidget* widget, const char* sourceTitle);
+  // The language switch ("en" / "zh_CN"); choosing an entry calls setLanguage().
+  QComboBox* languageBox() const { return language_; }
   QTabWidget* viewTabs() const { return tabs_; }
 
  public Q_SLOTS:
   void startRun();
   void stepOnce();
 
+ protected:
+  void changeEvent(QEvent* event) override;
+
  private:
+  void retranslate();
+  void fitSettingsColumn();
   void onEvents(const std::vector<shardscope::Event>& events);
   void onFinished(bool ok, const QString& message);
   void updateControls();
   void prepareViews(const RunConfig& config);
   static std::vector<MemoryBytes> predictMemory(const RunConfig& config);
   void appendLog(const QString& line, bool error);
+  // The status line, re-worded on a language change by calling `text` again.
+  void setStatus(std::function<QString()> text);
 
   ConfigPanel* panel_;
   RunController* controller_;
@@ -64,6 +79,10 @@ class MainWindow : public QMainWindow {
   std::vector<EventView*> views_;
   QPlainTextEdit* log_;
   QLabel* status_;
+  std::function<QString()> status_text_;
+  QComboBox* language_;
+  QLabel* language_label_;
+  std::vector<std::pair<QWidget*, const char*>> tab_sources_;  // tabs re-titled on a language change
   QPushButton* run_;
   QPushButton* pause_;
   QPushButton* step_;

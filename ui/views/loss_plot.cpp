@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "views/loss_plot.h"
 
+#include <QEvent>
 #include <QVBoxLayout>
 #include "views/qcustomplot_include.h"
 
@@ -13,22 +14,36 @@ LossPlot::LossPlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(thi
   setMinimumHeight(200);
 
   plot_->plotLayout()->insertRow(0);
-  plot_->plotLayout()->addElement(0, 0, new QCPTextElement(plot_, tr("Loss"), QFont(font().family(), -1, QFont::Bold)));
-  plot_->xAxis->setLabel(tr("Step"));
-  plot_->yAxis->setLabel(tr("Cross-entropy loss"));
+  title_ = new QCPTextElement(plot_, QString(), QFont(font().family(), -1, QFont::Bold));
+  plot_->plotLayout()->addElement(0, 0, title_);
 
   train_ = plot_->addGraph();
-  train_->setName(tr("Training loss"));
   train_->setPen(QPen(QColor(31, 119, 180), 2));
   eval_ = plot_->addGraph();
-  eval_->setName(tr("Eval loss"));
   eval_->setPen(QPen(QColor(255, 127, 14), 2));
   eval_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
   plot_->legend->setVisible(true);
   plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
   plot_->xAxis->setRange(0, 10);
   plot_->yAxis->setRange(0, 6);
+  retranslate();
 }
+
+void LossPlot::retranslate() {
+  title_->setText(tr("Loss"));
+  plot_->xAxis->setLabel(tr("Step"));
+  plot_->yAxis->setLabel(tr("Cross-entropy loss"));
+  train_->setName(tr("Training loss"));
+  eval_->setName(tr("Eval loss"));
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void LossPlot::changeEvent(QEvent* event) {
+  if (event->type() == QEvent::LanguageChange) retranslate();
+  QWidget::changeEvent(event);
+}
+
+QString LossPlot::title() const { return title_->text(); }
 
 void LossPlot::clear() {
   train_->data()->clear();

@@ -8,6 +8,7 @@
 
 class QCustomPlot;
 class QCPGraph;
+class QCPTextElement;
 
 namespace shardscope::ui {
 
@@ -25,11 +26,18 @@ class LossPlot : public QWidget {
   int trainPointCount() const;
   int evalPointCount() const;
   QCustomPlot* plot() const { return plot_; }
+  QString title() const;
+
+ protected:
+  void changeEvent(QEvent* event) override;
 
  private:
+  void retranslate();  // title, axis labels and legend names in the current language
+
   QCustomPlot* plot_;
   QCPGraph* train_;
   QCPGraph* eval_;
+  QCPTextElement* title_;
   bool dirty_ = false;
 };
 

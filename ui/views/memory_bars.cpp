@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "views/memory_bars.h"
 
+#include <QEvent>
 #include <QSharedPointer>
 #include <QVBoxLayout>
 #include "views/qcustomplot_include.h"
@@ -27,16 +28,11 @@ MemoryBars::MemoryBars(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot
   setMinimumHeight(200);
 
   plot_->plotLayout()->insertRow(0);
-  plot_->plotLayout()->addElement(
-      0, 0,
-      new QCPTextElement(plot_, tr("Memory per rank: measured (solid) and predicted by the estimator (light)"),
-                         QFont(font().family(), -1, QFont::Bold)));
-  plot_->yAxis->setLabel(tr("MiB"));
-  plot_->xAxis->setLabel(tr("Rank"));
+  title_ = new QCPTextElement(plot_, QString(), QFont(font().family(), -1, QFont::Bold));
+  plot_->plotLayout()->addElement(0, 0, title_);
   QCPBars* below = nullptr;
   for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
     auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
-    bars->setName(QString::fromLatin1(memory_category_name(kAllMemoryCategories[c]).data()));
     bars->setBrush(kColors[c]);
     bars->setPen(QPen(kColors[c].darker(130)));
     bars->setWidth(0.36);
@@ -72,13 +68,46 @@ MemoryBars::MemoryBars(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot
   legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
   plot_->legend->setFont(legendFont);
   setRankCount(0);
+  retranslate();
+}
+
+QString MemoryBars::categoryLabel(MemoryCategory category) {
+  switch (category) {
+    case MemoryCategory::parameters: return tr("parameters");
+    case MemoryCategory::gradients: return tr("gradients");
+    case MemoryCategory::optimizer_states: return tr("optimizer states");
+    case MemoryCategory::activations: return tr("activations");
+    case MemoryCategory::communication: return tr("communication");
+    case MemoryCategory::workspace: return tr("workspace");
+  }
+  return QString::fromLatin1(memory_category_name(category).data());
+}
+
+void MemoryBars::retranslate() {
+  title_->setText(tr("Memory per rank: measured (solid) and predicted by the estimator (light)"));
+  plot_->yAxis->setLabel(tr("MiB"));
+  plot_->xAxis->setLabel(tr("Rank"));
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) bars_[c]->setName(categoryLabel(kAllMemoryCategories[c]));
+  setRankTicks();
+  plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void MemoryBars::changeEvent(QEvent* event) {
+  if (event->type() == QEvent::LanguageChange) retranslate();
+  QWidget::changeEvent(event);
+}
+
+QString MemoryBars::title() const { return title_->text(); }
+
+void MemoryBars::setRankTicks() {
+  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+  for (int r = 0; r < rankCount(); ++r) ticker->addTick(r, tr("rank %1").arg(r));
+  plot_->xAxis->setTicker(ticker);
 }
 
 void MemoryBars::setRankCount(int ranks) {
   samples_.assign(static_cast<std::size_t>(std::max(ranks, 0)), MemoryBytes{});
-  QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-  for (int r = 0; r < ranks; ++r) ticker->addTick(r, tr("rank %1").arg(r));
-  plot_->xAxis->setTicker(ticker);
+  setRankTicks();
   plot_->xAxis->setRange(-0.6, std::max(ranks, 1) - 0.4);
   dirty_ = true;
   replot();

@@ -15,6 +15,7 @@
 
 class QCustomPlot;
 class QCPBars;
+class QCPTextElement;
 
 namespace shardscope::ui {
 
@@ -35,13 +36,23 @@ class MemoryBars : public QWidget {
   MemoryBytes bytes(int rank) const;
   MemoryBytes predicted(int rank) const;
   QCustomPlot* plot() const { return plot_; }
+  QString title() const;
+  // A ledger category's name as the legend shows it, in the current language.
+  static QString categoryLabel(MemoryCategory category);
+
+ protected:
+  void changeEvent(QEvent* event) override;
 
  private:
+  void retranslate();
+  void setRankTicks();
+
   QCustomPlot* plot_;
   std::array<QCPBars*, kMemoryCategoryCount> bars_{};
   std::array<QCPBars*, kMemoryCategoryCount> predicted_bars_{};
   std::vector<MemoryBytes> samples_;
   std::vector<MemoryBytes> prediction_;
+  QCPTextElement* title_;
   bool dirty_ = false;
 };
 

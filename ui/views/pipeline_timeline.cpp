@@ -221,15 +221,17 @@ bool TimelineCanvas::event(QEvent* e) {
 }
 
 PipelineTimelineView::PipelineTimelineView(QWidget* parent)
-    : QWidget(parent), canvas_(new TimelineCanvas(this)), step_box_(new QSpinBox), bubble_label_(new QLabel) {
+    : QWidget(parent),
+      canvas_(new TimelineCanvas(this)),
+      step_box_(new QSpinBox),
+      bubble_label_(new QLabel),
+      step_label_(new QLabel) {
   setObjectName(QStringLiteral("pipeline_timeline"));
   step_box_->setObjectName(QStringLiteral("timeline_step"));
-  step_box_->setSpecialValueText(tr("last completed"));
   step_box_->setRange(0, 0);
-  step_box_->setToolTip(tr("The optimizer step to draw"));
   bubble_label_->setObjectName(QStringLiteral("bubble"));
   auto* header = new QHBoxLayout;
-  header->addWidget(new QLabel(tr("Step:")));
+  header->addWidget(step_label_);
   header->addWidget(step_box_);
   header->addSpacing(12);
   header->addWidget(bubble_label_, 1);
@@ -241,7 +243,20 @@ PipelineTimelineView::PipelineTimelineView(QWidget* parent)
     canvas_->fit();
     updateHeader();
   });
+  retranslate();
+}
+
+void PipelineTimelineView::retranslate() {
+  step_label_->setText(tr("Step:"));
+  step_box_->setSpecialValueText(tr("last completed"));
+  step_box_->setToolTip(tr("The optimizer step to draw"));
   updateHeader();
+  canvas_->update();  // its rows, legend and hover text are drawn with tr() on paint
+}
+
+void PipelineTimelineView::changeEvent(QEvent* event) {
+  if (event->type() == QEvent::LanguageChange) retranslate();
+  QWidget::changeEvent(event);
 }
 
 PipelineTimelineView::~PipelineTimelineView() = default;

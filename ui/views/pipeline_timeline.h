@@ -61,13 +61,18 @@ class PipelineTimelineView : public QWidget, public EventView {
   std::int64_t lastCompletedStep() const { return last_completed_; }
   int stages() const { return stages_; }
 
+ protected:
+  void changeEvent(QEvent* event) override;
+
  private:
   friend class TimelineCanvas;
   void updateHeader();
+  void retranslate();
 
   TimelineCanvas* canvas_;
   QSpinBox* step_box_;
   QLabel* bubble_label_;
+  QLabel* step_label_;
   int stages_ = 1;
   int dp_ = 1;
   int micro_batches_ = 1;

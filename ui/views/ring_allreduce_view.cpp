@@ -2,6 +2,7 @@
 #include "views/ring_allreduce_view.h"
 
 #include <QComboBox>
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QTimer>
@@ -22,23 +23,35 @@ bool isRooted(CommOp op) { return op == CommOp::gather || op == CommOp::scatter 
 }  // namespace
 
 RingAllreduceView::RingAllreduceView(QWidget* parent)
-    : QWidget(parent), stage_box_(new QComboBox), timer_(new QTimer(this)) {
+    : QWidget(parent), stage_box_(new QComboBox), stage_label_(new QLabel), timer_(new QTimer(this)) {
   setMinimumSize(520, 420);
   auto* bar = new QHBoxLayout;
-  bar->addWidget(new QLabel(tr("Stage:")));
+  bar->addWidget(stage_label_);
   bar->addWidget(stage_box_);
   bar->addStretch(1);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(8, 6, 8, 6);
   layout->addLayout(bar);
   layout->addStretch(1);
-  stage_box_->setToolTip(tr("Show the data-parallel ranks of this pipeline stage"));
   connect(stage_box_, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (i >= 0 && i != stage_) setStage(i);
   });
   timer_->setInterval(kTickMs);
   connect(timer_, &QTimer::timeout, this, [this] { advance(1); });
   reset(RunConfig{});
+  retranslate();
+}
+
+void RingAllreduceView::retranslate() {
+  stage_label_->setText(tr("Stage:"));
+  stage_box_->setToolTip(tr("Show the data-parallel ranks of this pipeline stage"));
+  for (int s = 0; s < stage_box_->count(); ++s) stage_box_->setItemText(s, tr("stage %1").arg(s));
+  update();  // the captions and labels are drawn with tr() on paint
+}
+
+void RingAllreduceView::changeEvent(QEvent* event) {
+  if (event->type() == QEvent::LanguageChange) retranslate();
+  QWidget::changeEvent(event);
 }
 
 void RingAllreduceView::reset(const RunConfig& config) {

@@ -20,6 +20,7 @@
 #include "views/event_view.h"
 
 class QComboBox;
+class QLabel;
 class QTimer;
 
 namespace shardscope::ui {
@@ -71,6 +72,7 @@ class RingAllreduceView : public QWidget, public EventView {
  protected:
   void paintEvent(QPaintEvent* event) override;
   void showEvent(QShowEvent* event) override;
+  void changeEvent(QEvent* event) override;
 
  private:
   static constexpr int kTicksPerGroup = 14;  // timer ticks per replayed group: ~0.4 s, readable
@@ -83,12 +85,14 @@ class RingAllreduceView : public QWidget, public EventView {
     std::map<std::pair<int, int>, std::int64_t> sent_by_bucket;  // (rank, bucket)
   };
   void clearModel();
+  void retranslate();
   void enqueue(const RingTransfer& t);
   void startNextGroup();
   QString groupCaption() const;
   QString totalsCaption() const;
 
   QComboBox* stage_box_;
+  QLabel* stage_label_;
   QTimer* timer_;
   int dp_ = 1;
   int pp_ = 1;

@@ -1,0 +1,525 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="en_US">
+<context>
+    <name>shardscope::ui::ConfigPanel</name>
+    <message>
+        <source>Model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Steps</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Global batch</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Sequence length</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Learning rate</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Data-parallel ranks</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Pipeline stages</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Data-parallel mode</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO stage</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Pipeline schedule</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Micro-batches</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Accumulation steps</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Activation checkpointing</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>DDP (ring all-reduce)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>DataParallel (naive, rank 0 master)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Recompute each layer in backward</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <source>%n rank(s): dp %1 × pp %2; each rank runs micro-batches of %3 sequence(s).</source>
+        <translation>
+            <numerusform>%n rank: dp %1 × pp %2; each rank runs micro-batches of %3 sequence(s).</numerusform>
+            <numerusform>%n ranks: dp %1 × pp %2; each rank runs micro-batches of %3 sequence(s).</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n rank(s): dp %1 × pp %2.</source>
+        <translation>
+            <numerusform>%n rank: dp %1 × pp %2.</numerusform>
+            <numerusform>%n ranks: dp %1 × pp %2.</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Cannot run: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::LossPlot</name>
+    <message>
+        <source>Loss</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cross-entropy loss</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Training loss</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Eval loss</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::MainWindow</name>
+    <message>
+        <source>Loss</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Pipeline</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Ring all-reduce</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Ready: press Run to train on simulated ranks (threads on the CPU).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ShardScope</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step once</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Engine log and errors appear here.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <source>Starting %1 on %n rank(s)...</source>
+        <translation>
+            <numerusform>Starting %1 on %n rank...</numerusform>
+            <numerusform>Starting %1 on %n ranks...</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Error: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step %1 of %2: loss %3, %4 tokens/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run failed: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <source>Stopped after %n step(s).</source>
+        <translation>
+            <numerusform>Stopped after %n step.</numerusform>
+            <numerusform>Stopped after %n steps.</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Finished: %n step(s).</source>
+        <translation>
+            <numerusform>Finished: %n step.</numerusform>
+            <numerusform>Finished: %n steps.</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Train with these settings</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cannot run: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Resume</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Pause</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::MemoryBars</name>
+    <message>
+        <source>parameters</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>gradients</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>optimizer states</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>activations</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>communication</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>workspace</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Memory per rank: measured (solid) and predicted by the estimator (light)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>MiB</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Rank</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>rank %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::PipelineTimelineView</name>
+    <message>
+        <source>stage %1
+rank %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1 ms</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>forward (colour = micro-batch)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>backward</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>recompute (hatched)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>bubble (idle)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>No pipeline step yet: press Run.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>forward</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>recompute of layer %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>stage %1, rank %2
+micro-batch %3, %4
+start %5 ms, duration %6 ms</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>last completed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The optimizer step to draw</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>(p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>bubble measured – · %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>bubble measured %1% · %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step %1: %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::RingAllreduceView</name>
+    <message>
+        <source>Waiting for communication events: press Run.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Idle: every transfer replayed.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>broadcast of the parameters from rank 0</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>scatter of the tokens from rank 0</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>gather of the gradients to rank 0</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <source>step %1 · %2 · %n transfer(s) of %3</source>
+        <translation>
+            <numerusform>step %1 · %2 · %n transfer of %3</numerusform>
+            <numerusform>step %1 · %2 · %n transfers of %3</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>reduce-scatter</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>all-gather</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>step %1 · bucket %2 · %3 step %4 of %5 · %6 per chunk</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>One data-parallel rank: nothing to reduce.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step %1: rank 0 sent %2, received %3; a DDP ring would send 2(N−1)/N × %4 = %5 per rank.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step %1: each of the %2 ranks sent %3 = 2(N−1)/N × %4 (its gradients); none is a bottleneck.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>DataParallel (naive): rank 0 scatters, broadcasts and gathers</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>DDP ring all-reduce: reduce-scatter, then all-gather, per bucket</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>rank %1 sent %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>received %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>c%1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>params</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>tokens</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>grads</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>scatter (tokens)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>broadcast (parameters)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>gather (gradients)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <source>Replay skipped %n transfer(s) of this step to keep up with the run.</source>
+        <translation>
+            <numerusform>Replay skipped %n transfer of this step to keep up with the run.</numerusform>
+            <numerusform>Replay skipped %n transfers of this step to keep up with the run.</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Stage:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Show the data-parallel ranks of this pipeline stage</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>stage %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::ZeroView</name>
+    <message>
+        <source>shard %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>emb</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>head</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>L%1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO-0 (replicated): 4Ψ + 4Ψ + 8Ψ = 16Ψ per rank · Nd = %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO-1: 4Ψ + 4Ψ + 8Ψ/Nd per rank · Nd = %1 (optimizer states sharded)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO-2: 4Ψ + 4Ψ/Nd + 8Ψ/Nd per rank · Nd = %1 (+ gradients sharded)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO-3: 4Ψ/Nd + 4Ψ/Nd + 8Ψ/Nd = 16Ψ/Nd per rank · Nd = %1 (+ parameters sharded)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Waiting for events: press Run.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step %1, all ranks: %2 gathers, %3 releases, %4 reduce-scatters, %5 all-gathers</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>parameters</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>gradients</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>optimizer states</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>not held</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>gathered / active just now</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>active just now</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Each unit is split into %1 chunks; data-parallel rank r owns chunk r (outlined).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>rank %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1 gathered now</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1 reduce-scatters</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1 all-gathers</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+</TS>

@@ -1,0 +1,521 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="zh_CN">
+<context>
+    <name>shardscope::ui::ConfigPanel</name>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Steps</source>
+        <translation>步数</translation>
+    </message>
+    <message>
+        <source>Global batch</source>
+        <translation>全局批大小</translation>
+    </message>
+    <message>
+        <source>Sequence length</source>
+        <translation>序列长度</translation>
+    </message>
+    <message>
+        <source>Learning rate</source>
+        <translation>学习率</translation>
+    </message>
+    <message>
+        <source>Data-parallel ranks</source>
+        <translation>数据并行 rank 数</translation>
+    </message>
+    <message>
+        <source>Pipeline stages</source>
+        <translation>流水线阶段数</translation>
+    </message>
+    <message>
+        <source>Data-parallel mode</source>
+        <translation>数据并行模式</translation>
+    </message>
+    <message>
+        <source>ZeRO stage</source>
+        <translation>ZeRO 阶段</translation>
+    </message>
+    <message>
+        <source>Pipeline schedule</source>
+        <translation>流水线调度</translation>
+    </message>
+    <message>
+        <source>Micro-batches</source>
+        <translation>微批次数</translation>
+    </message>
+    <message>
+        <source>Accumulation steps</source>
+        <translation>梯度累积步数</translation>
+    </message>
+    <message>
+        <source>Activation checkpointing</source>
+        <translation>激活检查点</translation>
+    </message>
+    <message>
+        <source>DDP (ring all-reduce)</source>
+        <translation>DDP（环形 all-reduce）</translation>
+    </message>
+    <message>
+        <source>DataParallel (naive, rank 0 master)</source>
+        <translation>DataParallel（朴素实现，rank 0 为主）</translation>
+    </message>
+    <message>
+        <source>Recompute each layer in backward</source>
+        <translation>反向时逐层重计算</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n rank(s): dp %1 × pp %2; each rank runs micro-batches of %3 sequence(s).</source>
+        <translation>
+            <numerusform>共 %n 个 rank：dp %1 × pp %2；每个 rank 的微批次含 %3 条序列。</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>%n rank(s): dp %1 × pp %2.</source>
+        <translation>
+            <numerusform>共 %n 个 rank：dp %1 × pp %2。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Cannot run: %1</source>
+        <translation>无法运行：%1</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::LossPlot</name>
+    <message>
+        <source>Loss</source>
+        <translation>损失</translation>
+    </message>
+    <message>
+        <source>Step</source>
+        <translation>步</translation>
+    </message>
+    <message>
+        <source>Cross-entropy loss</source>
+        <translation>交叉熵损失</translation>
+    </message>
+    <message>
+        <source>Training loss</source>
+        <translation>训练损失</translation>
+    </message>
+    <message>
+        <source>Eval loss</source>
+        <translation>验证损失</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::MainWindow</name>
+    <message>
+        <source>Loss</source>
+        <translation>损失</translation>
+    </message>
+    <message>
+        <source>Pipeline</source>
+        <translation>流水线</translation>
+    </message>
+    <message>
+        <source>Ring all-reduce</source>
+        <translation>环形 all-reduce</translation>
+    </message>
+    <message>
+        <source>Ready: press Run to train on simulated ranks (threads on the CPU).</source>
+        <translation>就绪：点击“运行”，在模拟的 rank（CPU 上的线程）上开始训练。</translation>
+    </message>
+    <message>
+        <source>ShardScope</source>
+        <translation>ShardScope</translation>
+    </message>
+    <message>
+        <source>Run</source>
+        <translation>运行</translation>
+    </message>
+    <message>
+        <source>Step once</source>
+        <translation>单步</translation>
+    </message>
+    <message>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <source>Engine log and errors appear here.</source>
+        <translation>引擎日志和错误信息显示在这里。</translation>
+    </message>
+    <message numerus="yes">
+        <source>Starting %1 on %n rank(s)...</source>
+        <translation>
+            <numerusform>正在 %n 个 rank 上启动 %1……</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Error: %1</source>
+        <translation>错误：%1</translation>
+    </message>
+    <message>
+        <source>Step %1 of %2: loss %3, %4 tokens/s</source>
+        <translation>第 %1/%2 步：损失 %3，吞吐量 %4 token/s</translation>
+    </message>
+    <message>
+        <source>Run failed: %1</source>
+        <translation>运行失败：%1</translation>
+    </message>
+    <message numerus="yes">
+        <source>Stopped after %n step(s).</source>
+        <translation>
+            <numerusform>已在 %n 步后停止。</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Finished: %n step(s).</source>
+        <translation>
+            <numerusform>已完成：共 %n 步。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Train with these settings</source>
+        <translation>按这些设置开始训练</translation>
+    </message>
+    <message>
+        <source>Cannot run: %1</source>
+        <translation>无法运行：%1</translation>
+    </message>
+    <message>
+        <source>Resume</source>
+        <translation>继续</translation>
+    </message>
+    <message>
+        <source>Pause</source>
+        <translation>暂停</translation>
+    </message>
+    <message>
+        <source>ZeRO</source>
+        <translation>ZeRO</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::MemoryBars</name>
+    <message>
+        <source>parameters</source>
+        <translation>参数</translation>
+    </message>
+    <message>
+        <source>gradients</source>
+        <translation>梯度</translation>
+    </message>
+    <message>
+        <source>optimizer states</source>
+        <translation>优化器状态</translation>
+    </message>
+    <message>
+        <source>activations</source>
+        <translation>激活值</translation>
+    </message>
+    <message>
+        <source>communication</source>
+        <translation>通信缓冲区</translation>
+    </message>
+    <message>
+        <source>workspace</source>
+        <translation>工作区</translation>
+    </message>
+    <message>
+        <source>Memory per rank: measured (solid) and predicted by the estimator (light)</source>
+        <translation>各 rank 内存：实测（实色）与估算器预测（浅色）</translation>
+    </message>
+    <message>
+        <source>MiB</source>
+        <translation>MiB</translation>
+    </message>
+    <message>
+        <source>Rank</source>
+        <translation>Rank</translation>
+    </message>
+    <message>
+        <source>rank %1</source>
+        <translation>rank %1</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::PipelineTimelineView</name>
+    <message>
+        <source>stage %1
+rank %2</source>
+        <translation>阶段 %1
+rank %2</translation>
+    </message>
+    <message>
+        <source>%1 ms</source>
+        <translation>%1 ms</translation>
+    </message>
+    <message>
+        <source>forward (colour = micro-batch)</source>
+        <translation>前向（颜色 = 微批次）</translation>
+    </message>
+    <message>
+        <source>backward</source>
+        <translation>反向</translation>
+    </message>
+    <message>
+        <source>recompute (hatched)</source>
+        <translation>重计算（斜线）</translation>
+    </message>
+    <message>
+        <source>bubble (idle)</source>
+        <translation>气泡（空闲）</translation>
+    </message>
+    <message>
+        <source>No pipeline step yet: press Run.</source>
+        <translation>还没有流水线步骤：请点击“运行”。</translation>
+    </message>
+    <message>
+        <source>forward</source>
+        <translation>前向</translation>
+    </message>
+    <message>
+        <source>recompute of layer %1</source>
+        <translation>第 %1 层重计算</translation>
+    </message>
+    <message>
+        <source>stage %1, rank %2
+micro-batch %3, %4
+start %5 ms, duration %6 ms</source>
+        <translation>阶段 %1，rank %2
+微批次 %3，%4
+开始于 %5 ms，耗时 %6 ms</translation>
+    </message>
+    <message>
+        <source>Step:</source>
+        <translation>步：</translation>
+    </message>
+    <message>
+        <source>last completed</source>
+        <translation>最近完成的一步</translation>
+    </message>
+    <message>
+        <source>The optimizer step to draw</source>
+        <translation>要显示的优化器步</translation>
+    </message>
+    <message>
+        <source>(p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</source>
+        <translation>(p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</translation>
+    </message>
+    <message>
+        <source>bubble measured – · %1</source>
+        <translation>实测气泡率 – · 公式 %1</translation>
+    </message>
+    <message>
+        <source>bubble measured %1% · %2</source>
+        <translation>实测气泡率 %1% · 公式 %2</translation>
+    </message>
+    <message>
+        <source>Step %1: %2</source>
+        <translation>第 %1 步：%2</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::RingAllreduceView</name>
+    <message>
+        <source>Waiting for communication events: press Run.</source>
+        <translation>等待通信事件：请点击“运行”。</translation>
+    </message>
+    <message>
+        <source>Idle: every transfer replayed.</source>
+        <translation>空闲：所有传输均已回放。</translation>
+    </message>
+    <message>
+        <source>broadcast of the parameters from rank 0</source>
+        <translation>rank 0 广播参数</translation>
+    </message>
+    <message>
+        <source>scatter of the tokens from rank 0</source>
+        <translation>rank 0 分发 token</translation>
+    </message>
+    <message>
+        <source>gather of the gradients to rank 0</source>
+        <translation>梯度收集到 rank 0</translation>
+    </message>
+    <message numerus="yes">
+        <source>step %1 · %2 · %n transfer(s) of %3</source>
+        <translation>
+            <numerusform>第 %1 步 · %2 · %n 次传输，每次 %3</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>reduce-scatter</source>
+        <translation>reduce-scatter</translation>
+    </message>
+    <message>
+        <source>all-gather</source>
+        <translation>all-gather</translation>
+    </message>
+    <message>
+        <source>step %1 · bucket %2 · %3 step %4 of %5 · %6 per chunk</source>
+        <translation>第 %1 步 · 桶 %2 · %3 第 %4/%5 轮 · 每块 %6</translation>
+    </message>
+    <message>
+        <source>One data-parallel rank: nothing to reduce.</source>
+        <translation>只有一个数据并行 rank：无需规约。</translation>
+    </message>
+    <message>
+        <source>Step %1: rank 0 sent %2, received %3; a DDP ring would send 2(N−1)/N × %4 = %5 per rank.</source>
+        <translation>第 %1 步：rank 0 发送 %2，接收 %3；若用 DDP 环形算法，每个 rank 只需发送 2(N−1)/N × %4 = %5。</translation>
+    </message>
+    <message>
+        <source>Step %1: each of the %2 ranks sent %3 = 2(N−1)/N × %4 (its gradients); none is a bottleneck.</source>
+        <translation>第 %1 步：%2 个 rank 各发送 %3 = 2(N−1)/N × %4（其梯度）；没有哪个 rank 成为瓶颈。</translation>
+    </message>
+    <message>
+        <source>DataParallel (naive): rank 0 scatters, broadcasts and gathers</source>
+        <translation>DataParallel（朴素实现）：由 rank 0 分发、广播和收集</translation>
+    </message>
+    <message>
+        <source>DDP ring all-reduce: reduce-scatter, then all-gather, per bucket</source>
+        <translation>DDP 环形 all-reduce：每个桶先 reduce-scatter，再 all-gather</translation>
+    </message>
+    <message>
+        <source>rank %1 sent %2</source>
+        <translation>rank %1 发送 %2</translation>
+    </message>
+    <message>
+        <source>received %1</source>
+        <translation>接收 %1</translation>
+    </message>
+    <message>
+        <source>c%1</source>
+        <translation>c%1</translation>
+    </message>
+    <message>
+        <source>params</source>
+        <translation>参数</translation>
+    </message>
+    <message>
+        <source>tokens</source>
+        <translation>token</translation>
+    </message>
+    <message>
+        <source>grads</source>
+        <translation>梯度</translation>
+    </message>
+    <message>
+        <source>scatter (tokens)</source>
+        <translation>scatter（token）</translation>
+    </message>
+    <message>
+        <source>broadcast (parameters)</source>
+        <translation>broadcast（参数）</translation>
+    </message>
+    <message>
+        <source>gather (gradients)</source>
+        <translation>gather（梯度）</translation>
+    </message>
+    <message numerus="yes">
+        <source>Replay skipped %n transfer(s) of this step to keep up with the run.</source>
+        <translation>
+            <numerusform>为跟上训练进度，回放跳过了本步的 %n 次传输。</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Stage:</source>
+        <translation>阶段：</translation>
+    </message>
+    <message>
+        <source>Show the data-parallel ranks of this pipeline stage</source>
+        <translation>显示该流水线阶段的数据并行 rank</translation>
+    </message>
+    <message>
+        <source>stage %1</source>
+        <translation>阶段 %1</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::ZeroView</name>
+    <message>
+        <source>shard %1</source>
+        <translation>分片 %1</translation>
+    </message>
+    <message>
+        <source>emb</source>
+        <translation>emb</translation>
+    </message>
+    <message>
+        <source>head</source>
+        <translation>head</translation>
+    </message>
+    <message>
+        <source>L%1</source>
+        <translation>L%1</translation>
+    </message>
+    <message>
+        <source>ZeRO-0 (replicated): 4Ψ + 4Ψ + 8Ψ = 16Ψ per rank · Nd = %1</source>
+        <translation>ZeRO-0（完全复制）：每个 rank 4Ψ + 4Ψ + 8Ψ = 16Ψ · Nd = %1</translation>
+    </message>
+    <message>
+        <source>ZeRO-1: 4Ψ + 4Ψ + 8Ψ/Nd per rank · Nd = %1 (optimizer states sharded)</source>
+        <translation>ZeRO-1：每个 rank 4Ψ + 4Ψ + 8Ψ/Nd · Nd = %1（优化器状态分片）</translation>
+    </message>
+    <message>
+        <source>ZeRO-2: 4Ψ + 4Ψ/Nd + 8Ψ/Nd per rank · Nd = %1 (+ gradients sharded)</source>
+        <translation>ZeRO-2：每个 rank 4Ψ + 4Ψ/Nd + 8Ψ/Nd · Nd = %1（另加梯度分片）</translation>
+    </message>
+    <message>
+        <source>ZeRO-3: 4Ψ/Nd + 4Ψ/Nd + 8Ψ/Nd = 16Ψ/Nd per rank · Nd = %1 (+ parameters sharded)</source>
+        <translation>ZeRO-3：每个 rank 4Ψ/Nd + 4Ψ/Nd + 8Ψ/Nd = 16Ψ/Nd · Nd = %1（另加参数分片）</translation>
+    </message>
+    <message>
+        <source>Waiting for events: press Run.</source>
+        <translation>等待事件：请点击“运行”。</translation>
+    </message>
+    <message>
+        <source>Step %1, all ranks: %2 gathers, %3 releases, %4 reduce-scatters, %5 all-gathers</source>
+        <translation>第 %1 步，全部 rank：gather %2 次，释放 %3 次，reduce-scatter %4 次，all-gather %5 次</translation>
+    </message>
+    <message>
+        <source>parameters</source>
+        <translation>参数</translation>
+    </message>
+    <message>
+        <source>gradients</source>
+        <translation>梯度</translation>
+    </message>
+    <message>
+        <source>optimizer states</source>
+        <translation>优化器状态</translation>
+    </message>
+    <message>
+        <source>not held</source>
+        <translation>未持有</translation>
+    </message>
+    <message>
+        <source>gathered / active just now</source>
+        <translation>已 gather / 刚刚活跃</translation>
+    </message>
+    <message>
+        <source>active just now</source>
+        <translation>刚刚活跃</translation>
+    </message>
+    <message>
+        <source>Each unit is split into %1 chunks; data-parallel rank r owns chunk r (outlined).</source>
+        <translation>每个单元被切分为 %1 块；数据并行 rank r 持有第 r 块（带边框）。</translation>
+    </message>
+    <message>
+        <source>rank %1</source>
+        <translation>rank %1</translation>
+    </message>
+    <message>
+        <source>%1 gathered now</source>
+        <translation>当前已 gather %1 个</translation>
+    </message>
+    <message>
+        <source>%1 reduce-scatters</source>
+        <translation>reduce-scatter %1 次</translation>
+    </message>
+    <message>
+        <source>%1 all-gathers</source>
+        <translation>all-gather %1 次</translation>
+    </message>
+</context>
+</TS>

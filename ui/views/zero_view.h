@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The ZeRO sharding view: a grid of ranks (rows) x partitions (columns) showing
+// which model states each rank holds for the run's ZeRO stage, with three thin
+// bands per cell (parameters, gradients, optimizer states). Under ZeRO-2/3 the
+// columns are the units (embeddings, every layer, the head), each split into Nd
+// chunks of which data-parallel rank r owns chunk r; under ZeRO-1 they are the
+// Nd flat shards. Live activity comes only from events: ZeRO-3 `shard` gathers
+// light a unit's parameter band on that rank until its release, and the
+// per-unit reduce-scatters / all-gathers (comm_span, bucket = unit id) flash the
+// gradient / parameter band. The model (ZeroViewModel) is kept apart from the
+// painting so tests can inspect it.
+#pragma once
+
+#include <QWidget>
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "events/event.h"
+#include "views/event_view.h"
+
+namespace shardscope::ui {
+
+class ZeroViewModel {
+ public:
+  enum class State { parameters = 0, gradients = 1, optimizer = 2 };
+
+  void reset(const RunConfig& config);
+  void consume(const std::vector<Event>& events);
+
+  int stage() const { return stage_; }
+  int dp() const { return dp_; }
+  int ranks() const { return ranks_; }   // rows: global ranks (dp x pp)
+  int layers() const { return layers_; }
+  // Columns: the units (ZeRO-0/2/3: L + 2) or the Nd flat shards (ZeRO-1).
+  int columns() const { return stage_ == 1 ? dp_ : layers_ + 2; }
+  // Sub-chunks drawn per cell: Nd under ZeRO-2/3, else 1.
+  int chunks() const { return stage_ >= 2 ? dp_ : 1; }
+  std::int64_t lastStep() const { return last_step_; }
+
+  // Resident states (steady state, outside a gather): the whole partition,
+  // or one chunk of it (chunk < chunks()).
+  bool holds(int rank, int column, State s) const;
+  bool holdsChunk(int rank, int column, int chunk, State s) const;
+  // ZeRO-3: is this unit gathered on this rank right now?
+  bool gathered(int rank, int unit) const;
+  int gathered_units(int rank) const;
+
+  // Counts of one step on one global rank.
+  int gathers(std::int64_t step, int rank) const;
+  int releases(std::int64_t step, int rank) const;
+  int reduce_scatters(std::int64_t step, int rank) const;  // per-unit gradient reduce-scatters
+  int all_gathers(std::int64_t step, int rank) const;      // parameter all-gathers (units or ZeRO-1 shards)
+
+  // Latest event time of activity on a band (-1: none); and the latest event time seen.
+  std::int64_t activity_ns(int rank, int column, State s) const;
+  std::int64_t latest_ns() const { return latest_ns_; }
+  std::int64_t step_start_ns() const { return step_start_ns_; }
+
+ private:
+  using Key = std::pair<std::int64_t, int>;  // (step, rank)
+  void touch(int rank, int column, State s, std::int64_t ns);
+
+  int stage_ = 0;
+  int dp_ = 1;
+  int ranks_ = 1;
+  int layers_ = 0;
+  std::int64_t last_step_ = 0;
+  std::int64_t latest_ns_ = 0;
+  std::int64_t step_start_ns_ = 0;
+  std::map<int, std::map<int, int>> open_;  // rank -> unit -> open gathers
+  std::map<Key, int> gathers_, releases_;
+  // (step, rank) -> distinct (micro-batch, unit) collectives
+  std::map<Key, std::set<std::pair<int, int>>> reduce_scatters_, all_gathers_;
+  std::map<std::tuple<int, int, int>, std::int64_t> activity_;  // (rank, column, state) -> ns
+};
+
+class ZeroView : public QWidget, public EventView {
+  Q_OBJECT
+
+ public:
+  explicit ZeroView(QWidget* parent = nullptr);
+
+  void reset(const RunConfig& config) override;
+  void consume(const std::vector<Event>& events) override;
+  void refresh() override;
+
+  const ZeroViewModel& model() const { return model_; }
+  // Caption texts (also painted): the stage's per-rank formula and this step's counts.
+  QString formulaText() const;
+  QString countsText() const;
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void changeEvent(QEvent* event) override;  // a language switch: repaint (texts are tr() at paint time)
+
+ private:
+  QString columnLabel(int column) const;
+  // 0..1: how recently the band was active (1: the latest event).
+  double flash(int rank, int column, ZeroViewModel::State s) const;
+
+  ZeroViewModel model_;
+};
+
+}  // namespace shardscope::ui
