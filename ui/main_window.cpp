@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "main_window.h"
 
+#include <QAction>
 #include <QComboBox>
+#include <QFileDialog>
+#include <QMenu>
+#include <QMenuBar>
+#include <QSlider>
 #include <QEvent>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -13,8 +18,12 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
+#include <limits>
+
 #include "config_panel.h"
 #include "i18n.h"
+#include "recording_controller.h"
 #include "views/loss_plot.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
@@ -40,7 +49,8 @@ MainWindow::MainWindow(QWidget* parent)
       run_(new QPushButton),
       pause_(new QPushButton),
       step_(new QPushButton),
-      stop_(new QPushButton) {
+      stop_(new QPushButton),
+      recorder_(new RecordingController(this)) {
   language_->setObjectName(QStringLiteral("language"));
   for (const QString& code : availableLanguages()) language_->addItem(languageName(code), code);
   language_->setCurrentIndex(std::max(0, language_->findData(currentLanguage())));
@@ -75,8 +85,14 @@ MainWindow::MainWindow(QWidget* parent)
   tabs_->setObjectName(QStringLiteral("views"));
   tabs_->addTab(loss_, QString());
   tab_sources_.emplace_back(loss_, QT_TR_NOOP("Loss"));
+  buildRecordingUi();
+  auto* tabsAndReplay = new QWidget;
+  auto* tabsLayout = new QVBoxLayout(tabsAndReplay);
+  tabsLayout->setContentsMargins(0, 0, 0, 0);
+  tabsLayout->addWidget(replay_bar_);
+  tabsLayout->addWidget(tabs_, 1);
   auto* views = new QSplitter(Qt::Vertical);
-  views->addWidget(tabs_);
+  views->addWidget(tabsAndReplay);
   views->addWidget(memory_);
   views->addWidget(log_);
   views->setStretchFactor(0, 3);
@@ -124,6 +140,7 @@ void MainWindow::retranslate() {
   step_->setText(tr("Step once"));
   stop_->setText(tr("Stop"));
   log_->setPlaceholderText(tr("Engine log and errors appear here."));
+  retranslateRecordingUi();
   for (const auto& [widget, source] : tab_sources_) {
     const int index = tabs_->indexOf(widget);
     if (index >= 0) tabs_->setTabText(index, tr(source));
@@ -191,11 +208,13 @@ std::vector<MemoryBytes> MainWindow::predictMemory(const RunConfig& config) {
 void MainWindow::startRun() {
   if (controller_->busy() || !panel_->problem().isEmpty()) return;
   const RunConfig config = panel_->config();
+  leaveReplay();
   prepareViews(config);
   had_error_ = false;
   const int ranks = config.world_size();
   const QString model = QString::fromStdString(config.model);
   setStatus([this, ranks, model] { return tr("Starting %1 on %n rank(s)...", nullptr, ranks).arg(model); });
+  recorder_->beginRun(config);
   controller_->start(config);
 }
 
@@ -206,8 +225,10 @@ void MainWindow::stepOnce() {
   }
   if (controller_->busy() || !panel_->problem().isEmpty()) return;
   const RunConfig config = panel_->config();
+  leaveReplay();
   prepareViews(config);
   had_error_ = false;
+  recorder_->beginRun(config);
   controller_->startPaused(config);
   controller_->stepOnce();
 }
@@ -267,6 +288,7 @@ void MainWindow::onFinished(bool ok, const QString& message) {
   } else {
     setStatus([this, steps] { return tr("Finished: %n step(s).", nullptr, steps); });
   }
+  recorder_->endRun();  // its message (saved, or why not) goes to the log
   updateControls();
 }
 
@@ -291,6 +313,139 @@ void MainWindow::updateControls() {
   pause_->setText(state == RunController::State::paused ? tr("Resume") : tr("Pause"));
   step_->setEnabled(state == RunController::State::paused || (!busy && problem.isEmpty()));
   stop_->setEnabled(busy && state != RunController::State::stopping);
+  if (open_action_ != nullptr) {
+    open_action_->setEnabled(!busy);
+    record_action_->setEnabled(!busy);
+    export_action_->setEnabled(!busy && (recorder_->hasRecording() || !recorder_->lastRecordingPath().isEmpty()));
+  }
 }
+
+// --- recordings -------------------------------------------------------------
+
+void MainWindow::buildRecordingUi() {
+  file_menu_ = menuBar()->addMenu(QString());
+  open_action_ = file_menu_->addAction(QString());
+  open_action_->setObjectName(QStringLiteral("openRecording"));
+  open_action_->setShortcut(QKeySequence::Open);
+  record_action_ = file_menu_->addAction(QString());
+  record_action_->setObjectName(QStringLiteral("recordNextRun"));
+  export_action_ = file_menu_->addAction(QString());
+  export_action_->setObjectName(QStringLiteral("exportChromeTrace"));
+
+  replay_bar_ = new QWidget;
+  replay_bar_->setObjectName(QStringLiteral("replayBar"));
+  auto* row = new QHBoxLayout(replay_bar_);
+  row->setContentsMargins(4, 2, 4, 2);
+  replay_label_ = new QLabel;
+  replay_slider_ = new QSlider(Qt::Horizontal);
+  replay_slider_->setObjectName(QStringLiteral("replaySlider"));
+  replay_slider_->setRange(0, 0);
+  replay_time_ = new QLabel;
+  replay_time_->setObjectName(QStringLiteral("replayTime"));
+  replay_label_->setBuddy(replay_slider_);
+  row->addWidget(replay_label_);
+  row->addWidget(replay_slider_, 1);
+  row->addWidget(replay_time_);
+  replay_bar_->hide();
+
+  connect(recorder_, &RecordingController::status, this, [this](std::function<QString()> text, bool error) {
+    appendLog(text(), error);
+    if (error) setStatus(std::move(text));
+    updateControls();
+  });
+  connect(controller_, &RunController::eventsDrained, recorder_, &RecordingController::record);
+  connect(replay_slider_, &QSlider::valueChanged, this, [this](int value) { replayTo(replayTimeNs(value)); });
+  connect(open_action_, &QAction::triggered, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open recording"), QString(),
+                                                      tr("ShardScope recordings (*.ssrun);;All files (*)"));
+    if (!path.isEmpty()) openRecording(path);
+  });
+  connect(record_action_, &QAction::triggered, this, [this] {
+    QString path = QFileDialog::getSaveFileName(this, tr("Record next run"), recorder_->recordPath(),
+                                                tr("ShardScope recordings (*.ssrun)"));
+    if (path.isEmpty()) return;
+    if (!path.endsWith(QStringLiteral(".ssrun"))) path += QStringLiteral(".ssrun");
+    recorder_->setRecordPath(path);
+    setStatus([this, path] { return tr("The next run will be recorded to %1.").arg(path); });
+  });
+  connect(export_action_, &QAction::triggered, this, [this] {
+    QString path = QFileDialog::getSaveFileName(this, tr("Export Chrome trace"), QString(),
+                                                tr("Chrome traces (*.json)"));
+    if (path.isEmpty()) return;
+    if (!path.endsWith(QStringLiteral(".json"))) path += QStringLiteral(".json");
+    exportChromeTrace(path);
+  });
+}
+
+void MainWindow::retranslateRecordingUi() {
+  file_menu_->setTitle(tr("&File"));
+  open_action_->setText(tr("&Open recording..."));
+  record_action_->setText(tr("&Record next run..."));
+  export_action_->setText(tr("&Export Chrome trace..."));
+  replay_label_->setText(tr("Replay time"));
+  replay_slider_->setToolTip(tr("Drag to replay the recording up to this time"));
+  if (recorder_->hasRecording()) {
+    const double shown = static_cast<double>(replayTimeNs(replay_slider_->value())) / 1e9;
+    const double total = static_cast<double>(recorder_->lastTimeNs()) / 1e9;
+    replay_time_->setText(tr("%1 s of %2 s").arg(shown, 0, 'f', 3).arg(total, 0, 'f', 3));
+  }
+}
+
+std::int64_t MainWindow::replayTimeNs(int sliderValue) const {
+  if (sliderValue >= replay_slider_->maximum()) return recorder_->lastTimeNs();  // the end: every event
+  return static_cast<std::int64_t>(sliderValue) * replay_ns_per_tick_;
+}
+
+bool MainWindow::openRecording(const QString& path) {
+  if (controller_->busy()) return false;
+  if (!recorder_->open(path)) return false;  // the status and log say why; the views are untouched
+  const std::int64_t last = recorder_->lastTimeNs();
+  // Slider ticks of whole microseconds, coarser if the run is longer than an int of them.
+  replay_ns_per_tick_ = std::max<std::int64_t>(1000, last / std::numeric_limits<int>::max() + 1);
+  replayed_ = 0;
+  {
+    const QSignalBlocker block(replay_slider_);
+    replay_slider_->setRange(0, static_cast<int>(last / replay_ns_per_tick_) + 1);
+    replay_slider_->setValue(replay_slider_->maximum());
+  }
+  replay_bar_->show();
+  // Start from a clean slate (forces a reset even if nothing was replayed yet).
+  prepareViews(recorder_->config());
+  log_->clear();
+  had_error_ = false;
+  replayTo(last);
+  const auto events = static_cast<qulonglong>(recorder_->events().size());
+  setStatus([this, path, events] { return tr("Opened recording %1: %2 events.").arg(path).arg(events); });
+  updateControls();
+  return true;
+}
+
+void MainWindow::replayTo(std::int64_t t_ns) {
+  if (!recorder_->hasRecording()) return;
+  const std::size_t upto = recorder_->eventsUpTo(t_ns);
+  const auto& all = recorder_->events();
+  if (upto < replayed_) {  // back in time: start over
+    prepareViews(recorder_->config());
+    log_->clear();
+    had_error_ = false;
+    replayed_ = 0;
+  }
+  // The same path live events take; a prefix of the recorded order is what
+  // the live views had seen by then.
+  const std::vector<Event> batch(all.begin() + static_cast<std::ptrdiff_t>(replayed_),
+                                 all.begin() + static_cast<std::ptrdiff_t>(upto));
+  replayed_ = upto;
+  onEvents(batch);
+  retranslateRecordingUi();  // the time label
+}
+
+void MainWindow::leaveReplay() {
+  if (!recorder_->hasRecording()) return;
+  recorder_->closeRecording();
+  replayed_ = 0;
+  replay_bar_->hide();
+}
+
+bool MainWindow::exportChromeTrace(const QString& path) { return recorder_->exportChromeTrace(path); }
 
 }  // namespace shardscope::ui

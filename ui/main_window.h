@@ -13,7 +13,10 @@
 #include "events/event.h"
 #include "run_controller.h"
 
+class QAction;
 class QComboBox;
+class QMenu;
+class QSlider;
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
@@ -25,6 +28,7 @@ class ConfigPanel;
 class LossPlot;
 class MemoryBars;
 class EventView;
+class RecordingController;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -52,6 +56,19 @@ class MainWindow : public QMainWindow {
   QComboBox* languageBox() const { return language_; }
   QTabWidget* viewTabs() const { return tabs_; }
 
+  // Recordings (File menu). The slider scrubs an opened recording: 0 .. the
+  // last event's time, in slider ticks (replayTimeNs converts).
+  RecordingController* recorder() const { return recorder_; }
+  QSlider* replaySlider() const { return replay_slider_; }
+  std::int64_t replayTimeNs(int sliderValue) const;
+  QAction* openRecordingAction() const { return open_action_; }
+  QAction* recordNextRunAction() const { return record_action_; }
+  QAction* exportTraceAction() const { return export_action_; }
+  // Opens a .ssrun and shows all of it in every view; on failure the status
+  // and log name the file and the views stay as they were. Not while a run is busy.
+  bool openRecording(const QString& path);
+  bool exportChromeTrace(const QString& path);
+
  public Q_SLOTS:
   void startRun();
   void stepOnce();
@@ -68,6 +85,10 @@ class MainWindow : public QMainWindow {
   void prepareViews(const RunConfig& config);
   static std::vector<MemoryBytes> predictMemory(const RunConfig& config);
   void appendLog(const QString& line, bool error);
+  void buildRecordingUi();
+  void retranslateRecordingUi();
+  void replayTo(std::int64_t t_ns);
+  void leaveReplay();  // a live run takes the views over
   // The status line, re-worded on a language change by calling `text` again.
   void setStatus(std::function<QString()> text);
 
@@ -87,6 +108,17 @@ class MainWindow : public QMainWindow {
   QPushButton* pause_;
   QPushButton* step_;
   QPushButton* stop_;
+  RecordingController* recorder_;
+  QMenu* file_menu_ = nullptr;
+  QAction* open_action_ = nullptr;
+  QAction* record_action_ = nullptr;
+  QAction* export_action_ = nullptr;
+  QWidget* replay_bar_ = nullptr;
+  QLabel* replay_label_ = nullptr;
+  QSlider* replay_slider_ = nullptr;
+  QLabel* replay_time_ = nullptr;
+  std::int64_t replay_ns_per_tick_ = 1000;
+  std::size_t replayed_ = 0;  // events of the opened recording shown in the views
   std::int64_t total_steps_ = 0;
   bool had_error_ = false;
 };

@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "train/metrics_json.h"
 
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "core/error.h"
+
 namespace shardscope {
 
 nlohmann::json memory_to_json(const MemoryBytes& bytes) {
@@ -50,6 +56,91 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
           {"micro_batch", c.micro_batch()},
           {"checkpoint", c.checkpoint ? "full" : "none"},
           {"bucket_mb", c.bucket_mb}};
+}
+
+namespace {
+
+const nlohmann::json& config_key(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end()) throw ConfigError(std::string("run config JSON: missing key \"") + key + "\"");
+  return *it;
+}
+
+[[noreturn]] void bad_key(const char* key, const char* expected) {
+  throw ConfigError(std::string("run config JSON: key \"") + key + "\" must be " + expected);
+}
+
+std::string config_string(const nlohmann::json& j, const char* key) {
+  const auto& v = config_key(j, key);
+  if (!v.is_string()) bad_key(key, "a string");
+  return v.get<std::string>();
+}
+
+std::int64_t config_int(const nlohmann::json& j, const char* key) {
+  const auto& v = config_key(j, key);
+  if (!v.is_number_integer()) bad_key(key, "an integer");
+  return v.get<std::int64_t>();
+}
+
+int config_int32(const nlohmann::json& j, const char* key) {
+  const std::int64_t v = config_int(j, key);
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) bad_key(key, "a 32-bit integer");
+  return static_cast<int>(v);
+}
+
+double config_number(const nlohmann::json& j, const char* key) {
+  const auto& v = config_key(j, key);
+  if (!v.is_number()) bad_key(key, "a number");
+  return v.get<double>();
+}
+
+}  // namespace
+
+RunConfig run_config_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw ConfigError("run config JSON: expected an object");
+  RunConfig c;
+  c.model = config_string(j, "model");
+  c.steps = config_int(j, "steps");
+  c.batch = config_int32(j, "batch");
+  c.seq = config_int32(j, "seq");
+  c.lr = static_cast<float>(config_number(j, "lr"));
+  c.min_lr_ratio = static_cast<float>(config_number(j, "min_lr_ratio"));
+  c.warmup = config_int(j, "warmup");
+  c.weight_decay = static_cast<float>(config_number(j, "weight_decay"));
+  c.grad_clip = static_cast<float>(config_number(j, "grad_clip"));
+  {
+    const auto& v = config_key(j, "seed");
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0))
+      bad_key("seed", "a non-negative integer");
+    c.seed = v.get<std::uint64_t>();
+  }
+  c.data = config_string(j, "data");
+  if (c.data == "<default corpus>") c.data.clear();
+  c.eval_every = config_int(j, "eval_every");
+  c.eval_batches = config_int32(j, "eval_batches");
+  c.dp = config_int32(j, "dp");
+  c.pp = config_int32(j, "pp");
+  c.micro_batches = config_int32(j, "micro_batches");
+  try {
+    c.schedule = parse_pipeline_schedule_kind(config_string(j, "schedule"));
+  } catch (const ConfigError&) {
+    bad_key("schedule", "\"gpipe\" or \"1f1b\"");
+  }
+  const std::string mode = config_string(j, "dp_mode");
+  if (mode == data_parallel_mode_name(DataParallelMode::naive)) c.dp_mode = DataParallelMode::naive;
+  else if (mode == data_parallel_mode_name(DataParallelMode::ddp)) c.dp_mode = DataParallelMode::ddp;
+  else bad_key("dp_mode", "\"naive\" or \"ddp\"");
+  c.zero_stage = config_int32(j, "zero");
+  c.accum = config_int32(j, "accum");
+  const std::string checkpoint = config_string(j, "checkpoint");
+  if (checkpoint == "full") c.checkpoint = true;
+  else if (checkpoint == "none") c.checkpoint = false;
+  else bad_key("checkpoint", "\"full\" or \"none\"");
+  c.bucket_mb = config_number(j, "bucket_mb");
+  // Derived: it must agree with the fields it comes from.
+  if (c.dp <= 0 || c.accum <= 0 || c.micro_batches <= 0 || config_int(j, "micro_batch") != c.micro_batch())
+    bad_key("micro_batch", "batch / (dp x accum x micro_batches)");
+  return c;
 }
 
 }  // namespace shardscope

@@ -200,6 +200,66 @@
         <source>ZeRO</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Open recording</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ShardScope recordings (*.ssrun);;All files (*)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Record next run</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ShardScope recordings (*.ssrun)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The next run will be recorded to %1.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Export Chrome trace</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Chrome traces (*.json)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>&amp;Open recording...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>&amp;Record next run...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>&amp;Export Chrome trace...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Replay time</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Drag to replay the recording up to this time</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1 s of %2 s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Opened recording %1: %2 events.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -315,6 +375,53 @@ start %5 ms, duration %6 ms</source>
     </message>
     <message>
         <source>Step %1: %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::RecordingController</name>
+    <message>
+        <source>Recording this run to %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cannot record to %1: %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Recording to %1 stopped: %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Recording to %1 failed: %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Recorded %1 events to %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cannot open %1: its run config is unusable: %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cannot open recording %1: %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Nothing to export: open a recording or record a run first.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>write failed (disk full or no permission?)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cannot export the Chrome trace to %1: %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Exported %1 events as a Chrome trace to %2</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -195,6 +195,66 @@
         <source>ZeRO</source>
         <translation>ZeRO</translation>
     </message>
+    <message>
+        <source>Open recording</source>
+        <translation>打开录制文件</translation>
+    </message>
+    <message>
+        <source>ShardScope recordings (*.ssrun);;All files (*)</source>
+        <translation>ShardScope 录制文件 (*.ssrun);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Record next run</source>
+        <translation>录制下一次运行</translation>
+    </message>
+    <message>
+        <source>ShardScope recordings (*.ssrun)</source>
+        <translation>ShardScope 录制文件 (*.ssrun)</translation>
+    </message>
+    <message>
+        <source>The next run will be recorded to %1.</source>
+        <translation>下一次运行将录制到 %1。</translation>
+    </message>
+    <message>
+        <source>Export Chrome trace</source>
+        <translation>导出 Chrome trace</translation>
+    </message>
+    <message>
+        <source>Chrome traces (*.json)</source>
+        <translation>Chrome trace 文件 (*.json)</translation>
+    </message>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;Open recording...</source>
+        <translation>打开录制文件(&amp;O)……</translation>
+    </message>
+    <message>
+        <source>&amp;Record next run...</source>
+        <translation>录制下一次运行(&amp;R)……</translation>
+    </message>
+    <message>
+        <source>&amp;Export Chrome trace...</source>
+        <translation>导出 Chrome trace(&amp;E)……</translation>
+    </message>
+    <message>
+        <source>Replay time</source>
+        <translation>回放时间</translation>
+    </message>
+    <message>
+        <source>Drag to replay the recording up to this time</source>
+        <translation>拖动以回放录制内容直到此时刻</translation>
+    </message>
+    <message>
+        <source>%1 s of %2 s</source>
+        <translation>%1 秒 / 共 %2 秒</translation>
+    </message>
+    <message>
+        <source>Opened recording %1: %2 events.</source>
+        <translation>已打开录制文件 %1：共 %2 个事件。</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -314,6 +374,53 @@ start %5 ms, duration %6 ms</source>
     <message>
         <source>Step %1: %2</source>
         <translation>第 %1 步：%2</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::RecordingController</name>
+    <message>
+        <source>Recording this run to %1</source>
+        <translation>正在将本次运行录制到 %1</translation>
+    </message>
+    <message>
+        <source>Cannot record to %1: %2</source>
+        <translation>无法录制到 %1：%2</translation>
+    </message>
+    <message>
+        <source>Recording to %1 stopped: %2</source>
+        <translation>录制到 %1 已中止：%2</translation>
+    </message>
+    <message>
+        <source>Recording to %1 failed: %2</source>
+        <translation>录制到 %1 失败：%2</translation>
+    </message>
+    <message>
+        <source>Recorded %1 events to %2</source>
+        <translation>已将 %1 个事件录制到 %2</translation>
+    </message>
+    <message>
+        <source>Cannot open %1: its run config is unusable: %2</source>
+        <translation>无法打开 %1：其中的运行配置不可用：%2</translation>
+    </message>
+    <message>
+        <source>Cannot open recording %1: %2</source>
+        <translation>无法打开录制文件 %1：%2</translation>
+    </message>
+    <message>
+        <source>Nothing to export: open a recording or record a run first.</source>
+        <translation>没有可导出的内容：请先打开录制文件或录制一次运行。</translation>
+    </message>
+    <message>
+        <source>write failed (disk full or no permission?)</source>
+        <translation>写入失败（磁盘已满或没有权限？）</translation>
+    </message>
+    <message>
+        <source>Cannot export the Chrome trace to %1: %2</source>
+        <translation>无法将 Chrome trace 导出到 %1：%2</translation>
+    </message>
+    <message>
+        <source>Exported %1 events as a Chrome trace to %2</source>
+        <translation>已将 %1 个事件以 Chrome trace 格式导出到 %2</translation>
     </message>
 </context>
 <context>
