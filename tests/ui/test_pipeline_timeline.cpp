@@ -17,24 +17,17 @@
 #include <tuple>
 
 #include "config_panel.h"
+#include "engine/collecting_sink.h"
 #include "main_window.h"
 #include "train/trainer.h"
 #include "views/pipeline_timeline.h"
 
 using namespace shardscope;
+using shardscope::test::CollectingSink;
 using shardscope::ui::PipelineTimelineView;
 using shardscope::ui::TimelineBox;
 
 namespace {
-
-struct CollectingSink : EventSink {
-  std::mutex mutex;
-  std::vector<Event> events;
-  void emit(const Event& e) override {
-    std::lock_guard lock(mutex);
-    events.push_back(e);
-  }
-};
 
 RunConfig pipelineRun(int pp, int m, PipelineScheduleKind schedule) {
   RunConfig c;
@@ -54,7 +47,7 @@ std::vector<Event> eventsOf(const RunConfig& c) {
   CollectingSink sink;
   Trainer trainer(c, &sink);
   trainer.run([](const StepMetrics&) {});
-  return sink.events;
+  return sink.events();
 }
 
 }  // namespace

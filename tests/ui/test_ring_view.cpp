@@ -14,25 +14,18 @@
 #include <QTabWidget>
 
 #include "events/event.h"
+#include "engine/collecting_sink.h"
 #include "main_window.h"
 #include "parallel/ddp.h"
 #include "train/trainer.h"
 #include "views/ring_allreduce_view.h"
 
 using namespace shardscope;
+using shardscope::test::CollectingSink;
 using shardscope::ui::RingAllreduceView;
 using shardscope::ui::RingTransfer;
 
 namespace {
-
-struct CollectingSink : EventSink {
-  std::mutex mutex;
-  std::vector<Event> events;
-  void emit(const Event& e) override {
-    std::lock_guard lock(mutex);
-    events.push_back(e);
-  }
-};
 
 RunConfig ringConfig(DataParallelMode mode) {
   RunConfig c;
@@ -64,7 +57,7 @@ class TestRingView : public QObject {
 
     RingAllreduceView view;
     view.reset(c);
-    view.consume(sink.events);
+    view.consume(sink.events());
     view.refresh();
     QVERIFY(!view.naive());
     QCOMPARE(view.ringSize(), N);
@@ -75,7 +68,7 @@ class TestRingView : public QObject {
 
     for (int r = 0; r < N; ++r) {
       std::int64_t event_bytes = 0;
-      for (const Event& e : sink.events)
+      for (const Event& e : sink.events())
         if (e.kind == EventKind::comm_span && e.op == CommOp::all_reduce && e.bucket >= 0 && e.src == r && e.step == step)
           event_bytes += e.bytes;
       QCOMPARE(view.bytes_sent(r, step), event_bytes);
@@ -121,7 +114,7 @@ class TestRingView : public QObject {
     trainer.step();
     RingAllreduceView view;
     view.reset(c);
-    view.consume(sink.events);
+    view.consume(sink.events());
     view.refresh();
     QVERIFY(view.naive());
     const std::int64_t step = view.lastStep();
@@ -158,7 +151,7 @@ class TestRingView : public QObject {
     for (int s = 0; s < 4; ++s) trainer.step();
     RingAllreduceView view;
     view.reset(c);
-    view.consume(sink.events);
+    view.consume(sink.events());
     view.refresh();
     std::int64_t total = 0;
     for (std::int64_t s = 1; s <= view.lastStep(); ++s) total += static_cast<std::int64_t>(view.transfers(s).size());
@@ -180,7 +173,7 @@ class TestRingView : public QObject {
     trainer.step();
     RingAllreduceView view;
     view.reset(c);
-    view.consume(sink.events);
+    view.consume(sink.events());
     const std::int64_t step = view.lastStep();
     QVERIFY(!view.transfers(step).empty());
     for (const RingTransfer& t : view.transfers(step)) QVERIFY(t.src < 2 && t.dst < 2);
@@ -209,7 +202,7 @@ class TestRingView : public QObject {
     RingAllreduceView view;
     view.resize(820, 620);
     view.reset(c);
-    view.consume(sink.events);
+    view.consume(sink.events());
     view.refresh();
     view.advance(3 * 14 + 7);  // a few groups in, the chunks half way along their edges
     view.show();
@@ -226,7 +219,7 @@ class TestRingView : public QObject {
     Trainer naive_trainer(n, &naive_sink);
     naive_trainer.step();
     view.reset(n);
-    view.consume(naive_sink.events);
+    view.consume(naive_sink.events());
     view.refresh();
     view.advance(14 + 7);
     view.setAnimationRunning(false);
