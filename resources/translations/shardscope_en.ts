@@ -288,7 +288,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Memory per rank: measured (solid) and predicted by the estimator (light)</source>
+        <source>Memory per rank: measured (solid), predicted (light)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>

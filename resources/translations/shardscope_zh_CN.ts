@@ -283,7 +283,7 @@
         <translation>工作区</translation>
     </message>
     <message>
-        <source>Memory per rank: measured (solid) and predicted by the estimator (light)</source>
+        <source>Memory per rank: measured (solid), predicted (light)</source>
         <translation>各 rank 内存：实测（实色）与估算器预测（浅色）</translation>
     </message>
     <message>

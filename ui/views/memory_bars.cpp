@@ -84,7 +84,7 @@ QString MemoryBars::categoryLabel(MemoryCategory category) {
 }
 
 void MemoryBars::retranslate() {
-  title_->setText(tr("Memory per rank: measured (solid) and predicted by the estimator (light)"));
+  title_->setText(tr("Memory per rank: measured (solid), predicted (light)"));
   plot_->yAxis->setLabel(tr("MiB"));
   plot_->xAxis->setLabel(tr("Rank"));
   for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) bars_[c]->setName(categoryLabel(kAllMemoryCategories[c]));
