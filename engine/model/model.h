@@ -122,10 +122,6 @@ class Model {
   int hidden_state_count() const { return config_.layers + 1; }
   Tensor hidden_state(int index) const;
   const Activations& activations() const { return slot().acts; }
-  // Floats of activations of one slot for (B, T).
-  std::int64_t activation_floats(int B, int T) const {
-    return Activations::total_floats(config_, B, T, checkpointing_, stage_);
-  }
 
   // Activation checkpointing per layer: forward keeps only each layer's input,
   // backward recomputes the layer's activations just before its backward.

@@ -79,8 +79,6 @@ class Trainer {
   const TextDataset& dataset() const { return *dataset_; }
   std::int64_t steps_done() const { return steps_done_; }
   std::string backend_name() const;
-  // Micro-batch size per rank and micro-step (the global batch split over dp x accum).
-  int micro_batch() const { return config_.micro_batch(); }
 
  private:
   struct Rank;
