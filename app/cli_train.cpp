@@ -87,6 +87,25 @@ int run_train(const std::vector<std::string>& args) {
   double bucket_mb = config.bucket_mb;
   float bucket = static_cast<float>(bucket_mb);
   parser.add_float("--bucket-mb", "DDP gradient bucket size in MB", &bucket);
+  std::string precision = "fp32", scaler = "torch", inject_overflow;
+  parser.add_string("--precision", "fp32|fp16|bf16",
+                    "fp16/bf16: 16-bit parameters and gradients, fp32 master weights and AdamW states (fp16 with a\n"
+                    "      dynamic loss scale)",
+                    &precision);
+  parser.add_string("--loss-scaler", "torch|deepspeed",
+                    "fp16 loss-scale rules: torch GradScaler (default) or DeepSpeed's fp16 optimizer", &scaler);
+  parser.add_float("--loss-scale", "fp16: a static loss scale; 0: dynamic (default)", &config.loss_scale);
+  parser.add_int("--initial-scale-power", "fp16: the first loss scale is 2^N (default 16)", &config.initial_scale_power,
+                 0, 127);
+  parser.add_int("--scale-window", "fp16: clean steps before the scale doubles (torch 2000, DeepSpeed 1000)",
+                 &config.scale_window, 1, INT64_MAX);
+  parser.add_int("--hysteresis", "fp16, DeepSpeed rules: overflows absorbed before the scale backs off (default 2)",
+                 &config.hysteresis, 1, 1'000'000);
+  parser.add_float("--min-loss-scale", "fp16, DeepSpeed rules: the scale never goes below this (default 1)",
+                   &config.min_loss_scale);
+  parser.add_string("--inject-overflow", "RANK:STEP",
+                    "Test only: fp16, RANK writes an inf into its gradients at STEP, to see every rank skip it",
+                    &inject_overflow);
   parser.add_string("--record", "FILE", "Record the run's event stream to FILE (.ssrun)", &record);
   parser.add_string("--metrics-out", "FILE", "Write one JSON object per step to FILE (JSONL)", &config.metrics_out);
   parser.add_int("--log-every", "Print progress every N steps", &log_every, 1, 100'000'000);
@@ -102,6 +121,15 @@ int run_train(const std::vector<std::string>& args) {
   if (checkpoint == "none") config.checkpoint = false;
   else if (checkpoint == "full") config.checkpoint = true;
   else throw UsageError("--checkpoint: '" + checkpoint + "' is not one of none, full");
+  config.precision = parse_precision(precision);
+  config.loss_scaler = parse_loss_scaler_rules(scaler);
+  if (!inject_overflow.empty()) {
+    const auto colon = inject_overflow.find(':');
+    if (colon == std::string::npos)
+      throw UsageError("--inject-overflow: expected RANK:STEP, got '" + inject_overflow + "'");
+    config.overflow_rank = static_cast<int>(parse_int("--inject-overflow", inject_overflow.substr(0, colon), 0, 1023));
+    config.overflow_step = parse_int("--inject-overflow", inject_overflow.substr(colon + 1), 1, INT64_MAX);
+  }
   if (!inject.empty()) {
     const auto colon = inject.find(':');
     if (colon == std::string::npos) throw UsageError("--inject-failure: expected RANK:STEP, got '" + inject + "'");
@@ -160,12 +188,13 @@ int run_train(const std::vector<std::string>& args) {
               static_cast<long long>(trainer.dataset().tokens(Split::train)),
               static_cast<long long>(trainer.dataset().tokens(Split::validation)));
   std::printf("global batch %d x seq %d = %d tokens per step; %d rank%s (dp %d %s ZeRO-%d x pp %d %s); "
-              "per rank: micro-batch %d, %d micro-batch%s x %d accumulation step%s; %lld steps; backend %s per rank\n",
+              "per rank: micro-batch %d, %d micro-batch%s x %d accumulation step%s; %lld steps; %s; backend %s per rank\n",
               config.batch, config.seq, config.batch * config.seq, config.world_size(),
               config.world_size() > 1 ? "s" : "", config.dp, dp_mode.c_str(), config.zero_stage, config.pp,
               pipeline_schedule_name(config.schedule), config.micro_batch(), config.micro_batches,
               config.micro_batches > 1 ? "es" : "", config.accum, config.accum > 1 ? "s" : "",
-              static_cast<long long>(config.steps), trainer.backend_name().c_str());
+              static_cast<long long>(config.steps), std::string(precision_name(config.precision)).c_str(),
+              trainer.backend_name().c_str());
   std::fflush(stdout);
 
   std::signal(SIGINT, on_interrupt);
@@ -179,11 +208,13 @@ int run_train(const std::vector<std::string>& args) {
         total_time += m.step_time_s;
         if (m.eval_loss) last_eval = m.eval_loss;
         if (metrics.is_open()) metrics << step_metrics_to_json(m).dump() << '\n' << std::flush;
-        if (m.step == 1 || m.step % log_every == 0 || m.step == config.steps || m.eval_loss) {
+        if (m.step == 1 || m.step % log_every == 0 || m.step == config.steps || m.eval_loss || m.skipped) {
           std::printf("step %6lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %8.0f tok/s | %6.1f ms | mem %s",
                       static_cast<long long>(m.step), static_cast<long long>(config.steps), m.loss, m.lr,
                       m.grad_norm, m.tokens_per_s, m.step_time_s * 1e3, human_bytes(m.memory.total()).c_str());
           if (m.eval_loss) std::printf(" | eval loss %.4f", *m.eval_loss);
+          if (config.precision == Precision::fp16) std::printf(" | scale %g", static_cast<double>(m.loss_scale));
+          if (m.skipped) std::printf(" | overflow: step skipped");
           std::printf("\n");
           std::fflush(stdout);
         }

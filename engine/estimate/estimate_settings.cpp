@@ -15,25 +15,6 @@ std::string quoted(std::string_view text) {
 }
 }  // namespace
 
-std::string_view precision_name(Precision precision) {
-  switch (precision) {
-    case Precision::fp32:
-      return "fp32";
-    case Precision::fp16:
-      return "fp16";
-    case Precision::bf16:
-      return "bf16";
-  }
-  return "?";
-}
-
-Precision parse_precision(std::string_view text, std::string_view field) {
-  if (text == "fp32" || text == "no") return Precision::fp32;
-  if (text == "fp16") return Precision::fp16;
-  if (text == "bf16") return Precision::bf16;
-  throw ConfigError(std::string(field) + ": " + quoted(text) + " is not one of fp32, fp16, bf16");
-}
-
 std::string_view recompute_name(Recompute recompute) {
   switch (recompute) {
     case Recompute::none:
@@ -170,6 +151,7 @@ EstimateSettings settings_for_run(const RunConfig& c) {
   s.micro_batches = c.micro_batches;
   s.schedule = c.schedule;
   s.recompute = c.checkpoint ? Recompute::full : Recompute::none;
+  s.precision = c.precision;
   return s;
 }
 

@@ -15,12 +15,9 @@
 
 namespace shardscope {
 
-// fp32: everything in 4-byte floats (the engine today). fp16/bf16: mixed
-// precision as in the ZeRO paper: 16-bit parameters and gradients, fp32
-// master weights and Adam moments in the optimizer states.
-enum class Precision { fp32, fp16, bf16 };
-std::string_view precision_name(Precision precision);
-Precision parse_precision(std::string_view text, std::string_view field);  // ConfigError names `field`
+// Precision (train/run_config.h): fp32, or mixed precision as in the ZeRO
+// paper: 16-bit parameters and gradients, fp32 master weights and Adam
+// moments in the optimizer states.
 
 // Activation recompute (Korthikanti et al. 2022): none keeps everything,
 // selective recomputes the attention core, full keeps only each layer's input.

@@ -149,19 +149,21 @@ void write_point_event(const Event& e, TraceOut& trace) {
     trace.write(counter(e, "tokens/s", {{"tokens_per_s", decimal(e.tokens_per_s)}}));
     trace.write(counter(e, "lr", {{"lr", decimal(e.lr)}}));
     trace.write(counter(e, "grad norm", {{"grad_norm", decimal(e.grad_norm)}}));
+    trace.write(counter(e, "loss scale", {{"loss_scale", decimal(e.loss_scale)}}));
     // An instant too, so clicking the step shows all its figures together.
     json j = base(e, "i", tid);
     j["name"] = "step " + std::to_string(e.step);
     j["cat"] = "step";
     j["s"] = "t";
     j["args"] = {{"step", e.step}, {"loss", decimal(e.loss)}, {"lr", decimal(e.lr)},
-                 {"grad_norm", decimal(e.grad_norm)}, {"tokens_per_s", decimal(e.tokens_per_s)}};
+                 {"grad_norm", decimal(e.grad_norm)}, {"tokens_per_s", decimal(e.tokens_per_s)},
+                 {"loss_scale", decimal(e.loss_scale)}, {"skipped", e.skipped}};
     if (e.has_eval_loss) j["args"]["eval_loss"] = decimal(e.eval_loss);
     trace.write(j);
-  } else {  // log, error
+  } else {  // log, error, overflow
     json j = base(e, "i", tid);
     j["name"] = std::string(e.text_view());
-    j["cat"] = e.kind == EventKind::error ? "error" : "log";
+    j["cat"] = std::string(e.kind == EventKind::log ? "log" : event_kind_name(e.kind));
     j["s"] = e.kind == EventKind::error ? "p" : "t";  // an error marks the whole rank
     static constexpr const char* kLevels[] = {"debug", "info", "warning", "error"};
     const auto level = static_cast<std::size_t>(e.level);

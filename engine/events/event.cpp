@@ -26,6 +26,7 @@ std::string_view event_kind_name(EventKind kind) {
     case EventKind::memory_sample: return "memory";
     case EventKind::log: return "log";
     case EventKind::error: return "error";
+    case EventKind::overflow: return "overflow";
   }
   return "?";
 }

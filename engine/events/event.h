@@ -21,6 +21,7 @@ enum class EventKind : std::uint8_t {
   memory_sample = 4,  // a rank's ledger, current bytes by category
   log = 5,            // a line of text; never dropped
   error = 6,          // a failure (the rank and cause in text); never dropped
+  overflow = 7,       // fp16: inf/NaN in a rank's gradients (text: the first tensor); the step is skipped; never dropped
 };
 
 enum class ComputeKind : std::uint8_t { forward = 0, backward = 1, recompute = 2, optimizer = 3 };
@@ -82,6 +83,10 @@ struct Event {
   float tokens_per_s = 0.0f;
   float eval_loss = 0.0f;
   bool has_eval_loss = false;
+  // step_metrics: the loss scale this step used (1 without fp16 loss scaling), and
+  // whether the step was skipped for an overflow. overflow: the scale that overflowed.
+  float loss_scale = 1.0f;
+  bool skipped = false;
 
   // log / error: UTF-8, NUL-terminated, truncated to fit
   LogLevel level = LogLevel::info;
@@ -95,6 +100,7 @@ std::string_view event_kind_name(EventKind kind);
 std::string_view compute_kind_name(ComputeKind kind);
 std::string_view comm_op_name(CommOp op);
 std::string_view ring_phase_name(RingPhase phase);
+inline constexpr EventKind kLastEventKind = EventKind::overflow;
 
 // Where engine threads put events. Implementations never block on a slow
 // consumer (see event_queue.h); emit may be called from any thread.

@@ -19,7 +19,8 @@ bool event_is_droppable(EventKind kind) {
     case EventKind::memory_sample: return true;
     case EventKind::step_metrics:
     case EventKind::log:
-    case EventKind::error: return false;
+    case EventKind::error:
+    case EventKind::overflow: return false;
   }
   return false;  // an unknown kind is kept: better an extra event than a lost error
 }

@@ -2,15 +2,16 @@
 // Records are written field by field, never as a memcpy of Event: the struct's
 // padding and layout belong to the compiler, the file's to us.
 //
-// Record layout, version 1 (272 bytes, little-endian):
+// Record layout, version 2 (272 bytes, little-endian; version 1 is the same
+// with no overflow kind, flag bit 1 or loss scale, and is still read):
 //   0 u8 kind        1 u8 compute      2 u8 op         3 u8 phase
-//   4 u8 shard_action 5 u8 level       6 u8 flags (bit 0: has_eval_loss)  7 u8 zero
+//   4 u8 shard_action 5 u8 level       6 u8 flags (bit 0: has_eval_loss, bit 1: skipped)  7 u8 zero
 //   8 i32 rank       12 i32 stage      16 i64 step     24 i32 micro_batch  28 i32 layer
 //   32 i64 start_ns  40 i64 end_ns
 //   48 i32 bucket    52 i32 ring_step  56 i32 chunk    60 i32 src  64 i32 dst  68 u32 zero
 //   72 i64 bytes     80 i64 memory[6] (MemoryCategory order)
 //   128 f32 loss     132 f32 lr        136 f32 grad_norm  140 f32 tokens_per_s  144 f32 eval_loss
-//   148 u8 text[120] (UTF-8, NUL-padded)                  268 u32 zero
+//   148 u8 text[120] (UTF-8, NUL-padded)                  268 f32 loss_scale (0 in version 1: read as 1)
 #include "events/recording.h"
 
 #include <algorithm>
@@ -63,7 +64,7 @@ void encode_event(const Event& e, unsigned char* r) {
   r[3] = static_cast<unsigned char>(e.phase);
   r[4] = static_cast<unsigned char>(e.shard_action);
   r[5] = static_cast<unsigned char>(e.level);
-  r[6] = e.has_eval_loss ? 1 : 0;
+  r[6] = static_cast<unsigned char>((e.has_eval_loss ? 1 : 0) | (e.skipped ? 2 : 0));
   put(r + 8, e.rank);
   put(r + 12, e.stage);
   put(r + 16, e.step);
@@ -85,17 +86,19 @@ void encode_event(const Event& e, unsigned char* r) {
   put_f32(r + 144, e.eval_loss);
   const std::string_view text = e.text_view();  // stops at the NUL; the rest stays zero
   std::memcpy(r + 148, text.data(), std::min(text.size(), kEventTextSize - 1));
+  put_f32(r + 268, e.loss_scale);
 }
 
 Event decode_event(const unsigned char* r) {
   Event e;
-  e.kind = get_enum(r + 0, EventKind::error, "event kind");
+  e.kind = get_enum(r + 0, kLastEventKind, "event kind");
   e.compute = get_enum(r + 1, ComputeKind::optimizer, "compute kind");
   e.op = get_enum(r + 2, CommOp::barrier, "communication op");
   e.phase = get_enum(r + 3, RingPhase::all_gather, "ring phase");
   e.shard_action = get_enum(r + 4, ShardAction::release, "shard action");
   e.level = get_enum(r + 5, LogLevel::error, "log level");
   e.has_eval_loss = (r[6] & 1) != 0;
+  e.skipped = (r[6] & 2) != 0;
   e.rank = get<std::int32_t>(r + 8);
   e.stage = get<std::int32_t>(r + 12);
   e.step = get<std::int64_t>(r + 16);
@@ -117,6 +120,8 @@ Event decode_event(const unsigned char* r) {
   e.eval_loss = get_f32(r + 144);
   std::memcpy(e.text.data(), r + 148, kEventTextSize);
   e.text[kEventTextSize - 1] = '\0';  // a damaged record must not run off the end
+  const float scale = get_f32(r + 268);
+  e.loss_scale = scale == 0.0f ? 1.0f : scale;  // version 1 wrote zero there
   return e;
 }
 

@@ -26,7 +26,7 @@
 namespace shardscope {
 
 inline constexpr char kRecordingMagic[8] = {'S', 'S', 'R', 'U', 'N', '\r', '\n', '\x1a'};
-inline constexpr std::uint32_t kRecordingVersion = 1;
+inline constexpr std::uint32_t kRecordingVersion = 2;
 inline constexpr std::uint32_t kRecordingHeaderSize = 20;  // before the JSON
 inline constexpr std::uint32_t kRecordSize = 272;
 

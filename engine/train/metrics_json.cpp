@@ -26,6 +26,8 @@ nlohmann::json step_metrics_to_json(const StepMetrics& m) {
   j["forward_s"] = m.forward_s;
   j["backward_s"] = m.backward_s;
   j["optimizer_s"] = m.optimizer_s;
+  j["loss_scale"] = m.loss_scale;
+  j["skipped"] = m.skipped;
   j["eval_loss"] = m.eval_loss ? nlohmann::json(*m.eval_loss) : nlohmann::json(nullptr);
   j["memory"] = memory_to_json(m.memory);
   j["memory_peak"] = memory_to_json(m.memory_peak);
@@ -55,7 +57,14 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
           {"accum", c.accum},
           {"micro_batch", c.micro_batch()},
           {"checkpoint", c.checkpoint ? "full" : "none"},
-          {"bucket_mb", c.bucket_mb}};
+          {"bucket_mb", c.bucket_mb},
+          {"precision", std::string(precision_name(c.precision))},
+          {"loss_scaler", std::string(loss_scaler_rules_name(c.loss_scaler))},
+          {"loss_scale", c.loss_scale},
+          {"initial_scale_power", c.initial_scale_power},
+          {"scale_window", c.scale_window},
+          {"hysteresis", c.hysteresis},
+          {"min_loss_scale", c.min_loss_scale}};
 }
 
 namespace {
@@ -137,6 +146,20 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   else if (checkpoint == "none") c.checkpoint = false;
   else bad_key("checkpoint", "\"full\" or \"none\"");
   c.bucket_mb = config_number(j, "bucket_mb");
+  // Precision keys came with version 2 recordings; older files ran in fp32.
+  if (j.contains("precision")) {
+    try {
+      c.precision = parse_precision(config_string(j, "precision"));
+      c.loss_scaler = parse_loss_scaler_rules(config_string(j, "loss_scaler"));
+    } catch (const ConfigError&) {
+      bad_key("precision", "\"fp32\", \"fp16\" or \"bf16\" with loss_scaler \"torch\" or \"deepspeed\"");
+    }
+    c.loss_scale = static_cast<float>(config_number(j, "loss_scale"));
+    c.initial_scale_power = config_int32(j, "initial_scale_power");
+    c.scale_window = config_int(j, "scale_window");
+    c.hysteresis = config_int32(j, "hysteresis");
+    c.min_loss_scale = static_cast<float>(config_number(j, "min_loss_scale"));
+  }
   // Derived: it must agree with the fields it comes from.
   if (c.dp <= 0 || c.accum <= 0 || c.micro_batches <= 0 || config_int(j, "micro_batch") != c.micro_batch())
     bad_key("micro_batch", "batch / (dp x accum x micro_batches)");

@@ -13,6 +13,53 @@ std::string_view data_parallel_mode_name(DataParallelMode mode) {
   return mode == DataParallelMode::naive ? "naive" : "ddp";
 }
 
+std::string_view precision_name(Precision precision) {
+  switch (precision) {
+    case Precision::fp16: return "fp16";
+    case Precision::bf16: return "bf16";
+    case Precision::fp32: break;
+  }
+  return "fp32";
+}
+
+Precision parse_precision(std::string_view name, std::string_view field) {
+  if (name == "no") return Precision::fp32;
+  for (Precision p : {Precision::fp32, Precision::fp16, Precision::bf16})
+    if (name == precision_name(p)) return p;
+  throw ConfigError(std::string(field) + ": \"" + std::string(name) + "\" is not one of fp32, fp16, bf16");
+}
+
+std::string_view loss_scaler_rules_name(LossScaleRules rules) {
+  return rules == LossScaleRules::deepspeed ? "deepspeed" : "torch";
+}
+
+LossScaleRules parse_loss_scaler_rules(std::string_view name) {
+  if (name == "torch") return LossScaleRules::torch_grad_scaler;
+  if (name == "deepspeed") return LossScaleRules::deepspeed;
+  throw ConfigError("--loss-scaler must be torch or deepspeed (got \"" + std::string(name) + "\")");
+}
+
+LossScalerOptions RunConfig::loss_scaler_options() const {
+  if (precision != Precision::fp16) return LossScalerOptions::disabled();
+  if (loss_scale > 0.0f) {
+    LossScalerOptions o = LossScalerOptions::fixed(loss_scale);
+    o.rules = loss_scaler;
+    return o;
+  }
+  if (loss_scaler == LossScaleRules::deepspeed) {
+    DeepSpeedFp16Options ds;
+    ds.initial_scale_power = initial_scale_power;
+    if (scale_window > 0) ds.loss_scale_window = scale_window;
+    if (hysteresis > 0) ds.hysteresis = hysteresis;
+    if (min_loss_scale >= 0.0f) ds.min_loss_scale = min_loss_scale;
+    return LossScalerOptions::deepspeed(ds);
+  }
+  LossScalerOptions o = LossScalerOptions::grad_scaler();
+  o.initial_scale = std::ldexp(1.0f, initial_scale_power);
+  if (scale_window > 0) o.growth_interval = scale_window;
+  return o;
+}
+
 std::int64_t RunConfig::warmup_steps() const {
   return warmup >= 0 ? warmup : std::min<std::int64_t>(100, steps / 10);
 }
@@ -62,6 +109,22 @@ void validate_run_config(const RunConfig& c) {
                                     " x --micro-batches " + std::to_string(c.micro_batches) +
                                     " equal micro-batches (" + std::to_string(c.batch) + " is not a multiple of " +
                                     std::to_string(split) + ")");
+  require(c.initial_scale_power >= 0 && c.initial_scale_power <= 127,
+          "--initial-scale-power must be between 0 and 127 (the scale is 2^power, a finite f32)");
+  require(c.loss_scale >= 0.0f && std::isfinite(c.loss_scale), "--loss-scale must be 0 (dynamic) or a positive scale");
+  require(c.scale_window == -1 || c.scale_window >= 1, "--scale-window must be at least 1");
+  require(c.hysteresis == -1 || c.hysteresis >= 1, "--hysteresis must be at least 1");
+  require(c.min_loss_scale == -1.0f || (c.min_loss_scale >= 0.0f && std::isfinite(c.min_loss_scale)),
+          "--min-loss-scale must be 0 or more");
+  require(c.loss_scaler == LossScaleRules::deepspeed || (c.hysteresis == -1 && c.min_loss_scale == -1.0f),
+          std::string(c.hysteresis != -1 ? "--hysteresis" : "--min-loss-scale") +
+              " is a DeepSpeed rule: add --loss-scaler deepspeed (torch GradScaler has neither)");
+  require(c.precision == Precision::fp16 || (c.loss_scale == 0.0f && c.scale_window == -1 && c.hysteresis == -1 &&
+                                              c.min_loss_scale == -1.0f && c.initial_scale_power == 16),
+          "the loss-scale flags apply to --precision fp16 only (bf16 and fp32 run without a loss scaler)");
+  require(c.overflow_rank < c.world_size(), "--inject-overflow: rank " + std::to_string(c.overflow_rank) +
+                                                " does not exist (world size " + std::to_string(c.world_size()) + ")");
+  require(c.overflow_rank < 0 || c.precision == Precision::fp16, "--inject-overflow needs --precision fp16");
   require(c.fail_rank < c.world_size(), "--inject-failure: rank " + std::to_string(c.fail_rank) +
                                             " does not exist (world size " + std::to_string(c.world_size()) + ")");
 }

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "parallel/pipeline_schedule.h"
+#include "train/loss_scaler.h"
 
 namespace shardscope {
 
@@ -15,6 +16,16 @@ namespace shardscope {
 // master, as torch.nn.DataParallel) or DistributedDataParallel (ring all-reduce).
 enum class DataParallelMode { naive, ddp };
 std::string_view data_parallel_mode_name(DataParallelMode mode);
+
+// What the parameters used by forward/backward and the gradients are stored in.
+// fp16 and bf16 keep fp32 master weights and AdamW states (mixed precision);
+// fp16 scales the loss (loss_scaler.h); bf16 has fp32's range and needs no scaler.
+enum class Precision { fp32, fp16, bf16 };
+std::string_view precision_name(Precision precision);
+// Also accepts "no" (accelerate's mixed_precision: no). ConfigError names `field`.
+Precision parse_precision(std::string_view name, std::string_view field = "--precision");
+std::string_view loss_scaler_rules_name(LossScaleRules rules);  // "torch" or "deepspeed"
+LossScaleRules parse_loss_scaler_rules(std::string_view name);  // ConfigError naming --loss-scaler
 
 struct RunConfig {
   std::string model = "gpt-tiny";  // preset name
@@ -46,15 +57,32 @@ struct RunConfig {
   int accum = 1;                   // gradient accumulation micro-steps per optimizer step
   bool checkpoint = false;         // per-layer activation checkpointing
   double bucket_mb = 25.0;         // DDP gradient bucket size in MB (PyTorch's default)
+
+  // Precision and fp16 loss scaling. The scaler follows torch GradScaler by
+  // default, or DeepSpeed's fp16 rules; -1 means the rule set's own default.
+  Precision precision = Precision::fp32;
+  LossScaleRules loss_scaler = LossScaleRules::torch_grad_scaler;
+  float loss_scale = 0.0f;           // > 0: a static scale (DeepSpeed "loss_scale"); 0: dynamic
+  int initial_scale_power = 16;      // the first scale is 2^power
+  std::int64_t scale_window = -1;    // clean steps before the scale doubles (torch 2000, DeepSpeed 1000)
+  int hysteresis = -1;               // DeepSpeed only: overflows absorbed before a back-off (default 2)
+  float min_loss_scale = -1.0f;      // DeepSpeed only: the scale never goes below it (default 1)
   // Test only: this rank throws at this step (before its backward), to check
   // that a failing rank stops all ranks. -1: off.
   int fail_rank = -1;
   std::int64_t fail_step = 1;
+  // Test only: this rank writes an inf into its gradients at this step (after
+  // they are combined), to check that every rank skips the step. -1: off.
+  int overflow_rank = -1;
+  std::int64_t overflow_step = 1;
 
   int world_size() const { return dp * pp; }
   int micro_batch() const { return batch / (dp * accum * micro_batches); }
 
   std::int64_t warmup_steps() const;
+  bool mixed_precision() const { return precision != Precision::fp32; }
+  // The scaler the run uses: disabled for fp32 and bf16.
+  LossScalerOptions loss_scaler_options() const;
 };
 
 // Throws ConfigError naming the first bad field by its CLI flag (e.g. "--steps").

@@ -44,6 +44,8 @@ struct StepMetrics {
   double forward_s = 0.0;      // rank 0's share of step_time_s: forward (with the loss),
   double backward_s = 0.0;     // backward (with the overlapped all-reduce),
   double optimizer_s = 0.0;    // gradient combination, norm, clipping, AdamW, gathers
+  float loss_scale = 1.0f;     // the fp16 loss scale this step used (1 without a scaler)
+  bool skipped = false;        // fp16: inf/NaN in the gradients, the update was not applied
   std::optional<float> eval_loss;  // mean validation loss, on evaluation steps
   MemoryBytes memory;          // rank 0's ledger by category after the step
   MemoryBytes memory_peak;     // rank 0's peak bytes by category so far

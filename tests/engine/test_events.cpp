@@ -3,6 +3,7 @@
 // exact drop count, per-producer order), the .ssrun recording (every field,
 // tailing a file being written, bad files named with their offset) and the
 // Chrome trace export (parsed back and checked).
+#include <cmath>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -46,7 +47,7 @@ void write_file(const std::string& path, const std::string& bytes, std::ios::ope
 // (not only the fields the kind uses), so a field the format forgets shows.
 std::vector<Event> every_kind_with_every_field() {
   std::vector<Event> events;
-  for (int k = 0; k <= static_cast<int>(EventKind::error); ++k) {
+  for (int k = 0; k <= static_cast<int>(kLastEventKind); ++k) {
     Event e;
     e.kind = static_cast<EventKind>(k);
     e.rank = 3 + k;
@@ -73,6 +74,8 @@ std::vector<Event> every_kind_with_every_field() {
     e.tokens_per_s = 1.0e9f + static_cast<float>(k);
     e.eval_loss = std::numeric_limits<float>::denorm_min();
     e.has_eval_loss = k % 2 == 0;
+    e.loss_scale = std::ldexp(1.0f, 10 + k);
+    e.skipped = k % 3 == 0;
     e.level = static_cast<LogLevel>(k % 4);
     e.set_text("event " + std::to_string(k) + ": 损失 \"quoted\" \\ tab\t");
     events.push_back(e);
@@ -103,10 +106,11 @@ void compare_events(const Event& a, const Event& b) {
   QVERIFY(a.memory == b.memory);
   const std::initializer_list<std::pair<float, float>> floats = {
       {a.loss, b.loss}, {a.lr, b.lr}, {a.grad_norm, b.grad_norm}, {a.tokens_per_s, b.tokens_per_s},
-      {a.eval_loss, b.eval_loss}};
+      {a.eval_loss, b.eval_loss}, {a.loss_scale, b.loss_scale}};
   for (const auto& [x, y] : floats)
     QCOMPARE(std::bit_cast<std::uint32_t>(x), std::bit_cast<std::uint32_t>(y));
   QCOMPARE(a.has_eval_loss, b.has_eval_loss);
+  QCOMPARE(a.skipped, b.skipped);
   QCOMPARE(a.level, b.level);
   QCOMPARE(std::string(a.text_view()), std::string(b.text_view()));
 }
@@ -315,13 +319,28 @@ void TestEvents::recording_layout_is_the_documented_one() {
   const std::string bytes = read_file(file);
   QCOMPARE(bytes.size(), std::size_t{20 + 2 + 272});  // empty metadata is written as "{}"
   QCOMPARE(bytes.substr(0, 8), std::string("SSRUN\r\n\x1a", 8));
-  QCOMPARE(bytes.substr(8, 12), std::string("\x01\0\0\0\x10\x01\0\0\x02\0\0\0", 12));
+  QCOMPARE(bytes.substr(8, 12), std::string("\x02\0\0\0\x10\x01\0\0\x02\0\0\0", 12));
   QCOMPARE(bytes.substr(20, 2), std::string("{}"));
   const std::string record = bytes.substr(22);
   QCOMPARE(record[0], '\x02');                                               // kind at 0
   QCOMPARE(record.substr(8, 4), std::string("\x44\x33\x22\x11"));            // rank at 8, little-endian
   QCOMPARE(record.substr(16, 8), std::string("\x08\x07\x06\x05\x04\x03\x02\x01"));  // step at 16
   QCOMPARE(record.substr(148, 3), std::string("hi\0", 3));                   // text at 148
+  QCOMPARE(record.substr(268, 4), std::string("\0\0\x80\x3f", 4));          // loss scale 1.0f at 268
+
+  // A version 1 file (zero where the loss scale now is) still opens, with scale 1.
+  std::string v1 = bytes;
+  v1[8] = '\x01';
+  v1.replace(22 + 268, 4, std::string(4, '\0'));
+  const std::string old_file = path("v1.ssrun");
+  std::ofstream(old_file, std::ios::binary) << v1;
+  RecordingReader reader;
+  reader.open(old_file);
+  QCOMPARE(reader.version(), std::uint32_t{1});
+  const auto back = reader.read_all();
+  QCOMPARE(back.size(), std::size_t{1});
+  QCOMPARE(back[0].loss_scale, 1.0f);
+  QCOMPARE(back[0].rank, 0x11223344);
 }
 
 void TestEvents::recording_is_read_while_being_written() {
@@ -382,7 +401,7 @@ void TestEvents::recording_bad_files_name_the_offset_data() {
   QTest::newRow("text-mode copy") << QByteArray::fromStdString("SSRUN\n\x1a" + good.substr(8))
                                   << "byte 5: the magic's line-ending bytes were changed";
   QTest::newRow("newer version") << QByteArray::fromStdString(patched(8, std::string("\x07", 1)))
-                                 << "byte 8: format version 7 is newer than this program (1)";
+                                 << "byte 8: format version 7 is newer than this program (2)";
   QTest::newRow("version 0") << QByteArray::fromStdString(patched(8, std::string("\0", 1)))
                              << "byte 8: format version 0 is invalid";
   QTest::newRow("record size") << QByteArray::fromStdString(patched(12, std::string("\x2c\x01", 2)))
