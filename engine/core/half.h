@@ -24,6 +24,8 @@
 
 #include <cstdint>
 
+#include "core/dtype.h"
+
 #ifndef SS_HD
 #if defined(__CUDACC__)
 #define SS_HD __host__ __device__ __forceinline__
@@ -139,5 +141,15 @@ void bf16_to_f32(const std::uint16_t* in, float* out, std::int64_t n);
 std::int64_t first_non_finite(const float* values, std::int64_t n);
 std::int64_t first_non_finite_f16(const std::uint16_t* values, std::int64_t n);
 std::int64_t first_non_finite_bf16(const std::uint16_t* values, std::int64_t n);
+
+// The same, for a 16-bit storage type chosen at run time (dtype f16 or bf16;
+// std::invalid_argument otherwise).
+void widen(DType dtype, const std::uint16_t* in, float* out, std::int64_t n);
+void narrow(DType dtype, const float* in, std::uint16_t* out, std::int64_t n);
+std::int64_t first_non_finite(DType dtype, const std::uint16_t* values, std::int64_t n);
+// Sum of squares of the widened values, accumulated in double.
+double sum_of_squares(DType dtype, const std::uint16_t* values, std::int64_t n);
+// dst[i] = narrow(widen(dst[i]) + widen(src[i])): accumulating into 16-bit storage.
+void add_into(DType dtype, std::uint16_t* dst, const std::uint16_t* src, std::int64_t n);
 
 }  // namespace shardscope::half

@@ -148,6 +148,7 @@ RunConfig to_run_config(const ModelShape& model, const EstimateSettings& s) {
   c.micro_batches = s.micro_batches;
   c.schedule = s.schedule;
   c.checkpoint = s.recompute == Recompute::full;
+  c.precision = s.precision;
   return c;
 }
 
@@ -155,7 +156,9 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
   if (model.preset.empty()) return "the engine trains ShardScope presets only, and this model comes from a file";
   if (s.activations != ActivationMode::shardscope) return "activations come from the generic formula";
   if (s.precision != Precision::fp32)
-    return "mixed precision (" + std::string(precision_name(s.precision)) + ") is not in the engine yet";
+    return "in mixed precision (" + std::string(precision_name(s.precision)) +
+           ") the CPU engine keeps activations in fp32 and widens each unit's 16-bit parameters to fp32 while it "
+           "computes, so only the model states (parameters, gradients, optimizer states) are its exact bytes";
   if (s.offload_optimizer || s.offload_params) return "CPU offload is not in the engine";
   if (s.recompute == Recompute::selective) return "the engine has no selective recompute";
   try {

@@ -107,8 +107,8 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
                        C);
     parameters_done(0);
     parameters_done(head_unit());
-    gradients_ready(layout_.find_unit(head_unit())->begin);  // the pooler after it has no gradient
     gradients_done(head_unit());
+    gradients_ready(layout_.find_unit(head_unit())->begin);  // the pooler after it has no gradient
   }  // else d_res holds the gradient of this stage's output, received from the next stage
   layers_backward(batch);
 
@@ -120,8 +120,8 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
                           slot().type_ids.data(), B, T, C);
     parameters_done(0);
   }
-  gradients_ready(0);  // else d_res is now the gradient of this stage's input
   gradients_done(0);
+  gradients_ready(0);  // else d_res is now the gradient of this stage's input
 }
 
 }  // namespace shardscope

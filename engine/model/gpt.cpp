@@ -81,15 +81,15 @@ void GptModel::backward_impl(const Batch& batch, float dloss_per_row) {
                                 a.final_ln_mean, a.final_ln_rstd, BT, C);
     parameters_done(0);
     parameters_done(head_unit());
-    gradients_ready(layout_.find_unit(head_unit())->begin);
     gradients_done(head_unit());
+    gradients_ready(layout_.find_unit(head_unit())->begin);
   }  // else d_res holds the gradient of this stage's output, received from the next stage
   layers_backward(batch);
 
   if (stage_.embedding)
     backend_.embedding_backward(dw_.tokens, dw_.positions, nullptr, s.d_res, batch.input_ids, nullptr, B, T, C);
-  gradients_ready(0);  // else d_res is now the gradient of this stage's input
   gradients_done(0);
+  gradients_ready(0);  // else d_res is now the gradient of this stage's input
 }
 
 }  // namespace shardscope

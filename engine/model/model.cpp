@@ -169,7 +169,7 @@ void Model::backward(double loss_rows) {
     throw std::logic_error("Model::backward needs a forward pass with targets first");
   // The loss is a mean over scored positions, so each scored row's loss has weight 1/n.
   const double rows = loss_rows > 0.0 ? loss_rows : static_cast<double>(s.scored_rows);
-  const float dloss = rows > 0.0 ? static_cast<float>(1.0 / rows) : 0.0f;
+  const float dloss = rows > 0.0 ? static_cast<float>(loss_scale_ / rows) : 0.0f;
   backward_impl(s.batch, dloss);
 }
 
@@ -211,8 +211,8 @@ void Model::layers_backward(const Batch& batch) {
     layer_backward(l, layer_input(l), batch.B, batch.T);
     emit_span(ComputeKind::backward, l, start);
     parameters_done(1 + l);
-    gradients_ready(layout_.find_unit(1 + l)->begin);  // DDP: this layer's bucket may go
     gradients_done(1 + l);                             // ZeRO-2/3: reduce-scatter it now
+    gradients_ready(layout_.find_unit(1 + l)->begin);  // DDP: this layer's bucket may go
   }
 }
 

@@ -94,7 +94,11 @@ class Model {
   // (with targets) and activations. By default the loss is the mean over this
   // batch's scored positions; with loss_rows > 0 each scored position weighs
   // 1 / loss_rows instead (data parallelism: the mean over the global batch).
+  // The loss gradient is multiplied by loss_scale() (fp16 loss scaling: the
+  // gradients come out scaled by it, and the optimizer divides it out).
   void backward(double loss_rows = 0.0);
+  void set_loss_scale(float scale) { loss_scale_ = scale; }
+  float loss_scale() const { return loss_scale_; }
   int scored_rows() const { return slot().scored_rows; }
 
   // ---- pipeline stages ---------------------------------------------------------
@@ -224,6 +228,7 @@ class Model {
   int slot_index_ = 0;
   int scratch_B_ = 0, scratch_T_ = 0;
   bool checkpointing_ = false;
+  float loss_scale_ = 1.0f;
   UnitStorage* storage_ = nullptr;
   std::function<void(std::int64_t)> on_gradients_ready_;
   EventSink* sink_ = nullptr;

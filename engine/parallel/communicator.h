@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "events/event.h"
 
 namespace shardscope {
@@ -40,20 +41,48 @@ class Communicator {
   virtual int size() const = 0;
   virtual int global_rank(int group_rank) const = 0;  // for events and messages
 
+  // The collectives take the element type of their buffers: f32, or the
+  // 16-bit f16 / bf16 of mixed precision (whose reductions add in f32 and round
+  // each partial result back to 16 bits, as NCCL's half-precision sums do; an
+  // average divides the final sum in f32 and rounds once). Counts are in
+  // elements; events report bytes. The float overloads below are the f32 calls.
+  //
   // data (count) := op over all ranks' data. Ring algorithm: reduce-scatter then
   // all-gather, N-1 steps each, one chunk of ~count/N per step per rank.
-  virtual void all_reduce(float* data, std::int64_t count, ReduceOp op, const CommTag& tag) = 0;
+  virtual void all_reduce(void* data, std::int64_t count, DType dtype, ReduceOp op, const CommTag& tag) = 0;
   // send (size * recv_count): chunk r of every rank is reduced into rank r's recv (recv_count).
-  virtual void reduce_scatter(const float* send, float* recv, std::int64_t recv_count, ReduceOp op,
+  virtual void reduce_scatter(const void* send, void* recv, std::int64_t recv_count, DType dtype, ReduceOp op,
                               const CommTag& tag) = 0;
   // recv (size * send_count) := concatenation of every rank's send (send_count), in rank order.
-  virtual void all_gather(const float* send, float* recv, std::int64_t send_count, const CommTag& tag) = 0;
+  virtual void all_gather(const void* send, void* recv, std::int64_t send_count, DType dtype,
+                          const CommTag& tag) = 0;
   // data (count) := root's data on every rank.
-  virtual void broadcast(float* data, std::int64_t count, int root, const CommTag& tag) = 0;
+  virtual void broadcast(void* data, std::int64_t count, DType dtype, int root, const CommTag& tag) = 0;
   // root's recv (size * count) := every rank's send (count), in rank order; recv ignored elsewhere.
-  virtual void gather(const float* send, float* recv, std::int64_t count, int root, const CommTag& tag) = 0;
+  virtual void gather(const void* send, void* recv, std::int64_t count, DType dtype, int root,
+                      const CommTag& tag) = 0;
   // Each rank's recv (count) := chunk `rank` of root's send (size * count).
-  virtual void scatter(const float* send, float* recv, std::int64_t count, int root, const CommTag& tag) = 0;
+  virtual void scatter(const void* send, void* recv, std::int64_t count, DType dtype, int root,
+                       const CommTag& tag) = 0;
+
+  void all_reduce(float* data, std::int64_t count, ReduceOp op, const CommTag& tag) {
+    all_reduce(data, count, DType::f32, op, tag);
+  }
+  void reduce_scatter(const float* send, float* recv, std::int64_t recv_count, ReduceOp op, const CommTag& tag) {
+    reduce_scatter(send, recv, recv_count, DType::f32, op, tag);
+  }
+  void all_gather(const float* send, float* recv, std::int64_t send_count, const CommTag& tag) {
+    all_gather(send, recv, send_count, DType::f32, tag);
+  }
+  void broadcast(float* data, std::int64_t count, int root, const CommTag& tag) {
+    broadcast(data, count, DType::f32, root, tag);
+  }
+  void gather(const float* send, float* recv, std::int64_t count, int root, const CommTag& tag) {
+    gather(send, recv, count, DType::f32, root, tag);
+  }
+  void scatter(const float* send, float* recv, std::int64_t count, int root, const CommTag& tag) {
+    scatter(send, recv, count, DType::f32, root, tag);
+  }
   // Point to point, matched in order per (sender, receiver) pair.
   virtual void send(const float* data, std::int64_t count, int peer, const CommTag& tag) = 0;
   virtual void recv(float* data, std::int64_t count, int peer, const CommTag& tag) = 0;

@@ -11,21 +11,24 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/dtype.h"
 #include "parallel/communicator.h"
 
 namespace shardscope {
 
 // Rank 0's parameters (n) copied to every rank (broadcast from the master).
-void replicate_parameters(Communicator& comm, float* params, std::int64_t n, const CommTag& tag);
+// dtype: f32, or f16/bf16 for mixed precision.
+void replicate_parameters(Communicator& comm, void* params, std::int64_t n, DType dtype, const CommTag& tag);
 
 // Each rank's int tokens (count) := slice `rank` of rank 0's tokens (size * count).
 void scatter_tokens(Communicator& comm, const std::vector<std::int32_t>& all, std::vector<std::int32_t>& mine,
                     std::int64_t count, const CommTag& tag);
 
 // Gathers every rank's gradients (n) to rank 0 and averages them there, into
-// rank 0's grads. `gather_buffer` (size * n floats, in the `communication`
-// category) is used on rank 0 only.
-void reduce_gradients_to_master(Communicator& comm, float* grads, std::int64_t n, Buffer& gather_buffer,
+// rank 0's grads. `gather_buffer` (size * n elements, in the `communication`
+// category) is used on rank 0 only. 16-bit gradients are summed in f32 (in rank
+// order) and rounded once.
+void reduce_gradients_to_master(Communicator& comm, void* grads, std::int64_t n, DType dtype, Buffer& gather_buffer,
                                 const CommTag& tag);
 
 }  // namespace shardscope

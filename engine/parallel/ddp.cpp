@@ -6,13 +6,14 @@
 
 namespace shardscope {
 
-std::vector<GradientBucket> make_gradient_buckets(const ParameterLayout& layout, std::int64_t bucket_bytes) {
+std::vector<GradientBucket> make_gradient_buckets(const ParameterLayout& layout, std::int64_t bucket_bytes,
+                                                  std::int64_t element_bytes) {
   std::vector<GradientBucket> buckets;
   const auto& entries = layout.entries();
   std::int64_t end = layout.total();
   std::int64_t begin = end;
   for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
-    const std::int64_t bytes_with = (end - it->offset) * 4;
+    const std::int64_t bytes_with = (end - it->offset) * element_bytes;
     if (begin != end && bytes_with > bucket_bytes) {  // close the bucket before this parameter
       buckets.push_back({static_cast<int>(buckets.size()), begin, end});
       end = begin;
@@ -33,13 +34,13 @@ DdpReducer::~DdpReducer() {
   }
 }
 
-void DdpReducer::begin(float* grads, const CommTag& tag) {
+void DdpReducer::begin(void* grads, DType dtype, const CommTag& tag) {
   {
     std::lock_guard lock(mutex_);
     frontier_ = std::numeric_limits<std::int64_t>::max();
     error_ = nullptr;
   }
-  thread_ = std::thread([this, grads, tag] { run(grads, tag); });
+  thread_ = std::thread([this, grads, dtype, tag] { run(grads, dtype, tag); });
 }
 
 void DdpReducer::gradients_ready(std::int64_t frontier) {
@@ -50,7 +51,9 @@ void DdpReducer::gradients_ready(std::int64_t frontier) {
   ready_.notify_one();
 }
 
-void DdpReducer::run(float* grads, CommTag tag) {
+void DdpReducer::run(void* grads, DType dtype, CommTag tag) {
+  auto* base = static_cast<std::byte*>(grads);
+  const auto esize = static_cast<std::int64_t>(dtype_size(dtype));
   try {
     for (const GradientBucket& bucket : buckets_) {
       {
@@ -58,7 +61,7 @@ void DdpReducer::run(float* grads, CommTag tag) {
         ready_.wait(lock, [&] { return frontier_ <= bucket.begin; });
       }
       tag.bucket = bucket.index;
-      comm_.all_reduce(grads + bucket.begin, bucket.end - bucket.begin, ReduceOp::average, tag);
+      comm_.all_reduce(base + bucket.begin * esize, bucket.end - bucket.begin, dtype, ReduceOp::average, tag);
     }
   } catch (...) {
     std::lock_guard lock(mutex_);

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/dtype.h"
 #include "model/parameter_layout.h"
 #include "parallel/communicator.h"
 
@@ -26,8 +27,10 @@ struct GradientBucket {
 };
 
 // From the end of the layout backwards, whole parameters into buckets of at
-// most bucket_bytes (a larger parameter gets a bucket of its own).
-std::vector<GradientBucket> make_gradient_buckets(const ParameterLayout& layout, std::int64_t bucket_bytes);
+// most bucket_bytes (a larger parameter gets a bucket of its own), each
+// gradient element_bytes long (4 in fp32, 2 in mixed precision).
+std::vector<GradientBucket> make_gradient_buckets(const ParameterLayout& layout, std::int64_t bucket_bytes,
+                                                  std::int64_t element_bytes = 4);
 
 class DdpReducer {
  public:
@@ -38,8 +41,10 @@ class DdpReducer {
 
   const std::vector<GradientBucket>& buckets() const { return buckets_; }
 
-  // Starts the communication thread for one backward pass over `grads`.
-  void begin(float* grads, const CommTag& tag);
+  // Starts the communication thread for one backward pass over `grads` (flat,
+  // elements of dtype: f32, or f16/bf16 in mixed precision).
+  void begin(void* grads, DType dtype, const CommTag& tag);
+  void begin(float* grads, const CommTag& tag) { begin(grads, DType::f32, tag); }
   // From the backward thread: every gradient at offset >= frontier is final.
   void gradients_ready(std::int64_t frontier);
   // Waits until every bucket is averaged over the ranks; rethrows a
@@ -47,7 +52,7 @@ class DdpReducer {
   void finish();
 
  private:
-  void run(float* grads, CommTag tag);
+  void run(void* grads, DType dtype, CommTag tag);
 
   Communicator& comm_;
   std::vector<GradientBucket> buckets_;

@@ -152,13 +152,15 @@ InProcessCommunicator::~InProcessCommunicator() {
 
 // Publishes this rank's buffers for the call and returns the progress value
 // every member had when the call started.
-std::int64_t InProcessCommunicator::enter(CommOp op, const float* send, float* recv, std::int64_t count, int root) {
+std::int64_t InProcessCommunicator::enter(CommOp op, const void* send, void* recv, std::int64_t count, int root,
+                                          DType dtype) {
   if (world_->aborted()) raise_aborted();
   Slot& s = slot(me_);
   const std::int64_t base = s.progress.load(std::memory_order_relaxed);  // only this rank writes it
   s.op = op;
   s.count = count;
   s.root = root;
+  s.dtype = dtype;
   s.send = send;
   s.recv = recv;
   advance(base + 1);
@@ -192,10 +194,10 @@ void InProcessCommunicator::wait_for(int member, std::int64_t value) {
 void InProcessCommunicator::check_matches(int member) {
   const Slot& p = slot(member);
   const Slot& s = slot(me_);
-  if (p.op == s.op && p.count == s.count && p.root == s.root) return;
+  if (p.op == s.op && p.count == s.count && p.root == s.root && p.dtype == s.dtype) return;
   const auto describe = [&](const Slot& x, int m) {
     return "rank " + std::to_string(global_rank(m)) + " called " + std::string(comm_op_name(x.op)) + " (count " +
-           std::to_string(x.count) + ", root " + std::to_string(x.root) + ")";
+           std::to_string(x.count) + " " + std::string(dtype_name(x.dtype)) + ", root " + std::to_string(x.root) + ")";
   };
   fail(describe(s, me_) + " but " + describe(p, member) + "; every member of a group must make the same calls");
 }

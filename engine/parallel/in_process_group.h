@@ -18,8 +18,8 @@
 
 namespace shardscope {
 
-inline std::int64_t bytes_of(std::int64_t elements) {
-  return elements * static_cast<std::int64_t>(sizeof(float));
+inline std::int64_t bytes_of(std::int64_t elements, DType dtype = DType::f32) {
+  return elements * static_cast<std::int64_t>(dtype_size(dtype));
 }
 
 inline void copy_floats(float* dst, const float* src, std::int64_t n) {
@@ -36,9 +36,10 @@ struct alignas(64) Slot {  // own cache lines: neighbours poll each other's prog
   CommOp op = CommOp::barrier;  // published at call entry
   std::int64_t count = 0;
   int root = -1;
-  const float* send = nullptr;
-  float* recv = nullptr;
-  std::vector<float> stage;  // reduce_scatter partial sums, 2 x recv_count, written by the left neighbour
+  DType dtype = DType::f32;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  std::vector<std::byte> stage;  // reduce_scatter partial sums, 2 x recv_count elements, written by the left neighbour
   bool in_use = false;       // one live communicator per slot (guarded by the world's mutex)
 };
 
@@ -74,13 +75,19 @@ class InProcessCommunicator final : public Communicator {
   int size() const override { return n_; }
   int global_rank(int group_rank) const override { return group_->members.at(static_cast<std::size_t>(group_rank)); }
 
-  void all_reduce(float* data, std::int64_t count, ReduceOp op, const CommTag& tag) override;
-  void reduce_scatter(const float* send, float* recv, std::int64_t recv_count, ReduceOp op,
+  using Communicator::all_gather;
+  using Communicator::all_reduce;
+  using Communicator::broadcast;
+  using Communicator::gather;
+  using Communicator::reduce_scatter;
+  using Communicator::scatter;
+  void all_reduce(void* data, std::int64_t count, DType dtype, ReduceOp op, const CommTag& tag) override;
+  void reduce_scatter(const void* send, void* recv, std::int64_t recv_count, DType dtype, ReduceOp op,
                       const CommTag& tag) override;
-  void all_gather(const float* send, float* recv, std::int64_t send_count, const CommTag& tag) override;
-  void broadcast(float* data, std::int64_t count, int root, const CommTag& tag) override;
-  void gather(const float* send, float* recv, std::int64_t count, int root, const CommTag& tag) override;
-  void scatter(const float* send, float* recv, std::int64_t count, int root, const CommTag& tag) override;
+  void all_gather(const void* send, void* recv, std::int64_t send_count, DType dtype, const CommTag& tag) override;
+  void broadcast(void* data, std::int64_t count, DType dtype, int root, const CommTag& tag) override;
+  void gather(const void* send, void* recv, std::int64_t count, DType dtype, int root, const CommTag& tag) override;
+  void scatter(const void* send, void* recv, std::int64_t count, DType dtype, int root, const CommTag& tag) override;
   void send(const float* data, std::int64_t count, int peer, const CommTag& tag) override;
   void recv(float* data, std::int64_t count, int peer, const CommTag& tag) override;
   void barrier() override;
@@ -97,7 +104,7 @@ class InProcessCommunicator final : public Communicator {
   Slot& slot(int member) const { return group_->slots[static_cast<std::size_t>(member)]; }
   int mod(int i) const { return ((i % n_) + n_) % n_; }
 
-  std::int64_t enter(CommOp op, const float* send, float* recv, std::int64_t count, int root);
+  std::int64_t enter(CommOp op, const void* send, void* recv, std::int64_t count, int root, DType dtype = DType::f32);
   void advance(std::int64_t value);
   void wait_for(int member, std::int64_t value);
   void check_matches(int member);
@@ -110,11 +117,17 @@ class InProcessCommunicator final : public Communicator {
   void emit(const Transfer& t, int ring_step, int chunk, int src, int dst, std::int64_t bytes, std::int64_t start_ns,
             std::int64_t end_ns) const;
   template <class Copy>
-  void ring_step(std::int64_t base, int t, const Transfer& tr, int phase_step, int chunk, std::int64_t elements,
+  void ring_step(std::int64_t base, int t, const Transfer& tr, int phase_step, int chunk, std::int64_t bytes,
                  Copy&& copy);
   template <class PeerCopy, class RootCopy>
-  void rooted(const Transfer& tr, const float* send, float* recv, std::int64_t count, int root, bool to_root, int chunk,
-              PeerCopy&& peer_copy, RootCopy&& root_copy);
+  void rooted(const Transfer& tr, const void* send, void* recv, std::int64_t count, DType dtype, int root,
+              bool to_root, int chunk, PeerCopy&& peer_copy, RootCopy&& root_copy);
+  // The collectives for one element type (Elems: in_process_collectives.cpp).
+  template <class Elems>
+  void all_reduce_as(typename Elems::T* data, std::int64_t count, ReduceOp op, const CommTag& tag);
+  template <class Elems>
+  void reduce_scatter_as(const typename Elems::T* send, typename Elems::T* recv, std::int64_t recv_count,
+                         ReduceOp op, const CommTag& tag);
 
   std::shared_ptr<InProcessWorld> world_;
   std::shared_ptr<InProcessGroup> group_;

@@ -15,19 +15,21 @@ ZeroPartition make_zero_partition(std::int64_t total, int dp, int dp_rank) {
   return p;
 }
 
-void all_gather_parameter_shards(Communicator& comm, float* params, const ZeroPartition& part, Buffer& staging,
-                                 const CommTag& tag) {
+void all_gather_parameter_shards(Communicator& comm, void* params, DType dtype, const ZeroPartition& part,
+                                 Buffer& staging, const CommTag& tag) {
   const int dp = comm.size();
+  const auto esize = static_cast<std::int64_t>(dtype_size(dtype));
+  auto* p = static_cast<std::byte*>(params);
   if (part.shard_size * dp == part.total) {  // in place, as NCCL allows: send is our slot of recv
-    comm.all_gather(params + part.begin, params, part.shard_size, tag);
+    comm.all_gather(p + part.begin * esize, p, part.shard_size, dtype, tag);
     return;
   }
-  float* send = staging.floats();
-  float* recv = send + part.shard_size;
-  std::memset(send, 0, static_cast<std::size_t>(part.shard_size) * sizeof(float));
-  std::memcpy(send, params + part.begin, static_cast<std::size_t>(part.end - part.begin) * sizeof(float));
-  comm.all_gather(send, recv, part.shard_size, tag);
-  std::memcpy(params, recv, static_cast<std::size_t>(part.total) * sizeof(float));
+  auto* send = static_cast<std::byte*>(staging.data());
+  std::byte* recv = send + part.shard_size * esize;
+  std::memset(send, 0, static_cast<std::size_t>(part.shard_size * esize));
+  std::memcpy(send, p + part.begin * esize, static_cast<std::size_t>((part.end - part.begin) * esize));
+  comm.all_gather(send, recv, part.shard_size, dtype, tag);
+  std::memcpy(p, recv, static_cast<std::size_t>(part.total * esize));
 }
 
 }  // namespace shardscope

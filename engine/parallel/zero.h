@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "core/buffer.h"
+#include "core/dtype.h"
 #include "parallel/communicator.h"
 
 namespace shardscope {
@@ -30,7 +31,9 @@ ZeroPartition make_zero_partition(std::int64_t total, int dp, int dp_rank);
 // Every rank contributes params[begin, end) and receives the whole model.
 // `staging` (in the `communication` category) must hold shard_size * (Nd + 1)
 // floats when Ψ is not a multiple of Nd; otherwise the gather is in place.
-void all_gather_parameter_shards(Communicator& comm, float* params, const ZeroPartition& part, Buffer& staging,
-                                 const CommTag& tag);
+// dtype: f32, or the 16-bit parameters of mixed precision (staging then holds
+// shard_size * (Nd + 1) elements of that size).
+void all_gather_parameter_shards(Communicator& comm, void* params, DType dtype, const ZeroPartition& part,
+                                 Buffer& staging, const CommTag& tag);
 
 }  // namespace shardscope

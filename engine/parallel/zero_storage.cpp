@@ -5,10 +5,17 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "core/half.h"
+
 namespace shardscope {
 
-ZeroShardedStorage::ZeroShardedStorage(int stage, Model& model, Communicator& dp, MemoryLedger& ledger)
-    : stage_(stage), model_(model), dp_(dp), ledger_(ledger) {
+ZeroShardedStorage::ZeroShardedStorage(int stage, DType dtype, Model& model, Communicator& dp, MemoryLedger& ledger)
+    : stage_(stage), dtype_(dtype), model_(model), dp_(dp), ledger_(ledger) {
+  if (stage < 0 || stage > 3) throw std::invalid_argument("ZeRO storage: stage must be 0-3");
+  if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16)
+    throw std::invalid_argument("ZeRO storage: dtype must be f32, f16 or bf16");
+  if (dtype == DType::f32 && stage < 2)
+    throw std::invalid_argument("ZeRO storage: fp32 stages 0 and 1 use the model's own buffers");
   const std::int64_t N = dp.size(), r = dp.rank();
   std::int64_t largest_chunk = 0;
   for (const ParameterUnit& u : model.layout().units()) {
@@ -21,9 +28,11 @@ ZeroShardedStorage::ZeroShardedStorage(int stage, Model& model, Communicator& dp
     largest_chunk = std::max(largest_chunk, s.chunk);
     units_.emplace(u.id, std::move(s));
   }
-  grad_shard_ = Buffer(ledger, MemoryCategory::gradients, shard_size_ * 4);
-  if (stage >= 3) param_shard_ = Buffer(ledger, MemoryCategory::parameters, shard_size_ * 4);
-  received_ = Buffer(ledger, MemoryCategory::communication, largest_chunk * 4);
+  const std::int64_t whole = model.parameter_count();
+  grads_ = Buffer(ledger, MemoryCategory::gradients, (shards_gradients() ? shard_size_ : whole) * element_bytes());
+  if (shards_parameters()) params_ = Buffer(ledger, MemoryCategory::parameters, shard_size_ * element_bytes());
+  else if (mixed()) params_ = Buffer(ledger, MemoryCategory::parameters, whole * element_bytes());
+  if (shards_gradients()) received_ = Buffer(ledger, MemoryCategory::communication, largest_chunk * element_bytes());
 }
 
 ZeroShardedStorage::UnitShard& ZeroShardedStorage::shard_of(int unit) {
@@ -50,16 +59,26 @@ void ZeroShardedStorage::emit_shard(ShardAction action, int unit, std::int64_t b
 }
 
 void ZeroShardedStorage::init_parameters(std::uint64_t seed) {
+  if (!shards_parameters() && !mixed()) throw std::logic_error("ZeRO-2 fp32: the model initialises its own parameters");
   for (auto& [id, s] : units_) {
     Buffer whole(ledger_, MemoryCategory::workspace, s.unit.numel() * 4);
     model_.init_unit(seed, id, whole.floats());
-    std::memcpy(param_shard_.floats() + s.packed, whole.floats() + dp_.rank() * s.chunk,
-                static_cast<std::size_t>(s.mine) * 4);
+    const float* from = whole.floats();
+    std::int64_t count = s.unit.numel();
+    std::byte* to = bytes_at(params_, s.unit.begin);
+    if (shards_parameters()) {
+      from += dp_.rank() * s.chunk;
+      count = s.mine;
+      to = bytes_at(params_, s.packed);
+    }
+    if (mixed()) half::narrow(dtype_, from, reinterpret_cast<std::uint16_t*>(to), count);
+    else std::memcpy(to, from, static_cast<std::size_t>(count) * 4);
   }
 }
 
 void ZeroShardedStorage::zero_gradients() {
-  std::memset(grad_shard_.floats(), 0, static_cast<std::size_t>(shard_size_) * 4);
+  std::memset(grads_.data(), 0, static_cast<std::size_t>(grads_.bytes()));
+  first_overflow_.clear();
 }
 
 std::vector<AdamW::ShardRange> ZeroShardedStorage::shard_ranges() const {
@@ -71,60 +90,123 @@ std::vector<AdamW::ShardRange> ZeroShardedStorage::shard_ranges() const {
   return ranges;
 }
 
+std::string ZeroShardedStorage::tensor_at(std::int64_t offset) const {
+  for (const auto& e : model_.layout().entries())
+    if (offset >= e.offset && offset < e.offset + e.numel) return e.name;
+  return "offset " + std::to_string(offset);
+}
+
+std::int64_t ZeroShardedStorage::flat_offset_of_gradient(std::int64_t i) const {
+  if (!shards_gradients()) return i;
+  for (const auto& [id, s] : units_)
+    if (i >= s.packed && i < s.packed + s.chunk) return s.unit.begin + dp_.rank() * s.chunk + (i - s.packed);
+  return -1;
+}
+
+void ZeroShardedStorage::note_overflow(const std::uint16_t* values, std::int64_t n, std::int64_t flat_begin) {
+  if (!first_overflow_.empty()) return;
+  const std::int64_t bad = half::first_non_finite(dtype_, values, n);
+  if (bad >= 0) first_overflow_ = tensor_at(flat_begin + bad);
+}
+
 void ZeroShardedStorage::parameters_needed(Model& model, int unit) {
-  if (stage_ < 3) return;
+  if (!shards_parameters() && !mixed()) return;
   UnitShard& s = shard_of(unit);
   if (s.users++ > 0) return;
-  // All-gather every rank's chunk of this unit (padded to chunk x Nd).
-  s.gathered = Buffer(ledger_, MemoryCategory::communication, s.chunk * dp_.size() * 4);
-  float* send = s.gathered.floats() + dp_.rank() * s.chunk;  // in place: our slot of the result
-  std::memcpy(send, param_shard_.floats() + s.packed, static_cast<std::size_t>(s.chunk) * 4);
-  CommTag tag{base_.step, base_.micro_batch, unit};
-  dp_.all_gather(send, s.gathered.floats(), s.chunk, tag);
-  model.bind_unit_parameters(unit, s.gathered.floats());
-  emit_shard(ShardAction::gather, unit, s.unit.numel() * 4);
+  const std::byte* source = nullptr;
+  if (shards_parameters()) {
+    // All-gather every rank's chunk of this unit (padded to chunk x Nd).
+    s.gathered = Buffer(ledger_, MemoryCategory::communication, s.chunk * dp_.size() * element_bytes());
+    std::byte* send = bytes_at(s.gathered, dp_.rank() * s.chunk);  // in place: our slot of the result
+    std::memcpy(send, bytes_at(params_, s.packed), static_cast<std::size_t>(s.chunk * element_bytes()));
+    CommTag tag{base_.step, base_.micro_batch, unit};
+    dp_.all_gather(send, s.gathered.data(), s.chunk, dtype_, tag);
+    source = static_cast<const std::byte*>(s.gathered.data());
+    emit_shard(ShardAction::gather, unit, s.unit.numel() * element_bytes());
+  } else {
+    source = bytes_at(params_, s.unit.begin);
+  }
+  if (mixed()) {
+    s.working = Buffer(ledger_, MemoryCategory::workspace, s.unit.numel() * 4);
+    half::widen(dtype_, reinterpret_cast<const std::uint16_t*>(source), s.working.floats(), s.unit.numel());
+    model.bind_unit_parameters(unit, s.working.floats());
+  } else {
+    model.bind_unit_parameters(unit, s.gathered.floats());
+  }
 }
 
 void ZeroShardedStorage::parameters_done(Model& model, int unit) {
-  if (stage_ < 3) return;
+  if (!shards_parameters() && !mixed()) return;
   UnitShard& s = shard_of(unit);
   if (--s.users > 0) return;
   model.bind_unit_parameters(unit, nullptr);
-  s.gathered = Buffer();
-  emit_shard(ShardAction::release, unit, s.unit.numel() * 4);
+  s.working = Buffer();
+  if (shards_parameters()) {
+    s.gathered = Buffer();
+    emit_shard(ShardAction::release, unit, s.unit.numel() * element_bytes());
+  }
 }
 
 void ZeroShardedStorage::gradients_needed(Model& model, int unit) {
   UnitShard& s = shard_of(unit);
   if (!s.gradient.empty()) return;
-  // The whole unit's gradient, padded so it splits into Nd chunks; zero-filled (backward adds).
-  s.gradient = Buffer(ledger_, MemoryCategory::communication, s.chunk * dp_.size() * 4);
+  // The whole unit's gradient in fp32, zero-filled (backward adds); padded so it
+  // splits into Nd chunks when it is reduce-scattered.
+  const std::int64_t count = shards_gradients() ? s.chunk * dp_.size() : s.unit.numel();
+  s.gradient = Buffer(ledger_, mixed() ? MemoryCategory::workspace : MemoryCategory::communication, count * 4);
   model.bind_unit_gradients(unit, s.gradient.floats());
 }
 
 void ZeroShardedStorage::gradients_done(Model& model, int unit) {
   UnitShard& s = shard_of(unit);
-  // Reduce-scatter: this rank receives the average over ranks of its chunk, and adds it
-  // to its gradient shard (accumulation steps add up there).
   CommTag tag{base_.step, base_.micro_batch, unit};
-  dp_.reduce_scatter(s.gradient.floats(), received_.floats(), s.chunk, ReduceOp::average, tag);
-  float* shard = grad_shard_.floats() + s.packed;
-  const float* got = received_.floats();
-  for (std::int64_t i = 0; i < s.chunk; ++i) shard[i] += got[i];
+  if (!shards_gradients()) {
+    // Mixed stages 0/1: round to 16 bits and add to the stored gradient (the
+    // accumulation over micro-batches is in 16 bits, as a GPU's .grad is).
+    auto* stored = reinterpret_cast<std::uint16_t*>(bytes_at(grads_, s.unit.begin));
+    Buffer rounded(ledger_, MemoryCategory::workspace, s.unit.numel() * 2);
+    auto* bits = static_cast<std::uint16_t*>(rounded.data());
+    half::narrow(dtype_, s.gradient.floats(), bits, s.unit.numel());
+    note_overflow(bits, s.unit.numel(), s.unit.begin);
+    half::add_into(dtype_, stored, bits, s.unit.numel());
+  } else if (mixed()) {
+    // Round to 16 bits, reduce-scatter in 16 bits, add to the 16-bit shard.
+    const std::int64_t padded = s.chunk * dp_.size();
+    Buffer rounded(ledger_, MemoryCategory::communication, padded * 2);
+    auto* bits = static_cast<std::uint16_t*>(rounded.data());
+    half::narrow(dtype_, s.gradient.floats(), bits, padded);
+    note_overflow(bits, s.unit.numel(), s.unit.begin);
+    dp_.reduce_scatter(bits, received_.data(), s.chunk, dtype_, ReduceOp::average, tag);
+    half::add_into(dtype_, reinterpret_cast<std::uint16_t*>(bytes_at(grads_, s.packed)),
+                   static_cast<const std::uint16_t*>(received_.data()), s.chunk);
+  } else {
+    // Reduce-scatter: this rank receives the average over ranks of its chunk, and
+    // adds it to its gradient shard (accumulation steps add up there).
+    dp_.reduce_scatter(s.gradient.floats(), received_.floats(), s.chunk, ReduceOp::average, tag);
+    float* shard = grads_.floats() + s.packed;
+    const float* got = received_.floats();
+    for (std::int64_t i = 0; i < s.chunk; ++i) shard[i] += got[i];
+  }
   model.bind_unit_gradients(unit, nullptr);
   s.gradient = Buffer();
 }
 
 void ZeroShardedStorage::all_gather_parameters(const CommTag& tag) {
-  float* params = model_.params();
+  if (stage_ != 2) throw std::logic_error("ZeRO storage: only stage 2 all-gathers whole parameters after the update");
+  Buffer& whole_params = params_;  // mixed: our 16-bit parameters
   for (auto& [id, s] : units_) {
-    Buffer staging(ledger_, MemoryCategory::communication, s.chunk * dp_.size() * 4);
-    float* send = staging.floats() + dp_.rank() * s.chunk;
-    std::memcpy(send, params + s.unit.begin + dp_.rank() * s.chunk, static_cast<std::size_t>(s.mine) * 4);
+    Buffer staging(ledger_, MemoryCategory::communication, s.chunk * dp_.size() * element_bytes());
+    std::byte* send = bytes_at(staging, dp_.rank() * s.chunk);
+    const std::int64_t own = s.unit.begin + dp_.rank() * s.chunk;
+    const std::byte* from = mixed() ? bytes_at(whole_params, own)
+                                    : reinterpret_cast<const std::byte*>(model_.params() + own);
+    std::memcpy(send, from, static_cast<std::size_t>(s.mine * element_bytes()));
     CommTag t = tag;
     t.bucket = id;
-    dp_.all_gather(send, staging.floats(), s.chunk, t);
-    std::memcpy(params + s.unit.begin, staging.floats(), static_cast<std::size_t>(s.unit.numel()) * 4);
+    dp_.all_gather(send, staging.data(), s.chunk, dtype_, t);
+    std::byte* to = mixed() ? bytes_at(whole_params, s.unit.begin)
+                            : reinterpret_cast<std::byte*>(model_.params() + s.unit.begin);
+    std::memcpy(to, staging.data(), static_cast<std::size_t>(s.unit.numel() * element_bytes()));
   }
 }
 

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "core/buffer.h"
+#include "core/dtype.h"
 #include "model/parameter_layout.h"
 #include "ops/backend.h"
+#include "ops/math.h"
 
 namespace shardscope {
 
@@ -19,6 +21,10 @@ struct AdamWOptions {
   float beta2 = 0.95f;
   float eps = 1e-8f;
   float weight_decay = 0.1f;
+  // Mixed precision: keep fp32 master weights of the parameters this optimizer
+  // updates (4 bytes each, in `optimizer_states`: with m and v, the ZeRO
+  // paper's 12 bytes per parameter), and update from 16-bit gradients.
+  bool master_weights = false;
 };
 
 class AdamW {
@@ -41,6 +47,20 @@ class AdamW {
   // indexed by flat offset).
   void step(float* params, const float* grads, float lr, float grad_scale = 1.0f, bool params_packed = false,
             bool grads_packed = false);
+  // Mixed precision (options.master_weights): the master weights start as the
+  // 16-bit parameters widened (as DeepSpeed's fp16 optimizers build them).
+  void load_master(const std::uint16_t* params, DType dtype, bool params_packed = false);
+  // One update from 16-bit gradients: each is widened and multiplied by
+  // grad_scale (1 / loss scale times the clipping factor), the fp32 master
+  // weights take the step, and the 16-bit parameters become the master weights
+  // rounded to nearest even.
+  void step_mixed(std::uint16_t* params, const std::uint16_t* grads, DType dtype, float lr, float grad_scale,
+                  bool params_packed = false, bool grads_packed = false);
+  float* master() { return master_.floats(); }
+  const float* master() const { return master_.floats(); }
+  const float* m() const { return m_.floats(); }
+  const float* v() const { return v_.floats(); }
+  std::int64_t state_size() const { return m_.bytes() / 4; }  // elements of m, v (and master)
   std::int64_t steps_taken() const { return t_; }
   const AdamWOptions& options() const { return options_; }
   float* m() { return m_.floats(); }
@@ -54,11 +74,14 @@ class AdamW {
     std::int64_t state;  // index into m and v (= into packed buffers)
   };
   void add_range(const ParameterLayout& layout, std::int64_t begin, std::int64_t end, std::int64_t packed_begin);
+  math::AdamWStep next_step(float lr, float grad_scale);
   std::vector<Span> spans_;
   Backend& backend_;
   AdamWOptions options_;
   Buffer m_;  // first moments (P)
   Buffer v_;  // second moments (P)
+  Buffer master_;   // mixed precision: fp32 master weights (P)
+  Buffer widened_;  // mixed precision: a block of gradients widened to fp32 (workspace)
   std::int64_t t_ = 0;
 };
 

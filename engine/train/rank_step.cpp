@@ -3,8 +3,11 @@
 // pipeline schedule (one forward and backward without pipelining), then the
 // gradients combined across ranks and the update (see trainer.h).
 #include <cmath>
+#include <cstddef>
+#include <limits>
 #include <string>
 
+#include "core/half.h"
 #include "parallel/data_parallel.h"
 #include "parallel/pipeline_parallel.h"
 #include "train/trainer_rank.h"
@@ -49,7 +52,8 @@ void Trainer::rank_step(Rank& rk) {
     global = dataset_->batch(model.config().kind, Split::train, c.seed, steps_done_, 0, c.batch, T);
   float scored = static_cast<float>(count_scored(global.targets));
   if (naive && dp > 1) {
-    replicate_parameters(*rk.dp_comm, model.params(), model.parameter_count(), tag);
+    replicate_parameters(*rk.dp_comm, rk.zero != nullptr ? rk.zero->parameters() : model.params(),
+                         model.parameter_count(), rk.dtype, tag);
     rk.dp_comm->broadcast(&scored, 1, 0, tag);  // the master tells the replicas the loss denominator
   }
   rk.global_scored = static_cast<std::int64_t>(scored);
@@ -59,6 +63,8 @@ void Trainer::rank_step(Rank& rk) {
     rk.zero->zero_gradients();
     rk.zero->set_context(sink_, &clock_, base);
   }
+  rk.loss_scale = rk.scaler->scale();
+  model.set_loss_scale(rk.loss_scale);
   rk.loss_sum = 0.0f;
   for (int a = 0; a < c.accum; ++a) {
     // Micro-batch j of accumulation step a on data-parallel rank d holds samples
@@ -104,7 +110,9 @@ void Trainer::rank_step(Rank& rk) {
         throw std::runtime_error("injected failure (--inject-failure) before backward of step " +
                                  std::to_string(step));
       const bool arm = reducer != nullptr && last_accum && j == m - 1;
-      if (arm) reducer->begin(model.grads(), CommTag{step, -1, -1});
+      if (arm)
+        reducer->begin(rk.zero != nullptr ? rk.zero->gradients() : static_cast<void*>(model.grads()), rk.dtype,
+                       CommTag{step, -1, -1});
       model.set_gradient_ready_callback([reducer, world, arm](std::int64_t frontier) {
         if (world->aborted()) throw CommAborted(world->abort_message());
         if (arm) reducer->gradients_ready(frontier);
@@ -150,32 +158,100 @@ void Trainer::combine_and_update(Rank& rk, const CommTag& step_tag) {
   span.compute = ComputeKind::optimizer;
   span.start_ns = clock_.now_ns();
   const std::int64_t P = model.parameter_count();
+  const bool mixed = rk.dtype != DType::f32;
+  const auto esize = static_cast<std::int64_t>(dtype_size(rk.dtype));
+  // The whole stage's gradients, when this rank holds them all (not ZeRO-2/3).
+  void* grads = mixed ? rk.zero->gradients() : static_cast<void*>(model.grads());
   if (c.dp > 1 && c.dp_mode == DataParallelMode::naive)
-    reduce_gradients_to_master(*rk.dp_comm, model.grads(), P, rk.comm_buffer, tag);
+    reduce_gradients_to_master(*rk.dp_comm, grads, P, rk.dtype, rk.comm_buffer, tag);
   // The tied embedding's copies on the first and last stage get the sum of both gradients.
   const ParameterEntry* tokens = model.layout().try_find("embed.tokens");
   if (rk.embedding_comm != nullptr)
-    rk.embedding_comm->all_reduce(model.grads() + tokens->offset, tokens->numel, ReduceOp::sum, tag);
-  rk.world_comm->all_reduce(&rk.loss_sum, 1, ReduceOp::sum, tag);  // only last stages hold losses
+    rk.embedding_comm->all_reduce(static_cast<std::byte*>(grads) + tokens->offset * esize, tokens->numel, rk.dtype,
+                                  ReduceOp::sum, tag);
+  // fp16: has any rank's gradient overflowed? Checked on the gradients each rank
+  // updates from, after they are combined; the world agrees on one verdict
+  // (summed with the losses) before anyone steps.
+  // totals: the loss sum, ranks that found inf/NaN, ranks that saw it appear in their own backward.
+  float totals[3] = {rk.loss_sum, 0.0f, 0.0f};
+  std::string seen_in_backward, seen_after;
+  if (rk.scaler->enabled()) {
+    const bool sharded = rk.zero->shards_gradients();
+    auto* bits = static_cast<std::uint16_t*>(sharded ? rk.zero->gradients() : grads);
+    const std::int64_t n = sharded ? rk.zero->gradient_count() : P;
+    if (rk.rank == c.overflow_rank && tag.step == c.overflow_step && n > 0) {
+      bits[0] = rk.dtype == DType::f16 ? 0x7C00 : 0x7F80;  // +inf, as if this rank's shard had overflowed
+      seen_in_backward = rk.zero->tensor_at(rk.zero->flat_offset_of_gradient(0)) + " (injected)";
+    }
+    if (seen_in_backward.empty()) seen_in_backward = rk.zero->first_overflow();
+    const bool updates = rk.optimizer != nullptr;  // naive replicas hold no combined gradients
+    const std::int64_t bad = updates ? half::first_non_finite(rk.dtype, bits, n) : -1;
+    if (bad >= 0) seen_after = rk.zero->tensor_at(rk.zero->flat_offset_of_gradient(bad));
+    totals[1] = !seen_in_backward.empty() || bad >= 0 ? 1.0f : 0.0f;
+    totals[2] = seen_in_backward.empty() ? 0.0f : 1.0f;
+  }
+  rk.world_comm->all_reduce(totals, 3, ReduceOp::sum, tag);  // only last stages hold losses
+  rk.loss_sum = totals[0];
+  const float scale = rk.loss_scale;
+  const LossScaleUpdate verdict = rk.scaler->update(totals[1] > 0.0f);
+  rk.skipped = verdict.skipped;
+  // The overflow is reported by the ranks where it appeared; if none saw it in
+  // backward (a sum overflowed in the reduction), by data-parallel rank 0.
+  std::string report = seen_in_backward;
+  if (report.empty() && totals[2] == 0.0f && rk.dp_rank == 0 && !seen_after.empty())
+    report = seen_after + " (after the reduction)";
+  if (!report.empty()) {
+    Event overflow = span;
+    overflow.kind = EventKind::overflow;
+    overflow.level = LogLevel::warning;
+    overflow.start_ns = overflow.end_ns = clock_.now_ns();
+    overflow.loss_scale = scale;
+    overflow.skipped = verdict.skipped;
+    overflow.set_text(report);
+    emit(overflow);
+  }
   rk.lr = schedule_.at(steps_done_);
-  if (rk.zero != nullptr) {
+  const std::int64_t skip = !model.stage().embedding && tokens != nullptr ? tokens->numel : 0;
+  if (verdict.skipped) {
+    // No rank updates: parameters, master weights and AdamW states stay as they were.
+    rk.grad_norm = std::numeric_limits<double>::quiet_NaN();
+  } else if (rk.zero != nullptr && rk.zero->shards_gradients()) {
     // ZeRO-2/3: each rank holds its gradient chunks; the norm sums them over the ranks.
-    float squares = static_cast<float>(rk.backend->sum_of_squares(rk.zero->gradient_shard(), rk.zero->shard_size()));
+    float squares = static_cast<float>(
+        mixed ? half::sum_of_squares(rk.dtype, static_cast<const std::uint16_t*>(rk.zero->gradients()),
+                                     rk.zero->gradient_count())
+              : rk.backend->sum_of_squares(static_cast<const float*>(rk.zero->gradients()), rk.zero->gradient_count()));
     rk.dp_comm->all_reduce(&squares, 1, ReduceOp::sum, tag);
-    rk.grad_norm = std::sqrt(static_cast<double>(squares));
-    const bool sharded_params = rk.zero->zero_stage() >= 3;
-    rk.optimizer->step(sharded_params ? rk.zero->parameter_shard() : model.params(), rk.zero->gradient_shard(),
-                       rk.lr, clip_factor(rk.grad_norm, c.grad_clip), sharded_params, /*grads_packed=*/true);
+    rk.grad_norm = std::sqrt(static_cast<double>(squares)) / scale;
+    const float factor = clip_factor(rk.grad_norm, c.grad_clip) / scale;
+    const bool sharded_params = rk.zero->shards_parameters();
+    if (mixed) {
+      rk.optimizer->step_mixed(static_cast<std::uint16_t*>(rk.zero->parameters()),
+                               static_cast<const std::uint16_t*>(rk.zero->gradients()), rk.dtype, rk.lr, factor,
+                               sharded_params, /*grads_packed=*/true);
+    } else {
+      rk.optimizer->step(sharded_params ? static_cast<float*>(rk.zero->parameters()) : model.params(),
+                         static_cast<const float*>(rk.zero->gradients()), rk.lr, factor, sharded_params,
+                         /*grads_packed=*/true);
+    }
     if (!sharded_params) rk.zero->all_gather_parameters(tag);
   } else if (rk.optimizer != nullptr) {
     // Global norm over all stages, counting the tied embedding once (its first-stage copy).
-    const std::int64_t skip = !model.stage().embedding && tokens != nullptr ? tokens->numel : 0;
-    float squares = static_cast<float>(rk.backend->sum_of_squares(model.grads() + skip, P - skip));
+    float squares = static_cast<float>(
+        mixed ? half::sum_of_squares(rk.dtype, static_cast<const std::uint16_t*>(grads) + skip, P - skip)
+              : rk.backend->sum_of_squares(model.grads() + skip, P - skip));
     if (rk.pp_comm != nullptr) rk.pp_comm->all_reduce(&squares, 1, ReduceOp::sum, tag);
-    rk.grad_norm = std::sqrt(static_cast<double>(squares));
-    rk.optimizer->step(model.params(), model.grads(), rk.lr, clip_factor(rk.grad_norm, c.grad_clip));
+    rk.grad_norm = std::sqrt(static_cast<double>(squares)) / scale;
+    const float factor = clip_factor(rk.grad_norm, c.grad_clip) / scale;
+    if (mixed) {
+      rk.optimizer->step_mixed(static_cast<std::uint16_t*>(rk.zero->parameters()),
+                               static_cast<const std::uint16_t*>(grads), rk.dtype, rk.lr, factor);
+    } else {
+      rk.optimizer->step(model.params(), model.grads(), rk.lr, factor);
+    }
     if (c.zero_stage >= 1 && c.dp > 1)
-      all_gather_parameter_shards(*rk.dp_comm, model.params(), rk.partition, rk.comm_buffer, tag);
+      all_gather_parameter_shards(*rk.dp_comm, mixed ? rk.zero->parameters() : static_cast<void*>(model.params()),
+                                  rk.dtype, rk.partition, rk.comm_buffer, tag);
   }
   rk.optimizer_s = seconds_since(t0);
   span.end_ns = clock_.now_ns();

@@ -60,8 +60,14 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
     rank->backend = make_cpu_backend(CpuBackendOptions{threads_per_rank});
     const StageLayers layers = pipeline_stage_layers(model_config, grid.pp(), rank->stage);
     const int zero = config_.dp_mode == DataParallelMode::ddp ? config_.zero_stage : 0;
+    const bool mixed = config_.mixed_precision();
+    rank->dtype = config_.precision == Precision::fp16 ? DType::f16
+                  : config_.precision == Precision::bf16 ? DType::bf16
+                                                         : DType::f32;
+    const auto esize = static_cast<std::int64_t>(dtype_size(rank->dtype));
+    // The model's own fp32 buffers, unless ZeRO shards them or they are 16-bit.
     rank->model = make_model(model_config, layers, *rank->backend, rank->ledger,
-                             ModelBuffers{/*parameters=*/zero < 3, /*gradients=*/zero < 2});
+                             ModelBuffers{/*parameters=*/!mixed && zero < 3, /*gradients=*/!mixed && zero < 2});
     rank->model->set_checkpointing(config_.checkpoint);
     rank->model->set_event_sink(sink_, &clock_);
     rank->model->set_activation_slots(
@@ -69,13 +75,14 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
     rank->actions = schedule[static_cast<std::size_t>(rank->stage)];
     const std::int64_t P = rank->model->parameter_count();
     rank->dp_comm = rank->group(*world_, grid.dp_group(rank->stage));
-    if (zero >= 2) {
-      rank->zero = std::make_unique<ZeroShardedStorage>(zero, *rank->model, *rank->dp_comm, rank->ledger);
+    if (zero >= 2 || mixed) {
+      rank->zero = std::make_unique<ZeroShardedStorage>(zero, rank->dtype, *rank->model, *rank->dp_comm, rank->ledger);
       rank->model->set_unit_storage(rank->zero.get());
     }
     // Every replica and stage starts as the one whole model would.
-    if (zero >= 3) rank->zero->init_parameters(config_.seed);
+    if (zero >= 3 || mixed) rank->zero->init_parameters(config_.seed);
     else rank->model->init_weights(config_.seed);
+    rank->scaler = std::make_unique<DynamicLossScaler>(config_.loss_scaler_options());
     rank->world_comm = rank->group(*world_, all);
     if (grid.pp() > 1) {
       rank->pp_comm = rank->group(*world_, grid.pipeline_group(rank->dp_rank));
@@ -83,31 +90,36 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
         rank->embedding_comm =
             rank->group(*world_, {grid.rank_at(0, rank->dp_rank), grid.rank_at(grid.pp() - 1, rank->dp_rank)});
     }
+    AdamWOptions options = adamw;
+    options.master_weights = mixed;
     if (config_.dp_mode == DataParallelMode::naive) {
       if (rank->dp_rank == 0) {
-        rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, adamw);
+        rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options);
         if (grid.dp() > 1)
-          rank->comm_buffer = Buffer(rank->ledger, MemoryCategory::communication, grid.dp() * P * 4);
+          rank->comm_buffer = Buffer(rank->ledger, MemoryCategory::communication, grid.dp() * P * esize);
       }
     } else {
       rank->partition = make_zero_partition(P, grid.dp(), rank->dp_rank);
       if (zero >= 2) {
-        rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, adamw,
+        rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options,
                                                   rank->zero->shard_ranges());
       } else if (zero == 1) {
-        rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, adamw,
+        rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options,
                                                   rank->partition.begin, rank->partition.end);
         if (rank->partition.shard_size * grid.dp() != P)
           rank->comm_buffer = Buffer(rank->ledger, MemoryCategory::communication,
-                                     rank->partition.shard_size * (grid.dp() + 1) * 4);
+                                     rank->partition.shard_size * (grid.dp() + 1) * esize);
       } else {
-        rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, adamw);
+        rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options);
       }
       if (grid.dp() > 1 && zero < 2)
         rank->reducer = std::make_unique<DdpReducer>(
-            *rank->dp_comm,
-            make_gradient_buckets(rank->model->layout(), static_cast<std::int64_t>(config_.bucket_mb * 1e6)));
+            *rank->dp_comm, make_gradient_buckets(rank->model->layout(),
+                                                  static_cast<std::int64_t>(config_.bucket_mb * 1e6), esize));
     }
+    if (mixed && rank->optimizer != nullptr)
+      rank->optimizer->load_master(static_cast<const std::uint16_t*>(rank->zero->parameters()), rank->dtype,
+                                   /*params_packed=*/zero >= 3);
     ranks_.push_back(std::move(rank));
   }
   schedule_ = LrSchedule{config_.lr, config_.lr * config_.min_lr_ratio, config_.warmup_steps(), config_.steps};
@@ -117,7 +129,8 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
   log.start_ns = log.end_ns = clock_.now_ns();
   log.set_text(config_.model + ": " + std::to_string(grid.world_size()) + " ranks (dp " + std::to_string(grid.dp()) +
                " x pp " + std::to_string(grid.pp()) + "), " + std::string(data_parallel_mode_name(config_.dp_mode)) +
-               ", ZeRO-" + std::to_string(config_.zero_stage) + ", micro-batch " +
+               ", ZeRO-" + std::to_string(config_.zero_stage) + ", " +
+               std::string(precision_name(config_.precision)) + ", micro-batch " +
                std::to_string(config_.micro_batch()) + ", " + backend_name());
   emit(log);
 }
@@ -127,6 +140,31 @@ Trainer::~Trainer() = default;
 const Model& Trainer::model(int rank) const { return *ranks_.at(static_cast<std::size_t>(rank))->model; }
 Model& Trainer::model(int rank) { return *ranks_.at(static_cast<std::size_t>(rank))->model; }
 const MemoryLedger& Trainer::ledger(int rank) const { return ranks_.at(static_cast<std::size_t>(rank))->ledger; }
+std::vector<unsigned char> Trainer::model_state_bytes(int rank) const {
+  const Rank& rk = *ranks_.at(static_cast<std::size_t>(rank));
+  std::vector<unsigned char> out;
+  const auto append = [&](const void* data, std::int64_t bytes) {
+    if (data == nullptr || bytes <= 0) return;
+    const auto* p = static_cast<const unsigned char*>(data);
+    out.insert(out.end(), p, p + bytes);
+  };
+  const Model& model = *rk.model;
+  if (rk.zero != nullptr && rk.zero->parameters() != nullptr) {
+    const std::int64_t count = rk.zero->shards_parameters() ? rk.zero->shard_size() : model.parameter_count();
+    append(rk.zero->parameters(), count * static_cast<std::int64_t>(dtype_size(rk.dtype)));
+  } else {
+    append(model.params(), model.parameter_count() * 4);
+  }
+  if (rk.optimizer != nullptr) {
+    const AdamW& opt = *rk.optimizer;
+    const std::int64_t bytes = opt.state_size() * 4;
+    if (rk.dtype != DType::f32) append(opt.master(), bytes);
+    append(opt.m(), bytes);
+    append(opt.v(), bytes);
+  }
+  return out;
+}
+
 std::string Trainer::backend_name() const { return ranks_[0]->backend->name(); }
 
 void Trainer::emit(const Event& event) {
@@ -190,6 +228,8 @@ StepMetrics Trainer::step() {
   m.loss = r0.global_scored > 0 ? r0.loss_sum / static_cast<float>(r0.global_scored) : 0.0f;
   m.lr = r0.lr;
   m.grad_norm = r0.grad_norm;
+  m.loss_scale = r0.loss_scale;
+  m.skipped = r0.skipped;
   m.forward_s = r0.forward_s;
   m.backward_s = r0.backward_s;
   m.optimizer_s = r0.optimizer_s;
@@ -208,6 +248,8 @@ StepMetrics Trainer::step() {
   metrics.loss = m.loss;
   metrics.lr = m.lr;
   metrics.grad_norm = static_cast<float>(m.grad_norm);
+  metrics.loss_scale = m.loss_scale;
+  metrics.skipped = m.skipped;
   metrics.tokens_per_s = static_cast<float>(m.tokens_per_s);
   metrics.has_eval_loss = m.eval_loss.has_value();
   metrics.eval_loss = m.eval_loss.value_or(0.0f);

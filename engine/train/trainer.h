@@ -78,6 +78,11 @@ class Trainer {
   const Model& model(int rank = 0) const;
   Model& model(int rank = 0);
   const MemoryLedger& ledger(int rank = 0) const;
+  // Every byte of a rank's parameters (in their storage type: fp32, or the 16
+  // bits of mixed precision, sharded under ZeRO-3) followed by its optimizer's
+  // fp32 master weights (mixed precision) and AdamW m and v: what a skipped
+  // step must leave exactly as it was.
+  std::vector<unsigned char> model_state_bytes(int rank) const;
   const TextDataset& dataset() const { return *dataset_; }
   std::int64_t steps_done() const { return steps_done_; }
   std::string backend_name() const;

@@ -19,6 +19,7 @@
 #include "parallel/zero.h"
 #include "parallel/zero_storage.h"
 #include "train/adamw.h"
+#include "train/loss_scaler.h"
 #include "train/trainer.h"
 
 namespace shardscope {
@@ -42,7 +43,9 @@ struct Trainer::Rank {
     return slot.get();
   }
   std::unique_ptr<DdpReducer> reducer;            // DDP and ZeRO-0/1: bucketed all-reduce
-  std::unique_ptr<ZeroShardedStorage> zero;      // ZeRO-2/3: sharded gradients (and parameters)
+  std::unique_ptr<ZeroShardedStorage> zero;      // ZeRO-2/3 shards, and the 16-bit storage of mixed precision
+  std::unique_ptr<DynamicLossScaler> scaler;     // every rank keeps its own; all get the same overflow verdict
+  DType dtype = DType::f32;                      // parameters and gradients (f16/bf16: mixed precision)
   std::vector<PipelineAction> actions;           // this stage's schedule
   ZeroPartition partition{};
   Buffer comm_buffer;  // naive: rank 0's gradient gather buffer; ZeRO: padded gather staging
@@ -51,6 +54,8 @@ struct Trainer::Rank {
   std::int64_t global_scored = 0;
   double forward_s = 0, backward_s = 0, optimizer_s = 0, grad_norm = 0;
   float lr = 0;
+  float loss_scale = 1.0f;  // the scale this step used
+  bool skipped = false;     // fp16 overflow somewhere: no update on any rank
 };
 
 namespace trainer_detail {

@@ -25,6 +25,7 @@ class TestCli : public QObject {
   void bad_input_exits_2_with_a_message();
   void help_documents_every_flag();
   void short_run_writes_metrics_jsonl();
+  void fp16_run_reports_loss_scale_and_overflow();
   void export_writes_a_chrome_trace_atomically();
   void export_bad_input_exits_2();
   void estimate_bad_input_exits_2();
@@ -50,6 +51,18 @@ void TestCli::bad_input_exits_2_with_a_message_data() {
   QTest::newRow("seq too long") << QStringList{"train", "--seq", "257"}
                                 << "--seq 257 exceeds the maximum sequence length of gpt-tiny (256)";
   QTest::newRow("unknown flag") << QStringList{"train", "--stepz", "3"} << "unknown flag '--stepz'";
+  QTest::newRow("bad precision") << QStringList{"train", "--precision", "fp8"}
+                                 << "--precision: \"fp8\" is not one of fp32, fp16, bf16";
+  QTest::newRow("bad loss scaler") << QStringList{"train", "--precision", "fp16", "--loss-scaler", "apex"}
+                                   << "--loss-scaler must be torch or deepspeed";
+  QTest::newRow("scale flags without fp16") << QStringList{"train", "--precision", "bf16", "--loss-scale", "128"}
+                                            << "apply to --precision fp16 only";
+  QTest::newRow("hysteresis with torch rules") << QStringList{"train", "--precision", "fp16", "--hysteresis", "2"}
+                                               << "--hysteresis is a DeepSpeed rule: add --loss-scaler deepspeed";
+  QTest::newRow("scale power too big") << QStringList{"train", "--precision", "fp16", "--initial-scale-power", "128"}
+                                       << "--initial-scale-power: 128 is out of range";
+  QTest::newRow("overflow injection needs fp16") << QStringList{"train", "--inject-overflow", "0:1"}
+                                                 << "--inject-overflow needs --precision fp16";
   QTest::newRow("missing value") << QStringList{"train", "--steps"} << "--steps needs a value";
   QTest::newRow("unknown command") << QStringList{"trian"} << "unknown command 'trian'";
   QTest::newRow("unwritable metrics") << QStringList{"train", "--steps", "1", "--metrics-out", "/no/dir/m.jsonl"}
@@ -98,6 +111,32 @@ void TestCli::short_run_writes_metrics_jsonl() {
       QVERIFY2(memory.contains(category), category);
     QCOMPARE(memory["parameters"].toDouble(), 4.0 * 859392);  // gpt-tiny: 859,392 parameters
     QCOMPARE(memory["optimizer_states"].toDouble(), 8.0 * 859392);
+    QCOMPARE(o["loss_scale"].toDouble(), 1.0);  // fp32: no loss scaling
+    QCOMPARE(o["skipped"].toBool(), false);
+  }
+}
+
+// fp16: 16-bit parameters and gradients (2 + 2 bytes), fp32 master + Adam (12);
+// the loss scale in every line, and an injected overflow skips its step and halves it.
+void TestCli::fp16_run_reports_loss_scale_and_overflow() {
+  const QString metrics = dir_.path() + "/fp16.jsonl";
+  const Result r = run({"train", "--model", "gpt-tiny", "--steps", "3", "--batch", "4", "--seq", "32", "--precision",
+                        "fp16", "--initial-scale-power", "10", "--inject-overflow", "0:2", "--metrics-out", metrics});
+  QVERIFY2(r.code == 0, qPrintable(r.err));
+  QVERIFY2(r.out.contains("overflow: step skipped"), qPrintable(r.out));
+  QFile f(metrics);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  const QList<QByteArray> lines = f.readAll().trimmed().split('\n');
+  QCOMPARE(lines.size(), 3);
+  const double scales[] = {1024, 1024, 512};
+  for (int i = 0; i < 3; ++i) {
+    const QJsonObject o = QJsonDocument::fromJson(lines[i]).object();
+    QCOMPARE(o["loss_scale"].toDouble(), scales[i]);
+    QCOMPARE(o["skipped"].toBool(), i == 1);
+    const QJsonObject memory = o["memory"].toObject();
+    QCOMPARE(memory["parameters"].toDouble(), 2.0 * 859392);
+    QCOMPARE(memory["gradients"].toDouble(), 2.0 * 859392);
+    QCOMPARE(memory["optimizer_states"].toDouble(), 12.0 * 859392);
   }
 }
 
