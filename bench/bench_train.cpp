@@ -4,7 +4,7 @@
 // bench/pytorch_gpt_bench.py run in the same session (docs/PERFORMANCE.md).
 //   bench_train [--model gpt2-124m] [--batch 4] [--seq 64] [--steps 10] [--warmup 2] [--threads 2] [--json]
 //               [--dp N] [--pp P] [--zero S] [--accum K] [--micro-batches M] [--schedule gpipe|1f1b]
-//               [--naive] [--checkpoint]
+//               [--naive] [--checkpoint] [--precision fp32|fp16|bf16]
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
     else if (a == "--schedule") config.schedule = parse_pipeline_schedule_kind(next());
     else if (a == "--naive") config.dp_mode = DataParallelMode::naive;
     else if (a == "--checkpoint") config.checkpoint = true;
+    else if (a == "--precision") config.precision = parse_precision(next());
     else if (a == "--json") json = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());

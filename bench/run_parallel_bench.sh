@@ -21,6 +21,11 @@ layouts=(
   "pp 4 1F1B m 8|--pp 4 --micro-batches 8 --schedule 1f1b"
   "dp 2 x pp 2 1F1B m 4|--dp 2 --pp 2 --micro-batches 4"
   "1 rank, checkpointing|--checkpoint"
+  "1 rank, fp16|--precision fp16"
+  "1 rank, bf16|--precision bf16"
+  "ZeRO-1 dp 4, fp16|--dp 4 --zero 1 --precision fp16"
+  "ZeRO-2 dp 4, fp16|--dp 4 --zero 2 --precision fp16"
+  "ZeRO-3 dp 4, fp16|--dp 4 --zero 3 --precision fp16"
 )
 printf '%-26s %12s %16s\n' layout "tokens/s" "rank-0 peak MiB"
 for entry in "${layouts[@]}"; do
