@@ -44,8 +44,10 @@ class Communicator {
   // The collectives take the element type of their buffers: f32, or the
   // 16-bit f16 / bf16 of mixed precision (whose reductions add in f32 and round
   // each partial result back to 16 bits, as NCCL's half-precision sums do; an
-  // average divides the final sum in f32 and rounds once). Counts are in
-  // elements; events report bytes. The float overloads below are the f32 calls.
+  // average first divides each rank's values by N in 16 bits, as NCCL's ncclAvg
+  // and PyTorch DDP's gradient pre-division do, so it overflows only where the
+  // average itself would). Counts are in elements; events report bytes.
+  // The float overloads below are the f32 calls.
   //
   // data (count) := op over all ranks' data. Ring algorithm: reduce-scatter then
   // all-gather, N-1 steps each, one chunk of ~count/N per step per rank.

@@ -29,6 +29,7 @@ struct F32Elems {
     const float d = static_cast<float>(divisor);
     for (std::int64_t i = 0; i < n; ++i) data[i] /= d;
   }
+  static constexpr bool kPreDivide = false;  // fp32 sums first and divides once
 };
 
 template <DType D>
@@ -47,6 +48,11 @@ struct HalfElems {
     const float d = static_cast<float>(divisor);
     for (std::int64_t i = 0; i < n; ++i) data[i] = narrow(widen(data[i]) / d);
   }
+  // An average pre-divides each rank's values by N, in 16 bits, before the sum
+  // (NCCL's ncclAvg on floating types; PyTorch DDP and DeepSpeed divide by the
+  // world size first too), so a sum of N large gradients cannot overflow where
+  // their average fits.
+  static constexpr bool kPreDivide = true;
 };
 
 void copy_bytes(void* dst, const void* src, std::int64_t bytes) {
@@ -107,6 +113,8 @@ void InProcessCommunicator::all_reduce_as(typename Elems::T* data, std::int64_t 
     if (world_->aborted()) raise_aborted();
     return;  // the sum (and the average) over one rank is its data
   }
+  const bool pre_divide = Elems::kPreDivide && op == ReduceOp::average;
+  if (pre_divide) Elems::divide(data, count, n_);  // before enter(): our buffer is ours until then
   const std::int64_t base = enter(CommOp::all_reduce, data, data, count, -1, Elems::dtype);
   const Chunks chunks(count, n_);
   const Transfer rs{CommOp::all_reduce, RingPhase::reduce_scatter, tag};
@@ -117,7 +125,7 @@ void InProcessCommunicator::all_reduce_as(typename Elems::T* data, std::int64_t 
               [&](Slot& right) { Elems::add_into(static_cast<T*>(right.recv) + off, data + off, len); });
   }
   wait_for(left_, base + n_);  // chunk me_ now holds the sum over all ranks
-  if (op == ReduceOp::average) Elems::divide(data + chunks.offset(me_), chunks.size(me_), n_);
+  if (op == ReduceOp::average && !pre_divide) Elems::divide(data + chunks.offset(me_), chunks.size(me_), n_);
   const Transfer ag{CommOp::all_reduce, RingPhase::all_gather, tag};
   for (int k = 0; k < n_ - 1; ++k) {  // all-gather: right.chunk[c] = mine.chunk[c]
     const int c = mod(me_ - k);
@@ -154,6 +162,13 @@ void InProcessCommunicator::reduce_scatter_as(const typename Elems::T* send, typ
     copy_bytes(recv, send, recv_count * static_cast<std::int64_t>(sizeof(T)));
     return;
   }
+  std::vector<T> divided;  // 16-bit average: this rank's values / N (see kPreDivide)
+  const bool pre_divide = Elems::kPreDivide && op == ReduceOp::average;
+  if (pre_divide) {
+    divided.assign(send, send + n_ * recv_count);
+    Elems::divide(divided.data(), n_ * recv_count, n_);
+    send = divided.data();
+  }
   Slot& mine = slot(me_);
   const auto stage_size = static_cast<std::size_t>(2 * recv_count) * sizeof(T);
   if (mine.stage.size() < stage_size) mine.stage.resize(stage_size);  // before enter() publishes it
@@ -173,7 +188,7 @@ void InProcessCommunicator::reduce_scatter_as(const typename Elems::T* send, typ
   }
   wait_for(left_, base + n_);  // the left neighbour's last partial sum is in my stage
   Elems::add_to(recv, my_stage + ((n_ - 2) % 2) * recv_count, send + me_ * recv_count, recv_count);
-  if (op == ReduceOp::average) Elems::divide(recv, recv_count, n_);
+  if (op == ReduceOp::average && !pre_divide) Elems::divide(recv, recv_count, n_);
 }
 
 void InProcessCommunicator::reduce_scatter(const void* send, void* recv, std::int64_t recv_count, DType dtype,

@@ -64,6 +64,11 @@ void Trainer::rank_step(Rank& rk) {
     rk.zero->set_context(sink_, &clock_, base);
   }
   rk.loss_scale = rk.scaler->scale();
+  if (!(std::isnormal(rk.loss_scale) && rk.loss_scale > 0.0f))
+    throw std::runtime_error("the fp16 loss scale fell to " + std::to_string(rk.loss_scale) + " after " +
+                             std::to_string(rk.scaler->overflows()) +
+                             " overflows: the gradients are inf/NaN at every scale (training diverged; lower --lr, "
+                             "or set --min-loss-scale with --loss-scaler deepspeed)");
   model.set_loss_scale(rk.loss_scale);
   rk.loss_sum = 0.0f;
   for (int a = 0; a < c.accum; ++a) {

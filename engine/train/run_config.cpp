@@ -114,14 +114,19 @@ void validate_run_config(const RunConfig& c) {
   require(c.loss_scale >= 0.0f && std::isfinite(c.loss_scale), "--loss-scale must be 0 (dynamic) or a positive scale");
   require(c.scale_window == -1 || c.scale_window >= 1, "--scale-window must be at least 1");
   require(c.hysteresis == -1 || c.hysteresis >= 1, "--hysteresis must be at least 1");
-  require(c.min_loss_scale == -1.0f || (c.min_loss_scale >= 0.0f && std::isfinite(c.min_loss_scale)),
-          "--min-loss-scale must be 0 or more");
+  require(c.min_loss_scale == -1.0f || (c.min_loss_scale > 0.0f && std::isfinite(c.min_loss_scale)),
+          "--min-loss-scale must be positive");
   require(c.loss_scaler == LossScaleRules::deepspeed || (c.hysteresis == -1 && c.min_loss_scale == -1.0f),
           std::string(c.hysteresis != -1 ? "--hysteresis" : "--min-loss-scale") +
               " is a DeepSpeed rule: add --loss-scaler deepspeed (torch GradScaler has neither)");
-  require(c.precision == Precision::fp16 || (c.loss_scale == 0.0f && c.scale_window == -1 && c.hysteresis == -1 &&
-                                              c.min_loss_scale == -1.0f && c.initial_scale_power == 16),
+  require(c.precision == Precision::fp16 ||
+              (c.loss_scale == 0.0f && c.scale_window == -1 && c.hysteresis == -1 && c.min_loss_scale == -1.0f &&
+               c.initial_scale_power == 16 && c.loss_scaler == LossScaleRules::torch_grad_scaler),
           "the loss-scale flags apply to --precision fp16 only (bf16 and fp32 run without a loss scaler)");
+  require(c.loss_scale == 0.0f || (c.scale_window == -1 && c.hysteresis == -1 && c.min_loss_scale == -1.0f &&
+                                   c.initial_scale_power == 16),
+          "--loss-scale sets a static scale: --initial-scale-power, --scale-window, --hysteresis and "
+          "--min-loss-scale apply to the dynamic scale only");
   require(c.overflow_rank < c.world_size(), "--inject-overflow: rank " + std::to_string(c.overflow_rank) +
                                                 " does not exist (world size " + std::to_string(c.world_size()) + ")");
   require(c.overflow_rank < 0 || c.precision == Precision::fp16, "--inject-overflow needs --precision fp16");

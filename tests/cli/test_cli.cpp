@@ -59,6 +59,14 @@ void TestCli::bad_input_exits_2_with_a_message_data() {
                                             << "apply to --precision fp16 only";
   QTest::newRow("hysteresis with torch rules") << QStringList{"train", "--precision", "fp16", "--hysteresis", "2"}
                                                << "--hysteresis is a DeepSpeed rule: add --loss-scaler deepspeed";
+  QTest::newRow("loss scaler without fp16") << QStringList{"train", "--precision", "bf16", "--loss-scaler", "deepspeed"}
+                                           << "apply to --precision fp16 only";
+  QTest::newRow("static scale with dynamic knobs")
+      << QStringList{"train", "--precision", "fp16", "--loss-scale", "128", "--scale-window", "10"}
+      << "--loss-scale sets a static scale";
+  QTest::newRow("zero min scale")
+      << QStringList{"train", "--precision", "fp16", "--loss-scaler", "deepspeed", "--min-loss-scale", "0"}
+      << "--min-loss-scale must be positive";
   QTest::newRow("scale power too big") << QStringList{"train", "--precision", "fp16", "--initial-scale-power", "128"}
                                        << "--initial-scale-power: 128 is out of range";
   QTest::newRow("overflow injection needs fp16") << QStringList{"train", "--inject-overflow", "0:1"}

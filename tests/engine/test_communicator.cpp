@@ -692,6 +692,22 @@ void TestCommunicator::sixteen_bit_sums_round_each_partial_sum() {
     QCOMPARE(g, got[0]);
     QVERIFY2(g == 2048.0f || g == 2050.0f || g == 2052.0f, qPrintable(QString::number(g)));
   }
+  // An average divides before it sums: two ranks' 40000 average to 40000,
+  // where a 16-bit sum (80000 > 65504) would overflow to inf.
+  auto pair = InProcessWorld::create(2);
+  std::vector<float> averaged(2), scattered(2);
+  RUN_RANKS(*pair, [&](int r) {
+    auto comm = pair->communicator(r, {0, 1});
+    auto x = narrowed(DType::f16, {40000.0f, 40000.0f});
+    comm->all_reduce(x.data(), 2, DType::f16, ReduceOp::average, {});
+    averaged[static_cast<std::size_t>(r)] = widened(DType::f16, x)[static_cast<std::size_t>(r)];
+    const auto send = narrowed(DType::f16, {40000.0f, 40000.0f});
+    std::vector<std::uint16_t> recv(1);
+    comm->reduce_scatter(send.data(), recv.data(), 1, DType::f16, ReduceOp::average, {});
+    scattered[static_cast<std::size_t>(r)] = widened(DType::f16, recv)[0];
+  });
+  QCOMPARE(averaged, (std::vector<float>{40000.0f, 40000.0f}));
+  QCOMPARE(scattered, (std::vector<float>{40000.0f, 40000.0f}));
   // A float and a 16-bit call of the same count do not match.
   auto mixed = InProcessWorld::create(2);
   const auto errors = run_ranks(*mixed, [&](int r) {
