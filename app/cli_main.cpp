@@ -80,6 +80,10 @@ int main(int argc, char** argv) {
   } catch (const RankFailure& e) {  // a rank threw: every rank stopped, nothing was saved half-way
     std::fprintf(stderr, "shardscope-cli %s: error: %s\n", args[0].c_str(), e.what());
     return 1;
+  } catch (const OutOfMemory& e) {
+    std::fprintf(stderr, "shardscope-cli %s: error: %s (try a smaller --batch, --seq or model)\n", args[0].c_str(),
+                 e.what());
+    return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "shardscope-cli %s: error: out of memory (try a smaller --batch, --seq or model)\n",
                  args[0].c_str());

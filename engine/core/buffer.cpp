@@ -3,6 +3,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
+
+#include "core/error.h"
 #include <new>
 #include <utility>
 
@@ -19,10 +22,26 @@ Buffer::Buffer(MemoryLedger& ledger, MemoryCategory category, std::int64_t bytes
     ledger_ = nullptr;
     return;
   }
-  const auto rounded = (static_cast<std::size_t>(bytes) + kAlignment - 1) / kAlignment * kAlignment;
-  data_ = std::aligned_alloc(kAlignment, rounded);
-  if (data_ == nullptr) throw std::bad_alloc();
-  std::memset(data_, 0, rounded);
+  DeviceMemory* device = ledger.device_memory();
+  std::string failure;
+  if (device != nullptr) {
+    try {
+      data_ = device->allocate_zeroed(bytes);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+  } else {
+    const auto rounded = (static_cast<std::size_t>(bytes) + kAlignment - 1) / kAlignment * kAlignment;
+    data_ = std::aligned_alloc(kAlignment, rounded);
+    if (data_ != nullptr) std::memset(data_, 0, rounded);
+  }
+  if (data_ == nullptr) {
+    const std::int64_t held = ledger.current_total();
+    throw OutOfMemory("out of " + (device != nullptr ? device->name() : std::string("host")) + " memory: " +
+                      std::to_string(bytes) + " bytes of " + std::string(memory_category_name(category)) +
+                      " asked for, with " + std::to_string(held) + " bytes already held by this rank" +
+                      (failure.empty() ? "" : " (" + failure + ")"));
+  }
   ledger.allocate(category, bytes);
 }
 
@@ -47,7 +66,9 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
 
 void Buffer::free_now() {
   if (data_ != nullptr) {
-    std::free(data_);
+    DeviceMemory* device = ledger_ != nullptr ? ledger_->device_memory() : nullptr;
+    if (device != nullptr) device->release(data_);
+    else std::free(data_);
     if (ledger_ != nullptr) ledger_->release(category_, bytes_);
   }
   data_ = nullptr;

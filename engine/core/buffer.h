@@ -13,7 +13,8 @@ namespace shardscope {
 class Buffer {
  public:
   Buffer() = default;
-  // Zero-filled. Throws std::bad_alloc with the category and size in the message.
+  // Zero-filled, in the ledger's device memory if it has one, else on the host.
+  // Throws OutOfMemory (core/error.h) naming the memory, category and size.
   Buffer(MemoryLedger& ledger, MemoryCategory category, std::int64_t bytes);
   ~Buffer();
   Buffer(Buffer&& other) noexcept;

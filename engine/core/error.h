@@ -20,4 +20,11 @@ class FormatError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An allocation that did not fit: what() names the memory (host or a
+// device), the category, the bytes asked for and what the rank already held.
+class OutOfMemory : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace shardscope

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace shardscope {
@@ -48,9 +49,24 @@ struct MemoryBytes {
   std::int64_t total() const;
 };
 
+// Where a rank's buffers live when not in host memory (a GPU's): Buffer
+// allocates through the ledger's DeviceMemory when it has one.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  // `bytes` of zeroed memory; throws (std::bad_alloc or std::runtime_error) when there is none.
+  virtual void* allocate_zeroed(std::int64_t bytes) = 0;
+  virtual void release(void* pointer) noexcept = 0;
+  virtual std::string name() const = 0;  // e.g. "cuda:0", for out-of-memory messages
+};
+
 // Thread-safe: the owning rank allocates, other threads (metrics, UI) read.
 class MemoryLedger {
  public:
+  // Host memory unless a device's is set (before the rank allocates anything).
+  void set_device_memory(DeviceMemory* memory) { device_memory_ = memory; }
+  DeviceMemory* device_memory() const { return device_memory_; }
+
   void allocate(MemoryCategory category, std::int64_t bytes);
   void release(MemoryCategory category, std::int64_t bytes);
 
@@ -65,6 +81,7 @@ class MemoryLedger {
   std::array<std::atomic<std::int64_t>, kMemoryCategoryCount> peak_{};
   std::atomic<std::int64_t> total_current_{0};
   std::atomic<std::int64_t> total_peak_{0};
+  DeviceMemory* device_memory_ = nullptr;
 };
 
 }  // namespace shardscope

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "core/dtype.h"
 #include "ops/math.h"
 
 namespace shardscope {
@@ -95,6 +96,21 @@ class Backend {
   virtual void fill(float* x, float value, std::int64_t n) = 0;
   virtual void tanh_forward(float* out, const float* in, std::int64_t n) = 0;
   virtual double sum_of_squares(const float* x, std::int64_t n) = 0;  // accumulated in double
+
+  // ---- memory and 16-bit storage ------------------------------------------------
+  // Copies within this backend's memory, and between it and the host (all
+  // three are memcpy for the CPU backend). Byte counts.
+  virtual void copy(void* dst, const void* src, std::int64_t bytes) = 0;
+  virtual void upload(void* dst, const void* host_src, std::int64_t bytes) = 0;
+  virtual void download(void* host_dst, const void* src, std::int64_t bytes) = 0;
+  virtual void zero(void* dst, std::int64_t bytes) = 0;
+  // Mixed precision: f32 <-> f16/bf16 (dtype) with core/half.h's rounding, and
+  // the reductions the trainer runs on 16-bit gradients.
+  virtual void widen(DType dtype, const std::uint16_t* in, float* out, std::int64_t n) = 0;
+  virtual void narrow(DType dtype, const float* in, std::uint16_t* out, std::int64_t n) = 0;
+  virtual void add_16(DType dtype, std::uint16_t* dst, const std::uint16_t* src, std::int64_t n) = 0;  // dst += src
+  virtual std::int64_t first_non_finite_16(DType dtype, const std::uint16_t* x, std::int64_t n) = 0;  // -1: none
+  virtual double sum_of_squares_16(DType dtype, const std::uint16_t* x, std::int64_t n) = 0;
 
   // ---- optimizer ------------------------------------------------------------
   // One AdamW step over n elements (see math::adamw_element).

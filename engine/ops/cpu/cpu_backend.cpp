@@ -3,6 +3,9 @@
 // lives in ops/math.h (shared with CUDA); this file only decides how rows and
 // elements are spread over the rank's threads.
 #include "ops/cpu/cpu_backend.h"
+#include "core/half.h"
+
+#include <cstring>
 
 #include "ops/cpu/cpu_kernels.h"
 
@@ -202,6 +205,35 @@ double CpuBackend::sum_of_squares(const float* x, std::int64_t n) {
   double total = 0.0;
   for (double s : partial) total += s;
   return total;
+}
+
+void CpuBackend::copy(void* dst, const void* src, std::int64_t bytes) {
+  if (bytes > 0 && dst != src) std::memcpy(dst, src, static_cast<std::size_t>(bytes));
+}
+
+void CpuBackend::zero(void* dst, std::int64_t bytes) {
+  if (bytes > 0) std::memset(dst, 0, static_cast<std::size_t>(bytes));
+}
+
+// The 16-bit conversions are memory-bound single passes (core/half.cpp); one thread each.
+void CpuBackend::widen(DType dtype, const std::uint16_t* in, float* out, std::int64_t n) {
+  half::widen(dtype, in, out, n);
+}
+
+void CpuBackend::narrow(DType dtype, const float* in, std::uint16_t* out, std::int64_t n) {
+  half::narrow(dtype, in, out, n);
+}
+
+void CpuBackend::add_16(DType dtype, std::uint16_t* dst, const std::uint16_t* src, std::int64_t n) {
+  half::add_into(dtype, dst, src, n);
+}
+
+std::int64_t CpuBackend::first_non_finite_16(DType dtype, const std::uint16_t* x, std::int64_t n) {
+  return half::first_non_finite(dtype, x, n);
+}
+
+double CpuBackend::sum_of_squares_16(DType dtype, const std::uint16_t* x, std::int64_t n) {
+  return half::sum_of_squares(dtype, x, n);
 }
 
 void CpuBackend::adamw(float* params, const float* grads, float* m, float* v, std::int64_t n,
