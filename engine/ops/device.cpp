@@ -35,6 +35,10 @@ struct Plugin {
   ShardscopeCudaMallocFn malloc = nullptr;
   ShardscopeCudaFreeFn free = nullptr;
   ShardscopeCudaMemcpyFn memcpy = nullptr;
+  ShardscopeCudaNarrowFn narrow = nullptr;
+  ShardscopeCudaWidenFn widen = nullptr;
+  ShardscopeCudaFirstNonFiniteFn first_non_finite = nullptr;
+  ShardscopeCudaGemm16bitFn gemm_16bit = nullptr;
 };
 
 struct PluginLoad {
@@ -114,7 +118,11 @@ PluginLoad load_plugin() {
       !find_symbol(handle, "shardscope_cuda_create_backend", plugin.create_backend) ||
       !find_symbol(handle, "shardscope_cuda_malloc", plugin.malloc) ||
       !find_symbol(handle, "shardscope_cuda_free", plugin.free) ||
-      !find_symbol(handle, "shardscope_cuda_memcpy", plugin.memcpy))
+      !find_symbol(handle, "shardscope_cuda_memcpy", plugin.memcpy) ||
+      !find_symbol(handle, "shardscope_cuda_narrow", plugin.narrow) ||
+      !find_symbol(handle, "shardscope_cuda_widen", plugin.widen) ||
+      !find_symbol(handle, "shardscope_cuda_first_non_finite", plugin.first_non_finite) ||
+      !find_symbol(handle, "shardscope_cuda_gemm_16bit", plugin.gemm_16bit))
     return {nullptr, "CUDA plugin " + candidate + " is incomplete: " + last_dl_error()};
   if (const int version = abi_version(); version != SHARDSCOPE_CUDA_PLUGIN_ABI)
     return {nullptr, "CUDA plugin " + candidate + " has ABI version " + std::to_string(version) + ", expected " +
@@ -136,6 +144,11 @@ void copy(int device, void* dst, const void* src, std::size_t bytes, int kind, c
   ErrorText error{};
   if (plugin.memcpy(device, dst, src, bytes, kind, error.data(), error.size()) != 0)
     throw std::runtime_error(std::string(what) + " on cuda:" + std::to_string(device) + ": " + error.data());
+}
+
+// Throws with the plugin's message when a call returned non-zero.
+void check_call(int status, const ErrorText& error, const char* what) {
+  if (status != 0) throw std::runtime_error(std::string(what) + ": " + error.data());
 }
 
 }  // namespace
@@ -230,6 +243,41 @@ void cuda_copy_to_host(int device, void* host_dst, const void* device_src, std::
 
 void cuda_copy_on_device(int device, void* device_dst, const void* device_src, std::size_t bytes) {
   copy(device, device_dst, device_src, bytes, shardscope_copy_device_to_device, "cuda_copy_on_device");
+}
+
+void cuda_narrow(Backend& cuda_backend, DType dtype, const float* in, std::uint16_t* out, std::int64_t n) {
+  ErrorText error{};
+  check_call(require_plugin("cuda_narrow").narrow(&cuda_backend, static_cast<int>(dtype), in, out, n, error.data(),
+                                                  error.size()),
+             error, "cuda_narrow");
+}
+
+void cuda_widen(Backend& cuda_backend, DType dtype, const std::uint16_t* in, float* out, std::int64_t n) {
+  ErrorText error{};
+  check_call(require_plugin("cuda_widen").widen(&cuda_backend, static_cast<int>(dtype), in, out, n, error.data(),
+                                                error.size()),
+             error, "cuda_widen");
+}
+
+std::int64_t cuda_find_non_finite(Backend& cuda_backend, DType dtype, const void* values, std::int64_t n) {
+  ErrorText error{};
+  std::int64_t index = -1;
+  check_call(require_plugin("cuda_find_non_finite")
+                 .first_non_finite(&cuda_backend, static_cast<int>(dtype), values, n, &index, error.data(),
+                                   error.size()),
+             error, "cuda_find_non_finite");
+  return index;
+}
+
+void cuda_gemm_16bit(Backend& cuda_backend, DType dtype, Transpose trans_a, Transpose trans_b, int M, int N, int K,
+                     float alpha, const std::uint16_t* A, int lda, const std::uint16_t* B, int ldb, float beta,
+                     std::uint16_t* C, int ldc) {
+  ErrorText error{};
+  check_call(require_plugin("cuda_gemm_16bit")
+                 .gemm_16bit(&cuda_backend, static_cast<int>(dtype), trans_a == Transpose::yes ? 1 : 0,
+                             trans_b == Transpose::yes ? 1 : 0, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
+                             error.data(), error.size()),
+             error, "cuda_gemm_16bit");
 }
 
 }  // namespace shardscope

@@ -7,11 +7,13 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/dtype.h"
 #include "ops/backend.h"
 
 namespace shardscope {
@@ -58,5 +60,18 @@ void cuda_device_free(int device, void* pointer);
 void cuda_copy_to_device(int device, void* device_dst, const void* host_src, std::size_t bytes);
 void cuda_copy_to_host(int device, void* host_dst, const void* device_src, std::size_t bytes);
 void cuda_copy_on_device(int device, void* device_dst, const void* device_src, std::size_t bytes);
+
+// Mixed precision on a backend from make_cuda_backend (device pointers, its
+// stream), through the plugin. Each throws std::runtime_error for another
+// backend, a dtype other than f16/bf16 (f32 too for the check), or a CUDA error.
+// narrow/widen round exactly as core/half.h; first_non_finite synchronizes and
+// returns the index of the first inf or NaN, or -1.
+void cuda_narrow(Backend& cuda_backend, DType dtype, const float* in, std::uint16_t* out, std::int64_t n);
+void cuda_widen(Backend& cuda_backend, DType dtype, const std::uint16_t* in, float* out, std::int64_t n);
+std::int64_t cuda_find_non_finite(Backend& cuda_backend, DType dtype, const void* values, std::int64_t n);
+// C (M, N) = alpha op(A) op(B) + beta C in f16 or bf16 storage, summed in fp32 (row-major, as Backend::gemm).
+void cuda_gemm_16bit(Backend& cuda_backend, DType dtype, Transpose trans_a, Transpose trans_b, int M, int N, int K,
+                     float alpha, const std::uint16_t* A, int lda, const std::uint16_t* B, int ldb, float beta,
+                     std::uint16_t* C, int ldc);
 
 }  // namespace shardscope

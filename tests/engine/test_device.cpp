@@ -48,6 +48,7 @@ class TestDevice : public QObject {
   void missing_plugin_is_reported();
   void unloadable_plugin_is_reported();
   void device_memory_without_gpu_throws();
+  void mixed_precision_helpers_refuse_a_cpu_backend();
 };
 
 void TestDevice::device_kind_names() {
@@ -145,6 +146,25 @@ void TestDevice::device_memory_without_gpu_throws() {
   float host = 0.0f;
   QVERIFY_THROWS_EXCEPTION(std::runtime_error, cuda_copy_to_host(0, &host, &host, sizeof host));
   cuda_device_free(0, nullptr);  // freeing null is a no-op, as cudaFree(nullptr)
+}
+
+void TestDevice::mixed_precision_helpers_refuse_a_cpu_backend() {
+  // Host pointers of a CPU backend never reach a CUDA kernel: the call throws, whatever this machine has.
+  auto cpu = make_cpu_backend({1});
+  float value = 1.0f;
+  std::uint16_t half_value = 0;
+  try {
+    cuda_narrow(*cpu, DType::f16, &value, &half_value, 1);
+    QFAIL("cuda_narrow accepted a CPU backend");
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    QVERIFY2(contains(what, "not a CUDA backend") || contains(what, "CUDA unavailable"), e.what());
+  }
+  QVERIFY_THROWS_EXCEPTION(std::runtime_error, cuda_widen(*cpu, DType::bf16, &half_value, &value, 1));
+  QVERIFY_THROWS_EXCEPTION(std::runtime_error, cuda_find_non_finite(*cpu, DType::f32, &value, 1));
+  QVERIFY_THROWS_EXCEPTION(std::runtime_error, cuda_gemm_16bit(*cpu, DType::f16, Transpose::no, Transpose::no, 1, 1,
+                                                               1, 1.0f, &half_value, 1, &half_value, 1, 0.0f,
+                                                               &half_value, 1));
 }
 
 QTEST_GUILESS_MAIN(TestDevice)

@@ -5,8 +5,8 @@
 // "skipped: no GPU (<reason>)" and the suite passes.
 //
 // Tolerances (|gpu - cpu| <= atol + rtol |cpu|, inputs ~ N(0, 1)):
-//   exact         fill, add, scale, bias rows, embedding forward/backward, bias
-//                 gradients: same additions in the same order, bit-identical;
+//   exact         fill, add, scale, bias rows, embedding forward/backward, the
+//                 linear bias gradient: same operations in the same order, bit-identical;
 //   element-wise  1e-6 + 1e-5 |x|: GELU, tanh, AdamW (device erff/expf/tanhf
 //                 are within 2 ulp of glibc's; the shared math is compiled
 //                 without FMA contraction on the GPU);
@@ -17,7 +17,9 @@
 //                 attention (two gemms around a softmax);
 //   16-bit gemm   f16: 2e-2 + 4e-3 |x|, bf16: 1e-1 + 2e-2 |x| (inputs exactly
 //                 representable, fp32 accumulation, one rounding of the output);
-//   sum_of_squares relative 1e-12 (both accumulate in double); the mean loss 1e-6.
+//   sum_of_squares relative 1e-10 (both accumulate exact products in double,
+//                 in different orders); the mean loss: 1e-6 relative to the mean
+//                 of the GPU's own row losses, the per-row tolerance to the CPU's.
 #include <QTest>
 #include <cmath>
 #include <cstring>
@@ -302,7 +304,7 @@ void TestCudaOps::layernorm_forward_backward() {
     const QString what = QString("layernorm_backward accumulate=%1 ").arg(accumulate);
     COMPARE_NEAR(what + "d_in", gd_in.host(), d_in, kRow);
     COMPARE_NEAR(what + "d_weight", gd_w.host(), d_w, kRow);
-    COMPARE_EXACT(what + "d_bias", gd_b.host(), d_b);
+    COMPARE_NEAR(what + "d_bias", gd_b.host(), d_b, kRow);  // the CPU's loop is built with -fassociative-math
   }
 }
 
@@ -376,9 +378,21 @@ void TestCudaOps::cross_entropy_forward_backward() {
   const float gpu_mean = gpu->cross_entropy_forward(glosses.get(), glogits.get(), gtargets.get(), rows, V);
   const float cpu_mean = cpu->cross_entropy_forward(losses.data(), logits.data(), targets.data(), rows, V);
   COMPARE_NEAR("cross_entropy_forward losses", glosses.host(), losses, kRow);
-  QVERIFY2(std::fabs(gpu_mean - cpu_mean) <= 1e-6 * std::fabs(cpu_mean),
+  // The mean: of the GPU's own losses to float rounding (the reduction), and of the CPU's within the row tolerance.
+  const auto gpu_losses = glosses.host();
+  double sum = 0.0;
+  int counted = 0;
+  for (int r = 0; r < rows; ++r)
+    if (targets[static_cast<std::size_t>(r)] >= 0) {
+      sum += gpu_losses[static_cast<std::size_t>(r)];
+      ++counted;
+    }
+  const double own_mean = sum / counted;
+  QVERIFY2(std::fabs(gpu_mean - own_mean) <= 1e-6 * own_mean,
+           qPrintable(QString("mean loss gpu %1, mean of its losses %2").arg(gpu_mean, 0, 'g', 9).arg(own_mean, 0, 'g', 9)));
+  QVERIFY2(std::fabs(gpu_mean - cpu_mean) <= kRow.atol + kRow.rtol * std::fabs(cpu_mean),
            qPrintable(QString("mean loss gpu %1 cpu %2").arg(gpu_mean, 0, 'g', 9).arg(cpu_mean, 0, 'g', 9)));
-  QCOMPARE(glosses.host()[3], 0.0f);
+  QCOMPARE(gpu_losses[3], 0.0f);
 
   std::vector<float> d_logits(logits.size(), 5.0f);
   DeviceArray gd_logits(d_logits);
@@ -437,7 +451,7 @@ void TestCudaOps::sum_of_squares() {
     DeviceArray gx(x);
     const double g = gpu->sum_of_squares(gx.get(), n);
     const double c = cpu->sum_of_squares(x.data(), n);
-    QVERIFY2(std::fabs(g - c) <= 1e-12 * c, qPrintable(QString("n=%1 gpu %2 cpu %3").arg(n).arg(g, 0, 'g', 17).arg(c, 0, 'g', 17)));
+    QVERIFY2(std::fabs(g - c) <= 1e-10 * c, qPrintable(QString("n=%1 gpu %2 cpu %3").arg(n).arg(g, 0, 'g', 17).arg(c, 0, 'g', 17)));
     QCOMPARE(gpu->sum_of_squares(gx.get(), 0), 0.0);
   }
 }
@@ -557,7 +571,33 @@ void TestCudaOps::engine_path_through_the_plugin() {
   cuda_copy_to_host(0, back.data(), dx, back.size() * sizeof(float));  // ordered after the scale
   for (std::size_t i = 0; i < x.size(); ++i) QCOMPARE(back[i], 2.0f * x[i]);
   QVERIFY(std::fabs(backend->sum_of_squares(dx, n) - cpu->sum_of_squares(back.data(), n)) <=
-          1e-12 * cpu->sum_of_squares(back.data(), n));
+          1e-10 * cpu->sum_of_squares(back.data(), n));
+
+  // The mixed-precision helpers through the plugin: the same bits as core/half.h.
+  std::vector<std::uint16_t> expect16(x.size());
+  half::narrow(DType::bf16, back.data(), expect16.data(), n);
+  void* device16 = cuda_device_alloc(0, x.size() * sizeof(std::uint16_t));
+  auto* d16 = static_cast<std::uint16_t*>(device16);
+  cuda_narrow(*backend, DType::bf16, dx, d16, n);
+  std::vector<std::uint16_t> got16(x.size());
+  cuda_copy_to_host(0, got16.data(), d16, got16.size() * sizeof(std::uint16_t));
+  QVERIFY(got16 == expect16);
+  cuda_widen(*backend, DType::bf16, d16, dx, n);
+  QCOMPARE(cuda_find_non_finite(*backend, DType::f32, dx, n), std::int64_t{-1});
+  const float inf = INFINITY;
+  cuda_copy_to_device(0, dx + 1234, &inf, sizeof inf);
+  QCOMPARE(cuda_find_non_finite(*backend, DType::f32, dx, n), std::int64_t{1234});
+  QCOMPARE(cuda_find_non_finite(*backend, DType::bf16, d16, n), std::int64_t{-1});
+  // 1x1x1 gemm in bf16: 3 * 0.5 = 1.5, exact.
+  const std::uint16_t three = half::float_to_bf16_bits(3.0f), one_half = half::float_to_bf16_bits(0.5f);
+  cuda_copy_to_device(0, d16, &three, sizeof three);
+  cuda_copy_to_device(0, d16 + 1, &one_half, sizeof one_half);
+  cuda_gemm_16bit(*backend, DType::bf16, Transpose::no, Transpose::no, 1, 1, 1, 1.0f, d16, 1, d16 + 1, 1, 0.0f,
+                  d16 + 2, 1);
+  std::uint16_t product = 0;
+  cuda_copy_to_host(0, &product, d16 + 2, sizeof product);
+  QCOMPARE(half::bf16_bits_to_float(product), 1.5f);
+  cuda_device_free(0, device16);
   cuda_device_free(0, device);
 }
 

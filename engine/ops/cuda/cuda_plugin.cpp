@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include "ops/cuda/cuda_backend.h"
@@ -22,6 +23,31 @@ int report(char* error, std::size_t error_size, const std::string& message) {
 int report(char* error, std::size_t error_size, const char* call, cudaError_t status) {
   return report(error, error_size,
                 std::string(call) + ": " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+}
+
+// The CudaBackend behind a Backend* handed back to the plugin; throws for any other backend.
+shardscope::CudaBackend& as_cuda(shardscope::Backend* backend) {
+  auto* cuda = dynamic_cast<shardscope::CudaBackend*>(backend);
+  if (cuda == nullptr)
+    throw std::invalid_argument("not a CUDA backend: " + (backend != nullptr ? backend->name() : std::string("null")));
+  return *cuda;
+}
+
+shardscope::DType sixteen_bit(int dtype) {
+  if (dtype != static_cast<int>(shardscope::DType::f16) && dtype != static_cast<int>(shardscope::DType::bf16))
+    throw std::invalid_argument("dtype " + std::to_string(dtype) + " is not f16 (1) or bf16 (2)");
+  return static_cast<shardscope::DType>(dtype);
+}
+
+// Runs `body`, turning any exception into -1 and its message.
+template <typename Body>
+int guarded(char* error, std::size_t error_size, Body body) {
+  try {
+    body();
+    return 0;
+  } catch (const std::exception& e) {
+    return report(error, error_size, e.what());
+  }
 }
 
 }  // namespace
@@ -119,6 +145,53 @@ __attribute__((visibility("default"))) int shardscope_cuda_memcpy(int device, vo
   if ((status = cudaMemcpy(dst, src, bytes, cuda_kind)) != cudaSuccess)
     return report(error, error_size, "cudaMemcpy", status);
   return 0;
+}
+
+__attribute__((visibility("default"))) int shardscope_cuda_narrow(shardscope::Backend* backend, int dtype,
+                                                                  const float* in, std::uint16_t* out, std::int64_t n,
+                                                                  char* error, std::size_t error_size) {
+  return guarded(error, error_size, [&] {
+    if (sixteen_bit(dtype) == shardscope::DType::f16) shardscope::cuda_f32_to_f16(as_cuda(backend), in, out, n);
+    else shardscope::cuda_f32_to_bf16(as_cuda(backend), in, out, n);
+  });
+}
+
+__attribute__((visibility("default"))) int shardscope_cuda_widen(shardscope::Backend* backend, int dtype,
+                                                                 const std::uint16_t* in, float* out, std::int64_t n,
+                                                                 char* error, std::size_t error_size) {
+  return guarded(error, error_size, [&] {
+    if (sixteen_bit(dtype) == shardscope::DType::f16) shardscope::cuda_f16_to_f32(as_cuda(backend), in, out, n);
+    else shardscope::cuda_bf16_to_f32(as_cuda(backend), in, out, n);
+  });
+}
+
+__attribute__((visibility("default"))) int shardscope_cuda_first_non_finite(shardscope::Backend* backend, int dtype,
+                                                                            const void* values, std::int64_t n,
+                                                                            std::int64_t* index, char* error,
+                                                                            std::size_t error_size) {
+  *index = -1;
+  return guarded(error, error_size, [&] {
+    shardscope::CudaBackend& cuda = as_cuda(backend);
+    if (dtype == static_cast<int>(shardscope::DType::f32)) {
+      *index = shardscope::cuda_first_non_finite(cuda, static_cast<const float*>(values), n);
+    } else if (sixteen_bit(dtype) == shardscope::DType::f16) {
+      *index = shardscope::cuda_first_non_finite_f16(cuda, static_cast<const std::uint16_t*>(values), n);
+    } else {
+      *index = shardscope::cuda_first_non_finite_bf16(cuda, static_cast<const std::uint16_t*>(values), n);
+    }
+  });
+}
+
+__attribute__((visibility("default"))) int shardscope_cuda_gemm_16bit(
+    shardscope::Backend* backend, int dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
+    const std::uint16_t* A, int lda, const std::uint16_t* B, int ldb, float beta, std::uint16_t* C, int ldc,
+    char* error, std::size_t error_size) {
+  using shardscope::Transpose;
+  return guarded(error, error_size, [&] {
+    as_cuda(backend).gemm_16bit(sixteen_bit(dtype), trans_a != 0 ? Transpose::yes : Transpose::no,
+                                trans_b != 0 ? Transpose::yes : Transpose::no, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                                ldc);
+  });
 }
 
 }  // extern "C"

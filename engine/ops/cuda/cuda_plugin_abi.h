@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace shardscope {
 class Backend;
@@ -14,7 +15,7 @@ class Backend;
 
 // Bumped whenever an entry point or backend.h's Backend changes, so a stale
 // plugin is refused instead of called with the wrong layout.
-#define SHARDSCOPE_CUDA_PLUGIN_ABI 1
+#define SHARDSCOPE_CUDA_PLUGIN_ABI 2
 
 extern "C" {
 
@@ -45,6 +46,20 @@ int shardscope_cuda_free(int device, void* pointer, char* error, std::size_t err
 int shardscope_cuda_memcpy(int device, void* dst, const void* src, std::size_t bytes, int kind, char* error,
                            std::size_t error_size);
 
+// Mixed precision on a backend made by shardscope_cuda_create_backend, on its
+// stream. dtype is shardscope::DType as an int: 0 f32, 1 f16, 2 bf16.
+int shardscope_cuda_narrow(shardscope::Backend* backend, int dtype, const float* in, std::uint16_t* out,
+                           std::int64_t n, char* error, std::size_t error_size);
+int shardscope_cuda_widen(shardscope::Backend* backend, int dtype, const std::uint16_t* in, float* out,
+                          std::int64_t n, char* error, std::size_t error_size);
+// *index = the first inf or NaN, or -1 (synchronizes).
+int shardscope_cuda_first_non_finite(shardscope::Backend* backend, int dtype, const void* values, std::int64_t n,
+                                     std::int64_t* index, char* error, std::size_t error_size);
+// CudaBackend::gemm_16bit; trans_a, trans_b: 0 no, 1 yes.
+int shardscope_cuda_gemm_16bit(shardscope::Backend* backend, int dtype, int trans_a, int trans_b, int M, int N, int K,
+                               float alpha, const std::uint16_t* A, int lda, const std::uint16_t* B, int ldb,
+                               float beta, std::uint16_t* C, int ldc, char* error, std::size_t error_size);
+
 using ShardscopeCudaAbiVersionFn = int (*)(void);
 using ShardscopeCudaDeviceCountFn = int (*)(int*, char*, std::size_t);
 using ShardscopeCudaDeviceInfoFn = int (*)(int, ShardscopeCudaDeviceInfo*, char*, std::size_t);
@@ -53,5 +68,14 @@ using ShardscopeCudaDestroyBackendFn = void (*)(shardscope::Backend*);
 using ShardscopeCudaMallocFn = int (*)(int, std::size_t, void**, char*, std::size_t);
 using ShardscopeCudaFreeFn = int (*)(int, void*, char*, std::size_t);
 using ShardscopeCudaMemcpyFn = int (*)(int, void*, const void*, std::size_t, int, char*, std::size_t);
+using ShardscopeCudaNarrowFn = int (*)(shardscope::Backend*, int, const float*, std::uint16_t*, std::int64_t, char*,
+                                        std::size_t);
+using ShardscopeCudaWidenFn = int (*)(shardscope::Backend*, int, const std::uint16_t*, float*, std::int64_t, char*,
+                                       std::size_t);
+using ShardscopeCudaFirstNonFiniteFn = int (*)(shardscope::Backend*, int, const void*, std::int64_t, std::int64_t*,
+                                                char*, std::size_t);
+using ShardscopeCudaGemm16bitFn = int (*)(shardscope::Backend*, int, int, int, int, int, int, float,
+                                           const std::uint16_t*, int, const std::uint16_t*, int, float,
+                                           std::uint16_t*, int, char*, std::size_t);
 
 }  // extern "C"
