@@ -46,7 +46,9 @@ struct PluginLoad {
   std::string reason;
 };
 
-bool file_exists(const std::string& path) { return !path.empty() && ::access(path.c_str(), F_OK) == 0; }
+bool file_exists(const std::string& path) {
+  return !path.empty() && ::access(path.c_str(), F_OK) == 0;
+}
 
 std::string executable_dir() {
   std::array<char, 4096> buffer{};
@@ -76,15 +78,16 @@ std::string plugin_candidate() {
     return override_path;
   if (const std::string dir = executable_dir(); !dir.empty() && file_exists(dir + "/" + kPluginFile))
     return dir + "/" + kPluginFile;
-  if (const std::string build_dir = SHARDSCOPE_CUDA_PLUGIN_DIR; !build_dir.empty() &&
-                                                                 file_exists(build_dir + "/" + kPluginFile))
+  if (const std::string build_dir = SHARDSCOPE_CUDA_PLUGIN_DIR;
+      !build_dir.empty() && file_exists(build_dir + "/" + kPluginFile))
     return build_dir + "/" + kPluginFile;
   return kPluginFile;
 }
 
 std::string not_found_reason(const std::string& candidate) {
   const std::string build_dir = SHARDSCOPE_CUDA_PLUGIN_DIR;
-  if (candidate != kPluginFile) return "no CUDA plugin built: " + candidate + " does not exist (SHARDSCOPE_CUDA_PLUGIN)";
+  if (candidate != kPluginFile)
+    return "no CUDA plugin built: " + candidate + " does not exist (SHARDSCOPE_CUDA_PLUGIN)";
   if (build_dir.empty()) return "no CUDA plugin built (ShardScope was compiled without nvcc)";
   return std::string("no CUDA plugin built: ") + kPluginFile + " is not next to the executable (" + executable_dir() +
          "), in the build directory (" + build_dir + ") or on LD_LIBRARY_PATH";
@@ -153,7 +156,9 @@ void check_call(int status, const ErrorText& error, const char* what) {
 
 }  // namespace
 
-std::string_view device_kind_name(DeviceKind kind) { return kind == DeviceKind::cuda ? "cuda" : "cpu"; }
+std::string_view device_kind_name(DeviceKind kind) {
+  return kind == DeviceKind::cuda ? "cuda" : "cpu";
+}
 
 DeviceProbe probe_cuda() {
   DeviceProbe probe;
@@ -247,25 +252,25 @@ void cuda_copy_on_device(int device, void* device_dst, const void* device_src, s
 
 void cuda_narrow(Backend& cuda_backend, DType dtype, const float* in, std::uint16_t* out, std::int64_t n) {
   ErrorText error{};
-  check_call(require_plugin("cuda_narrow").narrow(&cuda_backend, static_cast<int>(dtype), in, out, n, error.data(),
-                                                  error.size()),
+  check_call(require_plugin("cuda_narrow")
+                 .narrow(&cuda_backend, static_cast<int>(dtype), in, out, n, error.data(), error.size()),
              error, "cuda_narrow");
 }
 
 void cuda_widen(Backend& cuda_backend, DType dtype, const std::uint16_t* in, float* out, std::int64_t n) {
   ErrorText error{};
-  check_call(require_plugin("cuda_widen").widen(&cuda_backend, static_cast<int>(dtype), in, out, n, error.data(),
-                                                error.size()),
+  check_call(require_plugin("cuda_widen")
+                 .widen(&cuda_backend, static_cast<int>(dtype), in, out, n, error.data(), error.size()),
              error, "cuda_widen");
 }
 
 std::int64_t cuda_find_non_finite(Backend& cuda_backend, DType dtype, const void* values, std::int64_t n) {
   ErrorText error{};
   std::int64_t index = -1;
-  check_call(require_plugin("cuda_find_non_finite")
-                 .first_non_finite(&cuda_backend, static_cast<int>(dtype), values, n, &index, error.data(),
-                                   error.size()),
-             error, "cuda_find_non_finite");
+  check_call(
+      require_plugin("cuda_find_non_finite")
+          .first_non_finite(&cuda_backend, static_cast<int>(dtype), values, n, &index, error.data(), error.size()),
+      error, "cuda_find_non_finite");
   return index;
 }
 

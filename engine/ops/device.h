@@ -24,11 +24,11 @@ std::string_view device_kind_name(DeviceKind kind);  // "cpu", "cuda"
 
 struct DeviceInfo {
   DeviceKind kind = DeviceKind::cpu;
-  int index = 0;                 // CUDA device ordinal
-  std::string name;              // "NVIDIA H200"
-  std::size_t total_bytes = 0;   // device memory
-  std::size_t free_bytes = 0;    // free when probed
-  int compute_major = 0;         // compute capability, e.g. 9.0
+  int index = 0;                // CUDA device ordinal
+  std::string name;             // "NVIDIA H200"
+  std::size_t total_bytes = 0;  // device memory
+  std::size_t free_bytes = 0;   // free when probed
+  int compute_major = 0;        // compute capability, e.g. 9.0
   int compute_minor = 0;
   int multiprocessors = 0;
 };

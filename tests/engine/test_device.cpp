@@ -24,8 +24,10 @@ class PluginOverride {
     ::setenv("SHARDSCOPE_CUDA_PLUGIN", path.c_str(), 1);
   }
   ~PluginOverride() {
-    if (previous_) ::setenv("SHARDSCOPE_CUDA_PLUGIN", previous_->c_str(), 1);
-    else ::unsetenv("SHARDSCOPE_CUDA_PLUGIN");
+    if (previous_)
+      ::setenv("SHARDSCOPE_CUDA_PLUGIN", previous_->c_str(), 1);
+    else
+      ::unsetenv("SHARDSCOPE_CUDA_PLUGIN");
   }
   PluginOverride(const PluginOverride&) = delete;
   PluginOverride& operator=(const PluginOverride&) = delete;
@@ -34,7 +36,9 @@ class PluginOverride {
   std::optional<std::string> previous_;
 };
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -162,9 +166,9 @@ void TestDevice::mixed_precision_helpers_refuse_a_cpu_backend() {
   }
   QVERIFY_THROWS_EXCEPTION(std::runtime_error, cuda_widen(*cpu, DType::bf16, &half_value, &value, 1));
   QVERIFY_THROWS_EXCEPTION(std::runtime_error, cuda_find_non_finite(*cpu, DType::f32, &value, 1));
-  QVERIFY_THROWS_EXCEPTION(std::runtime_error, cuda_gemm_16bit(*cpu, DType::f16, Transpose::no, Transpose::no, 1, 1,
-                                                               1, 1.0f, &half_value, 1, &half_value, 1, 0.0f,
-                                                               &half_value, 1));
+  QVERIFY_THROWS_EXCEPTION(
+      std::runtime_error, cuda_gemm_16bit(*cpu, DType::f16, Transpose::no, Transpose::no, 1, 1, 1, 1.0f, &half_value, 1,
+                                          &half_value, 1, 0.0f, &half_value, 1));
 }
 
 QTEST_GUILESS_MAIN(TestDevice)

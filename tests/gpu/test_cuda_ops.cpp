@@ -20,14 +20,14 @@
 //   sum_of_squares relative 1e-10 (both accumulate exact products in double,
 //                 in different orders); the mean loss: 1e-6 relative to the mean
 //                 of the GPU's own row losses, the per-row tolerance to the CPU's.
+#include <cuda_runtime.h>
+
 #include <QTest>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <cuda_runtime.h>
 
 #include "core/half.h"
 #include "core/rng.h"
@@ -88,33 +88,33 @@ std::vector<std::int32_t> random_ints(std::size_t n, std::uint64_t seed, int bou
 }
 
 // Fails the current test unless gpu matches cpu within the tolerance; says where and by how much.
-#define COMPARE_NEAR(what, gpu, cpu, tol)                                                                         \
-  do {                                                                                                            \
-    const std::vector<float>& g_ = (gpu);                                                                         \
-    const std::vector<float>& c_ = (cpu);                                                                         \
-    QCOMPARE(g_.size(), c_.size());                                                                               \
-    std::size_t at_ = 0;                                                                                          \
-    const double worst_ = worst_mismatch(g_.data(), c_.data(), g_.size(), (tol).atol, (tol).rtol, &at_);          \
-    QVERIFY2(worst_ <= 1.0, qPrintable(QString("%1: element %2 gpu %3 cpu %4 (%5x the tolerance)")                \
-                                           .arg(what)                                                             \
-                                           .arg(at_)                                                              \
-                                           .arg(static_cast<double>(g_.empty() ? 0.0f : g_[at_]), 0, 'g', 9)     \
-                                           .arg(static_cast<double>(c_.empty() ? 0.0f : c_[at_]), 0, 'g', 9)     \
-                                           .arg(worst_)));                                                        \
+#define COMPARE_NEAR(what, gpu, cpu, tol)                                                                    \
+  do {                                                                                                       \
+    const std::vector<float>& g_ = (gpu);                                                                    \
+    const std::vector<float>& c_ = (cpu);                                                                    \
+    QCOMPARE(g_.size(), c_.size());                                                                          \
+    std::size_t at_ = 0;                                                                                     \
+    const double worst_ = worst_mismatch(g_.data(), c_.data(), g_.size(), (tol).atol, (tol).rtol, &at_);     \
+    QVERIFY2(worst_ <= 1.0, qPrintable(QString("%1: element %2 gpu %3 cpu %4 (%5x the tolerance)")           \
+                                           .arg(what)                                                        \
+                                           .arg(at_)                                                         \
+                                           .arg(static_cast<double>(g_.empty() ? 0.0f : g_[at_]), 0, 'g', 9) \
+                                           .arg(static_cast<double>(c_.empty() ? 0.0f : c_[at_]), 0, 'g', 9) \
+                                           .arg(worst_)));                                                   \
   } while (0)
 
-#define COMPARE_EXACT(what, gpu, cpu)                                                                   \
-  do {                                                                                                  \
-    const std::vector<float>& g_ = (gpu);                                                               \
-    const std::vector<float>& c_ = (cpu);                                                               \
-    QCOMPARE(g_.size(), c_.size());                                                                     \
-    for (std::size_t i_ = 0; i_ < g_.size(); ++i_)                                                      \
-      if (std::memcmp(&g_[i_], &c_[i_], sizeof(float)) != 0)                                            \
-        QFAIL(qPrintable(QString("%1: element %2 gpu %3 cpu %4 (bit-exact expected)")                   \
-                             .arg(what)                                                                 \
-                             .arg(i_)                                                                   \
-                             .arg(static_cast<double>(g_[i_]), 0, 'g', 9)                               \
-                             .arg(static_cast<double>(c_[i_]), 0, 'g', 9)));                            \
+#define COMPARE_EXACT(what, gpu, cpu)                                                 \
+  do {                                                                                \
+    const std::vector<float>& g_ = (gpu);                                             \
+    const std::vector<float>& c_ = (cpu);                                             \
+    QCOMPARE(g_.size(), c_.size());                                                   \
+    for (std::size_t i_ = 0; i_ < g_.size(); ++i_)                                    \
+      if (std::memcmp(&g_[i_], &c_[i_], sizeof(float)) != 0)                          \
+        QFAIL(qPrintable(QString("%1: element %2 gpu %3 cpu %4 (bit-exact expected)") \
+                             .arg(what)                                               \
+                             .arg(i_)                                                 \
+                             .arg(static_cast<double>(g_[i_]), 0, 'g', 9)             \
+                             .arg(static_cast<double>(c_[i_]), 0, 'g', 9)));          \
   } while (0)
 
 }  // namespace
@@ -197,8 +197,7 @@ void TestCudaOps::gemm_16bit_accumulates_in_fp32() {
     half::widen(dtype, b16.data(), b.data(), static_cast<std::int64_t>(b.size()));
     cpu->gemm(Transpose::no, Transpose::yes, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, expect.data(), N);
     DeviceArray dA(a16), dB(b16), dC(c16);
-    gpu->gemm_16bit(dtype, Transpose::no, Transpose::yes, M, N, K, 1.0f, dA.get(), K, dB.get(), K, 0.0f, dC.get(),
-                    N);
+    gpu->gemm_16bit(dtype, Transpose::no, Transpose::yes, M, N, K, 1.0f, dA.get(), K, dB.get(), K, 0.0f, dC.get(), N);
     const auto got16 = dC.host();
     std::vector<float> got(got16.size());
     half::widen(dtype, got16.data(), got.data(), static_cast<std::int64_t>(got.size()));
@@ -334,8 +333,8 @@ void TestCudaOps::attention_forward_backward() {
   const auto qkv = randoms(static_cast<std::size_t>(B * T * 3 * C), 50);
   const auto dy = randoms(static_cast<std::size_t>(B * T * C), 51);
   std::vector<std::int32_t> padding(static_cast<std::size_t>(B * T), 1);
-  for (int t = 30; t < T; ++t) padding[static_cast<std::size_t>(0 * T + t)] = 0;  // sequence 0: 7 padded tokens
-  for (int t = 0; t < T; t += 3) padding[static_cast<std::size_t>(2 * T + t)] = 0;  // sequence 2: holes
+  for (int t = 30; t < T; ++t) padding[static_cast<std::size_t>(0 * T + t)] = 0;      // sequence 0: 7 padded tokens
+  for (int t = 0; t < T; t += 3) padding[static_cast<std::size_t>(2 * T + t)] = 0;    // sequence 2: holes
   for (int t = 0; t < T; ++t) padding[static_cast<std::size_t>(1 * T + t)] = t == 5;  // sequence 1: one live key
   DeviceArray gqkv(qkv), gdy(dy);
   DeviceArray gpad(padding);
@@ -388,8 +387,9 @@ void TestCudaOps::cross_entropy_forward_backward() {
       ++counted;
     }
   const double own_mean = sum / counted;
-  QVERIFY2(std::fabs(gpu_mean - own_mean) <= 1e-6 * own_mean,
-           qPrintable(QString("mean loss gpu %1, mean of its losses %2").arg(gpu_mean, 0, 'g', 9).arg(own_mean, 0, 'g', 9)));
+  QVERIFY2(
+      std::fabs(gpu_mean - own_mean) <= 1e-6 * own_mean,
+      qPrintable(QString("mean loss gpu %1, mean of its losses %2").arg(gpu_mean, 0, 'g', 9).arg(own_mean, 0, 'g', 9)));
   QVERIFY2(std::fabs(gpu_mean - cpu_mean) <= kRow.atol + kRow.rtol * std::fabs(cpu_mean),
            qPrintable(QString("mean loss gpu %1 cpu %2").arg(gpu_mean, 0, 'g', 9).arg(cpu_mean, 0, 'g', 9)));
   QCOMPARE(gpu_losses[3], 0.0f);
@@ -451,7 +451,8 @@ void TestCudaOps::sum_of_squares() {
     DeviceArray gx(x);
     const double g = gpu->sum_of_squares(gx.get(), n);
     const double c = cpu->sum_of_squares(x.data(), n);
-    QVERIFY2(std::fabs(g - c) <= 1e-10 * c, qPrintable(QString("n=%1 gpu %2 cpu %3").arg(n).arg(g, 0, 'g', 17).arg(c, 0, 'g', 17)));
+    QVERIFY2(std::fabs(g - c) <= 1e-10 * c,
+             qPrintable(QString("n=%1 gpu %2 cpu %3").arg(n).arg(g, 0, 'g', 17).arg(c, 0, 'g', 17)));
     QCOMPARE(gpu->sum_of_squares(gx.get(), 0), 0.0);
   }
 }
@@ -481,14 +482,19 @@ void TestCudaOps::casts_bit_exact_over_every_pattern() {
   std::vector<float> wide(patterns.size());
   DeviceArray gwide(wide);
   for (const DType dtype : {DType::f16, DType::bf16}) {
-    if (dtype == DType::f16) cuda_f16_to_f32(*gpu, gpatterns.get(), gwide.get(), 65536);
-    else cuda_bf16_to_f32(*gpu, gpatterns.get(), gwide.get(), 65536);
+    if (dtype == DType::f16)
+      cuda_f16_to_f32(*gpu, gpatterns.get(), gwide.get(), 65536);
+    else
+      cuda_bf16_to_f32(*gpu, gpatterns.get(), gwide.get(), 65536);
     const auto got = gwide.host();
     for (std::size_t i = 0; i < patterns.size(); ++i) {
-      const float expect = dtype == DType::f16 ? half::f16_bits_to_float(patterns[i]) : half::bf16_bits_to_float(patterns[i]);
+      const float expect =
+          dtype == DType::f16 ? half::f16_bits_to_float(patterns[i]) : half::bf16_bits_to_float(patterns[i]);
       if (half::float_to_bits(got[i]) != half::float_to_bits(expect))
-        QFAIL(qPrintable(QString("%1 -> f32 of 0x%2: gpu 0x%3 host 0x%4").arg(dtype_name(dtype).data())
-                             .arg(i, 4, 16, QChar('0')).arg(half::float_to_bits(got[i]), 8, 16, QChar('0'))
+        QFAIL(qPrintable(QString("%1 -> f32 of 0x%2: gpu 0x%3 host 0x%4")
+                             .arg(dtype_name(dtype).data())
+                             .arg(i, 4, 16, QChar('0'))
+                             .arg(half::float_to_bits(got[i]), 8, 16, QChar('0'))
                              .arg(half::float_to_bits(expect), 8, 16, QChar('0'))));
     }
   }
@@ -498,9 +504,11 @@ void TestCudaOps::casts_bit_exact_over_every_pattern() {
   std::vector<float> inputs;
   for (std::uint32_t h = 0; h < 65536; ++h) {
     const std::uint32_t bf = h << 16;
-    for (const std::uint32_t bits : {bf, bf + 0x7FFFu, bf + 0x8000u, bf + 0x8001u}) inputs.push_back(half::bits_to_float(bits));
+    for (const std::uint32_t bits : {bf, bf + 0x7FFFu, bf + 0x8000u, bf + 0x8001u})
+      inputs.push_back(half::bits_to_float(bits));
     const std::uint32_t f = half::float_to_bits(half::f16_bits_to_float(static_cast<std::uint16_t>(h)));
-    for (const std::uint32_t bits : {f, f + 0xFFFu, f + 0x1000u, f + 0x1001u}) inputs.push_back(half::bits_to_float(bits));
+    for (const std::uint32_t bits : {f, f + 0xFFFu, f + 0x1000u, f + 0x1001u})
+      inputs.push_back(half::bits_to_float(bits));
   }
   Rng rng(99);
   for (int i = 0; i < (1 << 20); ++i) inputs.push_back(half::bits_to_float(static_cast<std::uint32_t>(rng.next_u64())));
@@ -509,16 +517,20 @@ void TestCudaOps::casts_bit_exact_over_every_pattern() {
   DeviceArray gnarrow(narrow);
   const auto n = static_cast<std::int64_t>(inputs.size());
   for (const DType dtype : {DType::f16, DType::bf16}) {
-    if (dtype == DType::f16) cuda_f32_to_f16(*gpu, ginputs.get(), gnarrow.get(), n);
-    else cuda_f32_to_bf16(*gpu, ginputs.get(), gnarrow.get(), n);
+    if (dtype == DType::f16)
+      cuda_f32_to_f16(*gpu, ginputs.get(), gnarrow.get(), n);
+    else
+      cuda_f32_to_bf16(*gpu, ginputs.get(), gnarrow.get(), n);
     const auto got = gnarrow.host();
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const std::uint16_t expect =
           dtype == DType::f16 ? half::float_to_f16_bits(inputs[i]) : half::float_to_bf16_bits(inputs[i]);
       if (got[i] != expect)
         QFAIL(qPrintable(QString("f32 0x%1 -> %2: gpu 0x%3 host 0x%4")
-                             .arg(half::float_to_bits(inputs[i]), 8, 16, QChar('0')).arg(dtype_name(dtype).data())
-                             .arg(got[i], 4, 16, QChar('0')).arg(expect, 4, 16, QChar('0'))));
+                             .arg(half::float_to_bits(inputs[i]), 8, 16, QChar('0'))
+                             .arg(dtype_name(dtype).data())
+                             .arg(got[i], 4, 16, QChar('0'))
+                             .arg(expect, 4, 16, QChar('0'))));
     }
   }
 }
@@ -588,14 +600,14 @@ void TestCudaOps::engine_path_through_the_plugin() {
   cuda_copy_to_device(0, dx + 1234, &inf, sizeof inf);
   QCOMPARE(cuda_find_non_finite(*backend, DType::f32, dx, n), std::int64_t{1234});
   QCOMPARE(cuda_find_non_finite(*backend, DType::bf16, d16, n), std::int64_t{-1});
-  // 1x1x1 gemm in bf16: 3 * 0.5 = 1.5, exact.
+  // 1x1x1 gemm in bf16: 3 * 0.5 = 1.5, exact (operands 16 bytes apart, as cuBLAS prefers).
   const std::uint16_t three = half::float_to_bf16_bits(3.0f), one_half = half::float_to_bf16_bits(0.5f);
   cuda_copy_to_device(0, d16, &three, sizeof three);
-  cuda_copy_to_device(0, d16 + 1, &one_half, sizeof one_half);
-  cuda_gemm_16bit(*backend, DType::bf16, Transpose::no, Transpose::no, 1, 1, 1, 1.0f, d16, 1, d16 + 1, 1, 0.0f,
-                  d16 + 2, 1);
+  cuda_copy_to_device(0, d16 + 8, &one_half, sizeof one_half);
+  cuda_gemm_16bit(*backend, DType::bf16, Transpose::no, Transpose::no, 1, 1, 1, 1.0f, d16, 1, d16 + 8, 1, 0.0f,
+                  d16 + 16, 1);
   std::uint16_t product = 0;
-  cuda_copy_to_host(0, &product, d16 + 2, sizeof product);
+  cuda_copy_to_host(0, &product, d16 + 16, sizeof product);
   QCOMPARE(half::bf16_bits_to_float(product), 1.5f);
   cuda_device_free(0, device16);
   cuda_device_free(0, device);

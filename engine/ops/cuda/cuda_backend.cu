@@ -11,8 +11,6 @@
 //     double partials, one final block: the same result on every run.
 // This file is compiled with --fmad=false, so the shared math is rounded as
 // on the host (no fused multiply-add contraction).
-#include "ops/cuda/cuda_backend.h"
-
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -22,6 +20,7 @@
 #include <string>
 
 #include "core/half.h"
+#include "ops/cuda/cuda_backend.h"
 #include "ops/math.h"
 
 namespace shardscope {
@@ -36,7 +35,8 @@ using math::GeluKind;
 }
 
 void check(cudaError_t status, const char* call, const char* op) {
-  if (status != cudaSuccess) fail(call, op, std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")");
+  if (status != cudaSuccess)
+    fail(call, op, std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")");
 }
 
 void check(cublasStatus_t status, const char* call, const char* op) {
@@ -46,7 +46,9 @@ void check(cublasStatus_t status, const char* call, const char* op) {
 
 // After a kernel launch: a bad configuration is reported here; faults inside the
 // kernel surface at the next synchronizing call, named by that call.
-void check_launch(const char* kernel, const char* op) { check(cudaGetLastError(), kernel, op); }
+void check_launch(const char* kernel, const char* op) {
+  check(cudaGetLastError(), kernel, op);
+}
 
 constexpr int kThreads = 256;
 
@@ -57,9 +59,11 @@ unsigned blocks_for(std::int64_t n) {
   return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, 0x7FFFFFFF)));
 }
 
-cublasOperation_t to_cublas(Transpose t) { return t == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N; }
+cublasOperation_t to_cublas(Transpose t) {
+  return t == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N;
+}
 
-#define SS_GRID_STRIDE(i, n)                                                                         \
+#define SS_GRID_STRIDE(i, n)                                                                 \
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<long long>(gridDim.x) * blockDim.x)
 
@@ -73,11 +77,17 @@ __global__ void add_bias_rows_kernel(float* x, const float* bias, long long n, i
   SS_GRID_STRIDE(i, n) x[i] += bias[i % C];
 }
 
-__global__ void scale_kernel(float* x, float factor, long long n) { SS_GRID_STRIDE(i, n) x[i] *= factor; }
+__global__ void scale_kernel(float* x, float factor, long long n) {
+  SS_GRID_STRIDE(i, n) x[i] *= factor;
+}
 
-__global__ void fill_kernel(float* x, float value, long long n) { SS_GRID_STRIDE(i, n) x[i] = value; }
+__global__ void fill_kernel(float* x, float value, long long n) {
+  SS_GRID_STRIDE(i, n) x[i] = value;
+}
 
-__global__ void tanh_kernel(float* out, const float* in, long long n) { SS_GRID_STRIDE(i, n) out[i] = tanhf(in[i]); }
+__global__ void tanh_kernel(float* out, const float* in, long long n) {
+  SS_GRID_STRIDE(i, n) out[i] = tanhf(in[i]);
+}
 
 __global__ void gelu_forward_kernel(float* out, const float* in, long long n, GeluKind kind) {
   SS_GRID_STRIDE(i, n) out[i] = math::gelu(in[i], kind);
@@ -189,8 +199,8 @@ __global__ void cross_entropy_kernel(float* losses, const float* logits, const i
   if (r < rows) losses[r] = math::cross_entropy_row(logits + static_cast<long long>(r) * V, V, targets[r]);
 }
 
-__global__ void cross_entropy_backward_kernel(float* d_logits, const float* logits, const int* targets, int rows,
-                                              int V, float dloss) {
+__global__ void cross_entropy_backward_kernel(float* d_logits, const float* logits, const int* targets, int rows, int V,
+                                              float dloss) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
   const long long off = static_cast<long long>(r) * V;
@@ -331,9 +341,13 @@ CudaBackend::~CudaBackend() {
   cudaStreamDestroy(stream_);
 }
 
-std::string CudaBackend::name() const { return "cuda:" + std::to_string(device_) + " (" + device_name_ + ")"; }
+std::string CudaBackend::name() const {
+  return "cuda:" + std::to_string(device_) + " (" + device_name_ + ")";
+}
 
-void CudaBackend::make_current(const char* op) const { check(cudaSetDevice(device_), "cudaSetDevice", op); }
+void CudaBackend::make_current(const char* op) const {
+  check(cudaSetDevice(device_), "cudaSetDevice", op);
+}
 
 void CudaBackend::synchronize() {
   make_current("synchronize");
@@ -358,8 +372,8 @@ void* CudaBackend::workspace(std::size_t bytes, const char* op) {
 // transpose (N, M) with the same ld. So C = op(A) op(B) row-major is
 // C^T = op(B)^T op(A)^T column-major: cuBLAS gets B first, then A, with N and M swapped.
 
-void CudaBackend::gemm(Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha, const float* A,
-                       int lda, const float* B, int ldb, float beta, float* C, int ldc) {
+void CudaBackend::gemm(Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+                       const float* B, int ldb, float beta, float* C, int ldc) {
   if (M <= 0 || N <= 0) return;
   make_current("gemm");
   check(cublasSgemm(cublas_, to_cublas(trans_b), to_cublas(trans_a), N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc),
@@ -372,8 +386,8 @@ void CudaBackend::gemm_batched_strided(Transpose trans_a, Transpose trans_b, int
                                        int batch) {
   if (M <= 0 || N <= 0 || batch <= 0) return;
   make_current("gemm_batched_strided");
-  check(cublasSgemmStridedBatched(cublas_, to_cublas(trans_b), to_cublas(trans_a), N, M, K, &alpha, B, ldb, stride_b,
-                                  A, lda, stride_a, &beta, C, ldc, stride_c, batch),
+  check(cublasSgemmStridedBatched(cublas_, to_cublas(trans_b), to_cublas(trans_a), N, M, K, &alpha, B, ldb, stride_b, A,
+                                  lda, stride_a, &beta, C, ldc, stride_c, batch),
         "cublasSgemmStridedBatched", "gemm_batched_strided");
 }
 
@@ -420,8 +434,8 @@ void CudaBackend::embedding_forward(float* out, const std::int32_t* ids, const s
   const long long n = static_cast<long long>(B) * T * C;
   if (n <= 0) return;
   make_current("embedding_forward");
-  embedding_forward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(out, ids, type_ids, tokens, positions, types, T,
-                                                                      C, n);
+  embedding_forward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(out, ids, type_ids, tokens, positions, types, T, C,
+                                                                    n);
   check_launch("embedding_forward_kernel", "embedding_forward");
 }
 
@@ -430,7 +444,7 @@ void CudaBackend::embedding_backward(float* d_tokens, float* d_positions, float*
   if (C <= 0 || B <= 0 || T <= 0) return;
   make_current("embedding_backward");
   embedding_backward_kernel<<<blocks_for(C), kThreads, 0, stream_>>>(d_tokens, d_positions, d_types, d_out, ids,
-                                                                       type_ids, static_cast<long long>(B) * T, T, C);
+                                                                     type_ids, static_cast<long long>(B) * T, T, C);
   check_launch("embedding_backward_kernel", "embedding_backward");
 }
 
@@ -440,8 +454,7 @@ void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, const 
                                     const float* bias, int rows, int C, float eps) {
   if (rows <= 0) return;
   make_current("layernorm_forward");
-  layernorm_forward_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(out, mean, rstd, in, weight, bias, rows, C,
-                                                                         eps);
+  layernorm_forward_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(out, mean, rstd, in, weight, bias, rows, C, eps);
   check_launch("layernorm_forward_kernel", "layernorm_forward");
 }
 
@@ -453,15 +466,14 @@ void CudaBackend::layernorm_backward(float* d_in, float* d_weight, float* d_bias
   const std::int64_t n = static_cast<std::int64_t>(rows) * C;
   float* target = accumulate ? static_cast<float*>(workspace(static_cast<std::size_t>(n) * sizeof(float), op)) : d_in;
   make_current(op);
-  layernorm_backward_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(target, d_out, in, weight, mean, rstd, rows,
-                                                                          C);
+  layernorm_backward_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(target, d_out, in, weight, mean, rstd, rows, C);
   check_launch("layernorm_backward_kernel", op);
   if (accumulate) {
     add_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d_in, d_in, target, n);
     check_launch("add_kernel", op);
   }
-  layernorm_param_grads_kernel<<<blocks_for(C), kThreads, 0, stream_>>>(d_weight, d_bias, d_out, in, mean, rstd,
-                                                                          rows, C);
+  layernorm_param_grads_kernel<<<blocks_for(C), kThreads, 0, stream_>>>(d_weight, d_bias, d_out, in, mean, rstd, rows,
+                                                                        C);
   check_launch("layernorm_param_grads_kernel", op);
 }
 
@@ -502,7 +514,7 @@ void CudaBackend::attention_forward(float* out, float* probs, const float* qkv, 
   const long long rows = static_cast<long long>(B) * H * T;
   make_current("attention_forward");
   attention_softmax_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(probs, B, H, T, mask.causal, mask.padding,
-                                                                         scale);
+                                                                       scale);
   check_launch("attention_softmax_kernel", "attention_forward");
   for (int b = 0; b < B; ++b) {
     const float* v = qkv + static_cast<std::int64_t>(b) * T * 3 * C + 2 * C;
@@ -575,7 +587,7 @@ void CudaBackend::cross_entropy_backward(float* d_logits, const float* logits, c
   if (rows <= 0) return;
   make_current("cross_entropy_backward");
   cross_entropy_backward_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(d_logits, logits, targets, rows, V,
-                                                                              dloss_per_row);
+                                                                            dloss_per_row);
   check_launch("cross_entropy_backward_kernel", "cross_entropy_backward");
 }
 
@@ -633,8 +645,7 @@ double CudaBackend::sum_of_squares(const float* x, std::int64_t n) {
   return host;
 }
 
-void CudaBackend::adamw(float* params, const float* grads, float* m, float* v, std::int64_t n,
-                        const AdamWStep& step) {
+void CudaBackend::adamw(float* params, const float* grads, float* m, float* v, std::int64_t n, const AdamWStep& step) {
   if (n <= 0) return;
   make_current("adamw");
   adamw_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(params, grads, m, v, n, step);
@@ -691,8 +702,8 @@ std::int64_t cuda_first_non_finite_f16(CudaBackend& backend, const std::uint16_t
                                  n, "cuda_first_non_finite_f16");
 }
 std::int64_t cuda_first_non_finite_bf16(CudaBackend& backend, const std::uint16_t* values, std::int64_t n) {
-  return launch_first_non_finite(backend, first_non_finite_bf16_kernel,
-                                 reinterpret_cast<const unsigned short*>(values), n, "cuda_first_non_finite_bf16");
+  return launch_first_non_finite(backend, first_non_finite_bf16_kernel, reinterpret_cast<const unsigned short*>(values),
+                                 n, "cuda_first_non_finite_bf16");
 }
 
 }  // namespace shardscope

@@ -54,7 +54,9 @@ int guarded(char* error, std::size_t error_size, Body body) {
 
 extern "C" {
 
-__attribute__((visibility("default"))) int shardscope_cuda_abi_version(void) { return SHARDSCOPE_CUDA_PLUGIN_ABI; }
+__attribute__((visibility("default"))) int shardscope_cuda_abi_version(void) {
+  return SHARDSCOPE_CUDA_PLUGIN_ABI;
+}
 
 __attribute__((visibility("default"))) int shardscope_cuda_device_count(int* count, char* error,
                                                                         std::size_t error_size) {
@@ -135,10 +137,17 @@ __attribute__((visibility("default"))) int shardscope_cuda_memcpy(int device, vo
                                                                   std::size_t error_size) {
   cudaMemcpyKind cuda_kind;
   switch (kind) {
-    case shardscope_copy_host_to_device: cuda_kind = cudaMemcpyHostToDevice; break;
-    case shardscope_copy_device_to_host: cuda_kind = cudaMemcpyDeviceToHost; break;
-    case shardscope_copy_device_to_device: cuda_kind = cudaMemcpyDeviceToDevice; break;
-    default: return report(error, error_size, "shardscope_cuda_memcpy: unknown copy kind " + std::to_string(kind));
+    case shardscope_copy_host_to_device:
+      cuda_kind = cudaMemcpyHostToDevice;
+      break;
+    case shardscope_copy_device_to_host:
+      cuda_kind = cudaMemcpyDeviceToHost;
+      break;
+    case shardscope_copy_device_to_device:
+      cuda_kind = cudaMemcpyDeviceToDevice;
+      break;
+    default:
+      return report(error, error_size, "shardscope_cuda_memcpy: unknown copy kind " + std::to_string(kind));
   }
   cudaError_t status = cudaSetDevice(device);
   if (status != cudaSuccess) return report(error, error_size, "cudaSetDevice", status);
@@ -151,8 +160,10 @@ __attribute__((visibility("default"))) int shardscope_cuda_narrow(shardscope::Ba
                                                                   const float* in, std::uint16_t* out, std::int64_t n,
                                                                   char* error, std::size_t error_size) {
   return guarded(error, error_size, [&] {
-    if (sixteen_bit(dtype) == shardscope::DType::f16) shardscope::cuda_f32_to_f16(as_cuda(backend), in, out, n);
-    else shardscope::cuda_f32_to_bf16(as_cuda(backend), in, out, n);
+    if (sixteen_bit(dtype) == shardscope::DType::f16)
+      shardscope::cuda_f32_to_f16(as_cuda(backend), in, out, n);
+    else
+      shardscope::cuda_f32_to_bf16(as_cuda(backend), in, out, n);
   });
 }
 
@@ -160,8 +171,10 @@ __attribute__((visibility("default"))) int shardscope_cuda_widen(shardscope::Bac
                                                                  const std::uint16_t* in, float* out, std::int64_t n,
                                                                  char* error, std::size_t error_size) {
   return guarded(error, error_size, [&] {
-    if (sixteen_bit(dtype) == shardscope::DType::f16) shardscope::cuda_f16_to_f32(as_cuda(backend), in, out, n);
-    else shardscope::cuda_bf16_to_f32(as_cuda(backend), in, out, n);
+    if (sixteen_bit(dtype) == shardscope::DType::f16)
+      shardscope::cuda_f16_to_f32(as_cuda(backend), in, out, n);
+    else
+      shardscope::cuda_bf16_to_f32(as_cuda(backend), in, out, n);
   });
 }
 
@@ -182,10 +195,12 @@ __attribute__((visibility("default"))) int shardscope_cuda_first_non_finite(shar
   });
 }
 
-__attribute__((visibility("default"))) int shardscope_cuda_gemm_16bit(
-    shardscope::Backend* backend, int dtype, int trans_a, int trans_b, int M, int N, int K, float alpha,
-    const std::uint16_t* A, int lda, const std::uint16_t* B, int ldb, float beta, std::uint16_t* C, int ldc,
-    char* error, std::size_t error_size) {
+__attribute__((visibility("default"))) int shardscope_cuda_gemm_16bit(shardscope::Backend* backend, int dtype,
+                                                                      int trans_a, int trans_b, int M, int N, int K,
+                                                                      float alpha, const std::uint16_t* A, int lda,
+                                                                      const std::uint16_t* B, int ldb, float beta,
+                                                                      std::uint16_t* C, int ldc, char* error,
+                                                                      std::size_t error_size) {
   using shardscope::Transpose;
   return guarded(error, error_size, [&] {
     as_cuda(backend).gemm_16bit(sixteen_bit(dtype), trans_a != 0 ? Transpose::yes : Transpose::no,

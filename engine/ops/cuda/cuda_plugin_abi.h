@@ -19,8 +19,11 @@ class Backend;
 
 extern "C" {
 
-enum ShardscopeCudaCopy { shardscope_copy_host_to_device = 0, shardscope_copy_device_to_host = 1,
-                          shardscope_copy_device_to_device = 2 };
+enum ShardscopeCudaCopy {
+  shardscope_copy_host_to_device = 0,
+  shardscope_copy_device_to_host = 1,
+  shardscope_copy_device_to_device = 2
+};
 
 struct ShardscopeCudaDeviceInfo {
   char name[256];
@@ -48,10 +51,10 @@ int shardscope_cuda_memcpy(int device, void* dst, const void* src, std::size_t b
 
 // Mixed precision on a backend made by shardscope_cuda_create_backend, on its
 // stream. dtype is shardscope::DType as an int: 0 f32, 1 f16, 2 bf16.
-int shardscope_cuda_narrow(shardscope::Backend* backend, int dtype, const float* in, std::uint16_t* out,
-                           std::int64_t n, char* error, std::size_t error_size);
-int shardscope_cuda_widen(shardscope::Backend* backend, int dtype, const std::uint16_t* in, float* out,
-                          std::int64_t n, char* error, std::size_t error_size);
+int shardscope_cuda_narrow(shardscope::Backend* backend, int dtype, const float* in, std::uint16_t* out, std::int64_t n,
+                           char* error, std::size_t error_size);
+int shardscope_cuda_widen(shardscope::Backend* backend, int dtype, const std::uint16_t* in, float* out, std::int64_t n,
+                          char* error, std::size_t error_size);
 // *index = the first inf or NaN, or -1 (synchronizes).
 int shardscope_cuda_first_non_finite(shardscope::Backend* backend, int dtype, const void* values, std::int64_t n,
                                      std::int64_t* index, char* error, std::size_t error_size);
@@ -69,13 +72,13 @@ using ShardscopeCudaMallocFn = int (*)(int, std::size_t, void**, char*, std::siz
 using ShardscopeCudaFreeFn = int (*)(int, void*, char*, std::size_t);
 using ShardscopeCudaMemcpyFn = int (*)(int, void*, const void*, std::size_t, int, char*, std::size_t);
 using ShardscopeCudaNarrowFn = int (*)(shardscope::Backend*, int, const float*, std::uint16_t*, std::int64_t, char*,
-                                        std::size_t);
-using ShardscopeCudaWidenFn = int (*)(shardscope::Backend*, int, const std::uint16_t*, float*, std::int64_t, char*,
                                        std::size_t);
+using ShardscopeCudaWidenFn = int (*)(shardscope::Backend*, int, const std::uint16_t*, float*, std::int64_t, char*,
+                                      std::size_t);
 using ShardscopeCudaFirstNonFiniteFn = int (*)(shardscope::Backend*, int, const void*, std::int64_t, std::int64_t*,
-                                                char*, std::size_t);
+                                               char*, std::size_t);
 using ShardscopeCudaGemm16bitFn = int (*)(shardscope::Backend*, int, int, int, int, int, int, float,
-                                           const std::uint16_t*, int, const std::uint16_t*, int, float,
-                                           std::uint16_t*, int, char*, std::size_t);
+                                          const std::uint16_t*, int, const std::uint16_t*, int, float, std::uint16_t*,
+                                          int, char*, std::size_t);
 
 }  // extern "C"
