@@ -13,7 +13,7 @@ if [ ! -f "$build_dir/CMakeCache.txt" ]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
 fi
 if ! grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=.*nvcc$' "$build_dir/CMakeCache.txt"; then
-  echo "skipped: no GPU (the CUDA backend is not compiled: nvcc was not found when $build_dir was configured)"
+  echo "skipped: no GPU (the CUDA backend is not compiled: $build_dir was configured without nvcc or with SHARDSCOPE_WITH_CUDA=OFF)"
   exit 0
 fi
 cmake --build "$build_dir" --target test_cuda_ops shardscope_cuda --parallel "$(nproc)"
