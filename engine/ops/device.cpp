@@ -35,6 +35,8 @@ struct Plugin {
   ShardscopeCudaMallocFn malloc = nullptr;
   ShardscopeCudaFreeFn free = nullptr;
   ShardscopeCudaMemcpyFn memcpy = nullptr;
+  ShardscopeCudaZeroFn zero = nullptr;
+  ShardscopeCudaSynchronizeFn synchronize = nullptr;
   ShardscopeCudaNarrowFn narrow = nullptr;
   ShardscopeCudaWidenFn widen = nullptr;
   ShardscopeCudaFirstNonFiniteFn first_non_finite = nullptr;
@@ -122,6 +124,8 @@ PluginLoad load_plugin() {
       !find_symbol(handle, "shardscope_cuda_malloc", plugin.malloc) ||
       !find_symbol(handle, "shardscope_cuda_free", plugin.free) ||
       !find_symbol(handle, "shardscope_cuda_memcpy", plugin.memcpy) ||
+      !find_symbol(handle, "shardscope_cuda_zero", plugin.zero) ||
+      !find_symbol(handle, "shardscope_cuda_synchronize", plugin.synchronize) ||
       !find_symbol(handle, "shardscope_cuda_narrow", plugin.narrow) ||
       !find_symbol(handle, "shardscope_cuda_widen", plugin.widen) ||
       !find_symbol(handle, "shardscope_cuda_first_non_finite", plugin.first_non_finite) ||
@@ -248,6 +252,18 @@ void cuda_copy_to_host(int device, void* host_dst, const void* device_src, std::
 
 void cuda_copy_on_device(int device, void* device_dst, const void* device_src, std::size_t bytes) {
   copy(device, device_dst, device_src, bytes, shardscope_copy_device_to_device, "cuda_copy_on_device");
+}
+
+void cuda_zero(int device, void* device_dst, std::size_t bytes) {
+  ErrorText error{};
+  check_call(require_plugin("cuda_zero").zero(device, device_dst, bytes, error.data(), error.size()), error,
+             ("cuda_zero on cuda:" + std::to_string(device)).c_str());
+}
+
+void cuda_synchronize(Backend& cuda_backend) {
+  ErrorText error{};
+  check_call(require_plugin("cuda_synchronize").synchronize(&cuda_backend, error.data(), error.size()), error,
+             "cuda_synchronize");
 }
 
 void cuda_narrow(Backend& cuda_backend, DType dtype, const float* in, std::uint16_t* out, std::int64_t n) {

@@ -60,6 +60,10 @@ void cuda_device_free(int device, void* pointer);
 void cuda_copy_to_device(int device, void* device_dst, const void* host_src, std::size_t bytes);
 void cuda_copy_to_host(int device, void* host_dst, const void* device_src, std::size_t bytes);
 void cuda_copy_on_device(int device, void* device_dst, const void* device_src, std::size_t bytes);
+void cuda_zero(int device, void* device_dst, std::size_t bytes);  // as Buffer's zero fill
+// Waits for every op queued on a backend from make_cuda_backend: GPU ops are
+// asynchronous, so host clocks around them measure only the launch without this.
+void cuda_synchronize(Backend& cuda_backend);
 
 // Mixed precision on a backend from make_cuda_backend (device pointers, its
 // stream), through the plugin. Each throws std::runtime_error for another

@@ -149,6 +149,7 @@ void TestDevice::device_memory_without_gpu_throws() {
   }
   float host = 0.0f;
   QVERIFY_THROWS_EXCEPTION(std::runtime_error, cuda_copy_to_host(0, &host, &host, sizeof host));
+  QVERIFY_THROWS_EXCEPTION(std::runtime_error, cuda_zero(0, &host, sizeof host));
   cuda_device_free(0, nullptr);  // freeing null is a no-op, as cudaFree(nullptr)
 }
 
@@ -166,6 +167,7 @@ void TestDevice::mixed_precision_helpers_refuse_a_cpu_backend() {
   }
   QVERIFY_THROWS_EXCEPTION(std::runtime_error, cuda_widen(*cpu, DType::bf16, &half_value, &value, 1));
   QVERIFY_THROWS_EXCEPTION(std::runtime_error, cuda_find_non_finite(*cpu, DType::f32, &value, 1));
+  QVERIFY_THROWS_EXCEPTION(std::runtime_error, cuda_synchronize(*cpu));
   QVERIFY_THROWS_EXCEPTION(
       std::runtime_error, cuda_gemm_16bit(*cpu, DType::f16, Transpose::no, Transpose::no, 1, 1, 1, 1.0f, &half_value, 1,
                                           &half_value, 1, 0.0f, &half_value, 1));

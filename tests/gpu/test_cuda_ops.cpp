@@ -609,6 +609,10 @@ void TestCudaOps::engine_path_through_the_plugin() {
   std::uint16_t product = 0;
   cuda_copy_to_host(0, &product, d16 + 16, sizeof product);
   QCOMPARE(half::bf16_bits_to_float(product), 1.5f);
+  cuda_zero(0, dx, x.size() * sizeof(float));
+  QCOMPARE(backend->sum_of_squares(dx, n), 0.0);
+  backend->fill(dx, 1.0f, n);
+  cuda_synchronize(*backend);
   cuda_device_free(0, device16);
   cuda_device_free(0, device);
 }

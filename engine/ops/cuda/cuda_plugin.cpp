@@ -156,6 +156,19 @@ __attribute__((visibility("default"))) int shardscope_cuda_memcpy(int device, vo
   return 0;
 }
 
+__attribute__((visibility("default"))) int shardscope_cuda_zero(int device, void* pointer, std::size_t bytes,
+                                                                char* error, std::size_t error_size) {
+  cudaError_t status = cudaSetDevice(device);
+  if (status != cudaSuccess) return report(error, error_size, "cudaSetDevice", status);
+  if ((status = cudaMemset(pointer, 0, bytes)) != cudaSuccess) return report(error, error_size, "cudaMemset", status);
+  return 0;
+}
+
+__attribute__((visibility("default"))) int shardscope_cuda_synchronize(shardscope::Backend* backend, char* error,
+                                                                       std::size_t error_size) {
+  return guarded(error, error_size, [&] { as_cuda(backend).synchronize(); });
+}
+
 __attribute__((visibility("default"))) int shardscope_cuda_narrow(shardscope::Backend* backend, int dtype,
                                                                   const float* in, std::uint16_t* out, std::int64_t n,
                                                                   char* error, std::size_t error_size) {

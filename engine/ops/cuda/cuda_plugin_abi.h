@@ -15,7 +15,7 @@ class Backend;
 
 // Bumped whenever an entry point or backend.h's Backend changes, so a stale
 // plugin is refused instead of called with the wrong layout.
-#define SHARDSCOPE_CUDA_PLUGIN_ABI 2
+#define SHARDSCOPE_CUDA_PLUGIN_ABI 3
 
 extern "C" {
 
@@ -49,6 +49,12 @@ int shardscope_cuda_free(int device, void* pointer, char* error, std::size_t err
 int shardscope_cuda_memcpy(int device, void* dst, const void* src, std::size_t bytes, int kind, char* error,
                            std::size_t error_size);
 
+// cudaMemset to zero (synchronous, ordered like shardscope_cuda_memcpy).
+int shardscope_cuda_zero(int device, void* pointer, std::size_t bytes, char* error, std::size_t error_size);
+// Waits for every op queued on a backend made by shardscope_cuda_create_backend
+// (for host timing of GPU work).
+int shardscope_cuda_synchronize(shardscope::Backend* backend, char* error, std::size_t error_size);
+
 // Mixed precision on a backend made by shardscope_cuda_create_backend, on its
 // stream. dtype is shardscope::DType as an int: 0 f32, 1 f16, 2 bf16.
 int shardscope_cuda_narrow(shardscope::Backend* backend, int dtype, const float* in, std::uint16_t* out, std::int64_t n,
@@ -71,6 +77,8 @@ using ShardscopeCudaDestroyBackendFn = void (*)(shardscope::Backend*);
 using ShardscopeCudaMallocFn = int (*)(int, std::size_t, void**, char*, std::size_t);
 using ShardscopeCudaFreeFn = int (*)(int, void*, char*, std::size_t);
 using ShardscopeCudaMemcpyFn = int (*)(int, void*, const void*, std::size_t, int, char*, std::size_t);
+using ShardscopeCudaZeroFn = int (*)(int, void*, std::size_t, char*, std::size_t);
+using ShardscopeCudaSynchronizeFn = int (*)(shardscope::Backend*, char*, std::size_t);
 using ShardscopeCudaNarrowFn = int (*)(shardscope::Backend*, int, const float*, std::uint16_t*, std::int64_t, char*,
                                        std::size_t);
 using ShardscopeCudaWidenFn = int (*)(shardscope::Backend*, int, const std::uint16_t*, float*, std::int64_t, char*,
