@@ -140,6 +140,8 @@ class TestCudaOps : public QObject {
   void adamw();
   void casts_bit_exact_over_every_pattern();
   void first_non_finite();
+  void results_repeat_bit_for_bit();
+  void second_gpu_when_present();
   void engine_path_through_the_plugin();
   void errors_name_the_call_and_the_op();
 };
@@ -564,6 +566,52 @@ void TestCudaOps::first_non_finite() {
     QCOMPARE(got, half::first_non_finite(dtype, y16.data(), n));
     QCOMPARE(got, std::int64_t{500000});
   }
+}
+
+void TestCudaOps::results_repeat_bit_for_bit() {
+  // No op uses atomics in a sum, so the same inputs give the same bits every run.
+  const int B = 2, T = 33, H = 2, C = 32, rows = B * T;
+  const auto qkv = randoms(static_cast<std::size_t>(B * T * 3 * C), 120);
+  const auto dy = randoms(static_cast<std::size_t>(B * T * C), 121);
+  const auto w = randoms(static_cast<std::size_t>(C), 122);
+  std::vector<float> zeros_btc(dy.size(), 0.0f), zeros_probs(static_cast<std::size_t>(B * H * T * T), 0.0f);
+  std::vector<float> zeros_qkv(qkv.size(), 0.0f), zeros_c(static_cast<std::size_t>(C), 0.0f);
+  std::vector<float> zeros_rows(static_cast<std::size_t>(rows), 0.0f);
+  DeviceArray gqkv(qkv), gdy(dy), gw(w);
+  std::vector<std::vector<float>> runs;
+  for (int run = 0; run < 2; ++run) {
+    DeviceArray out(zeros_btc), probs(zeros_probs), d_qkv(zeros_qkv), scratch(zeros_probs);
+    gpu->attention_forward(out.get(), probs.get(), gqkv.get(), B, T, C, H, AttentionMask{true, nullptr});
+    gpu->attention_backward(d_qkv.get(), scratch.get(), gdy.get(), gqkv.get(), probs.get(), B, T, C, H);
+    DeviceArray ln_out(zeros_btc), mean(zeros_rows), rstd(zeros_rows), d_in(zeros_btc), d_w(zeros_c), d_b(zeros_c);
+    gpu->layernorm_forward(ln_out.get(), mean.get(), rstd.get(), gdy.get(), gw.get(), gw.get(), rows, C, 1e-5f);
+    gpu->layernorm_backward(d_in.get(), d_w.get(), d_b.get(), gdy.get(), gdy.get(), gw.get(), mean.get(), rstd.get(),
+                            rows, C, false);
+    std::vector<float> all = d_qkv.host();
+    for (const auto& part : {out.host(), ln_out.host(), d_in.host(), d_w.host(), d_b.host()})
+      all.insert(all.end(), part.begin(), part.end());
+    all.push_back(static_cast<float>(gpu->sum_of_squares(d_qkv.get(), static_cast<std::int64_t>(qkv.size()))));
+    runs.push_back(std::move(all));
+  }
+  COMPARE_EXACT("second run", runs[1], runs[0]);
+}
+
+void TestCudaOps::second_gpu_when_present() {
+  // Each op makes its device current, so a backend on cuda:1 works from a thread last on cuda:0.
+  const DeviceProbe probe = probe_cuda();
+  if (probe.gpus.size() < 2) QSKIP("one GPU: the second-device check needs two");
+  auto backend = make_cuda_backend(1);
+  QVERIFY2(backend->name().rfind("cuda:1 (", 0) == 0, backend->name().c_str());
+  const auto a = randoms(1000, 130), b = randoms(1000, 131);
+  auto* device = static_cast<float*>(cuda_device_alloc(1, 2000 * sizeof(float)));
+  cuda_copy_to_device(1, device, a.data(), a.size() * sizeof(float));
+  cuda_copy_to_device(1, device + 1000, b.data(), b.size() * sizeof(float));
+  gpu->synchronize();  // makes cuda:0 current on this thread
+  backend->add(device, device, device + 1000, 1000);
+  std::vector<float> sum(1000);
+  cuda_copy_to_host(1, sum.data(), device, sum.size() * sizeof(float));
+  for (std::size_t i = 0; i < sum.size(); ++i) QCOMPARE(sum[i], a[i] + b[i]);
+  cuda_device_free(1, device);
 }
 
 void TestCudaOps::engine_path_through_the_plugin() {
