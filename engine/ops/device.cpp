@@ -116,9 +116,14 @@ PluginLoad load_plugin() {
   }
   Plugin plugin;
   plugin.path = candidate;
+  // The version first: a stale plugin is named as stale, not as incomplete.
   ShardscopeCudaAbiVersionFn abi_version = nullptr;
-  if (!find_symbol(handle, "shardscope_cuda_abi_version", abi_version) ||
-      !find_symbol(handle, "shardscope_cuda_device_count", plugin.device_count) ||
+  if (!find_symbol(handle, "shardscope_cuda_abi_version", abi_version))
+    return {nullptr, "CUDA plugin " + candidate + " is not a ShardScope CUDA plugin: " + last_dl_error()};
+  if (const int version = abi_version(); version != SHARDSCOPE_CUDA_PLUGIN_ABI)
+    return {nullptr, "CUDA plugin " + candidate + " has ABI version " + std::to_string(version) + ", expected " +
+                         std::to_string(SHARDSCOPE_CUDA_PLUGIN_ABI) + " (rebuild it with this engine)"};
+  if (!find_symbol(handle, "shardscope_cuda_device_count", plugin.device_count) ||
       !find_symbol(handle, "shardscope_cuda_device_info", plugin.device_info) ||
       !find_symbol(handle, "shardscope_cuda_create_backend", plugin.create_backend) ||
       !find_symbol(handle, "shardscope_cuda_malloc", plugin.malloc) ||
@@ -131,9 +136,6 @@ PluginLoad load_plugin() {
       !find_symbol(handle, "shardscope_cuda_first_non_finite", plugin.first_non_finite) ||
       !find_symbol(handle, "shardscope_cuda_gemm_16bit", plugin.gemm_16bit))
     return {nullptr, "CUDA plugin " + candidate + " is incomplete: " + last_dl_error()};
-  if (const int version = abi_version(); version != SHARDSCOPE_CUDA_PLUGIN_ABI)
-    return {nullptr, "CUDA plugin " + candidate + " has ABI version " + std::to_string(version) + ", expected " +
-                         std::to_string(SHARDSCOPE_CUDA_PLUGIN_ABI) + " (rebuild it with this engine)"};
   loaded.push_back(plugin);
   return {&loaded.back(), {}};
 }

@@ -51,6 +51,7 @@ class TestDevice : public QObject {
   void cuda_backend_where_none_is_usable_names_the_reason();
   void missing_plugin_is_reported();
   void unloadable_plugin_is_reported();
+  void stale_plugin_is_refused_by_its_version();
   void device_memory_without_gpu_throws();
   void mixed_precision_helpers_refuse_a_cpu_backend();
 };
@@ -137,6 +138,14 @@ void TestDevice::unloadable_plugin_is_reported() {
   QVERIFY(!probe.available());
   QVERIFY2(contains(probe.reason, "CUDA runtime not found: "), probe.reason.c_str());
   QVERIFY2(contains(probe.reason, path), probe.reason.c_str());
+}
+
+void TestDevice::stale_plugin_is_refused_by_its_version() {
+  const PluginOverride override_path(SHARDSCOPE_STALE_PLUGIN);
+  const DeviceProbe probe = probe_cuda();
+  QVERIFY(!probe.available());
+  QVERIFY2(contains(probe.reason, "has ABI version 0, expected "), probe.reason.c_str());
+  QVERIFY2(contains(probe.reason, "rebuild"), probe.reason.c_str());
 }
 
 void TestDevice::device_memory_without_gpu_throws() {
