@@ -1,0 +1,709 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The CUDA backend (cuda_backend.h). Launch strategy, kept simple and
+// deterministic (faster variants belong in bench/gpu, measured first):
+//   - element-wise ops: grid-stride loops, one element per thread step;
+//   - per-row ops (layernorm, softmax, cross-entropy): one thread per row,
+//     calling the ops/math.h row function, exactly as the CPU backend does;
+//   - sums over rows (bias, layernorm weight and embedding gradients): one
+//     thread per output element looping the rows in order, so the sum order
+//     is the CPU backend's and no atomics are needed;
+//   - sums over everything (loss mean, sum of squares): fixed grid, per-block
+//     double partials, one final block: the same result on every run.
+// This file is compiled with --fmad=false, so the shared math is rounded as
+// on the host (no fused multiply-add contraction).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "core/half.h"
+#include "ops/cuda/cuda_backend.h"
+#include "ops/math.h"
+
+namespace shardscope {
+
+namespace {
+
+using math::AdamWStep;
+using math::GeluKind;
+
+[[noreturn]] void fail(const char* call, const char* op, const std::string& error) {
+  throw std::runtime_error(std::string("CUDA backend: ") + call + " failed in " + op + ": " + error);
+}
+
+void check(cudaError_t status, const char* call, const char* op) {
+  if (status != cudaSuccess)
+    fail(call, op, std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")");
+}
+
+void check(cublasStatus_t status, const char* call, const char* op) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    fail(call, op, std::string(cublasGetStatusName(status)) + " (" + cublasGetStatusString(status) + ")");
+}
+
+// After a kernel launch: a bad configuration is reported here; faults inside the
+// kernel surface at the next synchronizing call, named by that call.
+void check_launch(const char* kernel, const char* op) {
+  check(cudaGetLastError(), kernel, op);
+}
+
+constexpr int kThreads = 256;
+
+// Blocks of kThreads covering n items, one per thread (the grid-stride loops also
+// accept fewer); capped at the grid limit 2^31 - 1.
+unsigned blocks_for(std::int64_t n) {
+  const std::int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, 0x7FFFFFFF)));
+}
+
+cublasOperation_t to_cublas(Transpose t) {
+  return t == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N;
+}
+
+#define SS_GRID_STRIDE(i, n)                                                                 \
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+
+// ---- element-wise kernels ----------------------------------------------------------
+
+__global__ void add_kernel(float* out, const float* a, const float* b, long long n) {
+  SS_GRID_STRIDE(i, n) out[i] = a[i] + b[i];
+}
+
+__global__ void add_bias_rows_kernel(float* x, const float* bias, long long n, int C) {
+  SS_GRID_STRIDE(i, n) x[i] += bias[i % C];
+}
+
+__global__ void scale_kernel(float* x, float factor, long long n) {
+  SS_GRID_STRIDE(i, n) x[i] *= factor;
+}
+
+__global__ void fill_kernel(float* x, float value, long long n) {
+  SS_GRID_STRIDE(i, n) x[i] = value;
+}
+
+__global__ void tanh_kernel(float* out, const float* in, long long n) {
+  SS_GRID_STRIDE(i, n) out[i] = tanhf(in[i]);
+}
+
+__global__ void gelu_forward_kernel(float* out, const float* in, long long n, GeluKind kind) {
+  SS_GRID_STRIDE(i, n) out[i] = math::gelu(in[i], kind);
+}
+
+__global__ void gelu_backward_kernel(float* d_in, const float* d_out, const float* in, long long n, GeluKind kind) {
+  SS_GRID_STRIDE(i, n) d_in[i] = d_out[i] * math::gelu_grad(in[i], kind);
+}
+
+__global__ void adamw_kernel(float* p, const float* g, float* m, float* v, long long n, AdamWStep step) {
+  SS_GRID_STRIDE(i, n) math::adamw_element(p + i, g[i], m + i, v + i, step);
+}
+
+// ---- sums over rows, one thread per output column, rows in order ------------------------
+
+__global__ void column_sums_kernel(float* out, const float* x, int rows, int C) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  float acc = out[c];
+  for (int r = 0; r < rows; ++r) acc += x[static_cast<long long>(r) * C + c];
+  out[c] = acc;
+}
+
+// ---- embedding ------------------------------------------------------------------------
+
+__global__ void embedding_forward_kernel(float* out, const int* ids, const int* type_ids, const float* tokens,
+                                         const float* positions, const float* types, int T, int C, long long n) {
+  SS_GRID_STRIDE(i, n) {
+    const long long r = i / C;
+    const long long c = i % C;
+    const float tok = tokens[static_cast<long long>(ids[r]) * C + c];
+    const float pos = positions[(r % T) * C + c];
+    out[i] = tok + pos + (types != nullptr ? types[static_cast<long long>(type_ids[r]) * C + c] : 0.0f);
+  }
+}
+
+// One thread per channel walks every row in order, as the CPU backend does, so
+// repeated ids add in a fixed order and no two threads touch the same float.
+__global__ void embedding_backward_kernel(float* d_tokens, float* d_positions, float* d_types, const float* d_out,
+                                          const int* ids, const int* type_ids, long long rows, int T, int C) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  for (long long r = 0; r < rows; ++r) {
+    const float g = d_out[r * C + c];
+    d_tokens[static_cast<long long>(ids[r]) * C + c] += g;
+    d_positions[(r % T) * C + c] += g;
+    if (d_types != nullptr) d_types[static_cast<long long>(type_ids[r]) * C + c] += g;
+  }
+}
+
+// ---- layernorm ------------------------------------------------------------------------
+
+__global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* in, const float* w,
+                                         const float* b, int rows, int C, float eps) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const long long off = static_cast<long long>(r) * C;
+  math::layernorm_forward_row(in + off, w, b, out + off, mean + r, rstd + r, C, eps);
+}
+
+// d_in rows: written into `target` (d_in itself, or scratch to be added when accumulating).
+__global__ void layernorm_backward_kernel(float* target, const float* d_out, const float* in, const float* w,
+                                          const float* mean, const float* rstd, int rows, int C) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const long long off = static_cast<long long>(r) * C;
+  math::layernorm_backward_row(d_out + off, in + off, w, mean[r], rstd[r], target + off, C);
+}
+
+// d_weight += sum_r dy * xhat, d_bias += sum_r dy: one thread per channel, rows in order.
+__global__ void layernorm_param_grads_kernel(float* d_weight, float* d_bias, const float* d_out, const float* in,
+                                             const float* mean, const float* rstd, int rows, int C) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  float dw = d_weight[c];
+  float db = d_bias[c];
+  for (int r = 0; r < rows; ++r) {
+    const long long i = static_cast<long long>(r) * C + c;
+    dw += d_out[i] * (in[i] - mean[r]) * rstd[r];
+    db += d_out[i];
+  }
+  d_weight[c] = dw;
+  d_bias[c] = db;
+}
+
+// ---- attention softmax: one thread per score row of every (sequence, head) ------------------
+
+__global__ void attention_softmax_kernel(float* scores, int B, int H, int T, bool causal, const int* padding,
+                                         float scale) {
+  const long long row = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;  // ((b*H + h)*T + i)
+  if (row >= static_cast<long long>(B) * H * T) return;
+  const int i = static_cast<int>(row % T);
+  const long long b = row / (static_cast<long long>(H) * T);
+  float* p = scores + row * T;
+  const int* pad = padding != nullptr ? padding + b * T : nullptr;
+  math::softmax_row(p, p, T, causal ? i + 1 : T, pad, scale);
+}
+
+__global__ void attention_softmax_backward_kernel(const float* probs, float* d, long long rows, int T, float scale) {
+  const long long row = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (row >= rows) return;
+  math::softmax_backward_row(probs + row * T, d + row * T, d + row * T, T, scale);
+}
+
+// ---- cross-entropy ----------------------------------------------------------------------
+
+__global__ void cross_entropy_kernel(float* losses, const float* logits, const int* targets, int rows, int V) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < rows) losses[r] = math::cross_entropy_row(logits + static_cast<long long>(r) * V, V, targets[r]);
+}
+
+__global__ void cross_entropy_backward_kernel(float* d_logits, const float* logits, const int* targets, int rows, int V,
+                                              float dloss) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const long long off = static_cast<long long>(r) * V;
+  math::cross_entropy_backward_row(logits + off, d_logits + off, V, targets[r], dloss);
+}
+
+// ---- deterministic reductions in double ---------------------------------------------------
+
+// Block-wide sum of one double per thread (kThreads threads), result in thread 0.
+__device__ double block_sum(double value) {
+  __shared__ double partial[kThreads];
+  partial[threadIdx.x] = value;
+  __syncthreads();
+  for (int half_width = kThreads / 2; half_width > 0; half_width /= 2) {
+    if (threadIdx.x < half_width) partial[threadIdx.x] += partial[threadIdx.x + half_width];
+    __syncthreads();
+  }
+  const double total = partial[0];
+  __syncthreads();  // every thread has read partial[0] before the next call writes it
+  return total;
+}
+
+constexpr int kReduceBlocks = 256;  // fixed, so the summation order never changes
+
+__global__ void sum_of_squares_partial_kernel(double* partials, const float* x, long long n) {
+  double s = 0.0;
+  SS_GRID_STRIDE(i, n) s += static_cast<double>(x[i]) * x[i];
+  const double total = block_sum(s);
+  if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
+// Loss mean over counted rows: partial sums of losses and counts of targets >= 0.
+__global__ void loss_partial_kernel(double* partials, const float* losses, const int* targets, long long rows) {
+  double s = 0.0;
+  double counted = 0.0;
+  SS_GRID_STRIDE(r, rows) {
+    if (targets[r] < 0) continue;
+    s += losses[r];
+    counted += 1.0;
+  }
+  const double total = block_sum(s);
+  const double count = block_sum(counted);
+  if (threadIdx.x == 0) {
+    partials[2 * blockIdx.x] = total;
+    partials[2 * blockIdx.x + 1] = count;
+  }
+}
+
+// Sums `count` groups of `width` doubles (strided by width) into out[0..width).
+__global__ void sum_partials_kernel(double* out, const double* partials, int count, int width) {
+  for (int w = 0; w < width; ++w) {
+    double s = 0.0;
+    for (int i = static_cast<int>(threadIdx.x); i < count; i += kThreads) s += partials[i * width + w];
+    const double total = block_sum(s);
+    if (threadIdx.x == 0) out[w] = total;
+  }
+}
+
+// ---- casts and the overflow check (core/half.h on the device) --------------------------------
+
+__global__ void f32_to_f16_kernel(const float* in, unsigned short* out, long long n) {
+  SS_GRID_STRIDE(i, n) out[i] = half::float_to_f16_bits(in[i]);
+}
+__global__ void f16_to_f32_kernel(const unsigned short* in, float* out, long long n) {
+  SS_GRID_STRIDE(i, n) out[i] = half::f16_bits_to_float(in[i]);
+}
+__global__ void f32_to_bf16_kernel(const float* in, unsigned short* out, long long n) {
+  SS_GRID_STRIDE(i, n) out[i] = half::float_to_bf16_bits(in[i]);
+}
+__global__ void bf16_to_f32_kernel(const unsigned short* in, float* out, long long n) {
+  SS_GRID_STRIDE(i, n) out[i] = half::bf16_bits_to_float(in[i]);
+}
+
+// first holds the smallest index seen so far (starts at ULLONG_MAX).
+template <typename T, typename IsFinite>
+__device__ void first_non_finite_impl(unsigned long long* first, const T* values, long long n, IsFinite is_finite) {
+  SS_GRID_STRIDE(i, n) {
+    if (!is_finite(values[i])) {
+      atomicMin(first, static_cast<unsigned long long>(i));
+      return;  // later i of this thread are larger
+    }
+  }
+}
+
+__global__ void first_non_finite_f32_kernel(unsigned long long* first, const float* values, long long n) {
+  first_non_finite_impl(first, values, n, [](float v) { return half::float_is_finite(v); });
+}
+__global__ void first_non_finite_f16_kernel(unsigned long long* first, const unsigned short* values, long long n) {
+  first_non_finite_impl(first, values, n, [](unsigned short v) { return half::f16_bits_is_finite(v); });
+}
+__global__ void first_non_finite_bf16_kernel(unsigned long long* first, const unsigned short* values, long long n) {
+  first_non_finite_impl(first, values, n, [](unsigned short v) { return half::bf16_bits_is_finite(v); });
+}
+
+constexpr std::size_t kResultBytes = 2 * kReduceBlocks * sizeof(double) + 2 * sizeof(double);
+
+}  // namespace
+
+// ---- construction ------------------------------------------------------------------------
+
+CudaBackend::CudaBackend(const CudaBackendOptions& options) : device_(options.device) {
+  const char* op = "CudaBackend()";
+  int count = 0;
+  check(cudaGetDeviceCount(&count), "cudaGetDeviceCount", op);
+  if (device_ < 0 || device_ >= count)
+    throw std::runtime_error("CUDA backend: device " + std::to_string(device_) + " does not exist (" +
+                             std::to_string(count) + " GPUs found)");
+  make_current(op);
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties", op);
+  device_name_ = prop.name;
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreate(&stream), "cudaStreamCreate", op);  // blocking: ordered with cudaMemcpy
+  stream_ = stream;
+  cublasHandle_t handle = nullptr;
+  try {
+    check(cublasCreate(&handle), "cublasCreate", op);
+    cublas_ = handle;
+    check(cublasSetStream(handle, stream_), "cublasSetStream", op);
+    // CUBLAS_DEFAULT_MATH keeps fp32 gemms in full fp32 (no TF32 tensor cores).
+    check(cublasSetMathMode(handle, options.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+          "cublasSetMathMode", op);
+    check(cudaMalloc(&result_, kResultBytes), "cudaMalloc", op);
+  } catch (...) {
+    if (cublas_ != nullptr) cublasDestroy(cublas_);
+    cudaStreamDestroy(stream_);
+    throw;
+  }
+}
+
+CudaBackend::~CudaBackend() {
+  // Destructors never throw: errors here (a dead context) are ignored.
+  cudaSetDevice(device_);
+  cudaStreamSynchronize(stream_);
+  cudaFree(workspace_);
+  cudaFree(result_);
+  cublasDestroy(cublas_);
+  cudaStreamDestroy(stream_);
+}
+
+std::string CudaBackend::name() const {
+  return "cuda:" + std::to_string(device_) + " (" + device_name_ + ")";
+}
+
+void CudaBackend::make_current(const char* op) const {
+  check(cudaSetDevice(device_), "cudaSetDevice", op);
+}
+
+void CudaBackend::synchronize() {
+  make_current("synchronize");
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", "synchronize");
+}
+
+void* CudaBackend::workspace(std::size_t bytes, const char* op) {
+  if (bytes <= workspace_bytes_) return workspace_;
+  make_current(op);
+  // The old workspace may still be read by queued kernels: free it only after they ran.
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", op);
+  check(cudaFree(workspace_), "cudaFree", op);
+  workspace_ = nullptr;
+  workspace_bytes_ = 0;
+  check(cudaMalloc(&workspace_, bytes), "cudaMalloc", op);
+  workspace_bytes_ = bytes;
+  return workspace_;
+}
+
+// ---- matmul (row-major through column-major cuBLAS) ------------------------------------------
+// A row-major (M, N) matrix with leading dimension ld is, read column-major, its
+// transpose (N, M) with the same ld. So C = op(A) op(B) row-major is
+// C^T = op(B)^T op(A)^T column-major: cuBLAS gets B first, then A, with N and M swapped.
+
+void CudaBackend::gemm(Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+                       const float* B, int ldb, float beta, float* C, int ldc) {
+  if (M <= 0 || N <= 0) return;
+  make_current("gemm");
+  check(cublasSgemm(cublas_, to_cublas(trans_b), to_cublas(trans_a), N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc),
+        "cublasSgemm", "gemm");
+}
+
+void CudaBackend::gemm_batched_strided(Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha,
+                                       const float* A, int lda, std::int64_t stride_a, const float* B, int ldb,
+                                       std::int64_t stride_b, float beta, float* C, int ldc, std::int64_t stride_c,
+                                       int batch) {
+  if (M <= 0 || N <= 0 || batch <= 0) return;
+  make_current("gemm_batched_strided");
+  check(cublasSgemmStridedBatched(cublas_, to_cublas(trans_b), to_cublas(trans_a), N, M, K, &alpha, B, ldb, stride_b, A,
+                                  lda, stride_a, &beta, C, ldc, stride_c, batch),
+        "cublasSgemmStridedBatched", "gemm_batched_strided");
+}
+
+void CudaBackend::gemm_16bit(DType dtype, Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha,
+                             const std::uint16_t* A, int lda, const std::uint16_t* B, int ldb, float beta,
+                             std::uint16_t* C, int ldc) {
+  if (dtype != DType::f16 && dtype != DType::bf16)
+    throw std::invalid_argument("CUDA backend: gemm_16bit needs f16 or bf16, got " + std::string(dtype_name(dtype)));
+  if (M <= 0 || N <= 0) return;
+  make_current("gemm_16bit");
+  const cudaDataType_t type = dtype == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
+  check(cublasGemmEx(cublas_, to_cublas(trans_b), to_cublas(trans_a), N, M, K, &alpha, B, type, ldb, A, type, lda,
+                     &beta, C, type, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmEx", "gemm_16bit");
+}
+
+// ---- linear ------------------------------------------------------------------------------
+
+void CudaBackend::linear_forward(float* out, const float* in, const float* weight, const float* bias, int rows,
+                                 int in_f, int out_f) {
+  gemm(Transpose::no, Transpose::yes, rows, out_f, in_f, 1.0f, in, in_f, weight, in_f, 0.0f, out, out_f);
+  if (bias != nullptr) add_bias_rows(out, bias, rows, out_f);
+}
+
+void CudaBackend::linear_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
+                                  const float* weight, int rows, int in_f, int out_f, bool accumulate) {
+  if (d_in != nullptr)  // (rows, in_f) = (rows, out_f) @ (out_f, in_f)
+    gemm(Transpose::no, Transpose::no, rows, in_f, out_f, 1.0f, d_out, out_f, weight, in_f, accumulate ? 1.0f : 0.0f,
+         d_in, in_f);
+  // (out_f, in_f) += (rows, out_f)^T @ (rows, in_f)
+  gemm(Transpose::yes, Transpose::no, out_f, in_f, rows, 1.0f, d_out, out_f, in, in_f, 1.0f, d_weight, in_f);
+  if (d_bias != nullptr && out_f > 0) {
+    make_current("linear_backward");
+    column_sums_kernel<<<blocks_for(out_f), kThreads, 0, stream_>>>(d_bias, d_out, rows, out_f);
+    check_launch("column_sums_kernel", "linear_backward");
+  }
+}
+
+// ---- embedding -----------------------------------------------------------------------------
+
+void CudaBackend::embedding_forward(float* out, const std::int32_t* ids, const std::int32_t* type_ids,
+                                    const float* tokens, const float* positions, const float* types, int B, int T,
+                                    int C) {
+  const long long n = static_cast<long long>(B) * T * C;
+  if (n <= 0) return;
+  make_current("embedding_forward");
+  embedding_forward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(out, ids, type_ids, tokens, positions, types, T, C,
+                                                                    n);
+  check_launch("embedding_forward_kernel", "embedding_forward");
+}
+
+void CudaBackend::embedding_backward(float* d_tokens, float* d_positions, float* d_types, const float* d_out,
+                                     const std::int32_t* ids, const std::int32_t* type_ids, int B, int T, int C) {
+  if (C <= 0 || B <= 0 || T <= 0) return;
+  make_current("embedding_backward");
+  embedding_backward_kernel<<<blocks_for(C), kThreads, 0, stream_>>>(d_tokens, d_positions, d_types, d_out, ids,
+                                                                     type_ids, static_cast<long long>(B) * T, T, C);
+  check_launch("embedding_backward_kernel", "embedding_backward");
+}
+
+// ---- layernorm -------------------------------------------------------------------------------
+
+void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* in, const float* weight,
+                                    const float* bias, int rows, int C, float eps) {
+  if (rows <= 0) return;
+  make_current("layernorm_forward");
+  layernorm_forward_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(out, mean, rstd, in, weight, bias, rows, C, eps);
+  check_launch("layernorm_forward_kernel", "layernorm_forward");
+}
+
+void CudaBackend::layernorm_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
+                                     const float* weight, const float* mean, const float* rstd, int rows, int C,
+                                     bool accumulate) {
+  if (rows <= 0 || C <= 0) return;
+  const char* op = "layernorm_backward";
+  const std::int64_t n = static_cast<std::int64_t>(rows) * C;
+  float* target = accumulate ? static_cast<float*>(workspace(static_cast<std::size_t>(n) * sizeof(float), op)) : d_in;
+  make_current(op);
+  layernorm_backward_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(target, d_out, in, weight, mean, rstd, rows, C);
+  check_launch("layernorm_backward_kernel", op);
+  if (accumulate) {
+    add_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d_in, d_in, target, n);
+    check_launch("add_kernel", op);
+  }
+  layernorm_param_grads_kernel<<<blocks_for(C), kThreads, 0, stream_>>>(d_weight, d_bias, d_out, in, mean, rstd, rows,
+                                                                        C);
+  check_launch("layernorm_param_grads_kernel", op);
+}
+
+// ---- GELU ------------------------------------------------------------------------------------
+
+void CudaBackend::gelu_forward(float* out, const float* in, std::int64_t n, GeluKind kind) {
+  if (n <= 0) return;
+  make_current("gelu_forward");
+  gelu_forward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(out, in, n, kind);
+  check_launch("gelu_forward_kernel", "gelu_forward");
+}
+
+void CudaBackend::gelu_backward(float* d_in, const float* d_out, const float* in, std::int64_t n, GeluKind kind) {
+  if (n <= 0) return;
+  make_current("gelu_backward");
+  gelu_backward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d_in, d_out, in, n, kind);
+  check_launch("gelu_backward_kernel", "gelu_backward");
+}
+
+// ---- attention ---------------------------------------------------------------------------------
+// Same layout as cpu_attention.cpp: Q, K, V read in place from qkv (B, T, 3C)
+// with leading dimension 3C. One strided-batched gemm per sequence covers its H
+// heads (head h starts h*hd columns further: stride hd); P is (B, H, T, T).
+
+void CudaBackend::attention_forward(float* out, float* probs, const float* qkv, int B, int T, int C, int H,
+                                    const AttentionMask& mask) {
+  if (B <= 0 || T <= 0 || H <= 0) return;
+  const int hd = C / H;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const std::int64_t TT = static_cast<std::int64_t>(T) * T;
+  for (int b = 0; b < B; ++b) {
+    const float* q = qkv + static_cast<std::int64_t>(b) * T * 3 * C;  // (T, hd) per head, ld 3C
+    const float* k = q + C;
+    float* p = probs + static_cast<std::int64_t>(b) * H * TT;
+    gemm_batched_strided(Transpose::no, Transpose::yes, T, T, hd, 1.0f, q, 3 * C, hd, k, 3 * C, hd, 0.0f, p, T, TT,
+                         H);  // S = Q K^T
+  }
+  const long long rows = static_cast<long long>(B) * H * T;
+  make_current("attention_forward");
+  attention_softmax_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(probs, B, H, T, mask.causal, mask.padding,
+                                                                       scale);
+  check_launch("attention_softmax_kernel", "attention_forward");
+  for (int b = 0; b < B; ++b) {
+    const float* v = qkv + static_cast<std::int64_t>(b) * T * 3 * C + 2 * C;
+    const float* p = probs + static_cast<std::int64_t>(b) * H * TT;
+    gemm_batched_strided(Transpose::no, Transpose::no, T, hd, T, 1.0f, p, T, TT, v, 3 * C, hd, 0.0f,
+                         out + static_cast<std::int64_t>(b) * T * C, C, hd, H);  // Y = P V
+  }
+}
+
+void CudaBackend::attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv,
+                                     const float* probs, int B, int T, int C, int H) {
+  if (B <= 0 || T <= 0 || H <= 0) return;
+  const int hd = C / H;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const std::int64_t TT = static_cast<std::int64_t>(T) * T;
+  for (int b = 0; b < B; ++b) {
+    const std::int64_t seq = static_cast<std::int64_t>(b) * T * 3 * C;
+    const float* v = qkv + seq + 2 * C;
+    float* dv = d_qkv + seq + 2 * C;
+    const float* dy = d_out + static_cast<std::int64_t>(b) * T * C;  // (T, hd) per head, ld C
+    const float* p = probs + static_cast<std::int64_t>(b) * H * TT;
+    float* dp = scratch + static_cast<std::int64_t>(b) * H * TT;
+    gemm_batched_strided(Transpose::no, Transpose::yes, T, T, hd, 1.0f, dy, C, hd, v, 3 * C, hd, 0.0f, dp, T, TT,
+                         H);  // dP = dY V^T
+    gemm_batched_strided(Transpose::yes, Transpose::no, T, hd, T, 1.0f, p, T, TT, dy, C, hd, 0.0f, dv, 3 * C, hd,
+                         H);  // dV = P^T dY
+  }
+  const long long rows = static_cast<long long>(B) * H * T;
+  make_current("attention_backward");
+  // dS = scale P o (dP - rowsum(P o dP)), in place in scratch
+  attention_softmax_backward_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(probs, scratch, rows, T, scale);
+  check_launch("attention_softmax_backward_kernel", "attention_backward");
+  for (int b = 0; b < B; ++b) {
+    const std::int64_t seq = static_cast<std::int64_t>(b) * T * 3 * C;
+    const float* q = qkv + seq;
+    const float* k = q + C;
+    float* dq = d_qkv + seq;
+    float* dk = dq + C;
+    const float* ds = scratch + static_cast<std::int64_t>(b) * H * TT;
+    gemm_batched_strided(Transpose::no, Transpose::no, T, hd, T, 1.0f, ds, T, TT, k, 3 * C, hd, 0.0f, dq, 3 * C, hd,
+                         H);  // dQ = dS K
+    gemm_batched_strided(Transpose::yes, Transpose::no, T, hd, T, 1.0f, ds, T, TT, q, 3 * C, hd, 0.0f, dk, 3 * C, hd,
+                         H);  // dK = dS^T Q
+  }
+}
+
+// ---- cross-entropy -------------------------------------------------------------------------------
+
+float CudaBackend::cross_entropy_forward(float* losses, const float* logits, const std::int32_t* targets, int rows,
+                                         int V) {
+  if (rows <= 0) return 0.0f;
+  const char* op = "cross_entropy_forward";
+  make_current(op);
+  cross_entropy_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(losses, logits, targets, rows, V);
+  check_launch("cross_entropy_kernel", op);
+  auto* partials = static_cast<double*>(result_);
+  double* total = partials + 2 * kReduceBlocks;  // [sum, count]
+  loss_partial_kernel<<<kReduceBlocks, kThreads, 0, stream_>>>(partials, losses, targets, rows);
+  check_launch("loss_partial_kernel", op);
+  sum_partials_kernel<<<1, kThreads, 0, stream_>>>(total, partials, kReduceBlocks, 2);
+  check_launch("sum_partials_kernel", op);
+  double host[2] = {0.0, 0.0};
+  check(cudaMemcpyAsync(host, total, sizeof host, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync", op);
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", op);
+  return host[1] > 0.0 ? static_cast<float>(host[0] / host[1]) : 0.0f;
+}
+
+void CudaBackend::cross_entropy_backward(float* d_logits, const float* logits, const std::int32_t* targets, int rows,
+                                         int V, float dloss_per_row) {
+  if (rows <= 0) return;
+  make_current("cross_entropy_backward");
+  cross_entropy_backward_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(d_logits, logits, targets, rows, V,
+                                                                            dloss_per_row);
+  check_launch("cross_entropy_backward_kernel", "cross_entropy_backward");
+}
+
+// ---- element-wise ------------------------------------------------------------------------------------
+
+void CudaBackend::add(float* out, const float* a, const float* b, std::int64_t n) {
+  if (n <= 0) return;
+  make_current("add");
+  add_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(out, a, b, n);
+  check_launch("add_kernel", "add");
+}
+
+void CudaBackend::add_bias_rows(float* x, const float* bias, int rows, int C) {
+  const long long n = static_cast<long long>(rows) * C;
+  if (n <= 0) return;
+  make_current("add_bias_rows");
+  add_bias_rows_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(x, bias, n, C);
+  check_launch("add_bias_rows_kernel", "add_bias_rows");
+}
+
+void CudaBackend::scale(float* x, float factor, std::int64_t n) {
+  if (n <= 0) return;
+  make_current("scale");
+  scale_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(x, factor, n);
+  check_launch("scale_kernel", "scale");
+}
+
+void CudaBackend::fill(float* x, float value, std::int64_t n) {
+  if (n <= 0) return;
+  make_current("fill");
+  fill_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(x, value, n);
+  check_launch("fill_kernel", "fill");
+}
+
+void CudaBackend::tanh_forward(float* out, const float* in, std::int64_t n) {
+  if (n <= 0) return;
+  make_current("tanh_forward");
+  tanh_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(out, in, n);
+  check_launch("tanh_kernel", "tanh_forward");
+}
+
+double CudaBackend::sum_of_squares(const float* x, std::int64_t n) {
+  if (n <= 0) return 0.0;
+  const char* op = "sum_of_squares";
+  make_current(op);
+  auto* partials = static_cast<double*>(result_);
+  double* total = partials + 2 * kReduceBlocks;
+  sum_of_squares_partial_kernel<<<kReduceBlocks, kThreads, 0, stream_>>>(partials, x, n);
+  check_launch("sum_of_squares_partial_kernel", op);
+  sum_partials_kernel<<<1, kThreads, 0, stream_>>>(total, partials, kReduceBlocks, 1);
+  check_launch("sum_partials_kernel", op);
+  double host = 0.0;
+  check(cudaMemcpyAsync(&host, total, sizeof host, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync", op);
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", op);
+  return host;
+}
+
+void CudaBackend::adamw(float* params, const float* grads, float* m, float* v, std::int64_t n, const AdamWStep& step) {
+  if (n <= 0) return;
+  make_current("adamw");
+  adamw_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(params, grads, m, v, n, step);
+  check_launch("adamw_kernel", "adamw");
+}
+
+// ---- mixed-precision helpers -----------------------------------------------------------------------
+
+namespace {
+
+template <typename Kernel, typename In, typename Out>
+void launch_cast(CudaBackend& backend, Kernel kernel, const In* in, Out* out, std::int64_t n, const char* op) {
+  if (n <= 0) return;
+  check(cudaSetDevice(backend.device()), "cudaSetDevice", op);
+  kernel<<<blocks_for(n), kThreads, 0, backend.stream()>>>(in, out, n);
+  check_launch("cast kernel", op);
+}
+
+template <typename Kernel, typename T>
+std::int64_t launch_first_non_finite(CudaBackend& backend, Kernel kernel, const T* values, std::int64_t n,
+                                     const char* op) {
+  if (n <= 0) return -1;
+  check(cudaSetDevice(backend.device()), "cudaSetDevice", op);
+  auto* first = static_cast<unsigned long long*>(backend.workspace(sizeof(unsigned long long), op));
+  check(cudaMemsetAsync(first, 0xFF, sizeof *first, backend.stream()), "cudaMemsetAsync", op);  // ULLONG_MAX
+  kernel<<<blocks_for(n), kThreads, 0, backend.stream()>>>(first, values, n);
+  check_launch("first_non_finite kernel", op);
+  unsigned long long host = 0;
+  check(cudaMemcpyAsync(&host, first, sizeof host, cudaMemcpyDeviceToHost, backend.stream()), "cudaMemcpyAsync", op);
+  check(cudaStreamSynchronize(backend.stream()), "cudaStreamSynchronize", op);
+  return host == ~0ull ? -1 : static_cast<std::int64_t>(host);
+}
+
+}  // namespace
+
+void cuda_f32_to_f16(CudaBackend& backend, const float* in, std::uint16_t* out, std::int64_t n) {
+  launch_cast(backend, f32_to_f16_kernel, in, reinterpret_cast<unsigned short*>(out), n, "cuda_f32_to_f16");
+}
+void cuda_f16_to_f32(CudaBackend& backend, const std::uint16_t* in, float* out, std::int64_t n) {
+  launch_cast(backend, f16_to_f32_kernel, reinterpret_cast<const unsigned short*>(in), out, n, "cuda_f16_to_f32");
+}
+void cuda_f32_to_bf16(CudaBackend& backend, const float* in, std::uint16_t* out, std::int64_t n) {
+  launch_cast(backend, f32_to_bf16_kernel, in, reinterpret_cast<unsigned short*>(out), n, "cuda_f32_to_bf16");
+}
+void cuda_bf16_to_f32(CudaBackend& backend, const std::uint16_t* in, float* out, std::int64_t n) {
+  launch_cast(backend, bf16_to_f32_kernel, reinterpret_cast<const unsigned short*>(in), out, n, "cuda_bf16_to_f32");
+}
+
+std::int64_t cuda_first_non_finite(CudaBackend& backend, const float* values, std::int64_t n) {
+  return launch_first_non_finite(backend, first_non_finite_f32_kernel, values, n, "cuda_first_non_finite");
+}
+std::int64_t cuda_first_non_finite_f16(CudaBackend& backend, const std::uint16_t* values, std::int64_t n) {
+  return launch_first_non_finite(backend, first_non_finite_f16_kernel, reinterpret_cast<const unsigned short*>(values),
+                                 n, "cuda_first_non_finite_f16");
+}
+std::int64_t cuda_first_non_finite_bf16(CudaBackend& backend, const std::uint16_t* values, std::int64_t n) {
+  return launch_first_non_finite(backend, first_non_finite_bf16_kernel, reinterpret_cast<const unsigned short*>(values),
+                                 n, "cuda_first_non_finite_bf16");
+}
+
+}  // namespace shardscope

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The CUDA backend: the ops of backend.h on DEVICE pointers (every float* and
+// int32* argument is device memory of this backend's GPU). Matmuls go to cuBLAS
+// (TF32 off unless asked, so fp32 matches the CPU backend tightly); every other
+// op is a kernel over the same ops/math.h functions the CPU backend runs. Only
+// the launch and reduction strategy are GPU-specific, and every reduction runs
+// in a fixed order, so results do not change from run to run.
+//
+// This header includes no CUDA header (the stream and cuBLAS handle are opaque
+// pointers), so plain C++ code can hold a CudaBackend. It is built into the
+// plugin libshardscope_cuda.so; the engine reaches it through ops/device.h.
+//
+// Ordering: all work of one backend runs on its own stream, created blocking,
+// so plain cudaMemcpy on the legacy default stream (the plugin's copy helpers)
+// waits for it. Ops that return a value to the host (cross_entropy_forward,
+// sum_of_squares, first_non_finite) synchronize the stream.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+#include "ops/backend.h"
+
+struct CUstream_st;    // cudaStream_t is CUstream_st*
+struct cublasContext;  // cublasHandle_t is cublasContext*
+
+namespace shardscope {
+
+struct CudaBackendOptions {
+  int device = 0;
+  bool allow_tf32 = false;  // TF32 tensor cores for fp32 gemms: faster, ~1e-3 relative error
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const CudaBackendOptions& options);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string name() const override;  // "cuda:0 (NVIDIA H200)"
+  int device() const { return device_; }
+  CUstream_st* stream() const { return stream_; }
+  void synchronize();  // waits for every op queued on this backend's stream
+
+  void gemm(Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+            const float* B, int ldb, float beta, float* C, int ldc) override;
+  void gemm_batched_strided(Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha, const float* A,
+                            int lda, std::int64_t stride_a, const float* B, int ldb, std::int64_t stride_b, float beta,
+                            float* C, int ldc, std::int64_t stride_c, int batch) override;
+  // The mixed-precision matmul: A, B and C stored in `dtype` (f16 or bf16, raw
+  // 16-bit patterns), products summed in fp32 (cublasGemmEx, CUBLAS_COMPUTE_32F).
+  // Same row-major semantics as gemm.
+  void gemm_16bit(DType dtype, Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha,
+                  const std::uint16_t* A, int lda, const std::uint16_t* B, int ldb, float beta, std::uint16_t* C,
+                  int ldc);
+  void linear_forward(float* out, const float* in, const float* weight, const float* bias, int rows, int in_f,
+                      int out_f) override;
+  void linear_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
+                       const float* weight, int rows, int in_f, int out_f, bool accumulate) override;
+  void embedding_forward(float* out, const std::int32_t* ids, const std::int32_t* type_ids, const float* tokens,
+                         const float* positions, const float* types, int B, int T, int C) override;
+  void embedding_backward(float* d_tokens, float* d_positions, float* d_types, const float* d_out,
+                          const std::int32_t* ids, const std::int32_t* type_ids, int B, int T, int C) override;
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* in, const float* weight, const float* bias,
+                         int rows, int C, float eps) override;
+  void layernorm_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
+                          const float* weight, const float* mean, const float* rstd, int rows, int C,
+                          bool accumulate) override;
+  void gelu_forward(float* out, const float* in, std::int64_t n, math::GeluKind kind) override;
+  void gelu_backward(float* d_in, const float* d_out, const float* in, std::int64_t n, math::GeluKind kind) override;
+  void attention_forward(float* out, float* probs, const float* qkv, int B, int T, int C, int H,
+                         const AttentionMask& mask) override;
+  void attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv, const float* probs, int B,
+                          int T, int C, int H) override;
+  float cross_entropy_forward(float* losses, const float* logits, const std::int32_t* targets, int rows,
+                              int V) override;
+  void cross_entropy_backward(float* d_logits, const float* logits, const std::int32_t* targets, int rows, int V,
+                              float dloss_per_row) override;
+  void add(float* out, const float* a, const float* b, std::int64_t n) override;
+  void add_bias_rows(float* x, const float* bias, int rows, int C) override;
+  void scale(float* x, float factor, std::int64_t n) override;
+  void fill(float* x, float value, std::int64_t n) override;
+  void tanh_forward(float* out, const float* in, std::int64_t n) override;
+  double sum_of_squares(const float* x, std::int64_t n) override;
+  void adamw(float* params, const float* grads, float* m, float* v, std::int64_t n,
+             const math::AdamWStep& step) override;
+
+  // Device scratch of at least `bytes`, owned by the backend, valid until the
+  // next call that asks for more (grown, never shrunk). Not in the memory ledger.
+  void* workspace(std::size_t bytes, const char* op);
+
+ private:
+  void make_current(const char* op) const;  // cudaSetDevice(device_) for the calling thread
+
+  int device_ = 0;
+  std::string device_name_;
+  CUstream_st* stream_ = nullptr;
+  cublasContext* cublas_ = nullptr;
+  void* workspace_ = nullptr;
+  std::size_t workspace_bytes_ = 0;
+  void* result_ = nullptr;  // small device buffer for reductions returned to the host
+};
+
+// ---- mixed-precision helpers on device memory, on the backend's stream ---------------
+// Same conversions as core/half.h (round to nearest even, NaN kept quiet), bit
+// for bit: the kernels call the same functions. n <= 0 does nothing.
+void cuda_f32_to_f16(CudaBackend& backend, const float* in, std::uint16_t* out, std::int64_t n);
+void cuda_f16_to_f32(CudaBackend& backend, const std::uint16_t* in, float* out, std::int64_t n);
+void cuda_f32_to_bf16(CudaBackend& backend, const float* in, std::uint16_t* out, std::int64_t n);
+void cuda_bf16_to_f32(CudaBackend& backend, const std::uint16_t* in, float* out, std::int64_t n);
+// The index of the first inf or NaN, or -1 when all n are finite (synchronizes).
+std::int64_t cuda_first_non_finite(CudaBackend& backend, const float* values, std::int64_t n);
+std::int64_t cuda_first_non_finite_f16(CudaBackend& backend, const std::uint16_t* values, std::int64_t n);
+std::int64_t cuda_first_non_finite_bf16(CudaBackend& backend, const std::uint16_t* values, std::int64_t n);
+
+}  // namespace shardscope

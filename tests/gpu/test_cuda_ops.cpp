@@ -1,0 +1,687 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Every op of the CUDA backend against the CPU backend on the same random
+// inputs, and the 16-bit casts bit for bit against core/half.h over every
+// pattern. Where no GPU is usable, every test is skipped with
+// "skipped: no GPU (<reason>)" and the suite passes.
+//
+// Tolerances (|gpu - cpu| <= atol + rtol |cpu|, inputs ~ N(0, 1)):
+//   exact         fill, add, scale, bias rows, embedding forward/backward, the
+//                 linear bias gradient: same operations in the same order, bit-identical;
+//   element-wise  1e-6 + 1e-5 |x|: GELU, tanh, AdamW (device erff/expf/tanhf
+//                 are within 2 ulp of glibc's; the shared math is compiled
+//                 without FMA contraction on the GPU);
+//   per-row       1e-5 + 1e-5 |x|: layernorm, softmax, cross-entropy (the CPU
+//                 vectorizes the row sums, so they are summed in another order);
+//   matmul        1e-4 + 1e-5 |x| for fp32 gemms (TF32 off; cuBLAS and OpenBLAS
+//                 sum K products in different orders), 1e-4 + 1e-4 |x| for
+//                 attention (two gemms around a softmax);
+//   16-bit gemm   f16: 2e-2 + 4e-3 |x|, bf16: 1e-1 + 2e-2 |x| (inputs exactly
+//                 representable, fp32 accumulation, one rounding of the output);
+//   sum_of_squares relative 1e-10 (both accumulate exact products in double,
+//                 in different orders); the mean loss: 1e-6 relative to the mean
+//                 of the GPU's own row losses, the per-row tolerance to the CPU's.
+#include <cuda_runtime.h>
+
+#include <QTest>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/half.h"
+#include "core/rng.h"
+#include "engine/test_support.h"
+#include "ops/backend.h"
+#include "ops/cuda/cuda_backend.h"
+#include "ops/device.h"
+
+using namespace shardscope;
+using namespace shardscope::test;
+
+namespace {
+
+struct Tolerance {
+  double atol, rtol;
+};
+constexpr Tolerance kElementwise{1e-6, 1e-5};
+constexpr Tolerance kRow{1e-5, 1e-5};
+constexpr Tolerance kMatmul{1e-4, 1e-5};
+constexpr Tolerance kAttention{1e-4, 1e-4};
+
+void cuda_check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+}
+
+// A device copy of a host vector; read back with host().
+template <typename T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(const std::vector<T>& values) : n_(values.size()) {
+    cuda_check(cudaMalloc(reinterpret_cast<void**>(&data_), std::max<std::size_t>(n_, 1) * sizeof(T)), "cudaMalloc");
+    if (n_ > 0) cuda_check(cudaMemcpy(data_, values.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
+  ~DeviceArray() { cudaFree(data_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* get() const { return data_; }
+  std::vector<T> host() const {
+    std::vector<T> values(n_);
+    if (n_ > 0) cuda_check(cudaMemcpy(values.data(), data_, n_ * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    return values;
+  }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+std::vector<float> randoms(std::size_t n, std::uint64_t seed, float scale = 1.0f) {
+  return random_vector(n, seed, scale);
+}
+
+std::vector<std::int32_t> random_ints(std::size_t n, std::uint64_t seed, int bound) {
+  Rng rng(seed);
+  std::vector<std::int32_t> v(n);
+  for (auto& x : v) x = static_cast<std::int32_t>(rng.next_u64() % static_cast<std::uint64_t>(bound));
+  return v;
+}
+
+// Fails the current test unless gpu matches cpu within the tolerance; says where and by how much.
+#define COMPARE_NEAR(what, gpu, cpu, tol)                                                                    \
+  do {                                                                                                       \
+    const std::vector<float>& g_ = (gpu);                                                                    \
+    const std::vector<float>& c_ = (cpu);                                                                    \
+    QCOMPARE(g_.size(), c_.size());                                                                          \
+    std::size_t at_ = 0;                                                                                     \
+    const double worst_ = worst_mismatch(g_.data(), c_.data(), g_.size(), (tol).atol, (tol).rtol, &at_);     \
+    QVERIFY2(worst_ <= 1.0, qPrintable(QString("%1: element %2 gpu %3 cpu %4 (%5x the tolerance)")           \
+                                           .arg(what)                                                        \
+                                           .arg(at_)                                                         \
+                                           .arg(static_cast<double>(g_.empty() ? 0.0f : g_[at_]), 0, 'g', 9) \
+                                           .arg(static_cast<double>(c_.empty() ? 0.0f : c_[at_]), 0, 'g', 9) \
+                                           .arg(worst_)));                                                   \
+  } while (0)
+
+#define COMPARE_EXACT(what, gpu, cpu)                                                 \
+  do {                                                                                \
+    const std::vector<float>& g_ = (gpu);                                             \
+    const std::vector<float>& c_ = (cpu);                                             \
+    QCOMPARE(g_.size(), c_.size());                                                   \
+    for (std::size_t i_ = 0; i_ < g_.size(); ++i_)                                    \
+      if (std::memcmp(&g_[i_], &c_[i_], sizeof(float)) != 0)                          \
+        QFAIL(qPrintable(QString("%1: element %2 gpu %3 cpu %4 (bit-exact expected)") \
+                             .arg(what)                                               \
+                             .arg(i_)                                                 \
+                             .arg(static_cast<double>(g_[i_]), 0, 'g', 9)             \
+                             .arg(static_cast<double>(c_[i_]), 0, 'g', 9)));          \
+  } while (0)
+
+}  // namespace
+
+class TestCudaOps : public QObject {
+  Q_OBJECT
+  std::unique_ptr<Backend> cpu = make_cpu_backend({2});
+  std::unique_ptr<CudaBackend> gpu;
+
+ private Q_SLOTS:
+  void initTestCase();
+  void gemm_every_transpose_and_leading_dimension();
+  void gemm_batched_strided();
+  void gemm_16bit_accumulates_in_fp32();
+  void linear_forward_backward();
+  void embedding_forward_backward();
+  void layernorm_forward_backward();
+  void gelu_forward_backward();
+  void attention_forward_backward();
+  void cross_entropy_forward_backward();
+  void element_wise_ops();
+  void sum_of_squares();
+  void adamw();
+  void casts_bit_exact_over_every_pattern();
+  void first_non_finite();
+  void results_repeat_bit_for_bit();
+  void second_gpu_when_present();
+  void engine_path_through_the_plugin();
+  void errors_name_the_call_and_the_op();
+};
+
+void TestCudaOps::initTestCase() {
+  const DeviceProbe probe = probe_cuda();
+  if (!probe.available()) QSKIP(qPrintable(QString::fromStdString("skipped: no GPU (" + probe.reason + ")")));
+  gpu = std::make_unique<CudaBackend>(CudaBackendOptions{0, false});
+  qInfo("GPU: %s; CPU reference: %s", gpu->name().c_str(), cpu->name().c_str());
+}
+
+void TestCudaOps::gemm_every_transpose_and_leading_dimension() {
+  const int M = 67, N = 45, K = 129;
+  for (int ta = 0; ta < 2; ++ta) {
+    for (int tb = 0; tb < 2; ++tb) {
+      // Padded leading dimensions, so a row/column-major mix-up cannot pass.
+      const int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 7;
+      const auto A = randoms(static_cast<std::size_t>((ta ? K : M) * lda), 1);
+      const auto B = randoms(static_cast<std::size_t>((tb ? N : K) * ldb), 2);
+      auto C = randoms(static_cast<std::size_t>(M * ldc), 3);
+      DeviceArray dA(A), dB(B), dC(C);
+      const Transpose tA = ta ? Transpose::yes : Transpose::no, tB = tb ? Transpose::yes : Transpose::no;
+      gpu->gemm(tA, tB, M, N, K, 0.5f, dA.get(), lda, dB.get(), ldb, 2.0f, dC.get(), ldc);
+      cpu->gemm(tA, tB, M, N, K, 0.5f, A.data(), lda, B.data(), ldb, 2.0f, C.data(), ldc);
+      COMPARE_NEAR(QString("gemm ta=%1 tb=%2").arg(ta).arg(tb), dC.host(), C, kMatmul);
+    }
+  }
+}
+
+void TestCudaOps::gemm_batched_strided() {
+  const int M = 33, N = 17, K = 40, batch = 5;
+  const std::int64_t sa = M * K + 11, sb = K * N + 3, sc = M * N + 2;
+  const auto A = randoms(static_cast<std::size_t>(sa * batch), 4);
+  const auto B = randoms(static_cast<std::size_t>(sb * batch), 5);
+  auto C = randoms(static_cast<std::size_t>(sc * batch), 6);
+  DeviceArray dA(A), dB(B), dC(C);
+  gpu->gemm_batched_strided(Transpose::yes, Transpose::no, M, N, K, 1.5f, dA.get(), M, sa, dB.get(), N, sb, 0.25f,
+                            dC.get(), N, sc, batch);
+  cpu->gemm_batched_strided(Transpose::yes, Transpose::no, M, N, K, 1.5f, A.data(), M, sa, B.data(), N, sb, 0.25f,
+                            C.data(), N, sc, batch);
+  COMPARE_NEAR("gemm_batched_strided", dC.host(), C, kMatmul);
+}
+
+void TestCudaOps::gemm_16bit_accumulates_in_fp32() {
+  const int M = 48, N = 40, K = 64;
+  for (const DType dtype : {DType::f16, DType::bf16}) {
+    const auto a32 = randoms(static_cast<std::size_t>(M * K), 7);
+    const auto b32 = randoms(static_cast<std::size_t>(N * K), 8);
+    std::vector<std::uint16_t> a16(a32.size()), b16(b32.size()), c16(static_cast<std::size_t>(M * N), 0);
+    half::narrow(dtype, a32.data(), a16.data(), static_cast<std::int64_t>(a32.size()));
+    half::narrow(dtype, b32.data(), b16.data(), static_cast<std::int64_t>(b32.size()));
+    // The reference: the same 16-bit inputs, widened, multiplied in fp32.
+    std::vector<float> a(a16.size()), b(b16.size()), expect(c16.size(), 0.0f);
+    half::widen(dtype, a16.data(), a.data(), static_cast<std::int64_t>(a.size()));
+    half::widen(dtype, b16.data(), b.data(), static_cast<std::int64_t>(b.size()));
+    cpu->gemm(Transpose::no, Transpose::yes, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, expect.data(), N);
+    DeviceArray dA(a16), dB(b16), dC(c16);
+    gpu->gemm_16bit(dtype, Transpose::no, Transpose::yes, M, N, K, 1.0f, dA.get(), K, dB.get(), K, 0.0f, dC.get(), N);
+    const auto got16 = dC.host();
+    std::vector<float> got(got16.size());
+    half::widen(dtype, got16.data(), got.data(), static_cast<std::int64_t>(got.size()));
+    const Tolerance tol = dtype == DType::f16 ? Tolerance{2e-2, 4e-3} : Tolerance{1e-1, 2e-2};
+    COMPARE_NEAR(QString("gemm_16bit %1").arg(dtype_name(dtype).data()), got, expect, tol);
+  }
+}
+
+void TestCudaOps::linear_forward_backward() {
+  const int rows = 50, in_f = 96, out_f = 72;
+  const auto x = randoms(static_cast<std::size_t>(rows * in_f), 10);
+  const auto w = randoms(static_cast<std::size_t>(out_f * in_f), 11, 0.2f);
+  const auto b = randoms(static_cast<std::size_t>(out_f), 12);
+  const auto dy = randoms(static_cast<std::size_t>(rows * out_f), 13);
+  DeviceArray dx_in(x), dw(w), db(b), ddy(dy);
+  for (const bool with_bias : {true, false}) {
+    std::vector<float> out(static_cast<std::size_t>(rows * out_f), 0.0f);
+    DeviceArray dout(out);
+    gpu->linear_forward(dout.get(), dx_in.get(), dw.get(), with_bias ? db.get() : nullptr, rows, in_f, out_f);
+    cpu->linear_forward(out.data(), x.data(), w.data(), with_bias ? b.data() : nullptr, rows, in_f, out_f);
+    COMPARE_NEAR(QString("linear_forward bias=%1").arg(with_bias), dout.host(), out, kMatmul);
+  }
+  for (const bool accumulate : {false, true}) {
+    auto d_in = randoms(static_cast<std::size_t>(rows * in_f), 14);
+    auto d_w = randoms(static_cast<std::size_t>(out_f * in_f), 15);
+    auto d_b = randoms(static_cast<std::size_t>(out_f), 16);
+    DeviceArray gd_in(d_in), gd_w(d_w), gd_b(d_b);
+    gpu->linear_backward(gd_in.get(), gd_w.get(), gd_b.get(), ddy.get(), dx_in.get(), dw.get(), rows, in_f, out_f,
+                         accumulate);
+    cpu->linear_backward(d_in.data(), d_w.data(), d_b.data(), dy.data(), x.data(), w.data(), rows, in_f, out_f,
+                         accumulate);
+    const QString what = QString("linear_backward accumulate=%1 ").arg(accumulate);
+    COMPARE_NEAR(what + "d_in", gd_in.host(), d_in, kMatmul);
+    COMPARE_NEAR(what + "d_weight", gd_w.host(), d_w, kMatmul);
+    COMPARE_EXACT(what + "d_bias", gd_b.host(), d_b);
+  }
+  // Null d_in and d_bias are skipped.
+  auto d_w = randoms(static_cast<std::size_t>(out_f * in_f), 17);
+  DeviceArray gd_w(d_w);
+  gpu->linear_backward(nullptr, gd_w.get(), nullptr, ddy.get(), dx_in.get(), dw.get(), rows, in_f, out_f, false);
+  cpu->linear_backward(nullptr, d_w.data(), nullptr, dy.data(), x.data(), w.data(), rows, in_f, out_f, false);
+  COMPARE_NEAR("linear_backward null d_in/d_bias", gd_w.host(), d_w, kMatmul);
+}
+
+void TestCudaOps::embedding_forward_backward() {
+  const int B = 3, T = 17, C = 40, V = 11, types_n = 2;  // few ids: many repeats in the scatter-add
+  const auto ids = random_ints(static_cast<std::size_t>(B * T), 20, V);
+  const auto type_ids = random_ints(static_cast<std::size_t>(B * T), 21, types_n);
+  const auto tokens = randoms(static_cast<std::size_t>(V * C), 22);
+  const auto positions = randoms(static_cast<std::size_t>(T * C), 23);
+  const auto types = randoms(static_cast<std::size_t>(types_n * C), 24);
+  const auto dy = randoms(static_cast<std::size_t>(B * T * C), 25);
+  DeviceArray g_ids(ids), g_type_ids(type_ids);
+  DeviceArray g_tokens(tokens), g_positions(positions), g_types(types), g_dy(dy);
+  for (const bool with_types : {false, true}) {
+    const QString what = QString("embedding types=%1 ").arg(with_types);
+    std::vector<float> out(static_cast<std::size_t>(B * T * C), 0.0f);
+    DeviceArray g_out(out);
+    gpu->embedding_forward(g_out.get(), g_ids.get(), with_types ? g_type_ids.get() : nullptr, g_tokens.get(),
+                           g_positions.get(), with_types ? g_types.get() : nullptr, B, T, C);
+    cpu->embedding_forward(out.data(), ids.data(), with_types ? type_ids.data() : nullptr, tokens.data(),
+                           positions.data(), with_types ? types.data() : nullptr, B, T, C);
+    COMPARE_EXACT(what + "forward", g_out.host(), out);
+
+    auto d_tokens = randoms(tokens.size(), 26), d_positions = randoms(positions.size(), 27);
+    auto d_types = randoms(types.size(), 28);
+    DeviceArray gd_tokens(d_tokens), gd_positions(d_positions), gd_types(d_types);
+    gpu->embedding_backward(gd_tokens.get(), gd_positions.get(), with_types ? gd_types.get() : nullptr, g_dy.get(),
+                            g_ids.get(), with_types ? g_type_ids.get() : nullptr, B, T, C);
+    cpu->embedding_backward(d_tokens.data(), d_positions.data(), with_types ? d_types.data() : nullptr, dy.data(),
+                            ids.data(), with_types ? type_ids.data() : nullptr, B, T, C);
+    COMPARE_EXACT(what + "d_tokens", gd_tokens.host(), d_tokens);
+    COMPARE_EXACT(what + "d_positions", gd_positions.host(), d_positions);
+    COMPARE_EXACT(what + "d_types", gd_types.host(), d_types);
+  }
+}
+
+void TestCudaOps::layernorm_forward_backward() {
+  const int rows = 70, C = 96;
+  const float eps = 1e-5f;
+  auto x = randoms(static_cast<std::size_t>(rows * C), 30, 2.0f);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] += static_cast<float>(i % 7);  // rows with a non-zero mean
+  const auto w = randoms(static_cast<std::size_t>(C), 31);
+  const auto b = randoms(static_cast<std::size_t>(C), 32);
+  const auto dy = randoms(static_cast<std::size_t>(rows * C), 33);
+  DeviceArray gx(x), gw(w), gb(b), gdy(dy);
+  std::vector<float> out(x.size()), mean(static_cast<std::size_t>(rows)), rstd(static_cast<std::size_t>(rows));
+  DeviceArray gout(out), gmean(mean), grstd(rstd);
+  gpu->layernorm_forward(gout.get(), gmean.get(), grstd.get(), gx.get(), gw.get(), gb.get(), rows, C, eps);
+  cpu->layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), rows, C, eps);
+  COMPARE_NEAR("layernorm_forward out", gout.host(), out, kRow);
+  COMPARE_NEAR("layernorm_forward mean", gmean.host(), mean, kRow);
+  COMPARE_NEAR("layernorm_forward rstd", grstd.host(), rstd, kRow);
+  for (const bool accumulate : {false, true}) {
+    auto d_in = randoms(x.size(), 34), d_w = randoms(w.size(), 35), d_b = randoms(b.size(), 36);
+    DeviceArray gd_in(d_in), gd_w(d_w), gd_b(d_b);
+    // Both backends get the CPU's saved statistics, so only the backward is compared.
+    DeviceArray cmean(mean), crstd(rstd);
+    gpu->layernorm_backward(gd_in.get(), gd_w.get(), gd_b.get(), gdy.get(), gx.get(), gw.get(), cmean.get(),
+                            crstd.get(), rows, C, accumulate);
+    cpu->layernorm_backward(d_in.data(), d_w.data(), d_b.data(), dy.data(), x.data(), w.data(), mean.data(),
+                            rstd.data(), rows, C, accumulate);
+    const QString what = QString("layernorm_backward accumulate=%1 ").arg(accumulate);
+    COMPARE_NEAR(what + "d_in", gd_in.host(), d_in, kRow);
+    COMPARE_NEAR(what + "d_weight", gd_w.host(), d_w, kRow);
+    COMPARE_NEAR(what + "d_bias", gd_b.host(), d_b, kRow);  // the CPU's loop is built with -fassociative-math
+  }
+}
+
+void TestCudaOps::gelu_forward_backward() {
+  const std::int64_t n = 100003;
+  const auto x = randoms(static_cast<std::size_t>(n), 40, 3.0f);
+  const auto dy = randoms(static_cast<std::size_t>(n), 41);
+  DeviceArray gx(x), gdy(dy);
+  for (const auto kind : {math::GeluKind::tanh_approx, math::GeluKind::exact_erf}) {
+    const QString what = QString("gelu kind=%1 ").arg(static_cast<int>(kind));
+    std::vector<float> out(x.size());
+    DeviceArray gout(out);
+    gpu->gelu_forward(gout.get(), gx.get(), n, kind);
+    cpu->gelu_forward(out.data(), x.data(), n, kind);
+    COMPARE_NEAR(what + "forward", gout.host(), out, kElementwise);
+    // d_in aliasing d_out, as the model does.
+    auto d = dy;
+    DeviceArray gd(dy);
+    gpu->gelu_backward(gd.get(), gd.get(), gx.get(), n, kind);
+    cpu->gelu_backward(d.data(), d.data(), x.data(), n, kind);
+    COMPARE_NEAR(what + "backward", gd.host(), d, kElementwise);
+  }
+}
+
+void TestCudaOps::attention_forward_backward() {
+  const int B = 3, T = 37, H = 4, C = 64;
+  const auto qkv = randoms(static_cast<std::size_t>(B * T * 3 * C), 50);
+  const auto dy = randoms(static_cast<std::size_t>(B * T * C), 51);
+  std::vector<std::int32_t> padding(static_cast<std::size_t>(B * T), 1);
+  for (int t = 30; t < T; ++t) padding[static_cast<std::size_t>(0 * T + t)] = 0;      // sequence 0: 7 padded tokens
+  for (int t = 0; t < T; t += 3) padding[static_cast<std::size_t>(2 * T + t)] = 0;    // sequence 2: holes
+  for (int t = 0; t < T; ++t) padding[static_cast<std::size_t>(1 * T + t)] = t == 5;  // sequence 1: one live key
+  DeviceArray gqkv(qkv), gdy(dy);
+  DeviceArray gpad(padding);
+  struct Case {
+    const char* name;
+    bool causal, padded;
+  };
+  for (const Case c : {Case{"causal", true, false}, Case{"padding", false, true}, Case{"causal+padding", true, true},
+                       Case{"none", false, false}}) {
+    const QString what = QString("attention %1 ").arg(c.name);
+    const std::size_t probs_n = static_cast<std::size_t>(B * H * T * T);
+    std::vector<float> out(static_cast<std::size_t>(B * T * C)), probs(probs_n);
+    DeviceArray gout(out), gprobs(probs);
+    gpu->attention_forward(gout.get(), gprobs.get(), gqkv.get(), B, T, C, H,
+                           AttentionMask{c.causal, c.padded ? gpad.get() : nullptr});
+    cpu->attention_forward(out.data(), probs.data(), qkv.data(), B, T, C, H,
+                           AttentionMask{c.causal, c.padded ? padding.data() : nullptr});
+    COMPARE_NEAR(what + "probs", gprobs.host(), probs, kRow);
+    COMPARE_NEAR(what + "out", gout.host(), out, kAttention);
+
+    auto d_qkv = randoms(qkv.size(), 52);  // overwritten by both
+    std::vector<float> scratch(probs_n);
+    DeviceArray gd_qkv(d_qkv), gscratch(scratch), cprobs(probs);
+    gpu->attention_backward(gd_qkv.get(), gscratch.get(), gdy.get(), gqkv.get(), cprobs.get(), B, T, C, H);
+    cpu->attention_backward(d_qkv.data(), scratch.data(), dy.data(), qkv.data(), probs.data(), B, T, C, H);
+    COMPARE_NEAR(what + "d_qkv", gd_qkv.host(), d_qkv, kAttention);
+  }
+}
+
+void TestCudaOps::cross_entropy_forward_backward() {
+  const int rows = 45, V = 301;
+  const auto logits = randoms(static_cast<std::size_t>(rows * V), 60, 4.0f);
+  auto targets = random_ints(static_cast<std::size_t>(rows), 61, V);
+  targets[3] = -1;  // ignored rows
+  targets[17] = -100;
+  DeviceArray glogits(logits);
+  DeviceArray gtargets(targets);
+  std::vector<float> losses(static_cast<std::size_t>(rows), 7.0f);
+  DeviceArray glosses(losses);
+  const float gpu_mean = gpu->cross_entropy_forward(glosses.get(), glogits.get(), gtargets.get(), rows, V);
+  const float cpu_mean = cpu->cross_entropy_forward(losses.data(), logits.data(), targets.data(), rows, V);
+  COMPARE_NEAR("cross_entropy_forward losses", glosses.host(), losses, kRow);
+  // The mean: of the GPU's own losses to float rounding (the reduction), and of the CPU's within the row tolerance.
+  const auto gpu_losses = glosses.host();
+  double sum = 0.0;
+  int counted = 0;
+  for (int r = 0; r < rows; ++r)
+    if (targets[static_cast<std::size_t>(r)] >= 0) {
+      sum += gpu_losses[static_cast<std::size_t>(r)];
+      ++counted;
+    }
+  const double own_mean = sum / counted;
+  QVERIFY2(
+      std::fabs(gpu_mean - own_mean) <= 1e-6 * own_mean,
+      qPrintable(QString("mean loss gpu %1, mean of its losses %2").arg(gpu_mean, 0, 'g', 9).arg(own_mean, 0, 'g', 9)));
+  QVERIFY2(std::fabs(gpu_mean - cpu_mean) <= kRow.atol + kRow.rtol * std::fabs(cpu_mean),
+           qPrintable(QString("mean loss gpu %1 cpu %2").arg(gpu_mean, 0, 'g', 9).arg(cpu_mean, 0, 'g', 9)));
+  QCOMPARE(gpu_losses[3], 0.0f);
+
+  std::vector<float> d_logits(logits.size(), 5.0f);
+  DeviceArray gd_logits(d_logits);
+  gpu->cross_entropy_backward(gd_logits.get(), glogits.get(), gtargets.get(), rows, V, 1.0f / 43.0f);
+  cpu->cross_entropy_backward(d_logits.data(), logits.data(), targets.data(), rows, V, 1.0f / 43.0f);
+  COMPARE_NEAR("cross_entropy_backward", gd_logits.host(), d_logits, kRow);
+
+  // Every target ignored: mean 0, as on the CPU.
+  const std::vector<std::int32_t> ignored(static_cast<std::size_t>(rows), -1);
+  DeviceArray gignored(ignored);
+  QCOMPARE(gpu->cross_entropy_forward(glosses.get(), glogits.get(), gignored.get(), rows, V), 0.0f);
+}
+
+void TestCudaOps::element_wise_ops() {
+  const std::int64_t n = 70001;
+  const auto a = randoms(static_cast<std::size_t>(n), 70), b = randoms(static_cast<std::size_t>(n), 71);
+  DeviceArray ga(a), gb(b);
+  {
+    std::vector<float> out(a.size());
+    DeviceArray gout(out);
+    gpu->add(gout.get(), ga.get(), gb.get(), n);
+    cpu->add(out.data(), a.data(), b.data(), n);
+    COMPARE_EXACT("add", gout.host(), out);
+  }
+  {
+    const int rows = 301, C = 233;  // rows * C = 70133 > n: use the first rows*C of a fresh vector
+    auto x = randoms(static_cast<std::size_t>(rows * C), 72);
+    const auto bias = randoms(static_cast<std::size_t>(C), 73);
+    DeviceArray gx(x), gbias(bias);
+    gpu->add_bias_rows(gx.get(), gbias.get(), rows, C);
+    cpu->add_bias_rows(x.data(), bias.data(), rows, C);
+    COMPARE_EXACT("add_bias_rows", gx.host(), x);
+  }
+  {
+    auto x = a;
+    DeviceArray gx(x);
+    gpu->scale(gx.get(), -0.37f, n);
+    cpu->scale(x.data(), -0.37f, n);
+    COMPARE_EXACT("scale", gx.host(), x);
+    gpu->fill(gx.get(), 2.5f, n - 3);
+    cpu->fill(x.data(), 2.5f, n - 3);
+    COMPARE_EXACT("fill", gx.host(), x);
+  }
+  {
+    std::vector<float> out(a.size());
+    DeviceArray gout(out);
+    gpu->tanh_forward(gout.get(), ga.get(), n);
+    cpu->tanh_forward(out.data(), a.data(), n);
+    COMPARE_NEAR("tanh_forward", gout.host(), out, kElementwise);
+  }
+}
+
+void TestCudaOps::sum_of_squares() {
+  for (const std::int64_t n : {std::int64_t{1}, std::int64_t{1000}, std::int64_t{3000017}}) {
+    const auto x = randoms(static_cast<std::size_t>(n), 80);
+    DeviceArray gx(x);
+    const double g = gpu->sum_of_squares(gx.get(), n);
+    const double c = cpu->sum_of_squares(x.data(), n);
+    QVERIFY2(std::fabs(g - c) <= 1e-10 * c,
+             qPrintable(QString("n=%1 gpu %2 cpu %3").arg(n).arg(g, 0, 'g', 17).arg(c, 0, 'g', 17)));
+    QCOMPARE(gpu->sum_of_squares(gx.get(), 0), 0.0);
+  }
+}
+
+void TestCudaOps::adamw() {
+  const std::int64_t n = 50021;
+  auto p = randoms(static_cast<std::size_t>(n), 90), m = randoms(static_cast<std::size_t>(n), 91, 0.1f);
+  auto v = randoms(static_cast<std::size_t>(n), 92, 0.1f);
+  for (auto& x : v) x = x * x;  // second moments are non-negative
+  const auto g = randoms(static_cast<std::size_t>(n), 93);
+  DeviceArray gp(p), gm(m), gv(v), gg(g);
+  math::AdamWStep step{1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f - 0.9f * 0.9f * 0.9f, 1.0f - 0.95f * 0.95f * 0.95f, 0.5f};
+  for (int i = 0; i < 3; ++i) {
+    gpu->adamw(gp.get(), gg.get(), gm.get(), gv.get(), n, step);
+    cpu->adamw(p.data(), g.data(), m.data(), v.data(), n, step);
+  }
+  COMPARE_NEAR("adamw params", gp.host(), p, kElementwise);
+  COMPARE_NEAR("adamw m", gm.host(), m, kElementwise);
+  COMPARE_NEAR("adamw v", gv.host(), v, kElementwise);
+}
+
+void TestCudaOps::casts_bit_exact_over_every_pattern() {
+  // Widening: every 16-bit pattern.
+  std::vector<std::uint16_t> patterns(65536);
+  for (std::size_t i = 0; i < patterns.size(); ++i) patterns[i] = static_cast<std::uint16_t>(i);
+  DeviceArray gpatterns(patterns);
+  std::vector<float> wide(patterns.size());
+  DeviceArray gwide(wide);
+  for (const DType dtype : {DType::f16, DType::bf16}) {
+    if (dtype == DType::f16)
+      cuda_f16_to_f32(*gpu, gpatterns.get(), gwide.get(), 65536);
+    else
+      cuda_bf16_to_f32(*gpu, gpatterns.get(), gwide.get(), 65536);
+    const auto got = gwide.host();
+    for (std::size_t i = 0; i < patterns.size(); ++i) {
+      const float expect =
+          dtype == DType::f16 ? half::f16_bits_to_float(patterns[i]) : half::bf16_bits_to_float(patterns[i]);
+      if (half::float_to_bits(got[i]) != half::float_to_bits(expect))
+        QFAIL(qPrintable(QString("%1 -> f32 of 0x%2: gpu 0x%3 host 0x%4")
+                             .arg(dtype_name(dtype).data())
+                             .arg(i, 4, 16, QChar('0'))
+                             .arg(half::float_to_bits(got[i]), 8, 16, QChar('0'))
+                             .arg(half::float_to_bits(expect), 8, 16, QChar('0'))));
+    }
+  }
+  // Narrowing: for every 16-bit pattern of each format, its exact value, the
+  // ties halfway to the next pattern and one f32 ulp either side of them, plus
+  // random f32 bit patterns (NaN payloads, subnormals, overflow included).
+  std::vector<float> inputs;
+  for (std::uint32_t h = 0; h < 65536; ++h) {
+    const std::uint32_t bf = h << 16;
+    for (const std::uint32_t bits : {bf, bf + 0x7FFFu, bf + 0x8000u, bf + 0x8001u})
+      inputs.push_back(half::bits_to_float(bits));
+    const std::uint32_t f = half::float_to_bits(half::f16_bits_to_float(static_cast<std::uint16_t>(h)));
+    for (const std::uint32_t bits : {f, f + 0xFFFu, f + 0x1000u, f + 0x1001u})
+      inputs.push_back(half::bits_to_float(bits));
+  }
+  Rng rng(99);
+  for (int i = 0; i < (1 << 20); ++i) inputs.push_back(half::bits_to_float(static_cast<std::uint32_t>(rng.next_u64())));
+  DeviceArray ginputs(inputs);
+  std::vector<std::uint16_t> narrow(inputs.size());
+  DeviceArray gnarrow(narrow);
+  const auto n = static_cast<std::int64_t>(inputs.size());
+  for (const DType dtype : {DType::f16, DType::bf16}) {
+    if (dtype == DType::f16)
+      cuda_f32_to_f16(*gpu, ginputs.get(), gnarrow.get(), n);
+    else
+      cuda_f32_to_bf16(*gpu, ginputs.get(), gnarrow.get(), n);
+    const auto got = gnarrow.host();
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const std::uint16_t expect =
+          dtype == DType::f16 ? half::float_to_f16_bits(inputs[i]) : half::float_to_bf16_bits(inputs[i]);
+      if (got[i] != expect)
+        QFAIL(qPrintable(QString("f32 0x%1 -> %2: gpu 0x%3 host 0x%4")
+                             .arg(half::float_to_bits(inputs[i]), 8, 16, QChar('0'))
+                             .arg(dtype_name(dtype).data())
+                             .arg(got[i], 4, 16, QChar('0'))
+                             .arg(expect, 4, 16, QChar('0'))));
+    }
+  }
+}
+
+void TestCudaOps::first_non_finite() {
+  const std::int64_t n = 1000003;
+  std::vector<float> x = randoms(static_cast<std::size_t>(n), 100);
+  {
+    DeviceArray gx(x);
+    QCOMPARE(cuda_first_non_finite(*gpu, gx.get(), n), std::int64_t{-1});
+    QCOMPARE(cuda_first_non_finite(*gpu, gx.get(), 0), std::int64_t{-1});
+  }
+  x[777777] = INFINITY;
+  x[900001] = NAN;
+  x[123457] = -INFINITY;
+  {
+    DeviceArray gx(x);
+    QCOMPARE(cuda_first_non_finite(*gpu, gx.get(), n), half::first_non_finite(x.data(), n));
+    QCOMPARE(cuda_first_non_finite(*gpu, gx.get(), n), std::int64_t{123457});
+    QCOMPARE(cuda_first_non_finite(*gpu, gx.get(), 123457), std::int64_t{-1});
+  }
+  for (const DType dtype : {DType::f16, DType::bf16}) {
+    std::vector<float> y = randoms(static_cast<std::size_t>(n), 101);
+    y[500000] = dtype == DType::f16 ? 70000.0f : NAN;  // f16: overflows to inf when narrowed
+    y[600000] = NAN;
+    std::vector<std::uint16_t> y16(y.size());
+    half::narrow(dtype, y.data(), y16.data(), n);
+    DeviceArray gy(y16);
+    const std::int64_t got = dtype == DType::f16 ? cuda_first_non_finite_f16(*gpu, gy.get(), n)
+                                                 : cuda_first_non_finite_bf16(*gpu, gy.get(), n);
+    QCOMPARE(got, half::first_non_finite(dtype, y16.data(), n));
+    QCOMPARE(got, std::int64_t{500000});
+  }
+}
+
+void TestCudaOps::results_repeat_bit_for_bit() {
+  // No op uses atomics in a sum, so the same inputs give the same bits every run.
+  const int B = 2, T = 33, H = 2, C = 32, rows = B * T;
+  const auto qkv = randoms(static_cast<std::size_t>(B * T * 3 * C), 120);
+  const auto dy = randoms(static_cast<std::size_t>(B * T * C), 121);
+  const auto w = randoms(static_cast<std::size_t>(C), 122);
+  std::vector<float> zeros_btc(dy.size(), 0.0f), zeros_probs(static_cast<std::size_t>(B * H * T * T), 0.0f);
+  std::vector<float> zeros_qkv(qkv.size(), 0.0f), zeros_c(static_cast<std::size_t>(C), 0.0f);
+  std::vector<float> zeros_rows(static_cast<std::size_t>(rows), 0.0f);
+  DeviceArray gqkv(qkv), gdy(dy), gw(w);
+  std::vector<std::vector<float>> runs;
+  for (int run = 0; run < 2; ++run) {
+    DeviceArray out(zeros_btc), probs(zeros_probs), d_qkv(zeros_qkv), scratch(zeros_probs);
+    gpu->attention_forward(out.get(), probs.get(), gqkv.get(), B, T, C, H, AttentionMask{true, nullptr});
+    gpu->attention_backward(d_qkv.get(), scratch.get(), gdy.get(), gqkv.get(), probs.get(), B, T, C, H);
+    DeviceArray ln_out(zeros_btc), mean(zeros_rows), rstd(zeros_rows), d_in(zeros_btc), d_w(zeros_c), d_b(zeros_c);
+    gpu->layernorm_forward(ln_out.get(), mean.get(), rstd.get(), gdy.get(), gw.get(), gw.get(), rows, C, 1e-5f);
+    gpu->layernorm_backward(d_in.get(), d_w.get(), d_b.get(), gdy.get(), gdy.get(), gw.get(), mean.get(), rstd.get(),
+                            rows, C, false);
+    std::vector<float> all = d_qkv.host();
+    for (const auto& part : {out.host(), ln_out.host(), d_in.host(), d_w.host(), d_b.host()})
+      all.insert(all.end(), part.begin(), part.end());
+    all.push_back(static_cast<float>(gpu->sum_of_squares(d_qkv.get(), static_cast<std::int64_t>(qkv.size()))));
+    runs.push_back(std::move(all));
+  }
+  COMPARE_EXACT("second run", runs[1], runs[0]);
+}
+
+void TestCudaOps::second_gpu_when_present() {
+  // Each op makes its device current, so a backend on cuda:1 works from a thread last on cuda:0.
+  const DeviceProbe probe = probe_cuda();
+  if (probe.gpus.size() < 2) QSKIP("one GPU: the second-device check needs two");
+  auto backend = make_cuda_backend(1);
+  QVERIFY2(backend->name().rfind("cuda:1 (", 0) == 0, backend->name().c_str());
+  const auto a = randoms(1000, 130), b = randoms(1000, 131);
+  auto* device = static_cast<float*>(cuda_device_alloc(1, 2000 * sizeof(float)));
+  cuda_copy_to_device(1, device, a.data(), a.size() * sizeof(float));
+  cuda_copy_to_device(1, device + 1000, b.data(), b.size() * sizeof(float));
+  gpu->synchronize();  // makes cuda:0 current on this thread
+  backend->add(device, device, device + 1000, 1000);
+  std::vector<float> sum(1000);
+  cuda_copy_to_host(1, sum.data(), device, sum.size() * sizeof(float));
+  for (std::size_t i = 0; i < sum.size(); ++i) QCOMPARE(sum[i], a[i] + b[i]);
+  cuda_device_free(1, device);
+}
+
+void TestCudaOps::engine_path_through_the_plugin() {
+  // What host code without CUDA headers does: probe, make a backend, move memory through the plugin.
+  const DeviceProbe probe = probe_cuda();
+  QVERIFY(probe.available());
+  QVERIFY(probe.gpus[0].total_bytes > 0);
+  auto backend = make_cuda_backend(0);
+  QVERIFY2(backend->name().rfind("cuda:0 (", 0) == 0, backend->name().c_str());
+  const std::int64_t n = 4099;
+  const auto x = randoms(static_cast<std::size_t>(n), 110);
+  void* device = cuda_device_alloc(0, static_cast<std::size_t>(n) * sizeof(float));
+  auto* dx = static_cast<float*>(device);
+  cuda_copy_to_device(0, dx, x.data(), x.size() * sizeof(float));
+  backend->scale(dx, 2.0f, n);
+  std::vector<float> back(x.size());
+  cuda_copy_to_host(0, back.data(), dx, back.size() * sizeof(float));  // ordered after the scale
+  for (std::size_t i = 0; i < x.size(); ++i) QCOMPARE(back[i], 2.0f * x[i]);
+  QVERIFY(std::fabs(backend->sum_of_squares(dx, n) - cpu->sum_of_squares(back.data(), n)) <=
+          1e-10 * cpu->sum_of_squares(back.data(), n));
+
+  // The mixed-precision helpers through the plugin: the same bits as core/half.h.
+  std::vector<std::uint16_t> expect16(x.size());
+  half::narrow(DType::bf16, back.data(), expect16.data(), n);
+  void* device16 = cuda_device_alloc(0, x.size() * sizeof(std::uint16_t));
+  auto* d16 = static_cast<std::uint16_t*>(device16);
+  cuda_narrow(*backend, DType::bf16, dx, d16, n);
+  std::vector<std::uint16_t> got16(x.size());
+  cuda_copy_to_host(0, got16.data(), d16, got16.size() * sizeof(std::uint16_t));
+  QVERIFY(got16 == expect16);
+  cuda_widen(*backend, DType::bf16, d16, dx, n);
+  QCOMPARE(cuda_find_non_finite(*backend, DType::f32, dx, n), std::int64_t{-1});
+  const float inf = INFINITY;
+  cuda_copy_to_device(0, dx + 1234, &inf, sizeof inf);
+  QCOMPARE(cuda_find_non_finite(*backend, DType::f32, dx, n), std::int64_t{1234});
+  QCOMPARE(cuda_find_non_finite(*backend, DType::bf16, d16, n), std::int64_t{-1});
+  // 1x1x1 gemm in bf16: 3 * 0.5 = 1.5, exact (operands 16 bytes apart, as cuBLAS prefers).
+  const std::uint16_t three = half::float_to_bf16_bits(3.0f), one_half = half::float_to_bf16_bits(0.5f);
+  cuda_copy_to_device(0, d16, &three, sizeof three);
+  cuda_copy_to_device(0, d16 + 8, &one_half, sizeof one_half);
+  cuda_gemm_16bit(*backend, DType::bf16, Transpose::no, Transpose::no, 1, 1, 1, 1.0f, d16, 1, d16 + 8, 1, 0.0f,
+                  d16 + 16, 1);
+  std::uint16_t product = 0;
+  cuda_copy_to_host(0, &product, d16 + 16, sizeof product);
+  QCOMPARE(half::bf16_bits_to_float(product), 1.5f);
+  cuda_zero(0, dx, x.size() * sizeof(float));
+  QCOMPARE(backend->sum_of_squares(dx, n), 0.0);
+  backend->fill(dx, 1.0f, n);
+  cuda_synchronize(*backend);
+  cuda_device_free(0, device16);
+  cuda_device_free(0, device);
+}
+
+void TestCudaOps::errors_name_the_call_and_the_op() {
+  std::vector<float> a(16, 1.0f);
+  DeviceArray ga(a);
+  try {
+    gpu->gemm(Transpose::no, Transpose::no, 4, 4, 4, 1.0f, ga.get(), 2, ga.get(), 4, 0.0f, ga.get(), 4);  // lda < K
+    QFAIL("gemm with lda < K did not fail");
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    QVERIFY2(what.find("cublasSgemm") != std::string::npos && what.find("gemm") != std::string::npos, e.what());
+  }
+  try {
+    CudaBackend missing(CudaBackendOptions{1000, false});
+    QFAIL("a backend for device 1000 was made");
+  } catch (const std::runtime_error& e) {
+    QVERIFY2(std::string(e.what()).find("device 1000") != std::string::npos, e.what());
+  }
+}
+
+QTEST_GUILESS_MAIN(TestCudaOps)
+#include "test_cuda_ops.moc"
