@@ -138,6 +138,7 @@ class TestCudaOps : public QObject {
   void element_wise_ops();
   void sum_of_squares();
   void adamw();
+  void memory_and_16_bit_storage_ops();
   void casts_bit_exact_over_every_pattern();
   void first_non_finite();
   void results_repeat_bit_for_bit();
@@ -474,6 +475,49 @@ void TestCudaOps::adamw() {
   COMPARE_NEAR("adamw params", gp.host(), p, kElementwise);
   COMPARE_NEAR("adamw m", gm.host(), m, kElementwise);
   COMPARE_NEAR("adamw v", gv.host(), v, kElementwise);
+}
+
+// The Backend memory ops and the 16-bit reductions mixed precision runs,
+// against the CPU backend: copies and conversions bit for bit, the 16-bit
+// add bit for bit (one rounding per element on both), the scan's index
+// exactly, the sum of squares to 1e-10.
+void TestCudaOps::memory_and_16_bit_storage_ops() {
+  const std::int64_t n = 100003;
+  const auto x = randoms(static_cast<std::size_t>(n), 95, 300.0f);
+  DeviceArray<float> gx(std::vector<float>(x.size())), gy(std::vector<float>(x.size()));
+  gpu->upload(gx.get(), x.data(), n * 4);
+  gpu->copy(gy.get(), gx.get(), n * 4);
+  std::vector<float> back(x.size());
+  gpu->download(back.data(), gy.get(), n * 4);
+  COMPARE_EXACT("upload/copy/download", back, x);
+  gpu->zero(gy.get(), n * 4);
+  COMPARE_EXACT("zero", gy.host(), std::vector<float>(x.size(), 0.0f));
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    const QString name = dtype == DType::f16 ? "f16" : "bf16";
+    std::vector<std::uint16_t> a(x.size()), b(x.size());
+    cpu->narrow(dtype, x.data(), a.data(), n);
+    const auto y = randoms(static_cast<std::size_t>(n), 96, 300.0f);
+    cpu->narrow(dtype, y.data(), b.data(), n);
+    DeviceArray<std::uint16_t> ga(std::vector<std::uint16_t>(x.size())), gb(b);
+    gpu->narrow(dtype, gx.get(), ga.get(), n);
+    QVERIFY2(ga.host() == a, qPrintable(name + ": narrow differs from the CPU"));
+    std::vector<float> wide(x.size());
+    cpu->widen(dtype, a.data(), wide.data(), n);
+    gpu->widen(dtype, ga.get(), gy.get(), n);
+    COMPARE_EXACT(name + " widen", gy.host(), wide);
+    cpu->add_16(dtype, a.data(), b.data(), n);
+    gpu->add_16(dtype, ga.get(), gb.get(), n);
+    QVERIFY2(ga.host() == a, qPrintable(name + ": add_16 differs from the CPU"));
+    const double cs = cpu->sum_of_squares_16(dtype, a.data(), n);
+    const double gs = gpu->sum_of_squares_16(dtype, ga.get(), n);
+    QVERIFY2(std::fabs(gs - cs) <= 1e-10 * cs, qPrintable(QString("%1 sum of squares gpu %2 cpu %3").arg(name).arg(gs).arg(cs)));
+    QCOMPARE(gpu->first_non_finite_16(dtype, ga.get(), n), cpu->first_non_finite_16(dtype, a.data(), n));
+    a[77777] = dtype == DType::f16 ? 0x7C00 : 0x7F80;  // +inf
+    a[88888] = 0xFFFF;                                   // NaN
+    DeviceArray<std::uint16_t> gbad(a);
+    QCOMPARE(gpu->first_non_finite_16(dtype, gbad.get(), n), std::int64_t{77777});
+    QCOMPARE(cpu->first_non_finite_16(dtype, a.data(), n), std::int64_t{77777});
+  }
 }
 
 void TestCudaOps::casts_bit_exact_over_every_pattern() {

@@ -295,6 +295,24 @@ __global__ void first_non_finite_bf16_kernel(unsigned long long* first, const un
   first_non_finite_impl(first, values, n, [](unsigned short v) { return half::bf16_bits_is_finite(v); });
 }
 
+__global__ void add_f16_kernel(unsigned short* dst, const unsigned short* src, long long n) {
+  SS_GRID_STRIDE(i, n)
+  dst[i] = half::float_to_f16_bits(half::f16_bits_to_float(dst[i]) + half::f16_bits_to_float(src[i]));
+}
+__global__ void add_bf16_kernel(unsigned short* dst, const unsigned short* src, long long n) {
+  SS_GRID_STRIDE(i, n)
+  dst[i] = half::float_to_bf16_bits(half::bf16_bits_to_float(dst[i]) + half::bf16_bits_to_float(src[i]));
+}
+__global__ void sum_of_squares_16_partial_kernel(double* partials, const unsigned short* x, long long n, bool bf16) {
+  double s = 0.0;
+  SS_GRID_STRIDE(i, n) {
+    const double v = bf16 ? half::bf16_bits_to_float(x[i]) : half::f16_bits_to_float(x[i]);
+    s += v * v;
+  }
+  const double total = block_sum(s);
+  if (threadIdx.x == 0) partials[blockIdx.x] = total;
+}
+
 constexpr std::size_t kResultBytes = 2 * kReduceBlocks * sizeof(double) + 2 * sizeof(double);
 
 }  // namespace
@@ -637,6 +655,89 @@ double CudaBackend::sum_of_squares(const float* x, std::int64_t n) {
   double* total = partials + 2 * kReduceBlocks;
   sum_of_squares_partial_kernel<<<kReduceBlocks, kThreads, 0, stream_>>>(partials, x, n);
   check_launch("sum_of_squares_partial_kernel", op);
+  sum_partials_kernel<<<1, kThreads, 0, stream_>>>(total, partials, kReduceBlocks, 1);
+  check_launch("sum_partials_kernel", op);
+  double host = 0.0;
+  check(cudaMemcpyAsync(&host, total, sizeof host, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync", op);
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", op);
+  return host;
+}
+
+void CudaBackend::copy(void* dst, const void* src, std::int64_t bytes) {
+  if (bytes <= 0 || dst == src) return;
+  make_current("copy");
+  check(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync",
+        "copy");
+}
+
+void CudaBackend::upload(void* dst, const void* host_src, std::int64_t bytes) {
+  if (bytes <= 0) return;
+  make_current("upload");
+  // Synchronous for pageable host memory: the caller may reuse host_src at once.
+  check(cudaMemcpyAsync(dst, host_src, static_cast<std::size_t>(bytes), cudaMemcpyHostToDevice, stream_),
+        "cudaMemcpyAsync", "upload");
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", "upload");
+}
+
+void CudaBackend::download(void* host_dst, const void* src, std::int64_t bytes) {
+  if (bytes <= 0) return;
+  make_current("download");
+  check(cudaMemcpyAsync(host_dst, src, static_cast<std::size_t>(bytes), cudaMemcpyDeviceToHost, stream_),
+        "cudaMemcpyAsync", "download");
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", "download");
+}
+
+void CudaBackend::zero(void* dst, std::int64_t bytes) {
+  if (bytes <= 0) return;
+  make_current("zero");
+  check(cudaMemsetAsync(dst, 0, static_cast<std::size_t>(bytes), stream_), "cudaMemsetAsync", "zero");
+}
+
+namespace {
+void require_16_bit(DType dtype, const char* op) {
+  if (dtype != DType::f16 && dtype != DType::bf16)
+    throw std::invalid_argument(std::string(op) + ": 16-bit storage must be f16 or bf16");
+}
+}  // namespace
+
+void CudaBackend::widen(DType dtype, const std::uint16_t* in, float* out, std::int64_t n) {
+  require_16_bit(dtype, "widen");
+  if (dtype == DType::f16) cuda_f16_to_f32(*this, in, out, n);
+  else cuda_bf16_to_f32(*this, in, out, n);
+}
+
+void CudaBackend::narrow(DType dtype, const float* in, std::uint16_t* out, std::int64_t n) {
+  require_16_bit(dtype, "narrow");
+  if (dtype == DType::f16) cuda_f32_to_f16(*this, in, out, n);
+  else cuda_f32_to_bf16(*this, in, out, n);
+}
+
+void CudaBackend::add_16(DType dtype, std::uint16_t* dst, const std::uint16_t* src, std::int64_t n) {
+  require_16_bit(dtype, "add_16");
+  if (n <= 0) return;
+  make_current("add_16");
+  auto* d = reinterpret_cast<unsigned short*>(dst);
+  const auto* a = reinterpret_cast<const unsigned short*>(src);
+  if (dtype == DType::f16) add_f16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d, a, n);
+  else add_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d, a, n);
+  check_launch("add_16 kernel", "add_16");
+}
+
+std::int64_t CudaBackend::first_non_finite_16(DType dtype, const std::uint16_t* x, std::int64_t n) {
+  require_16_bit(dtype, "first_non_finite_16");
+  return dtype == DType::f16 ? cuda_first_non_finite_f16(*this, x, n) : cuda_first_non_finite_bf16(*this, x, n);
+}
+
+double CudaBackend::sum_of_squares_16(DType dtype, const std::uint16_t* x, std::int64_t n) {
+  require_16_bit(dtype, "sum_of_squares_16");
+  if (n <= 0) return 0.0;
+  const char* op = "sum_of_squares_16";
+  make_current(op);
+  auto* partials = static_cast<double*>(result_);
+  double* total = partials + 2 * kReduceBlocks;
+  sum_of_squares_16_partial_kernel<<<kReduceBlocks, kThreads, 0, stream_>>>(
+      partials, reinterpret_cast<const unsigned short*>(x), n, dtype == DType::bf16);
+  check_launch("sum_of_squares_16_partial_kernel", op);
   sum_partials_kernel<<<1, kThreads, 0, stream_>>>(total, partials, kReduceBlocks, 1);
   check_launch("sum_partials_kernel", op);
   double host = 0.0;

@@ -84,6 +84,15 @@ class CudaBackend final : public Backend {
   void fill(float* x, float value, std::int64_t n) override;
   void tanh_forward(float* out, const float* in, std::int64_t n) override;
   double sum_of_squares(const float* x, std::int64_t n) override;
+  void copy(void* dst, const void* src, std::int64_t bytes) override;
+  void upload(void* dst, const void* host_src, std::int64_t bytes) override;
+  void download(void* host_dst, const void* src, std::int64_t bytes) override;
+  void zero(void* dst, std::int64_t bytes) override;
+  void widen(DType dtype, const std::uint16_t* in, float* out, std::int64_t n) override;
+  void narrow(DType dtype, const float* in, std::uint16_t* out, std::int64_t n) override;
+  void add_16(DType dtype, std::uint16_t* dst, const std::uint16_t* src, std::int64_t n) override;
+  std::int64_t first_non_finite_16(DType dtype, const std::uint16_t* x, std::int64_t n) override;
+  double sum_of_squares_16(DType dtype, const std::uint16_t* x, std::int64_t n) override;
   void adamw(float* params, const float* grads, float* m, float* v, std::int64_t n,
              const math::AdamWStep& step) override;
 
