@@ -5,8 +5,10 @@
 #include "main_window.h"
 
 #include <QAction>
+#include <QCloseEvent>
 #include <QComboBox>
 #include <QEvent>
+#include <QTimer>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPlainTextEdit>
@@ -17,15 +19,19 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 
+#include <spdlog/logger.h>
+
 #include <algorithm>
 
 #include "config_panel.h"
 #include "i18n.h"
+#include "log_sink.h"
 #include "recording_controller.h"
 #include "views/loss_plot.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
 #include "views/event_view.h"
+#include "views/live_plots.h"
 #include "views/memory_bars.h"
 #include "views/pipeline_timeline.h"
 #include "views/ring_allreduce_view.h"
@@ -40,7 +46,14 @@ MainWindow::MainWindow(QWidget* parent)
       loss_(new LossPlot),
       memory_(new MemoryBars),
       tabs_(new QTabWidget),
+      live_plots_(new LivePlots),
       log_(new QPlainTextEdit),
+      log_sink_(std::make_shared<QueuedLogSink>()),
+      logger_(std::make_shared<spdlog::logger>("shardscope", log_sink_)),
+      log_timer_(new QTimer(this)),
+      speed_(new QComboBox),
+      speed_label_(new QLabel),
+      speed_note_(new QLabel),
       status_(new QLabel),
       language_(new QComboBox),
       language_label_(new QLabel(QStringLiteral("Language / 语言"))),
@@ -62,6 +75,15 @@ MainWindow::MainWindow(QWidget* parent)
   log_->setObjectName(QStringLiteral("log"));
   log_->setReadOnly(true);
   log_->setMaximumBlockCount(2000);
+  logger_->set_level(spdlog::level::debug);
+  log_timer_->setInterval(50);  // the log is read, not animated: 20 Hz is plenty
+  connect(log_timer_, &QTimer::timeout, this, [this] { drainLog(); });
+  log_timer_->start();
+  speed_->setObjectName(QStringLiteral("playbackSpeed"));
+  for (double speed : {1.0, 0.5, 0.25, 0.1}) speed_->addItem(QString(), speed);
+  speed_label_->setBuddy(speed_);
+  speed_note_->setObjectName(QStringLiteral("speedNote"));
+  speed_note_->setWordWrap(true);
 
   auto* buttons = new QHBoxLayout;
   for (QPushButton* b : {run_, pause_, step_, stop_}) buttons->addWidget(b);
@@ -74,6 +96,11 @@ MainWindow::MainWindow(QWidget* parent)
   leftLayout->addLayout(languageRow);
   leftLayout->addWidget(panel_, 1);
   leftLayout->addLayout(buttons);
+  auto* speedRow = new QHBoxLayout;
+  speedRow->addWidget(speed_label_);
+  speedRow->addWidget(speed_, 1);
+  leftLayout->addLayout(speedRow);
+  leftLayout->addWidget(speed_note_);
   leftLayout->addWidget(status_);
   auto* scroll = new QScrollArea;
   scroll->setWidget(left);
@@ -115,6 +142,11 @@ MainWindow::MainWindow(QWidget* parent)
     else controller_->pause();
   });
   connect(step_, &QPushButton::clicked, this, &MainWindow::stepOnce);
+  connect(speed_, &QComboBox::currentIndexChanged, this, [this](int index) {
+    controller_->setPlaybackSpeed(speed_->itemData(index).toDouble());
+    speed_note_->setText(speedExplanation());
+    logger_->info("{}", speedExplanation().toStdString());
+  });
   connect(stop_, &QPushButton::clicked, controller_, &RunController::stop);
   connect(controller_, &RunController::eventsDrained, this, &MainWindow::onEvents);
   connect(controller_, &RunController::stateChanged, this, &MainWindow::updateControls);
@@ -126,6 +158,7 @@ MainWindow::MainWindow(QWidget* parent)
   addView(ring, ring, QT_TR_NOOP("Ring all-reduce"));
   auto* zero = new ZeroView;
   addView(zero, zero, QT_TR_NOOP("ZeRO"));
+  addView(live_plots_, live_plots_, QT_TR_NOOP("Live plots"));
   prepareViews(panel_->config());
   retranslate();
   setStatus([this] { return tr("Ready: press Run to train on simulated ranks (threads on the CPU)."); });
@@ -138,6 +171,14 @@ void MainWindow::retranslate() {
   step_->setText(tr("Step once"));
   stop_->setText(tr("Stop"));
   log_->setPlaceholderText(tr("Engine log and errors appear here."));
+  speed_label_->setText(tr("Playback speed"));
+  speed_->setItemText(0, tr("1× (real time)"));
+  speed_->setItemText(1, tr("½×"));
+  speed_->setItemText(2, tr("¼×"));
+  speed_->setItemText(3, tr("1/10×"));
+  speed_->setToolTip(tr("Slow motion for teaching: the views replay each step's events at this fraction of real "
+                        "time, and the engine waits between steps until they have. The training math is unchanged."));
+  speed_note_->setText(speedExplanation());
   retranslateRecordingUi();
   for (const auto& [widget, source] : tab_sources_) {
     const int index = tabs_->indexOf(widget);
@@ -168,8 +209,27 @@ void MainWindow::changeEvent(QEvent* event) {
 
 MainWindow::~MainWindow() = default;  // the controller (a child) stops and joins its worker
 
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (controller_->busy()) {
+    recorder_->abandonRun();  // nothing partial over an existing recording
+    controller_->shutdown();  // waits for the current step only
+    logger_->info("{}", tr("Window closed during the run: training stopped, nothing saved.").toStdString());
+  }
+  QMainWindow::closeEvent(event);
+}
+
+QString MainWindow::speedExplanation() const {
+  const double speed = speed_->currentData().toDouble();
+  if (speed >= 1.0) return tr("Real time: the views show the engine's events as they arrive.");
+  return tr("Slow motion: the views replay each step at %1 speed; training waits between steps.")
+      .arg(speed_->currentText());
+}
+
 QString MainWindow::statusText() const { return status_->text(); }
-QString MainWindow::logText() const { return log_->toPlainText(); }
+QString MainWindow::logText() const {
+  drainLog();
+  return log_->toPlainText();
+}
 
 void MainWindow::addView(EventView* view, QWidget* widget, const QString& title) {
   views_.push_back(view);
@@ -212,6 +272,7 @@ void MainWindow::startRun() {
   const int ranks = config.world_size();
   const QString model = QString::fromStdString(config.model);
   setStatus([this, ranks, model] { return tr("Starting %1 on %n rank(s)...", nullptr, ranks).arg(model); });
+  logger_->info("{}", statusText().toStdString());
   recorder_->beginRun(config);
   controller_->start(config);
 }

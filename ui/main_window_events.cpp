@@ -4,6 +4,9 @@
 #include <QLabel>
 #include <QPlainTextEdit>
 
+#include <spdlog/logger.h>
+
+#include "log_sink.h"
 #include "main_window.h"
 #include "recording_controller.h"
 #include "views/event_view.h"
@@ -25,11 +28,12 @@ void MainWindow::onEvents(const std::vector<Event>& events) {
         memory_->setSample(e.rank, e.memory);
         break;
       case EventKind::log:
-        appendLog(QString::fromUtf8(e.text_view().data(), static_cast<qsizetype>(e.text_view().size())), false);
+      case EventKind::overflow:
+        logEvent(e);
         break;
       case EventKind::error: {
+        logEvent(e);
         const QString text = QString::fromUtf8(e.text_view().data(), static_cast<qsizetype>(e.text_view().size()));
-        appendLog(text, true);
         setStatus([this, text] { return tr("Error: %1").arg(text); });
         had_error_ = true;
         break;
@@ -67,6 +71,8 @@ void MainWindow::onFinished(bool ok, const QString& message) {
   } else {
     setStatus([this, steps] { return tr("Finished: %n step(s).", nullptr, steps); });
   }
+  if (ok) logger_->info("{}", statusText().toStdString());
+  else logger_->error("{}", statusText().toStdString());
   recorder_->endRun();  // its message (saved, or why not) goes to the log
   updateControls();
 }
@@ -76,9 +82,50 @@ void MainWindow::setStatus(std::function<QString()> text) {
   status_->setText(status_text_());
 }
 
+void MainWindow::logEvent(const Event& e) {
+  const std::string text(e.text_view());
+  switch (e.kind) {
+    case EventKind::error:
+      logger_->error("{}", text);
+      break;
+    case EventKind::overflow:
+      logger_->warn("{}", tr("rank %1 step %2: inf/NaN in %3 at loss scale %4; the step is skipped")
+                              .arg(e.rank)
+                              .arg(e.step)
+                              .arg(QString::fromStdString(text))
+                              .arg(static_cast<double>(e.loss_scale))
+                              .toStdString());
+      break;
+    default: {
+      const auto level = e.level == LogLevel::error     ? spdlog::level::err
+                         : e.level == LogLevel::warning ? spdlog::level::warn
+                         : e.level == LogLevel::debug   ? spdlog::level::debug
+                                                        : spdlog::level::info;
+      logger_->log(level, "{}", text);
+    }
+  }
+}
+
 void MainWindow::appendLog(const QString& line, bool error) {
-  if (error) log_->appendHtml(QStringLiteral("<span style=\"color:#b00020\">%1</span>").arg(line.toHtmlEscaped()));
-  else log_->appendPlainText(line);
+  if (error) logger_->error("{}", line.toStdString());
+  else logger_->info("{}", line.toStdString());
+}
+
+void MainWindow::drainLog() const {
+  for (const QueuedLogSink::Line& line : log_sink_->take()) {
+    const QString text = QString::fromStdString(line.text);
+    if (line.level >= spdlog::level::err)
+      log_->appendHtml(QStringLiteral("<span style=\"color:#b00020\">%1</span>").arg(text.toHtmlEscaped()));
+    else if (line.level == spdlog::level::warn)
+      log_->appendHtml(QStringLiteral("<span style=\"color:#b36b00\">%1</span>").arg(text.toHtmlEscaped()));
+    else
+      log_->appendPlainText(text);
+  }
+}
+
+void MainWindow::clearLog() {
+  log_sink_->take();  // lines of what is being cleared away
+  log_->clear();
 }
 
 }  // namespace shardscope::ui

@@ -108,7 +108,7 @@ bool MainWindow::openRecording(const QString& path) {
   replay_bar_->show();
   // Start from a clean slate (forces a reset even if nothing was replayed yet).
   prepareViews(recorder_->config());
-  log_->clear();
+  clearLog();
   had_error_ = false;
   replayTo(last);
   const auto events = static_cast<qulonglong>(recorder_->events().size());
@@ -123,7 +123,7 @@ void MainWindow::replayTo(std::int64_t t_ns) {
   const auto& all = recorder_->events();
   if (upto < replayed_) {  // back in time: start over
     prepareViews(recorder_->config());
-    log_->clear();
+    clearLog();
     had_error_ = false;
     replayed_ = 0;
   }
