@@ -2,6 +2,7 @@
 #include "views/live_plots.h"
 
 #include <QGridLayout>
+#include <QShowEvent>
 
 #include "views/loss_scale_plot.h"
 #include "views/memory_timeline_plot.h"
@@ -34,9 +35,22 @@ void LivePlots::consume(const std::vector<Event>& events) {
 }
 
 void LivePlots::refresh() {
+  // A hidden tab keeps its data and redraws when shown: QCustomPlot renders
+  // into its buffers even when hidden, and the GUI thread's time is the
+  // trainer's time on a small machine (bench/ui/bench_ui.cpp).
+  if (!isVisible()) return;
   loss_scale_->refresh();
   throughput_->refresh();
   memory_->refresh();
+}
+
+}  // namespace shardscope::ui
+
+namespace shardscope::ui {
+
+void LivePlots::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  refresh();
 }
 
 }  // namespace shardscope::ui

@@ -28,6 +28,9 @@ class LivePlots : public QWidget, public EventView {
   ThroughputPlot* throughput() const { return throughput_; }
   MemoryTimelinePlot* memoryTimeline() const { return memory_; }
 
+ protected:
+  void showEvent(QShowEvent* event) override;
+
  private:
   LossScalePlot* loss_scale_;
   ThroughputPlot* throughput_;
