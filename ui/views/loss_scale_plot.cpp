@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "views/plot_legend.h"
 #include "views/qcustomplot_include.h"
 
 namespace shardscope::ui {
@@ -33,8 +34,7 @@ LossScalePlot::LossScalePlot(QWidget* parent) : QWidget(parent), plot_(new QCust
   ticker->setLogBase(2);
   plot_->yAxis->setTicker(ticker);
   plot_->yAxis->setNumberFormat(QStringLiteral("gb"));
-  plot_->legend->setVisible(true);
-  plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
+  placeLegendBelow(plot_, 2);
   plot_->xAxis->setRange(0, 10);
   plot_->yAxis->setRange(0.5, 2);
   retranslate();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "views/plot_legend.h"
 #include "views/qcustomplot_include.h"
 
 namespace shardscope::ui {
@@ -29,9 +30,7 @@ MemoryTimelinePlot::MemoryTimelinePlot(QWidget* parent) : QWidget(parent), plot_
   plot_->plotLayout()->insertRow(0);
   title_ = new QCPTextElement(plot_, QString(), QFont(font().family(), -1, QFont::Bold));
   plot_->plotLayout()->addElement(0, 0, title_);
-  plot_->legend->setVisible(true);
-  plot_->legend->setFont(QFont(font().family(), 8));
-  plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
+  placeLegendBelow(plot_, 8);
   plot_->xAxis->setRange(0, 1);
   plot_->yAxis->setRange(0, 1);
   retranslate();

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "views/plot_legend.h"
 #include "views/qcustomplot_include.h"
 
 namespace shardscope::ui {
@@ -30,9 +31,7 @@ ThroughputPlot::ThroughputPlot(QWidget* parent) : QWidget(parent), plot_(new QCu
   plot_->plotLayout()->addElement(0, 0, title_);
   total_ = plot_->addGraph();
   total_->setPen(QPen(Qt::black, 2));
-  plot_->legend->setVisible(true);
-  plot_->legend->setFont(QFont(font().family(), 8));
-  plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignRight);
+  placeLegendBelow(plot_, 5);
   plot_->xAxis->setRange(0, 10);
   plot_->yAxis->setRange(0, 1000);
   retranslate();
