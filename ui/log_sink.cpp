@@ -10,7 +10,7 @@ namespace shardscope::ui {
 QueuedLogSink::QueuedLogSink() {
   // "14:03:07.123 warning rank 1 step 3: ..." (wall-clock time of the message).
   set_formatter_(std::make_unique<spdlog::pattern_formatter>("%H:%M:%S.%e %l %v", spdlog::pattern_time_type::local,
-                                                               std::string()));
+                                                             std::string()));
 }
 
 void QueuedLogSink::sink_it_(const spdlog::details::log_msg& msg) {

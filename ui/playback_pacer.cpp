@@ -31,8 +31,10 @@ void PlaybackPacer::release(std::int64_t now_ns, std::vector<Event>& out) {
   // Stable partition by hand: due events out (in arrival order), the rest kept in order.
   std::size_t kept = 0;
   for (std::size_t i = 0; i < pending_.size(); ++i) {
-    if (pending_[i].end_ns <= replay_ns) out.push_back(pending_[i]);
-    else pending_[kept++] = pending_[i];
+    if (pending_[i].end_ns <= replay_ns)
+      out.push_back(pending_[i]);
+    else
+      pending_[kept++] = pending_[i];
   }
   pending_.resize(kept);
 }

@@ -15,14 +15,13 @@
 //   GUI thread CPU: its CPU time / the GUI run's wall time.
 //   QT_QPA_PLATFORM=offscreen bench_ui [--steps 30] [--reps 3] [--model gpt-tiny] [--batch 16] [--seq 64]
 //                                      [--cycle-tabs 1|0]
-#include <QApplication>
-#include <QEventLoop>
-#include <QElapsedTimer>
-#include <QTabWidget>
-#include <QTimer>
-
 #include <time.h>
 
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QTabWidget>
+#include <QTimer>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -146,7 +145,8 @@ GuiResult guiRun(const RunConfig& config, int warmup) {
   qApp->installEventFilter(&frames);
   QTimer cycle;
   cycle.setInterval(200);
-  QObject::connect(&cycle, &QTimer::timeout, [tabs] { tabs->setCurrentIndex((tabs->currentIndex() + 1) % tabs->count()); });
+  QObject::connect(&cycle, &QTimer::timeout,
+                   [tabs] { tabs->setCurrentIndex((tabs->currentIndex() + 1) % tabs->count()); });
 
   std::vector<double> step_ms;
   const double tokens = static_cast<double>(config.batch) * config.seq;
@@ -197,12 +197,18 @@ int main(int argc, char** argv) {
   const int warmup = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
-    if (a == "--steps") steps = std::stoi(v);
-    else if (a == "--reps") reps = std::stoi(v);
-    else if (a == "--model") config.model = v;
-    else if (a == "--batch") config.batch = std::stoi(v);
-    else if (a == "--seq") config.seq = std::stoi(v);
-    else if (a == "--cycle-tabs") g_cycle_tabs = v != "0";
+    if (a == "--steps")
+      steps = std::stoi(v);
+    else if (a == "--reps")
+      reps = std::stoi(v);
+    else if (a == "--model")
+      config.model = v;
+    else if (a == "--batch")
+      config.batch = std::stoi(v);
+    else if (a == "--seq")
+      config.seq = std::stoi(v);
+    else if (a == "--cycle-tabs")
+      g_cycle_tabs = v != "0";
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -221,11 +227,13 @@ int main(int argc, char** argv) {
     event_ratios.push_back(with_events / headless);
     latency.insert(latency.end(), gui.latency_ms.begin(), gui.latency_ms.end());
     frame.insert(frame.end(), gui.frame_ms.begin(), gui.frame_ms.end());
-    std::printf("rep %d: step median headless %.1f ms, headless+events %.1f ms, GUI %.1f ms (x%.3f); latency median %.2f p99 %.2f ms (%zu "
-                "probes); frame interval median %.1f p99 %.1f ms (%zu frames); GUI thread CPU %.0f%%\n",
-                r + 1, headless, with_events, gui.step_ms, gui.step_ms / headless, percentile(gui.latency_ms, 0.5),
-                percentile(gui.latency_ms, 0.99), gui.latency_ms.size(), percentile(gui.frame_ms, 0.5),
-                percentile(gui.frame_ms, 0.99), gui.frame_ms.size(), gui.gui_cpu_share * 100);
+    std::printf(
+        "rep %d: step median headless %.1f ms, headless+events %.1f ms, GUI %.1f ms (x%.3f); latency median %.2f p99 "
+        "%.2f ms (%zu "
+        "probes); frame interval median %.1f p99 %.1f ms (%zu frames); GUI thread CPU %.0f%%\n",
+        r + 1, headless, with_events, gui.step_ms, gui.step_ms / headless, percentile(gui.latency_ms, 0.5),
+        percentile(gui.latency_ms, 0.99), gui.latency_ms.size(), percentile(gui.frame_ms, 0.5),
+        percentile(gui.frame_ms, 0.99), gui.frame_ms.size(), gui.gui_cpu_share * 100);
   }
   std::printf("event-loop latency: median %.2f ms, p99 %.2f ms (target p99 < 50 ms)\n", percentile(latency, 0.5),
               percentile(latency, 0.99));

@@ -11,7 +11,6 @@
 #include <QEventLoop>
 #include <QTabWidget>
 #include <QTimer>
-
 #include <cstdio>
 
 #include "config_panel.h"
@@ -44,8 +43,7 @@ struct Shot {
   QString name;
   bool window_shot = false;
 };
-bool shoot(const QString& language, const RunConfig& config, const QDir& dir,
-           const std::vector<Shot>& shots) {
+bool shoot(const QString& language, const RunConfig& config, const QDir& dir, const std::vector<Shot>& shots) {
   setLanguage(language);
   MainWindow window;
   window.resize(1500, 950);

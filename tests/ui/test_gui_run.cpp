@@ -12,7 +12,6 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QtTest>
-
 #include <set>
 #include <tuple>
 
@@ -47,7 +46,8 @@ struct Shown {
 Shown shown(const MainWindow& window) {
   Shown s;
   const QCPGraph* train = window.lossPlot()->plot()->graph(0);
-  for (auto it = train->data()->constBegin(); it != train->data()->constEnd(); ++it) s.loss.emplace_back(it->key, it->value);
+  for (auto it = train->data()->constBegin(); it != train->data()->constEnd(); ++it)
+    s.loss.emplace_back(it->key, it->value);
   for (int r = 0; r < window.memoryBars()->rankCount(); ++r) s.memory.push_back(window.memoryBars()->bytes(r));
   auto* timeline = window.findChild<PipelineTimelineView*>();
   s.timeline_step = timeline->lastCompletedStep();
@@ -61,7 +61,9 @@ Shown shown(const MainWindow& window) {
   return s;
 }
 
-QString tempPath(const QString& name) { return QDir(QCoreApplication::applicationDirPath()).filePath(name); }
+QString tempPath(const QString& name) {
+  return QDir(QCoreApplication::applicationDirPath()).filePath(name);
+}
 
 }  // namespace
 

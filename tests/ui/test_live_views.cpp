@@ -5,16 +5,15 @@
 // memory over time. The playback pacer is checked with a fake clock, then a
 // real run at 1/4 speed: a step's events reach the views over ~4x their span
 // and the trainer never runs ahead of the replay by more than one step.
+#include <spdlog/logger.h>
+
 #include <QComboBox>
 #include <QCoreApplication>
 #include <QDir>
-#include <QPlainTextEdit>
 #include <QElapsedTimer>
 #include <QLabel>
+#include <QPlainTextEdit>
 #include <QtTest>
-
-#include <spdlog/logger.h>
-
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -23,10 +22,10 @@
 #include "config_panel.h"
 #include "events/recording.h"
 #include "log_sink.h"
-#include "train/metrics_json.h"
 #include "main_window.h"
 #include "playback_pacer.h"
 #include "run_controller.h"
+#include "train/metrics_json.h"
 #include "views/live_plots.h"
 #include "views/loss_plot.h"
 #include "views/loss_scale_plot.h"
@@ -230,8 +229,8 @@ class TestLiveViews : public QObject {
       // bound holds on a loaded machine too.
       const double span_ms = static_cast<double>(span_ns[s].second - span_ns[s].first) / 1e6;
       const double replay_ms = static_cast<double>(last_handover[s] - last_handover[s - 1]);
-      qInfo("step %lld: events span %.1f ms, shown over %.1f ms (%.2fx)", static_cast<long long>(s), span_ms,
-            replay_ms, replay_ms / std::max(span_ms, 1e-9));
+      qInfo("step %lld: events span %.1f ms, shown over %.1f ms (%.2fx)", static_cast<long long>(s), span_ms, replay_ms,
+            replay_ms / std::max(span_ms, 1e-9));
       QVERIFY(span_ms > 1.0);
       // About 4x by construction (real time would be about 1x); 3x leaves room
       // for the first events' start. The upper bound is loose: the machine is shared.
@@ -280,8 +279,9 @@ class TestLiveViews : public QObject {
     });
     worker.join();
     // Queued, not yet in the widget: the GUI timer (or logText) drains them.
-    QTRY_VERIFY_WITH_TIMEOUT(window.findChild<QPlainTextEdit*>(QStringLiteral("log"))->toPlainText().contains(
-                                 QStringLiteral("from a worker thread 4")),
+    QTRY_VERIFY_WITH_TIMEOUT(window.findChild<QPlainTextEdit*>(QStringLiteral("log"))
+                                 ->toPlainText()
+                                 .contains(QStringLiteral("from a worker thread 4")),
                              5000);
     QVERIFY(window.logText().contains(QStringLiteral("error a worker error")));
     // A flood is bounded: the oldest lines are dropped and counted.
@@ -317,8 +317,9 @@ class TestLiveViews : public QObject {
     // The engine's log, the UI's own messages and errors arrive through spdlog.
     QVERIFY2(window.logText().contains(QStringLiteral("Finished")), qPrintable(window.logText()));
     QVERIFY2(window.logText().contains(QStringLiteral("Starting gpt-tiny")), qPrintable(window.logText()));
-    QVERIFY2(window.logText().contains(QStringLiteral("info gpt-tiny: 4 ranks (dp 2 x pp 2)")),  // the engine's log event
-             qPrintable(window.logText()));
+    QVERIFY2(
+        window.logText().contains(QStringLiteral("info gpt-tiny: 4 ranks (dp 2 x pp 2)")),  // the engine's log event
+        qPrintable(window.logText()));
   }
 };
 

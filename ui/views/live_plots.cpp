@@ -11,7 +11,10 @@
 namespace shardscope::ui {
 
 LivePlots::LivePlots(QWidget* parent)
-    : QWidget(parent), loss_scale_(new LossScalePlot), throughput_(new ThroughputPlot), memory_(new MemoryTimelinePlot) {
+    : QWidget(parent),
+      loss_scale_(new LossScalePlot),
+      throughput_(new ThroughputPlot),
+      memory_(new MemoryTimelinePlot) {
   setObjectName(QStringLiteral("livePlots"));
   // Loss scale and throughput side by side (both against the step), memory
   // over time (against seconds) across the bottom.
@@ -23,8 +26,8 @@ LivePlots::LivePlots(QWidget* parent)
 }
 
 void LivePlots::reset(const RunConfig& config) {
-  for (EventView* v : {static_cast<EventView*>(loss_scale_), static_cast<EventView*>(throughput_),
-                       static_cast<EventView*>(memory_)})
+  for (EventView* v :
+       {static_cast<EventView*>(loss_scale_), static_cast<EventView*>(throughput_), static_cast<EventView*>(memory_)})
     v->reset(config);
 }
 

@@ -3,7 +3,6 @@
 
 #include <QEvent>
 #include <QVBoxLayout>
-
 #include <algorithm>
 #include <cmath>
 
@@ -27,7 +26,8 @@ LossScalePlot::LossScalePlot(QWidget* parent) : QWidget(parent), plot_(new QCust
   scale_->setLineStyle(QCPGraph::lsStepLeft);
   overflow_graph_ = plot_->addGraph();
   overflow_graph_->setLineStyle(QCPGraph::lsNone);
-  overflow_graph_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCross, QPen(QColor(214, 39, 40), 2), Qt::NoBrush, 10));
+  overflow_graph_->setScatterStyle(
+      QCPScatterStyle(QCPScatterStyle::ssCross, QPen(QColor(214, 39, 40), 2), Qt::NoBrush, 10));
   // A scale is a power of two: a log axis shows halvings and doublings as equal steps.
   plot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
   QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
@@ -54,8 +54,12 @@ void LossScalePlot::changeEvent(QEvent* event) {
   QWidget::changeEvent(event);
 }
 
-QString LossScalePlot::title() const { return title_->text(); }
-int LossScalePlot::scalePointCount() const { return scale_->dataCount(); }
+QString LossScalePlot::title() const {
+  return title_->text();
+}
+int LossScalePlot::scalePointCount() const {
+  return scale_->dataCount();
+}
 
 void LossScalePlot::reset(const RunConfig&) {
   scale_->data()->clear();

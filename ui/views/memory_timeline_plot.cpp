@@ -3,7 +3,6 @@
 
 #include <QEvent>
 #include <QVBoxLayout>
-
 #include <algorithm>
 
 #include "views/plot_legend.h"
@@ -14,8 +13,8 @@ namespace shardscope::ui {
 namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 QColor rankColor(int rank) {
-  static const QColor colors[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),
-                                  QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75),
+  static const QColor colors[] = {QColor(31, 119, 180),  QColor(255, 127, 14),  QColor(44, 160, 44),
+                                  QColor(214, 39, 40),   QColor(148, 103, 189), QColor(140, 86, 75),
                                   QColor(227, 119, 194), QColor(127, 127, 127)};
   return colors[rank % 8];
 }
@@ -49,7 +48,9 @@ void MemoryTimelinePlot::changeEvent(QEvent* event) {
   QWidget::changeEvent(event);
 }
 
-QString MemoryTimelinePlot::title() const { return title_->text(); }
+QString MemoryTimelinePlot::title() const {
+  return title_->text();
+}
 
 int MemoryTimelinePlot::pointCount(int rank) const {
   return rank >= 0 && rank < rankCount() ? ranks_[static_cast<std::size_t>(rank)]->dataCount() : 0;

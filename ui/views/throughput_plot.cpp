@@ -3,7 +3,6 @@
 
 #include <QEvent>
 #include <QVBoxLayout>
-
 #include <algorithm>
 
 #include "views/plot_legend.h"
@@ -13,8 +12,8 @@ namespace shardscope::ui {
 
 namespace {
 QColor rankColor(int rank) {
-  static const QColor colors[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),
-                                  QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75),
+  static const QColor colors[] = {QColor(31, 119, 180),  QColor(255, 127, 14),  QColor(44, 160, 44),
+                                  QColor(214, 39, 40),   QColor(148, 103, 189), QColor(140, 86, 75),
                                   QColor(227, 119, 194), QColor(127, 127, 127)};
   return colors[rank % 8];
 }
@@ -43,10 +42,11 @@ void ThroughputPlot::retranslate() {
   plot_->yAxis->setLabel(tr("Tokens/s"));
   total_->setName(tr("Total (step metrics)"));
   for (std::size_t r = 0; r < ranks_.size(); ++r) ranks_[r]->setName(tr("Rank %1").arg(r));
-  setToolTip(tr("Total: the engine's tokens/s of each optimizer step (global batch \u00d7 sequence length / step "
-                "time).\nRank r: the tokens of its data-parallel replica per step (global batch \u00d7 sequence "
-                "length / dp) divided by the time between the ends of r's consecutive optimizer spans.\nEvery "
-                "pipeline stage of a replica sees all of its tokens; a slow rank falls below the others."));
+  setToolTip(
+      tr("Total: the engine's tokens/s of each optimizer step (global batch \u00d7 sequence length / step "
+         "time).\nRank r: the tokens of its data-parallel replica per step (global batch \u00d7 sequence "
+         "length / dp) divided by the time between the ends of r's consecutive optimizer spans.\nEvery "
+         "pipeline stage of a replica sees all of its tokens; a slow rank falls below the others."));
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -55,8 +55,12 @@ void ThroughputPlot::changeEvent(QEvent* event) {
   QWidget::changeEvent(event);
 }
 
-QString ThroughputPlot::title() const { return title_->text(); }
-int ThroughputPlot::totalPointCount() const { return total_->dataCount(); }
+QString ThroughputPlot::title() const {
+  return title_->text();
+}
+int ThroughputPlot::totalPointCount() const {
+  return total_->dataCount();
+}
 int ThroughputPlot::rankPointCount(int rank) const {
   return rank >= 0 && rank < static_cast<int>(ranks_.size()) ? ranks_[static_cast<std::size_t>(rank)]->dataCount() : 0;
 }
@@ -101,7 +105,8 @@ void ThroughputPlot::consume(const std::vector<Event>& events) {
       const std::int64_t since = last_optimizer_end_ns_[r] >= 0 ? last_optimizer_end_ns_[r] : first_start_ns_[r];
       last_optimizer_end_ns_[r] = e.end_ns;
       if (since < 0 || e.end_ns <= since) continue;
-      ranks_[r]->addData(static_cast<double>(e.step), tokens_per_replica_ * 1e9 / static_cast<double>(e.end_ns - since));
+      ranks_[r]->addData(static_cast<double>(e.step),
+                         tokens_per_replica_ * 1e9 / static_cast<double>(e.end_ns - since));
       dirty_ = true;
     }
   }
@@ -110,7 +115,8 @@ void ThroughputPlot::consume(const std::vector<Event>& events) {
 void ThroughputPlot::refresh() {
   if (!dirty_) return;
   dirty_ = false;
-  if (total_->dataCount() > 0 || std::any_of(ranks_.begin(), ranks_.end(), [](QCPGraph* g) { return g->dataCount() > 0; })) {
+  if (total_->dataCount() > 0 ||
+      std::any_of(ranks_.begin(), ranks_.end(), [](QCPGraph* g) { return g->dataCount() > 0; })) {
     plot_->rescaleAxes();
     plot_->xAxis->setRange(0, std::max(plot_->xAxis->range().upper, 1.0) + 0.5);
     plot_->yAxis->setRange(0, plot_->yAxis->range().upper * 1.1 + 1);

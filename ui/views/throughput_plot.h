@@ -13,7 +13,6 @@
 #pragma once
 
 #include <QWidget>
-
 #include <cstdint>
 #include <vector>
 
@@ -54,7 +53,7 @@ class ThroughputPlot : public QWidget, public EventView {
   std::vector<QCPGraph*> ranks_;
   QCPTextElement* title_;
   double tokens_per_replica_ = 0;
-  std::vector<std::int64_t> first_start_ns_;  // per rank, -1: no span yet
+  std::vector<std::int64_t> first_start_ns_;         // per rank, -1: no span yet
   std::vector<std::int64_t> last_optimizer_end_ns_;  // per rank, -1: none yet
   bool dirty_ = false;
 };
