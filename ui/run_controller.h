@@ -4,7 +4,8 @@
 // The GUI never waits for the engine: Run/Pause/Step once/Stop only set atomics
 // that the worker reads between steps, and the end of a run is noticed by the
 // timer (the worker thread is joined only once it has finished). Only the
-// destructor waits, after asking the worker to stop.
+// destructor and shutdown() (the window closing) wait, after asking the
+// worker to stop: for the step it is in.
 //
 // Playback speed (slow motion for teaching): below 1, drained events go
 // through a PlaybackPacer that hands them to the views at that fraction of
