@@ -5,13 +5,23 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QEvent>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
+#include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <exception>
 
+#include "estimate/estimate_settings.h"
+#include "estimate/gpu_profiles.h"
+#include "estimate/memory_model.h"
+#include "estimate/model_shape.h"
 #include "model/model_config.h"
 
 namespace shardscope::ui {
@@ -69,15 +79,36 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
   accum_ = makeSpin(this, "accum", 1, 1'000'000);
   checkpoint_ = new QCheckBox(this);
   checkpoint_->setObjectName(QStringLiteral("checkpoint"));
+  data_ = new QLineEdit(this);
+  data_->setObjectName(QStringLiteral("data"));
+  browse_ = new QPushButton(this);
+  browse_->setObjectName(QStringLiteral("browseData"));
+  auto* dataField = new QWidget(this);
+  auto* dataRow = new QHBoxLayout(dataField);
+  dataRow->setContentsMargins(0, 0, 0, 0);
+  dataRow->addWidget(data_, 1);
+  dataRow->addWidget(browse_);
+  precision_ = new QComboBox(this);
+  precision_->setObjectName(QStringLiteral("precision"));
+  for (Precision p : {Precision::fp32, Precision::fp16, Precision::bf16}) {
+    const QString name = QString::fromLatin1(precision_name(p).data(), static_cast<qsizetype>(precision_name(p).size()));
+    precision_->addItem(name, name);
+  }
+  gpu_ = new QComboBox(this);
+  gpu_->setObjectName(QStringLiteral("gpu"));
+  gpu_->addItem(QString(), QString());  // "none"
+  for (const GpuProfile& profile : gpu_profiles())
+    gpu_->addItem(QString::fromStdString(profile.name), QString::fromStdString(profile.name));
 
   auto* form = new QFormLayout;
-  const auto row = [&](const char* source, QWidget* field) {
+  const auto row = [&](const char* source, QWidget* field, QWidget* buddy = nullptr) {
     auto* label = new QLabel(this);
-    label->setBuddy(field);
+    label->setBuddy(buddy != nullptr ? buddy : field);
     labels_.emplace_back(label, source);
     form->addRow(label, field);
   };
   row(QT_TR_NOOP("Model"), model_);
+  row(QT_TR_NOOP("Training text"), dataField, data_);
   row(QT_TR_NOOP("Steps"), steps_);
   row(QT_TR_NOOP("Global batch"), batch_);
   row(QT_TR_NOOP("Sequence length"), seq_);
@@ -90,11 +121,16 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
   row(QT_TR_NOOP("Micro-batches"), micro_batches_);
   row(QT_TR_NOOP("Accumulation steps"), accum_);
   row(QT_TR_NOOP("Activation checkpointing"), checkpoint_);
+  row(QT_TR_NOOP("Precision"), precision_);
+  row(QT_TR_NOOP("GPU profile (fit check)"), gpu_);
   retranslate();
 
   summary_ = new QLabel(this);
   summary_->setObjectName(QStringLiteral("summary"));
   summary_->setWordWrap(true);
+  fit_label_ = new QLabel(this);
+  fit_label_->setObjectName(QStringLiteral("fit"));
+  fit_label_->setWordWrap(true);
   problem_label_ = new QLabel(this);
   problem_label_->setObjectName(QStringLiteral("problem"));
   problem_label_->setWordWrap(true);
@@ -104,6 +140,7 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(form);
   layout->addWidget(summary_);
+  layout->addWidget(fit_label_);
   layout->addWidget(problem_label_);
   layout->addStretch(1);
 
@@ -113,6 +150,10 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
   connect(model_, &QComboBox::currentIndexChanged, this, onEdit);
   connect(dp_mode_, &QComboBox::currentIndexChanged, this, onEdit);
   connect(schedule_, &QComboBox::currentIndexChanged, this, onEdit);
+  connect(precision_, &QComboBox::currentIndexChanged, this, onEdit);
+  connect(gpu_, &QComboBox::currentIndexChanged, this, onEdit);
+  connect(data_, &QLineEdit::textChanged, this, onEdit);
+  connect(browse_, &QPushButton::clicked, this, &ConfigPanel::browseData);
   for (QSpinBox* spin : {steps_, batch_, seq_, dp_, pp_, zero_, micro_batches_, accum_})
     connect(spin, &QSpinBox::valueChanged, this, onEdit);
   connect(lr_, &QDoubleSpinBox::valueChanged, this, onEdit);
@@ -124,6 +165,13 @@ void ConfigPanel::retranslate() {
   dp_mode_->setItemText(0, tr("DDP (ring all-reduce)"));
   dp_mode_->setItemText(1, tr("DataParallel (naive, rank 0 master)"));
   checkpoint_->setText(tr("Recompute each layer in backward"));
+  data_->setPlaceholderText(tr("Empty: the shipped corpus (English + Chinese)"));
+  data_->setToolTip(tr("A UTF-8 text file to train on; empty uses the corpus shipped with ShardScope."));
+  browse_->setText(tr("Browse..."));
+  precision_->setToolTip(tr("fp16 and bf16 keep fp32 master weights and optimizer states; fp16 scales the loss."));
+  gpu_->setItemText(0, tr("none"));
+  gpu_->setToolTip(tr("Checks the estimator's per-rank prediction against this GPU's memory. The run itself "
+                      "trains on the CPU, so this never blocks Run."));
 }
 
 void ConfigPanel::changeEvent(QEvent* event) {
@@ -157,6 +205,8 @@ RunConfig ConfigPanel::config() const {
   c.micro_batches = micro_batches_->value();
   c.accum = accum_->value();
   c.checkpoint = checkpoint_->isChecked();
+  c.data = data_->text().trimmed().toStdString();
+  c.precision = parse_precision(precision_->currentData().toString().toStdString());
   return c;
 }
 
@@ -178,6 +228,10 @@ void ConfigPanel::setConfig(const RunConfig& c) {
   micro_batches_->setValue(c.micro_batches);
   accum_->setValue(c.accum);
   checkpoint_->setChecked(c.checkpoint);
+  data_->setText(QString::fromStdString(c.data));
+  const std::string_view precision = precision_name(c.precision);
+  precision_->setCurrentIndex(std::max(
+      0, precision_->findData(QString::fromLatin1(precision.data(), static_cast<qsizetype>(precision.size())))));
   updating_ = false;
   revalidate();
 }
@@ -187,6 +241,12 @@ void ConfigPanel::revalidate() {
   try {
     validate_run_config(c);
     problem_.clear();
+    if (!c.data.empty()) {
+      // The engine would fail on the worker; say it here, naming the file.
+      const QFileInfo file(QString::fromStdString(c.data));
+      if (!file.exists()) problem_ = tr("the data file %1 does not exist").arg(file.filePath());
+      else if (!file.isFile() || !file.isReadable()) problem_ = tr("the data file %1 cannot be read").arg(file.filePath());
+    }
   } catch (const std::exception& e) {
     problem_ = QString::fromStdString(e.what());
   }
@@ -203,7 +263,56 @@ void ConfigPanel::revalidate() {
     problem_label_->setText(tr("Cannot run: %1").arg(problem_));
     problem_label_->show();
   }
+  updateFit(c);
   Q_EMIT changed();
+}
+
+QString ConfigPanel::gpuProfile() const { return gpu_->currentData().toString(); }
+
+void ConfigPanel::setGpuProfile(const QString& name) {
+  gpu_->setCurrentIndex(std::max(0, gpu_->findData(name)));
+}
+
+QString ConfigPanel::fitText() const { return fit_label_->isHidden() ? QString() : fit_label_->text(); }
+
+void ConfigPanel::updateFit(const RunConfig& c) {
+  predicted_bytes_ = -1;
+  try {
+    const ModelShape shape = model_shape_from_config(find_model_preset(c.model), c.model);
+    predicted_bytes_ = estimate_memory(shape, settings_for_run(c)).fullest_total();
+  } catch (const std::exception&) {
+    // settings the estimator cannot model (the problem line already says why)
+  }
+  const QString name = gpuProfile();
+  if (name.isEmpty() || predicted_bytes_ < 0) {
+    fit_label_->clear();
+    fit_label_->hide();
+    return;
+  }
+  const GpuProfile& profile = find_gpu_profile(name.toStdString());
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const double predicted = static_cast<double>(predicted_bytes_) / kGiB;
+  const double capacity = static_cast<double>(profile.memory_bytes) / kGiB;
+  if (predicted_bytes_ > profile.memory_bytes) {
+    fit_label_->setText(tr("Does not fit: %1 GiB predicted per rank > %2 GiB (%3)")
+                            .arg(predicted, 0, 'f', 2)
+                            .arg(capacity, 0, 'f', 1)
+                            .arg(name));
+    fit_label_->setStyleSheet(QStringLiteral("color: #b00020;"));
+  } else {
+    fit_label_->setText(tr("Fits: %1 GiB predicted per rank ≤ %2 GiB (%3)")
+                            .arg(predicted, 0, 'f', 2)
+                            .arg(capacity, 0, 'f', 1)
+                            .arg(name));
+    fit_label_->setStyleSheet(QStringLiteral("color: #1b7f3b;"));
+  }
+  fit_label_->show();
+}
+
+void ConfigPanel::browseData() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Training text"), data_->text(),
+                                                    tr("Text files (*.txt);;All files (*)"));
+  if (!path.isEmpty()) data_->setText(path);
 }
 
 }  // namespace shardscope::ui

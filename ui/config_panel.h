@@ -16,6 +16,8 @@ class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
+class QLineEdit;
+class QPushButton;
 class QSpinBox;
 
 namespace shardscope::ui {
@@ -36,6 +38,15 @@ class ConfigPanel : public QWidget {
   QString problem() const { return problem_; }
   // The label shown beside a setting's widget (by the widget's object name), for tests.
   QString labelText(const QString& objectName) const;
+  // The GPU profile the prediction is checked against (empty: none) and the
+  // verdict shown under the settings: "Fits: ..." / "Does not fit: X GiB
+  // predicted per rank > Y GiB (profile)". Informational: the run itself is
+  // on the CPU, so it never blocks Run.
+  QString gpuProfile() const;
+  void setGpuProfile(const QString& name);
+  QString fitText() const;
+  // The estimator's prediction for the fullest rank of the current settings (-1: cannot model them).
+  std::int64_t predictedBytesPerRank() const { return predicted_bytes_; }
 
  protected:
   void changeEvent(QEvent* event) override;
@@ -45,6 +56,8 @@ class ConfigPanel : public QWidget {
 
  private:
   void revalidate();
+  void updateFit(const RunConfig& c);
+  void browseData();
   void retranslate();  // every label, item and hint in the current language
 
   QComboBox* model_;
@@ -60,6 +73,12 @@ class ConfigPanel : public QWidget {
   QSpinBox* micro_batches_;
   QSpinBox* accum_;
   QCheckBox* checkpoint_;
+  QLineEdit* data_;
+  QPushButton* browse_;
+  QComboBox* precision_;
+  QComboBox* gpu_;
+  QLabel* fit_label_ = nullptr;
+  std::int64_t predicted_bytes_ = -1;
   QLabel* summary_ = nullptr;
   QLabel* problem_label_;
   QString problem_;

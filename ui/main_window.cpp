@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
+// MainWindow, part 1: the layout, the run controls and their state, the
+// language switch. Event dispatch is in main_window_events.cpp, the File menu
+// and the replay bar in main_window_recording.cpp.
 #include "main_window.h"
 
 #include <QAction>
+#include <QCloseEvent>
 #include <QComboBox>
-#include <QFileDialog>
-#include <QMenu>
-#include <QMenuBar>
-#include <QSlider>
 #include <QEvent>
+#include <QTimer>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPlainTextEdit>
@@ -18,16 +19,19 @@
 #include <QTabWidget>
 #include <QVBoxLayout>
 
+#include <spdlog/logger.h>
+
 #include <algorithm>
-#include <limits>
 
 #include "config_panel.h"
 #include "i18n.h"
+#include "log_sink.h"
 #include "recording_controller.h"
 #include "views/loss_plot.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
 #include "views/event_view.h"
+#include "views/live_plots.h"
 #include "views/memory_bars.h"
 #include "views/pipeline_timeline.h"
 #include "views/ring_allreduce_view.h"
@@ -42,7 +46,14 @@ MainWindow::MainWindow(QWidget* parent)
       loss_(new LossPlot),
       memory_(new MemoryBars),
       tabs_(new QTabWidget),
+      live_plots_(new LivePlots),
       log_(new QPlainTextEdit),
+      log_sink_(std::make_shared<QueuedLogSink>()),
+      logger_(std::make_shared<spdlog::logger>("shardscope", log_sink_)),
+      log_timer_(new QTimer(this)),
+      speed_(new QComboBox),
+      speed_label_(new QLabel),
+      speed_note_(new QLabel),
       status_(new QLabel),
       language_(new QComboBox),
       language_label_(new QLabel(QStringLiteral("Language / 语言"))),
@@ -64,6 +75,15 @@ MainWindow::MainWindow(QWidget* parent)
   log_->setObjectName(QStringLiteral("log"));
   log_->setReadOnly(true);
   log_->setMaximumBlockCount(2000);
+  logger_->set_level(spdlog::level::debug);
+  log_timer_->setInterval(50);  // the log is read, not animated: 20 Hz is plenty
+  connect(log_timer_, &QTimer::timeout, this, [this] { drainLog(); });
+  log_timer_->start();
+  speed_->setObjectName(QStringLiteral("playbackSpeed"));
+  for (double speed : {1.0, 0.5, 0.25, 0.1}) speed_->addItem(QString(), speed);
+  speed_label_->setBuddy(speed_);
+  speed_note_->setObjectName(QStringLiteral("speedNote"));
+  speed_note_->setWordWrap(true);
 
   auto* buttons = new QHBoxLayout;
   for (QPushButton* b : {run_, pause_, step_, stop_}) buttons->addWidget(b);
@@ -76,6 +96,11 @@ MainWindow::MainWindow(QWidget* parent)
   leftLayout->addLayout(languageRow);
   leftLayout->addWidget(panel_, 1);
   leftLayout->addLayout(buttons);
+  auto* speedRow = new QHBoxLayout;
+  speedRow->addWidget(speed_label_);
+  speedRow->addWidget(speed_, 1);
+  leftLayout->addLayout(speedRow);
+  leftLayout->addWidget(speed_note_);
   leftLayout->addWidget(status_);
   auto* scroll = new QScrollArea;
   scroll->setWidget(left);
@@ -117,6 +142,11 @@ MainWindow::MainWindow(QWidget* parent)
     else controller_->pause();
   });
   connect(step_, &QPushButton::clicked, this, &MainWindow::stepOnce);
+  connect(speed_, &QComboBox::currentIndexChanged, this, [this](int index) {
+    controller_->setPlaybackSpeed(speed_->itemData(index).toDouble());
+    speed_note_->setText(speedExplanation());
+    logger_->info("{}", speedExplanation().toStdString());
+  });
   connect(stop_, &QPushButton::clicked, controller_, &RunController::stop);
   connect(controller_, &RunController::eventsDrained, this, &MainWindow::onEvents);
   connect(controller_, &RunController::stateChanged, this, &MainWindow::updateControls);
@@ -128,6 +158,7 @@ MainWindow::MainWindow(QWidget* parent)
   addView(ring, ring, QT_TR_NOOP("Ring all-reduce"));
   auto* zero = new ZeroView;
   addView(zero, zero, QT_TR_NOOP("ZeRO"));
+  addView(live_plots_, live_plots_, QT_TR_NOOP("Live plots"));
   prepareViews(panel_->config());
   retranslate();
   setStatus([this] { return tr("Ready: press Run to train on simulated ranks (threads on the CPU)."); });
@@ -140,6 +171,14 @@ void MainWindow::retranslate() {
   step_->setText(tr("Step once"));
   stop_->setText(tr("Stop"));
   log_->setPlaceholderText(tr("Engine log and errors appear here."));
+  speed_label_->setText(tr("Playback speed"));
+  speed_->setItemText(0, tr("1× (real time)"));
+  speed_->setItemText(1, tr("½×"));
+  speed_->setItemText(2, tr("¼×"));
+  speed_->setItemText(3, tr("1/10×"));
+  speed_->setToolTip(tr("Slow motion for teaching: the views replay each step's events at this fraction of real "
+                        "time, and the engine waits between steps until they have. The training math is unchanged."));
+  speed_note_->setText(speedExplanation());
   retranslateRecordingUi();
   for (const auto& [widget, source] : tab_sources_) {
     const int index = tabs_->indexOf(widget);
@@ -170,8 +209,27 @@ void MainWindow::changeEvent(QEvent* event) {
 
 MainWindow::~MainWindow() = default;  // the controller (a child) stops and joins its worker
 
+void MainWindow::closeEvent(QCloseEvent* event) {
+  if (controller_->busy()) {
+    recorder_->abandonRun();  // nothing partial over an existing recording
+    controller_->shutdown();  // waits for the current step only
+    logger_->info("{}", tr("Window closed during the run: training stopped, nothing saved.").toStdString());
+  }
+  QMainWindow::closeEvent(event);
+}
+
+QString MainWindow::speedExplanation() const {
+  const double speed = speed_->currentData().toDouble();
+  if (speed >= 1.0) return tr("Real time: the views show the engine's events as they arrive.");
+  return tr("Slow motion: the views replay each step at %1 speed; training waits between steps.")
+      .arg(speed_->currentText());
+}
+
 QString MainWindow::statusText() const { return status_->text(); }
-QString MainWindow::logText() const { return log_->toPlainText(); }
+QString MainWindow::logText() const {
+  drainLog();
+  return log_->toPlainText();
+}
 
 void MainWindow::addView(EventView* view, QWidget* widget, const QString& title) {
   views_.push_back(view);
@@ -214,6 +272,7 @@ void MainWindow::startRun() {
   const int ranks = config.world_size();
   const QString model = QString::fromStdString(config.model);
   setStatus([this, ranks, model] { return tr("Starting %1 on %n rank(s)...", nullptr, ranks).arg(model); });
+  logger_->info("{}", statusText().toStdString());
   recorder_->beginRun(config);
   controller_->start(config);
 }
@@ -233,75 +292,6 @@ void MainWindow::stepOnce() {
   controller_->stepOnce();
 }
 
-void MainWindow::onEvents(const std::vector<Event>& events) {
-  const Event* last_metrics = nullptr;
-  for (const Event& e : events) {
-    switch (e.kind) {
-      case EventKind::step_metrics:
-        loss_->addTrainLoss(static_cast<double>(e.step), static_cast<double>(e.loss));
-        if (e.has_eval_loss) loss_->addEvalLoss(static_cast<double>(e.step), static_cast<double>(e.eval_loss));
-        last_metrics = &e;
-        break;
-      case EventKind::memory_sample:
-        memory_->setSample(e.rank, e.memory);
-        break;
-      case EventKind::log:
-        appendLog(QString::fromUtf8(e.text_view().data(), static_cast<qsizetype>(e.text_view().size())), false);
-        break;
-      case EventKind::error: {
-        const QString text = QString::fromUtf8(e.text_view().data(), static_cast<qsizetype>(e.text_view().size()));
-        appendLog(text, true);
-        setStatus([this, text] { return tr("Error: %1").arg(text); });
-        had_error_ = true;
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  if (last_metrics != nullptr && !had_error_) {
-    const std::int64_t step = last_metrics->step, total = total_steps_;
-    const double loss = static_cast<double>(last_metrics->loss);
-    const double tokens_per_s = static_cast<double>(last_metrics->tokens_per_s);
-    setStatus([this, step, total, loss, tokens_per_s] {
-      return tr("Step %1 of %2: loss %3, %4 tokens/s")
-          .arg(step)
-          .arg(total)
-          .arg(loss, 0, 'f', 4)
-          .arg(tokens_per_s, 0, 'f', 0);
-    });
-  }
-  for (EventView* view : views_) {
-    view->consume(events);
-    view->refresh();
-  }
-  loss_->replot();
-  memory_->replot();
-}
-
-void MainWindow::onFinished(bool ok, const QString& message) {
-  const int steps = loss_->trainPointCount();
-  if (!ok) {
-    setStatus([this, message] { return tr("Run failed: %1").arg(message); });
-  } else if (!message.isEmpty()) {
-    setStatus([this, steps] { return tr("Stopped after %n step(s).", nullptr, steps); });
-  } else {
-    setStatus([this, steps] { return tr("Finished: %n step(s).", nullptr, steps); });
-  }
-  recorder_->endRun();  // its message (saved, or why not) goes to the log
-  updateControls();
-}
-
-void MainWindow::setStatus(std::function<QString()> text) {
-  status_text_ = std::move(text);
-  status_->setText(status_text_());
-}
-
-void MainWindow::appendLog(const QString& line, bool error) {
-  if (error) log_->appendHtml(QStringLiteral("<span style=\"color:#b00020\">%1</span>").arg(line.toHtmlEscaped()));
-  else log_->appendPlainText(line);
-}
-
 void MainWindow::updateControls() {
   const auto state = controller_->state();
   const bool busy = controller_->busy();
@@ -319,133 +309,5 @@ void MainWindow::updateControls() {
     export_action_->setEnabled(!busy && (recorder_->hasRecording() || !recorder_->lastRecordingPath().isEmpty()));
   }
 }
-
-// --- recordings -------------------------------------------------------------
-
-void MainWindow::buildRecordingUi() {
-  file_menu_ = menuBar()->addMenu(QString());
-  open_action_ = file_menu_->addAction(QString());
-  open_action_->setObjectName(QStringLiteral("openRecording"));
-  open_action_->setShortcut(QKeySequence::Open);
-  record_action_ = file_menu_->addAction(QString());
-  record_action_->setObjectName(QStringLiteral("recordNextRun"));
-  export_action_ = file_menu_->addAction(QString());
-  export_action_->setObjectName(QStringLiteral("exportChromeTrace"));
-
-  replay_bar_ = new QWidget;
-  replay_bar_->setObjectName(QStringLiteral("replayBar"));
-  auto* row = new QHBoxLayout(replay_bar_);
-  row->setContentsMargins(4, 2, 4, 2);
-  replay_label_ = new QLabel;
-  replay_slider_ = new QSlider(Qt::Horizontal);
-  replay_slider_->setObjectName(QStringLiteral("replaySlider"));
-  replay_slider_->setRange(0, 0);
-  replay_time_ = new QLabel;
-  replay_time_->setObjectName(QStringLiteral("replayTime"));
-  replay_label_->setBuddy(replay_slider_);
-  row->addWidget(replay_label_);
-  row->addWidget(replay_slider_, 1);
-  row->addWidget(replay_time_);
-  replay_bar_->hide();
-
-  connect(recorder_, &RecordingController::status, this, [this](std::function<QString()> text, bool error) {
-    appendLog(text(), error);
-    if (error) setStatus(std::move(text));
-    updateControls();
-  });
-  connect(controller_, &RunController::eventsDrained, recorder_, &RecordingController::record);
-  connect(replay_slider_, &QSlider::valueChanged, this, [this](int value) { replayTo(replayTimeNs(value)); });
-  connect(open_action_, &QAction::triggered, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open recording"), QString(),
-                                                      tr("ShardScope recordings (*.ssrun);;All files (*)"));
-    if (!path.isEmpty()) openRecording(path);
-  });
-  connect(record_action_, &QAction::triggered, this, [this] {
-    QString path = QFileDialog::getSaveFileName(this, tr("Record next run"), recorder_->recordPath(),
-                                                tr("ShardScope recordings (*.ssrun)"));
-    if (path.isEmpty()) return;
-    if (!path.endsWith(QStringLiteral(".ssrun"))) path += QStringLiteral(".ssrun");
-    recorder_->setRecordPath(path);
-    setStatus([this, path] { return tr("The next run will be recorded to %1.").arg(path); });
-  });
-  connect(export_action_, &QAction::triggered, this, [this] {
-    QString path = QFileDialog::getSaveFileName(this, tr("Export Chrome trace"), QString(),
-                                                tr("Chrome traces (*.json)"));
-    if (path.isEmpty()) return;
-    if (!path.endsWith(QStringLiteral(".json"))) path += QStringLiteral(".json");
-    exportChromeTrace(path);
-  });
-}
-
-void MainWindow::retranslateRecordingUi() {
-  file_menu_->setTitle(tr("&File"));
-  open_action_->setText(tr("&Open recording..."));
-  record_action_->setText(tr("&Record next run..."));
-  export_action_->setText(tr("&Export Chrome trace..."));
-  replay_label_->setText(tr("Replay time"));
-  replay_slider_->setToolTip(tr("Drag to replay the recording up to this time"));
-  if (recorder_->hasRecording()) {
-    const double shown = static_cast<double>(replayTimeNs(replay_slider_->value())) / 1e9;
-    const double total = static_cast<double>(recorder_->lastTimeNs()) / 1e9;
-    replay_time_->setText(tr("%1 s of %2 s").arg(shown, 0, 'f', 3).arg(total, 0, 'f', 3));
-  }
-}
-
-std::int64_t MainWindow::replayTimeNs(int sliderValue) const {
-  if (sliderValue >= replay_slider_->maximum()) return recorder_->lastTimeNs();  // the end: every event
-  return static_cast<std::int64_t>(sliderValue) * replay_ns_per_tick_;
-}
-
-bool MainWindow::openRecording(const QString& path) {
-  if (controller_->busy()) return false;
-  if (!recorder_->open(path)) return false;  // the status and log say why; the views are untouched
-  const std::int64_t last = recorder_->lastTimeNs();
-  // Slider ticks of whole microseconds, coarser if the run is longer than an int of them.
-  replay_ns_per_tick_ = std::max<std::int64_t>(1000, last / std::numeric_limits<int>::max() + 1);
-  replayed_ = 0;
-  {
-    const QSignalBlocker block(replay_slider_);
-    replay_slider_->setRange(0, static_cast<int>(last / replay_ns_per_tick_) + 1);
-    replay_slider_->setValue(replay_slider_->maximum());
-  }
-  replay_bar_->show();
-  // Start from a clean slate (forces a reset even if nothing was replayed yet).
-  prepareViews(recorder_->config());
-  log_->clear();
-  had_error_ = false;
-  replayTo(last);
-  const auto events = static_cast<qulonglong>(recorder_->events().size());
-  setStatus([this, path, events] { return tr("Opened recording %1: %2 events.").arg(path).arg(events); });
-  updateControls();
-  return true;
-}
-
-void MainWindow::replayTo(std::int64_t t_ns) {
-  if (!recorder_->hasRecording()) return;
-  const std::size_t upto = recorder_->eventsUpTo(t_ns);
-  const auto& all = recorder_->events();
-  if (upto < replayed_) {  // back in time: start over
-    prepareViews(recorder_->config());
-    log_->clear();
-    had_error_ = false;
-    replayed_ = 0;
-  }
-  // The same path live events take; a prefix of the recorded order is what
-  // the live views had seen by then.
-  const std::vector<Event> batch(all.begin() + static_cast<std::ptrdiff_t>(replayed_),
-                                 all.begin() + static_cast<std::ptrdiff_t>(upto));
-  replayed_ = upto;
-  onEvents(batch);
-  retranslateRecordingUi();  // the time label
-}
-
-void MainWindow::leaveReplay() {
-  if (!recorder_->hasRecording()) return;
-  recorder_->closeRecording();
-  replayed_ = 0;
-  replay_bar_->hide();
-}
-
-bool MainWindow::exportChromeTrace(const QString& path) { return recorder_->exportChromeTrace(path); }
 
 }  // namespace shardscope::ui

@@ -7,6 +7,7 @@
 #include <QMainWindow>
 
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,11 @@ class QLabel;
 class QPlainTextEdit;
 class QPushButton;
 class QTabWidget;
+class QTimer;
+
+namespace spdlog {
+class logger;
+}
 
 namespace shardscope::ui {
 
@@ -29,6 +35,8 @@ class LossPlot;
 class MemoryBars;
 class EventView;
 class RecordingController;
+class LivePlots;
+class QueuedLogSink;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -46,7 +54,14 @@ class MainWindow : public QMainWindow {
   QPushButton* stepButton() const { return step_; }
   QPushButton* stopButton() const { return stop_; }
   QString statusText() const;
-  QString logText() const;
+  QString logText() const;  // takes the log lines still queued first
+  LivePlots* livePlots() const { return live_plots_; }
+  // The window's spdlog logger: engine log/error/overflow events and the UI's
+  // own messages go through it into the log panel (see log_sink.h).
+  spdlog::logger& logger() const { return *logger_; }
+  // Playback speed (slow motion): 1, 0.5, 0.25 or 0.1 of real time.
+  QComboBox* speedBox() const { return speed_; }
+  QString speedExplanation() const;
   // Adds a view as a tab beside the loss plot; it receives every event batch.
   // A QString title stays as given; a source text (mark it QT_TR_NOOP) is
   // translated now and again whenever the language changes.
@@ -75,6 +90,9 @@ class MainWindow : public QMainWindow {
 
  protected:
   void changeEvent(QEvent* event) override;
+  // Closing during a run stops the engine (the worker is joined) and drops
+  // the half-written recording: an existing file at its path stays intact.
+  void closeEvent(QCloseEvent* event) override;
 
  private:
   void retranslate();
@@ -84,7 +102,10 @@ class MainWindow : public QMainWindow {
   void updateControls();
   void prepareViews(const RunConfig& config);
   static std::vector<MemoryBytes> predictMemory(const RunConfig& config);
-  void appendLog(const QString& line, bool error);
+  void appendLog(const QString& line, bool error);  // through the logger
+  void drainLog() const;                             // queued lines into the panel
+  void clearLog();
+  void logEvent(const shardscope::Event& e);
   void buildRecordingUi();
   void retranslateRecordingUi();
   void replayTo(std::int64_t t_ns);
@@ -98,7 +119,14 @@ class MainWindow : public QMainWindow {
   MemoryBars* memory_;
   QTabWidget* tabs_;
   std::vector<EventView*> views_;
+  LivePlots* live_plots_;
   QPlainTextEdit* log_;
+  std::shared_ptr<QueuedLogSink> log_sink_;
+  std::shared_ptr<spdlog::logger> logger_;
+  QTimer* log_timer_;
+  QComboBox* speed_;
+  QLabel* speed_label_;
+  QLabel* speed_note_;
   QLabel* status_;
   std::function<QString()> status_text_;
   QComboBox* language_;

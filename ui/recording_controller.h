@@ -44,6 +44,11 @@ class RecordingController : public QObject {
   void beginRun(const RunConfig& config);
   void record(const std::vector<Event>& events);
   void endRun();
+  // The run ends unfinished (the window closes): the partial file is removed
+  // and an existing file at the record path is left as it was.
+  void abandonRun() {
+    if (writer_) abandonWriter();
+  }
   // The file of the last run recorded to the end (empty: none yet).
   QString lastRecordingPath() const { return last_recording_; }
 

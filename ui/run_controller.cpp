@@ -43,6 +43,10 @@ void RunController::launch(const RunConfig& config, bool paused) {
   paused_ = paused;
   step_budget_ = 0;
   finished_ = false;
+  steps_done_ = 0;
+  steps_replayed_ = 0;
+  pacer_ = PlaybackPacer{};
+  pacer_.setSpeed(speed_.load());
   {
     std::lock_guard lock(result_mutex_);
     final_memory_.clear();
@@ -77,6 +81,22 @@ void RunController::stop() {
   setState(State::stopping);
 }
 
+void RunController::shutdown() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  timer_.stop();
+  batch_.clear();
+  queue_->drain(batch_, kMaxEventsPerPoll);  // discarded: nobody is watching any more
+  batch_.clear();
+  pacer_ = PlaybackPacer{};
+  setState(State::idle);
+}
+
+void RunController::setPlaybackSpeed(double speed) {
+  speed_ = speed;
+  pacer_.setSpeed(speed);
+}
+
 void RunController::worker(RunConfig config) {
   auto fail = [this](const std::string& text) {
     Event error;
@@ -100,6 +120,11 @@ void RunController::worker(RunConfig config) {
         }
       }
       trainer.step();
+      const std::int64_t done = trainer.steps_done();
+      steps_done_ = done;
+      // Slow motion: wait until the views have replayed this step (poll() says so).
+      while (!stop_ && speed_.load() < 1.0 && steps_replayed_.load() < done)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     std::vector<MemoryBytes> memory;
     for (int r = 0; r < trainer.world_size(); ++r) memory.push_back(trainer.ledger(r).current());
@@ -118,10 +143,25 @@ void RunController::worker(RunConfig config) {
 void RunController::poll() {
   // Read finished_ before draining: if it was set, every event is in the queue.
   const bool finished = finished_.load();
+  // Every event of the steps done by now is in the queue (emitted before the step returned).
+  const std::int64_t done = steps_done_.load();
   batch_.clear();
-  queue_->drain(batch_, kMaxEventsPerPoll);
+  const bool drained_all = queue_->drain(batch_, kMaxEventsPerPoll) < kMaxEventsPerPoll;
+  if (!pacer_.realTime() || !pacer_.empty()) {
+    const std::int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now().time_since_epoch())
+                                    .count();
+    pacer_.push(batch_, now_ns);
+    batch_.clear();
+    if (stop_) pacer_.flush(batch_);  // Stop is prompt: no slow motion left to watch
+    else pacer_.release(now_ns, batch_);
+  }
   if (!batch_.empty()) Q_EMIT eventsDrained(batch_);
-  if (!finished || !batch_.empty()) return;
+  if (drained_all && pacer_.empty() && steps_replayed_.load() < done) {
+    pacer_.endStep();
+    steps_replayed_ = done;  // the worker may start the next step
+  }
+  if (!finished || !batch_.empty() || !pacer_.empty()) return;
   batch_.clear();
   if (queue_->drain(batch_, kMaxEventsPerPoll) > 0) {
     Q_EMIT eventsDrained(batch_);

@@ -4,7 +4,13 @@
 // The GUI never waits for the engine: Run/Pause/Step once/Stop only set atomics
 // that the worker reads between steps, and the end of a run is noticed by the
 // timer (the worker thread is joined only once it has finished). Only the
-// destructor waits, after asking the worker to stop.
+// destructor and shutdown() (the window closing) wait, after asking the
+// worker to stop: for the step it is in.
+//
+// Playback speed (slow motion for teaching): below 1, drained events go
+// through a PlaybackPacer that hands them to the views at that fraction of
+// real time, and the worker waits after each step until the views have
+// replayed it. Training itself runs at full speed; it only pauses between steps.
 #pragma once
 
 #include <QObject>
@@ -20,6 +26,7 @@
 #include "core/memory_ledger.h"
 #include "events/event.h"
 #include "events/event_queue.h"
+#include "playback_pacer.h"
 #include "train/run_config.h"
 
 namespace shardscope::ui {
@@ -41,6 +48,10 @@ class RunController : public QObject {
   // Events the queue dropped in the current/last run (fine-grained spans only).
   std::uint64_t droppedEvents() const;
   int pollIntervalMs() const { return timer_.interval(); }
+  double playbackSpeed() const { return speed_.load(); }
+  // Steps the trainer finished / the views have been handed completely.
+  std::int64_t stepsDone() const { return steps_done_.load(); }
+  std::int64_t stepsReplayed() const { return steps_replayed_.load(); }
 
  public Q_SLOTS:
   // Starts a run of `config` (validated on the worker: a ConfigError arrives as
@@ -51,6 +62,11 @@ class RunController : public QObject {
   void resume();
   void stepOnce();  // while paused: run exactly one more optimizer step
   void stop();      // asks the worker to stop after the current step; never waits
+  // The window is closing: stop, wait for the worker to finish its current
+  // step and drop the undrained events (no runFinished). The one call that waits.
+  void shutdown();
+  // 1: real time; 0.5, 0.25, 0.1: slow motion (see above). Takes effect at once.
+  void setPlaybackSpeed(double speed);
 
   // Drains the queue (the timer calls this; tests may too).
   void poll();
@@ -75,6 +91,10 @@ class RunController : public QObject {
   std::atomic<bool> paused_{false};
   std::atomic<int> step_budget_{0};  // steps allowed while paused
   std::atomic<bool> finished_{false};
+  std::atomic<double> speed_{1.0};
+  std::atomic<std::int64_t> steps_done_{0};      // set by the worker after each step
+  std::atomic<std::int64_t> steps_replayed_{0};  // set by poll() once a step's events are all handed on
+  PlaybackPacer pacer_;                          // GUI thread only
 
   mutable std::mutex result_mutex_;
   std::vector<MemoryBytes> final_memory_;  // guarded by result_mutex_

@@ -85,6 +85,62 @@
         <source>Cannot run: %1</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Training text</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Precision</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPU profile (fit check)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Empty: the shipped corpus (English + Chinese)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>A UTF-8 text file to train on; empty uses the corpus shipped with ShardScope.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Browse...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>fp16 and bf16 keep fp32 master weights and optimizer states; fp16 scales the loss.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Checks the estimator&apos;s per-rank prediction against this GPU&apos;s memory. The run itself trains on the CPU, so this never blocks Run.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>the data file %1 does not exist</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>the data file %1 cannot be read</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Does not fit: %1 GiB predicted per rank &gt; %2 GiB (%3)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Fits: %1 GiB predicted per rank ≤ %2 GiB (%3)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Text files (*.txt);;All files (*)</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::LossPlot</name>
@@ -106,6 +162,29 @@
     </message>
     <message>
         <source>Eval loss</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::LossScalePlot</name>
+    <message>
+        <source>Loss scale (fp16)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Loss scale (log)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Loss scale</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Overflow: step skipped</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -260,6 +339,50 @@
         <source>Opened recording %1: %2 events.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Live plots</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Playback speed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>1× (real time)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>½×</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>¼×</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>1/10×</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Slow motion for teaching: the views replay each step&apos;s events at this fraction of real time, and the engine waits between steps until they have. The training math is unchanged.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Window closed during the run: training stopped, nothing saved.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Real time: the views show the engine&apos;s events as they arrive.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Slow motion: the views replay each step at %1 speed; training waits between steps.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>rank %1 step %2: inf/NaN in %3 at loss scale %4; the step is skipped</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -301,6 +424,25 @@
     </message>
     <message>
         <source>rank %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::MemoryTimelinePlot</name>
+    <message>
+        <source>Memory over time (ledger total per rank)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Time since the run started (s)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>MiB</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Rank %1</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -539,6 +681,35 @@ start %5 ms, duration %6 ms</source>
     </message>
     <message>
         <source>stage %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::ThroughputPlot</name>
+    <message>
+        <source>Throughput</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Tokens/s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Total (step metrics)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Rank %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Total: the engine&apos;s tokens/s of each optimizer step (global batch × sequence length / step time).
+Rank r: the tokens of its data-parallel replica per step (global batch × sequence length / dp) divided by the time between the ends of r&apos;s consecutive optimizer spans.
+Every pipeline stage of a replica sees all of its tokens; a slow rank falls below the others.</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -83,6 +83,62 @@
         <source>Cannot run: %1</source>
         <translation>无法运行：%1</translation>
     </message>
+    <message>
+        <source>Training text</source>
+        <translation>训练文本</translation>
+    </message>
+    <message>
+        <source>Precision</source>
+        <translation>精度</translation>
+    </message>
+    <message>
+        <source>GPU profile (fit check)</source>
+        <translation>GPU 型号（容量检查）</translation>
+    </message>
+    <message>
+        <source>Empty: the shipped corpus (English + Chinese)</source>
+        <translation>留空：使用内置语料（英文 + 中文）</translation>
+    </message>
+    <message>
+        <source>A UTF-8 text file to train on; empty uses the corpus shipped with ShardScope.</source>
+        <translation>用于训练的 UTF-8 文本文件；留空则使用 ShardScope 自带的语料。</translation>
+    </message>
+    <message>
+        <source>Browse...</source>
+        <translation>浏览……</translation>
+    </message>
+    <message>
+        <source>fp16 and bf16 keep fp32 master weights and optimizer states; fp16 scales the loss.</source>
+        <translation>fp16 和 bf16 保留 fp32 主权重和优化器状态；fp16 会对损失做缩放。</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>Checks the estimator&apos;s per-rank prediction against this GPU&apos;s memory. The run itself trains on the CPU, so this never blocks Run.</source>
+        <translation>用估算器对每个 rank 的内存预测与该 GPU 的显存对比。实际训练在 CPU 上进行，因此不会阻止运行。</translation>
+    </message>
+    <message>
+        <source>the data file %1 does not exist</source>
+        <translation>数据文件 %1 不存在</translation>
+    </message>
+    <message>
+        <source>the data file %1 cannot be read</source>
+        <translation>无法读取数据文件 %1</translation>
+    </message>
+    <message>
+        <source>Does not fit: %1 GiB predicted per rank &gt; %2 GiB (%3)</source>
+        <translation>放不下：每个 rank 预测需要 %1 GiB &gt; %2 GiB（%3）</translation>
+    </message>
+    <message>
+        <source>Fits: %1 GiB predicted per rank ≤ %2 GiB (%3)</source>
+        <translation>放得下：每个 rank 预测需要 %1 GiB ≤ %2 GiB（%3）</translation>
+    </message>
+    <message>
+        <source>Text files (*.txt);;All files (*)</source>
+        <translation>文本文件 (*.txt);;所有文件 (*)</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::LossPlot</name>
@@ -105,6 +161,29 @@
     <message>
         <source>Eval loss</source>
         <translation>验证损失</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::LossScalePlot</name>
+    <message>
+        <source>Loss scale (fp16)</source>
+        <translation>损失缩放系数（fp16）</translation>
+    </message>
+    <message>
+        <source>Step</source>
+        <translation>步</translation>
+    </message>
+    <message>
+        <source>Loss scale (log)</source>
+        <translation>损失缩放系数（对数）</translation>
+    </message>
+    <message>
+        <source>Loss scale</source>
+        <translation>损失缩放系数</translation>
+    </message>
+    <message>
+        <source>Overflow: step skipped</source>
+        <translation>溢出：跳过该步</translation>
     </message>
 </context>
 <context>
@@ -255,6 +334,50 @@
         <source>Opened recording %1: %2 events.</source>
         <translation>已打开录制文件 %1：共 %2 个事件。</translation>
     </message>
+    <message>
+        <source>Live plots</source>
+        <translation>实时曲线</translation>
+    </message>
+    <message>
+        <source>Playback speed</source>
+        <translation>播放速度</translation>
+    </message>
+    <message>
+        <source>1× (real time)</source>
+        <translation>1×（实时）</translation>
+    </message>
+    <message>
+        <source>½×</source>
+        <translation>½×</translation>
+    </message>
+    <message>
+        <source>¼×</source>
+        <translation>¼×</translation>
+    </message>
+    <message>
+        <source>1/10×</source>
+        <translation>1/10×</translation>
+    </message>
+    <message>
+        <source>Slow motion for teaching: the views replay each step&apos;s events at this fraction of real time, and the engine waits between steps until they have. The training math is unchanged.</source>
+        <translation>教学用慢动作：各视图以实时的这一比例回放每一步的事件，引擎在两步之间等待回放完成。训练的计算本身不变。</translation>
+    </message>
+    <message>
+        <source>Window closed during the run: training stopped, nothing saved.</source>
+        <translation>运行期间关闭了窗口：训练已停止，未保存任何内容。</translation>
+    </message>
+    <message>
+        <source>Real time: the views show the engine&apos;s events as they arrive.</source>
+        <translation>实时：各视图在引擎事件到达时立即显示。</translation>
+    </message>
+    <message>
+        <source>Slow motion: the views replay each step at %1 speed; training waits between steps.</source>
+        <translation>慢动作：各视图以 %1 速度回放每一步；训练在两步之间等待。</translation>
+    </message>
+    <message>
+        <source>rank %1 step %2: inf/NaN in %3 at loss scale %4; the step is skipped</source>
+        <translation>rank %1 第 %2 步：在缩放系数 %4 下 %3 出现 inf/NaN；跳过该步</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -297,6 +420,25 @@
     <message>
         <source>rank %1</source>
         <translation>rank %1</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::MemoryTimelinePlot</name>
+    <message>
+        <source>Memory over time (ledger total per rank)</source>
+        <translation>内存随时间变化（各 rank 账本总量）</translation>
+    </message>
+    <message>
+        <source>Time since the run started (s)</source>
+        <translation>自运行开始的时间（秒）</translation>
+    </message>
+    <message>
+        <source>MiB</source>
+        <translation>MiB</translation>
+    </message>
+    <message>
+        <source>Rank %1</source>
+        <translation>Rank %1</translation>
     </message>
 </context>
 <context>
@@ -536,6 +678,37 @@ start %5 ms, duration %6 ms</source>
     <message>
         <source>stage %1</source>
         <translation>阶段 %1</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::ThroughputPlot</name>
+    <message>
+        <source>Throughput</source>
+        <translation>吞吐量</translation>
+    </message>
+    <message>
+        <source>Step</source>
+        <translation>步</translation>
+    </message>
+    <message>
+        <source>Tokens/s</source>
+        <translation>token/s</translation>
+    </message>
+    <message>
+        <source>Total (step metrics)</source>
+        <translation>总计（步指标）</translation>
+    </message>
+    <message>
+        <source>Rank %1</source>
+        <translation>Rank %1</translation>
+    </message>
+    <message>
+        <source>Total: the engine&apos;s tokens/s of each optimizer step (global batch × sequence length / step time).
+Rank r: the tokens of its data-parallel replica per step (global batch × sequence length / dp) divided by the time between the ends of r&apos;s consecutive optimizer spans.
+Every pipeline stage of a replica sees all of its tokens; a slow rank falls below the others.</source>
+        <translation>总计：引擎报告的每个优化器步的 token/s（全局批大小 × 序列长度 / 步耗时）。
+Rank r：其数据并行副本每步处理的 token 数（全局批大小 × 序列长度 / dp）除以 r 相邻两次优化器区间结束之间的时间。
+同一副本的每个流水线阶段都处理该副本的全部 token；较慢的 rank 会低于其他 rank。</translation>
     </message>
 </context>
 <context>

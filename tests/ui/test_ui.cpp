@@ -12,12 +12,14 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QDoubleSpinBox>
+#include <QLineEdit>
 #include <QCheckBox>
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
 
 #include "config_panel.h"
+#include "estimate/gpu_profiles.h"
 #include "events/recording.h"
 #include "main_window.h"
 #include "train/metrics_json.h"
@@ -41,6 +43,15 @@ class TestUi : public QObject {
     return c;
   }
   static QString tempPath(const QString& name) { return QDir(QCoreApplication::applicationDirPath()).filePath(name); }
+  // A small text file to train on (a few ten thousand bytes of words).
+  static QString writeCorpus(const QString& name) {
+    const QString path = tempPath(name);
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return path;
+    const char* words[] = {"ring ", "pipeline ", "shard ", "gradient ", "memory ", "rank ", "bubble ", "zero "};
+    for (int i = 0; i < 8000; ++i) f.write(words[(i * 7 + i / 3) % 8]);
+    return path;
+  }
 
  private Q_SLOTS:
   void defaultPresetIsReady() {
@@ -77,6 +88,10 @@ class TestUi : public QObject {
     panel.findChild<QSpinBox*>(QStringLiteral("micro_batches"))->setValue(2);
     panel.findChild<QSpinBox*>(QStringLiteral("accum"))->setValue(2);
     panel.findChild<QCheckBox*>(QStringLiteral("checkpoint"))->setChecked(true);
+    auto* precision = panel.findChild<QComboBox*>(QStringLiteral("precision"));
+    precision->setCurrentIndex(precision->findData(QStringLiteral("fp16")));
+    const QString corpus = writeCorpus(QStringLiteral("test_ui_corpus.txt"));
+    panel.findChild<QLineEdit*>(QStringLiteral("data"))->setText(corpus);
     QVERIFY2(panel.problem().isEmpty(), qPrintable(panel.problem()));
 
     // The CLI with the same choices records its run config in the recording's header.
@@ -86,7 +101,7 @@ class TestUi : public QObject {
     cli.start(QStringLiteral(SHARDSCOPE_CLI),
               {"train", "--model", "gpt-tiny", "--steps", "1", "--batch", "8", "--seq", "32", "--lr", "0.002", "--dp",
                "2", "--pp", "2", "--dp-mode", "ddp", "--zero", "1", "--schedule", "gpipe", "--micro-batches", "2",
-               "--accum", "2", "--checkpoint", "full", "--record", record});
+               "--accum", "2", "--checkpoint", "full", "--precision", "fp16", "--data", corpus, "--record", record});
     QVERIFY(cli.waitForFinished(120000));
     QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
     RecordingReader reader;
@@ -97,6 +112,70 @@ class TestUi : public QObject {
     QVERIFY(panel.config().checkpoint);
     QVERIFY(panel.config().schedule == PipelineScheduleKind::gpipe);
     QCOMPARE(panel.config().zero_stage, 1);
+    QVERIFY(panel.config().precision == Precision::fp16);
+    QCOMPARE(panel.config().data, corpus.toStdString());
+    // Back to the defaults: an empty data field is the shipped corpus, fp32.
+    panel.findChild<QLineEdit*>(QStringLiteral("data"))->clear();
+    precision->setCurrentIndex(precision->findData(QStringLiteral("bf16")));
+    QVERIFY(panel.config().data.empty());
+    QVERIFY(panel.config().precision == Precision::bf16);
+  }
+
+  void unreadableDataFileDisablesRun() {
+    MainWindow window;
+    auto* data = window.configPanel()->findChild<QLineEdit*>(QStringLiteral("data"));
+    QVERIFY(data != nullptr);
+    QVERIFY(window.configPanel()->findChild<QPushButton*>(QStringLiteral("browseData")) != nullptr);
+    const QString missing = tempPath(QStringLiteral("no_such_corpus.txt"));
+    QFile::remove(missing);
+    data->setText(missing);
+    QVERIFY2(window.configPanel()->problem().contains(missing), qPrintable(window.configPanel()->problem()));
+    QVERIFY(!window.runButton()->isEnabled());
+    auto* label = window.configPanel()->findChild<QLabel*>(QStringLiteral("problem"));
+    QVERIFY(!label->isHidden());
+    QVERIFY(label->text().contains(missing));
+    // A directory is not a readable text file either.
+    data->setText(QCoreApplication::applicationDirPath());
+    QVERIFY(window.configPanel()->problem().contains(QStringLiteral("cannot be read")));
+    QVERIFY(!window.runButton()->isEnabled());
+    data->setText(writeCorpus(QStringLiteral("test_ui_corpus2.txt")));
+    QVERIFY(window.configPanel()->problem().isEmpty());
+    QVERIFY(window.runButton()->isEnabled());
+  }
+
+  void gpuProfileFitCheck() {
+    MainWindow window;
+    ConfigPanel* panel = window.configPanel();
+    auto* gpu = panel->findChild<QComboBox*>(QStringLiteral("gpu"));
+    QVERIFY(gpu != nullptr);
+    QCOMPARE(gpu->itemData(0).toString(), QString());  // "none" first
+    QCOMPARE(gpu->count(), 1 + static_cast<int>(gpu_profiles().size()));
+    QVERIFY(panel->fitText().isEmpty());
+    // GPT-2 medium, one rank, 16 x 1024 tokens, fp32: far more than 24 GiB.
+    RunConfig big = ConfigPanel::defaultConfig();
+    big.model = "gpt2-medium";
+    big.dp = 1;
+    big.pp = 1;
+    big.micro_batches = 1;
+    big.batch = 16;
+    big.seq = 1024;
+    panel->setConfig(big);
+    panel->setGpuProfile(QStringLiteral("RTX4090"));
+    QVERIFY2(panel->problem().isEmpty(), qPrintable(panel->problem()));
+    const GpuProfile& rtx = find_gpu_profile("RTX4090");
+    QVERIFY(panel->predictedBytesPerRank() > rtx.memory_bytes);
+    const QString text = panel->fitText();
+    QVERIFY2(text.startsWith(QStringLiteral("Does not fit: ")), qPrintable(text));
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    const QString predicted = QString::number(static_cast<double>(panel->predictedBytesPerRank()) / kGiB, 'f', 2);
+    QVERIFY2(text.contains(predicted + QStringLiteral(" GiB predicted per rank > 24.0 GiB")), qPrintable(text));
+    QVERIFY(window.runButton()->isEnabled());  // informational: the run is on the CPU
+    // gpt-tiny on an H100 fits; "none" hides the verdict.
+    panel->setConfig(ConfigPanel::defaultConfig());
+    panel->setGpuProfile(QStringLiteral("H100"));
+    QVERIFY2(panel->fitText().startsWith(QStringLiteral("Fits: ")), qPrintable(panel->fitText()));
+    panel->setGpuProfile(QString());
+    QVERIFY(panel->fitText().isEmpty());
   }
 
   void invalidCombinationDisablesRun() {

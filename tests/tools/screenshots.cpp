@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Writes the README's screenshots (docs/screenshots/) from real runs, offscreen
+// (no X server needed): the main window and each view tab after a short run
+// of the opening preset (the ring, ZeRO-3 and naive views on 4 data-parallel
+// ranks), in English, and the main window and live plots in
+// Chinese. Not a test; run by hand after changing the UI:
+//   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots
+#include <QApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QEventLoop>
+#include <QTabWidget>
+#include <QTimer>
+#include <cstdio>
+
+#include "config_panel.h"
+#include "i18n.h"
+#include "main_window.h"
+#include "run_controller.h"
+
+using namespace shardscope;
+using namespace shardscope::ui;
+
+namespace {
+
+void settle(int ms) {
+  QEventLoop loop;
+  QTimer::singleShot(ms, &loop, &QEventLoop::quit);
+  loop.exec();
+}
+
+bool save(QWidget* widget, const QDir& dir, const QString& name) {
+  const QString path = dir.filePath(name);
+  const bool ok = widget->grab().save(path);
+  std::printf("%s %s\n", ok ? "wrote" : "FAILED", qPrintable(path));
+  return ok;
+}
+
+// One run of `config` in a fresh window, then a picture of each named tab:
+// the whole window when `window_shot`, else the tab's page alone.
+struct Shot {
+  int tab;
+  QString name;
+  bool window_shot = false;
+};
+bool shoot(const QString& language, const RunConfig& config, const QDir& dir, const std::vector<Shot>& shots) {
+  setLanguage(language);
+  MainWindow window;
+  window.resize(1500, 950);
+  window.show();
+  window.configPanel()->setConfig(config);
+  window.configPanel()->setGpuProfile(QStringLiteral("RTX4090"));
+  if (!window.configPanel()->problem().isEmpty()) {
+    std::printf("cannot run: %s\n", qPrintable(window.configPanel()->problem()));
+    return false;
+  }
+  QEventLoop loop;
+  QObject::connect(window.controller(), &RunController::runFinished, &loop, &QEventLoop::quit);
+  window.startRun();
+  loop.exec();
+  bool ok = true;
+  for (const Shot& shot : shots) {
+    window.viewTabs()->setCurrentIndex(shot.tab);
+    settle(1500);  // the ring view finishes its animation; plots redraw when shown
+    QWidget* what = shot.window_shot ? static_cast<QWidget*>(&window) : window.viewTabs()->currentWidget();
+    ok = save(what, dir, shot.name) && ok;
+  }
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  const QDir dir(argc > 1 ? QString::fromLocal8Bit(argv[1]) : QStringLiteral("docs/screenshots"));
+  RunConfig c = ConfigPanel::defaultConfig();  // gpt-tiny, dp 2 x pp 2, 1F1B, 4 micro-batches
+  c.steps = 30;
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  bool ok = shoot(QStringLiteral("en"), c, dir,
+                  {{0, QStringLiteral("main_window.png"), true},
+                   {1, QStringLiteral("pipeline_timeline.png")},
+                   {4, QStringLiteral("live_plots.png")},
+                   {4, QStringLiteral("main_window_live_plots.png"), true}});
+  RunConfig ring = c;  // four ranks around the ring
+  ring.dp = 4;
+  ring.pp = 1;
+  ring.micro_batches = 1;
+  ok = shoot(QStringLiteral("en"), ring, dir, {{2, QStringLiteral("ring_allreduce.png")}}) && ok;
+  RunConfig zero3 = c;  // ZeRO-2/3 refuse pipelines: 4 data-parallel ranks
+  zero3.dp = 4;
+  zero3.pp = 1;
+  zero3.micro_batches = 1;
+  zero3.zero_stage = 3;
+  ok = shoot(QStringLiteral("en"), zero3, dir, {{3, QStringLiteral("zero3_sharding.png")}}) && ok;
+  RunConfig naive = c;
+  naive.dp = 4;
+  naive.pp = 1;
+  naive.micro_batches = 1;
+  naive.dp_mode = DataParallelMode::naive;
+  ok = shoot(QStringLiteral("en"), naive, dir, {{2, QStringLiteral("ring_naive_data_parallel.png")}}) && ok;
+  ok = shoot(QStringLiteral("zh_CN"), c, dir,
+             {{0, QStringLiteral("main_window_zh.png"), true}, {4, QStringLiteral("live_plots_zh.png")}}) &&
+       ok;
+  return ok ? 0 : 1;
+}
