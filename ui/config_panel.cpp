@@ -94,6 +94,10 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
     const QString name = QString::fromLatin1(precision_name(p).data(), static_cast<qsizetype>(precision_name(p).size()));
     precision_->addItem(name, name);
   }
+  scale_power_ = new QSpinBox(this);
+  scale_power_->setObjectName(QStringLiteral("initialScalePower"));
+  scale_power_->setRange(0, 127);
+  scale_power_->setPrefix(QStringLiteral("2^"));
   gpu_ = new QComboBox(this);
   gpu_->setObjectName(QStringLiteral("gpu"));
   gpu_->addItem(QString(), QString());  // "none"
@@ -122,6 +126,7 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
   row(QT_TR_NOOP("Accumulation steps"), accum_);
   row(QT_TR_NOOP("Activation checkpointing"), checkpoint_);
   row(QT_TR_NOOP("Precision"), precision_);
+  row(QT_TR_NOOP("Initial loss scale"), scale_power_);
   row(QT_TR_NOOP("GPU profile (fit check)"), gpu_);
   retranslate();
 
@@ -154,7 +159,7 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
   connect(gpu_, &QComboBox::currentIndexChanged, this, onEdit);
   connect(data_, &QLineEdit::textChanged, this, onEdit);
   connect(browse_, &QPushButton::clicked, this, &ConfigPanel::browseData);
-  for (QSpinBox* spin : {steps_, batch_, seq_, dp_, pp_, zero_, micro_batches_, accum_})
+  for (QSpinBox* spin : {steps_, batch_, seq_, dp_, pp_, zero_, micro_batches_, accum_, scale_power_})
     connect(spin, &QSpinBox::valueChanged, this, onEdit);
   connect(lr_, &QDoubleSpinBox::valueChanged, this, onEdit);
   connect(checkpoint_, &QCheckBox::toggled, this, onEdit);
@@ -169,6 +174,8 @@ void ConfigPanel::retranslate() {
   data_->setToolTip(tr("A UTF-8 text file to train on; empty uses the corpus shipped with ShardScope."));
   browse_->setText(tr("Browse..."));
   precision_->setToolTip(tr("fp16 and bf16 keep fp32 master weights and optimizer states; fp16 scales the loss."));
+  scale_power_->setToolTip(tr("fp16 only: the loss is multiplied by 2^N before backward. Too large a scale "
+                              "overflows: the step is skipped on every rank and the scale halves."));
   gpu_->setItemText(0, tr("none"));
   gpu_->setToolTip(tr("Checks the estimator's per-rank prediction against this GPU's memory. The run itself "
                       "trains on the CPU, so this never blocks Run."));
@@ -207,6 +214,7 @@ RunConfig ConfigPanel::config() const {
   c.checkpoint = checkpoint_->isChecked();
   c.data = data_->text().trimmed().toStdString();
   c.precision = parse_precision(precision_->currentData().toString().toStdString());
+  if (c.precision == Precision::fp16) c.initial_scale_power = scale_power_->value();
   return c;
 }
 
@@ -232,12 +240,14 @@ void ConfigPanel::setConfig(const RunConfig& c) {
   const std::string_view precision = precision_name(c.precision);
   precision_->setCurrentIndex(std::max(
       0, precision_->findData(QString::fromLatin1(precision.data(), static_cast<qsizetype>(precision.size())))));
+  scale_power_->setValue(c.initial_scale_power);
   updating_ = false;
   revalidate();
 }
 
 void ConfigPanel::revalidate() {
   const RunConfig c = config();
+  scale_power_->setEnabled(c.precision == Precision::fp16);
   try {
     validate_run_config(c);
     problem_.clear();

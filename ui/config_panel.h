@@ -76,6 +76,7 @@ class ConfigPanel : public QWidget {
   QLineEdit* data_;
   QPushButton* browse_;
   QComboBox* precision_;
+  QSpinBox* scale_power_;  // fp16: the first loss scale is 2^N
   QComboBox* gpu_;
   QLabel* fit_label_ = nullptr;
   std::int64_t predicted_bytes_ = -1;

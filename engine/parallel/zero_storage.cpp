@@ -167,8 +167,8 @@ void ZeroShardedStorage::gradients_done(Model& model, int unit) {
     Buffer rounded(ledger_, MemoryCategory::workspace, s.unit.numel() * 2);
     auto* bits = static_cast<std::uint16_t*>(rounded.data());
     half::narrow(dtype_, s.gradient.floats(), bits, s.unit.numel());
-    note_overflow(bits, s.unit.numel(), s.unit.begin);
     half::add_into(dtype_, stored, bits, s.unit.numel());
+    note_overflow(stored, s.unit.numel(), s.unit.begin);  // this micro-batch's or the accumulated sum's
   } else if (mixed()) {
     // Round to 16 bits, reduce-scatter in 16 bits, add to the 16-bit shard.
     const std::int64_t padded = s.chunk * dp_.size();

@@ -141,6 +141,14 @@
         <source>Text files (*.txt);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Initial loss scale</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>fp16 only: the loss is multiplied by 2^N before backward. Too large a scale overflows: the step is skipped on every rank and the scale halves.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::LossPlot</name>

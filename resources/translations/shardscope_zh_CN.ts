@@ -139,6 +139,14 @@
         <source>Text files (*.txt);;All files (*)</source>
         <translation>文本文件 (*.txt);;所有文件 (*)</translation>
     </message>
+    <message>
+        <source>Initial loss scale</source>
+        <translation>初始损失缩放</translation>
+    </message>
+    <message>
+        <source>fp16 only: the loss is multiplied by 2^N before backward. Too large a scale overflows: the step is skipped on every rank and the scale halves.</source>
+        <translation>仅用于 fp16：反向传播前损失乘以 2^N。缩放过大会溢出：所有 rank 都跳过这一步，缩放减半。</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::LossPlot</name>

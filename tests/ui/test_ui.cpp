@@ -90,6 +90,9 @@ class TestUi : public QObject {
     panel.findChild<QCheckBox*>(QStringLiteral("checkpoint"))->setChecked(true);
     auto* precision = panel.findChild<QComboBox*>(QStringLiteral("precision"));
     precision->setCurrentIndex(precision->findData(QStringLiteral("fp16")));
+    auto* scalePower = panel.findChild<QSpinBox*>(QStringLiteral("initialScalePower"));
+    QVERIFY(scalePower->isEnabled());  // fp16 scales the loss
+    scalePower->setValue(12);
     const QString corpus = writeCorpus(QStringLiteral("test_ui_corpus.txt"));
     panel.findChild<QLineEdit*>(QStringLiteral("data"))->setText(corpus);
     QVERIFY2(panel.problem().isEmpty(), qPrintable(panel.problem()));
@@ -101,7 +104,8 @@ class TestUi : public QObject {
     cli.start(QStringLiteral(SHARDSCOPE_CLI),
               {"train", "--model", "gpt-tiny", "--steps", "1", "--batch", "8", "--seq", "32", "--lr", "0.002", "--dp",
                "2", "--pp", "2", "--dp-mode", "ddp", "--zero", "1", "--schedule", "gpipe", "--micro-batches", "2",
-               "--accum", "2", "--checkpoint", "full", "--precision", "fp16", "--data", corpus, "--record", record});
+               "--accum", "2", "--checkpoint", "full", "--precision", "fp16", "--initial-scale-power", "12", "--data",
+               corpus, "--record", record});
     QVERIFY(cli.waitForFinished(120000));
     QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
     RecordingReader reader;
@@ -119,6 +123,9 @@ class TestUi : public QObject {
     precision->setCurrentIndex(precision->findData(QStringLiteral("bf16")));
     QVERIFY(panel.config().data.empty());
     QVERIFY(panel.config().precision == Precision::bf16);
+    QVERIFY(!scalePower->isEnabled());  // bf16 runs without a loss scaler
+    QCOMPARE(panel.config().initial_scale_power, 16);
+    QVERIFY2(panel.problem().isEmpty(), qPrintable(panel.problem()));
   }
 
   void unreadableDataFileDisablesRun() {
