@@ -238,10 +238,6 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
                   pipeline_schedule_name(s.schedule) + ") × " + acts_text;
     set(m, MemoryCategory::activations, m.micro_batches_in_flight * acts.activations, acts_text);
     set(m, MemoryCategory::workspace, acts.workspace, acts.workspace_formula);
-    // ZeRO-3 initialises one whole unit at a time in workspace, before any batch.
-    if (units && s.zero_stage >= 3 && 4 * units->largest_unit() > acts.workspace)
-      set(m, MemoryCategory::workspace, 4 * units->largest_unit(),
-          "4 × " + grouped(units->largest_unit()) + ": the largest unit, initialised whole before it is sharded");
     out.ranks.push_back(std::move(m));
   }
   return out;

@@ -199,7 +199,7 @@ void Model::layers_forward(const Batch& batch) {
     if (checkpointing_) {  // keep only the output; the shared set is reused by the next layer
       const LayerActivations& a = acts().layers[0];
       const float* out = config_.kind == ModelKind::gpt ? a.res_out : a.ln2_out;
-      std::copy(out, out + n, acts().layer_outputs[static_cast<std::size_t>(l - stage_.first_layer)]);
+      backend_.copy(acts().layer_outputs[static_cast<std::size_t>(l - stage_.first_layer)], out, n * 4);
     }
     emit_span(ComputeKind::forward, l, start);
     parameters_done(1 + l);

@@ -303,4 +303,33 @@ void cuda_gemm_16bit(Backend& cuda_backend, DType dtype, Transpose trans_a, Tran
              error, "cuda_gemm_16bit");
 }
 
+namespace {
+class CudaDeviceMemory final : public DeviceMemory {
+ public:
+  explicit CudaDeviceMemory(int device) : device_(device) {}
+  void* allocate_zeroed(std::int64_t bytes) override {
+    void* p = cuda_device_alloc(device_, static_cast<std::size_t>(bytes));
+    try {
+      cuda_zero(device_, p, static_cast<std::size_t>(bytes));
+    } catch (...) {
+      cuda_device_free(device_, p);
+      throw;
+    }
+    return p;
+  }
+  void release(void* pointer) noexcept override {
+    try {
+      cuda_device_free(device_, pointer);
+    } catch (...) {  // a failing free (the context is gone) must not end the process in a destructor
+    }
+  }
+  std::string name() const override { return "cuda:" + std::to_string(device_); }
+
+ private:
+  int device_;
+};
+}  // namespace
+
+std::unique_ptr<DeviceMemory> make_cuda_device_memory(int device) { return std::make_unique<CudaDeviceMemory>(device); }
+
 }  // namespace shardscope

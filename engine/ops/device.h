@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/memory_ledger.h"
 #include "ops/backend.h"
 
 namespace shardscope {
@@ -61,6 +62,9 @@ void cuda_copy_to_device(int device, void* device_dst, const void* host_src, std
 void cuda_copy_to_host(int device, void* host_dst, const void* device_src, std::size_t bytes);
 void cuda_copy_on_device(int device, void* device_dst, const void* device_src, std::size_t bytes);
 void cuda_zero(int device, void* device_dst, std::size_t bytes);  // as Buffer's zero fill
+// GPU `device`'s memory for a rank's ledger (MemoryLedger::set_device_memory):
+// every Buffer of the rank is then a zeroed cudaMalloc, charged to its category.
+std::unique_ptr<DeviceMemory> make_cuda_device_memory(int device);
 // Waits for every op queued on a backend from make_cuda_backend: GPU ops are
 // asynchronous, so host clocks around them measure only the launch without this.
 void cuda_synchronize(Backend& cuda_backend);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "core/half.h"
 
@@ -60,10 +61,13 @@ void ZeroShardedStorage::emit_shard(ShardAction action, int unit, std::int64_t b
 
 void ZeroShardedStorage::init_parameters(std::uint64_t seed) {
   if (!shards_parameters() && !mixed()) throw std::logic_error("ZeRO-2 fp32: the model initialises its own parameters");
+  Backend& be = model_.backend();
+  std::vector<float> whole;        // host: the unit's initial values
+  std::vector<std::uint16_t> bits;  // host: rounded to 16 bits
   for (auto& [id, s] : units_) {
-    Buffer whole(ledger_, MemoryCategory::workspace, s.unit.numel() * 4);
-    model_.init_unit(seed, id, whole.floats());
-    const float* from = whole.floats();
+    whole.assign(static_cast<std::size_t>(s.unit.numel()), 0.0f);
+    model_.init_unit(seed, id, whole.data());
+    const float* from = whole.data();
     std::int64_t count = s.unit.numel();
     std::byte* to = bytes_at(params_, s.unit.begin);
     if (shards_parameters()) {
@@ -71,13 +75,18 @@ void ZeroShardedStorage::init_parameters(std::uint64_t seed) {
       count = s.mine;
       to = bytes_at(params_, s.packed);
     }
-    if (mixed()) half::narrow(dtype_, from, reinterpret_cast<std::uint16_t*>(to), count);
-    else std::memcpy(to, from, static_cast<std::size_t>(count) * 4);
+    if (mixed()) {
+      bits.resize(static_cast<std::size_t>(count));
+      half::narrow(dtype_, from, bits.data(), count);
+      be.upload(to, bits.data(), count * 2);
+    } else {
+      be.upload(to, from, count * 4);
+    }
   }
 }
 
 void ZeroShardedStorage::zero_gradients() {
-  std::memset(grads_.data(), 0, static_cast<std::size_t>(grads_.bytes()));
+  model_.backend().zero(grads_.data(), grads_.bytes());
   first_overflow_.clear();
 }
 
@@ -105,7 +114,7 @@ std::int64_t ZeroShardedStorage::flat_offset_of_gradient(std::int64_t i) const {
 
 void ZeroShardedStorage::note_overflow(const std::uint16_t* values, std::int64_t n, std::int64_t flat_begin) {
   if (!first_overflow_.empty()) return;
-  const std::int64_t bad = half::first_non_finite(dtype_, values, n);
+  const std::int64_t bad = model_.backend().first_non_finite_16(dtype_, values, n);
   if (bad >= 0) first_overflow_ = tensor_at(flat_begin + bad);
 }
 
@@ -118,7 +127,7 @@ void ZeroShardedStorage::parameters_needed(Model& model, int unit) {
     // All-gather every rank's chunk of this unit (padded to chunk x Nd).
     s.gathered = Buffer(ledger_, MemoryCategory::communication, s.chunk * dp_.size() * element_bytes());
     std::byte* send = bytes_at(s.gathered, dp_.rank() * s.chunk);  // in place: our slot of the result
-    std::memcpy(send, bytes_at(params_, s.packed), static_cast<std::size_t>(s.chunk * element_bytes()));
+    model.backend().copy(send, bytes_at(params_, s.packed), s.chunk * element_bytes());
     CommTag tag{base_.step, base_.micro_batch, unit};
     dp_.all_gather(send, s.gathered.data(), s.chunk, dtype_, tag);
     source = static_cast<const std::byte*>(s.gathered.data());
@@ -128,7 +137,7 @@ void ZeroShardedStorage::parameters_needed(Model& model, int unit) {
   }
   if (mixed()) {
     s.working = Buffer(ledger_, MemoryCategory::workspace, s.unit.numel() * 4);
-    half::widen(dtype_, reinterpret_cast<const std::uint16_t*>(source), s.working.floats(), s.unit.numel());
+    model.backend().widen(dtype_, reinterpret_cast<const std::uint16_t*>(source), s.working.floats(), s.unit.numel());
     model.bind_unit_parameters(unit, s.working.floats());
   } else {
     model.bind_unit_parameters(unit, s.gathered.floats());
@@ -159,6 +168,7 @@ void ZeroShardedStorage::gradients_needed(Model& model, int unit) {
 
 void ZeroShardedStorage::gradients_done(Model& model, int unit) {
   UnitShard& s = shard_of(unit);
+  Backend& be = model.backend();
   CommTag tag{base_.step, base_.micro_batch, unit};
   if (!shards_gradients()) {
     // Mixed stages 0/1: round to 16 bits and add to the stored gradient (the
@@ -166,26 +176,25 @@ void ZeroShardedStorage::gradients_done(Model& model, int unit) {
     auto* stored = reinterpret_cast<std::uint16_t*>(bytes_at(grads_, s.unit.begin));
     Buffer rounded(ledger_, MemoryCategory::workspace, s.unit.numel() * 2);
     auto* bits = static_cast<std::uint16_t*>(rounded.data());
-    half::narrow(dtype_, s.gradient.floats(), bits, s.unit.numel());
-    half::add_into(dtype_, stored, bits, s.unit.numel());
+    be.narrow(dtype_, s.gradient.floats(), bits, s.unit.numel());
+    be.add_16(dtype_, stored, bits, s.unit.numel());
     note_overflow(stored, s.unit.numel(), s.unit.begin);  // this micro-batch's or the accumulated sum's
   } else if (mixed()) {
     // Round to 16 bits, reduce-scatter in 16 bits, add to the 16-bit shard.
     const std::int64_t padded = s.chunk * dp_.size();
     Buffer rounded(ledger_, MemoryCategory::communication, padded * 2);
     auto* bits = static_cast<std::uint16_t*>(rounded.data());
-    half::narrow(dtype_, s.gradient.floats(), bits, padded);
+    be.narrow(dtype_, s.gradient.floats(), bits, padded);
     note_overflow(bits, s.unit.numel(), s.unit.begin);
     dp_.reduce_scatter(bits, received_.data(), s.chunk, dtype_, ReduceOp::average, tag);
-    half::add_into(dtype_, reinterpret_cast<std::uint16_t*>(bytes_at(grads_, s.packed)),
-                   static_cast<const std::uint16_t*>(received_.data()), s.chunk);
+    be.add_16(dtype_, reinterpret_cast<std::uint16_t*>(bytes_at(grads_, s.packed)),
+              static_cast<const std::uint16_t*>(received_.data()), s.chunk);
   } else {
     // Reduce-scatter: this rank receives the average over ranks of its chunk, and
     // adds it to its gradient shard (accumulation steps add up there).
     dp_.reduce_scatter(s.gradient.floats(), received_.floats(), s.chunk, ReduceOp::average, tag);
     float* shard = grads_.floats() + s.packed;
-    const float* got = received_.floats();
-    for (std::int64_t i = 0; i < s.chunk; ++i) shard[i] += got[i];
+    be.add(shard, shard, received_.floats(), s.chunk);
   }
   model.bind_unit_gradients(unit, nullptr);
   s.gradient = Buffer();
@@ -200,13 +209,13 @@ void ZeroShardedStorage::all_gather_parameters(const CommTag& tag) {
     const std::int64_t own = s.unit.begin + dp_.rank() * s.chunk;
     const std::byte* from = mixed() ? bytes_at(whole_params, own)
                                     : reinterpret_cast<const std::byte*>(model_.params() + own);
-    std::memcpy(send, from, static_cast<std::size_t>(s.mine * element_bytes()));
+    model_.backend().copy(send, from, s.mine * element_bytes());
     CommTag t = tag;
     t.bucket = id;
     dp_.all_gather(send, staging.data(), s.chunk, dtype_, t);
     std::byte* to = mixed() ? bytes_at(whole_params, s.unit.begin)
                             : reinterpret_cast<std::byte*>(model_.params() + s.unit.begin);
-    std::memcpy(to, staging.data(), static_cast<std::size_t>(s.unit.numel() * element_bytes()));
+    model_.backend().copy(to, staging.data(), s.unit.numel() * element_bytes());
   }
 }
 

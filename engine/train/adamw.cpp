@@ -5,7 +5,6 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "core/half.h"
 
 namespace shardscope {
 
@@ -76,8 +75,8 @@ void AdamW::step(float* params, const float* grads, float lr, float grad_scale, 
 void AdamW::load_master(const std::uint16_t* params, DType dtype, bool params_packed) {
   if (master_.empty()) throw std::logic_error("AdamW::load_master: the optimizer keeps no master weights");
   for (const Span& span : spans_)
-    half::widen(dtype, params + (params_packed ? span.state : span.offset), master_.floats() + span.state,
-                span.numel);
+    backend_.widen(dtype, params + (params_packed ? span.state : span.offset), master_.floats() + span.state,
+                   span.numel);
 }
 
 void AdamW::step_mixed(std::uint16_t* params, const std::uint16_t* grads, DType dtype, float lr, float grad_scale,
@@ -90,10 +89,10 @@ void AdamW::step_mixed(std::uint16_t* params, const std::uint16_t* grads, DType 
     for (std::int64_t done = 0; done < span.numel; done += kWidenBlock) {
       const std::int64_t n = std::min(kWidenBlock, span.numel - done);
       const std::int64_t state = span.state + done;
-      half::widen(dtype, grads + (grads_packed ? state : span.offset + done), wide, n);
+      backend_.widen(dtype, grads + (grads_packed ? state : span.offset + done), wide, n);
       float* master = master_.floats() + state;
       backend_.adamw(master, wide, m_.floats() + state, v_.floats() + state, n, s);
-      half::narrow(dtype, master, params + (params_packed ? state : span.offset + done), n);
+      backend_.narrow(dtype, master, params + (params_packed ? state : span.offset + done), n);
     }
   }
 }

@@ -7,7 +7,6 @@
 #include <limits>
 #include <string>
 
-#include "core/half.h"
 #include "parallel/data_parallel.h"
 #include "parallel/pipeline_parallel.h"
 #include "train/trainer_rank.h"
@@ -185,12 +184,13 @@ void Trainer::combine_and_update(Rank& rk, const CommTag& step_tag) {
     auto* bits = static_cast<std::uint16_t*>(sharded ? rk.zero->gradients() : grads);
     const std::int64_t n = sharded ? rk.zero->gradient_count() : P;
     if (rk.rank == c.overflow_rank && tag.step == c.overflow_step && n > 0) {
-      bits[0] = rk.dtype == DType::f16 ? 0x7C00 : 0x7F80;  // +inf, as if this rank's shard had overflowed
+      const std::uint16_t inf = rk.dtype == DType::f16 ? 0x7C00 : 0x7F80;  // as if this rank's shard had overflowed
+      rk.backend->upload(bits, &inf, sizeof inf);
       seen_in_backward = rk.zero->tensor_at(rk.zero->flat_offset_of_gradient(0)) + " (injected)";
     }
     if (seen_in_backward.empty()) seen_in_backward = rk.zero->first_overflow();
     const bool updates = rk.optimizer != nullptr;  // naive replicas hold no combined gradients
-    const std::int64_t bad = updates ? half::first_non_finite(rk.dtype, bits, n) : -1;
+    const std::int64_t bad = updates ? rk.backend->first_non_finite_16(rk.dtype, bits, n) : -1;
     if (bad >= 0) seen_after = rk.zero->tensor_at(rk.zero->flat_offset_of_gradient(bad));
     totals[1] = !seen_in_backward.empty() || bad >= 0 ? 1.0f : 0.0f;
     totals[2] = seen_in_backward.empty() ? 0.0f : 1.0f;
@@ -223,8 +223,8 @@ void Trainer::combine_and_update(Rank& rk, const CommTag& step_tag) {
   } else if (rk.zero != nullptr && rk.zero->shards_gradients()) {
     // ZeRO-2/3: each rank holds its gradient chunks; the norm sums them over the ranks.
     float squares = static_cast<float>(
-        mixed ? half::sum_of_squares(rk.dtype, static_cast<const std::uint16_t*>(rk.zero->gradients()),
-                                     rk.zero->gradient_count())
+        mixed ? rk.backend->sum_of_squares_16(rk.dtype, static_cast<const std::uint16_t*>(rk.zero->gradients()),
+                                              rk.zero->gradient_count())
               : rk.backend->sum_of_squares(static_cast<const float*>(rk.zero->gradients()), rk.zero->gradient_count()));
     rk.dp_comm->all_reduce(&squares, 1, ReduceOp::sum, tag);
     rk.grad_norm = std::sqrt(static_cast<double>(squares)) / scale;
@@ -243,7 +243,7 @@ void Trainer::combine_and_update(Rank& rk, const CommTag& step_tag) {
   } else if (rk.optimizer != nullptr) {
     // Global norm over all stages, counting the tied embedding once (its first-stage copy).
     float squares = static_cast<float>(
-        mixed ? half::sum_of_squares(rk.dtype, static_cast<const std::uint16_t*>(grads) + skip, P - skip)
+        mixed ? rk.backend->sum_of_squares_16(rk.dtype, static_cast<const std::uint16_t*>(grads) + skip, P - skip)
               : rk.backend->sum_of_squares(model.grads() + skip, P - skip));
     if (rk.pp_comm != nullptr) rk.pp_comm->all_reduce(&squares, 1, ReduceOp::sum, tag);
     rk.grad_norm = std::sqrt(static_cast<double>(squares)) / scale;

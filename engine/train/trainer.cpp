@@ -143,10 +143,11 @@ const MemoryLedger& Trainer::ledger(int rank) const { return ranks_.at(static_ca
 std::vector<unsigned char> Trainer::model_state_bytes(int rank) const {
   const Rank& rk = *ranks_.at(static_cast<std::size_t>(rank));
   std::vector<unsigned char> out;
-  const auto append = [&](const void* data, std::int64_t bytes) {
+  const auto append = [&](const void* data, std::int64_t bytes) {  // in the backend's memory
     if (data == nullptr || bytes <= 0) return;
-    const auto* p = static_cast<const unsigned char*>(data);
-    out.insert(out.end(), p, p + bytes);
+    const std::size_t at = out.size();
+    out.resize(at + static_cast<std::size_t>(bytes));
+    rk.backend->download(out.data() + at, data, bytes);
   };
   const Model& model = *rk.model;
   if (rk.zero != nullptr && rk.zero->parameters() != nullptr) {

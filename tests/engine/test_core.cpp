@@ -3,7 +3,10 @@
 // tokenizer, the dataset and MLM masking, the LR schedule, safetensors.
 #include <QTemporaryDir>
 #include <QTest>
+#include <cstring>
 #include <fstream>
+#include <map>
+#include <stdexcept>
 
 #include "core/buffer.h"
 #include "core/error.h"
@@ -24,6 +27,7 @@ class TestCore : public QObject {
  private Q_SLOTS:
   void ledger_tracks_current_and_peak();
   void buffer_charges_and_releases_its_category();
+  void buffer_allocates_from_the_ledgers_device_memory();
   void thread_pool_covers_every_item_once();
   void rng_is_deterministic_and_normal();
   void byte_tokenizer_round_trips_utf8();
@@ -61,6 +65,61 @@ void TestCore::buffer_charges_and_releases_its_category() {
     QCOMPARE(ledger.current()[MemoryCategory::gradients], 1000);
   }
   QCOMPARE(ledger.current()[MemoryCategory::gradients], 0);
+}
+
+namespace {
+// Device memory on the host that counts what it hands out and refuses more than `limit` bytes at once.
+class CountingMemory final : public DeviceMemory {
+ public:
+  explicit CountingMemory(std::int64_t limit) : limit_(limit) {}
+  void* allocate_zeroed(std::int64_t bytes) override {
+    if (live_ + bytes > limit_) throw std::runtime_error("device full");
+    live_ += bytes;
+    ++allocations;
+    sizes_[p_ = ::operator new(static_cast<std::size_t>(bytes))] = bytes;
+    std::memset(p_, 0, static_cast<std::size_t>(bytes));
+    return p_;
+  }
+  void release(void* pointer) noexcept override {
+    live_ -= sizes_[pointer];
+    sizes_.erase(pointer);
+    ++releases;
+    ::operator delete(pointer);
+  }
+  std::string name() const override { return "test:0"; }
+  int allocations = 0, releases = 0;
+
+ private:
+  std::int64_t limit_, live_ = 0;
+  void* p_ = nullptr;
+  std::map<void*, std::int64_t> sizes_;
+};
+}  // namespace
+
+// A ledger with device memory: every Buffer of the rank comes from it, is
+// zeroed, is charged as usual, and one that does not fit names the memory,
+// the category, the bytes asked for and what the rank held.
+void TestCore::buffer_allocates_from_the_ledgers_device_memory() {
+  CountingMemory device(1000);
+  MemoryLedger ledger;
+  ledger.set_device_memory(&device);
+  {
+    Buffer a(ledger, MemoryCategory::gradients, 600);
+    QCOMPARE(device.allocations, 1);
+    QCOMPARE(static_cast<const unsigned char*>(a.data())[599], 0);
+    QCOMPARE(ledger.current()[MemoryCategory::gradients], std::int64_t{600});
+    try {
+      Buffer b(ledger, MemoryCategory::activations, 500);
+      QFAIL("a buffer larger than the device's free memory was allocated");
+    } catch (const OutOfMemory& e) {
+      const std::string m = e.what();
+      for (const char* part : {"test:0", "500 bytes of activations", "600 bytes already held", "device full"})
+        QVERIFY2(m.find(part) != std::string::npos, m.c_str());
+    }
+    QCOMPARE(ledger.current()[MemoryCategory::activations], std::int64_t{0});  // nothing charged for a failure
+  }
+  QCOMPARE(device.releases, 1);
+  QCOMPARE(ledger.current_total(), std::int64_t{0});
 }
 
 void TestCore::thread_pool_covers_every_item_once() {

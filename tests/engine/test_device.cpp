@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/buffer.h"
+#include "core/error.h"
 #include "ops/device.h"
 
 using namespace shardscope;
@@ -160,6 +162,20 @@ void TestDevice::device_memory_without_gpu_throws() {
   QVERIFY_THROWS_EXCEPTION(std::runtime_error, cuda_copy_to_host(0, &host, &host, sizeof host));
   QVERIFY_THROWS_EXCEPTION(std::runtime_error, cuda_zero(0, &host, sizeof host));
   cuda_device_free(0, nullptr);  // freeing null is a no-op, as cudaFree(nullptr)
+  // A rank ledger on GPU memory that is not there: its first Buffer says which memory and why.
+  const auto memory = make_cuda_device_memory(0);
+  QCOMPARE(memory->name(), std::string("cuda:0"));
+  MemoryLedger ledger;
+  ledger.set_device_memory(memory.get());
+  try {
+    Buffer b(ledger, MemoryCategory::parameters, 4096);
+    QFAIL("a GPU buffer was allocated without a plugin");
+  } catch (const OutOfMemory& e) {
+    QVERIFY2(contains(e.what(), "cuda:0") && contains(e.what(), "4096 bytes of parameters") &&
+                 contains(e.what(), "no CUDA plugin built"),
+             e.what());
+  }
+  QCOMPARE(ledger.current_total(), std::int64_t{0});
 }
 
 void TestDevice::mixed_precision_helpers_refuse_a_cpu_backend() {
