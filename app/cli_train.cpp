@@ -106,6 +106,13 @@ int run_train(const std::vector<std::string>& args) {
   parser.add_string("--inject-overflow", "RANK:STEP",
                     "Test only: fp16, RANK writes an inf into its gradients at STEP, to see every rank skip it",
                     &inject_overflow);
+  std::string gpus = "0";
+  parser.add_string("--device", "cpu|cuda",
+                    "Where the ranks compute: cpu (threads of this process, the default) or cuda (one GPU, through\n"
+                    "      the CUDA plugin; where none is usable the run says so and uses the CPU)",
+                    &config.device);
+  parser.add_string("--gpus", "0,1,...", "With --device cuda: the GPU indices to use (one rank for now: the first)",
+                    &gpus);
   parser.add_string("--record", "FILE", "Record the run's event stream to FILE (.ssrun)", &record);
   parser.add_string("--metrics-out", "FILE", "Write one JSON object per step to FILE (JSONL)", &config.metrics_out);
   parser.add_int("--log-every", "Print progress every N steps", &log_every, 1, 100'000'000);
@@ -122,6 +129,12 @@ int run_train(const std::vector<std::string>& args) {
   else if (checkpoint == "full") config.checkpoint = true;
   else throw UsageError("--checkpoint: '" + checkpoint + "' is not one of none, full");
   config.precision = parse_precision(precision);
+  config.gpus.clear();
+  for (std::size_t at = 0; at <= gpus.size();) {
+    const std::size_t comma = std::min(gpus.find(',', at), gpus.size());
+    config.gpus.push_back(static_cast<int>(parse_int("--gpus", gpus.substr(at, comma - at), 0, 1023)));
+    at = comma + 1;
+  }
   config.loss_scaler = parse_loss_scaler_rules(scaler);
   if (!inject_overflow.empty()) {
     const auto colon = inject_overflow.find(':');
@@ -179,6 +192,7 @@ int run_train(const std::vector<std::string>& args) {
     metrics.open(config.metrics_out, std::ios::trunc);
     if (!metrics) throw ConfigError("--metrics-out: cannot write '" + config.metrics_out + "'");
   }
+  if (!trainer.device_note().empty()) std::printf("note: %s\n", trainer.device_note().c_str());
   const auto& model = trainer.model();
   std::printf("model %s (%s): %lld parameters, C=%d L=%d H=%d vocab=%d\n", config.model.c_str(),
               std::string(model_kind_name(model.config().kind)).c_str(),

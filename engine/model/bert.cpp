@@ -34,12 +34,9 @@ void BertModel::forward_impl(const Batch& batch) {
   Backend& be = backend_;
   if (stage_.embedding) {
     parameters_needed(0);
-    // Token types default to segment 0.
-    auto& types = slot().type_ids;
-    types.assign(static_cast<std::size_t>(BT), 0);
-    if (batch.token_type_ids != nullptr) types.assign(batch.token_type_ids, batch.token_type_ids + BT);
-    be.embedding_forward(a.embed_sum, batch.input_ids, types.data(), w_.tokens, w_.positions, w_.token_types, B, T,
-                         C);
+    // Model::forward set the segments (0 where the batch gave none).
+    be.embedding_forward(a.embed_sum, batch.input_ids, batch.token_type_ids, w_.tokens, w_.positions,
+                         w_.token_types, B, T, C);
     be.layernorm_forward(a.embed_ln_out, a.embed_ln_mean, a.embed_ln_rstd, a.embed_sum, w_.embed_ln_w,
                          w_.embed_ln_b, BT, C, config_.ln_eps);
     parameters_done(0);
@@ -116,8 +113,8 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
     parameters_needed(0);
     be.layernorm_backward(s.d_a, dw_.embed_ln_w, dw_.embed_ln_b, s.d_res, a.embed_sum, w_.embed_ln_w,
                           a.embed_ln_mean, a.embed_ln_rstd, BT, C);
-    be.embedding_backward(dw_.tokens, dw_.positions, dw_.token_types, s.d_a, batch.input_ids,
-                          slot().type_ids.data(), B, T, C);
+    be.embedding_backward(dw_.tokens, dw_.positions, dw_.token_types, s.d_a, batch.input_ids, batch.token_type_ids,
+                          B, T, C);
     parameters_done(0);
   }
   gradients_done(0);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -56,7 +57,12 @@ Tensor Model::grad(std::string_view name) const {
 
 void Model::init_weights(std::uint64_t seed) {
   if (params_.empty()) throw std::logic_error("init_weights: the parameters are sharded; use init_unit");
-  for (const auto& unit : layout_.units()) init_unit(seed, unit.id, params_.floats() + unit.begin);
+  std::vector<float> host;  // initialised on the host, then copied into the backend's memory
+  for (const auto& unit : layout_.units()) {
+    host.assign(static_cast<std::size_t>(unit.numel()), 0.0f);
+    init_unit(seed, unit.id, host.data());
+    backend_.upload(params_.floats() + unit.begin, host.data(), unit.numel() * 4);
+  }
 }
 
 void Model::init_unit(std::uint64_t seed, int unit, float* unit_base) const {
@@ -156,15 +162,37 @@ float Model::forward(const Batch& batch) {
   check_batch(batch);
   ensure_activations(batch.B, batch.T);
   Slot& s = slot();
-  forward_impl(batch);
-  s.batch = batch;
-  s.have_forward = true;
-  s.scored_rows = 0;
-  if (batch.targets == nullptr) return 0.0f;
   const int rows = batch.B * batch.T;
-  for (int i = 0; i < rows; ++i) s.scored_rows += batch.targets[i] >= 0 ? 1 : 0;
-  if (!stage_.head) return 0.0f;  // the loss is the last stage's
-  return backend_.cross_entropy_forward(s.acts.losses, s.acts.logits, batch.targets, rows, config_.vocab);
+  s.scored_rows = 0;
+  if (batch.targets != nullptr)
+    for (int i = 0; i < rows; ++i) s.scored_rows += batch.targets[i] >= 0 ? 1 : 0;
+  Batch run = batch;
+  if (config_.kind == ModelKind::bert) {  // segments default to 0
+    s.type_ids.assign(static_cast<std::size_t>(rows), 0);
+    if (batch.token_type_ids != nullptr) s.type_ids.assign(batch.token_type_ids, batch.token_type_ids + rows);
+    run.token_type_ids = s.type_ids.data();
+  }
+  if (!backend_.host_memory()) {
+    // The ops read ids, targets, segments and the padding mask from device memory.
+    const std::int32_t* host[4] = {run.input_ids, run.targets, run.token_type_ids, run.attention_mask};
+    const std::int32_t** field[4] = {&run.input_ids, &run.targets, &run.token_type_ids, &run.attention_mask};
+    const std::int64_t bytes = std::int64_t{4} * rows * 4;
+    if (s.device_ints.bytes() != bytes) {
+      s.device_ints = Buffer();
+      s.device_ints = Buffer(ledger_, MemoryCategory::activations, bytes);
+    }
+    auto* device = static_cast<std::int32_t*>(s.device_ints.data());
+    for (int k = 0; k < 4; ++k) {
+      if (host[k] == nullptr) continue;
+      backend_.upload(device + k * rows, host[k], std::int64_t{4} * rows);
+      *field[k] = device + k * rows;
+    }
+  }
+  forward_impl(run);
+  s.batch = run;
+  s.have_forward = true;
+  if (batch.targets == nullptr || !stage_.head) return 0.0f;  // the loss is the last stage's
+  return backend_.cross_entropy_forward(s.acts.losses, s.acts.logits, run.targets, rows, config_.vocab);
 }
 
 void Model::backward(double loss_rows) {
@@ -229,6 +257,7 @@ void Model::prepare_layer_backward(int l, const Batch& batch) {
 
 void Model::emit_span(ComputeKind kind, int layer, std::int64_t start_ns) {
   if (sink_ == nullptr) return;
+  backend_.synchronize();  // a GPU's span ends when its ops finish, not when they are queued
   Event e = event_base_;
   e.kind = EventKind::compute_span;
   e.compute = kind;

@@ -167,6 +167,7 @@ class Model {
     int scored_rows = 0;
     bool have_forward = false;
     std::vector<std::int32_t> type_ids;  // BERT segments of the batch (0 when not given)
+    Buffer device_ints;  // device backends: ids, targets, segments and padding mask, uploaded
   };
   Slot& slot() { return slots_[static_cast<std::size_t>(slot_index_)]; }
   const Slot& slot() const { return slots_[static_cast<std::size_t>(slot_index_)]; }

@@ -28,6 +28,11 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // Whether the pointers are host memory (the CPU backend) or a device's.
+  virtual bool host_memory() const { return true; }
+  // Waits until every op issued so far has finished (a GPU runs them
+  // asynchronously); timing around ops needs it. No-op on the CPU.
+  virtual void synchronize() {}
 
   // ---- matmul --------------------------------------------------------------
   // C (M, N) = alpha * op(A) @ op(B) + beta * C, row-major with leading dimensions.

@@ -64,7 +64,9 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
           {"initial_scale_power", c.initial_scale_power},
           {"scale_window", c.scale_window},
           {"hysteresis", c.hysteresis},
-          {"min_loss_scale", c.min_loss_scale}};
+          {"min_loss_scale", c.min_loss_scale},
+          {"device", c.device},
+          {"gpus", c.gpus}};
 }
 
 namespace {
@@ -159,6 +161,16 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
     c.scale_window = config_int(j, "scale_window");
     c.hysteresis = config_int32(j, "hysteresis");
     c.min_loss_scale = static_cast<float>(config_number(j, "min_loss_scale"));
+  }
+  if (j.contains("device")) {  // recordings before devices ran on the CPU
+    c.device = config_string(j, "device");
+    const auto& gpus = config_key(j, "gpus");
+    if (!gpus.is_array()) bad_key("gpus", "an array of GPU indices");
+    c.gpus.clear();
+    for (const auto& g : gpus) {
+      if (!g.is_number_integer()) bad_key("gpus", "an array of GPU indices");
+      c.gpus.push_back(g.get<int>());
+    }
   }
   // Derived: it must agree with the fields it comes from.
   if (c.dp <= 0 || c.accum <= 0 || c.micro_batches <= 0 || config_int(j, "micro_batch") != c.micro_batch())

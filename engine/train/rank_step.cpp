@@ -258,6 +258,7 @@ void Trainer::combine_and_update(Rank& rk, const CommTag& step_tag) {
       all_gather_parameter_shards(*rk.dp_comm, mixed ? rk.zero->parameters() : static_cast<void*>(model.params()),
                                   rk.dtype, rk.partition, rk.comm_buffer, tag);
   }
+  rk.backend->synchronize();  // a GPU's update ends when its kernels finish
   rk.optimizer_s = seconds_since(t0);
   span.end_ns = clock_.now_ns();
   emit(span);

@@ -130,6 +130,12 @@ void validate_run_config(const RunConfig& c) {
   require(c.overflow_rank < c.world_size(), "--inject-overflow: rank " + std::to_string(c.overflow_rank) +
                                                 " does not exist (world size " + std::to_string(c.world_size()) + ")");
   require(c.overflow_rank < 0 || c.precision == Precision::fp16, "--inject-overflow needs --precision fp16");
+  require(c.device == "cpu" || c.device == "cuda", "--device must be cpu or cuda (got \"" + c.device + "\")");
+  require(!c.gpus.empty() && std::all_of(c.gpus.begin(), c.gpus.end(), [](int g) { return g >= 0 && g < 1024; }),
+          "--gpus must list GPU indices, e.g. 0 or 0,1");
+  require(c.device == "cpu" || c.world_size() == 1,
+          "--device cuda trains one rank for now (--dp 1 --pp 1): collectives over GPU memory (NCCL) are not "
+          "built yet; simulate the ranks on the CPU with --device cpu");
   require(c.fail_rank < c.world_size(), "--inject-failure: rank " + std::to_string(c.fail_rank) +
                                             " does not exist (world size " + std::to_string(c.world_size()) + ")");
 }

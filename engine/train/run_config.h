@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "parallel/pipeline_schedule.h"
 #include "train/loss_scaler.h"
@@ -67,6 +68,12 @@ struct RunConfig {
   std::int64_t scale_window = -1;    // clean steps before the scale doubles (torch 2000, DeepSpeed 1000)
   int hysteresis = -1;               // DeepSpeed only: overflows absorbed before a back-off (default 2)
   float min_loss_scale = -1.0f;      // DeepSpeed only: the scale never goes below it (default 1)
+  // Where the ranks compute: "cpu" (threads of this process) or "cuda" (GPU
+  // `gpus[0]`, through the CUDA plugin; one rank for now). Where no GPU is
+  // usable a cuda run says so once and trains on the CPU.
+  std::string device = "cpu";
+  std::vector<int> gpus = {0};
+
   // Test only: this rank throws at this step (before its backward), to check
   // that a failing rank stops all ranks. -1: off.
   int fail_rank = -1;

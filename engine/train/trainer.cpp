@@ -14,6 +14,7 @@
 #include "core/thread_pool.h"
 #include "data/default_corpus.h"
 #include "ops/backend.h"
+#include "ops/device.h"
 #include "parallel/data_parallel.h"
 #include "parallel/ddp.h"
 #include "parallel/grid.h"
@@ -44,6 +45,20 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
   const Grid grid(config_.dp, config_.pp);
   dataset_ = load_dataset(config_);
   world_ = InProcessWorld::create(grid.world_size(), sink_, &clock_);
+  // --device cuda: the GPU if one is usable, else the CPU, saying why once.
+  int gpu = -1;
+  if (config_.device == "cuda") {
+    const DeviceProbe probe = probe_cuda();
+    const int wanted = config_.gpus.front();
+    if (!probe.available()) {
+      device_note_ = "--device cuda: " + probe.reason + "; training on the CPU instead";
+    } else if (wanted >= static_cast<int>(probe.gpus.size())) {
+      throw ConfigError("--gpus: GPU " + std::to_string(wanted) + " does not exist (" +
+                        std::to_string(probe.gpus.size()) + " found)");
+    } else {
+      gpu = wanted;
+    }
+  }
   const int cores = config_.threads > 0 ? config_.threads : available_cores();
   const int threads_per_rank = std::max(1, cores / grid.world_size());
   const AdamWOptions adamw{0.9f, 0.95f, 1e-8f, config_.weight_decay};
@@ -57,7 +72,13 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
     rank->rank = r;
     rank->dp_rank = grid.dp_rank_of(r);
     rank->stage = grid.stage_of(r);
-    rank->backend = make_cpu_backend(CpuBackendOptions{threads_per_rank});
+    if (gpu >= 0) {
+      rank->device_memory = make_cuda_device_memory(gpu);
+      rank->ledger.set_device_memory(rank->device_memory.get());
+      rank->backend = make_cuda_backend(gpu);
+    } else {
+      rank->backend = make_cpu_backend(CpuBackendOptions{threads_per_rank});
+    }
     const StageLayers layers = pipeline_stage_layers(model_config, grid.pp(), rank->stage);
     const int zero = config_.dp_mode == DataParallelMode::ddp ? config_.zero_stage : 0;
     const bool mixed = config_.mixed_precision();
@@ -123,6 +144,14 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
     ranks_.push_back(std::move(rank));
   }
   schedule_ = LrSchedule{config_.lr, config_.lr * config_.min_lr_ratio, config_.warmup_steps(), config_.steps};
+  if (!device_note_.empty()) {
+    Event note;
+    note.kind = EventKind::log;
+    note.level = LogLevel::warning;
+    note.start_ns = note.end_ns = clock_.now_ns();
+    note.set_text(device_note_);
+    emit(note);
+  }
   Event log;
   log.kind = EventKind::log;
   log.level = LogLevel::info;

@@ -86,6 +86,9 @@ class Trainer {
   const TextDataset& dataset() const { return *dataset_; }
   std::int64_t steps_done() const { return steps_done_; }
   std::string backend_name() const;
+  // Set when a --device cuda run found no usable GPU and trains on the CPU
+  // instead: the reason, said once (also as a warning event). Empty otherwise.
+  const std::string& device_note() const { return device_note_; }
 
  private:
   struct Rank;
@@ -105,6 +108,7 @@ class Trainer {
   std::vector<std::unique_ptr<Rank>> ranks_;
   LrSchedule schedule_;
   std::int64_t steps_done_ = 0;
+  std::string device_note_;
   bool failed_ = false;
 };
 

@@ -26,6 +26,7 @@ namespace shardscope {
 
 struct Trainer::Rank {
   int rank = 0, dp_rank = 0, stage = 0;
+  std::unique_ptr<DeviceMemory> device_memory;  // a GPU's (before the ledger: it outlives every buffer)
   MemoryLedger ledger;
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Model> model;

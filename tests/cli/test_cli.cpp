@@ -13,6 +13,7 @@
 #undef emit  // Qt's keyword macro would eat EventSink::emit
 
 #include "events/recording.h"
+#include "ops/device.h"
 
 class TestCli : public QObject {
   Q_OBJECT
@@ -25,6 +26,7 @@ class TestCli : public QObject {
   void bad_input_exits_2_with_a_message();
   void help_documents_every_flag();
   void short_run_writes_metrics_jsonl();
+  void cuda_without_a_gpu_says_so_and_uses_the_cpu();
   void fp16_run_reports_loss_scale_and_overflow();
   void export_writes_a_chrome_trace_atomically();
   void export_bad_input_exits_2();
@@ -51,6 +53,11 @@ void TestCli::bad_input_exits_2_with_a_message_data() {
   QTest::newRow("seq too long") << QStringList{"train", "--seq", "257"}
                                 << "--seq 257 exceeds the maximum sequence length of gpt-tiny (256)";
   QTest::newRow("unknown flag") << QStringList{"train", "--stepz", "3"} << "unknown flag '--stepz'";
+  QTest::newRow("bad device") << QStringList{"train", "--device", "tpu"} << "--device must be cpu or cuda";
+  QTest::newRow("bad gpu list") << QStringList{"train", "--device", "cuda", "--gpus", "0,x"}
+                                << "--gpus: 'x' is not an integer";
+  QTest::newRow("several ranks on cuda") << QStringList{"train", "--device", "cuda", "--dp", "2"}
+                                         << "--device cuda trains one rank for now";
   QTest::newRow("bad precision") << QStringList{"train", "--precision", "fp8"}
                                  << "--precision: \"fp8\" is not one of fp32, fp16, bf16";
   QTest::newRow("bad loss scaler") << QStringList{"train", "--precision", "fp16", "--loss-scaler", "apex"}
@@ -146,6 +153,23 @@ void TestCli::fp16_run_reports_loss_scale_and_overflow() {
     QCOMPARE(memory["gradients"].toDouble(), 2.0 * 859392);
     QCOMPARE(memory["optimizer_states"].toDouble(), 12.0 * 859392);
   }
+}
+
+// --device cuda: on a GPU the backend is named cuda:N; without one the run
+// says why once and trains on the CPU.
+void TestCli::cuda_without_a_gpu_says_so_and_uses_the_cpu() {
+  const Result r = run({"train", "--model", "gpt-tiny", "--steps", "2", "--batch", "4", "--seq", "32", "--device", "cuda"});
+  QVERIFY2(r.code == 0, qPrintable(r.err));
+  const shardscope::DeviceProbe probe = shardscope::probe_cuda();
+  if (probe.available()) {
+    QVERIFY2(r.out.contains("backend cuda:0"), qPrintable(r.out));
+    QVERIFY(!r.out.contains("training on the CPU instead"));
+  } else {
+    QCOMPARE(r.out.count("note: --device cuda: "), 1);
+    QVERIFY2(r.out.contains(QString::fromStdString(probe.reason) + "; training on the CPU instead"), qPrintable(r.out));
+    QVERIFY(r.out.contains("backend cpu"));
+  }
+  QVERIFY(r.out.contains("step      2/2"));
 }
 
 // A recording written here through the engine, exported by the CLI.

@@ -42,7 +42,8 @@ class CudaBackend final : public Backend {
   std::string name() const override;  // "cuda:0 (NVIDIA H200)"
   int device() const { return device_; }
   CUstream_st* stream() const { return stream_; }
-  void synchronize();  // waits for every op queued on this backend's stream
+  void synchronize() override;  // waits for every op queued on this backend's stream
+  bool host_memory() const override { return false; }
 
   void gemm(Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha, const float* A, int lda,
             const float* B, int ldb, float beta, float* C, int ldc) override;
