@@ -4,7 +4,7 @@
 // bench/pytorch_gpt_bench.py run in the same session (docs/PERFORMANCE.md).
 //   bench_train [--model gpt2-124m] [--batch 4] [--seq 64] [--steps 10] [--warmup 2] [--threads 2] [--json]
 //               [--dp N] [--pp P] [--zero S] [--accum K] [--micro-batches M] [--schedule gpipe|1f1b]
-//               [--naive] [--checkpoint] [--precision fp32|fp16|bf16]
+//               [--naive] [--checkpoint] [--precision fp32|fp16|bf16] [--device cpu|cuda] [--gpu N]
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
     else if (a == "--naive") config.dp_mode = DataParallelMode::naive;
     else if (a == "--checkpoint") config.checkpoint = true;
     else if (a == "--precision") config.precision = parse_precision(next());
+    else if (a == "--device") config.device = next();
+    else if (a == "--gpu") config.gpus = {std::stoi(next())};
     else if (a == "--json") json = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
@@ -69,9 +71,12 @@ int main(int argc, char** argv) {
   if (json) {
     std::printf(
         "{\"impl\":\"shardscope\",\"model\":\"%s\",\"batch\":%d,\"seq\":%d,\"threads\":%d,\"median_step_s\":%.6f,"
-        "\"tokens_per_s\":%.1f,\"blas\":\"%s\",\"dp\":%d,\"pp\":%d,\"zero\":%d,\"peak_bytes_rank0\":%lld}\n",
+        "\"tokens_per_s\":%.1f,\"blas\":\"%s\",\"dp\":%d,\"pp\":%d,\"zero\":%d,\"peak_bytes_rank0\":%lld,"
+        "\"precision\":\"%s\",\"backend\":\"%s\",\"parameters\":%lld}\n",
         config.model.c_str(), config.batch, config.seq, config.threads, median, tokens_per_s, blas_name(), config.dp,
-        config.pp, config.zero_stage, static_cast<long long>(trainer.ledger(0).peak_total()));
+        config.pp, config.zero_stage, static_cast<long long>(trainer.ledger(0).peak_total()),
+        std::string(precision_name(config.precision)).c_str(), trainer.backend_name().c_str(),
+        static_cast<long long>(trainer.model(0).parameter_count()));
   } else {
     std::printf("%s B=%d T=%d: median step %.1f ms over %d steps, %.0f tokens/s (%s)\n", config.model.c_str(),
                 config.batch, config.seq, median * 1e3, steps, tokens_per_s, trainer.backend_name().c_str());

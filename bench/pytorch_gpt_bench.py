@@ -51,6 +51,9 @@ def main():
     ap.add_argument("--compile", action="store_true", help="torch.compile the loss function")
     ap.add_argument("--no-sdpa", action="store_true",
                     help="explicit softmax attention instead of scaled_dot_product_attention")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--dtype", choices=("fp32", "bf16", "fp16"), default="fp32",
+                    help="bf16/fp16: torch.autocast around forward and loss (fp32 master weights)")
     ap.add_argument("--json", action="store_true", help="also print one JSON result line")
     args = ap.parse_args()
 
@@ -58,29 +61,42 @@ def main():
     cfg = rm.Config(**{k: getattr(args, k) if getattr(args, k) is not None else v
                        for k, v in PRESETS[args.model].items()})
     gen = torch.Generator().manual_seed(0)
-    params = {n: t.requires_grad_(True)
+    device = torch.device(args.device)
+    params = {n: t.to(device).requires_grad_(True)
               for n, t in rm.init_params(rm.gpt_param_shapes(cfg), gen).items()}
-    ids = torch.randint(0, cfg.vocab, (args.batch, args.seq), generator=gen)
-    targets = torch.randint(0, cfg.vocab, (args.batch, args.seq), generator=gen)
+    ids = torch.randint(0, cfg.vocab, (args.batch, args.seq), generator=gen).to(device)
+    targets = torch.randint(0, cfg.vocab, (args.batch, args.seq), generator=gen).to(device)
+    autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.dtype)
+    scaler = torch.amp.GradScaler(args.device) if args.dtype == "fp16" else None
     opt = rm.make_adamw(params, lr=6e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
 
     def loss_fn(p, ids, targets):
-        return rm.gpt_forward(p, cfg, ids, targets, sdpa=not args.no_sdpa)[1]
+        if autocast_dtype is None:
+            return rm.gpt_forward(p, cfg, ids, targets, sdpa=not args.no_sdpa)[1]
+        with torch.autocast(device_type=device.type, dtype=autocast_dtype):
+            return rm.gpt_forward(p, cfg, ids, targets, sdpa=not args.no_sdpa)[1]
     if args.compile:
         loss_fn = torch.compile(loss_fn)
 
     def step():
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(params, ids, targets)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(list(params.values()), 1.0)
-        opt.step()
-        return loss.item()
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(list(params.values()), 1.0)
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(list(params.values()), 1.0)
+            opt.step()
+        return loss.item()  # waits for the device
 
     n_params = sum(t.numel() for t in params.values())
     print(f"torch {torch.__version__}, {args.model} {cfg}, {n_params / 1e6:.2f}M params, "
           f"B={args.batch} T={args.seq}, threads={torch.get_num_threads()}, "
-          f"compile={args.compile}, sdpa={not args.no_sdpa}")
+          f"compile={args.compile}, sdpa={not args.no_sdpa}, device={args.device}, dtype={args.dtype}")
     times = []
     for i in range(args.warmup + args.steps):
         t0 = time.perf_counter()
@@ -101,7 +117,8 @@ def main():
             "model": args.model, "config": dataclasses.asdict(cfg),
             "batch": args.batch, "seq": args.seq, "threads": args.threads,
             "sdpa": not args.no_sdpa, "median_step_s": median, "min_step_s": fastest,
-            "tokens_per_s": tokens_per_s, "torch_version": torch.__version__}))
+            "tokens_per_s": tokens_per_s, "torch_version": torch.__version__,
+            "device": args.device, "dtype": args.dtype, "parameters": n_params}))
 
 
 if __name__ == "__main__":
