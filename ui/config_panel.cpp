@@ -49,6 +49,7 @@ RunConfig ConfigPanel::defaultConfig() {
   c.schedule = PipelineScheduleKind::one_f_one_b;
   c.micro_batches = 4;
   c.accum = 1;
+  c.eval_every = 25;  // the loss plot shows the held-out loss beside the training loss
   return c;
 }
 
@@ -94,6 +95,9 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
     const QString name = QString::fromLatin1(precision_name(p).data(), static_cast<qsizetype>(precision_name(p).size()));
     precision_->addItem(name, name);
   }
+  eval_every_ = new QSpinBox(this);
+  eval_every_->setObjectName(QStringLiteral("evalEvery"));
+  eval_every_->setRange(0, 1'000'000);
   scale_power_ = new QSpinBox(this);
   scale_power_->setObjectName(QStringLiteral("initialScalePower"));
   scale_power_->setRange(0, 127);
@@ -117,6 +121,7 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
   row(QT_TR_NOOP("Global batch"), batch_);
   row(QT_TR_NOOP("Sequence length"), seq_);
   row(QT_TR_NOOP("Learning rate"), lr_);
+  row(QT_TR_NOOP("Evaluate every (steps)"), eval_every_);
   row(QT_TR_NOOP("Data-parallel ranks"), dp_);
   row(QT_TR_NOOP("Pipeline stages"), pp_);
   row(QT_TR_NOOP("Data-parallel mode"), dp_mode_);
@@ -159,7 +164,7 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
   connect(gpu_, &QComboBox::currentIndexChanged, this, onEdit);
   connect(data_, &QLineEdit::textChanged, this, onEdit);
   connect(browse_, &QPushButton::clicked, this, &ConfigPanel::browseData);
-  for (QSpinBox* spin : {steps_, batch_, seq_, dp_, pp_, zero_, micro_batches_, accum_, scale_power_})
+  for (QSpinBox* spin : {steps_, batch_, seq_, dp_, pp_, zero_, micro_batches_, accum_, scale_power_, eval_every_})
     connect(spin, &QSpinBox::valueChanged, this, onEdit);
   connect(lr_, &QDoubleSpinBox::valueChanged, this, onEdit);
   connect(checkpoint_, &QCheckBox::toggled, this, onEdit);
@@ -174,6 +179,8 @@ void ConfigPanel::retranslate() {
   data_->setToolTip(tr("A UTF-8 text file to train on; empty uses the corpus shipped with ShardScope."));
   browse_->setText(tr("Browse..."));
   precision_->setToolTip(tr("fp16 and bf16 keep fp32 master weights and optimizer states; fp16 scales the loss."));
+  eval_every_->setToolTip(tr("The held-out loss (the last 10% of the text) every N steps and at the end; 0: never."));
+  eval_every_->setSpecialValueText(tr("never"));
   scale_power_->setToolTip(tr("fp16 only: the loss is multiplied by 2^N before backward. Too large a scale "
                               "overflows: the step is skipped on every rank and the scale halves."));
   gpu_->setItemText(0, tr("none"));
@@ -215,6 +222,7 @@ RunConfig ConfigPanel::config() const {
   c.data = data_->text().trimmed().toStdString();
   c.precision = parse_precision(precision_->currentData().toString().toStdString());
   if (c.precision == Precision::fp16) c.initial_scale_power = scale_power_->value();
+  c.eval_every = eval_every_->value();
   return c;
 }
 
@@ -241,6 +249,7 @@ void ConfigPanel::setConfig(const RunConfig& c) {
   precision_->setCurrentIndex(std::max(
       0, precision_->findData(QString::fromLatin1(precision.data(), static_cast<qsizetype>(precision.size())))));
   scale_power_->setValue(c.initial_scale_power);
+  eval_every_->setValue(static_cast<int>(std::min<std::int64_t>(c.eval_every, eval_every_->maximum())));
   updating_ = false;
   revalidate();
 }

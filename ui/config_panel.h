@@ -77,6 +77,7 @@ class ConfigPanel : public QWidget {
   QPushButton* browse_;
   QComboBox* precision_;
   QSpinBox* scale_power_;  // fp16: the first loss scale is 2^N
+  QSpinBox* eval_every_;   // held-out loss every N steps; 0: never
   QComboBox* gpu_;
   QLabel* fit_label_ = nullptr;
   std::int64_t predicted_bytes_ = -1;

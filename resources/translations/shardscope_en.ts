@@ -149,6 +149,18 @@
         <source>fp16 only: the loss is multiplied by 2^N before backward. Too large a scale overflows: the step is skipped on every rank and the scale halves.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Evaluate every (steps)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The held-out loss (the last 10% of the text) every N steps and at the end; 0: never.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>never</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::LossPlot</name>

@@ -147,6 +147,18 @@
         <source>fp16 only: the loss is multiplied by 2^N before backward. Too large a scale overflows: the step is skipped on every rank and the scale halves.</source>
         <translation>仅用于 fp16：反向传播前损失乘以 2^N。缩放过大会溢出：所有 rank 都跳过这一步，缩放减半。</translation>
     </message>
+    <message>
+        <source>Evaluate every (steps)</source>
+        <translation>每隔多少步评估</translation>
+    </message>
+    <message>
+        <source>The held-out loss (the last 10% of the text) every N steps and at the end; 0: never.</source>
+        <translation>每 N 步及结束时计算留出集（文本最后 10%）上的损失；0 表示从不。</translation>
+    </message>
+    <message>
+        <source>never</source>
+        <translation>从不</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::LossPlot</name>

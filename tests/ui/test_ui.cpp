@@ -40,6 +40,7 @@ class TestUi : public QObject {
     c.batch = 8;
     c.seq = 32;
     c.micro_batches = 4;
+    c.eval_every = 4;  // held-out loss at step 4 and at the end
     return c;
   }
   static QString tempPath(const QString& name) { return QDir(QCoreApplication::applicationDirPath()).filePath(name); }
@@ -93,6 +94,7 @@ class TestUi : public QObject {
     auto* scalePower = panel.findChild<QSpinBox*>(QStringLiteral("initialScalePower"));
     QVERIFY(scalePower->isEnabled());  // fp16 scales the loss
     scalePower->setValue(12);
+    panel.findChild<QSpinBox*>(QStringLiteral("evalEvery"))->setValue(3);
     const QString corpus = writeCorpus(QStringLiteral("test_ui_corpus.txt"));
     panel.findChild<QLineEdit*>(QStringLiteral("data"))->setText(corpus);
     QVERIFY2(panel.problem().isEmpty(), qPrintable(panel.problem()));
@@ -104,7 +106,7 @@ class TestUi : public QObject {
     cli.start(QStringLiteral(SHARDSCOPE_CLI),
               {"train", "--model", "gpt-tiny", "--steps", "1", "--batch", "8", "--seq", "32", "--lr", "0.002", "--dp",
                "2", "--pp", "2", "--dp-mode", "ddp", "--zero", "1", "--schedule", "gpipe", "--micro-batches", "2",
-               "--accum", "2", "--checkpoint", "full", "--precision", "fp16", "--initial-scale-power", "12", "--data",
+               "--accum", "2", "--checkpoint", "full", "--precision", "fp16", "--initial-scale-power", "12", "--eval-every", "3", "--data",
                corpus, "--record", record});
     QVERIFY(cli.waitForFinished(120000));
     QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
@@ -218,7 +220,7 @@ class TestUi : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!window.controller()->busy(), 120000);
     QVERIFY2(!window.statusText().startsWith(QStringLiteral("Run failed")), qPrintable(window.statusText()));
     QCOMPARE(window.lossPlot()->trainPointCount(), 6);
-    QCOMPARE(window.lossPlot()->evalPointCount(), 0);
+    QCOMPARE(window.lossPlot()->evalPointCount(), 2);  // steps 4 and 6
 
     const auto ledger = window.controller()->finalMemory();
     QCOMPARE(static_cast<int>(ledger.size()), 4);
