@@ -13,13 +13,7 @@ namespace shardscope::ui {
 
 LossScalePlot::LossScalePlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
   setObjectName(QStringLiteral("lossScalePlot"));
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(plot_);
-  setMinimumHeight(180);
-  plot_->plotLayout()->insertRow(0);
-  title_ = new QCPTextElement(plot_, QString(), QFont(font().family(), -1, QFont::Bold));
-  plot_->plotLayout()->addElement(0, 0, title_);
+  title_ = installTitledPlot(this, plot_);
 
   scale_ = plot_->addGraph();
   scale_->setPen(QPen(QColor(44, 160, 44), 2));

@@ -12,23 +12,11 @@ namespace shardscope::ui {
 
 namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
-QColor rankColor(int rank) {
-  static const QColor colors[] = {QColor(31, 119, 180),  QColor(255, 127, 14),  QColor(44, 160, 44),
-                                  QColor(214, 39, 40),   QColor(148, 103, 189), QColor(140, 86, 75),
-                                  QColor(227, 119, 194), QColor(127, 127, 127)};
-  return colors[rank % 8];
-}
 }  // namespace
 
 MemoryTimelinePlot::MemoryTimelinePlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
   setObjectName(QStringLiteral("memoryTimelinePlot"));
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(plot_);
-  setMinimumHeight(180);
-  plot_->plotLayout()->insertRow(0);
-  title_ = new QCPTextElement(plot_, QString(), QFont(font().family(), -1, QFont::Bold));
-  plot_->plotLayout()->addElement(0, 0, title_);
+  title_ = installTitledPlot(this, plot_);
   placeLegendBelow(plot_, 8);
   plot_->xAxis->setRange(0, 1);
   plot_->yAxis->setRange(0, 1);

@@ -10,24 +10,9 @@
 
 namespace shardscope::ui {
 
-namespace {
-QColor rankColor(int rank) {
-  static const QColor colors[] = {QColor(31, 119, 180),  QColor(255, 127, 14),  QColor(44, 160, 44),
-                                  QColor(214, 39, 40),   QColor(148, 103, 189), QColor(140, 86, 75),
-                                  QColor(227, 119, 194), QColor(127, 127, 127)};
-  return colors[rank % 8];
-}
-}  // namespace
-
 ThroughputPlot::ThroughputPlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
   setObjectName(QStringLiteral("throughputPlot"));
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(plot_);
-  setMinimumHeight(180);
-  plot_->plotLayout()->insertRow(0);
-  title_ = new QCPTextElement(plot_, QString(), QFont(font().family(), -1, QFont::Bold));
-  plot_->plotLayout()->addElement(0, 0, title_);
+  title_ = installTitledPlot(this, plot_);
   total_ = plot_->addGraph();
   total_->setPen(QPen(Qt::black, 2));
   placeLegendBelow(plot_, 5);

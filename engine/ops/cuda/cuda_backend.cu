@@ -655,6 +655,10 @@ double CudaBackend::sum_of_squares(const float* x, std::int64_t n) {
   double* total = partials + 2 * kReduceBlocks;
   sum_of_squares_partial_kernel<<<kReduceBlocks, kThreads, 0, stream_>>>(partials, x, n);
   check_launch("sum_of_squares_partial_kernel", op);
+  return sum_partials_to_host(partials, total, op);
+}
+
+double CudaBackend::sum_partials_to_host(const double* partials, double* total, const char* op) {
   sum_partials_kernel<<<1, kThreads, 0, stream_>>>(total, partials, kReduceBlocks, 1);
   check_launch("sum_partials_kernel", op);
   double host = 0.0;
@@ -738,12 +742,7 @@ double CudaBackend::sum_of_squares_16(DType dtype, const std::uint16_t* x, std::
   sum_of_squares_16_partial_kernel<<<kReduceBlocks, kThreads, 0, stream_>>>(
       partials, reinterpret_cast<const unsigned short*>(x), n, dtype == DType::bf16);
   check_launch("sum_of_squares_16_partial_kernel", op);
-  sum_partials_kernel<<<1, kThreads, 0, stream_>>>(total, partials, kReduceBlocks, 1);
-  check_launch("sum_partials_kernel", op);
-  double host = 0.0;
-  check(cudaMemcpyAsync(&host, total, sizeof host, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync", op);
-  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", op);
-  return host;
+  return sum_partials_to_host(partials, total, op);
 }
 
 void CudaBackend::adamw(float* params, const float* grads, float* m, float* v, std::int64_t n, const AdamWStep& step) {

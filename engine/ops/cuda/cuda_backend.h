@@ -103,6 +103,8 @@ class CudaBackend final : public Backend {
 
  private:
   void make_current(const char* op) const;  // cudaSetDevice(device_) for the calling thread
+  // Adds the kReduceBlocks double partials into *total and returns it (synchronizes).
+  double sum_partials_to_host(const double* partials, double* total, const char* op);
 
   int device_ = 0;
   std::string device_name_;
