@@ -246,6 +246,7 @@ void MainWindow::prepareViews(const RunConfig& config) {
   loss_->clear();
   memory_->setRankCount(config.world_size());
   memory_->setPrediction(predictMemory(config));
+  memory_->setMixedPrecision(config.mixed_precision());
   total_steps_ = config.steps;
 }
 

@@ -446,6 +446,10 @@
         <source>rank %1</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Mixed precision: the prediction counts 16-bit activations, as a GPU keeps them; the CPU engine keeps fp32 activations, so parameters, gradients and optimizer states match.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryTimelinePlot</name>

@@ -441,6 +441,10 @@
         <source>rank %1</source>
         <translation>rank %1</translation>
     </message>
+    <message>
+        <source>Mixed precision: the prediction counts 16-bit activations, as a GPU keeps them; the CPU engine keeps fp32 activations, so parameters, gradients and optimizer states match.</source>
+        <translation>混合精度：预测按 16 位激活值计算（与 GPU 相同）；CPU 引擎的激活值为 fp32，因此只有参数、梯度和优化器状态两者一致。</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryTimelinePlot</name>

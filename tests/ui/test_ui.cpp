@@ -208,6 +208,26 @@ class TestUi : public QObject {
     QVERIFY(label->isHidden());
   }
 
+  // fp16: the prediction's model states are the engine's bytes, its activations
+  // are a GPU's 16-bit ones, and the bars say so under the title.
+  void mixedPrecisionRunExplainsThePrediction() {
+    MainWindow window;
+    window.show();
+    RunConfig c = shortRun(2);
+    c.precision = Precision::fp16;
+    window.configPanel()->setConfig(c);
+    QTest::mouseClick(window.runButton(), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!window.controller()->busy(), 120000);
+    QVERIFY2(window.memoryBars()->note().contains(QStringLiteral("16-bit")), qPrintable(window.memoryBars()->note()));
+    for (int r = 0; r < 4; ++r) {
+      const MemoryBytes measured = window.memoryBars()->bytes(r), predicted = window.memoryBars()->predicted(r);
+      for (MemoryCategory cat :
+           {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
+        QCOMPARE(measured[cat], predicted[cat]);
+      QVERIFY(measured[MemoryCategory::activations] > predicted[MemoryCategory::activations]);  // fp32 on the CPU
+    }
+  }
+
   void shortRunFillsViews() {
     MainWindow window;
     window.show();
@@ -221,6 +241,7 @@ class TestUi : public QObject {
     QVERIFY2(!window.statusText().startsWith(QStringLiteral("Run failed")), qPrintable(window.statusText()));
     QCOMPARE(window.lossPlot()->trainPointCount(), 6);
     QCOMPARE(window.lossPlot()->evalPointCount(), 2);  // steps 4 and 6
+    QVERIFY(window.memoryBars()->note().isEmpty());    // fp32: the prediction is the engine's exact bytes
 
     const auto ledger = window.controller()->finalMemory();
     QCOMPARE(static_cast<int>(ledger.size()), 4);

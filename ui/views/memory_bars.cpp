@@ -3,6 +3,7 @@
 
 #include <QEvent>
 #include <QSharedPointer>
+#include <QLabel>
 #include <QVBoxLayout>
 #include "views/qcustomplot_include.h"
 
@@ -30,6 +31,14 @@ MemoryBars::MemoryBars(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot
   plot_->plotLayout()->insertRow(0);
   title_ = new QCPTextElement(plot_, QString(), QFont(font().family(), -1, QFont::Bold));
   plot_->plotLayout()->addElement(0, 0, title_);
+  note_ = new QLabel(this);
+  note_->setObjectName(QStringLiteral("memoryNote"));
+  note_->setWordWrap(true);
+  note_->setStyleSheet(QStringLiteral("color: #5a5a5a; padding: 0 8px;"));
+  note_->setVisible(false);
+  note_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
+  layout->addWidget(note_);
+  layout->setStretch(0, 1);  // the plot takes the height; the note only its lines
   QCPBars* below = nullptr;
   for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
     auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
@@ -85,6 +94,9 @@ QString MemoryBars::categoryLabel(MemoryCategory category) {
 
 void MemoryBars::retranslate() {
   title_->setText(tr("Memory per rank: measured (solid), predicted (light)"));
+  note_->setText(mixed_ ? tr("Mixed precision: the prediction counts 16-bit activations, as a GPU keeps them; the CPU "
+                             "engine keeps fp32 activations, so parameters, gradients and optimizer states match.")
+                        : QString());
   plot_->yAxis->setLabel(tr("MiB"));
   plot_->xAxis->setLabel(tr("Rank"));
   for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) bars_[c]->setName(categoryLabel(kAllMemoryCategories[c]));
@@ -98,6 +110,14 @@ void MemoryBars::changeEvent(QEvent* event) {
 }
 
 QString MemoryBars::title() const { return title_->text(); }
+
+QString MemoryBars::note() const { return mixed_ ? note_->text() : QString(); }
+
+void MemoryBars::setMixedPrecision(bool mixed) {
+  mixed_ = mixed;
+  note_->setVisible(mixed);
+  retranslate();
+}
 
 void MemoryBars::setRankTicks() {
   QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);

@@ -17,6 +17,8 @@ class QCustomPlot;
 class QCPBars;
 class QCPTextElement;
 
+class QLabel;
+
 namespace shardscope::ui {
 
 class MemoryBars : public QWidget {
@@ -29,6 +31,10 @@ class MemoryBars : public QWidget {
   void setSample(int rank, const std::array<std::int64_t, kMemoryCategoryCount>& bytes);
   // The estimator's per-rank bytes for this run (empty: none shown).
   void setPrediction(const std::vector<MemoryBytes>& per_rank);
+  // Mixed precision: the prediction counts 16-bit activations, as a GPU keeps
+  // them, where the CPU engine keeps fp32; a line under the title says so.
+  void setMixedPrecision(bool mixed);
+  QString note() const;
   void replot();  // redraws if anything changed since the last call
 
   int rankCount() const { return static_cast<int>(samples_.size()); }
@@ -53,6 +59,8 @@ class MemoryBars : public QWidget {
   std::vector<MemoryBytes> samples_;
   std::vector<MemoryBytes> prediction_;
   QCPTextElement* title_;
+  QLabel* note_ = nullptr;  // under the plot while mixed_
+  bool mixed_ = false;
   bool dirty_ = false;
 };
 
