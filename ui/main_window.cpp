@@ -7,10 +7,13 @@
 #include <QAction>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QDockWidget>
 #include <QEvent>
 #include <QTimer>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QMenu>
+#include <QMenuBar>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QLayout>
@@ -24,6 +27,7 @@
 #include <algorithm>
 
 #include "config_panel.h"
+#include "lessons.h"
 #include "i18n.h"
 #include "log_sink.h"
 #include "recording_controller.h"
@@ -159,6 +163,21 @@ MainWindow::MainWindow(QWidget* parent)
   auto* zero = new ZeroView;
   addView(zero, zero, QT_TR_NOOP("ZeRO"));
   addView(live_plots_, live_plots_, QT_TR_NOOP("Live plots"));
+
+  // Lessons: text beside the views, hidden until chosen from the Lessons menu.
+  lessons_ = new LessonsPanel;
+  lessons_dock_ = new QDockWidget(this);
+  lessons_dock_->setObjectName(QStringLiteral("lessonsDock"));
+  lessons_dock_->setWidget(lessons_);
+  lessons_dock_->setMinimumWidth(360);
+  addDockWidget(Qt::RightDockWidgetArea, lessons_dock_);
+  lessons_dock_->hide();
+  lessons_menu_ = menuBar()->addMenu(QString());
+  lessons_menu_->addAction(lessons_dock_->toggleViewAction());
+  connect(lessons_, &LessonsPanel::tryLesson, this, [this](const RunConfig& config) {
+    if (controller_->busy()) return;
+    panel_->setConfig(config);
+  });
   prepareViews(panel_->config());
   retranslate();
   setStatus([this] { return tr("Ready: press Run to train on simulated ranks (threads on the CPU)."); });
@@ -180,6 +199,9 @@ void MainWindow::retranslate() {
                         "time, and the engine waits between steps until they have. The training math is unchanged."));
   speed_note_->setText(speedExplanation());
   retranslateRecordingUi();
+  lessons_menu_->setTitle(tr("&Lessons"));
+  lessons_dock_->setWindowTitle(tr("Lessons"));
+  lessons_dock_->toggleViewAction()->setText(tr("Show lessons"));
   for (const auto& [widget, source] : tab_sources_) {
     const int index = tabs_->indexOf(widget);
     if (index >= 0) tabs_->setTabText(index, tr(source));

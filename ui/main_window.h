@@ -15,6 +15,7 @@
 #include "run_controller.h"
 
 class QAction;
+class QDockWidget;
 class QComboBox;
 class QMenu;
 class QSlider;
@@ -37,6 +38,7 @@ class EventView;
 class RecordingController;
 class LivePlots;
 class QueuedLogSink;
+class LessonsPanel;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -56,6 +58,8 @@ class MainWindow : public QMainWindow {
   QString statusText() const;
   QString logText() const;  // takes the log lines still queued first
   LivePlots* livePlots() const { return live_plots_; }
+  LessonsPanel* lessons() const { return lessons_; }
+  QDockWidget* lessonsDock() const { return lessons_dock_; }
   // The window's spdlog logger: engine log/error/overflow events and the UI's
   // own messages go through it into the log panel (see log_sink.h).
   spdlog::logger& logger() const { return *logger_; }
@@ -120,6 +124,9 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs_;
   std::vector<EventView*> views_;
   LivePlots* live_plots_;
+  LessonsPanel* lessons_ = nullptr;
+  QDockWidget* lessons_dock_ = nullptr;
+  QMenu* lessons_menu_ = nullptr;
   QPlainTextEdit* log_;
   std::shared_ptr<QueuedLogSink> log_sink_;
   std::shared_ptr<spdlog::logger> logger_;

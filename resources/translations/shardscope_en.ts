@@ -163,6 +163,17 @@
     </message>
 </context>
 <context>
+    <name>shardscope::ui::LessonsPanel</name>
+    <message>
+        <source>Try it: load this run</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Loads the lesson&apos;s settings into the panel; press Run to train.</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>shardscope::ui::LossPlot</name>
     <message>
         <source>Loss</source>
@@ -401,6 +412,18 @@
     </message>
     <message>
         <source>rank %1 step %2: inf/NaN in %3 at loss scale %4; the step is skipped</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>&amp;Lessons</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Lessons</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Show lessons</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

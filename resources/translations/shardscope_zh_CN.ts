@@ -161,6 +161,17 @@
     </message>
 </context>
 <context>
+    <name>shardscope::ui::LessonsPanel</name>
+    <message>
+        <source>Try it: load this run</source>
+        <translation>试一试：加载这个运行</translation>
+    </message>
+    <message>
+        <source>Loads the lesson&apos;s settings into the panel; press Run to train.</source>
+        <translation>把本课的设置载入面板；按 Run 开始训练。</translation>
+    </message>
+</context>
+<context>
     <name>shardscope::ui::LossPlot</name>
     <message>
         <source>Loss</source>
@@ -397,6 +408,18 @@
     <message>
         <source>rank %1 step %2: inf/NaN in %3 at loss scale %4; the step is skipped</source>
         <translation>rank %1 第 %2 步：在缩放系数 %4 下 %3 出现 inf/NaN；跳过该步</translation>
+    </message>
+    <message>
+        <source>&amp;Lessons</source>
+        <translation>课程(&amp;L)</translation>
+    </message>
+    <message>
+        <source>Lessons</source>
+        <translation>课程</translation>
+    </message>
+    <message>
+        <source>Show lessons</source>
+        <translation>显示课程</translation>
     </message>
 </context>
 <context>

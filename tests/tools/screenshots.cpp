@@ -5,6 +5,7 @@
 // ranks), in English, and the main window and live plots in
 // Chinese. Not a test; run by hand after changing the UI:
 //   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots
+#include <QDockWidget>
 #include <QApplication>
 #include <QDir>
 #include <QElapsedTimer>
@@ -15,6 +16,7 @@
 
 #include "config_panel.h"
 #include "i18n.h"
+#include "lessons.h"
 #include "main_window.h"
 #include "run_controller.h"
 
@@ -42,6 +44,7 @@ struct Shot {
   int tab;
   QString name;
   bool window_shot = false;
+  int lesson = -1;  // >= 0: the lessons dock open on this lesson
 };
 bool shoot(const QString& language, const RunConfig& config, const QDir& dir, const std::vector<Shot>& shots) {
   setLanguage(language);
@@ -61,6 +64,10 @@ bool shoot(const QString& language, const RunConfig& config, const QDir& dir, co
   bool ok = true;
   for (const Shot& shot : shots) {
     window.viewTabs()->setCurrentIndex(shot.tab);
+    if (shot.lesson >= 0) {
+      window.lessonsDock()->show();
+      window.lessons()->showLesson(shot.lesson);
+    }
     settle(1500);  // the ring view finishes its animation; plots redraw when shown
     QWidget* what = shot.window_shot ? static_cast<QWidget*>(&window) : window.viewTabs()->currentWidget();
     ok = save(what, dir, shot.name) && ok;
@@ -103,6 +110,10 @@ int main(int argc, char** argv) {
   naive.dp_mode = DataParallelMode::naive;
   ok = shoot(QStringLiteral("en"), naive, dir, {{2, QStringLiteral("ring_naive_data_parallel.png")}}) && ok;
   ok = shoot(QStringLiteral("zh_CN"), c, dir, {{0, QStringLiteral("main_window_zh.png"), true}}) && ok;
+  // The first lesson as "Try it" loads it: 4 ranks in naive DataParallel, the star into rank 0.
+  const RunConfig lesson = load_lessons().front().config;
+  ok = shoot(QStringLiteral("en"), lesson, dir, {{2, QStringLiteral("lesson_ddp.png"), true, 0}}) && ok;
+  ok = shoot(QStringLiteral("zh_CN"), lesson, dir, {{2, QStringLiteral("lesson_ddp_zh.png"), true, 0}}) && ok;
   ok = shoot(QStringLiteral("zh_CN"), fp16, dir, {{4, QStringLiteral("live_plots_zh.png")}}) && ok;
   return ok ? 0 : 1;
 }

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The lessons (tutorials/): every embedded lesson parses, its run passes the
+// engine's validation, it has English and Chinese text; "Try it" loads its run
+// into the panel; the language switch swaps the text; a broken lesson file is
+// refused naming the file and the key. Offscreen.
+#include <QApplication>
+#include <QDockWidget>
+#include <QFile>
+#include <QListWidget>
+#include <QPushButton>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QDir>
+
+#include "config_panel.h"
+#include "core/error.h"
+#include "i18n.h"
+#include "lessons.h"
+#include "main_window.h"
+#include "train/metrics_json.h"
+
+using namespace shardscope;
+using namespace shardscope::ui;
+
+namespace {
+bool has_cjk(const QString& text) {
+  for (const QChar c : text)
+    if (c.unicode() >= 0x4E00 && c.unicode() <= 0x9FFF) return true;
+  return false;
+}
+}  // namespace
+
+class TestLessons : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void initTestCase() { setLanguage(QStringLiteral("en")); }
+
+  void everyLessonParsesAndValidates() {
+    const auto lessons = load_lessons();
+    QCOMPARE(static_cast<int>(lessons.size()), 4);
+    for (const Lesson& l : lessons) {
+      QVERIFY2(!l.title_en.isEmpty() && has_cjk(l.title_zh), qPrintable(l.id));
+      QVERIFY2(l.text_en.contains(QStringLiteral("Try it")), qPrintable(l.id));
+      QVERIFY2(has_cjk(l.text_zh) && l.text_zh.contains(QStringLiteral("试一试")), qPrintable(l.id));
+      validate_run_config(l.config);  // throws ConfigError naming the flag
+    }
+    // What each lesson is about is in its run.
+    QCOMPARE(lessons[0].id, QStringLiteral("ddp_vs_dataparallel"));
+    QVERIFY(lessons[0].config.dp_mode == DataParallelMode::naive);
+    QVERIFY(lessons[1].config.precision == Precision::fp16);
+    QCOMPARE(lessons[1].config.initial_scale_power, 24);
+    QVERIFY(lessons[2].config.schedule == PipelineScheduleKind::gpipe);
+    QCOMPARE(lessons[2].config.pp, 4);
+    QCOMPARE(lessons[3].config.zero_stage, 3);
+  }
+
+  void tryItLoadsTheRunIntoThePanel() {
+    MainWindow window;
+    window.show();
+    QVERIFY(window.lessonsDock()->isHidden());  // the window opens on its own preset
+    window.lessonsDock()->show();
+    LessonsPanel* panel = window.lessons();
+    for (int i = 0; i < static_cast<int>(panel->lessons().size()); ++i) {
+      panel->showLesson(i);
+      QTest::mouseClick(panel->tryButton(), Qt::LeftButton);
+      const RunConfig want = panel->lessons()[static_cast<std::size_t>(i)].config;
+      QCOMPARE(QString::fromStdString(run_config_to_json(window.configPanel()->config()).dump()),
+               QString::fromStdString(run_config_to_json(want).dump()));
+      QVERIFY2(window.configPanel()->problem().isEmpty(), qPrintable(window.configPanel()->problem()));
+      QVERIFY(window.runButton()->isEnabled());
+    }
+  }
+
+  void languageSwitchSwapsTheText() {
+    LessonsPanel panel;
+    panel.showLesson(0);
+    QVERIFY(!has_cjk(panel.currentText()));
+    QVERIFY(setLanguage(QStringLiteral("zh_CN")));
+    QCoreApplication::processEvents();
+    QVERIFY2(has_cjk(panel.currentText()), qPrintable(panel.currentText().left(80)));
+    QVERIFY(has_cjk(panel.findChild<QListWidget*>(QStringLiteral("lessonList"))->item(0)->text()));
+    QVERIFY(setLanguage(QStringLiteral("en")));
+    QCoreApplication::processEvents();
+    QVERIFY(!has_cjk(panel.currentText()));
+  }
+
+  void brokenLessonNamesTheFileAndKey() {
+    QTemporaryDir dir;
+    QDir(dir.path()).mkdir(QStringLiteral("bad"));
+    const QString folder = dir.path() + QStringLiteral("/bad");
+    const auto write = [&](const char* name, const QByteArray& text) {
+      QFile f(folder + QLatin1Char('/') + QLatin1String(name));
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(text);
+    };
+    write("en.md", "# x");
+    write("zh_CN.md", "# x");
+    write("lesson.json", R"({"title": {"en": "x", "zh_CN": "x"}, "config": {"dp": 2, "zero_stage": 1}})");
+    try {
+      load_lessons(dir.path());
+      QFAIL("a lesson with an unknown key was loaded");
+    } catch (const ConfigError& e) {
+      const QString m = QString::fromUtf8(e.what());
+      QVERIFY2(m.contains(QStringLiteral("bad/lesson.json")) && m.contains(QStringLiteral("\"zero_stage\"")),
+               qPrintable(m));
+    }
+    write("lesson.json", R"({"title": {"en": "x", "zh_CN": "x"}, "config": {"dp": 3, "batch": 16}})");
+    try {
+      load_lessons(dir.path());
+      QFAIL("a lesson whose run the engine refuses was loaded");
+    } catch (const ConfigError& e) {
+      QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("--batch")), e.what());
+    }
+  }
+};
+
+QTEST_MAIN(TestLessons)
+#include "test_lessons.moc"

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "lessons.h"
+
+#include <QDir>
+#include <QEvent>
+#include <QFile>
+#include <QHBoxLayout>
+#include <QListWidget>
+#include <QPushButton>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "config_panel.h"
+#include "core/error.h"
+#include "i18n.h"
+
+namespace shardscope::ui {
+
+namespace {
+
+QString read_text(const QString& path) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly))
+    throw ConfigError("lesson: cannot read " + path.toStdString());
+  return QString::fromUtf8(file.readAll());
+}
+
+// The panel's default run with the lesson's keys applied; every key must be known.
+RunConfig lesson_config(const nlohmann::json& keys, const std::string& where) {
+  RunConfig c = ConfigPanel::defaultConfig();
+  if (!keys.is_object()) throw ConfigError(where + ": \"config\" must be an object");
+  for (const auto& [key, value] : keys.items()) {
+    const auto bad = [&](const char* expected) {
+      return ConfigError(where + ": config key \"" + key + "\" must be " + expected);
+    };
+    const auto integer = [&] {
+      if (!value.is_number_integer()) throw bad("an integer");
+      return value.get<int>();
+    };
+    const auto text = [&] {
+      if (!value.is_string()) throw bad("a string");
+      return value.get<std::string>();
+    };
+    if (key == "model") c.model = text();
+    else if (key == "steps") c.steps = integer();
+    else if (key == "batch") c.batch = integer();
+    else if (key == "seq") c.seq = integer();
+    else if (key == "dp") c.dp = integer();
+    else if (key == "pp") c.pp = integer();
+    else if (key == "micro_batches") c.micro_batches = integer();
+    else if (key == "zero") c.zero_stage = integer();
+    else if (key == "eval_every") c.eval_every = integer();
+    else if (key == "initial_scale_power") c.initial_scale_power = integer();
+    else if (key == "dp_mode") {
+      const std::string mode = text();
+      if (mode != "ddp" && mode != "naive") throw bad("\"ddp\" or \"naive\"");
+      c.dp_mode = mode == "naive" ? DataParallelMode::naive : DataParallelMode::ddp;
+    } else if (key == "schedule") {
+      c.schedule = parse_pipeline_schedule_kind(text());
+    } else if (key == "precision") {
+      c.precision = parse_precision(text(), where + ": config key \"precision\"");
+    } else if (key == "checkpoint") {
+      if (!value.is_boolean()) throw bad("true or false");
+      c.checkpoint = value.get<bool>();
+    } else {
+      throw ConfigError(where + ": unknown config key \"" + key + "\"");
+    }
+  }
+  validate_run_config(c);
+  return c;
+}
+
+}  // namespace
+
+std::vector<Lesson> load_lessons(const QString& root) {
+  std::vector<Lesson> lessons;
+  const QDir dir(root);
+  for (const QString& id : dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
+    const QString folder = dir.filePath(id);
+    const std::string where = (folder + QStringLiteral("/lesson.json")).toStdString();
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(read_text(folder + QStringLiteral("/lesson.json")).toStdString());
+    } catch (const nlohmann::json::exception& e) {
+      throw ConfigError(where + ": " + e.what());
+    }
+    Lesson lesson;
+    lesson.id = id;
+    const auto title = j.value("title", nlohmann::json::object());
+    if (!title.contains("en") || !title.contains("zh_CN") || !title["en"].is_string() || !title["zh_CN"].is_string())
+      throw ConfigError(where + ": \"title\" needs \"en\" and \"zh_CN\" strings");
+    lesson.title_en = QString::fromStdString(title["en"].get<std::string>());
+    lesson.title_zh = QString::fromStdString(title["zh_CN"].get<std::string>());
+    lesson.config = lesson_config(j.value("config", nlohmann::json::object()), where);
+    lesson.text_en = read_text(folder + QStringLiteral("/en.md"));
+    lesson.text_zh = read_text(folder + QStringLiteral("/zh_CN.md"));
+    lessons.push_back(std::move(lesson));
+  }
+  return lessons;
+}
+
+LessonsPanel::LessonsPanel(QWidget* parent)
+    : QWidget(parent), lessons_(load_lessons()), list_(new QListWidget(this)), text_(new QTextBrowser(this)),
+      try_(new QPushButton(this)) {
+  setObjectName(QStringLiteral("lessons"));
+  list_->setObjectName(QStringLiteral("lessonList"));
+  text_->setObjectName(QStringLiteral("lessonText"));
+  try_->setObjectName(QStringLiteral("tryLesson"));
+  text_->setOpenExternalLinks(true);
+  list_->setMaximumHeight(110);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(list_);
+  layout->addWidget(text_, 1);
+  auto* buttons = new QHBoxLayout;
+  buttons->addStretch(1);
+  buttons->addWidget(try_);
+  layout->addLayout(buttons);
+  for (std::size_t i = 0; i < lessons_.size(); ++i) list_->addItem(QString());
+  connect(list_, &QListWidget::currentRowChanged, this, &LessonsPanel::showLesson);
+  connect(try_, &QPushButton::clicked, this, [this] {
+    const int i = currentLesson();
+    if (i >= 0) Q_EMIT tryLesson(lessons_[static_cast<std::size_t>(i)].config);
+  });
+  retranslate();
+  if (!lessons_.empty()) list_->setCurrentRow(0);
+}
+
+int LessonsPanel::currentLesson() const { return list_->currentRow(); }
+
+QString LessonsPanel::currentText() const { return text_->toPlainText(); }
+
+void LessonsPanel::showLesson(int index) {
+  if (index < 0 || index >= static_cast<int>(lessons_.size())) return;
+  if (list_->currentRow() != index) list_->setCurrentRow(index);  // calls back here
+  const Lesson& lesson = lessons_[static_cast<std::size_t>(index)];
+  const bool zh = currentLanguage() == QLatin1String("zh_CN");
+  text_->setMarkdown(zh ? lesson.text_zh : lesson.text_en);
+}
+
+void LessonsPanel::retranslate() {
+  const bool zh = currentLanguage() == QLatin1String("zh_CN");
+  for (std::size_t i = 0; i < lessons_.size(); ++i)
+    list_->item(static_cast<int>(i))->setText(zh ? lessons_[i].title_zh : lessons_[i].title_en);
+  try_->setText(tr("Try it: load this run"));
+  try_->setToolTip(tr("Loads the lesson's settings into the panel; press Run to train."));
+  showLesson(currentLesson());
+}
+
+void LessonsPanel::changeEvent(QEvent* event) {
+  if (event->type() == QEvent::LanguageChange) retranslate();
+  QWidget::changeEvent(event);
+}
+
+}  // namespace shardscope::ui

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Lessons (tutorials/<id>/): the text in English and Chinese beside the views,
+// and a "Try it" button that loads the lesson's run into the config panel. The
+// lesson files are embedded under :/tutorials at build time.
+//   lesson.json: {"title": {"en": ..., "zh_CN": ...},
+//                 "config": {keys of the run that differ from the panel's default}}
+//   en.md, zh_CN.md: the text (Markdown).
+// Config keys: model, steps, batch, seq, dp, pp, micro_batches, dp_mode (ddp|naive),
+// zero, schedule (gpipe|1f1b), precision (fp32|fp16|bf16), initial_scale_power,
+// checkpoint (bool), eval_every.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <vector>
+
+#include "train/run_config.h"
+
+class QListWidget;
+class QPushButton;
+class QTextBrowser;
+
+namespace shardscope::ui {
+
+struct Lesson {
+  QString id;  // the folder name
+  QString title_en, title_zh;
+  QString text_en, text_zh;  // Markdown
+  RunConfig config;          // the panel's default with the lesson's keys applied
+};
+
+// Every lesson under `root` (":/tutorials" for the embedded ones), sorted by id.
+// Throws ConfigError naming the file and key for a lesson that does not parse.
+std::vector<Lesson> load_lessons(const QString& root = QStringLiteral(":/tutorials"));
+
+class LessonsPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit LessonsPanel(QWidget* parent = nullptr);
+
+  const std::vector<Lesson>& lessons() const { return lessons_; }
+  void showLesson(int index);
+  int currentLesson() const;
+  QString currentText() const;  // the shown text, as plain text
+  QPushButton* tryButton() const { return try_; }
+
+ Q_SIGNALS:
+  // The user pressed Try it: load this run into the panel.
+  void tryLesson(const shardscope::RunConfig& config);
+
+ protected:
+  void changeEvent(QEvent* event) override;
+
+ private:
+  void retranslate();
+
+  std::vector<Lesson> lessons_;
+  QListWidget* list_;
+  QTextBrowser* text_;
+  QPushButton* try_;
+};
+
+}  // namespace shardscope::ui
