@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU tests: builds ShardScope where needed, then runs every CUDA backend op
-# against the CPU backend (tests/gpu/test_cuda_ops.cpp) and 20 training steps
+# against the CPU backend (tests/gpu/test_cuda_ops.cpp, test_cuda_storage.cpp) and 20 training steps
 # on the GPU against the CPU (tests/gpu/test_cuda_training.cpp); killed after 8
 # minutes in all. Where no GPU is usable it prints
 # "skipped: no GPU (<reason>)" and exits 0, so CI without a GPU passes.
@@ -17,12 +17,14 @@ if ! grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=.*nvcc$' "$build_dir/CMakeCache.txt"; 
   echo "skipped: no GPU (the CUDA backend is not compiled: $build_dir was configured without nvcc or with SHARDSCOPE_WITH_CUDA=OFF)"
   exit 0
 fi
-cmake --build "$build_dir" --target test_cuda_ops test_cuda_training shardscope_cuda --parallel "$(nproc)"
+cmake --build "$build_dir" --target test_cuda_ops test_cuda_storage test_cuda_training shardscope_cuda \
+  --parallel "$(nproc)"
 
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0
-timeout 480 bash -c "\"$build_dir/tests/test_cuda_ops\" && \"$build_dir/tests/test_cuda_training\"" 2>&1 | tee "$log" ||
+timeout 480 bash -c "\"$build_dir/tests/test_cuda_ops\" && \"$build_dir/tests/test_cuda_storage\" &&
+  \"$build_dir/tests/test_cuda_training\"" 2>&1 | tee "$log" ||
   status=$?
 if grep -q 'skipped: no GPU' "$log"; then
   echo "$(grep -o 'skipped: no GPU.*' "$log" | head -n 1)"

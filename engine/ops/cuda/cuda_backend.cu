@@ -19,8 +19,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/half.h"
 #include "ops/cuda/cuda_backend.h"
+#include "ops/cuda/cuda_common.cuh"
 #include "ops/math.h"
 
 namespace shardscope {
@@ -30,42 +30,11 @@ namespace {
 using math::AdamWStep;
 using math::GeluKind;
 
-[[noreturn]] void fail(const char* call, const char* op, const std::string& error) {
-  throw std::runtime_error(std::string("CUDA backend: ") + call + " failed in " + op + ": " + error);
-}
-
-void check(cudaError_t status, const char* call, const char* op) {
-  if (status != cudaSuccess)
-    fail(call, op, std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")");
-}
-
-void check(cublasStatus_t status, const char* call, const char* op) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    fail(call, op, std::string(cublasGetStatusName(status)) + " (" + cublasGetStatusString(status) + ")");
-}
-
-// After a kernel launch: a bad configuration is reported here; faults inside the
-// kernel surface at the next synchronizing call, named by that call.
-void check_launch(const char* kernel, const char* op) {
-  check(cudaGetLastError(), kernel, op);
-}
-
-constexpr int kThreads = 256;
-
-// Blocks of kThreads covering n items, one per thread (the grid-stride loops also
-// accept fewer); capped at the grid limit 2^31 - 1.
-unsigned blocks_for(std::int64_t n) {
-  const std::int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, 0x7FFFFFFF)));
-}
+using namespace cuda_detail;
 
 cublasOperation_t to_cublas(Transpose t) {
   return t == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
-
-#define SS_GRID_STRIDE(i, n)                                                                 \
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<long long>(gridDim.x) * blockDim.x)
 
 // ---- element-wise kernels ----------------------------------------------------------
 
@@ -209,21 +178,6 @@ __global__ void cross_entropy_backward_kernel(float* d_logits, const float* logi
 
 // ---- deterministic reductions in double ---------------------------------------------------
 
-// Block-wide sum of one double per thread (kThreads threads), result in thread 0.
-__device__ double block_sum(double value) {
-  __shared__ double partial[kThreads];
-  partial[threadIdx.x] = value;
-  __syncthreads();
-  for (int half_width = kThreads / 2; half_width > 0; half_width /= 2) {
-    if (threadIdx.x < half_width) partial[threadIdx.x] += partial[threadIdx.x + half_width];
-    __syncthreads();
-  }
-  const double total = partial[0];
-  __syncthreads();  // every thread has read partial[0] before the next call writes it
-  return total;
-}
-
-constexpr int kReduceBlocks = 256;  // fixed, so the summation order never changes
 
 __global__ void sum_of_squares_partial_kernel(double* partials, const float* x, long long n) {
   double s = 0.0;
@@ -257,60 +211,6 @@ __global__ void sum_partials_kernel(double* out, const double* partials, int cou
     const double total = block_sum(s);
     if (threadIdx.x == 0) out[w] = total;
   }
-}
-
-// ---- casts and the overflow check (core/half.h on the device) --------------------------------
-
-__global__ void f32_to_f16_kernel(const float* in, unsigned short* out, long long n) {
-  SS_GRID_STRIDE(i, n) out[i] = half::float_to_f16_bits(in[i]);
-}
-__global__ void f16_to_f32_kernel(const unsigned short* in, float* out, long long n) {
-  SS_GRID_STRIDE(i, n) out[i] = half::f16_bits_to_float(in[i]);
-}
-__global__ void f32_to_bf16_kernel(const float* in, unsigned short* out, long long n) {
-  SS_GRID_STRIDE(i, n) out[i] = half::float_to_bf16_bits(in[i]);
-}
-__global__ void bf16_to_f32_kernel(const unsigned short* in, float* out, long long n) {
-  SS_GRID_STRIDE(i, n) out[i] = half::bf16_bits_to_float(in[i]);
-}
-
-// first holds the smallest index seen so far (starts at ULLONG_MAX).
-template <typename T, typename IsFinite>
-__device__ void first_non_finite_impl(unsigned long long* first, const T* values, long long n, IsFinite is_finite) {
-  SS_GRID_STRIDE(i, n) {
-    if (!is_finite(values[i])) {
-      atomicMin(first, static_cast<unsigned long long>(i));
-      return;  // later i of this thread are larger
-    }
-  }
-}
-
-__global__ void first_non_finite_f32_kernel(unsigned long long* first, const float* values, long long n) {
-  first_non_finite_impl(first, values, n, [](float v) { return half::float_is_finite(v); });
-}
-__global__ void first_non_finite_f16_kernel(unsigned long long* first, const unsigned short* values, long long n) {
-  first_non_finite_impl(first, values, n, [](unsigned short v) { return half::f16_bits_is_finite(v); });
-}
-__global__ void first_non_finite_bf16_kernel(unsigned long long* first, const unsigned short* values, long long n) {
-  first_non_finite_impl(first, values, n, [](unsigned short v) { return half::bf16_bits_is_finite(v); });
-}
-
-__global__ void add_f16_kernel(unsigned short* dst, const unsigned short* src, long long n) {
-  SS_GRID_STRIDE(i, n)
-  dst[i] = half::float_to_f16_bits(half::f16_bits_to_float(dst[i]) + half::f16_bits_to_float(src[i]));
-}
-__global__ void add_bf16_kernel(unsigned short* dst, const unsigned short* src, long long n) {
-  SS_GRID_STRIDE(i, n)
-  dst[i] = half::float_to_bf16_bits(half::bf16_bits_to_float(dst[i]) + half::bf16_bits_to_float(src[i]));
-}
-__global__ void sum_of_squares_16_partial_kernel(double* partials, const unsigned short* x, long long n, bool bf16) {
-  double s = 0.0;
-  SS_GRID_STRIDE(i, n) {
-    const double v = bf16 ? half::bf16_bits_to_float(x[i]) : half::f16_bits_to_float(x[i]);
-    s += v * v;
-  }
-  const double total = block_sum(s);
-  if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
 constexpr std::size_t kResultBytes = 2 * kReduceBlocks * sizeof(double) + 2 * sizeof(double);
@@ -667,143 +567,11 @@ double CudaBackend::sum_partials_to_host(const double* partials, double* total, 
   return host;
 }
 
-void CudaBackend::copy(void* dst, const void* src, std::int64_t bytes) {
-  if (bytes <= 0 || dst == src) return;
-  make_current("copy");
-  check(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync",
-        "copy");
-}
-
-void CudaBackend::upload(void* dst, const void* host_src, std::int64_t bytes) {
-  if (bytes <= 0) return;
-  make_current("upload");
-  // Synchronous for pageable host memory: the caller may reuse host_src at once.
-  check(cudaMemcpyAsync(dst, host_src, static_cast<std::size_t>(bytes), cudaMemcpyHostToDevice, stream_),
-        "cudaMemcpyAsync", "upload");
-  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", "upload");
-}
-
-void CudaBackend::download(void* host_dst, const void* src, std::int64_t bytes) {
-  if (bytes <= 0) return;
-  make_current("download");
-  check(cudaMemcpyAsync(host_dst, src, static_cast<std::size_t>(bytes), cudaMemcpyDeviceToHost, stream_),
-        "cudaMemcpyAsync", "download");
-  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", "download");
-}
-
-void CudaBackend::zero(void* dst, std::int64_t bytes) {
-  if (bytes <= 0) return;
-  make_current("zero");
-  check(cudaMemsetAsync(dst, 0, static_cast<std::size_t>(bytes), stream_), "cudaMemsetAsync", "zero");
-}
-
-namespace {
-void require_16_bit(DType dtype, const char* op) {
-  if (dtype != DType::f16 && dtype != DType::bf16)
-    throw std::invalid_argument(std::string(op) + ": 16-bit storage must be f16 or bf16");
-}
-}  // namespace
-
-void CudaBackend::widen(DType dtype, const std::uint16_t* in, float* out, std::int64_t n) {
-  require_16_bit(dtype, "widen");
-  if (dtype == DType::f16) cuda_f16_to_f32(*this, in, out, n);
-  else cuda_bf16_to_f32(*this, in, out, n);
-}
-
-void CudaBackend::narrow(DType dtype, const float* in, std::uint16_t* out, std::int64_t n) {
-  require_16_bit(dtype, "narrow");
-  if (dtype == DType::f16) cuda_f32_to_f16(*this, in, out, n);
-  else cuda_f32_to_bf16(*this, in, out, n);
-}
-
-void CudaBackend::add_16(DType dtype, std::uint16_t* dst, const std::uint16_t* src, std::int64_t n) {
-  require_16_bit(dtype, "add_16");
-  if (n <= 0) return;
-  make_current("add_16");
-  auto* d = reinterpret_cast<unsigned short*>(dst);
-  const auto* a = reinterpret_cast<const unsigned short*>(src);
-  if (dtype == DType::f16) add_f16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d, a, n);
-  else add_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d, a, n);
-  check_launch("add_16 kernel", "add_16");
-}
-
-std::int64_t CudaBackend::first_non_finite_16(DType dtype, const std::uint16_t* x, std::int64_t n) {
-  require_16_bit(dtype, "first_non_finite_16");
-  return dtype == DType::f16 ? cuda_first_non_finite_f16(*this, x, n) : cuda_first_non_finite_bf16(*this, x, n);
-}
-
-double CudaBackend::sum_of_squares_16(DType dtype, const std::uint16_t* x, std::int64_t n) {
-  require_16_bit(dtype, "sum_of_squares_16");
-  if (n <= 0) return 0.0;
-  const char* op = "sum_of_squares_16";
-  make_current(op);
-  auto* partials = static_cast<double*>(result_);
-  double* total = partials + 2 * kReduceBlocks;
-  sum_of_squares_16_partial_kernel<<<kReduceBlocks, kThreads, 0, stream_>>>(
-      partials, reinterpret_cast<const unsigned short*>(x), n, dtype == DType::bf16);
-  check_launch("sum_of_squares_16_partial_kernel", op);
-  return sum_partials_to_host(partials, total, op);
-}
-
 void CudaBackend::adamw(float* params, const float* grads, float* m, float* v, std::int64_t n, const AdamWStep& step) {
   if (n <= 0) return;
   make_current("adamw");
   adamw_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(params, grads, m, v, n, step);
   check_launch("adamw_kernel", "adamw");
-}
-
-// ---- mixed-precision helpers -----------------------------------------------------------------------
-
-namespace {
-
-template <typename Kernel, typename In, typename Out>
-void launch_cast(CudaBackend& backend, Kernel kernel, const In* in, Out* out, std::int64_t n, const char* op) {
-  if (n <= 0) return;
-  check(cudaSetDevice(backend.device()), "cudaSetDevice", op);
-  kernel<<<blocks_for(n), kThreads, 0, backend.stream()>>>(in, out, n);
-  check_launch("cast kernel", op);
-}
-
-template <typename Kernel, typename T>
-std::int64_t launch_first_non_finite(CudaBackend& backend, Kernel kernel, const T* values, std::int64_t n,
-                                     const char* op) {
-  if (n <= 0) return -1;
-  check(cudaSetDevice(backend.device()), "cudaSetDevice", op);
-  auto* first = static_cast<unsigned long long*>(backend.workspace(sizeof(unsigned long long), op));
-  check(cudaMemsetAsync(first, 0xFF, sizeof *first, backend.stream()), "cudaMemsetAsync", op);  // ULLONG_MAX
-  kernel<<<blocks_for(n), kThreads, 0, backend.stream()>>>(first, values, n);
-  check_launch("first_non_finite kernel", op);
-  unsigned long long host = 0;
-  check(cudaMemcpyAsync(&host, first, sizeof host, cudaMemcpyDeviceToHost, backend.stream()), "cudaMemcpyAsync", op);
-  check(cudaStreamSynchronize(backend.stream()), "cudaStreamSynchronize", op);
-  return host == ~0ull ? -1 : static_cast<std::int64_t>(host);
-}
-
-}  // namespace
-
-void cuda_f32_to_f16(CudaBackend& backend, const float* in, std::uint16_t* out, std::int64_t n) {
-  launch_cast(backend, f32_to_f16_kernel, in, reinterpret_cast<unsigned short*>(out), n, "cuda_f32_to_f16");
-}
-void cuda_f16_to_f32(CudaBackend& backend, const std::uint16_t* in, float* out, std::int64_t n) {
-  launch_cast(backend, f16_to_f32_kernel, reinterpret_cast<const unsigned short*>(in), out, n, "cuda_f16_to_f32");
-}
-void cuda_f32_to_bf16(CudaBackend& backend, const float* in, std::uint16_t* out, std::int64_t n) {
-  launch_cast(backend, f32_to_bf16_kernel, in, reinterpret_cast<unsigned short*>(out), n, "cuda_f32_to_bf16");
-}
-void cuda_bf16_to_f32(CudaBackend& backend, const std::uint16_t* in, float* out, std::int64_t n) {
-  launch_cast(backend, bf16_to_f32_kernel, reinterpret_cast<const unsigned short*>(in), out, n, "cuda_bf16_to_f32");
-}
-
-std::int64_t cuda_first_non_finite(CudaBackend& backend, const float* values, std::int64_t n) {
-  return launch_first_non_finite(backend, first_non_finite_f32_kernel, values, n, "cuda_first_non_finite");
-}
-std::int64_t cuda_first_non_finite_f16(CudaBackend& backend, const std::uint16_t* values, std::int64_t n) {
-  return launch_first_non_finite(backend, first_non_finite_f16_kernel, reinterpret_cast<const unsigned short*>(values),
-                                 n, "cuda_first_non_finite_f16");
-}
-std::int64_t cuda_first_non_finite_bf16(CudaBackend& backend, const std::uint16_t* values, std::int64_t n) {
-  return launch_first_non_finite(backend, first_non_finite_bf16_kernel, reinterpret_cast<const unsigned short*>(values),
-                                 n, "cuda_first_non_finite_bf16");
 }
 
 }  // namespace shardscope
