@@ -115,4 +115,15 @@ void add_into(DType dtype, std::uint16_t* dst, const std::uint16_t* src, std::in
   }
 }
 
+void accumulate(DType dtype, std::uint16_t* dst, const float* src, std::int64_t n) {
+  require_16_bit(dtype);
+  if (dtype == DType::f16) {
+    for (std::int64_t i = 0; i < n; ++i)
+      dst[i] = float_to_f16_bits(f16_bits_to_float(dst[i]) + f16_bits_to_float(float_to_f16_bits(src[i])));
+  } else {
+    for (std::int64_t i = 0; i < n; ++i)
+      dst[i] = float_to_bf16_bits(bf16_bits_to_float(dst[i]) + bf16_bits_to_float(float_to_bf16_bits(src[i])));
+  }
+}
+
 }  // namespace shardscope::half

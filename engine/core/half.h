@@ -151,5 +151,8 @@ std::int64_t first_non_finite(DType dtype, const std::uint16_t* values, std::int
 double sum_of_squares(DType dtype, const std::uint16_t* values, std::int64_t n);
 // dst[i] = narrow(widen(dst[i]) + widen(src[i])): accumulating into 16-bit storage.
 void add_into(DType dtype, std::uint16_t* dst, const std::uint16_t* src, std::int64_t n);
+// dst[i] = narrow(widen(dst[i]) + widen(narrow(src[i]))): an fp32 gradient rounded
+// to 16 bits, then added to 16-bit storage (add_into of its narrowed copy, in one pass).
+void accumulate(DType dtype, std::uint16_t* dst, const float* src, std::int64_t n);
 
 }  // namespace shardscope::half

@@ -114,6 +114,8 @@ class Backend {
   virtual void widen(DType dtype, const std::uint16_t* in, float* out, std::int64_t n) = 0;
   virtual void narrow(DType dtype, const float* in, std::uint16_t* out, std::int64_t n) = 0;
   virtual void add_16(DType dtype, std::uint16_t* dst, const std::uint16_t* src, std::int64_t n) = 0;  // dst += src
+  // dst += src rounded to 16 bits (half::accumulate): a unit's fp32 gradient into its 16-bit store.
+  virtual void accumulate_16(DType dtype, std::uint16_t* dst, const float* src, std::int64_t n) = 0;
   virtual std::int64_t first_non_finite_16(DType dtype, const std::uint16_t* x, std::int64_t n) = 0;  // -1: none
   virtual double sum_of_squares_16(DType dtype, const std::uint16_t* x, std::int64_t n) = 0;
 

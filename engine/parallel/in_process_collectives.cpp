@@ -38,9 +38,7 @@ struct HalfElems {
   static constexpr DType dtype = D;
   static float widen(T v) { return D == DType::f16 ? half::f16_bits_to_float(v) : half::bf16_bits_to_float(v); }
   static T narrow(float v) { return D == DType::f16 ? half::float_to_f16_bits(v) : half::float_to_bf16_bits(v); }
-  static void add_into(T* dst, const T* src, std::int64_t n) {
-    for (std::int64_t i = 0; i < n; ++i) dst[i] = narrow(widen(dst[i]) + widen(src[i]));
-  }
+  static void add_into(T* dst, const T* src, std::int64_t n) { half::add_into(D, dst, src, n); }
   static void add_to(T* dst, const T* a, const T* b, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) dst[i] = narrow(widen(a[i]) + widen(b[i]));
   }

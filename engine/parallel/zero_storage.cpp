@@ -174,10 +174,7 @@ void ZeroShardedStorage::gradients_done(Model& model, int unit) {
     // Mixed stages 0/1: round to 16 bits and add to the stored gradient (the
     // accumulation over micro-batches is in 16 bits, as a GPU's .grad is).
     auto* stored = reinterpret_cast<std::uint16_t*>(bytes_at(grads_, s.unit.begin));
-    Buffer rounded(ledger_, MemoryCategory::workspace, s.unit.numel() * 2);
-    auto* bits = static_cast<std::uint16_t*>(rounded.data());
-    be.narrow(dtype_, s.gradient.floats(), bits, s.unit.numel());
-    be.add_16(dtype_, stored, bits, s.unit.numel());
+    be.accumulate_16(dtype_, stored, s.gradient.floats(), s.unit.numel());
     note_overflow(stored, s.unit.numel(), s.unit.begin);  // this micro-batch's or the accumulated sum's
   } else if (mixed()) {
     // Round to 16 bits, reduce-scatter in 16 bits, add to the 16-bit shard.

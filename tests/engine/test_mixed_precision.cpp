@@ -58,6 +58,7 @@ class TestMixedPrecision : public QObject {
   Q_OBJECT
  private Q_SLOTS:
   void f16_known_values();
+  void accumulate_is_narrow_then_add();
   void f16_rounds_to_nearest_even();
   void f16_round_trips_every_pattern();
   void bf16_known_values();
@@ -477,6 +478,33 @@ void TestMixedPrecision::scaler_rejects_bad_options() {
   ds = DeepSpeedFp16Options{};
   ds.initial_scale_power = 200;
   QVERIFY_THROWS_EXCEPTION(std::invalid_argument, LossScalerOptions::deepspeed(ds));
+}
+
+// Accumulating an fp32 gradient into 16-bit storage rounds it to 16 bits first,
+// then adds in 16 bits: exactly narrow followed by add_into, overflow to inf included.
+void TestMixedPrecision::accumulate_is_narrow_then_add() {
+  std::vector<float> grad;
+  std::vector<float> stored_values;
+  for (int i = 0; i < 4096; ++i) {
+    grad.push_back(std::ldexp(static_cast<float>((i * 7919) % 2001 - 1000), (i % 40) - 24));
+    stored_values.push_back(std::ldexp(static_cast<float>((i * 104729) % 1999 - 999), (i % 36) - 20));
+  }
+  grad.push_back(60000.0f);  // 60000 + 60000 overflows f16
+  stored_values.push_back(60000.0f);
+  const auto n = static_cast<std::int64_t>(grad.size());
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    std::vector<std::uint16_t> fused(grad.size()), reference(grad.size()), rounded(grad.size());
+    half::narrow(dtype, stored_values.data(), fused.data(), n);
+    reference = fused;
+    half::accumulate(dtype, fused.data(), grad.data(), n);
+    half::narrow(dtype, grad.data(), rounded.data(), n);
+    half::add_into(dtype, reference.data(), rounded.data(), n);
+    QVERIFY(fused == reference);
+  }
+  std::vector<std::uint16_t> last(1);
+  half::narrow(DType::f16, &stored_values.back(), last.data(), 1);
+  half::accumulate(DType::f16, last.data(), &grad.back(), 1);
+  QCOMPARE(last[0], std::uint16_t{0x7C00});  // +inf
 }
 
 QTEST_GUILESS_MAIN(TestMixedPrecision)

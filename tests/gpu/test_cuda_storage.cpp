@@ -71,6 +71,11 @@ void TestCudaStorage::memory_and_16_bit_storage_ops() {
     cpu->add_16(dtype, a.data(), b.data(), n);
     gpu->add_16(dtype, ga.get(), gb.get(), n);
     QVERIFY2(ga.host() == a, qPrintable(name + ": add_16 differs from the CPU"));
+    const auto g = randoms(static_cast<std::size_t>(n), 97, 300.0f);
+    DeviceArray<float> gg(g);
+    cpu->accumulate_16(dtype, a.data(), g.data(), n);
+    gpu->accumulate_16(dtype, ga.get(), gg.get(), n);
+    QVERIFY2(ga.host() == a, qPrintable(name + ": accumulate_16 differs from the CPU"));
     const double cs = cpu->sum_of_squares_16(dtype, a.data(), n);
     const double gs = gpu->sum_of_squares_16(dtype, ga.get(), n);
     QVERIFY2(std::fabs(gs - cs) <= 1e-10 * cs, qPrintable(QString("%1 sum of squares gpu %2 cpu %3").arg(name).arg(gs).arg(cs)));

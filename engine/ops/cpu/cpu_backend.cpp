@@ -228,6 +228,10 @@ void CpuBackend::add_16(DType dtype, std::uint16_t* dst, const std::uint16_t* sr
   half::add_into(dtype, dst, src, n);
 }
 
+void CpuBackend::accumulate_16(DType dtype, std::uint16_t* dst, const float* src, std::int64_t n) {
+  half::accumulate(dtype, dst, src, n);
+}
+
 std::int64_t CpuBackend::first_non_finite_16(DType dtype, const std::uint16_t* x, std::int64_t n) {
   return half::first_non_finite(dtype, x, n);
 }

@@ -56,6 +56,7 @@ class CpuBackend final : public Backend {
   void widen(DType dtype, const std::uint16_t* in, float* out, std::int64_t n) override;
   void narrow(DType dtype, const float* in, std::uint16_t* out, std::int64_t n) override;
   void add_16(DType dtype, std::uint16_t* dst, const std::uint16_t* src, std::int64_t n) override;
+  void accumulate_16(DType dtype, std::uint16_t* dst, const float* src, std::int64_t n) override;
   std::int64_t first_non_finite_16(DType dtype, const std::uint16_t* x, std::int64_t n) override;
   double sum_of_squares_16(DType dtype, const std::uint16_t* x, std::int64_t n) override;
   void adamw(float* params, const float* grads, float* m, float* v, std::int64_t n,

@@ -64,6 +64,16 @@ __global__ void add_bf16_kernel(unsigned short* dst, const unsigned short* src, 
   SS_GRID_STRIDE(i, n)
   dst[i] = half::float_to_bf16_bits(half::bf16_bits_to_float(dst[i]) + half::bf16_bits_to_float(src[i]));
 }
+__global__ void accumulate_f16_kernel(unsigned short* dst, const float* src, long long n) {
+  SS_GRID_STRIDE(i, n)
+  dst[i] = half::float_to_f16_bits(half::f16_bits_to_float(dst[i]) +
+                                   half::f16_bits_to_float(half::float_to_f16_bits(src[i])));
+}
+__global__ void accumulate_bf16_kernel(unsigned short* dst, const float* src, long long n) {
+  SS_GRID_STRIDE(i, n)
+  dst[i] = half::float_to_bf16_bits(half::bf16_bits_to_float(dst[i]) +
+                                    half::bf16_bits_to_float(half::float_to_bf16_bits(src[i])));
+}
 __global__ void sum_of_squares_16_partial_kernel(double* partials, const unsigned short* x, long long n, bool bf16) {
   double s = 0.0;
   SS_GRID_STRIDE(i, n) {
@@ -134,6 +144,16 @@ void CudaBackend::add_16(DType dtype, std::uint16_t* dst, const std::uint16_t* s
   if (dtype == DType::f16) add_f16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d, a, n);
   else add_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d, a, n);
   check_launch("add_16 kernel", "add_16");
+}
+
+void CudaBackend::accumulate_16(DType dtype, std::uint16_t* dst, const float* src, std::int64_t n) {
+  require_16_bit(dtype, "accumulate_16");
+  if (n <= 0) return;
+  make_current("accumulate_16");
+  auto* d = reinterpret_cast<unsigned short*>(dst);
+  if (dtype == DType::f16) accumulate_f16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d, src, n);
+  else accumulate_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d, src, n);
+  check_launch("accumulate_16 kernel", "accumulate_16");
 }
 
 std::int64_t CudaBackend::first_non_finite_16(DType dtype, const std::uint16_t* x, std::int64_t n) {
