@@ -27,6 +27,7 @@ class Buffer {
   std::int64_t bytes() const { return bytes_; }
   MemoryCategory category() const { return category_; }
   bool empty() const { return data_ == nullptr; }
+  MemoryLedger* ledger() const { return ledger_; }  // null for an empty buffer
 
  private:
   void free_now();

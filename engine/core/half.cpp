@@ -115,6 +115,15 @@ void add_into(DType dtype, std::uint16_t* dst, const std::uint16_t* src, std::in
   }
 }
 
+void divide(DType dtype, std::uint16_t* x, std::int64_t n, float divisor) {
+  require_16_bit(dtype);
+  if (dtype == DType::f16) {
+    for (std::int64_t i = 0; i < n; ++i) x[i] = float_to_f16_bits(f16_bits_to_float(x[i]) / divisor);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) x[i] = float_to_bf16_bits(bf16_bits_to_float(x[i]) / divisor);
+  }
+}
+
 void accumulate(DType dtype, std::uint16_t* dst, const float* src, std::int64_t n) {
   require_16_bit(dtype);
   if (dtype == DType::f16) {

@@ -154,5 +154,7 @@ void add_into(DType dtype, std::uint16_t* dst, const std::uint16_t* src, std::in
 // dst[i] = narrow(widen(dst[i]) + widen(narrow(src[i]))): an fp32 gradient rounded
 // to 16 bits, then added to 16-bit storage (add_into of its narrowed copy, in one pass).
 void accumulate(DType dtype, std::uint16_t* dst, const float* src, std::int64_t n);
+// x[i] = narrow(widen(x[i]) / divisor): an average's division in 16-bit storage.
+void divide(DType dtype, std::uint16_t* x, std::int64_t n, float divisor);
 
 }  // namespace shardscope::half

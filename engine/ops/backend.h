@@ -118,6 +118,9 @@ class Backend {
   virtual void accumulate_16(DType dtype, std::uint16_t* dst, const float* src, std::int64_t n) = 0;
   virtual std::int64_t first_non_finite_16(DType dtype, const std::uint16_t* x, std::int64_t n) = 0;  // -1: none
   virtual double sum_of_squares_16(DType dtype, const std::uint16_t* x, std::int64_t n) = 0;
+  // x[i] /= divisor in dtype's storage (f32, or f16/bf16 widened, divided and
+  // rounded back): a collective's average, exactly as the host communicator divides.
+  virtual void divide(DType dtype, void* x, std::int64_t n, float divisor) = 0;
 
   // ---- optimizer ------------------------------------------------------------
   // One AdamW step over n elements (see math::adamw_element).

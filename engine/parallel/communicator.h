@@ -56,16 +56,13 @@ class Communicator {
   virtual void reduce_scatter(const void* send, void* recv, std::int64_t recv_count, DType dtype, ReduceOp op,
                               const CommTag& tag) = 0;
   // recv (size * send_count) := concatenation of every rank's send (send_count), in rank order.
-  virtual void all_gather(const void* send, void* recv, std::int64_t send_count, DType dtype,
-                          const CommTag& tag) = 0;
+  virtual void all_gather(const void* send, void* recv, std::int64_t send_count, DType dtype, const CommTag& tag) = 0;
   // data (count) := root's data on every rank.
   virtual void broadcast(void* data, std::int64_t count, DType dtype, int root, const CommTag& tag) = 0;
   // root's recv (size * count) := every rank's send (count), in rank order; recv ignored elsewhere.
-  virtual void gather(const void* send, void* recv, std::int64_t count, DType dtype, int root,
-                      const CommTag& tag) = 0;
+  virtual void gather(const void* send, void* recv, std::int64_t count, DType dtype, int root, const CommTag& tag) = 0;
   // Each rank's recv (count) := chunk `rank` of root's send (size * count).
-  virtual void scatter(const void* send, void* recv, std::int64_t count, DType dtype, int root,
-                       const CommTag& tag) = 0;
+  virtual void scatter(const void* send, void* recv, std::int64_t count, DType dtype, int root, const CommTag& tag) = 0;
 
   void all_reduce(float* data, std::int64_t count, ReduceOp op, const CommTag& tag) {
     all_reduce(data, count, DType::f32, op, tag);
@@ -83,6 +80,18 @@ class Communicator {
     gather(send, recv, count, DType::f32, root, tag);
   }
   void scatter(const float* send, float* recv, std::int64_t count, int root, const CommTag& tag) {
+    scatter(send, recv, count, DType::f32, root, tag);
+  }
+  // Small values in host memory (loss totals, a gradient norm, token ids) on a
+  // communicator whose buffers are otherwise device memory (ranks on GPUs). On
+  // a host communicator these are the f32 calls above.
+  virtual void all_reduce_host(float* data, std::int64_t count, ReduceOp op, const CommTag& tag) {
+    all_reduce(data, count, DType::f32, op, tag);
+  }
+  virtual void broadcast_host(float* data, std::int64_t count, int root, const CommTag& tag) {
+    broadcast(data, count, DType::f32, root, tag);
+  }
+  virtual void scatter_host(const float* send, float* recv, std::int64_t count, int root, const CommTag& tag) {
     scatter(send, recv, count, DType::f32, root, tag);
   }
   // Point to point, matched in order per (sender, receiver) pair.

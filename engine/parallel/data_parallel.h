@@ -12,6 +12,7 @@
 
 #include "core/buffer.h"
 #include "core/dtype.h"
+#include "ops/backend.h"
 #include "parallel/communicator.h"
 
 namespace shardscope {
@@ -27,8 +28,10 @@ void scatter_tokens(Communicator& comm, const std::vector<std::int32_t>& all, st
 // Gathers every rank's gradients (n) to rank 0 and averages them there, into
 // rank 0's grads. `gather_buffer` (size * n elements, in the `communication`
 // category) is used on rank 0 only. 16-bit gradients are summed in f32 (in rank
-// order) and rounded once.
-void reduce_gradients_to_master(Communicator& comm, void* grads, std::int64_t n, DType dtype, Buffer& gather_buffer,
-                                const CommTag& tag);
+// order) and rounded once, a block at a time through two f32 blocks of
+// workspace charged to gather_buffer's ledger. Arithmetic on `backend` (grads
+// and gather_buffer are in its memory).
+void reduce_gradients_to_master(Communicator& comm, Backend& backend, void* grads, std::int64_t n, DType dtype,
+                                Buffer& gather_buffer, const CommTag& tag);
 
 }  // namespace shardscope

@@ -59,7 +59,8 @@ std::shared_ptr<InProcessWorld> InProcessWorld::create(int world_size, EventSink
   return std::shared_ptr<InProcessWorld>(new InProcessWorld(world_size, sink, clock));
 }
 
-std::unique_ptr<Communicator> InProcessWorld::communicator(int my_global_rank, const std::vector<int>& members) {
+std::unique_ptr<Communicator> InProcessWorld::communicator(int my_global_rank, const std::vector<int>& members,
+                                                           const CommDevice& device) {
   const auto bad = [&](const std::string& why) {
     throw std::invalid_argument("InProcessWorld::communicator for rank " + std::to_string(my_global_rank) + ": " + why);
   };
@@ -92,7 +93,7 @@ std::unique_ptr<Communicator> InProcessWorld::communicator(int my_global_rank, c
   Slot& slot = group->slots[static_cast<std::size_t>(me)];
   if (slot.in_use) bad("it already holds a communicator for this group");
   slot.in_use = true;
-  return std::make_unique<InProcessCommunicator>(shared_from_this(), std::move(group), me);
+  return std::make_unique<InProcessCommunicator>(shared_from_this(), std::move(group), me, device);
 }
 
 void InProcessWorld::abort(int by_global_rank, const std::string& reason) {
@@ -137,13 +138,16 @@ void InProcessWorld::wake_all_waiters() {
 // ---- InProcessCommunicator: waiting, abort, events ----
 
 InProcessCommunicator::InProcessCommunicator(std::shared_ptr<InProcessWorld> world,
-                                             std::shared_ptr<InProcessGroup> group, int me)
+                                             std::shared_ptr<InProcessGroup> group, int me, const CommDevice& device)
     : world_(std::move(world)),
       group_(std::move(group)),
       me_(me),
       n_(group_->size()),
       left_(mod(me - 1)),
-      right_(mod(me + 1)) {}
+      right_(mod(me + 1)),
+      host_memory_(make_host_comm_memory()),
+      device_memory_(device.backend != nullptr ? make_device_comm_memory(device) : nullptr),
+      memory_(device_memory_ != nullptr ? device_memory_.get() : host_memory_.get()) {}
 
 InProcessCommunicator::~InProcessCommunicator() {
   std::lock_guard lock(world_->mutex_);
@@ -155,12 +159,14 @@ InProcessCommunicator::~InProcessCommunicator() {
 std::int64_t InProcessCommunicator::enter(CommOp op, const void* send, void* recv, std::int64_t count, int root,
                                           DType dtype) {
   if (world_->aborted()) raise_aborted();
+  memory_->settle();  // what this rank's streams still write into its buffers lands before peers read them
   Slot& s = slot(me_);
   const std::int64_t base = s.progress.load(std::memory_order_relaxed);  // only this rank writes it
   s.op = op;
   s.count = count;
   s.root = root;
   s.dtype = dtype;
+  s.device = memory_->device();
   s.send = send;
   s.recv = recv;
   advance(base + 1);
@@ -194,10 +200,11 @@ void InProcessCommunicator::wait_for(int member, std::int64_t value) {
 void InProcessCommunicator::check_matches(int member) {
   const Slot& p = slot(member);
   const Slot& s = slot(me_);
-  if (p.op == s.op && p.count == s.count && p.root == s.root && p.dtype == s.dtype) return;
+  if (p.op == s.op && p.count == s.count && p.root == s.root && p.dtype == s.dtype && p.device == s.device) return;
   const auto describe = [&](const Slot& x, int m) {
     return "rank " + std::to_string(global_rank(m)) + " called " + std::string(comm_op_name(x.op)) + " (count " +
-           std::to_string(x.count) + " " + std::string(dtype_name(x.dtype)) + ", root " + std::to_string(x.root) + ")";
+           std::to_string(x.count) + " " + std::string(dtype_name(x.dtype)) + ", root " + std::to_string(x.root) +
+           (x.device ? ", device memory)" : ")");
   };
   fail(describe(s, me_) + " but " + describe(p, member) + "; every member of a group must make the same calls");
 }
@@ -247,6 +254,34 @@ void InProcessCommunicator::emit(const Transfer& t, int ring_step, int chunk, in
   world_->sink_->emit(e);
 }
 
+// ---- Small host values on a device communicator ----
+
+template <class Call>
+void InProcessCommunicator::on_host(Call&& call) {
+  CommMemory* const saved = memory_;
+  memory_ = host_memory_.get();
+  try {
+    call();
+  } catch (...) {
+    memory_ = saved;
+    throw;
+  }
+  memory_ = saved;
+}
+
+void InProcessCommunicator::all_reduce_host(float* data, std::int64_t count, ReduceOp op, const CommTag& tag) {
+  on_host([&] { all_reduce(data, count, DType::f32, op, tag); });
+}
+
+void InProcessCommunicator::broadcast_host(float* data, std::int64_t count, int root, const CommTag& tag) {
+  on_host([&] { broadcast(data, count, DType::f32, root, tag); });
+}
+
+void InProcessCommunicator::scatter_host(const float* send, float* recv, std::int64_t count, int root,
+                                         const CommTag& tag) {
+  on_host([&] { scatter(send, recv, count, DType::f32, root, tag); });
+}
+
 // ---- Point to point ----
 
 // Eager send: straight into a receiver already waiting (one copy), else into
@@ -269,7 +304,8 @@ void InProcessCommunicator::send(const float* data, std::int64_t count, int peer
     box.taken = true;
     float* dst = box.posted;
     lock.unlock();
-    copy_floats(dst, data, count);
+    memory_->copy(dst, data, bytes_of(count));
+    memory_->settle();
     const std::int64_t end = now();
     lock.lock();
     box.filled = true;
@@ -279,7 +315,8 @@ void InProcessCommunicator::send(const float* data, std::int64_t count, int peer
     return;
   }
   lock.unlock();
-  Mailbox::Message message{std::vector<float>(data, data + count), start, tag};
+  Mailbox::Message message{std::vector<float>(static_cast<std::size_t>(count)), start, tag};
+  memory_->to_host(message.data.data(), data, bytes_of(count));
   lock.lock();
   box.queue.push_back(std::move(message));
   lock.unlock();
@@ -313,7 +350,7 @@ void InProcessCommunicator::recv(float* data, std::int64_t count, int peer, cons
   if (static_cast<std::int64_t>(message.data.size()) != count)
     fail("recv of " + std::to_string(count) + " elements from rank " + std::to_string(global_rank(peer)) +
          ", which sent " + std::to_string(message.data.size()));
-  copy_floats(data, message.data.data(), count);
+  memory_->from_host(data, message.data.data(), bytes_of(count));
   emit({CommOp::send, RingPhase::none, message.tag}, -1, -1, peer, me_, bytes_of(count), message.start_ns, now());
 }
 

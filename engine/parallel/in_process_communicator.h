@@ -44,6 +44,12 @@
 // to the ledger: reduce_scatter keeps a 2 x recv_count staging buffer per rank
 // and group (grown, never shrunk); a queued send holds a copy until received.
 //
+// Device memory (ranks sharing one GPU, CommDevice): the same algorithms, the
+// copies and sums made by the rank's communication backend on its stream. A
+// rank settles (waits for its compute and communication streams) before it
+// publishes its buffers and before it tells a peer a write into theirs is done,
+// so the progress counters order device work as they order host copies.
+//
 // Misuse: a negative count, or a root or peer outside the group, aborts the
 // world (the other members would wait forever) and throws std::invalid_argument;
 // members found disagreeing on a call's op, count or root abort it with
@@ -60,6 +66,20 @@
 #include "parallel/communicator.h"
 
 namespace shardscope {
+
+class Backend;
+class DeviceMemory;
+
+// The device of a rank whose buffers are not host memory (several ranks
+// sharing one GPU): collectives then copy and sum through `backend`, a backend
+// of the rank's own (its stream is the rank's communication stream), after
+// waiting for `compute`, the backend that wrote the buffers; the reduce-scatter
+// staging is allocated from `memory`. Small host values go through the *_host calls.
+struct CommDevice {
+  Backend* compute = nullptr;
+  Backend* backend = nullptr;
+  DeviceMemory* memory = nullptr;
+};
 
 struct InProcessGroup;  // the shared state of one group (in_process_group.h)
 
@@ -78,7 +98,9 @@ class InProcessWorld : public std::enable_shared_from_this<InProcessWorld> {
   // may be made after the old one is destroyed. Throws std::invalid_argument for a
   // bad list (empty, duplicate or out-of-range ranks, my rank missing, or the
   // same members in another order than an existing group).
-  std::unique_ptr<Communicator> communicator(int my_global_rank, const std::vector<int>& group_global_ranks);
+  // A device (all three members set) makes the communicator's buffers device memory.
+  std::unique_ptr<Communicator> communicator(int my_global_rank, const std::vector<int>& group_global_ranks,
+                                             const CommDevice& device = {});
 
   // Fails every group of the world: calls blocked now (woken within
   // microseconds) or made later throw CommAborted("communication aborted by

@@ -22,9 +22,32 @@ inline std::int64_t bytes_of(std::int64_t elements, DType dtype = DType::f32) {
   return elements * static_cast<std::int64_t>(dtype_size(dtype));
 }
 
-inline void copy_floats(float* dst, const float* src, std::int64_t n) {
-  if (n > 0 && dst != src) std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
-}
+// Where one rank's collective buffers live and how it moves and sums them:
+// host memory (memcpy and the vectorized loops of in_process_collectives.cpp),
+// or a device shared by the ranks (comm_memory.cpp: copies and sums on the
+// rank's communication backend, staging in its device memory). A rank only
+// ever writes into a peer's buffer through its own CommMemory.
+class CommMemory {
+ public:
+  virtual ~CommMemory() = default;
+  virtual bool device() const = 0;
+  virtual void copy(void* dst, const void* src, std::int64_t bytes) = 0;
+  virtual void add_into(DType dtype, void* dst, const void* src, std::int64_t n) = 0;             // dst += src
+  virtual void add_to(DType dtype, void* dst, const void* a, const void* b, std::int64_t n) = 0;  // dst = a + b
+  virtual void divide(DType dtype, void* data, std::int64_t n, int divisor) = 0;                  // data /= divisor
+  virtual void to_host(void* host_dst, const void* src, std::int64_t bytes) = 0;                  // a queued message
+  virtual void from_host(void* dst, const void* host_src, std::int64_t bytes) = 0;
+  // Every copy and sum this rank issued, and every write the rank's compute
+  // made to its buffers, has finished (device work is asynchronous): called
+  // before a rank publishes its buffers or tells a peer it wrote into theirs.
+  virtual void settle() = 0;
+  // Scratch in this memory, at least `bytes`, kept between calls (grown, never
+  // shrunk): slot 0 the reduce-scatter staging, slot 1 a pre-divided copy.
+  virtual void* scratch(int slot, std::int64_t bytes) = 0;
+};
+
+std::unique_ptr<CommMemory> make_host_comm_memory();
+std::unique_ptr<CommMemory> make_device_comm_memory(const CommDevice& device);
 
 // One member of a group. Published fields are written by the owner before it
 // raises `progress` (release) and read by peers after they see it (acquire).
@@ -37,10 +60,11 @@ struct alignas(64) Slot {  // own cache lines: neighbours poll each other's prog
   std::int64_t count = 0;
   int root = -1;
   DType dtype = DType::f32;
+  bool device = false;  // the call's buffers are device memory
   const void* send = nullptr;
   void* recv = nullptr;
-  std::vector<std::byte> stage;  // reduce_scatter partial sums, 2 x recv_count elements, written by the left neighbour
-  bool in_use = false;       // one live communicator per slot (guarded by the world's mutex)
+  void* stage = nullptr;  // reduce_scatter partial sums, 2 x recv_count elements, written by the left neighbour
+  bool in_use = false;    // one live communicator per slot (guarded by the world's mutex)
 };
 
 // The messages from one sender to one receiver, in order.
@@ -68,7 +92,8 @@ struct InProcessGroup {
 
 class InProcessCommunicator final : public Communicator {
  public:
-  InProcessCommunicator(std::shared_ptr<InProcessWorld> world, std::shared_ptr<InProcessGroup> group, int me);
+  InProcessCommunicator(std::shared_ptr<InProcessWorld> world, std::shared_ptr<InProcessGroup> group, int me,
+                        const CommDevice& device);
   ~InProcessCommunicator() override;
 
   int rank() const override { return me_; }
@@ -88,6 +113,9 @@ class InProcessCommunicator final : public Communicator {
   void broadcast(void* data, std::int64_t count, DType dtype, int root, const CommTag& tag) override;
   void gather(const void* send, void* recv, std::int64_t count, DType dtype, int root, const CommTag& tag) override;
   void scatter(const void* send, void* recv, std::int64_t count, DType dtype, int root, const CommTag& tag) override;
+  void all_reduce_host(float* data, std::int64_t count, ReduceOp op, const CommTag& tag) override;
+  void broadcast_host(float* data, std::int64_t count, int root, const CommTag& tag) override;
+  void scatter_host(const float* send, float* recv, std::int64_t count, int root, const CommTag& tag) override;
   void send(const float* data, std::int64_t count, int peer, const CommTag& tag) override;
   void recv(float* data, std::int64_t count, int peer, const CommTag& tag) override;
   void barrier() override;
@@ -120,18 +148,18 @@ class InProcessCommunicator final : public Communicator {
   void ring_step(std::int64_t base, int t, const Transfer& tr, int phase_step, int chunk, std::int64_t bytes,
                  Copy&& copy);
   template <class PeerCopy, class RootCopy>
-  void rooted(const Transfer& tr, const void* send, void* recv, std::int64_t count, DType dtype, int root,
-              bool to_root, int chunk, PeerCopy&& peer_copy, RootCopy&& root_copy);
-  // The collectives for one element type (Elems: in_process_collectives.cpp).
-  template <class Elems>
-  void all_reduce_as(typename Elems::T* data, std::int64_t count, ReduceOp op, const CommTag& tag);
-  template <class Elems>
-  void reduce_scatter_as(const typename Elems::T* send, typename Elems::T* recv, std::int64_t recv_count,
-                         ReduceOp op, const CommTag& tag);
+  void rooted(const Transfer& tr, const void* send, void* recv, std::int64_t count, DType dtype, int root, bool to_root,
+              int chunk, PeerCopy&& peer_copy, RootCopy&& root_copy);
+  // Runs `call` with this rank's buffers in host memory (the *_host calls).
+  template <class Call>
+  void on_host(Call&& call);
 
   std::shared_ptr<InProcessWorld> world_;
   std::shared_ptr<InProcessGroup> group_;
   const int me_, n_, left_, right_;
+  std::unique_ptr<CommMemory> host_memory_;
+  std::unique_ptr<CommMemory> device_memory_;  // null for host ranks
+  CommMemory* memory_;                         // the current call's: device_memory_ if set, else host_memory_
 };
 
 }  // namespace shardscope

@@ -28,12 +28,12 @@ struct PipelineStageRun {
   // Called just before the backward of micro-batch j (DDP arms its reducer on the last).
   std::function<void(int micro_batch)> before_backward;
   std::function<void(int micro_batch)> after_backward;
-  double loss_rows = 0.0;     // each scored position weighs 1 / loss_rows (see Model::backward)
-  int micro_batch_offset = 0; // added to j in events and tags (accumulation steps before this one)
-  CommTag tag;                // step of the run
+  double loss_rows = 0.0;      // each scored position weighs 1 / loss_rows (see Model::backward)
+  int micro_batch_offset = 0;  // added to j in events and tags (accumulation steps before this one)
+  CommTag tag;                 // step of the run
   EventSink* sink = nullptr;
   const RunClock* clock = nullptr;
-  Event event_base;           // rank, stage, step
+  Event event_base;  // rank, stage, step
 };
 
 struct PipelineStageResult {

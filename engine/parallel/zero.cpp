@@ -15,8 +15,8 @@ ZeroPartition make_zero_partition(std::int64_t total, int dp, int dp_rank) {
   return p;
 }
 
-void all_gather_parameter_shards(Communicator& comm, void* params, DType dtype, const ZeroPartition& part,
-                                 Buffer& staging, const CommTag& tag) {
+void all_gather_parameter_shards(Communicator& comm, Backend& backend, void* params, DType dtype,
+                                 const ZeroPartition& part, Buffer& staging, const CommTag& tag) {
   const int dp = comm.size();
   const auto esize = static_cast<std::int64_t>(dtype_size(dtype));
   auto* p = static_cast<std::byte*>(params);
@@ -26,10 +26,10 @@ void all_gather_parameter_shards(Communicator& comm, void* params, DType dtype, 
   }
   auto* send = static_cast<std::byte*>(staging.data());
   std::byte* recv = send + part.shard_size * esize;
-  std::memset(send, 0, static_cast<std::size_t>(part.shard_size * esize));
-  std::memcpy(send, p + part.begin * esize, static_cast<std::size_t>((part.end - part.begin) * esize));
+  backend.zero(send, part.shard_size * esize);
+  backend.copy(send, p + part.begin * esize, (part.end - part.begin) * esize);
   comm.all_gather(send, recv, part.shard_size, dtype, tag);
-  std::memcpy(p, recv, static_cast<std::size_t>(part.total * esize));
+  backend.copy(p, recv, part.total * esize);
 }
 
 }  // namespace shardscope

@@ -16,14 +16,15 @@
 
 #include "core/buffer.h"
 #include "core/dtype.h"
+#include "ops/backend.h"
 #include "parallel/communicator.h"
 
 namespace shardscope {
 
 struct ZeroPartition {
-  std::int64_t total;        // Ψ: parameters in the flat buffer
-  std::int64_t shard_size;   // ceil(Ψ / Nd): every shard padded to this
-  std::int64_t begin, end;   // this rank's shard [begin, end) within [0, Ψ)
+  std::int64_t total;       // Ψ: parameters in the flat buffer
+  std::int64_t shard_size;  // ceil(Ψ / Nd): every shard padded to this
+  std::int64_t begin, end;  // this rank's shard [begin, end) within [0, Ψ)
 };
 
 ZeroPartition make_zero_partition(std::int64_t total, int dp, int dp_rank);
@@ -33,7 +34,8 @@ ZeroPartition make_zero_partition(std::int64_t total, int dp, int dp_rank);
 // floats when Ψ is not a multiple of Nd; otherwise the gather is in place.
 // dtype: f32, or the 16-bit parameters of mixed precision (staging then holds
 // shard_size * (Nd + 1) elements of that size).
-void all_gather_parameter_shards(Communicator& comm, void* params, DType dtype, const ZeroPartition& part,
-                                 Buffer& staging, const CommTag& tag);
+// Copies go through `backend` (params and staging are in its memory).
+void all_gather_parameter_shards(Communicator& comm, Backend& backend, void* params, DType dtype,
+                                 const ZeroPartition& part, Buffer& staging, const CommTag& tag);
 
 }  // namespace shardscope

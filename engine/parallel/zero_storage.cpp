@@ -31,8 +31,10 @@ ZeroShardedStorage::ZeroShardedStorage(int stage, DType dtype, Model& model, Com
   }
   const std::int64_t whole = model.parameter_count();
   grads_ = Buffer(ledger, MemoryCategory::gradients, (shards_gradients() ? shard_size_ : whole) * element_bytes());
-  if (shards_parameters()) params_ = Buffer(ledger, MemoryCategory::parameters, shard_size_ * element_bytes());
-  else if (mixed()) params_ = Buffer(ledger, MemoryCategory::parameters, whole * element_bytes());
+  if (shards_parameters())
+    params_ = Buffer(ledger, MemoryCategory::parameters, shard_size_ * element_bytes());
+  else if (mixed())
+    params_ = Buffer(ledger, MemoryCategory::parameters, whole * element_bytes());
   if (shards_gradients()) received_ = Buffer(ledger, MemoryCategory::communication, largest_chunk * element_bytes());
 }
 
@@ -62,7 +64,7 @@ void ZeroShardedStorage::emit_shard(ShardAction action, int unit, std::int64_t b
 void ZeroShardedStorage::init_parameters(std::uint64_t seed) {
   if (!shards_parameters() && !mixed()) throw std::logic_error("ZeRO-2 fp32: the model initialises its own parameters");
   Backend& be = model_.backend();
-  std::vector<float> whole;        // host: the unit's initial values
+  std::vector<float> whole;         // host: the unit's initial values
   std::vector<std::uint16_t> bits;  // host: rounded to 16 bits
   for (auto& [id, s] : units_) {
     whole.assign(static_cast<std::size_t>(s.unit.numel()), 0.0f);
@@ -204,14 +206,14 @@ void ZeroShardedStorage::all_gather_parameters(const CommTag& tag) {
     Buffer staging(ledger_, MemoryCategory::communication, s.chunk * dp_.size() * element_bytes());
     std::byte* send = bytes_at(staging, dp_.rank() * s.chunk);
     const std::int64_t own = s.unit.begin + dp_.rank() * s.chunk;
-    const std::byte* from = mixed() ? bytes_at(whole_params, own)
-                                    : reinterpret_cast<const std::byte*>(model_.params() + own);
+    const std::byte* from =
+        mixed() ? bytes_at(whole_params, own) : reinterpret_cast<const std::byte*>(model_.params() + own);
     model_.backend().copy(send, from, s.mine * element_bytes());
     CommTag t = tag;
     t.bucket = id;
     dp_.all_gather(send, staging.data(), s.chunk, dtype_, t);
-    std::byte* to = mixed() ? bytes_at(whole_params, s.unit.begin)
-                            : reinterpret_cast<std::byte*>(model_.params() + s.unit.begin);
+    std::byte* to =
+        mixed() ? bytes_at(whole_params, s.unit.begin) : reinterpret_cast<std::byte*>(model_.params() + s.unit.begin);
     model_.backend().copy(to, staging.data(), s.unit.numel() * element_bytes());
   }
 }

@@ -98,7 +98,7 @@ class ZeroShardedStorage final : public UnitStorage {
     Buffer gathered;      // stage 3: the whole unit (dtype) while in use
     Buffer working;       // mixed: the unit's parameters widened to fp32 while in use
     int users = 0;
-    Buffer gradient;      // the whole unit's fp32 gradient while backward builds it
+    Buffer gradient;  // the whole unit's fp32 gradient while backward builds it
   };
   UnitShard& shard_of(int unit);
   std::int64_t element_bytes() const { return static_cast<std::int64_t>(dtype_size(dtype_)); }

@@ -53,7 +53,7 @@ void Trainer::rank_step(Rank& rk) {
   if (naive && dp > 1) {
     replicate_parameters(*rk.dp_comm, rk.zero != nullptr ? rk.zero->parameters() : model.params(),
                          model.parameter_count(), rk.dtype, tag);
-    rk.dp_comm->broadcast(&scored, 1, 0, tag);  // the master tells the replicas the loss denominator
+    rk.dp_comm->broadcast_host(&scored, 1, 0, tag);  // the master tells the replicas the loss denominator
   }
   rk.global_scored = static_cast<std::int64_t>(scored);
 
@@ -167,7 +167,7 @@ void Trainer::combine_and_update(Rank& rk, const CommTag& step_tag) {
   // The whole stage's gradients, when this rank holds them all (not ZeRO-2/3).
   void* grads = mixed ? rk.zero->gradients() : static_cast<void*>(model.grads());
   if (c.dp > 1 && c.dp_mode == DataParallelMode::naive)
-    reduce_gradients_to_master(*rk.dp_comm, grads, P, rk.dtype, rk.comm_buffer, tag);
+    reduce_gradients_to_master(*rk.dp_comm, *rk.backend, grads, P, rk.dtype, rk.comm_buffer, tag);
   // The tied embedding's copies on the first and last stage get the sum of both gradients.
   const ParameterEntry* tokens = model.layout().try_find("embed.tokens");
   if (rk.embedding_comm != nullptr)
@@ -195,7 +195,7 @@ void Trainer::combine_and_update(Rank& rk, const CommTag& step_tag) {
     totals[1] = !seen_in_backward.empty() || bad >= 0 ? 1.0f : 0.0f;
     totals[2] = seen_in_backward.empty() ? 0.0f : 1.0f;
   }
-  rk.world_comm->all_reduce(totals, 3, ReduceOp::sum, tag);  // only last stages hold losses
+  rk.world_comm->all_reduce_host(totals, 3, ReduceOp::sum, tag);  // only last stages hold losses
   rk.loss_sum = totals[0];
   const float scale = rk.loss_scale;
   const LossScaleUpdate verdict = rk.scaler->update(totals[1] > 0.0f);
@@ -226,7 +226,7 @@ void Trainer::combine_and_update(Rank& rk, const CommTag& step_tag) {
         mixed ? rk.backend->sum_of_squares_16(rk.dtype, static_cast<const std::uint16_t*>(rk.zero->gradients()),
                                               rk.zero->gradient_count())
               : rk.backend->sum_of_squares(static_cast<const float*>(rk.zero->gradients()), rk.zero->gradient_count()));
-    rk.dp_comm->all_reduce(&squares, 1, ReduceOp::sum, tag);
+    rk.dp_comm->all_reduce_host(&squares, 1, ReduceOp::sum, tag);
     rk.grad_norm = std::sqrt(static_cast<double>(squares)) / scale;
     const float factor = clip_factor(rk.grad_norm, c.grad_clip) / scale;
     const bool sharded_params = rk.zero->shards_parameters();
@@ -245,7 +245,7 @@ void Trainer::combine_and_update(Rank& rk, const CommTag& step_tag) {
     float squares = static_cast<float>(
         mixed ? rk.backend->sum_of_squares_16(rk.dtype, static_cast<const std::uint16_t*>(grads) + skip, P - skip)
               : rk.backend->sum_of_squares(model.grads() + skip, P - skip));
-    if (rk.pp_comm != nullptr) rk.pp_comm->all_reduce(&squares, 1, ReduceOp::sum, tag);
+    if (rk.pp_comm != nullptr) rk.pp_comm->all_reduce_host(&squares, 1, ReduceOp::sum, tag);
     rk.grad_norm = std::sqrt(static_cast<double>(squares)) / scale;
     const float factor = clip_factor(rk.grad_norm, c.grad_clip) / scale;
     if (mixed) {
@@ -255,7 +255,7 @@ void Trainer::combine_and_update(Rank& rk, const CommTag& step_tag) {
       rk.optimizer->step(model.params(), model.grads(), rk.lr, factor);
     }
     if (c.zero_stage >= 1 && c.dp > 1)
-      all_gather_parameter_shards(*rk.dp_comm, mixed ? rk.zero->parameters() : static_cast<void*>(model.params()),
+      all_gather_parameter_shards(*rk.dp_comm, *rk.backend, mixed ? rk.zero->parameters() : static_cast<void*>(model.params()),
                                   rk.dtype, rk.partition, rk.comm_buffer, tag);
   }
   rk.backend->synchronize();  // a GPU's update ends when its kernels finish

@@ -133,9 +133,16 @@ void validate_run_config(const RunConfig& c) {
   require(c.device == "cpu" || c.device == "cuda", "--device must be cpu or cuda (got \"" + c.device + "\")");
   require(!c.gpus.empty() && std::all_of(c.gpus.begin(), c.gpus.end(), [](int g) { return g >= 0 && g < 1024; }),
           "--gpus must list GPU indices, e.g. 0 or 0,1");
-  require(c.device == "cpu" || c.world_size() == 1,
-          "--device cuda trains one rank for now (--dp 1 --pp 1): collectives over GPU memory (NCCL) are not "
-          "built yet; simulate the ranks on the CPU with --device cpu");
+  {
+    std::vector<int> sorted = c.gpus;
+    std::sort(sorted.begin(), sorted.end());
+    require(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
+            "--gpus lists a GPU twice; to put several ranks on one GPU, list that GPU alone (--gpus 0)");
+  }
+  const auto gpu_count = static_cast<int>(c.gpus.size());
+  require(gpu_count == 1 || gpu_count == c.world_size(),
+          "--gpus lists " + std::to_string(gpu_count) + " GPUs for " + std::to_string(c.world_size()) +
+              " ranks (dp x pp): list one GPU for every rank (NCCL between them), or one GPU that all ranks share");
   require(c.fail_rank < c.world_size(), "--inject-failure: rank " + std::to_string(c.fail_rank) +
                                             " does not exist (world size " + std::to_string(c.world_size()) + ")");
 }

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "train/trainer.h"
 
-#include "train/trainer_rank.h"
-
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -23,6 +21,7 @@
 #include "parallel/zero.h"
 #include "parallel/zero_storage.h"
 #include "train/adamw.h"
+#include "train/trainer_rank.h"
 
 namespace shardscope {
 
@@ -39,24 +38,35 @@ std::unique_ptr<TextDataset> load_dataset(const RunConfig& config) {
 
 }  // namespace
 
-Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), sink_(sink) {
+Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory devices) : config_(config), sink_(sink) {
   validate_run_config(config_);
   const ModelConfig model_config = find_model_preset(config_.model);
   const Grid grid(config_.dp, config_.pp);
   dataset_ = load_dataset(config_);
   world_ = InProcessWorld::create(grid.world_size(), sink_, &clock_);
-  // --device cuda: the GPU if one is usable, else the CPU, saying why once.
-  int gpu = -1;
-  if (config_.device == "cuda") {
+  // --device cuda: the GPUs if usable, else the CPU, saying why once.
+  if (!devices && config_.device == "cuda") {
     const DeviceProbe probe = probe_cuda();
-    const int wanted = config_.gpus.front();
     if (!probe.available()) {
       device_note_ = "--device cuda: " + probe.reason + "; training on the CPU instead";
-    } else if (wanted >= static_cast<int>(probe.gpus.size())) {
-      throw ConfigError("--gpus: GPU " + std::to_string(wanted) + " does not exist (" +
-                        std::to_string(probe.gpus.size()) + " found)");
     } else {
-      gpu = wanted;
+      for (const int g : config_.gpus)
+        if (g >= static_cast<int>(probe.gpus.size()))
+          throw ConfigError("--gpus: GPU " + std::to_string(g) + " does not exist (" +
+                            std::to_string(probe.gpus.size()) + " found)");
+      if (config_.gpus.size() > 1)
+        throw ConfigError("--gpus " + std::to_string(config_.gpus.size()) +
+                          " GPUs: one rank per GPU needs the NCCL communicator, which this build lacks; list one GPU "
+                          "(--gpus 0) and the ranks share it");
+      const int gpu = config_.gpus.front();
+      const bool shared = grid.world_size() > 1;
+      devices = [gpu, shared](int) {
+        RankDevice d;
+        d.memory = make_cuda_device_memory(gpu);
+        d.backend = make_cuda_backend(gpu);
+        if (shared) d.comm_backend = make_cuda_backend(gpu);
+        return d;
+      };
     }
   }
   const int cores = config_.threads > 0 ? config_.threads : available_cores();
@@ -72,17 +82,24 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
     rank->rank = r;
     rank->dp_rank = grid.dp_rank_of(r);
     rank->stage = grid.stage_of(r);
-    if (gpu >= 0) {
-      rank->device_memory = make_cuda_device_memory(gpu);
+    if (devices) {
+      RankDevice device = devices(r);
+      rank->device_memory = std::move(device.memory);
       rank->ledger.set_device_memory(rank->device_memory.get());
-      rank->backend = make_cuda_backend(gpu);
+      rank->backend = std::move(device.backend);
+      rank->comm_backend = std::move(device.comm_backend);
+      // Ranks sharing the device exchange buffers through it (the in-process
+      // communicator's device copies); host values through its *_host calls.
+      rank->comm_device =
+          CommDevice{rank->backend.get(), rank->comm_backend ? rank->comm_backend.get() : rank->backend.get(),
+                     rank->device_memory.get()};
     } else {
       rank->backend = make_cpu_backend(CpuBackendOptions{threads_per_rank});
     }
     const StageLayers layers = pipeline_stage_layers(model_config, grid.pp(), rank->stage);
     const int zero = config_.dp_mode == DataParallelMode::ddp ? config_.zero_stage : 0;
     const bool mixed = config_.mixed_precision();
-    rank->dtype = config_.precision == Precision::fp16 ? DType::f16
+    rank->dtype = config_.precision == Precision::fp16   ? DType::f16
                   : config_.precision == Precision::bf16 ? DType::bf16
                                                          : DType::f32;
     const auto esize = static_cast<std::int64_t>(dtype_size(rank->dtype));
@@ -101,8 +118,10 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
       rank->model->set_unit_storage(rank->zero.get());
     }
     // Every replica and stage starts as the one whole model would.
-    if (zero >= 3 || mixed) rank->zero->init_parameters(config_.seed);
-    else rank->model->init_weights(config_.seed);
+    if (zero >= 3 || mixed)
+      rank->zero->init_parameters(config_.seed);
+    else
+      rank->model->init_weights(config_.seed);
     rank->scaler = std::make_unique<DynamicLossScaler>(config_.loss_scaler_options());
     rank->world_comm = rank->group(*world_, all);
     if (grid.pp() > 1) {
@@ -128,15 +147,15 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
         rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options,
                                                   rank->partition.begin, rank->partition.end);
         if (rank->partition.shard_size * grid.dp() != P)
-          rank->comm_buffer = Buffer(rank->ledger, MemoryCategory::communication,
-                                     rank->partition.shard_size * (grid.dp() + 1) * esize);
+          rank->comm_buffer =
+              Buffer(rank->ledger, MemoryCategory::communication, rank->partition.shard_size * (grid.dp() + 1) * esize);
       } else {
         rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options);
       }
       if (grid.dp() > 1 && zero < 2)
         rank->reducer = std::make_unique<DdpReducer>(
-            *rank->dp_comm, make_gradient_buckets(rank->model->layout(),
-                                                  static_cast<std::int64_t>(config_.bucket_mb * 1e6), esize));
+            *rank->dp_comm,
+            make_gradient_buckets(rank->model->layout(), static_cast<std::int64_t>(config_.bucket_mb * 1e6), esize));
     }
     if (mixed && rank->optimizer != nullptr)
       rank->optimizer->load_master(static_cast<const std::uint16_t*>(rank->zero->parameters()), rank->dtype,
@@ -158,17 +177,22 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink) : config_(config), si
   log.start_ns = log.end_ns = clock_.now_ns();
   log.set_text(config_.model + ": " + std::to_string(grid.world_size()) + " ranks (dp " + std::to_string(grid.dp()) +
                " x pp " + std::to_string(grid.pp()) + "), " + std::string(data_parallel_mode_name(config_.dp_mode)) +
-               ", ZeRO-" + std::to_string(config_.zero_stage) + ", " +
-               std::string(precision_name(config_.precision)) + ", micro-batch " +
-               std::to_string(config_.micro_batch()) + ", " + backend_name());
+               ", ZeRO-" + std::to_string(config_.zero_stage) + ", " + std::string(precision_name(config_.precision)) +
+               ", micro-batch " + std::to_string(config_.micro_batch()) + ", " + backend_name());
   emit(log);
 }
 
 Trainer::~Trainer() = default;
 
-const Model& Trainer::model(int rank) const { return *ranks_.at(static_cast<std::size_t>(rank))->model; }
-Model& Trainer::model(int rank) { return *ranks_.at(static_cast<std::size_t>(rank))->model; }
-const MemoryLedger& Trainer::ledger(int rank) const { return ranks_.at(static_cast<std::size_t>(rank))->ledger; }
+const Model& Trainer::model(int rank) const {
+  return *ranks_.at(static_cast<std::size_t>(rank))->model;
+}
+Model& Trainer::model(int rank) {
+  return *ranks_.at(static_cast<std::size_t>(rank))->model;
+}
+const MemoryLedger& Trainer::ledger(int rank) const {
+  return ranks_.at(static_cast<std::size_t>(rank))->ledger;
+}
 std::vector<unsigned char> Trainer::model_state_bytes(int rank) const {
   const Rank& rk = *ranks_.at(static_cast<std::size_t>(rank));
   std::vector<unsigned char> out;
@@ -195,7 +219,9 @@ std::vector<unsigned char> Trainer::model_state_bytes(int rank) const {
   return out;
 }
 
-std::string Trainer::backend_name() const { return ranks_[0]->backend->name(); }
+std::string Trainer::backend_name() const {
+  return ranks_[0]->backend->name();
+}
 
 void Trainer::emit(const Event& event) {
   if (sink_ != nullptr) sink_->emit(event);
@@ -303,8 +329,7 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
   const int stride = naive ? 1 : config_.dp;
   for (std::int64_t k = first; k < chunks; k += stride) {
     // Step index 0 for every evaluation: the same validation batches each time.
-    const BatchData data =
-        dataset_->batch(model.config().kind, Split::validation, config_.seed, 0, k * mb, mb, T);
+    const BatchData data = dataset_->batch(model.config().kind, Split::validation, config_.seed, 0, k * mb, mb, T);
     const Batch batch{mb, T, data.input_ids.data(), data.targets.data(), nullptr, nullptr};
     const std::int64_t count = static_cast<std::int64_t>(mb) * T * model.config().channels;
     if (rk.stage > 0) rk.pp_comm->recv(model.stage_input(mb, T), count, rk.stage - 1, tag);
@@ -315,7 +340,7 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
       loss_and_rows[1] += static_cast<float>(model.scored_rows());
     }
   }
-  rk.world_comm->all_reduce(loss_and_rows, 2, ReduceOp::sum, tag);
+  rk.world_comm->all_reduce_host(loss_and_rows, 2, ReduceOp::sum, tag);
 }
 
 float Trainer::evaluate() {

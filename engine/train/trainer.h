@@ -26,6 +26,7 @@
 #include "data/text_dataset.h"
 #include "events/event.h"
 #include "model/model.h"
+#include "ops/backend.h"
 #include "parallel/communicator.h"
 #include "train/lr_schedule.h"
 #include "train/run_config.h"
@@ -35,22 +36,34 @@ namespace shardscope {
 class InProcessWorld;
 
 struct StepMetrics {
-  std::int64_t step = 0;       // optimizer steps done, from 1
-  float loss = 0.0f;           // mean training loss over the global batch, before the update
-  float lr = 0.0f;             // learning rate used by this step
-  double grad_norm = 0.0;      // global L2 norm before clipping
-  double tokens_per_s = 0.0;   // tokens of the global batch / wall time of the step
+  std::int64_t step = 0;      // optimizer steps done, from 1
+  float loss = 0.0f;          // mean training loss over the global batch, before the update
+  float lr = 0.0f;            // learning rate used by this step
+  double grad_norm = 0.0;     // global L2 norm before clipping
+  double tokens_per_s = 0.0;  // tokens of the global batch / wall time of the step
   double step_time_s = 0.0;
-  double forward_s = 0.0;      // rank 0's share of step_time_s: forward (with the loss),
-  double backward_s = 0.0;     // backward (with the overlapped all-reduce),
-  double optimizer_s = 0.0;    // gradient combination, norm, clipping, AdamW, gathers
-  float loss_scale = 1.0f;     // the fp16 loss scale this step used (1 without a scaler)
-  bool skipped = false;        // fp16: inf/NaN in the gradients, the update was not applied
-  std::optional<float> eval_loss;  // mean validation loss, on evaluation steps
-  MemoryBytes memory;          // rank 0's ledger by category after the step
-  MemoryBytes memory_peak;     // rank 0's peak bytes by category so far
+  double forward_s = 0.0;                // rank 0's share of step_time_s: forward (with the loss),
+  double backward_s = 0.0;               // backward (with the overlapped all-reduce),
+  double optimizer_s = 0.0;              // gradient combination, norm, clipping, AdamW, gathers
+  float loss_scale = 1.0f;               // the fp16 loss scale this step used (1 without a scaler)
+  bool skipped = false;                  // fp16: inf/NaN in the gradients, the update was not applied
+  std::optional<float> eval_loss;        // mean validation loss, on evaluation steps
+  MemoryBytes memory;                    // rank 0's ledger by category after the step
+  MemoryBytes memory_peak;               // rank 0's peak bytes by category so far
   std::vector<MemoryBytes> rank_memory;  // every rank's current bytes, by global rank
 };
+
+// Where one rank's buffers live and what runs its ops, when not the CPU. The
+// trainer makes these itself for --device cuda; tests pass a factory (a
+// pretend GPU on the CPU, a memory that runs out).
+struct RankDevice {
+  std::unique_ptr<DeviceMemory> memory;  // every Buffer of the rank
+  std::unique_ptr<Backend> backend;      // the rank's compute
+  // Copies and sums of collectives between ranks sharing the device, on a
+  // stream of their own (null with one rank).
+  std::unique_ptr<Backend> comm_backend;
+};
+using RankDeviceFactory = std::function<RankDevice(int rank)>;
 
 // A rank failed: what() names the rank and the cause.
 class RankFailure : public std::runtime_error {
@@ -62,7 +75,9 @@ class Trainer {
  public:
   // Validates the config (ConfigError names the flag) and loads the data.
   // Events (compute spans, communication, metrics) go to `sink` if not null.
-  explicit Trainer(const RunConfig& config, EventSink* sink = nullptr);
+  // `devices` (tests) overrides config.device: every rank then trains on the
+  // device it makes, ranks sharing it through the in-process communicator.
+  explicit Trainer(const RunConfig& config, EventSink* sink = nullptr, RankDeviceFactory devices = {});
   ~Trainer();
 
   // Runs config.steps steps, calling on_step after each. Returns early when

@@ -29,8 +29,10 @@ struct Trainer::Rank {
   std::unique_ptr<DeviceMemory> device_memory;  // a GPU's (before the ledger: it outlives every buffer)
   MemoryLedger ledger;
   std::unique_ptr<Backend> backend;
+  std::unique_ptr<Backend> comm_backend;  // ranks sharing a device: the collectives' copies and sums
+  CommDevice comm_device;                 // set when the rank's buffers are device memory
   std::unique_ptr<Model> model;
-  std::unique_ptr<AdamW> optimizer;              // null on the replicas of naive DataParallel
+  std::unique_ptr<AdamW> optimizer;  // null on the replicas of naive DataParallel
   // One communicator per distinct group of ranks; the roles below may share one
   // (with pp = 1 the data-parallel group is the whole world).
   std::map<std::vector<int>, std::unique_ptr<Communicator>> groups;
@@ -40,14 +42,14 @@ struct Trainer::Rank {
   Communicator* world_comm = nullptr;      // everyone: loss and evaluation totals
   Communicator* group(InProcessWorld& world, const std::vector<int>& members) {
     auto& slot = groups[members];
-    if (!slot) slot = world.communicator(rank, members);
+    if (!slot) slot = world.communicator(rank, members, comm_device);
     return slot.get();
   }
-  std::unique_ptr<DdpReducer> reducer;            // DDP and ZeRO-0/1: bucketed all-reduce
-  std::unique_ptr<ZeroShardedStorage> zero;      // ZeRO-2/3 shards, and the 16-bit storage of mixed precision
-  std::unique_ptr<DynamicLossScaler> scaler;     // every rank keeps its own; all get the same overflow verdict
-  DType dtype = DType::f32;                      // parameters and gradients (f16/bf16: mixed precision)
-  std::vector<PipelineAction> actions;           // this stage's schedule
+  std::unique_ptr<DdpReducer> reducer;        // DDP and ZeRO-0/1: bucketed all-reduce
+  std::unique_ptr<ZeroShardedStorage> zero;   // ZeRO-2/3 shards, and the 16-bit storage of mixed precision
+  std::unique_ptr<DynamicLossScaler> scaler;  // every rank keeps its own; all get the same overflow verdict
+  DType dtype = DType::f32;                   // parameters and gradients (f16/bf16: mixed precision)
+  std::vector<PipelineAction> actions;        // this stage's schedule
   ZeroPartition partition{};
   Buffer comm_buffer;  // naive: rank 0's gradient gather buffer; ZeRO: padded gather staging
   // Filled by rank_step:
@@ -61,7 +63,9 @@ struct Trainer::Rank {
 
 namespace trainer_detail {
 using Clock = std::chrono::steady_clock;
-inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+inline double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 }  // namespace trainer_detail
 
 }  // namespace shardscope

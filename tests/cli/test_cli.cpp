@@ -56,8 +56,11 @@ void TestCli::bad_input_exits_2_with_a_message_data() {
   QTest::newRow("bad device") << QStringList{"train", "--device", "tpu"} << "--device must be cpu or cuda";
   QTest::newRow("bad gpu list") << QStringList{"train", "--device", "cuda", "--gpus", "0,x"}
                                 << "--gpus: 'x' is not an integer";
-  QTest::newRow("several ranks on cuda") << QStringList{"train", "--device", "cuda", "--dp", "2"}
-                                         << "--device cuda trains one rank for now";
+  QTest::newRow("gpu count neither 1 nor the world size")
+      << QStringList{"train", "--device", "cuda", "--dp", "4", "--gpus", "0,1"}
+      << "--gpus lists 2 GPUs for 4 ranks (dp x pp): list one GPU for every rank";
+  QTest::newRow("a gpu listed twice") << QStringList{"train", "--device", "cuda", "--dp", "2", "--gpus", "0,0"}
+                                      << "--gpus lists a GPU twice";
   QTest::newRow("bad precision") << QStringList{"train", "--precision", "fp8"}
                                  << "--precision: \"fp8\" is not one of fp32, fp16, bf16";
   QTest::newRow("bad loss scaler") << QStringList{"train", "--precision", "fp16", "--loss-scaler", "apex"}
@@ -170,6 +173,12 @@ void TestCli::cuda_without_a_gpu_says_so_and_uses_the_cpu() {
     QVERIFY(r.out.contains("backend cpu"));
   }
   QVERIFY(r.out.contains("step      2/2"));
+  // Two ranks sharing GPU 0 (or, without one, two CPU ranks).
+  const Result shared = run({"train", "--model", "gpt-tiny", "--steps", "2", "--batch", "4", "--seq", "32", "--device",
+                             "cuda", "--dp", "2", "--gpus", "0"});
+  QVERIFY2(shared.code == 0, qPrintable(shared.err));
+  QVERIFY(shared.out.contains("step      2/2"));
+  QCOMPARE(shared.out.count("note: --device cuda: "), probe.available() ? 0 : 1);
 }
 
 // A recording written here through the engine, exported by the CLI.

@@ -53,6 +53,13 @@ void TestCudaStorage::memory_and_16_bit_storage_ops() {
   std::vector<float> back(x.size());
   gpu->download(back.data(), gy.get(), n * 4);
   COMPARE_EXACT("upload/copy/download", back, x);
+  {
+    std::vector<float> cx = x;
+    DeviceArray<float> dx(x);
+    cpu->divide(DType::f32, cx.data(), n, 3.0f);
+    gpu->divide(DType::f32, dx.get(), n, 3.0f);
+    COMPARE_EXACT("f32 divide", dx.host(), cx);
+  }
   gpu->zero(gy.get(), n * 4);
   COMPARE_EXACT("zero", gy.host(), std::vector<float>(x.size(), 0.0f));
   for (DType dtype : {DType::f16, DType::bf16}) {
@@ -76,6 +83,11 @@ void TestCudaStorage::memory_and_16_bit_storage_ops() {
     cpu->accumulate_16(dtype, a.data(), g.data(), n);
     gpu->accumulate_16(dtype, ga.get(), gg.get(), n);
     QVERIFY2(ga.host() == a, qPrintable(name + ": accumulate_16 differs from the CPU"));
+    for (const float divisor : {2.0f, 3.0f, 7.0f}) {  // a collective's average: bit for bit the host's
+      cpu->divide(dtype, a.data(), n, divisor);
+      gpu->divide(dtype, ga.get(), n, divisor);
+      QVERIFY2(ga.host() == a, qPrintable(name + QString(": divide by %1 differs from the CPU").arg(divisor)));
+    }
     const double cs = cpu->sum_of_squares_16(dtype, a.data(), n);
     const double gs = gpu->sum_of_squares_16(dtype, ga.get(), n);
     QVERIFY2(std::fabs(gs - cs) <= 1e-10 * cs, qPrintable(QString("%1 sum of squares gpu %2 cpu %3").arg(name).arg(gs).arg(cs)));

@@ -2,7 +2,9 @@
 // Training on one GPU (--device cuda) against the same run on the CPU: the
 // losses of 20 steps of gpt-tiny and bert-tiny in fp32 follow the CPU's, fp16
 // and bf16 stay close, and the rank's ledger (now cudaMalloc'd buffers) holds
-// the same model-state bytes. Skips with the reason where no GPU is usable.
+// the same model-state bytes. Several ranks sharing GPU 0 (dp 2 with DDP and
+// ZeRO-1/2/3, naive DataParallel, pp 2, dp 2 x pp 2) follow the same layout on
+// CPU ranks. Skips with the reason where no GPU is usable.
 #include <QTest>
 #include <cmath>
 
@@ -31,6 +33,7 @@ struct Run {
   std::vector<float> losses;
   MemoryBytes memory;
   std::string backend;
+  std::vector<MemoryBytes> rank_memory;
 };
 
 Run train(const RunConfig& c) {
@@ -39,7 +42,15 @@ Run train(const RunConfig& c) {
   trainer.run([&](const StepMetrics& m) { run.losses.push_back(m.loss); });
   run.memory = trainer.ledger().current();
   run.backend = trainer.backend_name();
+  for (int r = 0; r < trainer.world_size(); ++r) run.rank_memory.push_back(trainer.ledger(r).current());
   return run;
+}
+
+double worst_relative(const Run& a, const Run& b) {
+  double worst = 0.0;
+  for (std::size_t i = 0; i < a.losses.size() && i < b.losses.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(a.losses[i]) - b.losses[i]) / b.losses[i]);
+  return worst;
 }
 
 }  // namespace
@@ -85,6 +96,57 @@ class TestCudaTraining : public QObject {
     QVERIFY(gpu.losses.back() < gpu.losses.front() - 0.5);  // it learns
     for (MemoryCategory c : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
       QCOMPARE(gpu.memory[c], cpu.memory[c]);
+  }
+
+  void ranks_sharing_one_gpu_follow_cpu_ranks_data() {
+    QTest::addColumn<int>("dp");
+    QTest::addColumn<int>("pp");
+    QTest::addColumn<int>("zero");
+    QTest::addColumn<bool>("naive");
+    QTest::addColumn<int>("precision");
+    QTest::addColumn<double>("tolerance");
+    const int fp32 = static_cast<int>(Precision::fp32), bf16 = static_cast<int>(Precision::bf16);
+    QTest::newRow("dp2 DDP") << 2 << 1 << 0 << false << fp32 << 1e-3;
+    QTest::newRow("dp2 ZeRO-1") << 2 << 1 << 1 << false << fp32 << 1e-3;
+    QTest::newRow("dp2 ZeRO-2") << 2 << 1 << 2 << false << fp32 << 1e-3;
+    QTest::newRow("dp2 ZeRO-3") << 2 << 1 << 3 << false << fp32 << 1e-3;
+    QTest::newRow("naive dp2") << 2 << 1 << 0 << true << fp32 << 1e-3;
+    QTest::newRow("pp2") << 1 << 2 << 0 << false << fp32 << 1e-3;
+    QTest::newRow("dp2 x pp2 ZeRO-1 bf16") << 2 << 2 << 1 << false << bf16 << 3e-2;
+    QTest::newRow("dp2 ZeRO-3 bf16") << 2 << 1 << 3 << false << bf16 << 3e-2;
+  }
+
+  void ranks_sharing_one_gpu_follow_cpu_ranks() {
+    QFETCH(int, dp);
+    QFETCH(int, pp);
+    QFETCH(int, zero);
+    QFETCH(bool, naive);
+    QFETCH(int, precision);
+    QFETCH(double, tolerance);
+    const auto p = static_cast<Precision>(precision);
+    RunConfig c = config("gpt-tiny", "cpu", p);
+    c.steps = 10;
+    c.dp = dp;
+    c.pp = pp;
+    c.zero_stage = zero;
+    c.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
+    if (pp > 1) c.micro_batches = 2;
+    const Run cpu = train(c);
+    c.device = "cuda";
+    c.gpus = {0};
+    const Run gpu = train(c);
+    QVERIFY2(gpu.backend.rfind("cuda:", 0) == 0, gpu.backend.c_str());
+    QCOMPARE(gpu.losses.size(), cpu.losses.size());
+    const double worst = worst_relative(gpu, cpu);
+    qInfo("%s: last loss gpu %.6f cpu %.6f, worst relative difference %.2e", QTest::currentDataTag(),
+          static_cast<double>(gpu.losses.back()), static_cast<double>(cpu.losses.back()), worst);
+    QVERIFY2(worst < tolerance, qPrintable(QString("worst relative loss difference %1").arg(worst)));
+    QVERIFY(gpu.losses.back() < gpu.losses.front());
+    QCOMPARE(gpu.rank_memory.size(), cpu.rank_memory.size());
+    for (std::size_t r = 0; r < gpu.rank_memory.size(); ++r)
+      for (MemoryCategory m :
+           {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
+        QCOMPARE(gpu.rank_memory[r][m], cpu.rank_memory[r][m]);
   }
 };
 

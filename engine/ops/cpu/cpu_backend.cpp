@@ -232,6 +232,15 @@ void CpuBackend::accumulate_16(DType dtype, std::uint16_t* dst, const float* src
   half::accumulate(dtype, dst, src, n);
 }
 
+void CpuBackend::divide(DType dtype, void* x, std::int64_t n, float divisor) {
+  if (dtype == DType::f32) {
+    auto* f = static_cast<float*>(x);
+    for (std::int64_t i = 0; i < n; ++i) f[i] /= divisor;
+  } else {
+    half::divide(dtype, static_cast<std::uint16_t*>(x), n, divisor);
+  }
+}
+
 std::int64_t CpuBackend::first_non_finite_16(DType dtype, const std::uint16_t* x, std::int64_t n) {
   return half::first_non_finite(dtype, x, n);
 }

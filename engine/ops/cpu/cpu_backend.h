@@ -59,6 +59,7 @@ class CpuBackend final : public Backend {
   void accumulate_16(DType dtype, std::uint16_t* dst, const float* src, std::int64_t n) override;
   std::int64_t first_non_finite_16(DType dtype, const std::uint16_t* x, std::int64_t n) override;
   double sum_of_squares_16(DType dtype, const std::uint16_t* x, std::int64_t n) override;
+  void divide(DType dtype, void* x, std::int64_t n, float divisor) override;
   void adamw(float* params, const float* grads, float* m, float* v, std::int64_t n,
              const math::AdamWStep& step) override;
 

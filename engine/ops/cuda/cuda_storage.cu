@@ -74,6 +74,15 @@ __global__ void accumulate_bf16_kernel(unsigned short* dst, const float* src, lo
   dst[i] = half::float_to_bf16_bits(half::bf16_bits_to_float(dst[i]) +
                                     half::bf16_bits_to_float(half::float_to_bf16_bits(src[i])));
 }
+__global__ void divide_f32_kernel(float* x, long long n, float divisor) {
+  SS_GRID_STRIDE(i, n) x[i] = x[i] / divisor;  // IEEE division (nvcc's default -prec-div=true), as the host
+}
+__global__ void divide_f16_kernel(unsigned short* x, long long n, float divisor) {
+  SS_GRID_STRIDE(i, n) x[i] = half::float_to_f16_bits(half::f16_bits_to_float(x[i]) / divisor);
+}
+__global__ void divide_bf16_kernel(unsigned short* x, long long n, float divisor) {
+  SS_GRID_STRIDE(i, n) x[i] = half::float_to_bf16_bits(half::bf16_bits_to_float(x[i]) / divisor);
+}
 __global__ void sum_of_squares_16_partial_kernel(double* partials, const unsigned short* x, long long n, bool bf16) {
   double s = 0.0;
   SS_GRID_STRIDE(i, n) {
@@ -154,6 +163,20 @@ void CudaBackend::accumulate_16(DType dtype, std::uint16_t* dst, const float* sr
   if (dtype == DType::f16) accumulate_f16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d, src, n);
   else accumulate_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d, src, n);
   check_launch("accumulate_16 kernel", "accumulate_16");
+}
+
+void CudaBackend::divide(DType dtype, void* x, std::int64_t n, float divisor) {
+  if (n <= 0) return;
+  make_current("divide");
+  if (dtype == DType::f32) {
+    divide_f32_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(static_cast<float*>(x), n, divisor);
+  } else {
+    require_16_bit(dtype, "divide");
+    auto* h = static_cast<unsigned short*>(x);
+    if (dtype == DType::f16) divide_f16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(h, n, divisor);
+    else divide_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(h, n, divisor);
+  }
+  check_launch("divide kernel", "divide");
 }
 
 std::int64_t CudaBackend::first_non_finite_16(DType dtype, const std::uint16_t* x, std::int64_t n) {

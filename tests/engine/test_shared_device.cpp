@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Several ranks sharing one device (one GPU, to teach on a single-GPU machine):
+// the in-process communicator then moves and sums device buffers through each
+// rank's communication backend, and the trainer touches device buffers only
+// through backends. Checked here on a pretend device (fake_device.h) whose
+// backend throws when handed host memory: every layout trains exactly as the
+// host ranks do, bit for bit, and nothing is left allocated. tests/gpu runs
+// the same layouts on a real GPU.
+#include <QTest>
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "core/half.h"
+#include "engine/fake_device.h"
+#include "parallel/in_process_communicator.h"
+#include "train/trainer.h"
+
+using namespace shardscope;
+using shardscope::testing::CheckedDeviceBackend;
+using shardscope::testing::FakeDevice;
+using shardscope::testing::FakeDeviceMemory;
+
+namespace {
+
+RunConfig base_config() {
+  RunConfig c;
+  c.model = "gpt-tiny";
+  c.steps = 3;
+  c.batch = 8;
+  c.seq = 32;
+  c.lr = 3e-3f;
+  c.threads = 2;
+  c.eval_every = 3;
+  c.eval_batches = 1;
+  return c;
+}
+
+struct Run {
+  std::vector<float> losses, eval;
+  std::vector<std::vector<unsigned char>> states;  // every rank's model states
+};
+
+Run train(const RunConfig& config, const std::shared_ptr<FakeDevice>& device) {
+  RankDeviceFactory factory;
+  if (device != nullptr)
+    factory = [device](int) {
+      RankDevice d;
+      d.memory = std::make_unique<FakeDeviceMemory>(device);
+      d.backend = std::make_unique<CheckedDeviceBackend>(device, 1);
+      d.comm_backend = std::make_unique<CheckedDeviceBackend>(device, 1);
+      return d;
+    };
+  Trainer trainer(config, nullptr, factory);
+  Run run;
+  trainer.run([&](const StepMetrics& m) {
+    run.losses.push_back(m.loss);
+    if (m.eval_loss) run.eval.push_back(*m.eval_loss);
+  });
+  for (int r = 0; r < trainer.world_size(); ++r) run.states.push_back(trainer.model_state_bytes(r));
+  return run;
+}
+
+// The collective results of `n` ranks in device or host memory, as host bytes.
+struct Collected {
+  std::vector<std::vector<unsigned char>> all_reduce_sum, all_reduce_avg, reduce_scatter, all_gather, broadcast,
+      gathered, scattered, received;
+  std::vector<float> host_sum;
+};
+
+Collected collectives(int n, DType dtype, const std::shared_ptr<FakeDevice>& device) {
+  const std::int64_t count = 1000 + 7;  // not a multiple of n: uneven chunks
+  const auto esize = static_cast<std::int64_t>(dtype_size(dtype));
+  auto world = InProcessWorld::create(n);
+  Collected out;
+  out.all_reduce_sum.resize(n);
+  out.all_reduce_avg.resize(n);
+  out.reduce_scatter.resize(n);
+  out.all_gather.resize(n);
+  out.broadcast.resize(n);
+  out.gathered.resize(n);
+  out.scattered.resize(n);
+  out.received.resize(n);
+  out.host_sum.resize(n);
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(n);
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        std::unique_ptr<Backend> cpu = make_cpu_backend(CpuBackendOptions{1});
+        std::unique_ptr<Backend> compute, comm_backend;
+        std::unique_ptr<DeviceMemory> memory;
+        CommDevice cd;
+        Backend* ops = cpu.get();
+        if (device != nullptr) {
+          compute = std::make_unique<CheckedDeviceBackend>(device, 1);
+          comm_backend = std::make_unique<CheckedDeviceBackend>(device, 1);
+          memory = std::make_unique<FakeDeviceMemory>(device);
+          cd = CommDevice{compute.get(), comm_backend.get(), memory.get()};
+          ops = compute.get();
+        }
+        std::vector<int> members(static_cast<std::size_t>(n));
+        for (int i = 0; i < n; ++i) members[static_cast<std::size_t>(i)] = i;
+        auto comm = world->communicator(r, members, cd);
+        // A buffer in the rank's memory, filled from host values.
+        struct Block {
+          void* p;
+          std::int64_t bytes;
+          DeviceMemory* memory;
+          std::vector<unsigned char> host_copy;
+          ~Block() {
+            if (memory != nullptr)
+              memory->release(p);
+            else
+              std::free(p);
+          }
+        };
+        const auto block = [&](std::int64_t bytes) {
+          auto b = std::make_unique<Block>();
+          b->bytes = bytes;
+          b->memory = memory.get();
+          b->p = memory != nullptr ? memory->allocate_zeroed(bytes) : std::calloc(static_cast<std::size_t>(bytes), 1);
+          return b;
+        };
+        const auto fill = [&](Block& b, int salt) {
+          std::vector<float> values(static_cast<std::size_t>(b.bytes / esize));
+          for (std::size_t i = 0; i < values.size(); ++i)
+            values[i] = static_cast<float>((static_cast<int>(i) * 37 + r * 11 + salt) % 97) * 0.37f - 17.0f;
+          std::vector<unsigned char> raw(static_cast<std::size_t>(b.bytes));
+          if (dtype == DType::f32)
+            std::memcpy(raw.data(), values.data(), raw.size());
+          else
+            half::narrow(dtype, values.data(), reinterpret_cast<std::uint16_t*>(raw.data()), values.size());
+          ops->upload(b.p, raw.data(), b.bytes);
+        };
+        const auto read = [&](const Block& b, std::int64_t offset = 0, std::int64_t bytes = -1) {
+          std::vector<unsigned char> raw(static_cast<std::size_t>(bytes < 0 ? b.bytes : bytes));
+          ops->download(raw.data(), static_cast<const unsigned char*>(b.p) + offset,
+                        static_cast<std::int64_t>(raw.size()));
+          return raw;
+        };
+        auto x = block(count * esize);
+        fill(*x, 1);
+        comm->all_reduce(x->p, count, dtype, ReduceOp::sum, {});
+        out.all_reduce_sum[r] = read(*x);
+        fill(*x, 2);
+        comm->all_reduce(x->p, count, dtype, ReduceOp::average, {});
+        out.all_reduce_avg[r] = read(*x);
+        auto whole = block(n * count * esize);
+        auto part = block(count * esize);
+        fill(*whole, 3);
+        comm->reduce_scatter(whole->p, part->p, count, dtype, ReduceOp::average, {});
+        out.reduce_scatter[r] = read(*part);
+        fill(*part, 4);
+        comm->all_gather(part->p, whole->p, count, dtype, {});
+        out.all_gather[r] = read(*whole);
+        fill(*x, 5);
+        comm->broadcast(x->p, count, dtype, n - 1, {});
+        out.broadcast[r] = read(*x);
+        fill(*x, 6);
+        comm->gather(x->p, whole->p, count, dtype, 0, {});
+        if (r == 0) out.gathered[r] = read(*whole);
+        fill(*whole, 7);
+        comm->scatter(whole->p, part->p, count, dtype, 1, {});
+        out.scattered[r] = read(*part);
+        // Pipeline: rank r sends to r + 1 (f32 activations).
+        auto act = block(count * 4);
+        if (r > 0)
+          comm->recv(static_cast<float*>(act->p), count, r - 1, {});
+        else {
+          std::vector<float> v(static_cast<std::size_t>(count), 1.5f);
+          ops->upload(act->p, v.data(), count * 4);
+        }
+        if (r + 1 < n) {
+          ops->add(static_cast<float*>(act->p), static_cast<float*>(act->p), static_cast<float*>(act->p), count);
+          comm->send(static_cast<float*>(act->p), count, r + 1, {});
+        }
+        out.received[r] = read(*act, 0, count * 4);
+        float host_value = static_cast<float>(r + 1);
+        comm->all_reduce_host(&host_value, 1, ReduceOp::sum, {});
+        out.host_sum[r] = host_value;
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+        world->abort(r, e.what());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors)
+    if (!e.empty()) throw std::runtime_error(e);
+  return out;
+}
+
+}  // namespace
+
+class TestSharedDevice : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void collectives_on_device_memory_match_the_host_data();
+  void collectives_on_device_memory_match_the_host();
+  void a_host_buffer_on_a_device_communicator_is_refused();
+  void layouts_sharing_one_device_train_as_host_ranks_data();
+  void layouts_sharing_one_device_train_as_host_ranks();
+};
+
+void TestSharedDevice::collectives_on_device_memory_match_the_host_data() {
+  QTest::addColumn<int>("ranks");
+  QTest::addColumn<int>("dtype");
+  for (const int n : {2, 3, 4})
+    for (const DType d : {DType::f32, DType::f16, DType::bf16})
+      QTest::addRow("%d ranks %s", n, std::string(dtype_name(d)).c_str()) << n << static_cast<int>(d);
+}
+
+void TestSharedDevice::collectives_on_device_memory_match_the_host() {
+  QFETCH(int, ranks);
+  QFETCH(int, dtype);
+  const auto d = static_cast<DType>(dtype);
+  auto device = std::make_shared<FakeDevice>();
+  const Collected host = collectives(ranks, d, nullptr);
+  const Collected dev = collectives(ranks, d, device);
+  QVERIFY(host.all_reduce_sum == dev.all_reduce_sum);
+  QVERIFY(host.all_reduce_avg == dev.all_reduce_avg);
+  QVERIFY(host.reduce_scatter == dev.reduce_scatter);
+  QVERIFY(host.all_gather == dev.all_gather);
+  QVERIFY(host.broadcast == dev.broadcast);
+  QVERIFY(host.gathered == dev.gathered);
+  QVERIFY(host.scattered == dev.scattered);
+  QVERIFY(host.received == dev.received);
+  QVERIFY(host.host_sum == dev.host_sum);
+  const float expected_sum = static_cast<float>(ranks * (ranks + 1) / 2);
+  for (const float s : dev.host_sum) QCOMPARE(s, expected_sum);
+  // The sums really happened: rank 0's all-reduce is not its own input.
+  QVERIFY(dev.all_reduce_sum[0] != std::vector<unsigned char>(dev.all_reduce_sum[0].size(), 0));
+  QCOMPARE(device->live_blocks(), std::size_t{0});  // staging and scratch released with the communicators
+}
+
+void TestSharedDevice::a_host_buffer_on_a_device_communicator_is_refused() {
+  auto device = std::make_shared<FakeDevice>();
+  auto world = InProcessWorld::create(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      CheckedDeviceBackend compute(device, 1), comm_backend(device, 1);
+      FakeDeviceMemory memory(device);
+      auto comm = world->communicator(r, {0, 1}, CommDevice{&compute, &comm_backend, &memory});
+      std::vector<float> host(64, 1.0f);
+      try {
+        comm->all_reduce(host.data(), 64, ReduceOp::sum, {});
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+        world->abort(r, e.what());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const std::string all = errors[0] + " | " + errors[1];
+  QVERIFY2(all.find("host pointer") != std::string::npos || all.find("not") != std::string::npos, all.c_str());
+}
+
+void TestSharedDevice::layouts_sharing_one_device_train_as_host_ranks_data() {
+  QTest::addColumn<int>("dp");
+  QTest::addColumn<int>("pp");
+  QTest::addColumn<int>("zero");
+  QTest::addColumn<bool>("naive");
+  QTest::addColumn<int>("precision");
+  const int fp32 = static_cast<int>(Precision::fp32), fp16 = static_cast<int>(Precision::fp16),
+            bf16 = static_cast<int>(Precision::bf16);
+  QTest::newRow("one rank") << 1 << 1 << 0 << false << fp32;
+  QTest::newRow("dp2 DDP") << 2 << 1 << 0 << false << fp32;
+  QTest::newRow("dp2 ZeRO-1") << 2 << 1 << 1 << false << fp32;
+  QTest::newRow("dp3 ZeRO-1 (uneven shards)") << 3 << 1 << 1 << false << fp32;
+  QTest::newRow("dp2 ZeRO-2") << 2 << 1 << 2 << false << fp32;
+  QTest::newRow("dp2 ZeRO-3") << 2 << 1 << 3 << false << fp32;
+  QTest::newRow("pp2") << 1 << 2 << 0 << false << fp32;
+  QTest::newRow("dp2 x pp2 ZeRO-1") << 2 << 2 << 1 << false << fp32;
+  QTest::newRow("naive dp2") << 2 << 1 << 0 << true << fp32;
+  QTest::newRow("naive dp2 fp16") << 2 << 1 << 0 << true << fp16;
+  QTest::newRow("dp2 DDP fp16") << 2 << 1 << 0 << false << fp16;
+  QTest::newRow("dp2 ZeRO-2 bf16") << 2 << 1 << 2 << false << bf16;
+  QTest::newRow("dp2 ZeRO-3 fp16") << 2 << 1 << 3 << false << fp16;
+  QTest::newRow("dp2 x pp2 ZeRO-1 bf16") << 2 << 2 << 1 << false << bf16;
+}
+
+void TestSharedDevice::layouts_sharing_one_device_train_as_host_ranks() {
+  QFETCH(int, dp);
+  QFETCH(int, pp);
+  QFETCH(int, zero);
+  QFETCH(bool, naive);
+  QFETCH(int, precision);
+  RunConfig c = base_config();
+  c.dp = dp;
+  c.pp = pp;
+  c.zero_stage = zero;
+  c.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
+  c.precision = static_cast<Precision>(precision);
+  if (pp > 1) c.micro_batches = 2;
+  if (dp == 3) c.batch = 12;
+  auto device = std::make_shared<FakeDevice>();
+  const Run host = train(c, nullptr);
+  const Run dev = train(c, device);
+  QCOMPARE(dev.losses.size(), std::size_t{3});
+  QCOMPARE(dev.losses, host.losses);  // bit for bit: the same ops, the same order
+  QCOMPARE(dev.eval, host.eval);
+  QVERIFY(dev.states == host.states);
+  QVERIFY(dev.losses.back() < dev.losses.front());
+  QCOMPARE(device->live_blocks(), std::size_t{0});
+}
+
+QTEST_GUILESS_MAIN(TestSharedDevice)
+#include "test_shared_device.moc"
