@@ -41,6 +41,7 @@ struct Plugin {
   ShardscopeCudaWidenFn widen = nullptr;
   ShardscopeCudaFirstNonFiniteFn first_non_finite = nullptr;
   ShardscopeCudaGemm16bitFn gemm_16bit = nullptr;
+  ShardscopeCudaBackendStreamFn backend_stream = nullptr;
 };
 
 struct PluginLoad {
@@ -134,7 +135,8 @@ PluginLoad load_plugin() {
       !find_symbol(handle, "shardscope_cuda_narrow", plugin.narrow) ||
       !find_symbol(handle, "shardscope_cuda_widen", plugin.widen) ||
       !find_symbol(handle, "shardscope_cuda_first_non_finite", plugin.first_non_finite) ||
-      !find_symbol(handle, "shardscope_cuda_gemm_16bit", plugin.gemm_16bit))
+      !find_symbol(handle, "shardscope_cuda_gemm_16bit", plugin.gemm_16bit) ||
+      !find_symbol(handle, "shardscope_cuda_backend_stream", plugin.backend_stream))
     return {nullptr, "CUDA plugin " + candidate + " is incomplete: " + last_dl_error()};
   loaded.push_back(plugin);
   return {&loaded.back(), {}};
@@ -266,6 +268,14 @@ void cuda_synchronize(Backend& cuda_backend) {
   ErrorText error{};
   check_call(require_plugin("cuda_synchronize").synchronize(&cuda_backend, error.data(), error.size()), error,
              "cuda_synchronize");
+}
+
+void* cuda_stream(Backend& cuda_backend) {
+  ErrorText error{};
+  void* stream = nullptr;
+  check_call(require_plugin("cuda_stream").backend_stream(&cuda_backend, &stream, error.data(), error.size()), error,
+             "cuda_stream");
+  return stream;
 }
 
 void cuda_narrow(Backend& cuda_backend, DType dtype, const float* in, std::uint16_t* out, std::int64_t n) {

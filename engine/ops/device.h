@@ -68,6 +68,8 @@ std::unique_ptr<DeviceMemory> make_cuda_device_memory(int device);
 // Waits for every op queued on a backend from make_cuda_backend: GPU ops are
 // asynchronous, so host clocks around them measure only the launch without this.
 void cuda_synchronize(Backend& cuda_backend);
+// The cudaStream_t (as void*) a backend from make_cuda_backend queues its ops on.
+void* cuda_stream(Backend& cuda_backend);
 
 // Mixed precision on a backend from make_cuda_backend (device pointers, its
 // stream), through the plugin. Each throws std::runtime_error for another

@@ -13,10 +13,12 @@
 #include "data/default_corpus.h"
 #include "ops/backend.h"
 #include "ops/device.h"
+#include "ops/nccl.h"
 #include "parallel/data_parallel.h"
 #include "parallel/ddp.h"
 #include "parallel/grid.h"
 #include "parallel/in_process_communicator.h"
+#include "parallel/nccl_communicator.h"
 #include "parallel/pipeline_parallel.h"
 #include "parallel/zero.h"
 #include "parallel/zero_storage.h"
@@ -54,17 +56,24 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
         if (g >= static_cast<int>(probe.gpus.size()))
           throw ConfigError("--gpus: GPU " + std::to_string(g) + " does not exist (" +
                             std::to_string(probe.gpus.size()) + " found)");
-      if (config_.gpus.size() > 1)
-        throw ConfigError("--gpus " + std::to_string(config_.gpus.size()) +
-                          " GPUs: one rank per GPU needs the NCCL communicator, which this build lacks; list one GPU "
-                          "(--gpus 0) and the ranks share it");
-      const int gpu = config_.gpus.front();
-      const bool shared = grid.world_size() > 1;
-      devices = [gpu, shared](int) {
+      // One GPU listed: every rank shares it (in-process communicator, device
+      // copies). One per rank: each rank on its own GPU, NCCL between them.
+      if (config_.gpus.size() > 1) {
+        const NcclAvailability nccl = probe_nccl();
+        if (!nccl.available)
+          throw ConfigError("--gpus: one rank per GPU needs NCCL, which is unavailable (" + nccl.reason +
+                            "); list one GPU (--gpus " + std::to_string(config_.gpus.front()) +
+                            ") and the ranks share it");
+        nccl_ = std::make_unique<NcclWorld>(config_.gpus, world_, sink_, &clock_);
+      }
+      const std::vector<int> gpus = config_.gpus;
+      const bool several = grid.world_size() > 1;
+      devices = [gpus, several](int r) {
+        const int gpu = gpus.size() == 1 ? gpus.front() : gpus[static_cast<std::size_t>(r)];
         RankDevice d;
         d.memory = make_cuda_device_memory(gpu);
         d.backend = make_cuda_backend(gpu);
-        if (shared) d.comm_backend = make_cuda_backend(gpu);
+        if (several) d.comm_backend = make_cuda_backend(gpu);
         return d;
       };
     }
@@ -96,6 +105,18 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
     } else {
       rank->backend = make_cpu_backend(CpuBackendOptions{threads_per_rank});
     }
+    if (nccl_ != nullptr) {
+      const NcclRank on{rank->backend.get(), rank->comm_backend.get(), rank->device_memory.get()};
+      Rank* self = rank.get();
+      rank->make_communicator = [this, self, on](const std::vector<int>& members) {
+        return nccl_->communicator(self->rank, members, on);
+      };
+    } else {
+      Rank* self = rank.get();
+      rank->make_communicator = [this, self](const std::vector<int>& members) {
+        return world_->communicator(self->rank, members, self->comm_device);
+      };
+    }
     const StageLayers layers = pipeline_stage_layers(model_config, grid.pp(), rank->stage);
     const int zero = config_.dp_mode == DataParallelMode::ddp ? config_.zero_stage : 0;
     const bool mixed = config_.mixed_precision();
@@ -112,7 +133,7 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
         std::max(1, timeline.peak_micro_batches_in_flight[static_cast<std::size_t>(rank->stage)]));
     rank->actions = schedule[static_cast<std::size_t>(rank->stage)];
     const std::int64_t P = rank->model->parameter_count();
-    rank->dp_comm = rank->group(*world_, grid.dp_group(rank->stage));
+    rank->dp_comm = rank->group(grid.dp_group(rank->stage));
     if (zero >= 2 || mixed) {
       rank->zero = std::make_unique<ZeroShardedStorage>(zero, rank->dtype, *rank->model, *rank->dp_comm, rank->ledger);
       rank->model->set_unit_storage(rank->zero.get());
@@ -123,12 +144,12 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
     else
       rank->model->init_weights(config_.seed);
     rank->scaler = std::make_unique<DynamicLossScaler>(config_.loss_scaler_options());
-    rank->world_comm = rank->group(*world_, all);
+    rank->world_comm = rank->group(all);
     if (grid.pp() > 1) {
-      rank->pp_comm = rank->group(*world_, grid.pipeline_group(rank->dp_rank));
+      rank->pp_comm = rank->group(grid.pipeline_group(rank->dp_rank));
       if (rank->stage == 0 || rank->stage == grid.pp() - 1)
         rank->embedding_comm =
-            rank->group(*world_, {grid.rank_at(0, rank->dp_rank), grid.rank_at(grid.pp() - 1, rank->dp_rank)});
+            rank->group({grid.rank_at(0, rank->dp_rank), grid.rank_at(grid.pp() - 1, rank->dp_rank)});
     }
     AdamWOptions options = adamw;
     options.master_weights = mixed;

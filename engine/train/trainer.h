@@ -34,6 +34,7 @@
 namespace shardscope {
 
 class InProcessWorld;
+class NcclWorld;
 
 struct StepMetrics {
   std::int64_t step = 0;      // optimizer steps done, from 1
@@ -120,6 +121,7 @@ class Trainer {
   RunClock clock_;
   std::unique_ptr<TextDataset> dataset_;
   std::shared_ptr<InProcessWorld> world_;
+  std::unique_ptr<NcclWorld> nccl_;  // one GPU per rank: NCCL groups (null otherwise)
   std::vector<std::unique_ptr<Rank>> ranks_;
   LrSchedule schedule_;
   std::int64_t steps_done_ = 0;

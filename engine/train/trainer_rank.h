@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -40,9 +41,11 @@ struct Trainer::Rank {
   Communicator* pp_comm = nullptr;         // the stages of this data-parallel rank (pp > 1)
   Communicator* embedding_comm = nullptr;  // first and last stage: the tied embedding's copies
   Communicator* world_comm = nullptr;      // everyone: loss and evaluation totals
-  Communicator* group(InProcessWorld& world, const std::vector<int>& members) {
+  // Makes this rank's communicator for a group (in-process, or NCCL with one GPU per rank).
+  std::function<std::unique_ptr<Communicator>(const std::vector<int>& members)> make_communicator;
+  Communicator* group(const std::vector<int>& members) {
     auto& slot = groups[members];
-    if (!slot) slot = world.communicator(rank, members, comm_device);
+    if (!slot) slot = make_communicator(members);
     return slot.get();
   }
   std::unique_ptr<DdpReducer> reducer;        // DDP and ZeRO-0/1: bucketed all-reduce

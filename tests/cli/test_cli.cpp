@@ -42,7 +42,8 @@ void TestCli::bad_input_exits_2_with_a_message_data() {
   QTest::addColumn<QStringList>("args");
   QTest::addColumn<QString>("message");
   QTest::newRow("unknown preset") << QStringList{"train", "--model", "gpt-huge"} << "unknown model preset 'gpt-huge'";
-  QTest::newRow("missing data") << QStringList{"train", "--data", "/no/such/file.txt"} << "cannot open '/no/such/file.txt'";
+  QTest::newRow("missing data") << QStringList{"train", "--data", "/no/such/file.txt"}
+                                << "cannot open '/no/such/file.txt'";
   QTest::newRow("empty data") << QStringList{"train", "--data", "@EMPTY@"} << "is empty";
   QTest::newRow("non-numeric steps") << QStringList{"train", "--steps", "ten"} << "--steps: 'ten' is not an integer";
   QTest::newRow("trailing junk") << QStringList{"train", "--batch", "8x"} << "--batch: '8x' is not an integer";
@@ -65,22 +66,22 @@ void TestCli::bad_input_exits_2_with_a_message_data() {
                                  << "--precision: \"fp8\" is not one of fp32, fp16, bf16";
   QTest::newRow("bad loss scaler") << QStringList{"train", "--precision", "fp16", "--loss-scaler", "apex"}
                                    << "--loss-scaler must be torch or deepspeed";
-  QTest::newRow("scale flags without fp16") << QStringList{"train", "--precision", "bf16", "--loss-scale", "128"}
-                                            << "apply to --precision fp16 only";
+  QTest::newRow("scale flags without fp16")
+      << QStringList{"train", "--precision", "bf16", "--loss-scale", "128"} << "apply to --precision fp16 only";
   QTest::newRow("hysteresis with torch rules") << QStringList{"train", "--precision", "fp16", "--hysteresis", "2"}
                                                << "--hysteresis is a DeepSpeed rule: add --loss-scaler deepspeed";
-  QTest::newRow("loss scaler without fp16") << QStringList{"train", "--precision", "bf16", "--loss-scaler", "deepspeed"}
-                                           << "apply to --precision fp16 only";
+  QTest::newRow("loss scaler without fp16")
+      << QStringList{"train", "--precision", "bf16", "--loss-scaler", "deepspeed"} << "apply to --precision fp16 only";
   QTest::newRow("static scale with dynamic knobs")
       << QStringList{"train", "--precision", "fp16", "--loss-scale", "128", "--scale-window", "10"}
       << "--loss-scale sets a static scale";
-  QTest::newRow("zero min scale")
-      << QStringList{"train", "--precision", "fp16", "--loss-scaler", "deepspeed", "--min-loss-scale", "0"}
-      << "--min-loss-scale must be positive";
+  QTest::newRow("zero min scale") << QStringList{"train",     "--precision",      "fp16", "--loss-scaler",
+                                                 "deepspeed", "--min-loss-scale", "0"}
+                                  << "--min-loss-scale must be positive";
   QTest::newRow("scale power too big") << QStringList{"train", "--precision", "fp16", "--initial-scale-power", "128"}
                                        << "--initial-scale-power: 128 is out of range";
-  QTest::newRow("overflow injection needs fp16") << QStringList{"train", "--inject-overflow", "0:1"}
-                                                 << "--inject-overflow needs --precision fp16";
+  QTest::newRow("overflow injection needs fp16")
+      << QStringList{"train", "--inject-overflow", "0:1"} << "--inject-overflow needs --precision fp16";
   QTest::newRow("missing value") << QStringList{"train", "--steps"} << "--steps needs a value";
   QTest::newRow("unknown command") << QStringList{"trian"} << "unknown command 'trian'";
   QTest::newRow("unwritable metrics") << QStringList{"train", "--steps", "1", "--metrics-out", "/no/dir/m.jsonl"}
@@ -109,8 +110,8 @@ void TestCli::help_documents_every_flag() {
 
 void TestCli::short_run_writes_metrics_jsonl() {
   const QString metrics = dir_.path() + "/m.jsonl";
-  const Result r = run({"train", "--model", "gpt-tiny", "--steps", "4", "--batch", "4", "--seq", "32",
-                        "--eval-every", "2", "--metrics-out", metrics});
+  const Result r = run({"train", "--model", "gpt-tiny", "--steps", "4", "--batch", "4", "--seq", "32", "--eval-every",
+                        "2", "--metrics-out", metrics});
   QVERIFY2(r.code == 0, qPrintable(r.err));
   QVERIFY(r.out.contains("step      4/4"));
   QFile f(metrics);
@@ -161,7 +162,8 @@ void TestCli::fp16_run_reports_loss_scale_and_overflow() {
 // --device cuda: on a GPU the backend is named cuda:N; without one the run
 // says why once and trains on the CPU.
 void TestCli::cuda_without_a_gpu_says_so_and_uses_the_cpu() {
-  const Result r = run({"train", "--model", "gpt-tiny", "--steps", "2", "--batch", "4", "--seq", "32", "--device", "cuda"});
+  const Result r =
+      run({"train", "--model", "gpt-tiny", "--steps", "2", "--batch", "4", "--seq", "32", "--device", "cuda"});
   QVERIFY2(r.code == 0, qPrintable(r.err));
   const shardscope::DeviceProbe probe = shardscope::probe_cuda();
   if (probe.available()) {
@@ -179,6 +181,14 @@ void TestCli::cuda_without_a_gpu_says_so_and_uses_the_cpu() {
   QVERIFY2(shared.code == 0, qPrintable(shared.err));
   QVERIFY(shared.out.contains("step      2/2"));
   QCOMPARE(shared.out.count("note: --device cuda: "), probe.available() ? 0 : 1);
+  // One rank per GPU (NCCL): without GPUs, the same single note and CPU ranks.
+  if (!probe.available()) {
+    const Result nccl = run({"train", "--model", "gpt-tiny", "--steps", "1", "--batch", "4", "--seq", "32", "--device",
+                             "cuda", "--dp", "2", "--gpus", "0,1"});
+    QVERIFY2(nccl.code == 0, qPrintable(nccl.err));
+    QCOMPARE(nccl.out.count("note: --device cuda: "), 1);
+    QVERIFY(nccl.out.contains("backend cpu"));
+  }
 }
 
 // A recording written here through the engine, exported by the CLI.
@@ -300,8 +310,8 @@ void TestCli::estimate_json_has_the_documented_keys() {
   QJsonParseError error;
   const QJsonObject o = QJsonDocument::fromJson(r.out.toUtf8(), &error).object();
   QVERIFY2(error.error == QJsonParseError::NoError, qPrintable(error.errorString()));
-  const QStringList categories{"parameters", "gradients", "optimizer_states", "activations", "communication",
-                               "workspace"};
+  const QStringList categories{"parameters",  "gradients",     "optimizer_states",
+                               "activations", "communication", "workspace"};
   for (const char* key : {"schema", "model", "settings", "engine_exact", "basis", "ranks", "total_bytes", "fits",
                           "capacity_bytes", "margin_bytes", "summary", "levers", "time", "warnings", "gpu"})
     QVERIFY2(o.contains(key), key);

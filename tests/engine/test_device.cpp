@@ -13,6 +13,7 @@
 #include "core/buffer.h"
 #include "core/error.h"
 #include "ops/device.h"
+#include "ops/nccl.h"
 
 using namespace shardscope;
 
@@ -56,6 +57,7 @@ class TestDevice : public QObject {
   void stale_plugin_is_refused_by_its_version();
   void device_memory_without_gpu_throws();
   void mixed_precision_helpers_refuse_a_cpu_backend();
+  void nccl_probe_answers_with_a_version_or_a_reason();
 };
 
 void TestDevice::device_kind_names() {
@@ -196,6 +198,30 @@ void TestDevice::mixed_precision_helpers_refuse_a_cpu_backend() {
   QVERIFY_THROWS_EXCEPTION(
       std::runtime_error, cuda_gemm_16bit(*cpu, DType::f16, Transpose::no, Transpose::no, 1, 1, 1, 1.0f, &half_value, 1,
                                           &half_value, 1, 0.0f, &half_value, 1));
+}
+
+// NCCL's plugin loads where NCCL is installed (its version needs no GPU) and
+// says why where it is not; a communicator cannot be made without GPUs.
+void TestDevice::nccl_probe_answers_with_a_version_or_a_reason() {
+  const NcclAvailability nccl = probe_nccl();
+  qInfo("NCCL: %s", nccl.available ? qPrintable(QString("version %1").arg(nccl.version)) : nccl.reason.c_str());
+  if (nccl.available) {
+    QVERIFY2(nccl.version >= 20000, qPrintable(QString::number(nccl.version)));  // NCCL 2.x codes are >= 20000
+    QVERIFY(nccl.reason.empty());
+    if (!probe_cuda().available()) {
+      bool threw = false;
+      try {
+        nccl_init_all({0, 1});
+      } catch (const std::runtime_error& e) {
+        threw = contains(e.what(), "NCCL init");
+      }
+      QVERIFY(threw);
+    }
+  } else {
+    QVERIFY(!nccl.reason.empty());
+    QVERIFY2(contains(nccl.reason, "NCCL"), nccl.reason.c_str());
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, nccl_init_all({0, 1}));
+  }
 }
 
 QTEST_GUILESS_MAIN(TestDevice)

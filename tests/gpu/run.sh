@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU tests: builds ShardScope where needed, then runs every CUDA backend op
-# against the CPU backend (tests/gpu/test_cuda_ops.cpp, test_cuda_storage.cpp) and 20 training steps
-# on the GPU against the CPU (tests/gpu/test_cuda_training.cpp); killed after 8
-# minutes in all. Where no GPU is usable it prints
+# against the CPU backend (tests/gpu/test_cuda_ops.cpp, test_cuda_storage.cpp), 20 training steps
+# on the GPU against the CPU, dp 2 / ZeRO-1/2/3 / pp 2 with ranks sharing GPU 0,
+# one rank per GPU over NCCL where there are two, and a failing rank stopping
+# the others (tests/gpu/test_cuda_training.cpp); killed after 8 minutes in all. Where no GPU is usable it prints
 # "skipped: no GPU (<reason>)" and exits 0, so CI without a GPU passes.
 #   usage: tests/gpu/run.sh [build-dir]     (default: build, or $SHARDSCOPE_BUILD_DIR)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -17,7 +18,7 @@ if ! grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=.*nvcc$' "$build_dir/CMakeCache.txt"; 
   echo "skipped: no GPU (the CUDA backend is not compiled: $build_dir was configured without nvcc or with SHARDSCOPE_WITH_CUDA=OFF)"
   exit 0
 fi
-cmake --build "$build_dir" --target test_cuda_ops test_cuda_storage test_cuda_training shardscope_cuda \
+cmake --build "$build_dir" --target test_cuda_ops test_cuda_storage test_cuda_training shardscope_cuda $(grep -q '^SHARDSCOPE_NCCL_LIBRARY:.*nccl' "$build_dir/CMakeCache.txt" && echo shardscope_nccl) \
   --parallel "$(nproc)"
 
 log="$(mktemp)"

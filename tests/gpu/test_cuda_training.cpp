@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "ops/device.h"
+#include "ops/nccl.h"
 #include "train/trainer.h"
 
 using namespace shardscope;
@@ -144,9 +145,71 @@ class TestCudaTraining : public QObject {
     QVERIFY(gpu.losses.back() < gpu.losses.front());
     QCOMPARE(gpu.rank_memory.size(), cpu.rank_memory.size());
     for (std::size_t r = 0; r < gpu.rank_memory.size(); ++r)
-      for (MemoryCategory m :
-           {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
+      for (MemoryCategory m : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
         QCOMPARE(gpu.rank_memory[r][m], cpu.rank_memory[r][m]);
+  }
+
+  // One rank per GPU, NCCL between them (needs two GPUs and NCCL).
+  void one_rank_per_gpu_over_nccl_follows_cpu_ranks_data() {
+    QTest::addColumn<int>("dp");
+    QTest::addColumn<int>("pp");
+    QTest::addColumn<int>("zero");
+    QTest::addColumn<bool>("naive");
+    QTest::addColumn<int>("precision");
+    QTest::addColumn<double>("tolerance");
+    const int fp32 = static_cast<int>(Precision::fp32), bf16 = static_cast<int>(Precision::bf16);
+    QTest::newRow("dp2 DDP") << 2 << 1 << 0 << false << fp32 << 1e-3;
+    QTest::newRow("dp2 ZeRO-3") << 2 << 1 << 3 << false << fp32 << 1e-3;
+    QTest::newRow("naive dp2") << 2 << 1 << 0 << true << fp32 << 1e-3;
+    QTest::newRow("pp2") << 1 << 2 << 0 << false << fp32 << 1e-3;
+    QTest::newRow("dp2 ZeRO-2 bf16") << 2 << 1 << 2 << false << bf16 << 3e-2;
+  }
+
+  void one_rank_per_gpu_over_nccl_follows_cpu_ranks() {
+    if (probe_cuda().gpus.size() < 2) QSKIP("skipped: one rank per GPU needs 2 GPUs");
+    const NcclAvailability nccl = probe_nccl();
+    if (!nccl.available) QSKIP(qPrintable(QString::fromStdString("skipped: no NCCL (" + nccl.reason + ")")));
+    QFETCH(int, dp);
+    QFETCH(int, pp);
+    QFETCH(int, zero);
+    QFETCH(bool, naive);
+    QFETCH(int, precision);
+    QFETCH(double, tolerance);
+    RunConfig c = config("gpt-tiny", "cpu", static_cast<Precision>(precision));
+    c.steps = 10;
+    c.dp = dp;
+    c.pp = pp;
+    c.zero_stage = zero;
+    c.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
+    if (pp > 1) c.micro_batches = 2;
+    const Run cpu = train(c);
+    c.device = "cuda";
+    c.gpus = {0, 1};
+    const Run gpu = train(c);
+    const double worst = worst_relative(gpu, cpu);
+    qInfo("%s over NCCL %d: last loss gpu %.6f cpu %.6f, worst relative difference %.2e", QTest::currentDataTag(),
+          nccl.version, static_cast<double>(gpu.losses.back()), static_cast<double>(cpu.losses.back()), worst);
+    QVERIFY2(worst < tolerance, qPrintable(QString("worst relative loss difference %1").arg(worst)));
+  }
+
+  // A rank that fails stops the others, on one GPU and over NCCL: no hang.
+  void a_failing_rank_stops_every_rank() {
+    for (const std::vector<int>& gpus : {std::vector<int>{0}, std::vector<int>{0, 1}}) {
+      if (gpus.size() > probe_cuda().gpus.size() || (gpus.size() > 1 && !probe_nccl().available)) continue;
+      RunConfig c = config("gpt-tiny", "cuda", Precision::fp32);
+      c.dp = 2;
+      c.gpus = gpus;
+      c.fail_rank = 1;
+      c.fail_step = 2;
+      Trainer trainer(c);
+      bool failed = false;
+      try {
+        trainer.run([](const StepMetrics&) {});
+      } catch (const RankFailure& e) {
+        failed = std::string(e.what()).find("injected failure") != std::string::npos;
+      }
+      QVERIFY2(failed, gpus.size() > 1 ? "over NCCL" : "sharing one GPU");
+    }
   }
 };
 

@@ -222,4 +222,9 @@ __attribute__((visibility("default"))) int shardscope_cuda_gemm_16bit(shardscope
   });
 }
 
+__attribute__((visibility("default"))) int shardscope_cuda_backend_stream(shardscope::Backend* backend, void** stream,
+                                                                         char* error, std::size_t error_size) {
+  return guarded(error, error_size, [&] { *stream = as_cuda(backend).stream(); });
+}
+
 }  // extern "C"

@@ -69,6 +69,10 @@ int shardscope_cuda_gemm_16bit(shardscope::Backend* backend, int dtype, int tran
                                float alpha, const std::uint16_t* A, int lda, const std::uint16_t* B, int ldb,
                                float beta, std::uint16_t* C, int ldc, char* error, std::size_t error_size);
 
+// The cudaStream_t of a backend made by shardscope_cuda_create_backend (for
+// the NCCL plugin, which runs collectives on a rank's streams).
+int shardscope_cuda_backend_stream(shardscope::Backend* backend, void** stream, char* error, std::size_t error_size);
+
 using ShardscopeCudaAbiVersionFn = int (*)(void);
 using ShardscopeCudaDeviceCountFn = int (*)(int*, char*, std::size_t);
 using ShardscopeCudaDeviceInfoFn = int (*)(int, ShardscopeCudaDeviceInfo*, char*, std::size_t);
@@ -88,5 +92,7 @@ using ShardscopeCudaFirstNonFiniteFn = int (*)(shardscope::Backend*, int, const 
 using ShardscopeCudaGemm16bitFn = int (*)(shardscope::Backend*, int, int, int, int, int, int, float,
                                           const std::uint16_t*, int, const std::uint16_t*, int, float, std::uint16_t*,
                                           int, char*, std::size_t);
+
+using ShardscopeCudaBackendStreamFn = int (*)(shardscope::Backend*, void**, char*, std::size_t);
 
 }  // extern "C"

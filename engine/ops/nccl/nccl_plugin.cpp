@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// libshardscope_nccl.so: NCCL communicators for ranks on distinct GPUs of one
+// process (nccl_plugin_abi.h). Each call waits (cudaStreamWaitEvent) for the
+// work queued on the rank's compute stream, so a DDP bucket's all-reduce runs
+// on the communication stream while backward goes on computing earlier layers.
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ops/nccl/nccl_plugin_abi.h"
+
+namespace {
+
+struct Context {
+  ncclComm_t comm = nullptr;
+  int device = 0;
+  int rank = 0, size = 1;
+  cudaEvent_t reference = nullptr;  // time zero of the start_ms / end_ms reported by poll
+  cudaEvent_t ready = nullptr;      // compute stream -> communication stream
+  cudaEvent_t start = nullptr, end = nullptr;
+  bool aborted = false;
+};
+
+int report(char* error, std::size_t error_size, const std::string& message) {
+  if (error != nullptr && error_size > 0) std::snprintf(error, error_size, "%s", message.c_str());
+  return -1;
+}
+
+void check(cudaError_t status, const char* call) {
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(call) + ": " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) +
+                             ")");
+}
+
+void check(ncclResult_t status, const char* call) {
+  if (status != ncclSuccess && status != ncclInProgress)
+    throw std::runtime_error(std::string(call) + ": " + ncclGetErrorString(status));
+}
+
+template <typename Body>
+int guarded(char* error, std::size_t error_size, Body body) {
+  try {
+    body();
+    return 0;
+  } catch (const std::exception& e) {
+    return report(error, error_size, e.what());
+  }
+}
+
+ncclDataType_t nccl_type(int dtype) {
+  switch (dtype) {
+    case 0:
+      return ncclFloat32;
+    case 1:
+      return ncclFloat16;
+    case 2:
+      return ncclBfloat16;
+    default:
+      throw std::invalid_argument("NCCL call: dtype " + std::to_string(dtype) + " is not f32, f16 or bf16");
+  }
+}
+
+std::size_t element_size(int dtype) {
+  return dtype == 0 ? 4 : 2;
+}
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int shardscope_nccl_abi_version(void) {
+  return SHARDSCOPE_NCCL_PLUGIN_ABI;
+}
+
+__attribute__((visibility("default"))) int shardscope_nccl_version(int* version, char* error, std::size_t error_size) {
+  return guarded(error, error_size, [&] { check(ncclGetVersion(version), "ncclGetVersion"); });
+}
+
+__attribute__((visibility("default"))) int shardscope_nccl_init_all(int n, const int* devices, void** contexts,
+                                                                    char* error, std::size_t error_size) {
+  return guarded(error, error_size, [&] {
+    if (n < 1) throw std::invalid_argument("ncclCommInitAll: no devices");
+    std::vector<ncclComm_t> comms(static_cast<std::size_t>(n));
+    check(ncclCommInitAll(comms.data(), n, devices), "ncclCommInitAll");
+    for (int i = 0; i < n; ++i) {
+      auto* c = new Context;
+      c->comm = comms[static_cast<std::size_t>(i)];
+      c->device = devices[i];
+      c->rank = i;
+      c->size = n;
+      check(cudaSetDevice(c->device), "cudaSetDevice");
+      check(cudaEventCreateWithFlags(&c->ready, cudaEventDisableTiming), "cudaEventCreate");
+      check(cudaEventCreate(&c->reference), "cudaEventCreate");
+      check(cudaEventCreate(&c->start), "cudaEventCreate");
+      check(cudaEventCreate(&c->end), "cudaEventCreate");
+      check(cudaEventRecord(c->reference, nullptr), "cudaEventRecord");
+      check(cudaEventSynchronize(c->reference), "cudaEventSynchronize");
+      check(cudaEventRecord(c->end, nullptr), "cudaEventRecord");  // poll before any call: done
+      contexts[i] = c;
+    }
+  });
+}
+
+__attribute__((visibility("default"))) int shardscope_nccl_enqueue(void* context, const ShardscopeNcclCall* call,
+                                                                   char* error, std::size_t error_size) {
+  return guarded(error, error_size, [&] {
+    auto& c = *static_cast<Context*>(context);
+    if (c.aborted) throw std::runtime_error("NCCL communicator was aborted");
+    auto compute = static_cast<cudaStream_t>(call->compute_stream);
+    auto stream = static_cast<cudaStream_t>(call->comm_stream);
+    check(cudaSetDevice(c.device), "cudaSetDevice");
+    check(cudaEventRecord(c.ready, compute), "cudaEventRecord");
+    check(cudaStreamWaitEvent(stream, c.ready, 0), "cudaStreamWaitEvent");
+    check(cudaEventRecord(c.start, stream), "cudaEventRecord");
+    const ncclDataType_t type = nccl_type(call->dtype);
+    const ncclRedOp_t op = call->average != 0 ? ncclAvg : ncclSum;
+    const auto count = static_cast<std::size_t>(call->count);
+    const std::size_t part_bytes = count * element_size(call->dtype);
+    switch (call->op) {
+      case shardscope_nccl_all_reduce:
+        check(ncclAllReduce(call->send, call->recv, count, type, op, c.comm, stream), "ncclAllReduce");
+        break;
+      case shardscope_nccl_reduce_scatter:
+        check(ncclReduceScatter(call->send, call->recv, count, type, op, c.comm, stream), "ncclReduceScatter");
+        break;
+      case shardscope_nccl_all_gather:
+        check(ncclAllGather(call->send, call->recv, count, type, c.comm, stream), "ncclAllGather");
+        break;
+      case shardscope_nccl_broadcast:
+        check(ncclBroadcast(call->send, call->recv, count, type, call->peer, c.comm, stream), "ncclBroadcast");
+        break;
+      case shardscope_nccl_gather: {  // root's recv (size * count) := every rank's send, in rank order
+        check(ncclGroupStart(), "ncclGroupStart");
+        if (c.rank == call->peer) {
+          for (int r = 0; r < c.size; ++r) {
+            auto* slot = static_cast<char*>(call->recv) + static_cast<std::size_t>(r) * part_bytes;
+            if (r == c.rank) {
+              check(cudaMemcpyAsync(slot, call->send, part_bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+            } else {
+              check(ncclRecv(slot, count, type, r, c.comm, stream), "ncclRecv");
+            }
+          }
+        } else {
+          check(ncclSend(call->send, count, type, call->peer, c.comm, stream), "ncclSend");
+        }
+        check(ncclGroupEnd(), "ncclGroupEnd");
+        break;
+      }
+      case shardscope_nccl_scatter: {  // each rank's recv := chunk `rank` of root's send
+        check(ncclGroupStart(), "ncclGroupStart");
+        if (c.rank == call->peer) {
+          for (int r = 0; r < c.size; ++r) {
+            const auto* part = static_cast<const char*>(call->send) + static_cast<std::size_t>(r) * part_bytes;
+            if (r == c.rank) {
+              check(cudaMemcpyAsync(call->recv, part, part_bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+            } else {
+              check(ncclSend(part, count, type, r, c.comm, stream), "ncclSend");
+            }
+          }
+        } else {
+          check(ncclRecv(call->recv, count, type, call->peer, c.comm, stream), "ncclRecv");
+        }
+        check(ncclGroupEnd(), "ncclGroupEnd");
+        break;
+      }
+      case shardscope_nccl_send:
+        check(ncclSend(call->send, count, type, call->peer, c.comm, stream), "ncclSend");
+        break;
+      case shardscope_nccl_recv:
+        check(ncclRecv(call->recv, count, type, call->peer, c.comm, stream), "ncclRecv");
+        break;
+      default:
+        throw std::invalid_argument("NCCL call: unknown op " + std::to_string(call->op));
+    }
+    check(cudaEventRecord(c.end, stream), "cudaEventRecord");
+  });
+}
+
+__attribute__((visibility("default"))) int shardscope_nccl_poll(void* context, int* done, double* start_ms,
+                                                                double* end_ms, char* error, std::size_t error_size) {
+  return guarded(error, error_size, [&] {
+    auto& c = *static_cast<Context*>(context);
+    *done = 0;
+    ncclResult_t async = ncclSuccess;
+    check(ncclCommGetAsyncError(c.comm, &async), "ncclCommGetAsyncError");
+    if (async != ncclSuccess && async != ncclInProgress)
+      throw std::runtime_error(std::string("NCCL: ") + ncclGetErrorString(async));
+    check(cudaSetDevice(c.device), "cudaSetDevice");
+    const cudaError_t status = cudaEventQuery(c.end);
+    if (status == cudaErrorNotReady) return;
+    check(status, "cudaEventQuery");
+    float start = 0.0f, end = 0.0f;
+    check(cudaEventElapsedTime(&start, c.reference, c.start), "cudaEventElapsedTime");
+    check(cudaEventElapsedTime(&end, c.reference, c.end), "cudaEventElapsedTime");
+    *start_ms = start;
+    *end_ms = end;
+    *done = 1;
+  });
+}
+
+__attribute__((visibility("default"))) void shardscope_nccl_abort(void* context) {
+  auto& c = *static_cast<Context*>(context);
+  if (c.aborted) return;
+  c.aborted = true;
+  ncclCommAbort(c.comm);
+}
+
+__attribute__((visibility("default"))) void shardscope_nccl_destroy(void* context) {
+  auto* c = static_cast<Context*>(context);
+  if (c == nullptr) return;
+  cudaSetDevice(c->device);
+  if (!c->aborted) ncclCommDestroy(c->comm);
+  for (cudaEvent_t e : {c->reference, c->ready, c->start, c->end})
+    if (e != nullptr) cudaEventDestroy(e);
+  delete c;
+}
+
+}  // extern "C"

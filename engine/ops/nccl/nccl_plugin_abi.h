@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The C entry points of the NCCL plugin (libshardscope_nccl.so), which the
+// engine dlopen()s (ops/nccl.cpp) so a program starts where NCCL is missing.
+// One context per rank and group: an NCCL communicator plus CUDA events that
+// time its calls. Calls are enqueued on the rank's communication stream after
+// the work queued so far on its compute stream, and polled for completion, so
+// the host never blocks where a failing peer could leave it waiting forever.
+// No entry point throws: each returns 0 or -1 with a message in `error`.
+// Includes no CUDA or NCCL header.
+#pragma once
+
+#include <cstddef>
+
+#define SHARDSCOPE_NCCL_PLUGIN_ABI 1
+
+extern "C" {
+
+enum ShardscopeNcclOp {
+  shardscope_nccl_all_reduce = 0,
+  shardscope_nccl_reduce_scatter = 1,
+  shardscope_nccl_all_gather = 2,
+  shardscope_nccl_broadcast = 3,
+  shardscope_nccl_gather = 4,   // grouped sends to the root (NCCL has no gather)
+  shardscope_nccl_scatter = 5,  // grouped sends from the root
+  shardscope_nccl_send = 6,
+  shardscope_nccl_recv = 7
+};
+
+struct ShardscopeNcclCall {
+  int op;            // ShardscopeNcclOp
+  const void* send;  // device memory
+  void* recv;
+  long long count;       // elements: all_reduce / broadcast / send / recv: the buffer; reduce_scatter: recv;
+                         // all_gather, gather, scatter: one rank's part
+  int dtype;             // 0 f32, 1 f16, 2 bf16 (shardscope::DType)
+  int average;           // all_reduce / reduce_scatter: 1 ncclAvg, 0 ncclSum
+  int peer;              // broadcast / gather / scatter: the root; send / recv: the peer (group ranks)
+  void* compute_stream;  // cudaStream_t whose queued work the call waits for
+  void* comm_stream;     // cudaStream_t the call runs on
+};
+
+int shardscope_nccl_abi_version(void);
+// NCCL's version code (e.g. 22304 for 2.23.4).
+int shardscope_nccl_version(int* version, char* error, std::size_t error_size);
+// ncclCommInitAll over devices[0..n): contexts[i] is group rank i's, on devices[i].
+int shardscope_nccl_init_all(int n, const int* devices, void** contexts, char* error, std::size_t error_size);
+// Enqueues one call (see ShardscopeNcclCall) with start and end timing events.
+int shardscope_nccl_enqueue(void* context, const ShardscopeNcclCall* call, char* error, std::size_t error_size);
+// *done := 1 once the last enqueued call has finished on the GPU, with its
+// start and end in milliseconds since the context's reference event (recorded
+// and waited for at init); 0 while it runs. An asynchronous NCCL error
+// (a peer gone, a network failure) is returned as -1.
+int shardscope_nccl_poll(void* context, int* done, double* start_ms, double* end_ms, char* error,
+                         std::size_t error_size);
+// ncclCommAbort: kernels of the context's calls stop, now or when they start.
+void shardscope_nccl_abort(void* context);
+// ncclCommDestroy after its calls finished; frees the events.
+void shardscope_nccl_destroy(void* context);
+
+using ShardscopeNcclAbiVersionFn = int (*)(void);
+using ShardscopeNcclVersionFn = int (*)(int*, char*, std::size_t);
+using ShardscopeNcclInitAllFn = int (*)(int, const int*, void**, char*, std::size_t);
+using ShardscopeNcclEnqueueFn = int (*)(void*, const ShardscopeNcclCall*, char*, std::size_t);
+using ShardscopeNcclPollFn = int (*)(void*, int*, double*, double*, char*, std::size_t);
+using ShardscopeNcclAbortFn = void (*)(void*);
+using ShardscopeNcclDestroyFn = void (*)(void*);
+
+}  // extern "C"
