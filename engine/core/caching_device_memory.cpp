@@ -2,7 +2,10 @@
 #include "core/caching_device_memory.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <new>
 #include <stdexcept>
 #include <utility>
 
@@ -128,6 +131,42 @@ void CachingDeviceMemory::empty_cache_locked() {
     }
     pool->clear();
   }
+}
+
+// ---- HostRawAllocator ----
+
+void* HostRawAllocator::allocate(std::int64_t bytes) {
+  const std::lock_guard lock(mutex_);
+  if (live_ + bytes > capacity_)
+    throw std::runtime_error("the test device's " + std::to_string(capacity_) + " bytes are full (" +
+                             std::to_string(live_) + " held)");
+  constexpr std::size_t kAlignment = 64;  // as Buffer's host memory; the sizes are multiples of 512
+  void* pointer = std::aligned_alloc(kAlignment, static_cast<std::size_t>(bytes));
+  if (pointer == nullptr) throw std::bad_alloc();
+  live_ += bytes;
+  sizes_.emplace(pointer, bytes);
+  return pointer;
+}
+
+void HostRawAllocator::free(void* pointer) noexcept {
+  const std::lock_guard lock(mutex_);
+  const auto it = sizes_.find(pointer);
+  if (it == sizes_.end()) return;
+  live_ -= it->second;
+  sizes_.erase(it);
+  std::free(pointer);
+}
+
+void HostRawAllocator::zero(void* pointer, std::int64_t bytes) {
+  std::memset(pointer, 0, static_cast<std::size_t>(bytes));
+}
+
+bool HostRawAllocator::device_usage(DeviceUsage& usage) const {
+  const std::lock_guard lock(mutex_);
+  usage.device = 0;
+  usage.used_bytes = live_;
+  usage.total_bytes = capacity_;
+  return true;
 }
 
 }  // namespace shardscope

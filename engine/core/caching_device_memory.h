@@ -99,4 +99,23 @@ class CachingDeviceMemory final : public DeviceMemory {
   CachingStats stats_;
 };
 
+// Host memory posing as a device of `capacity` bytes, for running the cache
+// (and out-of-memory reports) on the CPU: the trainer's test hook
+// (RunConfig::test_device_capacity) puts each rank on one. Its device_usage is
+// device 0, its live bytes of `capacity`.
+class HostRawAllocator final : public RawDeviceAllocator {
+ public:
+  explicit HostRawAllocator(std::int64_t capacity) : capacity_(capacity) {}
+  void* allocate(std::int64_t bytes) override;  // throws std::runtime_error past the capacity
+  void free(void* pointer) noexcept override;
+  void zero(void* pointer, std::int64_t bytes) override;
+  std::string name() const override { return "test device"; }
+  bool device_usage(DeviceUsage& usage) const override;
+
+ private:
+  mutable std::mutex mutex_;
+  std::int64_t capacity_, live_ = 0;
+  std::unordered_map<void*, std::int64_t> sizes_;
+};
+
 }  // namespace shardscope
