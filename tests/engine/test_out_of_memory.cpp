@@ -65,6 +65,7 @@ class TestOutOfMemory : public QObject {
  private Q_SLOTS:
   void construction_names_rank_category_and_prediction();
   void step_failure_names_the_prediction_and_stops_every_rank();
+  void memory_samples_carry_the_devices_figures();
 };
 
 void TestOutOfMemory::construction_names_rank_category_and_prediction() {
@@ -121,6 +122,42 @@ void TestOutOfMemory::step_failure_names_the_prediction_and_stops_every_rank() {
   for (const Event& e : sink.events()) error_event |= e.kind == EventKind::error;
   QVERIFY(error_event);
   QVERIFY_THROWS_EXCEPTION(RankFailure, trainer.step());  // a failed run stays stopped
+}
+
+void TestOutOfMemory::memory_samples_carry_the_devices_figures() {
+  RunConfig c = small_run();
+  c.steps = 2;
+  CollectingSink host_sink;
+  {
+    Trainer host(c, &host_sink);  // host memory: no device figures
+    host.step();
+  }
+  for (const Event& e : host_sink.events())
+    if (e.kind == EventKind::memory_sample) QCOMPARE(e.device, -1);
+
+  c.test_device_capacity = std::int64_t{256} << 20;
+  CollectingSink sink;
+  Trainer trainer(c, &sink);
+  trainer.step();
+  trainer.step();
+  int samples = 0;
+  std::int64_t reserved_after_first[2] = {-1, -1};
+  for (const Event& e : sink.events()) {
+    if (e.kind != EventKind::memory_sample) continue;
+    ++samples;
+    std::int64_t ledger = 0;
+    for (std::int64_t bytes : e.memory) ledger += bytes;
+    QCOMPARE(e.device, 0);
+    QCOMPARE(e.device_total_bytes, c.test_device_capacity);
+    QVERIFY(e.device_reserved_bytes >= ledger);              // blocks are rounded up, and cached
+    QCOMPARE(e.device_used_bytes, e.device_reserved_bytes);  // the pretend device holds only this rank's blocks
+    auto& first = reserved_after_first[e.rank];
+    if (first < 0)
+      first = e.device_reserved_bytes;
+    else
+      QCOMPARE(e.device_reserved_bytes, first);  // step 2 reused step 1's blocks
+  }
+  QCOMPARE(samples, 4);
 }
 
 QTEST_GUILESS_MAIN(TestOutOfMemory)
