@@ -26,6 +26,9 @@ void MainWindow::onEvents(const std::vector<Event>& events) {
         break;
       case EventKind::memory_sample:
         memory_->setSample(e.rank, e.memory);
+        if (e.device >= 0)
+          memory_->setDeviceUsage(
+              e.rank, DeviceUsage{e.device, e.device_used_bytes, e.device_total_bytes, e.device_reserved_bytes});
         break;
       case EventKind::log:
       case EventKind::overflow:

@@ -40,7 +40,8 @@ Buffer::Buffer(MemoryLedger& ledger, MemoryCategory category, std::int64_t bytes
     throw OutOfMemory("out of " + (device != nullptr ? device->name() : std::string("host")) + " memory: " +
                       std::to_string(bytes) + " bytes of " + std::string(memory_category_name(category)) +
                       " asked for, with " + std::to_string(held) + " bytes already held by this rank" +
-                      (failure.empty() ? "" : " (" + failure + ")"));
+                          (failure.empty() ? "" : " (" + failure + ")"),
+                      category, bytes);
   }
   ledger.allocate(category, bytes);
 }

@@ -49,6 +49,16 @@ struct MemoryBytes {
   std::int64_t total() const;
 };
 
+// A device's memory beside the ledger: what its driver says is in use
+// (cudaMemGetInfo: total - free, every process and context included) and what
+// the caching allocator holds from it. The ledger counts only live Buffers.
+struct DeviceUsage {
+  int device = -1;                  // the GPU ordinal
+  std::int64_t used_bytes = 0;      // in use on the whole device
+  std::int64_t total_bytes = 0;     // the device's memory
+  std::int64_t reserved_bytes = 0;  // held by this rank's caching allocator (core/caching_device_memory.h)
+};
+
 // Where a rank's buffers live when not in host memory (a GPU's): Buffer
 // allocates through the ledger's DeviceMemory when it has one.
 class DeviceMemory {
@@ -58,6 +68,11 @@ class DeviceMemory {
   virtual void* allocate_zeroed(std::int64_t bytes) = 0;
   virtual void release(void* pointer) noexcept = 0;
   virtual std::string name() const = 0;  // e.g. "cuda:0", for out-of-memory messages
+  // Fills `usage` for a real device; false where there is none to ask (host memory).
+  virtual bool device_usage(DeviceUsage& usage) const {
+    (void)usage;
+    return false;
+  }
 };
 
 // Thread-safe: the owning rank allocates, other threads (metrics, UI) read.

@@ -16,6 +16,21 @@ std::string grouped(std::int64_t value) {
   return negative ? "-" + out : out;
 }
 
+std::string binary_bytes(std::int64_t bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (bytes > -1024 && bytes < 1024) return std::to_string(bytes) + " B";
+  int unit = 0;
+  auto scaled = static_cast<double>(bytes);
+  while (std::fabs(scaled) >= 1024.0 && unit < 5) {
+    scaled /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  const double a = std::fabs(scaled);
+  std::snprintf(text, sizeof text, a >= 100.0 ? "%.0f %s" : a >= 10.0 ? "%.1f %s" : "%.2f %s", scaled, units[unit]);
+  return text;
+}
+
 std::string decimal_bytes(double bytes) {
   static const char* const units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
   const double magnitude = std::fabs(bytes);

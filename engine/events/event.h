@@ -75,6 +75,13 @@ struct Event {
 
   // memory_sample: current bytes by category (MemoryBytes order)
   std::array<std::int64_t, kMemoryCategoryCount> memory{};
+  // memory_sample of a rank on a GPU (device >= 0, its ordinal; -1: host memory):
+  // the whole device as cudaMemGetInfo sees it (total - free, every process
+  // counted) and what the rank's caching allocator holds (core/caching_device_memory.h).
+  std::int32_t device = -1;
+  std::int64_t device_used_bytes = 0;
+  std::int64_t device_total_bytes = 0;
+  std::int64_t device_reserved_bytes = 0;
 
   // step_metrics
   float loss = 0.0f;

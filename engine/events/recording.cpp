@@ -2,8 +2,9 @@
 // Records are written field by field, never as a memcpy of Event: the struct's
 // padding and layout belong to the compiler, the file's to us.
 //
-// Record layout, version 2 (272 bytes, little-endian; version 1 is the same
-// with no overflow kind, flag bit 1 or loss scale, and is still read):
+// Record layout, version 3 (304 bytes, little-endian). Version 2 is the first
+// 272 bytes (no device fields: read as device -1); version 1 is version 2 with
+// no overflow kind, flag bit 1 or loss scale. Both are still read.
 //   0 u8 kind        1 u8 compute      2 u8 op         3 u8 phase
 //   4 u8 shard_action 5 u8 level       6 u8 flags (bit 0: has_eval_loss, bit 1: skipped)  7 u8 zero
 //   8 i32 rank       12 i32 stage      16 i64 step     24 i32 micro_batch  28 i32 layer
@@ -12,6 +13,8 @@
 //   72 i64 bytes     80 i64 memory[6] (MemoryCategory order)
 //   128 f32 loss     132 f32 lr        136 f32 grad_norm  140 f32 tokens_per_s  144 f32 eval_loss
 //   148 u8 text[120] (UTF-8, NUL-padded)                  268 f32 loss_scale (0 in version 1: read as 1)
+//   272 i64 device_used_bytes  280 i64 device_total_bytes  288 i64 device_reserved_bytes
+//   296 i32 device (-1: host)  300 u32 zero
 #include "events/recording.h"
 
 #include <algorithm>
@@ -87,9 +90,13 @@ void encode_event(const Event& e, unsigned char* r) {
   const std::string_view text = e.text_view();  // stops at the NUL; the rest stays zero
   std::memcpy(r + 148, text.data(), std::min(text.size(), kEventTextSize - 1));
   put_f32(r + 268, e.loss_scale);
+  put(r + 272, e.device_used_bytes);
+  put(r + 280, e.device_total_bytes);
+  put(r + 288, e.device_reserved_bytes);
+  put(r + 296, e.device);
 }
 
-Event decode_event(const unsigned char* r) {
+Event decode_event(const unsigned char* r, std::uint32_t version) {
   Event e;
   e.kind = get_enum(r + 0, kLastEventKind, "event kind");
   e.compute = get_enum(r + 1, ComputeKind::optimizer, "compute kind");
@@ -122,6 +129,12 @@ Event decode_event(const unsigned char* r) {
   e.text[kEventTextSize - 1] = '\0';  // a damaged record must not run off the end
   const float scale = get_f32(r + 268);
   e.loss_scale = scale == 0.0f ? 1.0f : scale;  // version 1 wrote zero there
+  if (version >= 3) {
+    e.device_used_bytes = get<std::int64_t>(r + 272);
+    e.device_total_bytes = get<std::int64_t>(r + 280);
+    e.device_reserved_bytes = get<std::int64_t>(r + 288);
+    e.device = get<std::int32_t>(r + 296);
+  }
   return e;
 }
 
@@ -239,9 +252,10 @@ void RecordingReader::open(const std::string& path) {
   if (version_ > kRecordingVersion)
     fail(8, "format version " + std::to_string(version_) + " is newer than this program (" +
                 std::to_string(kRecordingVersion) + "); open it with a newer ShardScope");
-  const auto record_size = get<std::uint32_t>(header + 12);
-  if (record_size != kRecordSize)
-    fail(12, "record size " + std::to_string(record_size) + ", expected " + std::to_string(kRecordSize) +
+  const auto record_bytes = get<std::uint32_t>(header + 12);
+  record_size_ = record_size(version_);
+  if (record_bytes != record_size_)
+    fail(12, "record size " + std::to_string(record_bytes) + ", expected " + std::to_string(record_size_) +
                  " for format version " + std::to_string(version_) + "; the file is damaged");
   const auto json_size = get<std::uint32_t>(header + 16);
   if (json_size > kMaxMetadataBytes || kRecordingHeaderSize + std::uint64_t{json_size} > size)
@@ -266,26 +280,26 @@ std::size_t RecordingReader::read_new(std::vector<Event>& out) {
   if (size < next_offset_)
     throw FormatError(path_ + ": the file shrank to " + std::to_string(size) + " bytes while being read (rewritten?)");
   // Only whole records: a writer may be half-way through the next one.
-  const std::uint64_t complete = (size - next_offset_) / kRecordSize;
+  const std::uint64_t complete = (size - next_offset_) / record_size_;
   constexpr std::uint64_t kChunkRecords = 4096;
   std::vector<unsigned char> chunk;
   std::size_t added = 0;
   in_.seekg(static_cast<std::streamoff>(next_offset_));
   for (std::uint64_t done = 0; done < complete;) {
     const std::uint64_t n = std::min(kChunkRecords, complete - done);
-    chunk.resize(static_cast<std::size_t>(n * kRecordSize));
+    chunk.resize(static_cast<std::size_t>(n * record_size_));
     in_.read(reinterpret_cast<char*>(chunk.data()), static_cast<std::streamsize>(chunk.size()));
     if (static_cast<std::uint64_t>(in_.gcount()) != chunk.size())
       throw FormatError(path_ + ": byte " + std::to_string(next_offset_) + ": read failed");
     for (std::uint64_t i = 0; i < n; ++i) {
       try {
-        out.push_back(decode_event(chunk.data() + i * kRecordSize));
+        out.push_back(decode_event(chunk.data() + i * record_size_, version_));
       } catch (const FormatError& e) {
         throw FormatError(path_ + ": byte " + std::to_string(next_offset_) + ": record " +
-                          std::to_string((next_offset_ - records_begin_) / kRecordSize) + ": " + e.what() +
+                          std::to_string((next_offset_ - records_begin_) / record_size_) + ": " + e.what() +
                           "; the file is damaged");
       }
-      next_offset_ += kRecordSize;
+      next_offset_ += record_size_;
       ++added;
     }
     done += n;
@@ -302,7 +316,7 @@ std::vector<Event> RecordingReader::read_all() {
 
 std::uint64_t RecordingReader::trailing_bytes() {
   const std::uint64_t size = file_size(in_);
-  return size < records_begin_ ? 0 : (size - records_begin_) % kRecordSize;
+  return size < records_begin_ ? 0 : (size - records_begin_) % record_size_;
 }
 
 }  // namespace shardscope

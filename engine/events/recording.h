@@ -8,7 +8,8 @@
 //   offset  size  field
 //   0       8     magic "SSRUN\r\n\x1a" (the \r\n and \x1a catch text-mode copies)
 //   8       4     u32 format version (kRecordingVersion)
-//   12      4     u32 record size in bytes (kRecordSize for version 1)
+//   12      4     u32 record size in bytes (record_size(version): 272 for
+//                 versions 1 and 2, kRecordSize = 304 for version 3)
 //   16      4     u32 length N of the metadata JSON
 //   20      N     metadata: UTF-8 JSON (the run config; "{}" if none)
 //   20 + N  ...   records, one per Event, kRecordSize bytes each (recording.cpp
@@ -26,15 +27,21 @@
 namespace shardscope {
 
 inline constexpr char kRecordingMagic[8] = {'S', 'S', 'R', 'U', 'N', '\r', '\n', '\x1a'};
-inline constexpr std::uint32_t kRecordingVersion = 2;
+inline constexpr std::uint32_t kRecordingVersion = 3;
 inline constexpr std::uint32_t kRecordingHeaderSize = 20;  // before the JSON
-inline constexpr std::uint32_t kRecordSize = 272;
+inline constexpr std::uint32_t kRecordSize = 304;          // of kRecordingVersion
+
+// The record size of a format version: 272 bytes before version 3 added the
+// device fields of memory samples. 0 for an unknown version.
+constexpr std::uint32_t record_size(std::uint32_t version) {
+  return version == 1 || version == 2 ? 272 : version == kRecordingVersion ? kRecordSize : 0;
+}
 
 // The fixed-size record of one event (field by field, little-endian), and back.
-// decode_event throws FormatError saying which field is out of range (the
-// reader adds the file and offset).
+// decode_event reads a record of `version` (1 to kRecordingVersion) and throws
+// FormatError saying which field is out of range (the reader adds the file and offset).
 void encode_event(const Event& event, unsigned char* record);
-Event decode_event(const unsigned char* record);
+Event decode_event(const unsigned char* record, std::uint32_t version = kRecordingVersion);
 
 // Writes a recording. Thread-safe: emit() takes a mutex, so it may be called
 // from engine threads directly (through a FanOutSink; it then costs them a copy
@@ -106,6 +113,7 @@ class RecordingReader {
   std::ifstream in_;
   std::string metadata_;
   std::uint32_t version_ = 0;
+  std::uint32_t record_size_ = kRecordSize;  // of version_
   std::uint64_t records_begin_ = 0;  // file offset of the first record
   std::uint64_t next_offset_ = 0;    // file offset of the next record to read
 };

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/caching_device_memory.h"
 #include "ops/cuda/cuda_plugin_abi.h"
 
 // Set by engine/CMakeLists.txt: where the build puts the plugin, empty when nvcc was not found.
@@ -36,6 +37,7 @@ struct Plugin {
   ShardscopeCudaFreeFn free = nullptr;
   ShardscopeCudaMemcpyFn memcpy = nullptr;
   ShardscopeCudaZeroFn zero = nullptr;
+  ShardscopeCudaMemGetInfoFn mem_get_info = nullptr;
   ShardscopeCudaSynchronizeFn synchronize = nullptr;
   ShardscopeCudaNarrowFn narrow = nullptr;
   ShardscopeCudaWidenFn widen = nullptr;
@@ -131,6 +133,7 @@ PluginLoad load_plugin() {
       !find_symbol(handle, "shardscope_cuda_free", plugin.free) ||
       !find_symbol(handle, "shardscope_cuda_memcpy", plugin.memcpy) ||
       !find_symbol(handle, "shardscope_cuda_zero", plugin.zero) ||
+      !find_symbol(handle, "shardscope_cuda_mem_get_info", plugin.mem_get_info) ||
       !find_symbol(handle, "shardscope_cuda_synchronize", plugin.synchronize) ||
       !find_symbol(handle, "shardscope_cuda_narrow", plugin.narrow) ||
       !find_symbol(handle, "shardscope_cuda_widen", plugin.widen) ||
@@ -264,6 +267,13 @@ void cuda_zero(int device, void* device_dst, std::size_t bytes) {
              ("cuda_zero on cuda:" + std::to_string(device)).c_str());
 }
 
+void cuda_mem_get_info(int device, std::size_t& free_bytes, std::size_t& total_bytes) {
+  ErrorText error{};
+  check_call(
+      require_plugin("cuda_mem_get_info").mem_get_info(device, &free_bytes, &total_bytes, error.data(), error.size()),
+      error, ("cuda_mem_get_info on cuda:" + std::to_string(device)).c_str());
+}
+
 void cuda_synchronize(Backend& cuda_backend) {
   ErrorText error{};
   check_call(require_plugin("cuda_synchronize").synchronize(&cuda_backend, error.data(), error.size()), error,
@@ -314,32 +324,45 @@ void cuda_gemm_16bit(Backend& cuda_backend, DType dtype, Transpose trans_a, Tran
 }
 
 namespace {
-class CudaDeviceMemory final : public DeviceMemory {
+// cudaMalloc, cudaFree and cudaMemset through the plugin: the raw allocator
+// under a rank's CachingDeviceMemory. Ordering: a cached block freed while the
+// backend's kernels may still read it is safe to hand out again, because its
+// cudaMemset runs on the legacy default stream, which waits for all earlier
+// work on the backends' blocking streams (and later kernels wait for it).
+class CudaRawAllocator final : public RawDeviceAllocator {
  public:
-  explicit CudaDeviceMemory(int device) : device_(device) {}
-  void* allocate_zeroed(std::int64_t bytes) override {
-    void* p = cuda_device_alloc(device_, static_cast<std::size_t>(bytes));
-    try {
-      cuda_zero(device_, p, static_cast<std::size_t>(bytes));
-    } catch (...) {
-      cuda_device_free(device_, p);
-      throw;
-    }
-    return p;
-  }
-  void release(void* pointer) noexcept override {
+  explicit CudaRawAllocator(int device) : device_(device) {}
+  void* allocate(std::int64_t bytes) override { return cuda_device_alloc(device_, static_cast<std::size_t>(bytes)); }
+  void free(void* pointer) noexcept override {
     try {
       cuda_device_free(device_, pointer);
     } catch (...) {  // a failing free (the context is gone) must not end the process in a destructor
     }
   }
+  void zero(void* pointer, std::int64_t bytes) override {
+    cuda_zero(device_, pointer, static_cast<std::size_t>(bytes));
+  }
   std::string name() const override { return "cuda:" + std::to_string(device_); }
+  bool device_usage(DeviceUsage& usage) const override {
+    try {
+      std::size_t free_bytes = 0, total_bytes = 0;
+      cuda_mem_get_info(device_, free_bytes, total_bytes);
+      usage.device = device_;
+      usage.total_bytes = static_cast<std::int64_t>(total_bytes);
+      usage.used_bytes = static_cast<std::int64_t>(total_bytes - free_bytes);
+      return true;
+    } catch (const std::exception&) {  // a sample without device figures, not a failed step
+      return false;
+    }
+  }
 
  private:
   int device_;
 };
 }  // namespace
 
-std::unique_ptr<DeviceMemory> make_cuda_device_memory(int device) { return std::make_unique<CudaDeviceMemory>(device); }
+std::unique_ptr<DeviceMemory> make_cuda_device_memory(int device) {
+  return std::make_unique<CachingDeviceMemory>(std::make_unique<CudaRawAllocator>(device));
+}
 
 }  // namespace shardscope

@@ -62,8 +62,12 @@ void cuda_copy_to_device(int device, void* device_dst, const void* host_src, std
 void cuda_copy_to_host(int device, void* host_dst, const void* device_src, std::size_t bytes);
 void cuda_copy_on_device(int device, void* device_dst, const void* device_src, std::size_t bytes);
 void cuda_zero(int device, void* device_dst, std::size_t bytes);  // as Buffer's zero fill
+// cudaMemGetInfo: the device's free and total bytes (every process counted).
+void cuda_mem_get_info(int device, std::size_t& free_bytes, std::size_t& total_bytes);
 // GPU `device`'s memory for a rank's ledger (MemoryLedger::set_device_memory):
-// every Buffer of the rank is then a zeroed cudaMalloc, charged to its category.
+// a CachingDeviceMemory (core/caching_device_memory.h) over cudaMalloc, so
+// every Buffer of the rank is a zeroed block charged to its category, and
+// steps after the first reuse the blocks instead of calling cudaMalloc.
 std::unique_ptr<DeviceMemory> make_cuda_device_memory(int device);
 // Waits for every op queued on a backend from make_cuda_backend: GPU ops are
 // asynchronous, so host clocks around them measure only the launch without this.

@@ -267,6 +267,12 @@ void Trainer::combine_and_update(Rank& rk, const CommTag& step_tag) {
   memory.kind = EventKind::memory_sample;
   memory.start_ns = memory.end_ns = clock_.now_ns();
   memory.memory = rk.ledger.current().bytes;
+  if (DeviceUsage usage; rk.device_memory != nullptr && rk.device_memory->device_usage(usage)) {
+    memory.device = usage.device;
+    memory.device_used_bytes = usage.used_bytes;
+    memory.device_total_bytes = usage.total_bytes;
+    memory.device_reserved_bytes = usage.reserved_bytes;
+  }
   emit(memory);
 }
 

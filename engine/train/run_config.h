@@ -83,6 +83,11 @@ struct RunConfig {
   int overflow_rank = -1;
   std::int64_t overflow_step = 1;
 
+  // Test only: every rank's buffers come from a caching allocator over a
+  // pretend device of this many host bytes (core/caching_device_memory.h's
+  // HostRawAllocator), to check out-of-memory reports without a GPU. 0: off.
+  std::int64_t test_device_capacity = 0;
+
   int world_size() const { return dp * pp; }
   int micro_batch() const { return batch / (dp * accum * micro_batches); }
 

@@ -8,9 +8,13 @@
 #include <map>
 #include <thread>
 
+#include "core/caching_device_memory.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "data/default_corpus.h"
+#include "estimate/formula_text.h"
+#include "estimate/memory_model.h"
+#include "estimate/model_shape.h"
 #include "ops/backend.h"
 #include "ops/device.h"
 #include "ops/nccl.h"
@@ -38,12 +42,27 @@ std::unique_ptr<TextDataset> load_dataset(const RunConfig& config) {
   return std::make_unique<TextDataset>(config.data, config.seq);
 }
 
+// The estimator's bytes per rank for this run (estimate/memory_model.h), for
+// out-of-memory errors; empty for a layout it cannot express.
+std::vector<MemoryBytes> predict_memory(const RunConfig& config, const ModelConfig& model_config) {
+  std::vector<MemoryBytes> predicted;
+  try {
+    const MemoryEstimate estimate =
+        estimate_memory(model_shape_from_config(model_config, config.model), settings_for_run(config));
+    for (const RankMemory& rank : estimate.ranks) predicted.push_back(rank.bytes);
+  } catch (const std::exception&) {  // an error about the run itself comes from the run, not from here
+    predicted.clear();
+  }
+  return predicted;
+}
+
 }  // namespace
 
 Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory devices) : config_(config), sink_(sink) {
   validate_run_config(config_);
   const ModelConfig model_config = find_model_preset(config_.model);
   const Grid grid(config_.dp, config_.pp);
+  predicted_ = predict_memory(config_, model_config);
   dataset_ = load_dataset(config_);
   world_ = InProcessWorld::create(grid.world_size(), sink_, &clock_);
   // --device cuda: the GPUs if usable, else the CPU, saying why once.
@@ -87,101 +106,110 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
   std::vector<int> all(static_cast<std::size_t>(grid.world_size()));
   for (int r = 0; r < grid.world_size(); ++r) all[static_cast<std::size_t>(r)] = r;
   for (int r = 0; r < grid.world_size(); ++r) {
-    auto rank = std::make_unique<Rank>();
-    rank->rank = r;
-    rank->dp_rank = grid.dp_rank_of(r);
-    rank->stage = grid.stage_of(r);
-    if (devices) {
-      RankDevice device = devices(r);
-      rank->device_memory = std::move(device.memory);
-      rank->ledger.set_device_memory(rank->device_memory.get());
-      rank->backend = std::move(device.backend);
-      rank->comm_backend = std::move(device.comm_backend);
-      // Ranks sharing the device exchange buffers through it (the in-process
-      // communicator's device copies); host values through its *_host calls.
-      rank->comm_device =
-          CommDevice{rank->backend.get(), rank->comm_backend ? rank->comm_backend.get() : rank->backend.get(),
-                     rank->device_memory.get()};
-    } else {
-      rank->backend = make_cpu_backend(CpuBackendOptions{threads_per_rank});
-    }
-    if (nccl_ != nullptr) {
-      const NcclRank on{rank->backend.get(), rank->comm_backend.get(), rank->device_memory.get()};
-      Rank* self = rank.get();
-      rank->make_communicator = [this, self, on](const std::vector<int>& members) {
-        return nccl_->communicator(self->rank, members, on);
-      };
-    } else {
-      Rank* self = rank.get();
-      rank->make_communicator = [this, self](const std::vector<int>& members) {
-        return world_->communicator(self->rank, members, self->comm_device);
-      };
-    }
-    const StageLayers layers = pipeline_stage_layers(model_config, grid.pp(), rank->stage);
-    const int zero = config_.dp_mode == DataParallelMode::ddp ? config_.zero_stage : 0;
-    const bool mixed = config_.mixed_precision();
-    rank->dtype = config_.precision == Precision::fp16   ? DType::f16
-                  : config_.precision == Precision::bf16 ? DType::bf16
-                                                         : DType::f32;
-    const auto esize = static_cast<std::int64_t>(dtype_size(rank->dtype));
-    // The model's own fp32 buffers, unless ZeRO shards them or they are 16-bit.
-    rank->model = make_model(model_config, layers, *rank->backend, rank->ledger,
-                             ModelBuffers{/*parameters=*/!mixed && zero < 3, /*gradients=*/!mixed && zero < 2});
-    rank->model->set_checkpointing(config_.checkpoint);
-    rank->model->set_event_sink(sink_, &clock_);
-    rank->model->set_activation_slots(
-        std::max(1, timeline.peak_micro_batches_in_flight[static_cast<std::size_t>(rank->stage)]));
-    rank->actions = schedule[static_cast<std::size_t>(rank->stage)];
-    const std::int64_t P = rank->model->parameter_count();
-    rank->dp_comm = rank->group(grid.dp_group(rank->stage));
-    if (zero >= 2 || mixed) {
-      rank->zero = std::make_unique<ZeroShardedStorage>(zero, rank->dtype, *rank->model, *rank->dp_comm, rank->ledger);
-      rank->model->set_unit_storage(rank->zero.get());
-    }
-    // Every replica and stage starts as the one whole model would.
-    if (zero >= 3 || mixed)
-      rank->zero->init_parameters(config_.seed);
-    else
-      rank->model->init_weights(config_.seed);
-    rank->scaler = std::make_unique<DynamicLossScaler>(config_.loss_scaler_options());
-    rank->world_comm = rank->group(all);
-    if (grid.pp() > 1) {
-      rank->pp_comm = rank->group(grid.pipeline_group(rank->dp_rank));
-      if (rank->stage == 0 || rank->stage == grid.pp() - 1)
-        rank->embedding_comm =
-            rank->group({grid.rank_at(0, rank->dp_rank), grid.rank_at(grid.pp() - 1, rank->dp_rank)});
-    }
-    AdamWOptions options = adamw;
-    options.master_weights = mixed;
-    if (config_.dp_mode == DataParallelMode::naive) {
-      if (rank->dp_rank == 0) {
-        rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options);
-        if (grid.dp() > 1)
-          rank->comm_buffer = Buffer(rank->ledger, MemoryCategory::communication, grid.dp() * P * esize);
-      }
-    } else {
-      rank->partition = make_zero_partition(P, grid.dp(), rank->dp_rank);
-      if (zero >= 2) {
-        rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options,
-                                                  rank->zero->shard_ranges());
-      } else if (zero == 1) {
-        rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options,
-                                                  rank->partition.begin, rank->partition.end);
-        if (rank->partition.shard_size * grid.dp() != P)
-          rank->comm_buffer =
-              Buffer(rank->ledger, MemoryCategory::communication, rank->partition.shard_size * (grid.dp() + 1) * esize);
+    try {
+      auto rank = std::make_unique<Rank>();
+      rank->rank = r;
+      rank->dp_rank = grid.dp_rank_of(r);
+      rank->stage = grid.stage_of(r);
+      if (devices) {
+        RankDevice device = devices(r);
+        rank->device_memory = std::move(device.memory);
+        rank->ledger.set_device_memory(rank->device_memory.get());
+        rank->backend = std::move(device.backend);
+        rank->comm_backend = std::move(device.comm_backend);
+        // Ranks sharing the device exchange buffers through it (the in-process
+        // communicator's device copies); host values through its *_host calls.
+        rank->comm_device =
+            CommDevice{rank->backend.get(), rank->comm_backend ? rank->comm_backend.get() : rank->backend.get(),
+                       rank->device_memory.get()};
       } else {
-        rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options);
+        if (config_.test_device_capacity > 0) {
+          rank->device_memory =
+              std::make_unique<CachingDeviceMemory>(std::make_unique<HostRawAllocator>(config_.test_device_capacity));
+          rank->ledger.set_device_memory(rank->device_memory.get());
+        }
+        rank->backend = make_cpu_backend(CpuBackendOptions{threads_per_rank});
       }
-      if (grid.dp() > 1 && zero < 2)
-        rank->reducer = std::make_unique<DdpReducer>(
-            *rank->dp_comm,
-            make_gradient_buckets(rank->model->layout(), static_cast<std::int64_t>(config_.bucket_mb * 1e6), esize));
+      if (nccl_ != nullptr) {
+        const NcclRank on{rank->backend.get(), rank->comm_backend.get(), rank->device_memory.get()};
+        Rank* self = rank.get();
+        rank->make_communicator = [this, self, on](const std::vector<int>& members) {
+          return nccl_->communicator(self->rank, members, on);
+        };
+      } else {
+        Rank* self = rank.get();
+        rank->make_communicator = [this, self](const std::vector<int>& members) {
+          return world_->communicator(self->rank, members, self->comm_device);
+        };
+      }
+      const StageLayers layers = pipeline_stage_layers(model_config, grid.pp(), rank->stage);
+      const int zero = config_.dp_mode == DataParallelMode::ddp ? config_.zero_stage : 0;
+      const bool mixed = config_.mixed_precision();
+      rank->dtype = config_.precision == Precision::fp16 ? DType::f16
+                    : config_.precision == Precision::bf16 ? DType::bf16
+                                                           : DType::f32;
+      const auto esize = static_cast<std::int64_t>(dtype_size(rank->dtype));
+      // The model's own fp32 buffers, unless ZeRO shards them or they are 16-bit.
+      rank->model = make_model(model_config, layers, *rank->backend, rank->ledger,
+                               ModelBuffers{/*parameters=*/!mixed && zero < 3, /*gradients=*/!mixed && zero < 2});
+      rank->model->set_checkpointing(config_.checkpoint);
+      rank->model->set_event_sink(sink_, &clock_);
+      rank->model->set_activation_slots(
+          std::max(1, timeline.peak_micro_batches_in_flight[static_cast<std::size_t>(rank->stage)]));
+      rank->actions = schedule[static_cast<std::size_t>(rank->stage)];
+      const std::int64_t P = rank->model->parameter_count();
+      rank->dp_comm = rank->group(grid.dp_group(rank->stage));
+      if (zero >= 2 || mixed) {
+        rank->zero =
+            std::make_unique<ZeroShardedStorage>(zero, rank->dtype, *rank->model, *rank->dp_comm, rank->ledger);
+        rank->model->set_unit_storage(rank->zero.get());
+      }
+      // Every replica and stage starts as the one whole model would.
+      if (zero >= 3 || mixed) rank->zero->init_parameters(config_.seed);
+      else rank->model->init_weights(config_.seed);
+      rank->scaler = std::make_unique<DynamicLossScaler>(config_.loss_scaler_options());
+      rank->world_comm = rank->group(all);
+      if (grid.pp() > 1) {
+        rank->pp_comm = rank->group(grid.pipeline_group(rank->dp_rank));
+        if (rank->stage == 0 || rank->stage == grid.pp() - 1)
+          rank->embedding_comm =
+              rank->group({grid.rank_at(0, rank->dp_rank), grid.rank_at(grid.pp() - 1, rank->dp_rank)});
+      }
+      AdamWOptions options = adamw;
+      options.master_weights = mixed;
+      if (config_.dp_mode == DataParallelMode::naive) {
+        if (rank->dp_rank == 0) {
+          rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options);
+          if (grid.dp() > 1)
+            rank->comm_buffer = Buffer(rank->ledger, MemoryCategory::communication, grid.dp() * P * esize);
+        }
+      } else {
+        rank->partition = make_zero_partition(P, grid.dp(), rank->dp_rank);
+        if (zero >= 2) {
+          rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options,
+                                                    rank->zero->shard_ranges());
+        } else if (zero == 1) {
+          rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options,
+                                                    rank->partition.begin, rank->partition.end);
+          if (rank->partition.shard_size * grid.dp() != P)
+            rank->comm_buffer = Buffer(rank->ledger, MemoryCategory::communication,
+                                       rank->partition.shard_size * (grid.dp() + 1) * esize);
+        } else {
+          rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options);
+        }
+        if (grid.dp() > 1 && zero < 2)
+          rank->reducer = std::make_unique<DdpReducer>(
+              *rank->dp_comm,
+              make_gradient_buckets(rank->model->layout(), static_cast<std::int64_t>(config_.bucket_mb * 1e6), esize));
+      }
+      if (mixed && rank->optimizer != nullptr)
+        rank->optimizer->load_master(static_cast<const std::uint16_t*>(rank->zero->parameters()), rank->dtype,
+                                     /*params_packed=*/zero >= 3);
+      ranks_.push_back(std::move(rank));
+    } catch (const OutOfMemory& e) {  // ranks are built one after another: none runs yet, none to stop
+      throw OutOfMemory("rank " + std::to_string(r) + ": " + e.what() + predicted_text(r, e.category()), e.category(),
+                        e.bytes());
     }
-    if (mixed && rank->optimizer != nullptr)
-      rank->optimizer->load_master(static_cast<const std::uint16_t*>(rank->zero->parameters()), rank->dtype,
-                                   /*params_packed=*/zero >= 3);
-    ranks_.push_back(std::move(rank));
   }
   schedule_ = LrSchedule{config_.lr, config_.lr * config_.min_lr_ratio, config_.warmup_steps(), config_.steps};
   if (!device_note_.empty()) {
@@ -248,6 +276,13 @@ void Trainer::emit(const Event& event) {
   if (sink_ != nullptr) sink_->emit(event);
 }
 
+std::string Trainer::predicted_text(int rank, MemoryCategory category) const {
+  if (rank < 0 || rank >= static_cast<int>(predicted_.size())) return {};
+  const MemoryBytes& predicted = predicted_[static_cast<std::size_t>(rank)];
+  return "; the estimator predicted " + binary_bytes(predicted.total()) + " for rank " + std::to_string(rank) + " (" +
+         std::string(memory_category_name(category)) + " " + binary_bytes(predicted[category]) + ")";
+}
+
 void Trainer::on_every_rank(const std::function<void(Rank&)>& fn) {
   if (failed_) throw RankFailure("the run has stopped after a rank failed");
   const auto world = static_cast<std::size_t>(world_size());
@@ -276,15 +311,18 @@ void Trainer::on_every_rank(const std::function<void(Rank&)>& fn) {
       continue;
     } catch (const std::exception& e) {
       failed_ = true;
+      std::string cause = e.what();
+      if (const auto* oom = dynamic_cast<const OutOfMemory*>(&e))
+        cause += predicted_text(static_cast<int>(r), oom->category());
       Event error;
       error.kind = EventKind::error;
       error.rank = static_cast<int>(r);
       error.stage = ranks_[r]->stage;
       error.level = LogLevel::error;
       error.start_ns = error.end_ns = clock_.now_ns();
-      error.set_text("rank " + std::to_string(r) + ": " + e.what());
+      error.set_text("rank " + std::to_string(r) + ": " + cause);
       emit(error);
-      throw RankFailure("rank " + std::to_string(r) + " failed: " + e.what() + "; all " + std::to_string(world) +
+      throw RankFailure("rank " + std::to_string(r) + " failed: " + cause + "; all " + std::to_string(world) +
                         " ranks stopped");
     }
   }

@@ -12,7 +12,8 @@
 //   the tied embedding's two copies summed across the first and last stage),
 //   the optimizer updates (everything, its ZeRO shard, or rank 0 only), and
 //   ZeRO shards are all-gathered.
-// A rank that throws aborts the communicators, so every rank stops.
+// A rank that throws aborts the communicators, so every rank stops. A rank out
+// of memory (OutOfMemory) is reported with what the estimator predicted for it.
 #pragma once
 
 #include <atomic>
@@ -76,6 +77,8 @@ class Trainer {
  public:
   // Validates the config (ConfigError names the flag) and loads the data.
   // Events (compute spans, communication, metrics) go to `sink` if not null.
+  // Throws OutOfMemory naming the rank and the estimator's prediction when a
+  // rank's model, gradients or optimizer states do not fit.
   // `devices` (tests) overrides config.device: every rank then trains on the
   // device it makes, ranks sharing it through the in-process communicator.
   explicit Trainer(const RunConfig& config, EventSink* sink = nullptr, RankDeviceFactory devices = {});
@@ -115,6 +118,9 @@ class Trainer {
   // the world, and the first rank's own error is rethrown as RankFailure.
   void on_every_rank(const std::function<void(Rank&)>& fn);
   void emit(const Event& event);
+  // "; the estimator predicted 3.10 GiB for rank 0 (activations 1.20 GiB)", or
+  // empty where the estimator could not model the run: added to out-of-memory errors.
+  std::string predicted_text(int rank, MemoryCategory category) const;
 
   RunConfig config_;
   EventSink* sink_;
@@ -126,6 +132,7 @@ class Trainer {
   LrSchedule schedule_;
   std::int64_t steps_done_ = 0;
   std::string device_note_;
+  std::vector<MemoryBytes> predicted_;  // the estimator's bytes per rank for config_; empty if none
   bool failed_ = false;
 };
 

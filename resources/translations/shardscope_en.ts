@@ -473,6 +473,14 @@
         <source>Mixed precision: the prediction counts 16-bit activations, as a GPU keeps them; the CPU engine keeps fp32 activations, so parameters, gradients and optimizer states match.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>In use: the whole GPU as its driver counts it (every process). Allocator: what this rank&apos;s caching allocator holds, freed blocks kept for reuse included. Ledger: the bytes of the rank&apos;s live buffers.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPU %1 (rank %2): %3 of %4 GiB in use (cudaMemGetInfo); allocator holds %5 GiB; ledger %6 GiB</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryTimelinePlot</name>

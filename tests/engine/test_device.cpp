@@ -167,6 +167,10 @@ void TestDevice::device_memory_without_gpu_throws() {
   // A rank ledger on GPU memory that is not there: its first Buffer says which memory and why.
   const auto memory = make_cuda_device_memory(0);
   QCOMPARE(memory->name(), std::string("cuda:0"));
+  std::size_t free_bytes = 0, total_bytes = 0;
+  QVERIFY_THROWS_EXCEPTION(std::runtime_error, cuda_mem_get_info(0, free_bytes, total_bytes));
+  DeviceUsage usage;
+  QVERIFY(!memory->device_usage(usage));  // no device figures, and no throw, in a memory sample
   MemoryLedger ledger;
   ledger.set_device_memory(memory.get());
   try {

@@ -63,6 +63,10 @@ std::vector<Event> every_kind_with_every_field() {
     e.bytes = (std::int64_t{5} << 50) + k;
     e.shard_action = k % 2 ? ShardAction::release : ShardAction::gather;
     for (std::size_t i = 0; i < kMemoryCategoryCount; ++i) e.memory[i] = (std::int64_t{1} << (33 + i)) + k;
+    e.device = 7 - k;
+    e.device_used_bytes = (std::int64_t{3} << 36) + k;
+    e.device_total_bytes = (std::int64_t{141} << 30) - k;
+    e.device_reserved_bytes = -(std::int64_t{9} << 40) - k;  // any value survives, not only sensible ones
     e.loss = 2.5f + static_cast<float>(k);
     e.lr = 3e-4f * static_cast<float>(k + 1);
     e.grad_norm = -0.0f;
@@ -99,6 +103,10 @@ void compare_events(const Event& a, const Event& b) {
   QCOMPARE(a.bytes, b.bytes);
   QCOMPARE(a.shard_action, b.shard_action);
   QVERIFY(a.memory == b.memory);
+  QCOMPARE(a.device, b.device);
+  QCOMPARE(a.device_used_bytes, b.device_used_bytes);
+  QCOMPARE(a.device_total_bytes, b.device_total_bytes);
+  QCOMPARE(a.device_reserved_bytes, b.device_reserved_bytes);
   const std::initializer_list<std::pair<float, float>> floats = {
       {a.loss, b.loss}, {a.lr, b.lr}, {a.grad_norm, b.grad_norm}, {a.tokens_per_s, b.tokens_per_s},
       {a.eval_loss, b.eval_loss}, {a.loss_scale, b.loss_scale}};
@@ -301,39 +309,63 @@ void TestEvents::recording_round_trips_every_field_of_every_kind() {
 
 // The byte layout table in recording.h/.cpp, pinned: a change must bump the version.
 void TestEvents::recording_layout_is_the_documented_one() {
-  Event e = make(EventKind::comm_span, 0x0102030405060708);
+  Event e = make(EventKind::memory_sample, 0x0102030405060708);
   e.rank = 0x11223344;
   e.set_text("hi");
+  e.device = 2;
+  e.device_used_bytes = 0x0A0B0C0D;
+  e.device_total_bytes = std::int64_t{1} << 40;
+  e.device_reserved_bytes = 0x77;
   const std::string file = path("layout.ssrun");
   {
     RecordingWriter writer(file, "");
     writer.emit(e);
   }
   const std::string bytes = read_file(file);
-  QCOMPARE(bytes.size(), std::size_t{20 + 2 + 272});  // empty metadata is written as "{}"
+  QCOMPARE(bytes.size(), std::size_t{20 + 2 + 304});  // empty metadata is written as "{}"
   QCOMPARE(bytes.substr(0, 8), std::string("SSRUN\r\n\x1a", 8));
-  QCOMPARE(bytes.substr(8, 12), std::string("\x02\0\0\0\x10\x01\0\0\x02\0\0\0", 12));
+  QCOMPARE(bytes.substr(8, 12), std::string("\x03\0\0\0\x30\x01\0\0\x02\0\0\0", 12));
   QCOMPARE(bytes.substr(20, 2), std::string("{}"));
   const std::string record = bytes.substr(22);
-  QCOMPARE(record[0], '\x02');                                               // kind at 0
-  QCOMPARE(record.substr(8, 4), std::string("\x44\x33\x22\x11"));            // rank at 8, little-endian
+  QCOMPARE(record[0], '\x04');                                                      // kind at 0
+  QCOMPARE(record.substr(8, 4), std::string("\x44\x33\x22\x11"));                   // rank at 8, little-endian
   QCOMPARE(record.substr(16, 8), std::string("\x08\x07\x06\x05\x04\x03\x02\x01"));  // step at 16
-  QCOMPARE(record.substr(148, 3), std::string("hi\0", 3));                   // text at 148
-  QCOMPARE(record.substr(268, 4), std::string("\0\0\x80\x3f", 4));          // loss scale 1.0f at 268
+  QCOMPARE(record.substr(148, 3), std::string("hi\0", 3));                          // text at 148
+  QCOMPARE(record.substr(268, 4), std::string("\0\0\x80\x3f", 4));                  // loss scale 1.0f at 268
+  QCOMPARE(record.substr(272, 8), std::string("\x0d\x0c\x0b\x0a\0\0\0\0", 8));      // device used at 272
+  QCOMPARE(record.substr(280, 8), std::string("\0\0\0\0\0\x01\0\0", 8));            // device total at 280
+  QCOMPARE(record.substr(288, 8), std::string("\x77\0\0\0\0\0\0\0", 8));            // reserved at 288
+  QCOMPARE(record.substr(296, 8), std::string("\x02\0\0\0\0\0\0\0", 8));            // device at 296, zero
+  RecordingReader current;
+  current.open(file);
+  QCOMPARE(current.version(), std::uint32_t{3});
+  compare_events(current.read_all().at(0), e);
 
-  // A version 1 file (zero where the loss scale now is) still opens, with scale 1.
-  std::string v1 = bytes;
-  v1[8] = '\x01';
-  v1.replace(22 + 268, 4, std::string(4, '\0'));
-  const std::string old_file = path("v1.ssrun");
-  std::ofstream(old_file, std::ios::binary) << v1;
-  RecordingReader reader;
-  reader.open(old_file);
-  QCOMPARE(reader.version(), std::uint32_t{1});
-  const auto back = reader.read_all();
-  QCOMPARE(back.size(), std::size_t{1});
-  QCOMPARE(back[0].loss_scale, 1.0f);
-  QCOMPARE(back[0].rank, 0x11223344);
+  // Versions 2 and 1 (272-byte records, no device fields; version 1 also with
+  // zero where the loss scale now is) still open: no device, scale 1.
+  for (const std::uint32_t version : {2u, 1u}) {
+    std::string old = bytes.substr(0, 22 + 272);
+    old[8] = static_cast<char>(version);
+    old.replace(12, 4, std::string("\x10\x01\0\0", 4));  // record size 272
+    if (version == 1) old.replace(22 + 268, 4, std::string(4, '\0'));
+    const std::string old_file = path(version == 2 ? "v2.ssrun" : "v1.ssrun");
+    std::ofstream(old_file, std::ios::binary) << old << old.substr(22);  // two records
+    RecordingReader reader;
+    reader.open(old_file);
+    QCOMPARE(reader.version(), version);
+    const auto back = reader.read_all();
+    QCOMPARE(back.size(), std::size_t{2});
+    QCOMPARE(reader.trailing_bytes(), std::uint64_t{0});
+    for (const Event& b : back) {
+      QCOMPARE(b.loss_scale, 1.0f);
+      QCOMPARE(b.rank, 0x11223344);
+      QCOMPARE(b.kind, EventKind::memory_sample);
+      QCOMPARE(b.device, -1);
+      QCOMPARE(b.device_used_bytes, std::int64_t{0});
+      QCOMPARE(b.device_total_bytes, std::int64_t{0});
+      QCOMPARE(b.device_reserved_bytes, std::int64_t{0});
+    }
+  }
 }
 
 void TestEvents::recording_is_read_while_being_written() {
@@ -360,15 +392,15 @@ void TestEvents::recording_is_read_while_being_written() {
   const std::string whole = read_file(file);
   const std::size_t begin = 22;
   const std::string partial = path("partial.ssrun");
-  write_file(partial, whole.substr(0, begin + 272 + 100));
+  write_file(partial, whole.substr(0, begin + 304 + 100));
   RecordingReader tail;
   tail.open(partial);
   std::vector<Event> part;
   QCOMPARE(tail.read_new(part), std::size_t{1});
   QCOMPARE(tail.trailing_bytes(), std::uint64_t{100});
-  write_file(partial, whole.substr(begin + 372, 300), std::ios::app);  // completes record 1, starts record 2
+  write_file(partial, whole.substr(begin + 404, 300), std::ios::app);  // completes record 1, starts record 2
   QCOMPARE(tail.read_new(part), std::size_t{1});
-  write_file(partial, whole.substr(begin + 672), std::ios::app);
+  write_file(partial, whole.substr(begin + 704), std::ios::app);
   QCOMPARE(tail.read_new(part), std::size_t{3});
   QCOMPARE(part.size(), std::size_t{5});
   for (std::size_t i = 0; i < part.size(); ++i) compare_events(part[i], events[i]);
@@ -394,11 +426,11 @@ void TestEvents::recording_bad_files_name_the_offset_data() {
   QTest::newRow("text-mode copy") << QByteArray::fromStdString("SSRUN\n\x1a" + good.substr(8))
                                   << "byte 5: the magic's line-ending bytes were changed";
   QTest::newRow("newer version") << QByteArray::fromStdString(patched(8, std::string("\x07", 1)))
-                                 << "byte 8: format version 7 is newer than this program (2)";
+                                 << "byte 8: format version 7 is newer than this program (3)";
   QTest::newRow("version 0") << QByteArray::fromStdString(patched(8, std::string("\0", 1)))
                              << "byte 8: format version 0 is invalid";
   QTest::newRow("record size") << QByteArray::fromStdString(patched(12, std::string("\x2c\x01", 2)))
-                               << "byte 12: record size 300, expected 272";
+                               << "byte 12: record size 300, expected 304";
   QTest::newRow("metadata past end") << QByteArray::fromStdString(patched(16, std::string("\xe8\x03", 2)))
                                      << "byte 16: metadata length 1000 runs past the end";
   QTest::newRow("metadata not JSON") << QByteArray::fromStdString(patched(20, "{]"))

@@ -7,12 +7,14 @@
 #include <cuda_runtime.h>
 
 #include <QTest>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <vector>
 
+#include "core/caching_device_memory.h"
 #include "core/half.h"
 #include "gpu/cuda_test_support.h"
 #include "ops/backend.h"
@@ -32,6 +34,7 @@ class TestCudaStorage : public QObject {
   void memory_and_16_bit_storage_ops();
   void casts_bit_exact_over_every_pattern();
   void first_non_finite();
+  void caching_device_memory_reuses_zeroed_blocks();
 };
 
 void TestCudaStorage::initTestCase() {
@@ -190,6 +193,36 @@ void TestCudaStorage::first_non_finite() {
     QCOMPARE(got, half::first_non_finite(dtype, y16.data(), n));
     QCOMPARE(got, std::int64_t{500000});
   }
+}
+
+// make_cuda_device_memory's caching allocator over the plugin: a freed block
+// comes back for the same request, zeroed again, with no new cudaMalloc
+// (reserved unchanged); cudaMemGetInfo's figures come through device_usage.
+void TestCudaStorage::caching_device_memory_reuses_zeroed_blocks() {
+  const auto memory = make_cuda_device_memory(0);
+  auto& caching = dynamic_cast<CachingDeviceMemory&>(*memory);
+  const std::int64_t bytes = 3 * 1024 * 1024 + 5;
+  void* first = memory->allocate_zeroed(bytes);
+  const std::vector<unsigned char> ones(static_cast<std::size_t>(bytes), 1);
+  cuda_copy_to_device(0, first, ones.data(), ones.size());
+  memory->release(first);
+  const CachingStats before = caching.stats();
+  void* again = memory->allocate_zeroed(bytes);
+  QCOMPARE(again, first);
+  std::vector<unsigned char> back(ones.size(), 7);
+  cuda_copy_to_host(0, back.data(), again, back.size());
+  QVERIFY(std::all_of(back.begin(), back.end(), [](unsigned char b) { return b == 0; }));
+  const CachingStats after = caching.stats();
+  QCOMPARE(after.raw_allocations, before.raw_allocations);
+  QCOMPARE(after.reserved_bytes, before.reserved_bytes);
+  QCOMPARE(after.cache_hits, before.cache_hits + 1);
+  DeviceUsage usage;
+  QVERIFY(memory->device_usage(usage));
+  QCOMPARE(usage.device, 0);
+  QVERIFY(usage.total_bytes > 0);
+  QVERIFY(usage.used_bytes >= after.reserved_bytes);
+  QCOMPARE(usage.reserved_bytes, after.reserved_bytes);
+  memory->release(again);
 }
 
 QTEST_GUILESS_MAIN(TestCudaStorage)

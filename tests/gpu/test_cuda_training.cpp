@@ -2,12 +2,16 @@
 // Training on one GPU (--device cuda) against the same run on the CPU: the
 // losses of 20 steps of gpt-tiny and bert-tiny in fp32 follow the CPU's, fp16
 // and bf16 stay close, and the rank's ledger (now cudaMalloc'd buffers) holds
-// the same model-state bytes. Several ranks sharing GPU 0 (dp 2 with DDP and
-// ZeRO-1/2/3, naive DataParallel, pp 2, dp 2 x pp 2) follow the same layout on
-// CPU ranks. Skips with the reason where no GPU is usable.
+// the same model-state bytes; its memory samples carry cudaMemGetInfo's
+// figures and, from step 2 on, the caching allocator reserves nothing new.
+// Several ranks sharing GPU 0 (dp 2 with DDP and ZeRO-1/2/3, naive
+// DataParallel, pp 2, dp 2 x pp 2) follow the same layout on CPU ranks, and
+// so do ranks on one GPU each over NCCL where there are two GPUs.
+// Skips with the reason where no GPU is usable.
 #include <QTest>
 #include <cmath>
 
+#include "engine/collecting_sink.h"
 #include "ops/device.h"
 #include "ops/nccl.h"
 #include "train/trainer.h"
@@ -209,6 +213,27 @@ class TestCudaTraining : public QObject {
         failed = std::string(e.what()).find("injected failure") != std::string::npos;
       }
       QVERIFY2(failed, gpus.size() > 1 ? "over NCCL" : "sharing one GPU");
+    }
+  }
+
+  void memory_samples_carry_the_gpus_figures() {
+    RunConfig c = config("gpt-tiny", "cuda", Precision::fp32);
+    c.steps = 3;
+    test::CollectingSink sink;
+    Trainer trainer(c, &sink);
+    trainer.run({});
+    std::vector<Event> samples;
+    for (const Event& e : sink.events())
+      if (e.kind == EventKind::memory_sample) samples.push_back(e);
+    QCOMPARE(samples.size(), std::size_t{3});
+    for (const Event& e : samples) {
+      std::int64_t ledger = 0;
+      for (std::int64_t bytes : e.memory) ledger += bytes;
+      QCOMPARE(e.device, c.gpus.front());
+      QVERIFY(e.device_total_bytes > 0);
+      QVERIFY(e.device_used_bytes >= e.device_reserved_bytes);
+      QVERIFY(e.device_reserved_bytes >= ledger);
+      QCOMPARE(e.device_reserved_bytes, samples.front().device_reserved_bytes);  // no cudaMalloc after step 1
     }
   }
 };

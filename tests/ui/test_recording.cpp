@@ -7,6 +7,7 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QFile>
+#include <QLabel>
 #include <QSlider>
 #include <QtTest>
 
@@ -203,6 +204,60 @@ class TestRecording : public QObject {
     const QString bad = tempPath(QStringLiteral("no_such_dir/trace.json"));
     QVERIFY(!window.exportChromeTrace(bad));
     QVERIFY2(window.statusText().contains(bad), qPrintable(window.statusText()));
+  }
+
+  // A GPU run's memory samples carry the device's figures: the memory view
+  // puts a line per rank under the bars. The CPU run recorded above has none.
+  void deviceFiguresShowBesideTheLedger() {
+    MainWindow cpu;
+    QVERIFY(cpu.openRecording(recording_));
+    QVERIFY(cpu.memoryBars()->deviceText().isEmpty());
+    auto* note = cpu.memoryBars()->findChild<QLabel*>(QStringLiteral("deviceMemoryNote"));
+    QVERIFY(note != nullptr);
+    QVERIFY(!note->isVisibleTo(cpu.memoryBars()));
+
+    const QString gpu_run = tempPath(QStringLiteral("test_recording_gpu.ssrun"));
+    QFile::remove(gpu_run);
+    RunConfig c = ConfigPanel::defaultConfig();
+    c.dp = c.pp = 1;  // a cuda run trains one rank for now
+    c.device = "cuda";
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    {
+      RecordingWriter writer(gpu_run.toStdString(), run_config_to_json(c).dump());
+      for (int step = 1; step <= 2; ++step) {
+        const int rank = 0;
+        Event m;
+        m.kind = EventKind::memory_sample;
+        m.rank = rank;
+        m.step = step;
+        m.memory[static_cast<std::size_t>(MemoryCategory::parameters)] = static_cast<std::int64_t>(4.8 * kGiB);
+        m.memory[static_cast<std::size_t>(MemoryCategory::activations)] = static_cast<std::int64_t>(5.0 * kGiB);
+        m.device = 0;
+        m.device_used_bytes = static_cast<std::int64_t>(12.3 * kGiB);
+        m.device_total_bytes = static_cast<std::int64_t>(139.8 * kGiB);
+        m.device_reserved_bytes = static_cast<std::int64_t>((8.1 + step) * kGiB);  // the latest sample counts
+        writer.emit(m);
+      }
+    }
+    MainWindow window;
+    QVERIFY2(window.openRecording(gpu_run), qPrintable(window.statusText()));
+    const QString text = window.memoryBars()->deviceText();
+    QVERIFY2(text.contains(QStringLiteral("GPU 0 (rank 0): 12.3 of 139.8 GiB in use (cudaMemGetInfo); "
+                                          "allocator holds 10.1 GiB; ledger 9.8 GiB")),
+             qPrintable(text));
+    QCOMPARE(text.count(QStringLiteral("GPU ")), 1);
+    QVERIFY(window.findChild<QLabel*>(QStringLiteral("deviceMemoryNote"))->isVisibleTo(window.memoryBars()));
+    // A line per rank (CPU-simulated ranks sharing GPU 0 here; the view does not mind).
+    DeviceUsage second{0, 0, static_cast<std::int64_t>(139.8 * kGiB), static_cast<std::int64_t>(2.5 * kGiB)};
+    window.memoryBars()->setDeviceUsage(1, second);
+    window.memoryBars()->replot();
+    QVERIFY2(window.memoryBars()->deviceText().endsWith(
+                 QStringLiteral("\nGPU 0 (rank 1): 0.0 of 139.8 GiB in use (cudaMemGetInfo); allocator holds 2.5 "
+                                "GiB; ledger 0.0 GiB")),
+             qPrintable(window.memoryBars()->deviceText()));
+    // Opening the CPU run again clears the lines.
+    QVERIFY(window.openRecording(recording_));
+    QVERIFY2(window.memoryBars()->deviceText().isEmpty(), qPrintable(window.memoryBars()->deviceText()));
   }
 
   void runConfigJsonRoundTrip() {

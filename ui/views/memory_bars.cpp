@@ -4,6 +4,7 @@
 #include <QEvent>
 #include <QSharedPointer>
 #include <QLabel>
+#include <QStringList>
 #include <QVBoxLayout>
 #include "views/qcustomplot_include.h"
 
@@ -19,6 +20,7 @@ const std::array<QColor, kMemoryCategoryCount> kColors = {
     QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75)};
 
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * kMiB;
 
 }  // namespace
 
@@ -38,6 +40,13 @@ MemoryBars::MemoryBars(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot
   note_->setVisible(false);
   note_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
   layout->addWidget(note_);
+  device_note_ = new QLabel(this);
+  device_note_->setObjectName(QStringLiteral("deviceMemoryNote"));
+  device_note_->setWordWrap(true);
+  device_note_->setStyleSheet(QStringLiteral("padding: 0 8px;"));
+  device_note_->setVisible(false);
+  device_note_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
+  layout->addWidget(device_note_);
   layout->setStretch(0, 1);  // the plot takes the height; the note only its lines
   QCPBars* below = nullptr;
   for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
@@ -100,9 +109,33 @@ void MemoryBars::retranslate() {
   plot_->yAxis->setLabel(tr("MiB"));
   plot_->xAxis->setLabel(tr("Rank"));
   for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) bars_[c]->setName(categoryLabel(kAllMemoryCategories[c]));
+  device_note_->setToolTip(
+      tr("In use: the whole GPU as its driver counts it (every process). Allocator: what this rank's caching "
+         "allocator holds, freed blocks kept for reuse included. Ledger: the bytes of the rank's live buffers."));
   setRankTicks();
+  updateDeviceText();
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
+
+void MemoryBars::updateDeviceText() {
+  QStringList lines;
+  for (std::size_t r = 0; r < device_.size(); ++r) {
+    if (!device_[r]) continue;
+    const DeviceUsage& usage = *device_[r];
+    const double ledger = r < samples_.size() ? static_cast<double>(samples_[r].total()) : 0.0;
+    lines << tr("GPU %1 (rank %2): %3 of %4 GiB in use (cudaMemGetInfo); allocator holds %5 GiB; ledger %6 GiB")
+                 .arg(usage.device)
+                 .arg(r)
+                 .arg(static_cast<double>(usage.used_bytes) / kGiB, 0, 'f', 1)
+                 .arg(static_cast<double>(usage.total_bytes) / kGiB, 0, 'f', 1)
+                 .arg(static_cast<double>(usage.reserved_bytes) / kGiB, 0, 'f', 1)
+                 .arg(ledger / kGiB, 0, 'f', 1);
+  }
+  device_note_->setText(lines.join(QLatin1Char('\n')));
+  device_note_->setVisible(!lines.isEmpty());
+}
+
+QString MemoryBars::deviceText() const { return device_note_->text(); }
 
 void MemoryBars::changeEvent(QEvent* event) {
   if (event->type() == QEvent::LanguageChange) retranslate();
@@ -127,6 +160,8 @@ void MemoryBars::setRankTicks() {
 
 void MemoryBars::setRankCount(int ranks) {
   samples_.assign(static_cast<std::size_t>(std::max(ranks, 0)), MemoryBytes{});
+  device_.assign(samples_.size(), std::nullopt);
+  updateDeviceText();
   setRankTicks();
   plot_->xAxis->setRange(-0.6, std::max(ranks, 1) - 0.4);
   dirty_ = true;
@@ -138,6 +173,13 @@ void MemoryBars::setSample(int rank, const std::array<std::int64_t, kMemoryCateg
   if (rank >= rankCount()) samples_.resize(static_cast<std::size_t>(rank) + 1);
   samples_[static_cast<std::size_t>(rank)].bytes = bytes;
   dirty_ = true;
+}
+
+void MemoryBars::setDeviceUsage(int rank, const DeviceUsage& usage) {
+  if (rank < 0) return;
+  if (static_cast<std::size_t>(rank) >= device_.size()) device_.resize(static_cast<std::size_t>(rank) + 1);
+  device_[static_cast<std::size_t>(rank)] = usage;
+  dirty_ = true;  // the line is rewritten by replot(), once per batch of events
 }
 
 void MemoryBars::setPrediction(const std::vector<MemoryBytes>& per_rank) {
@@ -176,6 +218,7 @@ void MemoryBars::replot() {
   for (const auto& sample : samples_) top = std::max(top, static_cast<double>(sample.total()) / kMiB);
   for (const auto& p : prediction_) top = std::max(top, static_cast<double>(p.total()) / kMiB);
   plot_->yAxis->setRange(0, top * 1.1);
+  updateDeviceText();
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -3,12 +3,15 @@
 // gradients, optimizer_states, activations, communication, workspace), fed
 // from memory_sample events: each solid bar shows its rank's latest sample,
 // and a light bar beside it the estimator's prediction for the same run.
+// For ranks on a GPU, a line per rank under the bars sets the ledger beside
+// the device's own count (cudaMemGetInfo) and the caching allocator's hold.
 #pragma once
 
 #include <QWidget>
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/memory_ledger.h"
@@ -29,6 +32,12 @@ class MemoryBars : public QWidget {
 
   void setRankCount(int ranks);  // clears the bars
   void setSample(int rank, const std::array<std::int64_t, kMemoryCategoryCount>& bytes);
+  // A GPU rank's device figures (a memory_sample with device >= 0). Host ranks
+  // never get any, and then no device line is shown.
+  void setDeviceUsage(int rank, const DeviceUsage& usage);
+  // "GPU 0 (rank 0): 12.3 of 139.8 GiB in use (cudaMemGetInfo); allocator holds
+  // 10.1 GiB; ledger 9.8 GiB", a line per GPU rank; empty for a CPU run.
+  QString deviceText() const;
   // The estimator's per-rank bytes for this run (empty: none shown).
   void setPrediction(const std::vector<MemoryBytes>& per_rank);
   // Mixed precision: the prediction counts 16-bit activations, as a GPU keeps
@@ -52,14 +61,17 @@ class MemoryBars : public QWidget {
  private:
   void retranslate();
   void setRankTicks();
+  void updateDeviceText();
 
   QCustomPlot* plot_;
   std::array<QCPBars*, kMemoryCategoryCount> bars_{};
   std::array<QCPBars*, kMemoryCategoryCount> predicted_bars_{};
   std::vector<MemoryBytes> samples_;
   std::vector<MemoryBytes> prediction_;
+  std::vector<std::optional<DeviceUsage>> device_;  // by rank; empty entries: host memory
   QCPTextElement* title_;
   QLabel* note_ = nullptr;  // under the plot while mixed_
+  QLabel* device_note_ = nullptr;  // under the plot while a rank has device figures
   bool mixed_ = false;
   bool dirty_ = false;
 };

@@ -164,6 +164,17 @@ __attribute__((visibility("default"))) int shardscope_cuda_zero(int device, void
   return 0;
 }
 
+__attribute__((visibility("default"))) int shardscope_cuda_mem_get_info(int device, std::size_t* free_bytes,
+                                                                        std::size_t* total_bytes, char* error,
+                                                                        std::size_t error_size) {
+  *free_bytes = *total_bytes = 0;
+  cudaError_t status = cudaSetDevice(device);
+  if (status != cudaSuccess) return report(error, error_size, "cudaSetDevice", status);
+  if ((status = cudaMemGetInfo(free_bytes, total_bytes)) != cudaSuccess)
+    return report(error, error_size, "cudaMemGetInfo", status);
+  return 0;
+}
+
 __attribute__((visibility("default"))) int shardscope_cuda_synchronize(shardscope::Backend* backend, char* error,
                                                                        std::size_t error_size) {
   return guarded(error, error_size, [&] { as_cuda(backend).synchronize(); });

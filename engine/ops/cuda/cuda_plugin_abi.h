@@ -51,6 +51,9 @@ int shardscope_cuda_memcpy(int device, void* dst, const void* src, std::size_t b
 
 // cudaMemset to zero (synchronous, ordered like shardscope_cuda_memcpy).
 int shardscope_cuda_zero(int device, void* pointer, std::size_t bytes, char* error, std::size_t error_size);
+// cudaMemGetInfo on `device`: its free and total bytes, as the driver counts them.
+int shardscope_cuda_mem_get_info(int device, std::size_t* free_bytes, std::size_t* total_bytes, char* error,
+                                 std::size_t error_size);
 // Waits for every op queued on a backend made by shardscope_cuda_create_backend
 // (for host timing of GPU work).
 int shardscope_cuda_synchronize(shardscope::Backend* backend, char* error, std::size_t error_size);
@@ -82,6 +85,7 @@ using ShardscopeCudaMallocFn = int (*)(int, std::size_t, void**, char*, std::siz
 using ShardscopeCudaFreeFn = int (*)(int, void*, char*, std::size_t);
 using ShardscopeCudaMemcpyFn = int (*)(int, void*, const void*, std::size_t, int, char*, std::size_t);
 using ShardscopeCudaZeroFn = int (*)(int, void*, std::size_t, char*, std::size_t);
+using ShardscopeCudaMemGetInfoFn = int (*)(int, std::size_t*, std::size_t*, char*, std::size_t);
 using ShardscopeCudaSynchronizeFn = int (*)(shardscope::Backend*, char*, std::size_t);
 using ShardscopeCudaNarrowFn = int (*)(shardscope::Backend*, int, const float*, std::uint16_t*, std::int64_t, char*,
                                        std::size_t);
