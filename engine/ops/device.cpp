@@ -216,7 +216,9 @@ DeviceProbe probe_cuda() {
   return probe;
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int device, bool allow_tf32) {
+std::unique_ptr<Backend> make_cuda_backend(int device, std::string_view matmul) {
+  const int math = matmul == "fp32" ? 0 : matmul == "tf32" ? 1 : matmul == "bf16" ? 2 : matmul == "fp16" ? 3 : -1;
+  if (math < 0) throw std::invalid_argument("make_cuda_backend: matmul must be fp32, tf32, bf16 or fp16");
   const DeviceProbe probe = probe_cuda();
   if (!probe.available()) throw std::runtime_error("CUDA backend unavailable: " + probe.reason);
   if (device < 0 || device >= static_cast<int>(probe.gpus.size()))
@@ -225,8 +227,7 @@ std::unique_ptr<Backend> make_cuda_backend(int device, bool allow_tf32) {
   const Plugin& plugin = require_plugin("make_cuda_backend");
   ErrorText error{};
   Backend* backend = nullptr;
-  if (plugin.create_backend(device, allow_tf32 ? 1 : 0, &backend, error.data(), error.size()) != 0 ||
-      backend == nullptr)
+  if (plugin.create_backend(device, math, &backend, error.data(), error.size()) != 0 || backend == nullptr)
     throw std::runtime_error(std::string("CUDA backend for cuda:") + std::to_string(device) + ": " + error.data());
   // Deleting through the virtual destructor runs the plugin's own code (it stays loaded).
   return std::unique_ptr<Backend>(backend);

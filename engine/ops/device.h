@@ -51,7 +51,11 @@ DeviceProbe probe_cuda();
 // A CUDA backend for GPU `device` (its pointers are device memory). Throws
 // std::runtime_error naming the reason when no GPU is usable. The plugin stays
 // loaded for the life of the process, so the backend may outlive any caller.
-std::unique_ptr<Backend> make_cuda_backend(int device, bool allow_tf32 = false);
+// `matmul`: how its fp32 gemms multiply (ops/cuda/cuda_backend.h's GemmMath):
+// "fp32" (full precision, PyTorch's default), "tf32", or "bf16" / "fp16"
+// (operands rounded for the tensor cores, fp32 accumulation: torch.autocast's
+// matmuls in a mixed-precision run). std::invalid_argument for another name.
+std::unique_ptr<Backend> make_cuda_backend(int device, std::string_view matmul = "fp32");
 
 // Device memory through the plugin, for host code that links no CUDA. Copies
 // are synchronous and ordered after every op queued by the CUDA backends.

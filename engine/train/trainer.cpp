@@ -87,11 +87,13 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
       }
       const std::vector<int> gpus = config_.gpus;
       const bool several = grid.world_size() > 1;
-      devices = [gpus, several](int r) {
+      // Mixed precision multiplies 16-bit operands on the tensor cores, as torch.autocast does.
+      const std::string matmul(precision_name(config_.precision));
+      devices = [gpus, several, matmul](int r) {
         const int gpu = gpus.size() == 1 ? gpus.front() : gpus[static_cast<std::size_t>(r)];
         RankDevice d;
         d.memory = make_cuda_device_memory(gpu);
-        d.backend = make_cuda_backend(gpu);
+        d.backend = make_cuda_backend(gpu, matmul);
         if (several) d.comm_backend = make_cuda_backend(gpu);
         return d;
       };

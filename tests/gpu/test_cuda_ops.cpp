@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Every op of the CUDA backend against the CPU backend on the same random
-// inputs (the memory ops, casts and overflow scan: test_cuda_storage.cpp). Where no GPU is usable, every test is skipped with
-// "skipped: no GPU (<reason>)" and the suite passes.
+// inputs (the memory ops, casts and overflow scan: test_cuda_storage.cpp). Where no GPU is usable, every test is
+// skipped with "skipped: no GPU (<reason>)" and the suite passes.
 //
 // Tolerances (|gpu - cpu| <= atol + rtol |cpu|, inputs ~ N(0, 1)):
 //   exact         fill, add, scale, bias rows, embedding forward/backward, the
@@ -31,10 +31,10 @@
 #include "core/half.h"
 #include "core/rng.h"
 #include "engine/test_support.h"
+#include "gpu/cuda_test_support.h"
 #include "ops/backend.h"
 #include "ops/cuda/cuda_backend.h"
 #include "ops/device.h"
-#include "gpu/cuda_test_support.h"
 
 using namespace shardscope;
 using namespace shardscope::test;
@@ -51,6 +51,7 @@ class TestCudaOps : public QObject {
   void gemm_every_transpose_and_leading_dimension();
   void gemm_batched_strided();
   void gemm_16bit_accumulates_in_fp32();
+  void mixed_precision_math_rounds_fp32_operands_to_16_bits();
   void linear_forward_backward();
   void embedding_forward_backward();
   void layernorm_forward_backward();
@@ -69,7 +70,7 @@ class TestCudaOps : public QObject {
 void TestCudaOps::initTestCase() {
   const DeviceProbe probe = probe_cuda();
   if (!probe.available()) QSKIP(qPrintable(QString::fromStdString("skipped: no GPU (" + probe.reason + ")")));
-  gpu = std::make_unique<CudaBackend>(CudaBackendOptions{0, false});
+  gpu = std::make_unique<CudaBackend>(CudaBackendOptions{0, GemmMath::fp32});
   qInfo("GPU: %s; CPU reference: %s", gpu->name().c_str(), cpu->name().c_str());
 }
 
@@ -103,6 +104,43 @@ void TestCudaOps::gemm_batched_strided() {
   cpu->gemm_batched_strided(Transpose::yes, Transpose::no, M, N, K, 1.5f, A.data(), M, sa, B.data(), N, sb, 0.25f,
                             C.data(), N, sc, batch);
   COMPARE_NEAR("gemm_batched_strided", dC.host(), C, kMatmul);
+}
+
+// GemmMath::bf16 / fp16 (a mixed-precision run's gemms, as torch.autocast's):
+// fp32 operands rounded to 16 bits on the tensor cores, sums in fp32: the CPU
+// gemm of the rounded operands, not of the fp32 ones.
+void TestCudaOps::mixed_precision_math_rounds_fp32_operands_to_16_bits() {
+  const int M = 96, N = 80, K = 256, batch = 3;
+  for (const DType dtype : {DType::bf16, DType::f16}) {
+    CudaBackend fast(CudaBackendOptions{0, dtype == DType::bf16 ? GemmMath::bf16 : GemmMath::fp16});
+    const auto A = randoms(static_cast<std::size_t>(M * K * batch), 41);
+    const auto B = randoms(static_cast<std::size_t>(N * K * batch), 42);
+    std::vector<float> a(A.size()), b(B.size());
+    std::vector<std::uint16_t> bits(std::max(A.size(), B.size()));
+    half::narrow(dtype, A.data(), bits.data(), static_cast<std::int64_t>(A.size()));
+    half::widen(dtype, bits.data(), a.data(), static_cast<std::int64_t>(a.size()));
+    half::narrow(dtype, B.data(), bits.data(), static_cast<std::int64_t>(B.size()));
+    half::widen(dtype, bits.data(), b.data(), static_cast<std::int64_t>(b.size()));
+    std::vector<float> rounded(static_cast<std::size_t>(M * N * batch)), exact(rounded.size());
+    DeviceArray dA(A), dB(B), dC(rounded);
+    fast.gemm(Transpose::no, Transpose::yes, M, N, K, 1.0f, dA.get(), K, dB.get(), K, 0.0f, dC.get(), N);
+    cpu->gemm(Transpose::no, Transpose::yes, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f, rounded.data(), N);
+    cpu->gemm(Transpose::no, Transpose::yes, M, N, K, 1.0f, A.data(), K, B.data(), K, 0.0f, exact.data(), N);
+    auto got = dC.host();
+    got.resize(static_cast<std::size_t>(M * N));
+    rounded.resize(got.size());
+    exact.resize(got.size());
+    const QString name = dtype == DType::bf16 ? "bf16" : "fp16";
+    COMPARE_NEAR(name + " math gemm", got, rounded, kMatmul);
+    QVERIFY2(worst_mismatch(got.data(), exact.data(), got.size(), 1e-6, 1e-6) > 1.0,
+             qPrintable(name + ": the gemm did not round its operands"));
+    fast.gemm_batched_strided(Transpose::no, Transpose::yes, M, N, K, 1.0f, dA.get(), K, M * K, dB.get(), K, N * K,
+                              0.0f, dC.get(), N, M * N, batch);
+    std::vector<float> batched(static_cast<std::size_t>(M * N * batch));
+    cpu->gemm_batched_strided(Transpose::no, Transpose::yes, M, N, K, 1.0f, a.data(), K, M * K, b.data(), K, N * K,
+                              0.0f, batched.data(), N, M * N, batch);
+    COMPARE_NEAR(name + " math gemm_batched_strided", dC.host(), batched, kMatmul);
+  }
 }
 
 void TestCudaOps::gemm_16bit_accumulates_in_fp32() {
@@ -504,7 +542,7 @@ void TestCudaOps::errors_name_the_call_and_the_op() {
     QVERIFY2(what.find("cublasSgemm") != std::string::npos && what.find("gemm") != std::string::npos, e.what());
   }
   try {
-    CudaBackend missing(CudaBackendOptions{1000, false});
+    CudaBackend missing(CudaBackendOptions{1000, GemmMath::fp32});
     QFAIL("a backend for device 1000 was made");
   } catch (const std::runtime_error& e) {
     QVERIFY2(std::string(e.what()).find("device 1000") != std::string::npos, e.what());

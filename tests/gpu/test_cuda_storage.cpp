@@ -40,7 +40,7 @@ class TestCudaStorage : public QObject {
 void TestCudaStorage::initTestCase() {
   const DeviceProbe probe = probe_cuda();
   if (!probe.available()) QSKIP(qPrintable(QString::fromStdString("skipped: no GPU (" + probe.reason + ")")));
-  gpu = std::make_unique<CudaBackend>(CudaBackendOptions{0, false});
+  gpu = std::make_unique<CudaBackend>(CudaBackendOptions{0, GemmMath::fp32});
 }
 
 // The Backend memory ops and the 16-bit reductions mixed precision runs,

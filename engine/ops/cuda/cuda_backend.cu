@@ -32,6 +32,14 @@ using math::GeluKind;
 
 using namespace cuda_detail;
 
+// The compute type of a mixed-precision gemm on fp32 storage, or
+// CUBLAS_COMPUTE_32F for the plain fp32 paths (full fp32 or TF32 by math mode).
+cublasComputeType_t fast_16bit_compute(GemmMath math) {
+  if (math == GemmMath::bf16) return CUBLAS_COMPUTE_32F_FAST_16BF;
+  if (math == GemmMath::fp16) return CUBLAS_COMPUTE_32F_FAST_16F;
+  return CUBLAS_COMPUTE_32F;
+}
+
 cublasOperation_t to_cublas(Transpose t) {
   return t == Transpose::yes ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
@@ -178,7 +186,6 @@ __global__ void cross_entropy_backward_kernel(float* d_logits, const float* logi
 
 // ---- deterministic reductions in double ---------------------------------------------------
 
-
 __global__ void sum_of_squares_partial_kernel(double* partials, const float* x, long long n) {
   double s = 0.0;
   SS_GRID_STRIDE(i, n) s += static_cast<double>(x[i]) * x[i];
@@ -219,7 +226,7 @@ constexpr std::size_t kResultBytes = 2 * kReduceBlocks * sizeof(double) + 2 * si
 
 // ---- construction ------------------------------------------------------------------------
 
-CudaBackend::CudaBackend(const CudaBackendOptions& options) : device_(options.device) {
+CudaBackend::CudaBackend(const CudaBackendOptions& options) : device_(options.device), math_(options.math) {
   const char* op = "CudaBackend()";
   int count = 0;
   check(cudaGetDeviceCount(&count), "cudaGetDeviceCount", op);
@@ -239,7 +246,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options) : device_(options.de
     cublas_ = handle;
     check(cublasSetStream(handle, stream_), "cublasSetStream", op);
     // CUBLAS_DEFAULT_MATH keeps fp32 gemms in full fp32 (no TF32 tensor cores).
-    check(cublasSetMathMode(handle, options.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+    check(cublasSetMathMode(handle, options.math == GemmMath::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
           "cublasSetMathMode", op);
     check(cudaMalloc(&result_, kResultBytes), "cudaMalloc", op);
   } catch (...) {
@@ -294,6 +301,12 @@ void CudaBackend::gemm(Transpose trans_a, Transpose trans_b, int M, int N, int K
                        const float* B, int ldb, float beta, float* C, int ldc) {
   if (M <= 0 || N <= 0) return;
   make_current("gemm");
+  if (const cublasComputeType_t fast = fast_16bit_compute(math_); fast != CUBLAS_COMPUTE_32F) {
+    check(cublasGemmEx(cublas_, to_cublas(trans_b), to_cublas(trans_a), N, M, K, &alpha, B, CUDA_R_32F, ldb, A,
+                       CUDA_R_32F, lda, &beta, C, CUDA_R_32F, ldc, fast, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx", "gemm");
+    return;
+  }
   check(cublasSgemm(cublas_, to_cublas(trans_b), to_cublas(trans_a), N, M, K, &alpha, B, ldb, A, lda, &beta, C, ldc),
         "cublasSgemm", "gemm");
 }
@@ -304,6 +317,13 @@ void CudaBackend::gemm_batched_strided(Transpose trans_a, Transpose trans_b, int
                                        int batch) {
   if (M <= 0 || N <= 0 || batch <= 0) return;
   make_current("gemm_batched_strided");
+  if (const cublasComputeType_t fast = fast_16bit_compute(math_); fast != CUBLAS_COMPUTE_32F) {
+    check(cublasGemmStridedBatchedEx(cublas_, to_cublas(trans_b), to_cublas(trans_a), N, M, K, &alpha, B, CUDA_R_32F,
+                                     ldb, stride_b, A, CUDA_R_32F, lda, stride_a, &beta, C, CUDA_R_32F, ldc, stride_c,
+                                     batch, fast, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmStridedBatchedEx", "gemm_batched_strided");
+    return;
+  }
   check(cublasSgemmStridedBatched(cublas_, to_cublas(trans_b), to_cublas(trans_a), N, M, K, &alpha, B, ldb, stride_b, A,
                                   lda, stride_a, &beta, C, ldc, stride_c, batch),
         "cublasSgemmStridedBatched", "gemm_batched_strided");

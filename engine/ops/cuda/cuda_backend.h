@@ -27,9 +27,16 @@ struct cublasContext;  // cublasHandle_t is cublasContext*
 
 namespace shardscope {
 
+// How the fp32 gemms (gemm, gemm_batched_strided, the linear layers and
+// attention) multiply: in full fp32, as PyTorch does by default; with TF32
+// tensor cores; or with their operands rounded to bf16 / fp16 for the tensor
+// cores and fp32 accumulation, which is what torch.autocast does to a matmul
+// in a mixed-precision run (cuBLAS's CUBLAS_COMPUTE_32F_FAST_16BF / _16F).
+enum class GemmMath { fp32 = 0, tf32 = 1, bf16 = 2, fp16 = 3 };
+
 struct CudaBackendOptions {
   int device = 0;
-  bool allow_tf32 = false;  // TF32 tensor cores for fp32 gemms: faster, ~1e-3 relative error
+  GemmMath math = GemmMath::fp32;
 };
 
 class CudaBackend final : public Backend {
@@ -109,6 +116,7 @@ class CudaBackend final : public Backend {
   double sum_partials_to_host(const double* partials, double* total, const char* op);
 
   int device_ = 0;
+  GemmMath math_ = GemmMath::fp32;
   std::string device_name_;
   CUstream_st* stream_ = nullptr;
   cublasContext* cublas_ = nullptr;

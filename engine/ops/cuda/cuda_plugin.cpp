@@ -93,14 +93,15 @@ __attribute__((visibility("default"))) int shardscope_cuda_device_info(int devic
   return 0;
 }
 
-__attribute__((visibility("default"))) int shardscope_cuda_create_backend(int device, int allow_tf32,
+__attribute__((visibility("default"))) int shardscope_cuda_create_backend(int device, int gemm_math,
                                                                           shardscope::Backend** backend, char* error,
                                                                           std::size_t error_size) {
   *backend = nullptr;
   try {
     shardscope::CudaBackendOptions options;
     options.device = device;
-    options.allow_tf32 = allow_tf32 != 0;
+    if (gemm_math < 0 || gemm_math > 3) throw std::invalid_argument("gemm math " + std::to_string(gemm_math));
+    options.math = static_cast<shardscope::GemmMath>(gemm_math);
     *backend = new shardscope::CudaBackend(options);
     return 0;
   } catch (const std::exception& e) {

@@ -39,7 +39,8 @@ int shardscope_cuda_abi_version(void);
 int shardscope_cuda_device_count(int* count, char* error, std::size_t error_size);
 int shardscope_cuda_device_info(int device, ShardscopeCudaDeviceInfo* info, char* error, std::size_t error_size);
 // A new CudaBackend for `device` (delete it through shardscope_cuda_destroy_backend).
-int shardscope_cuda_create_backend(int device, int allow_tf32, shardscope::Backend** backend, char* error,
+// gemm_math: 0 fp32, 1 TF32, 2 bf16 operands, 3 fp16 operands (CudaBackendOptions).
+int shardscope_cuda_create_backend(int device, int gemm_math, shardscope::Backend** backend, char* error,
                                    std::size_t error_size);
 void shardscope_cuda_destroy_backend(shardscope::Backend* backend);
 // Device memory of `device`: cudaMalloc, cudaFree, cudaMemcpy (synchronous; it
