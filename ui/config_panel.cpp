@@ -13,8 +13,8 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QVBoxLayout>
-
 #include <algorithm>
 #include <exception>
 
@@ -53,7 +53,7 @@ RunConfig ConfigPanel::defaultConfig() {
   return c;
 }
 
-ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
+ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
   model_ = new QComboBox(this);
   model_->setObjectName(QStringLiteral("model"));
   for (const auto& preset : model_presets()) model_->addItem(QString::fromStdString(preset.name));
@@ -92,7 +92,8 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
   precision_ = new QComboBox(this);
   precision_->setObjectName(QStringLiteral("precision"));
   for (Precision p : {Precision::fp32, Precision::fp16, Precision::bf16}) {
-    const QString name = QString::fromLatin1(precision_name(p).data(), static_cast<qsizetype>(precision_name(p).size()));
+    const QString name =
+        QString::fromLatin1(precision_name(p).data(), static_cast<qsizetype>(precision_name(p).size()));
     precision_->addItem(name, name);
   }
   eval_every_ = new QSpinBox(this);
@@ -102,6 +103,8 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
   scale_power_->setObjectName(QStringLiteral("initialScalePower"));
   scale_power_->setRange(0, 127);
   scale_power_->setPrefix(QStringLiteral("2^"));
+  device_ = new QComboBox(this);
+  device_->setObjectName(QStringLiteral("device"));
   gpu_ = new QComboBox(this);
   gpu_->setObjectName(QStringLiteral("gpu"));
   gpu_->addItem(QString(), QString());  // "none"
@@ -115,6 +118,7 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
     labels_.emplace_back(label, source);
     form->addRow(label, field);
   };
+  row(QT_TR_NOOP("Device"), device_);
   row(QT_TR_NOOP("Model"), model_);
   row(QT_TR_NOOP("Training text"), dataField, data_);
   row(QT_TR_NOOP("Steps"), steps_);
@@ -154,20 +158,87 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent) {
   layout->addWidget(problem_label_);
   layout->addStretch(1);
 
+  fillDevices();
   setConfig(defaultConfig());
 
-  auto onEdit = [this] { if (!updating_) revalidate(); };
+  auto onEdit = [this] {
+    if (!updating_) revalidate();
+  };
   connect(model_, &QComboBox::currentIndexChanged, this, onEdit);
   connect(dp_mode_, &QComboBox::currentIndexChanged, this, onEdit);
   connect(schedule_, &QComboBox::currentIndexChanged, this, onEdit);
   connect(precision_, &QComboBox::currentIndexChanged, this, onEdit);
   connect(gpu_, &QComboBox::currentIndexChanged, this, onEdit);
+  connect(device_, &QComboBox::currentIndexChanged, this, onEdit);
+  if (probeDevices) {
+    // Loading the CUDA plugin and starting the driver can take a second: off
+    // the UI thread. The result comes back as a queued call, dropped if the
+    // panel is gone (the destructor joins the thread first).
+    probe_thread_ = std::thread([this] {
+      DeviceProbe probe = probe_cuda();
+      QMetaObject::invokeMethod(
+          this, [this, probe] { setDevices(probe); }, Qt::QueuedConnection);
+    });
+  }
   connect(data_, &QLineEdit::textChanged, this, onEdit);
   connect(browse_, &QPushButton::clicked, this, &ConfigPanel::browseData);
   for (QSpinBox* spin : {steps_, batch_, seq_, dp_, pp_, zero_, micro_batches_, accum_, scale_power_, eval_every_})
     connect(spin, &QSpinBox::valueChanged, this, onEdit);
   connect(lr_, &QDoubleSpinBox::valueChanged, this, onEdit);
   connect(checkpoint_, &QCheckBox::toggled, this, onEdit);
+}
+
+ConfigPanel::~ConfigPanel() {
+  if (probe_thread_.joinable()) probe_thread_.join();
+}
+
+void ConfigPanel::setDevices(const DeviceProbe& probe) {
+  probe_ = probe;
+  probed_ = true;
+  fillDevices();
+  if (!pending_device_.empty()) selectDevice(pending_device_);
+  revalidate();
+}
+
+void ConfigPanel::fillDevices() {
+  const QString current = device_->currentData().toString();
+  const bool wasUpdating = updating_;
+  updating_ = true;
+  device_->clear();
+  device_->addItem(tr("CPU: simulated ranks"), QStringLiteral("cpu"));
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  for (const DeviceInfo& gpu : probe_.gpus)
+    device_->addItem(tr("GPU %1: %2 (%3 GiB), all ranks share it")
+                         .arg(gpu.index)
+                         .arg(QString::fromStdString(gpu.name))
+                         .arg(static_cast<double>(gpu.total_bytes) / kGiB, 0, 'f', 1),
+                     QStringLiteral("cuda:%1").arg(gpu.index));
+  if (probe_.gpus.size() >= 2)
+    device_->addItem(tr("One rank per GPU (%n GPU(s), NCCL)", nullptr, static_cast<int>(probe_.gpus.size())),
+                     QStringLiteral("cuda:each"));
+  if (!probe_.available()) {
+    device_->addItem(probed_ ? tr("No GPU: %1").arg(QString::fromStdString(probe_.reason)) : tr("Looking for GPUs..."),
+                     QString());
+    // Shown, not selectable: it says why there is no GPU to pick.
+    if (auto* model = qobject_cast<QStandardItemModel*>(device_->model()))
+      model->item(device_->count() - 1)->setEnabled(false);
+  }
+  const int keep = device_->findData(current);
+  device_->setCurrentIndex(keep >= 0 ? keep : 0);
+  updating_ = wasUpdating;
+}
+
+void ConfigPanel::selectDevice(const std::string& key) {
+  const int index = device_->findData(QString::fromStdString(key));
+  if (index >= 0) {
+    device_->setCurrentIndex(index);
+    pending_device_.clear();
+  } else if (!probed_) {
+    pending_device_ = key;  // set when the probe reports the GPUs
+  } else {
+    pending_device_.clear();  // this machine does not have it: the CPU
+    device_->setCurrentIndex(0);
+  }
 }
 
 void ConfigPanel::retranslate() {
@@ -181,11 +252,17 @@ void ConfigPanel::retranslate() {
   precision_->setToolTip(tr("fp16 and bf16 keep fp32 master weights and optimizer states; fp16 scales the loss."));
   eval_every_->setToolTip(tr("The held-out loss (the last 10% of the text) every N steps and at the end; 0: never."));
   eval_every_->setSpecialValueText(tr("never"));
-  scale_power_->setToolTip(tr("fp16 only: the loss is multiplied by 2^N before backward. Too large a scale "
-                              "overflows: the step is skipped on every rank and the scale halves."));
+  scale_power_->setToolTip(
+      tr("fp16 only: the loss is multiplied by 2^N before backward. Too large a scale "
+         "overflows: the step is skipped on every rank and the scale halves."));
   gpu_->setItemText(0, tr("none"));
-  gpu_->setToolTip(tr("Checks the estimator's per-rank prediction against this GPU's memory. The run itself "
-                      "trains on the CPU, so this never blocks Run."));
+  gpu_->setToolTip(
+      tr("Checks the estimator's per-rank prediction against this GPU's memory. It is advice: "
+         "it never blocks Run."));
+  device_->setToolTip(
+      tr("Where the ranks train: threads on the CPU, on one GPU they share (device copies "
+         "between them), or one GPU each with NCCL between them."));
+  if (device_->count() > 0) fillDevices();
 }
 
 void ConfigPanel::changeEvent(QEvent* event) {
@@ -211,8 +288,8 @@ RunConfig ConfigPanel::config() const {
   c.lr = static_cast<float>(lr_->value());
   c.dp = dp_->value();
   c.pp = pp_->value();
-  c.dp_mode = dp_mode_->currentData().toString() == QLatin1String("naive") ? DataParallelMode::naive
-                                                                           : DataParallelMode::ddp;
+  c.dp_mode =
+      dp_mode_->currentData().toString() == QLatin1String("naive") ? DataParallelMode::naive : DataParallelMode::ddp;
   c.zero_stage = zero_->value();
   c.schedule = schedule_->currentData().toString() == QLatin1String("gpipe") ? PipelineScheduleKind::gpipe
                                                                              : PipelineScheduleKind::one_f_one_b;
@@ -223,6 +300,16 @@ RunConfig ConfigPanel::config() const {
   c.precision = parse_precision(precision_->currentData().toString().toStdString());
   if (c.precision == Precision::fp16) c.initial_scale_power = scale_power_->value();
   c.eval_every = eval_every_->value();
+  const QString device = device_->currentData().toString();
+  if (device.startsWith(QLatin1String("cuda:"))) {
+    c.device = "cuda";
+    if (device == QLatin1String("cuda:each")) {
+      c.gpus.clear();
+      for (int r = 0; r < c.world_size(); ++r) c.gpus.push_back(r);
+    } else {
+      c.gpus = {device.mid(5).toInt()};
+    }
+  }
   return c;
 }
 
@@ -236,11 +323,11 @@ void ConfigPanel::setConfig(const RunConfig& c) {
   lr_->setValue(static_cast<double>(c.lr));
   dp_->setValue(c.dp);
   pp_->setValue(c.pp);
-  dp_mode_->setCurrentIndex(dp_mode_->findData(c.dp_mode == DataParallelMode::naive ? QStringLiteral("naive")
-                                                                                      : QStringLiteral("ddp")));
+  dp_mode_->setCurrentIndex(
+      dp_mode_->findData(c.dp_mode == DataParallelMode::naive ? QStringLiteral("naive") : QStringLiteral("ddp")));
   zero_->setValue(c.zero_stage);
-  schedule_->setCurrentIndex(schedule_->findData(
-      c.schedule == PipelineScheduleKind::gpipe ? QStringLiteral("gpipe") : QStringLiteral("1f1b")));
+  schedule_->setCurrentIndex(schedule_->findData(c.schedule == PipelineScheduleKind::gpipe ? QStringLiteral("gpipe")
+                                                                                           : QStringLiteral("1f1b")));
   micro_batches_->setValue(c.micro_batches);
   accum_->setValue(c.accum);
   checkpoint_->setChecked(c.checkpoint);
@@ -250,6 +337,12 @@ void ConfigPanel::setConfig(const RunConfig& c) {
       0, precision_->findData(QString::fromLatin1(precision.data(), static_cast<qsizetype>(precision.size())))));
   scale_power_->setValue(c.initial_scale_power);
   eval_every_->setValue(static_cast<int>(std::min<std::int64_t>(c.eval_every, eval_every_->maximum())));
+  if (c.device != "cuda")
+    selectDevice("cpu");
+  else if (c.gpus.size() > 1)
+    selectDevice("cuda:each");
+  else
+    selectDevice("cuda:" + std::to_string(c.gpus.empty() ? 0 : c.gpus.front()));
   updating_ = false;
   revalidate();
 }
@@ -260,21 +353,27 @@ void ConfigPanel::revalidate() {
   try {
     validate_run_config(c);
     problem_.clear();
+    if (c.device == "cuda" && c.gpus.size() > probe_.gpus.size())
+      problem_ = tr("one rank per GPU needs %1 GPUs (dp \u00d7 pp); this machine has %2")
+                     .arg(c.gpus.size())
+                     .arg(probe_.gpus.size());
     if (!c.data.empty()) {
       // The engine would fail on the worker; say it here, naming the file.
       const QFileInfo file(QString::fromStdString(c.data));
-      if (!file.exists()) problem_ = tr("the data file %1 does not exist").arg(file.filePath());
-      else if (!file.isFile() || !file.isReadable()) problem_ = tr("the data file %1 cannot be read").arg(file.filePath());
+      if (!file.exists())
+        problem_ = tr("the data file %1 does not exist").arg(file.filePath());
+      else if (!file.isFile() || !file.isReadable())
+        problem_ = tr("the data file %1 cannot be read").arg(file.filePath());
     }
   } catch (const std::exception& e) {
     problem_ = QString::fromStdString(e.what());
   }
   if (problem_.isEmpty()) {
-    summary_->setText(tr("%n rank(s): dp %1 \u00d7 pp %2; each rank runs micro-batches of %3 sequence(s).", nullptr,
-                         c.world_size())
-                          .arg(c.dp)
-                          .arg(c.pp)
-                          .arg(c.micro_batch()));
+    summary_->setText(
+        tr("%n rank(s): dp %1 \u00d7 pp %2; each rank runs micro-batches of %3 sequence(s).", nullptr, c.world_size())
+            .arg(c.dp)
+            .arg(c.pp)
+            .arg(c.micro_batch()));
     problem_label_->clear();
     problem_label_->hide();
   } else {
@@ -286,13 +385,17 @@ void ConfigPanel::revalidate() {
   Q_EMIT changed();
 }
 
-QString ConfigPanel::gpuProfile() const { return gpu_->currentData().toString(); }
+QString ConfigPanel::gpuProfile() const {
+  return gpu_->currentData().toString();
+}
 
 void ConfigPanel::setGpuProfile(const QString& name) {
   gpu_->setCurrentIndex(std::max(0, gpu_->findData(name)));
 }
 
-QString ConfigPanel::fitText() const { return fit_label_->isHidden() ? QString() : fit_label_->text(); }
+QString ConfigPanel::fitText() const {
+  return fit_label_->isHidden() ? QString() : fit_label_->text();
+}
 
 void ConfigPanel::updateFit(const RunConfig& c) {
   predicted_bytes_ = -1;
@@ -329,8 +432,8 @@ void ConfigPanel::updateFit(const RunConfig& c) {
 }
 
 void ConfigPanel::browseData() {
-  const QString path = QFileDialog::getOpenFileName(this, tr("Training text"), data_->text(),
-                                                    tr("Text files (*.txt);;All files (*)"));
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Training text"), data_->text(), tr("Text files (*.txt);;All files (*)"));
   if (!path.isEmpty()) data_->setText(path);
 }
 

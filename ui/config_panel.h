@@ -6,10 +6,11 @@
 #pragma once
 
 #include <QWidget>
-
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "ops/device.h"
 #include "train/run_config.h"
 
 class QCheckBox;
@@ -26,7 +27,15 @@ class ConfigPanel : public QWidget {
   Q_OBJECT
 
  public:
-  explicit ConfigPanel(QWidget* parent = nullptr);
+  // probeDevices: look for GPUs in the background (the device list shows the
+  // CPU at once and the GPUs when found); tests pass false and call setDevices.
+  explicit ConfigPanel(QWidget* parent = nullptr, bool probeDevices = true);
+  ~ConfigPanel() override;
+
+  // The devices to offer: the CPU always; each GPU of the probe (all ranks share
+  // it); and one rank per GPU (NCCL) when there are two or more. Where none is
+  // usable, a disabled entry says why (the probe's reason).
+  void setDevices(const DeviceProbe& probe);
 
   // The opening preset: gpt-tiny on dp 2 x pp 2 (DDP and a 2-stage 1F1B
   // pipeline, 4 micro-batches), global batch 16, seq 64.
@@ -59,6 +68,8 @@ class ConfigPanel : public QWidget {
   void updateFit(const RunConfig& c);
   void browseData();
   void retranslate();  // every label, item and hint in the current language
+  void fillDevices();  // device_'s items from probe_ (kept selection where possible)
+  void selectDevice(const std::string& key);
 
   QComboBox* model_;
   QSpinBox* steps_;
@@ -79,6 +90,11 @@ class ConfigPanel : public QWidget {
   QSpinBox* scale_power_;  // fp16: the first loss scale is 2^N
   QSpinBox* eval_every_;   // held-out loss every N steps; 0: never
   QComboBox* gpu_;
+  QComboBox* device_;  // data: "cpu", "cuda:N" (all ranks on GPU N), "cuda:each" (a GPU per rank)
+  DeviceProbe probe_;
+  bool probed_ = false;
+  std::string pending_device_;  // a config's device selection waiting for the probe
+  std::thread probe_thread_;
   QLabel* fit_label_ = nullptr;
   std::int64_t predicted_bytes_ = -1;
   QLabel* summary_ = nullptr;

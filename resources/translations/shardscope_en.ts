@@ -118,10 +118,6 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Checks the estimator&apos;s per-rank prediction against this GPU&apos;s memory. The run itself trains on the CPU, so this never blocks Run.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>the data file %1 does not exist</source>
         <translation type="unfinished"></translation>
     </message>
@@ -159,6 +155,45 @@
     </message>
     <message>
         <source>never</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Device</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>CPU: simulated ranks</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPU %1: %2 (%3 GiB), all ranks share it</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <source>One rank per GPU (%n GPU(s), NCCL)</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+            <numerusform></numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>No GPU: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Looking for GPUs...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Checks the estimator&apos;s per-rank prediction against this GPU&apos;s memory. It is advice: it never blocks Run.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Where the ranks train: threads on the CPU, on one GPU they share (device copies between them), or one GPU each with NCCL between them.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>one rank per GPU needs %1 GPUs (dp × pp); this machine has %2</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

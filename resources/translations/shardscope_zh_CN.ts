@@ -116,10 +116,6 @@
         <translation>无</translation>
     </message>
     <message>
-        <source>Checks the estimator&apos;s per-rank prediction against this GPU&apos;s memory. The run itself trains on the CPU, so this never blocks Run.</source>
-        <translation>用估算器对每个 rank 的内存预测与该 GPU 的显存对比。实际训练在 CPU 上进行，因此不会阻止运行。</translation>
-    </message>
-    <message>
         <source>the data file %1 does not exist</source>
         <translation>数据文件 %1 不存在</translation>
     </message>
@@ -158,6 +154,44 @@
     <message>
         <source>never</source>
         <translation>从不</translation>
+    </message>
+    <message>
+        <source>Device</source>
+        <translation>设备</translation>
+    </message>
+    <message>
+        <source>CPU: simulated ranks</source>
+        <translation>CPU：模拟的 rank</translation>
+    </message>
+    <message>
+        <source>GPU %1: %2 (%3 GiB), all ranks share it</source>
+        <translation>GPU %1：%2（%3 GiB），所有 rank 共用</translation>
+    </message>
+    <message numerus="yes">
+        <source>One rank per GPU (%n GPU(s), NCCL)</source>
+        <translation>
+            <numerusform>每个 rank 一块 GPU（%n 块 GPU，NCCL）</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>No GPU: %1</source>
+        <translation>没有 GPU：%1</translation>
+    </message>
+    <message>
+        <source>Looking for GPUs...</source>
+        <translation>正在查找 GPU……</translation>
+    </message>
+    <message>
+        <source>Checks the estimator&apos;s per-rank prediction against this GPU&apos;s memory. It is advice: it never blocks Run.</source>
+        <translation>用估算器对每个 rank 的预测对照这款 GPU 的显存。仅供参考，不会阻止运行。</translation>
+    </message>
+    <message>
+        <source>Where the ranks train: threads on the CPU, on one GPU they share (device copies between them), or one GPU each with NCCL between them.</source>
+        <translation>rank 在哪里训练：CPU 上的线程；共用一块 GPU（rank 之间做显存内拷贝）；或每个 rank 一块 GPU，之间用 NCCL 通信。</translation>
+    </message>
+    <message>
+        <source>one rank per GPU needs %1 GPUs (dp × pp); this machine has %2</source>
+        <translation>每个 rank 一块 GPU 需要 %1 块 GPU（dp × pp）；本机只有 %2 块</translation>
     </message>
 </context>
 <context>

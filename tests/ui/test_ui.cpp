@@ -11,6 +11,7 @@
 #include <QProcess>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QDoubleSpinBox>
 #include <QLineEdit>
 #include <QCheckBox>
@@ -315,6 +316,54 @@ class TestUi : public QObject {
     QVERIFY2(window.logText().contains(QStringLiteral("injected failure")), qPrintable(window.logText()));
     QVERIFY2(window.statusText().contains(QStringLiteral("injected failure")), qPrintable(window.statusText()));
     QCOMPARE(window.lossPlot()->trainPointCount(), 1);
+  }
+
+  // The device list: the CPU, each GPU (ranks share it), one rank per GPU with
+  // two or more; without GPUs a disabled line says why. The selection becomes
+  // --device / --gpus in the RunConfig, and a config's device is selected back.
+  void deviceChoiceBecomesDeviceAndGpus() {
+    ConfigPanel panel(nullptr, /*probeDevices=*/false);
+    auto* device = panel.findChild<QComboBox*>(QStringLiteral("device"));
+    QVERIFY(device != nullptr);
+    QCOMPARE(panel.labelText(QStringLiteral("device")), QStringLiteral("Device"));
+    QCOMPARE(panel.config().device, std::string("cpu"));
+    // A saved GPU config before the probe answers: selected once the GPUs are known.
+    RunConfig saved = ConfigPanel::defaultConfig();
+    saved.device = "cuda";
+    saved.gpus = {1};
+    panel.setConfig(saved);
+    QCOMPARE(panel.config().device, std::string("cpu"));
+
+    DeviceProbe two;
+    for (int i = 0; i < 2; ++i) {
+      DeviceInfo gpu;
+      gpu.kind = DeviceKind::cuda;
+      gpu.index = i;
+      gpu.name = "NVIDIA H200";
+      gpu.total_bytes = std::size_t{150'000'000'000};
+      two.gpus.push_back(gpu);
+    }
+    panel.setDevices(two);
+    QCOMPARE(device->count(), 4);
+    QVERIFY2(device->itemText(1).contains(QStringLiteral("NVIDIA H200")), qPrintable(device->itemText(1)));
+    QCOMPARE(panel.config().device, std::string("cuda"));
+    QCOMPARE(panel.config().gpus, std::vector<int>{1});
+
+    device->setCurrentIndex(device->findData(QStringLiteral("cuda:each")));
+    panel.findChild<QSpinBox*>(QStringLiteral("pp"))->setValue(1);
+    RunConfig c = panel.config();
+    QCOMPARE(c.gpus, (std::vector<int>{0, 1}));
+    QVERIFY2(panel.problem().isEmpty(), qPrintable(panel.problem()));
+    panel.findChild<QSpinBox*>(QStringLiteral("pp"))->setValue(2);  // 4 ranks, 2 GPUs
+    QVERIFY2(panel.problem().contains(QStringLiteral("needs 4 GPUs")), qPrintable(panel.problem()));
+
+    DeviceProbe none;
+    none.reason = "no CUDA driver or GPU: test";
+    panel.setDevices(none);
+    QCOMPARE(panel.config().device, std::string("cpu"));  // the GPU selection is gone with the GPUs
+    QCOMPARE(device->count(), 2);
+    QVERIFY(device->itemText(1).contains(QStringLiteral("no CUDA driver or GPU: test")));
+    QVERIFY(!qobject_cast<QStandardItemModel*>(device->model())->item(1)->isEnabled());
   }
 };
 
