@@ -13,8 +13,10 @@ cd "$(dirname "$0")/../.."
 steps=${1:-10}
 build_dir=${2:-build}
 model=${MODEL:-gpt2-124m} batch=${BATCH:-16} seq=${SEQ:-1024} precision=${PRECISION:-bf16} gpu=${GPU:-0}
-[ -f "$build_dir/CMakeCache.txt" ] || cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build "$build_dir" --target bench_train shardscope-cli shardscope_cuda --parallel "$(nproc)" >/dev/null
+if [ "${SHARDSCOPE_SKIP_BUILD:-0}" != 1 ]; then  # 1: binaries already there (tests/gpu/device_run.sh)
+  [ -f "$build_dir/CMakeCache.txt" ] || cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  cmake --build "$build_dir" --target bench_train shardscope-cli shardscope_cuda --parallel "$(nproc)" >/dev/null
+fi
 # Is a GPU usable? A one-step cuda run says so, or says why not.
 probe=$("$build_dir/app/shardscope-cli" train --device cuda --gpus "$gpu" --model gpt-tiny --steps 1 --batch 1 --seq 8 2>&1)
 if note=$(grep -o 'note: --device cuda: .*' <<<"$probe"); then

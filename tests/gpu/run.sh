@@ -11,15 +11,18 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build_dir="${1:-${SHARDSCOPE_BUILD_DIR:-build}}"
 
-if [ ! -f "$build_dir/CMakeCache.txt" ]; then
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
+if [ "${SHARDSCOPE_SKIP_BUILD:-0}" != 1 ]; then  # 1: binaries already there (tests/gpu/device_run.sh)
+  if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+    cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  fi
+  if ! grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=.*nvcc$' "$build_dir/CMakeCache.txt"; then
+    echo "skipped: no GPU (the CUDA backend is not compiled: $build_dir was configured without nvcc or with SHARDSCOPE_WITH_CUDA=OFF)"
+    exit 0
+  fi
+  cmake --build "$build_dir" --target test_cuda_ops test_cuda_storage test_cuda_training shardscope_cuda \
+    $(grep -q '^SHARDSCOPE_NCCL_LIBRARY:.*nccl' "$build_dir/CMakeCache.txt" && echo shardscope_nccl) \
+    --parallel "$(nproc)"
 fi
-if ! grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=.*nvcc$' "$build_dir/CMakeCache.txt"; then
-  echo "skipped: no GPU (the CUDA backend is not compiled: $build_dir was configured without nvcc or with SHARDSCOPE_WITH_CUDA=OFF)"
-  exit 0
-fi
-cmake --build "$build_dir" --target test_cuda_ops test_cuda_storage test_cuda_training shardscope_cuda $(grep -q '^SHARDSCOPE_NCCL_LIBRARY:.*nccl' "$build_dir/CMakeCache.txt" && echo shardscope_nccl) \
-  --parallel "$(nproc)"
 
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
