@@ -5,7 +5,9 @@
 // through backends. Checked here on a pretend device (fake_device.h) whose
 // backend throws when handed host memory: every layout trains exactly as the
 // host ranks do, bit for bit, and nothing is left allocated. tests/gpu runs
-// the same layouts on a real GPU.
+// the same layouts on a real GPU. The pretend device's ops run asynchronously
+// on streams of their own (fake_device.h), so a missing wait between a rank's
+// compute, its communication stream and its peers shows as a wrong result.
 #include <QTest>
 #include <cstring>
 #include <memory>
@@ -44,11 +46,12 @@ struct Run {
 Run train(const RunConfig& config, const std::shared_ptr<FakeDevice>& device) {
   RankDeviceFactory factory;
   if (device != nullptr)
-    factory = [device](int) {
+    factory = [device](int r) {
       RankDevice d;
       d.memory = std::make_unique<FakeDeviceMemory>(device);
-      d.backend = std::make_unique<CheckedDeviceBackend>(device, 1);
-      d.comm_backend = std::make_unique<CheckedDeviceBackend>(device, 1);
+      // Asynchronous streams, as on a GPU: a missing wait shows as a wrong result.
+      d.backend = std::make_unique<CheckedDeviceBackend>(device, 1, true, 2 * r + 1);
+      d.comm_backend = std::make_unique<CheckedDeviceBackend>(device, 1, true, 2 * r + 2);
       return d;
     };
   Trainer trainer(config, nullptr, factory);
@@ -68,7 +71,7 @@ struct Collected {
   std::vector<float> host_sum;
 };
 
-Collected collectives(int n, DType dtype, const std::shared_ptr<FakeDevice>& device) {
+Collected collectives(int n, DType dtype, const std::shared_ptr<FakeDevice>& device, bool asynchronous = false) {
   const std::int64_t count = 1000 + 7;  // not a multiple of n: uneven chunks
   const auto esize = static_cast<std::int64_t>(dtype_size(dtype));
   auto world = InProcessWorld::create(n);
@@ -93,8 +96,8 @@ Collected collectives(int n, DType dtype, const std::shared_ptr<FakeDevice>& dev
         CommDevice cd;
         Backend* ops = cpu.get();
         if (device != nullptr) {
-          compute = std::make_unique<CheckedDeviceBackend>(device, 1);
-          comm_backend = std::make_unique<CheckedDeviceBackend>(device, 1);
+          compute = std::make_unique<CheckedDeviceBackend>(device, 1, asynchronous, 10 + r);
+          comm_backend = std::make_unique<CheckedDeviceBackend>(device, 1, asynchronous, 20 + r);
           memory = std::make_unique<FakeDeviceMemory>(device);
           cd = CommDevice{compute.get(), comm_backend.get(), memory.get()};
           ops = compute.get();
@@ -217,21 +220,23 @@ void TestSharedDevice::collectives_on_device_memory_match_the_host() {
   const auto d = static_cast<DType>(dtype);
   auto device = std::make_shared<FakeDevice>();
   const Collected host = collectives(ranks, d, nullptr);
-  const Collected dev = collectives(ranks, d, device);
-  QVERIFY(host.all_reduce_sum == dev.all_reduce_sum);
-  QVERIFY(host.all_reduce_avg == dev.all_reduce_avg);
-  QVERIFY(host.reduce_scatter == dev.reduce_scatter);
-  QVERIFY(host.all_gather == dev.all_gather);
-  QVERIFY(host.broadcast == dev.broadcast);
-  QVERIFY(host.gathered == dev.gathered);
-  QVERIFY(host.scattered == dev.scattered);
-  QVERIFY(host.received == dev.received);
-  QVERIFY(host.host_sum == dev.host_sum);
-  const float expected_sum = static_cast<float>(ranks * (ranks + 1) / 2);
-  for (const float s : dev.host_sum) QCOMPARE(s, expected_sum);
-  // The sums really happened: rank 0's all-reduce is not its own input.
-  QVERIFY(dev.all_reduce_sum[0] != std::vector<unsigned char>(dev.all_reduce_sum[0].size(), 0));
-  QCOMPARE(device->live_blocks(), std::size_t{0});  // staging and scratch released with the communicators
+  for (const bool asynchronous : {false, true}) {
+    const Collected dev = collectives(ranks, d, device, asynchronous);
+    QVERIFY(host.all_reduce_sum == dev.all_reduce_sum);
+    QVERIFY(host.all_reduce_avg == dev.all_reduce_avg);
+    QVERIFY(host.reduce_scatter == dev.reduce_scatter);
+    QVERIFY(host.all_gather == dev.all_gather);
+    QVERIFY(host.broadcast == dev.broadcast);
+    QVERIFY(host.gathered == dev.gathered);
+    QVERIFY(host.scattered == dev.scattered);
+    QVERIFY(host.received == dev.received);
+    QVERIFY(host.host_sum == dev.host_sum);
+    const float expected_sum = static_cast<float>(ranks * (ranks + 1) / 2);
+    for (const float s : dev.host_sum) QCOMPARE(s, expected_sum);
+    // The sums really happened: rank 0's all-reduce is not its own input.
+    QVERIFY(dev.all_reduce_sum[0] != std::vector<unsigned char>(dev.all_reduce_sum[0].size(), 0));
+    QCOMPARE(device->live_blocks(), std::size_t{0});  // staging and scratch released with the communicators
+  }
 }
 
 void TestSharedDevice::a_host_buffer_on_a_device_communicator_is_refused() {
