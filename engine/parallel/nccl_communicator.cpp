@@ -28,8 +28,7 @@ class NcclCommunicator final : public Communicator {
         sink_(sink),
         clock_(clock),
         reference_ns_(reference_ns),
-        compute_stream_(cuda_stream(*on.compute)),
-        comm_stream_(cuda_stream(*on.comm)) {}
+        compute_stream_(cuda_stream(*on.compute)) {}
 
   ~NcclCommunicator() override {
     if (staging_ != nullptr) on_.memory->release(staging_);
@@ -126,7 +125,6 @@ class NcclCommunicator final : public Communicator {
     c.average = reduce == ReduceOp::average ? 1 : 0;
     c.peer = peer;
     c.compute_stream = compute_stream_;
-    c.comm_stream = comm_stream_;
     return c;
   }
 
@@ -205,7 +203,6 @@ class NcclCommunicator final : public Communicator {
   const RunClock* clock_;
   std::int64_t reference_ns_;
   void* compute_stream_;
-  void* comm_stream_;
   void* staging_ = nullptr;
   std::int64_t staging_floats_ = 0;
 };

@@ -2,10 +2,11 @@
 // Communicators for ranks on distinct GPUs of this process, over NCCL
 // (ops/nccl.h): one NCCL communicator per rank and group, made for all the
 // group's members at once with ncclCommInitAll, as one process driving
-// several GPUs does. Each call is queued on the rank's communication stream
-// behind what its compute stream has queued, and the calling thread polls for
-// its end, so DDP's bucket all-reduces (on the reducer's thread) run on the
-// GPU while backward computes earlier layers.
+// several GPUs does. Each call is queued on its communicator's own stream
+// behind what the rank's compute stream has queued, and the calling thread
+// polls for its end, so DDP's bucket all-reduces (on the reducer's thread) run
+// on the GPU while backward computes earlier layers, and a pipeline send on
+// another communicator never queues behind them.
 //
 // Events: one comm_span per call and rank (NCCL's own ring steps are inside
 // its kernels, out of sight), timed by CUDA events on the communication
@@ -30,9 +31,10 @@
 
 namespace shardscope {
 
-// What a rank's NCCL calls run on: its compute backend (the calls wait for its
-// queued work), its communication backend (the stream the calls run on), and
-// its device memory (staging for the *_host calls). All on the rank's GPU.
+// What a rank's NCCL calls need: its compute backend (the calls wait for its
+// queued work), its communication backend (copies of the *_host calls' values
+// to and from device staging) and its device memory (that staging). All on the
+// rank's GPU.
 struct NcclRank {
   Backend* compute = nullptr;
   Backend* comm = nullptr;

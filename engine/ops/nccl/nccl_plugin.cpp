@@ -2,7 +2,7 @@
 // libshardscope_nccl.so: NCCL communicators for ranks on distinct GPUs of one
 // process (nccl_plugin_abi.h). Each call waits (cudaStreamWaitEvent) for the
 // work queued on the rank's compute stream, so a DDP bucket's all-reduce runs
-// on the communication stream while backward goes on computing earlier layers.
+// on its communicator's stream while backward goes on computing earlier layers.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -24,6 +24,7 @@ struct Context {
   cudaEvent_t reference = nullptr;  // time zero of the start_ms / end_ms reported by poll
   cudaEvent_t ready = nullptr;      // compute stream -> communication stream
   cudaEvent_t start = nullptr, end = nullptr;
+  cudaStream_t stream = nullptr;  // this communicator's own (nccl_plugin_abi.h says why)
   bool aborted = false;
 };
 
@@ -95,6 +96,7 @@ __attribute__((visibility("default"))) int shardscope_nccl_init_all(int n, const
       c->rank = i;
       c->size = n;
       check(cudaSetDevice(c->device), "cudaSetDevice");
+      check(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
       check(cudaEventCreateWithFlags(&c->ready, cudaEventDisableTiming), "cudaEventCreate");
       check(cudaEventCreate(&c->reference), "cudaEventCreate");
       check(cudaEventCreate(&c->start), "cudaEventCreate");
@@ -113,7 +115,7 @@ __attribute__((visibility("default"))) int shardscope_nccl_enqueue(void* context
     auto& c = *static_cast<Context*>(context);
     if (c.aborted) throw std::runtime_error("NCCL communicator was aborted");
     auto compute = static_cast<cudaStream_t>(call->compute_stream);
-    auto stream = static_cast<cudaStream_t>(call->comm_stream);
+    cudaStream_t stream = c.stream;
     check(cudaSetDevice(c.device), "cudaSetDevice");
     check(cudaEventRecord(c.ready, compute), "cudaEventRecord");
     check(cudaStreamWaitEvent(stream, c.ready, 0), "cudaStreamWaitEvent");
@@ -216,8 +218,10 @@ __attribute__((visibility("default"))) void shardscope_nccl_destroy(void* contex
   if (c == nullptr) return;
   cudaSetDevice(c->device);
   if (!c->aborted) ncclCommDestroy(c->comm);
+  if (c->stream != nullptr) cudaStreamSynchronize(c->stream);
   for (cudaEvent_t e : {c->reference, c->ready, c->start, c->end})
     if (e != nullptr) cudaEventDestroy(e);
+  if (c->stream != nullptr) cudaStreamDestroy(c->stream);
   delete c;
 }
 

@@ -1,17 +1,23 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The C entry points of the NCCL plugin (libshardscope_nccl.so), which the
 // engine dlopen()s (ops/nccl.cpp) so a program starts where NCCL is missing.
-// One context per rank and group: an NCCL communicator plus CUDA events that
-// time its calls. Calls are enqueued on the rank's communication stream after
-// the work queued so far on its compute stream, and polled for completion, so
-// the host never blocks where a failing peer could leave it waiting forever.
+// One context per rank and group: an NCCL communicator, a stream of its own
+// and CUDA events that time its calls. Calls are enqueued on the context's
+// stream after the work queued so far on the rank's compute stream, and polled
+// for completion, so the host never blocks where a failing peer could leave it
+// waiting forever. Each communicator has its own stream (as each PyTorch
+// process group does): a DDP all-reduce and a pipeline send of the same rank,
+// queued from two threads, never wait behind each other in one stream, which
+// could deadlock when their peers queued them in the other order. The stream
+// is non-blocking, so the legacy default stream (cudaMemset, cudaMemcpy of the
+// allocator and helpers) never waits for a collective that waits for a peer.
 // No entry point throws: each returns 0 or -1 with a message in `error`.
 // Includes no CUDA or NCCL header.
 #pragma once
 
 #include <cstddef>
 
-#define SHARDSCOPE_NCCL_PLUGIN_ABI 1
+#define SHARDSCOPE_NCCL_PLUGIN_ABI 2
 
 extern "C" {
 
@@ -36,7 +42,6 @@ struct ShardscopeNcclCall {
   int average;           // all_reduce / reduce_scatter: 1 ncclAvg, 0 ncclSum
   int peer;              // broadcast / gather / scatter: the root; send / recv: the peer (group ranks)
   void* compute_stream;  // cudaStream_t whose queued work the call waits for
-  void* comm_stream;     // cudaStream_t the call runs on
 };
 
 int shardscope_nccl_abi_version(void);
