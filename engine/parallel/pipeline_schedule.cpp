@@ -309,3 +309,94 @@ double gpipe_bubble_fraction(int stages, int micro_batches) {
 }
 
 }  // namespace shardscope
+
+namespace shardscope {
+
+bool fuses_with_next(const std::vector<PipelineAction>& actions, std::size_t i) {
+  using Type = PipelineAction::Type;
+  if (i + 1 >= actions.size()) return false;
+  const Type a = actions[i].type, b = actions[i + 1].type;
+  const bool send = a == Type::send_activation || a == Type::send_gradient;
+  const bool recv = b == Type::recv_activation || b == Type::recv_gradient;
+  return send && recv;
+}
+
+std::string pipeline_schedule_rendezvous_problem(const PipelineSchedule& schedule) {
+  using Type = PipelineAction::Type;
+  struct Op {
+    bool send;
+    int peer;
+  };
+  const auto stages = static_cast<int>(schedule.size());
+  // Each stage's point-to-point items in order: one op, or a fused send + receive.
+  std::vector<std::vector<std::vector<Op>>> items(schedule.size());
+  for (int s = 0; s < stages; ++s) {
+    const auto& actions = schedule[static_cast<std::size_t>(s)];
+    for (std::size_t i = 0; i < actions.size(); ++i) {
+      const Type t = actions[i].type;
+      if (is_compute(actions[i])) continue;
+      const bool send = t == Type::send_activation || t == Type::send_gradient;
+      std::vector<Op> item{{send, actions[i].peer_stage}};
+      if (fuses_with_next(actions, i)) {
+        item.push_back({false, actions[i + 1].peer_stage});
+        ++i;
+      }
+      items[static_cast<std::size_t>(s)].push_back(item);
+    }
+  }
+  // Each stage posts its next item; a send meets the peer's posted receive
+  // from this stage (and the reverse). An item completes when all its ops have
+  // met theirs; then the stage posts its next. Stop when nothing moves.
+  std::vector<std::size_t> at(schedule.size(), 0);
+  std::vector<std::vector<bool>> met(schedule.size());
+  const auto post = [&](int s) {
+    const auto& list = items[static_cast<std::size_t>(s)];
+    const std::size_t k = at[static_cast<std::size_t>(s)];
+    met[static_cast<std::size_t>(s)].assign(k < list.size() ? list[k].size() : 0, false);
+  };
+  for (int s = 0; s < stages; ++s) post(s);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int s = 0; s < stages; ++s) {
+      const auto us = static_cast<std::size_t>(s);
+      if (at[us] >= items[us].size()) continue;
+      const auto& mine = items[us][at[us]];
+      for (std::size_t i = 0; i < mine.size(); ++i) {
+        if (met[us][i]) continue;
+        const auto up = static_cast<std::size_t>(mine[i].peer);
+        if (up >= items.size() || at[up] >= items[up].size()) continue;
+        const auto& theirs = items[up][at[up]];
+        for (std::size_t j = 0; j < theirs.size(); ++j) {
+          if (met[up][j] || theirs[j].peer != s || theirs[j].send == mine[i].send) continue;
+          met[us][i] = met[up][j] = true;
+          progress = true;
+          break;
+        }
+      }
+    }
+    for (int s = 0; s < stages; ++s) {
+      const auto us = static_cast<std::size_t>(s);
+      if (at[us] >= items[us].size()) continue;
+      bool done = true;
+      for (const bool m : met[us]) done = done && m;
+      if (done) {
+        ++at[us];
+        post(s);
+        progress = true;
+      }
+    }
+  }
+  std::string problem;
+  for (int s = 0; s < stages; ++s) {
+    const auto& list = items[static_cast<std::size_t>(s)];
+    const std::size_t k = at[static_cast<std::size_t>(s)];
+    if (k >= list.size()) continue;
+    problem += "stage " + std::to_string(s) + " waits on";
+    for (const Op& op : list[k])
+      problem += std::string(op.send ? " send to " : " receive from ") + "stage " + std::to_string(op.peer);
+    problem += "; ";
+  }
+  return problem;
+}
+
+}  // namespace shardscope

@@ -43,6 +43,23 @@ using PipelineSchedule = std::vector<std::vector<PipelineAction>>;
 const char* pipeline_action_type_name(PipelineAction::Type type);  // "forward", "send_activation", ...
 bool is_compute(const PipelineAction& action);                     // forward or backward
 
+// Whether actions[i], a send, and actions[i + 1], a receive, go out as one
+// grouped exchange (Communicator::send_recv). NCCL pairs a send with the
+// peer's receive in order and blocks both until they meet: in 1F1B's steady
+// state stage s sends an activation forward while stage s+1 sends a gradient
+// back, and separately each would wait for the other's receive forever.
+// Grouped, both directions proceed together (Megatron-LM's
+// send_forward_recv_backward). pipeline_schedule_matches_under_rendezvous
+// checks a schedule cannot hang this way.
+bool fuses_with_next(const std::vector<PipelineAction>& actions, std::size_t i);
+
+// Simulates the schedule's point-to-point operations with NCCL's semantics
+// (a send completes only together with the peer's matching receive, in order
+// per pair of stages; a fused send + receive is one group that completes when
+// both have met their matches). Returns an empty string when every stage gets
+// through its list, else which operations were left waiting on which stage.
+std::string pipeline_schedule_rendezvous_problem(const PipelineSchedule& schedule);
+
 // The schedule of one optimizer step over `stages` stages and `micro_batches`
 // micro-batches, communication included (see the .cpp for the phases of each
 // kind). Throws ConfigError naming --pp or --micro-batches unless both are >= 1.
