@@ -14,6 +14,7 @@
 #include <mutex>
 #include <vector>
 
+#include "engine/fake_device.h"
 #include "ops/backend.h"
 
 namespace shardscope::testing {
@@ -21,6 +22,11 @@ namespace shardscope::testing {
 class LaggingBackend final : public Backend {
  public:
   explicit LaggingBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  ~LaggingBackend() override {
+    if (on_destroy) on_destroy();  // e.g. leave the device's barrier before going
+    flush();
+  }
+  std::function<void()> on_destroy;
 
   std::string name() const override { return "lagging " + inner_->name(); }
   bool host_memory() const override { return inner_->host_memory(); }
@@ -173,6 +179,64 @@ class LaggingBackend final : public Backend {
   mutable std::mutex mutex_;  // guards queue_
   std::mutex run_mutex_;
   std::vector<std::function<void()>> queue_;
+};
+
+}  // namespace shardscope::testing
+
+namespace shardscope::testing {
+
+// A device's memory as the CUDA glue (ops/device.cpp) gives it, for lagging
+// backends: a released block is not reused while queued ops may still touch
+// it, because each allocation first zeroes its block on the legacy default
+// stream, which waits for every blocking stream of the device. Here: each
+// allocation runs every lagging backend of the device first, then frees the
+// blocks released before.
+class LaggingDevice {
+ public:
+  explicit LaggingDevice(std::shared_ptr<FakeDevice> device) : device_(std::move(device)) {}
+  ~LaggingDevice() { barrier(); }
+  void attach(LaggingBackend* backend) {
+    std::lock_guard lock(mutex_);
+    backends_.push_back(backend);
+  }
+  void detach(LaggingBackend* backend) {
+    std::lock_guard lock(mutex_);
+    std::erase(backends_, backend);
+  }
+  void* allocate_zeroed(std::int64_t bytes) {
+    barrier();
+    return device_->allocate(bytes);
+  }
+  void release(void* p) {
+    std::lock_guard lock(mutex_);
+    released_.push_back(p);
+  }
+  void barrier() {
+    std::vector<void*> released;
+    {
+      std::lock_guard lock(mutex_);
+      for (LaggingBackend* b : backends_) b->synchronize();
+      released.swap(released_);
+    }
+    for (void* p : released) device_->release(p);
+  }
+
+ private:
+  std::shared_ptr<FakeDevice> device_;
+  std::mutex mutex_;
+  std::vector<LaggingBackend*> backends_;
+  std::vector<void*> released_;
+};
+
+class LaggingDeviceMemory final : public DeviceMemory {
+ public:
+  explicit LaggingDeviceMemory(std::shared_ptr<LaggingDevice> device) : device_(std::move(device)) {}
+  void* allocate_zeroed(std::int64_t bytes) override { return device_->allocate_zeroed(bytes); }
+  void release(void* pointer) noexcept override { device_->release(pointer); }
+  std::string name() const override { return "lagging fake:0"; }
+
+ private:
+  std::shared_ptr<LaggingDevice> device_;
 };
 
 }  // namespace shardscope::testing

@@ -43,13 +43,26 @@ struct Run {
   std::vector<std::vector<unsigned char>> states;  // every rank's model states
 };
 
-Run train(const RunConfig& config, const std::shared_ptr<FakeDevice>& device) {
+// lagging: each rank's compute backend queues its ops until the host waits for
+// them (LaggingBackend), its comm backend runs them at once, and memory is
+// reused as the CUDA glue reuses it (LaggingDevice).
+Run train(const RunConfig& config, const std::shared_ptr<FakeDevice>& device, bool lagging = false) {
   RankDeviceFactory factory;
+  auto lagging_device = lagging ? std::make_shared<shardscope::testing::LaggingDevice>(device) : nullptr;
   if (device != nullptr)
-    factory = [device](int) {
+    factory = [device, lagging_device](int) {
       RankDevice d;
-      d.memory = std::make_unique<FakeDeviceMemory>(device);
-      d.backend = std::make_unique<CheckedDeviceBackend>(device, 1);
+      if (lagging_device != nullptr) {
+        d.memory = std::make_unique<shardscope::testing::LaggingDeviceMemory>(lagging_device);
+        auto compute = std::make_unique<LaggingBackend>(std::make_unique<CheckedDeviceBackend>(device, 1));
+        LaggingBackend* raw = compute.get();
+        lagging_device->attach(raw);
+        compute->on_destroy = [lagging_device, raw] { lagging_device->detach(raw); };
+        d.backend = std::move(compute);
+      } else {
+        d.memory = std::make_unique<FakeDeviceMemory>(device);
+        d.backend = std::make_unique<CheckedDeviceBackend>(device, 1);
+      }
       d.comm_backend = std::make_unique<CheckedDeviceBackend>(device, 1);
       return d;
     };
@@ -222,6 +235,8 @@ class TestSharedDevice : public QObject {
   void a_host_buffer_on_a_device_communicator_is_refused();
   void layouts_sharing_one_device_train_as_host_ranks_data();
   void layouts_sharing_one_device_train_as_host_ranks();
+  void layouts_train_as_host_ranks_when_compute_lags_data() { layouts_sharing_one_device_train_as_host_ranks_data(); }
+  void layouts_train_as_host_ranks_when_compute_lags();
 };
 
 void TestSharedDevice::collectives_on_device_memory_match_the_host_data() {
@@ -362,6 +377,32 @@ void TestSharedDevice::layouts_sharing_one_device_train_as_host_ranks() {
   QCOMPARE(dev.eval, host.eval);
   QVERIFY(dev.states == host.states);
   QVERIFY(dev.losses.back() < dev.losses.front());
+  QCOMPARE(device->live_blocks(), std::size_t{0});
+}
+
+// The same with each rank's compute stream as late as it can be (its ops run
+// only when the host waits for them): every hand-over between the compute and
+// communication streams, and every host read, must wait for it.
+void TestSharedDevice::layouts_train_as_host_ranks_when_compute_lags() {
+  QFETCH(int, dp);
+  QFETCH(int, pp);
+  QFETCH(int, zero);
+  QFETCH(bool, naive);
+  QFETCH(int, precision);
+  RunConfig c = base_config();
+  c.dp = dp;
+  c.pp = pp;
+  c.zero_stage = zero;
+  c.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
+  c.precision = static_cast<Precision>(precision);
+  if (pp > 1) c.micro_batches = 2;
+  if (dp == 3) c.batch = 12;
+  auto device = std::make_shared<FakeDevice>();
+  const Run host = train(c, nullptr);
+  const Run dev = train(c, device, /*lagging=*/true);
+  QCOMPARE(dev.losses, host.losses);
+  QCOMPARE(dev.eval, host.eval);
+  QVERIFY(dev.states == host.states);
   QCOMPARE(device->live_blocks(), std::size_t{0});
 }
 
