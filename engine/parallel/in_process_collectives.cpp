@@ -90,7 +90,10 @@ void InProcessCommunicator::all_reduce(void* data_, std::int64_t count, DType dt
   const auto esize = static_cast<std::int64_t>(dtype_size(dtype));
   CommMemory& mem = *memory_;
   const bool pre_divide = pre_divides(dtype, op);
-  if (pre_divide) mem.divide(dtype, data, count, n_);  // before enter(): our buffer is ours until then
+  if (pre_divide) {  // before enter(): our buffer is ours until then
+    mem.settle();    // ... once the compute stream has written it (the division runs on the comm stream)
+    mem.divide(dtype, data, count, n_);
+  }
   const std::int64_t base = enter(CommOp::all_reduce, data, data, count, -1, dtype);
   const Chunks chunks(count, n_);
   const Transfer rs{CommOp::all_reduce, RingPhase::reduce_scatter, tag};
@@ -126,9 +129,13 @@ void InProcessCommunicator::reduce_scatter(const void* send_, void* recv, std::i
   const std::int64_t chunk = recv_count * esize;
   CommMemory& mem = *memory_;
   auto* send = static_cast<const std::byte*>(send_);
+  // The copies below run on the comm stream: first the compute stream's writes
+  // into send (and its reads of recv) must be done.
+  mem.settle();
   if (n_ == 1) {
     if (world_->aborted()) raise_aborted();
     mem.copy(recv, send, chunk);
+    mem.settle();  // the caller's compute reads recv next, on another stream
     return;
   }
   const bool pre_divide = pre_divides(dtype, op);
@@ -165,9 +172,11 @@ void InProcessCommunicator::all_gather(const void* send, void* recv, std::int64_
   const std::int64_t chunk = bytes_of(send_count, dtype);
   auto* out = static_cast<std::byte*>(recv);
   CommMemory& mem = *memory_;
+  mem.settle();  // the compute stream's writes into send are done before the comm stream copies it
   if (n_ == 1) {
     if (world_->aborted()) raise_aborted();
     mem.copy(recv, send, chunk);
+    mem.settle();  // the caller's compute reads recv next, on another stream
     return;
   }
   mem.copy(out + me_ * chunk, send, chunk);  // before enter() settles and publishes

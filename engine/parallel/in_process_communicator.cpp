@@ -291,7 +291,7 @@ void InProcessCommunicator::send(const float* data, std::int64_t count, int peer
   check_argument(count >= 0, "send", "negative count");
   check_argument(peer >= 0 && peer < n_ && peer != me_, "send", "peer outside the group or self");
   if (world_->aborted()) raise_aborted();
-  memory_->settle();  // the data is final (our compute stream may still be writing it) before anyone reads it
+  memory_->settle();  // the compute stream has written data before the comm stream copies it
   Mailbox& box = group_->mailboxes[static_cast<std::size_t>(me_ * n_ + peer)];
   const std::int64_t start = now();
   std::unique_lock lock(box.mutex);
@@ -328,7 +328,9 @@ void InProcessCommunicator::recv(float* data, std::int64_t count, int peer, cons
   check_argument(count >= 0, "recv", "negative count");
   check_argument(peer >= 0 && peer < n_ && peer != me_, "recv", "peer outside the group or self");
   if (world_->aborted()) raise_aborted();
-  memory_->settle();  // our streams are done with the buffer before a peer overwrites it
+  // The compute stream is done with data (it may still read the last message)
+  // before a sender's comm stream, or ours, overwrites it.
+  memory_->settle();
   Mailbox& box = group_->mailboxes[static_cast<std::size_t>(peer * n_ + me_)];
   std::unique_lock lock(box.mutex);
   if (box.queue.empty()) {

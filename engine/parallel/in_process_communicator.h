@@ -47,7 +47,9 @@
 // Device memory (ranks sharing one GPU, CommDevice): the same algorithms, the
 // copies and sums made by the rank's communication backend on its stream. A
 // rank settles (waits for its compute and communication streams) before it
-// publishes its buffers and before it tells a peer a write into theirs is done,
+// publishes its buffers, before its comm stream first touches a buffer its
+// compute stream wrote (a 16-bit average's division, the all-gather's own
+// chunk, a message), and before it tells a peer a write into theirs is done,
 // so the progress counters order device work as they order host copies.
 //
 // Misuse: a negative count, or a root or peer outside the group, aborts the

@@ -15,6 +15,7 @@
 
 #include "core/half.h"
 #include "engine/fake_device.h"
+#include "engine/lagging_backend.h"
 #include "parallel/in_process_communicator.h"
 #include "train/trainer.h"
 
@@ -22,6 +23,7 @@ using namespace shardscope;
 using shardscope::testing::CheckedDeviceBackend;
 using shardscope::testing::FakeDevice;
 using shardscope::testing::FakeDeviceMemory;
+using shardscope::testing::LaggingBackend;
 
 namespace {
 
@@ -43,15 +45,29 @@ struct Run {
   std::vector<std::vector<unsigned char>> states;  // every rank's model states
 };
 
-Run train(const RunConfig& config, const std::shared_ptr<FakeDevice>& device) {
+// lagging: each rank's compute backend queues its ops until the host waits for
+// them (LaggingBackend), its comm backend runs them at once, and memory is
+// reused as the CUDA glue reuses it (LaggingDevice).
+Run train(const RunConfig& config, const std::shared_ptr<FakeDevice>& device, bool lagging = false) {
   RankDeviceFactory factory;
+  auto lagging_device = lagging ? std::make_shared<shardscope::testing::LaggingDevice>(device) : nullptr;
   if (device != nullptr)
-    factory = [device](int r) {
+    factory = [device, lagging_device](int r) {
       RankDevice d;
-      d.memory = std::make_unique<FakeDeviceMemory>(device);
-      // Asynchronous streams, as on a GPU: a missing wait shows as a wrong result.
-      d.backend = std::make_unique<CheckedDeviceBackend>(device, 1, true, 2 * r + 1);
-      d.comm_backend = std::make_unique<CheckedDeviceBackend>(device, 1, true, 2 * r + 2);
+      if (lagging_device != nullptr) {
+        d.memory = std::make_unique<shardscope::testing::LaggingDeviceMemory>(lagging_device);
+        auto compute = std::make_unique<LaggingBackend>(std::make_unique<CheckedDeviceBackend>(device, 1));
+        LaggingBackend* raw = compute.get();
+        lagging_device->attach(raw);
+        compute->on_destroy = [lagging_device, raw] { lagging_device->detach(raw); };
+        d.backend = std::move(compute);
+        d.comm_backend = std::make_unique<CheckedDeviceBackend>(device, 1);
+      } else {
+        d.memory = std::make_unique<FakeDeviceMemory>(device);
+        // Asynchronous streams, as on a GPU: a missing wait shows as a wrong result.
+        d.backend = std::make_unique<CheckedDeviceBackend>(device, 1, true, 2 * r + 1);
+        d.comm_backend = std::make_unique<CheckedDeviceBackend>(device, 1, true, 2 * r + 2);
+      }
       return d;
     };
   Trainer trainer(config, nullptr, factory);
@@ -65,13 +81,18 @@ Run train(const RunConfig& config, const std::shared_ptr<FakeDevice>& device) {
 }
 
 // The collective results of `n` ranks in device or host memory, as host bytes.
+// `lagging`: each rank's compute backend queues its ops until the host waits
+// for them (a GPU stream's asynchrony at its worst) while its communication
+// backend runs at once, and the rank writes every buffer through its compute
+// backend right before the collective that reads it.
 struct Collected {
   std::vector<std::vector<unsigned char>> all_reduce_sum, all_reduce_avg, reduce_scatter, all_gather, broadcast,
       gathered, scattered, received;
   std::vector<float> host_sum;
 };
 
-Collected collectives(int n, DType dtype, const std::shared_ptr<FakeDevice>& device, bool asynchronous = false) {
+Collected collectives(int n, DType dtype, const std::shared_ptr<FakeDevice>& device, bool asynchronous = false,
+                      bool lagging = false) {
   const std::int64_t count = 1000 + 7;  // not a multiple of n: uneven chunks
   const auto esize = static_cast<std::int64_t>(dtype_size(dtype));
   auto world = InProcessWorld::create(n);
@@ -97,6 +118,7 @@ Collected collectives(int n, DType dtype, const std::shared_ptr<FakeDevice>& dev
         Backend* ops = cpu.get();
         if (device != nullptr) {
           compute = std::make_unique<CheckedDeviceBackend>(device, 1, asynchronous, 10 + r);
+          if (lagging) compute = std::make_unique<LaggingBackend>(std::move(compute));
           comm_backend = std::make_unique<CheckedDeviceBackend>(device, 1, asynchronous, 20 + r);
           memory = std::make_unique<FakeDeviceMemory>(device);
           cd = CommDevice{compute.get(), comm_backend.get(), memory.get()};
@@ -125,6 +147,7 @@ Collected collectives(int n, DType dtype, const std::shared_ptr<FakeDevice>& dev
           b->p = memory != nullptr ? memory->allocate_zeroed(bytes) : std::calloc(static_cast<std::size_t>(bytes), 1);
           return b;
         };
+        std::vector<std::unique_ptr<Block>> stagings;  // kept until the end: queued copies read them
         const auto fill = [&](Block& b, int salt) {
           std::vector<float> values(static_cast<std::size_t>(b.bytes / esize));
           for (std::size_t i = 0; i < values.size(); ++i)
@@ -134,7 +157,13 @@ Collected collectives(int n, DType dtype, const std::shared_ptr<FakeDevice>& dev
             std::memcpy(raw.data(), values.data(), raw.size());
           else
             half::narrow(dtype, values.data(), reinterpret_cast<std::uint16_t*>(raw.data()), values.size());
-          ops->upload(b.p, raw.data(), b.bytes);
+          // Through a staging block and a copy the compute backend may queue.
+          auto staging = block(b.bytes);
+          ops->upload(staging->p, raw.data(), b.bytes);
+          const std::vector<unsigned char> stale(static_cast<std::size_t>(b.bytes), 0x3C);  // finite in every dtype
+          ops->upload(b.p, stale.data(), b.bytes);
+          ops->copy(b.p, staging->p, b.bytes);  // b holds `stale` until a lagging backend runs this
+          stagings.push_back(std::move(staging));
         };
         const auto read = [&](const Block& b, std::int64_t offset = 0, std::int64_t bytes = -1) {
           std::vector<unsigned char> raw(static_cast<std::size_t>(bytes < 0 ? b.bytes : bytes));
@@ -164,13 +193,17 @@ Collected collectives(int n, DType dtype, const std::shared_ptr<FakeDevice>& dev
         comm->gather(x->p, whole->p, count, dtype, 0, {});
         if (r == 0) out.gathered[r] = read(*whole);
         fill(*whole, 7);
-        comm->scatter(whole->p, part->p, count, dtype, 1, {});
+        comm->scatter(whole->p, part->p, count, dtype, std::min(1, n - 1), {});
         out.scattered[r] = read(*part);
         // Pipeline: rank r sends to r + 1 (f32 activations).
         auto act = block(count * 4);
-        if (r > 0)
+        auto before = block(count * 4);  // what act held before the message came: zeros
+        if (r > 0) {
+          ops->copy(before->p, act->p, count * 4);  // queued: must read act before recv overwrites it
           comm->recv(static_cast<float*>(act->p), count, r - 1, {});
-        else {
+          if (read(*before) != std::vector<unsigned char>(static_cast<std::size_t>(count * 4), 0))
+            throw std::runtime_error("rank " + std::to_string(r) + ": recv overwrote a buffer its compute still read");
+        } else {
           std::vector<float> v(static_cast<std::size_t>(count), 1.5f);
           ops->upload(act->p, v.data(), count * 4);
         }
@@ -182,6 +215,7 @@ Collected collectives(int n, DType dtype, const std::shared_ptr<FakeDevice>& dev
         float host_value = static_cast<float>(r + 1);
         comm->all_reduce_host(&host_value, 1, ReduceOp::sum, {});
         out.host_sum[r] = host_value;
+        ops->synchronize();  // before the blocks are freed
       } catch (const std::exception& e) {
         errors[static_cast<std::size_t>(r)] = e.what();
         world->abort(r, e.what());
@@ -201,9 +235,13 @@ class TestSharedDevice : public QObject {
  private Q_SLOTS:
   void collectives_on_device_memory_match_the_host_data();
   void collectives_on_device_memory_match_the_host();
+  void collectives_wait_for_the_compute_stream_data();
+  void collectives_wait_for_the_compute_stream();
   void a_host_buffer_on_a_device_communicator_is_refused();
   void layouts_sharing_one_device_train_as_host_ranks_data();
   void layouts_sharing_one_device_train_as_host_ranks();
+  void layouts_train_as_host_ranks_when_compute_lags_data() { layouts_sharing_one_device_train_as_host_ranks_data(); }
+  void layouts_train_as_host_ranks_when_compute_lags();
 };
 
 void TestSharedDevice::collectives_on_device_memory_match_the_host_data() {
@@ -237,6 +275,43 @@ void TestSharedDevice::collectives_on_device_memory_match_the_host() {
     QVERIFY(dev.all_reduce_sum[0] != std::vector<unsigned char>(dev.all_reduce_sum[0].size(), 0));
     QCOMPARE(device->live_blocks(), std::size_t{0});  // staging and scratch released with the communicators
   }
+}
+
+// A device collective copies and sums on the rank's communication stream: it
+// must first wait for what the rank's compute stream still writes into (or
+// reads from) the buffers, including before the steps a rank takes on its own
+// buffers ahead of publishing them (the 16-bit average's division, the
+// all-gather's own chunk, a one-rank group's copy, a message).
+void TestSharedDevice::collectives_wait_for_the_compute_stream_data() {
+  QTest::addColumn<int>("ranks");
+  QTest::addColumn<int>("dtype");
+  for (const int n : {1, 2, 3})
+    for (const DType d : {DType::f32, DType::f16, DType::bf16})
+      QTest::addRow("%d ranks %s", n, std::string(dtype_name(d)).c_str()) << n << static_cast<int>(d);
+}
+
+void TestSharedDevice::collectives_wait_for_the_compute_stream() {
+  QFETCH(int, ranks);
+  QFETCH(int, dtype);
+  const auto d = static_cast<DType>(dtype);
+  auto device = std::make_shared<FakeDevice>();
+  const Collected host = collectives(ranks, d, nullptr);
+  Collected dev;
+  try {
+    dev = collectives(ranks, d, device, /*asynchronous=*/false, /*lagging=*/true);
+  } catch (const std::exception& e) {
+    QFAIL(e.what());
+  }
+  QVERIFY(host.all_reduce_sum == dev.all_reduce_sum);
+  QVERIFY(host.all_reduce_avg == dev.all_reduce_avg);
+  QVERIFY(host.reduce_scatter == dev.reduce_scatter);
+  QVERIFY(host.all_gather == dev.all_gather);
+  QVERIFY(host.broadcast == dev.broadcast);
+  QVERIFY(host.gathered == dev.gathered);
+  QVERIFY(host.scattered == dev.scattered);
+  QVERIFY(host.received == dev.received);
+  QVERIFY(host.host_sum == dev.host_sum);
+  QCOMPARE(device->live_blocks(), std::size_t{0});
 }
 
 void TestSharedDevice::a_host_buffer_on_a_device_communicator_is_refused() {
@@ -309,6 +384,32 @@ void TestSharedDevice::layouts_sharing_one_device_train_as_host_ranks() {
   QCOMPARE(dev.eval, host.eval);
   QVERIFY(dev.states == host.states);
   QVERIFY(dev.losses.back() < dev.losses.front());
+  QCOMPARE(device->live_blocks(), std::size_t{0});
+}
+
+// The same with each rank's compute stream as late as it can be (its ops run
+// only when the host waits for them): every hand-over between the compute and
+// communication streams, and every host read, must wait for it.
+void TestSharedDevice::layouts_train_as_host_ranks_when_compute_lags() {
+  QFETCH(int, dp);
+  QFETCH(int, pp);
+  QFETCH(int, zero);
+  QFETCH(bool, naive);
+  QFETCH(int, precision);
+  RunConfig c = base_config();
+  c.dp = dp;
+  c.pp = pp;
+  c.zero_stage = zero;
+  c.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
+  c.precision = static_cast<Precision>(precision);
+  if (pp > 1) c.micro_batches = 2;
+  if (dp == 3) c.batch = 12;
+  auto device = std::make_shared<FakeDevice>();
+  const Run host = train(c, nullptr);
+  const Run dev = train(c, device, /*lagging=*/true);
+  QCOMPARE(dev.losses, host.losses);
+  QCOMPARE(dev.eval, host.eval);
+  QVERIFY(dev.states == host.states);
   QCOMPARE(device->live_blocks(), std::size_t{0});
 }
 

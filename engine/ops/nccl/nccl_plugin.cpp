@@ -197,11 +197,15 @@ __attribute__((visibility("default"))) int shardscope_nccl_poll(void* context, i
     const cudaError_t status = cudaEventQuery(c.end);
     if (status == cudaErrorNotReady) return;
     check(status, "cudaEventQuery");
-    float start = 0.0f, end = 0.0f;
+    // cudaEventElapsedTime gives a float: measured from the reference event
+    // recorded at init, its step grows with the run (about 2 us after 16 s,
+    // 0.25 ms after an hour), coarser than most calls. So only the start is
+    // placed from the reference; the duration is measured from start to end.
+    float start = 0.0f, duration = 0.0f;
     check(cudaEventElapsedTime(&start, c.reference, c.start), "cudaEventElapsedTime");
-    check(cudaEventElapsedTime(&end, c.reference, c.end), "cudaEventElapsedTime");
+    check(cudaEventElapsedTime(&duration, c.start, c.end), "cudaEventElapsedTime");
     *start_ms = start;
-    *end_ms = end;
+    *end_ms = static_cast<double>(start) + duration;
     *done = 1;
   });
 }
