@@ -97,6 +97,15 @@ class Communicator {
   // Point to point, matched in order per (sender, receiver) pair.
   virtual void send(const float* data, std::int64_t count, int peer, const CommTag& tag) = 0;
   virtual void recv(float* data, std::int64_t count, int peer, const CommTag& tag) = 0;
+  // send (send_count) to send_peer and recv (recv_count) from recv_peer as one
+  // exchange: NCCL runs them as a group, so two ranks that send to each other
+  // before receiving do not wait for each other forever (pipeline_schedule.h,
+  // fuses_with_next). By default a send then a receive, right where sends are eager.
+  virtual void send_recv(const float* send_data, std::int64_t send_count, int send_peer, float* recv_data,
+                         std::int64_t recv_count, int recv_peer, const CommTag& send_tag, const CommTag& recv_tag) {
+    send(send_data, send_count, send_peer, send_tag);
+    recv(recv_data, recv_count, recv_peer, recv_tag);
+  }
   virtual void barrier() = 0;
 
   // Marks the whole world as failed: every rank blocked in a call, now or later,

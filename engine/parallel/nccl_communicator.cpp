@@ -87,6 +87,18 @@ class NcclCommunicator final : public Communicator {
         DType::f32, -1, tag);
   }
 
+  void send_recv(const float* send_data, std::int64_t send_count, int send_peer, float* recv_data,
+                 std::int64_t recv_count, int recv_peer, const CommTag& send_tag, const CommTag&) override {
+    require(send_count >= 0 && recv_count >= 0 && send_peer >= 0 && send_peer < size() && send_peer != me_ &&
+                recv_peer >= 0 && recv_peer < size() && recv_peer != me_,
+            "send_recv", "bad count or peer");
+    ShardscopeNcclCall c =
+        call(shardscope_nccl_send_recv, send_data, recv_data, send_count, DType::f32, ReduceOp::sum, send_peer);
+    c.recv_count = recv_count;
+    c.recv_peer = recv_peer;
+    run(c, CommOp::send, send_count, DType::f32, send_peer, send_tag);
+  }
+
   // Host values travel through a small device buffer: NCCL reads device memory only.
   void all_reduce_host(float* data, std::int64_t count, ReduceOp op, const CommTag& tag) override {
     float* d = staging(count);

@@ -17,7 +17,9 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
   Model& model = run.model;
   PipelineStageResult result;
   const int C = model.config().channels;
-  for (const PipelineAction& action : *run.actions) {
+  const std::vector<PipelineAction>& actions = *run.actions;
+  for (std::size_t index = 0; index < actions.size(); ++index) {
+    const PipelineAction& action = actions[index];
     const int j = action.micro_batch;
     model.use_slot(j % model.activation_slots());
     const Batch batch = run.batch(j);
@@ -28,6 +30,23 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
     span.kind = EventKind::compute_span;
     span.micro_batch = tag.micro_batch;
     model.set_event_context(span);
+    if (fuses_with_next(actions, index)) {
+      // A send and the receive after it, as one exchange (see fuses_with_next).
+      const PipelineAction& next = actions[index + 1];
+      const Batch next_batch = run.batch(next.micro_batch);
+      const std::int64_t next_count = static_cast<std::int64_t>(next_batch.B) * next_batch.T * C;
+      CommTag next_tag = run.tag;
+      next_tag.micro_batch = run.micro_batch_offset + next.micro_batch;
+      const float* out = action.type == Type::send_activation ? model.stage_output() : model.input_gradient();
+      // The receive's buffer belongs to its own micro-batch's activation slot.
+      model.use_slot(next.micro_batch % model.activation_slots());
+      float* in = next.type == Type::recv_activation ? model.stage_input(next_batch.B, next_batch.T)
+                                                     : model.output_gradient(next_batch.B, next_batch.T);
+      model.use_slot(j % model.activation_slots());
+      run.pipeline->send_recv(out, count, action.peer_stage, in, next_count, next.peer_stage, tag, next_tag);
+      ++index;
+      continue;
+    }
     switch (action.type) {
       case Type::recv_activation:  // the previous stage's output is our input
         run.pipeline->recv(model.stage_input(batch.B, batch.T), count, action.peer_stage, tag);

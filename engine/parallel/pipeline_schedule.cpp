@@ -316,12 +316,16 @@ bool fuses_with_next(const std::vector<PipelineAction>& actions, std::size_t i) 
   using Type = PipelineAction::Type;
   if (i + 1 >= actions.size()) return false;
   const Type a = actions[i].type, b = actions[i + 1].type;
-  const bool send = a == Type::send_activation || a == Type::send_gradient;
-  const bool recv = b == Type::recv_activation || b == Type::recv_gradient;
-  return send && recv;
+  // Only the exchanges of opposite directions, whose buffers differ: a gradient
+  // sent back and the next activation received (the stage's input), or an
+  // activation sent on and a gradient received. A gradient sent back and one
+  // received from the next stage share the model's gradient scratch, so they
+  // stay in order (and, flowing one way in the cool-down, cannot hang).
+  return (a == Type::send_activation && b == Type::recv_gradient) ||
+         (a == Type::send_gradient && b == Type::recv_activation);
 }
 
-std::string pipeline_schedule_rendezvous_problem(const PipelineSchedule& schedule) {
+std::string pipeline_schedule_rendezvous_problem(const PipelineSchedule& schedule, bool fused) {
   using Type = PipelineAction::Type;
   struct Op {
     bool send;
@@ -337,7 +341,7 @@ std::string pipeline_schedule_rendezvous_problem(const PipelineSchedule& schedul
       if (is_compute(actions[i])) continue;
       const bool send = t == Type::send_activation || t == Type::send_gradient;
       std::vector<Op> item{{send, actions[i].peer_stage}};
-      if (fuses_with_next(actions, i)) {
+      if (fused && fuses_with_next(actions, i)) {
         item.push_back({false, actions[i + 1].peer_stage});
         ++i;
       }

@@ -43,14 +43,15 @@ using PipelineSchedule = std::vector<std::vector<PipelineAction>>;
 const char* pipeline_action_type_name(PipelineAction::Type type);  // "forward", "send_activation", ...
 bool is_compute(const PipelineAction& action);                     // forward or backward
 
-// Whether actions[i], a send, and actions[i + 1], a receive, go out as one
-// grouped exchange (Communicator::send_recv). NCCL pairs a send with the
+// Whether actions[i], a send, and actions[i + 1], a receive the other way
+// (send activation + receive gradient, or send gradient + receive activation),
+// go out as one grouped exchange (Communicator::send_recv). NCCL pairs a send with the
 // peer's receive in order and blocks both until they meet: in 1F1B's steady
 // state stage s sends an activation forward while stage s+1 sends a gradient
 // back, and separately each would wait for the other's receive forever.
 // Grouped, both directions proceed together (Megatron-LM's
-// send_forward_recv_backward). pipeline_schedule_matches_under_rendezvous
-// checks a schedule cannot hang this way.
+// send_forward_recv_backward).
+// pipeline_schedule_rendezvous_problem checks a schedule cannot hang this way.
 bool fuses_with_next(const std::vector<PipelineAction>& actions, std::size_t i);
 
 // Simulates the schedule's point-to-point operations with NCCL's semantics
@@ -58,7 +59,8 @@ bool fuses_with_next(const std::vector<PipelineAction>& actions, std::size_t i);
 // per pair of stages; a fused send + receive is one group that completes when
 // both have met their matches). Returns an empty string when every stage gets
 // through its list, else which operations were left waiting on which stage.
-std::string pipeline_schedule_rendezvous_problem(const PipelineSchedule& schedule);
+// fused: group as fuses_with_next says (false: every op alone, to show the hang).
+std::string pipeline_schedule_rendezvous_problem(const PipelineSchedule& schedule, bool fused = true);
 
 // The schedule of one optimizer step over `stages` stages and `micro_batches`
 // micro-batches, communication included (see the .cpp for the phases of each

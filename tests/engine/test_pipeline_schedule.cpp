@@ -43,6 +43,7 @@ PipelineAction compute(Type type, int micro_batch) {
 class TestPipelineSchedule : public QObject {
   Q_OBJECT
  private Q_SLOTS:
+  void schedules_cannot_hang_under_nccl_rendezvous();
   void kind_names_round_trip();
   void gpipe_matches_textbook_order();
   void one_f_one_b_matches_textbook_order();
@@ -318,6 +319,27 @@ void TestPipelineSchedule::simulator_rejects_deadlocks_and_malformed_lists() {
       simulate_pipeline_schedule({{compute(Type::forward, 0), {Type::send_activation, 0, 0}}}, 1, 1));
   QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
                            simulate_pipeline_schedule({{compute(Type::forward, 0), compute(Type::forward, 0)}}, 1, 1));
+}
+
+// NCCL pairs each send with the peer's receive and blocks both until they
+// meet. Run as the executor groups them (fuses_with_next), every schedule gets
+// through; with every op alone, 1F1B's steady state hangs (stage s sends an
+// activation while stage s+1 sends a gradient), which the check must see.
+void TestPipelineSchedule::schedules_cannot_hang_under_nccl_rendezvous() {
+  for (const PipelineScheduleKind kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b})
+    for (int p = 1; p <= 8; ++p)
+      for (int m = 1; m <= 12; ++m) {
+        const std::string problem = pipeline_schedule_rendezvous_problem(make_pipeline_schedule(kind, p, m));
+        QVERIFY2(problem.empty(), qPrintable(QString("%1 p=%2 m=%3: %4")
+                                                 .arg(pipeline_schedule_name(kind))
+                                                 .arg(p)
+                                                 .arg(m)
+                                                 .arg(QString::fromStdString(problem))));
+      }
+  const std::string unfused =
+      pipeline_schedule_rendezvous_problem(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, 2, 4), false);
+  QVERIFY2(unfused.find("stage 0 waits on send to stage 1") != std::string::npos, unfused.c_str());
+  QVERIFY2(unfused.find("stage 1 waits on send to stage 0") != std::string::npos, unfused.c_str());
 }
 
 QTEST_GUILESS_MAIN(TestPipelineSchedule)

@@ -177,6 +177,13 @@ __attribute__((visibility("default"))) int shardscope_nccl_enqueue(void* context
       case shardscope_nccl_recv:
         check(ncclRecv(call->recv, count, type, call->peer, c.comm, stream), "ncclRecv");
         break;
+      case shardscope_nccl_send_recv:  // both directions at once: neither waits for the other
+        check(ncclGroupStart(), "ncclGroupStart");
+        check(ncclSend(call->send, count, type, call->peer, c.comm, stream), "ncclSend");
+        check(ncclRecv(call->recv, static_cast<std::size_t>(call->recv_count), type, call->recv_peer, c.comm, stream),
+              "ncclRecv");
+        check(ncclGroupEnd(), "ncclGroupEnd");
+        break;
       default:
         throw std::invalid_argument("NCCL call: unknown op " + std::to_string(call->op));
     }

@@ -17,7 +17,7 @@
 
 #include <cstddef>
 
-#define SHARDSCOPE_NCCL_PLUGIN_ABI 2
+#define SHARDSCOPE_NCCL_PLUGIN_ABI 3
 
 extern "C" {
 
@@ -29,7 +29,8 @@ enum ShardscopeNcclOp {
   shardscope_nccl_gather = 4,   // grouped sends to the root (NCCL has no gather)
   shardscope_nccl_scatter = 5,  // grouped sends from the root
   shardscope_nccl_send = 6,
-  shardscope_nccl_recv = 7
+  shardscope_nccl_recv = 7,
+  shardscope_nccl_send_recv = 8  // send to `peer` and receive from `recv_peer` as one group
 };
 
 struct ShardscopeNcclCall {
@@ -42,6 +43,8 @@ struct ShardscopeNcclCall {
   int average;           // all_reduce / reduce_scatter: 1 ncclAvg, 0 ncclSum
   int peer;              // broadcast / gather / scatter: the root; send / recv: the peer (group ranks)
   void* compute_stream;  // cudaStream_t whose queued work the call waits for
+  long long recv_count;  // send_recv: the receive's elements
+  int recv_peer;         // send_recv: the receive's peer
 };
 
 int shardscope_nccl_abi_version(void);
