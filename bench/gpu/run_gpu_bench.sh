@@ -7,6 +7,9 @@
 # (the GPU's dense 16-bit peak; default from its name: H100/H200 989, A100 312,
 # RTX 4090 165). Prints "skipped: no GPU (...)" and exits 0 where none is usable.
 # MFU = tokens/s x (6N + 12 L C T) / peak (PaLM, appendix B; N = parameters).
+# Then the row ops alone (layernorm, attention softmax, cross-entropy, bias and
+# embedding gradients) at gpt2-124m widths: bench_row_ops, GB/s against the
+# GPU's peak bandwidth, beside PyTorch eager's (bench/gpu/pytorch_row_ops.py).
 # SPDX-License-Identifier: GPL-3.0-or-later
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -15,7 +18,7 @@ build_dir=${2:-build}
 model=${MODEL:-gpt2-124m} batch=${BATCH:-16} seq=${SEQ:-1024} precision=${PRECISION:-bf16} gpu=${GPU:-0}
 if [ "${SHARDSCOPE_SKIP_BUILD:-0}" != 1 ]; then  # 1: binaries already there (tests/gpu/device_run.sh)
   [ -f "$build_dir/CMakeCache.txt" ] || cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
-  cmake --build "$build_dir" --target bench_train shardscope-cli shardscope_cuda --parallel "$(nproc)" >/dev/null
+  cmake --build "$build_dir" --target bench_train bench_row_ops shardscope-cli shardscope_cuda --parallel "$(nproc)" >/dev/null
 fi
 # Is a GPU usable? A one-step cuda run says so, or says why not.
 probe=$("$build_dir/app/shardscope-cli" train --device cuda --gpus "$gpu" --model gpt-tiny --steps 1 --batch 1 --seq 8 2>&1)
@@ -68,4 +71,11 @@ if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
   done
 else
   echo "pytorch: not measured (no torch with CUDA in this environment)"
+fi
+
+echo
+CUDA_VISIBLE_DEVICES=$gpu "$build_dir/bench/bench_row_ops" --batch "$batch" --seq "$seq"
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  CUDA_VISIBLE_DEVICES=$gpu python3 bench/gpu/pytorch_row_ops.py --batch "$batch" --seq "$seq" ||
+    echo "pytorch row ops: failed"
 fi

@@ -81,7 +81,17 @@ SS_HD float gelu_grad(float x, GeluKind kind) {
 }
 
 // ---- LayerNorm (Ba et al. 2016), one row of C values ----------------------------
+// The per-element steps are separate functions so the GPU's warp-per-row
+// kernels run exactly these expressions; only the row sums differ in order.
 // y = (x - mean) * rstd * w + b, rstd = 1 / sqrt(var + eps), var biased (/C).
+SS_HD float layernorm_output(float x, float mean, float rstd, float w, float b) { return (x - mean) * rstd * w + b; }
+
+// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w, xhat = (x - mean) * rstd.
+SS_HD float layernorm_input_grad(float dy, float x, float w, float mean, float rstd, float mean_g, float mean_gx) {
+  const float xhat = (x - mean) * rstd;
+  return rstd * (dy * w - mean_g - xhat * mean_gx);
+}
+
 SS_HD void layernorm_forward_row(const float* x, const float* w, const float* b, float* y, float* mean_out,
                                  float* rstd_out, int C, float eps) {
   float mean = 0.0f;
@@ -94,7 +104,7 @@ SS_HD void layernorm_forward_row(const float* x, const float* w, const float* b,
   }
   var /= static_cast<float>(C);
   const float rstd = 1.0f / sqrtf(var + eps);
-  for (int i = 0; i < C; ++i) y[i] = (x[i] - mean) * rstd * w[i] + b[i];
+  for (int i = 0; i < C; ++i) y[i] = layernorm_output(x[i], mean, rstd, w[i], b[i]);
   *mean_out = mean;
   *rstd_out = rstd;
 }
@@ -113,23 +123,23 @@ SS_HD void layernorm_backward_row(const float* dy, const float* x, const float* 
   }
   mean_g /= static_cast<float>(C);
   mean_gx /= static_cast<float>(C);
-  for (int i = 0; i < C; ++i) {
-    const float xhat = (x[i] - mean) * rstd;
-    dx[i] = rstd * (dy[i] * w[i] - mean_g - xhat * mean_gx);
-  }
+  for (int i = 0; i < C; ++i) dx[i] = layernorm_input_grad(dy[i], x[i], w[i], mean, rstd, mean_g, mean_gx);
 }
 
 // ---- Softmax over one row, with the first `valid` entries live -------------------
 // Entries at index >= valid (causal mask) or with mask[j] == 0 (padding) get
 // probability 0. `mask` may be null. A row with nothing live becomes all zeros.
+SS_HD bool softmax_live(int j, int valid, const std::int32_t* mask) {
+  return j < valid && (mask == nullptr || mask[j] != 0);
+}
+
 SS_HD void softmax_row(const float* scores, float* probs, int n, int valid, const std::int32_t* mask, float scale) {
   float max_v = -INFINITY;
   for (int j = 0; j < valid; ++j)
     if (mask == nullptr || mask[j] != 0) max_v = max_f(max_v, scores[j] * scale);
   float sum = 0.0f;
   for (int j = 0; j < n; ++j) {
-    const bool live = j < valid && (mask == nullptr || mask[j] != 0);
-    const float e = live ? exp_approx(scores[j] * scale - max_v) : 0.0f;
+    const float e = softmax_live(j, valid, mask) ? exp_approx(scores[j] * scale - max_v) : 0.0f;
     probs[j] = e;
     sum += e;
   }
@@ -138,13 +148,21 @@ SS_HD void softmax_row(const float* scores, float* probs, int n, int valid, cons
 }
 
 // Softmax backward: dscores_j = p_j (dp_j - sum_k p_k dp_k), times the score scale.
+SS_HD float softmax_backward_element(float p, float dp, float dot, float scale) { return scale * p * (dp - dot); }
+
 SS_HD void softmax_backward_row(const float* probs, const float* dprobs, float* dscores, int n, float scale) {
   float dot = 0.0f;
   for (int j = 0; j < n; ++j) dot += probs[j] * dprobs[j];
-  for (int j = 0; j < n; ++j) dscores[j] = scale * probs[j] * (dprobs[j] - dot);
+  for (int j = 0; j < n; ++j) dscores[j] = softmax_backward_element(probs[j], dprobs[j], dot, scale);
 }
 
 // ---- Softmax cross-entropy over one row of V logits -------------------------------
+// From the row's max and sum of e^(logit - max): -log softmax = log(sum) + max - logit[target].
+SS_HD float cross_entropy_loss(float sum, float max_v, float target_logit) { return logf(sum) + max_v - target_logit; }
+
+// One element of the gradient before the target's -dloss: e^(logit - max) * scale, scale = dloss / sum.
+SS_HD float cross_entropy_grad(float logit, float max_v, float scale) { return exp_approx(logit - max_v) * scale; }
+
 // Returns -log softmax(logits)[target]; target < 0 means "ignored" (returns 0).
 SS_HD float cross_entropy_row(const float* logits, int V, int target) {
   if (target < 0) return 0.0f;
@@ -152,7 +170,7 @@ SS_HD float cross_entropy_row(const float* logits, int V, int target) {
   for (int j = 0; j < V; ++j) max_v = max_f(max_v, logits[j]);
   float sum = 0.0f;
   for (int j = 0; j < V; ++j) sum += exp_approx(logits[j] - max_v);
-  return logf(sum) + max_v - logits[target];
+  return cross_entropy_loss(sum, max_v, logits[target]);
 }
 
 // dlogits = (softmax(logits) - onehot(target)) * dloss; zeros if ignored.
@@ -166,7 +184,7 @@ SS_HD void cross_entropy_backward_row(const float* logits, float* dlogits, int V
   float sum = 0.0f;
   for (int j = 0; j < V; ++j) sum += exp_approx(logits[j] - max_v);
   const float scale = dloss / sum;
-  for (int j = 0; j < V; ++j) dlogits[j] = exp_approx(logits[j] - max_v) * scale;
+  for (int j = 0; j < V; ++j) dlogits[j] = cross_entropy_grad(logits[j], max_v, scale);
   dlogits[target] -= dloss;
 }
 

@@ -25,6 +25,7 @@ constexpr Tolerance kElementwise{1e-6, 1e-5};
 constexpr Tolerance kRow{1e-5, 1e-5};
 constexpr Tolerance kMatmul{1e-4, 1e-5};
 constexpr Tolerance kAttention{1e-4, 1e-4};
+constexpr Tolerance kColumnSum{1e-4, 1e-5};  // sums over many tiles of rows, in another order than the CPU
 
 void cuda_check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));

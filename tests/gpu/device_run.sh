@@ -47,8 +47,7 @@ run() {  # name seconds command...
 run test_cuda_ops 90 "$build/tests/test_cuda_ops"
 run test_cuda_storage 60 "$build/tests/test_cuda_storage"
 run test_cuda_training 200 "$build/tests/test_cuda_training"
-[ -x "$build/bench/bench_cuda_row_ops" ] && run bench_cuda_row_ops 60 "$build/bench/bench_cuda_row_ops"
 export SHARDSCOPE_SKIP_BUILD=1
-run gpu_bench 150 bash bench/gpu/run_gpu_bench.sh 10 "$build"
+run gpu_bench 200 bash bench/gpu/run_gpu_bench.sh 10 "$build"
 cat "$out/gpu_bench.log"
 exit "$status"

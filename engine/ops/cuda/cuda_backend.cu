@@ -2,11 +2,12 @@
 // The CUDA backend (cuda_backend.h). Launch strategy, kept simple and
 // deterministic (faster variants belong in bench/gpu, measured first):
 //   - element-wise ops: grid-stride loops, one element per thread step;
-//   - per-row ops (layernorm, softmax, cross-entropy): one thread per row,
-//     calling the ops/math.h row function, exactly as the CPU backend does;
-//   - sums over rows (bias, layernorm weight and embedding gradients): one
-//     thread per output element looping the rows in order, so the sum order
-//     is the CPU backend's and no atomics are needed;
+//   - per-row ops (layernorm, softmax, cross-entropy): a warp or a block per
+//     row over the ops/math.h per-element math, row sums in a fixed order
+//     (cuda_row_kernels.cu);
+//   - sums over rows (bias, layernorm weight and embedding gradients): tiled
+//     two-pass column reductions, and a stable sort grouping the embedding
+//     rows by id; no float atomics (cuda_column_sums.cu);
 //   - sums over everything (loss mean, sum of squares): fixed grid, per-block
 //     double partials, one final block: the same result on every run.
 // This file is compiled with --fmad=false, so the shared math is rounded as
@@ -21,6 +22,7 @@
 
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_common.cuh"
+#include "ops/cuda/cuda_row_kernels.cuh"
 #include "ops/math.h"
 
 namespace shardscope {
@@ -78,16 +80,6 @@ __global__ void adamw_kernel(float* p, const float* g, float* m, float* v, long 
   SS_GRID_STRIDE(i, n) math::adamw_element(p + i, g[i], m + i, v + i, step);
 }
 
-// ---- sums over rows, one thread per output column, rows in order ------------------------
-
-__global__ void column_sums_kernel(float* out, const float* x, int rows, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  float acc = out[c];
-  for (int r = 0; r < rows; ++r) acc += x[static_cast<long long>(r) * C + c];
-  out[c] = acc;
-}
-
 // ---- embedding ------------------------------------------------------------------------
 
 __global__ void embedding_forward_kernel(float* out, const int* ids, const int* type_ids, const float* tokens,
@@ -99,89 +91,6 @@ __global__ void embedding_forward_kernel(float* out, const int* ids, const int* 
     const float pos = positions[(r % T) * C + c];
     out[i] = tok + pos + (types != nullptr ? types[static_cast<long long>(type_ids[r]) * C + c] : 0.0f);
   }
-}
-
-// One thread per channel walks every row in order, as the CPU backend does, so
-// repeated ids add in a fixed order and no two threads touch the same float.
-__global__ void embedding_backward_kernel(float* d_tokens, float* d_positions, float* d_types, const float* d_out,
-                                          const int* ids, const int* type_ids, long long rows, int T, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  for (long long r = 0; r < rows; ++r) {
-    const float g = d_out[r * C + c];
-    d_tokens[static_cast<long long>(ids[r]) * C + c] += g;
-    d_positions[(r % T) * C + c] += g;
-    if (d_types != nullptr) d_types[static_cast<long long>(type_ids[r]) * C + c] += g;
-  }
-}
-
-// ---- layernorm ------------------------------------------------------------------------
-
-__global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* in, const float* w,
-                                         const float* b, int rows, int C, float eps) {
-  const int r = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r >= rows) return;
-  const long long off = static_cast<long long>(r) * C;
-  math::layernorm_forward_row(in + off, w, b, out + off, mean + r, rstd + r, C, eps);
-}
-
-// d_in rows: written into `target` (d_in itself, or scratch to be added when accumulating).
-__global__ void layernorm_backward_kernel(float* target, const float* d_out, const float* in, const float* w,
-                                          const float* mean, const float* rstd, int rows, int C) {
-  const int r = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r >= rows) return;
-  const long long off = static_cast<long long>(r) * C;
-  math::layernorm_backward_row(d_out + off, in + off, w, mean[r], rstd[r], target + off, C);
-}
-
-// d_weight += sum_r dy * xhat, d_bias += sum_r dy: one thread per channel, rows in order.
-__global__ void layernorm_param_grads_kernel(float* d_weight, float* d_bias, const float* d_out, const float* in,
-                                             const float* mean, const float* rstd, int rows, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  float dw = d_weight[c];
-  float db = d_bias[c];
-  for (int r = 0; r < rows; ++r) {
-    const long long i = static_cast<long long>(r) * C + c;
-    dw += d_out[i] * (in[i] - mean[r]) * rstd[r];
-    db += d_out[i];
-  }
-  d_weight[c] = dw;
-  d_bias[c] = db;
-}
-
-// ---- attention softmax: one thread per score row of every (sequence, head) ------------------
-
-__global__ void attention_softmax_kernel(float* scores, int B, int H, int T, bool causal, const int* padding,
-                                         float scale) {
-  const long long row = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;  // ((b*H + h)*T + i)
-  if (row >= static_cast<long long>(B) * H * T) return;
-  const int i = static_cast<int>(row % T);
-  const long long b = row / (static_cast<long long>(H) * T);
-  float* p = scores + row * T;
-  const int* pad = padding != nullptr ? padding + b * T : nullptr;
-  math::softmax_row(p, p, T, causal ? i + 1 : T, pad, scale);
-}
-
-__global__ void attention_softmax_backward_kernel(const float* probs, float* d, long long rows, int T, float scale) {
-  const long long row = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
-  if (row >= rows) return;
-  math::softmax_backward_row(probs + row * T, d + row * T, d + row * T, T, scale);
-}
-
-// ---- cross-entropy ----------------------------------------------------------------------
-
-__global__ void cross_entropy_kernel(float* losses, const float* logits, const int* targets, int rows, int V) {
-  const int r = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r < rows) losses[r] = math::cross_entropy_row(logits + static_cast<long long>(r) * V, V, targets[r]);
-}
-
-__global__ void cross_entropy_backward_kernel(float* d_logits, const float* logits, const int* targets, int rows, int V,
-                                              float dloss) {
-  const int r = blockIdx.x * blockDim.x + threadIdx.x;
-  if (r >= rows) return;
-  const long long off = static_cast<long long>(r) * V;
-  math::cross_entropy_backward_row(logits + off, d_logits + off, V, targets[r], dloss);
 }
 
 // ---- deterministic reductions in double ---------------------------------------------------
@@ -357,10 +266,11 @@ void CudaBackend::linear_backward(float* d_in, float* d_weight, float* d_bias, c
          d_in, in_f);
   // (out_f, in_f) += (rows, out_f)^T @ (rows, in_f)
   gemm(Transpose::yes, Transpose::no, out_f, in_f, rows, 1.0f, d_out, out_f, in, in_f, 1.0f, d_weight, in_f);
-  if (d_bias != nullptr && out_f > 0) {
-    make_current("linear_backward");
-    column_sums_kernel<<<blocks_for(out_f), kThreads, 0, stream_>>>(d_bias, d_out, rows, out_f);
-    check_launch("column_sums_kernel", "linear_backward");
+  if (d_bias != nullptr && out_f > 0 && rows > 0) {
+    const char* op = "linear_backward";
+    auto* partials = static_cast<float*>(workspace(column_partials_bytes(rows, out_f, 1), op));
+    make_current(op);
+    column_sums(stream_, d_bias, d_out, rows, out_f, partials, op);
   }
 }
 
@@ -380,10 +290,10 @@ void CudaBackend::embedding_forward(float* out, const std::int32_t* ids, const s
 void CudaBackend::embedding_backward(float* d_tokens, float* d_positions, float* d_types, const float* d_out,
                                      const std::int32_t* ids, const std::int32_t* type_ids, int B, int T, int C) {
   if (C <= 0 || B <= 0 || T <= 0) return;
-  make_current("embedding_backward");
-  embedding_backward_kernel<<<blocks_for(C), kThreads, 0, stream_>>>(d_tokens, d_positions, d_types, d_out, ids,
-                                                                     type_ids, static_cast<long long>(B) * T, T, C);
-  check_launch("embedding_backward_kernel", "embedding_backward");
+  const char* op = "embedding_backward";
+  void* scratch = workspace(cuda_detail::embedding_backward_bytes(static_cast<long long>(B) * T), op);
+  make_current(op);
+  cuda_detail::embedding_backward(stream_, d_tokens, d_positions, d_types, d_out, ids, type_ids, B, T, C, scratch);
 }
 
 // ---- layernorm -------------------------------------------------------------------------------
@@ -392,8 +302,7 @@ void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, const 
                                     const float* bias, int rows, int C, float eps) {
   if (rows <= 0) return;
   make_current("layernorm_forward");
-  layernorm_forward_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(out, mean, rstd, in, weight, bias, rows, C, eps);
-  check_launch("layernorm_forward_kernel", "layernorm_forward");
+  layernorm_forward_rows(stream_, out, mean, rstd, in, weight, bias, rows, C, eps);
 }
 
 void CudaBackend::layernorm_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
@@ -401,18 +310,10 @@ void CudaBackend::layernorm_backward(float* d_in, float* d_weight, float* d_bias
                                      bool accumulate) {
   if (rows <= 0 || C <= 0) return;
   const char* op = "layernorm_backward";
-  const std::int64_t n = static_cast<std::int64_t>(rows) * C;
-  float* target = accumulate ? static_cast<float*>(workspace(static_cast<std::size_t>(n) * sizeof(float), op)) : d_in;
+  auto* partials = static_cast<float*>(workspace(column_partials_bytes(rows, C, 2), op));
   make_current(op);
-  layernorm_backward_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(target, d_out, in, weight, mean, rstd, rows, C);
-  check_launch("layernorm_backward_kernel", op);
-  if (accumulate) {
-    add_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d_in, d_in, target, n);
-    check_launch("add_kernel", op);
-  }
-  layernorm_param_grads_kernel<<<blocks_for(C), kThreads, 0, stream_>>>(d_weight, d_bias, d_out, in, mean, rstd, rows,
-                                                                        C);
-  check_launch("layernorm_param_grads_kernel", op);
+  layernorm_backward_rows(stream_, d_in, d_out, in, weight, mean, rstd, rows, C, accumulate);
+  layernorm_param_grads(stream_, d_weight, d_bias, d_out, in, mean, rstd, rows, C, partials);
 }
 
 // ---- GELU ------------------------------------------------------------------------------------
@@ -449,11 +350,8 @@ void CudaBackend::attention_forward(float* out, float* probs, const float* qkv, 
     gemm_batched_strided(Transpose::no, Transpose::yes, T, T, hd, 1.0f, q, 3 * C, hd, k, 3 * C, hd, 0.0f, p, T, TT,
                          H);  // S = Q K^T
   }
-  const long long rows = static_cast<long long>(B) * H * T;
   make_current("attention_forward");
-  attention_softmax_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(probs, B, H, T, mask.causal, mask.padding,
-                                                                       scale);
-  check_launch("attention_softmax_kernel", "attention_forward");
+  attention_softmax_rows(stream_, probs, B, H, T, mask.causal, mask.padding, scale);
   for (int b = 0; b < B; ++b) {
     const float* v = qkv + static_cast<std::int64_t>(b) * T * 3 * C + 2 * C;
     const float* p = probs + static_cast<std::int64_t>(b) * H * TT;
@@ -483,8 +381,7 @@ void CudaBackend::attention_backward(float* d_qkv, float* scratch, const float* 
   const long long rows = static_cast<long long>(B) * H * T;
   make_current("attention_backward");
   // dS = scale P o (dP - rowsum(P o dP)), in place in scratch
-  attention_softmax_backward_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(probs, scratch, rows, T, scale);
-  check_launch("attention_softmax_backward_kernel", "attention_backward");
+  attention_softmax_backward_rows(stream_, probs, scratch, rows, T, scale);
   for (int b = 0; b < B; ++b) {
     const std::int64_t seq = static_cast<std::int64_t>(b) * T * 3 * C;
     const float* q = qkv + seq;
@@ -506,8 +403,7 @@ float CudaBackend::cross_entropy_forward(float* losses, const float* logits, con
   if (rows <= 0) return 0.0f;
   const char* op = "cross_entropy_forward";
   make_current(op);
-  cross_entropy_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(losses, logits, targets, rows, V);
-  check_launch("cross_entropy_kernel", op);
+  cross_entropy_rows(stream_, losses, logits, targets, rows, V);
   auto* partials = static_cast<double*>(result_);
   double* total = partials + 2 * kReduceBlocks;  // [sum, count]
   loss_partial_kernel<<<kReduceBlocks, kThreads, 0, stream_>>>(partials, losses, targets, rows);
@@ -524,9 +420,7 @@ void CudaBackend::cross_entropy_backward(float* d_logits, const float* logits, c
                                          int V, float dloss_per_row) {
   if (rows <= 0) return;
   make_current("cross_entropy_backward");
-  cross_entropy_backward_kernel<<<blocks_for(rows), kThreads, 0, stream_>>>(d_logits, logits, targets, rows, V,
-                                                                            dloss_per_row);
-  check_launch("cross_entropy_backward_kernel", "cross_entropy_backward");
+  cross_entropy_backward_rows(stream_, d_logits, logits, targets, rows, V, dloss_per_row);
 }
 
 // ---- element-wise ------------------------------------------------------------------------------------
