@@ -332,7 +332,7 @@ namespace {
 // work on the backends' blocking streams (and later kernels wait for it).
 class CudaRawAllocator final : public RawDeviceAllocator {
  public:
-  explicit CudaRawAllocator(int device) : device_(device) {}
+  CudaRawAllocator(int device, Backend* zero_on) : device_(device), zero_on_(zero_on) {}
   void* allocate(std::int64_t bytes) override { return cuda_device_alloc(device_, static_cast<std::size_t>(bytes)); }
   void free(void* pointer) noexcept override {
     try {
@@ -341,7 +341,8 @@ class CudaRawAllocator final : public RawDeviceAllocator {
     }
   }
   void zero(void* pointer, std::int64_t bytes) override {
-    cuda_zero(device_, pointer, static_cast<std::size_t>(bytes));
+    if (zero_on_ != nullptr) zero_on_->zero(pointer, bytes);  // cudaMemsetAsync on the rank's stream
+    else cuda_zero(device_, pointer, static_cast<std::size_t>(bytes));
   }
   std::string name() const override { return "cuda:" + std::to_string(device_); }
   bool device_usage(DeviceUsage& usage) const override {
@@ -359,11 +360,12 @@ class CudaRawAllocator final : public RawDeviceAllocator {
 
  private:
   int device_;
+  Backend* zero_on_;
 };
 }  // namespace
 
-std::unique_ptr<DeviceMemory> make_cuda_device_memory(int device) {
-  return std::make_unique<CachingDeviceMemory>(std::make_unique<CudaRawAllocator>(device));
+std::unique_ptr<DeviceMemory> make_cuda_device_memory(int device, Backend* zero_on) {
+  return std::make_unique<CachingDeviceMemory>(std::make_unique<CudaRawAllocator>(device, zero_on));
 }
 
 }  // namespace shardscope

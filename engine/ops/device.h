@@ -72,7 +72,13 @@ void cuda_mem_get_info(int device, std::size_t& free_bytes, std::size_t& total_b
 // a CachingDeviceMemory (core/caching_device_memory.h) over cudaMalloc, so
 // every Buffer of the rank is a zeroed block charged to its category, and
 // steps after the first reuse the blocks instead of calling cudaMalloc.
-std::unique_ptr<DeviceMemory> make_cuda_device_memory(int device);
+// zero_on: the rank's compute backend (from make_cuda_backend on `device`),
+// whose stream zeroes each block handed out: after the kernels that used a
+// reused block, and without waiting for the rest of the GPU (other ranks,
+// collectives). Null: a cudaMemset on the legacy default stream, which waits
+// for every blocking stream of the device. Code that then uses a fresh block
+// on another stream waits for zero_on's stream first.
+std::unique_ptr<DeviceMemory> make_cuda_device_memory(int device, Backend* zero_on = nullptr);
 // Waits for every op queued on a backend from make_cuda_backend: GPU ops are
 // asynchronous, so host clocks around them measure only the launch without this.
 void cuda_synchronize(Backend& cuda_backend);

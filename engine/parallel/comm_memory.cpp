@@ -157,6 +157,7 @@ class DeviceCommMemory final : public CommMemory {
       }
       s.pointer = memory_.allocate_zeroed(bytes);
       s.bytes = bytes;
+      settle();  // the block may be zeroed on the compute stream; the comm stream writes it next
     }
     return s.pointer;
   }

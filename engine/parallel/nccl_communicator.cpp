@@ -190,6 +190,7 @@ class NcclCommunicator final : public Communicator {
       }
       staging_floats_ = std::max<std::int64_t>(floats, 64);
       staging_ = on_.memory->allocate_zeroed(staging_floats_ * 4);
+      on_.compute->synchronize();  // zeroed on the compute stream; uploads run on the comm stream
     }
     return static_cast<float*>(staging_);
   }

@@ -92,8 +92,9 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
       devices = [gpus, several, matmul](int r) {
         const int gpu = gpus.size() == 1 ? gpus.front() : gpus[static_cast<std::size_t>(r)];
         RankDevice d;
-        d.memory = make_cuda_device_memory(gpu);
         d.backend = make_cuda_backend(gpu, matmul);
+        // Blocks are zeroed on the rank's own stream: an allocation never waits for other ranks' work.
+        d.memory = make_cuda_device_memory(gpu, d.backend.get());
         if (several) d.comm_backend = make_cuda_backend(gpu);
         return d;
       };

@@ -136,6 +136,23 @@ class FakeDevice {
     }
     std::free(flip(tagged));
   }
+  // As a caching allocator hands out a block that it zeroes on a rank's stream:
+  // no wait for any stream, and the contents are garbage (0xFF bytes) until
+  // that stream's zero runs. forget() unregisters a block whose memory the
+  // caller frees once its stream is done with it.
+  void* allocate_unordered(std::int64_t bytes) {
+    void* p = std::malloc(static_cast<std::size_t>(bytes));
+    if (p == nullptr) throw std::bad_alloc();
+    std::memset(p, 0xFF, static_cast<std::size_t>(bytes));
+    void* tagged = flip(p);
+    std::lock_guard lock(mutex_);
+    blocks_[reinterpret_cast<std::uintptr_t>(tagged)] = bytes;
+    return tagged;
+  }
+  void forget(void* tagged) {
+    std::lock_guard lock(mutex_);
+    blocks_.erase(reinterpret_cast<std::uintptr_t>(tagged));
+  }
   // Whether [p, p + bytes) lies inside one device block.
   bool holds(const void* p, std::int64_t bytes = 0) const {
     const auto a = reinterpret_cast<std::uintptr_t>(p);
@@ -155,17 +172,6 @@ class FakeDevice {
   std::map<std::uintptr_t, std::int64_t> blocks_;
   std::mutex streams_mutex_;
   std::set<FakeStream*> streams_;
-};
-
-class FakeDeviceMemory final : public DeviceMemory {
- public:
-  explicit FakeDeviceMemory(std::shared_ptr<FakeDevice> device) : device_(std::move(device)) {}
-  void* allocate_zeroed(std::int64_t bytes) override { return device_->allocate(bytes); }
-  void release(void* pointer) noexcept override { device_->release(pointer); }
-  std::string name() const override { return "fake:0"; }
-
- private:
-  std::shared_ptr<FakeDevice> device_;
 };
 
 class CheckedDeviceBackend final : public Backend {
@@ -189,6 +195,8 @@ class CheckedDeviceBackend final : public Backend {
   }
 
   std::string name() const override { return "fake device (CPU ops)"; }
+  // Runs `op` on this backend's stream after the ops queued so far (at once without one).
+  void after_queued(std::function<void()> op) { run(std::move(op)); }
   bool host_memory() const override { return false; }
   void synchronize() override {
     if (stream_ != nullptr) stream_->drain();
@@ -404,6 +412,40 @@ class CheckedDeviceBackend final : public Backend {
   std::shared_ptr<FakeDevice> device_;
   std::unique_ptr<Backend> cpu_;
   std::unique_ptr<FakeStream> stream_;
+};
+
+// A rank's memory on the pretend device. Without zero_on, blocks come zeroed
+// and every allocation and release waits for all streams (cudaMalloc, and the
+// legacy-stream memset of make_cuda_device_memory without a backend). With
+// zero_on (the rank's compute backend, as make_cuda_device_memory(device,
+// backend)), a block starts as garbage that zero_on's stream zeroes, and is
+// freed on that stream after the ops queued on it: code that touches a fresh
+// block from another stream before waiting for zero_on sees the garbage or has
+// its writes wiped, as it would on a GPU.
+class FakeDeviceMemory final : public DeviceMemory {
+ public:
+  explicit FakeDeviceMemory(std::shared_ptr<FakeDevice> device, CheckedDeviceBackend* zero_on = nullptr)
+      : device_(std::move(device)), zero_on_(zero_on) {}
+  void* allocate_zeroed(std::int64_t bytes) override {
+    if (zero_on_ == nullptr) return device_->allocate(bytes);
+    void* p = device_->allocate_unordered(bytes);
+    zero_on_->zero(p, bytes);
+    return p;
+  }
+  void release(void* pointer) noexcept override {
+    if (zero_on_ == nullptr) {
+      device_->release(pointer);
+      return;
+    }
+    device_->forget(pointer);
+    void* host = flip(pointer);
+    zero_on_->after_queued([host] { std::free(host); });
+  }
+  std::string name() const override { return "fake:0"; }
+
+ private:
+  std::shared_ptr<FakeDevice> device_;
+  CheckedDeviceBackend* zero_on_;
 };
 
 }  // namespace shardscope::testing

@@ -63,9 +63,12 @@ Run train(const RunConfig& config, const std::shared_ptr<FakeDevice>& device, bo
         d.backend = std::move(compute);
         d.comm_backend = std::make_unique<CheckedDeviceBackend>(device, 1);
       } else {
-        d.memory = std::make_unique<FakeDeviceMemory>(device);
-        // Asynchronous streams, as on a GPU: a missing wait shows as a wrong result.
-        d.backend = std::make_unique<CheckedDeviceBackend>(device, 1, true, 2 * r + 1);
+        // Asynchronous streams, as on a GPU: a missing wait shows as a wrong
+        // result. Blocks are zeroed and freed on the rank's compute stream, as
+        // the trainer's make_cuda_device_memory(gpu, backend) does.
+        auto compute = std::make_unique<CheckedDeviceBackend>(device, 1, true, 2 * r + 1);
+        d.memory = std::make_unique<FakeDeviceMemory>(device, compute.get());
+        d.backend = std::move(compute);
         d.comm_backend = std::make_unique<CheckedDeviceBackend>(device, 1, true, 2 * r + 2);
       }
       return d;
