@@ -773,6 +773,21 @@ start %5 ms, duration %6 ms</source>
         <source>stage %1</source>
         <translation type="unfinished"></translation>
     </message>
+    <message numerus="yes">
+        <source>step %1 · NCCL: %n all-reduce call(s) on rank %2, %3 in all, %4 ms of GPU time</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+            <numerusform></numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>NCCL runs the ring inside its kernels: its chunk transfers are not events, so none is drawn.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>rank %1</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::ThroughputPlot</name>

@@ -768,6 +768,20 @@ start %5 ms, duration %6 ms</source>
         <source>stage %1</source>
         <translation>阶段 %1</translation>
     </message>
+    <message numerus="yes">
+        <source>step %1 · NCCL: %n all-reduce call(s) on rank %2, %3 in all, %4 ms of GPU time</source>
+        <translation>
+            <numerusform>第 %1 步 · NCCL：rank %2 上 %n 次 all-reduce 调用，共 %3，GPU 时间 %4 ms</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>NCCL runs the ring inside its kernels: its chunk transfers are not events, so none is drawn.</source>
+        <translation>NCCL 在自己的内核里完成环形通信：分块传输不产生事件，因此这里不画分块。</translation>
+    </message>
+    <message>
+        <source>rank %1</source>
+        <translation>rank %1</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::ThroughputPlot</name>

@@ -6,15 +6,13 @@
 // screenshot is saved mid-animation.
 #include <QCoreApplication>
 #include <QDir>
+#include <QTabWidget>
 #include <QtTest>
-
 #include <map>
 #include <mutex>
 
-#include <QTabWidget>
-
-#include "events/event.h"
 #include "engine/collecting_sink.h"
+#include "events/event.h"
 #include "main_window.h"
 #include "parallel/ddp.h"
 #include "train/trainer.h"
@@ -69,7 +67,8 @@ class TestRingView : public QObject {
     for (int r = 0; r < N; ++r) {
       std::int64_t event_bytes = 0;
       for (const Event& e : sink.events())
-        if (e.kind == EventKind::comm_span && e.op == CommOp::all_reduce && e.bucket >= 0 && e.src == r && e.step == step)
+        if (e.kind == EventKind::comm_span && e.op == CommOp::all_reduce && e.bucket >= 0 && e.src == r &&
+            e.step == step)
           event_bytes += e.bytes;
       QCOMPARE(view.bytes_sent(r, step), event_bytes);
       QVERIFY(event_bytes > 0);
@@ -184,6 +183,45 @@ class TestRingView : public QObject {
     QVERIFY(view.pendingGroups() > 0);  // the stage's latest step replays
   }
 
+  // One GPU per rank: NCCL's all-reduce is one span per call and rank (its ring
+  // steps run inside its kernels). The view counts the shown stage's first
+  // rank's calls, bytes and GPU time, and says why no chunk moves.
+  void ncclSpansAreCountedNotDrawnAsChunks() {
+    RunConfig c = ringConfig(DataParallelMode::ddp);
+    c.dp = 2;
+    RingAllreduceView view;
+    view.resize(820, 620);
+    view.reset(c);
+    std::vector<Event> events;
+    for (int rank = 0; rank < 2; ++rank)
+      for (const auto& [bytes, ns] :
+           {std::pair<std::int64_t, std::int64_t>{4'000'000, 1'000'000}, {2'000'000, 500'000}}) {
+        Event e;
+        e.kind = EventKind::comm_span;
+        e.op = CommOp::all_reduce;
+        e.rank = e.src = rank;
+        e.dst = -1;
+        e.step = 3;
+        e.bytes = bytes;
+        e.start_ns = 10'000'000;
+        e.end_ns = e.start_ns + ns;
+        events.push_back(e);
+      }
+    view.consume(events);
+    view.refresh();
+    const RingAllreduceView::NcclCalls calls = view.ncclCalls(3);
+    QCOMPARE(calls.calls, 2);
+    QCOMPARE(calls.bytes, std::int64_t{6'000'000});
+    QCOMPARE(calls.gpu_ns, std::int64_t{1'500'000});
+    QVERIFY(view.transfers(3).empty());
+    QCOMPARE(view.lastStep(), std::int64_t{3});
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setAnimationRunning(false);
+    QVERIFY(
+        view.grab().save(QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("ring_view_nccl.png"))));
+  }
+
   void mainWindowHasTheRingTab() {
     shardscope::ui::MainWindow window;
     RingAllreduceView* ring = nullptr;
@@ -223,7 +261,8 @@ class TestRingView : public QObject {
     view.refresh();
     view.advance(14 + 7);
     view.setAnimationRunning(false);
-    const QString naive_path = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("ring_view_naive.png"));
+    const QString naive_path =
+        QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("ring_view_naive.png"));
     QVERIFY(view.grab().save(naive_path));
   }
 };

@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Painting of the ring all-reduce view: the ranks on a circle, the moving
 // chunks of the group being replayed, per-rank bytes, legend and totals.
-#include "views/ring_allreduce_view.h"
-
 #include <QComboBox>
 #include <QLocale>
 #include <QPainter>
 #include <QPainterPath>
 #include <QtMath>
-
 #include <algorithm>
 #include <cmath>
+
+#include "views/ring_allreduce_view.h"
 
 namespace shardscope::ui {
 
@@ -18,18 +17,32 @@ namespace {
 
 QColor colorOf(const RingTransfer& t) {
   switch (t.op) {
-    case CommOp::broadcast: return QColor(44, 160, 44);
-    case CommOp::scatter: return QColor(148, 103, 189);
-    case CommOp::gather: return QColor(214, 39, 40);
-    default: return t.phase == RingPhase::reduce_scatter ? QColor(255, 127, 14) : QColor(31, 119, 180);
+    case CommOp::broadcast:
+      return QColor(44, 160, 44);
+    case CommOp::scatter:
+      return QColor(148, 103, 189);
+    case CommOp::gather:
+      return QColor(214, 39, 40);
+    default:
+      return t.phase == RingPhase::reduce_scatter ? QColor(255, 127, 14) : QColor(31, 119, 180);
   }
 }
 
-QString sizeText(std::int64_t bytes) { return QLocale().formattedDataSize(bytes, 1); }
+QString sizeText(std::int64_t bytes) {
+  return QLocale().formattedDataSize(bytes, 1);
+}
 
 }  // namespace
 
 QString RingAllreduceView::groupCaption() const {
+  if (current_.transfers.empty() && !nccl_.empty()) {
+    const auto& [step, c] = *nccl_.rbegin();
+    return tr("step %1 · NCCL: %n all-reduce call(s) on rank %2, %3 in all, %4 ms of GPU time", nullptr, c.calls)
+        .arg(step)
+        .arg(stage_ * dp_)
+        .arg(sizeText(c.bytes))
+        .arg(static_cast<double>(c.gpu_ns) / 1e6, 0, 'f', 2);
+  }
   if (current_.transfers.empty())
     return last_step_ == 0 ? tr("Waiting for communication events: press Run.") : tr("Idle: every transfer replayed.");
   const RingTransfer& t = current_.transfers.front();
@@ -42,7 +55,12 @@ QString RingAllreduceView::groupCaption() const {
   }
   const QString phase = t.phase == RingPhase::reduce_scatter ? tr("reduce-scatter") : tr("all-gather");
   return tr("step %1 · bucket %2 · %3 step %4 of %5 · %6 per chunk")
-      .arg(t.step).arg(t.bucket).arg(phase).arg(t.ring_step + 1).arg(dp_ - 1).arg(sizeText(t.bytes));
+      .arg(t.step)
+      .arg(t.bucket)
+      .arg(phase)
+      .arg(t.ring_step + 1)
+      .arg(dp_ - 1)
+      .arg(sizeText(t.bytes));
 }
 
 QString RingAllreduceView::totalsCaption() const {
@@ -50,15 +68,20 @@ QString RingAllreduceView::totalsCaption() const {
   const int root = stage_ * dp_;
   const int n = dp_;
   if (n < 2) return tr("One data-parallel rank: nothing to reduce.");
+  if (current_.transfers.empty() && steps_.empty() && !nccl_.empty())
+    return tr("NCCL runs the ring inside its kernels: its chunk transfers are not events, so none is drawn.");
   std::int64_t grads = 0;  // one rank's gradient bytes, from the events
   if (naive_) {
     grads = bytes_received(root, step) / (n - 1);
     return tr("Step %1: rank 0 sent %2, received %3; a DDP ring would send 2(N−1)/N × %4 = %5 per rank.")
-        .arg(step).arg(sizeText(bytes_sent(root, step)), sizeText(bytes_received(root, step)), sizeText(grads),
-                       sizeText(2 * (n - 1) * grads / n));
+        .arg(step)
+        .arg(sizeText(bytes_sent(root, step)), sizeText(bytes_received(root, step)), sizeText(grads),
+             sizeText(2 * (n - 1) * grads / n));
   }
   return tr("Step %1: each of the %2 ranks sent %3 = 2(N−1)/N × %4 (its gradients); none is a bottleneck.")
-      .arg(step).arg(n).arg(sizeText(bytes_sent(root, step)), sizeText(bytes_sent(root, step) * n / (2 * (n - 1))));
+      .arg(step)
+      .arg(n)
+      .arg(sizeText(bytes_sent(root, step)), sizeText(bytes_sent(root, step) * n / (2 * (n - 1))));
 }
 
 void RingAllreduceView::paintEvent(QPaintEvent*) {
@@ -86,14 +109,15 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
   const auto labelOf = [&](int g) {
     const auto sent = anim_sent_.count(g) != 0 ? anim_sent_.at(g) : 0;
     const auto recv = anim_received_.count(g) != 0 ? anim_received_.at(g) : 0;
+    if (steps_.empty() && !nccl_.empty()) return QStringList{tr("rank %1").arg(g), QString()};
     return QStringList{tr("rank %1 sent %2").arg(g).arg(sizeText(sent)),
                        naive_ ? tr("received %1").arg(sizeText(recv)) : QString()};
   };
   double label_w = 0;
   for (int i = 0; i < n; ++i)
     for (const QString& s : labelOf(stage_ * dp_ + i)) label_w = std::max<double>(label_w, fm.horizontalAdvance(s));
-  const double radius = std::max(
-      30.0, std::min(width() / 2.0 - node - label_w - 16, (bottom - top) / 2.0 - node - 2 * line - 4));
+  const double radius =
+      std::max(30.0, std::min(width() / 2.0 - node - label_w - 16, (bottom - top) / 2.0 - node - 2 * line - 4));
   std::vector<QPointF> at(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
     const double a = -M_PI / 2 + 2 * M_PI * i / n;
@@ -143,7 +167,7 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
     const QColor color = colorOf(t);
     arrow(from, to, color, 2.5);
     const QPointF pos = from + (to - from) * progress;
-    const QString label = !naive_ ? tr("c%1").arg(t.chunk)
+    const QString label = !naive_                     ? tr("c%1").arg(t.chunk)
                           : t.op == CommOp::broadcast ? tr("params")
                           : t.op == CommOp::scatter   ? tr("tokens")
                                                       : tr("grads");
@@ -173,10 +197,14 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
     const QPointF out = (pos - c) / std::max(1.0, radius);
     const double tw = label_w + 4;
     QRectF box(pos.x() - tw / 2, pos.y() - rows * line / 2.0, tw, rows * line);
-    if (out.y() < -0.5) box.moveBottom(pos.y() - node - 2);
-    else if (out.y() > 0.5) box.moveTop(pos.y() + node + 2);
-    else if (out.x() > 0) box.moveLeft(pos.x() + node + 6);
-    else box.moveRight(pos.x() - node - 6);
+    if (out.y() < -0.5)
+      box.moveBottom(pos.y() - node - 2);
+    else if (out.y() > 0.5)
+      box.moveTop(pos.y() + node + 2);
+    else if (out.x() > 0)
+      box.moveLeft(pos.x() + node + 6);
+    else
+      box.moveRight(pos.x() - node - 6);
     const int align = out.y() < -0.5 || out.y() > 0.5 ? Qt::AlignHCenter : out.x() > 0 ? Qt::AlignLeft : Qt::AlignRight;
     if (hot) p.setPen(QColor(214, 39, 40));
     p.drawText(box, align | Qt::AlignVCenter, text);
@@ -194,8 +222,9 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
   if (naive_) {
     for (CommOp op : {CommOp::scatter, CommOp::broadcast, CommOp::gather}) {
       k.op = op;
-      key(colorOf(k), op == CommOp::scatter ? tr("scatter (tokens)")
-                      : op == CommOp::broadcast ? tr("broadcast (parameters)") : tr("gather (gradients)"));
+      key(colorOf(k), op == CommOp::scatter     ? tr("scatter (tokens)")
+                      : op == CommOp::broadcast ? tr("broadcast (parameters)")
+                                                : tr("gather (gradients)"));
     }
   } else {
     k.phase = RingPhase::reduce_scatter;
@@ -205,10 +234,9 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
   }
   p.setPen(palette().text().color());
   p.drawText(QRect(8, y + line, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, totalsCaption());
-  const QString skip = skipped_shown_ > 0
-                           ? tr("Replay skipped %n transfer(s) of this step to keep up with the run.", nullptr,
-                                static_cast<int>(skipped_shown_))
-                           : QString();
+  const QString skip = skipped_shown_ > 0 ? tr("Replay skipped %n transfer(s) of this step to keep up with the run.",
+                                               nullptr, static_cast<int>(skipped_shown_))
+                                          : QString();
   p.drawText(QRect(8, y + 2 * line, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, skip);
 }
 

@@ -7,7 +7,6 @@
 #include <QLabel>
 #include <QTimer>
 #include <QVBoxLayout>
-
 #include <algorithm>
 
 namespace shardscope::ui {
@@ -18,7 +17,9 @@ constexpr int kTickMs = 30;
 constexpr std::size_t kMaxBacklog = 36;  // groups waiting; older ones are skipped
 constexpr std::size_t kKeptSteps = 200;
 
-bool isRooted(CommOp op) { return op == CommOp::gather || op == CommOp::scatter || op == CommOp::broadcast; }
+bool isRooted(CommOp op) {
+  return op == CommOp::gather || op == CommOp::scatter || op == CommOp::broadcast;
+}
 
 }  // namespace
 
@@ -61,6 +62,7 @@ void RingAllreduceView::reset(const RunConfig& config) {
   stage_ = 0;
   last_step_ = 0;
   steps_.clear();
+  nccl_.clear();
   {
     const QSignalBlocker block(stage_box_);
     stage_box_->clear();
@@ -102,6 +104,16 @@ void RingAllreduceView::setStage(int stage) {
 
 void RingAllreduceView::consume(const std::vector<Event>& events) {
   for (const Event& e : events) {
+    if (e.kind == EventKind::comm_span && e.op == CommOp::all_reduce && e.phase == RingPhase::none && e.dst < 0 &&
+        e.src == stage_ * dp_ && !naive_) {  // a whole NCCL all-reduce of the shown stage's first rank
+      NcclCalls& c = nccl_[e.step];
+      ++c.calls;
+      c.bytes += e.bytes;
+      c.gpu_ns += e.end_ns - e.start_ns;
+      last_step_ = std::max(last_step_, e.step);
+      while (nccl_.size() > kKeptSteps) nccl_.erase(nccl_.begin());
+      continue;
+    }
     if (e.kind != EventKind::comm_span || e.src < 0 || e.dst < 0) continue;
     const bool ring = e.op == CommOp::all_reduce && e.phase != RingPhase::none && e.bucket >= 0;
     if (naive_ ? !isRooted(e.op) : !ring) continue;
@@ -148,6 +160,11 @@ std::int64_t RingAllreduceView::bytes_sent(int rank, std::int64_t step, int buck
   return r == it->second.sent.end() ? 0 : r->second;
 }
 
+RingAllreduceView::NcclCalls RingAllreduceView::ncclCalls(std::int64_t step) const {
+  const auto it = nccl_.find(step);
+  return it == nccl_.end() ? NcclCalls{} : it->second;
+}
+
 std::int64_t RingAllreduceView::bytes_received(int rank, std::int64_t step) const {
   const auto it = steps_.find(step);
   if (it == steps_.end()) return 0;
@@ -180,8 +197,10 @@ void RingAllreduceView::refresh() {
 }
 
 void RingAllreduceView::setAnimationRunning(bool running) {
-  if (running) timer_->start();
-  else timer_->stop();
+  if (running)
+    timer_->start();
+  else
+    timer_->stop();
 }
 
 void RingAllreduceView::startNextGroup() {

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <QWidget>
-
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -59,6 +58,15 @@ class RingAllreduceView : public QWidget, public EventView {
   // Bytes a global rank sent / received in a step (bucket -1: every bucket).
   std::int64_t bytes_sent(int rank, std::int64_t step, int bucket = -1) const;
   std::int64_t bytes_received(int rank, std::int64_t step) const;
+  // NCCL (one GPU per rank): each all-reduce is one span per rank (dst -1), its
+  // ring steps inside NCCL's kernels. The calls of a step on the shown stage's
+  // first rank, their bytes and GPU time; the caption says so instead of a ring.
+  struct NcclCalls {
+    int calls = 0;
+    std::int64_t bytes = 0;
+    std::int64_t gpu_ns = 0;
+  };
+  NcclCalls ncclCalls(std::int64_t step) const;
 
   // The animation: groups of transfers that happened together (one ring step of
   // one bucket, or one rooted collective), replayed in consumption order.
@@ -81,7 +89,7 @@ class RingAllreduceView : public QWidget, public EventView {
   };
   struct StepData {
     std::vector<RingTransfer> transfers;
-    std::map<int, std::int64_t> sent, received;  // by global rank
+    std::map<int, std::int64_t> sent, received;                  // by global rank
     std::map<std::pair<int, int>, std::int64_t> sent_by_bucket;  // (rank, bucket)
   };
   void clearModel();
@@ -99,7 +107,8 @@ class RingAllreduceView : public QWidget, public EventView {
   int stage_ = 0;
   bool naive_ = false;
   std::int64_t last_step_ = 0;
-  std::map<std::int64_t, StepData> steps_;  // every stage, keyed by step; see transfers()
+  std::map<std::int64_t, StepData> steps_;                   // every stage, keyed by step; see transfers()
+  std::map<std::int64_t, NcclCalls> nccl_;                   // the shown stage's first rank, by step
   std::map<std::int64_t, std::vector<RingTransfer>> shown_;  // the shown stage's transfers
   // Animation state.
   std::deque<Group> queue_;
