@@ -28,7 +28,7 @@ struct DeviceInfo {
   int index = 0;                // CUDA device ordinal
   std::string name;             // "NVIDIA H200"
   std::size_t total_bytes = 0;  // device memory
-  std::size_t free_bytes = 0;   // free when probed
+  std::size_t free_bytes = 0;   // 0: the probe does not measure it (a context on every GPU); cuda_mem_get_info
   int compute_major = 0;        // compute capability, e.g. 9.0
   int compute_minor = 0;
   int multiprocessors = 0;

@@ -80,16 +80,9 @@ __attribute__((visibility("default"))) int shardscope_cuda_device_info(int devic
   info->compute_minor = prop.minor;
   info->multiprocessors = prop.multiProcessorCount;
   info->total_bytes = prop.totalGlobalMem;
-  // cudaMemGetInfo needs the device current; it creates the context (once per device).
-  int previous = 0;
-  if ((status = cudaGetDevice(&previous)) != cudaSuccess) return report(error, error_size, "cudaGetDevice", status);
-  if ((status = cudaSetDevice(device)) != cudaSuccess) return report(error, error_size, "cudaSetDevice", status);
-  std::size_t free_bytes = 0, total_bytes = 0;
-  status = cudaMemGetInfo(&free_bytes, &total_bytes);
-  cudaSetDevice(previous);
-  if (status != cudaSuccess) return report(error, error_size, "cudaMemGetInfo", status);
-  info->free_bytes = free_bytes;
-  info->total_bytes = total_bytes;
+  // No cudaMemGetInfo here: it would create a CUDA context (hundreds of MiB)
+  // on every GPU probed, also those the run never uses. free_bytes stays 0;
+  // shardscope_cuda_mem_get_info asks one device.
   return 0;
 }
 
@@ -235,7 +228,7 @@ __attribute__((visibility("default"))) int shardscope_cuda_gemm_16bit(shardscope
 }
 
 __attribute__((visibility("default"))) int shardscope_cuda_backend_stream(shardscope::Backend* backend, void** stream,
-                                                                         char* error, std::size_t error_size) {
+                                                                          char* error, std::size_t error_size) {
   return guarded(error, error_size, [&] { *stream = as_cuda(backend).stream(); });
 }
 

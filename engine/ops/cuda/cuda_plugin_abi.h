@@ -28,7 +28,7 @@ enum ShardscopeCudaCopy {
 struct ShardscopeCudaDeviceInfo {
   char name[256];
   std::size_t total_bytes;
-  std::size_t free_bytes;
+  std::size_t free_bytes;  // 0: not measured (it would create a context on every GPU)
   int compute_major;
   int compute_minor;
   int multiprocessors;

@@ -89,23 +89,31 @@ __attribute__((visibility("default"))) int shardscope_nccl_init_all(int n, const
     if (n < 1) throw std::invalid_argument("ncclCommInitAll: no devices");
     std::vector<ncclComm_t> comms(static_cast<std::size_t>(n));
     check(ncclCommInitAll(comms.data(), n, devices), "ncclCommInitAll");
-    for (int i = 0; i < n; ++i) {
-      auto* c = new Context;
-      c->comm = comms[static_cast<std::size_t>(i)];
-      c->device = devices[i];
-      c->rank = i;
-      c->size = n;
-      check(cudaSetDevice(c->device), "cudaSetDevice");
-      check(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-      check(cudaEventCreateWithFlags(&c->ready, cudaEventDisableTiming), "cudaEventCreate");
-      check(cudaEventCreate(&c->reference), "cudaEventCreate");
-      check(cudaEventCreate(&c->start), "cudaEventCreate");
-      check(cudaEventCreate(&c->end), "cudaEventCreate");
-      check(cudaEventRecord(c->reference, nullptr), "cudaEventRecord");
-      check(cudaEventSynchronize(c->reference), "cudaEventSynchronize");
-      check(cudaEventRecord(c->end, nullptr), "cudaEventRecord");  // poll before any call: done
-      contexts[i] = c;
+    std::vector<Context*> made;
+    try {
+      for (int i = 0; i < n; ++i) {
+        auto* c = new Context;
+        made.push_back(c);
+        c->comm = comms[static_cast<std::size_t>(i)];
+        c->device = devices[i];
+        c->rank = i;
+        c->size = n;
+        check(cudaSetDevice(c->device), "cudaSetDevice");
+        check(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+        check(cudaEventCreateWithFlags(&c->ready, cudaEventDisableTiming), "cudaEventCreate");
+        check(cudaEventCreate(&c->reference), "cudaEventCreate");
+        check(cudaEventCreate(&c->start), "cudaEventCreate");
+        check(cudaEventCreate(&c->end), "cudaEventCreate");
+        check(cudaEventRecord(c->reference, nullptr), "cudaEventRecord");
+        check(cudaEventSynchronize(c->reference), "cudaEventSynchronize");
+        check(cudaEventRecord(c->end, nullptr), "cudaEventRecord");  // poll before any call: done
+      }
+    } catch (...) {  // nothing half made survives: the communicators, streams and events go
+      for (Context* c : made) shardscope_nccl_destroy(c);
+      for (std::size_t i = made.size(); i < comms.size(); ++i) ncclCommDestroy(comms[i]);
+      throw;
     }
+    for (int i = 0; i < n; ++i) contexts[i] = made[static_cast<std::size_t>(i)];
   });
 }
 
