@@ -365,7 +365,8 @@ void TestSharedDevice::layouts_sharing_one_device_train_as_host_ranks_data() {
   QTest::newRow("dp2 x pp2 ZeRO-1 bf16") << 2 << 2 << 1 << false << bf16;
 }
 
-void TestSharedDevice::layouts_sharing_one_device_train_as_host_ranks() {
+// The data row's layout, as base_config() otherwise.
+RunConfig layout_of_the_row() {
   QFETCH(int, dp);
   QFETCH(int, pp);
   QFETCH(int, zero);
@@ -379,6 +380,11 @@ void TestSharedDevice::layouts_sharing_one_device_train_as_host_ranks() {
   c.precision = static_cast<Precision>(precision);
   if (pp > 1) c.micro_batches = 2;
   if (dp == 3) c.batch = 12;
+  return c;
+}
+
+void TestSharedDevice::layouts_sharing_one_device_train_as_host_ranks() {
+  const RunConfig c = layout_of_the_row();
   auto device = std::make_shared<FakeDevice>();
   const Run host = train(c, nullptr);
   const Run dev = train(c, device);
@@ -394,19 +400,7 @@ void TestSharedDevice::layouts_sharing_one_device_train_as_host_ranks() {
 // only when the host waits for them): every hand-over between the compute and
 // communication streams, and every host read, must wait for it.
 void TestSharedDevice::layouts_train_as_host_ranks_when_compute_lags() {
-  QFETCH(int, dp);
-  QFETCH(int, pp);
-  QFETCH(int, zero);
-  QFETCH(bool, naive);
-  QFETCH(int, precision);
-  RunConfig c = base_config();
-  c.dp = dp;
-  c.pp = pp;
-  c.zero_stage = zero;
-  c.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
-  c.precision = static_cast<Precision>(precision);
-  if (pp > 1) c.micro_batches = 2;
-  if (dp == 3) c.batch = 12;
+  const RunConfig c = layout_of_the_row();
   auto device = std::make_shared<FakeDevice>();
   const Run host = train(c, nullptr);
   const Run dev = train(c, device, /*lagging=*/true);

@@ -58,6 +58,49 @@ double worst_relative(const Run& a, const Run& b) {
   return worst;
 }
 
+void add_layout_columns() {
+  QTest::addColumn<int>("dp");
+  QTest::addColumn<int>("pp");
+  QTest::addColumn<int>("zero");
+  QTest::addColumn<bool>("naive");
+  QTest::addColumn<int>("precision");
+  QTest::addColumn<double>("tolerance");
+}
+
+// The data row's layout, 10 steps on CPU ranks and then on `gpus`: the losses
+// agree within the row's tolerance, fall, and every rank holds the same
+// model-state bytes.
+void layout_of_the_row_follows_cpu(const std::vector<int>& gpus, const char* how) {
+  QFETCH(int, dp);
+  QFETCH(int, pp);
+  QFETCH(int, zero);
+  QFETCH(bool, naive);
+  QFETCH(int, precision);
+  QFETCH(double, tolerance);
+  RunConfig c = config("gpt-tiny", "cpu", static_cast<Precision>(precision));
+  c.steps = 10;
+  c.dp = dp;
+  c.pp = pp;
+  c.zero_stage = zero;
+  c.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
+  if (pp > 1) c.micro_batches = 2;
+  const Run cpu = train(c);
+  c.device = "cuda";
+  c.gpus = gpus;
+  const Run gpu = train(c);
+  QVERIFY2(gpu.backend.rfind("cuda:", 0) == 0, gpu.backend.c_str());
+  QCOMPARE(gpu.losses.size(), cpu.losses.size());
+  const double worst = worst_relative(gpu, cpu);
+  qInfo("%s %s: last loss gpu %.6f cpu %.6f, worst relative difference %.2e", QTest::currentDataTag(), how,
+        static_cast<double>(gpu.losses.back()), static_cast<double>(cpu.losses.back()), worst);
+  QVERIFY2(worst < tolerance, qPrintable(QString("worst relative loss difference %1").arg(worst)));
+  QVERIFY(gpu.losses.back() < gpu.losses.front());
+  QCOMPARE(gpu.rank_memory.size(), cpu.rank_memory.size());
+  for (std::size_t r = 0; r < gpu.rank_memory.size(); ++r)
+    for (MemoryCategory m : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
+      QCOMPARE(gpu.rank_memory[r][m], cpu.rank_memory[r][m]);
+}
+
 }  // namespace
 
 class TestCudaTraining : public QObject {
@@ -104,12 +147,7 @@ class TestCudaTraining : public QObject {
   }
 
   void ranks_sharing_one_gpu_follow_cpu_ranks_data() {
-    QTest::addColumn<int>("dp");
-    QTest::addColumn<int>("pp");
-    QTest::addColumn<int>("zero");
-    QTest::addColumn<bool>("naive");
-    QTest::addColumn<int>("precision");
-    QTest::addColumn<double>("tolerance");
+    add_layout_columns();
     const int fp32 = static_cast<int>(Precision::fp32), bf16 = static_cast<int>(Precision::bf16);
     QTest::newRow("dp2 DDP") << 2 << 1 << 0 << false << fp32 << 1e-3;
     QTest::newRow("dp2 ZeRO-1") << 2 << 1 << 1 << false << fp32 << 1e-3;
@@ -121,46 +159,11 @@ class TestCudaTraining : public QObject {
     QTest::newRow("dp2 ZeRO-3 bf16") << 2 << 1 << 3 << false << bf16 << 3e-2;
   }
 
-  void ranks_sharing_one_gpu_follow_cpu_ranks() {
-    QFETCH(int, dp);
-    QFETCH(int, pp);
-    QFETCH(int, zero);
-    QFETCH(bool, naive);
-    QFETCH(int, precision);
-    QFETCH(double, tolerance);
-    const auto p = static_cast<Precision>(precision);
-    RunConfig c = config("gpt-tiny", "cpu", p);
-    c.steps = 10;
-    c.dp = dp;
-    c.pp = pp;
-    c.zero_stage = zero;
-    c.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
-    if (pp > 1) c.micro_batches = 2;
-    const Run cpu = train(c);
-    c.device = "cuda";
-    c.gpus = {0};
-    const Run gpu = train(c);
-    QVERIFY2(gpu.backend.rfind("cuda:", 0) == 0, gpu.backend.c_str());
-    QCOMPARE(gpu.losses.size(), cpu.losses.size());
-    const double worst = worst_relative(gpu, cpu);
-    qInfo("%s: last loss gpu %.6f cpu %.6f, worst relative difference %.2e", QTest::currentDataTag(),
-          static_cast<double>(gpu.losses.back()), static_cast<double>(cpu.losses.back()), worst);
-    QVERIFY2(worst < tolerance, qPrintable(QString("worst relative loss difference %1").arg(worst)));
-    QVERIFY(gpu.losses.back() < gpu.losses.front());
-    QCOMPARE(gpu.rank_memory.size(), cpu.rank_memory.size());
-    for (std::size_t r = 0; r < gpu.rank_memory.size(); ++r)
-      for (MemoryCategory m : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
-        QCOMPARE(gpu.rank_memory[r][m], cpu.rank_memory[r][m]);
-  }
+  void ranks_sharing_one_gpu_follow_cpu_ranks() { layout_of_the_row_follows_cpu({0}, "sharing GPU 0"); }
 
   // One rank per GPU, NCCL between them (needs two GPUs and NCCL).
   void one_rank_per_gpu_over_nccl_follows_cpu_ranks_data() {
-    QTest::addColumn<int>("dp");
-    QTest::addColumn<int>("pp");
-    QTest::addColumn<int>("zero");
-    QTest::addColumn<bool>("naive");
-    QTest::addColumn<int>("precision");
-    QTest::addColumn<double>("tolerance");
+    add_layout_columns();
     const int fp32 = static_cast<int>(Precision::fp32), bf16 = static_cast<int>(Precision::bf16);
     QTest::newRow("dp2 DDP") << 2 << 1 << 0 << false << fp32 << 1e-3;
     QTest::newRow("dp2 ZeRO-3") << 2 << 1 << 3 << false << fp32 << 1e-3;
@@ -173,27 +176,7 @@ class TestCudaTraining : public QObject {
     if (probe_cuda().gpus.size() < 2) QSKIP("skipped: one rank per GPU needs 2 GPUs");
     const NcclAvailability nccl = probe_nccl();
     if (!nccl.available) QSKIP(qPrintable(QString::fromStdString("skipped: no NCCL (" + nccl.reason + ")")));
-    QFETCH(int, dp);
-    QFETCH(int, pp);
-    QFETCH(int, zero);
-    QFETCH(bool, naive);
-    QFETCH(int, precision);
-    QFETCH(double, tolerance);
-    RunConfig c = config("gpt-tiny", "cpu", static_cast<Precision>(precision));
-    c.steps = 10;
-    c.dp = dp;
-    c.pp = pp;
-    c.zero_stage = zero;
-    c.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
-    if (pp > 1) c.micro_batches = 2;
-    const Run cpu = train(c);
-    c.device = "cuda";
-    c.gpus = {0, 1};
-    const Run gpu = train(c);
-    const double worst = worst_relative(gpu, cpu);
-    qInfo("%s over NCCL %d: last loss gpu %.6f cpu %.6f, worst relative difference %.2e", QTest::currentDataTag(),
-          nccl.version, static_cast<double>(gpu.losses.back()), static_cast<double>(cpu.losses.back()), worst);
-    QVERIFY2(worst < tolerance, qPrintable(QString("worst relative loss difference %1").arg(worst)));
+    layout_of_the_row_follows_cpu({0, 1}, "over NCCL");
   }
 
   // A rank that fails stops the others, on one GPU and over NCCL: no hang.
