@@ -19,7 +19,7 @@ if [ "${SHARDSCOPE_SKIP_BUILD:-0}" != 1 ]; then  # 1: binaries already there (te
     echo "skipped: no GPU (the CUDA backend is not compiled: $build_dir was configured without nvcc or with SHARDSCOPE_WITH_CUDA=OFF)"
     exit 0
   fi
-  cmake --build "$build_dir" --target test_cuda_ops test_cuda_storage test_cuda_training shardscope_cuda \
+  cmake --build "$build_dir" --target test_cuda_ops test_cuda_row_shapes test_cuda_storage test_cuda_training shardscope_cuda \
     $(grep -q '^SHARDSCOPE_NCCL_LIBRARY:.*nccl' "$build_dir/CMakeCache.txt" && echo shardscope_nccl) \
     --parallel "$(nproc)"
 fi
@@ -27,7 +27,7 @@ fi
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0
-timeout 480 bash -c "\"$build_dir/tests/test_cuda_ops\" && \"$build_dir/tests/test_cuda_storage\" &&
+timeout 480 bash -c "\"$build_dir/tests/test_cuda_ops\" && \"$build_dir/tests/test_cuda_row_shapes\" && \"$build_dir/tests/test_cuda_storage\" &&
   \"$build_dir/tests/test_cuda_training\"" 2>&1 | tee "$log" ||
   status=$?
 if grep -q 'skipped: no GPU' "$log"; then
