@@ -8,7 +8,6 @@
 #include <thread>
 #include <utility>
 
-#include "ops/device.h"
 #include "ops/nccl.h"
 
 namespace shardscope {
@@ -28,7 +27,7 @@ class NcclCommunicator final : public Communicator {
         sink_(sink),
         clock_(clock),
         reference_ns_(reference_ns),
-        compute_stream_(cuda_stream(*on.compute)) {}
+        compute_stream_(on.compute_stream) {}
 
   ~NcclCommunicator() override {
     if (staging_ != nullptr) on_.memory->release(staging_);

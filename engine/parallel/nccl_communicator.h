@@ -39,6 +39,7 @@ struct NcclRank {
   Backend* compute = nullptr;
   Backend* comm = nullptr;
   DeviceMemory* memory = nullptr;
+  void* compute_stream = nullptr;  // compute's cudaStream_t (ops/device.h cuda_stream), which calls wait for
 };
 
 class NcclWorld {

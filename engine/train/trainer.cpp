@@ -75,16 +75,6 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
         if (g >= static_cast<int>(probe.gpus.size()))
           throw ConfigError("--gpus: GPU " + std::to_string(g) + " does not exist (" +
                             std::to_string(probe.gpus.size()) + " found)");
-      // One GPU listed: every rank shares it (in-process communicator, device
-      // copies). One per rank: each rank on its own GPU, NCCL between them.
-      if (config_.gpus.size() > 1) {
-        const NcclAvailability nccl = probe_nccl();
-        if (!nccl.available)
-          throw ConfigError("--gpus: one rank per GPU needs NCCL, which is unavailable (" + nccl.reason +
-                            "); list one GPU (--gpus " + std::to_string(config_.gpus.front()) +
-                            ") and the ranks share it");
-        nccl_ = std::make_unique<NcclWorld>(config_.gpus, world_, sink_, &clock_);
-      }
       const std::vector<int> gpus = config_.gpus;
       const bool several = grid.world_size() > 1;
       // Mixed precision multiplies 16-bit operands on the tensor cores, as torch.autocast does.
@@ -96,9 +86,19 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
         // Blocks are zeroed on the rank's own stream: an allocation never waits for other ranks' work.
         d.memory = make_cuda_device_memory(gpu, d.backend.get());
         if (several) d.comm_backend = make_cuda_backend(gpu);
+        d.cuda_stream = cuda_stream(*d.backend);
         return d;
       };
     }
+  }
+  // One GPU listed: every rank shares it (in-process communicator, device
+  // copies). One per rank: each rank on its own GPU, NCCL between them.
+  if (devices && config_.device == "cuda" && config_.gpus.size() > 1) {
+    const NcclAvailability nccl = probe_nccl();
+    if (!nccl.available)
+      throw ConfigError("--gpus: one rank per GPU needs NCCL, which is unavailable (" + nccl.reason +
+                        "); list one GPU (--gpus " + std::to_string(config_.gpus.front()) + ") and the ranks share it");
+    nccl_ = std::make_unique<NcclWorld>(config_.gpus, world_, sink_, &clock_);
   }
   const int cores = config_.threads > 0 ? config_.threads : available_cores();
   const int threads_per_rank = std::max(1, cores / grid.world_size());
@@ -120,6 +120,7 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
         rank->ledger.set_device_memory(rank->device_memory.get());
         rank->backend = std::move(device.backend);
         rank->comm_backend = std::move(device.comm_backend);
+        rank->cuda_stream = device.cuda_stream;
         // Ranks sharing the device exchange buffers through it (the in-process
         // communicator's device copies); host values through its *_host calls.
         rank->comm_device =
@@ -134,7 +135,7 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
         rank->backend = make_cpu_backend(CpuBackendOptions{threads_per_rank});
       }
       if (nccl_ != nullptr) {
-        const NcclRank on{rank->backend.get(), rank->comm_backend.get(), rank->device_memory.get()};
+        const NcclRank on{rank->backend.get(), rank->comm_backend.get(), rank->device_memory.get(), rank->cuda_stream};
         Rank* self = rank.get();
         rank->make_communicator = [this, self, on](const std::vector<int>& members) {
           return nccl_->communicator(self->rank, members, on);
@@ -148,7 +149,7 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
       const StageLayers layers = pipeline_stage_layers(model_config, grid.pp(), rank->stage);
       const int zero = config_.dp_mode == DataParallelMode::ddp ? config_.zero_stage : 0;
       const bool mixed = config_.mixed_precision();
-      rank->dtype = config_.precision == Precision::fp16 ? DType::f16
+      rank->dtype = config_.precision == Precision::fp16   ? DType::f16
                     : config_.precision == Precision::bf16 ? DType::bf16
                                                            : DType::f32;
       const auto esize = static_cast<std::int64_t>(dtype_size(rank->dtype));
@@ -168,8 +169,10 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
         rank->model->set_unit_storage(rank->zero.get());
       }
       // Every replica and stage starts as the one whole model would.
-      if (zero >= 3 || mixed) rank->zero->init_parameters(config_.seed);
-      else rank->model->init_weights(config_.seed);
+      if (zero >= 3 || mixed)
+        rank->zero->init_parameters(config_.seed);
+      else
+        rank->model->init_weights(config_.seed);
       rank->scaler = std::make_unique<DynamicLossScaler>(config_.loss_scaler_options());
       rank->world_comm = rank->group(all);
       if (grid.pp() > 1) {

@@ -64,6 +64,7 @@ struct RankDevice {
   // Copies and sums of collectives between ranks sharing the device, on a
   // stream of their own (null with one rank).
   std::unique_ptr<Backend> comm_backend;
+  void* cuda_stream = nullptr;  // the compute backend's cudaStream_t, which NCCL calls wait for
 };
 using RankDeviceFactory = std::function<RankDevice(int rank)>;
 
@@ -79,8 +80,10 @@ class Trainer {
   // Events (compute spans, communication, metrics) go to `sink` if not null.
   // Throws OutOfMemory naming the rank and the estimator's prediction when a
   // rank's model, gradients or optimizer states do not fit.
-  // `devices` (tests) overrides config.device: every rank then trains on the
-  // device it makes, ranks sharing it through the in-process communicator.
+  // `devices` (tests) overrides how ranks get their device: every rank then
+  // trains on the device it makes; with config.device "cuda" and one GPU per
+  // rank in config.gpus they talk through NCCL (the plugin ops/nccl.h loads),
+  // else through the in-process communicator.
   explicit Trainer(const RunConfig& config, EventSink* sink = nullptr, RankDeviceFactory devices = {});
   ~Trainer();
 

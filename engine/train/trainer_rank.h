@@ -32,6 +32,7 @@ struct Trainer::Rank {
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Backend> comm_backend;  // ranks sharing a device: the collectives' copies and sums
   CommDevice comm_device;                 // set when the rank's buffers are device memory
+  void* cuda_stream = nullptr;            // the compute backend's stream, for NCCL
   std::unique_ptr<Model> model;
   std::unique_ptr<AdamW> optimizer;  // null on the replicas of naive DataParallel
   // One communicator per distinct group of ranks; the roles below may share one
