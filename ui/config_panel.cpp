@@ -257,8 +257,8 @@ void ConfigPanel::retranslate() {
          "overflows: the step is skipped on every rank and the scale halves."));
   gpu_->setItemText(0, tr("none"));
   gpu_->setToolTip(
-      tr("Checks the estimator's per-rank prediction against this GPU's memory. It is advice: "
-         "it never blocks Run."));
+      tr("Checks the estimator's prediction against this GPU's memory; with none, a GPU run is checked against "
+         "the GPU chosen above. It is advice: it never blocks Run."));
   device_->setToolTip(
       tr("Where the ranks train: threads on the CPU, on one GPU they share (device copies "
          "between them), or one GPU each with NCCL between them."));
@@ -399,35 +399,56 @@ QString ConfigPanel::fitText() const {
 
 void ConfigPanel::updateFit(const RunConfig& c) {
   predicted_bytes_ = -1;
+  std::int64_t all_ranks = -1;
   try {
     const ModelShape shape = model_shape_from_config(find_model_preset(c.model), c.model);
-    predicted_bytes_ = estimate_memory(shape, settings_for_run(c)).fullest_total();
+    const MemoryEstimate estimate = estimate_memory(shape, settings_for_run(c));
+    predicted_bytes_ = estimate.fullest_total();
+    all_ranks = estimate.cluster_total();
   } catch (const std::exception&) {
     // settings the estimator cannot model (the problem line already says why)
   }
-  const QString name = gpuProfile();
-  if (name.isEmpty() || predicted_bytes_ < 0) {
+  // Against the chosen profile; else, for a GPU run, against the GPU itself:
+  // ranks sharing one GPU share its memory, one rank per GPU has its own.
+  QString name = gpuProfile();
+  std::int64_t capacity_bytes = 0, predicted_bytes = predicted_bytes_;
+  bool shared_gpu = false;
+  if (!name.isEmpty()) {
+    capacity_bytes = find_gpu_profile(name.toStdString()).memory_bytes;
+  } else if (c.device == "cuda" && !c.gpus.empty()) {
+    for (const DeviceInfo& gpu : probe_.gpus)
+      if (gpu.index == c.gpus.front()) {
+        capacity_bytes = static_cast<std::int64_t>(gpu.total_bytes);
+        name = c.gpus.size() > 1 ? tr("GPU %1 and the others").arg(gpu.index)
+                                 : tr("GPU %1: %2").arg(gpu.index).arg(QString::fromStdString(gpu.name));
+      }
+    shared_gpu = c.gpus.size() == 1 && c.world_size() > 1;
+    if (shared_gpu) predicted_bytes = all_ranks;
+  }
+  if (capacity_bytes <= 0 || predicted_bytes < 0) {
     fit_label_->clear();
     fit_label_->hide();
     return;
   }
-  const GpuProfile& profile = find_gpu_profile(name.toStdString());
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-  const double predicted = static_cast<double>(predicted_bytes_) / kGiB;
-  const double capacity = static_cast<double>(profile.memory_bytes) / kGiB;
-  if (predicted_bytes_ > profile.memory_bytes) {
-    fit_label_->setText(tr("Does not fit: %1 GiB predicted per rank > %2 GiB (%3)")
+  const double predicted = static_cast<double>(predicted_bytes) / kGiB;
+  const double capacity = static_cast<double>(capacity_bytes) / kGiB;
+  const bool fits = predicted_bytes <= capacity_bytes;
+  if (shared_gpu) {
+    fit_label_->setText((fits ? tr("Fits: %1 GiB predicted for all %2 ranks ≤ %3 GiB (%4)")
+                              : tr("Does not fit: %1 GiB predicted for all %2 ranks > %3 GiB (%4)"))
                             .arg(predicted, 0, 'f', 2)
+                            .arg(c.world_size())
                             .arg(capacity, 0, 'f', 1)
                             .arg(name));
-    fit_label_->setStyleSheet(QStringLiteral("color: #b00020;"));
   } else {
-    fit_label_->setText(tr("Fits: %1 GiB predicted per rank ≤ %2 GiB (%3)")
+    fit_label_->setText((fits ? tr("Fits: %1 GiB predicted per rank ≤ %2 GiB (%3)")
+                              : tr("Does not fit: %1 GiB predicted per rank > %2 GiB (%3)"))
                             .arg(predicted, 0, 'f', 2)
                             .arg(capacity, 0, 'f', 1)
                             .arg(name));
-    fit_label_->setStyleSheet(QStringLiteral("color: #1b7f3b;"));
   }
+  fit_label_->setStyleSheet(fits ? QStringLiteral("color: #1b7f3b;") : QStringLiteral("color: #b00020;"));
   fit_label_->show();
 }
 

@@ -185,15 +185,31 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Checks the estimator&apos;s per-rank prediction against this GPU&apos;s memory. It is advice: it never blocks Run.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>Where the ranks train: threads on the CPU, on one GPU they share (device copies between them), or one GPU each with NCCL between them.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <source>one rank per GPU needs %1 GPUs (dp × pp); this machine has %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Checks the estimator&apos;s prediction against this GPU&apos;s memory; with none, a GPU run is checked against the GPU chosen above. It is advice: it never blocks Run.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPU %1 and the others</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPU %1: %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Fits: %1 GiB predicted for all %2 ranks ≤ %3 GiB (%4)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Does not fit: %1 GiB predicted for all %2 ranks &gt; %3 GiB (%4)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -182,16 +182,32 @@
         <translation>正在查找 GPU……</translation>
     </message>
     <message>
-        <source>Checks the estimator&apos;s per-rank prediction against this GPU&apos;s memory. It is advice: it never blocks Run.</source>
-        <translation>用估算器对每个 rank 的预测对照这款 GPU 的显存。仅供参考，不会阻止运行。</translation>
-    </message>
-    <message>
         <source>Where the ranks train: threads on the CPU, on one GPU they share (device copies between them), or one GPU each with NCCL between them.</source>
         <translation>rank 在哪里训练：CPU 上的线程；共用一块 GPU（rank 之间做显存内拷贝）；或每个 rank 一块 GPU，之间用 NCCL 通信。</translation>
     </message>
     <message>
         <source>one rank per GPU needs %1 GPUs (dp × pp); this machine has %2</source>
         <translation>每个 rank 一块 GPU 需要 %1 块 GPU（dp × pp）；本机只有 %2 块</translation>
+    </message>
+    <message>
+        <source>Checks the estimator&apos;s prediction against this GPU&apos;s memory; with none, a GPU run is checked against the GPU chosen above. It is advice: it never blocks Run.</source>
+        <translation>用估算器的预测对照这款 GPU 的显存；选“无”时，GPU 运行会对照上面选中的 GPU。仅供参考，不会阻止运行。</translation>
+    </message>
+    <message>
+        <source>GPU %1 and the others</source>
+        <translation>GPU %1 及其余各块</translation>
+    </message>
+    <message>
+        <source>GPU %1: %2</source>
+        <translation>GPU %1：%2</translation>
+    </message>
+    <message>
+        <source>Fits: %1 GiB predicted for all %2 ranks ≤ %3 GiB (%4)</source>
+        <translation>放得下：全部 %2 个 rank 预测共需 %1 GiB ≤ %3 GiB（%4）</translation>
+    </message>
+    <message>
+        <source>Does not fit: %1 GiB predicted for all %2 ranks &gt; %3 GiB (%4)</source>
+        <translation>放不下：全部 %2 个 rank 预测共需 %1 GiB &gt; %3 GiB（%4）</translation>
     </message>
 </context>
 <context>

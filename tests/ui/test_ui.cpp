@@ -3,20 +3,19 @@
 // invalid settings disable Run with the reason, a short run from the window
 // fills the loss plot and the memory bars from engine events, Stop is prompt,
 // errors are shown.
+#include <QCheckBox>
 #include <QComboBox>
 #include <QCoreApplication>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QLabel>
+#include <QLineEdit>
 #include <QProcess>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QStandardItemModel>
-#include <QDoubleSpinBox>
-#include <QLineEdit>
-#include <QCheckBox>
 #include <QtTest>
-
 #include <nlohmann/json.hpp>
 
 #include "config_panel.h"
@@ -104,11 +103,25 @@ class TestUi : public QObject {
     const QString record = tempPath(QStringLiteral("test_ui_cli.ssrun"));
     QFile::remove(record);
     QProcess cli;
-    cli.start(QStringLiteral(SHARDSCOPE_CLI),
-              {"train", "--model", "gpt-tiny", "--steps", "1", "--batch", "8", "--seq", "32", "--lr", "0.002", "--dp",
-               "2", "--pp", "2", "--dp-mode", "ddp", "--zero", "1", "--schedule", "gpipe", "--micro-batches", "2",
-               "--accum", "2", "--checkpoint", "full", "--precision", "fp16", "--initial-scale-power", "12", "--eval-every", "3", "--data",
-               corpus, "--record", record});
+    cli.start(QStringLiteral(SHARDSCOPE_CLI), {"train",    "--model",
+                                               "gpt-tiny", "--steps",
+                                               "1",        "--batch",
+                                               "8",        "--seq",
+                                               "32",       "--lr",
+                                               "0.002",    "--dp",
+                                               "2",        "--pp",
+                                               "2",        "--dp-mode",
+                                               "ddp",      "--zero",
+                                               "1",        "--schedule",
+                                               "gpipe",    "--micro-batches",
+                                               "2",        "--accum",
+                                               "2",        "--checkpoint",
+                                               "full",     "--precision",
+                                               "fp16",     "--initial-scale-power",
+                                               "12",       "--eval-every",
+                                               "3",        "--data",
+                                               corpus,     "--record",
+                                               record});
     QVERIFY(cli.waitForFinished(120000));
     QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
     RecordingReader reader;
@@ -349,10 +362,17 @@ class TestUi : public QObject {
     QCOMPARE(panel.config().device, std::string("cuda"));
     QCOMPARE(panel.config().gpus, std::vector<int>{1});
 
+    // Without a profile the fit is checked against the GPU itself: ranks sharing it add up.
+    panel.setGpuProfile(QString());
+    QVERIFY2(panel.fitText().startsWith(QStringLiteral("Fits: ")) &&
+                 panel.fitText().contains(QStringLiteral("for all 4 ranks")) &&
+                 panel.fitText().contains(QStringLiteral("GPU 1: NVIDIA H200")),
+             qPrintable(panel.fitText()));
     device->setCurrentIndex(device->findData(QStringLiteral("cuda:each")));
     panel.findChild<QSpinBox*>(QStringLiteral("pp"))->setValue(1);
     RunConfig c = panel.config();
     QCOMPARE(c.gpus, (std::vector<int>{0, 1}));
+    QVERIFY2(panel.fitText().contains(QStringLiteral("per rank")), qPrintable(panel.fitText()));
     QVERIFY2(panel.problem().isEmpty(), qPrintable(panel.problem()));
     panel.findChild<QSpinBox*>(QStringLiteral("pp"))->setValue(2);  // 4 ranks, 2 GPUs
     QVERIFY2(panel.problem().contains(QStringLiteral("needs 4 GPUs")), qPrintable(panel.problem()));
