@@ -19,11 +19,15 @@ enum Track : int { kLogTrack = 0, kComputeTrack = 1, kCommTrack = 2, kShardTrack
 constexpr const char* kTrackNames[kTrackCount] = {"steps & logs", "compute", "communication", "ZeRO shards"};
 constexpr int kMaxLanes = 1000;
 
-std::int64_t pid_of(std::int32_t rank) { return std::int64_t{rank} + 1; }
+std::int64_t pid_of(std::int32_t rank) {
+  return std::int64_t{rank} + 1;
+}
 std::int64_t tid_of(std::int32_t rank, int track, int lane = 0) {
   return pid_of(rank) * 10000 + track * kMaxLanes + lane;
 }
-double micros(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
+double micros(std::int64_t ns) {
+  return static_cast<double>(ns) / 1000.0;
+}
 
 // The double closest to the float's shortest decimal form, so 3e-4f is
 // written 0.0003 and not 0.0003000000142492354.
@@ -36,14 +40,20 @@ double decimal(float value) {
 
 Track track_of(EventKind kind) {
   switch (kind) {
-    case EventKind::compute_span: return kComputeTrack;
-    case EventKind::comm_span: return kCommTrack;
-    case EventKind::shard: return kShardTrack;
-    default: return kLogTrack;
+    case EventKind::compute_span:
+      return kComputeTrack;
+    case EventKind::comm_span:
+      return kCommTrack;
+    case EventKind::shard:
+      return kShardTrack;
+    default:
+      return kLogTrack;
   }
 }
 
-bool is_span(EventKind kind) { return track_of(kind) != kLogTrack; }
+bool is_span(EventKind kind) {
+  return track_of(kind) != kLogTrack;
+}
 
 // Viewers require the spans of one thread to nest: two transfers of a rank
 // that overlap without nesting (a send still waiting for its receiver while the
@@ -125,8 +135,15 @@ json span(const Event& e, int lane) {
     if (e.phase != RingPhase::none) name += " (" + std::string(ring_phase_name(e.phase)) + ")";
     j["name"] = std::move(name);
     j["cat"] = "comm";
-    j["args"] = {{"step", e.step},   {"micro_batch", e.micro_batch}, {"bucket", e.bucket}, {"ring_step", e.ring_step},
-                 {"chunk", e.chunk}, {"src", e.src},  {"dst", e.dst}, {"bytes", e.bytes}, {"phase", ring_phase_name(e.phase)}};
+    j["args"] = {{"step", e.step},
+                 {"micro_batch", e.micro_batch},
+                 {"bucket", e.bucket},
+                 {"ring_step", e.ring_step},
+                 {"chunk", e.chunk},
+                 {"src", e.src},
+                 {"dst", e.dst},
+                 {"bytes", e.bytes},
+                 {"phase", ring_phase_name(e.phase)}};
   } else {
     const char* action = e.shard_action == ShardAction::gather ? "gather" : "release";
     j["name"] = action + suffix("L", e.layer);
@@ -143,6 +160,11 @@ void write_point_event(const Event& e, TraceOut& trace) {
     for (std::size_t i = 0; i < kMemoryCategoryCount; ++i)
       bytes[std::string(memory_category_name(kAllMemoryCategories[i]))] = e.memory[i];
     trace.write(counter(e, "memory (bytes)", std::move(bytes)));
+    if (e.device >= 0)  // a GPU rank: the device as cudaMemGetInfo and the caching allocator see it
+      trace.write(counter(e, "GPU memory (bytes)",
+                          {{"used (cudaMemGetInfo)", e.device_used_bytes},
+                           {"reserved by the allocator", e.device_reserved_bytes},
+                           {"total", e.device_total_bytes}}));
   } else if (e.kind == EventKind::step_metrics) {
     trace.write(counter(e, "loss", {{"loss", decimal(e.loss)}}));
     if (e.has_eval_loss) trace.write(counter(e, "eval loss", {{"eval_loss", decimal(e.eval_loss)}}));
@@ -155,9 +177,13 @@ void write_point_event(const Event& e, TraceOut& trace) {
     j["name"] = "step " + std::to_string(e.step);
     j["cat"] = "step";
     j["s"] = "t";
-    j["args"] = {{"step", e.step}, {"loss", decimal(e.loss)}, {"lr", decimal(e.lr)},
-                 {"grad_norm", decimal(e.grad_norm)}, {"tokens_per_s", decimal(e.tokens_per_s)},
-                 {"loss_scale", decimal(e.loss_scale)}, {"skipped", e.skipped}};
+    j["args"] = {{"step", e.step},
+                 {"loss", decimal(e.loss)},
+                 {"lr", decimal(e.lr)},
+                 {"grad_norm", decimal(e.grad_norm)},
+                 {"tokens_per_s", decimal(e.tokens_per_s)},
+                 {"loss_scale", decimal(e.loss_scale)},
+                 {"skipped", e.skipped}};
     if (e.has_eval_loss) j["args"]["eval_loss"] = decimal(e.eval_loss);
     trace.write(j);
   } else {  // log, error, overflow
@@ -209,8 +235,10 @@ void write_chrome_trace(const std::vector<Event>& events, const std::string& met
     }
   }
   for (std::size_t i = 0; i < events.size(); ++i) {
-    if (is_span(events[i].kind)) trace.write(span(events[i], lane_of[i]));
-    else write_point_event(events[i], trace);
+    if (is_span(events[i].kind))
+      trace.write(span(events[i], lane_of[i]));
+    else
+      write_point_event(events[i], trace);
   }
   out << "\n]}\n";
 }

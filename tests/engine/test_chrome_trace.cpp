@@ -58,6 +58,16 @@ void TestChromeTrace::chrome_trace_has_ranks_tracks_and_microseconds() {
   metrics.tokens_per_s = 1024.0f;
   metrics.start_ns = metrics.end_ns = 9000;
   events.push_back(metrics);
+  Event host_memory = make(EventKind::memory_sample, 1);  // a CPU rank: no GPU counter
+  host_memory.start_ns = host_memory.end_ns = 9000;
+  events.push_back(host_memory);
+  Event gpu_memory = host_memory;  // a GPU rank: cudaMemGetInfo and the allocator beside the ledger
+  gpu_memory.rank = 1;
+  gpu_memory.device = 0;
+  gpu_memory.device_used_bytes = 3'000'000'000;
+  gpu_memory.device_reserved_bytes = 2'000'000'000;
+  gpu_memory.device_total_bytes = 150'000'000'000;
+  events.push_back(gpu_memory);
   Event note = make(EventKind::log, 1);
   note.rank = 1;
   note.stage = 1;
@@ -72,8 +82,8 @@ void TestChromeTrace::chrome_trace_has_ranks_tracks_and_microseconds() {
   QCOMPARE(doc.object()["otherData"].toObject()["run"].toString(), QString(R"({"model":"gpt-tiny"})"));
   const QJsonArray trace = doc.object()["traceEvents"].toArray();
 
-  QMap<QString, int> process_pid;                // "rank 1 (stage 1)" -> pid
-  QMap<QPair<int, int>, QString> thread_names;   // (pid, tid) -> name
+  QMap<QString, int> process_pid;               // "rank 1 (stage 1)" -> pid
+  QMap<QPair<int, int>, QString> thread_names;  // (pid, tid) -> name
   QList<QJsonObject> spans, counters, instants;
   for (const QJsonValue& v : trace) {
     const QJsonObject o = v.toObject();
@@ -116,6 +126,16 @@ void TestChromeTrace::chrome_trace_has_ranks_tracks_and_microseconds() {
   }
   QVERIFY(loss_counter);
   QVERIFY(tokens_counter);
+  int gpu_counters = 0;
+  for (const QJsonObject& c : counters)
+    if (c["name"] == "GPU memory (bytes)") {
+      ++gpu_counters;
+      QCOMPARE(c["pid"].toInt(), process_pid["rank 1 (stage 1)"]);
+      QCOMPARE(c["args"]["used (cudaMemGetInfo)"].toDouble(), 3e9);
+      QCOMPARE(c["args"]["reserved by the allocator"].toDouble(), 2e9);
+      QCOMPARE(c["args"]["total"].toDouble(), 150e9);
+    }
+  QCOMPARE(gpu_counters, 1);
   bool log_found = false;
   for (const QJsonObject& i : instants)
     if (i["cat"] == "log") {
@@ -147,7 +167,8 @@ void TestChromeTrace::chrome_trace_puts_overlapping_spans_on_separate_lanes() {
   const std::vector<Event> events = {comm(3'000, 8'000), layer, stage, comm(1'000, 5'000), comm(5'000, 6'000)};
   std::ostringstream out;
   write_chrome_trace(events, "{}", out);
-  const QJsonArray trace = QJsonDocument::fromJson(QByteArray::fromStdString(out.str())).object()["traceEvents"].toArray();
+  const QJsonArray trace =
+      QJsonDocument::fromJson(QByteArray::fromStdString(out.str())).object()["traceEvents"].toArray();
   QMap<double, int> comm_tid, compute_tid;  // by ts
   QMap<int, QString> thread_names;
   for (const QJsonValue& v : trace) {
@@ -157,8 +178,8 @@ void TestChromeTrace::chrome_trace_puts_overlapping_spans_on_separate_lanes() {
     if (o["ph"] == "X" && o["cat"] == "compute") compute_tid[o["ts"].toDouble()] = o["tid"].toInt();
   }
   QCOMPARE(comm_tid.size(), 3);
-  QVERIFY(comm_tid[1.0] != comm_tid[3.0]);   // [1, 5) and [3, 8) overlap: two lanes
-  QCOMPARE(comm_tid[5.0], comm_tid[1.0]);    // [5, 6) starts when [1, 5) ends: back on the first lane
+  QVERIFY(comm_tid[1.0] != comm_tid[3.0]);  // [1, 5) and [3, 8) overlap: two lanes
+  QCOMPARE(comm_tid[5.0], comm_tid[1.0]);   // [5, 6) starts when [1, 5) ends: back on the first lane
   QCOMPARE(thread_names[comm_tid[1.0]], QString("communication"));
   QCOMPARE(thread_names[comm_tid[3.0]], QString("communication 2"));
   QCOMPARE(compute_tid[0.0], compute_tid[1.0]);  // nesting is fine on one thread
