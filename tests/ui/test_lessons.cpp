@@ -37,7 +37,7 @@ class TestLessons : public QObject {
 
   void everyLessonParsesAndValidates() {
     const auto lessons = load_lessons();
-    QCOMPARE(static_cast<int>(lessons.size()), 4);
+    QCOMPARE(static_cast<int>(lessons.size()), 5);
     for (const Lesson& l : lessons) {
       QVERIFY2(!l.title_en.isEmpty() && has_cjk(l.title_zh), qPrintable(l.id));
       QVERIFY2(l.text_en.contains(QStringLiteral("Try it")), qPrintable(l.id));
@@ -51,7 +51,10 @@ class TestLessons : public QObject {
     QCOMPARE(lessons[1].config.initial_scale_power, 24);
     QVERIFY(lessons[2].config.schedule == PipelineScheduleKind::gpipe);
     QCOMPARE(lessons[2].config.pp, 4);
-    QCOMPARE(lessons[3].config.zero_stage, 3);
+    QCOMPARE(lessons[3].id, QStringLiteral("pipeline_send_recv"));
+    QVERIFY(lessons[3].config.schedule == PipelineScheduleKind::one_f_one_b);
+    QCOMPARE(lessons[3].config.pp, 2);
+    QCOMPARE(lessons[4].config.zero_stage, 3);
   }
 
   void tryItLoadsTheRunIntoThePanel() {
