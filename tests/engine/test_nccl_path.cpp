@@ -13,6 +13,7 @@
 #include <cstdlib>
 
 #include "engine/collecting_sink.h"
+#include "engine/device_run_config.h"
 #include "engine/fake_device.h"
 #include "ops/nccl.h"
 #include "train/trainer.h"
@@ -22,21 +23,10 @@ using shardscope::test::CollectingSink;
 using shardscope::testing::CheckedDeviceBackend;
 using shardscope::testing::FakeDevice;
 using shardscope::testing::FakeDeviceMemory;
+using shardscope::testing::layout_of_the_row;
+using shardscope::testing::short_device_run;
 
 namespace {
-
-RunConfig base_config() {
-  RunConfig c;
-  c.model = "gpt-tiny";
-  c.steps = 3;
-  c.batch = 8;
-  c.seq = 32;
-  c.lr = 3e-3f;
-  c.threads = 2;
-  c.eval_every = 3;
-  c.eval_batches = 1;
-  return c;
-}
 
 // One rank per pretend GPU, NCCL (the fake) between them.
 std::vector<float> train_over_nccl(RunConfig c, const std::shared_ptr<FakeDevice>& device, EventSink* sink = nullptr) {
@@ -98,20 +88,9 @@ class TestNcclPath : public QObject {
   }
 
   void layouts_over_nccl_train_as_cpu_ranks() {
-    QFETCH(int, dp);
-    QFETCH(int, pp);
-    QFETCH(int, zero);
-    QFETCH(bool, naive);
-    QFETCH(int, precision);
     QFETCH(QString, schedule);
-    RunConfig c = base_config();
-    c.dp = dp;
-    c.pp = pp;
-    c.zero_stage = zero;
-    c.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
-    c.precision = static_cast<Precision>(precision);
+    RunConfig c = layout_of_the_row(/*micro_batches=*/4);
     c.schedule = schedule == QLatin1String("gpipe") ? PipelineScheduleKind::gpipe : PipelineScheduleKind::one_f_one_b;
-    if (pp > 1) c.micro_batches = 4;
     auto device = std::make_shared<FakeDevice>();
     const std::vector<float> cpu = train_on_cpu(c);
     const std::vector<float> nccl = train_over_nccl(c, device);
@@ -129,7 +108,7 @@ class TestNcclPath : public QObject {
   // Every NCCL call is one comm span per rank: DDP's all-reduces carry no ring
   // step and no destination (NCCL's ring is inside its kernels).
   void each_call_is_one_span_per_rank() {
-    RunConfig c = base_config();
+    RunConfig c = short_device_run();
     c.dp = 2;
     c.steps = 1;
     c.eval_every = 0;
@@ -152,7 +131,7 @@ class TestNcclPath : public QObject {
 
   // A rank that fails mid-step stops the others, which wait in NCCL calls.
   void a_failing_rank_stops_every_rank() {
-    RunConfig c = base_config();
+    RunConfig c = short_device_run();
     c.dp = 2;
     c.pp = 2;
     c.micro_batches = 4;

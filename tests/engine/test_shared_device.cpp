@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/half.h"
+#include "engine/device_run_config.h"
 #include "engine/fake_device.h"
 #include "engine/lagging_backend.h"
 #include "parallel/in_process_communicator.h"
@@ -24,21 +25,10 @@ using shardscope::testing::CheckedDeviceBackend;
 using shardscope::testing::FakeDevice;
 using shardscope::testing::FakeDeviceMemory;
 using shardscope::testing::LaggingBackend;
+using shardscope::testing::layout_of_the_row;
+using shardscope::testing::short_device_run;
 
 namespace {
-
-RunConfig base_config() {
-  RunConfig c;
-  c.model = "gpt-tiny";
-  c.steps = 3;
-  c.batch = 8;
-  c.seq = 32;
-  c.lr = 3e-3f;
-  c.threads = 2;
-  c.eval_every = 3;
-  c.eval_batches = 1;
-  return c;
-}
 
 struct Run {
   std::vector<float> losses, eval;
@@ -361,24 +351,6 @@ void TestSharedDevice::layouts_sharing_one_device_train_as_host_ranks_data() {
   QTest::newRow("dp2 ZeRO-2 bf16") << 2 << 1 << 2 << false << bf16;
   QTest::newRow("dp2 ZeRO-3 fp16") << 2 << 1 << 3 << false << fp16;
   QTest::newRow("dp2 x pp2 ZeRO-1 bf16") << 2 << 2 << 1 << false << bf16;
-}
-
-// The data row's layout, as base_config() otherwise.
-RunConfig layout_of_the_row() {
-  QFETCH(int, dp);
-  QFETCH(int, pp);
-  QFETCH(int, zero);
-  QFETCH(bool, naive);
-  QFETCH(int, precision);
-  RunConfig c = base_config();
-  c.dp = dp;
-  c.pp = pp;
-  c.zero_stage = zero;
-  c.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
-  c.precision = static_cast<Precision>(precision);
-  if (pp > 1) c.micro_batches = 2;
-  if (dp == 3) c.batch = 12;
-  return c;
 }
 
 void TestSharedDevice::layouts_sharing_one_device_train_as_host_ranks() {
