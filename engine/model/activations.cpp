@@ -18,7 +18,7 @@ struct Carver {
 };
 
 void carve_activations(Activations& a, const ModelConfig& c, int B, int T, bool checkpointing,
-                       const StageLayers& stage, Carver& k) {
+                       const StageLayers& stage, AttentionKernel kernel, Carver& k) {
   const std::int64_t BT = static_cast<std::int64_t>(B) * T, C = c.channels, H = c.heads;
   const bool bert = c.kind == ModelKind::bert;
   const bool embed = stage.embedding, head = stage.head;
@@ -39,7 +39,7 @@ void carve_activations(Activations& a, const ModelConfig& c, int B, int T, bool 
     l.ln1_mean = k.take(BT);
     l.ln1_rstd = k.take(BT);
     l.qkv = k.take(BT * 3 * C);
-    l.probs = k.take(B * H * T * T);
+    l.probs = k.take(attention_saved_floats(kernel, B, H, T));
     l.attn_y = k.take(BT * C);
     l.res_mid = k.take(BT * C);
     l.ln2_out = k.take(BT * C);
@@ -59,46 +59,47 @@ void carve_activations(Activations& a, const ModelConfig& c, int B, int T, bool 
   a.pooled = head && bert && c.pooler ? k.take(static_cast<std::int64_t>(B) * C) : nullptr;
 }
 
-void carve_scratch(BackwardScratch& s, const ModelConfig& c, int B, int T, bool head, Carver& k) {
+void carve_scratch(BackwardScratch& s, const ModelConfig& c, int B, int T, bool head, AttentionKernel kernel,
+                   Carver& k) {
   const std::int64_t BT = static_cast<std::int64_t>(B) * T, C = c.channels;
   s.d_res = k.take(BT * C);
   s.d_a = k.take(BT * C);
   s.d_qkv = k.take(BT * 3 * C);
   s.d_fc = k.take(BT * 4 * C);
-  s.d_probs = k.take(static_cast<std::int64_t>(B) * c.heads * T * T);
+  s.d_probs = k.take(attention_scratch_floats(kernel, B, c.heads, T));
   s.d_logits = head ? k.take(BT * c.vocab) : nullptr;
 }
 }  // namespace
 
-std::int64_t Activations::layer_floats(const ModelConfig& c, int batch, int seq) {
+std::int64_t Activations::layer_floats(const ModelConfig& c, int batch, int seq, AttentionKernel kernel) {
   const std::int64_t BT = static_cast<std::int64_t>(batch) * seq;
-  return BT * (16 * static_cast<std::int64_t>(c.channels) + 4) + static_cast<std::int64_t>(batch) * c.heads * seq * seq;
+  return BT * (16 * static_cast<std::int64_t>(c.channels) + 4) + attention_saved_floats(kernel, batch, c.heads, seq);
 }
 
 std::int64_t Activations::total_floats(const ModelConfig& config, int batch, int seq, bool keep_outputs_only,
-                                       const StageLayers& stage) {
+                                       const StageLayers& stage, AttentionKernel kernel) {
   Activations a;
   Carver k{nullptr};
-  carve_activations(a, config, batch, seq, keep_outputs_only, stage, k);
+  carve_activations(a, config, batch, seq, keep_outputs_only, stage, kernel, k);
   return k.used;
 }
 
 void Activations::bind(const ModelConfig& config, int batch, int seq, bool keep_outputs_only, const StageLayers& stage,
-                       float* buffer) {
+                       float* buffer, AttentionKernel kernel) {
   Carver k{buffer};
-  carve_activations(*this, config, batch, seq, keep_outputs_only, stage, k);
+  carve_activations(*this, config, batch, seq, keep_outputs_only, stage, kernel, k);
 }
 
-std::int64_t BackwardScratch::total_floats(const ModelConfig& config, int B, int T, bool head) {
+std::int64_t BackwardScratch::total_floats(const ModelConfig& config, int B, int T, bool head, AttentionKernel kernel) {
   BackwardScratch s;
   Carver k{nullptr};
-  carve_scratch(s, config, B, T, head, k);
+  carve_scratch(s, config, B, T, head, kernel, k);
   return k.used;
 }
 
-void BackwardScratch::bind(const ModelConfig& config, int B, int T, bool head, float* buffer) {
+void BackwardScratch::bind(const ModelConfig& config, int B, int T, bool head, float* buffer, AttentionKernel kernel) {
   Carver k{buffer};
-  carve_scratch(*this, config, B, T, head, k);
+  carve_scratch(*this, config, B, T, head, kernel, k);
 }
 
 }  // namespace shardscope

@@ -11,6 +11,7 @@
 
 #include "core/buffer.h"
 #include "model/model_config.h"
+#include "ops/backend.h"
 
 namespace shardscope {
 
@@ -19,7 +20,7 @@ struct LayerActivations {
   float* ln1_mean;  // (B, T)
   float* ln1_rstd;  // (B, T)
   float* qkv;       // (B, T, 3C)
-  float* probs;     // (B, H, T, T) attention probabilities
+  float* probs;     // (B, H, T, T) attention probabilities; fused attention: (B, H, T) log-sum-exp
   float* attn_y;    // (B, T, C) attention output, heads concatenated, before proj
   float* res_mid;   // (B, T, C) residual sum after attention
   float* ln2_out;   // (B, T, C)
@@ -52,19 +53,22 @@ struct Activations {
   float* losses;         // (B, T) per-position cross-entropy
   float* pooled;         // (B, C) BERT pooler output, if the model has one
 
-  // Floats each layer keeps: B T (16 C + 4) + B H T^2.
-  static std::int64_t layer_floats(const ModelConfig& config, int batch, int seq);
+  // Floats each layer keeps: B T (16 C + 4) + B H T^2 (B H T with fused attention).
+  // `kernel`: how the backend runs attention (Backend::attention_kernel), which
+  // decides what probs keeps (attention_saved_floats).
+  static std::int64_t layer_floats(const ModelConfig& config, int batch, int seq,
+                                   AttentionKernel kernel = AttentionKernel::materialized);
   // Floats of one forward pass of `stage` for (B, T). With checkpointing each
   // layer keeps B T C (its output) and one layer's full set is shared. Fields
   // a stage does not run (embeddings, head) take no space and stay null.
   static std::int64_t total_floats(const ModelConfig& config, int batch, int seq, bool checkpointing,
-                                   const StageLayers& stage);
+                                   const StageLayers& stage, AttentionKernel kernel = AttentionKernel::materialized);
   static std::int64_t total_floats(const ModelConfig& config, int batch, int seq, bool checkpointing = false) {
     return total_floats(config, batch, seq, checkpointing, whole_model_stage(config));
   }
   // Carves the views out of `buffer`, which holds total_floats floats.
   void bind(const ModelConfig& config, int batch, int seq, bool checkpointing, const StageLayers& stage,
-            float* buffer);
+            float* buffer, AttentionKernel kernel = AttentionKernel::materialized);
 };
 
 // Scratch of backward: activation gradients, reused layer after layer.
@@ -73,11 +77,13 @@ struct BackwardScratch {
   float* d_a;        // (B, T, C)
   float* d_qkv;      // (B, T, 3C)
   float* d_fc;       // (B, T, 4C)
-  float* d_probs;    // (B, H, T, T)
+  float* d_probs;    // (B, H, T, T); fused attention: (B, H, T), D = rowsum(dO o O)
   float* d_logits;   // (B, T, V)
 
-  static std::int64_t total_floats(const ModelConfig& config, int B, int T, bool head = true);
-  void bind(const ModelConfig& config, int B, int T, bool head, float* buffer);
+  static std::int64_t total_floats(const ModelConfig& config, int B, int T, bool head = true,
+                                   AttentionKernel kernel = AttentionKernel::materialized);
+  void bind(const ModelConfig& config, int B, int T, bool head, float* buffer,
+            AttentionKernel kernel = AttentionKernel::materialized);
 };
 
 }  // namespace shardscope

@@ -62,8 +62,9 @@ void BertModel::forward_impl(const Batch& batch) {
   parameters_done(head_unit());
 }
 
-void BertModel::layer_backward(int l, const float* x, int B, int T) {
-  const int BT = B * T, C = config_.channels, H = config_.heads;
+void BertModel::layer_backward(int l, const float* x, const Batch& batch) {
+  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels, H = config_.heads;
+  const AttentionMask mask{false, batch.attention_mask};
   const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
   LayerWeights& dw = dw_.layers[static_cast<std::size_t>(l)];
   const LayerActivations& a = layer_acts(l);
@@ -79,7 +80,7 @@ void BertModel::layer_backward(int l, const float* x, int B, int T) {
   be.layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, a.res_mid, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C);
   // res_mid = x + proj(attention(qkv(x))): d_res += attention backward, giving d(x)
   be.linear_backward(s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, C, C);
-  be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.probs, B, T, C, H);
+  be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, C, H, mask);
   be.linear_backward(s.d_res, dw.qkv_w, dw.qkv_b, s.d_qkv, x, w.qkv_w, BT, C, 3 * C, /*accumulate=*/true);
 }
 

@@ -44,8 +44,8 @@ void GptModel::forward_impl(const Batch& batch) {
   parameters_done(head_unit());
 }
 
-void GptModel::layer_backward(int l, const float* x, int B, int T) {
-  const int BT = B * T, C = config_.channels, H = config_.heads;
+void GptModel::layer_backward(int l, const float* x, const Batch& batch) {
+  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels, H = config_.heads;
   const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
   LayerWeights& dw = dw_.layers[static_cast<std::size_t>(l)];
   const LayerActivations& a = layer_acts(l);
@@ -59,7 +59,7 @@ void GptModel::layer_backward(int l, const float* x, int B, int T) {
                         /*accumulate=*/true);
   // Attention branch: d_res now holds d(res_mid) = d(x) through the residual.
   be.linear_backward(s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, C, C);
-  be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.probs, B, T, C, H);
+  be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, C, H, AttentionMask{true, nullptr});
   be.linear_backward(s.d_a, dw.qkv_w, dw.qkv_b, s.d_qkv, a.ln1_out, w.qkv_w, BT, C, 3 * C);
   be.layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, x, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C,
                         /*accumulate=*/true);

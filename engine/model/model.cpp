@@ -97,9 +97,9 @@ void Model::ensure_activations(int B, int T) {
   if (s.acts.B != B || s.acts.T != T || s.checkpointing != checkpointing_ || s.buffer.empty()) {
     s.buffer = Buffer();  // release first: the ledger peak must not count both
     s.buffer = Buffer(ledger_, MemoryCategory::activations,
-                      Activations::total_floats(config_, B, T, checkpointing_, stage_) * 4);
+                      Activations::total_floats(config_, B, T, checkpointing_, stage_, attention_kernel()) * 4);
     s.checkpointing = checkpointing_;
-    s.acts.bind(config_, B, T, checkpointing_, stage_, s.buffer.floats());
+    s.acts.bind(config_, B, T, checkpointing_, stage_, s.buffer.floats(), attention_kernel());
   }
   ensure_scratch(B, T);
 }
@@ -108,8 +108,9 @@ void Model::ensure_scratch(int B, int T) {
   if (scratch_B_ == B && scratch_T_ == T && !scratch_buffer_.empty()) return;
   scratch_buffer_ = Buffer();
   scratch_buffer_ =
-      Buffer(ledger_, MemoryCategory::workspace, BackwardScratch::total_floats(config_, B, T, stage_.head) * 4);
-  scratch_.bind(config_, B, T, stage_.head, scratch_buffer_.floats());
+      Buffer(ledger_, MemoryCategory::workspace,
+             BackwardScratch::total_floats(config_, B, T, stage_.head, attention_kernel()) * 4);
+  scratch_.bind(config_, B, T, stage_.head, scratch_buffer_.floats(), attention_kernel());
   scratch_B_ = B;
   scratch_T_ = T;
 }
@@ -240,7 +241,7 @@ void Model::layers_backward(const Batch& batch) {
     gradients_needed(1 + l);
     prepare_layer_backward(l, batch);
     const std::int64_t start = now_ns();
-    layer_backward(l, layer_input(l), batch.B, batch.T);
+    layer_backward(l, layer_input(l), batch);
     emit_span(ComputeKind::backward, l, start);
     parameters_done(1 + l);
     gradients_done(1 + l);                             // ZeRO-2/3: reduce-scatter it now

@@ -184,7 +184,8 @@ class Model {
   // Backward of every layer of the stage in reverse, d_res carrying the
   // residual gradient down; reports each layer's gradients as final.
   void layers_backward(const Batch& batch);
-  virtual void layer_backward(int l, const float* x, int B, int T) = 0;
+  // The forward's batch (its padding mask: a fused attention backward recomputes P).
+  virtual void layer_backward(int l, const float* x, const Batch& batch) = 0;
   // Makes layer l's activations available for its backward (recompute under checkpointing).
   void prepare_layer_backward(int l, const Batch& batch);
   void gradients_ready(std::int64_t frontier) {
@@ -222,6 +223,8 @@ class Model {
 
  private:
   void ensure_activations(int B, int T);
+  // How the backend runs this model's attention: what probs and d_probs hold.
+  AttentionKernel attention_kernel() const { return backend_.attention_kernel(config_.channels / config_.heads); }
   void ensure_scratch(int B, int T);
   void check_batch(const Batch& batch) const;
 

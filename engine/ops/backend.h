@@ -24,6 +24,35 @@ struct AttentionMask {
   const std::int32_t* padding = nullptr;  // (B, T): 1 = real token, 0 = padding; may be null
 };
 
+// How a backend runs attention, and so what the model keeps for its backward:
+//   materialized  S = Q K^T, P = softmax(S) and Y = P V as separate steps.
+//                 `probs` keeps P (B, H, T, T) for backward; `scratch` is
+//                 (B, H, T, T) of workspace (dP, then dS).
+//   fused         one kernel per tile of queries, never writing P (FlashAttention-2,
+//                 Dao 2023): `probs` keeps only each query row's log-sum-exp
+//                 (B, H, T) and backward recomputes P from it; `scratch` holds
+//                 (B, H, T) floats, D = rowsum(dO o O) of FlashAttention-2's backward.
+// Memory of the saved tensor: O(T^2) per head materialized, O(T) fused.
+enum class AttentionKernel { materialized, fused };
+
+// Floats of `probs` (saved for backward) and of `scratch` (backward workspace).
+inline std::int64_t attention_saved_floats(AttentionKernel kernel, std::int64_t B, std::int64_t H, std::int64_t T) {
+  return kernel == AttentionKernel::fused ? B * H * T : B * H * T * T;
+}
+inline std::int64_t attention_scratch_floats(AttentionKernel kernel, std::int64_t B, std::int64_t H, std::int64_t T) {
+  return kernel == AttentionKernel::fused ? B * H * T : B * H * T * T;
+}
+
+// When the CUDA backend fuses attention (cuda_flash_attention.cu): with 16-bit
+// matmul math (its tensor-core tiles are bf16 or fp16, as torch.autocast runs
+// scaled_dot_product_attention) and a head dimension its tiles cover, a
+// multiple of 16 up to 128. A pure function, so the memory estimator, which
+// has no backend, sizes the same buffers the run will carve.
+inline AttentionKernel cuda_attention_kernel(bool sixteen_bit, int head_dim) {
+  const bool tiles_cover = head_dim > 0 && head_dim % 16 == 0 && head_dim <= 128;
+  return sixteen_bit && tiles_cover ? AttentionKernel::fused : AttentionKernel::materialized;
+}
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -79,12 +108,18 @@ class Backend {
 
   // ---- multi-head attention (scaled dot product, Vaswani et al. 2017) ---------
   // qkv (B, T, 3C): q, k, v side by side; head h uses columns h*hd..(h+1)*hd of each.
-  // probs (B, H, T, T) saved for backward; out (B, T, C) heads concatenated.
+  // out (B, T, C) heads concatenated. What `probs` keeps for backward and how
+  // large `scratch` is depend on attention_kernel(hd) (see AttentionKernel).
+  virtual AttentionKernel attention_kernel(int /*head_dim*/) const { return AttentionKernel::materialized; }
+  // probs: (B, H, T, T) materialized, (B, H, T) log-sum-exp fused.
   virtual void attention_forward(float* out, float* probs, const float* qkv, int B, int T, int C, int H,
                                  const AttentionMask& mask) = 0;
-  // d_qkv (B, T, 3C) overwritten; scratch (B, H, T, T) is workspace.
+  // d_qkv (B, T, 3C) overwritten. out (B, T, C) and probs are the forward's,
+  // unchanged since, and mask is the forward's (a fused backward recomputes P
+  // from them); scratch is workspace, sized by attention_scratch_floats.
   virtual void attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv,
-                                  const float* probs, int B, int T, int C, int H) = 0;
+                                  const float* out, const float* probs, int B, int T, int C, int H,
+                                  const AttentionMask& mask) = 0;
 
   // ---- softmax cross-entropy ------------------------------------------------------
   // losses (rows) per row, 0 for ignored targets (< 0). Returns the mean over counted rows.

@@ -276,11 +276,14 @@ class CheckedDeviceBackend final : public Backend {
     real.padding = flip(mask.padding);
     run([=, this] { cpu_->attention_forward(flip(out), flip(probs), flip(qkv), B, T, C, H, real); });
   }
-  void attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv, const float* probs, int B,
-                          int T, int C, int H) override {
-    on_device("attention_backward", d_qkv, scratch, d_out, qkv, probs);
+  void attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv, const float* out,
+                          const float* probs, int B, int T, int C, int H, const AttentionMask& mask) override {
+    on_device("attention_backward", d_qkv, scratch, d_out, qkv, out, probs, mask.padding);
+    AttentionMask real = mask;
+    real.padding = flip(mask.padding);
     run([=, this] {
-      cpu_->attention_backward(flip(d_qkv), flip(scratch), flip(d_out), flip(qkv), flip(probs), B, T, C, H);
+      cpu_->attention_backward(flip(d_qkv), flip(scratch), flip(d_out), flip(qkv), flip(out), flip(probs), B, T, C, H,
+                               real);
     });
   }
   float cross_entropy_forward(float* losses, const float* logits, const std::int32_t* targets, int rows,

@@ -85,9 +85,10 @@ class LaggingBackend final : public Backend {
                          const AttentionMask& mask) override {
     later([=, this] { inner_->attention_forward(out, probs, qkv, B, T, C, H, mask); });
   }
-  void attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv, const float* probs, int B,
-                          int T, int C, int H) override {
-    later([=, this] { inner_->attention_backward(d_qkv, scratch, d_out, qkv, probs, B, T, C, H); });
+  AttentionKernel attention_kernel(int head_dim) const override { return inner_->attention_kernel(head_dim); }
+  void attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv, const float* out,
+                          const float* probs, int B, int T, int C, int H, const AttentionMask& mask) override {
+    later([=, this] { inner_->attention_backward(d_qkv, scratch, d_out, qkv, out, probs, B, T, C, H, mask); });
   }
   float cross_entropy_forward(float* losses, const float* logits, const std::int32_t* targets, int rows,
                               int V) override {

@@ -193,7 +193,7 @@ void attention_gradient_check(Backend& be, bool causal, const std::vector<std::i
   };
   loss();
   std::vector<float> dqkv(qkv.size()), scratch(probs.size());
-  be.attention_backward(dqkv.data(), scratch.data(), R.data(), qkv.data(), probs.data(), B, T, C, H);
+  be.attention_backward(dqkv.data(), scratch.data(), R.data(), qkv.data(), out.data(), probs.data(), B, T, C, H, mask);
   check_gradient(causal ? "attention (causal) d_qkv" : "attention (padding) d_qkv", qkv, dqkv, loss);
 }
 }  // namespace

@@ -336,8 +336,10 @@ void TestCudaOps::attention_forward_backward() {
       auto d_qkv = randoms(qkv.size(), 52);  // overwritten by both
       std::vector<float> scratch(probs_n);
       DeviceArray gd_qkv(d_qkv), gscratch(scratch), cprobs(probs);
-      gpu->attention_backward(gd_qkv.get(), gscratch.get(), gdy.get(), gqkv.get(), cprobs.get(), B, T, C, H);
-      cpu->attention_backward(d_qkv.data(), scratch.data(), dy.data(), qkv.data(), probs.data(), B, T, C, H);
+      gpu->attention_backward(gd_qkv.get(), gscratch.get(), gdy.get(), gqkv.get(), gout.get(), cprobs.get(), B, T, C, H,
+                              AttentionMask{c.causal, c.padded ? gpad.get() : nullptr});
+      cpu->attention_backward(d_qkv.data(), scratch.data(), dy.data(), qkv.data(), out.data(), probs.data(), B, T, C, H,
+                              AttentionMask{c.causal, c.padded ? padding.data() : nullptr});
       COMPARE_NEAR(what + "d_qkv", gd_qkv.host(), d_qkv, sh.qkv_scale > 1.0f ? out_tol : kAttention);
     }
   }
@@ -474,7 +476,8 @@ void TestCudaOps::results_repeat_bit_for_bit() {
   for (int run = 0; run < 2; ++run) {
     DeviceArray out(zeros_btc), probs(zeros_probs), d_qkv(zeros_qkv), scratch(zeros_probs);
     gpu->attention_forward(out.get(), probs.get(), gqkv.get(), B, T, C, H, AttentionMask{true, nullptr});
-    gpu->attention_backward(d_qkv.get(), scratch.get(), gdy.get(), gqkv.get(), probs.get(), B, T, C, H);
+    gpu->attention_backward(d_qkv.get(), scratch.get(), gdy.get(), gqkv.get(), out.get(), probs.get(), B, T, C, H,
+                            AttentionMask{true, nullptr});
     DeviceArray ln_out(zeros_btc), mean(zeros_rows), rstd(zeros_rows), d_in(zeros_btc), d_w(zeros_c), d_b(zeros_c);
     gpu->layernorm_forward(ln_out.get(), mean.get(), rstd.get(), gdy.get(), gw.get(), gw.get(), rows, C, 1e-5f);
     gpu->layernorm_backward(d_in.get(), d_w.get(), d_b.get(), gdy.get(), gdy.get(), gw.get(), mean.get(), rstd.get(),

@@ -31,8 +31,10 @@ void CpuBackend::attention_forward(float* out, float* probs, const float* qkv, i
   });
 }
 
+// Materialized, so `out` and `mask` are not needed: probs holds P with the mask applied.
 void CpuBackend::attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv,
-                                    const float* probs, int B, int T, int C, int H) {
+                                    const float* /*out*/, const float* probs, int B, int T, int C, int H,
+                                    const AttentionMask& /*mask*/) {
   const int hd = C / H;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const std::int64_t TT = static_cast<std::int64_t>(T) * T;

@@ -37,8 +37,8 @@ class CpuBackend final : public Backend {
   void gelu_backward(float* d_in, const float* d_out, const float* in, std::int64_t n, math::GeluKind kind) override;
   void attention_forward(float* out, float* probs, const float* qkv, int B, int T, int C, int H,
                          const AttentionMask& mask) override;
-  void attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv, const float* probs,
-                          int B, int T, int C, int H) override;
+  void attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv, const float* out,
+                          const float* probs, int B, int T, int C, int H, const AttentionMask& mask) override;
   float cross_entropy_forward(float* losses, const float* logits, const std::int32_t* targets, int rows,
                               int V) override;
   void cross_entropy_backward(float* d_logits, const float* logits, const std::int32_t* targets, int rows, int V,

@@ -361,7 +361,8 @@ void CudaBackend::attention_forward(float* out, float* probs, const float* qkv, 
 }
 
 void CudaBackend::attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv,
-                                     const float* probs, int B, int T, int C, int H) {
+                                     const float* /*out*/, const float* probs, int B, int T, int C, int H,
+                                     const AttentionMask& /*mask*/) {
   if (B <= 0 || T <= 0 || H <= 0) return;
   const int hd = C / H;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
