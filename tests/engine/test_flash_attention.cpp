@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Fused attention, checked on the CPU: the host twin of the CUDA kernels
+// (flash_reference.h: same tiles, same order, same rounding points) against
+// the CPU backend's materialized attention, forward output and all of d_qkv.
+//
+// Tolerances (|flash - cpu| <= atol + rtol |cpu|, qkv and dO ~ N(0, 1)):
+//   no rounding  1e-5 + 1e-5 |x|: exact fp32 attention both; only the order
+//                of sums and the online softmax's rescaling differ;
+//   fp16         out 4e-3 + 4e-3 |x|, d_qkv 1e-2 + 1e-2 |x|: Q, K, V, dO, P, dS
+//                rounded to 11 bits (relative 2^-11 each);
+//   bf16         out 3e-2 + 3e-2 |x|, d_qkv 8e-2 + 5e-2 |x|: the same with 8 bits
+//                (2^-8), eight times fp16's.
+// Cases: causal, padding (a padded tail of several tokens, holes, a sequence
+// with no real token at all), both, none; T = 1, 17, 64 and 100 (not multiples
+// of the tiles), head dims 16, 32 and 64, three sequences, several heads.
+#include <QTest>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "engine/flash_reference.h"
+#include "engine/test_support.h"
+#include "model/activations.h"
+#include "model/model_config.h"
+#include "ops/backend.h"
+#include "ops/flash_math.h"
+
+using namespace shardscope;
+using namespace shardscope::test;
+
+class TestFlashAttention : public QObject {
+  Q_OBJECT
+  std::unique_ptr<Backend> cpu = make_cpu_backend({2});
+
+ private Q_SLOTS:
+  void online_softmax_math();
+  void reference_matches_materialized_data();
+  void reference_matches_materialized();
+  void which_kernel_the_cuda_backend_runs();
+  void fused_attention_keeps_rows_not_squares();
+};
+
+void TestFlashAttention::online_softmax_math() {
+  // Nothing live yet: no rescale of the (zero) sums, and a masked score gives exactly 0.
+  QCOMPARE(math::flash_rescale(-INFINITY, -INFINITY), 0.0f);
+  QCOMPARE(math::flash_rescale(-INFINITY, 3.0f), 0.0f);
+  QCOMPARE(math::flash_rescale(2.0f, 2.0f), 1.0f);
+  QCOMPARE(math::flash_exp(math::flash_masked(), -INFINITY), 0.0f);
+  QCOMPARE(math::flash_exp(math::flash_masked(), 1.0f), 0.0f);
+  QCOMPARE(math::flash_exp(1.0f, 1.0f), 1.0f);
+  // A row with no live key: lse is +inf, out = 0 and P = 0 in backward.
+  QCOMPARE(math::flash_log_sum_exp(-INFINITY, 0.0f), std::numeric_limits<float>::infinity());
+  QCOMPARE(math::flash_inverse_sum(0.0f), 0.0f);
+  QCOMPARE(math::flash_prob(0.5f, INFINITY), 0.0f);
+  QCOMPARE(math::flash_prob(math::flash_masked(), 1.0f), 0.0f);
+  // Two tiles online = one softmax: scores {1, 2} then {3}.
+  float m = math::flash_running_max(-INFINITY, 2.0f);
+  float l = math::flash_exp(1.0f, m) + math::flash_exp(2.0f, m);
+  const float m2 = math::flash_running_max(m, 3.0f);
+  l = l * math::flash_rescale(m, m2) + math::flash_exp(3.0f, m2);
+  const double expected = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0));
+  QVERIFY(std::fabs(math::flash_log_sum_exp(m2, l) - expected) < 1e-6);
+  QCOMPARE(math::flash_score_grad(0.25f, 2.0f, 1.0f, 0.5f), 0.125f);
+}
+
+void TestFlashAttention::reference_matches_materialized_data() {
+  QTest::addColumn<int>("T");
+  QTest::addColumn<int>("head_dim");
+  QTest::addColumn<int>("heads");
+  for (const int T : {1, 17, 64, 100})
+    for (const int hd : {16, 32, 64}) {
+      const int heads = hd == 64 ? 2 : 3;
+      QTest::newRow(qPrintable(QString("T=%1 hd=%2 H=%3").arg(T).arg(hd).arg(heads))) << T << hd << heads;
+    }
+}
+
+void TestFlashAttention::reference_matches_materialized() {
+  QFETCH(int, T);
+  QFETCH(int, head_dim);
+  QFETCH(int, heads);
+  const int B = 3, H = heads, C = H * head_dim;
+  const auto qkv = random_vector(static_cast<std::size_t>(B) * T * 3 * C, 100 + T);
+  const auto dy = random_vector(static_cast<std::size_t>(B) * T * C, 200 + T);
+  std::vector<std::int32_t> padding(static_cast<std::size_t>(B) * T, 1);
+  for (int t = 2 * T / 3; t < T; ++t) padding[static_cast<std::size_t>(t)] = 0;  // sequence 0: a padded tail
+  for (int t = 1; t < T; t += 3) padding[static_cast<std::size_t>(T + t)] = 0;   // sequence 1: holes
+  for (int t = 0; t < T; ++t) padding[static_cast<std::size_t>(2 * T + t)] = 0;  // sequence 2: no real token
+
+  struct Case {
+    const char* name;
+    bool causal, padded;
+  };
+  struct Rounding {
+    const char* name;
+    FlashRounding rounding;
+    double out_atol, out_rtol, grad_atol, grad_rtol;
+  };
+  for (const Case c : {Case{"causal", true, false}, Case{"padding", false, true}, Case{"causal+padding", true, true},
+                       Case{"none", false, false}}) {
+    const AttentionMask mask{c.causal, c.padded ? padding.data() : nullptr};
+    std::vector<float> out(dy.size()), probs(static_cast<std::size_t>(B) * H * T * T);
+    std::vector<float> d_qkv(qkv.size()), scratch(probs.size());
+    cpu->attention_forward(out.data(), probs.data(), qkv.data(), B, T, C, H, mask);
+    cpu->attention_backward(d_qkv.data(), scratch.data(), dy.data(), qkv.data(), out.data(), probs.data(), B, T, C,
+                            H, mask);
+    for (const Rounding r : {Rounding{"fp32", FlashRounding::none, 1e-5, 1e-5, 1e-5, 1e-5},
+                             Rounding{"fp16", FlashRounding::fp16, 4e-3, 4e-3, 1e-2, 1e-2},
+                             Rounding{"bf16", FlashRounding::bf16, 3e-2, 3e-2, 8e-2, 5e-2}}) {
+      std::vector<float> f_out(out.size(), 7.0f), lse(static_cast<std::size_t>(B) * H * T, 7.0f);
+      std::vector<float> f_d_qkv(qkv.size(), 7.0f);  // overwritten everywhere
+      flash_forward_reference(r.rounding, f_out.data(), lse.data(), qkv.data(), B, T, C, H, mask);
+      flash_backward_reference(r.rounding, f_d_qkv.data(), dy.data(), qkv.data(), f_out.data(), lse.data(), B, T, C,
+                               H, mask);
+      const QString what = QString("%1 %2 ").arg(c.name).arg(r.name);
+      std::size_t at = 0;
+      const double out_worst = worst_mismatch(f_out.data(), out.data(), out.size(), r.out_atol, r.out_rtol, &at);
+      QVERIFY2(out_worst <= 1.0, qPrintable(what + QString("out[%1] flash %2 materialized %3 (%4x the tolerance)")
+                                                       .arg(at)
+                                                       .arg(static_cast<double>(f_out[at]), 0, 'g', 9)
+                                                       .arg(static_cast<double>(out[at]), 0, 'g', 9)
+                                                       .arg(out_worst)));
+      const double grad_worst =
+          worst_mismatch(f_d_qkv.data(), d_qkv.data(), d_qkv.size(), r.grad_atol, r.grad_rtol, &at);
+      QVERIFY2(grad_worst <= 1.0, qPrintable(what + QString("d_qkv[%1] flash %2 materialized %3 (%4x the tolerance)")
+                                                        .arg(at)
+                                                        .arg(static_cast<double>(f_d_qkv[at]), 0, 'g', 9)
+                                                        .arg(static_cast<double>(d_qkv[at]), 0, 'g', 9)
+                                                        .arg(grad_worst)));
+      if (c.padded)  // sequence 2 has no real key: lse is the +inf marker, out and d_qkv are 0
+        for (int h = 0; h < H; ++h)
+          for (int t = 0; t < T; ++t)
+            QCOMPARE(lse[(static_cast<std::size_t>(2) * H + h) * T + t], std::numeric_limits<float>::infinity());
+    }
+  }
+}
+
+void TestFlashAttention::which_kernel_the_cuda_backend_runs() {
+  QVERIFY(cuda_attention_kernel(true, 64) == AttentionKernel::fused);
+  QVERIFY(cuda_attention_kernel(true, 16) == AttentionKernel::fused);
+  QVERIFY(cuda_attention_kernel(true, 128) == AttentionKernel::fused);
+  QVERIFY(cuda_attention_kernel(false, 64) == AttentionKernel::materialized);  // fp32 / TF32 math
+  QVERIFY(cuda_attention_kernel(true, 72) == AttentionKernel::materialized);   // not a multiple of 16
+  QVERIFY(cuda_attention_kernel(true, 256) == AttentionKernel::materialized);  // beyond the tiles
+  QVERIFY(cpu->attention_kernel(64) == AttentionKernel::materialized);
+}
+
+void TestFlashAttention::fused_attention_keeps_rows_not_squares() {
+  ModelConfig config;
+  config.kind = ModelKind::gpt;
+  config.layers = 2;
+  config.channels = 64;
+  config.heads = 4;
+  config.vocab = 50;
+  config.max_seq = 32;
+  const int B = 2, T = 32, H = config.heads;
+  const std::int64_t squares = std::int64_t{B} * H * T * T, rows = std::int64_t{B} * H * T;
+  QCOMPARE(attention_saved_floats(AttentionKernel::materialized, B, H, T), squares);
+  QCOMPARE(attention_saved_floats(AttentionKernel::fused, B, H, T), rows);
+  QCOMPARE(attention_scratch_floats(AttentionKernel::fused, B, H, T), rows);
+  QCOMPARE(Activations::layer_floats(config, B, T) - Activations::layer_floats(config, B, T, AttentionKernel::fused),
+           squares - rows);
+  const StageLayers whole = whole_model_stage(config);
+  QCOMPARE(Activations::total_floats(config, B, T, false, whole) -
+               Activations::total_floats(config, B, T, false, whole, AttentionKernel::fused),
+           config.layers * (squares - rows));
+  QCOMPARE(BackwardScratch::total_floats(config, B, T) -
+               BackwardScratch::total_floats(config, B, T, true, AttentionKernel::fused),
+           squares - rows);
+  // The views follow the sizes: attn_y starts right after the log-sum-exp rows.
+  std::vector<float> buffer(static_cast<std::size_t>(Activations::total_floats(config, B, T, false, whole,
+                                                                                AttentionKernel::fused)));
+  Activations acts;
+  acts.bind(config, B, T, false, whole, buffer.data(), AttentionKernel::fused);
+  QCOMPARE(acts.layers[0].attn_y - acts.layers[0].probs, rows);
+}
+
+QTEST_GUILESS_MAIN(TestFlashAttention)
+#include "test_flash_attention.moc"
