@@ -22,6 +22,7 @@
 
 #include "ops/cuda/cuda_backend.h"
 #include "ops/cuda/cuda_common.cuh"
+#include "ops/cuda/cuda_flash_attention.cuh"
 #include "ops/cuda/cuda_row_kernels.cuh"
 #include "ops/math.h"
 
@@ -333,14 +334,26 @@ void CudaBackend::gelu_backward(float* d_in, const float* d_out, const float* in
 }
 
 // ---- attention ---------------------------------------------------------------------------------
-// Same layout as cpu_attention.cpp: Q, K, V read in place from qkv (B, T, 3C)
-// with leading dimension 3C. One strided-batched gemm per sequence covers its H
-// heads (head h starts h*hd columns further: stride hd); P is (B, H, T, T).
+// In bf16/fp16 math, fused (cuda_flash_attention.cu): probs keeps the rows'
+// log-sum-exp (B, H, T). Otherwise materialized, with the layout of
+// cpu_attention.cpp: Q, K, V read in place from qkv (B, T, 3C) with leading
+// dimension 3C. One strided-batched gemm per sequence covers its H heads (head
+// h starts h*hd columns further: stride hd); P is (B, H, T, T).
+
+AttentionKernel CudaBackend::attention_kernel(int head_dim) const {
+  return cuda_attention_kernel(math_ == GemmMath::bf16 || math_ == GemmMath::fp16, head_dim);
+}
 
 void CudaBackend::attention_forward(float* out, float* probs, const float* qkv, int B, int T, int C, int H,
                                     const AttentionMask& mask) {
   if (B <= 0 || T <= 0 || H <= 0) return;
   const int hd = C / H;
+  if (attention_kernel(hd) == AttentionKernel::fused) {
+    make_current("attention_forward");
+    flash_attention_forward(stream_, math_ == GemmMath::bf16 ? Flash16::bf16 : Flash16::fp16, out, probs, qkv, B, T,
+                            C, H, mask.causal, mask.padding);
+    return;
+  }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const std::int64_t TT = static_cast<std::int64_t>(T) * T;
   for (int b = 0; b < B; ++b) {
@@ -361,10 +374,16 @@ void CudaBackend::attention_forward(float* out, float* probs, const float* qkv, 
 }
 
 void CudaBackend::attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv,
-                                     const float* /*out*/, const float* probs, int B, int T, int C, int H,
-                                     const AttentionMask& /*mask*/) {
+                                     const float* out, const float* probs, int B, int T, int C, int H,
+                                     const AttentionMask& mask) {
   if (B <= 0 || T <= 0 || H <= 0) return;
   const int hd = C / H;
+  if (attention_kernel(hd) == AttentionKernel::fused) {
+    make_current("attention_backward");
+    flash_attention_backward(stream_, math_ == GemmMath::bf16 ? Flash16::bf16 : Flash16::fp16, d_qkv, scratch, d_out,
+                             qkv, out, probs, B, T, C, H, mask.causal, mask.padding);
+    return;
+  }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const std::int64_t TT = static_cast<std::int64_t>(T) * T;
   for (int b = 0; b < B; ++b) {

@@ -80,6 +80,9 @@ class CudaBackend final : public Backend {
   void gelu_backward(float* d_in, const float* d_out, const float* in, std::int64_t n, math::GeluKind kind) override;
   void attention_forward(float* out, float* probs, const float* qkv, int B, int T, int C, int H,
                          const AttentionMask& mask) override;
+  // Fused (cuda_flash_attention.cu) in bf16/fp16 math when the head dimension
+  // allows (cuda_attention_kernel); materialized otherwise.
+  AttentionKernel attention_kernel(int head_dim) const override;
   void attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv, const float* out,
                           const float* probs, int B, int T, int C, int H, const AttentionMask& mask) override;
   float cross_entropy_forward(float* losses, const float* logits, const std::int32_t* targets, int rows,
