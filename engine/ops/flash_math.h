@@ -34,10 +34,14 @@ inline constexpr int kFlashBackwardKeys = 32;
 inline constexpr int kFlashBackwardQueries = 32;
 
 // A score that no query may see (causal future, padding, past the sequence).
-SS_HD float flash_masked() { return -INFINITY; }
+SS_HD float flash_masked() {
+  return -INFINITY;
+}
 
 // The running max after a tile whose largest (scaled) score is tile_max.
-SS_HD float flash_running_max(float m, float tile_max) { return max_f(m, tile_max); }
+SS_HD float flash_running_max(float m, float tile_max) {
+  return max_f(m, tile_max);
+}
 
 // e^(m_old - m_new), by which O and l are rescaled; 0 while nothing was live
 // before (m_old = -inf), so no exp ever sees -inf - -inf.
@@ -46,13 +50,19 @@ SS_HD float flash_rescale(float m_old, float m_new) {
 }
 
 // e^(s - m) for a live score s, exactly 0 for a masked one.
-SS_HD float flash_exp(float s, float m) { return s == -INFINITY ? 0.0f : exp_approx(s - m); }
+SS_HD float flash_exp(float s, float m) {
+  return s == -INFINITY ? 0.0f : exp_approx(s - m);
+}
 
 // The row's log-sum-exp after its last tile; +inf when no key was live.
-SS_HD float flash_log_sum_exp(float m, float l) { return l > 0.0f ? m + logf(l) : INFINITY; }
+SS_HD float flash_log_sum_exp(float m, float l) {
+  return l > 0.0f ? m + logf(l) : INFINITY;
+}
 
 // 1 / l for out = O / l; 0 for a row with no live key (out = 0 as softmax_row gives).
-SS_HD float flash_inverse_sum(float l) { return l > 0.0f ? 1.0f / l : 0.0f; }
+SS_HD float flash_inverse_sum(float l) {
+  return l > 0.0f ? 1.0f / l : 0.0f;
+}
 
 // Backward: P recomputed from the saved lse; 0 for masked scores and dead rows.
 SS_HD float flash_prob(float s, float lse) {

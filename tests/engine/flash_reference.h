@@ -41,13 +41,14 @@ inline std::vector<float> flash_load_tile(FlashRounding rounding, const float* s
 }
 
 // C (M, N) = A (M, K) B^T, with B given as (N, K): the scores Q K^T and dP = dO V^T.
-inline std::vector<float> flash_times_transposed(const std::vector<float>& a, const std::vector<float>& b, int M,
-                                                 int N, int K) {
+inline std::vector<float> flash_times_transposed(const std::vector<float>& a, const std::vector<float>& b, int M, int N,
+                                                 int K) {
   std::vector<float> c(static_cast<std::size_t>(M) * N);
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {
       float sum = 0.0f;
-      for (int k = 0; k < K; ++k) sum += a[static_cast<std::size_t>(i) * K + k] * b[static_cast<std::size_t>(j) * K + k];
+      for (int k = 0; k < K; ++k)
+        sum += a[static_cast<std::size_t>(i) * K + k] * b[static_cast<std::size_t>(j) * K + k];
       c[static_cast<std::size_t>(i) * N + j] = sum;
     }
   return c;
@@ -190,10 +191,10 @@ inline void flash_backward_reference(FlashRounding rounding, float* d_qkv, const
         for (int q0 = mask.causal ? k0 / Bq * Bq : 0; q0 < T; q0 += Bq) {
           const auto Q = flash_load_tile(rounding, q, ld, q0, Bq, T, hd);
           const auto dO = flash_load_tile(rounding, dy, C, q0, Bq, T, hd);
-          const auto tiles = flash_backward_scores(rounding, Q, dO, K, V, row_lse, D, q0, k0, T, hd, scale,
-                                                   mask.causal, pad);
-          add_product(dV, tiles.P, true, dO);   // dV += P^T dO
-          add_product(dK, tiles.dS, true, Q);   // dK += dS^T Q
+          const auto tiles =
+              flash_backward_scores(rounding, Q, dO, K, V, row_lse, D, q0, k0, T, hd, scale, mask.causal, pad);
+          add_product(dV, tiles.P, true, dO);  // dV += P^T dO
+          add_product(dK, tiles.dS, true, Q);  // dK += dS^T Q
         }
         store(d_qkv + head + C, dK, k0);
         store(d_qkv + head + 2 * C, dV, k0);
@@ -207,8 +208,8 @@ inline void flash_backward_reference(FlashRounding rounding, float* d_qkv, const
         for (int k0 = 0; k0 < key_end; k0 += Bk) {
           const auto K = flash_load_tile(rounding, k, ld, k0, Bk, T, hd);
           const auto V = flash_load_tile(rounding, v, ld, k0, Bk, T, hd);
-          const auto tiles = flash_backward_scores(rounding, Q, dO, K, V, row_lse, D, q0, k0, T, hd, scale,
-                                                   mask.causal, pad);
+          const auto tiles =
+              flash_backward_scores(rounding, Q, dO, K, V, row_lse, D, q0, k0, T, hd, scale, mask.causal, pad);
           add_product(dQ, tiles.dS, false, K);  // dQ += dS K
         }
         store(d_qkv + head, dQ, q0);

@@ -101,16 +101,16 @@ void TestFlashAttention::reference_matches_materialized() {
     std::vector<float> out(dy.size()), probs(static_cast<std::size_t>(B) * H * T * T);
     std::vector<float> d_qkv(qkv.size()), scratch(probs.size());
     cpu->attention_forward(out.data(), probs.data(), qkv.data(), B, T, C, H, mask);
-    cpu->attention_backward(d_qkv.data(), scratch.data(), dy.data(), qkv.data(), out.data(), probs.data(), B, T, C,
-                            H, mask);
+    cpu->attention_backward(d_qkv.data(), scratch.data(), dy.data(), qkv.data(), out.data(), probs.data(), B, T, C, H,
+                            mask);
     for (const Rounding r : {Rounding{"fp32", FlashRounding::none, 1e-5, 1e-5, 1e-5, 1e-5},
                              Rounding{"fp16", FlashRounding::fp16, 4e-3, 4e-3, 1e-2, 1e-2},
                              Rounding{"bf16", FlashRounding::bf16, 3e-2, 3e-2, 8e-2, 5e-2}}) {
       std::vector<float> f_out(out.size(), 7.0f), lse(static_cast<std::size_t>(B) * H * T, 7.0f);
       std::vector<float> f_d_qkv(qkv.size(), 7.0f);  // overwritten everywhere
       flash_forward_reference(r.rounding, f_out.data(), lse.data(), qkv.data(), B, T, C, H, mask);
-      flash_backward_reference(r.rounding, f_d_qkv.data(), dy.data(), qkv.data(), f_out.data(), lse.data(), B, T, C,
-                               H, mask);
+      flash_backward_reference(r.rounding, f_d_qkv.data(), dy.data(), qkv.data(), f_out.data(), lse.data(), B, T, C, H,
+                               mask);
       const QString what = QString("%1 %2 ").arg(c.name).arg(r.name);
       std::size_t at = 0;
       const double out_worst = worst_mismatch(f_out.data(), out.data(), out.size(), r.out_atol, r.out_rtol, &at);
@@ -167,8 +167,8 @@ void TestFlashAttention::fused_attention_keeps_rows_not_squares() {
                BackwardScratch::total_floats(config, B, T, true, AttentionKernel::fused),
            squares - rows);
   // The views follow the sizes: attn_y starts right after the log-sum-exp rows.
-  std::vector<float> buffer(static_cast<std::size_t>(Activations::total_floats(config, B, T, false, whole,
-                                                                                AttentionKernel::fused)));
+  std::vector<float> buffer(
+      static_cast<std::size_t>(Activations::total_floats(config, B, T, false, whole, AttentionKernel::fused)));
   Activations acts;
   acts.bind(config, B, T, false, whole, buffer.data(), AttentionKernel::fused);
   QCOMPARE(acts.layers[0].attn_y - acts.layers[0].probs, rows);

@@ -61,8 +61,10 @@ __device__ __half round16<__half>(float x) {
 // Leading dimensions of the shared tiles, padded against bank conflicts. wmma
 // wants multiples of 8 elements (16-bit) and 4 (fp32); every 16-row or
 // 16-column step then stays on a 32-byte boundary, as wmma's pointers must.
+// clang-format off
 __host__ __device__ constexpr int ld16(int cols) { return cols + 8; }
 __host__ __device__ constexpr int ld32(int cols) { return cols + 4; }
+// clang-format on
 
 // Hands out 128-byte aligned regions of dynamic shared memory; from base 0 it only counts.
 struct Region {
@@ -208,11 +210,12 @@ __global__ void __launch_bounds__(kFlashThreads)
     load_tile(tiles.k, hd, k, ld, k0, kFlashForwardKeys, T);
     load_tile(tiles.v, hd, v, ld, k0, kFlashForwardKeys, T);
     __syncthreads();  // K, V (and, the first time, Q, O, m, l) written
+    // S = Q K^T
     block_mma<T16, wmma::row_major, wmma::col_major>(tiles.s, ld32(kFlashForwardKeys), tiles.q, ld16(hd), tiles.k,
-                                                     ld16(hd), kFlashForwardQueries, kFlashForwardKeys, hd,
-                                                     false);  // S = Q K^T
+                                                     ld16(hd), kFlashForwardQueries, kFlashForwardKeys, hd, false);
     __syncthreads();  // S complete
-    if (threadIdx.x < kFlashForwardQueries) {  // online softmax, one thread per query row
+    // Online softmax, one thread per query row: mask, new max, P, l, O rescaled.
+    if (threadIdx.x < kFlashForwardQueries) {
       const int r = static_cast<int>(threadIdx.x), query = q0 + r;
       float* s = tiles.s + r * ld32(kFlashForwardKeys);
       float tile_max = -INFINITY;
@@ -235,9 +238,9 @@ __global__ void __launch_bounds__(kFlashThreads)
       for (int d = 0; d < hd; ++d) o[d] *= alpha;
     }
     __syncthreads();  // P and the rescaled O complete
+    // O += P V
     block_mma<T16, wmma::row_major, wmma::row_major>(tiles.o, ld32(hd), tiles.p, ld16(kFlashForwardKeys), tiles.v,
-                                                     ld16(hd), kFlashForwardQueries, hd, kFlashForwardKeys,
-                                                     true);  // O += P V
+                                                     ld16(hd), kFlashForwardQueries, hd, kFlashForwardKeys, true);
     __syncthreads();  // O complete; K, V, S, P free for the next tile
   }
   for (int i = threadIdx.x; i < kFlashForwardQueries * hd; i += blockDim.x) {
@@ -254,8 +257,7 @@ __global__ void __launch_bounds__(kFlashThreads)
 // ---- backward -------------------------------------------------------------------------------
 
 // row_dot (B, H, T): D = rowsum(dO o O), one thread per query row.
-__global__ void flash_row_dot_kernel(float* row_dot, const float* d_out, const float* out, int B, int T, int C,
-                                     int H) {
+__global__ void flash_row_dot_kernel(float* row_dot, const float* d_out, const float* out, int B, int T, int C, int H) {
   const int hd = C / H;
   SS_GRID_STRIDE(row, static_cast<long long>(B) * H * T) {
     const long long t = row % T, bh = row / T;
@@ -270,11 +272,11 @@ __global__ void flash_row_dot_kernel(float* row_dot, const float* d_out, const f
 template <typename T16>
 __device__ void backward_scores(const BackwardTiles<T16>& tiles, int hd, int q0, int k0, int T, float scale,
                                 bool causal, const std::int32_t* pad) {
+  // S = Q K^T and dP = dO V^T
   block_mma<T16, wmma::row_major, wmma::col_major>(tiles.s, ld32(kFlashBackwardKeys), tiles.q, ld16(hd), tiles.k,
                                                    ld16(hd), kFlashBackwardQueries, kFlashBackwardKeys, hd, false);
-  block_mma<T16, wmma::row_major, wmma::col_major>(tiles.dp, ld32(kFlashBackwardKeys), tiles.d_out, ld16(hd),
-                                                   tiles.v, ld16(hd), kFlashBackwardQueries, kFlashBackwardKeys, hd,
-                                                   false);
+  block_mma<T16, wmma::row_major, wmma::col_major>(tiles.dp, ld32(kFlashBackwardKeys), tiles.d_out, ld16(hd), tiles.v,
+                                                   ld16(hd), kFlashBackwardQueries, kFlashBackwardKeys, hd, false);
   __syncthreads();  // S and dP complete
   for (int e = threadIdx.x; e < kFlashBackwardQueries * kFlashBackwardKeys; e += blockDim.x) {
     const int i = e / kFlashBackwardKeys, j = e % kFlashBackwardKeys;
@@ -340,12 +342,12 @@ __global__ void __launch_bounds__(kFlashThreads)
     load_rows(tiles, lse + rows, row_dot + rows, q0, T);
     __syncthreads();  // Q, dO, lse, D (and, the first time, K, V, dK, dV) written
     backward_scores(tiles, hd, q0, k0, T, scale, causal, pad);
+    // dV += P^T dO
     block_mma<T16, wmma::col_major, wmma::row_major>(d_v, ld32(hd), tiles.p, ld16(kFlashBackwardKeys), tiles.d_out,
-                                                     ld16(hd), kFlashBackwardKeys, hd, kFlashBackwardQueries,
-                                                     true);  // dV += P^T dO
+                                                     ld16(hd), kFlashBackwardKeys, hd, kFlashBackwardQueries, true);
+    // dK += dS^T Q
     block_mma<T16, wmma::col_major, wmma::row_major>(d_k, ld32(hd), tiles.ds, ld16(kFlashBackwardKeys), tiles.q,
-                                                     ld16(hd), kFlashBackwardKeys, hd, kFlashBackwardQueries,
-                                                     true);  // dK += dS^T Q
+                                                     ld16(hd), kFlashBackwardKeys, hd, kFlashBackwardQueries, true);
     __syncthreads();  // dK, dV complete; Q, dO, P, dS free for the next tile
   }
   store_rows(d_qkv + head + C, ld, d_k, hd, k0, T);
@@ -383,9 +385,9 @@ __global__ void __launch_bounds__(kFlashThreads)
     load_tile(tiles.v, hd, v, ld, k0, kFlashBackwardKeys, T);
     __syncthreads();  // K, V (and, the first time, Q, dO, lse, D, dQ) written
     backward_scores(tiles, hd, q0, k0, T, scale, causal, pad);
+    // dQ += dS K
     block_mma<T16, wmma::row_major, wmma::row_major>(d_q, ld32(hd), tiles.ds, ld16(kFlashBackwardKeys), tiles.k,
-                                                     ld16(hd), kFlashBackwardQueries, hd, kFlashBackwardKeys,
-                                                     true);  // dQ += dS K
+                                                     ld16(hd), kFlashBackwardQueries, hd, kFlashBackwardKeys, true);
     __syncthreads();  // dQ complete; K, V, S, dS free for the next tile
   }
   store_rows(d_qkv + head, ld, d_q, hd, q0, T);
@@ -402,7 +404,9 @@ void launch(Kernel kernel, const char* name, const char* op, dim3 grid, std::uin
   check_launch(name, op);
 }
 
-unsigned tiles_of(int T, int tile) { return static_cast<unsigned>((T + tile - 1) / tile); }
+unsigned tiles_of(int T, int tile) {
+  return static_cast<unsigned>((T + tile - 1) / tile);
+}
 
 template <typename T16>
 void forward(cudaStream_t stream, float* out, float* lse, const float* qkv, int B, int T, int C, int H, bool causal,
@@ -415,29 +419,28 @@ void forward(cudaStream_t stream, float* out, float* lse, const float* qkv, int 
 }
 
 template <typename T16>
-void backward(cudaStream_t stream, float* d_qkv, float* row_dot, const float* d_out, const float* qkv,
-              const float* out, const float* lse, int B, int T, int C, int H, bool causal,
-              const std::int32_t* padding) {
+void backward(cudaStream_t stream, float* d_qkv, float* row_dot, const float* d_out, const float* qkv, const float* out,
+              const float* lse, int B, int T, int C, int H, bool causal, const std::int32_t* padding) {
   const int hd = C / H;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const char* op = "attention_backward";
   flash_row_dot_kernel<<<blocks_for(static_cast<std::int64_t>(B) * H * T), kThreads, 0, stream>>>(row_dot, d_out, out,
-                                                                                                 B, T, C, H);
+                                                                                                  B, T, C, H);
   check_launch("flash_row_dot_kernel", op);
   const dim3 key_grid(tiles_of(T, kFlashBackwardKeys), static_cast<unsigned>(H), static_cast<unsigned>(B));
   launch(flash_backward_key_kernel<T16>, "flash_backward_key_kernel", op, key_grid,
-         BackwardTiles<T16>(0, hd, true).bytes, stream, d_qkv, d_out, qkv, lse, static_cast<const float*>(row_dot),
-         T, C, H, scale, causal, padding);
+         BackwardTiles<T16>(0, hd, true).bytes, stream, d_qkv, d_out, qkv, lse, static_cast<const float*>(row_dot), T,
+         C, H, scale, causal, padding);
   const dim3 query_grid(tiles_of(T, kFlashBackwardQueries), static_cast<unsigned>(H), static_cast<unsigned>(B));
   launch(flash_backward_query_kernel<T16>, "flash_backward_query_kernel", op, query_grid,
-         BackwardTiles<T16>(0, hd, false).bytes, stream, d_qkv, d_out, qkv, lse, static_cast<const float*>(row_dot),
-         T, C, H, scale, causal, padding);
+         BackwardTiles<T16>(0, hd, false).bytes, stream, d_qkv, d_out, qkv, lse, static_cast<const float*>(row_dot), T,
+         C, H, scale, causal, padding);
 }
 
 }  // namespace
 
-void flash_attention_forward(cudaStream_t stream, Flash16 type, float* out, float* lse, const float* qkv, int B,
-                             int T, int C, int H, bool causal, const std::int32_t* padding) {
+void flash_attention_forward(cudaStream_t stream, Flash16 type, float* out, float* lse, const float* qkv, int B, int T,
+                             int C, int H, bool causal, const std::int32_t* padding) {
   if (B <= 0 || T <= 0 || H <= 0) return;
   if (type == Flash16::bf16)
     forward<__nv_bfloat16>(stream, out, lse, qkv, B, T, C, H, causal, padding);

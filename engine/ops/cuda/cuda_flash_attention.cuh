@@ -14,8 +14,8 @@ namespace shardscope::cuda_detail {
 enum class Flash16 { bf16, fp16 };  // the 16-bit type of the tensor-core operands
 
 // out (B, T, C) and lse (B, H, T): each query row's log-sum-exp (+inf: no live key).
-void flash_attention_forward(cudaStream_t stream, Flash16 type, float* out, float* lse, const float* qkv, int B,
-                             int T, int C, int H, bool causal, const std::int32_t* padding);
+void flash_attention_forward(cudaStream_t stream, Flash16 type, float* out, float* lse, const float* qkv, int B, int T,
+                             int C, int H, bool causal, const std::int32_t* padding);
 
 // d_qkv (B, T, 3C) overwritten; row_dot (B, H, T) is workspace for D = rowsum(dO o O).
 // out and lse are the forward's.
