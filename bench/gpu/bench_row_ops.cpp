@@ -3,7 +3,10 @@
 // V=50257): each op timed alone with a synchronize around it, median of
 // --reps runs after two warm-ups, with the bytes it must move at least
 // (every input read once, every output written once) as GB/s and as a share
-// of the GPU's peak memory bandwidth. Prints "skipped: no GPU (...)" and exits
+// of the GPU's peak memory bandwidth; then the fused attention of a bf16
+// backend (cuda_flash_attention.cu), causal, forward and backward, with its
+// matmul TFLOP/s (4 B H T^2 hd forward, 10 B H T^2 hd backward: 2 and 5
+// matmuls, halved for the causal half). Prints "skipped: no GPU (...)" and exits
 // 0 where no GPU is usable.
 //   bench_row_ops [--reps N] [--batch B] [--seq T]      Env: PEAK_GBPS overrides the peak.
 #include <cuda_runtime.h>
@@ -168,5 +171,34 @@ int main(int argc, char** argv) {
   // d_out once, d_positions read and written, touched token rows read and written (at most B*T of them).
   run("embedding_backward (tokens, pos)", act + 2.0 * T * C * f + 2.0 * act,
       [&] { gpu.embedding_backward(d_tokens, d_positions, nullptr, dy, ids, nullptr, B, T, C); });
+
+  // Fused attention, bf16 math: qkv (B, T, 3C), the rows' log-sum-exp and D (B, H, T).
+  CudaBackend bf16(CudaBackendOptions{0, GemmMath::bf16});
+  const std::size_t n_rows = static_cast<std::size_t>(B) * H * T;
+  float* qkv = device_buffer(random_floats(3 * n_act, 11, 2.0f));
+  float* d_qkv = device_buffer(std::vector<float>(3 * n_act, 0.0f));
+  float* lse = device_buffer(std::vector<float>(n_rows, 0.0f));
+  float* row_dot = device_buffer(std::vector<float>(n_rows, 0.0f));
+  const AttentionMask causal{true, nullptr};
+  const double causal_flops = 2.0 * B * H * static_cast<double>(T) * T * (C / H) / 2.0;  // one matmul, causal half
+  auto run_attention = [&](const char* name, double flops, const std::function<void()>& op) {
+    for (int i = 0; i < 2; ++i) op();
+    bf16.synchronize();
+    std::vector<double> seconds;
+    for (int i = 0; i < reps; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      op();
+      bf16.synchronize();
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(seconds.begin(), seconds.end());
+    const double median = seconds[seconds.size() / 2];
+    std::printf("%-34s %9.3f ms %9.1f TFLOP/s\n", name, median * 1e3, flops / median / 1e12);
+  };
+  std::printf("fused attention (%s)\n", bf16.attention_kernel(C / H) == AttentionKernel::fused ? "fused" : "NOT fused");
+  run_attention("attention fwd causal bf16 fused", 2 * causal_flops,
+                [&] { bf16.attention_forward(out, lse, qkv, B, T, C, H, causal); });
+  run_attention("attention bwd causal bf16 fused", 5 * causal_flops,
+                [&] { bf16.attention_backward(d_qkv, row_dot, dy, qkv, out, lse, B, T, C, H, causal); });
   return 0;
 }

@@ -2,7 +2,8 @@
 # PyTorch eager's fp32 row ops at the shapes of bench_row_ops (gpt2-124m:
 # B=16, T=1024, C=768, H=12, V=50257), timed the same way: synchronize around
 # each op, median of --reps after two warm-ups. The yardstick for ShardScope's
-# CUDA row kernels (bench/gpu/run_gpu_bench.sh prints both).
+# CUDA row kernels (bench/gpu/run_gpu_bench.sh prints both), and bf16
+# scaled_dot_product_attention (causal) for the fused attention kernels.
 # SPDX-License-Identifier: GPL-3.0-or-later
 import argparse
 import statistics
@@ -52,3 +53,10 @@ run("attention softmax backward", lambda: torch._softmax_backward_data(dprobs, p
 run("cross_entropy_forward", lambda: F.cross_entropy(logits.detach(), targets))
 loss = F.cross_entropy(logits, targets)
 run("cross_entropy_backward", lambda: torch.autograd.grad(loss, logits, retain_graph=True))
+
+hd = C // H
+q, k, v = (torch.randn(B, H, T, hd, device=dev, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+do = torch.randn(B, H, T, hd, device=dev, dtype=torch.bfloat16)
+o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+run("attention fwd causal bf16 sdpa", lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+run("attention bwd causal bf16 sdpa", lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
