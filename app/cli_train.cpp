@@ -111,8 +111,13 @@ int run_train(const std::vector<std::string>& args) {
                     "Where the ranks compute: cpu (threads of this process, the default) or cuda (one GPU, through\n"
                     "      the CUDA plugin; where none is usable the run says so and uses the CPU)",
                     &config.device);
-  parser.add_string("--gpus", "0,1,...", "With --device cuda: the GPU indices to use (one rank for now: the first)",
+  parser.add_string("--gpus", "0,1,...",
+                    "With --device cuda: one GPU that every rank shares, or one GPU per rank (NCCL between them)",
                     &gpus);
+  parser.add_switch("--profile-ops",
+                    "Time every backend op of rank 0 and print where a step goes (slower: each op waits for the\n"
+                    "      device; steps after the first are counted)",
+                    &config.profile_ops);
   parser.add_string("--record", "FILE", "Record the run's event stream to FILE (.ssrun)", &record);
   parser.add_string("--metrics-out", "FILE", "Write one JSON object per step to FILE (JSONL)", &config.metrics_out);
   parser.add_int("--log-every", "Print progress every N steps", &log_every, 1, 100'000'000);
@@ -213,11 +218,16 @@ int run_train(const std::vector<std::string>& args) {
 
   std::signal(SIGINT, on_interrupt);
   float first_loss = 0.0f, last_loss = 0.0f;
-  double total_time = 0.0;
+  double total_time = 0.0, profiled_time = 0.0;
   std::optional<float> last_eval;
   trainer.run(
       [&](const StepMetrics& m) {
-        if (m.step == 1) first_loss = m.loss;
+        if (m.step == 1) {
+          first_loss = m.loss;
+          trainer.reset_op_profiles();  // the first step allocates and warms up
+        } else {
+          profiled_time += m.step_time_s;
+        }
         last_loss = m.loss;
         total_time += m.step_time_s;
         if (m.eval_loss) last_eval = m.eval_loss;
@@ -242,6 +252,12 @@ int run_train(const std::vector<std::string>& args) {
   std::printf("done: %lld steps in %.1f s, loss %.4f -> %.4f%s\n", static_cast<long long>(trainer.steps_done()),
               total_time, first_loss, last_loss,
               last_eval ? (", eval loss " + std::to_string(*last_eval)).c_str() : "");
+  if (config.profile_ops && trainer.steps_done() > 1) {
+    const int steps = static_cast<int>(trainer.steps_done() - 1);
+    std::printf("\nrank 0, %s, per step over steps 2-%d (each op timed between two device waits):\n%s",
+                trainer.backend_name().c_str(), steps + 1,
+                format_op_profile(trainer.op_profile(0), steps, profiled_time / steps).c_str());
+  }
   if (recorder)
     std::printf("recorded %llu events to %s (%llu fine-grained events dropped by the full queue)\n",
                 static_cast<unsigned long long>(recorder->events_written()), record.c_str(),

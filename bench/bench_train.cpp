@@ -5,6 +5,7 @@
 //   bench_train [--model gpt2-124m] [--batch 4] [--seq 64] [--steps 10] [--warmup 2] [--threads 2] [--json]
 //               [--dp N] [--pp P] [--zero S] [--accum K] [--micro-batches M] [--schedule gpipe|1f1b]
 //               [--naive] [--checkpoint] [--precision fp32|fp16|bf16] [--device cpu|cuda] [--gpu N]
+//               [--profile-ops]   (also prints the time per backend op of rank 0)
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
     else if (a == "--device") config.device = next();
     else if (a == "--gpu") config.gpus = {std::stoi(next())};
     else if (a == "--json") json = true;
+    else if (a == "--profile-ops") config.profile_ops = true;
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -59,14 +61,20 @@ int main(int argc, char** argv) {
   Trainer trainer(config);
   std::vector<double> times;
   trainer.run([&](const StepMetrics& m) {
+    if (m.step == warmup) trainer.reset_op_profiles();
     if (m.step > warmup) times.push_back(m.step_time_s);
     if (!json)
       std::printf("step %lld: %.1f ms (forward %.1f, backward %.1f, optimizer %.1f), loss %.4f\n",
                   static_cast<long long>(m.step), m.step_time_s * 1e3, m.forward_s * 1e3, m.backward_s * 1e3,
                   m.optimizer_s * 1e3, m.loss);
   });
+  double mean = 0.0;
+  for (const double t : times) mean += t / static_cast<double>(times.size());
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
+  if (config.profile_ops)
+    std::fprintf(json ? stderr : stdout, "rank 0, per step over the %d timed steps (each op between two device waits):\n%s",
+                 steps, format_op_profile(trainer.op_profile(0), steps, mean).c_str());
   const double tokens_per_s = static_cast<double>(config.batch) * config.seq / median;
   if (json) {
     std::printf(

@@ -10,6 +10,7 @@
 # Then the row ops alone (layernorm, attention softmax, cross-entropy, bias and
 # embedding gradients) at gpt2-124m widths: bench_row_ops, GB/s against the
 # GPU's peak bandwidth, beside PyTorch eager's (bench/gpu/pytorch_row_ops.py).
+# Last, bench_train --profile-ops: the time of each backend op in a step.
 # SPDX-License-Identifier: GPL-3.0-or-later
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -79,3 +80,10 @@ if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
   CUDA_VISIBLE_DEVICES=$gpu python3 bench/gpu/pytorch_row_ops.py --batch "$batch" --seq "$seq" ||
     echo "pytorch row ops: failed"
 fi
+
+# Where ShardScope's step goes, op by op (each op timed between two device
+# waits, so the total is above the plain run's step): what to speed up next.
+echo
+echo "shardscope per-op profile ($model B=$batch T=$seq $precision, 3 steps after 2 warm-up):"
+"$build_dir/bench/bench_train" --model "$model" --batch "$batch" --seq "$seq" --precision "$precision" \
+  --device cuda --gpu "$gpu" --steps 3 --warmup 2 --profile-ops | sed -n '/^rank 0, per step/,$p'

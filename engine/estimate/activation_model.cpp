@@ -26,7 +26,11 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
         "--checkpoint selective: ShardScope's kernels recompute whole layers only; use --checkpoint "
         "full, or --activations formula for other implementations");
   const bool checkpointing = recompute == Recompute::full;
-  const std::int64_t value_bytes = precision == Precision::fp32 ? 4 : 2;
+  // The engine keeps activations and their gradients in fp32 in every run, on
+  // the CPU and the GPU: mixed precision rounds only the matmul operands (and
+  // stores parameters and gradients) in 16 bits.
+  (void)precision;
+  const std::int64_t value_bytes = 4;
   const std::int64_t acts = Activations::total_floats(config, micro_batch, seq, checkpointing, stage);
   const std::int64_t scratch = BackwardScratch::total_floats(config, micro_batch, seq, stage.head);
   const std::string b = std::to_string(micro_batch), s = std::to_string(seq);

@@ -28,9 +28,10 @@ struct ActivationBytes {
   std::string workspace_formula;
 };
 
-// Exact for ShardScope's kernels (fp32 values; 2-byte values under mixed
-// precision are a model). Throws ConfigError for selective recompute, which
-// the kernels do not have (they recompute whole layers).
+// Exact for ShardScope's kernels, which keep fp32 activations at every
+// precision (a mixed-precision run rounds matmul operands, not what it stores
+// for backward). Throws ConfigError for selective recompute, which the kernels
+// do not have (they recompute whole layers).
 ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const StageLayers& stage, int micro_batch,
                                             int seq, Recompute recompute, Precision precision);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "estimate/memory_model.h"
 
+#include <algorithm>
 #include <climits>
 #include <map>
 #include <optional>
@@ -9,6 +10,7 @@
 #include "estimate/activation_model.h"
 #include "estimate/formula_text.h"
 #include "estimate/zero_units.h"
+#include "model/parameter_layout.h"
 #include "parallel/grid.h"
 #include "parallel/zero.h"
 
@@ -106,13 +108,57 @@ void unit_model_states(RankMemory& m, const Context& c, const UnitSharding& u, s
   const std::int64_t mine = u.optimizer_elements(m.dp_rank);
   set(m, MemoryCategory::optimizer_states, c.k.optimizer * mine,
       unit_sharded(c.k.optimizer, mine, s.dp, "this rank's real elements") + state_split(s.precision));
-  const std::int64_t buffers = u.unit_buffer_peak(s.zero_stage);
   const std::string d = std::to_string(k_g) + " × ";
+  if (s.precision != Precision::fp32) {
+    const std::int64_t buffers = u.mixed_unit_buffer_peak(s.zero_stage);
+    set(m, MemoryCategory::communication, k_g * (u.largest_chunk + buffers),
+        d + "(" + grouped(u.largest_chunk) + " + " + grouped(buffers) + "): the reduce-scatter's receive chunk, plus " +
+            (s.zero_stage >= 3 ? "the gathered parameters of the head and the tied embedding, or of a layer, "
+                                 "max(E + H, L)"
+                               : "one unit's gradient rounded to 16 bits for its reduce-scatter, max(E, L, H)") +
+            " (units padded to Nd chunks; the fp32 unit gradients are workspace)");
+    return;
+  }
+  const std::int64_t buffers = u.unit_buffer_peak(s.zero_stage);
   set(m, MemoryCategory::communication, k_g * (u.largest_chunk + buffers),
       d + "(" + grouped(u.largest_chunk) + " + " + grouped(buffers) + "): the reduce-scatter's receive chunk, plus " +
           (s.zero_stage >= 3 ? "whole-unit gradients and gathered parameters at backward's peak, max(2E + 2H, E + 2L)"
                              : "whole-unit gradients at backward's peak, E + max(H, L)") +
           " (units padded to Nd chunks)");
+}
+
+bool naive_master(const EstimateSettings& s, const RankMemory& m) {
+  return s.dp_mode == DataParallelMode::naive && s.dp > 1 && m.dp_rank == 0;
+}
+
+// Mixed precision in ShardScope's engine (parallel/zero_storage.cpp): around
+// each use of a unit its 16-bit parameters are widened into an fp32 working
+// copy, and backward builds the unit's gradient in fp32 before rounding it;
+// both are `workspace`. Backward is the peak: the embedding unit's gradient
+// lives through all of it (the tied head adds to it); at the head the head's
+// and the embedding's working copies and the head's gradient join it; at a
+// layer, the layer's copy and gradient. Under ZeRO-2/3 the fp32 gradients are
+// padded to Nd chunks. Returns fp32 elements; sets `text`.
+std::int64_t mixed_working_peak(const ModelConfig& config, const StageLayers& stage, const EstimateSettings& s,
+                                std::string& text) {
+  const ParameterLayout layout(config, stage);
+  auto numel = [&](int unit) {
+    const ParameterUnit* u = layout.find_unit(unit);
+    return u != nullptr ? u->numel() : 0;
+  };
+  auto grad = [&](std::int64_t n) { return s.zero_stage >= 2 ? UnitSharding::chunk(n, s.dp) * s.dp : n; };
+  const std::int64_t e = numel(0), l = stage.layer_count() > 0 ? numel(1 + stage.first_layer) : 0;
+  const std::int64_t h = stage.head ? numel(config.layers + 1) : 0;
+  const bool bert_embedding = config.kind == ModelKind::bert && stage.embedding;  // its LayerNorm's backward
+  const std::int64_t at_head = stage.head ? grad(e) + grad(h) + e + h : 0;
+  const std::int64_t at_layer = l > 0 ? grad(e) + grad(l) + l : 0;
+  const std::int64_t at_embedding = grad(e) + (bert_embedding ? e : 0);
+  const std::int64_t peak = std::max({at_head, at_layer, at_embedding});
+  const std::string g = s.zero_stage >= 2 ? "p" : "";  // padded gradients
+  text = "fp32 working copies and unit gradients at backward's peak: 4 × " + grouped(peak) + ", max(" + g + "E + " +
+         g + "H + E + H, " + g + "E + " + g + "L + L) with E " + grouped(e) + ", L " + grouped(l) + ", H " +
+         grouped(h) + (g.empty() ? "" : " (pX: padded to Nd chunks)");
+  return peak;
 }
 }  // namespace
 
@@ -155,10 +201,6 @@ RunConfig to_run_config(const ModelShape& model, const EstimateSettings& s) {
 std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
   if (model.preset.empty()) return "the engine trains ShardScope presets only, and this model comes from a file";
   if (s.activations != ActivationMode::shardscope) return "activations come from the generic formula";
-  if (s.precision != Precision::fp32)
-    return "in mixed precision (" + std::string(precision_name(s.precision)) +
-           ") the CPU engine keeps activations in fp32 and widens each unit's 16-bit parameters to fp32 while it "
-           "computes, so only the model states (parameters, gradients, optimizer states) are its exact bytes";
   if (s.offload_optimizer || s.offload_params) return "CPU offload is not in the engine";
   if (s.recompute == Recompute::selective) return "the engine has no selective recompute";
   try {
@@ -220,6 +262,10 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
       unit_model_states(m, context, *units, P);
     else
       flat_model_states(m, context, P);
+    // Mixed precision: AdamW widens the 16-bit gradients into an fp32 block (train/adamw.cpp).
+    const std::int64_t widen_block =
+        s.precision != Precision::fp32 ? std::min<std::int64_t>(m.bytes[MemoryCategory::optimizer_states] / 12, 16384)
+                                       : 0;
     if (s.offload_params)
       offload(m, MemoryCategory::parameters, "parameters",
               "0 on the GPU: ZeRO-3 parameter offload keeps the shard in CPU memory");
@@ -237,7 +283,25 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
       acts_text = std::to_string(m.micro_batches_in_flight) + " micro-batches in flight (" +
                   pipeline_schedule_name(s.schedule) + ") × " + acts_text;
     set(m, MemoryCategory::activations, m.micro_batches_in_flight * acts.activations, acts_text);
-    set(m, MemoryCategory::workspace, acts.workspace, acts.workspace_formula);
+    if (s.precision != Precision::fp32 && s.activations == ActivationMode::shardscope) {
+      std::string text;
+      std::int64_t working = mixed_working_peak(*model.engine_config, m.layers, s, text);
+      if (naive_master(s, m)) {
+        // After backward, rank 0 widens and sums the replicas' 16-bit gradients a block at a time
+        // (parallel/data_parallel.cpp): a sum and a part of min(Ψ, 2^20) floats.
+        const std::int64_t reduce = 2 * std::min<std::int64_t>(P, std::int64_t{1} << 20);
+        if (reduce > working) {
+          working = reduce;
+          text = "rank 0's 16-bit gradient reduction, a sum and a part block of min(Ψ, 2^20): 4 × 2 × " +
+                 grouped(reduce / 2);
+        }
+      }
+      set(m, MemoryCategory::workspace, acts.workspace + 4 * (working + widen_block),
+          acts.workspace_formula + " + " + text + " + AdamW's fp32 block of widened gradients: 4 × " +
+              grouped(widen_block));
+    } else {
+      set(m, MemoryCategory::workspace, acts.workspace, acts.workspace_formula);
+    }
     out.ranks.push_back(std::move(m));
   }
   return out;

@@ -42,4 +42,10 @@ std::int64_t UnitSharding::unit_buffer_peak(int stage) const {
   return E + std::max(H, L);
 }
 
+std::int64_t UnitSharding::mixed_unit_buffer_peak(int stage) const {
+  const std::int64_t E = padded(embedding), L = layers > 0 ? padded(layer) : 0, H = padded(head);
+  if (stage >= 3) return std::max(E + H, L);
+  return std::max({E, L, H});
+}
+
 }  // namespace shardscope

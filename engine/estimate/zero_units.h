@@ -32,6 +32,12 @@ struct UnitSharding {
   //   stage 2: the embedding gradient (live through all of backward) plus the head's or a layer's;
   //   stage 3: also their gathered parameters: max(2E + 2H, E + 2L) (padded sizes).
   std::int64_t unit_buffer_peak(int stage) const;
+  // The same under mixed precision, where the whole-unit fp32 gradients count as
+  // `workspace` and a unit's gradient is rounded to 16 bits (a padded whole-unit
+  // buffer) just before its reduce-scatter; every unit's gathered parameters are
+  // released before that: stage 2: max(E, L, H) (the rounded gradient, or the
+  // all-gather staging after the step); stage 3: max(E + H, L) (gathered).
+  std::int64_t mixed_unit_buffer_peak(int stage) const;
   // The largest unit (stage 3 initialises one whole unit at a time, in `workspace`).
   std::int64_t largest_unit() const;
 };

@@ -19,7 +19,8 @@ class BertModel final : public Model {
   void forward_impl(const Batch& batch) override;
   void backward_impl(const Batch& batch, float dloss_per_row) override;
   void layer_forward(int l, const float* x, const Batch& batch) override;
-  void layer_backward(int l, const float* x, const Batch& batch) override;  // d_res: d(layer output) in, d(layer input) out
+  // d_res: d(layer output) in, d(layer input) out
+  void layer_backward(int l, const float* x, const Batch& batch) override;
 };
 
 }  // namespace shardscope

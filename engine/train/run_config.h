@@ -88,6 +88,11 @@ struct RunConfig {
   // HostRawAllocator), to check out-of-memory reports without a GPU. 0: off.
   std::int64_t test_device_capacity = 0;
 
+  // Times every backend op of every rank (ops/op_profile.h; Trainer::op_profile),
+  // waiting for the device around each op, so the run is slower. For
+  // `shardscope-cli train --profile-ops` and bench_train; not saved with the config.
+  bool profile_ops = false;
+
   int world_size() const { return dp * pp; }
   int micro_batch() const { return batch / (dp * accum * micro_batches); }
 

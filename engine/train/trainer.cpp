@@ -134,6 +134,10 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
         }
         rank->backend = make_cpu_backend(CpuBackendOptions{threads_per_rank});
       }
+      if (config_.profile_ops) {  // the collectives' device copies (comm_device) stay untimed
+        rank->op_profile = std::make_unique<OpProfile>();
+        rank->backend = make_profiling_backend(std::move(rank->backend), *rank->op_profile);
+      }
       if (nccl_ != nullptr) {
         const NcclRank on{rank->backend.get(), rank->comm_backend.get(), rank->device_memory.get(), rank->cuda_stream};
         Rank* self = rank.get();
@@ -272,6 +276,16 @@ std::vector<unsigned char> Trainer::model_state_bytes(int rank) const {
     append(opt.v(), bytes);
   }
   return out;
+}
+
+std::map<std::string, OpStats> Trainer::op_profile(int rank) const {
+  const Rank& rk = *ranks_.at(static_cast<std::size_t>(rank));
+  return rk.op_profile != nullptr ? rk.op_profile->snapshot() : std::map<std::string, OpStats>{};
+}
+
+void Trainer::reset_op_profiles() {
+  for (auto& rk : ranks_)
+    if (rk->op_profile != nullptr) rk->op_profile->reset();
 }
 
 std::string Trainer::backend_name() const {

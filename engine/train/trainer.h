@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "events/event.h"
 #include "model/model.h"
 #include "ops/backend.h"
+#include "ops/op_profile.h"
 #include "parallel/communicator.h"
 #include "train/lr_schedule.h"
 #include "train/run_config.h"
@@ -108,6 +110,10 @@ class Trainer {
   const TextDataset& dataset() const { return *dataset_; }
   std::int64_t steps_done() const { return steps_done_; }
   std::string backend_name() const;
+  // RunConfig::profile_ops: a rank's time per backend op since the start or the
+  // last reset (ops/op_profile.h); empty when not profiling.
+  std::map<std::string, OpStats> op_profile(int rank = 0) const;
+  void reset_op_profiles();
   // Set when a --device cuda run found no usable GPU and trains on the CPU
   // instead: the reason, said once (also as a warning event). Empty otherwise.
   const std::string& device_note() const { return device_note_; }

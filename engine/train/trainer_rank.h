@@ -17,6 +17,7 @@
 #include "parallel/ddp.h"
 #include "parallel/in_process_communicator.h"
 #include "parallel/pipeline_schedule.h"
+#include "ops/op_profile.h"
 #include "parallel/zero.h"
 #include "parallel/zero_storage.h"
 #include "train/adamw.h"
@@ -29,6 +30,7 @@ struct Trainer::Rank {
   int rank = 0, dp_rank = 0, stage = 0;
   std::unique_ptr<DeviceMemory> device_memory;  // a GPU's (before the ledger: it outlives every buffer)
   MemoryLedger ledger;
+  std::unique_ptr<OpProfile> op_profile;  // RunConfig::profile_ops: the backend below times into it
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Backend> comm_backend;  // ranks sharing a device: the collectives' copies and sums
   CommDevice comm_device;                 // set when the rank's buffers are device memory

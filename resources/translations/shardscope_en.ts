@@ -521,15 +521,15 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Mixed precision: the prediction counts 16-bit activations, as a GPU keeps them; the CPU engine keeps fp32 activations, so parameters, gradients and optimizer states match.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>In use: the whole GPU as its driver counts it (every process). Allocator: what this rank&apos;s caching allocator holds, freed blocks kept for reuse included. Ledger: the bytes of the rank&apos;s live buffers.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <source>GPU %1 (rank %2): %3 of %4 GiB in use (cudaMemGetInfo); allocator holds %5 GiB; ledger %6 GiB</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Mixed precision: 16-bit parameters and gradients; fp32 master weights and Adam moments (optimizer states); fp32 activations; each unit&apos;s fp32 working copy while it runs (workspace).</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

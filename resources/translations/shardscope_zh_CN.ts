@@ -515,16 +515,16 @@
         <translation>rank %1</translation>
     </message>
     <message>
-        <source>Mixed precision: the prediction counts 16-bit activations, as a GPU keeps them; the CPU engine keeps fp32 activations, so parameters, gradients and optimizer states match.</source>
-        <translation>混合精度：预测按 16 位激活值计算（与 GPU 相同）；CPU 引擎的激活值为 fp32，因此只有参数、梯度和优化器状态两者一致。</translation>
-    </message>
-    <message>
         <source>In use: the whole GPU as its driver counts it (every process). Allocator: what this rank&apos;s caching allocator holds, freed blocks kept for reuse included. Ledger: the bytes of the rank&apos;s live buffers.</source>
         <translation>已用：驱动统计的整块 GPU 用量（包括所有进程）。分配器：该 rank 的缓存分配器占用的内存，包括留待复用的已释放块。账本：该 rank 当前存活缓冲区的字节数。</translation>
     </message>
     <message>
         <source>GPU %1 (rank %2): %3 of %4 GiB in use (cudaMemGetInfo); allocator holds %5 GiB; ledger %6 GiB</source>
         <translation>GPU %1（rank %2）：已用 %3 / %4 GiB（cudaMemGetInfo）；分配器占用 %5 GiB；账本 %6 GiB</translation>
+    </message>
+    <message>
+        <source>Mixed precision: 16-bit parameters and gradients; fp32 master weights and Adam moments (optimizer states); fp32 activations; each unit&apos;s fp32 working copy while it runs (workspace).</source>
+        <translation>混合精度：参数和梯度为 16 位；fp32 主权重和 Adam 动量（优化器状态）；fp32 激活值；每个单元运行时的 fp32 工作副本（工作区）。</translation>
     </message>
 </context>
 <context>

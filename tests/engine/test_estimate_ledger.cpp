@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Predicted equals measured: for every layout the engine can train, the
-// estimator's bytes equal the ledger's peak bytes of a real Trainer step, per
-// rank and per category, exactly. Layouts the engine refuses today (ZeRO-2/3)
-// are skipped with the engine's reason and start counting once it runs them.
+// Predicted equals measured: for every layout the engine can train, in fp32 and
+// in mixed precision, the estimator's bytes equal the ledger's peak bytes of a
+// real Trainer step, per rank and per category, exactly. A layout the engine
+// refuses is skipped with the engine's reason and counts once it runs it.
 #include <QTest>
 
 #include "estimate/memory_model.h"
@@ -27,31 +27,57 @@ void TestEstimateLedger::predicted_equals_measured_data() {
   QTest::addColumn<int>("accum");
   QTest::addColumn<int>("micro_batches");
   QTest::addColumn<int>("gpipe");
+  QTest::addColumn<QString>("precision");
   //                                              dp  pp zero naive ckpt accum m gpipe
-  QTest::newRow("gpt dp1") << "gpt-tiny" << 1 << 1 << 0 << 0 << 0 << 1 << 1 << 0;
-  QTest::newRow("gpt dp1 ckpt") << "gpt-tiny" << 1 << 1 << 0 << 0 << 1 << 1 << 1 << 0;
-  QTest::newRow("gpt ddp2") << "gpt-tiny" << 2 << 1 << 0 << 0 << 0 << 1 << 1 << 0;
-  QTest::newRow("gpt ddp4 accum2") << "gpt-tiny" << 4 << 1 << 0 << 0 << 0 << 2 << 1 << 0;
-  QTest::newRow("gpt zero1 dp2") << "gpt-tiny" << 2 << 1 << 1 << 0 << 0 << 1 << 1 << 0;
-  QTest::newRow("gpt zero1 dp4 ckpt") << "gpt-tiny" << 4 << 1 << 1 << 0 << 1 << 1 << 1 << 0;
-  QTest::newRow("gpt zero1 dp5 padded") << "gpt-tiny" << 5 << 1 << 1 << 0 << 0 << 1 << 1 << 0;
-  QTest::newRow("gpt naive2") << "gpt-tiny" << 2 << 1 << 0 << 1 << 0 << 1 << 1 << 0;
-  QTest::newRow("gpt naive4 ckpt") << "gpt-tiny" << 4 << 1 << 0 << 1 << 1 << 1 << 1 << 0;
-  QTest::newRow("bert dp1") << "bert-tiny" << 1 << 1 << 0 << 0 << 0 << 1 << 1 << 0;
-  QTest::newRow("bert ddp2 ckpt") << "bert-tiny" << 2 << 1 << 0 << 0 << 1 << 1 << 1 << 0;
-  QTest::newRow("bert zero1 dp8 padded") << "bert-tiny" << 8 << 1 << 1 << 0 << 0 << 1 << 1 << 0;
-  QTest::newRow("bert naive4") << "bert-tiny" << 4 << 1 << 0 << 1 << 0 << 1 << 1 << 0;
-  QTest::newRow("gpt pp2 1f1b m4") << "gpt-tiny" << 1 << 2 << 0 << 0 << 0 << 1 << 4 << 0;
-  QTest::newRow("gpt pp2 gpipe m4") << "gpt-tiny" << 1 << 2 << 0 << 0 << 0 << 1 << 4 << 1;
-  QTest::newRow("gpt dp2 pp2 zero1 ckpt") << "gpt-tiny" << 2 << 2 << 1 << 0 << 1 << 2 << 2 << 0;
-  QTest::newRow("bert pp2 m2") << "bert-tiny" << 1 << 2 << 0 << 0 << 0 << 1 << 2 << 0;
-  QTest::newRow("gpt zero2 dp2") << "gpt-tiny" << 2 << 1 << 2 << 0 << 0 << 1 << 1 << 0;
-  QTest::newRow("gpt zero3 dp4") << "gpt-tiny" << 4 << 1 << 3 << 0 << 0 << 1 << 1 << 0;
-  QTest::newRow("bert zero3 dp2 ckpt") << "bert-tiny" << 2 << 1 << 3 << 0 << 1 << 1 << 1 << 0;
-  QTest::newRow("gpt zero2 dp1 accum2") << "gpt-tiny" << 1 << 1 << 2 << 0 << 0 << 2 << 1 << 0;
-  QTest::newRow("gpt zero3 dp3 padded") << "gpt-tiny" << 3 << 1 << 3 << 0 << 0 << 1 << 1 << 0;
-  QTest::newRow("bert zero2 dp8 padded") << "bert-tiny" << 8 << 1 << 2 << 0 << 0 << 1 << 1 << 0;
-  QTest::newRow("gpt zero3 dp5 padded ckpt accum2") << "gpt-tiny" << 5 << 1 << 3 << 0 << 1 << 2 << 1 << 0;
+  QTest::newRow("gpt dp1") << "gpt-tiny" << 1 << 1 << 0 << 0 << 0 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("gpt dp1 ckpt") << "gpt-tiny" << 1 << 1 << 0 << 0 << 1 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("gpt ddp2") << "gpt-tiny" << 2 << 1 << 0 << 0 << 0 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("gpt ddp4 accum2") << "gpt-tiny" << 4 << 1 << 0 << 0 << 0 << 2 << 1 << 0 << "fp32";
+  QTest::newRow("gpt zero1 dp2") << "gpt-tiny" << 2 << 1 << 1 << 0 << 0 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("gpt zero1 dp4 ckpt") << "gpt-tiny" << 4 << 1 << 1 << 0 << 1 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("gpt zero1 dp5 padded") << "gpt-tiny" << 5 << 1 << 1 << 0 << 0 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("gpt naive2") << "gpt-tiny" << 2 << 1 << 0 << 1 << 0 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("gpt naive4 ckpt") << "gpt-tiny" << 4 << 1 << 0 << 1 << 1 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("bert dp1") << "bert-tiny" << 1 << 1 << 0 << 0 << 0 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("bert ddp2 ckpt") << "bert-tiny" << 2 << 1 << 0 << 0 << 1 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("bert zero1 dp8 padded") << "bert-tiny" << 8 << 1 << 1 << 0 << 0 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("bert naive4") << "bert-tiny" << 4 << 1 << 0 << 1 << 0 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("gpt pp2 1f1b m4") << "gpt-tiny" << 1 << 2 << 0 << 0 << 0 << 1 << 4 << 0 << "fp32";
+  QTest::newRow("gpt pp2 gpipe m4") << "gpt-tiny" << 1 << 2 << 0 << 0 << 0 << 1 << 4 << 1 << "fp32";
+  QTest::newRow("gpt dp2 pp2 zero1 ckpt") << "gpt-tiny" << 2 << 2 << 1 << 0 << 1 << 2 << 2 << 0 << "fp32";
+  QTest::newRow("bert pp2 m2") << "bert-tiny" << 1 << 2 << 0 << 0 << 0 << 1 << 2 << 0 << "fp32";
+  QTest::newRow("gpt zero2 dp2") << "gpt-tiny" << 2 << 1 << 2 << 0 << 0 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("gpt zero3 dp4") << "gpt-tiny" << 4 << 1 << 3 << 0 << 0 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("bert zero3 dp2 ckpt") << "bert-tiny" << 2 << 1 << 3 << 0 << 1 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("gpt zero2 dp1 accum2") << "gpt-tiny" << 1 << 1 << 2 << 0 << 0 << 2 << 1 << 0 << "fp32";
+  QTest::newRow("gpt zero3 dp3 padded") << "gpt-tiny" << 3 << 1 << 3 << 0 << 0 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("bert zero2 dp8 padded") << "bert-tiny" << 8 << 1 << 2 << 0 << 0 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("gpt zero3 dp5 padded ckpt accum2") << "gpt-tiny" << 5 << 1 << 3 << 0 << 1 << 2 << 1 << 0 << "fp32";
+  // Mixed precision: fp32 activations, 16-bit parameters and gradients, fp32 working copies.
+  QTest::newRow("gpt dp1 bf16") << "gpt-tiny" << 1 << 1 << 0 << 0 << 0 << 1 << 1 << 0 << "bf16";
+  QTest::newRow("gpt dp1 ckpt fp16") << "gpt-tiny" << 1 << 1 << 0 << 0 << 1 << 1 << 1 << 0 << "fp16";
+  QTest::newRow("gpt ddp2 bf16") << "gpt-tiny" << 2 << 1 << 0 << 0 << 0 << 1 << 1 << 0 << "bf16";
+  QTest::newRow("gpt ddp4 accum2 fp16") << "gpt-tiny" << 4 << 1 << 0 << 0 << 0 << 2 << 1 << 0 << "fp16";
+  QTest::newRow("gpt zero1 dp2 bf16") << "gpt-tiny" << 2 << 1 << 1 << 0 << 0 << 1 << 1 << 0 << "bf16";
+  QTest::newRow("gpt zero1 dp4 ckpt fp16") << "gpt-tiny" << 4 << 1 << 1 << 0 << 1 << 1 << 1 << 0 << "fp16";
+  QTest::newRow("gpt zero1 dp5 padded bf16") << "gpt-tiny" << 5 << 1 << 1 << 0 << 0 << 1 << 1 << 0 << "bf16";
+  QTest::newRow("gpt naive2 fp16") << "gpt-tiny" << 2 << 1 << 0 << 1 << 0 << 1 << 1 << 0 << "fp16";
+  QTest::newRow("gpt naive4 ckpt bf16") << "gpt-tiny" << 4 << 1 << 0 << 1 << 1 << 1 << 1 << 0 << "bf16";
+  QTest::newRow("bert dp1 fp16") << "bert-tiny" << 1 << 1 << 0 << 0 << 0 << 1 << 1 << 0 << "fp16";
+  QTest::newRow("bert ddp2 ckpt bf16") << "bert-tiny" << 2 << 1 << 0 << 0 << 1 << 1 << 1 << 0 << "bf16";
+  QTest::newRow("bert zero1 dp8 padded fp16") << "bert-tiny" << 8 << 1 << 1 << 0 << 0 << 1 << 1 << 0 << "fp16";
+  QTest::newRow("bert naive4 bf16") << "bert-tiny" << 4 << 1 << 0 << 1 << 0 << 1 << 1 << 0 << "bf16";
+  QTest::newRow("gpt pp2 1f1b m4 fp16") << "gpt-tiny" << 1 << 2 << 0 << 0 << 0 << 1 << 4 << 0 << "fp16";
+  QTest::newRow("gpt pp2 gpipe m4 bf16") << "gpt-tiny" << 1 << 2 << 0 << 0 << 0 << 1 << 4 << 1 << "bf16";
+  QTest::newRow("gpt dp2 pp2 zero1 ckpt fp16") << "gpt-tiny" << 2 << 2 << 1 << 0 << 1 << 2 << 2 << 0 << "fp16";
+  QTest::newRow("bert pp2 m2 bf16") << "bert-tiny" << 1 << 2 << 0 << 0 << 0 << 1 << 2 << 0 << "bf16";
+  QTest::newRow("gpt zero2 dp2 fp16") << "gpt-tiny" << 2 << 1 << 2 << 0 << 0 << 1 << 1 << 0 << "fp16";
+  QTest::newRow("gpt zero3 dp4 bf16") << "gpt-tiny" << 4 << 1 << 3 << 0 << 0 << 1 << 1 << 0 << "bf16";
+  QTest::newRow("bert zero3 dp2 ckpt fp16") << "bert-tiny" << 2 << 1 << 3 << 0 << 1 << 1 << 1 << 0 << "fp16";
+  QTest::newRow("gpt zero2 dp1 accum2 bf16") << "gpt-tiny" << 1 << 1 << 2 << 0 << 0 << 2 << 1 << 0 << "bf16";
+  QTest::newRow("gpt zero3 dp3 padded fp16") << "gpt-tiny" << 3 << 1 << 3 << 0 << 0 << 1 << 1 << 0 << "fp16";
+  QTest::newRow("bert zero2 dp8 padded bf16") << "bert-tiny" << 8 << 1 << 2 << 0 << 0 << 1 << 1 << 0 << "bf16";
+  QTest::newRow("gpt zero3 dp5 padded ckpt accum2 fp16") << "gpt-tiny" << 5 << 1 << 3 << 0 << 1 << 2 << 1 << 0 << "fp16";
 }
 
 // One optimizer step of the real Trainer; every rank's ledger peak, category by
@@ -66,7 +92,9 @@ void TestEstimateLedger::predicted_equals_measured() {
   QFETCH(int, accum);
   QFETCH(int, micro_batches);
   QFETCH(int, gpipe);
+  QFETCH(QString, precision);
   EstimateSettings s;
+  s.precision = parse_precision(qPrintable(precision));
   s.dp = dp;
   s.pp = pp;
   s.zero_stage = zero;

@@ -222,8 +222,8 @@ class TestUi : public QObject {
     QVERIFY(label->isHidden());
   }
 
-  // fp16: the prediction's model states are the engine's bytes, its activations
-  // are a GPU's 16-bit ones, and the bars say so under the title.
+  // fp16: the prediction is the engine's bytes (fp32 activations included), and
+  // the bars say under the title which bytes are 16-bit and which stay fp32.
   void mixedPrecisionRunExplainsThePrediction() {
     MainWindow window;
     window.show();
@@ -235,10 +235,13 @@ class TestUi : public QObject {
     QVERIFY2(window.memoryBars()->note().contains(QStringLiteral("16-bit")), qPrintable(window.memoryBars()->note()));
     for (int r = 0; r < 4; ++r) {
       const MemoryBytes measured = window.memoryBars()->bytes(r), predicted = window.memoryBars()->predicted(r);
-      for (MemoryCategory cat :
-           {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
+      // The bars show the latest sample; the prediction is the peak. The kept
+      // categories are equal; the transient ones never exceed it.
+      for (MemoryCategory cat : {MemoryCategory::parameters, MemoryCategory::gradients,
+                                 MemoryCategory::optimizer_states, MemoryCategory::activations})
         QCOMPARE(measured[cat], predicted[cat]);
-      QVERIFY(measured[MemoryCategory::activations] > predicted[MemoryCategory::activations]);  // fp32 on the CPU
+      for (MemoryCategory cat : {MemoryCategory::communication, MemoryCategory::workspace})
+        QVERIFY(measured[cat] <= predicted[cat]);
     }
   }
 

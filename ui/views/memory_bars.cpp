@@ -103,8 +103,9 @@ QString MemoryBars::categoryLabel(MemoryCategory category) {
 
 void MemoryBars::retranslate() {
   title_->setText(tr("Memory per rank: measured (solid), predicted (light)"));
-  note_->setText(mixed_ ? tr("Mixed precision: the prediction counts 16-bit activations, as a GPU keeps them; the CPU "
-                             "engine keeps fp32 activations, so parameters, gradients and optimizer states match.")
+  note_->setText(mixed_ ? tr("Mixed precision: 16-bit parameters and gradients; fp32 master weights and Adam moments "
+                             "(optimizer states); fp32 activations; each unit's fp32 working copy while it runs "
+                             "(workspace).")
                         : QString());
   plot_->yAxis->setLabel(tr("MiB"));
   plot_->xAxis->setLabel(tr("Rank"));

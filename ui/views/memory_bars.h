@@ -40,8 +40,8 @@ class MemoryBars : public QWidget {
   QString deviceText() const;
   // The estimator's per-rank bytes for this run (empty: none shown).
   void setPrediction(const std::vector<MemoryBytes>& per_rank);
-  // Mixed precision: the prediction counts 16-bit activations, as a GPU keeps
-  // them, where the CPU engine keeps fp32; a line under the title says so.
+  // Mixed precision: a line under the title says which bytes are 16-bit and
+  // which stay fp32 (the prediction counts them as the engine does).
   void setMixedPrecision(bool mixed);
   QString note() const;
   void replot();  // redraws if anything changed since the last call
