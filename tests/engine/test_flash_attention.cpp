@@ -27,6 +27,7 @@
 #include "model/model_config.h"
 #include "ops/backend.h"
 #include "ops/flash_math.h"
+#include "ops/op_profile.h"
 
 using namespace shardscope;
 using namespace shardscope::test;
@@ -146,6 +147,10 @@ void TestFlashAttention::which_kernel_the_cuda_backend_runs() {
   QVERIFY(cuda_attention_kernel(true, 72) == AttentionKernel::materialized);   // not a multiple of 16
   QVERIFY(cuda_attention_kernel(true, 256) == AttentionKernel::materialized);  // beyond the tiles
   QVERIFY(cpu->attention_kernel(64) == AttentionKernel::materialized);
+  // A wrapping backend (the op profile) says what the backend it wraps runs.
+  OpProfile profile;
+  const auto profiled = make_profiling_backend(std::make_unique<testing::HostFusedAttentionBackend>(), profile);
+  QVERIFY(profiled->attention_kernel(64) == AttentionKernel::fused);
 }
 
 void TestFlashAttention::fused_attention_keeps_rows_not_squares() {
