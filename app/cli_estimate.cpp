@@ -17,7 +17,7 @@ namespace {
 
 struct Flags {
   std::string model = "gpt-tiny", deepspeed, accelerate, dp, pp, zero, dp_mode, precision, micro_batch, seq, accum,
-              micro_batches, checkpoint, schedule, activations, gpu, gpu_mem, gpus_per_node;
+              micro_batches, checkpoint, schedule, activations, gpu, gpu_mem, gpus_per_node, device;
   float efficiency = 0.5f;
   bool offload_optimizer = false, offload_params = false, deepspeed_conventions = false, json = false;
 };
@@ -48,6 +48,11 @@ SettingsPatch patch_from_flags(const Flags& f) {
   if (!f.checkpoint.empty()) p.recompute = parse_recompute(f.checkpoint, "--checkpoint");
   if (!f.schedule.empty()) p.schedule = parse_pipeline_schedule_kind(f.schedule);
   if (!f.activations.empty()) p.activations = parse_activation_mode(f.activations, "--activations");
+  if (!f.device.empty()) {
+    if (f.device != "cpu" && f.device != "cuda")
+      throw UsageError("--device: '" + f.device + "' is not one of cpu, cuda");
+    p.cuda = f.device == "cuda";
+  }
   if (f.offload_optimizer) p.offload_optimizer = true;
   if (f.offload_params) p.offload_params = true;
   p.efficiency = f.efficiency;
@@ -122,12 +127,12 @@ void print_estimate(const Estimate& e, const std::vector<std::pair<std::string, 
                 grouped(m.base_model_parameters).c_str());
   std::printf(
       "Layout: dp %d × pp %d = %d GPUs, %s, ZeRO-%d, %s, micro-batch %d × seq %d, accum %d × %d pipeline "
-      "micro-batches (%s) per step, global batch %lld, checkpoint %s, activations %s%s%s\n",
+      "micro-batches (%s) per step, global batch %lld, checkpoint %s, activations %s (%s kernels)%s%s\n",
       s.dp, s.pp, s.world_size(), s.dp_mode == DataParallelMode::naive ? "naive DataParallel" : "DDP", s.zero_stage,
       std::string(precision_name(s.precision)).c_str(), s.micro_batch, s.seq, s.accum, s.micro_batches,
       pipeline_schedule_name(s.schedule), static_cast<long long>(s.global_batch()),
       std::string(recompute_name(s.recompute)).c_str(), std::string(activation_mode_name(s.activations)).c_str(),
-      s.offload_optimizer ? ", optimizer offload" : "", s.offload_params ? ", parameter offload" : "");
+      s.cuda ? "cuda" : "cpu", s.offload_optimizer ? ", optimizer offload" : "", s.offload_params ? ", parameter offload" : "");
   for (const auto& [setting, where] : origins) std::printf("  %s from %s\n", setting.c_str(), where.c_str());
   std::printf("Basis: %s\n", e.memory.basis.c_str());
   std::printf("Sizes in bytes; GB = 10^9 bytes. Ψ = parameters, Nd = data-parallel ranks.\n");
@@ -207,6 +212,10 @@ int run_estimate(const std::vector<std::string>& args) {
                     "Activation bytes of ShardScope's kernels (exact) or sbh(34 + 5as/h) per layer (default:\n"
                     "      shardscope when ShardScope implements the model, else formula)",
                     &f.activations);
+  parser.add_string("--device", "cpu|cuda",
+                    "Whose kernels ShardScope's activation bytes follow: cpu (default) or cuda, whose fp16/bf16\n"
+                    "      attention is fused and keeps b·a·s rows instead of b·a·s² probabilities",
+                    &f.device);
   parser.add_string("--gpu", "NAME", "GPU profile: " + gpus, &f.gpu);
   parser.add_string("--gpu-mem", "SIZE", "GPU memory for the fit instead of the profile's (80GB, 80GiB, 24576MiB)",
                     &f.gpu_mem);

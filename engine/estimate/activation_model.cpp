@@ -20,7 +20,8 @@ std::string shape_text(const StageLayers& stage, std::int64_t layers_total) {
 }  // namespace
 
 ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const StageLayers& stage, int micro_batch,
-                                            int seq, Recompute recompute, Precision precision) {
+                                            int seq, Recompute recompute, Precision precision,
+                                            AttentionKernel attention) {
   if (recompute == Recompute::selective)
     throw ConfigError(
         "--checkpoint selective: ShardScope's kernels recompute whole layers only; use --checkpoint "
@@ -31,8 +32,12 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
   // stores parameters and gradients) in 16 bits.
   (void)precision;
   const std::int64_t value_bytes = 4;
-  const std::int64_t acts = Activations::total_floats(config, micro_batch, seq, checkpointing, stage);
-  const std::int64_t scratch = BackwardScratch::total_floats(config, micro_batch, seq, stage.head);
+  const std::int64_t acts = Activations::total_floats(config, micro_batch, seq, checkpointing, stage, attention);
+  const std::int64_t scratch = BackwardScratch::total_floats(config, micro_batch, seq, stage.head, attention);
+  // What attention keeps per layer: the probabilities b·a·s², or with the fused
+  // kernel (a GPU in fp16/bf16) one log-sum-exp per query row, b·a·s.
+  const bool fused = attention == AttentionKernel::fused;
+  const std::string probs = fused ? "b·a·s (fused attention's row log-sum-exp)" : "b·a·s²";
   const std::string b = std::to_string(micro_batch), s = std::to_string(seq);
   const std::string d = std::to_string(value_bytes) + " × ";
   ActivationBytes out;
@@ -43,11 +48,11 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
   out.activations_formula = d + grouped(acts) + " floats = Activations::total_floats(b=" + b + ", s=" + s + ")" +
                             shape_text(stage, config.layers) +
                             (checkpointing ? ": each layer keeps its output b·s·h, one shared layer set "
-                                             "b·s(16h + 4) + b·a·s²"
-                                           : ": per layer b·s(16h + 4) + b·a·s²") +
+                                             "b·s(16h + 4) + " + probs
+                                           : ": per layer b·s(16h + 4) + " + probs) +
                             ends;
   out.workspace_formula = d + grouped(scratch) + " floats = BackwardScratch::total_floats(b=" + b + ", s=" + s +
-                          "): activation gradients of one layer, b·s·9h + b·a·s²" +
+                          "): activation gradients of one layer, b·s·9h + " + (fused ? "b·a·s" : "b·a·s²") +
                           (stage.head ? ", and the logits' b·s·v" : "");
   return out;
 }

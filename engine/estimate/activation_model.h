@@ -18,6 +18,7 @@
 
 #include "estimate/estimate_settings.h"
 #include "estimate/model_shape.h"
+#include "ops/backend.h"
 
 namespace shardscope {
 
@@ -32,8 +33,11 @@ struct ActivationBytes {
 // precision (a mixed-precision run rounds matmul operands, not what it stores
 // for backward). Throws ConfigError for selective recompute, which the kernels
 // do not have (they recompute whole layers).
+// `attention`: how the backend runs attention (ops/backend.h), which decides
+// whether each layer keeps its (b, a, s, s) probabilities or only (b, a, s) rows.
 ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const StageLayers& stage, int micro_batch,
-                                            int seq, Recompute recompute, Precision precision);
+                                            int seq, Recompute recompute, Precision precision,
+                                            AttentionKernel attention = AttentionKernel::materialized);
 
 // Korthikanti et al. per layer, plus the stage's ends: the first stage keeps the
 // embedding output and its dropout mask (sbh(d + 1), d = bytes per value); the

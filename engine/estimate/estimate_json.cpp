@@ -51,6 +51,7 @@ json settings_json(const EstimateSettings& s) {
           {"offload_optimizer", s.offload_optimizer},
           {"offload_params", s.offload_params},
           {"activations", std::string(activation_mode_name(s.activations))},
+          {"device", s.cuda ? "cuda" : "cpu"},
           {"gpus_per_node", s.gpus_per_node},
           {"efficiency", s.efficiency}};
 }

@@ -95,6 +95,7 @@ EstimateSettings resolve_settings(EstimateSettings s, const std::vector<Settings
     if (p.offload_optimizer) s.offload_optimizer = *p.offload_optimizer;
     if (p.offload_params) s.offload_params = *p.offload_params;
     if (p.activations) s.activations = *p.activations;
+    if (p.cuda) s.cuda = *p.cuda;
     if (p.efficiency) s.efficiency = *p.efficiency;
     if (p.global_batch) {
       global = *p.global_batch;
@@ -152,6 +153,7 @@ EstimateSettings settings_for_run(const RunConfig& c) {
   s.schedule = c.schedule;
   s.recompute = c.checkpoint ? Recompute::full : Recompute::none;
   s.precision = c.precision;
+  s.cuda = c.device == "cuda";
   return s;
 }
 

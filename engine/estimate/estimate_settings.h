@@ -47,6 +47,10 @@ struct EstimateSettings {
   bool offload_optimizer = false;  // ZeRO-Offload: optimizer states (and the step) on the CPU
   bool offload_params = false;     // ZeRO-3 parameter offload (ZeRO-Infinity)
   ActivationMode activations = ActivationMode::shardscope;
+  // The run's ranks compute on the CUDA backend (RunConfig::device "cuda"),
+  // whose fp16/bf16 attention is fused and keeps rows, not T x T probabilities
+  // (ops/backend.h cuda_attention_kernel). False: the CPU backend.
+  bool cuda = false;
   int gpus_per_node = 8;    // for DeepSpeed's estimator and the inter-node link
   double efficiency = 0.5;  // time model: fraction of peak FLOP/s a step sustains (assumed)
 
@@ -73,6 +77,7 @@ struct SettingsPatch {
   std::optional<PipelineScheduleKind> schedule;
   std::optional<bool> offload_optimizer, offload_params;
   std::optional<ActivationMode> activations;
+  std::optional<bool> cuda;
   std::optional<double> efficiency;
   std::vector<std::pair<std::string, std::string>> origin;  // (setting, where it came from)
 };

@@ -250,8 +250,11 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
     if (it == per_stage.end()) {
       const ActivationBytes acts =
           s.activations == ActivationMode::shardscope
-              ? shardscope_activation_bytes(*model.engine_config, m.layers, s.micro_batch, s.seq, s.recompute,
-                                            s.precision)
+              ? shardscope_activation_bytes(
+                    *model.engine_config, m.layers, s.micro_batch, s.seq, s.recompute, s.precision,
+                    s.cuda ? cuda_attention_kernel(s.precision != Precision::fp32,
+                                                   model.engine_config->channels / model.engine_config->heads)
+                           : AttentionKernel::materialized)
               : formula_activation_bytes(model, m.layers, s.micro_batch, s.seq, s.recompute, s.precision);
       it = per_stage.emplace(m.stage, std::make_pair(model.stage_parameters(s.pp, m.stage), acts)).first;
     }

@@ -62,7 +62,6 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
   validate_run_config(config_);
   const ModelConfig model_config = find_model_preset(config_.model);
   const Grid grid(config_.dp, config_.pp);
-  predicted_ = predict_memory(config_, model_config);
   dataset_ = load_dataset(config_);
   world_ = InProcessWorld::create(grid.world_size(), sink_, &clock_);
   // --device cuda: the GPUs if usable, else the CPU, saying why once.
@@ -100,6 +99,11 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
                         "); list one GPU (--gpus " + std::to_string(config_.gpus.front()) + ") and the ranks share it");
     nccl_ = std::make_unique<NcclWorld>(config_.gpus, world_, sink_, &clock_);
   }
+  // The estimator's bytes (for out-of-memory messages) for the kernels the ranks
+  // really got: a --device cuda run that fell back to the CPU keeps T x T attention.
+  RunConfig predicted_for = config_;
+  if (!devices) predicted_for.device = "cpu";
+  predicted_ = predict_memory(predicted_for, model_config);
   const int cores = config_.threads > 0 ? config_.threads : available_cores();
   const int threads_per_rank = std::max(1, cores / grid.world_size());
   const AdamWOptions adamw{0.9f, 0.95f, 1e-8f, config_.weight_decay};

@@ -5,6 +5,8 @@
 // refuses is skipped with the engine's reason and counts once it runs it.
 #include <QTest>
 
+#include "core/caching_device_memory.h"
+#include "engine/host_fused_backend.h"
 #include "estimate/memory_model.h"
 #include "train/trainer.h"
 
@@ -15,6 +17,8 @@ class TestEstimateLedger : public QObject {
  private Q_SLOTS:
   void predicted_equals_measured_data();
   void predicted_equals_measured();
+  void fused_attention_predicted_equals_measured_data();
+  void fused_attention_predicted_equals_measured();
 };
 
 void TestEstimateLedger::predicted_equals_measured_data() {
@@ -130,6 +134,63 @@ void TestEstimateLedger::predicted_equals_measured() {
                            .arg(measured[c] > r.bytes[c] ? "more" : "less")));
     }
   }
+}
+
+// A CUDA run in fp16/bf16 fuses attention: each layer keeps (b, a, s) rows, not
+// (b, a, s, s) probabilities. The rank here runs the fused kernels' host twin
+// (host_fused_backend.h) on host "device" memory, so the same carving the GPU
+// run makes is measured by the ledger.
+void TestEstimateLedger::fused_attention_predicted_equals_measured_data() {
+  QTest::addColumn<QString>("model");
+  QTest::addColumn<int>("checkpoint");
+  QTest::addColumn<QString>("precision");
+  QTest::newRow("gpt bf16") << "gpt-tiny" << 0 << "bf16";
+  QTest::newRow("gpt ckpt fp16") << "gpt-tiny" << 1 << "fp16";
+  QTest::newRow("bert bf16") << "bert-tiny" << 0 << "bf16";
+}
+
+void TestEstimateLedger::fused_attention_predicted_equals_measured() {
+  QFETCH(QString, model);
+  QFETCH(int, checkpoint);
+  QFETCH(QString, precision);
+  EstimateSettings s;
+  s.precision = parse_precision(qPrintable(precision));
+  s.recompute = checkpoint ? Recompute::full : Recompute::none;
+  s.micro_batch = 2;
+  s.seq = 32;
+  s.cuda = true;
+  const ModelShape shape = model_shape_from_config(find_model_preset(qPrintable(model)), qPrintable(model));
+  const MemoryEstimate predicted = estimate_memory(shape, s);
+  EstimateSettings cpu = s;
+  cpu.cuda = false;
+  const MemoryEstimate materialized = estimate_memory(shape, cpu);
+  // (b, a, s, s) -> (b, a, s) per layer: activations and workspace both shrink.
+  const ModelConfig config = find_model_preset(qPrintable(model));
+  const std::int64_t per_layer = 4LL * s.micro_batch * config.heads * (s.seq * s.seq - s.seq);
+  const std::int64_t layers_kept = checkpoint ? 1 : config.layers;
+  QCOMPARE(materialized.ranks[0].bytes[MemoryCategory::activations] -
+               predicted.ranks[0].bytes[MemoryCategory::activations],
+           layers_kept * per_layer);
+  QCOMPARE(materialized.ranks[0].bytes[MemoryCategory::workspace] - predicted.ranks[0].bytes[MemoryCategory::workspace],
+           per_layer);
+  QVERIFY(predicted.ranks[0].formula(MemoryCategory::activations).find("fused") != std::string::npos);
+
+  RunConfig run = to_run_config(shape, s);
+  run.threads = 2;
+  Trainer trainer(run, nullptr, [](int) {
+    RankDevice d;
+    d.memory = std::make_unique<CachingDeviceMemory>(std::make_unique<HostRawAllocator>(std::int64_t{1} << 30));
+    d.backend = std::make_unique<testing::HostFusedAttentionBackend>();
+    return d;
+  });
+  trainer.step();
+  const MemoryBytes measured = trainer.ledger(0).peak();
+  for (MemoryCategory c : kAllMemoryCategories)
+    QVERIFY2(measured[c] == predicted.ranks[0].bytes[c],
+             qPrintable(QString("%1: predicted %2, measured %3")
+                            .arg(QString::fromStdString(std::string(memory_category_name(c))))
+                            .arg(predicted.ranks[0].bytes[c])
+                            .arg(measured[c])));
 }
 
 QTEST_GUILESS_MAIN(TestEstimateLedger)
