@@ -12,7 +12,8 @@
 //                (2^-8), eight times fp16's.
 // Cases: causal, padding (a padded tail of several tokens, holes, a sequence
 // with no real token at all), both, none; T = 1, 17, 64 and 100 (not multiples
-// of the tiles), head dims 16, 32 and 64, three sequences, several heads.
+// of the tiles), head dims 16, 32, 64 and 128 (the kernels' largest), three
+// sequences, several heads (one at 128).
 #include <QTest>
 #include <cmath>
 #include <limits>
@@ -73,8 +74,8 @@ void TestFlashAttention::reference_matches_materialized_data() {
   QTest::addColumn<int>("head_dim");
   QTest::addColumn<int>("heads");
   for (const int T : {1, 17, 64, 100})
-    for (const int hd : {16, 32, 64}) {
-      const int heads = hd == 64 ? 2 : 3;
+    for (const int hd : {16, 32, 64, 128}) {
+      const int heads = hd == 128 ? 1 : hd == 64 ? 2 : 3;
       QTest::newRow(qPrintable(QString("T=%1 hd=%2 H=%3").arg(T).arg(hd).arg(heads))) << T << hd << heads;
     }
 }

@@ -26,6 +26,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "core/half.h"
@@ -404,6 +405,20 @@ void launch(Kernel kernel, const char* name, const char* op, dim3 grid, std::uin
   check_launch(name, op);
 }
 
+// The shapes the tiles cover, checked before any launch. A head dim that is not
+// a multiple of 16 would let wmma read the tiles' uninitialised pad columns (a
+// silently wrong result); past 128 the shared tiles outgrow sm_86/89's 99 KB;
+// gridDim.y and .z (H and B) are at most 65535. cuda_attention_kernel only
+// routes shapes that pass, so this guards the functions' own contract.
+void check_shape(int B, int C, int H, const char* op) {
+  const int hd = C / H;
+  if (hd * H != C || hd <= 0 || hd % 16 != 0 || hd > 128)
+    fail("flash attention", op,
+         "head dim C/H = " + std::to_string(C) + "/" + std::to_string(H) + " is not a multiple of 16 in [16, 128]");
+  if (B > 65535 || H > 65535)
+    fail("flash attention", op, "B = " + std::to_string(B) + ", H = " + std::to_string(H) + " exceed 65535 (grid)");
+}
+
 unsigned tiles_of(int T, int tile) {
   return static_cast<unsigned>((T + tile - 1) / tile);
 }
@@ -442,6 +457,7 @@ void backward(cudaStream_t stream, float* d_qkv, float* row_dot, const float* d_
 void flash_attention_forward(cudaStream_t stream, Flash16 type, float* out, float* lse, const float* qkv, int B, int T,
                              int C, int H, bool causal, const std::int32_t* padding) {
   if (B <= 0 || T <= 0 || H <= 0) return;
+  check_shape(B, C, H, "attention_forward");
   if (type == Flash16::bf16)
     forward<__nv_bfloat16>(stream, out, lse, qkv, B, T, C, H, causal, padding);
   else
@@ -452,6 +468,7 @@ void flash_attention_backward(cudaStream_t stream, Flash16 type, float* d_qkv, f
                               const float* qkv, const float* out, const float* lse, int B, int T, int C, int H,
                               bool causal, const std::int32_t* padding) {
   if (B <= 0 || T <= 0 || H <= 0) return;
+  check_shape(B, C, H, "attention_backward");
   if (type == Flash16::bf16)
     backward<__nv_bfloat16>(stream, d_qkv, row_dot, d_out, qkv, out, lse, B, T, C, H, causal, padding);
   else
