@@ -309,6 +309,25 @@ __device__ void store_rows(float* dst, long long ld, const float* sum, int hd, i
   }
 }
 
+// What both backward kernels read of sequence b, head h: Q, K, V as (T, hd)
+// slices of qkv (ld 3C, K and V C and 2C further), dO as a (T, hd) slice of
+// d_out (ld C), the head's rows of lse and D, and the sequence's padding.
+struct HeadSlices {
+  long long ld, offset, rows;
+  const float *q, *k, *v, *d_out;
+  const std::int32_t* pad;
+  __device__ HeadSlices(const float* qkv, const float* dy, const std::int32_t* padding, int b, int h, int T, int C,
+                        int H)
+      : ld(3LL * C),
+        offset(static_cast<long long>(b) * T * ld + static_cast<long long>(h) * (C / H)),
+        rows((static_cast<long long>(b) * H + h) * T),
+        q(qkv + offset),
+        k(q + C),
+        v(q + 2 * C),
+        d_out(dy + static_cast<long long>(b) * T * C + static_cast<long long>(h) * (C / H)),
+        pad(padding != nullptr ? padding + static_cast<long long>(b) * T : nullptr) {}
+};
+
 // dK, dV of one key tile: sums over the query tiles that can see it.
 template <typename T16>
 __global__ void __launch_bounds__(kFlashThreads)
@@ -320,14 +339,11 @@ __global__ void __launch_bounds__(kFlashThreads)
   const int k0 = static_cast<int>(blockIdx.x) * kFlashBackwardKeys;
   const int h = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z);
   const BackwardTiles<T16> tiles(reinterpret_cast<std::uintptr_t>(shared), hd, true);
-  const long long ld = 3LL * C;
-  const long long head = static_cast<long long>(b) * T * ld + static_cast<long long>(h) * hd;
-  const float* q = qkv + head;  // (T, hd), ld 3C
-  const float* k = q + C;
-  const float* v = q + 2 * C;
-  const float* dy = d_out + static_cast<long long>(b) * T * C + static_cast<long long>(h) * hd;  // (T, hd), ld C
-  const long long rows = (static_cast<long long>(b) * H + h) * T;
-  const std::int32_t* pad = padding != nullptr ? padding + static_cast<long long>(b) * T : nullptr;
+  const HeadSlices head(qkv, d_out, padding, b, h, T, C, H);
+  const long long ld = head.ld;
+  const float *q = head.q, *k = head.k, *v = head.v, *dy = head.d_out;
+  const long long rows = head.rows;
+  const std::int32_t* pad = head.pad;
   float* d_k = tiles.acc_a;
   float* d_v = tiles.acc_b;
 
@@ -351,8 +367,8 @@ __global__ void __launch_bounds__(kFlashThreads)
                                                      ld16(hd), kFlashBackwardKeys, hd, kFlashBackwardQueries, true);
     __syncthreads();  // dK, dV complete; Q, dO, P, dS free for the next tile
   }
-  store_rows(d_qkv + head + C, ld, d_k, hd, k0, T);
-  store_rows(d_qkv + head + 2 * C, ld, d_v, hd, k0, T);
+  store_rows(d_qkv + head.offset + C, ld, d_k, hd, k0, T);
+  store_rows(d_qkv + head.offset + 2 * C, ld, d_v, hd, k0, T);
 }
 
 // dQ of one query tile: sums over the key tiles it can see.
@@ -366,14 +382,11 @@ __global__ void __launch_bounds__(kFlashThreads)
   const int q0 = static_cast<int>(blockIdx.x) * kFlashBackwardQueries;
   const int h = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z);
   const BackwardTiles<T16> tiles(reinterpret_cast<std::uintptr_t>(shared), hd, false);
-  const long long ld = 3LL * C;
-  const long long head = static_cast<long long>(b) * T * ld + static_cast<long long>(h) * hd;
-  const float* q = qkv + head;
-  const float* k = q + C;
-  const float* v = q + 2 * C;
-  const float* dy = d_out + static_cast<long long>(b) * T * C + static_cast<long long>(h) * hd;
-  const long long rows = (static_cast<long long>(b) * H + h) * T;
-  const std::int32_t* pad = padding != nullptr ? padding + static_cast<long long>(b) * T : nullptr;
+  const HeadSlices head(qkv, d_out, padding, b, h, T, C, H);
+  const long long ld = head.ld;
+  const float *q = head.q, *k = head.k, *v = head.v, *dy = head.d_out;
+  const long long rows = head.rows;
+  const std::int32_t* pad = head.pad;
   float* d_q = tiles.acc_a;
 
   load_tile(tiles.q, hd, q, ld, q0, kFlashBackwardQueries, T);
@@ -391,7 +404,7 @@ __global__ void __launch_bounds__(kFlashThreads)
                                                      ld16(hd), kFlashBackwardQueries, hd, kFlashBackwardKeys, true);
     __syncthreads();  // dQ complete; K, V, S, dS free for the next tile
   }
-  store_rows(d_qkv + head, ld, d_q, hd, q0, T);
+  store_rows(d_qkv + head.offset, ld, d_q, hd, q0, T);
 }
 
 // Launches with `bytes` of dynamic shared memory, raising the 48 KB default
