@@ -60,8 +60,9 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
     t.dp_bytes = K * share * (2 * p + g) * P;
     t.dp_formula = "K(Nd−1)/Nd · (2p + g)Ψ: all-gather in forward and in backward, reduce-scatter (1.5× DDP), " + psi;
   }
-  // Pipeline: an inner stage sends each micro-batch's activation down and its gradient up.
-  const double d = s.precision == Precision::fp32 ? 4 : 2;
+  // Pipeline: an inner stage sends each micro-batch's activation down and its gradient up,
+  // in fp32 with ShardScope's kernels (at every precision), in 16 bits in other mixed-precision engines.
+  const double d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
   const double bsh = static_cast<double>(s.micro_batch) * seq * h;
   if (s.pp > 1) {
     t.pp_bytes = (s.pp > 2 ? 2 : 1) * K * bsh * d;

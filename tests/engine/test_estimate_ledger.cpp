@@ -7,7 +7,9 @@
 
 #include "core/caching_device_memory.h"
 #include "engine/host_fused_backend.h"
+#include "engine/collecting_sink.h"
 #include "estimate/memory_model.h"
+#include "estimate/time_model.h"
 #include "train/trainer.h"
 
 using namespace shardscope;
@@ -19,6 +21,7 @@ class TestEstimateLedger : public QObject {
   void predicted_equals_measured();
   void fused_attention_predicted_equals_measured_data();
   void fused_attention_predicted_equals_measured();
+  void pipeline_bytes_equal_the_engines_sends();
 };
 
 void TestEstimateLedger::predicted_equals_measured_data() {
@@ -191,6 +194,30 @@ void TestEstimateLedger::fused_attention_predicted_equals_measured() {
                             .arg(QString::fromStdString(std::string(memory_category_name(c))))
                             .arg(predicted.ranks[0].bytes[c])
                             .arg(measured[c])));
+}
+
+// The time model's pipeline bytes are what the engine's first stage sends in a
+// step: its activations, fp32 at every precision (bf16 here, as a GPU run).
+void TestEstimateLedger::pipeline_bytes_equal_the_engines_sends() {
+  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+    EstimateSettings s;
+    s.pp = 2;
+    s.micro_batches = 4;
+    s.micro_batch = 2;
+    s.seq = 32;
+    s.precision = precision;
+    const ModelShape shape = model_shape_from_config(find_model_preset("gpt-tiny"), "gpt-tiny");
+    const TimeEstimate predicted = estimate_time(shape, s, nullptr);
+    RunConfig run = to_run_config(shape, s);
+    run.threads = 2;
+    test::CollectingSink sink;
+    Trainer trainer(run, &sink);
+    trainer.step();
+    std::int64_t sent = 0;
+    for (const Event& e : sink.of_rank(0))
+      if (e.op == CommOp::send && e.dst == 1) sent += e.bytes;
+    QCOMPARE(static_cast<double>(sent), predicted.pp_bytes);
+  }
 }
 
 QTEST_GUILESS_MAIN(TestEstimateLedger)
