@@ -4,7 +4,9 @@
 # (never into /), points the loader at them and at the machine's CUDA, cuBLAS
 # and NCCL, then runs each GPU test program and the benchmark with its own time
 # limit, so one failure does not hide the rest. Logs go to $OUT (the device
-# tool brings them back) or to /tmp/shardscope-gpu. About 8 minutes at most.
+# tool brings them back) or to /tmp/shardscope-gpu. The whole run keeps within
+# DEVICE_BUDGET_S seconds (default 540, under the device call's limit): each
+# test's limit shrinks so that the benchmark keeps its 200 s.
 # SPDX-License-Identifier: GPL-3.0-or-later
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,9 +35,20 @@ export SHARDSCOPE_CUDA_PLUGIN="$PWD/$build/engine/libshardscope_cuda.so"
 nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv | tee "$out/gpu.txt"
 
 status=0
-run() {  # name seconds command...
+budget=${DEVICE_BUDGET_S:-540}
+bench_reserve=200
+run() {  # name seconds command...   (the limit is cut to what the budget leaves)
   local name=$1 limit=$2
   shift 2
+  local reserve=$bench_reserve
+  [ "$name" = gpu_bench ] && reserve=0
+  local left=$((budget - SECONDS - reserve))
+  [ "$left" -lt "$limit" ] && limit=$left
+  if [ "$limit" -lt 10 ]; then
+    echo "== $name: not run (the ${budget}s budget is spent)"
+    status=1
+    return
+  fi
   echo "== $name (limit ${limit}s)"
   local start=$SECONDS
   timeout "$limit" "$@" >"$out/$name.log" 2>&1
