@@ -22,7 +22,7 @@ for deb in .device/debs/*.deb; do dpkg -x "$deb" "$deps"; done
 cuda_dirs=""
 : >"$out/libraries.txt"
 for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
-  found=$(find /usr/local/cuda/lib64 /usr/local/cuda/targets /opt /usr/lib /usr/local/lib -name "$lib" 2>/dev/null |
+  found=$(find /usr/local/cuda/ /opt /usr/lib /usr/local/lib -name "$lib" 2>/dev/null |
     head -n 1)
   [ -n "$found" ] && cuda_dirs="$cuda_dirs:$(dirname "$found")"
   echo "$lib: ${found:-not found}" >>"$out/libraries.txt"
