@@ -44,6 +44,13 @@ inline unsigned blocks_for(std::int64_t n) {
 }
 
 
+// kernel<<<grid, block, shared_bytes, stream>>>(args...) written as
+// SS_LAUNCH(kernel, grid, block, shared_bytes, stream)(args...), so that the
+// CPU emulation of the kernels (tests/engine/cuda_emulation) can run them too.
+#ifndef SS_LAUNCH
+#define SS_LAUNCH(kernel, grid, block, shared_bytes, stream) kernel<<<(grid), (block), (shared_bytes), (stream)>>>
+#endif
+
 #define SS_GRID_STRIDE(i, n)                                                                 \
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<long long>(gridDim.x) * blockDim.x)

@@ -414,7 +414,7 @@ void launch(Kernel kernel, const char* name, const char* op, dim3 grid, std::uin
             Args... args) {
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
         "cudaFuncSetAttribute", op);
-  kernel<<<grid, kFlashThreads, bytes, stream>>>(args...);
+  SS_LAUNCH(kernel, grid, kFlashThreads, bytes, stream)(args...);
   check_launch(name, op);
 }
 
@@ -452,8 +452,8 @@ void backward(cudaStream_t stream, float* d_qkv, float* row_dot, const float* d_
   const int hd = C / H;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const char* op = "attention_backward";
-  flash_row_dot_kernel<<<blocks_for(static_cast<std::int64_t>(B) * H * T), kThreads, 0, stream>>>(row_dot, d_out, out,
-                                                                                                  B, T, C, H);
+  SS_LAUNCH(flash_row_dot_kernel, blocks_for(static_cast<std::int64_t>(B) * H * T), kThreads, 0, stream)(
+      row_dot, d_out, out, B, T, C, H);
   check_launch("flash_row_dot_kernel", op);
   const dim3 key_grid(tiles_of(T, kFlashBackwardKeys), static_cast<unsigned>(H), static_cast<unsigned>(B));
   launch(flash_backward_key_kernel<T16>, "flash_backward_key_kernel", op, key_grid,
