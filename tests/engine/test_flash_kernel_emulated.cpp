@@ -9,14 +9,6 @@
 // without a GPU; what the emulation cannot show (warp divergence around wmma,
 // the hardware's own fragment layouts) is left to tests/gpu/test_cuda_ops.
 #include "cuda_emulation.h"
-
-namespace shardscope::cuda_detail {
-namespace {
-// The kernels' `extern __shared__ unsigned char shared[]`: one block at a time uses it.
-alignas(128) unsigned char shared[256 * 1024];
-}  // namespace
-}  // namespace shardscope::cuda_detail
-
 #include "ops/cuda/cuda_flash_attention.cu"  // NOLINT(bugprone-suspicious-include): the kernels under test
 
 #include <QTest>
@@ -31,16 +23,10 @@ using namespace shardscope;
 class TestFlashKernelEmulated : public QObject {
   Q_OBJECT
  private Q_SLOTS:
-  void initTestCase();
   void kernels_match_the_host_twin_data();
   void kernels_match_the_host_twin();
   void shape_and_shared_memory_limits_are_enforced();
 };
-
-void TestFlashKernelEmulated::initTestCase() {
-  cuda_emulation::shared_memory = cuda_detail::shared;
-  cuda_emulation::shared_memory_bytes = sizeof cuda_detail::shared;
-}
 
 void TestFlashKernelEmulated::kernels_match_the_host_twin_data() {
   QTest::addColumn<int>("B");

@@ -51,6 +51,11 @@ inline unsigned blocks_for(std::int64_t n) {
 #define SS_LAUNCH(kernel, grid, block, shared_bytes, stream) kernel<<<(grid), (block), (shared_bytes), (stream)>>>
 #endif
 
+// A kernel's dynamic shared memory, 128-byte aligned (the size is the launch's).
+#ifndef SS_DYNAMIC_SHARED
+#define SS_DYNAMIC_SHARED(name) extern __shared__ __align__(128) unsigned char name[]
+#endif
+
 #define SS_GRID_STRIDE(i, n)                                                                 \
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<long long>(gridDim.x) * blockDim.x)

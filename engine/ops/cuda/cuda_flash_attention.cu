@@ -188,7 +188,7 @@ template <typename T16>
 __global__ void __launch_bounds__(kFlashThreads)
     flash_forward_kernel(float* out, float* lse, const float* qkv, int T, int C, int H, float scale, bool causal,
                          const std::int32_t* padding) {
-  extern __shared__ __align__(128) unsigned char shared[];
+  SS_DYNAMIC_SHARED(shared);
   const int hd = C / H;
   const int q0 = static_cast<int>(blockIdx.x) * kFlashForwardQueries;
   const int h = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z);
@@ -334,7 +334,7 @@ __global__ void __launch_bounds__(kFlashThreads)
     flash_backward_key_kernel(float* d_qkv, const float* d_out, const float* qkv, const float* lse,
                               const float* row_dot, int T, int C, int H, float scale, bool causal,
                               const std::int32_t* padding) {
-  extern __shared__ __align__(128) unsigned char shared[];
+  SS_DYNAMIC_SHARED(shared);
   const int hd = C / H;
   const int k0 = static_cast<int>(blockIdx.x) * kFlashBackwardKeys;
   const int h = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z);
@@ -377,7 +377,7 @@ __global__ void __launch_bounds__(kFlashThreads)
     flash_backward_query_kernel(float* d_qkv, const float* d_out, const float* qkv, const float* lse,
                                 const float* row_dot, int T, int C, int H, float scale, bool causal,
                                 const std::int32_t* padding) {
-  extern __shared__ __align__(128) unsigned char shared[];
+  SS_DYNAMIC_SHARED(shared);
   const int hd = C / H;
   const int q0 = static_cast<int>(blockIdx.x) * kFlashBackwardQueries;
   const int h = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z);
@@ -452,8 +452,8 @@ void backward(cudaStream_t stream, float* d_qkv, float* row_dot, const float* d_
   const int hd = C / H;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const char* op = "attention_backward";
-  SS_LAUNCH(flash_row_dot_kernel, blocks_for(static_cast<std::int64_t>(B) * H * T), kThreads, 0, stream)(
-      row_dot, d_out, out, B, T, C, H);
+  SS_LAUNCH(flash_row_dot_kernel, blocks_for(static_cast<std::int64_t>(B) * H * T), kThreads, 0, stream)
+  (row_dot, d_out, out, B, T, C, H);
   check_launch("flash_row_dot_kernel", op);
   const dim3 key_grid(tiles_of(T, kFlashBackwardKeys), static_cast<unsigned>(H), static_cast<unsigned>(B));
   launch(flash_backward_key_kernel<T16>, "flash_backward_key_kernel", op, key_grid,

@@ -212,16 +212,16 @@ __global__ void cross_entropy_backward_kernel(float* d_logits, const float* logi
 void layernorm_forward_rows(cudaStream_t stream, float* out, float* mean, float* rstd, const float* in,
                             const float* weight, const float* bias, int rows, int C, float eps) {
   if (rows <= 0) return;
-  layernorm_forward_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(out, mean, rstd, in, weight, bias, rows, C,
-                                                                           eps);
+  SS_LAUNCH(layernorm_forward_kernel, warp_row_blocks(rows), kThreads, 0, stream)
+  (out, mean, rstd, in, weight, bias, rows, C, eps);
   check_launch("layernorm_forward_kernel", "layernorm_forward");
 }
 
 void layernorm_backward_rows(cudaStream_t stream, float* d_in, const float* d_out, const float* in, const float* weight,
                              const float* mean, const float* rstd, int rows, int C, bool accumulate) {
   if (rows <= 0 || C <= 0) return;
-  layernorm_backward_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(d_in, d_out, in, weight, mean, rstd, rows,
-                                                                            C, accumulate);
+  SS_LAUNCH(layernorm_backward_kernel, warp_row_blocks(rows), kThreads, 0, stream)
+  (d_in, d_out, in, weight, mean, rstd, rows, C, accumulate);
   check_launch("layernorm_backward_kernel", "layernorm_backward");
 }
 
@@ -229,29 +229,30 @@ void attention_softmax_rows(cudaStream_t stream, float* scores, int B, int H, in
                             const std::int32_t* padding, float scale) {
   const long long rows = static_cast<long long>(B) * H * T;
   if (rows <= 0) return;
-  attention_softmax_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(scores, rows, H, T, causal, padding, scale);
+  SS_LAUNCH(attention_softmax_kernel, warp_row_blocks(rows), kThreads, 0, stream)
+  (scores, rows, H, T, causal, padding, scale);
   check_launch("attention_softmax_kernel", "attention_forward");
 }
 
 void attention_softmax_backward_rows(cudaStream_t stream, const float* probs, float* d, long long rows, int T,
                                      float scale) {
   if (rows <= 0) return;
-  attention_softmax_backward_kernel<<<warp_row_blocks(rows), kThreads, 0, stream>>>(probs, d, rows, T, scale);
+  SS_LAUNCH(attention_softmax_backward_kernel, warp_row_blocks(rows), kThreads, 0, stream)(probs, d, rows, T, scale);
   check_launch("attention_softmax_backward_kernel", "attention_backward");
 }
 
 void cross_entropy_rows(cudaStream_t stream, float* losses, const float* logits, const std::int32_t* targets, int rows,
                         int V) {
   if (rows <= 0) return;
-  cross_entropy_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(losses, logits, targets, V);
+  SS_LAUNCH(cross_entropy_kernel, static_cast<unsigned>(rows), kThreads, 0, stream)(losses, logits, targets, V);
   check_launch("cross_entropy_kernel", "cross_entropy_forward");
 }
 
 void cross_entropy_backward_rows(cudaStream_t stream, float* d_logits, const float* logits, const std::int32_t* targets,
                                  int rows, int V, float dloss) {
   if (rows <= 0) return;
-  cross_entropy_backward_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(d_logits, logits, targets, V,
-                                                                                      dloss);
+  SS_LAUNCH(cross_entropy_backward_kernel, static_cast<unsigned>(rows), kThreads, 0, stream)
+  (d_logits, logits, targets, V, dloss);
   check_launch("cross_entropy_backward_kernel", "cross_entropy_backward");
 }
 
