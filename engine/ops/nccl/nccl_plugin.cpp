@@ -71,6 +71,26 @@ std::size_t element_size(int dtype) {
   return dtype == 0 ? 4 : 2;
 }
 
+// ncclGroupStart ... ncclGroupEnd that also ends the group when a call inside
+// it throws: NCCL's group depth is per thread, and a group left open defers
+// every later NCCL call of the thread (ncclCommAbort on the error path too).
+class Group {
+ public:
+  Group() { check(ncclGroupStart(), "ncclGroupStart"); }
+  ~Group() {
+    if (open_) ncclGroupEnd();
+  }
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+  void end() {
+    open_ = false;
+    check(ncclGroupEnd(), "ncclGroupEnd");
+  }
+
+ private:
+  bool open_ = true;
+};
+
 }  // namespace
 
 extern "C" {
@@ -146,7 +166,7 @@ __attribute__((visibility("default"))) int shardscope_nccl_enqueue(void* context
         check(ncclBroadcast(call->send, call->recv, count, type, call->peer, c.comm, stream), "ncclBroadcast");
         break;
       case shardscope_nccl_gather: {  // root's recv (size * count) := every rank's send, in rank order
-        check(ncclGroupStart(), "ncclGroupStart");
+        Group group;
         if (c.rank == call->peer) {
           for (int r = 0; r < c.size; ++r) {
             auto* slot = static_cast<char*>(call->recv) + static_cast<std::size_t>(r) * part_bytes;
@@ -159,11 +179,11 @@ __attribute__((visibility("default"))) int shardscope_nccl_enqueue(void* context
         } else {
           check(ncclSend(call->send, count, type, call->peer, c.comm, stream), "ncclSend");
         }
-        check(ncclGroupEnd(), "ncclGroupEnd");
+        group.end();
         break;
       }
       case shardscope_nccl_scatter: {  // each rank's recv := chunk `rank` of root's send
-        check(ncclGroupStart(), "ncclGroupStart");
+        Group group;
         if (c.rank == call->peer) {
           for (int r = 0; r < c.size; ++r) {
             const auto* part = static_cast<const char*>(call->send) + static_cast<std::size_t>(r) * part_bytes;
@@ -176,7 +196,7 @@ __attribute__((visibility("default"))) int shardscope_nccl_enqueue(void* context
         } else {
           check(ncclRecv(call->recv, count, type, call->peer, c.comm, stream), "ncclRecv");
         }
-        check(ncclGroupEnd(), "ncclGroupEnd");
+        group.end();
         break;
       }
       case shardscope_nccl_send:
@@ -185,13 +205,14 @@ __attribute__((visibility("default"))) int shardscope_nccl_enqueue(void* context
       case shardscope_nccl_recv:
         check(ncclRecv(call->recv, count, type, call->peer, c.comm, stream), "ncclRecv");
         break;
-      case shardscope_nccl_send_recv:  // both directions at once: neither waits for the other
-        check(ncclGroupStart(), "ncclGroupStart");
+      case shardscope_nccl_send_recv: {  // both directions at once: neither waits for the other
+        Group group;
         check(ncclSend(call->send, count, type, call->peer, c.comm, stream), "ncclSend");
         check(ncclRecv(call->recv, static_cast<std::size_t>(call->recv_count), type, call->recv_peer, c.comm, stream),
               "ncclRecv");
-        check(ncclGroupEnd(), "ncclGroupEnd");
+        group.end();
         break;
+      }
       default:
         throw std::invalid_argument("NCCL call: unknown op " + std::to_string(call->op));
     }
@@ -204,6 +225,7 @@ __attribute__((visibility("default"))) int shardscope_nccl_poll(void* context, i
   return guarded(error, error_size, [&] {
     auto& c = *static_cast<Context*>(context);
     *done = 0;
+    if (c.aborted) throw std::runtime_error("NCCL communicator was aborted");  // its comm may be freed
     ncclResult_t async = ncclSuccess;
     check(ncclCommGetAsyncError(c.comm, &async), "ncclCommGetAsyncError");
     if (async != ncclSuccess && async != ncclInProgress)
