@@ -7,6 +7,7 @@
 #include <nccl.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <new>
 #include <stdexcept>
@@ -91,6 +92,57 @@ class Group {
   bool open_ = true;
 };
 
+// NCCL connects a pair of ranks for send/recv at their first send/recv, and
+// (NCCL_RUNTIME_CONNECT=1, the default since 2.22) the ranks of a collective
+// algorithm at its first call, inside the call: the host thread waits there
+// until every peer has made the same call, where no abort flag is watched, so
+// a rank that failed before its first contact (an out-of-memory in the first
+// step) would leave its peers blocked forever. So every connection is made at
+// init instead, where this one thread drives every rank: the collectives'
+// through NCCL_RUNTIME_CONNECT=0 (unless the user set it), read by NCCL at its
+// first communicator, the pairs' through one send and receive of one element
+// between every two ranks.
+void connect_at_init() {
+  setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
+}
+
+void connect_pairs(const std::vector<Context*>& ranks) {
+  const auto n = ranks.size();
+  if (n < 2) return;
+  std::vector<float*> scratch(n, nullptr);  // per rank: n floats sent, n received
+  try {
+    for (std::size_t i = 0; i < n; ++i) {
+      check(cudaSetDevice(ranks[i]->device), "cudaSetDevice");
+      check(cudaMalloc(&scratch[i], 2 * n * sizeof(float)), "cudaMalloc");
+      check(cudaMemsetAsync(scratch[i], 0, 2 * n * sizeof(float), ranks[i]->stream), "cudaMemsetAsync");
+    }
+    Group group;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j) {
+        if (j == i) continue;
+        const Context& c = *ranks[i];
+        check(ncclSend(scratch[i] + j, 1, ncclFloat32, static_cast<int>(j), c.comm, c.stream), "ncclSend");
+        check(ncclRecv(scratch[i] + n + j, 1, ncclFloat32, static_cast<int>(j), c.comm, c.stream), "ncclRecv");
+      }
+    group.end();
+    for (std::size_t i = 0; i < n; ++i) {
+      check(cudaSetDevice(ranks[i]->device), "cudaSetDevice");
+      check(cudaStreamSynchronize(ranks[i]->stream), "cudaStreamSynchronize");
+    }
+  } catch (...) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (scratch[i] != nullptr) {
+        cudaSetDevice(ranks[i]->device);
+        cudaFree(scratch[i]);
+      }
+    throw;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    cudaSetDevice(ranks[i]->device);
+    cudaFree(scratch[i]);
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -108,6 +160,7 @@ __attribute__((visibility("default"))) int shardscope_nccl_init_all(int n, const
   return guarded(error, error_size, [&] {
     if (n < 1) throw std::invalid_argument("ncclCommInitAll: no devices");
     std::vector<ncclComm_t> comms(static_cast<std::size_t>(n));
+    connect_at_init();
     check(ncclCommInitAll(comms.data(), n, devices), "ncclCommInitAll");
     std::vector<Context*> made;
     try {
@@ -128,6 +181,7 @@ __attribute__((visibility("default"))) int shardscope_nccl_init_all(int n, const
         check(cudaEventSynchronize(c->reference), "cudaEventSynchronize");
         check(cudaEventRecord(c->end, nullptr), "cudaEventRecord");  // poll before any call: done
       }
+      connect_pairs(made);
     } catch (...) {  // nothing half made survives: the communicators, streams and events go
       for (Context* c : made) shardscope_nccl_destroy(c);
       for (std::size_t i = made.size(); i < comms.size(); ++i) ncclCommDestroy(comms[i]);
