@@ -177,11 +177,14 @@ __attribute__((visibility("default"))) int shardscope_nccl_init_all(int n, const
         check(cudaEventCreate(&c->reference), "cudaEventCreate");
         check(cudaEventCreate(&c->start), "cudaEventCreate");
         check(cudaEventCreate(&c->end), "cudaEventCreate");
+      }
+      connect_pairs(made);
+      for (Context* c : made) {  // last: the caller reads its clock when this returns
+        check(cudaSetDevice(c->device), "cudaSetDevice");
         check(cudaEventRecord(c->reference, nullptr), "cudaEventRecord");
         check(cudaEventSynchronize(c->reference), "cudaEventSynchronize");
         check(cudaEventRecord(c->end, nullptr), "cudaEventRecord");  // poll before any call: done
       }
-      connect_pairs(made);
     } catch (...) {  // nothing half made survives: the communicators, streams and events go
       for (Context* c : made) shardscope_nccl_destroy(c);
       for (std::size_t i = made.size(); i < comms.size(); ++i) ncclCommDestroy(comms[i]);
