@@ -7,6 +7,7 @@
 #include <nccl.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <new>
 #include <stdexcept>
@@ -71,6 +72,77 @@ std::size_t element_size(int dtype) {
   return dtype == 0 ? 4 : 2;
 }
 
+// ncclGroupStart ... ncclGroupEnd that also ends the group when a call inside
+// it throws: NCCL's group depth is per thread, and a group left open defers
+// every later NCCL call of the thread (ncclCommAbort on the error path too).
+class Group {
+ public:
+  Group() { check(ncclGroupStart(), "ncclGroupStart"); }
+  ~Group() {
+    if (open_) ncclGroupEnd();
+  }
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+  void end() {
+    open_ = false;
+    check(ncclGroupEnd(), "ncclGroupEnd");
+  }
+
+ private:
+  bool open_ = true;
+};
+
+// NCCL connects a pair of ranks for send/recv at their first send/recv, and
+// (NCCL_RUNTIME_CONNECT=1, the default since 2.22) the ranks of a collective
+// algorithm at its first call, inside the call: the host thread waits there
+// until every peer has made the same call, where no abort flag is watched, so
+// a rank that failed before its first contact (an out-of-memory in the first
+// step) would leave its peers blocked forever. So every connection is made at
+// init instead, where this one thread drives every rank: the collectives'
+// through NCCL_RUNTIME_CONNECT=0 (unless the user set it), read by NCCL at its
+// first communicator, the pairs' through one send and receive of one element
+// between every two ranks.
+void connect_at_init() {
+  setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
+}
+
+void connect_pairs(const std::vector<Context*>& ranks) {
+  const auto n = ranks.size();
+  if (n < 2) return;
+  std::vector<float*> scratch(n, nullptr);  // per rank: n floats sent, n received
+  try {
+    for (std::size_t i = 0; i < n; ++i) {
+      check(cudaSetDevice(ranks[i]->device), "cudaSetDevice");
+      check(cudaMalloc(&scratch[i], 2 * n * sizeof(float)), "cudaMalloc");
+      check(cudaMemsetAsync(scratch[i], 0, 2 * n * sizeof(float), ranks[i]->stream), "cudaMemsetAsync");
+    }
+    Group group;
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j) {
+        if (j == i) continue;
+        const Context& c = *ranks[i];
+        check(ncclSend(scratch[i] + j, 1, ncclFloat32, static_cast<int>(j), c.comm, c.stream), "ncclSend");
+        check(ncclRecv(scratch[i] + n + j, 1, ncclFloat32, static_cast<int>(j), c.comm, c.stream), "ncclRecv");
+      }
+    group.end();
+    for (std::size_t i = 0; i < n; ++i) {
+      check(cudaSetDevice(ranks[i]->device), "cudaSetDevice");
+      check(cudaStreamSynchronize(ranks[i]->stream), "cudaStreamSynchronize");
+    }
+  } catch (...) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (scratch[i] != nullptr) {
+        cudaSetDevice(ranks[i]->device);
+        cudaFree(scratch[i]);
+      }
+    throw;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    cudaSetDevice(ranks[i]->device);
+    cudaFree(scratch[i]);
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -88,6 +160,7 @@ __attribute__((visibility("default"))) int shardscope_nccl_init_all(int n, const
   return guarded(error, error_size, [&] {
     if (n < 1) throw std::invalid_argument("ncclCommInitAll: no devices");
     std::vector<ncclComm_t> comms(static_cast<std::size_t>(n));
+    connect_at_init();
     check(ncclCommInitAll(comms.data(), n, devices), "ncclCommInitAll");
     std::vector<Context*> made;
     try {
@@ -104,6 +177,10 @@ __attribute__((visibility("default"))) int shardscope_nccl_init_all(int n, const
         check(cudaEventCreate(&c->reference), "cudaEventCreate");
         check(cudaEventCreate(&c->start), "cudaEventCreate");
         check(cudaEventCreate(&c->end), "cudaEventCreate");
+      }
+      connect_pairs(made);
+      for (Context* c : made) {  // last: the caller reads its clock when this returns
+        check(cudaSetDevice(c->device), "cudaSetDevice");
         check(cudaEventRecord(c->reference, nullptr), "cudaEventRecord");
         check(cudaEventSynchronize(c->reference), "cudaEventSynchronize");
         check(cudaEventRecord(c->end, nullptr), "cudaEventRecord");  // poll before any call: done
@@ -146,7 +223,7 @@ __attribute__((visibility("default"))) int shardscope_nccl_enqueue(void* context
         check(ncclBroadcast(call->send, call->recv, count, type, call->peer, c.comm, stream), "ncclBroadcast");
         break;
       case shardscope_nccl_gather: {  // root's recv (size * count) := every rank's send, in rank order
-        check(ncclGroupStart(), "ncclGroupStart");
+        Group group;
         if (c.rank == call->peer) {
           for (int r = 0; r < c.size; ++r) {
             auto* slot = static_cast<char*>(call->recv) + static_cast<std::size_t>(r) * part_bytes;
@@ -159,11 +236,11 @@ __attribute__((visibility("default"))) int shardscope_nccl_enqueue(void* context
         } else {
           check(ncclSend(call->send, count, type, call->peer, c.comm, stream), "ncclSend");
         }
-        check(ncclGroupEnd(), "ncclGroupEnd");
+        group.end();
         break;
       }
       case shardscope_nccl_scatter: {  // each rank's recv := chunk `rank` of root's send
-        check(ncclGroupStart(), "ncclGroupStart");
+        Group group;
         if (c.rank == call->peer) {
           for (int r = 0; r < c.size; ++r) {
             const auto* part = static_cast<const char*>(call->send) + static_cast<std::size_t>(r) * part_bytes;
@@ -176,7 +253,7 @@ __attribute__((visibility("default"))) int shardscope_nccl_enqueue(void* context
         } else {
           check(ncclRecv(call->recv, count, type, call->peer, c.comm, stream), "ncclRecv");
         }
-        check(ncclGroupEnd(), "ncclGroupEnd");
+        group.end();
         break;
       }
       case shardscope_nccl_send:
@@ -185,13 +262,14 @@ __attribute__((visibility("default"))) int shardscope_nccl_enqueue(void* context
       case shardscope_nccl_recv:
         check(ncclRecv(call->recv, count, type, call->peer, c.comm, stream), "ncclRecv");
         break;
-      case shardscope_nccl_send_recv:  // both directions at once: neither waits for the other
-        check(ncclGroupStart(), "ncclGroupStart");
+      case shardscope_nccl_send_recv: {  // both directions at once: neither waits for the other
+        Group group;
         check(ncclSend(call->send, count, type, call->peer, c.comm, stream), "ncclSend");
         check(ncclRecv(call->recv, static_cast<std::size_t>(call->recv_count), type, call->recv_peer, c.comm, stream),
               "ncclRecv");
-        check(ncclGroupEnd(), "ncclGroupEnd");
+        group.end();
         break;
+      }
       default:
         throw std::invalid_argument("NCCL call: unknown op " + std::to_string(call->op));
     }
@@ -204,6 +282,7 @@ __attribute__((visibility("default"))) int shardscope_nccl_poll(void* context, i
   return guarded(error, error_size, [&] {
     auto& c = *static_cast<Context*>(context);
     *done = 0;
+    if (c.aborted) throw std::runtime_error("NCCL communicator was aborted");  // its comm may be freed
     ncclResult_t async = ncclSuccess;
     check(ncclCommGetAsyncError(c.comm, &async), "ncclCommGetAsyncError");
     if (async != ncclSuccess && async != ncclInProgress)
