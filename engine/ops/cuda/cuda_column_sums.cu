@@ -150,8 +150,8 @@ void table_grads(cudaStream_t stream, float* table, const float* d_out, const in
   check(cub::DeviceRadixSort::SortPairs(s.sort_scratch, bytes, ids, s.sorted_ids, s.rows, s.sorted_rows,
                                         static_cast<int>(n), 0, static_cast<int>(sizeof(int) * 8), stream),
         "cub::DeviceRadixSort::SortPairs", "embedding_backward");
-  table_grads_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(table, d_out, s.sorted_ids, s.sorted_rows, n,
-                                                                        C);
+  SS_LAUNCH(table_grads_kernel, static_cast<unsigned>(n), kThreads, 0, stream)
+  (table, d_out, s.sorted_ids, s.sorted_rows, n, C);
   check_launch("table_grads_kernel", "embedding_backward");
 }
 
@@ -164,10 +164,10 @@ std::size_t column_partials_bytes(int rows, int C, int outputs) {
 
 void column_sums(cudaStream_t stream, float* out, const float* x, int rows, int C, float* partials, const char* op) {
   if (rows <= 0 || C <= 0) return;
-  column_partials_kernel<false>
-      <<<column_grid(rows, C), kThreads, 0, stream>>>(partials, nullptr, x, nullptr, nullptr, nullptr, rows, C);
+  SS_LAUNCH(column_partials_kernel<false>, column_grid(rows, C), kThreads, 0, stream)
+  (partials, nullptr, x, nullptr, nullptr, nullptr, rows, C);
   check_launch("column_partials_kernel", op);
-  add_column_partials_kernel<<<blocks_for(C), kThreads, 0, stream>>>(out, partials, tiles_for(rows), C);
+  SS_LAUNCH(add_column_partials_kernel, blocks_for(C), kThreads, 0, stream)(out, partials, tiles_for(rows), C);
   check_launch("add_column_partials_kernel", op);
 }
 
@@ -177,12 +177,13 @@ void layernorm_param_grads(cudaStream_t stream, float* d_weight, float* d_bias, 
   const char* op = "layernorm_backward";
   float* partial_bias = partials;
   float* partial_weight = partials + tiles_for(rows) * C;
-  column_partials_kernel<true>
-      <<<column_grid(rows, C), kThreads, 0, stream>>>(partial_bias, partial_weight, d_out, in, mean, rstd, rows, C);
+  SS_LAUNCH(column_partials_kernel<true>, column_grid(rows, C), kThreads, 0, stream)
+  (partial_bias, partial_weight, d_out, in, mean, rstd, rows, C);
   check_launch("column_partials_kernel", op);
-  add_column_partials_kernel<<<blocks_for(C), kThreads, 0, stream>>>(d_bias, partial_bias, tiles_for(rows), C);
+  SS_LAUNCH(add_column_partials_kernel, blocks_for(C), kThreads, 0, stream)(d_bias, partial_bias, tiles_for(rows), C);
   check_launch("add_column_partials_kernel", op);
-  add_column_partials_kernel<<<blocks_for(C), kThreads, 0, stream>>>(d_weight, partial_weight, tiles_for(rows), C);
+  SS_LAUNCH(add_column_partials_kernel, blocks_for(C), kThreads, 0, stream)
+  (d_weight, partial_weight, tiles_for(rows), C);
   check_launch("add_column_partials_kernel", op);
 }
 
@@ -195,10 +196,10 @@ void embedding_backward(cudaStream_t stream, float* d_tokens, float* d_positions
   const long long n = static_cast<long long>(B) * T;
   if (n <= 0 || C <= 0) return;
   const long long TC = static_cast<long long>(T) * C;
-  position_grads_kernel<<<blocks_for(TC), kThreads, 0, stream>>>(d_positions, d_out, B, TC);
+  SS_LAUNCH(position_grads_kernel, blocks_for(TC), kThreads, 0, stream)(d_positions, d_out, B, TC);
   check_launch("position_grads_kernel", "embedding_backward");
   const EmbeddingScratch scratch = carve(workspace, n);
-  iota_kernel<<<blocks_for(n), kThreads, 0, stream>>>(scratch.rows, n);
+  SS_LAUNCH(iota_kernel, blocks_for(n), kThreads, 0, stream)(scratch.rows, n);
   check_launch("iota_kernel", "embedding_backward");
   table_grads(stream, d_tokens, d_out, ids, n, C, scratch);
   if (d_types != nullptr) table_grads(stream, d_types, d_out, type_ids, n, C, scratch);  // same stream: in order

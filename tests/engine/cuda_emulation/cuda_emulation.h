@@ -50,6 +50,8 @@ struct dim3 {
 
 inline thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 
+struct CUstream_st;
+
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 
@@ -145,8 +147,9 @@ struct Launch {
   }
 };
 
+// Every launch runs synchronously, so the stream only has to be a stream.
 template <typename Kernel>
-Launch<Kernel> launch(Kernel kernel, dim3 grid, dim3 block, std::size_t bytes) {
+Launch<Kernel> launch(Kernel kernel, dim3 grid, dim3 block, std::size_t bytes, CUstream_st* /*stream*/) {
   return Launch<Kernel>{kernel, grid, block, bytes};
 }
 
@@ -167,4 +170,4 @@ T __shfl_sync(unsigned /*mask*/, T value, int source_lane) {
 #define SS_DYNAMIC_SHARED(name) unsigned char* const name = ::cuda_emulation::shared_memory
 
 #define SS_LAUNCH(kernel, grid, block, shared_bytes, stream) \
-  ::cuda_emulation::launch((kernel), dim3(grid), dim3(block), static_cast<std::size_t>(shared_bytes))
+  ::cuda_emulation::launch((kernel), dim3(grid), dim3(block), static_cast<std::size_t>(shared_bytes), (stream))
