@@ -48,6 +48,7 @@ namespace {
 // Largest |a - b| / (atol + rtol |b|) over n values; 0 where both are the same infinity.
 double worst(const std::vector<float>& a, const std::vector<float>& b, double atol, double rtol, std::size_t* at) {
   double w = 0.0;
+  *at = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (std::isinf(a[i]) && a[i] == b[i]) continue;
     const double e = std::isnan(a[i]) || std::isnan(b[i]) || std::isinf(a[i]) != std::isinf(b[i])

@@ -40,6 +40,7 @@ std::vector<float> randoms(std::size_t n, unsigned seed, float scale = 1.0f) {
 // Largest |a - b| / (atol + rtol |b|); NaN counts as a failure.
 double worst(const std::vector<float>& a, const std::vector<float>& b, double atol, double rtol, std::size_t* at) {
   double w = 0.0;
+  *at = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     const double e = std::isnan(a[i]) != std::isnan(b[i]) ? 1e30
                      : std::isnan(a[i])                   ? 0.0

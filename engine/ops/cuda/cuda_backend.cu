@@ -283,8 +283,8 @@ void CudaBackend::embedding_forward(float* out, const std::int32_t* ids, const s
   const long long n = static_cast<long long>(B) * T * C;
   if (n <= 0) return;
   make_current("embedding_forward");
-  embedding_forward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(out, ids, type_ids, tokens, positions, types, T, C,
-                                                                    n);
+  SS_LAUNCH(embedding_forward_kernel, blocks_for(n), kThreads, 0, stream_)
+  (out, ids, type_ids, tokens, positions, types, T, C, n);
   check_launch("embedding_forward_kernel", "embedding_forward");
 }
 
@@ -322,14 +322,14 @@ void CudaBackend::layernorm_backward(float* d_in, float* d_weight, float* d_bias
 void CudaBackend::gelu_forward(float* out, const float* in, std::int64_t n, GeluKind kind) {
   if (n <= 0) return;
   make_current("gelu_forward");
-  gelu_forward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(out, in, n, kind);
+  SS_LAUNCH(gelu_forward_kernel, blocks_for(n), kThreads, 0, stream_)(out, in, n, kind);
   check_launch("gelu_forward_kernel", "gelu_forward");
 }
 
 void CudaBackend::gelu_backward(float* d_in, const float* d_out, const float* in, std::int64_t n, GeluKind kind) {
   if (n <= 0) return;
   make_current("gelu_backward");
-  gelu_backward_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d_in, d_out, in, n, kind);
+  SS_LAUNCH(gelu_backward_kernel, blocks_for(n), kThreads, 0, stream_)(d_in, d_out, in, n, kind);
   check_launch("gelu_backward_kernel", "gelu_backward");
 }
 
@@ -350,8 +350,8 @@ void CudaBackend::attention_forward(float* out, float* probs, const float* qkv, 
   const int hd = C / H;
   if (attention_kernel(hd) == AttentionKernel::fused) {
     make_current("attention_forward");
-    flash_attention_forward(stream_, math_ == GemmMath::bf16 ? Flash16::bf16 : Flash16::fp16, out, probs, qkv, B, T,
-                            C, H, mask.causal, mask.padding);
+    flash_attention_forward(stream_, math_ == GemmMath::bf16 ? Flash16::bf16 : Flash16::fp16, out, probs, qkv, B, T, C,
+                            H, mask.causal, mask.padding);
     return;
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -426,9 +426,9 @@ float CudaBackend::cross_entropy_forward(float* losses, const float* logits, con
   cross_entropy_rows(stream_, losses, logits, targets, rows, V);
   auto* partials = static_cast<double*>(result_);
   double* total = partials + 2 * kReduceBlocks;  // [sum, count]
-  loss_partial_kernel<<<kReduceBlocks, kThreads, 0, stream_>>>(partials, losses, targets, rows);
+  SS_LAUNCH(loss_partial_kernel, kReduceBlocks, kThreads, 0, stream_)(partials, losses, targets, rows);
   check_launch("loss_partial_kernel", op);
-  sum_partials_kernel<<<1, kThreads, 0, stream_>>>(total, partials, kReduceBlocks, 2);
+  SS_LAUNCH(sum_partials_kernel, 1, kThreads, 0, stream_)(total, partials, kReduceBlocks, 2);
   check_launch("sum_partials_kernel", op);
   double host[2] = {0.0, 0.0};
   check(cudaMemcpyAsync(host, total, sizeof host, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync", op);
@@ -448,7 +448,7 @@ void CudaBackend::cross_entropy_backward(float* d_logits, const float* logits, c
 void CudaBackend::add(float* out, const float* a, const float* b, std::int64_t n) {
   if (n <= 0) return;
   make_current("add");
-  add_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(out, a, b, n);
+  SS_LAUNCH(add_kernel, blocks_for(n), kThreads, 0, stream_)(out, a, b, n);
   check_launch("add_kernel", "add");
 }
 
@@ -456,28 +456,28 @@ void CudaBackend::add_bias_rows(float* x, const float* bias, int rows, int C) {
   const long long n = static_cast<long long>(rows) * C;
   if (n <= 0) return;
   make_current("add_bias_rows");
-  add_bias_rows_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(x, bias, n, C);
+  SS_LAUNCH(add_bias_rows_kernel, blocks_for(n), kThreads, 0, stream_)(x, bias, n, C);
   check_launch("add_bias_rows_kernel", "add_bias_rows");
 }
 
 void CudaBackend::scale(float* x, float factor, std::int64_t n) {
   if (n <= 0) return;
   make_current("scale");
-  scale_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(x, factor, n);
+  SS_LAUNCH(scale_kernel, blocks_for(n), kThreads, 0, stream_)(x, factor, n);
   check_launch("scale_kernel", "scale");
 }
 
 void CudaBackend::fill(float* x, float value, std::int64_t n) {
   if (n <= 0) return;
   make_current("fill");
-  fill_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(x, value, n);
+  SS_LAUNCH(fill_kernel, blocks_for(n), kThreads, 0, stream_)(x, value, n);
   check_launch("fill_kernel", "fill");
 }
 
 void CudaBackend::tanh_forward(float* out, const float* in, std::int64_t n) {
   if (n <= 0) return;
   make_current("tanh_forward");
-  tanh_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(out, in, n);
+  SS_LAUNCH(tanh_kernel, blocks_for(n), kThreads, 0, stream_)(out, in, n);
   check_launch("tanh_kernel", "tanh_forward");
 }
 
@@ -487,13 +487,13 @@ double CudaBackend::sum_of_squares(const float* x, std::int64_t n) {
   make_current(op);
   auto* partials = static_cast<double*>(result_);
   double* total = partials + 2 * kReduceBlocks;
-  sum_of_squares_partial_kernel<<<kReduceBlocks, kThreads, 0, stream_>>>(partials, x, n);
+  SS_LAUNCH(sum_of_squares_partial_kernel, kReduceBlocks, kThreads, 0, stream_)(partials, x, n);
   check_launch("sum_of_squares_partial_kernel", op);
   return sum_partials_to_host(partials, total, op);
 }
 
 double CudaBackend::sum_partials_to_host(const double* partials, double* total, const char* op) {
-  sum_partials_kernel<<<1, kThreads, 0, stream_>>>(total, partials, kReduceBlocks, 1);
+  SS_LAUNCH(sum_partials_kernel, 1, kThreads, 0, stream_)(total, partials, kReduceBlocks, 1);
   check_launch("sum_partials_kernel", op);
   double host = 0.0;
   check(cudaMemcpyAsync(&host, total, sizeof host, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync", op);
@@ -504,7 +504,7 @@ double CudaBackend::sum_partials_to_host(const double* partials, double* total, 
 void CudaBackend::adamw(float* params, const float* grads, float* m, float* v, std::int64_t n, const AdamWStep& step) {
   if (n <= 0) return;
   make_current("adamw");
-  adamw_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(params, grads, m, v, n, step);
+  SS_LAUNCH(adamw_kernel, blocks_for(n), kThreads, 0, stream_)(params, grads, m, v, n, step);
   check_launch("adamw_kernel", "adamw");
 }
 

@@ -98,8 +98,8 @@ __global__ void sum_of_squares_16_partial_kernel(double* partials, const unsigne
 void CudaBackend::copy(void* dst, const void* src, std::int64_t bytes) {
   if (bytes <= 0 || dst == src) return;
   make_current("copy");
-  check(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync",
-        "copy");
+  check(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice, stream_),
+        "cudaMemcpyAsync", "copy");
 }
 
 void CudaBackend::upload(void* dst, const void* host_src, std::int64_t bytes) {
@@ -134,14 +134,18 @@ void require_16_bit(DType dtype, const char* op) {
 
 void CudaBackend::widen(DType dtype, const std::uint16_t* in, float* out, std::int64_t n) {
   require_16_bit(dtype, "widen");
-  if (dtype == DType::f16) cuda_f16_to_f32(*this, in, out, n);
-  else cuda_bf16_to_f32(*this, in, out, n);
+  if (dtype == DType::f16)
+    cuda_f16_to_f32(*this, in, out, n);
+  else
+    cuda_bf16_to_f32(*this, in, out, n);
 }
 
 void CudaBackend::narrow(DType dtype, const float* in, std::uint16_t* out, std::int64_t n) {
   require_16_bit(dtype, "narrow");
-  if (dtype == DType::f16) cuda_f32_to_f16(*this, in, out, n);
-  else cuda_f32_to_bf16(*this, in, out, n);
+  if (dtype == DType::f16)
+    cuda_f32_to_f16(*this, in, out, n);
+  else
+    cuda_f32_to_bf16(*this, in, out, n);
 }
 
 void CudaBackend::add_16(DType dtype, std::uint16_t* dst, const std::uint16_t* src, std::int64_t n) {
@@ -150,8 +154,10 @@ void CudaBackend::add_16(DType dtype, std::uint16_t* dst, const std::uint16_t* s
   make_current("add_16");
   auto* d = reinterpret_cast<unsigned short*>(dst);
   const auto* a = reinterpret_cast<const unsigned short*>(src);
-  if (dtype == DType::f16) add_f16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d, a, n);
-  else add_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d, a, n);
+  if (dtype == DType::f16)
+    SS_LAUNCH(add_f16_kernel, blocks_for(n), kThreads, 0, stream_)(d, a, n);
+  else
+    SS_LAUNCH(add_bf16_kernel, blocks_for(n), kThreads, 0, stream_)(d, a, n);
   check_launch("add_16 kernel", "add_16");
 }
 
@@ -160,8 +166,10 @@ void CudaBackend::accumulate_16(DType dtype, std::uint16_t* dst, const float* sr
   if (n <= 0) return;
   make_current("accumulate_16");
   auto* d = reinterpret_cast<unsigned short*>(dst);
-  if (dtype == DType::f16) accumulate_f16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d, src, n);
-  else accumulate_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(d, src, n);
+  if (dtype == DType::f16)
+    SS_LAUNCH(accumulate_f16_kernel, blocks_for(n), kThreads, 0, stream_)(d, src, n);
+  else
+    SS_LAUNCH(accumulate_bf16_kernel, blocks_for(n), kThreads, 0, stream_)(d, src, n);
   check_launch("accumulate_16 kernel", "accumulate_16");
 }
 
@@ -169,12 +177,14 @@ void CudaBackend::divide(DType dtype, void* x, std::int64_t n, float divisor) {
   if (n <= 0) return;
   make_current("divide");
   if (dtype == DType::f32) {
-    divide_f32_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(static_cast<float*>(x), n, divisor);
+    SS_LAUNCH(divide_f32_kernel, blocks_for(n), kThreads, 0, stream_)(static_cast<float*>(x), n, divisor);
   } else {
     require_16_bit(dtype, "divide");
     auto* h = static_cast<unsigned short*>(x);
-    if (dtype == DType::f16) divide_f16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(h, n, divisor);
-    else divide_bf16_kernel<<<blocks_for(n), kThreads, 0, stream_>>>(h, n, divisor);
+    if (dtype == DType::f16)
+      SS_LAUNCH(divide_f16_kernel, blocks_for(n), kThreads, 0, stream_)(h, n, divisor);
+    else
+      SS_LAUNCH(divide_bf16_kernel, blocks_for(n), kThreads, 0, stream_)(h, n, divisor);
   }
   check_launch("divide kernel", "divide");
 }
@@ -191,8 +201,8 @@ double CudaBackend::sum_of_squares_16(DType dtype, const std::uint16_t* x, std::
   make_current(op);
   auto* partials = static_cast<double*>(result_);
   double* total = partials + 2 * kReduceBlocks;
-  sum_of_squares_16_partial_kernel<<<kReduceBlocks, kThreads, 0, stream_>>>(
-      partials, reinterpret_cast<const unsigned short*>(x), n, dtype == DType::bf16);
+  SS_LAUNCH(sum_of_squares_16_partial_kernel, kReduceBlocks, kThreads, 0, stream_)
+  (partials, reinterpret_cast<const unsigned short*>(x), n, dtype == DType::bf16);
   check_launch("sum_of_squares_16_partial_kernel", op);
   return sum_partials_to_host(partials, total, op);
 }
@@ -205,7 +215,7 @@ template <typename Kernel, typename In, typename Out>
 void launch_cast(CudaBackend& backend, Kernel kernel, const In* in, Out* out, std::int64_t n, const char* op) {
   if (n <= 0) return;
   check(cudaSetDevice(backend.device()), "cudaSetDevice", op);
-  kernel<<<blocks_for(n), kThreads, 0, backend.stream()>>>(in, out, n);
+  SS_LAUNCH(kernel, blocks_for(n), kThreads, 0, backend.stream())(in, out, n);
   check_launch("cast kernel", op);
 }
 
@@ -216,7 +226,7 @@ std::int64_t launch_first_non_finite(CudaBackend& backend, Kernel kernel, const 
   check(cudaSetDevice(backend.device()), "cudaSetDevice", op);
   auto* first = static_cast<unsigned long long*>(backend.workspace(sizeof(unsigned long long), op));
   check(cudaMemsetAsync(first, 0xFF, sizeof *first, backend.stream()), "cudaMemsetAsync", op);  // ULLONG_MAX
-  kernel<<<blocks_for(n), kThreads, 0, backend.stream()>>>(first, values, n);
+  SS_LAUNCH(kernel, blocks_for(n), kThreads, 0, backend.stream())(first, values, n);
   check_launch("first_non_finite kernel", op);
   unsigned long long host = 0;
   check(cudaMemcpyAsync(&host, first, sizeof host, cudaMemcpyDeviceToHost, backend.stream()), "cudaMemcpyAsync", op);

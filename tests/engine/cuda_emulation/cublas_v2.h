@@ -1,7 +1,173 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Stand-in for cuBLAS's header under the CPU emulation: only the status names.
+// Stand-in for cuBLAS under the CPU emulation (cuda_emulation.h): the calls
+// the CUDA backend makes, as plain column-major loops. Each product sums in
+// index order in fp32; beta = 0 never reads C (cuBLAS's rule, and the
+// emulated device memory starts as garbage). Compute types round the operands
+// as the tensor cores would: FAST_16BF / FAST_16F to bf16 / fp16, TF32 math to
+// 10 mantissa bits; 16-bit outputs are rounded to nearest even.
 #pragma once
 
-enum cublasStatus_t { CUBLAS_STATUS_SUCCESS = 0 };
-inline const char* cublasGetStatusName(cublasStatus_t) { return "CUBLAS_STATUS_SUCCESS"; }
-inline const char* cublasGetStatusString(cublasStatus_t) { return "success"; }
+#include <cstdint>
+#include <cstring>
+
+#include "core/half.h"
+#include "cuda_runtime.h"
+
+struct cublasContext {
+  bool tf32 = false;
+};
+using cublasHandle_t = cublasContext*;
+
+enum cublasStatus_t { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_INVALID_VALUE = 7, CUBLAS_STATUS_NOT_SUPPORTED = 15 };
+enum cublasOperation_t { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 };
+enum cublasMath_t { CUBLAS_DEFAULT_MATH = 0, CUBLAS_TF32_TENSOR_OP_MATH = 3 };
+enum cublasComputeType_t {
+  CUBLAS_COMPUTE_32F = 68,
+  CUBLAS_COMPUTE_32F_FAST_16F = 74,
+  CUBLAS_COMPUTE_32F_FAST_16BF = 75,
+};
+enum cublasGemmAlgo_t { CUBLAS_GEMM_DEFAULT = -1 };
+
+inline const char* cublasGetStatusName(cublasStatus_t s) {
+  return s == CUBLAS_STATUS_SUCCESS ? "CUBLAS_STATUS_SUCCESS" : "CUBLAS_STATUS_INVALID_VALUE";
+}
+inline const char* cublasGetStatusString(cublasStatus_t s) {
+  return s == CUBLAS_STATUS_SUCCESS ? "success" : "an invalid numeric parameter was passed";
+}
+
+inline cublasStatus_t cublasCreate(cublasHandle_t* handle) {
+  *handle = new cublasContext;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasDestroy(cublasHandle_t handle) {
+  delete handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+inline cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+inline cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  handle->tf32 = mode == CUBLAS_TF32_TENSOR_OP_MATH;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+namespace cuda_emulation::blas {
+
+inline float round_tf32(float x) {  // 10 mantissa bits, nearest even
+  std::uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  if ((b & 0x7F800000u) != 0x7F800000u) b = (b + 0xFFFu + ((b >> 13) & 1u)) & ~0x1FFFu;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+enum class Round { none, bf16, fp16, tf32 };
+
+inline float round_operand(float x, Round r) {
+  namespace h = shardscope::half;
+  switch (r) {
+    case Round::bf16: return h::bf16_bits_to_float(h::float_to_bf16_bits(x));
+    case Round::fp16: return h::f16_bits_to_float(h::float_to_f16_bits(x));
+    case Round::tf32: return round_tf32(x);
+    default: return x;
+  }
+}
+
+inline float load(const void* p, std::int64_t i, cudaDataType_t type) {
+  namespace h = shardscope::half;
+  if (type == CUDA_R_32F) return static_cast<const float*>(p)[i];
+  const std::uint16_t bits = static_cast<const std::uint16_t*>(p)[i];
+  return type == CUDA_R_16F ? h::f16_bits_to_float(bits) : h::bf16_bits_to_float(bits);
+}
+
+inline void store(void* p, std::int64_t i, cudaDataType_t type, float v) {
+  namespace h = shardscope::half;
+  if (type == CUDA_R_32F) {
+    static_cast<float*>(p)[i] = v;
+    return;
+  }
+  static_cast<std::uint16_t*>(p)[i] = type == CUDA_R_16F ? h::float_to_f16_bits(v) : h::float_to_bf16_bits(v);
+}
+
+// cuBLAS's argument checks: sizes not negative, leading dimensions at least
+// the stored rows (column-major: op N stores A as m x k, op T as k x m).
+inline bool valid(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, int lda, int ldb, int ldc) {
+  if (m < 0 || n < 0 || k < 0) return false;
+  const int a_rows = ta == CUBLAS_OP_N ? m : k, b_rows = tb == CUBLAS_OP_N ? k : n;
+  return lda >= (a_rows > 1 ? a_rows : 1) && ldb >= (b_rows > 1 ? b_rows : 1) && ldc >= (m > 1 ? m : 1);
+}
+
+// C (m, n) = alpha op(A) op(B) + beta C, column-major.
+inline void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha, const void* A,
+                 cudaDataType_t at, int lda, const void* B, cudaDataType_t bt, int ldb, float beta, void* C,
+                 cudaDataType_t ct, int ldc, Round round) {
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) {
+      float sum = 0.0f;
+      for (int p = 0; p < k; ++p) {
+        const std::int64_t a = ta == CUBLAS_OP_N ? i + static_cast<std::int64_t>(p) * lda
+                                                 : p + static_cast<std::int64_t>(i) * lda;
+        const std::int64_t b = tb == CUBLAS_OP_N ? p + static_cast<std::int64_t>(j) * ldb
+                                                 : j + static_cast<std::int64_t>(p) * ldb;
+        sum += round_operand(load(A, a, at), round) * round_operand(load(B, b, bt), round);
+      }
+      const std::int64_t c = i + static_cast<std::int64_t>(j) * ldc;
+      store(C, c, ct, beta == 0.0f ? alpha * sum : alpha * sum + beta * load(C, c, ct));
+    }
+}
+
+inline Round rounding(cublasHandle_t handle, cublasComputeType_t compute) {
+  if (compute == CUBLAS_COMPUTE_32F_FAST_16BF) return Round::bf16;
+  if (compute == CUBLAS_COMPUTE_32F_FAST_16F) return Round::fp16;
+  return handle->tf32 ? Round::tf32 : Round::none;
+}
+
+inline std::int64_t element_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
+
+}  // namespace cuda_emulation::blas
+
+inline cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                  const float* alpha, const float* A, int lda, const float* B, int ldb,
+                                  const float* beta, float* C, int ldc) {
+  if (!cuda_emulation::blas::valid(ta, tb, m, n, k, lda, ldb, ldc)) return CUBLAS_STATUS_INVALID_VALUE;
+  cuda_emulation::blas::gemm(ta, tb, m, n, k, *alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, *beta, C, CUDA_R_32F,
+                             ldc, h->tf32 ? cuda_emulation::blas::Round::tf32 : cuda_emulation::blas::Round::none);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                                                int n, int k, const float* alpha, const float* A, int lda,
+                                                long long sa, const float* B, int ldb, long long sb,
+                                                const float* beta, float* C, int ldc, long long sc, int batch) {
+  for (int i = 0; i < batch; ++i)
+    if (const cublasStatus_t s =
+            cublasSgemm(h, ta, tb, m, n, k, alpha, A + i * sa, lda, B + i * sb, ldb, beta, C + i * sc, ldc);
+        s != CUBLAS_STATUS_SUCCESS)
+      return s;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+inline cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                                   const void* alpha, const void* A, cudaDataType_t at, int lda, const void* B,
+                                   cudaDataType_t bt, int ldb, const void* beta, void* C, cudaDataType_t ct, int ldc,
+                                   cublasComputeType_t compute, cublasGemmAlgo_t) {
+  if (!cuda_emulation::blas::valid(ta, tb, m, n, k, lda, ldb, ldc)) return CUBLAS_STATUS_INVALID_VALUE;
+  cuda_emulation::blas::gemm(ta, tb, m, n, k, *static_cast<const float*>(alpha), A, at, lda, B, bt, ldb,
+                             *static_cast<const float*>(beta), C, ct, ldc, cuda_emulation::blas::rounding(h, compute));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+inline cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                                                 int n, int k, const void* alpha, const void* A, cudaDataType_t at,
+                                                 int lda, long long sa, const void* B, cudaDataType_t bt, int ldb,
+                                                 long long sb, const void* beta, void* C, cudaDataType_t ct, int ldc,
+                                                 long long sc, int batch, cublasComputeType_t compute,
+                                                 cublasGemmAlgo_t algo) {
+  using cuda_emulation::blas::element_bytes;
+  for (int i = 0; i < batch; ++i)
+    if (const cublasStatus_t s =
+            cublasGemmEx(h, ta, tb, m, n, k, alpha, static_cast<const char*>(A) + i * sa * element_bytes(at), at, lda,
+                         static_cast<const char*>(B) + i * sb * element_bytes(bt), bt, ldb, beta,
+                         static_cast<char*>(C) + i * sc * element_bytes(ct), ct, ldc, compute, algo);
+        s != CUBLAS_STATUS_SUCCESS)
+      return s;
+  return CUBLAS_STATUS_SUCCESS;
+}

@@ -5,24 +5,29 @@
 // cuda_bf16.h, cuda_fp16.h and cublas_v2.h stand in for CUDA's).
 //
 // A launch (SS_LAUNCH, ops/cuda/cuda_common.cuh) runs the grid's blocks one
-// after another; each block's threads are real threads, so __syncthreads is a
-// barrier between them and a missing one can show as a wrong result, and a
-// warp's shuffles (__shfl_xor_sync, __shfl_sync) exchange values through a
-// barrier of its 32 lanes. Shared memory is shared by a block's threads: static
-// __shared__ arrays become function statics, and the dynamic shared memory
-// (SS_DYNAMIC_SHARED) is one buffer; blocks run one at a time, and the buffer
-// is filled with 0xFF bytes (NaN as float, bf16 and fp16) before each block, so
-// a read of shared memory nothing wrote shows as NaN. The wmma calls check what the hardware
-// requires (256-bit aligned pointers, leading dimensions a multiple of 8
-// 16-bit or 4 float elements). Each thread runs a warp-wide wmma call whole,
-// on its own copy of the fragment; only lane 0 stores, so a warp's result
-// appears once. Not modelled: warps diverging around a wmma call, shuffles,
-// atomics, streams (every launch runs synchronously).
+// after another on the launching thread; a block's threads are fibers
+// (ucontext), each with its own stack, and __syncthreads and the warp shuffles
+// (__shfl_xor_sync, __shfl_sync) yield to the block's scheduler until every
+// thread that has not returned waits there, so a barrier that not every thread
+// reaches is reported as a deadlock. Shared memory is shared by a block's
+// threads: static __shared__ arrays become function statics (per launching
+// thread), and the dynamic shared memory (SS_DYNAMIC_SHARED) is filled with
+// 0xFF bytes (NaN as float, bf16 and fp16) before each block, so a read of
+// shared memory nothing wrote shows as NaN. The wmma calls check what the
+// hardware requires (256-bit aligned pointers, leading dimensions a multiple
+// of 8 16-bit or 4 float elements). Each thread runs a warp-wide wmma call
+// whole, on its own copy of the fragment; only lane 0 stores, so a warp's
+// result appears once. Fibers switch only at barriers, so a race between
+// threads shows only where a barrier is missing between a write and a read.
+// Not modelled: warps diverging around a wmma call, the hardware's fragment
+// layouts, streams (every launch and copy completes before the call returns).
 #pragma once
 
 #include <math.h>
 
 #include <array>
+#include <ucontext.h>
+
 #include <barrier>
 #include <cmath>
 #include <cstddef>
@@ -39,7 +44,7 @@
 #define __device__
 #define __host__
 #define __forceinline__
-#define __shared__ static
+#define __shared__ static thread_local  // one block at a time per launching thread
 #define __align__(n)
 #define __launch_bounds__(...)
 
@@ -57,93 +62,165 @@ inline int max(int a, int b) { return a > b ? a : b; }
 
 namespace cuda_emulation {
 
-// The dynamic shared memory of a block, and the most a block may ask for
-// (cudaFuncSetAttribute refuses more).
-alignas(128) inline unsigned char shared_memory[256 * 1024];
-inline constexpr std::size_t shared_memory_bytes = sizeof shared_memory;
+[[noreturn]] inline void fail(const std::string& what) { throw std::logic_error("CUDA emulation: " + what); }
+
+// The most dynamic shared memory a block may ask for (cudaFuncSetAttribute refuses more).
 inline std::size_t max_dynamic_shared_bytes = 99 * 1024;  // sm_86/89, the smallest of the targets
-inline thread_local std::barrier<>* block_barrier = nullptr;
+inline constexpr std::size_t shared_memory_bytes = 256 * 1024;
 
-// The 32 lanes of a warp meet here to shuffle.
-struct Warp {
-  std::barrier<> barrier{32};
-  std::array<std::uint64_t, 32> slots{};
+// A block runs as fibers on the launching thread: each GPU thread is a
+// ucontext with its own stack; __syncthreads and the shuffles yield to the
+// block's scheduler, which resumes the waiting fibers once every fiber that has
+// not returned is waiting (a returned thread no longer holds a barrier up, as
+// on a GPU). Blocks run one after another.
+struct Fibers {
+  enum State { runnable, at_block_barrier, at_warp_barrier, done };
+  static constexpr std::size_t kStackBytes = 64 * 1024;
+  ucontext_t scheduler{};
+  std::vector<ucontext_t> context;
+  std::vector<std::unique_ptr<char[]>> stacks;
+  std::vector<State> state;
+  std::vector<std::array<std::uint64_t, 32>> warp_slots;
+  std::vector<std::exception_ptr> errors;
+  std::function<void()> body;
+  unsigned current = 0;
+  unsigned char* dynamic_shared = nullptr;
 };
-inline thread_local Warp* current_warp = nullptr;
+inline thread_local Fibers* fibers = nullptr;
 
-// Every lane publishes its value, then reads lane `source` (after a barrier),
-// then waits until all have read before a later shuffle overwrites the slots.
+// Out of line, so no caller holds variables across the context switch
+// (swapcontext returns twice, which GCC warns about in its callers).
+[[gnu::noinline]] inline void yield(Fibers::State wait) {
+  Fibers& f = *fibers;
+  const unsigned me = f.current;
+  f.state[me] = wait;
+  swapcontext(&f.context[me], &f.scheduler);
+}
+
+[[gnu::noinline]] inline void resume(Fibers& f, unsigned t) { swapcontext(&f.scheduler, &f.context[t]); }
+
+inline void fiber_entry();
+
+// A fresh context for fiber t on its stack, starting in fiber_entry.
+[[gnu::noinline]] inline void prepare(Fibers& f, unsigned t) {
+  getcontext(&f.context[t]);
+  f.context[t].uc_stack.ss_sp = f.stacks[t].get();
+  f.context[t].uc_stack.ss_size = Fibers::kStackBytes;
+  f.context[t].uc_link = &f.scheduler;
+  makecontext(&f.context[t], fiber_entry, 0);
+}
+
+inline void fiber_entry() {
+  Fibers& f = *fibers;
+  const unsigned me = f.current;
+  try {
+    f.body();
+  } catch (...) {
+    f.errors[me] = std::current_exception();
+  }
+  f.state[me] = Fibers::done;
+  // returns to uc_link: the scheduler
+}
+
+// Every lane publishes its value, then reads lane `source` once the warp has
+// published, then waits until all have read before a later shuffle overwrites.
 template <typename T, typename Source>
 T exchange(T value, Source source) {
   static_assert(sizeof(T) <= sizeof(std::uint64_t));
-  Warp& w = *current_warp;
-  const int lane = static_cast<int>(threadIdx.x % 32);
+  Fibers& f = *fibers;
+  const unsigned me = f.current;
+  auto& slots = f.warp_slots[me / 32];
   std::uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
-  w.slots[static_cast<std::size_t>(lane)] = bits;
-  w.barrier.arrive_and_wait();
-  const std::uint64_t got = w.slots[static_cast<std::size_t>(source(lane) & 31)];
-  w.barrier.arrive_and_wait();
+  slots[me % 32] = bits;
+  yield(Fibers::at_warp_barrier);
+  const std::uint64_t got = slots[static_cast<std::size_t>(source(static_cast<int>(me % 32)) & 31)];
+  yield(Fibers::at_warp_barrier);
   T out;
   std::memcpy(&out, &got, sizeof(T));
   return out;
 }
-
-[[noreturn]] inline void fail(const std::string& what) { throw std::logic_error("CUDA emulation: " + what); }
 
 template <typename Kernel>
 struct Launch {
   Kernel kernel;
   dim3 grid, block;
   std::size_t bytes;
-  // One thread per thread of a block, kept for the whole grid; between blocks
-  // they meet at `between`, and thread 0 refills the shared memory and makes
-  // the block's fresh barriers. A thread that returns from the kernel leaves
-  // the block's barriers (arrive_and_drop), as an exited GPU thread no longer
-  // holds up __syncthreads.
   template <typename... Args>
   void operator()(Args... args) const {
     if (bytes > shared_memory_bytes) fail("a block asks for " + std::to_string(bytes) + " bytes of shared memory");
     const unsigned threads = block.x * block.y * block.z;
     if (threads == 0 || threads > 1024 || threads % 32 != 0)
       fail("a block of " + std::to_string(threads) + " threads (whole warps of 32 only)");
-    std::barrier<> between(static_cast<std::ptrdiff_t>(threads));
-    std::unique_ptr<std::barrier<>> barrier;
-    std::vector<std::unique_ptr<Warp>> warps;
-    std::vector<std::exception_ptr> errors(threads);
-    auto worker = [&](unsigned t) {
-      threadIdx = dim3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
-      blockDim = block;
-      gridDim = grid;
-      for (unsigned z = 0; z < grid.z; ++z)
-        for (unsigned y = 0; y < grid.y; ++y)
-          for (unsigned x = 0; x < grid.x; ++x) {
-            between.arrive_and_wait();  // the previous block is done
-            if (t == 0) {
-              std::memset(shared_memory, 0xFF, shared_memory_bytes);
-              barrier = std::make_unique<std::barrier<>>(static_cast<std::ptrdiff_t>(threads));
-              warps.clear();
-              for (unsigned w = 0; w < threads / 32; ++w) warps.push_back(std::make_unique<Warp>());
+    thread_local Fibers f;  // this OS thread's fibers and stacks, kept between launches
+    Fibers* outer = fibers;
+    fibers = &f;
+    f.context.assign(threads, ucontext_t{});
+    while (f.stacks.size() < threads) f.stacks.push_back(std::make_unique<char[]>(Fibers::kStackBytes));
+    f.warp_slots.assign(threads / 32, {});
+    std::vector<unsigned char> shared_bytes(bytes + 128);
+    f.dynamic_shared = reinterpret_cast<unsigned char*>(
+        (reinterpret_cast<std::uintptr_t>(shared_bytes.data()) + 127) / 128 * 128);
+    f.body = [&] { kernel(args...); };
+    for (unsigned z = 0; z < grid.z; ++z)
+      for (unsigned y = 0; y < grid.y; ++y)
+        for (unsigned x = 0; x < grid.x; ++x) {
+          if (bytes > 0) std::memset(f.dynamic_shared, 0xFF, bytes);  // unwritten shared memory reads as NaN
+          f.state.assign(threads, Fibers::runnable);
+          f.errors.assign(threads, nullptr);
+          for (unsigned t = 0; t < threads; ++t) prepare(f, t);
+          blockIdx = dim3(x, y, z);
+          blockDim = block;
+          gridDim = grid;
+          for (;;) {
+            bool ran = false;
+            for (unsigned t = 0; t < threads; ++t) {
+              if (f.state[t] != Fibers::runnable) continue;
+              ran = true;
+              f.current = t;
+              threadIdx = dim3(t % block.x, t / block.x % block.y, t / (block.x * block.y));
+              resume(f, t);
             }
-            between.arrive_and_wait();  // this block's memory and barriers are ready
-            blockIdx = dim3(x, y, z);
-            block_barrier = barrier.get();
-            current_warp = warps[t / 32].get();
-            try {
-              kernel(args...);
-            } catch (...) {
-              if (!errors[t]) errors[t] = std::current_exception();
+            if (ran) continue;
+            // Nobody can run: release a barrier every live fiber of its scope has reached.
+            bool live = false, all_at_block = true;
+            for (unsigned t = 0; t < threads; ++t)
+              if (f.state[t] != Fibers::done) {
+                live = true;
+                all_at_block = all_at_block && f.state[t] == Fibers::at_block_barrier;
+              }
+            if (!live) break;
+            bool released = false;
+            if (all_at_block) {
+              for (auto& st : f.state)
+                if (st == Fibers::at_block_barrier) st = Fibers::runnable;
+              released = true;
             }
-            block_barrier->arrive_and_drop();
-            current_warp->barrier.arrive_and_drop();
+            for (unsigned w = 0; w < threads / 32 && !released; ++w) {
+              bool waiting = false, all_at_warp = true;
+              for (unsigned t = w * 32; t < w * 32 + 32; ++t)
+                if (f.state[t] != Fibers::done) {
+                  waiting = true;
+                  all_at_warp = all_at_warp && f.state[t] == Fibers::at_warp_barrier;
+                }
+              if (waiting && all_at_warp) {
+                for (unsigned t = w * 32; t < w * 32 + 32; ++t)
+                  if (f.state[t] == Fibers::at_warp_barrier) f.state[t] = Fibers::runnable;
+                released = true;
+              }
+            }
+            if (!released) {
+              fibers = outer;
+              fail("deadlock: threads wait at different barriers (a __syncthreads or shuffle not every thread reaches)");
+            }
           }
-    };
-    std::vector<std::thread> pool;
-    pool.reserve(threads);
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker, t);
-    for (auto& th : pool) th.join();
-    for (auto& e : errors)
-      if (e) std::rethrow_exception(e);
+          for (auto& e : f.errors)
+            if (e) {
+              fibers = outer;
+              std::rethrow_exception(e);
+            }
+        }
+    fibers = outer;
   }
 };
 
@@ -155,7 +232,7 @@ Launch<Kernel> launch(Kernel kernel, dim3 grid, dim3 block, std::size_t bytes, C
 
 }  // namespace cuda_emulation
 
-inline void __syncthreads() { cuda_emulation::block_barrier->arrive_and_wait(); }
+inline void __syncthreads() { cuda_emulation::yield(cuda_emulation::Fibers::at_block_barrier); }
 
 // Full-warp shuffles only (mask 0xffffffff, width 32), as the kernels use them.
 template <typename T>
@@ -167,7 +244,7 @@ T __shfl_sync(unsigned /*mask*/, T value, int source_lane) {
   return cuda_emulation::exchange(value, [source_lane](int) { return source_lane; });
 }
 
-#define SS_DYNAMIC_SHARED(name) unsigned char* const name = ::cuda_emulation::shared_memory
+#define SS_DYNAMIC_SHARED(name) unsigned char* const name = ::cuda_emulation::fibers->dynamic_shared
 
 #define SS_LAUNCH(kernel, grid, block, shared_bytes, stream) \
   ::cuda_emulation::launch((kernel), dim3(grid), dim3(block), static_cast<std::size_t>(shared_bytes), (stream))
