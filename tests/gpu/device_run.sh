@@ -58,6 +58,7 @@ run() {  # name seconds command...   (the limit is cut to what the budget leaves
   [ "$rc" -eq 0 ] || status=1
 }
 run test_cuda_ops 90 "$build/tests/test_cuda_ops"
+run test_cuda_attention 60 "$build/tests/test_cuda_attention"
 run test_cuda_row_shapes 60 "$build/tests/test_cuda_row_shapes"
 run test_cuda_storage 60 "$build/tests/test_cuda_storage"
 run test_cuda_training 200 "$build/tests/test_cuda_training"
