@@ -20,8 +20,7 @@ std::string shape_text(const StageLayers& stage, std::int64_t layers_total) {
 }  // namespace
 
 ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const StageLayers& stage, int micro_batch,
-                                            int seq, Recompute recompute, Precision precision,
-                                            AttentionKernel attention) {
+                                            int seq, Recompute recompute, AttentionKernel attention) {
   if (recompute == Recompute::selective)
     throw ConfigError(
         "--checkpoint selective: ShardScope's kernels recompute whole layers only; use --checkpoint "
@@ -29,8 +28,8 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
   const bool checkpointing = recompute == Recompute::full;
   // The engine keeps activations and their gradients in fp32 in every run, on
   // the CPU and the GPU: mixed precision rounds only the matmul operands (and
-  // stores parameters and gradients) in 16 bits.
-  (void)precision;
+  // stores parameters and gradients) in 16 bits. Precision matters only through
+  // `attention` (the CUDA backend fuses attention in 16-bit math).
   const std::int64_t value_bytes = 4;
   const std::int64_t acts = Activations::total_floats(config, micro_batch, seq, checkpointing, stage, attention);
   const std::int64_t scratch = BackwardScratch::total_floats(config, micro_batch, seq, stage.head, attention);

@@ -36,7 +36,7 @@ struct ActivationBytes {
 // `attention`: how the backend runs attention (ops/backend.h), which decides
 // whether each layer keeps its (b, a, s, s) probabilities or only (b, a, s) rows.
 ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const StageLayers& stage, int micro_batch,
-                                            int seq, Recompute recompute, Precision precision,
+                                            int seq, Recompute recompute,
                                             AttentionKernel attention = AttentionKernel::materialized);
 
 // Korthikanti et al. per layer, plus the stage's ends: the first stage keeps the

@@ -61,6 +61,11 @@ void offload(RankMemory& m, MemoryCategory c, const std::string& what, const std
   set(m, c, 0, text);
 }
 
+// Naive DataParallel's rank 0, the master that gathers every replica's gradients.
+bool naive_master(const EstimateSettings& s, const RankMemory& m) {
+  return s.dp_mode == DataParallelMode::naive && s.dp > 1 && m.dp_rank == 0;
+}
+
 // DDP, naive DataParallel, ZeRO-0/1: the stage's Ψ_s in one flat buffer, ZeRO-1
 // sharding the optimizer states by the flat partition.
 void flat_model_states(RankMemory& m, const Context& c, std::int64_t P) {
@@ -80,7 +85,7 @@ void flat_model_states(RankMemory& m, const Context& c, std::int64_t P) {
     text = sharded(c.k.optimizer, c.psi, part, s.dp) + state_split(s.precision);
   }
   set(m, MemoryCategory::optimizer_states, optimizer, text);
-  if (c.naive && s.dp > 1 && m.dp_rank == 0) {
+  if (naive_master(s, m)) {
     set(m, MemoryCategory::communication, static_cast<std::int64_t>(s.dp) * c.k.gradients * P,
         "Nd·" + std::to_string(c.k.gradients) + c.psi + " = " + std::to_string(s.dp) + " × " +
             std::to_string(c.k.gradients) + " × " + grouped(P) + ": rank 0 gathers every replica's gradients");
@@ -125,10 +130,6 @@ void unit_model_states(RankMemory& m, const Context& c, const UnitSharding& u, s
           (s.zero_stage >= 3 ? "whole-unit gradients and gathered parameters at backward's peak, max(2E + 2H, E + 2L)"
                              : "whole-unit gradients at backward's peak, E + max(H, L)") +
           " (units padded to Nd chunks)");
-}
-
-bool naive_master(const EstimateSettings& s, const RankMemory& m) {
-  return s.dp_mode == DataParallelMode::naive && s.dp > 1 && m.dp_rank == 0;
 }
 
 // Mixed precision in ShardScope's engine (parallel/zero_storage.cpp): around
@@ -251,7 +252,7 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
       const ActivationBytes acts =
           s.activations == ActivationMode::shardscope
               ? shardscope_activation_bytes(
-                    *model.engine_config, m.layers, s.micro_batch, s.seq, s.recompute, s.precision,
+                    *model.engine_config, m.layers, s.micro_batch, s.seq, s.recompute,
                     s.cuda ? cuda_attention_kernel(s.precision != Precision::fp32,
                                                    model.engine_config->channels / model.engine_config->heads)
                            : AttentionKernel::materialized)

@@ -40,7 +40,7 @@ inline std::int64_t attention_saved_floats(AttentionKernel kernel, std::int64_t 
   return kernel == AttentionKernel::fused ? B * H * T : B * H * T * T;
 }
 inline std::int64_t attention_scratch_floats(AttentionKernel kernel, std::int64_t B, std::int64_t H, std::int64_t T) {
-  return kernel == AttentionKernel::fused ? B * H * T : B * H * T * T;
+  return attention_saved_floats(kernel, B, H, T);  // dP/dS beside P, or D beside the rows
 }
 
 // When the CUDA backend fuses attention (cuda_flash_attention.cu): with 16-bit

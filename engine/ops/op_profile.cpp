@@ -110,7 +110,7 @@ class ProfilingBackend final : public Backend {
                          const AttentionMask& mask) override {
     // Q K^T and P V over the full T x T scores (the fused kernel skips the tiles past a causal
     // diagonal); reads qkv, writes out and P, or fused only each row's log-sum-exp.
-    const double saved = d(B) * H * T * (fused(C / H) ? 1.0 : d(T));
+    const double saved = d(attention_saved_floats(inner_->attention_kernel(C / H), B, H, T));
     timed("attention_forward", 4.0 * B * T * T * C, kF * (4.0 * B * T * C + saved),
           [&] { inner_->attention_forward(out, probs, qkv, B, T, C, H, mask); });
   }

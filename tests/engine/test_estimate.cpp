@@ -168,11 +168,11 @@ void TestEstimate::formula_activations_follow_korthikanti() {
   // ShardScope's own kernels: exactly what activations.h carves, in bytes.
   const ModelConfig tiny = find_model_preset("gpt-tiny");
   const ActivationBytes exact =
-      shardscope_activation_bytes(tiny, whole_model_stage(tiny), 4, 64, Recompute::none, Precision::fp32);
+      shardscope_activation_bytes(tiny, whole_model_stage(tiny), 4, 64, Recompute::none);
   QCOMPARE(exact.activations, 4 * Activations::total_floats(tiny, 4, 64, false));
   QCOMPARE(exact.workspace, 4 * BackwardScratch::total_floats(tiny, 4, 64));
-  QVERIFY_THROWS_EXCEPTION(ConfigError, shardscope_activation_bytes(tiny, whole_model_stage(tiny), 4, 64,
-                                                                    Recompute::selective, Precision::fp32));
+  QVERIFY_THROWS_EXCEPTION(ConfigError,
+                           shardscope_activation_bytes(tiny, whole_model_stage(tiny), 4, 64, Recompute::selective));
 }
 
 void TestEstimate::time_model_figures() {

@@ -340,6 +340,10 @@ void CudaBackend::gelu_backward(float* d_in, const float* d_out, const float* in
 // dimension 3C. One strided-batched gemm per sequence covers its H heads (head
 // h starts h*hd columns further: stride hd); P is (B, H, T, T).
 
+namespace {
+Flash16 flash_type(GemmMath math) { return math == GemmMath::bf16 ? Flash16::bf16 : Flash16::fp16; }
+}  // namespace
+
 AttentionKernel CudaBackend::attention_kernel(int head_dim) const {
   return cuda_attention_kernel(math_ == GemmMath::bf16 || math_ == GemmMath::fp16, head_dim);
 }
@@ -350,8 +354,7 @@ void CudaBackend::attention_forward(float* out, float* probs, const float* qkv, 
   const int hd = C / H;
   if (attention_kernel(hd) == AttentionKernel::fused) {
     make_current("attention_forward");
-    flash_attention_forward(stream_, math_ == GemmMath::bf16 ? Flash16::bf16 : Flash16::fp16, out, probs, qkv, B, T, C,
-                            H, mask.causal, mask.padding);
+    flash_attention_forward(stream_, flash_type(math_), out, probs, qkv, B, T, C, H, mask.causal, mask.padding);
     return;
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -380,8 +383,8 @@ void CudaBackend::attention_backward(float* d_qkv, float* scratch, const float* 
   const int hd = C / H;
   if (attention_kernel(hd) == AttentionKernel::fused) {
     make_current("attention_backward");
-    flash_attention_backward(stream_, math_ == GemmMath::bf16 ? Flash16::bf16 : Flash16::fp16, d_qkv, scratch, d_out,
-                             qkv, out, probs, B, T, C, H, mask.causal, mask.padding);
+    flash_attention_backward(stream_, flash_type(math_), d_qkv, scratch, d_out, qkv, out, probs, B, T, C, H,
+                             mask.causal, mask.padding);
     return;
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));

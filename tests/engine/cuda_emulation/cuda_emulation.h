@@ -24,20 +24,17 @@
 #pragma once
 
 #include <math.h>
-
-#include <array>
 #include <ucontext.h>
 
-#include <barrier>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
-#include <thread>
-#include <memory>
 #include <vector>
 
 #define __global__
@@ -86,12 +83,13 @@ struct Fibers {
   unsigned current = 0;
   unsigned char* dynamic_shared = nullptr;
 };
-inline thread_local Fibers* fibers = nullptr;
+// The launching thread's fibers; their stacks are kept from launch to launch.
+inline thread_local Fibers fibers;
 
 // Out of line, so no caller holds variables across the context switch
 // (swapcontext returns twice, which GCC warns about in its callers).
 [[gnu::noinline]] inline void yield(Fibers::State wait) {
-  Fibers& f = *fibers;
+  Fibers& f = fibers;
   const unsigned me = f.current;
   f.state[me] = wait;
   swapcontext(&f.context[me], &f.scheduler);
@@ -111,7 +109,7 @@ inline void fiber_entry();
 }
 
 inline void fiber_entry() {
-  Fibers& f = *fibers;
+  Fibers& f = fibers;
   const unsigned me = f.current;
   try {
     f.body();
@@ -127,7 +125,7 @@ inline void fiber_entry() {
 template <typename T, typename Source>
 T exchange(T value, Source source) {
   static_assert(sizeof(T) <= sizeof(std::uint64_t));
-  Fibers& f = *fibers;
+  Fibers& f = fibers;
   const unsigned me = f.current;
   auto& slots = f.warp_slots[me / 32];
   std::uint64_t bits = 0;
@@ -152,11 +150,9 @@ struct Launch {
     const unsigned threads = block.x * block.y * block.z;
     if (threads == 0 || threads > 1024 || threads % 32 != 0)
       fail("a block of " + std::to_string(threads) + " threads (whole warps of 32 only)");
-    thread_local Fibers f;  // this OS thread's fibers and stacks, kept between launches
-    Fibers* outer = fibers;
-    fibers = &f;
+    Fibers& f = fibers;
     f.context.assign(threads, ucontext_t{});
-    while (f.stacks.size() < threads) f.stacks.push_back(std::make_unique<char[]>(Fibers::kStackBytes));
+    while (f.stacks.size() < threads) f.stacks.emplace_back(new char[Fibers::kStackBytes]);
     f.warp_slots.assign(threads / 32, {});
     std::vector<unsigned char> shared_bytes(bytes + 128);
     f.dynamic_shared = reinterpret_cast<unsigned char*>(
@@ -209,18 +205,12 @@ struct Launch {
                 released = true;
               }
             }
-            if (!released) {
-              fibers = outer;
+            if (!released)
               fail("deadlock: threads wait at different barriers (a __syncthreads or shuffle not every thread reaches)");
-            }
           }
           for (auto& e : f.errors)
-            if (e) {
-              fibers = outer;
-              std::rethrow_exception(e);
-            }
+            if (e) std::rethrow_exception(e);
         }
-    fibers = outer;
   }
 };
 
@@ -244,7 +234,7 @@ T __shfl_sync(unsigned /*mask*/, T value, int source_lane) {
   return cuda_emulation::exchange(value, [source_lane](int) { return source_lane; });
 }
 
-#define SS_DYNAMIC_SHARED(name) unsigned char* const name = ::cuda_emulation::fibers->dynamic_shared
+#define SS_DYNAMIC_SHARED(name) unsigned char* const name = ::cuda_emulation::fibers.dynamic_shared
 
 #define SS_LAUNCH(kernel, grid, block, shared_bytes, stream) \
   ::cuda_emulation::launch((kernel), dim3(grid), dim3(block), static_cast<std::size_t>(shared_bytes), (stream))

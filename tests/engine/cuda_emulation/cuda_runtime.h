@@ -15,8 +15,7 @@
 
 #include "cuda_emulation.h"
 
-struct CUstream_st;
-using cudaStream_t = CUstream_st*;
+using cudaStream_t = CUstream_st*;  // CUstream_st: cuda_emulation.h
 
 enum cudaError_t { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorMemoryAllocation = 2, cudaErrorInvalidDevice = 101 };
 enum cudaMemcpyKind { cudaMemcpyHostToHost = 0, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2,
