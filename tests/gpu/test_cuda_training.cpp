@@ -7,8 +7,12 @@
 // Several ranks sharing GPU 0 (dp 2 with DDP and ZeRO-1/2/3, naive
 // DataParallel, pp 2, dp 2 x pp 2) follow the same layout on CPU ranks, and
 // so do ranks on one GPU each over NCCL where there are two GPUs.
-// Skips with the reason where no GPU is usable.
+// Skips with the reason where no GPU is usable. Against the CUDA emulation on
+// the CPU (tests/engine/cuda_emulation, as test_cuda_training_emulated in CI,
+// with two pretend GPUs and the NCCL plugin over a stand-in NCCL) the same
+// checks run on shorter runs: fewer steps and sequences of 32.
 #include <QTest>
+#include <algorithm>
 #include <cmath>
 
 #include "engine/collecting_sink.h"
@@ -20,12 +24,31 @@ using namespace shardscope;
 
 namespace {
 
+// The CUDA emulation runs every GPU thread as a fiber on the CPU: about a
+// second per gpt-tiny step, so its runs are shorter.
+bool emulated() {
+  static const bool is = [] {
+    const DeviceProbe probe = probe_cuda();
+    return probe.available() && probe.gpus.front().name.find("emulation") != std::string::npos;
+  }();
+  return is;
+}
+
+// The emulation's matmuls round their operands as the tensor cores do but sum
+// in the CPU's order, so its 16-bit runs stay within about 2e-4 of the CPU's
+// (a GPU sums in other orders, hence the rows' 16-bit sized bounds): a tighter
+// bound there, which a wrong gradient reduction in 4 steps (about 1.5e-2)
+// does not meet.
+double tolerance_for(double gpu_tolerance) {
+  return emulated() ? std::min(gpu_tolerance, 2e-3) : gpu_tolerance;
+}
+
 RunConfig config(const char* model, const char* device, Precision precision) {
   RunConfig c;
   c.model = model;
-  c.steps = 20;
+  c.steps = emulated() ? 8 : 20;
   c.batch = 8;
-  c.seq = 64;
+  c.seq = emulated() ? 32 : 64;
   c.lr = 3e-3f;
   c.threads = 2;
   c.device = device;
@@ -64,10 +87,10 @@ void add_layout_columns() {
   QTest::addColumn<int>("zero");
   QTest::addColumn<bool>("naive");
   QTest::addColumn<int>("precision");
-  QTest::addColumn<double>("tolerance");
+  QTest::addColumn<double>("gpu_tolerance");
 }
 
-// The data row's layout, 10 steps on CPU ranks and then on `gpus`: the losses
+// The data row's layout, 10 steps (4 emulated) on CPU ranks and then on `gpus`: the losses
 // agree within the row's tolerance, fall, and every rank holds the same
 // model-state bytes.
 void layout_of_the_row_follows_cpu(const std::vector<int>& gpus, const char* how) {
@@ -76,9 +99,10 @@ void layout_of_the_row_follows_cpu(const std::vector<int>& gpus, const char* how
   QFETCH(int, zero);
   QFETCH(bool, naive);
   QFETCH(int, precision);
-  QFETCH(double, tolerance);
+  QFETCH(double, gpu_tolerance);
+  const double tolerance = tolerance_for(gpu_tolerance);
   RunConfig c = config("gpt-tiny", "cpu", static_cast<Precision>(precision));
-  c.steps = 10;
+  c.steps = emulated() ? 4 : 10;
   c.dp = dp;
   c.pp = pp;
   c.zero_stage = zero;
@@ -114,7 +138,7 @@ class TestCudaTraining : public QObject {
   void gpu_follows_cpu_data() {
     QTest::addColumn<QString>("model");
     QTest::addColumn<int>("precision");
-    QTest::addColumn<double>("tolerance");
+    QTest::addColumn<double>("gpu_tolerance");
     // fp32: the GPU sums in other orders (cuBLAS, per-row kernels), so the runs
     // drift apart by float rounding only; 16 bits round the same values, so the
     // tolerance is 16-bit sized.
@@ -127,7 +151,8 @@ class TestCudaTraining : public QObject {
   void gpu_follows_cpu() {
     QFETCH(QString, model);
     QFETCH(int, precision);
-    QFETCH(double, tolerance);
+    QFETCH(double, gpu_tolerance);
+    const double tolerance = tolerance_for(gpu_tolerance);
     const auto p = static_cast<Precision>(precision);
     const std::string name = model.toStdString();
     const Run cpu = train(config(name.c_str(), "cpu", p));
@@ -141,7 +166,7 @@ class TestCudaTraining : public QObject {
           static_cast<double>(gpu.losses.front()), static_cast<double>(cpu.losses.front()),
           static_cast<double>(gpu.losses.back()), static_cast<double>(cpu.losses.back()), worst);
     QVERIFY2(worst < tolerance, qPrintable(QString("worst relative loss difference %1").arg(worst)));
-    QVERIFY(gpu.losses.back() < gpu.losses.front() - 0.5);  // it learns
+    QVERIFY(gpu.losses.back() < gpu.losses.front() - (emulated() ? 0.2 : 0.5));  // it learns
     for (MemoryCategory c : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
       QCOMPARE(gpu.memory[c], cpu.memory[c]);
   }

@@ -7,14 +7,17 @@
 // 10 mantissa bits; 16-bit outputs are rounded to nearest even.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "core/half.h"
 #include "cuda_runtime.h"
 
 struct cublasContext {
   bool tf32 = false;
+  cudaStream_t stream = nullptr;  // the calls run in its order (cuda_runtime.h)
 };
 using cublasHandle_t = cublasContext*;
 
@@ -43,7 +46,10 @@ inline cublasStatus_t cublasDestroy(cublasHandle_t handle) {
   delete handle;
   return CUBLAS_STATUS_SUCCESS;
 }
-inline cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) { return CUBLAS_STATUS_SUCCESS; }
+inline cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
+  handle->stream = stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
 inline cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
   handle->tf32 = mode == CUBLAS_TF32_TENSOR_OP_MATH;
   return CUBLAS_STATUS_SUCCESS;
@@ -95,23 +101,42 @@ inline bool valid(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int 
   return lda >= (a_rows > 1 ? a_rows : 1) && ldb >= (b_rows > 1 ? b_rows : 1) && ldc >= (m > 1 ? m : 1);
 }
 
-// C (m, n) = alpha op(A) op(B) + beta C, column-major.
+// C (m, n) = alpha op(A) op(B) + beta C, column-major, run on the calling
+// thread (the cuBLAS calls below queue it on the handle's stream). The operands are first
+// unpacked (and rounded): op(A) as k columns of m contiguous floats, op(B) as
+// n columns of k. Each column of C then sums over p in index order, all m of
+// its sums at once (a loop the compiler vectorizes; each sum is still the
+// same sequence of fp32 adds).
 inline void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha, const void* A,
                  cudaDataType_t at, int lda, const void* B, cudaDataType_t bt, int ldb, float beta, void* C,
                  cudaDataType_t ct, int ldc, Round round) {
-  for (int j = 0; j < n; ++j)
+  const std::size_t M = static_cast<std::size_t>(m), K = static_cast<std::size_t>(k);
+  std::vector<float> a_columns(M * K), b_columns(static_cast<std::size_t>(n) * K), sums(M);
+  for (int p = 0; p < k; ++p)
     for (int i = 0; i < m; ++i) {
-      float sum = 0.0f;
-      for (int p = 0; p < k; ++p) {
-        const std::int64_t a = ta == CUBLAS_OP_N ? i + static_cast<std::int64_t>(p) * lda
-                                                 : p + static_cast<std::int64_t>(i) * lda;
-        const std::int64_t b = tb == CUBLAS_OP_N ? p + static_cast<std::int64_t>(j) * ldb
-                                                 : j + static_cast<std::int64_t>(p) * ldb;
-        sum += round_operand(load(A, a, at), round) * round_operand(load(B, b, bt), round);
-      }
-      const std::int64_t c = i + static_cast<std::int64_t>(j) * ldc;
-      store(C, c, ct, beta == 0.0f ? alpha * sum : alpha * sum + beta * load(C, c, ct));
+      const std::int64_t a = ta == CUBLAS_OP_N ? i + static_cast<std::int64_t>(p) * lda
+                                               : p + static_cast<std::int64_t>(i) * lda;
+      a_columns[p * M + i] = round_operand(load(A, a, at), round);
     }
+  for (int j = 0; j < n; ++j)
+    for (int p = 0; p < k; ++p) {
+      const std::int64_t b = tb == CUBLAS_OP_N ? p + static_cast<std::int64_t>(j) * ldb
+                                               : j + static_cast<std::int64_t>(p) * ldb;
+      b_columns[j * K + p] = round_operand(load(B, b, bt), round);
+    }
+  for (int j = 0; j < n; ++j) {
+    std::fill(sums.begin(), sums.end(), 0.0f);
+    float* const sum = sums.data();
+    for (std::size_t p = 0; p < K; ++p) {
+      const float b = b_columns[j * K + p];
+      const float* const a = a_columns.data() + p * M;
+      for (std::size_t i = 0; i < M; ++i) sum[i] += a[i] * b;
+    }
+    for (int i = 0; i < m; ++i) {
+      const std::int64_t c = i + static_cast<std::int64_t>(j) * ldc;
+      store(C, c, ct, beta == 0.0f ? alpha * sum[i] : alpha * sum[i] + beta * load(C, c, ct));
+    }
+  }
 }
 
 inline Round rounding(cublasHandle_t handle, cublasComputeType_t compute) {
@@ -128,8 +153,11 @@ inline cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublas
                                   const float* alpha, const float* A, int lda, const float* B, int ldb,
                                   const float* beta, float* C, int ldc) {
   if (!cuda_emulation::blas::valid(ta, tb, m, n, k, lda, ldb, ldc)) return CUBLAS_STATUS_INVALID_VALUE;
-  cuda_emulation::blas::gemm(ta, tb, m, n, k, *alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, *beta, C, CUDA_R_32F,
-                             ldc, h->tf32 ? cuda_emulation::blas::Round::tf32 : cuda_emulation::blas::Round::none);
+  const auto round = h->tf32 ? cuda_emulation::blas::Round::tf32 : cuda_emulation::blas::Round::none;
+  cuda_emulation::enqueue(h->stream, [=, a = *alpha, b = *beta] {  // scalars read now (host pointer mode)
+    cuda_emulation::blas::gemm(ta, tb, m, n, k, a, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, b, C, CUDA_R_32F, ldc,
+                               round);
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -150,8 +178,10 @@ inline cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cubla
                                    cudaDataType_t bt, int ldb, const void* beta, void* C, cudaDataType_t ct, int ldc,
                                    cublasComputeType_t compute, cublasGemmAlgo_t) {
   if (!cuda_emulation::blas::valid(ta, tb, m, n, k, lda, ldb, ldc)) return CUBLAS_STATUS_INVALID_VALUE;
-  cuda_emulation::blas::gemm(ta, tb, m, n, k, *static_cast<const float*>(alpha), A, at, lda, B, bt, ldb,
-                             *static_cast<const float*>(beta), C, ct, ldc, cuda_emulation::blas::rounding(h, compute));
+  const auto round = cuda_emulation::blas::rounding(h, compute);
+  cuda_emulation::enqueue(h->stream, [=, a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta)] {
+    cuda_emulation::blas::gemm(ta, tb, m, n, k, a, A, at, lda, B, bt, ldb, b, C, ct, ldc, round);
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -6,7 +6,7 @@
 //
 // A launch (SS_LAUNCH, ops/cuda/cuda_common.cuh) runs the grid's blocks one
 // after another on the launching thread; a block's threads are fibers
-// (ucontext), each with its own stack, and __syncthreads and the warp shuffles
+// with their own stacks, and __syncthreads and the warp shuffles
 // (__shfl_xor_sync, __shfl_sync) yield to the block's scheduler until every
 // thread that has not returned waits there, so a barrier that not every thread
 // reaches is reported as a deadlock. Shared memory is shared by a block's
@@ -15,12 +15,14 @@
 // 0xFF bytes (NaN as float, bf16 and fp16) before each block, so a read of
 // shared memory nothing wrote shows as NaN. The wmma calls check what the
 // hardware requires (256-bit aligned pointers, leading dimensions a multiple
-// of 8 16-bit or 4 float elements). Each thread runs a warp-wide wmma call
-// whole, on its own copy of the fragment; only lane 0 stores, so a warp's
-// result appears once. Fibers switch only at barriers, so a race between
+// of 8 16-bit or 4 float elements). Lane 0 of a warp runs a warp-wide wmma call
+// whole, on its fragment, and stores it; the other lanes only check, so a
+// warp's result appears once. Fibers switch only at barriers, so a race between
 // threads shows only where a barrier is missing between a write and a read.
+// A launch on a stream is queued there and runs on the stream's worker thread
+// (cuda_runtime.h); on stream 0 it runs before the launch returns.
 // Not modelled: warps diverging around a wmma call, the hardware's fragment
-// layouts, streams (every launch and copy completes before the call returns).
+// layouts, blocks running at the same time.
 #pragma once
 
 #include <math.h>
@@ -50,9 +52,19 @@ struct dim3 {
   constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
 };
 
-inline thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
+// Per launching thread; hidden, so the plugin reaches them without a call
+// through the dynamic linker on every read (local-dynamic TLS).
+#define SS_EMULATION_LOCAL __attribute__((visibility("hidden")))
+SS_EMULATION_LOCAL inline thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 
-struct CUstream_st;
+struct CUstream_st;  // a stream of the emulated runtime (cuda_runtime_emulated.cpp)
+
+namespace cuda_emulation {
+// Runs `work` in stream order: queued on `stream`'s worker thread, or (stream
+// 0) at once on the calling thread once the device's blocking streams are
+// idle, where an exception it throws reaches the caller (cuda_runtime.h).
+__attribute__((visibility("default"))) void enqueue(CUstream_st* stream, std::function<void()> work);
+}  // namespace cuda_emulation
 
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
@@ -65,51 +77,94 @@ namespace cuda_emulation {
 inline std::size_t max_dynamic_shared_bytes = 99 * 1024;  // sm_86/89, the smallest of the targets
 inline constexpr std::size_t shared_memory_bytes = 256 * 1024;
 
-// A block runs as fibers on the launching thread: each GPU thread is a
-// ucontext with its own stack; __syncthreads and the shuffles yield to the
-// block's scheduler, which resumes the waiting fibers once every fiber that has
-// not returned is waiting (a returned thread no longer holds a barrier up, as
-// on a GPU). Blocks run one after another.
+// A fiber's saved stack pointer. On x86-64 a switch is a few instructions
+// (switch_stack below: the callee-saved registers pushed on the old stack, the
+// stack pointer swapped, popped from the new one), so a launch of a million
+// threads costs milliseconds; elsewhere ucontext stands in, which makes a
+// system call per switch. The floating-point control words (rounding mode)
+// are the launching thread's for every fiber: no kernel changes them.
+#if defined(__x86_64__)
+extern "C" void ss_emulation_switch_stack(void** save, void* load);
+// One weak, hidden definition however many translation units include this header.
+asm(R"(
+  .text
+  .weak ss_emulation_switch_stack
+  .hidden ss_emulation_switch_stack
+  .type ss_emulation_switch_stack, @function
+ss_emulation_switch_stack:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size ss_emulation_switch_stack, .-ss_emulation_switch_stack
+)");
+struct Context {
+  void* stack_pointer = nullptr;
+};
+#else
+struct Context {
+  ucontext_t context{};
+};
+#endif
+
+// A block runs as fibers on the launching thread: each GPU thread has its own
+// stack; __syncthreads and the shuffles yield to the block's scheduler, which
+// resumes the waiting fibers once every fiber that has not returned is waiting
+// (a returned thread no longer holds a barrier up, as on a GPU). Blocks run one
+// after another.
 struct Fibers {
   enum State { runnable, at_block_barrier, at_warp_barrier, done };
   static constexpr std::size_t kStackBytes = 64 * 1024;
-  ucontext_t scheduler{};
-  std::vector<ucontext_t> context;
+  Context scheduler;
+  std::vector<Context> context;
   std::vector<std::unique_ptr<char[]>> stacks;
   std::vector<State> state;
-  std::vector<std::array<std::uint64_t, 32>> warp_slots;
+  std::vector<std::array<std::uint64_t, 32>> warp_slots;  // two sets per warp (see exchange)
+  std::vector<unsigned> shuffles;                         // per thread: shuffles so far in this block
   std::vector<std::exception_ptr> errors;
   std::function<void()> body;
   unsigned current = 0;
   unsigned char* dynamic_shared = nullptr;
 };
 // The launching thread's fibers; their stacks are kept from launch to launch.
-inline thread_local Fibers fibers;
+SS_EMULATION_LOCAL inline thread_local Fibers fibers;
+// The fibers of the launch running on this thread (set by Launch): a plain
+// pointer, read without the initialization check `fibers` costs.
+SS_EMULATION_LOCAL inline thread_local Fibers* running = nullptr;
 
-// Out of line, so no caller holds variables across the context switch
-// (swapcontext returns twice, which GCC warns about in its callers).
+// Out of line, so no caller holds variables across the switch.
+[[gnu::noinline]] inline void switch_to(Context& save, Context& load) {
+#if defined(__x86_64__)
+  ss_emulation_switch_stack(&save.stack_pointer, load.stack_pointer);
+#else
+  swapcontext(&save.context, &load.context);
+#endif
+}
+
 [[gnu::noinline]] inline void yield(Fibers::State wait) {
-  Fibers& f = fibers;
+  Fibers& f = *running;
   const unsigned me = f.current;
   f.state[me] = wait;
-  swapcontext(&f.context[me], &f.scheduler);
+  switch_to(f.context[me], f.scheduler);
 }
 
-[[gnu::noinline]] inline void resume(Fibers& f, unsigned t) { swapcontext(&f.scheduler, &f.context[t]); }
+inline void resume(Fibers& f, unsigned t) { switch_to(f.scheduler, f.context[t]); }
 
-inline void fiber_entry();
-
-// A fresh context for fiber t on its stack, starting in fiber_entry.
-[[gnu::noinline]] inline void prepare(Fibers& f, unsigned t) {
-  getcontext(&f.context[t]);
-  f.context[t].uc_stack.ss_sp = f.stacks[t].get();
-  f.context[t].uc_stack.ss_size = Fibers::kStackBytes;
-  f.context[t].uc_link = &f.scheduler;
-  makecontext(&f.context[t], fiber_entry, 0);
-}
-
-inline void fiber_entry() {
-  Fibers& f = fibers;
+// Runs the block's body as fiber `current`, then returns to the scheduler for
+// good (it is never resumed after `done`).
+[[noreturn, gnu::noinline]] inline void fiber_entry() {
+  Fibers& f = *running;
   const unsigned me = f.current;
   try {
     f.body();
@@ -117,23 +172,53 @@ inline void fiber_entry() {
     f.errors[me] = std::current_exception();
   }
   f.state[me] = Fibers::done;
-  // returns to uc_link: the scheduler
+  switch_to(f.context[me], f.scheduler);
+  std::abort();  // unreachable: a done fiber is not resumed
+}
+
+#if !defined(__x86_64__)
+extern "C" inline void ss_emulation_fiber_entry_c() { fiber_entry(); }
+#endif
+
+// A fresh context for fiber t on its stack, starting in fiber_entry.
+inline void prepare(Fibers& f, unsigned t) {
+  char* const top = f.stacks[t].get() + Fibers::kStackBytes;
+#if defined(__x86_64__)
+  // What switch_stack pops: six registers, then the return address
+  // (fiber_entry), above which a fake return address sits where a call would
+  // have left it (so fiber_entry starts with rsp = 8 mod 16).
+  auto* slot = reinterpret_cast<std::uint64_t*>(reinterpret_cast<std::uintptr_t>(top) / 16 * 16) - 1;
+  *slot = 0;                                               // fiber_entry's own (fake) return address
+  *--slot = reinterpret_cast<std::uint64_t>(&fiber_entry);  // switch_stack's ret goes here
+  for (int r = 0; r < 6; ++r) *--slot = 0;                 // rbp rbx r12 r13 r14 r15
+  f.context[t].stack_pointer = slot;
+#else
+  (void)top;
+  getcontext(&f.context[t].context);
+  f.context[t].context.uc_stack.ss_sp = f.stacks[t].get();
+  f.context[t].context.uc_stack.ss_size = Fibers::kStackBytes;
+  f.context[t].context.uc_link = nullptr;
+  makecontext(&f.context[t].context, ss_emulation_fiber_entry_c, 0);
+#endif
 }
 
 // Every lane publishes its value, then reads lane `source` once the warp has
-// published, then waits until all have read before a later shuffle overwrites.
+// published. Shuffles alternate between two sets of slots, so one barrier per
+// shuffle is enough: a lane writes a set again only two shuffles later, after
+// the barrier of the shuffle between, which every lane reaches only once it
+// has read this one.
 template <typename T, typename Source>
 T exchange(T value, Source source) {
   static_assert(sizeof(T) <= sizeof(std::uint64_t));
-  Fibers& f = fibers;
+  Fibers& f = *running;
   const unsigned me = f.current;
-  auto& slots = f.warp_slots[me / 32];
+  const unsigned set = f.shuffles[me]++ & 1u;
+  auto& slots = f.warp_slots[me / 32 * 2 + set];
   std::uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
   slots[me % 32] = bits;
   yield(Fibers::at_warp_barrier);
   const std::uint64_t got = slots[static_cast<std::size_t>(source(static_cast<int>(me % 32)) & 31)];
-  yield(Fibers::at_warp_barrier);
   T out;
   std::memcpy(&out, &got, sizeof(T));
   return out;
@@ -144,16 +229,25 @@ struct Launch {
   Kernel kernel;
   dim3 grid, block;
   std::size_t bytes;
+  CUstream_st* stream;
+  // Queues the grid on the stream with the arguments' values (a launch's
+  // arguments are copied, as CUDA copies them); a bad geometry is refused here.
   template <typename... Args>
   void operator()(Args... args) const {
     if (bytes > shared_memory_bytes) fail("a block asks for " + std::to_string(bytes) + " bytes of shared memory");
     const unsigned threads = block.x * block.y * block.z;
     if (threads == 0 || threads > 1024 || threads % 32 != 0)
       fail("a block of " + std::to_string(threads) + " threads (whole warps of 32 only)");
+    enqueue(stream, [launch = *this, args...] { launch.run(args...); });
+  }
+  template <typename... Args>
+  void run(Args... args) const {
+    const unsigned threads = block.x * block.y * block.z;
     Fibers& f = fibers;
-    f.context.assign(threads, ucontext_t{});
+    running = &f;
+    f.context.assign(threads, Context{});
     while (f.stacks.size() < threads) f.stacks.emplace_back(new char[Fibers::kStackBytes]);
-    f.warp_slots.assign(threads / 32, {});
+    f.warp_slots.assign(threads / 16, {});
     std::vector<unsigned char> shared_bytes(bytes + 128);
     f.dynamic_shared = reinterpret_cast<unsigned char*>(
         (reinterpret_cast<std::uintptr_t>(shared_bytes.data()) + 127) / 128 * 128);
@@ -164,6 +258,7 @@ struct Launch {
           if (bytes > 0) std::memset(f.dynamic_shared, 0xFF, bytes);  // unwritten shared memory reads as NaN
           f.state.assign(threads, Fibers::runnable);
           f.errors.assign(threads, nullptr);
+          f.shuffles.assign(threads, 0);
           for (unsigned t = 0; t < threads; ++t) prepare(f, t);
           blockIdx = dim3(x, y, z);
           blockDim = block;
@@ -214,10 +309,9 @@ struct Launch {
   }
 };
 
-// Every launch runs synchronously, so the stream only has to be a stream.
 template <typename Kernel>
-Launch<Kernel> launch(Kernel kernel, dim3 grid, dim3 block, std::size_t bytes, CUstream_st* /*stream*/) {
-  return Launch<Kernel>{kernel, grid, block, bytes};
+Launch<Kernel> launch(Kernel kernel, dim3 grid, dim3 block, std::size_t bytes, CUstream_st* stream) {
+  return Launch<Kernel>{kernel, grid, block, bytes, stream};
 }
 
 }  // namespace cuda_emulation
@@ -234,7 +328,7 @@ T __shfl_sync(unsigned /*mask*/, T value, int source_lane) {
   return cuda_emulation::exchange(value, [source_lane](int) { return source_lane; });
 }
 
-#define SS_DYNAMIC_SHARED(name) unsigned char* const name = ::cuda_emulation::fibers.dynamic_shared
+#define SS_DYNAMIC_SHARED(name) unsigned char* const name = ::cuda_emulation::running->dynamic_shared
 
 #define SS_LAUNCH(kernel, grid, block, shared_bytes, stream) \
   ::cuda_emulation::launch((kernel), dim3(grid), dim3(block), static_cast<std::size_t>(shared_bytes), (stream))

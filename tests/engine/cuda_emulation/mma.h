@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Stand-in for nvcuda::wmma under the CPU emulation (cuda_emulation.h): 16x16x16
 // fragments as plain float matrices. Loads and stores check the hardware's
-// requirements; mma_sync sums in index order in fp32; only lane 0 stores.
+// requirements; mma_sync sums in index order in fp32; only lane 0 computes
+// and stores.
 #pragma once
 
 #include <cstdint>
@@ -43,9 +44,15 @@ unsigned offset(int r, int c, unsigned ldm) {
 }
 }  // namespace detail
 
+// Only lane 0 computes a warp's fragments (the others would compute the same
+// values, and only lane 0 stores): the kernels never read fragment elements,
+// so the other lanes' fragments are never seen. The checks run in every lane.
+inline bool computing_lane() { return threadIdx.x % 32 == 0; }
+
 template <typename Use, typename T, typename Layout>
 void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout>& f, const T* p, unsigned ldm) {
   detail::check(p, ldm, "load_matrix_sync");
+  if (!computing_lane()) return;
   for (int r = 0; r < 16; ++r)
     for (int c = 0; c < 16; ++c) f.x[r * 16 + c] = emulated_to_float(p[detail::offset<Layout>(r, c, ldm)]);
 }
@@ -53,6 +60,7 @@ void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout>& f, const T* p, unsig
 inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float>& f, const float* p, unsigned ldm,
                              layout_t layout) {
   detail::check(p, ldm, "load_matrix_sync (accumulator)");
+  if (!computing_lane()) return;
   for (int r = 0; r < 16; ++r)
     for (int c = 0; c < 16; ++c)
       f.x[r * 16 + c] = p[layout == mem_row_major ? r * ldm + c : c * ldm + r];
@@ -61,12 +69,13 @@ inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float>& f, const 
 inline void store_matrix_sync(float* p, const fragment<accumulator, 16, 16, 16, float>& f, unsigned ldm,
                               layout_t layout) {
   detail::check(p, ldm, "store_matrix_sync");
-  if (threadIdx.x % 32 != 0) return;  // the warp's one copy
+  if (!computing_lane()) return;  // the warp's one copy
   for (int r = 0; r < 16; ++r)
     for (int c = 0; c < 16; ++c) p[layout == mem_row_major ? r * ldm + c : c * ldm + r] = f.x[r * 16 + c];
 }
 
 inline void fill_fragment(fragment<accumulator, 16, 16, 16, float>& f, float value) {
+  if (!computing_lane()) return;
   for (float& v : f.x) v = value;
 }
 
@@ -74,6 +83,7 @@ template <typename T, typename LayoutA, typename LayoutB>
 void mma_sync(fragment<accumulator, 16, 16, 16, float>& d, const fragment<matrix_a, 16, 16, 16, T, LayoutA>& a,
               const fragment<matrix_b, 16, 16, 16, T, LayoutB>& b,
               const fragment<accumulator, 16, 16, 16, float>& c) {
+  if (!computing_lane()) return;
   fragment<accumulator, 16, 16, 16, float> out;
   for (int i = 0; i < 16; ++i)
     for (int j = 0; j < 16; ++j) {

@@ -2,7 +2,8 @@
 // Stand-in for CUB's DeviceRadixSort::SortPairs under the CPU emulation
 // (cuda_emulation.h): a stable sort of (key, value) by the key's bits
 // [begin_bit, end_bit), as an LSD radix sort orders them (signed keys as CUB
-// does: numerically). The temporary storage is asked for and then ignored.
+// does: numerically), queued on the stream. The temporary storage is asked
+// for and then ignored.
 #pragma once
 
 #include <algorithm>
@@ -19,11 +20,19 @@ struct DeviceRadixSort {
   template <typename Key, typename Value, typename Count>
   static cudaError_t SortPairs(void* temp, std::size_t& temp_bytes, const Key* keys_in, Key* keys_out,
                                const Value* values_in, Value* values_out, Count count, int begin_bit = 0,
-                               int end_bit = static_cast<int>(sizeof(Key) * 8), cudaStream_t = nullptr) {
+                               int end_bit = static_cast<int>(sizeof(Key) * 8), cudaStream_t stream = nullptr) {
     if (temp == nullptr) {
       temp_bytes = 1;
       return cudaSuccess;
     }
+    cuda_emulation::enqueue(stream, [=] { sort(keys_in, keys_out, values_in, values_out, count, begin_bit, end_bit); });
+    return cudaSuccess;
+  }
+
+ private:
+  template <typename Key, typename Value, typename Count>
+  static void sort(const Key* keys_in, Key* keys_out, const Value* values_in, Value* values_out, Count count,
+                   int begin_bit, int end_bit) {
     using Bits = std::make_unsigned_t<Key>;
     const int width = end_bit - begin_bit;
     const Bits mask = width >= static_cast<int>(sizeof(Bits) * 8) ? static_cast<Bits>(~Bits{0})
@@ -46,7 +55,6 @@ struct DeviceRadixSort {
     }
     std::copy(keys.begin(), keys.end(), keys_out);
     std::copy(values.begin(), values.end(), values_out);
-    return cudaSuccess;
   }
 };
 

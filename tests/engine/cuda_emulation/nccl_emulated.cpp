@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The NCCL stand-in (nccl.h in this folder says what it models), compiled into
+// the emulated NCCL plugin.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/half.h"
+#include "nccl.h"
+
+namespace {
+
+enum class Kind { all_reduce, reduce_scatter, all_gather, broadcast, send, recv };
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::all_reduce:
+      return "ncclAllReduce";
+    case Kind::reduce_scatter:
+      return "ncclReduceScatter";
+    case Kind::all_gather:
+      return "ncclAllGather";
+    case Kind::broadcast:
+      return "ncclBroadcast";
+    case Kind::send:
+      return "ncclSend";
+    default:
+      return "ncclRecv";
+  }
+}
+
+struct Op {
+  Kind kind = Kind::all_reduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  std::size_t count = 0;  // as the call counts: recv for reduce-scatter, send for all-gather
+  ncclDataType_t type = ncclFloat32;
+  ncclRedOp_t reduce = ncclSum;
+  int root_or_peer = 0;
+  std::uint64_t round = 0;  // collectives: the rank's k-th
+};
+
+std::size_t element_bytes(ncclDataType_t t) {
+  return t == ncclFloat32 ? 4 : 2;
+}
+
+float load(const void* p, std::size_t i, ncclDataType_t t) {
+  namespace h = shardscope::half;
+  if (t == ncclFloat32) return static_cast<const float*>(p)[i];
+  const std::uint16_t bits = static_cast<const std::uint16_t*>(p)[i];
+  return t == ncclFloat16 ? h::f16_bits_to_float(bits) : h::bf16_bits_to_float(bits);
+}
+
+void store(void* p, std::size_t i, ncclDataType_t t, float v) {
+  namespace h = shardscope::half;
+  if (t == ncclFloat32) {
+    static_cast<float*>(p)[i] = v;
+    return;
+  }
+  static_cast<std::uint16_t*>(p)[i] = t == ncclFloat16 ? h::float_to_f16_bits(v) : h::float_to_bf16_bits(v);
+}
+
+// The ranks of one ncclCommInitAll.
+struct Clique {
+  int size = 0;
+  std::mutex mutex;
+  std::condition_variable changed;
+  struct Round {
+    std::vector<Op> ops;
+    int arrived = 0, computed = 0, left = 0;
+  };
+  std::map<std::uint64_t, Round> rounds;
+  std::map<std::pair<int, int>, std::deque<std::vector<unsigned char>>> mail;  // (from, to) -> messages
+  std::vector<char> aborted;
+  std::string error;  // the first mismatch, reported by ncclCommGetAsyncError
+};
+
+struct Rank {
+  std::shared_ptr<Clique> clique;
+  int rank = 0;
+};
+
+std::chrono::seconds wait_limit() {
+  const char* env = std::getenv("SHARDSCOPE_EMULATED_WAIT_S");
+  const int s = env != nullptr ? std::atoi(env) : 120;
+  return std::chrono::seconds(s > 0 ? s : 120);
+}
+
+// Waits until ready() or this rank is aborted (false then); past the limit, a deadlock.
+template <typename Ready>
+bool wait(std::unique_lock<std::mutex>& lock, const Rank& me, const Op& op, Ready ready) {
+  Clique& c = *me.clique;
+  if (!c.changed.wait_for(lock, wait_limit(), [&] { return c.aborted[me.rank] != 0 || ready(); })) {
+    std::fprintf(stderr,
+                 "NCCL emulation: rank %d of %d has waited %lld s in %s (its peers never reached it): "
+                 "a deadlock (on GPUs this would hang)\n",
+                 me.rank, c.size, static_cast<long long>(wait_limit().count()), kind_name(op.kind));
+    std::fflush(stderr);
+    std::abort();
+  }
+  return c.aborted[me.rank] == 0;
+}
+
+void mismatch(Clique& c, const std::string& what) {
+  if (c.error.empty()) c.error = what;
+  std::fprintf(stderr, "NCCL emulation: %s\n", what.c_str());
+}
+
+// This rank's result of a collective whose every rank has arrived.
+std::vector<unsigned char> reduce(const Clique::Round& round, int me, int size) {
+  const Op& op = round.ops[static_cast<std::size_t>(me)];
+  const std::size_t eb = element_bytes(op.type);
+  std::vector<unsigned char> out;
+  auto reduced = [&](std::size_t offset, std::size_t n) {  // sum over ranks of send[offset + i]
+    out.resize(n * eb);
+    for (std::size_t i = 0; i < n; ++i) {
+      float sum = 0.0f;
+      for (int r = 0; r < size; ++r) sum += load(round.ops[static_cast<std::size_t>(r)].send, offset + i, op.type);
+      if (op.reduce == ncclAvg) sum /= static_cast<float>(size);
+      store(out.data(), i, op.type, sum);
+    }
+  };
+  switch (op.kind) {
+    case Kind::all_reduce:
+      reduced(0, op.count);
+      break;
+    case Kind::reduce_scatter:
+      reduced(static_cast<std::size_t>(me) * op.count, op.count);
+      break;
+    case Kind::all_gather:
+      out.resize(static_cast<std::size_t>(size) * op.count * eb);
+      for (int r = 0; r < size; ++r)
+        std::memcpy(out.data() + static_cast<std::size_t>(r) * op.count * eb,
+                    round.ops[static_cast<std::size_t>(r)].send, op.count * eb);
+      break;
+    default: {  // broadcast
+      const Op& root = round.ops[static_cast<std::size_t>(op.root_or_peer)];
+      out.assign(static_cast<const unsigned char*>(root.send),
+                 static_cast<const unsigned char*>(root.send) + op.count * eb);
+      break;
+    }
+  }
+  return out;
+}
+
+// Stream work of one collective: meet, compute from every rank's send buffer,
+// wait until every rank has read them, then write (send and recv may alias).
+void collective(const Rank& me, const Op& op) {
+  Clique& c = *me.clique;
+  std::unique_lock lock(c.mutex);
+  Clique::Round& round = c.rounds[op.round];
+  if (round.ops.empty()) round.ops.resize(static_cast<std::size_t>(c.size));
+  round.ops[static_cast<std::size_t>(me.rank)] = op;
+  ++round.arrived;
+  c.changed.notify_all();
+  if (!wait(lock, me, op, [&] { return round.arrived == c.size; })) return;
+  for (const Op& other : round.ops)
+    if (other.kind != op.kind || other.count != op.count || other.type != op.type || other.reduce != op.reduce ||
+        other.root_or_peer != op.root_or_peer) {
+      mismatch(c, std::string("collective ") + std::to_string(op.round) + ": rank " + std::to_string(me.rank) +
+                      " called " + kind_name(op.kind) + " of " + std::to_string(op.count) + ", a peer " +
+                      kind_name(other.kind) + " of " + std::to_string(other.count) + " (or another type or root)");
+      return;
+    }
+  lock.unlock();
+  const std::vector<unsigned char> result = reduce(round, me.rank, c.size);
+  lock.lock();
+  ++round.computed;
+  c.changed.notify_all();
+  if (!wait(lock, me, op, [&] { return round.computed == c.size; })) return;
+  lock.unlock();
+  std::memcpy(op.recv, result.data(), result.size());
+  lock.lock();
+  if (++round.left == c.size) c.rounds.erase(op.round);
+}
+
+void send(const Rank& me, const Op& op) {
+  Clique& c = *me.clique;
+  const auto* p = static_cast<const unsigned char*>(op.send);
+  std::vector<unsigned char> message(p, p + op.count * element_bytes(op.type));
+  std::lock_guard lock(c.mutex);
+  if (c.aborted[me.rank] != 0) return;
+  c.mail[{me.rank, op.root_or_peer}].push_back(std::move(message));
+  c.changed.notify_all();
+}
+
+void recv(const Rank& me, const Op& op) {
+  Clique& c = *me.clique;
+  std::unique_lock lock(c.mutex);
+  auto& box = c.mail[{op.root_or_peer, me.rank}];
+  if (!wait(lock, me, op, [&] { return !box.empty(); })) return;
+  std::vector<unsigned char> message = std::move(box.front());
+  box.pop_front();
+  lock.unlock();
+  const std::size_t bytes = op.count * element_bytes(op.type);
+  if (message.size() != bytes) {
+    std::lock_guard relock(c.mutex);
+    mismatch(c, "rank " + std::to_string(me.rank) + " received " + std::to_string(message.size()) +
+                    " bytes from rank " + std::to_string(op.root_or_peer) + " where it expected " +
+                    std::to_string(bytes));
+    return;
+  }
+  std::memcpy(op.recv, message.data(), bytes);
+}
+
+void run(const Rank& me, const Op& op) {
+  switch (op.kind) {
+    case Kind::send:
+      send(me, op);
+      break;
+    case Kind::recv:
+      recv(me, op);
+      break;
+    default:
+      collective(me, op);
+      break;
+  }
+}
+
+// Calls between ncclGroupStart and ncclGroupEnd on this thread.
+struct Pending {
+  Rank rank;
+  cudaStream_t stream;
+  Op op;
+};
+thread_local int group_depth = 0;
+thread_local std::vector<Pending> group;
+
+}  // namespace
+
+struct ncclComm {
+  Rank rank;
+  std::uint64_t collectives = 0;  // issued so far: the next one's round
+};
+
+namespace {
+
+ncclResult_t issue(ncclComm_t comm, cudaStream_t stream, Op op) {
+  if (comm == nullptr) return ncclInvalidArgument;
+  if (op.kind != Kind::send && op.kind != Kind::recv) op.round = comm->collectives++;
+  if (group_depth > 0) {
+    group.push_back({comm->rank, stream, op});
+    return ncclSuccess;
+  }
+  cuda_emulation::enqueue(stream, [me = comm->rank, op] { run(me, op); });
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t ncclGetVersion(int* version) {
+  *version = 22700;  // the API the plugin is written against (2.27)
+  return ncclSuccess;
+}
+
+const char* ncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess:
+      return "no error";
+    case ncclInvalidArgument:
+      return "invalid argument (emulation)";
+    case ncclInvalidUsage:
+      return "invalid usage (emulation: mismatched calls between ranks)";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    default:
+      return "internal error (emulation)";
+  }
+}
+
+ncclResult_t ncclCommInitAll(ncclComm_t* comms, int n, const int* devices) {
+  int count = 0;
+  cudaGetDeviceCount(&count);
+  if (n < 1) return ncclInvalidArgument;
+  for (int i = 0; i < n; ++i)
+    if (devices[i] < 0 || devices[i] >= count) return ncclInvalidArgument;
+  auto clique = std::make_shared<Clique>();
+  clique->size = n;
+  clique->aborted.assign(static_cast<std::size_t>(n), 0);
+  for (int i = 0; i < n; ++i) comms[i] = new ncclComm{Rank{clique, i}};
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  delete comm;  // queued work holds the clique
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (comm == nullptr) return ncclInvalidArgument;
+  {
+    Clique& c = *comm->rank.clique;
+    std::lock_guard lock(c.mutex);
+    c.aborted[comm->rank.rank] = 1;
+    c.changed.notify_all();
+  }
+  delete comm;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) {
+  if (comm == nullptr) return ncclInvalidArgument;
+  Clique& c = *comm->rank.clique;
+  std::lock_guard lock(c.mutex);
+  *async_error = c.error.empty() ? ncclSuccess : ncclInvalidUsage;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGroupStart() {
+  ++group_depth;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGroupEnd() {
+  if (group_depth == 0) return ncclInvalidUsage;
+  if (--group_depth > 0) return ncclSuccess;
+  std::vector<Pending> calls = std::move(group);
+  group.clear();
+  // One piece of work per rank (on the stream of its first call), sends first.
+  std::vector<std::pair<Pending, std::vector<Op>>> per_rank;
+  for (const Pending& p : calls) {
+    auto it = std::find_if(per_rank.begin(), per_rank.end(), [&](const auto& e) {
+      return e.first.rank.clique == p.rank.clique && e.first.rank.rank == p.rank.rank;
+    });
+    if (it == per_rank.end()) {
+      per_rank.push_back({p, {}});
+      it = std::prev(per_rank.end());
+    }
+    it->second.push_back(p.op);
+  }
+  for (auto& [first, ops] : per_rank) {
+    std::stable_partition(ops.begin(), ops.end(), [](const Op& op) { return op.kind == Kind::send; });
+    cuda_emulation::enqueue(first.stream, [me = first.rank, ops = std::move(ops)] {
+      for (const Op& op : ops) run(me, op);
+    });
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t ncclAllReduce(const void* send, void* recv, std::size_t count, ncclDataType_t type, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t stream) {
+  return issue(comm, stream, Op{Kind::all_reduce, send, recv, count, type, op, 0, 0});
+}
+
+ncclResult_t ncclReduceScatter(const void* send, void* recv, std::size_t recv_count, ncclDataType_t type,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return issue(comm, stream, Op{Kind::reduce_scatter, send, recv, recv_count, type, op, 0, 0});
+}
+
+ncclResult_t ncclAllGather(const void* send, void* recv, std::size_t send_count, ncclDataType_t type, ncclComm_t comm,
+                           cudaStream_t stream) {
+  return issue(comm, stream, Op{Kind::all_gather, send, recv, send_count, type, ncclSum, 0, 0});
+}
+
+ncclResult_t ncclBroadcast(const void* send, void* recv, std::size_t count, ncclDataType_t type, int root,
+                           ncclComm_t comm, cudaStream_t stream) {
+  if (comm == nullptr || root < 0 || root >= comm->rank.clique->size) return ncclInvalidArgument;
+  return issue(comm, stream, Op{Kind::broadcast, send, recv, count, type, ncclSum, root, 0});
+}
+
+ncclResult_t ncclSend(const void* send, std::size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                      cudaStream_t stream) {
+  if (comm == nullptr || peer < 0 || peer >= comm->rank.clique->size || peer == comm->rank.rank)
+    return ncclInvalidArgument;
+  return issue(comm, stream, Op{Kind::send, send, nullptr, count, type, ncclSum, peer, 0});
+}
+
+ncclResult_t ncclRecv(void* recv, std::size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                      cudaStream_t stream) {
+  if (comm == nullptr || peer < 0 || peer >= comm->rank.clique->size || peer == comm->rank.rank)
+    return ncclInvalidArgument;
+  return issue(comm, stream, Op{Kind::recv, nullptr, recv, count, type, ncclSum, peer, 0});
+}
