@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
@@ -78,9 +79,7 @@ std::pair<double, std::string> peak_bandwidth(int device, const std::string& nam
   return {0.0, "unknown"};
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run_benchmark(int argc, char** argv) {
   int reps = 20, B = 16, T = 1024;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -201,4 +200,15 @@ int main(int argc, char** argv) {
   run_attention("attention bwd causal bf16 fused", 5 * causal_flops,
                 [&] { bf16.attention_backward(d_qkv, row_dot, dy, qkv, out, lse, B, T, C, H, causal); });
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_benchmark(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_row_ops: error: %s\n", e.what());
+    return 1;
+  }
 }

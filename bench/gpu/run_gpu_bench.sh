@@ -75,7 +75,9 @@ else
 fi
 
 echo
-CUDA_VISIBLE_DEVICES=$gpu "$build_dir/bench/bench_row_ops" --batch "$batch" --seq "$seq"
+# A failure here (or in PyTorch's twin) is reported and the script goes on to the profile.
+CUDA_VISIBLE_DEVICES=$gpu "$build_dir/bench/bench_row_ops" --batch "$batch" --seq "$seq" ||
+  echo "bench_row_ops: failed (exit $?)"
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   CUDA_VISIBLE_DEVICES=$gpu python3 bench/gpu/pytorch_row_ops.py --batch "$batch" --seq "$seq" ||
     echo "pytorch row ops: failed"
