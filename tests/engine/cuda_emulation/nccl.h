@@ -6,11 +6,13 @@
 // What it keeps of NCCL: a collective is queued on the stream and, when the
 // stream reaches it, waits there until every rank of the communicator has
 // reached the same collective (their k-th); a mismatch (another op, count or
-// type) is an asynchronous error, as NCCL reports what it can. A receive waits
-// for its send; sends are buffered, so a send never waits for its receive (a
-// large NCCL send can). Calls between ncclGroupStart and ncclGroupEnd are
-// queued at ncclGroupEnd, each rank's as one piece of work with its sends
-// first, so one thread can drive every rank of a group. ncclCommAbort makes
+// type) is an asynchronous error, as NCCL reports what it can. A send and its
+// receive meet: the receive waits for the send's data, and the send completes
+// only once received (NCCL may complete a small send sooner, never later), so
+// a schedule that waits here would wait on GPUs too. Calls between
+// ncclGroupStart and ncclGroupEnd are queued at ncclGroupEnd, each rank's as
+// one piece of work that posts its sends, runs its other calls, then waits for
+// its sends, so one thread can drive every rank of a group. ncclCommAbort makes
 // that communicator's waiting and later calls return at once (their buffers
 // untouched); the peers of an aborted rank keep waiting until they are aborted
 // too, as on GPUs, where the emulation's deadlock limit ends the program.

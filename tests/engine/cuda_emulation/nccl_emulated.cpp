@@ -83,7 +83,11 @@ struct Clique {
     int arrived = 0, computed = 0, left = 0;
   };
   std::map<std::uint64_t, Round> rounds;
-  std::map<std::pair<int, int>, std::deque<std::vector<unsigned char>>> mail;  // (from, to) -> messages
+  struct Mailbox {
+    std::deque<std::vector<unsigned char>> messages;
+    std::uint64_t posted = 0, taken = 0;  // a send's ticket is `posted` after it; it completes once taken
+  };
+  std::map<std::pair<int, int>, Mailbox> mail;  // (from, to)
   std::vector<char> aborted;
   std::string error;  // the first mismatch, reported by ncclCommGetAsyncError
 };
@@ -187,23 +191,38 @@ void collective(const Rank& me, const Op& op) {
   if (++round.left == c.size) c.rounds.erase(op.round);
 }
 
-void send(const Rank& me, const Op& op) {
+// Posts a send's data for its receiver; returns its ticket (0: this rank is aborted).
+std::uint64_t post(const Rank& me, const Op& op) {
   Clique& c = *me.clique;
   const auto* p = static_cast<const unsigned char*>(op.send);
   std::vector<unsigned char> message(p, p + op.count * element_bytes(op.type));
   std::lock_guard lock(c.mutex);
-  if (c.aborted[me.rank] != 0) return;
-  c.mail[{me.rank, op.root_or_peer}].push_back(std::move(message));
+  if (c.aborted[me.rank] != 0) return 0;
+  Clique::Mailbox& box = c.mail[{me.rank, op.root_or_peer}];
+  box.messages.push_back(std::move(message));
   c.changed.notify_all();
+  return ++box.posted;
+}
+
+// A send completes when its receiver has taken it (a rendezvous: NCCL may
+// finish a small send sooner, never later).
+void complete(const Rank& me, const Op& op, std::uint64_t ticket) {
+  if (ticket == 0) return;
+  Clique& c = *me.clique;
+  std::unique_lock lock(c.mutex);
+  const Clique::Mailbox& box = c.mail[{me.rank, op.root_or_peer}];
+  wait(lock, me, op, [&] { return box.taken >= ticket; });
 }
 
 void recv(const Rank& me, const Op& op) {
   Clique& c = *me.clique;
   std::unique_lock lock(c.mutex);
-  auto& box = c.mail[{op.root_or_peer, me.rank}];
-  if (!wait(lock, me, op, [&] { return !box.empty(); })) return;
-  std::vector<unsigned char> message = std::move(box.front());
-  box.pop_front();
+  Clique::Mailbox& box = c.mail[{op.root_or_peer, me.rank}];
+  if (!wait(lock, me, op, [&] { return !box.messages.empty(); })) return;
+  std::vector<unsigned char> message = std::move(box.messages.front());
+  box.messages.pop_front();
+  ++box.taken;
+  c.changed.notify_all();
   lock.unlock();
   const std::size_t bytes = op.count * element_bytes(op.type);
   if (message.size() != bytes) {
@@ -219,7 +238,7 @@ void recv(const Rank& me, const Op& op) {
 void run(const Rank& me, const Op& op) {
   switch (op.kind) {
     case Kind::send:
-      send(me, op);
+      complete(me, op, post(me, op));
       break;
     case Kind::recv:
       recv(me, op);
@@ -329,7 +348,7 @@ ncclResult_t ncclGroupEnd() {
   if (--group_depth > 0) return ncclSuccess;
   std::vector<Pending> calls = std::move(group);
   group.clear();
-  // One piece of work per rank (on the stream of its first call), sends first.
+  // One piece of work per rank (on the stream of its first call).
   std::vector<std::pair<Pending, std::vector<Op>>> per_rank;
   for (const Pending& p : calls) {
     auto it = std::find_if(per_rank.begin(), per_rank.end(), [&](const auto& e) {
@@ -341,12 +360,18 @@ ncclResult_t ncclGroupEnd() {
     }
     it->second.push_back(p.op);
   }
-  for (auto& [first, ops] : per_rank) {
-    std::stable_partition(ops.begin(), ops.end(), [](const Op& op) { return op.kind == Kind::send; });
+  // The group's calls run together: its sends are posted, its other calls
+  // run in order, then its sends wait for their receivers.
+  for (auto& [first, ops] : per_rank)
     cuda_emulation::enqueue(first.stream, [me = first.rank, ops = std::move(ops)] {
-      for (const Op& op : ops) run(me, op);
+      std::vector<std::uint64_t> tickets(ops.size(), 0);
+      for (std::size_t i = 0; i < ops.size(); ++i)
+        if (ops[i].kind == Kind::send) tickets[i] = post(me, ops[i]);
+      for (const Op& op : ops)
+        if (op.kind != Kind::send) run(me, op);
+      for (std::size_t i = 0; i < ops.size(); ++i)
+        if (ops[i].kind == Kind::send) complete(me, ops[i], tickets[i]);
     });
-  }
   return ncclSuccess;
 }
 
