@@ -224,6 +224,42 @@ class TestCudaTraining : public QObject {
     }
   }
 
+  // A rank whose cudaMalloc fails stops every rank, with the category, the bytes
+  // asked for and the estimator's prediction, on one GPU and over NCCL. Only
+  // against the emulation, whose device size the test sets: no GPU is small
+  // enough for gpt-tiny, and a model large enough for a real one would take
+  // minutes to build.
+  void a_rank_out_of_gpu_memory_stops_every_rank() {
+    if (!emulated()) QSKIP("skipped: runs against the CUDA emulation only (it sets the device's size)");
+    for (const std::vector<int>& gpus : {std::vector<int>{0}, std::vector<int>{0, 1}}) {
+      if (gpus.size() > probe_cuda().gpus.size() || (gpus.size() > 1 && !probe_nccl().available)) continue;
+      RunConfig c = config("gpt-tiny", "cuda", Precision::fp32);
+      c.dp = 2;
+      c.gpus = gpus;
+      c.batch = 64;  // activations of 32 sequences of 64 per rank: far more than the model states
+      c.seq = 64;
+      c.steps = 1;
+      qputenv("SHARDSCOPE_EMULATED_GPU_BYTES", QByteArray::number(48 << 20));
+      std::string message;
+      try {
+        Trainer trainer(c);
+        trainer.run([](const StepMetrics&) {});
+      } catch (const RankFailure& e) {
+        message = e.what();
+      } catch (const std::exception& e) {
+        message = std::string("not a RankFailure: ") + e.what();
+      }
+      qunsetenv("SHARDSCOPE_EMULATED_GPU_BYTES");
+      const char* how = gpus.size() > 1 ? "over NCCL" : "sharing one GPU";
+      qInfo("%s: %s", how, message.c_str());
+      QVERIFY2(message.find("all 2 ranks stopped") != std::string::npos, message.c_str());
+      QVERIFY2(message.find("out of cuda:") != std::string::npos, message.c_str());
+      QVERIFY2(message.find(" asked for") != std::string::npos, message.c_str());
+      QVERIFY2(message.find("cudaErrorMemoryAllocation") != std::string::npos, message.c_str());
+      QVERIFY2(message.find("the estimator predicted") != std::string::npos, message.c_str());
+    }
+  }
+
   void memory_samples_carry_the_gpus_figures() {
     RunConfig c = config("gpt-tiny", "cuda", Precision::fp32);
     c.steps = 3;

@@ -3,7 +3,8 @@
 // implemented by libshardscope_cudart_emulated.so (cuda_runtime_emulated.cpp),
 // which every emulated module of a program shares as they would share
 // libcudart: pretend devices (one, or SHARDSCOPE_EMULATED_GPUS) whose memory
-// is the host's (cudaMalloc is an aligned allocation holding garbage),
+// is the host's (cudaMalloc is an aligned allocation holding garbage, within
+// each device's size: 4 GiB, or SHARDSCOPE_EMULATED_GPU_BYTES),
 // asynchronous streams (each a worker thread running its kernels, copies and
 // cuBLAS calls in order while the host goes on), events, and the legacy
 // default stream's rules: work on it (stream 0, cudaMemcpy, cudaMemset) waits
@@ -89,7 +90,7 @@ cudaError_t cudaMalloc(T** pointer, std::size_t bytes) {
 }
 
 namespace cuda_emulation {
-// What cudaMemGetInfo reports as each pretend device's total.
+// Each pretend device's size unless SHARDSCOPE_EMULATED_GPU_BYTES says otherwise.
 inline constexpr std::size_t kDeviceBytes = std::size_t{4} << 30;
 // Runs `work` in stream order: queued on `stream`'s worker, or (stream 0) at
 // once on the calling thread once the device's blocking streams are idle, where

@@ -3,6 +3,7 @@
 // libshardscope_cudart_emulated.so, one copy per program however many
 // emulated modules (the CUDA and NCCL plugins, a kernel test) use it.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -44,8 +45,12 @@ namespace {
 std::mutex& mutex = *new std::mutex;
 std::condition_variable& changed = *new std::condition_variable;
 std::vector<CUstream_st*>& streams = *new std::vector<CUstream_st*>;  // live streams
-std::map<void*, std::size_t> allocations;
-std::size_t allocated_bytes = 0;
+struct Allocation {
+  std::size_t bytes = 0;
+  int device = 0;
+};
+std::map<void*, Allocation>& allocations = *new std::map<void*, Allocation>;
+std::array<std::size_t, 8> allocated_bytes{};  // per pretend device (device_count() <= 8)
 std::atomic<bool> failed{false};
 std::string failure;  // the first failure's message (under mutex)
 thread_local int current_device = 0;
@@ -57,6 +62,14 @@ int device_count() {
     return std::clamp(n, 1, 8);
   }();
   return count;
+}
+
+// Each pretend device's size: SHARDSCOPE_EMULATED_GPU_BYTES (read at every
+// allocation, so a test can shrink the device for one run), else 4 GiB.
+std::size_t device_bytes() {
+  const char* env = std::getenv("SHARDSCOPE_EMULATED_GPU_BYTES");
+  const long long n = env != nullptr ? std::atoll(env) : 0;
+  return n > 0 ? static_cast<std::size_t>(n) : kDeviceBytes;
 }
 
 std::chrono::seconds wait_limit() {
@@ -220,7 +233,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   if (device < 0 || device >= device_count()) return cudaErrorInvalidDevice;
   *prop = cudaDeviceProp{};
   std::snprintf(prop->name, sizeof prop->name, "%s", "CUDA emulation on the CPU");
-  prop->totalGlobalMem = kDeviceBytes;
+  prop->totalGlobalMem = device_bytes();
   prop->major = 8;
   prop->minor = 0;
   prop->multiProcessorCount = 1;
@@ -242,13 +255,13 @@ cudaError_t cudaDeviceSynchronize() {
 
 cudaError_t cudaMalloc(void** pointer, std::size_t bytes) {
   std::lock_guard lock(cuda_emulation::mutex);
-  // One budget for all pretend devices: the host's memory is shared.
-  if (allocated_bytes + bytes > kDeviceBytes) return cudaErrorMemoryAllocation;
+  std::size_t& used = allocated_bytes[static_cast<std::size_t>(current_device)];
+  if (used + bytes > device_bytes()) return cudaErrorMemoryAllocation;
   void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256 + 256);
   if (p == nullptr) return cudaErrorMemoryAllocation;
   std::memset(p, 0xA5, bytes);  // fresh device memory holds garbage, not zeros
-  allocations[p] = bytes;
-  allocated_bytes += bytes;
+  allocations[p] = Allocation{bytes, current_device};
+  used += bytes;
   *pointer = p;
   return cudaSuccess;
 }
@@ -261,7 +274,7 @@ cudaError_t cudaFree(void* pointer) {
   std::lock_guard lock(cuda_emulation::mutex);
   auto it = allocations.find(pointer);
   if (it == allocations.end()) return cudaErrorInvalidValue;
-  allocated_bytes -= it->second;
+  allocated_bytes[static_cast<std::size_t>(it->second.device)] -= it->second.bytes;
   allocations.erase(it);
   std::free(pointer);
   return cudaSuccess;
@@ -269,8 +282,9 @@ cudaError_t cudaFree(void* pointer) {
 
 cudaError_t cudaMemGetInfo(std::size_t* free_bytes, std::size_t* total_bytes) {
   std::lock_guard lock(cuda_emulation::mutex);
-  *total_bytes = kDeviceBytes;
-  *free_bytes = kDeviceBytes - allocated_bytes;
+  const std::size_t used = allocated_bytes[static_cast<std::size_t>(current_device)];
+  *total_bytes = std::max(device_bytes(), used);
+  *free_bytes = *total_bytes - used;
   return cudaSuccess;
 }
 
