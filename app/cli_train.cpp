@@ -207,13 +207,13 @@ int run_train(const std::vector<std::string>& args) {
               static_cast<long long>(trainer.dataset().tokens(Split::train)),
               static_cast<long long>(trainer.dataset().tokens(Split::validation)));
   std::printf("global batch %d x seq %d = %d tokens per step; %d rank%s (dp %d %s ZeRO-%d x pp %d %s); "
-              "per rank: micro-batch %d, %d micro-batch%s x %d accumulation step%s; %lld steps; %s; backend %s per rank\n",
+              "per rank: micro-batch %d, %d micro-batch%s x %d accumulation step%s; %lld steps; %s; backend %s\n",
               config.batch, config.seq, config.batch * config.seq, config.world_size(),
               config.world_size() > 1 ? "s" : "", config.dp, dp_mode.c_str(), config.zero_stage, config.pp,
               pipeline_schedule_name(config.schedule), config.micro_batch(), config.micro_batches,
               config.micro_batches > 1 ? "es" : "", config.accum, config.accum > 1 ? "s" : "",
               static_cast<long long>(config.steps), std::string(precision_name(config.precision)).c_str(),
-              trainer.backend_name().c_str());
+              trainer.placement().c_str());
   std::fflush(stdout);
 
   std::signal(SIGINT, on_interrupt);

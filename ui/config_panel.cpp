@@ -430,22 +430,27 @@ void ConfigPanel::updateFit(const RunConfig& c) {
     fit_label_->hide();
     return;
   }
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-  const double predicted = static_cast<double>(predicted_bytes) / kGiB;
-  const double capacity = static_cast<double>(capacity_bytes) / kGiB;
+  // GiB with one decimal from 1 GiB up, MiB below: a small model on a large
+  // GPU would otherwise read 0.00.
+  const auto bytes = [](std::int64_t n) {
+    constexpr double kMiB = 1024.0 * 1024.0, kGiB = 1024.0 * kMiB;
+    const auto b = static_cast<double>(n);
+    return b >= kGiB ? QStringLiteral("%1 GiB").arg(b / kGiB, 0, 'f', 1)
+                     : QStringLiteral("%1 MiB").arg(b / kMiB, 0, 'f', 1);
+  };
   const bool fits = predicted_bytes <= capacity_bytes;
   if (shared_gpu) {
-    fit_label_->setText((fits ? tr("Fits: %1 GiB predicted for all %2 ranks ≤ %3 GiB (%4)")
-                              : tr("Does not fit: %1 GiB predicted for all %2 ranks > %3 GiB (%4)"))
-                            .arg(predicted, 0, 'f', 2)
+    fit_label_->setText((fits ? tr("Fits: %1 predicted for all %2 ranks ≤ %3 (%4)")
+                              : tr("Does not fit: %1 predicted for all %2 ranks > %3 (%4)"))
+                            .arg(bytes(predicted_bytes))
                             .arg(c.world_size())
-                            .arg(capacity, 0, 'f', 1)
+                            .arg(bytes(capacity_bytes))
                             .arg(name));
   } else {
-    fit_label_->setText((fits ? tr("Fits: %1 GiB predicted per rank ≤ %2 GiB (%3)")
-                              : tr("Does not fit: %1 GiB predicted per rank > %2 GiB (%3)"))
-                            .arg(predicted, 0, 'f', 2)
-                            .arg(capacity, 0, 'f', 1)
+    fit_label_->setText((fits ? tr("Fits: %1 predicted per rank ≤ %2 (%3)")
+                              : tr("Does not fit: %1 predicted per rank > %2 (%3)"))
+                            .arg(bytes(predicted_bytes))
+                            .arg(bytes(capacity_bytes))
                             .arg(name));
   }
   fit_label_->setStyleSheet(fits ? QStringLiteral("color: #1b7f3b;") : QStringLiteral("color: #b00020;"));

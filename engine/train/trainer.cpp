@@ -241,7 +241,7 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
   log.set_text(config_.model + ": " + std::to_string(grid.world_size()) + " ranks (dp " + std::to_string(grid.dp()) +
                " x pp " + std::to_string(grid.pp()) + "), " + std::string(data_parallel_mode_name(config_.dp_mode)) +
                ", ZeRO-" + std::to_string(config_.zero_stage) + ", " + std::string(precision_name(config_.precision)) +
-               ", micro-batch " + std::to_string(config_.micro_batch()) + ", " + backend_name());
+               ", micro-batch " + std::to_string(config_.micro_batch()) + ", " + placement());
   emit(log);
 }
 
@@ -294,6 +294,16 @@ void Trainer::reset_op_profiles() {
 
 std::string Trainer::backend_name() const {
   return ranks_[0]->backend->name();
+}
+
+std::string Trainer::placement() const {
+  const std::size_t ranks = ranks_.size();
+  if (ranks_[0]->backend->host_memory()) return backend_name() + " per rank";
+  if (nccl_ == nullptr) return ranks > 1 ? backend_name() + ", shared by all " + std::to_string(ranks) + " ranks"
+                                         : backend_name();
+  std::string text;
+  for (const auto& rank : ranks_) text += rank->backend->name() + ", ";
+  return text + "one rank per GPU (NCCL)";
 }
 
 void Trainer::emit(const Event& event) {

@@ -110,6 +110,10 @@ class Trainer {
   const TextDataset& dataset() const { return *dataset_; }
   std::int64_t steps_done() const { return steps_done_; }
   std::string backend_name() const;
+  // Where the ranks run, for the run's summary: "cpu (...) per rank",
+  // "cuda:0 (NAME), shared by all 4 ranks", or every rank's GPU then
+  // "one rank per GPU (NCCL)".
+  std::string placement() const;
   // RunConfig::profile_ops: a rank's time per backend op since the start or the
   // last reset (ops/op_profile.h); empty when not profiling.
   std::map<std::string, OpStats> op_profile(int rank = 0) const;

@@ -126,14 +126,6 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Does not fit: %1 GiB predicted per rank &gt; %2 GiB (%3)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Fits: %1 GiB predicted per rank ≤ %2 GiB (%3)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>Text files (*.txt);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -205,11 +197,19 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Fits: %1 GiB predicted for all %2 ranks ≤ %3 GiB (%4)</source>
+        <source>Fits: %1 predicted for all %2 ranks ≤ %3 (%4)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Does not fit: %1 GiB predicted for all %2 ranks &gt; %3 GiB (%4)</source>
+        <source>Does not fit: %1 predicted for all %2 ranks &gt; %3 (%4)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Fits: %1 predicted per rank ≤ %2 (%3)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Does not fit: %1 predicted per rank &gt; %2 (%3)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -525,11 +525,11 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>GPU %1 (rank %2): %3 of %4 GiB in use (cudaMemGetInfo); allocator holds %5 GiB; ledger %6 GiB</source>
+        <source>Mixed precision: 16-bit parameters and gradients; fp32 master weights and Adam moments (optimizer states); fp32 activations; each unit&apos;s fp32 working copy while it runs (workspace).</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Mixed precision: 16-bit parameters and gradients; fp32 master weights and Adam moments (optimizer states); fp32 activations; each unit&apos;s fp32 working copy while it runs (workspace).</source>
+        <source>GPU %1 (rank %2): %3 of %4 in use (cudaMemGetInfo); allocator holds %5; ledger %6</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -124,14 +124,6 @@
         <translation>无法读取数据文件 %1</translation>
     </message>
     <message>
-        <source>Does not fit: %1 GiB predicted per rank &gt; %2 GiB (%3)</source>
-        <translation>放不下：每个 rank 预测需要 %1 GiB &gt; %2 GiB（%3）</translation>
-    </message>
-    <message>
-        <source>Fits: %1 GiB predicted per rank ≤ %2 GiB (%3)</source>
-        <translation>放得下：每个 rank 预测需要 %1 GiB ≤ %2 GiB（%3）</translation>
-    </message>
-    <message>
         <source>Text files (*.txt);;All files (*)</source>
         <translation>文本文件 (*.txt);;所有文件 (*)</translation>
     </message>
@@ -202,12 +194,20 @@
         <translation>GPU %1：%2</translation>
     </message>
     <message>
-        <source>Fits: %1 GiB predicted for all %2 ranks ≤ %3 GiB (%4)</source>
-        <translation>放得下：全部 %2 个 rank 预测共需 %1 GiB ≤ %3 GiB（%4）</translation>
+        <source>Fits: %1 predicted for all %2 ranks ≤ %3 (%4)</source>
+        <translation>放得下：全部 %2 个 rank 预测共需 %1 ≤ %3（%4）</translation>
     </message>
     <message>
-        <source>Does not fit: %1 GiB predicted for all %2 ranks &gt; %3 GiB (%4)</source>
-        <translation>放不下：全部 %2 个 rank 预测共需 %1 GiB &gt; %3 GiB（%4）</translation>
+        <source>Does not fit: %1 predicted for all %2 ranks &gt; %3 (%4)</source>
+        <translation>放不下：全部 %2 个 rank 预测共需 %1 &gt; %3（%4）</translation>
+    </message>
+    <message>
+        <source>Fits: %1 predicted per rank ≤ %2 (%3)</source>
+        <translation>放得下：每个 rank 预测需要 %1 ≤ %2（%3）</translation>
+    </message>
+    <message>
+        <source>Does not fit: %1 predicted per rank &gt; %2 (%3)</source>
+        <translation>放不下：每个 rank 预测需要 %1 &gt; %2（%3）</translation>
     </message>
 </context>
 <context>
@@ -519,12 +519,12 @@
         <translation>已用：驱动统计的整块 GPU 用量（包括所有进程）。分配器：该 rank 的缓存分配器占用的内存，包括留待复用的已释放块。账本：该 rank 当前存活缓冲区的字节数。</translation>
     </message>
     <message>
-        <source>GPU %1 (rank %2): %3 of %4 GiB in use (cudaMemGetInfo); allocator holds %5 GiB; ledger %6 GiB</source>
-        <translation>GPU %1（rank %2）：已用 %3 / %4 GiB（cudaMemGetInfo）；分配器占用 %5 GiB；账本 %6 GiB</translation>
-    </message>
-    <message>
         <source>Mixed precision: 16-bit parameters and gradients; fp32 master weights and Adam moments (optimizer states); fp32 activations; each unit&apos;s fp32 working copy while it runs (workspace).</source>
         <translation>混合精度：参数和梯度为 16 位；fp32 主权重和 Adam 动量（优化器状态）；fp32 激活值；每个单元运行时的 fp32 工作副本（工作区）。</translation>
+    </message>
+    <message>
+        <source>GPU %1 (rank %2): %3 of %4 in use (cudaMemGetInfo); allocator holds %5; ledger %6</source>
+        <translation>GPU %1（rank %2）：已用 %3 / %4（cudaMemGetInfo）；分配器占用 %5；账本 %6</translation>
     </message>
 </context>
 <context>

@@ -190,13 +190,14 @@ class TestUi : public QObject {
     const QString text = panel->fitText();
     QVERIFY2(text.startsWith(QStringLiteral("Does not fit: ")), qPrintable(text));
     constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-    const QString predicted = QString::number(static_cast<double>(panel->predictedBytesPerRank()) / kGiB, 'f', 2);
+    const QString predicted = QString::number(static_cast<double>(panel->predictedBytesPerRank()) / kGiB, 'f', 1);
     QVERIFY2(text.contains(predicted + QStringLiteral(" GiB predicted per rank > 24.0 GiB")), qPrintable(text));
     QVERIFY(window.runButton()->isEnabled());  // informational: the run is on the CPU
-    // gpt-tiny on an H100 fits; "none" hides the verdict.
+    // gpt-tiny on an H100 fits, in MiB (not 0.00 GiB); "none" hides the verdict.
     panel->setConfig(ConfigPanel::defaultConfig());
     panel->setGpuProfile(QStringLiteral("H100"));
     QVERIFY2(panel->fitText().startsWith(QStringLiteral("Fits: ")), qPrintable(panel->fitText()));
+    QVERIFY2(panel->fitText().contains(QStringLiteral(" MiB predicted per rank ≤ ")), qPrintable(panel->fitText()));
     panel->setGpuProfile(QString());
     QVERIFY(panel->fitText().isEmpty());
   }
