@@ -204,6 +204,38 @@ class TestCudaTraining : public QObject {
     layout_of_the_row_follows_cpu({0, 1}, "over NCCL");
   }
 
+  // One rank per GPU over NCCL, DDP in small buckets: a bucket's all-reduce
+  // runs while backward computes the layers below it. Its span (CUDA events on
+  // the communicator's stream) overlaps a layer's backward span (ended by a
+  // device wait) on some rank in the last step; a DDP that waited for each
+  // bucket before going on, or reduced them all after backward, would show
+  // them one after another.
+  void ddp_buckets_overlap_backward_over_nccl() {
+    if (probe_cuda().gpus.size() < 2) QSKIP("skipped: one rank per GPU needs 2 GPUs");
+    if (!probe_nccl().available) QSKIP("skipped: no NCCL");
+    RunConfig c = config("gpt-tiny", "cuda", Precision::fp32);
+    c.steps = 2;
+    c.dp = 2;
+    c.gpus = {0, 1};
+    c.bucket_mb = 0.5;  // gpt-tiny's 3.4 MB of gradients in several buckets
+    test::CollectingSink sink;
+    Trainer trainer(c, &sink);
+    trainer.run({});
+    int buckets = 0, overlaps = 0;
+    for (const Event& comm : sink.events()) {
+      if (comm.kind != EventKind::comm_span || comm.op != CommOp::all_reduce || comm.bucket < 0 || comm.step != 2)
+        continue;
+      ++buckets;
+      for (const Event& b : sink.events())
+        if (b.kind == EventKind::compute_span && b.compute == ComputeKind::backward && b.layer >= 0 &&
+            b.rank == comm.rank && b.step == 2 && comm.start_ns < b.end_ns && b.start_ns < comm.end_ns)
+          ++overlaps;
+    }
+    qInfo("step 2: %d bucket all-reduces, %d overlaps with a layer's backward", buckets, overlaps);
+    QVERIFY2(buckets >= 4, qPrintable(QString("%1 bucket all-reduces in step 2").arg(buckets)));
+    QVERIFY(overlaps > 0);
+  }
+
   // A rank that fails stops the others, on one GPU and over NCCL: no hang.
   void a_failing_rank_stops_every_rank() {
     for (const std::vector<int>& gpus : {std::vector<int>{0}, std::vector<int>{0, 1}}) {
