@@ -153,6 +153,7 @@ inline cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublas
                                   const float* alpha, const float* A, int lda, const float* B, int ldb,
                                   const float* beta, float* C, int ldc) {
   if (!cuda_emulation::blas::valid(ta, tb, m, n, k, lda, ldb, ldc)) return CUBLAS_STATUS_INVALID_VALUE;
+  cuda_emulation::check_device_work(h->stream, {A, B, C}, "cublasSgemm");
   const auto round = h->tf32 ? cuda_emulation::blas::Round::tf32 : cuda_emulation::blas::Round::none;
   cuda_emulation::enqueue(h->stream, [=, a = *alpha, b = *beta] {  // scalars read now (host pointer mode)
     cuda_emulation::blas::gemm(ta, tb, m, n, k, a, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, b, C, CUDA_R_32F, ldc,
@@ -178,6 +179,7 @@ inline cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cubla
                                    cudaDataType_t bt, int ldb, const void* beta, void* C, cudaDataType_t ct, int ldc,
                                    cublasComputeType_t compute, cublasGemmAlgo_t) {
   if (!cuda_emulation::blas::valid(ta, tb, m, n, k, lda, ldb, ldc)) return CUBLAS_STATUS_INVALID_VALUE;
+  cuda_emulation::check_device_work(h->stream, {A, B, C}, "cublasGemmEx");
   const auto round = cuda_emulation::blas::rounding(h, compute);
   cuda_emulation::enqueue(h->stream, [=, a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta)] {
     cuda_emulation::blas::gemm(ta, tb, m, n, k, a, A, at, lda, B, bt, ldb, b, C, ct, ldc, round);

@@ -5,11 +5,12 @@
 // cuda_bf16.h, cuda_fp16.h and cublas_v2.h stand in for CUDA's).
 //
 // A launch (SS_LAUNCH, ops/cuda/cuda_common.cuh) runs the grid's blocks one
-// after another on the launching thread; a block's threads are fibers
-// with their own stacks, and __syncthreads and the warp shuffles
-// (__shfl_xor_sync, __shfl_sync) yield to the block's scheduler until every
-// thread that has not returned waits there, so a barrier that not every thread
-// reaches is reported as a deadlock. Shared memory is shared by a block's
+// after another; a block's threads are fibers with their own stacks (a guard
+// page below each), and __syncthreads and the warp shuffles (__shfl_xor_sync,
+// __shfl_sync) yield to the block's scheduler until every thread that has not
+// returned waits there. A barrier that not every thread reaches is reported as
+// a deadlock, and a __syncthreads released while some thread has returned as
+// an error (a GPU may hang there). Shared memory is shared by a block's
 // threads: static __shared__ arrays become function statics (per launching
 // thread), and the dynamic shared memory (SS_DYNAMIC_SHARED) is filled with
 // 0xFF bytes (NaN as float, bf16 and fp16) before each block, so a read of
@@ -17,16 +18,20 @@
 // hardware requires (256-bit aligned pointers, leading dimensions a multiple
 // of 8 16-bit or 4 float elements). Lane 0 of a warp runs a warp-wide wmma call
 // whole, on its fragment, and stores it; the other lanes only check, so a
-// warp's result appears once. Fibers switch only at barriers, so a race between
-// threads shows only where a barrier is missing between a write and a read.
+// warp's result appears once. Fibers switch only at barriers, in index order in
+// one block and reverse order in the next, so a missing barrier between a
+// write and another thread's read shows whichever thread comes first.
 // A launch on a stream is queued there and runs on the stream's worker thread
-// (cuda_runtime.h); on stream 0 it runs before the launch returns.
+// (cuda_runtime.h); on stream 0 it runs before the launch returns. The launch
+// is refused where a GPU's would fail or fault (check_device_work).
 // Not modelled: warps diverging around a wmma call, the hardware's fragment
-// layouts, blocks running at the same time.
+// layouts, blocks running at the same time, static shared memory's garbage.
 #pragma once
 
 #include <math.h>
+#include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include <array>
 #include <cmath>
@@ -34,9 +39,13 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #define __global__
@@ -60,10 +69,47 @@ SS_EMULATION_LOCAL inline thread_local dim3 threadIdx, blockIdx, blockDim, gridD
 struct CUstream_st;  // a stream of the emulated runtime (cuda_runtime_emulated.cpp)
 
 namespace cuda_emulation {
+#define SS_EMULATION_API __attribute__((visibility("default")))
+// The emulated runtime (cuda_runtime_emulated.cpp), shared by every module.
 // Runs `work` in stream order: queued on `stream`'s worker thread, or (stream
 // 0) at once on the calling thread once the device's blocking streams are
 // idle, where an exception it throws reaches the caller (cuda_runtime.h).
-__attribute__((visibility("default"))) void enqueue(CUstream_st* stream, std::function<void()> work);
+SS_EMULATION_API void enqueue(CUstream_st* stream, std::function<void()> work);
+SS_EMULATION_API int stream_device(CUstream_st* stream);  // its device (stream 0: the current one)
+SS_EMULATION_API int current();                           // the calling thread's current device
+SS_EMULATION_API int device_of(const void* pointer);      // the device whose memory holds it, or -1
+SS_EMULATION_API std::uint64_t progress();                // pieces of stream work finished so far
+
+[[noreturn]] inline void fail(const std::string& what);
+
+// What a GPU refuses or faults on where host memory would not: work for a
+// stream of another device than the current one (a kernel launch fails), and
+// a pointer argument outside that device's memory (a kernel would fault; the
+// emulation's device memory is host memory, so it is checked here). Stream 0
+// is exempt from the pointer check: the kernel tests launch there on host
+// memory.
+inline void check_device_work(CUstream_st* stream, const std::vector<const void*>& pointers, const char* what) {
+  const int device = stream_device(stream);
+  if (device != current())
+    fail(std::string(what) + " on a stream of device " + std::to_string(device) + " while device " +
+         std::to_string(current()) + " is current");
+  if (stream == nullptr) return;
+  for (const void* p : pointers)
+    if (p != nullptr && device_of(p) != device)
+      fail(std::string(what) + ": a pointer argument is not memory of device " + std::to_string(device) +
+           (device_of(p) < 0 ? " (not device memory at all)" : " (another device's)"));
+}
+
+template <typename T>
+void collect_pointer(std::vector<const void*>& out, const T& argument) {
+  if constexpr (std::is_pointer_v<T>) out.push_back(static_cast<const void*>(argument));
+}
+
+// cudaFuncSetAttribute's MaxDynamicSharedMemorySize per kernel: a launch may
+// ask for more than 48 KiB only after it (as on the GPU).
+inline constexpr std::size_t kDefaultDynamicShared = 48 * 1024;
+inline std::mutex attributes_mutex;
+inline std::map<const void*, std::size_t> dynamic_shared_limit;
 }  // namespace cuda_emulation
 
 inline int min(int a, int b) { return a < b ? a : b; }
@@ -71,7 +117,9 @@ inline int max(int a, int b) { return a > b ? a : b; }
 
 namespace cuda_emulation {
 
-[[noreturn]] inline void fail(const std::string& what) { throw std::logic_error("CUDA emulation: " + what); }
+[[noreturn]] inline void fail(const std::string& what) {
+  throw std::logic_error("CUDA emulation: " + what);
+}
 
 // The most dynamic shared memory a block may ask for (cudaFuncSetAttribute refuses more).
 inline std::size_t max_dynamic_shared_bytes = 99 * 1024;  // sm_86/89, the smallest of the targets
@@ -118,6 +166,34 @@ struct Context {
 };
 #endif
 
+// A fiber's stack, with an inaccessible page below it: an overflow faults
+// instead of overwriting the heap.
+class Stack {
+ public:
+  Stack() {
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    bytes_ = kBytes + page;
+    base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (base_ == MAP_FAILED) throw std::bad_alloc();
+    mprotect(base_, page, PROT_NONE);
+    bottom_ = static_cast<char*>(base_) + page;
+  }
+  ~Stack() {
+    if (base_ != nullptr && base_ != MAP_FAILED) munmap(base_, bytes_);
+  }
+  Stack(Stack&& other) noexcept
+      : base_(std::exchange(other.base_, nullptr)), bottom_(other.bottom_), bytes_(other.bytes_) {}
+  Stack& operator=(Stack&&) = delete;
+  Stack(const Stack&) = delete;
+  char* bottom() const { return bottom_; }
+  static constexpr std::size_t kBytes = 64 * 1024;
+
+ private:
+  void* base_ = nullptr;
+  char* bottom_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
 // A block runs as fibers on the launching thread: each GPU thread has its own
 // stack; __syncthreads and the shuffles yield to the block's scheduler, which
 // resumes the waiting fibers once every fiber that has not returned is waiting
@@ -125,10 +201,11 @@ struct Context {
 // after another.
 struct Fibers {
   enum State { runnable, at_block_barrier, at_warp_barrier, done };
-  static constexpr std::size_t kStackBytes = 64 * 1024;
+  static constexpr std::size_t kStackBytes = Stack::kBytes;
   Context scheduler;
   std::vector<Context> context;
-  std::vector<std::unique_ptr<char[]>> stacks;
+  std::vector<Stack> stacks;
+  unsigned launches = 0;  // blocks alternate their threads' order from launch to launch
   std::vector<State> state;
   std::vector<std::array<std::uint64_t, 32>> warp_slots;  // two sets per warp (see exchange)
   std::vector<unsigned> shuffles;                         // per thread: shuffles so far in this block
@@ -182,7 +259,7 @@ extern "C" inline void ss_emulation_fiber_entry_c() { fiber_entry(); }
 
 // A fresh context for fiber t on its stack, starting in fiber_entry.
 inline void prepare(Fibers& f, unsigned t) {
-  char* const top = f.stacks[t].get() + Fibers::kStackBytes;
+  char* const top = f.stacks[t].bottom() + Fibers::kStackBytes;
 #if defined(__x86_64__)
   // What switch_stack pops: six registers, then the return address
   // (fiber_entry), above which a fake return address sits where a call would
@@ -195,7 +272,7 @@ inline void prepare(Fibers& f, unsigned t) {
 #else
   (void)top;
   getcontext(&f.context[t].context);
-  f.context[t].context.uc_stack.ss_sp = f.stacks[t].get();
+  f.context[t].context.uc_stack.ss_sp = f.stacks[t].bottom();
   f.context[t].context.uc_stack.ss_size = Fibers::kStackBytes;
   f.context[t].context.uc_link = nullptr;
   makecontext(&f.context[t].context, ss_emulation_fiber_entry_c, 0);
@@ -238,6 +315,16 @@ struct Launch {
     const unsigned threads = block.x * block.y * block.z;
     if (threads == 0 || threads > 1024 || threads % 32 != 0)
       fail("a block of " + std::to_string(threads) + " threads (whole warps of 32 only)");
+    if (bytes > kDefaultDynamicShared) {
+      std::lock_guard lock(attributes_mutex);
+      const auto it = dynamic_shared_limit.find(reinterpret_cast<const void*>(kernel));
+      if (it == dynamic_shared_limit.end() || bytes > it->second)
+        fail("a launch asks for " + std::to_string(bytes) +
+             " bytes of dynamic shared memory, over 48 KiB, without cudaFuncSetAttribute allowing it");
+    }
+    std::vector<const void*> pointers;
+    (collect_pointer(pointers, args), ...);
+    check_device_work(stream, pointers, "a kernel launch");
     enqueue(stream, [launch = *this, args...] { launch.run(args...); });
   }
   template <typename... Args>
@@ -246,7 +333,8 @@ struct Launch {
     Fibers& f = fibers;
     running = &f;
     f.context.assign(threads, Context{});
-    while (f.stacks.size() < threads) f.stacks.emplace_back(new char[Fibers::kStackBytes]);
+    while (f.stacks.size() < threads) f.stacks.emplace_back();
+    const unsigned launch_parity = f.launches++ & 1u;
     f.warp_slots.assign(threads / 16, {});
     std::vector<unsigned char> shared_bytes(bytes + 128);
     f.dynamic_shared = reinterpret_cast<unsigned char*>(
@@ -263,9 +351,14 @@ struct Launch {
           blockIdx = dim3(x, y, z);
           blockDim = block;
           gridDim = grid;
+          // Threads run from barrier to barrier in index order, or in reverse
+          // order in every other block: a read that a missing barrier lets run
+          // before another thread's write shows one way or the other.
+          const bool reverse = ((x + y + z + launch_parity) & 1u) != 0;
           for (;;) {
             bool ran = false;
-            for (unsigned t = 0; t < threads; ++t) {
+            for (unsigned i = 0; i < threads; ++i) {
+              const unsigned t = reverse ? threads - 1 - i : i;
               if (f.state[t] != Fibers::runnable) continue;
               ran = true;
               f.current = t;
@@ -283,6 +376,10 @@ struct Launch {
             if (!live) break;
             bool released = false;
             if (all_at_block) {
+              // A thread that returned never reaches this barrier: a GPU may hang.
+              for (unsigned t = 0; t < threads; ++t)
+                if (f.state[t] == Fibers::done)
+                  fail("a __syncthreads that thread " + std::to_string(t) + " never reaches (it returned before)");
               for (auto& st : f.state)
                 if (st == Fibers::at_block_barrier) st = Fibers::runnable;
               released = true;

@@ -6,19 +6,25 @@
 // is the host's (cudaMalloc is an aligned allocation holding garbage, within
 // each device's size: 4 GiB, or SHARDSCOPE_EMULATED_GPU_BYTES),
 // asynchronous streams (each a worker thread running its kernels, copies and
-// cuBLAS calls in order while the host goes on), events, and the legacy
-// default stream's rules: work on it (stream 0, cudaMemcpy, cudaMemset) waits
-// for every blocking stream of its device and runs at once on the calling
-// thread; cudaStreamCreateWithFlags(cudaStreamNonBlocking) makes a stream it
-// does not wait for; cudaFree waits for every stream of the device. So a
-// missing stream synchronization shows here as it would on a GPU.
+// cuBLAS calls in order while the host goes on), events whose waits keep the
+// record they saw (a later record or a destroy does not change them), and the
+// legacy default stream's rules: work on it (stream 0, cudaMemcpy, cudaMemset)
+// waits for every blocking stream of its device and runs at once on the
+// calling thread (a GPU would run a memset or device copy asynchronously);
+// cudaStreamCreateWithFlags(cudaStreamNonBlocking) makes a stream it does not
+// wait for; cudaFree waits for every stream of the device. So a missing stream
+// synchronization shows here as it would on a GPU. What a GPU refuses is
+// refused: a kernel or cuBLAS call on another device's stream, an event
+// recorded on another device's stream, a pointer argument (kernels, cuBLAS,
+// copies, NCCL) outside the device's memory, more than 48 KiB of dynamic
+// shared memory without cudaFuncSetAttribute.
 // A failure inside a stream's work (an emulation check, such as a barrier not
 // every thread reaches) is printed and returned, sticky, as
 // cudaErrorLaunchFailure by the synchronizing calls, as a GPU fault would be.
-// A wait of more than SHARDSCOPE_EMULATED_WAIT_S seconds (default 120) in
-// stream work or a synchronizing call ends the program with the waiting call
-// named: a deadlock, which on a GPU would hang. cudaStreamDestroy waits for
-// the stream's work (CUDA's returns at once and lets it finish).
+// A wait during which no stream finishes any work for SHARDSCOPE_EMULATED_WAIT_S
+// seconds (default 120) ends the program with the waiting call named: a
+// deadlock, which on a GPU would hang. cudaStreamDestroy waits for the
+// stream's work (CUDA's returns at once and lets it finish).
 #pragma once
 
 #include <atomic>
@@ -75,6 +81,7 @@ SS_CUDART_API cudaError_t cudaStreamCreate(cudaStream_t* stream);
 SS_CUDART_API cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 SS_CUDART_API cudaError_t cudaStreamDestroy(cudaStream_t stream);
 SS_CUDART_API cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+SS_CUDART_API cudaError_t cudaStreamQuery(cudaStream_t stream);
 SS_CUDART_API cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags);
 SS_CUDART_API cudaError_t cudaEventCreate(cudaEvent_t* event);
 SS_CUDART_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
@@ -109,9 +116,11 @@ T atomicMin(T* address, T value) {
 }
 
 template <typename Kernel>
-cudaError_t cudaFuncSetAttribute(Kernel, cudaFuncAttribute attribute, int value) {
-  if (attribute == cudaFuncAttributeMaxDynamicSharedMemorySize &&
-      (value < 0 || static_cast<std::size_t>(value) > cuda_emulation::max_dynamic_shared_bytes))
+cudaError_t cudaFuncSetAttribute(Kernel kernel, cudaFuncAttribute attribute, int value) {
+  if (attribute != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;
+  if (value < 0 || static_cast<std::size_t>(value) > cuda_emulation::max_dynamic_shared_bytes)
     return cudaErrorInvalidValue;
+  std::lock_guard lock(cuda_emulation::attributes_mutex);
+  cuda_emulation::dynamic_shared_limit[reinterpret_cast<const void*>(kernel)] = static_cast<std::size_t>(value);
   return cudaSuccess;
 }

@@ -29,11 +29,20 @@ struct CUstream_st {
   std::thread worker;
 };
 
-// An event: recorded generations and the last completed one, with its time.
-struct CUevent_st {
-  std::uint64_t recorded = 0, completed = 0;
+// One cudaEventRecord: done once its stream reached it, with the time then.
+// Shared by the event and the stream work that completes or waits for it, so
+// an event destroyed (or recorded again) while work still refers to a record
+// leaves that record intact, as CUDA's snapshot semantics say.
+struct EventRecord {
+  bool done = false;
   std::chrono::steady_clock::time_point when{};
+};
+
+// An event: its device and its latest record (none before the first).
+struct CUevent_st {
+  int device = 0;
   bool timing = true;
+  std::shared_ptr<EventRecord> last;
 };
 
 namespace cuda_emulation {
@@ -52,7 +61,8 @@ struct Allocation {
 std::map<void*, Allocation>& allocations = *new std::map<void*, Allocation>;
 std::array<std::size_t, 8> allocated_bytes{};  // per pretend device (device_count() <= 8)
 std::atomic<bool> failed{false};
-std::string failure;  // the first failure's message (under mutex)
+std::atomic<std::uint64_t> finished_work{0};  // pieces of stream work done so far: progress
+std::string failure;                          // the first failure's message (under mutex)
 thread_local int current_device = 0;
 
 int device_count() {
@@ -81,16 +91,25 @@ std::chrono::seconds wait_limit() {
   return limit;
 }
 
-// Waits on `changed` under `lock` until ready(); past the limit, a deadlock.
+// Waits on `changed` under `lock` until ready(). A wait during which no stream
+// finished any work for the whole limit is a deadlock: the program ends.
 template <typename Ready>
 void wait_locked(std::unique_lock<std::mutex>& lock, Ready ready, const char* what) {
-  if (!changed.wait_for(lock, wait_limit(), ready)) {
-    std::fprintf(stderr,
-                 "CUDA emulation: %s has waited %lld s: a deadlock (on a GPU this would hang); "
-                 "SHARDSCOPE_EMULATED_WAIT_S sets the limit\n",
-                 what, static_cast<long long>(wait_limit().count()));
-    std::fflush(stderr);
-    std::abort();
+  auto seen = finished_work.load();
+  auto deadline = std::chrono::steady_clock::now() + wait_limit();
+  while (!changed.wait_for(lock, std::chrono::milliseconds(500), ready)) {
+    const auto now = std::chrono::steady_clock::now();
+    if (const auto progress = finished_work.load(); progress != seen) {
+      seen = progress;
+      deadline = now + wait_limit();
+    } else if (now >= deadline) {
+      std::fprintf(stderr,
+                   "CUDA emulation: %s has waited %lld s with no stream making progress: a deadlock (on a GPU "
+                   "this would hang); SHARDSCOPE_EMULATED_WAIT_S sets the limit\n",
+                   what, static_cast<long long>(wait_limit().count()));
+      std::fflush(stderr);
+      std::abort();
+    }
   }
 }
 
@@ -122,6 +141,7 @@ void run_stream(CUstream_st* s) {
     work = nullptr;  // its captures go before the stream counts as idle
     lock.lock();
     s->running = false;
+    ++finished_work;
     changed.notify_all();
   }
 }
@@ -161,6 +181,28 @@ void enqueue(cudaStream_t stream, std::function<void()> work) {
   }
   stream->queue.push_back(std::move(work));
   changed.notify_all();
+}
+
+int stream_device(cudaStream_t stream) {
+  return stream != nullptr ? stream->device : current_device;
+}
+
+int current() {
+  return current_device;
+}
+
+int device_of(const void* pointer) {
+  std::lock_guard lock(mutex);
+  auto it = allocations.upper_bound(const_cast<void*>(pointer));
+  if (it == allocations.begin()) return -1;
+  --it;
+  const auto* start = static_cast<const unsigned char*>(it->first);
+  const auto* p = static_cast<const unsigned char*>(pointer);
+  return p <= start + it->second.bytes ? it->second.device : -1;  // one past the end counts (empty ranges)
+}
+
+std::uint64_t progress() {
+  return finished_work.load();
 }
 
 }  // namespace cuda_emulation
@@ -292,10 +334,19 @@ cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t bytes, cudaMemcpy
   return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);  // the default stream: waits, then copies
 }
 
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind, cudaStream_t stream) {
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
   {
     std::lock_guard lock(cuda_emulation::mutex);
     if (!valid_stream(stream)) return cudaErrorInvalidResourceHandle;
+  }
+  // The device side of a copy must be device memory (the host's would fault);
+  // a host side may be anything.
+  const bool device_dst = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+  const bool device_src = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+  if (bytes > 0 && ((device_dst && device_of(dst) < 0) || (device_src && device_of(src) < 0))) {
+    std::fprintf(stderr, "CUDA emulation: cudaMemcpy(kind %d) of %zu bytes with a device side outside device memory\n",
+                 static_cast<int>(kind), bytes);
+    return cudaErrorInvalidValue;
   }
   enqueue(stream, [=] {
     if (bytes > 0) std::memmove(dst, src, bytes);
@@ -311,6 +362,10 @@ cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_
   {
     std::lock_guard lock(cuda_emulation::mutex);
     if (!valid_stream(stream)) return cudaErrorInvalidResourceHandle;
+  }
+  if (bytes > 0 && device_of(dst) < 0) {
+    std::fprintf(stderr, "CUDA emulation: cudaMemset of %zu bytes outside device memory\n", bytes);
+    return cudaErrorInvalidValue;
   }
   enqueue(stream, [=] {
     if (bytes > 0) std::memset(dst, value, bytes);
@@ -366,40 +421,45 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   return sticky();
 }
 
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  std::lock_guard lock(cuda_emulation::mutex);
+  if (stream == nullptr || !valid_stream(stream)) return cudaErrorInvalidResourceHandle;
+  if (failed) return cudaErrorLaunchFailure;
+  return idle(stream) ? cudaSuccess : cudaErrorNotReady;
+}
+
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
   return cudaEventCreateWithFlags(event, cudaEventDefault);
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
   *event = new CUevent_st;
+  (*event)->device = current_device;
   (*event)->timing = (flags & cudaEventDisableTiming) == 0;
   return cudaSuccess;
 }
 
-// Waits for the event's recorded work (CUDA defers the release instead), so no
-// queued record outlives it.
+// As CUDA's: at once; work that records or waits for it keeps its record.
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
   if (event == nullptr) return cudaErrorInvalidResourceHandle;
-  {
-    std::unique_lock lock(cuda_emulation::mutex);
-    wait_locked(
-        lock, [&] { return event->completed >= event->recorded; }, "cudaEventDestroy");
-  }
+  std::lock_guard lock(cuda_emulation::mutex);
   delete event;
   return cudaSuccess;
 }
 
+// Fails where the event and the stream belong to different devices (CUDA's rule).
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  std::uint64_t generation = 0;
+  auto record = std::make_shared<EventRecord>();
   {
     std::lock_guard lock(cuda_emulation::mutex);
     if (event == nullptr || !valid_stream(stream)) return cudaErrorInvalidResourceHandle;
-    generation = ++event->recorded;
+    if (stream_device(stream) != event->device) return cudaErrorInvalidResourceHandle;
+    event->last = record;
   }
-  enqueue(stream, [event, generation] {
+  enqueue(stream, [record] {
     std::lock_guard lock(cuda_emulation::mutex);
-    event->completed = std::max(event->completed, generation);
-    event->when = std::chrono::steady_clock::now();
+    record->done = true;
+    record->when = std::chrono::steady_clock::now();
     changed.notify_all();
   });
   return sticky();
@@ -409,30 +469,32 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   std::lock_guard lock(cuda_emulation::mutex);
   if (event == nullptr) return cudaErrorInvalidResourceHandle;
   if (failed) return cudaErrorLaunchFailure;
-  return event->completed >= event->recorded ? cudaSuccess : cudaErrorNotReady;
+  return event->last == nullptr || event->last->done ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   std::unique_lock lock(cuda_emulation::mutex);
   if (event == nullptr) return cudaErrorInvalidResourceHandle;
-  const std::uint64_t generation = event->recorded;
-  wait_locked(
-      lock, [&] { return event->completed >= generation; }, "cudaEventSynchronize");
+  if (const std::shared_ptr<EventRecord> record = event->last)
+    wait_locked(
+        lock, [&] { return record->done; }, "cudaEventSynchronize");
   return sticky();
 }
 
-// The stream's later work waits until the event's last record (as of this call) has run.
+// The stream's later work waits for the event's latest record as of this call
+// (a later cudaEventRecord does not change what it waits for).
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
-  std::uint64_t generation = 0;
+  std::shared_ptr<EventRecord> record;
   {
     std::lock_guard lock(cuda_emulation::mutex);
     if (event == nullptr || !valid_stream(stream)) return cudaErrorInvalidResourceHandle;
-    generation = event->recorded;
+    record = event->last;
   }
-  enqueue(stream, [event, generation] {
+  if (record == nullptr) return sticky();  // never recorded: nothing to wait for
+  enqueue(stream, [record] {
     std::unique_lock lock(cuda_emulation::mutex);
     wait_locked(
-        lock, [&] { return event->completed >= generation; }, "cudaStreamWaitEvent's stream");
+        lock, [&] { return record->done; }, "cudaStreamWaitEvent's stream");
   });
   return sticky();
 }
@@ -440,8 +502,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   std::lock_guard lock(cuda_emulation::mutex);
   if (start == nullptr || end == nullptr || !start->timing || !end->timing) return cudaErrorInvalidResourceHandle;
-  if (start->recorded == 0 || end->recorded == 0) return cudaErrorInvalidResourceHandle;
-  if (start->completed < start->recorded || end->completed < end->recorded) return cudaErrorNotReady;
-  *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
+  if (start->last == nullptr || end->last == nullptr) return cudaErrorInvalidResourceHandle;
+  if (!start->last->done || !end->last->done) return cudaErrorNotReady;
+  *ms = std::chrono::duration<float, std::milli>(end->last->when - start->last->when).count();
   return cudaSuccess;
 }

@@ -98,22 +98,36 @@ struct Rank {
 };
 
 std::chrono::seconds wait_limit() {
-  const char* env = std::getenv("SHARDSCOPE_EMULATED_WAIT_S");
-  const int s = env != nullptr ? std::atoi(env) : 120;
-  return std::chrono::seconds(s > 0 ? s : 120);
+  static const std::chrono::seconds limit = [] {
+    const char* env = std::getenv("SHARDSCOPE_EMULATED_WAIT_S");
+    const int s = env != nullptr ? std::atoi(env) : 120;
+    return std::chrono::seconds(s > 0 ? s : 120);
+  }();
+  return limit;
 }
 
-// Waits until ready() or this rank is aborted (false then); past the limit, a deadlock.
+// Waits until ready() or this rank is aborted (false then). A wait during which
+// no stream of the emulation finished any work for the whole limit is a
+// deadlock: the program ends.
 template <typename Ready>
 bool wait(std::unique_lock<std::mutex>& lock, const Rank& me, const Op& op, Ready ready) {
   Clique& c = *me.clique;
-  if (!c.changed.wait_for(lock, wait_limit(), [&] { return c.aborted[me.rank] != 0 || ready(); })) {
-    std::fprintf(stderr,
-                 "NCCL emulation: rank %d of %d has waited %lld s in %s (its peers never reached it): "
-                 "a deadlock (on GPUs this would hang)\n",
-                 me.rank, c.size, static_cast<long long>(wait_limit().count()), kind_name(op.kind));
-    std::fflush(stderr);
-    std::abort();
+  auto seen = cuda_emulation::progress();
+  auto deadline = std::chrono::steady_clock::now() + wait_limit();
+  while (
+      !c.changed.wait_for(lock, std::chrono::milliseconds(500), [&] { return c.aborted[me.rank] != 0 || ready(); })) {
+    const auto now = std::chrono::steady_clock::now();
+    if (const auto progress = cuda_emulation::progress(); progress != seen) {
+      seen = progress;
+      deadline = now + wait_limit();
+    } else if (now >= deadline) {
+      std::fprintf(stderr,
+                   "NCCL emulation: rank %d of %d has waited %lld s in %s with no stream making progress (its "
+                   "peers never reached it): a deadlock (on GPUs this would hang)\n",
+                   me.rank, c.size, static_cast<long long>(wait_limit().count()), kind_name(op.kind));
+      std::fflush(stderr);
+      std::abort();
+    }
   }
   return c.aborted[me.rank] == 0;
 }
@@ -262,13 +276,31 @@ thread_local std::vector<Pending> group;
 
 struct ncclComm {
   Rank rank;
+  int device = 0;
   std::uint64_t collectives = 0;  // issued so far: the next one's round
 };
 
 namespace {
 
+// NCCL reads and writes its buffers from its kernels on the communicator's
+// GPU: the stream and every buffer must be that device's.
+bool on_device(const ncclComm& comm, cudaStream_t stream, const Op& op) {
+  const char* problem = nullptr;
+  if (cuda_emulation::stream_device(stream) != comm.device)
+    problem = "the stream belongs to another device";
+  else if (op.send != nullptr && cuda_emulation::device_of(op.send) != comm.device)
+    problem = "the send buffer is not memory of the communicator's device";
+  else if (op.recv != nullptr && cuda_emulation::device_of(op.recv) != comm.device)
+    problem = "the receive buffer is not memory of the communicator's device";
+  if (problem == nullptr) return true;
+  std::fprintf(stderr, "NCCL emulation: %s on rank %d (device %d): %s\n", kind_name(op.kind), comm.rank.rank,
+               comm.device, problem);
+  return false;
+}
+
 ncclResult_t issue(ncclComm_t comm, cudaStream_t stream, Op op) {
   if (comm == nullptr) return ncclInvalidArgument;
+  if (!on_device(*comm, stream, op)) return ncclInvalidArgument;
   if (op.kind != Kind::send && op.kind != Kind::recv) op.round = comm->collectives++;
   if (group_depth > 0) {
     group.push_back({comm->rank, stream, op});
@@ -309,7 +341,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int n, const int* devices) {
   auto clique = std::make_shared<Clique>();
   clique->size = n;
   clique->aborted.assign(static_cast<std::size_t>(n), 0);
-  for (int i = 0; i < n; ++i) comms[i] = new ncclComm{Rank{clique, i}};
+  for (int i = 0; i < n; ++i) comms[i] = new ncclComm{Rank{clique, i}, devices[i]};
   return ncclSuccess;
 }
 

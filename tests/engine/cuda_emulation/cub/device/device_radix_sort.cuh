@@ -25,6 +25,7 @@ struct DeviceRadixSort {
       temp_bytes = 1;
       return cudaSuccess;
     }
+    cuda_emulation::check_device_work(stream, {keys_in, keys_out, values_in, values_out}, "cub::DeviceRadixSort");
     cuda_emulation::enqueue(stream, [=] { sort(keys_in, keys_out, values_in, values_out, count, begin_bit, end_bit); });
     return cudaSuccess;
   }
