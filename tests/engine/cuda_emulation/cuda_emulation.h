@@ -37,6 +37,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -79,6 +80,11 @@ SS_EMULATION_API int stream_device(CUstream_st* stream);  // its device (stream 
 SS_EMULATION_API int current();                           // the calling thread's current device
 SS_EMULATION_API int device_of(const void* pointer);      // the device whose memory holds it, or -1
 SS_EMULATION_API std::uint64_t progress();                // pieces of stream work finished so far
+// Waits on `changed` under `lock` until ready(). A wait during which no stream
+// finishes any work for SHARDSCOPE_EMULATED_WAIT_S seconds (120) is a
+// deadlock, which on a GPU would hang: the program ends, naming `what`.
+SS_EMULATION_API void wait_making_progress(std::unique_lock<std::mutex>& lock, std::condition_variable& changed,
+                                           const std::function<bool()>& ready, const std::string& what);
 
 [[noreturn]] inline void fail(const std::string& what);
 

@@ -47,6 +47,39 @@ struct CUevent_st {
 
 namespace cuda_emulation {
 namespace {
+std::atomic<std::uint64_t> finished_work{0};  // pieces of stream work done so far: progress
+
+std::chrono::seconds wait_limit() {
+  static const std::chrono::seconds limit = [] {
+    const char* env = std::getenv("SHARDSCOPE_EMULATED_WAIT_S");
+    const int s = env != nullptr ? std::atoi(env) : 120;
+    return std::chrono::seconds(s > 0 ? s : 120);
+  }();
+  return limit;
+}
+}  // namespace
+
+void wait_making_progress(std::unique_lock<std::mutex>& lock, std::condition_variable& changed,
+                          const std::function<bool()>& ready, const std::string& what) {
+  auto seen = finished_work.load();
+  auto deadline = std::chrono::steady_clock::now() + wait_limit();
+  while (!changed.wait_for(lock, std::chrono::milliseconds(500), ready)) {
+    const auto now = std::chrono::steady_clock::now();
+    if (const auto progress = finished_work.load(); progress != seen) {
+      seen = progress;
+      deadline = now + wait_limit();
+    } else if (now >= deadline) {
+      std::fprintf(stderr,
+                   "%s has waited %lld s with no stream making progress: a deadlock (on a GPU this would hang); "
+                   "SHARDSCOPE_EMULATED_WAIT_S sets the limit\n",
+                   what.c_str(), static_cast<long long>(wait_limit().count()));
+      std::fflush(stderr);
+      std::abort();
+    }
+  }
+}
+
+namespace {
 
 // One lock and one condition for all streams and events: simple, and the
 // emulation's work items are large next to the contention. Never destroyed:
@@ -61,8 +94,7 @@ struct Allocation {
 std::map<void*, Allocation>& allocations = *new std::map<void*, Allocation>;
 std::array<std::size_t, 8> allocated_bytes{};  // per pretend device (device_count() <= 8)
 std::atomic<bool> failed{false};
-std::atomic<std::uint64_t> finished_work{0};  // pieces of stream work done so far: progress
-std::string failure;                          // the first failure's message (under mutex)
+std::string failure;  // the first failure's message (under mutex)
 thread_local int current_device = 0;
 
 int device_count() {
@@ -82,35 +114,9 @@ std::size_t device_bytes() {
   return n > 0 ? static_cast<std::size_t>(n) : kDeviceBytes;
 }
 
-std::chrono::seconds wait_limit() {
-  static const std::chrono::seconds limit = [] {
-    const char* env = std::getenv("SHARDSCOPE_EMULATED_WAIT_S");
-    const int s = env != nullptr ? std::atoi(env) : 120;
-    return std::chrono::seconds(s > 0 ? s : 120);
-  }();
-  return limit;
-}
-
-// Waits on `changed` under `lock` until ready(). A wait during which no stream
-// finished any work for the whole limit is a deadlock: the program ends.
 template <typename Ready>
 void wait_locked(std::unique_lock<std::mutex>& lock, Ready ready, const char* what) {
-  auto seen = finished_work.load();
-  auto deadline = std::chrono::steady_clock::now() + wait_limit();
-  while (!changed.wait_for(lock, std::chrono::milliseconds(500), ready)) {
-    const auto now = std::chrono::steady_clock::now();
-    if (const auto progress = finished_work.load(); progress != seen) {
-      seen = progress;
-      deadline = now + wait_limit();
-    } else if (now >= deadline) {
-      std::fprintf(stderr,
-                   "CUDA emulation: %s has waited %lld s with no stream making progress: a deadlock (on a GPU "
-                   "this would hang); SHARDSCOPE_EMULATED_WAIT_S sets the limit\n",
-                   what, static_cast<long long>(wait_limit().count()));
-      std::fflush(stderr);
-      std::abort();
-    }
-  }
+  wait_making_progress(lock, changed, ready, std::string("CUDA emulation: ") + what);
 }
 
 void record_failure(const char* what) {

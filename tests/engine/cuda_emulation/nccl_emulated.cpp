@@ -97,38 +97,15 @@ struct Rank {
   int rank = 0;
 };
 
-std::chrono::seconds wait_limit() {
-  static const std::chrono::seconds limit = [] {
-    const char* env = std::getenv("SHARDSCOPE_EMULATED_WAIT_S");
-    const int s = env != nullptr ? std::atoi(env) : 120;
-    return std::chrono::seconds(s > 0 ? s : 120);
-  }();
-  return limit;
-}
-
-// Waits until ready() or this rank is aborted (false then). A wait during which
-// no stream of the emulation finished any work for the whole limit is a
-// deadlock: the program ends.
+// Waits until ready() or this rank is aborted (false then), within the
+// emulation's deadlock limit (cuda_emulation::wait_making_progress).
 template <typename Ready>
 bool wait(std::unique_lock<std::mutex>& lock, const Rank& me, const Op& op, Ready ready) {
   Clique& c = *me.clique;
-  auto seen = cuda_emulation::progress();
-  auto deadline = std::chrono::steady_clock::now() + wait_limit();
-  while (
-      !c.changed.wait_for(lock, std::chrono::milliseconds(500), [&] { return c.aborted[me.rank] != 0 || ready(); })) {
-    const auto now = std::chrono::steady_clock::now();
-    if (const auto progress = cuda_emulation::progress(); progress != seen) {
-      seen = progress;
-      deadline = now + wait_limit();
-    } else if (now >= deadline) {
-      std::fprintf(stderr,
-                   "NCCL emulation: rank %d of %d has waited %lld s in %s with no stream making progress (its "
-                   "peers never reached it): a deadlock (on GPUs this would hang)\n",
-                   me.rank, c.size, static_cast<long long>(wait_limit().count()), kind_name(op.kind));
-      std::fflush(stderr);
-      std::abort();
-    }
-  }
+  cuda_emulation::wait_making_progress(
+      lock, c.changed, [&] { return c.aborted[me.rank] != 0 || ready(); },
+      "NCCL emulation: rank " + std::to_string(me.rank) + " of " + std::to_string(c.size) + " in " +
+          kind_name(op.kind) + " (its peers never reached it)");
   return c.aborted[me.rank] == 0;
 }
 
