@@ -70,10 +70,14 @@ enum class Round { none, bf16, fp16, tf32 };
 inline float round_operand(float x, Round r) {
   namespace h = shardscope::half;
   switch (r) {
-    case Round::bf16: return h::bf16_bits_to_float(h::float_to_bf16_bits(x));
-    case Round::fp16: return h::f16_bits_to_float(h::float_to_f16_bits(x));
-    case Round::tf32: return round_tf32(x);
-    default: return x;
+    case Round::bf16:
+      return h::bf16_bits_to_float(h::float_to_bf16_bits(x));
+    case Round::fp16:
+      return h::f16_bits_to_float(h::float_to_f16_bits(x));
+    case Round::tf32:
+      return round_tf32(x);
+    default:
+      return x;
   }
 }
 
@@ -114,14 +118,14 @@ inline void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k
   std::vector<float> a_columns(M * K), b_columns(static_cast<std::size_t>(n) * K), sums(M);
   for (int p = 0; p < k; ++p)
     for (int i = 0; i < m; ++i) {
-      const std::int64_t a = ta == CUBLAS_OP_N ? i + static_cast<std::int64_t>(p) * lda
-                                               : p + static_cast<std::int64_t>(i) * lda;
+      const std::int64_t a =
+          ta == CUBLAS_OP_N ? i + static_cast<std::int64_t>(p) * lda : p + static_cast<std::int64_t>(i) * lda;
       a_columns[p * M + i] = round_operand(load(A, a, at), round);
     }
   for (int j = 0; j < n; ++j)
     for (int p = 0; p < k; ++p) {
-      const std::int64_t b = tb == CUBLAS_OP_N ? p + static_cast<std::int64_t>(j) * ldb
-                                               : j + static_cast<std::int64_t>(p) * ldb;
+      const std::int64_t b =
+          tb == CUBLAS_OP_N ? p + static_cast<std::int64_t>(j) * ldb : j + static_cast<std::int64_t>(p) * ldb;
       b_columns[j * K + p] = round_operand(load(B, b, bt), round);
     }
   for (int j = 0; j < n; ++j) {
@@ -145,7 +149,9 @@ inline Round rounding(cublasHandle_t handle, cublasComputeType_t compute) {
   return handle->tf32 ? Round::tf32 : Round::none;
 }
 
-inline std::int64_t element_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
+inline std::int64_t element_bytes(cudaDataType_t t) {
+  return t == CUDA_R_32F ? 4 : 2;
+}
 
 }  // namespace cuda_emulation::blas
 
@@ -163,9 +169,9 @@ inline cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublas
 }
 
 inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
-                                                int n, int k, const float* alpha, const float* A, int lda,
-                                                long long sa, const float* B, int ldb, long long sb,
-                                                const float* beta, float* C, int ldc, long long sc, int batch) {
+                                                int n, int k, const float* alpha, const float* A, int lda, long long sa,
+                                                const float* B, int ldb, long long sb, const float* beta, float* C,
+                                                int ldc, long long sc, int batch) {
   for (int i = 0; i < batch; ++i)
     if (const cublasStatus_t s =
             cublasSgemm(h, ta, tb, m, n, k, alpha, A + i * sa, lda, B + i * sb, ldb, beta, C + i * sc, ldc);

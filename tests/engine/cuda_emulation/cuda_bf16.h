@@ -8,7 +8,9 @@
 struct __nv_bfloat16 {
   std::uint16_t bits;
 };
-inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short bits) { return __nv_bfloat16{bits}; }
+inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short bits) {
+  return __nv_bfloat16{bits};
+}
 inline float emulated_to_float(__nv_bfloat16 v) {
   const std::uint32_t word = static_cast<std::uint32_t>(v.bits) << 16;
   float f;

@@ -35,9 +35,9 @@
 
 #include <array>
 #include <cmath>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -118,8 +118,12 @@ inline std::mutex attributes_mutex;
 inline std::map<const void*, std::size_t> dynamic_shared_limit;
 }  // namespace cuda_emulation
 
-inline int min(int a, int b) { return a < b ? a : b; }
-inline int max(int a, int b) { return a > b ? a : b; }
+inline int min(int a, int b) {
+  return a < b ? a : b;
+}
+inline int max(int a, int b) {
+  return a > b ? a : b;
+}
 
 namespace cuda_emulation {
 
@@ -242,7 +246,9 @@ SS_EMULATION_LOCAL inline thread_local Fibers* running = nullptr;
   switch_to(f.context[me], f.scheduler);
 }
 
-inline void resume(Fibers& f, unsigned t) { switch_to(f.scheduler, f.context[t]); }
+inline void resume(Fibers& f, unsigned t) {
+  switch_to(f.scheduler, f.context[t]);
+}
 
 // Runs the block's body as fiber `current`, then returns to the scheduler for
 // good (it is never resumed after `done`).
@@ -260,7 +266,9 @@ inline void resume(Fibers& f, unsigned t) { switch_to(f.scheduler, f.context[t])
 }
 
 #if !defined(__x86_64__)
-extern "C" inline void ss_emulation_fiber_entry_c() { fiber_entry(); }
+extern "C" inline void ss_emulation_fiber_entry_c() {
+  fiber_entry();
+}
 #endif
 
 // A fresh context for fiber t on its stack, starting in fiber_entry.
@@ -271,9 +279,9 @@ inline void prepare(Fibers& f, unsigned t) {
   // (fiber_entry), above which a fake return address sits where a call would
   // have left it (so fiber_entry starts with rsp = 8 mod 16).
   auto* slot = reinterpret_cast<std::uint64_t*>(reinterpret_cast<std::uintptr_t>(top) / 16 * 16) - 1;
-  *slot = 0;                                               // fiber_entry's own (fake) return address
+  *slot = 0;                                                // fiber_entry's own (fake) return address
   *--slot = reinterpret_cast<std::uint64_t>(&fiber_entry);  // switch_stack's ret goes here
-  for (int r = 0; r < 6; ++r) *--slot = 0;                 // rbp rbx r12 r13 r14 r15
+  for (int r = 0; r < 6; ++r) *--slot = 0;                  // rbp rbx r12 r13 r14 r15
   f.context[t].stack_pointer = slot;
 #else
   (void)top;
@@ -343,8 +351,8 @@ struct Launch {
     const unsigned launch_parity = f.launches++ & 1u;
     f.warp_slots.assign(threads / 16, {});
     std::vector<unsigned char> shared_bytes(bytes + 128);
-    f.dynamic_shared = reinterpret_cast<unsigned char*>(
-        (reinterpret_cast<std::uintptr_t>(shared_bytes.data()) + 127) / 128 * 128);
+    f.dynamic_shared =
+        reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(shared_bytes.data()) + 127) / 128 * 128);
     f.body = [&] { kernel(args...); };
     for (unsigned z = 0; z < grid.z; ++z)
       for (unsigned y = 0; y < grid.y; ++y)
@@ -404,7 +412,8 @@ struct Launch {
               }
             }
             if (!released)
-              fail("deadlock: threads wait at different barriers (a __syncthreads or shuffle not every thread reaches)");
+              fail(
+                  "deadlock: threads wait at different barriers (a __syncthreads or shuffle not every thread reaches)");
           }
           for (auto& e : f.errors)
             if (e) std::rethrow_exception(e);
@@ -419,7 +428,9 @@ Launch<Kernel> launch(Kernel kernel, dim3 grid, dim3 block, std::size_t bytes, C
 
 }  // namespace cuda_emulation
 
-inline void __syncthreads() { cuda_emulation::yield(cuda_emulation::Fibers::at_block_barrier); }
+inline void __syncthreads() {
+  cuda_emulation::yield(cuda_emulation::Fibers::at_block_barrier);
+}
 
 // Full-warp shuffles only (mask 0xffffffff, width 32), as the kernels use them.
 template <typename T>

@@ -9,6 +9,12 @@
 struct __half {
   std::uint16_t bits;
 };
-inline __half __ushort_as_half(unsigned short bits) { return __half{bits}; }
-inline float emulated_to_float(__half v) { return shardscope::half::f16_bits_to_float(v.bits); }
-inline float emulated_to_float(float v) { return v; }
+inline __half __ushort_as_half(unsigned short bits) {
+  return __half{bits};
+}
+inline float emulated_to_float(__half v) {
+  return shardscope::half::f16_bits_to_float(v.bits);
+}
+inline float emulated_to_float(float v) {
+  return v;
+}

@@ -47,7 +47,9 @@ unsigned offset(int r, int c, unsigned ldm) {
 // Only lane 0 computes a warp's fragments (the others would compute the same
 // values, and only lane 0 stores): the kernels never read fragment elements,
 // so the other lanes' fragments are never seen. The checks run in every lane.
-inline bool computing_lane() { return threadIdx.x % 32 == 0; }
+inline bool computing_lane() {
+  return threadIdx.x % 32 == 0;
+}
 
 template <typename Use, typename T, typename Layout>
 void load_matrix_sync(fragment<Use, 16, 16, 16, T, Layout>& f, const T* p, unsigned ldm) {
@@ -62,8 +64,7 @@ inline void load_matrix_sync(fragment<accumulator, 16, 16, 16, float>& f, const 
   detail::check(p, ldm, "load_matrix_sync (accumulator)");
   if (!computing_lane()) return;
   for (int r = 0; r < 16; ++r)
-    for (int c = 0; c < 16; ++c)
-      f.x[r * 16 + c] = p[layout == mem_row_major ? r * ldm + c : c * ldm + r];
+    for (int c = 0; c < 16; ++c) f.x[r * 16 + c] = p[layout == mem_row_major ? r * ldm + c : c * ldm + r];
 }
 
 inline void store_matrix_sync(float* p, const fragment<accumulator, 16, 16, 16, float>& f, unsigned ldm,
@@ -81,8 +82,7 @@ inline void fill_fragment(fragment<accumulator, 16, 16, 16, float>& f, float val
 
 template <typename T, typename LayoutA, typename LayoutB>
 void mma_sync(fragment<accumulator, 16, 16, 16, float>& d, const fragment<matrix_a, 16, 16, 16, T, LayoutA>& a,
-              const fragment<matrix_b, 16, 16, 16, T, LayoutB>& b,
-              const fragment<accumulator, 16, 16, 16, float>& c) {
+              const fragment<matrix_b, 16, 16, 16, T, LayoutB>& b, const fragment<accumulator, 16, 16, 16, float>& c) {
   if (!computing_lane()) return;
   fragment<accumulator, 16, 16, 16, float> out;
   for (int i = 0; i < 16; ++i)

@@ -37,7 +37,7 @@ struct DeviceRadixSort {
     using Bits = std::make_unsigned_t<Key>;
     const int width = end_bit - begin_bit;
     const Bits mask = width >= static_cast<int>(sizeof(Bits) * 8) ? static_cast<Bits>(~Bits{0})
-                                                                    : static_cast<Bits>((Bits{1} << width) - 1);
+                                                                  : static_cast<Bits>((Bits{1} << width) - 1);
     auto radix = [&](Key k) {
       // CUB flips the sign bit of signed keys so that they sort numerically.
       Bits b = static_cast<Bits>(k);
