@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "byte_text.h"
 #include "estimate/estimate_settings.h"
 #include "estimate/gpu_profiles.h"
 #include "estimate/memory_model.h"
@@ -430,27 +431,19 @@ void ConfigPanel::updateFit(const RunConfig& c) {
     fit_label_->hide();
     return;
   }
-  // GiB with one decimal from 1 GiB up, MiB below: a small model on a large
-  // GPU would otherwise read 0.00.
-  const auto bytes = [](std::int64_t n) {
-    constexpr double kMiB = 1024.0 * 1024.0, kGiB = 1024.0 * kMiB;
-    const auto b = static_cast<double>(n);
-    return b >= kGiB ? QStringLiteral("%1 GiB").arg(b / kGiB, 0, 'f', 1)
-                     : QStringLiteral("%1 MiB").arg(b / kMiB, 0, 'f', 1);
-  };
   const bool fits = predicted_bytes <= capacity_bytes;
   if (shared_gpu) {
     fit_label_->setText((fits ? tr("Fits: %1 predicted for all %2 ranks ≤ %3 (%4)")
                               : tr("Does not fit: %1 predicted for all %2 ranks > %3 (%4)"))
-                            .arg(bytes(predicted_bytes))
+                            .arg(byteText(predicted_bytes))
                             .arg(c.world_size())
-                            .arg(bytes(capacity_bytes))
+                            .arg(byteText(capacity_bytes))
                             .arg(name));
   } else {
     fit_label_->setText((fits ? tr("Fits: %1 predicted per rank ≤ %2 (%3)")
                               : tr("Does not fit: %1 predicted per rank > %2 (%3)"))
-                            .arg(bytes(predicted_bytes))
-                            .arg(bytes(capacity_bytes))
+                            .arg(byteText(predicted_bytes))
+                            .arg(byteText(capacity_bytes))
                             .arg(name));
   }
   fit_label_->setStyleSheet(fits ? QStringLiteral("color: #1b7f3b;") : QStringLiteral("color: #b00020;"));

@@ -6,6 +6,7 @@
 #include <QLabel>
 #include <QStringList>
 #include <QVBoxLayout>
+#include "byte_text.h"
 #include "views/qcustomplot_include.h"
 
 #include <algorithm>
@@ -20,7 +21,6 @@ const std::array<QColor, kMemoryCategoryCount> kColors = {
     QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75)};
 
 constexpr double kMiB = 1024.0 * 1024.0;
-constexpr double kGiB = 1024.0 * kMiB;
 
 }  // namespace
 
@@ -118,27 +118,18 @@ void MemoryBars::retranslate() {
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
-namespace {
-// GiB with one decimal from 1 GiB up, MiB below (a small model on a large GPU
-// would otherwise read 0.0 everywhere).
-QString byteText(double bytes) {
-  if (bytes >= kGiB) return QStringLiteral("%1 GiB").arg(bytes / kGiB, 0, 'f', 1);
-  return QStringLiteral("%1 MiB").arg(bytes / kMiB, 0, 'f', 1);
-}
-}  // namespace
-
 void MemoryBars::updateDeviceText() {
   QStringList lines;
   for (std::size_t r = 0; r < device_.size(); ++r) {
     if (!device_[r]) continue;
     const DeviceUsage& usage = *device_[r];
-    const double ledger = r < samples_.size() ? static_cast<double>(samples_[r].total()) : 0.0;
+    const std::int64_t ledger = r < samples_.size() ? samples_[r].total() : 0;
     lines << tr("GPU %1 (rank %2): %3 of %4 in use (cudaMemGetInfo); allocator holds %5; ledger %6")
                  .arg(usage.device)
                  .arg(r)
-                 .arg(byteText(static_cast<double>(usage.used_bytes)))
-                 .arg(byteText(static_cast<double>(usage.total_bytes)))
-                 .arg(byteText(static_cast<double>(usage.reserved_bytes)))
+                 .arg(byteText(usage.used_bytes))
+                 .arg(byteText(usage.total_bytes))
+                 .arg(byteText(usage.reserved_bytes))
                  .arg(byteText(ledger));
   }
   device_note_->setText(lines.join(QLatin1Char('\n')));

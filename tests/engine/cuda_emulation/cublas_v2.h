@@ -14,6 +14,7 @@
 
 #include "core/half.h"
 #include "cuda_runtime.h"
+#include "data_types.h"
 
 struct cublasContext {
   bool tf32 = false;
@@ -81,22 +82,6 @@ inline float round_operand(float x, Round r) {
   }
 }
 
-inline float load(const void* p, std::int64_t i, cudaDataType_t type) {
-  namespace h = shardscope::half;
-  if (type == CUDA_R_32F) return static_cast<const float*>(p)[i];
-  const std::uint16_t bits = static_cast<const std::uint16_t*>(p)[i];
-  return type == CUDA_R_16F ? h::f16_bits_to_float(bits) : h::bf16_bits_to_float(bits);
-}
-
-inline void store(void* p, std::int64_t i, cudaDataType_t type, float v) {
-  namespace h = shardscope::half;
-  if (type == CUDA_R_32F) {
-    static_cast<float*>(p)[i] = v;
-    return;
-  }
-  static_cast<std::uint16_t*>(p)[i] = type == CUDA_R_16F ? h::float_to_f16_bits(v) : h::float_to_bf16_bits(v);
-}
-
 // cuBLAS's argument checks: sizes not negative, leading dimensions at least
 // the stored rows (column-major: op N stores A as m x k, op T as k x m).
 inline bool valid(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, int lda, int ldb, int ldc) {
@@ -149,10 +134,6 @@ inline Round rounding(cublasHandle_t handle, cublasComputeType_t compute) {
   return handle->tf32 ? Round::tf32 : Round::none;
 }
 
-inline std::int64_t element_bytes(cudaDataType_t t) {
-  return t == CUDA_R_32F ? 4 : 2;
-}
-
 }  // namespace cuda_emulation::blas
 
 inline cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
@@ -199,7 +180,7 @@ inline cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperati
                                                  long long sb, const void* beta, void* C, cudaDataType_t ct, int ldc,
                                                  long long sc, int batch, cublasComputeType_t compute,
                                                  cublasGemmAlgo_t algo) {
-  using cuda_emulation::blas::element_bytes;
+  using cuda_emulation::element_bytes;
   for (int i = 0; i < batch; ++i)
     if (const cublasStatus_t s =
             cublasGemmEx(h, ta, tb, m, n, k, alpha, static_cast<const char*>(A) + i * sa * element_bytes(at), at, lda,

@@ -133,7 +133,6 @@ namespace cuda_emulation {
 
 // The most dynamic shared memory a block may ask for (cudaFuncSetAttribute refuses more).
 inline std::size_t max_dynamic_shared_bytes = 99 * 1024;  // sm_86/89, the smallest of the targets
-inline constexpr std::size_t shared_memory_bytes = 256 * 1024;
 
 // A fiber's saved stack pointer. On x86-64 a switch is a few instructions
 // (switch_stack below: the callee-saved registers pushed on the old stack, the
@@ -325,7 +324,6 @@ struct Launch {
   // arguments are copied, as CUDA copies them); a bad geometry is refused here.
   template <typename... Args>
   void operator()(Args... args) const {
-    if (bytes > shared_memory_bytes) fail("a block asks for " + std::to_string(bytes) + " bytes of shared memory");
     const unsigned threads = block.x * block.y * block.z;
     if (threads == 0 || threads > 1024 || threads % 32 != 0)
       fail("a block of " + std::to_string(threads) + " threads (whole warps of 32 only)");

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/half.h"
+#include "data_types.h"
 #include "nccl.h"
 
 namespace {
@@ -53,24 +53,13 @@ struct Op {
   std::uint64_t round = 0;  // collectives: the rank's k-th
 };
 
+// NCCL's element types as the emulation's loads and stores name them (data_types.h).
+cudaDataType_t cuda_type(ncclDataType_t t) {
+  return t == ncclFloat32 ? CUDA_R_32F : t == ncclFloat16 ? CUDA_R_16F : CUDA_R_16BF;
+}
+
 std::size_t element_bytes(ncclDataType_t t) {
-  return t == ncclFloat32 ? 4 : 2;
-}
-
-float load(const void* p, std::size_t i, ncclDataType_t t) {
-  namespace h = shardscope::half;
-  if (t == ncclFloat32) return static_cast<const float*>(p)[i];
-  const std::uint16_t bits = static_cast<const std::uint16_t*>(p)[i];
-  return t == ncclFloat16 ? h::f16_bits_to_float(bits) : h::bf16_bits_to_float(bits);
-}
-
-void store(void* p, std::size_t i, ncclDataType_t t, float v) {
-  namespace h = shardscope::half;
-  if (t == ncclFloat32) {
-    static_cast<float*>(p)[i] = v;
-    return;
-  }
-  static_cast<std::uint16_t*>(p)[i] = t == ncclFloat16 ? h::float_to_f16_bits(v) : h::float_to_bf16_bits(v);
+  return static_cast<std::size_t>(cuda_emulation::element_bytes(cuda_type(t)));
 }
 
 // The ranks of one ncclCommInitAll.
@@ -123,9 +112,11 @@ std::vector<unsigned char> reduce(const Clique::Round& round, int me, int size) 
     out.resize(n * eb);
     for (std::size_t i = 0; i < n; ++i) {
       float sum = 0.0f;
-      for (int r = 0; r < size; ++r) sum += load(round.ops[static_cast<std::size_t>(r)].send, offset + i, op.type);
+      for (int r = 0; r < size; ++r)
+        sum += cuda_emulation::load(round.ops[static_cast<std::size_t>(r)].send, static_cast<std::int64_t>(offset + i),
+                                    cuda_type(op.type));
       if (op.reduce == ncclAvg) sum /= static_cast<float>(size);
-      store(out.data(), i, op.type, sum);
+      cuda_emulation::store(out.data(), static_cast<std::int64_t>(i), cuda_type(op.type), sum);
     }
   };
   switch (op.kind) {
