@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ops/device.h"
-#include "train/run_config.h"
+#include "config/run_config.h"
 
 class QCheckBox;
 class QComboBox;

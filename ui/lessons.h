@@ -14,7 +14,7 @@
 #include <QWidget>
 #include <vector>
 
-#include "train/run_config.h"
+#include "config/run_config.h"
 
 class QListWidget;
 class QPushButton;

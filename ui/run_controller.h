@@ -27,7 +27,7 @@
 #include "events/event.h"
 #include "events/event_queue.h"
 #include "playback_pacer.h"
-#include "train/run_config.h"
+#include "config/run_config.h"
 
 namespace shardscope::ui {
 

@@ -36,7 +36,8 @@ std::vector<Variant> lever_variants(const EstimateSettings& s) {
   if (s.dp > 1 && s.dp_mode == DataParallelMode::naive)
     add("use DDP instead of naive DataParallel", "--dp-mode ddp",
         [](EstimateSettings& e) { e.dp_mode = DataParallelMode::ddp; });
-  if (!s.offload_optimizer && (s.zero_stage >= 1 || s.dp == 1) && s.dp_mode == DataParallelMode::ddp)
+  const ShardingRules rules(s.layout());
+  if (!s.offload_optimizer && (rules.shards_optimizer_states() || s.dp == 1) && !rules.naive())
     add("offload the optimizer states to the CPU (ZeRO-Offload)", "--offload-optimizer",
         [](EstimateSettings& e) { e.offload_optimizer = true; });
   if (s.micro_batch % 2 == 0)
@@ -118,10 +119,11 @@ Estimate compute_estimate(const EstimateRequest& request) {
     const int per_node = e.settings.gpus_per_node;
     const int nodes = request.nodes > 0 ? request.nodes : (e.settings.world_size() + per_node - 1) / per_node;
     const std::int64_t psi = e.model.parameters();
-    if (e.settings.zero_stage == 3)
+    const ShardingRules rules(e.settings.layout());
+    if (rules.shards_parameters())
       e.deepspeed = deepspeed_zero3_model_states(psi, e.model.largest_module_parameters, per_node, nodes,
                                                  e.settings.offload_optimizer, e.settings.offload_params);
-    else if (e.settings.zero_stage == 2)
+    else if (rules.shards_gradients())
       e.deepspeed = deepspeed_zero2_model_states(psi, per_node, nodes, e.settings.offload_optimizer);
     else
       e.warnings.push_back("DeepSpeed's estimator covers ZeRO stages 2 and 3 only (this is stage " +

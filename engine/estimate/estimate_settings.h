@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "parallel/pipeline_schedule.h"
-#include "train/run_config.h"
+#include "config/run_config.h"
+#include "plan/sharding_plan.h"
 
 namespace shardscope {
 
@@ -55,6 +56,8 @@ struct EstimateSettings {
   double efficiency = 0.5;  // time model: fraction of peak FLOP/s a step sustains (assumed)
 
   int world_size() const { return dp * pp; }
+  // What the sharding plan needs (plan/sharding_plan.h).
+  ParallelLayout layout() const { return ParallelLayout{dp, pp, zero_stage, dp_mode, precision}; }
   // Sequences per optimizer step, as RunConfig::batch: micro-batch x dp x accum x m.
   std::int64_t global_batch() const { return static_cast<std::int64_t>(micro_batch) * dp * accum * micro_batches; }
   // Micro-batches each rank runs forward and backward per optimizer step.

@@ -11,7 +11,7 @@
 #include "estimate/formula_text.h"
 #include "estimate/zero_units.h"
 #include "model/parameter_layout.h"
-#include "parallel/grid.h"
+#include "plan/grid.h"
 #include "parallel/zero.h"
 
 namespace shardscope {
@@ -21,6 +21,7 @@ constexpr int kMaxRanks = 16384;  // one record per rank; beyond this the table 
 
 struct Context {
   const EstimateSettings& s;
+  const ShardingPlan& plan;  // who holds what: every byte count of the model states comes from it
   StateBytes k;
   std::string psi;  // "Ψ", or "Ψ_s" with pipeline stages
   bool naive;
@@ -62,34 +63,33 @@ void offload(RankMemory& m, MemoryCategory c, const std::string& what, const std
 }
 
 // Naive DataParallel's rank 0, the master that gathers every replica's gradients.
-bool naive_master(const EstimateSettings& s, const RankMemory& m) {
-  return s.dp_mode == DataParallelMode::naive && s.dp > 1 && m.dp_rank == 0;
+bool naive_master(const ShardingPlan& plan, const RankMemory& m) {
+  return plan.naive() && plan.dp() > 1 && m.dp_rank == 0;
 }
 
 // DDP, naive DataParallel, ZeRO-0/1: the stage's Ψ_s in one flat buffer, ZeRO-1
 // sharding the optimizer states by the flat partition.
 void flat_model_states(RankMemory& m, const Context& c, std::int64_t P) {
   const EstimateSettings& s = c.s;
-  const ZeroPartition part = make_zero_partition(P, s.dp, m.dp_rank);
-  set(m, MemoryCategory::parameters, c.k.parameters * P, whole(c.k.parameters, c.psi, P));
-  set(m, MemoryCategory::gradients, c.k.gradients * P, whole(c.k.gradients, c.psi, P));
-  std::int64_t optimizer = c.k.optimizer * P;
+  const RankPlan& held = c.plan.rank(m.rank);
+  const ZeroPartition& part = held.flat_shard;
+  set(m, MemoryCategory::parameters, held.model_state_bytes[MemoryCategory::parameters],
+      whole(c.k.parameters, c.psi, P));
+  set(m, MemoryCategory::gradients, held.model_state_bytes[MemoryCategory::gradients],
+      whole(c.k.gradients, c.psi, P));
   std::string text = whole(c.k.optimizer, c.psi, P) + state_split(s.precision);
-  if (c.naive && s.dp > 1 && m.dp_rank > 0) {
-    optimizer = 0;
+  if (!c.plan.updates(m.rank))
     text = "0: naive DataParallel replicas hold no optimizer states (rank 0 updates)";
-  } else if (c.naive && s.dp > 1) {
+  else if (c.naive && s.dp > 1)
     text += ": rank 0, the master, updates the whole model";
-  } else if (s.zero_stage == 1) {
-    optimizer = c.k.optimizer * (part.end - part.begin);
+  else if (c.plan.flat_optimizer_shards())
     text = sharded(c.k.optimizer, c.psi, part, s.dp) + state_split(s.precision);
-  }
-  set(m, MemoryCategory::optimizer_states, optimizer, text);
-  if (naive_master(s, m)) {
+  set(m, MemoryCategory::optimizer_states, held.model_state_bytes[MemoryCategory::optimizer_states], text);
+  if (naive_master(c.plan, m)) {
     set(m, MemoryCategory::communication, static_cast<std::int64_t>(s.dp) * c.k.gradients * P,
         "Nd·" + std::to_string(c.k.gradients) + c.psi + " = " + std::to_string(s.dp) + " × " +
             std::to_string(c.k.gradients) + " × " + grouped(P) + ": rank 0 gathers every replica's gradients");
-  } else if (!c.naive && s.zero_stage == 1 && s.dp > 1 && part.shard_size * s.dp != P) {
+  } else if (c.plan.all_gathers_flat_shards() && part.shard_size * s.dp != P) {
     set(m, MemoryCategory::communication, c.k.parameters * part.shard_size * (s.dp + 1),
         std::to_string(c.k.parameters) + " × (Nd + 1) × ceil(" + c.psi + "/Nd) = " + std::to_string(c.k.parameters) +
             " × " + std::to_string(s.dp + 1) + " × " + grouped(part.shard_size) +
@@ -104,31 +104,32 @@ void flat_model_states(RankMemory& m, const Context& c, std::int64_t P) {
 // ZeRO-2/3, unit by unit (zero_units.h, parallel/zero_storage.h).
 void unit_model_states(RankMemory& m, const Context& c, const UnitSharding& u, std::int64_t P) {
   const EstimateSettings& s = c.s;
+  const RankPlan& held = c.plan.rank(m.rank);
+  const bool gathers = c.plan.shards_parameters();
   const int k_p = c.k.parameters, k_g = c.k.gradients;
-  if (s.zero_stage >= 3)
-    set(m, MemoryCategory::parameters, k_p * u.shard, unit_sharded(k_p, u.shard, s.dp, "chunks"));
-  else
-    set(m, MemoryCategory::parameters, k_p * P, whole(k_p, c.psi, P));
-  set(m, MemoryCategory::gradients, k_g * u.shard, unit_sharded(k_g, u.shard, s.dp, "chunks"));
-  const std::int64_t mine = u.optimizer_elements(m.dp_rank);
-  set(m, MemoryCategory::optimizer_states, c.k.optimizer * mine,
-      unit_sharded(c.k.optimizer, mine, s.dp, "this rank's real elements") + state_split(s.precision));
+  set(m, MemoryCategory::parameters, held.model_state_bytes[MemoryCategory::parameters],
+      gathers ? unit_sharded(k_p, held.parameter_elements, s.dp, "chunks") : whole(k_p, c.psi, P));
+  set(m, MemoryCategory::gradients, held.model_state_bytes[MemoryCategory::gradients],
+      unit_sharded(k_g, held.gradient_elements, s.dp, "chunks"));
+  set(m, MemoryCategory::optimizer_states, held.model_state_bytes[MemoryCategory::optimizer_states],
+      unit_sharded(c.k.optimizer, held.optimizer_elements, s.dp, "this rank's real elements") +
+          state_split(s.precision));
   const std::string d = std::to_string(k_g) + " × ";
-  if (s.precision != Precision::fp32) {
-    const std::int64_t buffers = u.mixed_unit_buffer_peak(s.zero_stage);
+  if (c.plan.mixed()) {
+    const std::int64_t buffers = u.mixed_unit_buffer_peak(gathers);
     set(m, MemoryCategory::communication, k_g * (u.largest_chunk + buffers),
         d + "(" + grouped(u.largest_chunk) + " + " + grouped(buffers) + "): the reduce-scatter's receive chunk, plus " +
-            (s.zero_stage >= 3 ? "the gathered parameters of the head and the tied embedding, or of a layer, "
-                                 "max(E + H, L)"
-                               : "one unit's gradient rounded to 16 bits for its reduce-scatter, max(E, L, H)") +
+            (gathers ? "the gathered parameters of the head and the tied embedding, or of a layer, "
+                       "max(E + H, L)"
+                     : "one unit's gradient rounded to 16 bits for its reduce-scatter, max(E, L, H)") +
             " (units padded to Nd chunks; the fp32 unit gradients are workspace)");
     return;
   }
-  const std::int64_t buffers = u.unit_buffer_peak(s.zero_stage);
+  const std::int64_t buffers = u.unit_buffer_peak(gathers);
   set(m, MemoryCategory::communication, k_g * (u.largest_chunk + buffers),
       d + "(" + grouped(u.largest_chunk) + " + " + grouped(buffers) + "): the reduce-scatter's receive chunk, plus " +
-          (s.zero_stage >= 3 ? "whole-unit gradients and gathered parameters at backward's peak, max(2E + 2H, E + 2L)"
-                             : "whole-unit gradients at backward's peak, E + max(H, L)") +
+          (gathers ? "whole-unit gradients and gathered parameters at backward's peak, max(2E + 2H, E + 2L)"
+                   : "whole-unit gradients at backward's peak, E + max(H, L)") +
           " (units padded to Nd chunks)");
 }
 
@@ -140,14 +141,14 @@ void unit_model_states(RankMemory& m, const Context& c, const UnitSharding& u, s
 // and the embedding's working copies and the head's gradient join it; at a
 // layer, the layer's copy and gradient. Under ZeRO-2/3 the fp32 gradients are
 // padded to Nd chunks. Returns fp32 elements; sets `text`.
-std::int64_t mixed_working_peak(const ModelConfig& config, const StageLayers& stage, const EstimateSettings& s,
+std::int64_t mixed_working_peak(const ModelConfig& config, const StageLayers& stage, const ShardingPlan& plan,
                                 std::string& text) {
   const ParameterLayout layout(config, stage);
   auto numel = [&](int unit) {
     const ParameterUnit* u = layout.find_unit(unit);
     return u != nullptr ? u->numel() : 0;
   };
-  auto grad = [&](std::int64_t n) { return s.zero_stage >= 2 ? UnitSharding::chunk(n, s.dp) * s.dp : n; };
+  auto grad = [&](std::int64_t n) { return plan.unit_chunks() ? UnitSharding::chunk(n, plan.dp()) * plan.dp() : n; };
   const std::int64_t e = numel(0), l = stage.layer_count() > 0 ? numel(1 + stage.first_layer) : 0;
   const std::int64_t h = stage.head ? numel(config.layers + 1) : 0;
   const bool bert_embedding = config.kind == ModelKind::bert && stage.embedding;  // its LayerNorm's backward
@@ -155,18 +156,13 @@ std::int64_t mixed_working_peak(const ModelConfig& config, const StageLayers& st
   const std::int64_t at_layer = l > 0 ? grad(e) + grad(l) + l : 0;
   const std::int64_t at_embedding = grad(e) + (bert_embedding ? e : 0);
   const std::int64_t peak = std::max({at_head, at_layer, at_embedding});
-  const std::string g = s.zero_stage >= 2 ? "p" : "";  // padded gradients
+  const std::string g = plan.unit_chunks() ? "p" : "";  // padded gradients
   text = "fp32 working copies and unit gradients at backward's peak: 4 × " + grouped(peak) + ", max(" + g + "E + " +
          g + "H + E + H, " + g + "E + " + g + "L + L) with E " + grouped(e) + ", L " + grouped(l) + ", H " +
          grouped(h) + (g.empty() ? "" : " (pX: padded to Nd chunks)");
   return peak;
 }
 }  // namespace
-
-StateBytes state_bytes(Precision precision) {
-  if (precision == Precision::fp32) return {4, 4, 8};
-  return {2, 2, 12};  // ZeRO paper: fp16 parameters and gradients, K = 12 for mixed-precision Adam
-}
 
 int MemoryEstimate::fullest_rank() const {
   int best = 0;
@@ -229,10 +225,11 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
     throw ConfigError("--activations shardscope: ShardScope's kernels do not implement " + model.architecture + " (" +
                       model.name + "); use --activations formula");
 
-  const Grid grid(s.dp, s.pp);
-  const Context context{s, state_bytes(s.precision), s.pp > 1 ? "Ψ_s" : "Ψ", s.dp_mode == DataParallelMode::naive};
+  const ShardingPlan plan = make_sharding_plan(s.layout(), model);
+  const Grid& grid = plan.grid();
+  const Context context{s, plan, plan.bytes_per_parameter(), s.pp > 1 ? "Ψ_s" : "Ψ", plan.naive()};
   std::optional<UnitSharding> units;
-  if (s.zero_stage >= 2) units = shard_units(model, s.dp);
+  if (plan.unit_chunks()) units = shard_units(model, s.dp);
   MemoryEstimate out;
   const std::string gap = engine_gap(model, s);
   out.engine_exact = gap.empty();
@@ -262,7 +259,7 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
     const std::int64_t P = it->second.first;
     const ActivationBytes& acts = it->second.second;
     m.stage_parameters = P;
-    if (s.zero_stage >= 2)
+    if (plan.unit_chunks())
       unit_model_states(m, context, *units, P);
     else
       flat_model_states(m, context, P);
@@ -289,8 +286,8 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
     set(m, MemoryCategory::activations, m.micro_batches_in_flight * acts.activations, acts_text);
     if (s.precision != Precision::fp32 && s.activations == ActivationMode::shardscope) {
       std::string text;
-      std::int64_t working = mixed_working_peak(*model.engine_config, m.layers, s, text);
-      if (naive_master(s, m)) {
+      std::int64_t working = mixed_working_peak(*model.engine_config, m.layers, plan, text);
+      if (naive_master(plan, m)) {
         // After backward, rank 0 widens and sums the replicas' 16-bit gradients a block at a time
         // (parallel/data_parallel.cpp): a sum and a part of min(Ψ, 2^20) floats.
         const std::int64_t reduce = 2 * std::min<std::int64_t>(P, std::int64_t{1} << 20);

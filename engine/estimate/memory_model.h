@@ -19,7 +19,7 @@
 #include "core/memory_ledger.h"
 #include "estimate/estimate_settings.h"
 #include "estimate/model_shape.h"
-#include "train/run_config.h"
+#include "config/run_config.h"
 
 namespace shardscope {
 
@@ -61,9 +61,5 @@ RunConfig to_run_config(const ModelShape& model, const EstimateSettings& setting
 std::string engine_gap(const ModelShape& model, const EstimateSettings& settings);
 
 // Bytes per parameter of each model state (the ZeRO paper's 2 + 2 + 12 or 4 + 4 + 8).
-struct StateBytes {
-  int parameters, gradients, optimizer;
-};
-StateBytes state_bytes(Precision precision);
 
 }  // namespace shardscope

@@ -38,6 +38,29 @@ std::int64_t ModelShape::stage_parameters(int stages, int stage) const {
   return n;
 }
 
+std::vector<StageUnits> stage_units(const ModelShape& model, int pp) {
+  if (model.engine_config) return stage_units(*model.engine_config, pp);
+  std::vector<StageUnits> stages;
+  for (int s = 0; s < pp; ++s) {
+    StageUnits su;
+    su.layers = model.stage_layers(pp, s);
+    if (su.layers.embedding) su.units.push_back(PlanUnit{0, model.embedding_parameters});
+    for (int l = su.layers.first_layer; l < su.layers.end_layer; ++l)
+      su.units.push_back(PlanUnit{1 + l, model.layer_parameters});
+    if (su.layers.head) {
+      const bool tied_copy = !su.layers.embedding && model.tied_embeddings;  // the head's copy of the token embedding
+      su.units.push_back(PlanUnit{static_cast<int>(model.layers) + 1,
+                                  model.head_parameters + (tied_copy ? model.vocab * model.hidden : 0)});
+    }
+    stages.push_back(std::move(su));
+  }
+  return stages;
+}
+
+ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& model) {
+  return ShardingPlan(layout, stage_units(model, layout.pp));
+}
+
 ModelShape model_shape_from_config(const ModelConfig& config, std::string preset) {
   ModelShape m;
   m.name = preset.empty() ? config.name : preset;

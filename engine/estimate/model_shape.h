@@ -13,6 +13,7 @@
 
 #include "io/hf_config.h"
 #include "model/model_config.h"
+#include "plan/sharding_plan.h"
 
 namespace shardscope {
 
@@ -40,6 +41,12 @@ struct ModelShape {
   // a copy of a tied token embedding for its head (Megatron's embedding group).
   std::int64_t stage_parameters(int stages, int stage) const;
 };
+
+// Every pipeline stage's units (embeddings, layers, head) for the sharding
+// plan: the engine's own layout for a preset, else from the counts above.
+std::vector<StageUnits> stage_units(const ModelShape& model, int pp);
+// The sharding plan of a layout on this model.
+ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& model);
 
 ModelShape model_shape_from_config(const ModelConfig& config, std::string preset);
 ModelShape model_shape_from_hf(const HfModelConfig& hf);

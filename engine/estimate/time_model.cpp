@@ -35,7 +35,8 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
   t.flops_per_step = t.flops_per_token * static_cast<double>(t.tokens_per_step);
 
   // Data-parallel collectives, for the largest stage.
-  const StateBytes k = state_bytes(s.precision);
+  const ShardingRules rules(s.layout());
+  const StateBytes k = rules.bytes_per_parameter();
   std::int64_t psi_s = 0;
   for (int stage = 0; stage < s.pp; ++stage) psi_s = std::max(psi_s, model.stage_parameters(s.pp, stage));
   const double P = static_cast<double>(psi_s), Nd = s.dp, share = (Nd - 1) / Nd,
@@ -44,16 +45,16 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
   const std::string psi = (s.pp > 1 ? "Ψ_s = " : "Ψ = ") + grouped(psi_s);
   if (s.dp == 1) {
     t.dp_formula = "0: one data-parallel rank";
-  } else if (s.dp_mode == DataParallelMode::naive) {
+  } else if (rules.naive()) {
     t.dp_bytes = (Nd - 1) * (p + g) * P;
     t.dp_formula = "(Nd−1)(p + g)Ψ: rank 0 broadcasts the parameters and gathers every gradient, " + psi;
-  } else if (s.zero_stage == 0) {
+  } else if (!rules.shards_optimizer_states()) {  // DDP, ZeRO-0
     t.dp_bytes = 2 * share * g * P;
     t.dp_formula = "2(Nd−1)/Nd · gΨ: ring all-reduce of the gradients (reduce-scatter + all-gather), " + psi;
-  } else if (s.zero_stage == 1) {
+  } else if (rules.flat_optimizer_shards()) {  // ZeRO-1
     t.dp_bytes = share * (g + p) * P;
     t.dp_formula = "(Nd−1)/Nd · (g + p)Ψ: reduce-scatter the gradients, all-gather the updated shards, " + psi;
-  } else if (s.zero_stage == 2) {
+  } else if (!rules.shards_parameters()) {  // ZeRO-2
     t.dp_bytes = share * (K * g + p) * P;
     t.dp_formula = "(Nd−1)/Nd · (K·g + p)Ψ: reduce-scatter every micro-step, all-gather once, " + psi;
   } else {
@@ -85,7 +86,7 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
   t.bubble_s = t.bubble_fraction < 1 ? t.compute_s * t.bubble_fraction / (1 - t.bubble_fraction) : 0;
   // AdamW reads parameter, gradient, m, v and writes parameter, m, v: 28 bytes per
   // parameter in fp32, and also 28 in mixed precision (4 master + 2 grad + 8 read, 12 + 2 written).
-  double updated = s.zero_stage >= 1 ? P / Nd : P;
+  double updated = rules.shards_optimizer_states() ? P / Nd : P;
   if (s.offload_optimizer) updated = 0;  // the CPU runs the step (not modeled)
   t.optimizer_s = 28 * updated / (gpu->memory_gbps * 1e9);
   const bool dp_in_node = s.dp <= s.gpus_per_node, pp_in_node = s.world_size() <= s.gpus_per_node;

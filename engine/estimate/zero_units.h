@@ -26,18 +26,17 @@ struct UnitSharding {
 
   static std::int64_t chunk(std::int64_t n, int dp) { return (n + dp - 1) / dp; }
   std::int64_t padded(std::int64_t n) const { return chunk(n, dp) * dp; }  // a whole unit, Nd chunks
-  // Elements of rank `dp_rank`'s optimizer states: up to the end of its last real chunk.
-  std::int64_t optimizer_elements(int dp_rank) const;
-  // Peak elements of the temporary whole-unit buffers, backward being the peak:
+  // Peak elements of the temporary whole-unit buffers, backward being the peak
+  // (gathers_parameters: ZeRO-3, ShardingRules::shards_parameters):
   //   stage 2: the embedding gradient (live through all of backward) plus the head's or a layer's;
   //   stage 3: also their gathered parameters: max(2E + 2H, E + 2L) (padded sizes).
-  std::int64_t unit_buffer_peak(int stage) const;
+  std::int64_t unit_buffer_peak(bool gathers_parameters) const;
   // The same under mixed precision, where the whole-unit fp32 gradients count as
   // `workspace` and a unit's gradient is rounded to 16 bits (a padded whole-unit
   // buffer) just before its reduce-scatter; every unit's gathered parameters are
   // released before that: stage 2: max(E, L, H) (the rounded gradient, or the
   // all-gather staging after the step); stage 3: max(E + H, L) (gathered).
-  std::int64_t mixed_unit_buffer_peak(int stage) const;
+  std::int64_t mixed_unit_buffer_peak(bool gathers_parameters) const;
   // The largest unit (stage 3 initialises one whole unit at a time, in `workspace`).
   std::int64_t largest_unit() const;
 };

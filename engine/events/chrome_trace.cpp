@@ -138,6 +138,7 @@ json span(const Event& e, int lane) {
     j["args"] = {{"step", e.step},
                  {"micro_batch", e.micro_batch},
                  {"bucket", e.bucket},
+                 {"unit", e.unit},
                  {"ring_step", e.ring_step},
                  {"chunk", e.chunk},
                  {"src", e.src},
@@ -146,9 +147,9 @@ json span(const Event& e, int lane) {
                  {"phase", ring_phase_name(e.phase)}};
   } else {
     const char* action = e.shard_action == ShardAction::gather ? "gather" : "release";
-    j["name"] = action + suffix("L", e.layer);
+    j["name"] = action + suffix("unit ", e.unit);
     j["cat"] = "shard";
-    j["args"] = {{"step", e.step}, {"layer", e.layer}, {"bytes", e.bytes}, {"action", action}};
+    j["args"] = {{"step", e.step}, {"unit", e.unit}, {"bytes", e.bytes}, {"action", action}};
   }
   return j;
 }

@@ -17,7 +17,7 @@ enum class EventKind : std::uint8_t {
   step_metrics = 0,   // one per optimizer step (rank 0 reports the global figures); never dropped
   compute_span = 1,   // forward / backward / recompute / optimizer of a stage and micro-batch
   comm_span = 2,      // one communication transfer (a ring chunk, a send, a broadcast, ...)
-  shard = 3,          // ZeRO-3 parameter gather or release of a layer
+  shard = 3,          // ZeRO-3 parameter gather or release of a unit
   memory_sample = 4,  // a rank's ledger, current bytes by category
   log = 5,            // a line of text; never dropped
   error = 6,          // a failure (the rank and cause in text); never dropped
@@ -63,7 +63,8 @@ struct Event {
   // comm_span
   CommOp op = CommOp::all_reduce;
   RingPhase phase = RingPhase::none;
-  std::int32_t bucket = -1;        // DDP bucket / ZeRO partition id, -1 if none
+  std::int32_t bucket = -1;        // DDP gradient bucket, -1 if none
+  std::int32_t unit = -1;          // comm_span / shard: the ZeRO unit (0 embeddings, 1 + l layer l, L + 1 head), -1 if none
   std::int32_t ring_step = -1;     // 0 .. N-2 within its phase
   std::int32_t chunk = -1;         // chunk index being moved
   std::int32_t src = -1;           // sending rank (global)

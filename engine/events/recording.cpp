@@ -2,9 +2,11 @@
 // Records are written field by field, never as a memcpy of Event: the struct's
 // padding and layout belong to the compiler, the file's to us.
 //
-// Record layout, version 3 (304 bytes, little-endian). Version 2 is the first
-// 272 bytes (no device fields: read as device -1); version 1 is version 2 with
-// no overflow kind, flag bit 1 or loss scale. Both are still read.
+// Record layout, version 4 (304 bytes, little-endian). Version 3 has no unit
+// field: its ZeRO events said the unit as layer + 1 (shard) or as the bucket
+// (a reduce-scatter or all-gather), and are read back into `unit`. Version 2
+// is the first 272 bytes (no device fields: read as device -1); version 1 is
+// version 2 with no overflow kind, flag bit 1 or loss scale. All are still read.
 //   0 u8 kind        1 u8 compute      2 u8 op         3 u8 phase
 //   4 u8 shard_action 5 u8 level       6 u8 flags (bit 0: has_eval_loss, bit 1: skipped)  7 u8 zero
 //   8 i32 rank       12 i32 stage      16 i64 step     24 i32 micro_batch  28 i32 layer
@@ -14,7 +16,7 @@
 //   128 f32 loss     132 f32 lr        136 f32 grad_norm  140 f32 tokens_per_s  144 f32 eval_loss
 //   148 u8 text[120] (UTF-8, NUL-padded)                  268 f32 loss_scale (0 in version 1: read as 1)
 //   272 i64 device_used_bytes  280 i64 device_total_bytes  288 i64 device_reserved_bytes
-//   296 i32 device (-1: host)  300 u32 zero
+//   296 i32 device (-1: host)  300 i32 unit (version 4)
 #include "events/recording.h"
 
 #include <algorithm>
@@ -94,6 +96,7 @@ void encode_event(const Event& e, unsigned char* r) {
   put(r + 280, e.device_total_bytes);
   put(r + 288, e.device_reserved_bytes);
   put(r + 296, e.device);
+  put(r + 300, e.unit);
 }
 
 Event decode_event(const unsigned char* r, std::uint32_t version) {
@@ -134,6 +137,16 @@ Event decode_event(const unsigned char* r, std::uint32_t version) {
     e.device_total_bytes = get<std::int64_t>(r + 280);
     e.device_reserved_bytes = get<std::int64_t>(r + 288);
     e.device = get<std::int32_t>(r + 296);
+  }
+  if (version >= 4) {
+    e.unit = get<std::int32_t>(r + 300);
+  } else if (e.kind == EventKind::shard) {  // versions 1-3: a unit's gather or release said layer = unit - 1
+    e.unit = e.layer + 1;
+    e.layer = -1;
+  } else if (e.kind == EventKind::comm_span && e.bucket >= 0 &&
+             (e.op == CommOp::reduce_scatter || e.op == CommOp::all_gather)) {  // versions 1-3: bucket = unit
+    e.unit = e.bucket;
+    e.bucket = -1;
   }
   return e;
 }

@@ -242,6 +242,7 @@ void InProcessCommunicator::emit(const Transfer& t, int ring_step, int chunk, in
   e.step = t.tag.step;
   e.micro_batch = t.tag.micro_batch;
   e.bucket = t.tag.bucket;
+  e.unit = t.tag.unit;
   e.op = t.op;
   e.phase = t.phase;
   e.ring_step = ring_step;

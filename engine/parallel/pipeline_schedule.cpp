@@ -75,22 +75,6 @@ std::vector<PipelineAction> one_f_one_b_stage(int stage, int stages, int micro_b
 
 }  // namespace
 
-const char* pipeline_schedule_name(PipelineScheduleKind kind) {
-  switch (kind) {
-    case PipelineScheduleKind::gpipe:
-      return "gpipe";
-    case PipelineScheduleKind::one_f_one_b:
-      return "1f1b";
-  }
-  return "?";
-}
-
-PipelineScheduleKind parse_pipeline_schedule_kind(std::string_view name) {
-  for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b})
-    if (name == pipeline_schedule_name(kind)) return kind;
-  throw ConfigError("--schedule must be gpipe or 1f1b (got '" + std::string(name) + "')");
-}
-
 const char* pipeline_action_type_name(PipelineAction::Type type) {
   switch (type) {
     case Type::forward:

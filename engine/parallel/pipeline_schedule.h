@@ -13,13 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include "config/run_choices.h"
+
 namespace shardscope {
 
-enum class PipelineScheduleKind { gpipe, one_f_one_b };
-
-// "gpipe" or "1f1b"; parse throws ConfigError naming --schedule for anything else.
-const char* pipeline_schedule_name(PipelineScheduleKind kind);
-PipelineScheduleKind parse_pipeline_schedule_kind(std::string_view name);
 
 struct PipelineAction {
   enum class Type {

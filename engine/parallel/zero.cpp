@@ -6,15 +6,6 @@
 
 namespace shardscope {
 
-ZeroPartition make_zero_partition(std::int64_t total, int dp, int dp_rank) {
-  ZeroPartition p;
-  p.total = total;
-  p.shard_size = (total + dp - 1) / dp;
-  p.begin = std::min(total, dp_rank * p.shard_size);
-  p.end = std::min(total, p.begin + p.shard_size);
-  return p;
-}
-
 void all_gather_parameter_shards(Communicator& comm, Backend& backend, void* params, DType dtype,
                                  const ZeroPartition& part, Buffer& staging, const CommTag& tag) {
   const int dp = comm.size();

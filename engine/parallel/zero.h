@@ -18,16 +18,9 @@
 #include "core/dtype.h"
 #include "ops/backend.h"
 #include "parallel/communicator.h"
+#include "plan/sharding_plan.h"  // ZeroPartition
 
 namespace shardscope {
-
-struct ZeroPartition {
-  std::int64_t total;       // Ψ: parameters in the flat buffer
-  std::int64_t shard_size;  // ceil(Ψ / Nd): every shard padded to this
-  std::int64_t begin, end;  // this rank's shard [begin, end) within [0, Ψ)
-};
-
-ZeroPartition make_zero_partition(std::int64_t total, int dp, int dp_rank);
 
 // Every rank contributes params[begin, end) and receives the whole model.
 // `staging` (in the `communication` category) must hold shard_size * (Nd + 1)

@@ -10,24 +10,26 @@
 
 namespace shardscope {
 
-ZeroShardedStorage::ZeroShardedStorage(int stage, DType dtype, Model& model, Communicator& dp, MemoryLedger& ledger)
-    : stage_(stage), dtype_(dtype), model_(model), dp_(dp), ledger_(ledger) {
-  if (stage < 0 || stage > 3) throw std::invalid_argument("ZeRO storage: stage must be 0-3");
+ZeroShardedStorage::ZeroShardedStorage(const ShardingRules& rules, const RankPlan& rank, DType dtype, Model& model,
+                                       Communicator& dp, MemoryLedger& ledger)
+    : rules_(rules), dtype_(dtype), model_(model), dp_(dp), ledger_(ledger) {
+  if (!rules.unit_storage()) throw std::invalid_argument("ZeRO storage: fp32 stages 0 and 1 use the model's own buffers");
   if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16)
     throw std::invalid_argument("ZeRO storage: dtype must be f32, f16 or bf16");
-  if (dtype == DType::f32 && stage < 2)
-    throw std::invalid_argument("ZeRO storage: fp32 stages 0 and 1 use the model's own buffers");
-  const std::int64_t N = dp.size(), r = dp.rank();
+  if ((dtype != DType::f32) != rules.mixed()) throw std::invalid_argument("ZeRO storage: dtype and precision differ");
   std::int64_t largest_chunk = 0;
-  for (const ParameterUnit& u : model.layout().units()) {
+  for (const UnitChunk& c : rank.chunks) {
+    const ParameterUnit* u = model.layout().find_unit(c.unit);
+    if (u == nullptr || u->numel() != c.numel)
+      throw std::logic_error("ZeRO storage: the plan's unit " + std::to_string(c.unit) + " is not the model's");
     UnitShard s;
-    s.unit = u;
-    s.chunk = (u.numel() + N - 1) / N;
-    s.packed = shard_size_;
-    s.mine = std::clamp<std::int64_t>(u.numel() - r * s.chunk, 0, s.chunk);
+    s.unit = *u;
+    s.chunk = c.chunk;
+    s.packed = c.packed;
+    s.mine = c.mine;
     shard_size_ += s.chunk;
     largest_chunk = std::max(largest_chunk, s.chunk);
-    units_.emplace(u.id, std::move(s));
+    units_.emplace(c.unit, std::move(s));
   }
   const std::int64_t whole = model.parameter_count();
   grads_ = Buffer(ledger, MemoryCategory::gradients, (shards_gradients() ? shard_size_ : whole) * element_bytes());
@@ -55,7 +57,7 @@ void ZeroShardedStorage::emit_shard(ShardAction action, int unit, std::int64_t b
   Event e = base_;
   e.kind = EventKind::shard;
   e.shard_action = action;
-  e.layer = unit - 1;  // -1 embeddings, L the head
+  e.unit = unit;
   e.bytes = bytes;
   e.start_ns = e.end_ns = clock_ != nullptr ? clock_->now_ns() : 0;
   sink_->emit(e);
@@ -92,15 +94,6 @@ void ZeroShardedStorage::zero_gradients() {
   first_overflow_.clear();
 }
 
-std::vector<AdamW::ShardRange> ZeroShardedStorage::shard_ranges() const {
-  std::vector<AdamW::ShardRange> ranges;
-  for (const auto& [id, s] : units_) {
-    const std::int64_t begin = s.unit.begin + dp_.rank() * s.chunk;
-    if (s.mine > 0) ranges.push_back({begin, begin + s.mine, s.packed});
-  }
-  return ranges;
-}
-
 std::string ZeroShardedStorage::tensor_at(std::int64_t offset) const {
   for (const auto& e : model_.layout().entries())
     if (offset >= e.offset && offset < e.offset + e.numel) return e.name;
@@ -130,7 +123,7 @@ void ZeroShardedStorage::parameters_needed(Model& model, int unit) {
     s.gathered = Buffer(ledger_, MemoryCategory::communication, s.chunk * dp_.size() * element_bytes());
     std::byte* send = bytes_at(s.gathered, dp_.rank() * s.chunk);  // in place: our slot of the result
     model.backend().copy(send, bytes_at(params_, s.packed), s.chunk * element_bytes());
-    CommTag tag{base_.step, base_.micro_batch, unit};
+    const CommTag tag = unit_tag(base_.step, base_.micro_batch, unit);
     dp_.all_gather(send, s.gathered.data(), s.chunk, dtype_, tag);
     source = static_cast<const std::byte*>(s.gathered.data());
     emit_shard(ShardAction::gather, unit, s.unit.numel() * element_bytes());
@@ -171,7 +164,7 @@ void ZeroShardedStorage::gradients_needed(Model& model, int unit) {
 void ZeroShardedStorage::gradients_done(Model& model, int unit) {
   UnitShard& s = shard_of(unit);
   Backend& be = model.backend();
-  CommTag tag{base_.step, base_.micro_batch, unit};
+  const CommTag tag = unit_tag(base_.step, base_.micro_batch, unit);
   if (!shards_gradients()) {
     // Mixed stages 0/1: round to 16 bits and add to the stored gradient (the
     // accumulation over micro-batches is in 16 bits, as a GPU's .grad is).
@@ -200,7 +193,8 @@ void ZeroShardedStorage::gradients_done(Model& model, int unit) {
 }
 
 void ZeroShardedStorage::all_gather_parameters(const CommTag& tag) {
-  if (stage_ != 2) throw std::logic_error("ZeRO storage: only stage 2 all-gathers whole parameters after the update");
+  if (!rules_.all_gathers_unit_chunks())
+    throw std::logic_error("ZeRO storage: only ZeRO-2 all-gathers the updated chunks after the step");
   Buffer& whole_params = params_;  // mixed: our 16-bit parameters
   for (auto& [id, s] : units_) {
     Buffer staging(ledger_, MemoryCategory::communication, s.chunk * dp_.size() * element_bytes());
@@ -210,7 +204,7 @@ void ZeroShardedStorage::all_gather_parameters(const CommTag& tag) {
         mixed() ? bytes_at(whole_params, own) : reinterpret_cast<const std::byte*>(model_.params() + own);
     model_.backend().copy(send, from, s.mine * element_bytes());
     CommTag t = tag;
-    t.bucket = id;
+    t.unit = id;
     dp_.all_gather(send, staging.data(), s.chunk, dtype_, t);
     std::byte* to =
         mixed() ? bytes_at(whole_params, s.unit.begin) : reinterpret_cast<std::byte*>(model_.params() + s.unit.begin);

@@ -40,27 +40,26 @@
 #include "events/event.h"
 #include "model/model.h"
 #include "parallel/communicator.h"
-#include "train/adamw.h"
+#include "plan/sharding_plan.h"
 
 namespace shardscope {
 
 class ZeroShardedStorage final : public UnitStorage {
  public:
-  // stage 0-3; dtype f16/bf16 (any stage) or f32 (stages 2 and 3 only).
-  ZeroShardedStorage(int stage, DType dtype, Model& model, Communicator& dp, MemoryLedger& ledger);
+  // The plan's rules (ZeRO-2/3, or mixed precision at any stage: `rules.unit_storage()`)
+  // and this rank's chunks of its stage's units; dtype f16/bf16 (mixed) or f32.
+  ZeroShardedStorage(const ShardingRules& rules, const RankPlan& rank, DType dtype, Model& model, Communicator& dp,
+                     MemoryLedger& ledger);
 
-  int zero_stage() const { return stage_; }
   DType dtype() const { return dtype_; }
   bool mixed() const { return dtype_ != DType::f32; }
-  bool shards_gradients() const { return stage_ >= 2; }
-  bool shards_parameters() const { return stage_ >= 3; }
+  bool shards_gradients() const { return rules_.shards_gradients(); }
+  bool shards_parameters() const { return rules_.shards_parameters(); }
 
   // Writes the model's initial values into the storage: this rank's chunks
   // (stage 3) or the whole 16-bit parameters (mixed, stages 0-2).
   void init_parameters(std::uint64_t seed);
   void zero_gradients();
-  // Stages 2/3: where this rank's chunks sit in the flat layout and in the packed shard.
-  std::vector<AdamW::ShardRange> shard_ranges() const;
   // The gradients this rank updates from, in dtype(): its packed chunks
   // (stages 2/3) or the whole stage's flat gradients (mixed stages 0/1).
   void* gradients() { return grads_.data(); }
@@ -81,7 +80,7 @@ class ZeroShardedStorage final : public UnitStorage {
   // The flat offset of element i of gradients() (packed shard or flat).
   std::int64_t flat_offset_of_gradient(std::int64_t i) const;
 
-  // Events (shard gathers and releases) and the tags of the collectives.
+  // Events (parameter gathers and releases) and the tags of the collectives.
   void set_context(EventSink* sink, const RunClock* clock, const Event& base);
 
   void parameters_needed(Model& model, int unit) override;
@@ -92,9 +91,9 @@ class ZeroShardedStorage final : public UnitStorage {
  private:
   struct UnitShard {
     ParameterUnit unit;
-    std::int64_t chunk;   // ceil(n / Nd)
-    std::int64_t packed;  // offset of this rank's chunk in the shard buffers
-    std::int64_t mine;    // elements of this rank's chunk that are real (the rest is padding)
+    std::int64_t chunk = 0;   // ceil(n / Nd)
+    std::int64_t packed = 0;  // offset of this rank's chunk in the shard buffers
+    std::int64_t mine = 0;    // elements of this rank's chunk that are real (the rest is padding)
     Buffer gathered;      // stage 3: the whole unit (dtype) while in use
     Buffer working;       // mixed: the unit's parameters widened to fp32 while in use
     int users = 0;
@@ -108,7 +107,7 @@ class ZeroShardedStorage final : public UnitStorage {
   void note_overflow(const std::uint16_t* values, std::int64_t n, std::int64_t flat_begin);
   void emit_shard(ShardAction action, int unit, std::int64_t bytes);
 
-  int stage_;
+  const ShardingRules& rules_;
   DType dtype_;
   Model& model_;
   Communicator& dp_;

@@ -148,4 +148,25 @@ void DynamicLossScaler::update_deepspeed(bool found_inf, LossScaleUpdate& result
   }
 }
 
+LossScalerOptions loss_scaler_options(const RunConfig& c) {
+  if (c.precision != Precision::fp16) return LossScalerOptions::disabled();
+  if (c.loss_scale > 0.0f) {
+    LossScalerOptions o = LossScalerOptions::fixed(c.loss_scale);
+    o.rules = c.loss_scaler;
+    return o;
+  }
+  if (c.loss_scaler == LossScaleRules::deepspeed) {
+    DeepSpeedFp16Options ds;
+    ds.initial_scale_power = c.initial_scale_power;
+    if (c.scale_window > 0) ds.loss_scale_window = c.scale_window;
+    if (c.hysteresis > 0) ds.hysteresis = c.hysteresis;
+    if (c.min_loss_scale >= 0.0f) ds.min_loss_scale = c.min_loss_scale;
+    return LossScalerOptions::deepspeed(ds);
+  }
+  LossScalerOptions o = LossScalerOptions::grad_scaler();
+  o.initial_scale = std::ldexp(1.0f, c.initial_scale_power);
+  if (c.scale_window > 0) o.growth_interval = c.scale_window;
+  return o;
+}
+
 }  // namespace shardscope

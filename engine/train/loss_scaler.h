@@ -48,10 +48,11 @@
 
 #include <cstdint>
 
+#include "config/run_config.h"
+
 namespace shardscope {
 
 enum class LossScaleMode { none, fixed, dynamic };
-enum class LossScaleRules { torch_grad_scaler, deepspeed };
 
 // The "fp16" block of a DeepSpeed config, with DeepSpeed's defaults.
 struct DeepSpeedFp16Options {
@@ -129,5 +130,8 @@ class DynamicLossScaler {
   std::int64_t last_overflow_iter_ = -1;  // deepspeed rules; cur_iter is steps_
   int cur_hysteresis_ = 1;
 };
+
+// The scaler a run uses (RunConfig's fp16 fields): disabled for fp32 and bf16.
+LossScalerOptions loss_scaler_options(const RunConfig& config);
 
 }  // namespace shardscope

@@ -20,12 +20,12 @@
 #include "ops/nccl.h"
 #include "parallel/data_parallel.h"
 #include "parallel/ddp.h"
-#include "parallel/grid.h"
 #include "parallel/in_process_communicator.h"
 #include "parallel/nccl_communicator.h"
 #include "parallel/pipeline_parallel.h"
 #include "parallel/zero.h"
 #include "parallel/zero_storage.h"
+#include "plan/sharding_plan.h"
 #include "train/adamw.h"
 #include "train/trainer_rank.h"
 
@@ -58,174 +58,32 @@ std::vector<MemoryBytes> predict_memory(const RunConfig& config, const ModelConf
 
 }  // namespace
 
-Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory devices) : config_(config), sink_(sink) {
+Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory devices) : config_(config), faults_(config), sink_(sink) {
   validate_run_config(config_);
-  const ModelConfig model_config = find_model_preset(config_.model);
-  const Grid grid(config_.dp, config_.pp);
+  plan_ = std::make_unique<ShardingPlan>(make_sharding_plan(config_));
   dataset_ = load_dataset(config_);
-  world_ = InProcessWorld::create(grid.world_size(), sink_, &clock_);
-  // --device cuda: the GPUs if usable, else the CPU, saying why once.
-  if (!devices && config_.device == "cuda") {
-    const DeviceProbe probe = probe_cuda();
-    if (!probe.available()) {
-      device_note_ = "--device cuda: " + probe.reason + "; training on the CPU instead";
-    } else {
-      for (const int g : config_.gpus)
-        if (g >= static_cast<int>(probe.gpus.size()))
-          throw ConfigError("--gpus: GPU " + std::to_string(g) + " does not exist (" +
-                            std::to_string(probe.gpus.size()) + " found)");
-      const std::vector<int> gpus = config_.gpus;
-      const bool several = grid.world_size() > 1;
-      // Mixed precision multiplies 16-bit operands on the tensor cores, as torch.autocast does.
-      const std::string matmul(precision_name(config_.precision));
-      devices = [gpus, several, matmul](int r) {
-        const int gpu = gpus.size() == 1 ? gpus.front() : gpus[static_cast<std::size_t>(r)];
-        RankDevice d;
-        d.backend = make_cuda_backend(gpu, matmul);
-        // Blocks are zeroed on the rank's own stream: an allocation never waits for other ranks' work.
-        d.memory = make_cuda_device_memory(gpu, d.backend.get());
-        if (several) d.comm_backend = make_cuda_backend(gpu);
-        d.cuda_stream = cuda_stream(*d.backend);
-        return d;
-      };
-    }
-  }
-  // One GPU listed: every rank shares it (in-process communicator, device
-  // copies). One per rank: each rank on its own GPU, NCCL between them.
-  if (devices && config_.device == "cuda" && config_.gpus.size() > 1) {
-    const NcclAvailability nccl = probe_nccl();
-    if (!nccl.available)
-      throw ConfigError("--gpus: one rank per GPU needs NCCL, which is unavailable (" + nccl.reason +
-                        "); list one GPU (--gpus " + std::to_string(config_.gpus.front()) + ") and the ranks share it");
-    nccl_ = std::make_unique<NcclWorld>(config_.gpus, world_, sink_, &clock_);
-  }
+  world_ = InProcessWorld::create(plan_->grid().world_size(), sink_, &clock_);
+  const bool probed = !devices && config_.device == "cuda";
+  if (probed) devices = cuda_devices();  // empty (the CPU) when no GPU is usable: device_note_ says why
+  if (devices && config_.device == "cuda" && config_.gpus.size() > 1) open_nccl_world();
   // The estimator's bytes (for out-of-memory messages) for the kernels the ranks
   // really got: a --device cuda run that fell back to the CPU keeps T x T attention.
   RunConfig predicted_for = config_;
   if (!devices) predicted_for.device = "cpu";
-  predicted_ = predict_memory(predicted_for, model_config);
-  const int cores = config_.threads > 0 ? config_.threads : available_cores();
-  const int threads_per_rank = std::max(1, cores / grid.world_size());
-  const AdamWOptions adamw{0.9f, 0.95f, 1e-8f, config_.weight_decay};
-  const PipelineSchedule schedule = make_pipeline_schedule(config_.schedule, grid.pp(), config_.micro_batches);
-  // Each stage keeps as many micro-batches' activations as its schedule has in flight.
-  const PipelineTimeline timeline = simulate_pipeline_schedule(schedule, 1.0, 2.0);
-  std::vector<int> all(static_cast<std::size_t>(grid.world_size()));
-  for (int r = 0; r < grid.world_size(); ++r) all[static_cast<std::size_t>(r)] = r;
-  for (int r = 0; r < grid.world_size(); ++r) {
+  predicted_ = predict_memory(predicted_for, find_model_preset(config_.model));
+  for (int r = 0; r < plan_->grid().world_size(); ++r) {
     try {
-      auto rank = std::make_unique<Rank>();
-      rank->rank = r;
-      rank->dp_rank = grid.dp_rank_of(r);
-      rank->stage = grid.stage_of(r);
-      if (devices) {
-        RankDevice device = devices(r);
-        rank->device_memory = std::move(device.memory);
-        rank->ledger.set_device_memory(rank->device_memory.get());
-        rank->backend = std::move(device.backend);
-        rank->comm_backend = std::move(device.comm_backend);
-        rank->cuda_stream = device.cuda_stream;
-        // Ranks sharing the device exchange buffers through it (the in-process
-        // communicator's device copies); host values through its *_host calls.
-        rank->comm_device =
-            CommDevice{rank->backend.get(), rank->comm_backend ? rank->comm_backend.get() : rank->backend.get(),
-                       rank->device_memory.get()};
-      } else {
-        if (config_.test_device_capacity > 0) {
-          rank->device_memory =
-              std::make_unique<CachingDeviceMemory>(std::make_unique<HostRawAllocator>(config_.test_device_capacity));
-          rank->ledger.set_device_memory(rank->device_memory.get());
-        }
-        rank->backend = make_cpu_backend(CpuBackendOptions{threads_per_rank});
-      }
-      if (config_.profile_ops) {  // the collectives' device copies (comm_device) stay untimed
-        rank->op_profile = std::make_unique<OpProfile>();
-        rank->backend = make_profiling_backend(std::move(rank->backend), *rank->op_profile);
-      }
-      if (nccl_ != nullptr) {
-        const NcclRank on{rank->backend.get(), rank->comm_backend.get(), rank->device_memory.get(), rank->cuda_stream};
-        Rank* self = rank.get();
-        rank->make_communicator = [this, self, on](const std::vector<int>& members) {
-          return nccl_->communicator(self->rank, members, on);
-        };
-      } else {
-        Rank* self = rank.get();
-        rank->make_communicator = [this, self](const std::vector<int>& members) {
-          return world_->communicator(self->rank, members, self->comm_device);
-        };
-      }
-      const StageLayers layers = pipeline_stage_layers(model_config, grid.pp(), rank->stage);
-      const int zero = config_.dp_mode == DataParallelMode::ddp ? config_.zero_stage : 0;
-      const bool mixed = config_.mixed_precision();
-      rank->dtype = config_.precision == Precision::fp16   ? DType::f16
-                    : config_.precision == Precision::bf16 ? DType::bf16
-                                                           : DType::f32;
-      const auto esize = static_cast<std::int64_t>(dtype_size(rank->dtype));
-      // The model's own fp32 buffers, unless ZeRO shards them or they are 16-bit.
-      rank->model = make_model(model_config, layers, *rank->backend, rank->ledger,
-                               ModelBuffers{/*parameters=*/!mixed && zero < 3, /*gradients=*/!mixed && zero < 2});
-      rank->model->set_checkpointing(config_.checkpoint);
-      rank->model->set_event_sink(sink_, &clock_);
-      rank->model->set_activation_slots(
-          std::max(1, timeline.peak_micro_batches_in_flight[static_cast<std::size_t>(rank->stage)]));
-      rank->actions = schedule[static_cast<std::size_t>(rank->stage)];
-      const std::int64_t P = rank->model->parameter_count();
-      rank->dp_comm = rank->group(grid.dp_group(rank->stage));
-      if (zero >= 2 || mixed) {
-        rank->zero =
-            std::make_unique<ZeroShardedStorage>(zero, rank->dtype, *rank->model, *rank->dp_comm, rank->ledger);
-        rank->model->set_unit_storage(rank->zero.get());
-      }
-      // Every replica and stage starts as the one whole model would.
-      if (zero >= 3 || mixed)
-        rank->zero->init_parameters(config_.seed);
-      else
-        rank->model->init_weights(config_.seed);
-      rank->scaler = std::make_unique<DynamicLossScaler>(config_.loss_scaler_options());
-      rank->world_comm = rank->group(all);
-      if (grid.pp() > 1) {
-        rank->pp_comm = rank->group(grid.pipeline_group(rank->dp_rank));
-        if (rank->stage == 0 || rank->stage == grid.pp() - 1)
-          rank->embedding_comm =
-              rank->group({grid.rank_at(0, rank->dp_rank), grid.rank_at(grid.pp() - 1, rank->dp_rank)});
-      }
-      AdamWOptions options = adamw;
-      options.master_weights = mixed;
-      if (config_.dp_mode == DataParallelMode::naive) {
-        if (rank->dp_rank == 0) {
-          rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options);
-          if (grid.dp() > 1)
-            rank->comm_buffer = Buffer(rank->ledger, MemoryCategory::communication, grid.dp() * P * esize);
-        }
-      } else {
-        rank->partition = make_zero_partition(P, grid.dp(), rank->dp_rank);
-        if (zero >= 2) {
-          rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options,
-                                                    rank->zero->shard_ranges());
-        } else if (zero == 1) {
-          rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options,
-                                                    rank->partition.begin, rank->partition.end);
-          if (rank->partition.shard_size * grid.dp() != P)
-            rank->comm_buffer = Buffer(rank->ledger, MemoryCategory::communication,
-                                       rank->partition.shard_size * (grid.dp() + 1) * esize);
-        } else {
-          rank->optimizer = std::make_unique<AdamW>(rank->model->layout(), *rank->backend, rank->ledger, options);
-        }
-        if (grid.dp() > 1 && zero < 2)
-          rank->reducer = std::make_unique<DdpReducer>(
-              *rank->dp_comm,
-              make_gradient_buckets(rank->model->layout(), static_cast<std::int64_t>(config_.bucket_mb * 1e6), esize));
-      }
-      if (mixed && rank->optimizer != nullptr)
-        rank->optimizer->load_master(static_cast<const std::uint16_t*>(rank->zero->parameters()), rank->dtype,
-                                     /*params_packed=*/zero >= 3);
-      ranks_.push_back(std::move(rank));
+      ranks_.push_back(build_rank(r, devices));
     } catch (const OutOfMemory& e) {  // ranks are built one after another: none runs yet, none to stop
       throw OutOfMemory("rank " + std::to_string(r) + ": " + e.what() + predicted_text(r, e.category()), e.category(),
                         e.bytes());
     }
   }
   schedule_ = LrSchedule{config_.lr, config_.lr * config_.min_lr_ratio, config_.warmup_steps(), config_.steps};
+  announce();
+}
+
+void Trainer::announce() {
   if (!device_note_.empty()) {
     Event note;
     note.kind = EventKind::log;
@@ -234,6 +92,7 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
     note.set_text(device_note_);
     emit(note);
   }
+  const Grid& grid = plan_->grid();
   Event log;
   log.kind = EventKind::log;
   log.level = LogLevel::info;

@@ -31,13 +31,15 @@
 #include "ops/backend.h"
 #include "ops/op_profile.h"
 #include "parallel/communicator.h"
+#include "train/fault_injection.h"
 #include "train/lr_schedule.h"
-#include "train/run_config.h"
+#include "config/run_config.h"
 
 namespace shardscope {
 
 class InProcessWorld;
 class NcclWorld;
+class ShardingPlan;
 
 struct StepMetrics {
   std::int64_t step = 0;      // optimizer steps done, from 1
@@ -98,6 +100,7 @@ class Trainer {
   float evaluate();
 
   const RunConfig& config() const { return config_; }
+  const ShardingPlan& plan() const { return *plan_; }
   int world_size() const { return config_.world_size(); }
   const Model& model(int rank = 0) const;
   Model& model(int rank = 0);
@@ -124,9 +127,34 @@ class Trainer {
 
  private:
   struct Rank;
+  // Building the ranks (trainer_ranks.cpp), each from its place in the plan.
+  RankDeviceFactory cuda_devices();  // empty, with device_note_ set, when no GPU is usable
+  void open_nccl_world();
+  std::unique_ptr<Rank> build_rank(int rank, const RankDeviceFactory& devices);
+  void attach_device(Rank& rank, const RankDeviceFactory& devices);
+  void connect_communicators(Rank& rank);
+  void build_model(Rank& rank);
+  void build_optimizer(Rank& rank);
+  void announce();  // the run's first log lines
+
+  // One rank's step (rank_step.cpp, optimizer_step.cpp), phase by phase.
+  struct MicroBatches {
+    std::vector<std::vector<std::int32_t>> ids, targets;  // (m) x (micro-batch x T)
+  };
   void rank_step(Rank& rank);
+  BatchData read_global_batch(Rank& rank, const CommTag& tag);
+  void begin_step(Rank& rank, const CommTag& tag);
+  MicroBatches micro_batch_inputs(Rank& rank, const BatchData& global, int accumulation_step, CommTag tag);
+  void forward_backward(Rank& rank, const MicroBatches& inputs, int accumulation_step, bool synchronize,
+                        const CommTag& tag);
+  void synchronize_gradients(Rank& rank, const CommTag& tag);
+  bool overflow_verdict(Rank& rank, const CommTag& tag);
+  void optimizer_update(Rank& rank, const CommTag& tag);
+  static void* whole_gradients(Rank& rank);
+  Event event_base(const Rank& rank, std::int64_t step) const;
+  Event optimizer_span(const Rank& rank, const CommTag& tag) const;
+  void emit_memory_sample(const Rank& rank, const Event& span);
   void rank_evaluate(Rank& rank, float* loss_and_rows);
-  void combine_and_update(Rank& rank, const CommTag& tag);
   // Runs fn on every rank, each in its own thread; a rank that throws aborts
   // the world, and the first rank's own error is rethrown as RankFailure.
   void on_every_rank(const std::function<void(Rank&)>& fn);
@@ -136,6 +164,8 @@ class Trainer {
   std::string predicted_text(int rank, MemoryCategory category) const;
 
   RunConfig config_;
+  std::unique_ptr<ShardingPlan> plan_;  // who holds what on every rank, made once from config_
+  FaultInjection faults_;               // test hooks (--inject-failure, --inject-overflow); off by default
   EventSink* sink_;
   RunClock clock_;
   std::unique_ptr<TextDataset> dataset_;

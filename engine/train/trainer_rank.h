@@ -19,6 +19,7 @@
 #include "parallel/pipeline_schedule.h"
 #include "ops/op_profile.h"
 #include "parallel/zero.h"
+#include "plan/sharding_plan.h"
 #include "parallel/zero_storage.h"
 #include "train/adamw.h"
 #include "train/loss_scaler.h"
@@ -56,7 +57,6 @@ struct Trainer::Rank {
   std::unique_ptr<DynamicLossScaler> scaler;  // every rank keeps its own; all get the same overflow verdict
   DType dtype = DType::f32;                   // parameters and gradients (f16/bf16: mixed precision)
   std::vector<PipelineAction> actions;        // this stage's schedule
-  ZeroPartition partition{};
   Buffer comm_buffer;  // naive: rank 0's gradient gather buffer; ZeRO: padded gather staging
   // Filled by rank_step:
   float loss_sum = 0.0f;

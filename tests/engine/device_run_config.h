@@ -6,7 +6,7 @@
 
 #include <QTest>
 
-#include "train/run_config.h"
+#include "config/run_config.h"
 
 namespace shardscope::testing {
 

@@ -13,7 +13,7 @@
 
 #include "engine/rank_harness.h"
 #include "engine/test_support.h"
-#include "parallel/grid.h"
+#include "plan/grid.h"
 #include "parallel/in_process_communicator.h"
 
 using namespace shardscope;

@@ -56,6 +56,7 @@ std::vector<Event> every_kind_with_every_field() {
     e.op = static_cast<CommOp>(8 - k);
     e.phase = static_cast<RingPhase>(k % 3);
     e.bucket = 21 + k;
+    e.unit = 71 + k;
     e.ring_step = 31 + k;
     e.chunk = 41 + k;
     e.src = -51 - k;
@@ -93,6 +94,7 @@ void compare_events(const Event& a, const Event& b) {
   QCOMPARE(a.end_ns, b.end_ns);
   QCOMPARE(a.compute, b.compute);
   QCOMPARE(a.layer, b.layer);
+  QCOMPARE(a.unit, b.unit);
   QCOMPARE(a.op, b.op);
   QCOMPARE(a.phase, b.phase);
   QCOMPARE(a.bucket, b.bucket);
@@ -316,6 +318,7 @@ void TestEvents::recording_layout_is_the_documented_one() {
   e.device_used_bytes = 0x0A0B0C0D;
   e.device_total_bytes = std::int64_t{1} << 40;
   e.device_reserved_bytes = 0x77;
+  e.unit = 0x05060708;
   const std::string file = path("layout.ssrun");
   {
     RecordingWriter writer(file, "");
@@ -324,7 +327,7 @@ void TestEvents::recording_layout_is_the_documented_one() {
   const std::string bytes = read_file(file);
   QCOMPARE(bytes.size(), std::size_t{20 + 2 + 304});  // empty metadata is written as "{}"
   QCOMPARE(bytes.substr(0, 8), std::string("SSRUN\r\n\x1a", 8));
-  QCOMPARE(bytes.substr(8, 12), std::string("\x03\0\0\0\x30\x01\0\0\x02\0\0\0", 12));
+  QCOMPARE(bytes.substr(8, 12), std::string("\x04\0\0\0\x30\x01\0\0\x02\0\0\0", 12));
   QCOMPARE(bytes.substr(20, 2), std::string("{}"));
   const std::string record = bytes.substr(22);
   QCOMPARE(record[0], '\x04');                                                      // kind at 0
@@ -335,11 +338,40 @@ void TestEvents::recording_layout_is_the_documented_one() {
   QCOMPARE(record.substr(272, 8), std::string("\x0d\x0c\x0b\x0a\0\0\0\0", 8));      // device used at 272
   QCOMPARE(record.substr(280, 8), std::string("\0\0\0\0\0\x01\0\0", 8));            // device total at 280
   QCOMPARE(record.substr(288, 8), std::string("\x77\0\0\0\0\0\0\0", 8));            // reserved at 288
-  QCOMPARE(record.substr(296, 8), std::string("\x02\0\0\0\0\0\0\0", 8));            // device at 296, zero
+  QCOMPARE(record.substr(296, 8), std::string("\x02\0\0\0\x08\x07\x06\x05", 8));    // device at 296, unit at 300
   RecordingReader current;
   current.open(file);
-  QCOMPARE(current.version(), std::uint32_t{3});
+  QCOMPARE(current.version(), std::uint32_t{4});
   compare_events(current.read_all().at(0), e);
+
+  // Version 3 had no unit: ZeRO events said it as layer + 1 (a shard gather or
+  // release) or as the bucket (a unit's reduce-scatter or all-gather).
+  {
+    Event shard;
+    shard.kind = EventKind::shard;
+    shard.layer = 2;  // unit 3, as version 3 wrote it
+    Event scatter;
+    scatter.kind = EventKind::comm_span;
+    scatter.op = CommOp::reduce_scatter;
+    scatter.bucket = 5;  // unit 5, as version 3 wrote it
+    Event bucket = scatter;
+    bucket.op = CommOp::all_reduce;  // a DDP bucket stays a bucket
+    for (Event* v3 : {&shard, &scatter, &bucket}) {
+      unsigned char r[kRecordSize];
+      encode_event(*v3, r);
+      const Event back = decode_event(r, 3);
+      if (v3 == &shard) {
+        QCOMPARE(back.unit, 3);
+        QCOMPARE(back.layer, -1);
+      } else if (v3 == &scatter) {
+        QCOMPARE(back.unit, 5);
+        QCOMPARE(back.bucket, -1);
+      } else {
+        QCOMPARE(back.unit, -1);
+        QCOMPARE(back.bucket, 5);
+      }
+    }
+  }
 
   // Versions 2 and 1 (272-byte records, no device fields; version 1 also with
   // zero where the loss scale now is) still open: no device, scale 1.
@@ -426,7 +458,7 @@ void TestEvents::recording_bad_files_name_the_offset_data() {
   QTest::newRow("text-mode copy") << QByteArray::fromStdString("SSRUN\n\x1a" + good.substr(8))
                                   << "byte 5: the magic's line-ending bytes were changed";
   QTest::newRow("newer version") << QByteArray::fromStdString(patched(8, std::string("\x07", 1)))
-                                 << "byte 8: format version 7 is newer than this program (3)";
+                                 << "byte 8: format version 7 is newer than this program (4)";
   QTest::newRow("version 0") << QByteArray::fromStdString(patched(8, std::string("\0", 1)))
                              << "byte 8: format version 0 is invalid";
   QTest::newRow("record size") << QByteArray::fromStdString(patched(12, std::string("\x2c\x01", 2)))

@@ -201,15 +201,15 @@ void TestParallel::zero3_gathers_and_releases_every_layer() {
   trainer.step();
   const int L = trainer.model().config().layers;
   for (int r = 0; r < 2; ++r) {
-    std::map<int, int> open;  // layer -> gathers not yet released
+    std::map<int, int> open;  // unit -> gathers not yet released
     int gathers = 0;
     for (const Event& e : sink.events()) {
       if (e.kind != EventKind::shard || e.rank != r) continue;
       if (e.shard_action == ShardAction::gather) {
-        QCOMPARE(open[e.layer]++, 0);  // never gathered twice at once
+        QCOMPARE(open[e.unit]++, 0);  // never gathered twice at once
         ++gathers;
       } else {
-        QCOMPARE(--open[e.layer], 0);  // released only what was gathered
+        QCOMPARE(--open[e.unit], 0);  // released only what was gathered
       }
     }
     for (const auto& [layer, count] : open) QCOMPARE(count, 0);  // everything released

@@ -102,7 +102,7 @@ class TestZeroView : public QObject {
     }
     partial.consume(upTo);
     QCOMPARE(partial.model().gathered_units(upTo.back().rank), 1);
-    QVERIFY(partial.model().gathered(upTo.back().rank, upTo.back().layer + 1));
+    QVERIFY(partial.model().gathered(upTo.back().rank, upTo.back().unit));
   }
 
   void holdsFollowsTheStage() {

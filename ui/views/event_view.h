@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "events/event.h"
-#include "train/run_config.h"
+#include "config/run_config.h"
 
 namespace shardscope::ui {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "parallel/grid.h"
+#include "plan/grid.h"
 
 #include <string>
 

@@ -8,25 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "parallel/pipeline_schedule.h"
-#include "train/loss_scaler.h"
+#include "config/run_choices.h"
 
 namespace shardscope {
-
-// How data-parallel ranks combine gradients: naive DataParallel (rank 0 is the
-// master, as torch.nn.DataParallel) or DistributedDataParallel (ring all-reduce).
-enum class DataParallelMode { naive, ddp };
-std::string_view data_parallel_mode_name(DataParallelMode mode);
-
-// What the parameters used by forward/backward and the gradients are stored in.
-// fp16 and bf16 keep fp32 master weights and AdamW states (mixed precision);
-// fp16 scales the loss (loss_scaler.h); bf16 has fp32's range and needs no scaler.
-enum class Precision { fp32, fp16, bf16 };
-std::string_view precision_name(Precision precision);
-// Also accepts "no" (accelerate's mixed_precision: no). ConfigError names `field`.
-Precision parse_precision(std::string_view name, std::string_view field = "--precision");
-std::string_view loss_scaler_rules_name(LossScaleRules rules);  // "torch" or "deepspeed"
-LossScaleRules parse_loss_scaler_rules(std::string_view name);  // ConfigError naming --loss-scaler
 
 struct RunConfig {
   std::string model = "gpt-tiny";  // preset name
@@ -98,8 +82,6 @@ struct RunConfig {
 
   std::int64_t warmup_steps() const;
   bool mixed_precision() const { return precision != Precision::fp32; }
-  // The scaler the run uses: disabled for fp32 and bf16.
-  LossScalerOptions loss_scaler_options() const;
 };
 
 // Throws ConfigError naming the first bad field by its CLI flag (e.g. "--steps").

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "train/run_config.h"
+#include "config/run_config.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,57 +8,6 @@
 #include "model/model_config.h"
 
 namespace shardscope {
-
-std::string_view data_parallel_mode_name(DataParallelMode mode) {
-  return mode == DataParallelMode::naive ? "naive" : "ddp";
-}
-
-std::string_view precision_name(Precision precision) {
-  switch (precision) {
-    case Precision::fp16: return "fp16";
-    case Precision::bf16: return "bf16";
-    case Precision::fp32: break;
-  }
-  return "fp32";
-}
-
-Precision parse_precision(std::string_view name, std::string_view field) {
-  if (name == "no") return Precision::fp32;
-  for (Precision p : {Precision::fp32, Precision::fp16, Precision::bf16})
-    if (name == precision_name(p)) return p;
-  throw ConfigError(std::string(field) + ": \"" + std::string(name) + "\" is not one of fp32, fp16, bf16");
-}
-
-std::string_view loss_scaler_rules_name(LossScaleRules rules) {
-  return rules == LossScaleRules::deepspeed ? "deepspeed" : "torch";
-}
-
-LossScaleRules parse_loss_scaler_rules(std::string_view name) {
-  if (name == "torch") return LossScaleRules::torch_grad_scaler;
-  if (name == "deepspeed") return LossScaleRules::deepspeed;
-  throw ConfigError("--loss-scaler must be torch or deepspeed (got \"" + std::string(name) + "\")");
-}
-
-LossScalerOptions RunConfig::loss_scaler_options() const {
-  if (precision != Precision::fp16) return LossScalerOptions::disabled();
-  if (loss_scale > 0.0f) {
-    LossScalerOptions o = LossScalerOptions::fixed(loss_scale);
-    o.rules = loss_scaler;
-    return o;
-  }
-  if (loss_scaler == LossScaleRules::deepspeed) {
-    DeepSpeedFp16Options ds;
-    ds.initial_scale_power = initial_scale_power;
-    if (scale_window > 0) ds.loss_scale_window = scale_window;
-    if (hysteresis > 0) ds.hysteresis = hysteresis;
-    if (min_loss_scale >= 0.0f) ds.min_loss_scale = min_loss_scale;
-    return LossScalerOptions::deepspeed(ds);
-  }
-  LossScalerOptions o = LossScalerOptions::grad_scaler();
-  o.initial_scale = std::ldexp(1.0f, initial_scale_power);
-  if (scale_window > 0) o.growth_interval = scale_window;
-  return o;
-}
 
 std::int64_t RunConfig::warmup_steps() const {
   return warmup >= 0 ? warmup : std::min<std::int64_t>(100, steps / 10);

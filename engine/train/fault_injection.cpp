@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "train/fault_injection.h"
+
+#include <stdexcept>
+
+namespace shardscope {
+
+void FaultInjection::before_backward(int rank, std::int64_t step) const {
+  if (rank == fail_rank_ && step == fail_step_)
+    throw std::runtime_error("injected failure (--inject-failure) before backward of step " + std::to_string(step));
+}
+
+bool FaultInjection::overflow(Backend& backend, int rank, std::int64_t step, DType dtype, std::uint16_t* gradients,
+                              std::int64_t count) const {
+  if (rank != overflow_rank_ || step != overflow_step_ || count <= 0) return false;
+  const std::uint16_t inf = dtype == DType::f16 ? 0x7C00 : 0x7F80;
+  backend.upload(gradients, &inf, sizeof inf);
+  return true;
+}
+
+}  // namespace shardscope

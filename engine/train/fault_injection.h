@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Test hooks, kept out of the training step: a rank that fails at a step
+// (--inject-failure RANK:STEP, to check that a failing rank stops every rank)
+// and an fp16 overflow on a rank at a step (--inject-overflow RANK:STEP, to
+// check that every rank skips the step). Off unless the run config asks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "config/run_config.h"
+#include "core/dtype.h"
+#include "ops/backend.h"
+
+namespace shardscope {
+
+class FaultInjection {
+ public:
+  explicit FaultInjection(const RunConfig& config)
+      : fail_rank_(config.fail_rank),
+        fail_step_(config.fail_step),
+        overflow_rank_(config.overflow_rank),
+        overflow_step_(config.overflow_step) {}
+
+  // Throws the injected failure on `rank` at `step` (called before its backward).
+  void before_backward(int rank, std::int64_t step) const;
+  // Writes an inf into the first of the rank's `count` 16-bit gradients at
+  // `step`, as if its shard had overflowed; true if it did.
+  bool overflow(Backend& backend, int rank, std::int64_t step, DType dtype, std::uint16_t* gradients,
+                std::int64_t count) const;
+
+ private:
+  int fail_rank_;
+  std::int64_t fail_step_;
+  int overflow_rank_;
+  std::int64_t overflow_step_;
+};
+
+}  // namespace shardscope

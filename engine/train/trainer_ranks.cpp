@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// How the trainer builds its ranks: each from its place in the sharding plan
+// (plan/sharding_plan.h): its device, its communicators, its model (the
+// stage's layers), where its parameters and gradients live, and its optimizer.
+#include <string>
+
+#include "core/caching_device_memory.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "ops/device.h"
+#include "ops/nccl.h"
+#include "parallel/nccl_communicator.h"
+#include "train/trainer_rank.h"
+
+namespace shardscope {
+
+RankDeviceFactory Trainer::cuda_devices() {
+  const DeviceProbe probe = probe_cuda();
+  if (!probe.available()) {
+    device_note_ = "--device cuda: " + probe.reason + "; training on the CPU instead";
+    return {};
+  }
+  for (const int g : config_.gpus)
+    if (g >= static_cast<int>(probe.gpus.size()))
+      throw ConfigError("--gpus: GPU " + std::to_string(g) + " does not exist (" + std::to_string(probe.gpus.size()) +
+                        " found)");
+  const std::vector<int> gpus = config_.gpus;
+  const bool several = plan_->grid().world_size() > 1;
+  // Mixed precision multiplies 16-bit operands on the tensor cores, as torch.autocast does.
+  const std::string matmul(precision_name(config_.precision));
+  return [gpus, several, matmul](int r) {
+    const int gpu = gpus.size() == 1 ? gpus.front() : gpus[static_cast<std::size_t>(r)];
+    RankDevice d;
+    d.backend = make_cuda_backend(gpu, matmul);
+    // Blocks are zeroed on the rank's own stream: an allocation never waits for other ranks' work.
+    d.memory = make_cuda_device_memory(gpu, d.backend.get());
+    if (several) d.comm_backend = make_cuda_backend(gpu);
+    d.cuda_stream = cuda_stream(*d.backend);
+    return d;
+  };
+}
+
+// One GPU listed: every rank shares it (in-process communicator, device copies).
+// One per rank: each rank on its own GPU, NCCL between them.
+void Trainer::open_nccl_world() {
+  const NcclAvailability nccl = probe_nccl();
+  if (!nccl.available)
+    throw ConfigError("--gpus: one rank per GPU needs NCCL, which is unavailable (" + nccl.reason +
+                      "); list one GPU (--gpus " + std::to_string(config_.gpus.front()) + ") and the ranks share it");
+  nccl_ = std::make_unique<NcclWorld>(config_.gpus, world_, sink_, &clock_);
+}
+
+std::unique_ptr<Trainer::Rank> Trainer::build_rank(int r, const RankDeviceFactory& devices) {
+  const RankPlan& place = plan_->rank(r);
+  auto rank = std::make_unique<Rank>();
+  rank->rank = r;
+  rank->dp_rank = place.dp_rank;
+  rank->stage = place.stage;
+  attach_device(*rank, devices);
+  connect_communicators(*rank);
+  build_model(*rank);
+  build_optimizer(*rank);
+  return rank;
+}
+
+void Trainer::attach_device(Rank& rank, const RankDeviceFactory& devices) {
+  if (devices) {
+    RankDevice device = devices(rank.rank);
+    rank.device_memory = std::move(device.memory);
+    rank.ledger.set_device_memory(rank.device_memory.get());
+    rank.backend = std::move(device.backend);
+    rank.comm_backend = std::move(device.comm_backend);
+    rank.cuda_stream = device.cuda_stream;
+    // Ranks sharing the device exchange buffers through it (the in-process
+    // communicator's device copies); host values through its *_host calls.
+    rank.comm_device = CommDevice{rank.backend.get(), rank.comm_backend ? rank.comm_backend.get() : rank.backend.get(),
+                                  rank.device_memory.get()};
+  } else {
+    if (config_.test_device_capacity > 0) {
+      rank.device_memory =
+          std::make_unique<CachingDeviceMemory>(std::make_unique<HostRawAllocator>(config_.test_device_capacity));
+      rank.ledger.set_device_memory(rank.device_memory.get());
+    }
+    const int cores = config_.threads > 0 ? config_.threads : available_cores();
+    rank.backend = make_cpu_backend(CpuBackendOptions{std::max(1, cores / plan_->grid().world_size())});
+  }
+  if (config_.profile_ops) {  // the collectives' device copies (comm_device) stay untimed
+    rank.op_profile = std::make_unique<OpProfile>();
+    rank.backend = make_profiling_backend(std::move(rank.backend), *rank.op_profile);
+  }
+}
+
+// The rank's groups on the grid: its stage's data-parallel peers, its
+// pipeline, the tied embedding's first and last stage, and the whole world.
+void Trainer::connect_communicators(Rank& rank) {
+  Rank* self = &rank;
+  if (nccl_ != nullptr) {
+    const NcclRank on{rank.backend.get(), rank.comm_backend.get(), rank.device_memory.get(), rank.cuda_stream};
+    rank.make_communicator = [this, self, on](const std::vector<int>& members) {
+      return nccl_->communicator(self->rank, members, on);
+    };
+  } else {
+    rank.make_communicator = [this, self](const std::vector<int>& members) {
+      return world_->communicator(self->rank, members, self->comm_device);
+    };
+  }
+  const Grid& grid = plan_->grid();
+  rank.dp_comm = rank.group(grid.dp_group(rank.stage));
+  std::vector<int> all(static_cast<std::size_t>(grid.world_size()));
+  for (int r = 0; r < grid.world_size(); ++r) all[static_cast<std::size_t>(r)] = r;
+  rank.world_comm = rank.group(all);
+  if (grid.pp() > 1) {
+    rank.pp_comm = rank.group(grid.pipeline_group(rank.dp_rank));
+    if (rank.stage == 0 || rank.stage == grid.pp() - 1)
+      rank.embedding_comm = rank.group({grid.rank_at(0, rank.dp_rank), grid.rank_at(grid.pp() - 1, rank.dp_rank)});
+  }
+}
+
+// The stage's layers, with its parameters and gradients in the model's own
+// fp32 buffers or in the unit storage (ZeRO-2/3 chunks, 16-bit copies).
+void Trainer::build_model(Rank& rank) {
+  const ModelConfig model_config = find_model_preset(config_.model);
+  const RankPlan& place = plan_->rank(rank.rank);
+  rank.dtype = config_.precision == Precision::fp16   ? DType::f16
+               : config_.precision == Precision::bf16 ? DType::bf16
+                                                      : DType::f32;
+  rank.model = make_model(model_config, plan_->stage(rank.stage).layers, *rank.backend, rank.ledger,
+                          ModelBuffers{plan_->model_holds_parameters(), plan_->model_holds_gradients()});
+  rank.model->set_checkpointing(config_.checkpoint);
+  rank.model->set_event_sink(sink_, &clock_);
+  // Each stage keeps as many micro-batches' activations as its schedule has in flight.
+  const PipelineSchedule schedule = make_pipeline_schedule(config_.schedule, config_.pp, config_.micro_batches);
+  const PipelineTimeline timeline = simulate_pipeline_schedule(schedule, 1.0, 2.0);
+  rank.model->set_activation_slots(
+      std::max(1, timeline.peak_micro_batches_in_flight[static_cast<std::size_t>(rank.stage)]));
+  rank.actions = schedule[static_cast<std::size_t>(rank.stage)];
+  if (plan_->unit_storage()) {
+    rank.zero =
+        std::make_unique<ZeroShardedStorage>(*plan_, place, rank.dtype, *rank.model, *rank.dp_comm, rank.ledger);
+    rank.model->set_unit_storage(rank.zero.get());
+  }
+  // Every replica and stage starts as the one whole model would.
+  if (plan_->model_holds_parameters())
+    rank.model->init_weights(config_.seed);
+  else
+    rank.zero->init_parameters(config_.seed);
+  rank.scaler = std::make_unique<DynamicLossScaler>(loss_scaler_options(config_));
+}
+
+namespace {
+// AdamW's ranges for a ZeRO-2/3 rank: its real elements of every unit chunk,
+// at their flat offsets and packed one after another.
+std::vector<AdamW::ShardRange> optimizer_ranges(const RankPlan& place) {
+  std::vector<AdamW::ShardRange> ranges;
+  for (const UnitChunk& c : place.chunks) {
+    const std::int64_t begin = c.begin + place.dp_rank * c.chunk;
+    if (c.mine > 0) ranges.push_back({begin, begin + c.mine, c.packed});
+  }
+  return ranges;
+}
+}  // namespace
+
+// What the rank updates (everything, its ZeRO shard, or nothing on a naive
+// replica), and how it combines gradients with its data-parallel peers.
+void Trainer::build_optimizer(Rank& rank) {
+  const RankPlan& place = plan_->rank(rank.rank);
+  const ParameterLayout& layout = rank.model->layout();
+  const std::int64_t P = place.stage_parameters, esize = static_cast<std::int64_t>(dtype_size(rank.dtype));
+  const int dp = plan_->dp();
+  AdamWOptions options{0.9f, 0.95f, 1e-8f, config_.weight_decay};
+  options.master_weights = plan_->mixed();
+  if (!plan_->updates(rank.rank)) return;  // a naive DataParallel replica: rank 0 updates for it
+  if (plan_->unit_chunks()) {
+    rank.optimizer =
+        std::make_unique<AdamW>(layout, *rank.backend, rank.ledger, options, optimizer_ranges(place));
+  } else if (plan_->flat_optimizer_shards()) {
+    rank.optimizer = std::make_unique<AdamW>(layout, *rank.backend, rank.ledger, options, place.flat_shard.begin,
+                                             place.flat_shard.end);
+    if (place.flat_shard.shard_size * dp != P)  // padded shards gather through staging
+      rank.comm_buffer =
+          Buffer(rank.ledger, MemoryCategory::communication, place.flat_shard.shard_size * (dp + 1) * esize);
+  } else {
+    rank.optimizer = std::make_unique<AdamW>(layout, *rank.backend, rank.ledger, options);
+  }
+  if (plan_->naive() && dp > 1)  // the master gathers every replica's gradients
+    rank.comm_buffer = Buffer(rank.ledger, MemoryCategory::communication, dp * P * esize);
+  if (plan_->bucketed_all_reduce())
+    rank.reducer = std::make_unique<DdpReducer>(
+        *rank.dp_comm, make_gradient_buckets(layout, static_cast<std::int64_t>(config_.bucket_mb * 1e6), esize));
+  if (plan_->mixed())
+    rank.optimizer->load_master(static_cast<const std::uint16_t*>(rank.zero->parameters()), rank.dtype,
+                                /*params_packed=*/plan_->shards_parameters());
+}
+
+}  // namespace shardscope
