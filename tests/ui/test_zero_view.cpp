@@ -8,9 +8,13 @@
 #include <QDir>
 #include <QtTest>
 
+#include <array>
+
 #include "engine/collecting_sink.h"
 #include "events/event.h"
 #include "train/trainer.h"
+#include "byte_text.h"
+#include "plan/sharding_plan.h"
 #include "views/zero_view.h"
 
 using namespace shardscope;
@@ -139,6 +143,67 @@ class TestZeroView : public QObject {
       }
   }
 
+  // The formula and the bytes come from the run's sharding plan: an fp16
+  // ZeRO-3 run states the mixed-precision 2Ψ + 2Ψ + 12Ψ (each over Nd), and
+  // each rank's plan bytes are what its ledger holds, which the view shows.
+  void fp16Zero3StatesTheMixedFormulaAndTheLedgersBytes() {
+    RunConfig c = zeroConfig(3, 2);
+    c.precision = Precision::fp16;
+    test::CollectingSink sink;
+    Trainer trainer(c, &sink);
+    trainer.step();
+    ZeroView view;
+    view.reset(c);
+    QVERIFY(view.formulaText().contains(QStringLiteral("2Ψ/Nd + 2Ψ/Nd + 12Ψ/Nd = 16Ψ/Nd")));
+    QVERIFY(!view.formulaText().contains(QStringLiteral("4Ψ")));
+    QVERIFY(view.bytesText(0).endsWith(QStringLiteral("(plan)")));  // before any memory sample
+    view.consume(sink.events());
+    for (int r = 0; r < 2; ++r) {
+      const MemoryBytes held = trainer.ledger(r).current();
+      const std::array<std::pair<ModelState, MemoryCategory>, 3> states{
+          {{ModelState::parameters, MemoryCategory::parameters},
+           {ModelState::gradients, MemoryCategory::gradients},
+           {ModelState::optimizer_states, MemoryCategory::optimizer_states}}};
+      for (const auto& [state, category] : states) {
+        QVERIFY(held[category] > 0);
+        QCOMPARE(view.model().planBytes(r, state), held[category]);
+        QCOMPARE(view.model().ledgerBytes(r, state), held[category]);
+      }
+      // fp16: parameters and gradients 2 bytes, optimizer states 12 (master, m, v) per element.
+      QCOMPARE(held[MemoryCategory::optimizer_states] % 12, std::int64_t{0});
+      QCOMPARE(view.model().planBytes(r, ModelState::parameters), trainer.plan().rank(r).parameter_elements * 2);
+      QVERIFY(view.bytesText(r).contains(shardscope::ui::byteText(held[MemoryCategory::optimizer_states])));
+      QVERIFY(!view.bytesText(r).contains(QStringLiteral("(plan)")));
+    }
+  }
+
+  // dp 2 x pp 2: each rank holds only its pipeline stage's units.
+  void pipelineStagesHoldOnlyTheirUnits() {
+    RunConfig c = zeroConfig(0, 2);
+    c.pp = 2;
+    ZeroView view;
+    view.reset(c);
+    const auto& m = view.model();
+    QCOMPARE(m.ranks(), 4);
+    const int L = m.layers();
+    QVERIFY(L >= 2);
+    const ShardingPlan& plan = *m.plan();
+    const int head = L + 1;
+    for (int r = 0; r < 4; ++r) {
+      const int stage = plan.grid().stage_of(r);
+      const StageLayers& layers = plan.stage(stage).layers;
+      for (int l = 0; l < L; ++l) {
+        const bool mine = l >= layers.first_layer && l < layers.end_layer;
+        for (State s : {State::parameters, State::gradients, State::optimizer}) QCOMPARE(m.holds(r, 1 + l, s), mine);
+      }
+      QCOMPARE(m.holds(r, head, State::parameters), stage == 1);
+    }
+    // Stage 0 holds the first layer, stage 1 the last; never both.
+    QVERIFY(m.holds(0, 1, State::parameters) && !m.holds(0, L, State::parameters));
+    QVERIFY(m.holds(3, L, State::parameters) && !m.holds(3, 1, State::parameters));
+    QVERIFY(view.formulaText().contains(QStringLiteral("4Ψ + 4Ψ + 8Ψ = 16Ψ")));
+  }
+
   void zero1CountsTheParameterAllGather() {
     const RunConfig c = zeroConfig(1, 2);
     ZeroView view;
@@ -177,6 +242,12 @@ class TestZeroView : public QObject {
     // ZeRO-1: during the all-gather of the updated parameter shards.
     screenshot(zeroConfig(1, 2), QStringLiteral("zero_view_zero1.png"), 1, [](const Event& e) {
       return e.kind == EventKind::comm_span && e.op == CommOp::all_gather;
+    });
+    // dp 2 x pp 2: each stage's ranks hold their own units, during a bucket all-reduce.
+    RunConfig pipelined = zeroConfig(0, 2);
+    pipelined.pp = 2;
+    screenshot(pipelined, QStringLiteral("zero_view_dp2_pp2.png"), 1, [](const Event& e) {
+      return e.kind == EventKind::comm_span && e.op == CommOp::all_reduce && e.bucket >= 0;
     });
   }
 };

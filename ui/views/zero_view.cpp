@@ -8,38 +8,67 @@
 #include <algorithm>
 #include <exception>
 
+#include "byte_text.h"
 #include "model/model_config.h"
-#include "model/parameter_layout.h"
 
 namespace shardscope::ui {
 
 void ZeroViewModel::reset(const RunConfig& config) {
   *this = ZeroViewModel();
-  stage_ = std::clamp(config.zero_stage, 0, 3);
-  dp_ = std::max(1, config.dp);
-  ranks_ = std::max(1, config.world_size());
   try {
+    plan_.emplace(make_sharding_plan(config));
     layers_ = find_model_preset(config.model).layers;
-  } catch (const std::exception&) {
-    layers_ = 0;  // an unknown model: only the embeddings and the head
+  } catch (const std::exception&) {  // an unknown model or a layout the engine refuses: nothing to draw
+    plan_.reset();
+    layers_ = 0;
   }
 }
 
-bool ZeroViewModel::holdsChunk(int rank, int column, int chunk, State s) const {
-  if (rank < 0 || rank >= ranks_ || column < 0 || column >= columns() || chunk < 0 || chunk >= chunks()) return false;
-  const int me = rank % dp_;
-  switch (stage_) {
-    case 0: return true;
-    case 1: return s != State::optimizer || column == me;  // ZeRO-1: column = flat shard, owner = dp rank
-    case 2: return s == State::parameters || chunk == me;
-    default: return chunk == me;
+namespace {
+ModelState modelState(ZeroViewModel::State s) {
+  switch (s) {
+    case ZeroViewModel::State::parameters: return ModelState::parameters;
+    case ZeroViewModel::State::gradients: return ModelState::gradients;
+    case ZeroViewModel::State::optimizer: break;
   }
+  return ModelState::optimizer_states;
+}
+
+MemoryCategory categoryOf(ModelState s) {
+  switch (s) {
+    case ModelState::parameters: return MemoryCategory::parameters;
+    case ModelState::gradients: return MemoryCategory::gradients;
+    case ModelState::optimizer_states: break;
+  }
+  return MemoryCategory::optimizer_states;
+}
+}  // namespace
+
+bool ZeroViewModel::holdsChunk(int rank, int column, int chunk, State s) const {
+  if (!plan_ || rank < 0 || rank >= ranks() || column < 0 || column >= columns() || chunk < 0 || chunk >= chunks())
+    return false;
+  const ModelState state = modelState(s);
+  if (plan_->flat_optimizer_shards()) {  // ZeRO-1: column = flat shard of the rank's stage, owner = dp rank
+    if (state != ModelState::optimizer_states) return true;
+    return plan_->updates(rank) && column == plan_->grid().dp_rank_of(rank);
+  }
+  return plan_->holds(rank, column, chunk, state);
 }
 
 bool ZeroViewModel::holds(int rank, int column, State s) const {
   for (int k = 0; k < chunks(); ++k)
     if (!holdsChunk(rank, column, k, s)) return false;
-  return rank >= 0 && rank < ranks_ && column >= 0 && column < columns();
+  return rank >= 0 && rank < ranks() && column >= 0 && column < columns();
+}
+
+std::int64_t ZeroViewModel::planBytes(int rank, ModelState s) const {
+  if (!plan_ || rank < 0 || rank >= ranks()) return -1;
+  return plan_->rank(rank).model_state_bytes[categoryOf(s)];
+}
+
+std::int64_t ZeroViewModel::ledgerBytes(int rank, ModelState s) const {
+  const auto it = ledger_.find(rank);
+  return it == ledger_.end() ? -1 : it->second[categoryOf(s)];
 }
 
 bool ZeroViewModel::gathered(int rank, int unit) const {
@@ -79,53 +108,56 @@ std::int64_t ZeroViewModel::activity_ns(int rank, int column, State s) const {
 }
 
 void ZeroViewModel::touch(int rank, int column, State s, std::int64_t ns) {
-  if (rank < 0 || rank >= ranks_ || column < 0 || column >= columns()) return;
+  if (rank < 0 || rank >= ranks() || column < 0 || column >= columns()) return;
   auto& slot = activity_[{rank, column, static_cast<int>(s)}];
   slot = std::max(slot, ns);
 }
 
 void ZeroViewModel::consume(const std::vector<Event>& events) {
+  const bool flat = plan_ && plan_->flat_optimizer_shards();
   for (const Event& e : events) {
     if (e.step > last_step_) {
       last_step_ = e.step;
       step_start_ns_ = e.start_ns;
     }
+    if (e.kind == EventKind::memory_sample) {
+      ledger_[e.rank].bytes = e.memory;
+      continue;
+    }
     if (e.kind != EventKind::shard && e.kind != EventKind::comm_span) continue;
     latest_ns_ = std::max(latest_ns_, e.end_ns);
     const Key key{e.step, e.rank};
     if (e.kind == EventKind::shard) {
-      const int unit = e.layer + 1;  // layer -1: embeddings, L: the head
       if (e.shard_action == ShardAction::gather) {
         ++gathers_[key];
-        ++open_[e.rank][unit];
+        ++open_[e.rank][e.unit];
       } else {
         ++releases_[key];
-        int& n = open_[e.rank][unit];
+        int& n = open_[e.rank][e.unit];
         n = std::max(0, n - 1);
       }
-      touch(e.rank, unit, State::parameters, e.end_ns);
+      touch(e.rank, e.unit, State::parameters, e.end_ns);
       continue;
     }
-    const bool unit_op = stage_ >= 2 && e.bucket >= 0;
-    if (e.op == CommOp::all_reduce && stage_ <= 1 && e.bucket >= 0) {  // DDP gradient buckets: every partition
+    if (e.op == CommOp::all_reduce && e.bucket >= 0) {  // DDP gradient buckets: every partition
       for (int r : {e.src, e.dst})
-        for (int c = 0; c < columns(); ++c) touch(r, c, State::gradients, e.end_ns);
+        for (int c = 0; c < columns(); ++c)
+          if (holds(r, c, State::gradients)) touch(r, c, State::gradients, e.end_ns);
       continue;
     }
-    if (e.op == CommOp::reduce_scatter && unit_op) {
-      reduce_scatters_[key].insert({e.micro_batch, e.bucket});
-      for (int r : {e.src, e.dst}) touch(r, e.bucket, State::gradients, e.end_ns);
-    } else if (e.op == CommOp::all_gather && (unit_op || stage_ == 1)) {
-      all_gathers_[key].insert({e.micro_batch, e.bucket});
-      if (unit_op) {
-        for (int r : {e.src, e.dst}) touch(r, e.bucket, State::parameters, e.end_ns);
-      } else {  // ZeRO-1: the received shard (the ring moves shard `chunk`)
-        const int shard = e.chunk >= 0 ? e.chunk % dp_ : -1;
-        for (int r : {e.src, e.dst}) {
-          if (shard >= 0) touch(r, shard, State::parameters, e.end_ns);
-          else
-            for (int c = 0; c < dp_; ++c) touch(r, c, State::parameters, e.end_ns);
-        }
+    if (e.op == CommOp::reduce_scatter && e.unit >= 0) {  // ZeRO-2/3: a unit's gradient
+      reduce_scatters_[key].insert({e.micro_batch, e.unit});
+      for (int r : {e.src, e.dst}) touch(r, e.unit, State::gradients, e.end_ns);
+    } else if (e.op == CommOp::all_gather && e.unit >= 0) {  // ZeRO-2/3: a unit's parameters
+      all_gathers_[key].insert({e.micro_batch, e.unit});
+      for (int r : {e.src, e.dst}) touch(r, e.unit, State::parameters, e.end_ns);
+    } else if (e.op == CommOp::all_gather && flat) {  // ZeRO-1: the ring moves flat shard `chunk`
+      all_gathers_[key].insert({e.micro_batch, -1});
+      const int shard = e.chunk >= 0 ? e.chunk % dp() : -1;
+      for (int r : {e.src, e.dst}) {
+        if (shard >= 0) touch(r, shard, State::parameters, e.end_ns);
+        else
+          for (int c = 0; c < dp(); ++c) touch(r, c, State::parameters, e.end_ns);
       }
     }
   }
@@ -167,13 +199,27 @@ QString ZeroView::columnLabel(int column) const {
 }
 
 QString ZeroView::formulaText() const {
-  const int nd = model_.dp();
-  switch (model_.stage()) {
-    case 0: return tr("ZeRO-0 (replicated): 4Ψ + 4Ψ + 8Ψ = 16Ψ per rank · Nd = %1").arg(nd);
-    case 1: return tr("ZeRO-1: 4Ψ + 4Ψ + 8Ψ/Nd per rank · Nd = %1 (optimizer states sharded)").arg(nd);
-    case 2: return tr("ZeRO-2: 4Ψ + 4Ψ/Nd + 8Ψ/Nd per rank · Nd = %1 (+ gradients sharded)").arg(nd);
-    default: return tr("ZeRO-3: 4Ψ/Nd + 4Ψ/Nd + 8Ψ/Nd = 16Ψ/Nd per rank · Nd = %1 (+ parameters sharded)").arg(nd);
+  const auto& plan = model_.plan();
+  if (!plan) return tr("ZeRO: this run's model is unknown to the engine");
+  const QString formula = QString::fromStdString(plan->formula_total());
+  const int nd = plan->dp();
+  switch (plan->zero_stage()) {
+    case 0: return tr("ZeRO-0 (replicated): %1 per rank · Nd = %2").arg(formula).arg(nd);
+    case 1: return tr("ZeRO-1: %1 per rank · Nd = %2 (optimizer states sharded)").arg(formula).arg(nd);
+    case 2: return tr("ZeRO-2: %1 per rank · Nd = %2 (+ gradients sharded)").arg(formula).arg(nd);
+    default: return tr("ZeRO-3: %1 per rank · Nd = %2 (+ parameters sharded)").arg(formula).arg(nd);
   }
+}
+
+QString ZeroView::bytesText(int rank) const {
+  const bool measured = model_.ledgerBytes(rank, ModelState::parameters) >= 0;
+  auto bytes = [&](ModelState s) {
+    return byteText(measured ? model_.ledgerBytes(rank, s) : model_.planBytes(rank, s));
+  };
+  const QString held = tr("P %1 · G %2 · OS %3")
+                           .arg(bytes(ModelState::parameters), bytes(ModelState::gradients),
+                                bytes(ModelState::optimizer_states));
+  return measured ? held : tr("%1 (plan)").arg(held);
 }
 
 QString ZeroView::countsText() const {

@@ -1,25 +1,29 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The ZeRO sharding view: a grid of ranks (rows) x partitions (columns) showing
-// which model states each rank holds for the run's ZeRO stage, with three thin
-// bands per cell (parameters, gradients, optimizer states). Under ZeRO-2/3 the
-// columns are the units (embeddings, every layer, the head), each split into Nd
-// chunks of which data-parallel rank r owns chunk r; under ZeRO-1 they are the
-// Nd flat shards. Live activity comes only from events: ZeRO-3 `shard` gathers
-// light a unit's parameter band on that rank until its release, and the
-// per-unit reduce-scatters / all-gathers (comm_span, bucket = unit id) flash the
-// gradient / parameter band. The model (ZeroViewModel) is kept apart from the
-// painting so tests can inspect it.
+// which model states each rank holds, as the run's sharding plan
+// (plan/sharding_plan.h) says, with three thin bands per cell (parameters,
+// gradients, optimizer states). Under ZeRO-0/2/3 the columns are the units
+// (embeddings, every layer, the head), each split into Nd chunks under ZeRO-2/3
+// of which data-parallel rank r owns chunk r; a rank holds only its pipeline
+// stage's units. Under ZeRO-1 the columns are the Nd flat shards of each
+// stage. Live activity comes only from events: ZeRO-3 `shard` gathers light a
+// unit's parameter band on that rank until its release, and the per-unit
+// reduce-scatters / all-gathers (comm_span with a unit) flash the gradient /
+// parameter band; memory samples give the bytes each rank's ledger holds. The
+// model (ZeroViewModel) is kept apart from the painting so tests can inspect it.
 #pragma once
 
 #include <QWidget>
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <vector>
 
 #include "events/event.h"
+#include "plan/sharding_plan.h"
 #include "views/event_view.h"
 
 namespace shardscope::ui {
@@ -31,15 +35,21 @@ class ZeroViewModel {
   void reset(const RunConfig& config);
   void consume(const std::vector<Event>& events);
 
-  int stage() const { return stage_; }
-  int dp() const { return dp_; }
-  int ranks() const { return ranks_; }   // rows: global ranks (dp x pp)
+  int stage() const { return plan_ ? plan_->zero_stage() : 0; }
+  int dp() const { return plan_ ? plan_->dp() : 1; }
+  int ranks() const { return plan_ ? plan_->grid().world_size() : 1; }  // rows: global ranks (dp x pp)
   int layers() const { return layers_; }
+  // The run's plan; empty for a model the engine does not know.
+  const std::optional<ShardingPlan>& plan() const { return plan_; }
   // Columns: the units (ZeRO-0/2/3: L + 2) or the Nd flat shards (ZeRO-1).
-  int columns() const { return stage_ == 1 ? dp_ : layers_ + 2; }
+  int columns() const { return plan_ && plan_->flat_optimizer_shards() ? dp() : layers_ + 2; }
   // Sub-chunks drawn per cell: Nd under ZeRO-2/3, else 1.
-  int chunks() const { return stage_ >= 2 ? dp_ : 1; }
+  int chunks() const { return plan_ ? plan_->chunks_per_unit() : 1; }
   std::int64_t lastStep() const { return last_step_; }
+  // Bytes of a model state on a rank: as the plan says, and as its ledger's
+  // latest memory sample holds (-1 before the first sample).
+  std::int64_t planBytes(int rank, ModelState s) const;
+  std::int64_t ledgerBytes(int rank, ModelState s) const;
 
   // Resident states (steady state, outside a gather): the whole partition,
   // or one chunk of it (chunk < chunks()).
@@ -64,10 +74,9 @@ class ZeroViewModel {
   using Key = std::pair<std::int64_t, int>;  // (step, rank)
   void touch(int rank, int column, State s, std::int64_t ns);
 
-  int stage_ = 0;
-  int dp_ = 1;
-  int ranks_ = 1;
+  std::optional<ShardingPlan> plan_;
   int layers_ = 0;
+  std::map<int, MemoryBytes> ledger_;  // rank -> its latest memory sample
   std::int64_t last_step_ = 0;
   std::int64_t latest_ns_ = 0;
   std::int64_t step_start_ns_ = 0;
@@ -89,9 +98,12 @@ class ZeroView : public QWidget, public EventView {
   void refresh() override;
 
   const ZeroViewModel& model() const { return model_; }
-  // Caption texts (also painted): the stage's per-rank formula and this step's counts.
+  // Caption texts (also painted): the stage's per-rank formula (from the plan)
+  // and this step's counts; a rank's model-state bytes (its ledger's, or the
+  // plan's before the first memory sample).
   QString formulaText() const;
   QString countsText() const;
+  QString bytesText(int rank) const;
 
  protected:
   void paintEvent(QPaintEvent* event) override;

@@ -72,6 +72,14 @@ void ZeroView::paintEvent(QPaintEvent*) {
   const QString active = model_.stage() == 3 ? tr("gathered / active just now") : tr("active just now");
   p.drawText(QRect(x, y, width() - x - 8, line), Qt::AlignLeft | Qt::AlignVCenter, active);
   y += line;
+  const auto& plan = model_.plan();
+  if (plan && plan->grid().pp() > 1 && !plan->flat_optimizer_shards() &&
+      plan->stage_holds_unit(plan->grid().pp() - 1, 0)) {
+    p.drawText(QRect(8, y, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter,
+               tr("Each rank holds only its pipeline stage's units; the last stage keeps a copy of the tied token "
+                  "embedding (emb) for its head."));
+    y += line;
+  }
   if (model_.chunks() > 1) {
     p.drawText(QRect(8, y, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter,
                tr("Each unit is split into %1 chunks; data-parallel rank r owns chunk r (outlined).").arg(model_.chunks()));
@@ -81,15 +89,21 @@ void ZeroView::paintEvent(QPaintEvent*) {
   // Grid geometry.
   const int rows = model_.ranks();
   const int cols = model_.columns();
-  const int labelW = fm.horizontalAdvance(tr("rank %1").arg(rows - 1)) + 16;
+  const bool pipelined = model_.plan() && model_.plan()->grid().pp() > 1;
+  auto rankLabel = [&](int r) {  // with pipeline stages, the rank's stage
+    return pipelined ? tr("rank %1 · stage %2").arg(r).arg(model_.plan()->grid().stage_of(r)) : tr("rank %1").arg(r);
+  };
+  const int labelW = fm.horizontalAdvance(rankLabel(rows - 1)) + 16;
   const std::int64_t step = model_.lastStep();
-  auto rowText = [&](int r) -> QString {  // this step's running count on a rank
+  auto rowText = [&](int r) -> QString {  // this step's running count on a rank, then its model-state bytes
+    QString count;
     switch (model_.stage()) {
-      case 3: return tr("%1 gathered now").arg(model_.gathered_units(r));
-      case 2: return tr("%1 reduce-scatters").arg(model_.reduce_scatters(step, r));
-      case 1: return tr("%1 all-gathers").arg(model_.all_gathers(step, r));
-      default: return QString();
+      case 3: count = tr("%1 gathered now").arg(model_.gathered_units(r)); break;
+      case 2: count = tr("%1 reduce-scatters").arg(model_.reduce_scatters(step, r)); break;
+      case 1: count = tr("%1 all-gathers").arg(model_.all_gathers(step, r)); break;
+      default: break;
     }
+    return count.isEmpty() ? bytesText(r) : count + QStringLiteral(" · ") + bytesText(r);
   };
   int countsW = 16;
   for (int r = 0; r < rows; ++r) countsW = std::max(countsW, fm.horizontalAdvance(rowText(r)) + 16);
@@ -117,8 +131,8 @@ void ZeroView::paintEvent(QPaintEvent*) {
   for (int r = 0; r < rows; ++r) {
     const int ry = top + r * rowH;
     p.setPen(text);
-    p.drawText(QRect(8, ry, labelW - 8, rowH), Qt::AlignLeft | Qt::AlignVCenter, tr("rank %1").arg(r));
-    const int me = r % model_.dp();
+    p.drawText(QRect(8, ry, labelW - 8, rowH), Qt::AlignLeft | Qt::AlignVCenter, rankLabel(r));
+    const int me = model_.plan() ? model_.plan()->grid().dp_rank_of(r) : 0;
     for (int c = 0; c < cols; ++c) {
       const int cx = gridLeft + c * cellW;
       const int innerW = cellW - gap;
