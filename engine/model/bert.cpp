@@ -33,18 +33,18 @@ void BertModel::forward_impl(const Batch& batch) {
   Activations& a = acts();
   Backend& be = backend_;
   if (stage_.embedding) {
-    parameters_needed(0);
+    gather_parameters(0);
     // Model::forward set the segments (0 where the batch gave none).
     be.embedding_forward(a.embed_sum, batch.input_ids, batch.token_type_ids, w_.tokens, w_.positions,
                          w_.token_types, B, T, C);
     be.layernorm_forward(a.embed_ln_out, a.embed_ln_mean, a.embed_ln_rstd, a.embed_sum, w_.embed_ln_w,
                          w_.embed_ln_b, BT, C, config_.ln_eps);
-    parameters_done(0);
+    release_parameters(0);
   }
   layers_forward(batch);
   if (!stage_.head) return;
-  parameters_needed(head_unit());
-  parameters_needed(0);  // the tied token embedding
+  gather_parameters(head_unit());
+  gather_parameters(0);  // the tied token embedding
   const float* x = stage_output();
   be.linear_forward(a.head_dense, x, w_.head_dense_w, w_.head_dense_b, BT, C, C);
   be.gelu_forward(a.head_gelu, a.head_dense, n, config_.gelu);
@@ -58,8 +58,8 @@ void BertModel::forward_impl(const Batch& batch) {
                         w_.pooler_w, w_.pooler_b, 1, C, C);
     be.tanh_forward(a.pooled, a.pooled, static_cast<std::int64_t>(B) * C);
   }
-  parameters_done(0);
-  parameters_done(head_unit());
+  release_parameters(0);
+  release_parameters(head_unit());
 }
 
 void BertModel::layer_backward(int l, const float* x, const Batch& batch) {
@@ -93,8 +93,8 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
   gradients_needed(0);  // the token embedding's gradient builds up over the whole backward
   if (stage_.head) {
     gradients_needed(head_unit());
-    parameters_needed(head_unit());
-    parameters_needed(0);
+    gather_parameters(head_unit());
+    gather_parameters(0);
     be.cross_entropy_backward(s.d_logits, a.logits, batch.targets, BT, V, dloss_per_row);
     // MLM head, tied to the token embedding. The pooler is not part of the loss.
     be.linear_backward(s.d_a, dw_.tokens, dw_.decoder_bias, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V);
@@ -103,20 +103,20 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
     be.gelu_backward(s.d_qkv, s.d_qkv, a.head_dense, n, config_.gelu);
     be.linear_backward(s.d_res, dw_.head_dense_w, dw_.head_dense_b, s.d_qkv, stage_output(), w_.head_dense_w, BT, C,
                        C);
-    parameters_done(0);
-    parameters_done(head_unit());
+    release_parameters(0);
+    release_parameters(head_unit());
     gradients_done(head_unit());
     gradients_ready(layout_.find_unit(head_unit())->begin);  // the pooler after it has no gradient
   }  // else d_res holds the gradient of this stage's output, received from the next stage
   layers_backward(batch);
 
   if (stage_.embedding) {
-    parameters_needed(0);
+    gather_parameters(0);
     be.layernorm_backward(s.d_a, dw_.embed_ln_w, dw_.embed_ln_b, s.d_res, a.embed_sum, w_.embed_ln_w,
                           a.embed_ln_mean, a.embed_ln_rstd, BT, C);
     be.embedding_backward(dw_.tokens, dw_.positions, dw_.token_types, s.d_a, batch.input_ids, batch.token_type_ids,
                           B, T, C);
-    parameters_done(0);
+    release_parameters(0);
   }
   gradients_done(0);
   gradients_ready(0);  // else d_res is now the gradient of this stage's input

@@ -29,19 +29,19 @@ void GptModel::forward_impl(const Batch& batch) {
   const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels;
   Activations& a = acts();
   if (stage_.embedding) {
-    parameters_needed(0);
+    gather_parameters(0);
     backend_.embedding_forward(a.embed_sum, batch.input_ids, nullptr, w_.tokens, w_.positions, nullptr, B, T, C);
-    parameters_done(0);
+    release_parameters(0);
   }
   layers_forward(batch);
   if (!stage_.head) return;
-  parameters_needed(head_unit());
-  parameters_needed(0);  // the tied token embedding
+  gather_parameters(head_unit());
+  gather_parameters(0);  // the tied token embedding
   backend_.layernorm_forward(a.final_ln_out, a.final_ln_mean, a.final_ln_rstd, stage_output(), w_.final_ln_w,
                              w_.final_ln_b, BT, C, config_.ln_eps);
   backend_.linear_forward(a.logits, a.final_ln_out, w_.tokens, nullptr, BT, C, config_.vocab);
-  parameters_done(0);
-  parameters_done(head_unit());
+  release_parameters(0);
+  release_parameters(head_unit());
 }
 
 void GptModel::layer_backward(int l, const float* x, const Batch& batch) {
@@ -72,15 +72,15 @@ void GptModel::backward_impl(const Batch& batch, float dloss_per_row) {
   gradients_needed(0);  // the token embedding's gradient builds up over the whole backward
   if (stage_.head) {
     gradients_needed(head_unit());
-    parameters_needed(head_unit());
-    parameters_needed(0);
+    gather_parameters(head_unit());
+    gather_parameters(0);
     backend_.cross_entropy_backward(s.d_logits, a.logits, batch.targets, BT, V, dloss_per_row);
     // logits = final_ln_out @ tokens^T: the tied head adds its gradient to the token embedding.
     backend_.linear_backward(s.d_a, dw_.tokens, nullptr, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V);
     backend_.layernorm_backward(s.d_res, dw_.final_ln_w, dw_.final_ln_b, s.d_a, stage_output(), w_.final_ln_w,
                                 a.final_ln_mean, a.final_ln_rstd, BT, C);
-    parameters_done(0);
-    parameters_done(head_unit());
+    release_parameters(0);
+    release_parameters(head_unit());
     gradients_done(head_unit());
     gradients_ready(layout_.find_unit(head_unit())->begin);
   }  // else d_res holds the gradient of this stage's output, received from the next stage

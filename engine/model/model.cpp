@@ -222,7 +222,7 @@ const float* Model::layer_input(int l) const {
 void Model::layers_forward(const Batch& batch) {
   const std::int64_t n = static_cast<std::int64_t>(batch.B) * batch.T * config_.channels;
   for (int l = stage_.first_layer; l < stage_.end_layer; ++l) {
-    parameters_needed(1 + l);
+    gather_parameters(1 + l);
     const std::int64_t start = now_ns();
     layer_forward(l, layer_input(l), batch);
     if (checkpointing_) {  // keep only the output; the shared set is reused by the next layer
@@ -231,19 +231,19 @@ void Model::layers_forward(const Batch& batch) {
       backend_.copy(acts().layer_outputs[static_cast<std::size_t>(l - stage_.first_layer)], out, n * 4);
     }
     emit_span(ComputeKind::forward, l, start);
-    parameters_done(1 + l);
+    release_parameters(1 + l);
   }
 }
 
 void Model::layers_backward(const Batch& batch) {
   for (int l = stage_.end_layer - 1; l >= stage_.first_layer; --l) {
-    parameters_needed(1 + l);
+    gather_parameters(1 + l);
     gradients_needed(1 + l);
     prepare_layer_backward(l, batch);
     const std::int64_t start = now_ns();
     layer_backward(l, layer_input(l), batch);
     emit_span(ComputeKind::backward, l, start);
-    parameters_done(1 + l);
+    release_parameters(1 + l);
     gradients_done(1 + l);                             // ZeRO-2/3: reduce-scatter it now
     gradients_ready(layout_.find_unit(1 + l)->begin);  // DDP: this layer's bucket may go
   }

@@ -40,8 +40,8 @@ class Model;
 class UnitStorage {
  public:
   virtual ~UnitStorage() = default;
-  virtual void parameters_needed(Model& model, int unit) = 0;
-  virtual void parameters_done(Model& model, int unit) = 0;
+  virtual void gather_parameters(Model& model, int unit) = 0;
+  virtual void release_parameters(Model& model, int unit) = 0;
   virtual void gradients_needed(Model& model, int unit) = 0;
   virtual void gradients_done(Model& model, int unit) = 0;
 };
@@ -193,11 +193,11 @@ class Model {
   }
   // Unit storage calls (no-ops without a storage, or for units this stage lacks).
   int head_unit() const { return config_.layers + 1; }
-  void parameters_needed(int unit) {
-    if (storage_ != nullptr && layout_.find_unit(unit) != nullptr) storage_->parameters_needed(*this, unit);
+  void gather_parameters(int unit) {
+    if (storage_ != nullptr && layout_.find_unit(unit) != nullptr) storage_->gather_parameters(*this, unit);
   }
-  void parameters_done(int unit) {
-    if (storage_ != nullptr && layout_.find_unit(unit) != nullptr) storage_->parameters_done(*this, unit);
+  void release_parameters(int unit) {
+    if (storage_ != nullptr && layout_.find_unit(unit) != nullptr) storage_->release_parameters(*this, unit);
   }
   void gradients_needed(int unit) {
     if (storage_ != nullptr && layout_.find_unit(unit) != nullptr) storage_->gradients_needed(*this, unit);

@@ -113,7 +113,7 @@ void ZeroShardedStorage::note_overflow(const std::uint16_t* values, std::int64_t
   if (bad >= 0) first_overflow_ = tensor_at(flat_begin + bad);
 }
 
-void ZeroShardedStorage::parameters_needed(Model& model, int unit) {
+void ZeroShardedStorage::gather_parameters(Model& model, int unit) {
   if (!shards_parameters() && !mixed()) return;
   UnitShard& s = shard_of(unit);
   if (s.users++ > 0) return;
@@ -139,7 +139,7 @@ void ZeroShardedStorage::parameters_needed(Model& model, int unit) {
   }
 }
 
-void ZeroShardedStorage::parameters_done(Model& model, int unit) {
+void ZeroShardedStorage::release_parameters(Model& model, int unit) {
   if (!shards_parameters() && !mixed()) return;
   UnitShard& s = shard_of(unit);
   if (--s.users > 0) return;

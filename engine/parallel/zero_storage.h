@@ -83,8 +83,8 @@ class ZeroShardedStorage final : public UnitStorage {
   // Events (parameter gathers and releases) and the tags of the collectives.
   void set_context(EventSink* sink, const RunClock* clock, const Event& base);
 
-  void parameters_needed(Model& model, int unit) override;
-  void parameters_done(Model& model, int unit) override;
+  void gather_parameters(Model& model, int unit) override;
+  void release_parameters(Model& model, int unit) override;
   void gradients_needed(Model& model, int unit) override;
   void gradients_done(Model& model, int unit) override;
 
