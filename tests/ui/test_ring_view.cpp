@@ -222,6 +222,36 @@ class TestRingView : public QObject {
         view.grab().save(QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("ring_view_nccl.png"))));
   }
 
+  // dp 3 x pp 2 on NCCL: the first rank of stage 1 is global rank 3 (rank = stage * dp + dp rank; 3 rather than
+  // 2 so a dp/pp mix-up shows), so only its calls count; stage 0's ranks and stage 1's other dp ranks do not.
+  void ncclCallsOfAPickedStageAreItsFirstRanks() {
+    RunConfig c = ringConfig(DataParallelMode::ddp);
+    c.dp = 3;
+    c.pp = 2;
+    RingAllreduceView view;
+    view.reset(c);
+    view.setStage(1);
+    QCOMPARE(view.ringSize(), 3);
+    std::vector<Event> events;
+    for (int rank = 0; rank < 6; ++rank) {
+      Event e;
+      e.kind = EventKind::comm_span;
+      e.op = CommOp::all_reduce;
+      e.rank = e.src = rank;
+      e.dst = -1;
+      e.step = 2;
+      e.bytes = 1'000 * (rank + 1);  // tells the ranks apart
+      e.start_ns = 1'000'000;
+      e.end_ns = e.start_ns + 100'000 * (rank + 1);
+      events.push_back(e);
+    }
+    view.consume(events);
+    const RingAllreduceView::NcclCalls calls = view.ncclCalls(2);
+    QCOMPARE(calls.calls, 1);
+    QCOMPARE(calls.bytes, std::int64_t{4'000});
+    QCOMPARE(calls.gpu_ns, std::int64_t{400'000});
+  }
+
   void mainWindowHasTheRingTab() {
     shardscope::ui::MainWindow window;
     RingAllreduceView* ring = nullptr;

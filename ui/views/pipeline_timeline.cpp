@@ -77,7 +77,7 @@ void TimelineCanvas::updateWindow(std::int64_t makespan) {
 
 QRectF TimelineCanvas::boxRect(const TimelineBox& b, std::int64_t origin) const {
   const QRectF r = plotRect();
-  const double rowH = r.height() / std::max(owner_->stages_, 1);
+  const double rowH = r.height() / owner_->grid_.pp();
   const double y = r.top() + rowH * b.stage + 3;
   double h = rowH - 6;
   double top = y;
@@ -90,7 +90,7 @@ void TimelineCanvas::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().base());
   const QRectF r = plotRect();
-  const int stages = std::max(owner_->stages_, 1);
+  const int stages = owner_->grid_.pp();
   const double rowH = r.height() / stages;
   const std::int64_t step = owner_->shownStep();
   const auto& boxes = owner_->boxes(step);
@@ -105,7 +105,7 @@ void TimelineCanvas::paintEvent(QPaintEvent*) {
   for (int s = 0; s < stages; ++s) {
     const QRectF label(2, r.top() + rowH * s, kLeft - 8, rowH);
     p.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
-               PipelineTimelineView::tr("stage %1\nrank %2").arg(s).arg(s * owner_->dp_));
+               PipelineTimelineView::tr("stage %1\nrank %2").arg(s).arg(owner_->grid_.rank_at(s, 0)));
   }
   p.save();
   p.setClipRect(r);
@@ -262,8 +262,7 @@ void PipelineTimelineView::changeEvent(QEvent* event) {
 PipelineTimelineView::~PipelineTimelineView() = default;
 
 void PipelineTimelineView::reset(const RunConfig& config) {
-  stages_ = std::max(config.pp, 1);
-  dp_ = std::max(config.dp, 1);
+  grid_ = Grid(std::max(config.dp, 1), std::max(config.pp, 1));
   micro_batches_ = std::max(config.micro_batches, 1);
   steps_.clear();
   last_completed_ = last_seen_ = 0;
@@ -277,9 +276,9 @@ void PipelineTimelineView::consume(const std::vector<Event>& events) {
   for (const Event& e : events) {
     if (e.kind == EventKind::step_metrics) last_completed_ = std::max(last_completed_, e.step);
     if (e.kind != EventKind::compute_span || e.compute == ComputeKind::optimizer) continue;
-    // Stage rows show only data-parallel rank 0 of each stage (grid rank = stage * dp + dp rank):
-    // its replicas run the same schedule, and one row per stage keeps the boxes readable.
-    if (e.rank % dp_ != 0) continue;
+    // Stage rows show only data-parallel rank 0 of each stage (the event carries its stage, the grid its dp
+    // rank): its replicas run the same schedule, and one row per stage keeps the boxes readable.
+    if (grid_.dp_rank_of(e.rank) != 0) continue;
     const bool whole = e.layer == -1 && e.compute != ComputeKind::recompute;
     if (!whole && e.compute != ComputeKind::recompute) continue;  // per-layer forward/backward spans
     steps_[e.step].push_back(TimelineBox{e.stage, e.rank, e.micro_batch, e.compute, e.layer, e.start_ns, e.end_ns});
@@ -314,15 +313,19 @@ double PipelineTimelineView::measured_bubble(std::int64_t step) const {
     busy += b.end_ns - b.start_ns;
   }
   if (!any || last <= first) return 0.0;
-  return std::clamp(1.0 - static_cast<double>(busy) / (static_cast<double>(stages_) * static_cast<double>(last - first)),
-                    0.0, 1.0);
+  const double stages = grid_.pp();
+  return std::clamp(1.0 - static_cast<double>(busy) / (stages * static_cast<double>(last - first)), 0.0, 1.0);
 }
 
-double PipelineTimelineView::formula_bubble() const { return gpipe_bubble_fraction(stages_, micro_batches_); }
+double PipelineTimelineView::formula_bubble() const {
+  return gpipe_bubble_fraction(grid_.pp(), micro_batches_);
+}
 
 QString PipelineTimelineView::bubbleText(std::int64_t step) const {
   const QString formula = tr("(p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%")
-                              .arg(stages_).arg(micro_batches_).arg(std::lround(formula_bubble() * 100));
+                              .arg(grid_.pp())
+                              .arg(micro_batches_)
+                              .arg(std::lround(formula_bubble() * 100));
   if (boxes(step).empty()) return tr("bubble measured – · %1").arg(formula);
   return tr("bubble measured %1% · %2").arg(std::lround(measured_bubble(step) * 100)).arg(formula);
 }

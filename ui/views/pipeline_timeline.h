@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "events/event.h"
+#include "parallel/grid.h"
 #include "views/event_view.h"
 
 class QLabel;
@@ -59,7 +60,7 @@ class PipelineTimelineView : public QWidget, public EventView {
   // The step drawn now: the picked one, else the last completed one (0: none yet).
   std::int64_t shownStep() const;
   std::int64_t lastCompletedStep() const { return last_completed_; }
-  int stages() const { return stages_; }
+  int stages() const { return grid_.pp(); }
 
  protected:
   void changeEvent(QEvent* event) override;
@@ -73,8 +74,7 @@ class PipelineTimelineView : public QWidget, public EventView {
   QSpinBox* step_box_;
   QLabel* bubble_label_;
   QLabel* step_label_;
-  int stages_ = 1;
-  int dp_ = 1;
+  Grid grid_{1, 1};  // the run's dp x pp grid: a row per stage, drawn from the stage's dp rank 0
   int micro_batches_ = 1;
   std::map<std::int64_t, std::vector<TimelineBox>> steps_;
   std::int64_t last_completed_ = 0;  // the newest step with a step_metrics event

@@ -39,7 +39,7 @@ QString RingAllreduceView::groupCaption() const {
     const auto& [step, c] = *nccl_.rbegin();
     return tr("step %1 · NCCL: %n all-reduce call(s) on rank %2, %3 in all, %4 ms of GPU time", nullptr, c.calls)
         .arg(step)
-        .arg(stage_ * dp_)
+        .arg(grid_.rank_at(stage_, 0))
         .arg(sizeText(c.bytes))
         .arg(static_cast<double>(c.gpu_ns) / 1e6, 0, 'f', 2);
   }
@@ -59,14 +59,14 @@ QString RingAllreduceView::groupCaption() const {
       .arg(t.bucket)
       .arg(phase)
       .arg(t.ring_step + 1)
-      .arg(dp_ - 1)
+      .arg(grid_.dp() - 1)
       .arg(sizeText(t.bytes));
 }
 
 QString RingAllreduceView::totalsCaption() const {
   const std::int64_t step = current_.transfers.empty() ? last_step_ : current_step_;
-  const int root = stage_ * dp_;
-  const int n = dp_;
+  const int root = grid_.rank_at(stage_, 0);  // naive DataParallel's master of the shown stage
+  const int n = grid_.dp();
   if (n < 2) return tr("One data-parallel rank: nothing to reduce.");
   if (current_.transfers.empty() && steps_.empty() && !nccl_.empty())
     return tr("NCCL runs the ring inside its kernels: its chunk transfers are not events, so none is drawn.");
@@ -102,7 +102,8 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
   p.drawText(QRect(8, y + line, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, groupCaption());
   const int top = y + 2 * line + 8;
   const int bottom = height() - 3 * line - 8;
-  const int n = dp_;
+  const std::vector<int> ring = grid_.dp_group(stage_);  // global ranks, by dp rank: their places on the circle
+  const int n = grid_.dp();
   const QPointF c(width() / 2.0, (top + bottom) / 2.0);
   const double node = 22.0;
   // Room beside the ring for the widest rank label (two lines above and below).
@@ -114,8 +115,8 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
                        naive_ ? tr("received %1").arg(sizeText(recv)) : QString()};
   };
   double label_w = 0;
-  for (int i = 0; i < n; ++i)
-    for (const QString& s : labelOf(stage_ * dp_ + i)) label_w = std::max<double>(label_w, fm.horizontalAdvance(s));
+  for (const int g : ring)
+    for (const QString& s : labelOf(g)) label_w = std::max<double>(label_w, fm.horizontalAdvance(s));
   const double radius =
       std::max(30.0, std::min(width() / 2.0 - node - label_w - 16, (bottom - top) / 2.0 - node - 2 * line - 4));
   std::vector<QPointF> at(static_cast<std::size_t>(n));
@@ -160,8 +161,8 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
   // The moving chunks of the group being replayed.
   const double progress = std::min(1.0, (tick_ + 1.0) / kTicksPerGroup);
   for (const RingTransfer& t : current_.transfers) {
-    const int a = t.src - stage_ * dp_, b = t.dst - stage_ * dp_;
-    if (a < 0 || a >= n || b < 0 || b >= n || a == b) continue;
+    if (grid_.stage_of(t.src) != stage_ || grid_.stage_of(t.dst) != stage_ || t.src == t.dst) continue;
+    const int a = grid_.dp_rank_of(t.src), b = grid_.dp_rank_of(t.dst);
     QPointF from, to;
     edge(a, b, from, to);
     const QColor color = colorOf(t);
@@ -181,7 +182,7 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
   }
   // The ranks and their bytes this step (up to the replay cursor).
   for (int i = 0; i < n; ++i) {
-    const int g = stage_ * dp_ + i;
+    const int g = ring[static_cast<std::size_t>(i)];
     const QPointF pos = at[static_cast<std::size_t>(i)];
     const bool hot = naive_ && i == 0;
     p.setPen(QPen(hot ? QColor(214, 39, 40) : palette().text().color(), hot ? 3 : 1.5));

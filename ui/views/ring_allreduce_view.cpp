@@ -56,8 +56,7 @@ void RingAllreduceView::changeEvent(QEvent* event) {
 }
 
 void RingAllreduceView::reset(const RunConfig& config) {
-  dp_ = std::max(config.dp, 1);
-  pp_ = std::max(config.pp, 1);
+  grid_ = Grid(std::max(config.dp, 1), std::max(config.pp, 1));
   naive_ = config.dp_mode == DataParallelMode::naive;
   stage_ = 0;
   last_step_ = 0;
@@ -66,10 +65,10 @@ void RingAllreduceView::reset(const RunConfig& config) {
   {
     const QSignalBlocker block(stage_box_);
     stage_box_->clear();
-    for (int s = 0; s < pp_; ++s) stage_box_->addItem(tr("stage %1").arg(s));
+    for (int s = 0; s < grid_.pp(); ++s) stage_box_->addItem(tr("stage %1").arg(s));
     stage_box_->setCurrentIndex(0);
   }
-  stage_box_->setEnabled(pp_ > 1);
+  stage_box_->setEnabled(grid_.pp() > 1);
   clearModel();
 }
 
@@ -87,7 +86,7 @@ void RingAllreduceView::clearModel() {
 }
 
 void RingAllreduceView::setStage(int stage) {
-  stage_ = std::clamp(stage, 0, pp_ - 1);
+  stage_ = std::clamp(stage, 0, grid_.pp() - 1);
   {
     const QSignalBlocker block(stage_box_);
     stage_box_->setCurrentIndex(stage_);
@@ -95,7 +94,7 @@ void RingAllreduceView::setStage(int stage) {
   clearModel();
   for (const auto& [step, sd] : steps_)
     for (const RingTransfer& t : sd.transfers)
-      if (t.src / dp_ == stage_) shown_[step].push_back(t);
+      if (grid_.stage_of(t.src) == stage_) shown_[step].push_back(t);
   if (!shown_.empty()) {  // replay the latest step
     for (const RingTransfer& t : shown_.rbegin()->second) enqueue(t);
     refresh();
@@ -105,7 +104,7 @@ void RingAllreduceView::setStage(int stage) {
 void RingAllreduceView::consume(const std::vector<Event>& events) {
   for (const Event& e : events) {
     if (e.kind == EventKind::comm_span && e.op == CommOp::all_reduce && e.phase == RingPhase::none && e.dst < 0 &&
-        e.src == stage_ * dp_ && !naive_) {  // a whole NCCL all-reduce of the shown stage's first rank
+        e.src == grid_.rank_at(stage_, 0) && !naive_) {  // a whole NCCL all-reduce of the shown stage's first rank
       NcclCalls& c = nccl_[e.step];
       ++c.calls;
       c.bytes += e.bytes;
@@ -117,7 +116,8 @@ void RingAllreduceView::consume(const std::vector<Event>& events) {
     if (e.kind != EventKind::comm_span || e.src < 0 || e.dst < 0) continue;
     const bool ring = e.op == CommOp::all_reduce && e.phase != RingPhase::none && e.bucket >= 0;
     if (naive_ ? !isRooted(e.op) : !ring) continue;
-    if (e.src / dp_ != e.dst / dp_) continue;  // not within one stage's data-parallel group
+    // Comm spans carry no stage (the communicator leaves it 0): the grid says whose group it is.
+    if (grid_.stage_of(e.src) != grid_.stage_of(e.dst)) continue;  // not within one stage's data-parallel group
     const RingTransfer t{e.src, e.dst, e.bucket, e.op, e.phase, e.ring_step, e.chunk, e.bytes, e.start_ns, e.step};
     StepData& sd = steps_[e.step];
     sd.transfers.push_back(t);
@@ -125,7 +125,7 @@ void RingAllreduceView::consume(const std::vector<Event>& events) {
     sd.received[t.dst] += t.bytes;
     sd.sent_by_bucket[{t.src, t.bucket}] += t.bytes;
     last_step_ = std::max(last_step_, e.step);
-    if (t.src / dp_ == stage_) {
+    if (grid_.stage_of(t.src) == stage_) {
       shown_[e.step].push_back(t);
       enqueue(t);
     }
@@ -179,7 +179,7 @@ void RingAllreduceView::enqueue(const RingTransfer& t) {
     const RingTransfer& f = g.transfers.front();
     return f.step == t.step && f.op == t.op && f.bucket == t.bucket && f.phase == t.phase && f.ring_step == t.ring_step;
   };
-  const std::size_t look = std::min<std::size_t>(queue_.size(), static_cast<std::size_t>(2 * dp_));
+  const std::size_t look = std::min<std::size_t>(queue_.size(), static_cast<std::size_t>(2 * grid_.dp()));
   for (std::size_t i = 0; i < look; ++i) {
     Group& g = queue_[queue_.size() - 1 - i];
     if (same(g)) {

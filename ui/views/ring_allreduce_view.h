@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "events/event.h"
+#include "parallel/grid.h"
 #include "views/event_view.h"
 
 class QComboBox;
@@ -50,7 +51,7 @@ class RingAllreduceView : public QWidget, public EventView {
   // The model.
   int stage() const { return stage_; }
   void setStage(int stage);  // the stage whose dp ranks are shown; restarts the animation
-  int ringSize() const { return dp_; }
+  int ringSize() const { return grid_.dp(); }
   bool naive() const { return naive_; }
   std::int64_t lastStep() const { return last_step_; }
   // The shown stage's transfers of a step, in the order they were consumed.
@@ -102,8 +103,7 @@ class RingAllreduceView : public QWidget, public EventView {
   QComboBox* stage_box_;
   QLabel* stage_label_;
   QTimer* timer_;
-  int dp_ = 1;
-  int pp_ = 1;
+  Grid grid_{1, 1};  // the run's dp x pp grid: who is in the shown stage's ring
   int stage_ = 0;
   bool naive_ = false;
   std::int64_t last_step_ = 0;
