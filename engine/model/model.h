@@ -74,8 +74,7 @@ class Model {
   const float* params() const { return params_.floats(); }
   const float* grads() const { return grads_.floats(); }
   std::int64_t parameter_count() const { return layout_.total(); }
-  Tensor param(std::string_view name) const;  // view into params
-  Tensor grad(std::string_view name) const;   // view into grads
+  Tensor grad(std::string_view name) const;  // view into grads
 
   // GPT-2 style init, deterministic from the seed: weights N(0, 0.02), residual
   // projections N(0, 0.02 / sqrt(2 L)) (GPT-2 paper, sec. 2.3), biases 0,

@@ -197,10 +197,6 @@ void cuda_copy_to_host(int device, void* host_dst, const void* device_src, std::
   copy(device, host_dst, device_src, bytes, shardscope_copy_device_to_host, "cuda_copy_to_host");
 }
 
-void cuda_copy_on_device(int device, void* device_dst, const void* device_src, std::size_t bytes) {
-  copy(device, device_dst, device_src, bytes, shardscope_copy_device_to_device, "cuda_copy_on_device");
-}
-
 void cuda_zero(int device, void* device_dst, std::size_t bytes) {
   PluginErrorText error{};
   check_call(require_plugin("cuda_zero").zero(device, device_dst, bytes, error.data(), error.size()), error,

@@ -91,24 +91,6 @@ PipelineScheduleKind parse_pipeline_schedule_kind(std::string_view name) {
   throw ConfigError("--schedule must be gpipe or 1f1b (got '" + std::string(name) + "')");
 }
 
-const char* pipeline_action_type_name(PipelineAction::Type type) {
-  switch (type) {
-    case Type::forward:
-      return "forward";
-    case Type::backward:
-      return "backward";
-    case Type::send_activation:
-      return "send_activation";
-    case Type::recv_activation:
-      return "recv_activation";
-    case Type::send_gradient:
-      return "send_gradient";
-    case Type::recv_gradient:
-      return "recv_gradient";
-  }
-  return "?";
-}
-
 bool is_compute(const PipelineAction& action) {
   return action.type == Type::forward || action.type == Type::backward;
 }
