@@ -55,7 +55,7 @@ struct ModelBuffers {
 
 class Model {
  public:
-  // The whole model, or one pipeline stage of it (stage.h: which layers, and
+  // The whole model, or one pipeline stage of it (model_config.h's StageLayers: which layers, and
   // whether it embeds and/or runs the head).
   Model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger);
   Model(const ModelConfig& config, const StageLayers& stage, Backend& backend, MemoryLedger& ledger,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The estimator against the papers it implements (the seed's GPT-3 example,
-// the ZeRO paper's, Korthikanti et al.'s activations), DeepSpeed's own
+// The estimator against the papers it implements (GPT-3 175B in fp32 with Adam,
+// the ZeRO paper's example, Korthikanti et al.'s activations), DeepSpeed's own
 // estimator, the engine's pipeline schedules, and its report (fit, JSON).
 // Predicted against measured ledger bytes: test_estimate_ledger.cpp.
 #include <QTest>
@@ -58,7 +58,8 @@ class TestEstimate : public QObject {
   void byte_sizes_in_three_digits();
 };
 
-// seed/SUMMARY.md: GPT-3 175B in fp32 with Adam needs 700 GB + 700 GB + 1400 GB = 2.8 TB.
+// GPT-3 175B in fp32 with Adam: 4Ψ weights + 4Ψ gradients + 8Ψ Adam moments
+// = 700 GB + 700 GB + 1400 GB = 2.8 TB.
 void TestEstimate::seed_example_gpt3_175b_fp32_adam() {
   EstimateSettings s;
   s.activations = ActivationMode::formula;
