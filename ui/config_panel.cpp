@@ -207,12 +207,11 @@ void ConfigPanel::fillDevices() {
   updating_ = true;
   device_->clear();
   device_->addItem(tr("CPU: simulated ranks"), QStringLiteral("cpu"));
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   for (const DeviceInfo& gpu : probe_.gpus)
-    device_->addItem(tr("GPU %1: %2 (%3 GiB), all ranks share it")
+    device_->addItem(tr("GPU %1: %2 (%3), all ranks share it")
                          .arg(gpu.index)
                          .arg(QString::fromStdString(gpu.name))
-                         .arg(static_cast<double>(gpu.total_bytes) / kGiB, 0, 'f', 1),
+                         .arg(byteText(static_cast<std::int64_t>(gpu.total_bytes))),
                      QStringLiteral("cuda:%1").arg(gpu.index));
   if (probe_.gpus.size() >= 2)
     device_->addItem(tr("One rank per GPU (%n GPU(s), NCCL)", nullptr, static_cast<int>(probe_.gpus.size())),

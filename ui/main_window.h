@@ -52,7 +52,6 @@ class MainWindow : public QMainWindow {
   LossPlot* lossPlot() const { return loss_; }
   MemoryBars* memoryBars() const { return memory_; }
   QPushButton* runButton() const { return run_; }
-  QPushButton* pauseButton() const { return pause_; }
   QPushButton* stepButton() const { return step_; }
   QPushButton* stopButton() const { return stop_; }
   QString statusText() const;
@@ -80,9 +79,6 @@ class MainWindow : public QMainWindow {
   RecordingController* recorder() const { return recorder_; }
   QSlider* replaySlider() const { return replay_slider_; }
   std::int64_t replayTimeNs(int sliderValue) const;
-  QAction* openRecordingAction() const { return open_action_; }
-  QAction* recordNextRunAction() const { return record_action_; }
-  QAction* exportTraceAction() const { return export_action_; }
   // Opens a .ssrun and shows all of it in every view; on failure the status
   // and log name the file and the views stay as they were. Not while a run is busy.
   bool openRecording(const QString& path);

@@ -28,7 +28,6 @@ std::vector<MemoryBytes> RunController::finalMemory() const {
   return final_memory_;
 }
 
-std::uint64_t RunController::droppedEvents() const { return queue_->dropped(); }
 
 void RunController::start(const RunConfig& config) { launch(config, false); }
 void RunController::startPaused(const RunConfig& config) { launch(config, true); }

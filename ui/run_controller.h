@@ -45,9 +45,6 @@ class RunController : public QObject {
   // The ledger's current bytes of every rank when the last run ended (by
   // global rank); empty before the first run ends or when it failed to start.
   std::vector<MemoryBytes> finalMemory() const;
-  // Events the queue dropped in the current/last run (fine-grained spans only).
-  std::uint64_t droppedEvents() const;
-  int pollIntervalMs() const { return timer_.interval(); }
   double playbackSpeed() const { return speed_.load(); }
   // Steps the trainer finished / the views have been handed completely.
   std::int64_t stepsDone() const { return steps_done_.load(); }

@@ -18,8 +18,8 @@
 // quiet (bit 6), as Intel's vcvtneps2bf16 does.
 // Widening (f16 or bf16 to f32) is exact for every bit pattern.
 //
-// The scalar functions are callable from host and device code (same pattern as
-// ops/math.h). The array functions (half.cpp) are host loops written to vectorize.
+// The scalar functions are callable from host and device code (SS_HD, which
+// ops/math.h uses too). The array functions (half.cpp) are host loops written to vectorize.
 #pragma once
 
 #include <cstdint>

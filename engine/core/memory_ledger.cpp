@@ -47,9 +47,4 @@ MemoryBytes MemoryLedger::peak() const {
   return out;
 }
 
-void MemoryLedger::reset_peaks() {
-  for (std::size_t i = 0; i < kMemoryCategoryCount; ++i) peak_[i].store(current_[i].load());
-  total_peak_.store(total_current_.load());
-}
-
 }  // namespace shardscope

@@ -89,7 +89,6 @@ class MemoryLedger {
   MemoryBytes peak() const;        // peak of each category on its own
   std::int64_t current_total() const { return total_current_.load(std::memory_order_relaxed); }
   std::int64_t peak_total() const { return total_peak_.load(std::memory_order_relaxed); }
-  void reset_peaks();              // peaks := current
 
  private:
   std::array<std::atomic<std::int64_t>, kMemoryCategoryCount> current_{};

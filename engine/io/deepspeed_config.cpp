@@ -57,18 +57,6 @@ OffloadDevice offload_device(const JsonConfig& json, const std::string& block, s
 }
 }  // namespace
 
-std::string_view offload_device_name(OffloadDevice device) {
-  switch (device) {
-    case OffloadDevice::none:
-      return "none";
-    case OffloadDevice::cpu:
-      return "cpu";
-    case OffloadDevice::nvme:
-      return "nvme";
-  }
-  return "?";
-}
-
 DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::string& source) {
   const JsonConfig json{std::string(json_text), source};
   DeepSpeedConfig c;

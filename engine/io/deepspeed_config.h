@@ -36,6 +36,4 @@ struct DeepSpeedConfig {
 DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::string& source);
 DeepSpeedConfig load_deepspeed_config(const std::string& path);
 
-std::string_view offload_device_name(OffloadDevice device);
-
 }  // namespace shardscope

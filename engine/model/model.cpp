@@ -41,13 +41,6 @@ Model::Model(const ModelConfig& config, const StageLayers& stage, Backend& backe
       dw_(WeightViews::bind(layout_, config_, grads_.floats())),
       slots_(1) {}
 
-Tensor Model::param(std::string_view name) const {
-  if (params_.empty())
-    throw std::logic_error("Model::param: the parameters live in a unit storage (ZeRO-3 or 16-bit), not in the model");
-  const auto& e = layout_.find(name);
-  return Tensor{params_.floats() + e.offset, DType::f32, e.shape};
-}
-
 Tensor Model::grad(std::string_view name) const {
   if (grads_.empty())
     throw std::logic_error("Model::grad: the gradients live in a unit storage (ZeRO-2/3 or 16-bit), not in the model");

@@ -55,7 +55,7 @@ struct ModelBuffers {
 
 class Model {
  public:
-  // The whole model, or one pipeline stage of it (stage.h: which layers, and
+  // The whole model, or one pipeline stage of it (model_config.h's StageLayers: which layers, and
   // whether it embeds and/or runs the head).
   Model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger);
   Model(const ModelConfig& config, const StageLayers& stage, Backend& backend, MemoryLedger& ledger,
@@ -74,8 +74,7 @@ class Model {
   const float* params() const { return params_.floats(); }
   const float* grads() const { return grads_.floats(); }
   std::int64_t parameter_count() const { return layout_.total(); }
-  Tensor param(std::string_view name) const;  // view into params
-  Tensor grad(std::string_view name) const;   // view into grads
+  Tensor grad(std::string_view name) const;  // view into grads
 
   // GPT-2 style init, deterministic from the seed: weights N(0, 0.02), residual
   // projections N(0, 0.02 / sqrt(2 L)) (GPT-2 paper, sec. 2.3), biases 0,

@@ -1,14 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Loading the CUDA plugin (ops/cuda/cuda_plugin_abi.h) with dlopen: the engine
-// links only the dynamic loader (${CMAKE_DL_LIBS}), never CUDA. A loaded plugin
-// is never unloaded, so backends it made stay valid until the process ends.
+// Loading the CUDA plugin (ops/cuda/cuda_plugin_abi.h) through ops/plugin_loader.h:
+// the engine links only the dynamic loader, never CUDA. A loaded plugin is never
+// unloaded, so backends it made stay valid until the process ends.
 #include "ops/device.h"
 
-#include <dlfcn.h>
-#include <unistd.h>
-
-#include <array>
-#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <stdexcept>
@@ -16,6 +11,7 @@
 
 #include "core/caching_device_memory.h"
 #include "ops/cuda/cuda_plugin_abi.h"
+#include "ops/plugin_loader.h"
 
 // Set by engine/CMakeLists.txt: where the build puts the plugin, empty when nvcc was not found.
 #ifndef SHARDSCOPE_CUDA_PLUGIN_DIR
@@ -26,7 +22,14 @@ namespace shardscope {
 
 namespace {
 
-constexpr const char* kPluginFile = "libshardscope_cuda.so";
+constexpr PluginSearch kCudaPlugin{"CUDA",
+                                   "CUDA runtime",
+                                   "nvcc",
+                                   "libshardscope_cuda.so",
+                                   "SHARDSCOPE_CUDA_PLUGIN",
+                                   SHARDSCOPE_CUDA_PLUGIN_DIR,
+                                   "shardscope_cuda_abi_version",
+                                   SHARDSCOPE_CUDA_PLUGIN_ABI};
 
 struct Plugin {
   std::string path;
@@ -51,81 +54,19 @@ struct PluginLoad {
   std::string reason;
 };
 
-bool file_exists(const std::string& path) {
-  return !path.empty() && ::access(path.c_str(), F_OK) == 0;
-}
-
-std::string executable_dir() {
-  std::array<char, 4096> buffer{};
-  const ssize_t length = ::readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
-  if (length <= 0) return {};
-  const std::string exe(buffer.data(), static_cast<std::size_t>(length));
-  const auto slash = exe.rfind('/');
-  return slash == std::string::npos ? std::string() : exe.substr(0, slash);
-}
-
-std::string last_dl_error() {
-  const char* error = ::dlerror();
-  return error != nullptr ? error : "unknown dlopen error";
-}
-
-template <typename Fn>
-bool find_symbol(void* handle, const char* symbol, Fn& out) {
-  out = reinterpret_cast<Fn>(::dlsym(handle, symbol));
-  return out != nullptr;
-}
-
-// The plugin file to load: SHARDSCOPE_CUDA_PLUGIN if set, else the first that
-// exists of next-to-the-executable and the build directory, else the bare name
-// (dlopen then searches LD_LIBRARY_PATH and the loader's paths).
-std::string plugin_candidate() {
-  if (const char* override_path = std::getenv("SHARDSCOPE_CUDA_PLUGIN"); override_path != nullptr && *override_path)
-    return override_path;
-  if (const std::string dir = executable_dir(); !dir.empty() && file_exists(dir + "/" + kPluginFile))
-    return dir + "/" + kPluginFile;
-  if (const std::string build_dir = SHARDSCOPE_CUDA_PLUGIN_DIR;
-      !build_dir.empty() && file_exists(build_dir + "/" + kPluginFile))
-    return build_dir + "/" + kPluginFile;
-  return kPluginFile;
-}
-
-std::string not_found_reason(const std::string& candidate) {
-  const std::string build_dir = SHARDSCOPE_CUDA_PLUGIN_DIR;
-  if (candidate != kPluginFile)
-    return "no CUDA plugin built: " + candidate + " does not exist (SHARDSCOPE_CUDA_PLUGIN)";
-  if (build_dir.empty()) return "no CUDA plugin built (ShardScope was compiled without nvcc)";
-  return std::string("no CUDA plugin built: ") + kPluginFile + " is not next to the executable (" + executable_dir() +
-         "), in the build directory (" + build_dir + ") or on LD_LIBRARY_PATH";
-}
-
 PluginLoad load_plugin() {
   static std::mutex mutex;
   static std::deque<Plugin> loaded;  // stable addresses; handles are never closed
   const std::lock_guard lock(mutex);
-  const std::string candidate = plugin_candidate();
+  const std::string candidate = plugin_candidate(kCudaPlugin);
   for (const Plugin& plugin : loaded)
     if (plugin.path == candidate) return {&plugin, {}};
 
-  if (candidate != kPluginFile && !file_exists(candidate)) return {nullptr, not_found_reason(candidate)};
-  ::dlerror();
-  void* handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const std::string error = last_dl_error();
-    // The bare name not found at all means no plugin; anything else is the
-    // plugin found but its CUDA libraries (libcudart, libcublas) missing.
-    if (candidate == kPluginFile && error.rfind(std::string(kPluginFile) + ":", 0) == 0)
-      return {nullptr, not_found_reason(candidate)};
-    return {nullptr, "CUDA runtime not found: " + error};
-  }
+  const OpenedPlugin opened = open_plugin(kCudaPlugin);
+  if (opened.handle == nullptr) return {nullptr, opened.reason};
+  void* handle = opened.handle;
   Plugin plugin;
-  plugin.path = candidate;
-  // The version first: a stale plugin is named as stale, not as incomplete.
-  ShardscopeCudaAbiVersionFn abi_version = nullptr;
-  if (!find_symbol(handle, "shardscope_cuda_abi_version", abi_version))
-    return {nullptr, "CUDA plugin " + candidate + " is not a ShardScope CUDA plugin: " + last_dl_error()};
-  if (const int version = abi_version(); version != SHARDSCOPE_CUDA_PLUGIN_ABI)
-    return {nullptr, "CUDA plugin " + candidate + " has ABI version " + std::to_string(version) + ", expected " +
-                         std::to_string(SHARDSCOPE_CUDA_PLUGIN_ABI) + " (rebuild it with this engine)"};
+  plugin.path = opened.path;
   if (!find_symbol(handle, "shardscope_cuda_device_count", plugin.device_count) ||
       !find_symbol(handle, "shardscope_cuda_device_info", plugin.device_info) ||
       !find_symbol(handle, "shardscope_cuda_create_backend", plugin.create_backend) ||
@@ -140,7 +81,7 @@ PluginLoad load_plugin() {
       !find_symbol(handle, "shardscope_cuda_first_non_finite", plugin.first_non_finite) ||
       !find_symbol(handle, "shardscope_cuda_gemm_16bit", plugin.gemm_16bit) ||
       !find_symbol(handle, "shardscope_cuda_backend_stream", plugin.backend_stream))
-    return {nullptr, "CUDA plugin " + candidate + " is incomplete: " + last_dl_error()};
+    return {nullptr, incomplete_plugin_reason(kCudaPlugin, plugin.path)};
   loaded.push_back(plugin);
   return {&loaded.back(), {}};
 }
@@ -151,17 +92,15 @@ const Plugin& require_plugin(const char* what) {
   return *load.plugin;
 }
 
-using ErrorText = std::array<char, 1024>;
-
 void copy(int device, void* dst, const void* src, std::size_t bytes, int kind, const char* what) {
   const Plugin& plugin = require_plugin(what);
-  ErrorText error{};
+  PluginErrorText error{};
   if (plugin.memcpy(device, dst, src, bytes, kind, error.data(), error.size()) != 0)
     throw std::runtime_error(std::string(what) + " on cuda:" + std::to_string(device) + ": " + error.data());
 }
 
 // Throws with the plugin's message when a call returned non-zero.
-void check_call(int status, const ErrorText& error, const char* what) {
+void check_call(int status, const PluginErrorText& error, const char* what) {
   if (status != 0) throw std::runtime_error(std::string(what) + ": " + error.data());
 }
 
@@ -181,7 +120,7 @@ DeviceProbe probe_cuda() {
     }
     const Plugin& plugin = *load.plugin;
     probe.plugin_path = plugin.path;
-    ErrorText error{};
+    PluginErrorText error{};
     int count = 0;
     if (plugin.device_count(&count, error.data(), error.size()) != 0) {
       probe.reason = std::string("no CUDA driver or GPU: ") + error.data();
@@ -225,7 +164,7 @@ std::unique_ptr<Backend> make_cuda_backend(int device, std::string_view matmul) 
     throw std::runtime_error("CUDA backend unavailable: no GPU " + std::to_string(device) + " (" +
                              std::to_string(probe.gpus.size()) + " found)");
   const Plugin& plugin = require_plugin("make_cuda_backend");
-  ErrorText error{};
+  PluginErrorText error{};
   Backend* backend = nullptr;
   if (plugin.create_backend(device, math, &backend, error.data(), error.size()) != 0 || backend == nullptr)
     throw std::runtime_error(std::string("CUDA backend for cuda:") + std::to_string(device) + ": " + error.data());
@@ -235,7 +174,7 @@ std::unique_ptr<Backend> make_cuda_backend(int device, std::string_view matmul) 
 
 void* cuda_device_alloc(int device, std::size_t bytes) {
   const Plugin& plugin = require_plugin("cuda_device_alloc");
-  ErrorText error{};
+  PluginErrorText error{};
   void* pointer = nullptr;
   if (plugin.malloc(device, bytes, &pointer, error.data(), error.size()) != 0)
     throw std::runtime_error("cuda_device_alloc on cuda:" + std::to_string(device) + ": " + error.data());
@@ -245,7 +184,7 @@ void* cuda_device_alloc(int device, std::size_t bytes) {
 void cuda_device_free(int device, void* pointer) {
   if (pointer == nullptr) return;
   const Plugin& plugin = require_plugin("cuda_device_free");
-  ErrorText error{};
+  PluginErrorText error{};
   if (plugin.free(device, pointer, error.data(), error.size()) != 0)
     throw std::runtime_error("cuda_device_free on cuda:" + std::to_string(device) + ": " + error.data());
 }
@@ -258,31 +197,27 @@ void cuda_copy_to_host(int device, void* host_dst, const void* device_src, std::
   copy(device, host_dst, device_src, bytes, shardscope_copy_device_to_host, "cuda_copy_to_host");
 }
 
-void cuda_copy_on_device(int device, void* device_dst, const void* device_src, std::size_t bytes) {
-  copy(device, device_dst, device_src, bytes, shardscope_copy_device_to_device, "cuda_copy_on_device");
-}
-
 void cuda_zero(int device, void* device_dst, std::size_t bytes) {
-  ErrorText error{};
+  PluginErrorText error{};
   check_call(require_plugin("cuda_zero").zero(device, device_dst, bytes, error.data(), error.size()), error,
              ("cuda_zero on cuda:" + std::to_string(device)).c_str());
 }
 
 void cuda_mem_get_info(int device, std::size_t& free_bytes, std::size_t& total_bytes) {
-  ErrorText error{};
+  PluginErrorText error{};
   check_call(
       require_plugin("cuda_mem_get_info").mem_get_info(device, &free_bytes, &total_bytes, error.data(), error.size()),
       error, ("cuda_mem_get_info on cuda:" + std::to_string(device)).c_str());
 }
 
 void cuda_synchronize(Backend& cuda_backend) {
-  ErrorText error{};
+  PluginErrorText error{};
   check_call(require_plugin("cuda_synchronize").synchronize(&cuda_backend, error.data(), error.size()), error,
              "cuda_synchronize");
 }
 
 void* cuda_stream(Backend& cuda_backend) {
-  ErrorText error{};
+  PluginErrorText error{};
   void* stream = nullptr;
   check_call(require_plugin("cuda_stream").backend_stream(&cuda_backend, &stream, error.data(), error.size()), error,
              "cuda_stream");
@@ -290,21 +225,21 @@ void* cuda_stream(Backend& cuda_backend) {
 }
 
 void cuda_narrow(Backend& cuda_backend, DType dtype, const float* in, std::uint16_t* out, std::int64_t n) {
-  ErrorText error{};
+  PluginErrorText error{};
   check_call(require_plugin("cuda_narrow")
                  .narrow(&cuda_backend, static_cast<int>(dtype), in, out, n, error.data(), error.size()),
              error, "cuda_narrow");
 }
 
 void cuda_widen(Backend& cuda_backend, DType dtype, const std::uint16_t* in, float* out, std::int64_t n) {
-  ErrorText error{};
+  PluginErrorText error{};
   check_call(require_plugin("cuda_widen")
                  .widen(&cuda_backend, static_cast<int>(dtype), in, out, n, error.data(), error.size()),
              error, "cuda_widen");
 }
 
 std::int64_t cuda_find_non_finite(Backend& cuda_backend, DType dtype, const void* values, std::int64_t n) {
-  ErrorText error{};
+  PluginErrorText error{};
   std::int64_t index = -1;
   check_call(
       require_plugin("cuda_find_non_finite")
@@ -316,7 +251,7 @@ std::int64_t cuda_find_non_finite(Backend& cuda_backend, DType dtype, const void
 void cuda_gemm_16bit(Backend& cuda_backend, DType dtype, Transpose trans_a, Transpose trans_b, int M, int N, int K,
                      float alpha, const std::uint16_t* A, int lda, const std::uint16_t* B, int ldb, float beta,
                      std::uint16_t* C, int ldc) {
-  ErrorText error{};
+  PluginErrorText error{};
   check_call(require_plugin("cuda_gemm_16bit")
                  .gemm_16bit(&cuda_backend, static_cast<int>(dtype), trans_a == Transpose::yes ? 1 : 0,
                              trans_b == Transpose::yes ? 1 : 0, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,

@@ -64,7 +64,6 @@ void* cuda_device_alloc(int device, std::size_t bytes);
 void cuda_device_free(int device, void* pointer);
 void cuda_copy_to_device(int device, void* device_dst, const void* host_src, std::size_t bytes);
 void cuda_copy_to_host(int device, void* host_dst, const void* device_src, std::size_t bytes);
-void cuda_copy_on_device(int device, void* device_dst, const void* device_src, std::size_t bytes);
 void cuda_zero(int device, void* device_dst, std::size_t bytes);  // as Buffer's zero fill
 // cudaMemGetInfo: the device's free and total bytes (every process counted).
 void cuda_mem_get_info(int device, std::size_t& free_bytes, std::size_t& total_bytes);

@@ -8,26 +8,12 @@
 #include <cmath>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define SS_HD __host__ __device__ __forceinline__
-#else
-#define SS_HD inline
-#endif
+#include "core/half.h"  // SS_HD (host and device) and the float bit casts
 
 namespace shardscope::math {
 
 // max without libm's NaN rules: inlines to one instruction on every target.
 SS_HD float max_f(float a, float b) { return a > b ? a : b; }
-
-SS_HD float bits_to_float(std::int32_t bits) {
-#if defined(__CUDA_ARCH__)
-  return __int_as_float(bits);
-#else
-  float f;
-  __builtin_memcpy(&f, &bits, sizeof f);
-  return f;
-#endif
-}
 
 // e^x in plain arithmetic, so loops of it vectorize (libm's expf does not):
 // x = n ln2 + r with |r| <= ln2/2 (ln2 split in two for exactness), e^r by its
@@ -40,7 +26,7 @@ SS_HD float exp_approx(float x) {
   const float r = (x - n * 0.693145751953125f) - n * 1.4286068203094173e-06f;
   const float p =
       1.0f + r * (1.0f + r * (0.5f + r * (1.6666667e-1f + r * (4.1666668e-2f + r * (8.3333338e-3f + r * 1.3888889e-3f)))));
-  return p * bits_to_float((static_cast<std::int32_t>(n) + 127) << 23);
+  return p * half::bits_to_float(static_cast<std::uint32_t>(static_cast<std::int32_t>(n) + 127) << 23);
 }
 
 // tanh(x) = 1 - 2 / (e^{2x} + 1), through exp_approx (absolute error ~1e-7).

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
+// Loading the NCCL plugin (ops/nccl/nccl_plugin_abi.h) through
+// ops/plugin_loader.h, as the CUDA plugin is loaded.
 #include "ops/nccl.h"
 
-#include <dlfcn.h>
-#include <unistd.h>
-
-#include <array>
-#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
+
+#include "ops/plugin_loader.h"
 
 // Set by engine/CMakeLists.txt: where the build puts the plugin, empty when it is not built.
 #ifndef SHARDSCOPE_NCCL_PLUGIN_DIR
@@ -18,7 +17,14 @@ namespace shardscope {
 
 namespace {
 
-constexpr const char* kPluginFile = "libshardscope_nccl.so";
+constexpr PluginSearch kNcclPlugin{"NCCL",
+                                   "NCCL",
+                                   "NCCL",
+                                   "libshardscope_nccl.so",
+                                   "SHARDSCOPE_NCCL_PLUGIN",
+                                   SHARDSCOPE_NCCL_PLUGIN_DIR,
+                                   "shardscope_nccl_abi_version",
+                                   SHARDSCOPE_NCCL_PLUGIN_ABI};
 
 struct NcclPlugin {
   ShardscopeNcclVersionFn version = nullptr;
@@ -35,57 +41,25 @@ struct Load {
   std::string reason;
 };
 
-bool exists(const std::string& path) {
-  return !path.empty() && ::access(path.c_str(), F_OK) == 0;
-}
-
-std::string candidate() {
-  if (const char* path = std::getenv("SHARDSCOPE_NCCL_PLUGIN"); path != nullptr && *path) return path;
-  std::array<char, 4096> buffer{};
-  const ssize_t length = ::readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
-  if (length > 0) {
-    std::string dir(buffer.data(), static_cast<std::size_t>(length));
-    dir = dir.substr(0, dir.rfind('/'));
-    if (exists(dir + "/" + kPluginFile)) return dir + "/" + kPluginFile;
-  }
-  const std::string build = SHARDSCOPE_NCCL_PLUGIN_DIR;
-  if (!build.empty() && exists(build + "/" + kPluginFile)) return build + "/" + kPluginFile;
-  return kPluginFile;
-}
-
-template <typename Fn>
-bool symbol(void* handle, const char* name, Fn& out) {
-  out = reinterpret_cast<Fn>(::dlsym(handle, name));
-  return out != nullptr;
-}
-
+// Loaded on the first call, once per process: SHARDSCOPE_NCCL_PLUGIN must be set before it.
 const Load& load() {
   static Load result;
   static std::once_flag once;
   std::call_once(once, [] {
-    const std::string path = candidate();
-    if (path == kPluginFile && std::string(SHARDSCOPE_NCCL_PLUGIN_DIR).empty()) {
-      result.reason = "no NCCL plugin built (ShardScope was compiled without NCCL)";
+    const OpenedPlugin opened = open_plugin(kNcclPlugin);
+    if (opened.handle == nullptr) {
+      result.reason = opened.reason;
       return;
     }
-    ::dlerror();
-    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* e = ::dlerror();
-      result.reason = std::string("NCCL not found: ") + (e != nullptr ? e : "dlopen failed");
-      return;
-    }
-    ShardscopeNcclAbiVersionFn abi = nullptr;
-    if (!symbol(handle, "shardscope_nccl_abi_version", abi) || abi() != SHARDSCOPE_NCCL_PLUGIN_ABI) {
-      result.reason = "NCCL plugin " + path + " is stale or not ShardScope's (rebuild it with this engine)";
-      return;
-    }
+    void* handle = opened.handle;
     NcclPlugin& p = result.plugin;
-    if (!symbol(handle, "shardscope_nccl_version", p.version) ||
-        !symbol(handle, "shardscope_nccl_init_all", p.init_all) ||
-        !symbol(handle, "shardscope_nccl_enqueue", p.enqueue) || !symbol(handle, "shardscope_nccl_poll", p.poll) ||
-        !symbol(handle, "shardscope_nccl_abort", p.abort) || !symbol(handle, "shardscope_nccl_destroy", p.destroy)) {
-      result.reason = "NCCL plugin " + path + " is incomplete";
+    if (!find_symbol(handle, "shardscope_nccl_version", p.version) ||
+        !find_symbol(handle, "shardscope_nccl_init_all", p.init_all) ||
+        !find_symbol(handle, "shardscope_nccl_enqueue", p.enqueue) ||
+        !find_symbol(handle, "shardscope_nccl_poll", p.poll) ||
+        !find_symbol(handle, "shardscope_nccl_abort", p.abort) ||
+        !find_symbol(handle, "shardscope_nccl_destroy", p.destroy)) {
+      result.reason = incomplete_plugin_reason(kNcclPlugin, opened.path);
       return;
     }
     result.loaded = true;
@@ -99,8 +73,6 @@ const NcclPlugin& plugin(const char* what) {
   return l.plugin;
 }
 
-using ErrorText = std::array<char, 1024>;
-
 }  // namespace
 
 NcclAvailability probe_nccl() {
@@ -110,7 +82,7 @@ NcclAvailability probe_nccl() {
     a.reason = l.reason;
     return a;
   }
-  ErrorText error{};
+  PluginErrorText error{};
   if (l.plugin.version(&a.version, error.data(), error.size()) != 0) {
     a.reason = std::string("NCCL unusable: ") + error.data();
     return a;
@@ -122,20 +94,20 @@ NcclAvailability probe_nccl() {
 std::vector<void*> nccl_init_all(const std::vector<int>& devices) {
   const NcclPlugin& p = plugin("ncclCommInitAll");
   std::vector<void*> contexts(devices.size(), nullptr);
-  ErrorText error{};
+  PluginErrorText error{};
   if (p.init_all(static_cast<int>(devices.size()), devices.data(), contexts.data(), error.data(), error.size()) != 0)
     throw std::runtime_error(std::string("NCCL init: ") + error.data());
   return contexts;
 }
 
 void nccl_enqueue(void* context, const ShardscopeNcclCall& call) {
-  ErrorText error{};
+  PluginErrorText error{};
   if (plugin("NCCL call").enqueue(context, &call, error.data(), error.size()) != 0)
     throw std::runtime_error(std::string("NCCL call: ") + error.data());
 }
 
 bool nccl_poll(void* context, double& start_ms, double& end_ms) {
-  ErrorText error{};
+  PluginErrorText error{};
   int done = 0;
   if (plugin("NCCL poll").poll(context, &done, &start_ms, &end_ms, error.data(), error.size()) != 0)
     throw std::runtime_error(error.data());

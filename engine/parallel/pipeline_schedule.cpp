@@ -75,24 +75,6 @@ std::vector<PipelineAction> one_f_one_b_stage(int stage, int stages, int micro_b
 
 }  // namespace
 
-const char* pipeline_action_type_name(PipelineAction::Type type) {
-  switch (type) {
-    case Type::forward:
-      return "forward";
-    case Type::backward:
-      return "backward";
-    case Type::send_activation:
-      return "send_activation";
-    case Type::recv_activation:
-      return "recv_activation";
-    case Type::send_gradient:
-      return "send_gradient";
-    case Type::recv_gradient:
-      return "recv_gradient";
-  }
-  return "?";
-}
-
 bool is_compute(const PipelineAction& action) {
   return action.type == Type::forward || action.type == Type::backward;
 }

@@ -37,8 +37,7 @@ struct PipelineAction {
 // schedule[stage] is that stage's action list, in the order it runs them.
 using PipelineSchedule = std::vector<std::vector<PipelineAction>>;
 
-const char* pipeline_action_type_name(PipelineAction::Type type);  // "forward", "send_activation", ...
-bool is_compute(const PipelineAction& action);                     // forward or backward
+bool is_compute(const PipelineAction& action);  // forward or backward
 
 // Whether actions[i], a send, and actions[i + 1], a receive the other way
 // (send activation + receive gradient, or send gradient + receive activation),

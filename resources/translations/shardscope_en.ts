@@ -158,7 +158,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>GPU %1: %2 (%3 GiB), all ranks share it</source>
+        <source>GPU %1: %2 (%3), all ranks share it</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">

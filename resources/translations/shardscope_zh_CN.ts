@@ -156,8 +156,8 @@
         <translation>CPU：模拟的 rank</translation>
     </message>
     <message>
-        <source>GPU %1: %2 (%3 GiB), all ranks share it</source>
-        <translation>GPU %1：%2（%3 GiB），所有 rank 共用</translation>
+        <source>GPU %1: %2 (%3), all ranks share it</source>
+        <translation>GPU %1：%2（%3），所有 rank 共用</translation>
     </message>
     <message numerus="yes">
         <source>One rank per GPU (%n GPU(s), NCCL)</source>

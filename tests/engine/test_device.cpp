@@ -14,28 +14,32 @@
 #include "core/error.h"
 #include "ops/device.h"
 #include "ops/nccl.h"
+#include "ops/plugin_loader.h"
 
 using namespace shardscope;
 
 namespace {
 
-// Sets SHARDSCOPE_CUDA_PLUGIN for one scope, restoring the previous value.
+// Sets a plugin's environment override (SHARDSCOPE_CUDA_PLUGIN unless told)
+// for one scope, restoring the previous value.
 class PluginOverride {
  public:
-  explicit PluginOverride(const std::string& path) {
-    if (const char* old = std::getenv("SHARDSCOPE_CUDA_PLUGIN")) previous_ = old;
-    ::setenv("SHARDSCOPE_CUDA_PLUGIN", path.c_str(), 1);
+  explicit PluginOverride(const std::string& path, const char* variable = "SHARDSCOPE_CUDA_PLUGIN")
+      : variable_(variable) {
+    if (const char* old = std::getenv(variable_)) previous_ = old;
+    ::setenv(variable_, path.c_str(), 1);
   }
   ~PluginOverride() {
     if (previous_)
-      ::setenv("SHARDSCOPE_CUDA_PLUGIN", previous_->c_str(), 1);
+      ::setenv(variable_, previous_->c_str(), 1);
     else
-      ::unsetenv("SHARDSCOPE_CUDA_PLUGIN");
+      ::unsetenv(variable_);
   }
   PluginOverride(const PluginOverride&) = delete;
   PluginOverride& operator=(const PluginOverride&) = delete;
 
  private:
+  const char* variable_;
   std::optional<std::string> previous_;
 };
 
@@ -55,6 +59,7 @@ class TestDevice : public QObject {
   void missing_plugin_is_reported();
   void unloadable_plugin_is_reported();
   void stale_plugin_is_refused_by_its_version();
+  void plugin_loader_reasons_for_any_plugin();
   void device_memory_without_gpu_throws();
   void mixed_precision_helpers_refuse_a_cpu_backend();
   void nccl_probe_answers_with_a_version_or_a_reason();
@@ -150,6 +155,65 @@ void TestDevice::stale_plugin_is_refused_by_its_version() {
   QVERIFY(!probe.available());
   QVERIFY2(contains(probe.reason, "has ABI version 0, expected "), probe.reason.c_str());
   QVERIFY2(contains(probe.reason, "rebuild"), probe.reason.c_str());
+}
+
+// The loader the CUDA and NCCL plugins share (ops/plugin_loader.h), for a
+// plugin of a third name, so each reason is seen in its own words.
+void TestDevice::plugin_loader_reasons_for_any_plugin() {
+  PluginSearch search{"Test",
+                      "Test runtime",
+                      "testcc",
+                      "libshardscope_no_such_plugin.so",
+                      "SHARDSCOPE_TEST_PLUGIN",
+                      "",
+                      "shardscope_cuda_abi_version",
+                      7};
+  ::unsetenv("SHARDSCOPE_TEST_PLUGIN");
+  QCOMPARE(plugin_candidate(search), std::string("libshardscope_no_such_plugin.so"));
+  OpenedPlugin opened = open_plugin(search);
+  QVERIFY(opened.handle == nullptr);
+  QCOMPARE(opened.reason, std::string("no Test plugin built (ShardScope was compiled without testcc)"));
+  search.build_dir = "/nonexistent-build";
+  opened = open_plugin(search);
+  QVERIFY2(opened.reason.rfind("no Test plugin built: libshardscope_no_such_plugin.so is not next to the executable (",
+                               0) == 0 &&
+               contains(opened.reason, "), in the build directory (/nonexistent-build) or on LD_LIBRARY_PATH"),
+           opened.reason.c_str());
+  {
+    const PluginOverride missing("/nonexistent/libshardscope_test.so", "SHARDSCOPE_TEST_PLUGIN");
+    QCOMPARE(open_plugin(search).reason,
+             std::string("no Test plugin built: /nonexistent/libshardscope_test.so does not exist "
+                         "(SHARDSCOPE_TEST_PLUGIN)"));
+  }
+  {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string path = dir.filePath("libshardscope_test.so").toStdString();
+    std::ofstream(path) << "not a shared library\n";
+    const PluginOverride unloadable(path, "SHARDSCOPE_TEST_PLUGIN");
+    opened = open_plugin(search);
+    QVERIFY2(opened.reason.rfind("Test runtime not found: ", 0) == 0 && contains(opened.reason, path),
+             opened.reason.c_str());
+  }
+  const std::string stale = SHARDSCOPE_STALE_PLUGIN;
+  const PluginOverride other(stale, "SHARDSCOPE_TEST_PLUGIN");
+  QCOMPARE(plugin_candidate(search), stale);
+  QCOMPARE(open_plugin(search).reason,
+           "Test plugin " + stale + " has ABI version 0, expected 7 (rebuild it with this engine)");
+  search.abi_symbol = "shardscope_test_abi_version";
+  opened = open_plugin(search);
+  QVERIFY2(opened.reason.rfind("Test plugin " + stale + " is not a ShardScope Test plugin: ", 0) == 0,
+           opened.reason.c_str());
+  // Its version accepted, the plugin opens; an entry point it lacks makes it incomplete.
+  search.abi_symbol = "shardscope_cuda_abi_version";
+  search.abi_version = 0;
+  opened = open_plugin(search);
+  QVERIFY2(opened.handle != nullptr && opened.reason.empty(), opened.reason.c_str());
+  QCOMPARE(opened.path, stale);
+  int (*device_count)(int*, char*, std::size_t) = nullptr;
+  QVERIFY(!find_symbol(opened.handle, "shardscope_cuda_device_count", device_count));
+  const std::string incomplete = incomplete_plugin_reason(search, opened.path);
+  QVERIFY2(incomplete.rfind("Test plugin " + stale + " is incomplete: ", 0) == 0, incomplete.c_str());
 }
 
 void TestDevice::device_memory_without_gpu_throws() {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The estimator against the papers it implements (the seed's GPT-3 example,
-// the ZeRO paper's, Korthikanti et al.'s activations), DeepSpeed's own
+// The estimator against the papers it implements (GPT-3 175B in fp32 with Adam,
+// the ZeRO paper's example, Korthikanti et al.'s activations), DeepSpeed's own
 // estimator, the engine's pipeline schedules, and its report (fit, JSON).
 // Predicted against measured ledger bytes: test_estimate_ledger.cpp.
 #include <QTest>
@@ -9,6 +9,7 @@
 #include "estimate/activation_model.h"
 #include "estimate/deepspeed_estimator.h"
 #include "estimate/estimate.h"
+#include "estimate/formula_text.h"
 #include "model/activations.h"
 #include "parallel/pipeline_schedule.h"
 
@@ -54,9 +55,11 @@ class TestEstimate : public QObject {
   void fit_names_the_largest_lever();
   void json_uses_the_ledger_names();
   void settings_resolve_like_deepspeed();
+  void byte_sizes_in_three_digits();
 };
 
-// seed/SUMMARY.md: GPT-3 175B in fp32 with Adam needs 700 GB + 700 GB + 1400 GB = 2.8 TB.
+// GPT-3 175B in fp32 with Adam: 4Ψ weights + 4Ψ gradients + 8Ψ Adam moments
+// = 700 GB + 700 GB + 1400 GB = 2.8 TB.
 void TestEstimate::seed_example_gpt3_175b_fp32_adam() {
   EstimateSettings s;
   s.activations = ActivationMode::formula;
@@ -270,6 +273,23 @@ void TestEstimate::settings_resolve_like_deepspeed() {
   s = resolve_settings({}, {file, flags}, &notes);
   QCOMPARE(s.global_batch(), std::int64_t{128});
   QCOMPARE(notes.size(), std::size_t{1});
+}
+
+// The one byte formatter of the estimator, the trainer's out-of-memory error
+// and the GUI (ui/byte_text.h): three significant digits, in decimal units for
+// the estimator's tables and binary units where GPU tools are quoted.
+void TestEstimate::byte_sizes_in_three_digits() {
+  QCOMPARE(decimal_bytes(31406250000.0), std::string("31.4 GB"));
+  QCOMPARE(decimal_bytes(1234.0), std::string("1.23 kB"));
+  QCOMPARE(decimal_bytes(0.0), std::string("0 B"));
+  QCOMPARE(decimal_bytes(-2.8e12), std::string("-2.80 TB"));
+  QCOMPARE(binary_bytes(3328599654), std::string("3.10 GiB"));
+  QCOMPARE(binary_bytes(1536), std::string("1.50 KiB"));
+  QCOMPARE(binary_bytes(512), std::string("512 B"));
+  QCOMPARE(binary_bytes(-1023), std::string("-1023 B"));
+  QCOMPARE(binary_bytes(std::int64_t{37} << 20), std::string("37.0 MiB"));
+  QCOMPARE(binary_bytes(std::int64_t{150'000'000'000}), std::string("140 GiB"));
+  QCOMPARE(binary_bytes(std::int64_t{3} << 50), std::string("3.00 PiB"));
 }
 
 QTEST_GUILESS_MAIN(TestEstimate)

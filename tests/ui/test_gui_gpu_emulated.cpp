@@ -36,8 +36,9 @@ class TestGuiGpuEmulated : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(devices->findData(QStringLiteral("cuda:each")) >= 0, 20000);  // the probe is off-thread
     QVERIFY(devices->findData(QStringLiteral("cuda:0")) >= 0);
     QVERIFY(devices->findData(QStringLiteral("cuda:1")) >= 0);
-    QVERIFY2(devices->itemText(devices->findData(QStringLiteral("cuda:0"))).contains(QStringLiteral("emulation")),
-             qPrintable(devices->itemText(devices->findData(QStringLiteral("cuda:0")))));
+    const QString gpu0 = devices->itemText(devices->findData(QStringLiteral("cuda:0")));
+    QVERIFY2(gpu0.contains(QStringLiteral("emulation")), qPrintable(gpu0));
+    QVERIFY2(gpu0.endsWith(QStringLiteral(" (4.00 GiB), all ranks share it")), qPrintable(gpu0));
 
     RunConfig c = ConfigPanel::defaultConfig();
     c.model = "gpt-tiny";
@@ -62,7 +63,7 @@ class TestGuiGpuEmulated : public QObject {
     const QString text = window.memoryBars()->deviceText();
     QVERIFY2(text.contains(QStringLiteral("GPU 0 (rank 0): ")), qPrintable(text));
     QVERIFY2(text.contains(QStringLiteral("GPU 1 (rank 1): ")), qPrintable(text));
-    QVERIFY2(text.contains(QStringLiteral(" MiB of 4.0 GiB in use (cudaMemGetInfo)")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral(" MiB of 4.00 GiB in use (cudaMemGetInfo)")), qPrintable(text));
 
     const QString picture = QDir(QCoreApplication::applicationDirPath()).filePath("test_gui_gpu_emulated.png");
     QVERIFY(window.grab().save(picture));

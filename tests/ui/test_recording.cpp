@@ -242,20 +242,20 @@ class TestRecording : public QObject {
     MainWindow window;
     QVERIFY2(window.openRecording(gpu_run), qPrintable(window.statusText()));
     const QString text = window.memoryBars()->deviceText();
-    QVERIFY2(text.contains(QStringLiteral("GPU 0 (rank 0): 12.3 GiB of 139.8 GiB in use (cudaMemGetInfo); "
-                                          "allocator holds 10.1 GiB; ledger 9.8 GiB")),
+    QVERIFY2(text.contains(QStringLiteral("GPU 0 (rank 0): 12.3 GiB of 140 GiB in use (cudaMemGetInfo); "
+                                          "allocator holds 10.1 GiB; ledger 9.80 GiB")),
              qPrintable(text));
     QCOMPARE(text.count(QStringLiteral("GPU ")), 1);
     QVERIFY(window.findChild<QLabel*>(QStringLiteral("deviceMemoryNote"))->isVisibleTo(window.memoryBars()));
     // A line per rank (CPU-simulated ranks sharing GPU 0 here; the view does
-    // not mind); under 1 GiB in MiB, so a small run does not read 0.0.
+    // not mind); under 1 GiB in MiB, so a small run does not read 0.00 GiB.
     DeviceUsage second{0, static_cast<std::int64_t>(37.5 * 1024 * 1024), static_cast<std::int64_t>(139.8 * kGiB),
                        static_cast<std::int64_t>(2.5 * kGiB)};
     window.memoryBars()->setDeviceUsage(1, second);
     window.memoryBars()->replot();
     QVERIFY2(window.memoryBars()->deviceText().endsWith(
-                 QStringLiteral("\nGPU 0 (rank 1): 37.5 MiB of 139.8 GiB in use (cudaMemGetInfo); allocator holds "
-                                "2.5 GiB; ledger 0.0 MiB")),
+                 QStringLiteral("\nGPU 0 (rank 1): 37.5 MiB of 140 GiB in use (cudaMemGetInfo); allocator holds "
+                                "2.50 GiB; ledger 0 B")),
              qPrintable(window.memoryBars()->deviceText()));
     // Opening the CPU run again clears the lines.
     QVERIFY(window.openRecording(recording_));

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config_panel.h"
+#include "estimate/formula_text.h"
 #include "estimate/gpu_profiles.h"
 #include "events/recording.h"
 #include "main_window.h"
@@ -189,9 +190,9 @@ class TestUi : public QObject {
     QVERIFY(panel->predictedBytesPerRank() > rtx.memory_bytes);
     const QString text = panel->fitText();
     QVERIFY2(text.startsWith(QStringLiteral("Does not fit: ")), qPrintable(text));
-    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-    const QString predicted = QString::number(static_cast<double>(panel->predictedBytesPerRank()) / kGiB, 'f', 1);
-    QVERIFY2(text.contains(predicted + QStringLiteral(" GiB predicted per rank > 24.0 GiB")), qPrintable(text));
+    const QString predicted = QString::fromStdString(binary_bytes(panel->predictedBytesPerRank()));
+    QVERIFY2(predicted.endsWith(QStringLiteral(" GiB")), qPrintable(predicted));
+    QVERIFY2(text.contains(predicted + QStringLiteral(" predicted per rank > 24.0 GiB")), qPrintable(text));
     QVERIFY(window.runButton()->isEnabled());  // informational: the run is on the CPU
     // gpt-tiny on an H100 fits, in MiB (not 0.00 GiB); "none" hides the verdict.
     panel->setConfig(ConfigPanel::defaultConfig());
@@ -362,7 +363,8 @@ class TestUi : public QObject {
     }
     panel.setDevices(two);
     QCOMPARE(device->count(), 4);
-    QVERIFY2(device->itemText(1).contains(QStringLiteral("NVIDIA H200")), qPrintable(device->itemText(1)));
+    // 150e9 bytes = 139.7 GiB, written as the engine writes sizes (binary_bytes).
+    QCOMPARE(device->itemText(1), QStringLiteral("GPU 0: NVIDIA H200 (140 GiB), all ranks share it"));
     QCOMPARE(panel.config().device, std::string("cuda"));
     QCOMPARE(panel.config().gpus, std::vector<int>{1});
 

@@ -2,21 +2,14 @@
 #include "views/loss_plot.h"
 
 #include <QEvent>
-#include <QVBoxLayout>
+
+#include "views/plot_legend.h"
 #include "views/qcustomplot_include.h"
 
 namespace shardscope::ui {
 
 LossPlot::LossPlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(plot_);
-  setMinimumHeight(200);
-
-  plot_->plotLayout()->insertRow(0);
-  title_ = new QCPTextElement(plot_, QString(), QFont(font().family(), -1, QFont::Bold));
-  plot_->plotLayout()->addElement(0, 0, title_);
-
+  title_ = installTitledPlot(this, plot_, 200);
   train_ = plot_->addGraph();
   train_->setPen(QPen(QColor(31, 119, 180), 2));
   eval_ = plot_->addGraph();

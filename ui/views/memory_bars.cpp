@@ -7,6 +7,7 @@
 #include <QStringList>
 #include <QVBoxLayout>
 #include "byte_text.h"
+#include "views/plot_legend.h"
 #include "views/qcustomplot_include.h"
 
 #include <algorithm>
@@ -25,14 +26,8 @@ constexpr double kMiB = 1024.0 * 1024.0;
 }  // namespace
 
 MemoryBars::MemoryBars(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(plot_);
-  setMinimumHeight(200);
-
-  plot_->plotLayout()->insertRow(0);
-  title_ = new QCPTextElement(plot_, QString(), QFont(font().family(), -1, QFont::Bold));
-  plot_->plotLayout()->addElement(0, 0, title_);
+  title_ = installTitledPlot(this, plot_, 200);
+  auto* layout = static_cast<QVBoxLayout*>(this->layout());
   note_ = new QLabel(this);
   note_->setObjectName(QStringLiteral("memoryNote"));
   note_->setWordWrap(true);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// What the live plots share: a QCustomPlot filling its widget under a bold
-// title, a legend in a row of its own under the axes (entries side by side, so
+// What the plots share: a QCustomPlot filling its widget under a bold
+// title; for the live plots also a legend in a row of its own under the axes (entries side by side, so
 // it never hides a line; the live plots have one entry per rank), and a colour
 // per rank.
 #pragma once
@@ -13,12 +13,14 @@
 
 namespace shardscope::ui {
 
-// Lays `plot` out to fill `owner` and adds an (empty) bold title row on top; returns the title.
-inline QCPTextElement* installTitledPlot(QWidget* owner, QCustomPlot* plot) {
+// Lays `plot` out to fill `owner` (in a QVBoxLayout, owner->layout(), that
+// more widgets may join below) and adds an (empty) bold title row on top;
+// returns the title.
+inline QCPTextElement* installTitledPlot(QWidget* owner, QCustomPlot* plot, int minimum_height = 180) {
   auto* layout = new QVBoxLayout(owner);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(plot);
-  owner->setMinimumHeight(180);
+  owner->setMinimumHeight(minimum_height);
   plot->plotLayout()->insertRow(0);
   auto* title = new QCPTextElement(plot, QString(), QFont(owner->font().family(), -1, QFont::Bold));
   plot->plotLayout()->addElement(0, 0, title);

@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "ops/cuda/cuda_error_text.h"
+
 namespace shardscope::cuda_detail {
 
 [[noreturn]] inline void fail(const char* call, const char* op, const std::string& error) {
@@ -19,8 +21,7 @@ namespace shardscope::cuda_detail {
 }
 
 inline void check(cudaError_t status, const char* call, const char* op) {
-  if (status != cudaSuccess)
-    fail(call, op, std::string(cudaGetErrorName(status)) + " (" + cudaGetErrorString(status) + ")");
+  if (status != cudaSuccess) fail(call, op, cuda_error_text(status));
 }
 
 inline void check(cublasStatus_t status, const char* call, const char* op) {

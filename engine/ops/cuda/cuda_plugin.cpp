@@ -6,23 +6,21 @@
 
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <stdexcept>
 #include <string>
 
 #include "ops/cuda/cuda_backend.h"
+#include "ops/cuda/cuda_error_text.h"
 #include "ops/cuda/cuda_plugin_abi.h"
+#include "ops/plugin_entry.h"
 
 namespace {
 
-int report(char* error, std::size_t error_size, const std::string& message) {
-  if (error != nullptr && error_size > 0) std::snprintf(error, error_size, "%s", message.c_str());
-  return -1;
-}
+using shardscope::plugin_entry::guarded;
+using shardscope::plugin_entry::report;
 
 int report(char* error, std::size_t error_size, const char* call, cudaError_t status) {
-  return report(error, error_size,
-                std::string(call) + ": " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+  return report(error, error_size, std::string(call) + ": " + shardscope::cuda_error_text(status));
 }
 
 // The CudaBackend behind a Backend* handed back to the plugin; throws for any other backend.
@@ -37,17 +35,6 @@ shardscope::DType sixteen_bit(int dtype) {
   if (dtype != static_cast<int>(shardscope::DType::f16) && dtype != static_cast<int>(shardscope::DType::bf16))
     throw std::invalid_argument("dtype " + std::to_string(dtype) + " is not f16 (1) or bf16 (2)");
   return static_cast<shardscope::DType>(dtype);
-}
-
-// Runs `body`, turning any exception into -1 and its message.
-template <typename Body>
-int guarded(char* error, std::size_t error_size, Body body) {
-  try {
-    body();
-    return 0;
-  } catch (const std::exception& e) {
-    return report(error, error_size, e.what());
-  }
 }
 
 }  // namespace
@@ -90,20 +77,13 @@ __attribute__((visibility("default"))) int shardscope_cuda_create_backend(int de
                                                                           shardscope::Backend** backend, char* error,
                                                                           std::size_t error_size) {
   *backend = nullptr;
-  try {
+  return guarded(error, error_size, [&] {
     shardscope::CudaBackendOptions options;
     options.device = device;
     if (gemm_math < 0 || gemm_math > 3) throw std::invalid_argument("gemm math " + std::to_string(gemm_math));
     options.math = static_cast<shardscope::GemmMath>(gemm_math);
     *backend = new shardscope::CudaBackend(options);
-    return 0;
-  } catch (const std::exception& e) {
-    return report(error, error_size, e.what());
-  }
-}
-
-__attribute__((visibility("default"))) void shardscope_cuda_destroy_backend(shardscope::Backend* backend) {
-  delete backend;
+  });
 }
 
 __attribute__((visibility("default"))) int shardscope_cuda_malloc(int device, std::size_t bytes, void** pointer,

@@ -38,11 +38,11 @@ int shardscope_cuda_abi_version(void);
 // Number of GPUs; -1 with the CUDA error when there is no driver or no device.
 int shardscope_cuda_device_count(int* count, char* error, std::size_t error_size);
 int shardscope_cuda_device_info(int device, ShardscopeCudaDeviceInfo* info, char* error, std::size_t error_size);
-// A new CudaBackend for `device` (delete it through shardscope_cuda_destroy_backend).
+// A new CudaBackend for `device`. The engine deletes it through Backend's
+// virtual destructor, which runs the plugin's own code (the plugin stays loaded).
 // gemm_math: 0 fp32, 1 TF32, 2 bf16 operands, 3 fp16 operands (CudaBackendOptions).
 int shardscope_cuda_create_backend(int device, int gemm_math, shardscope::Backend** backend, char* error,
                                    std::size_t error_size);
-void shardscope_cuda_destroy_backend(shardscope::Backend* backend);
 // Device memory of `device`: cudaMalloc, cudaFree, cudaMemcpy (synchronous; it
 // waits for work queued by the backends, whose streams are blocking streams).
 int shardscope_cuda_malloc(int device, std::size_t bytes, void** pointer, char* error, std::size_t error_size);
@@ -81,7 +81,6 @@ using ShardscopeCudaAbiVersionFn = int (*)(void);
 using ShardscopeCudaDeviceCountFn = int (*)(int*, char*, std::size_t);
 using ShardscopeCudaDeviceInfoFn = int (*)(int, ShardscopeCudaDeviceInfo*, char*, std::size_t);
 using ShardscopeCudaCreateBackendFn = int (*)(int, int, shardscope::Backend**, char*, std::size_t);
-using ShardscopeCudaDestroyBackendFn = void (*)(shardscope::Backend*);
 using ShardscopeCudaMallocFn = int (*)(int, std::size_t, void**, char*, std::size_t);
 using ShardscopeCudaFreeFn = int (*)(int, void*, char*, std::size_t);
 using ShardscopeCudaMemcpyFn = int (*)(int, void*, const void*, std::size_t, int, char*, std::size_t);

@@ -160,8 +160,24 @@ __global__ void attention_softmax_backward_kernel(const float* probs, float* d, 
 
 // ---- cross-entropy ------------------------------------------------------------------------------
 
-// logits (rows, V): one block per row, threads stride over V; block max, then
-// block sum of e^(logit - max), as math::cross_entropy_row. Ignored rows: 0.
+// What the forward and the backward of a row of logits x (V) both need: the
+// block max, then the block sum of e^(x - max), as math::cross_entropy_row.
+// Every thread of the block calls it (it holds barriers).
+struct RowSoftmaxSums {
+  float max_v;
+  float sum;
+};
+
+__device__ RowSoftmaxSums row_softmax_sums(const float* x, int V) {
+  float max_v = -INFINITY;
+  for (int j = static_cast<int>(threadIdx.x); j < V; j += kThreads) max_v = math::max_f(max_v, x[j]);
+  max_v = block_max_float(max_v);
+  float sum = 0.0f;
+  for (int j = static_cast<int>(threadIdx.x); j < V; j += kThreads) sum += math::exp_approx(x[j] - max_v);
+  return {max_v, block_sum_float(sum)};
+}
+
+// logits (rows, V): one block per row, threads stride over V. Ignored rows: 0.
 __global__ void cross_entropy_kernel(float* losses, const float* logits, const int* targets, int V) {
   const long long r = blockIdx.x;
   const int target = targets[r];
@@ -170,13 +186,8 @@ __global__ void cross_entropy_kernel(float* losses, const float* logits, const i
     return;
   }
   const float* x = logits + r * V;
-  float max_v = -INFINITY;
-  for (int j = static_cast<int>(threadIdx.x); j < V; j += kThreads) max_v = math::max_f(max_v, x[j]);
-  max_v = block_max_float(max_v);
-  float sum = 0.0f;
-  for (int j = static_cast<int>(threadIdx.x); j < V; j += kThreads) sum += math::exp_approx(x[j] - max_v);
-  sum = block_sum_float(sum);
-  if (threadIdx.x == 0) losses[r] = math::cross_entropy_loss(sum, max_v, x[target]);
+  const RowSoftmaxSums row = row_softmax_sums(x, V);
+  if (threadIdx.x == 0) losses[r] = math::cross_entropy_loss(row.sum, row.max_v, x[target]);
 }
 
 // logits, d_logits (rows, V), may alias: one block per row; every read of the
@@ -192,15 +203,10 @@ __global__ void cross_entropy_backward_kernel(float* d_logits, const float* logi
     return;
   }
   const float* x = logits + r * V;
-  float max_v = -INFINITY;
-  for (int j = static_cast<int>(threadIdx.x); j < V; j += kThreads) max_v = math::max_f(max_v, x[j]);
-  max_v = block_max_float(max_v);
-  float sum = 0.0f;
-  for (int j = static_cast<int>(threadIdx.x); j < V; j += kThreads) sum += math::exp_approx(x[j] - max_v);
-  sum = block_sum_float(sum);
-  const float scale = dloss / sum;
+  const RowSoftmaxSums row = row_softmax_sums(x, V);
+  const float scale = dloss / row.sum;
   for (int j = static_cast<int>(threadIdx.x); j < V; j += kThreads) {
-    const float g = math::cross_entropy_grad(x[j], max_v, scale);
+    const float g = math::cross_entropy_grad(x[j], row.max_v, scale);
     d[j] = j == target ? g - dloss : g;  // math::cross_entropy_backward_row's dlogits[target] -= dloss
   }
 }

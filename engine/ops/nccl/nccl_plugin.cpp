@@ -6,17 +6,19 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <cstdio>
 #include <cstdlib>
-#include <exception>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "ops/cuda/cuda_error_text.h"
 #include "ops/nccl/nccl_plugin_abi.h"
+#include "ops/plugin_entry.h"
 
 namespace {
+
+using shardscope::plugin_entry::guarded;
 
 struct Context {
   ncclComm_t comm = nullptr;
@@ -29,30 +31,13 @@ struct Context {
   bool aborted = false;
 };
 
-int report(char* error, std::size_t error_size, const std::string& message) {
-  if (error != nullptr && error_size > 0) std::snprintf(error, error_size, "%s", message.c_str());
-  return -1;
-}
-
 void check(cudaError_t status, const char* call) {
-  if (status != cudaSuccess)
-    throw std::runtime_error(std::string(call) + ": " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) +
-                             ")");
+  if (status != cudaSuccess) throw std::runtime_error(std::string(call) + ": " + shardscope::cuda_error_text(status));
 }
 
 void check(ncclResult_t status, const char* call) {
   if (status != ncclSuccess && status != ncclInProgress)
     throw std::runtime_error(std::string(call) + ": " + ncclGetErrorString(status));
-}
-
-template <typename Body>
-int guarded(char* error, std::size_t error_size, Body body) {
-  try {
-    body();
-    return 0;
-  } catch (const std::exception& e) {
-    return report(error, error_size, e.what());
-  }
 }
 
 ncclDataType_t nccl_type(int dtype) {
