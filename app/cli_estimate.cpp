@@ -22,6 +22,9 @@ struct Flags {
   bool offload_optimizer = false, offload_params = false, deepspeed_conventions = false, json = false;
 };
 
+// Where a setting given in the config files came from, as (setting, file) pairs.
+using SettingOrigins = std::vector<std::pair<std::string, std::string>>;
+
 // Flags given on the command line, as the last settings patch.
 SettingsPatch patch_from_flags(const Flags& f) {
   SettingsPatch p;
@@ -116,7 +119,7 @@ void print_time(const Estimate& e) {
       t.step_overlapped_s);
 }
 
-void print_estimate(const Estimate& e, const std::vector<std::pair<std::string, std::string>>& origins) {
+void print_estimate(const Estimate& e, const SettingOrigins& origins) {
   const ModelShape& m = e.model;
   const EstimateSettings& s = e.settings;
   std::printf("Estimate for %s: %s parameters (%s: L=%lld, h=%lld, a=%lld, vocab=%lld)\n", m.name.c_str(),
@@ -132,7 +135,8 @@ void print_estimate(const Estimate& e, const std::vector<std::pair<std::string, 
       std::string(precision_name(s.precision)).c_str(), s.micro_batch, s.seq, s.accum, s.micro_batches,
       pipeline_schedule_name(s.schedule), static_cast<long long>(s.global_batch()),
       std::string(recompute_name(s.recompute)).c_str(), std::string(activation_mode_name(s.activations)).c_str(),
-      s.cuda ? "cuda" : "cpu", s.offload_optimizer ? ", optimizer offload" : "", s.offload_params ? ", parameter offload" : "");
+      s.cuda ? "cuda" : "cpu", s.offload_optimizer ? ", optimizer offload" : "",
+      s.offload_params ? ", parameter offload" : "");
   for (const auto& [setting, where] : origins) std::printf("  %s from %s\n", setting.c_str(), where.c_str());
   std::printf("Basis: %s\n", e.memory.basis.c_str());
   std::printf("Sizes in bytes; GB = 10^9 bytes. Ψ = parameters, Nd = data-parallel ranks.\n");
@@ -167,10 +171,8 @@ void print_estimate(const Estimate& e, const std::vector<std::pair<std::string, 
   }
 }
 
-}  // namespace
-
-int run_estimate(const std::vector<std::string>& args) {
-  Flags f;
+// The flags of `estimate`, in the order --help lists them.
+ArgParser estimate_parser(Flags& f) {
   std::string presets;
   for (const auto& p : model_presets()) presets += (presets.empty() ? "" : ", ") + p.name;
   std::string gpus;
@@ -228,13 +230,18 @@ int run_estimate(const std::vector<std::string>& args) {
                     "buffer factor on CPU memory)",
                     &f.deepspeed_conventions);
   parser.add_switch("--json", "Print one JSON object instead of the table (schema in README.md)", &f.json);
-  if (!parser.parse(args)) return 0;
+  return parser;
+}
 
+// Settings apply in order: the config files, then the flags given; `origins` gets the config files' part.
+EstimateRequest make_request(const Flags& f, SettingOrigins& origins) {
   EstimateRequest request;
   request.model = load_model_shape(f.model, &request.warnings);
   ImportedSettings imported = import_settings(f.accelerate, f.deepspeed);
   request.warnings.insert(request.warnings.end(), imported.warnings.begin(), imported.warnings.end());
   request.nodes = imported.nodes;
+  for (const SettingsPatch& patch : imported.patches)
+    origins.insert(origins.end(), patch.origin.begin(), patch.origin.end());
   EstimateSettings base;
   if (!request.model.engine_config) base.activations = ActivationMode::formula;
   imported.patches.push_back(patch_from_flags(f));
@@ -242,14 +249,21 @@ int run_estimate(const std::vector<std::string>& args) {
   if (!f.gpu.empty()) request.gpu = find_gpu_profile(f.gpu);
   if (!f.gpu_mem.empty()) request.gpu_memory_bytes = parse_memory_size(f.gpu_mem);
   request.deepspeed_conventions = f.deepspeed_conventions;
-  const Estimate estimate = compute_estimate(request);
+  return request;
+}
+
+}  // namespace
+
+int run_estimate(const std::vector<std::string>& args) {
+  Flags f;
+  ArgParser parser = estimate_parser(f);
+  if (!parser.parse(args)) return 0;
+  SettingOrigins origins;
+  const Estimate estimate = compute_estimate(make_request(f, origins));
   if (f.json) {
     std::printf("%s\n", estimate_to_json(estimate).dump(2).c_str());
     return 0;
   }
-  std::vector<std::pair<std::string, std::string>> origins;
-  for (std::size_t i = 0; i + 1 < imported.patches.size(); ++i)
-    origins.insert(origins.end(), imported.patches[i].origin.begin(), imported.patches[i].origin.end());
   print_estimate(estimate, origins);
   return 0;
 }
