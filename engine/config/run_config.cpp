@@ -13,11 +13,13 @@ std::int64_t RunConfig::warmup_steps() const {
   return warmup >= 0 ? warmup : std::min<std::int64_t>(100, steps / 10);
 }
 
-void validate_run_config(const RunConfig& c) {
-  auto require = [](bool ok, const std::string& message) {
-    if (!ok) throw ConfigError(message);
-  };
-  const ModelConfig model = find_model_preset(c.model);
+namespace {
+void require(bool ok, const std::string& message) {
+  if (!ok) throw ConfigError(message);
+}
+
+// Steps, batch shape, learning rate and the other training fields.
+void validate_training(const RunConfig& c, const ModelConfig& model) {
   require(c.steps > 0, "--steps must be at least 1 (got " + std::to_string(c.steps) + ")");
   require(c.batch > 0, "--batch must be at least 1 (got " + std::to_string(c.batch) + ")");
   require(c.seq > 0, "--seq must be at least 1 (got " + std::to_string(c.seq) + ")");
@@ -31,6 +33,10 @@ void validate_run_config(const RunConfig& c) {
   require(c.eval_every >= 0, "--eval-every must be 0 (off) or more");
   require(c.eval_batches > 0, "--eval-batches must be at least 1");
   require(c.threads >= 0 && c.threads <= 1024, "--threads must be between 0 (all cores) and 1024");
+}
+
+// The dp x pp grid, the data-parallel mode, ZeRO and how the batch splits.
+void validate_layout(const RunConfig& c, const ModelConfig& model) {
   require(c.dp >= 1 && c.dp <= 64, "--dp must be between 1 and 64 (got " + std::to_string(c.dp) + ")");
   require(c.pp >= 1, "--pp must be at least 1 (got " + std::to_string(c.pp) + ")");
   require(c.ranks == 0 || c.ranks == c.dp * c.pp,
@@ -58,6 +64,10 @@ void validate_run_config(const RunConfig& c) {
                                     " x --micro-batches " + std::to_string(c.micro_batches) +
                                     " equal micro-batches (" + std::to_string(c.batch) + " is not a multiple of " +
                                     std::to_string(split) + ")");
+}
+
+// fp16 loss scaling (and its test hook).
+void validate_loss_scaling(const RunConfig& c) {
   require(c.initial_scale_power >= 0 && c.initial_scale_power <= 127,
           "--initial-scale-power must be between 0 and 127 (the scale is 2^power, a finite f32)");
   require(c.loss_scale >= 0.0f && std::isfinite(c.loss_scale), "--loss-scale must be 0 (dynamic) or a positive scale");
@@ -79,6 +89,10 @@ void validate_run_config(const RunConfig& c) {
   require(c.overflow_rank < c.world_size(), "--inject-overflow: rank " + std::to_string(c.overflow_rank) +
                                                 " does not exist (world size " + std::to_string(c.world_size()) + ")");
   require(c.overflow_rank < 0 || c.precision == Precision::fp16, "--inject-overflow needs --precision fp16");
+}
+
+// Where the ranks compute (and the failure test hook).
+void validate_devices(const RunConfig& c) {
   require(c.device == "cpu" || c.device == "cuda", "--device must be cpu or cuda (got \"" + c.device + "\")");
   require(!c.gpus.empty() && std::all_of(c.gpus.begin(), c.gpus.end(), [](int g) { return g >= 0 && g < 1024; }),
           "--gpus must list GPU indices, e.g. 0 or 0,1");
@@ -94,6 +108,15 @@ void validate_run_config(const RunConfig& c) {
               " ranks (dp x pp): list one GPU for every rank (NCCL between them), or one GPU that all ranks share");
   require(c.fail_rank < c.world_size(), "--inject-failure: rank " + std::to_string(c.fail_rank) +
                                             " does not exist (world size " + std::to_string(c.world_size()) + ")");
+}
+}  // namespace
+
+void validate_run_config(const RunConfig& c) {
+  const ModelConfig model = find_model_preset(c.model);
+  validate_training(c, model);
+  validate_layout(c, model);
+  validate_loss_scaling(c);
+  validate_devices(c);
 }
 
 }  // namespace shardscope

@@ -226,7 +226,6 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
                       model.name + "); use --activations formula");
 
   const ShardingPlan plan = make_sharding_plan(s.layout(), model);
-  const Grid& grid = plan.grid();
   const Context context{s, plan, plan.bytes_per_parameter(), s.pp > 1 ? "Ψ_s" : "Ψ", plan.naive()};
   std::optional<UnitSharding> units;
   if (plan.unit_chunks()) units = shard_units(model, s.dp);
@@ -238,11 +237,11 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
 
   std::map<int, std::pair<std::int64_t, ActivationBytes>> per_stage;  // stage -> (Ψ_s, one micro-batch)
   std::map<int, int> in_flight;                                       // stage -> activation slots
-  for (int r = 0; r < grid.world_size(); ++r) {
+  for (int r = 0; r < plan.grid().world_size(); ++r) {
     RankMemory m;
     m.rank = r;
-    m.stage = grid.stage_of(r);
-    m.dp_rank = grid.dp_rank_of(r);
+    m.stage = plan.grid().stage_of(r);
+    m.dp_rank = plan.grid().dp_rank_of(r);
     m.layers = model.stage_layers(s.pp, m.stage);
     auto it = per_stage.find(m.stage);
     if (it == per_stage.end()) {

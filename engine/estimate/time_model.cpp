@@ -36,12 +36,11 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
 
   // Data-parallel collectives, for the largest stage.
   const ShardingRules rules(s.layout());
-  const StateBytes k = rules.bytes_per_parameter();
   std::int64_t psi_s = 0;
   for (int stage = 0; stage < s.pp; ++stage) psi_s = std::max(psi_s, model.stage_parameters(s.pp, stage));
   const double P = static_cast<double>(psi_s), Nd = s.dp, share = (Nd - 1) / Nd,
                K = static_cast<double>(s.micro_steps());
-  const double g = k.gradients, p = k.parameters;
+  const double g = rules.bytes_per_parameter().gradients, p = rules.bytes_per_parameter().parameters;
   const std::string psi = (s.pp > 1 ? "Ψ_s = " : "Ψ = ") + grouped(psi_s);
   if (s.dp == 1) {
     t.dp_formula = "0: one data-parallel rank";

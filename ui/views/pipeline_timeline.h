@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "events/event.h"
-#include "parallel/grid.h"
+#include "plan/grid.h"
 #include "views/event_view.h"
 
 class QLabel;
