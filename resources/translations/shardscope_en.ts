@@ -853,22 +853,6 @@ Every pipeline stage of a replica sees all of its tokens; a slow rank falls belo
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>ZeRO-0 (replicated): 4Ψ + 4Ψ + 8Ψ = 16Ψ per rank · Nd = %1</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>ZeRO-1: 4Ψ + 4Ψ + 8Ψ/Nd per rank · Nd = %1 (optimizer states sharded)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>ZeRO-2: 4Ψ + 4Ψ/Nd + 8Ψ/Nd per rank · Nd = %1 (+ gradients sharded)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>ZeRO-3: 4Ψ/Nd + 4Ψ/Nd + 8Ψ/Nd = 16Ψ/Nd per rank · Nd = %1 (+ parameters sharded)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>Waiting for events: press Run.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -918,6 +902,42 @@ Every pipeline stage of a replica sees all of its tokens; a slow rank falls belo
     </message>
     <message>
         <source>%1 all-gathers</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO: this run&apos;s model is unknown to the engine</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO-0 (replicated): %1 per rank · Nd = %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO-1: %1 per rank · Nd = %2 (optimizer states sharded)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO-2: %1 per rank · Nd = %2 (+ gradients sharded)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO-3: %1 per rank · Nd = %2 (+ parameters sharded)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>P %1 · G %2 · OS %3</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1 (plan)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Each rank holds only its pipeline stage&apos;s units; the last stage keeps a copy of the tied token embedding (emb) for its head.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>rank %1 · stage %2</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

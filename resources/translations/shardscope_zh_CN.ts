@@ -849,22 +849,6 @@ Rank r：其数据并行副本每步处理的 token 数（全局批大小 × 序
         <translation>L%1</translation>
     </message>
     <message>
-        <source>ZeRO-0 (replicated): 4Ψ + 4Ψ + 8Ψ = 16Ψ per rank · Nd = %1</source>
-        <translation>ZeRO-0（完全复制）：每个 rank 4Ψ + 4Ψ + 8Ψ = 16Ψ · Nd = %1</translation>
-    </message>
-    <message>
-        <source>ZeRO-1: 4Ψ + 4Ψ + 8Ψ/Nd per rank · Nd = %1 (optimizer states sharded)</source>
-        <translation>ZeRO-1：每个 rank 4Ψ + 4Ψ + 8Ψ/Nd · Nd = %1（优化器状态分片）</translation>
-    </message>
-    <message>
-        <source>ZeRO-2: 4Ψ + 4Ψ/Nd + 8Ψ/Nd per rank · Nd = %1 (+ gradients sharded)</source>
-        <translation>ZeRO-2：每个 rank 4Ψ + 4Ψ/Nd + 8Ψ/Nd · Nd = %1（另加梯度分片）</translation>
-    </message>
-    <message>
-        <source>ZeRO-3: 4Ψ/Nd + 4Ψ/Nd + 8Ψ/Nd = 16Ψ/Nd per rank · Nd = %1 (+ parameters sharded)</source>
-        <translation>ZeRO-3：每个 rank 4Ψ/Nd + 4Ψ/Nd + 8Ψ/Nd = 16Ψ/Nd · Nd = %1（另加参数分片）</translation>
-    </message>
-    <message>
         <source>Waiting for events: press Run.</source>
         <translation>等待事件：请点击“运行”。</translation>
     </message>
@@ -915,6 +899,42 @@ Rank r：其数据并行副本每步处理的 token 数（全局批大小 × 序
     <message>
         <source>%1 all-gathers</source>
         <translation>all-gather %1 次</translation>
+    </message>
+    <message>
+        <source>ZeRO: this run&apos;s model is unknown to the engine</source>
+        <translation>ZeRO：引擎不认识这次运行的模型</translation>
+    </message>
+    <message>
+        <source>ZeRO-0 (replicated): %1 per rank · Nd = %2</source>
+        <translation>ZeRO-0（全量复制）：每个 rank %1 · Nd = %2</translation>
+    </message>
+    <message>
+        <source>ZeRO-1: %1 per rank · Nd = %2 (optimizer states sharded)</source>
+        <translation>ZeRO-1：每个 rank %1 · Nd = %2（优化器状态分片）</translation>
+    </message>
+    <message>
+        <source>ZeRO-2: %1 per rank · Nd = %2 (+ gradients sharded)</source>
+        <translation>ZeRO-2：每个 rank %1 · Nd = %2（另加梯度分片）</translation>
+    </message>
+    <message>
+        <source>ZeRO-3: %1 per rank · Nd = %2 (+ parameters sharded)</source>
+        <translation>ZeRO-3：每个 rank %1 · Nd = %2（另加参数分片）</translation>
+    </message>
+    <message>
+        <source>P %1 · G %2 · OS %3</source>
+        <translation>参数 %1 · 梯度 %2 · 优化器状态 %3</translation>
+    </message>
+    <message>
+        <source>%1 (plan)</source>
+        <translation>%1（计划）</translation>
+    </message>
+    <message>
+        <source>Each rank holds only its pipeline stage&apos;s units; the last stage keeps a copy of the tied token embedding (emb) for its head.</source>
+        <translation>每个 rank 只持有它所在流水线阶段的单元；最后一个阶段为输出头保留一份绑定的词嵌入副本（emb）。</translation>
+    </message>
+    <message>
+        <source>rank %1 · stage %2</source>
+        <translation>rank %1 · 阶段 %2</translation>
     </message>
 </context>
 </TS>
