@@ -19,6 +19,7 @@ class TestTraining : public QObject {
   void gpt_tiny_loss_falls_on_default_corpus();
   void bert_tiny_loss_falls_on_default_corpus();
   void same_seed_same_run();
+  void thread_count_does_not_change_the_run();
   void hidden_states_of_every_layer();
 };
 
@@ -109,6 +110,35 @@ void TestTraining::same_seed_same_run() {
   std::vector<float> c;
   Trainer(config).run([&](const StepMetrics& m) { c.push_back(m.loss); });
   QVERIFY(a != c);
+}
+
+// Reductions split over output elements and gemm parts fixed by the shape: a
+// rank trains bit for bit the same with 1, 2 or 3 threads.
+void TestTraining::thread_count_does_not_change_the_run() {
+  RunConfig config;
+  config.model = "gpt-tiny";
+  config.steps = 3;
+  config.batch = 8;
+  config.seq = 32;
+  config.eval_every = 3;
+  config.eval_batches = 1;
+  std::vector<float> losses[3], eval[3];
+  std::vector<unsigned char> states[3];
+  for (int t = 0; t < 3; ++t) {
+    config.threads = t + 1;
+    Trainer trainer(config);
+    trainer.run([&](const StepMetrics& m) {
+      losses[t].push_back(m.loss);
+      if (m.eval_loss) eval[t].push_back(*m.eval_loss);
+    });
+    states[t] = trainer.model_state_bytes(0);
+  }
+  for (int t = 1; t < 3; ++t) {
+    QCOMPARE(losses[t], losses[0]);
+    QCOMPARE(eval[t], eval[0]);
+    QVERIFY2(states[t] == states[0], qPrintable(QString("%1 threads: other model states").arg(t + 1)));
+  }
+  QCOMPARE(eval[0].size(), std::size_t{1});
 }
 
 void TestTraining::hidden_states_of_every_layer() {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Matrix multiply on the CPU. The BLAS runs single-threaded inside each call;
-// CpuBackend::gemm splits the output over the rank's own threads. This keeps
-// the total thread count at the cores the engine was given, however many
-// ranks run at once (no BLAS threads fighting the rank threads).
+// CpuBackend::gemm splits the output into parts fixed by the shape and runs
+// them on the rank's own threads. This keeps the total thread count at the
+// cores the engine was given, however many ranks run at once (no BLAS threads
+// fighting the rank threads), and the result the same for any thread count.
 #include <algorithm>
 #include <mutex>
 
@@ -19,6 +20,31 @@ void make_blas_single_threaded() {
   static std::once_flag once;
   std::call_once(once, [] { openblas_set_num_threads(1); });
 }
+
+// How many calls the output of one gemm is split into, from its shape alone.
+// The BLAS does not compute an element of C the same way in every call: which
+// micro-kernel or edge path handles it, and so the order of its K products,
+// depends on the call's extent and the element's place in it (OpenBLAS's Zen
+// kernel gives different last bits for a row computed in a 64-row call and in
+// a 128-row one). Splitting by the thread count would make results depend on
+// the thread count, so the parts are fixed by M, N, K: a power of two (even
+// work for 2, 4, 8... threads), at most kMaxGemmParts, each part at least
+// kMinGemmPartSize rows or columns and ~1 MFLOP. The operand every part
+// shares is packed once per part: with 128-row parts one thread loses ~3% to
+// the unsplit call (64: ~8%), while gpt-tiny's products still split in two or
+// more for 2 threads. The pool runs whole parts, so every thread count makes
+// the same BLAS calls.
+int gemm_parts(int M, int N, int K) {
+  constexpr int kMaxGemmParts = 32;
+  constexpr int kMinGemmPartSize = 128;
+  constexpr double kMinGemmPartFlops = 1.0e6;
+  const double flops = 2.0 * M * N * std::max(K, 1);
+  const double most = std::min({static_cast<double>(kMaxGemmParts), flops / kMinGemmPartFlops,
+                                static_cast<double>(std::max(M, N) / kMinGemmPartSize)});
+  int parts = 1;
+  while (parts * 2 <= most) parts *= 2;
+  return parts;
+}
 }  // namespace
 
 const char* blas_name() { return "OpenBLAS"; }
@@ -32,24 +58,31 @@ void blas_sgemm(Transpose trans_a, Transpose trans_b, int M, int N, int K, float
 void CpuBackend::gemm(Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha, const float* A, int lda,
                       const float* B, int ldb, float beta, float* C, int ldc) {
   if (M <= 0 || N <= 0) return;
-  // One part per thread, but only where each part still has real work (~1 MFLOP).
-  const double flops = 2.0 * M * N * std::max(K, 1);
-  const int parts = static_cast<int>(std::min<double>(pool_.threads(), std::max(1.0, flops / 1.0e6)));
+  const int parts = gemm_parts(M, N, K);
   if (parts <= 1) {
     blas_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
+  // Part p covers [dim * p / parts, dim * (p + 1) / parts) of the split dimension.
+  const auto bound = [parts](int dim, std::int64_t p) { return static_cast<int>(dim * p / parts); };
   if (M >= N) {
     // Split rows of C: rows m0..m1 of op(A).
-    pool_.parallel_for(M, std::max(1, M / parts), [&](std::int64_t m0, std::int64_t m1) {
-      const float* a = trans_a == Transpose::no ? A + m0 * lda : A + m0;
-      blas_sgemm(trans_a, trans_b, static_cast<int>(m1 - m0), N, K, alpha, a, lda, B, ldb, beta, C + m0 * ldc, ldc);
+    pool_.parallel_for(parts, 1, [&](std::int64_t p0, std::int64_t p1) {
+      for (std::int64_t p = p0; p < p1; ++p) {
+        const int m0 = bound(M, p), m1 = bound(M, p + 1);
+        const float* a = trans_a == Transpose::no ? A + static_cast<std::int64_t>(m0) * lda : A + m0;
+        blas_sgemm(trans_a, trans_b, m1 - m0, N, K, alpha, a, lda, B, ldb, beta,
+                   C + static_cast<std::int64_t>(m0) * ldc, ldc);
+      }
     });
   } else {
     // Split columns of C: columns n0..n1 of op(B).
-    pool_.parallel_for(N, std::max(1, N / parts), [&](std::int64_t n0, std::int64_t n1) {
-      const float* b = trans_b == Transpose::no ? B + n0 : B + n0 * ldb;
-      blas_sgemm(trans_a, trans_b, M, static_cast<int>(n1 - n0), K, alpha, A, lda, b, ldb, beta, C + n0, ldc);
+    pool_.parallel_for(parts, 1, [&](std::int64_t p0, std::int64_t p1) {
+      for (std::int64_t p = p0; p < p1; ++p) {
+        const int n0 = bound(N, p), n1 = bound(N, p + 1);
+        const float* b = trans_b == Transpose::no ? B + n0 : B + static_cast<std::int64_t>(n0) * ldb;
+        blas_sgemm(trans_a, trans_b, M, n1 - n0, K, alpha, A, lda, b, ldb, beta, C + n0, ldc);
+      }
     });
   }
 }
