@@ -8,22 +8,14 @@
 #include <map>
 #include <thread>
 
-#include "core/caching_device_memory.h"
 #include "core/error.h"
-#include "core/thread_pool.h"
 #include "data/default_corpus.h"
 #include "estimate/formula_text.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
 #include "ops/backend.h"
-#include "ops/device.h"
-#include "ops/nccl.h"
-#include "parallel/data_parallel.h"
-#include "parallel/ddp.h"
 #include "parallel/in_process_communicator.h"
 #include "parallel/nccl_communicator.h"
-#include "parallel/pipeline_parallel.h"
-#include "parallel/zero.h"
 #include "parallel/zero_storage.h"
 #include "plan/sharding_plan.h"
 #include "train/adamw.h"
