@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/output_file.h"
+#include "events/recording.h"
 
 using namespace shardscope;
 namespace fs = std::filesystem;
@@ -72,6 +73,7 @@ class TestOutputFile : public QObject {
   void stream_errors_surface_at_commit();
   void write_error_names_the_os_error();
   void require_regular_input_refuses_a_fifo();
+  void recording_writer_commits_on_close_and_abandons_on_request();
 
  private:
   QTemporaryDir dir_;
@@ -264,6 +266,33 @@ void TestOutputFile::require_regular_input_refuses_a_fifo() {
              "--data: cannot read '" + fifo + "': it is a FIFO (named pipe), not a regular file");
   }
   QVERIFY_THROWS_EXCEPTION(ConfigError, require_regular_input({"--data", dir_.path().toStdString()}));
+}
+
+void TestOutputFile::recording_writer_commits_on_close_and_abandons_on_request() {
+  const std::string file = path("run.ssrun");
+  write_file(file, "an older recording");
+  {
+    RecordingWriter writer(file, "{}");
+    QVERIFY(writer.writing_path() != file);
+    writer.emit(Event{});
+    writer.abandon();  // a run cut short
+    QVERIFY(!fs::exists(writer.writing_path()));
+  }
+  QCOMPARE(read_file(file), std::string("an older recording"));
+  RecordingWriter writer(file, "{}", "--record");
+  writer.emit(Event{});
+  writer.flush();
+  QCOMPARE(read_file(file), std::string("an older recording"));
+  RecordingReader reader;
+  reader.open(writer.writing_path());
+  QCOMPARE(reader.read_all().size(), std::size_t{1});
+  writer.close();
+  RecordingReader done;
+  done.open(file);
+  QCOMPARE(done.read_all().size(), std::size_t{1});
+  QCOMPARE(names_in(dir_.path().toStdString()), std::vector<std::string>{"run.ssrun"});
+  const std::string refused = output_error([&] { RecordingWriter w(path("."), "{}", "--record"); });
+  QVERIFY2(refused.rfind("--record: cannot replace", 0) == 0, refused.c_str());
 }
 
 QTEST_GUILESS_MAIN(TestOutputFile)
