@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cli_args.h"
+#include "cli_train_outputs.h"
 #include "config/run_schema.h"
 #include "core/error.h"
 #include "events/event_queue.h"
@@ -74,72 +75,6 @@ ArgParser train_parser(TrainFlags& flags) {
   return parser;
 }
 
-// --record: the run's event stream in a file. Engine threads never wait for the
-// disk: they push into a bounded queue, and this helper thread drains it into
-// the recording.
-class Recording {
- public:
-  Recording(const std::string& path, const RunConfig& config)
-      : path_(path), writer_(open_writer(path, config)), drainer_([this] { drain(); }) {}
-  ~Recording() { stop_draining(); }
-
-  EventQueue* queue() { return &queue_; }
-
-  // After the run: every queued event written, the file complete.
-  void close() {
-    stop_draining();
-    writer_->close();
-  }
-
-  void print_summary() const {
-    std::printf("recorded %llu events to %s (%llu fine-grained events dropped by the full queue)\n",
-                static_cast<unsigned long long>(writer_->events_written()), path_.c_str(),
-                static_cast<unsigned long long>(queue_.dropped()));
-  }
-
- private:
-  static std::unique_ptr<RecordingWriter> open_writer(const std::string& path, const RunConfig& config) {
-    try {
-      return std::make_unique<RecordingWriter>(path, run_config_to_json(config).dump());
-    } catch (const FormatError& e) {
-      throw ConfigError(std::string("--record: ") + e.what());
-    }
-  }
-
-  void drain() {
-    std::vector<Event> batch;
-    for (bool more = true; more;) {
-      more = draining_.load();
-      batch.clear();
-      while (queue_.drain(batch, 4096) > 0) {
-        for (const Event& e : batch) writer_->emit(e);
-        batch.clear();
-      }
-      if (more) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-
-  void stop_draining() {
-    draining_ = false;
-    if (drainer_.joinable()) drainer_.join();
-  }
-
-  std::string path_;
-  std::unique_ptr<RecordingWriter> writer_;
-  EventQueue queue_;
-  std::atomic<bool> draining_{true};
-  std::thread drainer_;  // last: it starts once the members above exist
-};
-
-std::ofstream open_metrics(const std::string& path) {
-  std::ofstream metrics;
-  if (!path.empty()) {
-    metrics.open(path, std::ios::trunc);
-    if (!metrics) throw ConfigError("--metrics-out: cannot write '" + path + "'");
-  }
-  return metrics;
-}
-
 // The model, the data and the layout of the run, before its first step.
 void print_run_header(const RunConfig& config, Trainer& trainer) {
   if (!trainer.device_note().empty()) std::printf("note: %s\n", trainer.device_note().c_str());
@@ -193,17 +128,23 @@ struct RunTotals {
   }
 };
 
-// Runs every step (until Ctrl-C), writing each step's metrics and progress.
-RunTotals train(Trainer& trainer, const RunConfig& config, int log_every, std::ofstream& metrics) {
+// Runs every step (until Ctrl-C), writing each step's progress and metrics. A
+// write error (the metrics' or the recording's) stops the run after that step.
+RunTotals train(Trainer& trainer, const RunConfig& config, int log_every, TrainOutputs& outputs) {
   RunTotals totals;
-  trainer.run(
-      [&](const StepMetrics& m) {
-        totals.add(m);
-        if (m.step == 1) trainer.reset_op_profiles();  // the first step allocates and warms up
-        if (metrics.is_open()) metrics << step_metrics_to_json(m).dump() << '\n' << std::flush;
-        print_progress(m, config, log_every);
-      },
-      &g_stop);
+  try {
+    trainer.run(
+        [&](const StepMetrics& m) {
+          totals.add(m);
+          if (m.step == 1) trainer.reset_op_profiles();  // the first step allocates and warms up
+          print_progress(m, config, log_every);
+          outputs.write_step(m);
+        },
+        &g_stop);
+  } catch (const OutputError& e) {
+    throw OutputError(std::string(e.what()) + "; '" + outputs.failed_path() + "' was left as it was; the run stopped " +
+                      "after step " + std::to_string(trainer.steps_done()) + " of " + std::to_string(config.steps));
+  }
   return totals;
 }
 
@@ -227,17 +168,26 @@ int run_train(const std::vector<std::string>& args) {
   ArgParser parser = train_parser(flags);
   if (!parser.parse(args)) return 0;
   const RunConfig& config = flags.config;
-  validate_run_config(config);  // before anything is written
-  const auto recording = flags.record.empty() ? nullptr : std::make_unique<Recording>(flags.record, config);
-  Trainer trainer(config, recording ? recording->queue() : nullptr);
-  std::ofstream metrics = open_metrics(config.metrics_out);
+  // Before anything is written: the run, then the outputs (none may be --data, the other output, a link or a device).
+  validate_run_config(config);
+  check_train_outputs(config, flags.record);
+  ignore_file_size_signal();
+  TrainOutputs outputs(config, flags.record);
+  Trainer trainer(config, outputs.events());  // reads --data: a refused run has opened no output
   print_run_header(config, trainer);
+  std::signal(SIGINT, on_interrupt);  // from here on Ctrl-C ends the run between steps, its outputs complete
+  outputs.open();
 
-  std::signal(SIGINT, on_interrupt);
-  const RunTotals totals = train(trainer, config, flags.log_every, metrics);
-  if (recording) recording->close();
+  RunTotals totals;
+  try {
+    totals = train(trainer, config, flags.log_every, outputs);
+  } catch (...) {
+    outputs.keep_after_failure();  // a rank failed or an output could not be written: keep what was written well
+    throw;
+  }
+  outputs.finish();  // also after Ctrl-C: complete metrics and a readable recording
   print_summary(trainer, config, totals);
-  if (recording) recording->print_summary();
+  outputs.print_summary();
   return g_stop.load() ? 130 : 0;
 }
 

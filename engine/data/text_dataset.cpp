@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/output_file.h"
 #include "core/rng.h"
 #include "data/byte_tokenizer.h"
 #include "data/masked_lm.h"
@@ -12,6 +13,7 @@
 namespace shardscope {
 
 TextDataset::TextDataset(const std::string& path, int min_window) : path_(path) {
+  require_regular_input({"--data", path});  // a FIFO would block the read, a directory reads as nothing
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError("--data: cannot open '" + path + "' (missing file or no permission)");
   std::ostringstream text;
