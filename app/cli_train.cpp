@@ -3,6 +3,8 @@
 // and the event recording (--record).
 #include "cli_train.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -23,9 +25,14 @@
 namespace shardscope::cli {
 namespace {
 
+// Ctrl-C: the first stops the run at the next layer of its step (the
+// unfinished step is discarded; the finished ones keep their metrics) and
+// exits 130; a second exits 130 at once. Only async-signal-safe calls here.
 std::atomic<bool> g_stop{false};
 extern "C" void on_interrupt(int) {
-  g_stop.store(true);
+  if (g_stop.exchange(true)) _exit(130);
+  static const char note[] = "\ninterrupted: stopping at the next layer (Ctrl-C again to quit at once)\n";
+  [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, note, sizeof note - 1);
 }
 
 std::string human_bytes(std::int64_t bytes) {
@@ -351,9 +358,9 @@ int run_train(const std::vector<std::string>& args) {
   const auto recording = flags.record.empty() ? nullptr : std::make_unique<Recording>(flags.record, config);
   Trainer trainer(config, recording ? recording->queue() : nullptr);
   std::ofstream metrics = open_metrics(config.metrics_out);
+  std::signal(SIGINT, on_interrupt);  // before the header: once it is printed, Ctrl-C stops the run
   print_run_header(config, flags.dp_mode, trainer);
 
-  std::signal(SIGINT, on_interrupt);
   const RunTotals totals = train(trainer, config, flags.log_every, metrics);
   if (recording) recording->close();
   print_summary(trainer, config, totals);

@@ -169,7 +169,7 @@ std::string Trainer::predicted_text(int rank, MemoryCategory category) const {
 }
 
 void Trainer::on_every_rank(const std::function<void(Rank&)>& fn) {
-  if (failed_) throw RankFailure("the run has stopped after a rank failed");
+  if (failed_) throw RankFailure("the run has stopped after a rank failed or it was interrupted");
   const auto world = static_cast<std::size_t>(world_size());
   std::vector<std::exception_ptr> errors(world);
   std::vector<std::thread> threads;
@@ -187,15 +187,23 @@ void Trainer::on_every_rank(const std::function<void(Rank&)>& fn) {
     });
   }
   for (auto& t : threads) t.join();
-  // The cause is the first rank whose error is its own, not the abort it received.
-  for (std::size_t r = 0; r < world; ++r) {
+  raise_rank_errors(errors);
+}
+
+// The cause is the first rank whose error is its own, not the abort it
+// received nor the stop flag; else the stop flag; else the abort itself.
+void Trainer::raise_rank_errors(const std::vector<std::exception_ptr>& errors) {
+  bool interrupted = false, any = false;
+  for (std::size_t r = 0; r < errors.size(); ++r) {
     if (!errors[r]) continue;
+    any = failed_ = true;  // the world is aborted: no further step can run
     try {
       std::rethrow_exception(errors[r]);
     } catch (const CommAborted&) {
       continue;
+    } catch (const RunInterrupted&) {
+      interrupted = true;
     } catch (const std::exception& e) {
-      failed_ = true;
       std::string cause = e.what();
       if (const auto* oom = dynamic_cast<const OutOfMemory*>(&e))
         cause += predicted_text(static_cast<int>(r), oom->category());
@@ -207,15 +215,17 @@ void Trainer::on_every_rank(const std::function<void(Rank&)>& fn) {
       error.start_ns = error.end_ns = clock_.now_ns();
       error.set_text("rank " + std::to_string(r) + ": " + cause);
       emit(error);
-      throw RankFailure("rank " + std::to_string(r) + " failed: " + cause + "; all " + std::to_string(world) +
+      throw RankFailure("rank " + std::to_string(r) + " failed: " + cause + "; all " + std::to_string(errors.size()) +
                         " ranks stopped");
     }
   }
-  for (std::size_t r = 0; r < world; ++r)
-    if (errors[r]) {
-      failed_ = true;
-      throw RankFailure("the ranks stopped: " + world_->abort_message());
-    }
+  if (interrupted) throw RunInterrupted("interrupted during step " + std::to_string(steps_done_ + 1));
+  if (any) throw RankFailure("the ranks stopped: " + world_->abort_message());
+}
+
+void Trainer::check_stop(const Rank& rank) const {
+  if (stop_ != nullptr && stop_->load(std::memory_order_relaxed))
+    throw RunInterrupted("rank " + std::to_string(rank.rank) + " stopped: interrupted");
 }
 
 StepMetrics Trainer::step() {
@@ -235,8 +245,13 @@ StepMetrics Trainer::step() {
   m.optimizer_s = r0.optimizer_s;
   m.step_time_s = seconds_since(start);
   m.tokens_per_s = static_cast<double>(config_.batch) * config_.seq / m.step_time_s;
-  if (config_.eval_every > 0 && (steps_done_ % config_.eval_every == 0 || steps_done_ == config_.steps))
-    m.eval_loss = evaluate();
+  if (config_.eval_every > 0 && (steps_done_ % config_.eval_every == 0 || steps_done_ == config_.steps)) {
+    try {
+      m.eval_loss = evaluate();
+    } catch (const RunInterrupted&) {
+      // Ctrl-C during the evaluation: the step itself is done, its metrics stand without it.
+    }
+  }
   m.memory = r0.ledger.current();
   m.memory_peak = r0.ledger.peak();
   for (const auto& rank : ranks_) m.rank_memory.push_back(rank->ledger.current());
@@ -294,11 +309,19 @@ float Trainer::evaluate() {
 }
 
 void Trainer::run(const std::function<void(const StepMetrics&)>& on_step, const std::atomic<bool>* stop) {
-  while (steps_done_ < config_.steps) {
-    if (stop != nullptr && stop->load()) return;
-    const StepMetrics m = step();
-    if (on_step) on_step(m);
+  stop_ = stop;  // every rank checks it before each layer (check_stop)
+  try {
+    while (steps_done_ < config_.steps && !(stop != nullptr && stop->load())) {
+      const StepMetrics m = step();
+      if (on_step) on_step(m);
+    }
+  } catch (const RunInterrupted&) {
+    // Mid-step: the ranks stopped at their next layer; the unfinished step is discarded.
+  } catch (...) {
+    stop_ = nullptr;
+    throw;
   }
+  stop_ = nullptr;
 }
 
 }  // namespace shardscope
