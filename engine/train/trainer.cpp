@@ -29,8 +29,7 @@ using trainer_detail::seconds_since;
 namespace {
 std::unique_ptr<TextDataset> load_dataset(const RunConfig& config) {
   if (config.data.empty())
-    return std::make_unique<TextDataset>(
-        TextDataset::from_text(std::string(default_corpus()), config.seq, "<default corpus>"));
+    return std::make_unique<TextDataset>(TextDataset::from_text(default_corpus(), config.seq, "<default corpus>"));
   return std::make_unique<TextDataset>(config.data, config.seq);
 }
 

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// shardscope-cli under Ctrl-C: it stops a long step within a bounded time and
-// keeps the finished steps' metrics, and a second Ctrl-C exits at once.
+// shardscope-cli under Ctrl-C and against this machine's memory: Ctrl-C stops a
+// long step within a bounded time and keeps the finished steps' metrics, a
+// second Ctrl-C exits at once, and a --data file costs about its own size.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <QElapsedTimer>
@@ -11,10 +15,52 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QTest>
+#include <vector>
 
 #include "cli/cli_runner.h"
 
 namespace {
+
+// A finished child: its exit code (-2 killed by a signal), peak resident memory and stderr.
+struct Measured {
+  int code = -1;
+  std::int64_t peak_rss = 0;  // bytes (wait4's ru_maxrss: this child alone)
+  QString err;
+};
+
+// Runs shardscope-cli with `args`, stdout discarded, under an address-space
+// limit if given, and waits for it with wait4 to read its own peak RSS.
+Measured run_measured(const QStringList& args, const QString& err_path, rlim_t address_space = RLIM_INFINITY) {
+  std::vector<QByteArray> storage{QByteArray(SHARDSCOPE_CLI)};
+  for (const QString& a : args) storage.push_back(a.toLocal8Bit());
+  std::vector<char*> argv;
+  for (QByteArray& a : storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const QByteArray err_file = err_path.toLocal8Bit();
+  const pid_t pid = fork();
+  if (pid == 0) {  // the child: only async-signal-safe calls until exec
+    const int null_fd = open("/dev/null", O_WRONLY),
+              err_fd = open(err_file.constData(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (null_fd < 0 || err_fd < 0) _exit(127);
+    dup2(null_fd, STDOUT_FILENO);
+    dup2(err_fd, STDERR_FILENO);
+    if (address_space != RLIM_INFINITY) {
+      const rlimit limit{address_space, address_space};
+      setrlimit(RLIMIT_AS, &limit);
+    }
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  Measured m;
+  int status = 0;
+  rusage usage{};
+  if (pid < 0 || wait4(pid, &status, 0, &usage) != pid) return m;
+  m.code = WIFEXITED(status) ? WEXITSTATUS(status) : -2;
+  m.peak_rss = static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
+  QFile err(err_path);
+  if (err.open(QIODevice::ReadOnly)) m.err = QString::fromUtf8(err.readAll());
+  return m;
+}
 
 // Reads `p`'s merged output into `out` until it holds `text`; false on timeout or exit.
 bool wait_for_output(QProcess& p, QByteArray& out, const QByteArray& text, int timeout_ms) {
@@ -35,6 +81,10 @@ QJsonObject first_metrics(const QString& path) {
   return QJsonDocument::fromJson(f.readLine()).object();
 }
 
+QString mib(std::int64_t bytes) {
+  return QString::number(static_cast<double>(bytes) / (1 << 20), 'f', 1) + " MiB";
+}
+
 }  // namespace
 
 class TestInterruptMemory : public QObject {
@@ -42,6 +92,7 @@ class TestInterruptMemory : public QObject {
  private Q_SLOTS:
   void ctrl_c_mid_step_keeps_the_finished_steps();
   void second_ctrl_c_exits_at_once();
+  void data_file_costs_about_its_size();
 
  private:
   QTemporaryDir dir_;
@@ -115,6 +166,31 @@ void TestInterruptMemory::second_ctrl_c_exits_at_once() {
     }
   }
   QFAIL("the first Ctrl-C always finished before the second arrived: the handler's exit was never seen");
+}
+
+// A 64 MiB text trains one step; what it adds to the peak RSS of the same run on
+// the shipped corpus stays within 2x its size (before: ~10x, int32 per byte, copied).
+void TestInterruptMemory::data_file_costs_about_its_size() {
+  const QString data = dir_.path() + "/corpus-64m.txt";
+  const std::int64_t size = std::int64_t{64} << 20;
+  {
+    QFile f(data);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    QByteArray block;
+    while (block.size() < (1 << 20)) block += "Der Lehrer liest ein Buch. 老师在读书。 The teacher reads a book.\n";
+    block.truncate(1 << 20);
+    for (std::int64_t written = 0; written < size; written += block.size()) QVERIFY(f.write(block) == block.size());
+  }
+  const QStringList run{"train", "--model", "gpt-tiny", "--steps",      "1", "--batch",
+                        "4",     "--seq",   "64",       "--eval-every", "0"};
+  const Measured baseline = run_measured(run, dir_.path() + "/baseline.err");
+  QCOMPARE(baseline.code, 0);
+  const Measured with_data = run_measured(run + QStringList{"--data", data}, dir_.path() + "/data.err");
+  QVERIFY2(with_data.code == 0, qPrintable(with_data.err));
+  const std::int64_t added = with_data.peak_rss - baseline.peak_rss;
+  qInfo("peak RSS %s on the shipped corpus, %s with a %s file (+%s)", qPrintable(mib(baseline.peak_rss)),
+        qPrintable(mib(with_data.peak_rss)), qPrintable(mib(size)), qPrintable(mib(added)));
+  QVERIFY2(added <= 2 * size, qPrintable("the data added " + mib(added)));
 }
 
 QTEST_GUILESS_MAIN(TestInterruptMemory)
