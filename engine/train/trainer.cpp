@@ -3,6 +3,7 @@
 
 #include <array>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <exception>
 #include <map>
@@ -11,6 +12,7 @@
 #include "core/error.h"
 #include "data/default_corpus.h"
 #include "estimate/formula_text.h"
+#include "estimate/host_memory_fit.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
 #include "ops/backend.h"
@@ -47,12 +49,20 @@ std::vector<MemoryBytes> predict_memory(const RunConfig& config, const ModelConf
   return predicted;
 }
 
+// Ranks on the CPU share this machine's memory: a run whose prediction for all
+// of them together exceeds it is refused before any of it is allocated.
+void check_fits_host(const std::vector<MemoryBytes>& predicted) {
+  std::int64_t total = 0;
+  for (const MemoryBytes& rank : predicted)
+    if (__builtin_add_overflow(total, rank.total(), &total)) total = INT64_MAX;
+  check_fits_host_memory(total, static_cast<int>(predicted.size()), host_memory_limit());
+}
+
 }  // namespace
 
 Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory devices) : config_(config), faults_(config), sink_(sink) {
   validate_run_config(config_);
   plan_ = std::make_unique<ShardingPlan>(make_sharding_plan(config_));
-  dataset_ = load_dataset(config_);
   world_ = InProcessWorld::create(plan_->grid().world_size(), sink_, &clock_);
   const bool probed = !devices && config_.device == "cuda";
   if (probed) devices = cuda_devices();  // empty (the CPU) when no GPU is usable: device_note_ says why
@@ -62,6 +72,8 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
   RunConfig predicted_for = config_;
   if (!devices) predicted_for.device = "cpu";
   predicted_ = predict_memory(predicted_for, find_model_preset(config_.model));
+  if (!devices) check_fits_host(predicted_);  // a GPU's own memory is checked as its ranks allocate
+  dataset_ = load_dataset(config_);
   for (int r = 0; r < plan_->grid().world_size(); ++r) {
     try {
       ranks_.push_back(build_rank(r, devices));

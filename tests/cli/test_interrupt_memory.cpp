@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // shardscope-cli under Ctrl-C and against this machine's memory: Ctrl-C stops a
 // long step within a bounded time and keeps the finished steps' metrics, a
-// second Ctrl-C exits at once, and a --data file costs about its own size.
+// second Ctrl-C exits at once, a run the estimator predicts cannot fit is
+// refused before it allocates, and a --data file costs about its own size.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -18,6 +19,15 @@
 #include <vector>
 
 #include "cli/cli_runner.h"
+#undef emit  // Qt's keyword macro would eat EventSink::emit
+
+#include "estimate/formula_text.h"
+#include "estimate/host_memory_fit.h"
+#include "estimate/memory_model.h"
+#include "estimate/model_shape.h"
+#include "model/model_config.h"
+
+using namespace shardscope;
 
 namespace {
 
@@ -74,6 +84,16 @@ bool wait_for_output(QProcess& p, QByteArray& out, const QByteArray& text, int t
   return true;
 }
 
+// What the estimator predicts for a gpt-tiny run of batch x seq, all ranks together.
+std::int64_t predicted_for(int batch, int seq) {
+  RunConfig c;
+  c.model = "gpt-tiny";
+  c.batch = batch;
+  c.seq = seq;
+  return estimate_memory(model_shape_from_config(find_model_preset(c.model), c.model), settings_for_run(c))
+      .cluster_total();
+}
+
 // The first line of a metrics file, as JSON.
 QJsonObject first_metrics(const QString& path) {
   QFile f(path);
@@ -92,6 +112,8 @@ class TestInterruptMemory : public QObject {
  private Q_SLOTS:
   void ctrl_c_mid_step_keeps_the_finished_steps();
   void second_ctrl_c_exits_at_once();
+  void run_that_cannot_fit_is_refused_before_allocating();
+  void address_space_limit_is_respected();
   void data_file_costs_about_its_size();
 
  private:
@@ -166,6 +188,40 @@ void TestInterruptMemory::second_ctrl_c_exits_at_once() {
     }
   }
   QFAIL("the first Ctrl-C always finished before the second arrived: the handler's exit was never seen");
+}
+
+// gpt-tiny with a million sequences: 14 TiB predicted. Before, the run
+// allocated until it reached 5 GB and failed with exit 1.
+void TestInterruptMemory::run_that_cannot_fit_is_refused_before_allocating() {
+  const HostMemoryLimit limit = host_memory_limit();
+  QVERIFY(limit.bytes > 0 && !limit.source.empty());
+  const std::int64_t predicted = predicted_for(1000000, 256);
+  QVERIFY(predicted > limit.bytes);
+  const Measured m =
+      run_measured({"train", "--model", "gpt-tiny", "--batch", "1000000", "--seq", "256", "--steps", "1"},
+                   dir_.path() + "/huge.err");
+  QCOMPARE(m.code, 2);
+  const QString names_both =
+      QString::fromStdString("the estimator predicts " + binary_bytes(predicted) + " for its 1 rank, more than " +
+                             binary_bytes(limit.bytes) + " (" + limit.source + ")");
+  QVERIFY2(m.err.contains(names_both), qPrintable(m.err));
+  QVERIFY2(m.peak_rss < (std::int64_t{256} << 20), qPrintable("peak " + mib(m.peak_rss)));  // nothing allocated
+}
+
+// `ulimit -v 2 GiB` and a run predicted at ~3.7 GiB: refused naming the limit.
+void TestInterruptMemory::address_space_limit_is_respected() {
+  const std::int64_t two_gib = std::int64_t{2} << 30;
+  const std::int64_t predicted = predicted_for(256, 256);
+  QVERIFY(predicted > two_gib);
+  HostMemoryLimit expected = host_memory_limit();
+  if (expected.bytes > two_gib) expected = {two_gib, "the address-space limit, ulimit -v"};
+  const Measured m = run_measured({"train", "--model", "gpt-tiny", "--batch", "256", "--seq", "256", "--steps", "1"},
+                                  dir_.path() + "/limited.err", static_cast<rlim_t>(two_gib));
+  QCOMPARE(m.code, 2);
+  const QString names_both =
+      QString::fromStdString("predicts " + binary_bytes(predicted) + " for its 1 rank, more than " +
+                             binary_bytes(expected.bytes) + " (" + expected.source + ")");
+  QVERIFY2(m.err.contains(names_both), qPrintable(m.err));
 }
 
 // A 64 MiB text trains one step; what it adds to the peak RSS of the same run on
