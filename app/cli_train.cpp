@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <new>
 #include <optional>
 #include <thread>
 
@@ -346,9 +347,7 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
   }
 }
 
-}  // namespace
-
-int run_train(const std::vector<std::string>& args) {
+int train_command(const std::vector<std::string>& args) {
   TrainFlags flags;
   ArgParser parser = train_parser(flags);
   if (!parser.parse(args)) return 0;
@@ -366,6 +365,21 @@ int run_train(const std::vector<std::string>& args) {
   print_summary(trainer, config, totals);
   if (recording) recording->print_summary();
   return g_stop.load() ? 130 : 0;
+}
+
+}  // namespace
+
+int run_train(const std::vector<std::string>& args) {
+  try {
+    return train_command(args);
+  } catch (const OutOfMemory& e) {  // the run's size, not a bug: bad input (exit 2)
+    throw ConfigError(std::string(e.what()) + " (try a smaller --batch, --seq or model)");
+  } catch (const RankFailure& e) {
+    if (!e.out_of_memory()) throw;
+    throw ConfigError(std::string(e.what()) + " (try a smaller --batch, --seq or model)");
+  } catch (const std::bad_alloc&) {
+    throw ConfigError("out of memory (try a smaller --batch, --seq or model)");
+  }
 }
 
 }  // namespace shardscope::cli

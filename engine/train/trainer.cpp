@@ -7,6 +7,7 @@
 #include <cmath>
 #include <exception>
 #include <map>
+#include <new>
 #include <thread>
 
 #include "core/error.h"
@@ -216,8 +217,8 @@ void Trainer::raise_rank_errors(const std::vector<std::exception_ptr>& errors) {
       interrupted = true;
     } catch (const std::exception& e) {
       std::string cause = e.what();
-      if (const auto* oom = dynamic_cast<const OutOfMemory*>(&e))
-        cause += predicted_text(static_cast<int>(r), oom->category());
+      const auto* oom = dynamic_cast<const OutOfMemory*>(&e);
+      if (oom != nullptr) cause += predicted_text(static_cast<int>(r), oom->category());
       Event error;
       error.kind = EventKind::error;
       error.rank = static_cast<int>(r);
@@ -227,7 +228,8 @@ void Trainer::raise_rank_errors(const std::vector<std::exception_ptr>& errors) {
       error.set_text("rank " + std::to_string(r) + ": " + cause);
       emit(error);
       throw RankFailure("rank " + std::to_string(r) + " failed: " + cause + "; all " + std::to_string(errors.size()) +
-                        " ranks stopped");
+                            " ranks stopped",
+                        oom != nullptr || dynamic_cast<const std::bad_alloc*>(&e) != nullptr);
     }
   }
   if (interrupted) throw RunInterrupted("interrupted during step " + std::to_string(steps_done_ + 1));

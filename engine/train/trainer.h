@@ -77,7 +77,13 @@ using RankDeviceFactory = std::function<RankDevice(int rank)>;
 // A rank failed: what() names the rank and the cause.
 class RankFailure : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit RankFailure(const std::string& what, bool out_of_memory = false)
+      : std::runtime_error(what), out_of_memory_(out_of_memory) {}
+  // The rank ran out of memory: the run's size, not a bug in the program.
+  bool out_of_memory() const { return out_of_memory_; }
+
+ private:
+  bool out_of_memory_;
 };
 
 // The stop flag was raised mid-step (Ctrl-C): a rank saw it at a layer

@@ -114,6 +114,7 @@ class TestInterruptMemory : public QObject {
   void second_ctrl_c_exits_at_once();
   void run_that_cannot_fit_is_refused_before_allocating();
   void address_space_limit_is_respected();
+  void out_of_memory_while_running_exits_2();
   void data_file_costs_about_its_size();
 
  private:
@@ -222,6 +223,19 @@ void TestInterruptMemory::address_space_limit_is_respected() {
       QString::fromStdString("predicts " + binary_bytes(predicted) + " for its 1 rank, more than " +
                              binary_bytes(expected.bytes) + " (" + expected.source + ")");
   QVERIFY2(m.err.contains(names_both), qPrintable(m.err));
+}
+
+// Predicted 1.99 GiB, under `ulimit -v 2 GiB`, but the process itself (code,
+// thread stacks) needs some of that: a rank runs out of memory mid-run. It is
+// the run's size, not a bug: exit 2 naming the memory (before: exit 1).
+void TestInterruptMemory::out_of_memory_while_running_exits_2() {
+  const std::int64_t two_gib = std::int64_t{2} << 30;
+  QVERIFY(predicted_for(136, 256) < two_gib);
+  const Measured m = run_measured({"train", "--model", "gpt-tiny", "--batch", "136", "--seq", "256", "--steps", "1"},
+                                  dir_.path() + "/oom.err", static_cast<rlim_t>(two_gib));
+  QCOMPARE(m.code, 2);
+  QVERIFY2(m.err.contains("out of host memory") || m.err.contains("does not fit in this machine's memory"),
+           qPrintable(m.err));
 }
 
 // A 64 MiB text trains one step; what it adds to the peak RSS of the same run on
