@@ -3,12 +3,15 @@
 // and the event recording (--record).
 #include "cli_train.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <new>
 #include <optional>
 #include <thread>
 
@@ -25,9 +28,14 @@
 namespace shardscope::cli {
 namespace {
 
+// Ctrl-C: the first stops the run at the next layer of its step (the
+// unfinished step is discarded; the finished ones keep their metrics) and
+// exits 130; a second exits 130 at once. Only async-signal-safe calls here.
 std::atomic<bool> g_stop{false};
 extern "C" void on_interrupt(int) {
-  g_stop.store(true);
+  if (g_stop.exchange(true)) _exit(130);
+  static const char note[] = "\ninterrupted: stopping at the next layer (Ctrl-C again to quit at once)\n";
+  [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, note, sizeof note - 1);
 }
 
 std::string human_bytes(std::int64_t bytes) {
@@ -161,9 +169,7 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
   }
 }
 
-}  // namespace
-
-int run_train(const std::vector<std::string>& args) {
+int train_command(const std::vector<std::string>& args) {
   TrainFlags flags;
   ArgParser parser = train_parser(flags);
   if (!parser.parse(args)) return 0;
@@ -174,8 +180,8 @@ int run_train(const std::vector<std::string>& args) {
   ignore_file_size_signal();
   TrainOutputs outputs(config, flags.record);
   Trainer trainer(config, outputs.events());  // reads --data: a refused run has opened no output
+  std::signal(SIGINT, on_interrupt);  // before the header: once it is printed, Ctrl-C stops the run, outputs complete
   print_run_header(config, trainer);
-  std::signal(SIGINT, on_interrupt);  // from here on Ctrl-C ends the run between steps, its outputs complete
   outputs.open();
 
   RunTotals totals;
@@ -189,6 +195,21 @@ int run_train(const std::vector<std::string>& args) {
   print_summary(trainer, config, totals);
   outputs.print_summary();
   return g_stop.load() ? 130 : 0;
+}
+
+}  // namespace
+
+int run_train(const std::vector<std::string>& args) {
+  try {
+    return train_command(args);
+  } catch (const OutOfMemory& e) {  // the run's size, not a bug: bad input (exit 2)
+    throw ConfigError(std::string(e.what()) + " (try a smaller --batch, --seq or model)");
+  } catch (const RankFailure& e) {
+    if (!e.out_of_memory()) throw;
+    throw ConfigError(std::string(e.what()) + " (try a smaller --batch, --seq or model)");
+  } catch (const std::bad_alloc&) {
+    throw ConfigError("out of memory (try a smaller --batch, --seq or model)");
+  }
 }
 
 }  // namespace shardscope::cli
