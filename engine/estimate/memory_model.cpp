@@ -6,10 +6,12 @@
 #include <map>
 #include <optional>
 
+#include "config/run_schema.h"
 #include "core/error.h"
 #include "estimate/activation_model.h"
 #include "estimate/formula_text.h"
 #include "estimate/zero_units.h"
+#include "model/model_config.h"
 #include "model/parameter_layout.h"
 #include "plan/grid.h"
 #include "parallel/zero.h"
@@ -200,12 +202,28 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
   if (s.activations != ActivationMode::shardscope) return "activations come from the generic formula";
   if (s.offload_optimizer || s.offload_params) return "CPU offload is not in the engine";
   if (s.recompute == Recompute::selective) return "the engine has no selective recompute";
+  // The planner's rules are the run's (check_layout_rules); the engine's own
+  // limits are the run-config schema's ranges.
+  const std::pair<const char*, std::int64_t> limits[] = {
+      {"dp", s.dp}, {"pp", s.pp}, {"micro_batches", s.micro_batches}, {"accum", s.accum}, {"batch", s.global_batch()}};
   try {
-    validate_run_config(to_run_config(model, s));
-  } catch (const ConfigError& e) {
+    for (const auto& [key, value] : limits) check_field_value(run_field(key), value);
+    if (s.seq > model.max_positions) return "the engine trains at most " + std::to_string(model.max_positions) + " tokens";
+  } catch (const FieldError& e) {
     return std::string("the engine refuses this run: ") + e.what();
   }
   return "";
+}
+
+std::vector<MemoryBytes> predict_run_memory(const RunConfig& config) {
+  std::vector<MemoryBytes> per_rank;
+  try {
+    const ModelShape shape = model_shape_from_config(find_model_preset(config.model), config.model);
+    for (const RankMemory& rank : estimate_memory(shape, settings_for_run(config)).ranks) per_rank.push_back(rank.bytes);
+  } catch (const std::exception&) {
+    per_rank.clear();
+  }
+  return per_rank;
 }
 
 namespace {

@@ -36,20 +36,6 @@ std::unique_ptr<TextDataset> load_dataset(const RunConfig& config) {
   return std::make_unique<TextDataset>(config.data, config.seq);
 }
 
-// The estimator's bytes per rank for this run (estimate/memory_model.h), for
-// out-of-memory errors; empty for a layout it cannot express.
-std::vector<MemoryBytes> predict_memory(const RunConfig& config, const ModelConfig& model_config) {
-  std::vector<MemoryBytes> predicted;
-  try {
-    const MemoryEstimate estimate =
-        estimate_memory(model_shape_from_config(model_config, config.model), settings_for_run(config));
-    for (const RankMemory& rank : estimate.ranks) predicted.push_back(rank.bytes);
-  } catch (const std::exception&) {  // an error about the run itself comes from the run, not from here
-    predicted.clear();
-  }
-  return predicted;
-}
-
 // Ranks on the CPU share this machine's memory: a run whose prediction for all
 // of them together exceeds it is refused before any of it is allocated.
 void check_fits_host(const std::vector<MemoryBytes>& predicted) {
@@ -72,7 +58,7 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
   // really got: a --device cuda run that fell back to the CPU keeps T x T attention.
   RunConfig predicted_for = config_;
   if (!devices) predicted_for.device = "cpu";
-  predicted_ = predict_memory(predicted_for, find_model_preset(config_.model));
+  predicted_ = predict_run_memory(predicted_for);
   if (!devices) check_fits_host(predicted_);  // a GPU's own memory is checked as its ranks allocate
   dataset_ = load_dataset(config_);
   for (int r = 0; r < plan_->grid().world_size(); ++r) {
