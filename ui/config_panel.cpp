@@ -24,6 +24,7 @@
 #include "estimate/gpu_profiles.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
+#include "train/metrics_json.h"
 #include "model/model_config.h"
 
 namespace shardscope::ui {
@@ -314,6 +315,10 @@ void ConfigPanel::revalidate() {
   Q_EMIT changed();
 }
 
+std::vector<MemoryBytes> ConfigPanel::predictionFor(const RunConfig& config) const {
+  return run_config_to_json(config) == prediction_config_ ? prediction_ : predict_run_memory(config);
+}
+
 QString ConfigPanel::gpuProfile() const {
   return gpu_->currentData().toString();
 }
@@ -327,15 +332,14 @@ QString ConfigPanel::fitText() const {
 }
 
 void ConfigPanel::updateFit(const RunConfig& c) {
+  // Once per edit: the run started from these settings reuses it (predictionFor).
+  prediction_ = predict_run_memory(c);
+  prediction_config_ = run_config_to_json(c);
   predicted_bytes_ = -1;
-  std::int64_t all_ranks = -1;
-  try {
-    const ModelShape shape = model_shape_from_config(find_model_preset(c.model), c.model);
-    const MemoryEstimate estimate = estimate_memory(shape, settings_for_run(c));
-    predicted_bytes_ = estimate.fullest_total();
-    all_ranks = estimate.cluster_total();
-  } catch (const std::exception&) {
-    // settings the estimator cannot model (the problem line already says why)
+  std::int64_t all_ranks = -1;  // stays -1 for settings the estimator cannot model (the problem line says why)
+  for (const MemoryBytes& rank : prediction_) {
+    predicted_bytes_ = std::max(predicted_bytes_, rank.total());
+    all_ranks = std::max<std::int64_t>(all_ranks, 0) + rank.total();
   }
   // Against the chosen profile; else, for a GPU run, against the GPU itself:
   // ranks sharing one GPU share its memory, one rank per GPU has its own.

@@ -57,6 +57,9 @@ class ConfigPanel : public QWidget {
   QString fitText() const;
   // The estimator's prediction for the fullest rank of the current settings (-1: cannot model them).
   std::int64_t predictedBytesPerRank() const { return predicted_bytes_; }
+  // The estimator's bytes per rank for `config`: the panel's own prediction
+  // when `config` is what the panel shows (no second estimate), else computed.
+  std::vector<MemoryBytes> predictionFor(const RunConfig& config) const;
 
  protected:
   void changeEvent(QEvent* event) override;
@@ -98,6 +101,8 @@ class ConfigPanel : public QWidget {
   std::thread probe_thread_;
   QLabel* fit_label_ = nullptr;
   std::int64_t predicted_bytes_ = -1;
+  std::vector<MemoryBytes> prediction_;  // per rank, for prediction_config_
+  nlohmann::json prediction_config_;
   QLabel* summary_ = nullptr;
   QLabel* problem_label_;
   QString problem_;
