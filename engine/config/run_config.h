@@ -21,6 +21,7 @@ struct RunConfig {
   float min_lr_ratio = 0.1f;       // cosine decay ends at lr * min_lr_ratio
   std::int64_t warmup = -1;        // warm-up steps; -1: min(100, steps / 10)
   float weight_decay = 0.1f;
+  float adam_beta2 = 0.95f;        // AdamW's second-moment decay (GPT-2/3 0.95; torch's default 0.999)
   float grad_clip = 1.0f;          // max global gradient norm; 0 disables clipping
   std::uint64_t seed = 1337;
   std::string data;                // text file; empty: the shipped default corpus

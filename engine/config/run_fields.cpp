@@ -94,6 +94,10 @@ void add_model_fields(std::vector<RunField>& f) {
                .help = {"AdamW weight decay on matrices and embeddings", "AdamW 对矩阵和嵌入的权重衰减"},
                .range = {0.0, kInf}, .get = get_member<&RunConfig::weight_decay>,
                .set = set_member<&RunConfig::weight_decay>});
+  f.push_back({.key = "adam_beta2", .flag = "--adam-beta2", .value_name = "X", .kind = FieldKind::number,
+               .help = {"AdamW's second-moment decay beta2", "AdamW 二阶矩的衰减系数 beta2"}, .range = {0.0, 1.0, false, true},
+               .saved = Saved::optional, .get = get_member<&RunConfig::adam_beta2>,
+               .set = set_member<&RunConfig::adam_beta2>});
   f.push_back({.key = "grad_clip", .flag = "--grad-clip", .value_name = "X", .kind = FieldKind::number,
                .help = {"Clip the global gradient norm to this; 0: off", "把全局梯度范数裁剪到这个值；0：不裁剪"},
                .range = {0.0, kInf}, .deepspeed = "gradient_clipping", .get = get_member<&RunConfig::grad_clip>,

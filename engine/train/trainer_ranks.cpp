@@ -168,7 +168,7 @@ void Trainer::build_optimizer(Rank& rank) {
   const ParameterLayout& layout = rank.model->layout();
   const std::int64_t P = place.stage_parameters, esize = static_cast<std::int64_t>(dtype_size(rank.dtype));
   const int dp = plan_->dp();
-  AdamWOptions options{0.9f, 0.95f, 1e-8f, config_.weight_decay};
+  AdamWOptions options{0.9f, config_.adam_beta2, 1e-8f, config_.weight_decay};
   options.master_weights = plan_->mixed();
   if (!plan_->updates(rank.rank)) return;  // a naive DataParallel replica: rank 0 updates for it
   if (plan_->unit_chunks()) {
