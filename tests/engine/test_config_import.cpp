@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "estimate/config_import.h"
+#include "estimate/gpu_profiles.h"
 #include "estimate/model_shape.h"
 #include "io/accelerate_config.h"
 #include "io/config_reader.h"
@@ -64,7 +65,9 @@ class TestConfigImport : public QObject {
   void values_are_named_by_type_never_dumped();
   void numbers_past_a_double_are_format_errors();
   void hf_shape_keys_have_limits();
+  void global_batch_is_never_narrowed();
   void special_files_are_refused_by_name();
+  void gpu_mem_keeps_its_sign();
 
  private:
   QTemporaryDir dir_;
@@ -356,6 +359,31 @@ void TestConfigImport::hf_shape_keys_have_limits() {
   QCOMPARE(shape.parameters(), wide.training_parameters());
 }
 
+// DeepSpeed's train_batch_size is up to 2^40; the micro-batch or accumulation
+// it implies must fit the command line's limits: never narrowed to an int
+// (2^32 + 1 became 1, 2^40 became 0 and was blamed on --micro-batch).
+void TestConfigImport::global_batch_is_never_narrowed() {
+  auto resolve = [](const std::string& ds) {
+    std::vector<std::string> warnings;
+    const SettingsPatch patch = patch_from_deepspeed(parse_deepspeed_config(ds, "ds.json"), warnings);
+    return resolve_settings({}, {patch});
+  };
+  std::string m = message_of<ConfigError>([&] { resolve(R"({"train_batch_size": 4294967297})"); });
+  QCOMPARE(m, std::string("ds.json: train_batch_size 4294967297 gives a micro-batch per rank of 4294967297, more "
+                          "than --micro-batch takes (at most 16777216)"));
+  m = message_of<ConfigError>([&] { resolve(R"({"train_batch_size": 1099511627776})"); });
+  QVERIFY2(contains(m, "train_batch_size 1099511627776 gives a micro-batch per rank of 1099511627776"), m.c_str());
+  m = message_of<ConfigError>(
+      [&] { resolve(R"({"train_batch_size": 1099511627776, "train_micro_batch_size_per_gpu": 2})"); });
+  QVERIFY2(contains(m, "gives gradient accumulation steps 549755813888, more than --accum takes"), m.c_str());
+  const EstimateSettings split =  // 2^40 / 2^24 accumulation steps: a micro-batch of 2^16 fits
+      resolve(R"({"train_batch_size": 1099511627776, "gradient_accumulation_steps": 16777216})");
+  QCOMPARE(split.micro_batch, 65536);
+  const EstimateSettings ok = resolve(R"({"train_batch_size": 1073741824, "train_micro_batch_size_per_gpu": 64})");
+  QCOMPARE(ok.accum, 16777216);
+  QCOMPARE(ok.global_batch(), std::int64_t{1073741824});
+}
+
 // A directory, a FIFO (which would block forever) or /dev/null given as a
 // config file is refused as what it is, naming the flag and the path.
 void TestConfigImport::special_files_are_refused_by_name() {
@@ -375,6 +403,17 @@ void TestConfigImport::special_files_are_refused_by_name() {
   m = message_of<ConfigError>([&] { load_model_shape("gpt-huge", nullptr); });  // not on disk: a preset name
   QVERIFY2(contains(m, "unknown model preset 'gpt-huge'"), m.c_str());
   QCOMPARE(load_model_shape("gpt-tiny", nullptr).preset, std::string("gpt-tiny"));
+}
+
+void TestConfigImport::gpu_mem_keeps_its_sign() {
+  std::string m = message_of<ConfigError>([] { parse_memory_size("-5GB"); });
+  QCOMPARE(m, std::string("--gpu-mem: '-5GB' is not a positive memory size (e.g. 80GB, 80GiB, 24576MiB)"));
+  m = message_of<ConfigError>([] { parse_memory_size("0"); });
+  QVERIFY2(contains(m, "is not a positive memory size"), m.c_str());
+  m = message_of<ConfigError>([] { parse_memory_size("2e6TB"); });
+  QVERIFY2(contains(m, "is too large"), m.c_str());
+  QCOMPARE(parse_memory_size("80 GB"), std::int64_t{80'000'000'000});
+  QCOMPARE(parse_memory_size("24_576MiB"), std::int64_t{24576} << 20);
 }
 
 QTEST_GUILESS_MAIN(TestConfigImport)
