@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "estimate/activation_model.h"
 #include "estimate/formula_text.h"
@@ -57,7 +58,7 @@ std::string state_split(Precision precision) {
 // ZeRO-Offload: the optimizer states (and parameters under stage 3) move to CPU memory.
 void offload(RankMemory& m, MemoryCategory c, const std::string& what, const std::string& text) {
   if (m.bytes[c] == 0) return;
-  m.host_bytes += m.bytes[c];
+  m.host_bytes = checked_add(m.host_bytes, m.bytes[c]);
   m.host_formula += (m.host_formula.empty() ? "" : " + ") + m.formula(c) + " " + what;
   set(m, c, 0, text);
 }
@@ -86,11 +87,11 @@ void flat_model_states(RankMemory& m, const Context& c, std::int64_t P) {
     text = sharded(c.k.optimizer, c.psi, part, s.dp) + state_split(s.precision);
   set(m, MemoryCategory::optimizer_states, held.model_state_bytes[MemoryCategory::optimizer_states], text);
   if (naive_master(c.plan, m)) {
-    set(m, MemoryCategory::communication, static_cast<std::int64_t>(s.dp) * c.k.gradients * P,
+    set(m, MemoryCategory::communication, (CheckedSize(s.dp) * c.k.gradients * P).value(),
         "Nd·" + std::to_string(c.k.gradients) + c.psi + " = " + std::to_string(s.dp) + " × " +
             std::to_string(c.k.gradients) + " × " + grouped(P) + ": rank 0 gathers every replica's gradients");
   } else if (c.plan.all_gathers_flat_shards() && part.shard_size * s.dp != P) {
-    set(m, MemoryCategory::communication, c.k.parameters * part.shard_size * (s.dp + 1),
+    set(m, MemoryCategory::communication, (CheckedSize(c.k.parameters) * part.shard_size * (s.dp + 1)).value(),
         std::to_string(c.k.parameters) + " × (Nd + 1) × ceil(" + c.psi + "/Nd) = " + std::to_string(c.k.parameters) +
             " × " + std::to_string(s.dp + 1) + " × " + grouped(part.shard_size) +
             ": staging for the all-gather of padded shards");
@@ -117,7 +118,7 @@ void unit_model_states(RankMemory& m, const Context& c, const UnitSharding& u, s
   const std::string d = std::to_string(k_g) + " × ";
   if (c.plan.mixed()) {
     const std::int64_t buffers = u.mixed_unit_buffer_peak(gathers);
-    set(m, MemoryCategory::communication, k_g * (u.largest_chunk + buffers),
+    set(m, MemoryCategory::communication, (CheckedSize(k_g) * (CheckedSize(u.largest_chunk) + buffers)).value(),
         d + "(" + grouped(u.largest_chunk) + " + " + grouped(buffers) + "): the reduce-scatter's receive chunk, plus " +
             (gathers ? "the gathered parameters of the head and the tied embedding, or of a layer, "
                        "max(E + H, L)"
@@ -126,7 +127,7 @@ void unit_model_states(RankMemory& m, const Context& c, const UnitSharding& u, s
     return;
   }
   const std::int64_t buffers = u.unit_buffer_peak(gathers);
-  set(m, MemoryCategory::communication, k_g * (u.largest_chunk + buffers),
+  set(m, MemoryCategory::communication, (CheckedSize(k_g) * (CheckedSize(u.largest_chunk) + buffers)).value(),
       d + "(" + grouped(u.largest_chunk) + " + " + grouped(buffers) + "): the reduce-scatter's receive chunk, plus " +
           (gathers ? "whole-unit gradients and gathered parameters at backward's peak, max(2E + 2H, E + 2L)"
                    : "whole-unit gradients at backward's peak, E + max(H, L)") +
@@ -162,6 +163,23 @@ std::int64_t mixed_working_peak(const ModelConfig& config, const StageLayers& st
          grouped(h) + (g.empty() ? "" : " (pX: padded to Nd chunks)");
   return peak;
 }
+
+// The settings on their own (validate_estimate_settings), then against the model.
+void check_layout_fits_model(const ModelShape& model, const EstimateSettings& s) {
+  validate_estimate_settings(s);
+  if (static_cast<std::int64_t>(s.dp) * s.pp > kMaxRanks)
+    throw ConfigError("--dp x --pp: at most " + std::to_string(kMaxRanks) + " ranks (got " +
+                      std::to_string(static_cast<std::int64_t>(s.dp) * s.pp) + ")");
+  if (s.seq > model.max_positions && model.architecture != "llama")
+    throw ConfigError("--seq " + std::to_string(s.seq) + " exceeds the maximum sequence length of " + model.name +
+                      " (" + std::to_string(model.max_positions) + ")");
+  if (s.pp > model.layers)
+    throw ConfigError("--pp " + std::to_string(s.pp) + " is more pipeline stages than " + model.name + " has layers (" +
+                      std::to_string(model.layers) + ")");
+  if (s.activations == ActivationMode::shardscope && !model.engine_config)
+    throw ConfigError("--activations shardscope: ShardScope's kernels do not implement " + model.architecture + " (" +
+                      model.name + "); use --activations formula");
+}
 }  // namespace
 
 int MemoryEstimate::fullest_rank() const {
@@ -172,9 +190,9 @@ int MemoryEstimate::fullest_rank() const {
 }
 
 std::int64_t MemoryEstimate::cluster_total() const {
-  std::int64_t sum = 0;
+  CheckedSize sum = 0;
   for (const auto& r : ranks) sum += r.total();
-  return sum;
+  return sum.value();
 }
 
 RunConfig to_run_config(const ModelShape& model, const EstimateSettings& s) {
@@ -211,19 +229,7 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
 MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& in) {
   EstimateSettings s = in;
   if (s.seq == 0) s.seq = static_cast<int>(model.max_positions);
-  validate_estimate_settings(s);
-  if (static_cast<std::int64_t>(s.dp) * s.pp > kMaxRanks)
-    throw ConfigError("--dp x --pp: at most " + std::to_string(kMaxRanks) + " ranks (got " +
-                      std::to_string(static_cast<std::int64_t>(s.dp) * s.pp) + ")");
-  if (s.seq > model.max_positions && model.architecture != "llama")
-    throw ConfigError("--seq " + std::to_string(s.seq) + " exceeds the maximum sequence length of " + model.name +
-                      " (" + std::to_string(model.max_positions) + ")");
-  if (s.pp > model.layers)
-    throw ConfigError("--pp " + std::to_string(s.pp) + " is more pipeline stages than " + model.name + " has layers (" +
-                      std::to_string(model.layers) + ")");
-  if (s.activations == ActivationMode::shardscope && !model.engine_config)
-    throw ConfigError("--activations shardscope: ShardScope's kernels do not implement " + model.architecture + " (" +
-                      model.name + "); use --activations formula");
+  check_layout_fits_model(model, s);
 
   const ShardingPlan plan = make_sharding_plan(s.layout(), model);
   const Context context{s, plan, plan.bytes_per_parameter(), s.pp > 1 ? "Ψ_s" : "Ψ", plan.naive()};
@@ -282,7 +288,7 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
     if (m.micro_batches_in_flight > 1)
       acts_text = std::to_string(m.micro_batches_in_flight) + " micro-batches in flight (" +
                   pipeline_schedule_name(s.schedule) + ") × " + acts_text;
-    set(m, MemoryCategory::activations, m.micro_batches_in_flight * acts.activations, acts_text);
+    set(m, MemoryCategory::activations, checked_mul(m.micro_batches_in_flight, acts.activations), acts_text);
     if (s.precision != Precision::fp32 && s.activations == ActivationMode::shardscope) {
       std::string text;
       std::int64_t working = mixed_working_peak(*model.engine_config, m.layers, plan, text);
@@ -296,7 +302,7 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
                  grouped(reduce / 2);
         }
       }
-      set(m, MemoryCategory::workspace, acts.workspace + 4 * (working + widen_block),
+      set(m, MemoryCategory::workspace, (acts.workspace + 4 * (CheckedSize(working) + widen_block)).value(),
           acts.workspace_formula + " + " + text + " + AdamW's fp32 block of widened gradients: 4 × " +
               grouped(widen_block));
     } else {
@@ -304,6 +310,7 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
     }
     out.ranks.push_back(std::move(m));
   }
+  (void)out.cluster_total();  // a sum past 64 bits is a SizeOverflow here, not a negative total later
   return out;
 }
 
