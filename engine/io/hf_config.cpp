@@ -264,7 +264,9 @@ std::int64_t HfModelConfig::largest_module_parameters() const {
 
 std::optional<ModelConfig> HfModelConfig::engine_config() const {
   if (architecture == HfArchitecture::llama || intermediate != 4 * hidden || hidden > (1 << 30)) return std::nullopt;
-  if (vocab > (1 << 30) || max_positions > (1 << 30) || layers > (1 << 20) || heads > (1 << 20)) return std::nullopt;
+  // Past 4096 layers the engine's exact layout (a named entry per tensor, rebuilt per stage) costs seconds per
+  // use; the counts above are exact too.
+  if (vocab > (1 << 30) || max_positions > (1 << 30) || layers > 4096 || heads > (1 << 20)) return std::nullopt;
   ModelConfig m;
   m.name = source;
   m.vocab = static_cast<int>(vocab);

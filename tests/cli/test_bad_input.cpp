@@ -91,6 +91,7 @@ const QList<QPair<QString, QByteArray>>& config_files() {
       {"bad_heads.json", gpt2("\"n_head\": 7")},
       {"bad_kv_heads.json", llama("\"num_key_value_heads\": 3")},
       {"long_context.json", gpt2("\"n_positions\": 1073741824")},
+      {"many_layers.json", gpt2("\"n_layer\": 65536")},
       {"empty.json", ""},
       {"bad_utf8.json", gpt2("\"activation_function\": \"\xff\xfe\"")},
       // DeepSpeed JSON
@@ -247,6 +248,8 @@ void TestBadInput::exits_2_naming_the_problem_data() {
       "train_batch_size: 1099511627777 is out of range [1, 1099511627776]");
   row("DeepSpeed accumulation derived past the limit", {"estimate", ds, "@ds_accum_derived.json"},
       "train_batch_size 1099511627776 gives gradient accumulation steps 1099511627776");
+  row("sharding plan past its size limit", {"estimate", model, "@many_layers.json", "--dp", "64"},
+      "--dp x --pp ranks x (65536 layers + 2) units = 4194432: at most 4194304");
   row("global batch past 64 bits",
       {"estimate", ds, "@ds_huge_batch.json", "--dp", "16384", "--micro-batches", "1048576"},
       "does not fit in 64-bit counts");
