@@ -57,6 +57,11 @@ void ArgParser::add_switch(const std::string& flag, const std::string& help, boo
   flags_.push_back({flag, "", help, false, [out](const std::string&) { *out = true; }, ""});
 }
 
+void ArgParser::add_flag(const std::string& flag, const std::string& value_name, const std::string& help,
+                         const std::string& default_text, std::function<void(const std::string&)> set) {
+  flags_.push_back({flag, value_name, help, !value_name.empty(), std::move(set), default_text});
+}
+
 void ArgParser::add_positional(const std::string& name, const std::string& help, std::string* out) {
   positionals_.push_back({name, help, out});
 }

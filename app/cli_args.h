@@ -27,6 +27,9 @@ class ArgParser {
   void add_int(const std::string& flag, const std::string& help, int* out, int min, int max);
   void add_float(const std::string& flag, const std::string& help, float* out);
   void add_switch(const std::string& flag, const std::string& help, bool* out);
+  // A flag whose value `set` parses (throwing UsageError or ConfigError naming the flag).
+  void add_flag(const std::string& flag, const std::string& value_name, const std::string& help,
+                const std::string& default_text, std::function<void(const std::string&)> set);
   // A positional argument (in order of declaration).
   void add_positional(const std::string& name, const std::string& help, std::string* out);
 

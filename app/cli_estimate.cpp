@@ -41,11 +41,15 @@ SettingsPatch patch_from_flags(const Flags& f) {
   number(f.accum, "--accum", "accum", 1 << 24, p.accum);
   number(f.micro_batches, "--micro-batches", "micro_batches", 1 << 20, p.micro_batches);
   number(f.gpus_per_node, "--gpus-per-node", "gpus_per_node", 1 << 16, p.gpus_per_node);
-  if (!f.zero.empty()) p.zero_stage = static_cast<int>(parse_int("--zero", f.zero, 0, 3));
+  if (!f.zero.empty()) {
+    p.zero_stage = static_cast<int>(parse_int("--zero", f.zero, 0, 3));
+    p.origin.push_back({"zero", "--zero"});
+  }
   if (!f.dp_mode.empty()) {
     if (f.dp_mode != "naive" && f.dp_mode != "ddp")
       throw UsageError("--dp-mode: '" + f.dp_mode + "' is not one of naive, ddp");
     p.dp_mode = f.dp_mode == "naive" ? DataParallelMode::naive : DataParallelMode::ddp;
+    p.origin.push_back({"dp_mode", "--dp-mode"});
   }
   if (!f.precision.empty()) p.precision = parse_precision(f.precision, "--precision");
   if (!f.checkpoint.empty()) p.recompute = parse_recompute(f.checkpoint, "--checkpoint");
@@ -56,8 +60,8 @@ SettingsPatch patch_from_flags(const Flags& f) {
       throw UsageError("--device: '" + f.device + "' is not one of cpu, cuda");
     p.cuda = f.device == "cuda";
   }
-  if (f.offload_optimizer) p.offload_optimizer = true;
-  if (f.offload_params) p.offload_params = true;
+  if (f.offload_optimizer) p.offload_optimizer = true, p.origin.push_back({"offload_optimizer", "--offload-optimizer"});
+  if (f.offload_params) p.offload_params = true, p.origin.push_back({"offload_params", "--offload-params"});
   p.efficiency = f.efficiency;
   return p;
 }

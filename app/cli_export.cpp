@@ -2,45 +2,18 @@
 #include "cli_export.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <system_error>
 
 #include "cli_args.h"
 #include "core/error.h"
+#include "core/output_file.h"
 #include "events/chrome_trace.h"
 #include "events/recording.h"
 
 namespace shardscope::cli {
 namespace {
-
-// Writes next to the destination, then renames: an existing trace is never
-// left half-overwritten, and a failed export leaves nothing behind.
-void write_atomically(const std::string& flag, const std::string& path, const std::vector<Event>& events,
-                      const std::string& metadata) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw ConfigError(flag + ": cannot write '" + path + "' (directory missing or not writable?)");
-    write_chrome_trace(events, metadata, out);
-    out.flush();
-    if (!out) {
-      out.close();
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      throw ConfigError(flag + ": writing '" + path + "' failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw ConfigError(flag + ": cannot replace '" + path + "': " + ec.message());
-  }
-}
 
 // A damaged recording may hold any times: a difference past 64 bits is taken in double.
 double seconds_between(std::int64_t first_ns, std::int64_t last_ns) {
@@ -62,17 +35,23 @@ int run_export(const std::vector<std::string>& args) {
   if (!parser.parse(args)) return 0;
   if (chrome_trace.empty()) throw UsageError("--chrome-trace FILE is required (see shardscope-cli export --help)");
 
-  std::error_code same_ec;
-  if (std::filesystem::equivalent(input, chrome_trace, same_ec))
-    throw UsageError("--chrome-trace: '" + chrome_trace + "' is the recording itself; choose another file");
+  // Before anything is read or written: the input a regular file (a FIFO would
+  // block), the trace not the recording itself, nor a link, directory or device.
+  require_regular_input({"RUN.ssrun", input});
+  check_outputs({{"the recording", input}}, {{"--chrome-trace", chrome_trace}});
+  std::signal(SIGXFSZ, SIG_IGN);  // a write past `ulimit -f` is an error to report (EFBIG), not a kill
 
   RecordingReader reader;
   reader.open(input);
   const std::vector<Event> events = reader.read_all();
   if (const auto trailing = reader.trailing_bytes(); trailing > 0)
-    std::fprintf(stderr, "shardscope-cli export: warning: %s: ignored %llu bytes after the last complete record "
-                         "(the run was cut off mid-write?)\n", input.c_str(), static_cast<unsigned long long>(trailing));
-  write_atomically("--chrome-trace", chrome_trace, events, reader.metadata_json());
+    std::fprintf(stderr,
+                 "shardscope-cli export: warning: %s: ignored %llu bytes after the last complete record "
+                 "(the run was cut off mid-write?)\n",
+                 input.c_str(), static_cast<unsigned long long>(trailing));
+  OutputFile trace({"--chrome-trace", chrome_trace});  // a temporary beside it, renamed over it when complete
+  write_chrome_trace(events, reader.metadata_json(), trace.stream());
+  trace.commit();
 
   std::set<std::int32_t> ranks;
   std::int64_t first_ns = 0, last_ns = 0;

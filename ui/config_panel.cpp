@@ -19,24 +19,15 @@
 #include <exception>
 
 #include "byte_text.h"
+#include "field_widgets.h"
 #include "estimate/estimate_settings.h"
 #include "estimate/gpu_profiles.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
+#include "train/metrics_json.h"
 #include "model/model_config.h"
 
 namespace shardscope::ui {
-
-namespace {
-
-QSpinBox* makeSpin(QWidget* parent, const char* name, int min, int max) {
-  auto* spin = new QSpinBox(parent);
-  spin->setObjectName(QString::fromLatin1(name));
-  spin->setRange(min, max);
-  return spin;
-}
-
-}  // namespace
 
 RunConfig ConfigPanel::defaultConfig() {
   RunConfig c;
@@ -55,30 +46,12 @@ RunConfig ConfigPanel::defaultConfig() {
 }
 
 ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
+  // The fields the panel draws itself: model and device lists, a file with
+  // Browse, checkpointing as a check box. Every other labelled field of the
+  // run-config schema gets the widget of its kind (ui/field_widgets.h).
   model_ = new QComboBox(this);
   model_->setObjectName(QStringLiteral("model"));
   for (const auto& preset : model_presets()) model_->addItem(QString::fromStdString(preset.name));
-  steps_ = makeSpin(this, "steps", 1, 100'000'000);
-  batch_ = makeSpin(this, "batch", 1, 1'000'000);
-  seq_ = makeSpin(this, "seq", 1, 1'000'000);
-  lr_ = new QDoubleSpinBox(this);
-  lr_->setObjectName(QStringLiteral("lr"));
-  lr_->setDecimals(6);
-  lr_->setRange(0.000001, 10.0);
-  lr_->setSingleStep(0.0001);
-  dp_ = makeSpin(this, "dp", 1, 64);
-  pp_ = makeSpin(this, "pp", 1, 1024);
-  dp_mode_ = new QComboBox(this);
-  dp_mode_->setObjectName(QStringLiteral("dp_mode"));
-  dp_mode_->addItem(QString(), QStringLiteral("ddp"));
-  dp_mode_->addItem(QString(), QStringLiteral("naive"));
-  zero_ = makeSpin(this, "zero", 0, 3);
-  schedule_ = new QComboBox(this);
-  schedule_->setObjectName(QStringLiteral("schedule"));
-  schedule_->addItem(QStringLiteral("1F1B"), QStringLiteral("1f1b"));
-  schedule_->addItem(QStringLiteral("GPipe"), QStringLiteral("gpipe"));
-  micro_batches_ = makeSpin(this, "micro_batches", 1, 1'000'000);
-  accum_ = makeSpin(this, "accum", 1, 1'000'000);
   checkpoint_ = new QCheckBox(this);
   checkpoint_->setObjectName(QStringLiteral("checkpoint"));
   data_ = new QLineEdit(this);
@@ -90,20 +63,6 @@ ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
   dataRow->setContentsMargins(0, 0, 0, 0);
   dataRow->addWidget(data_, 1);
   dataRow->addWidget(browse_);
-  precision_ = new QComboBox(this);
-  precision_->setObjectName(QStringLiteral("precision"));
-  for (Precision p : {Precision::fp32, Precision::fp16, Precision::bf16}) {
-    const QString name =
-        QString::fromLatin1(precision_name(p).data(), static_cast<qsizetype>(precision_name(p).size()));
-    precision_->addItem(name, name);
-  }
-  eval_every_ = new QSpinBox(this);
-  eval_every_->setObjectName(QStringLiteral("evalEvery"));
-  eval_every_->setRange(0, 1'000'000);
-  scale_power_ = new QSpinBox(this);
-  scale_power_->setObjectName(QStringLiteral("initialScalePower"));
-  scale_power_->setRange(0, 127);
-  scale_power_->setPrefix(QStringLiteral("2^"));
   device_ = new QComboBox(this);
   device_->setObjectName(QStringLiteral("device"));
   gpu_ = new QComboBox(this);
@@ -113,31 +72,26 @@ ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
     gpu_->addItem(QString::fromStdString(profile.name), QString::fromStdString(profile.name));
 
   auto* form = new QFormLayout;
-  const auto row = [&](const char* source, QWidget* field, QWidget* buddy = nullptr) {
+  for (const RunField& field : run_fields()) {
+    if (field.label.empty()) continue;
+    QWidget* widget = field.key == "model"        ? model_
+                      : field.key == "data"       ? data_
+                      : field.key == "checkpoint" ? static_cast<QWidget*>(checkpoint_)
+                      : field.key == "device"     ? device_
+                                                  : makeFieldWidget(field, this);
     auto* label = new QLabel(this);
-    label->setBuddy(buddy != nullptr ? buddy : field);
-    labels_.emplace_back(label, source);
-    form->addRow(label, field);
-  };
-  row(QT_TR_NOOP("Device"), device_);
-  row(QT_TR_NOOP("Model"), model_);
-  row(QT_TR_NOOP("Training text"), dataField, data_);
-  row(QT_TR_NOOP("Steps"), steps_);
-  row(QT_TR_NOOP("Global batch"), batch_);
-  row(QT_TR_NOOP("Sequence length"), seq_);
-  row(QT_TR_NOOP("Learning rate"), lr_);
-  row(QT_TR_NOOP("Evaluate every (steps)"), eval_every_);
-  row(QT_TR_NOOP("Data-parallel ranks"), dp_);
-  row(QT_TR_NOOP("Pipeline stages"), pp_);
-  row(QT_TR_NOOP("Data-parallel mode"), dp_mode_);
-  row(QT_TR_NOOP("ZeRO stage"), zero_);
-  row(QT_TR_NOOP("Pipeline schedule"), schedule_);
-  row(QT_TR_NOOP("Micro-batches"), micro_batches_);
-  row(QT_TR_NOOP("Accumulation steps"), accum_);
-  row(QT_TR_NOOP("Activation checkpointing"), checkpoint_);
-  row(QT_TR_NOOP("Precision"), precision_);
-  row(QT_TR_NOOP("Initial loss scale"), scale_power_);
-  row(QT_TR_NOOP("GPU profile (fit check)"), gpu_);
+    label->setBuddy(widget);
+    form->addRow(label, widget == data_ ? dataField : widget);
+    rows_.push_back({&field, widget, label});
+  }
+  gpu_label_ = new QLabel(this);
+  gpu_label_->setBuddy(gpu_);
+  form->addRow(gpu_label_, gpu_);
+  if (auto* schedule = fieldWidget<QComboBox>("schedule")) {
+    schedule->setItemText(schedule->findData(QStringLiteral("1f1b")), QStringLiteral("1F1B"));
+    schedule->setItemText(schedule->findData(QStringLiteral("gpipe")), QStringLiteral("GPipe"));
+  }
+  if (auto* power = fieldWidget<QSpinBox>("initial_scale_power")) power->setPrefix(QStringLiteral("2^"));
   retranslate();
 
   summary_ = new QLabel(this);
@@ -166,11 +120,10 @@ ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
     if (!updating_) revalidate();
   };
   connect(model_, &QComboBox::currentIndexChanged, this, onEdit);
-  connect(dp_mode_, &QComboBox::currentIndexChanged, this, onEdit);
-  connect(schedule_, &QComboBox::currentIndexChanged, this, onEdit);
-  connect(precision_, &QComboBox::currentIndexChanged, this, onEdit);
   connect(gpu_, &QComboBox::currentIndexChanged, this, onEdit);
   connect(device_, &QComboBox::currentIndexChanged, this, onEdit);
+  for (const FieldRow& row : rows_)
+    if (!isOwnWidget(row.widget)) onFieldWidgetEdited(*row.field, row.widget, this, onEdit);
   if (probeDevices) {
     // Loading the CUDA plugin and starting the driver can take a second: off
     // the UI thread. The result comes back as a queued call, dropped if the
@@ -183,10 +136,17 @@ ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
   }
   connect(data_, &QLineEdit::textChanged, this, onEdit);
   connect(browse_, &QPushButton::clicked, this, &ConfigPanel::browseData);
-  for (QSpinBox* spin : {steps_, batch_, seq_, dp_, pp_, zero_, micro_batches_, accum_, scale_power_, eval_every_})
-    connect(spin, &QSpinBox::valueChanged, this, onEdit);
-  connect(lr_, &QDoubleSpinBox::valueChanged, this, onEdit);
   connect(checkpoint_, &QCheckBox::toggled, this, onEdit);
+}
+
+bool ConfigPanel::isOwnWidget(const QWidget* widget) const {
+  return widget == model_ || widget == data_ || widget == checkpoint_ || widget == device_;
+}
+
+QWidget* ConfigPanel::fieldWidgetByKey(std::string_view key) const {
+  for (const FieldRow& row : rows_)
+    if (row.field->key == key) return row.widget;
+  return nullptr;
 }
 
 ConfigPanel::~ConfigPanel() {
@@ -242,26 +202,23 @@ void ConfigPanel::selectDevice(const std::string& key) {
 }
 
 void ConfigPanel::retranslate() {
-  for (const auto& [label, source] : labels_) label->setText(tr(source));
-  dp_mode_->setItemText(0, tr("DDP (ring all-reduce)"));
-  dp_mode_->setItemText(1, tr("DataParallel (naive, rank 0 master)"));
+  for (const FieldRow& row : rows_) {
+    row.label->setText(fieldLabel(*row.field));
+    row.widget->setToolTip(fieldHelp(*row.field));
+  }
+  gpu_label_->setText(tr("GPU profile (fit check)"));
+  if (auto* mode = fieldWidget<QComboBox>("dp_mode")) {
+    mode->setItemText(mode->findData(QStringLiteral("ddp")), tr("DDP (ring all-reduce)"));
+    mode->setItemText(mode->findData(QStringLiteral("naive")), tr("DataParallel (naive, rank 0 master)"));
+  }
   checkpoint_->setText(tr("Recompute each layer in backward"));
   data_->setPlaceholderText(tr("Empty: the shipped corpus (English + Chinese)"));
-  data_->setToolTip(tr("A UTF-8 text file to train on; empty uses the corpus shipped with ShardScope."));
   browse_->setText(tr("Browse..."));
-  precision_->setToolTip(tr("fp16 and bf16 keep fp32 master weights and optimizer states; fp16 scales the loss."));
-  eval_every_->setToolTip(tr("The held-out loss (the last 10% of the text) every N steps and at the end; 0: never."));
-  eval_every_->setSpecialValueText(tr("never"));
-  scale_power_->setToolTip(
-      tr("fp16 only: the loss is multiplied by 2^N before backward. Too large a scale "
-         "overflows: the step is skipped on every rank and the scale halves."));
+  if (auto* every = fieldWidget<QSpinBox>("eval_every")) every->setSpecialValueText(tr("never"));
   gpu_->setItemText(0, tr("none"));
   gpu_->setToolTip(
       tr("Checks the estimator's prediction against this GPU's memory; with none, a GPU run is checked against "
          "the GPU chosen above. It is advice: it never blocks Run."));
-  device_->setToolTip(
-      tr("Where the ranks train: threads on the CPU, on one GPU they share (device copies "
-         "between them), or one GPU each with NCCL between them."));
   if (device_->count() > 0) fillDevices();
 }
 
@@ -274,32 +231,19 @@ void ConfigPanel::changeEvent(QEvent* event) {
 }
 
 QString ConfigPanel::labelText(const QString& objectName) const {
-  for (const auto& entry : labels_)
-    if (entry.first->buddy() != nullptr && entry.first->buddy()->objectName() == objectName) return entry.first->text();
-  return {};
+  for (const FieldRow& row : rows_)
+    if (row.widget->objectName() == objectName) return row.label->text();
+  return gpu_->objectName() == objectName ? gpu_label_->text() : QString();
 }
 
 RunConfig ConfigPanel::config() const {
   RunConfig c;  // every field the panel does not show keeps the CLI's default
+  for (const FieldRow& row : rows_)
+    if (!isOwnWidget(row.widget)) row.field->set(c, fieldWidgetValue(*row.field, row.widget));
   c.model = model_->currentText().toStdString();
-  c.steps = steps_->value();
-  c.batch = batch_->value();
-  c.seq = seq_->value();
-  c.lr = static_cast<float>(lr_->value());
-  c.dp = dp_->value();
-  c.pp = pp_->value();
-  c.dp_mode =
-      dp_mode_->currentData().toString() == QLatin1String("naive") ? DataParallelMode::naive : DataParallelMode::ddp;
-  c.zero_stage = zero_->value();
-  c.schedule = schedule_->currentData().toString() == QLatin1String("gpipe") ? PipelineScheduleKind::gpipe
-                                                                             : PipelineScheduleKind::one_f_one_b;
-  c.micro_batches = micro_batches_->value();
-  c.accum = accum_->value();
   c.checkpoint = checkpoint_->isChecked();
   c.data = data_->text().trimmed().toStdString();
-  c.precision = parse_precision(precision_->currentData().toString().toStdString());
-  if (c.precision == Precision::fp16) c.initial_scale_power = scale_power_->value();
-  c.eval_every = eval_every_->value();
+  if (c.precision != Precision::fp16) c.initial_scale_power = RunConfig{}.initial_scale_power;  // fp16's knob
   const QString device = device_->currentData().toString();
   if (device.startsWith(QLatin1String("cuda:"))) {
     c.device = "cuda";
@@ -315,28 +259,12 @@ RunConfig ConfigPanel::config() const {
 
 void ConfigPanel::setConfig(const RunConfig& c) {
   updating_ = true;
+  for (const FieldRow& row : rows_)
+    if (!isOwnWidget(row.widget)) setFieldWidgetValue(*row.field, row.widget, row.field->get(c));
   const int index = model_->findText(QString::fromStdString(c.model));
   model_->setCurrentIndex(index >= 0 ? index : 0);
-  steps_->setValue(static_cast<int>(c.steps));
-  batch_->setValue(c.batch);
-  seq_->setValue(c.seq);
-  lr_->setValue(static_cast<double>(c.lr));
-  dp_->setValue(c.dp);
-  pp_->setValue(c.pp);
-  dp_mode_->setCurrentIndex(
-      dp_mode_->findData(c.dp_mode == DataParallelMode::naive ? QStringLiteral("naive") : QStringLiteral("ddp")));
-  zero_->setValue(c.zero_stage);
-  schedule_->setCurrentIndex(schedule_->findData(c.schedule == PipelineScheduleKind::gpipe ? QStringLiteral("gpipe")
-                                                                                           : QStringLiteral("1f1b")));
-  micro_batches_->setValue(c.micro_batches);
-  accum_->setValue(c.accum);
   checkpoint_->setChecked(c.checkpoint);
   data_->setText(QString::fromStdString(c.data));
-  const std::string_view precision = precision_name(c.precision);
-  precision_->setCurrentIndex(std::max(
-      0, precision_->findData(QString::fromLatin1(precision.data(), static_cast<qsizetype>(precision.size())))));
-  scale_power_->setValue(c.initial_scale_power);
-  eval_every_->setValue(static_cast<int>(std::min<std::int64_t>(c.eval_every, eval_every_->maximum())));
   if (c.device != "cuda")
     selectDevice("cpu");
   else if (c.gpus.size() > 1)
@@ -349,7 +277,7 @@ void ConfigPanel::setConfig(const RunConfig& c) {
 
 void ConfigPanel::revalidate() {
   const RunConfig c = config();
-  scale_power_->setEnabled(c.precision == Precision::fp16);
+  if (QWidget* power = fieldWidgetByKey("initial_scale_power")) power->setEnabled(c.precision == Precision::fp16);
   try {
     validate_run_config(c);
     problem_.clear();
@@ -365,6 +293,8 @@ void ConfigPanel::revalidate() {
       else if (!file.isFile() || !file.isReadable())
         problem_ = tr("the data file %1 cannot be read").arg(file.filePath());
     }
+  } catch (const FieldError& e) {
+    problem_ = panelText(e);  // the fields by their labels here
   } catch (const std::exception& e) {
     problem_ = QString::fromStdString(e.what());
   }
@@ -385,6 +315,10 @@ void ConfigPanel::revalidate() {
   Q_EMIT changed();
 }
 
+std::vector<MemoryBytes> ConfigPanel::predictionFor(const RunConfig& config) const {
+  return run_config_to_json(config) == prediction_config_ ? prediction_ : predict_run_memory(config);
+}
+
 QString ConfigPanel::gpuProfile() const {
   return gpu_->currentData().toString();
 }
@@ -398,15 +332,14 @@ QString ConfigPanel::fitText() const {
 }
 
 void ConfigPanel::updateFit(const RunConfig& c) {
+  // Once per edit: the run started from these settings reuses it (predictionFor).
+  prediction_ = predict_run_memory(c);
+  prediction_config_ = run_config_to_json(c);
   predicted_bytes_ = -1;
-  std::int64_t all_ranks = -1;
-  try {
-    const ModelShape shape = model_shape_from_config(find_model_preset(c.model), c.model);
-    const MemoryEstimate estimate = estimate_memory(shape, settings_for_run(c));
-    predicted_bytes_ = estimate.fullest_total();
-    all_ranks = estimate.cluster_total();
-  } catch (const std::exception&) {
-    // settings the estimator cannot model (the problem line already says why)
+  std::int64_t all_ranks = -1;  // stays -1 for settings the estimator cannot model (the problem line says why)
+  for (const MemoryBytes& rank : prediction_) {
+    predicted_bytes_ = std::max(predicted_bytes_, rank.total());
+    all_ranks = std::max<std::int64_t>(all_ranks, 0) + rank.total();
   }
   // Against the chosen profile; else, for a GPU run, against the GPU itself:
   // ranks sharing one GPU share its memory, one rank per GPU has its own.

@@ -2,7 +2,8 @@
 // The run's settings as widgets. It produces the same RunConfig the CLI builds
 // from the equivalent flags, and validates it with the engine's own
 // validate_run_config as the user edits: a bad combination is explained inline
-// (the ConfigError text, which names the flag) and problem() is non-empty.
+// (naming the fields by their labels here) and problem() is non-empty. Its
+// fields, labels, tooltips and ranges come from the run-config schema.
 #pragma once
 
 #include <QWidget>
@@ -11,7 +12,7 @@
 #include <vector>
 
 #include "ops/device.h"
-#include "config/run_config.h"
+#include "config/run_schema.h"
 
 class QCheckBox;
 class QComboBox;
@@ -56,6 +57,9 @@ class ConfigPanel : public QWidget {
   QString fitText() const;
   // The estimator's prediction for the fullest rank of the current settings (-1: cannot model them).
   std::int64_t predictedBytesPerRank() const { return predicted_bytes_; }
+  // The estimator's bytes per rank for `config`: the panel's own prediction
+  // when `config` is what the panel shows (no second estimate), else computed.
+  std::vector<MemoryBytes> predictionFor(const RunConfig& config) const;
 
  protected:
   void changeEvent(QEvent* event) override;
@@ -71,24 +75,24 @@ class ConfigPanel : public QWidget {
   void fillDevices();  // device_'s items from probe_ (kept selection where possible)
   void selectDevice(const std::string& key);
 
+  struct FieldRow {
+    const RunField* field;  // config/run_schema.h
+    QWidget* widget;        // the field's widget, named by its key
+    QLabel* label;
+  };
+  bool isOwnWidget(const QWidget* widget) const;  // a field widget the panel made itself (model, data, ...)
+  QWidget* fieldWidgetByKey(std::string_view key) const;
+  template <typename Widget>
+  Widget* fieldWidget(std::string_view key) const {
+    return qobject_cast<Widget*>(fieldWidgetByKey(key));
+  }
+
+  std::vector<FieldRow> rows_;  // the schema's labelled fields, in its order
   QComboBox* model_;
-  QSpinBox* steps_;
-  QSpinBox* batch_;
-  QSpinBox* seq_;
-  QDoubleSpinBox* lr_;
-  QSpinBox* dp_;
-  QSpinBox* pp_;
-  QComboBox* dp_mode_;
-  QSpinBox* zero_;
-  QComboBox* schedule_;
-  QSpinBox* micro_batches_;
-  QSpinBox* accum_;
   QCheckBox* checkpoint_;
   QLineEdit* data_;
   QPushButton* browse_;
-  QComboBox* precision_;
-  QSpinBox* scale_power_;  // fp16: the first loss scale is 2^N
-  QSpinBox* eval_every_;   // held-out loss every N steps; 0: never
+  QLabel* gpu_label_;
   QComboBox* gpu_;
   QComboBox* device_;  // data: "cpu", "cuda:N" (all ranks on GPU N), "cuda:each" (a GPU per rank)
   DeviceProbe probe_;
@@ -97,10 +101,11 @@ class ConfigPanel : public QWidget {
   std::thread probe_thread_;
   QLabel* fit_label_ = nullptr;
   std::int64_t predicted_bytes_ = -1;
+  std::vector<MemoryBytes> prediction_;  // per rank, for prediction_config_
+  nlohmann::json prediction_config_;
   QLabel* summary_ = nullptr;
   QLabel* problem_label_;
   QString problem_;
-  std::vector<std::pair<QLabel*, const char*>> labels_;  // form labels and their source text
   bool updating_ = false;
 };
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "config/run_schema.h"
 #include "config_panel.h"
 #include "core/error.h"
 #include "i18n.h"
@@ -27,48 +28,23 @@ QString read_text(const QString& path) {
   return QString::fromUtf8(file.readAll());
 }
 
-// The panel's default run with the lesson's keys applied; every key must be known.
+// The panel's default run with the lesson's keys applied: every key is a field
+// of the run-config schema (config/run_schema.h), named in errors as in the file.
 RunConfig lesson_config(const nlohmann::json& keys, const std::string& where) {
   RunConfig c = ConfigPanel::defaultConfig();
   if (!keys.is_object()) throw ConfigError(where + ": \"config\" must be an object");
-  for (const auto& [key, value] : keys.items()) {
-    const auto bad = [&](const char* expected) {
-      return ConfigError(where + ": config key \"" + key + "\" must be " + expected);
-    };
-    const auto integer = [&] {
-      if (!value.is_number_integer()) throw bad("an integer");
-      return value.get<int>();
-    };
-    const auto text = [&] {
-      if (!value.is_string()) throw bad("a string");
-      return value.get<std::string>();
-    };
-    if (key == "model") c.model = text();
-    else if (key == "steps") c.steps = integer();
-    else if (key == "batch") c.batch = integer();
-    else if (key == "seq") c.seq = integer();
-    else if (key == "dp") c.dp = integer();
-    else if (key == "pp") c.pp = integer();
-    else if (key == "micro_batches") c.micro_batches = integer();
-    else if (key == "zero") c.zero_stage = integer();
-    else if (key == "eval_every") c.eval_every = integer();
-    else if (key == "initial_scale_power") c.initial_scale_power = integer();
-    else if (key == "dp_mode") {
-      const std::string mode = text();
-      if (mode != "ddp" && mode != "naive") throw bad("\"ddp\" or \"naive\"");
-      c.dp_mode = mode == "naive" ? DataParallelMode::naive : DataParallelMode::ddp;
-    } else if (key == "schedule") {
-      c.schedule = parse_pipeline_schedule_kind(text());
-    } else if (key == "precision") {
-      c.precision = parse_precision(text(), where + ": config key \"precision\"");
-    } else if (key == "checkpoint") {
-      if (!value.is_boolean()) throw bad("true or false");
-      c.checkpoint = value.get<bool>();
-    } else {
-      throw ConfigError(where + ": unknown config key \"" + key + "\"");
+  const auto key_name = [](std::string_view key) { return "\"" + std::string(key) + "\""; };
+  try {
+    for (const auto& [key, value] : keys.items()) {
+      const RunField* field = find_run_field(key);
+      if (field == nullptr || field->saved == Saved::never)
+        throw ConfigError(where + ": unknown config key \"" + key + "\"");
+      set_field(c, *field, value);
     }
+    validate_run_config(c);
+  } catch (const FieldError& e) {
+    throw ConfigError(where + ": " + e.text(key_name));
   }
-  validate_run_config(c);
   return c;
 }
 

@@ -267,23 +267,9 @@ void MainWindow::prepareViews(const RunConfig& config) {
   for (EventView* view : views_) view->reset(config);
   loss_->clear();
   memory_->setRankCount(config.world_size());
-  memory_->setPrediction(predictMemory(config));
+  memory_->setPrediction(panel_->predictionFor(config));  // the light bars beside the measured ones
   memory_->setMixedPrecision(config.mixed_precision());
   total_steps_ = config.steps;
-}
-
-std::vector<MemoryBytes> MainWindow::predictMemory(const RunConfig& config) {
-  // The estimator's closed-form bytes for this exact run (engine/estimate):
-  // the light bars beside the measured ones.
-  try {
-    const ModelShape shape = model_shape_from_config(find_model_preset(config.model), config.model);
-    std::vector<MemoryBytes> per_rank;
-    for (const RankMemory& rank : estimate_memory(shape, settings_for_run(config)).ranks)
-      per_rank.push_back(rank.bytes);
-    return per_rank;
-  } catch (const std::exception&) {
-    return {};  // a config the estimator cannot model: show the measurement alone
-  }
 }
 
 void MainWindow::startRun() {

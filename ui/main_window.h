@@ -101,7 +101,6 @@ class MainWindow : public QMainWindow {
   void onFinished(bool ok, const QString& message);
   void updateControls();
   void prepareViews(const RunConfig& config);
-  static std::vector<MemoryBytes> predictMemory(const RunConfig& config);
   void appendLog(const QString& line, bool error);  // through the logger
   void drainLog() const;                             // queued lines into the panel
   void clearLog();

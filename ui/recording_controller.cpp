@@ -3,13 +3,10 @@
 
 #include <algorithm>
 #include <exception>
-#include <filesystem>
-#include <fstream>
-#include <system_error>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/output_file.h"
 #include "events/chrome_trace.h"
 #include "events/recording.h"
 #include "train/metrics_json.h"
@@ -18,22 +15,8 @@ namespace shardscope::ui {
 
 namespace {
 
-std::string local_path(const QString& path) { return path.toStdString(); }
-
-// Moves `from` over `to` (atomic on POSIX: readers see the old or the new file).
-bool replace_file(const QString& from, const QString& to, QString* error) {
-  std::error_code ec;
-  std::filesystem::rename(std::filesystem::path(local_path(from)), std::filesystem::path(local_path(to)), ec);
-  if (ec) {
-    *error = QString::fromStdString(ec.message());
-    return false;
-  }
-  return true;
-}
-
-void remove_quietly(const QString& path) {
-  std::error_code ec;
-  std::filesystem::remove(std::filesystem::path(local_path(path)), ec);
+std::string local_path(const QString& path) {
+  return path.toStdString();
 }
 
 }  // namespace
@@ -46,18 +29,21 @@ RecordingController::~RecordingController() {
   if (writer_) abandonWriter();
 }
 
-void RecordingController::setRecordPath(const QString& path) { record_path_ = path; }
+void RecordingController::setRecordPath(const QString& path) {
+  record_path_ = path;
+}
 
-void RecordingController::fail(std::function<QString()> text) { Q_EMIT status(std::move(text), true); }
+QString RecordingController::writingPath() const {
+  return writer_ ? QString::fromStdString(writer_->writing_path()) : QString();
+}
+
+void RecordingController::fail(std::function<QString()> text) {
+  Q_EMIT status(std::move(text), true);
+}
 
 void RecordingController::abandonWriter() {
-  const QString part = QString::fromStdString(writer_->path());
-  try {
-    writer_->close();
-  } catch (const std::exception&) {
-  }
+  writer_->abandon();  // the temporary goes; an existing file at the path stays as it was
   writer_.reset();
-  remove_quietly(part);
   writing_to_.clear();
 }
 
@@ -66,9 +52,10 @@ void RecordingController::beginRun(const RunConfig& config) {
   const QString path = record_path_;
   record_path_.clear();  // "record next run": this one
   if (path.isEmpty()) return;
-  const QString part = path + QStringLiteral(".part");
   try {
-    writer_ = std::make_unique<RecordingWriter>(local_path(part), run_config_to_json(config).dump());
+    // Never over the training text; written to a temporary beside the path until the run ends.
+    check_outputs({{"the training text", config.data}}, {{std::string(), local_path(path)}});
+    writer_ = std::make_unique<RecordingWriter>(local_path(path), run_config_to_json(config).dump());
     writing_to_ = path;
     Q_EMIT status([path] { return tr("Recording this run to %1").arg(path); }, false);
   } catch (const std::exception& e) {
@@ -93,9 +80,8 @@ void RecordingController::record(const std::vector<Event>& events) {
 void RecordingController::endRun() {
   if (!writer_) return;
   const QString path = writing_to_;
-  const QString part = QString::fromStdString(writer_->path());
   try {
-    writer_->close();
+    writer_->close();  // synced and renamed over the path
   } catch (const std::exception& e) {
     const QString why = QString::fromStdString(e.what());
     abandonWriter();
@@ -105,12 +91,6 @@ void RecordingController::endRun() {
   const auto count = static_cast<qulonglong>(writer_->events_written());
   writer_.reset();
   writing_to_.clear();
-  QString why;
-  if (!replace_file(part, path, &why)) {
-    remove_quietly(part);
-    fail([path, why] { return tr("Recording to %1 failed: %2").arg(path, why); });
-    return;
-  }
   last_recording_ = path;
   Q_EMIT status([path, count] { return tr("Recorded %1 events to %2").arg(count).arg(path); }, false);
 }
@@ -120,6 +100,7 @@ bool RecordingController::open(const QString& path) {
   std::string metadata;
   std::vector<Event> events;
   try {
+    require_regular_input({std::string(), local_path(path)});  // a FIFO would block the window
     RecordingReader reader;
     reader.open(local_path(path));
     metadata = reader.metadata_json();
@@ -186,23 +167,15 @@ bool RecordingController::exportChromeTrace(const QString& path) {
       return false;
     }
   }
-  const QString temp = path + QStringLiteral(".tmp");
-  QString why;
-  {
-    std::ofstream out(local_path(temp), std::ios::binary | std::ios::trunc);
-    if (out) {
-      try {
-        write_chrome_trace(*events, metadata, out);
-        out.flush();
-      } catch (const std::exception& e) {
-        why = QString::fromStdString(e.what());
-      }
-    }
-    if (why.isEmpty() && !out) why = tr("write failed (disk full or no permission?)");
-  }
-  if (why.isEmpty()) replace_file(temp, path, &why);
-  if (!why.isEmpty()) {
-    remove_quietly(temp);
+  try {
+    // Never over the recording it reads; written to a temporary beside the path, renamed when complete.
+    const std::string source = local_path(hasRecording() ? opened_path_ : last_recording_);
+    check_outputs({{"the recording", source}}, {{std::string(), local_path(path)}});
+    OutputFile out({std::string(), local_path(path)});
+    write_chrome_trace(*events, metadata, out.stream());
+    out.commit();
+  } catch (const std::exception& e) {
+    const QString why = QString::fromStdString(e.what());
     fail([path, why] { return tr("Cannot export the Chrome trace to %1: %2").arg(path, why); });
     return false;
   }

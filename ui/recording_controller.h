@@ -4,22 +4,23 @@
 // exports either one as a Chrome trace. The window replays an opened
 // recording through the same path live events take (MainWindow::onEvents).
 //
-// A recording is written to "<path>.part" and renamed over <path> only when
-// the run ends, so a run cut short (window closed) never clobbers an existing
-// file. Errors never throw out of here: they arrive as status() signals.
+// A recording is written to a temporary beside <path> ("<path>.XXXXXX.part",
+// core/output_file.h) and renamed over <path> only when the run ends, so a run
+// cut short (window closed) never clobbers an existing file; a path that is the
+// run's training text, a link or a device is refused. Errors never throw out of
+// here: they arrive as status() signals.
 #pragma once
 
 #include <QObject>
 #include <QString>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "events/event.h"
 #include "config/run_config.h"
+#include "events/event.h"
 
 namespace shardscope {
 class RecordingWriter;
@@ -39,6 +40,8 @@ class RecordingController : public QObject {
   void setRecordPath(const QString& path);
   QString recordPath() const { return record_path_; }
   bool recording() const { return writer_ != nullptr; }
+  // The temporary the run is being written to (empty when not recording).
+  QString writingPath() const;
   // The window calls these as a run starts, as its events are drained, and
   // when it ends. beginRun consumes the record path.
   void beginRun(const RunConfig& config);
@@ -68,7 +71,8 @@ class RecordingController : public QObject {
   std::size_t eventsUpTo(std::int64_t t_ns) const;
 
   // Writes the opened recording, else the last recorded run, as a Chrome
-  // trace (temp file + rename). False, with a status() signal, on failure.
+  // trace (a temporary beside `path`, renamed over it; never over the
+  // recording itself). False, with a status() signal, on failure.
   bool exportChromeTrace(const QString& path);
 
  Q_SIGNALS:

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "config/run_schema.h"
 #include "core/error.h"
 #include "model/model_config.h"
 
@@ -14,107 +15,122 @@ std::int64_t RunConfig::warmup_steps() const {
 }
 
 namespace {
-void require(bool ok, const std::string& message) {
-  if (!ok) throw ConfigError(message);
+std::string str(std::int64_t v) {
+  return std::to_string(v);
 }
 
-// Steps, batch shape, learning rate and the other training fields.
-void validate_training(const RunConfig& c, const ModelConfig& model) {
-  require(c.steps > 0, "--steps must be at least 1 (got " + std::to_string(c.steps) + ")");
-  require(c.batch > 0, "--batch must be at least 1 (got " + std::to_string(c.batch) + ")");
-  require(c.seq > 0, "--seq must be at least 1 (got " + std::to_string(c.seq) + ")");
-  require(c.seq <= model.max_seq, "--seq " + std::to_string(c.seq) + " exceeds the maximum sequence length of " +
-                                      model.name + " (" + std::to_string(model.max_seq) + ")");
-  require(std::isfinite(c.lr) && c.lr > 0.0f && c.lr < 10.0f, "--lr must be in (0, 10) (got " + std::to_string(c.lr) + ")");
-  require(c.min_lr_ratio >= 0.0f && c.min_lr_ratio <= 1.0f, "--min-lr-ratio must be in [0, 1]");
-  require(c.warmup >= -1, "--warmup must be 0 or more");
-  require(c.weight_decay >= 0.0f && std::isfinite(c.weight_decay), "--weight-decay must be 0 or more");
-  require(c.grad_clip >= 0.0f && std::isfinite(c.grad_clip), "--grad-clip must be 0 (off) or more");
-  require(c.eval_every >= 0, "--eval-every must be 0 (off) or more");
-  require(c.eval_batches > 0, "--eval-batches must be at least 1");
-  require(c.threads >= 0 && c.threads <= 1024, "--threads must be between 0 (all cores) and 1024");
+// A rule of the run config: the messages name fields as {key} (config/run_schema.h).
+void require(bool ok, const std::string& message_en, const std::string& message_zh) {
+  if (!ok) throw FieldError(message_en, message_zh);
 }
 
-// The dp x pp grid, the data-parallel mode, ZeRO and how the batch splits.
-void validate_layout(const RunConfig& c, const ModelConfig& model) {
-  require(c.dp >= 1 && c.dp <= 64, "--dp must be between 1 and 64 (got " + std::to_string(c.dp) + ")");
-  require(c.pp >= 1, "--pp must be at least 1 (got " + std::to_string(c.pp) + ")");
+// The model's limits on the batch shape and the layout.
+void validate_model_limits(const RunConfig& c, const ModelConfig& model) {
+  require(c.seq <= model.max_seq,
+          "{seq} " + str(c.seq) + " exceeds the maximum sequence length of " + model.name + " (" +
+              str(model.max_seq) + ")",
+          "{seq} " + str(c.seq) + " 超过了 " + model.name + " 的最大序列长度（" + str(model.max_seq) + "）");
+  require(c.pp <= model.layers,
+          "{pp} " + str(c.pp) + " is more pipeline stages than " + model.name + " has layers (" +
+              str(model.layers) + ")",
+          "{pp} " + str(c.pp) + " 个流水线阶段多于 " + model.name + " 的层数（" + str(model.layers) + "）");
+}
+
+// The dp x pp grid and how the batch splits over it.
+void validate_grid(const RunConfig& c) {
   require(c.ranks == 0 || c.ranks == c.dp * c.pp,
-          "--ranks " + std::to_string(c.ranks) + " does not equal --dp " + std::to_string(c.dp) + " x --pp " +
-              std::to_string(c.pp) + " = " + std::to_string(c.dp * c.pp) + " (every rank sits on the dp x pp grid)");
-  require(c.pp <= model.layers, "--pp " + std::to_string(c.pp) + " is more pipeline stages than " + model.name +
-                                    " has layers (" + std::to_string(model.layers) + ")");
-  require(c.micro_batches >= 1, "--micro-batches must be at least 1 (got " + std::to_string(c.micro_batches) + ")");
-  require(c.pp == 1 || c.dp_mode == DataParallelMode::ddp,
-          "--dp-mode naive runs without pipeline stages (torch.nn.DataParallel has none): use --pp 1 or --dp-mode ddp");
-  require(c.accum >= 1, "--accum must be at least 1 (got " + std::to_string(c.accum) + ")");
-  require(c.zero_stage >= 0 && c.zero_stage <= 3, "--zero must be 0, 1, 2 or 3 (got " +
-                                                      std::to_string(c.zero_stage) + ")");
-  require(c.zero_stage <= 1 || c.pp == 1, "--zero " + std::to_string(c.zero_stage) +
-                                              " with --pp " + std::to_string(c.pp) +
-                                              " is refused: ZeRO-2/3 shard gradients across data-parallel ranks "
-                                              "per layer, which pipeline stages would interleave (DeepSpeed refuses "
-                                              "it too); use --zero 0 or 1 with pipelines");
-  require(c.zero_stage == 0 || c.dp_mode == DataParallelMode::ddp,
-          "--zero " + std::to_string(c.zero_stage) + " needs --dp-mode ddp (ZeRO shards across DDP ranks)");
-  require(c.bucket_mb > 0.0 && c.bucket_mb <= 4096.0, "--bucket-mb must be in (0, 4096]");
+          "{ranks} " + str(c.ranks) + " does not equal {dp} " + str(c.dp) + " x {pp} " + str(c.pp) + " = " +
+              str(c.dp * c.pp) + " (every rank sits on the dp x pp grid)",
+          "{ranks} " + str(c.ranks) + " 不等于 {dp} " + str(c.dp) + " × {pp} " + str(c.pp) + " = " +
+              str(c.dp * c.pp) + "（每个 rank 都在 dp × pp 网格上）");
   const long long split = static_cast<long long>(c.dp) * c.accum * c.micro_batches;
-  require(c.batch % split == 0, "--batch " + std::to_string(c.batch) + " does not split into --dp " +
-                                    std::to_string(c.dp) + " x --accum " + std::to_string(c.accum) +
-                                    " x --micro-batches " + std::to_string(c.micro_batches) +
-                                    " equal micro-batches (" + std::to_string(c.batch) + " is not a multiple of " +
-                                    std::to_string(split) + ")");
+  require(c.batch % split == 0,
+          "{batch} " + str(c.batch) + " does not split into {dp} " + str(c.dp) + " x {accum} " + str(c.accum) +
+              " x {micro_batches} " + str(c.micro_batches) + " equal micro-batches (" + str(c.batch) +
+              " is not a multiple of " + str(split) + ")",
+          "{batch} " + str(c.batch) + " 无法均分为 {dp} " + str(c.dp) + " × {accum} " + str(c.accum) +
+              " × {micro_batches} " + str(c.micro_batches) + " 个相等的微批次（" + str(c.batch) + " 不是 " +
+              str(split) + " 的倍数）");
+}
+
+// Which data-parallel mode, ZeRO stage and pipeline go together.
+void validate_strategies(const RunConfig& c) {
+  check_layout_rules(c.pp, c.zero_stage, c.dp_mode);
 }
 
 // fp16 loss scaling (and its test hook).
 void validate_loss_scaling(const RunConfig& c) {
-  require(c.initial_scale_power >= 0 && c.initial_scale_power <= 127,
-          "--initial-scale-power must be between 0 and 127 (the scale is 2^power, a finite f32)");
-  require(c.loss_scale >= 0.0f && std::isfinite(c.loss_scale), "--loss-scale must be 0 (dynamic) or a positive scale");
-  require(c.scale_window == -1 || c.scale_window >= 1, "--scale-window must be at least 1");
-  require(c.hysteresis == -1 || c.hysteresis >= 1, "--hysteresis must be at least 1");
-  require(c.min_loss_scale == -1.0f || (c.min_loss_scale > 0.0f && std::isfinite(c.min_loss_scale)),
-          "--min-loss-scale must be positive");
-  require(c.loss_scaler == LossScaleRules::deepspeed || (c.hysteresis == -1 && c.min_loss_scale == -1.0f),
-          std::string(c.hysteresis != -1 ? "--hysteresis" : "--min-loss-scale") +
-              " is a DeepSpeed rule: add --loss-scaler deepspeed (torch GradScaler has neither)");
-  require(c.precision == Precision::fp16 ||
-              (c.loss_scale == 0.0f && c.scale_window == -1 && c.hysteresis == -1 && c.min_loss_scale == -1.0f &&
-               c.initial_scale_power == 16 && c.loss_scaler == LossScaleRules::torch_grad_scaler),
-          "the loss-scale flags apply to --precision fp16 only (bf16 and fp32 run without a loss scaler)");
-  require(c.loss_scale == 0.0f || (c.scale_window == -1 && c.hysteresis == -1 && c.min_loss_scale == -1.0f &&
-                                   c.initial_scale_power == 16),
-          "--loss-scale sets a static scale: --initial-scale-power, --scale-window, --hysteresis and "
-          "--min-loss-scale apply to the dynamic scale only");
-  require(c.overflow_rank < c.world_size(), "--inject-overflow: rank " + std::to_string(c.overflow_rank) +
-                                                " does not exist (world size " + std::to_string(c.world_size()) + ")");
-  require(c.overflow_rank < 0 || c.precision == Precision::fp16, "--inject-overflow needs --precision fp16");
+  const bool torch_rules = c.loss_scaler == LossScaleRules::torch_grad_scaler;
+  require(c.min_loss_scale == -1.0f || c.min_loss_scale > 0.0f, "{min_loss_scale} must be positive",
+          "{min_loss_scale} 必须为正数");
+  require(!torch_rules || (c.hysteresis == -1 && c.min_loss_scale == -1.0f),
+          std::string(c.hysteresis != -1 ? "{hysteresis}" : "{min_loss_scale}") +
+              " is a DeepSpeed rule: add {loss_scaler} deepspeed (torch GradScaler has neither)",
+          std::string(c.hysteresis != -1 ? "{hysteresis}" : "{min_loss_scale}") +
+              " 是 DeepSpeed 的规则：请加上 {loss_scaler} deepspeed（torch GradScaler 没有这两项）");
+  const bool dynamic_defaults = c.scale_window == -1 && c.hysteresis == -1 && c.min_loss_scale == -1.0f &&
+                                c.initial_scale_power == 16;
+  require(c.precision == Precision::fp16 || (c.loss_scale == 0.0f && dynamic_defaults && torch_rules),
+          "the loss-scale settings ({loss_scaler}, {loss_scale}, {initial_scale_power}, {scale_window}, "
+          "{hysteresis}, {min_loss_scale}) apply to {precision} fp16 only (bf16 and fp32 run without a loss scaler)",
+          "损失缩放设置（{loss_scaler}、{loss_scale}、{initial_scale_power}、{scale_window}、{hysteresis}、"
+          "{min_loss_scale}）只适用于 {precision} fp16（bf16 和 fp32 不使用损失缩放）");
+  require(c.loss_scale == 0.0f || dynamic_defaults,
+          "{loss_scale} sets a static scale: {initial_scale_power}, {scale_window}, {hysteresis} and "
+          "{min_loss_scale} apply to the dynamic scale only",
+          "{loss_scale} 设定的是固定缩放：{initial_scale_power}、{scale_window}、{hysteresis} 和 "
+          "{min_loss_scale} 只适用于动态缩放");
+  require(c.overflow_rank < c.world_size(),
+          "{inject_overflow}: rank " + str(c.overflow_rank) + " does not exist (world size " + str(c.world_size()) +
+              ")",
+          "{inject_overflow}：rank " + str(c.overflow_rank) + " 不存在（共 " + str(c.world_size()) + " 个 rank）");
+  require(c.overflow_rank < 0 || c.precision == Precision::fp16, "{inject_overflow} needs {precision} fp16",
+          "{inject_overflow} 需要 {precision} fp16");
 }
 
 // Where the ranks compute (and the failure test hook).
 void validate_devices(const RunConfig& c) {
-  require(c.device == "cpu" || c.device == "cuda", "--device must be cpu or cuda (got \"" + c.device + "\")");
-  require(!c.gpus.empty() && std::all_of(c.gpus.begin(), c.gpus.end(), [](int g) { return g >= 0 && g < 1024; }),
-          "--gpus must list GPU indices, e.g. 0 or 0,1");
-  {
-    std::vector<int> sorted = c.gpus;
-    std::sort(sorted.begin(), sorted.end());
-    require(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
-            "--gpus lists a GPU twice; to put several ranks on one GPU, list that GPU alone (--gpus 0)");
-  }
+  std::vector<int> sorted = c.gpus;
+  std::sort(sorted.begin(), sorted.end());
+  require(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(),
+          "{gpus} lists a GPU twice; to put several ranks on one GPU, list that GPU alone (0)",
+          "{gpus} 把同一块 GPU 列了两次；要让多个 rank 共用一块 GPU，只列出这一块（0）");
   const auto gpu_count = static_cast<int>(c.gpus.size());
   require(gpu_count == 1 || gpu_count == c.world_size(),
-          "--gpus lists " + std::to_string(gpu_count) + " GPUs for " + std::to_string(c.world_size()) +
-              " ranks (dp x pp): list one GPU for every rank (NCCL between them), or one GPU that all ranks share");
-  require(c.fail_rank < c.world_size(), "--inject-failure: rank " + std::to_string(c.fail_rank) +
-                                            " does not exist (world size " + std::to_string(c.world_size()) + ")");
+          "{gpus} lists " + str(gpu_count) + " GPUs for " + str(c.world_size()) +
+              " ranks (dp x pp): list one GPU for every rank (NCCL between them), or one GPU that all ranks share",
+          "{gpus} 为 " + str(c.world_size()) + " 个 rank（dp × pp）列出了 " + str(gpu_count) +
+              " 块 GPU：请为每个 rank 列一块 GPU（之间用 NCCL），或只列一块让所有 rank 共用");
+  require(c.fail_rank < c.world_size(),
+          "{inject_failure}: rank " + str(c.fail_rank) + " does not exist (world size " + str(c.world_size()) + ")",
+          "{inject_failure}：rank " + str(c.fail_rank) + " 不存在（共 " + str(c.world_size()) + " 个 rank）");
 }
 }  // namespace
 
+void check_layout_rules(int pp, int zero_stage, DataParallelMode dp_mode) {
+  const std::string zero = str(zero_stage);
+  require(pp == 1 || dp_mode == DataParallelMode::ddp,
+          "{dp_mode} naive runs without pipeline stages (torch.nn.DataParallel has none): use {pp} 1 or "
+          "{dp_mode} ddp",
+          "{dp_mode} naive 不能与流水线阶段一起用（torch.nn.DataParallel 没有流水线）：请用 {pp} 1 或 {dp_mode} ddp");
+  require(zero_stage <= 1 || pp == 1,
+          "{zero} " + zero + " with {pp} " + str(pp) +
+              " is refused: ZeRO-2/3 shard gradients across data-parallel ranks per layer, which pipeline stages "
+              "would interleave (DeepSpeed refuses it too); use {zero} 0 or 1 with pipelines",
+          "{zero} " + zero + " 与 {pp} " + str(pp) +
+              " 不能同时使用：ZeRO-2/3 按层在数据并行 rank 之间切分梯度，流水线阶段会打乱这一点（DeepSpeed "
+              "也拒绝）；使用流水线时请用 {zero} 0 或 1");
+  require(zero_stage == 0 || dp_mode == DataParallelMode::ddp,
+          "{zero} " + zero + " needs {dp_mode} ddp (ZeRO shards across DDP ranks)",
+          "{zero} " + zero + " 需要 {dp_mode} ddp（ZeRO 在 DDP 的 rank 之间切分）");
+}
+
 void validate_run_config(const RunConfig& c) {
   const ModelConfig model = find_model_preset(c.model);
-  validate_training(c, model);
-  validate_layout(c, model);
+  check_field_ranges(c);
+  validate_model_limits(c, model);
+  validate_grid(c);
+  validate_strategies(c);
   validate_loss_scaling(c);
   validate_devices(c);
 }

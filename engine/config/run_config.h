@@ -84,7 +84,14 @@ struct RunConfig {
   bool mixed_precision() const { return precision != Precision::fp32; }
 };
 
-// Throws ConfigError naming the first bad field by its CLI flag (e.g. "--steps").
+// Throws FieldError (config/run_schema.h) at the first broken rule: a value out
+// of its schema range, or fields that do not go together. what() names the
+// fields by CLI flag; FieldError::text names them as another surface does.
 void validate_run_config(const RunConfig& config);
+
+// The rules between the pipeline, the data-parallel mode and the ZeRO stage,
+// shared with the estimator's settings: naive DataParallel has no pipeline,
+// ZeRO-2/3 no pipeline, ZeRO needs DDP. Throws FieldError naming pp, dp_mode, zero.
+void check_layout_rules(int pp, int zero_stage, DataParallelMode dp_mode);
 
 }  // namespace shardscope

@@ -3,10 +3,14 @@
 // validation (last 10%) parts. Samples are windows at random offsets, drawn
 // from a stream seeded by (seed, step, sample index): the global batch of a
 // step is the same whatever rank or layout draws it.
+// One token is one byte (ByteTokenizer), so the dataset keeps the file's bytes
+// as they are: its memory is the file's size, read once, with no other copy
+// (a batch widens its own windows to int32 ids).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/model_config.h"
@@ -25,12 +29,12 @@ struct BatchData {
 
 class TextDataset {
  public:
-  // Throws ConfigError naming the file if it is missing, unreadable, or too
-  // short to give `min_window` tokens in each split.
+  // Throws ConfigError naming the file if it is missing, unreadable, too large
+  // for this machine's memory, or too short to give `min_window` tokens in each split.
   TextDataset(const std::string& path, int min_window);
 
-  // Builds from text in memory (tests).
-  static TextDataset from_text(const std::string& text, int min_window, const std::string& name = "<text>");
+  // Builds from text in memory (the shipped corpus, tests).
+  static TextDataset from_text(std::string_view text, int min_window, const std::string& name = "<text>");
 
   std::int64_t tokens(Split split) const;
   const std::string& path() const { return path_; }
@@ -42,11 +46,11 @@ class TextDataset {
 
  private:
   TextDataset() = default;
-  void load(const std::vector<std::int32_t>& ids, int min_window);
+  void split(int min_window);  // sets train_end_, checking both splits hold a window
 
   std::string path_;
-  std::vector<std::int32_t> train_;
-  std::vector<std::int32_t> validation_;
+  std::vector<std::uint8_t> bytes_;  // the text: token ids 0..255, one per byte
+  std::int64_t train_end_ = 0;       // bytes_[0, train_end_) train, the rest validation
 };
 
 }  // namespace shardscope

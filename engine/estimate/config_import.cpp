@@ -1,10 +1,21 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "estimate/config_import.h"
 
+#include "config/run_schema.h"
 #include "core/error.h"
 #include "core/json_text.h"
 
 namespace shardscope {
+
+namespace {
+// The keys the run-config schema (config/run_schema.h) maps onto its fields.
+std::string_view deepspeed_key(std::string_view field) {
+  return run_field(field).deepspeed;
+}
+std::string_view accelerate_key(std::string_view field) {
+  return run_field(field).accelerate;
+}
+}  // namespace
 
 SettingsPatch patch_from_deepspeed(const DeepSpeedConfig& c, std::vector<std::string>& warnings) {
   SettingsPatch p;
@@ -12,8 +23,8 @@ SettingsPatch patch_from_deepspeed(const DeepSpeedConfig& c, std::vector<std::st
   warnings.insert(warnings.end(), c.warnings.begin(), c.warnings.end());
   if (c.micro_batch)
     p.micro_batch = *c.micro_batch, p.origin.push_back({"micro_batch", f + ": train_micro_batch_size_per_gpu"});
-  if (c.accum) p.accum = *c.accum, p.origin.push_back({"accum", f + ": gradient_accumulation_steps"});
-  if (c.train_batch) p.global_batch = *c.train_batch, p.origin.push_back({"global_batch", f + ": train_batch_size"});
+  if (c.accum) p.accum = *c.accum, p.origin.push_back({"accum", f + ": " + std::string(deepspeed_key("accum"))});
+  if (c.train_batch) p.global_batch = *c.train_batch, p.origin.push_back({"global_batch", f + ": " + std::string(deepspeed_key("batch"))});
   if (c.bf16.value_or(false)) {
     p.precision = Precision::bf16, p.origin.push_back({"precision", f + ": bf16.enabled"});
   } else if (c.fp16.value_or(false)) {
@@ -21,7 +32,7 @@ SettingsPatch patch_from_deepspeed(const DeepSpeedConfig& c, std::vector<std::st
   } else if (c.fp16 || c.bf16) {
     p.precision = Precision::fp32, p.origin.push_back({"precision", f + ": fp16/bf16 disabled"});
   }
-  if (c.zero_stage) p.zero_stage = *c.zero_stage, p.origin.push_back({"zero_stage", f + ": zero_optimization.stage"});
+  if (c.zero_stage) p.zero_stage = *c.zero_stage, p.origin.push_back({"zero", f + ": " + std::string(deepspeed_key("zero"))});
   if (c.offload_optimizer != OffloadDevice::none)
     p.offload_optimizer = true, p.origin.push_back({"offload_optimizer", f + ": zero_optimization.offload_optimizer"});
   if (c.offload_param != OffloadDevice::none)
@@ -35,7 +46,7 @@ SettingsPatch patch_from_accelerate(const AccelerateConfig& c, std::vector<std::
   SettingsPatch p;
   const std::string& f = c.source;
   warnings.insert(warnings.end(), c.warnings.begin(), c.warnings.end());
-  if (c.num_processes) p.dp = *c.num_processes, p.origin.push_back({"dp", f + ": num_processes"});
+  if (c.num_processes) p.dp = *c.num_processes, p.origin.push_back({"dp", f + ": " + std::string(accelerate_key("dp"))});
   if (c.num_machines && c.num_processes) {
     if (*c.num_processes % *c.num_machines != 0)
       throw ConfigError(f + ": num_processes " + std::to_string(*c.num_processes) +
@@ -52,13 +63,13 @@ SettingsPatch patch_from_accelerate(const AccelerateConfig& c, std::vector<std::
     } else {
       p.precision = parse_precision(m == "false" ? "no" : bounded_excerpt(m), f + ": mixed_precision");
     }
-    p.origin.push_back({"precision", f + ": mixed_precision"});
+    p.origin.push_back({"precision", f + ": " + std::string(accelerate_key("precision"))});
   }
   if (c.distributed_type == "DEEPSPEED") {
     if (c.zero_stage)
-      p.zero_stage = *c.zero_stage, p.origin.push_back({"zero_stage", f + ": deepspeed_config.zero_stage"});
+      p.zero_stage = *c.zero_stage, p.origin.push_back({"zero", f + ": " + std::string(accelerate_key("zero"))});
     if (c.accum)
-      p.accum = *c.accum, p.origin.push_back({"accum", f + ": deepspeed_config.gradient_accumulation_steps"});
+      p.accum = *c.accum, p.origin.push_back({"accum", f + ": " + std::string(accelerate_key("accum"))});
     if (c.offload_optimizer_device && *c.offload_optimizer_device != "none")
       p.offload_optimizer = true,
       p.origin.push_back({"offload_optimizer", f + ": deepspeed_config.offload_optimizer_device"});
@@ -83,7 +94,7 @@ SettingsPatch patch_from_accelerate(const AccelerateConfig& c, std::vector<std::
     else if (s != "FULL_SHARD" && s != "1")
       throw ConfigError(f + ": fsdp_config.fsdp_sharding_strategy '" + bounded_excerpt(s) +
                         "' is not a known FSDP strategy");
-    p.zero_stage = stage, p.origin.push_back({"zero_stage", f + ": fsdp_sharding_strategy " + s + " (as ZeRO-" +
+    p.zero_stage = stage, p.origin.push_back({"zero", f + ": fsdp_sharding_strategy " + s + " (as ZeRO-" +
                                                                 std::to_string(stage) + ")"});
     if (c.fsdp_offload_params.value_or(false)) {
       p.offload_optimizer = true;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "config/run_schema.h"
 #include "core/checked_math.h"
 #include "core/error.h"
 
@@ -90,30 +91,43 @@ ActivationMode parse_activation_mode(std::string_view text, std::string_view fie
   throw ConfigError(std::string(field) + ": " + quoted(text) + " is not one of shardscope, formula");
 }
 
+namespace {
+// The estimator's own ranges: a planner looks at clusters the engine cannot
+// run, so dp and pp go far beyond the run's. Messages name fields as {key}.
+void require_in(bool ok, const std::string& key, const std::string& range, std::int64_t got) {
+  if (!ok)
+    throw FieldError("{" + key + "} must be " + range + " (got " + std::to_string(got) + ")",
+                     "{" + key + "} 必须" + range + "（实际为 " + std::to_string(got) + "）");
+}
+}  // namespace
+
 void validate_estimate_settings(const EstimateSettings& s) {
-  auto require = [](bool ok, const std::string& message) {
-    if (!ok) throw ConfigError(message);
-  };
-  require(s.dp >= 1 && s.dp <= 1'000'000, "--dp must be between 1 and 1000000 (got " + std::to_string(s.dp) + ")");
-  require(s.pp >= 1 && s.pp <= 10'000, "--pp must be between 1 and 10000 (got " + std::to_string(s.pp) + ")");
-  require(s.zero_stage >= 0 && s.zero_stage <= 3,
-          "--zero must be 0, 1, 2 or 3 (got " + std::to_string(s.zero_stage) + ")");
-  require(s.micro_batch >= 1, "--micro-batch must be at least 1 (got " + std::to_string(s.micro_batch) + ")");
-  require(s.seq >= 0, "--seq must be at least 1 (got " + std::to_string(s.seq) + ")");
-  require(s.accum >= 1, "--accum must be at least 1 (got " + std::to_string(s.accum) + ")");
-  require(s.micro_batches >= 1, "--micro-batches must be at least 1 (got " + std::to_string(s.micro_batches) + ")");
-  require(s.gpus_per_node >= 1, "--gpus-per-node must be at least 1");
-  require(std::isfinite(s.efficiency) && s.efficiency > 0.0 && s.efficiency <= 1.0, "--efficiency must be in (0, 1]");
-  require(s.zero_stage == 0 || s.dp_mode == DataParallelMode::ddp,
-          "--zero " + std::to_string(s.zero_stage) + " needs --dp-mode ddp (ZeRO shards across DDP ranks)");
-  require(s.zero_stage <= 1 || s.pp == 1,
-          "--zero " + std::to_string(s.zero_stage) + " with --pp " + std::to_string(s.pp) +
-              ": ZeRO-2/3 shard gradients per layer across data-parallel ranks, which pipeline stages would "
-              "interleave (DeepSpeed and the engine refuse it); use --zero 0 or 1 with pipelines");
-  require(!s.offload_params || s.zero_stage == 3,
-          "parameter offload needs ZeRO stage 3 (DeepSpeed offloads parameters only under stage 3)");
-  require(!s.offload_optimizer || s.zero_stage >= 1 || s.dp == 1,
-          "optimizer offload (ZeRO-Offload) needs ZeRO stage 1, 2 or 3 when --dp > 1");
+  require_in(s.dp >= 1 && s.dp <= 1'000'000, "dp", "between 1 and 1000000", s.dp);
+  require_in(s.pp >= 1 && s.pp <= 10'000, "pp", "between 1 and 10000", s.pp);
+  require_in(s.zero_stage >= 0 && s.zero_stage <= 3, "zero", "0, 1, 2 or 3", s.zero_stage);
+  require_in(s.micro_batch >= 1, "micro_batch", "at least 1", s.micro_batch);
+  require_in(s.seq >= 0, "seq", "at least 1", s.seq);
+  require_in(s.accum >= 1, "accum", "at least 1", s.accum);
+  require_in(s.micro_batches >= 1, "micro_batches", "at least 1", s.micro_batches);
+  require_in(s.gpus_per_node >= 1, "gpus_per_node", "at least 1", s.gpus_per_node);
+  if (!(std::isfinite(s.efficiency) && s.efficiency > 0.0 && s.efficiency <= 1.0))
+    throw FieldError("{efficiency} must be in (0, 1]", "{efficiency} 必须在 (0, 1] 内");
+  check_layout_rules(s.pp, s.zero_stage, s.dp_mode);  // the same rules as a run's (config/run_config.h)
+  if (s.offload_params && s.zero_stage != 3)
+    throw FieldError("{offload_params}: parameter offload needs {zero} 3 (DeepSpeed offloads parameters only under "
+                     "stage 3)",
+                     "{offload_params}：参数卸载需要 {zero} 3（DeepSpeed 只在第 3 阶段卸载参数）");
+  if (s.offload_optimizer && s.zero_stage < 1 && s.dp > 1)
+    throw FieldError("{offload_optimizer}: optimizer offload (ZeRO-Offload) needs {zero} 1, 2 or 3 when {dp} > 1",
+                     "{offload_optimizer}：{dp} > 1 时优化器卸载（ZeRO-Offload）需要 {zero} 1、2 或 3");
+}
+
+std::string estimate_field_name(std::string_view key, const std::vector<SettingsPatch>& patches) {
+  std::string name;
+  for (const SettingsPatch& patch : patches)  // the last source that set it
+    for (const auto& [setting, where] : patch.origin)
+      if (setting == key) name = where;
+  return name.empty() ? flag_of(key) : name;
 }
 
 EstimateSettings resolve_settings(EstimateSettings s, const std::vector<SettingsPatch>& patches,
@@ -153,7 +167,11 @@ EstimateSettings resolve_settings(EstimateSettings s, const std::vector<Settings
   }
   if (global)
     apply_global_batch(s, *global, global_origin, micro_set, accum_set, shape_set_after > global_index + 1, notes);
-  validate_estimate_settings(s);
+  try {
+    validate_estimate_settings(s);
+  } catch (const FieldError& e) {  // named as the file or flag that set each field
+    throw ConfigError(e.text([&](std::string_view key) { return estimate_field_name(key, patches); }));
+  }
   return s;
 }
 

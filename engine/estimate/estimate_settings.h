@@ -67,8 +67,8 @@ struct EstimateSettings {
 };
 
 // Part of a settings record, as one source (a file, the command line) gives
-// it. Later sources override earlier ones; `origin` says who set what, e.g.
-// {"zero_stage", "ds.json: zero_optimization.stage"}.
+// it. Later sources override earlier ones; `origin` says who set what, by the
+// run-config schema's keys, e.g. {"zero", "ds.json: zero_optimization.stage"}.
 // The settings of a run the engine would train (the GUI's "predicted" bars):
 // layout, micro-batch, sequence, accumulation, schedule and checkpointing.
 EstimateSettings settings_for_run(const RunConfig& config);
@@ -94,7 +94,12 @@ struct SettingsPatch {
 EstimateSettings resolve_settings(EstimateSettings base, const std::vector<SettingsPatch>& patches,
                                   std::vector<std::string>* notes = nullptr);
 
-// Throws ConfigError naming the flag (--dp, --zero, ...) of the first bad value.
+// Throws FieldError (config/run_schema.h) at the first bad value or broken
+// rule, naming fields by key: dp, pp, zero, micro_batch, ... The layout rules
+// are the run's own (check_layout_rules); the ranges are a planner's.
 void validate_estimate_settings(const EstimateSettings& settings);
+// How a message names a field: as the last source that set it among `patches`
+// ("ds.json: zero_optimization.stage", "--zero"), else by its flag.
+std::string estimate_field_name(std::string_view key, const std::vector<SettingsPatch>& patches);
 
 }  // namespace shardscope

@@ -6,11 +6,13 @@
 #include <map>
 #include <optional>
 
+#include "config/run_schema.h"
 #include "core/checked_math.h"
 #include "core/error.h"
 #include "estimate/activation_model.h"
 #include "estimate/formula_text.h"
 #include "estimate/zero_units.h"
+#include "model/model_config.h"
 #include "model/parameter_layout.h"
 #include "plan/grid.h"
 #include "parallel/zero.h"
@@ -166,27 +168,6 @@ std::int64_t mixed_working_peak(const ModelConfig& config, const StageLayers& st
          grouped(h) + (g.empty() ? "" : " (pX: padded to Nd chunks)");
   return peak;
 }
-
-// The settings on their own (validate_estimate_settings), then against the model.
-void check_layout_fits_model(const ModelShape& model, const EstimateSettings& s) {
-  validate_estimate_settings(s);
-  if (static_cast<std::int64_t>(s.dp) * s.pp > kMaxRanks)
-    throw ConfigError("--dp x --pp: at most " + std::to_string(kMaxRanks) + " ranks (got " +
-                      std::to_string(static_cast<std::int64_t>(s.dp) * s.pp) + ")");
-  if (const std::int64_t entries = std::int64_t{s.dp} * s.pp * (model.layers + 2); entries > kMaxPlanEntries)
-    throw ConfigError("--dp x --pp ranks x (" + std::to_string(model.layers) + " layers + 2) units = " +
-                      std::to_string(entries) + ": at most " + std::to_string(kMaxPlanEntries) +
-                      " (the sharding plan holds every rank's share of every unit); use fewer ranks or layers");
-  if (s.seq > model.max_positions && model.architecture != "llama")
-    throw ConfigError("--seq " + std::to_string(s.seq) + " exceeds the maximum sequence length of " + model.name +
-                      " (" + std::to_string(model.max_positions) + ")");
-  if (s.pp > model.layers)
-    throw ConfigError("--pp " + std::to_string(s.pp) + " is more pipeline stages than " + model.name + " has layers (" +
-                      std::to_string(model.layers) + ")");
-  if (s.activations == ActivationMode::shardscope && !model.engine_config)
-    throw ConfigError("--activations shardscope: ShardScope's kernels do not implement " + model.architecture + " (" +
-                      model.name + "); use --activations formula");
-}
 }  // namespace
 
 int MemoryEstimate::fullest_rank() const {
@@ -225,98 +206,193 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
   if (s.activations != ActivationMode::shardscope) return "activations come from the generic formula";
   if (s.offload_optimizer || s.offload_params) return "CPU offload is not in the engine";
   if (s.recompute == Recompute::selective) return "the engine has no selective recompute";
+  // The planner's rules are the run's (check_layout_rules); the engine's own
+  // limits are the run-config schema's ranges.
+  const std::pair<const char*, std::int64_t> limits[] = {
+      {"dp", s.dp}, {"pp", s.pp}, {"micro_batches", s.micro_batches}, {"accum", s.accum}, {"batch", s.global_batch()}};
   try {
-    validate_run_config(to_run_config(model, s));
-  } catch (const ConfigError& e) {
+    for (const auto& [key, value] : limits) check_field_value(run_field(key), value);
+    if (s.seq > model.max_positions) return "the engine trains at most " + std::to_string(model.max_positions) + " tokens";
+  } catch (const FieldError& e) {
     return std::string("the engine refuses this run: ") + e.what();
   }
   return "";
 }
 
+std::vector<MemoryBytes> predict_run_memory(const RunConfig& config) {
+  std::vector<MemoryBytes> per_rank;
+  try {
+    const ModelShape shape = model_shape_from_config(find_model_preset(config.model), config.model);
+    for (const RankMemory& rank : estimate_memory(shape, settings_for_run(config)).ranks) per_rank.push_back(rank.bytes);
+  } catch (const std::exception&) {
+    per_rank.clear();
+  }
+  return per_rank;
+}
+
+namespace {
+
+// The settings' limits that depend on the model (validate_estimate_settings checks
+// the rest), and the most ranks the table lists.
+void validate_against_model(const ModelShape& model, const EstimateSettings& s) {
+  if (static_cast<std::int64_t>(s.dp) * s.pp > kMaxRanks)
+    throw ConfigError("--dp x --pp: at most " + std::to_string(kMaxRanks) + " ranks (got " +
+                      std::to_string(static_cast<std::int64_t>(s.dp) * s.pp) + ")");
+  if (const std::int64_t entries = std::int64_t{s.dp} * s.pp * (model.layers + 2); entries > kMaxPlanEntries)
+    throw ConfigError("--dp x --pp ranks x (" + std::to_string(model.layers) + " layers + 2) units = " +
+                      std::to_string(entries) + ": at most " + std::to_string(kMaxPlanEntries) +
+                      " (the sharding plan holds every rank's share of every unit); use fewer ranks or layers");
+  if (s.seq > model.max_positions && model.architecture != "llama")
+    throw ConfigError("--seq " + std::to_string(s.seq) + " exceeds the maximum sequence length of " + model.name +
+                      " (" + std::to_string(model.max_positions) + ")");
+  if (s.pp > model.layers)
+    throw ConfigError("--pp " + std::to_string(s.pp) + " is more pipeline stages than " + model.name + " has layers (" +
+                      std::to_string(model.layers) + ")");
+  if (s.activations == ActivationMode::shardscope && !model.engine_config)
+    throw ConfigError("--activations shardscope: ShardScope's kernels do not implement " + model.architecture + " (" +
+                      model.name + "); use --activations formula");
+}
+
+// Exact when the engine trains this layout (its ledger then equals the estimate), else what keeps it a model.
+void describe_basis(MemoryEstimate& out, const ModelShape& model, const EstimateSettings& s) {
+  const std::string gap = engine_gap(model, s);
+  out.engine_exact = gap.empty();
+  out.basis = out.engine_exact ? "engine-exact: the engine trains this layout, and its ledger equals these bytes"
+                               : "model only: " + gap;
+}
+
+// One micro-batch's activations and backward's workspace on a stage's layers:
+// ShardScope's kernels (with the attention kernel CUDA would pick) or the generic formula.
+ActivationBytes stage_activation_bytes(const ModelShape& model, const EstimateSettings& s, const StageLayers& layers) {
+  if (s.activations != ActivationMode::shardscope)
+    return formula_activation_bytes(model, layers, s.micro_batch, s.seq, s.recompute, s.precision);
+  const ModelConfig& config = *model.engine_config;
+  const AttentionKernel attention =
+      s.cuda ? cuda_attention_kernel(s.precision != Precision::fp32, config.channels / config.heads)
+             : AttentionKernel::materialized;
+  return shardscope_activation_bytes(config, layers, s.micro_batch, s.seq, s.recompute, attention);
+}
+
+// What every rank of a pipeline stage shares, computed at the stage's first rank.
+struct StageMemory {
+  std::int64_t parameters = 0;  // Ψ_s
+  ActivationBytes activations;  // one micro-batch's
+};
+
+struct PerStage {
+  std::map<int, StageMemory> memory;
+  std::map<int, int> in_flight;  // stage -> activation slots
+};
+
+const StageMemory& stage_memory(PerStage& per_stage, const ModelShape& model, const EstimateSettings& s,
+                                const RankMemory& m) {
+  auto it = per_stage.memory.find(m.stage);
+  if (it == per_stage.memory.end()) {
+    ActivationBytes acts = stage_activation_bytes(model, s, m.layers);
+    it = per_stage.memory.emplace(m.stage, StageMemory{model.stage_parameters(s.pp, m.stage), std::move(acts)}).first;
+  }
+  return it->second;
+}
+
+// Micro-batches whose activations the stage holds at its peak, under the schedule.
+int stage_in_flight(PerStage& per_stage, const EstimateSettings& s, int stage) {
+  auto slots = per_stage.in_flight.find(stage);
+  if (slots == per_stage.in_flight.end())
+    slots = per_stage.in_flight.emplace(stage, micro_batches_in_flight(s.schedule, s.pp, stage, s.micro_batches)).first;
+  return slots->second;
+}
+
+// Mixed precision: AdamW widens the 16-bit gradients into an fp32 block (train/adamw.cpp),
+// sized by the optimizer states on the GPU (so before any offload moves them).
+std::int64_t adamw_widen_block(const RankMemory& m, Precision precision) {
+  return precision != Precision::fp32 ? std::min<std::int64_t>(m.bytes[MemoryCategory::optimizer_states] / 12, 16384)
+                                      : 0;
+}
+
+// The offload switches: parameters (ZeRO-3) and optimizer states to CPU memory.
+void offload_model_states(RankMemory& m, const EstimateSettings& s) {
+  if (s.offload_params)
+    offload(m, MemoryCategory::parameters, "parameters",
+            "0 on the GPU: ZeRO-3 parameter offload keeps the shard in CPU memory");
+  if (s.offload_optimizer)
+    offload(m, MemoryCategory::optimizer_states, "optimizer states",
+            "0 on the GPU: ZeRO-Offload keeps the optimizer states (and runs the step) on the CPU");
+}
+
+// Activations: one micro-batch's, times the micro-batches in flight.
+void activation_memory(RankMemory& m, const EstimateSettings& s, const ActivationBytes& acts) {
+  std::string acts_text = acts.activations_formula;
+  if (m.micro_batches_in_flight > 1)
+    acts_text = std::to_string(m.micro_batches_in_flight) + " micro-batches in flight (" +
+                pipeline_schedule_name(s.schedule) + ") × " + acts_text;
+  set(m, MemoryCategory::activations, checked_mul(m.micro_batches_in_flight, acts.activations), acts_text);
+}
+
+// Backward's workspace; under mixed precision with ShardScope's kernels also the
+// fp32 working copies (or naive rank 0's gradient reduction, if larger) and AdamW's block.
+void workspace_memory(RankMemory& m, const Context& c, const ModelShape& model, const ActivationBytes& acts,
+                      std::int64_t widen_block) {
+  if (c.s.precision == Precision::fp32 || c.s.activations != ActivationMode::shardscope) {
+    set(m, MemoryCategory::workspace, acts.workspace, acts.workspace_formula);
+    return;
+  }
+  std::string text;
+  std::int64_t working = mixed_working_peak(*model.engine_config, m.layers, c.plan, text);
+  if (naive_master(c.plan, m)) {
+    // After backward, rank 0 widens and sums the replicas' 16-bit gradients a block at a time
+    // (parallel/data_parallel.cpp): a sum and a part of min(Ψ, 2^20) floats.
+    const std::int64_t reduce = 2 * std::min<std::int64_t>(m.stage_parameters, std::int64_t{1} << 20);
+    if (reduce > working) {
+      working = reduce;
+      text =
+          "rank 0's 16-bit gradient reduction, a sum and a part block of min(Ψ, 2^20): 4 × 2 × " + grouped(reduce / 2);
+    }
+  }
+  set(m, MemoryCategory::workspace, (acts.workspace + 4 * (CheckedSize(working) + widen_block)).value(),
+      acts.workspace_formula + " + " + text + " + AdamW's fp32 block of widened gradients: 4 × " +
+          grouped(widen_block));
+}
+
+// One rank of the grid, in the ledger's six categories: model states, then
+// offload, activations and workspace.
+RankMemory rank_memory(int rank, const Context& c, const ModelShape& model, const std::optional<UnitSharding>& units,
+                       PerStage& per_stage) {
+  RankMemory m;
+  m.rank = rank;
+  m.stage = c.plan.grid().stage_of(rank);
+  m.dp_rank = c.plan.grid().dp_rank_of(rank);
+  m.layers = model.stage_layers(c.s.pp, m.stage);
+  const StageMemory& stage = stage_memory(per_stage, model, c.s, m);
+  m.stage_parameters = stage.parameters;
+  if (c.plan.unit_chunks())
+    unit_model_states(m, c, *units, stage.parameters);
+  else
+    flat_model_states(m, c, stage.parameters);
+  const std::int64_t widen_block = adamw_widen_block(m, c.s.precision);
+  offload_model_states(m, c.s);
+  m.micro_batches_in_flight = stage_in_flight(per_stage, c.s, m.stage);
+  activation_memory(m, c.s, stage.activations);
+  workspace_memory(m, c, model, stage.activations, widen_block);
+  return m;
+}
+
+}  // namespace
+
 MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& in) {
   EstimateSettings s = in;
   if (s.seq == 0) s.seq = static_cast<int>(model.max_positions);
-  check_layout_fits_model(model, s);
+  validate_estimate_settings(s);
+  validate_against_model(model, s);
 
   const ShardingPlan plan = make_sharding_plan(s.layout(), model);
   const Context context{s, plan, plan.bytes_per_parameter(), s.pp > 1 ? "Ψ_s" : "Ψ", plan.naive()};
   std::optional<UnitSharding> units;
   if (plan.unit_chunks()) units = shard_units(model, s.dp);
   MemoryEstimate out;
-  const std::string gap = engine_gap(model, s);
-  out.engine_exact = gap.empty();
-  out.basis = out.engine_exact ? "engine-exact: the engine trains this layout, and its ledger equals these bytes"
-                               : "model only: " + gap;
-
-  std::map<int, std::pair<std::int64_t, ActivationBytes>> per_stage;  // stage -> (Ψ_s, one micro-batch)
-  std::map<int, int> in_flight;                                       // stage -> activation slots
-  for (int r = 0; r < plan.grid().world_size(); ++r) {
-    RankMemory m;
-    m.rank = r;
-    m.stage = plan.grid().stage_of(r);
-    m.dp_rank = plan.grid().dp_rank_of(r);
-    m.layers = model.stage_layers(s.pp, m.stage);
-    auto it = per_stage.find(m.stage);
-    if (it == per_stage.end()) {
-      const ActivationBytes acts =
-          s.activations == ActivationMode::shardscope
-              ? shardscope_activation_bytes(
-                    *model.engine_config, m.layers, s.micro_batch, s.seq, s.recompute,
-                    s.cuda ? cuda_attention_kernel(s.precision != Precision::fp32,
-                                                   model.engine_config->channels / model.engine_config->heads)
-                           : AttentionKernel::materialized)
-              : formula_activation_bytes(model, m.layers, s.micro_batch, s.seq, s.recompute, s.precision);
-      it = per_stage.emplace(m.stage, std::make_pair(model.stage_parameters(s.pp, m.stage), acts)).first;
-    }
-    const std::int64_t P = it->second.first;
-    const ActivationBytes& acts = it->second.second;
-    m.stage_parameters = P;
-    if (plan.unit_chunks())
-      unit_model_states(m, context, *units, P);
-    else
-      flat_model_states(m, context, P);
-    // Mixed precision: AdamW widens the 16-bit gradients into an fp32 block (train/adamw.cpp).
-    const std::int64_t widen_block =
-        s.precision != Precision::fp32 ? std::min<std::int64_t>(m.bytes[MemoryCategory::optimizer_states] / 12, 16384)
-                                       : 0;
-    if (s.offload_params)
-      offload(m, MemoryCategory::parameters, "parameters",
-              "0 on the GPU: ZeRO-3 parameter offload keeps the shard in CPU memory");
-    if (s.offload_optimizer)
-      offload(m, MemoryCategory::optimizer_states, "optimizer states",
-              "0 on the GPU: ZeRO-Offload keeps the optimizer states (and runs the step) on the CPU");
-
-    // Activations (per micro-batch in flight) and backward's workspace.
-    auto slots = in_flight.find(m.stage);
-    if (slots == in_flight.end())
-      slots = in_flight.emplace(m.stage, micro_batches_in_flight(s.schedule, s.pp, m.stage, s.micro_batches)).first;
-    m.micro_batches_in_flight = slots->second;
-    std::string acts_text = acts.activations_formula;
-    if (m.micro_batches_in_flight > 1)
-      acts_text = std::to_string(m.micro_batches_in_flight) + " micro-batches in flight (" +
-                  pipeline_schedule_name(s.schedule) + ") × " + acts_text;
-    set(m, MemoryCategory::activations, checked_mul(m.micro_batches_in_flight, acts.activations), acts_text);
-    if (s.precision != Precision::fp32 && s.activations == ActivationMode::shardscope) {
-      std::string text;
-      std::int64_t working = mixed_working_peak(*model.engine_config, m.layers, plan, text);
-      if (naive_master(plan, m)) {
-        // After backward, rank 0 widens and sums the replicas' 16-bit gradients a block at a time
-        // (parallel/data_parallel.cpp): a sum and a part of min(Ψ, 2^20) floats.
-        const std::int64_t reduce = 2 * std::min<std::int64_t>(P, std::int64_t{1} << 20);
-        if (reduce > working) {
-          working = reduce;
-          text = "rank 0's 16-bit gradient reduction, a sum and a part block of min(Ψ, 2^20): 4 × 2 × " +
-                 grouped(reduce / 2);
-        }
-      }
-      set(m, MemoryCategory::workspace, (acts.workspace + 4 * (CheckedSize(working) + widen_block)).value(),
-          acts.workspace_formula + " + " + text + " + AdamW's fp32 block of widened gradients: 4 × " +
-              grouped(widen_block));
-    } else {
-      set(m, MemoryCategory::workspace, acts.workspace, acts.workspace_formula);
-    }
-    out.ranks.push_back(std::move(m));
-  }
+  describe_basis(out, model, s);
+  PerStage per_stage;
+  for (int r = 0; r < plan.grid().world_size(); ++r)
+    out.ranks.push_back(rank_memory(r, context, model, units, per_stage));
   (void)out.cluster_total();  // a sum past 64 bits is a SizeOverflow here, not a negative total later
   return out;
 }

@@ -60,6 +60,12 @@ RunConfig to_run_config(const ModelShape& model, const EstimateSettings& setting
 // Why the engine cannot run (and measure) this layout today; empty if it can.
 std::string engine_gap(const ModelShape& model, const EstimateSettings& settings);
 
+// The estimator's bytes for each rank of a run the engine trains (its preset
+// model and settings_for_run): what the trainer checks against the machine
+// and reports on out-of-memory, and what the GUI draws beside the ledger.
+// Empty for a run the estimator cannot model (the run's own validation says why).
+std::vector<MemoryBytes> predict_run_memory(const RunConfig& config);
+
 // Bytes per parameter of each model state (the ZeRO paper's 2 + 2 + 12 or 4 + 4 + 8).
 
 }  // namespace shardscope

@@ -10,10 +10,10 @@
 
 namespace shardscope {
 
-TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, const GpuProfile* gpu) {
-  EstimateSettings s = in;
-  if (s.seq == 0) s.seq = static_cast<int>(model.max_positions);
-  TimeEstimate t;
+namespace {
+
+// FLOPs per token (PaLM's 6N + 12·L·h·s, and what recompute runs again), and per step.
+void count_flops(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s) {
   const double L = static_cast<double>(model.layers), h = static_cast<double>(model.hidden), seq = s.seq;
   t.tokens_per_step = checked_mul(s.global_batch(), s.seq);
   t.matmul_parameters = checked_sub(model.parameters(), model.lookup_only_parameters);
@@ -34,11 +34,19 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
       break;
   }
   t.flops_per_step = t.flops_per_token * static_cast<double>(t.tokens_per_step);
+}
 
-  // Data-parallel collectives, for the largest stage.
-  const ShardingRules rules(s.layout());
+// Ψ_s of the largest stage: its data-parallel collectives are the longest.
+std::int64_t largest_stage_parameters(const ModelShape& model, const EstimateSettings& s) {
   std::int64_t psi_s = 0;
   for (int stage = 0; stage < s.pp; ++stage) psi_s = std::max(psi_s, model.stage_parameters(s.pp, stage));
+  return psi_s;
+}
+
+// Bytes each rank sends per step in the data-parallel collectives, by strategy
+// (the table in time_model.h), for the largest stage's Ψ_s.
+void count_data_parallel_bytes(TimeEstimate& t, const EstimateSettings& s, const ShardingRules& rules,
+                               std::int64_t psi_s) {
   const double P = static_cast<double>(psi_s), Nd = s.dp, share = (Nd - 1) / Nd,
                K = static_cast<double>(s.micro_steps());
   const double g = rules.bytes_per_parameter().gradients, p = rules.bytes_per_parameter().parameters;
@@ -61,8 +69,13 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
     t.dp_bytes = K * share * (2 * p + g) * P;
     t.dp_formula = "K(Nd−1)/Nd · (2p + g)Ψ: all-gather in forward and in backward, reduce-scatter (1.5× DDP), " + psi;
   }
-  // Pipeline: an inner stage sends each micro-batch's activation down and its gradient up,
-  // in fp32 with ShardScope's kernels (at every precision), in 16 bits in other mixed-precision engines.
+}
+
+// Pipeline: an inner stage sends each micro-batch's activation down and its gradient up,
+// in fp32 with ShardScope's kernels (at every precision), in 16 bits in other mixed-precision engines.
+// The bubble is GPipe's (p−1)/(m+p−1).
+void count_pipeline_bytes(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s) {
+  const double h = static_cast<double>(model.hidden), seq = s.seq, K = static_cast<double>(s.micro_steps());
   const double d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
   const double bsh = static_cast<double>(s.micro_batch) * seq * h;
   if (s.pp > 1) {
@@ -76,11 +89,17 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
     t.pp_formula = "0: one pipeline stage";
     t.bubble_formula = "0: one pipeline stage";
   }
-  if (gpu == nullptr) return t;
+}
 
+// Seconds per step on the GPU: compute at peak × efficiency, the bubble, AdamW's
+// memory-bound update, and the bytes above over the node's link (or the inter-node
+// network when a group spans nodes).
+void time_on_gpu(TimeEstimate& t, const EstimateSettings& s, const GpuProfile& gpu, const ShardingRules& rules,
+                 std::int64_t psi_s) {
+  const double P = static_cast<double>(psi_s), Nd = s.dp;
   t.has_gpu = true;
-  t.gpu = gpu->name;
-  t.peak_tflops = gpu->peak_tflops(s.precision);
+  t.gpu = gpu.name;
+  t.peak_tflops = gpu.peak_tflops(s.precision);
   t.efficiency = s.efficiency;
   t.compute_s = t.flops_per_step / s.world_size() / (t.peak_tflops * 1e12 * s.efficiency);
   t.bubble_s = t.bubble_fraction < 1 ? t.compute_s * t.bubble_fraction / (1 - t.bubble_fraction) : 0;
@@ -88,17 +107,32 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
   // parameter in fp32, and also 28 in mixed precision (4 master + 2 grad + 8 read, 12 + 2 written).
   double updated = rules.shards_optimizer_states() ? P / Nd : P;
   if (s.offload_optimizer) updated = 0;  // the CPU runs the step (not modeled)
-  t.optimizer_s = 28 * updated / (gpu->memory_gbps * 1e9);
+  t.optimizer_s = 28 * updated / (gpu.memory_gbps * 1e9);
   const bool dp_in_node = s.dp <= s.gpus_per_node, pp_in_node = s.world_size() <= s.gpus_per_node;
-  const double dp_bw = dp_in_node ? gpu->link_gbps : gpu->internode_gbps;
-  const double pp_bw = pp_in_node ? gpu->link_gbps : gpu->internode_gbps;
-  t.dp_link = dp_in_node ? gpu->link : gpu->internode;
-  t.pp_link = pp_in_node ? gpu->link : gpu->internode;
+  const double dp_bw = dp_in_node ? gpu.link_gbps : gpu.internode_gbps;
+  const double pp_bw = pp_in_node ? gpu.link_gbps : gpu.internode_gbps;
+  t.dp_link = dp_in_node ? gpu.link : gpu.internode;
+  t.pp_link = pp_in_node ? gpu.link : gpu.internode;
   t.dp_comm_s = t.dp_bytes / (dp_bw * 1e9);
   t.pp_comm_s = t.pp_bytes / (pp_bw * 1e9);
   t.step_s = t.compute_s + t.bubble_s + t.optimizer_s + t.dp_comm_s + t.pp_comm_s;
   t.step_overlapped_s = std::max(t.compute_s + t.bubble_s, t.dp_comm_s) + t.optimizer_s + t.pp_comm_s;
   t.tokens_per_s = static_cast<double>(t.tokens_per_step) / t.step_s;
+}
+
+}  // namespace
+
+TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, const GpuProfile* gpu) {
+  EstimateSettings s = in;
+  if (s.seq == 0) s.seq = static_cast<int>(model.max_positions);
+  TimeEstimate t;
+  count_flops(t, model, s);
+  const ShardingRules rules(s.layout());
+  const std::int64_t psi_s = largest_stage_parameters(model, s);
+  count_data_parallel_bytes(t, s, rules, psi_s);
+  count_pipeline_bytes(t, model, s);
+  if (gpu == nullptr) return t;
+  time_on_gpu(t, s, *gpu, rules, psi_s);
   return t;
 }
 

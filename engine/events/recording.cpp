@@ -155,14 +155,13 @@ Event decode_event(const unsigned char* r, std::uint32_t version) {
 
 // ---- RecordingWriter ----
 
-RecordingWriter::RecordingWriter(const std::string& path, const std::string& metadata_json) : path_(path) {
+RecordingWriter::RecordingWriter(const std::string& path, const std::string& metadata_json, const std::string& flag)
+    : path_(path) {
   const std::string metadata = metadata_json.empty() ? "{}" : metadata_json;
   if (!nlohmann::json::accept(metadata)) throw std::invalid_argument(path + ": recording metadata is not valid JSON");
   if (metadata.size() > kMaxMetadataBytes) throw std::invalid_argument(path + ": recording metadata is over 64 MiB");
-  // Unbuffered stream: buffer_ is the one buffer, written with one call.
-  out_.rdbuf()->pubsetbuf(nullptr, 0);
-  out_.open(path, std::ios::binary | std::ios::trunc);
-  if (!out_) throw FormatError(path + ": cannot write the recording (directory missing or not writable?)");
+  file_ = std::make_unique<OutputFile>(NamedFile{flag, path});
+  writing_path_ = file_->temp_path();
   unsigned char header[kRecordingHeaderSize];
   std::memcpy(header, kRecordingMagic, 8);
   put(header + 8, kRecordingVersion);
@@ -171,31 +170,33 @@ RecordingWriter::RecordingWriter(const std::string& path, const std::string& met
   buffer_.reserve(kWriteBufferBytes + kRecordSize);
   buffer_.assign(header, header + kRecordingHeaderSize);
   buffer_.insert(buffer_.end(), metadata.begin(), metadata.end());
-  flush();  // a reader may open the file as soon as the constructor returns
+  flush();  // a reader may open writing_path() as soon as the constructor returns
 }
 
 RecordingWriter::~RecordingWriter() {
   try {
-    if (out_.is_open()) flush();
-  } catch (...) {  // reported by close() to those who ask
+    close();
+  } catch (...) {  // reported by close() to those who ask; the temporary is gone
   }
 }
 
+// buffer_ is the one buffer: written with one call, straight to the file.
 void RecordingWriter::write_buffer_locked() {
-  if (!error_.empty()) throw FormatError(error_);
-  if (!out_.is_open()) throw std::logic_error(path_ + ": recording is closed");
-  out_.write(reinterpret_cast<const char*>(buffer_.data()), static_cast<std::streamsize>(buffer_.size()));
-  buffer_.clear();
-  if (!out_) {
-    error_ = path_ + ": writing the recording failed (disk full?)";
-    throw FormatError(error_);
+  if (!error_.empty()) throw OutputError(error_);
+  if (!file_) throw std::logic_error(path_ + ": recording is closed");
+  try {
+    file_->write(buffer_.data(), buffer_.size());
+  } catch (const OutputError& e) {
+    error_ = e.what();
+    throw;
   }
+  buffer_.clear();
 }
 
 void RecordingWriter::emit(const Event& event) {
   std::lock_guard lock(mutex_);
-  if (!error_.empty()) throw FormatError(error_);
-  if (!out_.is_open()) throw std::logic_error(path_ + ": recording is closed");
+  if (!error_.empty()) throw OutputError(error_);
+  if (!file_) throw std::logic_error(path_ + ": recording is closed");
   const std::size_t at = buffer_.size();
   buffer_.resize(at + kRecordSize);
   encode_event(event, buffer_.data() + at);
@@ -206,18 +207,27 @@ void RecordingWriter::emit(const Event& event) {
 void RecordingWriter::flush() {
   std::lock_guard lock(mutex_);
   write_buffer_locked();
-  out_.flush();
-  if (!out_) {
-    error_ = path_ + ": writing the recording failed (disk full?)";
-    throw FormatError(error_);
-  }
 }
 
 void RecordingWriter::close() {
-  if (!out_.is_open()) return;
-  flush();
   std::lock_guard lock(mutex_);
-  out_.close();
+  if (!file_) return;
+  // Closed from here on, whatever happens: `file` destroyed before its commit removes the temporary.
+  const std::unique_ptr<OutputFile> file = std::move(file_);
+  const std::string left = "; '" + path_ + "' was left as it was";
+  if (!error_.empty()) throw OutputError(error_ + left);
+  try {
+    file->write(buffer_.data(), buffer_.size());
+  } catch (const OutputError& e) {
+    throw OutputError(e.what() + left);
+  }
+  buffer_.clear();
+  file->commit();  // on failure, says so itself
+}
+
+void RecordingWriter::abandon() noexcept {
+  std::lock_guard lock(mutex_);
+  file_.reset();  // OutputFile's destructor removes the temporary
 }
 
 std::uint64_t RecordingWriter::events_written() const {

@@ -2,7 +2,7 @@
 // The run file (.ssrun): every event of a run, after a header with the run's
 // metadata, so the GUI can replay it and the CLI can export it. Records are
 // fixed-size and appended as events arrive, so a file can be read while it is
-// being written (the GUI tails a headless run).
+// being written (RecordingWriter::writing_path(), until the run ends).
 //
 // Layout (all integers little-endian):
 //   offset  size  field
@@ -18,10 +18,12 @@
 
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/output_file.h"
 #include "events/event.h"
 
 namespace shardscope {
@@ -48,36 +50,49 @@ Event decode_event(const unsigned char* record, std::uint32_t version = kRecordi
 // from engine threads directly (through a FanOutSink; it then costs them a copy
 // into the buffer and, every 64 KiB, a write) or from the one thread that
 // drains an EventQueue. Events reach the file in the order emit() was called.
+//
+// The file is written through an OutputFile (core/output_file.h): into a
+// temporary beside `path` ("<path>.XXXXXX.part", writing_path()) that close()
+// renames over `path`. The temporary is a complete recording at every flush(),
+// so it can be read (tailed, exported) while the run goes, and a process killed
+// outright leaves it readable under that name.
 class RecordingWriter final : public EventSink {
  public:
-  // Creates or truncates `path` and writes the header. metadata_json must be
-  // valid JSON (empty means "{}"). Throws FormatError naming the path if the
-  // file cannot be written; std::invalid_argument if the metadata is not JSON.
-  RecordingWriter(const std::string& path, const std::string& metadata_json);
-  // Flushes; a write error here is swallowed (destructors must not throw):
-  // call close() to see it.
+  // Checks `path` (only a regular file or a new path is replaced), creates the
+  // temporary and writes the header. metadata_json must be valid JSON (empty
+  // means "{}"). Throws FormatError (OutputError) naming `flag` (or the path,
+  // where it is empty) and the reason if the file cannot be written;
+  // std::invalid_argument if the metadata is not JSON.
+  RecordingWriter(const std::string& path, const std::string& metadata_json, const std::string& flag = {});
+  // Finishes the file as close() does; an error here is swallowed (destructors
+  // must not throw) and leaves `path` as it was: call close() to see it.
   ~RecordingWriter() override;
   RecordingWriter(const RecordingWriter&) = delete;
   RecordingWriter& operator=(const RecordingWriter&) = delete;
 
   // Appends one record to the buffer; writes the buffer out when it is full.
-  // A failed write throws FormatError (path, "disk full?"); after one failure
-  // every later call throws the same error.
+  // A failed write throws FormatError (flag, path, the OS error: "No space
+  // left on device"); after one failure every later call throws the same error.
   void emit(const Event& event) override;
-  // Writes the buffer out and flushes the file, so readers see every record.
+  // Writes the buffer out, so readers of writing_path() see every record.
   void flush();
-  // flush() and close the file. Further emits throw.
+  // flush(), then the file is synced and renamed over path(). Further emits
+  // throw. After a write error it throws that error, removes the temporary
+  // and leaves path() as it was.
   void close();
+  // Removes the temporary and leaves path() as it was (a run cut short). Never throws.
+  void abandon() noexcept;
 
   const std::string& path() const { return path_; }
+  const std::string& writing_path() const { return writing_path_; }  // the temporary, until close()
   std::uint64_t events_written() const;
 
  private:
   void write_buffer_locked();  // requires mutex_
 
-  std::string path_;
+  std::string path_, writing_path_;
   mutable std::mutex mutex_;
-  std::ofstream out_;
+  std::unique_ptr<OutputFile> file_;  // null once closed or abandoned
   std::vector<unsigned char> buffer_;
   std::uint64_t events_ = 0;
   std::string error_;  // the first write error, if any

@@ -215,6 +215,7 @@ const float* Model::layer_input(int l) const {
 void Model::layers_forward(const Batch& batch) {
   const std::int64_t n = static_cast<std::int64_t>(batch.B) * batch.T * config_.channels;
   for (int l = stage_.first_layer; l < stage_.end_layer; ++l) {
+    if (on_layer_boundary_) on_layer_boundary_();
     gather_parameters(1 + l);
     const std::int64_t start = now_ns();
     layer_forward(l, layer_input(l), batch);
@@ -230,6 +231,7 @@ void Model::layers_forward(const Batch& batch) {
 
 void Model::layers_backward(const Batch& batch) {
   for (int l = stage_.end_layer - 1; l >= stage_.first_layer; --l) {
+    if (on_layer_boundary_) on_layer_boundary_();
     gather_parameters(1 + l);
     gradients_needed(1 + l);
     prepare_layer_backward(l, batch);

@@ -143,6 +143,9 @@ class Model {
   void set_gradient_ready_callback(std::function<void(std::int64_t frontier)> callback) {
     on_gradients_ready_ = std::move(callback);
   }
+  // Called before every layer's forward and backward: where a run stops
+  // mid-step (Ctrl-C), the callback throwing. Null: no calls.
+  void set_layer_boundary_callback(std::function<void()> callback) { on_layer_boundary_ = std::move(callback); }
 
   // Per-layer compute spans (forward, backward, recompute) go to `sink`, stamped
   // with `base`'s rank, stage, step and micro-batch. Null sink: no events.
@@ -234,6 +237,7 @@ class Model {
   float loss_scale_ = 1.0f;
   UnitStorage* storage_ = nullptr;
   std::function<void(std::int64_t)> on_gradients_ready_;
+  std::function<void()> on_layer_boundary_;
   EventSink* sink_ = nullptr;
   const RunClock* clock_ = nullptr;
   Event event_base_;

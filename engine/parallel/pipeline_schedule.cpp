@@ -146,16 +146,19 @@ std::string format_pipeline_schedule(const PipelineSchedule& schedule, bool with
   return text;
 }
 
-PipelineTimeline simulate_pipeline_schedule(const PipelineSchedule& schedule, double forward_time, double backward_time,
-                                            double comm_time) {
+namespace {
+
+using ActionKey = std::pair<Type, int>;  // (action type, micro-batch)
+
+void check_times(double forward_time, double backward_time, double comm_time) {
   for (double t : {forward_time, backward_time, comm_time})
     if (!std::isfinite(t) || t < 0) throw std::invalid_argument("pipeline simulation: times must be finite and >= 0");
-  const int p = static_cast<int>(schedule.size());
-  if (p == 0) throw std::invalid_argument("pipeline simulation: the schedule has no stages");
+}
 
-  // What each stage's list holds, checked once: right peers, nothing twice.
-  using Key = std::pair<Type, int>;  // (action type, micro-batch)
-  std::vector<std::set<Key>> listed(schedule.size());
+// What each stage's list holds, checked once: right peers, nothing twice.
+std::vector<std::set<ActionKey>> check_action_lists(const PipelineSchedule& schedule) {
+  const int p = static_cast<int>(schedule.size());
+  std::vector<std::set<ActionKey>> listed(schedule.size());
   for (int s = 0; s < p; ++s) {
     for (const auto& a : schedule[s]) {
       const std::string where = "pipeline schedule, stage " + std::to_string(s) + ", " + format_pipeline_action(a);
@@ -168,28 +171,90 @@ PipelineTimeline simulate_pipeline_schedule(const PipelineSchedule& schedule, do
       if (!listed[s].insert({a.type, a.micro_batch}).second) throw std::invalid_argument(where + ": appears twice");
     }
   }
+  return listed;
+}
 
-  // finished[s][(type, mb)]: when stage s ended that action (for a send: posted it).
-  std::vector<std::map<Key, double>> finished(schedule.size());
-  auto end_of = [&](int s, Type type, int mb) -> std::optional<double> {
-    auto it = finished[s].find({type, mb});
-    return it == finished[s].end() ? std::nullopt : std::optional<double>(it->second);
-  };
-  auto plus_comm = [&](std::optional<double> t) { return t ? std::optional<double>(*t + comm_time) : t; };
+// The stages running their lists with the rules of simulate_pipeline_schedule
+// (pipeline_schedule.h): each stage one action at a time, in list order, each
+// action starting once the stage is free and the action's inputs exist.
+class PipelineSimulator {
+ public:
+  PipelineSimulator(const PipelineSchedule& schedule, double forward_time, double backward_time, double comm_time)
+      : schedule_(schedule),
+        p_(static_cast<int>(schedule.size())),
+        forward_time_(forward_time),
+        backward_time_(backward_time),
+        comm_time_(comm_time),
+        listed_(check_action_lists(schedule)),
+        finished_(schedule.size()),
+        clock_(schedule.size(), 0.0),
+        in_flight_(schedule.size(), 0) {
+    timeline_.spans.resize(schedule.size());
+    timeline_.busy_time.assign(schedule.size(), 0.0);
+    timeline_.peak_micro_batches_in_flight.assign(schedule.size(), 0);
+  }
+
+  // Sweep the stages, running every action whose inputs exist. Start times
+  // depend only on finished actions, so the sweep order does not change them;
+  // a sweep that runs nothing while actions remain means nothing ever will.
+  void run_until_stuck() {
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (int s = 0; s < p_; ++s) progress = run_ready_actions(s) || progress;
+    }
+  }
+
+  // Throws, naming the action each unfinished stage waits at forever.
+  void check_finished() const {
+    std::string stuck;
+    for (int s = 0; s < p_; ++s) {
+      const std::size_t done = timeline_.spans[s].size();
+      if (done == schedule_[s].size()) continue;
+      stuck.append(stuck.empty() ? "" : ", ").append("stage " + std::to_string(s));
+      stuck.append(" waits forever at action " + std::to_string(done) + " (" +
+                   format_pipeline_action(schedule_[s][done]) + ")");
+    }
+    if (!stuck.empty()) throw std::invalid_argument("pipeline schedule cannot finish (deadlock): " + stuck);
+  }
+
+  // Hands over the spans with the makespan and the bubble, 1 - Σ busy / (p · makespan).
+  PipelineTimeline take_timeline() {
+    double total_busy = 0;
+    for (int s = 0; s < p_; ++s) {
+      timeline_.makespan = std::max(timeline_.makespan, clock_[s]);
+      total_busy += timeline_.busy_time[s];
+    }
+    if (timeline_.makespan > 0) timeline_.bubble_fraction = 1.0 - total_busy / (p_ * timeline_.makespan);
+    return std::move(timeline_);
+  }
+
+ private:
+  // When stage s ended that action (for a send: posted it), nullopt while it has not.
+  std::optional<double> end_of(int s, Type type, int mb) const {
+    auto it = finished_[s].find({type, mb});
+    return it == finished_[s].end() ? std::nullopt : std::optional<double>(it->second);
+  }
+
+  std::optional<double> plus_comm(std::optional<double> t) const {
+    return t ? std::optional<double>(*t + comm_time_) : t;
+  }
+
   // The input of F(mb) on stage s: through its recv if the list has one, else
   // straight from the previous stage's forward, comm_time later.
-  auto activation_ready = [&](int s, int mb) -> std::optional<double> {
+  std::optional<double> activation_ready(int s, int mb) const {
     if (s == 0) return 0.0;  // the first stage reads the batch itself
-    if (listed[s].contains({Type::recv_activation, mb})) return end_of(s, Type::recv_activation, mb);
+    if (listed_[s].contains({Type::recv_activation, mb})) return end_of(s, Type::recv_activation, mb);
     return plus_comm(end_of(s - 1, Type::forward, mb));
-  };
-  auto gradient_ready = [&](int s, int mb) -> std::optional<double> {
-    if (s == p - 1) return 0.0;  // the last stage starts from its own loss
-    if (listed[s].contains({Type::recv_gradient, mb})) return end_of(s, Type::recv_gradient, mb);
+  }
+
+  std::optional<double> gradient_ready(int s, int mb) const {
+    if (s == p_ - 1) return 0.0;  // the last stage starts from its own loss
+    if (listed_[s].contains({Type::recv_gradient, mb})) return end_of(s, Type::recv_gradient, mb);
     return plus_comm(end_of(s + 1, Type::backward, mb));
-  };
+  }
+
   // When the inputs of `a` on stage s exist, or nullopt while they do not yet.
-  auto inputs_ready = [&](int s, const PipelineAction& a) -> std::optional<double> {
+  std::optional<double> inputs_ready(int s, const PipelineAction& a) const {
     const int mb = a.micro_batch;
     switch (a.type) {
       case Type::forward:
@@ -209,64 +274,62 @@ PipelineTimeline simulate_pipeline_schedule(const PipelineSchedule& schedule, do
         return plus_comm(end_of(a.peer_stage, Type::send_gradient, mb));
     }
     return std::nullopt;
-  };
+  }
 
-  PipelineTimeline timeline;
-  timeline.spans.resize(schedule.size());
-  timeline.busy_time.assign(schedule.size(), 0.0);
-  timeline.peak_micro_batches_in_flight.assign(schedule.size(), 0);
-  std::vector<double> clock(schedule.size(), 0.0);  // when each stage is free
-  std::vector<int> in_flight(schedule.size(), 0);
-
-  // Sweep the stages, running every action whose inputs exist. Start times
-  // depend only on finished actions, so the sweep order does not change them;
-  // a sweep that runs nothing while actions remain means nothing ever will.
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (int s = 0; s < p; ++s) {
-      auto& spans = timeline.spans[s];
-      while (spans.size() < schedule[s].size()) {
-        const PipelineAction& a = schedule[s][spans.size()];
-        const std::optional<double> ready = inputs_ready(s, a);
-        if (!ready) break;
-        const double start = std::max(clock[s], *ready);
-        PipelineSpan span{a, start, start};
-        // A recv spans the wait: the stage sits in it until the data arrives.
-        if (a.type == Type::recv_activation || a.type == Type::recv_gradient) span.start = clock[s];
-        if (a.type == Type::forward) {
-          span.end += forward_time;
-          in_flight[s]++;  // its activations are kept for the backward
-        } else if (a.type == Type::backward) {
-          span.end += backward_time;
-          in_flight[s]--;
-        }
-        if (is_compute(a)) timeline.busy_time[s] += span.end - span.start;
-        timeline.peak_micro_batches_in_flight[s] = std::max(timeline.peak_micro_batches_in_flight[s], in_flight[s]);
-        clock[s] = span.end;
-        finished[s][{a.type, a.micro_batch}] = span.end;
-        spans.push_back(span);
-        progress = true;
-      }
+  // Runs stage s's next actions while their inputs exist; true if it ran any.
+  bool run_ready_actions(int s) {
+    bool ran = false;
+    while (timeline_.spans[s].size() < schedule_[s].size()) {
+      const PipelineAction& a = schedule_[s][timeline_.spans[s].size()];
+      const std::optional<double> ready = inputs_ready(s, a);
+      if (!ready) break;
+      run_action(s, a, *ready);
+      ran = true;
     }
+    return ran;
   }
 
-  std::string stuck;
-  for (int s = 0; s < p; ++s) {
-    const std::size_t done = timeline.spans[s].size();
-    if (done == schedule[s].size()) continue;
-    stuck.append(stuck.empty() ? "" : ", ").append("stage " + std::to_string(s));
-    stuck.append(" waits forever at action " + std::to_string(done) + " (" + format_pipeline_action(schedule[s][done]) +
-                 ")");
+  // Runs `a` on stage s from when both the stage is free and its inputs are `ready`.
+  void run_action(int s, const PipelineAction& a, double ready) {
+    const double start = std::max(clock_[s], ready);
+    PipelineSpan span{a, start, start};
+    // A recv spans the wait: the stage sits in it until the data arrives.
+    if (a.type == Type::recv_activation || a.type == Type::recv_gradient) span.start = clock_[s];
+    if (a.type == Type::forward) {
+      span.end += forward_time_;
+      in_flight_[s]++;  // its activations are kept for the backward
+    } else if (a.type == Type::backward) {
+      span.end += backward_time_;
+      in_flight_[s]--;
+    }
+    if (is_compute(a)) timeline_.busy_time[s] += span.end - span.start;
+    timeline_.peak_micro_batches_in_flight[s] = std::max(timeline_.peak_micro_batches_in_flight[s], in_flight_[s]);
+    clock_[s] = span.end;
+    finished_[s][{a.type, a.micro_batch}] = span.end;
+    timeline_.spans[s].push_back(span);
   }
-  if (!stuck.empty()) throw std::invalid_argument("pipeline schedule cannot finish (deadlock): " + stuck);
 
-  double total_busy = 0;
-  for (int s = 0; s < p; ++s) {
-    timeline.makespan = std::max(timeline.makespan, clock[s]);
-    total_busy += timeline.busy_time[s];
-  }
-  if (timeline.makespan > 0) timeline.bubble_fraction = 1.0 - total_busy / (p * timeline.makespan);
-  return timeline;
+  const PipelineSchedule& schedule_;
+  const int p_;
+  const double forward_time_, backward_time_, comm_time_;
+  const std::vector<std::set<ActionKey>> listed_;      // [stage] the actions its list holds
+  std::vector<std::map<ActionKey, double>> finished_;  // [stage][(type, mb)]: when it ended (a send: was posted)
+  std::vector<double> clock_;                          // [stage] when it is free
+  std::vector<int> in_flight_;                         // [stage] micro-batches with F done, B not yet
+  PipelineTimeline timeline_;
+};
+
+}  // namespace
+
+PipelineTimeline simulate_pipeline_schedule(const PipelineSchedule& schedule, double forward_time, double backward_time,
+                                            double comm_time) {
+  check_times(forward_time, backward_time, comm_time);
+  const int p = static_cast<int>(schedule.size());
+  if (p == 0) throw std::invalid_argument("pipeline simulation: the schedule has no stages");
+  PipelineSimulator simulator(schedule, forward_time, backward_time, comm_time);
+  simulator.run_until_stuck();
+  simulator.check_finished();
+  return simulator.take_timeline();
 }
 
 double gpipe_bubble_fraction(int stages, int micro_batches) {

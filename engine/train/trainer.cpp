@@ -3,14 +3,17 @@
 
 #include <array>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <exception>
 #include <map>
+#include <new>
 #include <thread>
 
 #include "core/error.h"
 #include "data/default_corpus.h"
 #include "estimate/formula_text.h"
+#include "estimate/host_memory_fit.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
 #include "ops/backend.h"
@@ -29,23 +32,17 @@ using trainer_detail::seconds_since;
 namespace {
 std::unique_ptr<TextDataset> load_dataset(const RunConfig& config) {
   if (config.data.empty())
-    return std::make_unique<TextDataset>(
-        TextDataset::from_text(std::string(default_corpus()), config.seq, "<default corpus>"));
+    return std::make_unique<TextDataset>(TextDataset::from_text(default_corpus(), config.seq, "<default corpus>"));
   return std::make_unique<TextDataset>(config.data, config.seq);
 }
 
-// The estimator's bytes per rank for this run (estimate/memory_model.h), for
-// out-of-memory errors; empty for a layout it cannot express.
-std::vector<MemoryBytes> predict_memory(const RunConfig& config, const ModelConfig& model_config) {
-  std::vector<MemoryBytes> predicted;
-  try {
-    const MemoryEstimate estimate =
-        estimate_memory(model_shape_from_config(model_config, config.model), settings_for_run(config));
-    for (const RankMemory& rank : estimate.ranks) predicted.push_back(rank.bytes);
-  } catch (const std::exception&) {  // an error about the run itself comes from the run, not from here
-    predicted.clear();
-  }
-  return predicted;
+// Ranks on the CPU share this machine's memory: a run whose prediction for all
+// of them together exceeds it is refused before any of it is allocated.
+void check_fits_host(const std::vector<MemoryBytes>& predicted) {
+  std::int64_t total = 0;
+  for (const MemoryBytes& rank : predicted)
+    if (__builtin_add_overflow(total, rank.total(), &total)) total = INT64_MAX;
+  check_fits_host_memory(total, static_cast<int>(predicted.size()), host_memory_limit());
 }
 
 }  // namespace
@@ -53,7 +50,6 @@ std::vector<MemoryBytes> predict_memory(const RunConfig& config, const ModelConf
 Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory devices) : config_(config), faults_(config), sink_(sink) {
   validate_run_config(config_);
   plan_ = std::make_unique<ShardingPlan>(make_sharding_plan(config_));
-  dataset_ = load_dataset(config_);
   world_ = InProcessWorld::create(plan_->grid().world_size(), sink_, &clock_);
   const bool probed = !devices && config_.device == "cuda";
   if (probed) devices = cuda_devices();  // empty (the CPU) when no GPU is usable: device_note_ says why
@@ -62,7 +58,9 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
   // really got: a --device cuda run that fell back to the CPU keeps T x T attention.
   RunConfig predicted_for = config_;
   if (!devices) predicted_for.device = "cpu";
-  predicted_ = predict_memory(predicted_for, find_model_preset(config_.model));
+  predicted_ = predict_run_memory(predicted_for);
+  if (!devices) check_fits_host(predicted_);  // a GPU's own memory is checked as its ranks allocate
+  dataset_ = load_dataset(config_);
   for (int r = 0; r < plan_->grid().world_size(); ++r) {
     try {
       ranks_.push_back(build_rank(r, devices));
@@ -169,7 +167,7 @@ std::string Trainer::predicted_text(int rank, MemoryCategory category) const {
 }
 
 void Trainer::on_every_rank(const std::function<void(Rank&)>& fn) {
-  if (failed_) throw RankFailure("the run has stopped after a rank failed");
+  if (failed_) throw RankFailure("the run has stopped after a rank failed or it was interrupted");
   const auto world = static_cast<std::size_t>(world_size());
   std::vector<std::exception_ptr> errors(world);
   std::vector<std::thread> threads;
@@ -187,18 +185,26 @@ void Trainer::on_every_rank(const std::function<void(Rank&)>& fn) {
     });
   }
   for (auto& t : threads) t.join();
-  // The cause is the first rank whose error is its own, not the abort it received.
-  for (std::size_t r = 0; r < world; ++r) {
+  raise_rank_errors(errors);
+}
+
+// The cause is the first rank whose error is its own, not the abort it
+// received nor the stop flag; else the stop flag; else the abort itself.
+void Trainer::raise_rank_errors(const std::vector<std::exception_ptr>& errors) {
+  bool interrupted = false, any = false;
+  for (std::size_t r = 0; r < errors.size(); ++r) {
     if (!errors[r]) continue;
+    any = failed_ = true;  // the world is aborted: no further step can run
     try {
       std::rethrow_exception(errors[r]);
     } catch (const CommAborted&) {
       continue;
+    } catch (const RunInterrupted&) {
+      interrupted = true;
     } catch (const std::exception& e) {
-      failed_ = true;
       std::string cause = e.what();
-      if (const auto* oom = dynamic_cast<const OutOfMemory*>(&e))
-        cause += predicted_text(static_cast<int>(r), oom->category());
+      const auto* oom = dynamic_cast<const OutOfMemory*>(&e);
+      if (oom != nullptr) cause += predicted_text(static_cast<int>(r), oom->category());
       Event error;
       error.kind = EventKind::error;
       error.rank = static_cast<int>(r);
@@ -207,15 +213,18 @@ void Trainer::on_every_rank(const std::function<void(Rank&)>& fn) {
       error.start_ns = error.end_ns = clock_.now_ns();
       error.set_text("rank " + std::to_string(r) + ": " + cause);
       emit(error);
-      throw RankFailure("rank " + std::to_string(r) + " failed: " + cause + "; all " + std::to_string(world) +
-                        " ranks stopped");
+      throw RankFailure("rank " + std::to_string(r) + " failed: " + cause + "; all " + std::to_string(errors.size()) +
+                            " ranks stopped",
+                        oom != nullptr || dynamic_cast<const std::bad_alloc*>(&e) != nullptr);
     }
   }
-  for (std::size_t r = 0; r < world; ++r)
-    if (errors[r]) {
-      failed_ = true;
-      throw RankFailure("the ranks stopped: " + world_->abort_message());
-    }
+  if (interrupted) throw RunInterrupted("interrupted during step " + std::to_string(steps_done_ + 1));
+  if (any) throw RankFailure("the ranks stopped: " + world_->abort_message());
+}
+
+void Trainer::check_stop(const Rank& rank) const {
+  if (stop_ != nullptr && stop_->load(std::memory_order_relaxed))
+    throw RunInterrupted("rank " + std::to_string(rank.rank) + " stopped: interrupted");
 }
 
 StepMetrics Trainer::step() {
@@ -235,8 +244,13 @@ StepMetrics Trainer::step() {
   m.optimizer_s = r0.optimizer_s;
   m.step_time_s = seconds_since(start);
   m.tokens_per_s = static_cast<double>(config_.batch) * config_.seq / m.step_time_s;
-  if (config_.eval_every > 0 && (steps_done_ % config_.eval_every == 0 || steps_done_ == config_.steps))
-    m.eval_loss = evaluate();
+  if (config_.eval_every > 0 && (steps_done_ % config_.eval_every == 0 || steps_done_ == config_.steps)) {
+    try {
+      m.eval_loss = evaluate();
+    } catch (const RunInterrupted&) {
+      // Ctrl-C during the evaluation: the step itself is done, its metrics stand without it.
+    }
+  }
   m.memory = r0.ledger.current();
   m.memory_peak = r0.ledger.peak();
   for (const auto& rank : ranks_) m.rank_memory.push_back(rank->ledger.current());
@@ -294,11 +308,19 @@ float Trainer::evaluate() {
 }
 
 void Trainer::run(const std::function<void(const StepMetrics&)>& on_step, const std::atomic<bool>* stop) {
-  while (steps_done_ < config_.steps) {
-    if (stop != nullptr && stop->load()) return;
-    const StepMetrics m = step();
-    if (on_step) on_step(m);
+  stop_ = stop;  // every rank checks it before each layer (check_stop)
+  try {
+    while (steps_done_ < config_.steps && !(stop != nullptr && stop->load())) {
+      const StepMetrics m = step();
+      if (on_step) on_step(m);
+    }
+  } catch (const RunInterrupted&) {
+    // Mid-step: the ranks stopped at their next layer; the unfinished step is discarded.
+  } catch (...) {
+    stop_ = nullptr;
+    throw;
   }
+  stop_ = nullptr;
 }
 
 }  // namespace shardscope

@@ -12,12 +12,14 @@
 //   the tied embedding's two copies summed across the first and last stage),
 //   the optimizer updates (everything, its ZeRO shard, or rank 0 only), and
 //   ZeRO shards are all-gathered.
-// A rank that throws aborts the communicators, so every rank stops. A rank out
-// of memory (OutOfMemory) is reported with what the estimator predicted for it.
+// A rank that throws aborts the communicators, so every rank stops; Ctrl-C
+// (run()'s stop flag) takes the same path from the next layer boundary. A rank
+// out of memory (OutOfMemory) is reported with what the estimator predicted for it.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -75,6 +77,20 @@ using RankDeviceFactory = std::function<RankDevice(int rank)>;
 // A rank failed: what() names the rank and the cause.
 class RankFailure : public std::runtime_error {
  public:
+  explicit RankFailure(const std::string& what, bool out_of_memory = false)
+      : std::runtime_error(what), out_of_memory_(out_of_memory) {}
+  // The rank ran out of memory: the run's size, not a bug in the program.
+  bool out_of_memory() const { return out_of_memory_; }
+
+ private:
+  bool out_of_memory_;
+};
+
+// The stop flag was raised mid-step (Ctrl-C): a rank saw it at a layer
+// boundary and aborted the world, as a failing rank does, so every rank
+// stopped. The step is discarded; the trainer runs no further steps.
+class RunInterrupted : public std::runtime_error {
+ public:
   using std::runtime_error::runtime_error;
 };
 
@@ -92,9 +108,12 @@ class Trainer {
   ~Trainer();
 
   // Runs config.steps steps, calling on_step after each. Returns early when
-  // *stop becomes true (checked between steps).
+  // *stop becomes true: between steps, or mid-step at the next layer (every
+  // rank checks before each layer's forward and backward), the unfinished step
+  // discarded; after that the trainer runs no further steps.
   void run(const std::function<void(const StepMetrics&)>& on_step, const std::atomic<bool>* stop = nullptr);
-  // One optimizer step on every rank; returns its metrics. Throws RankFailure.
+  // One optimizer step on every rank; returns its metrics. Throws RankFailure,
+  // or RunInterrupted when run()'s stop flag is raised during it.
   StepMetrics step();
   // Mean loss over config.eval_batches fixed validation batches (on rank 0).
   float evaluate();
@@ -156,8 +175,12 @@ class Trainer {
   void emit_memory_sample(const Rank& rank, const Event& span);
   void rank_evaluate(Rank& rank, float* loss_and_rows);
   // Runs fn on every rank, each in its own thread; a rank that throws aborts
-  // the world, and the first rank's own error is rethrown as RankFailure.
+  // the world, and the first rank's own error is rethrown as RankFailure
+  // (RunInterrupted if the ranks stopped for the stop flag).
   void on_every_rank(const std::function<void(Rank&)>& fn);
+  void raise_rank_errors(const std::vector<std::exception_ptr>& errors);
+  // Called by every rank before each layer: throws RunInterrupted once run()'s stop flag is up.
+  void check_stop(const Rank& rank) const;
   void emit(const Event& event);
   // "; the estimator predicted 3.10 GiB for rank 0 (activations 1.20 GiB)", or
   // empty where the estimator could not model the run: added to out-of-memory errors.
@@ -177,6 +200,7 @@ class Trainer {
   std::string device_note_;
   std::vector<MemoryBytes> predicted_;  // the estimator's bytes per rank for config_; empty if none
   bool failed_ = false;
+  const std::atomic<bool>* stop_ = nullptr;  // run()'s stop flag, while it runs
 };
 
 }  // namespace shardscope

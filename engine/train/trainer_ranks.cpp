@@ -128,6 +128,7 @@ void Trainer::build_model(Rank& rank) {
                           ModelBuffers{plan_->model_holds_parameters(), plan_->model_holds_gradients()});
   rank.model->set_checkpointing(config_.checkpoint);
   rank.model->set_event_sink(sink_, &clock_);
+  rank.model->set_layer_boundary_callback([this, self = &rank] { check_stop(*self); });  // Ctrl-C mid-step
   // Each stage keeps as many micro-batches' activations as its schedule has in flight.
   const PipelineSchedule schedule = make_pipeline_schedule(config_.schedule, config_.pp, config_.micro_batches);
   const PipelineTimeline timeline = simulate_pipeline_schedule(schedule, 1.0, 2.0);

@@ -268,9 +268,10 @@ void TestBadInput::exits_2_naming_the_problem_data() {
       "--accelerate: '@a_directory' is a directory, not a file");
   row("accelerate's DeepSpeed file a directory", {"estimate", acc, "@acc_ds_dir.yaml"},
       "acc_ds_dir.yaml: deepspeed_config.deepspeed_config_file: '@a_directory' is a directory");
-  row("recording a FIFO", {"export", "--chrome-trace", "@t.json", "@fifo"}, "is a FIFO (named pipe), not a recording");
+  row("recording a FIFO", {"export", "--chrome-trace", "@t.json", "@fifo"},
+      "RUN.ssrun: cannot read '@fifo': it is a FIFO (named pipe), not a regular file");
   row("recording a directory", {"export", "--chrome-trace", "@t.json", "@a_directory"},
-      "@a_directory: is a directory, not a recording");
+      "RUN.ssrun: cannot read '@a_directory': it is a directory, not a regular file");
   row("--gpu-mem negative", {"estimate", "--gpu-mem", "-5GB"}, "--gpu-mem: '-5GB' is not a positive memory size");
   row("--gpu-mem past a double", {"estimate", "--gpu-mem", "1e400GB"}, "--gpu-mem: '1e400GB' is not a memory size");
   row("--gpu-mem not a number", {"estimate", "--gpu-mem", "nanGB"}, "--gpu-mem: 'nanGB' is not a memory size");

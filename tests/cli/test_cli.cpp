@@ -54,7 +54,7 @@ void TestCli::bad_input_exits_2_with_a_message_data() {
   QTest::newRow("seq too long") << QStringList{"train", "--seq", "257"}
                                 << "--seq 257 exceeds the maximum sequence length of gpt-tiny (256)";
   QTest::newRow("unknown flag") << QStringList{"train", "--stepz", "3"} << "unknown flag '--stepz'";
-  QTest::newRow("bad device") << QStringList{"train", "--device", "tpu"} << "--device must be cpu or cuda";
+  QTest::newRow("bad device") << QStringList{"train", "--device", "tpu"} << "--device: 'tpu' is not one of cpu, cuda";
   QTest::newRow("bad gpu list") << QStringList{"train", "--device", "cuda", "--gpus", "0,x"}
                                 << "--gpus: 'x' is not an integer";
   QTest::newRow("gpu count neither 1 nor the world size")
@@ -63,9 +63,9 @@ void TestCli::bad_input_exits_2_with_a_message_data() {
   QTest::newRow("a gpu listed twice") << QStringList{"train", "--device", "cuda", "--dp", "2", "--gpus", "0,0"}
                                       << "--gpus lists a GPU twice";
   QTest::newRow("bad precision") << QStringList{"train", "--precision", "fp8"}
-                                 << "--precision: \"fp8\" is not one of fp32, fp16, bf16";
+                                 << "--precision: 'fp8' is not one of fp32, fp16, bf16";
   QTest::newRow("bad loss scaler") << QStringList{"train", "--precision", "fp16", "--loss-scaler", "apex"}
-                                   << "--loss-scaler must be torch or deepspeed";
+                                   << "--loss-scaler: 'apex' is not one of torch, deepspeed";
   QTest::newRow("scale flags without fp16")
       << QStringList{"train", "--precision", "bf16", "--loss-scale", "128"} << "apply to --precision fp16 only";
   QTest::newRow("hysteresis with torch rules") << QStringList{"train", "--precision", "fp16", "--hysteresis", "2"}

@@ -40,6 +40,7 @@ class TestCore : public QObject {
   void default_corpus_has_english_and_chinese();
   void dataset_splits_and_samples_deterministically();
   void dataset_rejects_missing_empty_and_short_files();
+  void dataset_from_a_file_samples_as_from_text();
   void masked_lm_follows_80_10_10();
   void lr_schedule_warms_up_then_decays();
   void safetensors_round_trip();
@@ -201,6 +202,29 @@ void TestCore::dataset_rejects_missing_empty_and_short_files() {
   }
   QVERIFY_THROWS_EXCEPTION(ConfigError, TextDataset("/nonexistent/file.txt", 8));
   QVERIFY_THROWS_EXCEPTION(ConfigError, TextDataset(short_file, 8));
+}
+
+// The file's bytes are the tokens: GPT and BERT batches from a file equal those from its text.
+void TestCore::dataset_from_a_file_samples_as_from_text() {
+  std::string text;
+  for (int i = 0; i < 300; ++i)
+    text += "Nel mezzo del cammin di nostra vita 人生旅途的中途 " + std::to_string(i) + "\n";
+  QTemporaryDir dir;
+  const std::string path = (dir.path() + "/corpus.txt").toStdString();
+  std::ofstream(path, std::ios::binary) << text;
+  const TextDataset from_file(path, 32);
+  const TextDataset from_text = TextDataset::from_text(text, 32);
+  QCOMPARE(from_file.tokens(Split::train), from_text.tokens(Split::train));
+  QCOMPARE(from_file.tokens(Split::validation), static_cast<std::int64_t>(text.size()) / 10);
+  for (ModelKind kind : {ModelKind::gpt, ModelKind::bert})
+    for (Split split : {Split::train, Split::validation}) {
+      const BatchData a = from_file.batch(kind, split, 7, 3, 0, 4, 32);
+      const BatchData b = from_text.batch(kind, split, 7, 3, 0, 4, 32);
+      QCOMPARE(a.input_ids, b.input_ids);
+      QCOMPARE(a.targets, b.targets);
+    }
+  const BatchData g = from_file.batch(ModelKind::gpt, Split::train, 7, 3, 0, 1, 32);
+  for (std::int32_t id : g.input_ids) QVERIFY(id >= 0 && id < 256);  // bytes, widened
 }
 
 void TestCore::masked_lm_follows_80_10_10() {

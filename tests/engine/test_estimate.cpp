@@ -11,6 +11,7 @@
 #include "estimate/deepspeed_estimator.h"
 #include "estimate/estimate.h"
 #include "estimate/formula_text.h"
+#include "estimate/host_memory_fit.h"
 #include "io/hf_config.h"
 #include "model/activations.h"
 #include "parallel/pipeline_schedule.h"
@@ -60,6 +61,7 @@ class TestEstimate : public QObject {
   void json_uses_the_ledger_names();
   void settings_resolve_like_deepspeed();
   void byte_sizes_in_three_digits();
+  void host_memory_fit_names_the_prediction_and_the_limit();
 };
 
 // GPT-3 175B in fp32 with Adam: 4Ψ weights + 4Ψ gradients + 8Ψ Adam moments
@@ -342,6 +344,25 @@ void TestEstimate::byte_sizes_in_three_digits() {
   QCOMPARE(binary_bytes(std::int64_t{37} << 20), std::string("37.0 MiB"));
   QCOMPARE(binary_bytes(std::int64_t{150'000'000'000}), std::string("140 GiB"));
   QCOMPARE(binary_bytes(std::int64_t{3} << 50), std::string("3.00 PiB"));
+}
+
+// A CPU run whose prediction exceeds this machine's memory is refused with both numbers.
+void TestEstimate::host_memory_fit_names_the_prediction_and_the_limit() {
+  const HostMemoryLimit limit{std::int64_t{3} << 30, "test limit"};
+  check_fits_host_memory(std::int64_t{3} << 30, 4, limit);  // exactly full fits
+  check_fits_host_memory(std::int64_t{1} << 50, 1, {});     // unknown limit: nothing refused
+  try {
+    check_fits_host_memory((std::int64_t{3} << 30) + (std::int64_t{1} << 29), 4, limit);
+    QFAIL("a run over the limit must be refused");
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    QVERIFY2(
+        what.find("predicts 3.50 GiB for its 4 ranks together, more than 3.00 GiB (test limit)") != std::string::npos,
+        e.what());
+  }
+  const HostMemoryLimit here = host_memory_limit();
+  QVERIFY(here.bytes > 0);  // physical memory at least
+  QVERIFY(!here.source.empty());
 }
 
 QTEST_GUILESS_MAIN(TestEstimate)

@@ -407,7 +407,7 @@ void TestEvents::recording_is_read_while_being_written() {
   const std::string file = path("tail.ssrun");
   RecordingWriter writer(file, "{}");
   RecordingReader reader;
-  reader.open(file);  // the header is on disk as soon as the writer exists
+  reader.open(writer.writing_path());  // the header is on disk, in the temporary beside `file`, once the writer exists
   std::vector<Event> got;
   QCOMPARE(reader.read_new(got), std::size_t{0});
   for (int i = 0; i < 3; ++i) writer.emit(events[static_cast<std::size_t>(i)]);

@@ -2,9 +2,11 @@
 // The parallel runtime against the single-rank run: every layout of the same
 // global batch gives the same losses (within float tolerance; checkpointing
 // exactly), memory follows the ZeRO paper's formulas, every DDP bucket's ring
-// steps appear in the event stream, and a failing rank stops every rank.
+// steps appear in the event stream, a failing rank stops every rank, and so
+// does the stop flag (Ctrl-C) mid-step.
 #include <QElapsedTimer>
 #include <QTest>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -65,6 +67,7 @@ class TestParallel : public QObject {
   void pipeline_activation_memory_gpipe_vs_1f1b();
   void pipeline_events_per_stage_and_micro_batch();
   void failing_rank_stops_every_rank();
+  void stop_flag_mid_step_stops_every_rank();
   void invalid_layouts_are_refused();
 };
 
@@ -390,6 +393,57 @@ void TestParallel::failing_rank_stops_every_rank() {
   for (const Event& e : sink.events()) error_event |= e.kind == EventKind::error && e.rank == 2;
   QVERIFY(error_event);
   QVERIFY_THROWS_EXCEPTION(RankFailure, trainer.step());  // a failed run stays stopped
+}
+
+namespace {
+// Raises the stop flag at the first layer's forward span of `step`, as Ctrl-C
+// would mid-step, and notes when.
+class StopAtStep : public CollectingSink {
+ public:
+  StopAtStep(std::int64_t step, std::atomic<bool>& stop) : step_(step), stop_(stop) { raised_.start(); }
+  void emit(const Event& e) override {
+    CollectingSink::emit(e);
+    if (e.kind == EventKind::compute_span && e.step == step_ && !stop_.exchange(true)) raised_.restart();
+  }
+  qint64 ms_since_raised() const { return raised_.elapsed(); }
+
+ private:
+  std::int64_t step_;
+  std::atomic<bool>& stop_;
+  QElapsedTimer raised_;
+};
+}  // namespace
+
+// dp 2 x pp 2 with 4 micro-batches and 4 accumulation steps: when the flag goes
+// up, some ranks compute and others wait in a send, a recv or an all-reduce;
+// the rank that sees it aborts the world, as a failing rank does, and all stop.
+void TestParallel::stop_flag_mid_step_stops_every_rank() {
+  RunConfig c = base_config();
+  c.dp = 2;
+  c.pp = 2;
+  c.micro_batches = 4;
+  c.accum = 4;
+  c.batch = 64;
+  c.steps = 5;
+  std::atomic<bool> stop{false};
+  StopAtStep sink(2, stop);
+  Trainer trainer(c, &sink);
+  std::vector<std::int64_t> finished;
+  trainer.run([&](const StepMetrics& m) { finished.push_back(m.step); }, &stop);
+  const qint64 stopping_ms = sink.ms_since_raised();
+  QCOMPARE(finished, std::vector<std::int64_t>{1});  // step 1 reported, step 2 discarded
+  QCOMPARE(trainer.steps_done(), std::int64_t{1});
+  int forwards_step1 = 0, forwards_step2 = 0;
+  for (const Event& e : sink.events()) {
+    if (e.kind != EventKind::compute_span) continue;
+    QVERIFY2(!(e.step == 2 && e.compute == ComputeKind::optimizer), "step 2 reached its optimizer");
+    if (e.compute == ComputeKind::forward && e.layer >= 0) (e.step == 1 ? forwards_step1 : forwards_step2) += 1;
+  }
+  // Stopped at a layer boundary soon after the flag: a small part of step 2's layers ran.
+  QVERIFY2(forwards_step2 < forwards_step1 / 4,
+           qPrintable(QString("%1 of %2").arg(forwards_step2).arg(forwards_step1)));
+  QVERIFY2(stopping_ms < 1000, qPrintable(QString("stopping took %1 ms").arg(stopping_ms)));
+  QVERIFY_THROWS_EXCEPTION(RankFailure, trainer.step());  // the world is aborted: no further step
 }
 
 void TestParallel::invalid_layouts_are_refused() {

@@ -149,7 +149,6 @@ class TestGuiRun : public QObject {
       QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
       f.write(precious);
     }
-    QFile::remove(recording + QStringLiteral(".part"));
     auto* window = new MainWindow;
     window->show();
     RunConfig c = ConfigPanel::defaultConfig();
@@ -161,14 +160,17 @@ class TestGuiRun : public QObject {
     window->startRun();
     QVERIFY(window->recorder()->recording());
     QTRY_VERIFY_WITH_TIMEOUT(window->lossPlot()->trainPointCount() >= 2, 60000);
-    QVERIFY(QFile::exists(recording + QStringLiteral(".part")));  // the run is being written beside it
+    const QString writing = window->recorder()->writingPath();  // the run is being written beside it
+    QVERIFY2(writing.startsWith(recording + QStringLiteral(".")) && writing.endsWith(QStringLiteral(".part")),
+             qPrintable(writing));
+    QVERIFY(QFile::exists(writing));
     QElapsedTimer timer;
     timer.start();
     QVERIFY(window->close());
     QVERIFY(!window->controller()->busy());  // the engine stopped, its thread joined
     QVERIFY(timer.elapsed() < 10000);
     QVERIFY(!window->recorder()->recording());
-    QVERIFY(!QFile::exists(recording + QStringLiteral(".part")));
+    QVERIFY(!QFile::exists(writing));
     delete window;
     QFile f(recording);
     QVERIFY(f.open(QIODevice::ReadOnly));

@@ -92,10 +92,10 @@ class TestUi : public QObject {
     panel.findChild<QCheckBox*>(QStringLiteral("checkpoint"))->setChecked(true);
     auto* precision = panel.findChild<QComboBox*>(QStringLiteral("precision"));
     precision->setCurrentIndex(precision->findData(QStringLiteral("fp16")));
-    auto* scalePower = panel.findChild<QSpinBox*>(QStringLiteral("initialScalePower"));
+    auto* scalePower = panel.findChild<QSpinBox*>(QStringLiteral("initial_scale_power"));
     QVERIFY(scalePower->isEnabled());  // fp16 scales the loss
     scalePower->setValue(12);
-    panel.findChild<QSpinBox*>(QStringLiteral("evalEvery"))->setValue(3);
+    panel.findChild<QSpinBox*>(QStringLiteral("eval_every"))->setValue(3);
     const QString corpus = writeCorpus(QStringLiteral("test_ui_corpus.txt"));
     panel.findChild<QLineEdit*>(QStringLiteral("data"))->setText(corpus);
     QVERIFY2(panel.problem().isEmpty(), qPrintable(panel.problem()));
@@ -210,7 +210,10 @@ class TestUi : public QObject {
     window.configPanel()->findChild<QSpinBox*>(QStringLiteral("batch"))->setValue(15);
     const QString problem = window.configPanel()->problem();
     QVERIFY(!problem.isEmpty());
-    QVERIFY2(problem.contains(QStringLiteral("--batch")), qPrintable(problem));
+    // In the panel's words: its labels, never the CLI's flags.
+    QVERIFY2(problem.contains(QStringLiteral("Global batch 15 does not split into Data-parallel ranks 2")),
+             qPrintable(problem));
+    QVERIFY2(!problem.contains(QStringLiteral("--")), qPrintable(problem));
     QVERIFY(!window.runButton()->isEnabled());
     QVERIFY(window.runButton()->toolTip().contains(problem));
     auto* label = window.configPanel()->findChild<QLabel*>(QStringLiteral("problem"));

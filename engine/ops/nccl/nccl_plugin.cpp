@@ -128,6 +128,104 @@ void connect_pairs(const std::vector<Context*>& ranks) {
   }
 }
 
+// A call waits (cudaStreamWaitEvent) for the work queued so far on the rank's
+// compute stream, then runs on the communicator's stream from its start event.
+void start_after_compute(const Context& c, cudaStream_t compute) {
+  check(cudaSetDevice(c.device), "cudaSetDevice");
+  check(cudaEventRecord(c.ready, compute), "cudaEventRecord");
+  check(cudaStreamWaitEvent(c.stream, c.ready, 0), "cudaStreamWaitEvent");
+  check(cudaEventRecord(c.start, c.stream), "cudaEventRecord");
+}
+
+// Root's recv (size * count) := every rank's send, in rank order: the root
+// copies its own part and receives the others', each other rank sends.
+void gather(const Context& c, const ShardscopeNcclCall& call, ncclDataType_t type) {
+  const auto count = static_cast<std::size_t>(call.count);
+  const std::size_t part_bytes = count * element_size(call.dtype);
+  Group group;
+  if (c.rank == call.peer) {
+    for (int r = 0; r < c.size; ++r) {
+      auto* slot = static_cast<char*>(call.recv) + static_cast<std::size_t>(r) * part_bytes;
+      if (r == c.rank) {
+        check(cudaMemcpyAsync(slot, call.send, part_bytes, cudaMemcpyDeviceToDevice, c.stream), "cudaMemcpyAsync");
+      } else {
+        check(ncclRecv(slot, count, type, r, c.comm, c.stream), "ncclRecv");
+      }
+    }
+  } else {
+    check(ncclSend(call.send, count, type, call.peer, c.comm, c.stream), "ncclSend");
+  }
+  group.end();
+}
+
+// Each rank's recv := chunk `rank` of root's send: the root copies its own
+// chunk and sends the others', each other rank receives.
+void scatter(const Context& c, const ShardscopeNcclCall& call, ncclDataType_t type) {
+  const auto count = static_cast<std::size_t>(call.count);
+  const std::size_t part_bytes = count * element_size(call.dtype);
+  Group group;
+  if (c.rank == call.peer) {
+    for (int r = 0; r < c.size; ++r) {
+      const auto* part = static_cast<const char*>(call.send) + static_cast<std::size_t>(r) * part_bytes;
+      if (r == c.rank) {
+        check(cudaMemcpyAsync(call.recv, part, part_bytes, cudaMemcpyDeviceToDevice, c.stream), "cudaMemcpyAsync");
+      } else {
+        check(ncclSend(part, count, type, r, c.comm, c.stream), "ncclSend");
+      }
+    }
+  } else {
+    check(ncclRecv(call.recv, count, type, call.peer, c.comm, c.stream), "ncclRecv");
+  }
+  group.end();
+}
+
+// Send to peer and receive from recv_peer in one group: neither waits for the other.
+void send_recv(const Context& c, const ShardscopeNcclCall& call, ncclDataType_t type) {
+  Group group;
+  check(ncclSend(call.send, static_cast<std::size_t>(call.count), type, call.peer, c.comm, c.stream), "ncclSend");
+  check(ncclRecv(call.recv, static_cast<std::size_t>(call.recv_count), type, call.recv_peer, c.comm, c.stream),
+        "ncclRecv");
+  group.end();
+}
+
+// Queues the call's collective or point-to-point operation on the communicator's stream.
+void enqueue_operation(const Context& c, const ShardscopeNcclCall& call) {
+  const ncclDataType_t type = nccl_type(call.dtype);
+  const ncclRedOp_t op = call.average != 0 ? ncclAvg : ncclSum;
+  const auto count = static_cast<std::size_t>(call.count);
+  switch (call.op) {
+    case shardscope_nccl_all_reduce:
+      check(ncclAllReduce(call.send, call.recv, count, type, op, c.comm, c.stream), "ncclAllReduce");
+      break;
+    case shardscope_nccl_reduce_scatter:
+      check(ncclReduceScatter(call.send, call.recv, count, type, op, c.comm, c.stream), "ncclReduceScatter");
+      break;
+    case shardscope_nccl_all_gather:
+      check(ncclAllGather(call.send, call.recv, count, type, c.comm, c.stream), "ncclAllGather");
+      break;
+    case shardscope_nccl_broadcast:
+      check(ncclBroadcast(call.send, call.recv, count, type, call.peer, c.comm, c.stream), "ncclBroadcast");
+      break;
+    case shardscope_nccl_gather:
+      gather(c, call, type);
+      break;
+    case shardscope_nccl_scatter:
+      scatter(c, call, type);
+      break;
+    case shardscope_nccl_send:
+      check(ncclSend(call.send, count, type, call.peer, c.comm, c.stream), "ncclSend");
+      break;
+    case shardscope_nccl_recv:
+      check(ncclRecv(call.recv, count, type, call.peer, c.comm, c.stream), "ncclRecv");
+      break;
+    case shardscope_nccl_send_recv:
+      send_recv(c, call, type);
+      break;
+    default:
+      throw std::invalid_argument("NCCL call: unknown op " + std::to_string(call.op));
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -184,81 +282,9 @@ __attribute__((visibility("default"))) int shardscope_nccl_enqueue(void* context
   return guarded(error, error_size, [&] {
     auto& c = *static_cast<Context*>(context);
     if (c.aborted) throw std::runtime_error("NCCL communicator was aborted");
-    auto compute = static_cast<cudaStream_t>(call->compute_stream);
-    cudaStream_t stream = c.stream;
-    check(cudaSetDevice(c.device), "cudaSetDevice");
-    check(cudaEventRecord(c.ready, compute), "cudaEventRecord");
-    check(cudaStreamWaitEvent(stream, c.ready, 0), "cudaStreamWaitEvent");
-    check(cudaEventRecord(c.start, stream), "cudaEventRecord");
-    const ncclDataType_t type = nccl_type(call->dtype);
-    const ncclRedOp_t op = call->average != 0 ? ncclAvg : ncclSum;
-    const auto count = static_cast<std::size_t>(call->count);
-    const std::size_t part_bytes = count * element_size(call->dtype);
-    switch (call->op) {
-      case shardscope_nccl_all_reduce:
-        check(ncclAllReduce(call->send, call->recv, count, type, op, c.comm, stream), "ncclAllReduce");
-        break;
-      case shardscope_nccl_reduce_scatter:
-        check(ncclReduceScatter(call->send, call->recv, count, type, op, c.comm, stream), "ncclReduceScatter");
-        break;
-      case shardscope_nccl_all_gather:
-        check(ncclAllGather(call->send, call->recv, count, type, c.comm, stream), "ncclAllGather");
-        break;
-      case shardscope_nccl_broadcast:
-        check(ncclBroadcast(call->send, call->recv, count, type, call->peer, c.comm, stream), "ncclBroadcast");
-        break;
-      case shardscope_nccl_gather: {  // root's recv (size * count) := every rank's send, in rank order
-        Group group;
-        if (c.rank == call->peer) {
-          for (int r = 0; r < c.size; ++r) {
-            auto* slot = static_cast<char*>(call->recv) + static_cast<std::size_t>(r) * part_bytes;
-            if (r == c.rank) {
-              check(cudaMemcpyAsync(slot, call->send, part_bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
-            } else {
-              check(ncclRecv(slot, count, type, r, c.comm, stream), "ncclRecv");
-            }
-          }
-        } else {
-          check(ncclSend(call->send, count, type, call->peer, c.comm, stream), "ncclSend");
-        }
-        group.end();
-        break;
-      }
-      case shardscope_nccl_scatter: {  // each rank's recv := chunk `rank` of root's send
-        Group group;
-        if (c.rank == call->peer) {
-          for (int r = 0; r < c.size; ++r) {
-            const auto* part = static_cast<const char*>(call->send) + static_cast<std::size_t>(r) * part_bytes;
-            if (r == c.rank) {
-              check(cudaMemcpyAsync(call->recv, part, part_bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
-            } else {
-              check(ncclSend(part, count, type, r, c.comm, stream), "ncclSend");
-            }
-          }
-        } else {
-          check(ncclRecv(call->recv, count, type, call->peer, c.comm, stream), "ncclRecv");
-        }
-        group.end();
-        break;
-      }
-      case shardscope_nccl_send:
-        check(ncclSend(call->send, count, type, call->peer, c.comm, stream), "ncclSend");
-        break;
-      case shardscope_nccl_recv:
-        check(ncclRecv(call->recv, count, type, call->peer, c.comm, stream), "ncclRecv");
-        break;
-      case shardscope_nccl_send_recv: {  // both directions at once: neither waits for the other
-        Group group;
-        check(ncclSend(call->send, count, type, call->peer, c.comm, stream), "ncclSend");
-        check(ncclRecv(call->recv, static_cast<std::size_t>(call->recv_count), type, call->recv_peer, c.comm, stream),
-              "ncclRecv");
-        group.end();
-        break;
-      }
-      default:
-        throw std::invalid_argument("NCCL call: unknown op " + std::to_string(call->op));
-    }
-    check(cudaEventRecord(c.end, stream), "cudaEventRecord");
+    start_after_compute(c, static_cast<cudaStream_t>(call->compute_stream));
+    enqueue_operation(c, *call);
+    check(cudaEventRecord(c.end, c.stream), "cudaEventRecord");
   });
 }
 

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The rows of the run-config schema (config/run_schema.h), in the order of
+// `shardscope-cli train --help`.
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <type_traits>
+
+#include "config/run_schema.h"
+#include "model/model_config.h"
+
+// Each row names only the members it sets; the rest keep RunField's defaults.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace shardscope {
+namespace {
+
+using nlohmann::json;
+
+template <auto member>
+json get_member(const RunConfig& c) {
+  return c.*member;
+}
+
+template <auto member>
+void set_member(RunConfig& c, const json& value) {
+  c.*member = value.get<std::remove_cvref_t<decltype(c.*member)>>();
+}
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr std::int64_t kMaxSteps = 100'000'000;
+
+// "RANK:STEP" of the test-only failure and overflow hooks; "" when off.
+json rank_and_step(int rank, std::int64_t step) {
+  return rank < 0 ? std::string() : std::to_string(rank) + ":" + std::to_string(step);
+}
+
+void set_rank_and_step(std::string_view key, const json& value, int& rank, std::int64_t& step) {
+  const std::string text = value.get<std::string>();
+  if (text.empty()) {
+    rank = -1;
+    return;
+  }
+  const auto colon = text.find(':');
+  if (colon == std::string::npos)
+    throw FieldError("{" + std::string(key) + "}: expected RANK:STEP, got '" + text + "'",
+                     "{" + std::string(key) + "}：应为 RANK:STEP，实际为 '" + text + "'");
+  const RunField& field = run_field(key);
+  RunField rank_part = field, step_part = field;
+  rank_part.kind = step_part.kind = FieldKind::integer;
+  rank_part.min = 0, rank_part.max = 1023;
+  step_part.min = 1, step_part.max = std::numeric_limits<std::int64_t>::max();
+  rank = field_value_from_text(rank_part, text.substr(0, colon)).get<int>();
+  step = field_value_from_text(step_part, text.substr(colon + 1)).get<std::int64_t>();
+}
+
+// "Model preset: gpt-tiny, gpt-mini, ..." (kept for the program's life: rows hold views).
+std::string_view preset_help(std::string_view head) {
+  static std::vector<std::unique_ptr<std::string>> texts;
+  std::string text(head);
+  for (const ModelConfig& preset : model_presets()) text += (text.size() > head.size() ? ", " : "") + preset.name;
+  return *texts.emplace_back(std::make_unique<std::string>(std::move(text)));
+}
+
+// The model and the optimizer.
+void add_model_fields(std::vector<RunField>& f) {
+  f.push_back({.key = "model", .flag = "--model", .value_name = "PRESET", .kind = FieldKind::text,
+               .label = {"Model", "模型"}, .help = {preset_help("Model preset: "), preset_help("模型预设：")},
+               .get = get_member<&RunConfig::model>, .set = set_member<&RunConfig::model>});
+  f.push_back({.key = "steps", .flag = "--steps", .value_name = "N", .label = {"Steps", "步数"},
+               .help = {"Optimizer steps to run", "要运行的优化器步数"}, .min = 1, .max = kMaxSteps,
+               .get = get_member<&RunConfig::steps>, .set = set_member<&RunConfig::steps>});
+  f.push_back({.key = "batch", .flag = "--batch", .value_name = "N", .label = {"Global batch", "全局批大小"},
+               .help = {"Global batch: sequences per optimizer step, split over --dp, --accum and --micro-batches",
+                        "全局批大小：每个优化器步的序列数，均分到数据并行、梯度累积和微批次上"},
+               .min = 1, .max = 1'000'000, .deepspeed = "train_batch_size",
+               .get = get_member<&RunConfig::batch>, .set = set_member<&RunConfig::batch>});
+  f.push_back({.key = "seq", .flag = "--seq", .value_name = "N", .label = {"Sequence length", "序列长度"},
+               .help = {"Tokens per sequence; at most the model's max_seq", "每个序列的 token 数；不超过模型的 max_seq"},
+               .min = 1, .max = 1'000'000, .get = get_member<&RunConfig::seq>, .set = set_member<&RunConfig::seq>});
+  f.push_back({.key = "lr", .flag = "--lr", .value_name = "X", .kind = FieldKind::number,
+               .label = {"Learning rate", "学习率"}, .help = {"Peak learning rate (AdamW)", "峰值学习率（AdamW）"},
+               .range = {0.0, 10.0, true, true}, .get = get_member<&RunConfig::lr>, .set = set_member<&RunConfig::lr>});
+  f.push_back({.key = "min_lr_ratio", .flag = "--min-lr-ratio", .value_name = "X", .kind = FieldKind::number,
+               .help = {"Cosine decay ends at lr times this", "余弦衰减的终点是 lr 乘以它"}, .range = {0.0, 1.0},
+               .get = get_member<&RunConfig::min_lr_ratio>, .set = set_member<&RunConfig::min_lr_ratio>});
+  f.push_back({.key = "warmup", .flag = "--warmup", .value_name = "N",
+               .help = {"Linear warm-up steps; -1: min(100, steps/10) (saved as the steps it came to)",
+                        "线性预热步数；-1：min(100, steps/10)（保存为实际步数）"},
+               .min = -1, .max = kMaxSteps, .default_text = "-1",
+               .get = [](const RunConfig& c) -> json { return c.warmup_steps(); },
+               .set = set_member<&RunConfig::warmup>});
+  f.push_back({.key = "weight_decay", .flag = "--weight-decay", .value_name = "X", .kind = FieldKind::number,
+               .help = {"AdamW weight decay on matrices and embeddings", "AdamW 对矩阵和嵌入的权重衰减"},
+               .range = {0.0, kInf}, .get = get_member<&RunConfig::weight_decay>,
+               .set = set_member<&RunConfig::weight_decay>});
+  f.push_back({.key = "grad_clip", .flag = "--grad-clip", .value_name = "X", .kind = FieldKind::number,
+               .help = {"Clip the global gradient norm to this; 0: off", "把全局梯度范数裁剪到这个值；0：不裁剪"},
+               .range = {0.0, kInf}, .deepspeed = "gradient_clipping", .get = get_member<&RunConfig::grad_clip>,
+               .set = set_member<&RunConfig::grad_clip>});
+  f.push_back({.key = "seed", .flag = "--seed", .value_name = "N",
+               .help = {"Seed of the weights and of the batch sampling", "权重初始化和批采样的随机种子"},
+               .min = 0, .max = std::numeric_limits<std::int64_t>::max(), .get = get_member<&RunConfig::seed>,
+               .set = set_member<&RunConfig::seed>});
+}
+
+// The training text and evaluation.
+void add_data_fields(std::vector<RunField>& f) {
+  f.push_back({.key = "data", .flag = "--data", .value_name = "FILE", .kind = FieldKind::text,
+               .label = {"Training text", "训练文本"},
+               .help = {"UTF-8 text file to train on; absent: the shipped corpus (English + Chinese)",
+                        "用于训练的 UTF-8 文本文件；不填：随程序提供的语料（英文 + 中文）"},
+               .get = [](const RunConfig& c) -> json { return c.data.empty() ? "<default corpus>" : c.data; },
+               .set = [](RunConfig& c, const json& v) {
+                 c.data = v.get<std::string>();
+                 if (c.data == "<default corpus>") c.data.clear();
+               }});
+  f.push_back({.key = "eval_every", .flag = "--eval-every", .value_name = "N",
+               .label = {"Evaluate every (steps)", "每隔多少步评估"},
+               .help = {"Evaluate on the held-out 10% every N steps and at the end; 0: never",
+                        "每 N 步及结束时在留出的 10% 文本上评估；0：从不"},
+               .min = 0, .max = kMaxSteps, .get = get_member<&RunConfig::eval_every>,
+               .set = set_member<&RunConfig::eval_every>});
+  f.push_back({.key = "eval_batches", .flag = "--eval-batches", .value_name = "N",
+               .help = {"Validation batches per evaluation", "每次评估的验证批次数"}, .min = 1, .max = 100'000,
+               .get = get_member<&RunConfig::eval_batches>, .set = set_member<&RunConfig::eval_batches>});
+}
+
+// The dp x pp grid, data-parallel mode, ZeRO, accumulation and checkpointing.
+void add_parallel_fields(std::vector<RunField>& f) {
+  f.push_back({.key = "threads", .flag = "--threads", .value_name = "N",
+               .help = {"CPU threads for all ranks together; 0: all cores", "所有 rank 共用的 CPU 线程数；0：全部核心"},
+               .min = 0, .max = 1024, .saved = Saved::never, .get = get_member<&RunConfig::threads>,
+               .set = set_member<&RunConfig::threads>});
+  f.push_back({.key = "ranks", .flag = "--ranks", .value_name = "N",
+               .help = {"Ranks in all; must equal --dp x --pp (0: dp x pp)", "rank 总数；必须等于 dp × pp（0：dp × pp）"},
+               .min = 0, .max = 4096, .saved = Saved::never, .get = get_member<&RunConfig::ranks>,
+               .set = set_member<&RunConfig::ranks>});
+  f.push_back({.key = "dp", .flag = "--dp", .value_name = "N", .label = {"Data-parallel ranks", "数据并行 rank 数"},
+               .help = {"Data-parallel ranks (threads of this process)", "数据并行 rank 数（本进程的线程）"}, .min = 1,
+               .max = 64, .accelerate = "num_processes", .get = get_member<&RunConfig::dp>,
+               .set = set_member<&RunConfig::dp>});
+  f.push_back({.key = "pp", .flag = "--pp", .value_name = "N", .label = {"Pipeline stages", "流水线阶段数"},
+               .help = {"Pipeline stages (layers split evenly; the first embeds, the last runs the head)",
+                        "流水线阶段数（层均分；第一段做嵌入，最后一段做输出头）"},
+               .min = 1, .max = 64, .get = get_member<&RunConfig::pp>, .set = set_member<&RunConfig::pp>});
+  f.push_back({.key = "micro_batches", .flag = "--micro-batches", .value_name = "N",
+               .label = {"Micro-batches", "微批次数"},
+               .help = {"Pipeline micro-batches per accumulation step (m)", "每个累积步的流水线微批次数（m）"},
+               .min = 1, .max = 100'000, .get = get_member<&RunConfig::micro_batches>,
+               .set = set_member<&RunConfig::micro_batches>});
+  f.push_back({.key = "schedule", .flag = "--schedule", .value_name = "gpipe|1f1b", .kind = FieldKind::choice,
+               .label = {"Pipeline schedule", "流水线调度"},
+               .help = {"Pipeline schedule: gpipe (all forwards, then all backwards) or 1f1b (one forward, one backward)",
+                        "流水线调度：gpipe（先全部前向，再全部反向）或 1f1b（一次前向、一次反向交替）"},
+               .choices = {"1f1b", "gpipe"},
+               .get = [](const RunConfig& c) -> json { return pipeline_schedule_name(c.schedule); },
+               .set = [](RunConfig& c, const json& v) {
+                 c.schedule = parse_pipeline_schedule_kind(v.get<std::string>());
+               }});
+  f.push_back({.key = "dp_mode", .flag = "--dp-mode", .value_name = "naive|ddp", .kind = FieldKind::choice,
+               .label = {"Data-parallel mode", "数据并行模式"},
+               .help = {"How ranks combine gradients: ddp (ring all-reduce in buckets, overlapped with backward) or\n"
+                        "      naive (torch.nn.DataParallel: rank 0 scatters, gathers, updates and broadcasts)",
+                        "rank 如何合并梯度：ddp（分桶环形 all-reduce，与反向重叠）或 naive（torch.nn.DataParallel："
+                        "rank 0 分发、收集、更新并广播）"},
+               .choices = {"naive", "ddp"},
+               .get = [](const RunConfig& c) -> json { return data_parallel_mode_name(c.dp_mode); },
+               .set = [](RunConfig& c, const json& v) {
+                 c.dp_mode = v.get<std::string>() == "naive" ? DataParallelMode::naive : DataParallelMode::ddp;
+               }});
+  f.push_back({.key = "zero", .flag = "--zero", .value_name = "N", .label = {"ZeRO stage", "ZeRO 阶段"},
+               .help = {"ZeRO stage: 0 replicated, 1 optimizer states sharded, 2 + gradients, 3 + parameters (pp 1 only)",
+                        "ZeRO 阶段：0 全复制，1 切分优化器状态，2 再切分梯度，3 再切分参数（仅 pp 1）"},
+               .min = 0, .max = 3, .deepspeed = "zero_optimization.stage", .accelerate = "deepspeed_config.zero_stage",
+               .get = get_member<&RunConfig::zero_stage>, .set = set_member<&RunConfig::zero_stage>});
+  f.push_back({.key = "accum", .flag = "--accum", .value_name = "N", .label = {"Accumulation steps", "梯度累积步数"},
+               .help = {"Gradient accumulation micro-steps per optimizer step", "每个优化器步的梯度累积微步数"},
+               .min = 1, .max = 1'000'000, .deepspeed = "gradient_accumulation_steps",
+               .accelerate = "deepspeed_config.gradient_accumulation_steps", .get = get_member<&RunConfig::accum>,
+               .set = set_member<&RunConfig::accum>});
+  f.push_back({.key = "checkpoint", .flag = "--checkpoint", .value_name = "none|full", .kind = FieldKind::choice,
+               .label = {"Activation checkpointing", "激活检查点"},
+               .help = {"Activation checkpointing: full keeps only each layer's input and recomputes in backward",
+                        "激活检查点：full 只保留每层的输入，反向时重计算"},
+               .choices = {"none", "full"}, .deepspeed = "activation_checkpointing",
+               .accelerate = "fsdp_config.fsdp_activation_checkpointing",
+               .get = [](const RunConfig& c) -> json { return c.checkpoint ? "full" : "none"; },
+               .set = [](RunConfig& c, const json& v) { c.checkpoint = v.get<std::string>() == "full"; }});
+  f.push_back({.key = "bucket_mb", .flag = "--bucket-mb", .value_name = "X", .kind = FieldKind::number,
+               .help = {"DDP gradient bucket size in MB", "DDP 梯度桶大小（MB）"}, .range = {0.0, 4096.0, true},
+               .get = get_member<&RunConfig::bucket_mb>, .set = set_member<&RunConfig::bucket_mb>});
+}
+
+// Precision and the fp16 loss scale.
+void add_precision_fields(std::vector<RunField>& f) {
+  f.push_back({.key = "precision", .flag = "--precision", .value_name = "fp32|fp16|bf16", .kind = FieldKind::choice,
+               .label = {"Precision", "精度"},
+               .help = {"fp16/bf16: 16-bit parameters and gradients, fp32 master weights and AdamW states (fp16 with a\n"
+                        "      dynamic loss scale)",
+                        "fp16/bf16：16 位参数和梯度，fp32 主权重和 AdamW 状态（fp16 带动态损失缩放）"},
+               .choices = {"fp32", "fp16", "bf16"}, .deepspeed = "fp16.enabled / bf16.enabled",
+               .accelerate = "mixed_precision", .saved = Saved::optional,
+               .get = [](const RunConfig& c) -> json { return precision_name(c.precision); },
+               .set = [](RunConfig& c, const json& v) { c.precision = parse_precision(v.get<std::string>()); }});
+  f.push_back({.key = "loss_scaler", .flag = "--loss-scaler", .value_name = "torch|deepspeed",
+               .kind = FieldKind::choice,
+               .help = {"fp16 loss-scale rules: torch GradScaler (default) or DeepSpeed's fp16 optimizer",
+                        "fp16 损失缩放规则：torch GradScaler（默认）或 DeepSpeed 的 fp16 优化器"},
+               .choices = {"torch", "deepspeed"}, .saved = Saved::optional,
+               .get = [](const RunConfig& c) -> json { return loss_scaler_rules_name(c.loss_scaler); },
+               .set = [](RunConfig& c, const json& v) {
+                 c.loss_scaler = parse_loss_scaler_rules(v.get<std::string>());
+               }});
+  f.push_back({.key = "loss_scale", .flag = "--loss-scale", .value_name = "X", .kind = FieldKind::number,
+               .help = {"fp16: a static loss scale; 0: dynamic", "fp16：固定损失缩放；0：动态"}, .range = {0.0, 3.0e38},
+               .deepspeed = "fp16.loss_scale", .saved = Saved::optional, .get = get_member<&RunConfig::loss_scale>,
+               .set = set_member<&RunConfig::loss_scale>});
+  f.push_back({.key = "initial_scale_power", .flag = "--initial-scale-power", .value_name = "N",
+               .label = {"Initial loss scale", "初始损失缩放"},
+               .help = {"fp16: the first loss scale is 2^N", "fp16：第一个损失缩放值是 2^N"}, .min = 0, .max = 127,
+               .deepspeed = "fp16.initial_scale_power", .saved = Saved::optional,
+               .get = get_member<&RunConfig::initial_scale_power>, .set = set_member<&RunConfig::initial_scale_power>});
+  f.push_back({.key = "scale_window", .flag = "--scale-window", .value_name = "N",
+               .help = {"fp16: clean steps before the scale doubles; -1: the rules' own (torch 2000, DeepSpeed 1000)",
+                        "fp16：缩放值翻倍前的无溢出步数；-1：规则自己的默认值（torch 2000，DeepSpeed 1000）"},
+               .min = -1, .max = std::numeric_limits<std::int64_t>::max(), .deepspeed = "fp16.loss_scale_window",
+               .saved = Saved::optional, .get = get_member<&RunConfig::scale_window>,
+               .set = set_member<&RunConfig::scale_window>});
+  f.push_back({.key = "hysteresis", .flag = "--hysteresis", .value_name = "N",
+               .help = {"fp16, DeepSpeed rules: overflows absorbed before the scale backs off; -1: 2",
+                        "fp16，DeepSpeed 规则：缩放值回退前容忍的溢出次数；-1：2"},
+               .min = -1, .max = 1'000'000, .deepspeed = "fp16.hysteresis", .saved = Saved::optional,
+               .get = get_member<&RunConfig::hysteresis>, .set = set_member<&RunConfig::hysteresis>});
+  f.push_back({.key = "min_loss_scale", .flag = "--min-loss-scale", .value_name = "X", .kind = FieldKind::number,
+               .help = {"fp16, DeepSpeed rules: the scale never goes below this; -1: 1",
+                        "fp16，DeepSpeed 规则：缩放值的下限；-1：1"},
+               .range = {-1.0, 3.0e38}, .deepspeed = "fp16.min_loss_scale", .saved = Saved::optional,
+               .get = get_member<&RunConfig::min_loss_scale>, .set = set_member<&RunConfig::min_loss_scale>});
+  f.push_back({.key = "inject_overflow", .flag = "--inject-overflow", .value_name = "RANK:STEP",
+               .kind = FieldKind::text,
+               .help = {"Test only: fp16, RANK writes an inf into its gradients at STEP, to see every rank skip it",
+                        "仅供测试：fp16 下 RANK 在第 STEP 步往梯度写入 inf，观察所有 rank 跳过该步"},
+               .saved = Saved::never,
+               .get = [](const RunConfig& c) { return rank_and_step(c.overflow_rank, c.overflow_step); },
+               .set = [](RunConfig& c, const json& v) {
+                 set_rank_and_step("inject_overflow", v, c.overflow_rank, c.overflow_step);
+               }});
+}
+
+// Where the ranks compute, what the run writes, and its test hooks.
+void add_device_fields(std::vector<RunField>& f) {
+  f.push_back({.key = "device", .flag = "--device", .value_name = "cpu|cuda", .kind = FieldKind::choice,
+               .label = {"Device", "设备"},
+               .help = {"Where the ranks compute: cpu (threads of this process) or cuda (GPUs, through the CUDA\n"
+                        "      plugin; where none is usable the run says so and uses the CPU)",
+                        "rank 在哪里计算：cpu（本进程的线程）或 cuda（通过 CUDA 插件使用 GPU；没有可用 GPU 时会说明并改用 CPU）"},
+               .choices = {"cpu", "cuda"}, .saved = Saved::optional, .get = get_member<&RunConfig::device>,
+               .set = set_member<&RunConfig::device>});
+  f.push_back({.key = "gpus", .flag = "--gpus", .value_name = "0,1,...", .kind = FieldKind::list,
+               .help = {"With --device cuda: one GPU that every rank shares, or one GPU per rank (NCCL between them)",
+                        "配合 --device cuda：所有 rank 共用一块 GPU，或每个 rank 一块 GPU（之间用 NCCL）"},
+               .min = 0, .max = 1023, .saved = Saved::optional, .get = get_member<&RunConfig::gpus>,
+               .set = set_member<&RunConfig::gpus>});
+  f.push_back({.key = "profile_ops", .flag = "--profile-ops", .kind = FieldKind::toggle,
+               .help = {"Time every backend op of rank 0 and print where a step goes (slower: each op waits for the\n"
+                        "      device; steps after the first are counted)",
+                        "为 rank 0 的每个后端算子计时并打印一步的时间分布（更慢：每个算子都等待设备；从第二步起计）"},
+               .saved = Saved::never, .get = get_member<&RunConfig::profile_ops>,
+               .set = set_member<&RunConfig::profile_ops>});
+  f.push_back({.key = "metrics_out", .flag = "--metrics-out", .value_name = "FILE", .kind = FieldKind::text,
+               .help = {"Write one JSON object per step to FILE (JSONL)", "把每一步的指标写成一行 JSON（JSONL）"},
+               .saved = Saved::never, .get = get_member<&RunConfig::metrics_out>,
+               .set = set_member<&RunConfig::metrics_out>});
+  f.push_back({.key = "inject_failure", .flag = "--inject-failure", .value_name = "RANK:STEP",
+               .kind = FieldKind::text,
+               .help = {"Test only: make RANK throw at STEP, to see all ranks stop",
+                        "仅供测试：让 RANK 在第 STEP 步抛出异常，观察所有 rank 停止"},
+               .saved = Saved::never, .get = [](const RunConfig& c) { return rank_and_step(c.fail_rank, c.fail_step); },
+               .set = [](RunConfig& c, const json& v) {
+                 set_rank_and_step("inject_failure", v, c.fail_rank, c.fail_step);
+               }});
+}
+
+}  // namespace
+
+std::span<const RunField> run_fields() {
+  static const std::vector<RunField> fields = [] {
+    std::vector<RunField> f;
+    add_model_fields(f);
+    add_data_fields(f);
+    add_parallel_fields(f);
+    add_precision_fields(f);
+    add_device_fields(f);
+    return f;
+  }();
+  return fields;
+}
+
+}  // namespace shardscope

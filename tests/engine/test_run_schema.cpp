@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The run-config schema (config/run_schema.h): every row is complete and
+// consistent, every field round-trips through its JSON value and its CLI text,
+// and a refused config names its fields in the words of the surface that set
+// them: flags on the command line, labels in the panel (English and Chinese),
+// keys in JSON, and the key of the DeepSpeed JSON or accelerate YAML that set
+// the value.
+#include <QTemporaryDir>
+#include <QTest>
+#include <fstream>
+#include <set>
+
+#include "config/run_schema.h"
+#include "estimate/config_import.h"
+#include "estimate/estimate_settings.h"
+#include "train/metrics_json.h"
+
+using namespace shardscope;
+
+namespace {
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+template <typename F>
+FieldError field_error_of(F&& f) {
+  try {
+    f();
+  } catch (const FieldError& e) {
+    return e;
+  }
+  return FieldError("(no error)", "");
+}
+
+std::string label_name(std::string_view key, bool chinese) {
+  const RunField& field = run_field(key);
+  return std::string(chinese ? field.label.zh : field.label.en);
+}
+}  // namespace
+
+class TestRunSchema : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void everyRowIsComplete() {
+    std::set<std::string_view> keys, flags;
+    for (const RunField& f : run_fields()) {
+      QVERIFY2(keys.insert(f.key).second, f.key.data());
+      if (!f.flag.empty()) QVERIFY2(flags.insert(f.flag).second, f.flag.data());
+      QVERIFY2(!f.help.en.empty() && !f.help.zh.empty(), f.key.data());
+      QVERIFY2(f.label.en.empty() == f.label.zh.empty(), f.key.data());
+      QVERIFY2(f.get != nullptr && f.set != nullptr, f.key.data());
+      QVERIFY2(f.kind != FieldKind::choice || !f.choices.empty(), f.key.data());
+      QVERIFY2(f.kind != FieldKind::integer || f.min <= f.max, f.key.data());
+      QVERIFY2(f.kind == FieldKind::toggle || !f.value_name.empty() || f.flag.empty(), f.key.data());
+    }
+    // The settings a DeepSpeed JSON or an accelerate YAML sets, by the key there.
+    QCOMPARE(run_field("zero").deepspeed, std::string_view("zero_optimization.stage"));
+    QCOMPARE(run_field("accum").accelerate, std::string_view("deepspeed_config.gradient_accumulation_steps"));
+  }
+
+  // The default of every field is in its own range, and comes back the same
+  // through JSON and through the text the CLI would take.
+  void defaultsRoundTrip() {
+    const RunConfig defaults;
+    check_field_ranges(defaults);
+    for (const RunField& f : run_fields()) {
+      const nlohmann::json value = f.get(defaults);
+      RunConfig c;
+      set_field(c, f, value);
+      QVERIFY2(f.get(c) == value, f.key.data());
+      if (f.kind == FieldKind::toggle) continue;
+      RunConfig from_text;
+      set_field(from_text, f, field_value_from_text(f, field_value_text(f, value)));
+      QVERIFY2(f.get(from_text) == value, (std::string(f.key) + ": " + field_value_text(f, value)).c_str());
+    }
+  }
+
+  void badValuesNameTheField() {
+    QCOMPARE(std::string(field_error_of([] { field_value_from_text(run_field("steps"), "ten"); }).what()),
+             std::string("--steps: 'ten' is not an integer"));
+    QCOMPARE(std::string(field_error_of([] { field_value_from_text(run_field("zero"), "4"); }).what()),
+             std::string("--zero: 4 is out of range [0, 3]"));
+    QCOMPARE(std::string(field_error_of([] { field_value_from_text(run_field("dp_mode"), "fsdp"); }).what()),
+             std::string("--dp-mode: 'fsdp' is not one of naive, ddp"));
+    QCOMPARE(std::string(field_error_of([] { field_value_from_text(run_field("lr"), "-1"); }).what()),
+             std::string("--lr must be in (0, 10) (got -1)"));
+    QCOMPARE(std::string(field_error_of([] { field_value_from_text(run_field("gpus"), "0,x"); }).what()),
+             std::string("--gpus: 'x' is not an integer"));
+    QCOMPARE(std::string(field_error_of([] { check_field_value(run_field("batch"), "16"); }).what()),
+             std::string("--batch must be an integer"));
+    QCOMPARE(std::string(field_error_of([] {
+               RunConfig c;
+               set_field(c, run_field("inject_failure"), "3");
+             }).what()),
+             std::string("--inject-failure: expected RANK:STEP, got '3'"));
+  }
+
+  // One rule, named by flag, by panel label in either language, and by JSON key.
+  void aRuleSpeaksEachSurfacesWords() {
+    RunConfig c;
+    c.dp = 2;
+    c.pp = 2;
+    c.zero_stage = 2;
+    c.batch = 16;
+    const FieldError e = field_error_of([&] { validate_run_config(c); });
+    QVERIFY2(contains(e.what(), "--zero 2 with --pp 2 is refused"), e.what());
+    const std::string en = e.text([](std::string_view key) { return label_name(key, false); });
+    QVERIFY2(contains(en, "ZeRO stage 2 with Pipeline stages 2 is refused"), en.c_str());
+    QVERIFY2(!contains(en, "--"), en.c_str());
+    const std::string zh = e.text([](std::string_view key) { return label_name(key, true); }, true);
+    QVERIFY2(contains(zh, "ZeRO 阶段 2 与 流水线阶段数 2 不能同时使用"), zh.c_str());
+    const std::string json = e.text([](std::string_view key) { return "\"" + std::string(key) + "\""; });
+    QVERIFY2(contains(json, "\"zero\" 2 with \"pp\" 2"), json.c_str());
+  }
+
+  // Recordings: a bad value names its key, and every saved field comes back.
+  void runConfigJsonUsesTheSchema() {
+    RunConfig c;
+    c.lr = 0.5f;
+    c.precision = Precision::bf16;
+    c.eval_batches = 7;
+    nlohmann::json j = run_config_to_json(c);
+    for (const RunField& f : run_fields()) QCOMPARE(j.contains(f.key), f.saved != Saved::never);
+    QCOMPARE(run_config_from_json(j).eval_batches, 7);
+    j["zero"] = 9;
+    try {
+      run_config_from_json(j);
+      QFAIL("zero 9 was accepted");
+    } catch (const ConfigError& e) {
+      QVERIFY2(contains(e.what(), "key \"zero\": 9 is out of range [0, 3]"), e.what());
+      QVERIFY2(!contains(e.what(), "--zero"), e.what());
+    }
+  }
+
+  // The estimator shares the run's layout rules, and names a value by the
+  // file and key that set it: an accelerate YAML's user never typed --accum.
+  void estimatorNamesTheFileThatSetAValue() {
+    QTemporaryDir dir;
+    const std::string yaml = dir.path().toStdString() + "/acc.yaml";
+    std::ofstream(yaml) << "distributed_type: DEEPSPEED\nnum_processes: 2\ndeepspeed_config:\n"
+                           "  gradient_accumulation_steps: -1\n  zero_stage: 2\n";
+    const ImportedSettings imported = import_settings(yaml, "");
+    try {
+      resolve_settings(EstimateSettings{}, imported.patches);
+      QFAIL("accumulation -1 was accepted");
+    } catch (const ConfigError& e) {
+      QVERIFY2(contains(e.what(), "acc.yaml: deepspeed_config.gradient_accumulation_steps must be at least 1 (got -1)"),
+               e.what());
+      QVERIFY2(!contains(e.what(), "--accum"), e.what());
+    }
+    SettingsPatch flags;
+    flags.pp = 2;
+    flags.origin.push_back({"pp", "--pp"});
+    std::vector<SettingsPatch> patches = {SettingsPatch{}, flags};
+    patches[0].zero_stage = 2;
+    patches[0].origin.push_back({"zero", "ds.json: zero_optimization.stage"});
+    try {
+      resolve_settings(EstimateSettings{}, patches);
+      QFAIL("ZeRO-2 with a pipeline was accepted");
+    } catch (const ConfigError& e) {
+      QVERIFY2(contains(e.what(), "ds.json: zero_optimization.stage 2 with --pp 2 is refused"), e.what());
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestRunSchema)
+#include "test_run_schema.moc"

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "field_widgets.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QLineEdit>
+#include <QSpinBox>
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+#include "i18n.h"
+
+namespace shardscope::ui {
+
+namespace {
+
+QString qtext(std::string_view text) {
+  return QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size()));
+}
+
+bool chinese() {
+  return currentLanguage() == QLatin1String("zh_CN");
+}
+
+QWidget* makeNumberBox(const RunField& field, QWidget* parent) {
+  auto* box = new QDoubleSpinBox(parent);
+  constexpr int kDecimals = 6;
+  const double tick = std::pow(10.0, -kDecimals);
+  const NumberRange& r = field.range;
+  box->setDecimals(kDecimals);
+  box->setRange(r.min_open ? r.min + tick : r.min, std::isinf(r.max) ? 1e9 : (r.max_open ? r.max - tick : r.max));
+  box->setSingleStep(r.max <= 10.0 ? 0.0001 : 1.0);
+  return box;
+}
+
+}  // namespace
+
+QWidget* makeFieldWidget(const RunField& field, QWidget* parent) {
+  QWidget* widget = nullptr;
+  switch (field.kind) {
+    case FieldKind::integer: {
+      auto* spin = new QSpinBox(parent);
+      spin->setRange(static_cast<int>(std::max<std::int64_t>(field.min, INT_MIN)),
+                     static_cast<int>(std::min<std::int64_t>(field.max, INT_MAX)));
+      widget = spin;
+      break;
+    }
+    case FieldKind::number:
+      widget = makeNumberBox(field, parent);
+      break;
+    case FieldKind::choice: {
+      auto* combo = new QComboBox(parent);
+      for (std::string_view choice : field.choices) combo->addItem(qtext(choice), qtext(choice));
+      widget = combo;
+      break;
+    }
+    case FieldKind::toggle:
+      widget = new QCheckBox(parent);
+      break;
+    case FieldKind::text:
+    case FieldKind::list:
+      widget = new QLineEdit(parent);
+      break;
+  }
+  widget->setObjectName(qtext(field.key));
+  return widget;
+}
+
+nlohmann::json fieldWidgetValue(const RunField& field, const QWidget* widget) {
+  switch (field.kind) {
+    case FieldKind::integer:
+      return static_cast<const QSpinBox*>(widget)->value();
+    case FieldKind::number:
+      return static_cast<const QDoubleSpinBox*>(widget)->value();
+    case FieldKind::choice:
+      return static_cast<const QComboBox*>(widget)->currentData().toString().toStdString();
+    case FieldKind::toggle:
+      return static_cast<const QCheckBox*>(widget)->isChecked();
+    case FieldKind::text:
+      return static_cast<const QLineEdit*>(widget)->text().trimmed().toStdString();
+    case FieldKind::list:
+      try {
+        return field_value_from_text(field, static_cast<const QLineEdit*>(widget)->text().trimmed().toStdString());
+      } catch (const ConfigError&) {
+        return nlohmann::json::array();
+      }
+  }
+  return {};
+}
+
+void setFieldWidgetValue(const RunField& field, QWidget* widget, const nlohmann::json& value) {
+  switch (field.kind) {
+    case FieldKind::integer: {
+      auto* spin = static_cast<QSpinBox*>(widget);
+      spin->setValue(static_cast<int>(std::clamp<std::int64_t>(value.get<std::int64_t>(), spin->minimum(),
+                                                               spin->maximum())));
+      break;
+    }
+    case FieldKind::number:
+      static_cast<QDoubleSpinBox*>(widget)->setValue(value.get<double>());
+      break;
+    case FieldKind::choice: {
+      auto* combo = static_cast<QComboBox*>(widget);
+      combo->setCurrentIndex(std::max(0, combo->findData(QString::fromStdString(value.get<std::string>()))));
+      break;
+    }
+    case FieldKind::toggle:
+      static_cast<QCheckBox*>(widget)->setChecked(value.get<bool>());
+      break;
+    case FieldKind::text:
+    case FieldKind::list:
+      static_cast<QLineEdit*>(widget)->setText(QString::fromStdString(field_value_text(field, value)));
+      break;
+  }
+}
+
+void onFieldWidgetEdited(const RunField& field, QWidget* widget, QObject* context,
+                         const std::function<void()>& edited) {
+  switch (field.kind) {
+    case FieldKind::integer:
+      QObject::connect(static_cast<QSpinBox*>(widget), &QSpinBox::valueChanged, context, edited);
+      break;
+    case FieldKind::number:
+      QObject::connect(static_cast<QDoubleSpinBox*>(widget), &QDoubleSpinBox::valueChanged, context, edited);
+      break;
+    case FieldKind::choice:
+      QObject::connect(static_cast<QComboBox*>(widget), &QComboBox::currentIndexChanged, context, edited);
+      break;
+    case FieldKind::toggle:
+      QObject::connect(static_cast<QCheckBox*>(widget), &QCheckBox::toggled, context, edited);
+      break;
+    case FieldKind::text:
+    case FieldKind::list:
+      QObject::connect(static_cast<QLineEdit*>(widget), &QLineEdit::textChanged, context, edited);
+      break;
+  }
+}
+
+QString fieldLabel(const RunField& field) {
+  return qtext(chinese() ? field.label.zh : field.label.en);
+}
+
+QString fieldHelp(const RunField& field) {
+  return qtext(chinese() ? field.help.zh : field.help.en).replace(QStringLiteral("\n      "), QStringLiteral(" "));
+}
+
+QString panelText(const FieldError& error) {
+  const auto label = [](std::string_view key) {
+    const RunField* field = find_run_field(key);
+    if (field == nullptr || field->label.empty()) return std::string(key);
+    return std::string(chinese() ? field->label.zh : field->label.en);
+  };
+  return QString::fromStdString(error.text(label, chinese()));
+}
+
+}  // namespace shardscope::ui
