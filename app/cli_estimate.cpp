@@ -199,16 +199,16 @@ ArgParser estimate_parser(Flags& f) {
                     "accelerate YAML config (num_processes, num_machines, mixed_precision, "
                     "deepspeed_config, fsdp_config)",
                     &f.accelerate);
-  parser.add_string("--dp", "N", "Data-parallel ranks (default 1)", &f.dp);
-  parser.add_string("--pp", "N", "Pipeline stages (default 1)", &f.pp);
+  parser.add_string("--dp", "N", "Data-parallel ranks, 1-1000000 (default 1); dp × pp at most 16384", &f.dp);
+  parser.add_string("--pp", "N", "Pipeline stages, 1-10000 (default 1)", &f.pp);
   parser.add_string("--zero", "S", "ZeRO stage 0-3 (default 0)", &f.zero);
   parser.add_string("--dp-mode", "naive|ddp", "How ranks combine gradients (default ddp)", &f.dp_mode);
   parser.add_string("--precision", "fp32|fp16|bf16", "fp32, or mixed precision with fp16/bf16 (default fp32)",
                     &f.precision);
-  parser.add_string("--micro-batch", "B", "Sequences per rank per micro-step (default 1)", &f.micro_batch);
-  parser.add_string("--seq", "T", "Tokens per sequence (default: the model's maximum)", &f.seq);
-  parser.add_string("--accum", "K", "Gradient accumulation steps per optimizer step (default 1)", &f.accum);
-  parser.add_string("--micro-batches", "M", "Pipeline micro-batches per accumulation step (default 1)",
+  parser.add_string("--micro-batch", "B", "Sequences per rank per micro-step, 1-16777216 (default 1)", &f.micro_batch);
+  parser.add_string("--seq", "T", "Tokens per sequence, 1-16777216 (default: the model's maximum)", &f.seq);
+  parser.add_string("--accum", "K", "Gradient accumulation steps per optimizer step, 1-16777216 (default 1)", &f.accum);
+  parser.add_string("--micro-batches", "M", "Pipeline micro-batches per accumulation step, 1-1048576 (default 1)",
                     &f.micro_batches);
   parser.add_string("--checkpoint", "none|selective|full", "Activation recompute (default none)", &f.checkpoint);
   parser.add_string("--schedule", "gpipe|1f1b", "Pipeline schedule (default 1f1b)", &f.schedule);
@@ -223,9 +223,12 @@ ArgParser estimate_parser(Flags& f) {
                     "      attention is fused and keeps b·a·s rows instead of b·a·s² probabilities",
                     &f.device);
   parser.add_string("--gpu", "NAME", "GPU profile: " + gpus, &f.gpu);
-  parser.add_string("--gpu-mem", "SIZE", "GPU memory for the fit instead of the profile's (80GB, 80GiB, 24576MiB)",
+  parser.add_string("--gpu-mem", "SIZE",
+                    "GPU memory for the fit instead of the profile's (80GB, 80GiB, 24576MiB; positive, at most\n"
+                    "      1000000 of its unit)",
                     &f.gpu_mem);
-  parser.add_string("--gpus-per-node", "N", "GPUs per machine (default 8; accelerate: num_processes / num_machines)",
+  parser.add_string("--gpus-per-node", "N",
+                    "GPUs per machine, 1-65536 (default 8; accelerate: num_processes / num_machines)",
                     &f.gpus_per_node);
   parser.add_float("--efficiency", "Time model: the fraction of peak FLOP/s a step sustains (an assumption)",
                    &f.efficiency);

@@ -13,6 +13,17 @@
 #include "events/recording.h"
 
 namespace shardscope::cli {
+namespace {
+
+// A damaged recording may hold any times: a difference past 64 bits is taken in double.
+double seconds_between(std::int64_t first_ns, std::int64_t last_ns) {
+  std::int64_t ns = 0;
+  if (__builtin_sub_overflow(last_ns, first_ns, &ns))
+    return (static_cast<double>(last_ns) - static_cast<double>(first_ns)) * 1e-9;
+  return static_cast<double>(ns) * 1e-9;
+}
+
+}  // namespace
 
 int run_export(const std::vector<std::string>& args) {
   std::string chrome_trace, input;
@@ -50,7 +61,7 @@ int run_export(const std::vector<std::string>& args) {
     last_ns = i == 0 ? events[i].end_ns : std::max(last_ns, std::max(events[i].start_ns, events[i].end_ns));
   }
   std::printf("exported %zu events, %zu ranks, %.3f s to %s\n", events.size(), ranks.size(),
-              static_cast<double>(last_ns - first_ns) * 1e-9, chrome_trace.c_str());
+              seconds_between(first_ns, last_ns), chrome_trace.c_str());
   return 0;
 }
 

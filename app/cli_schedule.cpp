@@ -11,6 +11,22 @@
 
 namespace shardscope::cli {
 
+namespace {
+// The listing and its simulation grow with p·m (six actions per micro-batch and
+// stage, and the simulator's maps): 256 × 4096 took minutes and a gigabyte and
+// printed 75 MB no one reads. p·m up to 65536 runs in about a second.
+constexpr std::int64_t kMaxScheduleSize = 65536;
+
+void check_schedule_size(int stages, int micro_batches) {
+  const std::int64_t size = static_cast<std::int64_t>(stages) * micro_batches;
+  if (size > kMaxScheduleSize)
+    throw UsageError("--pp " + std::to_string(stages) + " × --micro-batches " + std::to_string(micro_batches) + " = " +
+                     std::to_string(size) + ": at most " + std::to_string(kMaxScheduleSize) +
+                     " (the listing would have about " + std::to_string(6 * size) +
+                     " actions); the bubble of any size is (p-1)/(m+p-1)");
+}
+}  // namespace
+
 int run_schedule(const std::vector<std::string>& args) {
   int stages = 4, micro_batches = 8;
   std::string kind = "1f1b";
@@ -19,14 +35,16 @@ int run_schedule(const std::vector<std::string>& args) {
   ArgParser parser("shardscope-cli schedule",
                    "Print the per-stage action lists of a pipeline schedule (F3 / B3: forward / backward of\n"
                    "micro-batch 3) and the bubble of its modeled timeline.");
-  parser.add_int("--pp", "Pipeline stages (p)", &stages, 1, 256);
-  parser.add_int("--micro-batches", "Micro-batches per step (m)", &micro_batches, 1, 4096);
+  parser.add_int("--pp", "Pipeline stages (p), 1-256; p × m at most 65536", &stages, 1, 256);
+  parser.add_int("--micro-batches", "Micro-batches per step (m), 1-4096; p × m at most 65536", &micro_batches, 1, 4096);
   parser.add_string("--schedule", "gpipe|1f1b", "Schedule", &kind);
   parser.add_switch("--communication", "Also list the sends and receives between stages", &communication);
-  parser.add_float("--forward-time", "Modeled time of one forward on one stage", &forward);
-  parser.add_float("--backward-time", "Modeled time of one backward on one stage", &backward);
+  parser.add_float("--forward-time", "Modeled time of one forward on one stage, in (0, 1000000]", &forward);
+  parser.add_float("--backward-time", "Modeled time of one backward on one stage, in (0, 1000000]", &backward);
   if (!parser.parse(args)) return 0;
-  if (!(forward > 0.0f) || !(backward > 0.0f)) throw UsageError("--forward-time and --backward-time must be positive");
+  for (float t : {forward, backward})  // times add up over p·m actions: keep their sum finite
+    if (!(t > 0.0f && t <= 1e6f)) throw UsageError("--forward-time and --backward-time must be in (0, 1000000]");
+  check_schedule_size(stages, micro_batches);
 
   const PipelineScheduleKind k = parse_pipeline_schedule_kind(kind);
   const PipelineSchedule schedule = make_pipeline_schedule(k, stages, micro_batches);

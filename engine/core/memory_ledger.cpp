@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/checked_math.h"
+
 namespace shardscope {
 
 namespace {
@@ -14,10 +16,11 @@ void raise_to(std::atomic<std::int64_t>& peak, std::int64_t value) {
 }
 }  // namespace
 
+// Checked: estimates of huge configs add categories near 2^63 (core/checked_math.h).
 std::int64_t MemoryBytes::total() const {
-  std::int64_t sum = 0;
+  CheckedSize sum = 0;
   for (std::int64_t b : bytes) sum += b;
-  return sum;
+  return sum.value();
 }
 
 void MemoryLedger::allocate(MemoryCategory category, std::int64_t bytes) {

@@ -53,7 +53,7 @@ ActivationBytes formula_activation_bytes(const ModelShape& model, const StageLay
 // (make_pipeline_schedule + simulate_pipeline_schedule). In closed form, GPipe
 // runs every forward before any backward (m) and 1F1B lets stage s run at most
 // p - s forwards ahead (Narayanan et al. 2021): min(m, p - s); the closed form
-// is used for schedules too large to simulate (p·m > 10^6).
+// is used for schedules too large to simulate quickly (p·m > 4096).
 int micro_batches_in_flight(PipelineScheduleKind schedule, int stages, int stage, int micro_batches);
 int micro_batches_in_flight_closed_form(PipelineScheduleKind schedule, int stages, int stage, int micro_batches);
 

@@ -3,6 +3,7 @@
 
 #include "config/run_schema.h"
 #include "core/error.h"
+#include "core/json_text.h"
 
 namespace shardscope {
 
@@ -60,7 +61,7 @@ SettingsPatch patch_from_accelerate(const AccelerateConfig& c, std::vector<std::
                          ": mixed_precision fp8 is estimated as bf16 (fp8 affects matmul inputs, not stored states)");
       p.precision = Precision::bf16;
     } else {
-      p.precision = parse_precision(m == "false" ? "no" : m, f + ": mixed_precision");
+      p.precision = parse_precision(m == "false" ? "no" : bounded_excerpt(m), f + ": mixed_precision");
     }
     p.origin.push_back({"precision", f + ": " + std::string(accelerate_key("precision"))});
   }
@@ -91,7 +92,8 @@ SettingsPatch patch_from_accelerate(const AccelerateConfig& c, std::vector<std::
       warnings.push_back(f + ": fsdp_sharding_strategy " + s +
                          " shards within a node only; estimated as across all ranks");
     else if (s != "FULL_SHARD" && s != "1")
-      throw ConfigError(f + ": fsdp_config.fsdp_sharding_strategy '" + s + "' is not a known FSDP strategy");
+      throw ConfigError(f + ": fsdp_config.fsdp_sharding_strategy '" + bounded_excerpt(s) +
+                        "' is not a known FSDP strategy");
     p.zero_stage = stage, p.origin.push_back({"zero", f + ": fsdp_sharding_strategy " + s + " (as ZeRO-" +
                                                                 std::to_string(stage) + ")"});
     if (c.fsdp_offload_params.value_or(false)) {
@@ -102,7 +104,8 @@ SettingsPatch patch_from_accelerate(const AccelerateConfig& c, std::vector<std::
     if (c.fsdp_activation_checkpointing.value_or(false))
       p.recompute = Recompute::full, p.origin.push_back({"recompute", f + ": fsdp_activation_checkpointing"});
   } else if (c.distributed_type != "MULTI_GPU" && c.distributed_type != "NO" && c.distributed_type != "MULTI_CPU") {
-    warnings.push_back(f + ": distributed_type " + c.distributed_type + " is estimated as plain data parallelism");
+    warnings.push_back(f + ": distributed_type " + bounded_excerpt(c.distributed_type) +
+                       " is estimated as plain data parallelism");
   }
   return p;
 }
@@ -114,7 +117,9 @@ ImportedSettings import_settings(const std::string& accelerate_path, const std::
     out.patches.push_back(patch_from_accelerate(acc, out.warnings));
     if (acc.num_machines) out.nodes = *acc.num_machines;
     if (acc.deepspeed_config_file && acc.distributed_type == "DEEPSPEED")
-      out.patches.push_back(patch_from_deepspeed(load_deepspeed_config(*acc.deepspeed_config_file), out.warnings));
+      out.patches.push_back(patch_from_deepspeed(
+          load_deepspeed_config(*acc.deepspeed_config_file, acc.source + ": deepspeed_config.deepspeed_config_file"),
+          out.warnings));
   }
   if (!deepspeed_path.empty())
     out.patches.push_back(patch_from_deepspeed(load_deepspeed_config(deepspeed_path), out.warnings));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "estimate/formula_text.h"
 
@@ -95,9 +96,26 @@ FitReport check_fit(const Estimate& e, const EstimateRequest& request) {
   return fit;
 }
 
+Estimate estimate_unchecked(const EstimateRequest& request);
+
 }  // namespace
 
+// Every size is checked (core/checked_math.h); one past 64 bits is the
+// configuration's size, said with the settings that make it.
 Estimate compute_estimate(const EstimateRequest& request) {
+  try {
+    return estimate_unchecked(request);
+  } catch (const SizeOverflow& e) {
+    const EstimateSettings& s = request.settings;
+    throw ConfigError("the estimate for " + request.model.name + " does not fit in 64-bit counts (" + e.what() +
+                      "; bytes over 9.2 EB): reduce the model or the batch (micro-batch " +
+                      std::to_string(s.micro_batch) + ", accum " + std::to_string(s.accum) + ", micro-batches " +
+                      std::to_string(s.micro_batches) + ", dp " + std::to_string(s.dp) + ")");
+  }
+}
+
+namespace {
+Estimate estimate_unchecked(const EstimateRequest& request) {
   Estimate e;
   e.model = request.model;
   e.settings = request.settings;
@@ -135,5 +153,6 @@ Estimate compute_estimate(const EstimateRequest& request) {
   }
   return e;
 }
+}  // namespace
 
 }  // namespace shardscope

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "config/run_schema.h"
+#include "core/checked_math.h"
 #include "core/error.h"
 
 namespace shardscope {
@@ -13,6 +14,51 @@ std::string quoted(std::string_view text) {
   std::string out = "'";  // built in steps: GCC 12 warns falsely (-Wrestrict) on "'" + std::string(...)
   out += text;
   return out += "'";
+}
+
+// The command line's limits on --micro-batch and --accum (app/cli_estimate.cpp).
+constexpr std::int64_t kMaxDerivedCount = 1 << 24;
+
+// A micro-batch or accumulation count derived from the global batch, refused
+// (naming the file's key) when it is more than the command line would take, never narrowed.
+int derived_count(std::int64_t value, const std::string& what, const std::string& flag) {
+  if (value > kMaxDerivedCount)
+    throw ConfigError(what + " " + std::to_string(value) + ", more than " + flag + " takes (at most " +
+                      std::to_string(kMaxDerivedCount) + ")");
+  return static_cast<int>(value);
+}
+
+// DeepSpeed: train_batch_size = train_micro_batch_size_per_gpu x gradient_accumulation_steps x dp
+// (times the pipeline micro-batches m when there are several). With one of micro-batch and
+// accum unset, it follows from the other; with both set, they must agree, unless a later
+// source (the command line, `command_line_wins`) changed the shape on purpose.
+void apply_global_batch(EstimateSettings& s, std::int64_t g, const std::string& origin, bool micro_set, bool accum_set,
+                        bool command_line_wins, std::vector<std::string>* notes) {
+  const std::int64_t dp = static_cast<std::int64_t>(s.dp) * s.micro_batches;
+  const std::string dp_text =
+      "dp " + std::to_string(s.dp) + (s.micro_batches > 1 ? " x m " + std::to_string(s.micro_batches) : "");
+  const std::string head = origin + " " + std::to_string(g);
+  if (g < 1) throw ConfigError(origin + ": must be at least 1 (got " + std::to_string(g) + ")");
+  if (micro_set && !accum_set) {
+    const auto per_accum = product_if_fits(s.micro_batch, dp);  // past 64 bits: divides nothing
+    if (!per_accum || g % *per_accum != 0)
+      throw ConfigError(head + " is not a multiple of micro-batch " + std::to_string(s.micro_batch) + " x " + dp_text);
+    s.accum = derived_count(g / *per_accum, head + " gives gradient accumulation steps", "--accum");
+  } else if (accum_set && !micro_set) {
+    const auto per_micro = product_if_fits(s.accum, dp);
+    if (!per_micro || g % *per_micro != 0)
+      throw ConfigError(head + " is not a multiple of accum " + std::to_string(s.accum) + " x " + dp_text);
+    s.micro_batch = derived_count(g / *per_micro, head + " gives a micro-batch per rank of", "--micro-batch");
+  } else if (!micro_set && !accum_set) {
+    if (g % dp != 0) throw ConfigError(head + " is not a multiple of " + dp_text);
+    s.micro_batch = derived_count(g / dp, head + " gives a micro-batch per rank of", "--micro-batch");
+  } else if (const auto total = product_if_fits(std::int64_t{s.micro_batch} * s.accum, dp); total != g) {
+    const std::string product_text = "micro-batch " + std::to_string(s.micro_batch) + " x accum " +
+                                     std::to_string(s.accum) + " x " + dp_text + " = " +
+                                     (total ? std::to_string(*total) : "more than 2^63");
+    if (!command_line_wins) throw ConfigError(head + " does not equal " + product_text);
+    if (notes != nullptr) notes->push_back(head + " ignored: " + product_text);
+  }
 }
 }  // namespace
 
@@ -119,37 +165,8 @@ EstimateSettings resolve_settings(EstimateSettings s, const std::vector<Settings
         if (setting == "global_batch") global_origin = where;
     }
   }
-  if (global) {
-    // DeepSpeed: train_batch_size = train_micro_batch_size_per_gpu x gradient_accumulation_steps x dp
-    // (times the pipeline micro-batches m when there are several).
-    const std::int64_t g = *global, dp = static_cast<std::int64_t>(s.dp) * s.micro_batches;
-    const std::string dp_text =
-        "dp " + std::to_string(s.dp) + (s.micro_batches > 1 ? " x m " + std::to_string(s.micro_batches) : "");
-    if (g < 1) throw ConfigError(global_origin + ": must be at least 1 (got " + std::to_string(g) + ")");
-    if (micro_set && !accum_set) {
-      if (g % (s.micro_batch * dp) != 0)
-        throw ConfigError(global_origin + " " + std::to_string(g) + " is not a multiple of micro-batch " +
-                          std::to_string(s.micro_batch) + " x " + dp_text);
-      s.accum = static_cast<int>(g / (s.micro_batch * dp));
-    } else if (accum_set && !micro_set) {
-      if (g % (s.accum * dp) != 0)
-        throw ConfigError(global_origin + " " + std::to_string(g) + " is not a multiple of accum " +
-                          std::to_string(s.accum) + " x " + dp_text);
-      s.micro_batch = static_cast<int>(g / (s.accum * dp));
-    } else if (!micro_set && !accum_set) {
-      if (g % dp != 0) throw ConfigError(global_origin + " " + std::to_string(g) + " is not a multiple of " + dp_text);
-      s.micro_batch = static_cast<int>(g / dp);
-    } else if (s.global_batch() != g) {
-      const std::string product = "micro-batch " + std::to_string(s.micro_batch) + " x accum " +
-                                  std::to_string(s.accum) + " x " + dp_text + " = " + std::to_string(s.global_batch());
-      // A later source (the command line) changed the shape on purpose: it wins.
-      if (shape_set_after > global_index + 1) {
-        if (notes != nullptr) notes->push_back(global_origin + " " + std::to_string(g) + " ignored: " + product);
-      } else {
-        throw ConfigError(global_origin + " " + std::to_string(g) + " does not equal " + product);
-      }
-    }
-  }
+  if (global)
+    apply_global_batch(s, *global, global_origin, micro_set, accum_set, shape_set_after > global_index + 1, notes);
   try {
     validate_estimate_settings(s);
   } catch (const FieldError& e) {  // named as the file or flag that set each field

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/checked_math.h"
 #include "parallel/pipeline_schedule.h"
 #include "config/run_config.h"
 #include "plan/sharding_plan.h"
@@ -59,7 +60,8 @@ struct EstimateSettings {
   // What the sharding plan needs (plan/sharding_plan.h).
   ParallelLayout layout() const { return ParallelLayout{dp, pp, zero_stage, dp_mode, precision}; }
   // Sequences per optimizer step, as RunConfig::batch: micro-batch x dp x accum x m.
-  std::int64_t global_batch() const { return static_cast<std::int64_t>(micro_batch) * dp * accum * micro_batches; }
+  // Checked (core/checked_math.h): the four limits multiplied pass 2^63.
+  std::int64_t global_batch() const { return (CheckedSize(micro_batch) * dp * accum * micro_batches).value(); }
   // Micro-batches each rank runs forward and backward per optimizer step.
   std::int64_t micro_steps() const { return static_cast<std::int64_t>(accum) * micro_batches; }
 };

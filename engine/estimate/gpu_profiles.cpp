@@ -51,12 +51,16 @@ const GpuProfile& find_gpu_profile(std::string_view name) {
 }
 
 std::int64_t parse_memory_size(std::string_view text) {
-  const std::string upper = normalized(text);
+  // Spaces and '_' (digit groups) are dropped, but not '-': here it is a sign, not a separator as in GPU names.
+  std::string compact;
+  for (char c : text)
+    if (c != ' ' && c != '_') compact += c;
+  const char* begin = compact.data();
+  const char* end = begin + compact.size();
   double value = 0;
-  const char* begin = upper.data();
-  const char* end = begin + upper.size();
   const auto [ptr, ec] = std::from_chars(begin, end, value);
-  const std::string unit(ptr, end);
+  std::string unit;
+  for (const char* c = ptr; c != end; ++c) unit += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
   double scale = 0;
   if (unit.empty() || unit == "GB" || unit == "G")
     scale = 1e9;
@@ -70,8 +74,11 @@ std::int64_t parse_memory_size(std::string_view text) {
     scale = 1e12;
   else if (unit == "TIB")
     scale = 1ll << 40;
-  if (ec != std::errc() || ptr == begin || scale == 0 || !std::isfinite(value) || value <= 0 || value > 1e6)
-    throw ConfigError("--gpu-mem: '" + std::string(text) + "' is not a memory size (e.g. 80GB, 80GiB, 24576MiB)");
+  const std::string given = "--gpu-mem: '" + std::string(text) + "' ";
+  if (ec != std::errc() || ptr == begin || scale == 0 || !std::isfinite(value))
+    throw ConfigError(given + "is not a memory size (e.g. 80GB, 80GiB, 24576MiB)");
+  if (value <= 0) throw ConfigError(given + "is not a positive memory size (e.g. 80GB, 80GiB, 24576MiB)");
+  if (value > 1e6) throw ConfigError(given + "is too large (at most 1000000 of its unit, e.g. 1000000TB)");
   return static_cast<std::int64_t>(std::llround(value * scale));
 }
 

@@ -35,7 +35,7 @@ const std::vector<GpuProfile>& gpu_profiles();
 // ConfigError naming --gpu and listing the profiles.
 const GpuProfile& find_gpu_profile(std::string_view name);
 // "80GB" (10^9), "80GiB" (2^30), "24G" (= GB), "512MB", "81920MiB", "80" (GB).
-// Throws ConfigError naming --gpu-mem.
+// Positive, at most 10^6 of its unit. Throws ConfigError naming --gpu-mem.
 std::int64_t parse_memory_size(std::string_view text);
 
 }  // namespace shardscope

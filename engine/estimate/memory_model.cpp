@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "config/run_schema.h"
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "estimate/activation_model.h"
 #include "estimate/formula_text.h"
@@ -20,6 +21,9 @@ namespace shardscope {
 
 namespace {
 constexpr int kMaxRanks = 16384;  // one record per rank; beyond this the table says nothing new
+// The sharding plan keeps every rank's share of every unit (embeddings, each
+// layer, head): 1024 ranks × 65,538 units took 90 s and 3 GB, 16384 ranks were killed.
+constexpr std::int64_t kMaxPlanEntries = 1 << 22;
 
 struct Context {
   const EstimateSettings& s;
@@ -59,7 +63,7 @@ std::string state_split(Precision precision) {
 // ZeRO-Offload: the optimizer states (and parameters under stage 3) move to CPU memory.
 void offload(RankMemory& m, MemoryCategory c, const std::string& what, const std::string& text) {
   if (m.bytes[c] == 0) return;
-  m.host_bytes += m.bytes[c];
+  m.host_bytes = checked_add(m.host_bytes, m.bytes[c]);
   m.host_formula += (m.host_formula.empty() ? "" : " + ") + m.formula(c) + " " + what;
   set(m, c, 0, text);
 }
@@ -88,11 +92,11 @@ void flat_model_states(RankMemory& m, const Context& c, std::int64_t P) {
     text = sharded(c.k.optimizer, c.psi, part, s.dp) + state_split(s.precision);
   set(m, MemoryCategory::optimizer_states, held.model_state_bytes[MemoryCategory::optimizer_states], text);
   if (naive_master(c.plan, m)) {
-    set(m, MemoryCategory::communication, static_cast<std::int64_t>(s.dp) * c.k.gradients * P,
+    set(m, MemoryCategory::communication, (CheckedSize(s.dp) * c.k.gradients * P).value(),
         "Nd·" + std::to_string(c.k.gradients) + c.psi + " = " + std::to_string(s.dp) + " × " +
             std::to_string(c.k.gradients) + " × " + grouped(P) + ": rank 0 gathers every replica's gradients");
   } else if (c.plan.all_gathers_flat_shards() && part.shard_size * s.dp != P) {
-    set(m, MemoryCategory::communication, c.k.parameters * part.shard_size * (s.dp + 1),
+    set(m, MemoryCategory::communication, (CheckedSize(c.k.parameters) * part.shard_size * (s.dp + 1)).value(),
         std::to_string(c.k.parameters) + " × (Nd + 1) × ceil(" + c.psi + "/Nd) = " + std::to_string(c.k.parameters) +
             " × " + std::to_string(s.dp + 1) + " × " + grouped(part.shard_size) +
             ": staging for the all-gather of padded shards");
@@ -119,7 +123,7 @@ void unit_model_states(RankMemory& m, const Context& c, const UnitSharding& u, s
   const std::string d = std::to_string(k_g) + " × ";
   if (c.plan.mixed()) {
     const std::int64_t buffers = u.mixed_unit_buffer_peak(gathers);
-    set(m, MemoryCategory::communication, k_g * (u.largest_chunk + buffers),
+    set(m, MemoryCategory::communication, (CheckedSize(k_g) * (CheckedSize(u.largest_chunk) + buffers)).value(),
         d + "(" + grouped(u.largest_chunk) + " + " + grouped(buffers) + "): the reduce-scatter's receive chunk, plus " +
             (gathers ? "the gathered parameters of the head and the tied embedding, or of a layer, "
                        "max(E + H, L)"
@@ -128,7 +132,7 @@ void unit_model_states(RankMemory& m, const Context& c, const UnitSharding& u, s
     return;
   }
   const std::int64_t buffers = u.unit_buffer_peak(gathers);
-  set(m, MemoryCategory::communication, k_g * (u.largest_chunk + buffers),
+  set(m, MemoryCategory::communication, (CheckedSize(k_g) * (CheckedSize(u.largest_chunk) + buffers)).value(),
       d + "(" + grouped(u.largest_chunk) + " + " + grouped(buffers) + "): the reduce-scatter's receive chunk, plus " +
           (gathers ? "whole-unit gradients and gathered parameters at backward's peak, max(2E + 2H, E + 2L)"
                    : "whole-unit gradients at backward's peak, E + max(H, L)") +
@@ -174,9 +178,9 @@ int MemoryEstimate::fullest_rank() const {
 }
 
 std::int64_t MemoryEstimate::cluster_total() const {
-  std::int64_t sum = 0;
+  CheckedSize sum = 0;
   for (const auto& r : ranks) sum += r.total();
-  return sum;
+  return sum.value();
 }
 
 RunConfig to_run_config(const ModelShape& model, const EstimateSettings& s) {
@@ -234,6 +238,10 @@ void validate_against_model(const ModelShape& model, const EstimateSettings& s) 
   if (static_cast<std::int64_t>(s.dp) * s.pp > kMaxRanks)
     throw ConfigError("--dp x --pp: at most " + std::to_string(kMaxRanks) + " ranks (got " +
                       std::to_string(static_cast<std::int64_t>(s.dp) * s.pp) + ")");
+  if (const std::int64_t entries = std::int64_t{s.dp} * s.pp * (model.layers + 2); entries > kMaxPlanEntries)
+    throw ConfigError("--dp x --pp ranks x (" + std::to_string(model.layers) + " layers + 2) units = " +
+                      std::to_string(entries) + ": at most " + std::to_string(kMaxPlanEntries) +
+                      " (the sharding plan holds every rank's share of every unit); use fewer ranks or layers");
   if (s.seq > model.max_positions && model.architecture != "llama")
     throw ConfigError("--seq " + std::to_string(s.seq) + " exceeds the maximum sequence length of " + model.name +
                       " (" + std::to_string(model.max_positions) + ")");
@@ -317,7 +325,7 @@ void activation_memory(RankMemory& m, const EstimateSettings& s, const Activatio
   if (m.micro_batches_in_flight > 1)
     acts_text = std::to_string(m.micro_batches_in_flight) + " micro-batches in flight (" +
                 pipeline_schedule_name(s.schedule) + ") × " + acts_text;
-  set(m, MemoryCategory::activations, m.micro_batches_in_flight * acts.activations, acts_text);
+  set(m, MemoryCategory::activations, checked_mul(m.micro_batches_in_flight, acts.activations), acts_text);
 }
 
 // Backward's workspace; under mixed precision with ShardScope's kernels also the
@@ -340,7 +348,7 @@ void workspace_memory(RankMemory& m, const Context& c, const ModelShape& model, 
           "rank 0's 16-bit gradient reduction, a sum and a part block of min(Ψ, 2^20): 4 × 2 × " + grouped(reduce / 2);
     }
   }
-  set(m, MemoryCategory::workspace, acts.workspace + 4 * (working + widen_block),
+  set(m, MemoryCategory::workspace, (acts.workspace + 4 * (CheckedSize(working) + widen_block)).value(),
       acts.workspace_formula + " + " + text + " + AdamW's fp32 block of widened gradients: 4 × " +
           grouped(widen_block));
 }
@@ -385,6 +393,7 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
   PerStage per_stage;
   for (int r = 0; r < plan.grid().world_size(); ++r)
     out.ranks.push_back(rank_memory(r, context, model, units, per_stage));
+  (void)out.cluster_total();  // a sum past 64 bits is a SizeOverflow here, not a negative total later
   return out;
 }
 

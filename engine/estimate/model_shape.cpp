@@ -31,11 +31,12 @@ StageLayers ModelShape::stage_layers(int stages, int stage) const {
 std::int64_t ModelShape::stage_parameters(int stages, int stage) const {
   const StageLayers s = stage_layers(stages, stage);
   if (engine_config) return ParameterLayout(*engine_config, s).total();  // the engine's own layout
-  std::int64_t n = s.layer_count() * layer_parameters;
+  CheckedSize n = CheckedSize(s.layer_count()) * layer_parameters;
   if (s.embedding) n += embedding_parameters;
   if (s.head) n += head_parameters;
-  if (s.head && !s.embedding && tied_embeddings) n += vocab * hidden;  // the head's copy of the token embedding
-  return n;
+  if (s.head && !s.embedding && tied_embeddings)
+    n += CheckedSize(vocab) * hidden;  // the head's copy of the token embedding
+  return n.value();
 }
 
 std::vector<StageUnits> stage_units(const ModelShape& model, int pp) {
@@ -49,8 +50,8 @@ std::vector<StageUnits> stage_units(const ModelShape& model, int pp) {
       su.units.push_back(PlanUnit{1 + l, model.layer_parameters});
     if (su.layers.head) {
       const bool tied_copy = !su.layers.embedding && model.tied_embeddings;  // the head's copy of the token embedding
-      su.units.push_back(PlanUnit{static_cast<int>(model.layers) + 1,
-                                  model.head_parameters + (tied_copy ? model.vocab * model.hidden : 0)});
+      const CheckedSize copy = tied_copy ? CheckedSize(model.vocab) * model.hidden : CheckedSize(0);
+      su.units.push_back(PlanUnit{static_cast<int>(model.layers) + 1, (model.head_parameters + copy).value()});
     }
     stages.push_back(std::move(su));
   }
@@ -116,9 +117,23 @@ ModelShape model_shape_from_hf(const HfModelConfig& hf) {
   return m;
 }
 
-ModelShape load_model_shape(const std::string& preset_or_path, std::vector<std::string>* warnings) {
+namespace {
+// A path when it ends in .json or is a regular file; else a preset name when
+// one matches; else a path again when it names anything on disk or has a folder
+// in it, so a directory, a FIFO or /dev/null is refused as what it is, not
+// called an unknown preset.
+bool names_a_file(const std::string& text) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (ends_with(preset_or_path, ".json") || std::filesystem::is_regular_file(preset_or_path, ec)) {
+  if (ends_with(text, ".json") || fs::is_regular_file(text, ec)) return true;
+  for (const auto& preset : model_presets())
+    if (preset.name == text) return false;
+  return text.find('/') != std::string::npos || fs::exists(fs::symlink_status(text, ec));
+}
+}  // namespace
+
+ModelShape load_model_shape(const std::string& preset_or_path, std::vector<std::string>* warnings) {
+  if (names_a_file(preset_or_path)) {
     HfModelConfig hf = load_hf_config(preset_or_path);
     if (warnings != nullptr) warnings->insert(warnings->end(), hf.warnings.begin(), hf.warnings.end());
     return model_shape_from_hf(hf);

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/checked_math.h"
 #include "io/hf_config.h"
 #include "model/model_config.h"
 #include "plan/sharding_plan.h"
@@ -34,7 +35,9 @@ struct ModelShape {
   std::optional<ModelConfig> engine_config;
 
   // Ψ: every parameter of the model trained, counted once.
-  std::int64_t parameters() const { return embedding_parameters + layers * layer_parameters + head_parameters; }
+  std::int64_t parameters() const {
+    return (CheckedSize(embedding_parameters) + CheckedSize(layers) * layer_parameters + head_parameters).value();
+  }
   // Which layers stage `stage` of `stages` holds (the engine's split rule).
   StageLayers stage_layers(int stages, int stage) const;
   // Ψ_s: parameters stage `stage` holds. A last stage that does not embed keeps

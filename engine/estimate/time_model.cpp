@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/checked_math.h"
 #include "estimate/formula_text.h"
 #include "estimate/memory_model.h"
 #include "parallel/pipeline_schedule.h"
@@ -14,8 +15,8 @@ namespace {
 // FLOPs per token (PaLM's 6N + 12·L·h·s, and what recompute runs again), and per step.
 void count_flops(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s) {
   const double L = static_cast<double>(model.layers), h = static_cast<double>(model.hidden), seq = s.seq;
-  t.tokens_per_step = s.global_batch() * s.seq;
-  t.matmul_parameters = model.parameters() - model.lookup_only_parameters;
+  t.tokens_per_step = checked_mul(s.global_batch(), s.seq);
+  t.matmul_parameters = checked_sub(model.parameters(), model.lookup_only_parameters);
   const double N = static_cast<double>(t.matmul_parameters);
   const std::string n_text = "N = " + grouped(t.matmul_parameters) + " parameters read by matmuls";
   switch (s.recompute) {

@@ -29,6 +29,16 @@ double micros(std::int64_t ns) {
   return static_cast<double>(ns) / 1000.0;
 }
 
+// A span's length, 0 when it ends before it starts. A damaged recording may
+// hold any times: a difference past 64 bits is taken in double instead.
+double duration_micros(const Event& e) {
+  if (e.end_ns <= e.start_ns) return 0;
+  std::int64_t ns = 0;
+  if (__builtin_sub_overflow(e.end_ns, e.start_ns, &ns))
+    return (static_cast<double>(e.end_ns) - static_cast<double>(e.start_ns)) / 1000.0;
+  return micros(ns);
+}
+
 // The double closest to the float's shortest decimal form, so 3e-4f is
 // written 0.0003 and not 0.0003000000142492354.
 double decimal(float value) {
@@ -125,7 +135,7 @@ std::string suffix(const char* label, std::int64_t value) {
 // A compute, comm or shard event as a complete ("X") event on its lane.
 json span(const Event& e, int lane) {
   json j = base(e, "X", tid_of(e.rank, track_of(e.kind), lane));
-  j["dur"] = micros(std::max<std::int64_t>(0, e.end_ns - e.start_ns));
+  j["dur"] = duration_micros(e);
   if (e.kind == EventKind::compute_span) {
     j["name"] = std::string(compute_kind_name(e.compute)) + suffix("L", e.layer) + suffix("mb ", e.micro_batch);
     j["cat"] = "compute";

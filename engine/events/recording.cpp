@@ -26,6 +26,8 @@
 #include <stdexcept>
 
 #include "core/error.h"
+#include "core/input_file.h"
+#include "core/json_text.h"
 
 namespace shardscope {
 namespace {
@@ -249,6 +251,9 @@ void RecordingReader::open(const std::string& path) {
   path_ = path;
   in_.close();
   in_.clear();
+  // Before the stream opens it: opening a FIFO would wait for a writer forever.
+  if (const auto kind = special_file_kind(path))
+    throw FormatError(path + ": is " + *kind + ", not a recording; choose a .ssrun file");
   in_.open(path, std::ios::binary);
   if (!in_) throw FormatError(path + ": cannot open the recording (missing or not readable?)");
   const std::uint64_t size = file_size(in_);
@@ -286,14 +291,12 @@ void RecordingReader::open(const std::string& path) {
                  std::to_string(size) + " bytes) or the 64 MiB limit; the file is cut off or damaged");
   metadata_.assign(json_size, '\0');
   in_.read(metadata_.data(), static_cast<std::streamsize>(json_size));
-  try {
-    [[maybe_unused]] const auto parsed = nlohmann::json::parse(metadata_);
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is 1-based within the JSON, which starts at kRecordingHeaderSize.
-    const std::uint64_t at = kRecordingHeaderSize + (e.byte > 0 ? e.byte - 1 : 0);
-    fail(std::min<std::uint64_t>(at, kRecordingHeaderSize + json_size),
-         "the metadata is not valid JSON; the file is damaged");
-  }
+  // Checked whole here (syntax, numbers past a double's range, nesting depth),
+  // so every reader of metadata_json() can parse it without surprises.
+  JsonTextError error;
+  if (!parse_json_text(metadata_, error))
+    fail(kRecordingHeaderSize + error.byte,
+         "the metadata is not valid JSON (" + error.reason + "); the file is damaged");
   records_begin_ = next_offset_ = kRecordingHeaderSize + std::uint64_t{json_size};
 }
 

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "io/accelerate_config.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <set>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "io/config_reader.h"
 
 namespace shardscope {
@@ -56,13 +58,14 @@ struct Reader {
     try {
       return node.as<T>();
     } catch (const YAML::BadConversion&) {
-      throw ConfigError(where(node, path) + ": expected " + expected + ", got '" + node.Scalar() + "'");
+      throw ConfigError(where(node, path) + ": expected " + expected + ", got '" + bounded_excerpt(node.Scalar()) +
+                        "'");
     }
   }
   void unknown_keys(const YAML::Node& map, const std::string& prefix, const Keys& known,
                     const std::string& hint) const {
     for (const auto& item : map) {
-      const std::string key = item.first.Scalar();
+      const std::string key = bounded_excerpt(item.first.Scalar());
       if (known.count(key) == 0)
         warnings.push_back(where(item.first, prefix + key) + ": unknown key (" + hint + "); ignored");
     }
@@ -80,7 +83,11 @@ AccelerateConfig parse_accelerate_config(std::string_view yaml_text, const std::
   YAML::Node root;
   try {
     root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::ParserException& e) {
+  } catch (const YAML::DeepRecursion&
+               e) {  // yaml-cpp's parser recurses per level and stops itself (its msg says "bad file")
+    throw FormatError(source + ": line " + std::to_string(e.mark.line + 1) +
+                      ": values nest too deeply (yaml-cpp stops at " + std::to_string(e.depth()) + " levels)");
+  } catch (const YAML::Exception& e) {
     throw FormatError(source + ": line " + std::to_string(e.mark.line + 1) + ", column " +
                       std::to_string(e.mark.column + 1) + ": " + e.msg + " (is this a YAML file?)");
   }
@@ -126,7 +133,7 @@ AccelerateConfig parse_accelerate_config(std::string_view yaml_text, const std::
     }
     for (const auto* device : {&c.offload_optimizer_device, &c.offload_param_device})
       if (*device && **device != "none" && **device != "cpu" && **device != "nvme")
-        throw ConfigError(source + ": deepspeed_config: offload device '" + **device +
+        throw ConfigError(source + ": deepspeed_config: offload device '" + bounded_excerpt(**device) +
                           "' is not one of none, cpu, nvme");
   }
   if (const YAML::Node fsdp = r.block(root, "fsdp_config"); fsdp.IsMap()) {

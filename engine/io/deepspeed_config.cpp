@@ -2,6 +2,7 @@
 #include "io/deepspeed_config.h"
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "io/config_reader.h"
 
 namespace shardscope {
@@ -53,7 +54,7 @@ OffloadDevice offload_device(const JsonConfig& json, const std::string& block, s
   if (device == "none") return OffloadDevice::none;
   if (device == "cpu") return OffloadDevice::cpu;
   if (device == "nvme") return OffloadDevice::nvme;
-  json.fail({"zero_optimization", block, "device"}, "'" + device + "' is not one of none, cpu, nvme");
+  json.fail({"zero_optimization", block, "device"}, "'" + bounded_excerpt(device) + "' is not one of none, cpu, nvme");
 }
 }  // namespace
 
@@ -121,8 +122,8 @@ DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::st
   return c;
 }
 
-DeepSpeedConfig load_deepspeed_config(const std::string& path) {
-  return parse_deepspeed_config(read_config_file(path, "--deepspeed"), path);
+DeepSpeedConfig load_deepspeed_config(const std::string& path, std::string_view what) {
+  return parse_deepspeed_config(read_config_file(path, what), path);
 }
 
 }  // namespace shardscope

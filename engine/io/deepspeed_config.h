@@ -34,6 +34,7 @@ struct DeepSpeedConfig {
 
 // FormatError for malformed JSON (line and column), ConfigError for a bad value (key and line).
 DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::string& source);
-DeepSpeedConfig load_deepspeed_config(const std::string& path);
+// `what` names where the path came from in messages: the flag, or the file and key that named it.
+DeepSpeedConfig load_deepspeed_config(const std::string& path, std::string_view what = "--deepspeed");
 
 }  // namespace shardscope

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <set>
 
+#include "core/checked_math.h"
 #include "core/error.h"
+#include "core/json_text.h"
 #include "io/config_reader.h"
 
 namespace shardscope {
@@ -39,10 +41,34 @@ const Keys kLlamaKeys = {"vocab_size", "hidden_size", "intermediate_size", "num_
     "max_window_layers", "use_sliding_window"};
 // clang-format on
 
-std::int64_t required(const JsonConfig& json, const std::string& key, std::int64_t max = (1ll << 40)) {
+std::int64_t required(const JsonConfig& json, const std::string& key, std::int64_t max) {
   const auto value = json.get_int({key}, 1, max);
   if (!value) throw ConfigError(json.source() + ": missing key '" + key + "' (needed for the model's shape)");
   return *value;
+}
+
+std::string shape_keys(HfArchitecture architecture) {
+  if (architecture == HfArchitecture::gpt2) return "vocab_size, n_embd, n_inner, n_layer and n_positions";
+  const std::string keys = "vocab_size, hidden_size, intermediate_size, num_hidden_layers";
+  return keys +
+         (architecture == HfArchitecture::bert ? " and max_position_embeddings" : ", num_attention_heads and head_dim");
+}
+
+// Every count the estimator reads, computed once with checked arithmetic: a
+// shape whose counts do not fit in 64 bits, or exceed kHfMaxParameters, is
+// refused here, naming the file and the keys, so later uses cannot overflow.
+void check_parameter_counts(const HfModelConfig& c, const std::string& shape_keys) {
+  try {
+    const std::int64_t total = std::max(c.training_parameters(), c.base_model_parameters());
+    (void)c.largest_module_parameters();
+    (void)c.lookup_only_parameters();
+    if (total > kHfMaxParameters)
+      throw SizeOverflow(std::to_string(total) + " parameters is more than the estimator counts (" +
+                         std::to_string(kHfMaxParameters) + ", 2^50)");
+  } catch (const SizeOverflow& e) {
+    throw ConfigError(c.source + ": the model's parameter count is out of range (" + e.what() + "); check " +
+                      shape_keys);
+  }
 }
 }  // namespace
 
@@ -72,43 +98,44 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& sou
   if (c.model_type == "gpt2") {
     c.architecture = HfArchitecture::gpt2;
     known.insert(kGpt2Keys.begin(), kGpt2Keys.end());
-    c.vocab = required(json, "vocab_size");
-    c.hidden = required(json, "n_embd");
-    c.layers = required(json, "n_layer");
-    c.heads = required(json, "n_head");
-    c.max_positions = required(json, "n_positions");
-    c.intermediate = json.get_int({"n_inner"}, 1, 1ll << 40).value_or(4 * c.hidden);  // null: 4 n_embd
+    c.vocab = required(json, "vocab_size", kHfMaxVocab);
+    c.hidden = required(json, "n_embd", kHfMaxHidden);
+    c.layers = required(json, "n_layer", kHfMaxLayers);
+    c.heads = required(json, "n_head", kHfMaxHeads);
+    c.max_positions = required(json, "n_positions", kHfMaxPositions);
+    c.intermediate = json.get_int({"n_inner"}, 1, kHfMaxIntermediate).value_or(4 * c.hidden);  // null: 4 n_embd
     c.activation = json.get_string({"activation_function"}).value_or("gelu_new");
     c.norm_eps = json.get_number({"layer_norm_epsilon"}).value_or(1e-5);
   } else if (c.model_type == "bert") {
     c.architecture = HfArchitecture::bert;
     known.insert(kBertKeys.begin(), kBertKeys.end());
-    c.vocab = required(json, "vocab_size");
-    c.hidden = required(json, "hidden_size");
-    c.layers = required(json, "num_hidden_layers");
-    c.heads = required(json, "num_attention_heads");
-    c.intermediate = required(json, "intermediate_size");
-    c.max_positions = required(json, "max_position_embeddings");
-    c.type_vocab = json.get_int({"type_vocab_size"}, 1, 1ll << 20).value_or(2);
+    c.vocab = required(json, "vocab_size", kHfMaxVocab);
+    c.hidden = required(json, "hidden_size", kHfMaxHidden);
+    c.layers = required(json, "num_hidden_layers", kHfMaxLayers);
+    c.heads = required(json, "num_attention_heads", kHfMaxHeads);
+    c.intermediate = required(json, "intermediate_size", kHfMaxIntermediate);
+    c.max_positions = required(json, "max_position_embeddings", kHfMaxPositions);
+    c.type_vocab = json.get_int({"type_vocab_size"}, 1, kHfMaxTypeVocab).value_or(2);
     c.activation = json.get_string({"hidden_act"}).value_or("gelu");
     c.norm_eps = json.get_number({"layer_norm_eps"}).value_or(1e-12);
   } else if (c.model_type == "llama" || c.model_type == "mistral") {
     c.architecture = HfArchitecture::llama;  // Mistral has Llama's tensors (plus a sliding window)
     known.insert(kLlamaKeys.begin(), kLlamaKeys.end());
-    c.vocab = required(json, "vocab_size");
-    c.hidden = required(json, "hidden_size");
-    c.layers = required(json, "num_hidden_layers");
-    c.heads = required(json, "num_attention_heads");
-    c.intermediate = required(json, "intermediate_size");
-    c.max_positions = json.get_int({"max_position_embeddings"}, 1, 1ll << 40).value_or(2048);
+    c.vocab = required(json, "vocab_size", kHfMaxVocab);
+    c.hidden = required(json, "hidden_size", kHfMaxHidden);
+    c.layers = required(json, "num_hidden_layers", kHfMaxLayers);
+    c.heads = required(json, "num_attention_heads", kHfMaxHeads);
+    c.intermediate = required(json, "intermediate_size", kHfMaxIntermediate);
+    c.max_positions = json.get_int({"max_position_embeddings"}, 1, kHfMaxPositions).value_or(2048);
     c.kv_heads = json.get_int({"num_key_value_heads"}, 1, c.heads).value_or(c.heads);
-    c.head_dim = json.get_int({"head_dim"}, 1, 1ll << 20).value_or(0);
+    c.head_dim = json.get_int({"head_dim"}, 1, kHfMaxHeadDim).value_or(0);
     c.attention_bias = json.get_bool({"attention_bias"}).value_or(false);
     c.mlp_bias = json.get_bool({"mlp_bias"}).value_or(false);
     c.activation = json.get_string({"hidden_act"}).value_or("silu");
     c.norm_eps = json.get_number({"rms_norm_eps"}).value_or(1e-6);
   } else {
-    json.fail({"model_type"}, "'" + c.model_type + "' is not supported (supported: gpt2, bert, llama, mistral)");
+    json.fail({"model_type"},
+              "'" + bounded_excerpt(c.model_type) + "' is not supported (supported: gpt2, bert, llama, mistral)");
   }
   if (c.kv_heads == 0) c.kv_heads = c.heads;
   if (c.head_dim == 0) {
@@ -124,10 +151,11 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& sou
   const bool tie_default = c.architecture != HfArchitecture::llama;
   c.tie_word_embeddings = json.get_bool({"tie_word_embeddings"}).value_or(tie_default);
   if (c.architecture == HfArchitecture::gpt2) {
-    if (const auto ctx = json.get_int({"n_ctx"}, 1, 1ll << 40); ctx && *ctx != c.max_positions)
+    if (const auto ctx = json.get_int({"n_ctx"}, 1, kHfMaxPositions); ctx && *ctx != c.max_positions)
       c.warnings.push_back(json.where({"n_ctx"}) + ": " + std::to_string(*ctx) + " differs from n_positions " +
                            std::to_string(c.max_positions) + "; the position table has n_positions rows");
   }
+  check_parameter_counts(c, shape_keys(c.architecture));
   json.report_unknown_keys({}, known, "not a " + c.model_type + " config key the estimator knows", c.warnings);
   return c;
 }
@@ -136,86 +164,90 @@ HfModelConfig load_hf_config(const std::string& path) {
   return parse_hf_config(read_config_file(path, "--model"), path);
 }
 
+// The counts below use CheckedSize (core/checked_math.h): parse_hf_config has
+// computed them all once, so a shape it accepted never overflows here.
 std::int64_t HfModelConfig::embedding_parameters() const {
-  const std::int64_t h = hidden;
+  const CheckedSize h = hidden, v = vocab, positions = max_positions;
   switch (architecture) {
     case HfArchitecture::gpt2:
-      return vocab * h + max_positions * h;  // wte, wpe
+      return (v * h + positions * h).value();  // wte, wpe
     case HfArchitecture::bert:
-      return (vocab + max_positions + type_vocab) * h + 2 * h;  // word, position, type, LayerNorm
+      return ((v + positions + type_vocab) * h + 2 * h).value();  // word, position, type, LayerNorm
     case HfArchitecture::llama:
-      return vocab * h;  // embed_tokens (RoPE: no table)
+      return (v * h).value();  // embed_tokens (RoPE: no table)
   }
   return 0;
 }
 
 std::int64_t HfModelConfig::layer_parameters() const {
-  const std::int64_t h = hidden, I = intermediate;
+  const CheckedSize h = hidden, I = intermediate;
   switch (architecture) {
     case HfArchitecture::gpt2:  // ln_1, c_attn (h, 3h) + 3h, c_proj (h, h) + h, ln_2, c_fc (h, I) + I, c_proj (I, h) +
                                 // h
-      return 2 * h + (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * I + I) + (I * h + h);
+      return (2 * h + (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * I + I) + (I * h + h)).value();
     case HfArchitecture::bert:  // q, k, v, attention.output.dense, LayerNorm, intermediate.dense, output.dense,
                                 // LayerNorm
-      return 4 * (h * h + h) + 2 * h + (h * I + I) + (I * h + h) + 2 * h;
+      return (4 * (h * h + h) + 2 * h + (h * I + I) + (I * h + h) + 2 * h).value();
     case HfArchitecture::llama: {  // q (h, a d), k and v (h, kv d), o (a d, h); gate, up (h, I), down (I, h); 2
                                    // RMSNorms
-      const std::int64_t q = heads * head_dim, kv = kv_heads * head_dim;
-      std::int64_t n = h * q + 2 * h * kv + q * h + 3 * h * I + 2 * h;
+      const CheckedSize q = CheckedSize(heads) * head_dim, kv = CheckedSize(kv_heads) * head_dim;
+      CheckedSize n = h * q + 2 * h * kv + q * h + 3 * h * I + 2 * h;
       if (attention_bias) n += q + 2 * kv + h;
       if (mlp_bias) n += 2 * I + h;
-      return n;
+      return n.value();
     }
   }
   return 0;
 }
 
 std::int64_t HfModelConfig::head_parameters() const {
-  const std::int64_t h = hidden;
+  const CheckedSize h = hidden, v = vocab;
+  const CheckedSize untied = tie_word_embeddings ? CheckedSize(0) : v * h;
   switch (architecture) {
     case HfArchitecture::gpt2:
-      return 2 * h + (tie_word_embeddings ? 0 : vocab * h);  // ln_f (+ lm_head unless tied)
+      return (2 * h + untied).value();  // ln_f (+ lm_head unless tied)
     case HfArchitecture::bert:  // pooler dense + MLM transform dense, LayerNorm, decoder bias
-      return (h * h + h) + (h * h + h) + 2 * h + vocab + (tie_word_embeddings ? 0 : vocab * h);
+      return ((h * h + h) + (h * h + h) + 2 * h + v + untied).value();
     case HfArchitecture::llama:
-      return h + (tie_word_embeddings ? 0 : vocab * h);  // norm (+ lm_head)
+      return (h + untied).value();  // norm (+ lm_head)
   }
   return 0;
 }
 
 std::int64_t HfModelConfig::training_parameters() const {
-  return embedding_parameters() + layers * layer_parameters() + head_parameters();
+  return (CheckedSize(embedding_parameters()) + CheckedSize(layers) * layer_parameters() + head_parameters()).value();
 }
 
 std::int64_t HfModelConfig::base_model_parameters() const {
-  const std::int64_t h = hidden;
+  const CheckedSize h = hidden;
+  const CheckedSize body = CheckedSize(embedding_parameters()) + CheckedSize(layers) * layer_parameters();
   switch (architecture) {
     case HfArchitecture::gpt2:
-      return embedding_parameters() + layers * layer_parameters() + 2 * h;  // + ln_f
+      return (body + 2 * h).value();  // + ln_f
     case HfArchitecture::bert:
-      return embedding_parameters() + layers * layer_parameters() + (h * h + h);  // + pooler
+      return (body + (h * h + h)).value();  // + pooler
     case HfArchitecture::llama:
-      return embedding_parameters() + layers * layer_parameters() + h;  // + norm
+      return (body + h).value();  // + norm
   }
   return 0;
 }
 
 std::int64_t HfModelConfig::lookup_only_parameters() const {
-  const std::int64_t h = hidden;
+  const CheckedSize h = hidden;
   switch (architecture) {
     case HfArchitecture::gpt2:
-      return max_positions * h;
+      return (CheckedSize(max_positions) * h).value();
     case HfArchitecture::bert:
-      return (max_positions + type_vocab) * h;
+      return ((CheckedSize(max_positions) + type_vocab) * h).value();
     case HfArchitecture::llama:
-      return tie_word_embeddings ? 0 : vocab * h;
+      return tie_word_embeddings ? 0 : (CheckedSize(vocab) * h).value();
   }
   return 0;
 }
 
 std::int64_t HfModelConfig::largest_module_parameters() const {
-  const std::int64_t h = hidden, I = intermediate;
-  std::int64_t largest = std::max(vocab * h, max_positions * h);  // an embedding table is usually the largest
+  const CheckedSize h = hidden, I = intermediate, v = vocab;
+  CheckedSize largest = std::max(v * h, CheckedSize(max_positions) * h);  // an embedding table is usually the largest
   switch (architecture) {
     case HfArchitecture::gpt2:
       largest = std::max({largest, 3 * h * h + 3 * h, h * I + I});
@@ -224,15 +256,17 @@ std::int64_t HfModelConfig::largest_module_parameters() const {
       largest = std::max(largest, h * I + I);
       break;
     case HfArchitecture::llama:
-      largest = std::max({vocab * h, h * I + (mlp_bias ? I : 0), heads * head_dim * h});
+      largest = std::max({v * h, h * I + (mlp_bias ? I : CheckedSize(0)), CheckedSize(heads) * head_dim * h});
       break;
   }
-  return largest;
+  return largest.value();
 }
 
 std::optional<ModelConfig> HfModelConfig::engine_config() const {
   if (architecture == HfArchitecture::llama || intermediate != 4 * hidden || hidden > (1 << 30)) return std::nullopt;
-  if (vocab > (1 << 30) || max_positions > (1 << 30) || layers > (1 << 20) || heads > (1 << 20)) return std::nullopt;
+  // Past 4096 layers the engine's exact layout (a named entry per tensor, rebuilt per stage) costs seconds per
+  // use; the counts above are exact too.
+  if (vocab > (1 << 30) || max_positions > (1 << 30) || layers > 4096 || heads > (1 << 20)) return std::nullopt;
   ModelConfig m;
   m.name = source;
   m.vocab = static_cast<int>(vocab);

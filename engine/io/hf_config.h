@@ -16,6 +16,21 @@
 namespace shardscope {
 
 enum class HfArchitecture { gpt2, bert, llama };
+
+// Ranges of the shape keys (a value outside is a ConfigError naming the key and
+// the range): far beyond any real model, and small enough that every count
+// below fits in 64 bits. The parameter count itself is at most kHfMaxParameters
+// (2^50, a thousand times today's largest models), so that bytes of every
+// category (16 bytes a parameter and more) stay within 64 bits too.
+inline constexpr std::int64_t kHfMaxVocab = 1ll << 30;         // vocab_size
+inline constexpr std::int64_t kHfMaxPositions = 1ll << 30;     // n_positions, n_ctx, max_position_embeddings
+inline constexpr std::int64_t kHfMaxHidden = 1ll << 20;        // n_embd, hidden_size
+inline constexpr std::int64_t kHfMaxIntermediate = 1ll << 22;  // n_inner, intermediate_size
+inline constexpr std::int64_t kHfMaxLayers = 1ll << 16;        // n_layer, num_hidden_layers
+inline constexpr std::int64_t kHfMaxHeads = 1ll << 16;         // n_head, num_attention_heads
+inline constexpr std::int64_t kHfMaxHeadDim = 1ll << 16;       // head_dim
+inline constexpr std::int64_t kHfMaxTypeVocab = 1ll << 20;     // type_vocab_size
+inline constexpr std::int64_t kHfMaxParameters = 1ll << 50;
 std::string_view hf_architecture_name(HfArchitecture architecture);
 
 struct HfModelConfig {
@@ -58,7 +73,8 @@ struct HfModelConfig {
 };
 
 // `source` names the file in messages. FormatError for malformed JSON,
-// ConfigError for a missing/ill-typed key or an unsupported model_type.
+// ConfigError for a missing/ill-typed/out-of-range key, a parameter count out
+// of range, or an unsupported model_type.
 HfModelConfig parse_hf_config(std::string_view json_text, const std::string& source);
 HfModelConfig load_hf_config(const std::string& path);
 

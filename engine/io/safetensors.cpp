@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "io/safetensors.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/checked_math.h"
 #include "core/error.h"
+#include "core/input_file.h"
+#include "core/json_text.h"
 
 namespace shardscope {
 
@@ -19,6 +23,15 @@ std::int64_t dtype_bytes(const std::string& dtype) {
   if (dtype == "F64" || dtype == "I64") return 8;
   if (dtype == "U8" || dtype == "I8" || dtype == "BOOL") return 1;
   return 0;
+}
+
+// The bytes a tensor's shape and dtype need; FormatError when they do not fit in 64 bits.
+std::int64_t entry_bytes(const SafetensorsEntry& e, const std::string& where) {
+  try {
+    return checked_mul(e.numel(), dtype_bytes(e.dtype));
+  } catch (const SizeOverflow&) {
+    throw FormatError(where + "shape has more elements than fit in 64 bits; the file is damaged");
+  }
 }
 
 float half_to_float(std::uint16_t h) {
@@ -49,13 +62,15 @@ float half_to_float(std::uint16_t h) {
 }  // namespace
 
 std::int64_t SafetensorsEntry::numel() const {
-  std::int64_t n = 1;
+  CheckedSize n = 1;  // a damaged shape may multiply past 64 bits: SizeOverflow, never a wrapped count
   for (auto d : shape) n *= d;
-  return n;
+  return n.value();
 }
 
 SafetensorsFile SafetensorsFile::read(const std::string& path) {
   const std::string hint = " (is it a .safetensors file? re-export it with the safetensors library)";
+  if (const auto kind = special_file_kind(path))  // a FIFO would block the stream's open forever
+    throw FormatError(path + ": is " + *kind + ", not a .safetensors file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FormatError(path + ": cannot open the file");
   in.seekg(0, std::ios::end);
@@ -74,13 +89,12 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
 
   SafetensorsFile file;
   file.path_ = path;
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(header);
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is 1-based within the header, which starts at file offset 8.
-    throw FormatError(path + ": byte " + std::to_string(8 + e.byte - 1) + ": header is not valid JSON" + hint);
-  }
+  JsonTextError error;  // syntax, numbers past a double's range, nesting depth (core/json_text.h)
+  std::optional<nlohmann::json> parsed = parse_json_text(header, error);
+  if (!parsed)  // the header starts at file offset 8
+    throw FormatError(path + ": byte " + std::to_string(8 + error.byte) + ": header is not valid JSON (" +
+                      error.reason + ")" + hint);
+  const nlohmann::json j = std::move(*parsed);
   if (!j.is_object()) throw FormatError(path + ": byte 8: header is not a JSON object" + hint);
   const std::uint64_t data_size = size - 8 - header_len;
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -90,7 +104,7 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
         if (m->is_string()) file.metadata_[m.key()] = m->get<std::string>();
       continue;
     }
-    const std::string where = path + ": tensor '" + it.key() + "': ";
+    const std::string where = path + ": tensor '" + bounded_excerpt(it.key()) + "': ";
     try {
       SafetensorsEntry e;
       e.dtype = it->at("dtype").get<std::string>();
@@ -100,12 +114,15 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
       e.begin = offsets[0];
       e.end = offsets[1];
       if (dtype_bytes(e.dtype) == 0) throw FormatError(where + "unsupported dtype " + e.dtype);
+      if (std::any_of(e.shape.begin(), e.shape.end(), [](std::int64_t d) { return d < 0; }))
+        throw FormatError(where + "shape has a negative dimension" + hint);
+      const std::int64_t bytes = entry_bytes(e, where);
       if (e.begin < 0 || e.end < e.begin || static_cast<std::uint64_t>(e.end) > data_size)
         throw FormatError(where + "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
                           "] fall outside the " + std::to_string(data_size) + "-byte data section" + hint);
-      if (e.end - e.begin != e.numel() * dtype_bytes(e.dtype))
-        throw FormatError(where + "shape and dtype need " + std::to_string(e.numel() * dtype_bytes(e.dtype)) +
-                          " bytes but data_offsets give " + std::to_string(e.end - e.begin));
+      if (e.end - e.begin != bytes)
+        throw FormatError(where + "shape and dtype need " + std::to_string(bytes) + " bytes but data_offsets give " +
+                          std::to_string(e.end - e.begin));
       file.entries_[it.key()] = e;
     } catch (const nlohmann::json::exception& ex) {
       throw FormatError(where + "malformed entry (" + ex.what() + ")");

@@ -7,6 +7,7 @@
 #include <QJsonObject>
 #include <QTest>
 #include <cstdint>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@ class TestChromeTrace : public QObject {
  private Q_SLOTS:
   void chrome_trace_has_ranks_tracks_and_microseconds();
   void chrome_trace_puts_overlapping_spans_on_separate_lanes();
+  void chrome_trace_survives_damaged_times();
 };
 
 void TestChromeTrace::chrome_trace_has_ranks_tracks_and_microseconds() {
@@ -183,6 +185,26 @@ void TestChromeTrace::chrome_trace_puts_overlapping_spans_on_separate_lanes() {
   QCOMPARE(thread_names[comm_tid[1.0]], QString("communication"));
   QCOMPARE(thread_names[comm_tid[3.0]], QString("communication 2"));
   QCOMPARE(compute_tid[0.0], compute_tid[1.0]);  // nesting is fine on one thread
+}
+
+// A damaged recording may hold any times: a span from INT64_MIN to INT64_MAX
+// lasts about 1.8e16 µs (its end minus its start overflowed to -1 and was drawn as 0).
+void TestChromeTrace::chrome_trace_survives_damaged_times() {
+  Event span = make(EventKind::compute_span, 1);
+  span.start_ns = std::numeric_limits<std::int64_t>::min();
+  span.end_ns = std::numeric_limits<std::int64_t>::max();
+  Event backwards = span;
+  backwards.rank = 1;
+  std::swap(backwards.start_ns, backwards.end_ns);
+  std::ostringstream out;
+  write_chrome_trace({span, backwards}, "{}", out);
+  const QJsonArray trace = QJsonDocument::fromJson(QByteArray::fromStdString(out.str()))["traceEvents"].toArray();
+  std::vector<double> durations;
+  for (const QJsonValue& v : trace)
+    if (v["ph"].toString() == "X") durations.push_back(v["dur"].toDouble());
+  QCOMPARE(durations.size(), std::size_t{2});
+  QCOMPARE(durations[0], 18446744073709551.615);  // (2^64 - 1) ns in µs
+  QCOMPARE(durations[1], 0.0);                    // ends before it starts
 }
 
 QTEST_GUILESS_MAIN(TestChromeTrace)

@@ -3,14 +3,19 @@
 // JSON and accelerate YAML (the settings they imply), and every kind of bad
 // file: malformed (FormatError with line and column), wrong types and values
 // (ConfigError naming key and line), unknown keys (warnings with line).
+#include <sys/stat.h>
+
+#include <QElapsedTimer>
 #include <QTemporaryDir>
 #include <QTest>
 #include <fstream>
 
 #include "core/error.h"
 #include "estimate/config_import.h"
+#include "estimate/gpu_profiles.h"
 #include "estimate/model_shape.h"
 #include "io/accelerate_config.h"
+#include "io/config_reader.h"
 #include "io/deepspeed_config.h"
 #include "io/hf_config.h"
 
@@ -55,6 +60,14 @@ class TestConfigImport : public QObject {
   void accelerate_with_deepspeed_file();
   void accelerate_zero3_plugin_and_fsdp();
   void accelerate_bad_files_name_the_line_or_key();
+  void unknown_keys_are_reported_in_linear_time();
+  void key_lines_follow_the_nesting();
+  void values_are_named_by_type_never_dumped();
+  void numbers_past_a_double_are_format_errors();
+  void hf_shape_keys_have_limits();
+  void global_batch_is_never_narrowed();
+  void special_files_are_refused_by_name();
+  void gpu_mem_keeps_its_sign();
 
  private:
   QTemporaryDir dir_;
@@ -249,6 +262,158 @@ void TestConfigImport::accelerate_bad_files_name_the_line_or_key() {
   QVERIFY(any_contains(c.warnings, "acc.yaml line 4: deepspeed_config.zero_stagee: unknown key"));
   m = message_of<ConfigError>([] { load_accelerate_config("/no/such/acc.yaml"); });
   QVERIFY2(contains(m, "--accelerate: cannot open"), m.c_str());
+}
+
+// 50,000 unknown keys: one warning each, with its line, in linear time (the
+// line lookup used to rescan the text from the start for every key: 34-72 s).
+void TestConfigImport::unknown_keys_are_reported_in_linear_time() {
+  std::string text =
+      "{\"model_type\": \"gpt2\", \"vocab_size\": 1000, \"n_embd\": 64, \"n_layer\": 2, "
+      "\"n_head\": 4, \"n_positions\": 128";
+  for (int i = 0; i < 50000; ++i) text += ",\n\"unknown_key_" + std::to_string(i) + "\": " + std::to_string(i);
+  text += "}";
+  QElapsedTimer timer;
+  timer.start();
+  const HfModelConfig c = parse_hf_config(text, "many.json");
+  QVERIFY2(timer.elapsed() < 5000, qPrintable(QString::number(timer.elapsed()) + " ms"));
+  QCOMPARE(c.warnings.size(), std::size_t{50000});
+  QVERIFY(any_contains(c.warnings, "many.json line 50001: unknown_key_49999: unknown key"));
+  QVERIFY(any_contains(c.warnings, "many.json line 2: unknown_key_0: unknown key"));
+}
+
+void TestConfigImport::key_lines_follow_the_nesting() {
+  const JsonConfig json(
+      "{\n"
+      "  \"a\": {\"stage\": \"stage\"},\n"  // a string value "stage" is not the key
+      "  \"list\": [{\"x\": 1},\n"
+      "           {\"y\": 2}],\n"
+      "  \"b\": {\n"
+      "    \"stage\": 3},\n"
+      "  \"dup\": 1,\n"
+      "  \"dup\": 2,\n"  // nlohmann keeps the last one
+      "  \"esc\\u0061ped\": 1\n"
+      "}",
+      "k.json");
+  QCOMPARE(json.line_of({"a", "stage"}), 2);
+  QCOMPARE(json.line_of({"b", "stage"}), 6);
+  QCOMPARE(json.line_of({"list", "y"}), 4);
+  QCOMPARE(json.line_of({"dup"}), 8);
+  QCOMPARE(json.line_of({"escaped"}), 9);
+  QCOMPARE(json.line_of({"b", "nothing"}), 0);
+  QCOMPARE(json.line_of({"stage"}), 0);
+  QCOMPARE(json.where({"b", "stage"}), std::string("k.json line 6: b.stage"));
+}
+
+// A value of the wrong type is named by its type (and a short excerpt), never
+// printed whole: dump() of a deeply nested value overflowed the stack.
+void TestConfigImport::values_are_named_by_type_never_dumped() {
+  const std::string nested = std::string(400, '[') + std::string(400, ']');
+  std::string m = message_of<ConfigError>(
+      [&] { parse_hf_config("{\"model_type\": \"gpt2\", \"vocab_size\": " + nested + "}", "nested.json"); });
+  QCOMPARE(m, std::string("nested.json line 1: vocab_size: expected an integer, got array of 1 element"));
+  m = message_of<ConfigError>(
+      [&] { parse_deepspeed_config("{\"fp16\": {\"enabled\": \"" + std::string(100000, 'y') + "\"}}", "ds.json"); });
+  QVERIFY2(m.size() < 200, m.c_str());
+  QVERIFY2(contains(m, "fp16.enabled: expected true or false, got string \"yyy"), m.c_str());
+  m = message_of<FormatError>([&] {  // 60,000 levels: refused by depth, no stack overflow
+    parse_deepspeed_config("{\"train_batch_size\": " + std::string(60000, '[') + std::string(60000, ']') + "}",
+                           "deep.json");
+  });
+  QCOMPARE(m, std::string("deep.json: line 1, column 533: values nest deeper than 512 levels"));
+}
+
+void TestConfigImport::numbers_past_a_double_are_format_errors() {
+  std::string m = message_of<FormatError>(
+      [] { parse_hf_config("{\"model_type\": \"gpt2\",\n \"vocab_size\": 1e400}", "inf.json"); });
+  QCOMPARE(m, std::string("inf.json: line 2, column 16: key 'vocab_size': the number 1e400 is beyond the range of a "
+                          "double (about ±1.8e308)"));
+  m = message_of<FormatError>([] { parse_deepspeed_config("{\"train_batch_size\": -1e400}", "ds.json"); });
+  QVERIFY2(contains(m, "ds.json: line 1, column 22: key 'train_batch_size': the number -1e400"), m.c_str());
+  // A float that is whole but past int64 is out of range, not undefined behaviour.
+  m = message_of<ConfigError>([] { parse_deepspeed_config("{\"train_batch_size\": 1e300}", "ds.json"); });
+  QVERIFY2(contains(m, "train_batch_size: 1e+300 is out of range [1, 1099511627776]"), m.c_str());
+}
+
+void TestConfigImport::hf_shape_keys_have_limits() {
+  const std::string base = R"({"model_type": "gpt2", "vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4, )";
+  std::string m = message_of<ConfigError>([&] { parse_hf_config(base + R"("n_positions": 2147483648})", "p.json"); });
+  QCOMPARE(m, std::string("p.json line 1: n_positions: 2147483648 is out of range [1, 1073741824]"));
+  m = message_of<ConfigError>(
+      [&] { parse_hf_config(base + R"("n_positions": 128, "vocab_size": 18446744073709551615})", "u.json"); });
+  QVERIFY2(contains(m, "vocab_size: 18446744073709551615 is out of range [1, 1073741824]"), m.c_str());
+  m = message_of<ConfigError>([] {
+    parse_hf_config(R"({"model_type": "gpt2", "vocab_size": 1073741824, "n_embd": 1048576, "n_layer": 65536,
+                        "n_head": 16, "n_positions": 1024})",
+                    "huge.json");
+  });
+  QVERIFY2(contains(m, "huge.json: the model's parameter count is out of range ("), m.c_str());
+  QVERIFY2(contains(m, "check vocab_size, n_embd, n_inner, n_layer and n_positions"), m.c_str());
+  // Within the limits, the counts are exact and positive: 2^30 x 2^10 tokens x width.
+  const HfModelConfig wide = parse_hf_config(
+      R"({"model_type": "gpt2", "vocab_size": 1073741824, "n_embd": 1024, "n_layer": 1, "n_head": 16,
+          "n_positions": 1073741824})",
+      "wide.json");
+  QCOMPARE(wide.embedding_parameters(), std::int64_t{2} * 1073741824 * 1024);
+  QVERIFY(wide.training_parameters() > wide.embedding_parameters());
+  const ModelShape shape = model_shape_from_hf(wide);
+  QCOMPARE(shape.parameters(), wide.training_parameters());
+}
+
+// DeepSpeed's train_batch_size is up to 2^40; the micro-batch or accumulation
+// it implies must fit the command line's limits: never narrowed to an int
+// (2^32 + 1 became 1, 2^40 became 0 and was blamed on --micro-batch).
+void TestConfigImport::global_batch_is_never_narrowed() {
+  auto resolve = [](const std::string& ds) {
+    std::vector<std::string> warnings;
+    const SettingsPatch patch = patch_from_deepspeed(parse_deepspeed_config(ds, "ds.json"), warnings);
+    return resolve_settings({}, {patch});
+  };
+  std::string m = message_of<ConfigError>([&] { resolve(R"({"train_batch_size": 4294967297})"); });
+  QCOMPARE(m, std::string("ds.json: train_batch_size 4294967297 gives a micro-batch per rank of 4294967297, more "
+                          "than --micro-batch takes (at most 16777216)"));
+  m = message_of<ConfigError>([&] { resolve(R"({"train_batch_size": 1099511627776})"); });
+  QVERIFY2(contains(m, "train_batch_size 1099511627776 gives a micro-batch per rank of 1099511627776"), m.c_str());
+  m = message_of<ConfigError>(
+      [&] { resolve(R"({"train_batch_size": 1099511627776, "train_micro_batch_size_per_gpu": 2})"); });
+  QVERIFY2(contains(m, "gives gradient accumulation steps 549755813888, more than --accum takes"), m.c_str());
+  const EstimateSettings split =  // 2^40 / 2^24 accumulation steps: a micro-batch of 2^16 fits
+      resolve(R"({"train_batch_size": 1099511627776, "gradient_accumulation_steps": 16777216})");
+  QCOMPARE(split.micro_batch, 65536);
+  const EstimateSettings ok = resolve(R"({"train_batch_size": 1073741824, "train_micro_batch_size_per_gpu": 64})");
+  QCOMPARE(ok.accum, 16777216);
+  QCOMPARE(ok.global_batch(), std::int64_t{1073741824});
+}
+
+// A directory, a FIFO (which would block forever) or /dev/null given as a
+// config file is refused as what it is, naming the flag and the path.
+void TestConfigImport::special_files_are_refused_by_name() {
+  const std::string folder = dir_.path().toStdString();
+  const std::string fifo = folder + "/config.fifo";
+  QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string m = message_of<ConfigError>([&] { load_accelerate_config(folder); });
+  QVERIFY2(contains(m, "--accelerate: '" + folder + "' is a directory, not a file"), m.c_str());
+  m = message_of<ConfigError>([&] { load_deepspeed_config(fifo); });
+  QCOMPARE(m, "--deepspeed: '" + fifo + "' is a FIFO (named pipe), not a file");
+  m = message_of<ConfigError>([&] { load_model_shape("/dev/null", nullptr); });
+  QCOMPARE(m, std::string("--model: '/dev/null' is a character device, not a file"));
+  m = message_of<ConfigError>([&] { load_model_shape(folder, nullptr); });
+  QVERIFY2(contains(m, "--model: '" + folder + "' is a directory"), m.c_str());
+  m = message_of<ConfigError>([&] { load_model_shape(write("empty.json", ""), nullptr); });
+  QVERIFY2(contains(m, "empty.json' is an empty file"), m.c_str());
+  m = message_of<ConfigError>([&] { load_model_shape("gpt-huge", nullptr); });  // not on disk: a preset name
+  QVERIFY2(contains(m, "unknown model preset 'gpt-huge'"), m.c_str());
+  QCOMPARE(load_model_shape("gpt-tiny", nullptr).preset, std::string("gpt-tiny"));
+}
+
+void TestConfigImport::gpu_mem_keeps_its_sign() {
+  std::string m = message_of<ConfigError>([] { parse_memory_size("-5GB"); });
+  QCOMPARE(m, std::string("--gpu-mem: '-5GB' is not a positive memory size (e.g. 80GB, 80GiB, 24576MiB)"));
+  m = message_of<ConfigError>([] { parse_memory_size("0"); });
+  QVERIFY2(contains(m, "is not a positive memory size"), m.c_str());
+  m = message_of<ConfigError>([] { parse_memory_size("2e6TB"); });
+  QVERIFY2(contains(m, "is too large"), m.c_str());
+  QCOMPARE(parse_memory_size("80 GB"), std::int64_t{80'000'000'000});
+  QCOMPARE(parse_memory_size("24_576MiB"), std::int64_t{24576} << 20);
 }
 
 QTEST_GUILESS_MAIN(TestConfigImport)

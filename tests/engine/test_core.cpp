@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Core pieces: the memory ledger, buffers, the thread pool, the RNG, the
 // tokenizer, the dataset and MLM masking, the LR schedule, safetensors.
+#include <sys/stat.h>
+
+#include <QElapsedTimer>
 #include <QTemporaryDir>
 #include <QTest>
 #include <cstring>
@@ -9,7 +12,10 @@
 #include <stdexcept>
 
 #include "core/buffer.h"
+#include "core/checked_math.h"
 #include "core/error.h"
+#include "core/input_file.h"
+#include "core/json_text.h"
 #include "core/memory_ledger.h"
 #include "core/rng.h"
 #include "core/thread_pool.h"
@@ -39,6 +45,10 @@ class TestCore : public QObject {
   void lr_schedule_warms_up_then_decays();
   void safetensors_round_trip();
   void safetensors_bad_files_name_the_problem();
+  void checked_sizes_refuse_to_wrap();
+  void json_text_names_the_place_of_every_error();
+  void json_value_summary_is_short();
+  void input_files_must_be_regular_files();
 };
 
 void TestCore::ledger_tracks_current_and_peak() {
@@ -288,6 +298,121 @@ void TestCore::safetensors_bad_files_name_the_problem() {
   len[0] = static_cast<char>(bad_range.size());
   expect_error(write("range", len + bad_range + "1234"), "tensor 'x'");
   expect_error("/nonexistent.safetensors", "cannot open");
+  // Damaged headers: a number past a double, a shape past 64 bits, a negative dimension.
+  auto header_file = [&](const std::string& name, const std::string& header, const std::string& data) {
+    std::string size(8, '\0');
+    size[0] = static_cast<char>(header.size());
+    return write(name, size + header + data);
+  };
+  expect_error(header_file("inf", R"({"x": {"dtype": "F32", "shape": [1e400], "data_offsets": [0, 4]}})", "1234"),
+               "the number 1e400 is beyond the range of a double");
+  expect_error(header_file("numel",
+                           R"({"x": {"dtype": "F32", "shape": [4294967296, 4294967296], )"
+                           R"("data_offsets": [0, 4]}})",
+                           "1234"),
+               "tensor 'x': shape has more elements than fit in 64 bits");
+  expect_error(header_file("negative", R"({"x": {"dtype": "F32", "shape": [-1, 1], "data_offsets": [0, 4]}})", "1234"),
+               "tensor 'x': shape has a negative dimension");
+  expect_error(dir.path().toStdString(), "is a directory, not a .safetensors file");
+  const std::string fifo = (dir.path() + "/fifo").toStdString();
+  QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_error(fifo, "is a FIFO (named pipe)");  // before the fix: blocked forever in the open
+}
+
+void TestCore::checked_sizes_refuse_to_wrap() {
+  QCOMPARE(checked_mul(1ll << 31, 1ll << 31), 1ll << 62);
+  QVERIFY_THROWS_EXCEPTION(SizeOverflow, checked_mul(1ll << 32, 1ll << 31));
+  QVERIFY_THROWS_EXCEPTION(SizeOverflow, checked_add(kMaxSize, 1));
+  QVERIFY_THROWS_EXCEPTION(SizeOverflow, checked_sub(-kMaxSize, 2));
+  const CheckedSize h = 1 << 20;
+  QCOMPARE((2 * h * h + h).value(), (2ll << 40) + (1 << 20));
+  QVERIFY_THROWS_EXCEPTION(SizeOverflow, h * h * h * 8);  // 2^63
+  try {
+    (void)(CheckedSize(3'000'000'000) * 4'000'000'000 * 1'000);
+    QFAIL("no SizeOverflow");
+  } catch (const ConfigError& e) {  // a ConfigError: the CLI exits 2
+    QVERIFY2(std::string(e.what()).find("12000000000000000000") == std::string::npos, e.what());
+    QVERIFY2(std::string(e.what()).find("does not fit in 64 bits") != std::string::npos, e.what());
+  }
+  QCOMPARE(checked_int(1 << 30, "--seq"), 1 << 30);
+  try {
+    (void)checked_int(1ll << 31, "n_positions");
+    QFAIL("no ConfigError");
+  } catch (const ConfigError& e) {
+    QCOMPARE(std::string(e.what()), std::string("n_positions: 2147483648 does not fit in a 32-bit integer"));
+  }
+  MemoryBytes bytes;  // an estimate's categories near 2^63 do not add up to a negative total
+  bytes[MemoryCategory::parameters] = kMaxSize / 2 + 1;
+  bytes[MemoryCategory::activations] = kMaxSize / 2 + 1;
+  QVERIFY_THROWS_EXCEPTION(SizeOverflow, (void)bytes.total());
+}
+
+void TestCore::json_text_names_the_place_of_every_error() {
+  JsonTextError error;
+  QVERIFY(parse_json_text("{\"a\": [1, 2]}", error).has_value());
+  QVERIFY(!parse_json_text("{\n  \"a\": 1,\n  \"b\": 1e400\n}", error));  // nlohmann: out_of_range.406
+  QCOMPARE(error.where_and_why(), std::string("line 3, column 8: key 'b': the number 1e400 is beyond the range of a "
+                                              "double (about ±1.8e308)"));
+  QCOMPARE(error.byte, std::size_t{19});
+  QVERIFY(!parse_json_text("{\"a\": tru}", error));
+  QCOMPARE(error.line, 1);
+  QVERIFY2(error.reason.rfind("syntax error", 0) == 0, error.reason.c_str());
+  // 60,000 levels: no stack overflow (the parse is iterative), refused at level 513.
+  const std::string deep = "{\"x\": " + std::string(60000, '[') + std::string(60000, ']') + "}";
+  QElapsedTimer timer;
+  timer.start();
+  QVERIFY(!parse_json_text(deep, error));
+  QCOMPARE(error.reason, std::string("values nest deeper than 512 levels"));
+  QCOMPARE(error.byte, std::size_t{6 + 511});  // the object is level 1, the 512th '[' level 513
+  QVERIFY(timer.elapsed() < 5000);
+  QVERIFY(parse_json_text("[" + std::string(511, '[') + std::string(512, ']'), error).has_value());
+  // A syntax error's last token is quoted, but never at length.
+  QVERIFY(!parse_json_text("\"" + std::string(100000, 'x'), error));
+  QVERIFY2(error.reason.size() < 260, error.reason.c_str());
+}
+
+void TestCore::json_value_summary_is_short() {
+  using nlohmann::json;
+  QCOMPARE(json_value_summary(json::parse("[[[]]]")), std::string("array of 1 element"));
+  QCOMPARE(json_value_summary(json::parse("{\"a\": 1, \"b\": 2}")), std::string("object of 2 keys"));
+  QCOMPARE(json_value_summary(json(1.5)), std::string("number 1.5"));
+  QCOMPARE(json_value_summary(json("768")), std::string("string \"768\""));
+  QCOMPARE(json_value_summary(json(true)), std::string("boolean true"));
+  QCOMPARE(json_value_summary(json(std::string(10000, 'x'))), "string \"" + std::string(60, 'x') + "...\"");
+  QCOMPARE(bounded_excerpt("\u00e9\u00e9\u00e9", 3), std::string("\u00e9..."));  // never half a UTF-8 character
+}
+
+void TestCore::input_files_must_be_regular_files() {
+  QTemporaryDir dir;
+  const std::string folder = dir.path().toStdString();
+  auto message = [](const std::string& path) {
+    try {
+      (void)read_input_file(path, "--model");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no ConfigError");
+  };
+  QCOMPARE(message(folder), "--model: '" + folder + "' is a directory, not a file; give the config file inside it");
+  QCOMPARE(message("/dev/null"), std::string("--model: '/dev/null' is a character device, not a file"));
+  const std::string fifo = folder + "/fifo";
+  QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+  QCOMPARE(message(fifo), "--model: '" + fifo + "' is a FIFO (named pipe), not a file");
+  QCOMPARE(message(folder + "/missing.json"), "--model: cannot open '" + folder + "/missing.json': no such file");
+  std::ofstream(folder + "/empty.json").flush();
+  QCOMPARE(message(folder + "/empty.json"), "--model: '" + folder + "/empty.json' is an empty file");
+  std::ofstream(folder + "/big.json") << std::string(100, ' ');
+  try {
+    (void)read_input_file(folder + "/big.json", "--model", 10);
+    QFAIL("no ConfigError");
+  } catch (const ConfigError& e) {
+    QVERIFY2(std::string(e.what()).find("is 100 bytes; a config file is at most 10 bytes") != std::string::npos,
+             e.what());
+  }
+  std::ofstream(folder + "/ok.json") << "{}";
+  QCOMPARE(read_input_file(folder + "/ok.json", "--model"), std::string("{}"));
+  QVERIFY(!special_file_kind(folder + "/ok.json"));
+  QCOMPARE(special_file_kind(fifo).value_or(""), std::string("a FIFO (named pipe)"));
 }
 
 QTEST_GUILESS_MAIN(TestCore)

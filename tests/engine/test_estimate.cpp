@@ -3,6 +3,7 @@
 // the ZeRO paper's example, Korthikanti et al.'s activations), DeepSpeed's own
 // estimator, the engine's pipeline schedules, and its report (fit, JSON).
 // Predicted against measured ledger bytes: test_estimate_ledger.cpp.
+#include <QElapsedTimer>
 #include <QTest>
 
 #include "core/error.h"
@@ -11,6 +12,7 @@
 #include "estimate/estimate.h"
 #include "estimate/formula_text.h"
 #include "estimate/host_memory_fit.h"
+#include "io/hf_config.h"
 #include "model/activations.h"
 #include "parallel/pipeline_schedule.h"
 
@@ -51,6 +53,8 @@ class TestEstimate : public QObject {
   void zero_paper_example_per_stage();
   void deepspeed_estimator_conventions_two_sizes();
   void in_flight_closed_form_matches_engine_schedules();
+  void large_pipelines_estimate_quickly();
+  void huge_settings_are_refused_not_wrapped();
   void formula_activations_follow_korthikanti();
   void time_model_figures();
   void fit_names_the_largest_lever();
@@ -137,6 +141,54 @@ void TestEstimate::deepspeed_estimator_conventions_two_sizes() {
   QCOMPARE(z3.cpu_bytes, std::int64_t{323'443'949'568});
   // The largest layer DeepSpeed would find in the preset is its token embedding.
   QCOMPARE(preset("gpt2-124m").largest_module_parameters, gpt2.largest);
+}
+
+// 500 stages × 2000 micro-batches: the estimator simulated the whole schedule
+// (6 million actions) once per stage, for hours; the closed form answers at once.
+void TestEstimate::large_pipelines_estimate_quickly() {
+  const ModelShape model = model_shape_from_hf(parse_hf_config(
+      R"({"model_type": "llama", "vocab_size": 32000, "hidden_size": 256, "intermediate_size": 512,
+          "num_hidden_layers": 1000, "num_attention_heads": 4})",
+      "deep.json"));
+  EstimateSettings s;
+  s.pp = 500;
+  s.micro_batches = 2000;
+  s.seq = 128;
+  s.activations = ActivationMode::formula;
+  QElapsedTimer timer;
+  timer.start();
+  const MemoryEstimate memory = estimate_memory(model, s);
+  QVERIFY2(timer.elapsed() < 10000, qPrintable(QString::number(timer.elapsed()) + " ms"));
+  QCOMPARE(memory.ranks.front().micro_batches_in_flight, 500);  // 1F1B: min(m, p - s)
+  QCOMPARE(memory.ranks.back().micro_batches_in_flight, 1);
+}
+
+// Sizes past 64 bits are refused with the settings that make them, never printed negative.
+void TestEstimate::huge_settings_are_refused_not_wrapped() {
+  EstimateRequest request;
+  request.model = model_shape_from_config(find_model_preset("gpt-tiny"), "gpt-tiny");
+  request.settings.micro_batch = 1 << 24;
+  request.settings.accum = 1 << 24;
+  request.settings.dp = 16;
+  request.settings.micro_batches = 1 << 20;
+  request.settings.pp = 2;
+  try {
+    (void)compute_estimate(request);
+    QFAIL("no ConfigError");
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    QVERIFY2(m.find("the estimate for gpt-tiny does not fit in 64-bit counts") != std::string::npos, e.what());
+    QVERIFY2(m.find("micro-batch 16777216, accum 16777216, micro-batches 1048576, dp 16") != std::string::npos,
+             e.what());
+  }
+  request.settings = {};
+  request.settings.micro_batch = 1 << 24;  // the logits alone: 4·b·s·v = 4 × 2^24 × 256 × vocab bytes
+  request.settings.seq = 256;
+  const Estimate big = compute_estimate(request);
+  for (const RankMemory& r : big.memory.ranks) {
+    for (MemoryCategory c : kAllMemoryCategories) QVERIFY(r.bytes[c] >= 0);
+    QVERIFY(r.total() > std::int64_t{1} << 40);
+  }
 }
 
 // The closed form of activation slots agrees with the engine's schedules.

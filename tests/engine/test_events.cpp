@@ -9,12 +9,13 @@
 #undef emit  // Qt's keyword macro (absent under QT_NO_KEYWORDS) would eat EventSink::emit
 
 #include <pthread.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <csignal>
-#include <bit>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -141,6 +142,7 @@ class TestEvents : public QObject {
   void recording_is_read_while_being_written();
   void recording_bad_files_name_the_offset_data();
   void recording_bad_files_name_the_offset();
+  void recording_reader_refuses_special_files();
   void recording_writer_reports_an_unwritable_path();
   void recording_keeps_chinese_text_and_metadata();
 
@@ -469,6 +471,34 @@ void TestEvents::recording_bad_files_name_the_offset_data() {
                                      << "byte 21: the metadata is not valid JSON";
   QTest::newRow("unknown kind") << QByteArray::fromStdString(patched(22, "\x09"))
                                 << "byte 22: record 0: unknown event kind 9";
+  // The metadata is checked as every reader will parse it: nlohmann's
+  // out_of_range.406 (exit 1 "internal error" in export) and nesting depth.
+  { RecordingWriter writer(path("number.ssrun"), "{\"dp\": 1e300}"); }
+  std::string number = read_file(path("number.ssrun"));
+  number.replace(number.find("1e300"), 5, "1e400");
+  QTest::newRow("metadata number past a double")
+      << QByteArray::fromStdString(number)
+      << "byte 27: the metadata is not valid JSON (key 'dp': the number 1e400 is beyond the range of a double";
+  { RecordingWriter writer(path("deep.ssrun"), "{\"x\": " + std::string(600, '[') + std::string(600, ']') + "}"); }
+  QTest::newRow("metadata 600 levels deep") << QByteArray::fromStdString(read_file(path("deep.ssrun")))
+                                            << "byte 537: the metadata is not valid JSON (values nest deeper than 512";
+}
+
+// A directory or a FIFO as the recording is refused before the stream opens
+// it (opening a FIFO with no writer would block forever).
+void TestEvents::recording_reader_refuses_special_files() {
+  const std::string fifo = path("run.fifo");
+  QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string folder = dir_.path().toStdString();
+  for (const auto& [file, kind] : {std::pair{fifo, "a FIFO (named pipe)"}, std::pair{folder, "a directory"}}) {
+    try {
+      RecordingReader reader;
+      reader.open(file);
+      QFAIL("no FormatError");
+    } catch (const FormatError& e) {
+      QCOMPARE(std::string(e.what()), file + ": is " + kind + ", not a recording; choose a .ssrun file");
+    }
+  }
 }
 
 void TestEvents::recording_bad_files_name_the_offset() {

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Files the user names as input (config files, recordings) are read only when
+// they are regular files: a FIFO would block the program forever, a device
+// such as /dev/zero never ends, and a directory or /dev/null would be read as
+// an empty file and blamed on its contents. The check opens the file without
+// blocking (O_NONBLOCK) and asks the open descriptor what it is.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace shardscope {
+
+// Config files are small; a larger "config" is the wrong file (and would be read whole into memory).
+inline constexpr std::uint64_t kMaxConfigFileBytes = 64ull << 20;
+
+// What `path` is when it exists but is not a regular file: "a directory",
+// "a FIFO (named pipe)", "a character device", ...; nullopt for a regular file
+// and for a path that cannot be opened (the caller's own open reports that).
+std::optional<std::string> special_file_kind(const std::string& path);
+
+// The whole file at `path`. ConfigError naming `what` (the flag) and the path
+// when it cannot be opened ("<what>: cannot open '<path>': no such file"), is
+// not a regular file ("<what>: '<path>' is a directory, not a file"), is
+// empty, or is larger than `max_bytes`.
+std::string read_input_file(const std::string& path, std::string_view what,
+                            std::uint64_t max_bytes = kMaxConfigFileBytes);
+
+}  // namespace shardscope
