@@ -230,6 +230,7 @@ PipelineTimelineView::PipelineTimelineView(QWidget* parent)
   step_box_->setObjectName(QStringLiteral("timeline_step"));
   step_box_->setRange(0, 0);
   bubble_label_->setObjectName(QStringLiteral("bubble"));
+  bubble_label_->setWordWrap(true);  // the accumulation line is long; the view must stay narrow (1280 px screens)
   auto* header = new QHBoxLayout;
   header->addWidget(step_label_);
   header->addWidget(step_box_);
@@ -264,6 +265,7 @@ PipelineTimelineView::~PipelineTimelineView() = default;
 void PipelineTimelineView::reset(const RunConfig& config) {
   grid_ = Grid(std::max(config.dp, 1), std::max(config.pp, 1));
   micro_batches_ = std::max(config.micro_batches, 1);
+  accumulation_ = std::max(config.accum, 1);
   steps_.clear();
   last_completed_ = last_seen_ = 0;
   step_box_->setRange(0, 0);
@@ -321,13 +323,24 @@ double PipelineTimelineView::formula_bubble() const {
   return gpipe_bubble_fraction(grid_.pp(), micro_batches_);
 }
 
+double PipelineTimelineView::one_flush_bubble() const {
+  return gpipe_bubble_fraction(grid_.pp(), micro_batches_ * accumulation_);
+}
+
 QString PipelineTimelineView::bubbleText(std::int64_t step) const {
   const QString formula = tr("(p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%")
                               .arg(grid_.pp())
                               .arg(micro_batches_)
                               .arg(std::lround(formula_bubble() * 100));
-  if (boxes(step).empty()) return tr("bubble measured – · %1").arg(formula);
-  return tr("bubble measured %1% · %2").arg(std::lround(measured_bubble(step) * 100)).arg(formula);
+  const QString measured = boxes(step).empty() ? tr("bubble measured –")
+                                               : tr("bubble measured %1%").arg(std::lround(measured_bubble(step) * 100));
+  if (accumulation_ <= 1 || grid_.pp() <= 1) return measured + QStringLiteral(" · ") + formula;
+  // Accumulation: k flushes of m micro-batches, each with its own fill and drain (see formula_bubble).
+  const int all = accumulation_ * micro_batches_;
+  return tr("%1 · per flush %2 · accumulation: k = %3 flushes of m = %4 micro-batches (F0–F%5), each fills and "
+            "drains the pipeline; one flush of all %6 would idle %7%")
+      .arg(measured, formula, QString::number(accumulation_), QString::number(micro_batches_),
+           QString::number(all - 1), QString::number(all), QString::number(std::lround(one_flush_bubble() * 100)));
 }
 
 std::int64_t PipelineTimelineView::shownStep() const {
