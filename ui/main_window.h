@@ -104,6 +104,7 @@ class MainWindow : public QMainWindow {
   static std::vector<MemoryBytes> predictMemory(const RunConfig& config);
   void appendLog(const QString& line, bool error);  // through the logger
   void drainLog() const;                             // queued lines into the panel
+  static QString levelName(int level);               // spdlog's level, in the interface's language
   void clearLog();
   void logEvent(const shardscope::Event& e);
   void buildRecordingUi();

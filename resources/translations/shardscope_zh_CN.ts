@@ -383,6 +383,30 @@
         <source>Show lessons</source>
         <translation>显示课程</translation>
     </message>
+    <message>
+        <source>trace</source>
+        <translation>跟踪</translation>
+    </message>
+    <message>
+        <source>debug</source>
+        <translation>调试</translation>
+    </message>
+    <message>
+        <source>info</source>
+        <translation>信息</translation>
+    </message>
+    <message>
+        <source>warning</source>
+        <translation>警告</translation>
+    </message>
+    <message>
+        <source>error</source>
+        <translation>错误</translation>
+    </message>
+    <message>
+        <source>critical</source>
+        <translation>严重</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -420,7 +444,7 @@
     </message>
     <message>
         <source>Rank</source>
-        <translation>Rank</translation>
+        <translation>rank（进程编号）</translation>
     </message>
     <message>
         <source>rank %1</source>
