@@ -22,6 +22,8 @@ class QSlider;
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
+class QScrollArea;
+class QSplitter;
 class QTabWidget;
 class QTimer;
 
@@ -96,6 +98,9 @@ class MainWindow : public QMainWindow {
 
  private:
   void retranslate();
+  void setUpControls();
+  QScrollArea* buildSettingsColumn();
+  QSplitter* buildViewsColumn();
   void fitSettingsColumn();
   void onEvents(const std::vector<shardscope::Event>& events);
   void onFinished(bool ok, const QString& message);
