@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 if [ ! -f build/build.ninja ]; then
-  echo "run.sh: configuring build/ and building the GUI and the CLI (only once; a few minutes on 2 cores, see README)"
+  echo "run.sh: first start: configuring build/ and building only the GUI and the CLI (once; up to 20 minutes on 2 cores)"
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 fi
 targets=(shardscope-cli)
