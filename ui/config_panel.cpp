@@ -72,6 +72,7 @@ ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
     gpu_->addItem(QString::fromStdString(profile.name), QString::fromStdString(profile.name));
 
   auto* form = new QFormLayout;
+  form->setRowWrapPolicy(QFormLayout::WrapLongRows);  // a narrow column puts a wide field under its label
   for (const RunField& field : run_fields()) {
     if (field.label.empty()) continue;
     QWidget* widget = field.key == "model"        ? model_

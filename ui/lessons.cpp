@@ -86,6 +86,8 @@ LessonsPanel::LessonsPanel(QWidget* parent)
   try_->setObjectName(QStringLiteral("tryLesson"));
   text_->setOpenExternalLinks(true);
   list_->setMaximumHeight(110);
+  list_->setWordWrap(true);  // a long title takes two lines in a narrow panel, never a sideways scroll
+  list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(list_);

@@ -8,21 +8,22 @@
 namespace shardscope::ui {
 
 QueuedLogSink::QueuedLogSink() {
-  // "14:03:07.123 warning rank 1 step 3: ..." (wall-clock time of the message).
-  set_formatter_(std::make_unique<spdlog::pattern_formatter>("%H:%M:%S.%e %l %v", spdlog::pattern_time_type::local,
+  // The time stamp only: the panel shows "14:03:07.123 warning rank 1 step 3: ...",
+  // with the level in the interface's language (MainWindow::drainLog).
+  set_formatter_(std::make_unique<spdlog::pattern_formatter>("%H:%M:%S.%e", spdlog::pattern_time_type::local,
                                                              std::string()));
 }
 
 void QueuedLogSink::sink_it_(const spdlog::details::log_msg& msg) {
-  spdlog::memory_buf_t formatted;
-  formatter_->format(msg, formatted);
-  std::string text(formatted.data(), formatted.size());
+  spdlog::memory_buf_t stamp;
+  formatter_->format(msg, stamp);
+  std::string text(msg.payload.data(), msg.payload.size());
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   if (lines_.size() >= kMaxQueued) {
     lines_.pop_front();
     ++dropped_;
   }
-  lines_.push_back(Line{msg.level, std::move(text)});
+  lines_.push_back(Line{msg.level, std::string(stamp.data(), stamp.size()), std::move(text)});
 }
 
 std::vector<QueuedLogSink::Line> QueuedLogSink::take() {

@@ -16,9 +16,12 @@ namespace shardscope::ui {
 
 class QueuedLogSink : public spdlog::sinks::base_sink<std::mutex> {
  public:
+  // The GUI words the level itself (levelName in the main window), so that
+  // "info" / "warning" / "error" follow the interface's language.
   struct Line {
     spdlog::level::level_enum level;
-    std::string text;  // formatted, without the line end
+    std::string time;  // "14:03:07.123", wall-clock time of the message
+    std::string text;  // the message, without the line end
   };
   // Beyond this many untaken lines the oldest are dropped (and counted).
   static constexpr std::size_t kMaxQueued = 10000;

@@ -10,6 +10,7 @@
 #include <QDockWidget>
 #include <QEvent>
 #include <QTimer>
+#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMenu>
@@ -18,6 +19,7 @@
 #include <QPushButton>
 #include <QLayout>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QVBoxLayout>
@@ -66,73 +68,15 @@ MainWindow::MainWindow(QWidget* parent)
       step_(new QPushButton),
       stop_(new QPushButton),
       recorder_(new RecordingController(this)) {
-  language_->setObjectName(QStringLiteral("language"));
-  for (const QString& code : availableLanguages()) language_->addItem(languageName(code), code);
-  language_->setCurrentIndex(std::max(0, language_->findData(currentLanguage())));
-  language_label_->setBuddy(language_);
-  run_->setObjectName(QStringLiteral("run"));
-  pause_->setObjectName(QStringLiteral("pause"));
-  step_->setObjectName(QStringLiteral("step"));
-  stop_->setObjectName(QStringLiteral("stop"));
-  status_->setObjectName(QStringLiteral("status"));
-  status_->setWordWrap(true);
-  log_->setObjectName(QStringLiteral("log"));
-  log_->setReadOnly(true);
-  log_->setMaximumBlockCount(2000);
-  logger_->set_level(spdlog::level::debug);
-  log_timer_->setInterval(50);  // the log is read, not animated: 20 Hz is plenty
-  connect(log_timer_, &QTimer::timeout, this, [this] { drainLog(); });
-  log_timer_->start();
-  speed_->setObjectName(QStringLiteral("playbackSpeed"));
-  for (double speed : {1.0, 0.5, 0.25, 0.1}) speed_->addItem(QString(), speed);
-  speed_label_->setBuddy(speed_);
-  speed_note_->setObjectName(QStringLiteral("speedNote"));
-  speed_note_->setWordWrap(true);
-
-  auto* buttons = new QHBoxLayout;
-  for (QPushButton* b : {run_, pause_, step_, stop_}) buttons->addWidget(b);
-
-  auto* left = new QWidget;
-  auto* leftLayout = new QVBoxLayout(left);
-  auto* languageRow = new QHBoxLayout;
-  languageRow->addWidget(language_label_);
-  languageRow->addWidget(language_, 1);
-  leftLayout->addLayout(languageRow);
-  leftLayout->addWidget(panel_, 1);
-  leftLayout->addLayout(buttons);
-  auto* speedRow = new QHBoxLayout;
-  speedRow->addWidget(speed_label_);
-  speedRow->addWidget(speed_, 1);
-  leftLayout->addLayout(speedRow);
-  leftLayout->addWidget(speed_note_);
-  leftLayout->addWidget(status_);
-  auto* scroll = new QScrollArea;
-  scroll->setWidget(left);
-  scroll->setWidgetResizable(true);
-  scroll->setMinimumWidth(left->sizeHint().width() + 24);
-
-  tabs_->setObjectName(QStringLiteral("views"));
-  tabs_->addTab(loss_, QString());
-  tab_sources_.emplace_back(loss_, QT_TR_NOOP("Loss"));
-  buildRecordingUi();
-  auto* tabsAndReplay = new QWidget;
-  auto* tabsLayout = new QVBoxLayout(tabsAndReplay);
-  tabsLayout->setContentsMargins(0, 0, 0, 0);
-  tabsLayout->addWidget(replay_bar_);
-  tabsLayout->addWidget(tabs_, 1);
-  auto* views = new QSplitter(Qt::Vertical);
-  views->addWidget(tabsAndReplay);
-  views->addWidget(memory_);
-  views->addWidget(log_);
-  views->setStretchFactor(0, 3);
-  views->setStretchFactor(1, 3);
-  views->setStretchFactor(2, 1);
-  views->setSizes({340, 340, 120});
-
+  setUpControls();
+  auto* settings = buildSettingsColumn();
   auto* split = new QSplitter(Qt::Horizontal);
-  split->addWidget(scroll);
-  split->addWidget(views);
+  split->addWidget(settings);
+  split->addWidget(buildViewsColumn());
   split->setStretchFactor(1, 1);
+  split->setChildrenCollapsible(false);
+  split->setSizes({settings->widget()->sizeHint().width() + 24, 800});  // labels beside their fields where there is room
+  fitSettingsColumn();
   setCentralWidget(split);
   resize(1200, 800);
 
@@ -156,20 +100,12 @@ MainWindow::MainWindow(QWidget* parent)
   connect(controller_, &RunController::stateChanged, this, &MainWindow::updateControls);
   connect(controller_, &RunController::runFinished, this, &MainWindow::onFinished);
 
-  auto* timeline = new PipelineTimelineView;
-  addView(timeline, timeline, QT_TR_NOOP("Pipeline"));
-  auto* ring = new RingAllreduceView;
-  addView(ring, ring, QT_TR_NOOP("Ring all-reduce"));
-  auto* zero = new ZeroView;
-  addView(zero, zero, QT_TR_NOOP("ZeRO"));
-  addView(live_plots_, live_plots_, QT_TR_NOOP("Live plots"));
-
   // Lessons: text beside the views, hidden until chosen from the Lessons menu.
   lessons_ = new LessonsPanel;
   lessons_dock_ = new QDockWidget(this);
   lessons_dock_->setObjectName(QStringLiteral("lessonsDock"));
   lessons_dock_->setWidget(lessons_);
-  lessons_dock_->setMinimumWidth(360);
+  lessons_dock_->setMinimumWidth(280);  // with the settings and the views, within 1280 px
   addDockWidget(Qt::RightDockWidgetArea, lessons_dock_);
   lessons_dock_->hide();
   lessons_menu_ = menuBar()->addMenu(QString());
@@ -182,6 +118,93 @@ MainWindow::MainWindow(QWidget* parent)
   retranslate();
   setStatus([this] { return tr("Ready: press Run to train on simulated ranks (threads on the CPU)."); });
   updateControls();
+}
+
+// Names, items and the log's timer of the controls made in the initializer list.
+void MainWindow::setUpControls() {
+  language_->setObjectName(QStringLiteral("language"));
+  for (const QString& code : availableLanguages()) language_->addItem(languageName(code), code);
+  language_->setCurrentIndex(std::max(0, language_->findData(currentLanguage())));
+  language_label_->setBuddy(language_);
+  run_->setObjectName(QStringLiteral("run"));
+  pause_->setObjectName(QStringLiteral("pause"));
+  step_->setObjectName(QStringLiteral("step"));
+  stop_->setObjectName(QStringLiteral("stop"));
+  status_->setObjectName(QStringLiteral("status"));
+  status_->setWordWrap(true);
+  log_->setObjectName(QStringLiteral("log"));
+  log_->setReadOnly(true);
+  log_->setMaximumBlockCount(2000);
+  logger_->set_level(spdlog::level::debug);
+  log_timer_->setInterval(50);  // the log is read, not animated: 20 Hz is plenty
+  connect(log_timer_, &QTimer::timeout, this, [this] { drainLog(); });
+  log_timer_->start();
+  speed_->setObjectName(QStringLiteral("playbackSpeed"));
+  for (double speed : {1.0, 0.5, 0.25, 0.1}) speed_->addItem(QString(), speed);
+  speed_label_->setBuddy(speed_);
+  speed_note_->setObjectName(QStringLiteral("speedNote"));
+  speed_note_->setWordWrap(true);
+}
+
+// The left column: language, the run's settings, the run controls, the
+// playback speed and the status line, scrolling up and down.
+QScrollArea* MainWindow::buildSettingsColumn() {
+  // Two by two, so that the settings column stays narrow (a 1280 px screen with the lessons open).
+  auto* buttons = new QGridLayout;
+  buttons->addWidget(run_, 0, 0);
+  buttons->addWidget(pause_, 0, 1);
+  buttons->addWidget(step_, 1, 0);
+  buttons->addWidget(stop_, 1, 1);
+
+  auto* left = new QWidget;
+  auto* leftLayout = new QVBoxLayout(left);
+  auto* languageRow = new QHBoxLayout;
+  languageRow->addWidget(language_label_);
+  languageRow->addWidget(language_, 1);
+  leftLayout->addLayout(languageRow);
+  leftLayout->addWidget(panel_, 1);
+  leftLayout->addLayout(buttons);
+  auto* speedRow = new QHBoxLayout;
+  speedRow->addWidget(speed_label_);
+  speedRow->addWidget(speed_, 1);
+  leftLayout->addLayout(speedRow);
+  leftLayout->addWidget(speed_note_);
+  leftLayout->addWidget(status_);
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(left);
+  scroll->setWidgetResizable(true);
+  scroll->setObjectName(QStringLiteral("settingsColumn"));
+  return scroll;
+}
+
+// The right column: the view tabs (with the replay bar over them), the memory
+// bars and the log, one above the other.
+QSplitter* MainWindow::buildViewsColumn() {
+  tabs_->setObjectName(QStringLiteral("views"));
+  tabs_->addTab(loss_, QString());
+  tab_sources_.emplace_back(loss_, QT_TR_NOOP("Loss"));
+  auto* timeline = new PipelineTimelineView;
+  addView(timeline, timeline, QT_TR_NOOP("Pipeline"));
+  auto* ring = new RingAllreduceView;
+  addView(ring, ring, QT_TR_NOOP("Ring all-reduce"));
+  auto* zero = new ZeroView;
+  addView(zero, zero, QT_TR_NOOP("ZeRO"));
+  addView(live_plots_, live_plots_, QT_TR_NOOP("Live plots"));
+  buildRecordingUi();
+  auto* tabsAndReplay = new QWidget;
+  auto* tabsLayout = new QVBoxLayout(tabsAndReplay);
+  tabsLayout->setContentsMargins(0, 0, 0, 0);
+  tabsLayout->addWidget(replay_bar_);
+  tabsLayout->addWidget(tabs_, 1);
+  auto* views = new QSplitter(Qt::Vertical);
+  views->addWidget(tabsAndReplay);
+  views->addWidget(memory_);
+  views->addWidget(log_);
+  views->setStretchFactor(0, 4);  // the tab views first: on a 720 px screen the live plots need the height
+  views->setStretchFactor(1, 3);
+  views->setStretchFactor(2, 1);
+  views->setSizes({400, 300, 100});
+  return views;
 }
 
 void MainWindow::retranslate() {
@@ -217,11 +240,15 @@ void MainWindow::retranslate() {
   QMetaObject::invokeMethod(this, [this] { fitSettingsColumn(); }, Qt::QueuedConnection);
 }
 
+// The settings column scrolls up and down, never sideways: it is at least as
+// wide as its content's minimum (a field goes under its label where the row
+// is too narrow for both, QFormLayout::WrapLongRows) plus the scroll bar.
 void MainWindow::fitSettingsColumn() {
-  auto* scroll = findChild<QScrollArea*>();
+  auto* scroll = findChild<QScrollArea*>(QStringLiteral("settingsColumn"));
   if (scroll == nullptr || scroll->widget() == nullptr) return;
   for (QLayout* layout : scroll->widget()->findChildren<QLayout*>()) layout->invalidate();
-  scroll->setMinimumWidth(scroll->widget()->sizeHint().width() + 24);
+  scroll->setMinimumWidth(scroll->widget()->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() +
+                          2 * scroll->frameWidth());
 }
 
 void MainWindow::changeEvent(QEvent* event) {

@@ -22,6 +22,8 @@ class QSlider;
 class QLabel;
 class QPlainTextEdit;
 class QPushButton;
+class QScrollArea;
+class QSplitter;
 class QTabWidget;
 class QTimer;
 
@@ -96,6 +98,9 @@ class MainWindow : public QMainWindow {
 
  private:
   void retranslate();
+  void setUpControls();
+  QScrollArea* buildSettingsColumn();
+  QSplitter* buildViewsColumn();
   void fitSettingsColumn();
   void onEvents(const std::vector<shardscope::Event>& events);
   void onFinished(bool ok, const QString& message);
@@ -103,6 +108,7 @@ class MainWindow : public QMainWindow {
   void prepareViews(const RunConfig& config);
   void appendLog(const QString& line, bool error);  // through the logger
   void drainLog() const;                             // queued lines into the panel
+  static QString levelName(int level);               // spdlog's level, in the interface's language
   void clearLog();
   void logEvent(const shardscope::Event& e);
   void buildRecordingUi();

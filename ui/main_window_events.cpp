@@ -114,9 +114,24 @@ void MainWindow::appendLog(const QString& line, bool error) {
   else logger_->info("{}", line.toStdString());
 }
 
+QString MainWindow::levelName(int level) {
+  switch (level) {
+    case spdlog::level::trace: return tr("trace");
+    case spdlog::level::debug: return tr("debug");
+    case spdlog::level::info: return tr("info");
+    case spdlog::level::warn: return tr("warning");
+    case spdlog::level::err: return tr("error");
+    default: return tr("critical");
+  }
+}
+
+// The GUI's own messages are worded in the language of the moment they were
+// logged (tr() at the call); text from the engine (its run summary, device
+// notes, errors) is shown as the engine wrote it, in English.
 void MainWindow::drainLog() const {
   for (const QueuedLogSink::Line& line : log_sink_->take()) {
-    const QString text = QString::fromStdString(line.text);
+    const QString text = QStringLiteral("%1 %2 %3").arg(QString::fromStdString(line.time), levelName(line.level),
+                                                        QString::fromStdString(line.text));
     if (line.level >= spdlog::level::err)
       log_->appendHtml(QStringLiteral("<span style=\"color:#b00020\">%1</span>").arg(text.toHtmlEscaped()));
     else if (line.level == spdlog::level::warn)

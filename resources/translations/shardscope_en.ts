@@ -4,58 +4,6 @@
 <context>
     <name>shardscope::ui::ConfigPanel</name>
     <message>
-        <source>Model</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Steps</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Global batch</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Sequence length</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Learning rate</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Data-parallel ranks</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Pipeline stages</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Data-parallel mode</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>ZeRO stage</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Pipeline schedule</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Micro-batches</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Accumulation steps</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Activation checkpointing</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>DDP (ring all-reduce)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -90,10 +38,6 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Precision</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>GPU profile (fit check)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -102,15 +46,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>A UTF-8 text file to train on; empty uses the corpus shipped with ShardScope.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>Browse...</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>fp16 and bf16 keep fp32 master weights and optimizer states; fp16 scales the loss.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -130,27 +66,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Initial loss scale</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>fp16 only: the loss is multiplied by 2^N before backward. Too large a scale overflows: the step is skipped on every rank and the scale halves.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Evaluate every (steps)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>The held-out loss (the last 10% of the text) every N steps and at the end; 0: never.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>never</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Device</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -174,10 +90,6 @@
     </message>
     <message>
         <source>Looking for GPUs...</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Where the ranks train: threads on the CPU, on one GPU they share (device copies between them), or one GPU each with NCCL between them.</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -477,6 +389,30 @@
         <source>Show lessons</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>trace</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>debug</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>info</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>warning</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>error</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>critical</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -614,15 +550,19 @@ start %5 ms, duration %6 ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>bubble measured – · %1</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>bubble measured %1% · %2</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>Step %1: %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>bubble measured –</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>bubble measured %1%</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1 · per flush %2 · accumulation: k = %3 flushes of m = %4 micro-batches (F0–F%5), each fills and drains the pipeline; one flush of all %6 would idle %7%</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -658,10 +598,6 @@ start %5 ms, duration %6 ms</source>
     </message>
     <message>
         <source>Nothing to export: open a recording or record a run first.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>write failed (disk full or no permission?)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>

@@ -4,58 +4,6 @@
 <context>
     <name>shardscope::ui::ConfigPanel</name>
     <message>
-        <source>Model</source>
-        <translation>模型</translation>
-    </message>
-    <message>
-        <source>Steps</source>
-        <translation>步数</translation>
-    </message>
-    <message>
-        <source>Global batch</source>
-        <translation>全局批大小</translation>
-    </message>
-    <message>
-        <source>Sequence length</source>
-        <translation>序列长度</translation>
-    </message>
-    <message>
-        <source>Learning rate</source>
-        <translation>学习率</translation>
-    </message>
-    <message>
-        <source>Data-parallel ranks</source>
-        <translation>数据并行 rank 数</translation>
-    </message>
-    <message>
-        <source>Pipeline stages</source>
-        <translation>流水线阶段数</translation>
-    </message>
-    <message>
-        <source>Data-parallel mode</source>
-        <translation>数据并行模式</translation>
-    </message>
-    <message>
-        <source>ZeRO stage</source>
-        <translation>ZeRO 阶段</translation>
-    </message>
-    <message>
-        <source>Pipeline schedule</source>
-        <translation>流水线调度</translation>
-    </message>
-    <message>
-        <source>Micro-batches</source>
-        <translation>微批次数</translation>
-    </message>
-    <message>
-        <source>Accumulation steps</source>
-        <translation>梯度累积步数</translation>
-    </message>
-    <message>
-        <source>Activation checkpointing</source>
-        <translation>激活检查点</translation>
-    </message>
-    <message>
         <source>DDP (ring all-reduce)</source>
         <translation>DDP（环形 all-reduce）</translation>
     </message>
@@ -88,10 +36,6 @@
         <translation>训练文本</translation>
     </message>
     <message>
-        <source>Precision</source>
-        <translation>精度</translation>
-    </message>
-    <message>
         <source>GPU profile (fit check)</source>
         <translation>GPU 型号（容量检查）</translation>
     </message>
@@ -100,16 +44,8 @@
         <translation>留空：使用内置语料（英文 + 中文）</translation>
     </message>
     <message>
-        <source>A UTF-8 text file to train on; empty uses the corpus shipped with ShardScope.</source>
-        <translation>用于训练的 UTF-8 文本文件；留空则使用 ShardScope 自带的语料。</translation>
-    </message>
-    <message>
         <source>Browse...</source>
         <translation>浏览……</translation>
-    </message>
-    <message>
-        <source>fp16 and bf16 keep fp32 master weights and optimizer states; fp16 scales the loss.</source>
-        <translation>fp16 和 bf16 保留 fp32 主权重和优化器状态；fp16 会对损失做缩放。</translation>
     </message>
     <message>
         <source>none</source>
@@ -128,28 +64,8 @@
         <translation>文本文件 (*.txt);;所有文件 (*)</translation>
     </message>
     <message>
-        <source>Initial loss scale</source>
-        <translation>初始损失缩放</translation>
-    </message>
-    <message>
-        <source>fp16 only: the loss is multiplied by 2^N before backward. Too large a scale overflows: the step is skipped on every rank and the scale halves.</source>
-        <translation>仅用于 fp16：反向传播前损失乘以 2^N。缩放过大会溢出：所有 rank 都跳过这一步，缩放减半。</translation>
-    </message>
-    <message>
-        <source>Evaluate every (steps)</source>
-        <translation>每隔多少步评估</translation>
-    </message>
-    <message>
-        <source>The held-out loss (the last 10% of the text) every N steps and at the end; 0: never.</source>
-        <translation>每 N 步及结束时计算留出集（文本最后 10%）上的损失；0 表示从不。</translation>
-    </message>
-    <message>
         <source>never</source>
         <translation>从不</translation>
-    </message>
-    <message>
-        <source>Device</source>
-        <translation>设备</translation>
     </message>
     <message>
         <source>CPU: simulated ranks</source>
@@ -172,10 +88,6 @@
     <message>
         <source>Looking for GPUs...</source>
         <translation>正在查找 GPU……</translation>
-    </message>
-    <message>
-        <source>Where the ranks train: threads on the CPU, on one GPU they share (device copies between them), or one GPU each with NCCL between them.</source>
-        <translation>rank 在哪里训练：CPU 上的线程；共用一块 GPU（rank 之间做显存内拷贝）；或每个 rank 一块 GPU，之间用 NCCL 通信。</translation>
     </message>
     <message>
         <source>one rank per GPU needs %1 GPUs (dp × pp); this machine has %2</source>
@@ -471,6 +383,30 @@
         <source>Show lessons</source>
         <translation>显示课程</translation>
     </message>
+    <message>
+        <source>trace</source>
+        <translation>跟踪</translation>
+    </message>
+    <message>
+        <source>debug</source>
+        <translation>调试</translation>
+    </message>
+    <message>
+        <source>info</source>
+        <translation>信息</translation>
+    </message>
+    <message>
+        <source>warning</source>
+        <translation>警告</translation>
+    </message>
+    <message>
+        <source>error</source>
+        <translation>错误</translation>
+    </message>
+    <message>
+        <source>critical</source>
+        <translation>严重</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -508,7 +444,7 @@
     </message>
     <message>
         <source>Rank</source>
-        <translation>Rank</translation>
+        <translation>rank（进程编号）</translation>
     </message>
     <message>
         <source>rank %1</source>
@@ -611,16 +547,20 @@ start %5 ms, duration %6 ms</source>
         <translation>(p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</translation>
     </message>
     <message>
-        <source>bubble measured – · %1</source>
-        <translation>实测气泡率 – · 公式 %1</translation>
-    </message>
-    <message>
-        <source>bubble measured %1% · %2</source>
-        <translation>实测气泡率 %1% · 公式 %2</translation>
-    </message>
-    <message>
         <source>Step %1: %2</source>
         <translation>第 %1 步：%2</translation>
+    </message>
+    <message>
+        <source>bubble measured –</source>
+        <translation>实测气泡率 –</translation>
+    </message>
+    <message>
+        <source>bubble measured %1%</source>
+        <translation>实测气泡率 %1%</translation>
+    </message>
+    <message>
+        <source>%1 · per flush %2 · accumulation: k = %3 flushes of m = %4 micro-batches (F0–F%5), each fills and drains the pipeline; one flush of all %6 would idle %7%</source>
+        <translation>%1 · 每轮公式 %2 · 梯度累积：k = %3 轮，每轮 m = %4 个微批次（F0–F%5），每轮都先填满再排空流水线；若全部 %6 个微批次在一轮内跑完，空闲仅 %7%</translation>
     </message>
 </context>
 <context>
@@ -656,10 +596,6 @@ start %5 ms, duration %6 ms</source>
     <message>
         <source>Nothing to export: open a recording or record a run first.</source>
         <translation>没有可导出的内容：请先打开录制文件或录制一次运行。</translation>
-    </message>
-    <message>
-        <source>write failed (disk full or no permission?)</source>
-        <translation>写入失败（磁盘已满或没有权限？）</translation>
     </message>
     <message>
         <source>Cannot export the Chrome trace to %1: %2</source>

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The pipeline timeline view, offscreen, fed the events of real short runs:
 // one box per (stage, micro-batch, pass), no overlap within a stage, every
-// backward after its forward, the bubble text, reset, the whole app, and a
+// backward after its forward, the bubble text (per pipeline flush with
+// accumulation), reset, the whole app, and a
 // screenshot of a 4-stage 1F1B step (build/tests/pipeline_timeline.png).
 #include <QCoreApplication>
 #include <QDir>
@@ -12,6 +13,7 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -110,6 +112,35 @@ class TestPipelineTimeline : public QObject {
     QVERIFY(view.boxes(2).empty());
     QCOMPARE(view.shownStep(), std::int64_t{0});
     QCOMPARE(view.measured_bubble(2), 0.0);
+  }
+
+  void accumulationFlushesThePipelineEveryMicroStep() {
+    RunConfig c = pipelineRun(2, 4, PipelineScheduleKind::one_f_one_b);
+    c.accum = 2;
+    c.batch = 2 * 4 * 2;  // micro-batches of 2 sequences
+    PipelineTimelineView view;
+    view.reset(c);
+    view.consume(eventsOf(c));
+    view.refresh();
+    const auto& boxes = view.boxes(2);
+    QCOMPARE(static_cast<int>(boxes.size()), 2 * 8 * 2);  // F0..F7 and B0..B7 on both stages
+    // The engine runs the schedule once per accumulation micro-step: every box of
+    // micro-batches 0-3 ends before any of 4-7 starts (the pipeline drains in
+    // between), so the formula beside the measurement takes m = 4, not 8.
+    std::int64_t first_flush_end = 0, second_flush_start = std::numeric_limits<std::int64_t>::max();
+    for (const auto& b : boxes) {
+      if (b.micro_batch < 4) first_flush_end = std::max(first_flush_end, b.end_ns);
+      else second_flush_start = std::min(second_flush_start, b.start_ns);
+    }
+    QVERIFY(first_flush_end <= second_flush_start);
+    QCOMPARE(view.formula_bubble(), 1.0 / 5.0);
+    QCOMPARE(view.one_flush_bubble(), 1.0 / 9.0);
+    const QString text = view.bubbleText(2);
+    QVERIFY2(text.contains(QStringLiteral("per flush (p−1)/(m+p−1) = (2−1)/(4+2−1) = 20%")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("k = 2 flushes of m = 4 micro-batches (F0–F7)")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("one flush of all 8 would idle 11%")), qPrintable(text));
+    // Without accumulation the line stays short.
+    QVERIFY(!PipelineTimelineView().bubbleText(1).contains(QStringLiteral("flush")));
   }
 
   void wholeAppFillsTheTimeline() {

@@ -13,7 +13,7 @@ namespace shardscope::ui {
 
 LossScalePlot::LossScalePlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
   setObjectName(QStringLiteral("lossScalePlot"));
-  title_ = installTitledPlot(this, plot_);
+  title_ = installTitledPlot(this, plot_, 150);
 
   scale_ = plot_->addGraph();
   scale_->setPen(QPen(QColor(44, 160, 44), 2));

@@ -68,14 +68,24 @@ MemoryBars::MemoryBars(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot
   }
   plot_->xAxis->grid()->setVisible(false);
   // The legend in its own column right of the bars, so it never covers a rank.
+  // Bars and legend share one cell under the title, so that the title spans
+  // both and the plot's minimum width is the wider of the two, not their sum.
   plot_->legend->setVisible(true);
   plot_->axisRect()->insetLayout()->take(plot_->legend);
+  QCPAxisRect* bars_rect = plot_->axisRect();
+  plot_->plotLayout()->take(bars_rect);
+  auto* body = new QCPLayoutGrid;
+  plot_->plotLayout()->addElement(1, 0, body);
+  body->addElement(0, 0, bars_rect);
   auto* side = new QCPLayoutGrid;
-  plot_->plotLayout()->addElement(1, 1, side);
-  plot_->plotLayout()->setColumnStretchFactor(1, 0.001);
+  body->addElement(0, 1, side);
+  body->setColumnStretchFactor(1, 0.001);
   side->addElement(0, 0, plot_->legend);
   side->addElement(1, 0, new QCPLayoutElement(plot_));  // takes the height below the legend
   side->setRowStretchFactor(0, 0.001);
+  // QPainter draws the legend's 1-pixel border just outside its rect: keep it
+  // off the widget's last column and row, where it was cut off.
+  side->setMargins(QMargins(0, 0, 2, 2));
   plot_->legend->setMargins(QMargins(4, 4, 4, 4));
   QFont legendFont = font();
   legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);

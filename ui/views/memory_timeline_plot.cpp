@@ -16,8 +16,8 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 MemoryTimelinePlot::MemoryTimelinePlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
   setObjectName(QStringLiteral("memoryTimelinePlot"));
-  title_ = installTitledPlot(this, plot_);
-  placeLegendBelow(plot_, 8);
+  title_ = installTitledPlot(this, plot_, 150);
+  placeLegendBelow(plot_, 4);
   plot_->xAxis->setRange(0, 1);
   plot_->yAxis->setRange(0, 1);
   retranslate();

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "parallel/pipeline_schedule.h"
 
@@ -56,7 +57,13 @@ class TimelineCanvas : public QWidget {
 
  private:
   static constexpr int kLeft = 92, kTop = 8, kBottom = 44, kRight = 12;
-  QRectF plotRect() const { return QRectF(kLeft, kTop, width() - kLeft - kRight, height() - kTop - kBottom); }
+  // Below the rows: the time axis, then the legend in legend_rows_ rows (more than one where the canvas is narrow).
+  QRectF plotRect() const {
+    return QRectF(kLeft, kTop, width() - kLeft - kRight, height() - kTop - kBottom - (legend_rows_ - 1) * legend_row_h_);
+  }
+  QFont smallFont() const;
+  // Lays the legend out from (kLeft, top), wrapping at the right margin; paints it when p is given. Returns its rows.
+  int paintLegend(QPainter* p, double top) const;
   double xOf(double t) const { return plotRect().left() + (t - t0_) / (t1_ - t0_) * plotRect().width(); }
   double tOf(double x) const { return t0_ + (x - plotRect().left()) / plotRect().width() * (t1_ - t0_); }
   QRectF boxRect(const TimelineBox& b, std::int64_t origin) const;
@@ -67,7 +74,42 @@ class TimelineCanvas : public QWidget {
   double t0_ = 0, t1_ = 1;  // visible window, ns since the step's first span
   bool zoomed_ = false, dragging_ = false;
   double drag_x_ = 0;
+  int legend_rows_ = 1, legend_row_h_ = 0;  // measured at each paint
 };
+
+QFont TimelineCanvas::smallFont() const {
+  QFont small = font();
+  small.setPointSizeF(small.pointSizeF() * 0.9);
+  return small;
+}
+
+int TimelineCanvas::paintLegend(QPainter* p, double top) const {
+  const QFontMetrics fm(smallFont());
+  const QBrush hatch(QColor(255, 255, 255, 200), Qt::BDiagPattern);
+  const std::pair<QBrush, QString> entries[] = {
+      {kPalette[0], PipelineTimelineView::tr("forward (colour = micro-batch)")},
+      {kPalette[0].darker(160), PipelineTimelineView::tr("backward")},
+      {hatch, PipelineTimelineView::tr("recompute (hatched)")},
+      {kBubble, PipelineTimelineView::tr("bubble (idle)")}};
+  double x = kLeft, y = top;
+  int rows = 1;
+  for (const auto& [brush, text] : entries) {
+    const double w = 18 + fm.horizontalAdvance(text);
+    if (x > kLeft && x + w > width() - kRight) {  // the next row
+      x = kLeft;
+      y += fm.height() + 2;
+      ++rows;
+    }
+    if (p != nullptr) {
+      const QRectF swatch(x, y + 2, 14, fm.height() - 4);
+      if (brush.style() == Qt::BDiagPattern) p->fillRect(swatch, kPalette[0].darker(160));  // hatching over a backward
+      p->fillRect(swatch, brush);
+      p->drawText(QPointF(x + 18, y + fm.ascent()), text);
+    }
+    x += w + 14;
+  }
+  return rows;
+}
 
 void TimelineCanvas::updateWindow(std::int64_t makespan) {
   if (zoomed_) return;
@@ -89,6 +131,8 @@ QRectF TimelineCanvas::boxRect(const TimelineBox& b, std::int64_t origin) const 
 void TimelineCanvas::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().base());
+  legend_row_h_ = QFontMetrics(smallFont()).height() + 2;
+  legend_rows_ = paintLegend(nullptr, 0);  // before plotRect(), which leaves room for it
   const QRectF r = plotRect();
   const int stages = owner_->grid_.pp();
   const double rowH = r.height() / stages;
@@ -114,8 +158,7 @@ void TimelineCanvas::paintEvent(QPaintEvent*) {
     for (int s = 0; s < stages; ++s)
       p.fillRect(QRectF(bx0, r.top() + rowH * s + 3, bx1 - bx0, rowH - 6), kBubble);
   }
-  QFont small = font();
-  small.setPointSizeF(small.pointSizeF() * 0.9);
+  const QFont small = smallFont();
   p.setFont(small);
   const QFontMetrics fm(small);
   for (const auto& b : boxes) {
@@ -148,18 +191,7 @@ void TimelineCanvas::paintEvent(QPaintEvent*) {
     p.drawText(QRectF(x - 45, r.bottom() + 4, 90, fm.height()), Qt::AlignHCenter | Qt::AlignTop,
                PipelineTimelineView::tr("%1 ms").arg(ms, 0, 'g', 4));
   }
-  const double ly = r.bottom() + 6 + fm.height();
-  double lx = r.left();
-  auto legend = [&](const QBrush& brush, const QString& text) {
-    p.fillRect(QRectF(lx, ly + 2, 14, fm.height() - 4), brush);
-    p.drawText(QPointF(lx + 18, ly + fm.ascent()), text);
-    lx += 18 + fm.horizontalAdvance(text) + 14;
-  };
-  legend(kPalette[0], PipelineTimelineView::tr("forward (colour = micro-batch)"));
-  legend(kPalette[0].darker(160), PipelineTimelineView::tr("backward"));
-  p.fillRect(QRectF(lx, ly + 2, 14, fm.height() - 4), kPalette[0].darker(160));
-  legend(QBrush(QColor(255, 255, 255, 200), Qt::BDiagPattern), PipelineTimelineView::tr("recompute (hatched)"));
-  legend(kBubble, PipelineTimelineView::tr("bubble (idle)"));
+  paintLegend(&p, r.bottom() + 6 + fm.height());
   if (boxes.empty()) p.drawText(r, Qt::AlignCenter, PipelineTimelineView::tr("No pipeline step yet: press Run."));
 }
 
@@ -230,6 +262,7 @@ PipelineTimelineView::PipelineTimelineView(QWidget* parent)
   step_box_->setObjectName(QStringLiteral("timeline_step"));
   step_box_->setRange(0, 0);
   bubble_label_->setObjectName(QStringLiteral("bubble"));
+  bubble_label_->setWordWrap(true);  // the accumulation line is long; the view must stay narrow (1280 px screens)
   auto* header = new QHBoxLayout;
   header->addWidget(step_label_);
   header->addWidget(step_box_);
@@ -264,6 +297,7 @@ PipelineTimelineView::~PipelineTimelineView() = default;
 void PipelineTimelineView::reset(const RunConfig& config) {
   grid_ = Grid(std::max(config.dp, 1), std::max(config.pp, 1));
   micro_batches_ = std::max(config.micro_batches, 1);
+  accumulation_ = std::max(config.accum, 1);
   steps_.clear();
   last_completed_ = last_seen_ = 0;
   step_box_->setRange(0, 0);
@@ -321,13 +355,24 @@ double PipelineTimelineView::formula_bubble() const {
   return gpipe_bubble_fraction(grid_.pp(), micro_batches_);
 }
 
+double PipelineTimelineView::one_flush_bubble() const {
+  return gpipe_bubble_fraction(grid_.pp(), micro_batches_ * accumulation_);
+}
+
 QString PipelineTimelineView::bubbleText(std::int64_t step) const {
   const QString formula = tr("(p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%")
                               .arg(grid_.pp())
                               .arg(micro_batches_)
                               .arg(std::lround(formula_bubble() * 100));
-  if (boxes(step).empty()) return tr("bubble measured – · %1").arg(formula);
-  return tr("bubble measured %1% · %2").arg(std::lround(measured_bubble(step) * 100)).arg(formula);
+  const QString measured = boxes(step).empty() ? tr("bubble measured –")
+                                               : tr("bubble measured %1%").arg(std::lround(measured_bubble(step) * 100));
+  if (accumulation_ <= 1 || grid_.pp() <= 1) return measured + QStringLiteral(" · ") + formula;
+  // Accumulation: k flushes of m micro-batches, each with its own fill and drain (see formula_bubble).
+  const int all = accumulation_ * micro_batches_;
+  return tr("%1 · per flush %2 · accumulation: k = %3 flushes of m = %4 micro-batches (F0–F%5), each fills and "
+            "drains the pipeline; one flush of all %6 would idle %7%")
+      .arg(measured, formula, QString::number(accumulation_), QString::number(micro_batches_),
+           QString::number(all - 1), QString::number(all), QString::number(std::lround(one_flush_bubble() * 100)));
 }
 
 std::int64_t PipelineTimelineView::shownStep() const {

@@ -53,9 +53,16 @@ class PipelineTimelineView : public QWidget, public EventView {
   // 1 - busy / (stages * makespan) over the forwards and backwards of the step;
   // 0 for a step without boxes.
   double measured_bubble(std::int64_t step) const;
-  // GPipe's (p - 1) / (m + p - 1) for the run's stages and micro-batches.
+  // GPipe's (p - 1) / (m + p - 1) for the run's stages and the micro-batches of
+  // one pipeline flush. With gradient accumulation k the engine runs the
+  // schedule k times per optimizer step (Trainer::rank_step), each flush filling
+  // and draining the pipeline, so m stays the micro-batches per flush even though
+  // the step shows k·m of them (F0..F(k·m−1)).
   double formula_bubble() const;
-  // The line shown above the rows, e.g. "bubble measured 31% · (p−1)/(m+p−1) = 27%".
+  // The same formula if all k·m micro-batches of the step ran in one flush.
+  double one_flush_bubble() const;
+  // The line shown above the rows, e.g. "bubble measured 31% · (p−1)/(m+p−1) = 27%";
+  // with accumulation it also says how many flushes of how many micro-batches ran.
   QString bubbleText(std::int64_t step) const;
   // The step drawn now: the picked one, else the last completed one (0: none yet).
   std::int64_t shownStep() const;
@@ -75,7 +82,8 @@ class PipelineTimelineView : public QWidget, public EventView {
   QLabel* bubble_label_;
   QLabel* step_label_;
   Grid grid_{1, 1};  // the run's dp x pp grid: a row per stage, drawn from the stage's dp rank 0
-  int micro_batches_ = 1;
+  int micro_batches_ = 1;  // m: per pipeline flush
+  int accumulation_ = 1;   // k: flushes per optimizer step
   std::map<std::int64_t, std::vector<TimelineBox>> steps_;
   std::int64_t last_completed_ = 0;  // the newest step with a step_metrics event
   std::int64_t last_seen_ = 0;       // the newest step with any box

@@ -45,6 +45,9 @@ inline void placeLegendBelow(QCustomPlot* plot, int columns) {
   plot->legend->setWrap(columns);
   plot->legend->setBorderPen(Qt::NoPen);
   plot->legend->setMargins(QMargins(4, 0, 4, 2));
+  QFont small = plot->font();  // as the memory bars' legend: more room for the axes on a small screen
+  small.setPointSizeF(small.pointSizeF() * 0.85);
+  plot->legend->setFont(small);
 }
 
 }  // namespace shardscope::ui

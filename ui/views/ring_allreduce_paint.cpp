@@ -90,7 +90,7 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
   p.fillRect(rect(), palette().base());
   const QFontMetrics fm(font());
   const int line = fm.height() + 4;
-  int y = stage_box_->geometry().bottom() + 6;
+  const int y = stage_box_->geometry().bottom() + 6;
   QFont bold = font();
   bold.setBold(true);
   p.setFont(bold);
@@ -101,7 +101,7 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
   p.setFont(font());
   p.drawText(QRect(8, y + line, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, groupCaption());
   const int top = y + 2 * line + 8;
-  const int bottom = height() - 3 * line - 8;
+  const int bottom = height() - footerHeight(fm, line) - 8;
   const std::vector<int> ring = grid_.dp_group(stage_);  // global ranks, by dp rank: their places on the circle
   const int n = grid_.dp();
   const QPointF c(width() / 2.0, (top + bottom) / 2.0);
@@ -210,13 +210,35 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
     if (hot) p.setPen(QColor(214, 39, 40));
     p.drawText(box, align | Qt::AlignVCenter, text);
   }
-  // Legend and totals.
-  y = height() - 3 * line - 4;
+  paintFooter(p, height() - footerHeight(fm, line) - 4, line);
+}
+
+QString RingAllreduceView::skippedCaption() const {
+  return skipped_shown_ > 0 ? tr("Replay skipped %n transfer(s) of this step to keep up with the run.", nullptr,
+                                 static_cast<int>(skipped_shown_))
+                            : QString();
+}
+
+namespace {
+constexpr int kWrap = Qt::AlignLeft | Qt::TextWordWrap;
+// The height of `text` wrapped to `width`, at least one row.
+int wrappedHeight(const QFontMetrics& fm, int width, const QString& text, int line) {
+  return std::max(line, fm.boundingRect(QRect(0, 0, width, 10000), kWrap, text).height() + 4);
+}
+}  // namespace
+
+int RingAllreduceView::footerHeight(const QFontMetrics& fm, int line) const {
+  return line + wrappedHeight(fm, width() - 16, totalsCaption(), line) +
+         wrappedHeight(fm, width() - 16, skippedCaption(), line);
+}
+
+void RingAllreduceView::paintFooter(QPainter& p, int top, int line) const {
+  const QFontMetrics fm(font());
   int x = 8;
   const auto key = [&](const QColor& color, const QString& text) {
-    p.fillRect(QRect(x, y + line / 2 - 5, 10, 10), color);
+    p.fillRect(QRect(x, top + line / 2 - 5, 10, 10), color);
     p.setPen(palette().text().color());
-    p.drawText(QPoint(x + 14, y + fm.ascent() + 2), text);
+    p.drawText(QPoint(x + 14, top + fm.ascent() + 2), text);
     x += 14 + fm.horizontalAdvance(text) + 16;
   };
   RingTransfer k;
@@ -234,11 +256,10 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
     key(colorOf(k), tr("all-gather"));
   }
   p.setPen(palette().text().color());
-  p.drawText(QRect(8, y + line, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, totalsCaption());
-  const QString skip = skipped_shown_ > 0 ? tr("Replay skipped %n transfer(s) of this step to keep up with the run.",
-                                               nullptr, static_cast<int>(skipped_shown_))
-                                          : QString();
-  p.drawText(QRect(8, y + 2 * line, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, skip);
+  const int w = width() - 16;
+  const int totals = wrappedHeight(fm, w, totalsCaption(), line);
+  p.drawText(QRect(8, top + line + 2, w, totals), kWrap, totalsCaption());
+  p.drawText(QRect(8, top + line + totals + 2, w, line), kWrap, skippedCaption());
 }
 
 }  // namespace shardscope::ui

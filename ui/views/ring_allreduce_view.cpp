@@ -25,7 +25,7 @@ bool isRooted(CommOp op) {
 
 RingAllreduceView::RingAllreduceView(QWidget* parent)
     : QWidget(parent), stage_box_(new QComboBox), stage_label_(new QLabel), timer_(new QTimer(this)) {
-  setMinimumSize(520, 420);
+  setMinimumSize(400, 300);  // fits beside the settings and the lessons on a 1280×720 screen
   auto* bar = new QHBoxLayout;
   bar->addWidget(stage_label_);
   bar->addWidget(stage_box_);

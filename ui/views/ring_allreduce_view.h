@@ -20,6 +20,8 @@
 #include "views/event_view.h"
 
 class QComboBox;
+class QFontMetrics;
+class QPainter;
 class QLabel;
 class QTimer;
 
@@ -99,6 +101,11 @@ class RingAllreduceView : public QWidget, public EventView {
   void startNextGroup();
   QString groupCaption() const;
   QString totalsCaption() const;
+  QString skippedCaption() const;
+  // Under the ring: the legend row, then the totals and the skip note, each
+  // wrapped to the view's width (a narrow view on a 1280 px screen).
+  int footerHeight(const QFontMetrics& fm, int line) const;
+  void paintFooter(QPainter& p, int top, int line) const;
 
   QComboBox* stage_box_;
   QLabel* stage_label_;

@@ -12,10 +12,10 @@ namespace shardscope::ui {
 
 ThroughputPlot::ThroughputPlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
   setObjectName(QStringLiteral("throughputPlot"));
-  title_ = installTitledPlot(this, plot_);
+  title_ = installTitledPlot(this, plot_, 150);
   total_ = plot_->addGraph();
   total_->setPen(QPen(Qt::black, 2));
-  placeLegendBelow(plot_, 5);
+  placeLegendBelow(plot_, 3);  // "Total" and two ranks a row: the plot stays narrow
   plot_->xAxis->setRange(0, 10);
   plot_->yAxis->setRange(0, 1000);
   retranslate();

@@ -164,7 +164,7 @@ void ZeroViewModel::consume(const std::vector<Event>& events) {
 }
 
 ZeroView::ZeroView(QWidget* parent) : QWidget(parent) {
-  setMinimumSize(480, 260);
+  setMinimumSize(400, 240);
   setAutoFillBackground(false);
 }
 

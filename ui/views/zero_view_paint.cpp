@@ -27,6 +27,15 @@ QColor stateColor(State s) {
 
 const QColor kFlash(214, 39, 40);
 
+// A line of text across the view, wrapped where the view is narrower than it
+// (a 1280 px screen with the lessons open); returns the height it took.
+int drawWrapped(QPainter& p, int y, int width, const QString& text) {
+  const int flags = Qt::AlignLeft | Qt::TextWordWrap;
+  const QRect box = p.fontMetrics().boundingRect(QRect(8, y + 2, width - 16, 10000), flags, text);
+  p.drawText(QRect(8, y + 2, width - 16, box.height()), flags, text);
+  return box.height() + 4;  // as a one-line row: the font's height and 2 px above and below
+}
+
 }  // namespace
 
 void ZeroView::paintEvent(QPaintEvent*) {
@@ -46,8 +55,7 @@ void ZeroView::paintEvent(QPaintEvent*) {
   p.drawText(QRect(8, y, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, formulaText());
   p.setFont(font());
   y += line;
-  p.drawText(QRect(8, y, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, countsText());
-  y += line;
+  y += drawWrapped(p, y, width(), countsText());
 
   // Legend.
   int x = 8;
@@ -75,16 +83,14 @@ void ZeroView::paintEvent(QPaintEvent*) {
   const auto& plan = model_.plan();
   if (plan && plan->grid().pp() > 1 && !plan->flat_optimizer_shards() &&
       plan->stage_holds_unit(plan->grid().pp() - 1, 0)) {
-    p.drawText(QRect(8, y, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter,
-               tr("Each rank holds only its pipeline stage's units; the last stage keeps a copy of the tied token "
-                  "embedding (emb) for its head."));
-    y += line;
+    y += drawWrapped(p, y, width(),
+                     tr("Each rank holds only its pipeline stage's units; the last stage keeps a copy of the tied "
+                        "token embedding (emb) for its head."));
   }
-  if (model_.chunks() > 1) {
-    p.drawText(QRect(8, y, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter,
-               tr("Each unit is split into %1 chunks; data-parallel rank r owns chunk r (outlined).").arg(model_.chunks()));
-    y += line;
-  }
+  if (model_.chunks() > 1)
+    y += drawWrapped(p, y, width(),
+                     tr("Each unit is split into %1 chunks; data-parallel rank r owns chunk r (outlined).")
+                         .arg(model_.chunks()));
 
   // Grid geometry.
   const int rows = model_.ranks();
