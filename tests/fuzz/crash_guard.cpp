@@ -29,6 +29,7 @@ const char* g_input = nullptr;
 std::size_t g_input_size = 0;
 unsigned g_timeout_s = 0;
 char g_path_prefix[4096] = {};  // "<out>/crash-<target>-"
+char g_target[256] = {};
 volatile sig_atomic_t g_dumping = 0;
 
 std::uint64_t fnv1a(const char* data, std::size_t size) {
@@ -63,11 +64,17 @@ void dump_input(const char* why) {
     }
     ::close(fd);
   }
-  say("\nfuzz: ");
+  say("\nfuzz ");
+  say(g_target);
+  say(": ");
   say(why);
   say(" on this input, saved to ");
   say(path);
-  say("\nfuzz: add it to tests/fuzz/regressions/<target>/ with the fix\n");
+  say("\nfuzz ");
+  say(g_target);
+  say(": add it to tests/fuzz/regressions/");
+  say(g_target);
+  say("/ with the fix\n");
 }
 
 void on_fatal_signal(int signal_number) {
@@ -109,6 +116,7 @@ void on_sanitizer_death() {
 void install_crash_guard(std::string_view target, const std::string& out_dir, unsigned case_timeout_s) {
   const std::string prefix = out_dir + "/crash-" + std::string(target) + "-";
   std::strncpy(g_path_prefix, prefix.c_str(), sizeof g_path_prefix - 1);
+  std::strncpy(g_target, std::string(target).c_str(), sizeof g_target - 1);
   g_timeout_s = case_timeout_s;
   // A stack overflow (deep recursion) needs a stack of its own to report on.
   static std::vector<char> alt_stack(1 << 16);
