@@ -81,7 +81,7 @@ if [ "$which" != tsan ]; then
   # The fuzz targets: their ctest tests, for fewer seconds than the plain build's.
   export SHARDSCOPE_FUZZ_SECONDS="${SHARDSCOPE_SANITIZE_FUZZ_SECONDS:-5}"
   fuzz="$(run_ctest build-asan '^fuzz_' "$(names_regex "${asan_fuzz_held_back[@]/#/fuzz_}")")"
-  cases="$(grep -h '^fuzz [a-z_]*: [0-9]* cases' build-asan/Testing/Temporary/LastTest.log | awk '{n += $3} END {print n + 0}')"
+  cases="$(grep -h '^fuzz [a-z_]*: [0-9]* cases, [0-9]* failures' build-asan/Testing/Temporary/LastTest.log | awk '{n += $3} END {print n + 0}')"
   held="${#asan_fuzz_held_back[@]}"
   summary+=("ASan+UBSan $tests tests + $fuzz fuzz targets ($cases cases$([ "$held" -eq 0 ] || echo "; $held held back"))")
   all_passed "$tests" && all_passed "$fuzz" || status=1
