@@ -62,6 +62,7 @@ std::vector<Lesson> load_lessons(const QString& root) {
     } catch (const nlohmann::json::exception& e) {
       throw ConfigError(where + ": " + e.what());
     }
+    if (!j.is_object()) throw ConfigError(where + ": expected a JSON object");  // j.value() would throw type_error
     Lesson lesson;
     lesson.id = id;
     const auto title = j.value("title", nlohmann::json::object());

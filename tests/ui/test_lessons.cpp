@@ -116,6 +116,13 @@ class TestLessons : public QObject {
       QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("\"batch\" 16 does not split")), e.what());
       QVERIFY2(!QString::fromUtf8(e.what()).contains(QStringLiteral("--")), e.what());
     }
+    write("lesson.json", "[]");  // found by fuzz_lesson: JSON that is not an object threw type_error
+    try {
+      load_lessons(dir.path());
+      QFAIL("a lesson.json that is not an object was loaded");
+    } catch (const ConfigError& e) {
+      QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("bad/lesson.json")), e.what());
+    }
   }
 };
 

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "fuzz_targets.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "config/run_schema.h"
+#include "core/error.h"
+#include "events/chrome_trace.h"
+#include "events/recording.h"
+#include "io/accelerate_config.h"
+#include "io/deepspeed_config.h"
+#include "io/hf_config.h"
+#include "io/safetensors.h"
+#include "train/metrics_json.h"
+
+namespace shardscope::fuzz {
+
+namespace {
+
+// The readers that take a path get the bytes through one file per process,
+// rewritten for every case and removed at exit.
+class ScratchFile {
+ public:
+  ScratchFile() {
+    const char* tmp = std::getenv("TMPDIR");
+    path_ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/shardscope-fuzz-" +
+            std::to_string(::getpid()) + ".bin";
+  }
+  ~ScratchFile() { std::remove(path_.c_str()); }
+  const std::string& write(std::string_view bytes) {
+    std::FILE* f = std::fopen(path_.c_str(), "wb");
+    if (f == nullptr) throw std::runtime_error("fuzz: cannot write " + path_);  // the machine's fault: a failure
+    const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+    if (std::fclose(f) != 0 || !ok) throw std::runtime_error("fuzz: cannot write " + path_);
+    return path_;
+  }
+
+ private:
+  std::string path_;
+};
+
+const std::string& scratch_file(std::string_view bytes) {
+  static ScratchFile file;
+  return file.write(bytes);
+}
+
+// A run config the schema accepted must survive its own round trip (the
+// recorder writes run_config_to_json, the window reads it back): anything the
+// reader refuses there is the engine's bug, reported as a logic_error.
+void check_round_trip(const RunConfig& config) {
+  try {
+    const RunConfig again = run_config_from_json(run_config_to_json(config));
+    if (run_config_to_json(again) != run_config_to_json(config))
+      throw std::logic_error("run config changed in its JSON round trip");
+  } catch (const ConfigError& e) {
+    throw std::logic_error(std::string("an accepted run config does not read back: ") + e.what());
+  }
+}
+
+std::vector<std::string> no_words() {
+  return {};
+}
+
+// Every key of the run-config schema, and every choice of its choice fields.
+std::vector<std::string> run_config_words() {
+  std::vector<std::string> words;
+  for (const RunField& field : run_fields()) {
+    words.push_back("\"" + std::string(field.key) + "\"");
+    for (std::string_view choice : field.choices) words.push_back("\"" + std::string(choice) + "\"");
+  }
+  return words;
+}
+
+}  // namespace
+
+void fuzz_hf_config(std::string_view bytes) {
+  const HfModelConfig config = parse_hf_config(bytes, "config.json");
+  // What `estimate --model config.json` asks of it next: the exact counts.
+  [[maybe_unused]] const auto counts = config.training_parameters() + config.base_model_parameters() +
+                                       config.largest_module_parameters() + config.lookup_only_parameters();
+  [[maybe_unused]] const auto engine = config.engine_config();
+}
+
+void fuzz_deepspeed_config(std::string_view bytes) {
+  [[maybe_unused]] const DeepSpeedConfig config = parse_deepspeed_config(bytes, "ds.json");
+}
+
+void fuzz_accelerate_config(std::string_view bytes) {
+  [[maybe_unused]] const AccelerateConfig config = parse_accelerate_config(bytes, "accelerate.yaml");
+}
+
+// As `shardscope-cli export` reads a recording (every record, then the trace),
+// and as the window opens one (the metadata as a run config).
+void fuzz_recording(std::string_view bytes) {
+  RecordingReader reader;
+  reader.open(scratch_file(bytes));
+  const std::vector<Event> events = reader.read_all();
+  [[maybe_unused]] const auto trailing = reader.trailing_bytes();
+  std::ostringstream trace;
+  write_chrome_trace(events, reader.metadata_json(), trace);
+  const RunConfig config = run_config_from_json(nlohmann::json::parse(reader.metadata_json()));
+  validate_run_config(config);
+}
+
+// As the reference-model tests read weights: the file, then every tensor as
+// the values its dtype converts to.
+void fuzz_safetensors(std::string_view bytes) {
+  const SafetensorsFile file = SafetensorsFile::read(scratch_file(bytes));
+  for (const auto& [name, entry] : file.entries()) {
+    if (entry.dtype == "I32" || entry.dtype == "I64") [[maybe_unused]]
+      const auto values = file.ints(name);
+    else if (entry.dtype == "F32" || entry.dtype == "F16" || entry.dtype == "BF16") [[maybe_unused]]
+      const auto values = file.floats(name);
+  }
+}
+
+// ui/lessons.cpp's load_lessons for one lesson.json, minus Qt: the JSON, its
+// title, then every "config" key set through the run-config schema and the
+// whole run validated, with the errors that function maps.
+void fuzz_lesson(std::string_view bytes) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(bytes);
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(std::string("lesson.json: ") + e.what());
+  }
+  if (!j.is_object()) throw ConfigError("lesson.json: expected a JSON object");
+  const auto title = j.value("title", nlohmann::json::object());
+  if (!title.contains("en") || !title.contains("zh_CN") || !title["en"].is_string() || !title["zh_CN"].is_string())
+    throw ConfigError("lesson.json: \"title\" needs \"en\" and \"zh_CN\" strings");
+  const auto keys = j.value("config", nlohmann::json::object());
+  if (!keys.is_object()) throw ConfigError("lesson.json: \"config\" must be an object");
+  RunConfig config;
+  config.dp = config.pp = 2;  // the panel's default (ConfigPanel::defaultConfig)
+  config.micro_batches = 4;
+  for (const auto& [key, value] : keys.items()) {
+    const RunField* field = find_run_field(key);
+    if (field == nullptr || field->saved == Saved::never) throw ConfigError("unknown config key \"" + key + "\"");
+    set_field(config, *field, value);
+  }
+  validate_run_config(config);
+  check_round_trip(config);
+}
+
+// Run-config JSON as the window reads a recording's metadata: parsed (any
+// error of nlohmann's parser is the file's format; the recording target runs
+// the reader's own parse), read through the schema, validated, and then
+// written and read back.
+void fuzz_run_config(std::string_view bytes) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(bytes);
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(std::string("run config: ") + e.what());
+  }
+  const RunConfig config = run_config_from_json(j);
+  validate_run_config(config);
+  check_round_trip(config);
+}
+
+const std::vector<FuzzTarget>& fuzz_targets() {
+  static const std::vector<FuzzTarget> targets = {
+      {"hf_config", fuzz_hf_config, no_words, {}},
+      {"deepspeed_config", fuzz_deepspeed_config, no_words, {}},
+      {"accelerate_config", fuzz_accelerate_config, no_words, {}},
+      // The metadata length (u32 at byte 16) of the JSON at byte 20 (events/recording.h).
+      {"recording", fuzz_recording, run_config_words, {16, 4, kRecordingHeaderSize}},
+      // The header length (u64 at byte 0) of the JSON at byte 8.
+      {"safetensors", fuzz_safetensors, no_words, {0, 8, 8}},
+      {"lesson", fuzz_lesson, run_config_words, {}},
+      {"run_config", fuzz_run_config, run_config_words, {}},
+  };
+  return targets;
+}
+
+const FuzzTarget* find_fuzz_target(std::string_view name) {
+  for (const FuzzTarget& target : fuzz_targets())
+    if (target.name == name) return &target;
+  return nullptr;
+}
+
+}  // namespace shardscope::fuzz
