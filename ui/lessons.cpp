@@ -10,9 +10,8 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 #include <algorithm>
-#include <nlohmann/json.hpp>
 
-#include "config/run_schema.h"
+#include "config/lesson_file.h"
 #include "config_panel.h"
 #include "core/error.h"
 #include "i18n.h"
@@ -28,26 +27,6 @@ QString read_text(const QString& path) {
   return QString::fromUtf8(file.readAll());
 }
 
-// The panel's default run with the lesson's keys applied: every key is a field
-// of the run-config schema (config/run_schema.h), named in errors as in the file.
-RunConfig lesson_config(const nlohmann::json& keys, const std::string& where) {
-  RunConfig c = ConfigPanel::defaultConfig();
-  if (!keys.is_object()) throw ConfigError(where + ": \"config\" must be an object");
-  const auto key_name = [](std::string_view key) { return "\"" + std::string(key) + "\""; };
-  try {
-    for (const auto& [key, value] : keys.items()) {
-      const RunField* field = find_run_field(key);
-      if (field == nullptr || field->saved == Saved::never)
-        throw ConfigError(where + ": unknown config key \"" + key + "\"");
-      set_field(c, *field, value);
-    }
-    validate_run_config(c);
-  } catch (const FieldError& e) {
-    throw ConfigError(where + ": " + e.text(key_name));
-  }
-  return c;
-}
-
 }  // namespace
 
 std::vector<Lesson> load_lessons(const QString& root) {
@@ -56,21 +35,13 @@ std::vector<Lesson> load_lessons(const QString& root) {
   for (const QString& id : dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
     const QString folder = dir.filePath(id);
     const std::string where = (folder + QStringLiteral("/lesson.json")).toStdString();
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_text(folder + QStringLiteral("/lesson.json")).toStdString());
-    } catch (const nlohmann::json::exception& e) {
-      throw ConfigError(where + ": " + e.what());
-    }
-    if (!j.is_object()) throw ConfigError(where + ": expected a JSON object");  // j.value() would throw type_error
+    const LessonFile file = parse_lesson_file(read_text(folder + QStringLiteral("/lesson.json")).toStdString(), where,
+                                              ConfigPanel::defaultConfig());
     Lesson lesson;
     lesson.id = id;
-    const auto title = j.value("title", nlohmann::json::object());
-    if (!title.contains("en") || !title.contains("zh_CN") || !title["en"].is_string() || !title["zh_CN"].is_string())
-      throw ConfigError(where + ": \"title\" needs \"en\" and \"zh_CN\" strings");
-    lesson.title_en = QString::fromStdString(title["en"].get<std::string>());
-    lesson.title_zh = QString::fromStdString(title["zh_CN"].get<std::string>());
-    lesson.config = lesson_config(j.value("config", nlohmann::json::object()), where);
+    lesson.title_en = QString::fromStdString(file.title_en);
+    lesson.title_zh = QString::fromStdString(file.title_zh);
+    lesson.config = file.config;
     lesson.text_en = read_text(folder + QStringLiteral("/en.md"));
     lesson.text_zh = read_text(folder + QStringLiteral("/zh_CN.md"));
     lessons.push_back(std::move(lesson));

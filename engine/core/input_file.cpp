@@ -16,12 +16,7 @@ namespace {
 
 std::optional<std::string> kind_of(mode_t mode) {
   if (S_ISREG(mode)) return std::nullopt;
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
+  return file_type_text(mode);
 }
 
 // An open descriptor that closes itself on every way out.
@@ -47,6 +42,17 @@ std::string open_error_text(int error) {
 }
 
 }  // namespace
+
+std::string file_type_text(unsigned mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
 
 std::optional<std::string> special_file_kind(const std::string& path) {
   const Descriptor file(path);

@@ -16,6 +16,10 @@ namespace shardscope {
 // Config files are small; a larger "config" is the wrong file (and would be read whole into memory).
 inline constexpr std::uint64_t kMaxConfigFileBytes = 64ull << 20;
 
+// What a file of this st_mode is, in words: "a directory", "a symbolic link",
+// "a FIFO (named pipe)", "a character device", ...; "a regular file" for one.
+std::string file_type_text(unsigned mode);
+
 // What `path` is when it exists but is not a regular file: "a directory",
 // "a FIFO (named pipe)", "a character device", ...; nullopt for a regular file
 // and for a path that cannot be opened (the caller's own open reports that).

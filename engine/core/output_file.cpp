@@ -13,6 +13,8 @@
 #include <system_error>
 #include <utility>
 
+#include "core/input_file.h"
+
 namespace shardscope {
 namespace {
 
@@ -25,17 +27,6 @@ std::string os_error(int error) {
 // "--record: cannot write 'run.ssrun'", or "run.ssrun: cannot write" without a flag.
 std::string where(const NamedFile& file, const std::string& what) {
   return file.flag.empty() ? file.path + ": " + what : file.flag + ": " + what + " '" + file.path + "'";
-}
-
-// What a file that is not a regular one is, in words.
-std::string kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
 }
 
 std::string parent_directory(const std::string& path) {
@@ -104,7 +95,7 @@ void check_output_path(const NamedFile& output) {
     throw OutputError(where(output, "cannot replace") + ": it is a symbolic link" +
                       (ec ? std::string() : " (to '" + to.string() + "')") + "; name the file itself, or another path");
   } else if (!S_ISREG(st.st_mode)) {
-    throw OutputError(where(output, "cannot replace") + ": it is " + kind_of(st.st_mode) +
+    throw OutputError(where(output, "cannot replace") + ": it is " + file_type_text(st.st_mode) +
                       "; only a regular file is replaced: choose a file name");
   }
   check_directory(output);
@@ -128,9 +119,9 @@ void check_outputs(const std::vector<NamedFile>& inputs, const std::vector<Named
 }
 
 void require_regular_input(const NamedFile& input) {
-  struct stat st {};
-  if (input.path.empty() || ::stat(input.path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return;
-  throw ConfigError(where(input, "cannot read") + ": it is " + kind_of(st.st_mode) + ", not a regular file");
+  if (input.path.empty()) return;
+  if (const auto kind = special_file_kind(input.path))
+    throw ConfigError(where(input, "cannot read") + ": it is " + *kind + ", not a regular file");
 }
 
 // ---- OutputFile ----

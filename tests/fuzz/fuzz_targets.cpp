@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "config/lesson_file.h"
 #include "config/run_schema.h"
 #include "core/error.h"
 #include "events/chrome_trace.h"
@@ -120,32 +121,14 @@ void fuzz_safetensors(std::string_view bytes) {
   }
 }
 
-// ui/lessons.cpp's load_lessons for one lesson.json, minus Qt: the JSON, its
-// title, then every "config" key set through the run-config schema and the
-// whole run validated, with the errors that function maps.
+// A lesson.json as the GUI's lesson list reads it (parse_lesson_file): the
+// JSON, its title, every "config" key set through the run-config schema onto
+// the panel's default run, the whole run validated; then the run's round trip.
 void fuzz_lesson(std::string_view bytes) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(bytes);
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(std::string("lesson.json: ") + e.what());
-  }
-  if (!j.is_object()) throw ConfigError("lesson.json: expected a JSON object");
-  const auto title = j.value("title", nlohmann::json::object());
-  if (!title.contains("en") || !title.contains("zh_CN") || !title["en"].is_string() || !title["zh_CN"].is_string())
-    throw ConfigError("lesson.json: \"title\" needs \"en\" and \"zh_CN\" strings");
-  const auto keys = j.value("config", nlohmann::json::object());
-  if (!keys.is_object()) throw ConfigError("lesson.json: \"config\" must be an object");
-  RunConfig config;
-  config.dp = config.pp = 2;  // the panel's default (ConfigPanel::defaultConfig)
-  config.micro_batches = 4;
-  for (const auto& [key, value] : keys.items()) {
-    const RunField* field = find_run_field(key);
-    if (field == nullptr || field->saved == Saved::never) throw ConfigError("unknown config key \"" + key + "\"");
-    set_field(config, *field, value);
-  }
-  validate_run_config(config);
-  check_round_trip(config);
+  RunConfig base;
+  base.dp = base.pp = 2;  // the panel's default (ConfigPanel::defaultConfig)
+  base.micro_batches = 4;
+  check_round_trip(parse_lesson_file(bytes, "lesson.json", base).config);
 }
 
 // Run-config JSON as the window reads a recording's metadata: parsed (any

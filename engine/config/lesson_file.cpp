@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "config/lesson_file.h"
+
+#include <nlohmann/json.hpp>
+
+#include "config/run_schema.h"
+#include "core/error.h"
+#include "core/json_text.h"
+
+namespace shardscope {
+
+namespace {
+
+std::string title_text(const nlohmann::json& title, const char* language, const std::string& where) {
+  const auto text = title.find(language);
+  if (text == title.end() || !text->is_string())
+    throw ConfigError(where + ": \"title\" needs \"en\" and \"zh_CN\" strings");
+  return text->get<std::string>();
+}
+
+RunConfig lesson_config(const nlohmann::json& keys, const std::string& where, RunConfig config) {
+  if (!keys.is_object()) throw ConfigError(where + ": \"config\" must be an object");
+  const auto key_name = [](std::string_view key) {
+    std::string quoted(1, '"');  // not "\"" + key: GCC 12's -Wrestrict misfires on that (PR 105651)
+    return quoted.append(key).append(1, '"');
+  };
+  try {
+    for (const auto& [key, value] : keys.items()) {
+      const RunField* field = find_run_field(key);
+      if (field == nullptr || field->saved == Saved::never)
+        throw ConfigError(where + ": unknown config key \"" + bounded_excerpt(key) + "\"");
+      set_field(config, *field, value);
+    }
+    validate_run_config(config);
+  } catch (const FieldError& e) {
+    throw ConfigError(where + ": " + e.text(key_name));
+  }
+  return config;
+}
+
+}  // namespace
+
+LessonFile parse_lesson_file(std::string_view text, const std::string& where, const RunConfig& base) {
+  JsonTextError error;
+  const std::optional<nlohmann::json> root = parse_json_text(text, error);
+  if (!root) throw ConfigError(where + ": " + error.where_and_why());
+  if (!root->is_object()) throw ConfigError(where + ": expected a JSON object");
+  const auto title = root->find("title");
+  if (title == root->end() || !title->is_object())
+    throw ConfigError(where + ": \"title\" needs \"en\" and \"zh_CN\" strings");
+  LessonFile lesson;
+  lesson.title_en = title_text(*title, "en", where);
+  lesson.title_zh = title_text(*title, "zh_CN", where);
+  const auto keys = root->find("config");
+  lesson.config = lesson_config(keys == root->end() ? nlohmann::json::object() : *keys, where, base);
+  return lesson;
+}
+
+}  // namespace shardscope

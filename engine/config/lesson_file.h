@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// A lesson's lesson.json (tutorials/<id>/lesson.json): its title in English and
+// Chinese and the run it starts, as keys of the run-config schema applied to
+// the panel's default run. The GUI's lesson list and the lesson fuzz target
+// read it through this one function.
+//   {"title": {"en": "...", "zh_CN": "..."}, "config": {"pp": 4, "micro_batches": 8}}
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "config/run_config.h"
+
+namespace shardscope {
+
+struct LessonFile {
+  std::string title_en, title_zh;
+  RunConfig config;  // `base` with the lesson's keys applied, validated
+};
+
+// Throws ConfigError starting with `where` (the file's name): JSON errors with
+// their line and column, a missing title, an unknown key, a value out of range
+// or a run that does not validate (keys named as in the file: "pp").
+LessonFile parse_lesson_file(std::string_view text, const std::string& where, const RunConfig& base);
+
+}  // namespace shardscope
