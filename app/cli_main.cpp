@@ -39,6 +39,14 @@ const char* kTopHelp =
     "Run 'shardscope-cli COMMAND --help' for the flags of a command.\n";
 
 
+// What to make smaller when a command runs out of memory.
+const char* memory_hint(const std::string& command) {
+  if (command == "export") return "the recording needs more memory than this machine has";
+  if (command == "schedule") return "try fewer --pp stages or --micro-batches";
+  if (command == "estimate") return "the model or config is larger than this machine can plan";
+  return "try a smaller --batch, --seq or model";
+}
+
 int run_presets(const std::vector<std::string>& args) {
   ArgParser parser("shardscope-cli presets", "List the model presets with their shapes and parameter counts.");
   if (!parser.parse(args)) return 0;
@@ -80,14 +88,10 @@ int main(int argc, char** argv) {
   } catch (const RankFailure& e) {  // a rank threw: every rank stopped, nothing was saved half-way
     std::fprintf(stderr, "shardscope-cli %s: error: %s\n", args[0].c_str(), e.what());
     return 1;
-  } catch (const OutOfMemory& e) {
-    std::fprintf(stderr, "shardscope-cli %s: error: %s (try a smaller --batch, --seq or model)\n", args[0].c_str(),
-                 e.what());
-    return 1;
+  } catch (const OutOfMemory& e) {  // the input's size, not a bug: bad input (train reports its own, cli_train.cpp)
+    std::fprintf(stderr, "shardscope-cli %s: error: %s (%s)\n", args[0].c_str(), e.what(), memory_hint(args[0]));
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "shardscope-cli %s: error: out of memory (try a smaller --batch, --seq or model)\n",
-                 args[0].c_str());
-    return 1;
+    std::fprintf(stderr, "shardscope-cli %s: error: out of memory (%s)\n", args[0].c_str(), memory_hint(args[0]));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "shardscope-cli %s: internal error: %s\n", args[0].c_str(), e.what());
     return 1;

@@ -34,7 +34,7 @@ namespace {
 std::atomic<bool> g_stop{false};
 extern "C" void on_interrupt(int) {
   if (g_stop.exchange(true)) _exit(130);
-  static const char note[] = "\ninterrupted: stopping at the next layer (Ctrl-C again to quit at once)\n";
+  static const char note[] = "\ninterrupted: stopping at the next op boundary (Ctrl-C again to quit at once)\n";
   [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, note, sizeof note - 1);
 }
 

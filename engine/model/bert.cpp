@@ -17,10 +17,12 @@ void BertModel::layer_forward(int l, const float* x, const Batch& batch) {
   Backend& be = backend_;
   be.linear_forward(a.qkv, x, w.qkv_w, w.qkv_b, BT, C, 3 * C);
   be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, C, H, mask);
+  stop_point();
   be.linear_forward(a.res_mid, a.attn_y, w.proj_w, w.proj_b, BT, C, C);
   be.add(a.res_mid, a.res_mid, x, n);
   be.layernorm_forward(a.ln1_out, a.ln1_mean, a.ln1_rstd, a.res_mid, w.ln1_w, w.ln1_b, BT, C, config_.ln_eps);
   be.linear_forward(a.fc, a.ln1_out, w.fc_w, w.fc_b, BT, C, 4 * C);
+  stop_point();
   be.gelu_forward(a.gelu, a.fc, n * 4, config_.gelu);
   be.linear_forward(a.res_out, a.gelu, w.fc_proj_w, w.fc_proj_b, BT, 4 * C, C);
   be.add(a.res_out, a.res_out, a.ln1_out, n);
@@ -43,6 +45,7 @@ void BertModel::forward_impl(const Batch& batch) {
   }
   layers_forward(batch);
   if (!stage_.head) return;
+  stop_point();  // before the head, the largest op for a large vocabulary
   gather_parameters(head_unit());
   gather_parameters(0);  // the tied token embedding
   const float* x = stage_output();
@@ -74,13 +77,16 @@ void BertModel::layer_backward(int l, const float* x, const Batch& batch) {
   be.layernorm_backward(s.d_a, dw.ln2_w, dw.ln2_b, s.d_res, a.res_out, w.ln2_w, a.ln2_mean, a.ln2_rstd, BT, C);
   // res_out = ln1_out + mlp(ln1_out): d_a += mlp backward, giving d(ln1_out)
   be.linear_backward(s.d_fc, dw.fc_proj_w, dw.fc_proj_b, s.d_a, a.gelu, w.fc_proj_w, BT, 4 * C, C);
+  stop_point();
   be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * C, config_.gelu);
   be.linear_backward(s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln1_out, w.fc_w, BT, C, 4 * C, /*accumulate=*/true);
+  stop_point();
   // ln1_out = ln1(res_mid): d_res = d(res_mid)
   be.layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, a.res_mid, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C);
   // res_mid = x + proj(attention(qkv(x))): d_res += attention backward, giving d(x)
   be.linear_backward(s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, C, C);
   be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, C, H, mask);
+  stop_point();
   be.linear_backward(s.d_res, dw.qkv_w, dw.qkv_b, s.d_qkv, x, w.qkv_w, BT, C, 3 * C, /*accumulate=*/true);
 }
 
@@ -96,6 +102,7 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
     gather_parameters(head_unit());
     gather_parameters(0);
     be.cross_entropy_backward(s.d_logits, a.logits, batch.targets, BT, V, dloss_per_row);
+    stop_point();
     // MLM head, tied to the token embedding. The pooler is not part of the loss.
     be.linear_backward(s.d_a, dw_.tokens, dw_.decoder_bias, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V);
     be.layernorm_backward(s.d_qkv, dw_.final_ln_w, dw_.final_ln_b, s.d_a, a.head_gelu, w_.final_ln_w,

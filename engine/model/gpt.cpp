@@ -16,10 +16,12 @@ void GptModel::layer_forward(int l, const float* x, const Batch& batch) {
   be.layernorm_forward(a.ln1_out, a.ln1_mean, a.ln1_rstd, x, w.ln1_w, w.ln1_b, BT, C, config_.ln_eps);
   be.linear_forward(a.qkv, a.ln1_out, w.qkv_w, w.qkv_b, BT, C, 3 * C);
   be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, C, H, AttentionMask{true, nullptr});
+  stop_point();
   be.linear_forward(a.res_mid, a.attn_y, w.proj_w, w.proj_b, BT, C, C);
   be.add(a.res_mid, a.res_mid, x, static_cast<std::int64_t>(BT) * C);
   be.layernorm_forward(a.ln2_out, a.ln2_mean, a.ln2_rstd, a.res_mid, w.ln2_w, w.ln2_b, BT, C, config_.ln_eps);
   be.linear_forward(a.fc, a.ln2_out, w.fc_w, w.fc_b, BT, C, 4 * C);
+  stop_point();
   be.gelu_forward(a.gelu, a.fc, static_cast<std::int64_t>(BT) * 4 * C, config_.gelu);
   be.linear_forward(a.res_out, a.gelu, w.fc_proj_w, w.fc_proj_b, BT, 4 * C, C);
   be.add(a.res_out, a.res_out, a.res_mid, static_cast<std::int64_t>(BT) * C);
@@ -35,6 +37,7 @@ void GptModel::forward_impl(const Batch& batch) {
   }
   layers_forward(batch);
   if (!stage_.head) return;
+  stop_point();  // before the head, the largest op for a large vocabulary
   gather_parameters(head_unit());
   gather_parameters(0);  // the tied token embedding
   backend_.layernorm_forward(a.final_ln_out, a.final_ln_mean, a.final_ln_rstd, stage_output(), w_.final_ln_w,
@@ -53,13 +56,16 @@ void GptModel::layer_backward(int l, const float* x, const Batch& batch) {
   Backend& be = backend_;
   // MLP branch: d_res holds d(out) = d(res_mid) through the residual.
   be.linear_backward(s.d_fc, dw.fc_proj_w, dw.fc_proj_b, s.d_res, a.gelu, w.fc_proj_w, BT, 4 * C, C);
+  stop_point();
   be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * C, config_.gelu);
   be.linear_backward(s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln2_out, w.fc_w, BT, C, 4 * C);
+  stop_point();
   be.layernorm_backward(s.d_res, dw.ln2_w, dw.ln2_b, s.d_a, a.res_mid, w.ln2_w, a.ln2_mean, a.ln2_rstd, BT, C,
                         /*accumulate=*/true);
   // Attention branch: d_res now holds d(res_mid) = d(x) through the residual.
   be.linear_backward(s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, C, C);
   be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, C, H, AttentionMask{true, nullptr});
+  stop_point();
   be.linear_backward(s.d_a, dw.qkv_w, dw.qkv_b, s.d_qkv, a.ln1_out, w.qkv_w, BT, C, 3 * C);
   be.layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, x, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C,
                         /*accumulate=*/true);
@@ -75,6 +81,7 @@ void GptModel::backward_impl(const Batch& batch, float dloss_per_row) {
     gather_parameters(head_unit());
     gather_parameters(0);
     backend_.cross_entropy_backward(s.d_logits, a.logits, batch.targets, BT, V, dloss_per_row);
+    stop_point();
     // logits = final_ln_out @ tokens^T: the tied head adds its gradient to the token embedding.
     backend_.linear_backward(s.d_a, dw_.tokens, nullptr, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V);
     backend_.layernorm_backward(s.d_res, dw_.final_ln_w, dw_.final_ln_b, s.d_a, stage_output(), w_.final_ln_w,

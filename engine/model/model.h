@@ -143,7 +143,8 @@ class Model {
   void set_gradient_ready_callback(std::function<void(std::int64_t frontier)> callback) {
     on_gradients_ready_ = std::move(callback);
   }
-  // Called before every layer's forward and backward: where a run stops
+  // Called before every layer's forward and backward, and between a layer's
+  // heaviest ops (attention, the MLP) and before the head: where a run stops
   // mid-step (Ctrl-C), the callback throwing. Null: no calls.
   void set_layer_boundary_callback(std::function<void()> callback) { on_layer_boundary_ = std::move(callback); }
 
@@ -156,6 +157,11 @@ class Model {
   void set_event_context(const Event& base) { event_base_ = base; }
 
  protected:
+  // A place a run may stop mid-layer (set_layer_boundary_callback).
+  void stop_point() const {
+    if (on_layer_boundary_) on_layer_boundary_();
+  }
+
   virtual void forward_impl(const Batch& batch) = 0;
   virtual void backward_impl(const Batch& batch, float dloss_per_row) = 0;
   virtual void layer_forward(int l, const float* x, const Batch& batch) = 0;
