@@ -42,6 +42,7 @@ std::vector<Lesson> load_lessons(const QString& root) {
     lesson.title_en = QString::fromStdString(file.title_en);
     lesson.title_zh = QString::fromStdString(file.title_zh);
     lesson.config = file.config;
+    lesson.playback_speed = file.playback_speed;
     lesson.text_en = read_text(folder + QStringLiteral("/en.md"));
     lesson.text_zh = read_text(folder + QStringLiteral("/zh_CN.md"));
     lessons.push_back(std::move(lesson));
@@ -72,7 +73,9 @@ LessonsPanel::LessonsPanel(QWidget* parent)
   connect(list_, &QListWidget::currentRowChanged, this, &LessonsPanel::showLesson);
   connect(try_, &QPushButton::clicked, this, [this] {
     const int i = currentLesson();
-    if (i >= 0) Q_EMIT tryLesson(lessons_[static_cast<std::size_t>(i)].config);
+    if (i < 0) return;
+    const Lesson& lesson = lessons_[static_cast<std::size_t>(i)];
+    Q_EMIT tryLesson(lesson.config, lesson.playback_speed);
   });
   retranslate();
   if (!lessons_.empty()) list_->setCurrentRow(0);

@@ -27,6 +27,7 @@ struct Lesson {
   QString title_en, title_zh;
   QString text_en, text_zh;  // Markdown
   RunConfig config;          // the panel's default with the lesson's keys applied
+  double playback_speed = 1.0;  // the pace the lesson asks for (lesson.json "playback_speed")
 };
 
 // Every lesson under `root` (":/tutorials" for the embedded ones), sorted by id.
@@ -46,8 +47,8 @@ class LessonsPanel : public QWidget {
   QPushButton* tryButton() const { return try_; }
 
  Q_SIGNALS:
-  // The user pressed Try it: load this run into the panel.
-  void tryLesson(const shardscope::RunConfig& config);
+  // The user pressed Try it: load this run into the panel and set the playback speed.
+  void tryLesson(const shardscope::RunConfig& config, double playback_speed);
 
  protected:
   void changeEvent(QEvent* event) override;

@@ -28,6 +28,7 @@
 
 #include <algorithm>
 
+#include "config/lesson_file.h"
 #include "config_panel.h"
 #include "lessons.h"
 #include "i18n.h"
@@ -110,9 +111,11 @@ MainWindow::MainWindow(QWidget* parent)
   lessons_dock_->hide();
   lessons_menu_ = menuBar()->addMenu(QString());
   lessons_menu_->addAction(lessons_dock_->toggleViewAction());
-  connect(lessons_, &LessonsPanel::tryLesson, this, [this](const RunConfig& config) {
+  connect(lessons_, &LessonsPanel::tryLesson, this, [this](const RunConfig& config, double speed) {
     if (controller_->busy()) return;
     panel_->setConfig(config);
+    const int index = speed_->findData(speed);
+    if (index >= 0) speed_->setCurrentIndex(index);  // the lesson's pace; the user may change it
   });
   prepareViews(panel_->config());
   retranslate();
@@ -140,7 +143,7 @@ void MainWindow::setUpControls() {
   connect(log_timer_, &QTimer::timeout, this, [this] { drainLog(); });
   log_timer_->start();
   speed_->setObjectName(QStringLiteral("playbackSpeed"));
-  for (double speed : {1.0, 0.5, 0.25, 0.1}) speed_->addItem(QString(), speed);
+  for (double speed : kLessonPlaybackSpeeds) speed_->addItem(QString(), speed);
   speed_label_->setBuddy(speed_);
   speed_note_->setObjectName(QStringLiteral("speedNote"));
   speed_note_->setWordWrap(true);

@@ -38,6 +38,16 @@ RunConfig lesson_config(const nlohmann::json& keys, const std::string& where, Ru
   return config;
 }
 
+double playback_speed(const nlohmann::json& root, const std::string& where) {
+  const auto speed = root.find("playback_speed");
+  if (speed == root.end()) return 1.0;
+  if (speed->is_number())
+    for (const double offered : kLessonPlaybackSpeeds)
+      if (speed->get<double>() == offered) return offered;
+  throw ConfigError(where + ": \"playback_speed\" must be 1, 0.5, 0.25 or 0.1 (got " + json_value_summary(*speed) +
+                    ")");
+}
+
 }  // namespace
 
 LessonFile parse_lesson_file(std::string_view text, const std::string& where, const RunConfig& base) {
@@ -51,6 +61,7 @@ LessonFile parse_lesson_file(std::string_view text, const std::string& where, co
   LessonFile lesson;
   lesson.title_en = title_text(*title, "en", where);
   lesson.title_zh = title_text(*title, "zh_CN", where);
+  lesson.playback_speed = playback_speed(*root, where);
   const auto keys = root->find("config");
   lesson.config = lesson_config(keys == root->end() ? nlohmann::json::object() : *keys, where, base);
   return lesson;

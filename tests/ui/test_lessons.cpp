@@ -4,6 +4,7 @@
 // into the panel; the language switch swaps the text; a broken lesson file is
 // refused naming the file and the key. Offscreen.
 #include <QApplication>
+#include <QComboBox>
 #include <QDockWidget>
 #include <QFile>
 #include <QListWidget>
@@ -71,7 +72,13 @@ class TestLessons : public QObject {
                QString::fromStdString(run_config_to_json(want).dump()));
       QVERIFY2(window.configPanel()->problem().isEmpty(), qPrintable(window.configPanel()->problem()));
       QVERIFY(window.runButton()->isEnabled());
+      // The lesson's pace: the playback control shows the speed lesson.json asks for.
+      const auto* speed = window.findChild<QComboBox*>(QStringLiteral("playbackSpeed"));
+      QVERIFY(speed != nullptr);
+      QCOMPARE(speed->currentData().toDouble(), panel->lessons()[static_cast<std::size_t>(i)].playback_speed);
     }
+    // Every lesson paces itself: its runs finish in seconds at 1x, faster than the views can be followed.
+    for (const Lesson& l : panel->lessons()) QVERIFY2(l.playback_speed < 1.0, qPrintable(l.id));
   }
 
   void languageSwitchSwapsTheText() {
@@ -122,6 +129,23 @@ class TestLessons : public QObject {
       QFAIL("a lesson.json that is not an object was loaded");
     } catch (const ConfigError& e) {
       QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("bad/lesson.json")), e.what());
+    }
+    write("lesson.json", R"({"title": {"en": "x", "zh_CN": "x"}, "playback_speed": 0.3, "config": {}})");
+    try {
+      load_lessons(dir.path());
+      QFAIL("a lesson with a speed the window does not offer was loaded");
+    } catch (const ConfigError& e) {
+      QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("\"playback_speed\" must be 1, 0.5, 0.25 or 0.1")),
+               e.what());
+    }
+    // Nested past the JSON depth limit: refused with its place (a stack overflow before).
+    write("lesson.json", QByteArray(R"({"title": {"en": "x", "zh_CN": "x"}, "config": {"steps": )") +
+                             QByteArray(100000, '[') + QByteArray(100000, ']') + "}}");
+    try {
+      load_lessons(dir.path());
+      QFAIL("a lesson nested 100,000 deep was loaded");
+    } catch (const ConfigError& e) {
+      QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("bad/lesson.json: line 1")), e.what());
     }
   }
 };
