@@ -42,11 +42,14 @@ std::vector<Lesson> load_lessons(const QString& root) {
     lesson.title_en = QString::fromStdString(file.title_en);
     lesson.title_zh = QString::fromStdString(file.title_zh);
     lesson.config = file.config;
+    lesson.chapter = file.chapter;
     lesson.playback_speed = file.playback_speed;
     lesson.text_en = read_text(folder + QStringLiteral("/en.md"));
     lesson.text_zh = read_text(folder + QStringLiteral("/zh_CN.md"));
     lessons.push_back(std::move(lesson));
   }
+  std::stable_sort(lessons.begin(), lessons.end(),  // the folders come sorted by id
+                   [](const Lesson& a, const Lesson& b) { return a.chapter < b.chapter; });
   return lessons;
 }
 
@@ -96,7 +99,8 @@ void LessonsPanel::showLesson(int index) {
 void LessonsPanel::retranslate() {
   const bool zh = currentLanguage() == QLatin1String("zh_CN");
   for (std::size_t i = 0; i < lessons_.size(); ++i)
-    list_->item(static_cast<int>(i))->setText(zh ? lessons_[i].title_zh : lessons_[i].title_en);
+    list_->item(static_cast<int>(i))
+        ->setText(QStringLiteral("%1. %2").arg(lessons_[i].chapter).arg(zh ? lessons_[i].title_zh : lessons_[i].title_en));
   try_->setText(tr("Try it: load this run"));
   try_->setToolTip(tr("Loads the lesson's settings into the panel; press Run to train."));
   showLesson(currentLesson());

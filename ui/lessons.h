@@ -27,10 +27,11 @@ struct Lesson {
   QString title_en, title_zh;
   QString text_en, text_zh;  // Markdown
   RunConfig config;          // the panel's default with the lesson's keys applied
+  int chapter = 0;               // the seed chapter it teaches (1 to 11)
   double playback_speed = 1.0;  // the pace the lesson asks for (lesson.json "playback_speed")
 };
 
-// Every lesson under `root` (":/tutorials" for the embedded ones), sorted by id.
+// Every lesson under `root` (":/tutorials" for the embedded ones), in chapter order (then by id).
 // Throws ConfigError naming the file and key for a lesson that does not parse.
 std::vector<Lesson> load_lessons(const QString& root = QStringLiteral(":/tutorials"));
 

@@ -29,6 +29,7 @@
 #include <algorithm>
 
 #include "config/lesson_file.h"
+#include "config/run_choices.h"
 #include "config_panel.h"
 #include "lessons.h"
 #include "i18n.h"
@@ -293,9 +294,21 @@ void MainWindow::addView(EventView* view, QWidget* widget, const char* sourceTit
   tab_sources_.emplace_back(widget, sourceTitle);
 }
 
+// A run's setup in a few words, naming the loss plot's curves: "gpt-tiny, batch 32, 4 accumulation steps of 8".
+QString MainWindow::runLabel(const RunConfig& config) {
+  QString label = tr("%1, batch %2").arg(QString::fromStdString(config.model)).arg(config.batch);
+  if (config.accum > 1) label += tr(", %1 accumulation steps of %2").arg(config.accum).arg(config.batch / config.accum);
+  if (config.checkpoint) label += tr(", checkpointing");
+  if (config.mixed_precision()) {
+    const std::string_view precision = precision_name(config.precision);
+    label += QStringLiteral(", ") + QString::fromUtf8(precision.data(), static_cast<qsizetype>(precision.size()));
+  }
+  return label;
+}
+
 void MainWindow::prepareViews(const RunConfig& config) {
   for (EventView* view : views_) view->reset(config);
-  loss_->clear();
+  loss_->startRun(runLabel(config));
   memory_->setRankCount(config.world_size());
   memory_->setPrediction(panel_->predictionFor(config));  // the light bars beside the measured ones
   memory_->setMixedPrecision(config.mixed_precision());

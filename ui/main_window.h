@@ -67,6 +67,7 @@ class MainWindow : public QMainWindow {
   // Playback speed (slow motion): 1, 0.5, 0.25 or 0.1 of real time.
   QComboBox* speedBox() const { return speed_; }
   QString speedExplanation() const;
+  static QString runLabel(const RunConfig& config);
   // Adds a view as a tab beside the loss plot; it receives every event batch.
   // A QString title stays as given; a source text (mark it QT_TR_NOOP) is
   // translated now and again whenever the language changes.

@@ -38,6 +38,16 @@ RunConfig lesson_config(const nlohmann::json& keys, const std::string& where, Ru
   return config;
 }
 
+int chapter(const nlohmann::json& root, const std::string& where) {
+  const auto value = root.find("chapter");
+  if (value != root.end() && value->is_number_integer() && value->get<std::int64_t>() >= 1 &&
+      value->get<std::int64_t>() <= kSeedChapters)
+    return value->get<int>();
+  throw ConfigError(where + ": \"chapter\" must be the seed chapter the lesson teaches, 1 to " +
+                    std::to_string(kSeedChapters) +
+                    (value == root.end() ? std::string(" (missing)") : " (got " + json_value_summary(*value) + ")"));
+}
+
 double playback_speed(const nlohmann::json& root, const std::string& where) {
   const auto speed = root.find("playback_speed");
   if (speed == root.end()) return 1.0;
@@ -61,6 +71,7 @@ LessonFile parse_lesson_file(std::string_view text, const std::string& where, co
   LessonFile lesson;
   lesson.title_en = title_text(*title, "en", where);
   lesson.title_zh = title_text(*title, "zh_CN", where);
+  lesson.chapter = chapter(*root, where);
   lesson.playback_speed = playback_speed(*root, where);
   const auto keys = root->find("config");
   lesson.config = lesson_config(keys == root->end() ? nlohmann::json::object() : *keys, where, base);

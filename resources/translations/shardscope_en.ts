@@ -158,6 +158,14 @@
         <source>Eval loss</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Training loss (%1)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Previous run (%1)</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::LossScalePlot</name>
@@ -411,6 +419,18 @@
     </message>
     <message>
         <source>critical</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1, batch %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>, %1 accumulation steps of %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>, checkpointing</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -4,6 +4,7 @@
 // into the panel; the language switch swaps the text; a broken lesson file is
 // refused naming the file and the key. Offscreen.
 #include <QApplication>
+#include <algorithm>
 #include <QComboBox>
 #include <QDockWidget>
 #include <QFile>
@@ -38,24 +39,33 @@ class TestLessons : public QObject {
 
   void everyLessonParsesAndValidates() {
     const auto lessons = load_lessons();
-    QCOMPARE(static_cast<int>(lessons.size()), 5);
+    QCOMPARE(static_cast<int>(lessons.size()), 7);
+    int chapter = 0;
     for (const Lesson& l : lessons) {
       QVERIFY2(!l.title_en.isEmpty() && has_cjk(l.title_zh), qPrintable(l.id));
       QVERIFY2(l.text_en.contains(QStringLiteral("Try it")), qPrintable(l.id));
       QVERIFY2(has_cjk(l.text_zh) && l.text_zh.contains(QStringLiteral("试一试")), qPrintable(l.id));
+      QVERIFY2(l.chapter >= chapter, qPrintable(l.id));  // listed in the seed's chapter order
+      chapter = l.chapter;
       validate_run_config(l.config);  // throws ConfigError naming the flag
     }
     // What each lesson is about is in its run.
-    QCOMPARE(lessons[0].id, QStringLiteral("ddp_vs_dataparallel"));
-    QVERIFY(lessons[0].config.dp_mode == DataParallelMode::naive);
-    QVERIFY(lessons[1].config.precision == Precision::fp16);
-    QCOMPARE(lessons[1].config.initial_scale_power, 24);
-    QVERIFY(lessons[2].config.schedule == PipelineScheduleKind::gpipe);
-    QCOMPARE(lessons[2].config.pp, 4);
-    QCOMPARE(lessons[3].id, QStringLiteral("pipeline_send_recv"));
-    QVERIFY(lessons[3].config.schedule == PipelineScheduleKind::one_f_one_b);
-    QCOMPARE(lessons[3].config.pp, 2);
-    QCOMPARE(lessons[4].config.zero_stage, 3);
+    const auto lesson = [&](const char* id) -> const Lesson& {
+      const auto it = std::find_if(lessons.begin(), lessons.end(), [&](const Lesson& l) { return l.id == QLatin1String(id); });
+      if (it == lessons.end()) qFatal("no lesson %s", id);
+      return *it;
+    };
+    QCOMPARE(lessons.front().id, QStringLiteral("gradient_accumulation"));
+    QCOMPARE(lesson("gradient_accumulation").config.accum, 4);
+    QVERIFY(lesson("activation_checkpointing").config.checkpoint);
+    QVERIFY(lesson("ddp_vs_dataparallel").config.dp_mode == DataParallelMode::naive);
+    QVERIFY(lesson("fp16_loss_scaling").config.precision == Precision::fp16);
+    QCOMPARE(lesson("fp16_loss_scaling").config.initial_scale_power, 24);
+    QVERIFY(lesson("pipeline_bubbles").config.schedule == PipelineScheduleKind::gpipe);
+    QCOMPARE(lesson("pipeline_bubbles").config.pp, 4);
+    QVERIFY(lesson("pipeline_send_recv").config.schedule == PipelineScheduleKind::one_f_one_b);
+    QCOMPARE(lesson("pipeline_send_recv").config.pp, 2);
+    QCOMPARE(lesson("zero_stages").config.zero_stage, 3);
   }
 
   void tryItLoadsTheRunIntoThePanel() {
@@ -105,7 +115,7 @@ class TestLessons : public QObject {
     };
     write("en.md", "# x");
     write("zh_CN.md", "# x");
-    write("lesson.json", R"({"title": {"en": "x", "zh_CN": "x"}, "config": {"dp": 2, "zero_stage": 1}})");
+    write("lesson.json", R"({"title": {"en": "x", "zh_CN": "x"}, "chapter": 1, "config": {"dp": 2, "zero_stage": 1}})");
     try {
       load_lessons(dir.path());
       QFAIL("a lesson with an unknown key was loaded");
@@ -114,7 +124,7 @@ class TestLessons : public QObject {
       QVERIFY2(m.contains(QStringLiteral("bad/lesson.json")) && m.contains(QStringLiteral("\"zero_stage\"")),
                qPrintable(m));
     }
-    write("lesson.json", R"({"title": {"en": "x", "zh_CN": "x"}, "config": {"dp": 3, "batch": 16}})");
+    write("lesson.json", R"({"title": {"en": "x", "zh_CN": "x"}, "chapter": 1, "config": {"dp": 3, "batch": 16}})");
     try {
       load_lessons(dir.path());
       QFAIL("a lesson whose run the engine refuses was loaded");
@@ -130,7 +140,7 @@ class TestLessons : public QObject {
     } catch (const ConfigError& e) {
       QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("bad/lesson.json")), e.what());
     }
-    write("lesson.json", R"({"title": {"en": "x", "zh_CN": "x"}, "playback_speed": 0.3, "config": {}})");
+    write("lesson.json", R"({"title": {"en": "x", "zh_CN": "x"}, "chapter": 1, "playback_speed": 0.3, "config": {}})");
     try {
       load_lessons(dir.path());
       QFAIL("a lesson with a speed the window does not offer was loaded");
@@ -139,7 +149,7 @@ class TestLessons : public QObject {
                e.what());
     }
     // Nested past the JSON depth limit: refused with its place (a stack overflow before).
-    write("lesson.json", QByteArray(R"({"title": {"en": "x", "zh_CN": "x"}, "config": {"steps": )") +
+    write("lesson.json", QByteArray(R"({"title": {"en": "x", "zh_CN": "x"}, "chapter": 1, "config": {"steps": )") +
                              QByteArray(100000, '[') + QByteArray(100000, ']') + "}}");
     try {
       load_lessons(dir.path());

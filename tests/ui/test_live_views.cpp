@@ -15,6 +15,7 @@
 #include <QPlainTextEdit>
 #include <QtTest>
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <thread>
@@ -320,6 +321,37 @@ class TestLiveViews : public QObject {
     QVERIFY2(
         window.logText().contains(QStringLiteral("info gpt-tiny: 4 ranks (dp 2 x pp 2)")),  // the engine's log event
         qPrintable(window.logText()));
+  }
+
+  // The gradient accumulation lesson: 4 accumulation steps of 4, then one of 16.
+  // The first run stays on the loss plot, named by its setup, and the second
+  // run's losses lie on it (the same averaged gradient, summed in another order).
+  void secondRunIsDrawnOverTheFirst() {
+    MainWindow window;
+    RunConfig c = ConfigPanel::defaultConfig();
+    c.dp = c.pp = c.micro_batches = 1;
+    c.batch = 16;
+    c.seq = 32;
+    c.steps = 4;
+    c.accum = 4;
+    std::vector<double> losses[2];
+    for (int run = 0; run < 2; ++run) {
+      window.configPanel()->setConfig(c);
+      window.startRun();
+      QTRY_VERIFY_WITH_TIMEOUT(!window.controller()->busy(), 120000);
+      const QCPGraph* train = window.lossPlot()->plot()->graph(1);
+      QCOMPARE(train->dataCount(), 4);
+      for (auto it = train->data()->constBegin(); it != train->data()->constEnd(); ++it)
+        losses[run].push_back(it->value);
+      c.accum = 1;
+    }
+    LossPlot* plot = window.lossPlot();
+    QCOMPARE(plot->previousPointCount(), 4);
+    QVERIFY2(plot->previousName().contains(QStringLiteral("batch 16, 4 accumulation steps of 4")),
+             qPrintable(plot->previousName()));
+    for (std::size_t i = 0; i < 4; ++i) QVERIFY2(std::abs(losses[0][i] - losses[1][i]) < 1e-4, qPrintable(QString::number(i)));
+    plot->clear();
+    QCOMPARE(plot->previousPointCount(), 0);
   }
 };
 

@@ -10,6 +10,8 @@ namespace shardscope::ui {
 
 LossPlot::LossPlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
   title_ = installTitledPlot(this, plot_, 200);
+  previous_ = plot_->addGraph();  // first: drawn under the current run
+  previous_->setPen(QPen(QColor(150, 150, 150), 2, Qt::DashLine));
   train_ = plot_->addGraph();
   train_->setPen(QPen(QColor(31, 119, 180), 2));
   eval_ = plot_->addGraph();
@@ -26,8 +28,13 @@ void LossPlot::retranslate() {
   title_->setText(tr("Loss"));
   plot_->xAxis->setLabel(tr("Step"));
   plot_->yAxis->setLabel(tr("Cross-entropy loss"));
-  train_->setName(tr("Training loss"));
+  train_->setName(label_.isEmpty() ? tr("Training loss") : tr("Training loss (%1)").arg(label_));
   eval_->setName(tr("Eval loss"));
+  previous_->setName(tr("Previous run (%1)").arg(previous_label_));
+  if (previous_->data()->isEmpty())
+    previous_->removeFromLegend();
+  else
+    previous_->addToLegend();
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -38,11 +45,24 @@ void LossPlot::changeEvent(QEvent* event) {
 
 QString LossPlot::title() const { return title_->text(); }
 
-void LossPlot::clear() {
+void LossPlot::startRun(const QString& label) {
+  if (!train_->data()->isEmpty()) {
+    previous_->data()->set(*train_->data());
+    previous_label_ = label_;
+  }
+  label_ = label;
   train_->data()->clear();
   eval_->data()->clear();
+  retranslate();
   dirty_ = true;
   replot();
+}
+
+void LossPlot::clear() {
+  train_->data()->clear();  // so that startRun keeps nothing
+  previous_->data()->clear();
+  previous_label_.clear();
+  startRun(QString());
 }
 
 void LossPlot::addTrainLoss(double step, double loss) {
@@ -58,7 +78,7 @@ void LossPlot::addEvalLoss(double step, double loss) {
 void LossPlot::replot() {
   if (!dirty_) return;
   dirty_ = false;
-  if (!train_->data()->isEmpty()) {
+  if (!train_->data()->isEmpty() || !previous_->data()->isEmpty()) {
     plot_->rescaleAxes();
     const QCPRange x = plot_->xAxis->range();
     plot_->xAxis->setRange(0, std::max(x.upper, 1.0) + 0.5);
@@ -71,5 +91,7 @@ void LossPlot::replot() {
 
 int LossPlot::trainPointCount() const { return train_->dataCount(); }
 int LossPlot::evalPointCount() const { return eval_->dataCount(); }
+int LossPlot::previousPointCount() const { return previous_->dataCount(); }
+QString LossPlot::previousName() const { return previous_->data()->isEmpty() ? QString() : previous_->name(); }
 
 }  // namespace shardscope::ui
