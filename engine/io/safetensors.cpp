@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -181,37 +180,41 @@ std::vector<std::int32_t> SafetensorsFile::ints(const std::string& name) const {
   return out;
 }
 
-void write_safetensors(const std::string& path, const std::vector<SafetensorsTensorOut>& tensors,
+namespace {
+
+std::int64_t tensor_bytes(const SafetensorsTensorOut& t) {
+  std::int64_t n = 1;
+  for (const std::int64_t d : t.shape) {
+    if (d < 0) throw FormatError("safetensors: tensor " + t.name + " has a negative dimension");
+    n = checked_mul(n, d);
+  }
+  const std::int64_t element = dtype_bytes(t.dtype);
+  if (element == 0) throw FormatError("safetensors: tensor " + t.name + " has unsupported dtype " + t.dtype);
+  return checked_mul(n, element);
+}
+
+}  // namespace
+
+void write_safetensors(const NamedFile& target, const std::vector<SafetensorsTensorOut>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::int64_t offset = 0;
   for (const auto& t : tensors) {
-    std::int64_t n = 1;
-    for (auto d : t.shape) n *= d;
-    const std::int64_t bytes = n * dtype_bytes(t.dtype);
-    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
+    const std::int64_t end = checked_add(offset, tensor_bytes(t));
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, end}}};
+    offset = end;
   }
   std::string text = header.dump();
   while ((8 + text.size()) % 8 != 0) text.push_back(' ');  // align the data section
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw FormatError(path + ": cannot write (directory missing or not writable?)");
-    std::uint8_t len[8];
-    std::uint64_t n = text.size();
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(n >> (8 * i));
-    out.write(reinterpret_cast<const char*>(len), 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& t : tensors) {
-      std::int64_t count = 1;
-      for (auto d : t.shape) count *= d;
-      out.write(static_cast<const char*>(t.data), static_cast<std::streamsize>(count * dtype_bytes(t.dtype)));
-    }
-    if (!out) throw FormatError(path + ": write failed (disk full?)");
-  }
-  std::filesystem::rename(tmp, path);
+  OutputFile out(target);  // a temporary beside it, renamed over it by commit()
+  std::uint8_t len[8];
+  const std::uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(n >> (8 * i));
+  out.write(len, 8);
+  out.write(text);
+  for (const auto& t : tensors) out.write(t.data, static_cast<std::size_t>(tensor_bytes(t)));
+  out.commit();
 }
 
 }  // namespace shardscope

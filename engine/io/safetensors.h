@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/output_file.h"
 #include "core/tensor.h"
 
 namespace shardscope {
@@ -51,9 +52,11 @@ struct SafetensorsTensorOut {
   const void* data;
 };
 
-// Writes to `path` atomically (a temporary file renamed into place), so an
-// existing file is never left half-written.
-void write_safetensors(const std::string& path, const std::vector<SafetensorsTensorOut>& tensors,
+// Writes target.path through OutputFile (core/output_file.h): checked first,
+// written to a temporary beside it, fsync'd and renamed over it, so an existing
+// file is never left half-written and a failed write leaves it as it was.
+// Throws OutputError naming target.flag (or the path) and the reason.
+void write_safetensors(const NamedFile& target, const std::vector<SafetensorsTensorOut>& tensors,
                        const std::map<std::string, std::string>& metadata);
 
 }  // namespace shardscope

@@ -265,7 +265,7 @@ void TestCore::safetensors_round_trip() {
   const std::string path = (dir.path() + "/t.safetensors").toStdString();
   const std::vector<float> a = {1.5f, -2.0f, 3.25f, 0.0f, 1e-30f, 7.0f};
   const std::vector<std::int32_t> b = {7, -8};
-  write_safetensors(path, {{"a", "F32", {2, 3}, a.data()}, {"b", "I32", {2}, b.data()}}, {{"k", "v"}});
+  write_safetensors({"", path}, {{"a", "F32", {2, 3}, a.data()}, {"b", "I32", {2}, b.data()}}, {{"k", "v"}});
   const auto f = SafetensorsFile::read(path);
   QCOMPARE(f.floats("a"), a);
   QCOMPARE(f.ints("b"), b);
