@@ -105,6 +105,16 @@ class TestPlanner : public QObject {
              qPrintable(states));
     QVERIFY(planner.formulaHtml().contains(QStringLiteral("4Ψ = 4 × 174,604,259,328")));
     QVERIFY(planner.formulaHtml().contains(QStringLiteral("8Ψ = 8 × 174,604,259,328")));
+    // Hovering the optimizer-states segment of the ZeRO-0 bar names its formula.
+    const auto& bars = planner.bars()->bars();
+    QVERIFY(bars[0].formulas[static_cast<std::size_t>(MemoryCategory::optimizer_states)].startsWith(QStringLiteral("8Ψ")));
+    planner.resize(1280, 720);
+    planner.show();
+    bool found = false;
+    for (int y = 0; y < planner.bars()->height() && !found; y += 2)
+      for (int x = 0; x < planner.bars()->width() / 3 && !found; x += 4)
+        found = planner.bars()->toolTipAt({x, y}).contains(QStringLiteral("8Ψ = 8 × 174,604,259,328"));
+    QVERIFY(found);
     QVERIFY2(planner.verdictText().contains(QStringLiteral("does not fit by")), qPrintable(planner.verdictText()));
     QVERIFY(!planner.bars()->bars()[0].fits);
   }
@@ -142,6 +152,31 @@ class TestPlanner : public QObject {
     if (!e3.fit.levers.empty())
       QVERIFY2(planner.verdictText().contains(ui::PlannerText::lever(e3.fit.levers[0])), qPrintable(planner.verdictText()));
     QCOMPARE(planner.bars()->selected(), 3);
+  }
+
+  // Pipelines refuse ZeRO-2/3 (the run's own layout rule): those bars say why, 0 and 1 are planned.
+  void pipelineStagesRefuseZero2And3() {
+    PlannerDialog planner;
+    planner.nodesBox()->setValue(4);  // 32 GPUs
+    planner.ppBox()->setValue(4);
+    planner.zeroBox()->setValue(3);
+    planner.replan();
+    QCOMPARE(planner.dpBox()->value(), 8);
+    QVERIFY(planner.stages()[0].estimate && planner.stages()[1].estimate);
+    for (int stage : {2, 3}) {
+      const auto& plan = planner.stages()[static_cast<std::size_t>(stage)];
+      QVERIFY(!plan.estimate);
+      QVERIFY2(plan.refused.contains(QStringLiteral("ZeRO stage")) && plan.refused.contains(QStringLiteral("Pipeline stages")),
+               qPrintable(plan.refused));
+      QVERIFY(!planner.bars()->bars()[static_cast<std::size_t>(stage)].valid);
+    }
+    QVERIFY2(planner.verdictText().contains(QStringLiteral("refused")), qPrintable(planner.verdictText()));
+    QCOMPARE(planner.stages()[1].fullest()->bytes.bytes,
+             engineEstimate(planner, 1).memory.ranks[static_cast<std::size_t>(engineEstimate(planner, 1).memory.fullest_rank())].bytes.bytes);
+    planner.resize(1280, 720);
+    planner.show();
+    QTest::qWait(20);
+    QVERIFY(planner.grab().save(shotPath(QStringLiteral("planner_pp4_refuses_zero23.png"))));
   }
 
   void deepSpeedJsonSetsZeroAndMicroBatch() {

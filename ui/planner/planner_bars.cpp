@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "planner/planner_bars.h"
 
+#include <QHelpEvent>
 #include <QMouseEvent>
+#include <QToolTip>
 #include <QPainter>
 
 #include <algorithm>
@@ -169,6 +171,34 @@ void PlannerBars::paintEvent(QPaintEvent*) {
   paintLegend(p);
   paintAxis(p);
   for (int i = 0; i < static_cast<int>(bars_.size()); ++i) paintBar(p, i);
+}
+
+QString PlannerBars::toolTipAt(const QPoint& pos) const {
+  for (int i = 0; i < static_cast<int>(bars_.size()); ++i) {
+    const PlannerBar& bar = bars_[static_cast<std::size_t>(i)];
+    if (!bar.valid) continue;
+    std::int64_t base = 0;
+    for (MemoryCategory c : kAllMemoryCategories) {
+      const std::int64_t bytes = bar.bytes[c];
+      if (bytes > 0 && barRect(i, bytes, base).adjusted(0, -1, 0, 1).contains(pos))
+        return QStringLiteral("%1 · %2: %3 = %4")
+            .arg(bar.title, MemoryBars::categoryLabel(c), bytesText(static_cast<double>(bytes)),
+                 bar.formulas[static_cast<std::size_t>(c)]);
+      base += bytes;
+    }
+  }
+  return QString();
+}
+
+bool PlannerBars::event(QEvent* event) {
+  if (event->type() == QEvent::ToolTip) {
+    auto* help = static_cast<QHelpEvent*>(event);
+    const QString text = toolTipAt(help->pos());
+    if (text.isEmpty()) QToolTip::hideText();
+    else QToolTip::showText(help->globalPos(), text, this);
+    return true;
+  }
+  return QWidget::event(event);
 }
 
 void PlannerBars::mousePressEvent(QMouseEvent* event) {

@@ -9,6 +9,7 @@
 #include <QString>
 #include <QWidget>
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -20,6 +21,7 @@ struct PlannerBar {
   QString title;        // "ZeRO-2"
   bool valid = false;   // false: `caption` says why this stage is refused
   MemoryBytes bytes;    // the fullest rank's, by category
+  std::array<QString, kMemoryCategoryCount> formulas;  // the estimator's, shown on hover
   QString caption;      // "fits, 12.3 GB free" / "over by 2.7 TB" / the refusal
   bool fits = false;
 };
@@ -40,7 +42,12 @@ class PlannerBars : public QWidget {
  Q_SIGNALS:
   void stageClicked(int stage);
 
+ public:
+  // "ZeRO-2 · optimizer states: 10.1 GB = 12Ψ/Nd = ..." for the segment under `pos`; empty elsewhere.
+  QString toolTipAt(const QPoint& pos) const;
+
  protected:
+  bool event(QEvent* event) override;  // tool tips: the formula of the segment under the mouse
   void paintEvent(QPaintEvent* event) override;
   void mousePressEvent(QMouseEvent* event) override;
 

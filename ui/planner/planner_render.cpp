@@ -40,6 +40,8 @@ void PlannerDialog::render() {
     if (const RankMemory* rank = plan.fullest()) {
       bar.valid = true;
       bar.bytes = rank->bytes;
+      for (MemoryCategory c : kAllMemoryCategories)
+        bar.formulas[static_cast<std::size_t>(c)] = QString::fromStdString(rank->formula(c));
       bar.fits = plan.estimate->fit.fits;
       bar.caption = PlannerText::shortVerdict(plan.estimate->fit);
     } else {
