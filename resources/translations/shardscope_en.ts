@@ -747,6 +747,10 @@ start %5 ms, duration %6 ms</source>
         <source>Exact: the bytes ShardScope&apos;s own kernels keep for backward (a model it implements). Formula: Korthikanti et al. 2022, sbh(34 + 5as/h) per layer, for Megatron-style implementations.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Planning...</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::PlannerText</name>

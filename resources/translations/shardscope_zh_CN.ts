@@ -743,6 +743,10 @@ start %5 ms, duration %6 ms</source>
         <source>Exact: the bytes ShardScope&apos;s own kernels keep for backward (a model it implements). Formula: Korthikanti et al. 2022, sbh(34 + 5as/h) per layer, for Megatron-style implementations.</source>
         <translation>精确：ShardScope 自己的内核为反向传播保留的字节数（仅限它实现的模型）。公式：Korthikanti 等 2022，每层 sbh(34 + 5as/h)，适用于 Megatron 风格的实现。</translation>
     </message>
+    <message>
+        <source>Planning...</source>
+        <translation>正在规划……</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::PlannerText</name>

@@ -88,6 +88,7 @@ bool shootPlanner(const QString& language, const QDir& dir, const QString& name)
   planner.nodesBox()->setValue(128);
   planner.zeroBox()->setValue(3);
   planner.replan();
+  planner.waitForPlan();
   settle(100);
   return save(&planner, dir, name);
 }

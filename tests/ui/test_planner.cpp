@@ -81,6 +81,7 @@ class TestPlanner : public QObject {
   // 700 GB of gradients and 1400 GB of Adam moments: 2.8 TB, on one GPU.
   void gpt3ModelStatesOnOneGpu() {
     PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
     QVERIFY(planner.model().label.startsWith(QStringLiteral("GPT-3 175B")));
     QCOMPARE(planner.settings().dp, 1);
     QCOMPARE(planner.settings().precision, Precision::fp32);
@@ -123,8 +124,10 @@ class TestPlanner : public QObject {
   // the estimator's, shrinking ZeRO-0 > 1 > 2 > 3 as Ψ/Nd says.
   void zeroStagesShrinkWithDataParallelRanks() {
     PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
     planner.nodesBox()->setValue(128);
     planner.replan();
+    QVERIFY(planner.waitForPlan());
     QCOMPARE(planner.dpBox()->value(), 1024);
     QCOMPARE(planner.request().gpu->name, std::string("A100-80GB"));
     std::int64_t previous = 0;
@@ -147,6 +150,7 @@ class TestPlanner : public QObject {
     // The verdict is the chosen stage's, with the engine's largest lever first.
     planner.zeroBox()->setValue(3);
     planner.replan();
+    QVERIFY(planner.waitForPlan());
     const Estimate e3 = engineEstimate(planner, 3);
     QCOMPARE(planner.verdictText().contains(QStringLiteral("does not fit")), !e3.fit.fits);
     if (!e3.fit.levers.empty())
@@ -157,10 +161,12 @@ class TestPlanner : public QObject {
   // Pipelines refuse ZeRO-2/3 (the run's own layout rule): those bars say why, 0 and 1 are planned.
   void pipelineStagesRefuseZero2And3() {
     PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
     planner.nodesBox()->setValue(4);  // 32 GPUs
     planner.ppBox()->setValue(4);
     planner.zeroBox()->setValue(3);
     planner.replan();
+    QVERIFY(planner.waitForPlan());
     QCOMPARE(planner.dpBox()->value(), 8);
     QVERIFY(planner.stages()[0].estimate && planner.stages()[1].estimate);
     for (int stage : {2, 3}) {
@@ -179,15 +185,38 @@ class TestPlanner : public QObject {
     QVERIFY(planner.grab().save(shotPath(QStringLiteral("planner_pp4_refuses_zero23.png"))));
   }
 
+  // 256 nodes × 8 GPUs: estimating 2048 ranks per stage, four stages and their
+  // levers, runs on the planner's worker (16384 GPUs take seconds); the window
+  // goes on at once and shows the plan when it is done.
+  void largeClusterPlansOffTheWindowThread() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    planner.nodesBox()->setValue(256);
+    QElapsedTimer clock;
+    clock.start();
+    planner.replan();
+    QVERIFY(clock.elapsed() < 200);
+    QVERIFY(planner.planning());
+    QVERIFY(planner.waitForPlan());
+    QVERIFY(!planner.planning());
+    QCOMPARE(planner.dpBox()->value(), 2048);
+    QVERIFY(planner.stages()[3].estimate.has_value());
+    QCOMPARE(planner.stages()[3].estimate->settings.dp, 2048);
+    QCOMPARE(static_cast<int>(planner.stages()[3].estimate->memory.ranks.size()), 2048);
+  }
+
   void deepSpeedJsonSetsZeroAndMicroBatch() {
     QTemporaryDir dir;
     const QString ds = writeFile(dir, QStringLiteral("ds.json"),
                                  R"({"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
                                      "bf16": {"enabled": true}, "zero_optimization": {"stage": 2}})");
     PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
     planner.nodesBox()->setValue(8);  // 64 GPUs
     planner.replan();
+    QVERIFY(planner.waitForPlan());
     QVERIFY2(planner.importFiles({ds}), qPrintable(planner.errorText()));
+    QVERIFY(planner.waitForPlan());
     QCOMPARE(planner.zeroBox()->value(), 2);
     QCOMPARE(planner.microBatchBox()->value(), 4);
     QCOMPARE(planner.microBatchSlider()->value(), 4);
@@ -207,7 +236,9 @@ class TestPlanner : public QObject {
                                    "mixed_precision: bf16\ndeepspeed_config:\n  zero_stage: 3\n");
     const QString model = QStringLiteral(SHARDSCOPE_FIXTURES "/../fuzz/corpus/hf_config/llama_2_7b.json");
     PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
     QVERIFY2(planner.importFiles({yaml, model}), qPrintable(planner.errorText()));
+    QVERIFY(planner.waitForPlan());
     QCOMPARE(planner.nodesBox()->value(), 2);
     QCOMPARE(planner.gpusPerNodeBox()->value(), 8);
     QCOMPARE(planner.dpBox()->value(), 16);
@@ -222,6 +253,7 @@ class TestPlanner : public QObject {
   void badConfigNamesFileAndKeyAndKeepsThePlan() {
     QTemporaryDir dir;
     PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
     const auto before = barBytes(planner);
     const int zero = planner.zeroBox()->value();
     const QString ds = writeFile(dir, QStringLiteral("bad_ds.json"), R"({"zero_optimization": {"stage": 7}})");
@@ -258,6 +290,7 @@ class TestPlanner : public QObject {
 
   void sliderChangesTheBars() {
     PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
     planner.show();
     const auto before = barBytes(planner);
     planner.microBatchSlider()->setValue(8);
@@ -278,6 +311,7 @@ class TestPlanner : public QObject {
 
   void examplesAreOneClickAway() {
     PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
     planner.findChild<QPushButton*>(QStringLiteral("exampleLlama"))->click();
     QVERIFY(planner.model().label.startsWith(QStringLiteral("Llama-2-7B")));
     const QString llama = QStringLiteral(SHARDSCOPE_FIXTURES "/../fuzz/corpus/hf_config/llama_2_7b.json");
@@ -290,9 +324,11 @@ class TestPlanner : public QObject {
 
   void chineseLabelsAfterSwitching() {
     PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
     planner.show();
     QVERIFY(ui::setLanguage(QStringLiteral("zh_CN")));
     QTRY_COMPARE(planner.windowTitle(), QStringLiteral("显存规划器"));
+    QVERIFY(planner.waitForPlan());
     QStringList labels;
     for (const QLabel* l : planner.findChildren<QLabel*>()) labels << l->text();
     QVERIFY2(labels.contains(QStringLiteral("ZeRO 阶段")), qPrintable(labels.join(QStringLiteral(" | "))));
@@ -302,6 +338,7 @@ class TestPlanner : public QObject {
     QVERIFY(planner.model().label.contains(QStringLiteral("示例")));
     QVERIFY(ui::setLanguage(QStringLiteral("en")));
     QTRY_COMPARE(planner.windowTitle(), QStringLiteral("Memory planner"));
+    QVERIFY(planner.waitForPlan());
     QVERIFY(planner.verdictText().contains(QStringLiteral("does not fit")));
   }
 
@@ -323,11 +360,13 @@ class TestPlanner : public QObject {
     for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
       QVERIFY(ui::setLanguage(language));
       PlannerDialog planner;
+      QVERIFY(planner.waitForPlan());
       planner.resize(1280, 720);
       planner.show();
       planner.nodesBox()->setValue(128);
       planner.zeroBox()->setValue(3);
       planner.replan();
+      QVERIFY(planner.waitForPlan());
       QTest::qWait(50);
       QCOMPARE(planner.size(), QSize(1280, 720));
       const QString shot = shotPath(QStringLiteral("planner_gpt3_1024xA100_%1.png").arg(language));

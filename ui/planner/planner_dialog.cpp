@@ -41,6 +41,7 @@ QSpinBox* spinBox(const char* name, int min, int max, int value) {
 
 PlannerDialog::PlannerDialog(QWidget* parent) : QDialog(parent), debounce_(new QTimer(this)) {
   setObjectName(QStringLiteral("plannerDialog"));
+  pool_.setMaxThreadCount(1);
   debounce_->setSingleShot(true);
   debounce_->setInterval(30);  // instant to the eye; one plan for a burst of slider moves
   connect(debounce_, &QTimer::timeout, this, &PlannerDialog::replan);
@@ -58,6 +59,11 @@ PlannerDialog::PlannerDialog(QWidget* parent) : QDialog(parent), debounce_(new Q
   setModel(examplePlannerModel(PlannerExample::gpt3_175b), true);  // the seed's 2.8 TB, on one GPU
   replan();
   resize(1240, 700);
+}
+
+PlannerDialog::~PlannerDialog() {
+  pool_.clear();
+  pool_.waitForDone();  // its result, queued to this dialog, is discarded with it
 }
 
 void PlannerDialog::buildControls() {
@@ -161,6 +167,10 @@ QWidget* PlannerDialog::buildResultsColumn() {
   error_->setStyleSheet(QStringLiteral("color: #b01010;"));
   error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   error_->hide();
+  planning_ = new QLabel;
+  planning_->setObjectName(QStringLiteral("planning"));
+  planning_->setStyleSheet(QStringLiteral("color: #5a5a5a;"));
+  planning_->hide();
   verdict_ = new QLabel;
   verdict_->setObjectName(QStringLiteral("plannerVerdict"));
   verdict_->setWordWrap(true);
@@ -183,6 +193,7 @@ QWidget* PlannerDialog::buildResultsColumn() {
   auto* layout = new QVBoxLayout(column);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(error_);
+  layout->addWidget(planning_);
   layout->addWidget(verdict_);
   layout->addWidget(states_);
   layout->addWidget(split, 1);
@@ -245,7 +256,8 @@ void PlannerDialog::retranslate() {
   updateModelNote();
   updateClusterNote();
   if (error_text_) error_->setText(error_text_());
-  if (planned_) plan();  // refusals and verdicts in the new language; an error shown stays
+  planning_->setText(tr("Planning..."));
+  if (planned_) plan(false);  // refusals and verdicts in the new language; an error shown stays
 }
 
 void PlannerDialog::changeEvent(QEvent* event) {
@@ -404,6 +416,6 @@ void PlannerDialog::setError(std::function<QString()> text) {
   error_->setVisible(static_cast<bool>(error_text_));
 }
 
-QString PlannerDialog::errorText() const { return error_->isVisible() || error_text_ ? error_->text() : QString(); }
+QString PlannerDialog::errorText() const { return error_text_ ? error_->text() : QString(); }
 
 }  // namespace shardscope::ui

@@ -11,9 +11,12 @@
 #pragma once
 
 #include <QDialog>
+#include <QThreadPool>
 
 #include <array>
+#include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "planner/planner_estimates.h"
 
@@ -34,14 +37,19 @@ class PlannerDialog : public QDialog {
 
  public:
   explicit PlannerDialog(QWidget* parent = nullptr);
+  ~PlannerDialog() override;  // waits for a plan in progress (its result is dropped)
 
   // Loads the config files (a config.json, a DeepSpeed JSON, an accelerate
   // YAML, in any mix) and re-plans. On failure the planner shows the engine's
   // message naming the file and key, and the plan shown stays. Returns success.
   bool importFiles(const QStringList& paths);
   void showExample(PlannerExample example);
-  // Plans now (a control's change plans after a short debounce).
+  // Plans now, on the planner's worker thread (a control's change plans after
+  // a short debounce); the result is shown when it arrives.
   void replan();
+  bool planning() const { return in_flight_ > 0; }
+  // Runs the event loop until no plan is pending or running (tests, screenshots).
+  bool waitForPlan(int timeout_ms = 120000);
 
   // What the controls say, as the estimator's settings.
   EstimateSettings settings() const;
@@ -87,7 +95,12 @@ class PlannerDialog : public QDialog {
   void updateClusterNote();
   void updateModelNote();
   void setError(std::function<QString()> text);
-  bool plan();  // false: an error shown, the previous plan kept
+  struct PlanOutcome {
+    std::optional<std::array<StagePlan, 4>> plans;
+    QString error;  // when there are no plans: the engine's reason
+  };
+  void plan(bool clear_error);
+  void planFinished(std::uint64_t generation, const PlanOutcome& outcome, bool clear_error);
   void render();
   void renderVerdict();
   void renderFormulas();
@@ -101,6 +114,10 @@ class PlannerDialog : public QDialog {
   std::function<QString()> error_text_;
 
   QTimer* debounce_;
+  QThreadPool pool_;  // one worker: plans in order, none outlives the dialog
+  std::uint64_t generation_ = 0;  // of the newest request; older results are dropped
+  int in_flight_ = 0;
+  QLabel* planning_;
   QComboBox* model_box_;
   QPushButton* gpt3_;
   QPushButton* llama_;

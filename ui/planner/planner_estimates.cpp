@@ -18,7 +18,6 @@ namespace {
 
 bool chinese() { return currentLanguage() == QStringLiteral("zh_CN"); }
 
-std::string fieldNameText(std::string_view key) { return PlannerText::fieldName(key).toStdString(); }
 
 // A Hugging Face config.json names its architecture; a DeepSpeed JSON never does.
 bool looksLikeModelConfig(const std::string& text) {
@@ -102,7 +101,8 @@ const RankMemory* StagePlan::fullest() const {
   return &estimate->memory.ranks[static_cast<std::size_t>(estimate->memory.fullest_rank())];
 }
 
-std::array<StagePlan, 4> planZeroStages(const EstimateRequest& request) {
+std::array<StagePlan, 4> planZeroStages(const EstimateRequest& request, bool chinese_text) {
+  const auto name = [chinese_text](std::string_view key) { return PlannerText::fieldName(key, chinese_text).toStdString(); };
   std::array<StagePlan, 4> plans;
   int refused = 0;
   std::string first_refusal;
@@ -115,7 +115,7 @@ std::array<StagePlan, 4> planZeroStages(const EstimateRequest& request) {
       validate_estimate_settings(r.settings);
       plan.estimate = compute_estimate(r);
     } catch (const FieldError& e) {
-      plan.refused = QString::fromStdString(e.text(fieldNameText, chinese()));
+      plan.refused = QString::fromStdString(e.text(name, chinese_text));
     } catch (const ConfigError& e) {
       plan.refused = QString::fromStdString(e.what());
     }
@@ -169,10 +169,13 @@ QString PlannerText::shortVerdict(const FitReport& fit) {
   return fit.fits ? tr("fits, %1 free").arg(bytes(fit.margin_bytes)) : tr("over by %1").arg(bytes(-fit.margin_bytes));
 }
 
-QString PlannerText::fieldName(std::string_view key) {
-  if (const RunField* field = find_run_field(key); field != nullptr && !field->label.empty())
-    return QString::fromUtf8(chinese() ? field->label.zh.data() : field->label.en.data(),
-                             static_cast<qsizetype>(chinese() ? field->label.zh.size() : field->label.en.size()));
+QString PlannerText::fieldName(std::string_view key) { return fieldName(key, chinese()); }
+
+QString PlannerText::fieldName(std::string_view key, bool chinese_text) {
+  if (const RunField* field = find_run_field(key); field != nullptr && !field->label.empty()) {
+    const std::string_view label = chinese_text ? field->label.zh : field->label.en;
+    return QString::fromUtf8(label.data(), static_cast<qsizetype>(label.size()));
+  }
   if (key == "micro_batch") return tr("Micro-batch per GPU");
   if (key == "gpus_per_node") return tr("GPUs per node");
   if (key == "offload_optimizer") return tr("Optimizer offload");

@@ -64,10 +64,11 @@ struct StagePlan {
   const RankMemory* fullest() const;
 };
 
-// compute_estimate for stages 0-3 of `request` (its zero_stage replaced).
-// Throws ConfigError when the settings fail for every stage alike (e.g. a
-// sequence the model cannot hold): the caller keeps its previous plan.
-std::array<StagePlan, 4> planZeroStages(const EstimateRequest& request);
+// compute_estimate for stages 0-3 of `request` (its zero_stage replaced),
+// refusals worded in Chinese when `chinese_text`. Throws ConfigError when the
+// settings fail for every stage alike (e.g. a sequence the model cannot hold):
+// the caller keeps its previous plan. Runs on any thread (the planner's worker).
+std::array<StagePlan, 4> planZeroStages(const EstimateRequest& request, bool chinese_text);
 
 // The planner's words for the engine's fit report, translated.
 class PlannerText {
@@ -81,7 +82,8 @@ class PlannerText {
   static QString shortVerdict(const FitReport& fit);
   static QString lever(const FitLever& lever);
   // A field of the estimator's settings as the planner labels it ({zero} -> "ZeRO stage").
-  static QString fieldName(std::string_view key);
+  static QString fieldName(std::string_view key);  // in the interface's language
+  static QString fieldName(std::string_view key, bool chinese_text);
   static QString bytes(std::int64_t bytes);  // decimal, as the CLI: "2.79 TB"
 };
 

@@ -2,6 +2,8 @@
 // PlannerDialog, part 2: planning (one compute_estimate per ZeRO stage) and
 // what it shows: the bars, the verdict in words, the model states line and the
 // table of every number with its formula.
+#include <QCoreApplication>
+#include <QElapsedTimer>
 #include <QLabel>
 #include <QScrollBar>
 #include <QSpinBox>
@@ -9,26 +11,64 @@
 #include <QTimer>
 
 #include "planner/planner_bars.h"
+#include "i18n.h"
 #include "planner/planner_dialog.h"
 #include "views/memory_bars.h"
 
 namespace shardscope::ui {
 
-void PlannerDialog::replan() {
-  if (plan()) setError({});
+void PlannerDialog::replan() { plan(true); }
+
+// One plan at a time on the planner's own worker thread: a cluster of 16384
+// GPUs takes seconds to estimate per stage, and the window never waits for it.
+// A newer request drops the queued one; a result older than the newest
+// request is dropped when it arrives.
+void PlannerDialog::plan(bool clear_error) {
+  debounce_->stop();
+  const std::uint64_t generation = ++generation_;
+  const EstimateRequest r = request();
+  const bool chinese = currentLanguage() == QStringLiteral("zh_CN");
+  pool_.clear();  // a queued plan that has not started is stale now
+  ++in_flight_;
+  planning_->show();
+  pool_.start([this, r, chinese, generation, clear_error] {
+    auto outcome = std::make_shared<PlanOutcome>();
+    try {
+      outcome->plans = planZeroStages(r, chinese);
+    } catch (const std::exception& e) {  // settings no stage can take: said, the last plan kept
+      outcome->error = QString::fromStdString(e.what());
+    }
+    QMetaObject::invokeMethod(this, [this, outcome, generation, clear_error] {
+      planFinished(generation, *outcome, clear_error);
+    }, Qt::QueuedConnection);
+  });
 }
 
-bool PlannerDialog::plan() {
-  debounce_->stop();
-  try {
-    plans_ = planZeroStages(request());
-  } catch (const std::exception& e) {  // settings no stage can take: say why, keep the last plan
-    const QString message = QString::fromStdString(e.what());
-    setError([message] { return tr("Cannot plan these settings: %1. The plan shown is the previous one.").arg(message); });
-    return false;
+void PlannerDialog::planFinished(std::uint64_t generation, const PlanOutcome& outcome, bool clear_error) {
+  --in_flight_;
+  if (in_flight_ <= 0) {
+    in_flight_ = 0;
+    planning_->hide();
   }
+  if (generation != generation_) return;  // a newer request is on its way
+  if (!outcome.plans) {
+    const QString message = outcome.error;
+    setError([message] { return tr("Cannot plan these settings: %1. The plan shown is the previous one.").arg(message); });
+    return;
+  }
+  plans_ = *outcome.plans;
   planned_ = true;
+  if (clear_error) setError({});
   render();
+}
+
+bool PlannerDialog::waitForPlan(int timeout_ms) {
+  QElapsedTimer clock;
+  clock.start();
+  while (in_flight_ > 0 || debounce_->isActive()) {
+    if (clock.elapsed() > timeout_ms) return false;
+    QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
+  }
   return true;
 }
 
