@@ -195,6 +195,7 @@ QSplitter* MainWindow::buildViewsColumn() {
   addView(zero, zero, QT_TR_NOOP("ZeRO"));
   addView(live_plots_, live_plots_, QT_TR_NOOP("Live plots"));
   buildRecordingUi();
+  buildPlannerUi();
   auto* tabsAndReplay = new QWidget;
   auto* tabsLayout = new QVBoxLayout(tabsAndReplay);
   tabsLayout->setContentsMargins(0, 0, 0, 0);
@@ -226,6 +227,7 @@ void MainWindow::retranslate() {
                         "time, and the engine waits between steps until they have. The training math is unchanged."));
   speed_note_->setText(speedExplanation());
   retranslateRecordingUi();
+  retranslatePlannerUi();
   lessons_menu_->setTitle(tr("&Lessons"));
   lessons_dock_->setWindowTitle(tr("Lessons"));
   lessons_dock_->toggleViewAction()->setText(tr("Show lessons"));

@@ -41,6 +41,7 @@ class RecordingController;
 class LivePlots;
 class QueuedLogSink;
 class LessonsPanel;
+class PlannerDialog;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -86,6 +87,10 @@ class MainWindow : public QMainWindow {
   // and log name the file and the views stay as they were. Not while a run is busy.
   bool openRecording(const QString& path);
   bool exportChromeTrace(const QString& path);
+  // The memory planner (File → Plan memory…, File → Import config…), made on first use.
+  PlannerDialog* planner();
+  QAction* planAction() const { return plan_action_; }
+  QAction* importConfigAction() const { return import_config_action_; }
 
  public Q_SLOTS:
   void startRun();
@@ -114,6 +119,8 @@ class MainWindow : public QMainWindow {
   void logEvent(const shardscope::Event& e);
   void buildRecordingUi();
   void retranslateRecordingUi();
+  void buildPlannerUi();
+  void retranslatePlannerUi();
   void replayTo(std::int64_t t_ns);
   void leaveReplay();  // a live run takes the views over
   // The status line, re-worded on a language change by calling `text` again.
@@ -150,6 +157,9 @@ class MainWindow : public QMainWindow {
   QAction* open_action_ = nullptr;
   QAction* record_action_ = nullptr;
   QAction* export_action_ = nullptr;
+  QAction* plan_action_ = nullptr;
+  QAction* import_config_action_ = nullptr;
+  PlannerDialog* planner_ = nullptr;
   QWidget* replay_bar_ = nullptr;
   QLabel* replay_label_ = nullptr;
   QSlider* replay_slider_ = nullptr;

@@ -158,14 +158,6 @@
         <source>Eval loss</source>
         <translation type="unfinished"></translation>
     </message>
-    <message>
-        <source>Training loss (%1)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>Previous run (%1)</source>
-        <translation type="unfinished"></translation>
-    </message>
 </context>
 <context>
     <name>shardscope::ui::LossScalePlot</name>
@@ -422,15 +414,23 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>%1, batch %2</source>
+        <source>Import config</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>, %1 accumulation steps of %2</source>
+        <source>Configs: config.json, DeepSpeed JSON, accelerate YAML (*.json *.yaml *.yml);;All files (*)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>, checkpointing</source>
+        <source>&amp;Plan memory...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Per-GPU memory of any model at ZeRO stages 0-3, with formulas and a verdict</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>&amp;Import config (config.json, DeepSpeed, accelerate)...</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -583,6 +583,271 @@ start %5 ms, duration %6 ms</source>
     </message>
     <message>
         <source>%1 · per flush %2 · accumulation: k = %3 flushes of m = %4 micro-batches (F0–F%5), each fills and drains the pipeline; one flush of all %6 would idle %7%</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::PlannerDialog</name>
+    <message>
+        <source>Model</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Examples</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPU</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Nodes</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Activation bytes</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Memory planner</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPT-3 175B (example)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Llama-2-7B (example)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPT-3 175B</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Llama-2-7B</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Import config.json / DeepSpeed / accelerate...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>A Hugging Face config.json, a DeepSpeed JSON and/or an accelerate YAML (select several at once): the same importers as shardscope-cli estimate --model, --deepspeed, --accelerate.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>fp32</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>fp16 (mixed precision)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>bf16 (mixed precision)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>selective (attention core)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>full (each layer&apos;s input kept)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>formula sbh(34 + 5as/h)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>dp %1 × pp %2 = %3 GPUs, but the nodes have %4: the plan is per GPU either way.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1: %2 parameters (Ψ), %3 layers, hidden %4, %5 heads, vocabulary %6.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Could not load the model: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Import config</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Configs: config.json, DeepSpeed JSON, accelerate YAML (*.json *.yaml *.yml);;All files (*)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Could not import %1: %2. The plan shown is the previous one.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cannot plan these settings: %1. The plan shown is the previous one.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO-%1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1: %2 per GPU</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO-%1 is refused for this layout: %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <source>ZeRO-%1 on %n GPU(s) (%2): %3</source>
+        <translation>
+            <numerusform>ZeRO-%1 on %n GPU (%2): %3</numerusform>
+            <numerusform>ZeRO-%1 on %n GPUs (%2): %3</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Model states on the fullest GPU (rank %1): %2 = parameters %3 + gradients %4 + optimizer states %5. Sizes: GB = 10⁹ bytes.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO-%1, rank %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>total</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Basis:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1 from %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Notes:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>dp %1 × pp %2 = %3 GPUs = %4 × %5 (nodes × GPUs per node).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ShardScope (exact)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Exact: the bytes ShardScope&apos;s own kernels keep for backward (a model it implements). Formula: Korthikanti et al. 2022, sbh(34 + 5as/h) per layer, for Megatron-style implementations.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Planning...</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::PlannerText</name>
+    <message>
+        <source>GPT-3 175B (example)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Llama-2-7B (example)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>turn on activation checkpointing</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>selective activation recompute</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>use DDP instead of naive DataParallel</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>offload the optimizer states to the CPU (ZeRO-Offload)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>halve the micro-batch (same global batch)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>mixed precision</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO-%1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>No GPU chosen: the fit is not checked.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>fits: %1 free on the fullest GPU (rank %2).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>does not fit by %1 on rank %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1 −%2 (then fits)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1 −%2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1: no single setting saves memory; add GPUs (data-parallel ranks or pipeline stages).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1: %2.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>, </source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>fits, %1 free</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>over by %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Micro-batch per GPU</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPUs per node</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Optimizer offload</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Parameter offload</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Activation checkpointing</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -155,14 +155,6 @@
         <source>Eval loss</source>
         <translation>验证损失</translation>
     </message>
-    <message>
-        <source>Training loss (%1)</source>
-        <translation>训练损失（%1）</translation>
-    </message>
-    <message>
-        <source>Previous run (%1)</source>
-        <translation>上一次运行（%1）</translation>
-    </message>
 </context>
 <context>
     <name>shardscope::ui::LossScalePlot</name>
@@ -416,16 +408,24 @@
         <translation>严重</translation>
     </message>
     <message>
-        <source>%1, batch %2</source>
-        <translation>%1，批次 %2</translation>
+        <source>Import config</source>
+        <translation>导入配置</translation>
     </message>
     <message>
-        <source>, %1 accumulation steps of %2</source>
-        <translation>，%1 个累积步、每步 %2</translation>
+        <source>Configs: config.json, DeepSpeed JSON, accelerate YAML (*.json *.yaml *.yml);;All files (*)</source>
+        <translation>配置文件：config.json、DeepSpeed JSON、accelerate YAML (*.json *.yaml *.yml);;所有文件 (*)</translation>
     </message>
     <message>
-        <source>, checkpointing</source>
-        <translation>，激活检查点</translation>
+        <source>&amp;Plan memory...</source>
+        <translation>显存规划(&amp;P)……</translation>
+    </message>
+    <message>
+        <source>Per-GPU memory of any model at ZeRO stages 0-3, with formulas and a verdict</source>
+        <translation>任意模型在 ZeRO 0–3 各阶段的每卡显存，附公式和结论</translation>
+    </message>
+    <message>
+        <source>&amp;Import config (config.json, DeepSpeed, accelerate)...</source>
+        <translation>导入配置(&amp;I)（config.json、DeepSpeed、accelerate）……</translation>
     </message>
 </context>
 <context>
@@ -581,6 +581,270 @@ start %5 ms, duration %6 ms</source>
     <message>
         <source>%1 · per flush %2 · accumulation: k = %3 flushes of m = %4 micro-batches (F0–F%5), each fills and drains the pipeline; one flush of all %6 would idle %7%</source>
         <translation>%1 · 每轮公式 %2 · 梯度累积：k = %3 轮，每轮 m = %4 个微批次（F0–F%5），每轮都先填满再排空流水线；若全部 %6 个微批次在一轮内跑完，空闲仅 %7%</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::PlannerDialog</name>
+    <message>
+        <source>Model</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <source>Examples</source>
+        <translation>示例</translation>
+    </message>
+    <message>
+        <source>GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>Nodes</source>
+        <translation>节点数</translation>
+    </message>
+    <message>
+        <source>Activation bytes</source>
+        <translation>激活值字节数</translation>
+    </message>
+    <message>
+        <source>Memory planner</source>
+        <translation>显存规划器</translation>
+    </message>
+    <message>
+        <source>GPT-3 175B (example)</source>
+        <translation>GPT-3 175B（示例）</translation>
+    </message>
+    <message>
+        <source>Llama-2-7B (example)</source>
+        <translation>Llama-2-7B（示例）</translation>
+    </message>
+    <message>
+        <source>GPT-3 175B</source>
+        <translation>GPT-3 175B</translation>
+    </message>
+    <message>
+        <source>Llama-2-7B</source>
+        <translation>Llama-2-7B</translation>
+    </message>
+    <message>
+        <source>Import config.json / DeepSpeed / accelerate...</source>
+        <translation>导入 config.json / DeepSpeed / accelerate……</translation>
+    </message>
+    <message>
+        <source>A Hugging Face config.json, a DeepSpeed JSON and/or an accelerate YAML (select several at once): the same importers as shardscope-cli estimate --model, --deepspeed, --accelerate.</source>
+        <translation>Hugging Face 的 config.json、DeepSpeed JSON 和/或 accelerate YAML（可一次选多个）：与 shardscope-cli estimate --model、--deepspeed、--accelerate 使用同一套导入器。</translation>
+    </message>
+    <message>
+        <source>fp32</source>
+        <translation>fp32</translation>
+    </message>
+    <message>
+        <source>fp16 (mixed precision)</source>
+        <translation>fp16（混合精度）</translation>
+    </message>
+    <message>
+        <source>bf16 (mixed precision)</source>
+        <translation>bf16（混合精度）</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>selective (attention core)</source>
+        <translation>选择性（注意力核心）</translation>
+    </message>
+    <message>
+        <source>full (each layer&apos;s input kept)</source>
+        <translation>完全（只保留每层的输入）</translation>
+    </message>
+    <message>
+        <source>formula sbh(34 + 5as/h)</source>
+        <translation>公式 sbh(34 + 5as/h)</translation>
+    </message>
+    <message>
+        <source>dp %1 × pp %2 = %3 GPUs, but the nodes have %4: the plan is per GPU either way.</source>
+        <translation>dp %1 × pp %2 = %3 块 GPU，但各节点共有 %4 块：无论如何，规划都按每块 GPU 计算。</translation>
+    </message>
+    <message>
+        <source>%1: %2 parameters (Ψ), %3 layers, hidden %4, %5 heads, vocabulary %6.</source>
+        <translation>%1：%2 个参数（Ψ），%3 层，隐藏维度 %4，%5 个注意力头，词表 %6。</translation>
+    </message>
+    <message>
+        <source>Could not load the model: %1</source>
+        <translation>无法加载模型：%1</translation>
+    </message>
+    <message>
+        <source>Import config</source>
+        <translation>导入配置</translation>
+    </message>
+    <message>
+        <source>Configs: config.json, DeepSpeed JSON, accelerate YAML (*.json *.yaml *.yml);;All files (*)</source>
+        <translation>配置文件：config.json、DeepSpeed JSON、accelerate YAML (*.json *.yaml *.yml);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Could not import %1: %2. The plan shown is the previous one.</source>
+        <translation>无法导入 %1：%2。显示的仍是之前的规划。</translation>
+    </message>
+    <message>
+        <source>Cannot plan these settings: %1. The plan shown is the previous one.</source>
+        <translation>无法按这些设置规划：%1。显示的仍是之前的规划。</translation>
+    </message>
+    <message>
+        <source>ZeRO-%1</source>
+        <translation>ZeRO-%1</translation>
+    </message>
+    <message>
+        <source>%1: %2 per GPU</source>
+        <translation>%1：每块 GPU %2</translation>
+    </message>
+    <message>
+        <source>ZeRO-%1 is refused for this layout: %2</source>
+        <translation>此布局不能使用 ZeRO-%1：%2</translation>
+    </message>
+    <message numerus="yes">
+        <source>ZeRO-%1 on %n GPU(s) (%2): %3</source>
+        <translation>
+            <numerusform>ZeRO-%1，%n 块 GPU（%2）：%3</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>Model states on the fullest GPU (rank %1): %2 = parameters %3 + gradients %4 + optimizer states %5. Sizes: GB = 10⁹ bytes.</source>
+        <translation>占用最多的 GPU（rank %1）上的模型状态：%2 = 参数 %3 + 梯度 %4 + 优化器状态 %5。单位：GB = 10⁹ 字节。</translation>
+    </message>
+    <message>
+        <source>ZeRO-%1, rank %2</source>
+        <translation>ZeRO-%1，rank %2</translation>
+    </message>
+    <message>
+        <source>total</source>
+        <translation>合计</translation>
+    </message>
+    <message>
+        <source>Basis:</source>
+        <translation>依据：</translation>
+    </message>
+    <message>
+        <source>%1 from %2</source>
+        <translation>%1 来自 %2</translation>
+    </message>
+    <message>
+        <source>Notes:</source>
+        <translation>说明：</translation>
+    </message>
+    <message>
+        <source>dp %1 × pp %2 = %3 GPUs = %4 × %5 (nodes × GPUs per node).</source>
+        <translation>dp %1 × pp %2 = %3 块 GPU = %4 × %5（节点数 × 每节点 GPU 数）。</translation>
+    </message>
+    <message>
+        <source>ShardScope (exact)</source>
+        <translation>ShardScope（精确）</translation>
+    </message>
+    <message>
+        <source>Exact: the bytes ShardScope&apos;s own kernels keep for backward (a model it implements). Formula: Korthikanti et al. 2022, sbh(34 + 5as/h) per layer, for Megatron-style implementations.</source>
+        <translation>精确：ShardScope 自己的内核为反向传播保留的字节数（仅限它实现的模型）。公式：Korthikanti 等 2022，每层 sbh(34 + 5as/h)，适用于 Megatron 风格的实现。</translation>
+    </message>
+    <message>
+        <source>Planning...</source>
+        <translation>正在规划……</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::PlannerText</name>
+    <message>
+        <source>GPT-3 175B (example)</source>
+        <translation>GPT-3 175B（示例）</translation>
+    </message>
+    <message>
+        <source>Llama-2-7B (example)</source>
+        <translation>Llama-2-7B（示例）</translation>
+    </message>
+    <message>
+        <source>turn on activation checkpointing</source>
+        <translation>开启激活检查点</translation>
+    </message>
+    <message>
+        <source>selective activation recompute</source>
+        <translation>选择性激活重计算</translation>
+    </message>
+    <message>
+        <source>use DDP instead of naive DataParallel</source>
+        <translation>用 DDP 代替朴素 DataParallel</translation>
+    </message>
+    <message>
+        <source>offload the optimizer states to the CPU (ZeRO-Offload)</source>
+        <translation>把优化器状态卸载到 CPU（ZeRO-Offload）</translation>
+    </message>
+    <message>
+        <source>halve the micro-batch (same global batch)</source>
+        <translation>微批大小减半（全局批大小不变）</translation>
+    </message>
+    <message>
+        <source>mixed precision</source>
+        <translation>混合精度</translation>
+    </message>
+    <message>
+        <source>ZeRO-%1</source>
+        <translation>ZeRO-%1</translation>
+    </message>
+    <message>
+        <source>No GPU chosen: the fit is not checked.</source>
+        <translation>未选择 GPU：不检查是否放得下。</translation>
+    </message>
+    <message>
+        <source>fits: %1 free on the fullest GPU (rank %2).</source>
+        <translation>放得下：占用最多的 GPU（rank %2）还剩 %1。</translation>
+    </message>
+    <message>
+        <source>does not fit by %1 on rank %2</source>
+        <translation>放不下，rank %2 超出 %1</translation>
+    </message>
+    <message>
+        <source>%1 −%2 (then fits)</source>
+        <translation>%1 −%2（即可放下）</translation>
+    </message>
+    <message>
+        <source>%1 −%2</source>
+        <translation>%1 −%2</translation>
+    </message>
+    <message>
+        <source>%1: no single setting saves memory; add GPUs (data-parallel ranks or pipeline stages).</source>
+        <translation>%1：没有哪一项设置能单独节省显存；请增加 GPU（数据并行 rank 或流水线阶段）。</translation>
+    </message>
+    <message>
+        <source>%1: %2.</source>
+        <translation>%1：%2。</translation>
+    </message>
+    <message>
+        <source>, </source>
+        <translation>，</translation>
+    </message>
+    <message>
+        <source>fits, %1 free</source>
+        <translation>放得下，剩余 %1</translation>
+    </message>
+    <message>
+        <source>over by %1</source>
+        <translation>超出 %1</translation>
+    </message>
+    <message>
+        <source>Micro-batch per GPU</source>
+        <translation>每卡微批大小</translation>
+    </message>
+    <message>
+        <source>GPUs per node</source>
+        <translation>每节点 GPU 数</translation>
+    </message>
+    <message>
+        <source>Optimizer offload</source>
+        <translation>优化器卸载</translation>
+    </message>
+    <message>
+        <source>Parameter offload</source>
+        <translation>参数卸载</translation>
+    </message>
+    <message>
+        <source>Activation checkpointing</source>
+        <translation>激活检查点</translation>
     </message>
 </context>
 <context>

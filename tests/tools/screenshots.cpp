@@ -3,13 +3,16 @@
 // (no X server needed): the main window and each view tab after a short run
 // of the opening preset (the ring, ZeRO-3 and naive views on 4 data-parallel
 // ranks), in English, and the main window and live plots in
-// Chinese. Not a test; run by hand after changing the UI:
-//   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots
+// Chinese; the memory planner (GPT-3 175B on 1024 × A100-80GB) in both. Not a
+// test; run by hand after changing the UI (`planner` as a second argument:
+// the planner's pictures only, no runs):
+//   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots [planner]
 #include <QDockWidget>
 #include <QApplication>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QEventLoop>
+#include <QSpinBox>
 #include <QTabWidget>
 #include <QTimer>
 #include <cstdio>
@@ -18,6 +21,7 @@
 #include "i18n.h"
 #include "lessons.h"
 #include "main_window.h"
+#include "planner/planner_dialog.h"
 #include "run_controller.h"
 
 using namespace shardscope;
@@ -75,6 +79,20 @@ bool shoot(const QString& language, const RunConfig& config, const QDir& dir, co
   return ok;
 }
 
+// The planner at 1280×720: GPT-3 175B in fp32 on 128 nodes × 8 A100-80GB, ZeRO-0..3, verdict for ZeRO-3.
+bool shootPlanner(const QString& language, const QDir& dir, const QString& name) {
+  setLanguage(language);
+  PlannerDialog planner;
+  planner.resize(1280, 720);
+  planner.show();
+  planner.nodesBox()->setValue(128);
+  planner.zeroBox()->setValue(3);
+  planner.replan();
+  planner.waitForPlan();
+  settle(100);
+  return save(&planner, dir, name);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,6 +101,10 @@ int main(int argc, char** argv) {
   RunConfig c = ConfigPanel::defaultConfig();  // gpt-tiny, dp 2 x pp 2, 1F1B, 4 micro-batches
   c.steps = 30;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  const bool planner_only = argc > 2 && QString::fromLocal8Bit(argv[2]) == QStringLiteral("planner");
+  bool planned = shootPlanner(QStringLiteral("en"), dir, QStringLiteral("planner_gpt3_1024xA100.png"));
+  planned = shootPlanner(QStringLiteral("zh_CN"), dir, QStringLiteral("planner_gpt3_1024xA100_zh.png")) && planned;
+  if (planner_only) return planned ? 0 : 1;
   bool ok = shoot(QStringLiteral("en"), c, dir,
                   {{0, QStringLiteral("main_window.png"), true}, {1, QStringLiteral("pipeline_timeline.png")}});
   RunConfig fp16 = c;  // a first loss scale of 2^24 overflows: the plots show the back-off
@@ -115,5 +137,5 @@ int main(int argc, char** argv) {
   ok = shoot(QStringLiteral("en"), lesson, dir, {{2, QStringLiteral("lesson_ddp.png"), true, 0}}) && ok;
   ok = shoot(QStringLiteral("zh_CN"), lesson, dir, {{2, QStringLiteral("lesson_ddp_zh.png"), true, 0}}) && ok;
   ok = shoot(QStringLiteral("zh_CN"), fp16, dir, {{4, QStringLiteral("live_plots_zh.png")}}) && ok;
-  return ok ? 0 : 1;
+  return ok && planned ? 0 : 1;
 }

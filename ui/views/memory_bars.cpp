@@ -94,6 +94,8 @@ MemoryBars::MemoryBars(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot
   retranslate();
 }
 
+QColor MemoryBars::categoryColor(MemoryCategory category) { return kColors[static_cast<std::size_t>(category)]; }
+
 QString MemoryBars::categoryLabel(MemoryCategory category) {
   switch (category) {
     case MemoryCategory::parameters: return tr("parameters");

@@ -7,6 +7,7 @@
 // the device's own count (cudaMemGetInfo) and the caching allocator's hold.
 #pragma once
 
+#include <QColor>
 #include <QWidget>
 
 #include <array>
@@ -54,6 +55,8 @@ class MemoryBars : public QWidget {
   QString title() const;
   // A ledger category's name as the legend shows it, in the current language.
   static QString categoryLabel(MemoryCategory category);
+  // Its colour, the same in every view that stacks the ledger's categories.
+  static QColor categoryColor(MemoryCategory category);
 
  protected:
   void changeEvent(QEvent* event) override;

@@ -1,0 +1,380 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The memory planner, offscreen: GPT-3 175B's model states on one GPU (the
+// seed's 2.8 TB), per-GPU bytes per ZeRO stage as compute_estimate gives them,
+// imports (DeepSpeed JSON, accelerate YAML, config.json) setting the controls,
+// bad files named by file and key with the previous plan kept, sliders that
+// re-plan, Chinese labels, the File menu, and screenshots at 1280×720.
+#include <QAction>
+#include <QComboBox>
+#include <QCoreApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QLabel>
+#include <QPushButton>
+#include <QSlider>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <sys/stat.h>
+
+#include <cmath>
+
+#include "estimate/formula_text.h"
+#include "i18n.h"
+#include "main_window.h"
+#include "planner/planner_bars.h"
+#include "planner/planner_dialog.h"
+
+using namespace shardscope;
+using shardscope::ui::PlannerDialog;
+
+namespace {
+
+std::int64_t modelStates(const RankMemory& r) {
+  return r.bytes[MemoryCategory::parameters] + r.bytes[MemoryCategory::gradients] +
+         r.bytes[MemoryCategory::optimizer_states];
+}
+
+// Two significant digits, as the seed writes them: 698.4 GB -> 7.0e11.
+double twoDigits(std::int64_t bytes) {
+  const double scale = std::pow(10.0, std::floor(std::log10(static_cast<double>(bytes))) - 1);
+  return std::round(static_cast<double>(bytes) / scale) * scale;
+}
+
+// The engine's own estimate of the planner's request at `stage`.
+Estimate engineEstimate(const PlannerDialog& planner, int stage) {
+  EstimateRequest r = planner.request();
+  r.settings.zero_stage = stage;
+  return compute_estimate(r);
+}
+
+QString writeFile(const QTemporaryDir& dir, const QString& name, const QByteArray& text) {
+  const QString path = dir.filePath(name);
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly)) return {};
+  f.write(text);
+  return path;
+}
+
+using BarBytes = std::vector<std::array<std::int64_t, kMemoryCategoryCount>>;
+BarBytes barBytes(const PlannerDialog& planner) {
+  BarBytes out;
+  for (const auto& bar : planner.bars()->bars()) out.push_back(bar.bytes.bytes);
+  return out;
+}
+constexpr std::size_t kActivations = static_cast<std::size_t>(MemoryCategory::activations);
+constexpr std::size_t kParameters = static_cast<std::size_t>(MemoryCategory::parameters);
+
+QString shotPath(const QString& name) { return QDir(QCoreApplication::applicationDirPath()).filePath(name); }
+
+}  // namespace
+
+class TestPlanner : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void cleanup() { ui::setLanguage(QStringLiteral("en")); }
+
+  // Seed chapter 3: GPT-3 175B in fp32 with Adam holds 700 GB of parameters,
+  // 700 GB of gradients and 1400 GB of Adam moments: 2.8 TB, on one GPU.
+  void gpt3ModelStatesOnOneGpu() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    QVERIFY(planner.model().label.startsWith(QStringLiteral("GPT-3 175B")));
+    QCOMPARE(planner.settings().dp, 1);
+    QCOMPARE(planner.settings().precision, Precision::fp32);
+    QCOMPARE(planner.settings().zero_stage, 0);
+    const std::int64_t psi = planner.model().shape.parameters();
+    QCOMPARE(twoDigits(psi), 1.7e11);  // 174.6 billion: GPT-3's "175B"
+    const RankMemory* r = planner.stages()[0].fullest();
+    QVERIFY(r != nullptr);
+    QCOMPARE(r->bytes[MemoryCategory::parameters], 4 * psi);
+    QCOMPARE(r->bytes[MemoryCategory::gradients], 4 * psi);
+    QCOMPARE(r->bytes[MemoryCategory::optimizer_states], 8 * psi);
+    QCOMPARE(twoDigits(r->bytes[MemoryCategory::parameters]), 7.0e11);         // 700 GB
+    QCOMPARE(twoDigits(r->bytes[MemoryCategory::gradients]), 7.0e11);          // 700 GB
+    QCOMPARE(twoDigits(r->bytes[MemoryCategory::optimizer_states]), 1.4e12);  // 1400 GB
+    QCOMPARE(twoDigits(modelStates(*r)), 2.8e12);                              // 2.8 TB
+    QCOMPARE(r->bytes.bytes, engineEstimate(planner, 0).memory.ranks[0].bytes.bytes);
+    // Shown: the bar, the model-states line with its parts, the formula, the verdict.
+    QCOMPARE(planner.bars()->bars()[0].bytes.bytes, r->bytes.bytes);
+    const QString states = planner.modelStatesText();
+    QVERIFY2(states.contains(QString::fromStdString(decimal_bytes(static_cast<double>(modelStates(*r))))) &&
+                 states.contains(QStringLiteral("698 GB")) && states.contains(QStringLiteral("1.40 TB")),
+             qPrintable(states));
+    QVERIFY(planner.formulaHtml().contains(QStringLiteral("4Ψ = 4 × 174,604,259,328")));
+    QVERIFY(planner.formulaHtml().contains(QStringLiteral("8Ψ = 8 × 174,604,259,328")));
+    // Hovering the optimizer-states segment of the ZeRO-0 bar names its formula.
+    const auto& bars = planner.bars()->bars();
+    QVERIFY(bars[0].formulas[static_cast<std::size_t>(MemoryCategory::optimizer_states)].startsWith(QStringLiteral("8Ψ")));
+    planner.resize(1280, 720);
+    planner.show();
+    bool found = false;
+    for (int y = 0; y < planner.bars()->height() && !found; y += 2)
+      for (int x = 0; x < planner.bars()->width() / 3 && !found; x += 4)
+        found = planner.bars()->toolTipAt({x, y}).contains(QStringLiteral("8Ψ = 8 × 174,604,259,328"));
+    QVERIFY(found);
+    QVERIFY2(planner.verdictText().contains(QStringLiteral("does not fit by")), qPrintable(planner.verdictText()));
+    QVERIFY(!planner.bars()->bars()[0].fits);
+  }
+
+  // 1024 A100s (128 nodes × 8): dp follows, and each stage's per-GPU bytes are
+  // the estimator's, shrinking ZeRO-0 > 1 > 2 > 3 as Ψ/Nd says.
+  void zeroStagesShrinkWithDataParallelRanks() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    planner.nodesBox()->setValue(128);
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    QCOMPARE(planner.dpBox()->value(), 1024);
+    QCOMPARE(planner.request().gpu->name, std::string("A100-80GB"));
+    std::int64_t previous = 0;
+    for (int stage = 0; stage <= 3; ++stage) {
+      const Estimate e = engineEstimate(planner, stage);
+      const RankMemory& expected = e.memory.ranks[static_cast<std::size_t>(e.memory.fullest_rank())];
+      const RankMemory* shown = planner.stages()[static_cast<std::size_t>(stage)].fullest();
+      QVERIFY(shown != nullptr);
+      QCOMPARE(shown->bytes.bytes, expected.bytes.bytes);
+      QCOMPARE(planner.bars()->bars()[static_cast<std::size_t>(stage)].bytes.bytes, expected.bytes.bytes);
+      QVERIFY(planner.formulaHtml().contains(QString::fromStdString(expected.formula(MemoryCategory::optimizer_states))
+                                                 .toHtmlEscaped()));
+      if (stage > 0) QVERIFY(modelStates(*shown) < previous);
+      previous = modelStates(*shown);
+    }
+    const std::int64_t psi = planner.model().shape.parameters();
+    const RankMemory& z3 = *planner.stages()[3].fullest();
+    QVERIFY(std::llabs(z3.bytes[MemoryCategory::parameters] - 4 * psi / 1024) <= 4);  // 4Ψ/Nd, shards of ceil(Ψ/Nd)
+    QVERIFY(planner.formulaHtml().contains(QStringLiteral("12Ψ/Nd")) == false);      // fp32: 4 + 4 + 8
+    // The verdict is the chosen stage's, with the engine's largest lever first.
+    planner.zeroBox()->setValue(3);
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    const Estimate e3 = engineEstimate(planner, 3);
+    QCOMPARE(planner.verdictText().contains(QStringLiteral("does not fit")), !e3.fit.fits);
+    if (!e3.fit.levers.empty())
+      QVERIFY2(planner.verdictText().contains(ui::PlannerText::lever(e3.fit.levers[0])), qPrintable(planner.verdictText()));
+    QCOMPARE(planner.bars()->selected(), 3);
+  }
+
+  // Pipelines refuse ZeRO-2/3 (the run's own layout rule): those bars say why, 0 and 1 are planned.
+  void pipelineStagesRefuseZero2And3() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    planner.nodesBox()->setValue(4);  // 32 GPUs
+    planner.ppBox()->setValue(4);
+    planner.zeroBox()->setValue(3);
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    QCOMPARE(planner.dpBox()->value(), 8);
+    QVERIFY(planner.stages()[0].estimate && planner.stages()[1].estimate);
+    for (int stage : {2, 3}) {
+      const auto& plan = planner.stages()[static_cast<std::size_t>(stage)];
+      QVERIFY(!plan.estimate);
+      QVERIFY2(plan.refused.contains(QStringLiteral("ZeRO stage")) && plan.refused.contains(QStringLiteral("Pipeline stages")),
+               qPrintable(plan.refused));
+      QVERIFY(!planner.bars()->bars()[static_cast<std::size_t>(stage)].valid);
+    }
+    QVERIFY2(planner.verdictText().contains(QStringLiteral("refused")), qPrintable(planner.verdictText()));
+    QCOMPARE(planner.stages()[1].fullest()->bytes.bytes,
+             engineEstimate(planner, 1).memory.ranks[static_cast<std::size_t>(engineEstimate(planner, 1).memory.fullest_rank())].bytes.bytes);
+    planner.resize(1280, 720);
+    planner.show();
+    QTest::qWait(20);
+    QVERIFY(planner.grab().save(shotPath(QStringLiteral("planner_pp4_refuses_zero23.png"))));
+  }
+
+  // 256 nodes × 8 GPUs: estimating 2048 ranks per stage, four stages and their
+  // levers, runs on the planner's worker (16384 GPUs take seconds); the window
+  // goes on at once and shows the plan when it is done.
+  void largeClusterPlansOffTheWindowThread() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    planner.nodesBox()->setValue(256);
+    QElapsedTimer clock;
+    clock.start();
+    planner.replan();
+    QVERIFY(clock.elapsed() < 200);
+    QVERIFY(planner.planning());
+    QVERIFY(planner.waitForPlan());
+    QVERIFY(!planner.planning());
+    QCOMPARE(planner.dpBox()->value(), 2048);
+    QVERIFY(planner.stages()[3].estimate.has_value());
+    QCOMPARE(planner.stages()[3].estimate->settings.dp, 2048);
+    QCOMPARE(static_cast<int>(planner.stages()[3].estimate->memory.ranks.size()), 2048);
+  }
+
+  void deepSpeedJsonSetsZeroAndMicroBatch() {
+    QTemporaryDir dir;
+    const QString ds = writeFile(dir, QStringLiteral("ds.json"),
+                                 R"({"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
+                                     "bf16": {"enabled": true}, "zero_optimization": {"stage": 2}})");
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    planner.nodesBox()->setValue(8);  // 64 GPUs
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    QVERIFY2(planner.importFiles({ds}), qPrintable(planner.errorText()));
+    QVERIFY(planner.waitForPlan());
+    QCOMPARE(planner.zeroBox()->value(), 2);
+    QCOMPARE(planner.microBatchBox()->value(), 4);
+    QCOMPARE(planner.microBatchSlider()->value(), 4);
+    QCOMPARE(planner.settings().precision, Precision::bf16);
+    QCOMPARE(planner.settings().accum, 2);
+    QCOMPARE(planner.settings().dp, 64);
+    QVERIFY(planner.errorText().isEmpty());
+    QCOMPARE(planner.stages()[2].fullest()->bytes.bytes,
+             engineEstimate(planner, 2).memory.ranks[0].bytes.bytes);
+    QVERIFY(planner.formulaHtml().contains(QStringLiteral("ds.json: zero_optimization.stage")));
+  }
+
+  void accelerateYamlAndModelConfigImportTogether() {
+    QTemporaryDir dir;
+    const QString yaml = writeFile(dir, QStringLiteral("accelerate.yaml"),
+                                   "distributed_type: DEEPSPEED\nnum_machines: 2\nnum_processes: 16\n"
+                                   "mixed_precision: bf16\ndeepspeed_config:\n  zero_stage: 3\n");
+    const QString model = QStringLiteral(SHARDSCOPE_FIXTURES "/../fuzz/corpus/hf_config/llama_2_7b.json");
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    QVERIFY2(planner.importFiles({yaml, model}), qPrintable(planner.errorText()));
+    QVERIFY(planner.waitForPlan());
+    QCOMPARE(planner.nodesBox()->value(), 2);
+    QCOMPARE(planner.gpusPerNodeBox()->value(), 8);
+    QCOMPARE(planner.dpBox()->value(), 16);
+    QCOMPARE(planner.zeroBox()->value(), 3);
+    QCOMPARE(planner.model().shape.parameters(), load_model_shape(model.toStdString(), nullptr).parameters());
+    QCOMPARE(planner.seqBox()->value(), 4096);  // the model's max_position_embeddings
+    QCOMPARE(planner.modelBox()->currentText(), model);
+    QCOMPARE(planner.stages()[3].fullest()->bytes.bytes, engineEstimate(planner, 3).memory.ranks[0].bytes.bytes);
+  }
+
+  // A bad file: the engine's message names the file and key; the plan stays.
+  void badConfigNamesFileAndKeyAndKeepsThePlan() {
+    QTemporaryDir dir;
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    const auto before = barBytes(planner);
+    const int zero = planner.zeroBox()->value();
+    const QString ds = writeFile(dir, QStringLiteral("bad_ds.json"), R"({"zero_optimization": {"stage": 7}})");
+    QVERIFY(!planner.importFiles({ds}));
+    QVERIFY2(planner.errorText().contains(QStringLiteral("bad_ds.json")) &&
+                 planner.errorText().contains(QStringLiteral("zero_optimization.stage")),
+             qPrintable(planner.errorText()));
+    QCOMPARE(barBytes(planner), before);
+    QCOMPARE(planner.zeroBox()->value(), zero);
+    QVERIFY(planner.model().label.startsWith(QStringLiteral("GPT-3")));
+
+    const QString hf = writeFile(dir, QStringLiteral("config.json"),
+                                 R"({"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768,
+                                     "n_head": 12})");
+    QVERIFY(!planner.importFiles({hf}));
+    QVERIFY2(planner.errorText().contains(QStringLiteral("config.json")) &&
+                 planner.errorText().contains(QStringLiteral("n_layer")),
+             qPrintable(planner.errorText()));
+    QCOMPARE(barBytes(planner), before);
+
+    // A FIFO is refused at once (the engine's input check), never waited on.
+    const QString fifo = dir.filePath(QStringLiteral("pipe.json"));
+    QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+    QElapsedTimer clock;
+    clock.start();
+    QVERIFY(!planner.importFiles({fifo}));
+    QVERIFY(clock.elapsed() < 5000);
+    QVERIFY2(planner.errorText().contains(QStringLiteral("FIFO")), qPrintable(planner.errorText()));
+    QCOMPARE(barBytes(planner), before);
+    // A good change afterwards plans again and clears the error.
+    planner.microBatchBox()->setValue(2);
+    QTRY_VERIFY(planner.errorText().isEmpty());
+  }
+
+  void sliderChangesTheBars() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    planner.show();
+    const auto before = barBytes(planner);
+    planner.microBatchSlider()->setValue(8);
+    QCOMPARE(planner.microBatchBox()->value(), 8);
+    QTRY_VERIFY(barBytes(planner) != before);  // after the debounce, without a call
+    const auto after = barBytes(planner);
+    QVERIFY(after[0][kActivations] > before[0][kActivations]);
+    QCOMPARE(after[0][kParameters], before[0][kParameters]);
+    QCOMPARE(planner.stages()[0].fullest()->bytes.bytes, engineEstimate(planner, 0).memory.ranks[0].bytes.bytes);
+    // Checkpointing lowers the activations; the sequence slider too.
+    planner.checkpointBox()->setCurrentIndex(2);
+    QTRY_VERIFY(barBytes(planner)[0][kActivations] < after[0][kActivations]);
+    const auto checkpointed = barBytes(planner);
+    planner.seqSlider()->setValue(1024);
+    QCOMPARE(planner.seqBox()->value(), 1024);
+    QTRY_VERIFY(barBytes(planner)[0][kActivations] < checkpointed[0][kActivations]);
+  }
+
+  void examplesAreOneClickAway() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    planner.findChild<QPushButton*>(QStringLiteral("exampleLlama"))->click();
+    QVERIFY(planner.model().label.startsWith(QStringLiteral("Llama-2-7B")));
+    const QString llama = QStringLiteral(SHARDSCOPE_FIXTURES "/../fuzz/corpus/hf_config/llama_2_7b.json");
+    QCOMPARE(planner.model().shape.parameters(), load_model_shape(llama.toStdString(), nullptr).parameters());
+    QCOMPARE(planner.seqBox()->value(), 4096);
+    planner.findChild<QPushButton*>(QStringLiteral("exampleGpt3"))->click();
+    QVERIFY(planner.model().label.startsWith(QStringLiteral("GPT-3 175B")));
+    QCOMPARE(planner.seqBox()->value(), 2048);
+  }
+
+  void chineseLabelsAfterSwitching() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    planner.show();
+    QVERIFY(ui::setLanguage(QStringLiteral("zh_CN")));
+    QTRY_COMPARE(planner.windowTitle(), QStringLiteral("显存规划器"));
+    QVERIFY(planner.waitForPlan());
+    QStringList labels;
+    for (const QLabel* l : planner.findChildren<QLabel*>()) labels << l->text();
+    QVERIFY2(labels.contains(QStringLiteral("ZeRO 阶段")), qPrintable(labels.join(QStringLiteral(" | "))));
+    QVERIFY2(labels.contains(QStringLiteral("每卡微批大小")), qPrintable(labels.join(QStringLiteral(" | "))));
+    QVERIFY2(planner.verdictText().contains(QStringLiteral("放不下")), qPrintable(planner.verdictText()));
+    QVERIFY2(planner.modelStatesText().contains(QStringLiteral("模型状态")), qPrintable(planner.modelStatesText()));
+    QVERIFY(planner.model().label.contains(QStringLiteral("示例")));
+    QVERIFY(ui::setLanguage(QStringLiteral("en")));
+    QTRY_COMPARE(planner.windowTitle(), QStringLiteral("Memory planner"));
+    QVERIFY(planner.waitForPlan());
+    QVERIFY(planner.verdictText().contains(QStringLiteral("does not fit")));
+  }
+
+  // File → Plan memory… opens it beside the window, whose minimum size stays.
+  void fileMenuOpensThePlanner() {
+    ui::MainWindow window;
+    window.show();
+    const QSize minimum = window.minimumSizeHint();
+    QVERIFY(window.planAction() != nullptr && window.importConfigAction() != nullptr);
+    window.planAction()->trigger();
+    QTRY_VERIFY(window.planner()->isVisible());
+    QCOMPARE(window.minimumSizeHint(), minimum);
+    QVERIFY(window.planner()->minimumSizeHint().width() <= 1280);
+    QVERIFY(window.planner()->minimumSizeHint().height() <= 720);
+  }
+
+  // GPT-3 175B on 1024 × A100-80GB, ZeRO-0..3: look at these (nothing clipped).
+  void screenshots() {
+    for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
+      QVERIFY(ui::setLanguage(language));
+      PlannerDialog planner;
+      QVERIFY(planner.waitForPlan());
+      planner.resize(1280, 720);
+      planner.show();
+      planner.nodesBox()->setValue(128);
+      planner.zeroBox()->setValue(3);
+      planner.replan();
+      QVERIFY(planner.waitForPlan());
+      QTest::qWait(50);
+      QCOMPARE(planner.size(), QSize(1280, 720));
+      const QString shot = shotPath(QStringLiteral("planner_gpt3_1024xA100_%1.png").arg(language));
+      QVERIFY(planner.grab().save(shot));
+      qInfo("screenshot: %s", qPrintable(shot));
+    }
+  }
+};
+
+QTEST_MAIN(TestPlanner)
+#include "test_planner.moc"

@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// PlannerDialog, part 1: the controls, their links (cluster → dp, sliders ↔
+// spin boxes), imports and the model. Rendering is in planner_render.cpp.
+#include "planner/planner_dialog.h"
+
+#include <QComboBox>
+#include <QEvent>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSlider>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTextBrowser>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "estimate/formula_text.h"
+#include "planner/planner_bars.h"
+
+namespace shardscope::ui {
+
+namespace {
+constexpr int kMaxCount = 1 << 24;  // the CLI's limit on --micro-batch and --seq
+
+QSpinBox* spinBox(const char* name, int min, int max, int value) {
+  auto* box = new QSpinBox;
+  box->setObjectName(QString::fromLatin1(name));
+  box->setRange(min, max);
+  box->setValue(value);
+  box->setKeyboardTracking(false);  // typing "1024" plans once, not at 1, 10, 102
+  return box;
+}
+}  // namespace
+
+PlannerDialog::PlannerDialog(QWidget* parent) : QDialog(parent), debounce_(new QTimer(this)) {
+  setObjectName(QStringLiteral("plannerDialog"));
+  pool_.setMaxThreadCount(1);
+  debounce_->setSingleShot(true);
+  debounce_->setInterval(30);  // instant to the eye; one plan for a burst of slider moves
+  connect(debounce_, &QTimer::timeout, this, &PlannerDialog::replan);
+  buildControls();
+  auto* split = new QSplitter(Qt::Horizontal);
+  split->addWidget(buildSettingsColumn());
+  split->addWidget(buildResultsColumn());
+  split->setStretchFactor(1, 1);
+  split->setChildrenCollapsible(false);
+  auto* layout = new QHBoxLayout(this);
+  layout->addWidget(split);
+  connectControls();
+  retranslate();
+  base_.activations = ActivationMode::shardscope;
+  setModel(examplePlannerModel(PlannerExample::gpt3_175b), true);  // the seed's 2.8 TB, on one GPU
+  replan();
+  resize(1240, 700);
+}
+
+PlannerDialog::~PlannerDialog() {
+  pool_.clear();
+  pool_.waitForDone();  // its result, queued to this dialog, is discarded with it
+}
+
+void PlannerDialog::buildControls() {
+  model_box_ = new QComboBox;
+  model_box_->setObjectName(QStringLiteral("plannerModel"));
+  model_box_->addItem(QString(), QStringLiteral("example:gpt3_175b"));
+  model_box_->addItem(QString(), QStringLiteral("example:llama_2_7b"));
+  for (const ModelConfig& preset : model_presets())
+    model_box_->addItem(QString::fromStdString(preset.name), QStringLiteral("preset:") + QString::fromStdString(preset.name));
+  gpt3_ = new QPushButton;
+  gpt3_->setObjectName(QStringLiteral("exampleGpt3"));
+  llama_ = new QPushButton;
+  llama_->setObjectName(QStringLiteral("exampleLlama"));
+  import_ = new QPushButton;
+  import_->setObjectName(QStringLiteral("importConfig"));
+  model_note_ = new QLabel;
+  model_note_->setObjectName(QStringLiteral("modelNote"));
+  model_note_->setWordWrap(true);
+  gpu_ = new QComboBox;
+  gpu_->setObjectName(QStringLiteral("plannerGpu"));
+  for (const GpuProfile& g : gpu_profiles())
+    gpu_->addItem(QStringLiteral("%1 (%2)").arg(QString::fromStdString(g.name), PlannerText::bytes(g.memory_bytes)));
+  gpu_->setCurrentIndex(std::max(0, gpu_->findText(QStringLiteral("A100-80GB"), Qt::MatchStartsWith)));
+  gpus_per_node_ = spinBox("gpusPerNode", 1, 1 << 16, 8);
+  nodes_ = spinBox("nodes", 1, 1 << 17, 1);
+  dp_ = spinBox("plannerDp", 1, 1'000'000, 1);
+  pp_ = spinBox("plannerPp", 1, 10'000, 1);
+  cluster_note_ = new QLabel;
+  cluster_note_->setObjectName(QStringLiteral("clusterNote"));
+  cluster_note_->setWordWrap(true);
+  zero_ = spinBox("plannerZero", 0, 3, 0);
+  precision_ = new QComboBox;
+  precision_->setObjectName(QStringLiteral("plannerPrecision"));
+  for (Precision p : {Precision::fp32, Precision::fp16, Precision::bf16}) precision_->addItem(QString(), static_cast<int>(p));
+  micro_batch_ = spinBox("plannerMicroBatch", 1, kMaxCount, 1);
+  micro_batch_slider_ = new QSlider(Qt::Horizontal);
+  micro_batch_slider_->setObjectName(QStringLiteral("microBatchSlider"));
+  micro_batch_slider_->setRange(1, 64);
+  seq_ = spinBox("plannerSeq", 1, kMaxCount, 2048);
+  seq_slider_ = new QSlider(Qt::Horizontal);
+  seq_slider_->setObjectName(QStringLiteral("seqSlider"));
+  seq_slider_->setSingleStep(64);
+  seq_slider_->setPageStep(512);
+  recompute_ = new QComboBox;
+  recompute_->setObjectName(QStringLiteral("plannerCheckpoint"));
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) recompute_->addItem(QString(), static_cast<int>(r));
+  activations_ = new QComboBox;
+  activations_->setObjectName(QStringLiteral("plannerActivations"));
+  for (ActivationMode m : {ActivationMode::shardscope, ActivationMode::formula}) activations_->addItem(QString(), static_cast<int>(m));
+}
+
+QWidget* PlannerDialog::buildSettingsColumn() {
+  auto* column = new QWidget;
+  auto* layout = new QVBoxLayout(column);
+  auto* form = new QFormLayout;
+  form->setRowWrapPolicy(QFormLayout::WrapLongRows);
+  auto row = [&](QWidget* field, std::function<QString()> text) {
+    auto* label = new QLabel;
+    label->setBuddy(field);
+    labels_.emplace_back(label, std::move(text));
+    form->addRow(label, field);
+  };
+  auto pair = [](QWidget* a, QWidget* b) {
+    auto* w = new QWidget;
+    auto* h = new QHBoxLayout(w);
+    h->setContentsMargins(0, 0, 0, 0);
+    h->addWidget(a, 1);
+    h->addWidget(b, 1);
+    return w;
+  };
+  row(model_box_, [] { return tr("Model"); });
+  row(pair(gpt3_, llama_), [] { return tr("Examples"); });
+  form->addRow(import_);
+  form->addRow(model_note_);
+  row(gpu_, [] { return tr("GPU"); });
+  row(gpus_per_node_, [] { return PlannerText::fieldName("gpus_per_node"); });
+  row(nodes_, [] { return tr("Nodes"); });
+  row(dp_, [] { return PlannerText::fieldName("dp"); });
+  row(pp_, [] { return PlannerText::fieldName("pp"); });
+  form->addRow(cluster_note_);
+  row(zero_, [] { return PlannerText::fieldName("zero"); });
+  row(precision_, [] { return PlannerText::fieldName("precision"); });
+  row(pair(micro_batch_, micro_batch_slider_), [] { return PlannerText::fieldName("micro_batch"); });
+  row(pair(seq_, seq_slider_), [] { return PlannerText::fieldName("seq"); });  // spin box and slider, half each
+  row(recompute_, [] { return PlannerText::fieldName("checkpoint"); });
+  row(activations_, [] { return tr("Activation bytes"); });
+  layout->addLayout(form);
+  layout->addStretch(1);
+  auto* scroll = new QScrollArea;
+  scroll->setObjectName(QStringLiteral("plannerSettings"));
+  scroll->setWidget(column);
+  scroll->setWidgetResizable(true);
+  scroll->setMinimumWidth(370);
+  return scroll;
+}
+
+QWidget* PlannerDialog::buildResultsColumn() {
+  error_ = new QLabel;
+  error_->setObjectName(QStringLiteral("plannerError"));
+  error_->setWordWrap(true);
+  error_->setStyleSheet(QStringLiteral("color: #b01010;"));
+  error_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  error_->hide();
+  planning_ = new QLabel;
+  planning_->setObjectName(QStringLiteral("planning"));
+  planning_->setStyleSheet(QStringLiteral("color: #5a5a5a;"));
+  planning_->hide();
+  verdict_ = new QLabel;
+  verdict_->setObjectName(QStringLiteral("plannerVerdict"));
+  verdict_->setWordWrap(true);
+  QFont bold = verdict_->font();
+  bold.setBold(true);
+  verdict_->setFont(bold);
+  states_ = new QLabel;
+  states_->setObjectName(QStringLiteral("modelStates"));
+  states_->setWordWrap(true);
+  bars_ = new PlannerBars;
+  formulas_ = new QTextBrowser;
+  formulas_->setObjectName(QStringLiteral("plannerFormulas"));
+  auto* split = new QSplitter(Qt::Vertical);
+  split->addWidget(bars_);
+  split->addWidget(formulas_);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  split->setChildrenCollapsible(false);
+  auto* column = new QWidget;
+  auto* layout = new QVBoxLayout(column);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(error_);
+  layout->addWidget(planning_);
+  layout->addWidget(verdict_);
+  layout->addWidget(states_);
+  layout->addWidget(split, 1);
+  return column;
+}
+
+void PlannerDialog::connectControls() {
+  auto later = [this] { debounce_->start(); };
+  connect(model_box_, &QComboBox::activated, this, &PlannerDialog::chooseModel);
+  connect(gpt3_, &QPushButton::clicked, this, [this] { showExample(PlannerExample::gpt3_175b); });
+  connect(llama_, &QPushButton::clicked, this, [this] { showExample(PlannerExample::llama_2_7b); });
+  connect(import_, &QPushButton::clicked, this, &PlannerDialog::chooseAndImport);
+  connect(gpus_per_node_, &QSpinBox::valueChanged, this, &PlannerDialog::syncDataParallel);
+  connect(nodes_, &QSpinBox::valueChanged, this, &PlannerDialog::syncDataParallel);
+  connect(pp_, &QSpinBox::valueChanged, this, &PlannerDialog::syncDataParallel);
+  connect(dp_, &QSpinBox::valueChanged, this, [this, later] {
+    updateClusterNote();
+    later();
+  });
+  connect(micro_batch_slider_, &QSlider::valueChanged, micro_batch_, &QSpinBox::setValue);
+  connect(seq_slider_, &QSlider::valueChanged, seq_, &QSpinBox::setValue);
+  connect(micro_batch_, &QSpinBox::valueChanged, this, [this, later](int value) {
+    const QSignalBlocker block(micro_batch_slider_);
+    micro_batch_slider_->setValue(value);
+    later();
+  });
+  connect(seq_, &QSpinBox::valueChanged, this, [this, later](int value) {
+    const QSignalBlocker block(seq_slider_);
+    seq_slider_->setValue(value);
+    later();
+  });
+  for (QSpinBox* box : {zero_}) connect(box, &QSpinBox::valueChanged, this, later);
+  for (QComboBox* box : {gpu_, precision_, recompute_, activations_})
+    connect(box, &QComboBox::currentIndexChanged, this, later);
+  connect(bars_, &PlannerBars::stageClicked, zero_, &QSpinBox::setValue);
+}
+
+void PlannerDialog::retranslate() {
+  setWindowTitle(tr("Memory planner"));
+  for (const auto& [label, text] : labels_) label->setText(text());
+  model_box_->setItemText(0, tr("GPT-3 175B (example)"));
+  model_box_->setItemText(1, tr("Llama-2-7B (example)"));
+  gpt3_->setText(tr("GPT-3 175B"));
+  llama_->setText(tr("Llama-2-7B"));
+  import_->setText(tr("Import config.json / DeepSpeed / accelerate..."));
+  import_->setToolTip(tr("A Hugging Face config.json, a DeepSpeed JSON and/or an accelerate YAML (select several "
+                         "at once): the same importers as shardscope-cli estimate --model, --deepspeed, --accelerate."));
+  precision_->setItemText(0, tr("fp32"));
+  precision_->setItemText(1, tr("fp16 (mixed precision)"));
+  precision_->setItemText(2, tr("bf16 (mixed precision)"));
+  recompute_->setItemText(0, tr("none"));
+  recompute_->setItemText(1, tr("selective (attention core)"));
+  recompute_->setItemText(2, tr("full (each layer's input kept)"));
+  activations_->setItemText(0, tr("ShardScope (exact)"));
+  activations_->setItemText(1, tr("formula sbh(34 + 5as/h)"));
+  activations_->setToolTip(tr("Exact: the bytes ShardScope's own kernels keep for backward (a model it implements). "
+                              "Formula: Korthikanti et al. 2022, sbh(34 + 5as/h) per layer, for Megatron-style "
+                              "implementations."));
+  if (model_box_->currentIndex() <= 1) model_.label = model_box_->currentText();  // an example's name
+  updateModelNote();
+  updateClusterNote();
+  if (error_text_) error_->setText(error_text_());
+  planning_->setText(tr("Planning..."));
+  if (planned_) plan(false);  // refusals and verdicts in the new language; an error shown stays
+}
+
+void PlannerDialog::changeEvent(QEvent* event) {
+  if (event->type() == QEvent::LanguageChange) retranslate();
+  QDialog::changeEvent(event);
+}
+
+EstimateSettings PlannerDialog::settings() const {
+  EstimateSettings s = base_;
+  s.dp = dp_->value();
+  s.pp = pp_->value();
+  s.zero_stage = zero_->value();
+  s.precision = static_cast<Precision>(precision_->currentData().toInt());
+  s.micro_batch = micro_batch_->value();
+  s.seq = seq_->value();
+  s.recompute = static_cast<Recompute>(recompute_->currentData().toInt());
+  s.activations = static_cast<ActivationMode>(activations_->currentData().toInt());
+  s.gpus_per_node = gpus_per_node_->value();
+  return s;
+}
+
+EstimateRequest PlannerDialog::request() const {
+  EstimateRequest r;
+  r.model = model_.shape;
+  r.settings = settings();
+  r.gpu = gpu_profiles()[static_cast<std::size_t>(std::max(0, gpu_->currentIndex()))];
+  r.nodes = nodes_->value();
+  r.warnings = model_.warnings;
+  r.warnings.insert(r.warnings.end(), import_warnings_.begin(), import_warnings_.end());
+  return r;
+}
+
+void PlannerDialog::setControls(const EstimateSettings& s, int nodes) {
+  const QSignalBlocker b1(dp_), b2(pp_), b3(zero_), b4(precision_), b5(micro_batch_), b6(seq_), b7(recompute_),
+      b8(activations_), b9(gpus_per_node_), b10(nodes_), b11(micro_batch_slider_), b12(seq_slider_);
+  dp_->setValue(s.dp);
+  pp_->setValue(s.pp);
+  zero_->setValue(s.zero_stage);
+  precision_->setCurrentIndex(precision_->findData(static_cast<int>(s.precision)));
+  micro_batch_->setValue(s.micro_batch);
+  micro_batch_slider_->setValue(s.micro_batch);
+  seq_->setValue(s.seq);
+  seq_slider_->setValue(s.seq);
+  recompute_->setCurrentIndex(recompute_->findData(static_cast<int>(s.recompute)));
+  activations_->setCurrentIndex(activations_->findData(static_cast<int>(s.activations)));
+  gpus_per_node_->setValue(s.gpus_per_node);
+  // GPUs: accelerate's num_machines when it says, else as many nodes as dp × pp needs.
+  nodes_->setValue(nodes > 0 ? nodes : (s.world_size() + s.gpus_per_node - 1) / s.gpus_per_node);
+  updateClusterNote();
+}
+
+// The cluster changed (GPUs per node, nodes) or the pipeline: the data-parallel
+// ranks fill the GPUs when the stages divide them.
+void PlannerDialog::syncDataParallel() {
+  const std::int64_t gpus = static_cast<std::int64_t>(gpus_per_node_->value()) * nodes_->value();
+  if (gpus % pp_->value() == 0 && gpus / pp_->value() <= dp_->maximum()) {
+    const QSignalBlocker block(dp_);
+    dp_->setValue(static_cast<int>(gpus / pp_->value()));
+  }
+  updateClusterNote();
+  debounce_->start();
+}
+
+void PlannerDialog::updateClusterNote() {
+  const std::int64_t gpus = static_cast<std::int64_t>(gpus_per_node_->value()) * nodes_->value();
+  const std::int64_t used = static_cast<std::int64_t>(dp_->value()) * pp_->value();
+  if (used == gpus)
+    cluster_note_->setText(tr("dp %1 × pp %2 = %3 GPUs = %4 × %5 (nodes × GPUs per node).")
+                               .arg(dp_->value()).arg(pp_->value()).arg(used).arg(nodes_->value()).arg(gpus_per_node_->value()));
+  else
+    cluster_note_->setText(tr("dp %1 × pp %2 = %3 GPUs, but the nodes have %4: the plan is per GPU either way.")
+                               .arg(dp_->value()).arg(pp_->value()).arg(used).arg(gpus));
+}
+
+void PlannerDialog::setModel(PlannerModel model, bool reset_seq) {
+  model_ = std::move(model);
+  const int max_positions = static_cast<int>(std::clamp<std::int64_t>(model_.shape.max_positions, 1, kMaxCount));
+  const QSignalBlocker b1(seq_), b2(seq_slider_), b3(activations_);
+  seq_slider_->setRange(1, std::max(max_positions, 64));
+  if (reset_seq) {
+    seq_->setValue(max_positions);
+    seq_slider_->setValue(max_positions);
+    // The CLI's default: exact activations where ShardScope implements the model, else the formula.
+    activations_->setCurrentIndex(model_.shape.engine_config ? 0 : 1);
+  }
+  activations_->setEnabled(model_.shape.engine_config.has_value());
+  updateModelNote();
+}
+
+void PlannerDialog::updateModelNote() {
+  model_note_->setText(tr("%1: %2 parameters (Ψ), %3 layers, hidden %4, %5 heads, vocabulary %6.")
+                           .arg(model_.label, QString::fromStdString(grouped(model_.shape.parameters())))
+                           .arg(model_.shape.layers).arg(model_.shape.hidden).arg(model_.shape.heads)
+                           .arg(model_.shape.vocab));
+}
+
+void PlannerDialog::chooseModel(int index) {
+  const QString key = model_box_->itemData(index).toString();
+  try {
+    if (key == QStringLiteral("example:gpt3_175b")) setModel(examplePlannerModel(PlannerExample::gpt3_175b), true);
+    else if (key == QStringLiteral("example:llama_2_7b")) setModel(examplePlannerModel(PlannerExample::llama_2_7b), true);
+    else if (key.startsWith(QStringLiteral("preset:"))) setModel(presetPlannerModel(key.mid(7).toStdString()), true);
+    else return;  // an imported file stays as imported
+  } catch (const std::exception& e) {
+    const QString message = QString::fromStdString(e.what());
+    setError([message] { return tr("Could not load the model: %1").arg(message); });
+    return;
+  }
+  replan();
+}
+
+void PlannerDialog::showExample(PlannerExample example) {
+  const int index = example == PlannerExample::gpt3_175b ? 0 : 1;
+  model_box_->setCurrentIndex(index);
+  chooseModel(index);
+}
+
+void PlannerDialog::chooseAndImport() {
+  const QStringList paths = QFileDialog::getOpenFileNames(
+      this, tr("Import config"), QString(),
+      tr("Configs: config.json, DeepSpeed JSON, accelerate YAML (*.json *.yaml *.yml);;All files (*)"));
+  if (!paths.isEmpty()) importFiles(paths);
+}
+
+bool PlannerDialog::importFiles(const QStringList& paths) {
+  PlannerImport imported;
+  try {
+    imported = importPlannerConfigs(paths, settings());
+  } catch (const std::exception& e) {  // ConfigError, FormatError: the message names the file and key
+    const QString files = paths.join(QStringLiteral(", "));
+    const QString message = QString::fromStdString(e.what());
+    setError([files, message] { return tr("Could not import %1: %2. The plan shown is the previous one.").arg(files, message); });
+    return false;
+  }
+  if (imported.model) {
+    const QString path = imported.model->label;
+    int index = model_box_->findData(QStringLiteral("file:") + path);
+    if (index < 0) {
+      model_box_->addItem(path, QStringLiteral("file:") + path);
+      index = model_box_->count() - 1;
+    }
+    model_box_->setCurrentIndex(index);
+    setModel(std::move(*imported.model), false);
+  }
+  base_ = imported.settings;
+  import_warnings_ = imported.warnings;
+  import_origins_ = imported.origins;
+  setControls(imported.settings, imported.nodes);
+  replan();
+  return true;
+}
+
+void PlannerDialog::setError(std::function<QString()> text) {
+  error_text_ = std::move(text);
+  error_->setText(error_text_ ? error_text_() : QString());
+  error_->setVisible(static_cast<bool>(error_text_));
+}
+
+QString PlannerDialog::errorText() const { return error_text_ ? error_->text() : QString(); }
+
+}  // namespace shardscope::ui
