@@ -158,6 +158,14 @@
         <source>Eval loss</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Training loss (%1)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Previous run (%1)</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::LossScalePlot</name>
@@ -431,6 +439,18 @@
     </message>
     <message>
         <source>&amp;Import config (config.json, DeepSpeed, accelerate)...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1, batch %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>, %1 accumulation steps of %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>, checkpointing</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -155,6 +155,14 @@
         <source>Eval loss</source>
         <translation>验证损失</translation>
     </message>
+    <message>
+        <source>Training loss (%1)</source>
+        <translation>训练损失（%1）</translation>
+    </message>
+    <message>
+        <source>Previous run (%1)</source>
+        <translation>上一次运行（%1）</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::LossScalePlot</name>
@@ -426,6 +434,18 @@
     <message>
         <source>&amp;Import config (config.json, DeepSpeed, accelerate)...</source>
         <translation>导入配置(&amp;I)（config.json、DeepSpeed、accelerate）……</translation>
+    </message>
+    <message>
+        <source>%1, batch %2</source>
+        <translation>%1，批次 %2</translation>
+    </message>
+    <message>
+        <source>, %1 accumulation steps of %2</source>
+        <translation>，%1 个累积步、每步 %2</translation>
+    </message>
+    <message>
+        <source>, checkpointing</source>
+        <translation>，激活检查点</translation>
     </message>
 </context>
 <context>
