@@ -6,6 +6,7 @@
 // text, a word past 100 characters, the empty text), from tokenizer.json and
 // from the older vocabulary files; the Unicode tables; byte-level round trips.
 #include <QProcessEnvironment>
+#include <QTemporaryDir>
 #include <QTest>
 #include <filesystem>
 #include <fstream>
@@ -25,12 +26,14 @@ namespace {
 
 const std::string kDir = std::string(SHARDSCOPE_FIXTURES) + "/tokenizers/";
 
-nlohmann::json expected_fixture() {
-  std::ifstream in(kDir + "expected.json");
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
-  return nlohmann::json::parse(text.str());
+  return text.str();
 }
+
+nlohmann::json expected_fixture() { return nlohmann::json::parse(read_text(kDir + "expected.json")); }
 
 std::string show(const Tokenizer& tokenizer, const std::vector<std::int32_t>& ids) {
   std::string out;
@@ -58,6 +61,7 @@ class TestTokenizers : public QObject {
  private Q_SLOTS:
   void ids_match_the_tokenizers_library_data();
   void ids_match_the_tokenizers_library();
+  void option_variants_match_the_tokenizers_library();
   void bpe_decode_round_trips_any_text();
   void bpe_round_trips_the_corpus();
   void special_ids_and_vocab_sizes();
@@ -100,6 +104,33 @@ void TestTokenizers::ids_match_the_tokenizers_library() {
                                          .arg(QString::fromStdString(show(*tokenizer, got)))
                                          .arg(QString::fromStdString(show(*tokenizer, want)))));
     QCOMPARE(tokenizer->decode(got), expected["decoded"][i].get<std::string>());
+  }
+}
+
+// The fixture's tokenizer.json files with other options (cased BERT, accents
+// kept, GPT-2 with a prefix space, ...): the same JSON merge patch as the
+// fixture script applied, then the library's ids.
+void TestTokenizers::option_variants_match_the_tokenizers_library() {
+  const nlohmann::json fixture = expected_fixture();
+  QVERIFY(fixture["variants"].size() >= 8);
+  QTemporaryDir dir;
+  for (const auto& [name, variant] : fixture["variants"].items()) {
+    nlohmann::json document = nlohmann::json::parse(read_text(kDir + variant["base"].get<std::string>() + "/tokenizer.json"));
+    document.merge_patch(variant["patch"]);
+    const std::string path = dir.filePath(QString::fromStdString(name + ".json")).toStdString();
+    std::ofstream(path) << document.dump();
+    const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(path);
+    for (std::size_t i = 0; i < fixture["texts"].size(); ++i) {
+      const std::string text = fixture["texts"][i].get<std::string>();
+      const auto want = variant["ids"][i].get<std::vector<std::int32_t>>();
+      const std::vector<std::int32_t> got = tokenizer->encode(text);
+      QVERIFY2(got == want, qPrintable(QString("%1, text %2:\n  got      %3\n  expected %4")
+                                           .arg(QString::fromStdString(name))
+                                           .arg(i)
+                                           .arg(QString::fromStdString(show(*tokenizer, got)))
+                                           .arg(QString::fromStdString(show(*tokenizer, want)))));
+      QCOMPARE(tokenizer->decode(got), variant["decoded"][i].get<std::string>());
+    }
   }
 }
 

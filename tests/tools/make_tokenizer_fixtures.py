@@ -15,7 +15,10 @@ Face `tokenizers` library (the reference ShardScope's tokenizers must match):
                                     rstrip, single_word, normalized) and BertProcessing
   expected.json                     the texts, and for each tokenizer the ids of encode(text)
                                     (special tokens added, as encode does by default) and
-                                    decode(ids) (special tokens skipped, the default)
+                                    decode(ids) (special tokens skipped, the default); and
+                                    "variants": the same for tokenizer.json files changed by a
+                                    JSON merge patch (RFC 7396) that the test applies the same way
+                                    (cased BERT, no strip_accents, GPT-2 with add_prefix_space, ...)
 
 The tokenizer.json padding and truncation (MiniLM's pads to 128) are turned off
 for the expected ids: ShardScope's encode never pads or truncates.
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
+import re
 import shutil
 
 import tokenizers
@@ -148,6 +152,43 @@ def expected(tok: Tokenizer, from_files, name: str, texts=TEXTS) -> dict:
     return {"vocab_size": tok.get_vocab_size(), "ids": ids, "decoded": decoded}
 
 
+# Options of the two tokenizer.json files that the tests check with the same texts.
+# (bpe_no_regex and bpe_ignore_merges give the base ids here: this vocabulary's
+# merges never cross a regex piece, and every whole-word token is also reached
+# by merging; they check that those paths run and agree.)
+VARIANTS = {
+    "wordpiece_cased": ("minilm_json", {"normalizer": {"lowercase": False}}),
+    "wordpiece_cased_strip_accents": ("minilm_json", {"normalizer": {"lowercase": False, "strip_accents": True}}),
+    "wordpiece_keep_accents": ("minilm_json", {"normalizer": {"strip_accents": False}}),
+    "wordpiece_no_clean_no_chinese": ("minilm_json", {"normalizer": {"clean_text": False,
+                                                                     "handle_chinese_chars": False}}),
+    "wordpiece_short_words": ("minilm_json", {"model": {"max_input_chars_per_word": 8}}),
+    "bpe_add_prefix_space": ("bpe_json", {"pre_tokenizer": {"add_prefix_space": True}}),
+    "bpe_no_regex": ("bpe_json", {"pre_tokenizer": {"use_regex": False}}),
+    "bpe_ignore_merges": ("bpe_json", {"model": {"ignore_merges": True}}),
+}
+
+
+def merge_patch(target, patch):
+    for key, value in patch.items():
+        if isinstance(value, dict):
+            merge_patch(target.setdefault(key, {}), value)
+        else:
+            target[key] = value
+
+
+def variants() -> dict:
+    out = {}
+    for name, (base, patch) in VARIANTS.items():
+        document = json.loads((OUT / base / "tokenizer.json").read_text(encoding="utf-8"))
+        merge_patch(document, patch)
+        tok = Tokenizer.from_str(json.dumps(document))
+        tok.no_padding()
+        tok.no_truncation()
+        out[name] = {"base": base, "patch": patch, **expected(tok, None, name)}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minilm", required=True, type=pathlib.Path,
@@ -162,8 +203,11 @@ def main() -> None:
         "wordpiece": expected(minilm, minilm_files, "wordpiece"),
         "added_texts": ADDED_TEXTS,
         "added": expected(write_added(), None, "added", ADDED_TEXTS),
+        "variants": variants(),
     }
-    (OUT / "expected.json").write_text(json.dumps(fixture, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    text = json.dumps(fixture, ensure_ascii=False, indent=1)
+    text = re.sub(r"\[[\d,\s]*\]", lambda m: "[" + ", ".join(m.group(0)[1:-1].split()).replace(",,", ",") + "]", text)
+    (OUT / "expected.json").write_text(text + "\n", encoding="utf-8")  # a list of ids a line
     for path in sorted(OUT.rglob("*")):
         if path.is_file():
             print(f"{path.stat().st_size:>8}  {path.relative_to(ROOT)}")
