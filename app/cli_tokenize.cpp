@@ -38,9 +38,12 @@ int run_tokenize(const std::vector<std::string>& args) {
   for (std::int32_t id : ids) tokens.push_back(tokenizer->token_text(id).value_or(""));
   const std::string decoded = tokenizer->decode(ids);
   if (json) {
-    const nlohmann::json out = {{"tokenizer", tokenizer->kind()}, {"source", tokenizer->source()},
-                                {"vocab_size", tokenizer->vocab_size()}, {"ids", ids},
-                                {"tokens", tokens}, {"decoded", decoded}};
+    const nlohmann::json out = {{"tokenizer", tokenizer->kind()},
+                                {"source", tokenizer->source()},
+                                {"vocab_size", tokenizer->vocab_size()},
+                                {"ids", ids},
+                                {"tokens", tokens},
+                                {"decoded", decoded}};
     std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return 0;
   }

@@ -50,8 +50,8 @@ std::vector<AddedTokenMatcher::Piece> AddedTokenMatcher::split(std::u32string_vi
     const Pattern& p = patterns_[static_cast<std::size_t>(index)];
     std::size_t begin = at, end = at + p.text.size();
     at = end;  // a refused single-word match stays plain text, and the search goes on after it
-    if (p.token.single_word && ((begin > 0 && is_word_char(text[begin - 1])) ||
-                                (end < text.size() && is_word_char(text[end]))))
+    if (p.token.single_word &&
+        ((begin > 0 && is_word_char(text[begin - 1])) || (end < text.size() && is_word_char(text[end]))))
       continue;
     if (p.token.lstrip)
       while (begin > text_begin && is_space(text[begin - 1])) --begin;

@@ -153,8 +153,8 @@ void BpeTokenizer::encode_piece(std::string_view bytes, std::vector<std::int32_t
   symbols.back().next = -1;
 
   const auto merge_of = [&](std::int32_t left, std::int32_t right) {
-    const auto it = merges_.find((std::uint64_t{static_cast<std::uint32_t>(left)} << 32) |
-                                 static_cast<std::uint32_t>(right));
+    const auto it =
+        merges_.find((std::uint64_t{static_cast<std::uint32_t>(left)} << 32) | static_cast<std::uint32_t>(right));
     return it == merges_.end() ? nullptr : &it->second;
   };
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;

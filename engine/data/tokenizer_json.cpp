@@ -22,10 +22,10 @@ using Path = std::vector<std::string>;
 constexpr std::int64_t kMaxId = std::numeric_limits<std::int32_t>::max() - 1;
 
 // "<file> line L: added_tokens[3].content: <message>" (the line is the array's key's).
-[[noreturn]] void fail_in_array(const JsonConfig& json, const Path& array, std::size_t index,
-                                const std::string& field, const std::string& message) {
-  throw ConfigError(json.where(array) + "[" + std::to_string(index) + "]" + (field.empty() ? "" : "." + field) +
-                    ": " + message);
+[[noreturn]] void fail_in_array(const JsonConfig& json, const Path& array, std::size_t index, const std::string& field,
+                                const std::string& message) {
+  throw ConfigError(json.where(array) + "[" + std::to_string(index) + "]" + (field.empty() ? "" : "." + field) + ": " +
+                    message);
 }
 
 // The object at `path` (nullptr when absent or null); ConfigError when it is not an object.
@@ -67,13 +67,16 @@ AddedToken read_added_token(const JsonConfig& json, const nlohmann::json& entry,
                   "expected the token's text, got " +
                       (content == entry.end() ? std::string("nothing") : json_value_summary(*content)));
   token.content = content->get<std::string>();
-  const std::pair<const char*, bool*> flags[] = {{"special", &token.special},       {"single_word", &token.single_word},
-                                                 {"lstrip", &token.lstrip},         {"rstrip", &token.rstrip},
+  const std::pair<const char*, bool*> flags[] = {{"special", &token.special},
+                                                 {"single_word", &token.single_word},
+                                                 {"lstrip", &token.lstrip},
+                                                 {"rstrip", &token.rstrip},
                                                  {"normalized", &token.normalized}};
   for (const auto& [name, out] : flags) {
     const auto flag = entry.find(name);
     if (flag == entry.end() || flag->is_null()) continue;
-    if (!flag->is_boolean()) fail_in_array(json, array, index, name, "expected true or false, got " + json_value_summary(*flag));
+    if (!flag->is_boolean())
+      fail_in_array(json, array, index, name, "expected true or false, got " + json_value_summary(*flag));
     *out = flag->get<bool>();
   }
   return token;
@@ -115,8 +118,8 @@ std::vector<std::string> read_vocab_object(const JsonConfig& json, const Path& p
     if (!id.is_number_integer()) json.fail(at, "expected an id (an integer), got " + json_value_summary(id));
     const std::int64_t value = id.get<std::int64_t>();
     if (value < 0 || static_cast<std::uint64_t>(value) >= size)
-      json.fail(at, "id " + std::to_string(value) + " is outside 0.." + std::to_string(size - 1) +
-                        ": the ids of " + std::to_string(size) + " tokens must be dense (0..n-1, each once)");
+      json.fail(at, "id " + std::to_string(value) + " is outside 0.." + std::to_string(size - 1) + ": the ids of " +
+                        std::to_string(size) + " tokens must be dense (0..n-1, each once)");
     const auto index = static_cast<std::size_t>(value);
     if (seen[index])
       json.fail(at, "id " + std::to_string(value) + " is also the id of " + quote_token(tokens[index]) +
@@ -181,8 +184,8 @@ void read_template(const Node& node, std::int32_t vocab_size, TokenizerCommon& c
       node.fail(field, "expected {\"SpecialToken\": {\"id\": ...}} or {\"Sequence\": ...}");
     const std::string token = name->get<std::string>();
     const std::string ids_field = "special_tokens." + bounded_excerpt(token) + ".ids";
-    const nlohmann::json* entry = specials != nullptr && specials->is_object() && specials->contains(token)
-                                      ? &(*specials)[token] : nullptr;
+    const nlohmann::json* entry =
+        specials != nullptr && specials->is_object() && specials->contains(token) ? &(*specials)[token] : nullptr;
     if (entry == nullptr || !entry->is_object() || !entry->contains("ids") || !(*entry)["ids"].is_array())
       node.fail(ids_field, "is missing: the template's special token " + quote_token(token) + " has no ids");
     auto& out = seen_sequence ? common.suffix_ids : common.prefix_ids;
@@ -194,7 +197,8 @@ void read_template(const Node& node, std::int32_t vocab_size, TokenizerCommon& c
 void read_post_processor(const Node& node, std::int32_t vocab_size, TokenizerCommon& common) {
   if (!node.value.is_object()) node.fail("", "expected an object {...}, got " + json_value_summary(node.value));
   const nlohmann::json* type_value = node.find("type");
-  if (type_value == nullptr || !type_value->is_string()) node.fail("type", "is missing (which post-processor is this?)");
+  if (type_value == nullptr || !type_value->is_string())
+    node.fail("type", "is missing (which post-processor is this?)");
   const std::string type = type_value->get<std::string>();
   if (type == "ByteLevel") return;  // it only trims offsets
   if (type == "BertProcessing" || type == "RobertaProcessing") {
@@ -224,10 +228,13 @@ BpeMerge merge_ids(const JsonConfig& json, std::size_t index, const std::string&
                    const TokenIds& ids) {
   const std::string rule = quote_token(left) + " + " + quote_token(right);
   const auto left_id = ids.find(left), right_id = ids.find(right), merged_id = ids.find(left + right);
-  if (left_id == ids.end()) fail_in_array(json, kMerges, index, "", rule + ": " + quote_token(left) + " is not in model.vocab");
-  if (right_id == ids.end()) fail_in_array(json, kMerges, index, "", rule + ": " + quote_token(right) + " is not in model.vocab");
+  if (left_id == ids.end())
+    fail_in_array(json, kMerges, index, "", rule + ": " + quote_token(left) + " is not in model.vocab");
+  if (right_id == ids.end())
+    fail_in_array(json, kMerges, index, "", rule + ": " + quote_token(right) + " is not in model.vocab");
   if (merged_id == ids.end())
-    fail_in_array(json, kMerges, index, "", rule + ": the merged token " + quote_token(left + right) + " is not in model.vocab");
+    fail_in_array(json, kMerges, index, "",
+                  rule + ": the merged token " + quote_token(left + right) + " is not in model.vocab");
   return {left_id->second, right_id->second, merged_id->second};
 }
 
@@ -247,14 +254,16 @@ std::vector<BpeMerge> read_merges(const JsonConfig& json, const std::vector<std:
       const std::string text = entry.get<std::string>();
       const std::size_t space = text.find(' ');
       if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos)
-        fail_in_array(json, kMerges, i, "", "expected \"left right\" (two tokens and one space), got " + quote_token(text));
+        fail_in_array(json, kMerges, i, "",
+                      "expected \"left right\" (two tokens and one space), got " + quote_token(text));
       left = text.substr(0, space);
       right = text.substr(space + 1);
     } else if (entry.is_array() && entry.size() == 2 && entry[0].is_string() && entry[1].is_string()) {
       left = entry[0].get<std::string>();
       right = entry[1].get<std::string>();
     } else {
-      fail_in_array(json, kMerges, i, "", "expected \"left right\" or [\"left\", \"right\"], got " + json_value_summary(entry));
+      fail_in_array(json, kMerges, i, "",
+                    "expected \"left right\" or [\"left\", \"right\"], got " + json_value_summary(entry));
     }
     merges.push_back(merge_ids(json, i, left, right, ids));
   }
@@ -334,7 +343,8 @@ std::unique_ptr<Tokenizer> make_wordpiece(const JsonConfig& json, TokenizerCommo
 
 std::unique_ptr<Tokenizer> read_tokenizer_json(const std::string& path) {
   const JsonConfig json(read_input_file(path, "tokenizer"), path);
-  if (find_object(json, {"model"}) == nullptr) json.fail({"model"}, "is missing (the tokenizer's model: its type and vocab)");
+  if (find_object(json, {"model"}) == nullptr)
+    json.fail({"model"}, "is missing (the tokenizer's model: its type and vocab)");
   const std::string type = component_type(json, {"model"});
   if (type != "BPE" && type != "WordPiece")
     unsupported(json, {"model", "type"}, type, "BPE (GPT-2) and WordPiece (BERT) tokenizers");

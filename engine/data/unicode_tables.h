@@ -9,14 +9,14 @@
 namespace shardscope::unicode_tables {
 
 struct ClassRange {
-  char32_t first;       // the range runs to the next range's first
-  std::uint8_t bits;    // CharClass bits (unicode_text.h)
+  char32_t first;     // the range runs to the next range's first
+  std::uint8_t bits;  // CharClass bits (unicode_text.h)
 };
 struct MappingRun {
   char32_t first;
   std::uint32_t count;  // code points first, first + stride, ... (count of them)
   std::uint32_t stride;
-  std::int32_t delta;   // each maps to itself + delta
+  std::int32_t delta;  // each maps to itself + delta
 };
 struct CodePointPair {
   char32_t from, to;

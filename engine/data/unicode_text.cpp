@@ -50,7 +50,8 @@ void append_lowercase(char32_t c, std::u32string& out) {
     out.push_back(c >= 'A' && c <= 'Z' ? c + 32 : c);
     return;
   }
-  if (const auto* m = find_multi(tables::kLowercaseMulti, tables::kLowercaseMultiCount, c)) return append_multi(*m, out);
+  if (const auto* m = find_multi(tables::kLowercaseMulti, tables::kLowercaseMultiCount, c))
+    return append_multi(*m, out);
   const auto* end = tables::kLowercaseRuns + tables::kLowercaseRunCount;
   const auto* after = std::upper_bound(tables::kLowercaseRuns, end, c,
                                        [](char32_t v, const tables::MappingRun& r) { return v < r.first; });
@@ -90,29 +91,51 @@ void append_without_accents(char32_t c, std::u32string& out) {
   out.push_back(c);
 }
 
+namespace {
+
+// How many continuation bytes follow `lead`, and the range of the first one
+// (Unicode table 3-7: no overlong forms, surrogates or code points past U+10FFFF); -1 for no lead byte.
+int continuation_bytes(unsigned char lead, unsigned char& low, unsigned char& high) {
+  low = 0x80, high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) return 1;
+  if (lead >= 0xE0 && lead <= 0xEF) {
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+    return 2;
+  }
+  if (lead >= 0xF0 && lead <= 0xF4) {
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+    return 3;
+  }
+  return -1;
+}
+
+}  // namespace
+
 std::u32string decode_utf8(std::string_view text, std::string_view what) {
   std::u32string out;
   out.reserve(text.size());
-  std::size_t i = 0;
-  while (i < text.size()) {
+  for (std::size_t i = 0; i < text.size();) {
     const auto lead = static_cast<unsigned char>(text[i]);
-    int extra = 0;
-    char32_t c = lead;
-    char32_t min = 0;
-    if (lead >= 0xF0 && lead <= 0xF4) extra = 3, c = lead & 0x07, min = 0x10000;
-    else if (lead >= 0xE0 && lead < 0xF0) extra = 2, c = lead & 0x0F, min = 0x800;
-    else if (lead >= 0xC2 && lead < 0xE0) extra = 1, c = lead & 0x1F, min = 0x80;
-    else if (lead >= 0x80)
-      throw ConfigError(std::string(what) + ": invalid UTF-8 at byte " + std::to_string(i));
-    if (static_cast<std::size_t>(extra) > text.size() - i - 1)
-      throw ConfigError(std::string(what) + ": invalid UTF-8 at byte " + std::to_string(i) + " (a sequence cut short)");
+    if (lead < 0x80) {
+      out.push_back(lead);
+      ++i;
+      continue;
+    }
+    const auto refuse = [&](const char* why) {
+      throw ConfigError(std::string(what) + ": invalid UTF-8 at byte " + std::to_string(i) + why);
+    };
+    unsigned char low = 0, high = 0;
+    const int extra = continuation_bytes(lead, low, high);
+    if (extra < 0) refuse("");
+    if (static_cast<std::size_t>(extra) > text.size() - i - 1) refuse(" (a sequence cut short)");
+    char32_t c = lead & (0x7F >> (extra + 1));
     for (int k = 1; k <= extra; ++k) {
       const auto next = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
-      if ((next & 0xC0) != 0x80) throw ConfigError(std::string(what) + ": invalid UTF-8 at byte " + std::to_string(i));
+      if (next < (k == 1 ? low : 0x80) || next > (k == 1 ? high : 0xBF)) refuse("");
       c = (c << 6) | (next & 0x3F);
     }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-      throw ConfigError(std::string(what) + ": invalid UTF-8 at byte " + std::to_string(i));
     out.push_back(c);
     i += 1 + static_cast<std::size_t>(extra);
   }
@@ -143,28 +166,6 @@ std::string encode_utf8(std::u32string_view text) {
   for (char32_t c : text) append_utf8(c, out);
   return out;
 }
-
-namespace {
-
-// How many continuation bytes follow `lead`, and the range of the first one
-// (Unicode table 3-7: no overlong forms, surrogates or code points past U+10FFFF); -1 for no lead byte.
-int continuation_bytes(unsigned char lead, unsigned char& low, unsigned char& high) {
-  low = 0x80, high = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) return 1;
-  if (lead >= 0xE0 && lead <= 0xEF) {
-    if (lead == 0xE0) low = 0xA0;
-    if (lead == 0xED) high = 0x9F;
-    return 2;
-  }
-  if (lead >= 0xF0 && lead <= 0xF4) {
-    if (lead == 0xF0) low = 0x90;
-    if (lead == 0xF4) high = 0x8F;
-    return 3;
-  }
-  return -1;
-}
-
-}  // namespace
 
 std::string utf8_lossy(std::string_view bytes) {
   std::string out;

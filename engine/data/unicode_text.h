@@ -15,19 +15,21 @@
 namespace shardscope::unicode {
 
 enum CharClass : std::uint8_t {
-  kLetter = 1,             // \p{L} of the GPT-2 pre-tokenizer regex
-  kNumber = 2,             // \p{N} of that regex
-  kRegexSpace = 4,         // \s of that regex
-  kBertWhitespace = 8,     // BertPreTokenizer splits here and drops it
-  kBertPunctuation = 16,   // BertPreTokenizer isolates it (ASCII punctuation or Unicode P*)
-  kBertControl = 32,       // BertNormalizer's clean_text removes it (NUL, U+FFFD, C* but tab/newline/CR)
-  kCleanToSpace = 64,      // clean_text turns it into ' ' (whitespace)
-  kAccentMark = 128,       // strip_accents removes it (Mn, a non-spacing mark)
+  kLetter = 1,            // \p{L} of the GPT-2 pre-tokenizer regex
+  kNumber = 2,            // \p{N} of that regex
+  kRegexSpace = 4,        // \s of that regex
+  kBertWhitespace = 8,    // BertPreTokenizer splits here and drops it
+  kBertPunctuation = 16,  // BertPreTokenizer isolates it (ASCII punctuation or Unicode P*)
+  kBertControl = 32,      // BertNormalizer's clean_text removes it (NUL, U+FFFD, C* but tab/newline/CR)
+  kCleanToSpace = 64,     // clean_text turns it into ' ' (whitespace)
+  kAccentMark = 128,      // strip_accents removes it (Mn, a non-spacing mark)
 };
 
 // The CharClass bits of `c` (0 past U+10FFFF).
 std::uint8_t char_class(char32_t c);
-inline bool has_class(char32_t c, CharClass bit) { return (char_class(c) & bit) != 0; }
+inline bool has_class(char32_t c, CharClass bit) {
+  return (char_class(c) & bit) != 0;
+}
 
 // BERT's "Chinese character" (CJK Unified Ideographs and their extensions and
 // compatibility blocks): handle_chinese_chars puts spaces around each.

@@ -10,7 +10,8 @@ namespace shardscope {
 
 VocabTokenizer::VocabTokenizer(TokenizerCommon common) : common_(std::move(common)) {
   ids_.reserve(common_.vocab.size());
-  for (std::size_t id = 0; id < common_.vocab.size(); ++id) ids_.emplace(common_.vocab[id], static_cast<std::int32_t>(id));
+  for (std::size_t id = 0; id < common_.vocab.size(); ++id)
+    ids_.emplace(common_.vocab[id], static_cast<std::int32_t>(id));
   vocab_size_ = static_cast<std::int32_t>(common_.vocab.size());
   for (std::size_t i = 0; i < common_.added.size(); ++i) {
     added_by_id_[common_.added[i].id] = i;
@@ -60,7 +61,8 @@ std::optional<std::int32_t> VocabTokenizer::token_id(std::string_view token) con
 
 std::optional<std::string> VocabTokenizer::token_text(std::int32_t id) const {
   if (const auto it = added_by_id_.find(id); it != added_by_id_.end()) return common_.added[it->second].content;
-  if (id >= 0 && static_cast<std::size_t>(id) < common_.vocab.size()) return common_.vocab[static_cast<std::size_t>(id)];
+  if (id >= 0 && static_cast<std::size_t>(id) < common_.vocab.size())
+    return common_.vocab[static_cast<std::size_t>(id)];
   return std::nullopt;
 }
 
@@ -94,7 +96,8 @@ std::string VocabTokenizer::decode(const std::vector<std::int32_t>& ids, bool sk
   tokens.reserve(ids.size());
   for (std::int32_t id : ids) {
     if (const auto it = added_by_id_.find(id); it != added_by_id_.end()) {
-      if (!(skip_special_tokens && common_.added[it->second].special)) tokens.push_back(common_.added[it->second].content);
+      if (!(skip_special_tokens && common_.added[it->second].special))
+        tokens.push_back(common_.added[it->second].content);
     } else if (id >= 0 && static_cast<std::size_t>(id) < common_.vocab.size()) {
       tokens.push_back(common_.vocab[static_cast<std::size_t>(id)]);
     }

@@ -64,7 +64,7 @@ class VocabTokenizer : public Tokenizer {
   void encode_normalized(std::u32string_view text, std::vector<std::int32_t>& ids) const;
 
   TokenizerCommon common_;
-  TokenIds ids_;                                      // the model vocabulary
+  TokenIds ids_;                                               // the model vocabulary
   std::unordered_map<std::int32_t, std::size_t> added_by_id_;  // id -> index into common_.added
   AddedTokenMatcher raw_matcher_, normalized_matcher_;
   SpecialTokenIds special_;

@@ -83,8 +83,8 @@ void replace_all(std::string& text, std::string_view from, std::string_view to) 
 // The WordPiece decoder's cleanup (tokenizers/src/decoders/wordpiece.rs), in its order.
 void cleanup(std::string& token) {
   static const std::pair<std::string_view, std::string_view> kRules[] = {
-      {" .", "."},     {" ?", "?"},     {" !", "!"},     {" ,", ","},         {" ' ", "'"},   {" n't", "n't"},
-      {" 'm", "'m"},   {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+      {" .", "."},   {" ?", "?"},           {" !", "!"},   {" ,", ","},     {" ' ", "'"},   {" n't", "n't"},
+      {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
   for (const auto& [from, to] : kRules) replace_all(token, from, to);
 }
 

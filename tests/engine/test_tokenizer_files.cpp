@@ -27,9 +27,10 @@ std::string read_file(const std::string& path) {
 
 // A small WordPiece tokenizer.json with `model` and `extra` top-level fields spliced in.
 std::string wordpiece_json(const std::string& model, const std::string& extra = "", const std::string& added = "[]") {
-  return "{\n  \"added_tokens\": " + added + ",\n  \"normalizer\": {\"type\": \"BertNormalizer\"},\n"
-         "  \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"},\n" + extra +
-         "  \"model\": " + model + "\n}\n";
+  return "{\n  \"added_tokens\": " + added +
+         ",\n  \"normalizer\": {\"type\": \"BertNormalizer\"},\n"
+         "  \"pre_tokenizer\": {\"type\": \"BertPreTokenizer\"},\n" +
+         extra + "  \"model\": " + model + "\n}\n";
 }
 
 const char* kWordPieceModel =
@@ -58,14 +59,15 @@ using Files = std::map<std::string, std::string>;
 Q_DECLARE_METATYPE(Files)
 
 void TestTokenizerFiles::bad_files_are_refused_naming_file_and_field_data() {
-  QTest::addColumn<Files>("files");      // written into a fresh directory
-  QTest::addColumn<QString>("load");     // the path given to load_tokenizer, under that directory
+  QTest::addColumn<Files>("files");        // written into a fresh directory
+  QTest::addColumn<QString>("load");       // the path given to load_tokenizer, under that directory
   QTest::addColumn<QStringList>("parts");  // what the message must say
   const std::string bpe = read_file(kDir + "bpe_json/tokenizer.json");
   const std::string ab_vocab = "{\"a\": 0, \"b\": 1, \"ab\": 2}";
   QTest::newRow("truncated tokenizer.json") << Files{{"tokenizer.json", bpe.substr(0, bpe.size() / 2)}} << ""
                                             << QStringList{"tokenizer.json: line ", "syntax error"};
-  QTest::newRow("empty tokenizer.json") << Files{{"tokenizer.json", ""}} << "" << QStringList{"tokenizer.json", "empty"};
+  QTest::newRow("empty tokenizer.json") << Files{{"tokenizer.json", ""}} << ""
+                                        << QStringList{"tokenizer.json", "empty"};
   QTest::newRow("not an object") << Files{{"tokenizer.json", "[1, 2]"}} << ""
                                  << QStringList{"tokenizer.json", "top level must be a JSON object"};
   QTest::newRow("no model") << Files{{"tokenizer.json", "{\"added_tokens\": []}"}} << ""
@@ -83,48 +85,55 @@ void TestTokenizerFiles::bad_files_are_refused_naming_file_and_field_data() {
                                         << QStringList{"model.vocab.b: id 0 is also the id of 'a'"};
   QTest::newRow("vocab id not a number") << Files{{"tokenizer.json", bpe_json("{\"a\": \"zero\"}", "[]")}} << ""
                                          << QStringList{"tokenizer.json line 6: model.vocab.a: expected an id"};
-  QTest::newRow("merge of an unknown token") << Files{{"tokenizer.json", bpe_json(ab_vocab, "[[\"a\", \"b\"], [\"a\", \"zz\"]]")}}
-                                             << "" << QStringList{"tokenizer.json line 7: model.merges[1]", "'zz' is not in model.vocab"};
-  QTest::newRow("merge whose result is unknown") << Files{{"tokenizer.json", bpe_json(ab_vocab, "[\"b a\"]")}} << ""
-                                                 << QStringList{"model.merges[0]", "the merged token 'ba' is not in model.vocab"};
+  QTest::newRow("merge of an unknown token")
+      << Files{{"tokenizer.json", bpe_json(ab_vocab, "[[\"a\", \"b\"], [\"a\", \"zz\"]]")}} << ""
+      << QStringList{"tokenizer.json line 7: model.merges[1]", "'zz' is not in model.vocab"};
+  QTest::newRow("merge whose result is unknown")
+      << Files{{"tokenizer.json", bpe_json(ab_vocab, "[\"b a\"]")}} << ""
+      << QStringList{"model.merges[0]", "the merged token 'ba' is not in model.vocab"};
   QTest::newRow("merge string of three tokens") << Files{{"tokenizer.json", bpe_json(ab_vocab, "[\"a b a\"]")}} << ""
                                                 << QStringList{"model.merges[0]: expected \"left right\""};
   QTest::newRow("merges missing") << Files{{"tokenizer.json", bpe_json(ab_vocab, "null")}} << ""
                                   << QStringList{"tokenizer.json", "model.merges: is missing"};
   QTest::newRow("bpe dropout") << Files{{"tokenizer.json", bpe_json(ab_vocab, "[]", "    \"dropout\": 0.1,\n")}} << ""
                                << QStringList{"tokenizer.json line 6: model.dropout", "not supported"};
-  QTest::newRow("bpe unk_token not in vocab") << Files{{"tokenizer.json", bpe_json(ab_vocab, "[]", "    \"unk_token\": \"<unk>\",\n")}}
-                                              << "" << QStringList{"model.unk_token: '<unk>' is not in model.vocab"};
-  QTest::newRow("bpe with a Metaspace pre-tokenizer") << Files{{"tokenizer.json", bpe_json(ab_vocab, "[]", "", "Metaspace")}}
-                                                      << "" << QStringList{"tokenizer.json line 3: pre_tokenizer.type: 'Metaspace' is not supported"};
+  QTest::newRow("bpe unk_token not in vocab")
+      << Files{{"tokenizer.json", bpe_json(ab_vocab, "[]", "    \"unk_token\": \"<unk>\",\n")}} << ""
+      << QStringList{"model.unk_token: '<unk>' is not in model.vocab"};
+  QTest::newRow("bpe with a Metaspace pre-tokenizer")
+      << Files{{"tokenizer.json", bpe_json(ab_vocab, "[]", "", "Metaspace")}} << ""
+      << QStringList{"tokenizer.json line 3: pre_tokenizer.type: 'Metaspace' is not supported"};
   QTest::newRow("wordpiece without [UNK]")
       << Files{{"tokenizer.json", wordpiece_json("{\"type\": \"WordPiece\", \"vocab\": {\"a\": 0}}")}} << ""
       << QStringList{"tokenizer.json", "model.unk_token: '[UNK]' is not in model.vocab"};
   QTest::newRow("added token without content")
-      << Files{{"tokenizer.json", wordpiece_json(kWordPieceModel, "", "[{\"id\": 5}]")}}
-      << "" << QStringList{"tokenizer.json line 2: added_tokens[0].content: expected the token's text"};
+      << Files{{"tokenizer.json", wordpiece_json(kWordPieceModel, "", "[{\"id\": 5}]")}} << ""
+      << QStringList{"tokenizer.json line 2: added_tokens[0].content: expected the token's text"};
   QTest::newRow("added token with a negative id")
-      << Files{{"tokenizer.json", wordpiece_json(kWordPieceModel, "", "[{\"id\": -1, \"content\": \"x\"}]")}}
-      << "" << QStringList{"added_tokens[0].id: expected an id from 0"};
+      << Files{{"tokenizer.json", wordpiece_json(kWordPieceModel, "", "[{\"id\": -1, \"content\": \"x\"}]")}} << ""
+      << QStringList{"added_tokens[0].id: expected an id from 0"};
   QTest::newRow("template with an unknown special token")
       << Files{{"tokenizer.json",
-                wordpiece_json(kWordPieceModel,
-                               "  \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": "
-                               "{\"id\": \"[CLS]\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}],"
-                               " \"special_tokens\": {}},\n")}}
+                wordpiece_json(
+                    kWordPieceModel,
+                    "  \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": "
+                    "{\"id\": \"[CLS]\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}],"
+                    " \"special_tokens\": {}},\n")}}
       << "" << QStringList{"tokenizer.json line 5: post_processor.special_tokens.[CLS].ids: is missing"};
   QTest::newRow("bert processing with an id past the vocabulary")
-      << Files{{"tokenizer.json", wordpiece_json(kWordPieceModel, "  \"post_processor\": {\"type\": \"BertProcessing\", "
-                                                                  "\"cls\": [\"[CLS]\", 1], \"sep\": [\"[SEP]\", 99]},\n")}}
-      << "" << QStringList{"tokenizer.json line 5: post_processor.sep: expected a token id below the vocabulary size 5"};
-  QTest::newRow("directory with no tokenizer file") << Files{{"config.json", "{}"}} << ""
-                                                    << QStringList{"holds no tokenizer.json, vocab.txt or vocab.json"};
+      << Files{{"tokenizer.json", wordpiece_json(kWordPieceModel,
+                                                 "  \"post_processor\": {\"type\": \"BertProcessing\", "
+                                                 "\"cls\": [\"[CLS]\", 1], \"sep\": [\"[SEP]\", 99]},\n")}}
+      << ""
+      << QStringList{"tokenizer.json line 5: post_processor.sep: expected a token id below the vocabulary size 5"};
+  QTest::newRow("directory with no tokenizer file")
+      << Files{{"config.json", "{}"}} << "" << QStringList{"holds no tokenizer.json, vocab.txt or vocab.json"};
   QTest::newRow("missing path") << Files{} << "nothing/tokenizer.json"
                                 << QStringList{"tokenizer: cannot open", "nothing/tokenizer.json"};
   QTest::newRow("file of another kind") << Files{{"model.bin", "x"}} << "model.bin"
                                         << QStringList{"cannot tell what", "model.bin"};
-  QTest::newRow("vocab.json without merges.txt") << Files{{"vocab.json", ab_vocab}} << ""
-                                                 << QStringList{"tokenizer: cannot open", "merges.txt"};
+  QTest::newRow("vocab.json without merges.txt")
+      << Files{{"vocab.json", ab_vocab}} << "" << QStringList{"tokenizer: cannot open", "merges.txt"};
   QTest::newRow("merges.txt line that does not parse")
       << Files{{"vocab.json", ab_vocab}, {"merges.txt", "#version: 0.2\na b\nab\n"}} << ""
       << QStringList{"merges.txt line 3: expected \"left right\" (two tokens and one space), got 'ab'"};
@@ -133,17 +142,17 @@ void TestTokenizerFiles::bad_files_are_refused_naming_file_and_field_data() {
       << QStringList{"merges.txt line 2: 'a' + 'c': 'c' is not in the vocabulary (vocab.json)"};
   QTest::newRow("vocab.json ids not dense") << Files{{"vocab.json", "{\"a\": 0, \"b\": 5}"}, {"merges.txt", ""}} << ""
                                             << QStringList{"vocab.json line 1: b: id 5 is outside 0..1"};
-  QTest::newRow("vocab.txt without [UNK]") << Files{{"vocab.txt", "[CLS]\n[SEP]\nhello\n"}} << ""
-                                           << QStringList{"vocab.txt: has no line '[UNK]'"};
-  QTest::newRow("vocab.txt without [SEP]") << Files{{"vocab.txt", "[UNK]\n[CLS]\nhello\n"}} << ""
-                                           << QStringList{"vocab.txt: has no line '[SEP]'"};
+  QTest::newRow("vocab.txt without [UNK]")
+      << Files{{"vocab.txt", "[CLS]\n[SEP]\nhello\n"}} << "" << QStringList{"vocab.txt: has no line '[UNK]'"};
+  QTest::newRow("vocab.txt without [SEP]")
+      << Files{{"vocab.txt", "[UNK]\n[CLS]\nhello\n"}} << "" << QStringList{"vocab.txt: has no line '[SEP]'"};
   QTest::newRow("vocab.txt with a token twice") << Files{{"vocab.txt", "[UNK]\n[CLS]\n[SEP]\nhello\nhello\n"}} << ""
                                                 << QStringList{"vocab.txt line 5: 'hello' repeats line 4"};
-  QTest::newRow("vocab.txt with invalid UTF-8") << Files{{"vocab.txt", "[UNK]\nab\xff\n"}} << ""
-                                                << QStringList{"vocab.txt line 2: invalid UTF-8 at byte 2"};
+  QTest::newRow("vocab.txt with invalid UTF-8")
+      << Files{{"vocab.txt", "[UNK]\nab\xff\n"}} << "" << QStringList{"vocab.txt line 2: invalid UTF-8 at byte 2"};
   QTest::newRow("tokenizer_config.json with a bad field")
-      << Files{{"vocab.txt", "[UNK]\n[CLS]\n[SEP]\n"}, {"tokenizer_config.json", "{\n\"do_lower_case\": \"yes\"}"}} << ""
-      << QStringList{"tokenizer_config.json line 2: do_lower_case: expected true or false"};
+      << Files{{"vocab.txt", "[UNK]\n[CLS]\n[SEP]\n"}, {"tokenizer_config.json", "{\n\"do_lower_case\": \"yes\"}"}}
+      << "" << QStringList{"tokenizer_config.json line 2: do_lower_case: expected true or false"};
 }
 
 void TestTokenizerFiles::bad_files_are_refused_naming_file_and_field() {
@@ -176,7 +185,8 @@ void TestTokenizerFiles::small_handmade_files_load() {
   std::ofstream(json_path) << bpe_json("{\"a\": 0, \"b\": 1, \"ab\": 2, \"Ġ\": 3, \"Ġab\": 4}", "[\"a b\", \"Ġ ab\"]");
   const auto bpe = load_tokenizer(json_path);
   QCOMPARE(bpe->encode("ab ab ba"), (std::vector<std::int32_t>{2, 4, 3, 1, 0}));
-  QCOMPARE(bpe->encode("abc"), (std::vector<std::int32_t>{2}));  // 'c' has no id and no unk_token: dropped, as the library does
+  QCOMPARE(bpe->encode("abc"),
+           (std::vector<std::int32_t>{2}));  // 'c' has no id and no unk_token: dropped, as the library does
   QCOMPARE(bpe->decode({2, 4}), std::string("ab ab"));
   const std::string wp_path = dir.filePath("wp.json").toStdString();
   std::ofstream(wp_path) << wordpiece_json(kWordPieceModel);

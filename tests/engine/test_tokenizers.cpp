@@ -33,7 +33,9 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
-nlohmann::json expected_fixture() { return nlohmann::json::parse(read_text(kDir + "expected.json")); }
+nlohmann::json expected_fixture() {
+  return nlohmann::json::parse(read_text(kDir + "expected.json"));
+}
 
 std::string show(const Tokenizer& tokenizer, const std::vector<std::int32_t>& ids) {
   std::string out;
@@ -73,14 +75,26 @@ class TestTokenizers : public QObject {
 
 void TestTokenizers::ids_match_the_tokenizers_library_data() {
   QTest::addColumn<QString>("path");
-  QTest::addColumn<QString>("key");     // the expected ids in expected.json
+  QTest::addColumn<QString>("key");  // the expected ids in expected.json
   QTest::addColumn<QString>("kind");
-  QTest::newRow("bpe tokenizer.json") << "bpe_json" << "bpe" << "bpe";
-  QTest::newRow("bpe vocab.json + merges.txt") << "bpe_files/vocab.json" << "bpe" << "bpe";
-  QTest::newRow("bpe directory of vocab.json + merges.txt") << "bpe_files" << "bpe" << "bpe";
-  QTest::newRow("wordpiece tokenizer.json") << "minilm_json/tokenizer.json" << "wordpiece" << "wordpiece";
-  QTest::newRow("wordpiece vocab.txt") << "minilm_vocab" << "wordpiece" << "wordpiece";
-  QTest::newRow("added tokens: lstrip, rstrip, single_word, normalized") << "added_json" << "added" << "wordpiece";
+  QTest::newRow("bpe tokenizer.json") << "bpe_json"
+                                      << "bpe"
+                                      << "bpe";
+  QTest::newRow("bpe vocab.json + merges.txt") << "bpe_files/vocab.json"
+                                               << "bpe"
+                                               << "bpe";
+  QTest::newRow("bpe directory of vocab.json + merges.txt") << "bpe_files"
+                                                            << "bpe"
+                                                            << "bpe";
+  QTest::newRow("wordpiece tokenizer.json") << "minilm_json/tokenizer.json"
+                                            << "wordpiece"
+                                            << "wordpiece";
+  QTest::newRow("wordpiece vocab.txt") << "minilm_vocab"
+                                       << "wordpiece"
+                                       << "wordpiece";
+  QTest::newRow("added tokens: lstrip, rstrip, single_word, normalized") << "added_json"
+                                                                         << "added"
+                                                                         << "wordpiece";
 }
 
 void TestTokenizers::ids_match_the_tokenizers_library() {
@@ -115,7 +129,8 @@ void TestTokenizers::option_variants_match_the_tokenizers_library() {
   QVERIFY(fixture["variants"].size() >= 8);
   QTemporaryDir dir;
   for (const auto& [name, variant] : fixture["variants"].items()) {
-    nlohmann::json document = nlohmann::json::parse(read_text(kDir + variant["base"].get<std::string>() + "/tokenizer.json"));
+    nlohmann::json document =
+        nlohmann::json::parse(read_text(kDir + variant["base"].get<std::string>() + "/tokenizer.json"));
     document.merge_patch(variant["patch"]);
     const std::string path = dir.filePath(QString::fromStdString(name + ".json")).toStdString();
     std::ofstream(path) << document.dump();
@@ -138,7 +153,8 @@ void TestTokenizers::option_variants_match_the_tokenizers_library() {
 void TestTokenizers::bpe_decode_round_trips_any_text() {
   const nlohmann::json fixture = expected_fixture();
   const std::unique_ptr<Tokenizer> bpe = load_tokenizer(kDir + "bpe_json");
-  for (const auto& text : fixture["texts"]) QCOMPARE(bpe->decode(bpe->encode(text.get<std::string>()), false), text.get<std::string>());
+  for (const auto& text : fixture["texts"])
+    QCOMPARE(bpe->decode(bpe->encode(text.get<std::string>()), false), text.get<std::string>());
   // Random code points from every plane (no surrogates), with runs of spaces and apostrophes.
   Rng rng(17);
   const char32_t common[] = {U' ', U' ', U'\'', U'\n', U'a', U'1', U'中', U'\t'};
@@ -159,7 +175,8 @@ void TestTokenizers::bpe_round_trips_the_corpus() {
   const std::unique_ptr<Tokenizer> bpe = load_tokenizer(kDir + "bpe_files");
   std::string_view corpus = default_corpus();
   std::string text(corpus.substr(0, 400000));
-  while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80) text.pop_back();  // whole characters
+  while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80)
+    text.pop_back();  // whole characters
   if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xC0) text.pop_back();
   const std::vector<std::int32_t> ids = bpe->encode(text);
   QVERIFY(ids.size() < text.size() / 2);  // it merges: English is ~4 bytes a token
@@ -196,10 +213,12 @@ void TestTokenizers::special_ids_and_vocab_sizes() {
 void TestTokenizers::gpt2_pre_tokenizer_regex() {
   const std::u32string text = U"I'm  here's 'll\n\nnow 123abc!!  ?\t end ';中文，很好 ٣٤x  ";
   std::vector<std::string> pieces;
-  for (const auto& [begin, end] : split_gpt2_pieces(text)) pieces.push_back(unicode::encode_utf8(text.substr(begin, end - begin)));
+  for (const auto& [begin, end] : split_gpt2_pieces(text))
+    pieces.push_back(unicode::encode_utf8(text.substr(begin, end - begin)));
   // As the tokenizers library's ByteLevel pre-tokenizer splits it ("\n\nnow": "\s+(?!\S)" leaves the last "\n").
-  const std::vector<std::string> want = {"I",   "'m",  " ",  " here", "'s",   " '", "ll",  "\n",  "\n",  "now", " 123", "abc",
-                                         "!!",  " ",   " ?", "\t",    " end", " ';", "中文", "，", "很好", " ٣٤", "x",    "  "};
+  const std::vector<std::string> want = {"I",    "'m",  " ",    " here", "'s",   " '",  "ll", "\n",
+                                         "\n",   "now", " 123", "abc",   "!!",   " ",   " ?", "\t",
+                                         " end", " ';", "中文", "，",    "很好", " ٣٤", "x",  "  "};
   QCOMPARE(pieces, want);
 }
 
@@ -208,14 +227,23 @@ void TestTokenizers::unicode_classes_and_mappings() {
   QVERIFY(has_class(U'a', kLetter) && has_class(U'中', kLetter) && has_class(U'é', kLetter));
   QVERIFY(has_class(U'7', kNumber) && has_class(U'٣', kNumber) && has_class(U'½', kNumber));
   QVERIFY(has_class(U'\u3000', kRegexSpace) && has_class(U'\u00a0', kRegexSpace) && !has_class(U'\u200b', kRegexSpace));
-  QVERIFY(has_class(U'$', kBertPunctuation) && has_class(U'，', kBertPunctuation) && !has_class(U'a', kBertPunctuation));
+  QVERIFY(has_class(U'$', kBertPunctuation) && has_class(U'，', kBertPunctuation) &&
+          !has_class(U'a', kBertPunctuation));
   QVERIFY(has_class(U'\0', kBertControl) && has_class(U'\u00ad', kBertControl) && !has_class(U'\t', kBertControl));
   QVERIFY(has_class(U'\t', kCleanToSpace) && has_class(U'\u3000', kCleanToSpace));
   QVERIFY(has_class(U'\u0301', kAccentMark) && !has_class(U'e', kAccentMark));
   QVERIFY(is_cjk_ideograph(U'中') && !is_cjk_ideograph(U'，') && !is_cjk_ideograph(U'한'));
   QCOMPARE(char_class(0x110000), std::uint8_t{0});
-  const auto lower = [](char32_t c) { std::u32string s; append_lowercase(c, s); return s; };
-  const auto strip = [](char32_t c) { std::u32string s; append_without_accents(c, s); return s; };
+  const auto lower = [](char32_t c) {
+    std::u32string s;
+    append_lowercase(c, s);
+    return s;
+  };
+  const auto strip = [](char32_t c) {
+    std::u32string s;
+    append_without_accents(c, s);
+    return s;
+  };
   QCOMPARE(lower(U'A'), std::u32string(U"a"));
   QCOMPARE(lower(U'Σ'), std::u32string(U"σ"));
   QCOMPARE(lower(U'Ā'), std::u32string(U"ā"));
@@ -231,8 +259,8 @@ void TestTokenizers::unicode_classes_and_mappings() {
 
 void TestTokenizers::invalid_utf8_is_refused_with_its_byte() {
   const std::pair<std::string, std::string> cases[] = {
-      {"ab\xff", "invalid UTF-8 at byte 2"},       {"abc\xe4\xb8", "byte 3 (a sequence cut short)"},
-      {"\xc0\x80", "invalid UTF-8 at byte 0"},      {"x\xed\xa0\x80", "invalid UTF-8 at byte 1"},
+      {"ab\xff", "invalid UTF-8 at byte 2"},           {"abc\xe4\xb8", "byte 3 (a sequence cut short)"},
+      {"\xc0\x80", "invalid UTF-8 at byte 0"},         {"x\xed\xa0\x80", "invalid UTF-8 at byte 1"},
       {"\xf4\x90\x80\x80", "invalid UTF-8 at byte 0"}, {"a\x80", "invalid UTF-8 at byte 1"}};
   const auto bert = load_tokenizer(kDir + "minilm_json");
   for (const auto& [text, message] : cases) {
@@ -240,15 +268,18 @@ void TestTokenizers::invalid_utf8_is_refused_with_its_byte() {
     QVERIFY2(what.find("the text to tokenize: ") != std::string::npos && what.find(message) != std::string::npos,
              what.c_str());
   }
-  QCOMPARE(unicode::utf8_lossy("a\xff" "b\xe4\xb8" "c\xe4\xb8\xad"), std::string("a\uFFFDb\uFFFDc中"));
+  QCOMPARE(unicode::utf8_lossy("a\xff"
+                               "b\xe4\xb8"
+                               "c\xe4\xb8\xad"),
+           std::string("a\uFFFDb\uFFFDc中"));
 }
 
 // scripts/fetch_minilm.sh's model (the later hidden-state tests read it): its
 // tokenizer.json is the committed fixture's.
 void TestTokenizers::fetched_minilm_tokenizer_matches_the_fixture() {
   const auto env = QProcessEnvironment::systemEnvironment();
-  const QString cache = env.value("SHARDSCOPE_MODEL_CACHE", env.value("XDG_CACHE_HOME", env.value("HOME") + "/.cache") +
-                                                                "/shardscope");
+  const QString cache =
+      env.value("SHARDSCOPE_MODEL_CACHE", env.value("XDG_CACHE_HOME", env.value("HOME") + "/.cache") + "/shardscope");
   const std::string dir = (cache + "/all-MiniLM-L6-v2").toStdString();
   if (!std::filesystem::exists(dir + "/tokenizer.json"))
     QSKIP(qPrintable("all-MiniLM-L6-v2 is not fetched (" + QString::fromStdString(dir) +
