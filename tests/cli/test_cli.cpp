@@ -33,6 +33,7 @@ class TestCli : public QObject {
   void estimate_bad_input_exits_2();
   void estimate_json_has_the_documented_keys();
   void estimate_help_documents_every_flag();
+  void tokenize_prints_the_tokenizers_library_ids();
 
  private:
   QTemporaryDir dir_;
@@ -84,6 +85,15 @@ void TestCli::bad_input_exits_2_with_a_message_data() {
       << QStringList{"train", "--inject-overflow", "0:1"} << "--inject-overflow needs --precision fp16";
   QTest::newRow("missing value") << QStringList{"train", "--steps"} << "--steps needs a value";
   QTest::newRow("unknown command") << QStringList{"trian"} << "unknown command 'trian'";
+  QTest::newRow("tokenize without a tokenizer") << QStringList{"tokenize", "--text", "hi"}
+                                               << "--tokenizer PATH is required";
+  QTest::newRow("tokenize without a text") << QStringList{"tokenize", "--tokenizer", "/no/such/dir"}
+                                           << "--text TEXT is required";
+  QTest::newRow("tokenize with a missing tokenizer") << QStringList{"tokenize", "--tokenizer", "/no/such/tokenizer.json",
+                                                                    "--text", "hi"}
+                                                     << "tokenizer: cannot open '/no/such/tokenizer.json'";
+  QTest::newRow("tokenize a damaged tokenizer") << QStringList{"tokenize", "--tokenizer", "@EMPTY@", "--text", "hi"}
+                                                << "is an empty file";
   QTest::newRow("unwritable metrics") << QStringList{"train", "--steps", "1", "--metrics-out", "/no/dir/m.jsonl"}
                                       << "--metrics-out: cannot write";
 }
@@ -342,6 +352,30 @@ void TestCli::estimate_help_documents_every_flag() {
                            "--activations", "--json", "--deepspeed-conventions"})
     QVERIFY2(r.out.contains(flag), flag);
   QVERIFY(r.out.contains("H200") && r.out.contains("RTX4090"));
+}
+
+// The ids of `tokenize --json` are the Hugging Face tokenizers library's
+// (tests/fixtures/tokenizers/expected.json), for BERT and GPT-2 tokenizers.
+void TestCli::tokenize_prints_the_tokenizers_library_ids() {
+  QFile file(QString(SHARDSCOPE_FIXTURES) + "/tokenizers/expected.json");
+  QVERIFY(file.open(QIODevice::ReadOnly));
+  const QJsonObject expected = QJsonDocument::fromJson(file.readAll()).object();
+  const QString text = expected["texts"].toArray()[2].toString();  // Chinese and "GPU"
+  for (const auto& [dir, key] : {std::pair{"minilm_json", "wordpiece"}, std::pair{"bpe_files", "bpe"}}) {
+    const Result r = run({"tokenize", "--tokenizer", QString(SHARDSCOPE_FIXTURES) + "/tokenizers/" + dir, "--text", text,
+                          "--json"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QJsonObject out = QJsonDocument::fromJson(r.out.toUtf8()).object();
+    QCOMPARE(out["ids"].toArray(), expected[key].toObject()["ids"].toArray()[2].toArray());
+    QCOMPARE(out["tokens"].toArray().size(), out["ids"].toArray().size());
+    QCOMPARE(out["decoded"].toString(), expected[key].toObject()["decoded"].toArray()[2].toString());
+    QCOMPARE(out["tokenizer"].toString(), QString(key == std::string("bpe") ? "bpe" : "wordpiece"));
+  }
+  const Result human = run({"tokenize", "--tokenizer", QString(SHARDSCOPE_FIXTURES) + "/tokenizers/minilm_vocab",
+                            "--text", "Hello [MASK]!"});
+  QVERIFY2(human.code == 0, qPrintable(human.err));
+  QVERIFY2(human.out.contains("5 ids: 101 7592 103 999 102"), qPrintable(human.out));
+  QVERIFY2(human.out.contains("tokens: \"[CLS]\" \"hello\" \"[MASK]\" \"!\" \"[SEP]\""), qPrintable(human.out));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -12,6 +12,8 @@
 #include "config/lesson_file.h"
 #include "config/run_schema.h"
 #include "core/error.h"
+#include "data/tokenizer.h"
+#include "data/tokenizer_readers.h"
 #include "events/chrome_trace.h"
 #include "events/recording.h"
 #include "io/accelerate_config.h"
@@ -147,6 +149,45 @@ void fuzz_run_config(std::string_view bytes) {
   check_round_trip(config);
 }
 
+namespace {
+
+// An accepted tokenizer gives ids it has, and decodes them.
+void check_ids(const Tokenizer& tokenizer, const std::vector<std::int32_t>& ids) {
+  for (std::int32_t id : ids)
+    if (id < 0 || id >= tokenizer.vocab_size() || !tokenizer.token_text(id))
+      throw std::logic_error("tokenizer gave id " + std::to_string(id) + ", which it does not have");
+  [[maybe_unused]] const std::string text = tokenizer.decode(ids);
+}
+
+std::vector<std::string> tokenizer_words() {
+  return {"\"BPE\"", "\"WordPiece\"", "\"model\"", "\"vocab\"", "\"merges\"", "\"added_tokens\"",
+          "\"normalizer\"", "\"pre_tokenizer\"", "\"post_processor\"", "\"decoder\"", "\"ByteLevel\"",
+          "\"BertNormalizer\"", "\"BertPreTokenizer\"", "\"TemplateProcessing\"", "\"BertProcessing\"",
+          "\"Sequence\"", "\"SpecialToken\"", "\"special_tokens\"", "\"unk_token\"", "\"lstrip\"", "\"rstrip\"",
+          "\"single_word\"", "\"normalized\"", "\"[MASK]\"", "\"##\"", "\"\u0120\"", "\"ignore_merges\""};
+}
+
+}  // namespace
+
+// As `shardscope-cli tokenize --tokenizer tokenizer.json` reads it, then texts through it.
+void fuzz_tokenizer_json(std::string_view bytes) {
+  const std::unique_ptr<Tokenizer> tokenizer = read_tokenizer_json(scratch_file(bytes));
+  for (std::string_view text : {"Hello, World! [MASK]<|endoftext|> 中文，ça  va\t\n", "", "  wow_ wowing YES!"})
+    check_ids(*tokenizer, tokenizer->encode(text));
+}
+
+// The bytes as the text of `tokenize --text`, with the committed GPT-2-style BPE
+// and all-MiniLM-L6-v2's WordPiece: only invalid UTF-8 may be refused, and the
+// byte-level BPE must give the text back.
+void fuzz_tokenize_text(std::string_view bytes) {
+  static const std::unique_ptr<Tokenizer> bpe = load_tokenizer(SHARDSCOPE_FIXTURES "/tokenizers/bpe_json");
+  static const std::unique_ptr<Tokenizer> bert = load_tokenizer(SHARDSCOPE_FIXTURES "/tokenizers/minilm_json");
+  const std::vector<std::int32_t> ids = bpe->encode(bytes);  // ConfigError for invalid UTF-8
+  check_ids(*bpe, ids);
+  if (bpe->decode(ids, false) != bytes) throw std::logic_error("the byte-level BPE did not give the text back");
+  check_ids(*bert, bert->encode(bytes));
+}
+
 const std::vector<FuzzTarget>& fuzz_targets() {
   static const std::vector<FuzzTarget> targets = {
       {"hf_config", fuzz_hf_config, no_words, {}},
@@ -158,6 +199,8 @@ const std::vector<FuzzTarget>& fuzz_targets() {
       {"safetensors", fuzz_safetensors, no_words, {0, 8, 8}},
       {"lesson", fuzz_lesson, run_config_words, {}},
       {"run_config", fuzz_run_config, run_config_words, {}},
+      {"tokenizer_json", fuzz_tokenizer_json, tokenizer_words, {}},
+      {"tokenize_text", fuzz_tokenize_text, tokenizer_words, {}},
   };
   return targets;
 }

@@ -28,6 +28,8 @@ void fuzz_recording(std::string_view bytes);          // .ssrun (export, the win
 void fuzz_safetensors(std::string_view bytes);        // .safetensors (reference weights)
 void fuzz_lesson(std::string_view bytes);             // a lesson's lesson.json
 void fuzz_run_config(std::string_view bytes);         // run-config JSON (a recording's metadata)
+void fuzz_tokenizer_json(std::string_view bytes);     // a Hugging Face tokenizer.json (tokenize --tokenizer)
+void fuzz_tokenize_text(std::string_view bytes);      // the text to tokenize (tokenize --text), GPT-2 and BERT
 
 const std::vector<FuzzTarget>& fuzz_targets();
 const FuzzTarget* find_fuzz_target(std::string_view name);
