@@ -39,7 +39,7 @@ class TestLessons : public QObject {
 
   void everyLessonParsesAndValidates() {
     const auto lessons = load_lessons();
-    QCOMPARE(static_cast<int>(lessons.size()), 10);
+    QCOMPARE(static_cast<int>(lessons.size()), 11);
     int chapter = 0;
     for (const Lesson& l : lessons) {
       QVERIFY2(!l.title_en.isEmpty() && has_cjk(l.title_zh), qPrintable(l.id));
@@ -59,6 +59,7 @@ class TestLessons : public QObject {
     QCOMPARE(lesson("gradient_accumulation").config.accum, 4);
     QVERIFY(lesson("activation_checkpointing").config.checkpoint);
     QCOMPARE(lesson("model_memory").chapter, 3);
+    QCOMPARE(lesson("one_config_any_setup").config.world_size(), 1);
     QCOMPARE(lesson("ddp_buckets").config.bucket_mb, 1.0);
     QCOMPARE(lesson("ranks_threads_processes").config.world_size(), 4);
     QVERIFY(lesson("model_memory").text_en.contains(QStringLiteral("Plan memory")));
