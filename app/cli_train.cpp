@@ -17,6 +17,7 @@
 
 #include "cli_args.h"
 #include "cli_train_outputs.h"
+#include "clock/schedule_summary.h"
 #include "config/run_schema.h"
 #include "core/error.h"
 #include "events/event_queue.h"
@@ -102,6 +103,7 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
       config.micro_batch(), config.micro_batches, config.micro_batches > 1 ? "es" : "", config.accum,
       config.accum > 1 ? "s" : "", static_cast<long long>(config.steps),
       std::string(precision_name(config.precision)).c_str(), trainer.placement().c_str());
+  std::printf("clock %s\n", trainer.clock_text().c_str());
   std::fflush(stdout);
 }
 
@@ -156,11 +158,16 @@ RunTotals train(Trainer& trainer, const RunConfig& config, int log_every, TrainO
   return totals;
 }
 
-// The closing lines: losses, time, and with --profile-ops where a step went.
-void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& totals) {
+// The closing lines: losses, time, the schedule's truth (pipeline bubble, DDP
+// overlap; clock/schedule_summary.h), and with --profile-ops where a step went.
+void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& totals, const ScheduleEvents& events) {
   std::printf("done: %lld steps in %.1f s, loss %.4f -> %.4f%s\n", static_cast<long long>(trainer.steps_done()),
               totals.total_time, totals.first_loss, totals.last_loss,
               totals.last_eval ? (", eval loss " + std::to_string(*totals.last_eval)).c_str() : "");
+  const ScheduleSummary schedule =
+      summarize_schedule(events.events(), config.dp, config.pp, config.micro_batches);
+  const std::string_view clock = trainer.clock_text().starts_with("virtual") ? "virtual" : "wall";
+  for (const std::string& line : schedule_summary_lines(schedule, clock)) std::printf("%s\n", line.c_str());
   if (config.profile_ops && trainer.steps_done() > 1) {
     const int steps = static_cast<int>(trainer.steps_done() - 1);
     std::printf("\nrank 0, %s, per step over steps 2-%d (each op timed between two device waits):\n%s",
@@ -179,7 +186,8 @@ int train_command(const std::vector<std::string>& args) {
   check_train_outputs(config, flags.record);
   ignore_file_size_signal();
   TrainOutputs outputs(config, flags.record);
-  Trainer trainer(config, outputs.events());  // reads --data: a refused run has opened no output
+  ScheduleEvents schedule_events(outputs.events());  // kept for the closing lines, passed on to the recording
+  Trainer trainer(config, &schedule_events);          // reads --data: a refused run has opened no output
   std::signal(SIGINT, on_interrupt);  // before the header: once it is printed, Ctrl-C stops the run, outputs complete
   print_run_header(config, trainer);
   outputs.open();
@@ -192,7 +200,7 @@ int train_command(const std::vector<std::string>& args) {
     throw;
   }
   outputs.finish();  // also after Ctrl-C: complete metrics and a readable recording
-  print_summary(trainer, config, totals);
+  print_summary(trainer, config, totals, schedule_events);
   outputs.print_summary();
   return g_stop.load() ? 130 : 0;
 }

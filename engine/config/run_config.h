@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "clock/clock_choices.h"
 #include "config/run_choices.h"
 
 namespace shardscope {
@@ -43,6 +44,11 @@ struct RunConfig {
   int accum = 1;                   // gradient accumulation micro-steps per optimizer step
   bool checkpoint = false;         // per-layer activation checkpointing
   double bucket_mb = 25.0;         // DDP gradient bucket size in MB (PyTorch's default)
+
+  // The clock of the run's events (clock/device_clock.h) and, on the virtual
+  // clock, the link between the ranks' devices (clock/link_model.h).
+  ClockKind clock = ClockKind::virtual_device;
+  LinkKind link = LinkKind::host;
 
   // Precision and fp16 loss scaling. The scaler follows torch GradScaler by
   // default, or DeepSpeed's fp16 rules; -1 means the rule set's own default.

@@ -200,6 +200,33 @@ void add_parallel_fields(std::vector<RunField>& f) {
                .get = get_member<&RunConfig::bucket_mb>, .set = set_member<&RunConfig::bucket_mb>});
 }
 
+// The clock of the run's timeline and the link between the virtual devices (clock/).
+void add_clock_fields(std::vector<RunField>& f) {
+  f.push_back({.key = "clock", .flag = "--clock", .value_name = "virtual|wall", .kind = FieldKind::choice,
+               .label = {"Clock", "时钟"},
+               .help = {"The clock of the run's timeline: virtual (each CPU rank on its own device: a compute span\n"
+                        "      lasts the CPU time the rank's threads spent on it / their number, communication\n"
+                        "      follows --link and waits for its peers) or wall (this machine's steady clock: how\n"
+                        "      long the rank threads took while sharing its cores with each other and every\n"
+                        "      other process). GPU ranks always use the wall clock",
+                        "时间线所用的时钟：virtual（每个 CPU rank 在自己的虚拟设备上：计算区段的长度是该 rank 的线程"
+                        "花在它上面的 CPU 时间除以线程数，通信按 --link 计时并等待对端）或 wall（本机的单调时钟：rank "
+                        "线程与彼此及其他进程共享 CPU 核时实际用了多久）。GPU rank 总是使用 wall"},
+               .choices = {"virtual", "wall"}, .saved = Saved::optional, .legacy = "wall",
+               .get = [](const RunConfig& c) -> json { return clock_kind_name(c.clock); },
+               .set = [](RunConfig& c, const json& v) { c.clock = parse_clock_kind(v.get<std::string>()); }});
+  f.push_back({.key = "link", .flag = "--link", .value_name = "host|pcie4|nvlink|infiniband", .kind = FieldKind::choice,
+               .label = {"Link", "链路"},
+               .help = {"With --clock virtual, the link between the ranks' devices: host (this machine's measured\n"
+                        "      memory-copy bandwidth), pcie4 (PCIe 4.0 x16), nvlink (NVLink 4, H100) or infiniband\n"
+                        "      (NDR 400 Gb/s); each transfer takes latency + bytes / bandwidth",
+                        "配合 --clock virtual：rank 设备之间的链路：host（实测的本机内存拷贝带宽）、pcie4（PCIe 4.0 x16）、"
+                        "nvlink（NVLink 4，H100）或 infiniband（NDR 400 Gb/s）；每次传输耗时 延迟 + 字节数 / 带宽"},
+               .choices = {"host", "pcie4", "nvlink", "infiniband"}, .saved = Saved::optional,
+               .get = [](const RunConfig& c) -> json { return link_kind_name(c.link); },
+               .set = [](RunConfig& c, const json& v) { c.link = parse_link_kind(v.get<std::string>()); }});
+}
+
 // Precision and the fp16 loss scale.
 void add_precision_fields(std::vector<RunField>& f) {
   f.push_back({.key = "precision", .flag = "--precision", .value_name = "fp32|fp16|bf16", .kind = FieldKind::choice,
@@ -298,6 +325,7 @@ std::span<const RunField> run_fields() {
     add_model_fields(f);
     add_data_fields(f);
     add_parallel_fields(f);
+    add_clock_fields(f);
     add_precision_fields(f);
     add_device_fields(f);
     return f;

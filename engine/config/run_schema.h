@@ -56,6 +56,7 @@ struct RunField {
   std::string_view deepspeed;                     // DeepSpeed JSON key that sets it, if any
   std::string_view accelerate;                    // accelerate YAML key that sets it, if any
   Saved saved = Saved::always;
+  std::string_view legacy;  // optional fields: what an older recording without the key meant (empty: the default)
   nlohmann::json (*get)(const RunConfig&) = nullptr;
   void (*set)(RunConfig&, const nlohmann::json&) = nullptr;  // the value has passed check_field_value
 };

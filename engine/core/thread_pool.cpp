@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/thread_pool.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -8,6 +10,8 @@
 namespace shardscope {
 
 namespace {
+thread_local CpuTimeAccount* t_account = nullptr;
+
 // Range of part `part` of `parts` over [0, n), contiguous and balanced.
 std::pair<std::int64_t, std::int64_t> part_range(std::int64_t n, int parts, int part) {
   const std::int64_t base = n / parts;
@@ -16,6 +20,15 @@ std::pair<std::int64_t, std::int64_t> part_range(std::int64_t n, int parts, int 
   return {begin, begin + base + (part < extra ? 1 : 0)};
 }
 }  // namespace
+
+void set_cpu_time_account(CpuTimeAccount* account) { t_account = account; }
+CpuTimeAccount* cpu_time_account() { return t_account; }
+
+std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 
 ThreadPool::ThreadPool(int threads) {
   for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this, i] { worker_loop(i); });
@@ -43,6 +56,7 @@ void ThreadPool::parallel_for(std::int64_t n, std::int64_t min_grain, const Rang
     job_ = &fn;
     job_n_ = n;
     job_parts_ = parts;
+    job_account_ = t_account;
     pending_ = parts - 1;
     ++generation_;
   }
@@ -63,9 +77,13 @@ void ThreadPool::worker_loop(int index) {
     seen = generation_;
     if (index >= job_parts_) continue;  // this job needs fewer threads
     const RangeFn* job = job_;
+    CpuTimeAccount* const account = job_account_;
     const auto [begin, end] = part_range(job_n_, job_parts_, index);
     lock.unlock();
+    const std::int64_t cpu0 = account != nullptr ? thread_cpu_ns() : 0;
     (*job)(begin, end);
+    // Credited before the job counts as done: the submitter reads it after parallel_for returns.
+    if (account != nullptr) account->worker_ns.fetch_add(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
     lock.lock();
     if (--pending_ == 0) finished_.notify_one();
   }

@@ -15,6 +15,18 @@
 
 namespace shardscope {
 
+// CPU time that pool workers spent on the jobs of the threads that set this
+// account (set_cpu_time_account): a rank's virtual clock (clock/device_clock.h)
+// counts its workers' work as its own, whichever pool ran it.
+struct CpuTimeAccount {
+  std::atomic<std::int64_t> worker_ns{0};
+};
+// The calling thread's account (null: none); its later parallel_for jobs credit it.
+void set_cpu_time_account(CpuTimeAccount* account);
+CpuTimeAccount* cpu_time_account();
+// CPU time of the calling thread, in ns (CLOCK_THREAD_CPUTIME_ID: only while it ran).
+std::int64_t thread_cpu_ns();
+
 class ThreadPool {
  public:
   // fn(begin, end): process items [begin, end).
@@ -43,6 +55,7 @@ class ThreadPool {
   const RangeFn* job_ = nullptr;
   std::int64_t job_n_ = 0;
   int job_parts_ = 0;
+  CpuTimeAccount* job_account_ = nullptr;  // the submitting thread's
   int pending_ = 0;
 };
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "clock/device_clock.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "model/bert.h"
@@ -249,6 +250,10 @@ void Model::prepare_layer_backward(int l, const Batch& batch) {
   const std::int64_t start = now_ns();
   layer_forward(l, layer_input(l), batch);  // same inputs, same ops: bit-identical activations
   emit_span(ComputeKind::recompute, l, start);
+}
+
+std::int64_t Model::now_ns() const {
+  return clock_ != nullptr ? clock_->now() : 0;
 }
 
 void Model::emit_span(ComputeKind kind, int layer, std::int64_t start_ns) {

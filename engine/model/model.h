@@ -22,6 +22,8 @@
 
 namespace shardscope {
 
+class DeviceClock;
+
 // One batch of token ids, row-major (B, T). Pointers stay valid through backward.
 struct Batch {
   int B = 0, T = 0;
@@ -150,7 +152,8 @@ class Model {
 
   // Per-layer compute spans (forward, backward, recompute) go to `sink`, stamped
   // with `base`'s rank, stage, step and micro-batch. Null sink: no events.
-  void set_event_sink(EventSink* sink, const RunClock* clock) {
+  // `clock`: the rank's (clock/device_clock.h), whose stream times the spans.
+  void set_event_sink(EventSink* sink, DeviceClock* clock) {
     sink_ = sink;
     clock_ = clock;
   }
@@ -215,7 +218,7 @@ class Model {
   }
   // Emits a compute span for layer `layer` that started at `start_ns`.
   void emit_span(ComputeKind kind, int layer, std::int64_t start_ns);
-  std::int64_t now_ns() const { return clock_ != nullptr ? clock_->now_ns() : 0; }
+  std::int64_t now_ns() const;
 
   ModelConfig config_;
   StageLayers stage_;
@@ -245,7 +248,7 @@ class Model {
   std::function<void(std::int64_t)> on_gradients_ready_;
   std::function<void()> on_layer_boundary_;
   EventSink* sink_ = nullptr;
-  const RunClock* clock_ = nullptr;
+  DeviceClock* clock_ = nullptr;
   Event event_base_;
 };
 

@@ -4,7 +4,10 @@
 // ring all-reduce starts as soon as its last gradient is final, on a
 // communication thread, while backward goes on with earlier layers (overlap).
 // Buckets are views of the flat gradient buffer (PyTorch's
-// gradient_as_bucket_view), so no gradient is copied.
+// gradient_as_bucket_view), so no gradient is copied. On a virtual clock
+// (clock/device_clock.h) the thread is the rank's communication stream: a
+// bucket starts at max(stream free, the time its last gradient became final)
+// and the optimizer waits for the stream (finish).
 #pragma once
 
 #include <condition_variable>
@@ -12,6 +15,7 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -19,6 +23,8 @@
 #include "parallel/communicator.h"
 
 namespace shardscope {
+
+class DeviceClock;
 
 struct GradientBucket {
   int index;           // 0 is reduced first (the end of the layout, produced first by backward)
@@ -34,7 +40,8 @@ std::vector<GradientBucket> make_gradient_buckets(const ParameterLayout& layout,
 
 class DdpReducer {
  public:
-  DdpReducer(Communicator& comm, std::vector<GradientBucket> buckets);
+  // clock: the rank's (null: none; the communicator then carries no virtual clock either).
+  DdpReducer(Communicator& comm, std::vector<GradientBucket> buckets, DeviceClock* clock = nullptr);
   ~DdpReducer();
   DdpReducer(const DdpReducer&) = delete;
   DdpReducer& operator=(const DdpReducer&) = delete;
@@ -45,17 +52,23 @@ class DdpReducer {
   // elements of dtype: f32, or f16/bf16 in mixed precision).
   void begin(void* grads, DType dtype, const CommTag& tag);
   void begin(float* grads, const CommTag& tag) { begin(grads, DType::f32, tag); }
-  // From the backward thread: every gradient at offset >= frontier is final.
+  // From the backward thread: every gradient at offset >= frontier is final
+  // (now, on the rank's clock).
   void gradients_ready(std::int64_t frontier);
-  // Waits until every bucket is averaged over the ranks; rethrows a
-  // communication error (e.g. CommAborted) from the communication thread.
+  // Waits until every bucket is averaged over the ranks (the compute stream
+  // waits for the communication stream); rethrows a communication error (e.g.
+  // CommAborted) from the communication thread.
   void finish();
 
  private:
   void run(void* grads, DType dtype, CommTag tag);
+  // The clock's time when the gradients from `begin` on were first all final (the mutex held).
+  std::int64_t ready_time(std::int64_t begin) const;
 
   Communicator& comm_;
   std::vector<GradientBucket> buckets_;
+  DeviceClock* const clock_;
+  std::vector<std::pair<std::int64_t, std::int64_t>> ready_times_;  // (frontier, clock time), as reported
   std::thread thread_;
   std::mutex mutex_;
   std::condition_variable ready_;

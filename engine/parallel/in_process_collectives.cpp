@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "clock/device_clock.h"
 #include "core/half.h"
 #include "parallel/in_process_group.h"
 
@@ -71,10 +72,13 @@ void InProcessCommunicator::ring_step(std::int64_t base, int t, const Transfer& 
     check_matches(left_);
     check_matches(right_);
   }
-  const std::int64_t start = now();
+  // Virtual clock: once this rank and both neighbours finished step t - 1.
+  const std::int64_t start =
+      virtual_ ? std::max({virtual_ns_, peer_ns(left_, base + 1 + t), peer_ns(right_, base + 1 + t)}) : now();
   Slot& right = slot(right_);
   guarded([&] { copy(right); });
-  const std::int64_t end = now();
+  const std::int64_t end = virtual_ ? start + clock_->link().transfer_ns(bytes) : now();
+  virtual_ns_ = end;
   advance(base + 2 + t);
   emit(tr, phase_step, chunk, me_, right_, bytes, start, end);
 }
@@ -82,6 +86,7 @@ void InProcessCommunicator::ring_step(std::int64_t base, int t, const Transfer& 
 void InProcessCommunicator::all_reduce(void* data_, std::int64_t count, DType dtype, ReduceOp op, const CommTag& tag) {
   check_argument(count >= 0, "all_reduce", "negative count");
   check_argument(reducible(dtype), "all_reduce", "element type must be f32, f16 or bf16");
+  call_begin();
   if (n_ == 1) {
     if (world_->aborted()) raise_aborted();
     return;  // the sum (and the average) over one rank is its data
@@ -113,8 +118,9 @@ void InProcessCommunicator::all_reduce(void* data_, std::int64_t count, DType dt
     ring_step(base, n_ - 1 + k, ag, k, c, len * esize,
               [&](Slot& right) { mem.copy(static_cast<std::byte*>(right.recv) + off, data + off, len * esize); });
   }
-  wait_for(left_, base + 1 + 2 * (n_ - 1));  // the left neighbour's last write into data is done
+  wait_for_peer(left_, base + 1 + 2 * (n_ - 1));  // the left neighbour's last write into data is done
   mem.settle();
+  call_end();
 }
 
 // The partial sum of a chunk travels round the ring and gains one rank's
@@ -132,10 +138,12 @@ void InProcessCommunicator::reduce_scatter(const void* send_, void* recv, std::i
   // The copies below run on the comm stream: first the compute stream's writes
   // into send (and its reads of recv) must be done.
   mem.settle();
+  call_begin();
   if (n_ == 1) {
     if (world_->aborted()) raise_aborted();
     mem.copy(recv, send, chunk);
     mem.settle();  // the caller's compute reads recv next, on another stream
+    call_end();
     return;
   }
   const bool pre_divide = pre_divides(dtype, op);
@@ -160,10 +168,11 @@ void InProcessCommunicator::reduce_scatter(const void* send_, void* recv, std::i
         mem.add_to(dtype, dst, my_stage + ((k - 1) % 2) * chunk, own, recv_count);
     });
   }
-  wait_for(left_, base + n_);  // the left neighbour's last partial sum is in my stage
+  wait_for_peer(left_, base + n_);  // the left neighbour's last partial sum is in my stage
   mem.add_to(dtype, recv, my_stage + ((n_ - 2) % 2) * chunk, send + me_ * chunk, recv_count);
   if (op == ReduceOp::average && !pre_divide) mem.divide(dtype, recv, recv_count, n_);
   mem.settle();  // the caller's compute reads recv next, on another stream
+  call_end();
 }
 
 void InProcessCommunicator::all_gather(const void* send, void* recv, std::int64_t send_count, DType dtype,
@@ -173,10 +182,12 @@ void InProcessCommunicator::all_gather(const void* send, void* recv, std::int64_
   auto* out = static_cast<std::byte*>(recv);
   CommMemory& mem = *memory_;
   mem.settle();  // the compute stream's writes into send are done before the comm stream copies it
+  call_begin();
   if (n_ == 1) {
     if (world_->aborted()) raise_aborted();
     mem.copy(recv, send, chunk);
     mem.settle();  // the caller's compute reads recv next, on another stream
+    call_end();
     return;
   }
   mem.copy(out + me_ * chunk, send, chunk);  // before enter() settles and publishes
@@ -188,8 +199,9 @@ void InProcessCommunicator::all_gather(const void* send, void* recv, std::int64_
     ring_step(base, k, tr, k, mod(me_ - k), chunk,
               [&](Slot& right) { mem.copy(static_cast<std::byte*>(right.recv) + off, out + off, chunk); });
   }
-  wait_for(left_, base + n_);
+  wait_for_peer(left_, base + n_);
   mem.settle();
+  call_end();
 }
 
 // ---- Rooted collectives: one direct copy between the root and each peer ----
@@ -203,22 +215,29 @@ void InProcessCommunicator::rooted(const Transfer& tr, const void* send, void* r
   const char* name = comm_op_name(tr.op).data();
   check_argument(count >= 0, name, "negative count");
   check_argument(root >= 0 && root < n_, name, "root outside the group");
+  call_begin();
   const std::int64_t base = enter(tr.op, send, recv, count, root, dtype);
+  const std::int64_t bytes = bytes_of(count, dtype);
   if (me_ == root) {
     root_copy();
     for (int p = 0; p < n_; ++p)
-      if (p != root) wait_for(p, base + 2);
+      if (p != root) wait_for_peer(p, base + 2);
   } else {
     wait_for(root, base + 1);
     check_matches(root);
     const Slot& r = slot(root);
-    const std::int64_t start = now();
+    // Virtual clock: the root's link serves its peers one after another.
+    const int in_line = me_ < root ? me_ : me_ - 1;
+    const std::int64_t start =
+        virtual_ ? std::max(virtual_ns_, peer_ns(root, base + 1) + in_line * clock_->link().wire_ns(bytes)) : now();
     guarded([&] { peer_copy(r); });
-    const std::int64_t end = now();
-    emit(tr, -1, chunk, to_root ? me_ : root, to_root ? root : me_, bytes_of(count, dtype), start, end);
+    const std::int64_t end = virtual_ ? start + clock_->link().transfer_ns(bytes) : now();
+    virtual_ns_ = std::max(virtual_ns_, end);
+    emit(tr, -1, chunk, to_root ? me_ : root, to_root ? root : me_, bytes, start, end);
   }
   memory_->settle();
   advance(base + 2);
+  call_end();
 }
 
 void InProcessCommunicator::broadcast(void* data, std::int64_t count, DType dtype, int root, const CommTag& tag) {
@@ -247,11 +266,13 @@ void InProcessCommunicator::scatter(const void* send, void* recv, std::int64_t c
 }
 
 void InProcessCommunicator::barrier() {
-  const std::int64_t start = now();
+  call_begin();
+  const std::int64_t start = virtual_ ? virtual_ns_ : now();
   const std::int64_t base = enter(CommOp::barrier, nullptr, nullptr, 0, -1);
-  for (int p = 0; p < n_; ++p) wait_for(p, base + 1);
+  for (int p = 0; p < n_; ++p) wait_for_peer(p, base + 1);
   const CommTag none;
-  emit({CommOp::barrier, RingPhase::none, none}, -1, -1, -1, -1, 0, start, now());
+  emit({CommOp::barrier, RingPhase::none, none}, -1, -1, -1, -1, 0, start, virtual_ ? virtual_ns_ : now());
+  call_end();
 }
 
 }  // namespace shardscope

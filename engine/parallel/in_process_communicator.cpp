@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "clock/device_clock.h"
 #include "parallel/in_process_group.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -60,7 +61,7 @@ std::shared_ptr<InProcessWorld> InProcessWorld::create(int world_size, EventSink
 }
 
 std::unique_ptr<Communicator> InProcessWorld::communicator(int my_global_rank, const std::vector<int>& members,
-                                                           const CommDevice& device) {
+                                                           const CommDevice& device, DeviceClock* clock) {
   const auto bad = [&](const std::string& why) {
     throw std::invalid_argument("InProcessWorld::communicator for rank " + std::to_string(my_global_rank) + ": " + why);
   };
@@ -93,7 +94,7 @@ std::unique_ptr<Communicator> InProcessWorld::communicator(int my_global_rank, c
   Slot& slot = group->slots[static_cast<std::size_t>(me)];
   if (slot.in_use) bad("it already holds a communicator for this group");
   slot.in_use = true;
-  return std::make_unique<InProcessCommunicator>(shared_from_this(), std::move(group), me, device);
+  return std::make_unique<InProcessCommunicator>(shared_from_this(), std::move(group), me, device, clock);
 }
 
 void InProcessWorld::abort(int by_global_rank, const std::string& reason) {
@@ -138,7 +139,8 @@ void InProcessWorld::wake_all_waiters() {
 // ---- InProcessCommunicator: waiting, abort, events ----
 
 InProcessCommunicator::InProcessCommunicator(std::shared_ptr<InProcessWorld> world,
-                                             std::shared_ptr<InProcessGroup> group, int me, const CommDevice& device)
+                                             std::shared_ptr<InProcessGroup> group, int me, const CommDevice& device,
+                                             DeviceClock* clock)
     : world_(std::move(world)),
       group_(std::move(group)),
       me_(me),
@@ -147,7 +149,9 @@ InProcessCommunicator::InProcessCommunicator(std::shared_ptr<InProcessWorld> wor
       right_(mod(me + 1)),
       host_memory_(make_host_comm_memory()),
       device_memory_(device.backend != nullptr ? make_device_comm_memory(device) : nullptr),
-      memory_(device_memory_ != nullptr ? device_memory_.get() : host_memory_.get()) {}
+      memory_(device_memory_ != nullptr ? device_memory_.get() : host_memory_.get()),
+      clock_(clock),
+      virtual_(clock != nullptr && clock->is_virtual()) {}
 
 InProcessCommunicator::~InProcessCommunicator() {
   std::lock_guard lock(world_->mutex_);
@@ -175,7 +179,8 @@ std::int64_t InProcessCommunicator::enter(CommOp op, const void* send, void* rec
 
 void InProcessCommunicator::advance(std::int64_t value) {
   Slot& s = slot(me_);
-  s.progress.store(value, std::memory_order_release);
+  s.virtual_ns[static_cast<std::size_t>(value % Slot::kVirtualTimes)].store(virtual_ns_, std::memory_order_relaxed);
+  s.progress.store(value, std::memory_order_release);  // publishes virtual_ns too
   // A peer checks the value under the mutex before it sleeps: taking the mutex
   // here means it either sees the new value or is already asleep and is notified.
   { std::lock_guard lock(s.mutex); }
@@ -193,6 +198,24 @@ void InProcessCommunicator::wait_for(int member, std::int64_t value) {
     s.cv.wait(lock, [&] { return s.progress.load(std::memory_order_acquire) >= value || world_->aborted(); });
   }
   if (s.progress.load(std::memory_order_acquire) < value) raise_aborted();
+}
+
+void InProcessCommunicator::call_begin() {
+  if (virtual_) virtual_ns_ = clock_->comm_begin();
+}
+
+void InProcessCommunicator::call_end() {
+  if (virtual_) clock_->comm_end(virtual_ns_);
+}
+
+std::int64_t InProcessCommunicator::peer_ns(int member, std::int64_t value) const {
+  return slot(member).virtual_ns[static_cast<std::size_t>(value % Slot::kVirtualTimes)].load(
+      std::memory_order_relaxed);
+}
+
+void InProcessCommunicator::wait_for_peer(int member, std::int64_t value) {
+  wait_for(member, value);
+  if (virtual_) virtual_ns_ = std::max(virtual_ns_, peer_ns(member, value));
 }
 
 // Best effort: catches members that disagree on the call (a bug in the caller)
@@ -287,14 +310,21 @@ void InProcessCommunicator::scatter_host(const float* send, float* recv, std::in
 
 // Eager send: straight into a receiver already waiting (one copy), else into
 // the queue (the receiver copies it out later). One event per message, from the
-// send call to the data being in the receiver's buffer.
+// send call to the data being in the receiver's buffer (virtual clock: to its
+// arrival by the link model, the sender's clock unchanged).
 void InProcessCommunicator::send(const float* data, std::int64_t count, int peer, const CommTag& tag) {
   check_argument(count >= 0, "send", "negative count");
   check_argument(peer >= 0 && peer < n_ && peer != me_, "send", "peer outside the group or self");
   if (world_->aborted()) raise_aborted();
   memory_->settle();  // the compute stream has written data before the comm stream copies it
+  call_begin();
   Mailbox& box = group_->mailboxes[static_cast<std::size_t>(me_ * n_ + peer)];
-  const std::int64_t start = now();
+  const std::int64_t start = virtual_ ? virtual_ns_ : now();
+  std::int64_t arrival = 0;
+  if (virtual_) {  // after this rank's earlier messages on its link
+    arrival = std::max(start, link_free_ns_) + clock_->link().transfer_ns(bytes_of(count));
+    link_free_ns_ = arrival;
+  }
   std::unique_lock lock(box.mutex);
   if (box.posted != nullptr && !box.taken && box.queue.empty()) {
     if (box.posted_count != count) {
@@ -308,21 +338,24 @@ void InProcessCommunicator::send(const float* data, std::int64_t count, int peer
     lock.unlock();
     memory_->copy(dst, data, bytes_of(count));
     memory_->settle();
-    const std::int64_t end = now();
+    const std::int64_t end = virtual_ ? arrival : now();
     lock.lock();
     box.filled = true;
+    box.posted_arrival_ns = arrival;
     lock.unlock();
     box.cv.notify_all();
     emit({CommOp::send, RingPhase::none, tag}, -1, -1, me_, peer, bytes_of(count), start, end);
+    call_end();
     return;
   }
   lock.unlock();
-  Mailbox::Message message{std::vector<float>(static_cast<std::size_t>(count)), start, tag};
+  Mailbox::Message message{std::vector<float>(static_cast<std::size_t>(count)), start, arrival, tag};
   memory_->to_host(message.data.data(), data, bytes_of(count));
   lock.lock();
   box.queue.push_back(std::move(message));
   lock.unlock();
   box.cv.notify_all();
+  call_end();
 }
 
 void InProcessCommunicator::recv(float* data, std::int64_t count, int peer, const CommTag&) {
@@ -332,6 +365,7 @@ void InProcessCommunicator::recv(float* data, std::int64_t count, int peer, cons
   // The compute stream is done with data (it may still read the last message)
   // before a sender's comm stream, or ours, overwrites it.
   memory_->settle();
+  call_begin();
   Mailbox& box = group_->mailboxes[static_cast<std::size_t>(peer * n_ + me_)];
   std::unique_lock lock(box.mutex);
   if (box.queue.empty()) {
@@ -341,9 +375,15 @@ void InProcessCommunicator::recv(float* data, std::int64_t count, int peer, cons
     // the buffer must not be released while it is being written.
     box.cv.wait(lock, [&] { return box.filled || (!box.taken && (!box.queue.empty() || world_->aborted())); });
     const bool filled = box.filled;
+    const std::int64_t arrival = box.posted_arrival_ns;
     box.posted = nullptr;
     box.taken = box.filled = false;
-    if (filled) return;  // the sender copied directly and emitted the event
+    if (filled) {  // the sender copied directly and emitted the event
+      lock.unlock();
+      virtual_ns_ = std::max(virtual_ns_, arrival);
+      call_end();
+      return;
+    }
     if (box.queue.empty()) {
       lock.unlock();
       raise_aborted();
@@ -356,7 +396,10 @@ void InProcessCommunicator::recv(float* data, std::int64_t count, int peer, cons
     fail("recv of " + std::to_string(count) + " elements from rank " + std::to_string(global_rank(peer)) +
          ", which sent " + std::to_string(message.data.size()));
   memory_->from_host(data, message.data.data(), bytes_of(count));
-  emit({CommOp::send, RingPhase::none, message.tag}, -1, -1, peer, me_, bytes_of(count), message.start_ns, now());
+  emit({CommOp::send, RingPhase::none, message.tag}, -1, -1, peer, me_, bytes_of(count), message.start_ns,
+       virtual_ ? message.arrival_ns : now());
+  virtual_ns_ = std::max(virtual_ns_, message.arrival_ns);
+  call_end();
 }
 
 }  // namespace shardscope

@@ -39,6 +39,19 @@
 // wait). `rank` is always the sender; step, micro_batch and bucket come from
 // the CommTag (a message carries the sender's tag); stage is left 0.
 //
+// Virtual clock (a rank's DeviceClock): a transfer of b bytes lasts the link's
+// latency + b / bandwidth. Ring step k of a rank starts when it, and its left
+// and right neighbours, have finished step k - 1 (what it sends arrived, the
+// receiver's buffer is free): the slowest of the three; so every rank's end
+// depends on every other's start after N - 1 steps. A call ends when the last
+// chunk written into this rank has arrived. A rooted op's peer k (0, 1, ... in
+// group order without the root) starts at max(its time, the root's time + k
+// transfers' bandwidth time: the root's link serves them one after another);
+// the root leaves when the last peer is done. A message starts when sent (the
+// sender's compute does not wait: an eager send on its communication stream),
+// after the sender's earlier messages on its link, and the receiver's clock
+// moves to its arrival if that is later. A barrier ends at the latest entry.
+//
 // In place: reduce_scatter may receive into send + rank * recv_count and
 // all_gather may send from recv + rank * send_count. Extra memory, not charged
 // to the ledger: reduce_scatter keeps a 2 x recv_count staging buffer per rank
@@ -70,6 +83,7 @@
 namespace shardscope {
 
 class Backend;
+class DeviceClock;
 class DeviceMemory;
 
 // The device of a rank whose buffers are not host memory (several ranks
@@ -101,8 +115,11 @@ class InProcessWorld : public std::enable_shared_from_this<InProcessWorld> {
   // bad list (empty, duplicate or out-of-range ranks, my rank missing, or the
   // same members in another order than an existing group).
   // A device (all three members set) makes the communicator's buffers device memory.
+  // A virtual `clock` (clock/device_clock.h, the rank's) times the calls and
+  // their events by the link model and the peers' clocks; else the events carry
+  // the world's clock. Every member of a group passes a virtual clock, or none does.
   std::unique_ptr<Communicator> communicator(int my_global_rank, const std::vector<int>& group_global_ranks,
-                                             const CommDevice& device = {});
+                                             const CommDevice& device = {}, DeviceClock* clock = nullptr);
 
   // Fails every group of the world: calls blocked now (woken within
   // microseconds) or made later throw CommAborted("communication aborted by

@@ -4,6 +4,7 @@
 // for the ring and rooted collectives): the state a group's members share.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -54,6 +55,11 @@ std::unique_ptr<CommMemory> make_device_comm_memory(const CommDevice& device);
 struct alignas(64) Slot {  // own cache lines: neighbours poll each other's progress
   std::atomic<std::int64_t> progress{0};
   std::atomic<bool> busy{false};  // inside a copy that touches a peer's buffer
+  // Virtual clock (clock/device_clock.h): the member's time when its progress
+  // reached value v, at [v % kVirtualTimes]; written before progress is raised. A
+  // peer reads a value its neighbours can be at most one step past.
+  static constexpr int kVirtualTimes = 8;
+  std::array<std::atomic<std::int64_t>, kVirtualTimes> virtual_ns{};
   std::mutex mutex;               // only for sleeping on progress
   std::condition_variable cv;
   CommOp op = CommOp::barrier;  // published at call entry
@@ -72,6 +78,7 @@ struct Mailbox {
   struct Message {
     std::vector<float> data;
     std::int64_t start_ns;
+    std::int64_t arrival_ns;  // virtual clock: when the transfer ends (start + the link's time)
     CommTag tag;
   };
   std::mutex mutex;
@@ -81,6 +88,7 @@ struct Mailbox {
   std::int64_t posted_count = 0;
   bool taken = false;   // a sender is copying into `posted`
   bool filled = false;  // ... and has finished
+  std::int64_t posted_arrival_ns = 0;  // ... and when its transfer ends on the virtual clock
 };
 
 struct InProcessGroup {
@@ -93,7 +101,7 @@ struct InProcessGroup {
 class InProcessCommunicator final : public Communicator {
  public:
   InProcessCommunicator(std::shared_ptr<InProcessWorld> world, std::shared_ptr<InProcessGroup> group, int me,
-                        const CommDevice& device);
+                        const CommDevice& device, DeviceClock* clock);
   ~InProcessCommunicator() override;
 
   int rank() const override { return me_; }
@@ -150,6 +158,14 @@ class InProcessCommunicator final : public Communicator {
   template <class PeerCopy, class RootCopy>
   void rooted(const Transfer& tr, const void* send, void* recv, std::int64_t count, DType dtype, int root, bool to_root,
               int chunk, PeerCopy&& peer_copy, RootCopy&& root_copy);
+  // The virtual clock (clock/device_clock.h): a call starts at the calling
+  // stream's time (call_begin) and ends at virtual_ns_ (call_end); a peer's
+  // time at progress value v (after wait_for showed it); a final wait that also
+  // waits for the peer's time there.
+  void call_begin();
+  void call_end();
+  std::int64_t peer_ns(int member, std::int64_t value) const;
+  void wait_for_peer(int member, std::int64_t value);
   // Runs `call` with this rank's buffers in host memory (the *_host calls).
   template <class Call>
   void on_host(Call&& call);
@@ -160,6 +176,10 @@ class InProcessCommunicator final : public Communicator {
   std::unique_ptr<CommMemory> host_memory_;
   std::unique_ptr<CommMemory> device_memory_;  // null for host ranks
   CommMemory* memory_;                         // the current call's: device_memory_ if set, else host_memory_
+  DeviceClock* const clock_;                   // null: no virtual clock
+  const bool virtual_;                         // events in virtual time (clock_ is virtual)
+  std::int64_t virtual_ns_ = 0;                // this rank's virtual time in the current call
+  std::int64_t link_free_ns_ = 0;              // sends: when this rank's outgoing link is free again
 };
 
 }  // namespace shardscope

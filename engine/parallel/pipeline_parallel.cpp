@@ -3,6 +3,8 @@
 
 #include <chrono>
 
+#include "clock/device_clock.h"
+
 namespace shardscope {
 
 namespace {
@@ -53,12 +55,12 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
         break;
       case Type::forward: {
         const auto t0 = Clock::now();
-        span.start_ns = run.clock != nullptr ? run.clock->now_ns() : 0;
+        span.start_ns = run.clock != nullptr ? run.clock->now() : 0;
         const float loss = model.forward(batch);
         if (model.stage().head) result.loss_sum += loss * static_cast<float>(model.scored_rows());
         result.forward_s += seconds_since(t0);
         span.compute = ComputeKind::forward;
-        span.end_ns = run.clock != nullptr ? run.clock->now_ns() : 0;
+        span.end_ns = run.clock != nullptr ? run.clock->now() : 0;
         if (run.sink != nullptr) run.sink->emit(span);
         break;
       }
@@ -71,12 +73,14 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
       case Type::backward: {
         if (run.before_backward) run.before_backward(j);
         const auto t0 = Clock::now();
-        span.start_ns = run.clock != nullptr ? run.clock->now_ns() : 0;
+        span.start_ns = run.clock != nullptr ? run.clock->now() : 0;
         model.backward(run.loss_rows);
+        // The span ends with the backward's own work; waiting for DDP's last
+        // bucket (after_backward) is the communication stream's time, not backward's.
+        span.compute = ComputeKind::backward;
+        span.end_ns = run.clock != nullptr ? run.clock->now() : 0;
         if (run.after_backward) run.after_backward(j);
         result.backward_s += seconds_since(t0);
-        span.compute = ComputeKind::backward;
-        span.end_ns = run.clock != nullptr ? run.clock->now_ns() : 0;
         if (run.sink != nullptr) run.sink->emit(span);
         break;
       }

@@ -18,6 +18,8 @@
 
 namespace shardscope {
 
+class DeviceClock;
+
 struct PipelineStageRun {
   Model& model;
   Communicator* pipeline = nullptr;  // group of the stages of this data-parallel rank; null with one stage
@@ -32,7 +34,7 @@ struct PipelineStageRun {
   int micro_batch_offset = 0;  // added to j in events and tags (accumulation steps before this one)
   CommTag tag;                 // step of the run
   EventSink* sink = nullptr;
-  const RunClock* clock = nullptr;
+  DeviceClock* clock = nullptr;  // the rank's: the spans' times (clock/device_clock.h)
   Event event_base;  // rank, stage, step
 };
 

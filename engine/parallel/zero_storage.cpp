@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "clock/device_clock.h"
 #include "core/half.h"
 
 namespace shardscope {
@@ -46,7 +47,7 @@ ZeroShardedStorage::UnitShard& ZeroShardedStorage::shard_of(int unit) {
   return it->second;
 }
 
-void ZeroShardedStorage::set_context(EventSink* sink, const RunClock* clock, const Event& base) {
+void ZeroShardedStorage::set_context(EventSink* sink, DeviceClock* clock, const Event& base) {
   sink_ = sink;
   clock_ = clock;
   base_ = base;
@@ -59,7 +60,7 @@ void ZeroShardedStorage::emit_shard(ShardAction action, int unit, std::int64_t b
   e.shard_action = action;
   e.unit = unit;
   e.bytes = bytes;
-  e.start_ns = e.end_ns = clock_ != nullptr ? clock_->now_ns() : 0;
+  e.start_ns = e.end_ns = clock_ != nullptr ? clock_->now() : 0;
   sink_->emit(e);
 }
 

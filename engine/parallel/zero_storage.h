@@ -81,7 +81,7 @@ class ZeroShardedStorage final : public UnitStorage {
   std::int64_t flat_offset_of_gradient(std::int64_t i) const;
 
   // Events (parameter gathers and releases) and the tags of the collectives.
-  void set_context(EventSink* sink, const RunClock* clock, const Event& base);
+  void set_context(EventSink* sink, DeviceClock* clock, const Event& base);
 
   void gather_parameters(Model& model, int unit) override;
   void release_parameters(Model& model, int unit) override;
@@ -119,7 +119,7 @@ class ZeroShardedStorage final : public UnitStorage {
   Buffer received_;  // communication: one chunk, the reduce-scatter's result before accumulating
   std::string first_overflow_;
   EventSink* sink_ = nullptr;
-  const RunClock* clock_ = nullptr;
+  DeviceClock* clock_ = nullptr;  // the rank's (clock/device_clock.h)
   Event base_;
 };
 

@@ -58,8 +58,11 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
     if (field.saved == Saved::never) continue;
     const auto it = j.find(field.key);
     if (it == j.end()) {
-      if (field.saved == Saved::optional) continue;  // an older recording: the default applies
-      throw ConfigError("run config JSON: missing key \"" + std::string(field.key) + "\"");
+      if (field.saved != Saved::optional)
+        throw ConfigError("run config JSON: missing key \"" + std::string(field.key) + "\"");
+      // An older recording: the default applies, or what the key's absence meant then (its wall clock).
+      if (!field.legacy.empty()) set_field(c, field, std::string(field.legacy));
+      continue;
     }
     try {
       set_field(c, field, *it);

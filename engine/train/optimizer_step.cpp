@@ -65,7 +65,7 @@ bool Trainer::overflow_verdict(Rank& rk, const CommTag& tag) {
     Event overflow = event_base(rk, tag.step);
     overflow.kind = EventKind::overflow;
     overflow.level = LogLevel::warning;
-    overflow.start_ns = overflow.end_ns = clock_.now_ns();
+    overflow.start_ns = overflow.end_ns = rk.clock->now();
     overflow.loss_scale = rk.loss_scale;
     overflow.skipped = verdict.skipped;
     overflow.set_text(report);
@@ -126,14 +126,14 @@ Event Trainer::optimizer_span(const Rank& rk, const CommTag& tag) const {
   Event span = event_base(rk, tag.step);
   span.kind = EventKind::compute_span;
   span.compute = ComputeKind::optimizer;
-  span.start_ns = clock_.now_ns();
+  span.start_ns = rk.clock->now();
   return span;
 }
 
 void Trainer::emit_memory_sample(const Rank& rk, const Event& span) {
   Event memory = span;
   memory.kind = EventKind::memory_sample;
-  memory.start_ns = memory.end_ns = clock_.now_ns();
+  memory.start_ns = memory.end_ns = rk.clock->now();
   memory.memory = rk.ledger.current().bytes;
   if (DeviceUsage usage; rk.device_memory != nullptr && rk.device_memory->device_usage(usage)) {
     memory.device = usage.device;

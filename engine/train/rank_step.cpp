@@ -53,7 +53,7 @@ void Trainer::rank_step(Rank& rk) {
     optimizer_update(rk, tag);                   // norm, clipping, AdamW, then ZeRO's all-gathers
   rk.backend->synchronize();                     // a GPU's update ends when its kernels finish
   rk.optimizer_s = seconds_since(started);
-  span.end_ns = clock_.now_ns();
+  span.end_ns = rk.clock->now();
   emit(span);
   emit_memory_sample(rk, span);
 }
@@ -85,7 +85,7 @@ void Trainer::begin_step(Rank& rk, const CommTag& tag) {
   rk.model->zero_grads();
   if (rk.zero != nullptr) {
     rk.zero->zero_gradients();
-    rk.zero->set_context(sink_, &clock_, event_base(rk, tag.step));
+    rk.zero->set_context(sink_, rk.clock.get(), event_base(rk, tag.step));
   }
   rk.loss_scale = rk.scaler->scale();
   if (!(std::isnormal(rk.loss_scale) && rk.loss_scale > 0.0f))
@@ -139,8 +139,8 @@ void Trainer::forward_backward(Rank& rk, const MicroBatches& inputs, int a, bool
   Model& model = *rk.model;
   DdpReducer* reducer = synchronize ? rk.reducer.get() : nullptr;
   const InProcessWorld* world = world_.get();
-  PipelineStageRun run{model, rk.pp_comm, rk.stage, &rk.actions, {}, {}, {}, 0.0, 0, tag, sink_, &clock_,
-                       event_base(rk, tag.step)};
+  PipelineStageRun run{model, rk.pp_comm, rk.stage, &rk.actions, {}, {}, {}, 0.0, 0, tag, sink_,
+                       rk.clock.get(), event_base(rk, tag.step)};
   run.batch = [&](int j) {
     const auto k = static_cast<std::size_t>(j);
     return Batch{mb, T, inputs.ids[k].data(), inputs.targets[k].data(), nullptr, nullptr};

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <climits>
@@ -78,7 +79,7 @@ void Trainer::announce() {
     Event note;
     note.kind = EventKind::log;
     note.level = LogLevel::warning;
-    note.start_ns = note.end_ns = clock_.now_ns();
+    note.start_ns = note.end_ns = event_time_ns();
     note.set_text(device_note_);
     emit(note);
   }
@@ -86,7 +87,7 @@ void Trainer::announce() {
   Event log;
   log.kind = EventKind::log;
   log.level = LogLevel::info;
-  log.start_ns = log.end_ns = clock_.now_ns();
+  log.start_ns = log.end_ns = event_time_ns();
   log.set_text(config_.model + ": " + std::to_string(grid.world_size()) + " ranks (dp " + std::to_string(grid.dp()) +
                " x pp " + std::to_string(grid.pp()) + "), " + std::string(data_parallel_mode_name(config_.dp_mode)) +
                ", ZeRO-" + std::to_string(config_.zero_stage) + ", " + std::string(precision_name(config_.precision)) +
@@ -159,6 +160,23 @@ void Trainer::emit(const Event& event) {
   if (sink_ != nullptr) sink_->emit(event);
 }
 
+std::int64_t Trainer::event_time_ns() const {
+  std::int64_t latest = 0;
+  for (const auto& rank : ranks_) {
+    if (!rank->clock->is_virtual()) return clock_.now_ns();
+    latest = std::max(latest, rank->clock->compute_time());
+  }
+  return ranks_.empty() && config_.clock == ClockKind::wall ? clock_.now_ns() : latest;
+}
+
+std::string Trainer::clock_text() const {
+  const DeviceClock& clock = *ranks_.front()->clock;
+  if (!clock.is_virtual())
+    return "wall (this machine's steady clock: how long the rank threads took, sharing its cores)";
+  return "virtual (one device per rank: compute = its threads' CPU time / their number; link " +
+         clock.link().describe() + ")";
+}
+
 std::string Trainer::predicted_text(int rank, MemoryCategory category) const {
   if (rank < 0 || rank >= static_cast<int>(predicted_.size())) return {};
   const MemoryBytes& predicted = predicted_[static_cast<std::size_t>(rank)];
@@ -173,8 +191,15 @@ void Trainer::on_every_rank(const std::function<void(Rank&)>& fn) {
   std::vector<std::thread> threads;
   for (std::size_t r = 0; r < world; ++r) {
     threads.emplace_back([this, r, &errors, &fn] {
+      Rank& rank = *ranks_[r];
+      // This thread's CPU time is the rank's work (virtual clock), until it ends or throws.
+      struct Attached {
+        DeviceClock& clock;
+        explicit Attached(DeviceClock& c) : clock(c) { clock.attach_compute_thread(); }
+        ~Attached() { clock.detach_compute_thread(); }
+      } attached(*rank.clock);
       try {
-        fn(*ranks_[r]);
+        fn(rank);
       } catch (const std::exception& e) {
         errors[r] = std::current_exception();
         world_->abort(static_cast<int>(r), e.what());
@@ -210,7 +235,7 @@ void Trainer::raise_rank_errors(const std::vector<std::exception_ptr>& errors) {
       error.rank = static_cast<int>(r);
       error.stage = ranks_[r]->stage;
       error.level = LogLevel::error;
-      error.start_ns = error.end_ns = clock_.now_ns();
+      error.start_ns = error.end_ns = event_time_ns();
       error.set_text("rank " + std::to_string(r) + ": " + cause);
       emit(error);
       throw RankFailure("rank " + std::to_string(r) + " failed: " + cause + "; all " + std::to_string(errors.size()) +
@@ -258,7 +283,7 @@ StepMetrics Trainer::step() {
   Event metrics;
   metrics.kind = EventKind::step_metrics;
   metrics.step = m.step;
-  metrics.start_ns = metrics.end_ns = clock_.now_ns();
+  metrics.start_ns = metrics.end_ns = event_time_ns();
   metrics.loss = m.loss;
   metrics.lr = m.lr;
   metrics.grad_norm = static_cast<float>(m.grad_norm);

@@ -143,6 +143,9 @@ class Trainer {
   // Set when a --device cuda run found no usable GPU and trains on the CPU
   // instead: the reason, said once (also as a warning event). Empty otherwise.
   const std::string& device_note() const { return device_note_; }
+  // The clock of the run's events, for its header: "virtual (one device per
+  // rank; link host: 9.8 GB/s (measured memory copy), 1.0 us per transfer)" or "wall (...)".
+  std::string clock_text() const;
 
  private:
   struct Rank;
@@ -182,6 +185,9 @@ class Trainer {
   // Called by every rank before each layer: throws RunInterrupted once run()'s stop flag is up.
   void check_stop(const Rank& rank) const;
   void emit(const Event& event);
+  // The time of an event that is no rank's (logs, step metrics): the latest
+  // rank's virtual clock (virtual), or the run's steady clock (wall).
+  std::int64_t event_time_ns() const;
   // "; the estimator predicted 3.10 GiB for rank 0 (activations 1.20 GiB)", or
   // empty where the estimator could not model the run: added to out-of-memory errors.
   std::string predicted_text(int rank, MemoryCategory category) const;

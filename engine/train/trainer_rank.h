@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "clock/device_clock.h"
 #include "core/buffer.h"
 #include "core/memory_ledger.h"
 #include "model/model.h"
@@ -30,6 +31,7 @@ namespace shardscope {
 struct Trainer::Rank {
   int rank = 0, dp_rank = 0, stage = 0;
   std::unique_ptr<DeviceMemory> device_memory;  // a GPU's (before the ledger: it outlives every buffer)
+  std::unique_ptr<DeviceClock> clock;           // the times of its events (virtual, or the wall clock)
   MemoryLedger ledger;
   std::unique_ptr<OpProfile> op_profile;  // RunConfig::profile_ops: the backend below times into it
   std::unique_ptr<Backend> backend;

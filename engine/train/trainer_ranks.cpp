@@ -82,8 +82,16 @@ void Trainer::attach_device(Rank& rank, const RankDeviceFactory& devices) {
       rank.ledger.set_device_memory(rank.device_memory.get());
     }
     const int cores = config_.threads > 0 ? config_.threads : available_cores();
-    rank.backend = make_cpu_backend(CpuBackendOptions{std::max(1, cores / plan_->grid().world_size())});
+    const int threads = std::max(1, cores / plan_->grid().world_size());
+    rank.backend = make_cpu_backend(CpuBackendOptions{threads});
+    // A CPU rank runs on its own virtual device (clock/device_clock.h), timed by its own work.
+    // The ranks share one compute slot per core (clock/device_clock.h: less noise in their CPU times).
+    auto slots = ranks_.empty() ? std::make_shared<ComputeSlots>(std::max(1, cores / threads))
+                                : ranks_.front()->clock->slots();
+    rank.clock =
+        std::make_unique<DeviceClock>(config_.clock, clock_, make_link_model(config_.link), threads, std::move(slots));
   }
+  if (rank.clock == nullptr) rank.clock = std::make_unique<DeviceClock>(ClockKind::wall, clock_);  // a GPU's own time
   if (config_.profile_ops) {  // the collectives' device copies (comm_device) stay untimed
     rank.op_profile = std::make_unique<OpProfile>();
     rank.backend = make_profiling_backend(std::move(rank.backend), *rank.op_profile);
@@ -101,7 +109,7 @@ void Trainer::connect_communicators(Rank& rank) {
     };
   } else {
     rank.make_communicator = [this, self](const std::vector<int>& members) {
-      return world_->communicator(self->rank, members, self->comm_device);
+      return world_->communicator(self->rank, members, self->comm_device, self->clock.get());
     };
   }
   const Grid& grid = plan_->grid();
@@ -127,7 +135,7 @@ void Trainer::build_model(Rank& rank) {
   rank.model = make_model(model_config, plan_->stage(rank.stage).layers, *rank.backend, rank.ledger,
                           ModelBuffers{plan_->model_holds_parameters(), plan_->model_holds_gradients()});
   rank.model->set_checkpointing(config_.checkpoint);
-  rank.model->set_event_sink(sink_, &clock_);
+  rank.model->set_event_sink(sink_, rank.clock.get());
   rank.model->set_layer_boundary_callback([this, self = &rank] { check_stop(*self); });  // Ctrl-C mid-step
   // Each stage keeps as many micro-batches' activations as its schedule has in flight.
   const PipelineSchedule schedule = make_pipeline_schedule(config_.schedule, config_.pp, config_.micro_batches);
@@ -187,7 +195,8 @@ void Trainer::build_optimizer(Rank& rank) {
     rank.comm_buffer = Buffer(rank.ledger, MemoryCategory::communication, dp * P * esize);
   if (plan_->bucketed_all_reduce())
     rank.reducer = std::make_unique<DdpReducer>(
-        *rank.dp_comm, make_gradient_buckets(layout, static_cast<std::int64_t>(config_.bucket_mb * 1e6), esize));
+        *rank.dp_comm, make_gradient_buckets(layout, static_cast<std::int64_t>(config_.bucket_mb * 1e6), esize),
+        rank.clock.get());
   if (plan_->mixed())
     rank.optimizer->load_master(static_cast<const std::uint16_t*>(rank.zero->parameters()), rank.dtype,
                                 /*params_packed=*/plan_->shards_parameters());

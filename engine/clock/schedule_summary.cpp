@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "clock/schedule_summary.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+
+namespace shardscope {
+
+namespace {
+
+using Interval = std::pair<std::int64_t, std::int64_t>;
+
+bool is_stage_span(const Event& e) {
+  return e.kind == EventKind::compute_span && e.layer < 0 &&
+         (e.compute == ComputeKind::forward || e.compute == ComputeKind::backward);
+}
+
+bool is_bucket_transfer(const Event& e) {
+  return e.kind == EventKind::comm_span && e.op == CommOp::all_reduce && e.bucket >= 0;
+}
+
+// Sorted, disjoint intervals covering the same time.
+std::vector<Interval> merged(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const Interval& i : v) {
+    if (!out.empty() && i.first <= out.back().second)
+      out.back().second = std::max(out.back().second, i.second);
+    else
+      out.push_back(i);
+  }
+  return out;
+}
+
+std::int64_t length(const std::vector<Interval>& v) {
+  std::int64_t total = 0;
+  for (const Interval& i : v) total += i.second - i.first;
+  return total;
+}
+
+// Time covered by both (each merged).
+std::int64_t intersection(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::int64_t total = 0;
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    total += std::max<std::int64_t>(0, std::min(a[i].second, b[j].second) - std::max(a[i].first, b[j].first));
+    if (a[i].second < b[j].second)
+      ++i;
+    else
+      ++j;
+  }
+  return total;
+}
+
+// The formula (p - 1) / (m + p - 1) with each stage's own time per micro-batch
+// (schedule_summary.h); the formula itself when the stages are equal.
+void stages_formula(PipelineBubble& b) {
+  std::int64_t sum = 0, slowest = 0;
+  for (std::int64_t busy : b.stage_busy_ns) {
+    sum += busy;
+    slowest = std::max(slowest, busy);
+  }
+  if (sum <= 0) return;
+  const double p = b.stages, m = b.micro_batches, total = static_cast<double>(sum), max = static_cast<double>(slowest);
+  // In units of (busy summed over the flushes) / m: sum(t_s) + (m - 1) max(t_s).
+  const double window = (total + (m - 1.0) * max) / m;
+  b.for_stages = 1.0 - total / (p * window);
+  b.slowest_stage = max * p / total;
+}
+
+std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int dp, int pp, int m,
+                                              std::int64_t first_step) {
+  if (pp <= 1 || dp <= 0 || m <= 0) return std::nullopt;
+  struct Flush {
+    std::int64_t first = INT64_MAX, last = INT64_MIN, busy = 0;
+  };
+  std::map<std::tuple<std::int64_t, int, int>, Flush> flushes;  // (step, dp rank, accumulation step)
+  PipelineBubble b;
+  b.stages = pp;
+  b.micro_batches = m;
+  b.formula = (pp - 1.0) / (m + pp - 1.0);
+  b.stage_busy_ns.assign(static_cast<std::size_t>(pp), 0);
+  for (const Event& e : events) {
+    if (!is_stage_span(e) || e.step < first_step || e.micro_batch < 0) continue;
+    Flush& f = flushes[{e.step, e.rank % dp, e.micro_batch / m}];
+    f.first = std::min(f.first, e.start_ns);
+    f.last = std::max(f.last, e.end_ns);
+    f.busy += e.end_ns - e.start_ns;
+    const int stage = std::clamp(e.rank / dp, 0, pp - 1);
+    b.stage_busy_ns[static_cast<std::size_t>(stage)] += e.end_ns - e.start_ns;
+  }
+  std::vector<double> bubbles;
+  for (const auto& [key, f] : flushes)
+    if (f.last > f.first)
+      bubbles.push_back(1.0 - static_cast<double>(f.busy) /
+                                  (static_cast<double>(pp) * static_cast<double>(f.last - f.first)));
+  if (bubbles.empty()) return std::nullopt;
+  // The median flush: one flush where the machine preempted a rank mid-span does not move it.
+  std::sort(bubbles.begin(), bubbles.end());
+  const std::size_t n = bubbles.size();
+  b.flushes = static_cast<int>(n);
+  b.measured = n % 2 == 1 ? bubbles[n / 2] : 0.5 * (bubbles[n / 2 - 1] + bubbles[n / 2]);
+  stages_formula(b);
+  return b;
+}
+
+struct RankStep {
+  std::vector<Interval> comm, backward;
+  std::map<int, std::int64_t> bucket_start;  // bucket -> its first transfer's start
+};
+
+// Per (step, stage): how many buckets had begun on every rank before the group's last backward ended.
+int fewest_started_in_backward(const std::map<std::pair<int, std::int64_t>, RankStep>& per, int dp) {
+  struct Group {
+    std::int64_t backward_end = INT64_MIN;
+    std::map<int, std::int64_t> started;  // bucket -> its latest first start over the ranks
+  };
+  std::map<std::pair<std::int64_t, int>, Group> groups;  // (step, stage)
+  for (const auto& [key, r] : per) {
+    Group& g = groups[{key.second, key.first / dp}];
+    for (const Interval& b : r.backward) g.backward_end = std::max(g.backward_end, b.second);
+    for (const auto& [bucket, start] : r.bucket_start) {
+      auto [it, fresh] = g.started.try_emplace(bucket, start);
+      if (!fresh) it->second = std::max(it->second, start);
+    }
+  }
+  int fewest = INT32_MAX;
+  for (const auto& [key, g] : groups) {
+    if (g.started.empty()) continue;
+    int started = 0;
+    for (const auto& [bucket, start] : g.started) started += start < g.backward_end ? 1 : 0;
+    fewest = std::min(fewest, started);
+  }
+  return fewest == INT32_MAX ? 0 : fewest;
+}
+
+std::optional<DdpOverlap> ddp_overlap(std::span<const Event> events, int dp, std::int64_t first_step) {
+  std::map<std::pair<int, std::int64_t>, RankStep> per;  // (rank, step)
+  std::set<int> buckets;
+  for (const Event& e : events) {
+    if (e.step < first_step) continue;
+    if (is_bucket_transfer(e) && e.src == e.rank) {
+      RankStep& r = per[{e.rank, e.step}];
+      r.comm.emplace_back(e.start_ns, e.end_ns);
+      auto [it, fresh] = r.bucket_start.try_emplace(e.bucket, e.start_ns);
+      if (!fresh) it->second = std::min(it->second, e.start_ns);
+      buckets.insert(e.bucket);
+    } else if (is_stage_span(e) && e.compute == ComputeKind::backward) {
+      per[{e.rank, e.step}].backward.emplace_back(e.start_ns, e.end_ns);
+    }
+  }
+  if (buckets.empty()) return std::nullopt;
+  DdpOverlap o;
+  o.buckets = static_cast<int>(buckets.size());
+  o.min_buckets_started_in_backward = fewest_started_in_backward(per, std::max(1, dp));
+  for (auto& [key, r] : per) {
+    if (r.comm.empty() || r.backward.empty()) continue;
+    const std::vector<Interval> comm = merged(r.comm), backward = merged(r.backward);
+    o.comm_ns += length(comm);
+    o.overlapped_ns += intersection(comm, backward);
+  }
+  return o;
+}
+
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f%%", 100.0 * fraction);
+  return text;
+}
+
+}  // namespace
+
+ScheduleSummary summarize_schedule(std::span<const Event> events, int dp, int pp, int micro_batches) {
+  ScheduleSummary s;
+  for (const Event& e : events)
+    if (is_stage_span(e)) s.last_step = std::max(s.last_step, e.step);
+  s.first_step = s.last_step >= 2 ? 2 : s.last_step;  // step 1 allocates and touches memory first
+  s.bubble = pipeline_bubble(events, dp, pp, micro_batches, s.first_step);
+  s.overlap = ddp_overlap(events, dp, s.first_step);
+  return s;
+}
+
+std::vector<std::string> schedule_summary_lines(const ScheduleSummary& s, std::string_view clock_name) {
+  std::vector<std::string> lines;
+  const std::string steps = s.first_step == s.last_step
+                                ? "step " + std::to_string(s.last_step)
+                                : "steps " + std::to_string(s.first_step) + "-" + std::to_string(s.last_step);
+  const std::string context = steps + ", " + std::string(clock_name) + " clock";
+  if (s.bubble) {
+    const PipelineBubble& b = *s.bubble;
+    char slowest[32];
+    std::snprintf(slowest, sizeof slowest, "%.2f", b.slowest_stage);
+    lines.push_back("bubble measured " + percent(b.measured) + " · formula (p−1)/(m+p−1) = " + percent(b.formula) +
+                    " · with these stages' times " + percent(b.for_stages) + " (the slowest stage " + slowest +
+                    "x their mean; p " + std::to_string(b.stages) + ", m " + std::to_string(b.micro_batches) + ", " +
+                    std::to_string(b.flushes) + " flush" + (b.flushes == 1 ? "" : "es") + ", " + context + ")");
+  }
+  if (s.overlap) {
+    const DdpOverlap& o = *s.overlap;
+    lines.push_back("communication overlapped with backward: " + percent(o.fraction()) + " (" +
+                    std::to_string(o.buckets) + " bucket" + (o.buckets == 1 ? "" : "s") + ", at least " +
+                    std::to_string(o.min_buckets_started_in_backward) + " of them under way on every rank before " +
+                    "backward ended; " + context + ")");
+  }
+  return lines;
+}
+
+void ScheduleEvents::emit(const Event& event) {
+  if (next_ != nullptr) next_->emit(event);
+  if (!is_stage_span(event) && !is_bucket_transfer(event)) return;
+  std::lock_guard lock(mutex_);
+  if (event.step > latest_step_) {
+    latest_step_ = event.step;
+    const std::int64_t oldest = latest_step_ - keep_steps_ + 1;
+    if (!kept_.empty() && kept_.front().step < oldest)
+      std::erase_if(kept_, [oldest](const Event& e) { return e.step < oldest; });
+  }
+  kept_.push_back(event);
+}
+
+std::vector<Event> ScheduleEvents::events() const {
+  std::lock_guard lock(mutex_);
+  return kept_;
+}
+
+}  // namespace shardscope

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// What a run's schedule really did, computed from its events (on the virtual
+// clock by default, clock/device_clock.h), for the CLI's closing lines and the
+// GUI: the pipeline bubble beside its formula, and how much of DDP's bucket
+// communication overlapped the backward.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "events/event.h"
+
+namespace shardscope {
+
+// The bubble of a pipeline (pp > 1), per flush: one (step, data-parallel
+// replica, accumulation step) of m micro-batches through p stages. Its window
+// runs from the first stage's first forward to the last backward to end; the
+// stages' busy time is the sum of their whole-stage forward and backward spans:
+//   bubble = 1 - sum(busy) / (p x window),   formula (p - 1) / (m + p - 1)
+// (GPipe, Huang et al. 2019; 1F1B has the same, Narayanan et al. 2021). The
+// formula assumes equal stages. With each stage's measured time per
+// micro-batch t_s, the same fill and drain take sum(t_s) + (m - 1) max(t_s):
+//   for_stages = 1 - m sum(t_s) / (p (sum(t_s) + (m - 1) max(t_s)))
+// which is the formula when all t_s are equal (a last stage that also runs
+// the head, or a slower rank, idles the others).
+struct PipelineBubble {
+  int stages = 0, micro_batches = 0;
+  int flushes = 0;                          // windows measured
+  double measured = 0.0;                    // the median over the flushes
+  double formula = 0.0;                     // (p - 1) / (m + p - 1)
+  double for_stages = 0.0;                  // the formula with the stages' measured times
+  double slowest_stage = 1.0;               // max(t_s) / mean(t_s)
+  std::vector<std::int64_t> stage_busy_ns;  // per stage, summed over the flushes and replicas
+};
+
+// DDP's bucket all-reduces against the backward, per (rank, step): the time
+// covered by the rank's bucket transfers (their union), and the part of it
+// inside the rank's whole-stage backward spans. A bucket's all-reduce started
+// before backward ended when its first ring step had begun on every rank of
+// the data-parallel group before the group's last backward ended.
+struct DdpOverlap {
+  int buckets = 0;                          // distinct buckets seen
+  int min_buckets_started_in_backward = 0;  // the fewest over (step, stage)
+  std::int64_t comm_ns = 0;                 // summed over (rank, step)
+  std::int64_t overlapped_ns = 0;
+  double fraction() const {
+    return comm_ns > 0 ? static_cast<double>(overlapped_ns) / static_cast<double>(comm_ns) : 0.0;
+  }
+};
+
+struct ScheduleSummary {
+  std::int64_t first_step = 0, last_step = 0;  // the steps counted
+  std::optional<PipelineBubble> bubble;        // pipeline runs
+  std::optional<DdpOverlap> overlap;           // runs whose events have DDP buckets
+};
+
+// Grid placement as plan/grid.h: stage = rank / dp. Step 1 (allocations,
+// first touches) is left out when later steps are there.
+ScheduleSummary summarize_schedule(std::span<const Event> events, int dp, int pp, int micro_batches);
+
+// The closing lines, in English: "bubble measured 28.4% · formula
+// (p−1)/(m+p−1) = 27.3% ..." and "communication overlapped with backward: 64.0% ...".
+std::vector<std::string> schedule_summary_lines(const ScheduleSummary& summary, std::string_view clock_name);
+
+// An EventSink that keeps what summarize_schedule reads (whole-stage compute
+// spans, DDP bucket transfers) of the latest steps and passes every event on
+// to `next` (may be null). emit may be called from any thread.
+class ScheduleEvents final : public EventSink {
+ public:
+  explicit ScheduleEvents(EventSink* next = nullptr, std::int64_t keep_steps = 64)
+      : next_(next), keep_steps_(keep_steps) {}
+  void emit(const Event& event) override;
+  std::vector<Event> events() const;
+
+ private:
+  EventSink* const next_;
+  const std::int64_t keep_steps_;
+  mutable std::mutex mutex_;
+  std::vector<Event> kept_;
+  std::int64_t latest_step_ = 0;
+};
+
+}  // namespace shardscope
