@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cli_args.h"
+#include "cli_lessons.h"
 #include "cli_train_outputs.h"
 #include "clock/schedule_summary.h"
 #include "config/run_schema.h"
@@ -78,6 +79,12 @@ ArgParser train_parser(TrainFlags& flags) {
                    "Train a model on the CPU, on one rank or several (threads of this process), and print its\n"
                    "progress. With --metrics-out, also write one JSON object per step (schema in README.md);\n"
                    "with --record, the event stream of the run (open it in the GUI or export it).");
+  std::string names;
+  for (const EmbeddedLesson& lesson : embedded_lessons()) names += (names.empty() ? "" : ", ") + std::string(lesson.id);
+  parser.add_flag("--lesson", "NAME",
+                  "Run a lesson's run (tutorials/NAME/lesson.json, as the GUI's Try it loads it); the other\n"
+                  "      flags change it. Lessons: " + names,
+                  "", [](const std::string& name) { lesson_run_config(name); });  // read before parse: train_command
   add_run_config_flags(parser, flags.config);
   parser.add_string("--record", "FILE", "Record the run's event stream to FILE (.ssrun)", &flags.record);
   parser.add_int("--log-every", "Print progress every N steps", &flags.log_every, 1, 100'000'000);
@@ -178,6 +185,8 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
 
 int train_command(const std::vector<std::string>& args) {
   TrainFlags flags;
+  if (const std::string lesson = lesson_argument(args); !lesson.empty())
+    flags.config = lesson_run_config(lesson);  // the lesson's run first, so every other flag changes it
   ArgParser parser = train_parser(flags);
   if (!parser.parse(args)) return 0;
   const RunConfig& config = flags.config;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "config_panel.h"
 
+#include "config/lesson_file.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -29,21 +31,7 @@
 
 namespace shardscope::ui {
 
-RunConfig ConfigPanel::defaultConfig() {
-  RunConfig c;
-  c.model = "gpt-tiny";
-  c.steps = 200;
-  c.batch = 16;
-  c.seq = 64;
-  c.dp = 2;
-  c.pp = 2;
-  c.dp_mode = DataParallelMode::ddp;
-  c.schedule = PipelineScheduleKind::one_f_one_b;
-  c.micro_batches = 4;
-  c.accum = 1;
-  c.eval_every = 25;  // the loss plot shows the held-out loss beside the training loss
-  return c;
-}
+RunConfig ConfigPanel::defaultConfig() { return panel_default_config(); }
 
 ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
   // The fields the panel draws itself: model and device lists, a file with

@@ -60,6 +60,22 @@ double playback_speed(const nlohmann::json& root, const std::string& where) {
 
 }  // namespace
 
+RunConfig panel_default_config() {
+  RunConfig c;
+  c.model = "gpt-tiny";
+  c.steps = 200;
+  c.batch = 16;
+  c.seq = 64;
+  c.dp = 2;
+  c.pp = 2;
+  c.dp_mode = DataParallelMode::ddp;
+  c.schedule = PipelineScheduleKind::one_f_one_b;
+  c.micro_batches = 4;
+  c.accum = 1;
+  c.eval_every = 25;  // the loss plot shows the held-out loss beside the training loss
+  return c;
+}
+
 LessonFile parse_lesson_file(std::string_view text, const std::string& where, const RunConfig& base) {
   JsonTextError error;
   const std::optional<nlohmann::json> root = parse_json_text(text, error);

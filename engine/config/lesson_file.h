@@ -29,6 +29,11 @@ struct LessonFile {
   RunConfig config;  // `base` with the lesson's keys applied, validated
 };
 
+// The run the GUI's config panel opens with, which a lesson's keys change:
+// gpt-tiny, batch 16 x 64 tokens, dp 2 x pp 2 with 4 micro-batches (1F1B),
+// 200 steps, held-out loss every 25.
+RunConfig panel_default_config();
+
 // Throws ConfigError starting with `where` (the file's name): JSON errors with
 // their line and column, a missing title, a chapter missing or outside 1 to 11, an unknown key, a value out of range
 // a playback speed the window does not offer, or a run that does not validate (keys named as in the file: "pp").

@@ -127,10 +127,7 @@ void fuzz_safetensors(std::string_view bytes) {
 // JSON, its title, every "config" key set through the run-config schema onto
 // the panel's default run, the whole run validated; then the run's round trip.
 void fuzz_lesson(std::string_view bytes) {
-  RunConfig base;
-  base.dp = base.pp = 2;  // the panel's default (ConfigPanel::defaultConfig)
-  base.micro_batches = 4;
-  check_round_trip(parse_lesson_file(bytes, "lesson.json", base).config);
+  check_round_trip(parse_lesson_file(bytes, "lesson.json", panel_default_config()).config);
 }
 
 // Run-config JSON as the window reads a recording's metadata: parsed (any

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "cli_lessons.h"
+
+#include "config/lesson_file.h"
+#include "core/error.h"
+
+namespace shardscope::cli {
+
+RunConfig lesson_run_config(std::string_view name) {
+  std::string names;
+  for (const EmbeddedLesson& lesson : embedded_lessons()) {
+    if (lesson.id == name)
+      return parse_lesson_file(lesson.json, "--lesson " + std::string(name) + " (tutorials/" + std::string(name) +
+                                                "/lesson.json)",
+                               panel_default_config())
+          .config;
+    names += (names.empty() ? "" : ", ") + std::string(lesson.id);
+  }
+  throw ConfigError("--lesson: no lesson '" + std::string(name) + "'; the lessons are " + names);
+}
+
+std::string lesson_argument(const std::vector<std::string>& args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--lesson" && i + 1 < args.size()) return args[i + 1];
+    if (args[i].starts_with("--lesson=")) return args[i].substr(9);
+  }
+  return {};
+}
+
+}  // namespace shardscope::cli
