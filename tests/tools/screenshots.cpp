@@ -9,6 +9,8 @@
 //   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots [planner]
 #include <QDockWidget>
 #include <QApplication>
+#include <functional>
+#include <algorithm>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QEventLoop>
@@ -79,6 +81,37 @@ bool shoot(const QString& language, const RunConfig& config, const QDir& dir, co
   return ok;
 }
 
+// A lesson as its Try it loads it, run twice in one window: first as loaded,
+// then with `change` applied (the lesson's knob). The whole window, lessons
+// open, after each run: `first` (may be empty) and `second`. The loss plot
+// keeps the first run's curve under the second's.
+bool shootLessonPair(const QString& language, const QString& id, const std::function<void(RunConfig&)>& change,
+                     const QDir& dir, const QString& first, const QString& second) {
+  setLanguage(language);
+  MainWindow window;
+  window.resize(1500, 950);
+  window.show();
+  window.lessonsDock()->show();
+  const auto& lessons = window.lessons()->lessons();
+  const auto it = std::find_if(lessons.begin(), lessons.end(), [&](const Lesson& l) { return l.id == id; });
+  if (it == lessons.end()) return false;
+  window.lessons()->showLesson(static_cast<int>(it - lessons.begin()));
+  RunConfig config = it->config;
+  bool ok = true;
+  for (int run = 0; run < 2; ++run) {
+    window.configPanel()->setConfig(config);
+    QEventLoop loop;
+    QObject::connect(window.controller(), &RunController::runFinished, &loop, &QEventLoop::quit);
+    window.startRun();
+    loop.exec();
+    settle(1000);
+    const QString name = run == 0 ? first : second;
+    if (!name.isEmpty()) ok = save(&window, dir, name) && ok;
+    change(config);
+  }
+  return ok;
+}
+
 // The planner at 1280×720: GPT-3 175B in fp32 on 128 nodes × 8 A100-80GB, ZeRO-0..3, verdict for ZeRO-3.
 bool shootPlanner(const QString& language, const QDir& dir, const QString& name) {
   setLanguage(language);
@@ -132,10 +165,25 @@ int main(int argc, char** argv) {
   naive.dp_mode = DataParallelMode::naive;
   ok = shoot(QStringLiteral("en"), naive, dir, {{2, QStringLiteral("ring_naive_data_parallel.png")}}) && ok;
   ok = shoot(QStringLiteral("zh_CN"), c, dir, {{0, QStringLiteral("main_window_zh.png"), true}}) && ok;
-  // The first lesson as "Try it" loads it: 4 ranks in naive DataParallel, the star into rank 0.
-  const RunConfig lesson = load_lessons().front().config;
-  ok = shoot(QStringLiteral("en"), lesson, dir, {{2, QStringLiteral("lesson_ddp.png"), true, 0}}) && ok;
-  ok = shoot(QStringLiteral("zh_CN"), lesson, dir, {{2, QStringLiteral("lesson_ddp_zh.png"), true, 0}}) && ok;
+  // The DDP lesson as "Try it" loads it: 4 ranks in naive DataParallel, the star into rank 0.
+  const auto lessons = load_lessons();
+  const auto ddp = std::find_if(lessons.begin(), lessons.end(),
+                                [](const Lesson& l) { return l.id == QStringLiteral("ddp_vs_dataparallel"); });
+  const int ddp_index = static_cast<int>(ddp - lessons.begin());
+  ok = shoot(QStringLiteral("en"), ddp->config, dir, {{2, QStringLiteral("lesson_ddp.png"), true, ddp_index}}) && ok;
+  ok = shoot(QStringLiteral("zh_CN"), ddp->config, dir, {{2, QStringLiteral("lesson_ddp_zh.png"), true, ddp_index}}) &&
+       ok;
+  // Accumulation: 4 steps of 8, then 1 of 32, overlaid. Checkpointing: full, then none.
+  for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
+    const QString suffix = language == QStringLiteral("en") ? QStringLiteral(".png") : QStringLiteral("_zh.png");
+    ok = shootLessonPair(language, QStringLiteral("gradient_accumulation"), [](RunConfig& run) { run.accum = 1; }, dir,
+                         QString(), QStringLiteral("lesson_accumulation") + suffix) &&
+         ok;
+    ok = shootLessonPair(language, QStringLiteral("activation_checkpointing"), [](RunConfig& run) { run.checkpoint = false; },
+                         dir, QStringLiteral("lesson_checkpointing_full") + suffix,
+                         QStringLiteral("lesson_checkpointing_none") + suffix) &&
+         ok;
+  }
   ok = shoot(QStringLiteral("zh_CN"), fp16, dir, {{4, QStringLiteral("live_plots_zh.png")}}) && ok;
   return ok && planned ? 0 : 1;
 }
