@@ -339,7 +339,7 @@ class TestLiveViews : public QObject {
       window.configPanel()->setConfig(c);
       window.startRun();
       QTRY_VERIFY_WITH_TIMEOUT(!window.controller()->busy(), 120000);
-      const QCPGraph* train = window.lossPlot()->plot()->graph(1);
+      const QCPGraph* train = window.lossPlot()->plot()->graph(0);
       QCOMPARE(train->dataCount(), 4);
       for (auto it = train->data()->constBegin(); it != train->data()->constEnd(); ++it)
         losses[run].push_back(it->value);

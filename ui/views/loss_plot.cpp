@@ -10,13 +10,16 @@ namespace shardscope::ui {
 
 LossPlot::LossPlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
   title_ = installTitledPlot(this, plot_, 200);
-  previous_ = plot_->addGraph();  // first: drawn under the current run
-  previous_->setPen(QPen(QColor(150, 150, 150), 2, Qt::DashLine));
   train_ = plot_->addGraph();
   train_->setPen(QPen(QColor(31, 119, 180), 2));
   eval_ = plot_->addGraph();
   eval_->setPen(QPen(QColor(255, 127, 14), 2));
   eval_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
+  // graph(2), on a layer under the others: the current run's graphs stay graph(0) and graph(1).
+  plot_->addLayer(QStringLiteral("previous run"), plot_->layer(QStringLiteral("main")), QCustomPlot::limBelow);
+  previous_ = plot_->addGraph();
+  previous_->setLayer(QStringLiteral("previous run"));
+  previous_->setPen(QPen(QColor(150, 150, 150), 2, Qt::DashLine));
   plot_->legend->setVisible(true);
   plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
   plot_->xAxis->setRange(0, 10);
