@@ -6,17 +6,20 @@
 
 namespace shardscope::cli {
 
-RunConfig lesson_run_config(std::string_view name) {
+std::string lesson_names() {
   std::string names;
-  for (const EmbeddedLesson& lesson : embedded_lessons()) {
+  for (const EmbeddedLesson& lesson : embedded_lessons()) names += (names.empty() ? "" : ", ") + std::string(lesson.id);
+  return names;
+}
+
+RunConfig lesson_run_config(std::string_view name) {
+  for (const EmbeddedLesson& lesson : embedded_lessons())
     if (lesson.id == name)
       return parse_lesson_file(lesson.json, "--lesson " + std::string(name) + " (tutorials/" + std::string(name) +
                                                 "/lesson.json)",
                                panel_default_config())
           .config;
-    names += (names.empty() ? "" : ", ") + std::string(lesson.id);
-  }
-  throw ConfigError("--lesson: no lesson '" + std::string(name) + "'; the lessons are " + names);
+  throw ConfigError("--lesson: no lesson '" + std::string(name) + "'; the lessons are " + lesson_names());
 }
 
 std::string lesson_argument(const std::vector<std::string>& args) {

@@ -21,6 +21,9 @@ struct EmbeddedLesson {
 
 std::span<const EmbeddedLesson> embedded_lessons();
 
+// "gradient_accumulation, activation_checkpointing, ...": every embedded lesson's name.
+std::string lesson_names();
+
 // The lesson's run. ConfigError naming --lesson and every lesson there is, for a name that is none.
 RunConfig lesson_run_config(std::string_view name);
 

@@ -79,12 +79,11 @@ ArgParser train_parser(TrainFlags& flags) {
                    "Train a model on the CPU, on one rank or several (threads of this process), and print its\n"
                    "progress. With --metrics-out, also write one JSON object per step (schema in README.md);\n"
                    "with --record, the event stream of the run (open it in the GUI or export it).");
-  std::string names;
-  for (const EmbeddedLesson& lesson : embedded_lessons()) names += (names.empty() ? "" : ", ") + std::string(lesson.id);
+  // train_command reads --lesson before parsing (lesson_argument), so the other flags apply on top of it.
   parser.add_flag("--lesson", "NAME",
                   "Run a lesson's run (tutorials/NAME/lesson.json, as the GUI's Try it loads it); the other\n"
-                  "      flags change it. Lessons: " + names,
-                  "", [](const std::string& name) { lesson_run_config(name); });  // read before parse: train_command
+                  "      flags change it. Lessons: " + lesson_names(),
+                  "", [](const std::string&) {});
   add_run_config_flags(parser, flags.config);
   parser.add_string("--record", "FILE", "Record the run's event stream to FILE (.ssrun)", &flags.record);
   parser.add_int("--log-every", "Print progress every N steps", &flags.log_every, 1, 100'000'000);
