@@ -19,6 +19,7 @@
 #include "cli_lessons.h"
 #include "cli_train_outputs.h"
 #include "clock/schedule_summary.h"
+#include "core/process_memory.h"
 #include "config/run_schema.h"
 #include "core/error.h"
 #include "events/event_queue.h"
@@ -164,6 +165,21 @@ RunTotals train(Trainer& trainer, const RunConfig& config, int log_every, TrainO
   return totals;
 }
 
+// The ledger beside what the system charges the process: every rank's peak,
+// summed (the ranks' peaks need not coincide), against the resident-set peak.
+void print_memory_summary(const Trainer& trainer) {
+  std::int64_t ledger = 0;
+  for (int r = 0; r < trainer.world_size(); ++r) ledger += trainer.ledger(r).peak_total();
+  const auto process = process_memory();
+  const bool on_host = trainer.config().device != "cuda" || !trainer.device_note().empty();
+  if (!process || !on_host) return;  // a GPU's ledger counts device memory, not this process's
+  constexpr double kMiB = 1024.0 * 1024.0;
+  std::printf("memory: ledger peak %.1f MiB (each rank's peak, summed over %d ranks) · process resident peak %.1f MiB "
+              "(VmHWM: the ledger's buffers plus code, thread stacks and the data set)\n",
+              static_cast<double>(ledger) / kMiB, trainer.world_size(),
+              static_cast<double>(process->peak_resident_bytes) / kMiB);
+}
+
 // The closing lines: losses, time, the schedule's truth (pipeline bubble, DDP
 // overlap; clock/schedule_summary.h), and with --profile-ops where a step went.
 void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& totals, const ScheduleEvents& events) {
@@ -174,6 +190,7 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
       summarize_schedule(events.events(), config.dp, config.pp, config.micro_batches);
   const std::string_view clock = trainer.clock_text().starts_with("virtual") ? "virtual" : "wall";
   for (const std::string& line : schedule_summary_lines(schedule, clock)) std::printf("%s\n", line.c_str());
+  print_memory_summary(trainer);
   if (config.profile_ops && trainer.steps_done() > 1) {
     const int steps = static_cast<int>(trainer.steps_done() - 1);
     std::printf("\nrank 0, %s, per step over steps 2-%d (each op timed between two device waits):\n%s",

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "core/buffer.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -13,7 +16,40 @@ namespace shardscope {
 
 namespace {
 constexpr std::size_t kAlignment = 64;  // a cache line; enough for AVX-512 loads
+// Blocks from 1 MiB up are mapped from the system and unmapped when freed, so
+// the process's resident memory follows the ledger: glibc would keep a freed
+// block that its adaptive threshold had moved onto the heap. Fresh pages read
+// as zero and count as resident only once written, as on a GPU's allocator.
+constexpr std::size_t kMapThreshold = std::size_t{1} << 20;
+
+std::size_t host_block_size(std::int64_t bytes) {
+  const auto n = static_cast<std::size_t>(bytes);
+  if (n >= kMapThreshold) {
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    return (n + page - 1) / page * page;
+  }
+  return (n + kAlignment - 1) / kAlignment * kAlignment;
 }
+
+void* allocate_host(std::int64_t bytes) {
+  const std::size_t size = host_block_size(bytes);
+  if (size >= kMapThreshold) {
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+  }
+  void* p = std::aligned_alloc(kAlignment, size);
+  if (p != nullptr) std::memset(p, 0, size);
+  return p;
+}
+
+void free_host(void* data, std::int64_t bytes) noexcept {
+  const std::size_t size = host_block_size(bytes);
+  if (size >= kMapThreshold)
+    munmap(data, size);
+  else
+    std::free(data);
+}
+}  // namespace
 
 Buffer::Buffer(MemoryLedger& ledger, MemoryCategory category, std::int64_t bytes)
     : bytes_(bytes), category_(category), ledger_(&ledger) {
@@ -31,9 +67,7 @@ Buffer::Buffer(MemoryLedger& ledger, MemoryCategory category, std::int64_t bytes
       failure = e.what();
     }
   } else {
-    const auto rounded = (static_cast<std::size_t>(bytes) + kAlignment - 1) / kAlignment * kAlignment;
-    data_ = std::aligned_alloc(kAlignment, rounded);
-    if (data_ != nullptr) std::memset(data_, 0, rounded);
+    data_ = allocate_host(bytes);
   }
   if (data_ == nullptr) {
     const std::int64_t held = ledger.current_total();
@@ -69,7 +103,7 @@ void Buffer::free_now() {
   if (data_ != nullptr) {
     DeviceMemory* device = ledger_ != nullptr ? ledger_->device_memory() : nullptr;
     if (device != nullptr) device->release(data_);
-    else std::free(data_);
+    else free_host(data_, bytes_);
     if (ledger_ != nullptr) ledger_->release(category_, bytes_);
   }
   data_ = nullptr;

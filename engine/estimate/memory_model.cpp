@@ -14,6 +14,7 @@
 #include "estimate/zero_units.h"
 #include "model/model_config.h"
 #include "model/parameter_layout.h"
+#include "parallel/communicator.h"
 #include "plan/grid.h"
 #include "parallel/zero.h"
 
@@ -121,10 +122,23 @@ void unit_model_states(RankMemory& m, const Context& c, const UnitSharding& u, s
       unit_sharded(c.k.optimizer, held.optimizer_elements, s.dp, "this rank's real elements") +
           state_split(s.precision));
   const std::string d = std::to_string(k_g) + " × ";
+  // The ring reduce-scatter's staging (kept between calls, sized by the largest
+  // chunk): two chunks of partial sums, and in 16 bits a pre-divided copy of the
+  // unit (an average divides each rank's values by Nd first, as NCCL's ncclAvg).
+  // Chunks over kRingSliceBytes (parallel/communicator.h) are staged a slice at a time.
+  const std::int64_t staging = s.dp > 1 ? (c.plan.mixed() ? 2 + s.dp : 2) : 0;
+  const std::int64_t slice = std::min(u.largest_chunk, kRingSliceBytes / k_g);
+  const std::string staged = staging == 0 ? std::string()
+                             : " + " + std::to_string(staging) + " × " + grouped(slice) +
+                                   (c.plan.mixed() ? " staged: the ring's two partial-sum slices and the slice of "
+                                                     "every chunk divided by Nd"
+                                                   : " staged: the ring's two partial-sum slices") +
+                                   " (at most " + std::to_string(kRingSliceBytes >> 20) + " MiB a slice)";
+  const CheckedSize chunks = CheckedSize(slice) * staging;
   if (c.plan.mixed()) {
     const std::int64_t buffers = u.mixed_unit_buffer_peak(gathers);
-    set(m, MemoryCategory::communication, (CheckedSize(k_g) * (CheckedSize(u.largest_chunk) + buffers)).value(),
-        d + "(" + grouped(u.largest_chunk) + " + " + grouped(buffers) + "): the reduce-scatter's receive chunk, plus " +
+    set(m, MemoryCategory::communication, (CheckedSize(k_g) * (chunks + buffers)).value(),
+        d + "(" + grouped(buffers) + staged + "): " +
             (gathers ? "the gathered parameters of the head and the tied embedding, or of a layer, "
                        "max(E + H, L)"
                      : "one unit's gradient rounded to 16 bits for its reduce-scatter, max(E, L, H)") +
@@ -132,8 +146,8 @@ void unit_model_states(RankMemory& m, const Context& c, const UnitSharding& u, s
     return;
   }
   const std::int64_t buffers = u.unit_buffer_peak(gathers);
-  set(m, MemoryCategory::communication, (CheckedSize(k_g) * (CheckedSize(u.largest_chunk) + buffers)).value(),
-      d + "(" + grouped(u.largest_chunk) + " + " + grouped(buffers) + "): the reduce-scatter's receive chunk, plus " +
+  set(m, MemoryCategory::communication, (CheckedSize(k_g) * (chunks + buffers)).value(),
+      d + "(" + grouped(buffers) + staged + "): " +
           (gathers ? "whole-unit gradients and gathered parameters at backward's peak, max(2E + 2H, E + 2L)"
                    : "whole-unit gradients at backward's peak, E + max(H, L)") +
           " (units padded to Nd chunks)");

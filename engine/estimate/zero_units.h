@@ -22,7 +22,7 @@ struct UnitSharding {
   std::int64_t embedding = 0, layer = 0, head = 0;  // n_u of each kind of unit
   std::int64_t layers = 0;
   std::int64_t shard = 0;          // S = Σ_u ceil(n_u / Nd): every rank's gradient (parameter) shard
-  std::int64_t largest_chunk = 0;  // the reduce-scatter's receive buffer
+  std::int64_t largest_chunk = 0;  // the largest chunk one reduce-scatter delivers (sizes its staging)
 
   static std::int64_t chunk(std::int64_t n, int dp) { return (n + dp - 1) / dp; }
   std::int64_t padded(std::int64_t n) const { return chunk(n, dp) * dp; }  // a whole unit, Nd chunks

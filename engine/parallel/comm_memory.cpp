@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/buffer.h"
 #include "core/half.h"
 #include "core/memory_ledger.h"
 #include "ops/backend.h"
@@ -64,8 +65,32 @@ void with_elems(DType dtype, Body&& body) {
   throw std::invalid_argument("collective element type must be f32, f16 or bf16");
 }
 
+// The staging of one scratch slot: a Buffer charged to the rank's ledger
+// (category communication) when the communicator has one, else plain memory.
+class ScratchSlot {
+ public:
+  void* grow(MemoryLedger* ledger, std::int64_t bytes) {
+    if (held_ >= bytes) return data();
+    if (ledger == nullptr) {
+      plain_.resize(static_cast<std::size_t>(bytes));
+    } else {
+      buffer_ = Buffer();  // the old block goes back before the larger one is taken
+      buffer_ = Buffer(*ledger, MemoryCategory::communication, bytes);
+    }
+    held_ = bytes;
+    return data();
+  }
+  void* data() { return buffer_.empty() ? static_cast<void*>(plain_.data()) : buffer_.data(); }
+
+ private:
+  Buffer buffer_;
+  std::vector<std::byte> plain_;
+  std::int64_t held_ = 0;
+};
+
 class HostCommMemory final : public CommMemory {
  public:
+  explicit HostCommMemory(MemoryLedger* ledger) : ledger_(ledger) {}
   bool device() const override { return false; }
   void copy(void* dst, const void* src, std::int64_t bytes) override {
     if (bytes > 0 && dst != src) std::memcpy(dst, src, static_cast<std::size_t>(bytes));
@@ -92,23 +117,22 @@ class HostCommMemory final : public CommMemory {
   void from_host(void* dst, const void* host_src, std::int64_t bytes) override { copy(dst, host_src, bytes); }
   void settle() override {}
   void* scratch(int slot, std::int64_t bytes) override {
-    auto& s = scratch_.at(static_cast<std::size_t>(slot));
-    if (static_cast<std::int64_t>(s.size()) < bytes) s.resize(static_cast<std::size_t>(bytes));
-    return s.data();
+    return scratch_.at(static_cast<std::size_t>(slot)).grow(ledger_, bytes);
   }
 
  private:
-  std::array<std::vector<std::byte>, 2> scratch_;
+  MemoryLedger* ledger_;
+  std::array<ScratchSlot, 2> scratch_;
 };
 
 // ---- device memory (ranks sharing one GPU) ----
 
 class DeviceCommMemory final : public CommMemory {
  public:
-  explicit DeviceCommMemory(const CommDevice& d) : compute_(*d.compute), backend_(*d.backend), memory_(*d.memory) {}
+  explicit DeviceCommMemory(const CommDevice& d)
+      : compute_(*d.compute), backend_(*d.backend), memory_(*d.memory), ledger_(d.ledger) {}
   ~DeviceCommMemory() override {
-    for (auto& s : scratch_)
-      if (s.pointer != nullptr) memory_.release(s.pointer);
+    for (auto& s : scratch_) give_back(s);
   }
 
   bool device() const override { return true; }
@@ -151,12 +175,11 @@ class DeviceCommMemory final : public CommMemory {
     if (s.bytes < bytes) {
       if (s.pointer != nullptr) {
         settle();  // queued copies may still read or write the old block
-        memory_.release(s.pointer);
-        s.pointer = nullptr;
-        s.bytes = 0;
+        give_back(s);
       }
       s.pointer = memory_.allocate_zeroed(bytes);
       s.bytes = bytes;
+      if (ledger_ != nullptr) ledger_->allocate(MemoryCategory::communication, bytes);
       settle();  // the block may be zeroed on the compute stream; the comm stream writes it next
     }
     return s.pointer;
@@ -172,16 +195,23 @@ class DeviceCommMemory final : public CommMemory {
     void* pointer = nullptr;
     std::int64_t bytes = 0;
   };
+  void give_back(Scratch& s) {
+    if (s.pointer == nullptr) return;
+    memory_.release(s.pointer);
+    if (ledger_ != nullptr) ledger_->release(MemoryCategory::communication, s.bytes);
+    s = Scratch{};
+  }
   Backend& compute_;
   Backend& backend_;
   DeviceMemory& memory_;
+  MemoryLedger* ledger_;
   std::array<Scratch, 2> scratch_;
 };
 
 }  // namespace
 
-std::unique_ptr<CommMemory> make_host_comm_memory() {
-  return std::make_unique<HostCommMemory>();
+std::unique_ptr<CommMemory> make_host_comm_memory(MemoryLedger* ledger) {
+  return std::make_unique<HostCommMemory>(ledger);
 }
 
 std::unique_ptr<CommMemory> make_device_comm_memory(const CommDevice& device) {

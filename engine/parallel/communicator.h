@@ -39,6 +39,11 @@ class CommAborted : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A ring reduce-scatter moves chunks larger than this through its staging
+// slice by slice (NCCL_BUFFSIZE's default), so its staging stays bounded; the
+// estimator counts the staging from it (estimate/memory_model.cpp).
+inline constexpr std::int64_t kRingSliceBytes = std::int64_t{4} << 20;
+
 class Communicator {
  public:
   virtual ~Communicator() = default;

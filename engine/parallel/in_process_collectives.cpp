@@ -126,53 +126,71 @@ void InProcessCommunicator::all_reduce(void* data_, std::int64_t count, DType dt
 // The partial sum of a chunk travels round the ring and gains one rank's
 // contribution per step; it lands in the receiver's `stage` (double-buffered:
 // the receiver reads slot k%2 at step k+1 while the sender fills the other).
-// After n-1 steps stage holds the sum over every rank but this one.
+// After n-1 steps stage holds the sum over every rank but this one. A chunk
+// larger than kRingSliceBytes goes round in slices, one ring pass each, as
+// NCCL pipelines a large call through fixed buffers: the staging stays
+// 2 x kRingSliceBytes however large the units are, and each element is summed
+// in the same order as in one pass.
 void InProcessCommunicator::reduce_scatter(const void* send_, void* recv, std::int64_t recv_count, DType dtype,
                                            ReduceOp op, const CommTag& tag) {
   check_argument(recv_count >= 0, "reduce_scatter", "negative count");
   check_argument(reducible(dtype), "reduce_scatter", "element type must be f32, f16 or bf16");
   const auto esize = static_cast<std::int64_t>(dtype_size(dtype));
-  const std::int64_t chunk = recv_count * esize;
-  CommMemory& mem = *memory_;
   auto* send = static_cast<const std::byte*>(send_);
   // The copies below run on the comm stream: first the compute stream's writes
   // into send (and its reads of recv) must be done.
-  mem.settle();
+  memory_->settle();
   call_begin();
   if (n_ == 1) {
     if (world_->aborted()) raise_aborted();
-    mem.copy(recv, send, chunk);
-    mem.settle();  // the caller's compute reads recv next, on another stream
+    memory_->copy(recv, send, recv_count * esize);
+    memory_->settle();  // the caller's compute reads recv next, on another stream
     call_end();
     return;
   }
+  const std::int64_t slice = std::max<std::int64_t>(1, kRingSliceBytes / esize);
+  for (std::int64_t begin = 0; begin < recv_count || begin == 0; begin += slice) {
+    const std::int64_t count = std::min(slice, recv_count - begin);
+    reduce_scatter_slice(send + begin * esize, recv_count * esize, static_cast<std::byte*>(recv) + begin * esize,
+                         count, dtype, op, tag);
+  }
+  memory_->settle();  // the caller's compute reads recv next, on another stream
+  call_end();
+}
+
+// One ring pass over `count` elements of each rank's chunk: chunk c's elements
+// start at send + c * stride (bytes).
+void InProcessCommunicator::reduce_scatter_slice(const std::byte* send, std::int64_t stride, std::byte* recv,
+                                                 std::int64_t count, DType dtype, ReduceOp op, const CommTag& tag) {
+  const auto esize = static_cast<std::int64_t>(dtype_size(dtype));
+  const std::int64_t chunk = count * esize;
+  CommMemory& mem = *memory_;
   const bool pre_divide = pre_divides(dtype, op);
   if (pre_divide) {  // this rank's values / N, in scratch (send stays untouched)
     auto* divided = static_cast<std::byte*>(mem.scratch(1, n_ * chunk));
-    mem.copy(divided, send, n_ * chunk);
-    mem.divide(dtype, divided, n_ * recv_count, n_);
+    for (int c = 0; c < n_; ++c) mem.copy(divided + c * chunk, send + c * stride, chunk);
+    mem.divide(dtype, divided, n_ * count, n_);
     send = divided;
+    stride = chunk;
   }
   auto* my_stage = static_cast<std::byte*>(mem.scratch(0, 2 * chunk));  // before enter() publishes it
   slot(me_).stage = my_stage;
-  const std::int64_t base = enter(CommOp::reduce_scatter, send, recv, recv_count, -1, dtype);
+  const std::int64_t base = enter(CommOp::reduce_scatter, send, recv, count, -1, dtype);
   const Transfer tr{CommOp::reduce_scatter, RingPhase::reduce_scatter, tag};
   for (int k = 0; k < n_ - 1; ++k) {
     const int c = mod(me_ - k - 1);
-    const std::byte* own = send + c * chunk;
+    const std::byte* own = send + c * stride;
     ring_step(base, k, tr, k, c, chunk, [&](Slot& right) {
       std::byte* dst = static_cast<std::byte*>(right.stage) + (k % 2) * chunk;
       if (k == 0)
         mem.copy(dst, own, chunk);
       else
-        mem.add_to(dtype, dst, my_stage + ((k - 1) % 2) * chunk, own, recv_count);
+        mem.add_to(dtype, dst, my_stage + ((k - 1) % 2) * chunk, own, count);
     });
   }
   wait_for_peer(left_, base + n_);  // the left neighbour's last partial sum is in my stage
-  mem.add_to(dtype, recv, my_stage + ((n_ - 2) % 2) * chunk, send + me_ * chunk, recv_count);
-  if (op == ReduceOp::average && !pre_divide) mem.divide(dtype, recv, recv_count, n_);
-  mem.settle();  // the caller's compute reads recv next, on another stream
-  call_end();
+  mem.add_to(dtype, recv, my_stage + ((n_ - 2) % 2) * chunk, send + me_ * stride, count);
+  if (op == ReduceOp::average && !pre_divide) mem.divide(dtype, recv, count, n_);
 }
 
 void InProcessCommunicator::all_gather(const void* send, void* recv, std::int64_t send_count, DType dtype,

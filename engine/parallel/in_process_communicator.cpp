@@ -147,7 +147,7 @@ InProcessCommunicator::InProcessCommunicator(std::shared_ptr<InProcessWorld> wor
       n_(group_->size()),
       left_(mod(me - 1)),
       right_(mod(me + 1)),
-      host_memory_(make_host_comm_memory()),
+      host_memory_(make_host_comm_memory(device.ledger)),
       device_memory_(device.backend != nullptr ? make_device_comm_memory(device) : nullptr),
       memory_(device_memory_ != nullptr ? device_memory_.get() : host_memory_.get()),
       clock_(clock),

@@ -53,9 +53,12 @@
 // moves to its arrival if that is later. A barrier ends at the latest entry.
 //
 // In place: reduce_scatter may receive into send + rank * recv_count and
-// all_gather may send from recv + rank * send_count. Extra memory, not charged
-// to the ledger: reduce_scatter keeps a 2 x recv_count staging buffer per rank
-// and group (grown, never shrunk); a queued send holds a copy until received.
+// all_gather may send from recv + rank * send_count. Extra memory, charged to
+// the CommDevice's ledger (communication) where it names one: reduce_scatter
+// keeps a staging buffer per rank and group, 2 x recv_count up to a 4 MiB slice
+// (larger chunks go round the ring slice by slice, as NCCL pipelines through its
+// buffers), and in 16 bits an average's pre-divided copy of the slice, N times
+// that (grown, never shrunk). A queued send holds a copy until received (not charged).
 //
 // Device memory (ranks sharing one GPU, CommDevice): the same algorithms, the
 // copies and sums made by the rank's communication backend on its stream. A
@@ -85,16 +88,20 @@ namespace shardscope {
 class Backend;
 class DeviceClock;
 class DeviceMemory;
+class MemoryLedger;
 
 // The device of a rank whose buffers are not host memory (several ranks
 // sharing one GPU): collectives then copy and sum through `backend`, a backend
 // of the rank's own (its stream is the rank's communication stream), after
 // waiting for `compute`, the backend that wrote the buffers; the reduce-scatter
 // staging is allocated from `memory`. Small host values go through the *_host calls.
+// `ledger` (host or device ranks; may be null) is charged with the collectives'
+// staging, category communication, so the rank's ledger counts every buffer.
 struct CommDevice {
   Backend* compute = nullptr;
   Backend* backend = nullptr;
   DeviceMemory* memory = nullptr;
+  MemoryLedger* ledger = nullptr;
 };
 
 struct InProcessGroup;  // the shared state of one group (in_process_group.h)

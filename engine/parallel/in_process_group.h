@@ -44,10 +44,11 @@ class CommMemory {
   virtual void settle() = 0;
   // Scratch in this memory, at least `bytes`, kept between calls (grown, never
   // shrunk): slot 0 the reduce-scatter staging, slot 1 a pre-divided copy.
+  // Charged to the rank's ledger as communication when the CommDevice names one.
   virtual void* scratch(int slot, std::int64_t bytes) = 0;
 };
 
-std::unique_ptr<CommMemory> make_host_comm_memory();
+std::unique_ptr<CommMemory> make_host_comm_memory(MemoryLedger* ledger);
 std::unique_ptr<CommMemory> make_device_comm_memory(const CommDevice& device);
 
 // One member of a group. Published fields are written by the owner before it
@@ -155,6 +156,9 @@ class InProcessCommunicator final : public Communicator {
   template <class Copy>
   void ring_step(std::int64_t base, int t, const Transfer& tr, int phase_step, int chunk, std::int64_t bytes,
                  Copy&& copy);
+  // reduce_scatter's ring over one slice of every chunk (chunk c at send + c * stride bytes).
+  void reduce_scatter_slice(const std::byte* send, std::int64_t stride, std::byte* recv, std::int64_t count,
+                            DType dtype, ReduceOp op, const CommTag& tag);
   template <class PeerCopy, class RootCopy>
   void rooted(const Transfer& tr, const void* send, void* recv, std::int64_t count, DType dtype, int root, bool to_root,
               int chunk, PeerCopy&& peer_copy, RootCopy&& root_copy);

@@ -18,7 +18,6 @@ ZeroShardedStorage::ZeroShardedStorage(const ShardingRules& rules, const RankPla
   if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16)
     throw std::invalid_argument("ZeRO storage: dtype must be f32, f16 or bf16");
   if ((dtype != DType::f32) != rules.mixed()) throw std::invalid_argument("ZeRO storage: dtype and precision differ");
-  std::int64_t largest_chunk = 0;
   for (const UnitChunk& c : rank.chunks) {
     const ParameterUnit* u = model.layout().find_unit(c.unit);
     if (u == nullptr || u->numel() != c.numel)
@@ -29,7 +28,6 @@ ZeroShardedStorage::ZeroShardedStorage(const ShardingRules& rules, const RankPla
     s.packed = c.packed;
     s.mine = c.mine;
     shard_size_ += s.chunk;
-    largest_chunk = std::max(largest_chunk, s.chunk);
     units_.emplace(c.unit, std::move(s));
   }
   const std::int64_t whole = model.parameter_count();
@@ -38,7 +36,6 @@ ZeroShardedStorage::ZeroShardedStorage(const ShardingRules& rules, const RankPla
     params_ = Buffer(ledger, MemoryCategory::parameters, shard_size_ * element_bytes());
   else if (mixed())
     params_ = Buffer(ledger, MemoryCategory::parameters, whole * element_bytes());
-  if (shards_gradients()) received_ = Buffer(ledger, MemoryCategory::communication, largest_chunk * element_bytes());
 }
 
 ZeroShardedStorage::UnitShard& ZeroShardedStorage::shard_of(int unit) {
@@ -179,15 +176,17 @@ void ZeroShardedStorage::gradients_done(Model& model, int unit) {
     auto* bits = static_cast<std::uint16_t*>(rounded.data());
     be.narrow(dtype_, s.gradient.floats(), bits, padded);
     note_overflow(bits, s.unit.numel(), s.unit.begin);
-    dp_.reduce_scatter(bits, received_.data(), s.chunk, dtype_, ReduceOp::average, tag);
-    be.add_16(dtype_, reinterpret_cast<std::uint16_t*>(bytes_at(grads_, s.packed)),
-              static_cast<const std::uint16_t*>(received_.data()), s.chunk);
+    std::uint16_t* mine = bits + dp_.rank() * s.chunk;  // in place: the unit's own chunk receives the average
+    dp_.reduce_scatter(bits, mine, s.chunk, dtype_, ReduceOp::average, tag);
+    be.add_16(dtype_, reinterpret_cast<std::uint16_t*>(bytes_at(grads_, s.packed)), mine, s.chunk);
   } else {
-    // Reduce-scatter: this rank receives the average over ranks of its chunk, and
-    // adds it to its gradient shard (accumulation steps add up there).
-    dp_.reduce_scatter(s.gradient.floats(), received_.floats(), s.chunk, ReduceOp::average, tag);
+    // Reduce-scatter in place: this rank's chunk of the unit gradient receives
+    // the average over ranks, added to its gradient shard (accumulation steps
+    // add up there); the unit buffer is freed right after.
+    float* mine = s.gradient.floats() + dp_.rank() * s.chunk;
+    dp_.reduce_scatter(s.gradient.floats(), mine, s.chunk, ReduceOp::average, tag);
     float* shard = grads_.floats() + s.packed;
-    be.add(shard, shard, received_.floats(), s.chunk);
+    be.add(shard, shard, mine, s.chunk);
   }
   model.bind_unit_gradients(unit, nullptr);
   s.gradient = Buffer();

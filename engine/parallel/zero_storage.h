@@ -116,7 +116,6 @@ class ZeroShardedStorage final : public UnitStorage {
   std::int64_t shard_size_ = 0;
   Buffer grads_;     // gradients: this rank's chunks, packed (stages 2/3), or the whole (mixed 0/1)
   Buffer params_;    // parameters: this rank's chunks (stage 3), or the whole (mixed 0-2)
-  Buffer received_;  // communication: one chunk, the reduce-scatter's result before accumulating
   std::string first_overflow_;
   EventSink* sink_ = nullptr;
   DeviceClock* clock_ = nullptr;  // the rank's (clock/device_clock.h)

@@ -36,7 +36,7 @@ struct Trainer::Rank {
   std::unique_ptr<OpProfile> op_profile;  // RunConfig::profile_ops: the backend below times into it
   std::unique_ptr<Backend> backend;
   std::unique_ptr<Backend> comm_backend;  // ranks sharing a device: the collectives' copies and sums
-  CommDevice comm_device;                 // set when the rank's buffers are device memory
+  CommDevice comm_device;                 // compute, backend, memory set when the rank's buffers are device memory
   void* cuda_stream = nullptr;            // the compute backend's stream, for NCCL
   std::unique_ptr<Model> model;
   std::unique_ptr<AdamW> optimizer;  // null on the replicas of naive DataParallel

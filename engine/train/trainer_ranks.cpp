@@ -74,8 +74,9 @@ void Trainer::attach_device(Rank& rank, const RankDeviceFactory& devices) {
     // Ranks sharing the device exchange buffers through it (the in-process
     // communicator's device copies); host values through its *_host calls.
     rank.comm_device = CommDevice{rank.backend.get(), rank.comm_backend ? rank.comm_backend.get() : rank.backend.get(),
-                                  rank.device_memory.get()};
+                                  rank.device_memory.get(), &rank.ledger};
   } else {
+    rank.comm_device.ledger = &rank.ledger;  // the collectives' staging counts on the rank's ledger
     if (config_.test_device_capacity > 0) {
       rank.device_memory =
           std::make_unique<CachingDeviceMemory>(std::make_unique<HostRawAllocator>(config_.test_device_capacity));

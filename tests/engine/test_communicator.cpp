@@ -14,6 +14,7 @@
 #include "engine/rank_harness.h"
 #include "engine/test_support.h"
 #include "plan/grid.h"
+#include "core/memory_ledger.h"
 #include "parallel/in_process_communicator.h"
 
 using namespace shardscope;
@@ -83,6 +84,7 @@ class TestCommunicator : public QObject {
  private Q_SLOTS:
   void all_reduce_matches_direct_sum();
   void reduce_scatter_matches_direct_sum();
+  void large_reduce_scatter_goes_round_in_slices();
   void all_gather_concatenates_in_rank_order();
   void rooted_collectives_copy_through_root();
   void grid_groups_run_concurrently();
@@ -164,6 +166,42 @@ void TestCommunicator::reduce_scatter_matches_direct_sum() {
                                 .arg(int(c.op))
                                 .arg(c.in_place)
                                 .arg(r)));
+    }
+  }
+}
+
+// A chunk of 2.5 slices (kRingSliceBytes) goes round the ring three times: the
+// same sums, the same bytes on the wire, a staging buffer of two slices charged
+// to each rank's ledger (and for an average nothing more: f32 divides after).
+void TestCommunicator::large_reduce_scatter_goes_round_in_slices() {
+  const int n = 3;
+  const std::int64_t slice = kRingSliceBytes / 4;
+  const std::int64_t count = slice * 5 / 2;
+  for (const ReduceOp op : kOps) {
+    CollectingSink sink;
+    auto world = InProcessWorld::create(n, &sink);
+    std::vector<MemoryLedger> ledgers(n);
+    Recorded results(n);
+    RUN_RANKS(*world, [&](int r) {
+      auto comm = world->communicator(r, iota_ranks(n), CommDevice{nullptr, nullptr, nullptr, &ledgers[r]});
+      auto send = input(r, n * count, 0);
+      std::vector<float> recv(static_cast<std::size_t>(count));
+      comm->reduce_scatter(send.data(), recv.data(), count, op, {});
+      results.add(r, std::move(recv));
+    });
+    const auto all = reduced(n, n * count, 0, op);
+    for (int r = 0; r < n; ++r) {
+      const QString where = QString("op %1 rank %2").arg(int(op)).arg(r);
+      QVERIFY2(close(results.at(r, 0), part(all, r, count)), qPrintable(where));
+      std::int64_t bytes = 0;
+      int events = 0;
+      for (const Event& e : sink.of_rank(r)) {
+        bytes += e.bytes;
+        ++events;
+      }
+      QCOMPARE(bytes, (n - 1) * count * 4);  // every chunk but its own, once
+      QCOMPARE(events, (n - 1) * 3);         // N-1 ring steps per slice
+      QCOMPARE(ledgers[r].peak()[MemoryCategory::communication], 2 * kRingSliceBytes);
     }
   }
 }
