@@ -25,7 +25,9 @@ void MainWindow::onEvents(const std::vector<Event>& events) {
         last_metrics = &e;
         break;
       case EventKind::memory_sample:
-        memory_->setSample(e.rank, e.memory);
+        memory_->setSample(e.rank, e.memory, e.memory_peak);
+        if (e.device < 0 && e.process_resident_bytes > 0)
+          memory_->setProcessMemory(e.process_resident_bytes, e.process_peak_resident_bytes);
         if (e.device >= 0)
           memory_->setDeviceUsage(
               e.rank, DeviceUsage{e.device, e.device_used_bytes, e.device_total_bytes, e.device_reserved_bytes});

@@ -126,7 +126,7 @@ void RunController::worker(RunConfig config) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     std::vector<MemoryBytes> memory;
-    for (int r = 0; r < trainer.world_size(); ++r) memory.push_back(trainer.ledger(r).current());
+    for (int r = 0; r < trainer.world_size(); ++r) memory.push_back(trainer.ledger(r).peak());
     std::lock_guard lock(result_mutex_);
     final_memory_ = std::move(memory);
     if (stop_ && trainer.steps_done() < config.steps)

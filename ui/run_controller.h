@@ -42,8 +42,9 @@ class RunController : public QObject {
 
   State state() const { return state_; }
   bool busy() const { return state_ != State::idle; }
-  // The ledger's current bytes of every rank when the last run ended (by
-  // global rank); empty before the first run ends or when it failed to start.
+  // The ledger's peak bytes of every rank when the last run ended (each
+  // category's own peak, by global rank: what the memory bars show); empty
+  // before the first run ends or when it failed to start.
   std::vector<MemoryBytes> finalMemory() const;
   double playbackSpeed() const { return speed_.load(); }
   // Steps the trainer finished / the views have been handed completely.

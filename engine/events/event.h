@@ -74,8 +74,15 @@ struct Event {
   // shard
   ShardAction shard_action = ShardAction::gather;
 
-  // memory_sample: current bytes by category (MemoryBytes order)
+  // memory_sample: current bytes by category (MemoryBytes order), and each
+  // category's peak since the run started (MemoryLedger::peak: what the
+  // estimator predicts).
   std::array<std::int64_t, kMemoryCategoryCount> memory{};
+  std::array<std::int64_t, kMemoryCategoryCount> memory_peak{};
+  // memory_sample of a host rank: the whole process's resident memory now and
+  // its peak (core/process_memory.h; every rank of the process shares it); 0: unknown.
+  std::int64_t process_resident_bytes = 0;
+  std::int64_t process_peak_resident_bytes = 0;
   // memory_sample of a rank on a GPU (device >= 0, its ordinal; -1: host memory):
   // the whole device as cudaMemGetInfo sees it (total - free, every process
   // counted) and what the rank's caching allocator holds (core/caching_device_memory.h).

@@ -2,7 +2,9 @@
 // Records are written field by field, never as a memcpy of Event: the struct's
 // padding and layout belong to the compiler, the file's to us.
 //
-// Record layout, version 4 (304 bytes, little-endian). Version 3 has no unit
+// Record layout, version 5 (368 bytes, little-endian). Version 4 is the first
+// 304 bytes (no peaks or resident memory: peaks read as the current bytes,
+// resident memory as 0, unknown). Version 3 has no unit
 // field: its ZeRO events said the unit as layer + 1 (shard) or as the bucket
 // (a reduce-scatter or all-gather), and are read back into `unit`. Version 2
 // is the first 272 bytes (no device fields: read as device -1); version 1 is
@@ -17,6 +19,7 @@
 //   148 u8 text[120] (UTF-8, NUL-padded)                  268 f32 loss_scale (0 in version 1: read as 1)
 //   272 i64 device_used_bytes  280 i64 device_total_bytes  288 i64 device_reserved_bytes
 //   296 i32 device (-1: host)  300 i32 unit (version 4)
+//   304 i64 memory_peak[6] (version 5)  352 i64 process_resident_bytes  360 i64 process_peak_resident_bytes
 #include "events/recording.h"
 
 #include <algorithm>
@@ -99,6 +102,9 @@ void encode_event(const Event& e, unsigned char* r) {
   put(r + 288, e.device_reserved_bytes);
   put(r + 296, e.device);
   put(r + 300, e.unit);
+  for (std::size_t i = 0; i < kMemoryCategoryCount; ++i) put(r + 304 + 8 * i, e.memory_peak[i]);
+  put(r + 352, e.process_resident_bytes);
+  put(r + 360, e.process_peak_resident_bytes);
 }
 
 Event decode_event(const unsigned char* r, std::uint32_t version) {
@@ -139,6 +145,13 @@ Event decode_event(const unsigned char* r, std::uint32_t version) {
     e.device_total_bytes = get<std::int64_t>(r + 280);
     e.device_reserved_bytes = get<std::int64_t>(r + 288);
     e.device = get<std::int32_t>(r + 296);
+  }
+  if (version >= 5) {
+    for (std::size_t i = 0; i < kMemoryCategoryCount; ++i) e.memory_peak[i] = get<std::int64_t>(r + 304 + 8 * i);
+    e.process_resident_bytes = get<std::int64_t>(r + 352);
+    e.process_peak_resident_bytes = get<std::int64_t>(r + 360);
+  } else {
+    e.memory_peak = e.memory;  // the best a version-4 sample knows
   }
   if (version >= 4) {
     e.unit = get<std::int32_t>(r + 300);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/process_memory.h"
 #include "parallel/data_parallel.h"
 #include "train/trainer_rank.h"
 
@@ -135,6 +136,13 @@ void Trainer::emit_memory_sample(const Rank& rk, const Event& span) {
   memory.kind = EventKind::memory_sample;
   memory.start_ns = memory.end_ns = rk.clock->now();
   memory.memory = rk.ledger.current().bytes;
+  memory.memory_peak = rk.ledger.peak().bytes;
+  if (rk.device_memory == nullptr) {
+    if (const auto process = process_memory()) {
+      memory.process_resident_bytes = process->resident_bytes;
+      memory.process_peak_resident_bytes = process->peak_resident_bytes;
+    }
+  }
   if (DeviceUsage usage; rk.device_memory != nullptr && rk.device_memory->device_usage(usage)) {
     memory.device = usage.device;
     memory.device_used_bytes = usage.used_bytes;

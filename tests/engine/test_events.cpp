@@ -69,6 +69,9 @@ std::vector<Event> every_kind_with_every_field() {
     e.device_used_bytes = (std::int64_t{3} << 36) + k;
     e.device_total_bytes = (std::int64_t{141} << 30) - k;
     e.device_reserved_bytes = -(std::int64_t{9} << 40) - k;  // any value survives, not only sensible ones
+    for (std::size_t i = 0; i < kMemoryCategoryCount; ++i) e.memory_peak[i] = (std::int64_t{1} << (40 + i)) - k;
+    e.process_resident_bytes = (std::int64_t{5} << 30) + k;
+    e.process_peak_resident_bytes = (std::int64_t{6} << 30) + k;
     e.loss = 2.5f + static_cast<float>(k);
     e.lr = 3e-4f * static_cast<float>(k + 1);
     e.grad_norm = -0.0f;
@@ -106,6 +109,9 @@ void compare_events(const Event& a, const Event& b) {
   QCOMPARE(a.bytes, b.bytes);
   QCOMPARE(a.shard_action, b.shard_action);
   QVERIFY(a.memory == b.memory);
+  QVERIFY(a.memory_peak == b.memory_peak);
+  QCOMPARE(a.process_resident_bytes, b.process_resident_bytes);
+  QCOMPARE(a.process_peak_resident_bytes, b.process_peak_resident_bytes);
   QCOMPARE(a.device, b.device);
   QCOMPARE(a.device_used_bytes, b.device_used_bytes);
   QCOMPARE(a.device_total_bytes, b.device_total_bytes);
@@ -321,15 +327,19 @@ void TestEvents::recording_layout_is_the_documented_one() {
   e.device_total_bytes = std::int64_t{1} << 40;
   e.device_reserved_bytes = 0x77;
   e.unit = 0x05060708;
+  e.memory_peak[0] = 0x21;
+  e.memory_peak[5] = 0x26;
+  e.process_resident_bytes = 0x31;
+  e.process_peak_resident_bytes = 0x32;
   const std::string file = path("layout.ssrun");
   {
     RecordingWriter writer(file, "");
     writer.emit(e);
   }
   const std::string bytes = read_file(file);
-  QCOMPARE(bytes.size(), std::size_t{20 + 2 + 304});  // empty metadata is written as "{}"
+  QCOMPARE(bytes.size(), std::size_t{20 + 2 + 368});  // empty metadata is written as "{}"
   QCOMPARE(bytes.substr(0, 8), std::string("SSRUN\r\n\x1a", 8));
-  QCOMPARE(bytes.substr(8, 12), std::string("\x04\0\0\0\x30\x01\0\0\x02\0\0\0", 12));
+  QCOMPARE(bytes.substr(8, 12), std::string("\x05\0\0\0\x70\x01\0\0\x02\0\0\0", 12));
   QCOMPARE(bytes.substr(20, 2), std::string("{}"));
   const std::string record = bytes.substr(22);
   QCOMPARE(record[0], '\x04');                                                      // kind at 0
@@ -341,10 +351,30 @@ void TestEvents::recording_layout_is_the_documented_one() {
   QCOMPARE(record.substr(280, 8), std::string("\0\0\0\0\0\x01\0\0", 8));            // device total at 280
   QCOMPARE(record.substr(288, 8), std::string("\x77\0\0\0\0\0\0\0", 8));            // reserved at 288
   QCOMPARE(record.substr(296, 8), std::string("\x02\0\0\0\x08\x07\x06\x05", 8));    // device at 296, unit at 300
+  QCOMPARE(record.substr(304, 8), std::string("\x21\0\0\0\0\0\0\0", 8));            // peaks from 304
+  QCOMPARE(record.substr(344, 8), std::string("\x26\0\0\0\0\0\0\0", 8));            // ... to 351
+  QCOMPARE(record.substr(352, 16), std::string("\x31\0\0\0\0\0\0\0\x32\0\0\0\0\0\0\0", 16));  // resident, peak
   RecordingReader current;
   current.open(file);
-  QCOMPARE(current.version(), std::uint32_t{4});
+  QCOMPARE(current.version(), std::uint32_t{5});
   compare_events(current.read_all().at(0), e);
+
+  // Version 4 (304-byte records) had no peaks or resident memory: peaks read as
+  // the sample's current bytes, resident memory as unknown.
+  {
+    std::string v4 = bytes.substr(0, 22 + 304);
+    v4[8] = '\x04';
+    v4.replace(12, 4, std::string("\x30\x01\0\0", 4));  // record size 304
+    const std::string v4_file = path("v4.ssrun");
+    std::ofstream(v4_file, std::ios::binary) << v4;
+    RecordingReader reader;
+    reader.open(v4_file);
+    QCOMPARE(reader.version(), std::uint32_t{4});
+    const Event back = reader.read_all().at(0);
+    QCOMPARE(back.unit, e.unit);
+    QVERIFY(back.memory_peak == e.memory);
+    QCOMPARE(back.process_resident_bytes, std::int64_t{0});
+  }
 
   // Version 3 had no unit: ZeRO events said it as layer + 1 (a shard gather or
   // release) or as the bucket (a unit's reduce-scatter or all-gather).
@@ -426,15 +456,15 @@ void TestEvents::recording_is_read_while_being_written() {
   const std::string whole = read_file(file);
   const std::size_t begin = 22;
   const std::string partial = path("partial.ssrun");
-  write_file(partial, whole.substr(0, begin + 304 + 100));
+  write_file(partial, whole.substr(0, begin + kRecordSize + 100));
   RecordingReader tail;
   tail.open(partial);
   std::vector<Event> part;
   QCOMPARE(tail.read_new(part), std::size_t{1});
   QCOMPARE(tail.trailing_bytes(), std::uint64_t{100});
-  write_file(partial, whole.substr(begin + 404, 300), std::ios::app);  // completes record 1, starts record 2
+  write_file(partial, whole.substr(begin + kRecordSize + 100, kRecordSize), std::ios::app);  // completes record 1, starts record 2
   QCOMPARE(tail.read_new(part), std::size_t{1});
-  write_file(partial, whole.substr(begin + 704), std::ios::app);
+  write_file(partial, whole.substr(begin + 2 * kRecordSize + 100), std::ios::app);
   QCOMPARE(tail.read_new(part), std::size_t{3});
   QCOMPARE(part.size(), std::size_t{5});
   for (std::size_t i = 0; i < part.size(); ++i) compare_events(part[i], events[i]);
@@ -460,11 +490,11 @@ void TestEvents::recording_bad_files_name_the_offset_data() {
   QTest::newRow("text-mode copy") << QByteArray::fromStdString("SSRUN\n\x1a" + good.substr(8))
                                   << "byte 5: the magic's line-ending bytes were changed";
   QTest::newRow("newer version") << QByteArray::fromStdString(patched(8, std::string("\x07", 1)))
-                                 << "byte 8: format version 7 is newer than this program (4)";
+                                 << "byte 8: format version 7 is newer than this program (5)";
   QTest::newRow("version 0") << QByteArray::fromStdString(patched(8, std::string("\0", 1)))
                              << "byte 8: format version 0 is invalid";
   QTest::newRow("record size") << QByteArray::fromStdString(patched(12, std::string("\x2c\x01", 2)))
-                               << "byte 12: record size 300, expected 304";
+                               << "byte 12: record size 300, expected 368";
   QTest::newRow("metadata past end") << QByteArray::fromStdString(patched(16, std::string("\xe8\x03", 2)))
                                      << "byte 16: metadata length 1000 runs past the end";
   QTest::newRow("metadata not JSON") << QByteArray::fromStdString(patched(20, "{]"))

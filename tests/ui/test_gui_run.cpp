@@ -118,7 +118,7 @@ class TestGuiRun : public QObject {
     QCOMPARE(live.ring_step, std::int64_t{20});
     QVERIFY(expected > 0);
     QCOMPARE(live.ring_transfers, expected);
-    // Memory bars = the engine's ledger at the end of the run.
+    // Memory bars = the engine's ledger peaks at the end of the run.
     const auto ledger = window.controller()->finalMemory();
     QCOMPARE(live.memory.size(), std::size_t{4});
     for (std::size_t r = 0; r < 4; ++r)

@@ -42,6 +42,13 @@ MemoryBars::MemoryBars(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot
   device_note_->setVisible(false);
   device_note_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
   layout->addWidget(device_note_);
+  process_note_ = new QLabel(this);
+  process_note_->setObjectName(QStringLiteral("processMemoryNote"));
+  process_note_->setWordWrap(true);
+  process_note_->setStyleSheet(QStringLiteral("padding: 0 8px;"));
+  process_note_->setVisible(false);
+  process_note_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
+  layout->addWidget(process_note_);
   layout->setStretch(0, 1);  // the plot takes the height; the note only its lines
   QCPBars* below = nullptr;
   for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
@@ -109,7 +116,7 @@ QString MemoryBars::categoryLabel(MemoryCategory category) {
 }
 
 void MemoryBars::retranslate() {
-  title_->setText(tr("Memory per rank: measured (solid), predicted (light)"));
+  title_->setText(tr("Memory per rank: peak measured (solid), peak predicted (light)"));
   note_->setText(mixed_ ? tr("Mixed precision: 16-bit parameters and gradients; fp32 master weights and Adam moments "
                              "(optimizer states); fp32 activations; each unit's fp32 working copy while it runs "
                              "(workspace).")
@@ -120,9 +127,34 @@ void MemoryBars::retranslate() {
   device_note_->setToolTip(
       tr("In use: the whole GPU as its driver counts it (every process). Allocator: what this rank's caching "
          "allocator holds, freed blocks kept for reuse included. Ledger: the bytes of the rank's live buffers."));
+  process_note_->setToolTip(
+      tr("Resident: the memory the operating system gives this process (VmRSS; peak: VmHWM), code, thread stacks "
+         "and the data set included. Ledger: the bytes of the ranks' live buffers, summed over the ranks."));
   setRankTicks();
   updateDeviceText();
+  updateProcessText();
   plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void MemoryBars::updateProcessText() {
+  QString text;
+  if (resident_ > 0) {
+    std::int64_t now = 0, peaks = 0;
+    for (const auto& s : samples_) now += s.total();
+    for (const auto& p : peaks_) peaks += p.total();
+    text = tr("Process: %1 resident, peak %2 · ledger %3 now, peaks %4 (all ranks)")
+               .arg(byteText(resident_), byteText(peak_resident_), byteText(now), byteText(peaks));
+  }
+  process_note_->setText(text);
+  process_note_->setVisible(!text.isEmpty());
+}
+
+QString MemoryBars::processText() const { return process_note_->text(); }
+
+void MemoryBars::setProcessMemory(std::int64_t resident, std::int64_t peak_resident) {
+  resident_ = resident;
+  peak_resident_ = peak_resident;
+  dirty_ = true;
 }
 
 void MemoryBars::updateDeviceText() {
@@ -168,18 +200,39 @@ void MemoryBars::setRankTicks() {
 
 void MemoryBars::setRankCount(int ranks) {
   samples_.assign(static_cast<std::size_t>(std::max(ranks, 0)), MemoryBytes{});
+  peaks_ = samples_;
   device_.assign(samples_.size(), std::nullopt);
+  resident_ = peak_resident_ = 0;
+  for (QCPItemText* t : totals_) plot_->removeItem(t);
+  totals_.clear();
+  for (std::size_t i = 0; i < 2 * samples_.size(); ++i) {
+    auto* t = new QCPItemText(plot_);
+    t->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
+    t->setClipToAxisRect(false);
+    QFont small = font();
+    small.setPointSizeF(small.pointSizeF() * 0.8);
+    t->setFont(small);
+    t->setColor(i % 2 == 0 ? QColor(40, 40, 40) : QColor(110, 110, 110));
+    totals_.push_back(t);
+  }
   updateDeviceText();
+  updateProcessText();
   setRankTicks();
   plot_->xAxis->setRange(-0.6, std::max(ranks, 1) - 0.4);
   dirty_ = true;
   replot();
 }
 
-void MemoryBars::setSample(int rank, const std::array<std::int64_t, kMemoryCategoryCount>& bytes) {
+void MemoryBars::setSample(int rank, const std::array<std::int64_t, kMemoryCategoryCount>& current,
+                           const std::array<std::int64_t, kMemoryCategoryCount>& peak) {
   if (rank < 0) return;
-  if (rank >= rankCount()) samples_.resize(static_cast<std::size_t>(rank) + 1);
-  samples_[static_cast<std::size_t>(rank)].bytes = bytes;
+  if (rank >= rankCount()) {
+    samples_.resize(static_cast<std::size_t>(rank) + 1);
+    peaks_.resize(samples_.size());
+  }
+  samples_[static_cast<std::size_t>(rank)].bytes = current;
+  MemoryBytes& p = peaks_[static_cast<std::size_t>(rank)];
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) p.bytes[c] = std::max({p.bytes[c], peak[c], current[c]});
   dirty_ = true;
 }
 
@@ -202,6 +255,11 @@ MemoryBytes MemoryBars::predicted(int rank) const {
 
 MemoryBytes MemoryBars::bytes(int rank) const {
   if (rank < 0 || rank >= rankCount()) return {};
+  return peaks_[static_cast<std::size_t>(rank)];
+}
+
+MemoryBytes MemoryBars::current(int rank) const {
+  if (rank < 0 || rank >= rankCount()) return {};
   return samples_[static_cast<std::size_t>(rank)];
 }
 
@@ -213,7 +271,7 @@ void MemoryBars::replot() {
     QVector<double> keys, values;
     for (int r = 0; r < rankCount(); ++r) {
       keys.push_back(r - 0.19);
-      values.push_back(static_cast<double>(samples_[static_cast<std::size_t>(r)].bytes[c]) / kMiB);
+      values.push_back(static_cast<double>(peaks_[static_cast<std::size_t>(r)].bytes[c]) / kMiB);
     }
     bars_[c]->setData(keys, values, true);
     QVector<double> pkeys, pvalues;
@@ -223,11 +281,30 @@ void MemoryBars::replot() {
     }
     predicted_bars_[c]->setData(pkeys, pvalues, true);
   }
-  for (const auto& sample : samples_) top = std::max(top, static_cast<double>(sample.total()) / kMiB);
+  for (const auto& peak : peaks_) top = std::max(top, static_cast<double>(peak.total()) / kMiB);
   for (const auto& p : prediction_) top = std::max(top, static_cast<double>(p.total()) / kMiB);
-  plot_->yAxis->setRange(0, top * 1.1);
+  plot_->yAxis->setRange(0, top * 1.18);  // room for the totals above the bars
+  updateTotals(top);
   updateDeviceText();
+  updateProcessText();
   plot_->replot(QCustomPlot::rpQueuedReplot);
+}
+
+// Each bar's total above it: the measured peak over the solid bar, the
+// prediction over the light one (blank until there is one).
+void MemoryBars::updateTotals(double top) {
+  const auto mib = [](std::int64_t bytes) { return QString::number(static_cast<double>(bytes) / kMiB, 'f', 1); };
+  for (int r = 0; r < rankCount() && 2 * r + 1 < static_cast<int>(totals_.size()); ++r) {
+    const MemoryBytes& m = peaks_[static_cast<std::size_t>(r)];
+    QCPItemText* measured = totals_[static_cast<std::size_t>(2 * r)];
+    measured->position->setCoords(r - 0.19, static_cast<double>(m.total()) / kMiB + top * 0.01);
+    measured->setText(m.total() > 0 ? mib(m.total()) : QString());
+    QCPItemText* predicted = totals_[static_cast<std::size_t>(2 * r + 1)];
+    const bool have = static_cast<std::size_t>(r) < prediction_.size();
+    const std::int64_t p = have ? prediction_[static_cast<std::size_t>(r)].total() : 0;
+    predicted->position->setCoords(r + 0.19, static_cast<double>(p) / kMiB + top * 0.01);
+    predicted->setText(have ? mib(p) : QString());
+  }
 }
 
 }  // namespace shardscope::ui

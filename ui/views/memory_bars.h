@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Per-rank memory as stacked bars, one layer per ledger category (parameters,
 // gradients, optimizer_states, activations, communication, workspace), fed
-// from memory_sample events: each solid bar shows its rank's latest sample,
-// and a light bar beside it the estimator's prediction for the same run.
+// from memory_sample events: each solid bar shows its rank's peak so far (each
+// category's own peak, as the ledger keeps it), and a light bar beside it the
+// estimator's predicted peak for the same run; the totals are written above
+// the bars. For ranks on the host, a line under the bars sets the ledger's
+// total beside the process's resident memory (the operating system's count).
 // For ranks on a GPU, a line per rank under the bars sets the ledger beside
 // the device's own count (cudaMemGetInfo) and the caching allocator's hold.
 #pragma once
@@ -20,6 +23,7 @@
 class QCustomPlot;
 class QCPBars;
 class QCPTextElement;
+class QCPItemText;
 
 class QLabel;
 
@@ -32,7 +36,12 @@ class MemoryBars : public QWidget {
   explicit MemoryBars(QWidget* parent = nullptr);
 
   void setRankCount(int ranks);  // clears the bars
-  void setSample(int rank, const std::array<std::int64_t, kMemoryCategoryCount>& bytes);
+  void setSample(int rank, const std::array<std::int64_t, kMemoryCategoryCount>& current,
+                 const std::array<std::int64_t, kMemoryCategoryCount>& peak);
+  // The process's resident memory now and its peak (host ranks' samples; 0: unknown).
+  void setProcessMemory(std::int64_t resident, std::int64_t peak_resident);
+  // "Process: 182 MiB resident, peak 190 MiB · ledger 166 MiB now, peaks 170 MiB (all ranks)"; empty if unknown.
+  QString processText() const;
   // A GPU rank's device figures (a memory_sample with device >= 0). Host ranks
   // never get any, and then no device line is shown.
   void setDeviceUsage(int rank, const DeviceUsage& usage);
@@ -48,8 +57,9 @@ class MemoryBars : public QWidget {
   void replot();  // redraws if anything changed since the last call
 
   int rankCount() const { return static_cast<int>(samples_.size()); }
-  // The bytes the bars show for a rank, by category (MemoryBytes order).
+  // The bytes the bars show for a rank (its peaks), by category (MemoryBytes order).
   MemoryBytes bytes(int rank) const;
+  MemoryBytes current(int rank) const;  // the rank's latest sample
   MemoryBytes predicted(int rank) const;
   QCustomPlot* plot() const { return plot_; }
   QString title() const;
@@ -65,16 +75,22 @@ class MemoryBars : public QWidget {
   void retranslate();
   void setRankTicks();
   void updateDeviceText();
+  void updateProcessText();
+  void updateTotals(double top);
 
   QCustomPlot* plot_;
   std::array<QCPBars*, kMemoryCategoryCount> bars_{};
   std::array<QCPBars*, kMemoryCategoryCount> predicted_bars_{};
-  std::vector<MemoryBytes> samples_;
+  std::vector<MemoryBytes> samples_;  // latest
+  std::vector<MemoryBytes> peaks_;
   std::vector<MemoryBytes> prediction_;
   std::vector<std::optional<DeviceUsage>> device_;  // by rank; empty entries: host memory
   QCPTextElement* title_;
   QLabel* note_ = nullptr;  // under the plot while mixed_
   QLabel* device_note_ = nullptr;  // under the plot while a rank has device figures
+  QLabel* process_note_ = nullptr;  // under the plot while the process's memory is known
+  std::vector<QCPItemText*> totals_;  // per rank: measured peak, predicted peak
+  std::int64_t resident_ = 0, peak_resident_ = 0;
   bool mixed_ = false;
   bool dirty_ = false;
 };
