@@ -62,6 +62,7 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
   predicted_ = predict_run_memory(predicted_for);
   if (!devices) check_fits_host(predicted_);  // a GPU's own memory is checked as its ranks allocate
   dataset_ = load_dataset(config_);
+  load_initial_model();
   for (int r = 0; r < plan_->grid().world_size(); ++r) {
     try {
       ranks_.push_back(build_rank(r, devices));
@@ -70,8 +71,19 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
                         e.bytes());
     }
   }
+  initial_.reset();  // every rank holds its copy now
+  initial_parameters_.reset();
   schedule_ = LrSchedule{config_.lr, config_.lr * config_.min_lr_ratio, config_.warmup_steps(), config_.steps};
   announce();
+}
+
+// --init-from DIR: read once here, copied into every rank's stage and shard by build_model.
+void Trainer::load_initial_model() {
+  if (config_.init_from.empty()) return;
+  initial_ = std::make_unique<HfModel>(read_hf_model_dir(config_.init_from));
+  initial_parameters_ = std::make_shared<const std::vector<float>>(std::move(initial_->parameters));
+  init_note_ = "weights from " + config_.init_from + " (" + std::to_string(initial_parameters_->size()) + " parameters)";
+  for (const std::string& note : initial_->notes) init_note_ += "; " + note;
 }
 
 void Trainer::announce() {
@@ -93,6 +105,10 @@ void Trainer::announce() {
                ", ZeRO-" + std::to_string(config_.zero_stage) + ", " + std::string(precision_name(config_.precision)) +
                ", micro-batch " + std::to_string(config_.micro_batch()) + ", " + placement());
   emit(log);
+  if (!init_note_.empty()) {
+    log.set_text(init_note_);
+    emit(log);
+  }
 }
 
 Trainer::~Trainer() = default;
