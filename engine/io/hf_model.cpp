@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -128,6 +129,29 @@ bool hf_ignored_tensor(const std::string& n) {
          n == "lm_head.weight" || n == "cls.predictions.decoder.weight" || n == "cls.predictions.decoder.bias";
 }
 
+namespace {
+
+// Whether the safetensors header at `path` names a tensor ending in `suffix`; false
+// where the header cannot be read (read_hf_model_dir then names what is wrong).
+bool header_has_tensor(const std::string& path, const std::string& suffix) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char len[8] = {};
+  if (!in.read(reinterpret_cast<char*>(len), 8)) return false;
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
+  std::error_code ec;
+  if (n > (100u << 20) || n > fs::file_size(path, ec)) return false;
+  std::string header(n, '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(n))) return false;
+  const nlohmann::json j = nlohmann::json::parse(header, nullptr, false);
+  if (!j.is_object()) return false;
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key().ends_with(suffix)) return true;
+  return false;
+}
+
+}  // namespace
+
 ModelConfig read_hf_model_config(const std::string& dir) {
   const std::string path = (fs::path(dir) / "config.json").string();
   std::error_code ec;
@@ -140,6 +164,9 @@ ModelConfig read_hf_model_config(const std::string& dir) {
     throw ConfigError(path + ": model_type '" + hf.model_type + "' (activation '" + hf.activation +
                       "') cannot be loaded: ShardScope runs GPT-2 (gelu_new, tied head) and BERT (gelu) with a 4h MLP");
   config->name = dir;
+  // BertModel has a pooler, BertForMaskedLM none: the weights say which.
+  if (config->kind == ModelKind::bert)
+    config->pooler = header_has_tensor((fs::path(dir) / "model.safetensors").string(), "pooler.dense.weight");
   validate_model_config(*config);
   return *config;
 }
@@ -226,8 +253,6 @@ HfModel read_hf_model_dir(const std::string& dir) {
   model.config = read_hf_model_config(dir);
   const SafetensorsFile file = SafetensorsFile::read(safetensors_path(dir));
   model.layout = detect_layout(file, model.config.kind);
-  const std::string prefix = model.layout == HfLayout::bert_masked_lm ? "bert." : "";
-  if (model.config.kind == ModelKind::bert) model.config.pooler = file.contains(prefix + "pooler.dense.weight");
   const std::vector<HfTensor> tensors = hf_tensors(model.config, model.layout);
   check_keys(file, tensors);
   check_tied_head(file, model.layout);
@@ -292,7 +317,9 @@ void write_hf_model_dir(const std::string& dir, const ModelConfig& config, const
   make_directory(dir, flag);
   const ParameterLayout layout(config);
   const HfLayout hf = config.kind == ModelKind::gpt ? HfLayout::gpt2_lm_head : HfLayout::bert_masked_lm;
-  const std::vector<HfTensor> tensors = hf_tensors(config, hf);
+  ModelConfig written = config;
+  written.pooler = false;  // BertForMaskedLM has no pooler: transformers would call it unexpected
+  const std::vector<HfTensor> tensors = hf_tensors(written, hf);
   std::vector<std::vector<float>> values;
   values.reserve(tensors.size());
   std::vector<SafetensorsTensorOut> out;

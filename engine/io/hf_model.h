@@ -78,7 +78,7 @@ HfModel read_hf_model_dir(const std::string& dir);
 
 // Writes DIR/config.json and DIR/model.safetensors (F32) as GPT2LMHeadModel or
 // BertForMaskedLM, which transformers' from_pretrained loads with no missing or
-// unexpected keys. `parameters`: the whole model in ParameterLayout(config)
+// unexpected keys (a BERT pooler, which BertForMaskedLM lacks, is left out). `parameters`: the whole model in ParameterLayout(config)
 // order, on the host. DIR is created if absent (its parent must exist); each
 // file is written through OutputFile (a temporary renamed into place). `flag`
 // names the option in error messages. Throws OutputError.
