@@ -150,7 +150,8 @@ void TestHfCli::hidden_states_match_transformers() {
                                  QString::fromStdString(sentences[k]), "--out", out});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     const SafetensorsFile got = SafetensorsFile::read(out.toStdString());
-    const std::string key = std::to_string(k).insert(0, "s");
+    std::string key = "s";
+    key += std::to_string(k);
     QCOMPARE(got.ints("input_ids"), ref.ints(key + ".input_ids"));
     const std::vector<float> expect = ref.floats(key + ".hidden_states");  // (L + 1, T, C)
     const std::size_t per = expect.size() / 7;

@@ -162,7 +162,8 @@ void TestHfModel::minilm_hidden_states_match_transformers() {
   LoadedModel m(hf);
   const auto tokenizer = load_tokenizer(dir);
   for (std::size_t k = 0; k < sentences.size(); ++k) {
-    const std::string key = std::to_string(k).insert(0, "s");
+    std::string key = "s";
+    key += std::to_string(k);
     const std::vector<std::int32_t> ids = tokenizer->encode(sentences[k]);
     QCOMPARE(ids, ref.ints(key + ".input_ids"));
     const HiddenStates hs = compute_hidden_states(*m.model, ids);
