@@ -101,9 +101,9 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
               static_cast<long long>(model.parameter_count()), model.config().channels, model.config().layers,
               model.config().heads, model.config().vocab);
   if (!trainer.init_note().empty()) std::printf("init: %s\n", trainer.init_note().c_str());
-  std::printf("data %s: %lld training / %lld validation tokens (bytes)\n", trainer.dataset().path().c_str(),
+  std::printf("data %s: %lld training / %lld validation tokens (%s)\n", trainer.dataset().path().c_str(),
               static_cast<long long>(trainer.dataset().tokens(Split::train)),
-              static_cast<long long>(trainer.dataset().tokens(Split::validation)));
+              static_cast<long long>(trainer.dataset().tokens(Split::validation)), trainer.dataset().token_kind().c_str());
   std::printf(
       "global batch %d x seq %d = %d tokens per step; %d rank%s (dp %d %s ZeRO-%d x pp %d %s); "
       "per rank: micro-batch %d, %d micro-batch%s x %d accumulation step%s; %lld steps; %s; backend %s\n",

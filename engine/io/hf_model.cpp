@@ -152,6 +152,13 @@ bool header_has_tensor(const std::string& path, const std::string& suffix) {
 
 }  // namespace
 
+bool has_hf_tokenizer(const std::string& dir) {
+  std::error_code ec;
+  for (const char* file : {"tokenizer.json", "vocab.txt", "vocab.json"})
+    if (fs::exists(fs::path(dir) / file, ec)) return true;
+  return false;
+}
+
 ModelConfig read_hf_model_config(const std::string& dir) {
   const std::string path = (fs::path(dir) / "config.json").string();
   std::error_code ec;

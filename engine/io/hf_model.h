@@ -69,6 +69,9 @@ struct HfModel {
 // The model of DIR/config.json (GPT-2 or BERT that ShardScope runs exactly).
 // ConfigError naming the file and key otherwise.
 ModelConfig read_hf_model_config(const std::string& dir);
+// Whether DIR holds a tokenizer (tokenizer.json, vocab.txt or vocab.json) for
+// data/tokenizer.h's load_tokenizer: --init-from then tokenizes --data with it.
+bool has_hf_tokenizer(const std::string& dir);
 // config.json and model.safetensors (F32, F16 or BF16; converted to fp32).
 // Refuses, naming the file and the tensor: pytorch_model.bin only (with the
 // command that converts it), sharded or missing safetensors, missing,
