@@ -5,7 +5,8 @@
 // step is the same whatever rank or layout draws it.
 // One token is one byte (ByteTokenizer), so the dataset keeps the file's bytes
 // as they are: its memory is the file's size, read once, with no other copy
-// (a batch widens its own windows to int32 ids).
+// (a batch widens its own windows to int32 ids). A pretrained model's tokenizer
+// (--init-from) gives ids instead, kept as int32.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +45,7 @@ class TextDataset {
 
   std::int64_t tokens(Split split) const;
   const std::string& path() const { return path_; }
-  // What a token is: "bytes", or the tokenizer's kind ("wordpiece", "bpe").
+  // What a token is: "bytes", or the tokenizer's ("wordpiece tokens", "bpe tokens").
   const std::string& token_kind() const { return token_kind_; }
 
   // Samples [first, first + B) of `step` for the model kind: GPT gets next-token
