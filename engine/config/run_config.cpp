@@ -137,8 +137,8 @@ void check_layout_rules(int pp, int zero_stage, DataParallelMode dp_mode) {
 }
 
 void validate_run_config(const RunConfig& c) {
-  check_field_ranges(c);
   const ModelConfig model = run_model_config(c);
+  check_field_ranges(c);
   validate_model_limits(c, model);
   validate_grid(c);
   validate_strategies(c);
