@@ -181,7 +181,7 @@ ModelConfig read_hf_model_config(const std::string& dir) {
 namespace {
 
 // model.safetensors, or why there is none to read.
-std::string safetensors_path(const std::string& dir) {
+std::string safetensors_path(const std::string& dir, ModelKind kind) {
   const fs::path file = fs::path(dir) / "model.safetensors";
   std::error_code ec;
   if (fs::exists(file, ec)) return file.string();
@@ -189,11 +189,12 @@ std::string safetensors_path(const std::string& dir) {
     throw ConfigError((fs::path(dir) / "model.safetensors.index.json").string() +
                       ": sharded checkpoints are not read; save the model as one file (save_pretrained with "
                       "max_shard_size larger than the model)");
+  const std::string loader = kind == ModelKind::gpt ? "AutoModelForCausalLM" : "AutoModelForMaskedLM";
   if (fs::exists(fs::path(dir) / "pytorch_model.bin", ec))
     throw ConfigError((fs::path(dir) / "pytorch_model.bin").string() +
                       ": PyTorch pickles are not read (they can run code); convert the directory to safetensors "
-                      "with: python -c \"from transformers import AutoModel; m = AutoModel.from_pretrained('" + dir +
-                      "'); m.save_pretrained('" + dir + "', safe_serialization=True)\"");
+                      "with: python -c \"from transformers import " + loader + "; m = " + loader + ".from_pretrained('" +
+                      dir + "'); m.save_pretrained('" + dir + "', safe_serialization=True)\"");
   throw ConfigError(file.string() + ": missing (a Hugging Face model directory needs model.safetensors)");
 }
 
@@ -258,7 +259,7 @@ HfModel read_hf_model_dir(const std::string& dir) {
   HfModel model;
   model.dir = dir;
   model.config = read_hf_model_config(dir);
-  const SafetensorsFile file = SafetensorsFile::read(safetensors_path(dir));
+  const SafetensorsFile file = SafetensorsFile::read(safetensors_path(dir, model.config.kind));
   model.layout = detect_layout(file, model.config.kind);
   const std::vector<HfTensor> tensors = hf_tensors(model.config, model.layout);
   check_keys(file, tensors);
