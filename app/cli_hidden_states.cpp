@@ -38,8 +38,8 @@ ArgParser hidden_states_parser(HiddenStatesFlags& f) {
                   "", [&f](const std::string& value) { f.text = value, f.have_text = true; });
   parser.add_string("--layers", "all|N,M", "Which hidden states: all (0..L) or a list of indices (0 = embeddings)",
                     &f.layers);
-  parser.add_string("--out", "FILE", "Write them to FILE (.safetensors): hidden_states.N (1, T, C) and input_ids (1, T)",
-                    &f.out);
+  parser.add_string("--out", "FILE",
+                    "Write them to FILE (.safetensors): hidden_states.N (1, T, C) and input_ids (1, T)", &f.out);
   parser.add_switch("--json", "Print one JSON object: ids, tokens and the selected states' values", &f.json);
   return parser;
 }
@@ -92,8 +92,9 @@ void print_summary(const HiddenStatesFlags& f, const HfModel& m, const std::vect
     double total = 0.0;
     for (int t = 0; t < hs.tokens; ++t) {
       double sq = 0.0;
-      for (int c = 0; c < hs.channels; ++c) sq += static_cast<double>(s[static_cast<std::size_t>(t * hs.channels + c)]) *
-                                                   s[static_cast<std::size_t>(t * hs.channels + c)];
+      for (int c = 0; c < hs.channels; ++c)
+        sq += static_cast<double>(s[static_cast<std::size_t>(t * hs.channels + c)]) *
+              s[static_cast<std::size_t>(t * hs.channels + c)];
       total += std::sqrt(sq);
     }
     std::printf("hidden_states.%d: mean token norm %.4f\n", l, total / hs.tokens);
@@ -113,7 +114,7 @@ void print_json(const HiddenStatesFlags& f, const Tokenizer& tokenizer, const st
   }
   std::vector<std::string> tokens;
   for (std::int32_t id : ids) tokens.push_back(tokenizer.token_text(id).value_or(""));
-  const nlohmann::json out = {{"model", f.model}, {"ids", ids}, {"tokens", tokens}, {"channels", hs.channels},
+  const nlohmann::json out = {{"model", f.model},        {"ids", ids},  {"tokens", tokens}, {"channels", hs.channels},
                               {"hidden_states", states}, {"out", f.out}};
   std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }

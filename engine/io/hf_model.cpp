@@ -116,10 +116,14 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 
 std::vector<HfTensor> hf_tensors(const ModelConfig& config, HfLayout layout) {
   switch (layout) {
-    case HfLayout::gpt2_lm_head: return gpt2_tensors(config, "transformer.");
-    case HfLayout::gpt2_model: return gpt2_tensors(config, "");
-    case HfLayout::bert_masked_lm: return bert_tensors(config, "bert.", true);
-    case HfLayout::bert_model: return bert_tensors(config, "", false);
+    case HfLayout::gpt2_lm_head:
+      return gpt2_tensors(config, "transformer.");
+    case HfLayout::gpt2_model:
+      return gpt2_tensors(config, "");
+    case HfLayout::bert_masked_lm:
+      return bert_tensors(config, "bert.", true);
+    case HfLayout::bert_model:
+      return bert_tensors(config, "", false);
   }
   return {};
 }
@@ -163,7 +167,8 @@ ModelConfig read_hf_model_config(const std::string& dir) {
   const std::string path = (fs::path(dir) / "config.json").string();
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
-    throw ConfigError(dir + ": not a directory (expected a Hugging Face model directory: config.json, model.safetensors)");
+    throw ConfigError(dir +
+                      ": not a directory (expected a Hugging Face model directory: config.json, model.safetensors)");
   if (!fs::exists(path, ec)) throw ConfigError(path + ": missing (a Hugging Face model directory has a config.json)");
   const HfModelConfig hf = load_hf_config(path);
   std::optional<ModelConfig> config = hf.engine_config();
@@ -193,8 +198,9 @@ std::string safetensors_path(const std::string& dir, ModelKind kind) {
   if (fs::exists(fs::path(dir) / "pytorch_model.bin", ec))
     throw ConfigError((fs::path(dir) / "pytorch_model.bin").string() +
                       ": PyTorch pickles are not read (they can run code); convert the directory to safetensors "
-                      "with: python -c \"from transformers import " + loader + "; m = " + loader + ".from_pretrained('" +
-                      dir + "'); m.save_pretrained('" + dir + "', safe_serialization=True)\"");
+                      "with: python -c \"from transformers import " +
+                      loader + "; m = " + loader + ".from_pretrained('" + dir + "'); m.save_pretrained('" + dir +
+                      "', safe_serialization=True)\"");
   throw ConfigError(file.string() + ": missing (a Hugging Face model directory needs model.safetensors)");
 }
 
@@ -220,10 +226,11 @@ void check_keys(const SafetensorsFile& file, const std::vector<HfTensor>& tensor
 void copy_tensor(const SafetensorsFile& file, const HfTensor& t, float* dst) {
   const SafetensorsEntry& e = file.entry(t.hf_name);
   if (e.shape != t.hf_shape)
-    throw FormatError(file.path() + ": tensor '" + t.hf_name + "' has shape " + shape_text(e.shape) + ", config.json says " +
-                      shape_text(t.hf_shape));
+    throw FormatError(file.path() + ": tensor '" + t.hf_name + "' has shape " + shape_text(e.shape) +
+                      ", config.json says " + shape_text(t.hf_shape));
   if (e.dtype != "F32" && e.dtype != "F16" && e.dtype != "BF16")
-    throw FormatError(file.path() + ": tensor '" + t.hf_name + "' is " + e.dtype + "; weights must be F32, F16 or BF16");
+    throw FormatError(file.path() + ": tensor '" + t.hf_name + "' is " + e.dtype +
+                      "; weights must be F32, F16 or BF16");
   const std::vector<float> v = file.floats(t.hf_name);
   if (!t.transposed) {
     std::copy(v.begin(), v.end(), dst + t.offset);
@@ -239,7 +246,8 @@ void check_tied_head(const SafetensorsFile& file, HfLayout layout) {
   if (layout != HfLayout::gpt2_lm_head || !file.contains("lm_head.weight")) return;
   if (file.entry("lm_head.weight").shape != file.entry("transformer.wte.weight").shape ||
       file.floats("lm_head.weight") != file.floats("transformer.wte.weight"))
-    throw FormatError(file.path() + ": tensor 'lm_head.weight' differs from 'transformer.wte.weight'; ShardScope ties "
+    throw FormatError(file.path() +
+                      ": tensor 'lm_head.weight' differs from 'transformer.wte.weight'; ShardScope ties "
                       "the output head to the token embedding");
 }
 
@@ -269,7 +277,8 @@ HfModel read_hf_model_dir(const std::string& dir) {
   for (const HfTensor& t : tensors) copy_tensor(file, t, model.parameters.data() + layout.find(t.ours).offset);
   if (model.layout == HfLayout::bert_model) {
     init_mlm_head(model.config, model.parameters.data());
-    model.notes.push_back(file.path() + " is a BertModel without a masked-LM head: the head (cls.predictions) is "
+    model.notes.push_back(file.path() +
+                          " is a BertModel without a masked-LM head: the head (cls.predictions) is "
                           "freshly initialized");
   }
   return model;
@@ -280,15 +289,29 @@ std::string hf_config_json(const ModelConfig& c) {
   std::snprintf(eps, sizeof eps, "%.8g", static_cast<double>(c.ln_eps));
   nlohmann::json j;
   if (c.kind == ModelKind::gpt) {
-    j = {{"architectures", {"GPT2LMHeadModel"}}, {"model_type", "gpt2"},     {"vocab_size", c.vocab},
-         {"n_positions", c.max_seq},            {"n_embd", c.channels},    {"n_layer", c.layers},
-         {"n_head", c.heads},                   {"activation_function", "gelu_new"},
-         {"layer_norm_epsilon", std::stod(eps)}, {"tie_word_embeddings", true}};
+    j = {{"architectures", {"GPT2LMHeadModel"}},
+         {"model_type", "gpt2"},
+         {"vocab_size", c.vocab},
+         {"n_positions", c.max_seq},
+         {"n_embd", c.channels},
+         {"n_layer", c.layers},
+         {"n_head", c.heads},
+         {"activation_function", "gelu_new"},
+         {"layer_norm_epsilon", std::stod(eps)},
+         {"tie_word_embeddings", true}};
   } else {
-    j = {{"architectures", {"BertForMaskedLM"}}, {"model_type", "bert"}, {"vocab_size", c.vocab},
-         {"max_position_embeddings", c.max_seq}, {"hidden_size", c.channels}, {"num_hidden_layers", c.layers},
-         {"num_attention_heads", c.heads},       {"intermediate_size", 4 * c.channels}, {"hidden_act", "gelu"},
-         {"type_vocab_size", c.type_vocab},      {"layer_norm_eps", std::stod(eps)}, {"tie_word_embeddings", true}};
+    j = {{"architectures", {"BertForMaskedLM"}},
+         {"model_type", "bert"},
+         {"vocab_size", c.vocab},
+         {"max_position_embeddings", c.max_seq},
+         {"hidden_size", c.channels},
+         {"num_hidden_layers", c.layers},
+         {"num_attention_heads", c.heads},
+         {"intermediate_size", 4 * c.channels},
+         {"hidden_act", "gelu"},
+         {"type_vocab_size", c.type_vocab},
+         {"layer_norm_eps", std::stod(eps)},
+         {"tie_word_embeddings", true}};
   }
   return j.dump(2) + "\n";
 }

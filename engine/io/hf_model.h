@@ -60,10 +60,10 @@ bool hf_ignored_tensor(const std::string& hf_name);
 
 struct HfModel {
   std::string dir;
-  ModelConfig config;             // from config.json (name: the directory)
+  ModelConfig config;  // from config.json (name: the directory)
   HfLayout layout = HfLayout::gpt2_lm_head;
-  std::vector<float> parameters;  // the whole model, in ParameterLayout(config) order
-  std::vector<std::string> notes; // what the load did beyond copying (a fresh MLM head)
+  std::vector<float> parameters;   // the whole model, in ParameterLayout(config) order
+  std::vector<std::string> notes;  // what the load did beyond copying (a fresh MLM head)
 };
 
 // The model of DIR/config.json (GPT-2 or BERT that ShardScope runs exactly).
@@ -81,10 +81,9 @@ HfModel read_hf_model_dir(const std::string& dir);
 
 // Writes DIR/config.json and DIR/model.safetensors (F32) as GPT2LMHeadModel or
 // BertForMaskedLM, which transformers' from_pretrained loads with no missing or
-// unexpected keys (a BERT pooler, which BertForMaskedLM lacks, is left out). `parameters`: the whole model in ParameterLayout(config)
-// order, on the host. DIR is created if absent (its parent must exist); each
-// file is written through OutputFile (a temporary renamed into place). `flag`
-// names the option in error messages. Throws OutputError.
+// unexpected keys (a BERT pooler, which BertForMaskedLM lacks, is left out). `parameters`: the whole model in
+// ParameterLayout(config) order, on the host. DIR is created if absent (its parent must exist); each file is written
+// through OutputFile (a temporary renamed into place). `flag` names the option in error messages. Throws OutputError.
 void write_hf_model_dir(const std::string& dir, const ModelConfig& config, const float* parameters,
                         const std::string& flag = "");
 // The config.json text write_hf_model_dir writes.

@@ -14,8 +14,8 @@
 namespace shardscope {
 
 struct HiddenStates {
-  int tokens = 0;    // T
-  int channels = 0;  // C
+  int tokens = 0;                          // T
+  int channels = 0;                        // C
   std::vector<std::vector<float>> states;  // L + 1 of them, each (T, C) row-major
 };
 

@@ -5,7 +5,6 @@
 // exit code 2 and a message naming the file and the cause.
 #include <QTemporaryDir>
 #include <QTest>
-
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -46,7 +45,9 @@ struct Tensors {
   }
 };
 
-void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -160,7 +161,8 @@ void TestHfCli::hidden_states_match_transformers() {
       QCOMPARE(state.size(), per);
       double worst = 0.0;
       for (std::size_t i = 0; i < per; ++i) worst = std::max(worst, std::fabs(double(state[i]) - expect[l * per + i]));
-      QVERIFY2(worst <= 1e-4, qPrintable(QString("sentence %1 state %2: max abs difference %3").arg(k).arg(l).arg(worst)));
+      QVERIFY2(worst <= 1e-4,
+               qPrintable(QString("sentence %1 state %2: max abs difference %3").arg(k).arg(l).arg(worst)));
     }
   }
 }
@@ -168,7 +170,8 @@ void TestHfCli::hidden_states_match_transformers() {
 void TestHfCli::hidden_states_layers_and_json() {
   const std::string dir = minilm_dir();
   if (!fs::exists(dir + "/model.safetensors"))
-    QSKIP(qPrintable(QString::fromStdString("all-MiniLM-L6-v2 is not fetched (" + dir + "): run scripts/fetch_minilm.sh")));
+    QSKIP(qPrintable(
+        QString::fromStdString("all-MiniLM-L6-v2 is not fetched (" + dir + "): run scripts/fetch_minilm.sh")));
   const QTemporaryDir temp;
   const QString out = temp.filePath("two.safetensors");
   CliResult r = run_cli({"hidden-states", "--model", QString::fromStdString(dir), "--text", "Hello world", "--layers",
@@ -209,17 +212,17 @@ void TestHfCli::init_from_trains_and_says_where_weights_came_from() {
 }
 
 void TestHfCli::init_from_with_model_is_refused() {
-  const CliResult r =
-      run_cli({"train", "--init-from", QString::fromStdString(kHf + "gpt2_tiny"), "--model", "gpt-tiny", "--steps", "1"});
+  const CliResult r = run_cli(
+      {"train", "--init-from", QString::fromStdString(kHf + "gpt2_tiny"), "--model", "gpt-tiny", "--steps", "1"});
   QCOMPARE(r.code, 2);
   QVERIFY2(r.err.contains("--model and --init-from") && r.err.contains("drop --model"), qPrintable(r.err));
 }
 
 void TestHfCli::bad_model_dirs_exit_2_data() {
   QTest::addColumn<QString>("how");
-  for (const char* how : {"pytorch_model.bin only", "no weights", "truncated safetensors", "bad config.json",
-                          "config without n_layer", "unsupported activation", "missing tensor", "unexpected tensor",
-                          "wrong shape", "untied lm_head"})
+  for (const char* how :
+       {"pytorch_model.bin only", "no weights", "truncated safetensors", "bad config.json", "config without n_layer",
+        "unsupported activation", "missing tensor", "unexpected tensor", "wrong shape", "untied lm_head"})
     QTest::newRow(how) << how;
 }
 

@@ -10,7 +10,6 @@
 //     loaded with no missing or unexpected keys) and transformers' logits from them.
 #include <QTemporaryDir>
 #include <QTest>
-
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -198,7 +197,9 @@ void TestHfModel::tiny_models_match_transformers() {
   compare("loss", &loss, ref.floats(kind.toStdString() + ".loss"), 0.0, 1e-4);
 }
 
-void TestHfModel::init_from_evaluates_to_the_pytorch_loss_data() { tiny_models_match_transformers_data(); }
+void TestHfModel::init_from_evaluates_to_the_pytorch_loss_data() {
+  tiny_models_match_transformers_data();
+}
 
 // The trainer's ranks start from the directory's weights: its model scores the
 // fixture's sequence as PyTorch did, and so does a pipeline's stage pair.
