@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/half.h"
 #include "core/memory_ledger.h"
 #include "core/rng.h"
 #include "data/tokenizer.h"
@@ -146,6 +147,8 @@ class TestHfModel : public QObject {
   void written_dirs_match_the_committed_ones();
   void name_map_covers_every_parameter_once();
   void minilm_masked_lm_fine_tune_lowers_the_held_out_loss();
+  void sixteen_bit_weights_are_widened_data();
+  void sixteen_bit_weights_are_widened();
 };
 
 void TestHfModel::minilm_hidden_states_match_transformers() {
@@ -219,11 +222,14 @@ void TestHfModel::init_from_starts_every_layout_alike_data() {
   QTest::addColumn<int>("dp");
   QTest::addColumn<int>("zero");
   QTest::addColumn<int>("pp");
-  QTest::newRow("gpt2 dp 2 zero-3") << "gpt2" << 2 << 3 << 1;
-  QTest::newRow("gpt2 pp 2") << "gpt2" << 1 << 0 << 2;
-  QTest::newRow("gpt2 dp 2 zero-1") << "gpt2" << 2 << 1 << 1;
-  QTest::newRow("bert dp 2 zero-3") << "bert" << 2 << 3 << 1;
-  QTest::newRow("bert pp 2") << "bert" << 1 << 0 << 2;
+  QTest::addColumn<int>("bf16");
+  QTest::newRow("gpt2 dp 2 zero-3") << "gpt2" << 2 << 3 << 1 << 0;
+  QTest::newRow("gpt2 pp 2") << "gpt2" << 1 << 0 << 2 << 0;
+  QTest::newRow("gpt2 dp 2 zero-1") << "gpt2" << 2 << 1 << 1 << 0;
+  QTest::newRow("gpt2 bf16 dp 2 zero-3") << "gpt2" << 2 << 3 << 1 << 1;
+  QTest::newRow("bert dp 2 zero-3") << "bert" << 2 << 3 << 1 << 0;
+  QTest::newRow("bert pp 2") << "bert" << 1 << 0 << 2 << 0;
+  QTest::newRow("bert bf16 dp 2 zero-2") << "bert" << 2 << 2 << 1 << 1;
 }
 
 void TestHfModel::init_from_starts_every_layout_alike() {
@@ -231,7 +237,9 @@ void TestHfModel::init_from_starts_every_layout_alike() {
   QFETCH(int, dp);
   QFETCH(int, zero);
   QFETCH(int, pp);
-  const RunConfig single = init_from_config(kHf + kind.toStdString() + "_tiny");
+  QFETCH(int, bf16);
+  RunConfig single = init_from_config(kHf + kind.toStdString() + "_tiny");
+  if (bf16) single.precision = Precision::bf16;  // both runs: the loaded weights rounded to 16 bits alike
   RunConfig parallel = single;
   parallel.dp = dp;
   parallel.zero_stage = zero;
@@ -319,6 +327,38 @@ void TestHfModel::minilm_masked_lm_fine_tune_lowers_the_held_out_loss() {
   const float after = trainer.evaluate();
   qInfo("held-out MLM loss %.4f -> %.4f after 50 steps", static_cast<double>(before), static_cast<double>(after));
   QVERIFY2(after < before - 1.0f, qPrintable(QString("held-out MLM loss %1 -> %2").arg(before).arg(after)));
+}
+
+void TestHfModel::sixteen_bit_weights_are_widened_data() {
+  QTest::addColumn<int>("bf16");
+  QTest::newRow("F16") << 0;
+  QTest::newRow("BF16") << 1;
+}
+
+// gpt2_tiny saved in 16 bits reads as its fp32 values rounded to 16 bits, exactly.
+void TestHfModel::sixteen_bit_weights_are_widened() {
+  QFETCH(int, bf16);
+  const DType dtype = bf16 ? DType::bf16 : DType::f16;
+  const QTemporaryDir temp;
+  const std::string dir = temp.path().toStdString();
+  fs::copy_file(kHf + "gpt2_tiny/config.json", dir + "/config.json");
+  const SafetensorsFile f32 = SafetensorsFile::read(kHf + "gpt2_tiny/model.safetensors");
+  std::vector<std::vector<std::uint16_t>> bits;
+  std::vector<SafetensorsTensorOut> out;
+  bits.reserve(f32.entries().size());
+  for (const auto& [name, e] : f32.entries()) {
+    const std::vector<float> v = f32.floats(name);
+    half::narrow(dtype, v.data(), bits.emplace_back(v.size()).data(), e.numel());
+    out.push_back({name, bf16 ? "BF16" : "F16", e.shape, bits.back().data()});
+  }
+  write_safetensors({"", dir + "/model.safetensors"}, out, {{"format", "pt"}});
+  const HfModel wide = read_hf_model_dir(kHf + "gpt2_tiny"), narrow = read_hf_model_dir(dir);
+  std::vector<std::uint16_t> rounded(wide.parameters.size());
+  std::vector<float> expect(wide.parameters.size());
+  half::narrow(dtype, wide.parameters.data(), rounded.data(), static_cast<std::int64_t>(rounded.size()));
+  half::widen(dtype, rounded.data(), expect.data(), static_cast<std::int64_t>(rounded.size()));
+  QVERIFY(narrow.parameters == expect);
+  QVERIFY(narrow.parameters != wide.parameters);
 }
 
 QTEST_GUILESS_MAIN(TestHfModel)
