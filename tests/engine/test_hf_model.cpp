@@ -198,6 +198,16 @@ void TestHfModel::tiny_models_match_transformers() {
   const float loss = m.model->forward(b.batch());
   compare("logits", m.model->activations().logits, ref.floats(kind.toStdString() + ".logits"), 1e-5, 1e-4);
   compare("loss", &loss, ref.floats(kind.toStdString() + ".loss"), 0.0, 1e-4);
+  // compute_hidden_states in output_hidden_states' order (GPT-2's last one after ln_f).
+  const HiddenStates hs = compute_hidden_states(*m.model, b.ids);
+  const std::vector<float> expect = ref.floats(kind.toStdString() + ".hidden_states");  // (L + 1, T, C)
+  const std::size_t per = b.ids.size() * static_cast<std::size_t>(hs.channels);
+  QCOMPARE(expect.size(), per * hs.states.size());
+  for (std::size_t l = 0; l < hs.states.size(); ++l)
+    compare(QString("hidden state %1").arg(l), hs.states[l].data(),
+            std::vector<float>(expect.begin() + static_cast<std::ptrdiff_t>(l * per),
+                               expect.begin() + static_cast<std::ptrdiff_t>((l + 1) * per)),
+            1e-4, 0.0);
 }
 
 void TestHfModel::init_from_evaluates_to_the_pytorch_loss_data() {

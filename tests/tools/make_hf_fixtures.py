@@ -10,8 +10,8 @@ written with transformers into tests/fixtures/hf/:
   gpt2_tiny/, bert_tiny/             transformers-made GPT2LMHeadModel / BertForMaskedLM (random
                                       init, every tensor perturbed so biases and LayerNorms are not
                                       0 and 1), saved with save_pretrained
-  tiny_reference.safetensors         their logits and loss on a fixed token sequence
-                                      (gpt2.* causal LM loss; bert.* MLM loss on labelled positions)
+  tiny_reference.safetensors         their logits, loss and hidden states (L+1, T, C) on a fixed token
+                                      sequence (gpt2.* causal LM loss; bert.* MLM loss on labelled positions)
   shardscope_gpt2/, shardscope_bert/ written by ShardScope (the test binary, below)
   shardscope_logits.safetensors      what transformers computes from those, loaded with
                                       from_pretrained (the script fails on any missing,
@@ -74,9 +74,10 @@ def gpt2_tiny():
     model.save_pretrained(OUT / "gpt2_tiny", safe_serialization=True)
     ids = torch.tensor([TOKENS])
     with torch.no_grad():
-        out = model(ids, labels=ids)  # transformers shifts: position t predicts t + 1
+        out = model(ids, labels=ids, output_hidden_states=True)  # transformers shifts: t predicts t + 1
     return {"gpt2.input_ids": ids[0].to(torch.int32), "gpt2.logits": out.logits[0].float(),
-            "gpt2.loss": out.loss.reshape(1).float()}
+            "gpt2.loss": out.loss.reshape(1).float(),
+            "gpt2.hidden_states": torch.stack([h[0] for h in out.hidden_states]).float()}
 
 
 def bert_labels():
@@ -95,9 +96,10 @@ def bert_tiny():
     model.save_pretrained(OUT / "bert_tiny", safe_serialization=True)
     ids, labels = torch.tensor([TOKENS]), bert_labels()
     with torch.no_grad():
-        out = model(ids, labels=labels[None])
+        out = model(ids, labels=labels[None], output_hidden_states=True)
     return {"bert.input_ids": ids[0].to(torch.int32), "bert.labels": labels.to(torch.int32),
-            "bert.logits": out.logits[0].float(), "bert.loss": out.loss.reshape(1).float()}
+            "bert.logits": out.logits[0].float(), "bert.loss": out.loss.reshape(1).float(),
+            "bert.hidden_states": torch.stack([h[0] for h in out.hidden_states]).float()}
 
 
 def load_strict(cls, path):
