@@ -6,6 +6,7 @@
 // "hidden_states.L", each (1, T, C), and "input_ids" (1, T)), or prints them as JSON.
 #include "cli_hidden_states.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -60,6 +61,8 @@ std::vector<int> parse_layers(const std::string& text, int layers) {
     if (part.empty() || *end != '\0' || v < 0 || v > layers)
       throw UsageError("--layers '" + text + "': '" + part + "' is not a hidden-state index 0.." +
                        std::to_string(layers) + " (or use all)");
+    if (std::find(out.begin(), out.end(), static_cast<int>(v)) != out.end())
+      throw UsageError("--layers '" + text + "': " + part + " is listed twice");
     out.push_back(static_cast<int>(v));
     at = comma + 1;
   }

@@ -187,6 +187,9 @@ void TestHfCli::hidden_states_layers_and_json() {
   r = run_cli({"hidden-states", "--model", QString::fromStdString(dir), "--text", "x", "--layers", "0,7", "--json"});
   QCOMPARE(r.code, 2);
   QVERIFY2(r.err.contains("--layers '0,7': '7' is not a hidden-state index 0..6"), qPrintable(r.err));
+  r = run_cli({"hidden-states", "--model", QString::fromStdString(dir), "--text", "x", "--layers", "2,2", "--json"});
+  QCOMPARE(r.code, 2);
+  QVERIFY2(r.err.contains("--layers '2,2': 2 is listed twice"), qPrintable(r.err));
 }
 
 void TestHfCli::init_from_trains_and_says_where_weights_came_from() {
