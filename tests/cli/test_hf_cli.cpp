@@ -81,6 +81,16 @@ BadDir break_model(const std::string& dir, const std::string& how) {
     fs::resize_file(st, fs::file_size(st) / 2);
     return {"model.safetensors", "data_offsets"};
   }
+  if (how == "sharded safetensors") {
+    fs::rename(st, dir + "/model-00001-of-00002.safetensors");
+    write_text(dir + "/model.safetensors.index.json", "{}");
+    return {"model.safetensors.index.json", "sharded checkpoints are not read"};
+  }
+  if (how == "llama config") {
+    write_text(config, R"({"model_type": "llama", "vocab_size": 300, "hidden_size": 32, "intermediate_size": 64,
+                          "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 32})");
+    return {"config.json", "model_type 'llama'"};
+  }
   if (how == "bad config.json") {
     write_text(config, "{\"model_type\": \"gpt2\", \"n_embd\": \"32\"");
     return {"config.json", "line 1, column 38"};
@@ -112,6 +122,16 @@ BadDir break_model(const std::string& dir, const std::string& how) {
     t.all["transformer.wpe.weight"] = {{16, 32}, std::vector<float>(16 * 32, 0.0f)};
     t.write(st);
     return {"model.safetensors", "'transformer.wpe.weight' has shape (16, 32), config.json says (32, 32)"};
+  }
+  if (how == "integer weights") {
+    const auto& wpe = t.all.at("transformer.wpe.weight");
+    std::vector<std::int32_t> ints(wpe.second.size(), 1);
+    std::vector<SafetensorsTensorOut> out;
+    for (const auto& [name, v] : t.all)
+      out.push_back({name, name == "transformer.wpe.weight" ? "I32" : "F32", v.first,
+                     name == "transformer.wpe.weight" ? static_cast<const void*>(ints.data()) : v.second.data()});
+    write_safetensors({"", st}, out, {});
+    return {"model.safetensors", "'transformer.wpe.weight' is I32; weights must be F32, F16 or BF16"};
   }
   if (how == "untied lm_head") {
     auto wte = t.all.at("transformer.wte.weight");
@@ -223,9 +243,9 @@ void TestHfCli::init_from_with_model_is_refused() {
 
 void TestHfCli::bad_model_dirs_exit_2_data() {
   QTest::addColumn<QString>("how");
-  for (const char* how :
-       {"pytorch_model.bin only", "no weights", "truncated safetensors", "bad config.json", "config without n_layer",
-        "unsupported activation", "missing tensor", "unexpected tensor", "wrong shape", "untied lm_head"})
+  for (const char* how : {"pytorch_model.bin only", "no weights", "truncated safetensors", "bad config.json",
+                          "config without n_layer", "unsupported activation", "missing tensor", "unexpected tensor",
+                          "wrong shape", "untied lm_head", "sharded safetensors", "llama config", "integer weights"})
     QTest::newRow(how) << how;
 }
 
