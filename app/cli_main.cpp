@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// shardscope-cli: the engine without a window. Commands: train, presets, export, schedule, estimate, tokenize.
+// shardscope-cli: the engine without a window. Commands: train, presets, export, schedule, estimate, tokenize,
+// hidden-states.
 // Exit codes: 0 success, 1 internal error, 2 bad input (flag, file, config).
 #include <atomic>
 #include <csignal>
@@ -12,6 +13,7 @@
 #include "cli_args.h"
 #include "cli_estimate.h"
 #include "cli_export.h"
+#include "cli_hidden_states.h"
 #include "cli_schedule.h"
 #include "cli_tokenize.h"
 #include "cli_train.h"
@@ -37,6 +39,7 @@ const char* kTopHelp =
     "  schedule  Print a pipeline schedule (GPipe or 1F1B) per stage, with its bubble\n"
     "  estimate  Predict per-GPU memory (by ledger category, with formulas), the fit and the step time\n"
     "  tokenize  Tokenize a text with a Hugging Face tokenizer (GPT-2 BPE or BERT WordPiece files)\n"
+    "  hidden-states  Every layer's hidden states of a Hugging Face GPT-2 or BERT for a text\n"
     "\n"
     "Run 'shardscope-cli COMMAND --help' for the flags of a command.\n";
 
@@ -80,6 +83,7 @@ int main(int argc, char** argv) {
     if (args[0] == "schedule") return run_schedule(rest);
     if (args[0] == "estimate") return run_estimate(rest);
     if (args[0] == "tokenize") return run_tokenize(rest);
+    if (args[0] == "hidden-states") return run_hidden_states(rest);
     std::fprintf(stderr, "shardscope-cli: unknown command '%s'\n\n%s", args[0].c_str(), kTopHelp);
     return kExitBadInput;
   } catch (const UsageError& e) {

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -95,13 +96,15 @@ ArgParser train_parser(TrainFlags& flags) {
 void print_run_header(const RunConfig& config, Trainer& trainer) {
   if (!trainer.device_note().empty()) std::printf("note: %s\n", trainer.device_note().c_str());
   const auto& model = trainer.model();
-  std::printf("model %s (%s): %lld parameters, C=%d L=%d H=%d vocab=%d\n", config.model.c_str(),
+  std::printf("model %s (%s): %lld parameters, C=%d L=%d H=%d vocab=%d\n",
+              config.init_from.empty() ? config.model.c_str() : config.init_from.c_str(),
               std::string(model_kind_name(model.config().kind)).c_str(),
               static_cast<long long>(model.parameter_count()), model.config().channels, model.config().layers,
               model.config().heads, model.config().vocab);
-  std::printf("data %s: %lld training / %lld validation tokens (bytes)\n", trainer.dataset().path().c_str(),
+  if (!trainer.init_note().empty()) std::printf("init: %s\n", trainer.init_note().c_str());
+  std::printf("data %s: %lld training / %lld validation tokens (%s)\n", trainer.dataset().path().c_str(),
               static_cast<long long>(trainer.dataset().tokens(Split::train)),
-              static_cast<long long>(trainer.dataset().tokens(Split::validation)));
+              static_cast<long long>(trainer.dataset().tokens(Split::validation)), trainer.dataset().token_kind().c_str());
   std::printf(
       "global batch %d x seq %d = %d tokens per step; %d rank%s (dp %d %s ZeRO-%d x pp %d %s); "
       "per rank: micro-batch %d, %d micro-batch%s x %d accumulation step%s; %lld steps; %s; backend %s\n",
@@ -206,6 +209,9 @@ int train_command(const std::vector<std::string>& args) {
   ArgParser parser = train_parser(flags);
   if (!parser.parse(args)) return 0;
   const RunConfig& config = flags.config;
+  if (!config.init_from.empty() && std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--model" || a.starts_with("--model="); }))
+    throw UsageError("--model and --init-from " + config.init_from +
+                     " both given: the model comes from the directory's config.json; drop --model");
   // Before anything is written: the run, then the outputs (none may be --data, the other output, a link or a device).
   validate_run_config(config);
   check_train_outputs(config, flags.record);

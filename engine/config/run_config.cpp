@@ -6,9 +6,15 @@
 
 #include "config/run_schema.h"
 #include "core/error.h"
+#include "data/byte_tokenizer.h"
+#include "io/hf_model.h"
 #include "model/model_config.h"
 
 namespace shardscope {
+
+ModelConfig run_model_config(const RunConfig& config) {
+  return config.init_from.empty() ? find_model_preset(config.model) : read_hf_model_config(config.init_from);
+}
 
 std::int64_t RunConfig::warmup_steps() const {
   return warmup >= 0 ? warmup : std::min<std::int64_t>(100, steps / 10);
@@ -30,6 +36,11 @@ void validate_model_limits(const RunConfig& c, const ModelConfig& model) {
           "{seq} " + str(c.seq) + " exceeds the maximum sequence length of " + model.name + " (" +
               str(model.max_seq) + ")",
           "{seq} " + str(c.seq) + " 超过了 " + model.name + " 的最大序列长度（" + str(model.max_seq) + "）");
+  require(model.vocab >= ByteTokenizer::kVocabSize || (!c.init_from.empty() && has_hf_tokenizer(c.init_from)),
+          "{init_from}: the vocabulary of " + model.name + " (" + str(model.vocab) + ") is smaller than the " +
+              str(ByteTokenizer::kVocabSize) + " ids of the byte tokenizer that the training text is read with",
+          "{init_from}：" + model.name + " 的词表（" + str(model.vocab) + "）小于读取训练文本所用字节分词器的 " +
+              str(ByteTokenizer::kVocabSize) + " 个 id");
   require(c.pp <= model.layers,
           "{pp} " + str(c.pp) + " is more pipeline stages than " + model.name + " has layers (" +
               str(model.layers) + ")",
@@ -126,7 +137,7 @@ void check_layout_rules(int pp, int zero_stage, DataParallelMode dp_mode) {
 }
 
 void validate_run_config(const RunConfig& c) {
-  const ModelConfig model = find_model_preset(c.model);
+  const ModelConfig model = run_model_config(c);
   check_field_ranges(c);
   validate_model_limits(c, model);
   validate_grid(c);

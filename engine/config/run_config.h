@@ -10,11 +10,13 @@
 
 #include "clock/clock_choices.h"
 #include "config/run_choices.h"
+#include "model/model_config.h"
 
 namespace shardscope {
 
 struct RunConfig {
   std::string model = "gpt-tiny";  // preset name
+  std::string init_from;           // Hugging Face model directory (io/hf_model.h): its shape and weights; overrides model
   std::int64_t steps = 200;        // optimizer steps
   int batch = 16;                  // sequences per optimizer step (the global batch)
   int seq = 64;                    // tokens per sequence (T)
@@ -90,6 +92,10 @@ struct RunConfig {
   std::int64_t warmup_steps() const;
   bool mixed_precision() const { return precision != Precision::fp32; }
 };
+
+// The model a run trains: DIR/config.json of init_from when set (ConfigError
+// naming the file), else the preset `model`.
+ModelConfig run_model_config(const RunConfig& config);
 
 // Throws FieldError (config/run_schema.h) at the first broken rule: a value out
 // of its schema range, or fields that do not go together. what() names the

@@ -67,6 +67,12 @@ void add_model_fields(std::vector<RunField>& f) {
   f.push_back({.key = "model", .flag = "--model", .value_name = "PRESET", .kind = FieldKind::text,
                .label = {"Model", "模型"}, .help = {preset_help("Model preset: "), preset_help("模型预设：")},
                .get = get_member<&RunConfig::model>, .set = set_member<&RunConfig::model>});
+  f.push_back({.key = "init_from", .flag = "--init-from", .value_name = "DIR", .kind = FieldKind::text,
+               .help = {"Start from a Hugging Face GPT-2 or BERT directory (config.json + model.safetensors): its shape "
+                        "and weights are the run's model (not given with --model); a tokenizer there reads --data",
+                        "从 Hugging Face 的 GPT-2 或 BERT 目录（config.json + model.safetensors）开始：用它的结构和权重作为本次运行的模型（不能与模型预设同时给出）；目录中若有分词器，训练文本用它切分"},
+               .saved = Saved::optional, .get = get_member<&RunConfig::init_from>,
+               .set = set_member<&RunConfig::init_from>});
   f.push_back({.key = "steps", .flag = "--steps", .value_name = "N", .label = {"Steps", "步数"},
                .help = {"Optimizer steps to run", "要运行的优化器步数"}, .min = 1, .max = kMaxSteps,
                .get = get_member<&RunConfig::steps>, .set = set_member<&RunConfig::steps>});

@@ -236,7 +236,7 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
 std::vector<MemoryBytes> predict_run_memory(const RunConfig& config) {
   std::vector<MemoryBytes> per_rank;
   try {
-    const ModelShape shape = model_shape_from_config(find_model_preset(config.model), config.model);
+    const ModelShape shape = model_shape_from_config(run_model_config(config), config.model);
     for (const RankMemory& rank : estimate_memory(shape, settings_for_run(config)).ranks) per_rank.push_back(rank.bytes);
   } catch (const std::exception&) {
     per_rank.clear();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -62,9 +63,15 @@ void Model::init_weights(std::uint64_t seed) {
 void Model::init_unit(std::uint64_t seed, int unit, float* unit_base) const {
   const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(config_.layers));
   const ParameterUnit& u = *layout_.find_unit(unit);
+  const std::optional<ParameterLayout> whole = initial_ ? std::optional<ParameterLayout>(config_) : std::nullopt;
   for (const auto& e : layout_.entries()) {
     if (e.unit != unit) continue;
     float* w = unit_base + (e.offset - u.begin);
+    if (whole) {  // pretrained: the same parameter of the whole model (a stage's tied copy too)
+      const float* from = initial_->data() + whole->find(e.name).offset;
+      std::copy(from, from + e.numel, w);
+      continue;
+    }
     // One stream per parameter name: every pipeline stage (and a tied copy)
     // initialises a parameter exactly as the whole model does.
     Rng rng(mix_seed(seed, fnv1a(e.name)));

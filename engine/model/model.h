@@ -85,6 +85,10 @@ class Model {
   // The same initial values for one unit, written to unit_base (the unit's
   // flat range): how sharded storage initialises its shard (ZeRO-3).
   void init_unit(std::uint64_t seed, int unit, float* unit_base) const;
+  // Pretrained values (--init-from) for init_weights and init_unit to copy
+  // instead of drawing: the whole model's parameters in ParameterLayout(config)
+  // order, shared by every rank (each copies its stage's and its shard's part).
+  void set_initial_parameters(std::shared_ptr<const std::vector<float>> whole) { initial_ = std::move(whole); }
   void zero_grads();
 
   // Runs the forward pass and keeps activations for backward. Returns the mean
@@ -250,6 +254,7 @@ class Model {
   EventSink* sink_ = nullptr;
   DeviceClock* clock_ = nullptr;
   Event event_base_;
+  std::shared_ptr<const std::vector<float>> initial_;  // set_initial_parameters
 };
 
 std::unique_ptr<Model> make_model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger);

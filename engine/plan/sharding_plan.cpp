@@ -180,7 +180,7 @@ ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelConfig&
 }
 
 ShardingPlan make_sharding_plan(const RunConfig& config) {
-  return make_sharding_plan(parallel_layout(config), find_model_preset(config.model));
+  return make_sharding_plan(parallel_layout(config), run_model_config(config));
 }
 
 }  // namespace shardscope

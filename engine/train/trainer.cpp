@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "data/default_corpus.h"
+#include "data/tokenizer.h"
 #include "estimate/formula_text.h"
 #include "estimate/host_memory_fit.h"
 #include "estimate/memory_model.h"
@@ -31,10 +32,23 @@ using trainer_detail::Clock;
 using trainer_detail::seconds_since;
 
 namespace {
-std::unique_ptr<TextDataset> load_dataset(const RunConfig& config) {
+// --init-from DIR with a tokenizer: the text is read with the model's tokenizer, else as bytes.
+std::unique_ptr<Tokenizer> model_tokenizer(const RunConfig& config, const ModelConfig& model) {
+  if (config.init_from.empty() || !has_hf_tokenizer(config.init_from)) return nullptr;
+  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(config.init_from);
+  if (tokenizer->vocab_size() > model.vocab)
+    throw ConfigError("--init-from " + config.init_from + ": the tokenizer (" + tokenizer->source() + ") has " +
+                      std::to_string(tokenizer->vocab_size()) + " ids, more than the model's vocab_size " +
+                      std::to_string(model.vocab));
+  return tokenizer;
+}
+
+std::unique_ptr<TextDataset> load_dataset(const RunConfig& config, const ModelConfig& model) {
+  const std::unique_ptr<Tokenizer> tokenizer = model_tokenizer(config, model);
   if (config.data.empty())
-    return std::make_unique<TextDataset>(TextDataset::from_text(default_corpus(), config.seq, "<default corpus>"));
-  return std::make_unique<TextDataset>(config.data, config.seq);
+    return std::make_unique<TextDataset>(
+        TextDataset::from_text(default_corpus(), config.seq, "<default corpus>", tokenizer.get()));
+  return std::make_unique<TextDataset>(config.data, config.seq, tokenizer.get());
 }
 
 // Ranks on the CPU share this machine's memory: a run whose prediction for all
@@ -61,7 +75,8 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
   if (!devices) predicted_for.device = "cpu";
   predicted_ = predict_run_memory(predicted_for);
   if (!devices) check_fits_host(predicted_);  // a GPU's own memory is checked as its ranks allocate
-  dataset_ = load_dataset(config_);
+  dataset_ = load_dataset(config_, run_model_config(config_));
+  load_initial_model();
   for (int r = 0; r < plan_->grid().world_size(); ++r) {
     try {
       ranks_.push_back(build_rank(r, devices));
@@ -70,8 +85,19 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
                         e.bytes());
     }
   }
+  initial_.reset();  // every rank holds its copy now
+  initial_parameters_.reset();
   schedule_ = LrSchedule{config_.lr, config_.lr * config_.min_lr_ratio, config_.warmup_steps(), config_.steps};
   announce();
+}
+
+// --init-from DIR: read once here, copied into every rank's stage and shard by build_model.
+void Trainer::load_initial_model() {
+  if (config_.init_from.empty()) return;
+  initial_ = std::make_unique<HfModel>(read_hf_model_dir(config_.init_from));
+  initial_parameters_ = std::make_shared<const std::vector<float>>(std::move(initial_->parameters));
+  init_note_ = "weights from " + config_.init_from + " (" + std::to_string(initial_parameters_->size()) + " parameters)";
+  for (const std::string& note : initial_->notes) init_note_ += "; " + note;
 }
 
 void Trainer::announce() {
@@ -93,6 +119,10 @@ void Trainer::announce() {
                ", ZeRO-" + std::to_string(config_.zero_stage) + ", " + std::string(precision_name(config_.precision)) +
                ", micro-batch " + std::to_string(config_.micro_batch()) + ", " + placement());
   emit(log);
+  if (!init_note_.empty()) {
+    log.set_text(init_note_);
+    emit(log);
+  }
 }
 
 Trainer::~Trainer() = default;

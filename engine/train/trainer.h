@@ -29,6 +29,7 @@
 #include "core/memory_ledger.h"
 #include "data/text_dataset.h"
 #include "events/event.h"
+#include "io/hf_model.h"
 #include "model/model.h"
 #include "ops/backend.h"
 #include "ops/op_profile.h"
@@ -146,6 +147,8 @@ class Trainer {
   // The clock of the run's events, for its header: "virtual (one device per
   // rank; link host: 9.8 GB/s (measured memory copy), 1.0 us per transfer)" or "wall (...)".
   std::string clock_text() const;
+  // --init-from: where the weights came from, and what the load did beyond copying them.
+  const std::string& init_note() const { return init_note_; }
 
  private:
   struct Rank;
@@ -157,6 +160,7 @@ class Trainer {
   void connect_communicators(Rank& rank);
   void build_model(Rank& rank);
   void build_optimizer(Rank& rank);
+  void load_initial_model();
   void announce();  // the run's first log lines
 
   // One rank's step (rank_step.cpp, optimizer_step.cpp), phase by phase.
@@ -206,6 +210,10 @@ class Trainer {
   std::string device_note_;
   std::vector<MemoryBytes> predicted_;  // the estimator's bytes per rank for config_; empty if none
   bool failed_ = false;
+  // --init-from: the loaded model while the ranks are built (each copies its part), then released.
+  std::unique_ptr<HfModel> initial_;
+  std::shared_ptr<const std::vector<float>> initial_parameters_;
+  std::string init_note_;
   const std::atomic<bool>* stop_ = nullptr;  // run()'s stop flag, while it runs
 };
 

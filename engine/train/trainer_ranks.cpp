@@ -128,7 +128,7 @@ void Trainer::connect_communicators(Rank& rank) {
 // The stage's layers, with its parameters and gradients in the model's own
 // fp32 buffers or in the unit storage (ZeRO-2/3 chunks, 16-bit copies).
 void Trainer::build_model(Rank& rank) {
-  const ModelConfig model_config = find_model_preset(config_.model);
+  const ModelConfig model_config = initial_ ? initial_->config : find_model_preset(config_.model);
   const RankPlan& place = plan_->rank(rank.rank);
   rank.dtype = config_.precision == Precision::fp16   ? DType::f16
                : config_.precision == Precision::bf16 ? DType::bf16
@@ -149,7 +149,8 @@ void Trainer::build_model(Rank& rank) {
         std::make_unique<ZeroShardedStorage>(*plan_, place, rank.dtype, *rank.model, *rank.dp_comm, rank.ledger);
     rank.model->set_unit_storage(rank.zero.get());
   }
-  // Every replica and stage starts as the one whole model would.
+  // Every replica and stage starts as the one whole model would (--init-from: from its weights).
+  if (initial_) rank.model->set_initial_parameters(initial_parameters_);
   if (plan_->model_holds_parameters())
     rank.model->init_weights(config_.seed);
   else

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// shardscope-cli hidden-states: loads a Hugging Face model directory
+// (io/hf_model.h), tokenizes --text with its tokenizer.json, runs one forward
+// pass on the CPU (model/hidden_states.h) and writes the embeddings' output and
+// the selected layers' outputs to a safetensors file ("hidden_states.0" ..
+// "hidden_states.L", each (1, T, C), and "input_ids" (1, T)), or prints them as JSON.
+#include "cli_hidden_states.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli_args.h"
+#include "core/memory_ledger.h"
+#include "core/output_file.h"
+#include "data/tokenizer.h"
+#include "io/hf_model.h"
+#include "io/safetensors.h"
+#include "model/hidden_states.h"
+
+namespace shardscope::cli {
+namespace {
+
+struct HiddenStatesFlags {
+  std::string model, text, layers = "all", out;
+  bool have_text = false, json = false;
+};
+
+ArgParser hidden_states_parser(HiddenStatesFlags& f) {
+  ArgParser parser("shardscope-cli hidden-states",
+                   "Run a Hugging Face GPT-2 or BERT (a directory with config.json, model.safetensors and\n"
+                   "tokenizer.json) once over a text and save its hidden states as transformers returns them with\n"
+                   "output_hidden_states=True: hidden_states.0 is the embeddings' output, hidden_states.l layer l's.");
+  parser.add_string("--model", "DIR", "Hugging Face model directory (config.json, model.safetensors, tokenizer.json)",
+                    &f.model);
+  parser.add_flag("--text", "TEXT", "The text (UTF-8), tokenized with the model's tokenizer ([CLS] ... [SEP] for BERT)",
+                  "", [&f](const std::string& value) { f.text = value, f.have_text = true; });
+  parser.add_string("--layers", "all|N,M", "Which hidden states: all (0..L) or a list of indices (0 = embeddings)",
+                    &f.layers);
+  parser.add_string("--out", "FILE",
+                    "Write them to FILE (.safetensors): hidden_states.N (1, T, C) and input_ids (1, T)", &f.out);
+  parser.add_switch("--json", "Print one JSON object: ids, tokens and the selected states' values", &f.json);
+  return parser;
+}
+
+// "all" or "N,M,...", each index within 0..L.
+std::vector<int> parse_layers(const std::string& text, int layers) {
+  std::vector<int> out;
+  if (text == "all") {
+    for (int i = 0; i <= layers; ++i) out.push_back(i);
+    return out;
+  }
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string part = text.substr(at, comma - at);
+    char* end = nullptr;
+    const long v = std::strtol(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || v < 0 || v > layers)
+      throw UsageError("--layers '" + text + "': '" + part + "' is not a hidden-state index 0.." +
+                       std::to_string(layers) + " (or use all)");
+    if (std::find(out.begin(), out.end(), static_cast<int>(v)) != out.end())
+      throw UsageError("--layers '" + text + "': " + part + " is listed twice");
+    out.push_back(static_cast<int>(v));
+    at = comma + 1;
+  }
+  return out;
+}
+
+void write_states(const std::string& out, const std::string& dir, const std::vector<std::int32_t>& ids,
+                  const HiddenStates& hs, const std::vector<int>& layers) {
+  const std::int64_t T = hs.tokens, C = hs.channels;
+  std::vector<SafetensorsTensorOut> tensors{{"input_ids", "I32", {1, T}, ids.data()}};
+  std::vector<std::string> names;
+  names.reserve(layers.size());
+  for (int l : layers) {
+    names.push_back("hidden_states." + std::to_string(l));
+    tensors.push_back({names.back(), "F32", {1, T, C}, hs.states[static_cast<std::size_t>(l)].data()});
+  }
+  write_safetensors({"--out", out}, tensors, {{"format", "pt"}, {"model", dir}});
+}
+
+// Each state's mean L2 norm per token: how the representation grows through the layers.
+void print_summary(const HiddenStatesFlags& f, const HfModel& m, const std::vector<std::int32_t>& ids,
+                   const HiddenStates& hs, const std::vector<int>& layers) {
+  std::printf("model %s (%s): %d layers, %d channels\n", f.model.c_str(),
+              std::string(model_kind_name(m.config.kind)).c_str(), m.config.layers, m.config.channels);
+  std::printf("%zu ids:", ids.size());
+  for (std::int32_t id : ids) std::printf(" %d", id);
+  std::printf("\n");
+  for (int l : layers) {
+    const std::vector<float>& s = hs.states[static_cast<std::size_t>(l)];
+    double total = 0.0;
+    for (int t = 0; t < hs.tokens; ++t) {
+      double sq = 0.0;
+      for (int c = 0; c < hs.channels; ++c)
+        sq += static_cast<double>(s[static_cast<std::size_t>(t * hs.channels + c)]) *
+              s[static_cast<std::size_t>(t * hs.channels + c)];
+      total += std::sqrt(sq);
+    }
+    std::printf("hidden_states.%d: mean token norm %.4f\n", l, total / hs.tokens);
+  }
+  if (!f.out.empty()) std::printf("wrote %s\n", f.out.c_str());
+}
+
+void print_json(const HiddenStatesFlags& f, const Tokenizer& tokenizer, const std::vector<std::int32_t>& ids,
+                const HiddenStates& hs, const std::vector<int>& layers) {
+  nlohmann::json states = nlohmann::json::object();
+  for (int l : layers) {
+    nlohmann::json rows = nlohmann::json::array();
+    const std::vector<float>& s = hs.states[static_cast<std::size_t>(l)];
+    for (int t = 0; t < hs.tokens; ++t)
+      rows.push_back(std::vector<float>(s.begin() + t * hs.channels, s.begin() + (t + 1) * hs.channels));
+    states[std::to_string(l)] = std::move(rows);
+  }
+  std::vector<std::string> tokens;
+  for (std::int32_t id : ids) tokens.push_back(tokenizer.token_text(id).value_or(""));
+  const nlohmann::json out = {{"model", f.model},        {"ids", ids},  {"tokens", tokens}, {"channels", hs.channels},
+                              {"hidden_states", states}, {"out", f.out}};
+  std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
+
+}  // namespace
+
+int run_hidden_states(const std::vector<std::string>& args) {
+  HiddenStatesFlags f;
+  ArgParser parser = hidden_states_parser(f);
+  if (!parser.parse(args)) return 0;
+  if (f.model.empty()) throw UsageError("--model DIR is required (see shardscope-cli hidden-states --help)");
+  if (!f.have_text) throw UsageError("--text TEXT is required (see shardscope-cli hidden-states --help)");
+  if (f.out.empty() && !f.json) throw UsageError("give --out FILE.safetensors, --json or both");
+  if (!f.out.empty()) check_outputs({{"--model", f.model + "/model.safetensors"}}, {{"--out", f.out}});
+
+  const HfModel loaded = read_hf_model_dir(f.model);
+  const std::vector<int> layers = parse_layers(f.layers, loaded.config.layers);
+  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(f.model);
+  const std::vector<std::int32_t> ids = tokenizer->encode(f.text);
+
+  MemoryLedger ledger;
+  const auto backend = make_cpu_backend({static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))});
+  const auto model = make_model(loaded.config, *backend, ledger);
+  backend->upload(model->params(), loaded.parameters.data(), model->parameter_count() * 4);
+  const HiddenStates hs = compute_hidden_states(*model, ids);
+
+  if (!f.out.empty()) write_states(f.out, f.model, ids, hs, layers);
+  if (f.json)
+    print_json(f, *tokenizer, ids, hs, layers);
+  else
+    print_summary(f, loaded, ids, hs, layers);
+  return 0;
+}
+
+}  // namespace shardscope::cli
