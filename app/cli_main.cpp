@@ -12,6 +12,7 @@
 #include "cli_args.h"
 #include "cli_estimate.h"
 #include "cli_export.h"
+#include "cli_launch.h"
 #include "cli_schedule.h"
 #include "cli_tokenize.h"
 #include "cli_train.h"
@@ -37,6 +38,7 @@ const char* kTopHelp =
     "  schedule  Print a pipeline schedule (GPipe or 1F1B) per stage, with its bubble\n"
     "  estimate  Predict per-GPU memory (by ledger category, with formulas), the fit and the step time\n"
     "  tokenize  Tokenize a text with a Hugging Face tokenizer (GPT-2 BPE or BERT WordPiece files)\n"
+    "  launch    Run a command as processes, one rank each, through mpirun (launch --nproc-per-node 4 -- train ...)\n"
     "\n"
     "Run 'shardscope-cli COMMAND --help' for the flags of a command.\n";
 
@@ -80,6 +82,7 @@ int main(int argc, char** argv) {
     if (args[0] == "schedule") return run_schedule(rest);
     if (args[0] == "estimate") return run_estimate(rest);
     if (args[0] == "tokenize") return run_tokenize(rest);
+    if (args[0] == "launch") return run_launch(rest);
     std::fprintf(stderr, "shardscope-cli: unknown command '%s'\n\n%s", args[0].c_str(), kTopHelp);
     return kExitBadInput;
   } catch (const UsageError& e) {

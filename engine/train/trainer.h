@@ -39,6 +39,7 @@
 
 namespace shardscope {
 
+class DeviceClock;
 class InProcessWorld;
 class NcclWorld;
 class ShardingPlan;
@@ -74,6 +75,20 @@ struct RankDevice {
 };
 using RankDeviceFactory = std::function<RankDevice(int rank)>;
 
+// Ranks as processes (mpirun, app/cli_train.cpp): this process builds and runs
+// only global rank `rank` of the layout; its groups come from `communicator`
+// (an MPI world, parallel/mpi/mpi_world.h, which only the CLI links), and a
+// failing rank calls `abort`, which tells the other processes. Data, init and
+// RNG are those of the threaded run, so the losses match. Empty: every rank
+// in this process, as threads.
+struct RankProcess {
+  int rank = 0;
+  std::function<std::unique_ptr<Communicator>(const std::vector<int>& members, DeviceClock* clock, EventSink* sink)>
+      communicator;
+  std::function<void(int rank, const std::string& reason)> abort;
+  bool active() const { return static_cast<bool>(communicator); }
+};
+
 // A rank failed: what() names the rank and the cause.
 class RankFailure : public std::runtime_error {
  public:
@@ -104,7 +119,9 @@ class Trainer {
   // trains on the device it makes; with config.device "cuda" and one GPU per
   // rank in config.gpus they talk through NCCL (the plugin ops/nccl.h loads),
   // else through the in-process communicator.
-  explicit Trainer(const RunConfig& config, EventSink* sink = nullptr, RankDeviceFactory devices = {});
+  // `process` (mpirun): only that rank is built here, the others run in other processes.
+  explicit Trainer(const RunConfig& config, EventSink* sink = nullptr, RankDeviceFactory devices = {},
+                   RankProcess process = {});
   ~Trainer();
 
   // Runs config.steps steps, calling on_step after each. Returns early when
@@ -185,6 +202,9 @@ class Trainer {
   // Called by every rank before each layer: throws RunInterrupted once run()'s stop flag is up.
   void check_stop(const Rank& rank) const;
   void emit(const Event& event);
+  // A rank failed: the in-process world and, in process mode, the other processes stop.
+  void abort_world(int rank, const std::string& reason);
+  Rank& rank_at(int rank) const;  // a rank this process runs, by global rank
   // The time of an event that is no rank's (logs, step metrics): the latest
   // rank's virtual clock (virtual), or the run's steady clock (wall).
   std::int64_t event_time_ns() const;
@@ -200,7 +220,8 @@ class Trainer {
   std::unique_ptr<TextDataset> dataset_;
   std::shared_ptr<InProcessWorld> world_;
   std::unique_ptr<NcclWorld> nccl_;  // one GPU per rank: NCCL groups (null otherwise)
-  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::vector<std::unique_ptr<Rank>> ranks_;  // the ranks this process runs (all of them, unless process_)
+  RankProcess process_;
   LrSchedule schedule_;
   std::int64_t steps_done_ = 0;
   std::string device_note_;
