@@ -3,10 +3,13 @@
 // abort notices and the watchdog (mpi_world.h).
 #include "parallel/mpi/mpi_world.h"
 
+#include <semaphore.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,9 +32,24 @@ double seconds_since(SteadyClock::time_point t) {
 
 // mpirun ends the job with SIGTERM when one of its processes dies; the
 // watchdog then prints which one before this process goes.
+// The handler wakes the watchdog at once (sem_post is async-signal-safe): the
+// daemon follows SIGTERM with SIGKILL soon after.
 std::atomic<bool> g_terminated{false};
+sem_t g_wake;
 extern "C" void on_terminate(int) {
   g_terminated.store(true);
+  sem_post(&g_wake);
+}
+
+// Sleeps up to ms milliseconds, or until SIGTERM.
+void nap(int ms) {
+  timespec until{};
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_nsec += static_cast<long>(ms) * 1'000'000;
+  until.tv_sec += until.tv_nsec / 1'000'000'000;
+  until.tv_nsec %= 1'000'000'000;
+  while (sem_timedwait(&g_wake, &until) != 0 && errno == EINTR) {
+  }
 }
 
 std::string mpi_error_text(int rc) {
@@ -81,6 +99,7 @@ MpiWorld::MpiWorld(const MpiOptions& options) : options_(options) {
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   MPI_Comm_dup(MPI_COMM_WORLD, &control_);
   exchange_pids();
+  sem_init(&g_wake, 0, 0);
   struct sigaction action {};
   action.sa_handler = on_terminate;
   sigemptyset(&action.sa_mask);
@@ -221,11 +240,11 @@ std::string MpiWorld::dead_peer_text(int peer) const {
          ") died: its process is gone (killed by a signal or crashed)";
 }
 
-// Every 100 ms (10 ms once mpirun has sent SIGTERM): an abort notice, a dead
+// Every 100 ms (at once when mpirun sends SIGTERM): an abort notice, a dead
 // peer; then ends this process if it is still here well after an abort.
 void MpiWorld::watch() {
   while (!stopping_.load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(g_terminated.load() ? 10 : 100));
+    nap(100);
     if (!aborted_.load() && !finalizing_.load() && mutex_.try_lock()) {
       poll_abort_notice();
       mutex_.unlock();
