@@ -61,7 +61,8 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
   RunConfig predicted_for = config_;
   if (!devices) predicted_for.device = "cpu";
   predicted_ = predict_run_memory(predicted_for);
-  if (!devices && !process_.active()) check_fits_host(predicted_);  // a GPU's own memory is checked as its ranks allocate
+  // A GPU's own memory is checked as its ranks allocate; processes may be on other machines.
+  if (!devices && !process_.active()) check_fits_host(predicted_);
   dataset_ = load_dataset(config_);
   for (int r = 0; r < plan_->grid().world_size(); ++r) {
     if (process_.active() && r != process_.rank) continue;  // the other ranks are other processes

@@ -5,6 +5,8 @@
 // close; a rank that throws or is killed stops every process within 10 s,
 // naming it; launch builds the mpirun command. Skipped, saying so, only where
 // mpirun is missing (scripts/install-deps.sh installs it).
+#include <unistd.h>
+
 #include <QElapsedTimer>
 #include <QFile>
 #include <QJsonDocument>
@@ -14,23 +16,22 @@
 #include <QTemporaryDir>
 #include <QThread>
 #include <QtTest>
-
-#include <unistd.h>
-
-#include <csignal>
 #include <cmath>
+#include <csignal>
 
 #include "cli/cli_runner.h"
 
 namespace {
 
 // A tiny run: 20 steps of gpt-tiny on short sequences, a few seconds a layout.
-const QStringList kRun{"train", "--model", "gpt-tiny", "--steps", "20", "--batch", "8", "--seq", "16", "--log-every", "5"};
+const QStringList kRun{"train", "--model", "gpt-tiny", "--steps",     "20", "--batch",
+                       "8",     "--seq",   "16",       "--log-every", "5"};
 
 QStringList mpirun_prefix(int processes) {
   QStringList args;
   if (geteuid() == 0) args << "--allow-run-as-root";
-  return args << "--oversubscribe" << "-np" << QString::number(processes) << SHARDSCOPE_CLI;
+  return args << "--oversubscribe"
+              << "-np" << QString::number(processes) << SHARDSCOPE_CLI;
 }
 
 CliResult run_mpi(int processes, const QStringList& args, int timeout_ms = 120000) {
@@ -96,7 +97,8 @@ class TestMpi : public QObject {
     QTest::newRow("zero1") << QStringList{"--dp", "4", "--zero", "1"};
     QTest::newRow("zero2") << QStringList{"--dp", "4", "--zero", "2"};
     QTest::newRow("zero3") << QStringList{"--dp", "4", "--zero", "3"};
-    QTest::newRow("pp2xdp2 1f1b") << QStringList{"--dp", "2", "--pp", "2", "--micro-batches", "2", "--schedule", "1f1b"};
+    QTest::newRow("pp2xdp2 1f1b") << QStringList{"--dp", "2",          "--pp", "2", "--micro-batches",
+                                                 "2",    "--schedule", "1f1b"};
     QTest::newRow("accumulation") << QStringList{"--dp", "4", "--accum", "2"};
     QTest::newRow("bf16 ddp") << QStringList{"--dp", "4", "--precision", "bf16"};
     QTest::newRow("bf16 zero2") << QStringList{"--dp", "4", "--zero", "2", "--precision", "bf16"};
@@ -126,7 +128,8 @@ class TestMpi : public QObject {
       QCOMPARE(run_cli(kRun + layout + QStringList{"--metrics-out", threads}).code, 0);
       const CliResult p = run_mpi(4, kRun + layout + QStringList{"--collectives", "native", "--metrics-out", native});
       QVERIFY2(p.code == 0, qPrintable(p.out + p.err));
-      QVERIFY2(p.out.contains("native collectives (MPI's own: the ring view shows one span per call)"), qPrintable(p.out));
+      QVERIFY2(p.out.contains("native collectives (MPI's own: the ring view shows one span per call)"),
+               qPrintable(p.out));
       const double worst = worst_difference(losses(threads), losses(native));
       qInfo("%s native: largest relative loss difference %g", qPrintable(layout.join(' ')), worst);
       QVERIFY2(worst <= 1e-3, qPrintable(QString::number(worst)));

@@ -20,8 +20,8 @@ constexpr int kMessageTag = 2;
 constexpr std::int64_t kPiece = std::int64_t{1} << 30;  // MPI counts are int: larger transfers go in pieces
 }  // namespace
 
-MpiCommunicator::MpiCommunicator(MpiWorld& world, MPI_Comm comm, std::vector<int> members, int me,
-                                 DeviceClock* clock, EventSink* sink)
+MpiCommunicator::MpiCommunicator(MpiWorld& world, MPI_Comm comm, std::vector<int> members, int me, DeviceClock* clock,
+                                 EventSink* sink)
     : world_(world),
       comm_(comm),
       members_(std::move(members)),
@@ -201,9 +201,9 @@ void MpiCommunicator::recv(float* data, std::int64_t count, int peer, const Comm
 void MpiCommunicator::send_recv(const float* send_data, std::int64_t send_count, int send_peer, float* recv_data,
                                 std::int64_t recv_count, int recv_peer, const CommTag&, const CommTag& recv_tag) {
   check_count(send_count >= 0 && recv_count >= 0, "send_recv", "negative count");
-  check_count(send_peer >= 0 && send_peer < n_ && send_peer != me_ && recv_peer >= 0 && recv_peer < n_ &&
-                  recv_peer != me_,
-              "send_recv", "peer outside the group or self");
+  check_count(
+      send_peer >= 0 && send_peer < n_ && send_peer != me_ && recv_peer >= 0 && recv_peer < n_ && recv_peer != me_,
+      "send_recv", "peer outside the group or self");
   reap_sends(false);
   const std::int64_t start = now();
   exchange(send_data, send_count * 4, send_peer, recv_data, recv_count * 4, recv_peer, "send_recv", kMessageTag);

@@ -80,8 +80,8 @@ class MpiCommunicator final : public Communicator {
   void ring_all_gather(const std::byte* send, std::byte* recv, std::int64_t send_count, DType dtype,
                        const CommTag& tag);
   void native_all_reduce(std::byte* data, std::int64_t count, DType dtype, ReduceOp op, const CommTag& tag);
-  void native_reduce_scatter(const std::byte* send, std::byte* recv, std::int64_t recv_count, DType dtype,
-                             ReduceOp op, const CommTag& tag);
+  void native_reduce_scatter(const std::byte* send, std::byte* recv, std::int64_t recv_count, DType dtype, ReduceOp op,
+                             const CommTag& tag);
   void native_all_gather(const std::byte* send, std::byte* recv, std::int64_t send_count, DType dtype,
                          const CommTag& tag);
   // Posts a send of out_bytes to group rank `to` and a receive of in_bytes

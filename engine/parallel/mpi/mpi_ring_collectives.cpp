@@ -60,8 +60,7 @@ void MpiCommunicator::reduce_scatter(const void* send, void* recv, std::int64_t 
     native_reduce_scatter(static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), recv_count, dtype, op,
                           tag);
   else
-    ring_reduce_scatter(static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), recv_count, dtype, op,
-                        tag);
+    ring_reduce_scatter(static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), recv_count, dtype, op, tag);
 }
 
 void MpiCommunicator::all_gather(const void* send, void* recv, std::int64_t send_count, DType dtype,
@@ -112,8 +111,8 @@ void MpiCommunicator::ring_all_reduce(std::byte* data, std::int64_t count, DType
 // The partial sum of a chunk travels round the ring, gaining one rank's
 // contribution per step (partial + own, as in-process); the last one received
 // plus this rank's own chunk is the result.
-void MpiCommunicator::ring_reduce_scatter(const std::byte* send, std::byte* recv, std::int64_t recv_count,
-                                          DType dtype, ReduceOp op, const CommTag& tag) {
+void MpiCommunicator::ring_reduce_scatter(const std::byte* send, std::byte* recv, std::int64_t recv_count, DType dtype,
+                                          ReduceOp op, const CommTag& tag) {
   const std::int64_t chunk = recv_count * static_cast<std::int64_t>(dtype_size(dtype));
   const bool pre_divide = pre_divides(dtype, op);
   if (pre_divide) {  // this rank's values / N, in scratch (send stays untouched)

@@ -9,10 +9,10 @@
 
 #include <cerrno>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <stdexcept>
 
@@ -285,8 +285,7 @@ void MpiWorld::wait(MPI_Request* requests, int count, const std::string& what, i
     if (done) return;
     if (!aborted_.load() && seconds_since(start) > options_.timeout_s)
       abort(rank_, "timed out after " + std::to_string(static_cast<int>(options_.timeout_s)) + " s in " + what +
-                       (peer >= 0 ? " waiting for rank " + std::to_string(peer) : std::string()) +
-                       " (--comm-timeout)");
+                       (peer >= 0 ? " waiting for rank " + std::to_string(peer) : std::string()) + " (--comm-timeout)");
     if (aborted_.load()) {
       std::lock_guard lock(mutex_);
       for (int i = 0; i < count; ++i)

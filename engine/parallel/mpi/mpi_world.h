@@ -109,9 +109,9 @@ class MpiWorld {
   void fail_call(const char* name, int rc);
   void raise_aborted();
   void exchange_pids();
-  void watch();                    // the watchdog thread
-  void poll_abort_notice();        // an abort notice from another process, if any (mutex held)
-  int dead_peer() const;           // a rank of this machine whose process is gone, else -1
+  void watch();              // the watchdog thread
+  void poll_abort_notice();  // an abort notice from another process, if any (mutex held)
+  int dead_peer() const;     // a rank of this machine whose process is gone, else -1
   std::string dead_peer_text(int peer) const;
   void set_aborted(const std::string& message);
 
