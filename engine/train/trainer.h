@@ -59,7 +59,7 @@ struct StepMetrics {
   std::optional<float> eval_loss;        // mean validation loss, on evaluation steps
   MemoryBytes memory;                    // rank 0's ledger by category after the step
   MemoryBytes memory_peak;               // rank 0's peak bytes by category so far
-  std::vector<MemoryBytes> rank_memory;  // every rank's current bytes, by global rank
+  std::vector<MemoryBytes> rank_memory;  // every rank's current bytes, by global rank (this process's under mpirun)
 };
 
 // Where one rank's buffers live and what runs its ops, when not the CPU. The

@@ -23,6 +23,8 @@ namespace shardscope {
 namespace {
 
 constexpr int kAbortTag = 7;
+constexpr int kQueryTag = 8;   // "are you waiting in a communication call?" (after a timeout)
+constexpr int kAnswerTag = 9;  // 1: waiting, 0: not (computing, or hung in it)
 constexpr double kExitGraceS = 5.0;  // an aborted process still running after this is ended by the watchdog
 
 using SteadyClock = std::chrono::steady_clock;
@@ -86,6 +88,10 @@ bool MpiWorld::launched_by_mpirun() {
 }
 
 MpiWorld::MpiWorld(const MpiOptions& options) : options_(options) {
+  // Shared-memory messages by copy-in/copy-out, not by reading the peer's
+  // memory (CMA): containers often forbid process_vm_readv, and a peer that
+  // fails mid-send would leave "Read -1, errno = 14" noise. A user's setting wins.
+  setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
   int initialized = 0, provided = 0;
   MPI_Initialized(&initialized);
   if (initialized == 0 && MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
@@ -128,6 +134,7 @@ void MpiWorld::exchange_pids() {
   std::vector<Entry> all(static_cast<std::size_t>(size_));
   MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
   pids_.assign(static_cast<std::size_t>(size_), 0);
+  answers_.assign(static_cast<std::size_t>(size_), 0);
   for (int r = 0; r < size_; ++r) {
     const Entry& e = all[static_cast<std::size_t>(r)];
     if (std::strncmp(e.host, mine.host, sizeof mine.host) == 0) pids_[static_cast<std::size_t>(r)] = e.pid;
@@ -180,16 +187,27 @@ void MpiWorld::raise_aborted() {
   throw CommAborted(abort_message());
 }
 
-// The first abort tells every other process, and waits up to a second for the
-// notices to leave (this process is about to exit).
 void MpiWorld::abort(int by_rank, const std::string& reason) {
   if (aborted_.load()) return;
   set_aborted(by_rank >= 0 ? "communication aborted by rank " + std::to_string(by_rank) + ": " + reason
                            : "communication aborted: " + reason);
+  send_abort_notices(false);
+}
+
+// Tells every other process (still there) of the abort, and waits up to a
+// second for the notices to leave (this process is about to exit). The
+// watchdog neither waits for the mutex nor for the notices: it must stay free
+// to report mpirun's SIGTERM at once.
+void MpiWorld::send_abort_notices(bool from_watchdog) {
   const std::string text = abort_message();
   std::vector<MPI_Request> sent;
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_, std::defer_lock);
+    if (from_watchdog) {
+      if (!lock.try_lock()) return;
+    } else {
+      lock.lock();
+    }
     if (finalizing_.load()) return;
     notice_text_.assign(text.begin(), text.end());
     notice_text_.push_back('\0');
@@ -204,7 +222,7 @@ void MpiWorld::abort(int by_rank, const std::string& reason) {
   }
   const auto start = SteadyClock::now();
   int done = 0;
-  while (!done && seconds_since(start) < 1.0) {
+  while (!from_watchdog && !done && seconds_since(start) < 1.0 && !g_terminated.load()) {
     {
       std::lock_guard lock(mutex_);
       MPI_Testall(static_cast<int>(sent.size()), sent.data(), &done, MPI_STATUSES_IGNORE);
@@ -249,9 +267,13 @@ void MpiWorld::watch() {
       poll_abort_notice();
       mutex_.unlock();
     }
-    if (!aborted_.load()) {
-      const int dead = dead_peer();
-      if (dead >= 0) abort(-1, dead_peer_text(dead));
+    if (!finalizing_.load() && mutex_.try_lock()) {
+      answer_queries();
+      mutex_.unlock();
+    }
+    if (const int dead = aborted_.load() ? -1 : dead_peer(); dead >= 0) {
+      set_aborted("communication aborted: " + dead_peer_text(dead));
+      send_abort_notices(true);
     }
     if (g_terminated.load()) {
       const int dead = dead_peer();
@@ -271,8 +293,68 @@ void MpiWorld::watch() {
   }
 }
 
+// Mutex held: answers the peers' queries (is this process in a communication call?).
+void MpiWorld::answer_queries() {
+  for (;;) {
+    int flag = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kQueryTag, control_, &flag, &status) != MPI_SUCCESS || flag == 0) return;
+    int query = 0;
+    MPI_Recv(&query, 1, MPI_INT, status.MPI_SOURCE, kQueryTag, control_, MPI_STATUS_IGNORE);
+    int& answer = answers_[static_cast<std::size_t>(status.MPI_SOURCE)];
+    answer = waiting_.load() > 0 || aborted_.load() ? 1 : 0;  // an aborted process is stopping, not the cause
+    MPI_Request request;
+    if (MPI_Isend(&answer, 1, MPI_INT, status.MPI_SOURCE, kAnswerTag, control_, &request) == MPI_SUCCESS)
+      MPI_Request_free(&request);
+  }
+}
+
+// After a timeout: which processes are not waiting in a communication call
+// (hung in their computation) or do not answer within a second (stopped,
+// frozen)? Those are the cause; the others wait for them, as this one does.
+std::string MpiWorld::ask_peers() {
+  static const int query = 1;  // read by the sends after this returns
+  std::vector<int> answers(static_cast<std::size_t>(size_), -1);
+  {
+    std::lock_guard lock(mutex_);
+    for (int r = 0; r < size_; ++r) {
+      MPI_Request request;
+      if (r != rank_ && MPI_Isend(&query, 1, MPI_INT, r, kQueryTag, control_, &request) == MPI_SUCCESS)
+        MPI_Request_free(&request);
+    }
+  }
+  const auto start = SteadyClock::now();
+  for (int missing = size_ - 1; missing > 0 && seconds_since(start) < 1.0;) {
+    int flag = 0;
+    {
+      std::lock_guard lock(mutex_);
+      answer_queries();  // the others may be asking too
+      MPI_Status status;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kAnswerTag, control_, &flag, &status) == MPI_SUCCESS && flag != 0) {
+        MPI_Recv(&answers[static_cast<std::size_t>(status.MPI_SOURCE)], 1, MPI_INT, status.MPI_SOURCE, kAnswerTag,
+                 control_, MPI_STATUS_IGNORE);
+        --missing;
+      }
+    }
+    if (flag == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::string text;
+  for (int r = 0; r < size_; ++r) {
+    const int a = answers[static_cast<std::size_t>(r)];
+    if (r == rank_ || a == 1) continue;
+    text += "; rank " + std::to_string(r) +
+            (a < 0 ? " does not answer (stopped or frozen)" : " is not in a communication call (hung computing?)");
+  }
+  return text;
+}
+
 // Polls until every request is done; never longer than the deadline.
 void MpiWorld::wait(MPI_Request* requests, int count, const std::string& what, int peer, MPI_Status* statuses) {
+  struct Waiting {  // what this process answers a peer's query
+    std::atomic<int>& count;
+    explicit Waiting(std::atomic<int>& c) : count(c) { ++count; }
+    ~Waiting() { --count; }
+  } waiting(waiting_);
   const auto start = SteadyClock::now();
   for (long spin = 0;; ++spin) {
     int done = 0, rc;
@@ -285,7 +367,8 @@ void MpiWorld::wait(MPI_Request* requests, int count, const std::string& what, i
     if (done) return;
     if (!aborted_.load() && seconds_since(start) > options_.timeout_s)
       abort(rank_, "timed out after " + std::to_string(static_cast<int>(options_.timeout_s)) + " s in " + what +
-                       (peer >= 0 ? " waiting for rank " + std::to_string(peer) : std::string()) + " (--comm-timeout)");
+                       (peer >= 0 ? " waiting for rank " + std::to_string(peer) : std::string()) +
+                       " (--comm-timeout)" + ask_peers());
     if (aborted_.load()) {
       std::lock_guard lock(mutex_);
       for (int i = 0; i < count; ++i)

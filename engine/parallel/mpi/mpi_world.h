@@ -114,6 +114,9 @@ class MpiWorld {
   int dead_peer() const;     // a rank of this machine whose process is gone, else -1
   std::string dead_peer_text(int peer) const;
   void set_aborted(const std::string& message);
+  void send_abort_notices(bool from_watchdog);
+  void answer_queries();    // mutex held
+  std::string ask_peers();  // after a timeout: "; rank 2 does not answer (stopped or frozen)"
 
   MpiOptions options_;
   int rank_ = 0, size_ = 1;
@@ -126,6 +129,8 @@ class MpiWorld {
   std::atomic<std::int64_t> aborted_at_{0};  // steady-clock ticks
   std::atomic<bool> finalizing_{false};      // MPI_Finalize has begun: no more MPI calls from the watchdog
   std::atomic<bool> stopping_{false};
+  std::atomic<int> waiting_{0};  // threads of this process inside wait()
+  std::vector<int> answers_;     // by asking rank: the answer in flight
   std::vector<char> notice_text_;  // the abort notice sent (kept: sends may still read it)
   std::thread watchdog_;
 };
