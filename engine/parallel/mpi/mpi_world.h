@@ -109,6 +109,7 @@ class MpiWorld {
   void fail_call(const char* name, int rc);
   void raise_aborted();
   void exchange_pids();
+  void start_watchdog();     // mpi_faults.cpp, with the rest of the fault handling
   void watch();              // the watchdog thread
   void poll_abort_notice();  // an abort notice from another process, if any (mutex held)
   int dead_peer() const;     // a rank of this machine whose process is gone, else -1
@@ -129,8 +130,8 @@ class MpiWorld {
   std::atomic<std::int64_t> aborted_at_{0};  // steady-clock ticks
   std::atomic<bool> finalizing_{false};      // MPI_Finalize has begun: no more MPI calls from the watchdog
   std::atomic<bool> stopping_{false};
-  std::atomic<int> waiting_{0};  // threads of this process inside wait()
-  std::vector<int> answers_;     // by asking rank: the answer in flight
+  std::atomic<int> waiting_{0};    // threads of this process inside wait()
+  std::vector<int> answers_;       // by asking rank: the answer in flight
   std::vector<char> notice_text_;  // the abort notice sent (kept: sends may still read it)
   std::thread watchdog_;
 };
