@@ -11,6 +11,7 @@
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QJsonValue>
 #include <QProcess>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -46,13 +47,15 @@ CliResult run_mpi(int processes, const QStringList& args, int timeout_ms = 12000
           QString::fromUtf8(p.readAllStandardError())};
 }
 
-// The per-step losses of a --metrics-out file.
-std::vector<double> losses(const QString& path) {
+// The per-step values of `key` in a --metrics-out file ("loss"; "eval_loss" where there is one).
+std::vector<double> losses(const QString& path, const QString& key = "loss") {
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly)) return {};
   std::vector<double> out;
-  for (const QByteArray& line : f.readAll().split('\n'))
-    if (!line.trimmed().isEmpty()) out.push_back(QJsonDocument::fromJson(line).object().value("loss").toDouble());
+  for (const QByteArray& line : f.readAll().split('\n')) {
+    const QJsonValue value = QJsonDocument::fromJson(line).object().value(key);
+    if (!line.trimmed().isEmpty() && value.isDouble()) out.push_back(value.toDouble());
+  }
   return out;
 }
 
@@ -101,6 +104,9 @@ class TestMpi : public QObject {
                                                  "2",    "--schedule", "1f1b"};
     QTest::newRow("accumulation") << QStringList{"--dp", "4", "--accum", "2"};
     QTest::newRow("bf16 ddp") << QStringList{"--dp", "4", "--precision", "bf16"};
+    QTest::newRow("fp16 gpipe checkpoint eval") << QStringList{
+        "--dp",        "2",    "--pp",         "2",    "--micro-batches", "2",  "--schedule",     "gpipe",
+        "--precision", "fp16", "--checkpoint", "full", "--eval-every",    "10", "--eval-batches", "2"};
     QTest::newRow("bf16 zero2") << QStringList{"--dp", "4", "--zero", "2", "--precision", "bf16"};
   }
 
@@ -118,6 +124,8 @@ class TestMpi : public QObject {
     const double worst = worst_difference(losses(threads), losses(processes));
     qInfo("largest relative loss difference over 20 steps: %g", worst);
     QVERIFY2(worst <= 1e-5, qPrintable(QString::number(worst)));
+    QCOMPARE(losses(processes, "eval_loss"), losses(threads, "eval_loss"));
+    QCOMPARE(losses(processes, "eval_loss").size(), std::size_t{layout.contains("--eval-every") ? 2u : 0u});
   }
 
   // MPI's own collectives sum in their own order: close to the ring, one event per call.
