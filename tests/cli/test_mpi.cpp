@@ -205,6 +205,71 @@ class TestMpi : public QObject {
     QVERIFY2(err.contains("(--comm-timeout); rank 2 does not answer (stopped or frozen)"), qPrintable(err));
   }
 
+  // Two "machines": two network namespaces joined by a veth pair, each with its
+  // own hostname, one process group each through a hostfile and launch; mpirun
+  // reaches the second through an rsh agent that enters its namespace.
+  void two_machines_over_network_namespaces() {
+    const QString tag = QString::number(QCoreApplication::applicationPid() % 100000);
+    const QString ns1 = "ss" + tag + "a", ns2 = "ss" + tag + "b";
+    const auto sh = [](const QString& command) {
+      QProcess p;
+      p.start("sh", {"-c", command});
+      p.waitForFinished(60000);
+      return p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0
+                 ? QString()
+                 : QString::fromUtf8(p.readAllStandardError()) + " (" + command + ")";
+    };
+    const QString setup =
+        sh(QString("ip netns add %1 && ip netns add %2 && ip link add %1v type veth peer name %2v && "
+                   "ip link set %1v netns %1 && ip link set %2v netns %2 && "
+                   "ip -n %1 addr add 10.77.0.1/24 dev %1v && ip -n %2 addr add 10.77.0.2/24 dev %2v && "
+                   "ip -n %1 link set lo up && ip -n %2 link set lo up && "
+                   "ip -n %1 link set %1v up && ip -n %2 link set %2v up")
+               .arg(ns1, ns2));
+    struct Cleanup {
+      QString a, b;
+      ~Cleanup() { QProcess::execute("sh", {"-c", QString("ip netns del %1; ip netns del %2").arg(a, b)}); }
+    } cleanup{ns1, ns2};
+    if (!setup.isEmpty())
+      QSKIP(
+          qPrintable("skipped: cannot make two network namespaces here (needs root with CAP_SYS_ADMIN and "
+                     "iproute2; run this test where it can): " +
+                     setup));
+    QTemporaryDir dir;
+    QFile agent(dir.filePath("agent.sh")), hosts(dir.filePath("hosts"));
+    QVERIFY(agent.open(QIODevice::WriteOnly) && hosts.open(QIODevice::WriteOnly));
+    agent.write(
+        QString("#!/bin/sh\nhost=$1; shift\ncase $host in 10.77.0.1) ns=%1; n=node1;; *) ns=%2; n=node2;; esac\n"
+                "exec ip netns exec $ns unshare --uts sh -c \"hostname $n; $*\"\n")
+            .arg(ns1, ns2)
+            .toUtf8());
+    agent.close();
+    agent.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+    hosts.write("10.77.0.1 slots=2\n10.77.0.2 slots=2\n");
+    hosts.close();
+    const QString threads = dir.filePath("threads.jsonl"), machines = dir.filePath("machines.jsonl");
+    QCOMPARE(run_cli(kRun + QStringList{"--dp", "4", "--metrics-out", threads}).code, 0);
+    QProcess job;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("OMPI_MCA_plm_rsh_agent", agent.fileName());
+    env.insert("OMPI_MCA_btl", "tcp,self");  // the veth, not shared memory, between the machines
+    env.insert("OMPI_MCA_btl_tcp_if_include", "10.77.0.0/24");
+    env.insert("OMPI_MCA_oob_tcp_if_include", "10.77.0.0/24");
+    job.setProcessEnvironment(env);
+    const QStringList launch = QStringList{"launch", "--nproc-per-node", "2", "--hostfile", hosts.fileName(), "--"} +
+                               kRun + QStringList{"--dp", "4", "--metrics-out", machines};
+    job.start("ip", QStringList{"netns", "exec", ns1, "unshare", "--uts", "sh", "-c",
+                                "hostname node1; exec \"$0\" \"$@\"", SHARDSCOPE_CLI} +
+                        launch);
+    QVERIFY2(job.waitForFinished(120000), "the 2-machine run did not finish in 120 s");
+    const QString err = QString::fromUtf8(job.readAllStandardError());
+    QVERIFY2(job.exitCode() == 0, qPrintable(err));
+    QVERIFY2(err.contains("--hostfile " + hosts.fileName() + " --map-by ppr:2:node -np 4"), qPrintable(err));
+    const double worst = worst_difference(losses(threads), losses(machines));
+    qInfo("2 machines (network namespaces): largest relative loss difference %g", worst);
+    QVERIFY2(worst <= 1e-5, qPrintable(QString::number(worst)));
+  }
+
   void wrong_process_count_is_refused() {
     const CliResult r = run_mpi(3, kRun + QStringList{"--dp", "4"});
     QCOMPARE(r.code, 2);
