@@ -2,6 +2,7 @@
 // When a rank process fails: abort notices between the processes, the
 // watchdog thread (dead peers, mpirun's SIGTERM, the exit grace) and the
 // question asked after a timeout (mpi_world.h, "Faults").
+#include <fcntl.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <unistd.h>
@@ -32,14 +33,73 @@ double seconds_since(SteadyClock::time_point t) {
   return std::chrono::duration<double>(SteadyClock::now() - t).count();
 }
 
-// mpirun ends the job with SIGTERM when one of its processes dies; the
-// watchdog then prints which one before this process goes.
-// The handler wakes the watchdog at once (sem_post is async-signal-safe): the
-// daemon follows SIGTERM with SIGKILL soon after.
+// mpirun ends the job with SIGTERM when one of its processes dies, and SIGKILL
+// 1 s later. The handler itself prints why, with async-signal-safe calls only
+// (open, read, write): the abort message if there is one (g_abort_line, made
+// when the abort was), else the rank whose process is gone, read from /proc.
+// Then it wakes the watchdog (sem_post), which ends the process.
 std::atomic<bool> g_terminated{false};
 sem_t g_wake;
+std::atomic<const char*> g_abort_line{nullptr};  // "...error: rank R: stopped by mpirun: <abort>\n", never freed
+int g_rank = 0;
+const long* g_pids = nullptr;  // MpiWorld::pids_
+int g_size = 0;
+
+void put(int fd, const char* text) {
+  std::size_t n = 0;
+  while (text[n] != '\0') ++n;
+  [[maybe_unused]] const ssize_t written = ::write(fd, text, n);
+}
+
+// Decimal digits of v into out (at least 24 chars); returns out.
+char* decimal(long v, char* out) {
+  char digits[24];
+  int n = 0;
+  do digits[n++] = static_cast<char>('0' + v % 10);
+  while ((v /= 10) > 0 && n < 23);
+  for (int i = 0; i < n; ++i) out[i] = digits[n - 1 - i];
+  out[n] = '\0';
+  return out;
+}
+
+bool gone_signal_safe(long pid) {
+  char path[64] = "/proc/", number[24], text[512];
+  std::size_t at = 6;
+  for (const char* d = decimal(pid, number); *d != '\0'; ++d) path[at++] = *d;
+  for (const char* d = "/stat"; *d != '\0'; ++d) path[at++] = *d;
+  path[at] = '\0';
+  const int fd = ::open(path, O_RDONLY);
+  if (fd < 0) return true;
+  const ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  for (ssize_t i = n - 1; i > 0; --i)
+    if (text[i] == ')') return i + 2 < n && (text[i + 2] == 'Z' || text[i + 2] == 'X');
+  return false;
+}
+
 extern "C" void on_terminate(int) {
-  g_terminated.store(true);
+  if (!g_terminated.exchange(true)) {
+    char number[24];
+    if (const char* line = g_abort_line.load(); line != nullptr) {
+      put(STDERR_FILENO, line);
+    } else {
+      int dead = -1;
+      for (int r = 0; r < g_size && dead < 0; ++r)
+        if (r != g_rank && g_pids[r] > 0 && gone_signal_safe(g_pids[r])) dead = r;
+      put(STDERR_FILENO, "shardscope-cli train: error: rank ");
+      put(STDERR_FILENO, decimal(g_rank, number));
+      put(STDERR_FILENO, ": stopped by mpirun: ");
+      if (dead >= 0) {
+        put(STDERR_FILENO, "rank ");
+        put(STDERR_FILENO, decimal(dead, number));
+        put(STDERR_FILENO, " (pid ");
+        put(STDERR_FILENO, decimal(g_pids[dead], number));
+        put(STDERR_FILENO, ") died: its process is gone (killed by a signal or crashed)\n");
+      } else {
+        put(STDERR_FILENO, "another process of the job failed (see mpirun's message)\n");
+      }
+    }
+  }
   sem_post(&g_wake);
 }
 
@@ -76,6 +136,9 @@ void print_error(const std::string& text) {
 }  // namespace
 
 void MpiWorld::start_watchdog() {
+  g_rank = rank_;
+  g_pids = pids_.data();
+  g_size = size_;
   sem_init(&g_wake, 0, 0);
   struct sigaction action {};
   action.sa_handler = on_terminate;
@@ -93,55 +156,56 @@ void MpiWorld::set_aborted(const std::string& message) {
   std::lock_guard lock(message_mutex_);
   if (aborted_.load()) return;
   abort_message_ = message;
+  g_abort_line.store((new std::string("shardscope-cli train: error: rank " + std::to_string(rank_) +
+                                      ": stopped by mpirun: " + message + "\n"))
+                         ->c_str());  // for the SIGTERM handler, which must not allocate
   aborted_at_ = SteadyClock::now().time_since_epoch().count();
   aborted_.store(true);
 }
 
+// Mutex not held. Taking it once first lets an MPI call another thread has in
+// flight end before this thread unwinds its stack; later calls see the mark.
 void MpiWorld::raise_aborted() {
+  { std::lock_guard lock(mutex_); }
   throw CommAborted(abort_message());
 }
 
 void MpiWorld::abort(int by_rank, const std::string& reason) {
-  if (aborted_.load()) return;
-  set_aborted(by_rank >= 0 ? "communication aborted by rank " + std::to_string(by_rank) + ": " + reason
-                           : "communication aborted: " + reason);
-  send_abort_notices(false);
+  abort_with(by_rank >= 0 ? "communication aborted by rank " + std::to_string(by_rank) + ": " + reason
+                          : "communication aborted: " + reason,
+             false);
 }
 
-// Tells every other process (still there) of the abort, and waits up to a
-// second for the notices to leave (this process is about to exit). The
-// watchdog neither waits for the mutex nor for the notices: it must stay free
-// to report mpirun's SIGTERM at once.
-void MpiWorld::send_abort_notices(bool from_watchdog) {
-  const std::string text = abort_message();
-  std::vector<MPI_Request> sent;
+// The first abort tells every other process (still there), then marks this
+// one aborted. The notices are small, so MPI_Isend delivers them at once
+// (shared memory: into the peer's queue; TCP: onto the socket). Once marked,
+// this process makes no MPI call that could progress a transfer still in
+// flight: the rank's stack unwinds, and finishing a transfer from or into a
+// buffer that is gone would touch freed memory. So the mark comes last. The
+// watchdog does not wait for the mutex: it must stay free to report mpirun's
+// SIGTERM at once.
+void MpiWorld::abort_with(const std::string& message, bool from_watchdog) {
+  if (aborted_.load() || aborting_.exchange(true)) return;
   {
     std::unique_lock lock(mutex_, std::defer_lock);
-    if (from_watchdog) {
-      if (!lock.try_lock()) return;
-    } else {
-      lock.lock();
-    }
-    if (finalizing_.load()) return;
-    notice_text_.assign(text.begin(), text.end());
-    notice_text_.push_back('\0');
-    for (int r = 0; r < size_; ++r) {
-      if (r == rank_ || (pids_[static_cast<std::size_t>(r)] > 0 && process_gone(pids_[static_cast<std::size_t>(r)])))
-        continue;
-      MPI_Request request;
-      if (MPI_Isend(notice_text_.data(), static_cast<int>(notice_text_.size()), MPI_CHAR, r, kAbortTag, control_,
-                    &request) == MPI_SUCCESS)
-        sent.push_back(request);
+    if (from_watchdog ? lock.try_lock() : (lock.lock(), true)) {
+      if (!finalizing_.load()) send_abort_notices(message.substr(0, 1000));  // under the eager limit
     }
   }
-  const auto start = SteadyClock::now();
-  int done = 0;
-  while (!from_watchdog && !done && seconds_since(start) < 1.0 && !g_terminated.load()) {
-    {
-      std::lock_guard lock(mutex_);
-      MPI_Testall(static_cast<int>(sent.size()), sent.data(), &done, MPI_STATUSES_IGNORE);
-    }
-    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  set_aborted(message);
+}
+
+// Mutex held.
+void MpiWorld::send_abort_notices(const std::string& text) {
+  notice_text_.assign(text.begin(), text.end());
+  notice_text_.push_back('\0');
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_ || (pids_[static_cast<std::size_t>(r)] > 0 && process_gone(pids_[static_cast<std::size_t>(r)])))
+      continue;
+    MPI_Request request;
+    if (MPI_Isend(notice_text_.data(), static_cast<int>(notice_text_.size()), MPI_CHAR, r, kAbortTag, control_,
+                  &request) == MPI_SUCCESS)
+      MPI_Request_free(&request);
   }
 }
 
@@ -181,20 +245,16 @@ void MpiWorld::watch() {
       poll_abort_notice();
       mutex_.unlock();
     }
-    if (!finalizing_.load() && mutex_.try_lock()) {
+    if (!aborted_.load() && !finalizing_.load() && mutex_.try_lock()) {
       answer_queries();
       mutex_.unlock();
     }
     if (const int dead = aborted_.load() ? -1 : dead_peer(); dead >= 0) {
-      set_aborted("communication aborted: " + dead_peer_text(dead));
-      send_abort_notices(true);
+      abort_with("communication aborted: " + dead_peer_text(dead), true);
     }
-    if (g_terminated.load()) {
-      const int dead = dead_peer();
-      print_error("rank " + std::to_string(rank_) + ": stopped by mpirun: " +
-                  (aborted_.load() ? abort_message()
-                   : dead >= 0     ? dead_peer_text(dead)
-                                   : std::string("another process of the job failed (see mpirun's message)")));
+    if (g_terminated.load()) {  // the handler has said why
+      // Its daemon sends SIGKILL 1 s after SIGTERM: linger a little, so it reads the line before this process is gone.
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
       _exit(1);
     }
     const std::int64_t at = aborted_at_.load();
@@ -209,6 +269,7 @@ void MpiWorld::watch() {
 
 // Mutex held: answers the peers' queries (is this process in a communication call?).
 void MpiWorld::answer_queries() {
+  if (aborted_.load()) return;
   for (;;) {
     int flag = 0;
     MPI_Status status;
@@ -216,7 +277,7 @@ void MpiWorld::answer_queries() {
     int query = 0;
     MPI_Recv(&query, 1, MPI_INT, status.MPI_SOURCE, kQueryTag, control_, MPI_STATUS_IGNORE);
     int& answer = answers_[static_cast<std::size_t>(status.MPI_SOURCE)];
-    answer = waiting_.load() > 0 || aborted_.load() ? 1 : 0;  // an aborted process is stopping, not the cause
+    answer = waiting_.load() > 0 ? 1 : 0;
     MPI_Request request;
     if (MPI_Isend(&answer, 1, MPI_INT, status.MPI_SOURCE, kAnswerTag, control_, &request) == MPI_SUCCESS)
       MPI_Request_free(&request);
@@ -242,6 +303,8 @@ std::string MpiWorld::ask_peers() {
     int flag = 0;
     {
       std::lock_guard lock(mutex_);
+      poll_abort_notice();  // another process was quicker: its message stands
+      if (aborted_.load()) return {};
       answer_queries();  // the others may be asking too
       MPI_Status status;
       if (MPI_Iprobe(MPI_ANY_SOURCE, kAnswerTag, control_, &flag, &status) == MPI_SUCCESS && flag != 0) {

@@ -128,9 +128,10 @@ void MpiWorld::wait(MPI_Request* requests, int count, const std::string& what, i
   } waiting(waiting_);
   const auto start = SteadyClock::now();
   for (long spin = 0;; ++spin) {
-    int done = 0, rc;
+    int done = 0, rc = MPI_SUCCESS;
     {
       std::lock_guard lock(mutex_);
+      if (aborted_.load()) break;  // the requests stay as they are: no MPI progress after an abort
       rc = MPI_Testall(count, requests, &done, statuses);
       if (!done && spin % 256 == 255) poll_abort_notice();
     }
@@ -140,18 +141,14 @@ void MpiWorld::wait(MPI_Request* requests, int count, const std::string& what, i
       abort(rank_, "timed out after " + std::to_string(static_cast<int>(options_.timeout_s)) + " s in " + what +
                        (peer >= 0 ? " waiting for rank " + std::to_string(peer) : std::string()) + " (--comm-timeout)" +
                        ask_peers());
-    if (aborted_.load()) {
-      std::lock_guard lock(mutex_);
-      for (int i = 0; i < count; ++i)
-        if (requests[i] != MPI_REQUEST_NULL) MPI_Cancel(&requests[i]);
-      raise_aborted();
-    }
+    if (aborted_.load()) break;
     // Processes may outnumber cores (oversubscribed): yield, then sleep, rather than spin.
     if (spin < 200)
       std::this_thread::yield();
     else
       std::this_thread::sleep_for(std::chrono::microseconds(spin < 2000 ? 20 : 200));
   }
+  raise_aborted();
 }
 
 void MpiWorld::fail_call(const char* name, int rc) {

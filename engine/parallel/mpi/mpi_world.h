@@ -95,11 +95,16 @@ class MpiWorld {
   void wait(MPI_Request* requests, int count, const std::string& what, int peer,
             MPI_Status* statuses = MPI_STATUSES_IGNORE);
   // Runs an MPI call under the mutex; a failing return code aborts the job.
+  // Throws CommAborted, making no call, once the job is aborted.
   template <class Call>
   void call(const char* name, Call&& mpi_call) {
     int rc;
     {
-      std::lock_guard lock(mutex_);
+      std::unique_lock lock(mutex_);
+      if (aborted_.load()) {  // no MPI progress after an abort (mpi_faults.cpp)
+        lock.unlock();
+        raise_aborted();
+      }
       rc = mpi_call();
     }
     if (rc != MPI_SUCCESS) fail_call(name, rc);
@@ -115,9 +120,10 @@ class MpiWorld {
   int dead_peer() const;     // a rank of this machine whose process is gone, else -1
   std::string dead_peer_text(int peer) const;
   void set_aborted(const std::string& message);
-  void send_abort_notices(bool from_watchdog);
-  void answer_queries();    // mutex held
-  std::string ask_peers();  // after a timeout: "; rank 2 does not answer (stopped or frozen)"
+  void abort_with(const std::string& message, bool from_watchdog);
+  void send_abort_notices(const std::string& text);  // mutex held
+  void answer_queries();                             // mutex held
+  std::string ask_peers();                           // after a timeout: "; rank 2 does not answer (stopped or frozen)"
 
   MpiOptions options_;
   int rank_ = 0, size_ = 1;
@@ -126,6 +132,7 @@ class MpiWorld {
   mutable std::mutex mutex_;          // every MPI call
   mutable std::mutex message_mutex_;
   std::string abort_message_;
+  std::atomic<bool> aborting_{false};  // an abort is telling the others; aborted_ comes after
   std::atomic<bool> aborted_{false};
   std::atomic<std::int64_t> aborted_at_{0};  // steady-clock ticks
   std::atomic<bool> finalizing_{false};      // MPI_Finalize has begun: no more MPI calls from the watchdog
