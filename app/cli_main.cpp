@@ -14,6 +14,7 @@
 #include "cli_estimate.h"
 #include "cli_export.h"
 #include "cli_hidden_states.h"
+#include "cli_launch.h"
 #include "cli_schedule.h"
 #include "cli_tokenize.h"
 #include "cli_train.h"
@@ -40,6 +41,7 @@ const char* kTopHelp =
     "  estimate  Predict per-GPU memory (by ledger category, with formulas), the fit and the step time\n"
     "  tokenize  Tokenize a text with a Hugging Face tokenizer (GPT-2 BPE or BERT WordPiece files)\n"
     "  hidden-states  Every layer's hidden states of a Hugging Face GPT-2 or BERT for a text\n"
+    "  launch    Run a command as processes, one rank each, through mpirun (launch --nproc-per-node 4 -- train ...)\n"
     "\n"
     "Run 'shardscope-cli COMMAND --help' for the flags of a command.\n";
 
@@ -84,6 +86,7 @@ int main(int argc, char** argv) {
     if (args[0] == "estimate") return run_estimate(rest);
     if (args[0] == "tokenize") return run_tokenize(rest);
     if (args[0] == "hidden-states") return run_hidden_states(rest);
+    if (args[0] == "launch") return run_launch(rest);
     std::fprintf(stderr, "shardscope-cli: unknown command '%s'\n\n%s", args[0].c_str(), kTopHelp);
     return kExitBadInput;
   } catch (const UsageError& e) {

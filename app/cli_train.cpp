@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "cli_args.h"
+#include "cli_launch.h"
 #include "cli_lessons.h"
 #include "cli_train_outputs.h"
 #include "clock/schedule_summary.h"
@@ -172,14 +173,15 @@ RunTotals train(Trainer& trainer, const RunConfig& config, int log_every, TrainO
 // summed (the ranks' peaks need not coincide), against the resident-set peak.
 void print_memory_summary(const Trainer& trainer) {
   std::int64_t ledger = 0;
-  for (int r = 0; r < trainer.world_size(); ++r) ledger += trainer.ledger(r).peak_total();
+  const std::vector<int> ranks = trainer.local_ranks();  // under mpirun: this process's rank
+  for (const int r : ranks) ledger += trainer.ledger(r).peak_total();
   const auto process = process_memory();
   const bool on_host = trainer.config().device != "cuda" || !trainer.device_note().empty();
   if (!process || !on_host) return;  // a GPU's ledger counts device memory, not this process's
   constexpr double kMiB = 1024.0 * 1024.0;
   std::printf("memory: ledger peak %.1f MiB (each rank's peak, summed over %d ranks) · process resident peak %.1f MiB "
               "(VmHWM: the ledger's buffers plus code, thread stacks and the data set)\n",
-              static_cast<double>(ledger) / kMiB, trainer.world_size(),
+              static_cast<double>(ledger) / kMiB, static_cast<int>(ranks.size()),
               static_cast<double>(process->peak_resident_bytes) / kMiB);
 }
 
@@ -202,6 +204,8 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
   }
 }
 
+int train_ranks(TrainFlags& flags, const ProcessMode& mode);
+
 int train_command(const std::vector<std::string>& args) {
   TrainFlags flags;
   if (const std::string lesson = lesson_argument(args); !lesson.empty())
@@ -214,13 +218,28 @@ int train_command(const std::vector<std::string>& args) {
                      " both given: the model comes from the directory's config.json; drop --model");
   // Before anything is written: the run, then the outputs (none may be --data, the other output, a link or a device).
   validate_run_config(config);
+  ProcessMode mode = join_mpi_job(flags.config, flags.record);  // under mpirun: this process runs one rank
+  try {
+    return train_ranks(flags, mode);
+  } catch (const RankFailure& e) {
+    if (mode.world == nullptr || std::string_view(e.what()).starts_with("rank ")) throw;
+    throw RankFailure("rank " + std::to_string(mode.process.rank) + ": " + e.what(), e.out_of_memory());
+  } catch (const std::exception& e) {
+    if (mode.world != nullptr) mode.world->abort(mode.process.rank, e.what());  // the other processes stop too
+    throw;
+  }
+}
+
+int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
+  const RunConfig& config = flags.config;
+  if (!mode.prints() && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;  // rank 0 reports the run
   check_train_outputs(config, flags.record);
   ignore_file_size_signal();
   TrainOutputs outputs(config, flags.record);
   ScheduleEvents schedule_events(outputs.events());  // kept for the closing lines, passed on to the recording
-  Trainer trainer(config, &schedule_events);          // reads --data: a refused run has opened no output
+  Trainer trainer(config, &schedule_events, {}, mode.process);  // reads --data: a refused run has opened no output
   std::signal(SIGINT, on_interrupt);  // before the header: once it is printed, Ctrl-C stops the run, outputs complete
-  print_run_header(config, trainer);
+  if (mode.prints()) print_run_header(config, trainer);
   outputs.open();
 
   RunTotals totals;
@@ -231,8 +250,10 @@ int train_command(const std::vector<std::string>& args) {
     throw;
   }
   outputs.finish();  // also after Ctrl-C: complete metrics and a readable recording
-  print_summary(trainer, config, totals, schedule_events);
-  outputs.print_summary();
+  if (mode.prints()) {
+    print_summary(trainer, config, totals, schedule_events);
+    outputs.print_summary();
+  }
   return g_stop.load() ? 130 : 0;
 }
 

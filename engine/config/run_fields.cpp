@@ -233,6 +233,24 @@ void add_clock_fields(std::vector<RunField>& f) {
                .set = [](RunConfig& c, const json& v) { c.link = parse_link_kind(v.get<std::string>()); }});
 }
 
+// Ranks as processes under mpirun (parallel/mpi/); threads ignore them.
+void add_process_fields(std::vector<RunField>& f) {
+  f.push_back({.key = "collectives", .flag = "--collectives", .value_name = "ring|native", .kind = FieldKind::choice,
+               .help = {"Under mpirun: ring (the ring algorithms over MPI messages, every chunk an event, results\n"
+                        "      equal to threads) or native (MPI's own all-reduce, reduce-scatter and all-gather: faster,\n"
+                        "      one event per call, so the ring view shows one span per call)",
+                        "在 mpirun 下：ring（用 MPI 消息执行环形算法，每个分块都是一个事件，结果与线程一致）或 native"
+                        "（MPI 自带的 all-reduce、reduce-scatter 和 all-gather：更快，每次调用一个事件，环形视图每次调用只显示一段）"},
+               .choices = {"ring", "native"}, .saved = Saved::never,
+               .get = get_member<&RunConfig::collectives>, .set = set_member<&RunConfig::collectives>});
+  f.push_back({.key = "comm_timeout", .flag = "--comm-timeout", .value_name = "S", .kind = FieldKind::number,
+               .help = {"Under mpirun: a blocking communication call that makes no progress for S seconds stops\n"
+                        "      the job, naming the rank it waited for (a dead process is detected within a second)",
+                        "在 mpirun 下：阻塞的通信调用 S 秒没有进展即停止整个作业，并指出它在等待的 rank（进程死亡在一秒内即可发现）"},
+               .range = {0.0, 1e6, true}, .saved = Saved::never,
+               .get = get_member<&RunConfig::comm_timeout_s>, .set = set_member<&RunConfig::comm_timeout_s>});
+}
+
 // Precision and the fp16 loss scale.
 void add_precision_fields(std::vector<RunField>& f) {
   f.push_back({.key = "precision", .flag = "--precision", .value_name = "fp32|fp16|bf16", .kind = FieldKind::choice,
@@ -332,6 +350,7 @@ std::span<const RunField> run_fields() {
     add_data_fields(f);
     add_parallel_fields(f);
     add_clock_fields(f);
+    add_process_fields(f);
     add_precision_fields(f);
     add_device_fields(f);
     return f;

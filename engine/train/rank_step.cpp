@@ -30,6 +30,17 @@ std::vector<std::int32_t> rows_of(const std::vector<std::int32_t>& all, int T, s
   const auto begin = all.begin() + static_cast<std::ptrdiff_t>(first * T);
   return {begin, begin + static_cast<std::ptrdiff_t>(count) * T};
 }
+
+// What the exception in flight says.
+std::string current_error_text() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
 }  // namespace
 
 void Trainer::rank_step(Rank& rk) {
@@ -166,7 +177,7 @@ void Trainer::forward_backward(Rank& rk, const MicroBatches& inputs, int a, bool
     rk.forward_s += r.forward_s;
     rk.backward_s += r.backward_s;
   } catch (...) {
-    world_->abort(rk.rank, "rank " + std::to_string(rk.rank) + " failed");
+    abort_world(rk.rank, current_error_text());  // the other ranks (and processes) learn the cause
     if (reducer != nullptr) try {
         reducer->finish();
       } catch (...) {

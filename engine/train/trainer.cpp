@@ -62,7 +62,8 @@ void check_fits_host(const std::vector<MemoryBytes>& predicted) {
 
 }  // namespace
 
-Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory devices) : config_(config), faults_(config), sink_(sink) {
+Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory devices, RankProcess process)
+    : config_(config), faults_(config), sink_(sink), process_(std::move(process)) {
   validate_run_config(config_);
   plan_ = std::make_unique<ShardingPlan>(make_sharding_plan(config_));
   world_ = InProcessWorld::create(plan_->grid().world_size(), sink_, &clock_);
@@ -74,10 +75,12 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
   RunConfig predicted_for = config_;
   if (!devices) predicted_for.device = "cpu";
   predicted_ = predict_run_memory(predicted_for);
-  if (!devices) check_fits_host(predicted_);  // a GPU's own memory is checked as its ranks allocate
+  // A GPU's own memory is checked as its ranks allocate; processes may be on other machines.
+  if (!devices && !process_.active()) check_fits_host(predicted_);
   dataset_ = load_dataset(config_, run_model_config(config_));
   load_initial_model();
   for (int r = 0; r < plan_->grid().world_size(); ++r) {
+    if (process_.active() && r != process_.rank) continue;  // the other ranks are other processes
     try {
       ranks_.push_back(build_rank(r, devices));
     } catch (const OutOfMemory& e) {  // ranks are built one after another: none runs yet, none to stop
@@ -128,16 +131,16 @@ void Trainer::announce() {
 Trainer::~Trainer() = default;
 
 const Model& Trainer::model(int rank) const {
-  return *ranks_.at(static_cast<std::size_t>(rank))->model;
+  return *rank_at(rank).model;
 }
 Model& Trainer::model(int rank) {
-  return *ranks_.at(static_cast<std::size_t>(rank))->model;
+  return *rank_at(rank).model;
 }
 const MemoryLedger& Trainer::ledger(int rank) const {
-  return ranks_.at(static_cast<std::size_t>(rank))->ledger;
+  return rank_at(rank).ledger;
 }
 std::vector<unsigned char> Trainer::model_state_bytes(int rank) const {
-  const Rank& rk = *ranks_.at(static_cast<std::size_t>(rank));
+  const Rank& rk = rank_at(rank);
   std::vector<unsigned char> out;
   const auto append = [&](const void* data, std::int64_t bytes) {  // in the backend's memory
     if (data == nullptr || bytes <= 0) return;
@@ -163,7 +166,7 @@ std::vector<unsigned char> Trainer::model_state_bytes(int rank) const {
 }
 
 std::map<std::string, OpStats> Trainer::op_profile(int rank) const {
-  const Rank& rk = *ranks_.at(static_cast<std::size_t>(rank));
+  const Rank& rk = rank_at(rank);
   return rk.op_profile != nullptr ? rk.op_profile->snapshot() : std::map<std::string, OpStats>{};
 }
 
@@ -184,6 +187,23 @@ std::string Trainer::placement() const {
   std::string text;
   for (const auto& rank : ranks_) text += rank->backend->name() + ", ";
   return text + "one rank per GPU (NCCL)";
+}
+
+std::vector<int> Trainer::local_ranks() const {
+  std::vector<int> out;
+  for (const auto& r : ranks_) out.push_back(r->rank);
+  return out;
+}
+
+Trainer::Rank& Trainer::rank_at(int rank) const {
+  for (const auto& r : ranks_)
+    if (r->rank == rank) return *r;
+  throw std::out_of_range("rank " + std::to_string(rank) + " runs in another process");
+}
+
+void Trainer::abort_world(int rank, const std::string& reason) {
+  world_->abort(rank, reason);
+  if (process_.abort) process_.abort(rank, reason);
 }
 
 void Trainer::emit(const Event& event) {
@@ -216,10 +236,10 @@ std::string Trainer::predicted_text(int rank, MemoryCategory category) const {
 
 void Trainer::on_every_rank(const std::function<void(Rank&)>& fn) {
   if (failed_) throw RankFailure("the run has stopped after a rank failed or it was interrupted");
-  const auto world = static_cast<std::size_t>(world_size());
-  std::vector<std::exception_ptr> errors(world);
+  const std::size_t local = ranks_.size();
+  std::vector<std::exception_ptr> errors(local);
   std::vector<std::thread> threads;
-  for (std::size_t r = 0; r < world; ++r) {
+  for (std::size_t r = 0; r < local; ++r) {
     threads.emplace_back([this, r, &errors, &fn] {
       Rank& rank = *ranks_[r];
       // This thread's CPU time is the rank's work (virtual clock), until it ends or throws.
@@ -232,10 +252,10 @@ void Trainer::on_every_rank(const std::function<void(Rank&)>& fn) {
         fn(rank);
       } catch (const std::exception& e) {
         errors[r] = std::current_exception();
-        world_->abort(static_cast<int>(r), e.what());
+        abort_world(rank.rank, e.what());
       } catch (...) {
         errors[r] = std::current_exception();
-        world_->abort(static_cast<int>(r), "unknown error");
+        abort_world(rank.rank, "unknown error");
       }
     });
   }
@@ -247,34 +267,37 @@ void Trainer::on_every_rank(const std::function<void(Rank&)>& fn) {
 // received nor the stop flag; else the stop flag; else the abort itself.
 void Trainer::raise_rank_errors(const std::vector<std::exception_ptr>& errors) {
   bool interrupted = false, any = false;
-  for (std::size_t r = 0; r < errors.size(); ++r) {
-    if (!errors[r]) continue;
+  std::string aborted;  // the abort a rank received (process mode: from another process)
+  for (std::size_t i = 0; i < errors.size(); ++i) {
+    if (!errors[i]) continue;
+    const int r = ranks_[i]->rank;
     any = failed_ = true;  // the world is aborted: no further step can run
     try {
-      std::rethrow_exception(errors[r]);
-    } catch (const CommAborted&) {
+      std::rethrow_exception(errors[i]);
+    } catch (const CommAborted& e) {
+      aborted = e.what();
       continue;
     } catch (const RunInterrupted&) {
       interrupted = true;
     } catch (const std::exception& e) {
       std::string cause = e.what();
       const auto* oom = dynamic_cast<const OutOfMemory*>(&e);
-      if (oom != nullptr) cause += predicted_text(static_cast<int>(r), oom->category());
+      if (oom != nullptr) cause += predicted_text(r, oom->category());
       Event error;
       error.kind = EventKind::error;
-      error.rank = static_cast<int>(r);
-      error.stage = ranks_[r]->stage;
+      error.rank = r;
+      error.stage = ranks_[i]->stage;
       error.level = LogLevel::error;
       error.start_ns = error.end_ns = event_time_ns();
       error.set_text("rank " + std::to_string(r) + ": " + cause);
       emit(error);
-      throw RankFailure("rank " + std::to_string(r) + " failed: " + cause + "; all " + std::to_string(errors.size()) +
+      throw RankFailure("rank " + std::to_string(r) + " failed: " + cause + "; all " + std::to_string(world_size()) +
                             " ranks stopped",
                         oom != nullptr || dynamic_cast<const std::bad_alloc*>(&e) != nullptr);
     }
   }
   if (interrupted) throw RunInterrupted("interrupted during step " + std::to_string(steps_done_ + 1));
-  if (any) throw RankFailure("the ranks stopped: " + world_->abort_message());
+  if (any) throw RankFailure("the ranks stopped: " + (process_.active() ? aborted : world_->abort_message()));
 }
 
 void Trainer::check_stop(const Rank& rank) const {
@@ -357,9 +380,10 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
 }
 
 float Trainer::evaluate() {
-  std::vector<std::array<float, 2>> totals(ranks_.size(), {0.0f, 0.0f});
+  std::vector<std::array<float, 2>> totals(static_cast<std::size_t>(world_size()), {0.0f, 0.0f});
   on_every_rank([&](Rank& rank) { rank_evaluate(rank, totals[static_cast<std::size_t>(rank.rank)].data()); });
-  return totals[0][1] > 0.0f ? totals[0][0] / totals[0][1] : 0.0f;
+  const auto& first = totals[static_cast<std::size_t>(ranks_.front()->rank)];  // every rank has the world's totals
+  return first[1] > 0.0f ? first[0] / first[1] : 0.0f;
 }
 
 void Trainer::run(const std::function<void(const StepMetrics&)>& on_step, const std::atomic<bool>* stop) {

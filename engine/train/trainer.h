@@ -40,6 +40,7 @@
 
 namespace shardscope {
 
+class DeviceClock;
 class InProcessWorld;
 class NcclWorld;
 class ShardingPlan;
@@ -59,7 +60,7 @@ struct StepMetrics {
   std::optional<float> eval_loss;        // mean validation loss, on evaluation steps
   MemoryBytes memory;                    // rank 0's ledger by category after the step
   MemoryBytes memory_peak;               // rank 0's peak bytes by category so far
-  std::vector<MemoryBytes> rank_memory;  // every rank's current bytes, by global rank
+  std::vector<MemoryBytes> rank_memory;  // every rank's current bytes, by global rank (this process's under mpirun)
 };
 
 // Where one rank's buffers live and what runs its ops, when not the CPU. The
@@ -74,6 +75,20 @@ struct RankDevice {
   void* cuda_stream = nullptr;  // the compute backend's cudaStream_t, which NCCL calls wait for
 };
 using RankDeviceFactory = std::function<RankDevice(int rank)>;
+
+// Ranks as processes (mpirun, app/cli_train.cpp): this process builds and runs
+// only global rank `rank` of the layout; its groups come from `communicator`
+// (an MPI world, parallel/mpi/mpi_world.h, which only the CLI links), and a
+// failing rank calls `abort`, which tells the other processes. Data, init and
+// RNG are those of the threaded run, so the losses match. Empty: every rank
+// in this process, as threads.
+struct RankProcess {
+  int rank = 0;
+  std::function<std::unique_ptr<Communicator>(const std::vector<int>& members, DeviceClock* clock, EventSink* sink)>
+      communicator;
+  std::function<void(int rank, const std::string& reason)> abort;
+  bool active() const { return static_cast<bool>(communicator); }
+};
 
 // A rank failed: what() names the rank and the cause.
 class RankFailure : public std::runtime_error {
@@ -105,7 +120,9 @@ class Trainer {
   // trains on the device it makes; with config.device "cuda" and one GPU per
   // rank in config.gpus they talk through NCCL (the plugin ops/nccl.h loads),
   // else through the in-process communicator.
-  explicit Trainer(const RunConfig& config, EventSink* sink = nullptr, RankDeviceFactory devices = {});
+  // `process` (mpirun): only that rank is built here, the others run in other processes.
+  explicit Trainer(const RunConfig& config, EventSink* sink = nullptr, RankDeviceFactory devices = {},
+                   RankProcess process = {});
   ~Trainer();
 
   // Runs config.steps steps, calling on_step after each. Returns early when
@@ -122,6 +139,8 @@ class Trainer {
   const RunConfig& config() const { return config_; }
   const ShardingPlan& plan() const { return *plan_; }
   int world_size() const { return config_.world_size(); }
+  // The global ranks this process runs: all of them, or its one rank under MPI.
+  std::vector<int> local_ranks() const;
   const Model& model(int rank = 0) const;
   Model& model(int rank = 0);
   const MemoryLedger& ledger(int rank = 0) const;
@@ -189,6 +208,9 @@ class Trainer {
   // Called by every rank before each layer: throws RunInterrupted once run()'s stop flag is up.
   void check_stop(const Rank& rank) const;
   void emit(const Event& event);
+  // A rank failed: the in-process world and, in process mode, the other processes stop.
+  void abort_world(int rank, const std::string& reason);
+  Rank& rank_at(int rank) const;  // a rank this process runs, by global rank
   // The time of an event that is no rank's (logs, step metrics): the latest
   // rank's virtual clock (virtual), or the run's steady clock (wall).
   std::int64_t event_time_ns() const;
@@ -204,7 +226,8 @@ class Trainer {
   std::unique_ptr<TextDataset> dataset_;
   std::shared_ptr<InProcessWorld> world_;
   std::unique_ptr<NcclWorld> nccl_;  // one GPU per rank: NCCL groups (null otherwise)
-  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::vector<std::unique_ptr<Rank>> ranks_;  // the ranks this process runs (all of them, unless process_)
+  RankProcess process_;
   LrSchedule schedule_;
   std::int64_t steps_done_ = 0;
   std::string device_note_;

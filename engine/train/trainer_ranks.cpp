@@ -108,6 +108,10 @@ void Trainer::connect_communicators(Rank& rank) {
     rank.make_communicator = [this, self, on](const std::vector<int>& members) {
       return nccl_->communicator(self->rank, members, on);
     };
+  } else if (process_.active()) {  // mpirun: the peers are other processes
+    rank.make_communicator = [this, self](const std::vector<int>& members) {
+      return process_.communicator(members, self->clock.get(), sink_);
+    };
   } else {
     rank.make_communicator = [this, self](const std::vector<int>& members) {
       return world_->communicator(self->rank, members, self->comm_device, self->clock.get());

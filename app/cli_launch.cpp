@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// shardscope-cli launch, and train's process mode under mpirun (cli_launch.h).
+#include "cli_launch.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "cli_args.h"
+#include "core/error.h"
+
+namespace shardscope::cli {
+
+ProcessMode join_mpi_job(RunConfig& config, std::string& record) {
+  ProcessMode mode;
+  if (!MpiWorld::launched_by_mpirun()) return mode;
+  MpiOptions options;
+  options.collectives = config.collectives == "native" ? MpiCollectives::native : MpiCollectives::ring;
+  options.timeout_s = config.comm_timeout_s;
+  mode.world = std::make_unique<MpiWorld>(options);
+  MpiWorld& world = *mode.world;
+  if (world.size() != config.world_size())
+    throw ConfigError("mpirun started " + std::to_string(world.size()) + " processes but the layout has dp " +
+                      std::to_string(config.dp) + " x pp " + std::to_string(config.pp) + " = " +
+                      std::to_string(config.world_size()) + " ranks: run mpirun -np " +
+                      std::to_string(config.world_size()) + ", or change --dp / --pp");
+  if (config.device == "cuda")
+    throw ConfigError("--device cuda under mpirun: ranks as processes train on the CPU only for now");
+  config.clock = ClockKind::wall;  // each process has its own clock: the wall clock is the truth they share
+  if (world.rank() != 0) {         // one copy of the outputs: rank 0's
+    config.metrics_out.clear();
+    record.clear();
+  }
+  mode.process.rank = world.rank();
+  mode.process.communicator = [&world](const std::vector<int>& members, DeviceClock* clock, EventSink* sink) {
+    return world.communicator(members, clock, sink);
+  };
+  mode.process.abort = [&world](int rank, const std::string& reason) { world.abort(rank, reason); };
+  if (world.rank() == 0) {
+    std::printf("ranks as processes: %d MPI processes, one rank each; %s collectives%s; comm timeout %g s\n",
+                world.size(), config.collectives.c_str(),
+                config.collectives == "native" ? " (MPI's own: the ring view shows one span per call)"
+                                               : " (ring over MPI messages: every chunk is an event)",
+                config.comm_timeout_s);
+    std::fflush(stdout);
+  }
+  return mode;
+}
+
+namespace {
+
+// The hosts of an mpirun hostfile: its lines that are not blank or comments.
+int count_hosts(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("--hostfile: cannot read '" + path + "'");
+  int hosts = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line[first] != '#') ++hosts;
+  }
+  if (hosts == 0) throw ConfigError("--hostfile: '" + path + "' lists no host");
+  return hosts;
+}
+
+std::string this_program() {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return "shardscope-cli";
+  return std::string(path, static_cast<std::size_t>(n));
+}
+
+struct LaunchFlags {
+  int nproc = 0;
+  std::string hostfile;
+  bool dry_run = false;
+};
+
+// mpirun's command line: root needs --allow-run-as-root; more processes than
+// cores need --oversubscribe (Open MPI refuses them otherwise).
+std::vector<std::string> mpirun_command(const LaunchFlags& flags, const std::vector<std::string>& command) {
+  std::vector<std::string> argv{"mpirun"};
+  if (geteuid() == 0) argv.push_back("--allow-run-as-root");
+  if (flags.nproc > static_cast<int>(std::thread::hardware_concurrency())) argv.push_back("--oversubscribe");
+  int hosts = 1;
+  if (!flags.hostfile.empty()) {
+    hosts = count_hosts(flags.hostfile);
+    argv.insert(argv.end(), {"--hostfile", flags.hostfile, "--map-by", "ppr:" + std::to_string(flags.nproc) + ":node"});
+  }
+  argv.insert(argv.end(), {"-np", std::to_string(flags.nproc * hosts), this_program()});
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+}  // namespace
+
+int run_launch(const std::vector<std::string>& args) {
+  const auto dashes = std::find(args.begin(), args.end(), "--");
+  LaunchFlags flags;
+  ArgParser parser("shardscope-cli launch",
+                   "Start a command (train ...) as N processes per machine, one rank each, through Open MPI's\n"
+                   "mpirun: shardscope-cli launch --nproc-per-node 4 -- train --dp 4");
+  parser.add_int("--nproc-per-node", "Processes (ranks) per machine", &flags.nproc, 1, 4096);
+  parser.add_string("--hostfile", "FILE", "mpirun's hostfile: the machines, one per line", &flags.hostfile);
+  parser.add_switch("--dry-run", "Print the mpirun command line and do not run it", &flags.dry_run);
+  if (!parser.parse({args.begin(), dashes})) return 0;
+  if (flags.nproc == 0) throw UsageError("--nproc-per-node is required");
+  if (dashes == args.end() || dashes + 1 == args.end())
+    throw UsageError("the command to launch goes after '--', e.g. launch --nproc-per-node 4 -- train --dp 4");
+  const std::vector<std::string> argv = mpirun_command(flags, {dashes + 1, args.end()});
+  std::string line;
+  for (const std::string& a : argv) line += (line.empty() ? "" : " ") + a;
+  std::fprintf(stderr, "launch: %s\n", line.c_str());
+  if (flags.dry_run) return 0;
+  std::vector<char*> c_argv;
+  for (const std::string& a : argv) c_argv.push_back(const_cast<char*>(a.c_str()));
+  c_argv.push_back(nullptr);
+  execvp("mpirun", c_argv.data());
+  throw ConfigError("cannot run mpirun (" + std::string(std::strerror(errno)) +
+                    "): install Open MPI (scripts/install-deps.sh installs openmpi-bin)");
+}
+
+}  // namespace shardscope::cli

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Ranks as processes: `shardscope-cli launch` (a wrapper round mpirun, as
+// torchrun is round its own launcher) and what `train` does when mpirun
+// started it (one rank per process, parallel/mpi/mpi_world.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/run_config.h"
+#include "parallel/mpi/mpi_world.h"
+#include "train/trainer.h"
+
+namespace shardscope::cli {
+
+// This process's place in an MPI job; world is null when mpirun did not start it.
+struct ProcessMode {
+  std::unique_ptr<MpiWorld> world;
+  RankProcess process;
+  bool prints() const { return world == nullptr || world->rank() == 0; }  // rank 0 prints and writes the outputs
+};
+
+// Joins the MPI job if mpirun started this process: checks that the job has
+// dp x pp processes (ConfigError otherwise), switches the run to the wall
+// clock, and leaves the metrics and the recording to rank 0 (record is cleared
+// elsewhere). Prints what process mode means on rank 0.
+ProcessMode join_mpi_job(RunConfig& config, std::string& record);
+
+// shardscope-cli launch --nproc-per-node N [--hostfile FILE] [--dry-run] -- train ...
+int run_launch(const std::vector<std::string>& args);
+
+}  // namespace shardscope::cli

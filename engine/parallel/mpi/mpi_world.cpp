@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The MPI world of a rank process: start-up, groups, and waiting with a
+// deadline (mpi_world.h). Aborts and the watchdog: mpi_faults.cpp.
+#include "parallel/mpi/mpi_world.h"
+
+#include <semaphore.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <stdexcept>
+
+#include "parallel/mpi/mpi_communicator.h"
+
+namespace shardscope {
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+double seconds_since(SteadyClock::time_point t) {
+  return std::chrono::duration<double>(SteadyClock::now() - t).count();
+}
+
+std::string mpi_error_text(int rc) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(rc, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(rc);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+}  // namespace
+
+bool MpiWorld::launched_by_mpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr ||
+         std::getenv("PMIX_RANK") != nullptr;
+}
+
+MpiWorld::MpiWorld(const MpiOptions& options) : options_(options) {
+  // Shared-memory messages by copy-in/copy-out, not by reading the peer's
+  // memory (CMA): containers often forbid process_vm_readv, and a peer that
+  // fails mid-send would leave "Read -1, errno = 14" noise. A user's setting wins.
+  setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+  int initialized = 0, provided = 0;
+  MPI_Initialized(&initialized);
+  if (initialized == 0 && MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+    throw std::runtime_error("MPI_Init_thread failed: this process cannot join the MPI job");
+  if (initialized != 0) MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_SERIALIZED)
+    throw std::runtime_error("this MPI library gives thread level " + std::to_string(provided) +
+                             "; the rank's threads need MPI_THREAD_SERIALIZED or better");
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);  // errors come back to us: we name the rank
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  MPI_Comm_dup(MPI_COMM_WORLD, &control_);
+  exchange_pids();
+  start_watchdog();
+}
+
+MpiWorld::~MpiWorld() {
+  if (!aborted_.load()) {
+    finalizing_.store(true);  // the watchdog makes no MPI calls from here on, but still watches the peers
+    MPI_Comm_free(&control_);
+    MPI_Finalize();
+  }
+  stopping_.store(true);
+  if (watchdog_.joinable()) watchdog_.join();
+}
+
+// Every process's pid, and whether it runs on this machine (its hostname).
+void MpiWorld::exchange_pids() {
+  struct Entry {
+    char host[64];
+    long pid;
+  } mine{};
+  gethostname(mine.host, sizeof mine.host - 1);
+  mine.pid = static_cast<long>(getpid());
+  std::vector<Entry> all(static_cast<std::size_t>(size_));
+  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
+  pids_.assign(static_cast<std::size_t>(size_), 0);
+  answers_.assign(static_cast<std::size_t>(size_), 0);
+  for (int r = 0; r < size_; ++r) {
+    const Entry& e = all[static_cast<std::size_t>(r)];
+    if (std::strncmp(e.host, mine.host, sizeof mine.host) == 0) pids_[static_cast<std::size_t>(r)] = e.pid;
+  }
+}
+
+std::unique_ptr<Communicator> MpiWorld::communicator(const std::vector<int>& members, DeviceClock* clock,
+                                                     EventSink* sink) {
+  int me = -1;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    if (members[i] < 0 || members[i] >= size_)
+      throw std::invalid_argument("MpiWorld::communicator: rank " + std::to_string(members[i]) +
+                                  " is outside the job's " + std::to_string(size_) + " processes");
+    if (members[i] == rank_) me = static_cast<int>(i);
+  }
+  if (me < 0) throw std::invalid_argument("MpiWorld::communicator: this process is not a member of the group");
+  // MPI_Comm_create_group, not MPI_Comm_split: only the members call it, so
+  // each process makes just its own groups (a split would need every process
+  // in every call). The tag tells concurrent creations apart.
+  unsigned tag = 17;
+  for (const int m : members) tag = tag * 31u + static_cast<unsigned>(m);
+  MPI_Comm comm = MPI_COMM_NULL;
+  call("MPI_Comm_create_group", [&] {
+    MPI_Group world_group, group;
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Group_incl(world_group, static_cast<int>(members.size()), members.data(), &group);
+    const int rc = MPI_Comm_create_group(MPI_COMM_WORLD, group, static_cast<int>(tag % 30000u), &comm);
+    MPI_Group_free(&group);
+    MPI_Group_free(&world_group);
+    if (rc == MPI_SUCCESS) MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    return rc;
+  });
+  return std::make_unique<MpiCommunicator>(*this, comm, members, me, clock, sink);
+}
+
+// Polls until every request is done; never longer than the deadline.
+void MpiWorld::wait(MPI_Request* requests, int count, const std::string& what, int peer, MPI_Status* statuses) {
+  struct Waiting {  // what this process answers a peer's query
+    std::atomic<int>& count;
+    explicit Waiting(std::atomic<int>& c) : count(c) { ++count; }
+    ~Waiting() { --count; }
+  } waiting(waiting_);
+  const auto start = SteadyClock::now();
+  for (long spin = 0;; ++spin) {
+    int done = 0, rc = MPI_SUCCESS;
+    {
+      std::lock_guard lock(mutex_);
+      if (aborted_.load()) break;  // the requests stay as they are: no MPI progress after an abort
+      rc = MPI_Testall(count, requests, &done, statuses);
+      if (!done && spin % 256 == 255) poll_abort_notice();
+    }
+    if (rc != MPI_SUCCESS) fail_call(what.c_str(), rc);
+    if (done) return;
+    if (!aborted_.load() && seconds_since(start) > options_.timeout_s)
+      abort(rank_, "timed out after " + std::to_string(static_cast<int>(options_.timeout_s)) + " s in " + what +
+                       (peer >= 0 ? " waiting for rank " + std::to_string(peer) : std::string()) + " (--comm-timeout)" +
+                       ask_peers());
+    if (aborted_.load()) break;
+    // Processes may outnumber cores (oversubscribed): yield, then sleep, rather than spin.
+    if (spin < 200)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(spin < 2000 ? 20 : 200));
+  }
+  raise_aborted();
+}
+
+void MpiWorld::fail_call(const char* name, int rc) {
+  abort(rank_, std::string(name) + " failed: " + mpi_error_text(rc));
+  raise_aborted();
+}
+
+}  // namespace shardscope

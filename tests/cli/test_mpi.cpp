@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Ranks as processes (engine/parallel/mpi, app/cli_launch.cpp): shardscope-cli
+// train under `mpirun -np 4` (oversubscribed, loopback) gives the per-step
+// losses of the 4-thread run of the same layout; native collectives come
+// close; a rank that throws or is killed stops every process within 10 s,
+// naming it; launch builds the mpirun command. Skipped, saying so, only where
+// mpirun is missing (scripts/install-deps.sh installs it).
+#include <unistd.h>
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QJsonValue>
+#include <QProcess>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QThread>
+#include <QtTest>
+#include <cmath>
+#include <csignal>
+
+#include "cli/cli_runner.h"
+
+namespace {
+
+// A tiny run: 20 steps of gpt-tiny on short sequences, a few seconds a layout.
+const QStringList kRun{"train", "--model", "gpt-tiny", "--steps",     "20", "--batch",
+                       "8",     "--seq",   "16",       "--log-every", "5"};
+
+QStringList mpirun_prefix(int processes) {
+  QStringList args;
+  if (geteuid() == 0) args << "--allow-run-as-root";
+  return args << "--oversubscribe"
+              << "-np" << QString::number(processes) << SHARDSCOPE_CLI;
+}
+
+CliResult run_mpi(int processes, const QStringList& args, int timeout_ms = 120000) {
+  QProcess p;
+  p.start("mpirun", mpirun_prefix(processes) + args);
+  if (!p.waitForFinished(timeout_ms)) {
+    p.kill();
+    p.waitForFinished();
+    return {-1, {}, "timed out"};
+  }
+  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
+          QString::fromUtf8(p.readAllStandardError())};
+}
+
+// The per-step values of `key` in a --metrics-out file ("loss"; "eval_loss" where there is one).
+std::vector<double> losses(const QString& path, const QString& key = "loss") {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  std::vector<double> out;
+  for (const QByteArray& line : f.readAll().split('\n')) {
+    const QJsonValue value = QJsonDocument::fromJson(line).object().value(key);
+    if (!line.trimmed().isEmpty() && value.isDouble()) out.push_back(value.toDouble());
+  }
+  return out;
+}
+
+// The largest relative difference between two loss curves of 20 steps.
+double worst_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != 20 || b.size() != 20) return 1e9;
+  double worst = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(std::abs(a[i]), 1e-12));
+  return worst;
+}
+
+// The pid of global rank `rank` among mpirun's children (Open MPI sets OMPI_COMM_WORLD_RANK).
+qint64 rank_pid(qint64 mpirun, int rank) {
+  QProcess pgrep;
+  pgrep.start("pgrep", {"-P", QString::number(mpirun)});
+  pgrep.waitForFinished();
+  for (const QByteArray& pid : pgrep.readAllStandardOutput().split('\n')) {
+    QFile environ("/proc/" + QString::fromLatin1(pid.trimmed()) + "/environ");
+    if (pid.trimmed().isEmpty() || !environ.open(QIODevice::ReadOnly)) continue;
+    if (environ.readAll().split('\0').contains("OMPI_COMM_WORLD_RANK=" + QByteArray::number(rank)))
+      return pid.trimmed().toLongLong();
+  }
+  return -1;
+}
+
+}  // namespace
+
+class TestMpi : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() {
+    if (QStandardPaths::findExecutable("mpirun").isEmpty())
+      QSKIP("skipped: mpirun not found (install Open MPI: scripts/install-deps.sh installs openmpi-bin)");
+  }
+
+  void losses_match_threads_data() {
+    QTest::addColumn<QStringList>("layout");
+    QTest::newRow("ddp") << QStringList{"--dp", "4"};
+    QTest::newRow("naive") << QStringList{"--dp", "4", "--dp-mode", "naive"};
+    QTest::newRow("zero1") << QStringList{"--dp", "4", "--zero", "1"};
+    QTest::newRow("zero2") << QStringList{"--dp", "4", "--zero", "2"};
+    QTest::newRow("zero3") << QStringList{"--dp", "4", "--zero", "3"};
+    QTest::newRow("pp2xdp2 1f1b") << QStringList{"--dp", "2",          "--pp", "2", "--micro-batches",
+                                                 "2",    "--schedule", "1f1b"};
+    QTest::newRow("accumulation") << QStringList{"--dp", "4", "--accum", "2"};
+    QTest::newRow("bf16 ddp") << QStringList{"--dp", "4", "--precision", "bf16"};
+    QTest::newRow("fp16 gpipe checkpoint eval") << QStringList{
+        "--dp",        "2",    "--pp",         "2",    "--micro-batches", "2",  "--schedule",     "gpipe",
+        "--precision", "fp16", "--checkpoint", "full", "--eval-every",    "10", "--eval-batches", "2"};
+    QTest::newRow("bf16 zero2") << QStringList{"--dp", "4", "--zero", "2", "--precision", "bf16"};
+  }
+
+  // Ring collectives over MPI add the same chunks in the same order as threads.
+  void losses_match_threads() {
+    QFETCH(QStringList, layout);
+    QTemporaryDir dir;
+    const QString threads = dir.filePath("threads.jsonl"), processes = dir.filePath("processes.jsonl");
+    const CliResult t = run_cli(kRun + layout + QStringList{"--metrics-out", threads});
+    QVERIFY2(t.code == 0, qPrintable(t.err));
+    const CliResult p = run_mpi(4, kRun + layout + QStringList{"--metrics-out", processes});
+    QVERIFY2(p.code == 0, qPrintable(p.out + p.err));
+    QVERIFY2(p.out.contains("ranks as processes: 4 MPI processes"), qPrintable(p.out));
+    QCOMPARE(p.out.count("step     20/20"), 1);  // rank 0 alone prints
+    const double worst = worst_difference(losses(threads), losses(processes));
+    qInfo("largest relative loss difference over 20 steps: %g", worst);
+    QVERIFY2(worst <= 1e-5, qPrintable(QString::number(worst)));
+    QCOMPARE(losses(processes, "eval_loss"), losses(threads, "eval_loss"));
+    QCOMPARE(losses(processes, "eval_loss").size(), std::size_t{layout.contains("--eval-every") ? 2u : 0u});
+  }
+
+  // MPI's own collectives sum in their own order: close to the ring, one event per call.
+  void native_collectives_close_to_ring() {
+    for (const QStringList& layout : {QStringList{"--dp", "4"}, QStringList{"--dp", "4", "--zero", "2"}}) {
+      QTemporaryDir dir;
+      const QString threads = dir.filePath("threads.jsonl"), native = dir.filePath("native.jsonl");
+      QCOMPARE(run_cli(kRun + layout + QStringList{"--metrics-out", threads}).code, 0);
+      const CliResult p = run_mpi(4, kRun + layout + QStringList{"--collectives", "native", "--metrics-out", native});
+      QVERIFY2(p.code == 0, qPrintable(p.out + p.err));
+      QVERIFY2(p.out.contains("native collectives (MPI's own: the ring view shows one span per call)"),
+               qPrintable(p.out));
+      const double worst = worst_difference(losses(threads), losses(native));
+      qInfo("%s native: largest relative loss difference %g", qPrintable(layout.join(' ')), worst);
+      QVERIFY2(worst <= 1e-3, qPrintable(QString::number(worst)));
+    }
+  }
+
+  void throwing_rank_stops_every_process() {
+    QElapsedTimer timer;
+    timer.start();
+    const CliResult r = run_mpi(4, kRun + QStringList{"--dp", "4", "--steps", "200", "--inject-failure", "1:3"});
+    QVERIFY2(r.code != 0, qPrintable(r.err));
+    QVERIFY2(timer.elapsed() < 10000, qPrintable(QString::number(timer.elapsed())));
+    // Every process names rank 1 and its cause: rank 1 itself ("rank 1 failed: ..."), the others
+    // ("communication aborted by rank 1: ..."), by themselves or when mpirun ends them.
+    for (int rank = 0; rank < 4; ++rank) {
+      bool named = false;
+      for (const QString& line : r.err.split('\n'))
+        named = named || (line.contains(QString("error: rank %1").arg(rank)) &&
+                          (line.contains("rank 1 failed: injected failure") ||
+                           line.contains("communication aborted by rank 1: injected failure")));
+      QVERIFY2(named, qPrintable(QString("rank %1 did not name rank 1 and the cause:\n").arg(rank) + r.err));
+    }
+  }
+
+  // kill -9 of rank 2 mid-run: the others exit non-zero within 10 s, naming it.
+  void killed_rank_stops_every_process() {
+    QProcess job;
+    job.start("mpirun", mpirun_prefix(4) + kRun + QStringList{"--dp", "4", "--steps", "100000", "--log-every", "1"});
+    QVERIFY(job.waitForStarted());
+    for (int i = 0; i < 600 && !job.readAllStandardOutput().contains("step "); ++i) job.waitForReadyRead(100);
+    const qint64 victim = rank_pid(job.processId(), 2);
+    QVERIFY(victim > 0);
+    QElapsedTimer timer;
+    timer.start();
+    ::kill(static_cast<pid_t>(victim), SIGKILL);
+    const bool finished = job.waitForFinished(10000);
+    const qint64 took = timer.elapsed();
+    if (!finished) job.kill();
+    QVERIFY2(finished, "the job still ran 10 s after rank 2 was killed");
+    const QString err = QString::fromUtf8(job.readAllStandardError());
+    qInfo("stopped %lld ms after kill -9 of rank 2", static_cast<long long>(took));
+    QVERIFY(job.exitCode() != 0 || job.exitStatus() != QProcess::NormalExit);
+    const QString dead = QString("rank 2 (pid %1) died").arg(victim);
+    for (const int survivor : {0, 1, 3}) {  // each names the dead rank (some on mpirun's SIGTERM)
+      bool named = false;
+      for (const QString& line : err.split('\n'))
+        named = named || (line.contains(QString("error: rank %1: ").arg(survivor)) && line.contains(dead));
+      QVERIFY2(named, qPrintable(QString("rank %1 did not name the dead rank:\n").arg(survivor) + err));
+    }
+  }
+
+  // A rank that hangs (SIGSTOP): its neighbours time out (--comm-timeout) and stop the job, naming it.
+  void hung_rank_times_out() {
+    QProcess job;
+    job.start("mpirun", mpirun_prefix(4) + kRun +
+                            QStringList{"--dp", "4", "--steps", "100000", "--log-every", "1", "--comm-timeout", "3"});
+    QVERIFY(job.waitForStarted());
+    for (int i = 0; i < 600 && !job.readAllStandardOutput().contains("step "); ++i) job.waitForReadyRead(100);
+    const qint64 victim = rank_pid(job.processId(), 2);
+    QVERIFY(victim > 0);
+    QElapsedTimer timer;
+    timer.start();
+    ::kill(static_cast<pid_t>(victim), SIGSTOP);
+    const bool finished = job.waitForFinished(10000);
+    if (!finished) {
+      ::kill(static_cast<pid_t>(victim), SIGKILL);
+      job.kill();
+    }
+    QVERIFY2(finished, "the job still ran 10 s after rank 2 hung");
+    const QString err = QString::fromUtf8(job.readAllStandardError());
+    qInfo("stopped %lld ms after rank 2 hung", static_cast<long long>(timer.elapsed()));
+    QVERIFY2(err.contains("timed out after 3 s in all_reduce waiting for rank "), qPrintable(err));
+    QVERIFY2(err.contains("(--comm-timeout); rank 2 does not answer (stopped or frozen)"), qPrintable(err));
+  }
+
+  // Two "machines": two network namespaces joined by a veth pair, each with its
+  // own hostname, one process group each through a hostfile and launch; mpirun
+  // reaches the second through an rsh agent that enters its namespace.
+  void two_machines_over_network_namespaces() {
+    const QString tag = QString::number(QCoreApplication::applicationPid() % 100000);
+    const QString ns1 = "ss" + tag + "a", ns2 = "ss" + tag + "b";
+    const auto sh = [](const QString& command) {
+      QProcess p;
+      p.start("sh", {"-c", command});
+      p.waitForFinished(60000);
+      return p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0
+                 ? QString()
+                 : QString::fromUtf8(p.readAllStandardError()) + " (" + command + ")";
+    };
+    const QString setup =
+        sh(QString("ip netns add %1 && ip netns add %2 && ip link add %1v type veth peer name %2v && "
+                   "ip link set %1v netns %1 && ip link set %2v netns %2 && "
+                   "ip -n %1 addr add 10.77.0.1/24 dev %1v && ip -n %2 addr add 10.77.0.2/24 dev %2v && "
+                   "ip -n %1 link set lo up && ip -n %2 link set lo up && "
+                   "ip -n %1 link set %1v up && ip -n %2 link set %2v up")
+               .arg(ns1, ns2));
+    struct Cleanup {
+      QString a, b;
+      ~Cleanup() { QProcess::execute("sh", {"-c", QString("ip netns del %1; ip netns del %2").arg(a, b)}); }
+    } cleanup{ns1, ns2};
+    if (!setup.isEmpty())
+      QSKIP(
+          qPrintable("skipped: cannot make two network namespaces here (needs root with CAP_SYS_ADMIN and "
+                     "iproute2; run this test where it can): " +
+                     setup));
+    QTemporaryDir dir;
+    QFile agent(dir.filePath("agent.sh")), hosts(dir.filePath("hosts"));
+    QVERIFY(agent.open(QIODevice::WriteOnly) && hosts.open(QIODevice::WriteOnly));
+    agent.write(
+        QString("#!/bin/sh\nhost=$1; shift\ncase $host in 10.77.0.1) ns=%1; n=node1;; *) ns=%2; n=node2;; esac\n"
+                "exec ip netns exec $ns unshare --uts sh -c \"hostname $n; $*\"\n")
+            .arg(ns1, ns2)
+            .toUtf8());
+    agent.close();
+    agent.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+    hosts.write("10.77.0.1 slots=2\n10.77.0.2 slots=2\n");
+    hosts.close();
+    const QString threads = dir.filePath("threads.jsonl"), machines = dir.filePath("machines.jsonl");
+    QCOMPARE(run_cli(kRun + QStringList{"--dp", "4", "--metrics-out", threads}).code, 0);
+    QProcess job;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("OMPI_MCA_plm_rsh_agent", agent.fileName());
+    env.insert("OMPI_MCA_btl", "tcp,self");  // the veth, not shared memory, between the machines
+    env.insert("OMPI_MCA_btl_tcp_if_include", "10.77.0.0/24");
+    env.insert("OMPI_MCA_oob_tcp_if_include", "10.77.0.0/24");
+    job.setProcessEnvironment(env);
+    const QStringList launch = QStringList{"launch", "--nproc-per-node", "2", "--hostfile", hosts.fileName(), "--"} +
+                               kRun + QStringList{"--dp", "4", "--metrics-out", machines};
+    job.start("ip", QStringList{"netns", "exec", ns1, "unshare", "--uts", "sh", "-c",
+                                "hostname node1; exec \"$0\" \"$@\"", SHARDSCOPE_CLI} +
+                        launch);
+    QVERIFY2(job.waitForFinished(120000), "the 2-machine run did not finish in 120 s");
+    const QString err = QString::fromUtf8(job.readAllStandardError());
+    QVERIFY2(job.exitCode() == 0, qPrintable(err));
+    QVERIFY2(err.contains("--hostfile " + hosts.fileName() + " --map-by ppr:2:node -np 4"), qPrintable(err));
+    const double worst = worst_difference(losses(threads), losses(machines));
+    qInfo("2 machines (network namespaces): largest relative loss difference %g", worst);
+    QVERIFY2(worst <= 1e-5, qPrintable(QString::number(worst)));
+  }
+
+  void wrong_process_count_is_refused() {
+    const CliResult r = run_mpi(3, kRun + QStringList{"--dp", "4"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("mpirun started 3 processes but the layout has dp 4 x pp 1 = 4 ranks"), qPrintable(r.err));
+  }
+
+  void launch_runs_mpirun() {
+    const CliResult dry = run_cli({"launch", "--nproc-per-node", "64", "--dry-run", "--", "train", "--dp", "64"});
+    QCOMPARE(dry.code, 0);
+    QVERIFY2(dry.err.contains("--oversubscribe -np 64 " + QString(SHARDSCOPE_CLI) + " train --dp 64"),
+             qPrintable(dry.err));
+    QCOMPARE(dry.err.contains("--allow-run-as-root"), geteuid() == 0);
+    QTemporaryDir dir;
+    const QString metrics = dir.filePath("m.jsonl");
+    const CliResult run = run_cli(QStringList{"launch", "--nproc-per-node", "2", "--"} + kRun +
+                                  QStringList{"--dp", "2", "--steps", "3", "--metrics-out", metrics});
+    QVERIFY2(run.code == 0, qPrintable(run.err));
+    QCOMPARE(losses(metrics).size(), std::size_t{3});
+    QCOMPARE(run_cli({"launch", "--", "train"}).code, 2);  // --nproc-per-node missing
+    QCOMPARE(run_cli({"launch", "--nproc-per-node", "2", "--hostfile", dir.filePath("none"), "--", "train"}).code, 2);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestMpi)
+#include "test_mpi.moc"
