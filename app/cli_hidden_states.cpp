@@ -18,7 +18,7 @@
 #include "data/tokenizer.h"
 #include "io/hf_model.h"
 #include "io/safetensors.h"
-#include "model/hidden_states.h"
+#include "model/text_hidden_states.h"
 
 namespace shardscope::cli {
 namespace {
@@ -82,31 +82,26 @@ void write_states(const std::string& out, const std::string& dir, const std::vec
   write_safetensors({"--out", out}, tensors, {{"format", "pt"}, {"model", dir}});
 }
 
-// Each state's mean L2 norm per token: how the representation grows through the layers.
-void print_summary(const HiddenStatesFlags& f, const HfModel& m, const std::vector<std::int32_t>& ids,
-                   const HiddenStates& hs, const std::vector<int>& layers) {
+// Each state's mean L2 norm per token (how the representation grows through
+// the layers) and the mean cosine similarity between different tokens.
+void print_summary(const HiddenStatesFlags& f, const TextHiddenStates& run, const std::vector<int>& layers) {
   std::printf("model %s (%s): %d layers, %d channels\n", f.model.c_str(),
-              std::string(model_kind_name(m.config.kind)).c_str(), m.config.layers, m.config.channels);
-  std::printf("%zu ids:", ids.size());
-  for (std::int32_t id : ids) std::printf(" %d", id);
+              std::string(model_kind_name(run.config.kind)).c_str(), run.config.layers, run.config.channels);
+  std::printf("%zu ids:", run.ids.size());
+  for (std::int32_t id : run.ids) std::printf(" %d", id);
   std::printf("\n");
   for (int l : layers) {
-    const std::vector<float>& s = hs.states[static_cast<std::size_t>(l)];
+    const std::vector<double> norms = token_norms(run.states, l);
     double total = 0.0;
-    for (int t = 0; t < hs.tokens; ++t) {
-      double sq = 0.0;
-      for (int c = 0; c < hs.channels; ++c)
-        sq += static_cast<double>(s[static_cast<std::size_t>(t * hs.channels + c)]) *
-              s[static_cast<std::size_t>(t * hs.channels + c)];
-      total += std::sqrt(sq);
-    }
-    std::printf("hidden_states.%d: mean token norm %.4f\n", l, total / hs.tokens);
+    for (const double n : norms) total += n;
+    std::printf("hidden_states.%d: mean token norm %.4f, mean cosine between tokens %.4f\n", l,
+                total / static_cast<double>(norms.size()), mean_pairwise_cosine(run.states, l));
   }
   if (!f.out.empty()) std::printf("wrote %s\n", f.out.c_str());
 }
 
-void print_json(const HiddenStatesFlags& f, const Tokenizer& tokenizer, const std::vector<std::int32_t>& ids,
-                const HiddenStates& hs, const std::vector<int>& layers) {
+void print_json(const HiddenStatesFlags& f, const TextHiddenStates& run, const std::vector<int>& layers) {
+  const HiddenStates& hs = run.states;
   nlohmann::json states = nlohmann::json::object();
   for (int l : layers) {
     nlohmann::json rows = nlohmann::json::array();
@@ -115,9 +110,7 @@ void print_json(const HiddenStatesFlags& f, const Tokenizer& tokenizer, const st
       rows.push_back(std::vector<float>(s.begin() + t * hs.channels, s.begin() + (t + 1) * hs.channels));
     states[std::to_string(l)] = std::move(rows);
   }
-  std::vector<std::string> tokens;
-  for (std::int32_t id : ids) tokens.push_back(tokenizer.token_text(id).value_or(""));
-  const nlohmann::json out = {{"model", f.model},        {"ids", ids},  {"tokens", tokens}, {"channels", hs.channels},
+  const nlohmann::json out = {{"model", f.model},        {"ids", run.ids}, {"tokens", run.tokens}, {"channels", hs.channels},
                               {"hidden_states", states}, {"out", f.out}};
   std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
@@ -133,22 +126,14 @@ int run_hidden_states(const std::vector<std::string>& args) {
   if (f.out.empty() && !f.json) throw UsageError("give --out FILE.safetensors, --json or both");
   if (!f.out.empty()) check_outputs({{"--model", f.model + "/model.safetensors"}}, {{"--out", f.out}});
 
-  const HfModel loaded = read_hf_model_dir(f.model);
-  const std::vector<int> layers = parse_layers(f.layers, loaded.config.layers);
-  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(f.model);
-  const std::vector<std::int32_t> ids = tokenizer->encode(f.text);
-
-  MemoryLedger ledger;
-  const auto backend = make_cpu_backend({static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))});
-  const auto model = make_model(loaded.config, *backend, ledger);
-  backend->upload(model->params(), loaded.parameters.data(), model->parameter_count() * 4);
-  const HiddenStates hs = compute_hidden_states(*model, ids);
-
-  if (!f.out.empty()) write_states(f.out, f.model, ids, hs, layers);
+  const TextHiddenStates run =
+      text_hidden_states(f.model, f.text, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  const std::vector<int> layers = parse_layers(f.layers, run.config.layers);
+  if (!f.out.empty()) write_states(f.out, f.model, run.ids, run.states, layers);
   if (f.json)
-    print_json(f, *tokenizer, ids, hs, layers);
+    print_json(f, run, layers);
   else
-    print_summary(f, loaded, ids, hs, layers);
+    print_summary(f, run, layers);
   return 0;
 }
 

@@ -39,6 +39,7 @@
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
 #include "views/event_view.h"
+#include "views/hidden_states_view.h"
 #include "views/live_plots.h"
 #include "views/memory_bars.h"
 #include "views/pipeline_timeline.h"
@@ -194,6 +195,9 @@ QSplitter* MainWindow::buildViewsColumn() {
   auto* zero = new ZeroView;
   addView(zero, zero, QT_TR_NOOP("ZeRO"));
   addView(live_plots_, live_plots_, QT_TR_NOOP("Live plots"));
+  hidden_states_ = new HiddenStatesView;  // not an event view: it runs a model of its own
+  tabs_->addTab(hidden_states_, QString());
+  tab_sources_.emplace_back(hidden_states_, QT_TR_NOOP("Hidden states"));
   buildRecordingUi();
   buildPlannerUi();
   auto* tabsAndReplay = new QWidget;

@@ -39,6 +39,7 @@ class MemoryBars;
 class EventView;
 class RecordingController;
 class LivePlots;
+class HiddenStatesView;
 class QueuedLogSink;
 class LessonsPanel;
 class PlannerDialog;
@@ -60,6 +61,7 @@ class MainWindow : public QMainWindow {
   QString statusText() const;
   QString logText() const;  // takes the log lines still queued first
   LivePlots* livePlots() const { return live_plots_; }
+  HiddenStatesView* hiddenStatesView() const { return hidden_states_; }
   LessonsPanel* lessons() const { return lessons_; }
   QDockWidget* lessonsDock() const { return lessons_dock_; }
   // The window's spdlog logger: engine log/error/overflow events and the UI's
@@ -133,6 +135,7 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs_;
   std::vector<EventView*> views_;
   LivePlots* live_plots_;
+  HiddenStatesView* hidden_states_ = nullptr;
   LessonsPanel* lessons_ = nullptr;
   QDockWidget* lessons_dock_ = nullptr;
   QMenu* lessons_menu_ = nullptr;

@@ -12,6 +12,9 @@
 #include <QPushButton>
 #include <QTemporaryDir>
 #include <QTest>
+#include <set>
+
+#include "config/lesson_file.h"
 #include <QDir>
 
 #include "config_panel.h"
@@ -39,9 +42,11 @@ class TestLessons : public QObject {
 
   void everyLessonParsesAndValidates() {
     const auto lessons = load_lessons();
-    QCOMPARE(static_cast<int>(lessons.size()), 11);
+    QCOMPARE(static_cast<int>(lessons.size()), 12);
     int chapter = 0;
+    std::set<int> chapters;
     for (const Lesson& l : lessons) {
+      chapters.insert(l.chapter);
       QVERIFY2(!l.title_en.isEmpty() && has_cjk(l.title_zh), qPrintable(l.id));
       QVERIFY2(l.text_en.contains(QStringLiteral("Try it")), qPrintable(l.id));
       QVERIFY2(has_cjk(l.text_zh) && l.text_zh.contains(QStringLiteral("试一试")), qPrintable(l.id));
@@ -49,6 +54,7 @@ class TestLessons : public QObject {
       chapter = l.chapter;
       validate_run_config(l.config);  // throws ConfigError naming the flag
     }
+    QCOMPARE(static_cast<int>(chapters.size()), kSeedChapters);  // every chapter of the seed has a lesson
     // What each lesson is about is in its run.
     const auto lesson = [&](const char* id) -> const Lesson& {
       const auto it = std::find_if(lessons.begin(), lessons.end(), [&](const Lesson& l) { return l.id == QLatin1String(id); });
@@ -59,6 +65,8 @@ class TestLessons : public QObject {
     QCOMPARE(lesson("gradient_accumulation").config.accum, 4);
     QVERIFY(lesson("activation_checkpointing").config.checkpoint);
     QCOMPARE(lesson("model_memory").chapter, 3);
+    QCOMPARE(lesson("bert_hidden_states").chapter, 9);
+    QVERIFY(lesson("bert_hidden_states").text_en.contains(QStringLiteral("Hidden states")));
     QCOMPARE(lesson("one_config_any_setup").config.world_size(), 1);
     QCOMPARE(lesson("ddp_buckets").config.bucket_mb, 1.0);
     QCOMPARE(lesson("ranks_threads_processes").config.world_size(), 4);

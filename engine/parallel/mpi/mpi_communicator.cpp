@@ -31,7 +31,7 @@ MpiCommunicator::MpiCommunicator(MpiWorld& world, MPI_Comm comm, std::vector<int
       right_(mod(me + 1)),
       clock_(clock),
       sink_(sink),
-      host_(make_host_comm_memory()) {}
+      host_(make_host_comm_memory(nullptr)) {}  // its staging is not on a ledger (one rank per process)
 
 MpiCommunicator::~MpiCommunicator() {
   if (world_.aborted()) return;  // a send may still be in flight to a process that is gone: leave it
