@@ -40,6 +40,9 @@
 namespace shardscope {
 
 class InProcessWorld;
+struct CheckpointManifest;
+struct RankCheckpoint;
+struct TrainingCheckpoint;
 class NcclWorld;
 class ShardingPlan;
 
@@ -115,6 +118,13 @@ class Trainer {
   // One optimizer step on every rank; returns its metrics. Throws RankFailure,
   // or RunInterrupted when run()'s stop flag is raised during it.
   StepMetrics step();
+  // Saves the training state after steps_done() steps as ROOT/step-N/ (train/checkpoint.h):
+  // every rank writes its own file, in its own thread. Returns the step
+  // directory; throws OutputError when it cannot be written (ROOT's earlier
+  // checkpoints are left as they were).
+  std::string save_checkpoint(const std::string& root);
+  // The step directory config.resume_dir resolved to (empty: a fresh run).
+  const std::string& resumed_from() const { return resumed_from_; }
   // Mean loss over config.eval_batches fixed validation batches (on rank 0).
   float evaluate();
 
@@ -158,6 +168,13 @@ class Trainer {
   void build_model(Rank& rank);
   void build_optimizer(Rank& rank);
   void announce();  // the run's first log lines
+  // Checkpoints (trainer_checkpoint.cpp).
+  std::vector<float> packed_master(const Rank& rank) const;
+  RankCheckpoint rank_checkpoint(const Rank& rank) const;
+  CheckpointManifest checkpoint_manifest() const;
+  void check_checkpoint(const TrainingCheckpoint& checkpoint) const;
+  void restore_rank(Rank& rank, const TrainingCheckpoint& checkpoint);
+  void restore_checkpoint(const std::string& path);  // config.resume_dir: at construction
 
   // One rank's step (rank_step.cpp, optimizer_step.cpp), phase by phase.
   struct MicroBatches {
@@ -204,6 +221,7 @@ class Trainer {
   LrSchedule schedule_;
   std::int64_t steps_done_ = 0;
   std::string device_note_;
+  std::string resumed_from_;
   std::vector<MemoryBytes> predicted_;  // the estimator's bytes per rank for config_; empty if none
   bool failed_ = false;
   const std::atomic<bool>* stop_ = nullptr;  // run()'s stop flag, while it runs
