@@ -75,7 +75,9 @@ struct Reader {
       fail(field, "out of range, got " + json_value_summary(v));
     const std::int64_t x = v.get<std::int64_t>();
     if (x < min || x > max)
-      fail(field, "expected " + std::to_string(min) + " to " + std::to_string(max) + ", got " + std::to_string(x));
+      fail(field, "expected " + std::to_string(min) +
+                      (max == std::numeric_limits<std::int64_t>::max() ? " or more" : " to " + std::to_string(max)) +
+                      ", got " + std::to_string(x));
     return x;
   }
   std::string text(const json& v, const std::string& field) const {
@@ -84,7 +86,7 @@ struct Reader {
   }
   std::int64_t int_at(const json& o, const std::string& key, const std::string& where, std::int64_t min,
                       std::int64_t max = std::numeric_limits<std::int64_t>::max()) const {
-    return integer(at(o, key, where), where + "." + key, min, max);
+    return integer(at(o, key, where), where.empty() ? key : where + "." + key, min, max);
   }
 };
 

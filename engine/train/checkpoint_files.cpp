@@ -3,6 +3,7 @@
 // temporary renamed into place, read back with every file checked against
 // the manifest and the parameters reassembled whole.
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -25,6 +26,19 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kTensorKinds[3] = {"master", "exp_avg", "exp_avg_sq"};
+
+// Temporaries of saves whose process is gone (killed mid-save): removed before a new save.
+void remove_stale_temporaries(const std::string& root) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    const auto at = name.rfind(".tmp-");
+    if (!name.starts_with(".step-") || at == std::string::npos) continue;
+    const std::string pid = name.substr(at + 5);
+    if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) fs::remove_all(entry.path(), ec);
+  }
+}
 
 void fsync_directory(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
@@ -147,6 +161,7 @@ CheckpointWriter::CheckpointWriter(const std::string& root, std::int64_t step) :
   final_ = (fs::path(root) / name).string();
   if (fs::exists(fs::symlink_status(final_, ec)))
     throw OutputError("--save-dir " + final_ + ": already exists (a checkpoint is never overwritten)");
+  remove_stale_temporaries(root);
   temp_ = (fs::path(root) / ("." + name + ".tmp-" + std::to_string(::getpid()))).string();
   fs::remove_all(temp_, ec);  // an earlier save of this process that failed to clean up
   if (!fs::create_directory(temp_, ec))
