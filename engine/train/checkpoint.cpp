@@ -2,6 +2,8 @@
 // The checkpoint manifest (train/checkpoint.h): written as JSON, and read back
 // with every field checked, so a damaged or hand-edited manifest is refused
 // with the field at fault rather than resuming from wrong state.
+#include "train/checkpoint.h"
+
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
@@ -10,7 +12,6 @@
 
 #include "core/error.h"
 #include "core/json_text.h"
-#include "train/checkpoint.h"
 
 namespace shardscope {
 
@@ -51,8 +52,13 @@ json scaler_json(const LossScalerState& s) {
 json file_json(const CheckpointFile& f) {
   json slices = json::array();
   for (const ParameterSlice& s : f.slices) slices.push_back({s.name, s.begin, s.end});
-  return {{"name", f.name},   {"rank", f.rank},   {"dp_rank", f.dp_rank},          {"stage", f.stage},
-          {"bytes", f.bytes}, {"fnv1a64", hex64(f.checksum)}, {"slices", std::move(slices)}};
+  return {{"name", f.name},
+          {"rank", f.rank},
+          {"dp_rank", f.dp_rank},
+          {"stage", f.stage},
+          {"bytes", f.bytes},
+          {"fnv1a64", hex64(f.checksum)},
+          {"slices", std::move(slices)}};
 }
 
 // Reading: each accessor names the field (a JSON path) and the manifest file.
@@ -204,8 +210,9 @@ CheckpointManifest parse_checkpoint_manifest(std::string_view text, const std::s
   CheckpointManifest m;
   m.format_version = static_cast<int>(r.int_at(doc, "format_version", "", 0, 1 << 20));
   if (m.format_version != kCheckpointFormatVersion)
-    r.fail("format_version", "version " + std::to_string(m.format_version) + " is not the version this program reads (" +
-                                 std::to_string(kCheckpointFormatVersion) + ")");
+    r.fail("format_version", "version " + std::to_string(m.format_version) +
+                                 " is not the version this program reads (" + std::to_string(kCheckpointFormatVersion) +
+                                 ")");
   m.step = r.int_at(doc, "step", "", 0);
   m.model = r.at(doc, "model", "");
   if (!m.model.is_object()) r.fail("model", "expected an object, got " + json_value_summary(m.model));
@@ -230,7 +237,8 @@ std::string find_checkpoint_dir(const std::string& path, const std::string& flag
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(path, ec))
-    throw ConfigError(flag + " " + path + ": not a directory (give a checkpoint step directory or the --save-dir root)");
+    throw ConfigError(flag + " " + path +
+                      ": not a directory (give a checkpoint step directory or the --save-dir root)");
   if (fs::exists(fs::path(path) / "manifest.json", ec)) return path;
   std::int64_t newest = -1;
   std::string found;
@@ -244,7 +252,8 @@ std::string find_checkpoint_dir(const std::string& path, const std::string& flag
   }
   if (ec) throw ConfigError(flag + " " + path + ": cannot list the directory: " + ec.message());
   if (found.empty())
-    throw ConfigError(flag + " " + path + ": no checkpoint here (neither manifest.json nor a step-N directory holding one)");
+    throw ConfigError(flag + " " + path +
+                      ": no checkpoint here (neither manifest.json nor a step-N directory holding one)");
   return found;
 }
 

@@ -63,8 +63,8 @@ struct CheckpointManifest {
   std::int64_t step = 0;  // optimizer steps done; the run continues with step + 1
   nlohmann::json model;   // the model config (checkpoint_model_json)
   std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameters;  // the whole model's, name and shape
-  nlohmann::json layout;       // what the run was saved under: dp, pp, zero, precision, accum, ...
-  nlohmann::json lr_schedule;  // lr, min_lr, warmup, steps, next_step, next_lr (for the reader)
+  nlohmann::json layout;         // what the run was saved under: dp, pp, zero, precision, accum, ...
+  nlohmann::json lr_schedule;    // lr, min_lr, warmup, steps, next_step, next_lr (for the reader)
   std::int64_t adamw_steps = 0;  // AdamW's t (skipped fp16 steps do not count)
   LossScalerState loss_scaler;
   std::uint64_t seed = 0;           // the data-sampling and MLM-masking streams are (seed, step, sample)

@@ -88,7 +88,8 @@ Assembly empty_assembly(const CheckpointManifest& m, const std::string& manifest
 void take_slice(const SafetensorsFile& st, const ParameterSlice& slice, Assembly& a) {
   const std::string& path = st.path();
   const auto it = a.values.find(slice.name);
-  if (it == a.values.end()) throw ConfigError(path + ": '" + slice.name + "' is not a parameter of the checkpoint's model");
+  if (it == a.values.end())
+    throw ConfigError(path + ": '" + slice.name + "' is not a parameter of the checkpoint's model");
   std::vector<char>& covered = a.covered[slice.name];
   if (slice.end > static_cast<std::int64_t>(covered.size()))
     throw ConfigError(path + ": '" + slice.name + "' elements [" + std::to_string(slice.begin) + ", " +
@@ -200,8 +201,8 @@ std::string CheckpointWriter::commit(CheckpointManifest manifest) {
   out.write(checkpoint_manifest_text(manifest));
   out.commit();  // fsyncs the manifest and the temporary directory
   if (std::rename(temp_.c_str(), final_.c_str()) != 0)
-    throw OutputError("--save-dir " + final_ + ": cannot rename the finished checkpoint into place: " +
-                      std::strerror(errno));
+    throw OutputError("--save-dir " + final_ +
+                      ": cannot rename the finished checkpoint into place: " + std::strerror(errno));
   committed_ = true;
   fsync_directory(root_);
   return final_;

@@ -18,10 +18,17 @@ namespace shardscope {
 namespace {
 
 nlohmann::json model_json(const ModelConfig& m) {
-  return {{"name", m.name},         {"kind", std::string(model_kind_name(m.kind))}, {"vocab", m.vocab},
-          {"max_seq", m.max_seq},   {"channels", m.channels},          {"layers", m.layers},
-          {"heads", m.heads},       {"type_vocab", m.type_vocab},      {"pooler", m.pooler},
-          {"ln_eps", m.ln_eps},     {"gelu", static_cast<int>(m.gelu)}};
+  return {{"name", m.name},
+          {"kind", std::string(model_kind_name(m.kind))},
+          {"vocab", m.vocab},
+          {"max_seq", m.max_seq},
+          {"channels", m.channels},
+          {"layers", m.layers},
+          {"heads", m.heads},
+          {"type_vocab", m.type_vocab},
+          {"pooler", m.pooler},
+          {"ln_eps", m.ln_eps},
+          {"gelu", static_cast<int>(m.gelu)}};
 }
 
 std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameter_shapes(const ModelConfig& model) {
@@ -107,8 +114,8 @@ CheckpointManifest Trainer::checkpoint_manifest() const {
   for (const char* key : {"dp", "pp", "ranks", "zero", "dp_mode", "precision", "accum", "micro_batches", "schedule",
                           "batch", "seq", "loss_scaler"})
     m.layout[key] = run_field(key).get(config_);
-  m.lr_schedule = {{"lr", schedule_.lr},       {"min_lr", schedule_.min_lr},  {"warmup", schedule_.warmup},
-                   {"steps", schedule_.steps}, {"next_step", steps_done_}, {"next_lr", schedule_.at(steps_done_)}};
+  m.lr_schedule = {{"lr", schedule_.lr},       {"min_lr", schedule_.min_lr}, {"warmup", schedule_.warmup},
+                   {"steps", schedule_.steps}, {"next_step", steps_done_},   {"next_lr", schedule_.at(steps_done_)}};
   for (const auto& rank : ranks_)
     if (rank->optimizer != nullptr) m.adamw_steps = rank->optimizer->steps_taken();
   m.loss_scaler = ranks_[0]->scaler->state();

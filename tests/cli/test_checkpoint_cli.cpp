@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli_runner.h"
 #include "train/checkpoint.h"
@@ -23,10 +23,12 @@ using shardscope::fnv1a64;
 
 namespace {
 
-const QStringList kRun = {"train", "--model", "gpt-tiny", "--batch", "8", "--seq", "16", "--dp", "2", "--zero", "1",
-                          "--threads", "2", "--warmup", "1"};
+const QStringList kRun = {"train", "--model", "gpt-tiny", "--batch",   "8", "--seq",    "16", "--dp",
+                          "2",     "--zero",  "1",        "--threads", "2", "--warmup", "1"};
 
-QStringList run_args(const QStringList& more) { return kRun + more; }
+QStringList run_args(const QStringList& more) {
+  return kRun + more;
+}
 
 std::vector<double> metric_losses(const QString& path) {
   std::vector<double> losses;
@@ -45,8 +47,12 @@ void write_all(const fs::path& p, const std::string& bytes) {
   out << bytes;
 }
 
-nlohmann::json read_manifest(const fs::path& dir) { return nlohmann::json::parse(read_all(dir / "manifest.json")); }
-void write_manifest(const fs::path& dir, const nlohmann::json& m) { write_all(dir / "manifest.json", m.dump(1)); }
+nlohmann::json read_manifest(const fs::path& dir) {
+  return nlohmann::json::parse(read_all(dir / "manifest.json"));
+}
+void write_manifest(const fs::path& dir, const nlohmann::json& m) {
+  write_all(dir / "manifest.json", m.dump(1));
+}
 
 // After editing a rank file: its size and checksum in the manifest, so only the edit itself is at fault.
 void reseal(const fs::path& dir, int file) {
@@ -83,75 +89,101 @@ std::vector<BadCase> bad_cases() {
     };
   };
   return {
-      {"truncated rank file", [](const fs::path& d) { fs::resize_file(d / "rank-0.safetensors", 1000); },
+      {"truncated rank file",
+       [](const fs::path& d) { fs::resize_file(d / "rank-0.safetensors", 1000); },
        {"rank-0.safetensors", "1000 bytes", "truncated"}},
-      {"flipped byte", [](const fs::path& d) {
+      {"flipped byte",
+       [](const fs::path& d) {
          std::string b = read_all(d / "rank-1.safetensors");
          b[b.size() / 2] ^= 0x40;
          write_all(d / "rank-1.safetensors", b);
-       }, {"rank-1.safetensors", "checksum"}},
-      {"missing rank file", [](const fs::path& d) { fs::remove(d / "rank-1.safetensors"); },
+       },
+       {"rank-1.safetensors", "checksum"}},
+      {"missing rank file",
+       [](const fs::path& d) { fs::remove(d / "rank-1.safetensors"); },
        {"rank-1.safetensors", "missing"}},
-      {"rank file is a directory", [](const fs::path& d) {
+      {"rank file is a directory",
+       [](const fs::path& d) {
          fs::remove(d / "rank-0.safetensors");
          fs::create_directory(d / "rank-0.safetensors");
-       }, {"rank-0.safetensors", "is a directory"}},
-      {"empty manifest", [](const fs::path& d) { write_all(d / "manifest.json", ""); },
+       },
+       {"rank-0.safetensors", "is a directory"}},
+      {"empty manifest",
+       [](const fs::path& d) { write_all(d / "manifest.json", ""); },
        {"manifest.json", "not valid JSON"}},
-      {"manifest is a directory", [](const fs::path& d) {
+      {"manifest is a directory",
+       [](const fs::path& d) {
          fs::remove(d / "manifest.json");
          fs::create_directory(d / "manifest.json");
-       }, {"manifest.json", "is a directory"}},
+       },
+       {"manifest.json", "is a directory"}},
       {"no manifest", [](const fs::path& d) { fs::remove(d / "manifest.json"); }, {"no checkpoint here"}},
       {"wrong format version", edit([](J& m) { m["format_version"] = 2; }), {"manifest.json", "format_version"}},
       {"not a checkpoint", edit([](J& m) { m["format"] = "other"; }), {"manifest.json", "'format'"}},
       {"other model", edit([](J& m) { m["model"]["channels"] = 256; }), {"manifest.json", "model", "--model gpt-tiny"}},
-      {"wrong shape", edit([](J& m) { m["parameters"][0][1] = J::array({1, 1}); }),
+      {"wrong shape",
+       edit([](J& m) {
+         m["parameters"][0][1] = J::array({1, 1});
+       }),
        {"rank-0.safetensors", "embed.tokens", "run past"}},
       {"missing step", edit([](J& m) { m.erase("step"); }), {"manifest.json", "'step'", "missing"}},
-      {"nested garbage", edit([](J& m) {
+      {"nested garbage",
+       edit([](J& m) {
          J deep = J::array();
          for (int i = 0; i < 40; ++i) deep = J::array({deep});
          m["files"] = deep;
-       }), {"manifest.json", "files"}},
+       }),
+       {"manifest.json", "files"}},
       {"negative step", edit([](J& m) { m["step"] = -3; }), {"manifest.json", "'step'"}},
       {"checksum not hex", edit([](J& m) { m["files"][0]["fnv1a64"] = "zz"; }), {"manifest.json", "fnv1a64"}},
       {"bytes a string", edit([](J& m) { m["files"][1]["bytes"] = "5"; }), {"manifest.json", "files[1].bytes"}},
-      {"slice twice", edit([](J& m) { m["files"][0]["slices"].push_back(m["files"][0]["slices"][0]); }),
+      {"slice twice",
+       edit([](J& m) { m["files"][0]["slices"].push_back(m["files"][0]["slices"][0]); }),
        {"manifest.json", "listed twice"}},
       {"reversed slice", edit([](J& m) { m["files"][0]["slices"][0][2] = 0; }), {"manifest.json", "reversed"}},
       {"slice dropped", edit([](J& m) { m["files"][0]["slices"].erase(0); }), {"rank-0.safetensors", "tensors"}},
       {"rank file dropped", edit([](J& m) { m["files"].erase(1); }), {"manifest.json", "in no rank file"}},
-      {"unknown parameter", edit([](J& m) { m["files"][0]["slices"][0][0] = "embed.tokenz"; }),
+      {"unknown parameter",
+       edit([](J& m) { m["files"][0]["slices"][0][0] = "embed.tokenz"; }),
        {"rank-0.safetensors", "embed.tokenz", "not a parameter"}},
-      {"NaN in a tensor", [](const fs::path& d) {
+      {"NaN in a tensor",
+       [](const fs::path& d) {
          std::string b = read_all(d / "rank-0.safetensors");
          const float nan = std::numeric_limits<float>::quiet_NaN();
          std::memcpy(b.data() + data_start(b), &nan, 4);
          write_all(d / "rank-0.safetensors", b);
          reseal(d, 0);
-       }, {"rank-0.safetensors", "not finite"}},
-      {"wrong dtype", [](const fs::path& d) {
+       },
+       {"rank-0.safetensors", "not finite"}},
+      {"wrong dtype",
+       [](const fs::path& d) {
          std::string b = read_all(d / "rank-1.safetensors");
          b.replace(b.find("\"F32\""), 5, "\"I32\"");
          write_all(d / "rank-1.safetensors", b);
          reseal(d, 1);
-       }, {"rank-1.safetensors", "I32", "expected F32"}},
-      {"header lies about its length", [](const fs::path& d) {
+       },
+       {"rank-1.safetensors", "I32", "expected F32"}},
+      {"header lies about its length",
+       [](const fs::path& d) {
          std::string b = read_all(d / "rank-0.safetensors");
          const std::uint64_t n = 1ull << 40;
          std::memcpy(b.data(), &n, 8);
          write_all(d / "rank-0.safetensors", b);
          reseal(d, 0);
-       }, {"rank-0.safetensors"}},
+       },
+       {"rank-0.safetensors"}},
       {"negative scale", edit([](J& m) { m["loss_scaler"]["scale"] = -1.0; }), {"manifest.json", "loss_scaler.scale"}},
-      {"adamw ahead of step", edit([](J& m) { m["optimizer"]["adamw_steps"] = 99; }),
+      {"adamw ahead of step",
+       edit([](J& m) { m["optimizer"]["adamw_steps"] = 99; }),
        {"manifest.json", "optimizer.adamw_steps"}},
-      {"data position off", edit([](J& m) { m["data_position"]["next_step"] = 0; }),
+      {"data position off",
+       edit([](J& m) { m["data_position"]["next_step"] = 0; }),
        {"manifest.json", "data_position.next_step"}},
-      {"top level array", [](const fs::path& d) { write_all(d / "manifest.json", "[1, 2]"); },
+      {"top level array",
+       [](const fs::path& d) { write_all(d / "manifest.json", "[1, 2]"); },
        {"manifest.json", "(top level)"}},
-      {"file name with a slash", edit([](J& m) { m["files"][0]["name"] = "../rank-0.safetensors"; }),
+      {"file name with a slash",
+       edit([](J& m) { m["files"][0]["name"] = "../rank-0.safetensors"; }),
        {"manifest.json", "files[0].name"}},
       {"other seed", [](const fs::path&) {}, {"manifest.json", "--seed 1337", "--seed 5"}, {"--seed", "5"}},
       {"already at the end", [](const fs::path&) {}, {"--steps 1", "already at step 1"}, {"--steps", "1"}},
@@ -171,7 +203,8 @@ class TestCheckpointCli : public QObject {
 void TestCheckpointCli::resumed_run_prints_the_same_losses() {
   QTemporaryDir dir;
   const QString root = dir.filePath("ckpt"), full = dir.filePath("full.jsonl"), part = dir.filePath("part.jsonl");
-  const CliResult a = run_cli(run_args({"--steps", "4", "--save-dir", root, "--save-every", "2", "--metrics-out", full}));
+  const CliResult a =
+      run_cli(run_args({"--steps", "4", "--save-dir", root, "--save-every", "2", "--metrics-out", full}));
   QVERIFY2(a.code == 0, qPrintable(a.err));
   QVERIFY(a.out.contains("checkpoint: step 2 saved to " + root + "/step-000002"));
   QVERIFY(a.out.contains("checkpoint: step 4 saved to " + root + "/step-000004"));
@@ -228,14 +261,14 @@ void TestCheckpointCli::kill_9_leaves_only_complete_checkpoints() {
   const std::string newest = shardscope::find_checkpoint_dir(root.toStdString());
   const std::int64_t step = shardscope::read_checkpoint(newest).manifest.step;
   QVERIFY(step >= 1);
-  const CliResult r =
-      run_cli(run_args({"--steps", QString::number(step + 1), "--resume", root, "--save-dir", root}));
+  const CliResult r = run_cli(run_args({"--steps", QString::number(step + 1), "--resume", root, "--save-dir", root}));
   QVERIFY2(r.code == 0, qPrintable(r.err));
   QVERIFY(r.out.contains(QString("at step %1").arg(step)));
   QVERIFY(r.out.contains(QString("checkpoint: step %1 saved").arg(step + 1)));
   qInfo("%d kills; newest checkpoint step %lld; %d saves killed midway (temporaries seen)", kills,
         static_cast<long long>(step), static_cast<int>(temporaries.size()));
-  for (const auto& entry : fs::directory_iterator(root.toStdString()))  // the last run removed the killed saves' leftovers
+  for (const auto& entry :
+       fs::directory_iterator(root.toStdString()))  // the last run removed the killed saves' leftovers
     QVERIFY2(!entry.path().filename().string().starts_with(".step-"), entry.path().c_str());
 }
 
@@ -250,8 +283,8 @@ void TestCheckpointCli::bad_checkpoints_are_refused() {
     const fs::path bad = fs::path(dir.path().toStdString()) / ("bad-" + std::to_string(refused));
     fs::copy(step, bad, fs::copy_options::recursive);
     c.damage(bad);
-    const CliResult r = run_cli(run_args(QStringList{"--steps", "3", "--resume", QString::fromStdString(bad.string())} +
-                                         c.extra_args));
+    const CliResult r =
+        run_cli(run_args(QStringList{"--steps", "3", "--resume", QString::fromStdString(bad.string())} + c.extra_args));
     QVERIFY2(r.code == 2, qPrintable(QString("%1: exit %2: %3").arg(c.name).arg(r.code).arg(r.err)));
     for (const QString& word : c.expected)
       QVERIFY2(r.err.contains(word), qPrintable(QString("%1: '%2' not in: %3").arg(c.name, word, r.err)));
