@@ -294,6 +294,9 @@ void TestCheckpointCli::bad_checkpoints_are_refused() {
   const CliResult file = run_cli(run_args({"--steps", "3", "--resume", good + "/step-000001/manifest.json"}));
   QCOMPARE(file.code, 2);
   QVERIFY(file.err.contains("not a directory"));
+  const CliResult nowhere = run_cli(run_args({"--steps", "3", "--save-every", "2"}));
+  QCOMPARE(nowhere.code, 2);
+  QVERIFY2(nowhere.err.contains("--save-every needs --save-dir"), qPrintable(nowhere.err));
 }
 
 QTEST_GUILESS_MAIN(TestCheckpointCli)
