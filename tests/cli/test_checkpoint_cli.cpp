@@ -4,6 +4,8 @@
 // at any moment (mid-step or mid-save) leaves only complete step directories,
 // and the newest resumes; damaged or mismatched checkpoints are refused with
 // exit 2, naming the file and the reason.
+#include <sys/resource.h>
+
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTemporaryDir>
@@ -198,6 +200,7 @@ class TestCheckpointCli : public QObject {
   void resumed_run_prints_the_same_losses();
   void kill_9_leaves_only_complete_checkpoints();
   void bad_checkpoints_are_refused();
+  void a_failed_save_keeps_the_last_checkpoint();
 };
 
 void TestCheckpointCli::resumed_run_prints_the_same_losses() {
@@ -297,6 +300,36 @@ void TestCheckpointCli::bad_checkpoints_are_refused() {
   const CliResult nowhere = run_cli(run_args({"--steps", "3", "--save-every", "2"}));
   QCOMPARE(nowhere.code, 2);
   QVERIFY2(nowhere.err.contains("--save-every needs --save-dir"), qPrintable(nowhere.err));
+}
+
+// A save that cannot be written (`ulimit -f 1024`: the rank files exceed it)
+// stops the run with exit 2; the checkpoint before it stays byte for byte,
+// and no step directory or temporary is left.
+void TestCheckpointCli::a_failed_save_keeps_the_last_checkpoint() {
+  QTemporaryDir dir;
+  const QString root = dir.filePath("ckpt");
+  const CliResult first = run_cli(run_args({"--steps", "1", "--save-dir", root}));
+  QVERIFY2(first.code == 0, qPrintable(first.err));
+  const fs::path step = fs::path(root.toStdString()) / "step-000001";
+  std::map<std::string, std::string> before;
+  for (const auto& e : fs::directory_iterator(step)) before[e.path().filename().string()] = read_all(e.path());
+  QProcess p;
+  p.setChildProcessModifier([] {
+    const rlimit limit{1 << 20, 1 << 20};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+  });
+  p.start(SHARDSCOPE_CLI, run_args({"--steps", "2", "--resume", root, "--save-dir", root}));
+  QVERIFY(p.waitForFinished(300000));
+  const QString err = QString::fromUtf8(p.readAllStandardError());
+  QCOMPARE(p.exitCode(), 2);
+  QVERIFY2(err.contains("--save-dir") && err.contains("earlier checkpoints were left as they were"), qPrintable(err));
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(root.toStdString())) names.push_back(e.path().filename().string());
+  QCOMPARE(names, std::vector<std::string>{"step-000001"});
+  std::map<std::string, std::string> after;
+  for (const auto& e : fs::directory_iterator(step)) after[e.path().filename().string()] = read_all(e.path());
+  QVERIFY(after == before);
+  shardscope::read_checkpoint(step.string());  // still loads
 }
 
 QTEST_GUILESS_MAIN(TestCheckpointCli)
