@@ -37,11 +37,13 @@ struct Layout {
   DataParallelMode mode = DataParallelMode::ddp;
   PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
   Precision precision = Precision::fp32;
+  const char* model = "gpt-tiny";
 };
 
 RunConfig with_layout(RunConfig c, const Layout& l) {
   c.dp = l.dp, c.pp = l.pp, c.zero_stage = l.zero, c.accum = l.accum, c.micro_batches = l.micro_batches;
   c.dp_mode = l.mode, c.schedule = l.schedule, c.precision = l.precision;
+  c.model = l.model;
   if (l.precision == Precision::fp16) {  // an overflow at step 1 and growth every 2 steps: the scaler's state moves
     c.overflow_rank = 0, c.overflow_step = 1, c.scale_window = 2;
   }
@@ -62,6 +64,9 @@ std::vector<Layout> layouts() {
       {"dp 2 fp16 zero-1", 2, 1, 1, 1, 1, DataParallelMode::ddp, PipelineScheduleKind::one_f_one_b, Precision::fp16},
       {"dp 2 bf16 zero-3", 2, 1, 3, 1, 1, DataParallelMode::ddp, PipelineScheduleKind::one_f_one_b, Precision::bf16},
       {"pp 2 fp16", 1, 2, 0, 1, 2, DataParallelMode::ddp, PipelineScheduleKind::one_f_one_b, Precision::fp16},
+      // BERT: the MLM masks of the resumed steps are drawn as the uninterrupted run draws them.
+      {"bert-tiny dp 2 zero-2", 2, 1, 2, 1, 1, DataParallelMode::ddp, PipelineScheduleKind::one_f_one_b,
+       Precision::fp32, "bert-tiny"},
   };
 }
 
