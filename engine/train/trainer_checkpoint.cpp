@@ -162,6 +162,14 @@ void Trainer::check_checkpoint(const TrainingCheckpoint& ckpt) const {
     throw ConfigError("--resume " + manifest + ": saved with --seed " + std::to_string(ckpt.manifest.seed) +
                       ", this run has --seed " + std::to_string(config_.seed) +
                       " (the data order follows the seed); resume with --seed " + std::to_string(ckpt.manifest.seed));
+  const nlohmann::json& data = ckpt.manifest.data;
+  const auto tokens = data.is_object() ? data.find("train_tokens") : data.end();
+  if (tokens != data.end() && tokens->is_number_integer() &&
+      tokens->get<std::int64_t>() != dataset_->tokens(Split::train))
+    throw ConfigError("--data: the checkpoint " + ckpt.dir + " was trained on " +
+                      std::to_string(tokens->get<std::int64_t>()) + " training tokens, this run's data has " +
+                      std::to_string(dataset_->tokens(Split::train)) +
+                      " (another text draws other batches); resume with the --data it was saved with");
   if (ckpt.manifest.step >= config_.steps)
     throw ConfigError("--steps " + std::to_string(config_.steps) + ": the checkpoint " + ckpt.dir +
                       " is already at step " + std::to_string(ckpt.manifest.step) + "; give more --steps");
@@ -192,9 +200,13 @@ void Trainer::restore_rank(Rank& rk, const TrainingCheckpoint& ckpt) {
     upload(opt.v(), stage_values(layout, ckpt, 2));
     opt.set_steps_taken(ckpt.manifest.adamw_steps);
   }
-  const nlohmann::json& saved = ckpt.manifest.layout;
-  if (rk.scaler->enabled() && saved.value("precision", "") == "fp16" &&
-      saved.value("loss_scaler", "") == run_field("loss_scaler").get(config_))
+  const nlohmann::json& saved = ckpt.manifest.layout;  // an object (the parser checked), its values unchecked
+  const auto saved_as = [&saved](const char* key) {
+    const auto it = saved.find(key);
+    return it != saved.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (rk.scaler->enabled() && saved_as("precision") == "fp16" &&
+      saved_as("loss_scaler") == run_field("loss_scaler").get(config_))
     rk.scaler->restore(ckpt.manifest.loss_scaler);
 }
 

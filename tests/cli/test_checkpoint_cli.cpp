@@ -188,6 +188,10 @@ std::vector<BadCase> bad_cases() {
        edit([](J& m) { m["files"][0]["name"] = "../rank-0.safetensors"; }),
        {"manifest.json", "files[0].name"}},
       {"other seed", [](const fs::path&) {}, {"manifest.json", "--seed 1337", "--seed 5"}, {"--seed", "5"}},
+      {"other data",
+       [](const fs::path&) {},
+       {"--data", "training tokens"},
+       {"--data", SHARDSCOPE_FIXTURES "/../../README.md"}},
       {"already at the end", [](const fs::path&) {}, {"--steps 1", "already at step 1"}, {"--steps", "1"}},
   };
 }
@@ -294,6 +298,14 @@ void TestCheckpointCli::bad_checkpoints_are_refused() {
     ++refused;
   }
   QVERIFY(refused >= 20);
+  // The saved layout is for the reader: odd values there do not stop a resume.
+  const fs::path odd = fs::path(dir.path().toStdString()) / "odd-layout";
+  fs::copy(step, odd, fs::copy_options::recursive);
+  nlohmann::json m = read_manifest(odd);
+  m["layout"]["precision"] = nlohmann::json::array({1});
+  write_manifest(odd, m);
+  const CliResult resumed = run_cli(run_args({"--steps", "2", "--resume", QString::fromStdString(odd.string())}));
+  QVERIFY2(resumed.code == 0, qPrintable(resumed.err));
   const CliResult file = run_cli(run_args({"--steps", "3", "--resume", good + "/step-000001/manifest.json"}));
   QCOMPARE(file.code, 2);
   QVERIFY(file.err.contains("not a directory"));
