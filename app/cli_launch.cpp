@@ -31,6 +31,10 @@ ProcessMode join_mpi_job(RunConfig& config, std::string& record) {
                       std::to_string(config.world_size()) + ", or change --dp / --pp");
   if (config.device == "cuda")
     throw ConfigError("--device cuda under mpirun: ranks as processes train on the CPU only for now");
+  if (!config.save_dir.empty() || !config.resume_dir.empty())
+    throw ConfigError(std::string(config.save_dir.empty() ? "--resume" : "--save-dir") +
+                      " under mpirun: checkpoints are written by the ranks of one process for now; save or resume "
+                      "with the ranks as threads (without mpirun)");
   config.clock = ClockKind::wall;  // each process has its own clock: the wall clock is the truth they share
   if (world.rank() != 0) {         // one copy of the outputs: rank 0's
     config.metrics_out.clear();

@@ -115,6 +115,9 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
       config.accum > 1 ? "s" : "", static_cast<long long>(config.steps),
       std::string(precision_name(config.precision)).c_str(), trainer.placement().c_str());
   std::printf("clock %s\n", trainer.clock_text().c_str());
+  if (!trainer.resumed_from().empty())
+    std::printf("resumed from %s at step %lld\n", trainer.resumed_from().c_str(),
+                static_cast<long long>(trainer.steps_done()));
   std::fflush(stdout);
 }
 
@@ -137,9 +140,11 @@ struct RunTotals {
   double total_time = 0.0;     // seconds, every step
   double profiled_time = 0.0;  // seconds, steps after the first (the first allocates and warms up)
   std::optional<float> last_eval;
+  std::int64_t steps = 0;       // run by this process (a resumed run starts past 0)
+  std::int64_t saved_step = -1;  // the last step checkpointed
 
   void add(const StepMetrics& m) {
-    if (m.step == 1)
+    if (steps++ == 0)
       first_loss = m.loss;
     else
       profiled_time += m.step_time_s;
@@ -148,6 +153,20 @@ struct RunTotals {
     if (m.eval_loss) last_eval = m.eval_loss;
   }
 };
+
+// --save-dir: one checkpoint (train/checkpoint.h) and its line. A failed save
+// stops the run; the checkpoints saved before are left as they were.
+void save_checkpoint(Trainer& trainer, const RunConfig& config, RunTotals& totals) {
+  try {
+    const std::string dir = trainer.save_checkpoint(config.save_dir);
+    totals.saved_step = trainer.steps_done();
+    std::printf("checkpoint: step %lld saved to %s\n", static_cast<long long>(trainer.steps_done()), dir.c_str());
+    std::fflush(stdout);
+  } catch (const OutputError& e) {
+    throw FormatError(std::string(e.what()) + "; earlier checkpoints were left as they were; the run stopped after step " +
+                      std::to_string(trainer.steps_done()));
+  }
+}
 
 // Runs every step (until Ctrl-C), writing each step's progress and metrics. A
 // write error (the metrics' or the recording's) stops the run after that step.
@@ -160,6 +179,7 @@ RunTotals train(Trainer& trainer, const RunConfig& config, int log_every, TrainO
           if (m.step == 1) trainer.reset_op_profiles();  // the first step allocates and warms up
           print_progress(m, config, log_every);
           outputs.write_step(m);
+          if (config.save_every > 0 && m.step % config.save_every == 0) save_checkpoint(trainer, config, totals);
         },
         &g_stop);
   } catch (const OutputError& e) {
@@ -250,6 +270,13 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
     throw;
   }
   outputs.finish();  // also after Ctrl-C: complete metrics and a readable recording
+  if (!config.save_dir.empty() && totals.saved_step != trainer.steps_done()) {
+    if (g_stop.load())  // a step cut short may have left ranks apart: only whole saves count
+      std::printf("checkpoint: not saved at the end (interrupted); --resume %s takes the last one\n",
+                  config.save_dir.c_str());
+    else
+      save_checkpoint(trainer, config, totals);
+  }
   if (mode.prints()) {
     print_summary(trainer, config, totals, schedule_events);
     outputs.print_summary();

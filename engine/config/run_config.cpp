@@ -142,6 +142,8 @@ void validate_run_config(const RunConfig& c) {
   validate_model_limits(c, model);
   validate_grid(c);
   validate_strategies(c);
+  require(c.save_every == 0 || !c.save_dir.empty(), "{save_every} needs {save_dir}: where to save",
+          "{save_every} 需要 {save_dir}：保存到哪里");
   validate_loss_scaling(c);
   validate_devices(c);
 }

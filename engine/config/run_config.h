@@ -32,6 +32,12 @@ struct RunConfig {
   int eval_batches = 4;            // validation batches per evaluation
   int threads = 0;                 // CPU threads; 0: all cores
   std::string metrics_out;         // JSONL file, one object per step; empty: none
+  // Checkpoints (train/checkpoint.h): saved under save_dir every save_every
+  // steps (0: only at the end); the run resumes from resume_dir (a step
+  // directory, or a save_dir root: its newest). Empty: none.
+  std::string save_dir;
+  std::int64_t save_every = 0;
+  std::string resume_dir;
 
   // Parallelism. --batch is the global batch of one optimizer step: it is split
   // over dp ranks, accum steps and pipeline micro-batches, micro_batch()

@@ -331,6 +331,19 @@ void add_device_fields(std::vector<RunField>& f) {
                .help = {"Write one JSON object per step to FILE (JSONL)", "把每一步的指标写成一行 JSON（JSONL）"},
                .saved = Saved::never, .get = get_member<&RunConfig::metrics_out>,
                .set = set_member<&RunConfig::metrics_out>});
+  f.push_back({.key = "save_dir", .flag = "--save-dir", .value_name = "DIR", .kind = FieldKind::text,
+               .help = {"Save checkpoints (training state, per rank) under DIR/step-N/", "在 DIR/step-N/ 下保存检查点（训练状态，每个 rank 一个文件）"},
+               .saved = Saved::never, .get = get_member<&RunConfig::save_dir>, .set = set_member<&RunConfig::save_dir>});
+  f.push_back({.key = "save_every", .flag = "--save-every", .value_name = "N",
+               .help = {"With --save-dir: save every N steps, and at the end (0: only at the end)",
+                        "配合 --save-dir：每 N 步保存一次，结束时也保存（0：只在结束时）"},
+               .min = 0, .max = kMaxSteps, .saved = Saved::never, .get = get_member<&RunConfig::save_every>,
+               .set = set_member<&RunConfig::save_every>});
+  f.push_back({.key = "resume", .flag = "--resume", .value_name = "DIR", .kind = FieldKind::text,
+               .help = {"Resume from a checkpoint: a step directory, or a --save-dir root (its newest)",
+                        "从检查点继续：一个 step 目录，或 --save-dir 根目录（取最新的）"},
+               .saved = Saved::never, .get = get_member<&RunConfig::resume_dir>,
+               .set = set_member<&RunConfig::resume_dir>});
   f.push_back({.key = "inject_failure", .flag = "--inject-failure", .value_name = "RANK:STEP",
                .kind = FieldKind::text,
                .help = {"Test only: make RANK throw at STEP, to see all ranks stop",

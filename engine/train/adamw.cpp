@@ -19,7 +19,7 @@ AdamW::AdamW(const ParameterLayout& layout, Backend& backend, MemoryLedger& ledg
 
 AdamW::AdamW(const ParameterLayout& layout, Backend& backend, MemoryLedger& ledger, const AdamWOptions& options,
              const std::vector<ShardRange>& ranges)
-    : backend_(backend), options_(options) {
+    : ranges_(ranges), backend_(backend), options_(options) {
   std::int64_t packed = 0;
   for (const ShardRange& r : ranges) {
     add_range(layout, r.flat_begin, r.flat_end, r.packed_begin);

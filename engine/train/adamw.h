@@ -62,6 +62,9 @@ class AdamW {
   const float* v() const { return v_.floats(); }
   std::int64_t state_size() const { return m_.bytes() / 4; }  // elements of m, v (and master)
   std::int64_t steps_taken() const { return t_; }
+  void set_steps_taken(std::int64_t t) { t_ = t; }  // a resumed run's bias correction (train/checkpoint.h)
+  // The flat ranges this optimizer updates and where their states are packed.
+  const std::vector<ShardRange>& ranges() const { return ranges_; }
   const AdamWOptions& options() const { return options_; }
   float* m() { return m_.floats(); }
   float* v() { return v_.floats(); }
@@ -76,6 +79,7 @@ class AdamW {
   void add_range(const ParameterLayout& layout, std::int64_t begin, std::int64_t end, std::int64_t packed_begin);
   math::AdamWStep next_step(float lr, float grad_scale);
   std::vector<Span> spans_;
+  std::vector<ShardRange> ranges_;
   Backend& backend_;
   AdamWOptions options_;
   Buffer m_;  // first moments (P)

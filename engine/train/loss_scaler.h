@@ -95,6 +95,14 @@ struct LossScaleUpdate {
   bool hysteresis_consumed = false;  // DeepSpeed: overflow absorbed, scale kept
 };
 
+// Everything update() changes: what a checkpoint saves and restores (train/checkpoint.h).
+struct LossScalerState {
+  float scale = 1.0f;
+  std::int64_t steps = 0, overflows = 0, skipped = 0, since_overflow = 0, growth_tracker = 0;
+  std::int64_t last_overflow_iter = -1;
+  int hysteresis_left = 1;
+};
+
 class DynamicLossScaler {
  public:
   // Throws std::invalid_argument for options no rule set accepts (the message names the field).
@@ -115,6 +123,15 @@ class DynamicLossScaler {
   std::int64_t steps_since_overflow() const { return since_overflow_; }  // clean steps in a row
   std::int64_t growth_tracker() const { return growth_tracker_; }       // torch rules
   int hysteresis_left() const { return cur_hysteresis_; }               // deepspeed rules
+
+  LossScalerState state() const {
+    return {scale_, steps_, overflows_, skipped_, since_overflow_, growth_tracker_, last_overflow_iter_, cur_hysteresis_};
+  }
+  void restore(const LossScalerState& s) {
+    scale_ = s.scale, steps_ = s.steps, overflows_ = s.overflows, skipped_ = s.skipped;
+    since_overflow_ = s.since_overflow, growth_tracker_ = s.growth_tracker;
+    last_overflow_iter_ = s.last_overflow_iter, cur_hysteresis_ = s.hysteresis_left;
+  }
 
  private:
   void update_torch(bool found_inf, LossScaleUpdate& result);

@@ -91,6 +91,7 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
   initial_.reset();  // every rank holds its copy now
   initial_parameters_.reset();
   schedule_ = LrSchedule{config_.lr, config_.lr * config_.min_lr_ratio, config_.warmup_steps(), config_.steps};
+  if (!config_.resume_dir.empty()) restore_checkpoint(config_.resume_dir);  // train/checkpoint.h
   announce();
 }
 

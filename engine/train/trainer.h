@@ -42,6 +42,9 @@ namespace shardscope {
 
 class DeviceClock;
 class InProcessWorld;
+struct CheckpointManifest;
+struct RankCheckpoint;
+struct TrainingCheckpoint;
 class NcclWorld;
 class ShardingPlan;
 
@@ -133,6 +136,13 @@ class Trainer {
   // One optimizer step on every rank; returns its metrics. Throws RankFailure,
   // or RunInterrupted when run()'s stop flag is raised during it.
   StepMetrics step();
+  // Saves the training state after steps_done() steps as ROOT/step-N/ (train/checkpoint.h):
+  // every rank writes its own file, in its own thread. Returns the step
+  // directory; throws OutputError when it cannot be written (ROOT's earlier
+  // checkpoints are left as they were).
+  std::string save_checkpoint(const std::string& root);
+  // The step directory config.resume_dir resolved to (empty: a fresh run).
+  const std::string& resumed_from() const { return resumed_from_; }
   // Mean loss over config.eval_batches fixed validation batches (on rank 0).
   float evaluate();
 
@@ -181,6 +191,13 @@ class Trainer {
   void build_optimizer(Rank& rank);
   void load_initial_model();
   void announce();  // the run's first log lines
+  // Checkpoints (trainer_checkpoint.cpp).
+  std::vector<float> packed_master(const Rank& rank) const;
+  RankCheckpoint rank_checkpoint(const Rank& rank) const;
+  CheckpointManifest checkpoint_manifest() const;
+  void check_checkpoint(const TrainingCheckpoint& checkpoint) const;
+  void restore_rank(Rank& rank, const TrainingCheckpoint& checkpoint);
+  void restore_checkpoint(const std::string& path);  // config.resume_dir: at construction
 
   // One rank's step (rank_step.cpp, optimizer_step.cpp), phase by phase.
   struct MicroBatches {
@@ -231,6 +248,7 @@ class Trainer {
   LrSchedule schedule_;
   std::int64_t steps_done_ = 0;
   std::string device_note_;
+  std::string resumed_from_;
   std::vector<MemoryBytes> predicted_;  // the estimator's bytes per rank for config_; empty if none
   bool failed_ = false;
   // --init-from: the loaded model while the ranks are built (each copies its part), then released.

@@ -20,6 +20,7 @@
 #include "io/deepspeed_config.h"
 #include "io/hf_config.h"
 #include "io/safetensors.h"
+#include "train/checkpoint.h"
 #include "train/metrics_json.h"
 
 namespace shardscope::fuzz {
@@ -185,6 +186,30 @@ void fuzz_tokenize_text(std::string_view bytes) {
   check_ids(*bert, bert->encode(bytes));
 }
 
+// A checkpoint's manifest.json as `train --resume` reads it; an accepted
+// manifest must survive its own round trip (the saver writes it with
+// checkpoint_manifest_text, the loader reads it back).
+void fuzz_checkpoint_manifest(std::string_view bytes) {
+  const CheckpointManifest m = parse_checkpoint_manifest(bytes, "manifest.json");
+  CheckpointManifest again;
+  try {
+    again = parse_checkpoint_manifest(checkpoint_manifest_text(m), "manifest.json (round trip)");
+  } catch (const ConfigError& e) {
+    throw std::logic_error(std::string("an accepted manifest does not read back: ") + e.what());
+  }
+  if (again.step != m.step || again.files.size() != m.files.size() || again.parameters != m.parameters)
+    throw std::logic_error("an accepted manifest changed in its round trip");
+}
+
+namespace {
+std::vector<std::string> manifest_words() {
+  return {"\"format\"", "\"format_version\"", "\"step\"", "\"model\"", "\"parameters\"", "\"layout\"",
+          "\"lr_schedule\"", "\"optimizer\"", "\"adamw_steps\"", "\"loss_scaler\"", "\"scale\"", "\"rng\"",
+          "\"seed\"", "\"data_position\"", "\"next_step\"", "\"files\"", "\"slices\"", "\"fnv1a64\"",
+          "\"bytes\"", "\"shardscope-checkpoint\"", "\"rank-0.safetensors\"", "\"embed.tokens\""};
+}
+}  // namespace
+
 const std::vector<FuzzTarget>& fuzz_targets() {
   static const std::vector<FuzzTarget> targets = {
       {"hf_config", fuzz_hf_config, no_words, {}},
@@ -198,6 +223,7 @@ const std::vector<FuzzTarget>& fuzz_targets() {
       {"run_config", fuzz_run_config, run_config_words, {}},
       {"tokenizer_json", fuzz_tokenizer_json, tokenizer_words, {}},
       {"tokenize_text", fuzz_tokenize_text, tokenizer_words, {}},
+      {"checkpoint_manifest", fuzz_checkpoint_manifest, manifest_words, {}},
   };
   return targets;
 }

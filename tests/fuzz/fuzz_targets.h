@@ -31,6 +31,8 @@ void fuzz_run_config(std::string_view bytes);         // run-config JSON (a reco
 void fuzz_tokenizer_json(std::string_view bytes);     // a Hugging Face tokenizer.json (tokenize --tokenizer)
 void fuzz_tokenize_text(std::string_view bytes);      // the text to tokenize (tokenize --text), GPT-2 and BERT
 
+void fuzz_checkpoint_manifest(std::string_view bytes);  // a checkpoint's manifest.json (train --resume)
+
 const std::vector<FuzzTarget>& fuzz_targets();
 const FuzzTarget* find_fuzz_target(std::string_view name);
 

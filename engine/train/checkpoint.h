@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Checkpoints of the training state: everything a run needs to continue
+// exactly where it stopped. A checkpoint root holds one directory per save:
+//
+//   ROOT/step-000123/manifest.json        format version, model, the layout it
+//                                         was saved under, step, LR schedule,
+//                                         AdamW step count, loss scaler, RNGs,
+//                                         data position, every file's size and
+//                                         FNV-1a 64 checksum and slices
+//   ROOT/step-000123/rank-R.safetensors   rank R's fp32 master weights and
+//                                         AdamW m and v: "NAME/master",
+//                                         "NAME/exp_avg", "NAME/exp_avg_sq"
+//
+// Each rank saves what its optimizer updates: everything (DDP, one rank), its
+// flat shard (ZeRO-1), its chunk of every unit (ZeRO-2/3), its stage's
+// parameters (pipeline), nothing (a naive DataParallel replica). A tensor
+// holds elements [begin, end) of its parameter (row-major), recorded in the
+// manifest, so the reader reassembles every parameter whole from all the
+// files whatever the layout that wrote them, as DeepSpeed's universal
+// checkpoints do; a run then resumes under any layout. The 16-bit parameters
+// of mixed precision are not saved: they are always the master weights
+// rounded to nearest even (adamw.h), so they are rebuilt exactly.
+//
+// Writing is atomic: everything goes into ROOT/.step-000123.tmp-PID/, every
+// file and the directory are fsync'd, the directory is renamed to
+// step-000123 and ROOT is fsync'd. A save that fails or is killed leaves at
+// most a hidden temporary, never a step directory, and never touches an
+// earlier one.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "train/loss_scaler.h"
+
+namespace shardscope {
+
+inline constexpr int kCheckpointFormatVersion = 1;
+inline constexpr std::string_view kCheckpointFormat = "shardscope-checkpoint";
+
+// Elements [begin, end) of a parameter, in its row-major order.
+struct ParameterSlice {
+  std::string name;
+  std::int64_t begin = 0, end = 0;
+};
+
+// One rank's file, as the manifest lists it.
+struct CheckpointFile {
+  std::string name;  // "rank-3.safetensors"
+  int rank = 0, dp_rank = 0, stage = 0;
+  std::int64_t bytes = 0;
+  std::uint64_t checksum = 0;  // FNV-1a 64 of the whole file
+  std::vector<ParameterSlice> slices;
+};
+
+struct CheckpointManifest {
+  int format_version = kCheckpointFormatVersion;
+  std::int64_t step = 0;  // optimizer steps done; the run continues with step + 1
+  nlohmann::json model;   // the model config (checkpoint_model_json)
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameters;  // the whole model's, name and shape
+  nlohmann::json layout;         // what the run was saved under: dp, pp, zero, precision, accum, ...
+  nlohmann::json lr_schedule;    // lr, min_lr, warmup, steps, next_step, next_lr (for the reader)
+  std::int64_t adamw_steps = 0;  // AdamW's t (skipped fp16 steps do not count)
+  LossScalerState loss_scaler;
+  std::uint64_t seed = 0;           // the data-sampling and MLM-masking streams are (seed, step, sample)
+  std::int64_t data_next_step = 0;  // the next global batch drawn is this step's
+  nlohmann::json data;              // where the text came from (for the reader)
+  std::vector<CheckpointFile> files;
+};
+
+// One parameter of the whole model, reassembled from every file.
+struct ParameterState {
+  std::vector<float> master, exp_avg, exp_avg_sq;
+};
+
+struct TrainingCheckpoint {
+  std::string dir;  // the step directory read
+  CheckpointManifest manifest;
+  std::map<std::string, ParameterState> parameters;
+};
+
+// What one rank saves: its file's entry and the values of its slices, one
+// after another in slice order.
+struct RankCheckpoint {
+  CheckpointFile file;
+  std::vector<float> master, exp_avg, exp_avg_sq;
+};
+
+// "step-000123"
+std::string checkpoint_step_name(std::int64_t step);
+std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t hash = 0xcbf29ce484222325ull);
+
+// The manifest as JSON text, and back. The parser checks every field's type
+// and range and the files' slices; it throws ConfigError naming `path`, the
+// field and the reason.
+std::string checkpoint_manifest_text(const CheckpointManifest& manifest);
+CheckpointManifest parse_checkpoint_manifest(std::string_view text, const std::string& path);
+
+// `path` itself when it holds a manifest.json; else the newest step-N
+// directory under it that holds one. ConfigError (naming `flag`) when there is none.
+std::string find_checkpoint_dir(const std::string& path, const std::string& flag = "--resume");
+
+// Reads a step directory: the manifest, then every rank file, checked against
+// the manifest (size, checksum, keys, dtypes, shapes), reassembled into whole
+// parameters; every element of every parameter must be present, and the
+// tied copies of a parameter must agree. ConfigError names the file and the reason.
+TrainingCheckpoint read_checkpoint(const std::string& dir);
+
+// A save in progress: the temporary directory under `root` (created, with
+// `root` itself if missing), the rank files written into it (from any
+// thread), then commit(). Destroyed before commit(), it removes the temporary.
+class CheckpointWriter {
+ public:
+  CheckpointWriter(const std::string& root, std::int64_t step);
+  ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // Writes rank.file.name in the temporary (safetensors, fsync'd).
+  void write_rank(const RankCheckpoint& rank) const;
+  // Fills the files' sizes and checksums into the manifest, writes it,
+  // fsyncs, renames the directory into place and fsyncs the root. Returns the
+  // step directory. Throws OutputError (the step directory exists already,
+  // a write failed); the temporary is then removed.
+  std::string commit(CheckpointManifest manifest);
+
+  const std::string& temp_dir() const { return temp_; }
+
+ private:
+  std::string root_, final_, temp_;
+  bool committed_ = false;
+};
+
+}  // namespace shardscope

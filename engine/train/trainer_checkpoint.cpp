@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The trainer's checkpoints (train/checkpoint.h): every rank saves the state
+// its optimizer updates, in the packed order of its AdamW ranges; a resumed
+// run (RunConfig::resume_dir) gives every rank of its own layout its part of
+// the reassembled parameters, so the layout may differ from the saved one.
+#include <exception>
+#include <thread>
+
+#include "config/run_schema.h"
+#include "core/error.h"
+#include "core/half.h"
+#include "core/json_text.h"
+#include "train/checkpoint.h"
+#include "train/trainer_rank.h"
+
+namespace shardscope {
+
+namespace {
+
+nlohmann::json model_json(const ModelConfig& m) {
+  return {{"name", m.name},
+          {"kind", std::string(model_kind_name(m.kind))},
+          {"vocab", m.vocab},
+          {"max_seq", m.max_seq},
+          {"channels", m.channels},
+          {"layers", m.layers},
+          {"heads", m.heads},
+          {"type_vocab", m.type_vocab},
+          {"pooler", m.pooler},
+          {"ln_eps", m.ln_eps},
+          {"gelu", static_cast<int>(m.gelu)}};
+}
+
+std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameter_shapes(const ModelConfig& model) {
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> out;
+  const ParameterLayout layout(model);
+  for (const ParameterEntry& e : layout.entries()) {
+    std::vector<std::int64_t> dims;
+    for (int d = 0; d < e.shape.rank; ++d) dims.push_back(e.shape[d]);
+    out.emplace_back(e.name, std::move(dims));
+  }
+  return out;
+}
+
+// A stage's flat array of one state (0 master, 1 m, 2 v) from the whole parameters.
+std::vector<float> stage_values(const ParameterLayout& layout, const TrainingCheckpoint& ckpt, int kind) {
+  std::vector<float> flat(static_cast<std::size_t>(layout.total()));
+  for (const ParameterEntry& e : layout.entries()) {
+    const ParameterState& s = ckpt.parameters.at(e.name);
+    const std::vector<float>& from = kind == 0 ? s.master : kind == 1 ? s.exp_avg : s.exp_avg_sq;
+    std::copy(from.begin(), from.end(), flat.begin() + e.offset);
+  }
+  return flat;
+}
+
+// flat[fb + i] -> packed[pb + i] over the optimizer's ranges.
+std::vector<float> pack(const std::vector<AdamW::ShardRange>& ranges, const std::vector<float>& flat, std::int64_t n) {
+  std::vector<float> packed(static_cast<std::size_t>(n), 0.0f);
+  for (const AdamW::ShardRange& r : ranges)
+    std::copy(flat.begin() + r.flat_begin, flat.begin() + r.flat_end, packed.begin() + r.packed_begin);
+  return packed;
+}
+
+}  // namespace
+
+// The fp32 values this rank's AdamW updates, in its packed order: the master
+// weights (mixed precision), else the parameters themselves.
+std::vector<float> Trainer::packed_master(const Rank& rk) const {
+  const AdamW& opt = *rk.optimizer;
+  const std::int64_t n = opt.state_size();
+  std::vector<float> out(static_cast<std::size_t>(n));
+  if (rk.dtype != DType::f32) {
+    rk.backend->download(out.data(), opt.master(), n * 4);
+  } else if (plan_->shards_parameters()) {
+    rk.backend->download(out.data(), rk.zero->parameters(), n * 4);
+  } else {
+    std::vector<float> flat(static_cast<std::size_t>(rk.model->parameter_count()));
+    rk.backend->download(flat.data(), rk.model->params(), static_cast<std::int64_t>(flat.size()) * 4);
+    out = pack(opt.ranges(), flat, n);
+  }
+  return out;
+}
+
+RankCheckpoint Trainer::rank_checkpoint(const Rank& rk) const {
+  RankCheckpoint out;
+  out.file = {"rank-" + std::to_string(rk.rank) + ".safetensors", rk.rank, rk.dp_rank, rk.stage, 0, 0, {}};
+  if (rk.optimizer == nullptr) return out;  // a naive replica: the master saves for it
+  const AdamW& opt = *rk.optimizer;
+  const std::int64_t n = opt.state_size();
+  const std::vector<float> master = packed_master(rk);
+  std::vector<float> m(static_cast<std::size_t>(n)), v(static_cast<std::size_t>(n));
+  rk.backend->download(m.data(), opt.m(), n * 4);
+  rk.backend->download(v.data(), opt.v(), n * 4);
+  for (const AdamW::ShardRange& r : opt.ranges()) {
+    for (const ParameterEntry& e : rk.model->layout().entries()) {
+      const std::int64_t lo = std::max(e.offset, r.flat_begin), hi = std::min(e.offset + e.numel, r.flat_end);
+      if (lo >= hi) continue;
+      out.file.slices.push_back({e.name, lo - e.offset, hi - e.offset});
+      const auto at = static_cast<std::ptrdiff_t>(r.packed_begin + (lo - r.flat_begin)), len = hi - lo;
+      out.master.insert(out.master.end(), master.begin() + at, master.begin() + at + len);
+      out.exp_avg.insert(out.exp_avg.end(), m.begin() + at, m.begin() + at + len);
+      out.exp_avg_sq.insert(out.exp_avg_sq.end(), v.begin() + at, v.begin() + at + len);
+    }
+  }
+  return out;
+}
+
+CheckpointManifest Trainer::checkpoint_manifest() const {
+  CheckpointManifest m;
+  m.step = steps_done_;
+  const ModelConfig& model = ranks_[0]->model->config();
+  m.model = model_json(model);
+  m.parameters = parameter_shapes(model);
+  for (const char* key : {"dp", "pp", "ranks", "zero", "dp_mode", "precision", "accum", "micro_batches", "schedule",
+                          "batch", "seq", "loss_scaler"})
+    m.layout[key] = run_field(key).get(config_);
+  m.lr_schedule = {{"lr", schedule_.lr},       {"min_lr", schedule_.min_lr}, {"warmup", schedule_.warmup},
+                   {"steps", schedule_.steps}, {"next_step", steps_done_},   {"next_lr", schedule_.at(steps_done_)}};
+  for (const auto& rank : ranks_)
+    if (rank->optimizer != nullptr) m.adamw_steps = rank->optimizer->steps_taken();
+  m.loss_scaler = ranks_[0]->scaler->state();
+  m.seed = config_.seed;
+  m.data_next_step = steps_done_;
+  m.data = {{"source", dataset_->path()}, {"train_tokens", dataset_->tokens(Split::train)}};
+  return m;
+}
+
+// Every rank writes its own file, each in its own thread; then the manifest
+// (rank 0's part) and the rename that makes the step directory appear whole.
+std::string Trainer::save_checkpoint(const std::string& root) {
+  if (failed_) throw RankFailure("the run has stopped after a rank failed or it was interrupted: nothing to save");
+  CheckpointWriter writer(root, steps_done_);
+  CheckpointManifest manifest = checkpoint_manifest();
+  manifest.files.resize(ranks_.size());
+  std::vector<std::exception_ptr> errors(ranks_.size());
+  std::vector<std::thread> threads;
+  for (std::size_t r = 0; r < ranks_.size(); ++r)
+    threads.emplace_back([&, r] {
+      try {
+        const RankCheckpoint rank = rank_checkpoint(*ranks_[r]);
+        writer.write_rank(rank);
+        manifest.files[r] = rank.file;
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  return writer.commit(std::move(manifest));
+}
+
+// The checkpoint must be of this run's model and data stream; the layout may differ.
+void Trainer::check_checkpoint(const TrainingCheckpoint& ckpt) const {
+  const std::string manifest = ckpt.dir + "/manifest.json";
+  const ModelConfig model = find_model_preset(config_.model);
+  if (ckpt.manifest.model != model_json(model) || ckpt.manifest.parameters != parameter_shapes(model))
+    throw ConfigError("--resume " + manifest + ": the checkpoint's model (" +
+                      bounded_excerpt(ckpt.manifest.model.dump(), 160) + ") is not --model " + config_.model +
+                      "'s; resume with the model it was saved with");
+  if (ckpt.manifest.seed != config_.seed)
+    throw ConfigError("--resume " + manifest + ": saved with --seed " + std::to_string(ckpt.manifest.seed) +
+                      ", this run has --seed " + std::to_string(config_.seed) +
+                      " (the data order follows the seed); resume with --seed " + std::to_string(ckpt.manifest.seed));
+  const nlohmann::json& data = ckpt.manifest.data;
+  const auto tokens = data.is_object() ? data.find("train_tokens") : data.end();
+  if (tokens != data.end() && tokens->is_number_integer() &&
+      tokens->get<std::int64_t>() != dataset_->tokens(Split::train))
+    throw ConfigError("--data: the checkpoint " + ckpt.dir + " was trained on " +
+                      std::to_string(tokens->get<std::int64_t>()) + " training tokens, this run's data has " +
+                      std::to_string(dataset_->tokens(Split::train)) +
+                      " (another text draws other batches); resume with the --data it was saved with");
+  if (ckpt.manifest.step >= config_.steps)
+    throw ConfigError("--steps " + std::to_string(config_.steps) + ": the checkpoint " + ckpt.dir +
+                      " is already at step " + std::to_string(ckpt.manifest.step) + "; give more --steps");
+}
+
+void Trainer::restore_rank(Rank& rk, const TrainingCheckpoint& ckpt) {
+  const ParameterLayout& layout = rk.model->layout();
+  const std::vector<float> master = stage_values(layout, ckpt, 0);
+  void* params = rk.zero != nullptr && rk.zero->parameters() != nullptr ? rk.zero->parameters() : rk.model->params();
+  std::vector<float> values = master;  // the stage's flat parameters, or this rank's packed ZeRO-3 chunks
+  if (plan_->shards_parameters()) values = pack(rk.optimizer->ranges(), master, rk.zero->shard_size());
+  const auto n = static_cast<std::int64_t>(values.size());
+  if (rk.dtype == DType::f32) {
+    rk.backend->upload(params, values.data(), n * 4);
+  } else {  // the 16-bit parameters are the master weights rounded to nearest even, as after every step
+    std::vector<std::uint16_t> narrow(values.size());
+    half::narrow(rk.dtype, values.data(), narrow.data(), n);
+    rk.backend->upload(params, narrow.data(), n * 2);
+  }
+  if (rk.optimizer != nullptr) {
+    AdamW& opt = *rk.optimizer;
+    const std::int64_t size = opt.state_size();
+    const auto upload = [&](float* to, const std::vector<float>& flat) {
+      rk.backend->upload(to, pack(opt.ranges(), flat, size).data(), size * 4);
+    };
+    if (rk.dtype != DType::f32) upload(opt.master(), master);
+    upload(opt.m(), stage_values(layout, ckpt, 1));
+    upload(opt.v(), stage_values(layout, ckpt, 2));
+    opt.set_steps_taken(ckpt.manifest.adamw_steps);
+  }
+  const nlohmann::json& saved = ckpt.manifest.layout;  // an object (the parser checked), its values unchecked
+  const auto saved_as = [&saved](const char* key) {
+    const auto it = saved.find(key);
+    return it != saved.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (rk.scaler->enabled() && saved_as("precision") == "fp16" &&
+      saved_as("loss_scaler") == run_field("loss_scaler").get(config_))
+    rk.scaler->restore(ckpt.manifest.loss_scaler);
+}
+
+void Trainer::restore_checkpoint(const std::string& path) {
+  const TrainingCheckpoint ckpt = read_checkpoint(find_checkpoint_dir(path));
+  check_checkpoint(ckpt);
+  for (auto& rank : ranks_) restore_rank(*rank, ckpt);
+  steps_done_ = ckpt.manifest.step;
+  resumed_from_ = ckpt.dir;
+}
+
+}  // namespace shardscope
