@@ -18,7 +18,7 @@
 #include "data/tokenizer.h"
 #include "io/hf_model.h"
 #include "io/safetensors.h"
-#include "model/text_hidden_states.h"
+#include "inspect/text_hidden_states.h"
 
 namespace shardscope::cli {
 namespace {

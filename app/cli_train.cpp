@@ -199,7 +199,8 @@ void print_memory_summary(const Trainer& trainer) {
   const bool on_host = trainer.config().device != "cuda" || !trainer.device_note().empty();
   if (!process || !on_host) return;  // a GPU's ledger counts device memory, not this process's
   constexpr double kMiB = 1024.0 * 1024.0;
-  std::printf("memory: ledger peak %.1f MiB (each rank's peak, summed over %d ranks) · process resident peak %.1f MiB "
+  std::printf("memory: ledger peak %.1f MiB (each rank's peak, summed over this process's %d ranks) · process "
+              "resident peak %.1f MiB "
               "(VmHWM: the ledger's buffers plus code, thread stacks and the data set)\n",
               static_cast<double>(ledger) / kMiB, static_cast<int>(ranks.size()),
               static_cast<double>(process->peak_resident_bytes) / kMiB);
@@ -211,10 +212,14 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
   std::printf("done: %lld steps in %.1f s, loss %.4f -> %.4f%s\n", static_cast<long long>(trainer.steps_done()),
               totals.total_time, totals.first_loss, totals.last_loss,
               totals.last_eval ? (", eval loss " + std::to_string(*totals.last_eval)).c_str() : "");
-  const ScheduleSummary schedule =
-      summarize_schedule(events.events(), config.dp, config.pp, config.micro_batches);
-  const std::string_view clock = trainer.clock_text().starts_with("virtual") ? "virtual" : "wall";
-  for (const std::string& line : schedule_summary_lines(schedule, clock)) std::printf("%s\n", line.c_str());
+  if (static_cast<int>(trainer.local_ranks().size()) == trainer.world_size()) {
+    const ScheduleSummary schedule =
+        summarize_schedule(events.events(), config.dp, config.pp, config.micro_batches);
+    const std::string_view clock = trainer.clock_text().starts_with("virtual") ? "virtual" : "wall";
+    for (const std::string& line : schedule_summary_lines(schedule, clock)) std::printf("%s\n", line.c_str());
+  } else {  // the bubble and the overlap need every rank's spans, which other processes hold
+    std::printf("schedule: not summarized under mpirun (this process holds its own rank's events only)\n");
+  }
   print_memory_summary(trainer);
   if (config.profile_ops && trainer.steps_done() > 1) {
     const int steps = static_cast<int>(trainer.steps_done() - 1);

@@ -200,6 +200,7 @@ QSplitter* MainWindow::buildViewsColumn() {
   tab_sources_.emplace_back(hidden_states_, QT_TR_NOOP("Hidden states"));
   buildRecordingUi();
   buildPlannerUi();
+  buildCheckpointUi();
   auto* tabsAndReplay = new QWidget;
   auto* tabsLayout = new QVBoxLayout(tabsAndReplay);
   tabsLayout->setContentsMargins(0, 0, 0, 0);
@@ -232,6 +233,7 @@ void MainWindow::retranslate() {
   speed_note_->setText(speedExplanation());
   retranslateRecordingUi();
   retranslatePlannerUi();
+  retranslateCheckpointUi();
   lessons_menu_->setTitle(tr("&Lessons"));
   lessons_dock_->setWindowTitle(tr("Lessons"));
   lessons_dock_->toggleViewAction()->setText(tr("Show lessons"));
@@ -323,7 +325,7 @@ void MainWindow::prepareViews(const RunConfig& config) {
 
 void MainWindow::startRun() {
   if (controller_->busy() || !panel_->problem().isEmpty()) return;
-  const RunConfig config = panel_->config();
+  const RunConfig config = runConfigToStart();
   leaveReplay();
   prepareViews(config);
   had_error_ = false;
@@ -341,7 +343,7 @@ void MainWindow::stepOnce() {
     return;
   }
   if (controller_->busy() || !panel_->problem().isEmpty()) return;
-  const RunConfig config = panel_->config();
+  const RunConfig config = runConfigToStart();
   leaveReplay();
   prepareViews(config);
   had_error_ = false;

@@ -93,6 +93,11 @@ class MainWindow : public QMainWindow {
   PlannerDialog* planner();
   QAction* planAction() const { return plan_action_; }
   QAction* importConfigAction() const { return import_config_action_; }
+  QAction* saveCheckpointsAction() const { return save_checkpoints_action_; }
+  QAction* resumeAction() const { return resume_action_; }
+  // What the menu actions do after their folder dialog (tests call them directly).
+  void setCheckpointDir(const QString& dir);
+  bool setResumeFrom(const QString& path);  // false (and the reason in the status) if it is no checkpoint
 
  public Q_SLOTS:
   void startRun();
@@ -123,6 +128,12 @@ class MainWindow : public QMainWindow {
   void retranslateRecordingUi();
   void buildPlannerUi();
   void retranslatePlannerUi();
+  // File → Save checkpoints… / Resume from checkpoint… (main_window_checkpoints.cpp)
+  void buildCheckpointUi();
+  void retranslateCheckpointUi();
+  void chooseCheckpointDir();
+  void chooseResume();
+  RunConfig runConfigToStart();  // the panel's run with the chosen checkpoint folder and resume
   void replayTo(std::int64_t t_ns);
   void leaveReplay();  // a live run takes the views over
   // The status line, re-worded on a language change by calling `text` again.
@@ -162,6 +173,10 @@ class MainWindow : public QMainWindow {
   QAction* export_action_ = nullptr;
   QAction* plan_action_ = nullptr;
   QAction* import_config_action_ = nullptr;
+  QAction* save_checkpoints_action_ = nullptr;
+  QAction* resume_action_ = nullptr;
+  QString checkpoint_dir_;  // every run from here on saves there at its end (empty: none)
+  QString resume_dir_;      // the next run resumes from this step directory (once)
   PlannerDialog* planner_ = nullptr;
   QWidget* replay_bar_ = nullptr;
   QLabel* replay_label_ = nullptr;

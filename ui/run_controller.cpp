@@ -49,6 +49,7 @@ void RunController::launch(const RunConfig& config, bool paused) {
   {
     std::lock_guard lock(result_mutex_);
     final_memory_.clear();
+    last_checkpoint_.clear();
     ok_ = true;
     message_.clear();
   }
@@ -96,6 +97,26 @@ void RunController::setPlaybackSpeed(double speed) {
   pacer_.setSpeed(speed);
 }
 
+// Writes the step directory and says where, in the log (the engine's own words, as the CLI prints them).
+void RunController::saveCheckpoint(Trainer& trainer, const std::string& root) {
+  const std::string dir = trainer.save_checkpoint(root);
+  {
+    std::lock_guard lock(result_mutex_);
+    last_checkpoint_ = dir;
+  }
+  Event saved;
+  saved.kind = EventKind::log;
+  saved.level = LogLevel::info;
+  saved.step = trainer.steps_done();
+  saved.set_text("checkpoint: step " + std::to_string(trainer.steps_done()) + " saved to " + dir);
+  queue_->emit(saved);
+}
+
+std::string RunController::lastCheckpoint() const {
+  std::lock_guard lock(result_mutex_);
+  return last_checkpoint_;
+}
+
 void RunController::worker(RunConfig config) {
   auto fail = [this](const std::string& text) {
     Event error;
@@ -125,6 +146,8 @@ void RunController::worker(RunConfig config) {
       while (!stop_ && speed_.load() < 1.0 && steps_replayed_.load() < done)
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
+    // A stop lands between steps, so the ranks agree and the state can be saved.
+    if (!config.save_dir.empty() && trainer.steps_done() > 0) saveCheckpoint(trainer, config.save_dir);
     std::vector<MemoryBytes> memory;
     for (int r = 0; r < trainer.world_size(); ++r) memory.push_back(trainer.ledger(r).peak());
     std::lock_guard lock(result_mutex_);

@@ -29,6 +29,10 @@
 #include "playback_pacer.h"
 #include "config/run_config.h"
 
+namespace shardscope {
+class Trainer;
+}
+
 namespace shardscope::ui {
 
 class RunController : public QObject {
@@ -46,6 +50,8 @@ class RunController : public QObject {
   // category's own peak, by global rank: what the memory bars show); empty
   // before the first run ends or when it failed to start.
   std::vector<MemoryBytes> finalMemory() const;
+  // The step directory the last run saved (RunConfig::save_dir: when it ended or was stopped); empty if none.
+  std::string lastCheckpoint() const;
   double playbackSpeed() const { return speed_.load(); }
   // Steps the trainer finished / the views have been handed completely.
   std::int64_t stepsDone() const { return steps_done_.load(); }
@@ -77,6 +83,7 @@ class RunController : public QObject {
  private:
   void launch(const RunConfig& config, bool paused);
   void worker(RunConfig config);
+  void saveCheckpoint(Trainer& trainer, const std::string& root);
   void setState(State state);
 
   QTimer timer_;
@@ -96,6 +103,7 @@ class RunController : public QObject {
 
   mutable std::mutex result_mutex_;
   std::vector<MemoryBytes> final_memory_;  // guarded by result_mutex_
+  std::string last_checkpoint_;            // guarded by result_mutex_
   bool ok_ = true;                         // guarded by result_mutex_
   std::string message_;                    // guarded by result_mutex_
 };

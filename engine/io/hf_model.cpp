@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "io/hf_model.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -362,6 +364,24 @@ void write_hf_model_dir(const std::string& dir, const ModelConfig& config, const
   OutputFile json({flag, (fs::path(dir) / "config.json").string()});
   json.write(hf_config_json(config));
   json.commit();
+}
+
+void copy_tokenizer_files(const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
+                           "vocab.json", "merges.txt"}) {
+    const std::filesystem::path source = std::filesystem::path(from) / name;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(source, ec)) continue;
+    std::filesystem::copy_file(source, std::filesystem::path(to) / name,
+                               std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) throw OutputError("cannot copy '" + source.string() + "' into '" + to + "': " + ec.message());
+    const std::string copied = (std::filesystem::path(to) / name).string();
+    const int fd = ::open(copied.c_str(), O_RDONLY);  // on disk before the directory that holds it is renamed
+    const bool synced = fd >= 0 && ::fsync(fd) == 0;
+    if (fd >= 0) ::close(fd);
+    if (!synced) throw OutputError("cannot write '" + copied + "' to disk: " + std::strerror(errno));
+  }
 }
 
 }  // namespace shardscope

@@ -86,6 +86,12 @@ HfModel read_hf_model_dir(const std::string& dir);
 // through OutputFile (a temporary renamed into place). `flag` names the option in error messages. Throws OutputError.
 void write_hf_model_dir(const std::string& dir, const ModelConfig& config, const float* parameters,
                         const std::string& flag = "");
+// Copies the tokenizer files of model directory `from` (tokenizer.json,
+// tokenizer_config.json, special_tokens_map.json, vocab.txt, vocab.json,
+// merges.txt: those present) into `to`, so a saved model carries the
+// tokenizer it was trained with. Nothing when `from` is empty. OutputError
+// naming the file when a copy fails.
+void copy_tokenizer_files(const std::string& from, const std::string& to);
 // The config.json text write_hf_model_dir writes.
 std::string hf_config_json(const ModelConfig& config);
 

@@ -9,32 +9,9 @@
 #include "clock/device_clock.h"
 #include "core/half.h"
 #include "parallel/in_process_group.h"
+#include "parallel/ring_math.h"
 
 namespace shardscope {
-
-namespace {
-
-// An average of f16/bf16 values first divides each rank's values by N, in 16
-// bits, before the sum (NCCL's ncclAvg on floating types; PyTorch DDP and
-// DeepSpeed divide by the world size first too), so a sum of N large gradients
-// cannot overflow where their average fits. f32 sums first and divides once.
-bool pre_divides(DType dtype, ReduceOp op) {
-  return dtype != DType::f32 && op == ReduceOp::average;
-}
-
-bool reducible(DType dtype) {
-  return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
-}
-
-// count elements split into n chunks; the first count % n are one element longer.
-struct Chunks {
-  std::int64_t base, rem;
-  Chunks(std::int64_t count, int n) : base(count / n), rem(count % n) {}
-  std::int64_t offset(int c) const { return c * base + std::min<std::int64_t>(c, rem); }
-  std::int64_t size(int c) const { return base + (c < rem ? 1 : 0); }
-};
-
-}  // namespace
 
 template <class Copy>
 void InProcessCommunicator::guarded(Copy&& copy) {
@@ -100,7 +77,7 @@ void InProcessCommunicator::all_reduce(void* data_, std::int64_t count, DType dt
     mem.divide(dtype, data, count, n_);
   }
   const std::int64_t base = enter(CommOp::all_reduce, data, data, count, -1, dtype);
-  const Chunks chunks(count, n_);
+  const RingChunks chunks(count, n_);
   const Transfer rs{CommOp::all_reduce, RingPhase::reduce_scatter, tag};
   for (int k = 0; k < n_ - 1; ++k) {  // reduce-scatter: right.chunk[c] += mine.chunk[c]
     const int c = mod(me_ - k - 1);

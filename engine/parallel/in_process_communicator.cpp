@@ -16,6 +16,7 @@
 // seq_cst); a rank leaving a call with CommAborted first waits until no peer
 // is busy. So a buffer is never written after its owner has thrown.
 #include "parallel/in_process_communicator.h"
+#include "parallel/ring_math.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -259,23 +260,9 @@ std::int64_t InProcessCommunicator::now() const {
 void InProcessCommunicator::emit(const Transfer& t, int ring_step, int chunk, int src, int dst, std::int64_t bytes,
                                  std::int64_t start_ns, std::int64_t end_ns) const {
   if (world_->sink_ == nullptr) return;
-  Event e;
-  e.kind = EventKind::comm_span;
-  e.rank = src >= 0 ? global_rank(src) : global_rank(me_);  // the sender
-  e.step = t.tag.step;
-  e.micro_batch = t.tag.micro_batch;
-  e.bucket = t.tag.bucket;
-  e.unit = t.tag.unit;
-  e.op = t.op;
-  e.phase = t.phase;
-  e.ring_step = ring_step;
-  e.chunk = chunk;
-  e.src = src >= 0 ? global_rank(src) : -1;
-  e.dst = dst >= 0 ? global_rank(dst) : -1;
-  e.bytes = bytes;
-  e.start_ns = start_ns;
-  e.end_ns = end_ns;
-  world_->sink_->emit(e);
+  world_->sink_->emit(comm_span_event(t.op, t.phase, t.tag, ring_step, chunk, global_rank(src >= 0 ? src : me_),
+                             src >= 0 ? global_rank(src) : -1, dst >= 0 ? global_rank(dst) : -1, bytes, start_ns,
+                             end_ns));  // rank: the sender
 }
 
 // ---- Small host values on a device communicator ----

@@ -126,6 +126,81 @@
     </message>
 </context>
 <context>
+    <name>shardscope::ui::HiddenStatesView</name>
+    <message>
+        <source>Hugging Face model folder (config.json, model.safetensors, tokenizer.json)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Model folder</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Text</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Compute</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>mean token norm |h| (left)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>mean cosine between tokens (right)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>hidden state (0 = embeddings, l = after layer l)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>norm</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>cosine</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Layer %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Running the model over the text…</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cannot compute: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1 (%2): %3 layers, %4 channels; %5 tokens</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Press Compute to run a pretrained model over the text. all-MiniLM-L6-v2 is fetched by bash scripts/fetch_minilm.sh; any GPT-2 or BERT folder with config.json, model.safetensors and tokenizer.json works.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>cos(a, b) = a·b / (|a| |b|) between every two tokens of hidden state %1; mean over different tokens = %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>cos(a, b) = a·b / (|a| |b|): 1 for the same direction, 0 for unrelated vectors</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>token</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>shardscope::ui::LessonsPanel</name>
     <message>
         <source>Try it: load this run</source>
@@ -453,6 +528,38 @@
         <source>, checkpointing</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Hidden states</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Save &amp;checkpoints to...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Res&amp;ume from checkpoint...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Save checkpoints to</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Every run will save its training state and its Hugging Face weights to %1 when it ends or is stopped (a step-NNNNNN folder each time).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Resume from checkpoint (a step-NNNNNN folder, or the folder that holds them)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The next run resumes from step %1 of %2 (set Steps above %1; the model and seed must be the saved ones, the layout may change).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Not a checkpoint: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -481,10 +588,6 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Memory per rank: measured (solid), predicted (light)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>MiB</source>
         <translation type="unfinished"></translation>
     </message>
@@ -506,6 +609,18 @@
     </message>
     <message>
         <source>GPU %1 (rank %2): %3 of %4 in use (cudaMemGetInfo); allocator holds %5; ledger %6</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Memory per rank: peak measured (solid), peak predicted (light)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Resident: the memory the operating system gives this process (VmRSS; peak: VmHWM), code, thread stacks and the data set included. Ledger: the bytes of the ranks&apos; live buffers, summed over the ranks.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Process: %1 resident, peak %2 · ledger %3 now, peaks %4 (all ranks)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -123,6 +123,81 @@
     </message>
 </context>
 <context>
+    <name>shardscope::ui::HiddenStatesView</name>
+    <message>
+        <source>Hugging Face model folder (config.json, model.safetensors, tokenizer.json)</source>
+        <translation>Hugging Face 模型文件夹（config.json、model.safetensors、tokenizer.json）</translation>
+    </message>
+    <message>
+        <source>Model folder</source>
+        <translation>模型文件夹</translation>
+    </message>
+    <message>
+        <source>Text</source>
+        <translation>文本</translation>
+    </message>
+    <message>
+        <source>Browse…</source>
+        <translation>浏览……</translation>
+    </message>
+    <message>
+        <source>Compute</source>
+        <translation>计算</translation>
+    </message>
+    <message>
+        <source>mean token norm |h| (left)</source>
+        <translation>token 向量平均范数 |h|（左轴）</translation>
+    </message>
+    <message>
+        <source>mean cosine between tokens (right)</source>
+        <translation>token 之间的平均余弦（右轴）</translation>
+    </message>
+    <message>
+        <source>hidden state (0 = embeddings, l = after layer l)</source>
+        <translation>隐藏状态（0 = 嵌入层，l = 第 l 层之后）</translation>
+    </message>
+    <message>
+        <source>norm</source>
+        <translation>范数</translation>
+    </message>
+    <message>
+        <source>cosine</source>
+        <translation>余弦</translation>
+    </message>
+    <message>
+        <source>Layer %1</source>
+        <translation>第 %1 层</translation>
+    </message>
+    <message>
+        <source>Running the model over the text…</source>
+        <translation>正在用模型处理文本……</translation>
+    </message>
+    <message>
+        <source>Cannot compute: %1</source>
+        <translation>无法计算：%1</translation>
+    </message>
+    <message>
+        <source>%1 (%2): %3 layers, %4 channels; %5 tokens</source>
+        <translation>%1（%2）：%3 层，%4 个通道；%5 个 token</translation>
+    </message>
+    <message>
+        <source>Press Compute to run a pretrained model over the text. all-MiniLM-L6-v2 is fetched by bash scripts/fetch_minilm.sh; any GPT-2 or BERT folder with config.json, model.safetensors and tokenizer.json works.</source>
+        <translation>按“计算”用预训练模型处理文本。all-MiniLM-L6-v2 由 bash scripts/fetch_minilm.sh 下载；任何带有 config.json、model.safetensors 和 tokenizer.json 的 GPT-2 或 BERT 文件夹都可以。</translation>
+    </message>
+    <message>
+        <source>cos(a, b) = a·b / (|a| |b|) between every two tokens of hidden state %1; mean over different tokens = %2</source>
+        <translation>隐藏状态 %1 中每两个 token 之间的 cos(a, b) = a·b / (|a| |b|)；不同 token 之间的平均值 = %2</translation>
+    </message>
+    <message>
+        <source>cos(a, b) = a·b / (|a| |b|): 1 for the same direction, 0 for unrelated vectors</source>
+        <translation>cos(a, b) = a·b / (|a| |b|)：方向相同为 1，互不相关的向量为 0</translation>
+    </message>
+    <message>
+        <source>token</source>
+        <translation>token</translation>
+    </message>
+</context>
+<context>
     <name>shardscope::ui::LessonsPanel</name>
     <message>
         <source>Try it: load this run</source>
@@ -447,6 +522,38 @@
         <source>, checkpointing</source>
         <translation>，激活检查点</translation>
     </message>
+    <message>
+        <source>Hidden states</source>
+        <translation>隐藏状态</translation>
+    </message>
+    <message>
+        <source>Save &amp;checkpoints to...</source>
+        <translation>检查点保存到(&amp;C)……</translation>
+    </message>
+    <message>
+        <source>Res&amp;ume from checkpoint...</source>
+        <translation>从检查点恢复(&amp;U)……</translation>
+    </message>
+    <message>
+        <source>Save checkpoints to</source>
+        <translation>检查点保存到</translation>
+    </message>
+    <message>
+        <source>Every run will save its training state and its Hugging Face weights to %1 when it ends or is stopped (a step-NNNNNN folder each time).</source>
+        <translation>之后每次运行结束或停止时，都会把训练状态和 Hugging Face 权重保存到 %1（每次一个 step-NNNNNN 文件夹）。</translation>
+    </message>
+    <message>
+        <source>Resume from checkpoint (a step-NNNNNN folder, or the folder that holds them)</source>
+        <translation>从检查点恢复（一个 step-NNNNNN 文件夹，或包含它们的文件夹）</translation>
+    </message>
+    <message>
+        <source>The next run resumes from step %1 of %2 (set Steps above %1; the model and seed must be the saved ones, the layout may change).</source>
+        <translation>下一次运行将从 %2 的第 %1 步继续（把步数设为大于 %1；模型和随机种子须与保存时相同，并行布局可以改变）。</translation>
+    </message>
+    <message>
+        <source>Not a checkpoint: %1</source>
+        <translation>不是检查点：%1</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -475,10 +582,6 @@
         <translation>工作区</translation>
     </message>
     <message>
-        <source>Memory per rank: measured (solid), predicted (light)</source>
-        <translation>各 rank 内存：实测（实色）与估算器预测（浅色）</translation>
-    </message>
-    <message>
         <source>MiB</source>
         <translation>MiB</translation>
     </message>
@@ -501,6 +604,18 @@
     <message>
         <source>GPU %1 (rank %2): %3 of %4 in use (cudaMemGetInfo); allocator holds %5; ledger %6</source>
         <translation>GPU %1（rank %2）：已用 %3 / %4（cudaMemGetInfo）；分配器占用 %5；账本 %6</translation>
+    </message>
+    <message>
+        <source>Memory per rank: peak measured (solid), peak predicted (light)</source>
+        <translation>每个 rank 的内存：实测峰值（实心），预测峰值（浅色）</translation>
+    </message>
+    <message>
+        <source>Resident: the memory the operating system gives this process (VmRSS; peak: VmHWM), code, thread stacks and the data set included. Ledger: the bytes of the ranks&apos; live buffers, summed over the ranks.</source>
+        <translation>常驻：操作系统分配给本进程的内存（VmRSS；峰值：VmHWM），包括代码、线程栈和数据集。账本：各 rank 现存缓冲区的字节数，按 rank 求和。</translation>
+    </message>
+    <message>
+        <source>Process: %1 resident, peak %2 · ledger %3 now, peaks %4 (all ranks)</source>
+        <translation>进程：常驻 %1，峰值 %2 · 账本当前 %3，峰值之和 %4（所有 rank）</translation>
     </message>
 </context>
 <context>

@@ -16,6 +16,7 @@
 
 using namespace shardscope;
 using shardscope::ui::HiddenStatesView;
+using shardscope::ui::MainWindow;
 
 class TestHiddenStates : public QObject {
   Q_OBJECT
@@ -85,6 +86,7 @@ class TestHiddenStates : public QObject {
       const QString mean = QString::number(mean_pairwise_cosine(r.states, layer), 'f', 3);
       QVERIFY2(view->formulaText().contains(mean), qPrintable(view->formulaText() + " / " + mean));
     }
+    QTest::qWait(300);  // the plots replot on the event loop
     QVERIFY(window.grab().save(QDir::temp().filePath(QStringLiteral("hidden_states_tab.png"))));
   }
 };

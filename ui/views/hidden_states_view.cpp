@@ -169,7 +169,9 @@ void HiddenStatesView::drawLayers() {
   norms_->setData(keys, norms, true);
   cosines_->setData(keys, cosines, true);
   layers_plot_->xAxis->setRange(-0.3, result_->config.layers + 0.3);
-  layers_plot_->yAxis->setRange(0, *std::max_element(norms.begin(), norms.end()) * 1.15);
+  // Headroom above the lines for the legend (top left).
+  layers_plot_->yAxis->setRange(0, *std::max_element(norms.begin(), norms.end()) * 1.7);
+  layers_plot_->yAxis2->setRange(-0.05, std::max(1.0, *std::max_element(cosines.begin(), cosines.end())) * 1.45);
   layers_plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 

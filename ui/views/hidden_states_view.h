@@ -16,7 +16,7 @@
 #include <optional>
 #include <thread>
 
-#include "model/text_hidden_states.h"
+#include "inspect/text_hidden_states.h"
 
 class QCustomPlot;
 class QCPColorMap;

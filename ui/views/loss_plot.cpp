@@ -93,6 +93,11 @@ void LossPlot::replot() {
 }
 
 int LossPlot::trainPointCount() const { return train_->dataCount(); }
+std::vector<std::pair<double, double>> LossPlot::trainPoints() const {
+  std::vector<std::pair<double, double>> out;
+  for (auto it = train_->data()->constBegin(); it != train_->data()->constEnd(); ++it) out.emplace_back(it->key, it->value);
+  return out;
+}
 int LossPlot::evalPointCount() const { return eval_->dataCount(); }
 int LossPlot::previousPointCount() const { return previous_->dataCount(); }
 QString LossPlot::previousName() const { return previous_->data()->isEmpty() ? QString() : previous_->name(); }

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <QWidget>
+#include <utility>
+#include <vector>
 
 class QCustomPlot;
 class QCPGraph;
@@ -30,6 +32,7 @@ class LossPlot : public QWidget {
   void replot();  // rescales and redraws if anything changed since the last call
 
   int trainPointCount() const;
+  std::vector<std::pair<double, double>> trainPoints() const;  // (step, loss) of the current run
   int evalPointCount() const;
   int previousPointCount() const;
   QString previousName() const;

@@ -3,6 +3,7 @@
 // events (mpi_communicator.h). The collectives are in mpi_ring_collectives.cpp
 // and mpi_native_collectives.cpp.
 #include "parallel/mpi/mpi_communicator.h"
+#include "parallel/ring_math.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -56,23 +57,9 @@ std::int64_t MpiCommunicator::now() const {
 void MpiCommunicator::emit(const Transfer& t, int ring_step, int chunk, int src, int dst, std::int64_t bytes,
                            std::int64_t start_ns, std::int64_t end_ns) const {
   if (sink_ == nullptr) return;
-  Event e;
-  e.kind = EventKind::comm_span;
-  e.rank = src >= 0 ? global_rank(src) : global_rank(me_);  // the sender
-  e.step = t.tag.step;
-  e.micro_batch = t.tag.micro_batch;
-  e.bucket = t.tag.bucket;
-  e.unit = t.tag.unit;
-  e.op = t.op;
-  e.phase = t.phase;
-  e.ring_step = ring_step;
-  e.chunk = chunk;
-  e.src = src >= 0 ? global_rank(src) : -1;
-  e.dst = dst >= 0 ? global_rank(dst) : -1;
-  e.bytes = bytes;
-  e.start_ns = start_ns;
-  e.end_ns = end_ns;
-  sink_->emit(e);
+  sink_->emit(comm_span_event(t.op, t.phase, t.tag, ring_step, chunk, global_rank(src >= 0 ? src : me_),
+                             src >= 0 ? global_rank(src) : -1, dst >= 0 ? global_rank(dst) : -1, bytes, start_ns,
+                             end_ns));  // rank: the sender
 }
 
 void MpiCommunicator::check_count(bool ok, const char* call, const char* what) {

@@ -9,30 +9,13 @@
 #include "parallel/in_process_group.h"
 #include "parallel/mpi/mpi_communicator.h"
 #include "parallel/mpi/mpi_world.h"
+#include "parallel/ring_math.h"
 
 namespace shardscope {
 
 namespace {
 
 constexpr int kRingTag = 3;
-
-// As in in_process_collectives.cpp: f16/bf16 averages divide each rank's
-// values by N first (NCCL's ncclAvg); f32 sums, then divides once.
-bool pre_divides(DType dtype, ReduceOp op) {
-  return dtype != DType::f32 && op == ReduceOp::average;
-}
-
-bool reducible(DType dtype) {
-  return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
-}
-
-// count elements split into n chunks; the first count % n are one element longer.
-struct Chunks {
-  std::int64_t base, rem;
-  Chunks(std::int64_t count, int n) : base(count / n), rem(count % n) {}
-  std::int64_t offset(int c) const { return c * base + std::min<std::int64_t>(c, rem); }
-  std::int64_t size(int c) const { return base + (c < rem ? 1 : 0); }
-};
 
 }  // namespace
 
@@ -85,7 +68,7 @@ void MpiCommunicator::ring_all_reduce(std::byte* data, std::int64_t count, DType
   const auto esize = static_cast<std::int64_t>(dtype_size(dtype));
   const bool pre_divide = pre_divides(dtype, op);
   if (pre_divide) host_->divide(dtype, data, count, n_);
-  const Chunks chunks(count, n_);
+  const RingChunks chunks(count, n_);
   std::byte* incoming = scratch(0, chunks.size(0) * esize);
   const Transfer rs{CommOp::all_reduce, RingPhase::reduce_scatter, tag};
   for (int k = 0; k < n_ - 1; ++k) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "model/text_hidden_states.h"
+#include "inspect/text_hidden_states.h"
 
 #include <algorithm>
 #include <cmath>
