@@ -24,8 +24,25 @@ bool chinese() {
   return currentLanguage() == QLatin1String("zh_CN");
 }
 
+// Shows 25 and 0.001 rather than 25.000000 and 0.001000: the value's digits
+// up to the box's decimals, trailing zeros dropped.
+class CompactDoubleSpinBox final : public QDoubleSpinBox {
+ public:
+  using QDoubleSpinBox::QDoubleSpinBox;
+  QString textFromValue(double value) const override {
+    QString text = locale().toString(value, 'f', decimals());
+    if (!isGroupSeparatorShown()) text.remove(locale().groupSeparator());  // as QDoubleSpinBox does
+    const QChar point = locale().decimalPoint().at(0);
+    if (text.contains(point)) {
+      while (text.endsWith(QLatin1Char('0'))) text.chop(1);
+      if (text.endsWith(point)) text.chop(1);
+    }
+    return text;
+  }
+};
+
 QWidget* makeNumberBox(const RunField& field, QWidget* parent) {
-  auto* box = new QDoubleSpinBox(parent);
+  auto* box = new CompactDoubleSpinBox(parent);
   constexpr int kDecimals = 6;
   const double tick = std::pow(10.0, -kDecimals);
   const NumberRange& r = field.range;

@@ -23,6 +23,7 @@
 #include "i18n.h"
 #include "lessons.h"
 #include "main_window.h"
+#include "views/hidden_states_view.h"
 #include "planner/planner_dialog.h"
 #include "run_controller.h"
 
@@ -112,6 +113,33 @@ bool shootLessonPair(const QString& language, const QString& id, const std::func
   return ok;
 }
 
+// The BERT lesson beside the Hidden states tab with all-MiniLM-L6-v2 (skipped,
+// said, where scripts/fetch_minilm.sh has not fetched it).
+bool shootHiddenStates(const QString& language, const QDir& dir, const QString& name) {
+  setLanguage(language);
+  MainWindow window;
+  window.resize(1500, 950);
+  window.show();
+  HiddenStatesView* view = window.hiddenStatesView();
+  if (!QDir(view->modelDir()).exists(QStringLiteral("model.safetensors"))) {
+    std::printf("skipped %s: all-MiniLM-L6-v2 is not fetched (bash scripts/fetch_minilm.sh)\n", qPrintable(name));
+    return true;
+  }
+  window.lessonsDock()->show();
+  const auto& lessons = window.lessons()->lessons();
+  const auto it = std::find_if(lessons.begin(), lessons.end(),
+                               [](const Lesson& l) { return l.id == QStringLiteral("bert_hidden_states"); });
+  if (it != lessons.end()) window.lessons()->showLesson(static_cast<int>(it - lessons.begin()));
+  window.viewTabs()->setCurrentWidget(view);
+  QEventLoop loop;
+  QObject::connect(view, &HiddenStatesView::computed, &loop, &QEventLoop::quit);
+  QObject::connect(view, &HiddenStatesView::failed, &loop, &QEventLoop::quit);
+  view->compute();
+  loop.exec();
+  settle(500);
+  return save(&window, dir, name);
+}
+
 // The planner at 1280×720: GPT-3 175B in fp32 on 128 nodes × 8 A100-80GB, ZeRO-0..3, verdict for ZeRO-3.
 bool shootPlanner(const QString& language, const QDir& dir, const QString& name) {
   setLanguage(language);
@@ -185,5 +213,7 @@ int main(int argc, char** argv) {
          ok;
   }
   ok = shoot(QStringLiteral("zh_CN"), fp16, dir, {{4, QStringLiteral("live_plots_zh.png")}}) && ok;
+  ok = shootHiddenStates(QStringLiteral("en"), dir, QStringLiteral("lesson_bert_hidden_states.png")) && ok;
+  ok = shootHiddenStates(QStringLiteral("zh_CN"), dir, QStringLiteral("lesson_bert_hidden_states_zh.png")) && ok;
   return ok && planned ? 0 : 1;
 }
