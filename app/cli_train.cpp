@@ -260,12 +260,19 @@ TrainFlags apply_config_files(const std::vector<std::string>& args, const TrainF
         import_accelerate_run(load_accelerate_config(parsed.accelerate), out.config, has_flag(args, "--dp")));
   if (!parsed.deepspeed.empty())
     imports.push_back(import_deepspeed_run(load_deepspeed_config(parsed.deepspeed), out.config));
+  const RunConfig from_files = out.config;
   ArgParser parser = train_parser(out);
   parser.parse(args);
   for (const RunImport& import : imports) {
     for (const std::string& warning : import.warnings) std::fprintf(stderr, "warning: %s\n", warning.c_str());
     out.imported += (out.imported.empty() ? "" : "; ") + import.summary;
   }
+  std::string overridden;  // the flags that changed what the files set
+  for (const RunImport& import : imports)
+    for (const std::string& key : import.fields)
+      if (const RunField& field = run_field(key); field.get(from_files) != field.get(out.config))
+        overridden += (overridden.empty() ? "" : ", ") + std::string(field.flag);
+  if (!overridden.empty()) out.imported += "; overridden by " + overridden;
   return out;
 }
 

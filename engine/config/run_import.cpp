@@ -25,7 +25,8 @@ std::string num(double v) {
 struct Importer {
   std::string source;
   RunConfig& config;
-  std::vector<std::string> parts;  // the summary's pieces
+  std::vector<std::string> parts;   // the summary's pieces
+  std::vector<std::string> fields;  // the keys set
 
   [[noreturn]] void refuse(const std::string& key, const std::string& why) const {
     throw ConfigError(source + ": " + key + ": " + why);
@@ -33,6 +34,7 @@ struct Importer {
   void set(std::string_view field, const json& value, const std::string& key) {
     try {
       set_field(config, run_field(field), value);
+      if (std::find(fields.begin(), fields.end(), field) == fields.end()) fields.emplace_back(field);
     } catch (const FieldError& e) {
       refuse(key, e.text([](std::string_view k) { return flag_of(k); }));
     }
@@ -166,7 +168,7 @@ RunImport import_deepspeed_run(const DeepSpeedConfig& ds, RunConfig& config) {
   RunImport out;
   append(out, ds.warnings);
   append(out, ds.train.warnings);
-  Importer im{ds.source, config, {}};
+  Importer im{ds.source, config, {}, {}};
   import_batch(im, ds);
   import_zero(im, ds);
   import_precision(im, ds);
@@ -174,10 +176,11 @@ RunImport import_deepspeed_run(const DeepSpeedConfig& ds, RunConfig& config) {
   import_optimizer(im, ds.train);
   import_scheduler(im, ds.train, out.warnings);
   if (ds.train.gradient_clipping) im.set("grad_clip", *ds.train.gradient_clipping, "gradient_clipping");
-  if (ds.train.optimizer_type || ds.train.lr || ds.train.scheduler_type) im.parts.push_back("lr " + num(config.lr));
-  if (ds.train.scheduler_type) im.parts.push_back("warmup " + std::to_string(config.warmup_steps()));
+  if (ds.train.lr || ds.train.warmup_max_lr) im.parts.push_back("lr " + num(config.lr));
+  if (ds.train.warmup_num_steps) im.parts.push_back("warmup " + std::to_string(*ds.train.warmup_num_steps));
   if (ds.train.gradient_clipping) im.parts.push_back("grad clip " + num(config.grad_clip));
   out.summary = im.summary();
+  out.fields = im.fields;
   return out;
 }
 
@@ -221,6 +224,7 @@ void import_plugin(Importer& im, const AccelerateConfig& acc, RunImport& out) {
     const RunImport inner = import_deepspeed_run(ds, im.config);
     append(out, inner.warnings);
     out.summary = inner.summary;
+    im.fields.insert(im.fields.end(), inner.fields.begin(), inner.fields.end());
   }
   if (acc.zero_stage) {
     im.set("zero", *acc.zero_stage, "deepspeed_config.zero_stage");
@@ -237,7 +241,7 @@ void import_plugin(Importer& im, const AccelerateConfig& acc, RunImport& out) {
 RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, bool keep_dp) {
   RunImport out;
   append(out, acc.warnings);
-  Importer im{acc.source, config, {}};
+  Importer im{acc.source, config, {}, {}};
   const std::string& type = acc.distributed_type;
   if (type != "NO" && type != "MULTI_CPU" && type != "MULTI_GPU" && type != "DEEPSPEED")
     im.refuse("distributed_type", "'" + type + "' is not supported: the engine runs NO, MULTI_CPU, MULTI_GPU or DEEPSPEED");
@@ -252,6 +256,7 @@ RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, 
   if (acc.fsdp_sharding_strategy || acc.fsdp_offload_params || acc.fsdp_activation_checkpointing)
     out.warnings.push_back(acc.source + ": fsdp_config: ignored (distributed_type is " + type + ")");
   out.summary = im.summary() + (out.summary.empty() ? "" : "; " + out.summary);
+  out.fields = im.fields;
   return out;
 }
 

@@ -20,6 +20,7 @@ namespace shardscope {
 struct RunImport {
   std::string summary;                // "from ds.json: batch 32 = micro 4 x accum 2 x dp 4, ZeRO-2, ..."
   std::vector<std::string> warnings;  // unknown keys and other notes, each naming its key
+  std::vector<std::string> fields;    // the run-config keys (config/run_schema.h) the file set
 };
 
 // Sets `config` from a DeepSpeed config. The batch arithmetic uses config.dp

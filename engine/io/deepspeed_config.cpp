@@ -65,7 +65,8 @@ void parse_optimizer(const JsonConfig& json, DeepSpeedTrainKeys& t) {
   t.eps = non_negative(json, {"optimizer", "params", "eps"});
   t.weight_decay = non_negative(json, {"optimizer", "params", "weight_decay"});
   t.adam_w_mode = json.get_bool({"optimizer", "params", "adam_w_mode"});
-  if (const nlohmann::json* betas = json.find({"optimizer", "params", "betas"})) {
+  if (const nlohmann::json* betas = json.find({"optimizer", "params", "betas"});
+      betas != nullptr && !json.is_auto({"optimizer", "params", "betas"})) {
     const std::vector<std::string> path = {"optimizer", "params", "betas"};
     if (!betas->is_array() || betas->size() != 2 || !(*betas)[0].is_number() || !(*betas)[1].is_number())
       json.fail(path, "expected two numbers [beta1, beta2]");
@@ -92,7 +93,11 @@ void parse_scheduler(const JsonConfig& json, DeepSpeedTrainKeys& t) {
 // The keys only a training run reads: buckets, loss scaling, optimizer, scheduler, clipping.
 DeepSpeedTrainKeys parse_train_keys(const JsonConfig& json) {
   DeepSpeedTrainKeys t;
-  t.reduce_bucket_size = json.get_int({"zero_optimization", "reduce_bucket_size"}, 1, 1ll << 40);
+  // Bucket sizes are often written 5e8 (a JSON real); DeepSpeed takes int() of them.
+  if (const auto v = json.get_number({"zero_optimization", "reduce_bucket_size"})) {
+    if (*v < 1 || *v > 1e12) json.fail({"zero_optimization", "reduce_bucket_size"}, "expected 1 to 1e12 elements");
+    t.reduce_bucket_size = static_cast<std::int64_t>(*v);
+  }
   t.loss_scale = non_negative(json, {"fp16", "loss_scale"});
   if (const auto v = json.get_int({"fp16", "initial_scale_power"}, 0, 64)) t.initial_scale_power = static_cast<int>(*v);
   t.loss_scale_window = json.get_int({"fp16", "loss_scale_window"}, 1, 1ll << 40);

@@ -134,6 +134,22 @@ class TestTrainConfigs : public QObject {
     QCOMPARE(steps.size(), std::size_t{2});
     QCOMPARE(static_cast<float>(steps[0].lr), 1e-3f);  // warm-up 1: the first step runs at the peak
     QVERIFY2(r.out.contains("dp 2 ddp ZeRO-1"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("overridden by --zero, --lr"), qPrintable(r.out));
+  }
+
+  // A Hugging Face Trainer config ("auto" everywhere, bucket sizes as reals) runs; the autos are warnings.
+  void hf_trainer_autos() {
+    QTemporaryDir dir;
+    const QString ds = write(dir, "hf.json", R"({"fp16": {"enabled": "auto", "loss_scale": 0},
+      "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"}},
+      "zero_optimization": {"stage": 1, "reduce_bucket_size": 2e5},
+      "gradient_accumulation_steps": "auto", "gradient_clipping": "auto", "train_batch_size": "auto"})");
+    CliResult r;
+    const auto steps = run_steps(dir, {"--deepspeed", ds, "--batch", "4"}, &r);
+    QCOMPARE(r.code, 0);
+    QCOMPARE(steps.size(), std::size_t{2});
+    QVERIFY2(r.err.contains("train_batch_size: \"auto\""), qPrintable(r.err));
+    QVERIFY2(r.out.contains("ZeRO-1, bucket 0.762939 MB"), qPrintable(r.out));
   }
 
   void unknown_key_warns() {
