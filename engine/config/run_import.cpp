@@ -158,6 +158,16 @@ void import_scheduler(Importer& im, const DeepSpeedTrainKeys& t, std::vector<std
   }
 }
 
+// Keys that change a step's arithmetic in a way the engine does not follow, refused when set.
+void refuse_unfollowed(Importer& im, const DeepSpeedTrainKeys& t) {
+  if (t.prescale_gradients.value_or(false))
+    im.refuse("prescale_gradients", "true is not supported: the engine averages gradients after the reduction");
+  if (t.gradient_predivide_factor && std::fabs(*t.gradient_predivide_factor - 1.0) > 1e-12)
+    im.refuse("gradient_predivide_factor", num(*t.gradient_predivide_factor) + " is not supported (only 1.0)");
+  if (t.fp16_master_weights_and_grads.value_or(false))
+    im.refuse("fp16.fp16_master_weights_and_grads", "true is not supported: the engine keeps fp32 master weights");
+}
+
 void append(RunImport& out, const std::vector<std::string>& warnings) {
   out.warnings.insert(out.warnings.end(), warnings.begin(), warnings.end());
 }
@@ -169,6 +179,7 @@ RunImport import_deepspeed_run(const DeepSpeedConfig& ds, RunConfig& config) {
   append(out, ds.warnings);
   append(out, ds.train.warnings);
   Importer im{ds.source, config, {}, {}};
+  refuse_unfollowed(im, ds.train);
   import_batch(im, ds);
   import_zero(im, ds);
   import_precision(im, ds);
@@ -234,6 +245,10 @@ void import_plugin(Importer& im, const AccelerateConfig& acc, RunImport& out) {
     im.set("accum", *acc.accum, "deepspeed_config.gradient_accumulation_steps");
     im.parts.push_back("accum " + std::to_string(*acc.accum));
   }
+  if (acc.gradient_clipping) {
+    im.set("grad_clip", *acc.gradient_clipping, "deepspeed_config.gradient_clipping");
+    im.parts.push_back("grad clip " + num(*acc.gradient_clipping));
+  }
 }
 
 }  // namespace
@@ -247,8 +262,8 @@ RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, 
     im.refuse("distributed_type", "'" + type + "' is not supported: the engine runs NO, MULTI_CPU, MULTI_GPU or DEEPSPEED");
   import_processes(im, acc, keep_dp);
   import_mixed_precision(im, acc);
-  const bool plugin = acc.zero_stage || acc.accum || acc.deepspeed_config_file || acc.offload_optimizer_device ||
-                      acc.offload_param_device;
+  const bool plugin = acc.zero_stage || acc.accum || acc.gradient_clipping || acc.deepspeed_config_file ||
+                      acc.offload_optimizer_device || acc.offload_param_device;
   if (type == "DEEPSPEED")
     import_plugin(im, acc, out);
   else if (plugin)

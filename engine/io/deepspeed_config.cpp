@@ -106,6 +106,9 @@ DeepSpeedTrainKeys parse_train_keys(const JsonConfig& json) {
   parse_optimizer(json, t);
   parse_scheduler(json, t);
   t.gradient_clipping = non_negative(json, {"gradient_clipping"});
+  t.prescale_gradients = json.get_bool({"prescale_gradients"});
+  t.gradient_predivide_factor = non_negative(json, {"gradient_predivide_factor"});
+  t.fp16_master_weights_and_grads = json.get_bool({"fp16", "fp16_master_weights_and_grads"});
   return t;
 }
 

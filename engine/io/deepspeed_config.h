@@ -34,6 +34,10 @@ struct DeepSpeedTrainKeys {
   std::optional<double> warmup_min_lr, warmup_max_lr, warmup_min_ratio, cos_min_ratio;
   std::optional<std::string> warmup_type;          // scheduler.params.warmup_type: log or linear
   std::optional<double> gradient_clipping;
+  // Settings that change the arithmetic of a step, which the engine does not follow when set.
+  std::optional<bool> prescale_gradients;             // divide by dp before the all-reduce
+  std::optional<double> gradient_predivide_factor;    // 1.0: none
+  std::optional<bool> fp16_master_weights_and_grads;  // fp16.fp16_master_weights_and_grads
   std::vector<std::string> warnings;  // unknown optimizer / scheduler params (the estimator does not read them)
 };
 

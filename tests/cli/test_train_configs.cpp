@@ -97,12 +97,12 @@ class TestTrainConfigs : public QObject {
   void accelerate_matches_flags() {
     QTemporaryDir dir;
     write(dir, "plugin.json", R"({"train_batch_size": 8, "gradient_accumulation_steps": 2, "bf16": {"enabled": true},
-        "gradient_clipping": 0.25, "scheduler": {"type": "WarmupLR",
+        "gradient_clipping": 2.0, "scheduler": {"type": "WarmupLR",
         "params": {"warmup_max_lr": 0.002, "warmup_num_steps": 1, "warmup_type": "linear"}}})");
     const QString yaml = write(dir, "accelerate.yaml",
                                "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\nnum_machines: 1\n"
                                "num_processes: 2\nmixed_precision: bf16\ndeepspeed_config:\n"
-                               "  deepspeed_config_file: plugin.json\n  zero_stage: 1\n");
+                               "  deepspeed_config_file: plugin.json\n  zero_stage: 1\n  gradient_clipping: 0.25\n");
     CliResult r;
     const auto from_file = run_steps(dir, {"--accelerate", yaml}, &r);
     QVERIFY2(r.out.contains("from " + yaml + ": DEEPSPEED, 2 processes (dp 2"), qPrintable(r.out));
@@ -187,6 +187,11 @@ class TestTrainConfigs : public QObject {
         << QByteArray(R"({"optimizer": {"type": "Adam", "params": {"eps": 1e-6}}})") << "optimizer.params.eps";
     QTest::newRow("beta1") << "beta1.json"
         << QByteArray(R"({"optimizer": {"type": "AdamW", "params": {"betas": [0.8, 0.99]}}})") << "betas";
+    QTest::newRow("prescale_gradients") << "prescale.json" << QByteArray(R"({"prescale_gradients": true})")
+        << "prescale_gradients";
+    QTest::newRow("fp16 master weights") << "master.json"
+        << QByteArray(R"({"fp16": {"enabled": true, "fp16_master_weights_and_grads": true}})")
+        << "fp16.fp16_master_weights_and_grads";
     QTest::newRow("malformed JSON") << "broken.json" << QByteArray("{\"train_batch_size\": 8,\n  \"fp16\": {") << "line";
     QTest::newRow("negative clipping") << "clip.json" << QByteArray(R"({"gradient_clipping": -1})")
         << "gradient_clipping";
