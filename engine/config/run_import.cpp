@@ -135,7 +135,14 @@ void import_optimizer(Importer& im, const DeepSpeedTrainKeys& t) {
 }
 
 void import_scheduler(Importer& im, const DeepSpeedTrainKeys& t, std::vector<std::string>& warnings) {
-  if (!t.scheduler_type) return;
+  if (!t.scheduler_type) {
+    if (t.optimizer_type) {  // DeepSpeed's own optimizer without a scheduler keeps its lr
+      im.set("warmup", 0, "scheduler");
+      im.set("min_lr_ratio", 1.0, "scheduler");
+      im.parts.push_back("constant lr (no scheduler)");
+    }
+    return;
+  }
   const std::string& type = *t.scheduler_type;
   if (type != "WarmupLR" && type != "WarmupCosineLR")
     im.refuse("scheduler.type", "'" + type + "' is not supported: the engine's schedule is a linear warm-up, then " +

@@ -150,6 +150,8 @@ class TestTrainConfigs : public QObject {
     QCOMPARE(steps.size(), std::size_t{2});
     QVERIFY2(r.err.contains("train_batch_size: \"auto\""), qPrintable(r.err));
     QVERIFY2(r.out.contains("ZeRO-1, bucket 0.762939 MB"), qPrintable(r.out));
+    QCOMPARE(steps[1].lr, steps[0].lr);  // an optimizer block without a scheduler: DeepSpeed keeps the lr constant
+    QVERIFY2(r.out.contains("constant lr (no scheduler)"), qPrintable(r.out));
   }
 
   void unknown_key_warns() {
