@@ -167,6 +167,18 @@ class TestTrainConfigs : public QObject {
     QVERIFY2(r.err.contains("momentum_x"), qPrintable(r.err));
   }
 
+  // The shipped fixtures: accelerate's YAML points to a ZeRO-2 JSON whose batch needs dp 8, whose
+  // offload and WarmupDecayLR the engine cannot follow. The first refusal names its file and key.
+  void fixtures_refused() {
+    const QString yaml = SHARDSCOPE_FIXTURES "/configs/accelerate_deepspeed.yaml";
+    CliResult r = run_cli(kTiny + QStringList{"--accelerate", yaml});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("ds_zero2_offload.json: zero_optimization.offload_optimizer"), qPrintable(r.err));
+    r = run_cli(kTiny + QStringList{"--deepspeed", SHARDSCOPE_FIXTURES "/configs/ds_zero2_offload.json", "--dp", "2"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("ds_zero2_offload.json: train_batch_size: 256 is not"), qPrintable(r.err));
+  }
+
   void bad_files_data() {
     QTest::addColumn<QString>("name");
     QTest::addColumn<QByteArray>("text");
