@@ -22,6 +22,7 @@
 #include "cli_train_outputs.h"
 #include "clock/schedule_summary.h"
 #include "core/process_memory.h"
+#include "config/run_import.h"
 #include "config/run_schema.h"
 #include "core/error.h"
 #include "events/event_queue.h"
@@ -60,6 +61,8 @@ struct TrainFlags {
   RunConfig config;
   int log_every = 10;
   std::string record;
+  std::string deepspeed, accelerate;  // config files that set the run before the other flags
+  std::string imported;               // what the run took from them (one line)
 };
 
 void add_run_config_flags(ArgParser& parser, RunConfig& config) {
@@ -88,6 +91,13 @@ ArgParser train_parser(TrainFlags& flags) {
                   "      flags change it. Lessons: " + lesson_names(),
                   "", [](const std::string&) {});
   add_run_config_flags(parser, flags.config);
+  parser.add_string("--deepspeed", "FILE",
+                    "Set the run from a DeepSpeed JSON config (batch, ZeRO stage, fp16/bf16 and loss scaling,\n"
+                    "      optimizer, scheduler, gradient clipping); the other flags override it", &flags.deepspeed);
+  parser.add_string("--accelerate", "FILE",
+                    "Set the run from an accelerate YAML config (distributed_type, num_processes, mixed_precision,\n"
+                    "      the DeepSpeed plugin and the JSON it points to); the other flags override it",
+                    &flags.accelerate);
   parser.add_string("--record", "FILE", "Record the run's event stream to FILE (.ssrun)", &flags.record);
   parser.add_int("--log-every", "Print progress every N steps", &flags.log_every, 1, 100'000'000);
   return parser;
@@ -231,12 +241,48 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
 
 int train_ranks(TrainFlags& flags, const ProcessMode& mode);
 
+bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
+  return std::any_of(args.begin(), args.end(),
+                     [&](const std::string& a) { return a == flag || a.starts_with(flag + "="); });
+}
+
+// --accelerate and --deepspeed: the files set the run (over a lesson's), then
+// every flag is applied again on top, wherever it stood on the command line.
+TrainFlags apply_config_files(const std::vector<std::string>& args, const TrainFlags& parsed) {
+  TrainFlags out;
+  if (const std::string lesson = lesson_argument(args); !lesson.empty()) out.config = lesson_run_config(lesson);
+  out.config.dp = parsed.config.dp;  // the batch arithmetic uses the run's layout
+  out.config.pp = parsed.config.pp;
+  out.config.micro_batches = parsed.config.micro_batches;
+  std::vector<RunImport> imports;
+  if (!parsed.accelerate.empty())
+    imports.push_back(
+        import_accelerate_run(load_accelerate_config(parsed.accelerate), out.config, has_flag(args, "--dp")));
+  if (!parsed.deepspeed.empty())
+    imports.push_back(import_deepspeed_run(load_deepspeed_config(parsed.deepspeed), out.config));
+  const RunConfig from_files = out.config;
+  ArgParser parser = train_parser(out);
+  parser.parse(args);
+  for (const RunImport& import : imports) {
+    for (const std::string& warning : import.warnings) std::fprintf(stderr, "warning: %s\n", warning.c_str());
+    out.imported += (out.imported.empty() ? "" : "; ") + import.summary;
+  }
+  std::string overridden;  // the flags that changed what the files set
+  for (const RunImport& import : imports)
+    for (const std::string& key : import.fields)
+      if (const RunField& field = run_field(key); field.get(from_files) != field.get(out.config))
+        overridden += (overridden.empty() ? "" : ", ") + std::string(field.flag);
+  if (!overridden.empty()) out.imported += "; overridden by " + overridden;
+  return out;
+}
+
 int train_command(const std::vector<std::string>& args) {
   TrainFlags flags;
   if (const std::string lesson = lesson_argument(args); !lesson.empty())
     flags.config = lesson_run_config(lesson);  // the lesson's run first, so every other flag changes it
   ArgParser parser = train_parser(flags);
   if (!parser.parse(args)) return 0;
+  if (!flags.deepspeed.empty() || !flags.accelerate.empty()) flags = apply_config_files(args, flags);
   const RunConfig& config = flags.config;
   if (!config.init_from.empty() && std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--model" || a.starts_with("--model="); }))
     throw UsageError("--model and --init-from " + config.init_from +
@@ -264,6 +310,7 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
   ScheduleEvents schedule_events(outputs.events());  // kept for the closing lines, passed on to the recording
   Trainer trainer(config, &schedule_events, {}, mode.process);  // reads --data: a refused run has opened no output
   std::signal(SIGINT, on_interrupt);  // before the header: once it is printed, Ctrl-C stops the run, outputs complete
+  if (mode.prints() && !flags.imported.empty()) std::printf("%s\n", flags.imported.c_str());
   if (mode.prints()) print_run_header(config, trainer);
   outputs.open();
 

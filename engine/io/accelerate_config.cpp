@@ -120,6 +120,10 @@ AccelerateConfig parse_accelerate_config(std::string_view yaml_text, const std::
                         std::to_string(*c.zero_stage));
     c.accum =
         r.get<int>(ds, "gradient_accumulation_steps", "deepspeed_config.gradient_accumulation_steps", "an integer");
+    c.gradient_clipping = r.get<double>(ds, "gradient_clipping", "deepspeed_config.gradient_clipping", "a number");
+    if (c.gradient_clipping && *c.gradient_clipping < 0)
+      throw ConfigError(r.where(ds["gradient_clipping"], "deepspeed_config.gradient_clipping") +
+                        ": must not be negative");
     c.offload_optimizer_device = r.get<std::string>(ds, "offload_optimizer_device",
                                                     "deepspeed_config.offload_optimizer_device", "none, cpu or nvme");
     c.offload_param_device =

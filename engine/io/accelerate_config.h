@@ -22,6 +22,7 @@ struct AccelerateConfig {
   // deepspeed_config: (accelerate's DeepSpeed plugin)
   std::optional<int> zero_stage;
   std::optional<int> accum;                             // gradient_accumulation_steps
+  std::optional<double> gradient_clipping;              // gradient_clipping
   std::optional<std::string> offload_optimizer_device;  // none, cpu, nvme
   std::optional<std::string> offload_param_device;
   std::optional<std::string> deepspeed_config_file;  // resolved against the YAML's folder when it exists there

@@ -44,6 +44,74 @@ const Keys kCheckpointKeys = {"partition_activations", "cpu_checkpointing", "con
     "number_checkpoints", "synchronize_checkpoint_boundary", "profile"};
 // clang-format on
 
+const Keys kOptimizerParamKeys = {"lr", "betas", "eps", "weight_decay", "adam_w_mode", "torch_adam", "bias_correction",
+    "amsgrad"};
+const Keys kSchedulerParamKeys = {"warmup_min_lr", "warmup_max_lr", "warmup_num_steps", "warmup_type",
+    "total_num_steps", "warmup_min_ratio", "cos_min_ratio", "last_batch_iteration"};
+
+// A number that must not be negative (ConfigError naming the key and line).
+std::optional<double> non_negative(const JsonConfig& json, const std::vector<std::string>& path) {
+  const auto v = json.get_number(path);
+  if (v && *v < 0) json.fail(path, "must not be negative");
+  return v;
+}
+
+void parse_optimizer(const JsonConfig& json, DeepSpeedTrainKeys& t) {
+  if (const nlohmann::json* block = json.find({"optimizer"}); block != nullptr && !block->is_object())
+    json.fail({"optimizer"}, "expected an object such as {\"type\": \"AdamW\", \"params\": {...}}");
+  t.optimizer_type = json.get_string({"optimizer", "type"});
+  json.report_unknown_keys({"optimizer", "params"}, kOptimizerParamKeys, "not an Adam parameter", t.warnings);
+  t.lr = non_negative(json, {"optimizer", "params", "lr"});
+  t.eps = non_negative(json, {"optimizer", "params", "eps"});
+  t.weight_decay = non_negative(json, {"optimizer", "params", "weight_decay"});
+  t.adam_w_mode = json.get_bool({"optimizer", "params", "adam_w_mode"});
+  if (const nlohmann::json* betas = json.find({"optimizer", "params", "betas"});
+      betas != nullptr && !json.is_auto({"optimizer", "params", "betas"})) {
+    const std::vector<std::string> path = {"optimizer", "params", "betas"};
+    if (!betas->is_array() || betas->size() != 2 || !(*betas)[0].is_number() || !(*betas)[1].is_number())
+      json.fail(path, "expected two numbers [beta1, beta2]");
+    t.beta1 = (*betas)[0].get<double>();
+    t.beta2 = (*betas)[1].get<double>();
+    if (*t.beta1 < 0 || *t.beta1 >= 1 || *t.beta2 < 0 || *t.beta2 >= 1) json.fail(path, "each beta must be in [0, 1)");
+  }
+}
+
+void parse_scheduler(const JsonConfig& json, DeepSpeedTrainKeys& t) {
+  if (const nlohmann::json* block = json.find({"scheduler"}); block != nullptr && !block->is_object())
+    json.fail({"scheduler"}, "expected an object such as {\"type\": \"WarmupLR\", \"params\": {...}}");
+  t.scheduler_type = json.get_string({"scheduler", "type"});
+  json.report_unknown_keys({"scheduler", "params"}, kSchedulerParamKeys, "not a scheduler parameter", t.warnings);
+  t.warmup_num_steps = json.get_int({"scheduler", "params", "warmup_num_steps"}, 0, 1ll << 40);
+  t.total_num_steps = json.get_int({"scheduler", "params", "total_num_steps"}, 1, 1ll << 40);
+  t.warmup_min_lr = non_negative(json, {"scheduler", "params", "warmup_min_lr"});
+  t.warmup_max_lr = non_negative(json, {"scheduler", "params", "warmup_max_lr"});
+  t.warmup_min_ratio = non_negative(json, {"scheduler", "params", "warmup_min_ratio"});
+  t.cos_min_ratio = non_negative(json, {"scheduler", "params", "cos_min_ratio"});
+  t.warmup_type = json.get_string({"scheduler", "params", "warmup_type"});
+}
+
+// The keys only a training run reads: buckets, loss scaling, optimizer, scheduler, clipping.
+DeepSpeedTrainKeys parse_train_keys(const JsonConfig& json) {
+  DeepSpeedTrainKeys t;
+  // Bucket sizes are often written 5e8 (a JSON real); DeepSpeed takes int() of them.
+  if (const auto v = json.get_number({"zero_optimization", "reduce_bucket_size"})) {
+    if (*v < 1 || *v > 1e12) json.fail({"zero_optimization", "reduce_bucket_size"}, "expected 1 to 1e12 elements");
+    t.reduce_bucket_size = static_cast<std::int64_t>(*v);
+  }
+  t.loss_scale = non_negative(json, {"fp16", "loss_scale"});
+  if (const auto v = json.get_int({"fp16", "initial_scale_power"}, 0, 64)) t.initial_scale_power = static_cast<int>(*v);
+  t.loss_scale_window = json.get_int({"fp16", "loss_scale_window"}, 1, 1ll << 40);
+  if (const auto v = json.get_int({"fp16", "hysteresis"}, 1, 1 << 20)) t.hysteresis = static_cast<int>(*v);
+  t.min_loss_scale = non_negative(json, {"fp16", "min_loss_scale"});
+  parse_optimizer(json, t);
+  parse_scheduler(json, t);
+  t.gradient_clipping = non_negative(json, {"gradient_clipping"});
+  t.prescale_gradients = json.get_bool({"prescale_gradients"});
+  t.gradient_predivide_factor = non_negative(json, {"gradient_predivide_factor"});
+  t.fp16_master_weights_and_grads = json.get_bool({"fp16", "fp16_master_weights_and_grads"});
+  return t;
+}
+
 OffloadDevice offload_device(const JsonConfig& json, const std::string& block, std::vector<std::string>& warnings) {
   const std::vector<std::string> path = {"zero_optimization", block};
   const nlohmann::json* node = json.find(path);
@@ -62,6 +130,7 @@ DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::st
   const JsonConfig json{std::string(json_text), source};
   DeepSpeedConfig c;
   c.source = source;
+  c.train = parse_train_keys(json);
   auto& w = c.warnings;
   json.report_unknown_keys({}, kTopKeys, "not a DeepSpeed setting", w);
   for (const char* key : {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"})

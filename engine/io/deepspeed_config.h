@@ -16,6 +16,31 @@ namespace shardscope {
 
 enum class OffloadDevice { none, cpu, nvme };
 
+// The keys a training run reads beyond the estimator's (config/run_import.h
+// maps them onto a RunConfig). Absent keys stay nullopt; a value of the wrong
+// type or a negative one is a ConfigError naming the key and line at parse time.
+struct DeepSpeedTrainKeys {
+  std::optional<std::int64_t> reduce_bucket_size;  // zero_optimization.reduce_bucket_size (elements)
+  std::optional<double> loss_scale;                // fp16.loss_scale: 0 dynamic, else static
+  std::optional<int> initial_scale_power;          // fp16.initial_scale_power
+  std::optional<std::int64_t> loss_scale_window;   // fp16.loss_scale_window
+  std::optional<int> hysteresis;                   // fp16.hysteresis
+  std::optional<double> min_loss_scale;            // fp16.min_loss_scale
+  std::optional<std::string> optimizer_type;       // optimizer.type (Adam, AdamW, Lamb, ...)
+  std::optional<double> lr, beta1, beta2, eps, weight_decay;  // optimizer.params
+  std::optional<bool> adam_w_mode;                 // optimizer.params.adam_w_mode
+  std::optional<std::string> scheduler_type;       // scheduler.type (WarmupLR, WarmupCosineLR, ...)
+  std::optional<std::int64_t> warmup_num_steps, total_num_steps;  // scheduler.params
+  std::optional<double> warmup_min_lr, warmup_max_lr, warmup_min_ratio, cos_min_ratio;
+  std::optional<std::string> warmup_type;          // scheduler.params.warmup_type: log or linear
+  std::optional<double> gradient_clipping;
+  // Settings that change the arithmetic of a step, which the engine does not follow when set.
+  std::optional<bool> prescale_gradients;             // divide by dp before the all-reduce
+  std::optional<double> gradient_predivide_factor;    // 1.0: none
+  std::optional<bool> fp16_master_weights_and_grads;  // fp16.fp16_master_weights_and_grads
+  std::vector<std::string> warnings;  // unknown optimizer / scheduler params (the estimator does not read them)
+};
+
 struct DeepSpeedConfig {
   std::string source;
   std::optional<int> micro_batch;                         // train_micro_batch_size_per_gpu
@@ -30,6 +55,7 @@ struct DeepSpeedConfig {
   bool partition_activations = false;                     // activation_checkpointing.partition_activations
   bool cpu_checkpointing = false;                         // activation_checkpointing.cpu_checkpointing
   std::vector<std::string> warnings;                      // unknown keys, "auto" values, settings not modeled
+  DeepSpeedTrainKeys train;                               // what `train --deepspeed` also reads
 };
 
 // FormatError for malformed JSON (line and column), ConfigError for a bad value (key and line).

@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "config/run_import.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <sstream>
+
+#include "config/run_schema.h"
+#include "core/error.h"
+
+namespace shardscope {
+
+namespace {
+
+using nlohmann::json;
+
+std::string num(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// Sets fields of the run from one file; every refusal names the file and the key.
+struct Importer {
+  std::string source;
+  RunConfig& config;
+  std::vector<std::string> parts;   // the summary's pieces
+  std::vector<std::string> fields;  // the keys set
+
+  [[noreturn]] void refuse(const std::string& key, const std::string& why) const {
+    throw ConfigError(source + ": " + key + ": " + why);
+  }
+  void set(std::string_view field, const json& value, const std::string& key) {
+    try {
+      set_field(config, run_field(field), value);
+      if (std::find(fields.begin(), fields.end(), field) == fields.end()) fields.emplace_back(field);
+    } catch (const FieldError& e) {
+      refuse(key, e.text([](std::string_view k) { return flag_of(k); }));
+    }
+  }
+  std::string summary() const {
+    std::string out = "from " + source + ":";
+    for (std::size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? " " : ", ") + parts[i];
+    return parts.empty() ? out + " nothing the run reads" : out;
+  }
+};
+
+// DeepSpeed's batch rules (runtime/config.py, _set_batch_related_parameters):
+// two of the three keys give the third; all three must agree.
+void import_batch(Importer& im, const DeepSpeedConfig& ds) {
+  const std::int64_t dp = im.config.dp;
+  const auto tb = ds.train_batch;
+  const std::optional<std::int64_t> mb = ds.micro_batch, ac = ds.accum;
+  if (!tb && !mb) {
+    if (ac) im.set("accum", *ac, "gradient_accumulation_steps"), im.parts.push_back("accum " + std::to_string(*ac));
+    return;
+  }
+  const std::int64_t accum = ac ? *ac : (tb && mb ? *tb / (*mb * dp) : 1);
+  const std::int64_t micro = mb ? *mb : *tb / (dp * accum);
+  const std::int64_t train = tb ? *tb : micro * accum * dp;
+  if (micro < 1 || accum < 1 || train != micro * accum * dp)
+    im.refuse("train_batch_size", std::to_string(train) + " is not train_micro_batch_size_per_gpu " +
+                                      std::to_string(micro) + " x gradient_accumulation_steps " +
+                                      std::to_string(accum) + " x dp " + std::to_string(dp) + " (= " +
+                                      std::to_string(micro * accum * dp) + "), as DeepSpeed requires");
+  im.set("accum", accum, "gradient_accumulation_steps");
+  im.set("batch", train * im.config.micro_batches, "train_batch_size");
+  im.parts.push_back("batch " + std::to_string(train) + " = micro " + std::to_string(micro) + " x accum " +
+                     std::to_string(accum) + " x dp " + std::to_string(dp));
+}
+
+void import_precision(Importer& im, const DeepSpeedConfig& ds) {
+  const DeepSpeedTrainKeys& t = ds.train;
+  if (ds.bf16.value_or(false)) {
+    im.set("precision", "bf16", "bf16.enabled");
+    im.parts.push_back("bf16");
+    return;
+  }
+  if (!ds.fp16.value_or(false)) {
+    if (ds.fp16 || ds.bf16) im.set("precision", "fp32", "fp16.enabled"), im.parts.push_back("fp32");
+    return;
+  }
+  im.set("precision", "fp16", "fp16.enabled");
+  im.set("loss_scaler", "deepspeed", "fp16");
+  if (t.loss_scale) im.set("loss_scale", *t.loss_scale, "fp16.loss_scale");
+  if (t.initial_scale_power) im.set("initial_scale_power", *t.initial_scale_power, "fp16.initial_scale_power");
+  if (t.loss_scale_window) im.set("scale_window", *t.loss_scale_window, "fp16.loss_scale_window");
+  if (t.hysteresis) im.set("hysteresis", *t.hysteresis, "fp16.hysteresis");
+  if (t.min_loss_scale) im.set("min_loss_scale", *t.min_loss_scale, "fp16.min_loss_scale");
+  im.parts.push_back(im.config.loss_scale > 0
+                         ? "fp16 (deepspeed scaler, static scale " + num(im.config.loss_scale) + ")"
+                         : "fp16 (deepspeed scaler, initial scale 2^" + std::to_string(im.config.initial_scale_power) + ")");
+}
+
+void import_zero(Importer& im, const DeepSpeedConfig& ds) {
+  if (ds.offload_optimizer != OffloadDevice::none)
+    im.refuse("zero_optimization.offload_optimizer", "offload is not supported by the engine (its ranks keep every "
+                                                      "state on their device); remove the block or set device none");
+  if (ds.offload_param != OffloadDevice::none)
+    im.refuse("zero_optimization.offload_param", "offload is not supported by the engine; set device none");
+  if (ds.zero_stage) {
+    im.set("zero", *ds.zero_stage, "zero_optimization.stage");
+    im.parts.push_back("ZeRO-" + std::to_string(*ds.zero_stage));
+  }
+  if (ds.partition_activations || ds.cpu_checkpointing)
+    im.refuse("activation_checkpointing", "partition_activations / cpu_checkpointing are not supported by the engine");
+  if (ds.activation_checkpointing) im.set("checkpoint", "full", "activation_checkpointing"), im.parts.push_back("checkpointing");
+}
+
+// reduce_bucket_size counts elements of the gradients' type (2 bytes in fp16/bf16); DDP's bucket is in MiB.
+void import_bucket(Importer& im, const DeepSpeedTrainKeys& t) {
+  if (!t.reduce_bucket_size) return;
+  const double bytes = static_cast<double>(*t.reduce_bucket_size) * (im.config.mixed_precision() ? 2 : 4);
+  im.set("bucket_mb", bytes / (1024.0 * 1024.0), "zero_optimization.reduce_bucket_size");
+  im.parts.push_back("bucket " + num(im.config.bucket_mb) + " MB");
+}
+
+void import_optimizer(Importer& im, const DeepSpeedTrainKeys& t) {
+  if (t.optimizer_type) {
+    std::string type = *t.optimizer_type;
+    std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (type != "adam" && type != "adamw")
+      im.refuse("optimizer.type", "'" + *t.optimizer_type + "' is not supported: the engine trains with AdamW (Adam or AdamW)");
+  }
+  if (t.adam_w_mode && !*t.adam_w_mode)
+    im.refuse("optimizer.params.adam_w_mode", "false (L2-regularized Adam) is not supported: the engine's AdamW decouples weight decay");
+  if (t.beta1 && std::fabs(*t.beta1 - 0.9) > 1e-9)
+    im.refuse("optimizer.params.betas", "beta1 " + num(*t.beta1) + " is not supported: the engine's AdamW uses beta1 0.9");
+  if (t.eps && std::fabs(*t.eps - 1e-8) > 1e-15)
+    im.refuse("optimizer.params.eps", num(*t.eps) + " is not supported: the engine's AdamW uses eps 1e-8");
+  if (t.lr) im.set("lr", *t.lr, "optimizer.params.lr");
+  if (t.beta2) im.set("adam_beta2", *t.beta2, "optimizer.params.betas");
+  if (t.weight_decay) im.set("weight_decay", *t.weight_decay, "optimizer.params.weight_decay");
+}
+
+void import_scheduler(Importer& im, const DeepSpeedTrainKeys& t, std::vector<std::string>& warnings) {
+  if (!t.scheduler_type) {
+    if (t.optimizer_type) {  // DeepSpeed's own optimizer without a scheduler keeps its lr
+      im.set("warmup", 0, "scheduler");
+      im.set("min_lr_ratio", 1.0, "scheduler");
+      im.parts.push_back("constant lr (no scheduler)");
+    }
+    return;
+  }
+  const std::string& type = *t.scheduler_type;
+  if (type != "WarmupLR" && type != "WarmupCosineLR")
+    im.refuse("scheduler.type", "'" + type + "' is not supported: the engine's schedule is a linear warm-up, then " +
+                                    "constant (WarmupLR) or cosine decay (WarmupCosineLR)");
+  if (t.warmup_type && *t.warmup_type != "linear")
+    im.refuse("scheduler.params.warmup_type", "'" + *t.warmup_type + "' is not supported: the engine warms up linearly");
+  if (!t.warmup_type)
+    warnings.push_back(im.source + ": scheduler.params.warmup_type: absent (DeepSpeed's default is log); the run warms up linearly");
+  if (t.warmup_num_steps) im.set("warmup", *t.warmup_num_steps, "scheduler.params.warmup_num_steps");
+  if (type == "WarmupLR") {
+    if (t.warmup_min_lr.value_or(0.0) > 0)
+      im.refuse("scheduler.params.warmup_min_lr", "must be 0: the engine warms up from 0");
+    if (t.warmup_max_lr) im.set("lr", *t.warmup_max_lr, "scheduler.params.warmup_max_lr");
+    im.set("min_lr_ratio", 1.0, "scheduler.type");  // constant after the warm-up
+  } else {
+    if (t.warmup_min_ratio.value_or(0.0) > 0)
+      im.refuse("scheduler.params.warmup_min_ratio", "must be 0: the engine warms up from 0");
+    im.set("min_lr_ratio", t.cos_min_ratio.value_or(0.0001), "scheduler.params.cos_min_ratio");
+    if (t.total_num_steps) im.set("steps", *t.total_num_steps, "scheduler.params.total_num_steps");
+  }
+}
+
+// Keys that change a step's arithmetic in a way the engine does not follow, refused when set.
+void refuse_unfollowed(Importer& im, const DeepSpeedTrainKeys& t) {
+  if (t.prescale_gradients.value_or(false))
+    im.refuse("prescale_gradients", "true is not supported: the engine averages gradients after the reduction");
+  if (t.gradient_predivide_factor && std::fabs(*t.gradient_predivide_factor - 1.0) > 1e-12)
+    im.refuse("gradient_predivide_factor", num(*t.gradient_predivide_factor) + " is not supported (only 1.0)");
+  if (t.fp16_master_weights_and_grads.value_or(false))
+    im.refuse("fp16.fp16_master_weights_and_grads", "true is not supported: the engine keeps fp32 master weights");
+}
+
+void append(RunImport& out, const std::vector<std::string>& warnings) {
+  out.warnings.insert(out.warnings.end(), warnings.begin(), warnings.end());
+}
+
+}  // namespace
+
+RunImport import_deepspeed_run(const DeepSpeedConfig& ds, RunConfig& config) {
+  RunImport out;
+  append(out, ds.warnings);
+  append(out, ds.train.warnings);
+  Importer im{ds.source, config, {}, {}};
+  refuse_unfollowed(im, ds.train);
+  import_batch(im, ds);
+  import_zero(im, ds);
+  import_precision(im, ds);
+  import_bucket(im, ds.train);  // after the precision: its bytes per element
+  import_optimizer(im, ds.train);
+  import_scheduler(im, ds.train, out.warnings);
+  if (ds.train.gradient_clipping) im.set("grad_clip", *ds.train.gradient_clipping, "gradient_clipping");
+  if (ds.train.lr || ds.train.warmup_max_lr) im.parts.push_back("lr " + num(config.lr));
+  if (ds.train.warmup_num_steps) im.parts.push_back("warmup " + std::to_string(*ds.train.warmup_num_steps));
+  if (ds.train.gradient_clipping) im.parts.push_back("grad clip " + num(config.grad_clip));
+  out.summary = im.summary();
+  out.fields = im.fields;
+  return out;
+}
+
+namespace {
+
+void import_processes(Importer& im, const AccelerateConfig& acc, bool keep_dp) {
+  const int processes = acc.distributed_type == "NO" ? 1 : acc.num_processes.value_or(1);
+  const int machines = acc.num_machines.value_or(1);
+  if (processes % machines != 0)
+    im.refuse("num_processes", std::to_string(processes) + " is not a multiple of num_machines " + std::to_string(machines));
+  if (!keep_dp) {
+    if (processes % im.config.pp != 0)
+      im.refuse("num_processes", std::to_string(processes) + " is not a multiple of --pp " + std::to_string(im.config.pp));
+    im.set("dp", processes / im.config.pp, "num_processes");
+  }
+  im.parts.push_back(acc.distributed_type + ", " + std::to_string(processes) + " process" + (processes > 1 ? "es" : "") +
+                     (machines > 1 ? " on " + std::to_string(machines) + " machines" : "") + " (dp " +
+                     std::to_string(im.config.dp) + ", pp " + std::to_string(im.config.pp) + ", ranks as threads)");
+}
+
+void import_mixed_precision(Importer& im, const AccelerateConfig& acc) {
+  if (!acc.mixed_precision) return;
+  const std::string& mp = *acc.mixed_precision;
+  if (mp == "fp8") im.refuse("mixed_precision", "fp8 is not supported by the engine (no, fp16 or bf16)");
+  if (mp != "no" && mp != "fp16" && mp != "bf16")
+    im.refuse("mixed_precision", "'" + mp + "' is not one of no, fp16, bf16");
+  im.set("precision", mp == "no" ? "fp32" : mp, "mixed_precision");
+  const bool ds = acc.distributed_type == "DEEPSPEED";
+  if (mp == "fp16") im.set("loss_scaler", ds ? "deepspeed" : "torch", "mixed_precision");
+  im.parts.push_back(mp == "fp16" ? std::string("fp16 (") + (ds ? "deepspeed" : "torch") + " scaler)" : mp == "no" ? "fp32" : mp);
+}
+
+// The DeepSpeed plugin: the JSON it points to, then its inline keys.
+void import_plugin(Importer& im, const AccelerateConfig& acc, RunImport& out) {
+  for (const auto& [device, key] : {std::pair{&acc.offload_optimizer_device, "deepspeed_config.offload_optimizer_device"},
+                                    std::pair{&acc.offload_param_device, "deepspeed_config.offload_param_device"}})
+    if (*device && **device != "none") im.refuse(key, "offload is not supported by the engine; set none");
+  if (acc.deepspeed_config_file) {
+    const DeepSpeedConfig ds =
+        load_deepspeed_config(*acc.deepspeed_config_file, acc.source + ": deepspeed_config.deepspeed_config_file");
+    const RunImport inner = import_deepspeed_run(ds, im.config);
+    append(out, inner.warnings);
+    out.summary = inner.summary;
+    im.fields.insert(im.fields.end(), inner.fields.begin(), inner.fields.end());
+  }
+  if (acc.zero_stage) {
+    im.set("zero", *acc.zero_stage, "deepspeed_config.zero_stage");
+    im.parts.push_back("ZeRO-" + std::to_string(*acc.zero_stage));
+  }
+  if (acc.accum) {
+    im.set("accum", *acc.accum, "deepspeed_config.gradient_accumulation_steps");
+    im.parts.push_back("accum " + std::to_string(*acc.accum));
+  }
+  if (acc.gradient_clipping) {
+    im.set("grad_clip", *acc.gradient_clipping, "deepspeed_config.gradient_clipping");
+    im.parts.push_back("grad clip " + num(*acc.gradient_clipping));
+  }
+}
+
+}  // namespace
+
+RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, bool keep_dp) {
+  RunImport out;
+  append(out, acc.warnings);
+  Importer im{acc.source, config, {}, {}};
+  const std::string& type = acc.distributed_type;
+  if (type != "NO" && type != "MULTI_CPU" && type != "MULTI_GPU" && type != "DEEPSPEED")
+    im.refuse("distributed_type", "'" + type + "' is not supported: the engine runs NO, MULTI_CPU, MULTI_GPU or DEEPSPEED");
+  import_processes(im, acc, keep_dp);
+  import_mixed_precision(im, acc);
+  const bool plugin = acc.zero_stage || acc.accum || acc.gradient_clipping || acc.deepspeed_config_file ||
+                      acc.offload_optimizer_device || acc.offload_param_device;
+  if (type == "DEEPSPEED")
+    import_plugin(im, acc, out);
+  else if (plugin)
+    out.warnings.push_back(acc.source + ": deepspeed_config: ignored (distributed_type is " + type + ")");
+  if (acc.fsdp_sharding_strategy || acc.fsdp_offload_params || acc.fsdp_activation_checkpointing)
+    out.warnings.push_back(acc.source + ": fsdp_config: ignored (distributed_type is " + type + ")");
+  out.summary = im.summary() + (out.summary.empty() ? "" : "; " + out.summary);
+  out.fields = im.fields;
+  return out;
+}
+
+}  // namespace shardscope
