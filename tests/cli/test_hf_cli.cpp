@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_runner.h"
+#include "inspect/text_hidden_states.h"
 #include "io/safetensors.h"
 
 using namespace shardscope;
@@ -22,14 +23,8 @@ namespace {
 
 const std::string kHf = std::string(SHARDSCOPE_FIXTURES) + "/hf/";
 
-std::string minilm_dir() {
-  const char* cache = std::getenv("SHARDSCOPE_MODEL_CACHE");
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const std::string base = cache != nullptr ? cache
-                           : xdg != nullptr ? std::string(xdg) + "/shardscope"
-                                            : std::string(std::getenv("HOME")) + "/.cache/shardscope";
-  return base + "/all-MiniLM-L6-v2";
-}
+// Where scripts/fetch_minilm.sh puts the model (inspect/text_hidden_states.h).
+std::string minilm_dir() { return pretrained_minilm_dir(); }
 
 // A safetensors file's tensors, to change and write back.
 struct Tensors {

@@ -118,7 +118,8 @@ class TestMpi : public QObject {
     const CliResult t = run_cli(kRun + layout + QStringList{"--metrics-out", threads});
     QVERIFY2(t.code == 0, qPrintable(t.err));
     const CliResult p = run_mpi(4, kRun + layout + QStringList{"--metrics-out", processes});
-    QVERIFY2(p.code == 0, qPrintable(p.out + p.err));
+    // stderr first (the failing rank says why), then stdout's end: Qt cuts long messages.
+    QVERIFY2(p.code == 0, qPrintable(p.err.right(3000) + "\n--- stdout:\n" + p.out.right(1000)));
     QVERIFY2(p.out.contains("ranks as processes: 4 MPI processes"), qPrintable(p.out));
     QCOMPARE(p.out.count("step     20/20"), 1);  // rank 0 alone prints
     const double worst = worst_difference(losses(threads), losses(processes));
@@ -135,7 +136,8 @@ class TestMpi : public QObject {
       const QString threads = dir.filePath("threads.jsonl"), native = dir.filePath("native.jsonl");
       QCOMPARE(run_cli(kRun + layout + QStringList{"--metrics-out", threads}).code, 0);
       const CliResult p = run_mpi(4, kRun + layout + QStringList{"--collectives", "native", "--metrics-out", native});
-      QVERIFY2(p.code == 0, qPrintable(p.out + p.err));
+      // stderr first (the failing rank says why), then stdout's end: Qt cuts long messages.
+      QVERIFY2(p.code == 0, qPrintable(p.err.right(3000) + "\n--- stdout:\n" + p.out.right(1000)));
       QVERIFY2(p.out.contains("native collectives (MPI's own: the ring view shows one span per call)"),
                qPrintable(p.out));
       const double worst = worst_difference(losses(threads), losses(native));

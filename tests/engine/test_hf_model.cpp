@@ -23,6 +23,7 @@
 #include "data/tokenizer.h"
 #include "engine/test_support.h"
 #include "io/hf_model.h"
+#include "inspect/text_hidden_states.h"
 #include "io/safetensors.h"
 #include "model/hidden_states.h"
 #include "model/model.h"
@@ -36,14 +37,8 @@ namespace {
 
 const std::string kHf = std::string(SHARDSCOPE_FIXTURES) + "/hf/";
 
-std::string minilm_dir() {
-  const char* cache = std::getenv("SHARDSCOPE_MODEL_CACHE");
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const std::string base = cache != nullptr ? cache
-                           : xdg != nullptr ? std::string(xdg) + "/shardscope"
-                                            : std::string(std::getenv("HOME")) + "/.cache/shardscope";
-  return base + "/all-MiniLM-L6-v2";
-}
+// Where scripts/fetch_minilm.sh puts the model (inspect/text_hidden_states.h).
+std::string minilm_dir() { return pretrained_minilm_dir(); }
 
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
