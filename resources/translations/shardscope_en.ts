@@ -560,6 +560,34 @@
         <source>Not a checkpoint: %1</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Open config for a run</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>DeepSpeed JSON or accelerate YAML (*.json *.yaml *.yml);;All files (*)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Open &amp;config for a run (DeepSpeed, accelerate)...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Sets the panel from a DeepSpeed JSON or an accelerate YAML, as train --deepspeed / --accelerate does</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Config not opened: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run set %1.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run set %1. Not on the panel, applied to every run: %2.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>

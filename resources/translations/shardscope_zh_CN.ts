@@ -554,6 +554,34 @@
         <source>Not a checkpoint: %1</source>
         <translation>不是检查点：%1</translation>
     </message>
+    <message>
+        <source>Open config for a run</source>
+        <translation>打开训练配置</translation>
+    </message>
+    <message>
+        <source>DeepSpeed JSON or accelerate YAML (*.json *.yaml *.yml);;All files (*)</source>
+        <translation>DeepSpeed JSON 或 accelerate YAML (*.json *.yaml *.yml);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Open &amp;config for a run (DeepSpeed, accelerate)...</source>
+        <translation>打开训练配置(&amp;C)（DeepSpeed、accelerate）...</translation>
+    </message>
+    <message>
+        <source>Sets the panel from a DeepSpeed JSON or an accelerate YAML, as train --deepspeed / --accelerate does</source>
+        <translation>按 DeepSpeed JSON 或 accelerate YAML 设置面板，与 train --deepspeed / --accelerate 相同</translation>
+    </message>
+    <message>
+        <source>Config not opened: %1</source>
+        <translation>配置未打开：%1</translation>
+    </message>
+    <message>
+        <source>Run set %1.</source>
+        <translation>训练已按配置设置（%1）。</translation>
+    </message>
+    <message>
+        <source>Run set %1. Not on the panel, applied to every run: %2.</source>
+        <translation>训练已按配置设置（%1）。面板上没有、但会用于之后每次训练的设置：%2。</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
