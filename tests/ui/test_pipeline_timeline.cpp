@@ -165,6 +165,28 @@ class TestPipelineTimeline : public QObject {
     QCOMPARE(view.measured_bubble(2), 0.0);
   }
 
+  // A step's metrics come after its boxes (after an evaluation, too): alone in the last batch, they still
+  // move "last completed" and the header to that step.
+  void headerFollowsTheLastCompletedStep() {
+    const RunConfig c = pipelineRun(2, 4, PipelineScheduleKind::gpipe);
+    auto events = eventsOf(c);
+    const auto last = std::find_if(events.rbegin(), events.rend(), [](const Event& e) {
+      return e.kind == EventKind::step_metrics && e.step == 2;
+    });
+    QVERIFY(last != events.rend());
+    const Event metrics = *last;
+    events.erase(std::next(last).base());
+    PipelineTimelineView view;
+    view.reset(c);
+    view.consume(events);
+    view.refresh();
+    auto* header = view.findChild<QLabel*>(QStringLiteral("bubble"));
+    QVERIFY2(header->text().startsWith(QStringLiteral("Step 1:")), qPrintable(header->text()));
+    view.consume({metrics});
+    view.refresh();
+    QVERIFY2(header->text().startsWith(QStringLiteral("Step 2:")), qPrintable(header->text()));
+  }
+
   void accumulationFlushesThePipelineEveryMicroStep() {
     RunConfig c = pipelineRun(2, 4, PipelineScheduleKind::one_f_one_b);
     c.accum = 2;

@@ -132,7 +132,10 @@ void PipelineTimelineView::reset(const RunConfig& config) {
 
 void PipelineTimelineView::consume(const std::vector<Event>& events) {
   for (const Event& e : events) {
-    if (e.kind == EventKind::step_metrics) last_completed_ = std::max(last_completed_, e.step);
+    if (e.kind == EventKind::step_metrics && e.step > last_completed_) {
+      last_completed_ = e.step;
+      dirty_ = true;  // "last completed" now draws this step
+    }
     if (e.step <= 0 || e.rank < 0 || e.rank >= grid_.world_size()) continue;
     if (e.kind == EventKind::compute_span) consumeCompute(e);
     if (e.kind == EventKind::comm_span) consumeComm(e);
