@@ -10,7 +10,6 @@
 #include <QSpinBox>
 #include <QStringList>
 #include <QVBoxLayout>
-
 #include <algorithm>
 #include <cmath>
 
@@ -22,7 +21,9 @@ namespace shardscope::ui {
 namespace {
 
 // One decimal, as the CLI's closing lines print it.
-QString percent(double fraction) { return QString::number(100.0 * fraction, 'f', 1); }
+QString percent(double fraction) {
+  return QString::number(100.0 * fraction, 'f', 1);
+}
 
 Event stageSpan(const TimelineBox& b, std::int64_t step) {
   Event e;
@@ -152,7 +153,8 @@ TimelineReplicaStep& PipelineTimelineView::stepOf(std::int64_t step, int rank) {
 void PipelineTimelineView::consumeCompute(const Event& e) {
   const bool whole = e.layer == -1 && (e.compute == ComputeKind::forward || e.compute == ComputeKind::backward);
   if (!whole && e.compute != ComputeKind::recompute) return;  // per-layer spans, the optimizer
-  stepOf(e.step, e.rank).boxes.push_back(TimelineBox{e.stage, e.rank, e.micro_batch, e.compute, e.layer, e.start_ns, e.end_ns});
+  stepOf(e.step, e.rank)
+      .boxes.push_back(TimelineBox{e.stage, e.rank, e.micro_batch, e.compute, e.layer, e.start_ns, e.end_ns});
   last_seen_ = std::max(last_seen_, e.step);
 }
 
@@ -163,11 +165,11 @@ void PipelineTimelineView::consumeComm(const Event& e) {
     // forward-only messages (micro-batch -1, tagged with the step it follows) are not the step's schedule.
     const int from = grid_.stage_of(e.src), to = grid_.stage_of(e.dst);
     if (from == to || grid_.dp_rank_of(e.src) != grid_.dp_rank_of(e.dst) || e.micro_batch < 0) return;
-    stepOf(e.step, e.src).transfers.push_back(
-        TimelineTransfer{from, to, e.src, e.dst, e.micro_batch, e.bytes, e.start_ns, e.end_ns});
+    stepOf(e.step, e.src)
+        .transfers.push_back(TimelineTransfer{from, to, e.src, e.dst, e.micro_batch, e.bytes, e.start_ns, e.end_ns});
   } else if (e.op == CommOp::all_reduce && e.bucket >= 0 && e.src == e.rank) {  // a DDP bucket's transfer it sent
-    stepOf(e.step, e.rank).buckets.push_back(
-        TimelineBucketSpan{grid_.stage_of(e.rank), e.rank, e.bucket, e.bytes, e.start_ns, e.end_ns});
+    stepOf(e.step, e.rank)
+        .buckets.push_back(TimelineBucketSpan{grid_.stage_of(e.rank), e.rank, e.bucket, e.bytes, e.start_ns, e.end_ns});
     has_buckets_ = true;
   }
 }
@@ -180,9 +182,13 @@ void PipelineTimelineView::refresh() {
   canvas_->update();
 }
 
-int PipelineTimelineView::replica() const { return std::clamp(replica_box_->value(), 0, grid_.dp() - 1); }
+int PipelineTimelineView::replica() const {
+  return std::clamp(replica_box_->value(), 0, grid_.dp() - 1);
+}
 
-void PipelineTimelineView::setReplica(int dp_rank) { replica_box_->setValue(dp_rank); }
+void PipelineTimelineView::setReplica(int dp_rank) {
+  replica_box_->setValue(dp_rank);
+}
 
 const TimelineReplicaStep& PipelineTimelineView::replicaStep(std::int64_t step) const {
   static const TimelineReplicaStep kNone;

@@ -13,7 +13,6 @@
 #pragma once
 
 #include <QWidget>
-
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -31,10 +30,10 @@ namespace shardscope::ui {
 // One box of the timeline, as the engine reported it (times since the run started).
 struct TimelineBox {
   int stage = 0;
-  int rank = 0;         // global rank: the stage's rank in the shown replica
-  int micro_batch = 0;  // counts on across accumulation micro-steps
+  int rank = 0;                             // global rank: the stage's rank in the shown replica
+  int micro_batch = 0;                      // counts on across accumulation micro-steps
   ComputeKind kind = ComputeKind::forward;  // forward, backward or recompute
-  int layer = -1;       // -1 for a whole-stage forward/backward; a layer for a recompute
+  int layer = -1;                           // -1 for a whole-stage forward/backward; a layer for a recompute
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
 };
@@ -48,8 +47,8 @@ struct TimelineTransfer {
   int src_rank = 0, dst_rank = 0;
   int micro_batch = 0;
   std::int64_t bytes = 0;
-  std::int64_t start_ns = 0;  // the send starts (sender's clock)
-  std::int64_t end_ns = 0;    // the data has arrived (receiver's side)
+  std::int64_t start_ns = 0;                              // the send starts (sender's clock)
+  std::int64_t end_ns = 0;                                // the data has arrived (receiver's side)
   bool forward() const { return dst_stage > src_stage; }  // an activation; else a gradient
 };
 
@@ -132,12 +131,12 @@ class PipelineTimelineView : public QWidget, public EventView {
   QSpinBox* replica_box_;
   QLabel* bubble_label_;
   QLabel* step_label_;
-  Grid grid_{1, 1};  // the run's dp x pp grid: a row per stage, each row the shown replica's rank
+  Grid grid_{1, 1};        // the run's dp x pp grid: a row per stage, each row the shown replica's rank
   int micro_batches_ = 1;  // m: per pipeline flush
   int accumulation_ = 1;   // k: flushes per optimizer step
   std::map<std::int64_t, std::vector<TimelineReplicaStep>> steps_;  // step -> per dp rank
-  std::int64_t last_completed_ = 0;  // the newest step with a step_metrics event
-  std::int64_t last_seen_ = 0;       // the newest step with any box
+  std::int64_t last_completed_ = 0;                                 // the newest step with a step_metrics event
+  std::int64_t last_seen_ = 0;                                      // the newest step with any box
   bool has_buckets_ = false;
   bool dirty_ = false;
 };

@@ -5,7 +5,6 @@
 #include <QPainter>
 #include <QToolTip>
 #include <QWheelEvent>
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -17,13 +16,13 @@ namespace shardscope::ui {
 namespace {
 
 // One colour per micro-batch (cycling); backward is a darker shade of it.
-const QColor kPalette[] = {QColor(31, 119, 180), QColor(255, 127, 14), QColor(44, 160, 44),  QColor(214, 39, 40),
-                           QColor(148, 103, 189), QColor(140, 86, 75), QColor(227, 119, 194), QColor(188, 189, 34),
+const QColor kPalette[] = {QColor(31, 119, 180),  QColor(255, 127, 14), QColor(44, 160, 44),   QColor(214, 39, 40),
+                           QColor(148, 103, 189), QColor(140, 86, 75),  QColor(227, 119, 194), QColor(188, 189, 34),
                            QColor(23, 190, 207),  QColor(90, 90, 160)};
 constexpr int kPaletteSize = static_cast<int>(sizeof(kPalette) / sizeof(kPalette[0]));
 const QColor kBubble(222, 222, 222);
-const QColor kActivation(25, 25, 25);   // a forward send → receive
-const QColor kGradient(190, 0, 110);    // a backward send → receive
+const QColor kActivation(25, 25, 25);                                   // a forward send → receive
+const QColor kGradient(190, 0, 110);                                    // a backward send → receive
 const QColor kBuckets[] = {QColor(0, 120, 120), QColor(60, 175, 165)};  // neighbouring buckets alternate
 const QBrush kHatch(QColor(255, 255, 255, 200), Qt::BDiagPattern);
 constexpr double kLaneShare = 0.3;  // of a row, for its communication lane
@@ -33,7 +32,9 @@ QColor boxColor(const TimelineBox& b) {
   return b.kind == ComputeKind::backward ? c.darker(160) : c;
 }
 
-bool isWhole(const TimelineBox& b) { return b.kind != ComputeKind::recompute; }
+bool isWhole(const TimelineBox& b) {
+  return b.kind != ComputeKind::recompute;
+}
 
 void drawArrow(QPainter& p, const QLineF& line, const QColor& color) {
   p.setPen(QPen(color, 1.4));
@@ -122,7 +123,9 @@ int TimelineCanvas::paintLegend(QPainter* p, double top) const {
   return rows;
 }
 
-double TimelineCanvas::rowHeight() const { return plotRect().height() / owner_->stages(); }
+double TimelineCanvas::rowHeight() const {
+  return plotRect().height() / owner_->stages();
+}
 
 QRectF TimelineCanvas::computeBand(int stage) const {
   const QRectF r = plotRect();
@@ -184,7 +187,8 @@ void TimelineCanvas::paintRows(QPainter& p) const {
     const QRectF label(2, computeBand(s).top(), kLeft - 8, computeBand(s).height());
     const int rank = owner_->grid_.rank_at(s, owner_->replica());
     p.setFont(font());
-    p.drawText(label, Qt::AlignRight | Qt::AlignVCenter, PipelineTimelineView::tr("stage %1\nrank %2").arg(s).arg(rank));
+    p.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
+               PipelineTimelineView::tr("stage %1\nrank %2").arg(s).arg(rank));
     if (!lane) continue;
     p.setFont(smallFont());
     p.drawText(QRectF(2, laneBand(s).top(), kLeft - 8, laneBand(s).height()), Qt::AlignRight | Qt::AlignVCenter,
@@ -209,7 +213,8 @@ void TimelineCanvas::paintBoxes(QPainter& p) const {
     p.fillRect(br, boxColor(b));
     p.setPen(QPen(palette().base().color(), 1));
     p.drawRect(br);
-    const QString text = (b.kind == ComputeKind::forward ? QStringLiteral("F%1") : QStringLiteral("B%1")).arg(b.micro_batch);
+    const QString text =
+        (b.kind == ComputeKind::forward ? QStringLiteral("F%1") : QStringLiteral("B%1")).arg(b.micro_batch);
     if (fm.horizontalAdvance(text) + 4 < br.width()) {
       p.setPen(Qt::white);
       p.drawText(br, Qt::AlignCenter, text);
@@ -310,11 +315,15 @@ void TimelineCanvas::mouseMoveEvent(QMouseEvent* e) {
 }
 
 QString TimelineCanvas::boxToolTip(const TimelineBox& b) const {
-  const QString pass = b.kind == ComputeKind::forward    ? PipelineTimelineView::tr("forward")
-                       : b.kind == ComputeKind::backward ? PipelineTimelineView::tr("backward")
-                                                         : PipelineTimelineView::tr("recompute of layer %1").arg(b.layer);
+  const QString pass = b.kind == ComputeKind::forward ? PipelineTimelineView::tr("forward")
+                       : b.kind == ComputeKind::backward
+                           ? PipelineTimelineView::tr("backward")
+                           : PipelineTimelineView::tr("recompute of layer %1").arg(b.layer);
   return PipelineTimelineView::tr("stage %1, rank %2\nmicro-batch %3, %4\nstart %5 ms, duration %6 ms")
-      .arg(b.stage).arg(b.rank).arg(b.micro_batch).arg(pass)
+      .arg(b.stage)
+      .arg(b.rank)
+      .arg(b.micro_batch)
+      .arg(pass)
       .arg(ms(b.start_ns), 0, 'f', 2)
       .arg(static_cast<double>(b.end_ns - b.start_ns) / 1e6, 0, 'f', 2);
 }
@@ -323,14 +332,22 @@ QString TimelineCanvas::transferToolTip(const TimelineTransfer& t) const {
   const QString what = t.forward() ? PipelineTimelineView::tr("activation of micro-batch %1").arg(t.micro_batch)
                                    : PipelineTimelineView::tr("gradient of micro-batch %1").arg(t.micro_batch);
   return PipelineTimelineView::tr("%1\nstage %2 (rank %3) → stage %4 (rank %5), %6 bytes\nsent %7 ms, arrived %8 ms")
-      .arg(what).arg(t.src_stage).arg(t.src_rank).arg(t.dst_stage).arg(t.dst_rank).arg(t.bytes)
+      .arg(what)
+      .arg(t.src_stage)
+      .arg(t.src_rank)
+      .arg(t.dst_stage)
+      .arg(t.dst_rank)
+      .arg(t.bytes)
       .arg(ms(t.start_ns), 0, 'f', 3)
       .arg(ms(t.end_ns), 0, 'f', 3);
 }
 
 QString TimelineCanvas::bucketToolTip(const TimelineBucketSpan& s) const {
-  return PipelineTimelineView::tr("bucket %1 all-reduce, rank %2\none ring transfer of %3 bytes\nstart %4 ms, duration %5 ms")
-      .arg(s.bucket).arg(s.rank).arg(s.bytes)
+  return PipelineTimelineView::tr(
+             "bucket %1 all-reduce, rank %2\none ring transfer of %3 bytes\nstart %4 ms, duration %5 ms")
+      .arg(s.bucket)
+      .arg(s.rank)
+      .arg(s.bytes)
       .arg(ms(s.start_ns), 0, 'f', 3)
       .arg(static_cast<double>(s.end_ns - s.start_ns) / 1e6, 0, 'f', 3);
 }
