@@ -5,8 +5,8 @@
 // accumulation), reset, the whole app; the replica selector, an arrow per
 // pipeline send → receive of the shown replica, DDP's bucket lane and its
 // overlap equal to summarize_schedule's; screenshots of a 4-stage 1F1B step
-// (build/tests/pipeline_timeline.png) and of dp 2 × pp 2 with DDP's lanes
-// (build/tests/pipeline_timeline_ddp.png).
+// (build/tests/pipeline_timeline.png), of dp 2 × pp 2 with DDP's lanes
+// (build/tests/pipeline_timeline_ddp.png) and of dp 2 alone (pipeline_timeline_dp.png).
 #include <QCoreApplication>
 #include <QDir>
 #include <QLabel>
@@ -14,7 +14,6 @@
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QtTest>
-
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -23,11 +22,10 @@
 #include <tuple>
 
 #include "clock/schedule_summary.h"
-#include "plan/grid.h"
-
 #include "config_panel.h"
 #include "engine/collecting_sink.h"
 #include "main_window.h"
+#include "plan/grid.h"
 #include "train/trainer.h"
 #include "views/pipeline_timeline.h"
 
@@ -95,7 +93,9 @@ int evaluationSends(const std::map<std::tuple<int, int, int>, int>& sends) {
   return n;
 }
 
-QString percentOf(double fraction) { return QString::number(100.0 * fraction, 'f', 1) + QLatin1Char('%'); }
+QString percentOf(double fraction) {
+  return QString::number(100.0 * fraction, 'f', 1) + QLatin1Char('%');
+}
 
 }  // namespace
 
@@ -170,9 +170,8 @@ class TestPipelineTimeline : public QObject {
   void headerFollowsTheLastCompletedStep() {
     const RunConfig c = pipelineRun(2, 4, PipelineScheduleKind::gpipe);
     auto events = eventsOf(c);
-    const auto last = std::find_if(events.rbegin(), events.rend(), [](const Event& e) {
-      return e.kind == EventKind::step_metrics && e.step == 2;
-    });
+    const auto last = std::find_if(events.rbegin(), events.rend(),
+                                   [](const Event& e) { return e.kind == EventKind::step_metrics && e.step == 2; });
     QVERIFY(last != events.rend());
     const Event metrics = *last;
     events.erase(std::next(last).base());
@@ -202,8 +201,10 @@ class TestPipelineTimeline : public QObject {
     // between), so the formula beside the measurement takes m = 4, not 8.
     std::int64_t first_flush_end = 0, second_flush_start = std::numeric_limits<std::int64_t>::max();
     for (const auto& b : boxes) {
-      if (b.micro_batch < 4) first_flush_end = std::max(first_flush_end, b.end_ns);
-      else second_flush_start = std::min(second_flush_start, b.start_ns);
+      if (b.micro_batch < 4)
+        first_flush_end = std::max(first_flush_end, b.end_ns);
+      else
+        second_flush_start = std::min(second_flush_start, b.start_ns);
     }
     QVERIFY(first_flush_end <= second_flush_start);
     QCOMPARE(view.formula_bubble(), 1.0 / 5.0);
@@ -325,7 +326,8 @@ class TestPipelineTimeline : public QObject {
       QVERIFY2(header.contains(QStringLiteral("bubble measured ") + percentOf(engine.bubble->measured)),
                qPrintable(header));
     }
-    const QString path = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("pipeline_timeline_ddp.png"));
+    const QString path =
+        QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("pipeline_timeline_ddp.png"));
     QVERIFY(view.grab().save(path));
     // Data parallel without a pipeline: one row and its lane, the overlap alone in the header.
     RunConfig ddp = pipelineRun(1, 1, PipelineScheduleKind::one_f_one_b);
@@ -342,6 +344,8 @@ class TestPipelineTimeline : public QObject {
     const QString header = view.findChild<QLabel*>(QStringLiteral("bubble"))->text();
     QVERIFY2(header.contains(percentOf(engine.overlap->fraction())) && !header.contains(QStringLiteral("bubble")),
              qPrintable(header));
+    QVERIFY(view.grab().save(
+        QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("pipeline_timeline_dp.png"))));
   }
 
   void wholeAppFillsTheTimeline() {
