@@ -49,6 +49,8 @@ ProcessMode join_mpi_job(RunConfig& config, std::string& record) {
   mode.process.share = [&world](const std::vector<int>& members, void* data, int bytes) {
     world.share(members, data, bytes);
   };
+  mode.process.waiting = [&world](int delta) { world.add_waiting(delta); };
+  mode.process.unresponsive = [&world] { return world.ask_peers(); };
   if (world.rank() == 0) {
     const std::string collectives =
         config.device == "cuda" ? "NCCL between the processes' GPUs (one GPU per local rank, ids sent over MPI)"

@@ -165,6 +165,15 @@ class NcclCommunicator final : public Communicator {
   // The watchdog's loop: the call's end, an abort of the run (a peer failed:
   // our kernels stop waiting for it), or the timeout.
   void wait_for_end(CommOp op, double& start_ms, double& end_ms) {
+    struct Waiting {  // what this process answers a peer that asks after its own timeout
+      const NcclAbortState& state;
+      explicit Waiting(const NcclAbortState& s) : state(s) {
+        if (state.waiting) state.waiting(1);
+      }
+      ~Waiting() {
+        if (state.waiting) state.waiting(-1);
+      }
+    } waiting(state_);
     const auto start = std::chrono::steady_clock::now();
     for (int idle = 0; !nccl_poll(context_, start_ms, end_ms); ++idle) {
       if (state_.aborted()) {
@@ -175,7 +184,8 @@ class NcclCommunicator final : public Communicator {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > state_.timeout_s)
         throw std::runtime_error("NCCL " + std::string(comm_op_name(op)) + " of ranks " + ranks_text(members_) +
                                  " timed out after " + std::to_string(static_cast<int>(state_.timeout_s)) +
-                                 " s (--comm-timeout): its communicators are aborted");
+                                 " s (--comm-timeout): its communicators are aborted" +
+                                 (state_.unresponsive ? state_.unresponsive() : std::string()));
       if (idle < 100)
         std::this_thread::yield();
       else

@@ -57,6 +57,10 @@ struct NcclAbortState {
   std::function<std::string()> message;
   std::function<void(int rank, const std::string& reason)> abort;
   double timeout_s = 0.0;  // a call not finished after this long aborts the run (0: no limit)
+  // May be empty. A call starts (+1) and stops (-1) waiting for its peers;
+  // after a timeout, which peers are not waiting ("; rank 2 does not answer").
+  std::function<void(int delta)> waiting;
+  std::function<std::string()> unresponsive;
 };
 
 // The in-process world's abort state.

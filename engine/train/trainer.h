@@ -97,6 +97,10 @@ struct RankProcess {
   // GPU), and how a group's members get its first member's NCCL unique id.
   int local_rank = 0;
   std::function<void(const std::vector<int>& members, void* data, int bytes)> share;
+  // An NCCL call's wait, as the MPI world counts waits (+1, -1), and which
+  // processes are not waiting after a timeout ("; rank 2 does not answer").
+  std::function<void(int delta)> waiting;
+  std::function<std::string()> unresponsive;
   bool active() const { return static_cast<bool>(communicator); }
 };
 

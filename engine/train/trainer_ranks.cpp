@@ -88,6 +88,8 @@ NcclAbortState Trainer::process_abort_state() {
   state.message = [this] { return process_.aborted() ? process_.abort_message() : world_->abort_message(); };
   state.abort = [this](int rank, const std::string& reason) { abort_world(rank, reason); };
   state.timeout_s = config_.comm_timeout_s;
+  state.waiting = process_.waiting;
+  state.unresponsive = process_.unresponsive;
   return state;
 }
 

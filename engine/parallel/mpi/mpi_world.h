@@ -90,6 +90,12 @@ class MpiWorld {
   // Waits as wait() does. Throws CommAborted.
   void share(const std::vector<int>& members, void* data, int bytes);
 
+  // After a timeout: "; rank 2 does not answer (stopped or frozen)" for each
+  // process that is not waiting in a communication call.
+  std::string ask_peers();
+  // A thread waiting outside wait() (an NCCL call) counts for ask_peers: +1 when it starts, -1 when it stops.
+  void add_waiting(int delta) { waiting_ += delta; }
+
   // Marks the job failed and tells every other process (first call only):
   // blocked and later calls throw CommAborted naming by_rank and the reason.
   void abort(int by_rank, const std::string& reason);
@@ -131,7 +137,6 @@ class MpiWorld {
   void abort_with(const std::string& message, bool from_watchdog);
   void send_abort_notices(const std::string& text);  // mutex held
   void answer_queries();                             // mutex held
-  std::string ask_peers();                           // after a timeout: "; rank 2 does not answer (stopped or frozen)"
 
   MpiOptions options_;
   int rank_ = 0, size_ = 1, local_rank_ = 0;

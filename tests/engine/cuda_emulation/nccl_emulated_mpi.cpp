@@ -240,6 +240,10 @@ ncclResult_t mpi_init_rank(std::shared_ptr<MpiLink>& link, int nranks, const ncc
     return fail(ncclInvalidArgument, "ncclCommInitRank: the unique id is not one ncclGetUniqueId made");
   if (nranks < 1 || rank < 0 || rank >= nranks)
     return fail(ncclInvalidArgument, "ncclCommInitRank: rank " + std::to_string(rank) + " of " + std::to_string(nranks));
+  // Test hook: this process's copy of the id changed on the way (SHARDSCOPE_EMULATED_NCCL_WRONG_ID=<its MPI rank>).
+  if (const char* wrong = std::getenv("SHARDSCOPE_EMULATED_NCCL_WRONG_ID");
+      wrong != nullptr && std::atoi(wrong) == world_rank())
+    contents.nonce ^= 1;
   std::vector<int> world;
   const bool maker = contents.maker == world_rank() && made_here(contents.nonce);
   const ncclResult_t status =
