@@ -54,9 +54,8 @@ ProcessMode join_mpi_job(RunConfig& config, std::string& record) {
   if (world.rank() == 0) {
     const std::string collectives =
         config.device == "cuda" ? "NCCL between the processes' GPUs (one GPU per local rank, ids sent over MPI)"
-        : config.collectives == "native"
-            ? "native collectives (MPI's own: the ring view shows one span per call)"
-            : "ring collectives (ring over MPI messages: every chunk is an event)";
+        : config.collectives == "native" ? "native collectives (MPI's own: the ring view shows one span per call)"
+                                         : "ring collectives (ring over MPI messages: every chunk is an event)";
     std::printf("ranks as processes: %d MPI processes, one rank each; %s; comm timeout %g s\n", world.size(),
                 collectives.c_str(), config.comm_timeout_s);
     std::fflush(stdout);

@@ -262,8 +262,8 @@ NcclAbortState nccl_abort_state(std::shared_ptr<InProcessWorld> world, double ti
   return state;
 }
 
-NcclWorld::NcclWorld(std::vector<int> rank_devices, NcclAbortState abort_state, EventSink* sink,
-                     const RunClock* clock, NcclShareId share_id)
+NcclWorld::NcclWorld(std::vector<int> rank_devices, NcclAbortState abort_state, EventSink* sink, const RunClock* clock,
+                     NcclShareId share_id)
     : rank_devices_(std::move(rank_devices)),
       abort_state_(std::move(abort_state)),
       share_id_(std::move(share_id)),

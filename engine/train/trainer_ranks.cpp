@@ -23,12 +23,12 @@ RankDeviceFactory Trainer::cuda_devices() {
     device_note_ = "--device cuda: " + probe.reason + "; training on the CPU instead";
     return {};
   }
-  for (const int g : config_.gpus)
+  std::vector<int> gpus = config_.gpus;  // under mpirun: this process's only
+  if (process_.active()) gpus = {process_gpu_ = process_gpu(static_cast<int>(probe.gpus.size()))};
+  for (const int g : gpus)
     if (g >= static_cast<int>(probe.gpus.size()))
       throw ConfigError("--gpus: GPU " + std::to_string(g) + " does not exist (" + std::to_string(probe.gpus.size()) +
                         " found)");
-  std::vector<int> gpus = config_.gpus;
-  if (process_.active()) gpus = {process_gpu_ = process_gpu(static_cast<int>(probe.gpus.size()))};
   const bool several = plan_->grid().world_size() > 1;
   // Mixed precision multiplies 16-bit operands on the tensor cores, as torch.autocast does.
   const std::string matmul(precision_name(config_.precision));

@@ -18,8 +18,8 @@
 namespace {
 
 // 8 steps of gpt-tiny: the emulated GPUs run every kernel on the CPU.
-const QStringList kRun{"train", "--model",     "gpt-tiny", "--steps", "8",      "--batch", "8",
-                       "--seq", "16",          "--log-every", "1",    "--device", "cuda"};
+const QStringList kRun{"train", "--model", "gpt-tiny",    "--steps", "8",        "--batch", "8",
+                       "--seq", "16",      "--log-every", "1",       "--device", "cuda"};
 constexpr double kTolerance = 1e-3;  // as test_cuda_training_emulated's fp32 rows
 
 // The emulated CUDA and NCCL plugins, four pretend GPUs per process.

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // libshardscope_nccl.so: NCCL communicators for ranks on distinct GPUs, of one
-// process (ncclCommInitAll) or one per process (ncclCommInitRank), nccl_plugin_abi.h. Each call waits (cudaStreamWaitEvent) for the
-// work queued on the rank's compute stream, so a DDP bucket's all-reduce runs
-// on its communicator's stream while backward goes on computing earlier layers.
+// process (ncclCommInitAll) or one per process (ncclCommInitRank), as
+// nccl_plugin_abi.h says. Each call waits (cudaStreamWaitEvent) for the work
+// queued on the rank's compute stream, so a DDP bucket's all-reduce runs on its
+// communicator's stream while backward goes on computing earlier layers.
 #include <cuda_runtime.h>
 #include <nccl.h>
 

@@ -79,8 +79,8 @@ std::vector<unsigned char> reduce(const std::vector<Op>& ops, int me) {
     case Kind::all_gather:
       out.resize(static_cast<std::size_t>(size) * op.count * eb);
       for (int r = 0; r < size; ++r)
-        std::memcpy(out.data() + static_cast<std::size_t>(r) * op.count * eb,
-                    ops[static_cast<std::size_t>(r)].send, op.count * eb);
+        std::memcpy(out.data() + static_cast<std::size_t>(r) * op.count * eb, ops[static_cast<std::size_t>(r)].send,
+                    op.count * eb);
       break;
     default: {  // broadcast
       const Op& root = ops[static_cast<std::size_t>(op.root_or_peer)];
@@ -440,14 +440,12 @@ ncclResult_t ncclBroadcast(const void* send, void* recv, std::size_t count, nccl
 
 ncclResult_t ncclSend(const void* send, std::size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-  if (comm == nullptr || peer < 0 || peer >= size_of(*comm) || peer == comm->rank.rank)
-    return ncclInvalidArgument;
+  if (comm == nullptr || peer < 0 || peer >= size_of(*comm) || peer == comm->rank.rank) return ncclInvalidArgument;
   return issue(comm, stream, Op{Kind::send, send, nullptr, count, type, ncclSum, peer, 0});
 }
 
 ncclResult_t ncclRecv(void* recv, std::size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-  if (comm == nullptr || peer < 0 || peer >= size_of(*comm) || peer == comm->rank.rank)
-    return ncclInvalidArgument;
+  if (comm == nullptr || peer < 0 || peer >= size_of(*comm) || peer == comm->rank.rank) return ncclInvalidArgument;
   return issue(comm, stream, Op{Kind::recv, nullptr, recv, count, type, ncclSum, peer, 0});
 }

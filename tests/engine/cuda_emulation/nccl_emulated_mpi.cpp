@@ -44,7 +44,7 @@ struct MpiLink {
 namespace {
 
 constexpr char kMagic[16] = "ss-nccl-emu-id";
-constexpr int kHelloTag = 31001, kWelcomeTag = 31002;  // bootstrap, on MPI_COMM_WORLD
+constexpr int kHelloTag = 31001, kWelcomeTag = 31002;    // bootstrap, on MPI_COMM_WORLD
 constexpr int kCollectiveTag = 1, kPointToPointTag = 2;  // on the communicator's own
 
 struct IdContents {
@@ -239,7 +239,8 @@ ncclResult_t mpi_init_rank(std::shared_ptr<MpiLink>& link, int nranks, const ncc
   if (std::memcmp(contents.magic, kMagic, sizeof kMagic) != 0 || contents.maker < 0 || contents.maker >= world_size)
     return fail(ncclInvalidArgument, "ncclCommInitRank: the unique id is not one ncclGetUniqueId made");
   if (nranks < 1 || rank < 0 || rank >= nranks)
-    return fail(ncclInvalidArgument, "ncclCommInitRank: rank " + std::to_string(rank) + " of " + std::to_string(nranks));
+    return fail(ncclInvalidArgument,
+                "ncclCommInitRank: rank " + std::to_string(rank) + " of " + std::to_string(nranks));
   // Test hook: this process's copy of the id changed on the way (SHARDSCOPE_EMULATED_NCCL_WRONG_ID=<its MPI rank>).
   if (const char* wrong = std::getenv("SHARDSCOPE_EMULATED_NCCL_WRONG_ID");
       wrong != nullptr && std::atoi(wrong) == world_rank())
@@ -334,7 +335,8 @@ void collective(MpiLink& link, const Op& op) {
     if (std::memcmp(part.data(), &mine[0], sizeof(Header)) != 0) {
       link.failed = true;
       set_last_error(std::string("rank ") + std::to_string(me) + " called " + kind_name(op.kind) + " of " +
-                     std::to_string(op.count) + ", rank " + std::to_string(r) + " another call (op, count, type or root)");
+                     std::to_string(op.count) + ", rank " + std::to_string(r) +
+                     " another call (op, count, type or root)");
       delete buffers;
       return;
     }

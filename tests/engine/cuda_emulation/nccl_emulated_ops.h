@@ -48,7 +48,7 @@ int mpi_size(const MpiLink& link);
 // Stream work: one call, or a group's calls (sends posted first, waited for last).
 void mpi_run(MpiLink& link, const Op& op);
 void mpi_group(MpiLink& link, const std::vector<Op>& ops);
-void mpi_abort(MpiLink& link);        // waiting and later calls return at once
+void mpi_abort(MpiLink& link);         // waiting and later calls return at once
 bool mpi_failed(const MpiLink& link);  // a mismatch between the ranks' calls was seen
 
 }  // namespace nccl_emulation
