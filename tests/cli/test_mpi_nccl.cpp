@@ -3,7 +3,7 @@
 // shardscope-cli train --device cuda under `mpirun -np 4`, on the emulated
 // CUDA and NCCL plugins (tests/engine/cuda_emulation: four pretend GPUs per
 // process, NCCL's calls as MPI messages), gives the per-step losses of the
-// 4-thread CPU run for DDP, ZeRO-2 and pp 2 x dp 2; each group's unique id
+// 4-thread CPU run for DDP, ZeRO-2, ZeRO-3 and pp 2 x dp 2; each group's unique id
 // travels from its first rank (a rank whose copy changed is refused, and every
 // process names it); a killed or a hung rank stops the job, named; a missing
 // GPU or NCCL plugin is named. Skipped, saying so, only where mpirun is missing.
@@ -57,6 +57,7 @@ class TestMpiNccl : public QObject {
     QTest::addColumn<QStringList>("layout");
     QTest::newRow("ddp") << QStringList{"--dp", "4"};
     QTest::newRow("zero2") << QStringList{"--dp", "4", "--zero", "2"};
+    QTest::newRow("zero3") << QStringList{"--dp", "4", "--zero", "3"};
     QTest::newRow("pp2xdp2 1f1b") << QStringList{"--dp", "2",          "--pp", "2", "--micro-batches",
                                                  "2",    "--schedule", "1f1b"};
   }

@@ -40,11 +40,15 @@ void check(cudaError_t status, const char* call) {
 }
 
 // NCCL's message, with its details (ncclGetLastError: which peer, which id) where it has them.
+std::string nccl_error_text(ncclResult_t status, ncclComm_t comm) {
+  const char* details = ncclGetLastError(comm);
+  return std::string(ncclGetErrorString(status)) +
+         (details != nullptr && details[0] != '\0' ? std::string(" (") + details + ")" : "");
+}
+
 void check(ncclResult_t status, const char* call) {
-  if (status == ncclSuccess || status == ncclInProgress) return;
-  const char* details = ncclGetLastError(nullptr);
-  throw std::runtime_error(std::string(call) + ": " + ncclGetErrorString(status) +
-                           (details != nullptr && details[0] != '\0' ? std::string(" (") + details + ")" : ""));
+  if (status != ncclSuccess && status != ncclInProgress)
+    throw std::runtime_error(std::string(call) + ": " + nccl_error_text(status, nullptr));
 }
 
 ncclDataType_t nccl_type(int dtype) {
@@ -350,7 +354,7 @@ __attribute__((visibility("default"))) int shardscope_nccl_poll(void* context, i
     ncclResult_t async = ncclSuccess;
     check(ncclCommGetAsyncError(c.comm, &async), "ncclCommGetAsyncError");
     if (async != ncclSuccess && async != ncclInProgress)
-      throw std::runtime_error(std::string("NCCL: ") + ncclGetErrorString(async));
+      throw std::runtime_error("NCCL: " + nccl_error_text(async, c.comm));
     check(cudaSetDevice(c.device), "cudaSetDevice");
     const cudaError_t status = cudaEventQuery(c.end);
     if (status == cudaErrorNotReady) return;
