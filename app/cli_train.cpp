@@ -247,9 +247,8 @@ void print_data_parallel_traffic(const Trainer& trainer, const RunConfig& config
     const DataParallelTraffic f = data_parallel_traffic(
         plan, plan.stage(stage), static_cast<std::int64_t>(config.accum) * config.micro_batches, extra);
     const std::string where = config.pp > 1 ? "stage " + std::to_string(stage) + " " : "";
-    const std::size_t colon = f.formula.find(':');  // "2(N−1)/N · gΨ': what it sends ..."
-    const std::string formula = " (step " + std::to_string(step) + "; formula " + f.formula.substr(0, colon) +
-                                " = " + bytes_text(f.bytes) + ";" + f.formula.substr(colon + 1) + ")";
+    const std::string formula = " (step " + std::to_string(step) + "; formula " + f.formula + " = " +
+                                bytes_text(f.bytes) + " with " + f.values + ": " + f.what + ")";
     if (plan.naive()) {
       const int root = plan.grid().rank_at(stage, 0);
       const auto at = [](const std::map<int, std::int64_t>& m, int r) { return m.count(r) ? m.at(r) : 0; };

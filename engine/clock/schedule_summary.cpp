@@ -211,7 +211,7 @@ std::vector<std::string> schedule_summary_lines(const ScheduleSummary& s, std::s
 }
 
 bool is_data_parallel_transfer(const Event& e, int dp) {
-  return e.kind == EventKind::comm_span && e.purpose != CommPurpose::other && e.src >= 0 && e.dst >= 0 &&
+  return e.kind == EventKind::comm_span && moves_model_states(e.purpose) && e.src >= 0 && e.dst >= 0 &&
          e.src != e.dst && dp > 0 && e.src / dp == e.dst / dp;
 }
 
@@ -227,7 +227,7 @@ MeasuredTraffic measure_data_parallel_traffic(std::span<const Event> events, std
 
 void ScheduleEvents::emit(const Event& event) {
   if (next_ != nullptr) next_->emit(event);
-  const bool model_states = event.kind == EventKind::comm_span && event.purpose != CommPurpose::other &&
+  const bool model_states = event.kind == EventKind::comm_span && moves_model_states(event.purpose) &&
                             event.src >= 0 && event.dst >= 0;
   if (!is_stage_span(event) && !is_bucket_transfer(event) && !model_states) return;
   std::lock_guard lock(mutex_);

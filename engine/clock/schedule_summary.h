@@ -62,8 +62,8 @@ struct ScheduleSummary {
 
 // The data-parallel collectives as they ran (against the formulas of
 // plan/data_parallel_traffic.h): a transfer between two ranks of one stage's
-// data-parallel group (stage = rank / dp) that moves model states (its purpose
-// is set). Whole native calls (dst -1: NCCL, MPI's native collectives) are not
+// data-parallel group (stage = rank / dp) that moves model states for the
+// step (its purpose is gradients or parameters). Whole native calls (dst -1: NCCL, MPI's native collectives) are not
 // transfers: their ring steps are not events.
 bool is_data_parallel_transfer(const Event& e, int dp);
 // A step's data-parallel transfers, bytes by global rank.

@@ -55,7 +55,7 @@ void count_data_parallel_bytes(TimeEstimate& t, const ModelShape& model, const E
     DataParallelTraffic traffic = data_parallel_traffic(rules, stage, s.micro_steps(), extra);
     if (t.dp_formula.empty() || traffic.bytes > t.dp_bytes) {
       t.dp_bytes = traffic.bytes;
-      t.dp_formula = std::move(traffic.formula);
+      t.dp_formula = traffic.text();
     }
   }
 }

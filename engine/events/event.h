@@ -43,10 +43,13 @@ enum class RingPhase : std::uint8_t { none = 0, reduce_scatter = 1, all_gather =
 
 enum class ShardAction : std::uint8_t { gather = 0, release = 1 };
 
-// The model state a data-parallel collective moves (what its bytes count
-// toward: plan/data_parallel_traffic.h); other for tokens, loss totals, norms,
-// the tied embedding's copies across stages and pipeline activations.
-enum class CommPurpose : std::uint8_t { other = 0, gradients = 1, parameters = 2 };
+// The model state a data-parallel collective moves for a training step (what
+// its bytes count toward: plan/data_parallel_traffic.h); evaluation: ZeRO-3's
+// parameter gathers for an evaluation after the step, outside its traffic;
+// other for tokens, loss totals, norms, the tied embedding's copies across
+// stages and pipeline activations.
+enum class CommPurpose : std::uint8_t { other = 0, gradients = 1, parameters = 2, evaluation = 3 };
+inline bool moves_model_states(CommPurpose p) { return p == CommPurpose::gradients || p == CommPurpose::parameters; }
 
 enum class LogLevel : std::uint8_t { debug = 0, info = 1, warning = 2, error = 3 };
 

@@ -44,10 +44,11 @@ ZeroShardedStorage::UnitShard& ZeroShardedStorage::shard_of(int unit) {
   return it->second;
 }
 
-void ZeroShardedStorage::set_context(EventSink* sink, DeviceClock* clock, const Event& base) {
+void ZeroShardedStorage::set_context(EventSink* sink, DeviceClock* clock, const Event& base, CommPurpose gathers) {
   sink_ = sink;
   clock_ = clock;
   base_ = base;
+  gathers_ = gathers;
 }
 
 void ZeroShardedStorage::emit_shard(ShardAction action, int unit, std::int64_t bytes) {
@@ -121,7 +122,7 @@ void ZeroShardedStorage::gather_parameters(Model& model, int unit) {
     s.gathered = Buffer(ledger_, MemoryCategory::communication, s.chunk * dp_.size() * element_bytes());
     std::byte* send = bytes_at(s.gathered, dp_.rank() * s.chunk);  // in place: our slot of the result
     model.backend().copy(send, bytes_at(params_, s.packed), s.chunk * element_bytes());
-    const CommTag tag = unit_tag(base_.step, base_.micro_batch, unit, CommPurpose::parameters);
+    const CommTag tag = unit_tag(base_.step, base_.micro_batch, unit, gathers_);
     dp_.all_gather(send, s.gathered.data(), s.chunk, dtype_, tag);
     source = static_cast<const std::byte*>(s.gathered.data());
     emit_shard(ShardAction::gather, unit, s.unit.numel() * element_bytes());

@@ -32,7 +32,10 @@ namespace shardscope {
 struct DataParallelTraffic {
   double bytes = 0;             // per rank per step (naive: rank 0's sent + received); 0 with one rank
   std::int64_t travelling = 0;  // Ψ' elements
-  std::string formula;          // "2(N−1)/N · gΨ' = 2 × 3/4 × 4 × 1,234"
+  std::string formula;          // the symbols: "(N−1)/N · (g + p)Ψ'"
+  std::string values;           // language-neutral: "N = 4, p = 4, g = 4, Ψ' = N·ceil(Ψ/N) = 1236"
+  std::string what;             // in English: "reduce-scatter the gradients, all-gather the updated shards"
+  std::string text() const;     // "formula: what; values"
 };
 
 // The formula for the data-parallel ranks of a stage with these units (no

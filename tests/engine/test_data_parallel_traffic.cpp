@@ -79,6 +79,7 @@ class TestDataParallelTraffic : public QObject {
   void ddp_ranks_differ_only_by_uneven_ring_chunks();
   void naive_rank_0_moves_the_model_twice_per_peer();
   void accumulation_repeats_only_zero2_and_zero3_traffic();
+  void evaluation_gathers_are_not_the_steps();
 };
 
 void TestDataParallelTraffic::every_rank_sends_the_formula_data() {
@@ -169,6 +170,26 @@ void TestDataParallelTraffic::accumulation_repeats_only_zero2_and_zero3_traffic(
     if (zero == 2) QCOMPARE(added, 0.5 * 4 * psi);  // one more reduce-scatter of the gradients
     if (zero == 3) QCOMPARE(added, static_cast<double>(once.traffic.sent.at(1)));  // everything twice
   }
+}
+
+// ZeRO-3 gathers the parameters again to evaluate after a step; those
+// transfers say so (purpose evaluation) and stay out of the step's bytes.
+void TestDataParallelTraffic::evaluation_gathers_are_not_the_steps() {
+  RunConfig c = config_of(2, 3, false);
+  c.eval_every = 1;
+  CollectingSink sink;
+  Trainer trainer(c, &sink);
+  trainer.run({});
+  const std::vector<Event> events = sink.events();
+  std::int64_t evaluation = 0;
+  for (const Event& e : events)
+    if (e.kind == EventKind::comm_span && e.step == 2 && e.purpose == CommPurpose::evaluation && e.src == 1)
+      evaluation += e.bytes;
+  QVERIFY(evaluation > 0);
+  const ShardingPlan plan = make_sharding_plan(c);
+  const DataParallelTraffic formula =
+      data_parallel_traffic(plan, plan.stage(0), 1, extra_embedding_gathers(ModelKind::gpt));
+  QCOMPARE(static_cast<double>(measure_data_parallel_traffic(events, 2, 2).sent.at(1)), formula.bytes);
 }
 
 QTEST_GUILESS_MAIN(TestDataParallelTraffic)
