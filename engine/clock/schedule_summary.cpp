@@ -227,8 +227,8 @@ MeasuredTraffic measure_data_parallel_traffic(std::span<const Event> events, std
 
 void ScheduleEvents::emit(const Event& event) {
   if (next_ != nullptr) next_->emit(event);
-  const bool model_states = event.kind == EventKind::comm_span && moves_model_states(event.purpose) &&
-                            event.src >= 0 && event.dst >= 0;
+  const bool model_states =
+      event.kind == EventKind::comm_span && moves_model_states(event.purpose) && event.src >= 0 && event.dst >= 0;
   if (!is_stage_span(event) && !is_bucket_transfer(event) && !model_states) return;
   std::lock_guard lock(mutex_);
   if (event.step > latest_step_) {

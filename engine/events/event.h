@@ -49,7 +49,9 @@ enum class ShardAction : std::uint8_t { gather = 0, release = 1 };
 // other for tokens, loss totals, norms, the tied embedding's copies across
 // stages and pipeline activations.
 enum class CommPurpose : std::uint8_t { other = 0, gradients = 1, parameters = 2, evaluation = 3 };
-inline bool moves_model_states(CommPurpose p) { return p == CommPurpose::gradients || p == CommPurpose::parameters; }
+inline bool moves_model_states(CommPurpose p) {
+  return p == CommPurpose::gradients || p == CommPurpose::parameters;
+}
 
 enum class LogLevel : std::uint8_t { debug = 0, info = 1, warning = 2, error = 3 };
 

@@ -7,7 +7,9 @@ namespace shardscope {
 
 namespace {
 
-std::int64_t padded(std::int64_t count, int dp) { return (count + dp - 1) / dp * dp; }
+std::int64_t padded(std::int64_t count, int dp) {
+  return (count + dp - 1) / dp * dp;
+}
 
 // Ψ' of ZeRO-2/3: every unit padded to N chunks; and the embedding unit's E'.
 std::int64_t padded_units(const StageUnits& stage, int dp) {
@@ -21,7 +23,9 @@ std::int64_t padded_embedding(const StageUnits& stage, int dp) {
   return 0;
 }
 
-std::string n(std::int64_t v) { return std::to_string(v); }
+std::string n(std::int64_t v) {
+  return std::to_string(v);
+}
 
 }  // namespace
 
@@ -29,8 +33,8 @@ std::string DataParallelTraffic::text() const {
   return formula + (what.empty() ? "" : ": " + what) + (values.empty() ? "" : "; " + values);
 }
 
-DataParallelTraffic data_parallel_traffic(const ShardingRules& plan, const StageUnits& stage,
-                                          std::int64_t micro_steps, int extra_embedding_gathers) {
+DataParallelTraffic data_parallel_traffic(const ShardingRules& plan, const StageUnits& stage, std::int64_t micro_steps,
+                                          int extra_embedding_gathers) {
   DataParallelTraffic t;
   const int N = plan.dp();
   const double share = (N - 1.0) / N, K = static_cast<double>(micro_steps);
@@ -71,8 +75,9 @@ DataParallelTraffic data_parallel_traffic(const ShardingRules& plan, const Stage
     const double extra = static_cast<double>(extra_embedding_gathers) * p * static_cast<double>(E);
     t.bytes = K * share * ((2.0 * p + g) * static_cast<double>(t.travelling) + extra);
     t.formula = "K(N−1)/N · ((2p + g)Ψ' + e·pE')";
-    t.what = "all-gather for forward and for backward, reduce-scatter, every micro-step; e: the tied "
-             "embeddings' extra gathers";
+    t.what =
+        "all-gather for forward and for backward, reduce-scatter, every micro-step; e: the tied "
+        "embeddings' extra gathers";
     t.values = pgn + ", K = " + n(micro_steps) + ", e = " + n(extra_embedding_gathers) +
                ", Ψ' = N·Σ ceil(n_u/N) = " + n(t.travelling) + ", E' = " + n(E);
   }

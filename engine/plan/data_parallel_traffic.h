@@ -41,7 +41,7 @@ struct DataParallelTraffic {
 // The formula for the data-parallel ranks of a stage with these units (no
 // plan of every rank needed: the estimator asks for huge grids).
 // extra_embedding_gathers: e above.
-DataParallelTraffic data_parallel_traffic(const ShardingRules& rules, const StageUnits& stage,
-                                          std::int64_t micro_steps, int extra_embedding_gathers);
+DataParallelTraffic data_parallel_traffic(const ShardingRules& rules, const StageUnits& stage, std::int64_t micro_steps,
+                                          int extra_embedding_gathers);
 
 }  // namespace shardscope

@@ -89,8 +89,8 @@ void TestDataParallelTraffic::every_rank_sends_the_formula_data() {
   QTest::addColumn<double>("ddp_multiple");  // the paper: × DDP's 2(N−1)/N·4Ψ
   for (int dp : {2, 4}) {
     for (int zero : {1, 2, 3}) {
-      QTest::newRow(qPrintable(QString("zero-%1 x %2").arg(zero).arg(dp))) << dp << zero << "gpt-tiny"
-                                                                           << (zero == 3 ? 1.5 : 1.0);
+      QTest::newRow(qPrintable(QString("zero-%1 x %2").arg(zero).arg(dp)))
+          << dp << zero << "gpt-tiny" << (zero == 3 ? 1.5 : 1.0);
     }
   }
   QTest::newRow("bert zero-3 x 2") << 2 << 3 << "bert-tiny" << 1.5;
@@ -118,9 +118,10 @@ void TestDataParallelTraffic::every_rank_sends_the_formula() {
   // Against DDP's 2(N−1)/N·4Ψ': the tiny models' units all divide by 4, so Ψ' = Ψ.
   const double psi = static_cast<double>(m.formula.travelling);
   const double ddp = 2.0 * (dp - 1) / dp * 4 * psi;
-  const double embedding = zero == 3 ? extra_embedding_gathers(model == "bert-tiny" ? ModelKind::bert : ModelKind::gpt) *
-                                           (dp - 1.0) / dp * 4 * static_cast<double>(make_sharding_plan(c).stage(0).units.front().numel)
-                                     : 0.0;
+  const double embedding =
+      zero == 3 ? extra_embedding_gathers(model == "bert-tiny" ? ModelKind::bert : ModelKind::gpt) * (dp - 1.0) / dp *
+                      4 * static_cast<double>(make_sharding_plan(c).stage(0).units.front().numel)
+                : 0.0;
   QCOMPARE(m.formula.bytes, ddp_multiple * ddp + embedding);
   QCOMPARE(m.formula.travelling, make_sharding_plan(c).stage(0).parameters());
 }

@@ -9,8 +9,8 @@
 #include <QTabWidget>
 #include <QtTest>
 #include <map>
-#include <set>
 #include <mutex>
+#include <set>
 
 #include "engine/collecting_sink.h"
 #include "events/event.h"

@@ -67,10 +67,10 @@ QString RingAllreduceView::ringCaption(const RingTransfer& t) const {
         .arg(t.ring_step + 1)
         .arg(grid_.dp() - 1)
         .arg(sizeText(t.bytes));
-  const QString what = t.unit < 0                ? tr("the flat shards")
-                       : t.unit == 0             ? tr("the embeddings")
-                       : t.unit == units_ - 1    ? tr("the head")
-                                                 : tr("layer %1").arg(t.unit - 1);
+  const QString what = t.unit < 0             ? tr("the flat shards")
+                       : t.unit == 0          ? tr("the embeddings")
+                       : t.unit == units_ - 1 ? tr("the head")
+                                              : tr("layer %1").arg(t.unit - 1);
   const QString state = t.op == CommOp::reduce_scatter ? tr("gradients") : tr("parameters");
   return tr("step %1 · %2 of the %3 of %4 · ring step %5 of %6 · %7 per chunk")
       .arg(t.step)
@@ -83,10 +83,14 @@ QString RingAllreduceView::ringCaption(const RingTransfer& t) const {
 QString RingAllreduceView::titleText() const {
   if (naive_) return tr("DataParallel (naive): rank 0 scatters, broadcasts and gathers");
   switch (zero_) {
-    case 1: return tr("ZeRO-1: reduce-scatter the gradients, update the own shard, all-gather the parameters");
-    case 2: return tr("ZeRO-2: reduce-scatter each unit's gradients, all-gather the updated chunks");
-    case 3: return tr("ZeRO-3: all-gather each unit for forward and backward, reduce-scatter its gradients");
-    default: return tr("DDP ring all-reduce: reduce-scatter, then all-gather, per bucket");
+    case 1:
+      return tr("ZeRO-1: reduce-scatter the gradients, update the own shard, all-gather the parameters");
+    case 2:
+      return tr("ZeRO-2: reduce-scatter each unit's gradients, all-gather the updated chunks");
+    case 3:
+      return tr("ZeRO-3: all-gather each unit for forward and backward, reduce-scatter its gradients");
+    default:
+      return tr("DDP ring all-reduce: reduce-scatter, then all-gather, per bucket");
   }
 }
 
@@ -98,11 +102,11 @@ QString RingAllreduceView::totalsCaption() const {
   if (current_.transfers.empty() && steps_.empty() && !nccl_.empty())
     return tr("NCCL runs the ring inside its kernels: its chunk transfers are not events, so none is drawn.");
   const QLocale locale;
-  const QString formula = formulaText().isEmpty()
-                              ? QString()
-                              : QStringLiteral(" ") + tr("Formula %1 = %2 bytes, with %3.")
-                                                          .arg(formulaText(), locale.toString(formulaBytes(), 'f', 0),
-                                                               formulaValues());
+  const QString formula =
+      formulaText().isEmpty()
+          ? QString()
+          : QStringLiteral(" ") + tr("Formula %1 = %2 bytes, with %3.")
+                                      .arg(formulaText(), locale.toString(formulaBytes(), 'f', 0), formulaValues());
   if (naive_) {
     const std::int64_t grads = bytes_received(root, step) / (n - 1);  // one rank's gradient bytes, from the events
     const std::int64_t states = state_bytes_sent(root, step) + state_bytes_received(root, step);
@@ -120,7 +124,8 @@ QString RingAllreduceView::totalsCaption() const {
              .arg(n)
              .arg(sizeText(total / n))
              .arg(root)
-             .arg(locale.toString(state_bytes_sent(root, step)), locale.toString(static_cast<double>(total) / n, 'f', 0)) +
+             .arg(locale.toString(state_bytes_sent(root, step)),
+                  locale.toString(static_cast<double>(total) / n, 'f', 0)) +
          formula;
 }
 

@@ -144,8 +144,8 @@ void RingAllreduceView::consume(const std::vector<Event>& events) {
     if (naive_ ? !isRooted(e.op) : !ring) continue;
     // Comm spans carry no stage (the communicator leaves it 0): the grid says whose group it is.
     if (grid_.stage_of(e.src) != grid_.stage_of(e.dst)) continue;  // not within one stage's data-parallel group
-    const RingTransfer t{e.src,   e.dst,   e.bucket,    e.unit,  e.op,     e.purpose,
-                         e.phase, e.ring_step, e.chunk, e.bytes, e.start_ns, e.step};
+    const RingTransfer t{e.src,   e.dst,       e.bucket, e.unit,  e.op,       e.purpose,
+                         e.phase, e.ring_step, e.chunk,  e.bytes, e.start_ns, e.step};
     StepData& sd = steps_[e.step];
     sd.transfers.push_back(t);
     sd.sent[t.src] += t.bytes;

@@ -136,9 +136,9 @@ class RingAllreduceView : public QWidget, public EventView {
   Grid grid_{1, 1};  // the run's dp x pp grid: who is in the shown stage's ring
   int stage_ = 0;
   bool naive_ = false;
-  int zero_ = 0;                                 // the ZeRO stage (0: DDP, or naive)
-  int units_ = 0;                                // the model's units (L + 2): which one is the head
-  std::vector<DataParallelTraffic> traffic_;     // the formula of each stage (plan/data_parallel_traffic.h)
+  int zero_ = 0;                              // the ZeRO stage (0: DDP, or naive)
+  int units_ = 0;                             // the model's units (L + 2): which one is the head
+  std::vector<DataParallelTraffic> traffic_;  // the formula of each stage (plan/data_parallel_traffic.h)
   std::int64_t last_step_ = 0;
   std::map<std::int64_t, StepData> steps_;                   // every stage, keyed by step; see transfers()
   std::map<std::int64_t, NcclCalls> nccl_;                   // the shown stage's first rank, by step
