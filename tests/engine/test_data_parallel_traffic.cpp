@@ -80,6 +80,7 @@ class TestDataParallelTraffic : public QObject {
   void naive_rank_0_moves_the_model_twice_per_peer();
   void accumulation_repeats_only_zero2_and_zero3_traffic();
   void evaluation_gathers_are_not_the_steps();
+  void padded_shards_travel_whole();
 };
 
 void TestDataParallelTraffic::every_rank_sends_the_formula_data() {
@@ -191,6 +192,21 @@ void TestDataParallelTraffic::evaluation_gathers_are_not_the_steps() {
   const DataParallelTraffic formula =
       data_parallel_traffic(plan, plan.stage(0), 1, extra_embedding_gathers(ModelKind::gpt));
   QCOMPARE(static_cast<double>(measure_data_parallel_traffic(events, 2, 2).sent.at(1)), formula.bytes);
+}
+
+// dp 5 does not divide gpt-tiny's units: ZeRO-1's flat shards and ZeRO-2/3's
+// unit chunks travel padded, Ψ' > Ψ, and every rank sends exactly the formula
+// with Ψ' (and the estimator says the same).
+void TestDataParallelTraffic::padded_shards_travel_whole() {
+  for (int zero : {1, 2, 3}) {
+    RunConfig c = config_of(5, zero, false);
+    c.batch = 10;
+    const Measured m = measure(c);
+    QVERIFY(m.formula.travelling > make_sharding_plan(c).stage(0).parameters());
+    QCOMPARE(static_cast<int>(m.traffic.sent.size()), 5);
+    for (const auto& [rank, bytes] : m.traffic.sent) QCOMPARE(static_cast<double>(bytes), m.formula.bytes);
+    QCOMPARE(m.estimated, m.formula.bytes);
+  }
 }
 
 QTEST_GUILESS_MAIN(TestDataParallelTraffic)
