@@ -73,7 +73,7 @@ void TestCliParallel::schedule_prints_textbook_1f1b() {
 void TestCliParallel::prints_data_parallel_bytes_beside_the_formula() {
   const QRegularExpression line(
       R"(data-parallel bytes (sent per rank|through rank 0) per step: (?:sent [0-9,]+ \+ received [0-9,]+ = )?)"
-      R"(([0-9,]+)(?: bytes)? \(step 2; formula ([^=\n]*) = ([0-9,]+);)");
+      R"(([0-9,]+)(?: bytes)? \(step 2; formula ([^=\n]*) = ([0-9,]+) with )");
   std::map<QString, double> sent;
   for (const char* layout : {"ddp", "naive", "1", "2", "3"}) {
     QStringList args{"train", "--steps", "2", "--batch", "8", "--seq", "32", "--dp", "4", "--threads", "2"};
