@@ -74,7 +74,8 @@ std::vector<std::string_view> gpu_profile_choices() {
 std::string_view gpu_profile_help(std::string_view head) {
   static std::vector<std::unique_ptr<std::string>> texts;
   std::string text(head);
-  for (std::string_view choice : gpu_profile_choices()) text += (text.size() > head.size() ? ", " : "") + std::string(choice);
+  for (std::string_view choice : gpu_profile_choices())
+    text += (text.size() > head.size() ? ", " : "") + std::string(choice);
   return *texts.emplace_back(std::make_unique<std::string>(std::move(text)));
 }
 

@@ -214,10 +214,12 @@ class TestUi : public QObject {
   void gpuProfileFitCheck() {
     MainWindow window;
     ConfigPanel* panel = window.configPanel();
-    auto* gpu = panel->findChild<QComboBox*>(QStringLiteral("gpu"));
+    // The run's own field (the virtual clock's GPU), from the schema.
+    auto* gpu = panel->findChild<QComboBox*>(QStringLiteral("gpu_profile"));
     QVERIFY(gpu != nullptr);
-    QCOMPARE(gpu->itemData(0).toString(), QString());  // "none" first
+    QCOMPARE(gpu->itemData(0).toString(), QStringLiteral("none"));  // "none" first
     QCOMPARE(gpu->count(), 1 + static_cast<int>(gpu_profiles().size()));
+    QCOMPARE(panel->labelText(QStringLiteral("gpu_profile")), QStringLiteral("GPU profile"));
     QVERIFY(panel->fitText().isEmpty());
     // GPT-2 medium, one rank, 16 x 1024 tokens, fp32: far more than 24 GiB.
     RunConfig big = ConfigPanel::defaultConfig();
@@ -230,6 +232,7 @@ class TestUi : public QObject {
     panel->setConfig(big);
     panel->setGpuProfile(QStringLiteral("RTX4090"));
     QVERIFY2(panel->problem().isEmpty(), qPrintable(panel->problem()));
+    QCOMPARE(panel->config().gpu_profile, std::string("RTX4090"));
     const GpuProfile& rtx = find_gpu_profile("RTX4090");
     QVERIFY(panel->predictedBytesPerRank() > rtx.memory_bytes);
     const QString text = panel->fitText();
