@@ -259,7 +259,7 @@ void add_clock_fields(std::vector<RunField>& f) {
                .help = {gpu_profile_help("With --clock virtual, the GPU each rank is modeled on: every op still runs "
                                          "here, but its\n      span lasts its time on that GPU, max(FLOPs / (peak x "
                                          "efficiency), bytes / memory\n      bandwidth) (docs/ESTIMATE.md); the panel "
-                                         "also checks the predicted memory against it: "),
+                                         "also checks the predicted memory against it:\n      "),
                         gpu_profile_help("配合 --clock virtual：为每个 rank 建模的 GPU：每个算子仍在本机运行，但其区段"
                                          "时长取它在该 GPU 上的时间 max(FLOPs / (峰值 × 效率), 字节数 / 显存带宽)"
                                          "（docs/ESTIMATE.md）；配置面板也用它检查预测的内存：")},

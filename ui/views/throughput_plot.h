@@ -4,11 +4,13 @@
 //   modeled tokens/s on <device> = global batch x sequence length
 //     / the step's duration on the virtual clock (the time between consecutive
 //       step_metrics events, which the engine stamps with the latest rank's
-//       virtual time; for the first step: since 0, the clock's start)
+//       virtual time at the step's end; for the first step: since 0, the
+//       clock's start)
 //
 // where the device is the --gpu-profile's GPU (clock/gpu_time_model.h) or this
 // machine's cores (each rank's CPU time); not drawn with the wall clock or on a
-// GPU. (A step after an evaluation includes the evaluation's compute.)
+// GPU. (A step after an evaluation also holds the evaluation's compute, which
+// the CLI's StepMetrics::virtual_step_s leaves out.)
 //
 //   measured host tokens/s (wall clock) = step_metrics.tokens_per_s, the step
 //     on this machine's steady clock, every rank sharing its cores
