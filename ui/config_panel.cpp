@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "config_panel.h"
 
+#include "config/lesson_file.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -19,20 +21,17 @@
 #include <exception>
 
 #include "byte_text.h"
-#include "config/lesson_file.h"
+#include "field_widgets.h"
 #include "estimate/estimate_settings.h"
-#include "estimate/gpu_profiles.h"
+#include "config/gpu_profiles.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
-#include "field_widgets.h"
-#include "model/model_config.h"
 #include "train/metrics_json.h"
+#include "model/model_config.h"
 
 namespace shardscope::ui {
 
-RunConfig ConfigPanel::defaultConfig() {
-  return panel_default_config();
-}
+RunConfig ConfigPanel::defaultConfig() { return panel_default_config(); }
 
 ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
   // The fields the panel draws itself: model and device lists, a file with
@@ -357,11 +356,11 @@ void ConfigPanel::updateFit(const RunConfig& c) {
                             .arg(byteText(capacity_bytes))
                             .arg(name));
   } else {
-    fit_label_->setText(
-        (fits ? tr("Fits: %1 predicted per rank ≤ %2 (%3)") : tr("Does not fit: %1 predicted per rank > %2 (%3)"))
-            .arg(byteText(predicted_bytes))
-            .arg(byteText(capacity_bytes))
-            .arg(name));
+    fit_label_->setText((fits ? tr("Fits: %1 predicted per rank ≤ %2 (%3)")
+                              : tr("Does not fit: %1 predicted per rank > %2 (%3)"))
+                            .arg(byteText(predicted_bytes))
+                            .arg(byteText(capacity_bytes))
+                            .arg(name));
   }
   fit_label_->setStyleSheet(fits ? QStringLiteral("color: #1b7f3b;") : QStringLiteral("color: #b00020;"));
   fit_label_->show();

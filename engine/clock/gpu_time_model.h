@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// A rank's compute on a modeled GPU (--gpu-profile, estimate/gpu_profiles.h).
+// A rank's compute on a modeled GPU (--gpu-profile, config/gpu_profiles.h).
 // Every op still runs on this machine's CPU; only its virtual duration comes
 // from the roofline (Williams, Waterman and Patterson 2009):
 //
@@ -17,22 +17,13 @@
 // estimator has none; on a model as small as gpt-tiny a real GPU would spend
 // ~2-5 us per kernel, which this model leaves out. CPU work outside the ops
 // (the host's bookkeeping) costs nothing on the modeled GPU.
+// train/run_device_models.h makes one from a run's settings.
 #pragma once
 
 #include <cstdint>
-#include <memory>
-#include <optional>
 #include <string>
 
-#include "clock/link_model.h"
-#include "config/run_choices.h"
-
 namespace shardscope {
-
-class Backend;
-class DeviceClock;
-struct GpuProfile;
-struct RunConfig;
 
 struct GpuTimeModel {
   std::string gpu;         // "H100"
@@ -45,17 +36,5 @@ struct GpuTimeModel {
   // "H100: 67.0 TFLOP/s x 0.50 efficiency, 3350 GB/s memory"
   std::string describe() const;
 };
-
-GpuTimeModel make_gpu_time_model(const GpuProfile& gpu, Precision precision, double efficiency);
-
-// The run's model: none without --gpu-profile (or on the wall clock).
-std::optional<GpuTimeModel> run_gpu_time_model(const RunConfig& config);
-// The run's link: --link, else (auto) the GPU profile's own link (NVLink at
-// its bandwidth for A100/H100/H200, PCIe 4.0 for the RTX 4090), else host.
-LinkModel run_link_model(const RunConfig& config);
-
-// Wraps a rank's backend: each op run on `clock`'s compute thread advances its
-// compute stream by the op's modeled time (DeviceClock::add_modeled_op).
-std::unique_ptr<Backend> make_gpu_timed_backend(std::unique_ptr<Backend> inner, DeviceClock& clock);
 
 }  // namespace shardscope

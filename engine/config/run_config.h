@@ -58,7 +58,7 @@ struct RunConfig {
   // clock, the link between the ranks' devices (clock/link_model.h; none:
   // auto, the GPU profile's link or host: run_link_model) and the GPU whose
   // modeled op times the compute spans take (clock/gpu_time_model.h; "none":
-  // the ranks' CPU time; else a name of estimate/gpu_profiles.h).
+  // the ranks' CPU time; else a name of config/gpu_profiles.h).
   ClockKind clock = ClockKind::virtual_device;
   std::optional<LinkKind> link;
   std::string gpu_profile = "none";

@@ -7,7 +7,7 @@
 #include <type_traits>
 
 #include "config/run_schema.h"
-#include "estimate/gpu_profiles.h"
+#include "config/gpu_profiles.h"
 #include "model/model_config.h"
 
 // Each row names only the members it sets; the rest keep RunField's defaults.
@@ -63,7 +63,7 @@ std::string_view preset_help(std::string_view head) {
   return *texts.emplace_back(std::make_unique<std::string>(std::move(text)));
 }
 
-// "none" and every GPU profile's name (estimate/gpu_profiles.h keeps the strings).
+// "none" and every GPU profile's name (config/gpu_profiles.h keeps the strings).
 std::vector<std::string_view> gpu_profile_choices() {
   std::vector<std::string_view> choices = {"none"};
   for (const GpuProfile& gpu : gpu_profiles()) choices.push_back(gpu.name);

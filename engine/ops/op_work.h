@@ -4,7 +4,7 @@
 // the bytes it must read and write at least (fp32 values: ShardScope's kernels
 // compute in fp32 at every precision). An observer wraps each call: the
 // profiler times it (ops/op_profile.h); the GPU-profile clock prices it on a
-// modeled GPU (clock/gpu_time_model.h).
+// modeled GPU (train/run_device_models.h).
 #pragma once
 
 #include <memory>

@@ -1176,14 +1176,6 @@ start %5 ms, duration %6 ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>measured host tokens/s (wall clock)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>modeled tokens/s on %1</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>this machine&apos;s cores</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1192,6 +1184,16 @@ start %5 ms, duration %6 ms</source>
 Measured host: the same tokens over the step&apos;s wall time on this machine, every rank sharing its cores.
 Rank r: the tokens of its data-parallel replica per step (global batch × sequence length / dp) divided by the time between the ends of r&apos;s consecutive optimizer spans, on the run&apos;s clock.
 Every pipeline stage of a replica sees all of its tokens; a slow rank falls below the others.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>measured host tokens/s
+(wall clock)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>modeled tokens/s
+on %1</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

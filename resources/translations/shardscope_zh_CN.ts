@@ -1169,14 +1169,6 @@ start %5 ms, duration %6 ms</source>
         <translation>Rank %1</translation>
     </message>
     <message>
-        <source>measured host tokens/s (wall clock)</source>
-        <translation>本机实测 tokens/s（墙钟）</translation>
-    </message>
-    <message>
-        <source>modeled tokens/s on %1</source>
-        <translation>在 %1 上建模的 tokens/s</translation>
-    </message>
-    <message>
         <source>this machine&apos;s cores</source>
         <translation>本机 CPU 核</translation>
     </message>
@@ -1189,6 +1181,18 @@ Every pipeline stage of a replica sees all of its tokens; a slow rank falls belo
 本机实测：同样的 token 数，除以该步在本机上的墙钟时间（所有 rank 共享本机 CPU 核）。
 Rank r：其数据并行副本每步的 token 数（全局批大小 × 序列长度 / dp），除以 r 相邻两次优化器区段结束之间的时间（按本次运行的时钟）。
 一个副本的每个流水线阶段都看到它的全部 token；慢的 rank 会低于其他 rank。</translation>
+    </message>
+    <message>
+        <source>measured host tokens/s
+(wall clock)</source>
+        <translation>本机实测 tokens/s
+（墙钟）</translation>
+    </message>
+    <message>
+        <source>modeled tokens/s
+on %1</source>
+        <translation>建模 tokens/s
+（在 %1 上）</translation>
     </message>
 </context>
 <context>

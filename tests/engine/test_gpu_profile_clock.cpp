@@ -9,13 +9,13 @@
 #include <map>
 
 #include "cli/cli_runner.h"
-#include "clock/gpu_time_model.h"
 #include "config/run_schema.h"
 #include "engine/collecting_sink.h"
 #include "estimate/estimate_settings.h"
 #include "estimate/model_shape.h"
 #include "estimate/time_model.h"
 #include "train/metrics_json.h"
+#include "train/run_device_models.h"
 #include "train/trainer.h"
 
 using namespace shardscope;

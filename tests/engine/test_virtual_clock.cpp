@@ -14,6 +14,7 @@
 #include "engine/collecting_sink.h"
 #include "parallel/in_process_communicator.h"
 #include "train/metrics_json.h"
+#include "train/run_device_models.h"
 #include "train/trainer.h"
 
 using namespace shardscope;

@@ -138,8 +138,8 @@ class TestLiveViews : public QObject {
     RunConfig c = smallRun();  // 8 x 32 = 256 tokens a step
     c.gpu_profile = "H100";
     plot.reset(c);
-    QCOMPARE(plot.modeledName(), QStringLiteral("modeled tokens/s on H100"));
-    QCOMPARE(plot.measuredName(), QStringLiteral("measured host tokens/s (wall clock)"));
+    QCOMPARE(plot.modeledName(), QStringLiteral("modeled tokens/s\non H100"));
+    QCOMPARE(plot.measuredName(), QStringLiteral("measured host tokens/s\n(wall clock)"));
     Event m1 = metrics(1, 1, false, 6000.0f), m2 = metrics(2, 1, false, 3000.0f);
     m1.start_ns = m1.end_ns = 50'000;   // 50 us on the H100
     m2.start_ns = m2.end_ns = 130'000;  // 80 us more
@@ -156,7 +156,7 @@ class TestLiveViews : public QObject {
     // Without a profile the device is this machine's cores; on the wall clock there is no modeled line.
     c.gpu_profile = "none";
     plot.reset(c);
-    QCOMPARE(plot.modeledName(), QStringLiteral("modeled tokens/s on this machine's cores"));
+    QCOMPARE(plot.modeledName(), QStringLiteral("modeled tokens/s\non this machine's cores"));
     c.clock = ClockKind::wall;
     plot.reset(c);
     plot.consume({m1, m2});
@@ -383,8 +383,7 @@ class TestLiveViews : public QObject {
     QCOMPARE(plot->previousPointCount(), 4);
     QVERIFY2(plot->previousName().contains(QStringLiteral("batch 16, 4 accumulation steps of 4")),
              qPrintable(plot->previousName()));
-    for (std::size_t i = 0; i < 4; ++i)
-      QVERIFY2(std::abs(losses[0][i] - losses[1][i]) < 1e-4, qPrintable(QString::number(i)));
+    for (std::size_t i = 0; i < 4; ++i) QVERIFY2(std::abs(losses[0][i] - losses[1][i]) < 1e-4, qPrintable(QString::number(i)));
     plot->clear();
     QCOMPARE(plot->previousPointCount(), 0);
   }

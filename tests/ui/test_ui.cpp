@@ -21,7 +21,7 @@
 
 #include "config_panel.h"
 #include "estimate/formula_text.h"
-#include "estimate/gpu_profiles.h"
+#include "config/gpu_profiles.h"
 #include "events/recording.h"
 #include "main_window.h"
 #include "train/metrics_json.h"
