@@ -138,8 +138,8 @@ class TestLiveViews : public QObject {
     RunConfig c = smallRun();  // 8 x 32 = 256 tokens a step
     c.gpu_profile = "H100";
     plot.reset(c);
-    QCOMPARE(plot.modeledName(), QStringLiteral("modeled tokens/s\non H100"));
-    QCOMPARE(plot.measuredName(), QStringLiteral("measured host tokens/s\n(wall clock)"));
+    QCOMPARE(plot.modeledName(), QStringLiteral("modeled tokens/s on H100"));
+    QCOMPARE(plot.measuredName(), QStringLiteral("measured host tokens/s (wall clock)"));
     Event m1 = metrics(1, 1, false, 6000.0f), m2 = metrics(2, 1, false, 3000.0f);
     m1.start_ns = m1.end_ns = 50'000;   // 50 us on the H100
     m2.start_ns = m2.end_ns = 130'000;  // 80 us more
@@ -153,10 +153,11 @@ class TestLiveViews : public QObject {
     QCOMPARE(measured.size(), std::size_t{2});
     QCOMPARE(measured[1], std::make_pair(2.0, 3000.0));
     QVERIFY(plot.plot()->legend->hasItemWithPlottable(plot.plot()->graph(1)));
+    QCOMPARE(plot.plot()->legend->itemCount(), 2);  // the two totals; the ranks are dashed in their colours
     // Without a profile the device is this machine's cores; on the wall clock there is no modeled line.
     c.gpu_profile = "none";
     plot.reset(c);
-    QCOMPARE(plot.modeledName(), QStringLiteral("modeled tokens/s\non this machine's cores"));
+    QCOMPARE(plot.modeledName(), QStringLiteral("modeled tokens/s on this machine's cores"));
     c.clock = ClockKind::wall;
     plot.reset(c);
     plot.consume({m1, m2});

@@ -13,11 +13,13 @@ namespace shardscope::ui {
 ThroughputPlot::ThroughputPlot(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
   setObjectName(QStringLiteral("throughputPlot"));
   title_ = installTitledPlot(this, plot_, 150);
+  // One entry a row, the two labelled totals only: their labels are long, and the
+  // ranks' dashed lines have the colours of the memory plot's legend below.
+  placeLegendBelow(plot_, 1);
   total_ = plot_->addGraph();
   total_->setPen(QPen(Qt::black, 2));
   modeled_ = plot_->addGraph();
-  modeled_->setPen(QPen(QColor(0x1f, 0x77, 0xb4), 2));
-  placeLegendBelow(plot_, 2);  // the two labelled totals a row, then the ranks: the plot stays narrow
+  modeled_->setPen(QPen(QColor(0, 128, 128), 2));  // teal: no rank's colour
   plot_->xAxis->setRange(0, 10);
   plot_->yAxis->setRange(0, 1000);
   retranslate();
@@ -28,9 +30,9 @@ void ThroughputPlot::retranslate() {
   plot_->xAxis->setLabel(tr("Step"));
   plot_->yAxis->setLabel(tr("Tokens/s"));
   // Two lines each: the labels say their clock, and the legend stays as narrow as the plot.
-  total_->setName(tr("measured host tokens/s\n(wall clock)"));
+  total_->setName(tr("measured host tokens/s (wall clock)"));
   modeled_->setName(
-      tr("modeled tokens/s\non %1").arg(gpu_profile_.isEmpty() ? tr("this machine's cores") : gpu_profile_));
+      tr("modeled tokens/s on %1").arg(gpu_profile_.isEmpty() ? tr("this machine's cores") : gpu_profile_));
   for (std::size_t r = 0; r < ranks_.size(); ++r) ranks_[r]->setName(tr("Rank %1").arg(r));
   setToolTip(
       tr("Modeled: the global batch \u00d7 sequence length over the step's time on the virtual clock, the device "
@@ -38,8 +40,8 @@ void ThroughputPlot::retranslate() {
          "drawn on the wall clock.\nMeasured host: the same tokens over the step's wall time on this machine, "
          "every rank sharing its cores.\nRank r: the tokens of its data-parallel replica per step (global batch "
          "\u00d7 sequence length / dp) divided by the time between the ends of r's consecutive optimizer spans, "
-         "on the run's clock.\nEvery pipeline stage of a replica sees all of its tokens; a slow rank falls below "
-         "the others."));
+         "on the run's clock; dashed, in the rank's colour of the memory plot.\nEvery pipeline stage of a replica "
+         "sees all of its tokens; a slow rank falls below the others."));
   plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -101,6 +103,7 @@ void ThroughputPlot::reset(const RunConfig& config) {
   for (int r = 0; r < world; ++r) {
     QCPGraph* g = plot_->addGraph();
     g->setPen(QPen(rankColor(r), 1.5, Qt::DashLine));
+    g->removeFromLegend();
     ranks_.push_back(g);
   }
   tokens_per_replica_ = static_cast<double>(config.batch) * config.seq / std::max(1, config.dp);
