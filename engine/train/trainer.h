@@ -90,6 +90,9 @@ struct RankProcess {
   std::function<std::unique_ptr<Communicator>(const std::vector<int>& members, DeviceClock* clock, EventSink* sink)>
       communicator;
   std::function<void(int rank, const std::string& reason)> abort;
+  // The run's start on the steady clock (RunClock::steady_ns), shared by the
+  // job's processes so their event times compare; unset: when the trainer is built.
+  std::optional<std::int64_t> clock_origin_ns;
   bool active() const { return static_cast<bool>(communicator); }
 };
 
