@@ -348,7 +348,8 @@ StepMetrics Trainer::step() {
   metrics.has_eval_loss = m.eval_loss.has_value();
   metrics.eval_loss = m.eval_loss.value_or(0.0f);
   metrics.memory = m.memory.bytes;
-  emit(metrics);
+  // Global figures, once per job: under mpirun the other processes' copies would repeat them.
+  if (!process_.active() || process_.rank == 0) emit(metrics);
   return m;
 }
 
