@@ -201,6 +201,7 @@ QSplitter* MainWindow::buildViewsColumn() {
   buildRecordingUi();
   buildPlannerUi();
   buildCheckpointUi();
+  buildProcessUi();
   auto* tabsAndReplay = new QWidget;
   auto* tabsLayout = new QVBoxLayout(tabsAndReplay);
   tabsLayout->setContentsMargins(0, 0, 0, 0);
@@ -234,6 +235,7 @@ void MainWindow::retranslate() {
   retranslateRecordingUi();
   retranslatePlannerUi();
   retranslateCheckpointUi();
+  retranslateProcessUi();
   lessons_menu_->setTitle(tr("&Lessons"));
   lessons_dock_->setWindowTitle(tr("Lessons"));
   lessons_dock_->toggleViewAction()->setText(tr("Show lessons"));
@@ -334,7 +336,10 @@ void MainWindow::startRun() {
   setStatus([this, ranks, model] { return tr("Starting %1 on %n rank(s)...", nullptr, ranks).arg(model); });
   logger_->info("{}", statusText().toStdString());
   recorder_->beginRun(config);
-  controller_->start(config);
+  if (panel_->ranksAsProcesses())
+    controller_->startProcesses(config);
+  else
+    controller_->start(config);
 }
 
 void MainWindow::stepOnce() {
@@ -359,13 +364,17 @@ void MainWindow::updateControls() {
   panel_->setEnabled(!busy);
   run_->setEnabled(!busy && problem.isEmpty());
   run_->setToolTip(problem.isEmpty() ? tr("Train with these settings") : tr("Cannot run: %1").arg(problem));
-  pause_->setEnabled(state == RunController::State::running || state == RunController::State::paused);
+  // Processes run on to the end (or Stop): no pause, no single steps.
+  pause_->setEnabled((state == RunController::State::running || state == RunController::State::paused) &&
+                     !controller_->runsProcesses());
   pause_->setText(state == RunController::State::paused ? tr("Resume") : tr("Pause"));
-  step_->setEnabled(state == RunController::State::paused || (!busy && problem.isEmpty()));
+  step_->setEnabled(state == RunController::State::paused ||
+                    (!busy && problem.isEmpty() && !panel_->ranksAsProcesses()));
   stop_->setEnabled(busy && state != RunController::State::stopping);
   if (open_action_ != nullptr) {
     open_action_->setEnabled(!busy);
     record_action_->setEnabled(!busy);
+    attach_action_->setEnabled(!busy);
     export_action_->setEnabled(!busy && (recorder_->hasRecording() || !recorder_->lastRecordingPath().isEmpty()));
   }
 }
