@@ -18,8 +18,7 @@ std::string host_name() {
 
 }  // namespace
 
-JobEvents::JobEvents(const ProcessMode& mode, const RunConfig& config, const std::string& events_to,
-                     EventSink* outputs)
+JobEvents::JobEvents(const ProcessMode& mode, const RunConfig& config, const std::string& events_to, EventSink* outputs)
     : schedule_(forward(outputs)) {
   const std::string metadata = run_config_to_json(config).dump();
   if (mode.world == nullptr || mode.world->rank() == 0) {
@@ -38,8 +37,8 @@ JobEvents::JobEvents(const ProcessMode& mode, const RunConfig& config, const std
   if (world.rank() == 0) return;
   const StreamAddress rank0{world.on_this_machine(0) ? "127.0.0.1" : host, std::stoi(port)};
   try {
-    rank0_stream_ = std::make_unique<EventStreamSender>(rank0, metadata, "rank " + std::to_string(world.rank()) +
-                                                                             "'s events to rank 0");
+    rank0_stream_ = std::make_unique<EventStreamSender>(rank0, metadata,
+                                                        "rank " + std::to_string(world.rank()) + "'s events to rank 0");
   } catch (const std::exception& e) {  // the run still trains; rank 0 says its events are missing
     std::fprintf(stderr, "warning: %s\n", e.what());
   }

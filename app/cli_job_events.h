@@ -42,7 +42,7 @@ class JobEvents {
   EventSink* forward(EventSink* outputs);
 
   FanOutSink forward_;
-  ScheduleEvents schedule_;  // every event passes through it to forward_
+  ScheduleEvents schedule_;                          // every event passes through it to forward_
   std::unique_ptr<EventStreamSender> gui_stream_;    // --events-to
   std::unique_ptr<EventStreamSender> rank0_stream_;  // under mpirun, ranks other than 0
   std::unique_ptr<EventCollector> collector_;        // under mpirun, rank 0

@@ -4,10 +4,11 @@
 // with "Ranks run as: processes" is in startRun. Both go through the
 // RunController, so the views, the log and a recording take their events as
 // they take a threaded run's.
+#include <spdlog/logger.h>
+
 #include <QAction>
 #include <QInputDialog>
 #include <QMenu>
-#include <spdlog/logger.h>
 
 #include "main_window.h"
 #include "recording_controller.h"
@@ -47,9 +48,8 @@ bool MainWindow::attachToJob(int port) {
   leaveReplay();
   had_error_ = false;
   port = controller_->jobPort();  // the one chosen, where 0 asked for any
-  setStatus([this, port] {
-    return tr("Waiting for a job on 127.0.0.1:%1 (train ... --events-to 127.0.0.1:%1)").arg(port);
-  });
+  setStatus(
+      [this, port] { return tr("Waiting for a job on 127.0.0.1:%1 (train ... --events-to 127.0.0.1:%1)").arg(port); });
   logger_->info("{}", statusText().toStdString());
   return true;
 }

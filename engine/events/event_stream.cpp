@@ -93,9 +93,13 @@ EventStreamSender::EventStreamSender(const StreamAddress& address, const std::st
   sender_ = std::thread([this] { send_loop(); });
 }
 
-EventStreamSender::~EventStreamSender() { close(); }
+EventStreamSender::~EventStreamSender() {
+  close();
+}
 
-void EventStreamSender::emit(const Event& event) { queue_.emit(event); }
+void EventStreamSender::emit(const Event& event) {
+  queue_.emit(event);
+}
 
 bool EventStreamSender::send_all(const unsigned char* data, std::size_t size) {
   while (size > 0) {
@@ -161,7 +165,8 @@ EventCollector::EventCollector(const std::string& host, int port, EventSink* sin
   listen_fd_ = socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
   const int yes = 1;
   if (listen_fd_ >= 0) setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  const bool ok = listen_fd_ >= 0 && bind(listen_fd_, found->ai_addr, found->ai_addrlen) == 0 && listen(listen_fd_, 64) == 0;
+  const bool ok =
+      listen_fd_ >= 0 && bind(listen_fd_, found->ai_addr, found->ai_addrlen) == 0 && listen(listen_fd_, 64) == 0;
   const int error = errno;
   freeaddrinfo(found);
   if (!ok) {
@@ -175,7 +180,9 @@ EventCollector::EventCollector(const std::string& host, int port, EventSink* sin
   receiver_ = std::thread([this] { receive_loop(); });
 }
 
-EventCollector::~EventCollector() { stop(); }
+EventCollector::~EventCollector() {
+  stop();
+}
 
 void EventCollector::stop() {
   running_ = false;
@@ -272,7 +279,8 @@ void EventCollector::take_records(Connection& connection) {
     used = kRecordingHeaderSize + length;
     connection.header_read = true;
     std::lock_guard lock(mutex_);
-    if (metadata_.empty()) metadata_.assign(bytes.begin() + kRecordingHeaderSize, bytes.begin() + static_cast<std::ptrdiff_t>(used));
+    if (metadata_.empty())
+      metadata_.assign(bytes.begin() + kRecordingHeaderSize, bytes.begin() + static_cast<std::ptrdiff_t>(used));
   }
   for (; bytes.size() - used >= kRecordSize; used += kRecordSize) {
     try {

@@ -172,12 +172,12 @@ std::vector<unsigned char> recording_header(const std::string& metadata_json) {
   const std::string metadata = metadata_json.empty() ? "{}" : metadata_json;
   if (!nlohmann::json::accept(metadata)) throw std::invalid_argument("recording metadata is not valid JSON");
   if (metadata.size() > kMaxMetadataBytes) throw std::invalid_argument("recording metadata is over 64 MiB");
-  std::vector<unsigned char> header(kRecordingHeaderSize);
+  std::vector<unsigned char> header(kRecordingHeaderSize + metadata.size());
   std::memcpy(header.data(), kRecordingMagic, 8);
   put(header.data() + 8, kRecordingVersion);
   put(header.data() + 12, kRecordSize);
   put(header.data() + 16, static_cast<std::uint32_t>(metadata.size()));
-  header.insert(header.end(), metadata.begin(), metadata.end());
+  std::memcpy(header.data() + kRecordingHeaderSize, metadata.data(), metadata.size());
   return header;
 }
 

@@ -26,9 +26,9 @@ using namespace shardscope;
 
 namespace {
 
-const QStringList kPipeline{"train", "--model", "gpt-tiny", "--steps", "20",  "--batch",         "8", "--seq",
-                            "16",    "--dp",    "2",        "--pp",    "2",   "--micro-batches", "2", "--log-every",
-                            "10"};
+const QStringList kPipeline{"train", "--model",         "gpt-tiny", "--steps",     "20", "--batch",
+                            "8",     "--seq",           "16",       "--dp",        "2",  "--pp",
+                            "2",     "--micro-batches", "2",        "--log-every", "10"};
 
 CliResult launch(const QStringList& train_args) {
   return run_cli(QStringList{"launch", "--nproc-per-node", "4", "--"} + train_args);
@@ -124,7 +124,8 @@ class TestMpiEvents : public QObject {
   void threaded_run_streams_too() {
     EventQueue queue(1 << 20);
     EventCollector collector("127.0.0.1", 0, &queue);
-    const CliResult r = run_cli(kPipeline + QStringList{"--events-to", "127.0.0.1:" + QString::number(collector.port())});
+    const CliResult r =
+        run_cli(kPipeline + QStringList{"--events-to", "127.0.0.1:" + QString::number(collector.port())});
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY(collector.wait_for_ended(1, 10.0));
     std::vector<Event> events;

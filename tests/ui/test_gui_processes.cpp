@@ -134,10 +134,27 @@ class TestGuiProcesses : public QObject {
     QVERIFY(port > 0);
     QVERIFY(window.statusText().contains(QString::number(port)));
     QProcess job;
-    job.start(QStringLiteral(SHARDSCOPE_CLI),
-              {"launch", "--nproc-per-node", "4", "--", "train", "--model", "gpt-tiny", "--dp", "2", "--pp", "2",
-               "--micro-batches", "4", "--batch", "8", "--seq", "32", "--steps", "6", "--events-to",
-               QStringLiteral("127.0.0.1:%1").arg(port)});
+    job.start(QStringLiteral(SHARDSCOPE_CLI), {"launch",
+                                               "--nproc-per-node",
+                                               "4",
+                                               "--",
+                                               "train",
+                                               "--model",
+                                               "gpt-tiny",
+                                               "--dp",
+                                               "2",
+                                               "--pp",
+                                               "2",
+                                               "--micro-batches",
+                                               "4",
+                                               "--batch",
+                                               "8",
+                                               "--seq",
+                                               "32",
+                                               "--steps",
+                                               "6",
+                                               "--events-to",
+                                               QStringLiteral("127.0.0.1:%1").arg(port)});
     QTRY_VERIFY_WITH_TIMEOUT(!window.controller()->busy(), 120000);
     QVERIFY(job.waitForFinished(10000));
     QCOMPARE(job.exitCode(), 0);
