@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <exception>
 
 #include "train/metrics_json.h"
 
@@ -21,14 +22,23 @@ std::string host_name() {
 JobEvents::JobEvents(const ProcessMode& mode, const RunConfig& config, const std::string& events_to, EventSink* outputs)
     : schedule_(forward(outputs)) {
   const std::string metadata = run_config_to_json(config).dump();
-  if (mode.world == nullptr || mode.world->rank() == 0) {
-    if (!events_to.empty())
-      forward_.add((gui_stream_ = std::make_unique<EventStreamSender>(parse_stream_address(events_to, "--events-to"),
-                                                                      metadata, "--events-to"))
-                       .get());
+  std::exception_ptr unconnected;  // under mpirun rank 0 reports it after the exchange, so no process waits in it
+  if ((mode.world == nullptr || mode.world->rank() == 0) && !events_to.empty()) {
+    try {
+      gui_stream_ = std::make_unique<EventStreamSender>(parse_stream_address(events_to, "--events-to"), metadata,
+                                                        "--events-to");
+      forward_.add(gui_stream_.get());  // before the collector's first event
+    } catch (...) {
+      if (mode.world == nullptr) throw;
+      unconnected = std::current_exception();
+    }
   }
-  if (mode.world == nullptr) return;
-  MpiWorld& world = *mode.world;
+  if (mode.world != nullptr) join_processes(*mode.world, metadata);
+  if (unconnected) std::rethrow_exception(unconnected);
+}
+
+// Rank 0 listens; the others learn where (MPI) and connect to it.
+void JobEvents::join_processes(MpiWorld& world, const std::string& metadata) {
   other_processes_ = world.size() - 1;
   if (world.rank() == 0) collector_ = std::make_unique<EventCollector>("0.0.0.0", 0, &schedule_);
   // Rank 0's machine and port; a process on the same machine uses the loopback.

@@ -40,6 +40,7 @@ class JobEvents {
 
  private:
   EventSink* forward(EventSink* outputs);
+  void join_processes(MpiWorld& world, const std::string& metadata);
 
   FanOutSink forward_;
   ScheduleEvents schedule_;                          // every event passes through it to forward_

@@ -5,7 +5,9 @@
 // recording replays (its config reads back) and exports 4 ranks' tracks, and
 // the schedule summary prints the bubble; a collector listening on a port
 // (what the GUI's Attach does) receives every rank's events from `--events-to`,
-// with the losses the run wrote. Skipped where mpirun is missing.
+// with the losses the run wrote; an unreachable listener stops the job.
+// Skipped where mpirun is missing.
+#include <QElapsedTimer>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -132,6 +134,17 @@ class TestMpiEvents : public QObject {
     while (queue.drain(events, 1 << 20) > 0) {
     }
     QCOMPARE(ranks_of(events), (std::set<int>{0, 1, 2, 3}));
+  }
+
+  // Rank 0 cannot reach the listener: the job stops, saying so, and no process waits for it.
+  void unreachable_listener_stops_the_job() {
+    QElapsedTimer timer;
+    timer.start();
+    const CliResult r = launch(kPipeline + QStringList{"--events-to", "127.0.0.1:1"});
+    qInfo("the job ended after %lld ms", static_cast<long long>(timer.elapsed()));
+    QVERIFY(r.code != 0);
+    QVERIFY2(r.err.contains("--events-to 127.0.0.1:1: cannot connect"), qPrintable(r.err.right(3000)));
+    QVERIFY2(timer.elapsed() < 30000, qPrintable(QString::number(timer.elapsed())));
   }
 
   void bad_address_is_refused() {

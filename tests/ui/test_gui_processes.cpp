@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Ranks as processes in the window, offscreen (ui/process_job.h): with "Ranks
 // run as: processes", Run starts shardscope-cli launch and the views fill from
-// every rank's events, ending with the threaded run's losses exactly; File →
+// every rank's events, ending with the threaded run's losses exactly (its
+// recording replays the same); File →
 // Attach shows a job started from a shell; a rank killed mid-run ends the run
 // with an error naming it, and Stop ends the job, neither hanging. Skipped
 // where mpirun is missing.
 #include <unistd.h>
 
 #include <QComboBox>
+#include <QCoreApplication>
+#include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QProcess>
@@ -17,6 +20,7 @@
 #include <set>
 
 #include "config_panel.h"
+#include "recording_controller.h"
 #include "main_window.h"
 #include "run_controller.h"
 #include "views/loss_plot.h"
@@ -106,6 +110,9 @@ class TestGuiProcesses : public QObject {
 
     MainWindow window;
     window.show();
+    const QString recording = QDir(QCoreApplication::applicationDirPath()).filePath("test_gui_processes.ssrun");
+    QFile::remove(recording);
+    window.recorder()->setRecordPath(recording);
     RankSeen seen;
     seen.connectTo(window.controller(), this);
     QElapsedTimer timer;
@@ -121,6 +128,11 @@ class TestGuiProcesses : public QObject {
     QCOMPARE(timeline->lastCompletedStep(), std::int64_t{10});
     QCOMPARE(timeline->boxes(10).size(), std::size_t{16});  // 2 stages x 4 micro-batches x fwd/bwd
     for (int r = 0; r < 4; ++r) QVERIFY2(window.memoryBars()->bytes(r).total() > 0, qPrintable(QString::number(r)));
+    // The multi-process recording replays as a threaded one does.
+    MainWindow replay;
+    QVERIFY(replay.openRecording(recording));
+    QCOMPARE(lossPoints(replay), expected);
+    QCOMPARE(replay.findChild<PipelineTimelineView*>()->boxes(10).size(), std::size_t{16});
   }
 
   // A job started from a shell, streaming to the window's port.
