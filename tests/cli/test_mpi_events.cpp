@@ -3,7 +3,7 @@
 // (events/event_stream.h, app/cli_job_events.cpp): `launch --nproc-per-node 4
 // -- train --dp 2 --pp 2 --record F` records the events of all 4 ranks, the
 // recording replays (its config reads back) and exports 4 ranks' tracks, and
-// the schedule summary prints the bubble; a collector listening on a port
+// the schedule summary prints the bubble, and the processes' times line up; a collector listening on a port
 // (what the GUI's Attach does) receives every rank's events from `--events-to`,
 // with the losses the run wrote; an unreachable listener stops the job.
 // Skipped where mpirun is missing.
@@ -16,7 +16,10 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <algorithm>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "cli/cli_runner.h"
 #include "events/event_queue.h"
@@ -58,6 +61,24 @@ std::vector<float> metrics_losses(const QString& path) {
   return out;
 }
 
+// The processes' clocks compare (one machine: rank 0's start is every
+// process's origin): stage 1 starts a micro-batch's forward only after stage 0
+// of its replica finished it. The gaps, in ns, one per (step, replica, micro-batch).
+std::vector<std::int64_t> stage_handoff_gaps(const std::vector<Event>& events, int dp) {
+  std::map<std::tuple<std::int64_t, int, int>, std::int64_t> stage0_end;
+  auto is_forward = [](const Event& e) {
+    return e.kind == EventKind::compute_span && e.compute == ComputeKind::forward && e.layer == -1;
+  };
+  for (const Event& e : events)
+    if (is_forward(e) && e.stage == 0) stage0_end[{e.step, e.rank % dp, e.micro_batch}] = e.end_ns;
+  std::vector<std::int64_t> gaps;
+  for (const Event& e : events) {
+    const auto sent = stage0_end.find({e.step, e.rank % dp, e.micro_batch});
+    if (is_forward(e) && e.stage == 1 && sent != stage0_end.end()) gaps.push_back(e.start_ns - sent->second);
+  }
+  return gaps;
+}
+
 // The distinct processes (ranks) of a Chrome trace's events.
 QSet<int> trace_pids(const QString& path) {
   QFile f(path);
@@ -94,6 +115,11 @@ class TestMpiEvents : public QObject {
     QCOMPARE(ranks_of(events), (std::set<int>{0, 1, 2, 3}));
     QCOMPARE(losses_of(events).size(), std::size_t{20});
     qInfo("%zu events recorded from 4 processes", events.size());
+    const std::vector<std::int64_t> gaps = stage_handoff_gaps(events, 2);
+    QCOMPARE(gaps.size(), std::size_t{20 * 2 * 2});  // steps x replicas x micro-batches
+    const std::int64_t least = *std::min_element(gaps.begin(), gaps.end());
+    qInfo("stage 0 -> stage 1 hand-off across processes: at least %.1f us", static_cast<double>(least) / 1e3);
+    QVERIFY2(least >= 0, qPrintable(QString::number(least)));
     const RunConfig config = run_config_from_json(nlohmann::json::parse(reader.metadata_json()));
     QCOMPARE(config.dp * config.pp, 4);
     const CliResult exported = run_cli({"export", record, "--chrome-trace", trace});
