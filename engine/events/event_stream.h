@@ -60,7 +60,7 @@ class EventStreamSender final : public EventSink {
 
   std::string what_;  // "--events-to 127.0.0.1:5000", for messages
   int fd_ = -1;
-  EventQueue queue_;
+  EventQueue queue_{16384};  // ~6 MiB per process: drained every 10 ms, it holds bursts of ring chunks
   std::atomic<bool> running_{true};
   std::atomic<std::uint64_t> sent_{0};
   mutable std::mutex error_mutex_;
