@@ -1,20 +1,49 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "cli_job_events.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <exception>
+#include <vector>
 
 #include "train/metrics_json.h"
 
 namespace shardscope::cli {
 namespace {
 
-std::string host_name() {
+// Where the other machines may reach this one: its IPv4 addresses but the
+// loopback, then its name (which another machine may not resolve).
+std::string reachable_addresses() {
+  std::string out;
+  ifaddrs* interfaces = nullptr;
+  if (getifaddrs(&interfaces) == 0) {
+    for (const ifaddrs* i = interfaces; i != nullptr; i = i->ifa_next) {
+      if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET || (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
+      char text[INET_ADDRSTRLEN] = {};
+      inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+      out += std::string(text) + ",";
+    }
+    freeifaddrs(interfaces);
+  }
   char name[256] = {};
   gethostname(name, sizeof name - 1);
-  return name;
+  return out + name;
+}
+
+// Rank 0's listener as a process of this job sees it.
+std::vector<StreamAddress> rank0_candidates(const MpiWorld& world, const std::string& addresses, int port) {
+  if (world.on_this_machine(0)) return {{"127.0.0.1", port}};
+  std::vector<StreamAddress> out;
+  std::size_t from = 0;
+  for (std::size_t comma; (comma = addresses.find(',', from)) != std::string::npos; from = comma + 1)
+    out.push_back({addresses.substr(from, comma - from), port});
+  out.push_back({addresses.substr(from), port});
+  return out;
 }
 
 }  // namespace
@@ -25,8 +54,8 @@ JobEvents::JobEvents(const ProcessMode& mode, const RunConfig& config, const std
   std::exception_ptr unconnected;  // under mpirun rank 0 reports it after the exchange, so no process waits in it
   if ((mode.world == nullptr || mode.world->rank() == 0) && !events_to.empty()) {
     try {
-      gui_stream_ = std::make_unique<EventStreamSender>(parse_stream_address(events_to, "--events-to"), metadata,
-                                                        "--events-to");
+      gui_stream_ =
+          std::make_unique<EventStreamSender>(parse_stream_address(events_to, "--events-to"), metadata, "--events-to");
       forward_.add(gui_stream_.get());  // before the collector's first event
     } catch (...) {
       if (mode.world == nullptr) throw;
@@ -43,11 +72,10 @@ void JobEvents::join_processes(MpiWorld& world, const std::string& metadata) {
   if (world.rank() == 0) collector_ = std::make_unique<EventCollector>("0.0.0.0", 0, &schedule_);
   // Rank 0's machine and port; a process on the same machine uses the loopback.
   const std::string port = world.broadcast_from_rank0(collector_ ? std::to_string(collector_->port()) : "");
-  const std::string host = world.broadcast_from_rank0(host_name());
+  const std::string addresses = world.broadcast_from_rank0(world.rank() == 0 ? reachable_addresses() : "");
   if (world.rank() == 0) return;
-  const StreamAddress rank0{world.on_this_machine(0) ? "127.0.0.1" : host, std::stoi(port)};
   try {
-    rank0_stream_ = std::make_unique<EventStreamSender>(rank0, metadata,
+    rank0_stream_ = std::make_unique<EventStreamSender>(rank0_candidates(world, addresses, std::stoi(port)), metadata,
                                                         "rank " + std::to_string(world.rank()) + "'s events to rank 0");
   } catch (const std::exception& e) {  // the run still trains; rank 0 says its events are missing
     std::fprintf(stderr, "warning: %s\n", e.what());

@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -47,8 +48,14 @@ int connect_once(const StreamAddress& address, std::string& reason) {
   addrinfo* found = resolve(address.host, address.port, false, reason);
   if (found == nullptr) return -1;
   const int fd = socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC, found->ai_protocol);
+  // Linux bounds connect() by the send timeout: an address that does not answer
+  // costs a second, not the minutes of TCP's retries. Sends block again after.
+  timeval limit{1, 0};
+  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
   if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
     freeaddrinfo(found);
+    limit = {0, 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
     return fd;
   }
   reason = std::strerror(errno);
@@ -75,13 +82,19 @@ StreamAddress parse_stream_address(const std::string& text, const std::string& f
 
 // ---- EventStreamSender ----
 
-EventStreamSender::EventStreamSender(const StreamAddress& address, const std::string& metadata_json,
+EventStreamSender::EventStreamSender(const std::vector<StreamAddress>& candidates, const std::string& metadata_json,
                                      const std::string& flag, double connect_timeout_s)
-    : what_(flag + " " + address.text()) {
+    : what_(flag + " " + (candidates.empty() ? std::string("(no address)") : candidates.front().text())) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(connect_timeout_s);
-  std::string reason;
-  while ((fd_ = connect_once(address, reason)) < 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::string reason = "no address";
+  for (bool first = true; fd_ < 0 && (first || std::chrono::steady_clock::now() < deadline); first = false) {
+    if (!first) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (const StreamAddress& address : candidates) {
+      if ((fd_ = connect_once(address, reason)) < 0) continue;
+      what_ = flag + " " + address.text();
+      break;
+    }
+  }
   if (fd_ < 0)
     throw OutputError(what_ + ": cannot connect (" + reason +
                       "); start the listener first (the GUI's File → Attach…), or check the address");

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "events/event.h"
 #include "events/event_queue.h"
@@ -40,7 +41,12 @@ class EventStreamSender final : public EventSink {
   // moment late), and sends the header. Throws OutputError naming `flag`, the
   // address and the OS's reason when no connection is made.
   EventStreamSender(const StreamAddress& address, const std::string& metadata_json, const std::string& flag,
-                    double connect_timeout_s = 10.0);
+                    double connect_timeout_s = 10.0)
+      : EventStreamSender(std::vector<StreamAddress>{address}, metadata_json, flag, connect_timeout_s) {}
+  // The same, trying each of `candidates` in turn (a machine's addresses):
+  // the first that accepts the connection is used.
+  EventStreamSender(const std::vector<StreamAddress>& candidates, const std::string& metadata_json,
+                    const std::string& flag, double connect_timeout_s = 10.0);
   ~EventStreamSender() override;  // close()
   EventStreamSender(const EventStreamSender&) = delete;
   EventStreamSender& operator=(const EventStreamSender&) = delete;
