@@ -327,7 +327,8 @@ void MainWindow::prepareViews(const RunConfig& config) {
 
 void MainWindow::startRun() {
   if (controller_->busy() || !panel_->problem().isEmpty()) return;
-  const RunConfig config = runConfigToStart();
+  RunConfig config = runConfigToStart();
+  if (panel_->ranksAsProcesses()) config.clock = ClockKind::wall;  // each process has its own cores (cli_launch.h)
   leaveReplay();
   prepareViews(config);
   had_error_ = false;
