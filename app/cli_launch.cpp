@@ -29,8 +29,6 @@ ProcessMode join_mpi_job(RunConfig& config, std::string& record) {
                       std::to_string(config.dp) + " x pp " + std::to_string(config.pp) + " = " +
                       std::to_string(config.world_size()) + " ranks: run mpirun -np " +
                       std::to_string(config.world_size()) + ", or change --dp / --pp");
-  if (config.device == "cuda")
-    throw ConfigError("--device cuda under mpirun: ranks as processes train on the CPU only for now");
   if (!config.save_dir.empty() || !config.resume_dir.empty())
     throw ConfigError(std::string(config.save_dir.empty() ? "--resume" : "--save-dir") +
                       " under mpirun: checkpoints are written by the ranks of one process for now; save or resume "
@@ -49,12 +47,21 @@ ProcessMode join_mpi_job(RunConfig& config, std::string& record) {
     return world.communicator(members, clock, sink);
   };
   mode.process.abort = [&world](int rank, const std::string& reason) { world.abort(rank, reason); };
+  mode.process.aborted = [&world] { return world.aborted(); };
+  mode.process.abort_message = [&world] { return world.abort_message(); };
+  mode.process.local_rank = world.local_rank();
+  mode.process.share = [&world](const std::vector<int>& members, void* data, int bytes) {
+    world.share(members, data, bytes);
+  };
+  mode.process.waiting = [&world](int delta) { world.add_waiting(delta); };
+  mode.process.unresponsive = [&world] { return world.ask_peers(); };
   if (world.rank() == 0) {
-    std::printf("ranks as processes: %d MPI processes, one rank each; %s collectives%s; comm timeout %g s\n",
-                world.size(), config.collectives.c_str(),
-                config.collectives == "native" ? " (MPI's own: the ring view shows one span per call)"
-                                               : " (ring over MPI messages: every chunk is an event)",
-                config.comm_timeout_s);
+    const std::string collectives =
+        config.device == "cuda" ? "NCCL between the processes' GPUs (one GPU per local rank, ids sent over MPI)"
+        : config.collectives == "native" ? "native collectives (MPI's own: the ring view shows one span per call)"
+                                         : "ring collectives (ring over MPI messages: every chunk is an event)";
+    std::printf("ranks as processes: %d MPI processes, one rank each; %s; comm timeout %g s\n", world.size(),
+                collectives.c_str(), config.comm_timeout_s);
     std::fflush(stdout);
   }
   return mode;

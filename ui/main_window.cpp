@@ -115,6 +115,7 @@ MainWindow::MainWindow(QWidget* parent)
   lessons_menu_->addAction(lessons_dock_->toggleViewAction());
   connect(lessons_, &LessonsPanel::tryLesson, this, [this](const RunConfig& config, double speed) {
     if (controller_->busy()) return;
+    file_settings_.clear();  // a lesson's run is the lesson's, not an opened config's
     panel_->setConfig(config);
     const int index = speed_->findData(speed);
     if (index >= 0) speed_->setCurrentIndex(index);  // the lesson's pace; the user may change it
@@ -202,6 +203,7 @@ QSplitter* MainWindow::buildViewsColumn() {
   buildPlannerUi();
   buildCheckpointUi();
   buildProcessUi();
+  buildRunConfigUi();
   auto* tabsAndReplay = new QWidget;
   auto* tabsLayout = new QVBoxLayout(tabsAndReplay);
   tabsLayout->setContentsMargins(0, 0, 0, 0);
@@ -236,6 +238,7 @@ void MainWindow::retranslate() {
   retranslatePlannerUi();
   retranslateCheckpointUi();
   retranslateProcessUi();
+  retranslateRunConfigUi();
   lessons_menu_->setTitle(tr("&Lessons"));
   lessons_dock_->setWindowTitle(tr("Lessons"));
   lessons_dock_->toggleViewAction()->setText(tr("Show lessons"));

@@ -8,6 +8,8 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -103,6 +105,13 @@ class MainWindow : public QMainWindow {
   // What the menu actions do after their folder dialog (tests call them directly).
   void setCheckpointDir(const QString& dir);
   bool setResumeFrom(const QString& path);  // false (and the reason in the status) if it is no checkpoint
+  // File → Open config for a run…: a DeepSpeed JSON (*.json) or an accelerate
+  // YAML (*.yaml, *.yml) sets the panel as `train --deepspeed / --accelerate`
+  // sets a run. Settings the panel does not show (warm-up, clipping, the loss
+  // scaler's knobs) apply to every run until another config or a lesson is
+  // chosen. False (the file and key named in the status and log) if refused.
+  bool openRunConfig(const QString& path);
+  QAction* openRunConfigAction() const { return open_run_config_action_; }
 
  public Q_SLOTS:
   void startRun();
@@ -140,6 +149,8 @@ class MainWindow : public QMainWindow {
   void retranslateProcessUi();
   void onJobConfig(const RunConfig& config);
   void retranslateCheckpointUi();
+  void buildRunConfigUi();  // main_window_run_config.cpp
+  void retranslateRunConfigUi();
   void chooseCheckpointDir();
   void chooseResume();
   RunConfig runConfigToStart();  // the panel's run with the chosen checkpoint folder and resume
@@ -187,6 +198,9 @@ class MainWindow : public QMainWindow {
   QAction* attach_action_ = nullptr;
   QString checkpoint_dir_;  // every run from here on saves there at its end (empty: none)
   QString resume_dir_;      // the next run resumes from this step directory (once)
+  QAction* open_run_config_action_ = nullptr;
+  // What an opened run config set that the panel does not show: (key, value) by the schema's rows.
+  std::vector<std::pair<std::string, nlohmann::json>> file_settings_;
   PlannerDialog* planner_ = nullptr;
   QWidget* replay_bar_ = nullptr;
   QLabel* replay_label_ = nullptr;

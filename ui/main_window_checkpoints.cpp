@@ -12,6 +12,7 @@
 
 #include "config_panel.h"
 #include "main_window.h"
+#include "config/run_schema.h"
 #include "train/checkpoint.h"
 
 namespace shardscope::ui {
@@ -78,6 +79,7 @@ bool MainWindow::setResumeFrom(const QString& path) {
 
 RunConfig MainWindow::runConfigToStart() {
   RunConfig config = panel_->config();
+  for (const auto& [key, value] : file_settings_) set_field(config, run_field(key), value);  // an opened config's
   config.save_dir = checkpoint_dir_.toStdString();
   config.resume_dir = resume_dir_.toStdString();
   resume_dir_.clear();  // a resume is for one run; the checkpoint folder stays

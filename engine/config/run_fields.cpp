@@ -245,8 +245,10 @@ void add_process_fields(std::vector<RunField>& f) {
                .get = get_member<&RunConfig::collectives>, .set = set_member<&RunConfig::collectives>});
   f.push_back({.key = "comm_timeout", .flag = "--comm-timeout", .value_name = "S", .kind = FieldKind::number,
                .help = {"Under mpirun: a blocking communication call that makes no progress for S seconds stops\n"
-                        "      the job, naming the rank it waited for (a dead process is detected within a second)",
-                        "在 mpirun 下：阻塞的通信调用 S 秒没有进展即停止整个作业，并指出它在等待的 rank（进程死亡在一秒内即可发现）"},
+                        "      the job, naming the rank it waited for (a dead process is detected within a second);\n"
+                        "      an NCCL call (--device cuda) not finished after S seconds aborts the run",
+                        "在 mpirun 下：阻塞的通信调用 S 秒没有进展即停止整个作业，并指出它在等待的 rank（进程死亡在一秒内即可发现）；"
+                        "NCCL 调用（--device cuda）S 秒未完成即中止运行"},
                .range = {0.0, 1e6, true}, .saved = Saved::never,
                .get = get_member<&RunConfig::comm_timeout_s>, .set = set_member<&RunConfig::comm_timeout_s>});
 }

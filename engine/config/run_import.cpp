@@ -103,8 +103,11 @@ void import_zero(Importer& im, const DeepSpeedConfig& ds) {
     im.set("zero", *ds.zero_stage, "zero_optimization.stage");
     im.parts.push_back("ZeRO-" + std::to_string(*ds.zero_stage));
   }
-  if (ds.partition_activations || ds.cpu_checkpointing)
-    im.refuse("activation_checkpointing", "partition_activations / cpu_checkpointing are not supported by the engine");
+  // partition_activations splits checkpoints over the tensor-parallel group, one rank in every layout here:
+  // nothing to split (the parser warns). cpu_checkpointing would move them off the device: not followed.
+  if (ds.cpu_checkpointing)
+    im.refuse("activation_checkpointing.cpu_checkpointing",
+              "true is not supported: the engine keeps checkpointed activations on the rank's device");
   if (ds.activation_checkpointing) im.set("checkpoint", "full", "activation_checkpointing"), im.parts.push_back("checkpointing");
 }
 

@@ -183,10 +183,13 @@ DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::st
     c.cpu_checkpointing = json.get_bool({"activation_checkpointing", "cpu_checkpointing"}).value_or(false);
     w.push_back(json.where({"activation_checkpointing"}) +
                 ": assuming every layer is checkpointed (full recompute); pass --checkpoint to say otherwise");
-    if (c.partition_activations || c.cpu_checkpointing)
-      w.push_back(json.where({"activation_checkpointing"}) +
-                  ": partition_activations / cpu_checkpointing apply with tensor parallelism or move checkpoints "
-                  "to the CPU; not modeled");
+    if (c.partition_activations)
+      w.push_back(json.where({"activation_checkpointing", "partition_activations"}) +
+                  ": no effect here: DeepSpeed splits checkpointed activations over the tensor-parallel group, "
+                  "which has one rank in every layout of this engine");
+    if (c.cpu_checkpointing)
+      w.push_back(json.where({"activation_checkpointing", "cpu_checkpointing"}) +
+                  ": moves checkpoints to the CPU; not modeled");
   }
   return c;
 }

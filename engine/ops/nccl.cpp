@@ -29,6 +29,8 @@ constexpr PluginSearch kNcclPlugin{"NCCL",
 struct NcclPlugin {
   ShardscopeNcclVersionFn version = nullptr;
   ShardscopeNcclInitAllFn init_all = nullptr;
+  ShardscopeNcclUniqueIdFn unique_id = nullptr;
+  ShardscopeNcclInitRankFn init_rank = nullptr;
   ShardscopeNcclEnqueueFn enqueue = nullptr;
   ShardscopeNcclPollFn poll = nullptr;
   ShardscopeNcclAbortFn abort = nullptr;
@@ -55,6 +57,8 @@ const Load& load() {
     NcclPlugin& p = result.plugin;
     if (!find_symbol(handle, "shardscope_nccl_version", p.version) ||
         !find_symbol(handle, "shardscope_nccl_init_all", p.init_all) ||
+        !find_symbol(handle, "shardscope_nccl_unique_id", p.unique_id) ||
+        !find_symbol(handle, "shardscope_nccl_init_rank", p.init_rank) ||
         !find_symbol(handle, "shardscope_nccl_enqueue", p.enqueue) ||
         !find_symbol(handle, "shardscope_nccl_poll", p.poll) ||
         !find_symbol(handle, "shardscope_nccl_abort", p.abort) ||
@@ -98,6 +102,23 @@ std::vector<void*> nccl_init_all(const std::vector<int>& devices) {
   if (p.init_all(static_cast<int>(devices.size()), devices.data(), contexts.data(), error.data(), error.size()) != 0)
     throw std::runtime_error(std::string("NCCL init: ") + error.data());
   return contexts;
+}
+
+NcclUniqueId nccl_unique_id() {
+  NcclUniqueId id{};
+  PluginErrorText error{};
+  if (plugin("ncclGetUniqueId").unique_id(id.data(), error.data(), error.size()) != 0)
+    throw std::runtime_error(std::string("NCCL unique id: ") + error.data());
+  return id;
+}
+
+void* nccl_init_rank(int nranks, const NcclUniqueId& id, int rank, int device) {
+  void* context = nullptr;
+  PluginErrorText error{};
+  if (plugin("ncclCommInitRank").init_rank(nranks, id.data(), rank, device, &context, error.data(), error.size()) != 0)
+    throw std::runtime_error("NCCL init of rank " + std::to_string(rank) + " of " + std::to_string(nranks) +
+                             " on GPU " + std::to_string(device) + ": " + error.data());
+  return context;
 }
 
 void nccl_enqueue(void* context, const ShardscopeNcclCall& call) {

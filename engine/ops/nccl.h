@@ -5,6 +5,7 @@
 // one GPU. parallel/nccl_communicator.h builds the Communicator on these.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,13 @@ NcclAvailability probe_nccl();
 // ncclCommInitAll over `devices`: one context per group rank. Throws
 // std::runtime_error with NCCL's message.
 std::vector<void*> nccl_init_all(const std::vector<int>& devices);
+// ncclGetUniqueId: the bytes that name a new communicator, made by one rank
+// and sent to the others (parallel/nccl_communicator.h). Throws.
+using NcclUniqueId = std::array<unsigned char, SHARDSCOPE_NCCL_UNIQUE_ID_BYTES>;
+NcclUniqueId nccl_unique_id();
+// ncclCommInitRank: this process's context as rank `rank` of `nranks` in the
+// communicator `id` names, on GPU `device`; returns once every rank joined. Throws.
+void* nccl_init_rank(int nranks, const NcclUniqueId& id, int rank, int device);
 void nccl_enqueue(void* context, const ShardscopeNcclCall& call);  // throws
 // true once the last enqueued call finished; then start/end are GPU times in ms
 // since the context's init. Throws on an asynchronous NCCL error.

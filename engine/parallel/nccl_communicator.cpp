@@ -14,16 +14,21 @@ namespace shardscope {
 
 namespace {
 
+std::string ranks_text(const std::vector<int>& ranks) {  // "0,1,2,3"
+  std::string text;
+  for (const int r : ranks) text += (text.empty() ? "" : ",") + std::to_string(r);
+  return text;
+}
+
 class NcclCommunicator final : public Communicator {
  public:
-  NcclCommunicator(void* context, std::vector<int> members, int me, const NcclRank& on,
-                   std::shared_ptr<InProcessWorld> world, EventSink* sink, const RunClock* clock,
-                   std::int64_t reference_ns)
+  NcclCommunicator(void* context, std::vector<int> members, int me, const NcclRank& on, NcclAbortState state,
+                   EventSink* sink, const RunClock* clock, std::int64_t reference_ns)
       : context_(context),
         members_(std::move(members)),
         me_(me),
         on_(on),
-        world_(std::move(world)),
+        state_(std::move(state)),
         sink_(sink),
         clock_(clock),
         reference_ns_(reference_ns),
@@ -122,7 +127,7 @@ class NcclCommunicator final : public Communicator {
     float one = 1.0f;
     all_reduce_host(&one, 1, ReduceOp::sum, CommTag{});
   }
-  void abort(const std::string& reason) override { world_->abort(global_rank(me_), reason); }
+  void abort(const std::string& reason) override { state_.abort(global_rank(me_), reason); }
 
  private:
   ShardscopeNcclCall call(int op, const void* send, void* recv, std::int64_t count, DType dtype, ReduceOp reduce,
@@ -139,31 +144,57 @@ class NcclCommunicator final : public Communicator {
     return c;
   }
 
-  // Queues the call, polls until the GPU has finished it (or the world is
-  // aborted), and emits its span in GPU time.
+  // Queues the call, polls until the GPU has finished it (or the run is
+  // aborted, or the call times out), and emits its span in GPU time.
   void run(const ShardscopeNcclCall& c, CommOp op, std::int64_t elements, DType dtype, int dst, const CommTag& tag) {
-    if (world_->aborted()) throw CommAborted(world_->abort_message());
+    if (state_.aborted()) throw CommAborted(state_.message());
     double start_ms = 0, end_ms = 0;
     try {
       nccl_enqueue(context_, c);
-      int idle = 0;
-      while (!nccl_poll(context_, start_ms, end_ms)) {
-        if (world_->aborted()) {
-          nccl_abort(context_);  // our kernels stop waiting for a peer that will not come
-          throw CommAborted(world_->abort_message());
-        }
-        if (++idle < 100)
-          std::this_thread::yield();
-        else
-          std::this_thread::sleep_for(std::chrono::microseconds(20));
-      }
+      wait_for_end(op, start_ms, end_ms);
     } catch (const CommAborted&) {
       throw;
     } catch (const std::exception& e) {
-      world_->abort(global_rank(me_), e.what());
+      state_.abort(global_rank(me_), e.what());
       nccl_abort(context_);
       throw;
     }
+    emit(op, elements, dtype, dst, tag, start_ms, end_ms);
+  }
+
+  // The watchdog's loop: the call's end, an abort of the run (a peer failed:
+  // our kernels stop waiting for it), or the timeout.
+  void wait_for_end(CommOp op, double& start_ms, double& end_ms) {
+    struct Waiting {  // what this process answers a peer that asks after its own timeout
+      const NcclAbortState& state;
+      explicit Waiting(const NcclAbortState& s) : state(s) {
+        if (state.waiting) state.waiting(1);
+      }
+      ~Waiting() {
+        if (state.waiting) state.waiting(-1);
+      }
+    } waiting(state_);
+    const auto start = std::chrono::steady_clock::now();
+    for (int idle = 0; !nccl_poll(context_, start_ms, end_ms); ++idle) {
+      if (state_.aborted()) {
+        nccl_abort(context_);
+        throw CommAborted(state_.message());
+      }
+      if (state_.timeout_s > 0 && idle % 256 == 255 &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > state_.timeout_s)
+        throw std::runtime_error("NCCL " + std::string(comm_op_name(op)) + " of ranks " + ranks_text(members_) +
+                                 " timed out after " + std::to_string(static_cast<int>(state_.timeout_s)) +
+                                 " s (--comm-timeout): its communicators are aborted" +
+                                 (state_.unresponsive ? state_.unresponsive() : std::string()));
+      if (idle < 100)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+  void emit(CommOp op, std::int64_t elements, DType dtype, int dst, const CommTag& tag, double start_ms,
+            double end_ms) {
     if (sink_ == nullptr) return;
     Event e;
     e.kind = EventKind::comm_span;
@@ -198,7 +229,7 @@ class NcclCommunicator final : public Communicator {
   void require(bool ok, const char* call, const char* what) {
     if (ok) return;
     const std::string message = std::string(call) + ": " + what;
-    world_->abort(global_rank(me_), message);
+    state_.abort(global_rank(me_), message);
     throw std::invalid_argument("rank " + std::to_string(global_rank(me_)) + ": " + message);
   }
   void require_reducible(std::int64_t count, DType dtype, const char* call) {
@@ -211,7 +242,7 @@ class NcclCommunicator final : public Communicator {
   std::vector<int> members_;
   int me_;
   NcclRank on_;
-  std::shared_ptr<InProcessWorld> world_;
+  NcclAbortState state_;
   EventSink* sink_;
   const RunClock* clock_;
   std::int64_t reference_ns_;
@@ -222,9 +253,22 @@ class NcclCommunicator final : public Communicator {
 
 }  // namespace
 
-NcclWorld::NcclWorld(std::vector<int> rank_devices, std::shared_ptr<InProcessWorld> abort_state, EventSink* sink,
-                     const RunClock* clock)
-    : rank_devices_(std::move(rank_devices)), abort_state_(std::move(abort_state)), sink_(sink), clock_(clock) {}
+NcclAbortState nccl_abort_state(std::shared_ptr<InProcessWorld> world, double timeout_s) {
+  NcclAbortState state;
+  state.aborted = [world] { return world->aborted(); };
+  state.message = [world] { return world->abort_message(); };
+  state.abort = [world](int rank, const std::string& reason) { world->abort(rank, reason); };
+  state.timeout_s = timeout_s;
+  return state;
+}
+
+NcclWorld::NcclWorld(std::vector<int> rank_devices, NcclAbortState abort_state, EventSink* sink, const RunClock* clock,
+                     NcclShareId share_id)
+    : rank_devices_(std::move(rank_devices)),
+      abort_state_(std::move(abort_state)),
+      share_id_(std::move(share_id)),
+      sink_(sink),
+      clock_(clock) {}
 
 NcclWorld::~NcclWorld() {
   for (auto& [members, group] : groups_)
@@ -236,27 +280,53 @@ std::unique_ptr<Communicator> NcclWorld::communicator(int rank, const std::vecto
   if (mine == members.end())
     throw std::invalid_argument("NcclWorld::communicator: rank " + std::to_string(rank) + " is not in the group");
   const auto me = static_cast<std::size_t>(mine - members.begin());
-  void* context = nullptr;
   std::int64_t reference_ns = 0;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = groups_.find(members);
-    if (it == groups_.end()) {
-      std::vector<int> devices;
-      for (const int m : members) devices.push_back(rank_devices_.at(static_cast<std::size_t>(m)));
-      Group group;
-      group.contexts = nccl_init_all(devices);
-      group.reference_ns = clock_->now_ns();  // the contexts' reference events were just waited for
-      it = groups_.emplace(members, std::move(group)).first;
-    }
-    context = std::exchange(it->second.contexts.at(me), nullptr);
-    reference_ns = it->second.reference_ns;
+  void* context = nullptr;
+  if (share_id_) {
+    context = init_across_processes(rank, members, me);
+    reference_ns = clock_->now_ns();  // the context's reference event was just waited for
+  } else {
+    context = init_in_process(rank, members, me, reference_ns);
   }
+  return std::make_unique<NcclCommunicator>(context, members, static_cast<int>(me), on, abort_state_, sink_, clock_,
+                                            reference_ns);
+}
+
+// ncclCommInitAll for every member at the group's first request; each member takes its own.
+void* NcclWorld::init_in_process(int rank, const std::vector<int>& members, std::size_t me,
+                                 std::int64_t& reference_ns) {
+  std::lock_guard lock(mutex_);
+  auto it = groups_.find(members);
+  if (it == groups_.end()) {
+    std::vector<int> devices;
+    for (const int m : members) devices.push_back(rank_devices_.at(static_cast<std::size_t>(m)));
+    Group group;
+    group.contexts = nccl_init_all(devices);
+    group.reference_ns = clock_->now_ns();  // the contexts' reference events were just waited for
+    it = groups_.emplace(members, std::move(group)).first;
+  }
+  void* context = std::exchange(it->second.contexts.at(me), nullptr);
   if (context == nullptr)
     throw std::invalid_argument("NcclWorld::communicator: rank " + std::to_string(rank) +
                                 " already holds a communicator for this group");
-  return std::make_unique<NcclCommunicator>(context, members, static_cast<int>(me), on, abort_state_, sink_, clock_,
-                                            reference_ns);
+  reference_ns = it->second.reference_ns;
+  return context;
+}
+
+// The bootstrap of NCCL across processes: the first member makes the unique
+// id, every member gets it (MPI), and each joins with ncclCommInitRank.
+void* NcclWorld::init_across_processes(int rank, const std::vector<int>& members, std::size_t me) {
+  try {
+    NcclUniqueId id{};
+    if (me == 0) id = nccl_unique_id();
+    share_id_(members, id);
+    return nccl_init_rank(static_cast<int>(members.size()), id, static_cast<int>(me),
+                          rank_devices_.at(static_cast<std::size_t>(rank)));
+  } catch (const CommAborted&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error("NCCL communicator of ranks " + ranks_text(members) + ": " + e.what());
+  }
 }
 
 }  // namespace shardscope

@@ -70,7 +70,7 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
   world_ = InProcessWorld::create(plan_->grid().world_size(), sink_, &clock_);
   const bool probed = !devices && config_.device == "cuda";
   if (probed) devices = cuda_devices();  // empty (the CPU) when no GPU is usable: device_note_ says why
-  if (devices && config_.device == "cuda" && config_.gpus.size() > 1) open_nccl_world();
+  if (devices && config_.device == "cuda" && (config_.gpus.size() > 1 || process_.active())) open_nccl_world();
   // The estimator's bytes (for out-of-memory messages) for the kernels the ranks
   // really got: a --device cuda run that fell back to the CPU keeps T x T attention.
   RunConfig predicted_for = config_;

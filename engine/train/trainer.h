@@ -46,6 +46,7 @@ struct CheckpointManifest;
 struct RankCheckpoint;
 struct TrainingCheckpoint;
 class NcclWorld;
+struct NcclAbortState;
 class ShardingPlan;
 
 struct StepMetrics {
@@ -93,6 +94,16 @@ struct RankProcess {
   // The run's start on the steady clock (RunClock::steady_ns), shared by the
   // job's processes so their event times compare; unset: when the trainer is built.
   std::optional<std::int64_t> clock_origin_ns;
+  std::function<bool()> aborted;  // another process failed, or died
+  std::function<std::string()> abort_message;
+  // --device cuda: this process's place among its machine's processes (its
+  // GPU), and how a group's members get its first member's NCCL unique id.
+  int local_rank = 0;
+  std::function<void(const std::vector<int>& members, void* data, int bytes)> share;
+  // An NCCL call's wait, as the MPI world counts waits (+1, -1), and which
+  // processes are not waiting after a timeout ("; rank 2 does not answer").
+  std::function<void(int delta)> waiting;
+  std::function<std::string()> unresponsive;
   bool active() const { return static_cast<bool>(communicator); }
 };
 
@@ -186,7 +197,9 @@ class Trainer {
   struct Rank;
   // Building the ranks (trainer_ranks.cpp), each from its place in the plan.
   RankDeviceFactory cuda_devices();  // empty, with device_note_ set, when no GPU is usable
+  int process_gpu(int gpu_count) const;
   void open_nccl_world();
+  NcclAbortState process_abort_state();
   std::unique_ptr<Rank> build_rank(int rank, const RankDeviceFactory& devices);
   void attach_device(Rank& rank, const RankDeviceFactory& devices);
   void connect_communicators(Rank& rank);
@@ -248,6 +261,7 @@ class Trainer {
   std::unique_ptr<NcclWorld> nccl_;  // one GPU per rank: NCCL groups (null otherwise)
   std::vector<std::unique_ptr<Rank>> ranks_;  // the ranks this process runs (all of them, unless process_)
   RankProcess process_;
+  int process_gpu_ = 0;  // under mpirun with --device cuda: this process's GPU
   LrSchedule schedule_;
   std::int64_t steps_done_ = 0;
   std::string device_note_;

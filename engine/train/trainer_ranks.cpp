@@ -17,14 +17,18 @@ namespace shardscope {
 RankDeviceFactory Trainer::cuda_devices() {
   const DeviceProbe probe = probe_cuda();
   if (!probe.available()) {
+    if (process_.active())  // the other processes' ranks would wait for this one's NCCL communicators
+      throw ConfigError("rank " + std::to_string(process_.rank) + ": --device cuda under mpirun: " + probe.reason +
+                        " (every process needs a GPU; train on the CPU with --device cpu)");
     device_note_ = "--device cuda: " + probe.reason + "; training on the CPU instead";
     return {};
   }
-  for (const int g : config_.gpus)
+  std::vector<int> gpus = config_.gpus;  // under mpirun: this process's only
+  if (process_.active()) gpus = {process_gpu_ = process_gpu(static_cast<int>(probe.gpus.size()))};
+  for (const int g : gpus)
     if (g >= static_cast<int>(probe.gpus.size()))
       throw ConfigError("--gpus: GPU " + std::to_string(g) + " does not exist (" + std::to_string(probe.gpus.size()) +
                         " found)");
-  const std::vector<int> gpus = config_.gpus;
   const bool several = plan_->grid().world_size() > 1;
   // Mixed precision multiplies 16-bit operands on the tensor cores, as torch.autocast does.
   const std::string matmul(precision_name(config_.precision));
@@ -40,14 +44,53 @@ RankDeviceFactory Trainer::cuda_devices() {
   };
 }
 
+// Under mpirun each process takes one GPU of its machine by its local rank, as
+// torchrun's LOCAL_RANK does: --gpus's entry for it when the list has one per
+// rank, else local rank modulo the machine's GPUs.
+int Trainer::process_gpu(int gpu_count) const {
+  const int local = process_.local_rank;
+  if (config_.gpus.size() == 1) return local % gpu_count;
+  if (local >= static_cast<int>(config_.gpus.size()))
+    throw ConfigError("--gpus lists " + std::to_string(config_.gpus.size()) + " GPUs, but this machine runs process " +
+                      std::to_string(local) + " (local rank) of the job");
+  return config_.gpus[static_cast<std::size_t>(local)];
+}
+
 // One GPU listed: every rank shares it (in-process communicator, device copies).
-// One per rank: each rank on its own GPU, NCCL between them.
+// One per rank, or one rank per process (mpirun): NCCL between them. A call
+// that has not finished after --comm-timeout aborts the run (PyTorch's watchdog).
 void Trainer::open_nccl_world() {
   const NcclAvailability nccl = probe_nccl();
+  if (!nccl.available && process_.active())
+    throw ConfigError("rank " + std::to_string(process_.rank) +
+                      ": --device cuda under mpirun: the processes talk through NCCL, which is unavailable (" +
+                      nccl.reason + ")");
   if (!nccl.available)
     throw ConfigError("--gpus: one rank per GPU needs NCCL, which is unavailable (" + nccl.reason +
                       "); list one GPU (--gpus " + std::to_string(config_.gpus.front()) + ") and the ranks share it");
-  nccl_ = std::make_unique<NcclWorld>(config_.gpus, world_, sink_, &clock_);
+  if (!process_.active()) {
+    nccl_ = std::make_unique<NcclWorld>(config_.gpus, nccl_abort_state(world_, config_.comm_timeout_s), sink_, &clock_);
+    return;
+  }
+  std::vector<int> devices(static_cast<std::size_t>(plan_->grid().world_size()), -1);
+  devices[static_cast<std::size_t>(process_.rank)] = process_gpu_;
+  nccl_ = std::make_unique<NcclWorld>(devices, process_abort_state(), sink_, &clock_,
+                                      [this](const std::vector<int>& members, NcclUniqueId& id) {
+                                        process_.share(members, id.data(), static_cast<int>(id.size()));
+                                      });
+}
+
+// Under mpirun the run is aborted by this process's rank or by another process
+// (an abort notice, a dead peer); aborting tells the others.
+NcclAbortState Trainer::process_abort_state() {
+  NcclAbortState state;
+  state.aborted = [this] { return world_->aborted() || process_.aborted(); };
+  state.message = [this] { return process_.aborted() ? process_.abort_message() : world_->abort_message(); };
+  state.abort = [this](int rank, const std::string& reason) { abort_world(rank, reason); };
+  state.timeout_s = config_.comm_timeout_s;
+  state.waiting = process_.waiting;
+  state.unresponsive = process_.unresponsive;
+  return state;
 }
 
 std::unique_ptr<Trainer::Rank> Trainer::build_rank(int r, const RankDeviceFactory& devices) {
@@ -106,7 +149,14 @@ void Trainer::connect_communicators(Rank& rank) {
   if (nccl_ != nullptr) {
     const NcclRank on{rank.backend.get(), rank.comm_backend.get(), rank.device_memory.get(), rank.cuda_stream};
     rank.make_communicator = [this, self, on](const std::vector<int>& members) {
-      return nccl_->communicator(self->rank, members, on);
+      try {
+        return nccl_->communicator(self->rank, members, on);
+      } catch (const CommAborted& e) {  // another rank failed while this one waited for the group
+        throw RankFailure(std::string("the ranks stopped: ") + e.what());
+      } catch (const std::runtime_error& e) {  // NCCL could not make the group: the other ranks stop too
+        abort_world(self->rank, e.what());
+        throw RankFailure("rank " + std::to_string(self->rank) + ": " + e.what());
+      }
     };
   } else if (process_.active()) {  // mpirun: the peers are other processes
     rank.make_communicator = [this, self](const std::vector<int>& members) {

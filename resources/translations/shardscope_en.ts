@@ -608,6 +608,34 @@ train ... --events-to 127.0.0.1:PORT</source>
             <numerusform>Attached: %1 on %n ranks</numerusform>
         </translation>
     </message>
+    <message>
+        <source>Open config for a run</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>DeepSpeed JSON or accelerate YAML (*.json *.yaml *.yml);;All files (*)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Open &amp;config for a run (DeepSpeed, accelerate)...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Sets the panel from a DeepSpeed JSON or an accelerate YAML, as train --deepspeed / --accelerate does</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Config not opened: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run set %1.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run set %1. Not on the panel, applied to every run: %2.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -719,10 +747,6 @@ rank %2</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>No pipeline step yet: press Run.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>forward</source>
         <translation type="unfinished"></translation>
     </message>
@@ -749,10 +773,6 @@ start %5 ms, duration %6 ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>(p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>Step %1: %2</source>
         <translation type="unfinished"></translation>
     </message>
@@ -765,7 +785,86 @@ start %5 ms, duration %6 ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>%1 · per flush %2 · accumulation: k = %3 flushes of m = %4 micro-batches (F0–F%5), each fills and drains the pipeline; one flush of all %6 would idle %7%</source>
+        <source>Replica:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The data-parallel replica (dp rank) to draw: its rank on every stage</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
+Bubble measured: 1 − busy / (p × window) of each pipeline flush, the median over the step&apos;s flushes.
+Formula: GPipe&apos;s, for p equal stages and m micro-batches per flush.
+With these stages&apos; times: the same fill and drain with each stage&apos;s measured time per micro-batch.
+Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>formula (p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>per flush %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>with these stages&apos; times %1%</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>accumulation: k = %1 flushes of m = %2 micro-batches (F0–F%3), each fills and drains the pipeline; one flush of all %4 would idle %5%</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <source>communication overlapped with backward: %1% (%n bucket(s))</source>
+        <translation>
+            <numerusform>communication overlapped with backward: %1% (%n bucket)</numerusform>
+            <numerusform>communication overlapped with backward: %1% (%n buckets)</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>one stage: no pipeline bubble; no DDP bucket to overlap with backward</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>activation send → receive</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>gradient send → receive</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>bucket all-reduce (communication stream)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>all-reduce</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>No step yet: press Run.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>activation of micro-batch %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>gradient of micro-batch %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1
+stage %2 (rank %3) → stage %4 (rank %5), %6 bytes
+sent %7 ms, arrived %8 ms</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>bucket %1 all-reduce, rank %2
+one ring transfer of %3 bytes
+start %4 ms, duration %5 ms</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

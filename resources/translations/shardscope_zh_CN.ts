@@ -602,6 +602,34 @@ train ... --events-to 127.0.0.1:PORT</translation>
             <numerusform>已附加：%1，%n 个 rank</numerusform>
         </translation>
     </message>
+    <message>
+        <source>Open config for a run</source>
+        <translation>打开训练配置</translation>
+    </message>
+    <message>
+        <source>DeepSpeed JSON or accelerate YAML (*.json *.yaml *.yml);;All files (*)</source>
+        <translation>DeepSpeed JSON 或 accelerate YAML (*.json *.yaml *.yml);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Open &amp;config for a run (DeepSpeed, accelerate)...</source>
+        <translation>打开训练配置(&amp;C)（DeepSpeed、accelerate）...</translation>
+    </message>
+    <message>
+        <source>Sets the panel from a DeepSpeed JSON or an accelerate YAML, as train --deepspeed / --accelerate does</source>
+        <translation>按 DeepSpeed JSON 或 accelerate YAML 设置面板，与 train --deepspeed / --accelerate 相同</translation>
+    </message>
+    <message>
+        <source>Config not opened: %1</source>
+        <translation>配置未打开：%1</translation>
+    </message>
+    <message>
+        <source>Run set %1.</source>
+        <translation>训练已按配置设置（%1）。</translation>
+    </message>
+    <message>
+        <source>Run set %1. Not on the panel, applied to every run: %2.</source>
+        <translation>训练已按配置设置（%1）。面板上没有、但会用于之后每次训练的设置：%2。</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -714,10 +742,6 @@ rank %2</translation>
         <translation>气泡（空闲）</translation>
     </message>
     <message>
-        <source>No pipeline step yet: press Run.</source>
-        <translation>还没有流水线步骤：请点击“运行”。</translation>
-    </message>
-    <message>
         <source>forward</source>
         <translation>前向</translation>
     </message>
@@ -746,10 +770,6 @@ start %5 ms, duration %6 ms</source>
         <translation>要显示的优化器步</translation>
     </message>
     <message>
-        <source>(p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</source>
-        <translation>(p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</translation>
-    </message>
-    <message>
         <source>Step %1: %2</source>
         <translation>第 %1 步：%2</translation>
     </message>
@@ -762,8 +782,94 @@ start %5 ms, duration %6 ms</source>
         <translation>实测气泡率 %1%</translation>
     </message>
     <message>
-        <source>%1 · per flush %2 · accumulation: k = %3 flushes of m = %4 micro-batches (F0–F%5), each fills and drains the pipeline; one flush of all %6 would idle %7%</source>
-        <translation>%1 · 每轮公式 %2 · 梯度累积：k = %3 轮，每轮 m = %4 个微批次（F0–F%5），每轮都先填满再排空流水线；若全部 %6 个微批次在一轮内跑完，空闲仅 %7%</translation>
+        <source>Replica:</source>
+        <translation>副本：</translation>
+    </message>
+    <message>
+        <source>The data-parallel replica (dp rank) to draw: its rank on every stage</source>
+        <translation>要显示的数据并行副本（dp rank）：它在每个阶段上的 rank</translation>
+    </message>
+    <message>
+        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
+Bubble measured: 1 − busy / (p × window) of each pipeline flush, the median over the step&apos;s flushes.
+Formula: GPipe&apos;s, for p equal stages and m micro-batches per flush.
+With these stages&apos; times: the same fill and drain with each stage&apos;s measured time per micro-batch.
+Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
+        <translation>与 shardscope-cli train 结尾几行相同的数字（summarize_schedule），针对这一步和这个副本。
+实测气泡率：每轮流水线的 1 − 忙碌时间 / (p × 时间窗)，取这一步各轮的中位数。
+公式：GPipe 的公式，假设 p 个阶段一样长、每轮 m 个微批次。
+按各阶段实测时间：同样的填充和排空，代入每个阶段处理一个微批次的实测时间。
+重叠：各 rank 的桶传输中落在其反向计算之内的部分。</translation>
+    </message>
+    <message>
+        <source>formula (p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</source>
+        <translation>公式 (p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</translation>
+    </message>
+    <message>
+        <source>per flush %1</source>
+        <translation>每轮%1</translation>
+    </message>
+    <message>
+        <source>with these stages&apos; times %1%</source>
+        <translation>按各阶段实测时间 %1%</translation>
+    </message>
+    <message>
+        <source>accumulation: k = %1 flushes of m = %2 micro-batches (F0–F%3), each fills and drains the pipeline; one flush of all %4 would idle %5%</source>
+        <translation>梯度累积：k = %1 轮，每轮 m = %2 个微批次（F0–F%3），每轮都先填满再排空流水线；若全部 %4 个微批次在一轮内跑完，空闲仅 %5%</translation>
+    </message>
+    <message numerus="yes">
+        <source>communication overlapped with backward: %1% (%n bucket(s))</source>
+        <translation>
+            <numerusform>通信与反向重叠：%1%（%n 个桶）</numerusform>
+        </translation>
+    </message>
+    <message>
+        <source>one stage: no pipeline bubble; no DDP bucket to overlap with backward</source>
+        <translation>只有一个阶段：没有流水线气泡；也没有可与反向重叠的 DDP 桶</translation>
+    </message>
+    <message>
+        <source>activation send → receive</source>
+        <translation>激活值 发送 → 接收</translation>
+    </message>
+    <message>
+        <source>gradient send → receive</source>
+        <translation>梯度 发送 → 接收</translation>
+    </message>
+    <message>
+        <source>bucket all-reduce (communication stream)</source>
+        <translation>桶的 all-reduce（通信流）</translation>
+    </message>
+    <message>
+        <source>all-reduce</source>
+        <translation>all-reduce</translation>
+    </message>
+    <message>
+        <source>No step yet: press Run.</source>
+        <translation>还没有训练步：请点击“运行”。</translation>
+    </message>
+    <message>
+        <source>activation of micro-batch %1</source>
+        <translation>微批次 %1 的激活值</translation>
+    </message>
+    <message>
+        <source>gradient of micro-batch %1</source>
+        <translation>微批次 %1 的梯度</translation>
+    </message>
+    <message>
+        <source>%1
+stage %2 (rank %3) → stage %4 (rank %5), %6 bytes
+sent %7 ms, arrived %8 ms</source>
+        <translation>%1
+阶段 %2（rank %3）→ 阶段 %4（rank %5），%6 字节
+发送于 %7 ms，到达于 %8 ms</translation>
+    </message>
+    <message>
+        <source>bucket %1 all-reduce, rank %2
+one ring transfer of %3 bytes
+start %4 ms, duration %5 ms</source>
+        <translation>桶 %1 的 all-reduce，rank %2
+一次环形传输，%3 字节
+开始于 %4 ms，耗时 %5 ms</translation>
     </message>
 </context>
 <context>

@@ -20,67 +20,13 @@
 #include <cmath>
 #include <csignal>
 
-#include "cli/cli_runner.h"
+#include "cli/mpi_runner.h"
 
 namespace {
 
 // A tiny run: 20 steps of gpt-tiny on short sequences, a few seconds a layout.
 const QStringList kRun{"train", "--model", "gpt-tiny", "--steps",     "20", "--batch",
                        "8",     "--seq",   "16",       "--log-every", "5"};
-
-QStringList mpirun_prefix(int processes) {
-  QStringList args;
-  if (geteuid() == 0) args << "--allow-run-as-root";
-  return args << "--oversubscribe"
-              << "-np" << QString::number(processes) << SHARDSCOPE_CLI;
-}
-
-CliResult run_mpi(int processes, const QStringList& args, int timeout_ms = 120000) {
-  QProcess p;
-  p.start("mpirun", mpirun_prefix(processes) + args);
-  if (!p.waitForFinished(timeout_ms)) {
-    p.kill();
-    p.waitForFinished();
-    return {-1, {}, "timed out"};
-  }
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
-          QString::fromUtf8(p.readAllStandardError())};
-}
-
-// The per-step values of `key` in a --metrics-out file ("loss"; "eval_loss" where there is one).
-std::vector<double> losses(const QString& path, const QString& key = "loss") {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return {};
-  std::vector<double> out;
-  for (const QByteArray& line : f.readAll().split('\n')) {
-    const QJsonValue value = QJsonDocument::fromJson(line).object().value(key);
-    if (!line.trimmed().isEmpty() && value.isDouble()) out.push_back(value.toDouble());
-  }
-  return out;
-}
-
-// The largest relative difference between two loss curves of 20 steps.
-double worst_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != 20 || b.size() != 20) return 1e9;
-  double worst = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    worst = std::max(worst, std::abs(a[i] - b[i]) / std::max(std::abs(a[i]), 1e-12));
-  return worst;
-}
-
-// The pid of global rank `rank` among mpirun's children (Open MPI sets OMPI_COMM_WORLD_RANK).
-qint64 rank_pid(qint64 mpirun, int rank) {
-  QProcess pgrep;
-  pgrep.start("pgrep", {"-P", QString::number(mpirun)});
-  pgrep.waitForFinished();
-  for (const QByteArray& pid : pgrep.readAllStandardOutput().split('\n')) {
-    QFile environ("/proc/" + QString::fromLatin1(pid.trimmed()) + "/environ");
-    if (pid.trimmed().isEmpty() || !environ.open(QIODevice::ReadOnly)) continue;
-    if (environ.readAll().split('\0').contains("OMPI_COMM_WORLD_RANK=" + QByteArray::number(rank)))
-      return pid.trimmed().toLongLong();
-  }
-  return -1;
-}
 
 }  // namespace
 

@@ -179,6 +179,34 @@ class TestTrainConfigs : public QObject {
     QVERIFY2(r.err.contains("ds_zero2_offload.json: train_batch_size: 256 is not"), qPrintable(r.err));
   }
 
+  // The DeepSpeed examples' ZeRO-2 and ZeRO-3 fp16 configs (Megatron-LM's scripts/ds_zero{2,3}_config.json
+  // keys): they run, print what they set, and train as the same settings given as flags.
+  void deepspeed_examples_run_data() {
+    QTest::addColumn<QString>("stage");
+    QTest::newRow("zero2") << "2";
+    QTest::newRow("zero3") << "3";
+  }
+  void deepspeed_examples_run() {
+    QFETCH(QString, stage);
+    QTemporaryDir dir;
+    const QString ds = SHARDSCOPE_FIXTURES "/configs/ds_examples_zero" + stage + "_fp16.json";
+    CliResult r;
+    const auto from_file = run_steps(dir, {"--dp", "2", "--deepspeed", ds}, &r);
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.contains("batch 16 = micro 8 x accum 1 x dp 2, ZeRO-" + stage +
+                            ", checkpointing, fp16 (deepspeed scaler, initial scale 2^16)"),
+             qPrintable(r.out));
+    QVERIFY2(r.out.contains("constant lr (no scheduler), lr 0.00015, grad clip 1"), qPrintable(r.out));
+    QVERIFY2(r.err.contains("partition_activations: no effect here"), qPrintable(r.err));
+    const auto from_flags =
+        run_steps(dir, {"--dp", "2", "--batch", "16", "--zero", stage, "--checkpoint", "full", "--precision", "fp16",
+                        "--loss-scaler", "deepspeed", "--scale-window", "1000", "--hysteresis", "2",
+                        "--min-loss-scale", "1", "--lr", "0.00015", "--warmup", "0", "--min-lr-ratio", "1",
+                        "--grad-clip", "1"});
+    compare(from_file, from_flags);
+    QCOMPARE(from_file[0].scale, 65536.0);
+  }
+
   void bad_files_data() {
     QTest::addColumn<QString>("name");
     QTest::addColumn<QByteArray>("text");

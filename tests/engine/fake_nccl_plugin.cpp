@@ -228,6 +228,16 @@ __attribute__((visibility("default"))) int shardscope_nccl_init_all(int n, const
   return 0;
 }
 
+// One process only: a communicator across processes is the emulated NCCL's (cuda_emulation/nccl.h).
+__attribute__((visibility("default"))) int shardscope_nccl_unique_id(void*, char* error, std::size_t error_size) {
+  return fail(error, error_size, "fake NCCL: no communicators across processes");
+}
+
+__attribute__((visibility("default"))) int shardscope_nccl_init_rank(int, const void*, int, int, void**, char* error,
+                                                                     std::size_t error_size) {
+  return fail(error, error_size, "fake NCCL: no communicators across processes");
+}
+
 __attribute__((visibility("default"))) int shardscope_nccl_enqueue(void* context, const ShardscopeNcclCall* call,
                                                                    char* error, std::size_t error_size) {
   auto& ctx = *static_cast<Context*>(context);

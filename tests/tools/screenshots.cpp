@@ -5,8 +5,8 @@
 // ranks), in English, and the main window and live plots in
 // Chinese; the memory planner (GPT-3 175B on 1024 × A100-80GB) in both. Not a
 // test; run by hand after changing the UI (`planner` as a second argument:
-// the planner's pictures only, no runs):
-//   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots [planner]
+// the planner's pictures only, no runs; `pipeline`: the Pipeline tab and its lesson's only):
+//   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots [planner|pipeline]
 #include <QDockWidget>
 #include <QApplication>
 #include <functional>
@@ -84,15 +84,16 @@ bool shoot(const QString& language, const RunConfig& config, const QDir& dir, co
 
 // A lesson as its Try it loads it, run twice in one window: first as loaded,
 // then with `change` applied (the lesson's knob). The whole window, lessons
-// open, after each run: `first` (may be empty) and `second`. The loss plot
-// keeps the first run's curve under the second's.
+// open and view tab `tab` shown (-1: the first), after each run: `first` (may
+// be empty) and `second`. The loss plot keeps the first run's curve under the second's.
 bool shootLessonPair(const QString& language, const QString& id, const std::function<void(RunConfig&)>& change,
-                     const QDir& dir, const QString& first, const QString& second) {
+                     const QDir& dir, const QString& first, const QString& second, int tab = -1) {
   setLanguage(language);
   MainWindow window;
   window.resize(1500, 950);
   window.show();
   window.lessonsDock()->show();
+  if (tab >= 0) window.viewTabs()->setCurrentIndex(tab);
   const auto& lessons = window.lessons()->lessons();
   const auto it = std::find_if(lessons.begin(), lessons.end(), [&](const Lesson& l) { return l.id == id; });
   if (it == lessons.end()) return false;
@@ -154,6 +155,21 @@ bool shootPlanner(const QString& language, const QDir& dir, const QString& name)
   return save(&planner, dir, name);
 }
 
+// The Pipeline tab after the opening preset's run, and the pipeline bubbles
+// lesson on it: GPipe as Try it loads it, then 1F1B, in English and Chinese.
+bool shootPipeline(const RunConfig& preset, const QDir& dir) {
+  bool ok = shoot(QStringLiteral("en"), preset, dir, {{1, QStringLiteral("pipeline_timeline.png")}});
+  for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
+    const QString suffix = language == QStringLiteral("en") ? QStringLiteral(".png") : QStringLiteral("_zh.png");
+    ok = shootLessonPair(language, QStringLiteral("pipeline_bubbles"),
+                         [](RunConfig& run) { run.schedule = PipelineScheduleKind::one_f_one_b; }, dir,
+                         QStringLiteral("lesson_pipeline_bubbles_gpipe") + suffix,
+                         QStringLiteral("lesson_pipeline_bubbles_1f1b") + suffix, 1) &&
+         ok;
+  }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -163,11 +179,12 @@ int main(int argc, char** argv) {
   c.steps = 30;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const bool planner_only = argc > 2 && QString::fromLocal8Bit(argv[2]) == QStringLiteral("planner");
+  if (argc > 2 && QString::fromLocal8Bit(argv[2]) == QStringLiteral("pipeline")) return shootPipeline(c, dir) ? 0 : 1;
   bool planned = shootPlanner(QStringLiteral("en"), dir, QStringLiteral("planner_gpt3_1024xA100.png"));
   planned = shootPlanner(QStringLiteral("zh_CN"), dir, QStringLiteral("planner_gpt3_1024xA100_zh.png")) && planned;
   if (planner_only) return planned ? 0 : 1;
-  bool ok = shoot(QStringLiteral("en"), c, dir,
-                  {{0, QStringLiteral("main_window.png"), true}, {1, QStringLiteral("pipeline_timeline.png")}});
+  bool ok = shoot(QStringLiteral("en"), c, dir, {{0, QStringLiteral("main_window.png"), true}});
+  ok = shootPipeline(c, dir) && ok;
   RunConfig fp16 = c;  // a first loss scale of 2^24 overflows: the plots show the back-off
   fp16.precision = Precision::fp16;
   fp16.initial_scale_power = 24;

@@ -2,8 +2,11 @@
 // The pipeline timeline view, offscreen, fed the events of real short runs:
 // one box per (stage, micro-batch, pass), no overlap within a stage, every
 // backward after its forward, the bubble text (per pipeline flush with
-// accumulation), reset, the whole app, and a
-// screenshot of a 4-stage 1F1B step (build/tests/pipeline_timeline.png).
+// accumulation), reset, the whole app; the replica selector, an arrow per
+// pipeline send → receive of the shown replica, DDP's bucket lane and its
+// overlap equal to summarize_schedule's; screenshots of a 4-stage 1F1B step
+// (build/tests/pipeline_timeline.png), of dp 2 × pp 2 with DDP's lanes
+// (build/tests/pipeline_timeline_ddp.png) and of dp 2 alone (pipeline_timeline_dp.png).
 #include <QCoreApplication>
 #include <QDir>
 #include <QLabel>
@@ -11,16 +14,18 @@
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QtTest>
-
 #include <algorithm>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <set>
 #include <tuple>
 
+#include "clock/schedule_summary.h"
 #include "config_panel.h"
 #include "engine/collecting_sink.h"
 #include "main_window.h"
+#include "plan/grid.h"
 #include "train/trainer.h"
 #include "views/pipeline_timeline.h"
 
@@ -50,6 +55,46 @@ std::vector<Event> eventsOf(const RunConfig& c) {
   Trainer trainer(c, &sink);
   trainer.run([](const StepMetrics&) {});
   return sink.events();
+}
+
+// dp 2 x pp 2 with DDP in buckets of 0.5 MB (gpt-tiny's 3.3 MiB of gradients: several per stage).
+RunConfig replicatedPipeline() {
+  RunConfig c = pipelineRun(2, 4, PipelineScheduleKind::one_f_one_b);
+  c.dp = 2;
+  c.batch = 2 * 2 * 4;
+  c.bucket_mb = 0.5;
+  c.eval_every = 2;  // its forward-only messages come after step 2's and are not drawn
+  c.eval_batches = 1;
+  return c;
+}
+
+// The events summarize_schedule reads for one step and one replica, straight from the engine.
+std::vector<Event> replicaEvents(const std::vector<Event>& events, const Grid& grid, std::int64_t step, int replica) {
+  std::vector<Event> out;
+  for (const Event& e : events)
+    if (e.step == step && e.rank >= 0 && grid.dp_rank_of(e.rank) == replica) out.push_back(e);
+  return out;
+}
+
+// The engine's pipeline messages of one step sent by a replica's ranks: (src, dst, micro-batch) -> count.
+// Micro-batch -1: an evaluation's, after the step.
+std::map<std::tuple<int, int, int>, int> sendsOf(const std::vector<Event>& events, const Grid& grid, std::int64_t step,
+                                                 int replica) {
+  std::map<std::tuple<int, int, int>, int> sends;
+  for (const Event& e : events)
+    if (e.kind == EventKind::comm_span && e.op == CommOp::send && e.step == step && grid.dp_rank_of(e.src) == replica)
+      ++sends[{e.src, e.dst, e.micro_batch}];
+  return sends;
+}
+
+int evaluationSends(const std::map<std::tuple<int, int, int>, int>& sends) {
+  int n = 0;
+  for (const auto& [key, count] : sends) n += std::get<2>(key) < 0 ? count : 0;
+  return n;
+}
+
+QString percentOf(double fraction) {
+  return QString::number(100.0 * fraction, 'f', 1) + QLatin1Char('%');
 }
 
 }  // namespace
@@ -90,12 +135,18 @@ class TestPipelineTimeline : public QObject {
       }
     }
     QCOMPARE(static_cast<int>(view.boxes(1).size()), 16);
+    // The header's bubble is summarize_schedule's (the CLI's closing line) over the step's events.
     const double measured = view.measured_bubble(2);
     QVERIFY2(measured > 0.0 && measured < 1.0, qPrintable(QString::number(measured)));
+    const ScheduleSummary engine = summarize_schedule(replicaEvents(events, Grid(1, 2), 2, 0), 1, 2, 4);
+    QVERIFY(engine.bubble.has_value());
+    QCOMPARE(measured, engine.bubble->measured);
     QCOMPARE(view.formula_bubble(), 1.0 / 5.0);
     const QString text = view.bubbleText(2);
-    QVERIFY2(text.contains(QStringLiteral("(p−1)/(m+p−1) = (2−1)/(4+2−1) = 20%")), qPrintable(text));
-    QVERIFY2(text.contains(QStringLiteral("measured %1%").arg(std::lround(measured * 100))), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("formula (p−1)/(m+p−1) = (2−1)/(4+2−1) = 20.0%")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("bubble measured ") + percentOf(measured)), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("with these stages' times ") + percentOf(engine.bubble->for_stages)),
+             qPrintable(text));
     QVERIFY(view.findChild<QLabel*>(QStringLiteral("bubble"))->text().contains(text));
 
     // Picking step 1 in the spin box shows it; 0 ("last completed") goes back to step 2.
@@ -114,6 +165,27 @@ class TestPipelineTimeline : public QObject {
     QCOMPARE(view.measured_bubble(2), 0.0);
   }
 
+  // A step's metrics come after its boxes (after an evaluation, too): alone in the last batch, they still
+  // move "last completed" and the header to that step.
+  void headerFollowsTheLastCompletedStep() {
+    const RunConfig c = pipelineRun(2, 4, PipelineScheduleKind::gpipe);
+    auto events = eventsOf(c);
+    const auto last = std::find_if(events.rbegin(), events.rend(),
+                                   [](const Event& e) { return e.kind == EventKind::step_metrics && e.step == 2; });
+    QVERIFY(last != events.rend());
+    const Event metrics = *last;
+    events.erase(std::next(last).base());
+    PipelineTimelineView view;
+    view.reset(c);
+    view.consume(events);
+    view.refresh();
+    auto* header = view.findChild<QLabel*>(QStringLiteral("bubble"));
+    QVERIFY2(header->text().startsWith(QStringLiteral("Step 1:")), qPrintable(header->text()));
+    view.consume({metrics});
+    view.refresh();
+    QVERIFY2(header->text().startsWith(QStringLiteral("Step 2:")), qPrintable(header->text()));
+  }
+
   void accumulationFlushesThePipelineEveryMicroStep() {
     RunConfig c = pipelineRun(2, 4, PipelineScheduleKind::one_f_one_b);
     c.accum = 2;
@@ -129,18 +201,151 @@ class TestPipelineTimeline : public QObject {
     // between), so the formula beside the measurement takes m = 4, not 8.
     std::int64_t first_flush_end = 0, second_flush_start = std::numeric_limits<std::int64_t>::max();
     for (const auto& b : boxes) {
-      if (b.micro_batch < 4) first_flush_end = std::max(first_flush_end, b.end_ns);
-      else second_flush_start = std::min(second_flush_start, b.start_ns);
+      if (b.micro_batch < 4)
+        first_flush_end = std::max(first_flush_end, b.end_ns);
+      else
+        second_flush_start = std::min(second_flush_start, b.start_ns);
     }
     QVERIFY(first_flush_end <= second_flush_start);
     QCOMPARE(view.formula_bubble(), 1.0 / 5.0);
     QCOMPARE(view.one_flush_bubble(), 1.0 / 9.0);
     const QString text = view.bubbleText(2);
-    QVERIFY2(text.contains(QStringLiteral("per flush (p−1)/(m+p−1) = (2−1)/(4+2−1) = 20%")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("per flush formula (p−1)/(m+p−1) = (2−1)/(4+2−1) = 20.0%")),
+             qPrintable(text));
     QVERIFY2(text.contains(QStringLiteral("k = 2 flushes of m = 4 micro-batches (F0–F7)")), qPrintable(text));
-    QVERIFY2(text.contains(QStringLiteral("one flush of all 8 would idle 11%")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("one flush of all 8 would idle 11.1%")), qPrintable(text));
+    // Two flushes measured, each against its own fill and drain.
+    QCOMPARE(view.summary(2).bubble->flushes, 2);
     // Without accumulation the line stays short.
     QVERIFY(!PipelineTimelineView().bubbleText(1).contains(QStringLiteral("flush")));
+  }
+
+  void initTestCase() { replicated_ = eventsOf(replicatedPipeline()); }
+
+  void replicaSelectorPicksTheRanks() {
+    const RunConfig c = replicatedPipeline();
+    PipelineTimelineView view;
+    view.reset(c);
+    view.consume(replicated_);
+    view.refresh();
+    auto* pick = view.findChild<QSpinBox*>(QStringLiteral("timeline_replica"));
+    QVERIFY(pick != nullptr && !pick->isHidden());
+    QCOMPARE(pick->maximum(), 1);
+    const Grid grid(2, 2);
+    for (int replica : {0, 1}) {
+      pick->setValue(replica);
+      QCOMPARE(view.replica(), replica);
+      const auto& boxes = view.boxes(2);
+      QCOMPARE(static_cast<int>(boxes.size()), 2 * 4 * 2);  // one per (stage, micro-batch, pass) of this replica
+      std::set<int> ranks;
+      for (const auto& b : boxes) {
+        QCOMPARE(b.rank, grid.rank_at(b.stage, replica));
+        ranks.insert(b.rank);
+      }
+      QCOMPARE(ranks, (std::set<int>{grid.rank_at(0, replica), grid.rank_at(1, replica)}));
+      for (const auto& t : view.transfers(2)) QCOMPARE(grid.dp_rank_of(t.src_rank), replica);
+      for (const auto& s : view.bucketSpans(2)) QCOMPARE(grid.dp_rank_of(s.rank), replica);
+    }
+    // One replica: no selector.
+    view.reset(pipelineRun(2, 4, PipelineScheduleKind::gpipe));
+    QVERIFY(pick->isHidden());
+    QCOMPARE(view.replica(), 0);
+  }
+
+  // An arrow per pipeline message of the shown replica: 2 (p − 1) m per step
+  // (each micro-batch's activation forward and its gradient back over each of
+  // the p − 1 stage boundaries), from the engine's send events, the send after
+  // the sender's box and the arrival before the receiver's box.
+  void arrowsAreTheReplicasSends() {
+    PipelineTimelineView view;
+    view.reset(replicatedPipeline());
+    view.consume(replicated_);
+    view.refresh();
+    const Grid grid(2, 2);
+    for (int replica : {0, 1}) {
+      view.setReplica(replica);
+      const auto& transfers = view.transfers(2);
+      QCOMPARE(static_cast<int>(transfers.size()), 2 * (2 - 1) * 4);
+      std::map<std::tuple<int, int, int>, int> drawn;
+      for (const auto& t : transfers) ++drawn[{t.src_rank, t.dst_rank, t.micro_batch}];
+      auto sent = sendsOf(replicated_, grid, 2, replica);
+      QVERIFY2(evaluationSends(sent) > 0, "the evaluation after step 2 sends too");
+      std::erase_if(sent, [](const auto& kv) { return std::get<2>(kv.first) < 0; });
+      QCOMPARE(drawn, sent);
+      for (const auto& t : transfers) {
+        QCOMPARE(std::abs(t.dst_stage - t.src_stage), 1);
+        QCOMPARE(t.src_rank, grid.rank_at(t.src_stage, replica));
+        QCOMPARE(t.dst_rank, grid.rank_at(t.dst_stage, replica));
+        QVERIFY(t.bytes > 0 && t.end_ns >= t.start_ns);
+        const ComputeKind pass = t.forward() ? ComputeKind::forward : ComputeKind::backward;
+        const TimelineBox* producer = nullptr;
+        const TimelineBox* consumer = nullptr;
+        for (const auto& b : view.boxes(2)) {
+          if (b.kind != pass || b.micro_batch != t.micro_batch) continue;
+          if (b.stage == t.src_stage) producer = &b;
+          if (b.stage == t.dst_stage) consumer = &b;
+        }
+        QVERIFY(producer != nullptr && consumer != nullptr);
+        QVERIFY2(t.start_ns >= producer->end_ns, "a send starts after the box that made its data");
+        QVERIFY2(consumer->start_ns >= t.end_ns, "the receiver's box starts after the data arrived");
+      }
+    }
+  }
+
+  // DDP: each row's lane holds the rank's bucket transfers; the header's overlap
+  // is summarize_schedule's over the same step and replica.
+  void bucketLaneAndOverlap() {
+    RunConfig c = replicatedPipeline();
+    PipelineTimelineView view;
+    view.resize(1000, 420);
+    view.reset(c);
+    view.consume(replicated_);
+    view.refresh();
+    QVERIFY(view.hasBucketLane());
+    const Grid grid(2, 2);
+    for (int replica : {0, 1}) {
+      view.setReplica(replica);
+      int engineTransfers = 0;
+      for (const Event& e : replicated_)
+        if (e.kind == EventKind::comm_span && e.op == CommOp::all_reduce && e.bucket >= 0 && e.step == 2 &&
+            e.src == e.rank && grid.dp_rank_of(e.rank) == replica)
+          ++engineTransfers;
+      QVERIFY(engineTransfers > 0);
+      QCOMPARE(static_cast<int>(view.bucketSpans(2).size()), engineTransfers);
+      std::set<int> buckets;
+      for (const auto& s : view.bucketSpans(2)) buckets.insert(s.bucket);
+      QVERIFY2(buckets.size() >= 2, "0.5 MB buckets: several per stage");
+      const ScheduleSummary engine = summarize_schedule(replicaEvents(replicated_, grid, 2, replica), 2, 2, 4);
+      QVERIFY(engine.overlap.has_value() && view.summary(2).overlap.has_value());
+      QCOMPARE(view.summary(2).overlap->fraction(), engine.overlap->fraction());
+      QCOMPARE(view.summary(2).overlap->buckets, engine.overlap->buckets);
+      const QString header = view.findChild<QLabel*>(QStringLiteral("bubble"))->text();
+      QVERIFY2(header.contains(QStringLiteral("communication overlapped with backward: ") +
+                               percentOf(engine.overlap->fraction())),
+               qPrintable(header));
+      QVERIFY2(header.contains(QStringLiteral("bubble measured ") + percentOf(engine.bubble->measured)),
+               qPrintable(header));
+    }
+    const QString path =
+        QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("pipeline_timeline_ddp.png"));
+    QVERIFY(view.grab().save(path));
+    // Data parallel without a pipeline: one row and its lane, the overlap alone in the header.
+    RunConfig ddp = pipelineRun(1, 1, PipelineScheduleKind::one_f_one_b);
+    ddp.dp = 2;
+    ddp.batch = 4;
+    ddp.bucket_mb = 0.5;
+    const auto events = eventsOf(ddp);
+    view.reset(ddp);
+    view.consume(events);
+    view.refresh();
+    view.setReplica(0);
+    QVERIFY(view.hasBucketLane() && !view.bucketSpans(2).empty());
+    const ScheduleSummary engine = summarize_schedule(replicaEvents(events, Grid(2, 1), 2, 0), 2, 1, 1);
+    const QString header = view.findChild<QLabel*>(QStringLiteral("bubble"))->text();
+    QVERIFY2(header.contains(percentOf(engine.overlap->fraction())) && !header.contains(QStringLiteral("bubble")),
+             qPrintable(header));
+    QVERIFY(view.grab().save(
+        QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("pipeline_timeline_dp.png"))));
   }
 
   void wholeAppFillsTheTimeline() {
@@ -196,10 +401,14 @@ class TestPipelineTimeline : public QObject {
     view.consume(eventsOf(c));
     view.refresh();
     QCOMPARE(static_cast<int>(view.boxes(2).size()), 4 * 8 * 2);
+    QCOMPARE(static_cast<int>(view.transfers(2).size()), 2 * (4 - 1) * 8);
     const QString path = QDir(QCoreApplication::applicationDirPath()).filePath(QStringLiteral("pipeline_timeline.png"));
     QVERIFY(view.grab().save(path));
     qInfo("screenshot: %s", qPrintable(path));
   }
+
+ private:
+  std::vector<Event> replicated_;  // replicatedPipeline()'s events
 };
 
 QTEST_MAIN(TestPipelineTimeline)

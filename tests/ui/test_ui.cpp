@@ -19,6 +19,7 @@
 #include <QtTest>
 #include <nlohmann/json.hpp>
 
+#include "config/run_schema.h"
 #include "config_panel.h"
 #include "estimate/formula_text.h"
 #include "estimate/gpu_profiles.h"
@@ -98,6 +99,60 @@ class TestUi : public QObject {
     Trainer after(second);
     for (const auto& [step, loss] : window.lossPlot()->trainPoints())
       QCOMPARE(static_cast<float>(loss), after.step().loss);
+  }
+
+  // File → Open config for a run: a DeepSpeed JSON sets the panel (and the
+  // settings the panel does not show) as `train --deepspeed` sets a run; the
+  // run's losses are those of the same settings given by hand. A refused file
+  // names its key and leaves the panel as it was.
+  void openRunConfigSetsTheRun() {
+    QTemporaryDir dir;
+    const QString ds = dir.filePath(QStringLiteral("ds.json"));
+    QFile f(ds);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 2,
+      "zero_optimization": {"stage": 2, "reduce_bucket_size": 500000},
+      "fp16": {"enabled": true, "loss_scale": 0, "initial_scale_power": 12, "loss_scale_window": 500,
+               "hysteresis": 2, "min_loss_scale": 1},
+      "optimizer": {"type": "AdamW", "params": {"lr": 3e-4, "betas": [0.9, 0.95], "weight_decay": 0.05}},
+      "scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": 3e-4, "warmup_num_steps": 2}},
+      "gradient_clipping": 0.5})");
+    f.close();
+    RunConfig c = shortRun(2);
+    c.dp = 2, c.pp = 1, c.micro_batches = 1, c.eval_every = 0;
+    MainWindow window;
+    window.configPanel()->setConfig(c);
+    QVERIFY2(window.openRunConfig(ds), qPrintable(window.statusText()));
+    const RunConfig shown = window.configPanel()->config();
+    QCOMPARE(shown.zero_stage, 2);
+    QCOMPARE(shown.accum, 2);
+    QCOMPARE(shown.batch, 8);
+    QCOMPARE(shown.precision, Precision::fp16);
+    QCOMPARE(shown.initial_scale_power, 12);
+    for (const char* hidden : {"--grad-clip 0.5", "--warmup 2", "--weight-decay 0.05", "--scale-window 500"})
+      QVERIFY2(window.statusText().contains(QLatin1String(hidden)), qPrintable(window.statusText()));
+
+    QTest::mouseClick(window.runButton(), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!window.controller()->busy(), 120000);
+    QVERIFY2(!window.statusText().startsWith(QStringLiteral("Run failed")), qPrintable(window.statusText()));
+    RunConfig byHand = shown;
+    const std::vector<std::pair<const char*, nlohmann::json>> settings = {
+        {"loss_scaler", "deepspeed"}, {"scale_window", 500}, {"hysteresis", 2}, {"min_loss_scale", 1.0},
+        {"lr", 3e-4}, {"adam_beta2", 0.95}, {"weight_decay", 0.05}, {"warmup", 2}, {"min_lr_ratio", 1.0},
+        {"grad_clip", 0.5}};
+    for (const auto& [key, value] : settings) set_field(byHand, run_field(key), value);
+    Trainer trainer(byHand);
+    const auto points = window.lossPlot()->trainPoints();
+    QCOMPARE(static_cast<int>(points.size()), 2);
+    for (const auto& [step, loss] : points) QCOMPARE(static_cast<float>(loss), trainer.step().loss);
+
+    QFile bad(dir.filePath(QStringLiteral("offload.json")));
+    QVERIFY(bad.open(QIODevice::WriteOnly));
+    bad.write(R"({"train_batch_size": 8, "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}})");
+    bad.close();
+    QVERIFY(!window.openRunConfig(bad.fileName()));
+    QVERIFY2(window.statusText().contains(QStringLiteral("offload_optimizer")), qPrintable(window.statusText()));
+    QCOMPARE(window.configPanel()->config().zero_stage, 2);  // as the first file left it
   }
 
   void defaultPresetIsReady() {

@@ -1,18 +1,23 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The pipeline timeline: a row per pipeline stage and, for one optimizer step
-// (the last completed one unless the user picks another), a box per forward,
-// backward and recompute span of each micro-batch, coloured by micro-batch, with
-// the idle time between boxes shaded as bubble and the measured bubble fraction
-// beside the formula's. Zoom with the mouse wheel, pan by dragging, double-click
-// to fit, hover a box for its details. Drawn only from compute_span events.
+// The pipeline timeline: for one optimizer step (the last completed one unless
+// the user picks another) and one data-parallel replica (dp rank 0 unless the
+// user picks another), a row per pipeline stage with a box per forward,
+// backward and recompute span of each micro-batch, coloured by micro-batch,
+// the idle time between boxes shaded as bubble, and an arrow per pipeline
+// send → receive between the stages' rows. Under DDP each row has a lane for
+// the rank's communication stream with its buckets' all-reduce transfers, so
+// their overlap with backward shows. The header gives the measured bubble beside
+// the formula's and the overlapped fraction, both from summarize_schedule (the
+// CLI's closing lines). Zoom with the mouse wheel, pan by dragging, double-click
+// to fit, hover a box or a transfer for its details. Drawn only from events.
 #pragma once
 
 #include <QWidget>
-
 #include <cstdint>
 #include <map>
 #include <vector>
 
+#include "clock/schedule_summary.h"
 #include "events/event.h"
 #include "plan/grid.h"
 #include "views/event_view.h"
@@ -25,12 +30,40 @@ namespace shardscope::ui {
 // One box of the timeline, as the engine reported it (times since the run started).
 struct TimelineBox {
   int stage = 0;
-  int rank = 0;         // global rank (always the stage's data-parallel rank 0, see PipelineTimelineView)
-  int micro_batch = 0;  // counts on across accumulation micro-steps
+  int rank = 0;                             // global rank: the stage's rank in the shown replica
+  int micro_batch = 0;                      // counts on across accumulation micro-steps
   ComputeKind kind = ComputeKind::forward;  // forward, backward or recompute
-  int layer = -1;       // -1 for a whole-stage forward/backward; a layer for a recompute
+  int layer = -1;                           // -1 for a whole-stage forward/backward; a layer for a recompute
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
+};
+
+// One pipeline message: a micro-batch's activation to the next stage, or its
+// gradient back to the previous one. The engine reports it as one send event
+// from the send call to the data being in the receiver's buffer (in-process and
+// MPI: its arrival, which a receive waits for; NCCL: the send's completion).
+struct TimelineTransfer {
+  int src_stage = 0, dst_stage = 0;
+  int src_rank = 0, dst_rank = 0;
+  int micro_batch = 0;
+  std::int64_t bytes = 0;
+  std::int64_t start_ns = 0;                              // the send starts (sender's clock)
+  std::int64_t end_ns = 0;                                // the data has arrived (receiver's side)
+  bool forward() const { return dst_stage > src_stage; }  // an activation; else a gradient
+};
+
+// One ring transfer that `rank` sent for a DDP bucket's all-reduce, on its communication stream.
+struct TimelineBucketSpan {
+  int stage = 0, rank = 0, bucket = 0;
+  std::int64_t bytes = 0;
+  std::int64_t start_ns = 0, end_ns = 0;
+};
+
+// What one replica did in one step.
+struct TimelineReplicaStep {
+  std::vector<TimelineBox> boxes;
+  std::vector<TimelineTransfer> transfers;
+  std::vector<TimelineBucketSpan> buckets;
 };
 
 class TimelineCanvas;
@@ -46,12 +79,15 @@ class PipelineTimelineView : public QWidget, public EventView {
   void consume(const std::vector<Event>& events) override;
   void refresh() override;
 
-  // The boxes of a step (empty if none): whole-stage forwards and backwards
-  // (layer == -1), plus the per-layer recompute spans of checkpointed runs, which
-  // lie inside their backward box.
-  const std::vector<TimelineBox>& boxes(std::int64_t step) const;
-  // 1 - busy / (stages * makespan) over the forwards and backwards of the step;
-  // 0 for a step without boxes.
+  // The shown replica's part of a step (empty if none).
+  // Boxes: whole-stage forwards and backwards (layer == -1), plus the per-layer
+  // recompute spans of checkpointed runs, which lie inside their backward box.
+  const std::vector<TimelineBox>& boxes(std::int64_t step) const { return replicaStep(step).boxes; }
+  const std::vector<TimelineTransfer>& transfers(std::int64_t step) const { return replicaStep(step).transfers; }
+  const std::vector<TimelineBucketSpan>& bucketSpans(std::int64_t step) const { return replicaStep(step).buckets; }
+  // summarize_schedule over the shown replica's events of the step: the numbers in the header.
+  ScheduleSummary summary(std::int64_t step) const;
+  // The summary's measured bubble (the median over the step's pipeline flushes); 0 without one.
   double measured_bubble(std::int64_t step) const;
   // GPipe's (p - 1) / (m + p - 1) for the run's stages and the micro-batches of
   // one pipeline flush. With gradient accumulation k the engine runs the
@@ -61,32 +97,47 @@ class PipelineTimelineView : public QWidget, public EventView {
   double formula_bubble() const;
   // The same formula if all k·m micro-batches of the step ran in one flush.
   double one_flush_bubble() const;
-  // The line shown above the rows, e.g. "bubble measured 31% · (p−1)/(m+p−1) = 27%";
-  // with accumulation it also says how many flushes of how many micro-batches ran.
+  // "bubble measured 33.2% · formula (p−1)/(m+p−1) = (4−1)/(8+4−1) = 27.3% · ..."; with
+  // accumulation it also says how many flushes of how many micro-batches ran.
   QString bubbleText(std::int64_t step) const;
+  // "communication overlapped with backward: 41.5% ..."; empty without DDP buckets in the step.
+  QString overlapText(std::int64_t step) const;
   // The step drawn now: the picked one, else the last completed one (0: none yet).
   std::int64_t shownStep() const;
   std::int64_t lastCompletedStep() const { return last_completed_; }
+  // The data-parallel replica (dp rank) drawn; the selector shows while dp > 1.
+  int replica() const;
+  void setReplica(int dp_rank);
   int stages() const { return grid_.pp(); }
+  // Whether the rows carry a communication lane (a DDP run whose buckets were seen).
+  bool hasBucketLane() const { return has_buckets_; }
 
  protected:
   void changeEvent(QEvent* event) override;
 
  private:
   friend class TimelineCanvas;
+  const TimelineReplicaStep& replicaStep(std::int64_t step) const;
+  TimelineReplicaStep& stepOf(std::int64_t step, int rank);
+  void consumeCompute(const Event& e);
+  void consumeComm(const Event& e);
+  QString pipelineHeader(std::int64_t step) const;
   void updateHeader();
   void retranslate();
 
   TimelineCanvas* canvas_;
   QSpinBox* step_box_;
+  QLabel* replica_label_;
+  QSpinBox* replica_box_;
   QLabel* bubble_label_;
   QLabel* step_label_;
-  Grid grid_{1, 1};  // the run's dp x pp grid: a row per stage, drawn from the stage's dp rank 0
+  Grid grid_{1, 1};        // the run's dp x pp grid: a row per stage, each row the shown replica's rank
   int micro_batches_ = 1;  // m: per pipeline flush
   int accumulation_ = 1;   // k: flushes per optimizer step
-  std::map<std::int64_t, std::vector<TimelineBox>> steps_;
-  std::int64_t last_completed_ = 0;  // the newest step with a step_metrics event
-  std::int64_t last_seen_ = 0;       // the newest step with any box
+  std::map<std::int64_t, std::vector<TimelineReplicaStep>> steps_;  // step -> per dp rank
+  std::int64_t last_completed_ = 0;                                 // the newest step with a step_metrics event
+  std::int64_t last_seen_ = 0;                                      // the newest step with any box
+  bool has_buckets_ = false;
   bool dirty_ = false;
 };
 

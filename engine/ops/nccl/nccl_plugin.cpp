@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// libshardscope_nccl.so: NCCL communicators for ranks on distinct GPUs of one
-// process (nccl_plugin_abi.h). Each call waits (cudaStreamWaitEvent) for the
-// work queued on the rank's compute stream, so a DDP bucket's all-reduce runs
-// on its communicator's stream while backward goes on computing earlier layers.
+// libshardscope_nccl.so: NCCL communicators for ranks on distinct GPUs, of one
+// process (ncclCommInitAll) or one per process (ncclCommInitRank), as
+// nccl_plugin_abi.h says. Each call waits (cudaStreamWaitEvent) for the work
+// queued on the rank's compute stream, so a DDP bucket's all-reduce runs on its
+// communicator's stream while backward goes on computing earlier layers.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -15,6 +17,8 @@
 #include "ops/cuda/cuda_error_text.h"
 #include "ops/nccl/nccl_plugin_abi.h"
 #include "ops/plugin_entry.h"
+
+extern "C" void shardscope_nccl_destroy(void* context);
 
 namespace {
 
@@ -35,9 +39,16 @@ void check(cudaError_t status, const char* call) {
   if (status != cudaSuccess) throw std::runtime_error(std::string(call) + ": " + shardscope::cuda_error_text(status));
 }
 
+// NCCL's message, with its details (ncclGetLastError: which peer, which id) where it has them.
+std::string nccl_error_text(ncclResult_t status, ncclComm_t comm) {
+  const char* details = ncclGetLastError(comm);
+  return std::string(ncclGetErrorString(status)) +
+         (details != nullptr && details[0] != '\0' ? std::string(" (") + details + ")" : "");
+}
+
 void check(ncclResult_t status, const char* call) {
   if (status != ncclSuccess && status != ncclInProgress)
-    throw std::runtime_error(std::string(call) + ": " + ncclGetErrorString(status));
+    throw std::runtime_error(std::string(call) + ": " + nccl_error_text(status, nullptr));
 }
 
 ncclDataType_t nccl_type(int dtype) {
@@ -91,41 +102,89 @@ void connect_at_init() {
   setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
 }
 
+// Every local rank sends one element to and receives one from each other
+// rank of its communicator (in this process or another), in one group.
 void connect_pairs(const std::vector<Context*>& ranks) {
-  const auto n = ranks.size();
-  if (n < 2) return;
-  std::vector<float*> scratch(n, nullptr);  // per rank: n floats sent, n received
+  if (ranks.empty() || ranks.front()->size < 2) return;
+  const auto n = static_cast<std::size_t>(ranks.front()->size);
+  std::vector<float*> scratch(ranks.size(), nullptr);  // per local rank: n floats sent, n received
+  const auto free_scratch = [&] {
+    for (std::size_t i = 0; i < ranks.size(); ++i)
+      if (scratch[i] != nullptr) {
+        cudaSetDevice(ranks[i]->device);
+        cudaFree(scratch[i]);
+      }
+  };
   try {
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
       check(cudaSetDevice(ranks[i]->device), "cudaSetDevice");
       check(cudaMalloc(&scratch[i], 2 * n * sizeof(float)), "cudaMalloc");
       check(cudaMemsetAsync(scratch[i], 0, 2 * n * sizeof(float), ranks[i]->stream), "cudaMemsetAsync");
     }
     Group group;
-    for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t i = 0; i < ranks.size(); ++i)
       for (std::size_t j = 0; j < n; ++j) {
-        if (j == i) continue;
         const Context& c = *ranks[i];
+        if (static_cast<int>(j) == c.rank) continue;
         check(ncclSend(scratch[i] + j, 1, ncclFloat32, static_cast<int>(j), c.comm, c.stream), "ncclSend");
         check(ncclRecv(scratch[i] + n + j, 1, ncclFloat32, static_cast<int>(j), c.comm, c.stream), "ncclRecv");
       }
     group.end();
-    for (std::size_t i = 0; i < n; ++i) {
-      check(cudaSetDevice(ranks[i]->device), "cudaSetDevice");
-      check(cudaStreamSynchronize(ranks[i]->stream), "cudaStreamSynchronize");
+    for (Context* c : ranks) {
+      check(cudaSetDevice(c->device), "cudaSetDevice");
+      check(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
     }
   } catch (...) {
-    for (std::size_t i = 0; i < n; ++i)
-      if (scratch[i] != nullptr) {
-        cudaSetDevice(ranks[i]->device);
-        cudaFree(scratch[i]);
-      }
+    free_scratch();
     throw;
   }
-  for (std::size_t i = 0; i < n; ++i) {
-    cudaSetDevice(ranks[i]->device);
-    cudaFree(scratch[i]);
+  free_scratch();
+}
+
+// A context (stream, events) for communicator `comm`, group rank `rank` of `size` on `device`.
+Context* make_context(ncclComm_t comm, int device, int rank, int size) {
+  auto* c = new Context;
+  c->comm = comm;
+  c->device = device;
+  c->rank = rank;
+  c->size = size;
+  try {
+    check(cudaSetDevice(c->device), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    check(cudaEventCreateWithFlags(&c->ready, cudaEventDisableTiming), "cudaEventCreate");
+    check(cudaEventCreate(&c->reference), "cudaEventCreate");
+    check(cudaEventCreate(&c->start), "cudaEventCreate");
+    check(cudaEventCreate(&c->end), "cudaEventCreate");
+  } catch (...) {
+    c->comm = nullptr;  // the caller destroys the communicator
+    shardscope_nccl_destroy(c);
+    throw;
   }
+  return c;
+}
+
+// The contexts of this process's ranks first_rank, first_rank + 1, ... of a
+// communicator of `size`, connected to every peer, their clocks started.
+// Nothing half made survives a failure: the communicators, streams and events go.
+std::vector<Context*> make_contexts(const std::vector<ncclComm_t>& comms, const int* devices, int first_rank,
+                                    int size) {
+  std::vector<Context*> made;
+  try {
+    for (std::size_t i = 0; i < comms.size(); ++i)
+      made.push_back(make_context(comms[i], devices[i], first_rank + static_cast<int>(i), size));
+    connect_pairs(made);
+    for (Context* c : made) {  // last: the caller reads its clock when this returns
+      check(cudaSetDevice(c->device), "cudaSetDevice");
+      check(cudaEventRecord(c->reference, nullptr), "cudaEventRecord");
+      check(cudaEventSynchronize(c->reference), "cudaEventSynchronize");
+      check(cudaEventRecord(c->end, nullptr), "cudaEventRecord");  // poll before any call: done
+    }
+  } catch (...) {
+    for (Context* c : made) shardscope_nccl_destroy(c);
+    for (std::size_t i = made.size(); i < comms.size(); ++i) ncclCommDestroy(comms[i]);
+    throw;
+  }
+  return made;
 }
 
 // A call waits (cudaStreamWaitEvent) for the work queued so far on the rank's
@@ -245,35 +304,33 @@ __attribute__((visibility("default"))) int shardscope_nccl_init_all(int n, const
     std::vector<ncclComm_t> comms(static_cast<std::size_t>(n));
     connect_at_init();
     check(ncclCommInitAll(comms.data(), n, devices), "ncclCommInitAll");
-    std::vector<Context*> made;
-    try {
-      for (int i = 0; i < n; ++i) {
-        auto* c = new Context;
-        made.push_back(c);
-        c->comm = comms[static_cast<std::size_t>(i)];
-        c->device = devices[i];
-        c->rank = i;
-        c->size = n;
-        check(cudaSetDevice(c->device), "cudaSetDevice");
-        check(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-        check(cudaEventCreateWithFlags(&c->ready, cudaEventDisableTiming), "cudaEventCreate");
-        check(cudaEventCreate(&c->reference), "cudaEventCreate");
-        check(cudaEventCreate(&c->start), "cudaEventCreate");
-        check(cudaEventCreate(&c->end), "cudaEventCreate");
-      }
-      connect_pairs(made);
-      for (Context* c : made) {  // last: the caller reads its clock when this returns
-        check(cudaSetDevice(c->device), "cudaSetDevice");
-        check(cudaEventRecord(c->reference, nullptr), "cudaEventRecord");
-        check(cudaEventSynchronize(c->reference), "cudaEventSynchronize");
-        check(cudaEventRecord(c->end, nullptr), "cudaEventRecord");  // poll before any call: done
-      }
-    } catch (...) {  // nothing half made survives: the communicators, streams and events go
-      for (Context* c : made) shardscope_nccl_destroy(c);
-      for (std::size_t i = made.size(); i < comms.size(); ++i) ncclCommDestroy(comms[i]);
-      throw;
-    }
+    const std::vector<Context*> made = make_contexts(comms, devices, 0, n);
     for (int i = 0; i < n; ++i) contexts[i] = made[static_cast<std::size_t>(i)];
+  });
+}
+
+__attribute__((visibility("default"))) int shardscope_nccl_unique_id(void* id, char* error, std::size_t error_size) {
+  static_assert(sizeof(ncclUniqueId) == SHARDSCOPE_NCCL_UNIQUE_ID_BYTES);
+  return guarded(error, error_size, [&] {
+    ncclUniqueId unique{};
+    check(ncclGetUniqueId(&unique), "ncclGetUniqueId");
+    std::memcpy(id, &unique, sizeof unique);
+  });
+}
+
+__attribute__((visibility("default"))) int shardscope_nccl_init_rank(int nranks, const void* id, int rank, int device,
+                                                                     void** context, char* error,
+                                                                     std::size_t error_size) {
+  return guarded(error, error_size, [&] {
+    if (nranks < 1 || rank < 0 || rank >= nranks)
+      throw std::invalid_argument("ncclCommInitRank: rank " + std::to_string(rank) + " of " + std::to_string(nranks));
+    ncclUniqueId unique{};
+    std::memcpy(&unique, id, sizeof unique);
+    connect_at_init();
+    check(cudaSetDevice(device), "cudaSetDevice");  // ncclCommInitRank takes the current device
+    ncclComm_t comm = nullptr;
+    check(ncclCommInitRank(&comm, nranks, unique, rank), "ncclCommInitRank");
+    *context = make_contexts({comm}, &device, rank, nranks).front();
   });
 }
 
@@ -297,7 +354,7 @@ __attribute__((visibility("default"))) int shardscope_nccl_poll(void* context, i
     ncclResult_t async = ncclSuccess;
     check(ncclCommGetAsyncError(c.comm, &async), "ncclCommGetAsyncError");
     if (async != ncclSuccess && async != ncclInProgress)
-      throw std::runtime_error(std::string("NCCL: ") + ncclGetErrorString(async));
+      throw std::runtime_error("NCCL: " + nccl_error_text(async, c.comm));
     check(cudaSetDevice(c.device), "cudaSetDevice");
     const cudaError_t status = cudaEventQuery(c.end);
     if (status == cudaErrorNotReady) return;
@@ -326,7 +383,7 @@ __attribute__((visibility("default"))) void shardscope_nccl_destroy(void* contex
   auto* c = static_cast<Context*>(context);
   if (c == nullptr) return;
   cudaSetDevice(c->device);
-  if (!c->aborted) ncclCommDestroy(c->comm);
+  if (!c->aborted && c->comm != nullptr) ncclCommDestroy(c->comm);
   if (c->stream != nullptr) cudaStreamSynchronize(c->stream);
   for (cudaEvent_t e : {c->reference, c->ready, c->start, c->end})
     if (e != nullptr) cudaEventDestroy(e);

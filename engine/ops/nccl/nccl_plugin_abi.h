@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The C entry points of the NCCL plugin (libshardscope_nccl.so), which the
 // engine dlopen()s (ops/nccl.cpp) so a program starts where NCCL is missing.
+// A group's communicators are made together by one process driving all its
+// GPUs (init_all), or one per process (unique_id, init_rank) when the ranks are
+// processes, on this machine or others (mpirun).
 // One context per rank and group: an NCCL communicator, a stream of its own
 // and CUDA events that time its calls. Calls are enqueued on the context's
 // stream after the work queued so far on the rank's compute stream, and polled
@@ -17,7 +20,9 @@
 
 #include <cstddef>
 
-#define SHARDSCOPE_NCCL_PLUGIN_ABI 3
+#define SHARDSCOPE_NCCL_PLUGIN_ABI 4
+// NCCL's ncclUniqueId: the bytes a group's first rank makes and sends to the others.
+#define SHARDSCOPE_NCCL_UNIQUE_ID_BYTES 128
 
 extern "C" {
 
@@ -52,6 +57,14 @@ int shardscope_nccl_abi_version(void);
 int shardscope_nccl_version(int* version, char* error, std::size_t error_size);
 // ncclCommInitAll over devices[0..n): contexts[i] is group rank i's, on devices[i].
 int shardscope_nccl_init_all(int n, const int* devices, void** contexts, char* error, std::size_t error_size);
+// ncclGetUniqueId: id (SHARDSCOPE_NCCL_UNIQUE_ID_BYTES) names a new communicator
+// across processes; its maker sends it to the other ranks (over MPI).
+int shardscope_nccl_unique_id(void* id, char* error, std::size_t error_size);
+// ncclCommInitRank on `device`: this process's rank `rank` of `nranks` in the
+// communicator `id` names; returns when every rank has joined and each pair is
+// connected. *context is as init_all's.
+int shardscope_nccl_init_rank(int nranks, const void* id, int rank, int device, void** context, char* error,
+                              std::size_t error_size);
 // Enqueues one call (see ShardscopeNcclCall) with start and end timing events.
 int shardscope_nccl_enqueue(void* context, const ShardscopeNcclCall* call, char* error, std::size_t error_size);
 // *done := 1 once the last enqueued call has finished on the GPU, with its
@@ -68,6 +81,8 @@ void shardscope_nccl_destroy(void* context);
 using ShardscopeNcclAbiVersionFn = int (*)(void);
 using ShardscopeNcclVersionFn = int (*)(int*, char*, std::size_t);
 using ShardscopeNcclInitAllFn = int (*)(int, const int*, void**, char*, std::size_t);
+using ShardscopeNcclUniqueIdFn = int (*)(void*, char*, std::size_t);
+using ShardscopeNcclInitRankFn = int (*)(int, const void*, int, int, void**, char*, std::size_t);
 using ShardscopeNcclEnqueueFn = int (*)(void*, const ShardscopeNcclCall*, char*, std::size_t);
 using ShardscopeNcclPollFn = int (*)(void*, int*, double*, double*, char*, std::size_t);
 using ShardscopeNcclAbortFn = void (*)(void*);

@@ -87,6 +87,7 @@ void MpiWorld::exchange_pids() {
   for (int r = 0; r < size_; ++r) {
     const Entry& e = all[static_cast<std::size_t>(r)];
     if (std::strncmp(e.host, mine.host, sizeof mine.host) == 0) pids_[static_cast<std::size_t>(r)] = e.pid;
+    if (r < rank_ && pids_[static_cast<std::size_t>(r)] > 0) ++local_rank_;
   }
 }
 
@@ -125,6 +126,30 @@ std::unique_ptr<Communicator> MpiWorld::communicator(const std::vector<int>& mem
     return rc;
   });
   return std::make_unique<MpiCommunicator>(*this, comm, members, me, clock, sink);
+}
+
+// One message from the first member to each other, on the control
+// communicator, tagged by the group (the abort notices' tags are below 100).
+void MpiWorld::share(const std::vector<int>& members, void* data, int bytes) {
+  unsigned tag = 23;
+  for (const int m : members) tag = tag * 31u + static_cast<unsigned>(m);
+  const int group_tag = 100 + static_cast<int>(tag % 30000u);
+  const int root = members.front();
+  std::vector<MPI_Request> requests;
+  call("MPI_Isend", [&] {
+    int rc = MPI_SUCCESS;
+    for (const int m : members) {
+      if (m == rank_ || (rank_ != root && m != root)) continue;
+      MPI_Request request;
+      rc = rank_ == root ? MPI_Isend(data, bytes, MPI_BYTE, m, group_tag, control_, &request)
+                         : MPI_Irecv(data, bytes, MPI_BYTE, root, group_tag, control_, &request);
+      if (rc != MPI_SUCCESS) break;
+      requests.push_back(request);
+    }
+    return rc;
+  });
+  wait(requests.data(), static_cast<int>(requests.size()), "sharing the NCCL unique id",
+       rank_ == root ? -1 : root);
 }
 
 // Polls until every request is done; never longer than the deadline.

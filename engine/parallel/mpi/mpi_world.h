@@ -75,6 +75,9 @@ class MpiWorld {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // This process's place among the job's processes on its machine (0, 1, ...),
+  // as OMPI_COMM_WORLD_LOCAL_RANK: which of the machine's GPUs it takes.
+  int local_rank() const { return local_rank_; }
   const MpiOptions& options() const { return options_; }
 
   // This process's communicator in the group of global ranks `members` (group
@@ -87,6 +90,17 @@ class MpiWorld {
   std::string broadcast_from_rank0(const std::string& text);
   // Whether global rank `rank` runs on this machine (same hostname).
   bool on_this_machine(int rank) const { return pids_.at(static_cast<std::size_t>(rank)) != 0; }
+
+  // Copies members[0]'s `bytes` bytes at `data` into the other members' (an
+  // NCCL unique id); only the members call it, in the same order of groups.
+  // Waits as wait() does. Throws CommAborted.
+  void share(const std::vector<int>& members, void* data, int bytes);
+
+  // After a timeout: "; rank 2 does not answer (stopped or frozen)" for each
+  // process that is not waiting in a communication call.
+  std::string ask_peers();
+  // A thread waiting outside wait() (an NCCL call) counts for ask_peers: +1 when it starts, -1 when it stops.
+  void add_waiting(int delta) { waiting_ += delta; }
 
   // Marks the job failed and tells every other process (first call only):
   // blocked and later calls throw CommAborted naming by_rank and the reason.
@@ -129,10 +143,9 @@ class MpiWorld {
   void abort_with(const std::string& message, bool from_watchdog);
   void send_abort_notices(const std::string& text);  // mutex held
   void answer_queries();                             // mutex held
-  std::string ask_peers();                           // after a timeout: "; rank 2 does not answer (stopped or frozen)"
 
   MpiOptions options_;
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, local_rank_ = 0;
   MPI_Comm control_ = MPI_COMM_NULL;  // abort notices only
   std::vector<long> pids_;            // by rank; 0 for processes on other machines
   mutable std::mutex mutex_;          // every MPI call

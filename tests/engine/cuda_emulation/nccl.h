@@ -17,6 +17,10 @@
 // untouched); the peers of an aborted rank keep waiting until they are aborted
 // too, as on GPUs, where the emulation's deadlock limit ends the program.
 // Sums run in rank order in fp32; 16-bit results are rounded once.
+// Across processes (ncclGetUniqueId, ncclCommInitRank under mpirun), the same
+// calls travel as MPI messages (nccl_emulated_mpi.cpp): the unique id names
+// its maker's process, which every rank asks to join; an id that process never
+// made is refused. Device memory is each process's own host memory.
 #pragma once
 
 #include <cstddef>
@@ -37,7 +41,15 @@ typedef enum {
 typedef enum { ncclFloat16 = 6, ncclFloat32 = 7, ncclBfloat16 = 9 } ncclDataType_t;
 typedef enum { ncclSum = 0, ncclAvg = 4 } ncclRedOp_t;
 
+#define NCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[NCCL_UNIQUE_ID_BYTES];
+} ncclUniqueId;
+
 ncclResult_t ncclGetVersion(int* version);
+const char* ncclGetLastError(ncclComm_t comm);  // the last failure's details (any communicator)
+ncclResult_t ncclGetUniqueId(ncclUniqueId* id);
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank);
 const char* ncclGetErrorString(ncclResult_t result);
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int n, const int* devices);
 ncclResult_t ncclCommDestroy(ncclComm_t comm);

@@ -20,10 +20,9 @@
 
 #include "data_types.h"
 #include "nccl.h"
+#include "nccl_emulated_ops.h"
 
-namespace {
-
-enum class Kind { all_reduce, reduce_scatter, all_gather, broadcast, send, recv };
+namespace nccl_emulation {
 
 const char* kind_name(Kind k) {
   switch (k) {
@@ -42,25 +41,69 @@ const char* kind_name(Kind k) {
   }
 }
 
-struct Op {
-  Kind kind = Kind::all_reduce;
-  const void* send = nullptr;
-  void* recv = nullptr;
-  std::size_t count = 0;  // as the call counts: recv for reduce-scatter, send for all-gather
-  ncclDataType_t type = ncclFloat32;
-  ncclRedOp_t reduce = ncclSum;
-  int root_or_peer = 0;
-  std::uint64_t round = 0;  // collectives: the rank's k-th
-};
-
+namespace {
 // NCCL's element types as the emulation's loads and stores name them (data_types.h).
 cudaDataType_t cuda_type(ncclDataType_t t) {
   return t == ncclFloat32 ? CUDA_R_32F : t == ncclFloat16 ? CUDA_R_16F : CUDA_R_16BF;
 }
 
+}  // namespace
+
 std::size_t element_bytes(ncclDataType_t t) {
   return static_cast<std::size_t>(cuda_emulation::element_bytes(cuda_type(t)));
 }
+
+std::vector<unsigned char> reduce(const std::vector<Op>& ops, int me) {
+  const int size = static_cast<int>(ops.size());
+  const Op& op = ops[static_cast<std::size_t>(me)];
+  const std::size_t eb = element_bytes(op.type);
+  std::vector<unsigned char> out;
+  auto reduced = [&](std::size_t offset, std::size_t n) {  // sum over ranks of send[offset + i]
+    out.resize(n * eb);
+    for (std::size_t i = 0; i < n; ++i) {
+      float sum = 0.0f;
+      for (int r = 0; r < size; ++r)
+        sum += cuda_emulation::load(ops[static_cast<std::size_t>(r)].send, static_cast<std::int64_t>(offset + i),
+                                    cuda_type(op.type));
+      if (op.reduce == ncclAvg) sum /= static_cast<float>(size);
+      cuda_emulation::store(out.data(), static_cast<std::int64_t>(i), cuda_type(op.type), sum);
+    }
+  };
+  switch (op.kind) {
+    case Kind::all_reduce:
+      reduced(0, op.count);
+      break;
+    case Kind::reduce_scatter:
+      reduced(static_cast<std::size_t>(me) * op.count, op.count);
+      break;
+    case Kind::all_gather:
+      out.resize(static_cast<std::size_t>(size) * op.count * eb);
+      for (int r = 0; r < size; ++r)
+        std::memcpy(out.data() + static_cast<std::size_t>(r) * op.count * eb, ops[static_cast<std::size_t>(r)].send,
+                    op.count * eb);
+      break;
+    default: {  // broadcast
+      const Op& root = ops[static_cast<std::size_t>(op.root_or_peer)];
+      out.assign(static_cast<const unsigned char*>(root.send),
+                 static_cast<const unsigned char*>(root.send) + op.count * eb);
+      break;
+    }
+  }
+  return out;
+}
+
+namespace {
+std::mutex last_error_mutex;
+std::string last_error;
+}  // namespace
+
+void set_last_error(const std::string& what) {
+  std::fprintf(stderr, "NCCL emulation: %s\n", what.c_str());
+  std::lock_guard lock(last_error_mutex);
+  last_error = what;
+}
+
+namespace {
 
 // The ranks of one ncclCommInitAll.
 struct Clique {
@@ -82,8 +125,9 @@ struct Clique {
 };
 
 struct Rank {
-  std::shared_ptr<Clique> clique;
+  std::shared_ptr<Clique> clique;  // null across processes
   int rank = 0;
+  std::shared_ptr<MpiLink> mpi;  // across processes (nccl_emulated_mpi.cpp)
 };
 
 // Waits until ready() or this rank is aborted (false then), within the
@@ -101,45 +145,6 @@ bool wait(std::unique_lock<std::mutex>& lock, const Rank& me, const Op& op, Read
 void mismatch(Clique& c, const std::string& what) {
   if (c.error.empty()) c.error = what;
   std::fprintf(stderr, "NCCL emulation: %s\n", what.c_str());
-}
-
-// This rank's result of a collective whose every rank has arrived.
-std::vector<unsigned char> reduce(const Clique::Round& round, int me, int size) {
-  const Op& op = round.ops[static_cast<std::size_t>(me)];
-  const std::size_t eb = element_bytes(op.type);
-  std::vector<unsigned char> out;
-  auto reduced = [&](std::size_t offset, std::size_t n) {  // sum over ranks of send[offset + i]
-    out.resize(n * eb);
-    for (std::size_t i = 0; i < n; ++i) {
-      float sum = 0.0f;
-      for (int r = 0; r < size; ++r)
-        sum += cuda_emulation::load(round.ops[static_cast<std::size_t>(r)].send, static_cast<std::int64_t>(offset + i),
-                                    cuda_type(op.type));
-      if (op.reduce == ncclAvg) sum /= static_cast<float>(size);
-      cuda_emulation::store(out.data(), static_cast<std::int64_t>(i), cuda_type(op.type), sum);
-    }
-  };
-  switch (op.kind) {
-    case Kind::all_reduce:
-      reduced(0, op.count);
-      break;
-    case Kind::reduce_scatter:
-      reduced(static_cast<std::size_t>(me) * op.count, op.count);
-      break;
-    case Kind::all_gather:
-      out.resize(static_cast<std::size_t>(size) * op.count * eb);
-      for (int r = 0; r < size; ++r)
-        std::memcpy(out.data() + static_cast<std::size_t>(r) * op.count * eb,
-                    round.ops[static_cast<std::size_t>(r)].send, op.count * eb);
-      break;
-    default: {  // broadcast
-      const Op& root = round.ops[static_cast<std::size_t>(op.root_or_peer)];
-      out.assign(static_cast<const unsigned char*>(root.send),
-                 static_cast<const unsigned char*>(root.send) + op.count * eb);
-      break;
-    }
-  }
-  return out;
 }
 
 // Stream work of one collective: meet, compute from every rank's send buffer,
@@ -162,7 +167,7 @@ void collective(const Rank& me, const Op& op) {
       return;
     }
   lock.unlock();
-  const std::vector<unsigned char> result = reduce(round, me.rank, c.size);
+  const std::vector<unsigned char> result = reduce(round.ops, me.rank);
   lock.lock();
   ++round.computed;
   c.changed.notify_all();
@@ -218,6 +223,7 @@ void recv(const Rank& me, const Op& op) {
 }
 
 void run(const Rank& me, const Op& op) {
+  if (me.mpi) return mpi_run(*me.mpi, op);
   switch (op.kind) {
     case Kind::send:
       complete(me, op, post(me, op));
@@ -241,6 +247,9 @@ thread_local int group_depth = 0;
 thread_local std::vector<Pending> group;
 
 }  // namespace
+}  // namespace nccl_emulation
+
+using namespace nccl_emulation;
 
 struct ncclComm {
   Rank rank;
@@ -264,6 +273,10 @@ bool on_device(const ncclComm& comm, cudaStream_t stream, const Op& op) {
   std::fprintf(stderr, "NCCL emulation: %s on rank %d (device %d): %s\n", kind_name(op.kind), comm.rank.rank,
                comm.device, problem);
   return false;
+}
+
+int size_of(const ncclComm& comm) {
+  return comm.rank.mpi ? mpi_size(*comm.rank.mpi) : comm.rank.clique->size;
 }
 
 ncclResult_t issue(ncclComm_t comm, cudaStream_t stream, Op op) {
@@ -300,6 +313,28 @@ const char* ncclGetErrorString(ncclResult_t result) {
   }
 }
 
+const char* ncclGetLastError(ncclComm_t) {
+  static thread_local std::string copy;  // stays valid for the caller, whatever other threads record
+  std::lock_guard lock(last_error_mutex);
+  copy = last_error;
+  return copy.c_str();
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
+  return id == nullptr ? ncclInvalidArgument : mpi_unique_id(id);
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  if (comm == nullptr) return ncclInvalidArgument;
+  std::shared_ptr<MpiLink> link;
+  const ncclResult_t status = mpi_init_rank(link, nranks, id, rank);
+  if (status != ncclSuccess) return status;
+  int device = 0;
+  cudaGetDevice(&device);  // the communicator's GPU is the current one, as in NCCL
+  *comm = new ncclComm{Rank{nullptr, rank, link}, device};
+  return ncclSuccess;
+}
+
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int n, const int* devices) {
   int count = 0;
   cudaGetDeviceCount(&count);
@@ -309,7 +344,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int n, const int* devices) {
   auto clique = std::make_shared<Clique>();
   clique->size = n;
   clique->aborted.assign(static_cast<std::size_t>(n), 0);
-  for (int i = 0; i < n; ++i) comms[i] = new ncclComm{Rank{clique, i}, devices[i]};
+  for (int i = 0; i < n; ++i) comms[i] = new ncclComm{Rank{clique, i, nullptr}, devices[i]};
   return ncclSuccess;
 }
 
@@ -320,7 +355,9 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (comm == nullptr) return ncclInvalidArgument;
-  {
+  if (comm->rank.mpi) {
+    mpi_abort(*comm->rank.mpi);
+  } else {
     Clique& c = *comm->rank.clique;
     std::lock_guard lock(c.mutex);
     c.aborted[comm->rank.rank] = 1;
@@ -332,6 +369,10 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) {
   if (comm == nullptr) return ncclInvalidArgument;
+  if (comm->rank.mpi) {
+    *async_error = mpi_failed(*comm->rank.mpi) ? ncclInvalidUsage : ncclSuccess;
+    return ncclSuccess;
+  }
   Clique& c = *comm->rank.clique;
   std::lock_guard lock(c.mutex);
   *async_error = c.error.empty() ? ncclSuccess : ncclInvalidUsage;
@@ -352,7 +393,7 @@ ncclResult_t ncclGroupEnd() {
   std::vector<std::pair<Pending, std::vector<Op>>> per_rank;
   for (const Pending& p : calls) {
     auto it = std::find_if(per_rank.begin(), per_rank.end(), [&](const auto& e) {
-      return e.first.rank.clique == p.rank.clique && e.first.rank.rank == p.rank.rank;
+      return e.first.rank.clique == p.rank.clique && e.first.rank.mpi == p.rank.mpi && e.first.rank.rank == p.rank.rank;
     });
     if (it == per_rank.end()) {
       per_rank.push_back({p, {}});
@@ -364,6 +405,7 @@ ncclResult_t ncclGroupEnd() {
   // run in order, then its sends wait for their receivers.
   for (auto& [first, ops] : per_rank)
     cuda_emulation::enqueue(first.stream, [me = first.rank, ops = std::move(ops)] {
+      if (me.mpi) return mpi_group(*me.mpi, ops);
       std::vector<std::uint64_t> tickets(ops.size(), 0);
       for (std::size_t i = 0; i < ops.size(); ++i)
         if (ops[i].kind == Kind::send) tickets[i] = post(me, ops[i]);
@@ -392,20 +434,18 @@ ncclResult_t ncclAllGather(const void* send, void* recv, std::size_t send_count,
 
 ncclResult_t ncclBroadcast(const void* send, void* recv, std::size_t count, ncclDataType_t type, int root,
                            ncclComm_t comm, cudaStream_t stream) {
-  if (comm == nullptr || root < 0 || root >= comm->rank.clique->size) return ncclInvalidArgument;
+  if (comm == nullptr || root < 0 || root >= size_of(*comm)) return ncclInvalidArgument;
   return issue(comm, stream, Op{Kind::broadcast, send, recv, count, type, ncclSum, root, 0});
 }
 
 ncclResult_t ncclSend(const void* send, std::size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-  if (comm == nullptr || peer < 0 || peer >= comm->rank.clique->size || peer == comm->rank.rank)
-    return ncclInvalidArgument;
+  if (comm == nullptr || peer < 0 || peer >= size_of(*comm) || peer == comm->rank.rank) return ncclInvalidArgument;
   return issue(comm, stream, Op{Kind::send, send, nullptr, count, type, ncclSum, peer, 0});
 }
 
 ncclResult_t ncclRecv(void* recv, std::size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-  if (comm == nullptr || peer < 0 || peer >= comm->rank.clique->size || peer == comm->rank.rank)
-    return ncclInvalidArgument;
+  if (comm == nullptr || peer < 0 || peer >= size_of(*comm) || peer == comm->rank.rank) return ncclInvalidArgument;
   return issue(comm, stream, Op{Kind::recv, nullptr, recv, count, type, ncclSum, peer, 0});
 }

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// NCCL across processes (parallel/nccl_communicator.h, app/cli_launch.cpp):
+// shardscope-cli train --device cuda under `mpirun -np 4`, on the emulated
+// CUDA and NCCL plugins (tests/engine/cuda_emulation: four pretend GPUs per
+// process, NCCL's calls as MPI messages), gives the per-step losses of the
+// 4-thread CPU run for DDP, ZeRO-2, ZeRO-3 and pp 2 x dp 2; each group's unique id
+// travels from its first rank (a rank whose copy changed is refused, and every
+// process names it); a killed or a hung rank stops the job, named; a missing
+// GPU or NCCL plugin is named. Skipped, saying so, only where mpirun is missing.
+#include <QElapsedTimer>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <csignal>
+
+#include "cli/mpi_runner.h"
+
+namespace {
+
+// 8 steps of gpt-tiny: the emulated GPUs run every kernel on the CPU.
+const QStringList kRun{"train", "--model", "gpt-tiny",    "--steps", "8",        "--batch", "8",
+                       "--seq", "16",      "--log-every", "1",       "--device", "cuda"};
+constexpr double kTolerance = 1e-3;  // as test_cuda_training_emulated's fp32 rows
+
+// The emulated CUDA and NCCL plugins, four pretend GPUs per process.
+QProcessEnvironment emulated_gpus() {
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("SHARDSCOPE_CUDA_PLUGIN", SHARDSCOPE_CUDA_EMULATED);
+  env.insert("SHARDSCOPE_NCCL_PLUGIN", SHARDSCOPE_NCCL_EMULATED);
+  env.insert("SHARDSCOPE_EMULATED_GPUS", "4");
+  return env;
+}
+
+// Every process's stderr line names `rank` through `cause`: its own, or the abort it received.
+QString unnamed_by(const QString& err, const QString& cause) {
+  for (int rank = 0; rank < 4; ++rank) {
+    bool named = false;
+    for (const QString& line : err.split('\n'))
+      named = named || (line.contains(QString("error: rank %1").arg(rank)) && line.contains(cause));
+    if (!named) return QString("rank %1 did not say '%2':\n").arg(rank).arg(cause) + err;
+  }
+  return {};
+}
+
+}  // namespace
+
+class TestMpiNccl : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() {
+    if (QStandardPaths::findExecutable("mpirun").isEmpty())
+      QSKIP("skipped: mpirun not found (install Open MPI: scripts/install-deps.sh installs openmpi-bin)");
+  }
+
+  void losses_match_threads_data() {
+    QTest::addColumn<QStringList>("layout");
+    QTest::newRow("ddp") << QStringList{"--dp", "4"};
+    QTest::newRow("zero2") << QStringList{"--dp", "4", "--zero", "2"};
+    QTest::newRow("zero3") << QStringList{"--dp", "4", "--zero", "3"};
+    QTest::newRow("pp2xdp2 1f1b") << QStringList{"--dp", "2",          "--pp", "2", "--micro-batches",
+                                                 "2",    "--schedule", "1f1b"};
+  }
+
+  // One GPU per process, NCCL between them: the losses of the CPU threads.
+  void losses_match_threads() {
+    QFETCH(QStringList, layout);
+    QTemporaryDir dir;
+    const QString threads = dir.filePath("threads.jsonl"), gpus = dir.filePath("gpus.jsonl");
+    QStringList cpu = kRun + layout + QStringList{"--metrics-out", threads};
+    cpu.replace(cpu.indexOf("cuda"), "cpu");
+    const CliResult t = run_cli(cpu);
+    QVERIFY2(t.code == 0, qPrintable(t.err));
+    const CliResult p = run_mpi(4, kRun + layout + QStringList{"--metrics-out", gpus}, 300000, emulated_gpus());
+    QVERIFY2(p.code == 0, qPrintable(p.err.right(3000) + "\n--- stdout:\n" + p.out.right(1000)));
+    QVERIFY2(p.out.contains("4 MPI processes, one rank each; NCCL between the processes' GPUs"), qPrintable(p.out));
+    QVERIFY2(p.out.contains("one rank per GPU (NCCL)"), qPrintable(p.out));
+    const double worst = worst_difference(losses(threads), losses(gpus), 8);
+    qInfo("largest relative loss difference over 8 steps: %g", worst);
+    QVERIFY2(worst <= kTolerance, qPrintable(QString::number(worst)));
+  }
+
+  // Rank 1's copy of the first group's id differs from rank 0's: the id's
+  // maker refuses it, rank 1 fails naming it, and every process stops naming rank 1.
+  void changed_unique_id_is_refused() {
+    QProcessEnvironment env = emulated_gpus();
+    env.insert("SHARDSCOPE_EMULATED_NCCL_WRONG_ID", "1");
+    QElapsedTimer timer;
+    timer.start();
+    const CliResult r = run_mpi(4, kRun + QStringList{"--dp", "4"}, 120000, env);
+    qInfo("stopped after %lld ms", static_cast<long long>(timer.elapsed()));
+    QVERIFY2(r.code != 0, qPrintable(r.err));
+    QVERIFY2(timer.elapsed() < 30000, qPrintable(QString::number(timer.elapsed())));
+    QVERIFY2(r.err.contains("error: rank 1: NCCL communicator of ranks 0,1,2,3: NCCL init of rank 1 of 4 on GPU 1: "
+                            "ncclCommInitRank: invalid usage"),
+             qPrintable(r.err));
+    QVERIFY2(r.err.contains("process 0 never made this unique id"), qPrintable(r.err));
+    const QString unnamed = unnamed_by(r.err, "rank 1");
+    QVERIFY2(unnamed.isEmpty(), qPrintable(unnamed));
+  }
+
+  // kill -9 of rank 2 mid-run: the others abort their NCCL communicators and exit within 10 s, naming it.
+  void killed_rank_stops_every_process() {
+    QProcess job;
+    job.setProcessEnvironment(emulated_gpus());
+    job.start("mpirun", mpirun_prefix(4) + kRun + QStringList{"--dp", "4", "--steps", "100000"});
+    QVERIFY(job.waitForStarted());
+    for (int i = 0; i < 1200 && !job.readAllStandardOutput().contains("step "); ++i) job.waitForReadyRead(100);
+    const qint64 victim = rank_pid(job.processId(), 2);
+    QVERIFY(victim > 0);
+    QElapsedTimer timer;
+    timer.start();
+    ::kill(static_cast<pid_t>(victim), SIGKILL);
+    const bool finished = job.waitForFinished(10000);
+    if (!finished) job.kill();
+    QVERIFY2(finished, "the job still ran 10 s after rank 2 was killed");
+    qInfo("stopped %lld ms after kill -9 of rank 2", static_cast<long long>(timer.elapsed()));
+    const QString err = QString::fromUtf8(job.readAllStandardError());
+    const QString dead = QString("rank 2 (pid %1) died").arg(victim);
+    for (const int survivor : {0, 1, 3}) {
+      bool named = false;
+      for (const QString& line : err.split('\n'))
+        named = named || (line.contains(QString("error: rank %1: ").arg(survivor)) && line.contains(dead));
+      QVERIFY2(named, qPrintable(QString("rank %1 did not name the dead rank:\n").arg(survivor) + err));
+    }
+  }
+
+  // A rank that hangs (SIGSTOP): its peers' NCCL calls time out (--comm-timeout) and abort, naming it.
+  void hung_rank_times_out() {
+    QProcess job;
+    job.setProcessEnvironment(emulated_gpus());
+    job.start("mpirun", mpirun_prefix(4) + kRun + QStringList{"--dp", "4", "--steps", "100000", "--comm-timeout", "3"});
+    QVERIFY(job.waitForStarted());
+    for (int i = 0; i < 1200 && !job.readAllStandardOutput().contains("step "); ++i) job.waitForReadyRead(100);
+    const qint64 victim = rank_pid(job.processId(), 2);
+    QVERIFY(victim > 0);
+    QElapsedTimer timer;
+    timer.start();
+    ::kill(static_cast<pid_t>(victim), SIGSTOP);
+    const bool finished = job.waitForFinished(15000);
+    if (!finished) {
+      ::kill(static_cast<pid_t>(victim), SIGKILL);
+      job.kill();
+    }
+    QVERIFY2(finished, "the job still ran 15 s after rank 2 hung");
+    qInfo("stopped %lld ms after rank 2 hung", static_cast<long long>(timer.elapsed()));
+    const QString err = QString::fromUtf8(job.readAllStandardError());
+    QVERIFY2(err.contains("of ranks 0,1,2,3 timed out after 3 s (--comm-timeout): its communicators are aborted"),
+             qPrintable(err));
+    QVERIFY2(err.contains("rank 2 does not answer (stopped or frozen)"), qPrintable(err));
+  }
+
+  // No CUDA plugin (no GPU), or no NCCL plugin: each process says which, and the job stops.
+  void missing_gpu_or_nccl_is_named() {
+    QProcessEnvironment env = emulated_gpus();
+    env.insert("SHARDSCOPE_CUDA_PLUGIN", "/nonexistent/libshardscope_cuda.so");
+    const CliResult no_gpu = run_mpi(4, kRun + QStringList{"--dp", "4"}, 120000, env);
+    QVERIFY2(no_gpu.code != 0, qPrintable(no_gpu.err));
+    // Each process finds it, but mpirun may end some before they print: one message is enough.
+    QVERIFY2(no_gpu.err.contains(": --device cuda under mpirun: no CUDA plugin built: "
+                                 "/nonexistent/libshardscope_cuda.so does not exist (SHARDSCOPE_CUDA_PLUGIN) "
+                                 "(every process needs a GPU; train on the CPU with --device cpu)"),
+             qPrintable(no_gpu.err));
+    env = emulated_gpus();
+    env.insert("SHARDSCOPE_NCCL_PLUGIN", "/nonexistent/libshardscope_nccl.so");
+    const CliResult no_nccl = run_mpi(4, kRun + QStringList{"--dp", "4"}, 120000, env);
+    QVERIFY2(no_nccl.code != 0, qPrintable(no_nccl.err));
+    QVERIFY2(no_nccl.err.contains("--device cuda under mpirun: the processes talk through NCCL, which is unavailable"),
+             qPrintable(no_nccl.err));
+  }
+
+  // launch starts the processes with the GPUs as mpirun does.
+  void launch_runs_nccl_processes() {
+    QTemporaryDir dir;
+    const QString metrics = dir.filePath("m.jsonl");
+    QProcess p;
+    p.setProcessEnvironment(emulated_gpus());
+    p.start(SHARDSCOPE_CLI, QStringList{"launch", "--nproc-per-node", "2", "--"} + kRun +
+                                QStringList{"--dp", "2", "--steps", "2", "--metrics-out", metrics});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, qPrintable(QString::fromUtf8(p.readAllStandardError())));
+    QVERIFY2(p.readAllStandardOutput().contains("2 MPI processes, one rank each; NCCL"), "not the NCCL path");
+    QCOMPARE(losses(metrics).size(), std::size_t{2});
+  }
+};
+
+QTEST_GUILESS_MAIN(TestMpiNccl)
+#include "test_mpi_nccl.moc"
