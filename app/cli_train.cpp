@@ -26,9 +26,11 @@
 #include "config/run_import.h"
 #include "config/run_schema.h"
 #include "core/error.h"
+#include "estimate/formula_text.h"
 #include "events/event_queue.h"
 #include "events/recording.h"
 #include "model/model_config.h"
+#include "plan/data_parallel_traffic.h"
 #include "train/metrics_json.h"
 #include "train/trainer.h"
 
@@ -221,6 +223,53 @@ void print_memory_summary(const Trainer& trainer) {
               static_cast<double>(process->peak_resident_bytes) / kMiB);
 }
 
+// "sent 1,234 per rank", or "sent 1,232 to 1,236 per rank (mean 1,234)" where
+// ranks differ (DDP's uneven ring chunks, plan/data_parallel_traffic.h).
+std::string bytes_text(double bytes) {
+  const auto whole = static_cast<std::int64_t>(bytes);
+  return static_cast<double>(whole) == bytes ? grouped(whole) : short_number(bytes, 12);
+}
+std::string per_rank_text(const std::vector<std::int64_t>& sent) {
+  const auto [low, high] = std::minmax_element(sent.begin(), sent.end());
+  if (*low == *high) return grouped(*low) + " bytes";
+  double mean = 0;
+  for (const std::int64_t b : sent) mean += static_cast<double>(b) / static_cast<double>(sent.size());
+  return grouped(*low) + " to " + grouped(*high) + " bytes (mean " + bytes_text(mean) + ")";
+}
+
+// Bytes each data-parallel rank sent in one step for its model states, beside
+// the papers' formula (plan/data_parallel_traffic.h); naive DataParallel: what
+// rank 0 sent and received. Nothing where the collectives ran as whole native
+// calls (NCCL): their transfers are not events.
+void print_data_parallel_traffic(const Trainer& trainer, const RunConfig& config, const ScheduleEvents& events,
+                                 std::int64_t step) {
+  if (config.dp < 2) return;
+  const MeasuredTraffic measured = events.data_parallel_traffic(step, config.dp);
+  if (measured.sent.empty()) return;
+  const ShardingPlan plan = make_sharding_plan(config);
+  const int extra = extra_embedding_gathers(trainer.model().config().kind);
+  for (int stage = 0; stage < config.pp; ++stage) {
+    const DataParallelTraffic f = data_parallel_traffic(
+        plan, plan.stage(stage), static_cast<std::int64_t>(config.accum) * config.micro_batches, extra);
+    const std::string where = config.pp > 1 ? "stage " + std::to_string(stage) + " " : "";
+    const std::string formula = " (step " + std::to_string(step) + "; formula " + f.formula + " = " +
+                                bytes_text(f.bytes) + " with " + f.values + ": " + f.what + ")";
+    if (plan.naive()) {
+      const int root = plan.grid().rank_at(stage, 0);
+      const auto at = [](const std::map<int, std::int64_t>& m, int r) { return m.count(r) ? m.at(r) : 0; };
+      const std::int64_t sent = at(measured.sent, root), received = at(measured.received, root);
+      std::printf("%sdata-parallel bytes through rank %d per step: sent %s + received %s = %s%s\n", where.c_str(),
+                  root, grouped(sent).c_str(), grouped(received).c_str(), grouped(sent + received).c_str(),
+                  formula.c_str());
+      continue;
+    }
+    std::vector<std::int64_t> sent;
+    for (const int r : plan.grid().dp_group(stage)) sent.push_back(measured.sent.count(r) ? measured.sent.at(r) : 0);
+    std::printf("%sdata-parallel bytes sent per rank per step: %s%s\n", where.c_str(), per_rank_text(sent).c_str(),
+                formula.c_str());
+  }
+}
+
 // The closing lines: losses, time, the schedule's truth (pipeline bubble, DDP
 // overlap; clock/schedule_summary.h), and with --profile-ops where a step went.
 void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& totals, const JobEvents& events) {
@@ -232,6 +281,7 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
         summarize_schedule(events.schedule().events(), config.dp, config.pp, config.micro_batches);
     const std::string_view clock = trainer.clock_text().starts_with("virtual") ? "virtual" : "wall";
     for (const std::string& line : schedule_summary_lines(schedule, clock)) std::printf("%s\n", line.c_str());
+    print_data_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
   } else {  // the bubble and the overlap need every rank's spans
     std::printf("schedule: not summarized (the events of some processes did not reach rank 0)\n");
   }

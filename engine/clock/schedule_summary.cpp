@@ -210,17 +210,54 @@ std::vector<std::string> schedule_summary_lines(const ScheduleSummary& s, std::s
   return lines;
 }
 
+bool is_data_parallel_transfer(const Event& e, int dp) {
+  return e.kind == EventKind::comm_span && moves_model_states(e.purpose) && e.src >= 0 && e.dst >= 0 &&
+         e.src != e.dst && dp > 0 && e.src / dp == e.dst / dp;
+}
+
+MeasuredTraffic measure_data_parallel_traffic(std::span<const Event> events, std::int64_t step, int dp) {
+  MeasuredTraffic m;
+  for (const Event& e : events) {
+    if (e.step != step || !is_data_parallel_transfer(e, dp)) continue;
+    m.sent[e.src] += e.bytes;
+    m.received[e.dst] += e.bytes;
+  }
+  return m;
+}
+
 void ScheduleEvents::emit(const Event& event) {
   if (next_ != nullptr) next_->emit(event);
-  if (!is_stage_span(event) && !is_bucket_transfer(event)) return;
+  const bool model_states =
+      event.kind == EventKind::comm_span && moves_model_states(event.purpose) && event.src >= 0 && event.dst >= 0;
+  if (!is_stage_span(event) && !is_bucket_transfer(event) && !model_states) return;
   std::lock_guard lock(mutex_);
   if (event.step > latest_step_) {
     latest_step_ = event.step;
     const std::int64_t oldest = latest_step_ - keep_steps_ + 1;
     if (!kept_.empty() && kept_.front().step < oldest)
       std::erase_if(kept_, [oldest](const Event& e) { return e.step < oldest; });
+    transfer_bytes_.erase(transfer_bytes_.begin(), transfer_bytes_.lower_bound(oldest));
   }
-  kept_.push_back(event);
+  if (model_states) transfer_bytes_[event.step][{event.src, event.dst}] += event.bytes;
+  if (is_stage_span(event) || is_bucket_transfer(event)) kept_.push_back(event);
+}
+
+MeasuredTraffic ScheduleEvents::data_parallel_traffic(std::int64_t step, int dp) const {
+  std::lock_guard lock(mutex_);
+  MeasuredTraffic m;
+  const auto it = transfer_bytes_.find(step);
+  if (it == transfer_bytes_.end()) return m;
+  for (const auto& [pair, bytes] : it->second) {
+    Event e;  // the pair as a transfer, for the one rule of what counts
+    e.kind = EventKind::comm_span;
+    e.purpose = CommPurpose::gradients;
+    e.src = pair.first;
+    e.dst = pair.second;
+    if (!is_data_parallel_transfer(e, dp)) continue;
+    m.sent[e.src] += bytes;
+    m.received[e.dst] += bytes;
+  }
+  return m;
 }
 
 std::vector<Event> ScheduleEvents::events() const {

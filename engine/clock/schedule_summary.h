@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -59,6 +60,18 @@ struct ScheduleSummary {
   std::optional<DdpOverlap> overlap;           // runs whose events have DDP buckets
 };
 
+// The data-parallel collectives as they ran (against the formulas of
+// plan/data_parallel_traffic.h): a transfer between two ranks of one stage's
+// data-parallel group (stage = rank / dp) that moves model states for the
+// step (its purpose is gradients or parameters). Whole native calls (dst -1: NCCL, MPI's native collectives) are not
+// transfers: their ring steps are not events.
+bool is_data_parallel_transfer(const Event& e, int dp);
+// A step's data-parallel transfers, bytes by global rank.
+struct MeasuredTraffic {
+  std::map<int, std::int64_t> sent, received;
+};
+MeasuredTraffic measure_data_parallel_traffic(std::span<const Event> events, std::int64_t step, int dp);
+
 // Grid placement as plan/grid.h: stage = rank / dp. Step 1 (allocations,
 // first touches) is left out when later steps are there.
 ScheduleSummary summarize_schedule(std::span<const Event> events, int dp, int pp, int micro_batches);
@@ -68,20 +81,25 @@ ScheduleSummary summarize_schedule(std::span<const Event> events, int dp, int pp
 std::vector<std::string> schedule_summary_lines(const ScheduleSummary& summary, std::string_view clock_name);
 
 // An EventSink that keeps what summarize_schedule reads (whole-stage compute
-// spans, DDP bucket transfers) of the latest steps and passes every event on
-// to `next` (may be null). emit may be called from any thread.
+// spans, DDP bucket transfers) of the latest steps, and the bytes of their
+// data-parallel model-state transfers (plan/data_parallel_traffic.h) summed
+// per (sender, receiver), and passes every event on to `next` (may be null).
+// emit may be called from any thread.
 class ScheduleEvents final : public EventSink {
  public:
   explicit ScheduleEvents(EventSink* next = nullptr, std::int64_t keep_steps = 64)
       : next_(next), keep_steps_(keep_steps) {}
   void emit(const Event& event) override;
   std::vector<Event> events() const;
+  // A step's data-parallel transfers, bytes by global rank (grid: whose stage is whose).
+  MeasuredTraffic data_parallel_traffic(std::int64_t step, int dp) const;
 
  private:
   EventSink* const next_;
   const std::int64_t keep_steps_;
   mutable std::mutex mutex_;
   std::vector<Event> kept_;
+  std::map<std::int64_t, std::map<std::pair<int, int>, std::int64_t>> transfer_bytes_;  // step -> (src, dst) -> bytes
   std::int64_t latest_step_ = 0;
 };
 

@@ -74,6 +74,41 @@ bool naive_master(const ShardingPlan& plan, const RankMemory& m) {
   return plan.naive() && plan.dp() > 1 && m.dp_rank == 0;
 }
 
+// The ring reduce-scatter's staging (kept between calls, sized by the largest
+// chunk): two chunks of partial sums, and in 16 bits a pre-divided copy of the
+// Nd chunks (an average divides each rank's values by Nd first, as NCCL's
+// ncclAvg). Chunks over kRingSliceBytes (parallel/communicator.h) are staged a
+// slice at a time. Elements of k_g bytes, and the formula's text.
+struct RingStaging {
+  CheckedSize elements{0};
+  std::string text;
+};
+RingStaging ring_staging(const Context& c, std::int64_t largest_chunk, int k_g) {
+  const std::int64_t staging = c.s.dp > 1 ? (c.plan.mixed() ? 2 + c.s.dp : 2) : 0;
+  if (staging == 0) return {};
+  const std::int64_t slice = std::min(largest_chunk, kRingSliceBytes / k_g);
+  return {CheckedSize(slice) * staging,
+          " + " + std::to_string(staging) + " × " + grouped(slice) +
+              (c.plan.mixed() ? " staged: the ring's two partial-sum slices and the slice of every chunk divided by Nd"
+                              : " staged: the ring's two partial-sum slices") +
+              " (at most " + std::to_string(kRingSliceBytes >> 20) + " MiB a slice)"};
+}
+
+// ZeRO-1's communication buffers: the padded staging its reduce-scatter and
+// all-gather share (none when Ψ_s divides by Nd), and the ring's staging.
+void zero1_communication(RankMemory& m, const Context& c, const ZeroPartition& part) {
+  const int k = c.k.gradients;  // = c.k.parameters: 4, or 2 in mixed precision
+  const bool padded = part.shard_size * c.s.dp != part.total;
+  const CheckedSize padding = padded ? CheckedSize(part.shard_size) * (c.s.dp + 1) : CheckedSize(0);
+  const RingStaging ring = ring_staging(c, part.shard_size, k);
+  set(m, MemoryCategory::communication, (CheckedSize(k) * (padding + ring.elements)).value(),
+      std::to_string(k) + " × (" +
+          (padded ? "(Nd + 1) × ceil(" + c.psi + "/Nd) = " + std::to_string(c.s.dp + 1) + " × " +
+                        grouped(part.shard_size) + " padded staging"
+                  : std::string("0 padding: shards reduce-scatter and gather in place")) +
+          ring.text + ")");
+}
+
 // DDP, naive DataParallel, ZeRO-0/1: the stage's Ψ_s in one flat buffer, ZeRO-1
 // sharding the optimizer states by the flat partition.
 void flat_model_states(RankMemory& m, const Context& c, std::int64_t P) {
@@ -96,15 +131,11 @@ void flat_model_states(RankMemory& m, const Context& c, std::int64_t P) {
     set(m, MemoryCategory::communication, (CheckedSize(s.dp) * c.k.gradients * P).value(),
         "Nd·" + std::to_string(c.k.gradients) + c.psi + " = " + std::to_string(s.dp) + " × " +
             std::to_string(c.k.gradients) + " × " + grouped(P) + ": rank 0 gathers every replica's gradients");
-  } else if (c.plan.all_gathers_flat_shards() && part.shard_size * s.dp != P) {
-    set(m, MemoryCategory::communication, (CheckedSize(c.k.parameters) * part.shard_size * (s.dp + 1)).value(),
-        std::to_string(c.k.parameters) + " × (Nd + 1) × ceil(" + c.psi + "/Nd) = " + std::to_string(c.k.parameters) +
-            " × " + std::to_string(s.dp + 1) + " × " + grouped(part.shard_size) +
-            ": staging for the all-gather of padded shards");
+  } else if (c.plan.reduce_scatters_flat_shards()) {
+    zero1_communication(m, c, part);
   } else {
     set(m, MemoryCategory::communication, 0,
-        s.dp > 1 && !c.naive ? "0: DDP buckets are views of the gradient buffer; shards gather in place"
-                             : "0: no collective buffers");
+        s.dp > 1 && !c.naive ? "0: DDP buckets are views of the gradient buffer" : "0: no collective buffers");
   }
 }
 
@@ -122,19 +153,9 @@ void unit_model_states(RankMemory& m, const Context& c, const UnitSharding& u, s
       unit_sharded(c.k.optimizer, held.optimizer_elements, s.dp, "this rank's real elements") +
           state_split(s.precision));
   const std::string d = std::to_string(k_g) + " × ";
-  // The ring reduce-scatter's staging (kept between calls, sized by the largest
-  // chunk): two chunks of partial sums, and in 16 bits a pre-divided copy of the
-  // unit (an average divides each rank's values by Nd first, as NCCL's ncclAvg).
-  // Chunks over kRingSliceBytes (parallel/communicator.h) are staged a slice at a time.
-  const std::int64_t staging = s.dp > 1 ? (c.plan.mixed() ? 2 + s.dp : 2) : 0;
-  const std::int64_t slice = std::min(u.largest_chunk, kRingSliceBytes / k_g);
-  const std::string staged = staging == 0 ? std::string()
-                             : " + " + std::to_string(staging) + " × " + grouped(slice) +
-                                   (c.plan.mixed() ? " staged: the ring's two partial-sum slices and the slice of "
-                                                     "every chunk divided by Nd"
-                                                   : " staged: the ring's two partial-sum slices") +
-                                   " (at most " + std::to_string(kRingSliceBytes >> 20) + " MiB a slice)";
-  const CheckedSize chunks = CheckedSize(slice) * staging;
+  const RingStaging ring = ring_staging(c, u.largest_chunk, k_g);
+  const std::string& staged = ring.text;
+  const CheckedSize chunks = ring.elements;
   if (c.plan.mixed()) {
     const std::int64_t buffers = u.mixed_unit_buffer_peak(gathers);
     set(m, MemoryCategory::communication, (CheckedSize(k_g) * (chunks + buffers)).value(),

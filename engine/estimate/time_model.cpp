@@ -7,6 +7,7 @@
 #include "estimate/formula_text.h"
 #include "estimate/memory_model.h"
 #include "parallel/pipeline_schedule.h"
+#include "plan/data_parallel_traffic.h"
 
 namespace shardscope {
 
@@ -44,30 +45,18 @@ std::int64_t largest_stage_parameters(const ModelShape& model, const EstimateSet
 }
 
 // Bytes each rank sends per step in the data-parallel collectives, by strategy
-// (the table in time_model.h), for the largest stage's Ψ_s.
-void count_data_parallel_bytes(TimeEstimate& t, const EstimateSettings& s, const ShardingRules& rules,
-                               std::int64_t psi_s) {
-  const double P = static_cast<double>(psi_s), Nd = s.dp, share = (Nd - 1) / Nd,
-               K = static_cast<double>(s.micro_steps());
-  const double g = rules.bytes_per_parameter().gradients, p = rules.bytes_per_parameter().parameters;
-  const std::string psi = (s.pp > 1 ? "Ψ_s = " : "Ψ = ") + grouped(psi_s);
-  if (s.dp == 1) {
-    t.dp_formula = "0: one data-parallel rank";
-  } else if (rules.naive()) {
-    t.dp_bytes = (Nd - 1) * (p + g) * P;
-    t.dp_formula = "(Nd−1)(p + g)Ψ: rank 0 broadcasts the parameters and gathers every gradient, " + psi;
-  } else if (!rules.shards_optimizer_states()) {  // DDP, ZeRO-0
-    t.dp_bytes = 2 * share * g * P;
-    t.dp_formula = "2(Nd−1)/Nd · gΨ: ring all-reduce of the gradients (reduce-scatter + all-gather), " + psi;
-  } else if (rules.flat_optimizer_shards()) {  // ZeRO-1
-    t.dp_bytes = share * (g + p) * P;
-    t.dp_formula = "(Nd−1)/Nd · (g + p)Ψ: reduce-scatter the gradients, all-gather the updated shards, " + psi;
-  } else if (!rules.shards_parameters()) {  // ZeRO-2
-    t.dp_bytes = share * (K * g + p) * P;
-    t.dp_formula = "(Nd−1)/Nd · (K·g + p)Ψ: reduce-scatter every micro-step, all-gather once, " + psi;
-  } else {
-    t.dp_bytes = K * share * (2 * p + g) * P;
-    t.dp_formula = "K(Nd−1)/Nd · (2p + g)Ψ: all-gather in forward and in backward, reduce-scatter (1.5× DDP), " + psi;
+// (plan/data_parallel_traffic.h: the engine's own count, padding included),
+// for the stage that sends the most. The engine's models gather their tied
+// embeddings again under ZeRO-3; for other models each unit is gathered twice.
+void count_data_parallel_bytes(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s,
+                               const ShardingRules& rules) {
+  const int extra = model.engine_config ? extra_embedding_gathers(model.engine_config->kind) : 0;
+  for (const StageUnits& stage : stage_units(model, s.pp)) {
+    DataParallelTraffic traffic = data_parallel_traffic(rules, stage, s.micro_steps(), extra);
+    if (t.dp_formula.empty() || traffic.bytes > t.dp_bytes) {
+      t.dp_bytes = traffic.bytes;
+      t.dp_formula = traffic.text();
+    }
   }
 }
 
@@ -129,7 +118,7 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
   count_flops(t, model, s);
   const ShardingRules rules(s.layout());
   const std::int64_t psi_s = largest_stage_parameters(model, s);
-  count_data_parallel_bytes(t, s, rules, psi_s);
+  count_data_parallel_bytes(t, model, s, rules);
   count_pipeline_bytes(t, model, s);
   if (gpu == nullptr) return t;
   time_on_gpu(t, s, *gpu, rules, psi_s);

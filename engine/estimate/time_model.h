@@ -7,11 +7,12 @@
 //     N = parameters read by matmuls; 12·L·h·s is attention's QKᵀ and AV,
 //     forward + backward). Full recompute adds a forward: 8N + 16·L·h·s;
 //     selective adds the attention core again: 6N + 16·L·h·s.
-//   Bytes each rank sends per step (Ψ_s its stage's parameters, Nd ranks):
+//   Bytes each data-parallel rank sends per step (plan/data_parallel_traffic.h,
+//   the engine's count: Ψ_s padded as its collectives pad it):
 //     DDP ring all-reduce          2(Nd−1)/Nd · g Ψ_s
-//     ZeRO-1 reduce-scatter + all-gather   (Nd−1)/Nd · (g + p) Ψ_s
-//     ZeRO-2 reduce-scatter every micro-step, all-gather once   (Nd−1)/Nd · (K g + p) Ψ_s
-//     ZeRO-3 all-gather twice + reduce-scatter, every micro-step  K (Nd−1)/Nd · (2p + g) Ψ_s
+//     ZeRO-1 reduce-scatter + all-gather   (Nd−1)/Nd · (g + p) Ψ'
+//     ZeRO-2 reduce-scatter every micro-step, all-gather once   (Nd−1)/Nd · (K g + p) Ψ'
+//     ZeRO-3 all-gather twice + reduce-scatter, every micro-step  K (Nd−1)/Nd · ((2p + g) Ψ' + e·pE')
 //     naive DataParallel, rank 0: broadcast + gather   (Nd−1)(p + g) Ψ_s
 //     pipeline p2p, an inner stage: activation forward, gradient backward   2·K·b·s·h·d
 //   (p, g, d: bytes per parameter, gradient and activation value; K = accum × m

@@ -43,6 +43,16 @@ enum class RingPhase : std::uint8_t { none = 0, reduce_scatter = 1, all_gather =
 
 enum class ShardAction : std::uint8_t { gather = 0, release = 1 };
 
+// The model state a data-parallel collective moves for a training step (what
+// its bytes count toward: plan/data_parallel_traffic.h); evaluation: ZeRO-3's
+// parameter gathers for an evaluation after the step, outside its traffic;
+// other for tokens, loss totals, norms, the tied embedding's copies across
+// stages and pipeline activations.
+enum class CommPurpose : std::uint8_t { other = 0, gradients = 1, parameters = 2, evaluation = 3 };
+inline bool moves_model_states(CommPurpose p) {
+  return p == CommPurpose::gradients || p == CommPurpose::parameters;
+}
+
 enum class LogLevel : std::uint8_t { debug = 0, info = 1, warning = 2, error = 3 };
 
 inline constexpr std::size_t kEventTextSize = 120;
@@ -70,6 +80,7 @@ struct Event {
   std::int32_t src = -1;           // sending rank (global)
   std::int32_t dst = -1;           // receiving rank (global)
   std::int64_t bytes = 0;          // payload of this transfer (comm) or shard bytes (shard)
+  CommPurpose purpose = CommPurpose::other;  // comm_span: the model state it moves, if any
 
   // shard
   ShardAction shard_action = ShardAction::gather;

@@ -10,7 +10,8 @@
 // is the first 272 bytes (no device fields: read as device -1); version 1 is
 // version 2 with no overflow kind, flag bit 1 or loss scale. All are still read.
 //   0 u8 kind        1 u8 compute      2 u8 op         3 u8 phase
-//   4 u8 shard_action 5 u8 level       6 u8 flags (bit 0: has_eval_loss, bit 1: skipped)  7 u8 zero
+//   4 u8 shard_action 5 u8 level       6 u8 flags (bit 0: has_eval_loss, bit 1: skipped)
+//   7 u8 purpose (comm_span; a spare byte, 0 = other, in older files of every version)
 //   8 i32 rank       12 i32 stage      16 i64 step     24 i32 micro_batch  28 i32 layer
 //   32 i64 start_ns  40 i64 end_ns
 //   48 i32 bucket    52 i32 ring_step  56 i32 chunk    60 i32 src  64 i32 dst  68 u32 zero
@@ -75,6 +76,7 @@ void encode_event(const Event& e, unsigned char* r) {
   r[4] = static_cast<unsigned char>(e.shard_action);
   r[5] = static_cast<unsigned char>(e.level);
   r[6] = static_cast<unsigned char>((e.has_eval_loss ? 1 : 0) | (e.skipped ? 2 : 0));
+  r[7] = static_cast<unsigned char>(e.purpose);
   put(r + 8, e.rank);
   put(r + 12, e.stage);
   put(r + 16, e.step);
@@ -117,6 +119,7 @@ Event decode_event(const unsigned char* r, std::uint32_t version) {
   e.level = get_enum(r + 5, LogLevel::error, "log level");
   e.has_eval_loss = (r[6] & 1) != 0;
   e.skipped = (r[6] & 2) != 0;
+  e.purpose = get_enum(r + 7, CommPurpose::evaluation, "communication purpose");
   e.rank = get<std::int32_t>(r + 8);
   e.stage = get<std::int32_t>(r + 12);
   e.step = get<std::int64_t>(r + 16);

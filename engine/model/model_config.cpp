@@ -21,6 +21,10 @@ ModelConfig bert(std::string name, int vocab, int max_seq, int C, int L, int H, 
 }
 }  // namespace
 
+int extra_embedding_gathers(ModelKind kind) {
+  return kind == ModelKind::bert ? 2 : 1;
+}
+
 std::string_view model_kind_name(ModelKind kind) { return kind == ModelKind::gpt ? "gpt" : "bert"; }
 
 const std::vector<ModelConfig>& model_presets() {

@@ -31,6 +31,12 @@ struct ModelConfig {
 };
 
 std::string_view model_kind_name(ModelKind kind);
+// ZeRO-3 gathers each unit twice per micro-batch (forward, backward), the
+// embedding unit more often on a stage that also runs the tied head: the head
+// gathers it again in forward and in backward, while only BERT's own backward
+// needs it (its embedding layernorm; GPT's embedding backward reads no
+// parameter): GPT 3 gathers, BERT 4 (gpt.cpp, bert.cpp). The extra ones: 1, 2.
+int extra_embedding_gathers(ModelKind kind);
 
 // All presets, in the order --help lists them.
 const std::vector<ModelConfig>& model_presets();

@@ -19,17 +19,22 @@ namespace shardscope {
 
 enum class ReduceOp { sum, average };
 
-// Context stamped on the events of a call: which step, micro-batch and bucket it serves.
 // What a collective is for, copied into its events: the step, the micro-batch,
-// and the DDP gradient bucket or the ZeRO unit it moves (-1: none).
+// the DDP gradient bucket or the ZeRO unit it moves (-1: none), and which
+// model state it moves for data parallelism (plan/data_parallel_traffic.h).
 struct CommTag {
   std::int64_t step = 0;
   std::int32_t micro_batch = -1;
   std::int32_t bucket = -1;
   std::int32_t unit = -1;
+  CommPurpose purpose = CommPurpose::other;
 };
-inline CommTag unit_tag(std::int64_t step, std::int32_t micro_batch, std::int32_t unit) {
-  return CommTag{step, micro_batch, -1, unit};
+inline CommTag unit_tag(std::int64_t step, std::int32_t micro_batch, std::int32_t unit, CommPurpose purpose) {
+  return CommTag{step, micro_batch, -1, unit, purpose};
+}
+inline CommTag with_purpose(CommTag tag, CommPurpose purpose) {
+  tag.purpose = purpose;
+  return tag;
 }
 
 // Thrown in every rank blocked in (or later entering) a call on a group that

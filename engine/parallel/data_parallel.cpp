@@ -7,7 +7,7 @@
 namespace shardscope {
 
 void replicate_parameters(Communicator& comm, void* params, std::int64_t n, DType dtype, const CommTag& tag) {
-  comm.broadcast(params, n, dtype, /*root=*/0, tag);
+  comm.broadcast(params, n, dtype, /*root=*/0, with_purpose(tag, CommPurpose::parameters));
 }
 
 void scatter_tokens(Communicator& comm, const std::vector<std::int32_t>& all, std::vector<std::int32_t>& mine,
@@ -23,7 +23,7 @@ void scatter_tokens(Communicator& comm, const std::vector<std::int32_t>& all, st
 void reduce_gradients_to_master(Communicator& comm, Backend& backend, void* grads, std::int64_t n, DType dtype,
                                 Buffer& gather_buffer, const CommTag& tag) {
   void* all = comm.rank() == 0 ? gather_buffer.data() : nullptr;
-  comm.gather(grads, all, n, dtype, /*root=*/0, tag);
+  comm.gather(grads, all, n, dtype, /*root=*/0, with_purpose(tag, CommPurpose::gradients));
   if (comm.rank() != 0) return;
   // Sum in rank order, then average: what the master's reduce-add does.
   const int size = comm.size();

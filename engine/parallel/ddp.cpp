@@ -78,6 +78,7 @@ void DdpReducer::run(void* grads, DType dtype, CommTag tag) {
       }
       if (clock_ != nullptr) clock_->comm_stream_wait_until(ready);
       tag.bucket = bucket.index;
+      tag.purpose = CommPurpose::gradients;
       comm_.all_reduce(base + bucket.begin * esize, bucket.end - bucket.begin, dtype, ReduceOp::average, tag);
     }
   } catch (...) {

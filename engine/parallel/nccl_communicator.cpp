@@ -203,6 +203,7 @@ class NcclCommunicator final : public Communicator {
     e.micro_batch = tag.micro_batch;
     e.bucket = tag.bucket;
     e.unit = tag.unit;
+    e.purpose = tag.purpose;
     e.op = op;
     e.src = global_rank(me_);
     e.dst = dst >= 0 ? global_rank(dst) : -1;

@@ -39,6 +39,7 @@ inline Event comm_span_event(CommOp op, RingPhase phase, const CommTag& tag, int
   e.micro_batch = tag.micro_batch;
   e.bucket = tag.bucket;
   e.unit = tag.unit;
+  e.purpose = tag.purpose;
   e.op = op;
   e.phase = phase;
   e.ring_step = ring_step;

@@ -6,10 +6,14 @@
 // rank has the whole model again. Per-rank model-state memory in fp32 Adam:
 //   stage 0: 4Ψ + 4Ψ + 8Ψ = 16Ψ;  stage 1: 4Ψ + 4Ψ + 8Ψ/Nd.
 // (The paper's mixed-precision figures are 2Ψ + 2Ψ + 12Ψ and 2Ψ + 2Ψ + 12Ψ/Nd.)
-// Here the gradients are all-reduced in DDP buckets (overlapped with backward)
-// before the update, then the updated shards are all-gathered: 3(N-1)/N x 4Ψ
-// bytes sent per rank, against 2(N-1)/N x 4Ψ for the paper's reduce-scatter +
-// all-gather (stage 2 here does the latter, unit by unit).
+// Communication, as the paper counts it: once backward is done the gradients
+// are reduce-scattered by the same shards (each rank receives the average of
+// its own), the rank updates its shard, and the updated shards are
+// all-gathered: (Nd-1)/Nd x Ψ' gradients + (Nd-1)/Nd x Ψ' parameters sent per
+// rank, 2(Nd-1)/Nd x 4Ψ' bytes in fp32, what DDP's all-reduce sends (Ψ' =
+// Nd x ceil(Ψ / Nd): the padded shards travel whole). The reduce-scatter waits
+// for the whole backward (shards need not follow DDP's buckets), so unlike DDP
+// it does not overlap the backward.
 #pragma once
 
 #include <cstdint>
@@ -30,5 +34,12 @@ namespace shardscope {
 // Copies go through `backend` (params and staging are in its memory).
 void all_gather_parameter_shards(Communicator& comm, Backend& backend, void* params, DType dtype,
                                  const ZeroPartition& part, Buffer& staging, const CommTag& tag);
+
+// Every rank's grads (Ψ, dtype) reduce-scattered by the shards: this rank's
+// shard grads[begin, end) := the average over the ranks (the rest of grads is
+// left as it was: only the shard is read after). In place when Ψ divides by
+// Nd, else through `staging` (as above: the padded gradient, Nd x shard_size).
+void reduce_scatter_gradient_shards(Communicator& comm, Backend& backend, void* grads, DType dtype,
+                                    const ZeroPartition& part, Buffer& staging, const CommTag& tag);
 
 }  // namespace shardscope

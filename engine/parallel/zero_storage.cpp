@@ -44,10 +44,11 @@ ZeroShardedStorage::UnitShard& ZeroShardedStorage::shard_of(int unit) {
   return it->second;
 }
 
-void ZeroShardedStorage::set_context(EventSink* sink, DeviceClock* clock, const Event& base) {
+void ZeroShardedStorage::set_context(EventSink* sink, DeviceClock* clock, const Event& base, CommPurpose gathers) {
   sink_ = sink;
   clock_ = clock;
   base_ = base;
+  gathers_ = gathers;
 }
 
 void ZeroShardedStorage::emit_shard(ShardAction action, int unit, std::int64_t bytes) {
@@ -121,7 +122,7 @@ void ZeroShardedStorage::gather_parameters(Model& model, int unit) {
     s.gathered = Buffer(ledger_, MemoryCategory::communication, s.chunk * dp_.size() * element_bytes());
     std::byte* send = bytes_at(s.gathered, dp_.rank() * s.chunk);  // in place: our slot of the result
     model.backend().copy(send, bytes_at(params_, s.packed), s.chunk * element_bytes());
-    const CommTag tag = unit_tag(base_.step, base_.micro_batch, unit);
+    const CommTag tag = unit_tag(base_.step, base_.micro_batch, unit, gathers_);
     dp_.all_gather(send, s.gathered.data(), s.chunk, dtype_, tag);
     source = static_cast<const std::byte*>(s.gathered.data());
     emit_shard(ShardAction::gather, unit, s.unit.numel() * element_bytes());
@@ -162,7 +163,7 @@ void ZeroShardedStorage::gradients_needed(Model& model, int unit) {
 void ZeroShardedStorage::gradients_done(Model& model, int unit) {
   UnitShard& s = shard_of(unit);
   Backend& be = model.backend();
-  const CommTag tag = unit_tag(base_.step, base_.micro_batch, unit);
+  const CommTag tag = unit_tag(base_.step, base_.micro_batch, unit, CommPurpose::gradients);
   if (!shards_gradients()) {
     // Mixed stages 0/1: round to 16 bits and add to the stored gradient (the
     // accumulation over micro-batches is in 16 bits, as a GPU's .grad is).
@@ -203,7 +204,7 @@ void ZeroShardedStorage::all_gather_parameters(const CommTag& tag) {
     const std::byte* from =
         mixed() ? bytes_at(whole_params, own) : reinterpret_cast<const std::byte*>(model_.params() + own);
     model_.backend().copy(send, from, s.mine * element_bytes());
-    CommTag t = tag;
+    CommTag t = with_purpose(tag, CommPurpose::parameters);
     t.unit = id;
     dp_.all_gather(send, staging.data(), s.chunk, dtype_, t);
     std::byte* to =

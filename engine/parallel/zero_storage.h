@@ -80,8 +80,10 @@ class ZeroShardedStorage final : public UnitStorage {
   // The flat offset of element i of gradients() (packed shard or flat).
   std::int64_t flat_offset_of_gradient(std::int64_t i) const;
 
-  // Events (parameter gathers and releases) and the tags of the collectives.
-  void set_context(EventSink* sink, DeviceClock* clock, const Event& base);
+  // Events (parameter gathers and releases) and the tags of the collectives;
+  // `gathers`: the purpose of ZeRO-3's gathers (evaluation for an evaluation's).
+  void set_context(EventSink* sink, DeviceClock* clock, const Event& base,
+                   CommPurpose gathers = CommPurpose::parameters);
 
   void gather_parameters(Model& model, int unit) override;
   void release_parameters(Model& model, int unit) override;
@@ -120,6 +122,7 @@ class ZeroShardedStorage final : public UnitStorage {
   EventSink* sink_ = nullptr;
   DeviceClock* clock_ = nullptr;  // the rank's (clock/device_clock.h)
   Event base_;
+  CommPurpose gathers_ = CommPurpose::parameters;
 };
 
 }  // namespace shardscope

@@ -123,10 +123,12 @@ class ShardingRules {
   bool unit_chunks() const { return zero_ >= 2; }
   // Chunks drawn per unit: Nd under ZeRO-2/3, else 1.
   int chunks_per_unit() const { return unit_chunks() ? dp() : 1; }
-  // DDP and ZeRO-0/1 with several data-parallel ranks: bucketed all-reduce during backward.
-  bool bucketed_all_reduce() const { return !naive() && !unit_chunks() && dp() > 1; }
-  // After the update ZeRO-1 all-gathers the flat shards and ZeRO-2 the unit
-  // chunks (ZeRO-3 keeps its chunks: it gathers before each use).
+  // DDP (ZeRO-0) with several data-parallel ranks: bucketed all-reduce during backward.
+  bool bucketed_all_reduce() const { return !naive() && zero_ == 0 && dp() > 1; }
+  // ZeRO-1 reduce-scatters the gradients by its flat shards after backward,
+  // and after the update all-gathers the flat shards; ZeRO-2 all-gathers the
+  // unit chunks (ZeRO-3 keeps its chunks: it gathers before each use).
+  bool reduce_scatters_flat_shards() const { return dp() > 1 && flat_optimizer_shards(); }
   bool all_gathers_flat_shards() const { return dp() > 1 && flat_optimizer_shards(); }
   bool all_gathers_unit_chunks() const { return unit_chunks() && !shards_parameters(); }
   // The unit storage (parallel/zero_storage.h) holds parameters and gradients:

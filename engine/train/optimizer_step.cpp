@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The phases of a rank's step after backward (rank_step.cpp lists them):
 // synchronize the gradients, agree on the fp16 overflow verdict, update.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -19,7 +20,9 @@ void* Trainer::whole_gradients(Rank& rk) {
 // Naive DataParallel: every replica's gradients summed on rank 0 (DDP has
 // all-reduced its buckets during backward; ZeRO-2/3 reduce-scattered each
 // unit). With pipeline stages, the tied embedding's copies on the first and
-// last stage each get the sum of both gradients (Megatron's embedding group).
+// last stage each get the sum of both gradients (Megatron's embedding group),
+// before ZeRO-1 reduce-scatters the gradients by its shards (the two stages'
+// shards cover different ranges of the embedding).
 void Trainer::synchronize_gradients(Rank& rk, const CommTag& tag) {
   Model& model = *rk.model;
   const std::int64_t esize = static_cast<std::int64_t>(dtype_size(rk.dtype));
@@ -27,10 +30,14 @@ void Trainer::synchronize_gradients(Rank& rk, const CommTag& tag) {
   if (plan_->naive() && plan_->dp() > 1)
     reduce_gradients_to_master(*rk.dp_comm, *rk.backend, grads, model.parameter_count(), rk.dtype, rk.comm_buffer,
                                tag);
-  if (rk.embedding_comm == nullptr) return;
-  const ParameterEntry* tokens = model.layout().try_find("embed.tokens");
-  rk.embedding_comm->all_reduce(static_cast<std::byte*>(grads) + tokens->offset * esize, tokens->numel, rk.dtype,
-                                ReduceOp::sum, tag);
+  if (rk.embedding_comm != nullptr) {
+    const ParameterEntry* tokens = model.layout().try_find("embed.tokens");
+    rk.embedding_comm->all_reduce(static_cast<std::byte*>(grads) + tokens->offset * esize, tokens->numel, rk.dtype,
+                                  ReduceOp::sum, tag);
+  }
+  if (plan_->reduce_scatters_flat_shards())
+    reduce_scatter_gradient_shards(*rk.dp_comm, *rk.backend, grads, rk.dtype, plan_->rank(rk.rank).flat_shard,
+                                   rk.comm_buffer, tag);
 }
 
 // fp16: has any rank's gradient overflowed? Checked on the gradients each rank
@@ -101,15 +108,27 @@ void Trainer::optimizer_update(Rank& rk, const CommTag& tag) {
     if (plan_->all_gathers_unit_chunks()) rk.zero->all_gather_parameters(tag);
     return;
   }
+  flat_optimizer_update(rk, tag);
+}
+
+// DDP, naive DataParallel's master, ZeRO-1: the norm over the gradients this
+// rank updates from (all of its stage's, or its ZeRO-1 shard summed over the
+// data-parallel ranks), then over the stages, counting the tied embedding once
+// (its first-stage copy; it lies at the start of a last stage's layout).
+void Trainer::flat_optimizer_update(Rank& rk, const CommTag& tag) {
   if (rk.optimizer == nullptr) return;  // a naive replica: the master updates
-  // Global norm over all stages, counting the tied embedding once (its first-stage copy).
+  Model& model = *rk.model;
+  const bool mixed = plan_->mixed(), sharded = plan_->reduce_scatters_flat_shards();
   const ParameterEntry* tokens = model.layout().try_find("embed.tokens");
-  const std::int64_t P = model.parameter_count();
+  const ZeroPartition& shard = plan_->rank(rk.rank).flat_shard;
   const std::int64_t skip = !model.stage().embedding && tokens != nullptr ? tokens->numel : 0;
+  const std::int64_t begin = std::max(skip, sharded ? shard.begin : 0);
+  const std::int64_t end = std::max(begin, sharded ? shard.end : model.parameter_count());
   void* grads = whole_gradients(rk);
   float squares = static_cast<float>(
-      mixed ? rk.backend->sum_of_squares_16(rk.dtype, static_cast<const std::uint16_t*>(grads) + skip, P - skip)
-            : rk.backend->sum_of_squares(model.grads() + skip, P - skip));
+      mixed ? rk.backend->sum_of_squares_16(rk.dtype, static_cast<const std::uint16_t*>(grads) + begin, end - begin)
+            : rk.backend->sum_of_squares(model.grads() + begin, end - begin));
+  if (sharded) rk.dp_comm->all_reduce_host(&squares, 1, ReduceOp::sum, tag);
   if (rk.pp_comm != nullptr) rk.pp_comm->all_reduce_host(&squares, 1, ReduceOp::sum, tag);
   rk.grad_norm = std::sqrt(static_cast<double>(squares)) / rk.loss_scale;
   const float factor = clip_factor(rk.grad_norm, config_.grad_clip) / rk.loss_scale;
@@ -120,7 +139,7 @@ void Trainer::optimizer_update(Rank& rk, const CommTag& tag) {
     rk.optimizer->step(model.params(), model.grads(), rk.lr, factor);
   if (plan_->all_gathers_flat_shards())
     all_gather_parameter_shards(*rk.dp_comm, *rk.backend, mixed ? rk.zero->parameters() : model.params(), rk.dtype,
-                                plan_->rank(rk.rank).flat_shard, rk.comm_buffer, tag);
+                                shard, rk.comm_buffer, tag);
 }
 
 Event Trainer::optimizer_span(const Rank& rk, const CommTag& tag) const {

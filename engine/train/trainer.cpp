@@ -361,6 +361,8 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
   Model& model = *rk.model;
   model.use_slot(0);
   CommTag tag{steps_done_, -1, -1};
+  if (rk.zero != nullptr)  // ZeRO-3's gathers here are not the step's traffic (plan/data_parallel_traffic.h)
+    rk.zero->set_context(sink_, rk.clock.get(), event_base(rk, steps_done_), CommPurpose::evaluation);
   // Naive DataParallel: only the master holds the updated parameters (replicas
   // receive them at the next step's broadcast), so it evaluates alone.
   const bool naive = config_.dp_mode == DataParallelMode::naive;

@@ -228,6 +228,7 @@ class Trainer {
   void synchronize_gradients(Rank& rank, const CommTag& tag);
   bool overflow_verdict(Rank& rank, const CommTag& tag);
   void optimizer_update(Rank& rank, const CommTag& tag);
+  void flat_optimizer_update(Rank& rank, const CommTag& tag);
   static void* whole_gradients(Rank& rank);
   Event event_base(const Rank& rank, std::int64_t step) const;
   Event optimizer_span(const Rank& rank, const CommTag& tag) const;

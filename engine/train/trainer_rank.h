@@ -54,12 +54,12 @@ struct Trainer::Rank {
     if (!slot) slot = make_communicator(members);
     return slot.get();
   }
-  std::unique_ptr<DdpReducer> reducer;        // DDP and ZeRO-0/1: bucketed all-reduce
+  std::unique_ptr<DdpReducer> reducer;        // DDP (ZeRO-0): bucketed all-reduce
   std::unique_ptr<ZeroShardedStorage> zero;   // ZeRO-2/3 shards, and the 16-bit storage of mixed precision
   std::unique_ptr<DynamicLossScaler> scaler;  // every rank keeps its own; all get the same overflow verdict
   DType dtype = DType::f32;                   // parameters and gradients (f16/bf16: mixed precision)
   std::vector<PipelineAction> actions;        // this stage's schedule
-  Buffer comm_buffer;  // naive: rank 0's gradient gather buffer; ZeRO: padded gather staging
+  Buffer comm_buffer;  // naive: rank 0's gradient gather buffer; ZeRO-1: padded reduce-scatter and gather staging
   // Filled by rank_step:
   float loss_sum = 0.0f;
   std::int64_t global_scored = 0;

@@ -241,7 +241,7 @@ void Trainer::build_optimizer(Rank& rank) {
   } else if (plan_->flat_optimizer_shards()) {
     rank.optimizer = std::make_unique<AdamW>(layout, *rank.backend, rank.ledger, options, place.flat_shard.begin,
                                              place.flat_shard.end);
-    if (place.flat_shard.shard_size * dp != P)  // padded shards gather through staging
+    if (place.flat_shard.shard_size * dp != P)  // padded shards reduce-scatter and gather through staging
       rank.comm_buffer =
           Buffer(rank.ledger, MemoryCategory::communication, place.flat_shard.shard_size * (dp + 1) * esize);
   } else {

@@ -1226,10 +1226,6 @@ start %4 ms, duration %5 ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Step %1: each of the %2 ranks sent %3 = 2(N−1)/N × %4 (its gradients); none is a bottleneck.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>DataParallel (naive): rank 0 scatters, broadcasts and gathers</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1305,6 +1301,66 @@ start %4 ms, duration %5 ms</source>
     </message>
     <message>
         <source>rank %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>the flat shards</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>the embeddings</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>the head</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>layer %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>gradients</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>parameters</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>step %1 · %2 of the %3 of %4 · ring step %5 of %6 · %7 per chunk</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO-1: reduce-scatter the gradients, update the own shard, all-gather the parameters</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO-2: reduce-scatter each unit&apos;s gradients, all-gather the updated chunks</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>ZeRO-3: all-gather each unit for forward and backward, reduce-scatter its gradients</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Formula %1 = %2 bytes, with %3.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Parameters and gradients through rank 0: %1 bytes.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step %1: each of the %2 ranks sent %3 (rank %4: %5 bytes, the mean %6 bytes); none is a bottleneck.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>reduce-scatter (gradients)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>all-gather (parameters)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -1228,10 +1228,6 @@ start %4 ms, duration %5 ms</source>
         <translation>第 %1 步：rank 0 发送 %2，接收 %3；若用 DDP 环形算法，每个 rank 只需发送 2(N−1)/N × %4 = %5。</translation>
     </message>
     <message>
-        <source>Step %1: each of the %2 ranks sent %3 = 2(N−1)/N × %4 (its gradients); none is a bottleneck.</source>
-        <translation>第 %1 步：%2 个 rank 各发送 %3 = 2(N−1)/N × %4（其梯度）；没有哪个 rank 成为瓶颈。</translation>
-    </message>
-    <message>
         <source>DataParallel (naive): rank 0 scatters, broadcasts and gathers</source>
         <translation>DataParallel（朴素实现）：由 rank 0 分发、广播和收集</translation>
     </message>
@@ -1306,6 +1302,66 @@ start %4 ms, duration %5 ms</source>
     <message>
         <source>rank %1</source>
         <translation>rank %1</translation>
+    </message>
+    <message>
+        <source>the flat shards</source>
+        <translation>扁平分片</translation>
+    </message>
+    <message>
+        <source>the embeddings</source>
+        <translation>嵌入层</translation>
+    </message>
+    <message>
+        <source>the head</source>
+        <translation>输出头</translation>
+    </message>
+    <message>
+        <source>layer %1</source>
+        <translation>第 %1 层</translation>
+    </message>
+    <message>
+        <source>gradients</source>
+        <translation>梯度</translation>
+    </message>
+    <message>
+        <source>parameters</source>
+        <translation>参数</translation>
+    </message>
+    <message>
+        <source>step %1 · %2 of the %3 of %4 · ring step %5 of %6 · %7 per chunk</source>
+        <translation>第 %1 步 · %4%3的 %2 · 环形第 %5 步（共 %6 步）· 每块 %7</translation>
+    </message>
+    <message>
+        <source>ZeRO-1: reduce-scatter the gradients, update the own shard, all-gather the parameters</source>
+        <translation>ZeRO-1：reduce-scatter 梯度，更新自己的分片，再 all-gather 参数</translation>
+    </message>
+    <message>
+        <source>ZeRO-2: reduce-scatter each unit&apos;s gradients, all-gather the updated chunks</source>
+        <translation>ZeRO-2：逐单元 reduce-scatter 梯度，再 all-gather 更新后的分块</translation>
+    </message>
+    <message>
+        <source>ZeRO-3: all-gather each unit for forward and backward, reduce-scatter its gradients</source>
+        <translation>ZeRO-3：前向和反向各 all-gather 每个单元，再 reduce-scatter 其梯度</translation>
+    </message>
+    <message>
+        <source>Formula %1 = %2 bytes, with %3.</source>
+        <translation>公式 %1 = %2 字节，其中 %3。</translation>
+    </message>
+    <message>
+        <source>Parameters and gradients through rank 0: %1 bytes.</source>
+        <translation>经过 rank 0 的参数与梯度：%1 字节。</translation>
+    </message>
+    <message>
+        <source>Step %1: each of the %2 ranks sent %3 (rank %4: %5 bytes, the mean %6 bytes); none is a bottleneck.</source>
+        <translation>第 %1 步：%2 个 rank 各发送 %3（rank %4：%5 字节，平均 %6 字节）；没有哪个 rank 成为瓶颈。</translation>
+    </message>
+    <message>
+        <source>reduce-scatter (gradients)</source>
+        <translation>reduce-scatter（梯度）</translation>
+    </message>
+    <message>
+        <source>all-gather (parameters)</source>
+        <translation>all-gather（参数）</translation>
     </message>
 </context>
 <context>

@@ -7,9 +7,11 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QSet>
 #include <QTemporaryDir>
 #include <QTest>
+#include <map>
 
 #include "cli/cli_runner.h"
 
@@ -22,6 +24,7 @@ class TestCliParallel : public QObject {
  private Q_SLOTS:
   void recorded_dp_pp_run_exports_a_trace();
   void schedule_prints_textbook_1f1b();
+  void prints_data_parallel_bytes_beside_the_formula();
   void failing_rank_stops_the_run();
   void bad_layouts_exit_2();
 
@@ -62,6 +65,33 @@ void TestCliParallel::schedule_prints_textbook_1f1b() {
   QVERIFY(r.out.contains("stage 3: F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7"));
   QVERIFY(r.out.contains("bubble 27.3% (GPipe formula (p-1)/(m+p-1) = 27.3%)"));
   QVERIFY(r.out.contains("held at once per stage: 4 3 2 1"));
+}
+
+// The closing lines say what each data-parallel rank sent in a step, equal to
+// the formula: DDP, ZeRO-1 and ZeRO-2 2(N−1)/N·4Ψ, ZeRO-3 more than 1.5× that,
+// naive DataParallel's rank 0 (N−1)(4 + 4)Ψ both ways.
+void TestCliParallel::prints_data_parallel_bytes_beside_the_formula() {
+  const QRegularExpression line(
+      R"(data-parallel bytes (sent per rank|through rank 0) per step: (?:sent [0-9,]+ \+ received [0-9,]+ = )?)"
+      R"(([0-9,]+)(?: bytes)? \(step 2; formula ([^=\n]*) = ([0-9,]+) with )");
+  std::map<QString, double> sent;
+  for (const char* layout : {"ddp", "naive", "1", "2", "3"}) {
+    QStringList args{"train", "--steps", "2", "--batch", "8", "--seq", "32", "--dp", "4", "--threads", "2"};
+    args << (QString(layout) == "naive" ? QStringList{"--dp-mode", "naive"}
+             : QString(layout) == "ddp" ? QStringList{"--bucket-mb", "100"}  // one bucket of Ψ, a multiple of 4
+                                        : QStringList{"--zero", layout});
+    const Result r = run(args);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const QRegularExpressionMatch m = line.match(r.out);
+    QVERIFY2(m.hasMatch(), qPrintable(r.out.right(1500)));
+    const QString measured = m.captured(2).remove(','), formula = m.captured(4).remove(',');
+    QCOMPARE(measured, formula);
+    sent[layout] = measured.toDouble();
+  }
+  QCOMPARE(sent["1"], sent["ddp"]);  // ZeRO-1 and ZeRO-2 send what DDP sends
+  QCOMPARE(sent["2"], sent["ddp"]);
+  QVERIFY(sent["3"] > 1.5 * sent["ddp"] && sent["3"] < 2 * sent["ddp"]);  // 1.5× plus the tied embeddings
+  QCOMPARE(sent["naive"], 4 * sent["ddp"]);  // (N−1)(4 + 4)Ψ = 24Ψ against DDP's 2(N−1)/N·4Ψ = 6Ψ
 }
 
 void TestCliParallel::failing_rank_stops_the_run() {

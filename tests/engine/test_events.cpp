@@ -58,6 +58,7 @@ std::vector<Event> every_kind_with_every_field() {
     e.phase = static_cast<RingPhase>(k % 3);
     e.bucket = 21 + k;
     e.unit = 71 + k;
+    e.purpose = static_cast<CommPurpose>(k % 4);
     e.ring_step = 31 + k;
     e.chunk = 41 + k;
     e.src = -51 - k;
@@ -99,6 +100,7 @@ void compare_events(const Event& a, const Event& b) {
   QCOMPARE(a.compute, b.compute);
   QCOMPARE(a.layer, b.layer);
   QCOMPARE(a.unit, b.unit);
+  QCOMPARE(a.purpose, b.purpose);
   QCOMPARE(a.op, b.op);
   QCOMPARE(a.phase, b.phase);
   QCOMPARE(a.bucket, b.bucket);
@@ -327,6 +329,7 @@ void TestEvents::recording_layout_is_the_documented_one() {
   e.device_total_bytes = std::int64_t{1} << 40;
   e.device_reserved_bytes = 0x77;
   e.unit = 0x05060708;
+  e.purpose = CommPurpose::parameters;  // in version 5's spare byte 7 (0 = other in older files)
   e.memory_peak[0] = 0x21;
   e.memory_peak[5] = 0x26;
   e.process_resident_bytes = 0x31;
@@ -343,6 +346,7 @@ void TestEvents::recording_layout_is_the_documented_one() {
   QCOMPARE(bytes.substr(20, 2), std::string("{}"));
   const std::string record = bytes.substr(22);
   QCOMPARE(record[0], '\x04');                                                      // kind at 0
+  QCOMPARE(record[7], '\x02');                                                      // purpose at 7
   QCOMPARE(record.substr(8, 4), std::string("\x44\x33\x22\x11"));                   // rank at 8, little-endian
   QCOMPARE(record.substr(16, 8), std::string("\x08\x07\x06\x05\x04\x03\x02\x01"));  // step at 16
   QCOMPARE(record.substr(148, 3), std::string("hi\0", 3));                          // text at 148

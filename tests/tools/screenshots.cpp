@@ -5,8 +5,9 @@
 // ranks), in English, and the main window and live plots in
 // Chinese; the memory planner (GPT-3 175B on 1024 × A100-80GB) in both. Not a
 // test; run by hand after changing the UI (`planner` as a second argument:
-// the planner's pictures only, no runs; `pipeline`: the Pipeline tab and its lesson's only):
-//   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots [planner|pipeline]
+// the planner's pictures only, no runs; `pipeline`: the Pipeline tab and its lesson's only;
+// `zero3`: the ZeRO-3 run's pictures only):
+//   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots [planner|pipeline|zero3]
 #include <QDockWidget>
 #include <QApplication>
 #include <functional>
@@ -178,8 +179,17 @@ int main(int argc, char** argv) {
   RunConfig c = ConfigPanel::defaultConfig();  // gpt-tiny, dp 2 x pp 2, 1F1B, 4 micro-batches
   c.steps = 30;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  const bool planner_only = argc > 2 && QString::fromLocal8Bit(argv[2]) == QStringLiteral("planner");
-  if (argc > 2 && QString::fromLocal8Bit(argv[2]) == QStringLiteral("pipeline")) return shootPipeline(c, dir) ? 0 : 1;
+  const QString only = argc > 2 ? QString::fromLocal8Bit(argv[2]) : QString();
+  RunConfig zero3 = c;  // ZeRO-2/3 refuse pipelines: 4 data-parallel ranks
+  zero3.dp = 4;
+  zero3.pp = 1;
+  zero3.micro_batches = 1;
+  zero3.zero_stage = 3;
+  const std::vector<Shot> zero3_shots{{3, QStringLiteral("zero3_sharding.png")},
+                                      {2, QStringLiteral("ring_zero3.png")}};  // the ring: per-unit gathers
+  if (only == QStringLiteral("zero3")) return shoot(QStringLiteral("en"), zero3, dir, zero3_shots) ? 0 : 1;
+  const bool planner_only = only == QStringLiteral("planner");
+  if (only == QStringLiteral("pipeline")) return shootPipeline(c, dir) ? 0 : 1;
   bool planned = shootPlanner(QStringLiteral("en"), dir, QStringLiteral("planner_gpt3_1024xA100.png"));
   planned = shootPlanner(QStringLiteral("zh_CN"), dir, QStringLiteral("planner_gpt3_1024xA100_zh.png")) && planned;
   if (planner_only) return planned ? 0 : 1;
@@ -197,12 +207,7 @@ int main(int argc, char** argv) {
   ring.pp = 1;
   ring.micro_batches = 1;
   ok = shoot(QStringLiteral("en"), ring, dir, {{2, QStringLiteral("ring_allreduce.png")}}) && ok;
-  RunConfig zero3 = c;  // ZeRO-2/3 refuse pipelines: 4 data-parallel ranks
-  zero3.dp = 4;
-  zero3.pp = 1;
-  zero3.micro_batches = 1;
-  zero3.zero_stage = 3;
-  ok = shoot(QStringLiteral("en"), zero3, dir, {{3, QStringLiteral("zero3_sharding.png")}}) && ok;
+  ok = shoot(QStringLiteral("en"), zero3, dir, zero3_shots) && ok;
   RunConfig naive = c;
   naive.dp = 4;
   naive.pp = 1;

@@ -10,6 +10,7 @@
 #include <QtTest>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "engine/collecting_sink.h"
 #include "events/event.h"
@@ -140,6 +141,58 @@ class TestRingView : public QObject {
     view.reset(ringConfig(DataParallelMode::ddp));
     QVERIFY(!view.naive());
     QVERIFY(view.transfers(step).empty());
+  }
+
+  // ZeRO-1/2/3 runs are drawn too: every reduce-scatter and all-gather transfer
+  // of the step, with its unit, and each rank's bytes equal to the formula of
+  // plan/data_parallel_traffic.h (the tiny model's units divide by 4: no padding).
+  void zeroRunsShowTheirCollectivesWithTheirBytes() {
+    for (int zero : {1, 2, 3}) {
+      RunConfig c = ringConfig(DataParallelMode::ddp);
+      c.zero_stage = zero;
+      CollectingSink sink;
+      Trainer trainer(c, &sink);
+      trainer.step();
+      RingAllreduceView view;
+      view.reset(c);
+      view.consume(sink.events());
+      view.refresh();
+      QCOMPARE(view.zeroStage(), zero);
+      const std::int64_t step = view.lastStep();
+      QCOMPARE(step, std::int64_t{1});
+      std::map<CommOp, std::int64_t> bytes;
+      std::set<int> units;
+      for (const RingTransfer& t : view.transfers(step)) {
+        bytes[t.op] += t.bytes;
+        units.insert(t.unit);
+        QCOMPARE(t.dst, (t.src + 1) % 4);  // along the ring
+        QCOMPARE(t.purpose, t.op == CommOp::reduce_scatter ? CommPurpose::gradients : CommPurpose::parameters);
+      }
+      QVERIFY(bytes[CommOp::reduce_scatter] > 0);
+      QVERIFY(bytes[CommOp::all_gather] > 0);
+      QCOMPARE(bytes[CommOp::all_reduce], std::int64_t{0});
+      // ZeRO-1 moves the flat shards (no unit); ZeRO-2/3 every unit: embeddings, layers, head.
+      const int unit_count = trainer.model().config().layers + 2;
+      QCOMPARE(static_cast<int>(units.size()), zero == 1 ? 1 : unit_count);
+      // ZeRO-3 gathers every unit twice (forward, backward) and the tied embeddings once more, for
+      // the head: over the 4 ranks, 2× the reduce-scatters plus 4 × 3/4 × E × 4 bytes.
+      const std::int64_t E = trainer.model().layout().find_unit(0)->numel();
+      if (zero == 3) QCOMPARE(bytes[CommOp::all_gather], 2 * bytes[CommOp::reduce_scatter] + 3 * E * 4);
+      QVERIFY(view.formulaBytes() > 0);
+      QVERIFY(!view.formulaText().isEmpty());
+      for (int r = 0; r < 4; ++r) {
+        std::int64_t event_bytes = 0;
+        for (const Event& e : sink.events())
+          if (e.kind == EventKind::comm_span && e.src == r && e.dst >= 0 && moves_model_states(e.purpose))
+            event_bytes += e.bytes;
+        QCOMPARE(view.state_bytes_sent(r, step), event_bytes);
+        QCOMPARE(static_cast<double>(view.state_bytes_sent(r, step)), view.formulaBytes());
+      }
+      // The replay shows them: groups of 4 simultaneous transfers.
+      QVERIFY(view.pendingGroups() > 0);
+      view.advance(14 * 3);
+      QCOMPARE((view.playedTransfers() + view.skippedTransfers()) % 4, std::int64_t{0});
+    }
   }
 
   void replaySkipsAheadWhenBehind() {

@@ -53,14 +53,45 @@ QString RingAllreduceView::groupCaption() const {
                                                    : tr("gather of the gradients to rank 0");
     return tr("step %1 · %2 · %n transfer(s) of %3", nullptr, n).arg(t.step).arg(what, sizeText(t.bytes));
   }
+  return ringCaption(t);
+}
+
+// One ring step: of a DDP bucket, of ZeRO-1's flat shards, or of a ZeRO-2/3 unit.
+QString RingAllreduceView::ringCaption(const RingTransfer& t) const {
   const QString phase = t.phase == RingPhase::reduce_scatter ? tr("reduce-scatter") : tr("all-gather");
-  return tr("step %1 · bucket %2 · %3 step %4 of %5 · %6 per chunk")
+  if (t.bucket >= 0)
+    return tr("step %1 · bucket %2 · %3 step %4 of %5 · %6 per chunk")
+        .arg(t.step)
+        .arg(t.bucket)
+        .arg(phase)
+        .arg(t.ring_step + 1)
+        .arg(grid_.dp() - 1)
+        .arg(sizeText(t.bytes));
+  const QString what = t.unit < 0             ? tr("the flat shards")
+                       : t.unit == 0          ? tr("the embeddings")
+                       : t.unit == units_ - 1 ? tr("the head")
+                                              : tr("layer %1").arg(t.unit - 1);
+  const QString state = t.op == CommOp::reduce_scatter ? tr("gradients") : tr("parameters");
+  return tr("step %1 · %2 of the %3 of %4 · ring step %5 of %6 · %7 per chunk")
       .arg(t.step)
-      .arg(t.bucket)
-      .arg(phase)
+      .arg(phase, state, what)
       .arg(t.ring_step + 1)
       .arg(grid_.dp() - 1)
       .arg(sizeText(t.bytes));
+}
+
+QString RingAllreduceView::titleText() const {
+  if (naive_) return tr("DataParallel (naive): rank 0 scatters, broadcasts and gathers");
+  switch (zero_) {
+    case 1:
+      return tr("ZeRO-1: reduce-scatter the gradients, update the own shard, all-gather the parameters");
+    case 2:
+      return tr("ZeRO-2: reduce-scatter each unit's gradients, all-gather the updated chunks");
+    case 3:
+      return tr("ZeRO-3: all-gather each unit for forward and backward, reduce-scatter its gradients");
+    default:
+      return tr("DDP ring all-reduce: reduce-scatter, then all-gather, per bucket");
+  }
 }
 
 QString RingAllreduceView::totalsCaption() const {
@@ -70,18 +101,32 @@ QString RingAllreduceView::totalsCaption() const {
   if (n < 2) return tr("One data-parallel rank: nothing to reduce.");
   if (current_.transfers.empty() && steps_.empty() && !nccl_.empty())
     return tr("NCCL runs the ring inside its kernels: its chunk transfers are not events, so none is drawn.");
-  std::int64_t grads = 0;  // one rank's gradient bytes, from the events
+  const QLocale locale;
+  const QString formula =
+      formulaText().isEmpty()
+          ? QString()
+          : QStringLiteral(" ") + tr("Formula %1 = %2 bytes, with %3.")
+                                      .arg(formulaText(), locale.toString(formulaBytes(), 'f', 0), formulaValues());
   if (naive_) {
-    grads = bytes_received(root, step) / (n - 1);
+    const std::int64_t grads = bytes_received(root, step) / (n - 1);  // one rank's gradient bytes, from the events
+    const std::int64_t states = state_bytes_sent(root, step) + state_bytes_received(root, step);
     return tr("Step %1: rank 0 sent %2, received %3; a DDP ring would send 2(N−1)/N × %4 = %5 per rank.")
-        .arg(step)
-        .arg(sizeText(bytes_sent(root, step)), sizeText(bytes_received(root, step)), sizeText(grads),
-             sizeText(2 * (n - 1) * grads / n));
+               .arg(step)
+               .arg(sizeText(bytes_sent(root, step)), sizeText(bytes_received(root, step)), sizeText(grads),
+                    sizeText(2 * (n - 1) * grads / n)) +
+           QStringLiteral(" ") + tr("Parameters and gradients through rank 0: %1 bytes.").arg(locale.toString(states)) +
+           formula;
   }
-  return tr("Step %1: each of the %2 ranks sent %3 = 2(N−1)/N × %4 (its gradients); none is a bottleneck.")
-      .arg(step)
-      .arg(n)
-      .arg(sizeText(bytes_sent(root, step)), sizeText(bytes_sent(root, step) * n / (2 * (n - 1))));
+  std::int64_t total = 0;
+  for (const int g : grid_.dp_group(stage_)) total += state_bytes_sent(g, step);
+  return tr("Step %1: each of the %2 ranks sent %3 (rank %4: %5 bytes, the mean %6 bytes); none is a bottleneck.")
+             .arg(step)
+             .arg(n)
+             .arg(sizeText(total / n))
+             .arg(root)
+             .arg(locale.toString(state_bytes_sent(root, step)),
+                  locale.toString(static_cast<double>(total) / n, 'f', 0)) +
+         formula;
 }
 
 void RingAllreduceView::paintEvent(QPaintEvent*) {
@@ -95,9 +140,7 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
   bold.setBold(true);
   p.setFont(bold);
   p.setPen(palette().text().color());
-  const QString title = naive_ ? tr("DataParallel (naive): rank 0 scatters, broadcasts and gathers")
-                               : tr("DDP ring all-reduce: reduce-scatter, then all-gather, per bucket");
-  p.drawText(QRect(8, y, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, title);
+  p.drawText(QRect(8, y, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, titleText());
   p.setFont(font());
   p.drawText(QRect(8, y + line, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, groupCaption());
   const int top = y + 2 * line + 8;
@@ -251,9 +294,9 @@ void RingAllreduceView::paintFooter(QPainter& p, int top, int line) const {
     }
   } else {
     k.phase = RingPhase::reduce_scatter;
-    key(colorOf(k), tr("reduce-scatter"));
+    key(colorOf(k), zero_ > 0 ? tr("reduce-scatter (gradients)") : tr("reduce-scatter"));
     k.phase = RingPhase::all_gather;
-    key(colorOf(k), tr("all-gather"));
+    key(colorOf(k), zero_ > 0 ? tr("all-gather (parameters)") : tr("all-gather"));
   }
   p.setPen(palette().text().color());
   const int w = width() - 16;

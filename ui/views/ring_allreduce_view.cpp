@@ -8,6 +8,9 @@
 #include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <exception>
+
+#include "plan/data_parallel_traffic.h"
 
 namespace shardscope::ui {
 
@@ -55,9 +58,29 @@ void RingAllreduceView::changeEvent(QEvent* event) {
   QWidget::changeEvent(event);
 }
 
+// The formula of each stage's data-parallel traffic (plan/data_parallel_traffic.h),
+// from the run's sharding plan; none for a layout the engine refuses.
+void RingAllreduceView::resetFormulas(const RunConfig& config) {
+  traffic_.clear();
+  zero_ = 0;
+  units_ = 0;
+  try {
+    const ShardingPlan plan = make_sharding_plan(config);
+    const int extra = extra_embedding_gathers(run_model_config(config).kind);
+    zero_ = plan.zero_stage();
+    units_ = plan.unit_count();
+    for (int s = 0; s < plan.grid().pp(); ++s)
+      traffic_.push_back(data_parallel_traffic(plan, plan.stage(s),
+                                               static_cast<std::int64_t>(config.accum) * config.micro_batches, extra));
+  } catch (const std::exception&) {
+    traffic_.clear();
+  }
+}
+
 void RingAllreduceView::reset(const RunConfig& config) {
   grid_ = Grid(std::max(config.dp, 1), std::max(config.pp, 1));
   naive_ = config.dp_mode == DataParallelMode::naive;
+  resetFormulas(config);
   stage_ = 0;
   last_step_ = 0;
   steps_.clear();
@@ -114,15 +137,23 @@ void RingAllreduceView::consume(const std::vector<Event>& events) {
       continue;
     }
     if (e.kind != EventKind::comm_span || e.src < 0 || e.dst < 0) continue;
-    const bool ring = e.op == CommOp::all_reduce && e.phase != RingPhase::none && e.bucket >= 0;
+    if (e.purpose == CommPurpose::evaluation) continue;  // ZeRO-3's gathers to evaluate: not the step's
+    // DDP's bucket all-reduces, and the reduce-scatters and all-gathers (only ZeRO runs them).
+    const bool ring = (e.op == CommOp::all_reduce && e.phase != RingPhase::none && e.bucket >= 0) ||
+                      e.op == CommOp::reduce_scatter || e.op == CommOp::all_gather;
     if (naive_ ? !isRooted(e.op) : !ring) continue;
     // Comm spans carry no stage (the communicator leaves it 0): the grid says whose group it is.
     if (grid_.stage_of(e.src) != grid_.stage_of(e.dst)) continue;  // not within one stage's data-parallel group
-    const RingTransfer t{e.src, e.dst, e.bucket, e.op, e.phase, e.ring_step, e.chunk, e.bytes, e.start_ns, e.step};
+    const RingTransfer t{e.src,   e.dst,       e.bucket, e.unit,  e.op,       e.purpose,
+                         e.phase, e.ring_step, e.chunk,  e.bytes, e.start_ns, e.step};
     StepData& sd = steps_[e.step];
     sd.transfers.push_back(t);
     sd.sent[t.src] += t.bytes;
     sd.received[t.dst] += t.bytes;
+    if (moves_model_states(t.purpose)) {
+      sd.state_sent[t.src] += t.bytes;
+      sd.state_received[t.dst] += t.bytes;
+    }
     sd.sent_by_bucket[{t.src, t.bucket}] += t.bytes;
     last_step_ = std::max(last_step_, e.step);
     if (grid_.stage_of(t.src) == stage_) {
@@ -165,11 +196,40 @@ RingAllreduceView::NcclCalls RingAllreduceView::ncclCalls(std::int64_t step) con
   return it == nccl_.end() ? NcclCalls{} : it->second;
 }
 
+namespace {
+std::int64_t bytesOf(const std::map<int, std::int64_t>& by_rank, int rank) {
+  const auto r = by_rank.find(rank);
+  return r == by_rank.end() ? 0 : r->second;
+}
+}  // namespace
+
 std::int64_t RingAllreduceView::bytes_received(int rank, std::int64_t step) const {
   const auto it = steps_.find(step);
-  if (it == steps_.end()) return 0;
-  const auto r = it->second.received.find(rank);
-  return r == it->second.received.end() ? 0 : r->second;
+  return it == steps_.end() ? 0 : bytesOf(it->second.received, rank);
+}
+
+std::int64_t RingAllreduceView::state_bytes_sent(int rank, std::int64_t step) const {
+  const auto it = steps_.find(step);
+  return it == steps_.end() ? 0 : bytesOf(it->second.state_sent, rank);
+}
+
+std::int64_t RingAllreduceView::state_bytes_received(int rank, std::int64_t step) const {
+  const auto it = steps_.find(step);
+  return it == steps_.end() ? 0 : bytesOf(it->second.state_received, rank);
+}
+
+double RingAllreduceView::formulaBytes() const {
+  return stage_ < static_cast<int>(traffic_.size()) ? traffic_[static_cast<std::size_t>(stage_)].bytes : 0.0;
+}
+
+QString RingAllreduceView::formulaText() const {
+  if (stage_ >= static_cast<int>(traffic_.size())) return {};
+  return QString::fromStdString(traffic_[static_cast<std::size_t>(stage_)].formula);
+}
+
+QString RingAllreduceView::formulaValues() const {
+  if (stage_ >= static_cast<int>(traffic_.size())) return {};
+  return QString::fromStdString(traffic_[static_cast<std::size_t>(stage_)].values);
 }
 
 // Transfers that happened together form one group: the same step, op, bucket,
@@ -177,7 +237,8 @@ std::int64_t RingAllreduceView::bytes_received(int rank, std::int64_t step) cons
 void RingAllreduceView::enqueue(const RingTransfer& t) {
   const auto same = [&](const Group& g) {
     const RingTransfer& f = g.transfers.front();
-    return f.step == t.step && f.op == t.op && f.bucket == t.bucket && f.phase == t.phase && f.ring_step == t.ring_step;
+    return f.step == t.step && f.op == t.op && f.bucket == t.bucket && f.unit == t.unit && f.phase == t.phase &&
+           f.ring_step == t.ring_step;
   };
   const std::size_t look = std::min<std::size_t>(queue_.size(), static_cast<std::size_t>(2 * grid_.dp()));
   for (std::size_t i = 0; i < look; ++i) {

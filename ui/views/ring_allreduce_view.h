@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The ring all-reduce view: the data-parallel ranks of one pipeline stage on a
-// circle, fed only from comm_span events. Under DDP each all-reduce chunk
-// transfer (reduce-scatter, then all-gather, bucket by bucket) moves along its
-// ring edge; under naive DataParallel the scatter, broadcast and gather between
-// rank 0 and every peer show the star with rank 0 as the bottleneck.
+// The ring view: the data-parallel ranks of one pipeline stage on a circle, fed
+// only from comm_span events. Every ring collective's chunk transfers move along
+// the ring edges: DDP's all-reduce (reduce-scatter, then all-gather, bucket by
+// bucket), ZeRO-1's reduce-scatter of the gradients and all-gather of the
+// updated flat shards, ZeRO-2's reduce-scatter per unit (embeddings, layer,
+// head) and all-gather after the step, ZeRO-3's all-gather of each unit before
+// its forward and backward. Under naive DataParallel the scatter, broadcast and
+// gather between rank 0 and every peer show the star with rank 0 as the
+// bottleneck. The footer sets the model-state bytes each rank sent this step
+// beside the papers' formula (plan/data_parallel_traffic.h).
 // The model (transfers and byte counters per step) is kept apart from the
 // animation, which replays the consumed transfers in order at a readable pace
 // and skips ahead (saying how many it skipped) when the run is faster.
@@ -13,9 +18,11 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "events/event.h"
+#include "plan/data_parallel_traffic.h"
 #include "plan/grid.h"
 #include "views/event_view.h"
 
@@ -31,7 +38,9 @@ struct RingTransfer {
   int src = -1;  // global ranks
   int dst = -1;
   int bucket = -1;
+  int unit = -1;  // ZeRO-2/3: 0 embeddings, 1 + l layer l, L + 1 head
   CommOp op = CommOp::all_reduce;
+  CommPurpose purpose = CommPurpose::other;  // other: naive's tokens and loss denominator
   RingPhase phase = RingPhase::none;
   int ring_step = -1;
   int chunk = -1;
@@ -55,12 +64,22 @@ class RingAllreduceView : public QWidget, public EventView {
   void setStage(int stage);  // the stage whose dp ranks are shown; restarts the animation
   int ringSize() const { return grid_.dp(); }
   bool naive() const { return naive_; }
+  int zeroStage() const { return zero_; }
   std::int64_t lastStep() const { return last_step_; }
   // The shown stage's transfers of a step, in the order they were consumed.
   const std::vector<RingTransfer>& transfers(std::int64_t step) const;
   // Bytes a global rank sent / received in a step (bucket -1: every bucket).
   std::int64_t bytes_sent(int rank, std::int64_t step, int bucket = -1) const;
   std::int64_t bytes_received(int rank, std::int64_t step) const;
+  // Of those, the step's model states (purpose gradients or parameters).
+  std::int64_t state_bytes_sent(int rank, std::int64_t step) const;
+  std::int64_t state_bytes_received(int rank, std::int64_t step) const;
+  // The formula's bytes per rank per step for the shown stage (naive: rank 0
+  // sent + received), the formula ("2(N−1)/N · gΨ") and its values ("N = 4,
+  // p = 4, g = 4, Ψ = 1234"); 0 and empty when the run's layout is not known.
+  double formulaBytes() const;
+  QString formulaText() const;
+  QString formulaValues() const;
   // NCCL (one GPU per rank): each all-reduce is one span per rank (dst -1), its
   // ring steps inside NCCL's kernels. The calls of a step on the shown stage's
   // first rank, their bytes and GPU time; the caption says so instead of a ring.
@@ -93,13 +112,17 @@ class RingAllreduceView : public QWidget, public EventView {
   struct StepData {
     std::vector<RingTransfer> transfers;
     std::map<int, std::int64_t> sent, received;                  // by global rank
+    std::map<int, std::int64_t> state_sent, state_received;      // the model states, by global rank
     std::map<std::pair<int, int>, std::int64_t> sent_by_bucket;  // (rank, bucket)
   };
   void clearModel();
+  void resetFormulas(const RunConfig& config);
   void retranslate();
   void enqueue(const RingTransfer& t);
   void startNextGroup();
+  QString titleText() const;
   QString groupCaption() const;
+  QString ringCaption(const RingTransfer& t) const;
   QString totalsCaption() const;
   QString skippedCaption() const;
   // Under the ring: the legend row, then the totals and the skip note, each
@@ -113,6 +136,9 @@ class RingAllreduceView : public QWidget, public EventView {
   Grid grid_{1, 1};  // the run's dp x pp grid: who is in the shown stage's ring
   int stage_ = 0;
   bool naive_ = false;
+  int zero_ = 0;                              // the ZeRO stage (0: DDP, or naive)
+  int units_ = 0;                             // the model's units (L + 2): which one is the head
+  std::vector<DataParallelTraffic> traffic_;  // the formula of each stage (plan/data_parallel_traffic.h)
   std::int64_t last_step_ = 0;
   std::map<std::int64_t, StepData> steps_;                   // every stage, keyed by step; see transfers()
   std::map<std::int64_t, NcclCalls> nccl_;                   // the shown stage's first rank, by step
