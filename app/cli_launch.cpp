@@ -33,6 +33,9 @@ ProcessMode join_mpi_job(RunConfig& config, std::string& record) {
     throw ConfigError(std::string(config.save_dir.empty() ? "--resume" : "--save-dir") +
                       " under mpirun: checkpoints are written by the ranks of one process for now; save or resume "
                       "with the ranks as threads (without mpirun)");
+  if (config.gpu_profile != "none")
+    throw ConfigError("--gpu-profile under mpirun: ranks as processes run on the wall clock, and the GPU profile "
+                      "times the virtual clock's spans; run the ranks as threads (without mpirun)");
   config.clock = ClockKind::wall;  // each process has its own clock: the wall clock is the truth they share
   if (world.rank() != 0) {         // one copy of the outputs: rank 0's
     config.metrics_out.clear();

@@ -141,9 +141,11 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
 // One progress line: every log_every steps, the first and last, and any step with news (an eval, a skip).
 void print_progress(const StepMetrics& m, const RunConfig& config, int log_every) {
   if (!(m.step == 1 || m.step % log_every == 0 || m.step == config.steps || m.eval_loss || m.skipped)) return;
-  std::printf("step %6lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | %8.0f tok/s | %6.1f ms | mem %s",
+  std::printf("step %6lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | host %8.0f tok/s | %6.1f ms | mem %s",
               static_cast<long long>(m.step), static_cast<long long>(config.steps), m.loss, m.lr, m.grad_norm,
               m.tokens_per_s, m.step_time_s * 1e3, human_bytes(m.memory.total()).c_str());
+  if (m.virtual_step_s > 0)
+    std::printf(" | modeled %.0f tok/s, %.3f ms", m.modeled_tokens_per_s, m.virtual_step_s * 1e3);
   if (m.eval_loss) std::printf(" | eval loss %.4f", *m.eval_loss);
   if (config.precision == Precision::fp16) std::printf(" | scale %g", static_cast<double>(m.loss_scale));
   if (m.skipped) std::printf(" | overflow: step skipped");
@@ -156,6 +158,7 @@ struct RunTotals {
   float first_loss = 0.0f, last_loss = 0.0f;
   double total_time = 0.0;     // seconds, every step
   double profiled_time = 0.0;  // seconds, steps after the first (the first allocates and warms up)
+  double profiled_virtual = 0.0;  // the same steps on the virtual clock (0 on the wall clock)
   std::optional<float> last_eval;
   std::int64_t steps = 0;       // run by this process (a resumed run starts past 0)
   std::int64_t saved_step = -1;  // the last step checkpointed
@@ -164,7 +167,7 @@ struct RunTotals {
     if (steps++ == 0)
       first_loss = m.loss;
     else
-      profiled_time += m.step_time_s;
+      profiled_time += m.step_time_s, profiled_virtual += m.virtual_step_s;
     last_loss = m.loss;
     total_time += m.step_time_s;
     if (m.eval_loss) last_eval = m.eval_loss;
@@ -270,6 +273,17 @@ void print_data_parallel_traffic(const Trainer& trainer, const RunConfig& config
   }
 }
 
+// The two throughputs, each with its clock, over the steps after the first.
+void print_throughput(const Trainer& trainer, const RunConfig& config, const RunTotals& totals) {
+  if (totals.steps < 2 || totals.profiled_time <= 0) return;
+  const double tokens = static_cast<double>(config.batch) * config.seq * static_cast<double>(totals.steps - 1);
+  std::printf("throughput over steps 2-%lld: ", static_cast<long long>(trainer.steps_done()));
+  if (totals.profiled_virtual > 0)
+    std::printf("modeled %.0f tok/s on %s (virtual clock) · ", tokens / totals.profiled_virtual,
+                trainer.modeled_device().c_str());
+  std::printf("measured host %.0f tok/s (wall clock)\n", tokens / totals.profiled_time);
+}
+
 // The closing lines: losses, time, the schedule's truth (pipeline bubble, DDP
 // overlap; clock/schedule_summary.h), and with --profile-ops where a step went.
 void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& totals, const JobEvents& events) {
@@ -285,6 +299,7 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
   } else {  // the bubble and the overlap need every rank's spans
     std::printf("schedule: not summarized (the events of some processes did not reach rank 0)\n");
   }
+  print_throughput(trainer, config, totals);
   print_memory_summary(trainer);
   if (config.profile_ops && trainer.steps_done() > 1) {
     const int steps = static_cast<int>(trainer.steps_done() - 1);

@@ -23,7 +23,7 @@
 #include "byte_text.h"
 #include "field_widgets.h"
 #include "estimate/estimate_settings.h"
-#include "estimate/gpu_profiles.h"
+#include "config/gpu_profiles.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
 #include "train/metrics_json.h"
@@ -53,11 +53,6 @@ ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
   dataRow->addWidget(browse_);
   device_ = new QComboBox(this);
   device_->setObjectName(QStringLiteral("device"));
-  gpu_ = new QComboBox(this);
-  gpu_->setObjectName(QStringLiteral("gpu"));
-  gpu_->addItem(QString(), QString());  // "none"
-  for (const GpuProfile& profile : gpu_profiles())
-    gpu_->addItem(QString::fromStdString(profile.name), QString::fromStdString(profile.name));
 
   auto* form = new QFormLayout;
   form->setRowWrapPolicy(QFormLayout::WrapLongRows);  // a narrow column puts a wide field under its label
@@ -73,9 +68,6 @@ ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
     form->addRow(label, widget == data_ ? dataField : widget);
     rows_.push_back({&field, widget, label});
   }
-  gpu_label_ = new QLabel(this);
-  gpu_label_->setBuddy(gpu_);
-  form->addRow(gpu_label_, gpu_);
   ranks_as_ = new QComboBox(this);
   ranks_as_->setObjectName(QStringLiteral("ranksAs"));
   ranks_as_->addItem(QString(), QStringLiteral("threads"));
@@ -116,7 +108,6 @@ ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
     if (!updating_) revalidate();
   };
   connect(model_, &QComboBox::currentIndexChanged, this, onEdit);
-  connect(gpu_, &QComboBox::currentIndexChanged, this, onEdit);
   connect(ranks_as_, &QComboBox::currentIndexChanged, this, onEdit);
   connect(device_, &QComboBox::currentIndexChanged, this, onEdit);
   for (const FieldRow& row : rows_)
@@ -203,7 +194,6 @@ void ConfigPanel::retranslate() {
     row.label->setText(fieldLabel(*row.field));
     row.widget->setToolTip(fieldHelp(*row.field));
   }
-  gpu_label_->setText(tr("GPU profile (fit check)"));
   ranks_as_label_->setText(tr("Ranks run as"));
   ranks_as_->setItemText(0, tr("threads"));
   ranks_as_->setItemText(1, tr("processes"));
@@ -217,10 +207,13 @@ void ConfigPanel::retranslate() {
   data_->setPlaceholderText(tr("Empty: the shipped corpus (English + Chinese)"));
   browse_->setText(tr("Browse..."));
   if (auto* every = fieldWidget<QSpinBox>("eval_every")) every->setSpecialValueText(tr("never"));
-  gpu_->setItemText(0, tr("none"));
-  gpu_->setToolTip(
-      tr("Checks the estimator's prediction against this GPU's memory; with none, a GPU run is checked against "
-         "the GPU chosen above. It is advice: it never blocks Run."));
+  if (auto* gpu = fieldWidget<QComboBox>("gpu_profile")) {
+    // The schema's help says what the clock does with it; the fit check is the panel's own.
+    gpu->setItemText(gpu->findData(QStringLiteral("none")), tr("none"));
+    gpu->setToolTip(fieldHelp(run_field("gpu_profile")) + QStringLiteral("\n") +
+                    tr("Checks the estimator's prediction against this GPU's memory; with none, a GPU run is "
+                       "checked against the GPU chosen above. It is advice: it never blocks Run."));
+  }
   if (device_->count() > 0) fillDevices();
 }
 
@@ -235,8 +228,7 @@ void ConfigPanel::changeEvent(QEvent* event) {
 QString ConfigPanel::labelText(const QString& objectName) const {
   for (const FieldRow& row : rows_)
     if (row.widget->objectName() == objectName) return row.label->text();
-  if (ranks_as_->objectName() == objectName) return ranks_as_label_->text();
-  return gpu_->objectName() == objectName ? gpu_label_->text() : QString();
+  return ranks_as_->objectName() == objectName ? ranks_as_label_->text() : QString();
 }
 
 bool ConfigPanel::ranksAsProcesses() const { return ranks_as_->currentIndex() == 1; }
@@ -326,11 +318,13 @@ std::vector<MemoryBytes> ConfigPanel::predictionFor(const RunConfig& config) con
 }
 
 QString ConfigPanel::gpuProfile() const {
-  return gpu_->currentData().toString();
+  const QString name = QString::fromStdString(config().gpu_profile);
+  return name == QLatin1String("none") ? QString() : name;
 }
 
 void ConfigPanel::setGpuProfile(const QString& name) {
-  gpu_->setCurrentIndex(std::max(0, gpu_->findData(name)));
+  auto* gpu = fieldWidget<QComboBox>("gpu_profile");
+  gpu->setCurrentIndex(std::max(0, gpu->findData(name.isEmpty() ? QStringLiteral("none") : name)));
 }
 
 QString ConfigPanel::fitText() const {

@@ -48,7 +48,8 @@ class ConfigPanel : public QWidget {
   QString problem() const { return problem_; }
   // The label shown beside a setting's widget (by the widget's object name), for tests.
   QString labelText(const QString& objectName) const;
-  // The GPU profile the prediction is checked against (empty: none) and the
+  // The run's GPU profile (the gpu_profile field: the GPU the virtual clock
+  // models; empty: none), which the prediction is also checked against, and the
   // verdict shown under the settings: "Fits: ..." / "Does not fit: X GiB
   // predicted per rank > Y GiB (profile)". Informational: the run itself is
   // on the CPU, so it never blocks Run.
@@ -96,8 +97,6 @@ class ConfigPanel : public QWidget {
   QCheckBox* checkpoint_;
   QLineEdit* data_;
   QPushButton* browse_;
-  QLabel* gpu_label_;
-  QComboBox* gpu_;
   QLabel* ranks_as_label_;
   QComboBox* ranks_as_;  // data: "threads", "processes"
   QComboBox* device_;  // data: "cpu", "cuda:N" (all ranks on GPU N), "cuda:each" (a GPU per rank)

@@ -331,7 +331,10 @@ void MainWindow::prepareViews(const RunConfig& config) {
 void MainWindow::startRun() {
   if (controller_->busy() || !panel_->problem().isEmpty()) return;
   RunConfig config = runConfigToStart();
-  if (panel_->ranksAsProcesses()) config.clock = ClockKind::wall;  // each process has its own cores (cli_launch.h)
+  if (panel_->ranksAsProcesses()) {  // each process has its own cores (cli_launch.h): the wall clock, no GPU profile
+    config.clock = ClockKind::wall;
+    config.gpu_profile = "none";
+  }
   leaveReplay();
   prepareViews(config);
   had_error_ = false;

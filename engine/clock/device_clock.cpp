@@ -33,8 +33,13 @@ void ComputeSlots::release() {
 }
 
 DeviceClock::DeviceClock(ClockKind kind, const RunClock& wall, LinkModel link, int threads,
-                         std::shared_ptr<ComputeSlots> slots)
-    : kind_(kind), wall_(wall), link_(link), threads_(std::max(1, threads)), slots_(std::move(slots)) {}
+                         std::shared_ptr<ComputeSlots> slots, std::optional<GpuTimeModel> gpu)
+    : kind_(kind),
+      wall_(wall),
+      link_(link),
+      threads_(std::max(1, threads)),
+      slots_(std::move(slots)),
+      gpu_(kind == ClockKind::virtual_device ? std::move(gpu) : std::nullopt) {}
 
 void DeviceClock::hold_slot(bool hold) {
   if (slots_ == nullptr || hold == holds_slot_) return;
@@ -50,12 +55,17 @@ std::int64_t DeviceClock::work_ns() const {
 }
 
 void DeviceClock::count_work() {
+  if (gpu_) return;  // the ops' modeled times are the work (add_modeled_op)
   const std::int64_t work = work_ns();
   remainder_ += work - mark_ns_;
   mark_ns_ = work;
   const std::int64_t whole = remainder_ / threads_;  // the rank's threads share its work
   remainder_ -= whole * threads_;
   compute_ns_.fetch_add(whole, std::memory_order_relaxed);
+}
+
+void DeviceClock::add_modeled_op(double flops, double bytes) {
+  if (gpu_ && t_compute_of == this) compute_ns_.fetch_add(gpu_->op_ns(flops, bytes), std::memory_order_relaxed);
 }
 
 void DeviceClock::attach_compute_thread() {

@@ -18,6 +18,9 @@
 // thread preempted mid-op by a sibling rank refills its caches. So the ranks
 // of a run share ComputeSlots, one per core: a rank computes only while it
 // holds one, and lets it go whenever it communicates (and so may wait).
+// Under a GPU profile (clock/gpu_time_model.h) the compute stream advances by
+// the modeled time of each op instead (add_modeled_op): computed, not measured,
+// so it does not move with the load on this machine.
 // On the wall clock (ClockKind::wall, and every GPU rank) now() is the run's
 // steady clock and the rest does nothing.
 #pragma once
@@ -27,8 +30,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "clock/clock_choices.h"
+#include "clock/gpu_time_model.h"
 #include "clock/link_model.h"
 #include "core/thread_pool.h"
 
@@ -52,14 +57,16 @@ class ComputeSlots {
 class DeviceClock {
  public:
   // threads: the rank's CPU threads (its backend's pool); slots: shared by the
-  // run's ranks (null: none). `wall` must outlive the clock.
+  // run's ranks (null: none); gpu: the modeled GPU whose op times replace the
+  // CPU time (none: CPU time). `wall` must outlive the clock.
   DeviceClock(ClockKind kind, const RunClock& wall, LinkModel link = {}, int threads = 1,
-              std::shared_ptr<ComputeSlots> slots = nullptr);
+              std::shared_ptr<ComputeSlots> slots = nullptr, std::optional<GpuTimeModel> gpu = std::nullopt);
   DeviceClock(const DeviceClock&) = delete;
   DeviceClock& operator=(const DeviceClock&) = delete;
 
   bool is_virtual() const { return kind_ == ClockKind::virtual_device; }
   const LinkModel& link() const { return link_; }
+  const std::optional<GpuTimeModel>& gpu() const { return gpu_; }
   const std::shared_ptr<ComputeSlots>& slots() const { return slots_; }
 
   // The calling thread starts (stops) working for the rank: its CPU time, and
@@ -71,6 +78,9 @@ class DeviceClock {
   // stream's on a CommStream thread; else the compute stream's, first counting
   // the work done since the last call when called on the compute thread.
   std::int64_t now();
+  // Under a GPU profile, an op with this nominal work ran on the compute
+  // thread: the compute stream advances by its modeled time (other threads: nothing).
+  void add_modeled_op(double flops, double bytes);
   // The compute stream's time, without counting new work (any thread).
   std::int64_t compute_time() const { return compute_ns_.load(std::memory_order_relaxed); }
 
@@ -105,6 +115,7 @@ class DeviceClock {
   const LinkModel link_;
   const int threads_;
   const std::shared_ptr<ComputeSlots> slots_;
+  const std::optional<GpuTimeModel> gpu_;
   bool holds_slot_ = false;  // compute thread only
   std::atomic<std::int64_t> compute_ns_{0};
   std::atomic<std::int64_t> comm_ns_{0};

@@ -116,6 +116,19 @@ void validate_devices(const RunConfig& c) {
           "{inject_failure}: rank " + str(c.fail_rank) + " does not exist (world size " + str(c.world_size()) + ")",
           "{inject_failure}：rank " + str(c.fail_rank) + " 不存在（共 " + str(c.world_size()) + " 个 rank）");
 }
+
+// A GPU profile prices the virtual clock's compute spans (clock/gpu_time_model.h).
+void validate_gpu_profile(const RunConfig& c) {
+  const std::string& gpu = c.gpu_profile;
+  require(gpu == "none" || c.clock == ClockKind::virtual_device,
+          "{gpu_profile} " + gpu + " sets the compute spans of the virtual clock: it needs {clock} virtual (the "
+              "wall clock measures how long this machine's threads took)",
+          "{gpu_profile} " + gpu + " 决定的是虚拟时钟的计算区段：需要 {clock} virtual（wall 时钟测量的是本机线程实际用了多久）");
+  require(gpu == "none" || c.device == "cpu",
+          "{gpu_profile} " + gpu + " models CPU ranks on a GPU: with {device} cuda the ranks run on a real GPU, "
+              "timed by the wall clock",
+          "{gpu_profile} " + gpu + " 把 CPU rank 建模为 GPU：{device} cuda 时 rank 在真实 GPU 上运行，按 wall 时钟计时");
+}
 }  // namespace
 
 void check_layout_rules(int pp, int zero_stage, DataParallelMode dp_mode) {
@@ -146,6 +159,7 @@ void validate_run_config(const RunConfig& c) {
           "{save_every} 需要 {save_dir}：保存到哪里");
   validate_loss_scaling(c);
   validate_devices(c);
+  validate_gpu_profile(c);
 }
 
 }  // namespace shardscope

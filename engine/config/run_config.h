@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,9 +55,13 @@ struct RunConfig {
   double bucket_mb = 25.0;         // DDP gradient bucket size in MB (PyTorch's default)
 
   // The clock of the run's events (clock/device_clock.h) and, on the virtual
-  // clock, the link between the ranks' devices (clock/link_model.h).
+  // clock, the link between the ranks' devices (clock/link_model.h; none:
+  // auto, the GPU profile's link or host: run_link_model) and the GPU whose
+  // modeled op times the compute spans take (clock/gpu_time_model.h; "none":
+  // the ranks' CPU time; else a name of config/gpu_profiles.h).
   ClockKind clock = ClockKind::virtual_device;
-  LinkKind link = LinkKind::host;
+  std::optional<LinkKind> link;
+  std::string gpu_profile = "none";
   // Ranks as processes (mpirun): ring collectives over MPI messages or MPI's
   // own (parallel/mpi/mpi_world.h), and how long a blocking call may wait.
   std::string collectives = "ring";  // ring | native

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "config/run_schema.h"
+#include "config/gpu_profiles.h"
 #include "model/model_config.h"
 
 // Each row names only the members it sets; the rest keep RunField's defaults.
@@ -59,6 +60,22 @@ std::string_view preset_help(std::string_view head) {
   static std::vector<std::unique_ptr<std::string>> texts;
   std::string text(head);
   for (const ModelConfig& preset : model_presets()) text += (text.size() > head.size() ? ", " : "") + preset.name;
+  return *texts.emplace_back(std::make_unique<std::string>(std::move(text)));
+}
+
+// "none" and every GPU profile's name (config/gpu_profiles.h keeps the strings).
+std::vector<std::string_view> gpu_profile_choices() {
+  std::vector<std::string_view> choices = {"none"};
+  for (const GpuProfile& gpu : gpu_profiles()) choices.push_back(gpu.name);
+  return choices;
+}
+
+// The help, then "none, A100-40GB, ..." (kept for the program's life: rows hold views).
+std::string_view gpu_profile_help(std::string_view head) {
+  static std::vector<std::unique_ptr<std::string>> texts;
+  std::string text(head);
+  for (std::string_view choice : gpu_profile_choices())
+    text += (text.size() > head.size() ? ", " : "") + std::string(choice);
   return *texts.emplace_back(std::make_unique<std::string>(std::move(text)));
 }
 
@@ -221,16 +238,33 @@ void add_clock_fields(std::vector<RunField>& f) {
                .choices = {"virtual", "wall"}, .saved = Saved::optional, .legacy = "wall",
                .get = [](const RunConfig& c) -> json { return clock_kind_name(c.clock); },
                .set = [](RunConfig& c, const json& v) { c.clock = parse_clock_kind(v.get<std::string>()); }});
-  f.push_back({.key = "link", .flag = "--link", .value_name = "host|pcie4|nvlink|infiniband", .kind = FieldKind::choice,
-               .label = {"Link", "链路"},
-               .help = {"With --clock virtual, the link between the ranks' devices: host (this machine's measured\n"
-                        "      memory-copy bandwidth), pcie4 (PCIe 4.0 x16), nvlink (NVLink 4, H100) or infiniband\n"
-                        "      (NDR 400 Gb/s); each transfer takes latency + bytes / bandwidth",
-                        "配合 --clock virtual：rank 设备之间的链路：host（实测的本机内存拷贝带宽）、pcie4（PCIe 4.0 x16）、"
-                        "nvlink（NVLink 4，H100）或 infiniband（NDR 400 Gb/s）；每次传输耗时 延迟 + 字节数 / 带宽"},
-               .choices = {"host", "pcie4", "nvlink", "infiniband"}, .saved = Saved::optional,
-               .get = [](const RunConfig& c) -> json { return link_kind_name(c.link); },
-               .set = [](RunConfig& c, const json& v) { c.link = parse_link_kind(v.get<std::string>()); }});
+  f.push_back({.key = "link", .flag = "--link", .value_name = "auto|host|pcie4|nvlink|infiniband",
+               .kind = FieldKind::choice, .label = {"Link", "链路"},
+               .help = {"With --clock virtual, the link between the ranks' devices: auto (the --gpu-profile's own\n"
+                        "      link: NVLink for A100/H100/H200, PCIe 4.0 for the RTX 4090; host without one), host\n"
+                        "      (this machine's measured memory-copy bandwidth), pcie4 (PCIe 4.0 x16), nvlink (NVLink 4,\n"
+                        "      H100) or infiniband (NDR 400 Gb/s); each transfer takes latency + bytes / bandwidth",
+                        "配合 --clock virtual：rank 设备之间的链路：auto（--gpu-profile 自带的链路：A100/H100/H200 为 "
+                        "NVLink，RTX 4090 为 PCIe 4.0；没有 GPU 配置时为 host）、host（实测的本机内存拷贝带宽）、"
+                        "pcie4（PCIe 4.0 x16）、nvlink（NVLink 4，H100）或 infiniband（NDR 400 Gb/s）；"
+                        "每次传输耗时 延迟 + 字节数 / 带宽"},
+               .choices = {"auto", "host", "pcie4", "nvlink", "infiniband"}, .saved = Saved::optional,
+               .get = [](const RunConfig& c) -> json { return c.link ? link_kind_name(*c.link) : "auto"; },
+               .set = [](RunConfig& c, const json& v) {
+                 const std::string name = v.get<std::string>();
+                 c.link = name == "auto" ? std::nullopt : std::optional(parse_link_kind(name));
+               }});
+  f.push_back({.key = "gpu_profile", .flag = "--gpu-profile", .value_name = "NAME", .kind = FieldKind::choice,
+               .label = {"GPU profile", "GPU 配置"},
+               .help = {gpu_profile_help("With --clock virtual, the GPU each rank is modeled on: every op still runs "
+                                         "here, but its\n      span lasts its time on that GPU, max(FLOPs / (peak x "
+                                         "efficiency), bytes / memory\n      bandwidth) (docs/ESTIMATE.md); the panel "
+                                         "also checks the predicted memory against it:\n      "),
+                        gpu_profile_help("配合 --clock virtual：为每个 rank 建模的 GPU：每个算子仍在本机运行，但其区段"
+                                         "时长取它在该 GPU 上的时间 max(FLOPs / (峰值 × 效率), 字节数 / 显存带宽)"
+                                         "（docs/ESTIMATE.md）；配置面板也用它检查预测的内存：")},
+               .choices = gpu_profile_choices(), .saved = Saved::optional,
+               .get = get_member<&RunConfig::gpu_profile>, .set = set_member<&RunConfig::gpu_profile>});
 }
 
 // Ranks as processes under mpirun (parallel/mpi/); threads ignore them.

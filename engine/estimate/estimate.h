@@ -14,7 +14,7 @@
 
 #include "estimate/deepspeed_estimator.h"
 #include "estimate/estimate_settings.h"
-#include "estimate/gpu_profiles.h"
+#include "config/gpu_profiles.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
 #include "estimate/time_model.h"

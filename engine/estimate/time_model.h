@@ -24,7 +24,7 @@
 #include <string>
 
 #include "estimate/estimate_settings.h"
-#include "estimate/gpu_profiles.h"
+#include "config/gpu_profiles.h"
 #include "estimate/model_shape.h"
 
 namespace shardscope {

@@ -29,197 +29,31 @@ void OpProfile::reset() {
 
 namespace {
 
-constexpr double kF = 4.0;  // bytes per fp32 value
-double d(std::int64_t v) { return static_cast<double>(v); }
-double bytes_of(DType t) { return t == DType::f32 ? 4.0 : 2.0; }
+double d(std::int64_t v) {
+  return static_cast<double>(v);
+}
 
-class ProfilingBackend final : public Backend {
+// Times every op between two device waits.
+class ProfilingObserver final : public OpObserver {
  public:
-  ProfilingBackend(std::unique_ptr<Backend> inner, OpProfile& profile) : inner_(std::move(inner)), profile_(profile) {}
-
-  std::string name() const override { return inner_->name(); }
-  bool host_memory() const override { return inner_->host_memory(); }
-  void synchronize() override { inner_->synchronize(); }
-
-  void gemm(Transpose ta, Transpose tb, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
-            int ldb, float beta, float* C, int ldc) override {
-    timed("gemm", 2.0 * M * N * K, kF * (d(M) * K + d(K) * N + d(M) * N * (beta != 0.0f ? 2 : 1)),
-          [&] { inner_->gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); });
-  }
-  void gemm_batched_strided(Transpose ta, Transpose tb, int M, int N, int K, float alpha, const float* A, int lda,
-                            std::int64_t sa, const float* B, int ldb, std::int64_t sb, float beta, float* C, int ldc,
-                            std::int64_t sc, int batch) override {
-    timed("gemm_batched_strided", 2.0 * M * N * K * batch,
-          kF * batch * (d(M) * K + d(K) * N + d(M) * N * (beta != 0.0f ? 2 : 1)),
-          [&] { inner_->gemm_batched_strided(ta, tb, M, N, K, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch); });
-  }
-  void linear_forward(float* out, const float* in, const float* weight, const float* bias, int rows, int in_f,
-                      int out_f) override {
-    timed("linear_forward", 2.0 * rows * in_f * out_f,
-          kF * (d(rows) * in_f + d(out_f) * in_f + d(rows) * out_f + (bias != nullptr ? out_f : 0)),
-          [&] { inner_->linear_forward(out, in, weight, bias, rows, in_f, out_f); });
-  }
-  void linear_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
-                       const float* weight, int rows, int in_f, int out_f, bool accumulate) override {
-    const double mnk = 2.0 * rows * in_f * out_f;
-    double flops = 0, bytes = kF * d(rows) * out_f;  // d_out
-    if (d_in != nullptr) {
-      flops += mnk;
-      bytes += kF * (d(out_f) * in_f + d(rows) * in_f * (accumulate ? 2 : 1));
-    }
-    if (d_weight != nullptr) {
-      flops += mnk;
-      bytes += kF * (d(rows) * in_f + 2.0 * out_f * in_f);
-    }
-    if (d_bias != nullptr) bytes += kF * 2.0 * out_f;
-    timed("linear_backward", flops, bytes,
-          [&] { inner_->linear_backward(d_in, d_weight, d_bias, d_out, in, weight, rows, in_f, out_f, accumulate); });
-  }
-  void embedding_forward(float* out, const std::int32_t* ids, const std::int32_t* type_ids, const float* tokens,
-                         const float* positions, const float* types, int B, int T, int C) override {
-    const double n = d(B) * T * C;
-    timed("embedding_forward", 0, kF * n * (types != nullptr ? 4 : 3),
-          [&] { inner_->embedding_forward(out, ids, type_ids, tokens, positions, types, B, T, C); });
-  }
-  void embedding_backward(float* d_tokens, float* d_positions, float* d_types, const float* d_out,
-                          const std::int32_t* ids, const std::int32_t* type_ids, int B, int T, int C) override {
-    const double n = d(B) * T * C;
-    timed("embedding_backward", 0, kF * n * (d_types != nullptr ? 7 : 5),
-          [&] { inner_->embedding_backward(d_tokens, d_positions, d_types, d_out, ids, type_ids, B, T, C); });
-  }
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* in, const float* weight, const float* bias,
-                         int rows, int C, float eps) override {
-    timed("layernorm_forward", 0, kF * (2.0 * rows * C + 2.0 * rows),
-          [&] { inner_->layernorm_forward(out, mean, rstd, in, weight, bias, rows, C, eps); });
-  }
-  void layernorm_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
-                          const float* weight, const float* mean, const float* rstd, int rows, int C,
-                          bool accumulate) override {
-    timed("layernorm_backward", 0, kF * (d(rows) * C * (accumulate ? 4 : 3) + 2.0 * rows), [&] {
-      inner_->layernorm_backward(d_in, d_weight, d_bias, d_out, in, weight, mean, rstd, rows, C, accumulate);
-    });
-  }
-  void gelu_forward(float* out, const float* in, std::int64_t n, math::GeluKind kind) override {
-    timed("gelu_forward", 0, kF * 2.0 * d(n), [&] { inner_->gelu_forward(out, in, n, kind); });
-  }
-  void gelu_backward(float* d_in, const float* d_out, const float* in, std::int64_t n, math::GeluKind kind) override {
-    timed("gelu_backward", 0, kF * 3.0 * d(n), [&] { inner_->gelu_backward(d_in, d_out, in, n, kind); });
-  }
-  AttentionKernel attention_kernel(int head_dim) const override { return inner_->attention_kernel(head_dim); }
-  void attention_forward(float* out, float* probs, const float* qkv, int B, int T, int C, int H,
-                         const AttentionMask& mask) override {
-    // Q K^T and P V over the full T x T scores (the fused kernel skips the tiles past a causal
-    // diagonal); reads qkv, writes out and P, or fused only each row's log-sum-exp.
-    const double saved = d(attention_saved_floats(inner_->attention_kernel(C / H), B, H, T));
-    timed("attention_forward", 4.0 * B * T * T * C, kF * (4.0 * B * T * C + saved),
-          [&] { inner_->attention_forward(out, probs, qkv, B, T, C, H, mask); });
-  }
-  void attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv, const float* out,
-                          const float* probs, int B, int T, int C, int H, const AttentionMask& mask) override {
-    // Materialized: dP, dV, dQ, dK, four T x T x hd matmuls per head, reading P. Fused: both
-    // backward kernels recompute S and dP, so seven, reading out and the rows' log-sum-exp.
-    const bool f = fused(C / H);
-    const double flops = (f ? 14.0 : 8.0) * B * T * T * C;
-    const double bytes = f ? kF * (8.0 * B * T * C + 3.0 * d(B) * H * T) : kF * (7.0 * B * T * C + d(B) * H * T * T);
-    timed("attention_backward", flops, bytes,
-          [&] { inner_->attention_backward(d_qkv, scratch, d_out, qkv, out, probs, B, T, C, H, mask); });
-  }
-  float cross_entropy_forward(float* losses, const float* logits, const std::int32_t* targets, int rows,
-                              int V) override {
-    float mean = 0.0f;
-    timed("cross_entropy_forward", 0, kF * (d(rows) * V + rows),
-          [&] { mean = inner_->cross_entropy_forward(losses, logits, targets, rows, V); });
-    return mean;
-  }
-  void cross_entropy_backward(float* d_logits, const float* logits, const std::int32_t* targets, int rows, int V,
-                              float dloss_per_row) override {
-    timed("cross_entropy_backward", 0, kF * 2.0 * d(rows) * V,
-          [&] { inner_->cross_entropy_backward(d_logits, logits, targets, rows, V, dloss_per_row); });
-  }
-  void add(float* out, const float* a, const float* b, std::int64_t n) override {
-    timed("add", 0, kF * 3.0 * d(n), [&] { inner_->add(out, a, b, n); });
-  }
-  void add_bias_rows(float* x, const float* bias, int rows, int C) override {
-    timed("add_bias_rows", 0, kF * 2.0 * rows * C, [&] { inner_->add_bias_rows(x, bias, rows, C); });
-  }
-  void scale(float* x, float factor, std::int64_t n) override {
-    timed("scale", 0, kF * 2.0 * d(n), [&] { inner_->scale(x, factor, n); });
-  }
-  void fill(float* x, float value, std::int64_t n) override {
-    timed("fill", 0, kF * d(n), [&] { inner_->fill(x, value, n); });
-  }
-  void tanh_forward(float* out, const float* in, std::int64_t n) override {
-    timed("tanh_forward", 0, kF * 2.0 * d(n), [&] { inner_->tanh_forward(out, in, n); });
-  }
-  double sum_of_squares(const float* x, std::int64_t n) override {
-    double sum = 0.0;
-    timed("sum_of_squares", 0, kF * d(n), [&] { sum = inner_->sum_of_squares(x, n); });
-    return sum;
-  }
-  void copy(void* dst, const void* src, std::int64_t bytes) override {
-    timed("copy", 0, 2.0 * d(bytes), [&] { inner_->copy(dst, src, bytes); });
-  }
-  void upload(void* dst, const void* host_src, std::int64_t bytes) override {
-    timed("upload", 0, d(bytes), [&] { inner_->upload(dst, host_src, bytes); });
-  }
-  void download(void* host_dst, const void* src, std::int64_t bytes) override {
-    timed("download", 0, d(bytes), [&] { inner_->download(host_dst, src, bytes); });
-  }
-  void zero(void* dst, std::int64_t bytes) override {
-    timed("zero", 0, d(bytes), [&] { inner_->zero(dst, bytes); });
-  }
-  void widen(DType dtype, const std::uint16_t* in, float* out, std::int64_t n) override {
-    timed("widen", 0, 6.0 * d(n), [&] { inner_->widen(dtype, in, out, n); });
-  }
-  void narrow(DType dtype, const float* in, std::uint16_t* out, std::int64_t n) override {
-    timed("narrow", 0, 6.0 * d(n), [&] { inner_->narrow(dtype, in, out, n); });
-  }
-  void add_16(DType dtype, std::uint16_t* dst, const std::uint16_t* src, std::int64_t n) override {
-    timed("add_16", 0, 6.0 * d(n), [&] { inner_->add_16(dtype, dst, src, n); });
-  }
-  void accumulate_16(DType dtype, std::uint16_t* dst, const float* src, std::int64_t n) override {
-    timed("accumulate_16", 0, 8.0 * d(n), [&] { inner_->accumulate_16(dtype, dst, src, n); });
-  }
-  std::int64_t first_non_finite_16(DType dtype, const std::uint16_t* x, std::int64_t n) override {
-    std::int64_t at = -1;
-    timed("first_non_finite_16", 0, 2.0 * d(n), [&] { at = inner_->first_non_finite_16(dtype, x, n); });
-    return at;
-  }
-  double sum_of_squares_16(DType dtype, const std::uint16_t* x, std::int64_t n) override {
-    double sum = 0.0;
-    timed("sum_of_squares_16", 0, 2.0 * d(n), [&] { sum = inner_->sum_of_squares_16(dtype, x, n); });
-    return sum;
-  }
-  void divide(DType dtype, void* x, std::int64_t n, float divisor) override {
-    timed("divide", 0, 2.0 * bytes_of(dtype) * d(n), [&] { inner_->divide(dtype, x, n, divisor); });
-  }
-  void adamw(float* params, const float* grads, float* m, float* v, std::int64_t n,
-             const math::AdamWStep& step) override {
-    // Reads parameters, gradients, m, v; writes parameters, m, v.
-    timed("adamw", 0, kF * 7.0 * d(n), [&] { inner_->adamw(params, grads, m, v, n, step); });
+  explicit ProfilingObserver(OpProfile& profile) : profile_(profile) {}
+  void observe(Backend& inner, const OpCall& call) override {
+    using clock = std::chrono::steady_clock;
+    inner.synchronize();  // the op's time starts when the device is idle
+    const auto start = clock::now();
+    call.run();
+    inner.synchronize();
+    profile_.add(call.op, std::chrono::duration<double>(clock::now() - start).count(), call.flops, call.bytes);
   }
 
  private:
-  // Whether the inner backend runs attention fused (it keeps rows, not T x T, and recomputes P).
-  bool fused(int head_dim) const { return inner_->attention_kernel(head_dim) == AttentionKernel::fused; }
-  template <class F>
-  void timed(const char* op, double flops, double bytes, F&& run) {
-    using clock = std::chrono::steady_clock;
-    inner_->synchronize();  // the op's time starts when the device is idle
-    const auto start = clock::now();
-    run();
-    inner_->synchronize();
-    profile_.add(op, std::chrono::duration<double>(clock::now() - start).count(), flops, bytes);
-  }
-
-  std::unique_ptr<Backend> inner_;
   OpProfile& profile_;
 };
 
 }  // namespace
 
 std::unique_ptr<Backend> make_profiling_backend(std::unique_ptr<Backend> inner, OpProfile& profile) {
-  return std::make_unique<ProfilingBackend>(std::move(inner), profile);
+  return make_observed_backend(std::move(inner), std::make_unique<ProfilingObserver>(profile));
 }
 
 std::string format_op_profile(const std::map<std::string, OpStats>& ops, int steps, double step_seconds) {
@@ -232,8 +66,8 @@ std::string format_op_profile(const std::map<std::string, OpStats>& ops, int ste
   const double per = steps > 0 ? 1.0 / steps : 1.0;
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-24s %10s %10s %7s %9s %9s\n", "op", "calls/step", "ms/step", "share",
-                "TFLOP/s", "GB/s");
+  std::snprintf(line, sizeof line, "%-24s %10s %10s %7s %9s %9s\n", "op", "calls/step", "ms/step", "share", "TFLOP/s",
+                "GB/s");
   out += line;
   for (const auto& [op, s] : rows) {
     char tflops[32] = "", gbps[32] = "";
@@ -246,8 +80,8 @@ std::string format_op_profile(const std::map<std::string, OpStats>& ops, int ste
   std::snprintf(line, sizeof line, "%-24s %10s %10.3f\n", "all timed ops", "", total * per * 1e3);
   out += line;
   if (step_seconds > 0) {
-    std::snprintf(line, sizeof line, "%-24s %10s %10.3f   (communication, host work and waits)\n",
-                  "rest of the step", "", std::max(0.0, step_seconds - total * per) * 1e3);
+    std::snprintf(line, sizeof line, "%-24s %10s %10.3f   (communication, host work and waits)\n", "rest of the step",
+                  "", std::max(0.0, step_seconds - total * per) * 1e3);
     out += line;
   }
   return out;

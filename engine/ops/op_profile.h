@@ -6,9 +6,8 @@
 // ops from overlapping, so a profiled run is slower than a plain one: use it to
 // see the shares, and the plain run for throughput.
 //
-// Each op also gets its nominal work: FLOPs for the matmuls (2·M·N·K, what the
-// op issues, e.g. attention's full T×T score matrix) and the bytes it must read
-// and write at least, so the table can say how close an op runs to the
+// Each op also gets its nominal work (ops/op_work.h: FLOPs of its matmuls, the
+// bytes it must move), so the table can say how close an op runs to the
 // device's peak FLOP/s or bandwidth.
 #pragma once
 
@@ -19,6 +18,7 @@
 #include <string>
 
 #include "ops/backend.h"
+#include "ops/op_work.h"
 
 namespace shardscope {
 

@@ -24,6 +24,8 @@ nlohmann::json step_metrics_to_json(const StepMetrics& m) {
   j["grad_norm"] = m.grad_norm;
   j["tokens_per_s"] = m.tokens_per_s;
   j["step_time_s"] = m.step_time_s;
+  j["virtual_step_s"] = m.virtual_step_s;
+  j["modeled_tokens_per_s"] = m.modeled_tokens_per_s;
   j["forward_s"] = m.forward_s;
   j["backward_s"] = m.backward_s;
   j["optimizer_s"] = m.optimizer_s;

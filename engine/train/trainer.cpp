@@ -225,8 +225,15 @@ std::string Trainer::clock_text() const {
   const DeviceClock& clock = *ranks_.front()->clock;
   if (!clock.is_virtual())
     return "wall (this machine's steady clock: how long the rank threads took, sharing its cores)";
-  return "virtual (one device per rank: compute = its threads' CPU time / their number; link " +
-         clock.link().describe() + ")";
+  const std::string compute = clock.gpu() ? "its ops' modeled time on " + clock.gpu()->describe()
+                                           : "its threads' CPU time / their number";
+  return "virtual (one device per rank: compute = " + compute + "; link " + clock.link().describe() + ")";
+}
+
+std::string Trainer::modeled_device() const {
+  const DeviceClock& clock = *ranks_.front()->clock;
+  if (!clock.is_virtual()) return {};
+  return clock.gpu() ? clock.gpu()->gpu : "this machine's cores";
 }
 
 std::string Trainer::predicted_text(int rank, MemoryCategory category) const {
@@ -309,7 +316,9 @@ void Trainer::check_stop(const Rank& rank) const {
 
 StepMetrics Trainer::step() {
   const auto start = Clock::now();
+  const std::int64_t step_start_ns = event_time_ns();
   on_every_rank([this](Rank& rank) { rank_step(rank); });
+  const std::int64_t step_end_ns = event_time_ns();
   const Rank& r0 = *ranks_[0];
   ++steps_done_;
   StepMetrics m;
@@ -324,6 +333,10 @@ StepMetrics Trainer::step() {
   m.optimizer_s = r0.optimizer_s;
   m.step_time_s = seconds_since(start);
   m.tokens_per_s = static_cast<double>(config_.batch) * config_.seq / m.step_time_s;
+  if (ranks_.front()->clock->is_virtual() && step_end_ns > step_start_ns) {
+    m.virtual_step_s = static_cast<double>(step_end_ns - step_start_ns) * 1e-9;
+    m.modeled_tokens_per_s = static_cast<double>(config_.batch) * config_.seq / m.virtual_step_s;
+  }
   if (config_.eval_every > 0 && (steps_done_ % config_.eval_every == 0 || steps_done_ == config_.steps)) {
     try {
       m.eval_loss = evaluate();
@@ -338,7 +351,7 @@ StepMetrics Trainer::step() {
   Event metrics;
   metrics.kind = EventKind::step_metrics;
   metrics.step = m.step;
-  metrics.start_ns = metrics.end_ns = event_time_ns();
+  metrics.start_ns = metrics.end_ns = step_end_ns;  // the step's end, before its evaluation
   metrics.loss = m.loss;
   metrics.lr = m.lr;
   metrics.grad_norm = static_cast<float>(m.grad_norm);

@@ -56,6 +56,12 @@ struct StepMetrics {
   double grad_norm = 0.0;     // global L2 norm before clipping
   double tokens_per_s = 0.0;  // tokens of the global batch / wall time of the step
   double step_time_s = 0.0;
+  // On the virtual clock: how long the step took there (the latest rank's
+  // compute stream, from the step's start to its end; the evaluation is not in
+  // it), and the global batch's tokens over it: the throughput on the modeled
+  // device (this machine's cores, or --gpu-profile's GPU). 0 on the wall clock.
+  double virtual_step_s = 0.0;
+  double modeled_tokens_per_s = 0.0;
   double forward_s = 0.0;                // rank 0's share of step_time_s: forward (with the loss),
   double backward_s = 0.0;               // backward (with the overlapped all-reduce),
   double optimizer_s = 0.0;              // gradient combination, norm, clipping, AdamW, gathers
@@ -190,6 +196,9 @@ class Trainer {
   // The clock of the run's events, for its header: "virtual (one device per
   // rank; link host: 9.8 GB/s (measured memory copy), 1.0 us per transfer)" or "wall (...)".
   std::string clock_text() const;
+  // The device the virtual clock models: the --gpu-profile's name ("H100") or
+  // "this machine's cores"; empty on the wall clock.
+  std::string modeled_device() const;
   // --init-from: where the weights came from, and what the load did beyond copying them.
   const std::string& init_note() const { return init_note_; }
 

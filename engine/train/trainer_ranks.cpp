@@ -10,6 +10,7 @@
 #include "ops/device.h"
 #include "ops/nccl.h"
 #include "parallel/nccl_communicator.h"
+#include "train/run_device_models.h"
 #include "train/trainer_rank.h"
 
 namespace shardscope {
@@ -132,8 +133,10 @@ void Trainer::attach_device(Rank& rank, const RankDeviceFactory& devices) {
     // The ranks share one compute slot per core (clock/device_clock.h: less noise in their CPU times).
     auto slots = ranks_.empty() ? std::make_shared<ComputeSlots>(std::max(1, cores / threads))
                                 : ranks_.front()->clock->slots();
-    rank.clock =
-        std::make_unique<DeviceClock>(config_.clock, clock_, make_link_model(config_.link), threads, std::move(slots));
+    rank.clock = std::make_unique<DeviceClock>(config_.clock, clock_, run_link_model(config_), threads,
+                                               std::move(slots), run_gpu_time_model(config_));
+    // --gpu-profile: each op's span lasts its modeled time on that GPU (train/run_device_models.h).
+    if (rank.clock->gpu()) rank.backend = make_gpu_timed_backend(std::move(rank.backend), *rank.clock);
   }
   if (rank.clock == nullptr) rank.clock = std::make_unique<DeviceClock>(ClockKind::wall, clock_);  // a GPU's own time
   if (config_.profile_ops) {  // the collectives' device copies (comm_device) stay untimed

@@ -38,10 +38,6 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>GPU profile (fit check)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>Empty: the shipped corpus (English + Chinese)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1379,16 +1375,25 @@ start %4 ms, duration %5 ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Total (step metrics)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>Rank %1</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Total: the engine&apos;s tokens/s of each optimizer step (global batch × sequence length / step time).
-Rank r: the tokens of its data-parallel replica per step (global batch × sequence length / dp) divided by the time between the ends of r&apos;s consecutive optimizer spans.
+        <source>this machine&apos;s cores</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>measured host tokens/s (wall clock)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>modeled tokens/s on %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Modeled: the global batch × sequence length over the step&apos;s time on the virtual clock, the device each rank is modeled on (the GPU profile&apos;s GPU, or this machine&apos;s cores: each rank&apos;s CPU time). Not drawn on the wall clock.
+Measured host: the same tokens over the step&apos;s wall time on this machine, every rank sharing its cores.
+Rank r: the tokens of its data-parallel replica per step (global batch × sequence length / dp) divided by the time between the ends of r&apos;s consecutive optimizer spans, on the run&apos;s clock; dashed, in the rank&apos;s colour of the memory plot.
 Every pipeline stage of a replica sees all of its tokens; a slow rank falls below the others.</source>
         <translation type="unfinished"></translation>
     </message>

@@ -36,10 +36,6 @@
         <translation>训练文本</translation>
     </message>
     <message>
-        <source>GPU profile (fit check)</source>
-        <translation>GPU 型号（容量检查）</translation>
-    </message>
-    <message>
         <source>Empty: the shipped corpus (English + Chinese)</source>
         <translation>留空：使用内置语料（英文 + 中文）</translation>
     </message>
@@ -1379,20 +1375,30 @@ start %4 ms, duration %5 ms</source>
         <translation>token/s</translation>
     </message>
     <message>
-        <source>Total (step metrics)</source>
-        <translation>总计（步指标）</translation>
-    </message>
-    <message>
         <source>Rank %1</source>
         <translation>Rank %1</translation>
     </message>
     <message>
-        <source>Total: the engine&apos;s tokens/s of each optimizer step (global batch × sequence length / step time).
-Rank r: the tokens of its data-parallel replica per step (global batch × sequence length / dp) divided by the time between the ends of r&apos;s consecutive optimizer spans.
+        <source>this machine&apos;s cores</source>
+        <translation>本机 CPU 核</translation>
+    </message>
+    <message>
+        <source>measured host tokens/s (wall clock)</source>
+        <translation>本机实测 tokens/s（墙钟）</translation>
+    </message>
+    <message>
+        <source>modeled tokens/s on %1</source>
+        <translation>在 %1 上建模的 tokens/s</translation>
+    </message>
+    <message>
+        <source>Modeled: the global batch × sequence length over the step&apos;s time on the virtual clock, the device each rank is modeled on (the GPU profile&apos;s GPU, or this machine&apos;s cores: each rank&apos;s CPU time). Not drawn on the wall clock.
+Measured host: the same tokens over the step&apos;s wall time on this machine, every rank sharing its cores.
+Rank r: the tokens of its data-parallel replica per step (global batch × sequence length / dp) divided by the time between the ends of r&apos;s consecutive optimizer spans, on the run&apos;s clock; dashed, in the rank&apos;s colour of the memory plot.
 Every pipeline stage of a replica sees all of its tokens; a slow rank falls below the others.</source>
-        <translation>总计：引擎报告的每个优化器步的 token/s（全局批大小 × 序列长度 / 步耗时）。
-Rank r：其数据并行副本每步处理的 token 数（全局批大小 × 序列长度 / dp）除以 r 相邻两次优化器区间结束之间的时间。
-同一副本的每个流水线阶段都处理该副本的全部 token；较慢的 rank 会低于其他 rank。</translation>
+        <translation>建模：全局批大小 × 序列长度，除以该步在虚拟时钟上的时长；虚拟时钟所建模的设备是 GPU 配置中的 GPU，或本机 CPU 核（每个 rank 的 CPU 时间）。使用墙钟时不绘制。
+本机实测：同样的 token 数，除以该步在本机上的墙钟时间（所有 rank 共享本机 CPU 核）。
+Rank r：其数据并行副本每步的 token 数（全局批大小 × 序列长度 / dp），除以 r 相邻两次优化器区段结束之间的时间（按本次运行的时钟）；虚线，颜色与内存图中该 rank 的颜色相同。
+一个副本的每个流水线阶段都看到它的全部 token；慢的 rank 会低于其他 rank。</translation>
     </message>
 </context>
 <context>

@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "estimate/config_import.h"
-#include "estimate/gpu_profiles.h"
+#include "config/gpu_profiles.h"
 #include "estimate/model_shape.h"
 #include "io/accelerate_config.h"
 #include "io/config_reader.h"

@@ -131,6 +131,41 @@ class TestLiveViews : public QObject {
     QVERIFY(plot.toolTip().contains(QStringLiteral("optimizer")));
   }
 
+  // Two labelled totals: the modeled one from the virtual time between the
+  // step_metrics events (the first since 0), the measured one as the engine sent it.
+  void modeledAndMeasuredThroughput() {
+    ThroughputPlot plot;
+    RunConfig c = smallRun();  // 8 x 32 = 256 tokens a step
+    c.gpu_profile = "H100";
+    plot.reset(c);
+    QCOMPARE(plot.modeledName(), QStringLiteral("modeled tokens/s on H100"));
+    QCOMPARE(plot.measuredName(), QStringLiteral("measured host tokens/s (wall clock)"));
+    Event m1 = metrics(1, 1, false, 6000.0f), m2 = metrics(2, 1, false, 3000.0f);
+    m1.start_ns = m1.end_ns = 50'000;   // 50 us on the H100
+    m2.start_ns = m2.end_ns = 130'000;  // 80 us more
+    plot.consume({m1, m2});
+    plot.refresh();
+    const auto modeled = plot.modeledPoints();
+    QCOMPARE(modeled.size(), std::size_t{2});
+    QCOMPARE(modeled[0], std::make_pair(1.0, 256.0 * 1e9 / 50'000));
+    QCOMPARE(modeled[1], std::make_pair(2.0, 256.0 * 1e9 / 80'000));
+    const auto measured = plot.measuredPoints();
+    QCOMPARE(measured.size(), std::size_t{2});
+    QCOMPARE(measured[1], std::make_pair(2.0, 3000.0));
+    QVERIFY(plot.plot()->legend->hasItemWithPlottable(plot.plot()->graph(1)));
+    QCOMPARE(plot.plot()->legend->itemCount(), 2);  // the two totals; the ranks are dashed in their colours
+    // Without a profile the device is this machine's cores; on the wall clock there is no modeled line.
+    c.gpu_profile = "none";
+    plot.reset(c);
+    QCOMPARE(plot.modeledName(), QStringLiteral("modeled tokens/s on this machine's cores"));
+    c.clock = ClockKind::wall;
+    plot.reset(c);
+    plot.consume({m1, m2});
+    QVERIFY(plot.modeledPoints().empty());
+    QCOMPARE(plot.measuredPoints().size(), std::size_t{2});
+    QVERIFY(!plot.plot()->legend->hasItemWithPlottable(plot.plot()->graph(1)));
+  }
+
   void memoryOverTime() {
     MemoryTimelinePlot plot;
     plot.reset(smallRun());

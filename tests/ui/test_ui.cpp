@@ -22,7 +22,7 @@
 #include "config/run_schema.h"
 #include "config_panel.h"
 #include "estimate/formula_text.h"
-#include "estimate/gpu_profiles.h"
+#include "config/gpu_profiles.h"
 #include "events/recording.h"
 #include "main_window.h"
 #include "train/metrics_json.h"
@@ -269,10 +269,12 @@ class TestUi : public QObject {
   void gpuProfileFitCheck() {
     MainWindow window;
     ConfigPanel* panel = window.configPanel();
-    auto* gpu = panel->findChild<QComboBox*>(QStringLiteral("gpu"));
+    // The run's own field (the virtual clock's GPU), from the schema.
+    auto* gpu = panel->findChild<QComboBox*>(QStringLiteral("gpu_profile"));
     QVERIFY(gpu != nullptr);
-    QCOMPARE(gpu->itemData(0).toString(), QString());  // "none" first
+    QCOMPARE(gpu->itemData(0).toString(), QStringLiteral("none"));  // "none" first
     QCOMPARE(gpu->count(), 1 + static_cast<int>(gpu_profiles().size()));
+    QCOMPARE(panel->labelText(QStringLiteral("gpu_profile")), QStringLiteral("GPU profile"));
     QVERIFY(panel->fitText().isEmpty());
     // GPT-2 medium, one rank, 16 x 1024 tokens, fp32: far more than 24 GiB.
     RunConfig big = ConfigPanel::defaultConfig();
@@ -285,6 +287,7 @@ class TestUi : public QObject {
     panel->setConfig(big);
     panel->setGpuProfile(QStringLiteral("RTX4090"));
     QVERIFY2(panel->problem().isEmpty(), qPrintable(panel->problem()));
+    QCOMPARE(panel->config().gpu_profile, std::string("RTX4090"));
     const GpuProfile& rtx = find_gpu_profile("RTX4090");
     QVERIFY(panel->predictedBytesPerRank() > rtx.memory_bytes);
     const QString text = panel->fitText();

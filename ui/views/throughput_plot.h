@@ -1,7 +1,22 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Tokens per second per optimizer step (QCustomPlot): the run's total from
-// step_metrics.tokens_per_s, and one line per rank derived from that rank's
-// own compute spans:
+// Tokens per second per optimizer step (QCustomPlot), each line saying its clock:
+//
+//   modeled tokens/s on <device> = global batch x sequence length
+//     / the step's duration on the virtual clock (the time between consecutive
+//       step_metrics events, which the engine stamps with the latest rank's
+//       virtual time at the step's end; for the first step: since 0, the
+//       clock's start)
+//
+// where the device is the --gpu-profile's GPU (clock/gpu_time_model.h) or this
+// machine's cores (each rank's CPU time); not drawn with the wall clock or on a
+// GPU. (A step after an evaluation also holds the evaluation's compute, which
+// the CLI's StepMetrics::virtual_step_s leaves out.)
+//
+//   measured host tokens/s (wall clock) = step_metrics.tokens_per_s, the step
+//     on this machine's steady clock, every rank sharing its cores
+//
+// and one line per rank derived from that rank's own compute spans (on the
+// run's clock):
 //
 //   rank r's tokens/s at step s = tokens of r's data-parallel replica per step
 //       (global batch x sequence length / dp)
@@ -34,7 +49,12 @@ class ThroughputPlot : public QWidget, public EventView {
   void consume(const std::vector<Event>& events) override;
   void refresh() override;
 
-  int totalPointCount() const;
+  int totalPointCount() const;  // the measured host line
+  // (step, tokens/s) of the modeled line (virtual clock) and of the measured host line (wall clock).
+  std::vector<std::pair<double, double>> modeledPoints() const;
+  std::vector<std::pair<double, double>> measuredPoints() const;
+  QString modeledName() const;
+  QString measuredName() const;
   int rankPointCount(int rank) const;
   // (step, tokens/s) of a rank's line.
   std::vector<std::pair<double, double>> rankPoints(int rank) const;
@@ -47,12 +67,19 @@ class ThroughputPlot : public QWidget, public EventView {
 
  private:
   void retranslate();
+  void addStepMetrics(const Event& e);
+  void addComputeSpan(const Event& e);
 
   QCustomPlot* plot_;
-  QCPGraph* total_;
+  QCPGraph* total_;    // measured host tokens/s (wall clock)
+  QCPGraph* modeled_;  // modeled tokens/s on the virtual clock's device
   std::vector<QCPGraph*> ranks_;
   QCPTextElement* title_;
   double tokens_per_replica_ = 0;
+  double tokens_per_step_ = 0;
+  bool virtual_clock_ = false;
+  QString gpu_profile_;                              // empty: this machine's cores
+  std::int64_t last_metrics_ns_ = 0;                 // the previous step_metrics' virtual time (0: the clock's start)
   std::vector<std::int64_t> first_start_ns_;         // per rank, -1: no span yet
   std::vector<std::int64_t> last_optimizer_end_ns_;  // per rank, -1: none yet
   bool dirty_ = false;

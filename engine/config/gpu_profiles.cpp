@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "estimate/gpu_profiles.h"
+#include "config/gpu_profiles.h"
 
 #include <cctype>
 #include <charconv>

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// GPU profiles for the fit check and the time model: memory, peak dense
+// GPU profiles for the fit check, the time model and the run's --gpu-profile
+// (the virtual clock's modeled GPU; in config/ so the run schema can list them):
+// memory, peak dense
 // FLOP/s per precision, memory and link bandwidth, from the vendors' data
 // sheets (docs/ESTIMATE.md lists each value with its source). These are
 // specifications, not measurements; the time model built on them is a model.
@@ -10,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "estimate/estimate_settings.h"
+#include "config/run_choices.h"
 
 namespace shardscope {
 

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The virtual clock under a GPU profile (--gpu-profile, clock/gpu_time_model.h):
+// each op that ran is priced by the roofline on the chosen GPU. Its compute
+// agrees with the estimator's compute_s (the same FLOPs at the same rate), a
+// faster GPU gives a shorter step, the times do not depend on the host's load
+// (they are computed), and the run's fields refuse what does not fit.
+#include <QProcess>
+#include <QTest>
+#include <map>
+
+#include "cli/cli_runner.h"
+#include "config/run_schema.h"
+#include "engine/collecting_sink.h"
+#include "estimate/estimate_settings.h"
+#include "estimate/model_shape.h"
+#include "estimate/time_model.h"
+#include "train/metrics_json.h"
+#include "train/run_device_models.h"
+#include "train/trainer.h"
+
+using namespace shardscope;
+using shardscope::test::CollectingSink;
+
+namespace {
+
+RunConfig gpu_config(const std::string& gpu, Precision precision = Precision::fp32) {
+  RunConfig c;
+  c.model = "gpt-tiny";
+  c.steps = 2;  // step 2 measured: step 1 has the same ops, but keep to the steady state
+  c.batch = 8;
+  c.seq = 64;
+  c.threads = 2;
+  c.precision = precision;
+  c.gpu_profile = gpu;
+  return c;
+}
+
+struct GpuRun {
+  std::vector<Event> events;
+  std::vector<StepMetrics> steps;
+};
+
+GpuRun run(const RunConfig& config) {
+  CollectingSink sink;
+  Trainer trainer(config, &sink);
+  GpuRun out;
+  trainer.run([&](const StepMetrics& m) { out.steps.push_back(m); });
+  out.events = sink.events();
+  return out;
+}
+
+// Rank 0's forward and backward spans of a step (the whole stage's, layer -1,
+// which hold the embeddings, the head and the loss too), summed (ns).
+std::int64_t forward_backward_ns(const std::vector<Event>& events, std::int64_t step) {
+  std::int64_t sum = 0;
+  for (const Event& e : events)
+    if (e.kind == EventKind::compute_span && e.rank == 0 && e.step == step && e.layer == -1 &&
+        (e.compute == ComputeKind::forward || e.compute == ComputeKind::backward))
+      sum += e.end_ns - e.start_ns;
+  return sum;
+}
+
+// Every compute span's duration, by (rank, step, micro-batch, kind, layer), in emission order.
+std::vector<std::int64_t> span_durations(const std::vector<Event>& events) {
+  std::map<std::tuple<int, std::int64_t, int, int, int>, std::vector<std::int64_t>> by_key;
+  for (const Event& e : events)
+    if (e.kind == EventKind::compute_span)
+      by_key[{e.rank, e.step, e.micro_batch, static_cast<int>(e.compute), e.layer}].push_back(e.end_ns - e.start_ns);
+  std::vector<std::int64_t> out;
+  for (const auto& [key, durations] : by_key) out.insert(out.end(), durations.begin(), durations.end());
+  return out;
+}
+
+// The estimator's time for the run's settings on its GPU profile.
+TimeEstimate estimated(const RunConfig& c) {
+  const ModelShape shape = model_shape_from_config(find_model_preset(c.model), c.model);
+  return estimate_time(shape, settings_for_run(c), &find_gpu_profile(c.gpu_profile));
+}
+
+// A CPU-heavy process beside the run, for as long as it lives.
+class BusyProcess {
+ public:
+  BusyProcess() {
+    process_.start("/bin/sh", {"-c", "while :; do :; done"});
+    process_.waitForStarted();
+  }
+  ~BusyProcess() {
+    process_.kill();
+    process_.waitForFinished();
+  }
+
+ private:
+  QProcess process_;
+};
+
+}  // namespace
+
+class TestGpuProfileClock : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void roofline_of_one_op();
+  void compute_matches_the_estimator();
+  void op_flops_match_the_estimator();
+  void memory_bound_where_the_estimator_is_not();
+  void faster_gpu_shorter_step();
+  void independent_of_host_load();
+  void link_follows_the_profile();
+  void refused_where_it_does_not_apply();
+  void cli_prints_both_throughputs();
+  void recordings_keep_the_profile();
+};
+
+// max(FLOPs / (peak x efficiency), bytes / bandwidth), with H100's data-sheet numbers.
+void TestGpuProfileClock::roofline_of_one_op() {
+  const GpuTimeModel h100 = make_gpu_time_model(find_gpu_profile("H100"), Precision::bf16, 0.5);
+  QCOMPARE(h100.flops_per_s, 989.4e12 * 0.5);
+  QCOMPARE(h100.bytes_per_s, 3350e9);
+  // A 4096^3 matmul: 2 * 4096^3 FLOPs = 137.4 GFLOP at 494.7 TFLOP/s = 277.8 us, compute-bound.
+  const double n = 4096;
+  QCOMPARE(h100.op_ns(2 * n * n * n, 3 * n * n * 2), std::llround(2 * n * n * n / 494.7e12 * 1e9));
+  // Layernorm over 1 GB: no FLOPs counted, 1 GB / 3350 GB/s = 298.5 us, memory-bound.
+  QCOMPARE(h100.op_ns(0, 1e9), std::llround(1e9 / 3350e9 * 1e9));
+  QCOMPARE(h100.op_ns(0, 0), std::int64_t{1});
+}
+
+// The estimator's compute_s counts the matmul FLOPs (6N + 12·L·h·s per token) at
+// peak x efficiency; the clock prices every op of the step that ran by the
+// roofline. The matmuls' FLOPs are the same (op_flops_match_the_estimator), so
+// the clock is above the estimator by what it adds: the memory-bound ops
+// (layernorm, GELU, softmax inside attention, cross-entropy, the residual adds),
+// which the estimator leaves out. gpt-tiny, fp32 on an H100: x1.16 seen.
+void TestGpuProfileClock::compute_matches_the_estimator() {
+  const RunConfig c = gpu_config("H100");
+  const double clock_s = static_cast<double>(forward_backward_ns(run(c).events, 2)) * 1e-9;
+  const double compute_s = estimated(c).compute_s;
+  qInfo("H100 fp32: clock forward + backward %.2f us, estimator compute_s %.2f us (x%.3f)", clock_s * 1e6,
+        compute_s * 1e6, clock_s / compute_s);
+  QVERIFY2(clock_s >= compute_s * 0.99, "the clock has every matmul FLOP the estimator counts");
+  QVERIFY2(clock_s <= compute_s * 1.20, qPrintable(QString("%1 s against %2 s").arg(clock_s).arg(compute_s)));
+}
+
+// The FLOPs of the ops that ran in step 2 (ops/op_work.h, summed by --profile-ops)
+// against the estimator's 6N + 12·L·h·s per token: within 2% (N also holds the
+// layernorm weights and biases, which no matmul reads: ~1% of gpt-tiny).
+void TestGpuProfileClock::op_flops_match_the_estimator() {
+  RunConfig c = gpu_config("H100");
+  c.profile_ops = true;
+  CollectingSink sink;
+  Trainer trainer(c, &sink);
+  trainer.run([&](const StepMetrics& m) {
+    if (m.step == 1) trainer.reset_op_profiles();
+  });
+  double flops = 0;
+  for (const auto& [op, stats] : trainer.op_profile(0)) flops += stats.flops;
+  const double estimated_flops = estimated(c).flops_per_step;
+  qInfo("step 2: ops %.4g FLOPs, estimator %.4g FLOPs (x%.4f)", flops, estimated_flops, flops / estimated_flops);
+  QVERIFY(flops > 0);
+  QVERIFY2(std::fabs(flops / estimated_flops - 1) <= 0.02, qPrintable(QString::number(flops / estimated_flops)));
+}
+
+// Where the GPU's bandwidth, not its FLOP/s, bounds gpt-tiny's small matmuls
+// (128 channels: ~30 FLOPs per fp32 byte at most), the roofline says so and the
+// estimator's FLOPs-only compute_s does not: the H100 in bf16 (989 TFLOP/s x 0.5
+// over 3.35 TB/s: 148 FLOPs per byte to be compute-bound) and the RTX 4090 (41
+// TFLOP/s over 1.0 TB/s in fp32). x7.3 and x1.85 seen.
+void TestGpuProfileClock::memory_bound_where_the_estimator_is_not() {
+  for (const auto& [gpu, precision] : {std::pair{"H100", Precision::bf16}, std::pair{"RTX4090", Precision::fp32}}) {
+    const RunConfig c = gpu_config(gpu, precision);
+    const double clock_s = static_cast<double>(forward_backward_ns(run(c).events, 2)) * 1e-9;
+    const double compute_s = estimated(c).compute_s;
+    qInfo("%s %s: clock %.2f us, estimator %.2f us (x%.2f)", gpu, std::string(precision_name(precision)).c_str(),
+          clock_s * 1e6, compute_s * 1e6, clock_s / compute_s);
+    QVERIFY(clock_s > compute_s * 1.5);
+  }
+}
+
+// Mixed precision, where the tensor-core peaks order the GPUs: H100 (989 TFLOP/s,
+// 3.35 TB/s) < A100 80GB (312, 2.0 TB/s) < RTX 4090 (165, 1.0 TB/s). (In fp32 the
+// 4090's 82.6 TFLOP/s without tensor cores beat the A100's 19.5: the data sheets' truth.)
+void TestGpuProfileClock::faster_gpu_shorter_step() {
+  std::map<std::string, double> step_s;
+  for (const char* gpu : {"H100", "A100-80GB", "RTX4090"}) {
+    const GpuRun r = run(gpu_config(gpu, Precision::bf16));
+    QCOMPARE(static_cast<int>(r.steps.size()), 2);
+    step_s[gpu] = r.steps.back().virtual_step_s;
+    qInfo("%s: %.2f us per step, modeled %.0f tok/s", gpu, step_s[gpu] * 1e6, r.steps.back().modeled_tokens_per_s);
+    QCOMPARE(r.steps.back().modeled_tokens_per_s, 8.0 * 64 / step_s[gpu]);
+  }
+  QVERIFY(step_s["H100"] > 0);
+  QVERIFY(step_s["H100"] < step_s["A100-80GB"]);
+  QVERIFY(step_s["A100-80GB"] < step_s["RTX4090"]);
+}
+
+// Computed, not measured: a run with a busy process beside it has the same
+// compute spans to the nanosecond, also with a pipeline (pp 2, its waits follow
+// from the modeled times and the profile's NVLink).
+void TestGpuProfileClock::independent_of_host_load() {
+  RunConfig c = gpu_config("A100-40GB");
+  c.pp = 2;
+  c.micro_batches = 2;
+  const std::vector<std::int64_t> quiet = span_durations(run(c).events);
+  std::vector<std::int64_t> loaded;
+  {
+    const BusyProcess busy;
+    loaded = span_durations(run(c).events);
+  }
+  QVERIFY(quiet.size() > 8);
+  QCOMPARE(loaded, quiet);
+}
+
+// auto: the profile's own link at its bandwidth; --link overrides it; no profile: host.
+void TestGpuProfileClock::link_follows_the_profile() {
+  RunConfig c = gpu_config("H100");
+  QVERIFY(run_link_model(c).kind == LinkKind::nvlink);
+  QCOMPARE(run_link_model(c).bytes_per_s, 450e9);
+  c.gpu_profile = "A100-80GB";
+  QCOMPARE(run_link_model(c).bytes_per_s, 300e9);  // NVLink 3, one direction
+  c.gpu_profile = "RTX4090";
+  QVERIFY(run_link_model(c).kind == LinkKind::pcie4);
+  c.link = LinkKind::infiniband;
+  QVERIFY(run_link_model(c).kind == LinkKind::infiniband);
+  c.link.reset();
+  c.gpu_profile = "none";
+  QVERIFY(run_link_model(c).kind == LinkKind::host);
+  QVERIFY(!run_gpu_time_model(c).has_value());
+}
+
+// With the wall clock or a real GPU, and for an unknown name: refused, naming the field.
+void TestGpuProfileClock::refused_where_it_does_not_apply() {
+  RunConfig c = gpu_config("H100");
+  c.clock = ClockKind::wall;
+  try {
+    validate_run_config(c);
+    QFAIL("--gpu-profile with --clock wall was accepted");
+  } catch (const FieldError& e) {
+    QVERIFY2(std::string(e.what()).find("--gpu-profile H100") != std::string::npos, e.what());
+    QVERIFY2(std::string(e.what()).find("--clock virtual") != std::string::npos, e.what());
+  }
+  c.clock = ClockKind::virtual_device;
+  c.device = "cuda";
+  QVERIFY_THROWS_EXCEPTION(FieldError, validate_run_config(c));
+  const CliResult wall = run_cli({"train", "--gpu-profile", "H100", "--clock", "wall", "--steps", "1"});
+  QCOMPARE(wall.code, 2);
+  QVERIFY2(wall.err.contains("--gpu-profile H100") && wall.err.contains("--clock virtual"), qPrintable(wall.err));
+  const CliResult unknown = run_cli({"train", "--gpu-profile", "B200", "--steps", "1"});
+  QCOMPARE(unknown.code, 2);
+  QVERIFY2(unknown.err.contains("--gpu-profile: 'B200' is not one of none, A100-40GB"), qPrintable(unknown.err));
+}
+
+void TestGpuProfileClock::cli_prints_both_throughputs() {
+  const CliResult r = run_cli({"train", "--model", "gpt-tiny", "--steps", "3", "--batch", "8", "--seq", "32",
+                               "--gpu-profile", "H100", "--threads", "2"});
+  QVERIFY2(r.code == 0, qPrintable(r.err));
+  QVERIFY2(r.out.contains("compute = its ops' modeled time on H100: 67.0 TFLOP/s x 0.50 efficiency, 3350 GB/s") &&
+               r.out.contains("link nvlink: 450.0 GB/s"),
+           qPrintable(r.out));
+  QVERIFY2(r.out.contains("| modeled ") && r.out.contains("| host "), qPrintable(r.out));
+  QVERIFY2(r.out.contains("throughput over steps 2-3: modeled ") && r.out.contains(" tok/s on H100 (virtual clock)") &&
+               r.out.contains("measured host ") && r.out.contains("tok/s (wall clock)"),
+           qPrintable(r.out));
+}
+
+void TestGpuProfileClock::recordings_keep_the_profile() {
+  nlohmann::json j = run_config_to_json(gpu_config("H200"));
+  QCOMPARE(QString::fromStdString(j.at("gpu_profile").get<std::string>()), QString("H200"));
+  QCOMPARE(QString::fromStdString(j.at("link").get<std::string>()), QString("auto"));
+  QCOMPARE(QString::fromStdString(run_config_from_json(j).gpu_profile), QString("H200"));
+  j.erase("gpu_profile");  // older recordings: the CPU time
+  QCOMPARE(QString::fromStdString(run_config_from_json(j).gpu_profile), QString("none"));
+  QVERIFY(find_run_field("gpu_profile") != nullptr && find_run_field("gpu_profile")->flag == "--gpu-profile");
+}
+
+QTEST_GUILESS_MAIN(TestGpuProfileClock)
+#include "test_gpu_profile_clock.moc"
