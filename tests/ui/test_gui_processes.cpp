@@ -19,6 +19,7 @@
 #include <csignal>
 #include <set>
 
+#include "config/gpu_profiles.h"
 #include "config_panel.h"
 #include "recording_controller.h"
 #include "main_window.h"
@@ -192,9 +193,12 @@ class TestGuiProcesses : public QObject {
     QVERIFY2(window.statusText().contains(QStringLiteral("rank 2")), qPrintable(window.statusText()));
   }
 
+  // Also with a GPU profile chosen: it times the virtual clock, so the processes go without it.
   void stopEndsTheJob() {
     MainWindow window;
-    startAsProcesses(window, smallPipeline(100000));
+    RunConfig config = smallPipeline(100000);
+    config.gpu_profile = gpu_profiles().front().name;
+    startAsProcesses(window, config);
     QTRY_VERIFY_WITH_TIMEOUT(lossPoints(window).size() >= 2, 60000);
     QTest::mouseClick(window.stopButton(), Qt::LeftButton);
     QTRY_VERIFY_WITH_TIMEOUT(!window.controller()->busy(), 15000);
