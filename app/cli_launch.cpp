@@ -42,6 +42,10 @@ ProcessMode join_mpi_job(RunConfig& config, std::string& record) {
     record.clear();
   }
   mode.process.rank = world.rank();
+  // One machine's processes share the steady clock: rank 0's start is theirs, so
+  // their events line up; on another machine, its own clock from this moment.
+  const std::string origin = world.broadcast_from_rank0(std::to_string(RunClock::steady_ns()));
+  mode.process.clock_origin_ns = world.on_this_machine(0) ? std::stoll(origin) : RunClock::steady_ns();
   mode.process.communicator = [&world](const std::vector<int>& members, DeviceClock* clock, EventSink* sink) {
     return world.communicator(members, clock, sink);
   };

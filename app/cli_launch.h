@@ -23,8 +23,10 @@ struct ProcessMode {
 
 // Joins the MPI job if mpirun started this process: checks that the job has
 // dp x pp processes (ConfigError otherwise), switches the run to the wall
-// clock, and leaves the metrics and the recording to rank 0 (record is cleared
-// elsewhere). Prints what process mode means on rank 0.
+// clock with rank 0's start as every local process's origin, and leaves the
+// metrics and the recording to rank 0 (record is cleared elsewhere; the other
+// processes' events reach it through cli_job_events.h). Prints what process
+// mode means on rank 0.
 ProcessMode join_mpi_job(RunConfig& config, std::string& record);
 
 // shardscope-cli launch --nproc-per-node N [--hostfile FILE] [--dry-run] -- train ...

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "cli_args.h"
+#include "cli_job_events.h"
 #include "cli_launch.h"
 #include "cli_lessons.h"
 #include "cli_train_outputs.h"
@@ -63,6 +64,7 @@ struct TrainFlags {
   RunConfig config;
   int log_every = 10;
   std::string record;
+  std::string events_to;              // HOST:PORT of a listening GUI
   std::string deepspeed, accelerate;  // config files that set the run before the other flags
   std::string imported;               // what the run took from them (one line)
 };
@@ -101,6 +103,9 @@ ArgParser train_parser(TrainFlags& flags) {
                     "      the DeepSpeed plugin and the JSON it points to); the other flags override it",
                     &flags.accelerate);
   parser.add_string("--record", "FILE", "Record the run's event stream to FILE (.ssrun)", &flags.record);
+  parser.add_string("--events-to", "HOST:PORT",
+                    "Stream the run's events, every rank's, to a listener (the GUI's File → Attach…)",
+                    &flags.events_to);
   parser.add_int("--log-every", "Print progress every N steps", &flags.log_every, 1, 100'000'000);
   return parser;
 }
@@ -281,18 +286,18 @@ void print_throughput(const Trainer& trainer, const RunConfig& config, const Run
 
 // The closing lines: losses, time, the schedule's truth (pipeline bubble, DDP
 // overlap; clock/schedule_summary.h), and with --profile-ops where a step went.
-void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& totals, const ScheduleEvents& events) {
+void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& totals, const JobEvents& events) {
   std::printf("done: %lld steps in %.1f s, loss %.4f -> %.4f%s\n", static_cast<long long>(trainer.steps_done()),
               totals.total_time, totals.first_loss, totals.last_loss,
               totals.last_eval ? (", eval loss " + std::to_string(*totals.last_eval)).c_str() : "");
-  if (static_cast<int>(trainer.local_ranks().size()) == trainer.world_size()) {
+  if (events.complete()) {  // under mpirun, once the other processes' events reached rank 0
     const ScheduleSummary schedule =
-        summarize_schedule(events.events(), config.dp, config.pp, config.micro_batches);
+        summarize_schedule(events.schedule().events(), config.dp, config.pp, config.micro_batches);
     const std::string_view clock = trainer.clock_text().starts_with("virtual") ? "virtual" : "wall";
     for (const std::string& line : schedule_summary_lines(schedule, clock)) std::printf("%s\n", line.c_str());
-    print_data_parallel_traffic(trainer, config, events, schedule.first_step);
-  } else {  // the bubble and the overlap need every rank's spans, which other processes hold
-    std::printf("schedule: not summarized under mpirun (this process holds its own rank's events only)\n");
+    print_data_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
+  } else {  // the bubble and the overlap need every rank's spans
+    std::printf("schedule: not summarized (the events of some processes did not reach rank 0)\n");
   }
   print_throughput(trainer, config, totals);
   print_memory_summary(trainer);
@@ -305,6 +310,12 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
 }
 
 int train_ranks(TrainFlags& flags, const ProcessMode& mode);
+
+// How long rank 0 waits for the other processes' last events: they end their
+// streams as they finish the last step, a moment after it; after a failure
+// the processes are being stopped, so only a short wait.
+constexpr double kStreamsWait_s = 30.0;
+constexpr double kFailedStreamsWait_s = 2.0;
 
 bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
   return std::any_of(args.begin(), args.end(),
@@ -354,6 +365,7 @@ int train_command(const std::vector<std::string>& args) {
                      " both given: the model comes from the directory's config.json; drop --model");
   // Before anything is written: the run, then the outputs (none may be --data, the other output, a link or a device).
   validate_run_config(config);
+  if (!flags.events_to.empty()) parse_stream_address(flags.events_to, "--events-to");
   ProcessMode mode = join_mpi_job(flags.config, flags.record);  // under mpirun: this process runs one rank
   try {
     return train_ranks(flags, mode);
@@ -372,8 +384,8 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
   check_train_outputs(config, flags.record);
   ignore_file_size_signal();
   TrainOutputs outputs(config, flags.record);
-  ScheduleEvents schedule_events(outputs.events());  // kept for the closing lines, passed on to the recording
-  Trainer trainer(config, &schedule_events, {}, mode.process);  // reads --data: a refused run has opened no output
+  JobEvents job_events(mode, config, flags.events_to, outputs.events());  // every rank's, for the summary and outputs
+  Trainer trainer(config, job_events.sink(), {}, mode.process);  // reads --data: a refused run has opened no output
   std::signal(SIGINT, on_interrupt);  // before the header: once it is printed, Ctrl-C stops the run, outputs complete
   if (mode.prints() && !flags.imported.empty()) std::printf("%s\n", flags.imported.c_str());
   if (mode.prints()) print_run_header(config, trainer);
@@ -383,9 +395,11 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
   try {
     totals = train(trainer, config, flags.log_every, outputs);
   } catch (...) {
+    job_events.finish(kFailedStreamsWait_s);
     outputs.keep_after_failure();  // a rank failed or an output could not be written: keep what was written well
     throw;
   }
+  job_events.finish(kStreamsWait_s);
   outputs.finish();  // also after Ctrl-C: complete metrics and a readable recording
   if (!config.save_dir.empty() && totals.saved_step != trainer.steps_done()) {
     if (g_stop.load())  // a step cut short may have left ranks apart: only whole saves count
@@ -395,7 +409,7 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
       save_checkpoint(trainer, config, totals);
   }
   if (mode.prints()) {
-    print_summary(trainer, config, totals, schedule_events);
+    print_summary(trainer, config, totals, job_events);
     outputs.print_summary();
   }
   return g_stop.load() ? 130 : 0;

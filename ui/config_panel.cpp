@@ -68,6 +68,13 @@ ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
     form->addRow(label, widget == data_ ? dataField : widget);
     rows_.push_back({&field, widget, label});
   }
+  ranks_as_ = new QComboBox(this);
+  ranks_as_->setObjectName(QStringLiteral("ranksAs"));
+  ranks_as_->addItem(QString(), QStringLiteral("threads"));
+  ranks_as_->addItem(QString(), QStringLiteral("processes"));
+  ranks_as_label_ = new QLabel(this);
+  ranks_as_label_->setBuddy(ranks_as_);
+  form->addRow(ranks_as_label_, ranks_as_);
   if (auto* schedule = fieldWidget<QComboBox>("schedule")) {
     schedule->setItemText(schedule->findData(QStringLiteral("1f1b")), QStringLiteral("1F1B"));
     schedule->setItemText(schedule->findData(QStringLiteral("gpipe")), QStringLiteral("GPipe"));
@@ -101,6 +108,7 @@ ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
     if (!updating_) revalidate();
   };
   connect(model_, &QComboBox::currentIndexChanged, this, onEdit);
+  connect(ranks_as_, &QComboBox::currentIndexChanged, this, onEdit);
   connect(device_, &QComboBox::currentIndexChanged, this, onEdit);
   for (const FieldRow& row : rows_)
     if (!isOwnWidget(row.widget)) onFieldWidgetEdited(*row.field, row.widget, this, onEdit);
@@ -186,6 +194,11 @@ void ConfigPanel::retranslate() {
     row.label->setText(fieldLabel(*row.field));
     row.widget->setToolTip(fieldHelp(*row.field));
   }
+  ranks_as_label_->setText(tr("Ranks run as"));
+  ranks_as_->setItemText(0, tr("threads"));
+  ranks_as_->setItemText(1, tr("processes"));
+  ranks_as_->setToolTip(tr("threads: every rank in this program; processes: one process per rank, started "
+                           "with shardscope-cli launch (mpirun), their events streamed back here"));
   if (auto* mode = fieldWidget<QComboBox>("dp_mode")) {
     mode->setItemText(mode->findData(QStringLiteral("ddp")), tr("DDP (ring all-reduce)"));
     mode->setItemText(mode->findData(QStringLiteral("naive")), tr("DataParallel (naive, rank 0 master)"));
@@ -215,8 +228,11 @@ void ConfigPanel::changeEvent(QEvent* event) {
 QString ConfigPanel::labelText(const QString& objectName) const {
   for (const FieldRow& row : rows_)
     if (row.widget->objectName() == objectName) return row.label->text();
-  return QString();
+  return ranks_as_->objectName() == objectName ? ranks_as_label_->text() : QString();
 }
+
+bool ConfigPanel::ranksAsProcesses() const { return ranks_as_->currentIndex() == 1; }
+void ConfigPanel::setRanksAsProcesses(bool processes) { ranks_as_->setCurrentIndex(processes ? 1 : 0); }
 
 RunConfig ConfigPanel::config() const {
   RunConfig c;  // every field the panel does not show keeps the CLI's default

@@ -56,6 +56,10 @@ class ConfigPanel : public QWidget {
   QString gpuProfile() const;
   void setGpuProfile(const QString& name);
   QString fitText() const;
+  // "Ranks run as: threads | processes": with processes, Run starts the job
+  // through shardscope-cli launch, one process per rank (run_controller.h).
+  bool ranksAsProcesses() const;
+  void setRanksAsProcesses(bool processes);
   // The estimator's prediction for the fullest rank of the current settings (-1: cannot model them).
   std::int64_t predictedBytesPerRank() const { return predicted_bytes_; }
   // The estimator's bytes per rank for `config`: the panel's own prediction
@@ -93,6 +97,8 @@ class ConfigPanel : public QWidget {
   QCheckBox* checkpoint_;
   QLineEdit* data_;
   QPushButton* browse_;
+  QLabel* ranks_as_label_;
+  QComboBox* ranks_as_;  // data: "threads", "processes"
   QComboBox* device_;  // data: "cpu", "cuda:N" (all ranks on GPU N), "cuda:each" (a GPU per rank)
   DeviceProbe probe_;
   bool probed_ = false;

@@ -202,6 +202,7 @@ QSplitter* MainWindow::buildViewsColumn() {
   buildRecordingUi();
   buildPlannerUi();
   buildCheckpointUi();
+  buildProcessUi();
   buildRunConfigUi();
   auto* tabsAndReplay = new QWidget;
   auto* tabsLayout = new QVBoxLayout(tabsAndReplay);
@@ -236,6 +237,7 @@ void MainWindow::retranslate() {
   retranslateRecordingUi();
   retranslatePlannerUi();
   retranslateCheckpointUi();
+  retranslateProcessUi();
   retranslateRunConfigUi();
   lessons_menu_->setTitle(tr("&Lessons"));
   lessons_dock_->setWindowTitle(tr("Lessons"));
@@ -328,7 +330,11 @@ void MainWindow::prepareViews(const RunConfig& config) {
 
 void MainWindow::startRun() {
   if (controller_->busy() || !panel_->problem().isEmpty()) return;
-  const RunConfig config = runConfigToStart();
+  RunConfig config = runConfigToStart();
+  if (panel_->ranksAsProcesses()) {  // each process has its own cores (cli_launch.h): the wall clock, no GPU profile
+    config.clock = ClockKind::wall;
+    config.gpu_profile = "none";
+  }
   leaveReplay();
   prepareViews(config);
   had_error_ = false;
@@ -337,7 +343,10 @@ void MainWindow::startRun() {
   setStatus([this, ranks, model] { return tr("Starting %1 on %n rank(s)...", nullptr, ranks).arg(model); });
   logger_->info("{}", statusText().toStdString());
   recorder_->beginRun(config);
-  controller_->start(config);
+  if (panel_->ranksAsProcesses())
+    controller_->startProcesses(config);
+  else
+    controller_->start(config);
 }
 
 void MainWindow::stepOnce() {
@@ -362,13 +371,17 @@ void MainWindow::updateControls() {
   panel_->setEnabled(!busy);
   run_->setEnabled(!busy && problem.isEmpty());
   run_->setToolTip(problem.isEmpty() ? tr("Train with these settings") : tr("Cannot run: %1").arg(problem));
-  pause_->setEnabled(state == RunController::State::running || state == RunController::State::paused);
+  // Processes run on to the end (or Stop): no pause, no single steps.
+  pause_->setEnabled((state == RunController::State::running || state == RunController::State::paused) &&
+                     !controller_->runsProcesses());
   pause_->setText(state == RunController::State::paused ? tr("Resume") : tr("Pause"));
-  step_->setEnabled(state == RunController::State::paused || (!busy && problem.isEmpty()));
+  step_->setEnabled(state == RunController::State::paused ||
+                    (!busy && problem.isEmpty() && !panel_->ranksAsProcesses()));
   stop_->setEnabled(busy && state != RunController::State::stopping);
   if (open_action_ != nullptr) {
     open_action_->setEnabled(!busy);
     record_action_->setEnabled(!busy);
+    attach_action_->setEnabled(!busy);
     export_action_->setEnabled(!busy && (recorder_->hasRecording() || !recorder_->lastRecordingPath().isEmpty()));
   }
 }

@@ -96,6 +96,11 @@ class MainWindow : public QMainWindow {
   QAction* planAction() const { return plan_action_; }
   QAction* importConfigAction() const { return import_config_action_; }
   QAction* saveCheckpointsAction() const { return save_checkpoints_action_; }
+  // File → Attach…: listens on 127.0.0.1:port for a job started from a shell
+  // with `train --events-to 127.0.0.1:PORT`; its events fill the views as a
+  // run's do. False (the reason in the status) if the port cannot be used.
+  bool attachToJob(int port);
+  QAction* attachAction() const { return attach_action_; }
   QAction* resumeAction() const { return resume_action_; }
   // What the menu actions do after their folder dialog (tests call them directly).
   void setCheckpointDir(const QString& dir);
@@ -139,6 +144,10 @@ class MainWindow : public QMainWindow {
   void retranslatePlannerUi();
   // File → Save checkpoints… / Resume from checkpoint… (main_window_checkpoints.cpp)
   void buildCheckpointUi();
+  // File → Attach… and runs whose ranks are processes (main_window_processes.cpp)
+  void buildProcessUi();
+  void retranslateProcessUi();
+  void onJobConfig(const RunConfig& config);
   void retranslateCheckpointUi();
   void buildRunConfigUi();  // main_window_run_config.cpp
   void retranslateRunConfigUi();
@@ -186,6 +195,7 @@ class MainWindow : public QMainWindow {
   QAction* import_config_action_ = nullptr;
   QAction* save_checkpoints_action_ = nullptr;
   QAction* resume_action_ = nullptr;
+  QAction* attach_action_ = nullptr;
   QString checkpoint_dir_;  // every run from here on saves there at its end (empty: none)
   QString resume_dir_;      // the next run resumes from this step directory (once)
   QAction* open_run_config_action_ = nullptr;

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "run_controller.h"
 
+#include <QCoreApplication>
 #include <chrono>
 #include <exception>
 
+#include "process_job.h"
+#include "train/metrics_json.h"
 #include "train/trainer.h"
 
 namespace shardscope::ui {
@@ -19,6 +22,7 @@ RunController::RunController(QObject* parent) : QObject(parent), queue_(std::mak
 }
 
 RunController::~RunController() {
+  job_.reset();
   stop_ = true;
   if (thread_.joinable()) thread_.join();
 }
@@ -32,14 +36,13 @@ std::vector<MemoryBytes> RunController::finalMemory() const {
 void RunController::start(const RunConfig& config) { launch(config, false); }
 void RunController::startPaused(const RunConfig& config) { launch(config, true); }
 
-void RunController::launch(const RunConfig& config, bool paused) {
-  if (busy()) return;
+// Everything of the previous run has been drained (poll ends a run only on an
+// empty queue), so a fresh queue starts the new run's counters at zero.
+void RunController::resetRun() {
   if (thread_.joinable()) thread_.join();  // a finished worker: returns at once
-  // Everything of the previous run has been drained (poll ends a run only on an
-  // empty queue), so a fresh queue starts the new run's counters at zero.
   queue_ = std::make_unique<EventQueue>();
   stop_ = false;
-  paused_ = paused;
+  paused_ = false;
   step_budget_ = 0;
   finished_ = false;
   steps_done_ = 0;
@@ -53,12 +56,74 @@ void RunController::launch(const RunConfig& config, bool paused) {
     ok_ = true;
     message_.clear();
   }
+}
+
+void RunController::launch(const RunConfig& config, bool paused) {
+  if (busy()) return;
+  resetRun();
+  paused_ = paused;
   thread_ = std::thread([this, config] { worker(config); });
   setState(paused ? State::paused : State::running);
   timer_.start();
 }
 
+QString RunController::cliPath() const {
+  return cli_path_.isEmpty() ? QCoreApplication::applicationDirPath() + QStringLiteral("/shardscope-cli") : cli_path_;
+}
+
+int RunController::jobPort() const { return job_ ? job_->port() : 0; }
+
+// The listening side of a process job; `error` says why not.
+void RunController::beginJob(int port, QString& error) {
+  resetRun();
+  try {
+    job_ = std::make_unique<ProcessJob>(port, queue_.get());
+  } catch (const std::exception& e) {
+    error = QString::fromStdString(e.what());
+  }
+}
+
+void RunController::startProcesses(const RunConfig& config) {
+  if (busy()) return;
+  QString error;
+  beginJob(0, error);
+  if (!error.isEmpty()) {
+    Q_EMIT runFinished(false, error);
+    return;
+  }
+  job_->start(cliPath(), config);
+  setState(State::running);
+  timer_.start();
+}
+
+bool RunController::attach(int port, QString& error) {
+  if (busy()) return false;
+  beginJob(port, error);
+  if (!error.isEmpty()) return false;
+  awaiting_config_ = true;
+  setState(State::running);
+  timer_.start();
+  return true;
+}
+
+// The attached job's config reaches the window before any of its events.
+bool RunController::announceJobConfig() {
+  const std::string metadata = job_->metadataJson();
+  if (metadata.empty()) return false;
+  awaiting_config_ = false;
+  try {
+    Q_EMIT jobConfigReceived(run_config_from_json(nlohmann::json::parse(metadata)));
+  } catch (const std::exception& e) {
+    std::lock_guard lock(result_mutex_);
+    ok_ = false;
+    message_ = std::string("the job's run config: ") + e.what();
+    job_->stop();
+  }
+  return true;
+}
+
 void RunController::pause() {
+  if (job_) return;  // processes run on; Stop ends them
   if (state_ != State::running) return;
   paused_ = true;
   setState(State::paused);
@@ -78,10 +143,12 @@ void RunController::stepOnce() {
 void RunController::stop() {
   if (!busy() || state_ == State::stopping) return;
   stop_ = true;
+  if (job_) job_->stop();
   setState(State::stopping);
 }
 
 void RunController::shutdown() {
+  job_.reset();  // ends a job this window started
   stop_ = true;
   if (thread_.joinable()) thread_.join();
   timer_.stop();
@@ -163,8 +230,9 @@ void RunController::worker(RunConfig config) {
 }
 
 void RunController::poll() {
+  if (job_ && awaiting_config_ && !announceJobConfig()) return;
   // Read finished_ before draining: if it was set, every event is in the queue.
-  const bool finished = finished_.load();
+  const bool finished = job_ ? job_->finished() : finished_.load();
   // Every event of the steps done by now is in the queue (emitted before the step returned).
   const std::int64_t done = steps_done_.load();
   batch_.clear();
@@ -189,8 +257,21 @@ void RunController::poll() {
     Q_EMIT eventsDrained(batch_);
     return;
   }
+  finishRun();
+}
+
+void RunController::finishRun() {
   timer_.stop();
   if (thread_.joinable()) thread_.join();  // the worker has returned
+  if (job_) {
+    std::lock_guard lock(result_mutex_);
+    if (ok_) {  // a config the window could not read has said so already
+      ok_ = job_->ok();
+      message_ = job_->message().toStdString();
+    }
+    job_.reset();
+    awaiting_config_ = false;
+  }
   bool ok;
   std::string message;
   {

@@ -11,6 +11,11 @@
 // through a PlaybackPacer that hands them to the views at that fraction of
 // real time, and the worker waits after each step until the views have
 // replayed it. Training itself runs at full speed; it only pauses between steps.
+//
+// Ranks as processes (startProcesses, attach): no worker thread; a
+// ProcessJob (process_job.h) receives the job's event stream into the same
+// queue, so the views fill exactly as for threads. Pause and Step once do not
+// apply to processes; Stop ends the job.
 #pragma once
 
 #include <QObject>
@@ -35,6 +40,8 @@ class Trainer;
 
 namespace shardscope::ui {
 
+class ProcessJob;
+
 class RunController : public QObject {
   Q_OBJECT
 
@@ -46,6 +53,7 @@ class RunController : public QObject {
 
   State state() const { return state_; }
   bool busy() const { return state_ != State::idle; }
+  bool runsProcesses() const { return job_ != nullptr; }  // the run's ranks are processes (or attached)
   // The ledger's peak bytes of every rank when the last run ended (each
   // category's own peak, by global rank: what the memory bars show); empty
   // before the first run ends or when it failed to start.
@@ -62,6 +70,16 @@ class RunController : public QObject {
   // an error event). Ignored while a run is busy.
   void start(const shardscope::RunConfig& config);
   void startPaused(const shardscope::RunConfig& config);  // starts, then waits for stepOnce/resume
+  // Starts the run with one process per rank (shardscope-cli launch, found
+  // next to this program; setCliPath overrides it). A failure arrives as runFinished.
+  void startProcesses(const shardscope::RunConfig& config);
+  // Listens on 127.0.0.1:port for a job started elsewhere with `train
+  // --events-to 127.0.0.1:PORT`; jobConfigReceived comes when it connects,
+  // before its events. False, with `error` (the port in use), if it cannot listen.
+  bool attach(int port, QString& error);
+  void setCliPath(const QString& path) { cli_path_ = path; }
+  int jobPort() const;  // the port a process job listens on; 0 when none
+  QString cliPath() const;
   void pause();
   void resume();
   void stepOnce();  // while paused: run exactly one more optimizer step
@@ -79,9 +97,15 @@ class RunController : public QObject {
   void eventsDrained(const std::vector<shardscope::Event>& events);
   void stateChanged(shardscope::ui::RunController::State state);
   void runFinished(bool ok, const QString& message);
+  // An attached job's run config (its stream's metadata), before its first event.
+  void jobConfigReceived(const shardscope::RunConfig& config);
 
  private:
   void launch(const RunConfig& config, bool paused);
+  void resetRun();
+  void beginJob(int port, QString& error);
+  bool announceJobConfig();  // false while the attached job's config has not arrived
+  void finishRun();
   void worker(RunConfig config);
   void saveCheckpoint(Trainer& trainer, const std::string& root);
   void setState(State state);
@@ -91,6 +115,9 @@ class RunController : public QObject {
   std::unique_ptr<EventQueue> queue_;
   std::thread thread_;
   std::vector<Event> batch_;
+  std::unique_ptr<ProcessJob> job_;  // ranks as processes; null for threads
+  bool awaiting_config_ = false;     // attached: the views wait for the job's config
+  QString cli_path_;
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> paused_{false};

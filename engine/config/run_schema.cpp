@@ -225,6 +225,20 @@ std::string field_value_text(const RunField& field, const nlohmann::json& value)
   return value.dump();
 }
 
+std::vector<std::string> run_config_flags(const RunConfig& config) {
+  const RunConfig defaults;
+  std::vector<std::string> flags;
+  for (const RunField& field : run_fields()) {
+    const nlohmann::json value = field.get(config);
+    if (field.flag.empty() || value == field.get(defaults)) continue;
+    flags.emplace_back(field.flag);
+    if (field.kind == FieldKind::toggle) continue;  // only `true` differs from the default
+    // Numbers as JSON writes them: the shortest text that reads back to the same double.
+    flags.push_back(value.is_number_float() ? value.dump() : field_value_text(field, value));
+  }
+  return flags;
+}
+
 void check_field_ranges(const RunConfig& config) {
   for (const RunField& field : run_fields()) check_field_value(field, field.get(config));
 }

@@ -96,6 +96,11 @@ void set_field(RunConfig& config, const RunField& field, const nlohmann::json& v
 // A value for --help's "(default: ...)" and the panel.
 std::string field_value_text(const RunField& field, const nlohmann::json& value);
 
+// The `train` flags that make `config` (on top of the defaults): every field
+// with a flag whose value is not the default's, as "--flag" "value" (a set
+// toggle as "--flag" alone). How the GUI starts a run as processes.
+std::vector<std::string> run_config_flags(const RunConfig& config);
+
 // Every field's value is in its row's range (the checks that do not need other fields).
 void check_field_ranges(const RunConfig& config);
 

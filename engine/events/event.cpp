@@ -65,15 +65,13 @@ std::string_view ring_phase_name(RingPhase phase) {
   return "?";
 }
 
-RunClock::RunClock()
-    : origin_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::steady_clock::now().time_since_epoch())
-                     .count()) {}
+RunClock::RunClock() : origin_ns_(steady_ns()) {}
 
-std::int64_t RunClock::now_ns() const {
+std::int64_t RunClock::steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-             .count() -
-         origin_ns_;
+      .count();
 }
+
+std::int64_t RunClock::now_ns() const { return steady_ns() - origin_ns_; }
 
 }  // namespace shardscope

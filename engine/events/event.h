@@ -140,7 +140,11 @@ class EventSink {
 class RunClock {
  public:
   RunClock();
+  // A run whose start is `origin_ns` on the steady clock (steady_ns()): the
+  // processes of one job on one machine share that clock, so their events line up.
+  explicit RunClock(std::int64_t origin_ns) : origin_ns_(origin_ns) {}
   std::int64_t now_ns() const;
+  static std::int64_t steady_ns();
 
  private:
   std::int64_t origin_ns_;

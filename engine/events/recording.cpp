@@ -171,21 +171,31 @@ Event decode_event(const unsigned char* r, std::uint32_t version) {
 
 // ---- RecordingWriter ----
 
+std::vector<unsigned char> recording_header(const std::string& metadata_json) {
+  const std::string metadata = metadata_json.empty() ? "{}" : metadata_json;
+  if (!nlohmann::json::accept(metadata)) throw std::invalid_argument("recording metadata is not valid JSON");
+  if (metadata.size() > kMaxMetadataBytes) throw std::invalid_argument("recording metadata is over 64 MiB");
+  std::vector<unsigned char> header(kRecordingHeaderSize + metadata.size());
+  std::memcpy(header.data(), kRecordingMagic, 8);
+  put(header.data() + 8, kRecordingVersion);
+  put(header.data() + 12, kRecordSize);
+  put(header.data() + 16, static_cast<std::uint32_t>(metadata.size()));
+  std::memcpy(header.data() + kRecordingHeaderSize, metadata.data(), metadata.size());
+  return header;
+}
+
 RecordingWriter::RecordingWriter(const std::string& path, const std::string& metadata_json, const std::string& flag)
     : path_(path) {
-  const std::string metadata = metadata_json.empty() ? "{}" : metadata_json;
-  if (!nlohmann::json::accept(metadata)) throw std::invalid_argument(path + ": recording metadata is not valid JSON");
-  if (metadata.size() > kMaxMetadataBytes) throw std::invalid_argument(path + ": recording metadata is over 64 MiB");
+  std::vector<unsigned char> header;
+  try {
+    header = recording_header(metadata_json);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(path + ": " + e.what());
+  }
   file_ = std::make_unique<OutputFile>(NamedFile{flag, path});
   writing_path_ = file_->temp_path();
-  unsigned char header[kRecordingHeaderSize];
-  std::memcpy(header, kRecordingMagic, 8);
-  put(header + 8, kRecordingVersion);
-  put(header + 12, kRecordSize);
-  put(header + 16, static_cast<std::uint32_t>(metadata.size()));
   buffer_.reserve(kWriteBufferBytes + kRecordSize);
-  buffer_.assign(header, header + kRecordingHeaderSize);
-  buffer_.insert(buffer_.end(), metadata.begin(), metadata.end());
+  buffer_.assign(header.begin(), header.end());
   flush();  // a reader may open writing_path() as soon as the constructor returns
 }
 

@@ -49,6 +49,11 @@ constexpr std::uint32_t record_size(std::uint32_t version) {
 void encode_event(const Event& event, unsigned char* record);
 Event decode_event(const unsigned char* record, std::uint32_t version = kRecordingVersion);
 
+// The header of a kRecordingVersion recording (magic to metadata): also the
+// start of an event stream (event_stream.h), so a stream saved as bytes is a
+// recording. Throws std::invalid_argument if the metadata is not JSON or over 64 MiB.
+std::vector<unsigned char> recording_header(const std::string& metadata_json);
+
 // Writes a recording. Thread-safe: emit() takes a mutex, so it may be called
 // from engine threads directly (through a FanOutSink; it then costs them a copy
 // into the buffer and, every 64 KiB, a write) or from the one thread that

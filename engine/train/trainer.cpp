@@ -64,6 +64,7 @@ void check_fits_host(const std::vector<MemoryBytes>& predicted) {
 
 Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory devices, RankProcess process)
     : config_(config), faults_(config), sink_(sink), process_(std::move(process)) {
+  if (process_.clock_origin_ns) clock_ = RunClock(*process_.clock_origin_ns);
   validate_run_config(config_);
   plan_ = std::make_unique<ShardingPlan>(make_sharding_plan(config_));
   world_ = InProcessWorld::create(plan_->grid().world_size(), sink_, &clock_);
@@ -360,7 +361,8 @@ StepMetrics Trainer::step() {
   metrics.has_eval_loss = m.eval_loss.has_value();
   metrics.eval_loss = m.eval_loss.value_or(0.0f);
   metrics.memory = m.memory.bytes;
-  emit(metrics);
+  // Global figures, once per job: under mpirun the other processes' copies would repeat them.
+  if (!process_.active() || process_.rank == 0) emit(metrics);
   return m;
 }
 

@@ -97,6 +97,9 @@ struct RankProcess {
   std::function<std::unique_ptr<Communicator>(const std::vector<int>& members, DeviceClock* clock, EventSink* sink)>
       communicator;
   std::function<void(int rank, const std::string& reason)> abort;
+  // The run's start on the steady clock (RunClock::steady_ns), shared by the
+  // job's processes so their event times compare; unset: when the trainer is built.
+  std::optional<std::int64_t> clock_origin_ns;
   std::function<bool()> aborted;  // another process failed, or died
   std::function<std::string()> abort_message;
   // --device cuda: this process's place among its machine's processes (its

@@ -120,6 +120,22 @@
         <source>Does not fit: %1 predicted per rank &gt; %2 (%3)</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Ranks run as</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>threads</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>processes</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>threads: every rank in this program; processes: one process per rank, started with shardscope-cli launch (mpirun), their events streamed back here</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::HiddenStatesView</name>
@@ -555,6 +571,38 @@
     <message>
         <source>Not a checkpoint: %1</source>
         <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Attach to a job</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Listen on port (this machine only); start the job with
+train ... --events-to 127.0.0.1:PORT</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>&amp;Attach to a job...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Show the events of a job started from a shell with --events-to</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Cannot attach: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Waiting for a job on 127.0.0.1:%1 (train ... --events-to 127.0.0.1:%1)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <source>Attached: %1 on %n rank(s)</source>
+        <translation>
+            <numerusform>Attached: %1 on %n rank</numerusform>
+            <numerusform>Attached: %1 on %n ranks</numerusform>
+        </translation>
     </message>
     <message>
         <source>Open config for a run</source>

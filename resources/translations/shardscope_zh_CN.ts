@@ -117,6 +117,22 @@
         <source>Does not fit: %1 predicted per rank &gt; %2 (%3)</source>
         <translation>放不下：每个 rank 预测需要 %1 &gt; %2（%3）</translation>
     </message>
+    <message>
+        <source>Ranks run as</source>
+        <translation>rank 运行方式</translation>
+    </message>
+    <message>
+        <source>threads</source>
+        <translation>线程</translation>
+    </message>
+    <message>
+        <source>processes</source>
+        <translation>进程</translation>
+    </message>
+    <message>
+        <source>threads: every rank in this program; processes: one process per rank, started with shardscope-cli launch (mpirun), their events streamed back here</source>
+        <translation>线程：所有 rank 都在本程序中运行；进程：每个 rank 一个进程，由 shardscope-cli launch（mpirun）启动，其事件流式传回这里</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::HiddenStatesView</name>
@@ -549,6 +565,38 @@
     <message>
         <source>Not a checkpoint: %1</source>
         <translation>不是检查点：%1</translation>
+    </message>
+    <message>
+        <source>Attach to a job</source>
+        <translation>附加到作业</translation>
+    </message>
+    <message>
+        <source>Listen on port (this machine only); start the job with
+train ... --events-to 127.0.0.1:PORT</source>
+        <translation>监听端口（仅限本机）；用以下命令启动作业：
+train ... --events-to 127.0.0.1:PORT</translation>
+    </message>
+    <message>
+        <source>&amp;Attach to a job...</source>
+        <translation>附加到作业(&amp;A)...</translation>
+    </message>
+    <message>
+        <source>Show the events of a job started from a shell with --events-to</source>
+        <translation>显示从命令行以 --events-to 启动的作业的事件</translation>
+    </message>
+    <message>
+        <source>Cannot attach: %1</source>
+        <translation>无法附加：%1</translation>
+    </message>
+    <message>
+        <source>Waiting for a job on 127.0.0.1:%1 (train ... --events-to 127.0.0.1:%1)</source>
+        <translation>正在 127.0.0.1:%1 上等待作业（train ... --events-to 127.0.0.1:%1）</translation>
+    </message>
+    <message numerus="yes">
+        <source>Attached: %1 on %n rank(s)</source>
+        <translation>
+            <numerusform>已附加：%1，%n 个 rank</numerusform>
+        </translation>
     </message>
     <message>
         <source>Open config for a run</source>

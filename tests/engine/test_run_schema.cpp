@@ -77,6 +77,32 @@ class TestRunSchema : public QObject {
     }
   }
 
+  // run_config_flags (the GUI's processes start `train` with them): parsed
+  // back flag by flag they give the same config; the defaults need no flag.
+  void configFlagsRoundTrip() {
+    QVERIFY(run_config_flags(RunConfig{}).empty());
+    RunConfig config;
+    config.dp = 2;
+    config.pp = 2;
+    config.micro_batches = 4;
+    config.lr = 3e-4f / 7;  // no short decimal
+    config.precision = Precision::bf16;
+    config.profile_ops = true;
+    config.gpus = {0, 1};
+    const std::vector<std::string> flags = run_config_flags(config);
+    RunConfig parsed;
+    for (std::size_t i = 0; i < flags.size(); ++i) {
+      const RunField* field = nullptr;
+      for (const RunField& f : run_fields())
+        if (f.flag == flags[i]) field = &f;
+      QVERIFY2(field != nullptr, flags[i].c_str());
+      const bool toggle = field->kind == FieldKind::toggle;
+      set_field(parsed, *field, field_value_from_text(*field, toggle ? "" : flags[++i]));
+    }
+    QCOMPARE(run_config_to_json(parsed).dump(), run_config_to_json(config).dump());
+    QVERIFY(std::find(flags.begin(), flags.end(), "--profile-ops") != flags.end());
+  }
+
   void badValuesNameTheField() {
     QCOMPARE(std::string(field_error_of([] { field_value_from_text(run_field("steps"), "ten"); }).what()),
              std::string("--steps: 'ten' is not an integer"));

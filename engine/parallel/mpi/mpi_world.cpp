@@ -91,6 +91,14 @@ void MpiWorld::exchange_pids() {
   }
 }
 
+std::string MpiWorld::broadcast_from_rank0(const std::string& text) {
+  int length = static_cast<int>(text.size());
+  call("MPI_Bcast", [&] { return MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD); });
+  std::string out = rank_ == 0 ? text : std::string(static_cast<std::size_t>(length), '\0');
+  call("MPI_Bcast", [&] { return MPI_Bcast(out.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD); });
+  return out;
+}
+
 std::unique_ptr<Communicator> MpiWorld::communicator(const std::vector<int>& members, DeviceClock* clock,
                                                      EventSink* sink) {
   int me = -1;

@@ -85,6 +85,12 @@ class MpiWorld {
   // the same order of groups. Events go to `sink` (may be null) timed by `clock`.
   std::unique_ptr<Communicator> communicator(const std::vector<int>& members, DeviceClock* clock, EventSink* sink);
 
+  // Rank 0's `text`, on every process (MPI_Bcast; every process calls it, at
+  // the same point). Before training: how the others reach rank 0's event collector.
+  std::string broadcast_from_rank0(const std::string& text);
+  // Whether global rank `rank` runs on this machine (same hostname).
+  bool on_this_machine(int rank) const { return pids_.at(static_cast<std::size_t>(rank)) != 0; }
+
   // Copies members[0]'s `bytes` bytes at `data` into the other members' (an
   // NCCL unique id); only the members call it, in the same order of groups.
   // Waits as wait() does. Throws CommAborted.
