@@ -25,8 +25,10 @@ constexpr Tolerance kElementwise{1e-6, 1e-5};
 // GELU's derivative chains a dozen operations; the CPU backend's loops are
 // compiled with FMA contraction (x86-64-v3/v4 clones) and the GPU's with
 // --fmad=false, so they differ by a few ulps per operation (5e-5 seen under
-// the CPU emulation of the kernels, tests/engine/cuda_emulation).
-constexpr Tolerance kGelu{1e-6, 2e-4};
+// the CPU emulation of the kernels, tests/engine/cuda_emulation). Near
+// x = -0.75 the derivative is the difference of two terms of about 0.5 that
+// nearly cancel: a few ulps of those terms (2e-6 seen) are the absolute part.
+constexpr Tolerance kGelu{5e-6, 2e-4};
 constexpr Tolerance kRow{1e-5, 1e-5};
 constexpr Tolerance kMatmul{1e-4, 1e-5};
 constexpr Tolerance kAttention{1e-4, 1e-4};
