@@ -10,6 +10,7 @@
 
 #include "cli/cli_runner.h"
 #include "config/run_schema.h"
+#include "engine/busy_process.h"
 #include "engine/collecting_sink.h"
 #include "estimate/estimate_settings.h"
 #include "estimate/model_shape.h"
@@ -19,6 +20,7 @@
 #include "train/trainer.h"
 
 using namespace shardscope;
+using shardscope::test::BusyProcess;
 using shardscope::test::CollectingSink;
 
 namespace {
@@ -76,22 +78,6 @@ TimeEstimate estimated(const RunConfig& c) {
   const ModelShape shape = model_shape_from_config(find_model_preset(c.model), c.model);
   return estimate_time(shape, settings_for_run(c), &find_gpu_profile(c.gpu_profile));
 }
-
-// A CPU-heavy process beside the run, for as long as it lives.
-class BusyProcess {
- public:
-  BusyProcess() {
-    process_.start("/bin/sh", {"-c", "while :; do :; done"});
-    process_.waitForStarted();
-  }
-  ~BusyProcess() {
-    process_.kill();
-    process_.waitForFinished();
-  }
-
- private:
-  QProcess process_;
-};
 
 }  // namespace
 

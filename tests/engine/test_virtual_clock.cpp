@@ -11,6 +11,7 @@
 #include "cli/cli_runner.h"
 #include "clock/device_clock.h"
 #include "clock/schedule_summary.h"
+#include "engine/busy_process.h"
 #include "engine/collecting_sink.h"
 #include "parallel/in_process_communicator.h"
 #include "train/metrics_json.h"
@@ -18,6 +19,7 @@
 #include "train/trainer.h"
 
 using namespace shardscope;
+using shardscope::test::BusyProcess;
 using shardscope::test::CollectingSink;
 
 namespace {
@@ -43,22 +45,6 @@ ScheduleSummary run_and_summarize(const RunConfig& config, std::vector<Event>* e
   if (events_out != nullptr) *events_out = events;
   return summarize_schedule(events, config.dp, config.pp, config.micro_batches);
 }
-
-// A CPU-heavy process beside the run, for as long as it lives.
-class BusyProcess {
- public:
-  BusyProcess() {
-    process_.start("/bin/sh", {"-c", "while :; do :; done"});
-    process_.waitForStarted();
-  }
-  ~BusyProcess() {
-    process_.kill();
-    process_.waitForFinished();
-  }
-
- private:
-  QProcess process_;
-};
 
 // How far the measured bubble of pp 4 x m 8 may lie from the formula with the
 // stages' times. The goal is 5 points, and it is typically 0-4 above it; but on
