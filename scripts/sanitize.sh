@@ -25,8 +25,8 @@ asan_tests=(test_core test_events test_output_file test_chrome_trace test_config
 asan_fuzz_held_back=()
 # Ranks as threads of one process: the collectives, then DDP, ZeRO and the
 # pipeline (test_parallel_tsan: a subset of test_parallel, tests/CMakeLists.txt).
-tsan_tests=(test_communicator test_communicator_16bit test_parallel_tsan)
-tsan_targets=(test_communicator test_communicator_16bit test_parallel)
+tsan_tests=(test_communicator test_communicator_abort test_communicator_16bit test_parallel_tsan)
+tsan_targets=(test_communicator test_communicator_abort test_communicator_16bit test_parallel)
 
 summary=()
 status=0
