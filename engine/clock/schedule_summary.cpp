@@ -73,12 +73,41 @@ void stages_formula(PipelineBubble& b) {
   b.slowest_stage = max * p / total;
 }
 
+struct Flush {
+  std::int64_t first = INT64_MAX, last = INT64_MIN;
+  std::vector<std::int64_t> busy;  // per stage
+};
+
+struct FlushIdle {
+  double idle = 0.0, bubble = 0.0;  // all the stages' idle time; the slowest stage's (schedule_summary.h)
+};
+
+FlushIdle flush_idle(const Flush& f) {
+  std::int64_t total = 0, slowest = 0;
+  for (std::int64_t busy : f.busy) {
+    total += busy;
+    slowest = std::max(slowest, busy);
+  }
+  const double window = static_cast<double>(f.last - f.first), p = static_cast<double>(f.busy.size());
+  return {1.0 - static_cast<double>(total) / (p * window), 1.0 - static_cast<double>(slowest) / window};
+}
+
+// The median flush by idle time (of the middle two, their mean): one flush
+// where the machine preempted a rank mid-span does not move it.
+void take_median(PipelineBubble& b, std::vector<FlushIdle> flushes) {
+  std::sort(flushes.begin(), flushes.end(), [](const FlushIdle& x, const FlushIdle& y) { return x.idle < y.idle; });
+  const std::size_t n = flushes.size();
+  const FlushIdle& high = flushes[n / 2];
+  const FlushIdle& low = n % 2 == 1 ? high : flushes[n / 2 - 1];
+  b.flushes = static_cast<int>(n);
+  b.idle = 0.5 * (low.idle + high.idle);
+  b.measured = 0.5 * (low.bubble + high.bubble);
+  b.imbalance = b.idle - b.measured;
+}
+
 std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int dp, int pp, int m,
                                               std::int64_t first_step) {
   if (pp <= 1 || dp <= 0 || m <= 0) return std::nullopt;
-  struct Flush {
-    std::int64_t first = INT64_MAX, last = INT64_MIN, busy = 0;
-  };
   std::map<std::tuple<std::int64_t, int, int>, Flush> flushes;  // (step, dp rank, accumulation step)
   PipelineBubble b;
   b.stages = pp;
@@ -88,23 +117,18 @@ std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int
   for (const Event& e : events) {
     if (!is_stage_span(e) || e.step < first_step || e.micro_batch < 0) continue;
     Flush& f = flushes[{e.step, e.rank % dp, e.micro_batch / m}];
+    f.busy.resize(static_cast<std::size_t>(pp), 0);
     f.first = std::min(f.first, e.start_ns);
     f.last = std::max(f.last, e.end_ns);
-    f.busy += e.end_ns - e.start_ns;
-    const int stage = std::clamp(e.rank / dp, 0, pp - 1);
-    b.stage_busy_ns[static_cast<std::size_t>(stage)] += e.end_ns - e.start_ns;
+    const auto stage = static_cast<std::size_t>(std::clamp(e.rank / dp, 0, pp - 1));
+    f.busy[stage] += e.end_ns - e.start_ns;
+    b.stage_busy_ns[stage] += e.end_ns - e.start_ns;
   }
-  std::vector<double> bubbles;
+  std::vector<FlushIdle> idle;
   for (const auto& [key, f] : flushes)
-    if (f.last > f.first)
-      bubbles.push_back(1.0 - static_cast<double>(f.busy) /
-                                  (static_cast<double>(pp) * static_cast<double>(f.last - f.first)));
-  if (bubbles.empty()) return std::nullopt;
-  // The median flush: one flush where the machine preempted a rank mid-span does not move it.
-  std::sort(bubbles.begin(), bubbles.end());
-  const std::size_t n = bubbles.size();
-  b.flushes = static_cast<int>(n);
-  b.measured = n % 2 == 1 ? bubbles[n / 2] : 0.5 * (bubbles[n / 2 - 1] + bubbles[n / 2]);
+    if (f.last > f.first) idle.push_back(flush_idle(f));
+  if (idle.empty()) return std::nullopt;
+  take_median(b, std::move(idle));
   stages_formula(b);
   return b;
 }
@@ -196,9 +220,11 @@ std::vector<std::string> schedule_summary_lines(const ScheduleSummary& s, std::s
     char slowest[32];
     std::snprintf(slowest, sizeof slowest, "%.2f", b.slowest_stage);
     lines.push_back("bubble measured " + percent(b.measured) + " · formula (p−1)/(m+p−1) = " + percent(b.formula) +
-                    " · with these stages' times " + percent(b.for_stages) + " (the slowest stage " + slowest +
-                    "x their mean; p " + std::to_string(b.stages) + ", m " + std::to_string(b.micro_batches) + ", " +
-                    std::to_string(b.flushes) + " flush" + (b.flushes == 1 ? "" : "es") + ", " + context + ")");
+                    " · stage imbalance idles another " + percent(b.imbalance) + " (the slowest stage " + slowest +
+                    "x their mean); idle in all " + percent(b.idle) + ", with these stages' times " +
+                    percent(b.for_stages) + " (p " + std::to_string(b.stages) + ", m " +
+                    std::to_string(b.micro_batches) + ", " + std::to_string(b.flushes) + " flush" +
+                    (b.flushes == 1 ? "" : "es") + ", " + context + ")");
   }
   if (s.overlap) {
     const DdpOverlap& o = *s.overlap;

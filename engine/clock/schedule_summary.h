@@ -20,21 +20,29 @@ namespace shardscope {
 
 // The bubble of a pipeline (pp > 1), per flush: one (step, data-parallel
 // replica, accumulation step) of m micro-batches through p stages. Its window
-// runs from the first stage's first forward to the last backward to end; the
-// stages' busy time is the sum of their whole-stage forward and backward spans:
-//   bubble = 1 - sum(busy) / (p x window),   formula (p - 1) / (m + p - 1)
-// (GPipe, Huang et al. 2019; 1F1B has the same, Narayanan et al. 2021). The
-// formula assumes equal stages. With each stage's measured time per
-// micro-batch t_s, the same fill and drain take sum(t_s) + (m - 1) max(t_s):
+// W runs from the first stage's first forward to the last backward to end; a
+// stage's busy time is the sum of its whole-stage forward and backward spans.
+// The stages idle, in all, 1 - sum(busy) / (p W). Two causes share that idle
+// time, and only the first is the pipeline's bubble:
+//   bubble (fill and drain) = 1 - max(busy) / W: what even the slowest stage
+//     idles while the pipeline fills and drains; the formula
+//     (p - 1) / (m + p - 1) (GPipe, Huang et al. 2019; 1F1B has the same,
+//     Narayanan et al. 2021) when the stages are equal;
+//   stage imbalance = sum(max(busy) - busy) / (p W): what the faster stages
+//     idle waiting for the slowest (a last stage that also runs the head, or a
+//     slower rank); 0 for equal stages.
+// With each stage's measured time per micro-batch t_s, fill and drain take
+// sum(t_s) + (m - 1) max(t_s), so the stages' idle time in all is
 //   for_stages = 1 - m sum(t_s) / (p (sum(t_s) + (m - 1) max(t_s)))
-// which is the formula when all t_s are equal (a last stage that also runs
-// the head, or a slower rank, idles the others).
+// which is the formula when all t_s are equal.
 struct PipelineBubble {
   int stages = 0, micro_batches = 0;
   int flushes = 0;                          // windows measured
-  double measured = 0.0;                    // the median over the flushes
+  double measured = 0.0;                    // the bubble (fill and drain), of the median flush
+  double imbalance = 0.0;                   // stage imbalance, of the same flush
+  double idle = 0.0;                        // measured + imbalance: all the stages' idle time
   double formula = 0.0;                     // (p - 1) / (m + p - 1)
-  double for_stages = 0.0;                  // the formula with the stages' measured times
+  double for_stages = 0.0;                  // the stages' idle time in all, from their measured times
   double slowest_stage = 1.0;               // max(t_s) / mean(t_s)
   std::vector<std::int64_t> stage_busy_ns;  // per stage, summed over the flushes and replicas
 };
@@ -76,8 +84,8 @@ MeasuredTraffic measure_data_parallel_traffic(std::span<const Event> events, std
 // first touches) is left out when later steps are there.
 ScheduleSummary summarize_schedule(std::span<const Event> events, int dp, int pp, int micro_batches);
 
-// The closing lines, in English: "bubble measured 28.4% · formula
-// (p−1)/(m+p−1) = 27.3% ..." and "communication overlapped with backward: 64.0% ...".
+// The closing lines, in English: "bubble measured 25.4% · formula
+// (p−1)/(m+p−1) = 27.3% · stage imbalance idles another 7.8% ..." and "communication overlapped with backward: 64.0% ...".
 std::vector<std::string> schedule_summary_lines(const ScheduleSummary& summary, std::string_view clock_name);
 
 // An EventSink that keeps what summarize_schedule reads (whole-stage compute

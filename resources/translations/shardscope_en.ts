@@ -805,10 +805,6 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>with these stages&apos; times %1%</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>accumulation: k = %1 flushes of m = %2 micro-batches (F0–F%3), each fills and drains the pipeline; one flush of all %4 would idle %5%</source>
         <translation type="unfinished"></translation>
     </message>
@@ -861,6 +857,10 @@ sent %7 ms, arrived %8 ms</source>
         <source>bucket %1 all-reduce, rank %2
 one ring transfer of %3 bytes
 start %4 ms, duration %5 ms</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>stage imbalance idles another %1% (idle in all %2%, with these stages&apos; times %3%)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

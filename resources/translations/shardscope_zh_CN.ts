@@ -806,10 +806,6 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <translation>每轮%1</translation>
     </message>
     <message>
-        <source>with these stages&apos; times %1%</source>
-        <translation>按各阶段实测时间 %1%</translation>
-    </message>
-    <message>
         <source>accumulation: k = %1 flushes of m = %2 micro-batches (F0–F%3), each fills and drains the pipeline; one flush of all %4 would idle %5%</source>
         <translation>梯度累积：k = %1 轮，每轮 m = %2 个微批次（F0–F%3），每轮都先填满再排空流水线；若全部 %4 个微批次在一轮内跑完，空闲仅 %5%</translation>
     </message>
@@ -866,6 +862,10 @@ start %4 ms, duration %5 ms</source>
         <translation>桶 %1 的 all-reduce，rank %2
 一次环形传输，%3 字节
 开始于 %4 ms，耗时 %5 ms</translation>
+    </message>
+    <message>
+        <source>stage imbalance idles another %1% (idle in all %2%, with these stages&apos; times %3%)</source>
+        <translation>阶段不均衡另外造成 %1% 的空闲（总空闲 %2%，按各阶段实测时间计算为 %3%）</translation>
     </message>
 </context>
 <context>

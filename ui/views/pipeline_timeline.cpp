@@ -229,7 +229,10 @@ QString PipelineTimelineView::bubbleText(std::int64_t step) const {
   // Accumulation: k flushes of m micro-batches, each with its own fill and drain (see formula_bubble).
   const bool flushes = accumulation_ > 1 && grid_.pp() > 1;
   text += QStringLiteral(" · ") + (flushes ? tr("per flush %1").arg(formula) : formula);
-  if (s.bubble) text += QStringLiteral(" · ") + tr("with these stages' times %1%").arg(percent(s.bubble->for_stages));
+  if (s.bubble)
+    text += QStringLiteral(" · ") + tr("stage imbalance idles another %1% (idle in all %2%, with these stages' times %3%)")
+                                        .arg(percent(s.bubble->imbalance), percent(s.bubble->idle),
+                                             percent(s.bubble->for_stages));
   if (!flushes) return text;
   const int all = accumulation_ * micro_batches_;
   return text + QStringLiteral(" · ") +

@@ -97,8 +97,9 @@ class PipelineTimelineView : public QWidget, public EventView {
   double formula_bubble() const;
   // The same formula if all k·m micro-batches of the step ran in one flush.
   double one_flush_bubble() const;
-  // "bubble measured 33.2% · formula (p−1)/(m+p−1) = (4−1)/(8+4−1) = 27.3% · ..."; with
-  // accumulation it also says how many flushes of how many micro-batches ran.
+  // "bubble measured 25.1% · formula (p−1)/(m+p−1) = (4−1)/(8+4−1) = 27.3% · stage imbalance
+  // idles another 8.0% ..." (schedule_summary.h); with accumulation it also says how many
+  // flushes of how many micro-batches ran.
   QString bubbleText(std::int64_t step) const;
   // "communication overlapped with backward: 41.5% ..."; empty without DDP buckets in the step.
   QString overlapText(std::int64_t step) const;
