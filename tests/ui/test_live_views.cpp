@@ -71,6 +71,21 @@ RunConfig smallRun() {
   return c;
 }
 
+// The line's data lie inside its value axis, from 0, and its peak reaches past
+// 40% of the axis: a line squashed flat against the axis fails.
+void expectFillsItsAxis(const QCPGraph* graph) {
+  QVERIFY(graph->dataCount() > 0);
+  double peak = 0;
+  for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) peak = std::max(peak, it->value);
+  const QCPAxis* axis = graph->valueAxis();
+  QVERIFY(axis->visible());
+  const QCPRange range = axis->range();
+  QVERIFY2(range.lower <= 0 && range.upper >= peak,
+           qPrintable(QStringLiteral("%1: %2 outside [%3, %4]").arg(graph->name()).arg(peak).arg(range.lower).arg(range.upper)));
+  QVERIFY2(peak > 0.4 * range.upper,
+           qPrintable(QStringLiteral("%1: peak %2 of an axis up to %3").arg(graph->name()).arg(peak).arg(range.upper)));
+}
+
 }  // namespace
 
 class TestLiveViews : public QObject {
@@ -164,6 +179,53 @@ class TestLiveViews : public QObject {
     QVERIFY(plot.modeledPoints().empty());
     QCOMPARE(plot.measuredPoints().size(), std::size_t{2});
     QVERIFY(!plot.plot()->legend->hasItemWithPlottable(plot.plot()->graph(1)));
+  }
+
+  // A GPU profile models tokens/s in millions while the host, every rank
+  // sharing its cores, measures thousands: each line on an axis of its own,
+  // each filling a good part of it and labelled with what it measures.
+  void gpuProfileThroughputOnTwoAxes() {
+    ThroughputPlot plot;
+    RunConfig c = smallRun();  // 256 tokens a step, 128 a replica
+    c.gpu_profile = "H100";
+    plot.reset(c);
+    Event m1 = metrics(1, 1, false, 5000.0f), m2 = metrics(2, 1, false, 3200.0f);
+    m1.start_ns = m1.end_ns = 50'000;   // 5.12 M tokens/s modeled, 1000x the host's 5000
+    m2.start_ns = m2.end_ns = 130'000;  // 3.2 M
+    plot.consume({span(0, 1, ComputeKind::forward, 0, 20'000), span(0, 1, ComputeKind::optimizer, 30'000, 40'000),
+                  m1, span(0, 2, ComputeKind::optimizer, 70'000, 80'000), m2});
+    plot.refresh();
+    const QCustomPlot* p = plot.plot();
+    const QCPGraph* measured = p->graph(0);
+    const QCPGraph* modeled = p->graph(1);
+    QCOMPARE(measured->name(), plot.measuredName());
+    QCOMPARE(modeled->name(), plot.modeledName());
+    expectFillsItsAxis(modeled);
+    expectFillsItsAxis(measured);
+    QVERIFY(measured->valueAxis() != modeled->valueAxis());
+    const QCPGraph* rank0 = p->graph(2);  // 128 tokens in 40 us, then in 40 us: 3.2 M on the modeled axis
+    QCOMPARE(plot.rankPointCount(0), 2);
+    QCOMPARE(rank0->valueAxis(), modeled->valueAxis());
+    expectFillsItsAxis(rank0);
+    const QString modeled_label = modeled->valueAxis()->label(), measured_label = measured->valueAxis()->label();
+    QVERIFY2(modeled_label.contains(QStringLiteral("modeled")) && modeled_label.contains(QStringLiteral("H100")) &&
+                 modeled_label.contains(QStringLiteral("virtual clock")),
+             qPrintable(modeled_label));
+    QVERIFY2(measured_label.contains(QStringLiteral("measured host")) && measured_label.contains(QStringLiteral("wall clock")),
+             qPrintable(measured_label));
+    // Without a profile both count tokens on this machine's cores: one axis, so the gap reads as what sharing them costs.
+    c.gpu_profile = "none";
+    plot.reset(c);
+    plot.consume({m1, m2});
+    plot.refresh();
+    QCOMPARE(p->graph(0)->valueAxis(), p->graph(1)->valueAxis());
+    QVERIFY(!p->yAxis2->visible());
+    const QString shared = p->yAxis->label();
+    QVERIFY2(shared.contains(QStringLiteral("modeled")) && shared.contains(QStringLiteral("measured host")), qPrintable(shared));
+    c.clock = ClockKind::wall;  // the host's line and the ranks' on the wall clock alone
+    plot.reset(c);
+    QVERIFY2(p->yAxis->label().contains(QStringLiteral("wall clock")), qPrintable(p->yAxis->label()));
+    QVERIFY(!p->yAxis2->visible());
   }
 
   void memoryOverTime() {
