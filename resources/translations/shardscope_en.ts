@@ -1371,10 +1371,6 @@ start %4 ms, duration %5 ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Tokens/s</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>Rank %1</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1395,6 +1391,30 @@ start %4 ms, duration %5 ms</source>
 Measured host: the same tokens over the step&apos;s wall time on this machine, every rank sharing its cores.
 Rank r: the tokens of its data-parallel replica per step (global batch × sequence length / dp) divided by the time between the ends of r&apos;s consecutive optimizer spans, on the run&apos;s clock; dashed, in the rank&apos;s colour of the memory plot.
 Every pipeline stage of a replica sees all of its tokens; a slow rank falls below the others.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>modeled tokens/s
+on %1
+(virtual clock)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>tokens/s, modeled
+(virtual clock) and
+measured host
+(wall clock)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>tokens/s
+(wall clock)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>measured host
+tokens/s
+(wall clock)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

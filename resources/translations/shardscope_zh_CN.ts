@@ -1371,10 +1371,6 @@ start %4 ms, duration %5 ms</source>
         <translation>步</translation>
     </message>
     <message>
-        <source>Tokens/s</source>
-        <translation>token/s</translation>
-    </message>
-    <message>
         <source>Rank %1</source>
         <translation>Rank %1</translation>
     </message>
@@ -1399,6 +1395,38 @@ Every pipeline stage of a replica sees all of its tokens; a slow rank falls belo
 本机实测：同样的 token 数，除以该步在本机上的墙钟时间（所有 rank 共享本机 CPU 核）。
 Rank r：其数据并行副本每步的 token 数（全局批大小 × 序列长度 / dp），除以 r 相邻两次优化器区段结束之间的时间（按本次运行的时钟）；虚线，颜色与内存图中该 rank 的颜色相同。
 一个副本的每个流水线阶段都看到它的全部 token；慢的 rank 会低于其他 rank。</translation>
+    </message>
+    <message>
+        <source>modeled tokens/s
+on %1
+(virtual clock)</source>
+        <translation>在 %1 上
+建模的 tokens/s
+（虚拟时钟）</translation>
+    </message>
+    <message>
+        <source>tokens/s, modeled
+(virtual clock) and
+measured host
+(wall clock)</source>
+        <translation>tokens/s：建模
+（虚拟时钟）与
+本机实测
+（墙钟）</translation>
+    </message>
+    <message>
+        <source>tokens/s
+(wall clock)</source>
+        <translation>tokens/s
+（墙钟）</translation>
+    </message>
+    <message>
+        <source>measured host
+tokens/s
+(wall clock)</source>
+        <translation>本机实测
+tokens/s
+（墙钟）</translation>
     </message>
 </context>
 <context>

@@ -80,8 +80,10 @@ void expectFillsItsAxis(const QCPGraph* graph) {
   const QCPAxis* axis = graph->valueAxis();
   QVERIFY(axis->visible());
   const QCPRange range = axis->range();
-  QVERIFY2(range.lower <= 0 && range.upper >= peak,
-           qPrintable(QStringLiteral("%1: %2 outside [%3, %4]").arg(graph->name()).arg(peak).arg(range.lower).arg(range.upper)));
+  QVERIFY2(
+      range.lower <= 0 && range.upper >= peak,
+      qPrintable(
+          QStringLiteral("%1: %2 outside [%3, %4]").arg(graph->name()).arg(peak).arg(range.lower).arg(range.upper)));
   QVERIFY2(peak > 0.4 * range.upper,
            qPrintable(QStringLiteral("%1: peak %2 of an axis up to %3").arg(graph->name()).arg(peak).arg(range.upper)));
 }
@@ -192,8 +194,8 @@ class TestLiveViews : public QObject {
     Event m1 = metrics(1, 1, false, 5000.0f), m2 = metrics(2, 1, false, 3200.0f);
     m1.start_ns = m1.end_ns = 50'000;   // 5.12 M tokens/s modeled, 1000x the host's 5000
     m2.start_ns = m2.end_ns = 130'000;  // 3.2 M
-    plot.consume({span(0, 1, ComputeKind::forward, 0, 20'000), span(0, 1, ComputeKind::optimizer, 30'000, 40'000),
-                  m1, span(0, 2, ComputeKind::optimizer, 70'000, 80'000), m2});
+    plot.consume({span(0, 1, ComputeKind::forward, 0, 20'000), span(0, 1, ComputeKind::optimizer, 30'000, 40'000), m1,
+                  span(0, 2, ComputeKind::optimizer, 70'000, 80'000), m2});
     plot.refresh();
     const QCustomPlot* p = plot.plot();
     const QCPGraph* measured = p->graph(0);
@@ -211,9 +213,10 @@ class TestLiveViews : public QObject {
     QVERIFY2(modeled_label.contains(QStringLiteral("modeled")) && modeled_label.contains(QStringLiteral("H100")) &&
                  modeled_label.contains(QStringLiteral("virtual clock")),
              qPrintable(modeled_label));
-    QVERIFY2(measured_label.contains(QStringLiteral("measured host")) && measured_label.contains(QStringLiteral("wall clock")),
+    QVERIFY2(measured_label.contains(QStringLiteral("measured host")) &&
+                 measured_label.contains(QStringLiteral("wall clock")),
              qPrintable(measured_label));
-    // Without a profile both count tokens on this machine's cores: one axis, so the gap reads as what sharing them costs.
+    // Without a profile both count tokens on this machine's cores: one axis shows what sharing them costs.
     c.gpu_profile = "none";
     plot.reset(c);
     plot.consume({m1, m2});
@@ -221,7 +224,8 @@ class TestLiveViews : public QObject {
     QCOMPARE(p->graph(0)->valueAxis(), p->graph(1)->valueAxis());
     QVERIFY(!p->yAxis2->visible());
     const QString shared = p->yAxis->label();
-    QVERIFY2(shared.contains(QStringLiteral("modeled")) && shared.contains(QStringLiteral("measured host")), qPrintable(shared));
+    QVERIFY2(shared.contains(QStringLiteral("modeled")) && shared.contains(QStringLiteral("measured host")),
+             qPrintable(shared));
     c.clock = ClockKind::wall;  // the host's line and the ranks' on the wall clock alone
     plot.reset(c);
     QVERIFY2(p->yAxis->label().contains(QStringLiteral("wall clock")), qPrintable(p->yAxis->label()));

@@ -17,12 +17,15 @@ LivePlots::LivePlots(QWidget* parent)
       memory_(new MemoryTimelinePlot) {
   setObjectName(QStringLiteral("livePlots"));
   // Loss scale and throughput side by side (both against the step), memory
-  // over time (against seconds) across the bottom.
+  // over time (against seconds) across the bottom. The top row gets more of the
+  // height: its plots carry a legend of two rows and axis labels of several lines.
   auto* grid = new QGridLayout(this);
   grid->setContentsMargins(2, 2, 2, 2);
   grid->addWidget(loss_scale_, 0, 0);
   grid->addWidget(throughput_, 0, 1);
   grid->addWidget(memory_, 1, 0, 1, 2);
+  grid->setRowStretch(0, 4);
+  grid->setRowStretch(1, 3);
 }
 
 void LivePlots::reset(const RunConfig& config) {

@@ -25,6 +25,10 @@
 // (for the first step: since r's first compute span began). Every rank of a
 // replica (each pipeline stage) sees all of the replica's tokens, so in a
 // balanced run the lines overlap; a slow rank stands out below the others.
+//
+// With a GPU profile the modeled lines run in millions and the host's in
+// thousands: the host line gets the right-hand axis of its own, each axis
+// labelled with what it measures. Otherwise one axis holds every line.
 #pragma once
 
 #include <QWidget>
@@ -67,6 +71,7 @@ class ThroughputPlot : public QWidget, public EventView {
 
  private:
   void retranslate();
+  QString leftAxisLabel() const;
   void addStepMetrics(const Event& e);
   void addComputeSpan(const Event& e);
 
@@ -78,6 +83,7 @@ class ThroughputPlot : public QWidget, public EventView {
   double tokens_per_replica_ = 0;
   double tokens_per_step_ = 0;
   bool virtual_clock_ = false;
+  bool host_axis_apart_ = false;                     // the measured host line on the right axis (a GPU profile)
   QString gpu_profile_;                              // empty: this machine's cores
   std::int64_t last_metrics_ns_ = 0;                 // the previous step_metrics' virtual time (0: the clock's start)
   std::vector<std::int64_t> first_start_ns_;         // per rank, -1: no span yet
