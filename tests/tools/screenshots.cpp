@@ -5,9 +5,10 @@
 // ranks), in English, and the main window and live plots in
 // Chinese; the memory planner (GPT-3 175B on 1024 × A100-80GB) in both. Not a
 // test; run by hand after changing the UI (`planner` as a second argument:
-// the planner's pictures only, no runs; `pipeline`: the Pipeline tab and its lesson's only;
-// `zero3`: the ZeRO-3 run's pictures only):
-//   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots [planner|pipeline|zero3]
+// the planner's pictures only, no runs; `main`: the main window in both
+// languages and the Pipeline tab; `pipeline`: the pipeline lesson's;
+// `live`: the Live plots tab's; `zero3`: the ZeRO-3 run's pictures only):
+//   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots [planner|main|pipeline|live|zero3]
 #include <QDockWidget>
 #include <QApplication>
 #include <functional>
@@ -156,10 +157,10 @@ bool shootPlanner(const QString& language, const QDir& dir, const QString& name)
   return save(&planner, dir, name);
 }
 
-// The Pipeline tab after the opening preset's run, and the pipeline bubbles
-// lesson on it: GPipe as Try it loads it, then 1F1B, in English and Chinese.
-bool shootPipeline(const RunConfig& preset, const QDir& dir) {
-  bool ok = shoot(QStringLiteral("en"), preset, dir, {{1, QStringLiteral("pipeline_timeline.png")}});
+// The pipeline bubbles lesson on the Pipeline tab: GPipe as Try it loads it,
+// then 1F1B, in English and Chinese.
+bool shootPipelineLessons(const QDir& dir) {
+  bool ok = true;
   for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
     const QString suffix = language == QStringLiteral("en") ? QStringLiteral(".png") : QStringLiteral("_zh.png");
     ok = shootLessonPair(language, QStringLiteral("pipeline_bubbles"),
@@ -169,6 +170,32 @@ bool shootPipeline(const RunConfig& preset, const QDir& dir) {
          ok;
   }
   return ok;
+}
+
+// The opening preset with 0.5 MB DDP buckets (as --bucket-mb 0.5): each stage's
+// gradients fill five buckets, the first all-reduced while the last
+// micro-batch's backward still runs, so the Pipeline tab's DDP lane shows
+// them queued on the communication stream, overlapping backward. The 25 MB
+// default holds a stage's gradients in one bucket, sent as backward ends; on the
+// RTX 4090's modeled clock that backward lasts ~12 us, and with 1 MB buckets
+// (three) the first is still not under way before it ends (0.2% overlapped).
+RunConfig withSmallBuckets(RunConfig preset) {
+  preset.bucket_mb = 0.5;
+  return preset;
+}
+
+// After that run: the main window and its Pipeline tab in English, the main window in Chinese.
+bool shootMainWindows(const RunConfig& run, const QDir& dir) {
+  bool ok = shoot(QStringLiteral("en"), run, dir,
+                  {{0, QStringLiteral("main_window.png"), true}, {1, QStringLiteral("pipeline_timeline.png")}});
+  return shoot(QStringLiteral("zh_CN"), run, dir, {{0, QStringLiteral("main_window_zh.png"), true}}) && ok;
+}
+
+// The Live plots tab after an fp16 run, in English (alone and in the window) and in Chinese.
+bool shootLivePlots(const RunConfig& fp16, const QDir& dir) {
+  bool ok = shoot(QStringLiteral("en"), fp16, dir,
+                  {{4, QStringLiteral("live_plots.png")}, {4, QStringLiteral("main_window_live_plots.png"), true}});
+  return shoot(QStringLiteral("zh_CN"), fp16, dir, {{4, QStringLiteral("live_plots_zh.png")}}) && ok;
 }
 
 }  // namespace
@@ -187,21 +214,22 @@ int main(int argc, char** argv) {
   zero3.zero_stage = 3;
   const std::vector<Shot> zero3_shots{{3, QStringLiteral("zero3_sharding.png")},
                                       {2, QStringLiteral("ring_zero3.png")}};  // the ring: per-unit gathers
-  if (only == QStringLiteral("zero3")) return shoot(QStringLiteral("en"), zero3, dir, zero3_shots) ? 0 : 1;
-  const bool planner_only = only == QStringLiteral("planner");
-  if (only == QStringLiteral("pipeline")) return shootPipeline(c, dir) ? 0 : 1;
-  bool planned = shootPlanner(QStringLiteral("en"), dir, QStringLiteral("planner_gpt3_1024xA100.png"));
-  planned = shootPlanner(QStringLiteral("zh_CN"), dir, QStringLiteral("planner_gpt3_1024xA100_zh.png")) && planned;
-  if (planner_only) return planned ? 0 : 1;
-  bool ok = shoot(QStringLiteral("en"), c, dir, {{0, QStringLiteral("main_window.png"), true}});
-  ok = shootPipeline(c, dir) && ok;
   RunConfig fp16 = c;  // a first loss scale of 2^24 overflows: the plots show the back-off
   fp16.precision = Precision::fp16;
   fp16.initial_scale_power = 24;
   fp16.steps = 40;
-  ok = shoot(QStringLiteral("en"), fp16, dir,
-             {{4, QStringLiteral("live_plots.png")}, {4, QStringLiteral("main_window_live_plots.png"), true}}) &&
-       ok;
+  if (only == QStringLiteral("zero3")) return shoot(QStringLiteral("en"), zero3, dir, zero3_shots) ? 0 : 1;
+  const bool planner_only = only == QStringLiteral("planner");
+  const RunConfig main_run = withSmallBuckets(c);
+  if (only == QStringLiteral("main")) return shootMainWindows(main_run, dir) ? 0 : 1;
+  if (only == QStringLiteral("pipeline")) return shootPipelineLessons(dir) ? 0 : 1;
+  if (only == QStringLiteral("live")) return shootLivePlots(fp16, dir) ? 0 : 1;
+  bool planned = shootPlanner(QStringLiteral("en"), dir, QStringLiteral("planner_gpt3_1024xA100.png"));
+  planned = shootPlanner(QStringLiteral("zh_CN"), dir, QStringLiteral("planner_gpt3_1024xA100_zh.png")) && planned;
+  if (planner_only) return planned ? 0 : 1;
+  bool ok = shootMainWindows(main_run, dir);
+  ok = shootPipelineLessons(dir) && ok;
+  ok = shootLivePlots(fp16, dir) && ok;
   RunConfig ring = c;  // four ranks around the ring
   ring.dp = 4;
   ring.pp = 1;
@@ -214,7 +242,6 @@ int main(int argc, char** argv) {
   naive.micro_batches = 1;
   naive.dp_mode = DataParallelMode::naive;
   ok = shoot(QStringLiteral("en"), naive, dir, {{2, QStringLiteral("ring_naive_data_parallel.png")}}) && ok;
-  ok = shoot(QStringLiteral("zh_CN"), c, dir, {{0, QStringLiteral("main_window_zh.png"), true}}) && ok;
   // The DDP lesson as "Try it" loads it: 4 ranks in naive DataParallel, the star into rank 0.
   const auto lessons = load_lessons();
   const auto ddp = std::find_if(lessons.begin(), lessons.end(),
@@ -234,7 +261,6 @@ int main(int argc, char** argv) {
                          QStringLiteral("lesson_checkpointing_none") + suffix) &&
          ok;
   }
-  ok = shoot(QStringLiteral("zh_CN"), fp16, dir, {{4, QStringLiteral("live_plots_zh.png")}}) && ok;
   ok = shootHiddenStates(QStringLiteral("en"), dir, QStringLiteral("lesson_bert_hidden_states.png")) && ok;
   ok = shootHiddenStates(QStringLiteral("zh_CN"), dir, QStringLiteral("lesson_bert_hidden_states_zh.png")) && ok;
   return ok && planned ? 0 : 1;
