@@ -75,11 +75,8 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
         const auto t0 = Clock::now();
         span.start_ns = run.clock != nullptr ? run.clock->now() : 0;
         model.backward(run.loss_rows);
-        // The span ends with the backward's own work; waiting for DDP's last
-        // bucket (after_backward) is the communication stream's time, not backward's.
         span.compute = ComputeKind::backward;
         span.end_ns = run.clock != nullptr ? run.clock->now() : 0;
-        if (run.after_backward) run.after_backward(j);
         result.backward_s += seconds_since(t0);
         if (run.sink != nullptr) run.sink->emit(span);
         break;

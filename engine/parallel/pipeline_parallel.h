@@ -27,9 +27,10 @@ struct PipelineStageRun {
   const std::vector<PipelineAction>* actions = nullptr;  // this stage's schedule
   // The data of micro-batch j; the vectors behind it live until the run ends.
   std::function<Batch(int micro_batch)> batch;
-  // Called just before the backward of micro-batch j (DDP arms its reducer on the last).
+  // Called just before the backward of micro-batch j (DDP arms its reducer on
+  // the last). The caller waits for DDP's buckets after the whole schedule:
+  // the last gradient send to the previous stage must not wait for them.
   std::function<void(int micro_batch)> before_backward;
-  std::function<void(int micro_batch)> after_backward;
   double loss_rows = 0.0;      // each scored position weighs 1 / loss_rows (see Model::backward)
   int micro_batch_offset = 0;  // added to j in events and tags (accumulation steps before this one)
   CommTag tag;                 // step of the run

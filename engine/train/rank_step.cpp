@@ -150,7 +150,7 @@ void Trainer::forward_backward(Rank& rk, const MicroBatches& inputs, int a, bool
   Model& model = *rk.model;
   DdpReducer* reducer = synchronize ? rk.reducer.get() : nullptr;
   const InProcessWorld* world = world_.get();
-  PipelineStageRun run{model, rk.pp_comm, rk.stage, &rk.actions, {}, {}, {}, 0.0, 0, tag, sink_,
+  PipelineStageRun run{model, rk.pp_comm, rk.stage, &rk.actions, {}, {}, 0.0, 0, tag, sink_,
                        rk.clock.get(), event_base(rk, tag.step)};
   run.batch = [&](int j) {
     const auto k = static_cast<std::size_t>(j);
@@ -166,13 +166,13 @@ void Trainer::forward_backward(Rank& rk, const MicroBatches& inputs, int a, bool
       if (arm) reducer->gradients_ready(frontier);
     });
   };
-  run.after_backward = [reducer, m](int j) {
-    if (reducer != nullptr && j == m - 1) reducer->finish();
-  };
   run.loss_rows = static_cast<double>(rk.global_scored) / config_.dp;  // DDP averages over dp afterwards
   run.micro_batch_offset = a * m;
   try {
     const PipelineStageResult r = run_pipeline_stage(run);
+    // DDP's buckets overlapped the last backward and the sends after it; the
+    // optimizer needs them all.
+    if (reducer != nullptr) reducer->finish();
     rk.loss_sum += r.loss_sum;
     rk.forward_s += r.forward_s;
     rk.backward_s += r.backward_s;

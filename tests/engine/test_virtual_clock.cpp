@@ -78,6 +78,7 @@ class TestVirtualClock : public QObject {
   void two_runs_at_once();
   void stage_busy_time_repeats();
   void ddp_buckets_overlap_backward();
+  void last_gradient_send_does_not_wait_for_ddp();
   void cli_prints_the_schedule_truth();
   void wall_clock_is_still_there();
   void recordings_say_their_clock();
@@ -334,6 +335,38 @@ void TestVirtualClock::ddp_buckets_overlap_backward() {
       if (t.kind == EventKind::comm_span && t.bucket >= 0 && t.step == e.step && t.rank == e.rank)
         QVERIFY(t.end_ns <= e.start_ns);
   }
+}
+
+// dp 2 x pp 2: stage 1's gradient for the last micro-batch goes to stage 0
+// as its backward ends, while DDP's buckets still all-reduce on the
+// communication stream; waiting for them first would hold stage 0's last
+// backward (and the whole step) behind stage 1's data-parallel traffic.
+void TestVirtualClock::last_gradient_send_does_not_wait_for_ddp() {
+  RunConfig c = pipeline_config(2, 4, PipelineScheduleKind::one_f_one_b);
+  c.dp = 2;
+  c.bucket_mb = 0.5;
+  c.steps = 3;
+  std::vector<Event> events;
+  run_and_summarize(c, &events);
+  int checked = 0;
+  for (const Event& send : events) {
+    const bool last_gradient = send.kind == EventKind::comm_span && send.op == CommOp::send && send.step >= 2 &&
+                               send.src >= c.dp && send.dst < c.dp && send.micro_batch == c.micro_batches - 1;
+    if (!last_gradient) continue;
+    std::int64_t buckets_end = 0;
+    for (const Event& t : events)
+      if (t.kind == EventKind::comm_span && t.bucket >= 0 && t.step == send.step && t.rank == send.src)
+        buckets_end = std::max(buckets_end, t.end_ns);
+    QVERIFY2(buckets_end > 0, "stage 1 all-reduced no bucket");
+    QVERIFY2(send.start_ns < buckets_end, qPrintable(QString("step %1, rank %2: the send starts at %3 ns, the last "
+                                                             "bucket ends at %4 ns")
+                                                         .arg(send.step)
+                                                         .arg(send.src)
+                                                         .arg(send.start_ns)
+                                                         .arg(buckets_end)));
+    ++checked;
+  }
+  QCOMPARE(checked, 2 * c.dp);  // steps 2 and 3, each stage-1 rank
 }
 
 void TestVirtualClock::cli_prints_the_schedule_truth() {
