@@ -169,6 +169,18 @@ class TestMpiNccl : public QObject {
              qPrintable(no_nccl.err));
   }
 
+  // Rank 2 alone has no CUDA plugin: its error names it once, and so does every other process's.
+  void one_rank_without_gpu_is_named_once() {
+    const QStringList run = kRun + QStringList{"--dp", "4"};
+    const QStringList no_gpu =
+        QStringList{"env", "SHARDSCOPE_CUDA_PLUGIN=/nonexistent/libshardscope_cuda.so", SHARDSCOPE_CLI} + run;
+    const CliResult r = run_mpirun(mpirun_one_apart(4, 2, run, no_gpu), 120000, emulated_gpus());
+    QVERIFY2(r.code != 0, qPrintable(r.err));
+    QVERIFY2(r.err.contains("error: rank 2: --device cuda under mpirun: no CUDA plugin built"), qPrintable(r.err));
+    const QString unnamed = not_named_once(r, 4, "rank 2");
+    QVERIFY2(unnamed.isEmpty(), qPrintable(unnamed));
+  }
+
   // launch starts the processes with the GPUs as mpirun does.
   void launch_runs_nccl_processes() {
     QTemporaryDir dir;
