@@ -5,11 +5,14 @@
 // process, NCCL's calls as MPI messages), gives the per-step losses of the
 // 4-thread CPU run for DDP, ZeRO-2, ZeRO-3 and pp 2 x dp 2; each group's unique id
 // travels from its first rank (a rank whose copy changed is refused, and every
-// process names it); a killed or a hung rank stops the job, named; a missing
+// process names it); a killed or a hung rank stops the job, named, also one
+// hung in NCCL init; a rank failing alone is named once; a missing
 // GPU or NCCL plugin is named. Skipped, saying so, only where mpirun is missing.
 #include <QElapsedTimer>
+#include <QFile>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QThread>
 #include <QtTest>
 #include <csignal>
 
@@ -40,6 +43,15 @@ QString unnamed_by(const QString& err, const QString& cause) {
     if (!named) return QString("rank %1 did not say '%2':\n").arg(rank).arg(cause) + err;
   }
   return {};
+}
+
+// The process is stopped (SIGSTOP): state T in /proc/<pid>/stat.
+bool stopped(qint64 pid) {
+  QFile stat(QString("/proc/%1/stat").arg(pid));
+  if (pid <= 0 || !stat.open(QIODevice::ReadOnly)) return false;
+  const QByteArray line = stat.readAll();
+  const qsizetype close = line.lastIndexOf(')');
+  return close >= 0 && close + 2 < line.size() && line[close + 2] == 'T';
 }
 
 }  // namespace
@@ -148,6 +160,44 @@ class TestMpiNccl : public QObject {
     QVERIFY2(err.contains("of ranks 0,1,2,3 timed out after 3 s (--comm-timeout): its communicators are aborted"),
              qPrintable(err));
     QVERIFY2(err.contains("rank 2 does not answer (stopped or frozen)"), qPrintable(err));
+  }
+
+  // Rank 2 freezes (SIGSTOP, from the emulation's hook) as it starts to join the
+  // first NCCL communicator: the others, blocked in ncclCommInitRank, time out
+  // (--comm-timeout) and the job stops, every process naming rank 2 and NCCL init.
+  void hung_rank_during_init_times_out() {
+    QProcessEnvironment env = emulated_gpus();
+    env.insert("SHARDSCOPE_EMULATED_NCCL_STOP_INIT", "2");
+    QProcess job;
+    job.setProcessEnvironment(env);
+    job.start("mpirun", mpirun_prefix(4) + kRun + QStringList{"--dp", "4", "--comm-timeout", "3"});
+    QVERIFY(job.waitForStarted());
+    qint64 victim = -1;
+    for (int i = 0; i < 1200 && !stopped(victim); ++i) {  // its pid, once it has stopped itself
+      QThread::msleep(50);
+      victim = rank_pid(job.processId(), 2);
+    }
+    QVERIFY2(stopped(victim), "rank 2 never stopped in NCCL init");
+    QElapsedTimer timer;
+    timer.start();
+    const bool finished = job.waitForFinished(15000);
+    if (!finished) {  // mpirun passes SIGTERM on to its processes; SIGKILL would leave them running
+      ::kill(static_cast<pid_t>(victim), SIGKILL);
+      job.terminate();
+      if (!job.waitForFinished(5000)) job.kill();
+    }
+    const QString err = QString::fromUtf8(job.readAllStandardError());
+    QVERIFY2(finished, qPrintable("the job still ran 15 s after rank 2 stopped in NCCL init:\n" + err));
+    qInfo("stopped %lld ms after rank 2 stopped in NCCL init (--comm-timeout 3)", static_cast<long long>(timer.elapsed()));
+    QVERIFY(job.exitCode() != 0 || job.exitStatus() != QProcess::NormalExit);
+    QVERIFY2(err.contains("NCCL init of ranks 0,1,2,3 timed out after 3 s (--comm-timeout)"), qPrintable(err));
+    for (const int survivor : {0, 1, 3}) {
+      bool named = false;
+      for (const QString& line : err.split('\n'))
+        named = named || (line.contains(QString("error: rank %1: ").arg(survivor)) && line.contains("NCCL init") &&
+                          line.contains("rank 2 does not answer (stopped or frozen)"));
+      QVERIFY2(named, qPrintable(QString("rank %1 did not name rank 2 and NCCL init:\n").arg(survivor) + err));
+    }
   }
 
   // No CUDA plugin (no GPU), or no NCCL plugin: each process says which, and the job stops.
