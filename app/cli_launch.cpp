@@ -9,10 +9,13 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <new>
+#include <stdexcept>
 #include <thread>
 
 #include "cli_args.h"
 #include "core/error.h"
+#include "parallel/communicator.h"
 
 namespace shardscope::cli {
 
@@ -68,6 +71,38 @@ ProcessMode join_mpi_job(RunConfig& config, std::string& record) {
     std::fflush(stdout);
   }
   return mode;
+}
+
+namespace {
+
+std::string naming_rank(int rank, const std::string& what) {
+  const std::string name = "rank " + std::to_string(rank);
+  if (what.starts_with(name + ": ") || what.starts_with(name + " ")) return what;
+  return name + ": " + what;
+}
+
+}  // namespace
+
+void rethrow_naming_rank(int rank) {
+  try {
+    throw;
+  } catch (const CommAborted& e) {
+    throw RankFailure(naming_rank(rank, std::string("the ranks stopped: ") + e.what()));
+  } catch (const RankFailure& e) {
+    throw RankFailure(naming_rank(rank, e.what()), e.out_of_memory());
+  } catch (const OutOfMemory& e) {
+    throw OutOfMemory(naming_rank(rank, e.what()), e.category(), e.bytes());
+  } catch (const ConfigError& e) {
+    throw ConfigError(naming_rank(rank, e.what()));
+  } catch (const FormatError& e) {
+    throw FormatError(naming_rank(rank, e.what()));
+  } catch (const UsageError& e) {
+    throw UsageError(naming_rank(rank, e.what()));
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {  // an internal error, reported as one
+    throw std::runtime_error(naming_rank(rank, e.what()));
+  }
 }
 
 namespace {

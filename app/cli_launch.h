@@ -29,6 +29,14 @@ struct ProcessMode {
 // mode means on rank 0.
 ProcessMode join_mpi_job(RunConfig& config, std::string& record);
 
+// Rethrows the exception in flight (call it in a catch block) with its
+// message naming this process's rank once: under mpirun every process prints
+// its own error on the shared terminal. A message that begins with the rank
+// ("rank 2: ...", "rank 2 failed: ...") keeps it; the others get it in front.
+// The type stays, so the exit code does (cli_main.cpp), except that an abort
+// received from another process becomes a RankFailure, as in the trainer.
+[[noreturn]] void rethrow_naming_rank(int rank);
+
 // shardscope-cli launch --nproc-per-node N [--hostfile FILE] [--dry-run] -- train ...
 int run_launch(const std::vector<std::string>& args);
 

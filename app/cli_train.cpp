@@ -369,12 +369,13 @@ int train_command(const std::vector<std::string>& args) {
   ProcessMode mode = join_mpi_job(flags.config, flags.record);  // under mpirun: this process runs one rank
   try {
     return train_ranks(flags, mode);
-  } catch (const RankFailure& e) {
-    if (mode.world == nullptr || std::string_view(e.what()).starts_with("rank ")) throw;
-    throw RankFailure("rank " + std::to_string(mode.process.rank) + ": " + e.what(), e.out_of_memory());
+  } catch (const RankFailure&) {  // every rank has stopped: the other processes know
+    if (mode.world == nullptr) throw;
+    rethrow_naming_rank(mode.process.rank);
   } catch (const std::exception& e) {
-    if (mode.world != nullptr) mode.world->abort(mode.process.rank, e.what());  // the other processes stop too
-    throw;
+    if (mode.world == nullptr) throw;
+    mode.world->abort(mode.process.rank, e.what());  // the other processes stop too
+    rethrow_naming_rank(mode.process.rank);
   }
 }
 

@@ -44,6 +44,16 @@ class CommAborted : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The message of an abort: who aborted (by_rank < 0: no rank) and why. The
+// reason is often the rank's own error, which may begin with the rank
+// ("rank 2: ..."): that prefix is dropped, so the message names the rank once.
+inline std::string abort_text(int by_rank, std::string reason) {
+  if (by_rank < 0) return "communication aborted: " + reason;
+  const std::string rank = "rank " + std::to_string(by_rank);
+  if (reason.starts_with(rank + ": ")) reason.erase(0, rank.size() + 2);
+  return "communication aborted by " + rank + ": " + reason;
+}
+
 // A ring reduce-scatter moves chunks larger than this through its staging
 // slice by slice (NCCL_BUFFSIZE's default), so its staging stays bounded; the
 // estimator counts the staging from it (estimate/memory_model.cpp).

@@ -102,9 +102,7 @@ void InProcessWorld::abort(int by_global_rank, const std::string& reason) {
   {
     std::lock_guard lock(mutex_);
     if (!aborted_.load()) {
-      abort_message_ = by_global_rank >= 0
-                           ? "communication aborted by rank " + std::to_string(by_global_rank) + ": " + reason
-                           : "communication aborted: " + reason;
+      abort_message_ = abort_text(by_global_rank, reason);
       aborted_.store(true);  // seq_cst: pairs with the busy flags (top of this file)
     }
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -16,7 +17,10 @@ namespace {
 
 std::string ranks_text(const std::vector<int>& ranks) {  // "0,1,2,3"
   std::string text;
-  for (const int r : ranks) text += (text.empty() ? "" : ",") + std::to_string(r);
+  for (const int r : ranks) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(r);
+  }
   return text;
 }
 
@@ -252,6 +256,46 @@ class NcclCommunicator final : public Communicator {
   std::int64_t staging_floats_ = 0;
 };
 
+// ncclCommInitRank blocks until every member has joined, and NCCL offers no
+// way to interrupt a blocking init. So a watchdog thread bounds it
+// (--comm-timeout): when the time passes first, it asks which peers do not
+// answer and aborts the run naming the rank, the group and "NCCL init"; the
+// MPI job's watchdog then ends this process, still blocked in NCCL, as it ends
+// every aborted process (parallel/mpi/mpi_faults.cpp, its exit grace).
+class InitDeadline {
+ public:
+  InitDeadline(const NcclAbortState& state, int rank, const std::vector<int>& members) : state_(state) {
+    if (state_.waiting) state_.waiting(1);  // a peer asking after its own timeout hears "waiting"
+    if (state_.timeout_s <= 0) return;
+    watchdog_ = std::thread([this, rank, what = "NCCL init of ranks " + ranks_text(members)] {
+      std::unique_lock lock(mutex_);
+      if (ended_.wait_for(lock, std::chrono::duration<double>(state_.timeout_s), [this] { return done_; })) return;
+      std::string message = what;
+      message += " timed out after " + std::to_string(static_cast<int>(state_.timeout_s)) + " s (--comm-timeout)";
+      if (state_.unresponsive) message += state_.unresponsive();
+      state_.abort(rank, message);
+    });
+  }
+  ~InitDeadline() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    ended_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
+    if (state_.waiting) state_.waiting(-1);
+  }
+  InitDeadline(const InitDeadline&) = delete;
+  InitDeadline& operator=(const InitDeadline&) = delete;
+
+ private:
+  const NcclAbortState& state_;
+  std::mutex mutex_;
+  std::condition_variable ended_;
+  bool done_ = false;
+  std::thread watchdog_;
+};
+
 }  // namespace
 
 NcclAbortState nccl_abort_state(std::shared_ptr<InProcessWorld> world, double timeout_s) {
@@ -321,6 +365,7 @@ void* NcclWorld::init_across_processes(int rank, const std::vector<int>& members
     NcclUniqueId id{};
     if (me == 0) id = nccl_unique_id();
     share_id_(members, id);
+    const InitDeadline deadline(abort_state_, rank, members);
     return nccl_init_rank(static_cast<int>(members.size()), id, static_cast<int>(me),
                           rank_devices_.at(static_cast<std::size_t>(rank)));
   } catch (const CommAborted&) {

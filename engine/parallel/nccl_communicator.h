@@ -22,7 +22,9 @@
 // a failed or dead process sets) aborts its NCCL communicator (its kernels
 // stop) and throws CommAborted; a call not finished after the timeout
 // (--comm-timeout) and an asynchronous NCCL error abort the run, naming the
-// rank. No rank waits forever for a peer that has failed.
+// rank. ncclCommInitRank, which blocks, is bounded by the timeout too (its
+// watchdog aborts the run; the MPI job's ends the process). No rank waits
+// forever for a peer that has failed.
 #pragma once
 
 #include <functional>

@@ -1029,6 +1029,10 @@ start %4 ms, duration %5 ms</source>
         <source>Planning...</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>%1 from %2, overridden here</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::PlannerText</name>

@@ -1032,6 +1032,10 @@ start %4 ms, duration %5 ms</source>
         <source>Planning...</source>
         <translation>正在规划……</translation>
     </message>
+    <message>
+        <source>%1 from %2, overridden here</source>
+        <translation>%1 来自 %2，已在此处覆盖</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::PlannerText</name>

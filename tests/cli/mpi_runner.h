@@ -17,18 +17,34 @@
 
 #include "cli/cli_runner.h"
 
-inline QStringList mpirun_prefix(int processes) {
+inline QStringList mpirun_flags() {
   QStringList args;
   if (geteuid() == 0) args << "--allow-run-as-root";
-  return args << "--oversubscribe"
-              << "-np" << QString::number(processes) << SHARDSCOPE_CLI;
+  return args << "--oversubscribe";
 }
 
-inline CliResult run_mpi(int processes, const QStringList& args, int timeout_ms = 120000,
-                         const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
+inline QStringList mpirun_prefix(int processes) {
+  return mpirun_flags() << "-np" << QString::number(processes) << SHARDSCOPE_CLI;
+}
+
+// mpirun's MPMD form: process `apart` runs `apart_command` (its program
+// first: `env VAR=value` and shardscope-cli, or other flags), the others
+// shardscope-cli `args`; so one rank alone can fail.
+inline QStringList mpirun_one_apart(int processes, int apart, const QStringList& args,
+                                    const QStringList& apart_command) {
+  QStringList out = mpirun_flags();
+  if (apart > 0) out << "-np" << QString::number(apart) << SHARDSCOPE_CLI << args << ":";
+  out << "-np" << "1" << apart_command;
+  if (apart + 1 < processes)
+    out << ":" << "-np" << QString::number(processes - apart - 1) << SHARDSCOPE_CLI << args;
+  return out;
+}
+
+inline CliResult run_mpirun(const QStringList& mpirun_args, int timeout_ms = 120000,
+                            const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
   QProcess p;
   p.setProcessEnvironment(env);
-  p.start("mpirun", mpirun_prefix(processes) + args);
+  p.start("mpirun", mpirun_args);
   if (!p.waitForFinished(timeout_ms)) {
     p.kill();
     p.waitForFinished();
@@ -36,6 +52,26 @@ inline CliResult run_mpi(int processes, const QStringList& args, int timeout_ms 
   }
   return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),
           QString::fromUtf8(p.readAllStandardError())};
+}
+
+inline CliResult run_mpi(int processes, const QStringList& args, int timeout_ms = 120000,
+                         const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
+  return run_mpirun(mpirun_prefix(processes) + args, timeout_ms, env);
+}
+
+// Every process's error line names its own rank once and `cause` (which names
+// the failing rank), and no line names a rank twice in a row ("rank 2: rank 2:").
+inline QString not_named_once(const CliResult& r, int processes, const QString& cause) {
+  for (int rank = 0; rank < processes; ++rank) {
+    bool named = false;
+    for (const QString& line : r.err.split('\n'))
+      named = named || (line.contains(QString("error: rank %1: ").arg(rank)) && line.contains(cause));
+    if (!named) return QString("rank %1 did not say '%2':\n").arg(rank).arg(cause) + r.err;
+  }
+  for (int rank = 0; rank < processes; ++rank)
+    if (r.err.contains(QString("rank %1: rank %1").arg(rank)))
+      return QString("rank %1 named twice:\n").arg(rank) + r.err;
+  return {};
 }
 
 // The per-step values of `key` in a --metrics-out file ("loss"; "eval_loss" where there is one).

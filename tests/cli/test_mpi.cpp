@@ -110,6 +110,18 @@ class TestMpi : public QObject {
     }
   }
 
+  // Rank 2 alone cannot open its --data file while the ranks are built: its
+  // error names it once, and every other process names it (its abort, or its exit).
+  void setup_failure_names_rank_once() {
+    const QStringList run = kRun + QStringList{"--dp", "4"};
+    const QStringList bad_data = QStringList{SHARDSCOPE_CLI} + run + QStringList{"--data", "/nonexistent/tokens.bin"};
+    const CliResult r = run_mpirun(mpirun_one_apart(4, 2, run, bad_data));
+    QVERIFY2(r.code != 0, qPrintable(r.err));
+    QVERIFY2(r.err.contains("error: rank 2: --data: cannot open '/nonexistent/tokens.bin'"), qPrintable(r.err));
+    const QString unnamed = not_named_once(r, 4, "rank 2");
+    QVERIFY2(unnamed.isEmpty(), qPrintable(unnamed));
+  }
+
   // kill -9 of rank 2 mid-run: the others exit non-zero within 10 s, naming it.
   void killed_rank_stops_every_process() {
     QProcess job;

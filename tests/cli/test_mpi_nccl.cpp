@@ -5,11 +5,14 @@
 // process, NCCL's calls as MPI messages), gives the per-step losses of the
 // 4-thread CPU run for DDP, ZeRO-2, ZeRO-3 and pp 2 x dp 2; each group's unique id
 // travels from its first rank (a rank whose copy changed is refused, and every
-// process names it); a killed or a hung rank stops the job, named; a missing
+// process names it); a killed or a hung rank stops the job, named, also one
+// hung in NCCL init; a rank failing alone is named once; a missing
 // GPU or NCCL plugin is named. Skipped, saying so, only where mpirun is missing.
 #include <QElapsedTimer>
+#include <QFile>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QThread>
 #include <QtTest>
 #include <csignal>
 
@@ -40,6 +43,15 @@ QString unnamed_by(const QString& err, const QString& cause) {
     if (!named) return QString("rank %1 did not say '%2':\n").arg(rank).arg(cause) + err;
   }
   return {};
+}
+
+// The process is stopped (SIGSTOP): state T in /proc/<pid>/stat.
+bool stopped(qint64 pid) {
+  QFile stat(QString("/proc/%1/stat").arg(pid));
+  if (pid <= 0 || !stat.open(QIODevice::ReadOnly)) return false;
+  const QByteArray line = stat.readAll();
+  const qsizetype close = line.lastIndexOf(')');
+  return close >= 0 && close + 2 < line.size() && line[close + 2] == 'T';
 }
 
 }  // namespace
@@ -150,6 +162,44 @@ class TestMpiNccl : public QObject {
     QVERIFY2(err.contains("rank 2 does not answer (stopped or frozen)"), qPrintable(err));
   }
 
+  // Rank 2 freezes (SIGSTOP, from the emulation's hook) as it starts to join the
+  // first NCCL communicator: the others, blocked in ncclCommInitRank, time out
+  // (--comm-timeout) and the job stops, every process naming rank 2 and NCCL init.
+  void hung_rank_during_init_times_out() {
+    QProcessEnvironment env = emulated_gpus();
+    env.insert("SHARDSCOPE_EMULATED_NCCL_STOP_INIT", "2");
+    QProcess job;
+    job.setProcessEnvironment(env);
+    job.start("mpirun", mpirun_prefix(4) + kRun + QStringList{"--dp", "4", "--comm-timeout", "3"});
+    QVERIFY(job.waitForStarted());
+    qint64 victim = -1;
+    for (int i = 0; i < 1200 && !stopped(victim); ++i) {  // its pid, once it has stopped itself
+      QThread::msleep(50);
+      victim = rank_pid(job.processId(), 2);
+    }
+    QVERIFY2(stopped(victim), "rank 2 never stopped in NCCL init");
+    QElapsedTimer timer;
+    timer.start();
+    const bool finished = job.waitForFinished(15000);
+    if (!finished) {  // mpirun passes SIGTERM on to its processes; SIGKILL would leave them running
+      ::kill(static_cast<pid_t>(victim), SIGKILL);
+      job.terminate();
+      if (!job.waitForFinished(5000)) job.kill();
+    }
+    const QString err = QString::fromUtf8(job.readAllStandardError());
+    QVERIFY2(finished, qPrintable("the job still ran 15 s after rank 2 stopped in NCCL init:\n" + err));
+    qInfo("stopped %lld ms after rank 2 stopped in NCCL init (--comm-timeout 3)", static_cast<long long>(timer.elapsed()));
+    QVERIFY(job.exitCode() != 0 || job.exitStatus() != QProcess::NormalExit);
+    QVERIFY2(err.contains("NCCL init of ranks 0,1,2,3 timed out after 3 s (--comm-timeout)"), qPrintable(err));
+    for (const int survivor : {0, 1, 3}) {
+      bool named = false;
+      for (const QString& line : err.split('\n'))
+        named = named || (line.contains(QString("error: rank %1: ").arg(survivor)) && line.contains("NCCL init") &&
+                          line.contains("rank 2 does not answer (stopped or frozen)"));
+      QVERIFY2(named, qPrintable(QString("rank %1 did not name rank 2 and NCCL init:\n").arg(survivor) + err));
+    }
+  }
+
   // No CUDA plugin (no GPU), or no NCCL plugin: each process says which, and the job stops.
   void missing_gpu_or_nccl_is_named() {
     QProcessEnvironment env = emulated_gpus();
@@ -167,6 +217,18 @@ class TestMpiNccl : public QObject {
     QVERIFY2(no_nccl.code != 0, qPrintable(no_nccl.err));
     QVERIFY2(no_nccl.err.contains("--device cuda under mpirun: the processes talk through NCCL, which is unavailable"),
              qPrintable(no_nccl.err));
+  }
+
+  // Rank 2 alone has no CUDA plugin: its error names it once, and so does every other process's.
+  void one_rank_without_gpu_is_named_once() {
+    const QStringList run = kRun + QStringList{"--dp", "4"};
+    const QStringList no_gpu =
+        QStringList{"env", "SHARDSCOPE_CUDA_PLUGIN=/nonexistent/libshardscope_cuda.so", SHARDSCOPE_CLI} + run;
+    const CliResult r = run_mpirun(mpirun_one_apart(4, 2, run, no_gpu), 120000, emulated_gpus());
+    QVERIFY2(r.code != 0, qPrintable(r.err));
+    QVERIFY2(r.err.contains("error: rank 2: --device cuda under mpirun: no CUDA plugin built"), qPrintable(r.err));
+    const QString unnamed = not_named_once(r, 4, "rank 2");
+    QVERIFY2(unnamed.isEmpty(), qPrintable(unnamed));
   }
 
   // launch starts the processes with the GPUs as mpirun does.

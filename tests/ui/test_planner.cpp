@@ -229,6 +229,35 @@ class TestPlanner : public QObject {
     QVERIFY(planner.formulaHtml().contains(QStringLiteral("ds.json: zero_optimization.stage")));
   }
 
+  // An import's note ("zero from ds.json: ...") holds until the user changes that
+  // setting; then it says it was overridden, and holds again at the file's value.
+  void importNotesSayWhenOverridden() {
+    QTemporaryDir dir;
+    const QString ds = writeFile(dir, QStringLiteral("ds.json"),
+                                 R"({"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}})");
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    QVERIFY2(planner.importFiles({ds}), qPrintable(planner.errorText()));
+    QVERIFY(planner.waitForPlan());
+    const QString zero = QStringLiteral("ds.json: zero_optimization.stage");
+    const QString micro = QStringLiteral("ds.json: train_micro_batch_size_per_gpu");
+    const QString overridden = QStringLiteral(", overridden here");
+    QVERIFY2(planner.formulaHtml().contains(zero + QStringLiteral("</li>")), qPrintable(planner.formulaHtml()));
+    QVERIFY(planner.formulaHtml().contains(micro + QStringLiteral("</li>")));
+    QVERIFY(!planner.formulaHtml().contains(overridden));
+    planner.microBatchSlider()->setValue(8);
+    QTRY_VERIFY(planner.formulaHtml().contains(micro + overridden));
+    QVERIFY2(planner.formulaHtml().contains(zero + QStringLiteral("</li>")), qPrintable(planner.formulaHtml()));
+    planner.zeroBox()->setValue(3);
+    QTRY_VERIFY(planner.formulaHtml().contains(zero + overridden));
+    ui::setLanguage(QStringLiteral("zh_CN"));
+    QTRY_VERIFY2(planner.formulaHtml().contains(zero + QStringLiteral("，已在此处覆盖")), qPrintable(planner.formulaHtml()));
+    ui::setLanguage(QStringLiteral("en"));
+    planner.zeroBox()->setValue(2);  // the file's value again: the note holds
+    QTRY_VERIFY(planner.formulaHtml().contains(zero + QStringLiteral("</li>")));
+    QVERIFY(planner.formulaHtml().contains(micro + overridden));
+  }
+
   void accelerateYamlAndModelConfigImportTogether() {
     QTemporaryDir dir;
     const QString yaml = writeFile(dir, QStringLiteral("accelerate.yaml"),

@@ -106,7 +106,9 @@ class PlannerDialog : public QDialog {
   void renderFormulas();
 
   PlannerModel model_;
-  EstimateSettings base_;  // what the controls do not show (accumulation, offload, ...): the last import's
+  // What the controls do not show (accumulation, offload, ...): the last import's. Its values of
+  // the controls' settings are the import's too: a note whose setting differs now was overridden.
+  EstimateSettings base_;
   std::vector<std::string> import_warnings_;
   std::vector<std::pair<std::string, std::string>> import_origins_;
   std::array<StagePlan, 4> plans_{};

@@ -96,6 +96,23 @@ PlannerImport importPlannerConfigs(const QStringList& paths, const EstimateSetti
   return out;
 }
 
+bool settingChanged(std::string_view key, const EstimateSettings& imported, const EstimateSettings& now) {
+  const auto value = [key](const EstimateSettings& s) -> std::int64_t {
+    if (key == "dp") return s.dp;
+    if (key == "pp") return s.pp;
+    if (key == "zero") return s.zero_stage;
+    if (key == "micro_batch") return s.micro_batch;
+    if (key == "seq") return s.seq;
+    if (key == "gpus_per_node") return s.gpus_per_node;
+    if (key == "global_batch") return s.global_batch();  // DeepSpeed's train_batch_size: micro-batch x dp x ...
+    if (key == "precision") return static_cast<std::int64_t>(s.precision);
+    if (key == "recompute") return static_cast<std::int64_t>(s.recompute);
+    if (key == "activations") return static_cast<std::int64_t>(s.activations);
+    return 0;
+  };
+  return value(imported) != value(now);
+}
+
 const RankMemory* StagePlan::fullest() const {
   if (!estimate || estimate->memory.ranks.empty()) return nullptr;
   return &estimate->memory.ranks[static_cast<std::size_t>(estimate->memory.fullest_rank())];

@@ -14,6 +14,7 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "estimate/estimate.h"
@@ -54,6 +55,12 @@ struct PlannerImport {
 // (accelerate, the DeepSpeed file it names, the DeepSpeed JSON). Throws
 // ConfigError / FormatError with the engine's message naming the file and key.
 PlannerImport importPlannerConfigs(const QStringList& paths, const EstimateSettings& current);
+
+// Whether the setting `key` of an import's origins ("zero", "micro_batch", ...)
+// differs between the imported settings and the planner's `now`: the user has
+// changed its control since, so "from <file>" no longer holds. Settings no
+// control shows (accumulation, offloads) stay as imported.
+bool settingChanged(std::string_view key, const EstimateSettings& imported, const EstimateSettings& now);
 
 // One ZeRO stage's estimate, or why the layout refuses that stage.
 struct StagePlan {

@@ -148,8 +148,11 @@ QString PlannerDialog::formulaHtml() const {
     html += QStringLiteral("<p>%1 %2</p>")
                 .arg(tr("Basis:"), QString::fromStdString(chosen.estimate->memory.basis).toHtmlEscaped());
     QStringList notes;
+    const EstimateSettings now = settings();
     for (const auto& [setting, where] : import_origins_)
-      notes << tr("%1 from %2").arg(QString::fromStdString(setting), QString::fromStdString(where)).toHtmlEscaped();
+      notes << (settingChanged(setting, base_, now) ? tr("%1 from %2, overridden here") : tr("%1 from %2"))
+                   .arg(QString::fromStdString(setting), QString::fromStdString(where))
+                   .toHtmlEscaped();
     for (const std::string& w : chosen.estimate->warnings) notes << QString::fromStdString(w).toHtmlEscaped();
     if (!notes.isEmpty())
       html += QStringLiteral("<p>%1</p><ul><li>%2</li></ul>").arg(tr("Notes:"), notes.join(QStringLiteral("</li><li>")));

@@ -171,9 +171,7 @@ void MpiWorld::raise_aborted() {
 }
 
 void MpiWorld::abort(int by_rank, const std::string& reason) {
-  abort_with(by_rank >= 0 ? "communication aborted by rank " + std::to_string(by_rank) + ": " + reason
-                          : "communication aborted: " + reason,
-             false);
+  abort_with(abort_text(by_rank, reason), false);
 }
 
 // The first abort tells every other process (still there), then marks this

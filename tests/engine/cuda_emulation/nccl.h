@@ -20,7 +20,9 @@
 // Across processes (ncclGetUniqueId, ncclCommInitRank under mpirun), the same
 // calls travel as MPI messages (nccl_emulated_mpi.cpp): the unique id names
 // its maker's process, which every rank asks to join; an id that process never
-// made is refused. Device memory is each process's own host memory.
+// made is refused (SHARDSCOPE_EMULATED_NCCL_WRONG_ID=<MPI rank> changes that
+// process's copy; SHARDSCOPE_EMULATED_NCCL_STOP_INIT=<MPI rank> makes it SIGSTOP
+// itself as it joins: test hooks). Device memory is each process's own host memory.
 #pragma once
 
 #include <cstddef>

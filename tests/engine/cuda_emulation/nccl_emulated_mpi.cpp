@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -245,6 +246,11 @@ ncclResult_t mpi_init_rank(std::shared_ptr<MpiLink>& link, int nranks, const ncc
   if (const char* wrong = std::getenv("SHARDSCOPE_EMULATED_NCCL_WRONG_ID");
       wrong != nullptr && std::atoi(wrong) == world_rank())
     contents.nonce ^= 1;
+  // Test hook: this process stops (SIGSTOP) as it starts to join, as a frozen
+  // peer would (SHARDSCOPE_EMULATED_NCCL_STOP_INIT=<its MPI rank>).
+  if (const char* stop = std::getenv("SHARDSCOPE_EMULATED_NCCL_STOP_INIT");
+      stop != nullptr && std::atoi(stop) == world_rank())
+    raise(SIGSTOP);
   std::vector<int> world;
   const bool maker = contents.maker == world_rank() && made_here(contents.nonce);
   const ncclResult_t status =
