@@ -31,6 +31,7 @@
 #include "events/recording.h"
 #include "model/model_config.h"
 #include "plan/data_parallel_traffic.h"
+#include "train/checkpoint.h"
 #include "train/metrics_json.h"
 #include "train/trainer.h"
 
@@ -386,6 +387,7 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
   TrainOutputs outputs(config, flags.record);
   JobEvents job_events(mode, config, flags.events_to, outputs.events());  // every rank's, for the summary and outputs
   Trainer trainer(config, job_events.sink(), {}, mode.process);  // reads --data: a refused run has opened no output
+  if (!config.save_dir.empty()) check_save_dir(config.save_dir, trainer.steps_done(), config.steps, config.save_every);
   std::signal(SIGINT, on_interrupt);  // before the header: once it is printed, Ctrl-C stops the run, outputs complete
   if (mode.prints() && !flags.imported.empty()) std::printf("%s\n", flags.imported.c_str());
   if (mode.prints()) print_run_header(config, trainer);
