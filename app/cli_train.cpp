@@ -382,7 +382,7 @@ int train_command(const std::vector<std::string>& args) {
 int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
   const RunConfig& config = flags.config;
   if (!mode.prints() && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;  // rank 0 reports the run
-  check_train_outputs(config, flags.record);
+  check_train_outputs(config, flags.record, {{"--deepspeed", flags.deepspeed}, {"--accelerate", flags.accelerate}});
   ignore_file_size_signal();
   TrainOutputs outputs(config, flags.record);
   JobEvents job_events(mode, config, flags.events_to, outputs.events());  // every rank's, for the summary and outputs
