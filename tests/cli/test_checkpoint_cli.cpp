@@ -223,6 +223,8 @@ void TestCheckpointCli::resumed_run_prints_the_same_losses() {
   const CliResult b = run_cli(run_args({"--steps", "4", "--resume", root + "/step-000002", "--metrics-out", part}));
   QVERIFY2(b.code == 0, qPrintable(b.err));
   QVERIFY(b.out.contains("resumed from " + root + "/step-000002 at step 2"));
+  QVERIFY2(b.out.contains("done: 4 steps (3-4 in this run) in ") && b.out.contains("throughput over steps 4-4: "),
+           qPrintable(b.out));  // the steps this run timed, not 2-4
   const std::vector<double> all = metric_losses(full), rest = metric_losses(part);
   QCOMPARE(all.size(), std::size_t{4});
   QCOMPARE(rest.size(), std::size_t{2});
