@@ -273,6 +273,8 @@ void TestBadInput::exits_2_naming_the_problem_data() {
       "acc_ds_dir.yaml: deepspeed_config.deepspeed_config_file: '@a_directory' is a directory");
   row("checkpoint root with a step past 64 bits", {"train", "--resume", "@runs"},
       "runs: no checkpoint here (neither manifest.json nor a step-N directory holding one)");
+  row("launch of a launch", {"launch", "--nproc-per-node", "2", "--", "launch", "--nproc-per-node", "2", "--", "train"},
+      "launch -- launch: mpirun cannot start mpirun");
   row("recording a FIFO", {"export", "--chrome-trace", "@t.json", "@fifo"},
       "RUN.ssrun: cannot read '@fifo': it is a FIFO (named pipe), not a regular file");
   row("recording a directory", {"export", "--chrome-trace", "@t.json", "@a_directory"},
