@@ -3,7 +3,8 @@
 // --record (the event stream). Their life, so that no run destroys a file:
 //   1. check_train_outputs, with the flags: an output that is an input (--data,
 //      a config file, a file of --init-from or --resume; same path, hard link,
-//      symlink), the other output, a link, a directory or a device is refused (exit 2) before anything is read or written;
+//      symlink), the other output, a link, a directory or a device is refused
+//      (exit 2) before anything is read or written;
 //   2. TrainOutputs::open, once the trainer is built (the data read, the run
 //      valid): each output is written to a temporary beside its path,
 //      "<path>.XXXXXX.part", printed as the run starts;

@@ -234,7 +234,8 @@ void TestInterruptMemory::tight_address_space_is_refused_not_hung() {
   const Measured m = run_measured({"train", "--model", "gpt-tiny", "--dp", "4", "--steps", "1"},
                                   dir_.path() + "/tight.err", static_cast<rlim_t>(600) << 20);
   QVERIFY2(m.code == 2 && m.err.contains("(the address-space limit, ulimit -v 600 MiB, less ") &&
-              m.err.contains(" for OpenBLAS's buffers)"), qPrintable(m.err));
+               m.err.contains(" for OpenBLAS's buffers)"),
+           qPrintable(m.err));
   QVERIFY2(timer.elapsed() < 30000, qPrintable(QString::number(timer.elapsed()) + " ms"));
 }
 
