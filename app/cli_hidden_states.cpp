@@ -124,7 +124,7 @@ int run_hidden_states(const std::vector<std::string>& args) {
   if (f.model.empty()) throw UsageError("--model DIR is required (see shardscope-cli hidden-states --help)");
   if (!f.have_text) throw UsageError("--text TEXT is required (see shardscope-cli hidden-states --help)");
   if (f.out.empty() && !f.json) throw UsageError("give --out FILE.safetensors, --json or both");
-  if (!f.out.empty()) check_outputs({{"--model", f.model + "/model.safetensors"}}, {{"--out", f.out}});
+  if (!f.out.empty()) check_outputs(files_in_directory("--model", f.model), {{"--out", f.out}});  // weights, tokenizer
 
   const TextHiddenStates run =
       text_hidden_states(f.model, f.text, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));

@@ -164,6 +164,11 @@ int run_launch(const std::vector<std::string>& args) {
   if (flags.nproc == 0) throw UsageError("--nproc-per-node is required");
   if (dashes == args.end() || dashes + 1 == args.end())
     throw UsageError("the command to launch goes after '--', e.g. launch --nproc-per-node 4 -- train --dp 4");
+  // Each process would start an mpirun of its own, which Open MPI refuses (or crashes on).
+  if (dashes[1] == "launch")
+    throw UsageError(
+        "launch -- launch: mpirun cannot start mpirun; give the command itself after '--', e.g. "
+        "launch --nproc-per-node 4 -- train --dp 4");
   const std::vector<std::string> argv = mpirun_command(flags, {dashes + 1, args.end()});
   std::string line;
   for (const std::string& a : argv) line += (line.empty() ? "" : " ") + a;

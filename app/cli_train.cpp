@@ -31,6 +31,7 @@
 #include "events/recording.h"
 #include "model/model_config.h"
 #include "plan/data_parallel_traffic.h"
+#include "train/checkpoint.h"
 #include "train/metrics_json.h"
 #include "train/trainer.h"
 
@@ -277,7 +278,8 @@ void print_data_parallel_traffic(const Trainer& trainer, const RunConfig& config
 void print_throughput(const Trainer& trainer, const RunConfig& config, const RunTotals& totals) {
   if (totals.steps < 2 || totals.profiled_time <= 0) return;
   const double tokens = static_cast<double>(config.batch) * config.seq * static_cast<double>(totals.steps - 1);
-  std::printf("throughput over steps 2-%lld: ", static_cast<long long>(trainer.steps_done()));
+  const long long first = trainer.steps_done() - totals.steps + 1;  // past 1 when resumed
+  std::printf("throughput over steps %lld-%lld: ", first + 1, static_cast<long long>(trainer.steps_done()));
   if (totals.profiled_virtual > 0)
     std::printf("modeled %.0f tok/s on %s (virtual clock) · ", tokens / totals.profiled_virtual,
                 trainer.modeled_device().c_str());
@@ -287,8 +289,11 @@ void print_throughput(const Trainer& trainer, const RunConfig& config, const Run
 // The closing lines: losses, time, the schedule's truth (pipeline bubble, DDP
 // overlap; clock/schedule_summary.h), and with --profile-ops where a step went.
 void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& totals, const JobEvents& events) {
-  std::printf("done: %lld steps in %.1f s, loss %.4f -> %.4f%s\n", static_cast<long long>(trainer.steps_done()),
-              totals.total_time, totals.first_loss, totals.last_loss,
+  const long long done = trainer.steps_done(), first = done - totals.steps + 1;  // past 1 when resumed
+  const std::string resumed =
+      first > 1 ? " (" + std::to_string(first) + "-" + std::to_string(done) + " in this run)" : "";
+  std::printf("done: %lld steps%s in %.1f s, loss %.4f -> %.4f%s\n", done, resumed.c_str(), totals.total_time,
+              totals.first_loss, totals.last_loss,
               totals.last_eval ? (", eval loss " + std::to_string(*totals.last_eval)).c_str() : "");
   if (events.complete()) {  // under mpirun, once the other processes' events reached rank 0
     const ScheduleSummary schedule =
@@ -382,11 +387,12 @@ int train_command(const std::vector<std::string>& args) {
 int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
   const RunConfig& config = flags.config;
   if (!mode.prints() && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;  // rank 0 reports the run
-  check_train_outputs(config, flags.record);
+  check_train_outputs(config, flags.record, {{"--deepspeed", flags.deepspeed}, {"--accelerate", flags.accelerate}});
   ignore_file_size_signal();
   TrainOutputs outputs(config, flags.record);
   JobEvents job_events(mode, config, flags.events_to, outputs.events());  // every rank's, for the summary and outputs
   Trainer trainer(config, job_events.sink(), {}, mode.process);  // reads --data: a refused run has opened no output
+  if (!config.save_dir.empty()) check_save_dir(config.save_dir, trainer.steps_done(), config.steps, config.save_every);
   std::signal(SIGINT, on_interrupt);  // before the header: once it is printed, Ctrl-C stops the run, outputs complete
   if (mode.prints() && !flags.imported.empty()) std::printf("%s\n", flags.imported.c_str());
   if (mode.prints()) print_run_header(config, trainer);

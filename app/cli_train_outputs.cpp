@@ -7,12 +7,19 @@
 #include <exception>
 #include <vector>
 
+#include "train/checkpoint.h"
 #include "train/metrics_json.h"
 
 namespace shardscope::cli {
 
-void check_train_outputs(const RunConfig& config, const std::string& record) {
-  check_outputs({{"--data", config.data}}, {{"--record", record}, {"--metrics-out", config.metrics_out}});
+void check_train_outputs(const RunConfig& config, const std::string& record, std::vector<NamedFile> inputs) {
+  inputs.push_back({"--data", config.data});
+  const auto add = [&inputs](const std::vector<NamedFile>& files) {
+    inputs.insert(inputs.end(), files.begin(), files.end());
+  };
+  if (!config.init_from.empty()) add(files_in_directory("--init-from", config.init_from));  // weights, tokenizer
+  if (!config.resume_dir.empty()) add(files_in_directory("--resume", find_checkpoint_dir(config.resume_dir)));
+  check_outputs(inputs, {{"--record", record}, {"--metrics-out", config.metrics_out}});
 }
 
 void ignore_file_size_signal() {

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The files a `train` run writes: --metrics-out (one JSON line per step) and
 // --record (the event stream). Their life, so that no run destroys a file:
-//   1. check_train_outputs, with the flags: an output that is --data (same
-//      path, hard link, symlink), the other output, a link, a directory or a
-//      device is refused (exit 2) before anything is read or written;
+//   1. check_train_outputs, with the flags: an output that is an input (--data,
+//      a config file, a file of --init-from or --resume; same path, hard link,
+//      symlink), the other output, a link, a directory or a device is refused
+//      (exit 2) before anything is read or written;
 //   2. TrainOutputs::open, once the trainer is built (the data read, the run
 //      valid): each output is written to a temporary beside its path,
 //      "<path>.XXXXXX.part", printed as the run starts;
@@ -20,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "config/run_config.h"
 #include "core/output_file.h"
@@ -29,8 +31,10 @@
 
 namespace shardscope::cli {
 
-// Step 1: throws OutputError naming the flags.
-void check_train_outputs(const RunConfig& config, const std::string& record);
+// Step 1: throws OutputError naming the flags. `inputs`: the config files
+// (--deepspeed, --accelerate); --data and the files of the --init-from and
+// --resume directories are added.
+void check_train_outputs(const RunConfig& config, const std::string& record, std::vector<NamedFile> inputs);
 
 // So that a write past `ulimit -f` fails with EFBIG (an error the run reports)
 // instead of killing the process with SIGXFSZ.

@@ -118,6 +118,14 @@ void check_outputs(const std::vector<NamedFile>& inputs, const std::vector<Named
     if (!output.path.empty()) check_output_path(output);
 }
 
+std::vector<NamedFile> files_in_directory(const std::string& flag, const std::string& dir) {
+  std::vector<NamedFile> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_regular_file(ec)) files.push_back({flag, entry.path().string()});
+  return files;
+}
+
 void require_regular_input(const NamedFile& input) {
   if (input.path.empty()) return;
   if (const auto kind = special_file_kind(input.path))

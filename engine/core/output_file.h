@@ -58,6 +58,10 @@ void check_output_path(const NamedFile& output);
 // Empty paths (a flag not given) are skipped.
 void check_outputs(const std::vector<NamedFile>& inputs, const std::vector<NamedFile>& outputs);
 
+// The regular files directly in `dir`, each named by `flag`: the inputs a model
+// or checkpoint directory holds, for check_outputs (none when dir is no directory).
+std::vector<NamedFile> files_in_directory(const std::string& flag, const std::string& dir);
+
 // Refuses, with a ConfigError naming the flag, an input that exists but is not
 // a regular file (a FIFO would block the reader; a directory reads as nothing).
 // A missing file is left to the reader, which says so in its own words.

@@ -17,10 +17,14 @@ struct HostMemoryLimit {
   std::string source;      // which limit it is, e.g. "physical memory"
 };
 
+// OpenBLAS's working buffer, mapped once per thread that calls it (x86-64 builds).
+inline constexpr std::int64_t kOpenBlasBufferBytes = std::int64_t{32} << 22;
+
 // The smallest of: physical memory (sysconf(_SC_PHYS_PAGES) x page size), the
-// address-space limit (RLIMIT_AS, `ulimit -v`) and the cgroup's memory.max
-// (containers), whichever are set.
-HostMemoryLimit host_memory_limit();
+// address-space limit (RLIMIT_AS, `ulimit -v`, less the address space already
+// mapped and a kOpenBlasBufferBytes buffer for each of `blas_threads`) and the
+// cgroup's memory.max (containers), whichever are set.
+HostMemoryLimit host_memory_limit(int blas_threads = 0);
 
 // Throws ConfigError naming the prediction, the limit and what to change when
 // predicted_bytes (all `ranks` together) exceed limit.bytes.

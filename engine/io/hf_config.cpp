@@ -54,6 +54,26 @@ std::string shape_keys(HfArchitecture architecture) {
          (architecture == HfArchitecture::bert ? " and max_position_embeddings" : ", num_attention_heads and head_dim");
 }
 
+// A key whose value changes the math from the GPT-2 / BERT the engine runs
+// (attention scaling, relative positions, a causal BERT): "" when none. The
+// estimator still counts such a model (the bytes are the same); training and
+// hidden states refuse it rather than print numbers transformers would not.
+std::string math_the_engine_lacks(const JsonConfig& json, HfArchitecture architecture) {
+  if (architecture == HfArchitecture::gpt2) {
+    if (!json.get_bool({"scale_attn_weights"}).value_or(true))
+      return json.where({"scale_attn_weights"}) + ": false (attention without the 1/sqrt(head_dim) scale)";
+    if (json.get_bool({"scale_attn_by_inverse_layer_idx"}).value_or(false))
+      return json.where({"scale_attn_by_inverse_layer_idx"}) + ": true (attention scaled by 1/(layer+1))";
+  } else if (architecture == HfArchitecture::bert) {
+    if (const auto type = json.get_string({"position_embedding_type"}); type && *type != "absolute")
+      return json.where({"position_embedding_type"}) + ": '" + bounded_excerpt(*type) +
+             "' (only absolute position embeddings)";
+    if (json.get_bool({"is_decoder"}).value_or(false))
+      return json.where({"is_decoder"}) + ": true (a causal BERT; ShardScope's BERT attends both ways)";
+  }
+  return {};
+}
+
 // Every count the estimator reads, computed once with checked arithmetic: a
 // shape whose counts do not fit in 64 bits, or exceed kHfMaxParameters, is
 // refused here, naming the file and the keys, so later uses cannot overflow.
@@ -155,6 +175,7 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& sou
       c.warnings.push_back(json.where({"n_ctx"}) + ": " + std::to_string(*ctx) + " differs from n_positions " +
                            std::to_string(c.max_positions) + "; the position table has n_positions rows");
   }
+  c.math_not_run = math_the_engine_lacks(json, c.architecture);
   check_parameter_counts(c, shape_keys(c.architecture));
   json.report_unknown_keys({}, known, "not a " + c.model_type + " config key the estimator knows", c.warnings);
   return c;

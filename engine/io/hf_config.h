@@ -51,6 +51,7 @@ struct HfModelConfig {
   bool mlp_bias = false;        // Llama: gate/up/down biases
   std::string activation;       // activation_function / hidden_act
   double norm_eps = 0.0;        // layer_norm_epsilon / layer_norm_eps / rms_norm_eps
+  std::string math_not_run;     // "<file> line L: key: value (why)" when a key changes the math the engine runs
   std::vector<std::string> warnings;
 
   // Exact counts (tensors of the PyTorch module; a tied matrix counted once):

@@ -173,6 +173,10 @@ ModelConfig read_hf_model_config(const std::string& dir) {
                       ": not a directory (expected a Hugging Face model directory: config.json, model.safetensors)");
   if (!fs::exists(path, ec)) throw ConfigError(path + ": missing (a Hugging Face model directory has a config.json)");
   const HfModelConfig hf = load_hf_config(path);
+  if (!hf.math_not_run.empty())
+    throw ConfigError(hf.math_not_run +
+                      ": ShardScope cannot run this model exactly (it runs GPT-2 and BERT as "
+                      "transformers' defaults compute them); the estimate command still counts its memory");
   std::optional<ModelConfig> config = hf.engine_config();
   if (!config)
     throw ConfigError(path + ": model_type '" + hf.model_type + "' (activation '" + hf.activation +

@@ -4,10 +4,12 @@
 // with the field at fault rather than resuming from wrong state.
 #include "train/checkpoint.h"
 
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "core/error.h"
@@ -233,6 +235,38 @@ CheckpointManifest parse_checkpoint_manifest(std::string_view text, const std::s
   return m;
 }
 
+std::optional<std::int64_t> checkpoint_step_of(const std::string& name) {
+  if (!name.starts_with("step-") || name.size() < 6) return std::nullopt;
+  std::int64_t step = 0;
+  const char* end = name.data() + name.size();
+  const auto [at, error] = std::from_chars(name.data() + 5, end, step);  // past int64: not a step of ours
+  if (error != std::errc() || at != end || step < 0) return std::nullopt;
+  return step;
+}
+
+// Before the first step: a save this run will make must not find its step
+// directory taken, nor --save-dir (or the folder above it) a file, or the run
+// would train to the end and then lose what it trained.
+void check_save_dir(const std::string& root, std::int64_t first_step, std::int64_t last_step, std::int64_t every) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path existing = fs::absolute(root, ec);
+  while (!existing.empty() && !fs::exists(existing, ec) && existing.has_parent_path() &&
+         existing.parent_path() != existing)
+    existing = existing.parent_path();
+  if (fs::exists(existing, ec) && !fs::is_directory(existing, ec))
+    throw ConfigError("--save-dir " + root + ": '" + existing.string() +
+                      "' is a file, not a directory: the checkpoints could not be saved; choose another --save-dir");
+  if (!fs::is_directory(root, ec)) return;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const std::optional<std::int64_t> step = checkpoint_step_of(entry.path().filename().string());
+    if (step && *step > first_step && *step <= last_step && (*step == last_step || (every > 0 && *step % every == 0)))
+      throw ConfigError("--save-dir " + entry.path().string() + ": already exists, and this run would save step " +
+                        std::to_string(*step) +
+                        " there (a checkpoint is never overwritten); choose another --save-dir, or --resume from it");
+  }
+}
+
 std::string find_checkpoint_dir(const std::string& path, const std::string& flag) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -243,12 +277,9 @@ std::string find_checkpoint_dir(const std::string& path, const std::string& flag
   std::int64_t newest = -1;
   std::string found;
   for (const auto& entry : fs::directory_iterator(path, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (!name.starts_with("step-") || name.size() > 25 || name.size() < 6 ||
-        name.find_first_not_of("0123456789", 5) != std::string::npos)
-      continue;
-    const std::int64_t step = std::stoll(name.substr(5));
-    if (step > newest && fs::exists(entry.path() / "manifest.json", ec)) newest = step, found = entry.path().string();
+    const std::optional<std::int64_t> step = checkpoint_step_of(entry.path().filename().string());
+    if (step && *step > newest && fs::exists(entry.path() / "manifest.json", ec))
+      newest = *step, found = entry.path().string();
   }
   if (ec) throw ConfigError(flag + " " + path + ": cannot list the directory: " + ec.message());
   if (found.empty())

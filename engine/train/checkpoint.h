@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -91,8 +92,13 @@ struct RankCheckpoint {
   std::vector<float> master, exp_avg, exp_avg_sq;
 };
 
-// "step-000123"
+// "step-000123", and back (nullopt for any other name).
 std::string checkpoint_step_name(std::int64_t step);
+std::optional<std::int64_t> checkpoint_step_of(const std::string& name);
+
+// ConfigError when a run saving under `root` (steps first_step+1..last_step,
+// every `every` and the last) would find a step directory taken or root a file.
+void check_save_dir(const std::string& root, std::int64_t first_step, std::int64_t last_step, std::int64_t every);
 std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t hash = 0xcbf29ce484222325ull);
 
 // The manifest as JSON text, and back. The parser checks every field's type

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "data/default_corpus.h"
 #include "data/tokenizer.h"
 #include "estimate/formula_text.h"
@@ -53,11 +54,11 @@ std::unique_ptr<TextDataset> load_dataset(const RunConfig& config, const ModelCo
 
 // Ranks on the CPU share this machine's memory: a run whose prediction for all
 // of them together exceeds it is refused before any of it is allocated.
-void check_fits_host(const std::vector<MemoryBytes>& predicted) {
+void check_fits_host(const std::vector<MemoryBytes>& predicted, int cpu_threads) {
   std::int64_t total = 0;
   for (const MemoryBytes& rank : predicted)
     if (__builtin_add_overflow(total, rank.total(), &total)) total = INT64_MAX;
-  check_fits_host_memory(total, static_cast<int>(predicted.size()), host_memory_limit());
+  check_fits_host_memory(total, static_cast<int>(predicted.size()), host_memory_limit(cpu_threads));
 }
 
 }  // namespace
@@ -77,7 +78,10 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
   if (!devices) predicted_for.device = "cpu";
   predicted_ = predict_run_memory(predicted_for);
   // A GPU's own memory is checked as its ranks allocate; processes may be on other machines.
-  if (!devices && !process_.active()) check_fits_host(predicted_);
+  if (!devices && !process_.active()) {  // every rank's threads (build_rank: cores / ranks each, at least 1) run BLAS
+    const int ranks = plan_->grid().world_size(), cores = config_.threads > 0 ? config_.threads : available_cores();
+    check_fits_host(predicted_, ranks * std::max(1, cores / ranks));
+  }
   dataset_ = load_dataset(config_, run_model_config(config_));
   load_initial_model();
   for (int r = 0; r < plan_->grid().world_size(); ++r) {

@@ -182,11 +182,18 @@ std::string Trainer::save_checkpoint(const std::string& root) {
 // The checkpoint must be of this run's model and data stream; the layout may differ.
 void Trainer::check_checkpoint(const TrainingCheckpoint& ckpt) const {
   const std::string manifest = ckpt.dir + "/manifest.json";
-  const ModelConfig model = find_model_preset(config_.model);
-  if (ckpt.manifest.model != model_json(model) || ckpt.manifest.parameters != parameter_shapes(model))
+  // The shape decides, not the name: an --init-from model is named after its directory, which may be spelled
+  // another way (or be the checkpoint's own step directory) on resume.
+  const ModelConfig model = run_model_config(config_);
+  nlohmann::json saved_shape = ckpt.manifest.model, shape = model_json(model);
+  if (saved_shape.is_object()) saved_shape.erase("name");
+  shape.erase("name");
+  const std::string flag = config_.init_from.empty() ? "--model " + config_.model : "--init-from " + config_.init_from;
+  if (saved_shape != shape || ckpt.manifest.parameters != parameter_shapes(model))
     throw ConfigError("--resume " + manifest + ": the checkpoint's model (" +
-                      bounded_excerpt(ckpt.manifest.model.dump(), 160) + ") is not --model " + config_.model +
-                      "'s; resume with the model it was saved with");
+                      bounded_excerpt(ckpt.manifest.model.dump(), 160) + ") is not " + flag +
+                      "'s; resume with the model it was saved with (--model, or --init-from for a run that began "
+                      "from a Hugging Face directory)");
   if (ckpt.manifest.seed != config_.seed)
     throw ConfigError("--resume " + manifest + ": saved with --seed " + std::to_string(ckpt.manifest.seed) +
                       ", this run has --seed " + std::to_string(config_.seed) +

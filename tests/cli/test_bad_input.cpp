@@ -6,7 +6,8 @@
 // offset, and never more than a few lines of it (no value dumped whole).
 // Files: HF config.json (estimate --model), DeepSpeed JSON (--deepspeed),
 // accelerate YAML (--accelerate), recordings (export), special files (FIFO,
-// directory, /dev/null), and the flags whose values have limits.
+// directory, /dev/null), checkpoint folders (--resume), and the flags whose
+// values have limits.
 //
 // SHARDSCOPE_CLI in the environment runs the table against another build
 // (e.g. one with -fsanitize=address,undefined).
@@ -181,6 +182,8 @@ void TestBadInput::initTestCase() {
   QVERIFY(dir_.isValid());
   for (const auto& [name, contents] : config_files()) write(name, contents);
   QVERIFY(QDir().mkpath(path("a_directory")));
+  QVERIFY(QDir().mkpath(path("runs/step-99999999999999999999")));  // a step number past 64 bits
+  write("runs/step-99999999999999999999/manifest.json", "{}");
   QCOMPARE(::mkfifo(path("fifo").toLocal8Bit().constData(), 0600), 0);  // no writer: opening it would block
   write_recordings();
 }
@@ -268,6 +271,10 @@ void TestBadInput::exits_2_naming_the_problem_data() {
       "--accelerate: '@a_directory' is a directory, not a file");
   row("accelerate's DeepSpeed file a directory", {"estimate", acc, "@acc_ds_dir.yaml"},
       "acc_ds_dir.yaml: deepspeed_config.deepspeed_config_file: '@a_directory' is a directory");
+  row("checkpoint root with a step past 64 bits", {"train", "--resume", "@runs"},
+      "runs: no checkpoint here (neither manifest.json nor a step-N directory holding one)");
+  row("launch of a launch", {"launch", "--nproc-per-node", "2", "--", "launch", "--nproc-per-node", "2", "--", "train"},
+      "launch -- launch: mpirun cannot start mpirun");
   row("recording a FIFO", {"export", "--chrome-trace", "@t.json", "@fifo"},
       "RUN.ssrun: cannot read '@fifo': it is a FIFO (named pipe), not a regular file");
   row("recording a directory", {"export", "--chrome-trace", "@t.json", "@a_directory"},

@@ -6,11 +6,13 @@
 // exit 2, naming the file and the reason.
 #include <sys/resource.h>
 
+#include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QThread>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -205,6 +207,8 @@ class TestCheckpointCli : public QObject {
   void kill_9_leaves_only_complete_checkpoints();
   void bad_checkpoints_are_refused();
   void a_failed_save_keeps_the_last_checkpoint();
+  void a_save_that_cannot_happen_is_refused_before_training();
+  void an_init_from_run_resumes();
 };
 
 void TestCheckpointCli::resumed_run_prints_the_same_losses() {
@@ -219,6 +223,8 @@ void TestCheckpointCli::resumed_run_prints_the_same_losses() {
   const CliResult b = run_cli(run_args({"--steps", "4", "--resume", root + "/step-000002", "--metrics-out", part}));
   QVERIFY2(b.code == 0, qPrintable(b.err));
   QVERIFY(b.out.contains("resumed from " + root + "/step-000002 at step 2"));
+  QVERIFY2(b.out.contains("done: 4 steps (3-4 in this run) in ") && b.out.contains("throughput over steps 4-4: "),
+           qPrintable(b.out));  // the steps this run timed, not 2-4
   const std::vector<double> all = metric_losses(full), rest = metric_losses(part);
   QCOMPARE(all.size(), std::size_t{4});
   QCOMPARE(rest.size(), std::size_t{2});
@@ -342,6 +348,66 @@ void TestCheckpointCli::a_failed_save_keeps_the_last_checkpoint() {
   for (const auto& e : fs::directory_iterator(step)) after[e.path().filename().string()] = read_all(e.path());
   QVERIFY(after == before);
   shardscope::read_checkpoint(step.string());  // still loads
+}
+
+// A save the run could only fail at its end (its step directory taken, the
+// folder a file) is refused before the first step: no training is lost, and
+// the checkpoint already there stays byte for byte.
+void TestCheckpointCli::a_save_that_cannot_happen_is_refused_before_training() {
+  QTemporaryDir dir;
+  const QString root = dir.filePath("ckpt");
+  const CliResult first = run_cli(run_args({"--steps", "2", "--save-dir", root}));
+  QVERIFY2(first.code == 0, qPrintable(first.err));
+  const fs::path step = fs::path(root.toStdString()) / "step-000002";
+  const std::string before = read_all(step / "rank-0.safetensors");
+  for (const QStringList& more : {QStringList{"--steps", "2", "--seed", "7"},  // the last step's save
+                                  QStringList{"--steps", "4", "--save-every", "1"}}) {
+    const CliResult r = run_cli(run_args(more + QStringList{"--save-dir", root, "--log-every", "1"}));
+    QVERIFY2(r.code == 2, qPrintable(QString("exit %1: %2").arg(r.code).arg(r.err)));
+    QVERIFY2(r.err.contains(QString::fromStdString(step.string()) + ": already exists, and this run would save step 2"),
+             qPrintable(r.err));
+    QVERIFY2(!r.out.contains("step      1"), qPrintable(r.out));  // refused before training
+  }
+  QVERIFY(read_all(step / "rank-0.safetensors") == before);
+  const CliResult later = run_cli(run_args({"--steps", "3", "--save-dir", root, "--save-every", "3"}));
+  QVERIFY2(later.code == 0, qPrintable(later.err));  // steps it does not save may exist
+  const QString file = dir.filePath("a_file");
+  QVERIFY(QFile(file).open(QIODevice::WriteOnly));
+  const CliResult under_file = run_cli(run_args({"--steps", "1", "--save-dir", file + "/runs"}));
+  QCOMPARE(under_file.code, 2);
+  QVERIFY2(under_file.err.contains("'" + file + "' is a file, not a directory"), qPrintable(under_file.err));
+  QVERIFY(!under_file.out.contains("step      1"));
+}
+
+// A run that began from a Hugging Face directory resumes with --init-from (that
+// directory, or the checkpoint's own step directory, which is one too), with the
+// losses of the run that never stopped; without it the model is named.
+void TestCheckpointCli::an_init_from_run_resumes() {
+  QTemporaryDir dir;
+  const QString model = QString(SHARDSCOPE_FIXTURES) + "/hf/gpt2_tiny", root = dir.filePath("ckpt");
+  const QStringList run = {"train", "--init-from", model, "--batch",  "4", "--seq",
+                           "16",    "--steps",     "4",   "--warmup", "1"};
+  const QString full = dir.filePath("full.jsonl");
+  const CliResult a = run_cli(run + QStringList{"--save-dir", root, "--save-every", "2", "--metrics-out", full});
+  QVERIFY2(a.code == 0, qPrintable(a.err));
+  const std::vector<double> all = metric_losses(full);
+  QCOMPARE(all.size(), std::size_t{4});
+  const QString step2 = root + "/step-000002";
+  for (const QString& init : {model, step2}) {
+    QStringList args = run;
+    args[2] = init;
+    const QString part = dir.filePath("part.jsonl");
+    QFile::remove(part);
+    const CliResult b = run_cli(args + QStringList{"--resume", step2, "--dp", "2", "--metrics-out", part});
+    QVERIFY2(b.code == 0, qPrintable(b.err));
+    const std::vector<double> rest = metric_losses(part);
+    QCOMPARE(rest.size(), std::size_t{2});
+    QVERIFY2(std::abs(rest[0] - all[2]) < 1e-5 && std::abs(rest[1] - all[3]) < 1e-5, qPrintable(init));
+  }
+  const CliResult preset = run_cli({"train", "--batch", "4", "--seq", "16", "--steps", "4", "--resume", step2});
+  QCOMPARE(preset.code, 2);
+  QVERIFY2(preset.err.contains("is not --model gpt-tiny's") && preset.err.contains("--init-from"),
+           qPrintable(preset.err));
 }
 
 QTEST_GUILESS_MAIN(TestCheckpointCli)

@@ -60,9 +60,23 @@ struct BadDir {
   std::string file, cause;
 };
 
+// Config keys that change the math from the GPT-2 and BERT the engine runs:
+// refused, since ignoring them would print numbers transformers does not.
+const std::map<std::string, std::pair<std::string, nlohmann::json>> kMathKeys = {
+    {"attention unscaled", {"scale_attn_weights", false}},
+    {"attention scaled by layer", {"scale_attn_by_inverse_layer_idx", true}},
+    {"BERT relative positions", {"position_embedding_type", "relative_key"}},
+    {"BERT as a decoder", {"is_decoder", true}}};
+
 BadDir break_model(const std::string& dir, const std::string& how) {
-  copy_model(kHf + "gpt2_tiny", dir);
+  copy_model(kHf + (how.starts_with("BERT") ? "bert_tiny" : "gpt2_tiny"), dir);
   const std::string st = dir + "/model.safetensors", config = dir + "/config.json";
+  if (const auto math = kMathKeys.find(how); math != kMathKeys.end()) {
+    auto j = nlohmann::json::parse(read_text(config));
+    j[math->second.first] = math->second.second;
+    write_text(config, j.dump());
+    return {"config.json", math->second.first + ": "};
+  }
   if (how == "pytorch_model.bin only") {
     fs::remove(st);
     write_text(dir + "/pytorch_model.bin", "PK");
@@ -238,9 +252,11 @@ void TestHfCli::init_from_with_model_is_refused() {
 
 void TestHfCli::bad_model_dirs_exit_2_data() {
   QTest::addColumn<QString>("how");
-  for (const char* how : {"pytorch_model.bin only", "no weights", "truncated safetensors", "bad config.json",
-                          "config without n_layer", "unsupported activation", "missing tensor", "unexpected tensor",
-                          "wrong shape", "untied lm_head", "sharded safetensors", "llama config", "integer weights"})
+  for (const char* how :
+       {"pytorch_model.bin only", "no weights", "truncated safetensors", "bad config.json", "config without n_layer",
+        "unsupported activation", "missing tensor", "unexpected tensor", "wrong shape", "untied lm_head",
+        "sharded safetensors", "llama config", "integer weights", "attention unscaled", "attention scaled by layer",
+        "BERT relative positions", "BERT as a decoder"})
     QTest::newRow(how) << how;
 }
 

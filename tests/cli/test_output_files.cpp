@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Every file shardscope-cli writes (issue 19): an output never clobbers an
-// input or another output; a refused run writes nothing; only a regular file
+// input (the text, a config file, a file of a model or checkpoint folder) or
+// another output; a refused run writes nothing; only a regular file
 // (or a new path) is replaced; a write error ends the run with exit 2 and a
 // message naming the flag, the file and the OS error, never a crash; Ctrl-C
 // keeps complete outputs and kill -9 leaves an exportable temporary.
@@ -351,6 +352,14 @@ void TestOutputFiles::build_fixture() {
   QVERIFY(QDir(dir_->path()).mkdir("ro"));
   QCOMPARE(::chmod(at("ro").toUtf8().constData(), 0555), 0);
   QCOMPARE(::mkfifo(at("fifo").toUtf8().constData(), 0600), 0);
+  // Inputs that are folders or config files: a Hugging Face model, a checkpoint (what the output check reads of it).
+  QVERIFY(QDir(dir_->path()).mkpath("model") && QDir(dir_->path()).mkpath("ckpt/step-000001"));
+  for (const char* file : {"config.json", "model.safetensors"})
+    QVERIFY(QFile::copy(QString(SHARDSCOPE_FIXTURES) + "/hf/gpt2_tiny/" + file, at("model/") + file));
+  write_file(at("ckpt/step-000001/manifest.json"), "{}");
+  write_file(at("ckpt/step-000001/rank-0.safetensors"), "a rank's state");
+  write_file(at("ds.json"), "{\"train_batch_size\": 4}");
+  write_file(at("acc.yaml"), "distributed_type: NO\n");
 }
 
 void TestOutputFiles::bad_outputs_are_refused_data() {
@@ -375,6 +384,25 @@ void TestOutputFiles::bad_outputs_are_refused_data() {
   QTest::newRow("relative data, absolute metrics")
       << QStringList{"train", "--steps", "1", "--data", "c.txt", "--metrics-out", "@/c.txt"}
       << "it is the same file as --data 'c.txt'";
+  // Outputs that are files of the other inputs: the model, the checkpoint, the config files.
+  QTest::newRow("metrics = --init-from weights")
+      << train({"--init-from", "@/model", "--metrics-out", "@/model/model.safetensors"})
+      << "it is the same file as --init-from '@/model/model.safetensors'";
+  QTest::newRow("record = --init-from config") << train({"--init-from", "@/model", "--record", "@/model/config.json"})
+                                               << "it is the same file as --init-from '@/model/config.json'";
+  QTest::newRow("metrics = --resume manifest")
+      << train({"--resume", "@/ckpt/step-000001", "--metrics-out", "@/ckpt/step-000001/manifest.json"})
+      << "it is the same file as --resume '@/ckpt/step-000001/manifest.json'";
+  QTest::newRow("record = rank file of --resume root")
+      << train({"--resume", "@/ckpt", "--record", "@/ckpt/step-000001/rank-0.safetensors"})
+      << "it is the same file as --resume '@/ckpt/step-000001/rank-0.safetensors'";
+  QTest::newRow("metrics = --deepspeed") << train({"--deepspeed", "@/ds.json", "--metrics-out", "@/ds.json"})
+                                         << "it is the same file as --deepspeed '@/ds.json'";
+  QTest::newRow("record = --accelerate") << train({"--accelerate", "@/acc.yaml", "--record", "@/acc.yaml"})
+                                         << "it is the same file as --accelerate '@/acc.yaml'";
+  QTest::newRow("hidden-states out = model config")
+      << QStringList{"hidden-states", "--model", "@/model", "--text", "x", "--out", "@/model/config.json"}
+      << "--out: will not write '@/model/config.json': it is the same file as --model";
   // Two outputs, one file.
   const QString same_record = "--metrics-out: will not write '@/%1': it is the same file as --record";
   QTest::newRow("record = metrics") << train({"--record", "@/f", "--metrics-out", "@/f"}) << same_record.arg("f");
