@@ -49,7 +49,7 @@ MpiWorld::MpiWorld(const MpiOptions& options) : options_(options) {
   // Copy-in/copy-out moves a large message in 32 KB fragments, of which ob1
   // keeps only 3 in flight per message by default: 96 KB per round trip between
   // the two processes' tests. 64 fill the 2 MB that the 4 MB shared segment
-  // can spare, and measured 2-4x the bandwidth (docs/PERFORMANCE.md).
+  // can spare, and measured 1.5-4x the bandwidth (docs/PERFORMANCE.md).
   setenv("OMPI_MCA_pml_ob1_send_pipeline_depth", "64", 0);
   int initialized = 0, provided = 0;
   MPI_Initialized(&initialized);
@@ -157,70 +157,39 @@ void MpiWorld::share(const std::vector<int>& members, void* data, int bytes) {
        rank_ == root ? -1 : root);
 }
 
-// How a wait paces its tests, and why. Open MPI moves a message between
-// processes only inside MPI calls (its progress engine): over shared memory a
-// large one goes in 32 KB fragments, and each needs a test on both sides. So
-// tests must come often while data moves. But processes may outnumber cores
-// (4 ranks on 2 in CI), and a process that spins takes the core its peer needs
-// to compute or to move the other end: spinning the whole wait measured
-// slowest of all under load, since Linux runs a waking sleeper ahead of a
-// spinner (docs/PERFORMANCE.md). So, after each completed request (and at the
-// start): back-to-back tests for kBurst, then tests between yields (another
-// runnable process gets the core) until kYielding, then sleeps, longer once
-// nothing has completed for kPatient (a peer that computes, or hangs).
-class WaitPace {
- public:
-  void progressed() { last_ = SteadyClock::now(); }
-  void pause() const {
-    const auto idle = SteadyClock::now() - last_;
-    if (idle < kBurst) return;
-    if (idle < kYielding)
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(idle < kPatient ? std::chrono::microseconds(20) : std::chrono::microseconds(200));
-  }
-
- private:
-  static constexpr auto kBurst = std::chrono::microseconds(50);
-  static constexpr auto kYielding = std::chrono::microseconds(550);
-  static constexpr auto kPatient = std::chrono::milliseconds(50);
-  SteadyClock::time_point last_ = SteadyClock::now();
-};
-
-// One test of the requests under the mutex: how many completed (the rest stay
-// pending), or -1 once all are; every 256th test also looks for an abort notice.
-int MpiWorld::test_some(MPI_Request* requests, int count, std::vector<int>& indices, long round, int& rc) {
-  std::lock_guard lock(mutex_);
-  if (aborted_.load()) return 0;  // the requests stay as they are: no MPI progress after an abort
-  int completed = 0;
-  rc = MPI_Testsome(count, requests, &completed, indices.data(), MPI_STATUSES_IGNORE);
-  if (rc == MPI_SUCCESS && completed == MPI_UNDEFINED) return -1;  // none left active
-  if (round % 256 == 255) poll_abort_notice();
-  return rc == MPI_SUCCESS ? completed : 0;
-}
-
-// Tests until every request is done, paced by WaitPace; never longer than the deadline.
-void MpiWorld::wait(MPI_Request* requests, int count, const std::string& what, int peer) {
+// Polls until every request is done; never longer than the deadline.
+void MpiWorld::wait(MPI_Request* requests, int count, const std::string& what, int peer, MPI_Status* statuses) {
   struct Waiting {  // what this process answers a peer's query
     std::atomic<int>& count;
     explicit Waiting(std::atomic<int>& c) : count(c) { ++count; }
     ~Waiting() { --count; }
   } waiting(waiting_);
   const auto start = SteadyClock::now();
-  std::vector<int> indices(static_cast<std::size_t>(count));
-  WaitPace pace;
-  int pending = count;
-  for (long round = 0; !aborted_.load(); ++round) {
-    int rc = MPI_SUCCESS;
-    const int completed = test_some(requests, count, indices, round, rc);
+  for (long spin = 0;; ++spin) {
+    int done = 0, rc = MPI_SUCCESS;
+    {
+      std::lock_guard lock(mutex_);
+      if (aborted_.load()) break;  // the requests stay as they are: no MPI progress after an abort
+      rc = MPI_Testall(count, requests, &done, statuses);
+      if (!done && spin % 256 == 255) poll_abort_notice();
+    }
     if (rc != MPI_SUCCESS) fail_call(what.c_str(), rc);
-    if (completed < 0 || (pending -= completed) <= 0) return;
-    if (completed > 0) pace.progressed();
+    if (done) return;
     if (!aborted_.load() && seconds_since(start) > options_.timeout_s)
       abort(rank_, "timed out after " + std::to_string(static_cast<int>(options_.timeout_s)) + " s in " + what +
                        (peer >= 0 ? " waiting for rank " + std::to_string(peer) : std::string()) + " (--comm-timeout)" +
                        ask_peers());
-    if (!aborted_.load()) pace.pause();
+    if (aborted_.load()) break;
+    // Open MPI moves data only inside MPI calls, so tests pace a transfer; but
+    // processes may outnumber cores (4 ranks on 2 in CI), and a spinner takes
+    // the core its peer needs. So: yield, then sleep (longer once the wait is
+    // long). Measured against this (docs/PERFORMANCE.md): spinning through the
+    // wait was slowest under load, and back-to-back tests after each completed
+    // request, or yields for 0.5 ms, were no faster, slower on 4 processes.
+    if (spin < 200)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(spin < 2000 ? 20 : 200));
   }
   raise_aborted();
 }

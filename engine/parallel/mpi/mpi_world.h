@@ -110,10 +110,10 @@ class MpiWorld {
 
   // Waits for the requests (nonblocking MPI calls of a group), polling for an
   // abort, a dead peer and the deadline; `what` and `peer` (a global rank, or
-  // -1) name the call in a timeout message. Tests come back to back while
-  // requests complete and back off to sleeps when none do (WaitPace, in
-  // mpi_world.cpp). Throws CommAborted.
-  void wait(MPI_Request* requests, int count, const std::string& what, int peer);
+  // -1) name the call in a timeout message. Throws CommAborted.
+  // statuses: MPI_STATUSES_IGNORE or one per request.
+  void wait(MPI_Request* requests, int count, const std::string& what, int peer,
+            MPI_Status* statuses = MPI_STATUSES_IGNORE);
   // Runs an MPI call under the mutex; a failing return code aborts the job.
   // Throws CommAborted, making no call, once the job is aborted.
   template <class Call>
@@ -132,7 +132,6 @@ class MpiWorld {
 
  private:
   void fail_call(const char* name, int rc);
-  int test_some(MPI_Request* requests, int count, std::vector<int>& indices, long round, int& rc);
   void raise_aborted();
   void exchange_pids();
   void start_watchdog();     // mpi_faults.cpp, with the rest of the fault handling
