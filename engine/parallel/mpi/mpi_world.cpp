@@ -46,6 +46,11 @@ MpiWorld::MpiWorld(const MpiOptions& options) : options_(options) {
   // memory (CMA): containers often forbid process_vm_readv, and a peer that
   // fails mid-send would leave "Read -1, errno = 14" noise. A user's setting wins.
   setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+  // Copy-in/copy-out moves a large message in 32 KB fragments, of which ob1
+  // keeps only 3 in flight per message by default: 96 KB per round trip between
+  // the two processes' tests. 64 fill the 2 MB that the 4 MB shared segment
+  // can spare, and measured 1.5-4x the bandwidth (docs/PERFORMANCE.md).
+  setenv("OMPI_MCA_pml_ob1_send_pipeline_depth", "64", 0);
   int initialized = 0, provided = 0;
   MPI_Initialized(&initialized);
   if (initialized == 0 && MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
@@ -175,7 +180,12 @@ void MpiWorld::wait(MPI_Request* requests, int count, const std::string& what, i
                        (peer >= 0 ? " waiting for rank " + std::to_string(peer) : std::string()) + " (--comm-timeout)" +
                        ask_peers());
     if (aborted_.load()) break;
-    // Processes may outnumber cores (oversubscribed): yield, then sleep, rather than spin.
+    // Open MPI moves data only inside MPI calls, so tests pace a transfer; but
+    // processes may outnumber cores (4 ranks on 2 in CI), and a spinner takes
+    // the core its peer needs. So: yield, then sleep (longer once the wait is
+    // long). Measured against this (docs/PERFORMANCE.md): spinning through the
+    // wait was slowest under load, and back-to-back tests after each completed
+    // request, or yields for 0.5 ms, were no faster, slower on 4 processes.
     if (spin < 200)
       std::this_thread::yield();
     else
