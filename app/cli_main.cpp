@@ -98,6 +98,9 @@ int main(int argc, char** argv) {
   } catch (const RankFailure& e) {  // a rank threw: every rank stopped, nothing was saved half-way
     std::fprintf(stderr, "shardscope-cli %s: error: %s\n", args[0].c_str(), e.what());
     return 1;
+  } catch (const TrainingDiverged& e) {  // the run's numbers, not a bug: what ran is kept
+    std::fprintf(stderr, "shardscope-cli %s: error: %s\n", args[0].c_str(), e.what());
+    return 1;
   } catch (const OutOfMemory& e) {  // the input's size, not a bug: bad input (train reports its own, cli_train.cpp)
     std::fprintf(stderr, "shardscope-cli %s: error: %s (%s)\n", args[0].c_str(), e.what(), memory_hint(args[0]));
   } catch (const std::bad_alloc&) {

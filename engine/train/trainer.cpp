@@ -6,6 +6,7 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <map>
 #include <new>
@@ -408,11 +409,23 @@ float Trainer::evaluate() {
   return first[1] > 0.0f ? first[0] / first[1] : 0.0f;
 }
 
+// Before the step is reported (a checkpoint of NaN weights is worse than none).
+static void check_finite(const StepMetrics& m) {
+  if (m.skipped || (std::isfinite(m.loss) && std::isfinite(m.grad_norm))) return;
+  char text[160];
+  std::snprintf(text, sizeof text, "step %lld: the loss is %g and the gradient norm %g: training diverged",
+                static_cast<long long>(m.step), static_cast<double>(m.loss), static_cast<double>(m.grad_norm));
+  throw TrainingDiverged(std::string(text) +
+                         " (no loss scaler skipped the step); lower --lr, clip gradients (--grad-clip) or check "
+                         "--init-from's weights");
+}
+
 void Trainer::run(const std::function<void(const StepMetrics&)>& on_step, const std::atomic<bool>* stop) {
   stop_ = stop;  // every rank checks it before each layer (check_stop)
   try {
     while (steps_done_ < config_.steps && !(stop != nullptr && stop->load())) {
       const StepMetrics m = step();
+      check_finite(m);
       if (on_step) on_step(m);
     }
   } catch (const RunInterrupted&) {

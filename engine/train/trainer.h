@@ -133,6 +133,13 @@ class RunInterrupted : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A step that was not skipped (no loss scaler skipped it) ended with a loss or
+// gradient norm that is not finite: every later step would train on NaN.
+class TrainingDiverged : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class Trainer {
  public:
   // Validates the config (ConfigError names the flag) and loads the data.

@@ -26,6 +26,7 @@ class TestCli : public QObject {
   void bad_input_exits_2_with_a_message();
   void help_documents_every_flag();
   void short_run_writes_metrics_jsonl();
+  void diverged_run_stops_naming_the_step();
   void cuda_without_a_gpu_says_so_and_uses_the_cpu();
   void fp16_run_reports_loss_scale_and_overflow();
   void export_writes_a_chrome_trace_atomically();
@@ -143,6 +144,22 @@ void TestCli::short_run_writes_metrics_jsonl() {
     QCOMPARE(o["loss_scale"].toDouble(), 1.0);  // fp32: no loss scaling
     QCOMPARE(o["skipped"].toBool(), false);
   }
+}
+
+// fp32 has no loss scaler to skip a step whose gradients are not finite: the
+// run stops there (exit 1) naming the step, and keeps the metrics of the steps before.
+void TestCli::diverged_run_stops_naming_the_step() {
+  const QString metrics = dir_.path() + "/diverged.jsonl";
+  const Result r = run({"train", "--model", "gpt-tiny", "--steps", "4", "--batch", "4", "--seq", "32", "--weight-decay",
+                        "1e30", "--metrics-out", metrics});
+  QCOMPARE(r.code, 1);
+  QVERIFY2(r.err.contains("step 2: the loss is") && r.err.contains("training diverged") &&
+               !r.err.contains("internal error"),
+           qPrintable(r.err));
+  QVERIFY2(!r.out.contains("step      2/4"), qPrintable(r.out));
+  QFile f(metrics);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  QCOMPARE(f.readAll().trimmed().split('\n').size(), 1);
 }
 
 // fp16: 16-bit parameters and gradients (2 + 2 bytes), fp32 master + Adam (12);
