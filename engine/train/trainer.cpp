@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "core/error.h"
-#include "core/thread_pool.h"
 #include "data/default_corpus.h"
 #include "data/tokenizer.h"
 #include "estimate/formula_text.h"
@@ -79,10 +78,8 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
   if (!devices) predicted_for.device = "cpu";
   predicted_ = predict_run_memory(predicted_for);
   // A GPU's own memory is checked as its ranks allocate; processes may be on other machines.
-  if (!devices && !process_.active()) {  // every rank's threads (build_rank: cores / ranks each, at least 1) run BLAS
-    const int ranks = plan_->grid().world_size(), cores = config_.threads > 0 ? config_.threads : available_cores();
-    check_fits_host(predicted_, ranks * std::max(1, cores / ranks));
-  }
+  if (!devices && !process_.active())  // every rank's threads run BLAS
+    check_fits_host(predicted_, plan_->grid().world_size() * cpu_threads_per_rank());
   dataset_ = load_dataset(config_, run_model_config(config_));
   load_initial_model();
   for (int r = 0; r < plan_->grid().world_size(); ++r) {

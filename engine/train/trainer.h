@@ -214,6 +214,8 @@ class Trainer {
   // Building the ranks (trainer_ranks.cpp), each from its place in the plan.
   RankDeviceFactory cuda_devices();  // empty, with device_note_ set, when no GPU is usable
   int process_gpu(int gpu_count) const;
+  // A CPU rank's threads: the cores (--threads, else this machine's) shared by the ranks, at least 1.
+  int cpu_threads_per_rank() const;
   void open_nccl_world();
   NcclAbortState process_abort_state();
   std::unique_ptr<Rank> build_rank(int rank, const RankDeviceFactory& devices);

@@ -94,6 +94,11 @@ NcclAbortState Trainer::process_abort_state() {
   return state;
 }
 
+int Trainer::cpu_threads_per_rank() const {
+  const int cores = config_.threads > 0 ? config_.threads : available_cores();
+  return std::max(1, cores / plan_->grid().world_size());
+}
+
 std::unique_ptr<Trainer::Rank> Trainer::build_rank(int r, const RankDeviceFactory& devices) {
   const RankPlan& place = plan_->rank(r);
   auto rank = std::make_unique<Rank>();
@@ -127,7 +132,7 @@ void Trainer::attach_device(Rank& rank, const RankDeviceFactory& devices) {
       rank.ledger.set_device_memory(rank.device_memory.get());
     }
     const int cores = config_.threads > 0 ? config_.threads : available_cores();
-    const int threads = std::max(1, cores / plan_->grid().world_size());
+    const int threads = cpu_threads_per_rank();
     rank.backend = make_cpu_backend(CpuBackendOptions{threads});
     // A CPU rank runs on its own virtual device (clock/device_clock.h), timed by its own work.
     // The ranks share one compute slot per core (clock/device_clock.h: less noise in their CPU times).

@@ -57,6 +57,15 @@ ScheduleSummary run_and_summarize(const RunConfig& config, std::vector<Event>* e
 constexpr double kPp4Points = 5.0;
 constexpr double kStagePoints = 8.0;
 
+// When the rank's last DDP bucket transfer of the step ended (0: it sent none).
+std::int64_t buckets_end(const std::vector<Event>& events, int rank, std::int64_t step) {
+  std::int64_t end = 0;
+  for (const Event& t : events)
+    if (t.kind == EventKind::comm_span && t.bucket >= 0 && t.step == step && t.rank == rank)
+      end = std::max(end, t.end_ns);
+  return end;
+}
+
 // A clock whose compute time is set by hand: the thread that moves it is not
 // its compute thread, so no CPU time is counted (comm_end raises it to t).
 void set_time(DeviceClock& clock, std::int64_t t) {
@@ -329,12 +338,9 @@ void TestVirtualClock::ddp_buckets_overlap_backward() {
   // host link's bandwidth is measured, so it moves with the load); some must be.
   QVERIFY(o.fraction() > 0.1);
   // The optimizer waits for the last bucket: its span starts after every transfer of the rank ended.
-  for (const Event& e : events) {
-    if (e.kind != EventKind::compute_span || e.compute != ComputeKind::optimizer || e.step < 2) continue;
-    for (const Event& t : events)
-      if (t.kind == EventKind::comm_span && t.bucket >= 0 && t.step == e.step && t.rank == e.rank)
-        QVERIFY(t.end_ns <= e.start_ns);
-  }
+  for (const Event& e : events)
+    if (e.kind == EventKind::compute_span && e.compute == ComputeKind::optimizer && e.step >= 2)
+      QVERIFY(buckets_end(events, e.rank, e.step) <= e.start_ns);
 }
 
 // dp 2 x pp 2: stage 1's gradient for the last micro-batch goes to stage 0
@@ -353,17 +359,14 @@ void TestVirtualClock::last_gradient_send_does_not_wait_for_ddp() {
     const bool last_gradient = send.kind == EventKind::comm_span && send.op == CommOp::send && send.step >= 2 &&
                                send.src >= c.dp && send.dst < c.dp && send.micro_batch == c.micro_batches - 1;
     if (!last_gradient) continue;
-    std::int64_t buckets_end = 0;
-    for (const Event& t : events)
-      if (t.kind == EventKind::comm_span && t.bucket >= 0 && t.step == send.step && t.rank == send.src)
-        buckets_end = std::max(buckets_end, t.end_ns);
-    QVERIFY2(buckets_end > 0, "stage 1 all-reduced no bucket");
-    QVERIFY2(send.start_ns < buckets_end, qPrintable(QString("step %1, rank %2: the send starts at %3 ns, the last "
+    const std::int64_t last_bucket_end = buckets_end(events, send.src, send.step);
+    QVERIFY2(last_bucket_end > 0, "stage 1 all-reduced no bucket");
+    QVERIFY2(send.start_ns < last_bucket_end, qPrintable(QString("step %1, rank %2: the send starts at %3 ns, the last "
                                                              "bucket ends at %4 ns")
                                                          .arg(send.step)
                                                          .arg(send.src)
                                                          .arg(send.start_ns)
-                                                         .arg(buckets_end)));
+                                                         .arg(last_bucket_end)));
     ++checked;
   }
   QCOMPARE(checked, 2 * c.dp);  // steps 2 and 3, each stage-1 rank
