@@ -39,6 +39,7 @@ double seconds_since(SteadyClock::time_point t) {
 // when the abort was), else the rank whose process is gone, read from /proc.
 // Then it wakes the watchdog (sem_post), which ends the process.
 std::atomic<bool> g_terminated{false};
+std::atomic<bool> g_linger{false};  // the job aborted: stay 500 ms at exit (MpiWorld::linger_after_abort)
 sem_t g_wake;
 std::atomic<const char*> g_abort_line{nullptr};  // "...error: rank R: stopped by mpirun: <abort>\n", never freed
 int g_rank = 0;
@@ -144,6 +145,7 @@ void MpiWorld::start_watchdog() {
   action.sa_handler = on_terminate;
   sigemptyset(&action.sa_mask);
   sigaction(SIGTERM, &action, nullptr);
+  linger_after_abort();
   watchdog_ = std::thread([this] { watch(); });
 }
 
@@ -161,6 +163,7 @@ void MpiWorld::set_aborted(const std::string& message) {
                          ->c_str());  // for the SIGTERM handler, which must not allocate
   aborted_at_ = SteadyClock::now().time_since_epoch().count();
   aborted_.store(true);
+  g_linger.store(true);
 }
 
 // Mutex not held. Taking it once first lets an MPI call another thread has in
@@ -211,14 +214,30 @@ void MpiWorld::send_abort_notices(const std::string& text) {
 void MpiWorld::poll_abort_notice() {
   if (aborted_.load() || finalizing_.load()) return;
   int flag = 0;
+  MPI_Message message;
   MPI_Status status;
-  if (MPI_Iprobe(MPI_ANY_SOURCE, kAbortTag, control_, &flag, &status) != MPI_SUCCESS || flag == 0) return;
+  if (MPI_Improbe(MPI_ANY_SOURCE, kAbortTag, control_, &flag, &message, &status) != MPI_SUCCESS || flag == 0) return;
   int length = 0;
   MPI_Get_count(&status, MPI_CHAR, &length);
-  std::vector<char> text(static_cast<std::size_t>(std::max(length, 1)), '\0');
-  MPI_Recv(text.data(), length, MPI_CHAR, status.MPI_SOURCE, kAbortTag, control_, MPI_STATUS_IGNORE);
+  std::vector<char> text(static_cast<std::size_t>(std::max(length, 0)) + 1, '\0');
+  MPI_Mrecv(text.data(), length, MPI_CHAR, &message, MPI_STATUS_IGNORE);
   text.back() = '\0';
   set_aborted(text.data());
+}
+
+// A failing process sends its notice before it exits, so once its pid is gone
+// the notice is here: it names the cause, where a gone pid may be a process
+// that only followed it out. Rank threads keep the mutex only for moments
+// (their blocking calls wait in wait(), a group's creation after meet()).
+void MpiWorld::read_pending_notice() {
+  if (aborted_.load() || finalizing_.load()) return;
+  const auto start = SteadyClock::now();
+  while (!mutex_.try_lock()) {
+    if (seconds_since(start) > 0.1) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  poll_abort_notice();
+  mutex_.unlock();
 }
 
 int MpiWorld::dead_peer() const {
@@ -241,14 +260,12 @@ void MpiWorld::watch() {
     nap(100);
     if (!aborted_.load() && !finalizing_.load() && mutex_.try_lock()) {
       poll_abort_notice();
-      mutex_.unlock();
-    }
-    if (!aborted_.load() && !finalizing_.load() && mutex_.try_lock()) {
       answer_queries();
       mutex_.unlock();
     }
     if (const int dead = aborted_.load() ? -1 : dead_peer(); dead >= 0) {
-      abort_with("communication aborted: " + dead_peer_text(dead), true);
+      read_pending_notice();
+      if (!aborted_.load()) abort_with("communication aborted: " + dead_peer_text(dead), true);
     }
     if (g_terminated.load()) {  // the handler has said why
       // Its daemon sends SIGKILL 1 s after SIGTERM: linger a little, so it reads the line before this process is gone.
@@ -263,6 +280,18 @@ void MpiWorld::watch() {
       _exit(1);
     }
   }
+}
+
+// After an abort, every process of the job stays a moment after it has said
+// why (atexit), so that the first exit, on which mpirun ends the others, comes
+// after they have read the notice (read_pending_notice) and can name the cause.
+void MpiWorld::linger_after_abort() {
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    std::atexit([] {
+      if (g_linger.load()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    });
+  });
 }
 
 // Mutex held: answers the peers' queries (is this process in a communication call?).

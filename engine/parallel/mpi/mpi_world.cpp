@@ -27,6 +27,12 @@ double seconds_since(SteadyClock::time_point t) {
   return std::chrono::duration<double>(SteadyClock::now() - t).count();
 }
 
+std::string ranks_text(const std::vector<int>& members) {
+  std::string text;
+  for (const int m : members) text += (text.empty() ? "" : ", ") + std::to_string(m);
+  return text;
+}
+
 std::string mpi_error_text(int rc) {
   char text[MPI_MAX_ERROR_STRING];
   int length = 0;
@@ -75,6 +81,8 @@ MpiWorld::~MpiWorld() {
   }
   stopping_.store(true);
   if (watchdog_.joinable()) watchdog_.join();
+  // This process says why itself now (its error, then the exit's linger): mpirun's SIGTERM would say it twice.
+  if (aborted_.load()) ::signal(SIGTERM, SIG_IGN);
 }
 
 // Every process's pid, and whether it runs on this machine (its hostname).
@@ -98,10 +106,47 @@ void MpiWorld::exchange_pids() {
 
 std::string MpiWorld::broadcast_from_rank0(const std::string& text) {
   int length = static_cast<int>(text.size());
-  call("MPI_Bcast", [&] { return MPI_Bcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD); });
+  MPI_Request request;
+  call("MPI_Ibcast", [&] { return MPI_Ibcast(&length, 1, MPI_INT, 0, MPI_COMM_WORLD, &request); });
+  wait(&request, 1, "a broadcast from rank 0", rank_ == 0 ? -1 : 0);
   std::string out = rank_ == 0 ? text : std::string(static_cast<std::size_t>(length), '\0');
-  call("MPI_Bcast", [&] { return MPI_Bcast(out.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD); });
+  call("MPI_Ibcast", [&] { return MPI_Ibcast(out.data(), length, MPI_CHAR, 0, MPI_COMM_WORLD, &request); });
+  wait(&request, 1, "a broadcast from rank 0", rank_ == 0 ? -1 : 0);
   return out;
+}
+
+namespace {
+
+// A tag for the group `members` on the control communicator: the notices'
+// and queries' tags are below 100, then one range per use (`range` 0, 1).
+int group_tag(const std::vector<int>& members, int range) {
+  unsigned tag = 23;
+  for (const int m : members) tag = tag * 31u + static_cast<unsigned>(m);
+  return 100 + range * 15000 + static_cast<int>(tag % 15000u);
+}
+
+}  // namespace
+
+// An empty message from each member to every other, waited for as wait() does:
+// the blocking call that follows (MPI_Comm_create_group, which keeps the mutex
+// until it returns) starts only once every member is there, so a member that
+// failed before it is named by its notice or its exit, not waited for forever.
+void MpiWorld::meet(const std::vector<int>& members, const std::string& what) {
+  const int tag = group_tag(members, 1);
+  std::vector<MPI_Request> requests;
+  call("MPI_Isend", [&] {
+    int rc = MPI_SUCCESS;
+    for (const int m : members) {
+      if (m == rank_) continue;
+      MPI_Request send, receive;
+      if ((rc = MPI_Isend(nullptr, 0, MPI_BYTE, m, tag, control_, &send)) != MPI_SUCCESS) break;
+      requests.push_back(send);
+      if ((rc = MPI_Irecv(nullptr, 0, MPI_BYTE, m, tag, control_, &receive)) != MPI_SUCCESS) break;
+      requests.push_back(receive);
+    }
+    return rc;
+  });
+  wait(requests.data(), static_cast<int>(requests.size()), what, -1);
 }
 
 std::unique_ptr<Communicator> MpiWorld::communicator(const std::vector<int>& members, DeviceClock* clock,
@@ -119,6 +164,7 @@ std::unique_ptr<Communicator> MpiWorld::communicator(const std::vector<int>& mem
   // in every call). The tag tells concurrent creations apart.
   unsigned tag = 17;
   for (const int m : members) tag = tag * 31u + static_cast<unsigned>(m);
+  meet(members, "making the communicator of ranks " + ranks_text(members));
   MPI_Comm comm = MPI_COMM_NULL;
   call("MPI_Comm_create_group", [&] {
     MPI_Group world_group, group;
@@ -136,9 +182,7 @@ std::unique_ptr<Communicator> MpiWorld::communicator(const std::vector<int>& mem
 // One message from the first member to each other, on the control
 // communicator, tagged by the group (the abort notices' tags are below 100).
 void MpiWorld::share(const std::vector<int>& members, void* data, int bytes) {
-  unsigned tag = 23;
-  for (const int m : members) tag = tag * 31u + static_cast<unsigned>(m);
-  const int group_tag = 100 + static_cast<int>(tag % 30000u);
+  const int tag = group_tag(members, 0);
   const int root = members.front();
   std::vector<MPI_Request> requests;
   call("MPI_Isend", [&] {
@@ -146,15 +190,14 @@ void MpiWorld::share(const std::vector<int>& members, void* data, int bytes) {
     for (const int m : members) {
       if (m == rank_ || (rank_ != root && m != root)) continue;
       MPI_Request request;
-      rc = rank_ == root ? MPI_Isend(data, bytes, MPI_BYTE, m, group_tag, control_, &request)
-                         : MPI_Irecv(data, bytes, MPI_BYTE, root, group_tag, control_, &request);
+      rc = rank_ == root ? MPI_Isend(data, bytes, MPI_BYTE, m, tag, control_, &request)
+                         : MPI_Irecv(data, bytes, MPI_BYTE, root, tag, control_, &request);
       if (rc != MPI_SUCCESS) break;
       requests.push_back(request);
     }
     return rc;
   });
-  wait(requests.data(), static_cast<int>(requests.size()), "sharing the NCCL unique id",
-       rank_ == root ? -1 : root);
+  wait(requests.data(), static_cast<int>(requests.size()), "sharing the NCCL unique id", rank_ == root ? -1 : root);
 }
 
 // Polls until every request is done; never longer than the deadline.

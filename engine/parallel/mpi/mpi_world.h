@@ -18,12 +18,15 @@
 //     then throws CommAborted("communication aborted by rank 2: <reason>");
 //   - a dead peer: a watchdog thread looks every 100 ms at the processes of the
 //     job on this machine (their pids, exchanged at start) and, when one is
-//     gone (kill -9, a crash), aborts naming its rank; mpirun also stops the
-//     job then (SIGTERM), and the handler prints the same message first;
+//     gone (kill -9, a crash), aborts naming its rank (or the cause a notice
+//     gives: a process that fails sends it before it ends); mpirun also stops
+//     the job then (SIGTERM), and the handler prints the same message first;
 //   - a deadline: no progress for --comm-timeout seconds (a hung peer) aborts
 //     naming the peer waited for.
 // A process that saw an abort and has not exited 5 s later is ended by the
-// watchdog (exit code 1) with its message: never a hang.
+// watchdog (exit code 1) with its message: never a hang. One that exits after
+// an abort stays 0.5 s first, so that the others have read the notice (and
+// name the cause) before mpirun ends them on the first exit.
 //
 // Threads: the trainer calls from its rank threads and DDP's communication
 // thread; every MPI call here is made under one mutex (MPI_THREAD_MULTIPLE is
@@ -134,10 +137,13 @@ class MpiWorld {
   void fail_call(const char* name, int rc);
   void raise_aborted();
   void exchange_pids();
-  void start_watchdog();     // mpi_faults.cpp, with the rest of the fault handling
-  void watch();              // the watchdog thread
-  void poll_abort_notice();  // an abort notice from another process, if any (mutex held)
-  int dead_peer() const;     // a rank of this machine whose process is gone, else -1
+  void start_watchdog();       // mpi_faults.cpp, with the rest of the fault handling
+  void watch();                // the watchdog thread
+  void poll_abort_notice();    // an abort notice from another process, if any (mutex held)
+  void read_pending_notice();  // poll_abort_notice, mutex not held
+  void meet(const std::vector<int>& members, const std::string& what);  // every member here (waits as wait() does)
+  static void linger_after_abort();
+  int dead_peer() const;  // a rank of this machine whose process is gone, else -1
   std::string dead_peer_text(int peer) const;
   void set_aborted(const std::string& message);
   void abort_with(const std::string& message, bool from_watchdog);
