@@ -296,7 +296,7 @@ void MpiWorld::linger_after_abort() {
 
 // Mutex held: answers the peers' queries (is this process in a communication call?).
 void MpiWorld::answer_queries() {
-  if (aborted_.load()) return;
+  if (aborted_.load() || finalizing_.load()) return;
   for (;;) {
     int flag = 0;
     MPI_Status status;

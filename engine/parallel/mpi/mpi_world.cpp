@@ -75,7 +75,11 @@ MpiWorld::MpiWorld(const MpiOptions& options) : options_(options) {
 
 MpiWorld::~MpiWorld() {
   if (!aborted_.load()) {
-    finalizing_.store(true);  // the watchdog makes no MPI calls from here on, but still watches the peers
+    // Under the mutex: a watchdog call on the control communicator is over
+    // before it is freed, and none comes after (they check finalizing_ under
+    // the mutex). The watchdog still watches the peers without it.
+    std::lock_guard lock(mutex_);
+    finalizing_.store(true);
     MPI_Comm_free(&control_);
     MPI_Finalize();
   }
