@@ -2,6 +2,8 @@
 #include "core/json_text.h"
 
 #include <algorithm>
+#include <unordered_set>
+#include <vector>
 
 namespace shardscope {
 
@@ -9,14 +11,20 @@ namespace {
 
 using nlohmann::json;
 
-// nlohmann's DOM builder, with errors recorded instead of thrown and a depth limit.
+// nlohmann's DOM builder, with errors recorded instead of thrown, a depth
+// limit, and a key repeated within one object refused (nlohmann would keep the
+// last value silently; DeepSpeed's loader and safetensors refuse it too).
 class BoundedDomParser : public nlohmann::detail::json_sax_dom_parser<json> {
  public:
   BoundedDomParser(json& document, int max_depth) : json_sax_dom_parser(document, false), max_depth_(max_depth) {}
 
-  bool start_object(std::size_t elements) { return deeper() && json_sax_dom_parser::start_object(elements); }
+  bool start_object(std::size_t elements) {
+    object_keys_.emplace_back();
+    return deeper() && json_sax_dom_parser::start_object(elements);
+  }
   bool start_array(std::size_t elements) { return deeper() && json_sax_dom_parser::start_array(elements); }
   bool end_object() {
+    object_keys_.pop_back();
     --depth_;
     return json_sax_dom_parser::end_object();
   }
@@ -26,6 +34,11 @@ class BoundedDomParser : public nlohmann::detail::json_sax_dom_parser<json> {
   }
   bool key(std::string& name) {
     last_key_ = bounded_excerpt(name, 60);
+    ++keys_;
+    if (!object_keys_.back().insert(name).second) {
+      repeated_key_ = keys_;
+      return false;
+    }
     return json_sax_dom_parser::key(name);
   }
   template <class Exception>
@@ -44,6 +57,7 @@ class BoundedDomParser : public nlohmann::detail::json_sax_dom_parser<json> {
   const std::string& token() const { return token_; }
   const std::string& message() const { return message_; }
   bool out_of_range() const { return out_of_range_; }
+  std::size_t repeated_key() const { return repeated_key_; }  // 1-based count of the key that repeats; 0: none
   const std::string& last_key() const { return last_key_; }
 
  private:
@@ -56,7 +70,26 @@ class BoundedDomParser : public nlohmann::detail::json_sax_dom_parser<json> {
   bool too_deep_ = false, failed_ = false, out_of_range_ = false;
   std::size_t position_ = 0;
   std::string token_, message_, last_key_;
+  std::vector<std::unordered_set<std::string>> object_keys_;  // of each open object, innermost last
+  std::size_t keys_ = 0, repeated_key_ = 0;
 };
+
+// The offset of the opening quote of the n-th key (1-based) of a text that is
+// valid JSON up to it: a key is a string followed by a colon.
+std::size_t offset_of_key(std::string_view text, std::size_t n) {
+  std::size_t seen = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '"') continue;
+    const std::size_t begin = i;
+    for (++i; i < text.size() && text[i] != '"'; ++i)
+      if (text[i] == '\\') ++i;
+    std::size_t next = i + 1;
+    while (next < text.size() && (text[next] == ' ' || text[next] == '\t' || text[next] == '\n' || text[next] == '\r'))
+      ++next;
+    if (next < text.size() && text[next] == ':' && ++seen == n) return begin;
+  }
+  return text.size();
+}
 
 // The offset of the bracket that opens level max_depth + 1 (strings skipped).
 std::size_t offset_past_depth(std::string_view text, int max_depth) {
@@ -106,8 +139,12 @@ std::string JsonTextError::where_and_why() const {
 std::optional<json> parse_json_text(std::string_view text, JsonTextError& error, int max_depth) {
   json root;
   BoundedDomParser parser(root, max_depth);
-  if (json::sax_parse(text, &parser) && !parser.too_deep() && !parser.failed()) return root;
-  if (parser.too_deep()) {
+  if (json::sax_parse(text, &parser) && !parser.too_deep() && !parser.failed() && parser.repeated_key() == 0)
+    return root;
+  if (parser.repeated_key() != 0) {
+    locate(text, offset_of_key(text, parser.repeated_key()), error);
+    error.reason = "key '" + parser.last_key() + "' appears twice in one object";
+  } else if (parser.too_deep()) {
     locate(text, offset_past_depth(text, max_depth), error);
     error.reason = "values nest deeper than " + std::to_string(max_depth) + " levels";
   } else if (parser.out_of_range()) {  // the lexer has read the whole number

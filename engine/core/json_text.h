@@ -2,10 +2,11 @@
 // JSON the user gives the program (config files, a recording's metadata),
 // parsed so that every way it can be wrong is reported with its place: a
 // syntax error, a number beyond a double's range (1e400, which nlohmann
-// reports as an out_of_range exception with no position), and nesting deeper
-// than kMaxJsonDepth. nlohmann's parser is iterative, but copying, comparing or
-// dumping a value recurses once per level: the depth limit keeps every later
-// use of the document within the stack.
+// reports as an out_of_range exception with no position), a key repeated in
+// one object (nlohmann would keep the last value silently), and nesting deeper
+// than kMaxJsonDepth. nlohmann's parser is iterative, but copying, comparing
+// or dumping a value recurses once per level: the depth limit keeps every
+// later use of the document within the stack.
 #pragma once
 
 #include <cstddef>

@@ -77,6 +77,24 @@ struct Reader {
     return node;
   }
 };
+
+// yaml-cpp keeps a key given twice in one mapping and finds the first, where
+// accelerate (PyYAML) takes the last: the file would mean two things. Refused,
+// as the JSON reader refuses it (core/json_text.h).
+void refuse_repeated_keys(const YAML::Node& node, const std::string& source) {
+  if (node.IsSequence()) {
+    for (const auto& item : node) refuse_repeated_keys(item, source);
+  } else if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (const auto& item : node) {
+      if (item.first.IsScalar() && !seen.insert(item.first.Scalar()).second)
+        throw FormatError(source + " line " + std::to_string(item.first.Mark().line + 1) + ": key '" +
+                          bounded_excerpt(item.first.Scalar()) + "' appears twice in one mapping");
+      refuse_repeated_keys(item.second, source);
+    }
+  }
+}
+
 }  // namespace
 
 AccelerateConfig parse_accelerate_config(std::string_view yaml_text, const std::string& source) {
@@ -94,6 +112,7 @@ AccelerateConfig parse_accelerate_config(std::string_view yaml_text, const std::
   if (root.IsNull() || !root.IsDefined()) throw FormatError(source + ": the file is empty");
   if (!root.IsMap())
     throw FormatError(source + ": the top level must be a mapping of keys (as `accelerate config` writes)");
+  refuse_repeated_keys(root, source);
   AccelerateConfig c;
   c.source = source;
   const Reader r{source, c.warnings};

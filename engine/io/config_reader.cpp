@@ -75,8 +75,7 @@ void JsonConfig::index_key_lines() {
       if (open.empty() || !open.back().object || !open.back().expect_key) continue;
       const std::string key = decoded_key(std::string_view(text_).substr(begin, i - begin));
       const auto [it, added] = key_nodes_.try_emplace({open.back().node, key}, static_cast<int>(key_lines_.size()));
-      if (added) key_lines_.push_back(line);
-      key_lines_[static_cast<std::size_t>(it->second)] = line;  // nlohmann keeps a repeated key's last value
+      if (added) key_lines_.push_back(line);  // parse_json_text refuses a repeated key
       open.back().last_key = it->second;
       open.back().expect_key = false;
     } else if (c == '{' || c == '[') {

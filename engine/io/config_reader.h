@@ -65,7 +65,7 @@ class JsonConfig {
   nlohmann::json root_;
   // Every key of the text as a node of a tree: (parent node, key) -> node; node 0 is the top level.
   std::map<std::pair<int, std::string>, int, std::less<>> key_nodes_;
-  std::vector<int> key_lines_;  // [node] the line of the key's last occurrence (the one nlohmann keeps)
+  std::vector<int> key_lines_;  // [node] the line of the key
 };
 
 }  // namespace shardscope

@@ -88,7 +88,7 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
 
   SafetensorsFile file;
   file.path_ = path;
-  JsonTextError error;  // syntax, numbers past a double's range, nesting depth (core/json_text.h)
+  JsonTextError error;  // syntax, numbers past a double's range, a repeated key, nesting depth (core/json_text.h)
   std::optional<nlohmann::json> parsed = parse_json_text(header, error);
   if (!parsed)  // the header starts at file offset 8
     throw FormatError(path + ": byte " + std::to_string(8 + error.byte) + ": header is not valid JSON (" +

@@ -235,6 +235,9 @@ class TestTrainConfigs : public QObject {
         << QByteArray(R"({"fp16": {"enabled": true, "fp16_master_weights_and_grads": true}})")
         << "fp16.fp16_master_weights_and_grads";
     QTest::newRow("malformed JSON") << "broken.json" << QByteArray("{\"train_batch_size\": 8,\n  \"fp16\": {") << "line";
+    QTest::newRow("repeated key") << "twice.json"
+        << QByteArray("{\"train_micro_batch_size_per_gpu\": 4,\n \"train_micro_batch_size_per_gpu\": 8}")
+        << "line 2, column 2: key 'train_micro_batch_size_per_gpu' appears twice";
     QTest::newRow("negative clipping") << "clip.json" << QByteArray(R"({"gradient_clipping": -1})")
         << "gradient_clipping";
     QTest::newRow("negative lr") << "lr.json" << QByteArray(R"({"optimizer": {"type": "AdamW", "params": {"lr": -0.1}}})")
@@ -249,6 +252,9 @@ class TestTrainConfigs : public QObject {
     QTest::newRow("yaml: offload") << "off.yaml"
         << QByteArray("distributed_type: DEEPSPEED\nnum_processes: 1\ndeepspeed_config:\n  offload_optimizer_device: cpu\n")
         << "offload_optimizer_device";
+    QTest::newRow("yaml: repeated key") << "twice.yaml"
+        << QByteArray("distributed_type: MULTI_GPU\nnum_processes: 2\nmixed_precision: bf16\nnum_processes: 4\n")
+        << "line 4: key 'num_processes' appears twice";
     QTest::newRow("yaml: negative processes") << "neg.yaml" << QByteArray("distributed_type: MULTI_GPU\nnum_processes: -3\n")
         << "num_processes";
   }

@@ -313,6 +313,12 @@ void TestCore::safetensors_bad_files_name_the_problem() {
                "tensor 'x': shape has more elements than fit in 64 bits");
   expect_error(header_file("negative", R"({"x": {"dtype": "F32", "shape": [-1, 1], "data_offsets": [0, 4]}})", "1234"),
                "tensor 'x': shape has a negative dimension");
+  // A tensor named twice: which of the two would be read is a guess (nlohmann would keep the last).
+  expect_error(header_file("twice",
+                           R"({"x": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, )"
+                           R"("x": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}})",
+                           "12345678"),
+               "byte 70: header is not valid JSON (key 'x' appears twice in one object)");
   expect_error(dir.path().toStdString(), "is a directory, not a .safetensors file");
   const std::string fifo = (dir.path() + "/fifo").toStdString();
   QCOMPARE(::mkfifo(fifo.c_str(), 0600), 0);
@@ -369,6 +375,12 @@ void TestCore::json_text_names_the_place_of_every_error() {
   // A syntax error's last token is quoted, but never at length.
   QVERIFY(!parse_json_text("\"" + std::string(100000, 'x'), error));
   QVERIFY2(error.reason.size() < 260, error.reason.c_str());
+  // A key repeated in one object is refused at its second place; the same key in two objects is not.
+  QVERIFY(!parse_json_text("{\"a\": {\"k\": 1, \"s\": \"x:\"},\n \"b\": [{\"k\": 2}], \"a\" : 3}", error));
+  QCOMPARE(error.where_and_why(), std::string("line 2, column 19: key 'a' appears twice in one object"));
+  QVERIFY(!parse_json_text("[{\"w\": 1, \"w\": 1}]", error));
+  QCOMPARE(error.byte, std::size_t{10});
+  QVERIFY(parse_json_text("{\"a\": {\"k\": 1}, \"b\": {\"k\": 1}, \"c\": [{\"k\": 1}, {\"k\": 2}]}", error).has_value());
 }
 
 void TestCore::json_value_summary_is_short() {
