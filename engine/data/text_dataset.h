@@ -45,6 +45,12 @@ class TextDataset {
 
   std::int64_t tokens(Split split) const;
   const std::string& path() const { return path_; }
+  // The token ids as they are stored (bytes, or int32 ids): what a checkpoint
+  // fingerprints, so that a resume on other text of the same length is refused.
+  std::string_view stored_tokens() const {
+    return ids_.empty() ? std::string_view(reinterpret_cast<const char*>(bytes_.data()), bytes_.size())
+                        : std::string_view(reinterpret_cast<const char*>(ids_.data()), ids_.size() * 4);
+  }
   // What a token is: "bytes", or the tokenizer's ("wordpiece tokens", "bpe tokens").
   const std::string& token_kind() const { return token_kind_; }
 

@@ -229,6 +229,7 @@ class Trainer {
   std::vector<float> packed_master(const Rank& rank) const;
   RankCheckpoint rank_checkpoint(const Rank& rank) const;
   CheckpointManifest checkpoint_manifest() const;
+  const std::string& data_fingerprint() const;  // the tokens' FNV-1a, for the manifest and the resume check
   void check_checkpoint(const TrainingCheckpoint& checkpoint) const;
   void restore_rank(Rank& rank, const TrainingCheckpoint& checkpoint);
   void restore_checkpoint(const std::string& path);  // config.resume_dir: at construction
@@ -276,6 +277,7 @@ class Trainer {
   EventSink* sink_;
   RunClock clock_;
   std::unique_ptr<TextDataset> dataset_;
+  mutable std::string data_fingerprint_;  // of dataset_'s tokens, made by the first save or resume
   std::shared_ptr<InProcessWorld> world_;
   std::unique_ptr<NcclWorld> nccl_;  // one GPU per rank: NCCL groups (null otherwise)
   std::vector<std::unique_ptr<Rank>> ranks_;  // the ranks this process runs (all of them, unless process_)

@@ -4,6 +4,7 @@
 // run (RunConfig::resume_dir) gives every rank of its own layout its part of
 // the reassembled parameters, so the layout may differ from the saved one.
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <thread>
 
@@ -124,8 +125,23 @@ CheckpointManifest Trainer::checkpoint_manifest() const {
   m.loss_scaler = ranks_[0]->scaler->state();
   m.seed = config_.seed;
   m.data_next_step = steps_done_;
-  m.data = {{"source", dataset_->path()}, {"train_tokens", dataset_->tokens(Split::train)}};
+  m.data = {{"source", dataset_->path()},
+            {"train_tokens", dataset_->tokens(Split::train)},
+            {"tokens_fnv1a64", data_fingerprint()}};
   return m;
+}
+
+// FNV-1a of every token the run reads (training and validation), in 16 hex
+// digits: made once, since the text does not change during a run.
+const std::string& Trainer::data_fingerprint() const {
+  if (data_fingerprint_.empty()) {
+    const std::string_view tokens = dataset_->stored_tokens();
+    char text[20];
+    std::snprintf(text, sizeof text, "%016llx",
+                  static_cast<unsigned long long>(fnv1a64(tokens.data(), tokens.size())));
+    data_fingerprint_ = text;
+  }
+  return data_fingerprint_;
 }
 
 namespace {
@@ -206,6 +222,14 @@ void Trainer::check_checkpoint(const TrainingCheckpoint& ckpt) const {
                       std::to_string(tokens->get<std::int64_t>()) + " training tokens, this run's data has " +
                       std::to_string(dataset_->tokens(Split::train)) +
                       " (another text draws other batches); resume with the --data it was saved with");
+  // Same length, other text (an edited corpus, another file): checkpoints saved before the fingerprint have none.
+  const auto fingerprint = data.is_object() ? data.find("tokens_fnv1a64") : data.end();
+  if (fingerprint != data.end() && fingerprint->is_string() &&
+      fingerprint->get<std::string>() != data_fingerprint())
+    throw ConfigError("--data: the checkpoint " + ckpt.dir + " was trained on other text than this run's " +
+                      dataset_->path() + " (same " + std::to_string(dataset_->tokens(Split::train)) +
+                      " training tokens, token fingerprint " + fingerprint->get<std::string>() + " against " +
+                      data_fingerprint() + "); resume with the --data it was saved with");
   if (ckpt.manifest.step >= config_.steps)
     throw ConfigError("--steps " + std::to_string(config_.steps) + ": the checkpoint " + ckpt.dir +
                       " is already at step " + std::to_string(ckpt.manifest.step) + "; give more --steps");

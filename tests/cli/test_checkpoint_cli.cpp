@@ -209,6 +209,7 @@ class TestCheckpointCli : public QObject {
   void a_failed_save_keeps_the_last_checkpoint();
   void a_save_that_cannot_happen_is_refused_before_training();
   void an_init_from_run_resumes();
+  void other_text_of_the_same_length_is_refused();
 };
 
 void TestCheckpointCli::resumed_run_prints_the_same_losses() {
@@ -318,6 +319,30 @@ void TestCheckpointCli::bad_checkpoints_are_refused() {
   const CliResult nowhere = run_cli(run_args({"--steps", "3", "--save-every", "2"}));
   QCOMPARE(nowhere.code, 2);
   QVERIFY2(nowhere.err.contains("--save-every needs --save-dir"), qPrintable(nowhere.err));
+}
+
+// The checkpoint keeps a fingerprint of the tokens: a --data of the same
+// length but other text (one byte changed) is refused; the same text resumes.
+void TestCheckpointCli::other_text_of_the_same_length_is_refused() {
+  QTemporaryDir dir;
+  std::string text;
+  for (int i = 0; text.size() < 8000; ++i) text += "line " + std::to_string(i) + ": the ranks train one model. ";
+  std::string edited = text;
+  edited[5000] = edited[5000] == 'x' ? 'y' : 'x';
+  const QString saved_on = dir.filePath("a.txt"), other = dir.filePath("b.txt"), root = dir.filePath("ckpt");
+  write_all(saved_on.toStdString(), text);
+  write_all(other.toStdString(), edited);
+  const CliResult made = run_cli(run_args({"--steps", "1", "--data", saved_on, "--save-dir", root}));
+  QVERIFY2(made.code == 0, qPrintable(made.err));
+  const QString step = root + "/step-000001";
+  QVERIFY2(read_manifest(step.toStdString())["data"]["tokens_fnv1a64"].get<std::string>().size() == 16,
+           "no token fingerprint in the manifest");
+  const CliResult refused = run_cli(run_args({"--steps", "2", "--data", other, "--resume", step}));
+  QCOMPARE(refused.code, 2);
+  for (const QString& word : {QString("--data"), QString("other text"), other, QString("token fingerprint")})
+    QVERIFY2(refused.err.contains(word), qPrintable(word + " not in: " + refused.err));
+  const CliResult resumed = run_cli(run_args({"--steps", "2", "--data", saved_on, "--resume", step}));
+  QVERIFY2(resumed.code == 0, qPrintable(resumed.err));
 }
 
 // A save that cannot be written (`ulimit -f 1024`: the rank files exceed it)
