@@ -14,10 +14,29 @@
 #include <thread>
 
 #include "cli_args.h"
+#include "cli_train.h"
 #include "core/error.h"
 #include "parallel/communicator.h"
 
 namespace shardscope::cli {
+
+void check_process_layout(const RunConfig& config, int processes, bool by_launch) {
+  if (processes != config.world_size())
+    throw ConfigError(std::string(by_launch ? "launch would start " : "mpirun started ") + std::to_string(processes) +
+                      " processes but the layout has dp " + std::to_string(config.dp) + " x pp " +
+                      std::to_string(config.pp) + " = " + std::to_string(config.world_size()) + " ranks: " +
+                      (by_launch ? "give --nproc-per-node " + std::to_string(config.world_size()) + " (per machine "
+                                   "of the hostfile: processes = nproc-per-node x machines)"
+                                 : "run mpirun -np " + std::to_string(config.world_size())) +
+                      ", or change --dp / --pp");
+  if (!config.save_dir.empty() || !config.resume_dir.empty())
+    throw ConfigError(std::string(config.save_dir.empty() ? "--resume" : "--save-dir") +
+                      " under mpirun: checkpoints are written by the ranks of one process for now; save or resume "
+                      "with the ranks as threads (without mpirun)");
+  if (config.gpu_profile != "none")
+    throw ConfigError("--gpu-profile under mpirun: ranks as processes run on the wall clock, and the GPU profile "
+                      "times the virtual clock's spans; run the ranks as threads (without mpirun)");
+}
 
 ProcessMode join_mpi_job(RunConfig& config, std::string& record) {
   ProcessMode mode;
@@ -27,18 +46,7 @@ ProcessMode join_mpi_job(RunConfig& config, std::string& record) {
   options.timeout_s = config.comm_timeout_s;
   mode.world = std::make_unique<MpiWorld>(options);
   MpiWorld& world = *mode.world;
-  if (world.size() != config.world_size())
-    throw ConfigError("mpirun started " + std::to_string(world.size()) + " processes but the layout has dp " +
-                      std::to_string(config.dp) + " x pp " + std::to_string(config.pp) + " = " +
-                      std::to_string(config.world_size()) + " ranks: run mpirun -np " +
-                      std::to_string(config.world_size()) + ", or change --dp / --pp");
-  if (!config.save_dir.empty() || !config.resume_dir.empty())
-    throw ConfigError(std::string(config.save_dir.empty() ? "--resume" : "--save-dir") +
-                      " under mpirun: checkpoints are written by the ranks of one process for now; save or resume "
-                      "with the ranks as threads (without mpirun)");
-  if (config.gpu_profile != "none")
-    throw ConfigError("--gpu-profile under mpirun: ranks as processes run on the wall clock, and the GPU profile "
-                      "times the virtual clock's spans; run the ranks as threads (without mpirun)");
+  check_process_layout(config, world.size(), false);
   config.clock = ClockKind::wall;  // each process has its own clock: the wall clock is the truth they share
   if (world.rank() != 0) {         // one copy of the outputs: rank 0's
     config.metrics_out.clear();
@@ -135,13 +143,11 @@ struct LaunchFlags {
 
 // mpirun's command line: root needs --allow-run-as-root; more processes than
 // cores need --oversubscribe (Open MPI refuses them otherwise).
-std::vector<std::string> mpirun_command(const LaunchFlags& flags, const std::vector<std::string>& command) {
+std::vector<std::string> mpirun_command(const LaunchFlags& flags, int hosts, const std::vector<std::string>& command) {
   std::vector<std::string> argv{"mpirun"};
   if (geteuid() == 0) argv.push_back("--allow-run-as-root");
   if (flags.nproc > static_cast<int>(std::thread::hardware_concurrency())) argv.push_back("--oversubscribe");
-  int hosts = 1;
   if (!flags.hostfile.empty()) {
-    hosts = count_hosts(flags.hostfile);
     argv.insert(argv.end(), {"--hostfile", flags.hostfile, "--map-by", "ppr:" + std::to_string(flags.nproc) + ":node"});
   }
   argv.insert(argv.end(), {"-np", std::to_string(flags.nproc * hosts), this_program()});
@@ -169,7 +175,10 @@ int run_launch(const std::vector<std::string>& args) {
     throw UsageError(
         "launch -- launch: mpirun cannot start mpirun; give the command itself after '--', e.g. "
         "launch --nproc-per-node 4 -- train --dp 4");
-  const std::vector<std::string> argv = mpirun_command(flags, {dashes + 1, args.end()});
+  const int hosts = flags.hostfile.empty() ? 1 : count_hosts(flags.hostfile);
+  // One clear error before any process starts, not one from every process.
+  if (dashes[1] == "train" && !check_train_for_processes({dashes + 2, args.end()}, flags.nproc * hosts)) return 0;
+  const std::vector<std::string> argv = mpirun_command(flags, hosts, {dashes + 1, args.end()});
   std::string line;
   for (const std::string& a : argv) line += (line.empty() ? "" : " ") + a;
   std::fprintf(stderr, "launch: %s\n", line.c_str());

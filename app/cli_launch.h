@@ -29,6 +29,11 @@ struct ProcessMode {
 // mode means on rank 0.
 ProcessMode join_mpi_job(RunConfig& config, std::string& record);
 
+// What a run as `processes` processes refuses (ConfigError): another count of
+// processes than dp x pp, checkpoints, a GPU profile. `by_launch`: the words
+// of `launch`, which checks before it starts mpirun.
+void check_process_layout(const RunConfig& config, int processes, bool by_launch);
+
 // Rethrows the exception in flight (call it in a catch block) with its
 // message naming this process's rank once: under mpirun every process prints
 // its own error on the shared terminal. A message that begins with the rank

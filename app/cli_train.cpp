@@ -38,14 +38,22 @@
 namespace shardscope::cli {
 namespace {
 
-// Ctrl-C: the first stops the run at the next layer of its step (the
-// unfinished step is discarded; the finished ones keep their metrics) and
-// exits 130; a second exits 130 at once. Only async-signal-safe calls here.
+// Ctrl-C (SIGINT) or SIGTERM (kill, timeout, a service manager): the first
+// stops the run at the next layer of its step (the unfinished step is
+// discarded; the finished ones keep their metrics, the outputs are completed)
+// and exits 128 + the signal (130, 143); a second exits so at once. Only
+// async-signal-safe calls here. Under mpirun, SIGTERM stays the MPI watchdog's
+// (mpirun ends a failed job with it).
 std::atomic<bool> g_stop{false};
-extern "C" void on_interrupt(int) {
-  if (g_stop.exchange(true)) _exit(130);
-  static const char note[] = "\ninterrupted: stopping at the next op boundary (Ctrl-C again to quit at once)\n";
-  [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, note, sizeof note - 1);
+std::atomic<int> g_stop_signal{0};
+extern "C" void on_interrupt(int signal) {
+  if (g_stop.exchange(true)) _exit(128 + signal);
+  g_stop_signal.store(signal);
+  static const char ctrl_c[] = "\ninterrupted: stopping at the next op boundary (Ctrl-C again to quit at once)\n";
+  static const char term[] = "\nterminated (SIGTERM): stopping at the next op boundary (a second SIGTERM quits at once)\n";
+  const bool by_term = signal == SIGTERM;
+  [[maybe_unused]] const ssize_t written =
+      write(STDERR_FILENO, by_term ? term : ctrl_c, by_term ? sizeof term - 1 : sizeof ctrl_c - 1);
 }
 
 std::string human_bytes(std::int64_t bytes) {
@@ -329,7 +337,7 @@ bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
 
 // --accelerate and --deepspeed: the files set the run (over a lesson's), then
 // every flag is applied again on top, wherever it stood on the command line.
-TrainFlags apply_config_files(const std::vector<std::string>& args, const TrainFlags& parsed) {
+TrainFlags apply_config_files(const std::vector<std::string>& args, const TrainFlags& parsed, bool warn) {
   TrainFlags out;
   if (const std::string lesson = lesson_argument(args); !lesson.empty()) out.config = lesson_run_config(lesson);
   out.config.dp = parsed.config.dp;  // the batch arithmetic uses the run's layout
@@ -345,7 +353,8 @@ TrainFlags apply_config_files(const std::vector<std::string>& args, const TrainF
   ArgParser parser = train_parser(out);
   parser.parse(args);
   for (const RunImport& import : imports) {
-    for (const std::string& warning : import.warnings) std::fprintf(stderr, "warning: %s\n", warning.c_str());
+    if (warn)
+      for (const std::string& warning : import.warnings) std::fprintf(stderr, "warning: %s\n", warning.c_str());
     out.imported += (out.imported.empty() ? "" : "; ") + import.summary;
   }
   std::string overridden;  // the flags that changed what the files set
@@ -357,13 +366,15 @@ TrainFlags apply_config_files(const std::vector<std::string>& args, const TrainF
   return out;
 }
 
-int train_command(const std::vector<std::string>& args) {
+// The run the arguments give, checked (nullopt: --help was printed). `warn`:
+// print the config files' warnings.
+std::optional<TrainFlags> parse_train_flags(const std::vector<std::string>& args, bool warn) {
   TrainFlags flags;
   if (const std::string lesson = lesson_argument(args); !lesson.empty())
     flags.config = lesson_run_config(lesson);  // the lesson's run first, so every other flag changes it
   ArgParser parser = train_parser(flags);
-  if (!parser.parse(args)) return 0;
-  if (!flags.deepspeed.empty() || !flags.accelerate.empty()) flags = apply_config_files(args, flags);
+  if (!parser.parse(args)) return std::nullopt;
+  if (!flags.deepspeed.empty() || !flags.accelerate.empty()) flags = apply_config_files(args, flags, warn);
   const RunConfig& config = flags.config;
   if (!config.init_from.empty() && std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--model" || a.starts_with("--model="); }))
     throw UsageError("--model and --init-from " + config.init_from +
@@ -371,6 +382,13 @@ int train_command(const std::vector<std::string>& args) {
   // Before anything is written: the run, then the outputs (none may be --data, the other output, a link or a device).
   validate_run_config(config);
   if (!flags.events_to.empty()) parse_stream_address(flags.events_to, "--events-to");
+  return flags;
+}
+
+int train_command(const std::vector<std::string>& args) {
+  std::optional<TrainFlags> parsed = parse_train_flags(args, true);
+  if (!parsed) return 0;
+  TrainFlags& flags = *parsed;
   ProcessMode mode = join_mpi_job(flags.config, flags.record);  // under mpirun: this process runs one rank
   try {
     return train_ranks(flags, mode);
@@ -394,6 +412,7 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
   Trainer trainer(config, job_events.sink(), {}, mode.process);  // reads --data: a refused run has opened no output
   if (!config.save_dir.empty()) check_save_dir(config.save_dir, trainer.steps_done(), config.steps, config.save_every);
   std::signal(SIGINT, on_interrupt);  // before the header: once it is printed, Ctrl-C stops the run, outputs complete
+  if (mode.world == nullptr) std::signal(SIGTERM, on_interrupt);
   if (mode.prints() && !flags.imported.empty()) std::printf("%s\n", flags.imported.c_str());
   if (mode.prints()) print_run_header(config, trainer);
   outputs.open();
@@ -419,10 +438,17 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
     print_summary(trainer, config, totals, job_events);
     outputs.print_summary();
   }
-  return g_stop.load() ? 130 : 0;
+  return g_stop.load() ? 128 + g_stop_signal.load() : 0;
 }
 
 }  // namespace
+
+bool check_train_for_processes(const std::vector<std::string>& args, int processes) {
+  const std::optional<TrainFlags> flags = parse_train_flags(args, false);
+  if (!flags) return false;
+  check_process_layout(flags->config, processes, true);
+  return true;
+}
 
 int run_train(const std::vector<std::string>& args) {
   try {

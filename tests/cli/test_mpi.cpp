@@ -249,9 +249,10 @@ class TestMpi : public QObject {
   }
 
   void launch_runs_mpirun() {
-    const CliResult dry = run_cli({"launch", "--nproc-per-node", "64", "--dry-run", "--", "train", "--dp", "64"});
+    const CliResult dry =
+        run_cli({"launch", "--nproc-per-node", "64", "--dry-run", "--", "train", "--dp", "64", "--batch", "64"});
     QCOMPARE(dry.code, 0);
-    QVERIFY2(dry.err.contains("--oversubscribe -np 64 " + QString(SHARDSCOPE_CLI) + " train --dp 64"),
+    QVERIFY2(dry.err.contains("--oversubscribe -np 64 " + QString(SHARDSCOPE_CLI) + " train --dp 64 --batch 64"),
              qPrintable(dry.err));
     QCOMPARE(dry.err.contains("--allow-run-as-root"), geteuid() == 0);
     QTemporaryDir dir;
@@ -261,6 +262,20 @@ class TestMpi : public QObject {
     QVERIFY2(run.code == 0, qPrintable(run.err));
     QCOMPARE(losses(metrics).size(), std::size_t{3});
     QCOMPARE(run_cli({"launch", "--", "train"}).code, 2);  // --nproc-per-node missing
+    // Another count of processes, or a bad train flag: one error from launch, before mpirun starts.
+    const CliResult count = run_cli({"launch", "--nproc-per-node", "3", "--", "train", "--dp", "4"});
+    QCOMPARE(count.code, 2);
+    QVERIFY2(count.err.contains("launch would start 3 processes but the layout has dp 4 x pp 1 = 4 ranks: give "
+                                "--nproc-per-node 4") &&
+                 !count.err.contains("launch: mpirun"),
+             qPrintable(count.err));
+    const CliResult flag = run_cli({"launch", "--nproc-per-node", "2", "--", "train", "--dp", "2", "--lr", "-1"});
+    QCOMPARE(flag.code, 2);
+    QVERIFY2(flag.err.contains("--lr") && !flag.err.contains("launch: mpirun"), qPrintable(flag.err));
+    const CliResult saves = run_cli({"launch", "--nproc-per-node", "2", "--dry-run", "--", "train", "--dp", "2",
+                                     "--save-dir", dir.filePath("ckpt")});
+    QCOMPARE(saves.code, 2);
+    QVERIFY2(saves.err.contains("--save-dir under mpirun"), qPrintable(saves.err));
     QCOMPARE(run_cli({"launch", "--nproc-per-node", "2", "--hostfile", dir.filePath("none"), "--", "train"}).code, 2);
   }
 };

@@ -128,6 +128,7 @@ class TestOutputFiles : public QObject {
   void item3f_record_and_metrics_out_may_not_share_a_file();
   void item5_metrics_write_errors_end_the_run();
   void fifo_inputs_are_refused_not_waited_on();
+  void interrupted_run_keeps_complete_outputs_data();
   void interrupted_run_keeps_complete_outputs();
   void killed_run_leaves_an_exportable_temporary();
   void failed_rank_keeps_what_was_written();
@@ -257,18 +258,27 @@ void TestOutputFiles::fifo_inputs_are_refused_not_waited_on() {
   QVERIFY(timer.elapsed() < 60000);
 }
 
-// Ctrl-C between steps: exit 130, every finished step in the metrics, a recording that reads to its end.
+void TestOutputFiles::interrupted_run_keeps_complete_outputs_data() {
+  QTest::addColumn<int>("signal");
+  QTest::newRow("Ctrl-C") << SIGINT;
+  QTest::newRow("SIGTERM") << SIGTERM;
+}
+
+// Ctrl-C or SIGTERM between steps: exit 128 + the signal, every finished step in
+// the metrics, a recording that reads to its end, no temporary left.
 void TestOutputFiles::interrupted_run_keeps_complete_outputs() {
+  QFETCH(int, signal);
   QProcess p;
   p.setWorkingDirectory(dir_->path());
   p.start(SHARDSCOPE_CLI, {"train", "--steps", "100000", "--batch", "4", "--seq", "32", "--log-every", "1",
                            "--metrics-out", "m.jsonl", "--record", "r.ssrun"});
   QByteArray out;
   QTRY_VERIFY_WITH_TIMEOUT((out += p.readAllStandardOutput()).contains("step      3/"), 120000);
-  ::kill(static_cast<pid_t>(p.processId()), SIGINT);
+  ::kill(static_cast<pid_t>(p.processId()), signal);
   QVERIFY(p.waitForFinished(60000));
   out += p.readAllStandardOutput();
-  QCOMPARE(p.exitCode(), 130);
+  QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+  QCOMPARE(p.exitCode(), 128 + signal);
   const QRegularExpressionMatch done = QRegularExpression("done: (\\d+) steps").match(QString::fromUtf8(out));
   QVERIFY2(done.hasMatch(), out.constData());
   const QList<QByteArray> lines = read_file(at("m.jsonl")).trimmed().split('\n');
