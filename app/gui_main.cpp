@@ -4,6 +4,7 @@
 // (zh* gives Chinese); the window's "Language / 语言" switch changes it live.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <cstdio>
 
 #include "i18n.h"
 #include "main_window.h"
@@ -21,6 +22,11 @@ int main(int argc, char** argv) {
                                 QStringLiteral("code"));
   parser.addOption(lang);
   parser.process(app);
+  if (parser.isSet(lang) && !shardscope::ui::offersLanguage(parser.value(lang))) {
+    std::fprintf(stderr, "shardscope: --lang %s: no such interface language (it has en and zh_CN)\n",
+                 qPrintable(parser.value(lang)));
+    return 2;
+  }
   shardscope::ui::setLanguage(parser.isSet(lang) ? parser.value(lang) : shardscope::ui::defaultLanguage());
   shardscope::ui::MainWindow window;
   window.show();

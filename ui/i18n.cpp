@@ -25,6 +25,11 @@ QString normalizeLanguage(const QString& code) {
   return code.trimmed().toLower().startsWith(QLatin1String("zh")) ? QStringLiteral("zh_CN") : QStringLiteral("en");
 }
 
+bool offersLanguage(const QString& code) {
+  const QString c = code.trimmed().toLower();
+  return c.startsWith(QLatin1String("en")) || c.startsWith(QLatin1String("zh"));
+}
+
 QString defaultLanguage() {
   const QString env = qEnvironmentVariable("SHARDSCOPE_LANG");
   if (!env.isEmpty()) return normalizeLanguage(env);

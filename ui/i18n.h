@@ -13,6 +13,8 @@ namespace shardscope::ui {
 
 // "en" or "zh_CN". Anything starting with "zh" means Chinese; anything else English.
 QString normalizeLanguage(const QString& code);
+// Whether `code` names a language the GUI has (en*, zh*): --lang refuses others.
+bool offersLanguage(const QString& code);
 // The startup language: $SHARDSCOPE_LANG if set, else the system locale (zh* -> zh_CN).
 QString defaultLanguage();
 // Installs the translator for `code` (replacing the previous one). Returns

@@ -6,6 +6,7 @@
 #include <QCoreApplication>
 #include <QDir>
 #include <QFile>
+#include <QProcess>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QTabWidget>
@@ -82,6 +83,18 @@ class TestI18n : public QObject {
     qputenv("SHARDSCOPE_LANG", "en");
     QCOMPARE(ui::defaultLanguage(), QStringLiteral("en"));
     qunsetenv("SHARDSCOPE_LANG");
+    QVERIFY(ui::offersLanguage(QStringLiteral("zh_TW")) && ui::offersLanguage(QStringLiteral(" EN_us")));
+    QVERIFY(!ui::offersLanguage(QStringLiteral("xx")) && !ui::offersLanguage(QStringLiteral("")));
+    // The app refuses a --lang it does not have, before it opens a window.
+    QProcess app;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+    app.setProcessEnvironment(env);
+    app.start(QStringLiteral(SHARDSCOPE_APP), {QStringLiteral("--lang"), QStringLiteral("xx")});
+    QVERIFY(app.waitForFinished(30000));
+    QCOMPARE(app.exitCode(), 2);
+    QVERIFY2(app.readAllStandardError().contains("--lang xx: no such interface language (it has en and zh_CN)"),
+             "no error naming --lang");
   }
 
   void switchChangesVisibleStrings() {
