@@ -52,16 +52,36 @@ QByteArray nested(const QByteArray& open, const QByteArray& close, int depth) {
   return open.repeated(depth) + close.repeated(depth);
 }
 
+// A config of `base` keys with `extra`'s keys added, or in place of the base's
+// of the same name: each key once (a key given twice is refused by itself).
+QByteArray config_with(const QList<QPair<QByteArray, QByteArray>>& base, const QByteArray& extra) {
+  QByteArrayList keys;
+  for (const auto& [key, value] : base) {
+    const QByteArray quoted = "\"" + key + "\":";
+    if (!extra.startsWith(quoted) && !extra.contains(", " + quoted)) keys << quoted + " " + value;
+  }
+  if (!extra.isEmpty()) keys << extra;
+  return "{" + keys.join(", ") + "}";
+}
+
 QByteArray gpt2(const QByteArray& extra) {  // a small GPT-2 config with keys added or overridden
-  return "{\"model_type\": \"gpt2\", \"vocab_size\": 1000, \"n_embd\": 64, \"n_layer\": 2, \"n_head\": 4, "
-         "\"n_positions\": 128" +
-         (extra.isEmpty() ? QByteArray() : ", " + extra) + "}";
+  return config_with({{"model_type", "\"gpt2\""},
+                      {"vocab_size", "1000"},
+                      {"n_embd", "64"},
+                      {"n_layer", "2"},
+                      {"n_head", "4"},
+                      {"n_positions", "128"}},
+                     extra);
 }
 
 QByteArray llama(const QByteArray& extra) {
-  return "{\"model_type\": \"llama\", \"vocab_size\": 1000, \"hidden_size\": 64, \"intermediate_size\": 128, "
-         "\"num_hidden_layers\": 2, \"num_attention_heads\": 4" +
-         (extra.isEmpty() ? QByteArray() : ", " + extra) + "}";
+  return config_with({{"model_type", "\"llama\""},
+                      {"vocab_size", "1000"},
+                      {"hidden_size", "64"},
+                      {"intermediate_size", "128"},
+                      {"num_hidden_layers", "2"},
+                      {"num_attention_heads", "4"}},
+                     extra);
 }
 
 // Config files: name -> contents.
