@@ -100,14 +100,10 @@ class TestMpi : public QObject {
     QVERIFY2(timer.elapsed() < 10000, qPrintable(QString::number(timer.elapsed())));
     // Every process names rank 1 and its cause: rank 1 itself ("rank 1 failed: ..."), the others
     // ("communication aborted by rank 1: ..."), by themselves or when mpirun ends them.
-    for (int rank = 0; rank < 4; ++rank) {
-      bool named = false;
-      for (const QString& line : r.err.split('\n'))
-        named = named || (line.contains(QString("error: rank %1").arg(rank)) &&
-                          (line.contains("rank 1 failed: injected failure") ||
-                           line.contains("communication aborted by rank 1: injected failure")));
-      QVERIFY2(named, qPrintable(QString("rank %1 did not name rank 1 and the cause:\n").arg(rank) + r.err));
-    }
+    const QString unnamed =
+        ranks_not_saying(r.err, {0, 1, 2, 3},
+                         {"rank 1 failed: injected failure", "communication aborted by rank 1: injected failure"});
+    QVERIFY2(unnamed.isEmpty(), qPrintable(unnamed));
   }
 
   // Rank 2 alone cannot open its --data file while the ranks are built: its
@@ -124,53 +120,24 @@ class TestMpi : public QObject {
 
   // kill -9 of rank 2 mid-run: the others exit non-zero within 10 s, naming it.
   void killed_rank_stops_every_process() {
-    QProcess job;
-    job.start("mpirun", mpirun_prefix(4) + kRun + QStringList{"--dp", "4", "--steps", "100000", "--log-every", "1"});
-    QVERIFY(job.waitForStarted());
-    for (int i = 0; i < 600 && !job.readAllStandardOutput().contains("step "); ++i) job.waitForReadyRead(100);
-    const qint64 victim = rank_pid(job.processId(), 2);
-    QVERIFY(victim > 0);
-    QElapsedTimer timer;
-    timer.start();
-    ::kill(static_cast<pid_t>(victim), SIGKILL);
-    const bool finished = job.waitForFinished(10000);
-    const qint64 took = timer.elapsed();
-    if (!finished) job.kill();
-    QVERIFY2(finished, "the job still ran 10 s after rank 2 was killed");
-    const QString err = QString::fromUtf8(job.readAllStandardError());
-    qInfo("stopped %lld ms after kill -9 of rank 2", static_cast<long long>(took));
-    QVERIFY(job.exitCode() != 0 || job.exitStatus() != QProcess::NormalExit);
-    const QString dead = QString("rank 2 (pid %1) died").arg(victim);
-    for (const int survivor : {0, 1, 3}) {  // each names the dead rank (some on mpirun's SIGTERM)
-      bool named = false;
-      for (const QString& line : err.split('\n'))
-        named = named || (line.contains(QString("error: rank %1: ").arg(survivor)) && line.contains(dead));
-      QVERIFY2(named, qPrintable(QString("rank %1 did not name the dead rank:\n").arg(survivor) + err));
-    }
+    const SignalledJob job =
+        signal_rank_mid_run(4, kRun + QStringList{"--dp", "4", "--steps", "100000", "--log-every", "1"}, 2, SIGKILL,
+                            10000);
+    qInfo("stopped %lld ms after kill -9 of rank 2", static_cast<long long>(job.took_ms));
+    const QString wrong = killed_rank_problem(job, 4, 2);  // each survivor names it (some on mpirun's SIGTERM)
+    QVERIFY2(wrong.isEmpty(), qPrintable(wrong));
   }
 
   // A rank that hangs (SIGSTOP): its neighbours time out (--comm-timeout) and stop the job, naming it.
   void hung_rank_times_out() {
-    QProcess job;
-    job.start("mpirun", mpirun_prefix(4) + kRun +
-                            QStringList{"--dp", "4", "--steps", "100000", "--log-every", "1", "--comm-timeout", "3"});
-    QVERIFY(job.waitForStarted());
-    for (int i = 0; i < 600 && !job.readAllStandardOutput().contains("step "); ++i) job.waitForReadyRead(100);
-    const qint64 victim = rank_pid(job.processId(), 2);
-    QVERIFY(victim > 0);
-    QElapsedTimer timer;
-    timer.start();
-    ::kill(static_cast<pid_t>(victim), SIGSTOP);
-    const bool finished = job.waitForFinished(10000);
-    if (!finished) {
-      ::kill(static_cast<pid_t>(victim), SIGKILL);
-      job.kill();
-    }
-    QVERIFY2(finished, "the job still ran 10 s after rank 2 hung");
-    const QString err = QString::fromUtf8(job.readAllStandardError());
-    qInfo("stopped %lld ms after rank 2 hung", static_cast<long long>(timer.elapsed()));
-    QVERIFY2(err.contains("timed out after 3 s in all_reduce waiting for rank "), qPrintable(err));
-    QVERIFY2(err.contains("(--comm-timeout); rank 2 does not answer (stopped or frozen)"), qPrintable(err));
+    const SignalledJob job = signal_rank_mid_run(
+        4, kRun + QStringList{"--dp", "4", "--steps", "100000", "--log-every", "1", "--comm-timeout", "3"}, 2, SIGSTOP,
+        10000);
+    QVERIFY(job.victim > 0);
+    QVERIFY2(job.finished, "the job still ran 10 s after rank 2 hung");
+    qInfo("stopped %lld ms after rank 2 hung", static_cast<long long>(job.took_ms));
+    QVERIFY2(job.err.contains("timed out after 3 s in all_reduce waiting for rank "), qPrintable(job.err));
+    QVERIFY2(job.err.contains("(--comm-timeout); rank 2 does not answer (stopped or frozen)"), qPrintable(job.err));
   }
 
   // Two "machines": two network namespaces joined by a veth pair, each with its

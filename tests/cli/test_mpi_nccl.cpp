@@ -34,17 +34,6 @@ QProcessEnvironment emulated_gpus() {
   return env;
 }
 
-// Every process's stderr line names `rank` through `cause`: its own, or the abort it received.
-QString unnamed_by(const QString& err, const QString& cause) {
-  for (int rank = 0; rank < 4; ++rank) {
-    bool named = false;
-    for (const QString& line : err.split('\n'))
-      named = named || (line.contains(QString("error: rank %1").arg(rank)) && line.contains(cause));
-    if (!named) return QString("rank %1 did not say '%2':\n").arg(rank).arg(cause) + err;
-  }
-  return {};
-}
-
 // The process is stopped (SIGSTOP): state T in /proc/<pid>/stat.
 bool stopped(qint64 pid) {
   QFile stat(QString("/proc/%1/stat").arg(pid));
@@ -107,59 +96,30 @@ class TestMpiNccl : public QObject {
                             "ncclCommInitRank: invalid usage"),
              qPrintable(r.err));
     QVERIFY2(r.err.contains("process 0 never made this unique id"), qPrintable(r.err));
-    const QString unnamed = unnamed_by(r.err, "rank 1");
+    const QString unnamed = ranks_not_saying(r.err, {0, 1, 2, 3}, {"rank 1"});
     QVERIFY2(unnamed.isEmpty(), qPrintable(unnamed));
   }
 
   // kill -9 of rank 2 mid-run: the others abort their NCCL communicators and exit within 10 s, naming it.
   void killed_rank_stops_every_process() {
-    QProcess job;
-    job.setProcessEnvironment(emulated_gpus());
-    job.start("mpirun", mpirun_prefix(4) + kRun + QStringList{"--dp", "4", "--steps", "100000"});
-    QVERIFY(job.waitForStarted());
-    for (int i = 0; i < 1200 && !job.readAllStandardOutput().contains("step "); ++i) job.waitForReadyRead(100);
-    const qint64 victim = rank_pid(job.processId(), 2);
-    QVERIFY(victim > 0);
-    QElapsedTimer timer;
-    timer.start();
-    ::kill(static_cast<pid_t>(victim), SIGKILL);
-    const bool finished = job.waitForFinished(10000);
-    if (!finished) job.kill();
-    QVERIFY2(finished, "the job still ran 10 s after rank 2 was killed");
-    qInfo("stopped %lld ms after kill -9 of rank 2", static_cast<long long>(timer.elapsed()));
-    const QString err = QString::fromUtf8(job.readAllStandardError());
-    const QString dead = QString("rank 2 (pid %1) died").arg(victim);
-    for (const int survivor : {0, 1, 3}) {
-      bool named = false;
-      for (const QString& line : err.split('\n'))
-        named = named || (line.contains(QString("error: rank %1: ").arg(survivor)) && line.contains(dead));
-      QVERIFY2(named, qPrintable(QString("rank %1 did not name the dead rank:\n").arg(survivor) + err));
-    }
+    const SignalledJob job =
+        signal_rank_mid_run(4, kRun + QStringList{"--dp", "4", "--steps", "100000"}, 2, SIGKILL, 10000, emulated_gpus());
+    qInfo("stopped %lld ms after kill -9 of rank 2", static_cast<long long>(job.took_ms));
+    const QString wrong = killed_rank_problem(job, 4, 2);  // each survivor names it (some on mpirun's SIGTERM)
+    QVERIFY2(wrong.isEmpty(), qPrintable(wrong));
   }
 
   // A rank that hangs (SIGSTOP): its peers' NCCL calls time out (--comm-timeout) and abort, naming it.
   void hung_rank_times_out() {
-    QProcess job;
-    job.setProcessEnvironment(emulated_gpus());
-    job.start("mpirun", mpirun_prefix(4) + kRun + QStringList{"--dp", "4", "--steps", "100000", "--comm-timeout", "3"});
-    QVERIFY(job.waitForStarted());
-    for (int i = 0; i < 1200 && !job.readAllStandardOutput().contains("step "); ++i) job.waitForReadyRead(100);
-    const qint64 victim = rank_pid(job.processId(), 2);
-    QVERIFY(victim > 0);
-    QElapsedTimer timer;
-    timer.start();
-    ::kill(static_cast<pid_t>(victim), SIGSTOP);
-    const bool finished = job.waitForFinished(15000);
-    if (!finished) {
-      ::kill(static_cast<pid_t>(victim), SIGKILL);
-      job.kill();
-    }
-    QVERIFY2(finished, "the job still ran 15 s after rank 2 hung");
-    qInfo("stopped %lld ms after rank 2 hung", static_cast<long long>(timer.elapsed()));
-    const QString err = QString::fromUtf8(job.readAllStandardError());
-    QVERIFY2(err.contains("of ranks 0,1,2,3 timed out after 3 s (--comm-timeout): its communicators are aborted"),
-             qPrintable(err));
-    QVERIFY2(err.contains("rank 2 does not answer (stopped or frozen)"), qPrintable(err));
+    const SignalledJob job = signal_rank_mid_run(
+        4, kRun + QStringList{"--dp", "4", "--steps", "100000", "--comm-timeout", "3"}, 2, SIGSTOP, 15000,
+        emulated_gpus());
+    QVERIFY(job.victim > 0);
+    QVERIFY2(job.finished, "the job still ran 15 s after rank 2 hung");
+    qInfo("stopped %lld ms after rank 2 hung", static_cast<long long>(job.took_ms));
+    QVERIFY2(job.err.contains("of ranks 0,1,2,3 timed out after 3 s (--comm-timeout): its communicators are aborted"),
+             qPrintable(job.err));
+    QVERIFY2(job.err.contains("rank 2 does not answer (stopped or frozen)"), qPrintable(job.err));
   }
 
   // Rank 2 freezes (SIGSTOP, from the emulation's hook) as it starts to join the
