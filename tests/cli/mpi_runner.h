@@ -13,8 +13,8 @@
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <algorithm>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <vector>
 
 #include "cli/cli_runner.h"

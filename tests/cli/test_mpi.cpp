@@ -100,9 +100,8 @@ class TestMpi : public QObject {
     QVERIFY2(timer.elapsed() < 10000, qPrintable(QString::number(timer.elapsed())));
     // Every process names rank 1 and its cause: rank 1 itself ("rank 1 failed: ..."), the others
     // ("communication aborted by rank 1: ..."), by themselves or when mpirun ends them.
-    const QString unnamed =
-        ranks_not_saying(r.err, {0, 1, 2, 3},
-                         {"rank 1 failed: injected failure", "communication aborted by rank 1: injected failure"});
+    const QString unnamed = ranks_not_saying(
+        r.err, {0, 1, 2, 3}, {"rank 1 failed: injected failure", "communication aborted by rank 1: injected failure"});
     QVERIFY2(unnamed.isEmpty(), qPrintable(unnamed));
   }
 
@@ -120,9 +119,8 @@ class TestMpi : public QObject {
 
   // kill -9 of rank 2 mid-run: the others exit non-zero within 10 s, naming it.
   void killed_rank_stops_every_process() {
-    const SignalledJob job =
-        signal_rank_mid_run(4, kRun + QStringList{"--dp", "4", "--steps", "100000", "--log-every", "1"}, 2, SIGKILL,
-                            10000);
+    const SignalledJob job = signal_rank_mid_run(
+        4, kRun + QStringList{"--dp", "4", "--steps", "100000", "--log-every", "1"}, 2, SIGKILL, 10000);
     qInfo("stopped %lld ms after kill -9 of rank 2", static_cast<long long>(job.took_ms));
     const QString wrong = killed_rank_problem(job, 4, 2);  // each survivor names it (some on mpirun's SIGTERM)
     QVERIFY2(wrong.isEmpty(), qPrintable(wrong));

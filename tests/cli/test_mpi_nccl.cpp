@@ -102,8 +102,8 @@ class TestMpiNccl : public QObject {
 
   // kill -9 of rank 2 mid-run: the others abort their NCCL communicators and exit within 10 s, naming it.
   void killed_rank_stops_every_process() {
-    const SignalledJob job =
-        signal_rank_mid_run(4, kRun + QStringList{"--dp", "4", "--steps", "100000"}, 2, SIGKILL, 10000, emulated_gpus());
+    const SignalledJob job = signal_rank_mid_run(4, kRun + QStringList{"--dp", "4", "--steps", "100000"}, 2, SIGKILL,
+                                                 10000, emulated_gpus());
     qInfo("stopped %lld ms after kill -9 of rank 2", static_cast<long long>(job.took_ms));
     const QString wrong = killed_rank_problem(job, 4, 2);  // each survivor names it (some on mpirun's SIGTERM)
     QVERIFY2(wrong.isEmpty(), qPrintable(wrong));
@@ -111,9 +111,9 @@ class TestMpiNccl : public QObject {
 
   // A rank that hangs (SIGSTOP): its peers' NCCL calls time out (--comm-timeout) and abort, naming it.
   void hung_rank_times_out() {
-    const SignalledJob job = signal_rank_mid_run(
-        4, kRun + QStringList{"--dp", "4", "--steps", "100000", "--comm-timeout", "3"}, 2, SIGSTOP, 15000,
-        emulated_gpus());
+    const SignalledJob job =
+        signal_rank_mid_run(4, kRun + QStringList{"--dp", "4", "--steps", "100000", "--comm-timeout", "3"}, 2, SIGSTOP,
+                            15000, emulated_gpus());
     QVERIFY(job.victim > 0);
     QVERIFY2(job.finished, "the job still ran 15 s after rank 2 hung");
     qInfo("stopped %lld ms after rank 2 hung", static_cast<long long>(job.took_ms));
@@ -148,7 +148,8 @@ class TestMpiNccl : public QObject {
     }
     const QString err = QString::fromUtf8(job.readAllStandardError());
     QVERIFY2(finished, qPrintable("the job still ran 15 s after rank 2 stopped in NCCL init:\n" + err));
-    qInfo("stopped %lld ms after rank 2 stopped in NCCL init (--comm-timeout 3)", static_cast<long long>(timer.elapsed()));
+    qInfo("stopped %lld ms after rank 2 stopped in NCCL init (--comm-timeout 3)",
+          static_cast<long long>(timer.elapsed()));
     QVERIFY(job.exitCode() != 0 || job.exitStatus() != QProcess::NormalExit);
     QVERIFY2(err.contains("NCCL init of ranks 0,1,2,3 timed out after 3 s (--comm-timeout)"), qPrintable(err));
     for (const int survivor : {0, 1, 3}) {
