@@ -22,10 +22,10 @@
 #include "cli_lessons.h"
 #include "cli_train_outputs.h"
 #include "clock/schedule_summary.h"
-#include "core/process_memory.h"
 #include "config/run_import.h"
 #include "config/run_schema.h"
 #include "core/error.h"
+#include "core/process_memory.h"
 #include "estimate/formula_text.h"
 #include "events/event_queue.h"
 #include "events/recording.h"
@@ -50,7 +50,8 @@ extern "C" void on_interrupt(int signal) {
   if (g_stop.exchange(true)) _exit(128 + signal);
   g_stop_signal.store(signal);
   static const char ctrl_c[] = "\ninterrupted: stopping at the next op boundary (Ctrl-C again to quit at once)\n";
-  static const char term[] = "\nterminated (SIGTERM): stopping at the next op boundary (a second SIGTERM quits at once)\n";
+  static const char term[] =
+      "\nterminated (SIGTERM): stopping at the next op boundary (a second SIGTERM quits at once)\n";
   const bool by_term = signal == SIGTERM;
   [[maybe_unused]] const ssize_t written =
       write(STDERR_FILENO, by_term ? term : ctrl_c, by_term ? sizeof term - 1 : sizeof ctrl_c - 1);
@@ -84,12 +85,12 @@ void add_run_config_flags(ArgParser& parser, RunConfig& config) {
     if (field.flag.empty()) continue;
     const nlohmann::json value = field.get(defaults);
     std::string default_text(field.default_text);
-    if (default_text.empty() && field.kind != FieldKind::toggle && !(value.is_string() && value.get<std::string>().empty()))
+    if (default_text.empty() && field.kind != FieldKind::toggle &&
+        !(value.is_string() && value.get<std::string>().empty()))
       default_text = field_value_text(field, value);
-    parser.add_flag(std::string(field.flag), std::string(field.value_name), std::string(field.help.en), default_text,
-                    [&config, &field](const std::string& text) {
-                      set_field(config, field, field_value_from_text(field, text));
-                    });
+    parser.add_flag(
+        std::string(field.flag), std::string(field.value_name), std::string(field.help.en), default_text,
+        [&config, &field](const std::string& text) { set_field(config, field, field_value_from_text(field, text)); });
   }
 }
 
@@ -101,12 +102,14 @@ ArgParser train_parser(TrainFlags& flags) {
   // train_command reads --lesson before parsing (lesson_argument), so the other flags apply on top of it.
   parser.add_flag("--lesson", "NAME",
                   "Run a lesson's run (tutorials/NAME/lesson.json, as the GUI's Try it loads it); the other\n"
-                  "      flags change it. Lessons: " + lesson_names(),
+                  "      flags change it. Lessons: " +
+                      lesson_names(),
                   "", [](const std::string&) {});
   add_run_config_flags(parser, flags.config);
   parser.add_string("--deepspeed", "FILE",
                     "Set the run from a DeepSpeed JSON config (batch, ZeRO stage, fp16/bf16 and loss scaling,\n"
-                    "      optimizer, scheduler, gradient clipping); the other flags override it", &flags.deepspeed);
+                    "      optimizer, scheduler, gradient clipping); the other flags override it",
+                    &flags.deepspeed);
   parser.add_string("--accelerate", "FILE",
                     "Set the run from an accelerate YAML config (distributed_type, num_processes, mixed_precision,\n"
                     "      the DeepSpeed plugin and the JSON it points to); the other flags override it",
@@ -131,15 +134,17 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
   if (!trainer.init_note().empty()) std::printf("init: %s\n", trainer.init_note().c_str());
   std::printf("data %s: %lld training / %lld validation tokens (%s)\n", trainer.dataset().path().c_str(),
               static_cast<long long>(trainer.dataset().tokens(Split::train)),
-              static_cast<long long>(trainer.dataset().tokens(Split::validation)), trainer.dataset().token_kind().c_str());
+              static_cast<long long>(trainer.dataset().tokens(Split::validation)),
+              trainer.dataset().token_kind().c_str());
   std::printf(
       "global batch %d x seq %d = %d tokens per step; %d rank%s (dp %d %s ZeRO-%d x pp %d %s); "
       "per rank: micro-batch %d, %d micro-batch%s x %d accumulation step%s; %lld steps; %s; backend %s\n",
       config.batch, config.seq, config.batch * config.seq, config.world_size(), config.world_size() > 1 ? "s" : "",
-      config.dp, std::string(data_parallel_mode_name(config.dp_mode)).c_str(), config.zero_stage, config.pp, pipeline_schedule_name(config.schedule),
-      config.micro_batch(), config.micro_batches, config.micro_batches > 1 ? "es" : "", config.accum,
-      config.accum > 1 ? "s" : "", static_cast<long long>(config.steps),
-      std::string(precision_name(config.precision)).c_str(), trainer.placement().c_str());
+      config.dp, std::string(data_parallel_mode_name(config.dp_mode)).c_str(), config.zero_stage, config.pp,
+      pipeline_schedule_name(config.schedule), config.micro_batch(), config.micro_batches,
+      config.micro_batches > 1 ? "es" : "", config.accum, config.accum > 1 ? "s" : "",
+      static_cast<long long>(config.steps), std::string(precision_name(config.precision)).c_str(),
+      trainer.placement().c_str());
   std::printf("clock %s\n", trainer.clock_text().c_str());
   if (!trainer.resumed_from().empty())
     std::printf("resumed from %s at step %lld\n", trainer.resumed_from().c_str(),
@@ -165,11 +170,11 @@ void print_progress(const StepMetrics& m, const RunConfig& config, int log_every
 // What the closing lines report, gathered step by step.
 struct RunTotals {
   float first_loss = 0.0f, last_loss = 0.0f;
-  double total_time = 0.0;     // seconds, every step
-  double profiled_time = 0.0;  // seconds, steps after the first (the first allocates and warms up)
+  double total_time = 0.0;        // seconds, every step
+  double profiled_time = 0.0;     // seconds, steps after the first (the first allocates and warms up)
   double profiled_virtual = 0.0;  // the same steps on the virtual clock (0 on the wall clock)
   std::optional<float> last_eval;
-  std::int64_t steps = 0;       // run by this process (a resumed run starts past 0)
+  std::int64_t steps = 0;        // run by this process (a resumed run starts past 0)
   std::int64_t saved_step = -1;  // the last step checkpointed
 
   void add(const StepMetrics& m) {
@@ -192,7 +197,8 @@ void save_checkpoint(Trainer& trainer, const RunConfig& config, RunTotals& total
     std::printf("checkpoint: step %lld saved to %s\n", static_cast<long long>(trainer.steps_done()), dir.c_str());
     std::fflush(stdout);
   } catch (const OutputError& e) {
-    throw FormatError(std::string(e.what()) + "; earlier checkpoints were left as they were; the run stopped after step " +
+    throw FormatError(std::string(e.what()) +
+                      "; earlier checkpoints were left as they were; the run stopped after step " +
                       std::to_string(trainer.steps_done()));
   }
 }
@@ -228,11 +234,13 @@ void print_memory_summary(const Trainer& trainer) {
   const bool on_host = trainer.config().device != "cuda" || !trainer.device_note().empty();
   if (!process || !on_host) return;  // a GPU's ledger counts device memory, not this process's
   constexpr double kMiB = 1024.0 * 1024.0;
-  std::printf("memory: ledger peak %.1f MiB (each rank's peak, summed over this process's %d ranks) · process "
-              "resident peak %.1f MiB "
-              "(VmHWM: the ledger's buffers plus code, thread stacks and the data set)\n",
-              static_cast<double>(ledger) / kMiB, static_cast<int>(ranks.size()),
-              static_cast<double>(process->peak_resident_bytes) / kMiB);
+  const std::string whose =
+      ranks.size() == 1 ? "the rank's peak"
+                        : "each rank's peak, summed over this process's " + std::to_string(ranks.size()) + " ranks";
+  std::printf(
+      "memory: ledger peak %.1f MiB (%s) · process resident peak %.1f MiB "
+      "(VmHWM: the ledger's buffers plus code, thread stacks and the data set)\n",
+      static_cast<double>(ledger) / kMiB, whose.c_str(), static_cast<double>(process->peak_resident_bytes) / kMiB);
 }
 
 // "sent 1,234 per rank", or "sent 1,232 to 1,236 per rank (mean 1,234)" where
@@ -270,9 +278,8 @@ void print_data_parallel_traffic(const Trainer& trainer, const RunConfig& config
       const int root = plan.grid().rank_at(stage, 0);
       const auto at = [](const std::map<int, std::int64_t>& m, int r) { return m.count(r) ? m.at(r) : 0; };
       const std::int64_t sent = at(measured.sent, root), received = at(measured.received, root);
-      std::printf("%sdata-parallel bytes through rank %d per step: sent %s + received %s = %s%s\n", where.c_str(),
-                  root, grouped(sent).c_str(), grouped(received).c_str(), grouped(sent + received).c_str(),
-                  formula.c_str());
+      std::printf("%sdata-parallel bytes through rank %d per step: sent %s + received %s = %s%s\n", where.c_str(), root,
+                  grouped(sent).c_str(), grouped(received).c_str(), grouped(sent + received).c_str(), formula.c_str());
       continue;
     }
     std::vector<std::int64_t> sent;
@@ -376,7 +383,9 @@ std::optional<TrainFlags> parse_train_flags(const std::vector<std::string>& args
   if (!parser.parse(args)) return std::nullopt;
   if (!flags.deepspeed.empty() || !flags.accelerate.empty()) flags = apply_config_files(args, flags, warn);
   const RunConfig& config = flags.config;
-  if (!config.init_from.empty() && std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--model" || a.starts_with("--model="); }))
+  if (!config.init_from.empty() && std::any_of(args.begin(), args.end(), [](const std::string& a) {
+        return a == "--model" || a.starts_with("--model=");
+      }))
     throw UsageError("--model and --init-from " + config.init_from +
                      " both given: the model comes from the directory's config.json; drop --model");
   // Before anything is written: the run, then the outputs (none may be --data, the other output, a link or a device).
