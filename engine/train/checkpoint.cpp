@@ -32,13 +32,13 @@ std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t hash) {
   return hash;
 }
 
-namespace {
-
 std::string hex64(std::uint64_t value) {
   char text[20];
   std::snprintf(text, sizeof text, "%016" PRIx64, value);
   return text;
 }
+
+namespace {
 
 json scaler_json(const LossScalerState& s) {
   return {{"scale", s.scale},

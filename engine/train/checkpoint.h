@@ -100,6 +100,7 @@ std::optional<std::int64_t> checkpoint_step_of(const std::string& name);
 // every `every` and the last) would find a step directory taken or root a file.
 void check_save_dir(const std::string& root, std::int64_t first_step, std::int64_t last_step, std::int64_t every);
 std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t hash = 0xcbf29ce484222325ull);
+std::string hex64(std::uint64_t value);  // 16 lowercase hex digits, as the manifest writes checksums
 
 // The manifest as JSON text, and back. The parser checks every field's type
 // and range and the files' slices; it throws ConfigError naming `path`, the

@@ -4,7 +4,6 @@
 // run (RunConfig::resume_dir) gives every rank of its own layout its part of
 // the reassembled parameters, so the layout may differ from the saved one.
 #include <algorithm>
-#include <cstdio>
 #include <exception>
 #include <thread>
 
@@ -136,10 +135,7 @@ CheckpointManifest Trainer::checkpoint_manifest() const {
 const std::string& Trainer::data_fingerprint() const {
   if (data_fingerprint_.empty()) {
     const std::string_view tokens = dataset_->stored_tokens();
-    char text[20];
-    std::snprintf(text, sizeof text, "%016llx",
-                  static_cast<unsigned long long>(fnv1a64(tokens.data(), tokens.size())));
-    data_fingerprint_ = text;
+    data_fingerprint_ = hex64(fnv1a64(tokens.data(), tokens.size()));
   }
   return data_fingerprint_;
 }
@@ -224,8 +220,7 @@ void Trainer::check_checkpoint(const TrainingCheckpoint& ckpt) const {
                       " (another text draws other batches); resume with the --data it was saved with");
   // Same length, other text (an edited corpus, another file): checkpoints saved before the fingerprint have none.
   const auto fingerprint = data.is_object() ? data.find("tokens_fnv1a64") : data.end();
-  if (fingerprint != data.end() && fingerprint->is_string() &&
-      fingerprint->get<std::string>() != data_fingerprint())
+  if (fingerprint != data.end() && fingerprint->is_string() && fingerprint->get<std::string>() != data_fingerprint())
     throw ConfigError("--data: the checkpoint " + ckpt.dir + " was trained on other text than this run's " +
                       dataset_->path() + " (same " + std::to_string(dataset_->tokens(Split::train)) +
                       " training tokens, token fingerprint " + fingerprint->get<std::string>() + " against " +

@@ -121,12 +121,16 @@ std::string MpiWorld::broadcast_from_rank0(const std::string& text) {
 
 namespace {
 
+// The group `members` as a number, for the tags that tell groups apart.
+unsigned members_hash(const std::vector<int>& members, unsigned seed) {
+  for (const int m : members) seed = seed * 31u + static_cast<unsigned>(m);
+  return seed;
+}
+
 // A tag for the group `members` on the control communicator: the notices'
 // and queries' tags are below 100, then one range per use (`range` 0, 1).
 int group_tag(const std::vector<int>& members, int range) {
-  unsigned tag = 23;
-  for (const int m : members) tag = tag * 31u + static_cast<unsigned>(m);
-  return 100 + range * 15000 + static_cast<int>(tag % 15000u);
+  return 100 + range * 15000 + static_cast<int>(members_hash(members, 23) % 15000u);
 }
 
 }  // namespace
@@ -166,15 +170,14 @@ std::unique_ptr<Communicator> MpiWorld::communicator(const std::vector<int>& mem
   // MPI_Comm_create_group, not MPI_Comm_split: only the members call it, so
   // each process makes just its own groups (a split would need every process
   // in every call). The tag tells concurrent creations apart.
-  unsigned tag = 17;
-  for (const int m : members) tag = tag * 31u + static_cast<unsigned>(m);
+  const int tag = static_cast<int>(members_hash(members, 17) % 30000u);
   meet(members, "making the communicator of ranks " + ranks_text(members));
   MPI_Comm comm = MPI_COMM_NULL;
   call("MPI_Comm_create_group", [&] {
     MPI_Group world_group, group;
     MPI_Comm_group(MPI_COMM_WORLD, &world_group);
     MPI_Group_incl(world_group, static_cast<int>(members.size()), members.data(), &group);
-    const int rc = MPI_Comm_create_group(MPI_COMM_WORLD, group, static_cast<int>(tag % 30000u), &comm);
+    const int rc = MPI_Comm_create_group(MPI_COMM_WORLD, group, tag, &comm);
     MPI_Group_free(&group);
     MPI_Group_free(&world_group);
     if (rc == MPI_SUCCESS) MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
