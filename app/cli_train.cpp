@@ -24,6 +24,7 @@
 #include "clock/schedule_summary.h"
 #include "config/run_import.h"
 #include "config/run_schema.h"
+#include "core/byte_text.h"
 #include "core/error.h"
 #include "core/process_memory.h"
 #include "estimate/formula_text.h"
@@ -55,17 +56,6 @@ extern "C" void on_interrupt(int signal) {
   const bool by_term = signal == SIGTERM;
   [[maybe_unused]] const ssize_t written =
       write(STDERR_FILENO, by_term ? term : ctrl_c, by_term ? sizeof term - 1 : sizeof ctrl_c - 1);
-}
-
-std::string human_bytes(std::int64_t bytes) {
-  char text[32];
-  if (bytes >= (1ll << 30))
-    std::snprintf(text, sizeof text, "%.2f GiB", static_cast<double>(bytes) / (1ll << 30));
-  else if (bytes >= (1ll << 20))
-    std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1ll << 20));
-  else
-    std::snprintf(text, sizeof text, "%.1f KiB", static_cast<double>(bytes) / 1024.0);
-  return text;
 }
 
 // The flags of `train`: every field of the run-config schema that has a flag
@@ -145,6 +135,7 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
       config.micro_batches > 1 ? "es" : "", config.accum, config.accum > 1 ? "s" : "",
       static_cast<long long>(config.steps), std::string(precision_name(config.precision)).c_str(),
       trainer.placement().c_str());
+  if (const std::string blas = trainer.blas_kernel_line(); !blas.empty()) std::printf("%s\n", blas.c_str());
   std::printf("clock %s\n", trainer.clock_text().c_str());
   if (!trainer.resumed_from().empty())
     std::printf("resumed from %s at step %lld\n", trainer.resumed_from().c_str(),
@@ -157,7 +148,7 @@ void print_progress(const StepMetrics& m, const RunConfig& config, int log_every
   if (!(m.step == 1 || m.step % log_every == 0 || m.step == config.steps || m.eval_loss || m.skipped)) return;
   std::printf("step %6lld/%lld | loss %.4f | lr %.2e | grad norm %.3f | host %8.0f tok/s | %6.1f ms | mem %s",
               static_cast<long long>(m.step), static_cast<long long>(config.steps), m.loss, m.lr, m.grad_norm,
-              m.tokens_per_s, m.step_time_s * 1e3, human_bytes(m.memory.total()).c_str());
+              m.tokens_per_s, m.step_time_s * 1e3, binary_bytes(m.memory.total()).c_str());
   if (m.virtual_step_s > 0)
     std::printf(" | modeled %.0f tok/s, %.3f ms", m.modeled_tokens_per_s, m.virtual_step_s * 1e3);
   if (m.eval_loss) std::printf(" | eval loss %.4f", *m.eval_loss);

@@ -81,8 +81,8 @@ int main(int argc, char** argv) {
         "{\"impl\":\"shardscope\",\"model\":\"%s\",\"batch\":%d,\"seq\":%d,\"threads\":%d,\"median_step_s\":%.6f,"
         "\"tokens_per_s\":%.1f,\"blas\":\"%s\",\"dp\":%d,\"pp\":%d,\"zero\":%d,\"peak_bytes_rank0\":%lld,"
         "\"precision\":\"%s\",\"backend\":\"%s\",\"parameters\":%lld}\n",
-        config.model.c_str(), config.batch, config.seq, config.threads, median, tokens_per_s, blas_name(), config.dp,
-        config.pp, config.zero_stage, static_cast<long long>(trainer.ledger(0).peak_total()),
+        config.model.c_str(), config.batch, config.seq, config.threads, median, tokens_per_s, blas_name().c_str(),
+        config.dp, config.pp, config.zero_stage, static_cast<long long>(trainer.ledger(0).peak_total()),
         std::string(precision_name(config.precision)).c_str(), trainer.backend_name().c_str(),
         static_cast<long long>(trainer.model(0).parameter_count()));
   } else {

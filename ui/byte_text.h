@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // A memory size for the panel and the views, written as the engine writes it
-// (estimate/formula_text.h's binary_bytes: three significant digits in powers
+// (core/byte_text.h's binary_bytes: three significant digits in powers
 // of 1024), so the fit check, the GPU line and an out-of-memory error agree,
 // and a small model on a large GPU reads MiB, not 0.00 GiB.
 #pragma once
@@ -8,7 +8,7 @@
 #include <QString>
 #include <cstdint>
 
-#include "estimate/formula_text.h"
+#include "core/byte_text.h"
 
 namespace shardscope::ui {
 

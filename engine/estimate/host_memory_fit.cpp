@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "core/byte_text.h"
 #include "core/error.h"
-#include "estimate/formula_text.h"
 
 namespace shardscope {
 

@@ -12,14 +12,15 @@
 #include <new>
 #include <thread>
 
+#include "core/byte_text.h"
 #include "core/error.h"
 #include "data/default_corpus.h"
 #include "data/tokenizer.h"
-#include "estimate/formula_text.h"
 #include "estimate/host_memory_fit.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
 #include "ops/backend.h"
+#include "ops/cpu/blas_kernel.h"
 #include "parallel/in_process_communicator.h"
 #include "parallel/nccl_communicator.h"
 #include "parallel/zero_storage.h"
@@ -130,6 +131,15 @@ void Trainer::announce() {
     log.set_text(init_note_);
     emit(log);
   }
+  if (const std::string blas = blas_kernel_line(); !blas.empty()) {
+    log.set_text(blas);
+    emit(log);
+  }
+}
+
+// The CPU backend's matrix kernel, checked against the CPU (ops/cpu/blas_kernel.h); empty on a GPU.
+std::string Trainer::blas_kernel_line() const {
+  return ranks_[0]->backend->host_memory() ? ensure_blas_kernel().line() : std::string();
 }
 
 Trainer::~Trainer() = default;

@@ -193,6 +193,8 @@ class Trainer {
   // "cuda:0 (NAME), shared by all 4 ranks", or every rank's GPU then
   // "one rank per GPU (NCCL)".
   std::string placement() const;
+  // "BLAS: OpenBLAS 0.3.21, kernel SkylakeX (AVX-512; ...)" where ranks compute on the CPU, else "".
+  std::string blas_kernel_line() const;
   // RunConfig::profile_ops: a rank's time per backend op since the start or the
   // last reset (ops/op_profile.h); empty when not profiling.
   std::map<std::string, OpStats> op_profile(int rank = 0) const;

@@ -3,16 +3,16 @@
 // lives in ops/math.h (shared with CUDA); this file only decides how rows and
 // elements are spread over the rank's threads.
 #include "ops/cpu/cpu_backend.h"
-#include "core/half.h"
-
-#include <cstring>
-
-#include "ops/cpu/cpu_kernels.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
+
+#include "core/half.h"
+#include "ops/cpu/blas_kernel.h"
+#include "ops/cpu/cpu_kernels.h"
 
 namespace shardscope {
 
@@ -20,7 +20,9 @@ namespace {
 constexpr std::int64_t kElementGrain = 16384;  // elements per thread below which splitting costs more than it saves
 }
 
-CpuBackend::CpuBackend(const CpuBackendOptions& options) : pool_(std::max(1, options.threads)) {}
+CpuBackend::CpuBackend(const CpuBackendOptions& options) : pool_(std::max(1, options.threads)) {
+  ensure_blas_kernel();  // settled before any rank multiplies
+}
 
 std::string CpuBackend::name() const {
   return std::string("cpu (") + blas_name() + ", " + std::to_string(pool_.threads()) + " threads)";

@@ -73,7 +73,7 @@ class CpuBackend final : public Backend {
 // Single-threaded BLAS sgemm, row-major (cpu_gemm.cpp).
 void blas_sgemm(Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha, const float* A, int lda,
                 const float* B, int ldb, float beta, float* C, int ldc);
-// The BLAS in use, for logs and benchmarks.
-const char* blas_name();
+// The BLAS in use and its kernel ("OpenBLAS SkylakeX"), for logs and benchmarks.
+std::string blas_name();
 
 }  // namespace shardscope

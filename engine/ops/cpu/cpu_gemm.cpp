@@ -4,21 +4,27 @@
 // them on the rank's own threads. This keeps the total thread count at the
 // cores the engine was given, however many ranks run at once (no BLAS threads
 // fighting the rank threads), and the result the same for any thread count.
+#include <cblas.h>
+
 #include <algorithm>
 #include <mutex>
 
+#include "ops/cpu/blas_kernel.h"
 #include "ops/cpu/cpu_backend.h"
-
-#include <cblas.h>
 
 namespace shardscope {
 
 namespace {
 CBLAS_TRANSPOSE to_cblas(Transpose t) { return t == Transpose::yes ? CblasTrans : CblasNoTrans; }
 
+// Before the first product: the kernel checked against the CPU (blas_kernel.h),
+// then one BLAS thread per call.
 void make_blas_single_threaded() {
   static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
+  std::call_once(once, [] {
+    ensure_blas_kernel();
+    openblas_set_num_threads(1);
+  });
 }
 
 // How many calls the output of one gemm is split into, from its shape alone.
@@ -47,7 +53,9 @@ int gemm_parts(int M, int N, int K) {
 }
 }  // namespace
 
-const char* blas_name() { return "OpenBLAS"; }
+std::string blas_name() {
+  return "OpenBLAS " + ensure_blas_kernel().running;
+}
 
 void blas_sgemm(Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha, const float* A, int lda,
                 const float* B, int ldb, float beta, float* C, int ldc) {
