@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The code's size limits (docs/STYLE: small files, functions under ~80 lines):
 //   - no source file under engine/, app/ or ui/ over 600 lines;
-//   - no function in engine/ or app/ over 80 lines (Universal Ctags finds them,
+//   - no function in engine/, app/ or ui/ over 80 lines (Universal Ctags finds them,
 //     CUDA kernels included; a lambda counts within the function around it).
 // Today's offenders are listed in tests/source_limits_allowlist.txt, and that
 // list may only shrink: the test fails on a new offender, on a listed one that
@@ -31,7 +31,7 @@ namespace {
 constexpr int kMaxFileLines = 600;
 constexpr int kMaxFunctionLines = 80;
 const std::vector<std::string> kFileDirs = {"engine", "app", "ui"};
-const std::vector<std::string> kFunctionDirs = {"engine", "app"};
+const std::vector<std::string> kFunctionDirs = {"engine", "app", "ui"};
 const std::set<std::string> kSourceExtensions = {".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".cu", ".cuh", ".S"};
 const std::string kFileEntry = "(file)";  // the "function" of an allowlist line about a whole file
 

@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "parallel/pipeline_schedule.h"
+#include "clock/pipeline_bubble.h"
 #include "views/pipeline_timeline_canvas.h"
 
 namespace shardscope::ui {

@@ -143,73 +143,90 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
   p.drawText(QRect(8, y, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, titleText());
   p.setFont(font());
   p.drawText(QRect(8, y + line, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, groupCaption());
-  const int top = y + 2 * line + 8;
-  const int bottom = height() - footerHeight(fm, line) - 8;
-  const std::vector<int> ring = grid_.dp_group(stage_);  // global ranks, by dp rank: their places on the circle
+  const RingGeometry g = ringGeometry(y + 2 * line + 8, height() - footerHeight(fm, line) - 8, line);
+  paintRingEdges(p, g);
+  paintMovingChunks(p, g);
+  paintRankNodes(p, g);
+  paintFooter(p, height() - footerHeight(fm, line) - 4, line);
+}
+
+QStringList RingAllreduceView::rankLabelLines(int g) const {
+  const auto sent = anim_sent_.count(g) != 0 ? anim_sent_.at(g) : 0;
+  const auto recv = anim_received_.count(g) != 0 ? anim_received_.at(g) : 0;
+  if (steps_.empty() && !nccl_.empty()) return QStringList{tr("rank %1").arg(g), QString()};
+  return QStringList{tr("rank %1 sent %2").arg(g).arg(sizeText(sent)),
+                     naive_ ? tr("received %1").arg(sizeText(recv)) : QString()};
+}
+
+// The ranks on a circle between `top` and `bottom`, with room beside it for
+// the widest rank label (two lines above and below).
+RingAllreduceView::RingGeometry RingAllreduceView::ringGeometry(int top, int bottom, int line) const {
+  const QFontMetrics fm(font());
+  RingGeometry g;
+  g.line = line;
+  g.center = QPointF(width() / 2.0, (top + bottom) / 2.0);
+  for (const int rank : grid_.dp_group(stage_))
+    for (const QString& s : rankLabelLines(rank)) g.label_w = std::max<double>(g.label_w, fm.horizontalAdvance(s));
+  g.radius =
+      std::max(30.0, std::min(width() / 2.0 - g.node - g.label_w - 16, (bottom - top) / 2.0 - g.node - 2 * line - 4));
   const int n = grid_.dp();
-  const QPointF c(width() / 2.0, (top + bottom) / 2.0);
-  const double node = 22.0;
-  // Room beside the ring for the widest rank label (two lines above and below).
-  const auto labelOf = [&](int g) {
-    const auto sent = anim_sent_.count(g) != 0 ? anim_sent_.at(g) : 0;
-    const auto recv = anim_received_.count(g) != 0 ? anim_received_.at(g) : 0;
-    if (steps_.empty() && !nccl_.empty()) return QStringList{tr("rank %1").arg(g), QString()};
-    return QStringList{tr("rank %1 sent %2").arg(g).arg(sizeText(sent)),
-                       naive_ ? tr("received %1").arg(sizeText(recv)) : QString()};
-  };
-  double label_w = 0;
-  for (const int g : ring)
-    for (const QString& s : labelOf(g)) label_w = std::max<double>(label_w, fm.horizontalAdvance(s));
-  const double radius =
-      std::max(30.0, std::min(width() / 2.0 - node - label_w - 16, (bottom - top) / 2.0 - node - 2 * line - 4));
-  std::vector<QPointF> at(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
     const double a = -M_PI / 2 + 2 * M_PI * i / n;
-    at[static_cast<std::size_t>(i)] = c + QPointF(std::cos(a), std::sin(a)) * radius;
+    g.at.push_back(g.center + QPointF(std::cos(a), std::sin(a)) * g.radius);
   }
-  const auto edge = [&](int a, int b, QPointF& from, QPointF& to) {
-    const QPointF pa = at[static_cast<std::size_t>(a)], pb = at[static_cast<std::size_t>(b)];
-    const QPointF d = pb - pa;
-    const double len = std::max(1.0, std::hypot(d.x(), d.y()));
-    from = pa + d * (node / len);
-    to = pb - d * (node / len);
-  };
-  const auto arrow = [&](QPointF from, QPointF to, const QColor& color, double width) {
-    p.setPen(QPen(color, width));
-    p.drawLine(from, to);
-    const QPointF d = (to - from) / std::max(1.0, std::hypot((to - from).x(), (to - from).y()));
-    const QPointF nrm(-d.y(), d.x());
-    QPainterPath head;
-    head.moveTo(to);
-    head.lineTo(to - d * 9 + nrm * 4.5);
-    head.lineTo(to - d * 9 - nrm * 4.5);
-    head.closeSubpath();
-    p.fillPath(head, color);
-  };
+  return g;
+}
+
+namespace {
+// The line between the circles of dp ranks a and b, each end at a circle's rim.
+std::pair<QPointF, QPointF> edgeBetween(const std::vector<QPointF>& at, double node, int a, int b) {
+  const QPointF pa = at[static_cast<std::size_t>(a)], pb = at[static_cast<std::size_t>(b)];
+  const QPointF d = pb - pa;
+  const double len = std::max(1.0, std::hypot(d.x(), d.y()));
+  return {pa + d * (node / len), pb - d * (node / len)};
+}
+
+void drawArrow(QPainter& p, QPointF from, QPointF to, const QColor& color, double width) {
+  p.setPen(QPen(color, width));
+  p.drawLine(from, to);
+  const QPointF d = (to - from) / std::max(1.0, std::hypot((to - from).x(), (to - from).y()));
+  const QPointF nrm(-d.y(), d.x());
+  QPainterPath head;
+  head.moveTo(to);
+  head.lineTo(to - d * 9 + nrm * 4.5);
+  head.lineTo(to - d * 9 - nrm * 4.5);
+  head.closeSubpath();
+  p.fillPath(head, color);
+}
+}  // namespace
+
+// The idle links: the ring's arrows, or naive DP's dashed spokes from rank 0.
+void RingAllreduceView::paintRingEdges(QPainter& p, const RingGeometry& g) const {
+  const int n = grid_.dp();
+  if (n < 2) return;
   const QColor idle = palette().mid().color();
-  if (n > 1) {
-    for (int i = 0; i < n; ++i) {
-      QPointF from, to;
-      if (naive_) {
-        if (i == 0) continue;
-        edge(0, i, from, to);
-        p.setPen(QPen(idle, 1.5, Qt::DashLine));
-        p.drawLine(from, to);
-      } else {
-        edge(i, (i + 1) % n, from, to);
-        arrow(from, to, idle, 1.5);
-      }
+  for (int i = 0; i < n; ++i) {
+    if (naive_) {
+      if (i == 0) continue;
+      const auto [from, to] = edgeBetween(g.at, g.node, 0, i);
+      p.setPen(QPen(idle, 1.5, Qt::DashLine));
+      p.drawLine(from, to);
+    } else {
+      const auto [from, to] = edgeBetween(g.at, g.node, i, (i + 1) % n);
+      drawArrow(p, from, to, idle, 1.5);
     }
   }
-  // The moving chunks of the group being replayed.
+}
+
+// The moving chunks of the group being replayed.
+void RingAllreduceView::paintMovingChunks(QPainter& p, const RingGeometry& g) const {
+  const QFontMetrics fm(font());
   const double progress = std::min(1.0, (tick_ + 1.0) / kTicksPerGroup);
   for (const RingTransfer& t : current_.transfers) {
     if (grid_.stage_of(t.src) != stage_ || grid_.stage_of(t.dst) != stage_ || t.src == t.dst) continue;
-    const int a = grid_.dp_rank_of(t.src), b = grid_.dp_rank_of(t.dst);
-    QPointF from, to;
-    edge(a, b, from, to);
+    const auto [from, to] = edgeBetween(g.at, g.node, grid_.dp_rank_of(t.src), grid_.dp_rank_of(t.dst));
     const QColor color = colorOf(t);
-    arrow(from, to, color, 2.5);
+    drawArrow(p, from, to, color, 2.5);
     const QPointF pos = from + (to - from) * progress;
     const QString label = !naive_                     ? tr("c%1").arg(t.chunk)
                           : t.op == CommOp::broadcast ? tr("params")
@@ -223,37 +240,43 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
     p.setPen(Qt::white);
     p.drawText(box, Qt::AlignCenter, label);
   }
-  // The ranks and their bytes this step (up to the replay cursor).
-  for (int i = 0; i < n; ++i) {
-    const int g = ring[static_cast<std::size_t>(i)];
-    const QPointF pos = at[static_cast<std::size_t>(i)];
+}
+
+// The ranks and their bytes this step (up to the replay cursor), each label
+// outside the circle on the side the rank sits.
+void RingAllreduceView::paintRankNodes(QPainter& p, const RingGeometry& g) const {
+  QFont bold = font();
+  bold.setBold(true);
+  const std::vector<int> ring = grid_.dp_group(stage_);  // global ranks, by dp rank: their places on the circle
+  for (std::size_t i = 0; i < g.at.size(); ++i) {
+    const int rank = ring[i];
+    const QPointF pos = g.at[i];
     const bool hot = naive_ && i == 0;
     p.setPen(QPen(hot ? QColor(214, 39, 40) : palette().text().color(), hot ? 3 : 1.5));
     p.setBrush(palette().window());
-    p.drawEllipse(pos, node, node);
+    p.drawEllipse(pos, g.node, g.node);
     p.setPen(palette().text().color());
     p.setFont(bold);
-    p.drawText(QRectF(pos.x() - node, pos.y() - node, 2 * node, 2 * node), Qt::AlignCenter, QString::number(g));
+    p.drawText(QRectF(pos.x() - g.node, pos.y() - g.node, 2 * g.node, 2 * g.node), Qt::AlignCenter,
+               QString::number(rank));
     p.setFont(font());
-    const QStringList lines = labelOf(g);
+    const QStringList lines = rankLabelLines(rank);
     const QString text = naive_ ? lines.join(QLatin1Char('\n')) : lines.front();
     const int rows = naive_ ? 2 : 1;
-    const QPointF out = (pos - c) / std::max(1.0, radius);
-    const double tw = label_w + 4;
-    QRectF box(pos.x() - tw / 2, pos.y() - rows * line / 2.0, tw, rows * line);
+    const QPointF out = (pos - g.center) / std::max(1.0, g.radius);
+    QRectF box(pos.x() - (g.label_w + 4) / 2, pos.y() - rows * g.line / 2.0, g.label_w + 4, rows * g.line);
     if (out.y() < -0.5)
-      box.moveBottom(pos.y() - node - 2);
+      box.moveBottom(pos.y() - g.node - 2);
     else if (out.y() > 0.5)
-      box.moveTop(pos.y() + node + 2);
+      box.moveTop(pos.y() + g.node + 2);
     else if (out.x() > 0)
-      box.moveLeft(pos.x() + node + 6);
+      box.moveLeft(pos.x() + g.node + 6);
     else
-      box.moveRight(pos.x() - node - 6);
+      box.moveRight(pos.x() - g.node - 6);
     const int align = out.y() < -0.5 || out.y() > 0.5 ? Qt::AlignHCenter : out.x() > 0 ? Qt::AlignLeft : Qt::AlignRight;
     if (hot) p.setPen(QColor(214, 39, 40));
     p.drawText(box, align | Qt::AlignVCenter, text);
   }
-  paintFooter(p, height() - footerHeight(fm, line) - 4, line);
 }
 
 QString RingAllreduceView::skippedCaption() const {

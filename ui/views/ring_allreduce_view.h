@@ -14,6 +14,8 @@
 // and skips ahead (saying how many it skipped) when the run is faster.
 #pragma once
 
+#include <QPointF>
+#include <QStringList>
 #include <QWidget>
 #include <cstdint>
 #include <deque>
@@ -129,6 +131,19 @@ class RingAllreduceView : public QWidget, public EventView {
   // wrapped to the view's width (a narrow view on a 1280 px screen).
   int footerHeight(const QFontMetrics& fm, int line) const;
   void paintFooter(QPainter& p, int top, int line) const;
+  // The circle (ring_allreduce_paint.cpp): the ranks of the shown stage's
+  // group at `at`, by dp rank, as circles of radius `node`.
+  struct RingGeometry {
+    QPointF center;
+    double radius = 0, node = 22, label_w = 0;
+    int line = 0;
+    std::vector<QPointF> at;
+  };
+  RingGeometry ringGeometry(int top, int bottom, int line) const;
+  QStringList rankLabelLines(int rank) const;  // "rank g sent ..." (and "received ..." for naive DP)
+  void paintRingEdges(QPainter& p, const RingGeometry& g) const;
+  void paintMovingChunks(QPainter& p, const RingGeometry& g) const;
+  void paintRankNodes(QPainter& p, const RingGeometry& g) const;
 
   QComboBox* stage_box_;
   QLabel* stage_label_;

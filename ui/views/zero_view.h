@@ -26,6 +26,8 @@
 #include "plan/sharding_plan.h"
 #include "views/event_view.h"
 
+class QPainter;
+
 namespace shardscope::ui {
 
 class ZeroViewModel {
@@ -110,9 +112,21 @@ class ZeroView : public QWidget, public EventView {
   void changeEvent(QEvent* event) override;  // a language switch: repaint (texts are tr() at paint time)
 
  private:
+  // Where the rank rows are drawn (zero_view_paint.cpp).
+  struct GridGeometry {
+    int labelW, countsW, gridLeft, cellW, top, rowH, gap, bandH;
+  };
   QString columnLabel(int column) const;
   // 0..1: how recently the band was active (1: the latest event).
   double flash(int rank, int column, ZeroViewModel::State s) const;
+  // The painting's parts, top to bottom; each returns the y below what it drew.
+  int paintCaption(QPainter& p, int y) const;
+  int paintLegend(QPainter& p, int y) const;
+  GridGeometry gridGeometry(int top) const;
+  void paintColumnHeaders(QPainter& p, const GridGeometry& g) const;
+  void paintRankRow(QPainter& p, int rank, const GridGeometry& g) const;
+  QString rankLabel(int rank) const;  // with pipeline stages, the rank's stage
+  QString rowText(int rank) const;    // this step's running count on a rank, then its model-state bytes
 
   ZeroViewModel model_;
 };
