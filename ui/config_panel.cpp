@@ -34,9 +34,46 @@ namespace shardscope::ui {
 RunConfig ConfigPanel::defaultConfig() { return panel_default_config(); }
 
 ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
-  // The fields the panel draws itself: model and device lists, a file with
-  // Browse, checkpointing as a check box. Every other labelled field of the
-  // run-config schema gets the widget of its kind (ui/field_widgets.h).
+  QFormLayout* form = buildForm();
+  retranslate();
+  summary_ = new QLabel(this);
+  summary_->setObjectName(QStringLiteral("summary"));
+  summary_->setWordWrap(true);
+  fit_label_ = new QLabel(this);
+  fit_label_->setObjectName(QStringLiteral("fit"));
+  fit_label_->setWordWrap(true);
+  problem_label_ = new QLabel(this);
+  problem_label_->setObjectName(QStringLiteral("problem"));
+  problem_label_->setWordWrap(true);
+  problem_label_->setStyleSheet(QStringLiteral("color: #b00020;"));
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addLayout(form);
+  layout->addWidget(summary_);
+  layout->addWidget(fit_label_);
+  layout->addWidget(problem_label_);
+  layout->addStretch(1);
+
+  fillDevices();
+  setConfig(defaultConfig());
+  connectEdits();
+  if (probeDevices) {
+    // Loading the CUDA plugin and starting the driver can take a second: off
+    // the UI thread. The result comes back as a queued call, dropped if the
+    // panel is gone (the destructor joins the thread first).
+    probe_thread_ = std::thread([this] {
+      DeviceProbe probe = probe_training_devices();
+      QMetaObject::invokeMethod(
+          this, [this, probe] { setDevices(probe); }, Qt::QueuedConnection);
+    });
+  }
+}
+
+// The fields the panel draws itself: model and device lists, a file with
+// Browse, checkpointing as a check box. Every other labelled field of the
+// run-config schema gets the widget of its kind (ui/field_widgets.h).
+QFormLayout* ConfigPanel::buildForm() {
   model_ = new QComboBox(this);
   model_->setObjectName(QStringLiteral("model"));
   for (const auto& preset : model_presets()) model_->addItem(QString::fromStdString(preset.name));
@@ -80,30 +117,11 @@ ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
     schedule->setItemText(schedule->findData(QStringLiteral("gpipe")), QStringLiteral("GPipe"));
   }
   if (auto* power = fieldWidget<QSpinBox>("initial_scale_power")) power->setPrefix(QStringLiteral("2^"));
-  retranslate();
+  return form;
+}
 
-  summary_ = new QLabel(this);
-  summary_->setObjectName(QStringLiteral("summary"));
-  summary_->setWordWrap(true);
-  fit_label_ = new QLabel(this);
-  fit_label_->setObjectName(QStringLiteral("fit"));
-  fit_label_->setWordWrap(true);
-  problem_label_ = new QLabel(this);
-  problem_label_->setObjectName(QStringLiteral("problem"));
-  problem_label_->setWordWrap(true);
-  problem_label_->setStyleSheet(QStringLiteral("color: #b00020;"));
-
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addLayout(form);
-  layout->addWidget(summary_);
-  layout->addWidget(fit_label_);
-  layout->addWidget(problem_label_);
-  layout->addStretch(1);
-
-  fillDevices();
-  setConfig(defaultConfig());
-
+// Every edit revalidates (not while setConfig fills the fields); Browse picks the data file.
+void ConfigPanel::connectEdits() {
   auto onEdit = [this] {
     if (!updating_) revalidate();
   };
@@ -112,16 +130,6 @@ ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
   connect(device_, &QComboBox::currentIndexChanged, this, onEdit);
   for (const FieldRow& row : rows_)
     if (!isOwnWidget(row.widget)) onFieldWidgetEdited(*row.field, row.widget, this, onEdit);
-  if (probeDevices) {
-    // Loading the CUDA plugin and starting the driver can take a second: off
-    // the UI thread. The result comes back as a queued call, dropped if the
-    // panel is gone (the destructor joins the thread first).
-    probe_thread_ = std::thread([this] {
-      DeviceProbe probe = probe_cuda();
-      QMetaObject::invokeMethod(
-          this, [this, probe] { setDevices(probe); }, Qt::QueuedConnection);
-    });
-  }
   connect(data_, &QLineEdit::textChanged, this, onEdit);
   connect(browse_, &QPushButton::clicked, this, &ConfigPanel::browseData);
   connect(checkpoint_, &QCheckBox::toggled, this, onEdit);

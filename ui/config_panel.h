@@ -11,12 +11,13 @@
 #include <utility>
 #include <vector>
 
-#include "ops/device.h"
 #include "config/run_schema.h"
+#include "train/devices.h"
 
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QFormLayout;
 class QLabel;
 class QLineEdit;
 class QPushButton;
@@ -73,6 +74,8 @@ class ConfigPanel : public QWidget {
   void changed();
 
  private:
+  QFormLayout* buildForm();  // the fields, in the schema's order, and "Ranks run as"
+  void connectEdits();
   void revalidate();
   void updateFit(const RunConfig& c);
   void browseData();

@@ -9,6 +9,8 @@
 #include <tuple>
 #include <utility>
 
+#include "clock/pipeline_bubble.h"
+
 namespace shardscope {
 
 namespace {
@@ -112,7 +114,7 @@ std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int
   PipelineBubble b;
   b.stages = pp;
   b.micro_batches = m;
-  b.formula = (pp - 1.0) / (m + pp - 1.0);
+  b.formula = gpipe_bubble_fraction(pp, m);
   b.stage_busy_ns.assign(static_cast<std::size_t>(pp), 0);
   for (const Event& e : events) {
     if (!is_stage_span(e) || e.step < first_step || e.micro_batch < 0) continue;

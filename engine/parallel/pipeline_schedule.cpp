@@ -332,11 +332,6 @@ PipelineTimeline simulate_pipeline_schedule(const PipelineSchedule& schedule, do
   return simulator.take_timeline();
 }
 
-double gpipe_bubble_fraction(int stages, int micro_batches) {
-  check_shape(stages, micro_batches);
-  return static_cast<double>(stages - 1) / static_cast<double>(micro_batches + stages - 1);
-}
-
 }  // namespace shardscope
 
 namespace shardscope {

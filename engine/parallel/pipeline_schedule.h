@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "clock/pipeline_bubble.h"  // gpipe_bubble_fraction, beside the schedules it bounds
 #include "config/run_choices.h"
 
 namespace shardscope {
@@ -107,12 +108,5 @@ struct PipelineTimeline {
 // naming the stuck action of every unfinished stage.
 PipelineTimeline simulate_pipeline_schedule(const PipelineSchedule& schedule, double forward_time, double backward_time,
                                             double comm_time = 0);
-
-// Idle fraction of a step under GPipe (and under 1F1B, which has the same
-// bubble) with equal stages and free communication: (p - 1) / (m + p - 1).
-// GPipe (Huang et al. 2019) states it as O((K - 1) / (M + K - 1)); Narayanan et
-// al. 2021 (Megatron-LM) give bubble / ideal time = (p - 1) / m, the same thing
-// measured against the busy time instead of the whole step.
-double gpipe_bubble_fraction(int stages, int micro_batches);
 
 }  // namespace shardscope

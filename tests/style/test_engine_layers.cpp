@@ -2,7 +2,9 @@
 // The engine's folders import each other in one direction only: the test reads
 // every `#include "folder/..."` under engine/ and fails on a circle between
 // folders (e.g. train -> estimate -> train), printing the circle. It also
-// checks that nothing under engine/ includes a Qt header.
+// checks that nothing under engine/ includes a Qt header, and that nothing
+// under ui/ includes the engine's compute or communication layers (ops/,
+// parallel/): the views read events and the plan, never the runtime.
 //
 // Usage: test_engine_layers SOURCE_DIR
 #include <filesystem>
@@ -86,6 +88,19 @@ int main(int argc, char** argv) {
     for (const std::string& t : to) std::cout << " " << t;
     std::cout << "\n";
   }
-  std::cout << (failures == 0 ? "engine folders: no import circle, no Qt\n" : "engine folders: see above\n");
+  const std::regex runtime_include(R"(^\s*#\s*include\s*"(ops|parallel)/)");
+  for (const auto& entry : fs::recursive_directory_iterator(fs::path(argv[1]) / "ui")) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path());
+    std::string line;
+    while (std::getline(in, line))
+      if (std::regex_search(line, runtime_include)) {
+        std::cerr << "ui/ reaches into the runtime: " << fs::relative(entry.path(), argv[1]).string() << ": " << line
+                  << "\n";
+        ++failures;
+      }
+  }
+  std::cout << (failures == 0 ? "engine folders: no import circle, no Qt; ui/ includes no ops/ or parallel/\n"
+                              : "engine folders: see above\n");
   return failures == 0 ? 0 : 1;
 }
