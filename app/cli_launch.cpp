@@ -23,10 +23,11 @@ namespace shardscope::cli {
 void check_process_layout(const RunConfig& config, int processes, bool by_launch) {
   if (processes != config.world_size())
     throw ConfigError(std::string(by_launch ? "launch would start " : "mpirun started ") + std::to_string(processes) +
-                      " processes but the layout has dp " + std::to_string(config.dp) + " x pp " +
-                      std::to_string(config.pp) + " = " + std::to_string(config.world_size()) + " ranks: " +
-                      (by_launch ? "give --nproc-per-node " + std::to_string(config.world_size()) + " (per machine "
-                                   "of the hostfile: processes = nproc-per-node x machines)"
+                      " processes but the layout has dp " + std::to_string(config.layout.dp()) + " x pp " +
+                      std::to_string(config.layout.pp()) + " = " + std::to_string(config.world_size()) + " ranks: " +
+                      (by_launch ? "give --nproc-per-node " + std::to_string(config.world_size()) +
+                                       " (per machine "
+                                       "of the hostfile: processes = nproc-per-node x machines)"
                                  : "run mpirun -np " + std::to_string(config.world_size())) +
                       ", or change --dp / --pp");
   if (!config.save_dir.empty() || !config.resume_dir.empty())

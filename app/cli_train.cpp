@@ -130,8 +130,8 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
       "global batch %d x seq %d = %d tokens per step; %d rank%s (dp %d %s ZeRO-%d x pp %d %s); "
       "per rank: micro-batch %d, %d micro-batch%s x %d accumulation step%s; %lld steps; %s; backend %s\n",
       config.batch, config.seq, config.batch * config.seq, config.world_size(), config.world_size() > 1 ? "s" : "",
-      config.dp, std::string(data_parallel_mode_name(config.dp_mode)).c_str(), config.zero_stage, config.pp,
-      pipeline_schedule_name(config.schedule), config.micro_batch(), config.micro_batches,
+      config.layout.dp(), std::string(data_parallel_mode_name(config.dp_mode)).c_str(), config.zero_stage,
+      config.layout.pp(), pipeline_schedule_name(config.schedule), config.micro_batch(), config.micro_batches,
       config.micro_batches > 1 ? "es" : "", config.accum, config.accum > 1 ? "s" : "",
       static_cast<long long>(config.steps), std::string(precision_name(config.precision)).c_str(),
       trainer.placement().c_str());
@@ -254,15 +254,15 @@ std::string per_rank_text(const std::vector<std::int64_t>& sent) {
 // calls (NCCL): their transfers are not events.
 void print_data_parallel_traffic(const Trainer& trainer, const RunConfig& config, const ScheduleEvents& events,
                                  std::int64_t step) {
-  if (config.dp < 2) return;
-  const MeasuredTraffic measured = events.data_parallel_traffic(step, config.dp);
+  if (config.layout.dp() < 2) return;
+  const MeasuredTraffic measured = events.data_parallel_traffic(step, config.layout.dp());
   if (measured.sent.empty()) return;
   const ShardingPlan plan = make_sharding_plan(config);
   const int extra = extra_embedding_gathers(trainer.model().config().kind);
-  for (int stage = 0; stage < config.pp; ++stage) {
+  for (int stage = 0; stage < config.layout.pp(); ++stage) {
     const DataParallelTraffic f = data_parallel_traffic(
         plan, plan.stage(stage), static_cast<std::int64_t>(config.accum) * config.micro_batches, extra);
-    const std::string where = config.pp > 1 ? "stage " + std::to_string(stage) + " " : "";
+    const std::string where = config.layout.pp() > 1 ? "stage " + std::to_string(stage) + " " : "";
     const std::string formula = " (step " + std::to_string(step) + "; formula " + f.formula + " = " +
                                 bytes_text(f.bytes) + " with " + f.values + ": " + f.what + ")";
     if (plan.naive()) {
@@ -303,7 +303,7 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
               totals.last_eval ? (", eval loss " + std::to_string(*totals.last_eval)).c_str() : "");
   if (events.complete()) {  // under mpirun, once the other processes' events reached rank 0
     const ScheduleSummary schedule =
-        summarize_schedule(events.schedule().events(), config.dp, config.pp, config.micro_batches);
+        summarize_schedule(events.schedule().events(), config.layout.dp(), config.layout.pp(), config.micro_batches);
     const std::string_view clock = trainer.clock_text().starts_with("virtual") ? "virtual" : "wall";
     for (const std::string& line : schedule_summary_lines(schedule, clock)) std::printf("%s\n", line.c_str());
     print_data_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
@@ -338,8 +338,8 @@ bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
 TrainFlags apply_config_files(const std::vector<std::string>& args, const TrainFlags& parsed, bool warn) {
   TrainFlags out;
   if (const std::string lesson = lesson_argument(args); !lesson.empty()) out.config = lesson_run_config(lesson);
-  out.config.dp = parsed.config.dp;  // the batch arithmetic uses the run's layout
-  out.config.pp = parsed.config.pp;
+  out.config.layout[Axis::dp] = parsed.config.layout.dp();  // the batch arithmetic uses the run's layout
+  out.config.layout[Axis::pp] = parsed.config.layout.pp();
   out.config.micro_batches = parsed.config.micro_batches;
   std::vector<RunImport> imports;
   if (!parsed.accelerate.empty())

@@ -39,8 +39,10 @@ int main(int argc, char** argv) {
     else if (a == "--steps") steps = std::stoi(next());
     else if (a == "--warmup") warmup = std::stoi(next());
     else if (a == "--threads") config.threads = std::stoi(next());
-    else if (a == "--dp") config.dp = std::stoi(next());
-    else if (a == "--pp") config.pp = std::stoi(next());
+    else if (a == "--dp")
+      config.layout[Axis::dp] = std::stoi(next());
+    else if (a == "--pp")
+      config.layout[Axis::pp] = std::stoi(next());
     else if (a == "--zero") config.zero_stage = std::stoi(next());
     else if (a == "--accum") config.accum = std::stoi(next());
     else if (a == "--micro-batches") config.micro_batches = std::stoi(next());
@@ -82,9 +84,9 @@ int main(int argc, char** argv) {
         "\"tokens_per_s\":%.1f,\"blas\":\"%s\",\"dp\":%d,\"pp\":%d,\"zero\":%d,\"peak_bytes_rank0\":%lld,"
         "\"precision\":\"%s\",\"backend\":\"%s\",\"parameters\":%lld}\n",
         config.model.c_str(), config.batch, config.seq, config.threads, median, tokens_per_s, blas_name().c_str(),
-        config.dp, config.pp, config.zero_stage, static_cast<long long>(trainer.ledger(0).peak_total()),
-        std::string(precision_name(config.precision)).c_str(), trainer.backend_name().c_str(),
-        static_cast<long long>(trainer.model(0).parameter_count()));
+        config.layout.dp(), config.layout.pp(), config.zero_stage,
+        static_cast<long long>(trainer.ledger(0).peak_total()), std::string(precision_name(config.precision)).c_str(),
+        trainer.backend_name().c_str(), static_cast<long long>(trainer.model(0).parameter_count()));
   } else {
     std::printf("%s B=%d T=%d: median step %.1f ms over %d steps, %.0f tokens/s (%s)\n", config.model.c_str(),
                 config.batch, config.seq, median * 1e3, steps, tokens_per_s, trainer.backend_name().c_str());

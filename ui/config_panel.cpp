@@ -307,13 +307,14 @@ void ConfigPanel::revalidate() {
   if (problem_.isEmpty()) {
     summary_->setText(
         tr("%n rank(s): dp %1 \u00d7 pp %2; each rank runs micro-batches of %3 sequence(s).", nullptr, c.world_size())
-            .arg(c.dp)
-            .arg(c.pp)
+            .arg(c.layout.dp())
+            .arg(c.layout.pp())
             .arg(c.micro_batch()));
     problem_label_->clear();
     problem_label_->hide();
   } else {
-    summary_->setText(tr("%n rank(s): dp %1 \u00d7 pp %2.", nullptr, c.world_size()).arg(c.dp).arg(c.pp));
+    summary_->setText(
+        tr("%n rank(s): dp %1 \u00d7 pp %2.", nullptr, c.world_size()).arg(c.layout.dp()).arg(c.layout.pp()));
     problem_label_->setText(tr("Cannot run: %1").arg(problem_));
     problem_label_->show();
   }

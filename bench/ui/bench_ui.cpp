@@ -216,8 +216,8 @@ int main(int argc, char** argv) {
   }
   config.steps = steps + warmup;
   std::printf("config: %s, batch %d x seq %d, dp %d x pp %d, %d micro-batches, %lld steps (+%d warm-up), %d reps\n",
-              config.model.c_str(), config.batch, config.seq, config.dp, config.pp, config.micro_batches,
-              static_cast<long long>(steps), warmup, reps);
+              config.model.c_str(), config.batch, config.seq, config.layout.dp(), config.layout.pp(),
+              config.micro_batches, static_cast<long long>(steps), warmup, reps);
   std::vector<double> ratios, event_ratios, latency, frame;
   for (int r = 0; r < reps; ++r) {
     const double headless = headlessRun(config, warmup);

@@ -80,7 +80,7 @@ struct MeasuredTraffic {
 };
 MeasuredTraffic measure_data_parallel_traffic(std::span<const Event> events, std::int64_t step, int dp);
 
-// Grid placement as plan/grid.h: stage = rank / dp. Step 1 (allocations,
+// Grid placement as layout/grid.h: stage = rank / dp. Step 1 (allocations,
 // first touches) is left out when later steps are there.
 ScheduleSummary summarize_schedule(std::span<const Event> events, int dp, int pp, int micro_batches);
 

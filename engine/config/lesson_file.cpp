@@ -66,8 +66,8 @@ RunConfig panel_default_config() {
   c.steps = 200;
   c.batch = 16;
   c.seq = 64;
-  c.dp = 2;
-  c.pp = 2;
+  c.layout[Axis::dp] = 2;
+  c.layout[Axis::pp] = 2;
   c.dp_mode = DataParallelMode::ddp;
   c.schedule = PipelineScheduleKind::one_f_one_b;
   c.micro_batches = 4;

@@ -41,32 +41,32 @@ void validate_model_limits(const RunConfig& c, const ModelConfig& model) {
               str(ByteTokenizer::kVocabSize) + " ids of the byte tokenizer that the training text is read with",
           "{init_from}：" + model.name + " 的词表（" + str(model.vocab) + "）小于读取训练文本所用字节分词器的 " +
               str(ByteTokenizer::kVocabSize) + " 个 id");
-  require(c.pp <= model.layers,
-          "{pp} " + str(c.pp) + " is more pipeline stages than " + model.name + " has layers (" +
+  require(c.layout.pp() <= model.layers,
+          "{pp} " + str(c.layout.pp()) + " is more pipeline stages than " + model.name + " has layers (" +
               str(model.layers) + ")",
-          "{pp} " + str(c.pp) + " 个流水线阶段多于 " + model.name + " 的层数（" + str(model.layers) + "）");
+          "{pp} " + str(c.layout.pp()) + " 个流水线阶段多于 " + model.name + " 的层数（" + str(model.layers) + "）");
 }
 
 // The dp x pp grid and how the batch splits over it.
 void validate_grid(const RunConfig& c) {
-  require(c.ranks == 0 || c.ranks == c.dp * c.pp,
-          "{ranks} " + str(c.ranks) + " does not equal {dp} " + str(c.dp) + " x {pp} " + str(c.pp) + " = " +
-              str(c.dp * c.pp) + " (every rank sits on the dp x pp grid)",
-          "{ranks} " + str(c.ranks) + " 不等于 {dp} " + str(c.dp) + " × {pp} " + str(c.pp) + " = " +
-              str(c.dp * c.pp) + "（每个 rank 都在 dp × pp 网格上）");
-  const long long split = static_cast<long long>(c.dp) * c.accum * c.micro_batches;
+  require(c.ranks == 0 || c.ranks == c.layout.dp() * c.layout.pp(),
+          "{ranks} " + str(c.ranks) + " does not equal {dp} " + str(c.layout.dp()) + " x {pp} " + str(c.layout.pp()) +
+              " = " + str(c.layout.dp() * c.layout.pp()) + " (every rank sits on the dp x pp grid)",
+          "{ranks} " + str(c.ranks) + " 不等于 {dp} " + str(c.layout.dp()) + " × {pp} " + str(c.layout.pp()) + " = " +
+              str(c.layout.dp() * c.layout.pp()) + "（每个 rank 都在 dp × pp 网格上）");
+  const long long split = static_cast<long long>(c.layout.dp()) * c.accum * c.micro_batches;
   require(c.batch % split == 0,
-          "{batch} " + str(c.batch) + " does not split into {dp} " + str(c.dp) + " x {accum} " + str(c.accum) +
+          "{batch} " + str(c.batch) + " does not split into {dp} " + str(c.layout.dp()) + " x {accum} " + str(c.accum) +
               " x {micro_batches} " + str(c.micro_batches) + " equal micro-batches (" + str(c.batch) +
               " is not a multiple of " + str(split) + ")",
-          "{batch} " + str(c.batch) + " 无法均分为 {dp} " + str(c.dp) + " × {accum} " + str(c.accum) +
+          "{batch} " + str(c.batch) + " 无法均分为 {dp} " + str(c.layout.dp()) + " × {accum} " + str(c.accum) +
               " × {micro_batches} " + str(c.micro_batches) + " 个相等的微批次（" + str(c.batch) + " 不是 " +
               str(split) + " 的倍数）");
 }
 
 // Which data-parallel mode, ZeRO stage and pipeline go together.
 void validate_strategies(const RunConfig& c) {
-  check_layout_rules(c.pp, c.zero_stage, c.dp_mode);
+  check_layout_rules(c.layout.pp(), c.zero_stage, c.dp_mode);
 }
 
 // fp16 loss scaling (and its test hook).

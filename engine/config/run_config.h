@@ -11,6 +11,7 @@
 
 #include "clock/clock_choices.h"
 #include "config/run_choices.h"
+#include "layout/parallel_axes.h"
 #include "model/model_config.h"
 
 namespace shardscope {
@@ -44,8 +45,7 @@ struct RunConfig {
   // over dp ranks, accum steps and pipeline micro-batches, micro_batch()
   // sequences each (as DeepSpeed's train_batch_size).
   int ranks = 0;                   // world size if given (must equal dp x pp); 0: dp x pp
-  int dp = 1;                      // data-parallel ranks
-  int pp = 1;                      // pipeline stages
+  Layout layout;                   // the size of every parallel axis: dp ranks, pp stages (layout/parallel_axes.h)
   int micro_batches = 1;           // pipeline micro-batches per accumulation step (m)
   PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
   DataParallelMode dp_mode = DataParallelMode::ddp;
@@ -101,8 +101,8 @@ struct RunConfig {
   // `shardscope-cli train --profile-ops` and bench_train; not saved with the config.
   bool profile_ops = false;
 
-  int world_size() const { return dp * pp; }
-  int micro_batch() const { return batch / (dp * accum * micro_batches); }
+  int world_size() const { return layout.world_size(); }
+  int micro_batch() const { return batch / (layout.dp() * accum * micro_batches); }
 
   std::int64_t warmup_steps() const;
   bool mixed_precision() const { return precision != Precision::fp32; }

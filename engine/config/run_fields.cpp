@@ -28,6 +28,17 @@ void set_member(RunConfig& c, const json& value) {
   c.*member = value.get<std::remove_cvref_t<decltype(c.*member)>>();
 }
 
+// A parallel axis's size (layout/parallel_axes.h).
+template <Axis axis>
+json get_axis(const RunConfig& c) {
+  return c.layout[axis];
+}
+
+template <Axis axis>
+void set_axis(RunConfig& c, const json& value) {
+  c.layout[axis] = value.get<int>();
+}
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr std::int64_t kMaxSteps = 100'000'000;
 
@@ -163,14 +174,26 @@ void add_parallel_fields(std::vector<RunField>& f) {
                .help = {"Ranks in all; must equal --dp x --pp (0: dp x pp)", "rank 总数；必须等于 dp × pp（0：dp × pp）"},
                .min = 0, .max = 4096, .saved = Saved::never, .get = get_member<&RunConfig::ranks>,
                .set = set_member<&RunConfig::ranks>});
-  f.push_back({.key = "dp", .flag = "--dp", .value_name = "N", .label = {"Data-parallel ranks", "数据并行 rank 数"},
-               .help = {"Data-parallel ranks (threads of this process)", "数据并行 rank 数（本进程的线程）"}, .min = 1,
-               .max = 64, .accelerate = "num_processes", .get = get_member<&RunConfig::dp>,
-               .set = set_member<&RunConfig::dp>});
-  f.push_back({.key = "pp", .flag = "--pp", .value_name = "N", .label = {"Pipeline stages", "流水线阶段数"},
+  f.push_back({.key = "dp",
+               .flag = "--dp",
+               .value_name = "N",
+               .label = {"Data-parallel ranks", "数据并行 rank 数"},
+               .help = {"Data-parallel ranks (threads of this process)", "数据并行 rank 数（本进程的线程）"},
+               .min = 1,
+               .max = 64,
+               .accelerate = "num_processes",
+               .get = get_axis<Axis::dp>,
+               .set = set_axis<Axis::dp>});
+  f.push_back({.key = "pp",
+               .flag = "--pp",
+               .value_name = "N",
+               .label = {"Pipeline stages", "流水线阶段数"},
                .help = {"Pipeline stages (layers split evenly; the first embeds, the last runs the head)",
                         "流水线阶段数（层均分；第一段做嵌入，最后一段做输出头）"},
-               .min = 1, .max = 64, .get = get_member<&RunConfig::pp>, .set = set_member<&RunConfig::pp>});
+               .min = 1,
+               .max = 64,
+               .get = get_axis<Axis::pp>,
+               .set = set_axis<Axis::pp>});
   f.push_back({.key = "micro_batches", .flag = "--micro-batches", .value_name = "N",
                .label = {"Micro-batches", "微批次数"},
                .help = {"Pipeline micro-batches per accumulation step (m)", "每个累积步的流水线微批次数（m）"},

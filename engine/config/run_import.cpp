@@ -49,7 +49,7 @@ struct Importer {
 // DeepSpeed's batch rules (runtime/config.py, _set_batch_related_parameters):
 // two of the three keys give the third; all three must agree.
 void import_batch(Importer& im, const DeepSpeedConfig& ds) {
-  const std::int64_t dp = im.config.dp;
+  const std::int64_t dp = im.config.layout.dp();
   const auto tb = ds.train_batch;
   const std::optional<std::int64_t> mb = ds.micro_batch, ac = ds.accum;
   if (!tb && !mb) {
@@ -213,13 +213,15 @@ void import_processes(Importer& im, const AccelerateConfig& acc, bool keep_dp) {
   if (processes % machines != 0)
     im.refuse("num_processes", std::to_string(processes) + " is not a multiple of num_machines " + std::to_string(machines));
   if (!keep_dp) {
-    if (processes % im.config.pp != 0)
-      im.refuse("num_processes", std::to_string(processes) + " is not a multiple of --pp " + std::to_string(im.config.pp));
-    im.set("dp", processes / im.config.pp, "num_processes");
+    if (processes % im.config.layout.pp() != 0)
+      im.refuse("num_processes",
+                std::to_string(processes) + " is not a multiple of --pp " + std::to_string(im.config.layout.pp()));
+    im.set("dp", processes / im.config.layout.pp(), "num_processes");
   }
-  im.parts.push_back(acc.distributed_type + ", " + std::to_string(processes) + " process" + (processes > 1 ? "es" : "") +
-                     (machines > 1 ? " on " + std::to_string(machines) + " machines" : "") + " (dp " +
-                     std::to_string(im.config.dp) + ", pp " + std::to_string(im.config.pp) + ", ranks as threads)");
+  im.parts.push_back(
+      acc.distributed_type + ", " + std::to_string(processes) + " process" + (processes > 1 ? "es" : "") +
+      (machines > 1 ? " on " + std::to_string(machines) + " machines" : "") + " (dp " +
+      std::to_string(im.config.layout.dp()) + ", pp " + std::to_string(im.config.layout.pp()) + ", ranks as threads)");
 }
 
 void import_mixed_precision(Importer& im, const AccelerateConfig& acc) {

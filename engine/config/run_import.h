@@ -23,12 +23,12 @@ struct RunImport {
   std::vector<std::string> fields;    // the run-config keys (config/run_schema.h) the file set
 };
 
-// Sets `config` from a DeepSpeed config. The batch arithmetic uses config.dp
+// Sets `config` from a DeepSpeed config. The batch arithmetic uses config.layout.dp()
 // (train_batch_size = train_micro_batch_size_per_gpu x gradient_accumulation_steps x dp,
 // as DeepSpeed checks it).
 RunImport import_deepspeed_run(const DeepSpeedConfig& ds, RunConfig& config);
 
-// Sets `config` from an accelerate config: dp from num_processes (over config.pp)
+// Sets `config` from an accelerate config: dp from num_processes (over config.layout.pp())
 // unless `keep_dp` (the command line gave --dp), then the DeepSpeed JSON it points to.
 RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, bool keep_dp);
 

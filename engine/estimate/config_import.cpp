@@ -46,7 +46,8 @@ SettingsPatch patch_from_accelerate(const AccelerateConfig& c, std::vector<std::
   SettingsPatch p;
   const std::string& f = c.source;
   warnings.insert(warnings.end(), c.warnings.begin(), c.warnings.end());
-  if (c.num_processes) p.dp = *c.num_processes, p.origin.push_back({"dp", f + ": " + std::string(accelerate_key("dp"))});
+  if (c.num_processes)
+    p.axes[Axis::dp] = *c.num_processes, p.origin.push_back({"dp", f + ": " + std::string(accelerate_key("dp"))});
   if (c.num_machines && c.num_processes) {
     if (*c.num_processes % *c.num_machines != 0)
       throw ConfigError(f + ": num_processes " + std::to_string(*c.num_processes) +

@@ -30,15 +30,15 @@ std::vector<Variant> lever_variants(const EstimateSettings& s) {
   if (s.recompute == Recompute::none && s.activations == ActivationMode::formula)
     add("selective activation recompute", "--checkpoint selective",
         [](EstimateSettings& e) { e.recompute = Recompute::selective; });
-  if (s.dp > 1 && s.dp_mode == DataParallelMode::ddp)
+  if (s.layout.dp() > 1 && s.dp_mode == DataParallelMode::ddp)
     for (int stage = s.zero_stage + 1; stage <= 3; ++stage)
       add("ZeRO-" + std::to_string(stage), "--zero " + std::to_string(stage),
           [stage](EstimateSettings& e) { e.zero_stage = stage; });
-  if (s.dp > 1 && s.dp_mode == DataParallelMode::naive)
+  if (s.layout.dp() > 1 && s.dp_mode == DataParallelMode::naive)
     add("use DDP instead of naive DataParallel", "--dp-mode ddp",
         [](EstimateSettings& e) { e.dp_mode = DataParallelMode::ddp; });
-  const ShardingRules rules(s.layout());
-  if (!s.offload_optimizer && (rules.shards_optimizer_states() || s.dp == 1) && !rules.naive())
+  const ShardingRules rules(s.plan_layout());
+  if (!s.offload_optimizer && (rules.shards_optimizer_states() || s.layout.dp() == 1) && !rules.naive())
     add("offload the optimizer states to the CPU (ZeRO-Offload)", "--offload-optimizer",
         [](EstimateSettings& e) { e.offload_optimizer = true; });
   if (s.micro_batch % 2 == 0)
@@ -110,7 +110,7 @@ Estimate compute_estimate(const EstimateRequest& request) {
     throw ConfigError("the estimate for " + request.model.name + " does not fit in 64-bit counts (" + e.what() +
                       "; bytes over 9.2 EB): reduce the model or the batch (micro-batch " +
                       std::to_string(s.micro_batch) + ", accum " + std::to_string(s.accum) + ", micro-batches " +
-                      std::to_string(s.micro_batches) + ", dp " + std::to_string(s.dp) + ")");
+                      std::to_string(s.micro_batches) + ", dp " + std::to_string(s.layout.dp()) + ")");
   }
 }
 
@@ -137,7 +137,7 @@ Estimate estimate_unchecked(const EstimateRequest& request) {
     const int per_node = e.settings.gpus_per_node;
     const int nodes = request.nodes > 0 ? request.nodes : (e.settings.world_size() + per_node - 1) / per_node;
     const std::int64_t psi = e.model.parameters();
-    const ShardingRules rules(e.settings.layout());
+    const ShardingRules rules(e.settings.plan_layout());
     if (rules.shards_parameters())
       e.deepspeed = deepspeed_zero3_model_states(psi, e.model.largest_module_parameters, per_node, nodes,
                                                  e.settings.offload_optimizer, e.settings.offload_params);

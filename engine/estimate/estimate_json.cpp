@@ -36,8 +36,8 @@ json model_json(const ModelShape& m) {
 }
 
 json settings_json(const EstimateSettings& s) {
-  return {{"dp", s.dp},
-          {"pp", s.pp},
+  return {{"dp", s.layout.dp()},
+          {"pp", s.layout.pp()},
           {"zero_stage", s.zero_stage},
           {"dp_mode", std::string(data_parallel_mode_name(s.dp_mode))},
           {"precision", std::string(precision_name(s.precision))},

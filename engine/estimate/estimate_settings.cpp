@@ -34,9 +34,9 @@ int derived_count(std::int64_t value, const std::string& what, const std::string
 // source (the command line, `command_line_wins`) changed the shape on purpose.
 void apply_global_batch(EstimateSettings& s, std::int64_t g, const std::string& origin, bool micro_set, bool accum_set,
                         bool command_line_wins, std::vector<std::string>* notes) {
-  const std::int64_t dp = static_cast<std::int64_t>(s.dp) * s.micro_batches;
+  const std::int64_t dp = static_cast<std::int64_t>(s.layout.dp()) * s.micro_batches;
   const std::string dp_text =
-      "dp " + std::to_string(s.dp) + (s.micro_batches > 1 ? " x m " + std::to_string(s.micro_batches) : "");
+      "dp " + std::to_string(s.layout.dp()) + (s.micro_batches > 1 ? " x m " + std::to_string(s.micro_batches) : "");
   const std::string head = origin + " " + std::to_string(g);
   if (g < 1) throw ConfigError(origin + ": must be at least 1 (got " + std::to_string(g) + ")");
   if (micro_set && !accum_set) {
@@ -102,8 +102,8 @@ void require_in(bool ok, const std::string& key, const std::string& range, std::
 }  // namespace
 
 void validate_estimate_settings(const EstimateSettings& s) {
-  require_in(s.dp >= 1 && s.dp <= 1'000'000, "dp", "between 1 and 1000000", s.dp);
-  require_in(s.pp >= 1 && s.pp <= 10'000, "pp", "between 1 and 10000", s.pp);
+  require_in(s.layout.dp() >= 1 && s.layout.dp() <= 1'000'000, "dp", "between 1 and 1000000", s.layout.dp());
+  require_in(s.layout.pp() >= 1 && s.layout.pp() <= 10'000, "pp", "between 1 and 10000", s.layout.pp());
   require_in(s.zero_stage >= 0 && s.zero_stage <= 3, "zero", "0, 1, 2 or 3", s.zero_stage);
   require_in(s.micro_batch >= 1, "micro_batch", "at least 1", s.micro_batch);
   require_in(s.seq >= 0, "seq", "at least 1", s.seq);
@@ -112,12 +112,12 @@ void validate_estimate_settings(const EstimateSettings& s) {
   require_in(s.gpus_per_node >= 1, "gpus_per_node", "at least 1", s.gpus_per_node);
   if (!(std::isfinite(s.efficiency) && s.efficiency > 0.0 && s.efficiency <= 1.0))
     throw FieldError("{efficiency} must be in (0, 1]", "{efficiency} 必须在 (0, 1] 内");
-  check_layout_rules(s.pp, s.zero_stage, s.dp_mode);  // the same rules as a run's (config/run_config.h)
+  check_layout_rules(s.layout.pp(), s.zero_stage, s.dp_mode);  // the same rules as a run's (config/run_config.h)
   if (s.offload_params && s.zero_stage != 3)
     throw FieldError("{offload_params}: parameter offload needs {zero} 3 (DeepSpeed offloads parameters only under "
                      "stage 3)",
                      "{offload_params}：参数卸载需要 {zero} 3（DeepSpeed 只在第 3 阶段卸载参数）");
-  if (s.offload_optimizer && s.zero_stage < 1 && s.dp > 1)
+  if (s.offload_optimizer && s.zero_stage < 1 && s.layout.dp() > 1)
     throw FieldError("{offload_optimizer}: optimizer offload (ZeRO-Offload) needs {zero} 1, 2 or 3 when {dp} > 1",
                      "{offload_optimizer}：{dp} > 1 时优化器卸载（ZeRO-Offload）需要 {zero} 1、2 或 3");
 }
@@ -139,13 +139,13 @@ EstimateSettings resolve_settings(EstimateSettings s, const std::vector<Settings
   std::size_t shape_set_after = 0;  // 1 + index of the last patch that set micro_batch, accum or dp
   for (std::size_t i = 0; i < patches.size(); ++i) {
     const SettingsPatch& p = patches[i];
-    if (p.dp) s.dp = *p.dp;
-    if (p.pp) s.pp = *p.pp;
+    for (const Axis axis : kAxes)
+      if (p.axes[axis]) s.layout[axis] = *p.axes[axis];
     if (p.zero_stage) s.zero_stage = *p.zero_stage;
     if (p.micro_batch) s.micro_batch = *p.micro_batch, micro_set = true;
     if (p.accum) s.accum = *p.accum, accum_set = true;
     if (p.micro_batches) s.micro_batches = *p.micro_batches;
-    if (p.micro_batch || p.accum || p.dp || p.micro_batches) shape_set_after = i + 1;
+    if (p.micro_batch || p.accum || p.axes[Axis::dp] || p.micro_batches) shape_set_after = i + 1;
     if (p.seq) s.seq = *p.seq;
     if (p.gpus_per_node) s.gpus_per_node = *p.gpus_per_node;
     if (p.dp_mode) s.dp_mode = *p.dp_mode;
@@ -177,8 +177,8 @@ EstimateSettings resolve_settings(EstimateSettings s, const std::vector<Settings
 
 EstimateSettings settings_for_run(const RunConfig& c) {
   EstimateSettings s;
-  s.dp = c.dp;
-  s.pp = c.pp;
+  s.layout[Axis::dp] = c.layout.dp();
+  s.layout[Axis::pp] = c.layout.pp();
   s.zero_stage = c.zero_stage;
   s.dp_mode = c.dp_mode;
   s.micro_batch = c.micro_batch();

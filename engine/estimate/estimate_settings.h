@@ -35,8 +35,7 @@ std::string_view activation_mode_name(ActivationMode mode);
 ActivationMode parse_activation_mode(std::string_view text, std::string_view field);
 
 struct EstimateSettings {
-  int dp = 1;          // Nd: data-parallel ranks
-  int pp = 1;          // pipeline stages
+  Layout layout;       // dp (Nd: data-parallel ranks) and pp (pipeline stages): layout/parallel_axes.h
   int zero_stage = 0;  // 0-3 (ZeRO paper: P_os, P_os+g, P_os+g+p)
   DataParallelMode dp_mode = DataParallelMode::ddp;
   Precision precision = Precision::fp32;
@@ -56,12 +55,12 @@ struct EstimateSettings {
   int gpus_per_node = 8;    // for DeepSpeed's estimator and the inter-node link
   double efficiency = 0.5;  // time model: fraction of peak FLOP/s a step sustains (assumed)
 
-  int world_size() const { return dp * pp; }
+  int world_size() const { return layout.world_size(); }
   // What the sharding plan needs (plan/sharding_plan.h).
-  ParallelLayout layout() const { return ParallelLayout{dp, pp, zero_stage, dp_mode, precision}; }
+  ParallelLayout plan_layout() const { return ParallelLayout{layout, zero_stage, dp_mode, precision}; }
   // Sequences per optimizer step, as RunConfig::batch: micro-batch x dp x accum x m.
   // Checked (core/checked_math.h): the four limits multiplied pass 2^63.
-  std::int64_t global_batch() const { return (CheckedSize(micro_batch) * dp * accum * micro_batches).value(); }
+  std::int64_t global_batch() const { return (CheckedSize(micro_batch) * layout.dp() * accum * micro_batches).value(); }
   // Micro-batches each rank runs forward and backward per optimizer step.
   std::int64_t micro_steps() const { return static_cast<std::int64_t>(accum) * micro_batches; }
 };
@@ -74,7 +73,8 @@ struct EstimateSettings {
 EstimateSettings settings_for_run(const RunConfig& config);
 
 struct SettingsPatch {
-  std::optional<int> dp, pp, zero_stage, micro_batch, seq, accum, micro_batches, gpus_per_node;
+  PerAxis<std::optional<int>> axes;  // dp, pp
+  std::optional<int> zero_stage, micro_batch, seq, accum, micro_batches, gpus_per_node;
   std::optional<std::int64_t> global_batch;  // DeepSpeed's train_batch_size
   std::optional<DataParallelMode> dp_mode;
   std::optional<Precision> precision;

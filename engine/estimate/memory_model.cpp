@@ -12,10 +12,10 @@
 #include "estimate/activation_model.h"
 #include "estimate/formula_text.h"
 #include "estimate/zero_units.h"
+#include "layout/grid.h"
 #include "model/model_config.h"
 #include "model/parameter_layout.h"
 #include "parallel/communicator.h"
-#include "plan/grid.h"
 #include "parallel/zero.h"
 
 namespace shardscope {
@@ -84,7 +84,7 @@ struct RingStaging {
   std::string text;
 };
 RingStaging ring_staging(const Context& c, std::int64_t largest_chunk, int k_g) {
-  const std::int64_t staging = c.s.dp > 1 ? (c.plan.mixed() ? 2 + c.s.dp : 2) : 0;
+  const std::int64_t staging = c.s.layout.dp() > 1 ? (c.plan.mixed() ? 2 + c.s.layout.dp() : 2) : 0;
   if (staging == 0) return {};
   const std::int64_t slice = std::min(largest_chunk, kRingSliceBytes / k_g);
   return {CheckedSize(slice) * staging,
@@ -98,12 +98,12 @@ RingStaging ring_staging(const Context& c, std::int64_t largest_chunk, int k_g) 
 // all-gather share (none when Ψ_s divides by Nd), and the ring's staging.
 void zero1_communication(RankMemory& m, const Context& c, const ZeroPartition& part) {
   const int k = c.k.gradients;  // = c.k.parameters: 4, or 2 in mixed precision
-  const bool padded = part.shard_size * c.s.dp != part.total;
-  const CheckedSize padding = padded ? CheckedSize(part.shard_size) * (c.s.dp + 1) : CheckedSize(0);
+  const bool padded = part.shard_size * c.s.layout.dp() != part.total;
+  const CheckedSize padding = padded ? CheckedSize(part.shard_size) * (c.s.layout.dp() + 1) : CheckedSize(0);
   const RingStaging ring = ring_staging(c, part.shard_size, k);
   set(m, MemoryCategory::communication, (CheckedSize(k) * (padding + ring.elements)).value(),
       std::to_string(k) + " × (" +
-          (padded ? "(Nd + 1) × ceil(" + c.psi + "/Nd) = " + std::to_string(c.s.dp + 1) + " × " +
+          (padded ? "(Nd + 1) × ceil(" + c.psi + "/Nd) = " + std::to_string(c.s.layout.dp() + 1) + " × " +
                         grouped(part.shard_size) + " padded staging"
                   : std::string("0 padding: shards reduce-scatter and gather in place")) +
           ring.text + ")");
@@ -122,20 +122,20 @@ void flat_model_states(RankMemory& m, const Context& c, std::int64_t P) {
   std::string text = whole(c.k.optimizer, c.psi, P) + state_split(s.precision);
   if (!c.plan.updates(m.rank))
     text = "0: naive DataParallel replicas hold no optimizer states (rank 0 updates)";
-  else if (c.naive && s.dp > 1)
+  else if (c.naive && s.layout.dp() > 1)
     text += ": rank 0, the master, updates the whole model";
   else if (c.plan.flat_optimizer_shards())
-    text = sharded(c.k.optimizer, c.psi, part, s.dp) + state_split(s.precision);
+    text = sharded(c.k.optimizer, c.psi, part, s.layout.dp()) + state_split(s.precision);
   set(m, MemoryCategory::optimizer_states, held.model_state_bytes[MemoryCategory::optimizer_states], text);
   if (naive_master(c.plan, m)) {
-    set(m, MemoryCategory::communication, (CheckedSize(s.dp) * c.k.gradients * P).value(),
-        "Nd·" + std::to_string(c.k.gradients) + c.psi + " = " + std::to_string(s.dp) + " × " +
+    set(m, MemoryCategory::communication, (CheckedSize(s.layout.dp()) * c.k.gradients * P).value(),
+        "Nd·" + std::to_string(c.k.gradients) + c.psi + " = " + std::to_string(s.layout.dp()) + " × " +
             std::to_string(c.k.gradients) + " × " + grouped(P) + ": rank 0 gathers every replica's gradients");
   } else if (c.plan.reduce_scatters_flat_shards()) {
     zero1_communication(m, c, part);
   } else {
     set(m, MemoryCategory::communication, 0,
-        s.dp > 1 && !c.naive ? "0: DDP buckets are views of the gradient buffer" : "0: no collective buffers");
+        s.layout.dp() > 1 && !c.naive ? "0: DDP buckets are views of the gradient buffer" : "0: no collective buffers");
   }
 }
 
@@ -146,11 +146,11 @@ void unit_model_states(RankMemory& m, const Context& c, const UnitSharding& u, s
   const bool gathers = c.plan.shards_parameters();
   const int k_p = c.k.parameters, k_g = c.k.gradients;
   set(m, MemoryCategory::parameters, held.model_state_bytes[MemoryCategory::parameters],
-      gathers ? unit_sharded(k_p, held.parameter_elements, s.dp, "chunks") : whole(k_p, c.psi, P));
+      gathers ? unit_sharded(k_p, held.parameter_elements, s.layout.dp(), "chunks") : whole(k_p, c.psi, P));
   set(m, MemoryCategory::gradients, held.model_state_bytes[MemoryCategory::gradients],
-      unit_sharded(k_g, held.gradient_elements, s.dp, "chunks"));
+      unit_sharded(k_g, held.gradient_elements, s.layout.dp(), "chunks"));
   set(m, MemoryCategory::optimizer_states, held.model_state_bytes[MemoryCategory::optimizer_states],
-      unit_sharded(c.k.optimizer, held.optimizer_elements, s.dp, "this rank's real elements") +
+      unit_sharded(c.k.optimizer, held.optimizer_elements, s.layout.dp(), "this rank's real elements") +
           state_split(s.precision));
   const std::string d = std::to_string(k_g) + " × ";
   const RingStaging ring = ring_staging(c, u.largest_chunk, k_g);
@@ -224,8 +224,8 @@ RunConfig to_run_config(const ModelShape& model, const EstimateSettings& s) {
   c.steps = 1;
   c.batch = s.global_batch() > INT_MAX ? INT_MAX : static_cast<int>(s.global_batch());
   c.seq = s.seq > 0 ? s.seq : static_cast<int>(model.max_positions);
-  c.dp = s.dp;
-  c.pp = s.pp;
+  c.layout[Axis::dp] = s.layout.dp();
+  c.layout[Axis::pp] = s.layout.pp();
   c.dp_mode = s.dp_mode;
   c.zero_stage = s.zero_stage;
   c.accum = s.accum;
@@ -243,8 +243,11 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
   if (s.recompute == Recompute::selective) return "the engine has no selective recompute";
   // The planner's rules are the run's (check_layout_rules); the engine's own
   // limits are the run-config schema's ranges.
-  const std::pair<const char*, std::int64_t> limits[] = {
-      {"dp", s.dp}, {"pp", s.pp}, {"micro_batches", s.micro_batches}, {"accum", s.accum}, {"batch", s.global_batch()}};
+  const std::pair<const char*, std::int64_t> limits[] = {{"dp", s.layout.dp()},
+                                                         {"pp", s.layout.pp()},
+                                                         {"micro_batches", s.micro_batches},
+                                                         {"accum", s.accum},
+                                                         {"batch", s.global_batch()}};
   try {
     for (const auto& [key, value] : limits) check_field_value(run_field(key), value);
     if (s.seq > model.max_positions) return "the engine trains at most " + std::to_string(model.max_positions) + " tokens";
@@ -270,19 +273,20 @@ namespace {
 // The settings' limits that depend on the model (validate_estimate_settings checks
 // the rest), and the most ranks the table lists.
 void validate_against_model(const ModelShape& model, const EstimateSettings& s) {
-  if (static_cast<std::int64_t>(s.dp) * s.pp > kMaxRanks)
+  if (static_cast<std::int64_t>(s.layout.dp()) * s.layout.pp() > kMaxRanks)
     throw ConfigError("--dp x --pp: at most " + std::to_string(kMaxRanks) + " ranks (got " +
-                      std::to_string(static_cast<std::int64_t>(s.dp) * s.pp) + ")");
-  if (const std::int64_t entries = std::int64_t{s.dp} * s.pp * (model.layers + 2); entries > kMaxPlanEntries)
+                      std::to_string(static_cast<std::int64_t>(s.layout.dp()) * s.layout.pp()) + ")");
+  if (const std::int64_t entries = std::int64_t{s.layout.dp()} * s.layout.pp() * (model.layers + 2);
+      entries > kMaxPlanEntries)
     throw ConfigError("--dp x --pp ranks x (" + std::to_string(model.layers) + " layers + 2) units = " +
                       std::to_string(entries) + ": at most " + std::to_string(kMaxPlanEntries) +
                       " (the sharding plan holds every rank's share of every unit); use fewer ranks or layers");
   if (s.seq > model.max_positions && model.architecture != "llama")
     throw ConfigError("--seq " + std::to_string(s.seq) + " exceeds the maximum sequence length of " + model.name +
                       " (" + std::to_string(model.max_positions) + ")");
-  if (s.pp > model.layers)
-    throw ConfigError("--pp " + std::to_string(s.pp) + " is more pipeline stages than " + model.name + " has layers (" +
-                      std::to_string(model.layers) + ")");
+  if (s.layout.pp() > model.layers)
+    throw ConfigError("--pp " + std::to_string(s.layout.pp()) + " is more pipeline stages than " + model.name +
+                      " has layers (" + std::to_string(model.layers) + ")");
   if (s.activations == ActivationMode::shardscope && !model.engine_config)
     throw ConfigError("--activations shardscope: ShardScope's kernels do not implement " + model.architecture + " (" +
                       model.name + "); use --activations formula");
@@ -324,7 +328,8 @@ const StageMemory& stage_memory(PerStage& per_stage, const ModelShape& model, co
   auto it = per_stage.memory.find(m.stage);
   if (it == per_stage.memory.end()) {
     ActivationBytes acts = stage_activation_bytes(model, s, m.layers);
-    it = per_stage.memory.emplace(m.stage, StageMemory{model.stage_parameters(s.pp, m.stage), std::move(acts)}).first;
+    it = per_stage.memory.emplace(m.stage, StageMemory{model.stage_parameters(s.layout.pp(), m.stage), std::move(acts)})
+             .first;
   }
   return it->second;
 }
@@ -333,7 +338,9 @@ const StageMemory& stage_memory(PerStage& per_stage, const ModelShape& model, co
 int stage_in_flight(PerStage& per_stage, const EstimateSettings& s, int stage) {
   auto slots = per_stage.in_flight.find(stage);
   if (slots == per_stage.in_flight.end())
-    slots = per_stage.in_flight.emplace(stage, micro_batches_in_flight(s.schedule, s.pp, stage, s.micro_batches)).first;
+    slots =
+        per_stage.in_flight.emplace(stage, micro_batches_in_flight(s.schedule, s.layout.pp(), stage, s.micro_batches))
+            .first;
   return slots->second;
 }
 
@@ -396,7 +403,7 @@ RankMemory rank_memory(int rank, const Context& c, const ModelShape& model, cons
   m.rank = rank;
   m.stage = c.plan.grid().stage_of(rank);
   m.dp_rank = c.plan.grid().dp_rank_of(rank);
-  m.layers = model.stage_layers(c.s.pp, m.stage);
+  m.layers = model.stage_layers(c.s.layout.pp(), m.stage);
   const StageMemory& stage = stage_memory(per_stage, model, c.s, m);
   m.stage_parameters = stage.parameters;
   if (c.plan.unit_chunks())
@@ -419,10 +426,10 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
   validate_estimate_settings(s);
   validate_against_model(model, s);
 
-  const ShardingPlan plan = make_sharding_plan(s.layout(), model);
-  const Context context{s, plan, plan.bytes_per_parameter(), s.pp > 1 ? "Ψ_s" : "Ψ", plan.naive()};
+  const ShardingPlan plan = make_sharding_plan(s.plan_layout(), model);
+  const Context context{s, plan, plan.bytes_per_parameter(), s.layout.pp() > 1 ? "Ψ_s" : "Ψ", plan.naive()};
   std::optional<UnitSharding> units;
-  if (plan.unit_chunks()) units = shard_units(model, s.dp);
+  if (plan.unit_chunks()) units = shard_units(model, s.layout.dp());
   MemoryEstimate out;
   describe_basis(out, model, s);
   PerStage per_stage;

@@ -59,7 +59,7 @@ std::vector<StageUnits> stage_units(const ModelShape& model, int pp) {
 }
 
 ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& model) {
-  return ShardingPlan(layout, stage_units(model, layout.pp));
+  return ShardingPlan(layout, stage_units(model, layout.axes.pp()));
 }
 
 ModelShape model_shape_from_config(const ModelConfig& config, std::string preset) {

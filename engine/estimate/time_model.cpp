@@ -40,7 +40,8 @@ void count_flops(TimeEstimate& t, const ModelShape& model, const EstimateSetting
 // Ψ_s of the largest stage: its data-parallel collectives are the longest.
 std::int64_t largest_stage_parameters(const ModelShape& model, const EstimateSettings& s) {
   std::int64_t psi_s = 0;
-  for (int stage = 0; stage < s.pp; ++stage) psi_s = std::max(psi_s, model.stage_parameters(s.pp, stage));
+  for (int stage = 0; stage < s.layout.pp(); ++stage)
+    psi_s = std::max(psi_s, model.stage_parameters(s.layout.pp(), stage));
   return psi_s;
 }
 
@@ -51,7 +52,7 @@ std::int64_t largest_stage_parameters(const ModelShape& model, const EstimateSet
 void count_data_parallel_bytes(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s,
                                const ShardingRules& rules) {
   const int extra = model.engine_config ? extra_embedding_gathers(model.engine_config->kind) : 0;
-  for (const StageUnits& stage : stage_units(model, s.pp)) {
+  for (const StageUnits& stage : stage_units(model, s.layout.pp())) {
     DataParallelTraffic traffic = data_parallel_traffic(rules, stage, s.micro_steps(), extra);
     if (t.dp_formula.empty() || traffic.bytes > t.dp_bytes) {
       t.dp_bytes = traffic.bytes;
@@ -67,13 +68,14 @@ void count_pipeline_bytes(TimeEstimate& t, const ModelShape& model, const Estima
   const double h = static_cast<double>(model.hidden), seq = s.seq, K = static_cast<double>(s.micro_steps());
   const double d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
   const double bsh = static_cast<double>(s.micro_batch) * seq * h;
-  if (s.pp > 1) {
-    t.pp_bytes = (s.pp > 2 ? 2 : 1) * K * bsh * d;
-    t.pp_formula = std::string(s.pp > 2 ? "2" : "1") + "·K·b·s·h·d: each micro-batch's activation forward" +
-                   (s.pp > 2 ? " and gradient backward" : " (or gradient backward)") +
+  if (s.layout.pp() > 1) {
+    t.pp_bytes = (s.layout.pp() > 2 ? 2 : 1) * K * bsh * d;
+    t.pp_formula = std::string(s.layout.pp() > 2 ? "2" : "1") + "·K·b·s·h·d: each micro-batch's activation forward" +
+                   (s.layout.pp() > 2 ? " and gradient backward" : " (or gradient backward)") +
                    ", K = accum × m = " + std::to_string(s.micro_steps()) + ", d = " + short_number(d) + " bytes";
-    t.bubble_fraction = gpipe_bubble_fraction(s.pp, s.micro_batches);
-    t.bubble_formula = "(p−1)/(m+p−1) = " + std::to_string(s.pp - 1) + "/" + std::to_string(s.micro_batches + s.pp - 1);
+    t.bubble_fraction = gpipe_bubble_fraction(s.layout.pp(), s.micro_batches);
+    t.bubble_formula = "(p−1)/(m+p−1) = " + std::to_string(s.layout.pp() - 1) + "/" +
+                       std::to_string(s.micro_batches + s.layout.pp() - 1);
   } else {
     t.pp_formula = "0: one pipeline stage";
     t.bubble_formula = "0: one pipeline stage";
@@ -85,7 +87,7 @@ void count_pipeline_bytes(TimeEstimate& t, const ModelShape& model, const Estima
 // network when a group spans nodes).
 void time_on_gpu(TimeEstimate& t, const EstimateSettings& s, const GpuProfile& gpu, const ShardingRules& rules,
                  std::int64_t psi_s) {
-  const double P = static_cast<double>(psi_s), Nd = s.dp;
+  const double P = static_cast<double>(psi_s), Nd = s.layout.dp();
   t.has_gpu = true;
   t.gpu = gpu.name;
   t.peak_tflops = gpu.peak_tflops(s.precision);
@@ -97,7 +99,7 @@ void time_on_gpu(TimeEstimate& t, const EstimateSettings& s, const GpuProfile& g
   double updated = rules.shards_optimizer_states() ? P / Nd : P;
   if (s.offload_optimizer) updated = 0;  // the CPU runs the step (not modeled)
   t.optimizer_s = 28 * updated / (gpu.memory_gbps * 1e9);
-  const bool dp_in_node = s.dp <= s.gpus_per_node, pp_in_node = s.world_size() <= s.gpus_per_node;
+  const bool dp_in_node = s.layout.dp() <= s.gpus_per_node, pp_in_node = s.world_size() <= s.gpus_per_node;
   const double dp_bw = dp_in_node ? gpu.link_gbps : gpu.internode_gbps;
   const double pp_bw = pp_in_node ? gpu.link_gbps : gpu.internode_gbps;
   t.dp_link = dp_in_node ? gpu.link : gpu.internode;
@@ -116,7 +118,7 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
   if (s.seq == 0) s.seq = static_cast<int>(model.max_positions);
   TimeEstimate t;
   count_flops(t, model, s);
-  const ShardingRules rules(s.layout());
+  const ShardingRules rules(s.plan_layout());
   const std::int64_t psi_s = largest_stage_parameters(model, s);
   count_data_parallel_bytes(t, model, s, rules);
   count_pipeline_bytes(t, model, s);

@@ -7,7 +7,7 @@ namespace shardscope {
 
 UnitSharding shard_units(const ModelShape& model, int dp) {
   UnitSharding u;
-  u.dp = dp;
+  u.chunks = dp;
   u.embedding = model.embedding_parameters;
   u.layer = model.layer_parameters;
   u.head = model.head_parameters;

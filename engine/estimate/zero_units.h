@@ -18,14 +18,14 @@
 namespace shardscope {
 
 struct UnitSharding {
-  int dp = 1;
+  int chunks = 1;                                   // Nd: each unit is split into one chunk per data-parallel rank
   std::int64_t embedding = 0, layer = 0, head = 0;  // n_u of each kind of unit
   std::int64_t layers = 0;
   std::int64_t shard = 0;          // S = Σ_u ceil(n_u / Nd): every rank's gradient (parameter) shard
   std::int64_t largest_chunk = 0;  // the largest chunk one reduce-scatter delivers (sizes its staging)
 
   static std::int64_t chunk(std::int64_t n, int dp) { return (n + dp - 1) / dp; }
-  std::int64_t padded(std::int64_t n) const { return chunk(n, dp) * dp; }  // a whole unit, Nd chunks
+  std::int64_t padded(std::int64_t n) const { return chunk(n, chunks) * chunks; }  // a whole unit, Nd chunks
   // Peak elements of the temporary whole-unit buffers, backward being the peak
   // (gathers_parameters: ZeRO-3, ShardingRules::shards_parameters):
   //   stage 2: the embedding gradient (live through all of backward) plus the head's or a layer's;

@@ -24,7 +24,7 @@ StateBytes state_bytes(Precision precision) {
 }
 
 ParallelLayout parallel_layout(const RunConfig& config) {
-  return ParallelLayout{config.dp, config.pp, config.zero_stage, config.dp_mode, config.precision};
+  return ParallelLayout{config.layout, config.zero_stage, config.dp_mode, config.precision};
 }
 
 ZeroPartition make_zero_partition(std::int64_t total, int dp, int dp_rank) {
@@ -42,7 +42,7 @@ std::int64_t StageUnits::parameters() const {
   return n;
 }
 
-ShardingRules::ShardingRules(const ParallelLayout& layout) : layout_(layout), grid_(layout.dp, layout.pp) {
+ShardingRules::ShardingRules(const ParallelLayout& layout) : layout_(layout), grid_(layout.axes) {
   if (layout.zero_stage < 0 || layout.zero_stage > 3)
     throw ConfigError("ZeRO stage must be 0, 1, 2 or 3 (got " + std::to_string(layout.zero_stage) + ")");
   zero_ = naive() ? 0 : layout.zero_stage;
@@ -50,9 +50,9 @@ ShardingRules::ShardingRules(const ParallelLayout& layout) : layout_(layout), gr
 
 ShardingPlan::ShardingPlan(const ParallelLayout& layout, std::vector<StageUnits> stages)
     : ShardingRules(layout), stages_(std::move(stages)) {
-  if (static_cast<int>(stages_.size()) != layout.pp)
+  if (static_cast<int>(stages_.size()) != layout.axes.pp())
     throw std::invalid_argument("sharding plan: " + std::to_string(stages_.size()) + " stages listed for pp " +
-                                std::to_string(layout.pp));
+                                std::to_string(layout.axes.pp()));
   ranks_.reserve(static_cast<std::size_t>(grid().world_size()));
   for (int r = 0; r < grid().world_size(); ++r) ranks_.push_back(make_rank(r));
 }
@@ -172,11 +172,11 @@ std::vector<StageUnits> stage_units(const ModelConfig& model, int pp) {
 }
 
 ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelConfig& model) {
-  if (layout.pp < 1) throw ConfigError("--pp must be at least 1 (got " + std::to_string(layout.pp) + ")");
-  if (layout.pp > model.layers)
-    throw ConfigError("--pp " + std::to_string(layout.pp) + " is more pipeline stages than " + model.name +
+  if (layout.axes.pp() < 1) throw ConfigError("--pp must be at least 1 (got " + std::to_string(layout.axes.pp()) + ")");
+  if (layout.axes.pp() > model.layers)
+    throw ConfigError("--pp " + std::to_string(layout.axes.pp()) + " is more pipeline stages than " + model.name +
                       " has layers (" + std::to_string(model.layers) + ")");
-  return ShardingPlan(layout, stage_units(model, layout.pp));
+  return ShardingPlan(layout, stage_units(model, layout.axes.pp()));
 }
 
 ShardingPlan make_sharding_plan(const RunConfig& config) {

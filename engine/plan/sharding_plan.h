@@ -27,8 +27,8 @@
 
 #include "config/run_config.h"
 #include "core/memory_ledger.h"
+#include "layout/grid.h"
 #include "model/model_config.h"
-#include "plan/grid.h"
 
 namespace shardscope {
 
@@ -45,8 +45,7 @@ StateBytes state_bytes(Precision precision);
 // What the plan needs of a run: the grid, the ZeRO stage, the data-parallel
 // mode and the precision. RunConfig and the estimator's settings both give it.
 struct ParallelLayout {
-  int dp = 1;
-  int pp = 1;
+  Layout axes;  // dp, pp (layout/parallel_axes.h)
   int zero_stage = 0;
   DataParallelMode dp_mode = DataParallelMode::ddp;
   Precision precision = Precision::fp32;
@@ -154,7 +153,7 @@ class ShardingRules {
 // The rules and the model: what every rank holds.
 class ShardingPlan : public ShardingRules {
  public:
-  // `stages` lists every pipeline stage's units (layout.pp of them).
+  // `stages` lists every pipeline stage's units (layout.axes.pp() of them).
   ShardingPlan(const ParallelLayout& layout, std::vector<StageUnits> stages);
 
   const std::vector<StageUnits>& stages() const { return stages_; }

@@ -74,7 +74,7 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   }
   // Derived: it must agree with the fields it comes from.
   const auto micro_batch = j.find("micro_batch");
-  if (micro_batch == j.end() || !micro_batch->is_number_integer() || c.dp <= 0 || c.accum <= 0 ||
+  if (micro_batch == j.end() || !micro_batch->is_number_integer() || c.layout.dp() <= 0 || c.accum <= 0 ||
       c.micro_batches <= 0 || micro_batch->get<std::int64_t>() != c.micro_batch())
     throw ConfigError("run config JSON: key \"micro_batch\" must be batch / (dp x accum x micro_batches)");
   return c;

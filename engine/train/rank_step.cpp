@@ -80,7 +80,7 @@ BatchData Trainer::read_global_batch(Rank& rk, const CommTag& tag) {
     global = dataset_->batch(rk.model->config().kind, Split::train, config_.seed, steps_done_, 0, config_.batch,
                              config_.seq);
   float scored = static_cast<float>(count_scored(global.targets));
-  if (naive && config_.dp > 1) {
+  if (naive && config_.layout.dp() > 1) {
     replicate_parameters(*rk.dp_comm, rk.zero != nullptr ? rk.zero->parameters() : rk.model->params(),
                          rk.model->parameter_count(), rk.dtype, tag);
     rk.dp_comm->broadcast_host(&scored, 1, 0, tag);
@@ -111,7 +111,7 @@ void Trainer::begin_step(Rank& rk, const CommTag& tag) {
 // data-parallel rank d holds samples [d B/dp + (a m + j) mb, + mb): the same
 // global batch whatever the layout.
 Trainer::MicroBatches Trainer::micro_batch_inputs(Rank& rk, const BatchData& global, int a, CommTag tag) {
-  const int dp = config_.dp, T = config_.seq, mb = config_.micro_batch(), m = config_.micro_batches;
+  const int dp = config_.layout.dp(), T = config_.seq, mb = config_.micro_batch(), m = config_.micro_batches;
   const std::int64_t per_rank = config_.batch / dp;
   MicroBatches out;
   out.ids.resize(static_cast<std::size_t>(m));
@@ -166,7 +166,7 @@ void Trainer::forward_backward(Rank& rk, const MicroBatches& inputs, int a, bool
       if (arm) reducer->gradients_ready(frontier);
     });
   };
-  run.loss_rows = static_cast<double>(rk.global_scored) / config_.dp;  // DDP averages over dp afterwards
+  run.loss_rows = static_cast<double>(rk.global_scored) / config_.layout.dp();  // DDP averages over dp afterwards
   run.micro_batch_offset = a * m;
   try {
     const PipelineStageResult r = run_pipeline_stage(run);

@@ -381,7 +381,7 @@ StepMetrics Trainer::step() {
 void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
   // The validation samples in micro-batches of the training shape, dealt out to
   // the data-parallel ranks and run through the stages forward only.
-  const int T = config_.seq, mb = config_.micro_batch(), pp = config_.pp;
+  const int T = config_.seq, mb = config_.micro_batch(), pp = config_.layout.pp();
   const std::int64_t chunks = static_cast<std::int64_t>(config_.eval_batches) * config_.batch / mb;
   Model& model = *rk.model;
   model.use_slot(0);
@@ -392,7 +392,7 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
   // receive them at the next step's broadcast), so it evaluates alone.
   const bool naive = config_.dp_mode == DataParallelMode::naive;
   const int first = naive ? (rk.dp_rank == 0 ? 0 : static_cast<int>(chunks)) : rk.dp_rank;
-  const int stride = naive ? 1 : config_.dp;
+  const int stride = naive ? 1 : config_.layout.dp();
   for (std::int64_t k = first; k < chunks; k += stride) {
     // Step index 0 for every evaluation: the same validation batches each time.
     const BatchData data = dataset_->batch(model.config().kind, Split::validation, config_.seed, 0, k * mb, mb, T);

@@ -201,7 +201,8 @@ void Trainer::build_model(Rank& rank) {
   rank.model->set_event_sink(sink_, rank.clock.get());
   rank.model->set_layer_boundary_callback([this, self = &rank] { check_stop(*self); });  // Ctrl-C mid-step
   // Each stage keeps as many micro-batches' activations as its schedule has in flight.
-  const PipelineSchedule schedule = make_pipeline_schedule(config_.schedule, config_.pp, config_.micro_batches);
+  const PipelineSchedule schedule =
+      make_pipeline_schedule(config_.schedule, config_.layout.pp(), config_.micro_batches);
   const PipelineTimeline timeline = simulate_pipeline_schedule(schedule, 1.0, 2.0);
   rank.model->set_activation_slots(
       std::max(1, timeline.peak_micro_batches_in_flight[static_cast<std::size_t>(rank.stage)]));

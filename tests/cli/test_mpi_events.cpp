@@ -121,7 +121,7 @@ class TestMpiEvents : public QObject {
     qInfo("stage 0 -> stage 1 hand-off across processes: at least %.1f us", static_cast<double>(least) / 1e3);
     QVERIFY2(least >= 0, qPrintable(QString::number(least)));
     const RunConfig config = run_config_from_json(nlohmann::json::parse(reader.metadata_json()));
-    QCOMPARE(config.dp * config.pp, 4);
+    QCOMPARE(config.layout.dp() * config.layout.pp(), 4);
     const CliResult exported = run_cli({"export", record, "--chrome-trace", trace});
     QVERIFY2(exported.code == 0, qPrintable(exported.err));
     QCOMPARE(trace_pids(trace).size(), 4);

@@ -32,8 +32,8 @@ inline RunConfig layout_of_the_row(int micro_batches = 2) {
   QFETCH(bool, naive);
   QFETCH(int, precision);
   RunConfig c = short_device_run();
-  c.dp = dp;
-  c.pp = pp;
+  c.layout[Axis::dp] = dp;
+  c.layout[Axis::pp] = pp;
   c.zero_stage = zero;
   c.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
   c.precision = static_cast<Precision>(precision);

@@ -33,7 +33,7 @@ RunConfig tiny_run() {
   return c;
 }
 
-struct Layout {
+struct RunLayout {
   const char* name;
   int dp = 1, pp = 1, zero = 0, accum = 1, micro_batches = 1;
   DataParallelMode mode = DataParallelMode::ddp;
@@ -42,8 +42,9 @@ struct Layout {
   const char* model = "gpt-tiny";
 };
 
-RunConfig with_layout(RunConfig c, const Layout& l) {
-  c.dp = l.dp, c.pp = l.pp, c.zero_stage = l.zero, c.accum = l.accum, c.micro_batches = l.micro_batches;
+RunConfig with_layout(RunConfig c, const RunLayout& l) {
+  c.layout[Axis::dp] = l.dp, c.layout[Axis::pp] = l.pp;
+  c.zero_stage = l.zero, c.accum = l.accum, c.micro_batches = l.micro_batches;
   c.dp_mode = l.mode, c.schedule = l.schedule, c.precision = l.precision;
   c.model = l.model;
   if (l.precision == Precision::fp16) {  // an overflow at step 1 and growth every 2 steps: the scaler's state moves
@@ -52,7 +53,7 @@ RunConfig with_layout(RunConfig c, const Layout& l) {
   return c;
 }
 
-std::vector<Layout> layouts() {
+std::vector<RunLayout> layouts() {
   return {
       {"1 rank"},
       {"dp 2 ddp", 2},
@@ -97,7 +98,7 @@ void TestCheckpoint::resume_is_bit_exact_data() {
 // steps k+1..n must give the same losses (==) and leave every rank's bytes equal.
 void TestCheckpoint::resume_is_bit_exact() {
   QFETCH(int, index);
-  const Layout layout = layouts()[static_cast<std::size_t>(index)];
+  const RunLayout layout = layouts()[static_cast<std::size_t>(index)];
   QTemporaryDir dir;
   const RunConfig config = with_layout(tiny_run(), layout);
   const int k = 2;
@@ -142,10 +143,10 @@ void TestCheckpoint::resume_across_layouts() {
   QFETCH(int, from);
   QFETCH(int, to);
   const auto pick = [](int i) {
-    if (i == 100) return Layout{"dp 4 zero-3", 4, 1, 3};
+    if (i == 100) return RunLayout{"dp 4 zero-3", 4, 1, 3};
     if (i == 101)
-      return Layout{"dp 2 zero-1 bf16", 2, 1, 1, 1, 1, DataParallelMode::ddp, PipelineScheduleKind::one_f_one_b,
-                    Precision::bf16};
+      return RunLayout{"dp 2 zero-1 bf16", 2, 1, 1, 1, 1, DataParallelMode::ddp, PipelineScheduleKind::one_f_one_b,
+                       Precision::bf16};
     return layouts()[static_cast<std::size_t>(i)];
   };
   QTemporaryDir dir;
@@ -183,7 +184,7 @@ void TestCheckpoint::step_directory_holds_hugging_face_weights() {
   QCOMPARE(static_cast<std::int64_t>(saved.parameters.size()), model.parameter_count());
   QVERIFY(std::equal(saved.parameters.begin(), saved.parameters.end(), model.params()));
 
-  Trainer sharded(with_layout(tiny_run(), Layout{"dp 2 zero-3", 2, 1, 3}));
+  Trainer sharded(with_layout(tiny_run(), RunLayout{"dp 2 zero-3", 2, 1, 3}));
   for (int s = 0; s < 2; ++s) sharded.step();
   const std::string step = sharded.save_checkpoint(dir.path().toStdString() + "/zero3");
   const HfModel gathered = read_hf_model_dir(step);

@@ -11,10 +11,10 @@
 #include <functional>
 #include <thread>
 
+#include "core/memory_ledger.h"
 #include "engine/rank_harness.h"
 #include "engine/test_support.h"
-#include "plan/grid.h"
-#include "core/memory_ledger.h"
+#include "layout/grid.h"
 #include "parallel/in_process_communicator.h"
 
 using namespace shardscope;

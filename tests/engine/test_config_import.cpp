@@ -165,7 +165,7 @@ void TestConfigImport::deepspeed_fixture() {
   QVERIFY(!any_contains(c.warnings, "unknown key"));  // every key of the real config is known
   std::vector<std::string> warnings;
   SettingsPatch dp;
-  dp.dp = 8;
+  dp.axes[Axis::dp] = 8;
   const EstimateSettings s = resolve_settings({}, {dp, patch_from_deepspeed(c, warnings)});
   QCOMPARE(s.global_batch(), std::int64_t{256});
   QVERIFY(s.precision == Precision::bf16 && s.zero_stage == 2 && s.offload_optimizer && s.recompute == Recompute::full);
@@ -217,7 +217,7 @@ void TestConfigImport::accelerate_with_deepspeed_file() {
   const ImportedSettings imported = import_settings(kConfigs + "accelerate_deepspeed.yaml", "");
   QCOMPARE(imported.patches.size(), std::size_t{2});
   const EstimateSettings s = resolve_settings({}, imported.patches);
-  QCOMPARE(s.dp, 8);
+  QCOMPARE(s.layout.dp(), 8);
   QCOMPARE(s.micro_batch, 4);
   QCOMPARE(s.accum, 8);
   QVERIFY(s.zero_stage == 2 && s.precision == Precision::bf16 && s.offload_optimizer);
@@ -227,7 +227,7 @@ void TestConfigImport::accelerate_zero3_plugin_and_fsdp() {
   const ImportedSettings imported = import_settings(kConfigs + "accelerate_zero3_plugin.yaml", "");
   QCOMPARE(imported.nodes, 2);
   EstimateSettings s = resolve_settings({}, imported.patches);
-  QCOMPARE(s.dp, 16);
+  QCOMPARE(s.layout.dp(), 16);
   QCOMPARE(s.gpus_per_node, 8);
   QCOMPARE(s.accum, 2);
   QVERIFY(s.zero_stage == 3 && s.offload_optimizer && s.offload_params && s.precision == Precision::bf16);
@@ -236,7 +236,7 @@ void TestConfigImport::accelerate_zero3_plugin_and_fsdp() {
                                  "  fsdp_sharding_strategy: SHARD_GRAD_OP\n  fsdp_activation_checkpointing: true\n"
                                  "  fsdp_offload_params: false\n");
   s = resolve_settings({}, import_settings(fsdp, "").patches);
-  QVERIFY(s.dp == 4 && s.zero_stage == 2 && s.recompute == Recompute::full && s.precision == Precision::fp16);
+  QVERIFY(s.layout.dp() == 4 && s.zero_stage == 2 && s.recompute == Recompute::full && s.precision == Precision::fp16);
 }
 
 void TestConfigImport::accelerate_bad_files_name_the_line_or_key() {

@@ -27,7 +27,7 @@ RunConfig config_of(int dp, int zero, bool naive, int accum = 1, const char* mod
   c.batch = 8;
   c.seq = 32;
   c.threads = 2;
-  c.dp = dp;
+  c.layout[Axis::dp] = dp;
   c.zero_stage = zero;
   c.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
   c.accum = accum;
@@ -51,15 +51,15 @@ Measured measure(const RunConfig& c) {
   const std::vector<Event> events = sink.events();
   const ShardingPlan plan = make_sharding_plan(c);
   Measured m;
-  m.traffic = measure_data_parallel_traffic(events, 2, c.dp);
+  m.traffic = measure_data_parallel_traffic(events, 2, c.layout.dp());
   std::set<int> buckets;
   for (const Event& e : events)
-    if (e.step == 2 && is_data_parallel_transfer(e, c.dp) && e.bucket >= 0) buckets.insert(e.bucket);
+    if (e.step == 2 && is_data_parallel_transfer(e, c.layout.dp()) && e.bucket >= 0) buckets.insert(e.bucket);
   m.buckets = static_cast<int>(buckets.size());
   m.formula = data_parallel_traffic(plan, plan.stage(0), static_cast<std::int64_t>(c.accum) * c.micro_batches,
                                     extra_embedding_gathers(trainer.model().config().kind));
   EstimateSettings s;
-  s.dp = c.dp;
+  s.layout[Axis::dp] = c.layout.dp();
   s.zero_stage = c.zero_stage;
   s.dp_mode = c.dp_mode;
   s.accum = c.accum;

@@ -88,7 +88,7 @@ void TestEstimate::zero_paper_example_per_stage() {
   const double rounded[] = {120.0, 31.4, 16.6, 1.9};
   for (int stage = 0; stage <= 3; ++stage) {
     EstimateSettings s;
-    s.dp = 64;
+    s.layout[Axis::dp] = 64;
     s.zero_stage = stage;
     s.precision = Precision::fp16;
     s.activations = ActivationMode::formula;
@@ -151,7 +151,7 @@ void TestEstimate::large_pipelines_estimate_quickly() {
           "num_hidden_layers": 1000, "num_attention_heads": 4})",
       "deep.json"));
   EstimateSettings s;
-  s.pp = 500;
+  s.layout[Axis::pp] = 500;
   s.micro_batches = 2000;
   s.seq = 128;
   s.activations = ActivationMode::formula;
@@ -169,9 +169,9 @@ void TestEstimate::huge_settings_are_refused_not_wrapped() {
   request.model = model_shape_from_config(find_model_preset("gpt-tiny"), "gpt-tiny");
   request.settings.micro_batch = 1 << 24;
   request.settings.accum = 1 << 24;
-  request.settings.dp = 16;
+  request.settings.layout[Axis::dp] = 16;
   request.settings.micro_batches = 1 << 20;
-  request.settings.pp = 2;
+  request.settings.layout[Axis::pp] = 2;
   try {
     (void)compute_estimate(request);
     QFAIL("no ConfigError");
@@ -234,7 +234,7 @@ void TestEstimate::formula_activations_follow_korthikanti() {
 
 void TestEstimate::time_model_figures() {
   EstimateSettings s;
-  s.dp = 8;
+  s.layout[Axis::dp] = 8;
   s.micro_batch = 4;
   s.seq = 1024;
   const ModelShape gpt2 = preset("gpt2-124m");
@@ -253,7 +253,7 @@ void TestEstimate::time_model_figures() {
   QCOMPARE(t.dp_bytes, 2 * (7.0 / 8) * ((2 * 4 + 4) * 124'439'808.0 + 4 * 39'383'808.0));
   QVERIFY(!t.has_gpu);
   EstimateSettings pipe;
-  pipe.pp = 4;
+  pipe.layout[Axis::pp] = 4;
   pipe.micro_batches = 8;
   t = estimate_time(gpt2, pipe, nullptr);
   QCOMPARE(t.bubble_fraction, 3.0 / 11.0);  // (p − 1)/(m + p − 1)
@@ -283,7 +283,7 @@ void TestEstimate::fit_names_the_largest_lever() {
 void TestEstimate::json_uses_the_ledger_names() {
   EstimateRequest request;
   request.model = preset("gpt-tiny");
-  request.settings.dp = 2;
+  request.settings.layout[Axis::dp] = 2;
   request.settings.seq = 64;
   request.gpu = find_gpu_profile("A100-40GB");
   const nlohmann::json j = estimate_to_json(compute_estimate(request));
@@ -312,12 +312,12 @@ void TestEstimate::settings_resolve_like_deepspeed() {
   file.micro_batch = 4;
   file.origin.push_back({"global_batch", "ds.json: train_batch_size"});
   SettingsPatch flags;
-  flags.dp = 8;
+  flags.axes[Axis::dp] = 8;
   EstimateSettings s = resolve_settings({}, {file, flags});
   QCOMPARE(s.accum, 8);  // 256 / (4 × 8): DeepSpeed derives gradient_accumulation_steps
   file.accum = 4;        // now 4 × 4 × 8 = 128 != 256, and the file itself says so: an error naming the key
   SettingsPatch dp_first;
-  dp_first.dp = 8;
+  dp_first.axes[Axis::dp] = 8;
   try {
     resolve_settings({}, {dp_first, file});
     QFAIL("an inconsistent train_batch_size must be refused");

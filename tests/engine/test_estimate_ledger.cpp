@@ -102,8 +102,8 @@ void TestEstimateLedger::predicted_equals_measured() {
   QFETCH(QString, precision);
   EstimateSettings s;
   s.precision = parse_precision(qPrintable(precision));
-  s.dp = dp;
-  s.pp = pp;
+  s.layout[Axis::dp] = dp;
+  s.layout[Axis::pp] = pp;
   s.zero_stage = zero;
   s.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
   s.recompute = checkpoint ? Recompute::full : Recompute::none;
@@ -201,7 +201,7 @@ void TestEstimateLedger::fused_attention_predicted_equals_measured() {
 void TestEstimateLedger::pipeline_bytes_equal_the_engines_sends() {
   for (const Precision precision : {Precision::fp32, Precision::bf16}) {
     EstimateSettings s;
-    s.pp = 2;
+    s.layout[Axis::pp] = 2;
     s.micro_batches = 4;
     s.micro_batch = 2;
     s.seq = 32;

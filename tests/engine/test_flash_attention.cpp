@@ -278,8 +278,8 @@ void TestFlashAttention::parallel_layouts_train_the_same_with_fused_attention() 
   c.steps = 3;
   c.batch = 8;
   c.seq = 24;  // not a multiple of the tiles
-  c.dp = dp;
-  c.pp = pp;
+  c.layout[Axis::dp] = dp;
+  c.layout[Axis::pp] = pp;
   c.zero_stage = zero;
   c.micro_batches = pp > 1 ? 2 : 1;
   c.checkpoint = checkpoint != 0;

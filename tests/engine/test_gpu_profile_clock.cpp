@@ -182,7 +182,7 @@ void TestGpuProfileClock::faster_gpu_shorter_step() {
 // from the modeled times and the profile's NVLink).
 void TestGpuProfileClock::independent_of_host_load() {
   RunConfig c = gpu_config("A100-40GB");
-  c.pp = 2;
+  c.layout[Axis::pp] = 2;
   c.micro_batches = 2;
   const std::vector<std::int64_t> quiet = span_durations(run(c).events);
   std::vector<std::int64_t> loaded;

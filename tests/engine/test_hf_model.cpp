@@ -246,9 +246,9 @@ void TestHfModel::init_from_starts_every_layout_alike() {
   RunConfig single = init_from_config(kHf + kind.toStdString() + "_tiny");
   if (bf16) single.precision = Precision::bf16;  // both runs: the loaded weights rounded to 16 bits alike
   RunConfig parallel = single;
-  parallel.dp = dp;
+  parallel.layout[Axis::dp] = dp;
   parallel.zero_stage = zero;
-  parallel.pp = pp;
+  parallel.layout[Axis::pp] = pp;
   parallel.micro_batches = pp;
   const float a = first_step_loss(single), b = first_step_loss(parallel);
   QVERIFY2(std::fabs(b - a) < 1e-5f * a, qPrintable(QString("%1 vs one rank %2").arg(b).arg(a)));

@@ -80,7 +80,7 @@ void TestMixedTraining::ledger_follows_the_zero_paper() {
   const int Nd = 4;
   RunConfig c = base_config(bf16 ? Precision::bf16 : Precision::fp16);
   c.steps = 1;
-  c.dp = Nd;
+  c.layout[Axis::dp] = Nd;
   c.zero_stage = stage;
   Trainer trainer(c);
   trainer.step();  // after a step every temporary buffer is released
@@ -117,8 +117,8 @@ void TestMixedTraining::overflow_on_one_shard_skips_the_step_on_every_rank() {
   QFETCH(int, pp);
   RunConfig c = base_config(Precision::fp16);
   c.steps = 4;
-  c.dp = 4 / pp;
-  c.pp = pp;
+  c.layout[Axis::dp] = 4 / pp;
+  c.layout[Axis::pp] = pp;
   c.micro_batches = pp;
   c.zero_stage = zero;
   c.initial_scale_power = 8;  // low enough that nothing overflows by itself
@@ -256,10 +256,10 @@ void TestMixedTraining::every_layout_trains_like_one_rank() {
   RunConfig one = base_config(bf16 ? Precision::bf16 : Precision::fp16);
   if (!bf16) one.initial_scale_power = 10;  // no overflow on any layout: the steps line up
   RunConfig c = one;
-  c.dp = dp;
+  c.layout[Axis::dp] = dp;
   c.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
   c.zero_stage = zero;
-  c.pp = pp;
+  c.layout[Axis::pp] = pp;
   c.micro_batches = pp;
   c.accum = accum;
   const auto want = run(one), got = run(c);

@@ -109,7 +109,7 @@ class TestNcclPath : public QObject {
   // step and no destination (NCCL's ring is inside its kernels).
   void each_call_is_one_span_per_rank() {
     RunConfig c = short_device_run();
-    c.dp = 2;
+    c.layout[Axis::dp] = 2;
     c.steps = 1;
     c.eval_every = 0;
     CollectingSink sink;
@@ -132,8 +132,8 @@ class TestNcclPath : public QObject {
   // A rank that fails mid-step stops the others, which wait in NCCL calls.
   void a_failing_rank_stops_every_rank() {
     RunConfig c = short_device_run();
-    c.dp = 2;
-    c.pp = 2;
+    c.layout[Axis::dp] = 2;
+    c.layout[Axis::pp] = 2;
     c.micro_batches = 4;
     c.fail_rank = 3;
     c.fail_step = 2;

@@ -87,8 +87,8 @@ void TestOpProfile::table_orders_by_time_and_adds_the_rest() {
 
 void TestOpProfile::ranks_profile_separately() {
   RunConfig c = tiny(1);
-  c.dp = 2;
-  c.pp = 1;
+  c.layout[Axis::dp] = 2;
+  c.layout[Axis::pp] = 1;
   c.profile_ops = true;
   Trainer t(c);
   t.step();

@@ -29,7 +29,7 @@ RunConfig small_run() {
   c.batch = 8;
   c.seq = 32;
   c.threads = 2;
-  c.dp = 2;
+  c.layout[Axis::dp] = 2;
   return c;
 }
 

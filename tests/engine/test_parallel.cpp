@@ -113,11 +113,11 @@ void TestParallel::every_layout_matches_single_rank() {
   QFETCH(int, gpipe);
   const RunConfig single = base_config(qPrintable(model));
   RunConfig parallel = single;
-  parallel.dp = dp;
+  parallel.layout[Axis::dp] = dp;
   parallel.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
   parallel.zero_stage = zero;
   parallel.accum = accum;
-  parallel.pp = pp;
+  parallel.layout[Axis::pp] = pp;
   parallel.micro_batches = micro_batches;
   parallel.schedule = gpipe ? PipelineScheduleKind::gpipe : PipelineScheduleKind::one_f_one_b;
   parallel.bucket_mb = 0.5;  // several buckets, so overlap and ordering are exercised
@@ -155,10 +155,19 @@ void TestParallel::evaluation_matches_single_rank() {
   const float single = eval_of(c);
   for (int layout = 0; layout < 4; ++layout) {
     RunConfig p = c;
-    if (layout == 0) p.dp = 4;
-    if (layout == 1) { p.dp = 4; p.dp_mode = DataParallelMode::naive; }
-    if (layout == 2) { p.pp = 2; p.micro_batches = 2; }
-    if (layout == 3) { p.dp = 2; p.zero_stage = 3; }
+    if (layout == 0) p.layout[Axis::dp] = 4;
+    if (layout == 1) {
+      p.layout[Axis::dp] = 4;
+      p.dp_mode = DataParallelMode::naive;
+    }
+    if (layout == 2) {
+      p.layout[Axis::pp] = 2;
+      p.micro_batches = 2;
+    }
+    if (layout == 3) {
+      p.layout[Axis::dp] = 2;
+      p.zero_stage = 3;
+    }
     const float e = eval_of(p);
     QVERIFY2(std::fabs(e - single) < 2e-4f * single, qPrintable(QString("layout %1: %2 vs %3").arg(layout).arg(e).arg(single)));
   }
@@ -179,7 +188,7 @@ void TestParallel::zero_memory_follows_the_paper() {
   for (int stage : {0, 1, 2, 3}) {
     RunConfig c = base_config();
     c.steps = 1;
-    c.dp = Nd;
+    c.layout[Axis::dp] = Nd;
     c.zero_stage = stage;
     Trainer trainer(c);
     trainer.step();  // after a step every temporary gather and gradient buffer is released
@@ -197,7 +206,7 @@ void TestParallel::zero_memory_follows_the_paper() {
 void TestParallel::zero3_gathers_and_releases_every_layer() {
   RunConfig c = base_config();
   c.steps = 1;
-  c.dp = 2;
+  c.layout[Axis::dp] = 2;
   c.zero_stage = 3;
   CollectingSink sink;
   Trainer trainer(c, &sink);
@@ -225,7 +234,7 @@ void TestParallel::zero3_gathers_and_releases_every_layer() {
 
 void TestParallel::naive_data_parallel_loads_rank_0() {
   RunConfig c = base_config();
-  c.dp = 4;
+  c.layout[Axis::dp] = 4;
   c.dp_mode = DataParallelMode::naive;
   Trainer trainer(c);
   const std::int64_t psi = trainer.model().parameter_count();
@@ -260,7 +269,7 @@ void TestParallel::checkpointing_lowers_activation_memory_as_predicted() {
 void TestParallel::ddp_event_stream_has_every_ring_step_in_order() {
   RunConfig c = base_config();
   c.steps = 1;
-  c.dp = 4;
+  c.layout[Axis::dp] = 4;
   c.bucket_mb = 0.8;
   CollectingSink sink;
   Trainer trainer(c, &sink);
@@ -307,7 +316,7 @@ void TestParallel::ddp_event_stream_has_every_ring_step_in_order() {
 
 void TestParallel::pipeline_stages_hold_their_share() {
   RunConfig c = base_config();
-  c.pp = 2;
+  c.layout[Axis::pp] = 2;
   c.micro_batches = 2;
   Trainer trainer(c);
   const ModelConfig& m = trainer.model().config();
@@ -329,7 +338,7 @@ void TestParallel::pipeline_activation_memory_gpipe_vs_1f1b() {
   for (PipelineScheduleKind kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b}) {
     RunConfig c = base_config();
     c.steps = 1;
-    c.pp = p;
+    c.layout[Axis::pp] = p;
     c.micro_batches = m;
     c.schedule = kind;
     Trainer trainer(c);
@@ -348,7 +357,7 @@ void TestParallel::pipeline_activation_memory_gpipe_vs_1f1b() {
 void TestParallel::pipeline_events_per_stage_and_micro_batch() {
   RunConfig c = base_config();
   c.steps = 1;
-  c.pp = 4;
+  c.layout[Axis::pp] = 4;
   c.micro_batches = 4;
   c.batch = 8;
   CollectingSink sink;
@@ -372,7 +381,7 @@ void TestParallel::pipeline_events_per_stage_and_micro_batch() {
 
 void TestParallel::failing_rank_stops_every_rank() {
   RunConfig c = base_config();
-  c.dp = 4;
+  c.layout[Axis::dp] = 4;
   c.fail_rank = 2;
   c.fail_step = 2;
   CollectingSink sink;
@@ -419,8 +428,8 @@ class StopAtStep : public CollectingSink {
 // the rank that sees it aborts the world, as a failing rank does, and all stop.
 void TestParallel::stop_flag_mid_step_stops_every_rank() {
   RunConfig c = base_config();
-  c.dp = 2;
-  c.pp = 2;
+  c.layout[Axis::dp] = 2;
+  c.layout[Axis::pp] = 2;
   c.micro_batches = 4;
   c.accum = 4;
   c.batch = 64;
@@ -456,31 +465,31 @@ void TestParallel::invalid_layouts_are_refused() {
     }
   };
   RunConfig c = base_config();
-  c.dp = 3;
+  c.layout[Axis::dp] = 3;
   refused(c, "does not split");
   c = base_config();
   c.accum = 3;
   refused(c, "does not split");
   c = base_config();
-  c.pp = 5;  // gpt-tiny has 4 layers
+  c.layout[Axis::pp] = 5;  // gpt-tiny has 4 layers
   refused(c, "more pipeline stages than gpt-tiny has layers");
   c = base_config();
   c.zero_stage = 1;
   c.dp_mode = DataParallelMode::naive;
   refused(c, "needs --dp-mode ddp");
   c = base_config();
-  c.dp = 2;
-  c.pp = 2;
+  c.layout[Axis::dp] = 2;
+  c.layout[Axis::pp] = 2;
   c.ranks = 3;
   refused(c, "--ranks 3 does not equal --dp 2 x --pp 2 = 4");
   c = base_config();
-  c.pp = 2;
+  c.layout[Axis::pp] = 2;
   c.micro_batches = 3;
   refused(c, "--micro-batches 3");
   c = base_config();
-  c.dp = 2;
+  c.layout[Axis::dp] = 2;
   c.zero_stage = 3;
-  c.pp = 2;
+  c.layout[Axis::pp] = 2;
   refused(c, "is refused");
 }
 

@@ -82,8 +82,8 @@ class TestRunSchema : public QObject {
   void configFlagsRoundTrip() {
     QVERIFY(run_config_flags(RunConfig{}).empty());
     RunConfig config;
-    config.dp = 2;
-    config.pp = 2;
+    config.layout[Axis::dp] = 2;
+    config.layout[Axis::pp] = 2;
     config.micro_batches = 4;
     config.lr = 3e-4f / 7;  // no short decimal
     config.precision = Precision::bf16;
@@ -126,8 +126,8 @@ class TestRunSchema : public QObject {
   // One rule, named by flag, by panel label in either language, and by JSON key.
   void aRuleSpeaksEachSurfacesWords() {
     RunConfig c;
-    c.dp = 2;
-    c.pp = 2;
+    c.layout[Axis::dp] = 2;
+    c.layout[Axis::pp] = 2;
     c.zero_stage = 2;
     c.batch = 16;
     const FieldError e = field_error_of([&] { validate_run_config(c); });
@@ -177,7 +177,7 @@ class TestRunSchema : public QObject {
       QVERIFY2(!contains(e.what(), "--accum"), e.what());
     }
     SettingsPatch flags;
-    flags.pp = 2;
+    flags.axes[Axis::pp] = 2;
     flags.origin.push_back({"pp", "--pp"});
     std::vector<SettingsPatch> patches = {SettingsPatch{}, flags};
     patches[0].zero_stage = 2;

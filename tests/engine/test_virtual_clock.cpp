@@ -30,7 +30,7 @@ RunConfig pipeline_config(int pp, int m, PipelineScheduleKind schedule) {
   c.steps = 6;  // 5 flushes measured (step 1 warms up)
   c.batch = 8;
   c.seq = 64;
-  c.pp = pp;
+  c.layout[Axis::pp] = pp;
   c.micro_batches = m;
   c.schedule = schedule;
   c.threads = 2;
@@ -43,7 +43,7 @@ ScheduleSummary run_and_summarize(const RunConfig& config, std::vector<Event>* e
   trainer.run({});
   const std::vector<Event> events = sink.events();
   if (events_out != nullptr) *events_out = events;
-  return summarize_schedule(events, config.dp, config.pp, config.micro_batches);
+  return summarize_schedule(events, config.layout.dp(), config.layout.pp(), config.micro_batches);
 }
 
 // How far pp 4 x m 8 may lie from its formulas: the bubble (fill and drain)
@@ -322,7 +322,7 @@ void TestVirtualClock::stage_busy_time_repeats() {
 // (in virtual time) before the backward ends, and overlap it.
 void TestVirtualClock::ddp_buckets_overlap_backward() {
   RunConfig c = pipeline_config(1, 1, PipelineScheduleKind::one_f_one_b);
-  c.dp = 4;
+  c.layout[Axis::dp] = 4;
   c.bucket_mb = 1.0;
   c.steps = 3;
   std::vector<Event> events;
@@ -349,7 +349,7 @@ void TestVirtualClock::ddp_buckets_overlap_backward() {
 // backward (and the whole step) behind stage 1's data-parallel traffic.
 void TestVirtualClock::last_gradient_send_does_not_wait_for_ddp() {
   RunConfig c = pipeline_config(2, 4, PipelineScheduleKind::one_f_one_b);
-  c.dp = 2;
+  c.layout[Axis::dp] = 2;
   c.bucket_mb = 0.5;
   c.steps = 3;
   std::vector<Event> events;
@@ -357,7 +357,8 @@ void TestVirtualClock::last_gradient_send_does_not_wait_for_ddp() {
   int checked = 0;
   for (const Event& send : events) {
     const bool last_gradient = send.kind == EventKind::comm_span && send.op == CommOp::send && send.step >= 2 &&
-                               send.src >= c.dp && send.dst < c.dp && send.micro_batch == c.micro_batches - 1;
+                               send.src >= c.layout.dp() && send.dst < c.layout.dp() &&
+                               send.micro_batch == c.micro_batches - 1;
     if (!last_gradient) continue;
     const std::int64_t last_bucket_end = buckets_end(events, send.src, send.step);
     QVERIFY2(last_bucket_end > 0, "stage 1 all-reduced no bucket");
@@ -369,7 +370,7 @@ void TestVirtualClock::last_gradient_send_does_not_wait_for_ddp() {
                                                          .arg(last_bucket_end)));
     ++checked;
   }
-  QCOMPARE(checked, 2 * c.dp);  // steps 2 and 3, each stage-1 rank
+  QCOMPARE(checked, 2 * c.layout.dp());  // steps 2 and 3, each stage-1 rank
 }
 
 void TestVirtualClock::cli_prints_the_schedule_truth() {

@@ -103,8 +103,8 @@ void layout_of_the_row_follows_cpu(const std::vector<int>& gpus, const char* how
   const double tolerance = tolerance_for(gpu_tolerance);
   RunConfig c = config("gpt-tiny", "cpu", static_cast<Precision>(precision));
   c.steps = emulated() ? 4 : 10;
-  c.dp = dp;
-  c.pp = pp;
+  c.layout[Axis::dp] = dp;
+  c.layout[Axis::pp] = pp;
   c.zero_stage = zero;
   c.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
   if (pp > 1) c.micro_batches = 2;
@@ -215,7 +215,7 @@ class TestCudaTraining : public QObject {
     if (!probe_nccl().available) QSKIP("skipped: no NCCL");
     RunConfig c = config("gpt-tiny", "cuda", Precision::fp32);
     c.steps = 2;
-    c.dp = 2;
+    c.layout[Axis::dp] = 2;
     c.gpus = {0, 1};
     c.bucket_mb = 0.5;  // gpt-tiny's 3.4 MB of gradients in several buckets
     test::CollectingSink sink;
@@ -241,7 +241,7 @@ class TestCudaTraining : public QObject {
     for (const std::vector<int>& gpus : {std::vector<int>{0}, std::vector<int>{0, 1}}) {
       if (gpus.size() > probe_cuda().gpus.size() || (gpus.size() > 1 && !probe_nccl().available)) continue;
       RunConfig c = config("gpt-tiny", "cuda", Precision::fp32);
-      c.dp = 2;
+      c.layout[Axis::dp] = 2;
       c.gpus = gpus;
       c.fail_rank = 1;
       c.fail_step = 2;
@@ -266,7 +266,7 @@ class TestCudaTraining : public QObject {
     for (const std::vector<int>& gpus : {std::vector<int>{0}, std::vector<int>{0, 1}}) {
       if (gpus.size() > probe_cuda().gpus.size() || (gpus.size() > 1 && !probe_nccl().available)) continue;
       RunConfig c = config("gpt-tiny", "cuda", Precision::fp32);
-      c.dp = 2;
+      c.layout[Axis::dp] = 2;
       c.gpus = gpus;
       c.batch = 64;  // activations of 32 sequences of 64 per rank: far more than the model states
       c.seq = 64;

@@ -208,8 +208,8 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const QString only = argc > 2 ? QString::fromLocal8Bit(argv[2]) : QString();
   RunConfig zero3 = c;  // ZeRO-2/3 refuse pipelines: 4 data-parallel ranks
-  zero3.dp = 4;
-  zero3.pp = 1;
+  zero3.layout[Axis::dp] = 4;
+  zero3.layout[Axis::pp] = 1;
   zero3.micro_batches = 1;
   zero3.zero_stage = 3;
   const std::vector<Shot> zero3_shots{{3, QStringLiteral("zero3_sharding.png")},
@@ -231,14 +231,14 @@ int main(int argc, char** argv) {
   ok = shootPipelineLessons(dir) && ok;
   ok = shootLivePlots(fp16, dir) && ok;
   RunConfig ring = c;  // four ranks around the ring
-  ring.dp = 4;
-  ring.pp = 1;
+  ring.layout[Axis::dp] = 4;
+  ring.layout[Axis::pp] = 1;
   ring.micro_batches = 1;
   ok = shoot(QStringLiteral("en"), ring, dir, {{2, QStringLiteral("ring_allreduce.png")}}) && ok;
   ok = shoot(QStringLiteral("en"), zero3, dir, zero3_shots) && ok;
   RunConfig naive = c;
-  naive.dp = 4;
-  naive.pp = 1;
+  naive.layout[Axis::dp] = 4;
+  naive.layout[Axis::pp] = 1;
   naive.micro_batches = 1;
   naive.dp_mode = DataParallelMode::naive;
   ok = shoot(QStringLiteral("en"), naive, dir, {{2, QStringLiteral("ring_naive_data_parallel.png")}}) && ok;

@@ -45,8 +45,8 @@ class TestGuiGpuEmulated : public QObject {
     c.steps = 3;
     c.batch = 8;
     c.seq = 32;
-    c.dp = 2;
-    c.pp = 1;
+    c.layout[Axis::dp] = 2;
+    c.layout[Axis::pp] = 1;
     c.zero_stage = 1;
     c.device = "cuda";
     c.gpus = {0, 1};

@@ -75,9 +75,9 @@ class TestLessons : public QObject {
     QVERIFY(lesson("fp16_loss_scaling").config.precision == Precision::fp16);
     QCOMPARE(lesson("fp16_loss_scaling").config.initial_scale_power, 24);
     QVERIFY(lesson("pipeline_bubbles").config.schedule == PipelineScheduleKind::gpipe);
-    QCOMPARE(lesson("pipeline_bubbles").config.pp, 4);
+    QCOMPARE(lesson("pipeline_bubbles").config.layout.pp(), 4);
     QVERIFY(lesson("pipeline_send_recv").config.schedule == PipelineScheduleKind::one_f_one_b);
-    QCOMPARE(lesson("pipeline_send_recv").config.pp, 2);
+    QCOMPARE(lesson("pipeline_send_recv").config.layout.pp(), 2);
     QCOMPARE(lesson("zero_stages").config.zero_stage, 3);
   }
 

@@ -430,7 +430,7 @@ class TestLiveViews : public QObject {
   void secondRunIsDrawnOverTheFirst() {
     MainWindow window;
     RunConfig c = ConfigPanel::defaultConfig();
-    c.dp = c.pp = c.micro_batches = 1;
+    c.layout[Axis::dp] = c.layout[Axis::pp] = c.micro_batches = 1;
     c.batch = 16;
     c.seq = 32;
     c.steps = 4;

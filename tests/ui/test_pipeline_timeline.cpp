@@ -24,8 +24,8 @@
 #include "clock/schedule_summary.h"
 #include "config_panel.h"
 #include "engine/collecting_sink.h"
+#include "layout/grid.h"
 #include "main_window.h"
-#include "plan/grid.h"
 #include "train/trainer.h"
 #include "views/pipeline_timeline.h"
 
@@ -44,7 +44,7 @@ RunConfig pipelineRun(int pp, int m, PipelineScheduleKind schedule) {
   c.seq = 32;
   c.lr = 3e-3f;
   c.threads = 2;
-  c.pp = pp;
+  c.layout[Axis::pp] = pp;
   c.micro_batches = m;
   c.schedule = schedule;
   return c;
@@ -60,7 +60,7 @@ std::vector<Event> eventsOf(const RunConfig& c) {
 // dp 2 x pp 2 with DDP in buckets of 0.5 MB (gpt-tiny's 3.3 MiB of gradients: several per stage).
 RunConfig replicatedPipeline() {
   RunConfig c = pipelineRun(2, 4, PipelineScheduleKind::one_f_one_b);
-  c.dp = 2;
+  c.layout[Axis::dp] = 2;
   c.batch = 2 * 2 * 4;
   c.bucket_mb = 0.5;
   c.eval_every = 2;  // its forward-only messages come after step 2's and are not drawn
@@ -333,7 +333,7 @@ class TestPipelineTimeline : public QObject {
     QVERIFY(view.grab().save(path));
     // Data parallel without a pipeline: one row and its lane, the overlap alone in the header.
     RunConfig ddp = pipelineRun(1, 1, PipelineScheduleKind::one_f_one_b);
-    ddp.dp = 2;
+    ddp.layout[Axis::dp] = 2;
     ddp.batch = 4;
     ddp.bucket_mb = 0.5;
     const auto events = eventsOf(ddp);

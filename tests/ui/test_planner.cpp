@@ -83,7 +83,7 @@ class TestPlanner : public QObject {
     PlannerDialog planner;
     QVERIFY(planner.waitForPlan());
     QVERIFY(planner.model().label.startsWith(QStringLiteral("GPT-3 175B")));
-    QCOMPARE(planner.settings().dp, 1);
+    QCOMPARE(planner.settings().layout.dp(), 1);
     QCOMPARE(planner.settings().precision, Precision::fp32);
     QCOMPARE(planner.settings().zero_stage, 0);
     const std::int64_t psi = planner.model().shape.parameters();
@@ -201,7 +201,7 @@ class TestPlanner : public QObject {
     QVERIFY(!planner.planning());
     QCOMPARE(planner.dpBox()->value(), 2048);
     QVERIFY(planner.stages()[3].estimate.has_value());
-    QCOMPARE(planner.stages()[3].estimate->settings.dp, 2048);
+    QCOMPARE(planner.stages()[3].estimate->settings.layout.dp(), 2048);
     QCOMPARE(static_cast<int>(planner.stages()[3].estimate->memory.ranks.size()), 2048);
   }
 
@@ -222,7 +222,7 @@ class TestPlanner : public QObject {
     QCOMPARE(planner.microBatchSlider()->value(), 4);
     QCOMPARE(planner.settings().precision, Precision::bf16);
     QCOMPARE(planner.settings().accum, 2);
-    QCOMPARE(planner.settings().dp, 64);
+    QCOMPARE(planner.settings().layout.dp(), 64);
     QVERIFY(planner.errorText().isEmpty());
     QCOMPARE(planner.stages()[2].fullest()->bytes.bytes,
              engineEstimate(planner, 2).memory.ranks[0].bytes.bytes);

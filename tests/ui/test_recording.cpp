@@ -99,8 +99,8 @@ class TestRecording : public QObject {
     QCOMPARE(steps, (std::vector<std::int64_t>{1, 2, 3, 4}));
     const RunConfig c = run_config_from_json(nlohmann::json::parse(reader.metadata_json()));
     QCOMPARE(c.steps, std::int64_t{4});
-    QCOMPARE(c.dp, 2);
-    QCOMPARE(c.pp, 2);
+    QCOMPARE(c.layout.dp(), 2);
+    QCOMPARE(c.layout.pp(), 2);
   }
 
   void openShowsTheSameViews() {
@@ -219,7 +219,7 @@ class TestRecording : public QObject {
     const QString gpu_run = tempPath(QStringLiteral("test_recording_gpu.ssrun"));
     QFile::remove(gpu_run);
     RunConfig c = ConfigPanel::defaultConfig();
-    c.dp = c.pp = 1;  // a cuda run trains one rank for now
+    c.layout[Axis::dp] = c.layout[Axis::pp] = 1;  // a cuda run trains one rank for now
     c.device = "cuda";
     constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
     {
@@ -277,8 +277,8 @@ class TestRecording : public QObject {
     c.data = "/tmp/some corpus.txt";
     c.eval_every = 5;
     c.eval_batches = 3;
-    c.dp = 3;
-    c.pp = 2;
+    c.layout[Axis::dp] = 3;
+    c.layout[Axis::pp] = 2;
     c.micro_batches = 2;
     c.schedule = PipelineScheduleKind::gpipe;
     c.dp_mode = DataParallelMode::naive;

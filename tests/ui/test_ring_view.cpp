@@ -33,7 +33,7 @@ RunConfig ringConfig(DataParallelMode mode) {
   c.batch = 8;
   c.seq = 32;
   c.threads = 2;
-  c.dp = 4;
+  c.layout[Axis::dp] = 4;
   c.bucket_mb = 0.8;
   c.dp_mode = mode;
   return c;
@@ -217,8 +217,8 @@ class TestRingView : public QObject {
 
   void stagePickerShowsThatStagesRanks() {
     RunConfig c = ringConfig(DataParallelMode::ddp);
-    c.dp = 2;
-    c.pp = 2;
+    c.layout[Axis::dp] = 2;
+    c.layout[Axis::pp] = 2;
     c.micro_batches = 2;
     CollectingSink sink;
     Trainer trainer(c, &sink);
@@ -241,7 +241,7 @@ class TestRingView : public QObject {
   // rank's calls, bytes and GPU time, and says why no chunk moves.
   void ncclSpansAreCountedNotDrawnAsChunks() {
     RunConfig c = ringConfig(DataParallelMode::ddp);
-    c.dp = 2;
+    c.layout[Axis::dp] = 2;
     RingAllreduceView view;
     view.resize(820, 620);
     view.reset(c);
@@ -279,8 +279,8 @@ class TestRingView : public QObject {
   // 2 so a dp/pp mix-up shows), so only its calls count; stage 0's ranks and stage 1's other dp ranks do not.
   void ncclCallsOfAPickedStageAreItsFirstRanks() {
     RunConfig c = ringConfig(DataParallelMode::ddp);
-    c.dp = 3;
-    c.pp = 2;
+    c.layout[Axis::dp] = 3;
+    c.layout[Axis::pp] = 2;
     RingAllreduceView view;
     view.reset(c);
     view.setStage(1);

@@ -65,7 +65,7 @@ class TestUi : public QObject {
   void checkpointsSaveAndResumeFromTheMenu() {
     QTemporaryDir dir;
     RunConfig c = shortRun(3);
-    c.dp = 1, c.pp = 1, c.micro_batches = 1, c.eval_every = 0;
+    c.layout[Axis::dp] = 1, c.layout[Axis::pp] = 1, c.micro_batches = 1, c.eval_every = 0;
     MainWindow window;
     window.configPanel()->setConfig(c);
     window.setCheckpointDir(dir.path());
@@ -119,7 +119,7 @@ class TestUi : public QObject {
       "gradient_clipping": 0.5})");
     f.close();
     RunConfig c = shortRun(2);
-    c.dp = 2, c.pp = 1, c.micro_batches = 1, c.eval_every = 0;
+    c.layout[Axis::dp] = 2, c.layout[Axis::pp] = 1, c.micro_batches = 1, c.eval_every = 0;
     MainWindow window;
     window.configPanel()->setConfig(c);
     QVERIFY2(window.openRunConfig(ds), qPrintable(window.statusText()));
@@ -159,8 +159,8 @@ class TestUi : public QObject {
     MainWindow window;
     const RunConfig c = window.configPanel()->config();
     QCOMPARE(c.model, std::string("gpt-tiny"));
-    QCOMPARE(c.dp, 2);
-    QCOMPARE(c.pp, 2);
+    QCOMPARE(c.layout.dp(), 2);
+    QCOMPARE(c.layout.pp(), 2);
     QCOMPARE(c.micro_batches, 4);
     QCOMPARE(c.batch, 16);
     QCOMPARE(c.seq, 64);
@@ -279,8 +279,8 @@ class TestUi : public QObject {
     // GPT-2 medium, one rank, 16 x 1024 tokens, fp32: far more than 24 GiB.
     RunConfig big = ConfigPanel::defaultConfig();
     big.model = "gpt2-medium";
-    big.dp = 1;
-    big.pp = 1;
+    big.layout[Axis::dp] = 1;
+    big.layout[Axis::pp] = 1;
     big.micro_batches = 1;
     big.batch = 16;
     big.seq = 1024;

@@ -30,7 +30,7 @@ RunConfig zeroConfig(int stage, int dp) {
   c.batch = 8;
   c.seq = 32;
   c.threads = 2;
-  c.dp = dp;
+  c.layout[Axis::dp] = dp;
   c.zero_stage = stage;
   return c;
 }
@@ -180,7 +180,7 @@ class TestZeroView : public QObject {
   // dp 2 x pp 2: each rank holds only its pipeline stage's units.
   void pipelineStagesHoldOnlyTheirUnits() {
     RunConfig c = zeroConfig(0, 2);
-    c.pp = 2;
+    c.layout[Axis::pp] = 2;
     ZeroView view;
     view.reset(c);
     const auto& m = view.model();
@@ -245,7 +245,7 @@ class TestZeroView : public QObject {
     });
     // dp 2 x pp 2: each stage's ranks hold their own units, during a bucket all-reduce.
     RunConfig pipelined = zeroConfig(0, 2);
-    pipelined.pp = 2;
+    pipelined.layout[Axis::pp] = 2;
     screenshot(pipelined, QStringLiteral("zero_view_dp2_pp2.png"), 1, [](const Event& e) {
       return e.kind == EventKind::comm_span && e.op == CommOp::all_reduce && e.bucket >= 0;
     });

@@ -267,8 +267,8 @@ void PlannerDialog::changeEvent(QEvent* event) {
 
 EstimateSettings PlannerDialog::settings() const {
   EstimateSettings s = base_;
-  s.dp = dp_->value();
-  s.pp = pp_->value();
+  s.layout[Axis::dp] = dp_->value();
+  s.layout[Axis::pp] = pp_->value();
   s.zero_stage = zero_->value();
   s.precision = static_cast<Precision>(precision_->currentData().toInt());
   s.micro_batch = micro_batch_->value();
@@ -293,8 +293,8 @@ EstimateRequest PlannerDialog::request() const {
 void PlannerDialog::setControls(const EstimateSettings& s, int nodes) {
   const QSignalBlocker b1(dp_), b2(pp_), b3(zero_), b4(precision_), b5(micro_batch_), b6(seq_), b7(recompute_),
       b8(activations_), b9(gpus_per_node_), b10(nodes_), b11(micro_batch_slider_), b12(seq_slider_);
-  dp_->setValue(s.dp);
-  pp_->setValue(s.pp);
+  dp_->setValue(s.layout.dp());
+  pp_->setValue(s.layout.pp());
   zero_->setValue(s.zero_stage);
   precision_->setCurrentIndex(precision_->findData(static_cast<int>(s.precision)));
   micro_batch_->setValue(s.micro_batch);

@@ -98,8 +98,8 @@ PlannerImport importPlannerConfigs(const QStringList& paths, const EstimateSetti
 
 bool settingChanged(std::string_view key, const EstimateSettings& imported, const EstimateSettings& now) {
   const auto value = [key](const EstimateSettings& s) -> std::int64_t {
-    if (key == "dp") return s.dp;
-    if (key == "pp") return s.pp;
+    if (key == "dp") return s.layout.dp();
+    if (key == "pp") return s.layout.pp();
     if (key == "zero") return s.zero_stage;
     if (key == "micro_batch") return s.micro_batch;
     if (key == "seq") return s.seq;

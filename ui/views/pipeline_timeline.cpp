@@ -116,7 +116,7 @@ void PipelineTimelineView::changeEvent(QEvent* event) {
 PipelineTimelineView::~PipelineTimelineView() = default;
 
 void PipelineTimelineView::reset(const RunConfig& config) {
-  grid_ = Grid(std::max(config.dp, 1), std::max(config.pp, 1));
+  grid_ = Grid(std::max(config.layout.dp(), 1), std::max(config.layout.pp(), 1));
   micro_batches_ = std::max(config.micro_batches, 1);
   accumulation_ = std::max(config.accum, 1);
   steps_.clear();

@@ -19,7 +19,7 @@
 
 #include "clock/schedule_summary.h"
 #include "events/event.h"
-#include "plan/grid.h"
+#include "layout/grid.h"
 #include "views/event_view.h"
 
 class QLabel;

@@ -78,7 +78,7 @@ void RingAllreduceView::resetFormulas(const RunConfig& config) {
 }
 
 void RingAllreduceView::reset(const RunConfig& config) {
-  grid_ = Grid(std::max(config.dp, 1), std::max(config.pp, 1));
+  grid_ = Grid(std::max(config.layout.dp(), 1), std::max(config.layout.pp(), 1));
   naive_ = config.dp_mode == DataParallelMode::naive;
   resetFormulas(config);
   stage_ = 0;

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "events/event.h"
+#include "layout/grid.h"
 #include "plan/data_parallel_traffic.h"
-#include "plan/grid.h"
 #include "views/event_view.h"
 
 class QComboBox;

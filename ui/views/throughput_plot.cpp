@@ -127,7 +127,7 @@ void ThroughputPlot::reset(const RunConfig& config) {
     g->removeFromLegend();
     ranks_.push_back(g);
   }
-  tokens_per_replica_ = static_cast<double>(config.batch) * config.seq / std::max(1, config.dp);
+  tokens_per_replica_ = static_cast<double>(config.batch) * config.seq / std::max(1, config.layout.dp());
   first_start_ns_.assign(static_cast<std::size_t>(world), -1);
   last_optimizer_end_ns_.assign(static_cast<std::size_t>(world), -1);
   retranslate();
