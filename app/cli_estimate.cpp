@@ -36,7 +36,7 @@ SettingsPatch patch_from_flags(const Flags& f) {
   };
   number(f.dp, "--dp", "dp", 1'000'000, p.axes[Axis::dp]);
   number(f.pp, "--pp", "pp", 10'000, p.axes[Axis::pp]);
-  number(f.micro_batch, "--micro-batch", "micro_batch", 1 << 24, p.micro_batch);
+  number(f.micro_batch, "--micro-batch", "micro_batch", 1 << 24, p.micro_batch_size);
   number(f.seq, "--seq", "seq", 1 << 24, p.seq);
   number(f.accum, "--accum", "accum", 1 << 24, p.accum);
   number(f.micro_batches, "--micro-batches", "micro_batches", 1 << 20, p.micro_batches);
@@ -136,8 +136,8 @@ void print_estimate(const Estimate& e, const SettingOrigins& origins) {
       "Layout: dp %d × pp %d = %d GPUs, %s, ZeRO-%d, %s, micro-batch %d × seq %d, accum %d × %d pipeline "
       "micro-batches (%s) per step, global batch %lld, checkpoint %s, activations %s (%s kernels)%s%s\n",
       s.layout.dp(), s.layout.pp(), s.world_size(), s.dp_mode == DataParallelMode::naive ? "naive DataParallel" : "DDP",
-      s.zero_stage, std::string(precision_name(s.precision)).c_str(), s.micro_batch, s.seq, s.accum, s.micro_batches,
-      pipeline_schedule_name(s.schedule), static_cast<long long>(s.global_batch()),
+      s.zero_stage, std::string(precision_name(s.precision)).c_str(), s.micro_batch_size, s.seq, s.accum,
+      s.micro_batches, pipeline_schedule_name(s.schedule), static_cast<long long>(s.global_batch()),
       std::string(recompute_name(s.recompute)).c_str(), std::string(activation_mode_name(s.activations)).c_str(),
       s.cuda ? "cuda" : "cpu", s.offload_optimizer ? ", optimizer offload" : "",
       s.offload_params ? ", parameter offload" : "");

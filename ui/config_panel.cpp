@@ -309,7 +309,7 @@ void ConfigPanel::revalidate() {
         tr("%n rank(s): dp %1 \u00d7 pp %2; each rank runs micro-batches of %3 sequence(s).", nullptr, c.world_size())
             .arg(c.layout.dp())
             .arg(c.layout.pp())
-            .arg(c.micro_batch()));
+            .arg(c.micro_batch_size()));
     problem_label_->clear();
     problem_label_->hide();
   } else {

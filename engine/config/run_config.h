@@ -42,7 +42,7 @@ struct RunConfig {
   std::string resume_dir;
 
   // Parallelism. --batch is the global batch of one optimizer step: it is split
-  // over dp ranks, accum steps and pipeline micro-batches, micro_batch()
+  // over dp ranks, accum steps and pipeline micro-batches, micro_batch_size()
   // sequences each (as DeepSpeed's train_batch_size).
   int ranks = 0;                   // world size if given (must equal dp x pp); 0: dp x pp
   Layout layout;                   // the size of every parallel axis: dp ranks, pp stages (layout/parallel_axes.h)
@@ -102,7 +102,7 @@ struct RunConfig {
   bool profile_ops = false;
 
   int world_size() const { return layout.world_size(); }
-  int micro_batch() const { return batch / (layout.dp() * accum * micro_batches); }
+  int micro_batch_size() const { return batch / (layout.dp() * accum * micro_batches); }
 
   std::int64_t warmup_steps() const;
   bool mixed_precision() const { return precision != Precision::fp32; }

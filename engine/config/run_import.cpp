@@ -51,7 +51,7 @@ struct Importer {
 void import_batch(Importer& im, const DeepSpeedConfig& ds) {
   const std::int64_t dp = im.config.layout.dp();
   const auto tb = ds.train_batch;
-  const std::optional<std::int64_t> mb = ds.micro_batch, ac = ds.accum;
+  const std::optional<std::int64_t> mb = ds.micro_batch_size, ac = ds.accum;
   if (!tb && !mb) {
     if (ac) im.set("accum", *ac, "gradient_accumulation_steps"), im.parts.push_back("accum " + std::to_string(*ac));
     return;

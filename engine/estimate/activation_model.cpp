@@ -21,9 +21,9 @@ std::string shape_text(const StageLayers& stage, std::int64_t layers_total) {
   return text + ")";
 }
 
-ConfigError too_large(int micro_batch, int seq, const std::string& model, const SizeOverflow& e) {
-  return ConfigError("activations of micro-batch " + std::to_string(micro_batch) + " × seq " + std::to_string(seq) +
-                     " on " + model + " do not fit in 64-bit byte counts (" + e.what() +
+ConfigError too_large(int micro_batch_size, int seq, const std::string& model, const SizeOverflow& e) {
+  return ConfigError("activations of micro-batch " + std::to_string(micro_batch_size) + " × seq " +
+                     std::to_string(seq) + " on " + model + " do not fit in 64-bit byte counts (" + e.what() +
                      "); reduce --micro-batch or --seq");
 }
 
@@ -31,37 +31,37 @@ ConfigError too_large(int micro_batch, int seq, const std::string& model, const 
 // add their buffers in plain 64-bit arithmetic. Their sum is below this bound,
 // (L + 4)·(b·s·(16h + 4 + v) + b·a·s²) floats, computed checked: when the bound
 // (in bytes) fits, so do they.
-void check_kernel_floats(const ModelConfig& config, const StageLayers& stage, int micro_batch, int seq) {
+void check_kernel_floats(const ModelConfig& config, const StageLayers& stage, int micro_batch_size, int seq) {
   try {
-    const CheckedSize b = micro_batch, s = seq, h = config.channels, a = config.heads, v = config.vocab;
+    const CheckedSize b = micro_batch_size, s = seq, h = config.channels, a = config.heads, v = config.vocab;
     const CheckedSize per_layer = b * s * (16 * h + 4 + v) + b * a * s * s;
     (void)(4 * (CheckedSize(stage.layer_count()) + 4) * per_layer);
   } catch (const SizeOverflow& e) {
-    throw too_large(micro_batch, seq, config.name, e);
+    throw too_large(micro_batch_size, seq, config.name, e);
   }
 }
 }  // namespace
 
-ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const StageLayers& stage, int micro_batch,
+ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const StageLayers& stage, int micro_batch_size,
                                             int seq, Recompute recompute, AttentionKernel attention) {
   if (recompute == Recompute::selective)
     throw ConfigError(
         "--checkpoint selective: ShardScope's kernels recompute whole layers only; use --checkpoint "
         "full, or --activations formula for other implementations");
   const bool checkpointing = recompute == Recompute::full;
-  check_kernel_floats(config, stage, micro_batch, seq);
+  check_kernel_floats(config, stage, micro_batch_size, seq);
   // The engine keeps activations and their gradients in fp32 in every run, on
   // the CPU and the GPU: mixed precision rounds only the matmul operands (and
   // stores parameters and gradients) in 16 bits. Precision matters only through
   // `attention` (the CUDA backend fuses attention in 16-bit math).
   const std::int64_t value_bytes = 4;
-  const std::int64_t acts = Activations::total_floats(config, micro_batch, seq, checkpointing, stage, attention);
-  const std::int64_t scratch = BackwardScratch::total_floats(config, micro_batch, seq, stage.head, attention);
+  const std::int64_t acts = Activations::total_floats(config, micro_batch_size, seq, checkpointing, stage, attention);
+  const std::int64_t scratch = BackwardScratch::total_floats(config, micro_batch_size, seq, stage.head, attention);
   // What attention keeps per layer: the probabilities b·a·s², or with the fused
   // kernel (a GPU in fp16/bf16) one log-sum-exp per query row, b·a·s.
   const bool fused = attention == AttentionKernel::fused;
   const std::string probs = fused ? "b·a·s (fused attention's row log-sum-exp)" : "b·a·s²";
-  const std::string b = std::to_string(micro_batch), s = std::to_string(seq);
+  const std::string b = std::to_string(micro_batch_size), s = std::to_string(seq);
   const std::string d = std::to_string(value_bytes) + " × ";
   ActivationBytes out;
   out.activations = value_bytes * acts;  // below kMaxSize / 4: check_kernel_floats
@@ -82,9 +82,9 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
 
 namespace {
 // Korthikanti et al. Table 2 (16-bit), and the same terms in fp32, in checked arithmetic.
-ActivationBytes formula_bytes(const ModelShape& model, const StageLayers& stage, int micro_batch, int seq,
+ActivationBytes formula_bytes(const ModelShape& model, const StageLayers& stage, int micro_batch_size, int seq,
                               Recompute recompute, Precision precision) {
-  const CheckedSize s = seq, b = micro_batch, h = model.hidden, a = model.heads, v = model.vocab;
+  const CheckedSize s = seq, b = micro_batch_size, h = model.hidden, a = model.heads, v = model.vocab;
   const CheckedSize L = stage.layer_count();
   const bool fp32 = precision == Precision::fp32;
   const CheckedSize d = fp32 ? 4 : 2;  // bytes per stored value
@@ -116,7 +116,7 @@ ActivationBytes formula_bytes(const ModelShape& model, const StageLayers& stage,
   ActivationBytes out;
   out.activations = activations.value();
   out.activations_formula = formula + " [Korthikanti et al. 2022; s=" + std::to_string(seq) +
-                            " b=" + std::to_string(micro_batch) + " h=" + std::to_string(model.hidden) +
+                            " b=" + std::to_string(micro_batch_size) + " h=" + std::to_string(model.hidden) +
                             " a=" + std::to_string(model.heads) + "]";
   out.workspace = (full_layer + (stage.head ? logits : CheckedSize(0))).value();
   out.workspace_formula = "one layer's activation gradients ≈ " + full_text + " = " + grouped(full_layer.value()) +
@@ -126,12 +126,12 @@ ActivationBytes formula_bytes(const ModelShape& model, const StageLayers& stage,
 }
 }  // namespace
 
-ActivationBytes formula_activation_bytes(const ModelShape& model, const StageLayers& stage, int micro_batch, int seq,
-                                         Recompute recompute, Precision precision) {
+ActivationBytes formula_activation_bytes(const ModelShape& model, const StageLayers& stage, int micro_batch_size,
+                                         int seq, Recompute recompute, Precision precision) {
   try {
-    return formula_bytes(model, stage, micro_batch, seq, recompute, precision);
+    return formula_bytes(model, stage, micro_batch_size, seq, recompute, precision);
   } catch (const SizeOverflow& e) {
-    throw too_large(micro_batch, seq, model.name, e);
+    throw too_large(micro_batch_size, seq, model.name, e);
   }
 }
 

@@ -35,7 +35,7 @@ struct ActivationBytes {
 // do not have (they recompute whole layers).
 // `attention`: how the backend runs attention (ops/backend.h), which decides
 // whether each layer keeps its (b, a, s, s) probabilities or only (b, a, s) rows.
-ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const StageLayers& stage, int micro_batch,
+ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const StageLayers& stage, int micro_batch_size,
                                             int seq, Recompute recompute,
                                             AttentionKernel attention = AttentionKernel::materialized);
 
@@ -45,8 +45,8 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
 // (4sbv). Under full recompute one layer's whole set is live again during its
 // backward. Workspace: the logits' gradient (4sbv) and one layer's activation
 // gradients (about one layer's activations). A model, for any implementation.
-ActivationBytes formula_activation_bytes(const ModelShape& model, const StageLayers& stage, int micro_batch, int seq,
-                                         Recompute recompute, Precision precision);
+ActivationBytes formula_activation_bytes(const ModelShape& model, const StageLayers& stage, int micro_batch_size,
+                                         int seq, Recompute recompute, Precision precision);
 
 // Micro-batches whose activations stage `stage` holds at its peak, as the
 // engine sizes its activation slots: from its own schedule

@@ -21,8 +21,9 @@ SettingsPatch patch_from_deepspeed(const DeepSpeedConfig& c, std::vector<std::st
   SettingsPatch p;
   const std::string& f = c.source;
   warnings.insert(warnings.end(), c.warnings.begin(), c.warnings.end());
-  if (c.micro_batch)
-    p.micro_batch = *c.micro_batch, p.origin.push_back({"micro_batch", f + ": train_micro_batch_size_per_gpu"});
+  if (c.micro_batch_size)
+    p.micro_batch_size = *c.micro_batch_size,
+    p.origin.push_back({"micro_batch", f + ": train_micro_batch_size_per_gpu"});
   if (c.accum) p.accum = *c.accum, p.origin.push_back({"accum", f + ": " + std::string(deepspeed_key("accum"))});
   if (c.train_batch) p.global_batch = *c.train_batch, p.origin.push_back({"global_batch", f + ": " + std::string(deepspeed_key("batch"))});
   if (c.bf16.value_or(false)) {

@@ -41,11 +41,11 @@ std::vector<Variant> lever_variants(const EstimateSettings& s) {
   if (!s.offload_optimizer && (rules.shards_optimizer_states() || s.layout.dp() == 1) && !rules.naive())
     add("offload the optimizer states to the CPU (ZeRO-Offload)", "--offload-optimizer",
         [](EstimateSettings& e) { e.offload_optimizer = true; });
-  if (s.micro_batch % 2 == 0)
+  if (s.micro_batch_size % 2 == 0)
     add("halve the micro-batch (same global batch)",
-        "--micro-batch " + std::to_string(s.micro_batch / 2) + " --accum " + std::to_string(s.accum * 2),
+        "--micro-batch " + std::to_string(s.micro_batch_size / 2) + " --accum " + std::to_string(s.accum * 2),
         [](EstimateSettings& e) {
-          e.micro_batch /= 2;
+          e.micro_batch_size /= 2;
           e.accum *= 2;
         });
   if (s.precision == Precision::fp32)
@@ -109,7 +109,7 @@ Estimate compute_estimate(const EstimateRequest& request) {
     const EstimateSettings& s = request.settings;
     throw ConfigError("the estimate for " + request.model.name + " does not fit in 64-bit counts (" + e.what() +
                       "; bytes over 9.2 EB): reduce the model or the batch (micro-batch " +
-                      std::to_string(s.micro_batch) + ", accum " + std::to_string(s.accum) + ", micro-batches " +
+                      std::to_string(s.micro_batch_size) + ", accum " + std::to_string(s.accum) + ", micro-batches " +
                       std::to_string(s.micro_batches) + ", dp " + std::to_string(s.layout.dp()) + ")");
   }
 }

@@ -41,7 +41,7 @@ json settings_json(const EstimateSettings& s) {
           {"zero_stage", s.zero_stage},
           {"dp_mode", std::string(data_parallel_mode_name(s.dp_mode))},
           {"precision", std::string(precision_name(s.precision))},
-          {"micro_batch", s.micro_batch},
+          {"micro_batch", s.micro_batch_size},
           {"seq", s.seq},
           {"accum", s.accum},
           {"micro_batches", s.micro_batches},

@@ -40,20 +40,21 @@ void apply_global_batch(EstimateSettings& s, std::int64_t g, const std::string& 
   const std::string head = origin + " " + std::to_string(g);
   if (g < 1) throw ConfigError(origin + ": must be at least 1 (got " + std::to_string(g) + ")");
   if (micro_set && !accum_set) {
-    const auto per_accum = product_if_fits(s.micro_batch, dp);  // past 64 bits: divides nothing
+    const auto per_accum = product_if_fits(s.micro_batch_size, dp);  // past 64 bits: divides nothing
     if (!per_accum || g % *per_accum != 0)
-      throw ConfigError(head + " is not a multiple of micro-batch " + std::to_string(s.micro_batch) + " x " + dp_text);
+      throw ConfigError(head + " is not a multiple of micro-batch " + std::to_string(s.micro_batch_size) + " x " +
+                        dp_text);
     s.accum = derived_count(g / *per_accum, head + " gives gradient accumulation steps", "--accum");
   } else if (accum_set && !micro_set) {
     const auto per_micro = product_if_fits(s.accum, dp);
     if (!per_micro || g % *per_micro != 0)
       throw ConfigError(head + " is not a multiple of accum " + std::to_string(s.accum) + " x " + dp_text);
-    s.micro_batch = derived_count(g / *per_micro, head + " gives a micro-batch per rank of", "--micro-batch");
+    s.micro_batch_size = derived_count(g / *per_micro, head + " gives a micro-batch per rank of", "--micro-batch");
   } else if (!micro_set && !accum_set) {
     if (g % dp != 0) throw ConfigError(head + " is not a multiple of " + dp_text);
-    s.micro_batch = derived_count(g / dp, head + " gives a micro-batch per rank of", "--micro-batch");
-  } else if (const auto total = product_if_fits(std::int64_t{s.micro_batch} * s.accum, dp); total != g) {
-    const std::string product_text = "micro-batch " + std::to_string(s.micro_batch) + " x accum " +
+    s.micro_batch_size = derived_count(g / dp, head + " gives a micro-batch per rank of", "--micro-batch");
+  } else if (const auto total = product_if_fits(std::int64_t{s.micro_batch_size} * s.accum, dp); total != g) {
+    const std::string product_text = "micro-batch " + std::to_string(s.micro_batch_size) + " x accum " +
                                      std::to_string(s.accum) + " x " + dp_text + " = " +
                                      (total ? std::to_string(*total) : "more than 2^63");
     if (!command_line_wins) throw ConfigError(head + " does not equal " + product_text);
@@ -105,7 +106,7 @@ void validate_estimate_settings(const EstimateSettings& s) {
   require_in(s.layout.dp() >= 1 && s.layout.dp() <= 1'000'000, "dp", "between 1 and 1000000", s.layout.dp());
   require_in(s.layout.pp() >= 1 && s.layout.pp() <= 10'000, "pp", "between 1 and 10000", s.layout.pp());
   require_in(s.zero_stage >= 0 && s.zero_stage <= 3, "zero", "0, 1, 2 or 3", s.zero_stage);
-  require_in(s.micro_batch >= 1, "micro_batch", "at least 1", s.micro_batch);
+  require_in(s.micro_batch_size >= 1, "micro_batch", "at least 1", s.micro_batch_size);
   require_in(s.seq >= 0, "seq", "at least 1", s.seq);
   require_in(s.accum >= 1, "accum", "at least 1", s.accum);
   require_in(s.micro_batches >= 1, "micro_batches", "at least 1", s.micro_batches);
@@ -142,10 +143,10 @@ EstimateSettings resolve_settings(EstimateSettings s, const std::vector<Settings
     for (const Axis axis : kAxes)
       if (p.axes[axis]) s.layout[axis] = *p.axes[axis];
     if (p.zero_stage) s.zero_stage = *p.zero_stage;
-    if (p.micro_batch) s.micro_batch = *p.micro_batch, micro_set = true;
+    if (p.micro_batch_size) s.micro_batch_size = *p.micro_batch_size, micro_set = true;
     if (p.accum) s.accum = *p.accum, accum_set = true;
     if (p.micro_batches) s.micro_batches = *p.micro_batches;
-    if (p.micro_batch || p.accum || p.axes[Axis::dp] || p.micro_batches) shape_set_after = i + 1;
+    if (p.micro_batch_size || p.accum || p.axes[Axis::dp] || p.micro_batches) shape_set_after = i + 1;
     if (p.seq) s.seq = *p.seq;
     if (p.gpus_per_node) s.gpus_per_node = *p.gpus_per_node;
     if (p.dp_mode) s.dp_mode = *p.dp_mode;
@@ -181,7 +182,7 @@ EstimateSettings settings_for_run(const RunConfig& c) {
   s.layout[Axis::pp] = c.layout.pp();
   s.zero_stage = c.zero_stage;
   s.dp_mode = c.dp_mode;
-  s.micro_batch = c.micro_batch();
+  s.micro_batch_size = c.micro_batch_size();
   s.seq = c.seq;
   s.accum = c.accum;
   s.micro_batches = c.micro_batches;

@@ -39,7 +39,7 @@ struct EstimateSettings {
   int zero_stage = 0;  // 0-3 (ZeRO paper: P_os, P_os+g, P_os+g+p)
   DataParallelMode dp_mode = DataParallelMode::ddp;
   Precision precision = Precision::fp32;
-  int micro_batch = 1;    // b: sequences per rank per micro-step
+  int micro_batch_size = 1;  // b: sequences per rank per micro-step
   int seq = 0;            // s: tokens per sequence; 0 = the model's maximum
   int accum = 1;          // gradient accumulation steps per optimizer step
   int micro_batches = 1;  // m: pipeline micro-batches per accumulation step (RunConfig::micro_batches)
@@ -60,7 +60,9 @@ struct EstimateSettings {
   ParallelLayout plan_layout() const { return ParallelLayout{layout, zero_stage, dp_mode, precision}; }
   // Sequences per optimizer step, as RunConfig::batch: micro-batch x dp x accum x m.
   // Checked (core/checked_math.h): the four limits multiplied pass 2^63.
-  std::int64_t global_batch() const { return (CheckedSize(micro_batch) * layout.dp() * accum * micro_batches).value(); }
+  std::int64_t global_batch() const {
+    return (CheckedSize(micro_batch_size) * layout.dp() * accum * micro_batches).value();
+  }
   // Micro-batches each rank runs forward and backward per optimizer step.
   std::int64_t micro_steps() const { return static_cast<std::int64_t>(accum) * micro_batches; }
 };
@@ -74,7 +76,7 @@ EstimateSettings settings_for_run(const RunConfig& config);
 
 struct SettingsPatch {
   PerAxis<std::optional<int>> axes;  // dp, pp
-  std::optional<int> zero_stage, micro_batch, seq, accum, micro_batches, gpus_per_node;
+  std::optional<int> zero_stage, micro_batch_size, seq, accum, micro_batches, gpus_per_node;
   std::optional<std::int64_t> global_batch;  // DeepSpeed's train_batch_size
   std::optional<DataParallelMode> dp_mode;
   std::optional<Precision> precision;

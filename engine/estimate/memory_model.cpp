@@ -304,12 +304,12 @@ void describe_basis(MemoryEstimate& out, const ModelShape& model, const Estimate
 // ShardScope's kernels (with the attention kernel CUDA would pick) or the generic formula.
 ActivationBytes stage_activation_bytes(const ModelShape& model, const EstimateSettings& s, const StageLayers& layers) {
   if (s.activations != ActivationMode::shardscope)
-    return formula_activation_bytes(model, layers, s.micro_batch, s.seq, s.recompute, s.precision);
+    return formula_activation_bytes(model, layers, s.micro_batch_size, s.seq, s.recompute, s.precision);
   const ModelConfig& config = *model.engine_config;
   const AttentionKernel attention =
       s.cuda ? cuda_attention_kernel(s.precision != Precision::fp32, config.channels / config.heads)
              : AttentionKernel::materialized;
-  return shardscope_activation_bytes(config, layers, s.micro_batch, s.seq, s.recompute, attention);
+  return shardscope_activation_bytes(config, layers, s.micro_batch_size, s.seq, s.recompute, attention);
 }
 
 // What every rank of a pipeline stage shares, computed at the stage's first rank.

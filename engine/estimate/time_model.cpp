@@ -67,7 +67,7 @@ void count_data_parallel_bytes(TimeEstimate& t, const ModelShape& model, const E
 void count_pipeline_bytes(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s) {
   const double h = static_cast<double>(model.hidden), seq = s.seq, K = static_cast<double>(s.micro_steps());
   const double d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
-  const double bsh = static_cast<double>(s.micro_batch) * seq * h;
+  const double bsh = static_cast<double>(s.micro_batch_size) * seq * h;
   if (s.layout.pp() > 1) {
     t.pp_bytes = (s.layout.pp() > 2 ? 2 : 1) * K * bsh * d;
     t.pp_formula = std::string(s.layout.pp() > 2 ? "2" : "1") + "·K·b·s·h·d: each micro-batch's activation forward" +

@@ -136,7 +136,8 @@ DeepSpeedConfig parse_deepspeed_config(std::string_view json_text, const std::st
   for (const char* key : {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps"})
     if (json.is_auto({key}))
       w.push_back(json.where({key}) + ": \"auto\" (filled in by the HF Trainer); the command line or defaults decide");
-  if (const auto v = json.get_int({"train_micro_batch_size_per_gpu"}, 1, 1 << 24)) c.micro_batch = static_cast<int>(*v);
+  if (const auto v = json.get_int({"train_micro_batch_size_per_gpu"}, 1, 1 << 24))
+    c.micro_batch_size = static_cast<int>(*v);
   if (const auto v = json.get_int({"gradient_accumulation_steps"}, 1, 1 << 24)) c.accum = static_cast<int>(*v);
   c.train_batch = json.get_int({"train_batch_size"}, 1, 1ll << 40);
 

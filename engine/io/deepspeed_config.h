@@ -43,7 +43,7 @@ struct DeepSpeedTrainKeys {
 
 struct DeepSpeedConfig {
   std::string source;
-  std::optional<int> micro_batch;                         // train_micro_batch_size_per_gpu
+  std::optional<int> micro_batch_size;                    // train_micro_batch_size_per_gpu
   std::optional<int> accum;                               // gradient_accumulation_steps
   std::optional<std::int64_t> train_batch;                // train_batch_size = micro x accum x dp
   std::optional<bool> fp16;                               // fp16.enabled (or amp.enabled)

@@ -42,7 +42,7 @@ nlohmann::json run_config_to_json(const RunConfig& c) {
   nlohmann::json j = nlohmann::json::object();
   for (const RunField& field : run_fields())
     if (field.saved != Saved::never) j[std::string(field.key)] = field.get(c);
-  j["micro_batch"] = c.micro_batch();
+  j["micro_batch"] = c.micro_batch_size();
   return j;
 }
 
@@ -75,7 +75,7 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
   // Derived: it must agree with the fields it comes from.
   const auto micro_batch = j.find("micro_batch");
   if (micro_batch == j.end() || !micro_batch->is_number_integer() || c.layout.dp() <= 0 || c.accum <= 0 ||
-      c.micro_batches <= 0 || micro_batch->get<std::int64_t>() != c.micro_batch())
+      c.micro_batches <= 0 || micro_batch->get<std::int64_t>() != c.micro_batch_size())
     throw ConfigError("run config JSON: key \"micro_batch\" must be batch / (dp x accum x micro_batches)");
   return c;
 }

@@ -14,7 +14,7 @@ namespace shardscope {
 // The whole stage's gradients, when this rank holds them all (not ZeRO-2/3):
 // the model's fp32 buffer, or the 16-bit copy of mixed precision.
 void* Trainer::whole_gradients(Rank& rk) {
-  return rk.dtype != DType::f32 ? rk.zero->gradients() : static_cast<void*>(rk.model->grads());
+  return rk.dtype != DType::f32 ? rk.unit_storage->gradients() : static_cast<void*>(rk.model->grads());
 }
 
 // Naive DataParallel: every replica's gradients summed on rank 0 (DDP has
@@ -49,15 +49,15 @@ bool Trainer::overflow_verdict(Rank& rk, const CommTag& tag) {
   float totals[3] = {rk.loss_sum, 0.0f, 0.0f};
   std::string seen_in_backward, seen_after;
   if (rk.scaler->enabled()) {
-    const bool sharded = rk.zero->shards_gradients();
-    auto* bits = static_cast<std::uint16_t*>(sharded ? rk.zero->gradients() : whole_gradients(rk));
-    const std::int64_t n = sharded ? rk.zero->gradient_count() : rk.model->parameter_count();
+    const bool sharded = rk.unit_storage->shards_gradients();
+    auto* bits = static_cast<std::uint16_t*>(sharded ? rk.unit_storage->gradients() : whole_gradients(rk));
+    const std::int64_t n = sharded ? rk.unit_storage->gradient_count() : rk.model->parameter_count();
     if (faults_.overflow(*rk.backend, rk.rank, tag.step, rk.dtype, bits, n))
-      seen_in_backward = rk.zero->tensor_at(rk.zero->flat_offset_of_gradient(0)) + " (injected)";
-    if (seen_in_backward.empty()) seen_in_backward = rk.zero->first_overflow();
+      seen_in_backward = rk.unit_storage->tensor_at(rk.unit_storage->flat_offset_of_gradient(0)) + " (injected)";
+    if (seen_in_backward.empty()) seen_in_backward = rk.unit_storage->first_overflow();
     const bool updates = rk.optimizer != nullptr;  // naive replicas hold no combined gradients
     const std::int64_t bad = updates ? rk.backend->first_non_finite_16(rk.dtype, bits, n) : -1;
-    if (bad >= 0) seen_after = rk.zero->tensor_at(rk.zero->flat_offset_of_gradient(bad));
+    if (bad >= 0) seen_after = rk.unit_storage->tensor_at(rk.unit_storage->flat_offset_of_gradient(bad));
     totals[1] = !seen_in_backward.empty() || bad >= 0 ? 1.0f : 0.0f;
     totals[2] = seen_in_backward.empty() ? 0.0f : 1.0f;
   }
@@ -89,8 +89,8 @@ void Trainer::optimizer_update(Rank& rk, const CommTag& tag) {
   const bool mixed = plan_->mixed();
   if (plan_->unit_chunks()) {
     // ZeRO-2/3: each rank holds its gradient chunks; the norm sums them over the ranks.
-    const void* grads = rk.zero->gradients();
-    const std::int64_t n = rk.zero->gradient_count();
+    const void* grads = rk.unit_storage->gradients();
+    const std::int64_t n = rk.unit_storage->gradient_count();
     float squares = static_cast<float>(
         mixed ? rk.backend->sum_of_squares_16(rk.dtype, static_cast<const std::uint16_t*>(grads), n)
               : rk.backend->sum_of_squares(static_cast<const float*>(grads), n));
@@ -99,13 +99,13 @@ void Trainer::optimizer_update(Rank& rk, const CommTag& tag) {
     const float factor = clip_factor(rk.grad_norm, config_.grad_clip) / rk.loss_scale;
     const bool sharded = plan_->shards_parameters();
     if (mixed)
-      rk.optimizer->step_mixed(static_cast<std::uint16_t*>(rk.zero->parameters()),
+      rk.optimizer->step_mixed(static_cast<std::uint16_t*>(rk.unit_storage->parameters()),
                                static_cast<const std::uint16_t*>(grads), rk.dtype, rk.lr, factor, sharded,
                                /*grads_packed=*/true);
     else
-      rk.optimizer->step(sharded ? static_cast<float*>(rk.zero->parameters()) : model.params(),
+      rk.optimizer->step(sharded ? static_cast<float*>(rk.unit_storage->parameters()) : model.params(),
                          static_cast<const float*>(grads), rk.lr, factor, sharded, /*grads_packed=*/true);
-    if (plan_->all_gathers_unit_chunks()) rk.zero->all_gather_parameters(tag);
+    if (plan_->all_gathers_unit_chunks()) rk.unit_storage->all_gather_parameters(tag);
     return;
   }
   flat_optimizer_update(rk, tag);
@@ -133,13 +133,13 @@ void Trainer::flat_optimizer_update(Rank& rk, const CommTag& tag) {
   rk.grad_norm = std::sqrt(static_cast<double>(squares)) / rk.loss_scale;
   const float factor = clip_factor(rk.grad_norm, config_.grad_clip) / rk.loss_scale;
   if (mixed)
-    rk.optimizer->step_mixed(static_cast<std::uint16_t*>(rk.zero->parameters()),
+    rk.optimizer->step_mixed(static_cast<std::uint16_t*>(rk.unit_storage->parameters()),
                              static_cast<const std::uint16_t*>(grads), rk.dtype, rk.lr, factor);
   else
     rk.optimizer->step(model.params(), model.grads(), rk.lr, factor);
   if (plan_->all_gathers_flat_shards())
-    all_gather_parameter_shards(*rk.dp_comm, *rk.backend, mixed ? rk.zero->parameters() : model.params(), rk.dtype,
-                                shard, rk.comm_buffer, tag);
+    all_gather_parameter_shards(*rk.dp_comm, *rk.backend, mixed ? rk.unit_storage->parameters() : model.params(),
+                                rk.dtype, shard, rk.comm_buffer, tag);
 }
 
 Event Trainer::optimizer_span(const Rank& rk, const CommTag& tag) const {

@@ -81,7 +81,7 @@ BatchData Trainer::read_global_batch(Rank& rk, const CommTag& tag) {
                              config_.seq);
   float scored = static_cast<float>(count_scored(global.targets));
   if (naive && config_.layout.dp() > 1) {
-    replicate_parameters(*rk.dp_comm, rk.zero != nullptr ? rk.zero->parameters() : rk.model->params(),
+    replicate_parameters(*rk.dp_comm, rk.unit_storage != nullptr ? rk.unit_storage->parameters() : rk.model->params(),
                          rk.model->parameter_count(), rk.dtype, tag);
     rk.dp_comm->broadcast_host(&scored, 1, 0, tag);
   }
@@ -94,9 +94,9 @@ void Trainer::begin_step(Rank& rk, const CommTag& tag) {
   rk.forward_s = rk.backward_s = rk.optimizer_s = 0.0;
   rk.loss_sum = 0.0f;
   rk.model->zero_grads();
-  if (rk.zero != nullptr) {
-    rk.zero->zero_gradients();
-    rk.zero->set_context(sink_, rk.clock.get(), event_base(rk, tag.step));
+  if (rk.unit_storage != nullptr) {
+    rk.unit_storage->zero_gradients();
+    rk.unit_storage->set_context(sink_, rk.clock.get(), event_base(rk, tag.step));
   }
   rk.loss_scale = rk.scaler->scale();
   if (!(std::isnormal(rk.loss_scale) && rk.loss_scale > 0.0f))
@@ -111,7 +111,7 @@ void Trainer::begin_step(Rank& rk, const CommTag& tag) {
 // data-parallel rank d holds samples [d B/dp + (a m + j) mb, + mb): the same
 // global batch whatever the layout.
 Trainer::MicroBatches Trainer::micro_batch_inputs(Rank& rk, const BatchData& global, int a, CommTag tag) {
-  const int dp = config_.layout.dp(), T = config_.seq, mb = config_.micro_batch(), m = config_.micro_batches;
+  const int dp = config_.layout.dp(), T = config_.seq, mb = config_.micro_batch_size(), m = config_.micro_batches;
   const std::int64_t per_rank = config_.batch / dp;
   MicroBatches out;
   out.ids.resize(static_cast<std::size_t>(m));
@@ -146,7 +146,7 @@ Trainer::MicroBatches Trainer::micro_batch_inputs(Rank& rk, const BatchData& glo
 // pipelining). With `synchronize`, DDP all-reduces its buckets during the
 // last backward, as each bucket's gradients become ready.
 void Trainer::forward_backward(Rank& rk, const MicroBatches& inputs, int a, bool synchronize, const CommTag& tag) {
-  const int m = config_.micro_batches, mb = config_.micro_batch(), T = config_.seq;
+  const int m = config_.micro_batches, mb = config_.micro_batch_size(), T = config_.seq;
   Model& model = *rk.model;
   DdpReducer* reducer = synchronize ? rk.reducer.get() : nullptr;
   const InProcessWorld* world = world_.get();
@@ -160,7 +160,8 @@ void Trainer::forward_backward(Rank& rk, const MicroBatches& inputs, int a, bool
     faults_.before_backward(rk.rank, tag.step);
     const bool arm = reducer != nullptr && j == m - 1;
     if (arm)
-      reducer->begin(rk.zero != nullptr ? rk.zero->gradients() : static_cast<void*>(model.grads()), rk.dtype, tag);
+      reducer->begin(rk.unit_storage != nullptr ? rk.unit_storage->gradients() : static_cast<void*>(model.grads()),
+                     rk.dtype, tag);
     model.set_gradient_ready_callback([reducer, world, arm](std::int64_t frontier) {
       if (world->aborted()) throw CommAborted(world->abort_message());
       if (arm) reducer->gradients_ready(frontier);

@@ -125,7 +125,7 @@ void Trainer::announce() {
   log.set_text(config_.model + ": " + std::to_string(grid.world_size()) + " ranks (dp " + std::to_string(grid.dp()) +
                " x pp " + std::to_string(grid.pp()) + "), " + std::string(data_parallel_mode_name(config_.dp_mode)) +
                ", ZeRO-" + std::to_string(config_.zero_stage) + ", " + std::string(precision_name(config_.precision)) +
-               ", micro-batch " + std::to_string(config_.micro_batch()) + ", " + placement());
+               ", micro-batch " + std::to_string(config_.micro_batch_size()) + ", " + placement());
   emit(log);
   if (!init_note_.empty()) {
     log.set_text(init_note_);
@@ -163,9 +163,10 @@ std::vector<unsigned char> Trainer::model_state_bytes(int rank) const {
     rk.backend->download(out.data() + at, data, bytes);
   };
   const Model& model = *rk.model;
-  if (rk.zero != nullptr && rk.zero->parameters() != nullptr) {
-    const std::int64_t count = rk.zero->shards_parameters() ? rk.zero->shard_size() : model.parameter_count();
-    append(rk.zero->parameters(), count * static_cast<std::int64_t>(dtype_size(rk.dtype)));
+  if (rk.unit_storage != nullptr && rk.unit_storage->parameters() != nullptr) {
+    const std::int64_t count =
+        rk.unit_storage->shards_parameters() ? rk.unit_storage->shard_size() : model.parameter_count();
+    append(rk.unit_storage->parameters(), count * static_cast<std::int64_t>(dtype_size(rk.dtype)));
   } else {
     append(model.params(), model.parameter_count() * 4);
   }
@@ -381,13 +382,13 @@ StepMetrics Trainer::step() {
 void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
   // The validation samples in micro-batches of the training shape, dealt out to
   // the data-parallel ranks and run through the stages forward only.
-  const int T = config_.seq, mb = config_.micro_batch(), pp = config_.layout.pp();
+  const int T = config_.seq, mb = config_.micro_batch_size(), pp = config_.layout.pp();
   const std::int64_t chunks = static_cast<std::int64_t>(config_.eval_batches) * config_.batch / mb;
   Model& model = *rk.model;
   model.use_slot(0);
   CommTag tag{steps_done_, -1, -1};
-  if (rk.zero != nullptr)  // ZeRO-3's gathers here are not the step's traffic (plan/data_parallel_traffic.h)
-    rk.zero->set_context(sink_, rk.clock.get(), event_base(rk, steps_done_), CommPurpose::evaluation);
+  if (rk.unit_storage != nullptr)  // ZeRO-3's gathers here are not the step's traffic (plan/data_parallel_traffic.h)
+    rk.unit_storage->set_context(sink_, rk.clock.get(), event_base(rk, steps_done_), CommPurpose::evaluation);
   // Naive DataParallel: only the master holds the updated parameters (replicas
   // receive them at the next step's broadcast), so it evaluates alone.
   const bool naive = config_.dp_mode == DataParallelMode::naive;

@@ -75,7 +75,7 @@ std::vector<float> Trainer::packed_master(const Rank& rk) const {
   if (rk.dtype != DType::f32) {
     rk.backend->download(out.data(), opt.master(), n * 4);
   } else if (plan_->shards_parameters()) {
-    rk.backend->download(out.data(), rk.zero->parameters(), n * 4);
+    rk.backend->download(out.data(), rk.unit_storage->parameters(), n * 4);
   } else {
     std::vector<float> flat(static_cast<std::size_t>(rk.model->parameter_count()));
     rk.backend->download(flat.data(), rk.model->params(), static_cast<std::int64_t>(flat.size()) * 4);
@@ -233,9 +233,10 @@ void Trainer::check_checkpoint(const TrainingCheckpoint& ckpt) const {
 void Trainer::restore_rank(Rank& rk, const TrainingCheckpoint& ckpt) {
   const ParameterLayout& layout = rk.model->layout();
   const std::vector<float> master = stage_values(layout, ckpt, 0);
-  void* params = rk.zero != nullptr && rk.zero->parameters() != nullptr ? rk.zero->parameters() : rk.model->params();
+  void* params = rk.unit_storage != nullptr && rk.unit_storage->parameters() != nullptr ? rk.unit_storage->parameters()
+                                                                                        : rk.model->params();
   std::vector<float> values = master;  // the stage's flat parameters, or this rank's packed ZeRO-3 chunks
-  if (plan_->shards_parameters()) values = pack(rk.optimizer->ranges(), master, rk.zero->shard_size());
+  if (plan_->shards_parameters()) values = pack(rk.optimizer->ranges(), master, rk.unit_storage->shard_size());
   const auto n = static_cast<std::int64_t>(values.size());
   if (rk.dtype == DType::f32) {
     rk.backend->upload(params, values.data(), n * 4);

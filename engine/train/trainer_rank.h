@@ -55,7 +55,9 @@ struct Trainer::Rank {
     return slot.get();
   }
   std::unique_ptr<DdpReducer> reducer;        // DDP (ZeRO-0): bucketed all-reduce
-  std::unique_ptr<ZeroShardedStorage> zero;   // ZeRO-2/3 shards, and the 16-bit storage of mixed precision
+  // The unit-by-unit storage of the model states: ZeRO-2/3 shards, and the
+  // 16-bit parameters and gradients of mixed precision at any stage; null otherwise.
+  std::unique_ptr<ZeroShardedStorage> unit_storage;
   std::unique_ptr<DynamicLossScaler> scaler;  // every rank keeps its own; all get the same overflow verdict
   DType dtype = DType::f32;                   // parameters and gradients (f16/bf16: mixed precision)
   std::vector<PipelineAction> actions;        // this stage's schedule

@@ -208,16 +208,16 @@ void Trainer::build_model(Rank& rank) {
       std::max(1, timeline.peak_micro_batches_in_flight[static_cast<std::size_t>(rank.stage)]));
   rank.actions = schedule[static_cast<std::size_t>(rank.stage)];
   if (plan_->unit_storage()) {
-    rank.zero =
+    rank.unit_storage =
         std::make_unique<ZeroShardedStorage>(*plan_, place, rank.dtype, *rank.model, *rank.dp_comm, rank.ledger);
-    rank.model->set_unit_storage(rank.zero.get());
+    rank.model->set_unit_storage(rank.unit_storage.get());
   }
   // Every replica and stage starts as the one whole model would (--init-from: from its weights).
   if (initial_) rank.model->set_initial_parameters(initial_parameters_);
   if (plan_->model_holds_parameters())
     rank.model->init_weights(config_.seed);
   else
-    rank.zero->init_parameters(config_.seed);
+    rank.unit_storage->init_parameters(config_.seed);
   rank.scaler = std::make_unique<DynamicLossScaler>(loss_scaler_options(config_));
 }
 
@@ -263,7 +263,7 @@ void Trainer::build_optimizer(Rank& rank) {
         *rank.dp_comm, make_gradient_buckets(layout, static_cast<std::int64_t>(config_.bucket_mb * 1e6), esize),
         rank.clock.get());
   if (plan_->mixed())
-    rank.optimizer->load_master(static_cast<const std::uint16_t*>(rank.zero->parameters()), rank.dtype,
+    rank.optimizer->load_master(static_cast<const std::uint16_t*>(rank.unit_storage->parameters()), rank.dtype,
                                 /*params_packed=*/plan_->shards_parameters());
 }
 

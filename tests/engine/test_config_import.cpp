@@ -156,7 +156,7 @@ void TestConfigImport::hf_bad_files_name_the_line_or_key() {
 void TestConfigImport::deepspeed_fixture() {
   const DeepSpeedConfig c = load_deepspeed_config(kConfigs + "ds_zero2_offload.json");
   QCOMPARE(c.train_batch.value(), std::int64_t{256});
-  QCOMPARE(c.micro_batch.value(), 4);
+  QCOMPARE(c.micro_batch_size.value(), 4);
   QCOMPARE(c.accum.value(), 8);
   QCOMPARE(c.bf16.value(), true);
   QCOMPARE(c.zero_stage.value(), 2);
@@ -177,7 +177,7 @@ void TestConfigImport::deepspeed_unknown_and_auto_keys() {
       " \"zero_optimization\": {\n  \"stage\": 1,\n  \"stagee\": 2\n },\n \"fp16\": {\"enabled\": true, \"loss_scal\": "
       "0}\n}",
       "ds.json");
-  QVERIFY(!c.micro_batch);  // "auto" is left to the command line
+  QVERIFY(!c.micro_batch_size);  // "auto" is left to the command line
   QCOMPARE(c.zero_stage.value(), 1);
   QVERIFY(c.fp16.value());
   QVERIFY(any_contains(c.warnings, "ds.json line 2: train_micro_batch_size_per_gpu: \"auto\""));
@@ -218,7 +218,7 @@ void TestConfigImport::accelerate_with_deepspeed_file() {
   QCOMPARE(imported.patches.size(), std::size_t{2});
   const EstimateSettings s = resolve_settings({}, imported.patches);
   QCOMPARE(s.layout.dp(), 8);
-  QCOMPARE(s.micro_batch, 4);
+  QCOMPARE(s.micro_batch_size, 4);
   QCOMPARE(s.accum, 8);
   QVERIFY(s.zero_stage == 2 && s.precision == Precision::bf16 && s.offload_optimizer);
 }
@@ -384,7 +384,7 @@ void TestConfigImport::global_batch_is_never_narrowed() {
   QVERIFY2(contains(m, "gives gradient accumulation steps 549755813888, more than --accum takes"), m.c_str());
   const EstimateSettings split =  // 2^40 / 2^24 accumulation steps: a micro-batch of 2^16 fits
       resolve(R"({"train_batch_size": 1099511627776, "gradient_accumulation_steps": 16777216})");
-  QCOMPARE(split.micro_batch, 65536);
+  QCOMPARE(split.micro_batch_size, 65536);
   const EstimateSettings ok = resolve(R"({"train_batch_size": 1073741824, "train_micro_batch_size_per_gpu": 64})");
   QCOMPARE(ok.accum, 16777216);
   QCOMPARE(ok.global_batch(), std::int64_t{1073741824});

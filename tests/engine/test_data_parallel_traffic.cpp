@@ -63,7 +63,7 @@ Measured measure(const RunConfig& c) {
   s.zero_stage = c.zero_stage;
   s.dp_mode = c.dp_mode;
   s.accum = c.accum;
-  s.micro_batch = c.micro_batch();
+  s.micro_batch_size = c.micro_batch_size();
   s.seq = c.seq;
   m.estimated = estimate_time(load_model_shape(c.model, nullptr), s, nullptr).dp_bytes;
   return m;

@@ -167,7 +167,7 @@ void TestEstimate::large_pipelines_estimate_quickly() {
 void TestEstimate::huge_settings_are_refused_not_wrapped() {
   EstimateRequest request;
   request.model = model_shape_from_config(find_model_preset("gpt-tiny"), "gpt-tiny");
-  request.settings.micro_batch = 1 << 24;
+  request.settings.micro_batch_size = 1 << 24;
   request.settings.accum = 1 << 24;
   request.settings.layout[Axis::dp] = 16;
   request.settings.micro_batches = 1 << 20;
@@ -182,7 +182,7 @@ void TestEstimate::huge_settings_are_refused_not_wrapped() {
              e.what());
   }
   request.settings = {};
-  request.settings.micro_batch = 1 << 24;  // the logits alone: 4·b·s·v = 4 × 2^24 × 256 × vocab bytes
+  request.settings.micro_batch_size = 1 << 24;  // the logits alone: 4·b·s·v = 4 × 2^24 × 256 × vocab bytes
   request.settings.seq = 256;
   const Estimate big = compute_estimate(request);
   for (const RankMemory& r : big.memory.ranks) {
@@ -235,7 +235,7 @@ void TestEstimate::formula_activations_follow_korthikanti() {
 void TestEstimate::time_model_figures() {
   EstimateSettings s;
   s.layout[Axis::dp] = 8;
-  s.micro_batch = 4;
+  s.micro_batch_size = 4;
   s.seq = 1024;
   const ModelShape gpt2 = preset("gpt2-124m");
   TimeEstimate t = estimate_time(gpt2, s, &find_gpu_profile("H100"));
@@ -263,7 +263,7 @@ void TestEstimate::time_model_figures() {
 void TestEstimate::fit_names_the_largest_lever() {
   EstimateRequest request;
   request.model = preset("gpt2-medium");
-  request.settings.micro_batch = 16;
+  request.settings.micro_batch_size = 16;
   request.settings.seq = 1024;
   request.gpu = find_gpu_profile("RTX4090");
   const Estimate e = compute_estimate(request);
@@ -309,7 +309,7 @@ void TestEstimate::json_uses_the_ledger_names() {
 void TestEstimate::settings_resolve_like_deepspeed() {
   SettingsPatch file;
   file.global_batch = 256;
-  file.micro_batch = 4;
+  file.micro_batch_size = 4;
   file.origin.push_back({"global_batch", "ds.json: train_batch_size"});
   SettingsPatch flags;
   flags.axes[Axis::dp] = 8;

@@ -110,7 +110,7 @@ void TestEstimateLedger::predicted_equals_measured() {
   s.accum = accum;
   s.micro_batches = micro_batches;
   s.schedule = gpipe ? PipelineScheduleKind::gpipe : PipelineScheduleKind::one_f_one_b;
-  s.micro_batch = 2;
+  s.micro_batch_size = 2;
   s.seq = 32;
   const ModelShape shape = model_shape_from_config(find_model_preset(qPrintable(model)), qPrintable(model));
   const std::string gap = engine_gap(shape, s);
@@ -159,7 +159,7 @@ void TestEstimateLedger::fused_attention_predicted_equals_measured() {
   EstimateSettings s;
   s.precision = parse_precision(qPrintable(precision));
   s.recompute = checkpoint ? Recompute::full : Recompute::none;
-  s.micro_batch = 2;
+  s.micro_batch_size = 2;
   s.seq = 32;
   s.cuda = true;
   const ModelShape shape = model_shape_from_config(find_model_preset(qPrintable(model)), qPrintable(model));
@@ -169,7 +169,7 @@ void TestEstimateLedger::fused_attention_predicted_equals_measured() {
   const MemoryEstimate materialized = estimate_memory(shape, cpu);
   // (b, a, s, s) -> (b, a, s) per layer: activations and workspace both shrink.
   const ModelConfig config = find_model_preset(qPrintable(model));
-  const std::int64_t per_layer = 4LL * s.micro_batch * config.heads * (s.seq * s.seq - s.seq);
+  const std::int64_t per_layer = 4LL * s.micro_batch_size * config.heads * (s.seq * s.seq - s.seq);
   const std::int64_t layers_kept = checkpoint ? 1 : config.layers;
   QCOMPARE(materialized.ranks[0].bytes[MemoryCategory::activations] -
                predicted.ranks[0].bytes[MemoryCategory::activations],
@@ -203,7 +203,7 @@ void TestEstimateLedger::pipeline_bytes_equal_the_engines_sends() {
     EstimateSettings s;
     s.layout[Axis::pp] = 2;
     s.micro_batches = 4;
-    s.micro_batch = 2;
+    s.micro_batch_size = 2;
     s.seq = 32;
     s.precision = precision;
     const ModelShape shape = model_shape_from_config(find_model_preset("gpt-tiny"), "gpt-tiny");

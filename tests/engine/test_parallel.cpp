@@ -65,7 +65,7 @@ class TestParallel : public QObject {
   void ddp_event_stream_has_every_ring_step_in_order();
   void pipeline_stages_hold_their_share();
   void pipeline_activation_memory_gpipe_vs_1f1b();
-  void pipeline_events_per_stage_and_micro_batch();
+  void pipeline_events_per_stage_and_micro_batch_size();
   void failing_rank_stops_every_rank();
   void stop_flag_mid_step_stops_every_rank();
   void invalid_layouts_are_refused();
@@ -347,14 +347,14 @@ void TestParallel::pipeline_activation_memory_gpipe_vs_1f1b() {
     for (int s = 0; s < p; ++s) {
       const int slots = kind == PipelineScheduleKind::gpipe ? m : std::min(p - s, m);
       QCOMPARE(trainer.model(s).activation_slots(), slots);
-      const std::int64_t per_slot =
-          4 * Activations::total_floats(config, c.micro_batch(), c.seq, false, pipeline_stage_layers(config, p, s));
+      const std::int64_t per_slot = 4 * Activations::total_floats(config, c.micro_batch_size(), c.seq, false,
+                                                                  pipeline_stage_layers(config, p, s));
       QCOMPARE(trainer.ledger(s).peak()[MemoryCategory::activations], slots * per_slot);
     }
   }
 }
 
-void TestParallel::pipeline_events_per_stage_and_micro_batch() {
+void TestParallel::pipeline_events_per_stage_and_micro_batch_size() {
   RunConfig c = base_config();
   c.steps = 1;
   c.layout[Axis::pp] = 4;

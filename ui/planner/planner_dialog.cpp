@@ -271,7 +271,7 @@ EstimateSettings PlannerDialog::settings() const {
   s.layout[Axis::pp] = pp_->value();
   s.zero_stage = zero_->value();
   s.precision = static_cast<Precision>(precision_->currentData().toInt());
-  s.micro_batch = micro_batch_->value();
+  s.micro_batch_size = micro_batch_->value();
   s.seq = seq_->value();
   s.recompute = static_cast<Recompute>(recompute_->currentData().toInt());
   s.activations = static_cast<ActivationMode>(activations_->currentData().toInt());
@@ -297,8 +297,8 @@ void PlannerDialog::setControls(const EstimateSettings& s, int nodes) {
   pp_->setValue(s.layout.pp());
   zero_->setValue(s.zero_stage);
   precision_->setCurrentIndex(precision_->findData(static_cast<int>(s.precision)));
-  micro_batch_->setValue(s.micro_batch);
-  micro_batch_slider_->setValue(s.micro_batch);
+  micro_batch_->setValue(s.micro_batch_size);
+  micro_batch_slider_->setValue(s.micro_batch_size);
   seq_->setValue(s.seq);
   seq_slider_->setValue(s.seq);
   recompute_->setCurrentIndex(recompute_->findData(static_cast<int>(s.recompute)));

@@ -101,7 +101,7 @@ bool settingChanged(std::string_view key, const EstimateSettings& imported, cons
     if (key == "dp") return s.layout.dp();
     if (key == "pp") return s.layout.pp();
     if (key == "zero") return s.zero_stage;
-    if (key == "micro_batch") return s.micro_batch;
+    if (key == "micro_batch") return s.micro_batch_size;
     if (key == "seq") return s.seq;
     if (key == "gpus_per_node") return s.gpus_per_node;
     if (key == "global_batch") return s.global_batch();  // DeepSpeed's train_batch_size: micro-batch x dp x ...
