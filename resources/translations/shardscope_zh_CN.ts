@@ -659,7 +659,7 @@ train ... --events-to 127.0.0.1:PORT</translation>
     </message>
     <message>
         <source>Rank</source>
-        <translation>rank（进程编号）</translation>
+        <translation>rank（进程或线程编号）</translation>
     </message>
     <message>
         <source>rank %1</source>
