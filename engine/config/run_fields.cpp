@@ -214,13 +214,19 @@ void add_parallel_fields(std::vector<RunField>& f) {
                .accelerate = "fsdp_config.fsdp_activation_checkpointing",
                .get = [](const RunConfig& c) -> json { return c.checkpoint ? "full" : "none"; },
                .set = [](RunConfig& c, const json& v) { c.checkpoint = v.get<std::string>() == "full"; }});
-  f.push_back({.key = "bucket_mb", .flag = "--bucket-mb", .value_name = "X", .kind = FieldKind::number,
+  f.push_back({.key = "bucket_mb",
+               .flag = "--bucket-mb",
+               .value_name = "X",
+               .kind = FieldKind::number,
                .label = {"DDP bucket size (MB)", "DDP 梯度桶大小（MB）"},
-               .help = {"DDP gradient bucket size in MB (PyTorch's bucket_cap_mb, 25 by default): smaller buckets "
-                        "start their all-reduce earlier in backward",
-                        "DDP 梯度桶大小（MB，即 PyTorch 的 bucket_cap_mb，默认 25）：桶越小，其 all-reduce 在反向中开始得越早"},
+               .help = {"DDP gradient bucket size in MB (PyTorch's bucket_cap_mb, which defaults to 25 MB for "
+                        "larger models; 0.5 here, so a small model's gradients make several buckets): smaller "
+                        "buckets start their all-reduce earlier in backward",
+                        "DDP 梯度桶大小（MB，即 PyTorch 的 bucket_cap_mb；PyTorch 为较大的模型默认取 25，这里默认 0.5，"
+                        "让小模型的梯度也分成几个桶）：桶越小，其 all-reduce 在反向中开始得越早"},
                .range = {0.0, 4096.0, true},
-               .get = get_member<&RunConfig::bucket_mb>, .set = set_member<&RunConfig::bucket_mb>});
+               .get = get_member<&RunConfig::bucket_mb>,
+               .set = set_member<&RunConfig::bucket_mb>});
 }
 
 // The clock of the run's timeline and the link between the virtual devices (clock/).
