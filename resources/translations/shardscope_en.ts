@@ -1134,6 +1134,13 @@ start %4 ms, duration %5 ms</source>
     </message>
 </context>
 <context>
+    <name>shardscope::ui::ProcessJob</name>
+    <message>
+        <source>stopped</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>shardscope::ui::RecordingController</name>
     <message>
         <source>Recording this run to %1</source>
@@ -1361,6 +1368,21 @@ start %4 ms, duration %5 ms</source>
     </message>
     <message>
         <source>all-gather (parameters)</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::RunController</name>
+    <message>
+        <source>the job&apos;s run config: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>stopped after step %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>unknown error</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

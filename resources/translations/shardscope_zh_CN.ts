@@ -1137,6 +1137,13 @@ start %4 ms, duration %5 ms</source>
     </message>
 </context>
 <context>
+    <name>shardscope::ui::ProcessJob</name>
+    <message>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
+</context>
+<context>
     <name>shardscope::ui::RecordingController</name>
     <message>
         <source>Recording this run to %1</source>
@@ -1362,6 +1369,21 @@ start %4 ms, duration %5 ms</source>
     <message>
         <source>all-gather (parameters)</source>
         <translation>all-gather（参数）</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::RunController</name>
+    <message>
+        <source>the job&apos;s run config: %1</source>
+        <translation>作业的运行配置：%1</translation>
+    </message>
+    <message>
+        <source>stopped after step %1</source>
+        <translation>在第 %1 步后停止</translation>
+    </message>
+    <message>
+        <source>unknown error</source>
+        <translation>未知错误</translation>
     </message>
 </context>
 <context>
