@@ -789,14 +789,6 @@ start %5 ms, duration %6 ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
-Bubble measured: 1 − busy / (p × window) of each pipeline flush, the median over the step&apos;s flushes.
-Formula: GPipe&apos;s, for p equal stages and m micro-batches per flush.
-With these stages&apos; times: the same fill and drain with each stage&apos;s measured time per micro-batch.
-Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>formula (p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</source>
         <translation type="unfinished"></translation>
     </message>
@@ -860,7 +852,16 @@ start %4 ms, duration %5 ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>stage imbalance idles another %1% (idle in all %2%, with these stages&apos; times %3%)</source>
+        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
+Bubble measured: the fill and drain of each pipeline flush, each stage&apos;s idle time up to p − 1 times the slowest stage&apos;s time per micro-batch, over p × window; the median over the step&apos;s flushes.
+Formula: GPipe&apos;s, for p equal stages and m micro-batches per flush.
+Stage imbalance: the rest of the idle time, faster stages waiting for the slowest.
+GPipe&apos;s with these stages&apos; times: GPipe&apos;s idle time with each stage&apos;s measured time per micro-batch.
+Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>stage imbalance idles another %1% (idle in all %2%, GPipe&apos;s with these stages&apos; times %3%)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

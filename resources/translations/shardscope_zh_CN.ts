@@ -786,18 +786,6 @@ start %5 ms, duration %6 ms</source>
         <translation>要显示的数据并行副本（dp rank）：它在每个阶段上的 rank</translation>
     </message>
     <message>
-        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
-Bubble measured: 1 − busy / (p × window) of each pipeline flush, the median over the step&apos;s flushes.
-Formula: GPipe&apos;s, for p equal stages and m micro-batches per flush.
-With these stages&apos; times: the same fill and drain with each stage&apos;s measured time per micro-batch.
-Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
-        <translation>与 shardscope-cli train 结尾几行相同的数字（summarize_schedule），针对这一步和这个副本。
-实测气泡率：每轮流水线的 1 − 忙碌时间 / (p × 时间窗)，取这一步各轮的中位数。
-公式：GPipe 的公式，假设 p 个阶段一样长、每轮 m 个微批次。
-按各阶段实测时间：同样的填充和排空，代入每个阶段处理一个微批次的实测时间。
-重叠：各 rank 的桶传输中落在其反向计算之内的部分。</translation>
-    </message>
-    <message>
         <source>formula (p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</source>
         <translation>公式 (p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</translation>
     </message>
@@ -864,8 +852,22 @@ start %4 ms, duration %5 ms</source>
 开始于 %4 ms，耗时 %5 ms</translation>
     </message>
     <message>
-        <source>stage imbalance idles another %1% (idle in all %2%, with these stages&apos; times %3%)</source>
-        <translation>阶段不均衡另外造成 %1% 的空闲（总空闲 %2%，按各阶段实测时间计算为 %3%）</translation>
+        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
+Bubble measured: the fill and drain of each pipeline flush, each stage&apos;s idle time up to p − 1 times the slowest stage&apos;s time per micro-batch, over p × window; the median over the step&apos;s flushes.
+Formula: GPipe&apos;s, for p equal stages and m micro-batches per flush.
+Stage imbalance: the rest of the idle time, faster stages waiting for the slowest.
+GPipe&apos;s with these stages&apos; times: GPipe&apos;s idle time with each stage&apos;s measured time per micro-batch.
+Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
+        <translation>与 shardscope-cli train 结尾几行相同的数字（summarize_schedule），针对这一步和这个副本。
+实测气泡率：每轮流水线的填充和排空，即各阶段的空闲时间（每个阶段最多计 p − 1 个最慢阶段处理一个微批次的时间），除以 p × 时间窗；取这一步各轮的中位数。
+公式：GPipe 的公式，假设 p 个阶段一样长、每轮 m 个微批次。
+阶段不均衡：其余的空闲时间，即较快的阶段等待最慢的阶段。
+代入各阶段实测时间后 GPipe 的空闲时间：GPipe 按每个阶段处理一个微批次的实测时间计算的空闲时间。
+重叠：各 rank 的桶传输中落在其反向计算之内的部分。</translation>
+    </message>
+    <message>
+        <source>stage imbalance idles another %1% (idle in all %2%, GPipe&apos;s with these stages&apos; times %3%)</source>
+        <translation>阶段不均衡另外造成 %1% 的空闲（总空闲 %2%，代入各阶段实测时间后 GPipe 为 %3%）</translation>
     </message>
 </context>
 <context>
