@@ -153,7 +153,7 @@ void add_data_fields(std::vector<RunField>& f) {
                .get = get_member<&RunConfig::eval_batches>, .set = set_member<&RunConfig::eval_batches>});
 }
 
-// The dp x pp grid, data-parallel mode, ZeRO, accumulation and checkpointing.
+// The dp x pp grid and the pipeline's micro-batches and schedule.
 void add_parallel_fields(std::vector<RunField>& f) {
   f.push_back({.key = "threads", .flag = "--threads", .value_name = "N",
                .help = {"CPU threads for all ranks together; 0: all cores", "所有 rank 共用的 CPU 线程数；0：全部核心"},
@@ -167,10 +167,17 @@ void add_parallel_fields(std::vector<RunField>& f) {
                .help = {"Data-parallel ranks (threads of this process)", "数据并行 rank 数（本进程的线程）"}, .min = 1,
                .max = 64, .accelerate = "num_processes", .get = get_member<&RunConfig::dp>,
                .set = set_member<&RunConfig::dp>});
-  f.push_back({.key = "pp", .flag = "--pp", .value_name = "N", .label = {"Pipeline stages", "流水线阶段数"},
-               .help = {"Pipeline stages (layers split evenly; the first embeds, the last runs the head)",
-                        "流水线阶段数（层均分；第一段做嵌入，最后一段做输出头）"},
-               .min = 1, .max = 64, .get = get_member<&RunConfig::pp>, .set = set_member<&RunConfig::pp>});
+  f.push_back({.key = "pp",
+               .flag = "--pp",
+               .value_name = "N",
+               .label = {"Pipeline stages", "流水线阶段数"},
+               .help = {"Pipeline stages (layers split as evenly as they go, the earlier stages taking one more; "
+                        "the first embeds, the last runs the head)",
+                        "流水线阶段数（层尽量均分，不能整除时前面的阶段多一层；第一段做嵌入，最后一段做输出头）"},
+               .min = 1,
+               .max = 64,
+               .get = get_member<&RunConfig::pp>,
+               .set = set_member<&RunConfig::pp>});
   f.push_back({.key = "micro_batches", .flag = "--micro-batches", .value_name = "N",
                .label = {"Micro-batches", "微批次数"},
                .help = {"Pipeline micro-batches per accumulation step (m)", "每个累积步的流水线微批次数（m）"},
@@ -185,6 +192,11 @@ void add_parallel_fields(std::vector<RunField>& f) {
                .set = [](RunConfig& c, const json& v) {
                  c.schedule = parse_pipeline_schedule_kind(v.get<std::string>());
                }});
+}
+
+// How gradients are made and combined: data-parallel mode, ZeRO, accumulation,
+// checkpointing (what backward recomputes) and DDP's buckets.
+void add_gradient_fields(std::vector<RunField>& f) {
   f.push_back({.key = "dp_mode", .flag = "--dp-mode", .value_name = "naive|ddp", .kind = FieldKind::choice,
                .label = {"Data-parallel mode", "数据并行模式"},
                .help = {"How ranks combine gradients: ddp (ring all-reduce in buckets, overlapped with backward) or\n"
@@ -404,6 +416,7 @@ std::span<const RunField> run_fields() {
     add_model_fields(f);
     add_data_fields(f);
     add_parallel_fields(f);
+    add_gradient_fields(f);
     add_clock_fields(f);
     add_process_fields(f);
     add_precision_fields(f);

@@ -136,6 +136,10 @@
         <source>threads: every rank in this program; processes: one process per rank, started with shardscope-cli launch (mpirun), their events streamed back here</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>The model&apos;s %1 layers do not split evenly over %2 stages (%3 layers): the stages with fewer layers wait for the slowest one, and the bubble line counts that wait as stage imbalance.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::HiddenStatesView</name>

@@ -133,6 +133,10 @@
         <source>threads: every rank in this program; processes: one process per rank, started with shardscope-cli launch (mpirun), their events streamed back here</source>
         <translation>线程：所有 rank 都在本程序中运行；进程：每个 rank 一个进程，由 shardscope-cli launch（mpirun）启动，其事件流式传回这里</translation>
     </message>
+    <message>
+        <source>The model&apos;s %1 layers do not split evenly over %2 stages (%3 layers): the stages with fewer layers wait for the slowest one, and the bubble line counts that wait as stage imbalance.</source>
+        <translation>模型的 %1 层不能平均分到 %2 个阶段（各阶段 %3 层）：层数少的阶段要等最慢的阶段，气泡那一行把这段等待算作阶段不均衡。</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::HiddenStatesView</name>
