@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "core/did_you_mean.h"
+
 namespace shardscope::cli {
 
 std::int64_t parse_int(const std::string& flag, const std::string& text, std::int64_t min, std::int64_t max) {
@@ -89,7 +91,9 @@ bool ArgParser::parse(const std::vector<std::string>& args) {
     const Flag* flag = nullptr;
     for (const auto& f : flags_)
       if (f.name == name) flag = &f;
-    if (flag == nullptr) throw UsageError("unknown flag '" + name + "' (see " + command_ + " --help)");
+    if (flag == nullptr)
+      throw UsageError("unknown flag '" + name + "'" + did_you_mean(name, flag_names()) + " (see " + command_ +
+                       " --help)");
     if (flag->takes_value && !has_inline_value) {
       if (i + 1 >= args.size()) throw UsageError(name + " needs a value");
       value = args[++i];
@@ -100,6 +104,12 @@ bool ArgParser::parse(const std::vector<std::string>& args) {
   if (next_positional < positionals_.size())
     throw UsageError("missing " + positionals_[next_positional].name + " (see " + command_ + " --help)");
   return true;
+}
+
+std::vector<std::string> ArgParser::flag_names() const {
+  std::vector<std::string> names{"--help"};
+  for (const auto& f : flags_) names.push_back(f.name);
+  return names;
 }
 
 std::string ArgParser::help() const {

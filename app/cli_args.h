@@ -38,6 +38,8 @@ class ArgParser {
   std::string help() const;
 
  private:
+  std::vector<std::string> flag_names() const;  // for "did you mean"
+
   struct Flag {
     std::string name, value_name, help;
     bool takes_value;

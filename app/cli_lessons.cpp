@@ -2,6 +2,7 @@
 #include "cli_lessons.h"
 
 #include "config/lesson_file.h"
+#include "core/did_you_mean.h"
 #include "core/error.h"
 
 namespace shardscope::cli {
@@ -19,7 +20,10 @@ RunConfig lesson_run_config(std::string_view name) {
                                                 "/lesson.json)",
                                panel_default_config())
           .config;
-  throw ConfigError("--lesson: no lesson '" + std::string(name) + "'; the lessons are " + lesson_names());
+  std::vector<std::string> ids;
+  for (const EmbeddedLesson& lesson : embedded_lessons()) ids.emplace_back(lesson.id);
+  throw ConfigError("--lesson: no lesson '" + std::string(name) + "'" + did_you_mean(name, ids) + " (the lessons are " +
+                    lesson_names() + ")");
 }
 
 std::string lesson_argument(const std::vector<std::string>& args) {

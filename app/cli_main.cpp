@@ -18,6 +18,7 @@
 #include "cli_schedule.h"
 #include "cli_tokenize.h"
 #include "cli_train.h"
+#include "core/did_you_mean.h"
 #include "core/error.h"
 #include "model/model_config.h"
 #include "train/trainer.h"
@@ -87,7 +88,10 @@ int main(int argc, char** argv) {
     if (args[0] == "tokenize") return run_tokenize(rest);
     if (args[0] == "hidden-states") return run_hidden_states(rest);
     if (args[0] == "launch") return run_launch(rest);
-    std::fprintf(stderr, "shardscope-cli: unknown command '%s'\n\n%s", args[0].c_str(), kTopHelp);
+    const std::vector<std::string> commands{"train",    "presets",       "export", "schedule", "estimate",
+                                            "tokenize", "hidden-states", "launch", "help"};
+    std::fprintf(stderr, "shardscope-cli: unknown command '%s'%s\n\n%s", args[0].c_str(),
+                 did_you_mean(args[0], commands).c_str(), kTopHelp);
     return kExitBadInput;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "shardscope-cli %s: error: %s\n", args[0].c_str(), e.what());

@@ -31,7 +31,9 @@
 #include "events/event_queue.h"
 #include "events/recording.h"
 #include "model/model_config.h"
+#include "model/parameter_layout.h"
 #include "plan/data_parallel_traffic.h"
+#include "plan/sharding_plan.h"
 #include "train/checkpoint.h"
 #include "train/metrics_json.h"
 #include "train/trainer.h"
@@ -116,11 +118,13 @@ ArgParser train_parser(TrainFlags& flags) {
 void print_run_header(const RunConfig& config, Trainer& trainer) {
   if (!trainer.device_note().empty()) std::printf("note: %s\n", trainer.device_note().c_str());
   const auto& model = trainer.model();
+  // The whole model's parameters; a rank holds only its stage's (printed apart).
   std::printf("model %s (%s): %lld parameters, C=%d L=%d H=%d vocab=%d\n",
               config.init_from.empty() ? config.model.c_str() : config.init_from.c_str(),
               std::string(model_kind_name(model.config().kind)).c_str(),
-              static_cast<long long>(model.parameter_count()), model.config().channels, model.config().layers,
-              model.config().heads, model.config().vocab);
+              static_cast<long long>(ParameterLayout(model.config()).total()), model.config().channels,
+              model.config().layers, model.config().heads, model.config().vocab);
+  if (config.layout.pp() > 1) std::printf("pipeline: %s\n", stage_parameters_text(trainer.plan()).c_str());
   if (!trainer.init_note().empty()) std::printf("init: %s\n", trainer.init_note().c_str());
   std::printf("data %s: %lld training / %lld validation tokens (%s)\n", trainer.dataset().path().c_str(),
               static_cast<long long>(trainer.dataset().tokens(Split::train)),

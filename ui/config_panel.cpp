@@ -39,6 +39,10 @@ ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
   summary_ = new QLabel(this);
   summary_->setObjectName(QStringLiteral("summary"));
   summary_->setWordWrap(true);
+  stage_split_ = new QLabel(this);
+  stage_split_->setObjectName(QStringLiteral("stageSplit"));
+  stage_split_->setWordWrap(true);
+  stage_split_->hide();
   fit_label_ = new QLabel(this);
   fit_label_->setObjectName(QStringLiteral("fit"));
   fit_label_->setWordWrap(true);
@@ -51,6 +55,7 @@ ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(form);
   layout->addWidget(summary_);
+  layout->addWidget(stage_split_);
   layout->addWidget(fit_label_);
   layout->addWidget(problem_label_);
   layout->addStretch(1);
@@ -318,8 +323,33 @@ void ConfigPanel::revalidate() {
     problem_label_->setText(tr("Cannot run: %1").arg(problem_));
     problem_label_->show();
   }
+  updateStageSplit(c);
   updateFit(c);
   Q_EMIT changed();
+}
+
+// Layers that do not divide over the stages (model/model_config.h's split: the
+// earlier stages take one more): the stages with fewer layers wait for the
+// slowest every micro-batch, which the bubble line counts as stage imbalance.
+void ConfigPanel::updateStageSplit(const RunConfig& c) {
+  QString note;
+  if (problem_.isEmpty() && c.layout.pp() > 1) {
+    try {
+      const ModelConfig model = run_model_config(c);
+      if (model.layers % c.layout.pp() != 0) {
+        QStringList split;
+        for (int s = 0; s < c.layout.pp(); ++s) split << QString::number(pipeline_stage_layers(model, c.layout.pp(), s).layer_count());
+        note = tr("The model's %1 layers do not split evenly over %2 stages (%3 layers): the stages with fewer "
+                  "layers wait for the slowest one, and the bubble line counts that wait as stage imbalance.")
+                   .arg(model.layers)
+                   .arg(c.layout.pp())
+                   .arg(split.join(QLatin1Char('/')));
+      }
+    } catch (const std::exception&) {  // a model the engine cannot read: the problem line says why
+    }
+  }
+  stage_split_->setText(note);
+  stage_split_->setVisible(!note.isEmpty());
 }
 
 std::vector<MemoryBytes> ConfigPanel::predictionFor(const RunConfig& config) const {

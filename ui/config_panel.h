@@ -78,6 +78,7 @@ class ConfigPanel : public QWidget {
   void connectEdits();
   void revalidate();
   void updateFit(const RunConfig& c);
+  void updateStageSplit(const RunConfig& c);
   void browseData();
   void retranslate();  // every label, item and hint in the current language
   void fillDevices();  // device_'s items from probe_ (kept selection where possible)
@@ -112,6 +113,7 @@ class ConfigPanel : public QWidget {
   std::vector<MemoryBytes> prediction_;  // per rank, for prediction_config_
   nlohmann::json prediction_config_;
   QLabel* summary_ = nullptr;
+  QLabel* stage_split_ = nullptr;  // the layers per stage, when they do not split evenly
   QLabel* problem_label_;
   QString problem_;
   bool updating_ = false;

@@ -62,7 +62,7 @@ void ProcessJob::onExited(int code, QProcess::ExitStatus status) {
 
 void ProcessJob::stop() {
   stopped_ = true;
-  message_ = QStringLiteral("stopped");
+  message_ = tr("stopped");
   if (process_ && process_->state() != QProcess::NotRunning) {
     process_->terminate();  // mpirun passes SIGTERM on to every rank
     return;

@@ -116,7 +116,7 @@ bool RunController::announceJobConfig() {
   } catch (const std::exception& e) {
     std::lock_guard lock(result_mutex_);
     ok_ = false;
-    message_ = std::string("the job's run config: ") + e.what();
+    message_ = tr("the job's run config: %1").arg(QString::fromUtf8(e.what())).toStdString();
     job_->stop();
   }
   return true;
@@ -220,11 +220,11 @@ void RunController::worker(RunConfig config) {
     std::lock_guard lock(result_mutex_);
     final_memory_ = std::move(memory);
     if (stop_ && trainer.steps_done() < config.steps)
-      message_ = "stopped after step " + std::to_string(trainer.steps_done());
+      message_ = tr("stopped after step %1").arg(trainer.steps_done()).toStdString();
   } catch (const std::exception& e) {
     fail(e.what());  // RankFailure already emitted its rank's error event; this one names the run's end
   } catch (...) {
-    fail("unknown error");
+    fail(tr("unknown error").toStdString());
   }
   finished_ = true;
 }

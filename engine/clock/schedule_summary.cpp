@@ -81,17 +81,23 @@ struct Flush {
 };
 
 struct FlushIdle {
-  double idle = 0.0, bubble = 0.0;  // all the stages' idle time; the slowest stage's (schedule_summary.h)
+  double idle = 0.0, bubble = 0.0;  // all the stages' idle time; its fill and drain (schedule_summary.h)
 };
 
-FlushIdle flush_idle(const Flush& f) {
-  std::int64_t total = 0, slowest = 0;
-  for (std::int64_t busy : f.busy) {
-    total += busy;
-    slowest = std::max(slowest, busy);
-  }
+// Each stage's idle time W - busy_s, split: fill and drain up to (p - 1) times
+// the slowest stage's time per micro-batch, the rest stage imbalance.
+FlushIdle flush_idle(const Flush& f, int micro_batches) {
+  std::int64_t slowest = 0;
+  for (std::int64_t busy : f.busy) slowest = std::max(slowest, busy);
   const double window = static_cast<double>(f.last - f.first), p = static_cast<double>(f.busy.size());
-  return {1.0 - static_cast<double>(total) / (p * window), 1.0 - static_cast<double>(slowest) / window};
+  const double fill_and_drain = (p - 1.0) * static_cast<double>(slowest) / micro_batches;
+  double idle = 0.0, bubble = 0.0;
+  for (std::int64_t busy : f.busy) {
+    const double stage_idle = std::max(0.0, window - static_cast<double>(busy));
+    idle += stage_idle;
+    bubble += std::min(stage_idle, fill_and_drain);
+  }
+  return {idle / (p * window), bubble / (p * window)};
 }
 
 // The median flush by idle time (of the middle two, their mean): one flush
@@ -128,7 +134,7 @@ std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int
   }
   std::vector<FlushIdle> idle;
   for (const auto& [key, f] : flushes)
-    if (f.last > f.first) idle.push_back(flush_idle(f));
+    if (f.last > f.first) idle.push_back(flush_idle(f, m));
   if (idle.empty()) return std::nullopt;
   take_median(b, std::move(idle));
   stages_formula(b);
@@ -223,7 +229,7 @@ std::vector<std::string> schedule_summary_lines(const ScheduleSummary& s, std::s
     std::snprintf(slowest, sizeof slowest, "%.2f", b.slowest_stage);
     lines.push_back("bubble measured " + percent(b.measured) + " · formula (p−1)/(m+p−1) = " + percent(b.formula) +
                     " · stage imbalance idles another " + percent(b.imbalance) + " (the slowest stage " + slowest +
-                    "x their mean); idle in all " + percent(b.idle) + ", with these stages' times " +
+                    "x their mean); idle in all " + percent(b.idle) + ", GPipe's with these stages' times " +
                     percent(b.for_stages) + " (p " + std::to_string(b.stages) + ", m " +
                     std::to_string(b.micro_batches) + ", " + std::to_string(b.flushes) + " flush" +
                     (b.flushes == 1 ? "" : "es") + ", " + context + ")");

@@ -24,25 +24,31 @@ namespace shardscope {
 // stage's busy time is the sum of its whole-stage forward and backward spans.
 // The stages idle, in all, 1 - sum(busy) / (p W). Two causes share that idle
 // time, and only the first is the pipeline's bubble:
-//   bubble (fill and drain) = 1 - max(busy) / W: what even the slowest stage
-//     idles while the pipeline fills and drains; the formula
-//     (p - 1) / (m + p - 1) (GPipe, Huang et al. 2019; 1F1B has the same,
-//     Narayanan et al. 2021) when the stages are equal;
-//   stage imbalance = sum(max(busy) - busy) / (p W): what the faster stages
-//     idle waiting for the slowest (a last stage that also runs the head, or a
-//     slower rank); 0 for equal stages.
-// With each stage's measured time per micro-batch t_s, fill and drain take
-// sum(t_s) + (m - 1) max(t_s), so the stages' idle time in all is
+//   bubble (fill and drain): in the formula's pipeline, paced by its slowest
+//     stage (t_max = max(busy) / m per micro-batch), every stage idles p - 1
+//     slots of t_max while the pipeline fills and drains: (p - 1) / (m + p - 1)
+//     (GPipe, Huang et al. 2019; 1F1B has the same, Narayanan et al. 2021). A
+//     stage's idle time up to (p - 1) t_max is its fill and drain;
+//   stage imbalance: the rest, what a faster stage idles beyond that, waiting
+//     in the steady state for the slowest (a stage with fewer layers, a last
+//     stage that also runs the head, a slower rank); 0 for equal stages.
+// So bubble = sum_s min(W - busy_s, (p - 1) t_max) / (p W) and imbalance =
+// idle - bubble >= 0. (The slowest stage itself may idle less than (p - 1)
+// t_max: the faster stages fill and drain sooner, and 1F1B's warm-up hides
+// some of it; its idle time is then all fill and drain.)
+// With each stage's measured time per micro-batch t_s, GPipe's fill and drain
+// take sum(t_s) + (m - 1) max(t_s), so the stages' idle time in all is
 //   for_stages = 1 - m sum(t_s) / (p (sum(t_s) + (m - 1) max(t_s)))
-// which is the formula when all t_s are equal.
+// which is the formula when all t_s are equal. (1F1B idles less where its
+// slowest stage comes first: its warm-up forwards overlap the others' fill.)
 struct PipelineBubble {
   int stages = 0, micro_batches = 0;
   int flushes = 0;                          // windows measured
-  double measured = 0.0;                    // the bubble (fill and drain), of the median flush
+  double measured = 0.0;                    // the bubble (fill and drain, above), of the median flush
   double imbalance = 0.0;                   // stage imbalance, of the same flush
   double idle = 0.0;                        // measured + imbalance: all the stages' idle time
   double formula = 0.0;                     // (p - 1) / (m + p - 1)
-  double for_stages = 0.0;                  // the stages' idle time in all, from their measured times
+  double for_stages = 0.0;                  // GPipe's idle time in all with the stages' measured times
   double slowest_stage = 1.0;               // max(t_s) / mean(t_s)
   std::vector<std::int64_t> stage_busy_ns;  // per stage, summed over the flushes and replicas
 };

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/did_you_mean.h"
 #include "core/error.h"
 
 namespace shardscope {
@@ -41,12 +42,18 @@ const std::vector<GpuProfile>& gpu_profiles() {
 
 const GpuProfile& find_gpu_profile(std::string_view name) {
   std::string known;
+  std::vector<std::string> names;  // normalized, as they are compared
   const std::string wanted = normalized(name);
   for (const auto& p : gpu_profiles()) {
     if (normalized(p.name) == wanted) return p;
     known += (known.empty() ? "" : ", ") + p.name;
+    names.push_back(normalized(p.name));
   }
-  throw ConfigError("--gpu: unknown GPU profile '" + std::string(name) + "' (known: " + known +
+  std::string guess;
+  if (const std::string near = nearest_name(wanted, names); !near.empty())
+    for (const auto& p : gpu_profiles())
+      if (normalized(p.name) == near) guess = "; did you mean '" + p.name + "'?";
+  throw ConfigError("--gpu: unknown GPU profile '" + std::string(name) + "'" + guess + " (known: " + known +
                     "; or give --gpu-mem SIZE)");
 }
 

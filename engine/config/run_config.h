@@ -52,7 +52,10 @@ struct RunConfig {
   int zero_stage = 0;              // 0: replicated; 1: optimizer states sharded; 2: + gradients; 3: + parameters
   int accum = 1;                   // gradient accumulation micro-steps per optimizer step
   bool checkpoint = false;         // per-layer activation checkpointing
-  double bucket_mb = 25.0;         // DDP gradient bucket size in MB (PyTorch's default)
+  // DDP gradient bucket size in MB. PyTorch's bucket_cap_mb is 25, one bucket for
+  // the whole of gpt-tiny's 3.3 MiB of gradients (0.4-0.8% overlapped); 0.5 makes
+  // 5-9 buckets whose all-reduces overlap backward (35-70%).
+  double bucket_mb = 0.5;
 
   // The clock of the run's events (clock/device_clock.h) and, on the virtual
   // clock, the link between the ranks' devices (clock/link_model.h; none:

@@ -164,7 +164,7 @@ void add_data_fields(std::vector<RunField>& f) {
                .get = get_member<&RunConfig::eval_batches>, .set = set_member<&RunConfig::eval_batches>});
 }
 
-// The dp x pp grid, data-parallel mode, ZeRO, accumulation and checkpointing.
+// The dp x pp grid and the pipeline's micro-batches and schedule.
 void add_parallel_fields(std::vector<RunField>& f) {
   f.push_back({.key = "threads", .flag = "--threads", .value_name = "N",
                .help = {"CPU threads for all ranks together; 0: all cores", "所有 rank 共用的 CPU 线程数；0：全部核心"},
@@ -174,22 +174,16 @@ void add_parallel_fields(std::vector<RunField>& f) {
                .help = {"Ranks in all; must equal --dp x --pp (0: dp x pp)", "rank 总数；必须等于 dp × pp（0：dp × pp）"},
                .min = 0, .max = 4096, .saved = Saved::never, .get = get_member<&RunConfig::ranks>,
                .set = set_member<&RunConfig::ranks>});
-  f.push_back({.key = "dp",
-               .flag = "--dp",
-               .value_name = "N",
-               .label = {"Data-parallel ranks", "数据并行 rank 数"},
-               .help = {"Data-parallel ranks (threads of this process)", "数据并行 rank 数（本进程的线程）"},
-               .min = 1,
-               .max = 64,
-               .accelerate = "num_processes",
-               .get = get_axis<Axis::dp>,
-               .set = set_axis<Axis::dp>});
+  f.push_back({.key = "dp", .flag = "--dp", .value_name = "N", .label = {"Data-parallel ranks", "数据并行 rank 数"},
+               .help = {"Data-parallel ranks (threads of this process)", "数据并行 rank 数（本进程的线程）"}, .min = 1,
+               .max = 64, .accelerate = "num_processes", .get = get_axis<Axis::dp>, .set = set_axis<Axis::dp>});
   f.push_back({.key = "pp",
                .flag = "--pp",
                .value_name = "N",
                .label = {"Pipeline stages", "流水线阶段数"},
-               .help = {"Pipeline stages (layers split evenly; the first embeds, the last runs the head)",
-                        "流水线阶段数（层均分；第一段做嵌入，最后一段做输出头）"},
+               .help = {"Pipeline stages (layers split as evenly as they go, the earlier stages taking one more; "
+                        "the first embeds, the last runs the head)",
+                        "流水线阶段数（层尽量均分，不能整除时前面的阶段多一层；第一段做嵌入，最后一段做输出头）"},
                .min = 1,
                .max = 64,
                .get = get_axis<Axis::pp>,
@@ -208,6 +202,11 @@ void add_parallel_fields(std::vector<RunField>& f) {
                .set = [](RunConfig& c, const json& v) {
                  c.schedule = parse_pipeline_schedule_kind(v.get<std::string>());
                }});
+}
+
+// How gradients are made and combined: data-parallel mode, ZeRO, accumulation,
+// checkpointing (what backward recomputes) and DDP's buckets.
+void add_gradient_fields(std::vector<RunField>& f) {
   f.push_back({.key = "dp_mode", .flag = "--dp-mode", .value_name = "naive|ddp", .kind = FieldKind::choice,
                .label = {"Data-parallel mode", "数据并行模式"},
                .help = {"How ranks combine gradients: ddp (ring all-reduce in buckets, overlapped with backward) or\n"
@@ -237,13 +236,19 @@ void add_parallel_fields(std::vector<RunField>& f) {
                .accelerate = "fsdp_config.fsdp_activation_checkpointing",
                .get = [](const RunConfig& c) -> json { return c.checkpoint ? "full" : "none"; },
                .set = [](RunConfig& c, const json& v) { c.checkpoint = v.get<std::string>() == "full"; }});
-  f.push_back({.key = "bucket_mb", .flag = "--bucket-mb", .value_name = "X", .kind = FieldKind::number,
+  f.push_back({.key = "bucket_mb",
+               .flag = "--bucket-mb",
+               .value_name = "X",
+               .kind = FieldKind::number,
                .label = {"DDP bucket size (MB)", "DDP 梯度桶大小（MB）"},
-               .help = {"DDP gradient bucket size in MB (PyTorch's bucket_cap_mb, 25 by default): smaller buckets "
-                        "start their all-reduce earlier in backward",
-                        "DDP 梯度桶大小（MB，即 PyTorch 的 bucket_cap_mb，默认 25）：桶越小，其 all-reduce 在反向中开始得越早"},
+               .help = {"DDP gradient bucket size in MB (PyTorch's bucket_cap_mb, which defaults to 25 MB for "
+                        "larger models; 0.5 here, so a small model's gradients make several buckets): smaller "
+                        "buckets start their all-reduce earlier in backward",
+                        "DDP 梯度桶大小（MB，即 PyTorch 的 bucket_cap_mb；PyTorch 为较大的模型默认取 25，这里默认 0.5，"
+                        "让小模型的梯度也分成几个桶）：桶越小，其 all-reduce 在反向中开始得越早"},
                .range = {0.0, 4096.0, true},
-               .get = get_member<&RunConfig::bucket_mb>, .set = set_member<&RunConfig::bucket_mb>});
+               .get = get_member<&RunConfig::bucket_mb>,
+               .set = set_member<&RunConfig::bucket_mb>});
 }
 
 // The clock of the run's timeline and the link between the virtual devices (clock/).
@@ -421,6 +426,7 @@ std::span<const RunField> run_fields() {
     add_model_fields(f);
     add_data_fields(f);
     add_parallel_fields(f);
+    add_gradient_fields(f);
     add_clock_fields(f);
     add_process_fields(f);
     add_precision_fields(f);

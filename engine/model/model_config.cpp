@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/did_you_mean.h"
 #include "core/error.h"
 
 namespace shardscope {
@@ -42,11 +43,14 @@ const std::vector<ModelConfig>& model_presets() {
 
 ModelConfig find_model_preset(std::string_view name) {
   std::string known;
+  std::vector<std::string> names;
   for (const auto& preset : model_presets()) {
     if (preset.name == name) return preset;
     known += (known.empty() ? "" : ", ") + preset.name;
+    names.push_back(preset.name);
   }
-  throw ConfigError("unknown model preset '" + std::string(name) + "' (known presets: " + known + ")");
+  throw ConfigError("unknown model preset '" + std::string(name) + "'" + did_you_mean(name, names) +
+                    " (known presets: " + known + ")");
 }
 
 void validate_model_config(const ModelConfig& c) {

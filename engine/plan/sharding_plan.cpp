@@ -171,6 +171,20 @@ std::vector<StageUnits> stage_units(const ModelConfig& model, int pp) {
   return stages;
 }
 
+std::string stage_parameters_text(const ShardingPlan& plan) {
+  std::string text;
+  for (const StageUnits& stage : plan.stages()) {
+    const StageLayers& l = stage.layers;
+    std::string holds = l.embedding ? "embeddings + " : "";
+    holds += l.layer_count() == 1 ? "layer " + std::to_string(l.first_layer)
+                                  : "layers " + std::to_string(l.first_layer) + "-" + std::to_string(l.end_layer - 1);
+    if (l.head) holds += l.embedding ? " + head" : " + head (and a copy of the tied embeddings)";
+    text += (text.empty() ? "stage " : "; stage ") + std::to_string(&stage - plan.stages().data()) + " " + holds +
+            " = " + std::to_string(stage.parameters()) + (text.empty() ? " parameters" : "");
+  }
+  return text;
+}
+
 ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelConfig& model) {
   if (layout.axes.pp() < 1) throw ConfigError("--pp must be at least 1 (got " + std::to_string(layout.axes.pp()) + ")");
   if (layout.axes.pp() > model.layers)

@@ -173,6 +173,13 @@ class ShardingPlan : public ShardingRules {
   std::vector<RankPlan> ranks_;
 };
 
+// What each pipeline stage holds, for a run's header: "stage 0 embeddings +
+// layers 0-1 = 462592 parameters; stage 1 layer 2 = 198272; stage 2 layer 3 +
+// head (and a copy of the tied embeddings) = 231808". A last stage that does not
+// embed holds its own copy of the tied token embeddings (model/parameter_layout.h),
+// so the stages add up to more than the model.
+std::string stage_parameters_text(const ShardingPlan& plan);
+
 // The stages of a ShardScope model, from the engine's own parameter layout.
 std::vector<StageUnits> stage_units(const ModelConfig& model, int pp);
 // The plan of a run the engine trains (throws ConfigError for an unknown preset).

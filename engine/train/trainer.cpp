@@ -127,6 +127,8 @@ void Trainer::announce() {
                ", ZeRO-" + std::to_string(config_.zero_stage) + ", " + std::string(precision_name(config_.precision)) +
                ", micro-batch " + std::to_string(config_.micro_batch_size()) + ", " + placement());
   emit(log);
+  log.set_text(config_.model + ": " + parameters_text());
+  emit(log);
   if (!init_note_.empty()) {
     log.set_text(init_note_);
     emit(log);
@@ -135,6 +137,12 @@ void Trainer::announce() {
     log.set_text(blas);
     emit(log);
   }
+}
+
+std::string Trainer::parameters_text() const {
+  std::string text = std::to_string(ParameterLayout(ranks_.front()->model->config()).total()) + " parameters";
+  if (plan_->grid().pp() > 1) text += "; " + stage_parameters_text(*plan_);
+  return text;
 }
 
 // The CPU backend's matrix kernel, checked against the CPU (ops/cpu/blas_kernel.h); empty on a GPU.

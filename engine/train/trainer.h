@@ -193,6 +193,10 @@ class Trainer {
   // "cuda:0 (NAME), shared by all 4 ranks", or every rank's GPU then
   // "one rank per GPU (NCCL)".
   std::string placement() const;
+  // "859392 parameters" (the whole model's), and on a pipeline what each stage
+  // holds: "...; stage 0 embeddings + layers 0-1 = 462592 parameters; ..."
+  // (plan/sharding_plan.h): a stage's count is not the model's.
+  std::string parameters_text() const;
   // "BLAS: OpenBLAS 0.3.21, kernel SkylakeX (AVX-512; ...)" where ranks compute on the CPU, else "".
   std::string blas_kernel_line() const;
   // RunConfig::profile_ops: a rank's time per backend op since the start or the

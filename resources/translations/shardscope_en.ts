@@ -136,6 +136,10 @@
         <source>threads: every rank in this program; processes: one process per rank, started with shardscope-cli launch (mpirun), their events streamed back here</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>The model&apos;s %1 layers do not split evenly over %2 stages (%3 layers): the stages with fewer layers wait for the slowest one, and the bubble line counts that wait as stage imbalance.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::HiddenStatesView</name>
@@ -789,14 +793,6 @@ start %5 ms, duration %6 ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
-Bubble measured: 1 − busy / (p × window) of each pipeline flush, the median over the step&apos;s flushes.
-Formula: GPipe&apos;s, for p equal stages and m micro-batches per flush.
-With these stages&apos; times: the same fill and drain with each stage&apos;s measured time per micro-batch.
-Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>formula (p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</source>
         <translation type="unfinished"></translation>
     </message>
@@ -860,7 +856,16 @@ start %4 ms, duration %5 ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>stage imbalance idles another %1% (idle in all %2%, with these stages&apos; times %3%)</source>
+        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
+Bubble measured: the fill and drain of each pipeline flush, each stage&apos;s idle time up to p − 1 times the slowest stage&apos;s time per micro-batch, over p × window; the median over the step&apos;s flushes.
+Formula: GPipe&apos;s, for p equal stages and m micro-batches per flush.
+Stage imbalance: the rest of the idle time, faster stages waiting for the slowest.
+GPipe&apos;s with these stages&apos; times: GPipe&apos;s idle time with each stage&apos;s measured time per micro-batch.
+Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>stage imbalance idles another %1% (idle in all %2%, GPipe&apos;s with these stages&apos; times %3%)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -1134,6 +1139,13 @@ start %4 ms, duration %5 ms</source>
     </message>
 </context>
 <context>
+    <name>shardscope::ui::ProcessJob</name>
+    <message>
+        <source>stopped</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>shardscope::ui::RecordingController</name>
     <message>
         <source>Recording this run to %1</source>
@@ -1361,6 +1373,21 @@ start %4 ms, duration %5 ms</source>
     </message>
     <message>
         <source>all-gather (parameters)</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::RunController</name>
+    <message>
+        <source>the job&apos;s run config: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>stopped after step %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>unknown error</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -133,6 +133,10 @@
         <source>threads: every rank in this program; processes: one process per rank, started with shardscope-cli launch (mpirun), their events streamed back here</source>
         <translation>线程：所有 rank 都在本程序中运行；进程：每个 rank 一个进程，由 shardscope-cli launch（mpirun）启动，其事件流式传回这里</translation>
     </message>
+    <message>
+        <source>The model&apos;s %1 layers do not split evenly over %2 stages (%3 layers): the stages with fewer layers wait for the slowest one, and the bubble line counts that wait as stage imbalance.</source>
+        <translation>模型的 %1 层不能平均分到 %2 个阶段（各阶段 %3 层）：层数少的阶段要等最慢的阶段，气泡那一行把这段等待算作阶段不均衡。</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::HiddenStatesView</name>
@@ -659,7 +663,7 @@ train ... --events-to 127.0.0.1:PORT</translation>
     </message>
     <message>
         <source>Rank</source>
-        <translation>rank（进程编号）</translation>
+        <translation>rank（进程或线程编号）</translation>
     </message>
     <message>
         <source>rank %1</source>
@@ -786,18 +790,6 @@ start %5 ms, duration %6 ms</source>
         <translation>要显示的数据并行副本（dp rank）：它在每个阶段上的 rank</translation>
     </message>
     <message>
-        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
-Bubble measured: 1 − busy / (p × window) of each pipeline flush, the median over the step&apos;s flushes.
-Formula: GPipe&apos;s, for p equal stages and m micro-batches per flush.
-With these stages&apos; times: the same fill and drain with each stage&apos;s measured time per micro-batch.
-Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
-        <translation>与 shardscope-cli train 结尾几行相同的数字（summarize_schedule），针对这一步和这个副本。
-实测气泡率：每轮流水线的 1 − 忙碌时间 / (p × 时间窗)，取这一步各轮的中位数。
-公式：GPipe 的公式，假设 p 个阶段一样长、每轮 m 个微批次。
-按各阶段实测时间：同样的填充和排空，代入每个阶段处理一个微批次的实测时间。
-重叠：各 rank 的桶传输中落在其反向计算之内的部分。</translation>
-    </message>
-    <message>
         <source>formula (p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</source>
         <translation>公式 (p−1)/(m+p−1) = (%1−1)/(%2+%1−1) = %3%</translation>
     </message>
@@ -864,8 +856,22 @@ start %4 ms, duration %5 ms</source>
 开始于 %4 ms，耗时 %5 ms</translation>
     </message>
     <message>
-        <source>stage imbalance idles another %1% (idle in all %2%, with these stages&apos; times %3%)</source>
-        <translation>阶段不均衡另外造成 %1% 的空闲（总空闲 %2%，按各阶段实测时间计算为 %3%）</translation>
+        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
+Bubble measured: the fill and drain of each pipeline flush, each stage&apos;s idle time up to p − 1 times the slowest stage&apos;s time per micro-batch, over p × window; the median over the step&apos;s flushes.
+Formula: GPipe&apos;s, for p equal stages and m micro-batches per flush.
+Stage imbalance: the rest of the idle time, faster stages waiting for the slowest.
+GPipe&apos;s with these stages&apos; times: GPipe&apos;s idle time with each stage&apos;s measured time per micro-batch.
+Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
+        <translation>与 shardscope-cli train 结尾几行相同的数字（summarize_schedule），针对这一步和这个副本。
+实测气泡率：每轮流水线的填充和排空，即各阶段的空闲时间（每个阶段最多计 p − 1 个最慢阶段处理一个微批次的时间），除以 p × 时间窗；取这一步各轮的中位数。
+公式：GPipe 的公式，假设 p 个阶段一样长、每轮 m 个微批次。
+阶段不均衡：其余的空闲时间，即较快的阶段等待最慢的阶段。
+代入各阶段实测时间后 GPipe 的空闲时间：GPipe 按每个阶段处理一个微批次的实测时间计算的空闲时间。
+重叠：各 rank 的桶传输中落在其反向计算之内的部分。</translation>
+    </message>
+    <message>
+        <source>stage imbalance idles another %1% (idle in all %2%, GPipe&apos;s with these stages&apos; times %3%)</source>
+        <translation>阶段不均衡另外造成 %1% 的空闲（总空闲 %2%，代入各阶段实测时间后 GPipe 为 %3%）</translation>
     </message>
 </context>
 <context>
@@ -1137,6 +1143,13 @@ start %4 ms, duration %5 ms</source>
     </message>
 </context>
 <context>
+    <name>shardscope::ui::ProcessJob</name>
+    <message>
+        <source>stopped</source>
+        <translation>已停止</translation>
+    </message>
+</context>
+<context>
     <name>shardscope::ui::RecordingController</name>
     <message>
         <source>Recording this run to %1</source>
@@ -1362,6 +1375,21 @@ start %4 ms, duration %5 ms</source>
     <message>
         <source>all-gather (parameters)</source>
         <translation>all-gather（参数）</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::RunController</name>
+    <message>
+        <source>the job&apos;s run config: %1</source>
+        <translation>作业的运行配置：%1</translation>
+    </message>
+    <message>
+        <source>stopped after step %1</source>
+        <translation>在第 %1 步后停止</translation>
+    </message>
+    <message>
+        <source>unknown error</source>
+        <translation>未知错误</translation>
     </message>
 </context>
 <context>

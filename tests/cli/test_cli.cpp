@@ -24,6 +24,7 @@ class TestCli : public QObject {
  private Q_SLOTS:
   void bad_input_exits_2_with_a_message_data();
   void bad_input_exits_2_with_a_message();
+  void typos_get_a_did_you_mean();
   void help_documents_every_flag();
   void short_run_writes_metrics_jsonl();
   void diverged_run_stops_naming_the_step();
@@ -108,6 +109,37 @@ void TestCli::bad_input_exits_2_with_a_message() {
   const Result r = run(args);
   QCOMPARE(r.code, 2);
   QVERIFY2(r.err.contains(message), qPrintable("stderr was: " + r.err));
+}
+
+// A flag, preset, lesson or command a typo away from a known one is named in
+// the error; a name far from all of them gets no guess.
+void TestCli::typos_get_a_did_you_mean() {
+  const struct {
+    QStringList args;
+    QString message;
+  } cases[] = {
+      {{"train", "--step", "3"}, "unknown flag '--step'; did you mean '--steps'? (see shardscope-cli train --help)"},
+      {{"train", "--bucket-mbs=1"}, "unknown flag '--bucket-mbs'; did you mean '--bucket-mb'?"},
+      {{"estimate", "--gpu-memory", "80GB"}, "unknown flag '--gpu-memory'; did you mean '--gpu-mem'?"},
+      {{"train", "--model", "gpt_tiny"}, "unknown model preset 'gpt_tiny'; did you mean 'gpt-tiny'?"},
+      {{"estimate", "--model", "bert-bse"}, "unknown model preset 'bert-bse'; did you mean 'bert-base'?"},
+      {{"estimate", "--gpu", "a100-80g"}, "unknown GPU profile 'a100-80g'; did you mean 'A100-80GB'?"},
+      {{"train", "--lesson", "pipeline_bubble"},
+       "--lesson: no lesson 'pipeline_bubble'; did you mean 'pipeline_bubbles'? (the lessons are "},
+      {{"trian"}, "unknown command 'trian'; did you mean 'train'?"},
+  };
+  for (const auto& c : cases) {
+    const Result r = run(c.args);
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(c.message), qPrintable(c.args.join(' ') + " -> stderr: " + r.err));
+  }
+  for (const QStringList& far :
+       {QStringList{"train", "--learning-rate", "1"}, QStringList{"train", "--model", "gpt-huge"},
+        QStringList{"train", "--lesson", "tensor_parallel"}}) {
+    const Result r = run(far);
+    QCOMPARE(r.code, 2);
+    QVERIFY2(!r.err.contains("did you mean"), qPrintable(far.join(' ') + " -> stderr: " + r.err));
+  }
 }
 
 void TestCli::help_documents_every_flag() {

@@ -39,6 +39,11 @@ void TestCliParallel::recorded_dp_pp_run_exports_a_trace() {
   QVERIFY2(r.code == 0, qPrintable(r.err));
   QVERIFY2(r.out.contains("4 ranks (dp 2 ddp ZeRO-0 x pp 2 gpipe)"), qPrintable(r.out));
   QVERIFY(r.out.contains("micro-batch 2"));  // 8 / (dp 2 x m 2 x accum 1)
+  // The model's parameters, and each stage's apart (a stage's count is not the model's).
+  QVERIFY2(r.out.contains("model gpt-tiny (gpt): 859392 parameters"), qPrintable(r.out));
+  QVERIFY2(r.out.contains("pipeline: stage 0 embeddings + layers 0-1 = 462592 parameters; stage 1 layers 2-3 + "
+                          "head (and a copy of the tied embeddings) = 430080"),
+           qPrintable(r.out));
   r = run({"export", "--chrome-trace", trace, record});
   QVERIFY2(r.code == 0, qPrintable(r.err));
   QFile f(trace);

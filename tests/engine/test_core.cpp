@@ -13,6 +13,7 @@
 
 #include "core/buffer.h"
 #include "core/checked_math.h"
+#include "core/did_you_mean.h"
 #include "core/error.h"
 #include "core/input_file.h"
 #include "core/json_text.h"
@@ -49,6 +50,7 @@ class TestCore : public QObject {
   void json_text_names_the_place_of_every_error();
   void json_value_summary_is_short();
   void input_files_must_be_regular_files();
+  void did_you_mean_finds_near_names_only();
 };
 
 void TestCore::ledger_tracks_current_and_peak() {
@@ -425,6 +427,24 @@ void TestCore::input_files_must_be_regular_files() {
   QCOMPARE(read_input_file(folder + "/ok.json", "--model"), std::string("{}"));
   QVERIFY(!special_file_kind(folder + "/ok.json"));
   QCOMPARE(special_file_kind(fifo).value_or(""), std::string("a FIFO (named pipe)"));
+}
+
+// The edit distance counts insertions, deletions, substitutions and adjacent
+// swaps; a suggestion is made only for a name a typo away.
+void TestCore::did_you_mean_finds_near_names_only() {
+  QCOMPARE(edit_distance("kitten", "sitting"), std::size_t{3});  // Levenshtein's example
+  QCOMPARE(edit_distance("", "abc"), std::size_t{3});
+  QCOMPARE(edit_distance("trian", "train"), std::size_t{1});  // a swap is one edit
+  QCOMPARE(edit_distance("same", "same"), std::size_t{0});
+  const std::vector<std::string> flags{"--steps", "--seq", "--seed", "--batch"};
+  QCOMPARE(nearest_name("--step", flags), std::string("--steps"));
+  QCOMPARE(did_you_mean("--step", flags), std::string("; did you mean '--steps'?"));
+  QCOMPARE(nearest_name("--btach", flags), std::string("--batch"));
+  QCOMPARE(did_you_mean("--learning-rate", flags), std::string());  // nothing near: no guess
+  const std::vector<std::string> lessons{"pipeline_bubbles", "pipeline_send_recv", "zero_stages"};
+  QCOMPARE(nearest_name("pipeline_bubble", lessons), std::string("pipeline_bubbles"));
+  QCOMPARE(nearest_name("pipeline", lessons), std::string());
+  QCOMPARE(nearest_name("x", std::vector<std::string>{}), std::string());
 }
 
 QTEST_GUILESS_MAIN(TestCore)

@@ -172,18 +172,6 @@ bool shootPipelineLessons(const QDir& dir) {
   return ok;
 }
 
-// The opening preset with 0.5 MB DDP buckets (as --bucket-mb 0.5): each stage's
-// gradients fill five buckets, the first all-reduced while the last
-// micro-batch's backward still runs, so the Pipeline tab's DDP lane shows
-// them queued on the communication stream, overlapping backward. The 25 MB
-// default holds a stage's gradients in one bucket, sent as backward ends; on the
-// RTX 4090's modeled clock that backward lasts ~12 us, and with 1 MB buckets
-// (three) the first is still not under way before it ends (0.2% overlapped).
-RunConfig withSmallBuckets(RunConfig preset) {
-  preset.bucket_mb = 0.5;
-  return preset;
-}
-
 // After that run: the main window and its Pipeline tab in English, the main window in Chinese.
 bool shootMainWindows(const RunConfig& run, const QDir& dir) {
   bool ok = shoot(QStringLiteral("en"), run, dir,
@@ -220,7 +208,11 @@ int main(int argc, char** argv) {
   fp16.steps = 40;
   if (only == QStringLiteral("zero3")) return shoot(QStringLiteral("en"), zero3, dir, zero3_shots) ? 0 : 1;
   const bool planner_only = only == QStringLiteral("planner");
-  const RunConfig main_run = withSmallBuckets(c);
+  // The opening preset: its 0.5 MB DDP buckets (the default) hold each stage's
+  // gradients in five, the first all-reduced while the last micro-batch's
+  // backward still runs, so the Pipeline tab's DDP lane shows them queued on the
+  // communication stream, overlapping backward (PyTorch's 25 MB: one bucket).
+  const RunConfig main_run = c;
   if (only == QStringLiteral("main")) return shootMainWindows(main_run, dir) ? 0 : 1;
   if (only == QStringLiteral("pipeline")) return shootPipelineLessons(dir) ? 0 : 1;
   if (only == QStringLiteral("live")) return shootLivePlots(fp16, dir) ? 0 : 1;

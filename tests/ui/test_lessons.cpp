@@ -4,19 +4,21 @@
 // into the panel; the language switch swaps the text; a broken lesson file is
 // refused naming the file and the key. Offscreen.
 #include <QApplication>
-#include <algorithm>
 #include <QComboBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QFile>
 #include <QListWidget>
 #include <QPushButton>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTextBlock>
+#include <QTextBrowser>
+#include <QTextDocument>
+#include <algorithm>
 #include <set>
 
 #include "config/lesson_file.h"
-#include <QDir>
-
 #include "config_panel.h"
 #include "core/error.h"
 #include "i18n.h"
@@ -115,6 +117,38 @@ class TestLessons : public QObject {
     QVERIFY(setLanguage(QStringLiteral("en")));
     QCoreApplication::processEvents();
     QVERIFY(!has_cjk(panel.currentText()));
+  }
+
+  // CommonMark closes emphasis only where the delimiter is "flanking": a `*`
+  // after a full-width colon and before a Han character (`*节奏：*试`) is
+  // neither, and was drawn as a literal asterisk. Every lesson, in both
+  // languages, rendered by the panel itself: no `*` outside code.
+  void lessonsRenderWithoutLiteralAsterisks() {
+    LessonsPanel panel;
+    const auto* browser = panel.findChild<QTextBrowser*>(QStringLiteral("lessonText"));
+    QVERIFY(browser != nullptr);
+    for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
+      QVERIFY(setLanguage(language));
+      QCoreApplication::processEvents();
+      for (int i = 0; i < static_cast<int>(panel.lessons().size()); ++i) {
+        panel.showLesson(i);
+        const QString where = panel.lessons()[static_cast<std::size_t>(i)].id + QLatin1Char(' ') + language;
+        QVERIFY2(language == QLatin1String("en") || has_cjk(panel.currentText()), qPrintable(where));
+        int emphasized = 0;
+        for (QTextBlock block = browser->document()->begin(); block.isValid(); block = block.next()) {
+          for (auto it = block.begin(); !it.atEnd(); ++it) {
+            const QTextFragment fragment = it.fragment();
+            const QTextCharFormat format = fragment.charFormat();
+            if (format.fontFixedPitch()) continue;  // code: `model(**inputs)` is literal
+            if (format.fontItalic() || format.fontWeight() > QFont::Normal) ++emphasized;
+            QVERIFY2(!fragment.text().contains(QLatin1Char('*')),
+                     qPrintable(where + QStringLiteral(": a literal * in \"") + fragment.text().left(120) + '"'));
+          }
+        }
+        QVERIFY2(emphasized > 0, qPrintable(where + QStringLiteral(": no emphasis rendered at all")));
+      }
+    }
+    QVERIFY(setLanguage(QStringLiteral("en")));
   }
 
   void brokenLessonNamesTheFileAndKey() {

@@ -145,10 +145,11 @@ class TestPipelineTimeline : public QObject {
     const QString text = view.bubbleText(2);
     QVERIFY2(text.contains(QStringLiteral("formula (p−1)/(m+p−1) = (2−1)/(4+2−1) = 20.0%")), qPrintable(text));
     QVERIFY2(text.contains(QStringLiteral("bubble measured ") + percentOf(measured)), qPrintable(text));
-    QVERIFY2(text.contains(QStringLiteral("stage imbalance idles another ") + percentOf(engine.bubble->imbalance) +
-                           QStringLiteral(" (idle in all ") + percentOf(engine.bubble->idle) +
-                           QStringLiteral(", with these stages' times ") + percentOf(engine.bubble->for_stages)),
-             qPrintable(text));
+    QVERIFY2(
+        text.contains(QStringLiteral("stage imbalance idles another ") + percentOf(engine.bubble->imbalance) +
+                      QStringLiteral(" (idle in all ") + percentOf(engine.bubble->idle) +
+                      QStringLiteral(", GPipe's with these stages' times ") + percentOf(engine.bubble->for_stages)),
+        qPrintable(text));
     QVERIFY(view.findChild<QLabel*>(QStringLiteral("bubble"))->text().contains(text));
 
     // Picking step 1 in the spin box shows it; 0 ("last completed") goes back to step 2.

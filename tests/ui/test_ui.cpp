@@ -19,11 +19,12 @@
 #include <QtTest>
 #include <nlohmann/json.hpp>
 
+#include "config/gpu_profiles.h"
 #include "config/run_schema.h"
 #include "config_panel.h"
 #include "estimate/formula_text.h"
-#include "config/gpu_profiles.h"
 #include "events/recording.h"
+#include "i18n.h"
 #include "main_window.h"
 #include "train/metrics_json.h"
 #include "train/trainer.h"
@@ -327,6 +328,29 @@ class TestUi : public QObject {
     QVERIFY(window.configPanel()->problem().isEmpty());
     QVERIFY(window.runButton()->isEnabled());
     QVERIFY(label->isHidden());
+  }
+
+  // gpt-tiny's 4 layers over 3 stages split 2/1/1: the panel says so (the
+  // bubble line's stage imbalance comes from it); over 2 or 4 it says nothing.
+  void unevenStageSplitIsNamed() {
+    MainWindow window;
+    auto* split = window.configPanel()->findChild<QLabel*>(QStringLiteral("stageSplit"));
+    auto* pp = window.configPanel()->findChild<QSpinBox*>(QStringLiteral("pp"));
+    QVERIFY(split != nullptr && pp != nullptr);
+    QVERIFY(split->isHidden());  // the default dp 2 x pp 2: 2 layers each
+    pp->setValue(3);
+    QVERIFY2(window.configPanel()->problem().isEmpty(), qPrintable(window.configPanel()->problem()));
+    QVERIFY(!split->isHidden());
+    QVERIFY2(split->text().contains(QStringLiteral("4 layers do not split evenly over 3 stages (2/1/1 layers)")),
+             qPrintable(split->text()));
+    pp->setValue(4);
+    QVERIFY(split->isHidden());
+    pp->setValue(3);
+    QVERIFY(ui::setLanguage(QStringLiteral("zh_CN")));
+    QCoreApplication::processEvents();
+    QVERIFY2(split->text().contains(QStringLiteral("2/1/1")) && split->text().contains(QStringLiteral("阶段")),
+             qPrintable(split->text()));
+    QVERIFY(ui::setLanguage(QStringLiteral("en")));
   }
 
   // fp16: the prediction is the engine's bytes (fp32 activations included), and

@@ -100,9 +100,11 @@ void PipelineTimelineView::retranslate() {
   replica_box_->setToolTip(tr("The data-parallel replica (dp rank) to draw: its rank on every stage"));
   bubble_label_->setToolTip(
       tr("The same numbers as shardscope-cli train's closing lines (summarize_schedule), for this step and replica.\n"
-         "Bubble measured: 1 − busy / (p × window) of each pipeline flush, the median over the step's flushes.\n"
+         "Bubble measured: the fill and drain of each pipeline flush, each stage's idle time up to p − 1 times the "
+         "slowest stage's time per micro-batch, over p × window; the median over the step's flushes.\n"
          "Formula: GPipe's, for p equal stages and m micro-batches per flush.\n"
-         "With these stages' times: the same fill and drain with each stage's measured time per micro-batch.\n"
+         "Stage imbalance: the rest of the idle time, faster stages waiting for the slowest.\n"
+         "GPipe's with these stages' times: GPipe's idle time with each stage's measured time per micro-batch.\n"
          "Overlapped: the part of the ranks' bucket transfers that lies inside their backward."));
   updateHeader();
   canvas_->update();  // its rows, legend and hover text are drawn with tr() on paint
@@ -230,9 +232,9 @@ QString PipelineTimelineView::bubbleText(std::int64_t step) const {
   const bool flushes = accumulation_ > 1 && grid_.pp() > 1;
   text += QStringLiteral(" · ") + (flushes ? tr("per flush %1").arg(formula) : formula);
   if (s.bubble)
-    text += QStringLiteral(" · ") + tr("stage imbalance idles another %1% (idle in all %2%, with these stages' times %3%)")
-                                        .arg(percent(s.bubble->imbalance), percent(s.bubble->idle),
-                                             percent(s.bubble->for_stages));
+    text += QStringLiteral(" · ") +
+            tr("stage imbalance idles another %1% (idle in all %2%, GPipe's with these stages' times %3%)")
+                .arg(percent(s.bubble->imbalance), percent(s.bubble->idle), percent(s.bubble->for_stages));
   if (!flushes) return text;
   const int all = accumulation_ * micro_batches_;
   return text + QStringLiteral(" · ") +
