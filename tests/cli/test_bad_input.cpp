@@ -5,9 +5,11 @@
 // signal) within the time limit, with a message naming the field, file or
 // offset, and never more than a few lines of it (no value dumped whole).
 // Files: HF config.json (estimate --model), DeepSpeed JSON (--deepspeed),
-// accelerate YAML (--accelerate), recordings (export), special files (FIFO,
-// directory, /dev/null), checkpoint folders (--resume), and the flags whose
-// values have limits.
+// accelerate YAML (--accelerate, aliases that expand without end), recordings
+// (export), special files (FIFO, directory, /dev/null, /dev/zero) wherever a
+// file is named (configs, a Hugging Face folder's weights, launch's
+// hostfile), checkpoint folders (--resume), and the flags and counts whose
+// values have limits (launch's process count).
 //
 // SHARDSCOPE_CLI in the environment runs the table against another build
 // (e.g. one with -fsanitize=address,undefined).
@@ -202,6 +204,13 @@ void TestBadInput::initTestCase() {
   QVERIFY(dir_.isValid());
   for (const auto& [name, contents] : config_files()) write(name, contents);
   QVERIFY(QDir().mkpath(path("a_directory")));
+  // Hugging Face folders whose weights are a FIFO: a reader that opens it waits for a writer forever.
+  for (const char* model : {"bert_tiny", "gpt2_tiny"}) {
+    const QString folder = path(QString(model) + "_fifo");
+    QVERIFY(QDir().mkpath(folder));
+    QVERIFY(QFile::copy(SHARDSCOPE_FIXTURES "/hf/" + QString(model) + "/config.json", folder + "/config.json"));
+    QCOMPARE(::mkfifo((folder + "/model.safetensors").toLocal8Bit().constData(), 0600), 0);
+  }
   QVERIFY(QDir().mkpath(path("runs/step-99999999999999999999")));  // a step number past 64 bits
   write("runs/step-99999999999999999999/manifest.json", "{}");
   QCOMPARE(::mkfifo(path("fifo").toLocal8Bit().constData(), 0600), 0);  // no writer: opening it would block
@@ -295,6 +304,14 @@ void TestBadInput::exits_2_naming_the_problem_data() {
       "runs: no checkpoint here (neither manifest.json nor a step-N directory holding one)");
   row("launch of a launch", {"launch", "--nproc-per-node", "2", "--", "launch", "--nproc-per-node", "2", "--", "train"},
       "launch -- launch: mpirun cannot start mpirun");
+  row("BERT weights a FIFO (hidden-states)", {"hidden-states", model, "@bert_tiny_fifo", "--text", "hi", "--json"},
+      "@bert_tiny_fifo/model.safetensors: cannot read: it is a FIFO (named pipe), not a regular file");
+  row("BERT weights a FIFO (train --init-from)",
+      {"train", "--init-from", "@bert_tiny_fifo", "--seq", "16", "--steps", "1"},
+      "@bert_tiny_fifo/model.safetensors: cannot read: it is a FIFO (named pipe), not a regular file");
+  row("GPT-2 weights a FIFO (train --init-from)",
+      {"train", "--init-from", "@gpt2_tiny_fifo", "--seq", "16", "--steps", "1"},
+      "@gpt2_tiny_fifo/model.safetensors: is a FIFO (named pipe), not a .safetensors file");
   row("recording a FIFO", {"export", "--chrome-trace", "@t.json", "@fifo"},
       "RUN.ssrun: cannot read '@fifo': it is a FIFO (named pipe), not a regular file");
   row("recording a directory", {"export", "--chrome-trace", "@t.json", "@a_directory"},
