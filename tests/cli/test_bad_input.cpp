@@ -86,6 +86,17 @@ QByteArray llama(const QByteArray& extra) {
                      extra);
 }
 
+// Nine anchors, each listing the one before ten times: 10^9 values from 400 bytes.
+QByteArray billion_laughs() {
+  QByteArray yaml = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i <= 8; ++i) {
+    const QByteArray prev = "*a" + QByteArray::number(i - 1);
+    yaml +=
+        "a" + QByteArray::number(i) + ": &a" + QByteArray::number(i) + " [" + (prev + ", ").repeated(9) + prev + "]\n";
+  }
+  return yaml + "distributed_type: MULTI_GPU\n";
+}
+
 // Config files: name -> contents.
 const QList<QPair<QString, QByteArray>>& config_files() {
   static const QList<QPair<QString, QByteArray>> files = {
@@ -144,6 +155,8 @@ const QList<QPair<QString, QByteArray>>& config_files() {
       {"acc_split.yaml", "distributed_type: MULTI_GPU\nnum_processes: 8\nnum_machines: 3\n"},
       {"acc_ds_dir.yaml", "distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: a_directory\n"},
       {"acc_unclosed.yaml", "distributed_type: [MULTI_GPU\n"},
+      {"acc_laughs.yaml", billion_laughs()},
+      {"acc_cycle.yaml", "distributed_type: &a [MULTI_GPU, *a]\n"},
   };
   return files;
 }
@@ -312,6 +325,12 @@ void TestBadInput::exits_2_naming_the_problem_data() {
   row("GPT-2 weights a FIFO (train --init-from)",
       {"train", "--init-from", "@gpt2_tiny_fifo", "--seq", "16", "--steps", "1"},
       "@gpt2_tiny_fifo/model.safetensors: is a FIFO (named pipe), not a .safetensors file");
+  row("accelerate aliases past a bound (billion laughs)", {"estimate", acc, "@acc_laughs.yaml"},
+      "acc_laughs.yaml: line 5: its aliases expand the document past 100000 values");
+  row("accelerate aliases past a bound (train)", {"train", acc, "@acc_laughs.yaml", "--steps", "1"},
+      "acc_laughs.yaml: line 5: its aliases expand the document past 100000 values");
+  row("accelerate alias inside its anchor", {"estimate", acc, "@acc_cycle.yaml"},
+      "acc_cycle.yaml: line 1: an alias inside the node its anchor names");
   row("recording a FIFO", {"export", "--chrome-trace", "@t.json", "@fifo"},
       "RUN.ssrun: cannot read '@fifo': it is a FIFO (named pipe), not a regular file");
   row("recording a directory", {"export", "--chrome-trace", "@t.json", "@a_directory"},
