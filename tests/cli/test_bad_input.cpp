@@ -157,6 +157,9 @@ const QList<QPair<QString, QByteArray>>& config_files() {
       {"acc_unclosed.yaml", "distributed_type: [MULTI_GPU\n"},
       {"acc_laughs.yaml", billion_laughs()},
       {"acc_cycle.yaml", "distributed_type: &a [MULTI_GPU, *a]\n"},
+      // launch's hostfiles: two machines, and 2^19 of them (x 4096 processes = 2^31, past an int)
+      {"two_hosts", "node-a\n# a comment\nnode-b\n"},
+      {"many_hosts", QByteArray("h\n").repeated(1 << 19)},
   };
   return files;
 }
@@ -224,6 +227,9 @@ void TestBadInput::initTestCase() {
     QVERIFY(QFile::copy(SHARDSCOPE_FIXTURES "/hf/" + QString(model) + "/config.json", folder + "/config.json"));
     QCOMPARE(::mkfifo((folder + "/model.safetensors").toLocal8Bit().constData(), 0600), 0);
   }
+  // A hostfile past the 4 MiB a list of machines needs (sparse: no disk written).
+  QFile big(path("big_hostfile"));
+  QVERIFY(big.open(QIODevice::WriteOnly) && big.resize(5 << 20));
   QVERIFY(QDir().mkpath(path("runs/step-99999999999999999999")));  // a step number past 64 bits
   write("runs/step-99999999999999999999/manifest.json", "{}");
   QCOMPARE(::mkfifo(path("fifo").toLocal8Bit().constData(), 0600), 0);  // no writer: opening it would block
@@ -325,6 +331,20 @@ void TestBadInput::exits_2_naming_the_problem_data() {
   row("GPT-2 weights a FIFO (train --init-from)",
       {"train", "--init-from", "@gpt2_tiny_fifo", "--seq", "16", "--steps", "1"},
       "@gpt2_tiny_fifo/model.safetensors: is a FIFO (named pipe), not a .safetensors file");
+  row("hostfile a FIFO", {"launch", "--nproc-per-node", "2", "--hostfile", "@fifo", "--dry-run", "--", "train"},
+      "--hostfile: '@fifo' is a FIFO (named pipe), not a file");
+  row("hostfile /dev/zero", {"launch", "--nproc-per-node", "2", "--hostfile", "/dev/zero", "--dry-run", "--", "train"},
+      "--hostfile: '/dev/zero' is a character device, not a file");
+  row("hostfile of 5 MiB",
+      {"launch", "--nproc-per-node", "2", "--hostfile", "@big_hostfile", "--dry-run", "--", "train"},
+      "--hostfile: '@big_hostfile' is 5242880 bytes; a config file is at most 4194304 bytes");
+  // A count that feeds a process launch is checked, never wrapped (4096 x 2^19 was -np -2147483648, exit 0).
+  row("launch processes past an int",
+      {"launch", "--nproc-per-node", "4096", "--hostfile", "@many_hosts", "--dry-run", "--", "train"},
+      "--nproc-per-node 4096 x 524288 machines in --hostfile '@many_hosts' = 2147483648 processes: at most 4096");
+  row("launch processes past a run's ranks",
+      {"launch", "--nproc-per-node", "4096", "--hostfile", "@two_hosts", "--dry-run", "--", "train"},
+      "= 8192 processes: at most 4096 (a run's most ranks, --dp 64 x --pp 64)");
   row("accelerate aliases past a bound (billion laughs)", {"estimate", acc, "@acc_laughs.yaml"},
       "acc_laughs.yaml: line 5: its aliases expand the document past 100000 values");
   row("accelerate aliases past a bound (train)", {"train", acc, "@acc_laughs.yaml", "--steps", "1"},
