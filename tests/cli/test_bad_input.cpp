@@ -160,6 +160,10 @@ const QList<QPair<QString, QByteArray>>& config_files() {
       // launch's hostfiles: two machines, and 2^19 of them (x 4096 processes = 2^31, past an int)
       {"two_hosts", "node-a\n# a comment\nnode-b\n"},
       {"many_hosts", QByteArray("h\n").repeated(1 << 19)},
+      // A checkpoint manifest whose first parameter's shape multiplies past 64 bits (the fields before it valid)
+      {"ckpt_overflow/manifest.json",
+       R"({"format": "shardscope-checkpoint", "format_version": 1, "step": 1, "model": {},
+           "parameters": [["embed.tokens", [4294967296, 4294967297]]]})"},
   };
   return files;
 }
@@ -218,6 +222,7 @@ void TestBadInput::write_recordings() {
 
 void TestBadInput::initTestCase() {
   QVERIFY(dir_.isValid());
+  QVERIFY(QDir().mkpath(path("ckpt_overflow")));
   for (const auto& [name, contents] : config_files()) write(name, contents);
   QVERIFY(QDir().mkpath(path("a_directory")));
   // Hugging Face folders whose weights are a FIFO: a reader that opens it waits for a writer forever.
@@ -351,6 +356,8 @@ void TestBadInput::exits_2_naming_the_problem_data() {
       "acc_laughs.yaml: line 5: its aliases expand the document past 100000 values");
   row("accelerate alias inside its anchor", {"estimate", acc, "@acc_cycle.yaml"},
       "acc_cycle.yaml: line 1: an alias inside the node its anchor names");
+  row("checkpoint shape past 64 bits", {"train", "--resume", "@ckpt_overflow"},
+      "ckpt_overflow/manifest.json: field 'parameters[0][1]': the dimensions multiply to more than 2^63 - 1 elements");
   row("recording a FIFO", {"export", "--chrome-trace", "@t.json", "@fifo"},
       "RUN.ssrun: cannot read '@fifo': it is a FIFO (named pipe), not a regular file");
   row("recording a directory", {"export", "--chrome-trace", "@t.json", "@a_directory"},
