@@ -8,14 +8,18 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <new>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include "cli_args.h"
 #include "cli_train.h"
+#include "config/run_schema.h"
+#include "core/checked_math.h"
 #include "core/error.h"
+#include "core/input_file.h"
 #include "parallel/communicator.h"
 
 namespace shardscope::cli {
@@ -116,17 +120,37 @@ void rethrow_naming_rank(int rank) {
 
 namespace {
 
+// A hostfile is a list of machines: 4 MiB is a million of them. The bound
+// (and read_input_file's refusal of anything but a regular file) keeps a
+// FIFO or /dev/zero from blocking launch or filling the memory.
+constexpr std::uint64_t kMaxHostfileBytes = 4u << 20;
+
 // The hosts of an mpirun hostfile: its lines that are not blank or comments.
-int count_hosts(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("--hostfile: cannot read '" + path + "'");
-  int hosts = 0;
+std::int64_t count_hosts(const std::string& path) {
+  const std::string text = read_input_file(path, "--hostfile", kMaxHostfileBytes);
+  std::int64_t hosts = 0;
+  std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
-    const auto first = line.find_first_not_of(" \t");
+    const auto first = line.find_first_not_of(" \t\r");
     if (first != std::string::npos && line[first] != '#') ++hosts;
   }
   if (hosts == 0) throw ConfigError("--hostfile: '" + path + "' lists no host");
   return hosts;
+}
+
+// nproc x hosts, checked: the count mpirun is given (-np) and the layout is
+// checked against. Past the most ranks a run can have (--dp's limit x --pp's)
+// it is refused by name, never wrapped into a negative -np.
+int launch_processes(int nproc, std::int64_t hosts, const std::string& hostfile) {
+  const std::int64_t dp = run_field("dp").max, pp = run_field("pp").max;
+  const std::optional<std::int64_t> processes = product_if_fits(nproc, hosts);
+  if (!processes || *processes > dp * pp)
+    throw ConfigError("--nproc-per-node " + std::to_string(nproc) + " x " + std::to_string(hosts) +
+                      " machines in --hostfile '" + hostfile +
+                      "' = " + (processes ? std::to_string(*processes) : std::string("more than 2^63")) +
+                      " processes: at most " + std::to_string(dp * pp) + " (a run's most ranks, --dp " +
+                      std::to_string(dp) + " x --pp " + std::to_string(pp) + ")");
+  return static_cast<int>(*processes);
 }
 
 std::string this_program() {
@@ -140,18 +164,19 @@ struct LaunchFlags {
   int nproc = 0;
   std::string hostfile;
   bool dry_run = false;
+  int processes = 0;  // nproc x the hostfile's machines (launch_processes)
 };
 
 // mpirun's command line: root needs --allow-run-as-root; more processes than
 // cores need --oversubscribe (Open MPI refuses them otherwise).
-std::vector<std::string> mpirun_command(const LaunchFlags& flags, int hosts, const std::vector<std::string>& command) {
+std::vector<std::string> mpirun_command(const LaunchFlags& flags, const std::vector<std::string>& command) {
   std::vector<std::string> argv{"mpirun"};
   if (geteuid() == 0) argv.push_back("--allow-run-as-root");
   if (flags.nproc > static_cast<int>(std::thread::hardware_concurrency())) argv.push_back("--oversubscribe");
   if (!flags.hostfile.empty()) {
     argv.insert(argv.end(), {"--hostfile", flags.hostfile, "--map-by", "ppr:" + std::to_string(flags.nproc) + ":node"});
   }
-  argv.insert(argv.end(), {"-np", std::to_string(flags.nproc * hosts), this_program()});
+  argv.insert(argv.end(), {"-np", std::to_string(flags.processes), this_program()});
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;
 }
@@ -176,10 +201,11 @@ int run_launch(const std::vector<std::string>& args) {
     throw UsageError(
         "launch -- launch: mpirun cannot start mpirun; give the command itself after '--', e.g. "
         "launch --nproc-per-node 4 -- train --dp 4");
-  const int hosts = flags.hostfile.empty() ? 1 : count_hosts(flags.hostfile);
+  const std::int64_t hosts = flags.hostfile.empty() ? 1 : count_hosts(flags.hostfile);
+  flags.processes = launch_processes(flags.nproc, hosts, flags.hostfile);
   // One clear error before any process starts, not one from every process.
-  if (dashes[1] == "train" && !check_train_for_processes({dashes + 2, args.end()}, flags.nproc * hosts)) return 0;
-  const std::vector<std::string> argv = mpirun_command(flags, hosts, {dashes + 1, args.end()});
+  if (dashes[1] == "train" && !check_train_for_processes({dashes + 2, args.end()}, flags.processes)) return 0;
+  const std::vector<std::string> argv = mpirun_command(flags, {dashes + 1, args.end()});
   std::string line;
   for (const std::string& a : argv) line += (line.empty() ? "" : " ") + a;
   std::fprintf(stderr, "launch: %s\n", line.c_str());

@@ -7,12 +7,10 @@
 #include <QAction>
 #include <QFileDialog>
 #include <QMenu>
-#include <fstream>
-#include <sstream>
 
+#include "config/run_schema.h"
 #include "config_panel.h"
 #include "main_window.h"
-#include "config/run_schema.h"
 #include "train/checkpoint.h"
 
 namespace shardscope::ui {
@@ -56,10 +54,7 @@ void MainWindow::chooseResume() {
 bool MainWindow::setResumeFrom(const QString& path) {
   try {
     const std::string dir = find_checkpoint_dir(path.toStdString(), "Resume from checkpoint");
-    std::ifstream in(dir + "/manifest.json", std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    const CheckpointManifest manifest = parse_checkpoint_manifest(text.str(), dir + "/manifest.json");
+    const CheckpointManifest manifest = read_checkpoint_manifest(dir);  // refuses a FIFO, which would block the window
     resume_dir_ = QString::fromStdString(dir);
     const auto step = static_cast<qlonglong>(manifest.step);
     setStatus([this, step] {

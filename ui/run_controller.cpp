@@ -4,7 +4,10 @@
 #include <QCoreApplication>
 #include <chrono>
 #include <exception>
+#include <optional>
 
+#include "core/error.h"
+#include "core/json_text.h"
 #include "process_job.h"
 #include "train/metrics_json.h"
 #include "train/trainer.h"
@@ -112,7 +115,10 @@ bool RunController::announceJobConfig() {
   if (metadata.empty()) return false;
   awaiting_config_ = false;
   try {
-    Q_EMIT jobConfigReceived(run_config_from_json(nlohmann::json::parse(metadata)));
+    JsonTextError error;  // the stream's port takes any local connection: its JSON is bounded as a file's
+    const std::optional<nlohmann::json> config = parse_json_text(metadata, error);
+    if (!config) throw FormatError("its metadata is not valid JSON: " + error.where_and_why());
+    Q_EMIT jobConfigReceived(run_config_from_json(*config));
   } catch (const std::exception& e) {
     std::lock_guard lock(result_mutex_);
     ok_ = false;

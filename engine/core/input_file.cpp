@@ -61,6 +61,14 @@ std::optional<std::string> special_file_kind(const std::string& path) {
   return kind_of(status.st_mode);
 }
 
+void require_regular_input(const NamedFile& input) {
+  if (input.path.empty()) return;
+  if (const auto kind = special_file_kind(input.path))
+    throw ConfigError(
+        (input.flag.empty() ? input.path + ": cannot read" : input.flag + ": cannot read '" + input.path + "'") +
+        ": it is " + *kind + ", not a regular file");
+}
+
 std::string read_input_file(const std::string& path, std::string_view what, std::uint64_t max_bytes) {
   const std::string flag(what);
   const Descriptor file(path);

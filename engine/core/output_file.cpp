@@ -126,12 +126,6 @@ std::vector<NamedFile> files_in_directory(const std::string& flag, const std::st
   return files;
 }
 
-void require_regular_input(const NamedFile& input) {
-  if (input.path.empty()) return;
-  if (const auto kind = special_file_kind(input.path))
-    throw ConfigError(where(input, "cannot read") + ": it is " + *kind + ", not a regular file");
-}
-
 // ---- OutputFile ----
 
 // stream(): a 64 KiB buffer in front of write_quietly(); a failed write makes

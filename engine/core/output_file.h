@@ -28,16 +28,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 namespace shardscope {
-
-// A file the user named, with the flag (or menu item) that named it:
-// {"--record", "run.ssrun"}. Messages start with the flag, or with the path
-// where the flag is empty.
-struct NamedFile {
-  std::string flag;
-  std::string path;
-};
 
 // An output that cannot be written or may not be replaced. The message names
 // the flag, the file and the reason (the OS error for a failed write). The CLI
@@ -61,11 +54,6 @@ void check_outputs(const std::vector<NamedFile>& inputs, const std::vector<Named
 // The regular files directly in `dir`, each named by `flag`: the inputs a model
 // or checkpoint directory holds, for check_outputs (none when dir is no directory).
 std::vector<NamedFile> files_in_directory(const std::string& flag, const std::string& dir);
-
-// Refuses, with a ConfigError naming the flag, an input that exists but is not
-// a regular file (a FIFO would block the reader; a directory reads as nothing).
-// A missing file is left to the reader, which says so in its own words.
-void require_regular_input(const NamedFile& input);
 
 // A new file at target.path, written through a unique temporary beside it.
 // Not thread-safe: one writer at a time (RecordingWriter holds a mutex).

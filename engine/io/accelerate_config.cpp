@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "io/accelerate_config.h"
 
-#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <map>
 #include <set>
+#include <sstream>
+#include <vector>
 
 #include "core/error.h"
 #include "core/json_text.h"
@@ -78,6 +82,88 @@ struct Reader {
   }
 };
 
+// An accelerate config is a few dozen values; a document past these is damage or an attack.
+constexpr std::uint64_t kMaxYamlValues = 100'000;
+// Below yaml-cpp's own recursion guard (2000 calls, about 500 flow levels), so the message is ours.
+constexpr std::size_t kMaxYamlDepth = 256;
+
+// yaml-cpp shares an aliased node instead of copying it, but every walk over
+// the document (refuse_repeated_keys, a lookup, a conversion) visits an alias
+// as often as it is named: nine anchors each listing the one before ten times
+// ("billion laughs") are 10^9 values to walk, from a file of a few hundred
+// bytes. So the parser's events are counted first, an alias counting the
+// values of the node it names, and a document that expands past
+// kMaxYamlValues or nests past kMaxYamlDepth is refused before it is built.
+class YamlSizeGuard final : public YAML::EventHandler {
+ public:
+  explicit YamlSizeGuard(const std::string& source) : source_(source) {}
+
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, const std::string&) override {
+    leaf(mark, anchor);
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    const auto it = values_of_anchor_.find(anchor);  // yaml-cpp refuses an alias of an anchor not yet seen
+    if (it == values_of_anchor_.end())
+      throw FormatError(at(mark) + "an alias inside the node its anchor names (a cycle, which no walk would end)");
+    add(mark, it->second);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(mark, anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    open(mark, anchor);
+  }
+  void OnMapEnd() override { close(); }
+
+ private:
+  struct Open {
+    YAML::anchor_t anchor;
+    std::uint64_t values_before;
+  };
+  std::string at(const YAML::Mark& mark) const { return source_ + ": line " + std::to_string(mark.line + 1) + ": "; }
+  void add(const YAML::Mark& mark, std::uint64_t values) {
+    if (values > kMaxYamlValues - values_)
+      throw FormatError(at(mark) + "its aliases expand the document past " + std::to_string(kMaxYamlValues) +
+                        " values (each alias repeats the node its anchor names; an accelerate config has a few "
+                        "dozen)");
+    values_ += values;
+  }
+  void leaf(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    add(mark, 1);
+    if (anchor != YAML::NullAnchor) values_of_anchor_[anchor] = 1;
+  }
+  void open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (open_.size() >= kMaxYamlDepth)
+      throw FormatError(at(mark) + "values nest too deeply (more than " + std::to_string(kMaxYamlDepth) + " levels)");
+    open_.push_back({anchor, values_});
+    add(mark, 1);
+  }
+  void close() {
+    const Open node = open_.back();
+    open_.pop_back();
+    if (node.anchor != YAML::NullAnchor) values_of_anchor_[node.anchor] = values_ - node.values_before;
+  }
+
+  const std::string& source_;
+  std::uint64_t values_ = 0;
+  std::vector<Open> open_;
+  std::map<YAML::anchor_t, std::uint64_t> values_of_anchor_;  // of every closed anchored node
+};
+
+// The first document of `yaml_text` (as YAML::Load reads), counted by YamlSizeGuard.
+void check_yaml_size(const std::string& yaml_text, const std::string& source) {
+  std::istringstream in(yaml_text);
+  YAML::Parser parser(in);
+  YamlSizeGuard guard(source);
+  parser.HandleNextDocument(guard);
+}
+
 // yaml-cpp keeps a key given twice in one mapping and finds the first, where
 // accelerate (PyYAML) takes the last: the file would mean two things. Refused,
 // as the JSON reader refuses it (core/json_text.h).
@@ -100,11 +186,9 @@ void refuse_repeated_keys(const YAML::Node& node, const std::string& source) {
 AccelerateConfig parse_accelerate_config(std::string_view yaml_text, const std::string& source) {
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::DeepRecursion&
-               e) {  // yaml-cpp's parser recurses per level and stops itself (its msg says "bad file")
-    throw FormatError(source + ": line " + std::to_string(e.mark.line + 1) +
-                      ": values nest too deeply (yaml-cpp stops at " + std::to_string(e.depth()) + " levels)");
+    const std::string text(yaml_text);
+    check_yaml_size(text, source);  // before a walk over aliases could take forever
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw FormatError(source + ": line " + std::to_string(e.mark.line + 1) + ", column " +
                       std::to_string(e.mark.column + 1) + ": " + e.msg + " (is this a YAML file?)");

@@ -16,6 +16,8 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/input_file.h"
+#include "core/json_text.h"
 #include "core/output_file.h"
 #include "core/rng.h"
 #include "io/hf_config.h"
@@ -139,7 +141,9 @@ namespace {
 
 // Whether the safetensors header at `path` names a tensor ending in `suffix`; false
 // where the header cannot be read (read_hf_model_dir then names what is wrong).
+// A FIFO or device is refused first: opening a FIFO would wait for a writer forever.
 bool header_has_tensor(const std::string& path, const std::string& suffix) {
+  require_regular_input({"", path});
   std::ifstream in(path, std::ios::binary);
   unsigned char len[8] = {};
   if (!in.read(reinterpret_cast<char*>(len), 8)) return false;
@@ -149,9 +153,10 @@ bool header_has_tensor(const std::string& path, const std::string& suffix) {
   if (n > (100u << 20) || n > fs::file_size(path, ec)) return false;
   std::string header(n, '\0');
   if (!in.read(header.data(), static_cast<std::streamsize>(n))) return false;
-  const nlohmann::json j = nlohmann::json::parse(header, nullptr, false);
-  if (!j.is_object()) return false;
-  for (auto it = j.begin(); it != j.end(); ++it)
+  JsonTextError error;  // bounded nesting, as every JSON the user gives (core/json_text.h)
+  const std::optional<nlohmann::json> j = parse_json_text(header, error);
+  if (!j || !j->is_object()) return false;
+  for (auto it = j->begin(); it != j->end(); ++it)
     if (it.key().ends_with(suffix)) return true;
   return false;
 }

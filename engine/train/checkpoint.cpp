@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "core/checked_math.h"
 #include "core/error.h"
 #include "core/json_text.h"
 
@@ -167,8 +168,18 @@ std::vector<std::pair<std::string, std::vector<std::int64_t>>> read_parameters(c
     if (!p.is_array() || p.size() != 2 || !p[1].is_array() || p[1].empty() || p[1].size() > 8)
       r.fail(field, "expected [name, [dims]], got " + json_value_summary(p));
     std::vector<std::int64_t> shape;
-    for (std::size_t d = 0; d < p[1].size(); ++d)
+    std::optional<std::int64_t> numel = 1;  // nullopt once the product passes 64 bits
+    for (std::size_t d = 0; d < p[1].size(); ++d) {
       shape.push_back(r.integer(p[1][d], field + "[1][" + std::to_string(d) + "]", 1, std::int64_t{1} << 40));
+      if (numel) numel = product_if_fits(*numel, shape.back());
+    }
+    // Checked before anything is sized by it: a wrapped product (2^32 x (2^32 + 1) is 2^32 mod 2^64) would
+    // pass for a small parameter.
+    if (!numel || *numel > kMaxCheckpointParameterElements)
+      r.fail(field + "[1]", "the dimensions multiply to " +
+                                (numel ? std::to_string(*numel) : std::string("more than 2^63 - 1")) +
+                                " elements; a parameter of this program has at most " +
+                                std::to_string(kMaxCheckpointParameterElements));
     out.emplace_back(r.text(p[0], field + "[0]"), std::move(shape));
   }
   return out;

@@ -42,6 +42,8 @@
 namespace shardscope {
 
 inline constexpr int kCheckpointFormatVersion = 1;
+// 2^34 elements (64 GiB of fp32): no parameter of a model this program trains comes near.
+inline constexpr std::int64_t kMaxCheckpointParameterElements = std::int64_t{1} << 34;
 inline constexpr std::string_view kCheckpointFormat = "shardscope-checkpoint";
 
 // Elements [begin, end) of a parameter, in its row-major order.
@@ -112,10 +114,19 @@ CheckpointManifest parse_checkpoint_manifest(std::string_view text, const std::s
 // directory under it that holds one. ConfigError (naming `flag`) when there is none.
 std::string find_checkpoint_dir(const std::string& path, const std::string& flag = "--resume");
 
-// Reads a step directory: the manifest, then every rank file, checked against
-// the manifest (size, checksum, keys, dtypes, shapes), reassembled into whole
-// parameters; every element of every parameter must be present, and the
-// tied copies of a parameter must agree. ConfigError names the file and the reason.
+// The manifest.json of a step directory, parsed (parse_checkpoint_manifest);
+// ConfigError when it is missing or not a regular file.
+CheckpointManifest read_checkpoint_manifest(const std::string& dir);
+
+// Reads a step directory's rank files, checked against its manifest (size,
+// checksum, keys, dtypes, shapes), reassembled into whole parameters; every
+// element of every parameter must be present, and the tied copies of a
+// parameter must agree. ConfigError names the file and the reason. The
+// parameters are allocated at the manifest's shapes: a reader that knows its
+// model checks them first (Trainer::check_checkpoint), so a damaged shape is
+// refused before gigabytes are zeroed for it.
+TrainingCheckpoint read_checkpoint(const std::string& dir, CheckpointManifest manifest);
+// Both: the manifest, then the rank files.
 TrainingCheckpoint read_checkpoint(const std::string& dir);
 
 // A save in progress: the temporary directory under `root` (created, with

@@ -72,10 +72,8 @@ struct Assembly {
 Assembly empty_assembly(const CheckpointManifest& m, const std::string& manifest_path) {
   Assembly a;
   for (const auto& [name, shape] : m.parameters) {
-    std::int64_t numel = 1;
+    std::int64_t numel = 1;  // the parser checked that the product fits (kMaxCheckpointParameterElements)
     for (const std::int64_t d : shape) numel *= d;
-    if (numel > (std::int64_t{1} << 34))
-      throw ConfigError(manifest_path + ": parameter '" + name + "' is too large for a checkpoint of this program");
     if (a.values.count(name) != 0) throw ConfigError(manifest_path + ": parameter '" + name + "' listed twice");
     const auto n = static_cast<std::size_t>(numel);
     a.values[name] = ParameterState{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n)};
@@ -137,11 +135,20 @@ void read_rank_file(const std::string& dir, const CheckpointFile& file, Assembly
 
 }  // namespace
 
+CheckpointManifest read_checkpoint_manifest(const std::string& dir) {
+  const std::string manifest_path = (fs::path(dir) / "manifest.json").string();
+  return parse_checkpoint_manifest(file_bytes(manifest_path, "the checkpoint's manifest"), manifest_path);
+}
+
 TrainingCheckpoint read_checkpoint(const std::string& dir) {
+  return read_checkpoint(dir, read_checkpoint_manifest(dir));
+}
+
+TrainingCheckpoint read_checkpoint(const std::string& dir, CheckpointManifest manifest) {
   const std::string manifest_path = (fs::path(dir) / "manifest.json").string();
   TrainingCheckpoint out;
   out.dir = dir;
-  out.manifest = parse_checkpoint_manifest(file_bytes(manifest_path, "the checkpoint's manifest"), manifest_path);
+  out.manifest = std::move(manifest);
   Assembly a = empty_assembly(out.manifest, manifest_path);
   for (const CheckpointFile& file : out.manifest.files) read_rank_file(dir, file, a);
   for (const auto& [name, covered] : a.covered)

@@ -236,7 +236,8 @@ class Trainer {
   RankCheckpoint rank_checkpoint(const Rank& rank) const;
   CheckpointManifest checkpoint_manifest() const;
   const std::string& data_fingerprint() const;  // the tokens' FNV-1a, for the manifest and the resume check
-  void check_checkpoint(const TrainingCheckpoint& checkpoint) const;
+  // Before the rank files are read: the manifest's model, shapes, seed and data are this run's.
+  void check_checkpoint(const std::string& dir, const CheckpointManifest& manifest) const;
   void restore_rank(Rank& rank, const TrainingCheckpoint& checkpoint);
   void restore_checkpoint(const std::string& path);  // config.resume_dir: at construction
 

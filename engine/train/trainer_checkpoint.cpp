@@ -191,43 +191,74 @@ std::string Trainer::save_checkpoint(const std::string& root) {
   return writer.commit(std::move(manifest));
 }
 
-// The checkpoint must be of this run's model and data stream; the layout may differ.
-void Trainer::check_checkpoint(const TrainingCheckpoint& ckpt) const {
-  const std::string manifest = ckpt.dir + "/manifest.json";
-  // The shape decides, not the name: an --init-from model is named after its directory, which may be spelled
-  // another way (or be the checkpoint's own step directory) on resume.
-  const ModelConfig model = run_model_config(config_);
-  nlohmann::json saved_shape = ckpt.manifest.model, shape = model_json(model);
+namespace {
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string out;
+  for (const std::int64_t d : shape) out += (out.empty() ? "[" : ", ") + std::to_string(d);
+  return out + "]";
+}
+
+// The checkpoint's model is the run's: its config (the shape decides, not the
+// name: an --init-from model is named after its directory, which may be
+// spelled another way on resume), then every parameter's name and shape, so
+// that the reader allocates only what this model holds.
+void check_checkpoint_model(const std::string& manifest_path, const CheckpointManifest& saved, const ModelConfig& model,
+                            const std::string& flag) {
+  nlohmann::json saved_shape = saved.model, shape = model_json(model);
   if (saved_shape.is_object()) saved_shape.erase("name");
   shape.erase("name");
+  const std::string hint =
+      "; resume with the model it was saved with (--model, or --init-from for a run that began from a Hugging "
+      "Face directory)";
+  if (saved_shape != shape)
+    throw ConfigError("--resume " + manifest_path + ": the checkpoint's model (" +
+                      bounded_excerpt(saved.model.dump(), 160) + ") is not " + flag + "'s" + hint);
+  const auto expected = parameter_shapes(model);
+  for (std::size_t i = 0; i < std::max(expected.size(), saved.parameters.size()); ++i) {
+    const std::string field = "--resume " + manifest_path + ": field 'parameters[" + std::to_string(i) + "]': ";
+    if (i >= saved.parameters.size())
+      throw ConfigError(field + "missing: " + flag + " has " + std::to_string(expected.size()) + " parameters" + hint);
+    const auto& [name, dims] = saved.parameters[i];
+    if (i >= expected.size())
+      throw ConfigError(field + "'" + bounded_excerpt(name) + "' is past " + flag + "'s " +
+                        std::to_string(expected.size()) + " parameters" + hint);
+    if (name != expected[i].first || dims != expected[i].second)
+      throw ConfigError(field + "'" + bounded_excerpt(name) + "' of shape " + bounded_excerpt(shape_text(dims)) +
+                        " is not " + flag + "'s '" + expected[i].first + "' of shape " +
+                        shape_text(expected[i].second) + hint);
+  }
+}
+
+}  // namespace
+
+// The checkpoint must be of this run's model and data stream; the layout may differ.
+void Trainer::check_checkpoint(const std::string& dir, const CheckpointManifest& saved) const {
+  const std::string manifest = dir + "/manifest.json";
   const std::string flag = config_.init_from.empty() ? "--model " + config_.model : "--init-from " + config_.init_from;
-  if (saved_shape != shape || ckpt.manifest.parameters != parameter_shapes(model))
-    throw ConfigError("--resume " + manifest + ": the checkpoint's model (" +
-                      bounded_excerpt(ckpt.manifest.model.dump(), 160) + ") is not " + flag +
-                      "'s; resume with the model it was saved with (--model, or --init-from for a run that began "
-                      "from a Hugging Face directory)");
-  if (ckpt.manifest.seed != config_.seed)
-    throw ConfigError("--resume " + manifest + ": saved with --seed " + std::to_string(ckpt.manifest.seed) +
+  check_checkpoint_model(manifest, saved, run_model_config(config_), flag);
+  if (saved.seed != config_.seed)
+    throw ConfigError("--resume " + manifest + ": saved with --seed " + std::to_string(saved.seed) +
                       ", this run has --seed " + std::to_string(config_.seed) +
-                      " (the data order follows the seed); resume with --seed " + std::to_string(ckpt.manifest.seed));
-  const nlohmann::json& data = ckpt.manifest.data;
+                      " (the data order follows the seed); resume with --seed " + std::to_string(saved.seed));
+  const nlohmann::json& data = saved.data;
   const auto tokens = data.is_object() ? data.find("train_tokens") : data.end();
   if (tokens != data.end() && tokens->is_number_integer() &&
       tokens->get<std::int64_t>() != dataset_->tokens(Split::train))
-    throw ConfigError("--data: the checkpoint " + ckpt.dir + " was trained on " +
+    throw ConfigError("--data: the checkpoint " + dir + " was trained on " +
                       std::to_string(tokens->get<std::int64_t>()) + " training tokens, this run's data has " +
                       std::to_string(dataset_->tokens(Split::train)) +
                       " (another text draws other batches); resume with the --data it was saved with");
   // Same length, other text (an edited corpus, another file): checkpoints saved before the fingerprint have none.
   const auto fingerprint = data.is_object() ? data.find("tokens_fnv1a64") : data.end();
   if (fingerprint != data.end() && fingerprint->is_string() && fingerprint->get<std::string>() != data_fingerprint())
-    throw ConfigError("--data: the checkpoint " + ckpt.dir + " was trained on other text than this run's " +
+    throw ConfigError("--data: the checkpoint " + dir + " was trained on other text than this run's " +
                       dataset_->path() + " (same " + std::to_string(dataset_->tokens(Split::train)) +
                       " training tokens, token fingerprint " + fingerprint->get<std::string>() + " against " +
                       data_fingerprint() + "); resume with the --data it was saved with");
-  if (ckpt.manifest.step >= config_.steps)
-    throw ConfigError("--steps " + std::to_string(config_.steps) + ": the checkpoint " + ckpt.dir +
-                      " is already at step " + std::to_string(ckpt.manifest.step) + "; give more --steps");
+  if (saved.step >= config_.steps)
+    throw ConfigError("--steps " + std::to_string(config_.steps) + ": the checkpoint " + dir + " is already at step " +
+                      std::to_string(saved.step) + "; give more --steps");
 }
 
 void Trainer::restore_rank(Rank& rk, const TrainingCheckpoint& ckpt) {
@@ -267,8 +298,10 @@ void Trainer::restore_rank(Rank& rk, const TrainingCheckpoint& ckpt) {
 }
 
 void Trainer::restore_checkpoint(const std::string& path) {
-  const TrainingCheckpoint ckpt = read_checkpoint(find_checkpoint_dir(path));
-  check_checkpoint(ckpt);
+  const std::string dir = find_checkpoint_dir(path);
+  CheckpointManifest manifest = read_checkpoint_manifest(dir);
+  check_checkpoint(dir, manifest);  // before the reader allocates a parameter at the manifest's shape
+  const TrainingCheckpoint ckpt = read_checkpoint(dir, std::move(manifest));
   for (auto& rank : ranks_) restore_rank(*rank, ckpt);
   steps_done_ = ckpt.manifest.step;
   resumed_from_ = ckpt.dir;

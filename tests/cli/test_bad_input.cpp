@@ -5,9 +5,11 @@
 // signal) within the time limit, with a message naming the field, file or
 // offset, and never more than a few lines of it (no value dumped whole).
 // Files: HF config.json (estimate --model), DeepSpeed JSON (--deepspeed),
-// accelerate YAML (--accelerate), recordings (export), special files (FIFO,
-// directory, /dev/null), checkpoint folders (--resume), and the flags whose
-// values have limits.
+// accelerate YAML (--accelerate, aliases that expand without end), recordings
+// (export), special files (FIFO, directory, /dev/null, /dev/zero) wherever a
+// file is named (configs, a Hugging Face folder's weights, launch's
+// hostfile), checkpoint folders (--resume), and the flags and counts whose
+// values have limits (launch's process count).
 //
 // SHARDSCOPE_CLI in the environment runs the table against another build
 // (e.g. one with -fsanitize=address,undefined).
@@ -84,6 +86,17 @@ QByteArray llama(const QByteArray& extra) {
                      extra);
 }
 
+// Nine anchors, each listing the one before ten times: 10^9 values from 400 bytes.
+QByteArray billion_laughs() {
+  QByteArray yaml = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i <= 8; ++i) {
+    const QByteArray prev = "*a" + QByteArray::number(i - 1);
+    yaml +=
+        "a" + QByteArray::number(i) + ": &a" + QByteArray::number(i) + " [" + (prev + ", ").repeated(9) + prev + "]\n";
+  }
+  return yaml + "distributed_type: MULTI_GPU\n";
+}
+
 // Config files: name -> contents.
 const QList<QPair<QString, QByteArray>>& config_files() {
   static const QList<QPair<QString, QByteArray>> files = {
@@ -142,6 +155,15 @@ const QList<QPair<QString, QByteArray>>& config_files() {
       {"acc_split.yaml", "distributed_type: MULTI_GPU\nnum_processes: 8\nnum_machines: 3\n"},
       {"acc_ds_dir.yaml", "distributed_type: DEEPSPEED\ndeepspeed_config:\n  deepspeed_config_file: a_directory\n"},
       {"acc_unclosed.yaml", "distributed_type: [MULTI_GPU\n"},
+      {"acc_laughs.yaml", billion_laughs()},
+      {"acc_cycle.yaml", "distributed_type: &a [MULTI_GPU, *a]\n"},
+      // launch's hostfiles: two machines, and 2^19 of them (x 4096 processes = 2^31, past an int)
+      {"two_hosts", "node-a\n# a comment\nnode-b\n"},
+      {"many_hosts", QByteArray("h\n").repeated(1 << 19)},
+      // A checkpoint manifest whose first parameter's shape multiplies past 64 bits (the fields before it valid)
+      {"ckpt_overflow/manifest.json",
+       R"({"format": "shardscope-checkpoint", "format_version": 1, "step": 1, "model": {},
+           "parameters": [["embed.tokens", [4294967296, 4294967297]]]})"},
   };
   return files;
 }
@@ -200,8 +222,19 @@ void TestBadInput::write_recordings() {
 
 void TestBadInput::initTestCase() {
   QVERIFY(dir_.isValid());
+  QVERIFY(QDir().mkpath(path("ckpt_overflow")));
   for (const auto& [name, contents] : config_files()) write(name, contents);
   QVERIFY(QDir().mkpath(path("a_directory")));
+  // Hugging Face folders whose weights are a FIFO: a reader that opens it waits for a writer forever.
+  for (const char* model : {"bert_tiny", "gpt2_tiny"}) {
+    const QString folder = path(QString(model) + "_fifo");
+    QVERIFY(QDir().mkpath(folder));
+    QVERIFY(QFile::copy(SHARDSCOPE_FIXTURES "/hf/" + QString(model) + "/config.json", folder + "/config.json"));
+    QCOMPARE(::mkfifo((folder + "/model.safetensors").toLocal8Bit().constData(), 0600), 0);
+  }
+  // A hostfile past the 4 MiB a list of machines needs (sparse: no disk written).
+  QFile big(path("big_hostfile"));
+  QVERIFY(big.open(QIODevice::WriteOnly) && big.resize(5 << 20));
   QVERIFY(QDir().mkpath(path("runs/step-99999999999999999999")));  // a step number past 64 bits
   write("runs/step-99999999999999999999/manifest.json", "{}");
   QCOMPARE(::mkfifo(path("fifo").toLocal8Bit().constData(), 0600), 0);  // no writer: opening it would block
@@ -295,6 +328,36 @@ void TestBadInput::exits_2_naming_the_problem_data() {
       "runs: no checkpoint here (neither manifest.json nor a step-N directory holding one)");
   row("launch of a launch", {"launch", "--nproc-per-node", "2", "--", "launch", "--nproc-per-node", "2", "--", "train"},
       "launch -- launch: mpirun cannot start mpirun");
+  row("BERT weights a FIFO (hidden-states)", {"hidden-states", model, "@bert_tiny_fifo", "--text", "hi", "--json"},
+      "@bert_tiny_fifo/model.safetensors: cannot read: it is a FIFO (named pipe), not a regular file");
+  row("BERT weights a FIFO (train --init-from)",
+      {"train", "--init-from", "@bert_tiny_fifo", "--seq", "16", "--steps", "1"},
+      "@bert_tiny_fifo/model.safetensors: cannot read: it is a FIFO (named pipe), not a regular file");
+  row("GPT-2 weights a FIFO (train --init-from)",
+      {"train", "--init-from", "@gpt2_tiny_fifo", "--seq", "16", "--steps", "1"},
+      "@gpt2_tiny_fifo/model.safetensors: is a FIFO (named pipe), not a .safetensors file");
+  row("hostfile a FIFO", {"launch", "--nproc-per-node", "2", "--hostfile", "@fifo", "--dry-run", "--", "train"},
+      "--hostfile: '@fifo' is a FIFO (named pipe), not a file");
+  row("hostfile /dev/zero", {"launch", "--nproc-per-node", "2", "--hostfile", "/dev/zero", "--dry-run", "--", "train"},
+      "--hostfile: '/dev/zero' is a character device, not a file");
+  row("hostfile of 5 MiB",
+      {"launch", "--nproc-per-node", "2", "--hostfile", "@big_hostfile", "--dry-run", "--", "train"},
+      "--hostfile: '@big_hostfile' is 5242880 bytes; a config file is at most 4194304 bytes");
+  // A count that feeds a process launch is checked, never wrapped (4096 x 2^19 was -np -2147483648, exit 0).
+  row("launch processes past an int",
+      {"launch", "--nproc-per-node", "4096", "--hostfile", "@many_hosts", "--dry-run", "--", "train"},
+      "--nproc-per-node 4096 x 524288 machines in --hostfile '@many_hosts' = 2147483648 processes: at most 4096");
+  row("launch processes past a run's ranks",
+      {"launch", "--nproc-per-node", "4096", "--hostfile", "@two_hosts", "--dry-run", "--", "train"},
+      "= 8192 processes: at most 4096 (a run's most ranks, --dp 64 x --pp 64)");
+  row("accelerate aliases past a bound (billion laughs)", {"estimate", acc, "@acc_laughs.yaml"},
+      "acc_laughs.yaml: line 5: its aliases expand the document past 100000 values");
+  row("accelerate aliases past a bound (train)", {"train", acc, "@acc_laughs.yaml", "--steps", "1"},
+      "acc_laughs.yaml: line 5: its aliases expand the document past 100000 values");
+  row("accelerate alias inside its anchor", {"estimate", acc, "@acc_cycle.yaml"},
+      "acc_cycle.yaml: line 1: an alias inside the node its anchor names");
+  row("checkpoint shape past 64 bits", {"train", "--resume", "@ckpt_overflow"},
+      "ckpt_overflow/manifest.json: field 'parameters[0][1]': the dimensions multiply to more than 2^63 - 1 elements");
   row("recording a FIFO", {"export", "--chrome-trace", "@t.json", "@fifo"},
       "RUN.ssrun: cannot read '@fifo': it is a FIFO (named pipe), not a regular file");
   row("recording a directory", {"export", "--chrome-trace", "@t.json", "@a_directory"},

@@ -5,6 +5,7 @@
 // and the newest resumes; damaged or mismatched checkpoints are refused with
 // exit 2, naming the file and the reason.
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <QFile>
 #include <QJsonDocument>
@@ -129,7 +130,27 @@ std::vector<BadCase> bad_cases() {
        edit([](J& m) {
          m["parameters"][0][1] = J::array({1, 1});
        }),
-       {"rank-0.safetensors", "embed.tokens", "run past"}},
+       {"manifest.json", "field 'parameters[0]'", "'embed.tokens' of shape [1, 1] is not --model gpt-tiny's"}},
+      // 2^34 elements (x 3 states x 4 bytes: 192 GiB) are checked against the model before anything is allocated.
+      {"shape of 2^34 elements",
+       edit([](J& m) {
+         m["parameters"][1][1] = J::array({131072, 131072});
+       }),
+       {"manifest.json", "field 'parameters[1]'", "of shape [131072, 131072] is not --model gpt-tiny's"}},
+      {"shape past 64 bits",
+       edit([](J& m) {
+         m["parameters"][0][1] = J::array({4294967296, 4294967297});
+       }),
+       {"manifest.json", "field 'parameters[0][1]'", "multiply to more than 2^63 - 1 elements"}},
+      {"parameter dropped",
+       edit([](J& m) { m["parameters"].erase(m["parameters"].size() - 1); }),
+       {"manifest.json", "field 'parameters[", "missing"}},
+      {"manifest is a FIFO",
+       [](const fs::path& d) {
+         fs::remove(d / "manifest.json");
+         ::mkfifo((d / "manifest.json").c_str(), 0600);
+       },
+       {"manifest.json", "not a regular file"}},
       {"missing step", edit([](J& m) { m.erase("step"); }), {"manifest.json", "'step'", "missing"}},
       {"nested garbage",
        edit([](J& m) {

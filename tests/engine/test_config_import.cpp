@@ -60,6 +60,7 @@ class TestConfigImport : public QObject {
   void accelerate_with_deepspeed_file();
   void accelerate_zero3_plugin_and_fsdp();
   void accelerate_bad_files_name_the_line_or_key();
+  void accelerate_aliases_expand_within_a_bound();
   void unknown_keys_are_reported_in_linear_time();
   void key_lines_follow_the_nesting();
   void values_are_named_by_type_never_dumped();
@@ -266,6 +267,40 @@ void TestConfigImport::accelerate_bad_files_name_the_line_or_key() {
 
 // 50,000 unknown keys: one warning each, with its line, in linear time (the
 // line lookup used to rescan the text from the start for every key: 34-72 s).
+// YAML aliases ("billion laughs"): nine anchors, each listing the one before
+// ten times, are 10^9 values to walk from a file of 300 bytes. The reader
+// counts what the aliases expand to before it walks them: refused at once,
+// naming the file and the line; a cycle (an alias inside its own anchor) too.
+// An ordinary alias still reads.
+void TestConfigImport::accelerate_aliases_expand_within_a_bound() {
+  std::string laughs = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i <= 8; ++i) {  // appended in steps: GCC 12 warns falsely (-Wrestrict) on "*a" + std::string
+    const std::string name = std::to_string(i), prev = std::to_string(i - 1);
+    laughs.append("a").append(name).append(": &a").append(name).append(" [*a").append(prev);
+    for (int k = 1; k < 10; ++k) laughs.append(", *a").append(prev);
+    laughs += "]\n";
+  }
+  laughs += "distributed_type: MULTI_GPU\n";
+  QVERIFY(laughs.size() < 700);
+  QElapsedTimer timer;
+  timer.start();
+  std::string m = message_of<FormatError>([&] { parse_accelerate_config(laughs, "laughs.yaml"); });
+  QVERIFY2(contains(m, "laughs.yaml: line 5: its aliases expand the document past 100000 values"), m.c_str());
+  QVERIFY2(timer.elapsed() < 2000, qPrintable(QString::number(timer.elapsed()) + " ms"));
+  m = message_of<FormatError>([] { parse_accelerate_config("distributed_type: &a [x, *a]\n", "cycle.yaml"); });
+  QVERIFY2(contains(m, "cycle.yaml: line 1: an alias inside the node its anchor names"), m.c_str());
+  std::string deep = "distributed_type: MULTI_GPU\ndebug: ";
+  for (int i = 0; i < 600; ++i) deep += "[";
+  m = message_of<FormatError>([&] { parse_accelerate_config(deep, "deep.yaml"); });
+  QVERIFY2(contains(m, "deep.yaml: line 2: values nest too deeply (more than 256 levels)"), m.c_str());
+  const AccelerateConfig ok = parse_accelerate_config(
+      "distributed_type: &type MULTI_GPU\nnum_processes: &n 4\nfsdp_config: {fsdp_sharding_strategy: *type}\n",
+      "ok.yaml");
+  QCOMPARE(ok.distributed_type, std::string("MULTI_GPU"));
+  QCOMPARE(ok.num_processes.value_or(0), 4);
+  QCOMPARE(ok.fsdp_sharding_strategy.value_or(""), std::string("MULTI_GPU"));
+}
+
 void TestConfigImport::unknown_keys_are_reported_in_linear_time() {
   std::string text =
       "{\"model_type\": \"gpt2\", \"vocab_size\": 1000, \"n_embd\": 64, \"n_layer\": 2, "

@@ -97,6 +97,35 @@ class TestI18n : public QObject {
              "no error naming --lang");
   }
 
+  // The app's own command-line errors are bad input: exit 2 with the reason, as shardscope-cli's
+  // (QCommandLineParser::process() would exit 1); --help and --version still exit 0.
+  void commandLineErrorsExit2() {
+    const auto run = [](const QStringList& args) {
+      QProcess app;
+      QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+      env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
+      app.setProcessEnvironment(env);
+      app.start(QStringLiteral(SHARDSCOPE_APP), args);
+      if (!app.waitForFinished(30000)) app.kill();
+      return std::pair{app.exitStatus() == QProcess::NormalExit ? app.exitCode() : -1,
+                       QString::fromUtf8(app.readAllStandardError() + app.readAllStandardOutput())};
+    };
+    const QList<std::pair<QStringList, QString>> refused = {
+        {{QStringLiteral("--no-such-option")}, QStringLiteral("Unknown option 'no-such-option'")},
+        {{QStringLiteral("--lang")}, QStringLiteral("Missing value after '--lang'")},
+        {{QStringLiteral("run.ssrun")}, QStringLiteral("'run.ssrun': the app takes no file or command")},
+    };
+    for (const auto& [args, reason] : refused) {
+      const auto [code, err] = run(args);
+      QVERIFY2(code == 2, qPrintable(args.join(' ') + ": exit " + QString::number(code) + ": " + err));
+      QVERIFY2(err.contains(reason), qPrintable(args.join(' ') + ": " + err));
+    }
+    for (const QString& flag : {QStringLiteral("--help"), QStringLiteral("--version")}) {
+      const auto [code, out] = run({flag});
+      QVERIFY2(code == 0 && out.contains(flag == "--help" ? "--lang <code>" : "0.1.0"), qPrintable(flag + ": " + out));
+    }
+  }
+
   void switchChangesVisibleStrings() {
     MainWindow window;
     window.show();

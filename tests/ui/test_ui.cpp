@@ -3,6 +3,8 @@
 // invalid settings disable Run with the reason, a short run from the window
 // fills the loss plot and the memory bars from engine events, Stop is prompt,
 // errors are shown.
+#include <sys/stat.h>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCoreApplication>
@@ -80,6 +82,12 @@ class TestUi : public QObject {
 
     QVERIFY(!window.setResumeFrom(dir.path() + QStringLiteral("/nothing-here")));
     QVERIFY2(window.statusText().contains(QStringLiteral("Not a checkpoint")), qPrintable(window.statusText()));
+    // A folder whose manifest.json is a FIFO is refused at once (an ifstream would wait for a writer forever).
+    const QString fifo_step = dir.path() + QStringLiteral("/fifo/step-000001");
+    QVERIFY(QDir().mkpath(fifo_step));
+    QCOMPARE(::mkfifo((fifo_step + QStringLiteral("/manifest.json")).toLocal8Bit().constData(), 0600), 0);
+    QVERIFY(!window.setResumeFrom(fifo_step));
+    QVERIFY2(window.statusText().contains(QStringLiteral("not a regular file")), qPrintable(window.statusText()));
     QVERIFY(window.setResumeFrom(dir.path()));  // the root: its newest step
     QVERIFY2(window.statusText().contains(QStringLiteral("step 3")), qPrintable(window.statusText()));
     c.steps = 5;
