@@ -205,15 +205,7 @@ void TestVirtualClock::compute_time_is_the_rank_cpu_time() {
 void TestVirtualClock::summary_from_known_spans() {
   std::vector<Event> events;
   const auto span = [&](int rank, ComputeKind kind, int mb, std::int64_t start, std::int64_t end) {
-    Event e;
-    e.kind = EventKind::compute_span;
-    e.rank = rank;
-    e.step = 2;
-    e.micro_batch = mb;
-    e.compute = kind;
-    e.start_ns = start;
-    e.end_ns = end;
-    events.push_back(e);
+    add_span(events, rank, kind, mb, start, end);
   };
   // GPipe, F = 1, B = 2: stage 1 F0 [1,2] F1 [2,3] B1 [3,5] B0 [5,7]; stage 0 F0 [0,1] F1 [1,2] B1 [5,7] B0 [7,9]
   span(0, ComputeKind::forward, 0, 0, 1);
