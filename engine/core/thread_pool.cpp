@@ -51,6 +51,9 @@ void ThreadPool::parallel_for(std::int64_t n, std::int64_t min_grain, const Rang
     fn(0, n);
     return;
   }
+  // One job at a time: a second caller's job would overwrite this one's
+  // (job_, pending_) while the workers run it, and both callers would wait forever.
+  std::lock_guard turn(submit_);
   {
     std::lock_guard lock(mutex_);
     job_ = &fn;

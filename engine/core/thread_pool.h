@@ -2,7 +2,10 @@
 // A small fork-join pool: parallel_for splits [0, n) into one contiguous range
 // per thread, statically, so results do not depend on timing. The calling
 // thread takes the first range. Each rank owns one pool; the pools of all
-// ranks together never hold more threads than there are cores.
+// ranks together never hold more threads than there are cores. A rank's pool
+// has more than one caller (the rank's thread, and its DDP reducer thread
+// adding the buckets it all-reduces while backward runs): their jobs take
+// turns, one job in the pool at a time.
 #pragma once
 
 #include <atomic>
@@ -46,6 +49,7 @@ class ThreadPool {
   void worker_loop(int index);
 
   std::vector<std::thread> workers_;
+  std::mutex submit_;  // held by the caller whose job the pool runs
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable finished_;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <stdexcept>
+#include <thread>
 
 #include "core/buffer.h"
 #include "core/checked_math.h"
@@ -36,6 +37,7 @@ class TestCore : public QObject {
   void buffer_charges_and_releases_its_category();
   void buffer_allocates_from_the_ledgers_device_memory();
   void thread_pool_covers_every_item_once();
+  void thread_pool_takes_jobs_from_two_callers();
   void rng_is_deterministic_and_normal();
   void byte_tokenizer_round_trips_utf8();
   void default_corpus_has_english_and_chinese();
@@ -144,6 +146,25 @@ void TestCore::thread_pool_covers_every_item_once() {
     });
     for (auto& s : seen) QCOMPARE(s.load(), 1);
   }
+}
+
+// A rank's thread and its DDP reducer thread submit to the same pool at once
+// (backward's matmuls beside a bucket's all-reduce adds). Their jobs must take
+// turns: a second job written over the first one's left both callers waiting
+// forever (test_flash_attention hung so with 0.5 MB buckets).
+void TestCore::thread_pool_takes_jobs_from_two_callers() {
+  ThreadPool pool(3);
+  constexpr int kJobs = 2000;
+  std::atomic<std::int64_t> covered[2] = {0, 0};
+  const auto submit = [&](int caller) {
+    for (int j = 0; j < kJobs; ++j)
+      pool.parallel_for(64, 1, [&](std::int64_t b, std::int64_t e) { covered[caller] += e - b; });
+  };
+  std::thread other(submit, 1);
+  submit(0);
+  other.join();
+  QCOMPARE(covered[0].load(), std::int64_t{64} * kJobs);
+  QCOMPARE(covered[1].load(), std::int64_t{64} * kJobs);
 }
 
 void TestCore::rng_is_deterministic_and_normal() {
