@@ -123,8 +123,8 @@ void print_time(const Estimate& e) {
       t.step_overlapped_s);
   std::printf(
       "  throughput     %s tokens/s per GPU, %.1f TFLOP/s per GPU run (recompute included), MFU %.1f%% "
-      "(6N + 12·L·h·s per token over %s TFLOP/s peak); assumes %.0f%% of peak on every matmul, memory-bound "
-      "work and launches left out but AdamW, nothing overlapped\n",
+      "(6N + 12·L·h·s per token over %s TFLOP/s peak); assumes %.0f%% of peak on every matmul, no memory-bound "
+      "work but AdamW's, no kernel launches, nothing overlapped\n",
       grouped(static_cast<std::int64_t>(t.tokens_per_s_per_gpu)).c_str(), t.tflops_per_gpu, 100.0 * t.mfu,
       short_number(t.peak_tflops, 4).c_str(), 100.0 * t.efficiency);
 }
