@@ -121,6 +121,12 @@ void print_time(const Estimate& e) {
       std::string(precision_name(e.settings.precision)).c_str(), t.compute_s, t.bubble_s, t.optimizer_s, t.dp_comm_s,
       t.dp_link.c_str(), t.pp_comm_s, t.step_s, grouped(static_cast<std::int64_t>(t.tokens_per_s)).c_str(),
       t.step_overlapped_s);
+  std::printf(
+      "  throughput     %s tokens/s per GPU, %.1f TFLOP/s per GPU run (recompute included), MFU %.1f%% "
+      "(6N + 12·L·h·s per token over %s TFLOP/s peak); assumes %.0f%% of peak on every matmul, no memory-bound "
+      "work but AdamW's, no kernel launches, nothing overlapped\n",
+      grouped(static_cast<std::int64_t>(t.tokens_per_s_per_gpu)).c_str(), t.tflops_per_gpu, 100.0 * t.mfu,
+      short_number(t.peak_tflops, 4).c_str(), 100.0 * t.efficiency);
 }
 
 void print_estimate(const Estimate& e, const SettingOrigins& origins) {

@@ -22,9 +22,16 @@ std::string normalized(std::string_view text) {
 }  // namespace
 
 const std::vector<GpuProfile>& gpu_profiles() {
-  // Memory: the total nvidia-smi reports (MiB). FLOP/s: dense, without 2:4 sparsity.
-  // Links: NVLink's total bandwidth is both directions; the ring uses one, so half.
-  // Between nodes: one InfiniBand NIC per GPU, as in DGX systems (an assumption).
+  // Memory: the total nvidia-smi reports (MiB). FLOP/s: dense, without 2:4 sparsity; bf16 equals fp16 on
+  // every part here. Links: NVLink's and Infinity Fabric's totals count both directions; a ring uses one,
+  // so half. Between nodes: one 400 (or 200) Gb/s InfiniBand NIC per GPU, as in DGX/HGX systems (assumed).
+  // Sources, one per part (docs/ESTIMATE.md repeats them):
+  //   A100: NVIDIA A100 Tensor Core GPU datasheet (SXM4 column).
+  //   H100, H100-PCIe: NVIDIA H100 Tensor Core GPU datasheet (SXM and PCIe columns).
+  //   H200: NVIDIA H200 Tensor Core GPU datasheet (SXM column).
+  //   B200: NVIDIA HGX B200 / DGX B200 datasheets (1000 W part; per-GPU = system / 8).
+  //   RTX 4090: NVIDIA Ada Lovelace architecture whitepaper, appendix (fp16 with fp32 accumulate).
+  //   MI300X: AMD Instinct MI300X accelerator datasheet (its "192 GB" are 8 stacks of 24 GiB).
   static const std::vector<GpuProfile> profiles = {
       {"A100-40GB", "NVIDIA A100 SXM4 40GB", 40960 * kMiB, 19.5, 156, 312, 1555, 300, "NVLink 3 (600 GB/s total)", 25,
        "HDR InfiniBand 200 Gb/s per GPU"},
@@ -32,10 +39,18 @@ const std::vector<GpuProfile>& gpu_profiles() {
        "HDR InfiniBand 200 Gb/s per GPU"},
       {"H100", "NVIDIA H100 SXM5 80GB", 81559 * kMiB, 67, 494.7, 989.4, 3350, 450, "NVLink 4 (900 GB/s total)", 50,
        "NDR InfiniBand 400 Gb/s per GPU"},
+      // Eight PCIe cards talk over PCIe 5.0 x16 (NVLink bridges join pairs only).
+      {"H100-PCIe", "NVIDIA H100 PCIe 80GB", 81559 * kMiB, 51, 378, 756, 2000, 64,
+       "PCIe 5.0 x16 (128 GB/s total; NVLink bridge pairs only)", 50, "NDR InfiniBand 400 Gb/s per GPU"},
       {"H200", "NVIDIA H200 SXM 141GB", 143771 * kMiB, 67, 494.7, 989.4, 4800, 450, "NVLink 4 (900 GB/s total)", 50,
+       "NDR InfiniBand 400 Gb/s per GPU"},
+      {"B200", "NVIDIA B200 SXM 180GB", 183359 * kMiB, 80, 1100, 2250, 8000, 900, "NVLink 5 (1.8 TB/s total)", 50,
        "NDR InfiniBand 400 Gb/s per GPU"},
       {"RTX4090", "NVIDIA GeForce RTX 4090 24GB", 24564 * kMiB, 82.6, 82.6, 165.2, 1008, 32,
        "PCIe 4.0 x16 (no NVLink; 64 GB/s total)", 12.5, "100 Gb Ethernet"},
+      // fp32: the matrix cores' 163.4 (rocBLAS SGEMM runs on them; the vector units give 81.7).
+      {"MI300X", "AMD Instinct MI300X 192GB", 196608 * kMiB, 163.4, 653.7, 1307.4, 5300, 448,
+       "Infinity Fabric (7 links, 896 GB/s total)", 50, "NDR InfiniBand 400 Gb/s per GPU"},
   };
   return profiles;
 }

@@ -22,7 +22,7 @@ struct GpuProfile {
   std::int64_t memory_bytes = 0;  // what the CUDA driver reports as total memory
   double fp32_tflops = 0;         // dense, no tensor cores (PyTorch's fp32 matmuls without TF32)
   double tf32_tflops = 0;         // dense tensor cores
-  double fp16_tflops = 0;         // dense tensor cores, fp32 accumulate (bf16 the same)
+  double fp16_tflops = 0;         // dense tensor cores, fp32 accumulate (bf16 the same on every profile)
   double memory_gbps = 0;         // HBM / GDDR bandwidth, GB/s
   double link_gbps = 0;           // GPU-to-GPU inside a node, per direction, GB/s
   std::string link;               // "NVLink 4 (900 GB/s total)"

@@ -84,6 +84,10 @@ json time_json(const TimeEstimate& t) {
   out["step_time_s"] = t.step_s;
   out["step_time_overlapped_s"] = t.step_overlapped_s;
   out["tokens_per_s"] = t.tokens_per_s;
+  out["tokens_per_s_per_gpu"] = t.tokens_per_s_per_gpu;
+  out["model_flops_per_token"] = t.model_flops_per_token;
+  out["tflops_per_gpu"] = t.tflops_per_gpu;
+  out["mfu"] = t.mfu;
   return out;
 }
 

@@ -20,6 +20,7 @@ void count_flops(TimeEstimate& t, const ModelShape& model, const EstimateSetting
   t.matmul_parameters = checked_sub(model.parameters(), model.lookup_only_parameters);
   const double N = static_cast<double>(t.matmul_parameters);
   const std::string n_text = "N = " + grouped(t.matmul_parameters) + " parameters read by matmuls";
+  t.model_flops_per_token = 6 * N + 12 * L * h * seq;
   switch (s.recompute) {
     case Recompute::none:
       t.flops_per_token = 6 * N + 12 * L * h * seq;
@@ -109,6 +110,10 @@ void time_on_gpu(TimeEstimate& t, const EstimateSettings& s, const GpuProfile& g
   t.step_s = t.compute_s + t.bubble_s + t.optimizer_s + t.dp_comm_s + t.pp_comm_s;
   t.step_overlapped_s = std::max(t.compute_s + t.bubble_s, t.dp_comm_s) + t.optimizer_s + t.pp_comm_s;
   t.tokens_per_s = static_cast<double>(t.tokens_per_step) / t.step_s;
+  const double gpus = s.world_size();
+  t.tokens_per_s_per_gpu = t.tokens_per_s / gpus;
+  t.tflops_per_gpu = t.flops_per_step / gpus / t.step_s / 1e12;
+  t.mfu = t.model_flops_per_token * t.tokens_per_s_per_gpu / (t.peak_tflops * 1e12);
 }
 
 }  // namespace

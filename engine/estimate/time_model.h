@@ -32,8 +32,9 @@ namespace shardscope {
 struct TimeEstimate {
   std::int64_t tokens_per_step = 0;    // global batch × s
   std::int64_t matmul_parameters = 0;  // N
-  double flops_per_token = 0;
+  double flops_per_token = 0;          // what runs, recompute included
   std::string flops_formula;
+  double model_flops_per_token = 0;  // 6N + 12·L·h·s whatever the recompute: MFU's numerator (PaLM)
   double flops_per_step = 0;  // all ranks together
   double dp_bytes = 0;        // sent per rank per step by the data-parallel collectives
   std::string dp_formula;
@@ -55,6 +56,12 @@ struct TimeEstimate {
   double step_s = 0;             // nothing overlapped (an upper bound)
   double step_overlapped_s = 0;  // data-parallel communication hidden behind compute (a lower bound)
   double tokens_per_s = 0;       // tokens_per_step / step_s
+  double tokens_per_s_per_gpu = 0;
+  // FLOPs run per GPU per second, recompute included (what Megatron-LM reports as TFLOP/s per GPU).
+  double tflops_per_gpu = 0;
+  // Model FLOPs utilization (Chowdhery et al. 2022, PaLM, app. B): model_flops_per_token × tokens/s
+  // per GPU over the peak, so recompute does not count (what llm.c and torchtitan report).
+  double mfu = 0;
   std::string note = "a model, not a measurement";
 };
 

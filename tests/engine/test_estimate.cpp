@@ -57,6 +57,8 @@ class TestEstimate : public QObject {
   void huge_settings_are_refused_not_wrapped();
   void formula_activations_follow_korthikanti();
   void time_model_figures();
+  void throughput_and_mfu();
+  void gpu_profiles_from_datasheets();
   void fit_names_the_largest_lever();
   void json_uses_the_ledger_names();
   void settings_resolve_like_deepspeed();
@@ -258,6 +260,48 @@ void TestEstimate::time_model_figures() {
   t = estimate_time(gpt2, pipe, nullptr);
   QCOMPARE(t.bubble_fraction, 3.0 / 11.0);  // (p − 1)/(m + p − 1)
   QCOMPARE(t.bubble_fraction, gpipe_bubble_fraction(4, 8));
+}
+
+// tokens/s per GPU, TFLOP/s run per GPU and MFU all follow from step_s; with full recompute MFU counts
+// 6N + 12·L·h·s, not the 8N + 16·L·h·s that runs.
+void TestEstimate::throughput_and_mfu() {
+  EstimateSettings s;
+  s.layout[Axis::dp] = 8;
+  s.micro_batch_size = 4;
+  s.seq = 1024;
+  s.precision = Precision::bf16;
+  const ModelShape gpt2 = preset("gpt2-124m");
+  const GpuProfile& h100 = find_gpu_profile("H100");
+  TimeEstimate t = estimate_time(gpt2, s, &h100);
+  const double model_flops = 6.0 * 123'653'376 + 12.0 * 12 * 768 * 1024;
+  QCOMPARE(t.model_flops_per_token, model_flops);
+  QCOMPARE(t.tokens_per_s_per_gpu, t.tokens_per_s / 8);
+  QCOMPARE(t.tflops_per_gpu, t.flops_per_step / 8 / t.step_s / 1e12);
+  QCOMPARE(t.mfu, model_flops * t.tokens_per_s_per_gpu / 989.4e12);
+  QVERIFY(t.mfu < s.efficiency);  // communication and the optimizer come on top of compute
+  QCOMPARE(t.mfu, s.efficiency * t.compute_s / t.step_s);
+  s.recompute = Recompute::full;
+  t = estimate_time(gpt2, s, &h100);
+  QCOMPARE(t.model_flops_per_token, model_flops);
+  QVERIFY(t.flops_per_token > t.model_flops_per_token);
+  QCOMPARE(t.mfu, s.efficiency * t.compute_s / t.step_s * model_flops / t.flops_per_token);
+}
+
+// Every profile has its datasheet's shape: tensor cores at least as fast as fp32, a link and a
+// network; "H100" stays the SXM part, and the PCIe card is slower everywhere.
+void TestEstimate::gpu_profiles_from_datasheets() {
+  for (const char* name : {"A100-40GB", "A100-80GB", "H100", "H100-PCIe", "H200", "B200", "RTX4090", "MI300X"}) {
+    const GpuProfile& g = find_gpu_profile(name);
+    QVERIFY2(g.memory_bytes > 0 && g.fp32_tflops > 0 && g.tf32_tflops >= g.fp32_tflops / 2, name);
+    QVERIFY2(g.fp16_tflops >= g.tf32_tflops && g.memory_gbps > 0, name);
+    QVERIFY2(g.link_gbps > 0 && !g.link.empty() && g.internode_gbps > 0 && !g.internode.empty(), name);
+  }
+  const GpuProfile& sxm = find_gpu_profile("H100");
+  const GpuProfile& pcie = find_gpu_profile("h100 pcie");
+  QCOMPARE(sxm.description, std::string("NVIDIA H100 SXM5 80GB"));
+  QVERIFY(pcie.fp16_tflops < sxm.fp16_tflops && pcie.memory_gbps < sxm.memory_gbps && pcie.link_gbps < sxm.link_gbps);
+  QCOMPARE(find_gpu_profile("B200").fp16_tflops, 2250.0);
+  QCOMPARE(find_gpu_profile("MI300X").fp16_tflops, 1307.4);
 }
 
 void TestEstimate::fit_names_the_largest_lever() {

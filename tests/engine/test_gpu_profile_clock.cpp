@@ -228,9 +228,9 @@ void TestGpuProfileClock::refused_where_it_does_not_apply() {
   const CliResult wall = run_cli({"train", "--gpu-profile", "H100", "--clock", "wall", "--steps", "1"});
   QCOMPARE(wall.code, 2);
   QVERIFY2(wall.err.contains("--gpu-profile H100") && wall.err.contains("--clock virtual"), qPrintable(wall.err));
-  const CliResult unknown = run_cli({"train", "--gpu-profile", "B200", "--steps", "1"});
+  const CliResult unknown = run_cli({"train", "--gpu-profile", "V100", "--steps", "1"});
   QCOMPARE(unknown.code, 2);
-  QVERIFY2(unknown.err.contains("--gpu-profile: 'B200' is not one of none, A100-40GB"), qPrintable(unknown.err));
+  QVERIFY2(unknown.err.contains("--gpu-profile: 'V100' is not one of none, A100-40GB"), qPrintable(unknown.err));
 }
 
 void TestGpuProfileClock::cli_prints_both_throughputs() {
