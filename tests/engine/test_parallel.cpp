@@ -65,7 +65,7 @@ class TestParallel : public QObject {
   void ddp_event_stream_has_every_ring_step_in_order();
   void pipeline_stages_hold_their_share();
   void pipeline_activation_memory_gpipe_vs_1f1b();
-  void pipeline_events_per_stage_and_micro_batch_size();
+  void pipeline_events_per_stage_and_micro_batch();
   void failing_rank_stops_every_rank();
   void stop_flag_mid_step_stops_every_rank();
   void invalid_layouts_are_refused();
@@ -354,7 +354,7 @@ void TestParallel::pipeline_activation_memory_gpipe_vs_1f1b() {
   }
 }
 
-void TestParallel::pipeline_events_per_stage_and_micro_batch_size() {
+void TestParallel::pipeline_events_per_stage_and_micro_batch() {
   RunConfig c = base_config();
   c.steps = 1;
   c.layout[Axis::pp] = 4;
