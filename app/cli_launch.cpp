@@ -30,8 +30,7 @@ void check_process_layout(const RunConfig& config, int processes, bool by_launch
                       " processes but the layout has dp " + std::to_string(config.layout.dp()) + " x pp " +
                       std::to_string(config.layout.pp()) + " = " + std::to_string(config.world_size()) + " ranks: " +
                       (by_launch ? "give --nproc-per-node " + std::to_string(config.world_size()) +
-                                       " (per machine "
-                                       "of the hostfile: processes = nproc-per-node x machines)"
+                                       " (per machine of the hostfile: processes = nproc-per-node x machines)"
                                  : "run mpirun -np " + std::to_string(config.world_size())) +
                       ", or change --dp / --pp");
   if (!config.save_dir.empty() || !config.resume_dir.empty())

@@ -31,7 +31,6 @@
 #include "events/event_queue.h"
 #include "events/recording.h"
 #include "model/model_config.h"
-#include "model/parameter_layout.h"
 #include "plan/data_parallel_traffic.h"
 #include "plan/sharding_plan.h"
 #include "train/checkpoint.h"
@@ -122,8 +121,8 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
   std::printf("model %s (%s): %lld parameters, C=%d L=%d H=%d vocab=%d\n",
               config.init_from.empty() ? config.model.c_str() : config.init_from.c_str(),
               std::string(model_kind_name(model.config().kind)).c_str(),
-              static_cast<long long>(ParameterLayout(model.config()).total()), model.config().channels,
-              model.config().layers, model.config().heads, model.config().vocab);
+              static_cast<long long>(trainer.model_parameters()), model.config().channels, model.config().layers,
+              model.config().heads, model.config().vocab);
   if (config.layout.pp() > 1) std::printf("pipeline: %s\n", stage_parameters_text(trainer.plan()).c_str());
   if (!trainer.init_note().empty()) std::printf("init: %s\n", trainer.init_note().c_str());
   std::printf("data %s: %lld training / %lld validation tokens (%s)\n", trainer.dataset().path().c_str(),

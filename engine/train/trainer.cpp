@@ -139,8 +139,12 @@ void Trainer::announce() {
   }
 }
 
+std::int64_t Trainer::model_parameters() const {
+  return ParameterLayout(ranks_.front()->model->config()).total();
+}
+
 std::string Trainer::parameters_text() const {
-  std::string text = std::to_string(ParameterLayout(ranks_.front()->model->config()).total()) + " parameters";
+  std::string text = std::to_string(model_parameters()) + " parameters";
   if (plan_->grid().pp() > 1) text += "; " + stage_parameters_text(*plan_);
   return text;
 }

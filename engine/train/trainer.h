@@ -197,6 +197,8 @@ class Trainer {
   // holds: "...; stage 0 embeddings + layers 0-1 = 462592 parameters; ..."
   // (plan/sharding_plan.h): a stage's count is not the model's.
   std::string parameters_text() const;
+  // The whole model's parameters, whichever stage a rank holds.
+  std::int64_t model_parameters() const;
   // "BLAS: OpenBLAS 0.3.21, kernel SkylakeX (AVX-512; ...)" where ranks compute on the CPU, else "".
   std::string blas_kernel_line() const;
   // RunConfig::profile_ops: a rank's time per backend op since the start or the

@@ -11,11 +11,9 @@
 #include <cblas.h>
 #include <strings.h>
 
-#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
-#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -53,16 +51,13 @@ bool can_choose_again() {
   return gotoblas_dynamic_init != nullptr && gotoblas_dynamic_quit != nullptr;
 }
 
-// OpenBLAS chooses its core again with OPENBLAS_CORETYPE set to `core` (or
-// unset for nullptr), then the variable is put back as it was, so that the
-// processes this one starts make their own choice.
-void choose_again_with(const char* core) {
+// OpenBLAS chooses its core again with OPENBLAS_CORETYPE set to `core`, then
+// the variable is put back as it was, so that the processes this one starts
+// make their own choice.
+void choose_again_with(const std::string& core) {
   const char* before = std::getenv(kCoreTypeVariable);
   const std::optional<std::string> saved = before != nullptr ? std::optional<std::string>(before) : std::nullopt;
-  if (core != nullptr)
-    setenv(kCoreTypeVariable, core, 1);
-  else
-    unsetenv(kCoreTypeVariable);
+  setenv(kCoreTypeVariable, core.c_str(), 1);
   gotoblas_dynamic_quit();
   gotoblas_dynamic_init();
   if (saved)
@@ -174,9 +169,9 @@ std::string openblas_core() {
 
 bool force_openblas_core(std::string_view core) {
   if (!can_choose_again() || openblas_core_isa(core) == VectorIsa::unknown) return false;
-  choose_again_with(std::string(core).c_str());
-  return openblas_core_isa(openblas_core()) != VectorIsa::unknown &&
-         strcasecmp(openblas_core().c_str(), std::string(core).c_str()) == 0;
+  const std::string wanted(core);
+  choose_again_with(wanted);
+  return strcasecmp(openblas_core().c_str(), wanted.c_str()) == 0;
 }
 
 BlasKernelChoice choose_blas_kernel() {

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "core/half.h"
-#include "ops/cpu/blas_kernel.h"
 #include "ops/cpu/cpu_kernels.h"
 
 namespace shardscope {
@@ -20,9 +19,7 @@ namespace {
 constexpr std::int64_t kElementGrain = 16384;  // elements per thread below which splitting costs more than it saves
 }
 
-CpuBackend::CpuBackend(const CpuBackendOptions& options) : pool_(std::max(1, options.threads)) {
-  ensure_blas_kernel();  // settled before any rank multiplies
-}
+CpuBackend::CpuBackend(const CpuBackendOptions& options) : pool_(std::max(1, options.threads)) {}
 
 std::string CpuBackend::name() const {
   return std::string("cpu (") + blas_name() + ", " + std::to_string(pool_.threads()) + " threads)";
