@@ -10,6 +10,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <new>
@@ -68,6 +69,7 @@ struct TrainFlags {
   std::string events_to;              // HOST:PORT of a listening GUI
   std::string deepspeed, accelerate;  // config files that set the run before the other flags
   std::string imported;               // what the run took from them (one line)
+  RunPlanPtr run;                     // `config`, validated, and its sharding plan (plan/run_plan.h)
 };
 
 void add_run_config_flags(ArgParser& parser, RunConfig& config) {
@@ -260,7 +262,7 @@ void print_data_parallel_traffic(const Trainer& trainer, const RunConfig& config
   if (config.layout.dp() < 2) return;
   const MeasuredTraffic measured = events.data_parallel_traffic(step, config.layout.dp());
   if (measured.sent.empty()) return;
-  const ShardingPlan plan = make_sharding_plan(config);
+  const ShardingPlan& plan = trainer.plan();
   const int extra = extra_embedding_gathers(trainer.model().config().kind);
   for (int stage = 0; stage < config.layout.pp(); ++stage) {
     const DataParallelTraffic f = data_parallel_traffic(
@@ -383,9 +385,17 @@ std::optional<TrainFlags> parse_train_flags(const std::vector<std::string>& args
     throw UsageError("--model and --init-from " + config.init_from +
                      " both given: the model comes from the directory's config.json; drop --model");
   // Before anything is written: the run, then the outputs (none may be --data, the other output, a link or a device).
-  validate_run_config(config);
+  flags.run = make_run_plan(config);
   if (!flags.events_to.empty()) parse_stream_address(flags.events_to, "--events-to");
   return flags;
+}
+
+// SHARDSCOPE_PLAN_COUNTS=1: how often this process validated a run config and
+// built a sharding plan (plan/run_plan.h), on stderr; a test holds a run to one of each.
+void report_plan_counts() {
+  if (const char* on = std::getenv("SHARDSCOPE_PLAN_COUNTS"); on == nullptr || std::string(on) != "1") return;
+  std::fprintf(stderr, "plan counts: %lld validations, %lld sharding plans\n",
+               static_cast<long long>(run_config_validations()), static_cast<long long>(sharding_plans_built()));
 }
 
 int train_command(const std::vector<std::string>& args) {
@@ -394,7 +404,10 @@ int train_command(const std::vector<std::string>& args) {
   TrainFlags& flags = *parsed;
   ProcessMode mode = join_mpi_job(flags.config, flags.record);  // under mpirun: this process runs one rank
   try {
-    return train_ranks(flags, mode);
+    if (mode.world != nullptr) flags.run = make_run_plan(flags.config);  // the process's run: wall clock, its outputs
+    const int status = train_ranks(flags, mode);
+    report_plan_counts();
+    return status;
   } catch (const RankFailure&) {  // every rank has stopped: the other processes know
     if (mode.world == nullptr) throw;
     rethrow_naming_rank(mode.process.rank);
@@ -406,13 +419,13 @@ int train_command(const std::vector<std::string>& args) {
 }
 
 int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
-  const RunConfig& config = flags.config;
+  const RunConfig& config = flags.run->config();
   if (!mode.prints() && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;  // rank 0 reports the run
   check_train_outputs(config, flags.record, {{"--deepspeed", flags.deepspeed}, {"--accelerate", flags.accelerate}});
   ignore_file_size_signal();
   TrainOutputs outputs(config, flags.record);
   JobEvents job_events(mode, config, flags.events_to, outputs.events());  // every rank's, for the summary and outputs
-  Trainer trainer(config, job_events.sink(), {}, mode.process);  // reads --data: a refused run has opened no output
+  Trainer trainer(flags.run, job_events.sink(), {}, mode.process);  // reads --data: a refused run has opened no output
   if (!config.save_dir.empty()) check_save_dir(config.save_dir, trainer.steps_done(), config.steps, config.save_every);
   std::signal(SIGINT, on_interrupt);  // before the header: once it is printed, Ctrl-C stops the run, outputs complete
   if (mode.world == nullptr) std::signal(SIGTERM, on_interrupt);

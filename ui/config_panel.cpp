@@ -352,8 +352,9 @@ void ConfigPanel::updateStageSplit(const RunConfig& c) {
   stage_split_->setVisible(!note.isEmpty());
 }
 
-std::vector<MemoryBytes> ConfigPanel::predictionFor(const RunConfig& config) const {
-  return run_config_to_json(config) == prediction_config_ ? prediction_ : predict_run_memory(config);
+std::vector<MemoryBytes> ConfigPanel::predictionFor(const RunPlan& run) const {
+  return run_config_to_json(run.config()) == prediction_config_ ? prediction_
+                                                                : predict_run_memory(run.config(), run.sharding());
 }
 
 QString ConfigPanel::gpuProfile() const {

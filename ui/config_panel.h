@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/run_schema.h"
+#include "plan/run_plan.h"
 #include "train/devices.h"
 
 class QCheckBox;
@@ -63,9 +64,9 @@ class ConfigPanel : public QWidget {
   void setRanksAsProcesses(bool processes);
   // The estimator's prediction for the fullest rank of the current settings (-1: cannot model them).
   std::int64_t predictedBytesPerRank() const { return predicted_bytes_; }
-  // The estimator's bytes per rank for `config`: the panel's own prediction
-  // when `config` is what the panel shows (no second estimate), else computed.
-  std::vector<MemoryBytes> predictionFor(const RunConfig& config) const;
+  // The estimator's bytes per rank for the run: the panel's own prediction when
+  // its config is what the panel shows (no second estimate), else computed with its plan.
+  std::vector<MemoryBytes> predictionFor(const RunPlan& run) const;
 
  protected:
   void changeEvent(QEvent* event) override;

@@ -120,7 +120,7 @@ MainWindow::MainWindow(QWidget* parent)
     const int index = speed_->findData(speed);
     if (index >= 0) speed_->setCurrentIndex(index);  // the lesson's pace; the user may change it
   });
-  prepareViews(panel_->config());
+  if (const RunPlanPtr run = planRun(panel_->config(), false)) prepareViews(*run);  // the views' empty frames
   retranslate();
   setStatus([this] { return tr("Ready: press Run to train on simulated ranks (threads on the CPU)."); });
   updateControls();
@@ -319,24 +319,28 @@ QString MainWindow::runLabel(const RunConfig& config) {
   return label;
 }
 
-void MainWindow::prepareViews(const RunConfig& config) {
-  for (EventView* view : views_) view->reset(config);
+void MainWindow::prepareViews(const RunPlan& run) {
+  const RunConfig& config = run.config();
+  for (EventView* view : views_) view->reset(run);
   loss_->startRun(runLabel(config));
   memory_->setRankCount(config.world_size());
-  memory_->setPrediction(panel_->predictionFor(config));  // the light bars beside the measured ones
+  memory_->setPrediction(panel_->predictionFor(run));  // the light bars beside the measured ones
   memory_->setMixedPrecision(config.mixed_precision());
   total_steps_ = config.steps;
 }
 
 void MainWindow::startRun() {
   if (controller_->busy() || !panel_->problem().isEmpty()) return;
-  RunConfig config = runConfigToStart();
+  RunConfig wanted = runConfigToStart();
   if (panel_->ranksAsProcesses()) {  // each process has its own cores (cli_launch.h): the wall clock, no GPU profile
-    config.clock = ClockKind::wall;
-    config.gpu_profile = "none";
+    wanted.clock = ClockKind::wall;
+    wanted.gpu_profile = "none";
   }
+  const RunPlanPtr run = planRun(wanted);
+  if (!run) return;
+  const RunConfig& config = run->config();
   leaveReplay();
-  prepareViews(config);
+  prepareViews(*run);
   had_error_ = false;
   const int ranks = config.world_size();
   const QString model = QString::fromStdString(config.model);
@@ -344,9 +348,9 @@ void MainWindow::startRun() {
   logger_->info("{}", statusText().toStdString());
   recorder_->beginRun(config);
   if (panel_->ranksAsProcesses())
-    controller_->startProcesses(config);
+    controller_->startProcesses(config);  // each process validates and plans its own run
   else
-    controller_->start(config);
+    controller_->start(run);
 }
 
 void MainWindow::stepOnce() {
@@ -355,12 +359,13 @@ void MainWindow::stepOnce() {
     return;
   }
   if (controller_->busy() || !panel_->problem().isEmpty()) return;
-  const RunConfig config = runConfigToStart();
+  const RunPlanPtr run = planRun(runConfigToStart());
+  if (!run) return;
   leaveReplay();
-  prepareViews(config);
+  prepareViews(*run);
   had_error_ = false;
-  recorder_->beginRun(config);
-  controller_->startPaused(config);
+  recorder_->beginRun(run->config());
+  controller_->startPaused(run);
   controller_->stepOnce();
 }
 

@@ -132,7 +132,10 @@ class MainWindow : public QMainWindow {
   void onEvents(const std::vector<shardscope::Event>& events);
   void onFinished(bool ok, const QString& message);
   void updateControls();
-  void prepareViews(const RunConfig& config);
+  void prepareViews(const RunPlan& run);
+  // The run these settings give, validated and planned once (plan/run_plan.h);
+  // null where they are refused, the reason in the status and log if `report`.
+  RunPlanPtr planRun(RunConfig config, bool report = true);
   void appendLog(const QString& line, bool error);  // through the logger
   void drainLog() const;                             // queued lines into the panel
   static QString levelName(int level);               // spdlog's level, in the interface's language

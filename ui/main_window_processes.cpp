@@ -55,8 +55,14 @@ bool MainWindow::attachToJob(int port) {
 }
 
 // The attached job connected: its config sets the views up, as Run does.
-void MainWindow::onJobConfig(const RunConfig& config) {
-  prepareViews(config);
+void MainWindow::onJobConfig(const RunConfig& job) {
+  const RunPlanPtr run = planRun(job);
+  if (!run) {  // the job runs a config this window cannot draw (another version's): detach
+    controller_->stop();
+    return;
+  }
+  const RunConfig& config = run->config();
+  prepareViews(*run);
   recorder_->beginRun(config);
   const int ranks = config.world_size();
   const QString model = QString::fromStdString(config.model);

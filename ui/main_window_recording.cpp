@@ -107,7 +107,7 @@ bool MainWindow::openRecording(const QString& path) {
   }
   replay_bar_->show();
   // Start from a clean slate (forces a reset even if nothing was replayed yet).
-  prepareViews(recorder_->config());
+  prepareViews(recorder_->run());
   clearLog();
   had_error_ = false;
   replayTo(last);
@@ -122,7 +122,7 @@ void MainWindow::replayTo(std::int64_t t_ns) {
   const std::size_t upto = recorder_->eventsUpTo(t_ns);
   const auto& all = recorder_->events();
   if (upto < replayed_) {  // back in time: start over
-    prepareViews(recorder_->config());
+    prepareViews(recorder_->run());
     clearLog();
     had_error_ = false;
     replayed_ = 0;

@@ -56,6 +56,18 @@ void MainWindow::retranslateRunConfigUi() {
       tr("Sets the panel from a DeepSpeed JSON or an accelerate YAML, as train --deepspeed / --accelerate does"));
 }
 
+RunPlanPtr MainWindow::planRun(RunConfig config, bool report) {
+  try {
+    return make_run_plan(std::move(config));
+  } catch (const std::exception& e) {
+    if (!report) return nullptr;
+    const QString reason = QString::fromUtf8(e.what());
+    setStatus([this, reason] { return tr("Cannot run: %1").arg(reason); });
+    appendLog(statusText(), true);
+    return nullptr;
+  }
+}
+
 bool MainWindow::openRunConfig(const QString& path) {
   if (controller_->busy()) return false;
   RunConfig config = panel_->config();

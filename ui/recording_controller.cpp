@@ -96,7 +96,7 @@ void RecordingController::endRun() {
 }
 
 bool RecordingController::open(const QString& path) {
-  RunConfig config;
+  RunPlanPtr run;
   std::string metadata;
   std::vector<Event> events;
   try {
@@ -106,8 +106,7 @@ bool RecordingController::open(const QString& path) {
     metadata = reader.metadata_json();
     events = reader.read_all();
     try {
-      config = run_config_from_json(nlohmann::json::parse(metadata));
-      validate_run_config(config);
+      run = make_run_plan(run_config_from_json(nlohmann::json::parse(metadata)));
     } catch (const std::exception& e) {
       const QString why = QString::fromStdString(e.what());
       fail([path, why] { return tr("Cannot open %1: its run config is unusable: %2").arg(path, why); });
@@ -120,7 +119,7 @@ bool RecordingController::open(const QString& path) {
     return false;
   }
   opened_path_ = path;
-  config_ = std::move(config);
+  run_ = std::move(run);
   metadata_ = std::move(metadata);
   events_ = std::move(events);
   prefix_end_.clear();
@@ -135,6 +134,7 @@ bool RecordingController::open(const QString& path) {
 
 void RecordingController::closeRecording() {
   opened_path_.clear();
+  run_.reset();
   metadata_.clear();
   events_.clear();
   events_.shrink_to_fit();

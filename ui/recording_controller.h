@@ -21,6 +21,7 @@
 
 #include "config/run_config.h"
 #include "events/event.h"
+#include "plan/run_plan.h"
 
 namespace shardscope {
 class RecordingWriter;
@@ -62,7 +63,8 @@ class RecordingController : public QObject {
   void closeRecording();  // a live run takes the views over
   bool hasRecording() const { return !opened_path_.isEmpty(); }
   QString openedPath() const { return opened_path_; }
-  const RunConfig& config() const { return config_; }
+  // The recorded run's config, validated, and its plan (made once, when opened).
+  const RunPlan& run() const { return *run_; }
   const std::vector<Event>& events() const { return events_; }
   // The latest end time of any event (ns since the run started).
   std::int64_t lastTimeNs() const { return prefix_end_.empty() ? 0 : prefix_end_.back(); }
@@ -90,7 +92,7 @@ class RecordingController : public QObject {
   QString last_recording_;
 
   QString opened_path_;
-  RunConfig config_;
+  RunPlanPtr run_;
   std::string metadata_;
   std::vector<Event> events_;
   std::vector<std::int64_t> prefix_end_;  // running max of end_ns

@@ -35,9 +35,12 @@ std::vector<MemoryBytes> RunController::finalMemory() const {
   return final_memory_;
 }
 
-
-void RunController::start(const RunConfig& config) { launch(config, false); }
-void RunController::startPaused(const RunConfig& config) { launch(config, true); }
+void RunController::start(RunPlanPtr run) {
+  launch(std::move(run), false);
+}
+void RunController::startPaused(RunPlanPtr run) {
+  launch(std::move(run), true);
+}
 
 // Everything of the previous run has been drained (poll ends a run only on an
 // empty queue), so a fresh queue starts the new run's counters at zero.
@@ -61,11 +64,11 @@ void RunController::resetRun() {
   }
 }
 
-void RunController::launch(const RunConfig& config, bool paused) {
+void RunController::launch(RunPlanPtr run, bool paused) {
   if (busy()) return;
   resetRun();
   paused_ = paused;
-  thread_ = std::thread([this, config] { worker(config); });
+  thread_ = std::thread([this, run = std::move(run)] { worker(run); });
   setState(paused ? State::paused : State::running);
   timer_.start();
 }
@@ -190,7 +193,8 @@ std::string RunController::lastCheckpoint() const {
   return last_checkpoint_;
 }
 
-void RunController::worker(RunConfig config) {
+void RunController::worker(RunPlanPtr run) {
+  const RunConfig& config = run->config();
   auto fail = [this](const std::string& text) {
     Event error;
     error.kind = EventKind::error;
@@ -202,8 +206,7 @@ void RunController::worker(RunConfig config) {
     message_ = text;
   };
   try {
-    validate_run_config(config);
-    Trainer trainer(config, queue_.get());
+    Trainer trainer(run, queue_.get());
     while (!stop_ && trainer.steps_done() < config.steps) {
       if (paused_) {
         int budget = step_budget_.load();

@@ -21,18 +21,18 @@
 #include <QObject>
 #include <QString>
 #include <QTimer>
-
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "config/run_config.h"
 #include "core/memory_ledger.h"
 #include "events/event.h"
 #include "events/event_queue.h"
+#include "plan/run_plan.h"
 #include "playback_pacer.h"
-#include "config/run_config.h"
 
 namespace shardscope {
 class Trainer;
@@ -68,8 +68,9 @@ class RunController : public QObject {
  public Q_SLOTS:
   // Starts a run of `config` (validated on the worker: a ConfigError arrives as
   // an error event). Ignored while a run is busy.
-  void start(const shardscope::RunConfig& config);
-  void startPaused(const shardscope::RunConfig& config);  // starts, then waits for stepOnce/resume
+  // The run, validated and planned once by the window (plan/run_plan.h).
+  void start(shardscope::RunPlanPtr run);
+  void startPaused(shardscope::RunPlanPtr run);  // starts, then waits for stepOnce/resume
   // Starts the run with one process per rank (shardscope-cli launch, found
   // next to this program; setCliPath overrides it). A failure arrives as runFinished.
   void startProcesses(const shardscope::RunConfig& config);
@@ -101,12 +102,12 @@ class RunController : public QObject {
   void jobConfigReceived(const shardscope::RunConfig& config);
 
  private:
-  void launch(const RunConfig& config, bool paused);
+  void launch(RunPlanPtr run, bool paused);
   void resetRun();
   void beginJob(int port, QString& error);
   bool announceJobConfig();  // false while the attached job's config has not arrived
   void finishRun();
-  void worker(RunConfig config);
+  void worker(RunPlanPtr run);
   void saveCheckpoint(Trainer& trainer, const std::string& root);
   void setState(State state);
 

@@ -2,6 +2,7 @@
 #include "config/run_config.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "config/run_schema.h"
@@ -149,7 +150,16 @@ void check_layout_rules(int pp, int zero_stage, DataParallelMode dp_mode) {
           "{zero} " + zero + " 需要 {dp_mode} ddp（ZeRO 在 DDP 的 rank 之间切分）");
 }
 
+namespace {
+std::atomic<std::int64_t> validations{0};
+}  // namespace
+
+std::int64_t run_config_validations() {
+  return validations.load();
+}
+
 void validate_run_config(const RunConfig& c) {
+  validations.fetch_add(1);
   const ModelConfig model = run_model_config(c);
   check_field_ranges(c);
   validate_model_limits(c, model);

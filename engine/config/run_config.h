@@ -119,6 +119,8 @@ ModelConfig run_model_config(const RunConfig& config);
 // of its schema range, or fields that do not go together. what() names the
 // fields by CLI flag; FieldError::text names them as another surface does.
 void validate_run_config(const RunConfig& config);
+// How many times validate_run_config ran in this process (plan/run_plan.h: once per run).
+std::int64_t run_config_validations();
 
 // The rules between the pipeline, the data-parallel mode and the ZeRO stage,
 // shared with the estimator's settings: naive DataParallel has no pipeline,

@@ -257,15 +257,28 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
   return "";
 }
 
-std::vector<MemoryBytes> predict_run_memory(const RunConfig& config) {
+namespace {
+std::vector<MemoryBytes> predict_run_memory(const RunConfig& config, const ShardingPlan* plan) {
   std::vector<MemoryBytes> per_rank;
   try {
     const ModelShape shape = model_shape_from_config(run_model_config(config), config.model);
-    for (const RankMemory& rank : estimate_memory(shape, settings_for_run(config)).ranks) per_rank.push_back(rank.bytes);
+    const EstimateSettings settings = settings_for_run(config);
+    const MemoryEstimate estimate =
+        plan != nullptr ? estimate_memory(shape, settings, *plan) : estimate_memory(shape, settings);
+    for (const RankMemory& rank : estimate.ranks) per_rank.push_back(rank.bytes);
   } catch (const std::exception&) {
     per_rank.clear();
   }
   return per_rank;
+}
+}  // namespace
+
+std::vector<MemoryBytes> predict_run_memory(const RunConfig& config) {
+  return predict_run_memory(config, nullptr);
+}
+
+std::vector<MemoryBytes> predict_run_memory(const RunConfig& config, const ShardingPlan& plan) {
+  return predict_run_memory(config, &plan);
 }
 
 namespace {
@@ -420,13 +433,16 @@ RankMemory rank_memory(int rank, const Context& c, const ModelShape& model, cons
 
 }  // namespace
 
-MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& in) {
+namespace {
+EstimateSettings checked_settings(const ModelShape& model, const EstimateSettings& in) {
   EstimateSettings s = in;
   if (s.seq == 0) s.seq = static_cast<int>(model.max_positions);
   validate_estimate_settings(s);
   validate_against_model(model, s);
+  return s;
+}
 
-  const ShardingPlan plan = make_sharding_plan(s.plan_layout(), model);
+MemoryEstimate estimate_with_plan(const ModelShape& model, const EstimateSettings& s, const ShardingPlan& plan) {
   const Context context{s, plan, plan.bytes_per_parameter(), s.layout.pp() > 1 ? "Ψ_s" : "Ψ", plan.naive()};
   std::optional<UnitSharding> units;
   if (plan.unit_chunks()) units = shard_units(model, s.layout.dp());
@@ -437,6 +453,19 @@ MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& 
     out.ranks.push_back(rank_memory(r, context, model, units, per_stage));
   (void)out.cluster_total();  // a sum past 64 bits is a SizeOverflow here, not a negative total later
   return out;
+}
+}  // namespace
+
+MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& settings) {
+  const EstimateSettings s = checked_settings(model, settings);
+  return estimate_with_plan(model, s, make_sharding_plan(s.plan_layout(), model));
+}
+
+MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& settings, const ShardingPlan& plan) {
+  const EstimateSettings s = checked_settings(model, settings);
+  if (!(plan.layout() == s.plan_layout()))
+    throw std::invalid_argument("estimate_memory: the plan given is not of these settings' layout");
+  return estimate_with_plan(model, s, plan);
 }
 
 }  // namespace shardscope

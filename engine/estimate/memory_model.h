@@ -54,6 +54,9 @@ struct MemoryEstimate {
 // Throws ConfigError for settings the model cannot express (e.g. ShardScope
 // activations for a model the kernels do not implement, --seq beyond the positions).
 MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& settings);
+// The same with the run's own plan (plan/run_plan.h), not a second one: `plan`
+// must be of settings.plan_layout() (std::invalid_argument if its grid differs).
+MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& settings, const ShardingPlan& plan);
 
 // The run the engine would train for these settings (model = the preset).
 RunConfig to_run_config(const ModelShape& model, const EstimateSettings& settings);
@@ -65,6 +68,8 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& settings
 // and reports on out-of-memory, and what the GUI draws beside the ledger.
 // Empty for a run the estimator cannot model (the run's own validation says why).
 std::vector<MemoryBytes> predict_run_memory(const RunConfig& config);
+// With the run's plan, built once (the trainer's, a view's).
+std::vector<MemoryBytes> predict_run_memory(const RunConfig& config, const ShardingPlan& plan);
 
 // Bytes per parameter of each model state (the ZeRO paper's 2 + 2 + 12 or 4 + 4 + 8).
 

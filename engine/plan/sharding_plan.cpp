@@ -2,6 +2,7 @@
 #include "plan/sharding_plan.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 #include "core/error.h"
@@ -48,8 +49,17 @@ ShardingRules::ShardingRules(const ParallelLayout& layout) : layout_(layout), gr
   zero_ = naive() ? 0 : layout.zero_stage;
 }
 
+namespace {
+std::atomic<std::int64_t> plans_built{0};
+}  // namespace
+
+std::int64_t sharding_plans_built() {
+  return plans_built.load();
+}
+
 ShardingPlan::ShardingPlan(const ParallelLayout& layout, std::vector<StageUnits> stages)
     : ShardingRules(layout), stages_(std::move(stages)) {
+  plans_built.fetch_add(1);
   if (static_cast<int>(stages_.size()) != layout.axes.pp())
     throw std::invalid_argument("sharding plan: " + std::to_string(stages_.size()) + " stages listed for pp " +
                                 std::to_string(layout.axes.pp()));

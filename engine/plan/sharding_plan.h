@@ -49,6 +49,7 @@ struct ParallelLayout {
   int zero_stage = 0;
   DataParallelMode dp_mode = DataParallelMode::ddp;
   Precision precision = Precision::fp32;
+  bool operator==(const ParallelLayout&) const = default;
 };
 ParallelLayout parallel_layout(const RunConfig& config);
 
@@ -185,5 +186,7 @@ std::vector<StageUnits> stage_units(const ModelConfig& model, int pp);
 // The plan of a run the engine trains (throws ConfigError for an unknown preset).
 ShardingPlan make_sharding_plan(const RunConfig& config);
 ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelConfig& model);
+// How many ShardingPlans this process has built (copies not counted; plan/run_plan.h: one per run).
+std::int64_t sharding_plans_built();
 
 }  // namespace shardscope

@@ -65,10 +65,16 @@ void check_fits_host(const std::vector<MemoryBytes>& predicted, int cpu_threads)
 }  // namespace
 
 Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory devices, RankProcess process)
-    : config_(config), faults_(config), sink_(sink), process_(std::move(process)) {
+    : Trainer(make_run_plan(config), sink, std::move(devices), std::move(process)) {}
+
+Trainer::Trainer(RunPlanPtr run, EventSink* sink, RankDeviceFactory devices, RankProcess process)
+    : run_(std::move(run)),
+      config_(run_->config()),
+      plan_(&run_->sharding()),
+      faults_(config_),
+      sink_(sink),
+      process_(std::move(process)) {
   if (process_.clock_origin_ns) clock_ = RunClock(*process_.clock_origin_ns);
-  validate_run_config(config_);
-  plan_ = std::make_unique<ShardingPlan>(make_sharding_plan(config_));
   world_ = InProcessWorld::create(plan_->grid().world_size(), sink_, &clock_);
   const bool probed = !devices && config_.device == "cuda";
   if (probed) devices = cuda_devices();  // empty (the CPU) when no GPU is usable: device_note_ says why
@@ -77,7 +83,7 @@ Trainer::Trainer(const RunConfig& config, EventSink* sink, RankDeviceFactory dev
   // really got: a --device cuda run that fell back to the CPU keeps T x T attention.
   RunConfig predicted_for = config_;
   if (!devices) predicted_for.device = "cpu";
-  predicted_ = predict_run_memory(predicted_for);
+  predicted_ = predict_run_memory(predicted_for, *plan_);
   // A GPU's own memory is checked as its ranks allocate; processes may be on other machines.
   if (!devices && !process_.active())  // every rank's threads run BLAS
     check_fits_host(predicted_, plan_->grid().world_size() * cpu_threads_per_rank());

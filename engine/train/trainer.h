@@ -26,6 +26,7 @@
 #include <optional>
 #include <vector>
 
+#include "config/run_config.h"
 #include "core/memory_ledger.h"
 #include "data/text_dataset.h"
 #include "events/event.h"
@@ -34,9 +35,9 @@
 #include "ops/backend.h"
 #include "ops/op_profile.h"
 #include "parallel/communicator.h"
+#include "plan/run_plan.h"
 #include "train/fault_injection.h"
 #include "train/lr_schedule.h"
-#include "config/run_config.h"
 
 namespace shardscope {
 
@@ -153,6 +154,9 @@ class Trainer {
   // `process` (mpirun): only that rank is built here, the others run in other processes.
   explicit Trainer(const RunConfig& config, EventSink* sink = nullptr, RankDeviceFactory devices = {},
                    RankProcess process = {});
+  // The run as the CLI and the GUI made it (plan/run_plan.h): validated and
+  // planned already, so the trainer checks and builds neither again.
+  explicit Trainer(RunPlanPtr run, EventSink* sink = nullptr, RankDeviceFactory devices = {}, RankProcess process = {});
   ~Trainer();
 
   // Runs config.steps steps, calling on_step after each. Returns early when
@@ -175,6 +179,7 @@ class Trainer {
 
   const RunConfig& config() const { return config_; }
   const ShardingPlan& plan() const { return *plan_; }
+  const RunPlanPtr& run_plan() const { return run_; }
   int world_size() const { return config_.world_size(); }
   // The global ranks this process runs: all of them, or its one rank under MPI.
   std::vector<int> local_ranks() const;
@@ -280,8 +285,9 @@ class Trainer {
   // empty where the estimator could not model the run: added to out-of-memory errors.
   std::string predicted_text(int rank, MemoryCategory category) const;
 
-  RunConfig config_;
-  std::unique_ptr<ShardingPlan> plan_;  // who holds what on every rank, made once from config_
+  RunPlanPtr run_;                      // the run's config, validated, and its sharding plan (plan/run_plan.h)
+  const RunConfig& config_;             // run_->config()
+  const ShardingPlan* plan_;            // &run_->sharding(): who holds what on every rank
   FaultInjection faults_;               // test hooks (--inject-failure, --inject-overflow); off by default
   EventSink* sink_;
   RunClock clock_;

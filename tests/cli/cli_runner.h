@@ -3,6 +3,7 @@
 #pragma once
 
 #include <QProcess>
+#include <QProcessEnvironment>
 #include <QString>
 #include <QStringList>
 
@@ -11,8 +12,10 @@ struct CliResult {
   QString out, err;
 };
 
-inline CliResult run_cli(const QStringList& args) {
+inline CliResult run_cli(const QStringList& args,
+                         const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
   QProcess p;
+  p.setProcessEnvironment(env);
   p.start(SHARDSCOPE_CLI, args);
   if (!p.waitForFinished(300000)) return {-1, {}, "timed out"};
   return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, QString::fromUtf8(p.readAllStandardOutput()),

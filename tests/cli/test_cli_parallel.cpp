@@ -85,8 +85,13 @@ void TestCliParallel::prints_data_parallel_bytes_beside_the_formula() {
     args << (QString(layout) == "naive" ? QStringList{"--dp-mode", "naive"}
              : QString(layout) == "ddp" ? QStringList{"--bucket-mb", "100"}  // one bucket of Ψ, a multiple of 4
                                         : QStringList{"--zero", layout});
-    const Result r = run(args);
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SHARDSCOPE_PLAN_COUNTS", "1");
+    const Result r = run_cli(args, env);
     QVERIFY2(r.code == 0, qPrintable(r.err));
+    // Issue 27: the run is validated once and planned once (plan/run_plan.h); the
+    // trainer, the byte lines and the memory prediction share them.
+    QVERIFY2(r.err.contains("plan counts: 1 validations, 1 sharding plans"), qPrintable(r.err));
     const QRegularExpressionMatch m = line.match(r.out);
     QVERIFY2(m.hasMatch(), qPrintable(r.out.right(1500)));
     const QString measured = m.captured(2).remove(','), formula = m.captured(4).remove(',');

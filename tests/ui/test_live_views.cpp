@@ -96,7 +96,7 @@ class TestLiveViews : public QObject {
  private Q_SLOTS:
   void lossScaleOnLogAxisWithOverflowMarkers() {
     LossScalePlot plot;
-    plot.reset(smallRun());
+    plot.reset(*make_run_plan(smallRun()));
     QVERIFY(plot.plot()->yAxis->scaleType() == QCPAxis::stLogarithmic);
     Event overflow;
     overflow.kind = EventKind::overflow;
@@ -117,7 +117,7 @@ class TestLiveViews : public QObject {
     QVERIFY(plot.plot()->yAxis->range().lower > 0);
     QVERIFY(plot.plot()->yAxis->range().lower <= 32768.0);
     QVERIFY(plot.plot()->yAxis->range().upper >= 65536.0);
-    plot.reset(smallRun());
+    plot.reset(*make_run_plan(smallRun()));
     QCOMPARE(plot.scalePointCount(), 0);
     QVERIFY(plot.overflowSteps().empty());
   }
@@ -125,7 +125,7 @@ class TestLiveViews : public QObject {
   void perRankThroughputFromOptimizerSpans() {
     ThroughputPlot plot;
     RunConfig c = smallRun();  // dp 2: each replica takes 8 x 32 / 2 = 128 tokens a step
-    plot.reset(c);
+    plot.reset(*make_run_plan(c));
     QCOMPARE(plot.tokensPerReplicaStep(), 128.0);
     plot.consume({span(0, 1, ComputeKind::forward, 0, 5 * kMs), span(0, 1, ComputeKind::backward, 5 * kMs, 15 * kMs),
                   span(0, 1, ComputeKind::optimizer, 15 * kMs, 20 * kMs), metrics(1, 1, false, 6000.0f),
@@ -154,7 +154,7 @@ class TestLiveViews : public QObject {
     ThroughputPlot plot;
     RunConfig c = smallRun();  // 8 x 32 = 256 tokens a step
     c.gpu_profile = "H100";
-    plot.reset(c);
+    plot.reset(*make_run_plan(c));
     QCOMPARE(plot.modeledName(), QStringLiteral("modeled tokens/s on H100"));
     QCOMPARE(plot.measuredName(), QStringLiteral("measured host tokens/s (wall clock)"));
     Event m1 = metrics(1, 1, false, 6000.0f), m2 = metrics(2, 1, false, 3000.0f);
@@ -173,10 +173,10 @@ class TestLiveViews : public QObject {
     QCOMPARE(plot.plot()->legend->itemCount(), 2);  // the two totals; the ranks are dashed in their colours
     // Without a profile the device is this machine's cores; on the wall clock there is no modeled line.
     c.gpu_profile = "none";
-    plot.reset(c);
+    plot.reset(*make_run_plan(c));
     QCOMPARE(plot.modeledName(), QStringLiteral("modeled tokens/s on this machine's cores"));
     c.clock = ClockKind::wall;
-    plot.reset(c);
+    plot.reset(*make_run_plan(c));
     plot.consume({m1, m2});
     QVERIFY(plot.modeledPoints().empty());
     QCOMPARE(plot.measuredPoints().size(), std::size_t{2});
@@ -190,7 +190,7 @@ class TestLiveViews : public QObject {
     ThroughputPlot plot;
     RunConfig c = smallRun();  // 256 tokens a step, 128 a replica
     c.gpu_profile = "H100";
-    plot.reset(c);
+    plot.reset(*make_run_plan(c));
     Event m1 = metrics(1, 1, false, 5000.0f), m2 = metrics(2, 1, false, 3200.0f);
     m1.start_ns = m1.end_ns = 50'000;   // 5.12 M tokens/s modeled, 1000x the host's 5000
     m2.start_ns = m2.end_ns = 130'000;  // 3.2 M
@@ -218,7 +218,7 @@ class TestLiveViews : public QObject {
              qPrintable(measured_label));
     // Without a profile both count tokens on this machine's cores: one axis shows what sharing them costs.
     c.gpu_profile = "none";
-    plot.reset(c);
+    plot.reset(*make_run_plan(c));
     plot.consume({m1, m2});
     plot.refresh();
     QCOMPARE(p->graph(0)->valueAxis(), p->graph(1)->valueAxis());
@@ -227,14 +227,14 @@ class TestLiveViews : public QObject {
     QVERIFY2(shared.contains(QStringLiteral("modeled")) && shared.contains(QStringLiteral("measured host")),
              qPrintable(shared));
     c.clock = ClockKind::wall;  // the host's line and the ranks' on the wall clock alone
-    plot.reset(c);
+    plot.reset(*make_run_plan(c));
     QVERIFY2(p->yAxis->label().contains(QStringLiteral("wall clock")), qPrintable(p->yAxis->label()));
     QVERIFY(!p->yAxis2->visible());
   }
 
   void memoryOverTime() {
     MemoryTimelinePlot plot;
-    plot.reset(smallRun());
+    plot.reset(*make_run_plan(smallRun()));
     QCOMPARE(plot.rankCount(), 4);
     Event m;
     m.kind = EventKind::memory_sample;

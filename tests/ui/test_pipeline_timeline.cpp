@@ -107,7 +107,7 @@ class TestPipelineTimeline : public QObject {
     const RunConfig c = pipelineRun(2, 4, PipelineScheduleKind::gpipe);
     const auto events = eventsOf(c);
     PipelineTimelineView view;
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.consume(events);
     view.refresh();
     QCOMPARE(view.shownStep(), std::int64_t{2});
@@ -161,7 +161,7 @@ class TestPipelineTimeline : public QObject {
     pick->setValue(0);
     QCOMPARE(view.shownStep(), std::int64_t{2});
 
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     QVERIFY(view.boxes(1).empty());
     QVERIFY(view.boxes(2).empty());
     QCOMPARE(view.shownStep(), std::int64_t{0});
@@ -179,7 +179,7 @@ class TestPipelineTimeline : public QObject {
     const Event metrics = *last;
     events.erase(std::next(last).base());
     PipelineTimelineView view;
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.consume(events);
     view.refresh();
     auto* header = view.findChild<QLabel*>(QStringLiteral("bubble"));
@@ -194,7 +194,7 @@ class TestPipelineTimeline : public QObject {
     c.accum = 2;
     c.batch = 2 * 4 * 2;  // micro-batches of 2 sequences
     PipelineTimelineView view;
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.consume(eventsOf(c));
     view.refresh();
     const auto& boxes = view.boxes(2);
@@ -228,7 +228,7 @@ class TestPipelineTimeline : public QObject {
   void replicaSelectorPicksTheRanks() {
     const RunConfig c = replicatedPipeline();
     PipelineTimelineView view;
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.consume(replicated_);
     view.refresh();
     auto* pick = view.findChild<QSpinBox*>(QStringLiteral("timeline_replica"));
@@ -250,7 +250,7 @@ class TestPipelineTimeline : public QObject {
       for (const auto& s : view.bucketSpans(2)) QCOMPARE(grid.dp_rank_of(s.rank), replica);
     }
     // One replica: no selector.
-    view.reset(pipelineRun(2, 4, PipelineScheduleKind::gpipe));
+    view.reset(*make_run_plan(pipelineRun(2, 4, PipelineScheduleKind::gpipe)));
     QVERIFY(pick->isHidden());
     QCOMPARE(view.replica(), 0);
   }
@@ -261,7 +261,7 @@ class TestPipelineTimeline : public QObject {
   // the sender's box and the arrival before the receiver's box.
   void arrowsAreTheReplicasSends() {
     PipelineTimelineView view;
-    view.reset(replicatedPipeline());
+    view.reset(*make_run_plan(replicatedPipeline()));
     view.consume(replicated_);
     view.refresh();
     const Grid grid(2, 2);
@@ -301,7 +301,7 @@ class TestPipelineTimeline : public QObject {
     RunConfig c = replicatedPipeline();
     PipelineTimelineView view;
     view.resize(1000, 420);
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.consume(replicated_);
     view.refresh();
     QVERIFY(view.hasBucketLane());
@@ -338,7 +338,7 @@ class TestPipelineTimeline : public QObject {
     ddp.batch = 4;
     ddp.bucket_mb = 0.5;
     const auto events = eventsOf(ddp);
-    view.reset(ddp);
+    view.reset(*make_run_plan(ddp));
     view.consume(events);
     view.refresh();
     view.setReplica(0);
@@ -376,7 +376,7 @@ class TestPipelineTimeline : public QObject {
     c.checkpoint = true;
     PipelineTimelineView view;
     view.resize(1000, 300);
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.consume(eventsOf(c));
     view.refresh();
     int recomputes = 0;
@@ -400,7 +400,7 @@ class TestPipelineTimeline : public QObject {
     const RunConfig c = pipelineRun(4, 8, PipelineScheduleKind::one_f_one_b);
     PipelineTimelineView view;
     view.resize(1000, 420);
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.consume(eventsOf(c));
     view.refresh();
     QCOMPARE(static_cast<int>(view.boxes(2).size()), 4 * 8 * 2);

@@ -55,7 +55,7 @@ class TestRingView : public QObject {
     const int N = 4;
 
     RingAllreduceView view;
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.consume(sink.events());
     view.refresh();
     QVERIFY(!view.naive());
@@ -100,7 +100,7 @@ class TestRingView : public QObject {
     QCOMPARE(view.playedTransfers() + view.skippedTransfers() > 0, true);
     QCOMPARE((view.playedTransfers() + view.skippedTransfers()) % N, std::int64_t{0});
 
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     QVERIFY(view.transfers(step).empty());
     QCOMPARE(view.bytes_sent(0, step), std::int64_t{0});
     QCOMPARE(view.pendingGroups(), std::size_t{0});
@@ -113,7 +113,7 @@ class TestRingView : public QObject {
     Trainer trainer(c, &sink);
     trainer.step();
     RingAllreduceView view;
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.consume(sink.events());
     view.refresh();
     QVERIFY(view.naive());
@@ -138,7 +138,7 @@ class TestRingView : public QObject {
     for (const RingTransfer& t : view.transfers(step)) (t.op == CommOp::gather ? gathered : sent) += t.bytes;
     QCOMPARE(view.bytes_received(0, step), gathered);
     QCOMPARE(view.bytes_sent(0, step), sent);
-    view.reset(ringConfig(DataParallelMode::ddp));
+    view.reset(*make_run_plan(ringConfig(DataParallelMode::ddp)));
     QVERIFY(!view.naive());
     QVERIFY(view.transfers(step).empty());
   }
@@ -154,7 +154,7 @@ class TestRingView : public QObject {
       Trainer trainer(c, &sink);
       trainer.step();
       RingAllreduceView view;
-      view.reset(c);
+      view.reset(*make_run_plan(c));
       view.consume(sink.events());
       view.refresh();
       QCOMPARE(view.zeroStage(), zero);
@@ -202,7 +202,7 @@ class TestRingView : public QObject {
     Trainer trainer(c, &sink);
     for (int s = 0; s < 4; ++s) trainer.step();
     RingAllreduceView view;
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.consume(sink.events());
     view.refresh();
     std::int64_t total = 0;
@@ -224,7 +224,7 @@ class TestRingView : public QObject {
     Trainer trainer(c, &sink);
     trainer.step();
     RingAllreduceView view;
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.consume(sink.events());
     const std::int64_t step = view.lastStep();
     QVERIFY(!view.transfers(step).empty());
@@ -244,7 +244,7 @@ class TestRingView : public QObject {
     c.layout[Axis::dp] = 2;
     RingAllreduceView view;
     view.resize(820, 620);
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     std::vector<Event> events;
     for (int rank = 0; rank < 2; ++rank)
       for (const auto& [bytes, ns] :
@@ -281,8 +281,9 @@ class TestRingView : public QObject {
     RunConfig c = ringConfig(DataParallelMode::ddp);
     c.layout[Axis::dp] = 3;
     c.layout[Axis::pp] = 2;
+    c.batch = 12;  // a valid run: 12 rows split over 3 replicas
     RingAllreduceView view;
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.setStage(1);
     QCOMPARE(view.ringSize(), 3);
     std::vector<Event> events;
@@ -322,7 +323,7 @@ class TestRingView : public QObject {
     trainer.step();
     RingAllreduceView view;
     view.resize(820, 620);
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.consume(sink.events());
     view.refresh();
     view.advance(3 * 14 + 7);  // a few groups in, the chunks half way along their edges
@@ -339,7 +340,7 @@ class TestRingView : public QObject {
     CollectingSink naive_sink;
     Trainer naive_trainer(n, &naive_sink);
     naive_trainer.step();
-    view.reset(n);
+    view.reset(*make_run_plan(n));
     view.consume(naive_sink.events());
     view.refresh();
     view.advance(14 + 7);

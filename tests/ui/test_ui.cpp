@@ -425,6 +425,29 @@ class TestUi : public QObject {
     qInfo("screenshot: %s", qPrintable(shot));
   }
 
+  // Issue 27: a run's config is validated once and its sharding plan built
+  // once (plan/run_plan.h); the trainer, the views and the memory prediction
+  // share them. Counted from the click on Run to the end of the run.
+  void oneValidationAndOnePlanPerRun() {
+    MainWindow window;
+    RunConfig c = shortRun(2);
+    c.eval_every = 0;
+    window.configPanel()->setConfig(c);
+    QTest::qWait(50);  // the panel's own checks of the edit are done
+    for (const bool one_step : {false, true}) {
+      const std::int64_t validations = run_config_validations(), plans = sharding_plans_built();
+      QTest::mouseClick(one_step ? window.stepButton() : window.runButton(), Qt::LeftButton);
+      if (one_step) {
+        QTRY_COMPARE_WITH_TIMEOUT(window.lossPlot()->trainPointCount(), 1, 60000);
+        QTest::mouseClick(window.stopButton(), Qt::LeftButton);
+      }
+      QTRY_VERIFY_WITH_TIMEOUT(!window.controller()->busy(), 60000);
+      QVERIFY2(!window.statusText().startsWith(QStringLiteral("Run failed")), qPrintable(window.statusText()));
+      QCOMPARE(run_config_validations() - validations, std::int64_t{1});
+      QCOMPARE(sharding_plans_built() - plans, std::int64_t{1});
+    }
+  }
+
   void stopIsPrompt() {
     MainWindow window;
     window.configPanel()->setConfig(shortRun(100000));
@@ -461,7 +484,7 @@ class TestUi : public QObject {
     RunConfig c = shortRun(5);
     c.fail_rank = 1;
     c.fail_step = 2;
-    window.controller()->start(c);
+    window.controller()->start(make_run_plan(c));
     QTRY_VERIFY_WITH_TIMEOUT(!window.controller()->busy(), 60000);
     QVERIFY2(window.logText().contains(QStringLiteral("injected failure")), qPrintable(window.logText()));
     QVERIFY2(window.statusText().contains(QStringLiteral("injected failure")), qPrintable(window.statusText()));

@@ -57,7 +57,7 @@ void screenshot(const RunConfig& c, const QString& name, int nth, Pred mid) {
   QVERIFY(cut < events.size());
   ZeroView view;
   view.resize(900, 420);
-  view.reset(c);
+  view.reset(*make_run_plan(c));
   view.consume(std::vector<Event>(events.begin(), events.begin() + static_cast<std::ptrdiff_t>(cut)));
   view.refresh();
   const QString dir = QCoreApplication::applicationDirPath();
@@ -78,7 +78,7 @@ class TestZeroView : public QObject {
     const std::vector<Event> events = runOneStep(c, &L);
     QVERIFY(L >= 1);
     ZeroView view;
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.consume(events);
     view.refresh();
     const auto& m = view.model();
@@ -98,7 +98,7 @@ class TestZeroView : public QObject {
 
     // Mid-step: some unit is gathered on some rank after a gather is consumed.
     ZeroView partial;
-    partial.reset(c);
+    partial.reset(*make_run_plan(c));
     std::vector<Event> upTo;
     for (const Event& e : events) {
       upTo.push_back(e);
@@ -111,7 +111,7 @@ class TestZeroView : public QObject {
 
   void holdsFollowsTheStage() {
     ZeroView view;
-    view.reset(zeroConfig(3, 2));
+    view.reset(*make_run_plan(zeroConfig(3, 2)));
     const auto& m = view.model();
     for (int r = 0; r < 2; ++r)
       for (int u = 0; u < m.columns(); ++u)
@@ -121,19 +121,19 @@ class TestZeroView : public QObject {
           QVERIFY(!m.holds(r, u, s));
         }
 
-    view.reset(zeroConfig(2, 2));
+    view.reset(*make_run_plan(zeroConfig(2, 2)));
     QVERIFY(m.holds(0, 1, State::parameters));
     QVERIFY(m.holdsChunk(1, 1, 1, State::gradients));
     QVERIFY(!m.holdsChunk(1, 1, 0, State::gradients));
     QVERIFY(!m.holds(0, 1, State::optimizer));
 
-    view.reset(zeroConfig(0, 2));
+    view.reset(*make_run_plan(zeroConfig(0, 2)));
     QCOMPARE(m.chunks(), 1);
     for (int r = 0; r < 2; ++r)
       for (int u = 0; u < m.columns(); ++u)
         for (State s : {State::parameters, State::gradients, State::optimizer}) QVERIFY(m.holds(r, u, s));
 
-    view.reset(zeroConfig(1, 2));
+    view.reset(*make_run_plan(zeroConfig(1, 2)));
     QCOMPARE(m.columns(), 2);  // the Nd flat shards
     for (int r = 0; r < 2; ++r)
       for (int shard = 0; shard < 2; ++shard) {
@@ -153,7 +153,7 @@ class TestZeroView : public QObject {
     Trainer trainer(c, &sink);
     trainer.step();
     ZeroView view;
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     QVERIFY(view.formulaText().contains(QStringLiteral("2Ψ/Nd + 2Ψ/Nd + 12Ψ/Nd = 16Ψ/Nd")));
     QVERIFY(!view.formulaText().contains(QStringLiteral("4Ψ")));
     QVERIFY(view.bytesText(0).endsWith(QStringLiteral("(plan)")));  // before any memory sample
@@ -182,7 +182,7 @@ class TestZeroView : public QObject {
     RunConfig c = zeroConfig(0, 2);
     c.layout[Axis::pp] = 2;
     ZeroView view;
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     const auto& m = view.model();
     QCOMPARE(m.ranks(), 4);
     const int L = m.layers();
@@ -207,7 +207,7 @@ class TestZeroView : public QObject {
   void zero1CountsTheParameterAllGather() {
     const RunConfig c = zeroConfig(1, 2);
     ZeroView view;
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.consume(runOneStep(c));
     const std::int64_t step = view.model().lastStep();
     QVERIFY(step >= 1);
@@ -221,11 +221,11 @@ class TestZeroView : public QObject {
   void resetForgetsTheRun() {
     const RunConfig c = zeroConfig(3, 2);
     ZeroView view;
-    view.reset(c);
+    view.reset(*make_run_plan(c));
     view.consume(runOneStep(c));
     QVERIFY(view.model().lastStep() >= 1);
     QVERIFY(view.model().gathers(1, 0) > 0);
-    view.reset(zeroConfig(2, 4));
+    view.reset(*make_run_plan(zeroConfig(2, 4)));
     QCOMPARE(view.model().lastStep(), std::int64_t{0});
     QCOMPARE(view.model().gathers(1, 0), 0);
     QCOMPARE(view.model().reduce_scatters(1, 0), 0);

@@ -6,15 +6,16 @@
 #include <vector>
 
 #include "events/event.h"
-#include "config/run_config.h"
+#include "plan/run_plan.h"
 
 namespace shardscope::ui {
 
 class EventView {
  public:
   virtual ~EventView() = default;
-  // A new run with this config starts: forget the old one.
-  virtual void reset(const RunConfig& config) = 0;
+  // A new run starts: forget the old one. `run` is the run's config and plan,
+  // made once for the run (plan/run_plan.h); a view copies what it keeps.
+  virtual void reset(const RunPlan& run) = 0;
   // Events in the order they were drained (per producer thread in emit order).
   virtual void consume(const std::vector<Event>& events) = 0;
   // Redraw after a batch (called once per UI tick, not per event).

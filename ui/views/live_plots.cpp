@@ -28,10 +28,10 @@ LivePlots::LivePlots(QWidget* parent)
   grid->setRowStretch(1, 3);
 }
 
-void LivePlots::reset(const RunConfig& config) {
+void LivePlots::reset(const RunPlan& run) {
   for (EventView* v :
        {static_cast<EventView*>(loss_scale_), static_cast<EventView*>(throughput_), static_cast<EventView*>(memory_)})
-    v->reset(config);
+    v->reset(run);
 }
 
 void LivePlots::consume(const std::vector<Event>& events) {

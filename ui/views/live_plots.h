@@ -20,7 +20,7 @@ class LivePlots : public QWidget, public EventView {
  public:
   explicit LivePlots(QWidget* parent = nullptr);
 
-  void reset(const RunConfig& config) override;
+  void reset(const RunPlan& run) override;
   void consume(const std::vector<Event>& events) override;
   void refresh() override;
 

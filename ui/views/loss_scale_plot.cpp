@@ -55,7 +55,7 @@ int LossScalePlot::scalePointCount() const {
   return scale_->dataCount();
 }
 
-void LossScalePlot::reset(const RunConfig&) {
+void LossScalePlot::reset(const RunPlan&) {
   scale_->data()->clear();
   overflow_graph_->data()->clear();
   overflows_.clear();

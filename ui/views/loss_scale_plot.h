@@ -23,7 +23,7 @@ class LossScalePlot : public QWidget, public EventView {
  public:
   explicit LossScalePlot(QWidget* parent = nullptr);
 
-  void reset(const RunConfig& config) override;
+  void reset(const RunPlan& run) override;
   void consume(const std::vector<Event>& events) override;
   void refresh() override;
 

@@ -48,7 +48,8 @@ std::int64_t MemoryTimelinePlot::lastTotalBytes(int rank) const {
   return rank >= 0 && rank < rankCount() ? last_total_[static_cast<std::size_t>(rank)] : -1;
 }
 
-void MemoryTimelinePlot::reset(const RunConfig& config) {
+void MemoryTimelinePlot::reset(const RunPlan& run) {
+  const RunConfig& config = run.config();
   for (QCPGraph* g : ranks_) plot_->removeGraph(g);
   ranks_.clear();
   const int world = std::max(1, config.world_size());

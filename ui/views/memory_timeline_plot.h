@@ -21,7 +21,7 @@ class MemoryTimelinePlot : public QWidget, public EventView {
  public:
   explicit MemoryTimelinePlot(QWidget* parent = nullptr);
 
-  void reset(const RunConfig& config) override;
+  void reset(const RunPlan& run) override;
   void consume(const std::vector<Event>& events) override;
   void refresh() override;
 

@@ -117,8 +117,9 @@ void PipelineTimelineView::changeEvent(QEvent* event) {
 
 PipelineTimelineView::~PipelineTimelineView() = default;
 
-void PipelineTimelineView::reset(const RunConfig& config) {
-  grid_ = Grid(std::max(config.layout.dp(), 1), std::max(config.layout.pp(), 1));
+void PipelineTimelineView::reset(const RunPlan& run) {
+  const RunConfig& config = run.config();
+  grid_ = run.sharding().grid();
   micro_batches_ = std::max(config.micro_batches, 1);
   accumulation_ = std::max(config.accum, 1);
   steps_.clear();

@@ -75,7 +75,7 @@ class PipelineTimelineView : public QWidget, public EventView {
   explicit PipelineTimelineView(QWidget* parent = nullptr);
   ~PipelineTimelineView() override;
 
-  void reset(const RunConfig& config) override;
+  void reset(const RunPlan& run) override;
   void consume(const std::vector<Event>& events) override;
   void refresh() override;
 

@@ -42,7 +42,9 @@ RingAllreduceView::RingAllreduceView(QWidget* parent)
   });
   timer_->setInterval(kTickMs);
   connect(timer_, &QTimer::timeout, this, [this] { advance(1); });
-  reset(RunConfig{});
+  stage_box_->addItem(tr("stage %1").arg(0));  // one stage until a run's reset
+  stage_box_->setEnabled(false);
+  clearModel();
   retranslate();
 }
 
@@ -59,13 +61,14 @@ void RingAllreduceView::changeEvent(QEvent* event) {
 }
 
 // The formula of each stage's data-parallel traffic (plan/data_parallel_traffic.h),
-// from the run's sharding plan; none for a layout the engine refuses.
-void RingAllreduceView::resetFormulas(const RunConfig& config) {
+// from the run's sharding plan; none for a model whose kind cannot be read.
+void RingAllreduceView::resetFormulas(const RunPlan& run) {
+  const RunConfig& config = run.config();
+  const ShardingPlan& plan = run.sharding();
   traffic_.clear();
   zero_ = 0;
   units_ = 0;
   try {
-    const ShardingPlan plan = make_sharding_plan(config);
     const int extra = extra_embedding_gathers(run_model_config(config).kind);
     zero_ = plan.zero_stage();
     units_ = plan.unit_count();
@@ -77,10 +80,11 @@ void RingAllreduceView::resetFormulas(const RunConfig& config) {
   }
 }
 
-void RingAllreduceView::reset(const RunConfig& config) {
-  grid_ = Grid(std::max(config.layout.dp(), 1), std::max(config.layout.pp(), 1));
+void RingAllreduceView::reset(const RunPlan& run) {
+  const RunConfig& config = run.config();
+  grid_ = run.sharding().grid();
   naive_ = config.dp_mode == DataParallelMode::naive;
-  resetFormulas(config);
+  resetFormulas(run);
   stage_ = 0;
   last_step_ = 0;
   steps_.clear();

@@ -57,7 +57,7 @@ class RingAllreduceView : public QWidget, public EventView {
  public:
   explicit RingAllreduceView(QWidget* parent = nullptr);
 
-  void reset(const RunConfig& config) override;
+  void reset(const RunPlan& run) override;
   void consume(const std::vector<Event>& events) override;
   void refresh() override;
 
@@ -118,7 +118,7 @@ class RingAllreduceView : public QWidget, public EventView {
     std::map<std::pair<int, int>, std::int64_t> sent_by_bucket;  // (rank, bucket)
   };
   void clearModel();
-  void resetFormulas(const RunConfig& config);
+  void resetFormulas(const RunPlan& run);
   void retranslate();
   void enqueue(const RingTransfer& t);
   void startNextGroup();

@@ -99,7 +99,8 @@ std::vector<std::pair<double, double>> ThroughputPlot::rankPoints(int rank) cons
   return graphPoints(ranks_[static_cast<std::size_t>(rank)]);
 }
 
-void ThroughputPlot::reset(const RunConfig& config) {
+void ThroughputPlot::reset(const RunPlan& run) {
+  const RunConfig& config = run.config();
   total_->data()->clear();
   modeled_->data()->clear();
   // GPU ranks are on the wall clock whatever --clock says (clock/device_clock.h).

@@ -49,7 +49,7 @@ class ThroughputPlot : public QWidget, public EventView {
  public:
   explicit ThroughputPlot(QWidget* parent = nullptr);
 
-  void reset(const RunConfig& config) override;
+  void reset(const RunPlan& run) override;
   void consume(const std::vector<Event>& events) override;
   void refresh() override;
 

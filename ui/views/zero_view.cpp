@@ -13,15 +13,10 @@
 
 namespace shardscope::ui {
 
-void ZeroViewModel::reset(const RunConfig& config) {
+void ZeroViewModel::reset(const RunPlan& run) {
   *this = ZeroViewModel();
-  try {
-    plan_.emplace(make_sharding_plan(config));
-    layers_ = find_model_preset(config.model).layers;
-  } catch (const std::exception&) {  // an unknown model or a layout the engine refuses: nothing to draw
-    plan_.reset();
-    layers_ = 0;
-  }
+  plan_.emplace(run.sharding());
+  layers_ = run.sharding().unit_count() - 2;  // embeddings, the layers, the head
 }
 
 namespace {
@@ -168,8 +163,8 @@ ZeroView::ZeroView(QWidget* parent) : QWidget(parent) {
   setAutoFillBackground(false);
 }
 
-void ZeroView::reset(const RunConfig& config) {
-  model_.reset(config);
+void ZeroView::reset(const RunPlan& run) {
+  model_.reset(run);
   update();
 }
 

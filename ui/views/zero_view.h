@@ -34,14 +34,14 @@ class ZeroViewModel {
  public:
   enum class State { parameters = 0, gradients = 1, optimizer = 2 };
 
-  void reset(const RunConfig& config);
+  void reset(const RunPlan& run);
   void consume(const std::vector<Event>& events);
 
   int stage() const { return plan_ ? plan_->zero_stage() : 0; }
   int dp() const { return plan_ ? plan_->dp() : 1; }
   int ranks() const { return plan_ ? plan_->grid().world_size() : 1; }  // rows: global ranks (dp x pp)
   int layers() const { return layers_; }
-  // The run's plan; empty for a model the engine does not know.
+  // The run's plan; empty before the first run.
   const std::optional<ShardingPlan>& plan() const { return plan_; }
   // Columns: the units (ZeRO-0/2/3: L + 2) or the Nd flat shards (ZeRO-1).
   int columns() const { return plan_ && plan_->flat_optimizer_shards() ? dp() : layers_ + 2; }
@@ -95,7 +95,7 @@ class ZeroView : public QWidget, public EventView {
  public:
   explicit ZeroView(QWidget* parent = nullptr);
 
-  void reset(const RunConfig& config) override;
+  void reset(const RunPlan& run) override;
   void consume(const std::vector<Event>& events) override;
   void refresh() override;
 

@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "plan/run_plan.h"
+
+namespace shardscope {
+
+RunPlanPtr make_run_plan(RunConfig config) {
+  validate_run_config(config);
+  ShardingPlan sharding = make_sharding_plan(config);
+  return std::shared_ptr<const RunPlan>(new RunPlan(std::move(config), std::move(sharding)));
+}
+
+}  // namespace shardscope
