@@ -407,12 +407,9 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
   CommTag tag{steps_done_, -1, -1};
   if (rk.unit_storage != nullptr)  // ZeRO-3's gathers here are not the step's traffic (plan/data_parallel_traffic.h)
     rk.unit_storage->set_context(sink_, rk.clock.get(), event_base(rk, steps_done_), CommPurpose::evaluation);
-  // Naive DataParallel: only the master holds the updated parameters (replicas
-  // receive them at the next step's broadcast), so it evaluates alone.
-  const bool naive = config_.dp_mode == DataParallelMode::naive;
-  const int first = naive ? (rk.dp_rank == 0 ? 0 : static_cast<int>(chunks)) : rk.dp_rank;
-  const int stride = naive ? 1 : config_.layout.dp();
-  for (std::int64_t k = first; k < chunks; k += stride) {
+  // Each data-parallel rank its share (naive DataParallel: the master alone).
+  const EvaluationShare share = rk.strategy->evaluation_share(rk, chunks);
+  for (std::int64_t k = share.first; k < chunks; k += share.stride) {
     // Step index 0 for every evaluation: the same validation batches each time.
     const BatchData data = dataset_->batch(model.config().kind, Split::validation, config_.seed, 0, k * mb, mb, T);
     const Batch batch{mb, T, data.input_ids.data(), data.targets.data(), nullptr, nullptr};

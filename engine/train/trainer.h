@@ -8,10 +8,11 @@
 //   for each of `accum` accumulation steps: the stage's pipeline schedule over
 //   m micro-batches (with one stage: forward then backward); the last backward
 //   overlaps DDP's bucketed all-reduce;
-//   then the gradients are combined (DDP all-reduce / naive gather to rank 0;
-//   the tied embedding's two copies summed across the first and last stage),
-//   the optimizer updates (everything, its ZeRO shard, or rank 0 only), and
-//   ZeRO shards are all-gathered.
+//   then the gradients are combined (the tied embedding's two copies summed
+//   across the first and last stage; naive gather to rank 0, ZeRO-1's
+//   reduce-scatter), the optimizer updates (everything, its ZeRO shard, or
+//   rank 0 only), and ZeRO shards are all-gathered. How the data-parallel
+//   ranks share this is the rank's strategy (train/strategy/strategy.h).
 // A rank that throws aborts the communicators, so every rank stops; Ctrl-C
 // (run()'s stop flag) takes the same path from the next layer boundary. A rank
 // out of memory (OutOfMemory) is reported with what the estimator predicted for it.
@@ -49,6 +50,7 @@ struct TrainingCheckpoint;
 class NcclWorld;
 struct NcclAbortState;
 class ShardingPlan;
+struct MicroBatches;
 
 struct StepMetrics {
   std::int64_t step = 0;      // optimizer steps done, from 1
@@ -143,6 +145,10 @@ class TrainingDiverged : public std::runtime_error {
 
 class Trainer {
  public:
+  // One rank's state (train/trainer_rank.h): opaque outside the trainer's
+  // sources and its strategies (train/strategy/strategy.h).
+  struct Rank;
+
   // Validates the config (ConfigError names the flag) and loads the data.
   // Events (compute spans, communication, metrics) go to `sink` if not null.
   // Throws OutOfMemory naming the rank and the estimator's prediction when a
@@ -223,7 +229,6 @@ class Trainer {
   const std::string& init_note() const { return init_note_; }
 
  private:
-  struct Rank;
   // Building the ranks (trainer_ranks.cpp), each from its place in the plan.
   RankDeviceFactory cuda_devices();  // empty, with device_note_ set, when no GPU is usable
   int process_gpu(int gpu_count) const;
@@ -239,7 +244,6 @@ class Trainer {
   void load_initial_model();
   void announce();  // the run's first log lines
   // Checkpoints (trainer_checkpoint.cpp).
-  std::vector<float> packed_master(const Rank& rank) const;
   RankCheckpoint rank_checkpoint(const Rank& rank) const;
   CheckpointManifest checkpoint_manifest() const;
   const std::string& data_fingerprint() const;  // the tokens' FNV-1a, for the manifest and the resume check
@@ -248,21 +252,14 @@ class Trainer {
   void restore_rank(Rank& rank, const TrainingCheckpoint& checkpoint);
   void restore_checkpoint(const std::string& path);  // config.resume_dir: at construction
 
-  // One rank's step (rank_step.cpp, optimizer_step.cpp), phase by phase.
-  struct MicroBatches {
-    std::vector<std::vector<std::int32_t>> ids, targets;  // (m) x (micro-batch x T)
-  };
+  // One rank's step (rank_step.cpp, pipeline_flow.cpp, optimizer_step.cpp),
+  // phase by phase, calling the rank's strategy (train/strategy/strategy.h).
   void rank_step(Rank& rank);
-  BatchData read_global_batch(Rank& rank, const CommTag& tag);
+  BatchData read_global_batch(const Rank& rank) const;
   void begin_step(Rank& rank, const CommTag& tag);
-  MicroBatches micro_batch_inputs(Rank& rank, const BatchData& global, int accumulation_step, CommTag tag);
   void forward_backward(Rank& rank, const MicroBatches& inputs, int accumulation_step, bool synchronize,
                         const CommTag& tag);
-  void synchronize_gradients(Rank& rank, const CommTag& tag);
   bool overflow_verdict(Rank& rank, const CommTag& tag);
-  void optimizer_update(Rank& rank, const CommTag& tag);
-  void flat_optimizer_update(Rank& rank, const CommTag& tag);
-  static void* whole_gradients(Rank& rank);
   Event event_base(const Rank& rank, std::int64_t step) const;
   Event optimizer_span(const Rank& rank, const CommTag& tag) const;
   void emit_memory_sample(const Rank& rank, const Event& span);

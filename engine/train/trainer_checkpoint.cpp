@@ -56,33 +56,7 @@ std::vector<float> stage_values(const ParameterLayout& layout, const TrainingChe
   return flat;
 }
 
-// flat[fb + i] -> packed[pb + i] over the optimizer's ranges.
-std::vector<float> pack(const std::vector<AdamW::ShardRange>& ranges, const std::vector<float>& flat, std::int64_t n) {
-  std::vector<float> packed(static_cast<std::size_t>(n), 0.0f);
-  for (const AdamW::ShardRange& r : ranges)
-    std::copy(flat.begin() + r.flat_begin, flat.begin() + r.flat_end, packed.begin() + r.packed_begin);
-  return packed;
-}
-
 }  // namespace
-
-// The fp32 values this rank's AdamW updates, in its packed order: the master
-// weights (mixed precision), else the parameters themselves.
-std::vector<float> Trainer::packed_master(const Rank& rk) const {
-  const AdamW& opt = *rk.optimizer;
-  const std::int64_t n = opt.state_size();
-  std::vector<float> out(static_cast<std::size_t>(n));
-  if (rk.dtype != DType::f32) {
-    rk.backend->download(out.data(), opt.master(), n * 4);
-  } else if (plan_->shards_parameters()) {
-    rk.backend->download(out.data(), rk.unit_storage->parameters(), n * 4);
-  } else {
-    std::vector<float> flat(static_cast<std::size_t>(rk.model->parameter_count()));
-    rk.backend->download(flat.data(), rk.model->params(), static_cast<std::int64_t>(flat.size()) * 4);
-    out = pack(opt.ranges(), flat, n);
-  }
-  return out;
-}
 
 RankCheckpoint Trainer::rank_checkpoint(const Rank& rk) const {
   RankCheckpoint out;
@@ -90,7 +64,7 @@ RankCheckpoint Trainer::rank_checkpoint(const Rank& rk) const {
   if (rk.optimizer == nullptr) return out;  // a naive replica: the master saves for it
   const AdamW& opt = *rk.optimizer;
   const std::int64_t n = opt.state_size();
-  const std::vector<float> master = packed_master(rk);
+  const std::vector<float> master = rk.strategy->packed_master(rk);
   std::vector<float> m(static_cast<std::size_t>(n)), v(static_cast<std::size_t>(n));
   rk.backend->download(m.data(), opt.m(), n * 4);
   rk.backend->download(v.data(), opt.v(), n * 4);
@@ -266,8 +240,7 @@ void Trainer::restore_rank(Rank& rk, const TrainingCheckpoint& ckpt) {
   const std::vector<float> master = stage_values(layout, ckpt, 0);
   void* params = rk.unit_storage != nullptr && rk.unit_storage->parameters() != nullptr ? rk.unit_storage->parameters()
                                                                                         : rk.model->params();
-  std::vector<float> values = master;  // the stage's flat parameters, or this rank's packed ZeRO-3 chunks
-  if (plan_->shards_parameters()) values = pack(rk.optimizer->ranges(), master, rk.unit_storage->shard_size());
+  const std::vector<float> values = rk.strategy->stage_parameters(rk, master);  // all, or ZeRO-3's packed chunks
   const auto n = static_cast<std::int64_t>(values.size());
   if (rk.dtype == DType::f32) {
     rk.backend->upload(params, values.data(), n * 4);
@@ -280,7 +253,7 @@ void Trainer::restore_rank(Rank& rk, const TrainingCheckpoint& ckpt) {
     AdamW& opt = *rk.optimizer;
     const std::int64_t size = opt.state_size();
     const auto upload = [&](float* to, const std::vector<float>& flat) {
-      rk.backend->upload(to, pack(opt.ranges(), flat, size).data(), size * 4);
+      rk.backend->upload(to, pack_ranges(opt.ranges(), flat, size).data(), size * 4);
     };
     if (rk.dtype != DType::f32) upload(opt.master(), master);
     upload(opt.m(), stage_values(layout, ckpt, 1));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// What one rank owns (private to the trainer's sources: trainer.cpp builds the
-// ranks and runs them; rank_step.cpp is one rank's optimizer step).
+// What one rank owns (private to the trainer's sources and its strategies:
+// trainer.cpp builds the ranks and runs them; rank_step.cpp is one rank's
+// optimizer step).
 #pragma once
 
 #include <chrono>
@@ -14,16 +15,16 @@
 #include "core/memory_ledger.h"
 #include "model/model.h"
 #include "ops/backend.h"
+#include "ops/op_profile.h"
 #include "parallel/communicator.h"
-#include "parallel/ddp.h"
 #include "parallel/in_process_communicator.h"
 #include "parallel/pipeline_schedule.h"
-#include "ops/op_profile.h"
 #include "parallel/zero.h"
-#include "plan/sharding_plan.h"
 #include "parallel/zero_storage.h"
+#include "plan/sharding_plan.h"
 #include "train/adamw.h"
 #include "train/loss_scaler.h"
+#include "train/strategy/strategy.h"
 #include "train/trainer.h"
 
 namespace shardscope {
@@ -54,14 +55,15 @@ struct Trainer::Rank {
     if (!slot) slot = make_communicator(members);
     return slot.get();
   }
-  std::unique_ptr<DdpReducer> reducer;        // DDP (ZeRO-0): bucketed all-reduce
+  // How it shares the work with its data-parallel peers (DDP's reducer, the
+  // gather buffers of naive DataParallel and ZeRO-1 live in it).
+  std::unique_ptr<DataParallelStrategy> strategy;
   // The unit-by-unit storage of the model states: ZeRO-2/3 shards, and the
   // 16-bit parameters and gradients of mixed precision at any stage; null otherwise.
   std::unique_ptr<ZeroShardedStorage> unit_storage;
   std::unique_ptr<DynamicLossScaler> scaler;  // every rank keeps its own; all get the same overflow verdict
   DType dtype = DType::f32;                   // parameters and gradients (f16/bf16: mixed precision)
   std::vector<PipelineAction> actions;        // this stage's schedule
-  Buffer comm_buffer;  // naive: rank 0's gradient gather buffer; ZeRO-1: padded reduce-scatter and gather staging
   // Filled by rank_step:
   float loss_sum = 0.0f;
   std::int64_t global_scored = 0;

@@ -10,6 +10,7 @@
 #include "ops/device.h"
 #include "ops/nccl.h"
 #include "parallel/nccl_communicator.h"
+#include "train/pipeline_flow.h"
 #include "train/run_device_models.h"
 #include "train/trainer_rank.h"
 
@@ -105,6 +106,7 @@ std::unique_ptr<Trainer::Rank> Trainer::build_rank(int r, const RankDeviceFactor
   rank->rank = r;
   rank->dp_rank = place.dp_rank;
   rank->stage = place.stage;
+  rank->strategy = make_strategy(*plan_, config_);
   attach_device(*rank, devices);
   connect_communicators(*rank);
   build_model(*rank);
@@ -200,13 +202,7 @@ void Trainer::build_model(Rank& rank) {
   rank.model->set_checkpointing(config_.checkpoint);
   rank.model->set_event_sink(sink_, rank.clock.get());
   rank.model->set_layer_boundary_callback([this, self = &rank] { check_stop(*self); });  // Ctrl-C mid-step
-  // Each stage keeps as many micro-batches' activations as its schedule has in flight.
-  const PipelineSchedule schedule =
-      make_pipeline_schedule(config_.schedule, config_.layout.pp(), config_.micro_batches);
-  const PipelineTimeline timeline = simulate_pipeline_schedule(schedule, 1.0, 2.0);
-  rank.model->set_activation_slots(
-      std::max(1, timeline.peak_micro_batches_in_flight[static_cast<std::size_t>(rank.stage)]));
-  rank.actions = schedule[static_cast<std::size_t>(rank.stage)];
+  set_up_pipeline_stage(rank, config_);  // its actions, and as many activation slots as it has in flight
   if (plan_->unit_storage()) {
     rank.unit_storage =
         std::make_unique<ZeroShardedStorage>(*plan_, place, rank.dtype, *rank.model, *rank.dp_comm, rank.ledger);
@@ -221,50 +217,15 @@ void Trainer::build_model(Rank& rank) {
   rank.scaler = std::make_unique<DynamicLossScaler>(loss_scaler_options(config_));
 }
 
-namespace {
-// AdamW's ranges for a ZeRO-2/3 rank: its real elements of every unit chunk,
-// at their flat offsets and packed one after another.
-std::vector<AdamW::ShardRange> optimizer_ranges(const RankPlan& place) {
-  std::vector<AdamW::ShardRange> ranges;
-  for (const UnitChunk& c : place.chunks) {
-    const std::int64_t begin = c.begin + place.dp_rank * c.chunk;
-    if (c.mine > 0) ranges.push_back({begin, begin + c.mine, c.packed});
-  }
-  return ranges;
-}
-}  // namespace
-
 // What the rank updates (everything, its ZeRO shard, or nothing on a naive
-// replica), and how it combines gradients with its data-parallel peers.
+// replica) and how it combines gradients with its peers: its strategy's.
 void Trainer::build_optimizer(Rank& rank) {
-  const RankPlan& place = plan_->rank(rank.rank);
-  const ParameterLayout& layout = rank.model->layout();
-  const std::int64_t P = place.stage_parameters, esize = static_cast<std::int64_t>(dtype_size(rank.dtype));
-  const int dp = plan_->dp();
   AdamWOptions options{0.9f, config_.adam_beta2, 1e-8f, config_.weight_decay};
-  options.master_weights = plan_->mixed();
-  if (!plan_->updates(rank.rank)) return;  // a naive DataParallel replica: rank 0 updates for it
-  if (plan_->unit_chunks()) {
-    rank.optimizer =
-        std::make_unique<AdamW>(layout, *rank.backend, rank.ledger, options, optimizer_ranges(place));
-  } else if (plan_->flat_optimizer_shards()) {
-    rank.optimizer = std::make_unique<AdamW>(layout, *rank.backend, rank.ledger, options, place.flat_shard.begin,
-                                             place.flat_shard.end);
-    if (place.flat_shard.shard_size * dp != P)  // padded shards reduce-scatter and gather through staging
-      rank.comm_buffer =
-          Buffer(rank.ledger, MemoryCategory::communication, place.flat_shard.shard_size * (dp + 1) * esize);
-  } else {
-    rank.optimizer = std::make_unique<AdamW>(layout, *rank.backend, rank.ledger, options);
-  }
-  if (plan_->naive() && dp > 1)  // the master gathers every replica's gradients
-    rank.comm_buffer = Buffer(rank.ledger, MemoryCategory::communication, dp * P * esize);
-  if (plan_->bucketed_all_reduce())
-    rank.reducer = std::make_unique<DdpReducer>(
-        *rank.dp_comm, make_gradient_buckets(layout, static_cast<std::int64_t>(config_.bucket_mb * 1e6), esize),
-        rank.clock.get());
-  if (plan_->mixed())
+  options.master_weights = rank.dtype != DType::f32;
+  rank.strategy->build(rank, options);
+  if (rank.optimizer != nullptr && options.master_weights)  // mixed precision: fp32 master copies of the 16 bits
     rank.optimizer->load_master(static_cast<const std::uint16_t*>(rank.unit_storage->parameters()), rank.dtype,
-                                /*params_packed=*/plan_->shards_parameters());
+                                /*params_packed=*/rank.unit_storage->shards_parameters());
 }
 
 }  // namespace shardscope
