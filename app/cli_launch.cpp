@@ -48,6 +48,7 @@ ProcessMode join_mpi_job(RunConfig& config, std::string& record) {
   MpiOptions options;
   options.collectives = config.collectives == "native" ? MpiCollectives::native : MpiCollectives::ring;
   options.timeout_s = config.comm_timeout_s;
+  options.heartbeat_timeout_s = config.heartbeat_timeout_s;
   mode.world = std::make_unique<MpiWorld>(options);
   MpiWorld& world = *mode.world;
   check_process_layout(config, world.size(), false);
@@ -78,8 +79,8 @@ ProcessMode join_mpi_job(RunConfig& config, std::string& record) {
         config.device == "cuda" ? "NCCL between the processes' GPUs (one GPU per local rank, ids sent over MPI)"
         : config.collectives == "native" ? "native collectives (MPI's own: the ring view shows one span per call)"
                                          : "ring collectives (ring over MPI messages: every chunk is an event)";
-    std::printf("ranks as processes: %d MPI processes, one rank each; %s; comm timeout %g s\n", world.size(),
-                collectives.c_str(), config.comm_timeout_s);
+    std::printf("ranks as processes: %d MPI processes, one rank each; %s; comm timeout %g s, heartbeat timeout %g s\n",
+                world.size(), collectives.c_str(), config.comm_timeout_s, config.heartbeat_timeout_s);
     std::fflush(stdout);
   }
   return mode;

@@ -66,9 +66,11 @@ struct RunConfig {
   std::optional<LinkKind> link;
   std::string gpu_profile = "none";
   // Ranks as processes (mpirun): ring collectives over MPI messages or MPI's
-  // own (parallel/mpi/mpi_world.h), and how long a blocking call may wait.
+  // own (parallel/mpi/mpi_world.h), how long a blocking call may wait, and
+  // how long a process may send no heartbeat before it counts as frozen.
   std::string collectives = "ring";  // ring | native
   double comm_timeout_s = 60.0;
+  double heartbeat_timeout_s = 5.0;
 
   // Precision and fp16 loss scaling. The scaler follows torch GradScaler by
   // default, or DeepSpeed's fp16 rules; -1 means the rule set's own default.

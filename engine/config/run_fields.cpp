@@ -313,6 +313,20 @@ void add_process_fields(std::vector<RunField>& f) {
                         "NCCL 调用（--device cuda）S 秒未完成即中止运行"},
                .range = {0.0, 1e6, true}, .saved = Saved::never,
                .get = get_member<&RunConfig::comm_timeout_s>, .set = set_member<&RunConfig::comm_timeout_s>});
+  f.push_back({.key = "heartbeat_timeout",
+               .flag = "--heartbeat-timeout",
+               .value_name = "S",
+               .kind = FieldKind::number,
+               .help = {"Under mpirun: every process sends the others a heartbeat each second; one that sends none\n"
+                        "      for S seconds (stopped, frozen, its machine hung) stops the job, named, however long a\n"
+                        "      collective may take (--comm-timeout)",
+                        "在 mpirun 下：每个进程每秒向其他进程发送一次心跳；某个进程 S "
+                        "秒没有心跳（被暂停、冻结或所在机器卡死）即停止整个作业"
+                        "并指出它，与集合通信允许的时长（--comm-timeout）无关"},
+               .range = {2.0, 1e6, false},
+               .saved = Saved::never,
+               .get = get_member<&RunConfig::heartbeat_timeout_s>,
+               .set = set_member<&RunConfig::heartbeat_timeout_s>});
 }
 
 // Precision and the fp16 loss scale.

@@ -129,13 +129,31 @@ class TestMpi : public QObject {
   // A rank that hangs (SIGSTOP): its neighbours time out (--comm-timeout) and stop the job, naming it.
   void hung_rank_times_out() {
     const SignalledJob job = signal_rank_mid_run(
-        4, kRun + QStringList{"--dp", "4", "--steps", "100000", "--log-every", "1", "--comm-timeout", "3"}, 2, SIGSTOP,
-        10000);
+        4,
+        kRun + QStringList{"--dp", "4", "--steps", "100000", "--log-every", "1", "--comm-timeout", "3",
+                           "--heartbeat-timeout", "60"},  // the collective's timeout, not the heartbeat
+        2, SIGSTOP, 10000);
     QVERIFY(job.victim > 0);
     QVERIFY2(job.finished, "the job still ran 10 s after rank 2 hung");
     qInfo("stopped %lld ms after rank 2 hung", static_cast<long long>(job.took_ms));
     QVERIFY2(job.err.contains("timed out after 3 s in all_reduce waiting for rank "), qPrintable(job.err));
     QVERIFY2(job.err.contains("(--comm-timeout); rank 2 does not answer (stopped or frozen)"), qPrintable(job.err));
+  }
+
+  // Issue 32: a frozen rank (SIGSTOP) is found by the heartbeat within 10 s
+  // with the default settings, whatever --comm-timeout allows a collective.
+  void frozen_rank_found_by_heartbeat() {
+    const SignalledJob job = signal_rank_mid_run(
+        4, kRun + QStringList{"--dp", "4", "--steps", "100000", "--log-every", "1"}, 2, SIGSTOP, 12000);
+    QVERIFY(job.victim > 0);
+    QVERIFY2(job.finished, "the job still ran 12 s after rank 2 froze");
+    qInfo("stopped %lld ms after rank 2 froze", static_cast<long long>(job.took_ms));
+    QVERIFY2(job.took_ms < 10000, qPrintable(QString("took %1 ms").arg(job.took_ms)));
+    QVERIFY2(job.err.contains(QString("rank 2 (pid %1) sent no heartbeat for 5 s: its process is stopped or frozen "
+                                      "(--heartbeat-timeout)")
+                                  .arg(job.victim)),
+             qPrintable(job.err));
+    QVERIFY2(!job.err.contains("timed out after"), qPrintable(job.err));  // the heartbeat, not --comm-timeout
   }
 
   // Two "machines": two network namespaces joined by a veth pair, each with its

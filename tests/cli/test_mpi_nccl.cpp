@@ -111,9 +111,9 @@ class TestMpiNccl : public QObject {
 
   // A rank that hangs (SIGSTOP): its peers' NCCL calls time out (--comm-timeout) and abort, naming it.
   void hung_rank_times_out() {
-    const SignalledJob job =
-        signal_rank_mid_run(4, kRun + QStringList{"--dp", "4", "--steps", "100000", "--comm-timeout", "3"}, 2, SIGSTOP,
-                            15000, emulated_gpus());
+    const SignalledJob job = signal_rank_mid_run(
+        4, kRun + QStringList{"--dp", "4", "--steps", "100000", "--comm-timeout", "3", "--heartbeat-timeout", "60"}, 2,
+        SIGSTOP, 15000, emulated_gpus());
     QVERIFY(job.victim > 0);
     QVERIFY2(job.finished, "the job still ran 15 s after rank 2 hung");
     qInfo("stopped %lld ms after rank 2 hung", static_cast<long long>(job.took_ms));
@@ -130,7 +130,8 @@ class TestMpiNccl : public QObject {
     env.insert("SHARDSCOPE_EMULATED_NCCL_STOP_INIT", "2");
     QProcess job;
     job.setProcessEnvironment(env);
-    job.start("mpirun", mpirun_prefix(4) + kRun + QStringList{"--dp", "4", "--comm-timeout", "3"});
+    job.start("mpirun",
+              mpirun_prefix(4) + kRun + QStringList{"--dp", "4", "--comm-timeout", "3", "--heartbeat-timeout", "60"});
     QVERIFY(job.waitForStarted());
     qint64 victim = -1;
     for (int i = 0; i < 1200 && !stopped(victim); ++i) {  // its pid, once it has stopped itself

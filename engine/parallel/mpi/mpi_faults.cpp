@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -26,6 +27,8 @@ namespace {
 constexpr int kAbortTag = 7;
 constexpr int kQueryTag = 8;         // "are you waiting in a communication call?" (after a timeout)
 constexpr int kAnswerTag = 9;        // 1: waiting, 0: not (computing, or hung in it)
+constexpr int kHeartbeatTag = 10;    // 1: alive, 0: leaving (MPI_Finalize next)
+constexpr std::int64_t kBeatNs = 1'000'000'000;  // a heartbeat a second
 constexpr double kExitGraceS = 5.0;  // an aborted process still running after this is ended by the watchdog
 
 using SteadyClock = std::chrono::steady_clock;
@@ -146,6 +149,10 @@ void MpiWorld::start_watchdog() {
   sigemptyset(&action.sa_mask);
   sigaction(SIGTERM, &action, nullptr);
   linger_after_abort();
+  const std::int64_t now = SteadyClock::now().time_since_epoch().count();
+  heard_ns_.assign(static_cast<std::size_t>(size_), now);
+  left_.assign(static_cast<std::size_t>(size_), 0);
+  listened_ns_ = now;
   watchdog_ = std::thread([this] { watch(); });
 }
 
@@ -261,11 +268,16 @@ void MpiWorld::watch() {
     if (!aborted_.load() && !finalizing_.load() && mutex_.try_lock()) {
       poll_abort_notice();
       answer_queries();
+      heartbeat();
       mutex_.unlock();
     }
     if (const int dead = aborted_.load() ? -1 : dead_peer(); dead >= 0) {
       read_pending_notice();
       if (!aborted_.load()) abort_with("communication aborted: " + dead_peer_text(dead), true);
+    }
+    if (const int silent = aborted_.load() || finalizing_.load() ? -1 : silent_peer(); silent >= 0) {
+      read_pending_notice();  // a peer that failed says why before it goes quiet
+      if (!aborted_.load()) abort_with("communication aborted: " + silent_peer_text(silent), true);
     }
     if (g_terminated.load()) {  // the handler has said why
       // Its daemon sends SIGKILL 1 s after SIGTERM: linger a little, so it reads the line before this process is gone.
@@ -309,6 +321,61 @@ void MpiWorld::answer_queries() {
     if (MPI_Isend(&answer, 1, MPI_INT, status.MPI_SOURCE, kAnswerTag, control_, &request) == MPI_SUCCESS)
       MPI_Request_free(&request);
   }
+}
+
+// Mutex held. Sends this process's heartbeat once a second, and reads the
+// peers'. A peer's silence counts only while this process listens: after a
+// stretch without the mutex, every peer gets a second's grace again.
+void MpiWorld::heartbeat() {
+  if (aborted_.load() || finalizing_.load()) return;
+  const std::int64_t now = SteadyClock::now().time_since_epoch().count();
+  if (now - listened_ns_ > kBeatNs)
+    for (std::int64_t& heard : heard_ns_) heard = std::max(heard, now - kBeatNs);
+  listened_ns_ = now;
+  if (now - beat_sent_ns_ >= kBeatNs) {
+    send_heartbeats(1);
+    beat_sent_ns_ = now;
+  }
+  for (;;) {
+    int flag = 0, alive = 1;
+    MPI_Message message;
+    MPI_Status status;
+    if (MPI_Improbe(MPI_ANY_SOURCE, kHeartbeatTag, control_, &flag, &message, &status) != MPI_SUCCESS || flag == 0)
+      return;
+    MPI_Mrecv(&alive, 1, MPI_INT, &message, MPI_STATUS_IGNORE);
+    const auto peer = static_cast<std::size_t>(status.MPI_SOURCE);
+    heard_ns_[peer] = now;
+    if (alive == 0) left_[peer] = 1;
+  }
+}
+
+// Mutex held. The payloads are static: a send may read them after this returns.
+void MpiWorld::send_heartbeats(int alive) {
+  static const int kAlive = 1, kLeaving = 0;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_ || left_[static_cast<std::size_t>(r)] != 0) continue;
+    MPI_Request request;
+    if (MPI_Isend(alive != 0 ? &kAlive : &kLeaving, 1, MPI_INT, r, kHeartbeatTag, control_, &request) == MPI_SUCCESS)
+      MPI_Request_free(&request);
+  }
+}
+
+int MpiWorld::silent_peer() const {
+  const std::int64_t now = SteadyClock::now().time_since_epoch().count();
+  const auto limit = static_cast<std::int64_t>(options_.heartbeat_timeout_s * 1e9);
+  for (int r = 0; r < size_; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (r != rank_ && left_[i] == 0 && now - heard_ns_[i] > limit) return r;
+  }
+  return -1;
+}
+
+std::string MpiWorld::silent_peer_text(int peer) const {
+  const long pid = pids_[static_cast<std::size_t>(peer)];
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%g", options_.heartbeat_timeout_s);
+  return "rank " + std::to_string(peer) + (pid > 0 ? " (pid " + std::to_string(pid) + ")" : std::string()) +
+         " sent no heartbeat for " + seconds + " s: its process is stopped or frozen (--heartbeat-timeout)";
 }
 
 // After a timeout: which processes are not waiting in a communication call

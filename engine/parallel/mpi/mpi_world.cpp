@@ -79,6 +79,7 @@ MpiWorld::~MpiWorld() {
     // before it is freed, and none comes after (they check finalizing_ under
     // the mutex). The watchdog still watches the peers without it.
     std::lock_guard lock(mutex_);
+    send_heartbeats(0);  // leaving: MPI_Finalize may wait for the others, silent
     finalizing_.store(true);
     MPI_Comm_free(&control_);
     MPI_Finalize();

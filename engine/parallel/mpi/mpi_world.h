@@ -22,7 +22,13 @@
 //     gives: a process that fails sends it before it ends); mpirun also stops
 //     the job then (SIGTERM), and the handler prints the same message first;
 //   - a deadline: no progress for --comm-timeout seconds (a hung peer) aborts
-//     naming the peer waited for.
+//     naming the peer waited for;
+//   - a heartbeat: every watchdog sends each peer a small message every second
+//     and aborts, naming the peer, when one has sent none for
+//     --heartbeat-timeout seconds (5 by default): a stopped or frozen process
+//     (SIGSTOP, a machine that hangs), found on any machine and independent
+//     of how long a collective may take. A process that finishes says so first,
+//     so its silence while it waits in MPI_Finalize is not a freeze.
 // A process that saw an abort and has not exited 5 s later is ended by the
 // watchdog (exit code 1) with its message: never a hang. One that exits after
 // an abort stays 0.5 s first, so that the others have read the notice (and
@@ -58,6 +64,7 @@ enum class MpiCollectives { ring, native };
 struct MpiOptions {
   MpiCollectives collectives = MpiCollectives::ring;
   double timeout_s = 60.0;  // no progress in a blocking call for this long: abort naming the peer
+  double heartbeat_timeout_s = 5.0;  // no heartbeat from a process for this long: abort naming it
 };
 
 class MpiWorld {
@@ -149,6 +156,10 @@ class MpiWorld {
   void abort_with(const std::string& message, bool from_watchdog);
   void send_abort_notices(const std::string& text);  // mutex held
   void answer_queries();                             // mutex held
+  void heartbeat();                                  // mutex held: send one if due, read the peers'
+  void send_heartbeats(int alive);                   // mutex held: 1 alive, 0 leaving (finalizing)
+  int silent_peer() const;                           // a peer not heard from for the timeout, else -1
+  std::string silent_peer_text(int peer) const;
 
   MpiOptions options_;
   int rank_ = 0, size_ = 1, local_rank_ = 0;
@@ -165,6 +176,11 @@ class MpiWorld {
   std::atomic<int> waiting_{0};    // threads of this process inside wait()
   std::vector<int> answers_;       // by asking rank: the answer in flight
   std::vector<char> notice_text_;  // the abort notice sent (kept: sends may still read it)
+  // The heartbeat (watchdog thread only): when each peer was last heard from
+  // (steady-clock ns), whether it has left (finalizing), this process's last send and read.
+  std::vector<std::int64_t> heard_ns_;
+  std::vector<char> left_;
+  std::int64_t beat_sent_ns_ = 0, listened_ns_ = 0;
   std::thread watchdog_;
 };
 
