@@ -17,7 +17,7 @@
 #include "parallel/communicator.h"
 #include "parallel/ddp.h"
 #include "parallel/in_process_communicator.h"
-#include "parallel/pipeline_schedule.h"
+#include "plan/pipeline_schedule.h"
 #include "ops/op_profile.h"
 #include "parallel/zero.h"
 #include "plan/sharding_plan.h"

@@ -203,9 +203,7 @@ void Trainer::build_model(Rank& rank) {
   // Each stage keeps as many micro-batches' activations as its schedule has in flight.
   const PipelineSchedule schedule =
       make_pipeline_schedule(config_.schedule, config_.layout.pp(), config_.micro_batches);
-  const PipelineTimeline timeline = simulate_pipeline_schedule(schedule, 1.0, 2.0);
-  rank.model->set_activation_slots(
-      std::max(1, timeline.peak_micro_batches_in_flight[static_cast<std::size_t>(rank.stage)]));
+  rank.model->set_activation_slots(std::max(1, peak_in_flight(schedule)[static_cast<std::size_t>(rank.stage)]));
   rank.actions = schedule[static_cast<std::size_t>(rank.stage)];
   if (plan_->unit_storage()) {
     rank.unit_storage =
