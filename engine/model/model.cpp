@@ -117,7 +117,9 @@ void Model::ensure_scratch(int B, int T) {
 }
 
 void Model::set_activation_slots(int count) {
-  slot_table_.resize(count);  // checks count >= 1
+  if (count < 1) throw std::invalid_argument("activation slots must be at least 1");
+  slot_table_.close_all();  // a new schedule: nothing held
+  slot_table_.resize(count);
   slots_.resize(static_cast<std::size_t>(count));
   slot_index_ = std::min(slot_index_, count - 1);
 }

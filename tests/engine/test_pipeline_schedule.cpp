@@ -12,7 +12,11 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory_ledger.h"
 #include "model/activation_slots.h"
+#include "model/model.h"
+#include "ops/backend.h"
+#include "parallel/pipeline_parallel.h"
 #include "plan/pipeline_schedule.h"
 
 using namespace shardscope;
@@ -68,6 +72,7 @@ class TestPipelineSchedule : public QObject {
   void weight_gradients_and_chunks_run_in_the_simulator();
   void activation_slots_are_keyed_by_chunk_and_micro_batch();
   void todays_schedules_fill_their_slots_as_modulo_did();
+  void the_runtime_refuses_a_slot_never_filled_or_one_too_many();
 };
 
 void TestPipelineSchedule::kind_names_round_trip() {
@@ -509,6 +514,52 @@ void TestPipelineSchedule::todays_schedules_fill_their_slots_as_modulo_did() {
       }
     }
   }
+}
+
+// run_pipeline_stage on one stage of gpt-tiny: a list that uses a slot its
+// forward never filled, or holds more micro-batches than the model has slots,
+// stops with the key named; a chunk the runtime cannot run yet is refused.
+void TestPipelineSchedule::the_runtime_refuses_a_slot_never_filled_or_one_too_many() {
+  MemoryLedger ledger;
+  auto backend = make_cpu_backend({1});
+  auto model = make_model(find_model_preset("gpt-tiny"), *backend, ledger);
+  model->init_weights(1);
+  const int B = 1, T = 8;
+  std::vector<std::int32_t> ids(B * T, 65), targets(B * T, 66);
+  const auto run_list = [&](const std::vector<PipelineAction>& list) {
+    PipelineStageRun run{*model};
+    run.actions = &list;
+    run.batch = [&](int) { return Batch{B, T, ids.data(), targets.data(), nullptr, nullptr}; };
+    run.loss_rows = B * T;
+    return run_pipeline_stage(run);
+  };
+  const auto fails_naming = [&](const std::vector<PipelineAction>& list, const char* text) {
+    try {
+      run_list(list);
+    } catch (const std::logic_error& e) {
+      if (std::string(e.what()).find(text) != std::string::npos) return true;
+      qWarning("%s", e.what());
+    }
+    return false;
+  };
+  model->set_activation_slots(1);
+  run_list({compute(Type::forward, 0), compute(Type::backward, 0), compute(Type::forward, 1),
+            compute(Type::backward, 1)});  // one at a time: one slot is enough
+  QVERIFY(fails_naming({compute(Type::forward, 0), compute(Type::backward, 1)},
+                       "no activation slot holds (chunk 0, micro-batch 1)"));
+  QVERIFY(fails_naming(
+      {compute(Type::forward, 0), compute(Type::forward, 1), compute(Type::backward, 0), compute(Type::backward, 1)},
+      "no free activation slot for (chunk 0, micro-batch 1)"));
+  QVERIFY(fails_naming({compute(Type::forward, 0)}, "never frees the slot of (chunk 0, micro-batch 0)"));
+  QVERIFY(fails_naming({{Type::forward, 0, -1, 0, 1}}, "model chunk 1"));
+  QVERIFY(fails_naming({compute(Type::forward, 0), compute(Type::backward, 0), compute(Type::weight_gradient, 0)},
+                       "weight gradient alone"));
+  // GPipe's two in flight fit in two slots, and the stage's activations are two micro-batches' worth.
+  model->set_activation_slots(2);
+  const std::int64_t before = ledger.current()[MemoryCategory::activations];
+  run_list(
+      {compute(Type::forward, 0), compute(Type::forward, 1), compute(Type::backward, 0), compute(Type::backward, 1)});
+  QCOMPARE(ledger.current()[MemoryCategory::activations], 2 * before);
 }
 
 QTEST_GUILESS_MAIN(TestPipelineSchedule)
