@@ -39,6 +39,7 @@ void select_slot(Model& model, const PipelineAction& a) {
   else
     model.use_slot(key);
 }
+
 // A send and the receive after it, as one exchange (see fuses_with_next); the
 // send's slot is selected, its count and tag given.
 void exchange(const PipelineStageRun& run, const PipelineAction& send, const PipelineAction& receive,

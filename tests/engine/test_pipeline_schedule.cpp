@@ -527,10 +527,8 @@ void TestPipelineSchedule::the_runtime_refuses_a_slot_never_filled_or_one_too_ma
   const int B = 1, T = 8;
   std::vector<std::int32_t> ids(B * T, 65), targets(B * T, 66);
   const auto run_list = [&](const std::vector<PipelineAction>& list) {
-    PipelineStageRun run{*model};
-    run.actions = &list;
-    run.batch = [&](int) { return Batch{B, T, ids.data(), targets.data(), nullptr, nullptr}; };
-    run.loss_rows = B * T;
+    const auto batch = [&](int) { return Batch{B, T, ids.data(), targets.data(), nullptr, nullptr}; };
+    const PipelineStageRun run{*model, nullptr, 0, &list, batch, {}, B * T, 0, CommTag{}, nullptr, nullptr, Event{}};
     return run_pipeline_stage(run);
   };
   const auto fails_naming = [&](const std::vector<PipelineAction>& list, const char* text) {
