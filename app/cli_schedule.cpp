@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "cli_args.h"
-#include "parallel/pipeline_schedule.h"
+#include "plan/pipeline_schedule.h"
 
 namespace shardscope::cli {
 

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "clock/pipeline_bubble.h"
+#include "layout/grid.h"
 
 namespace shardscope {
 
@@ -116,6 +117,7 @@ void take_median(PipelineBubble& b, std::vector<FlushIdle> flushes) {
 std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int dp, int pp, int m,
                                               std::int64_t first_step) {
   if (pp <= 1 || dp <= 0 || m <= 0) return std::nullopt;
+  const Grid grid(dp, pp);
   std::map<std::tuple<std::int64_t, int, int>, Flush> flushes;  // (step, dp rank, accumulation step)
   PipelineBubble b;
   b.stages = pp;
@@ -124,11 +126,11 @@ std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int
   b.stage_busy_ns.assign(static_cast<std::size_t>(pp), 0);
   for (const Event& e : events) {
     if (!is_stage_span(e) || e.step < first_step || e.micro_batch < 0) continue;
-    Flush& f = flushes[{e.step, e.rank % dp, e.micro_batch / m}];
+    Flush& f = flushes[{e.step, grid.dp_rank_of(e.rank), e.micro_batch / m}];
     f.busy.resize(static_cast<std::size_t>(pp), 0);
     f.first = std::min(f.first, e.start_ns);
     f.last = std::max(f.last, e.end_ns);
-    const auto stage = static_cast<std::size_t>(std::clamp(e.rank / dp, 0, pp - 1));
+    const auto stage = static_cast<std::size_t>(grid.stage_of(e.rank));
     f.busy[stage] += e.end_ns - e.start_ns;
     b.stage_busy_ns[stage] += e.end_ns - e.start_ns;
   }
@@ -147,14 +149,14 @@ struct RankStep {
 };
 
 // Per (step, stage): how many buckets had begun on every rank before the group's last backward ended.
-int fewest_started_in_backward(const std::map<std::pair<int, std::int64_t>, RankStep>& per, int dp) {
+int fewest_started_in_backward(const std::map<std::pair<int, std::int64_t>, RankStep>& per, const Grid& grid) {
   struct Group {
     std::int64_t backward_end = INT64_MIN;
     std::map<int, std::int64_t> started;  // bucket -> its latest first start over the ranks
   };
   std::map<std::pair<std::int64_t, int>, Group> groups;  // (step, stage)
   for (const auto& [key, r] : per) {
-    Group& g = groups[{key.second, key.first / dp}];
+    Group& g = groups[{key.second, grid.stage_of(key.first)}];
     for (const Interval& b : r.backward) g.backward_end = std::max(g.backward_end, b.second);
     for (const auto& [bucket, start] : r.bucket_start) {
       auto [it, fresh] = g.started.try_emplace(bucket, start);
@@ -171,7 +173,7 @@ int fewest_started_in_backward(const std::map<std::pair<int, std::int64_t>, Rank
   return fewest == INT32_MAX ? 0 : fewest;
 }
 
-std::optional<DdpOverlap> ddp_overlap(std::span<const Event> events, int dp, std::int64_t first_step) {
+std::optional<DdpOverlap> ddp_overlap(std::span<const Event> events, const Grid& grid, std::int64_t first_step) {
   std::map<std::pair<int, std::int64_t>, RankStep> per;  // (rank, step)
   std::set<int> buckets;
   for (const Event& e : events) {
@@ -189,7 +191,7 @@ std::optional<DdpOverlap> ddp_overlap(std::span<const Event> events, int dp, std
   if (buckets.empty()) return std::nullopt;
   DdpOverlap o;
   o.buckets = static_cast<int>(buckets.size());
-  o.min_buckets_started_in_backward = fewest_started_in_backward(per, std::max(1, dp));
+  o.min_buckets_started_in_backward = fewest_started_in_backward(per, grid);
   for (auto& [key, r] : per) {
     if (r.comm.empty() || r.backward.empty()) continue;
     const std::vector<Interval> comm = merged(r.comm), backward = merged(r.backward);
@@ -213,7 +215,7 @@ ScheduleSummary summarize_schedule(std::span<const Event> events, int dp, int pp
     if (is_stage_span(e)) s.last_step = std::max(s.last_step, e.step);
   s.first_step = s.last_step >= 2 ? 2 : s.last_step;  // step 1 allocates and touches memory first
   s.bubble = pipeline_bubble(events, dp, pp, micro_batches, s.first_step);
-  s.overlap = ddp_overlap(events, dp, s.first_step);
+  s.overlap = ddp_overlap(events, Grid(std::max(1, dp), std::max(1, pp)), s.first_step);
   return s;
 }
 

@@ -21,7 +21,7 @@ std::string_view precision_name(Precision precision);
 // Also accepts "no" (accelerate's mixed_precision: no). ConfigError names `field`.
 Precision parse_precision(std::string_view name, std::string_view field = "--precision");
 
-// The pipeline schedule (parallel/pipeline_schedule.h): GPipe (all forwards,
+// The pipeline schedule (plan/pipeline_schedule.h): GPipe (all forwards,
 // then all backwards) or 1F1B (one forward, one backward in the steady state).
 enum class PipelineScheduleKind { gpipe, one_f_one_b };
 // "gpipe" or "1f1b"; parse throws ConfigError naming --schedule for anything else.

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "estimate/formula_text.h"
 #include "model/activations.h"
+#include "plan/pipeline_schedule.h"
 
 namespace shardscope {
 
@@ -136,19 +137,17 @@ ActivationBytes formula_activation_bytes(const ModelShape& model, const StageLay
 }
 
 int micro_batches_in_flight_closed_form(PipelineScheduleKind schedule, int stages, int stage, int micro_batches) {
-  if (schedule == PipelineScheduleKind::gpipe) return micro_batches;
-  return std::max(1, std::min(micro_batches, stages - stage));
+  return peak_in_flight_closed_form(schedule, stages, stage, micro_batches);
 }
 
 int micro_batches_in_flight(PipelineScheduleKind schedule, int stages, int stage, int micro_batches) {
-  // The simulation costs about p·m·log(p·m) and runs once per stage: beyond a
+  // Building the schedule costs about p·m and runs once per stage: beyond a
   // few thousand actions the closed form (equal to it, tests/engine/test_estimate.cpp) answers.
   if (static_cast<std::int64_t>(stages) * micro_batches > kSimulatedPipelineActions)
     return micro_batches_in_flight_closed_form(schedule, stages, stage, micro_batches);
-  // The same call the Trainer makes to size its slots (train/trainer.cpp).
-  const PipelineTimeline timeline =
-      simulate_pipeline_schedule(make_pipeline_schedule(schedule, stages, micro_batches), 1.0, 2.0);
-  return std::max(1, timeline.peak_micro_batches_in_flight[static_cast<std::size_t>(stage)]);
+  // The same count the Trainer sizes its slots by (train/trainer_ranks.cpp, build_model).
+  return std::max(
+      1, peak_in_flight(make_pipeline_schedule(schedule, stages, micro_batches))[static_cast<std::size_t>(stage)]);
 }
 
 }  // namespace shardscope

@@ -49,11 +49,9 @@ ActivationBytes formula_activation_bytes(const ModelShape& model, const StageLay
                                          int seq, Recompute recompute, Precision precision);
 
 // Micro-batches whose activations stage `stage` holds at its peak, as the
-// engine sizes its activation slots: from its own schedule
-// (make_pipeline_schedule + simulate_pipeline_schedule). In closed form, GPipe
-// runs every forward before any backward (m) and 1F1B lets stage s run at most
-// p - s forwards ahead (Narayanan et al. 2021): min(m, p - s); the closed form
-// is used for schedules too large to simulate quickly (p·m > 4096).
+// engine sizes its activation slots: peak_in_flight of its own schedule
+// (plan/pipeline_schedule.h). Its closed form there, GPipe m and 1F1B
+// min(m, p - s), answers for schedules too large to build quickly (p·m > 4096).
 int micro_batches_in_flight(PipelineScheduleKind schedule, int stages, int stage, int micro_batches);
 int micro_batches_in_flight_closed_form(PipelineScheduleKind schedule, int stages, int stage, int micro_batches);
 

@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/checked_math.h"
-#include "parallel/pipeline_schedule.h"
 #include "config/run_config.h"
+#include "core/checked_math.h"
+#include "plan/pipeline_schedule.h"
 #include "plan/sharding_plan.h"
 
 namespace shardscope {

@@ -6,8 +6,8 @@
 #include "core/checked_math.h"
 #include "estimate/formula_text.h"
 #include "estimate/memory_model.h"
-#include "parallel/pipeline_schedule.h"
 #include "plan/data_parallel_traffic.h"
+#include "plan/pipeline_schedule.h"
 
 namespace shardscope {
 

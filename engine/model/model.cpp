@@ -118,14 +118,10 @@ void Model::ensure_scratch(int B, int T) {
 
 void Model::set_activation_slots(int count) {
   if (count < 1) throw std::invalid_argument("activation slots must be at least 1");
+  slot_table_.close_all();  // a new schedule: nothing held
+  slot_table_.resize(count);
   slots_.resize(static_cast<std::size_t>(count));
   slot_index_ = std::min(slot_index_, count - 1);
-}
-
-void Model::use_slot(int index) {
-  if (index < 0 || index >= activation_slots())
-    throw std::out_of_range("activation slot " + std::to_string(index) + " of " + std::to_string(activation_slots()));
-  slot_index_ = index;
 }
 
 float* Model::stage_input(int B, int T) {

@@ -15,6 +15,7 @@
 #include "core/memory_ledger.h"
 #include "core/tensor.h"
 #include "events/event.h"
+#include "model/activation_slots.h"
 #include "model/activations.h"
 #include "model/model_config.h"
 #include "model/parameter_layout.h"
@@ -119,11 +120,25 @@ class Model {
   const float* input_gradient() const { return scratch_.d_res; }
 
   // Micro-batches in flight (pipeline schedules): each slot holds the
-  // activations of one forward until its backward. use_slot(i) selects the
-  // slot that forward and backward use; GPipe needs m slots, 1F1B p - s.
+  // activations of one (chunk, micro-batch) from its forward until its
+  // backward (model/activation_slots.h). open_slot takes a free slot for the
+  // key and selects it, use_slot selects the key's slot for forward and
+  // backward, close_slot frees it; each throws naming the key when the
+  // schedule asks for a slot it never opened or more than fit. GPipe needs m
+  // slots, 1F1B p - s (plan/pipeline_schedule.h, peak_in_flight).
   void set_activation_slots(int count);
-  int activation_slots() const { return static_cast<int>(slots_.size()); }
-  void use_slot(int index);
+  int activation_slots() const { return slot_table_.size(); }
+  void open_slot(ActivationKey key) { slot_index_ = slot_table_.open(key); }
+  void use_slot(ActivationKey key) { slot_index_ = slot_table_.find(key); }
+  void close_slot(ActivationKey key) { slot_table_.close(key); }
+  bool holds_slot(ActivationKey key) const { return slot_table_.holds(key); }
+  const ActivationSlots& activation_slot_table() const { return slot_table_; }
+  // Frees every slot and selects slot 0: a schedule starts with all free, and
+  // a forward outside any schedule (evaluation, between steps) runs in slot 0.
+  void close_all_slots() {
+    slot_table_.close_all();
+    slot_index_ = 0;
+  }
 
   // After forward: number of hidden states (L + 1) and a (B, T, C) view of one.
   // GPT: index l < L is the input of layer l, index L the final LayerNorm output.
@@ -243,7 +258,8 @@ class Model {
   void ensure_scratch(int B, int T);
   void check_batch(const Batch& batch) const;
 
-  std::vector<Slot> slots_;
+  std::vector<Slot> slots_;  // [slot] the activations; slot_table_ says which key holds which
+  ActivationSlots slot_table_;
   int slot_index_ = 0;
   int scratch_B_ = 0, scratch_T_ = 0;
   bool checkpointing_ = false;

@@ -125,7 +125,7 @@ class Communicator {
   virtual void recv(float* data, std::int64_t count, int peer, const CommTag& tag) = 0;
   // send (send_count) to send_peer and recv (recv_count) from recv_peer as one
   // exchange: NCCL runs them as a group, so two ranks that send to each other
-  // before receiving do not wait for each other forever (pipeline_schedule.h,
+  // before receiving do not wait for each other forever (plan/pipeline_schedule.h,
   // fuses_with_next). By default a send then a receive, right where sends are eager.
   virtual void send_recv(const float* send_data, std::int64_t send_count, int send_peer, float* recv_data,
                          std::int64_t recv_count, int recv_peer, const CommTag& send_tag, const CommTag& recv_tag) {

@@ -80,7 +80,7 @@ void InProcessCommunicator::all_reduce(void* data_, std::int64_t count, DType dt
   const RingChunks chunks(count, n_);
   const Transfer rs{CommOp::all_reduce, RingPhase::reduce_scatter, tag};
   for (int k = 0; k < n_ - 1; ++k) {  // reduce-scatter: right.chunk[c] += mine.chunk[c]
-    const int c = mod(me_ - k - 1);
+    const int c = ring_chunk_sent(RingPhase::reduce_scatter, me_, k, n_);
     const std::int64_t off = chunks.offset(c) * esize, len = chunks.size(c);
     ring_step(base, k, rs, k, c, len * esize,
               [&](Slot& right) { mem.add_into(dtype, static_cast<std::byte*>(right.recv) + off, data + off, len); });
@@ -90,7 +90,7 @@ void InProcessCommunicator::all_reduce(void* data_, std::int64_t count, DType dt
     mem.divide(dtype, data + chunks.offset(me_) * esize, chunks.size(me_), n_);
   const Transfer ag{CommOp::all_reduce, RingPhase::all_gather, tag};
   for (int k = 0; k < n_ - 1; ++k) {  // all-gather: right.chunk[c] = mine.chunk[c]
-    const int c = mod(me_ - k);
+    const int c = ring_chunk_sent(RingPhase::all_gather, me_, k, n_);
     const std::int64_t off = chunks.offset(c) * esize, len = chunks.size(c);
     ring_step(base, n_ - 1 + k, ag, k, c, len * esize,
               [&](Slot& right) { mem.copy(static_cast<std::byte*>(right.recv) + off, data + off, len * esize); });
@@ -155,7 +155,7 @@ void InProcessCommunicator::reduce_scatter_slice(const std::byte* send, std::int
   const std::int64_t base = enter(CommOp::reduce_scatter, send, recv, count, -1, dtype);
   const Transfer tr{CommOp::reduce_scatter, RingPhase::reduce_scatter, tag};
   for (int k = 0; k < n_ - 1; ++k) {
-    const int c = mod(me_ - k - 1);
+    const int c = ring_chunk_sent(RingPhase::reduce_scatter, me_, k, n_);
     const std::byte* own = send + c * stride;
     ring_step(base, k, tr, k, c, chunk, [&](Slot& right) {
       std::byte* dst = static_cast<std::byte*>(right.stage) + (k % 2) * chunk;
@@ -190,8 +190,9 @@ void InProcessCommunicator::all_gather(const void* send, void* recv, std::int64_
       enter(CommOp::all_gather, send, recv, send_count, -1, dtype);  // own chunk: no transfer (nothing if in place)
   const Transfer tr{CommOp::all_gather, RingPhase::all_gather, tag};
   for (int k = 0; k < n_ - 1; ++k) {
-    const std::int64_t off = mod(me_ - k) * chunk;
-    ring_step(base, k, tr, k, mod(me_ - k), chunk,
+    const int c = ring_chunk_sent(RingPhase::all_gather, me_, k, n_);
+    const std::int64_t off = c * chunk;
+    ring_step(base, k, tr, k, c, chunk,
               [&](Slot& right) { mem.copy(static_cast<std::byte*>(right.recv) + off, out + off, chunk); });
   }
   wait_for_peer(left_, base + n_);

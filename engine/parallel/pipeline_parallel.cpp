@@ -2,6 +2,8 @@
 #include "parallel/pipeline_parallel.h"
 
 #include <chrono>
+#include <stdexcept>
+#include <string>
 
 #include "clock/device_clock.h"
 
@@ -9,21 +11,66 @@ namespace shardscope {
 
 namespace {
 using Clock = std::chrono::steady_clock;
+using Type = PipelineAction::Type;
+
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// What this runtime runs today: one model chunk per stage, B and W together.
+void check_runnable(const PipelineAction& a) {
+  if (a.chunk != 0)
+    throw std::logic_error("pipeline stage " + std::to_string(a.stage) + ": " + format_pipeline_action(a) +
+                           " is on model chunk " + std::to_string(a.chunk) + ", but a stage holds one chunk");
+  if (a.type == Type::weight_gradient)
+    throw std::logic_error("pipeline stage " + std::to_string(a.stage) + ": " + format_pipeline_action(a) +
+                           " asks for the weight gradient alone, but the model's backward computes it with B");
+}
+
+// Selects the activation slot of `a`'s (chunk, micro-batch) for the actions
+// that read or write the activations, opening it at the first of them (the
+// recv of the stage's input, or the forward). The gradient transfers use the
+// model's shared gradient scratch, no slot.
+void select_slot(Model& model, const PipelineAction& a) {
+  if (a.type == Type::recv_gradient || a.type == Type::send_gradient) return;
+  const ActivationKey key = activation_key(a);
+  if ((a.type == Type::recv_activation || a.type == Type::forward) && !model.holds_slot(key))
+    model.open_slot(key);
+  else
+    model.use_slot(key);
+}
+
+// A send and the receive after it, as one exchange (see fuses_with_next); the
+// send's slot is selected, its count and tag given.
+void exchange(const PipelineStageRun& run, const PipelineAction& send, const PipelineAction& receive,
+              std::int64_t count, const CommTag& tag) {
+  Model& model = run.model;
+  check_runnable(receive);
+  const Batch batch = run.batch(receive.micro_batch);
+  const std::int64_t receive_count = static_cast<std::int64_t>(batch.B) * batch.T * model.config().channels;
+  CommTag receive_tag = run.tag;
+  receive_tag.micro_batch = run.micro_batch_offset + receive.micro_batch;
+  const float* out = send.type == Type::send_activation ? model.stage_output() : model.input_gradient();
+  // The receive's buffer belongs to its own micro-batch's activation slot.
+  select_slot(model, receive);
+  float* in = receive.type == Type::recv_activation ? model.stage_input(batch.B, batch.T)
+                                                    : model.output_gradient(batch.B, batch.T);
+  run.pipeline->send_recv(out, count, send.peer_stage, in, receive_count, receive.peer_stage, tag, receive_tag);
 }
 }  // namespace
 
 PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
-  using Type = PipelineAction::Type;
   Model& model = run.model;
   PipelineStageResult result;
   const int C = model.config().channels;
   const std::vector<PipelineAction>& actions = *run.actions;
+  const std::vector<bool> frees = frees_activations(actions);
+  model.close_all_slots();  // an earlier step stopped mid-schedule may have left keys held
   for (std::size_t index = 0; index < actions.size(); ++index) {
     const PipelineAction& action = actions[index];
+    check_runnable(action);
     const int j = action.micro_batch;
-    model.use_slot(j % model.activation_slots());
+    select_slot(model, action);
     const Batch batch = run.batch(j);
     const std::int64_t count = static_cast<std::int64_t>(batch.B) * batch.T * C;
     CommTag tag = run.tag;
@@ -33,19 +80,7 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
     span.micro_batch = tag.micro_batch;
     model.set_event_context(span);
     if (fuses_with_next(actions, index)) {
-      // A send and the receive after it, as one exchange (see fuses_with_next).
-      const PipelineAction& next = actions[index + 1];
-      const Batch next_batch = run.batch(next.micro_batch);
-      const std::int64_t next_count = static_cast<std::int64_t>(next_batch.B) * next_batch.T * C;
-      CommTag next_tag = run.tag;
-      next_tag.micro_batch = run.micro_batch_offset + next.micro_batch;
-      const float* out = action.type == Type::send_activation ? model.stage_output() : model.input_gradient();
-      // The receive's buffer belongs to its own micro-batch's activation slot.
-      model.use_slot(next.micro_batch % model.activation_slots());
-      float* in = next.type == Type::recv_activation ? model.stage_input(next_batch.B, next_batch.T)
-                                                     : model.output_gradient(next_batch.B, next_batch.T);
-      model.use_slot(j % model.activation_slots());
-      run.pipeline->send_recv(out, count, action.peer_stage, in, next_count, next.peer_stage, tag, next_tag);
+      exchange(run, action, actions[index + 1], count, tag);
       ++index;
       continue;
     }
@@ -81,11 +116,17 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
         if (run.sink != nullptr) run.sink->emit(span);
         break;
       }
+      case Type::weight_gradient:  // refused by check_runnable
+        break;
       case Type::send_gradient:  // the gradient of our input, to the previous stage
         run.pipeline->send(model.input_gradient(), count, action.peer_stage, tag);
         break;
     }
+    if (frees[index]) model.close_slot(activation_key(action));  // its last backward phase
   }
+  if (const std::vector<ActivationKey> held = model.activation_slot_table().held(); !held.empty())
+    throw std::logic_error("pipeline stage " + std::to_string(run.stage) + ": the schedule never frees the slot of (" +
+                           to_string(held.front()) + ")");
   return result;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Pipeline parallelism (GPipe, Huang et al. 2019; 1F1B, Narayanan et al. 2021):
 // each stage holds a contiguous block of layers and runs its list of actions
-// from pipeline_schedule.h, one micro-batch at a time: forward and backward on
+// from plan/pipeline_schedule.h, one micro-batch at a time: forward and backward on
 // its own layers, activations sent to the next stage, their gradients back to
 // the previous one. Every transfer is a send/recv on the pipeline group and so
 // an event; every forward and backward is a compute span with its micro-batch.
@@ -14,7 +14,7 @@
 #include "events/event.h"
 #include "model/model.h"
 #include "parallel/communicator.h"
-#include "parallel/pipeline_schedule.h"
+#include "plan/pipeline_schedule.h"
 
 namespace shardscope {
 
@@ -45,9 +45,13 @@ struct PipelineStageResult {
   double backward_s = 0.0;
 };
 
-// Runs the stage's actions in order. Micro-batch j uses activation slot
-// j % model.activation_slots(): the schedule's in-flight micro-batches fit by
-// construction (see Trainer). Throws CommAborted if the world is aborted.
+// Runs the stage's actions in order. Each (chunk, micro-batch) holds an
+// activation slot of the model from its first forward-side action to its last
+// backward phase (frees_activations); the model has as many slots as the
+// schedule has in flight (peak_in_flight, see Trainer), and names the key if
+// the schedule asks for more. Throws std::logic_error for an action this
+// runtime cannot run yet (a chunk other than 0, a W), CommAborted if the
+// world is aborted.
 PipelineStageResult run_pipeline_stage(const PipelineStageRun& run);
 
 }  // namespace shardscope

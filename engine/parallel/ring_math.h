@@ -20,6 +20,24 @@ inline bool pre_divides(DType dtype, ReduceOp op) { return dtype != DType::f32 &
 
 inline bool reducible(DType dtype) { return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16; }
 
+// The ring's chunk order, written once for every ring collective here and in
+// mpi/ (Patarasuk & Yuan 2009, NCCL's ring algorithm). n ranks in a ring,
+// each sending to rank + 1: at step k (0 .. n-2) rank r sends
+//   reduce-scatter: chunk (r - k - 1) mod n, the partial sum it just added
+//                   its own values to; after n - 1 steps rank r holds the
+//                   whole sum of chunk r;
+//   all-gather:     chunk (r - k) mod n, starting with its own finished one.
+// So a rank sends every chunk but its own in the reduce-scatter and every
+// chunk but chunk r + 1 in the all-gather (plan/data_parallel_traffic.h counts
+// those bytes). What a rank receives at step k is what its left neighbour sends.
+inline int ring_chunk_sent(RingPhase phase, int rank, int ring_step, int n) {
+  const int chunk = phase == RingPhase::reduce_scatter ? rank - ring_step - 1 : rank - ring_step;
+  return ((chunk % n) + n) % n;
+}
+inline int ring_chunk_received(RingPhase phase, int rank, int ring_step, int n) {
+  return ring_chunk_sent(phase, rank - 1, ring_step, n);
+}
+
 // count elements split into n chunks; the first count % n are one element longer.
 struct RingChunks {
   std::int64_t base, rem;

@@ -6,16 +6,14 @@
 #include <string>
 
 #include "parallel/pipeline_parallel.h"
-#include "parallel/pipeline_schedule.h"
+#include "plan/pipeline_schedule.h"
 #include "train/trainer_rank.h"
 
 namespace shardscope {
 
 void set_up_pipeline_stage(TrainerRank& rank, const RunConfig& config) {
   const PipelineSchedule schedule = make_pipeline_schedule(config.schedule, config.layout.pp(), config.micro_batches);
-  const PipelineTimeline timeline = simulate_pipeline_schedule(schedule, 1.0, 2.0);
-  rank.model->set_activation_slots(
-      std::max(1, timeline.peak_micro_batches_in_flight[static_cast<std::size_t>(rank.stage)]));
+  rank.model->set_activation_slots(std::max(1, peak_in_flight(schedule)[static_cast<std::size_t>(rank.stage)]));
   rank.actions = schedule[static_cast<std::size_t>(rank.stage)];
 }
 

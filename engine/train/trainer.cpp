@@ -403,7 +403,7 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
   const int T = config_.seq, mb = config_.micro_batch_size(), pp = config_.layout.pp();
   const std::int64_t chunks = static_cast<std::int64_t>(config_.eval_batches) * config_.batch / mb;
   Model& model = *rk.model;
-  model.use_slot(0);
+  model.close_all_slots();
   CommTag tag{steps_done_, -1, -1};
   if (rk.unit_storage != nullptr)  // ZeRO-3's gathers here are not the step's traffic (plan/data_parallel_traffic.h)
     rk.unit_storage->set_context(sink_, rk.clock.get(), event_base(rk, steps_done_), CommPurpose::evaluation);

@@ -14,7 +14,7 @@
 #include "estimate/host_memory_fit.h"
 #include "io/hf_config.h"
 #include "model/activations.h"
-#include "parallel/pipeline_schedule.h"
+#include "plan/pipeline_schedule.h"
 
 using namespace shardscope;
 

@@ -1,12 +1,23 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Pipeline schedules: the textbook action lists of GPipe and 1F1B, where their
 // transfers sit and how they pair up, and their simulated timing (the bubble
-// (p-1)/(m+p-1) and the peak number of micro-batches in flight).
+// (p-1)/(m+p-1) and the peak number of micro-batches in flight); actions with
+// chunks and W phases, and the activation slots keyed by (chunk, micro-batch).
 #include <QTest>
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
-#include "parallel/pipeline_schedule.h"
+#include "core/memory_ledger.h"
+#include "model/activation_slots.h"
+#include "model/model.h"
+#include "ops/backend.h"
+#include "parallel/pipeline_parallel.h"
+#include "plan/pipeline_schedule.h"
 
 using namespace shardscope;
 using Type = PipelineAction::Type;
@@ -34,8 +45,8 @@ std::vector<int> transfers(const std::vector<PipelineAction>& list, Type type, i
   return micro_batches;
 }
 
-PipelineAction compute(Type type, int micro_batch) {
-  return {type, micro_batch, -1};
+PipelineAction compute(Type type, int micro_batch, int stage = 0) {
+  return {type, micro_batch, -1, stage};
 }
 
 }  // namespace
@@ -56,13 +67,19 @@ class TestPipelineSchedule : public QObject {
   void edge_cases_one_stage_one_micro_batch_few_micro_batches();
   void invalid_inputs_throw();
   void simulator_rejects_deadlocks_and_malformed_lists();
+  void actions_say_stage_chunk_micro_batch_and_phase();
+  void peak_in_flight_is_what_the_simulator_finds();
+  void weight_gradients_and_chunks_run_in_the_simulator();
+  void activation_slots_are_keyed_by_chunk_and_micro_batch();
+  void todays_schedules_fill_their_slots_as_modulo_did();
+  void the_runtime_refuses_a_slot_never_filled_or_one_too_many();
 };
 
 void TestPipelineSchedule::kind_names_round_trip() {
   for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b})
     QVERIFY(parse_pipeline_schedule_kind(pipeline_schedule_name(kind)) == kind);
   QCOMPARE(QString(pipeline_schedule_name(PipelineScheduleKind::one_f_one_b)), QString("1f1b"));
-  QCOMPARE(QString::fromStdString(describe_pipeline_action({Type::send_activation, 3, 2}, 1)),
+  QCOMPARE(QString::fromStdString(describe_pipeline_action({Type::send_activation, 3, 2, 1})),
            QString("stage 1 sends the activation of micro-batch 3 to stage 2"));
 }
 
@@ -110,13 +127,13 @@ void TestPipelineSchedule::communication_is_written_out_in_place() {
             const int i = a.micro_batch;
             if (a.type == Type::forward) {
               forwards_seen[std::size_t(i)]++;
-              if (s > 0) QVERIFY(list[j - 1] == (PipelineAction{Type::recv_activation, i, s - 1}));
-              if (s < p - 1) QVERIFY(list[j + 1] == (PipelineAction{Type::send_activation, i, s + 1}));
+              if (s > 0) QVERIFY(list[j - 1] == (PipelineAction{Type::recv_activation, i, s - 1, s}));
+              if (s < p - 1) QVERIFY(list[j + 1] == (PipelineAction{Type::send_activation, i, s + 1, s}));
             } else if (a.type == Type::backward) {
               QCOMPARE(forwards_seen[std::size_t(i)], 1);  // B(i) after F(i)
               backwards_seen[std::size_t(i)]++;
-              if (s < p - 1) QVERIFY(list[j - 1] == (PipelineAction{Type::recv_gradient, i, s + 1}));
-              if (s > 0) QVERIFY(list[j + 1] == (PipelineAction{Type::send_gradient, i, s - 1}));
+              if (s < p - 1) QVERIFY(list[j - 1] == (PipelineAction{Type::recv_gradient, i, s + 1, s}));
+              if (s > 0) QVERIFY(list[j + 1] == (PipelineAction{Type::send_gradient, i, s - 1, s}));
             }
           }
           QCOMPARE(forwards_seen, std::vector<int>(std::size_t(m), 1));
@@ -292,10 +309,10 @@ void TestPipelineSchedule::simulator_rejects_deadlocks_and_malformed_lists() {
        compute(Type::forward, 0),
        {Type::send_activation, 0, 1},
        compute(Type::backward, 0)},
-      {{Type::recv_activation, 0, 0},
-       compute(Type::forward, 0),
-       compute(Type::backward, 0),
-       {Type::send_gradient, 0, 0}},
+      {{Type::recv_activation, 0, 0, 1},
+       compute(Type::forward, 0, 1),
+       compute(Type::backward, 0, 1),
+       {Type::send_gradient, 0, 0, 1}},
   };
   try {
     simulate_pipeline_schedule(cycle, 1, 1);
@@ -308,7 +325,8 @@ void TestPipelineSchedule::simulator_rejects_deadlocks_and_malformed_lists() {
   // Without transfers: stage 1 wants F1 first, which stage 0 only runs after B0, which needs stage 1's B0.
   const PipelineSchedule crossed = {
       {compute(Type::forward, 0), compute(Type::backward, 0), compute(Type::forward, 1), compute(Type::backward, 1)},
-      {compute(Type::forward, 1), compute(Type::forward, 0), compute(Type::backward, 0), compute(Type::backward, 1)},
+      {compute(Type::forward, 1, 1), compute(Type::forward, 0, 1), compute(Type::backward, 0, 1),
+       compute(Type::backward, 1, 1)},
   };
   QVERIFY_THROWS_EXCEPTION(std::invalid_argument, simulate_pipeline_schedule(crossed, 1, 1));
   // A backward before its own forward, a send to the wrong stage, an action run twice.
@@ -340,6 +358,206 @@ void TestPipelineSchedule::schedules_cannot_hang_under_nccl_rendezvous() {
       pipeline_schedule_rendezvous_problem(make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, 2, 4), false);
   QVERIFY2(unfused.find("stage 0 waits on send to stage 1") != std::string::npos, unfused.c_str());
   QVERIFY2(unfused.find("stage 1 waits on send to stage 0") != std::string::npos, unfused.c_str());
+}
+
+// An action is (stage, chunk, micro-batch, phase): today's schedules put each
+// on its own stage's list, on chunk 0; chunk 0 prints as it always did.
+void TestPipelineSchedule::actions_say_stage_chunk_micro_batch_and_phase() {
+  for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b}) {
+    const PipelineSchedule schedule = make_pipeline_schedule(kind, 4, 6);
+    for (int s = 0; s < 4; ++s)
+      for (const PipelineAction& a : schedule[std::size_t(s)]) {
+        QCOMPARE(a.stage, s);
+        QCOMPARE(a.chunk, 0);
+        QVERIFY(a.type != Type::weight_gradient);
+      }
+  }
+  const auto fmt = [](const PipelineAction& a) { return QString::fromStdString(format_pipeline_action(a)); };
+  QCOMPARE(fmt({Type::forward, 3, -1, 1, 0}), QString("F3"));
+  QCOMPARE(fmt({Type::forward, 3, -1, 1, 1}), QString("F3.1"));
+  QCOMPARE(fmt({Type::weight_gradient, 3, -1, 1, 0}), QString("W3"));
+  QCOMPARE(fmt({Type::send_activation, 3, 0, 3, 1}), QString("sendA3.1->s0"));
+  QVERIFY(is_compute({Type::weight_gradient, 0, -1, 0, 0}));
+  QCOMPARE(QString::fromStdString(describe_pipeline_action({Type::weight_gradient, 2, -1, 1, 1})),
+           QString("stage 1 runs the weight gradient of micro-batch 2 (model chunk 1)"));
+  QCOMPARE(QString::fromStdString(describe_pipeline_action({Type::backward, 2, -1, 1, 0})),
+           QString("stage 1 runs the backward of micro-batch 2"));
+}
+
+// The count the trainer and the estimator size activations by, against the
+// simulated timeline: on each stage, the most micro-batches whose forward has
+// started and whose backward has not ended, from the spans' times.
+void TestPipelineSchedule::peak_in_flight_is_what_the_simulator_finds() {
+  for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b}) {
+    for (int p = 1; p <= 8; ++p) {
+      for (int m = 1; m <= 12; ++m) {
+        const PipelineSchedule schedule = make_pipeline_schedule(kind, p, m);
+        const std::vector<int> peak = peak_in_flight(schedule);
+        const PipelineTimeline t = simulate_pipeline_schedule(schedule, 1.0, 2.0, 0.25);
+        QCOMPARE(t.peak_micro_batches_in_flight, peak);
+        for (int s = 0; s < p; ++s) {
+          std::vector<std::pair<double, int>> changes;  // (time, +1 at a forward's start, -1 at a backward's end)
+          for (const PipelineSpan& span : t.spans[std::size_t(s)]) {
+            if (span.action.type == Type::forward) changes.push_back({span.start, +1});
+            if (span.action.type == Type::backward) changes.push_back({span.end, -1});
+          }
+          std::sort(changes.begin(), changes.end());  // at equal times the -1 (a backward ended) first
+          int held = 0, most = 0;
+          for (const auto& [time, change] : changes) most = std::max(most, held += change);
+          const QByteArray name = case_name(pipeline_schedule_name(kind), p, m, 1, 2) + " s=" + QByteArray::number(s);
+          QVERIFY2(peak[std::size_t(s)] == most, name);
+          QVERIFY2(peak[std::size_t(s)] == peak_in_flight_closed_form(kind, p, s, m), name);
+        }
+      }
+    }
+  }
+}
+
+// W after B keeps the activations until W; chunks chain stage p-1 of chunk c
+// to stage 0 of chunk c+1 (virtual stage c·p + s, Megatron's interleaving).
+void TestPipelineSchedule::weight_gradients_and_chunks_run_in_the_simulator() {
+  // One stage: F0 B0 F1 W0 B1 W1 holds micro-batch 0 until W0, so two at once.
+  const std::vector<PipelineAction> split = {compute(Type::forward, 0),  compute(Type::backward, 0),
+                                             compute(Type::forward, 1),  compute(Type::weight_gradient, 0),
+                                             compute(Type::backward, 1), compute(Type::weight_gradient, 1)};
+  QCOMPARE(peak_in_flight({split}), std::vector<int>{2});
+  QCOMPARE(frees_activations(split), (std::vector<bool>{false, false, false, true, false, true}));
+  const auto t = simulate_pipeline_schedule({split}, 1.0, 2.0, 0.0, 0.5);
+  QVERIFY(near(t.makespan, 2 * (1.0 + 2.0 + 0.5)));
+  QCOMPARE(t.bubble_fraction, 0.0);
+  // W before its own B cannot run.
+  QVERIFY_THROWS_EXCEPTION(
+      std::invalid_argument,
+      simulate_pipeline_schedule(
+          {{compute(Type::forward, 0), compute(Type::weight_gradient, 0), compute(Type::backward, 0)}}, 1, 1));
+  // Two stages, two chunks, one micro-batch: (0,0) (1,0) (0,1) (1,1) forward, back in reverse.
+  const auto on = [](Type type, int stage, int chunk) { return PipelineAction{type, 0, -1, stage, chunk}; };
+  const PipelineSchedule interleaved = {
+      {on(Type::forward, 0, 0), on(Type::forward, 0, 1), on(Type::backward, 0, 1), on(Type::backward, 0, 0)},
+      {on(Type::forward, 1, 0), on(Type::forward, 1, 1), on(Type::backward, 1, 1), on(Type::backward, 1, 0)},
+  };
+  const auto chained = simulate_pipeline_schedule(interleaved, 1.0, 2.0);
+  QVERIFY(near(chained.makespan, 4 * 1.0 + 4 * 2.0));  // one virtual stage at a time
+  QCOMPARE(peak_in_flight(interleaved), (std::vector<int>{2, 2}));
+  QCOMPARE((std::pair{chained.spans[0][1].start, chained.spans[0][1].end}),
+           (std::pair{2.0, 3.0}));  // F0.1 after s1's F0
+  // The same with the transfers written out: stage 1's chunk 0 sends to stage 0's chunk 1.
+  PipelineSchedule with_transfers = interleaved;
+  with_transfers[0].insert(with_transfers[0].begin() + 1, PipelineAction{Type::send_activation, 0, 1, 0, 0});
+  with_transfers[1].insert(with_transfers[1].begin(), PipelineAction{Type::recv_activation, 0, 0, 1, 0});
+  with_transfers[1].insert(with_transfers[1].begin() + 2, PipelineAction{Type::send_activation, 0, 0, 1, 0});
+  with_transfers[0].insert(with_transfers[0].begin() + 2, PipelineAction{Type::recv_activation, 0, 1, 0, 1});
+  QVERIFY(near(simulate_pipeline_schedule(with_transfers, 1.0, 2.0).makespan, chained.makespan));
+  // With one chunk the last stage sends its activation nowhere (no stage p).
+  QVERIFY_THROWS_EXCEPTION(
+      std::invalid_argument,
+      simulate_pipeline_schedule(
+          {{on(Type::forward, 0, 0)}, {on(Type::forward, 1, 0), {Type::send_activation, 0, 2, 1, 0}}}, 1, 1));
+  // An action listed on a stage it does not name.
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, simulate_pipeline_schedule({{compute(Type::forward, 0, 1)}}, 1, 1));
+}
+
+// The slot table the model keeps: the lowest free slot for each key, and an
+// error naming the key for a slot never filled, or one too many.
+void TestPipelineSchedule::activation_slots_are_keyed_by_chunk_and_micro_batch() {
+  ActivationSlots slots(2);
+  QCOMPARE(slots.open({0, 0}), 0);
+  QCOMPARE(slots.open({1, 0}), 1);
+  QCOMPARE(slots.find({1, 0}), 1);
+  const auto fails_naming = [](auto&& call, const char* key) {
+    try {
+      call();
+    } catch (const std::logic_error& e) {
+      return std::string(e.what()).find(key) != std::string::npos;
+    }
+    return false;
+  };
+  QVERIFY(fails_naming([&] { slots.find({0, 1}); }, "(chunk 0, micro-batch 1)"));  // never filled
+  QVERIFY(fails_naming([&] { slots.open({0, 2}); }, "no free activation slot for (chunk 0, micro-batch 2)"));
+  QVERIFY(fails_naming([&] { slots.open({1, 0}); }, "(chunk 1, micro-batch 0) opened twice"));
+  QVERIFY(fails_naming([&] { slots.close({0, 3}); }, "(chunk 0, micro-batch 3)"));
+  slots.close({0, 0});
+  QVERIFY(fails_naming([&] { slots.find({0, 0}); }, "(chunk 0, micro-batch 0)"));  // freed
+  QCOMPARE(slots.open({0, 2}), 0);
+  QCOMPARE(slots.held(), (std::vector<ActivationKey>{{0, 2}, {1, 0}}));
+  QVERIFY_THROWS_EXCEPTION(std::logic_error, slots.resize(3));  // keys still held
+  slots.close_all();
+  QVERIFY(slots.held().empty());
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument, ActivationSlots{0});
+}
+
+// Run as the runtime does (parallel/pipeline_parallel.cpp: open at the recv of
+// the input or the forward, free at the last backward phase), today's
+// schedules fit in peak_in_flight slots and put micro-batch j in slot
+// j % slots, as the engine did before slots had keys: the same buffers, the same memory.
+void TestPipelineSchedule::todays_schedules_fill_their_slots_as_modulo_did() {
+  for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b}) {
+    for (int p = 1; p <= 6; ++p) {
+      for (int m = 1; m <= 9; ++m) {
+        const PipelineSchedule schedule = make_pipeline_schedule(kind, p, m);
+        const std::vector<int> peak = peak_in_flight(schedule);
+        for (int s = 0; s < p; ++s) {
+          const auto& list = schedule[std::size_t(s)];
+          const std::vector<bool> frees = frees_activations(list);
+          ActivationSlots slots(std::max(1, peak[std::size_t(s)]));
+          for (std::size_t i = 0; i < list.size(); ++i) {
+            const PipelineAction& a = list[i];
+            const ActivationKey key = activation_key(a);
+            if (a.type == Type::recv_gradient || a.type == Type::send_gradient) continue;
+            const bool first = (a.type == Type::recv_activation || a.type == Type::forward) && !slots.holds(key);
+            const int slot = first ? slots.open(key) : slots.find(key);
+            QCOMPARE(slot, a.micro_batch % slots.size());
+            if (frees[i]) slots.close(key);
+          }
+          QVERIFY(slots.held().empty());
+        }
+      }
+    }
+  }
+}
+
+// run_pipeline_stage on one stage of gpt-tiny: a list that uses a slot its
+// forward never filled, or holds more micro-batches than the model has slots,
+// stops with the key named; a chunk the runtime cannot run yet is refused.
+void TestPipelineSchedule::the_runtime_refuses_a_slot_never_filled_or_one_too_many() {
+  MemoryLedger ledger;
+  auto backend = make_cpu_backend({1});
+  auto model = make_model(find_model_preset("gpt-tiny"), *backend, ledger);
+  model->init_weights(1);
+  const int B = 1, T = 8;
+  std::vector<std::int32_t> ids(B * T, 65), targets(B * T, 66);
+  const auto run_list = [&](const std::vector<PipelineAction>& list) {
+    const auto batch = [&](int) { return Batch{B, T, ids.data(), targets.data(), nullptr, nullptr}; };
+    const PipelineStageRun run{*model, nullptr, 0, &list, batch, {}, B * T, 0, CommTag{}, nullptr, nullptr, Event{}};
+    return run_pipeline_stage(run);
+  };
+  const auto fails_naming = [&](const std::vector<PipelineAction>& list, const char* text) {
+    try {
+      run_list(list);
+    } catch (const std::logic_error& e) {
+      if (std::string(e.what()).find(text) != std::string::npos) return true;
+      qWarning("%s", e.what());
+    }
+    return false;
+  };
+  model->set_activation_slots(1);
+  run_list({compute(Type::forward, 0), compute(Type::backward, 0), compute(Type::forward, 1),
+            compute(Type::backward, 1)});  // one at a time: one slot is enough
+  QVERIFY(fails_naming({compute(Type::forward, 0), compute(Type::backward, 1)},
+                       "no activation slot holds (chunk 0, micro-batch 1)"));
+  QVERIFY(fails_naming(
+      {compute(Type::forward, 0), compute(Type::forward, 1), compute(Type::backward, 0), compute(Type::backward, 1)},
+      "no free activation slot for (chunk 0, micro-batch 1)"));
+  QVERIFY(fails_naming({compute(Type::forward, 0)}, "never frees the slot of (chunk 0, micro-batch 0)"));
+  QVERIFY(fails_naming({{Type::forward, 0, -1, 0, 1}}, "model chunk 1"));
+  QVERIFY(fails_naming({compute(Type::forward, 0), compute(Type::backward, 0), compute(Type::weight_gradient, 0)},
+                       "weight gradient alone"));
+  // GPipe's two in flight fit in two slots, and the stage's activations are two micro-batches' worth.
+  model->set_activation_slots(2);
+  const std::int64_t before = ledger.current()[MemoryCategory::activations];
+  run_list(
+      {compute(Type::forward, 0), compute(Type::forward, 1), compute(Type::backward, 0), compute(Type::backward, 1)});
+  QCOMPARE(ledger.current()[MemoryCategory::activations], 2 * before);
 }
 
 QTEST_GUILESS_MAIN(TestPipelineSchedule)

@@ -62,7 +62,8 @@ void MpiCommunicator::all_gather(const void* send, void* recv, std::int64_t send
 
 // Reduce-scatter step k: chunk (r-k-1) goes right, chunk (r-k-2) comes from
 // the left and is added in; then rank r holds the sum of chunk r. All-gather
-// step k: chunk (r-k) goes right, chunk (r-k-1) comes from the left.
+// step k: chunk (r-k) goes right, chunk (r-k-1) comes from the left
+// (ring_chunk_sent and ring_chunk_received, ring_math.h).
 void MpiCommunicator::ring_all_reduce(std::byte* data, std::int64_t count, DType dtype, ReduceOp op,
                                       const CommTag& tag) {
   const auto esize = static_cast<std::int64_t>(dtype_size(dtype));
@@ -72,7 +73,8 @@ void MpiCommunicator::ring_all_reduce(std::byte* data, std::int64_t count, DType
   std::byte* incoming = scratch(0, chunks.size(0) * esize);
   const Transfer rs{CommOp::all_reduce, RingPhase::reduce_scatter, tag};
   for (int k = 0; k < n_ - 1; ++k) {
-    const int out = mod(me_ - k - 1), in = mod(me_ - k - 2);
+    const int out = ring_chunk_sent(RingPhase::reduce_scatter, me_, k, n_);
+    const int in = ring_chunk_received(RingPhase::reduce_scatter, me_, k, n_);
     const std::int64_t start = now();
     exchange(data + chunks.offset(out) * esize, chunks.size(out) * esize, right_, incoming, chunks.size(in) * esize,
              left_, "all_reduce", kRingTag);
@@ -83,7 +85,8 @@ void MpiCommunicator::ring_all_reduce(std::byte* data, std::int64_t count, DType
     host_->divide(dtype, data + chunks.offset(me_) * esize, chunks.size(me_), n_);
   const Transfer ag{CommOp::all_reduce, RingPhase::all_gather, tag};
   for (int k = 0; k < n_ - 1; ++k) {
-    const int out = mod(me_ - k), in = mod(me_ - k - 1);
+    const int out = ring_chunk_sent(RingPhase::all_gather, me_, k, n_);
+    const int in = ring_chunk_received(RingPhase::all_gather, me_, k, n_);
     const std::int64_t start = now();
     exchange(data + chunks.offset(out) * esize, chunks.size(out) * esize, right_, data + chunks.offset(in) * esize,
              chunks.size(in) * esize, left_, "all_reduce", kRingTag);
@@ -108,7 +111,7 @@ void MpiCommunicator::ring_reduce_scatter(const std::byte* send, std::byte* recv
   std::byte* incoming = scratch(1, chunk);
   const Transfer tr{CommOp::reduce_scatter, RingPhase::reduce_scatter, tag};
   for (int k = 0; k < n_ - 1; ++k) {
-    const int c = mod(me_ - k - 1);
+    const int c = ring_chunk_sent(RingPhase::reduce_scatter, me_, k, n_);
     const std::byte* own = send + c * chunk;
     if (k > 0) host_->add_to(dtype, outgoing, incoming, own, recv_count);
     const std::int64_t start = now();
@@ -125,7 +128,8 @@ void MpiCommunicator::ring_all_gather(const std::byte* send, std::byte* recv, st
   host_->copy(recv + me_ * chunk, send, chunk);  // nothing when in place
   const Transfer tr{CommOp::all_gather, RingPhase::all_gather, tag};
   for (int k = 0; k < n_ - 1; ++k) {
-    const int out = mod(me_ - k), in = mod(me_ - k - 1);
+    const int out = ring_chunk_sent(RingPhase::all_gather, me_, k, n_);
+    const int in = ring_chunk_received(RingPhase::all_gather, me_, k, n_);
     const std::int64_t start = now();
     exchange(recv + out * chunk, chunk, right_, recv + in * chunk, chunk, left_, "all_gather", kRingTag);
     emit(tr, k, out, me_, right_, chunk, start, now());
