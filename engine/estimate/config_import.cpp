@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "estimate/config_import.h"
 
+#include <stdexcept>
+
 #include "config/run_schema.h"
 #include "core/error.h"
 #include "core/json_text.h"
@@ -8,12 +10,18 @@
 namespace shardscope {
 
 namespace {
-// The keys the run-config schema (config/run_schema.h) maps onto its fields.
+// The keys the run-config schema (config/run_schema.h) maps onto its fields,
+// the estimator's own rows (micro_batch, offload_*, gpus_per_node) included.
+const RunField& row(std::string_view field) {
+  const RunField* found = find_schema_field(field);
+  if (found == nullptr) throw std::logic_error("run schema: no field \"" + std::string(field) + "\"");
+  return *found;
+}
 std::string_view deepspeed_key(std::string_view field) {
-  return run_field(field).deepspeed;
+  return row(field).deepspeed;
 }
 std::string_view accelerate_key(std::string_view field) {
-  return run_field(field).accelerate;
+  return row(field).accelerate;
 }
 }  // namespace
 
@@ -23,7 +31,7 @@ SettingsPatch patch_from_deepspeed(const DeepSpeedConfig& c, std::vector<std::st
   warnings.insert(warnings.end(), c.warnings.begin(), c.warnings.end());
   if (c.micro_batch_size)
     p.micro_batch_size = *c.micro_batch_size,
-    p.origin.push_back({"micro_batch", f + ": train_micro_batch_size_per_gpu"});
+    p.origin.push_back({"micro_batch", f + ": " + std::string(deepspeed_key("micro_batch"))});
   if (c.accum) p.accum = *c.accum, p.origin.push_back({"accum", f + ": " + std::string(deepspeed_key("accum"))});
   if (c.train_batch) p.global_batch = *c.train_batch, p.origin.push_back({"global_batch", f + ": " + std::string(deepspeed_key("batch"))});
   if (c.bf16.value_or(false)) {
@@ -35,11 +43,14 @@ SettingsPatch patch_from_deepspeed(const DeepSpeedConfig& c, std::vector<std::st
   }
   if (c.zero_stage) p.zero_stage = *c.zero_stage, p.origin.push_back({"zero", f + ": " + std::string(deepspeed_key("zero"))});
   if (c.offload_optimizer != OffloadDevice::none)
-    p.offload_optimizer = true, p.origin.push_back({"offload_optimizer", f + ": zero_optimization.offload_optimizer"});
+    p.offload_optimizer = true,
+    p.origin.push_back({"offload_optimizer", f + ": " + std::string(deepspeed_key("offload_optimizer"))});
   if (c.offload_param != OffloadDevice::none)
-    p.offload_params = true, p.origin.push_back({"offload_params", f + ": zero_optimization.offload_param"});
+    p.offload_params = true,
+    p.origin.push_back({"offload_params", f + ": " + std::string(deepspeed_key("offload_params"))});
   if (c.activation_checkpointing)
-    p.recompute = Recompute::full, p.origin.push_back({"recompute", f + ": activation_checkpointing"});
+    p.recompute = Recompute::full,
+    p.origin.push_back({"recompute", f + ": " + std::string(deepspeed_key("checkpoint"))});
   return p;
 }
 
@@ -54,7 +65,7 @@ SettingsPatch patch_from_accelerate(const AccelerateConfig& c, std::vector<std::
       throw ConfigError(f + ": num_processes " + std::to_string(*c.num_processes) +
                         " does not split over num_machines " + std::to_string(*c.num_machines));
     p.gpus_per_node = *c.num_processes / *c.num_machines;
-    p.origin.push_back({"gpus_per_node", f + ": num_processes / num_machines"});
+    p.origin.push_back({"gpus_per_node", f + ": " + std::string(accelerate_key("gpus_per_node"))});
   }
   if (c.mixed_precision) {
     const std::string& m = *c.mixed_precision;
@@ -74,10 +85,11 @@ SettingsPatch patch_from_accelerate(const AccelerateConfig& c, std::vector<std::
       p.accum = *c.accum, p.origin.push_back({"accum", f + ": " + std::string(accelerate_key("accum"))});
     if (c.offload_optimizer_device && *c.offload_optimizer_device != "none")
       p.offload_optimizer = true,
-      p.origin.push_back({"offload_optimizer", f + ": deepspeed_config.offload_optimizer_device"});
+      p.origin.push_back({"offload_optimizer", f + ": " + std::string(accelerate_key("offload_optimizer"))});
     if (c.offload_param_device && *c.offload_param_device != "none") {
       if (c.zero_stage.value_or(0) == 3) {
-        p.offload_params = true, p.origin.push_back({"offload_params", f + ": deepspeed_config.offload_param_device"});
+        p.offload_params = true,
+        p.origin.push_back({"offload_params", f + ": " + std::string(accelerate_key("offload_params"))});
       } else {
         warnings.push_back(f + ": deepspeed_config.offload_param_device works only with zero_stage 3; ignored");
       }

@@ -93,18 +93,26 @@ ActivationMode parse_activation_mode(std::string_view text, std::string_view fie
 }
 
 namespace {
-// The estimator's own ranges: a planner looks at clusters the engine cannot
-// run, so dp and pp go far beyond the run's. Messages name fields as {key}.
+// Messages name fields as {key}.
 void require_in(bool ok, const std::string& key, const std::string& range, std::int64_t got) {
   if (!ok)
     throw FieldError("{" + key + "} must be " + range + " (got " + std::to_string(got) + ")",
                      "{" + key + "} 必须" + range + "（实际为 " + std::to_string(got) + "）");
 }
+
+// An axis against its schema row's range on the estimator's surfaces (config/run_schema.h): a
+// planner looks at clusters the engine cannot run, so dp and pp go far beyond a run's.
+void require_axis(const Layout& layout, Axis axis) {
+  const RunField row = field_on(run_field(axis_name(axis)), surface::estimate);
+  const int got = layout[axis];
+  require_in(got >= row.min && got <= row.max, std::string(row.key),
+             "between " + std::to_string(row.min) + " and " + std::to_string(row.max), got);
+}
 }  // namespace
 
 void validate_estimate_settings(const EstimateSettings& s) {
-  require_in(s.layout.dp() >= 1 && s.layout.dp() <= 1'000'000, "dp", "between 1 and 1000000", s.layout.dp());
-  require_in(s.layout.pp() >= 1 && s.layout.pp() <= 10'000, "pp", "between 1 and 10000", s.layout.pp());
+  require_axis(s.layout, Axis::dp);
+  require_axis(s.layout, Axis::pp);
   require_in(s.zero_stage >= 0 && s.zero_stage <= 3, "zero", "0, 1, 2 or 3", s.zero_stage);
   require_in(s.micro_batch_size >= 1, "micro_batch", "at least 1", s.micro_batch_size);
   require_in(s.seq >= 0, "seq", "at least 1", s.seq);
