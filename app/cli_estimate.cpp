@@ -56,39 +56,27 @@ std::optional<nlohmann::json> flag_value(const Flags& f, std::string_view key) {
 // Where a setting given in the config files came from, as (setting, file) pairs.
 using SettingOrigins = std::vector<std::pair<std::string, std::string>>;
 
-// Flags given on the command line, as the last settings patch. Values are checked in this
-// order (the first bad flag is the one reported); each set value's origin is its flag.
+// Flags given on the command line, as the last settings patch: each a schema value credited to
+// its flag, read into the settings as a file's are (patch_from_values). Values are checked in
+// this order (the first bad flag is the one reported).
 SettingsPatch patch_from_flags(const Flags& f) {
-  SettingsPatch p;
-  auto set = [&](std::string_view key, auto& out, auto convert) {
-    if (const auto value = flag_value(f, key)) {
-      out = convert(*value);
-      p.origin.push_back({std::string(key), std::string(estimate_row(key).flag)});
-    }
+  std::vector<SchemaValue> values;
+  const auto given = [&](std::string_view key, std::optional<nlohmann::json> value) {
+    if (value) values.push_back({std::string(key), std::move(*value), std::string(estimate_row(key).flag)});
   };
-  const auto integer = [](const nlohmann::json& v) { return v.get<int>(); };
-  set("dp", p.axes[Axis::dp], integer);
-  set("pp", p.axes[Axis::pp], integer);
-  set("micro_batch", p.micro_batch_size, integer);
-  set("seq", p.seq, integer);
-  set("accum", p.accum, integer);
-  set("micro_batches", p.micro_batches, integer);
-  set("gpus_per_node", p.gpus_per_node, integer);
-  set("zero", p.zero_stage, integer);
-  set("dp_mode", p.dp_mode, [](const nlohmann::json& v) {
-    return v.get<std::string>() == "naive" ? DataParallelMode::naive : DataParallelMode::ddp;
-  });
+  for (const char* key :
+       {"dp", "pp", "micro_batch", "seq", "accum", "micro_batches", "gpus_per_node", "zero", "dp_mode"})
+    given(key, flag_value(f, key));
   // The engine's own converters: --precision also takes accelerate's "no" (fp32), and both keep their messages.
-  if (const std::string* text = f.text("precision")) p.precision = parse_precision(*text, "--precision");
-  if (const auto v = flag_value(f, "checkpoint")) p.recompute = parse_recompute(v->get<std::string>(), "--checkpoint");
-  if (const std::string* text = f.text("schedule")) p.schedule = parse_pipeline_schedule_kind(*text);
-  if (const auto v = flag_value(f, "activations"))
-    p.activations = parse_activation_mode(v->get<std::string>(), "--activations");
-  if (const auto v = flag_value(f, "device")) p.cuda = v->get<std::string>() == "cuda";
-  set("offload_optimizer", p.offload_optimizer, [](const nlohmann::json& v) { return v.get<bool>(); });
-  set("offload_params", p.offload_params, [](const nlohmann::json& v) { return v.get<bool>(); });
-  p.efficiency = f.efficiency;
-  return p;
+  if (const std::string* text = f.text("precision"))
+    given("precision", std::string(precision_name(parse_precision(*text, "--precision"))));
+  given("checkpoint", flag_value(f, "checkpoint"));
+  if (const std::string* text = f.text("schedule"))
+    given("schedule", std::string(pipeline_schedule_name(parse_pipeline_schedule_kind(*text))));
+  for (const char* key : {"activations", "device", "offload_optimizer", "offload_params"})
+    given(key, flag_value(f, key));
+  given("efficiency", static_cast<double>(f.efficiency));
+  return patch_from_values(values);
 }
 
 std::string stage_text(const RankMemory& r) {

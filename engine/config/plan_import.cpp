@@ -24,7 +24,7 @@ const RunField& row(std::string_view key) {
 // Values of one file, each credited to "FILE: KEY".
 struct Values {
   const std::string& source;
-  std::vector<FileValue> list;
+  std::vector<SchemaValue> list;
 
   void add(std::string_view key, nlohmann::json value, std::string_view file_key) {
     list.push_back({std::string(key), std::move(value), source + ": " + std::string(file_key)});
@@ -72,7 +72,7 @@ void add_deepspeed_plugin(Values& v, const AccelerateConfig& c, std::vector<std:
 
 }  // namespace
 
-std::vector<FileValue> plan_values_from_deepspeed(const DeepSpeedConfig& c, std::vector<std::string>& warnings) {
+std::vector<SchemaValue> plan_values_from_deepspeed(const DeepSpeedConfig& c, std::vector<std::string>& warnings) {
   Values v{c.source, {}};
   warnings.insert(warnings.end(), c.warnings.begin(), c.warnings.end());
   if (c.micro_batch_size) v.add_deepspeed("micro_batch", *c.micro_batch_size);
@@ -91,7 +91,7 @@ std::vector<FileValue> plan_values_from_deepspeed(const DeepSpeedConfig& c, std:
   return std::move(v.list);
 }
 
-std::vector<FileValue> plan_values_from_accelerate(const AccelerateConfig& c, std::vector<std::string>& warnings) {
+std::vector<SchemaValue> plan_values_from_accelerate(const AccelerateConfig& c, std::vector<std::string>& warnings) {
   Values v{c.source, {}};
   const std::string& f = c.source;
   warnings.insert(warnings.end(), c.warnings.begin(), c.warnings.end());

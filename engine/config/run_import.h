@@ -10,11 +10,11 @@
 // plan_values_from_accelerate: the same rows, a planner's tolerance.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "config/run_config.h"
+#include "config/run_schema.h"
 #include "io/accelerate_config.h"
 #include "io/deepspeed_config.h"
 
@@ -35,26 +35,17 @@ RunImport import_deepspeed_run(const DeepSpeedConfig& ds, RunConfig& config);
 // unless `keep_dp` (the command line gave --dp), then the DeepSpeed JSON it points to.
 RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, bool keep_dp);
 
-// One value a config file sets, as a row of the run-config schema
-// (config/run_schema.h): the row's key, the value in the row's JSON type, and
-// where it came from ("ds.json: zero_optimization.stage").
-struct FileValue {
-  std::string key;
-  nlohmann::json value;
-  std::string from;
-};
-
 // The same files read for the estimator's surfaces (`estimate`, the memory
 // planner): every value a file sets, in the order they apply. A planner takes
 // what a run refuses: offload (the rows offload_optimizer, offload_params),
 // FSDP as the ZeRO stage it shards like, fp8 as bf16 (with a warning), and the
 // batch keys as they stand (micro_batch, accum, batch: the estimator derives
 // the missing one once the command line has set dp).
-std::vector<FileValue> plan_values_from_deepspeed(const DeepSpeedConfig& ds, std::vector<std::string>& warnings);
-std::vector<FileValue> plan_values_from_accelerate(const AccelerateConfig& acc, std::vector<std::string>& warnings);
+std::vector<SchemaValue> plan_values_from_deepspeed(const DeepSpeedConfig& ds, std::vector<std::string>& warnings);
+std::vector<SchemaValue> plan_values_from_accelerate(const AccelerateConfig& acc, std::vector<std::string>& warnings);
 
 struct PlanImport {
-  std::vector<std::vector<FileValue>> files;  // one list per file, in the order to apply
+  std::vector<std::vector<SchemaValue>> files;  // one list per file, in the order to apply
   std::vector<std::string> warnings;          // every file's unknown keys and notes
   int nodes = 0;                              // accelerate's num_machines; 0 when no file says
 };

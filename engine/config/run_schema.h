@@ -122,6 +122,14 @@ class FieldError : public ConfigError {
   std::string en_, zh_;
 };
 
+// A value one source gives a row: the row's key, the value in the row's JSON
+// type, and where it came from ("ds.json: zero_optimization.stage", "--dp").
+struct SchemaValue {
+  std::string key;
+  nlohmann::json value;
+  std::string from;
+};
+
 // The CLI's name of a key: its flag ("--zero", "--micro-batch"); a key without a row, as a flag.
 std::string flag_of(std::string_view key);
 // {key} placeholders replaced by `name(key)`.

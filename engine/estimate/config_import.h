@@ -16,8 +16,7 @@
 
 namespace shardscope {
 
-// One file's values as a patch; `origin` credits each to its file and key.
-SettingsPatch patch_from_values(const std::vector<FileValue>& values);
+// One file's values as a patch (patch_from_values); `origin` credits each to its file and key.
 SettingsPatch patch_from_deepspeed(const DeepSpeedConfig& config, std::vector<std::string>& warnings);
 SettingsPatch patch_from_accelerate(const AccelerateConfig& config, std::vector<std::string>& warnings);
 

@@ -245,9 +245,9 @@ class TestRunSchema : public QObject {
     run.layout[Axis::dp] = 2;
     const RunImport imported_run = import_deepspeed_run(ds, run);
     std::vector<std::string> warnings;
-    const std::vector<FileValue> values = plan_values_from_deepspeed(ds, warnings);
+    const std::vector<SchemaValue> values = plan_values_from_deepspeed(ds, warnings);
     QCOMPARE(values.size(), std::size_t{5});  // accum, train_batch_size, fp16, ZeRO stage, activation checkpointing
-    for (const FileValue& v : values) {
+    for (const SchemaValue& v : values) {
       const RunField& row = run_field(v.key);
       QVERIFY2(v.from.rfind(path + ": ", 0) == 0, v.from.c_str());
       QVERIFY2(contains(std::string(row.deepspeed), v.from.substr(path.size() + 2)), v.from.c_str());
