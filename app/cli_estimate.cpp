@@ -210,9 +210,11 @@ std::string estimate_help(const RunField& row) {
 }
 
 // Every row on the estimate surface, in the schema's order; the value is read after the config files.
-void add_schema_flags(ArgParser& parser, Flags& f) {
+// `model_row`: only the model's row (--help lists it first), else every other row.
+void add_schema_flags(ArgParser& parser, Flags& f, bool model_row) {
   for (const RunField& row : fields_on(surface::estimate)) {
     const std::string key(row.key);
+    if ((key == "model") != model_row) continue;
     if (key == "efficiency") {  // read at once, as a float, as the time model takes it
       parser.add_flag(
           std::string(row.flag), std::string(row.value_name), estimate_help(row), estimate_default(row),
@@ -226,13 +228,15 @@ void add_schema_flags(ArgParser& parser, Flags& f) {
   }
 }
 
-// The flags of `estimate`, in the order --help lists them: the config files, the schema's rows, the output.
+// The flags of `estimate`, in the order --help lists them: the model, the config files, the schema's other rows,
+// the output.
 ArgParser estimate_parser(Flags& f) {
   ArgParser parser("shardscope-cli estimate",
                    "Predict the memory of every rank by ledger category (parameters, gradients, optimizer_states,\n"
                    "activations, communication, workspace), each number with its formula; check the fit on a GPU\n"
                    "and name the lever that saves most; model the time of a step. Settings come from the config\n"
                    "files first, then from the flags given. Sizes: GB = 10^9 bytes. Schema of --json: README.md.");
+  add_schema_flags(parser, f, true);
   parser.add_string("--deepspeed", "FILE",
                     "DeepSpeed JSON config (batch split, fp16/bf16, ZeRO stage, offload, "
                     "activation checkpointing)",
@@ -241,7 +245,7 @@ ArgParser estimate_parser(Flags& f) {
                     "accelerate YAML config (num_processes, num_machines, mixed_precision, "
                     "deepspeed_config, fsdp_config)",
                     &f.accelerate);
-  add_schema_flags(parser, f);
+  add_schema_flags(parser, f, false);
   parser.add_switch("--deepspeed-conventions",
                     "Also show DeepSpeed's own estimator (ZeRO-2/3 model states, 1.5 "
                     "buffer factor on CPU memory)",
