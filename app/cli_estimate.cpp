@@ -2,11 +2,16 @@
 // shardscope-cli estimate: flags and config files -> EstimateRequest ->
 // a per-rank table (or --json). Settings apply in order: accelerate YAML, the
 // DeepSpeed JSON it names, --deepspeed, then the flags given on the command line.
+// The settings' flags, help, ranges and choices are the run-config schema's
+// rows on the estimate surface (config/run_schema.h); only the files and the
+// output switches are this command's own.
 #include "cli_estimate.h"
 
 #include <cstdio>
+#include <map>
 
 #include "cli_args.h"
+#include "config/run_schema.h"
 #include "core/error.h"
 #include "estimate/config_import.h"
 #include "estimate/estimate.h"
@@ -16,54 +21,62 @@ namespace shardscope::cli {
 namespace {
 
 struct Flags {
-  std::string model = "gpt-tiny", deepspeed, accelerate, dp, pp, zero, dp_mode, precision, micro_batch, seq, accum,
-              micro_batches, checkpoint, schedule, activations, gpu, gpu_mem, gpus_per_node, device;
+  std::map<std::string, std::string, std::less<>> given;  // a schema row's key -> the text on the command line
+  std::string deepspeed, accelerate;
   float efficiency = 0.5f;
-  bool offload_optimizer = false, offload_params = false, deepspeed_conventions = false, json = false;
+  bool deepspeed_conventions = false, json = false;
+
+  // The text given for `key`; an empty one counts as not given.
+  const std::string* text(std::string_view key) const {
+    const auto it = given.find(key);
+    return it == given.end() || it->second.empty() ? nullptr : &it->second;
+  }
 };
+
+// A row of the schema as `estimate` reads it: its flag, range and choices there.
+RunField estimate_row(std::string_view key) {
+  const RunField* field = find_schema_field(key);
+  if (field == nullptr || !field->on(surface::estimate))
+    throw std::logic_error("estimate: no schema row \"" + std::string(key) + "\" on the estimate surface");
+  return field_on(*field, surface::estimate);
+}
+
+// The value given for `key`, checked against its row's estimate range (a UsageError naming the flag).
+std::optional<nlohmann::json> flag_value(const Flags& f, std::string_view key) {
+  const std::string* text = f.text(key);
+  if (text == nullptr) return std::nullopt;
+  const RunField row = estimate_row(key);
+  try {
+    return field_value_from_text(row, *text);
+  } catch (const FieldError& e) {
+    throw UsageError(e.text([](std::string_view k) { return std::string(estimate_row(k).flag); }));
+  }
+}
 
 // Where a setting given in the config files came from, as (setting, file) pairs.
 using SettingOrigins = std::vector<std::pair<std::string, std::string>>;
 
-// Flags given on the command line, as the last settings patch.
+// Flags given on the command line, as the last settings patch: each a schema value credited to
+// its flag, read into the settings as a file's are (patch_from_values). Values are checked in
+// this order (the first bad flag is the one reported).
 SettingsPatch patch_from_flags(const Flags& f) {
-  SettingsPatch p;
-  auto number = [&](const std::string& text, const char* flag, const char* setting, std::int64_t max,
-                    std::optional<int>& out) {
-    if (text.empty()) return;
-    out = static_cast<int>(parse_int(flag, text, 1, max));
-    p.origin.push_back({setting, flag});
+  std::vector<SchemaValue> values;
+  const auto given = [&](std::string_view key, std::optional<nlohmann::json> value) {
+    if (value) values.push_back({std::string(key), std::move(*value), std::string(estimate_row(key).flag)});
   };
-  number(f.dp, "--dp", "dp", 1'000'000, p.axes[Axis::dp]);
-  number(f.pp, "--pp", "pp", 10'000, p.axes[Axis::pp]);
-  number(f.micro_batch, "--micro-batch", "micro_batch", 1 << 24, p.micro_batch_size);
-  number(f.seq, "--seq", "seq", 1 << 24, p.seq);
-  number(f.accum, "--accum", "accum", 1 << 24, p.accum);
-  number(f.micro_batches, "--micro-batches", "micro_batches", 1 << 20, p.micro_batches);
-  number(f.gpus_per_node, "--gpus-per-node", "gpus_per_node", 1 << 16, p.gpus_per_node);
-  if (!f.zero.empty()) {
-    p.zero_stage = static_cast<int>(parse_int("--zero", f.zero, 0, 3));
-    p.origin.push_back({"zero", "--zero"});
-  }
-  if (!f.dp_mode.empty()) {
-    if (f.dp_mode != "naive" && f.dp_mode != "ddp")
-      throw UsageError("--dp-mode: '" + f.dp_mode + "' is not one of naive, ddp");
-    p.dp_mode = f.dp_mode == "naive" ? DataParallelMode::naive : DataParallelMode::ddp;
-    p.origin.push_back({"dp_mode", "--dp-mode"});
-  }
-  if (!f.precision.empty()) p.precision = parse_precision(f.precision, "--precision");
-  if (!f.checkpoint.empty()) p.recompute = parse_recompute(f.checkpoint, "--checkpoint");
-  if (!f.schedule.empty()) p.schedule = parse_pipeline_schedule_kind(f.schedule);
-  if (!f.activations.empty()) p.activations = parse_activation_mode(f.activations, "--activations");
-  if (!f.device.empty()) {
-    if (f.device != "cpu" && f.device != "cuda")
-      throw UsageError("--device: '" + f.device + "' is not one of cpu, cuda");
-    p.cuda = f.device == "cuda";
-  }
-  if (f.offload_optimizer) p.offload_optimizer = true, p.origin.push_back({"offload_optimizer", "--offload-optimizer"});
-  if (f.offload_params) p.offload_params = true, p.origin.push_back({"offload_params", "--offload-params"});
-  p.efficiency = f.efficiency;
-  return p;
+  for (const char* key :
+       {"dp", "pp", "micro_batch", "seq", "accum", "micro_batches", "gpus_per_node", "zero", "dp_mode"})
+    given(key, flag_value(f, key));
+  // The engine's own converters: --precision also takes accelerate's "no" (fp32), and both keep their messages.
+  if (const std::string* text = f.text("precision"))
+    given("precision", std::string(precision_name(parse_precision(*text, "--precision"))));
+  given("checkpoint", flag_value(f, "checkpoint"));
+  if (const std::string* text = f.text("schedule"))
+    given("schedule", std::string(pipeline_schedule_name(parse_pipeline_schedule_kind(*text))));
+  for (const char* key : {"activations", "device", "offload_optimizer", "offload_params"})
+    given(key, flag_value(f, key));
+  given("efficiency", static_cast<double>(f.efficiency));
+  return patch_from_values(values);
 }
 
 std::string stage_text(const RankMemory& r) {
@@ -181,22 +194,49 @@ void print_estimate(const Estimate& e, const SettingOrigins& origins) {
   }
 }
 
-// The flags of `estimate`, in the order --help lists them.
+// --help's default of a row on the estimate surface: the row's own text, else a run's default.
+std::string estimate_default(const RunField& row) {
+  if (row.default_text == "-") return "";
+  if (!row.default_text.empty() || row.get == nullptr || row.kind == FieldKind::toggle)
+    return std::string(row.default_text);
+  return field_value_text(row, row.get(RunConfig{}));
+}
+
+// --help's text of a row: its help, then the range an integer takes here.
+std::string estimate_help(const RunField& row) {
+  std::string help(row.help.en);
+  if (row.kind == FieldKind::integer) help += ", " + std::to_string(row.min) + "-" + std::to_string(row.max);
+  return help;
+}
+
+// Every row on the estimate surface, in the schema's order; the value is read after the config files.
+// `model_row`: only the model's row (--help lists it first), else every other row.
+void add_schema_flags(ArgParser& parser, Flags& f, bool model_row) {
+  for (const RunField& row : fields_on(surface::estimate)) {
+    const std::string key(row.key);
+    if ((key == "model") != model_row) continue;
+    if (key == "efficiency") {  // read at once, as a float, as the time model takes it
+      parser.add_flag(
+          std::string(row.flag), std::string(row.value_name), estimate_help(row), estimate_default(row),
+          [&f, flag = std::string(row.flag)](const std::string& v) { f.efficiency = parse_float(flag, v); });
+      continue;
+    }
+    const bool toggle = row.kind == FieldKind::toggle;
+    parser.add_flag(std::string(row.flag), toggle ? "" : std::string(row.value_name), estimate_help(row),
+                    estimate_default(row),
+                    [&f, key, toggle](const std::string& v) { f.given[key] = toggle ? "true" : v; });
+  }
+}
+
+// The flags of `estimate`, in the order --help lists them: the model, the config files, the schema's other rows,
+// the output.
 ArgParser estimate_parser(Flags& f) {
-  std::string presets;
-  for (const auto& p : model_presets()) presets += (presets.empty() ? "" : ", ") + p.name;
-  std::string gpus;
-  for (const auto& g : gpu_profiles()) gpus += (gpus.empty() ? "" : ", ") + g.name;
   ArgParser parser("shardscope-cli estimate",
                    "Predict the memory of every rank by ledger category (parameters, gradients, optimizer_states,\n"
                    "activations, communication, workspace), each number with its formula; check the fit on a GPU\n"
                    "and name the lever that saves most; model the time of a step. Settings come from the config\n"
                    "files first, then from the flags given. Sizes: GB = 10^9 bytes. Schema of --json: README.md.");
-  parser.add_string("--model", "PRESET|config.json",
-                    "Model preset (" + presets +
-                        ") or a Hugging Face config.json "
-                        "(gpt2, bert, llama, mistral)",
-                    &f.model);
+  add_schema_flags(parser, f, true);
   parser.add_string("--deepspeed", "FILE",
                     "DeepSpeed JSON config (batch split, fp16/bf16, ZeRO stage, offload, "
                     "activation checkpointing)",
@@ -205,39 +245,7 @@ ArgParser estimate_parser(Flags& f) {
                     "accelerate YAML config (num_processes, num_machines, mixed_precision, "
                     "deepspeed_config, fsdp_config)",
                     &f.accelerate);
-  parser.add_string("--dp", "N", "Data-parallel ranks, 1-1000000 (default 1); dp × pp at most 16384", &f.dp);
-  parser.add_string("--pp", "N", "Pipeline stages, 1-10000 (default 1)", &f.pp);
-  parser.add_string("--zero", "S", "ZeRO stage 0-3 (default 0)", &f.zero);
-  parser.add_string("--dp-mode", "naive|ddp", "How ranks combine gradients (default ddp)", &f.dp_mode);
-  parser.add_string("--precision", "fp32|fp16|bf16", "fp32, or mixed precision with fp16/bf16 (default fp32)",
-                    &f.precision);
-  parser.add_string("--micro-batch", "B", "Sequences per rank per micro-step, 1-16777216 (default 1)", &f.micro_batch);
-  parser.add_string("--seq", "T", "Tokens per sequence, 1-16777216 (default: the model's maximum)", &f.seq);
-  parser.add_string("--accum", "K", "Gradient accumulation steps per optimizer step, 1-16777216 (default 1)", &f.accum);
-  parser.add_string("--micro-batches", "M", "Pipeline micro-batches per accumulation step, 1-1048576 (default 1)",
-                    &f.micro_batches);
-  parser.add_string("--checkpoint", "none|selective|full", "Activation recompute (default none)", &f.checkpoint);
-  parser.add_string("--schedule", "gpipe|1f1b", "Pipeline schedule (default 1f1b)", &f.schedule);
-  parser.add_switch("--offload-optimizer", "Optimizer states and step on the CPU (ZeRO-Offload)", &f.offload_optimizer);
-  parser.add_switch("--offload-params", "ZeRO-3 parameters in CPU memory", &f.offload_params);
-  parser.add_string("--activations", "shardscope|formula",
-                    "Activation bytes of ShardScope's kernels (exact) or sbh(34 + 5as/h) per layer (default:\n"
-                    "      shardscope when ShardScope implements the model, else formula)",
-                    &f.activations);
-  parser.add_string("--device", "cpu|cuda",
-                    "Whose kernels ShardScope's activation bytes follow: cpu (default) or cuda, whose fp16/bf16\n"
-                    "      attention is fused and keeps b·a·s rows instead of b·a·s² probabilities",
-                    &f.device);
-  parser.add_string("--gpu", "NAME", "GPU profile: " + gpus, &f.gpu);
-  parser.add_string("--gpu-mem", "SIZE",
-                    "GPU memory for the fit instead of the profile's (80GB, 80GiB, 24576MiB; positive, at most\n"
-                    "      1000000 of its unit)",
-                    &f.gpu_mem);
-  parser.add_string("--gpus-per-node", "N",
-                    "GPUs per machine, 1-65536 (default 8; accelerate: num_processes / num_machines)",
-                    &f.gpus_per_node);
-  parser.add_float("--efficiency", "Time model: the fraction of peak FLOP/s a step sustains (an assumption)",
-                   &f.efficiency);
+  add_schema_flags(parser, f, false);
   parser.add_switch("--deepspeed-conventions",
                     "Also show DeepSpeed's own estimator (ZeRO-2/3 model states, 1.5 "
                     "buffer factor on CPU memory)",
@@ -249,7 +257,8 @@ ArgParser estimate_parser(Flags& f) {
 // Settings apply in order: the config files, then the flags given; `origins` gets the config files' part.
 EstimateRequest make_request(const Flags& f, SettingOrigins& origins) {
   EstimateRequest request;
-  request.model = load_model_shape(f.model, &request.warnings);
+  const auto model = f.given.find("model");  // given empty, it names no model (an error)
+  request.model = load_model_shape(model != f.given.end() ? model->second : RunConfig{}.model, &request.warnings);
   ImportedSettings imported = import_settings(f.accelerate, f.deepspeed);
   request.warnings.insert(request.warnings.end(), imported.warnings.begin(), imported.warnings.end());
   request.nodes = imported.nodes;
@@ -259,8 +268,9 @@ EstimateRequest make_request(const Flags& f, SettingOrigins& origins) {
   if (!request.model.engine_config) base.activations = ActivationMode::formula;
   imported.patches.push_back(patch_from_flags(f));
   request.settings = resolve_settings(base, imported.patches, &request.warnings);
-  if (!f.gpu.empty()) request.gpu = find_gpu_profile(f.gpu);
-  if (!f.gpu_mem.empty()) request.gpu_memory_bytes = parse_memory_size(f.gpu_mem);
+  // find_gpu_profile's message suggests the nearest name ("did you mean 'A100-80GB'?").
+  if (const std::string* gpu = f.text("gpu_profile")) request.gpu = find_gpu_profile(*gpu);
+  if (const std::string* mem = f.text("gpu_mem")) request.gpu_memory_bytes = parse_memory_size(*mem);
   request.deepspeed_conventions = f.deepspeed_conventions;
   return request;
 }

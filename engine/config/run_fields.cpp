@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <type_traits>
 
-#include "config/run_schema.h"
 #include "config/gpu_profiles.h"
+#include "config/plan_fields.h"
+#include "config/run_schema.h"
 #include "model/model_config.h"
 
 // Each row names only the members it sets; the rest keep RunField's defaults.
@@ -41,6 +43,7 @@ void set_axis(RunConfig& c, const json& value) {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr std::int64_t kMaxSteps = 100'000'000;
+constexpr std::int64_t kMaxPlanCount = 1 << 24;  // the estimator's limit on a micro-batch, a sequence, accumulation
 
 // "RANK:STEP" of the test-only failure and overflow hooks; "" when off.
 json rank_and_step(int rank, std::int64_t step) {
@@ -74,27 +77,38 @@ std::string_view preset_help(std::string_view head) {
   return *texts.emplace_back(std::make_unique<std::string>(std::move(text)));
 }
 
-// "none" and every GPU profile's name (config/gpu_profiles.h keeps the strings).
-std::vector<std::string_view> gpu_profile_choices() {
-  std::vector<std::string_view> choices = {"none"};
+// "none" (a run without a modeled GPU) and every GPU profile's name (config/gpu_profiles.h keeps the strings).
+std::vector<std::string_view> gpu_profile_choices(bool with_none = true) {
+  std::vector<std::string_view> choices;
+  if (with_none) choices.push_back("none");
   for (const GpuProfile& gpu : gpu_profiles()) choices.push_back(gpu.name);
   return choices;
 }
 
 // The help, then "none, A100-40GB, ..." (kept for the program's life: rows hold views).
-std::string_view gpu_profile_help(std::string_view head) {
+std::string_view gpu_profile_help(std::string_view head, bool with_none = true) {
   static std::vector<std::unique_ptr<std::string>> texts;
   std::string text(head);
-  for (std::string_view choice : gpu_profile_choices())
+  for (std::string_view choice : gpu_profile_choices(with_none))
     text += (text.size() > head.size() ? ", " : "") + std::string(choice);
   return *texts.emplace_back(std::make_unique<std::string>(std::move(text)));
 }
 
 // The model and the optimizer.
 void add_model_fields(std::vector<RunField>& f) {
-  f.push_back({.key = "model", .flag = "--model", .value_name = "PRESET", .kind = FieldKind::text,
-               .label = {"Model", "模型"}, .help = {preset_help("Model preset: "), preset_help("模型预设：")},
-               .get = get_member<&RunConfig::model>, .set = set_member<&RunConfig::model>});
+  f.push_back(
+      {.key = "model",
+       .flag = "--model",
+       .value_name = "PRESET",
+       .kind = FieldKind::text,
+       .label = {"Model", "模型"},
+       .help = {preset_help("Model preset: "), preset_help("模型预设：")},
+       .get = get_member<&RunConfig::model>,
+       .set = set_member<&RunConfig::model>,
+       .surfaces = surface::train | surface::estimate,
+       .plan = {.value_name = "PRESET|config.json",
+                .help = {preset_help("Model preset or a Hugging Face config.json (gpt2, bert, llama, mistral): "),
+                         preset_help("模型预设或 Hugging Face 的 config.json（gpt2、bert、llama、mistral）：")}}});
   f.push_back({.key = "init_from", .flag = "--init-from", .value_name = "DIR", .kind = FieldKind::text,
                .help = {"Start from a Hugging Face GPT-2 or BERT directory (config.json + model.safetensors): its shape "
                         "and weights are the run's model (not given with --model); a tokenizer there reads --data",
@@ -109,9 +123,22 @@ void add_model_fields(std::vector<RunField>& f) {
                         "全局批大小：每个优化器步的序列数，均分到数据并行、梯度累积和微批次上"},
                .min = 1, .max = 1'000'000, .deepspeed = "train_batch_size",
                .get = get_member<&RunConfig::batch>, .set = set_member<&RunConfig::batch>});
-  f.push_back({.key = "seq", .flag = "--seq", .value_name = "N", .label = {"Sequence length", "序列长度"},
-               .help = {"Tokens per sequence; at most the model's max_seq", "每个序列的 token 数；不超过模型的 max_seq"},
-               .min = 1, .max = 1'000'000, .get = get_member<&RunConfig::seq>, .set = set_member<&RunConfig::seq>});
+  f.push_back(
+      {.key = "seq",
+       .flag = "--seq",
+       .value_name = "N",
+       .label = {"Sequence length", "序列长度"},
+       .help = {"Tokens per sequence; at most the model's max_seq", "每个序列的 token 数；不超过模型的 max_seq"},
+       .min = 1,
+       .max = 1'000'000,
+       .get = get_member<&RunConfig::seq>,
+       .set = set_member<&RunConfig::seq>,
+       .surfaces = surface::all,
+       .plan = {.value_name = "T",
+                .help = {"Tokens per sequence", "每个序列的 token 数"},
+                .min = 1,
+                .max = kMaxPlanCount,
+                .default_text = "the model's maximum"}});
   f.push_back({.key = "lr", .flag = "--lr", .value_name = "X", .kind = FieldKind::number,
                .label = {"Learning rate", "学习率"}, .help = {"Peak learning rate (AdamW)", "峰值学习率（AdamW）"},
                .range = {0.0, 10.0, true, true}, .get = get_member<&RunConfig::lr>, .set = set_member<&RunConfig::lr>});
@@ -174,9 +201,21 @@ void add_parallel_fields(std::vector<RunField>& f) {
                .help = {"Ranks in all; must equal --dp x --pp (0: dp x pp)", "rank 总数；必须等于 dp × pp（0：dp × pp）"},
                .min = 0, .max = 4096, .saved = Saved::never, .get = get_member<&RunConfig::ranks>,
                .set = set_member<&RunConfig::ranks>});
-  f.push_back({.key = "dp", .flag = "--dp", .value_name = "N", .label = {"Data-parallel ranks", "数据并行 rank 数"},
-               .help = {"Data-parallel ranks (threads of this process)", "数据并行 rank 数（本进程的线程）"}, .min = 1,
-               .max = 64, .accelerate = "num_processes", .get = get_axis<Axis::dp>, .set = set_axis<Axis::dp>});
+  f.push_back(
+      {.key = "dp",
+       .flag = "--dp",
+       .value_name = "N",
+       .label = {"Data-parallel ranks", "数据并行 rank 数"},
+       .help = {"Data-parallel ranks (threads of this process)", "数据并行 rank 数（本进程的线程）"},
+       .min = 1,
+       .max = 64,
+       .accelerate = "num_processes",
+       .get = get_axis<Axis::dp>,
+       .set = set_axis<Axis::dp>,
+       .surfaces = surface::all,
+       .plan = {.help = {"Data-parallel ranks (dp × pp at most 16384)", "数据并行 rank 数（dp × pp 至多 16384）"},
+                .min = 1,
+                .max = 1'000'000}});
   f.push_back({.key = "pp",
                .flag = "--pp",
                .value_name = "N",
@@ -187,27 +226,41 @@ void add_parallel_fields(std::vector<RunField>& f) {
                .min = 1,
                .max = 64,
                .get = get_axis<Axis::pp>,
-               .set = set_axis<Axis::pp>});
-  f.push_back({.key = "micro_batches", .flag = "--micro-batches", .value_name = "N",
+               .set = set_axis<Axis::pp>,
+               .surfaces = surface::all,
+               .plan = {.help = {"Pipeline stages", "流水线阶段数"}, .min = 1, .max = 10'000}});
+  f.push_back({.key = "micro_batches",
+               .flag = "--micro-batches",
+               .value_name = "N",
                .label = {"Micro-batches", "微批次数"},
                .help = {"Pipeline micro-batches per accumulation step (m)", "每个累积步的流水线微批次数（m）"},
-               .min = 1, .max = 100'000, .get = get_member<&RunConfig::micro_batches>,
-               .set = set_member<&RunConfig::micro_batches>});
-  f.push_back({.key = "schedule", .flag = "--schedule", .value_name = "gpipe|1f1b", .kind = FieldKind::choice,
-               .label = {"Pipeline schedule", "流水线调度"},
-               .help = {"Pipeline schedule: gpipe (all forwards, then all backwards) or 1f1b (one forward, one backward)",
-                        "流水线调度：gpipe（先全部前向，再全部反向）或 1f1b（一次前向、一次反向交替）"},
-               .choices = {"1f1b", "gpipe"},
-               .get = [](const RunConfig& c) -> json { return pipeline_schedule_name(c.schedule); },
-               .set = [](RunConfig& c, const json& v) {
-                 c.schedule = parse_pipeline_schedule_kind(v.get<std::string>());
-               }});
+               .min = 1,
+               .max = 100'000,
+               .get = get_member<&RunConfig::micro_batches>,
+               .set = set_member<&RunConfig::micro_batches>,
+               .surfaces = surface::train | surface::estimate,
+               .plan = {.value_name = "M", .min = 1, .max = 1 << 20}});
+  f.push_back(
+      {.key = "schedule",
+       .flag = "--schedule",
+       .value_name = "gpipe|1f1b",
+       .kind = FieldKind::choice,
+       .label = {"Pipeline schedule", "流水线调度"},
+       .help = {"Pipeline schedule: gpipe (all forwards, then all backwards) or 1f1b (one forward, one backward)",
+                "流水线调度：gpipe（先全部前向，再全部反向）或 1f1b（一次前向、一次反向交替）"},
+       .choices = {"1f1b", "gpipe"},
+       .get = [](const RunConfig& c) -> json { return pipeline_schedule_name(c.schedule); },
+       .set = [](RunConfig& c, const json& v) { c.schedule = parse_pipeline_schedule_kind(v.get<std::string>()); },
+       .surfaces = surface::train | surface::estimate});
 }
 
 // How gradients are made and combined: data-parallel mode, ZeRO, accumulation,
 // checkpointing (what backward recomputes) and DDP's buckets.
 void add_gradient_fields(std::vector<RunField>& f) {
-  f.push_back({.key = "dp_mode", .flag = "--dp-mode", .value_name = "naive|ddp", .kind = FieldKind::choice,
+  f.push_back({.key = "dp_mode",
+               .flag = "--dp-mode",
+               .value_name = "naive|ddp",
+               .kind = FieldKind::choice,
                .label = {"Data-parallel mode", "数据并行模式"},
                .help = {"How ranks combine gradients: ddp (ring all-reduce in buckets, overlapped with backward) or\n"
                         "      naive (torch.nn.DataParallel: rank 0 scatters, gathers, updates and broadcasts)",
@@ -215,27 +268,58 @@ void add_gradient_fields(std::vector<RunField>& f) {
                         "rank 0 分发、收集、更新并广播）"},
                .choices = {"naive", "ddp"},
                .get = [](const RunConfig& c) -> json { return data_parallel_mode_name(c.dp_mode); },
-               .set = [](RunConfig& c, const json& v) {
-                 c.dp_mode = v.get<std::string>() == "naive" ? DataParallelMode::naive : DataParallelMode::ddp;
-               }});
-  f.push_back({.key = "zero", .flag = "--zero", .value_name = "N", .label = {"ZeRO stage", "ZeRO 阶段"},
-               .help = {"ZeRO stage: 0 replicated, 1 optimizer states sharded, 2 + gradients, 3 + parameters (pp 1 only)",
-                        "ZeRO 阶段：0 全复制，1 切分优化器状态，2 再切分梯度，3 再切分参数（仅 pp 1）"},
-               .min = 0, .max = 3, .deepspeed = "zero_optimization.stage", .accelerate = "deepspeed_config.zero_stage",
-               .get = get_member<&RunConfig::zero_stage>, .set = set_member<&RunConfig::zero_stage>});
-  f.push_back({.key = "accum", .flag = "--accum", .value_name = "N", .label = {"Accumulation steps", "梯度累积步数"},
+               .set =
+                   [](RunConfig& c, const json& v) {
+                     c.dp_mode = v.get<std::string>() == "naive" ? DataParallelMode::naive : DataParallelMode::ddp;
+                   },
+               .surfaces = surface::train | surface::estimate});
+  f.push_back(
+      {.key = "zero",
+       .flag = "--zero",
+       .value_name = "N",
+       .label = {"ZeRO stage", "ZeRO 阶段"},
+       .help = {"ZeRO stage: 0 replicated, 1 optimizer states sharded, 2 + gradients, 3 + parameters (pp 1 only)",
+                "ZeRO 阶段：0 全复制，1 切分优化器状态，2 再切分梯度，3 再切分参数（仅 pp 1）"},
+       .min = 0,
+       .max = 3,
+       .deepspeed = "zero_optimization.stage",
+       .accelerate = "deepspeed_config.zero_stage",
+       .get = get_member<&RunConfig::zero_stage>,
+       .set = set_member<&RunConfig::zero_stage>,
+       .surfaces = surface::all,
+       .plan = {.value_name = "S"}});
+  f.push_back({.key = "accum",
+               .flag = "--accum",
+               .value_name = "N",
+               .label = {"Accumulation steps", "梯度累积步数"},
                .help = {"Gradient accumulation micro-steps per optimizer step", "每个优化器步的梯度累积微步数"},
-               .min = 1, .max = 1'000'000, .deepspeed = "gradient_accumulation_steps",
-               .accelerate = "deepspeed_config.gradient_accumulation_steps", .get = get_member<&RunConfig::accum>,
-               .set = set_member<&RunConfig::accum>});
-  f.push_back({.key = "checkpoint", .flag = "--checkpoint", .value_name = "none|full", .kind = FieldKind::choice,
-               .label = {"Activation checkpointing", "激活检查点"},
-               .help = {"Activation checkpointing: full keeps only each layer's input and recomputes in backward",
-                        "激活检查点：full 只保留每层的输入，反向时重计算"},
-               .choices = {"none", "full"}, .deepspeed = "activation_checkpointing",
-               .accelerate = "fsdp_config.fsdp_activation_checkpointing",
-               .get = [](const RunConfig& c) -> json { return c.checkpoint ? "full" : "none"; },
-               .set = [](RunConfig& c, const json& v) { c.checkpoint = v.get<std::string>() == "full"; }});
+               .min = 1,
+               .max = 1'000'000,
+               .deepspeed = "gradient_accumulation_steps",
+               .accelerate = "deepspeed_config.gradient_accumulation_steps",
+               .get = get_member<&RunConfig::accum>,
+               .set = set_member<&RunConfig::accum>,
+               .surfaces = surface::train | surface::estimate,
+               .plan = {.value_name = "K", .min = 1, .max = kMaxPlanCount}});
+  f.push_back(
+      {.key = "checkpoint",
+       .flag = "--checkpoint",
+       .value_name = "none|full",
+       .kind = FieldKind::choice,
+       .label = {"Activation checkpointing", "激活检查点"},
+       .help = {"Activation checkpointing: full keeps only each layer's input and recomputes in backward",
+                "激活检查点：full 只保留每层的输入，反向时重计算"},
+       .choices = {"none", "full"},
+       .deepspeed = "activation_checkpointing",
+       .accelerate = "fsdp_config.fsdp_activation_checkpointing",
+       .get = [](const RunConfig& c) -> json { return c.checkpoint ? "full" : "none"; },
+       .set = [](RunConfig& c, const json& v) { c.checkpoint = v.get<std::string>() == "full"; },
+       .surfaces = surface::all,
+       .plan = {.value_name = "none|selective|full",
+                .help = {"Activation recompute (Korthikanti et al. 2022): selective recomputes the attention "
+                         "core, full keeps only each layer's input",
+                         "激活重计算（Korthikanti 等，2022）：selective 重计算注意力核心，full 只保留每层的输入"},
+                .choices = {"none", "selective", "full"}}});
   f.push_back({.key = "bucket_mb",
                .flag = "--bucket-mb",
                .value_name = "X",
@@ -282,7 +366,10 @@ void add_clock_fields(std::vector<RunField>& f) {
                  const std::string name = v.get<std::string>();
                  c.link = name == "auto" ? std::nullopt : std::optional(parse_link_kind(name));
                }});
-  f.push_back({.key = "gpu_profile", .flag = "--gpu-profile", .value_name = "NAME", .kind = FieldKind::choice,
+  f.push_back({.key = "gpu_profile",
+               .flag = "--gpu-profile",
+               .value_name = "NAME",
+               .kind = FieldKind::choice,
                .label = {"GPU profile", "GPU 配置"},
                .help = {gpu_profile_help("With --clock virtual, the GPU each rank is modeled on: every op still runs "
                                          "here, but its\n      span lasts its time on that GPU, max(FLOPs / (peak x "
@@ -291,8 +378,15 @@ void add_clock_fields(std::vector<RunField>& f) {
                         gpu_profile_help("配合 --clock virtual：为每个 rank 建模的 GPU：每个算子仍在本机运行，但其区段"
                                          "时长取它在该 GPU 上的时间 max(FLOPs / (峰值 × 效率), 字节数 / 显存带宽)"
                                          "（docs/ESTIMATE.md）；配置面板也用它检查预测的内存：")},
-               .choices = gpu_profile_choices(), .saved = Saved::optional,
-               .get = get_member<&RunConfig::gpu_profile>, .set = set_member<&RunConfig::gpu_profile>});
+               .choices = gpu_profile_choices(),
+               .saved = Saved::optional,
+               .get = get_member<&RunConfig::gpu_profile>,
+               .set = set_member<&RunConfig::gpu_profile>,
+               .surfaces = surface::all,
+               .plan = {.flag = "--gpu",
+                        .help = {gpu_profile_help("GPU profile: ", false), gpu_profile_help("GPU 配置：", false)},
+                        .choices = gpu_profile_choices(false),
+                        .default_text = "-"}});
 }
 
 // Ranks as processes under mpirun (parallel/mpi/); threads ignore them.
@@ -331,15 +425,22 @@ void add_process_fields(std::vector<RunField>& f) {
 
 // Precision and the fp16 loss scale.
 void add_precision_fields(std::vector<RunField>& f) {
-  f.push_back({.key = "precision", .flag = "--precision", .value_name = "fp32|fp16|bf16", .kind = FieldKind::choice,
-               .label = {"Precision", "精度"},
-               .help = {"fp16/bf16: 16-bit parameters and gradients, fp32 master weights and AdamW states (fp16 with a\n"
-                        "      dynamic loss scale)",
-                        "fp16/bf16：16 位参数和梯度，fp32 主权重和 AdamW 状态（fp16 带动态损失缩放）"},
-               .choices = {"fp32", "fp16", "bf16"}, .deepspeed = "fp16.enabled / bf16.enabled",
-               .accelerate = "mixed_precision", .saved = Saved::optional,
-               .get = [](const RunConfig& c) -> json { return precision_name(c.precision); },
-               .set = [](RunConfig& c, const json& v) { c.precision = parse_precision(v.get<std::string>()); }});
+  f.push_back(
+      {.key = "precision",
+       .flag = "--precision",
+       .value_name = "fp32|fp16|bf16",
+       .kind = FieldKind::choice,
+       .label = {"Precision", "精度"},
+       .help = {"fp16/bf16: 16-bit parameters and gradients, fp32 master weights and AdamW states (fp16 with a\n"
+                "      dynamic loss scale)",
+                "fp16/bf16：16 位参数和梯度，fp32 主权重和 AdamW 状态（fp16 带动态损失缩放）"},
+       .choices = {"fp32", "fp16", "bf16"},
+       .deepspeed = "fp16.enabled / bf16.enabled",
+       .accelerate = "mixed_precision",
+       .saved = Saved::optional,
+       .get = [](const RunConfig& c) -> json { return precision_name(c.precision); },
+       .set = [](RunConfig& c, const json& v) { c.precision = parse_precision(v.get<std::string>()); },
+       .surfaces = surface::all});
   f.push_back({.key = "loss_scaler", .flag = "--loss-scaler", .value_name = "torch|deepspeed",
                .kind = FieldKind::choice,
                .help = {"fp16 loss-scale rules: torch GradScaler (default) or DeepSpeed's fp16 optimizer",
@@ -387,13 +488,25 @@ void add_precision_fields(std::vector<RunField>& f) {
 
 // Where the ranks compute, what the run writes, and its test hooks.
 void add_device_fields(std::vector<RunField>& f) {
-  f.push_back({.key = "device", .flag = "--device", .value_name = "cpu|cuda", .kind = FieldKind::choice,
-               .label = {"Device", "设备"},
-               .help = {"Where the ranks compute: cpu (threads of this process) or cuda (GPUs, through the CUDA\n"
-                        "      plugin; where none is usable the run says so and uses the CPU)",
-                        "rank 在哪里计算：cpu（本进程的线程）或 cuda（通过 CUDA 插件使用 GPU；没有可用 GPU 时会说明并改用 CPU）"},
-               .choices = {"cpu", "cuda"}, .saved = Saved::optional, .get = get_member<&RunConfig::device>,
-               .set = set_member<&RunConfig::device>});
+  f.push_back(
+      {.key = "device",
+       .flag = "--device",
+       .value_name = "cpu|cuda",
+       .kind = FieldKind::choice,
+       .label = {"Device", "设备"},
+       .help =
+           {"Where the ranks compute: cpu (threads of this process) or cuda (GPUs, through the CUDA\n"
+            "      plugin; where none is usable the run says so and uses the CPU)",
+            "rank 在哪里计算：cpu（本进程的线程）或 cuda（通过 CUDA 插件使用 GPU；没有可用 GPU 时会说明并改用 CPU）"},
+       .choices = {"cpu", "cuda"},
+       .saved = Saved::optional,
+       .get = get_member<&RunConfig::device>,
+       .set = set_member<&RunConfig::device>,
+       .surfaces = surface::train | surface::estimate,
+       .plan = {.help = {"Whose kernels ShardScope's activation bytes follow: cpu or cuda, whose fp16/bf16\n"
+                         "      attention is fused and keeps b·a·s rows instead of b·a·s² probabilities",
+                         "ShardScope 的激活字节数按谁的内核计算：cpu 或 cuda（其 fp16/bf16 注意力是融合的，"
+                         "保留 b·a·s 行而不是 b·a·s² 个概率）"}}});
   f.push_back({.key = "gpus", .flag = "--gpus", .value_name = "0,1,...", .kind = FieldKind::list,
                .help = {"With --device cuda: one GPU that every rank shares, or one GPU per rank (NCCL between them)",
                         "配合 --device cuda：所有 rank 共用一块 GPU，或每个 rank 一块 GPU（之间用 NCCL）"},
@@ -434,9 +547,16 @@ void add_device_fields(std::vector<RunField>& f) {
 
 }  // namespace
 
-std::span<const RunField> run_fields() {
-  static const std::vector<RunField> fields = [] {
-    std::vector<RunField> f;
+namespace {
+struct Table {
+  std::vector<RunField> rows;  // RunConfig's rows, then the estimator's own
+  std::size_t run_rows = 0;
+};
+
+const Table& table() {
+  static const Table t = [] {
+    Table out;
+    std::vector<RunField>& f = out.rows;
     add_model_fields(f);
     add_data_fields(f);
     add_parallel_fields(f);
@@ -445,9 +565,23 @@ std::span<const RunField> run_fields() {
     add_process_fields(f);
     add_precision_fields(f);
     add_device_fields(f);
-    return f;
+    out.run_rows = f.size();
+    add_plan_fields(f);  // config/plan_fields.cpp
+    for (std::size_t i = 0; i < f.size(); ++i)
+      if ((i < out.run_rows) != (f[i].get != nullptr && f[i].on(surface::train)))
+        throw std::logic_error("run schema: row \"" + std::string(f[i].key) + "\" is on the wrong side");
+    return out;
   }();
-  return fields;
+  return t;
+}
+}  // namespace
+
+std::span<const RunField> run_fields() {
+  return std::span<const RunField>(table().rows).first(table().run_rows);
+}
+
+std::span<const RunField> schema_fields() {
+  return table().rows;
 }
 
 }  // namespace shardscope

@@ -27,6 +27,7 @@ struct Importer {
   RunConfig& config;
   std::vector<std::string> parts;   // the summary's pieces
   std::vector<std::string> fields;  // the keys set
+  std::vector<SchemaValue> values;  // a DeepSpeed file's values of the rows both surfaces read
 
   [[noreturn]] void refuse(const std::string& key, const std::string& why) const {
     throw ConfigError(source + ": " + key + ": " + why);
@@ -39,6 +40,18 @@ struct Importer {
       refuse(key, e.text([](std::string_view k) { return flag_of(k); }));
     }
   }
+  // The file's value of a row, as the estimator reads it too (plan_values_from_deepspeed); nullptr: not set.
+  const SchemaValue* value(std::string_view key) const {
+    for (const SchemaValue& v : values)
+      if (v.key == key) return &v;
+    return nullptr;
+  }
+  std::optional<std::int64_t> integer(std::string_view key) const {
+    const SchemaValue* v = value(key);
+    return v ? std::optional(v->value.get<std::int64_t>()) : std::nullopt;
+  }
+  // "zero_optimization.stage" of "ds.json: zero_optimization.stage".
+  std::string file_key(const SchemaValue& v) const { return v.from.substr(source.size() + 2); }
   std::string summary() const {
     std::string out = "from " + source + ":";
     for (std::size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? " " : ", ") + parts[i];
@@ -48,10 +61,9 @@ struct Importer {
 
 // DeepSpeed's batch rules (runtime/config.py, _set_batch_related_parameters):
 // two of the three keys give the third; all three must agree.
-void import_batch(Importer& im, const DeepSpeedConfig& ds) {
+void import_batch(Importer& im) {
   const std::int64_t dp = im.config.layout.dp();
-  const auto tb = ds.train_batch;
-  const std::optional<std::int64_t> mb = ds.micro_batch_size, ac = ds.accum;
+  const std::optional<std::int64_t> tb = im.integer("batch"), mb = im.integer("micro_batch"), ac = im.integer("accum");
   if (!tb && !mb) {
     if (ac) im.set("accum", *ac, "gradient_accumulation_steps"), im.parts.push_back("accum " + std::to_string(*ac));
     return;
@@ -72,13 +84,11 @@ void import_batch(Importer& im, const DeepSpeedConfig& ds) {
 
 void import_precision(Importer& im, const DeepSpeedConfig& ds) {
   const DeepSpeedTrainKeys& t = ds.train;
-  if (ds.bf16.value_or(false)) {
-    im.set("precision", "bf16", "bf16.enabled");
-    im.parts.push_back("bf16");
-    return;
-  }
-  if (!ds.fp16.value_or(false)) {
-    if (ds.fp16 || ds.bf16) im.set("precision", "fp32", "fp16.enabled"), im.parts.push_back("fp32");
+  const SchemaValue* precision = im.value("precision");  // bf16.enabled wins over fp16.enabled, as in DeepSpeed
+  if (precision == nullptr) return;
+  if (precision->value != "fp16") {
+    im.set("precision", precision->value, precision->value == "bf16" ? "bf16.enabled" : "fp16.enabled");
+    im.parts.push_back(precision->value.get<std::string>());
     return;
   }
   im.set("precision", "fp16", "fp16.enabled");
@@ -94,21 +104,23 @@ void import_precision(Importer& im, const DeepSpeedConfig& ds) {
 }
 
 void import_zero(Importer& im, const DeepSpeedConfig& ds) {
-  if (ds.offload_optimizer != OffloadDevice::none)
-    im.refuse("zero_optimization.offload_optimizer", "offload is not supported by the engine (its ranks keep every "
-                                                      "state on their device); remove the block or set device none");
-  if (ds.offload_param != OffloadDevice::none)
-    im.refuse("zero_optimization.offload_param", "offload is not supported by the engine; set device none");
-  if (ds.zero_stage) {
-    im.set("zero", *ds.zero_stage, "zero_optimization.stage");
-    im.parts.push_back("ZeRO-" + std::to_string(*ds.zero_stage));
+  if (const SchemaValue* v = im.value("offload_optimizer"))
+    im.refuse(im.file_key(*v),
+              "offload is not supported by the engine (its ranks keep every "
+              "state on their device); remove the block or set device none");
+  if (const SchemaValue* v = im.value("offload_params"))
+    im.refuse(im.file_key(*v), "offload is not supported by the engine; set device none");
+  if (const SchemaValue* v = im.value("zero")) {
+    im.set("zero", v->value, im.file_key(*v));
+    im.parts.push_back("ZeRO-" + v->value.dump());
   }
   // partition_activations splits checkpoints over the tensor-parallel group, one rank in every layout here:
   // nothing to split (the parser warns). cpu_checkpointing would move them off the device: not followed.
   if (ds.cpu_checkpointing)
     im.refuse("activation_checkpointing.cpu_checkpointing",
               "true is not supported: the engine keeps checkpointed activations on the rank's device");
-  if (ds.activation_checkpointing) im.set("checkpoint", "full", "activation_checkpointing"), im.parts.push_back("checkpointing");
+  if (const SchemaValue* v = im.value("checkpoint"))
+    im.set("checkpoint", v->value, im.file_key(*v)), im.parts.push_back("checkpointing");
 }
 
 // reduce_bucket_size counts elements of the gradients' type (2 bytes in fp16/bf16); DDP's bucket is in MiB.
@@ -188,9 +200,11 @@ RunImport import_deepspeed_run(const DeepSpeedConfig& ds, RunConfig& config) {
   RunImport out;
   append(out, ds.warnings);
   append(out, ds.train.warnings);
-  Importer im{ds.source, config, {}, {}};
+  std::vector<std::string> noted;  // the file's warnings, appended above
+  // The rows both surfaces read, read once (config/plan_import.cpp); the run refuses what a planner takes.
+  Importer im{ds.source, config, {}, {}, plan_values_from_deepspeed(ds, noted)};
   refuse_unfollowed(im, ds.train);
-  import_batch(im, ds);
+  import_batch(im);
   import_zero(im, ds);
   import_precision(im, ds);
   import_bucket(im, ds.train);  // after the precision: its bytes per element
@@ -268,7 +282,7 @@ void import_plugin(Importer& im, const AccelerateConfig& acc, RunImport& out) {
 RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, bool keep_dp) {
   RunImport out;
   append(out, acc.warnings);
-  Importer im{acc.source, config, {}, {}};
+  Importer im{acc.source, config, {}, {}, {}};
   const std::string& type = acc.distributed_type;
   if (type != "NO" && type != "MULTI_CPU" && type != "MULTI_GPU" && type != "DEEPSPEED")
     im.refuse("distributed_type", "'" + type + "' is not supported: the engine runs NO, MULTI_CPU, MULTI_GPU or DEEPSPEED");

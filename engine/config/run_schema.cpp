@@ -22,10 +22,36 @@ const RunField& run_field(std::string_view key) {
   return *field;
 }
 
+const RunField* find_schema_field(std::string_view key) {
+  for (const RunField& field : schema_fields())
+    if (field.key == key) return &field;
+  return nullptr;
+}
+
+RunField field_on(const RunField& field, unsigned surface_bit) {
+  if ((surface_bit & surface::plan) == 0) return field;
+  RunField out = field;
+  const PlanFace& plan = field.plan;
+  if (!plan.flag.empty()) out.flag = plan.flag;
+  if (!plan.value_name.empty()) out.value_name = plan.value_name;
+  if (!plan.help.empty()) out.help = plan.help;
+  if (plan.max > 0) out.min = plan.min, out.max = plan.max;
+  if (!plan.choices.empty()) out.choices = plan.choices;
+  if (!plan.default_text.empty()) out.default_text = plan.default_text;
+  return out;
+}
+
+std::vector<RunField> fields_on(unsigned surface_bit) {
+  std::vector<RunField> out;
+  for (const RunField& field : schema_fields())
+    if (field.on(surface_bit)) out.push_back(field_on(field, surface_bit));
+  return out;
+}
+
 std::string flag_of(std::string_view key) {
-  const RunField* field = find_run_field(key);
+  const RunField* field = find_schema_field(key);
   if (field != nullptr && !field->flag.empty()) return std::string(field->flag);
-  std::string flag = "--" + std::string(key);  // the estimator's own: --micro-batch, --gpus-per-node, ...
+  std::string flag = "--" + std::string(key);  // a key without a flag: --global-batch, ...
   std::replace(flag.begin(), flag.end(), '_', '-');
   return flag;
 }

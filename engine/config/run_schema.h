@@ -7,6 +7,14 @@
 // its --help, the metrics and recording metadata, lesson files, the config
 // panel and validation all read this table: adding a field is one row here
 // plus the code that uses the value.
+//
+// One table serves three surfaces: `train` (the rows of RunConfig), `estimate`
+// (the CLI's memory and time estimator) and `planner` (the GUI's memory
+// planner). A row says which surfaces show it; the estimator's two surfaces
+// may read it with other limits (PlanFace: a planner sizes clusters the CPU
+// trainer cannot run, dp up to 1,000,000 where a run takes 64). Rows only the
+// estimator has (the micro-batch per GPU, offload, GPUs per node, ...) come
+// after the RunConfig rows and have no get/set.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +50,25 @@ struct NumberRange {
   bool min_open = false, max_open = false;  // (min, max] and so on
 };
 
+// The surfaces a row is on (RunField::surfaces, a bit mask).
+namespace surface {
+inline constexpr unsigned train = 1;     // `train`'s flags, the config panel, lesson files, metadata
+inline constexpr unsigned estimate = 2;  // `estimate`'s flags
+inline constexpr unsigned planner = 4;   // the memory planner's controls
+inline constexpr unsigned plan = estimate | planner;
+inline constexpr unsigned all = train | plan;
+}  // namespace surface
+
+// How a row reads on the estimator's surfaces (estimate, planner) where that
+// differs from train's; an empty or zero member: as train's.
+struct PlanFace {
+  std::string_view flag, value_name;
+  Words help;
+  std::int64_t min = 0, max = 0;          // integer rows, when max > 0
+  std::vector<std::string_view> choices;  // choice rows
+  std::string_view default_text;          // --help's default; "-": none
+};
+
 struct RunField {
   std::string_view key;         // JSON key: metrics and recordings, lesson files; {key} in validation messages
   std::string_view flag;        // `train` flag, e.g. "--zero"; empty: not on the command line
@@ -59,14 +86,27 @@ struct RunField {
   std::string_view legacy;  // optional fields: what an older recording without the key meant (empty: the default)
   nlohmann::json (*get)(const RunConfig&) = nullptr;
   void (*set)(RunConfig&, const nlohmann::json&) = nullptr;  // the value has passed check_field_value
+  unsigned surfaces = surface::train;
+  PlanFace plan;  // on estimate and planner
+
+  bool on(unsigned surface_bits) const { return (surfaces & surface_bits) != 0; }
 };
 
-// Every row, in the order of `train --help` and of the metadata.
+// Every row of RunConfig (the train surface), in the order of `train --help` and of the metadata.
 std::span<const RunField> run_fields();
-// The row of a JSON key (nullptr when there is none).
+// Every row: run_fields(), then the rows only the estimator's surfaces have.
+std::span<const RunField> schema_fields();
+// The rows on a surface (surface::estimate, ...), in the table's order, each as it reads there (field_on).
+std::vector<RunField> fields_on(unsigned surface_bit);
+// A row as it reads on one surface: on estimate and planner, PlanFace's flag,
+// help, range, choices and default in place of train's.
+RunField field_on(const RunField& field, unsigned surface_bit);
+// The row of a RunConfig key (nullptr when there is none).
 const RunField* find_run_field(std::string_view key);
-// The row of a JSON key that must exist (a typo in the engine is a logic_error).
+// The row of a RunConfig key that must exist (a typo in the engine is a logic_error).
 const RunField& run_field(std::string_view key);
+// The row of any key, estimator-only rows included (nullptr when there is none).
+const RunField* find_schema_field(std::string_view key);
 
 // A value, or a combination of values, the schema refuses. The messages name
 // fields as {key} (English and Chinese); text() puts the words of the surface
@@ -82,7 +122,15 @@ class FieldError : public ConfigError {
   std::string en_, zh_;
 };
 
-// The CLI's name of a key: its flag ("--zero"); a key without a row, as a flag ("--micro-batch").
+// A value one source gives a row: the row's key, the value in the row's JSON
+// type, and where it came from ("ds.json: zero_optimization.stage", "--dp").
+struct SchemaValue {
+  std::string key;
+  nlohmann::json value;
+  std::string from;
+};
+
+// The CLI's name of a key: its flag ("--zero", "--micro-batch"); a key without a row, as a flag.
 std::string flag_of(std::string_view key);
 // {key} placeholders replaced by `name(key)`.
 std::string name_fields(std::string_view message, const FieldError::Namer& name);

@@ -2,6 +2,7 @@
 #include "estimate/estimate_settings.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "config/run_schema.h"
 #include "core/checked_math.h"
@@ -93,18 +94,26 @@ ActivationMode parse_activation_mode(std::string_view text, std::string_view fie
 }
 
 namespace {
-// The estimator's own ranges: a planner looks at clusters the engine cannot
-// run, so dp and pp go far beyond the run's. Messages name fields as {key}.
+// Messages name fields as {key}.
 void require_in(bool ok, const std::string& key, const std::string& range, std::int64_t got) {
   if (!ok)
     throw FieldError("{" + key + "} must be " + range + " (got " + std::to_string(got) + ")",
                      "{" + key + "} 必须" + range + "（实际为 " + std::to_string(got) + "）");
 }
+
+// An axis against its schema row's range on the estimator's surfaces (config/run_schema.h): a
+// planner looks at clusters the engine cannot run, so dp and pp go far beyond a run's.
+void require_axis(const Layout& layout, Axis axis) {
+  const RunField row = field_on(run_field(axis_name(axis)), surface::estimate);
+  const int got = layout[axis];
+  require_in(got >= row.min && got <= row.max, std::string(row.key),
+             "between " + std::to_string(row.min) + " and " + std::to_string(row.max), got);
+}
 }  // namespace
 
 void validate_estimate_settings(const EstimateSettings& s) {
-  require_in(s.layout.dp() >= 1 && s.layout.dp() <= 1'000'000, "dp", "between 1 and 1000000", s.layout.dp());
-  require_in(s.layout.pp() >= 1 && s.layout.pp() <= 10'000, "pp", "between 1 and 10000", s.layout.pp());
+  require_axis(s.layout, Axis::dp);
+  require_axis(s.layout, Axis::pp);
   require_in(s.zero_stage >= 0 && s.zero_stage <= 3, "zero", "0, 1, 2 or 3", s.zero_stage);
   require_in(s.micro_batch_size >= 1, "micro_batch", "at least 1", s.micro_batch_size);
   require_in(s.seq >= 0, "seq", "at least 1", s.seq);
@@ -131,6 +140,79 @@ std::string estimate_field_name(std::string_view key, const std::vector<Settings
   return name.empty() ? flag_of(key) : name;
 }
 
+namespace {
+// What one patch sets, over `s` (the global batch is resolve_settings' to derive from).
+void apply_patch(EstimateSettings& s, const SettingsPatch& p) {
+  for (const Axis axis : kAxes)
+    if (p.axes[axis]) s.layout[axis] = *p.axes[axis];
+  if (p.zero_stage) s.zero_stage = *p.zero_stage;
+  if (p.micro_batch_size) s.micro_batch_size = *p.micro_batch_size;
+  if (p.accum) s.accum = *p.accum;
+  if (p.micro_batches) s.micro_batches = *p.micro_batches;
+  if (p.seq) s.seq = *p.seq;
+  if (p.gpus_per_node) s.gpus_per_node = *p.gpus_per_node;
+  if (p.dp_mode) s.dp_mode = *p.dp_mode;
+  if (p.precision) s.precision = *p.precision;
+  if (p.recompute) s.recompute = *p.recompute;
+  if (p.schedule) s.schedule = *p.schedule;
+  if (p.offload_optimizer) s.offload_optimizer = *p.offload_optimizer;
+  if (p.offload_params) s.offload_params = *p.offload_params;
+  if (p.activations) s.activations = *p.activations;
+  if (p.cuda) s.cuda = *p.cuda;
+  if (p.efficiency) s.efficiency = *p.efficiency;
+}
+}  // namespace
+
+bool patch_value(SettingsPatch& p, std::string_view k, const nlohmann::json& v) {
+  if (k == "dp" || k == "pp")
+    p.axes[k == "dp" ? Axis::dp : Axis::pp] = v.get<int>();
+  else if (k == "zero")
+    p.zero_stage = v.get<int>();
+  else if (k == "micro_batch")
+    p.micro_batch_size = v.get<int>();
+  else if (k == "seq")
+    p.seq = v.get<int>();
+  else if (k == "accum")
+    p.accum = v.get<int>();
+  else if (k == "micro_batches")
+    p.micro_batches = v.get<int>();
+  else if (k == "gpus_per_node")
+    p.gpus_per_node = v.get<int>();
+  else if (k == "batch")
+    p.global_batch = v.get<std::int64_t>();
+  else if (k == "dp_mode")
+    p.dp_mode = v.get<std::string>() == "naive" ? DataParallelMode::naive : DataParallelMode::ddp;
+  else if (k == "precision")
+    p.precision = parse_precision(v.get<std::string>(), k);
+  else if (k == "checkpoint")
+    p.recompute = parse_recompute(v.get<std::string>(), k);
+  else if (k == "schedule")
+    p.schedule = parse_pipeline_schedule_kind(v.get<std::string>());
+  else if (k == "activations")
+    p.activations = parse_activation_mode(v.get<std::string>(), k);
+  else if (k == "device")
+    p.cuda = v.get<std::string>() == "cuda";
+  else if (k == "offload_optimizer")
+    p.offload_optimizer = v.get<bool>();
+  else if (k == "offload_params")
+    p.offload_params = v.get<bool>();
+  else if (k == "efficiency")
+    p.efficiency = v.get<double>();
+  else
+    return false;
+  return true;
+}
+
+SettingsPatch patch_from_values(const std::vector<SchemaValue>& values) {
+  SettingsPatch p;
+  for (const SchemaValue& v : values) {
+    if (!patch_value(p, v.key, v.value))
+      throw std::logic_error("estimate: a value of \"" + v.key + "\", which is not one of the estimator's settings");
+    p.origin.push_back({v.key == "checkpoint" ? "recompute" : v.key == "batch" ? "global_batch" : v.key, v.from});
+  }
+  return p;
+}
+
 EstimateSettings resolve_settings(EstimateSettings s, const std::vector<SettingsPatch>& patches,
                                   std::vector<std::string>* notes) {
   std::optional<std::int64_t> global;
@@ -140,24 +222,10 @@ EstimateSettings resolve_settings(EstimateSettings s, const std::vector<Settings
   std::size_t shape_set_after = 0;  // 1 + index of the last patch that set micro_batch, accum or dp
   for (std::size_t i = 0; i < patches.size(); ++i) {
     const SettingsPatch& p = patches[i];
-    for (const Axis axis : kAxes)
-      if (p.axes[axis]) s.layout[axis] = *p.axes[axis];
-    if (p.zero_stage) s.zero_stage = *p.zero_stage;
-    if (p.micro_batch_size) s.micro_batch_size = *p.micro_batch_size, micro_set = true;
-    if (p.accum) s.accum = *p.accum, accum_set = true;
-    if (p.micro_batches) s.micro_batches = *p.micro_batches;
+    apply_patch(s, p);
+    if (p.micro_batch_size) micro_set = true;
+    if (p.accum) accum_set = true;
     if (p.micro_batch_size || p.accum || p.axes[Axis::dp] || p.micro_batches) shape_set_after = i + 1;
-    if (p.seq) s.seq = *p.seq;
-    if (p.gpus_per_node) s.gpus_per_node = *p.gpus_per_node;
-    if (p.dp_mode) s.dp_mode = *p.dp_mode;
-    if (p.precision) s.precision = *p.precision;
-    if (p.recompute) s.recompute = *p.recompute;
-    if (p.schedule) s.schedule = *p.schedule;
-    if (p.offload_optimizer) s.offload_optimizer = *p.offload_optimizer;
-    if (p.offload_params) s.offload_params = *p.offload_params;
-    if (p.activations) s.activations = *p.activations;
-    if (p.cuda) s.cuda = *p.cuda;
-    if (p.efficiency) s.efficiency = *p.efficiency;
     if (p.global_batch) {
       global = *p.global_batch;
       global_index = i;
@@ -177,19 +245,12 @@ EstimateSettings resolve_settings(EstimateSettings s, const std::vector<Settings
 }
 
 EstimateSettings settings_for_run(const RunConfig& c) {
+  SettingsPatch p;
+  for (const RunField& row : run_fields())
+    if (row.on(surface::estimate)) patch_value(p, row.key, row.get(c));
+  p.micro_batch_size = c.micro_batch_size();  // the run's batch split over dp, accumulation and micro-batches
   EstimateSettings s;
-  s.layout[Axis::dp] = c.layout.dp();
-  s.layout[Axis::pp] = c.layout.pp();
-  s.zero_stage = c.zero_stage;
-  s.dp_mode = c.dp_mode;
-  s.micro_batch_size = c.micro_batch_size();
-  s.seq = c.seq;
-  s.accum = c.accum;
-  s.micro_batches = c.micro_batches;
-  s.schedule = c.schedule;
-  s.recompute = c.checkpoint ? Recompute::full : Recompute::none;
-  s.precision = c.precision;
-  s.cuda = c.device == "cuda";
+  apply_patch(s, p);  // as the run has it: a config the panel has not validated yet still gets its bars
   return s;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,8 @@
 #include "plan/sharding_plan.h"
 
 namespace shardscope {
+
+struct SchemaValue;  // config/run_schema.h
 
 // Precision (train/run_config.h): fp32, or mixed precision as in the ZeRO
 // paper: 16-bit parameters and gradients, fp32 master weights and Adam
@@ -67,13 +70,15 @@ struct EstimateSettings {
   std::int64_t micro_steps() const { return static_cast<std::int64_t>(accum) * micro_batches; }
 };
 
+// The settings of a run the engine would train (the GUI's "predicted" bars):
+// its values of the schema's rows on the estimate surface (layout, ZeRO,
+// precision, micro-batches, sequence, accumulation, schedule, checkpointing,
+// device) and its micro-batch per rank, set as any source's are (patch_value).
+EstimateSettings settings_for_run(const RunConfig& config);
+
 // Part of a settings record, as one source (a file, the command line) gives
 // it. Later sources override earlier ones; `origin` says who set what, by the
 // run-config schema's keys, e.g. {"zero", "ds.json: zero_optimization.stage"}.
-// The settings of a run the engine would train (the GUI's "predicted" bars):
-// layout, micro-batch, sequence, accumulation, schedule and checkpointing.
-EstimateSettings settings_for_run(const RunConfig& config);
-
 struct SettingsPatch {
   PerAxis<std::optional<int>> axes;  // dp, pp
   std::optional<int> zero_stage, micro_batch_size, seq, accum, micro_batches, gpus_per_node;
@@ -88,6 +93,15 @@ struct SettingsPatch {
   std::optional<double> efficiency;
   std::vector<std::pair<std::string, std::string>> origin;  // (setting, where it came from)
 };
+
+// Sets the patch's setting of a schema row (config/run_schema.h) from the row's
+// JSON value, checked already. False when the row is not a setting (the model,
+// the GPU profile, the GPU memory: the request's, not the settings').
+bool patch_value(SettingsPatch& patch, std::string_view key, const nlohmann::json& value);
+// One source's values as a patch, each credited to its `from` (a logic_error
+// for a row the estimator does not take). The estimator's names of two rows:
+// checkpoint is "recompute", batch is "global_batch" (DeepSpeed's train_batch_size).
+SettingsPatch patch_from_values(const std::vector<SchemaValue>& values);
 
 // Applies the patches in order over `base`, then derives what DeepSpeed
 // derives: with a global batch (train_batch_size) and one of micro_batch /

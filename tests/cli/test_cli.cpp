@@ -12,6 +12,7 @@
 #include "cli/cli_runner.h"
 #undef emit  // Qt's keyword macro would eat EventSink::emit
 
+#include "config/run_schema.h"
 #include "events/recording.h"
 #include "ops/device.h"
 
@@ -35,6 +36,8 @@ class TestCli : public QObject {
   void estimate_bad_input_exits_2();
   void estimate_json_has_the_documented_keys();
   void estimate_help_documents_every_flag();
+  void estimate_flags_are_the_schemas_rows();
+  void a_row_has_a_range_per_surface();
   void tokenize_prints_the_tokenizers_library_ids();
 
  private:
@@ -401,6 +404,42 @@ void TestCli::estimate_help_documents_every_flag() {
                            "--activations", "--json", "--deepspeed-conventions"})
     QVERIFY2(r.out.contains(flag), flag);
   QVERIFY(r.out.contains("H200") && r.out.contains("RTX4090"));
+}
+
+// estimate's flags are the run-config schema's rows on the estimate surface
+// (config/run_schema.h): --help lists every one, with its value name and help.
+void TestCli::estimate_flags_are_the_schemas_rows() {
+  const Result r = run({"estimate", "--help"});
+  QCOMPARE(r.code, 0);
+  const std::vector<shardscope::RunField> rows = shardscope::fields_on(shardscope::surface::estimate);
+  QVERIFY(rows.size() >= 20);
+  for (const shardscope::RunField& row : rows) {
+    QVERIFY2(!row.flag.empty(), row.key.data());
+    std::string head = "  ";  // built in steps: GCC 12 warns falsely (-Wrestrict) on " " + std::string(...)
+    head += row.flag;
+    if (row.kind != shardscope::FieldKind::toggle) head.append(" ").append(row.value_name);
+    head += "\n";
+    QVERIFY2(r.out.contains(QString::fromStdString(head)), head.c_str());
+    const std::string first_words(row.help.en.substr(0, row.help.en.find('\n')));
+    QVERIFY2(r.out.contains(QString::fromStdString(first_words)), first_words.c_str());
+  }
+  QVERIFY2(r.out.contains("  --dp N\n      Data-parallel ranks (dp × pp at most 16384), 1-1000000 (default: 1)"),
+           qPrintable(r.out));
+  QVERIFY2(r.out.contains("  --gpu NAME\n") && !r.out.contains("--gpu-profile"), qPrintable(r.out));
+}
+
+// One row, two ranges: the estimator plans clusters the CPU trainer cannot run.
+void TestCli::a_row_has_a_range_per_surface() {
+  const Result estimate = run({"estimate", "--dp", "10000", "--json"});
+  QVERIFY2(estimate.code == 0, qPrintable(estimate.err));
+  const QJsonObject settings = QJsonDocument::fromJson(estimate.out.toUtf8()).object()["settings"].toObject();
+  QCOMPARE(settings["dp"].toInt(), 10000);
+  const Result too_many = run({"estimate", "--dp", "1000001"});
+  QCOMPARE(too_many.code, 2);
+  QVERIFY2(too_many.err.contains("--dp: 1000001 is out of range [1, 1000000]"), qPrintable(too_many.err));
+  const Result train = run({"train", "--dp", "10000", "--steps", "1"});
+  QCOMPARE(train.code, 2);
+  QVERIFY2(train.err.contains("--dp: 10000 is out of range [1, 64]"), qPrintable(train.err));
 }
 
 // The ids of `tokenize --json` are the Hugging Face tokenizers library's

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <set>
 
+#include "config/run_import.h"
 #include "config/run_schema.h"
 #include "estimate/config_import.h"
 #include "estimate/estimate_settings.h"
@@ -188,6 +189,84 @@ class TestRunSchema : public QObject {
     } catch (const ConfigError& e) {
       QVERIFY2(contains(e.what(), "ds.json: zero_optimization.stage 2 with --pp 2 is refused"), e.what());
     }
+  }
+
+  // One table for every surface: the estimator's own rows are complete, each
+  // surface's flags are unique, and a row read on the estimator's surfaces
+  // keeps its one meaning with a planner's range (dp up to 1,000,000, not 64).
+  void everySurfaceReadsTheSameRows() {
+    std::set<std::string_view> keys;
+    for (const RunField& f : schema_fields()) {
+      QVERIFY2(keys.insert(f.key).second, f.key.data());
+      QVERIFY2(f.surfaces != 0 && !f.help.en.empty() && !f.help.zh.empty(), f.key.data());
+      QVERIFY2((f.get != nullptr) == f.on(surface::train), f.key.data());
+    }
+    QCOMPARE(run_fields().size() + 8, schema_fields().size());
+    for (const unsigned on : {surface::train, surface::estimate}) {
+      std::set<std::string_view> flags;
+      for (const RunField& f : fields_on(on))
+        if (!f.flag.empty()) QVERIFY2(flags.insert(f.flag).second, f.flag.data());
+    }
+    std::set<std::string_view> planner;
+    for (const RunField& f : fields_on(surface::planner)) planner.insert(f.key);
+    for (const char* key : {"dp", "pp", "zero", "precision", "micro_batch", "seq", "checkpoint", "gpu_profile",
+                            "gpus_per_node", "nodes", "activations"})
+      QVERIFY2(planner.count(key) == 1, key);
+
+    const RunField& dp = run_field("dp");
+    QCOMPARE(dp.max, std::int64_t{64});
+    QCOMPARE(field_on(dp, surface::estimate).max, std::int64_t{1'000'000});
+    QCOMPARE(field_on(dp, surface::planner).max, std::int64_t{1'000'000});
+    QCOMPARE(field_value_from_text(field_on(dp, surface::estimate), "100000").get<int>(), 100000);
+    QCOMPARE(std::string(field_error_of([&] { field_value_from_text(dp, "100000"); }).what()),
+             std::string("--dp: 100000 is out of range [1, 64]"));
+    const RunField checkpoint = field_on(run_field("checkpoint"), surface::planner);
+    QCOMPARE(checkpoint.choices.size(), std::size_t{3});  // the estimator also knows selective recompute
+    QCOMPARE(field_on(run_field("gpu_profile"), surface::estimate).flag, std::string_view("--gpu"));
+    QCOMPARE(flag_of("micro_batch"), std::string("--micro-batch"));
+    // The estimator's validation reads the same rows.
+    EstimateSettings s;
+    s.layout[Axis::dp] = 100000;
+    validate_estimate_settings(s);
+    s.layout[Axis::dp] = 1'000'001;
+    QCOMPARE(std::string(field_error_of([&] { validate_estimate_settings(s); }).what()),
+             std::string("--dp must be between 1 and 1000000 (got 1000001)"));
+  }
+
+  // A DeepSpeed file read for a run (`train --deepspeed`) and for the
+  // estimator (`estimate --deepspeed`, the planner's import) is read once into
+  // schema rows: every value the estimator takes is one the run's import set
+  // from the same file key (the row's), with the same value, and the
+  // estimator's settings equal those of the run it describes.
+  void aDeepSpeedFileGivesTrainAndEstimateTheSameValues() {
+    const std::string path = SHARDSCOPE_FIXTURES "/configs/ds_examples_zero2_fp16.json";
+    const DeepSpeedConfig ds = load_deepspeed_config(path);
+    RunConfig run;
+    run.layout[Axis::dp] = 2;
+    const RunImport imported_run = import_deepspeed_run(ds, run);
+    std::vector<std::string> warnings;
+    const std::vector<SchemaValue> values = plan_values_from_deepspeed(ds, warnings);
+    QCOMPARE(values.size(), std::size_t{5});  // accum, train_batch_size, fp16, ZeRO stage, activation checkpointing
+    for (const SchemaValue& v : values) {
+      const RunField& row = run_field(v.key);
+      QVERIFY2(v.from.rfind(path + ": ", 0) == 0, v.from.c_str());
+      QVERIFY2(contains(std::string(row.deepspeed), v.from.substr(path.size() + 2)), v.from.c_str());
+      QVERIFY2(std::find(imported_run.fields.begin(), imported_run.fields.end(), v.key) != imported_run.fields.end(),
+               v.key.c_str());
+      QVERIFY2(row.get(run) == v.value, (v.key + ": " + row.get(run).dump() + " vs " + v.value.dump()).c_str());
+    }
+    EstimateSettings base;
+    base.layout[Axis::dp] = 2;
+    const EstimateSettings plan = resolve_settings(base, import_settings("", path).patches);
+    const EstimateSettings from_run = settings_for_run(run);
+    QCOMPARE(plan.zero_stage, 2);
+    QCOMPARE(plan.zero_stage, from_run.zero_stage);
+    QCOMPARE(plan.precision, Precision::fp16);
+    QCOMPARE(plan.precision, from_run.precision);
+    QCOMPARE(plan.accum, from_run.accum);
+    QCOMPARE(plan.micro_batch_size, from_run.micro_batch_size);
+    QCOMPARE(plan.global_batch(), std::int64_t{run.batch});
+    QCOMPARE(plan.recompute, from_run.recompute);
   }
 
   // A field added as one row (adam_beta2): the CLI, the metadata and the

@@ -4,6 +4,8 @@
 // imports (DeepSpeed JSON, accelerate YAML, config.json) setting the controls,
 // bad files named by file and key with the previous plan kept, sliders that
 // re-plan, Chinese labels, the File menu, and screenshots at 1280×720.
+#include <sys/stat.h>
+
 #include <QAction>
 #include <QComboBox>
 #include <QCoreApplication>
@@ -16,11 +18,9 @@
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QtTest>
-
-#include <sys/stat.h>
-
 #include <cmath>
 
+#include "config/run_schema.h"
 #include "estimate/formula_text.h"
 #include "i18n.h"
 #include "main_window.h"
@@ -118,6 +118,26 @@ class TestPlanner : public QObject {
     QVERIFY(found);
     QVERIFY2(planner.verdictText().contains(QStringLiteral("does not fit by")), qPrintable(planner.verdictText()));
     QVERIFY(!planner.bars()->bars()[0].fits);
+  }
+
+  // The controls are the schema's rows on the planner surface (config/run_schema.h):
+  // their ranges and items are the rows', the same as estimate's flags.
+  void controlsComeFromTheSchemasRows() {
+    PlannerDialog planner;
+    const auto row = [](std::string_view key) { return field_on(*find_schema_field(key), surface::planner); };
+    const std::pair<QSpinBox*, std::string_view> boxes[] = {
+        {planner.dpBox(), "dp"},      {planner.ppBox(), "pp"},
+        {planner.zeroBox(), "zero"},  {planner.microBatchBox(), "micro_batch"},
+        {planner.seqBox(), "seq"},    {planner.gpusPerNodeBox(), "gpus_per_node"},
+        {planner.nodesBox(), "nodes"}};
+    for (const auto& [box, key] : boxes) {
+      QCOMPARE(box->minimum(), static_cast<int>(row(key).min));
+      QCOMPARE(box->maximum(), static_cast<int>(row(key).max));
+    }
+    QCOMPARE(planner.dpBox()->maximum(), 1'000'000);  // a planner's range, not a run's 64
+    QCOMPARE(planner.checkpointBox()->count(), static_cast<int>(row("checkpoint").choices.size()));
+    QCOMPARE(planner.precisionBox()->count(), static_cast<int>(row("precision").choices.size()));
+    QCOMPARE(planner.gpuBox()->count(), static_cast<int>(row("gpu_profile").choices.size()));
   }
 
   // 1024 A100s (128 nodes × 8): dp follows, and each stage's per-GPU bytes are

@@ -17,9 +17,10 @@
 #include <QTextBrowser>
 #include <QTimer>
 #include <QVBoxLayout>
-
 #include <algorithm>
+#include <stdexcept>
 
+#include "config/run_schema.h"
 #include "core/error.h"
 #include "estimate/formula_text.h"
 #include "planner/planner_bars.h"
@@ -27,7 +28,14 @@
 namespace shardscope::ui {
 
 namespace {
-constexpr int kMaxCount = 1 << 24;  // the CLI's limit on --micro-batch and --seq
+// A schema row as the planner reads it (config/run_schema.h): the estimator's ranges and choices,
+// the same as `estimate`'s flags.
+RunField plannerRow(std::string_view key) {
+  const RunField* row = find_schema_field(key);
+  if (row == nullptr || !row->on(surface::planner))
+    throw std::logic_error("planner: no schema row \"" + std::string(key) + "\" on the planner surface");
+  return field_on(*row, surface::planner);
+}
 
 QSpinBox* spinBox(const char* name, int min, int max, int value) {
   auto* box = new QSpinBox;
@@ -36,6 +44,12 @@ QSpinBox* spinBox(const char* name, int min, int max, int value) {
   box->setValue(value);
   box->setKeyboardTracking(false);  // typing "1024" plans once, not at 1, 10, 102
   return box;
+}
+
+// A spin box over a row's range.
+QSpinBox* rowSpinBox(const char* name, std::string_view key, int value) {
+  const RunField row = plannerRow(key);
+  return spinBox(name, static_cast<int>(row.min), static_cast<int>(row.max), value);
 }
 }  // namespace
 
@@ -84,35 +98,40 @@ void PlannerDialog::buildControls() {
   model_note_->setWordWrap(true);
   gpu_ = new QComboBox;
   gpu_->setObjectName(QStringLiteral("plannerGpu"));
-  for (const GpuProfile& g : gpu_profiles())
+  for (std::string_view name : plannerRow("gpu_profile").choices) {
+    const GpuProfile& g = find_gpu_profile(name);
     gpu_->addItem(QStringLiteral("%1 (%2)").arg(QString::fromStdString(g.name), PlannerText::bytes(g.memory_bytes)));
+  }
   gpu_->setCurrentIndex(std::max(0, gpu_->findText(QStringLiteral("A100-80GB"), Qt::MatchStartsWith)));
-  gpus_per_node_ = spinBox("gpusPerNode", 1, 1 << 16, 8);
-  nodes_ = spinBox("nodes", 1, 1 << 17, 1);
-  dp_ = spinBox("plannerDp", 1, 1'000'000, 1);
-  pp_ = spinBox("plannerPp", 1, 10'000, 1);
+  gpus_per_node_ = rowSpinBox("gpusPerNode", "gpus_per_node", 8);
+  nodes_ = rowSpinBox("nodes", "nodes", 1);
+  dp_ = rowSpinBox("plannerDp", "dp", 1);
+  pp_ = rowSpinBox("plannerPp", "pp", 1);
   cluster_note_ = new QLabel;
   cluster_note_->setObjectName(QStringLiteral("clusterNote"));
   cluster_note_->setWordWrap(true);
-  zero_ = spinBox("plannerZero", 0, 3, 0);
+  zero_ = rowSpinBox("plannerZero", "zero", 0);
   precision_ = new QComboBox;
   precision_->setObjectName(QStringLiteral("plannerPrecision"));
-  for (Precision p : {Precision::fp32, Precision::fp16, Precision::bf16}) precision_->addItem(QString(), static_cast<int>(p));
-  micro_batch_ = spinBox("plannerMicroBatch", 1, kMaxCount, 1);
+  for (std::string_view name : plannerRow("precision").choices)
+    precision_->addItem(QString(), static_cast<int>(parse_precision(name)));
+  micro_batch_ = rowSpinBox("plannerMicroBatch", "micro_batch", 1);
   micro_batch_slider_ = new QSlider(Qt::Horizontal);
   micro_batch_slider_->setObjectName(QStringLiteral("microBatchSlider"));
   micro_batch_slider_->setRange(1, 64);
-  seq_ = spinBox("plannerSeq", 1, kMaxCount, 2048);
+  seq_ = rowSpinBox("plannerSeq", "seq", 2048);
   seq_slider_ = new QSlider(Qt::Horizontal);
   seq_slider_->setObjectName(QStringLiteral("seqSlider"));
   seq_slider_->setSingleStep(64);
   seq_slider_->setPageStep(512);
   recompute_ = new QComboBox;
   recompute_->setObjectName(QStringLiteral("plannerCheckpoint"));
-  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) recompute_->addItem(QString(), static_cast<int>(r));
+  for (std::string_view name : plannerRow("checkpoint").choices)
+    recompute_->addItem(QString(), static_cast<int>(parse_recompute(name, "checkpoint")));
   activations_ = new QComboBox;
   activations_->setObjectName(QStringLiteral("plannerActivations"));
-  for (ActivationMode m : {ActivationMode::shardscope, ActivationMode::formula}) activations_->addItem(QString(), static_cast<int>(m));
+  for (std::string_view name : plannerRow("activations").choices)
+    activations_->addItem(QString(), static_cast<int>(parse_activation_mode(name, "activations")));
 }
 
 QWidget* PlannerDialog::buildSettingsColumn() {
@@ -334,7 +353,7 @@ void PlannerDialog::updateClusterNote() {
 
 void PlannerDialog::setModel(PlannerModel model, bool reset_seq) {
   model_ = std::move(model);
-  const int max_positions = static_cast<int>(std::clamp<std::int64_t>(model_.shape.max_positions, 1, kMaxCount));
+  const int max_positions = static_cast<int>(std::clamp<std::int64_t>(model_.shape.max_positions, 1, seq_->maximum()));
   const QSignalBlocker b1(seq_), b2(seq_slider_), b3(activations_);
   seq_slider_->setRange(1, std::max(max_positions, 64));
   if (reset_seq) {

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The estimator's own rows of the run-config schema: no get/set (RunConfig has
+// no such field); the estimator reads their values through its settings.
+#include "config/plan_fields.h"
+
+// Each row names only the members it sets; the rest keep RunField's defaults.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace shardscope {
+
+namespace {
+
+// What a rank holds: its micro-batch, what it offloads, how its activations are counted.
+void add_rank_fields(std::vector<RunField>& f) {
+  f.push_back({.key = "micro_batch",
+               .flag = "--micro-batch",
+               .value_name = "B",
+               .help = {"Sequences per rank per micro-step (b)", "每个 rank 每个微步的序列数（b）"},
+               .min = 1,
+               .max = 1 << 24,
+               .default_text = "1",
+               .deepspeed = "train_micro_batch_size_per_gpu",
+               .saved = Saved::never,
+               .surfaces = surface::plan});
+  f.push_back(
+      {.key = "offload_optimizer",
+       .flag = "--offload-optimizer",
+       .kind = FieldKind::toggle,
+       .help = {"Optimizer states and step on the CPU (ZeRO-Offload)", "优化器状态和更新放在 CPU 上（ZeRO-Offload）"},
+       .deepspeed = "zero_optimization.offload_optimizer",
+       .accelerate = "deepspeed_config.offload_optimizer_device",
+       .saved = Saved::never,
+       .surfaces = surface::estimate});
+  f.push_back(
+      {.key = "offload_params",
+       .flag = "--offload-params",
+       .kind = FieldKind::toggle,
+       .help = {"ZeRO-3 parameters in CPU memory (ZeRO-Infinity)", "ZeRO-3 的参数放在 CPU 内存中（ZeRO-Infinity）"},
+       .deepspeed = "zero_optimization.offload_param",
+       .accelerate = "deepspeed_config.offload_param_device",
+       .saved = Saved::never,
+       .surfaces = surface::estimate});
+  f.push_back({.key = "activations",
+               .flag = "--activations",
+               .value_name = "shardscope|formula",
+               .kind = FieldKind::choice,
+               .help = {"Activation bytes of ShardScope's kernels (exact) or sbh(34 + 5as/h) per layer",
+                        "激活字节数按 ShardScope 的内核（精确）或每层 sbh(34 + 5as/h) 计算"},
+               .choices = {"shardscope", "formula"},
+               .default_text = "shardscope when ShardScope implements the model, else formula",
+               .saved = Saved::never,
+               .surfaces = surface::plan});
+}
+
+// The cluster: GPU memory, GPUs per machine and machines, and the time model's one assumption.
+void add_cluster_fields(std::vector<RunField>& f) {
+  f.push_back(
+      {.key = "gpu_mem",
+       .flag = "--gpu-mem",
+       .value_name = "SIZE",
+       .kind = FieldKind::text,
+       .help = {"GPU memory for the fit instead of the profile's (80GB, 80GiB, 24576MiB; positive, at most\n"
+                "      1000000 of its unit)",
+                "检查是否放得下时用的显存，代替 GPU 配置的（80GB、80GiB、24576MiB；为正，至多 1000000 个单位）"},
+       .saved = Saved::never,
+       .surfaces = surface::estimate});
+  f.push_back(
+      {.key = "gpus_per_node",
+       .flag = "--gpus-per-node",
+       .value_name = "N",
+       .help = {"GPUs per machine (accelerate: num_processes / num_machines), for DeepSpeed's estimator and "
+                "the inter-node link",
+                "每台机器的 GPU 数（accelerate：num_processes / num_machines），用于 DeepSpeed 的估算器和节点间链路"},
+       .min = 1,
+       .max = 1 << 16,
+       .default_text = "8",
+       .accelerate = "num_processes / num_machines",
+       .saved = Saved::never,
+       .surfaces = surface::plan});
+  f.push_back({.key = "nodes",
+               .value_name = "N",
+               .help = {"Machines", "机器数"},
+               .min = 1,
+               .max = 1 << 17,
+               .default_text = "1",
+               .accelerate = "num_machines",
+               .saved = Saved::never,
+               .surfaces = surface::planner});
+  f.push_back({.key = "efficiency",
+               .flag = "--efficiency",
+               .value_name = "X",
+               .kind = FieldKind::number,
+               .help = {"Time model: the fraction of peak FLOP/s a step sustains (an assumption)",
+                        "时间模型：一步能维持的峰值 FLOP/s 比例（假设值）"},
+               .range = {0.0, 1.0, true},
+               .default_text = "0.5",
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
+}
+
+}  // namespace
+
+void add_plan_fields(std::vector<RunField>& f) {
+  add_rank_fields(f);
+  add_cluster_fields(f);
+}
+
+}  // namespace shardscope
