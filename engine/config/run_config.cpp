@@ -132,6 +132,23 @@ void validate_gpu_profile(const RunConfig& c) {
 }
 }  // namespace
 
+void check_zero_stage_range(int zero_stage) {
+  if (zero_stage < 0 || zero_stage > 3)
+    throw FieldError("{zero} must be 0, 1, 2 or 3 (got " + str(zero_stage) + ")",
+                     "{zero} 必须0, 1, 2 or 3（实际为 " + str(zero_stage) + "）");
+}
+
+void check_offload_rules(int zero_stage, int dp, bool offload_params, bool offload_optimizer) {
+  if (offload_params && zero_stage != 3)
+    throw FieldError(
+        "{offload_params}: parameter offload needs {zero} 3 (DeepSpeed offloads parameters only under "
+        "stage 3)",
+        "{offload_params}：参数卸载需要 {zero} 3（DeepSpeed 只在第 3 阶段卸载参数）");
+  if (offload_optimizer && zero_stage < 1 && dp > 1)
+    throw FieldError("{offload_optimizer}: optimizer offload (ZeRO-Offload) needs {zero} 1, 2 or 3 when {dp} > 1",
+                     "{offload_optimizer}：{dp} > 1 时优化器卸载（ZeRO-Offload）需要 {zero} 1、2 或 3");
+}
+
 void check_layout_rules(int pp, int zero_stage, DataParallelMode dp_mode) {
   const std::string zero = str(zero_stage);
   require(pp == 1 || dp_mode == DataParallelMode::ddp,

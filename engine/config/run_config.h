@@ -128,5 +128,10 @@ std::int64_t run_config_validations();
 // shared with the estimator's settings: naive DataParallel has no pipeline,
 // ZeRO-2/3 no pipeline, ZeRO needs DDP. Throws FieldError naming pp, dp_mode, zero.
 void check_layout_rules(int pp, int zero_stage, DataParallelMode dp_mode);
+// The estimator's settings beside those rules: the ZeRO stage is 0, 1, 2 or 3;
+// parameter offload needs ZeRO-3 and optimizer offload a ZeRO stage when dp > 1
+// (DeepSpeed's). Throws FieldError naming zero, offload_params, offload_optimizer.
+void check_zero_stage_range(int zero_stage);
+void check_offload_rules(int zero_stage, int dp, bool offload_params, bool offload_optimizer);
 
 }  // namespace shardscope

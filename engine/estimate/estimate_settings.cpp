@@ -114,7 +114,7 @@ void require_axis(const Layout& layout, Axis axis) {
 void validate_estimate_settings(const EstimateSettings& s) {
   require_axis(s.layout, Axis::dp);
   require_axis(s.layout, Axis::pp);
-  require_in(s.zero_stage >= 0 && s.zero_stage <= 3, "zero", "0, 1, 2 or 3", s.zero_stage);
+  check_zero_stage_range(s.zero_stage);  // config/run_config.h, as the rules below
   require_in(s.micro_batch_size >= 1, "micro_batch", "at least 1", s.micro_batch_size);
   require_in(s.seq >= 0, "seq", "at least 1", s.seq);
   require_in(s.accum >= 1, "accum", "at least 1", s.accum);
@@ -123,13 +123,7 @@ void validate_estimate_settings(const EstimateSettings& s) {
   if (!(std::isfinite(s.efficiency) && s.efficiency > 0.0 && s.efficiency <= 1.0))
     throw FieldError("{efficiency} must be in (0, 1]", "{efficiency} 必须在 (0, 1] 内");
   check_layout_rules(s.layout.pp(), s.zero_stage, s.dp_mode);  // the same rules as a run's (config/run_config.h)
-  if (s.offload_params && s.zero_stage != 3)
-    throw FieldError("{offload_params}: parameter offload needs {zero} 3 (DeepSpeed offloads parameters only under "
-                     "stage 3)",
-                     "{offload_params}：参数卸载需要 {zero} 3（DeepSpeed 只在第 3 阶段卸载参数）");
-  if (s.offload_optimizer && s.zero_stage < 1 && s.layout.dp() > 1)
-    throw FieldError("{offload_optimizer}: optimizer offload (ZeRO-Offload) needs {zero} 1, 2 or 3 when {dp} > 1",
-                     "{offload_optimizer}：{dp} > 1 时优化器卸载（ZeRO-Offload）需要 {zero} 1、2 或 3");
+  check_offload_rules(s.zero_stage, s.layout.dp(), s.offload_params, s.offload_optimizer);
 }
 
 std::string estimate_field_name(std::string_view key, const std::vector<SettingsPatch>& patches) {
