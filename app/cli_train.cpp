@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <new>
@@ -142,9 +143,13 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
       trainer.placement().c_str());
   if (const std::string blas = trainer.blas_kernel_line(); !blas.empty()) std::printf("%s\n", blas.c_str());
   std::printf("clock %s\n", trainer.clock_text().c_str());
-  if (!trainer.resumed_from().empty())
+  if (!trainer.resumed_from().empty()) {
     std::printf("resumed from %s at step %lld\n", trainer.resumed_from().c_str(),
                 static_cast<long long>(trainer.steps_done()));
+    // A save killed or failed before its commit: never resumed from, said once.
+    for (const std::string& torn : torn_checkpoints(std::filesystem::path(trainer.resumed_from()).parent_path()))
+      std::printf("checkpoint: ignored %s: a save that never committed (no manifest, not renamed)\n", torn.c_str());
+  }
   std::fflush(stdout);
 }
 

@@ -113,6 +113,10 @@ struct RankProcess {
   // processes are not waiting after a timeout ("; rank 2 does not answer").
   std::function<void(int delta)> waiting;
   std::function<std::string()> unresponsive;
+  // Checkpoints (trainer_checkpoint.cpp), every process at the same point:
+  // rank 0's text on every process, and every process's text on rank 0 (by rank; empty elsewhere).
+  std::function<std::string(const std::string& text)> broadcast;
+  std::function<std::vector<std::string>(const std::string& text)> gather;
   bool active() const { return static_cast<bool>(communicator); }
 };
 
@@ -174,9 +178,10 @@ class Trainer {
   // or RunInterrupted when run()'s stop flag is raised during it.
   StepMetrics step();
   // Saves the training state after steps_done() steps as ROOT/step-N/ (train/checkpoint.h):
-  // every rank writes its own file, in its own thread. Returns the step
-  // directory; throws OutputError when it cannot be written (ROOT's earlier
-  // checkpoints are left as they were).
+  // every rank writes its own file, in its own thread (or, under mpirun, in
+  // its own process; rank 0 commits once every file is durable). Returns the
+  // step directory; throws OutputError when it cannot be written (ROOT's
+  // earlier checkpoints are left as they were). Every process calls it.
   std::string save_checkpoint(const std::string& root);
   // The step directory config.resume_dir resolved to (empty: a fresh run).
   const std::string& resumed_from() const { return resumed_from_; }
@@ -246,6 +251,7 @@ class Trainer {
   // Checkpoints (trainer_checkpoint.cpp).
   RankCheckpoint rank_checkpoint(const Rank& rank) const;
   CheckpointManifest checkpoint_manifest() const;
+  std::string save_checkpoint_as_process(const std::string& root);
   const std::string& data_fingerprint() const;  // the tokens' FNV-1a, for the manifest and the resume check
   // Before the rank files are read: the manifest's model, shapes, seed and data are this run's.
   void check_checkpoint(const std::string& dir, const CheckpointManifest& manifest) const;
