@@ -5,14 +5,11 @@
 // the reassembled parameters, so the layout may differ from the saved one.
 #include <algorithm>
 #include <exception>
-#include <memory>
-#include <thread>
 
 #include "config/run_schema.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "core/json_text.h"
-#include "core/output_file.h"
 #include "io/hf_model.h"
 #include "model/parameter_layout.h"
 #include "train/checkpoint.h"
@@ -114,117 +111,6 @@ const std::string& Trainer::data_fingerprint() const {
     data_fingerprint_ = hex64(fnv1a64(tokens.data(), tokens.size()));
   }
   return data_fingerprint_;
-}
-
-namespace {
-// The whole model's fp32 weights in ParameterLayout(config) order, from the
-// master slices every rank saved (the tied embedding's copies are equal).
-std::vector<float> whole_weights(const ModelConfig& config, const std::vector<RankCheckpoint>& ranks) {
-  const ParameterLayout layout(config);
-  std::vector<float> out(static_cast<std::size_t>(layout.total()));
-  for (const RankCheckpoint& rank : ranks) {
-    std::size_t at = 0;
-    for (const ParameterSlice& slice : rank.file.slices) {
-      const ParameterEntry& e = layout.find(slice.name);
-      const auto len = static_cast<std::size_t>(slice.end - slice.begin);
-      std::copy_n(rank.master.begin() + static_cast<std::ptrdiff_t>(at), len,
-                  out.begin() + static_cast<std::ptrdiff_t>(e.offset + slice.begin));
-      at += len;
-    }
-  }
-  return out;
-}
-}  // namespace
-
-// Every rank writes its own file, each in its own thread; then the weights in
-// Hugging Face layout (config.json, model.safetensors, and the tokenizer a
-// --init-from directory had), the manifest (rank 0's part) and the rename that
-// makes the step directory appear whole.
-std::string Trainer::save_checkpoint(const std::string& root) {
-  if (failed_) throw RankFailure("the run has stopped after a rank failed or it was interrupted: nothing to save");
-  if (process_.active()) return save_checkpoint_as_process(root);
-  CheckpointWriter writer(root, steps_done_);
-  CheckpointManifest manifest = checkpoint_manifest();
-  manifest.files.resize(ranks_.size());
-  std::vector<RankCheckpoint> saved(ranks_.size());
-  std::vector<std::exception_ptr> errors(ranks_.size());
-  std::vector<std::thread> threads;
-  for (std::size_t r = 0; r < ranks_.size(); ++r)
-    threads.emplace_back([&, r] {
-      try {
-        saved[r] = rank_checkpoint(*ranks_[r]);
-        writer.write_rank(saved[r]);
-        manifest.files[r] = saved[r].file;
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
-  const ModelConfig model = run_model_config(config_);
-  write_hf_model_dir(writer.temp_dir(), model, whole_weights(model, saved).data(), "--save-dir");
-  copy_tokenizer_files(config_.init_from, writer.temp_dir());
-  faults_.before_checkpoint_commit(steps_done_);
-  return writer.commit(std::move(manifest));
-}
-
-namespace {
-
-// What a process tells the others in a save under mpirun: "ok\n" and a value, or "error\n" and why.
-std::string outcome(bool ok, const std::string& text) {
-  return (ok ? "ok\n" : "error\n") + text;
-}
-std::string outcome_value(const std::string& said) {
-  if (said.starts_with("ok\n")) return said.substr(3);
-  throw OutputError(said.starts_with("error\n") ? said.substr(6) : "--save-dir: a process's answer is garbled");
-}
-
-}  // namespace
-
-// Under mpirun, in four moves, every process at each: rank 0 makes the
-// temporary and names it to the others; each process writes its rank's file
-// there (fsync'd) and sends rank 0 its entry; rank 0, holding every entry (so
-// every file is durable: this is the barrier), reads the masters back for the
-// Hugging Face weights, writes the manifest last and renames; then it tells
-// the others the step directory, or why the save failed, so every process
-// returns the same or throws the same.
-std::string Trainer::save_checkpoint_as_process(const std::string& root) {
-  const bool leader = process_.rank == 0;
-  std::unique_ptr<CheckpointWriter> writer;
-  std::string said;
-  if (leader) try {
-      writer = std::make_unique<CheckpointWriter>(root, steps_done_);
-      said = outcome(true, writer->temp_dir());
-    } catch (const std::exception& e) {
-      said = outcome(false, e.what());
-    }
-  const std::string temp = outcome_value(process_.broadcast(said));
-  try {
-    const RankCheckpoint mine = rank_checkpoint(*ranks_.front());
-    write_checkpoint_rank(temp, mine);
-    said = outcome(true, checkpoint_file_text(mine.file));
-  } catch (const std::exception& e) {
-    said = outcome(false, "rank " + std::to_string(process_.rank) + ": " + e.what());
-  }
-  const std::vector<std::string> entries = process_.gather(said);
-  if (leader) try {
-      CheckpointManifest manifest = checkpoint_manifest();
-      std::vector<RankCheckpoint> saved(entries.size());
-      for (std::size_t r = 0; r < entries.size(); ++r) {
-        saved[r].file = parse_checkpoint_file(outcome_value(entries[r]), temp + "/" + "rank-" + std::to_string(r));
-        saved[r].master = read_checkpoint_masters(temp + "/" + saved[r].file.name, saved[r].file);
-        manifest.files.push_back(saved[r].file);
-      }
-      const ModelConfig model = run_model_config(config_);
-      write_hf_model_dir(temp, model, whole_weights(model, saved).data(), "--save-dir");
-      copy_tokenizer_files(config_.init_from, temp);
-      faults_.before_checkpoint_commit(steps_done_);
-      said = outcome(true, writer->commit(std::move(manifest)));
-    } catch (const std::exception& e) {
-      said = outcome(false, e.what());
-    }
-  return outcome_value(process_.broadcast(said));
 }
 
 namespace {
