@@ -176,10 +176,12 @@ void Trainer::begin_checkpoint(const std::string& root) {
 std::optional<CheckpointSave> Trainer::finish_checkpoint() {
   if (!pending_save_.valid()) return std::nullopt;
   const CheckpointSave save = pending_save_.get();  // rethrows the write's error
-  // On the timeline: one log event spanning the save, from the copy's start to the write's end.
+  // On the timeline: one log event spanning the save, from the copy's start
+  // (on the event clock) for the copy's and the write's wall time.
   Event log;
   log.kind = EventKind::log;
   log.level = LogLevel::info;
+  log.step = save.step;
   log.start_ns = save.start_ns;
   log.end_ns = save.start_ns + static_cast<std::int64_t>((save.copy_s + save.write_s) * 1e9);
   char text[kEventTextSize];
