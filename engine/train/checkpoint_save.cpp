@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <thread>
 
@@ -134,6 +135,11 @@ std::string Trainer::write_checkpoint_as_process(const std::string& root, Checkp
     }
   const std::string temp = outcome_value(process_.broadcast(said));
   try {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(temp, ec))  // rank 0 made it: another machine without a shared folder
+      throw OutputError("--save-dir " + temp +
+                        ": rank 0's temporary is not here: every process writes its rank file into it, so under "
+                        "mpirun --save-dir must be a folder that every machine shares");
     write_checkpoint_rank(temp, snapshot.ranks.front());
     said = outcome(true, checkpoint_file_text(snapshot.ranks.front().file));
   } catch (const std::exception& e) {
