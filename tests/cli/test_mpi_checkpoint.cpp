@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Checkpoints with the ranks as processes (engine/train/trainer_checkpoint.cpp,
+// Checkpoints with the ranks as processes (engine/train/checkpoint_save.cpp,
 // MpiWorld::gather_to_rank0): under `mpirun -np 4` every process writes its
-// own rank file and rank 0 commits; a run resumed under mpirun prints the
+// own rank file and rank 0 commits; a run resumed under mpirun or launch prints the
 // uninterrupted run's losses bit for bit; the rank files are the threaded
 // run's, byte for byte, so a checkpoint moves between threads and processes
 // both ways; a save killed mid-commit is never resumed from. Skipped, saying
@@ -73,17 +73,20 @@ class TestMpiCheckpoint : public QObject {
       QVERIFY2(!a.isEmpty() && a == b, qPrintable(name));
     }
     struct Resume {
-      bool as_processes;
+      QString how;  // "mpirun", "launch" or "threads"
       QString from;
     };
-    for (const Resume& r : {Resume{true, processes}, Resume{true, threads}, Resume{false, processes}}) {
-      const QString out = dir.filePath(QString("resumed-%1.jsonl").arg(r.as_processes ? "p" : "t"));
+    for (const Resume& r : {Resume{"mpirun", processes}, Resume{"mpirun", threads}, Resume{"launch", threads},
+                            Resume{"threads", processes}}) {
+      const QString out = dir.filePath("resumed-" + r.how + ".jsonl");
       QFile::remove(out);
       const QStringList args = kRun + QStringList{"--resume", r.from + "/step-000002", "--metrics-out", out};
-      const CliResult c = r.as_processes ? run_mpi(4, args) : run_cli(args);
+      const CliResult c = r.how == "mpirun"   ? run_mpi(4, args)
+                          : r.how == "launch" ? run_cli(QStringList{"launch", "--nproc-per-node", "4", "--"} + args)
+                                              : run_cli(args);
       QVERIFY2(c.code == 0, qPrintable(failure(c)));
       QVERIFY2(c.out.contains("resumed from " + r.from + "/step-000002 at step 2"), qPrintable(c.out));
-      QVERIFY2(losses(out) == last_two(losses(p_full)), qPrintable(r.from));
+      QVERIFY2(losses(out) == last_two(losses(p_full)), qPrintable(r.how + " from " + r.from));
     }
   }
 
