@@ -33,10 +33,6 @@ void check_process_layout(const RunConfig& config, int processes, bool by_launch
                                        " (per machine of the hostfile: processes = nproc-per-node x machines)"
                                  : "run mpirun -np " + std::to_string(config.world_size())) +
                       ", or change --dp / --pp");
-  if (!config.save_dir.empty() || !config.resume_dir.empty())
-    throw ConfigError(std::string(config.save_dir.empty() ? "--resume" : "--save-dir") +
-                      " under mpirun: checkpoints are written by the ranks of one process for now; save or resume "
-                      "with the ranks as threads (without mpirun)");
   if (config.gpu_profile != "none")
     throw ConfigError("--gpu-profile under mpirun: ranks as processes run on the wall clock, and the GPU profile "
                       "times the virtual clock's spans; run the ranks as threads (without mpirun)");
@@ -74,6 +70,8 @@ ProcessMode join_mpi_job(RunConfig& config, std::string& record) {
   };
   mode.process.waiting = [&world](int delta) { world.add_waiting(delta); };
   mode.process.unresponsive = [&world] { return world.ask_peers(); };
+  mode.process.broadcast = [&world](const std::string& text) { return world.broadcast_from_rank0(text); };
+  mode.process.gather = [&world](const std::string& text) { return world.gather_to_rank0(text); };
   if (world.rank() == 0) {
     const std::string collectives =
         config.device == "cuda" ? "NCCL between the processes' GPUs (one GPU per local rank, ids sent over MPI)"

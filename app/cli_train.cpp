@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <new>
@@ -142,9 +143,13 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
       trainer.placement().c_str());
   if (const std::string blas = trainer.blas_kernel_line(); !blas.empty()) std::printf("%s\n", blas.c_str());
   std::printf("clock %s\n", trainer.clock_text().c_str());
-  if (!trainer.resumed_from().empty())
+  if (!trainer.resumed_from().empty()) {
     std::printf("resumed from %s at step %lld\n", trainer.resumed_from().c_str(),
                 static_cast<long long>(trainer.steps_done()));
+    // A save killed or failed before its commit: never resumed from, said once.
+    for (const std::string& torn : torn_checkpoints(std::filesystem::path(trainer.resumed_from()).parent_path()))
+      std::printf("checkpoint: ignored %s: a save that never committed (no manifest, not renamed)\n", torn.c_str());
+  }
   std::fflush(stdout);
 }
 
@@ -184,19 +189,31 @@ struct RunTotals {
   }
 };
 
-// --save-dir: one checkpoint (train/checkpoint.h) and its line. A failed save
-// stops the run; the checkpoints saved before are left as they were.
-void save_checkpoint(Trainer& trainer, const RunConfig& config, RunTotals& totals) {
+// --save-dir (train/checkpoint.h): the save in flight, if any, waited for and
+// its line printed, with what it cost: the copy to memory is all the step loop
+// waited; the files were written in the background. A failed save stops the
+// run; the checkpoints saved before are left as they were.
+void finish_checkpoint(Trainer& trainer) {
   try {
-    const std::string dir = trainer.save_checkpoint(config.save_dir);
-    totals.saved_step = trainer.steps_done();
-    std::printf("checkpoint: step %lld saved to %s\n", static_cast<long long>(trainer.steps_done()), dir.c_str());
+    const std::optional<CheckpointSave> save = trainer.finish_checkpoint();
+    if (!save) return;
+    std::printf(
+        "checkpoint: step %lld saved to %s (training waited %.1f ms copying the state to memory; "
+        "written in the background in %.1f ms)\n",
+        static_cast<long long>(save->step), save->dir.c_str(), save->copy_s * 1e3, save->write_s * 1e3);
     std::fflush(stdout);
   } catch (const OutputError& e) {
     throw FormatError(std::string(e.what()) +
                       "; earlier checkpoints were left as they were; the run stopped after step " +
                       std::to_string(trainer.steps_done()));
   }
+}
+
+// A save begun: the one before it finished first; the state copied now, written while training goes on.
+void begin_checkpoint(Trainer& trainer, const RunConfig& config, RunTotals& totals) {
+  finish_checkpoint(trainer);
+  trainer.begin_checkpoint(config.save_dir);
+  totals.saved_step = trainer.steps_done();
 }
 
 // Runs every step (until Ctrl-C), writing each step's progress and metrics. A
@@ -210,9 +227,10 @@ RunTotals train(Trainer& trainer, const RunConfig& config, int log_every, TrainO
           if (m.step == 1) trainer.reset_op_profiles();  // the first step allocates and warms up
           print_progress(m, config, log_every);
           outputs.write_step(m);
-          if (config.save_every > 0 && m.step % config.save_every == 0) save_checkpoint(trainer, config, totals);
+          if (config.save_every > 0 && m.step % config.save_every == 0) begin_checkpoint(trainer, config, totals);
         },
         &g_stop);
+    finish_checkpoint(trainer);  // the last periodic save ends with the steps
   } catch (const OutputError& e) {
     throw OutputError(std::string(e.what()) + "; '" + outputs.failed_path() + "' was left as it was; the run stopped " +
                       "after step " + std::to_string(trainer.steps_done()) + " of " + std::to_string(config.steps));
@@ -444,11 +462,13 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
   job_events.finish(kStreamsWait_s);
   outputs.finish();  // also after Ctrl-C: complete metrics and a readable recording
   if (!config.save_dir.empty() && totals.saved_step != trainer.steps_done()) {
-    if (g_stop.load())  // a step cut short may have left ranks apart: only whole saves count
+    if (g_stop.load()) {  // a step cut short may have left ranks apart: only whole saves count
       std::printf("checkpoint: not saved at the end (interrupted); --resume %s takes the last one\n",
                   config.save_dir.c_str());
-    else
-      save_checkpoint(trainer, config, totals);
+    } else {
+      begin_checkpoint(trainer, config, totals);
+      finish_checkpoint(trainer);
+    }
   }
   if (mode.prints()) {
     print_summary(trainer, config, totals, job_events);

@@ -198,10 +198,15 @@ void write_point_event(const Event& e, TraceOut& trace) {
     if (e.has_eval_loss) j["args"]["eval_loss"] = decimal(e.eval_loss);
     trace.write(j);
   } else {  // log, error, overflow
-    json j = base(e, "i", tid);
+    // A log that lasts (a checkpoint's save, from the copy to the write's end) is a span on the log track.
+    const bool lasts = e.kind == EventKind::log && e.end_ns > e.start_ns;
+    json j = base(e, lasts ? "X" : "i", tid);
     j["name"] = std::string(e.text_view());
     j["cat"] = std::string(e.kind == EventKind::log ? "log" : event_kind_name(e.kind));
-    j["s"] = e.kind == EventKind::error ? "p" : "t";  // an error marks the whole rank
+    if (lasts)
+      j["dur"] = duration_micros(e);
+    else
+      j["s"] = e.kind == EventKind::error ? "p" : "t";  // an error marks the whole rank
     static constexpr const char* kLevels[] = {"debug", "info", "warning", "error"};
     const auto level = static_cast<std::size_t>(e.level);
     j["args"] = {{"step", e.step}, {"level", level < 4 ? kLevels[level] : "?"}, {"text", e.text_view()}};

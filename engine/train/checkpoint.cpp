@@ -246,6 +246,17 @@ CheckpointManifest parse_checkpoint_manifest(std::string_view text, const std::s
   return m;
 }
 
+std::string checkpoint_file_text(const CheckpointFile& file) {
+  return file_json(file).dump();
+}
+
+CheckpointFile parse_checkpoint_file(std::string_view text, const std::string& path) {
+  const Reader r{path};
+  const json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded()) r.fail("files", "not JSON");
+  return read_files(r, json::array({doc})).front();
+}
+
 std::optional<std::int64_t> checkpoint_step_of(const std::string& name) {
   if (!name.starts_with("step-") || name.size() < 6) return std::nullopt;
   std::int64_t step = 0;

@@ -25,7 +25,12 @@
 // file and the directory are fsync'd, the directory is renamed to
 // step-000123 and ROOT is fsync'd. A save that fails or is killed leaves at
 // most a hidden temporary, never a step directory, and never touches an
-// earlier one.
+// earlier one. Under mpirun (ranks as processes) the temporary is rank 0's
+// (PID is rank 0's): every process writes its own rank file into it and
+// tells rank 0 when it is fsync'd; rank 0 commits (the manifest written last,
+// then the rename) only when every rank's file is durable, as
+// torch.distributed.checkpoint and DeepSpeed do. ROOT must then be one
+// directory for every process (a shared filesystem across machines).
 #pragma once
 
 #include <cstdint>
@@ -110,6 +115,10 @@ std::string hex64(std::uint64_t value);  // 16 lowercase hex digits, as the mani
 std::string checkpoint_manifest_text(const CheckpointManifest& manifest);
 CheckpointManifest parse_checkpoint_manifest(std::string_view text, const std::string& path);
 
+// One file's entry as JSON text, and back (how a rank process tells rank 0 its file).
+std::string checkpoint_file_text(const CheckpointFile& file);
+CheckpointFile parse_checkpoint_file(std::string_view text, const std::string& path);
+
 // `path` itself when it holds a manifest.json; else the newest step-N
 // directory under it that holds one. ConfigError (naming `flag`) when there is none.
 std::string find_checkpoint_dir(const std::string& path, const std::string& flag = "--resume");
@@ -129,6 +138,18 @@ TrainingCheckpoint read_checkpoint(const std::string& dir, CheckpointManifest ma
 // Both: the manifest, then the rank files.
 TrainingCheckpoint read_checkpoint(const std::string& dir);
 
+// The hidden temporaries under `root` (".step-000123.tmp-PID"): saves that
+// never committed (killed, or failed before their rename). Never resumed
+// from; the next save removes those whose process is gone.
+std::vector<std::string> torn_checkpoints(const std::string& root);
+
+// Writes rank.file.name in the directory `dir` (safetensors, fsync'd): a
+// rank's part of a save, from the thread or process that holds the rank.
+void write_checkpoint_rank(const std::string& dir, const RankCheckpoint& rank);
+// The master values of `file`'s slices, one after another in slice order,
+// from the file at `path` (a save's rank file, read back by rank 0 for the whole model's weights).
+std::vector<float> read_checkpoint_masters(const std::string& path, const CheckpointFile& file);
+
 // A save in progress: the temporary directory under `root` (created, with
 // `root` itself if missing), the rank files written into it (from any
 // thread), then commit(). Destroyed before commit(), it removes the temporary.
@@ -139,8 +160,8 @@ class CheckpointWriter {
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
-  // Writes rank.file.name in the temporary (safetensors, fsync'd).
-  void write_rank(const RankCheckpoint& rank) const;
+  // Writes rank.file.name in the temporary (write_checkpoint_rank).
+  void write_rank(const RankCheckpoint& rank) const { write_checkpoint_rank(temp_, rank); }
   // Fills the files' sizes and checksums into the manifest, writes it,
   // fsyncs, renames the directory into place and fsyncs the root. Returns the
   // step directory. Throws OutputError (the step directory exists already,

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -182,7 +183,7 @@ CheckpointWriter::~CheckpointWriter() {
   fs::remove_all(temp_, ec);  // never throws: a failed save leaves no step directory
 }
 
-void CheckpointWriter::write_rank(const RankCheckpoint& rank) const {
+void write_checkpoint_rank(const std::string& dir, const RankCheckpoint& rank) {
   std::vector<SafetensorsTensorOut> tensors;
   std::map<std::string, std::string> metadata{{"format", std::string(kCheckpointFormat) + "-rank"},
                                               {"rank", std::to_string(rank.file.rank)}};
@@ -195,7 +196,32 @@ void CheckpointWriter::write_rank(const RankCheckpoint& rank) const {
     metadata[s.name] = std::to_string(s.begin) + ":" + std::to_string(s.end);  // the elements held
     at += static_cast<std::size_t>(s.end - s.begin);
   }
-  write_safetensors(NamedFile{"--save-dir", (fs::path(temp_) / rank.file.name).string()}, tensors, metadata);
+  write_safetensors(NamedFile{"--save-dir", (fs::path(dir) / rank.file.name).string()}, tensors, metadata);
+}
+
+std::vector<float> read_checkpoint_masters(const std::string& path, const CheckpointFile& file) {
+  const SafetensorsFile st = SafetensorsFile::read(path);
+  std::vector<float> out;
+  for (const ParameterSlice& slice : file.slices) {
+    const std::string key = slice.name + "/master";
+    if (!st.contains(key)) throw OutputError("--save-dir " + path + ": tensor '" + key + "' is missing");
+    const std::vector<float> values = st.floats(key);
+    if (static_cast<std::int64_t>(values.size()) != slice.end - slice.begin)
+      throw OutputError("--save-dir " + path + ": tensor '" + key + "' is not its slice's length");
+    out.insert(out.end(), values.begin(), values.end());
+  }
+  return out;
+}
+
+std::vector<std::string> torn_checkpoints(const std::string& root) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(".step-") && name.find(".tmp-") != std::string::npos) out.push_back(entry.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::string CheckpointWriter::commit(CheckpointManifest manifest) {

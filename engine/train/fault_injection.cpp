@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "train/fault_injection.h"
 
+#include <csignal>
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 namespace shardscope {
 
@@ -16,6 +19,11 @@ bool FaultInjection::overflow(Backend& backend, int rank, std::int64_t step, DTy
   const std::uint16_t inf = dtype == DType::f16 ? 0x7C00 : 0x7F80;
   backend.upload(gradients, &inf, sizeof inf);
   return true;
+}
+
+void FaultInjection::before_checkpoint_commit(std::int64_t step) const {
+  const char* at = std::getenv("SHARDSCOPE_KILL_BEFORE_COMMIT");
+  if (at != nullptr && std::to_string(step) == at) std::raise(SIGKILL);
 }
 
 }  // namespace shardscope

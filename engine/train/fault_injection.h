@@ -3,6 +3,10 @@
 // (--inject-failure RANK:STEP, to check that a failing rank stops every rank)
 // and an fp16 overflow on a rank at a step (--inject-overflow RANK:STEP, to
 // check that every rank skips the step). Off unless the run config asks.
+// And a save killed mid-commit: with SHARDSCOPE_KILL_BEFORE_COMMIT=STEP in
+// the environment, the process that commits step STEP's checkpoint (rank 0)
+// kills itself (SIGKILL) once every rank file is written, before the manifest
+// and the rename: the torn save must never be resumed from.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +32,8 @@ class FaultInjection {
   // `step`, as if its shard had overflowed; true if it did.
   bool overflow(Backend& backend, int rank, std::int64_t step, DType dtype, std::uint16_t* gradients,
                 std::int64_t count) const;
+  // SHARDSCOPE_KILL_BEFORE_COMMIT: called before a save of `step` writes its manifest.
+  void before_checkpoint_commit(std::int64_t step) const;
 
  private:
   int fail_rank_;

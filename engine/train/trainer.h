@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -113,7 +114,21 @@ struct RankProcess {
   // processes are not waiting after a timeout ("; rank 2 does not answer").
   std::function<void(int delta)> waiting;
   std::function<std::string()> unresponsive;
+  // Checkpoints (trainer_checkpoint.cpp), every process at the same point:
+  // rank 0's text on every process, and every process's text on rank 0 (by rank; empty elsewhere).
+  std::function<std::string(const std::string& text)> broadcast;
+  std::function<std::vector<std::string>(const std::string& text)> gather;
   bool active() const { return static_cast<bool>(communicator); }
+};
+
+// A checkpoint save (Trainer::begin_checkpoint .. finish_checkpoint): its step
+// directory and what it cost.
+struct CheckpointSave {
+  std::int64_t step = 0;
+  std::string dir;
+  double copy_s = 0.0;        // training waited: every rank's state copied to host memory
+  double write_s = 0.0;       // in the background: the files written, fsync'd and committed
+  std::int64_t start_ns = 0;  // when the copy began, on the run's event clock
 };
 
 // A rank failed: what() names the rank and the cause.
@@ -174,10 +189,19 @@ class Trainer {
   // or RunInterrupted when run()'s stop flag is raised during it.
   StepMetrics step();
   // Saves the training state after steps_done() steps as ROOT/step-N/ (train/checkpoint.h):
-  // every rank writes its own file, in its own thread. Returns the step
-  // directory; throws OutputError when it cannot be written (ROOT's earlier
-  // checkpoints are left as they were).
+  // every rank writes its own file, in its own thread (or, under mpirun, in
+  // its own process; rank 0 commits once every file is durable). Returns the
+  // step directory; throws OutputError when it cannot be written (ROOT's
+  // earlier checkpoints are left as they were). Every process calls it.
+  // save_checkpoint waits for the write; begin_checkpoint copies the state to
+  // host memory (the only wait) and writes it in a background thread while
+  // training goes on, as torch.distributed.checkpoint's async_save; the next
+  // begin_checkpoint or finish_checkpoint waits for it (finish: its result,
+  // nullopt when none is in flight, and a log event spanning the save; it
+  // rethrows the write's error). The trainer's destructor waits too.
   std::string save_checkpoint(const std::string& root);
+  void begin_checkpoint(const std::string& root);
+  std::optional<CheckpointSave> finish_checkpoint();
   // The step directory config.resume_dir resolved to (empty: a fresh run).
   const std::string& resumed_from() const { return resumed_from_; }
   // Mean loss over config.eval_batches fixed validation batches (on rank 0).
@@ -246,6 +270,11 @@ class Trainer {
   // Checkpoints (trainer_checkpoint.cpp).
   RankCheckpoint rank_checkpoint(const Rank& rank) const;
   CheckpointManifest checkpoint_manifest() const;
+  // Saving (checkpoint_save.cpp): the state in host memory, then the files.
+  struct CheckpointSnapshot;
+  CheckpointSnapshot checkpoint_snapshot() const;
+  std::string write_checkpoint(const std::string& root, CheckpointSnapshot& snapshot) const;
+  std::string write_checkpoint_as_process(const std::string& root, CheckpointSnapshot& snapshot) const;
   const std::string& data_fingerprint() const;  // the tokens' FNV-1a, for the manifest and the resume check
   // Before the rank files are read: the manifest's model, shapes, seed and data are this run's.
   void check_checkpoint(const std::string& dir, const CheckpointManifest& manifest) const;
@@ -306,6 +335,9 @@ class Trainer {
   std::shared_ptr<const std::vector<float>> initial_parameters_;
   std::string init_note_;
   const std::atomic<bool>* stop_ = nullptr;  // run()'s stop flag, while it runs
+  // The save writing in the background (begin_checkpoint). Last: destroyed
+  // first, its destructor waits for the write, which reads the members above.
+  std::future<CheckpointSave> pending_save_;
 };
 
 }  // namespace shardscope

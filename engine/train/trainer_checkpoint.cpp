@@ -5,7 +5,6 @@
 // the reassembled parameters, so the layout may differ from the saved one.
 #include <algorithm>
 #include <exception>
-#include <thread>
 
 #include "config/run_schema.h"
 #include "core/error.h"
@@ -112,57 +111,6 @@ const std::string& Trainer::data_fingerprint() const {
     data_fingerprint_ = hex64(fnv1a64(tokens.data(), tokens.size()));
   }
   return data_fingerprint_;
-}
-
-namespace {
-// The whole model's fp32 weights in ParameterLayout(config) order, from the
-// master slices every rank saved (the tied embedding's copies are equal).
-std::vector<float> whole_weights(const ModelConfig& config, const std::vector<RankCheckpoint>& ranks) {
-  const ParameterLayout layout(config);
-  std::vector<float> out(static_cast<std::size_t>(layout.total()));
-  for (const RankCheckpoint& rank : ranks) {
-    std::size_t at = 0;
-    for (const ParameterSlice& slice : rank.file.slices) {
-      const ParameterEntry& e = layout.find(slice.name);
-      const auto len = static_cast<std::size_t>(slice.end - slice.begin);
-      std::copy_n(rank.master.begin() + static_cast<std::ptrdiff_t>(at), len,
-                  out.begin() + static_cast<std::ptrdiff_t>(e.offset + slice.begin));
-      at += len;
-    }
-  }
-  return out;
-}
-}  // namespace
-
-// Every rank writes its own file, each in its own thread; then the weights in
-// Hugging Face layout (config.json, model.safetensors, and the tokenizer a
-// --init-from directory had), the manifest (rank 0's part) and the rename that
-// makes the step directory appear whole.
-std::string Trainer::save_checkpoint(const std::string& root) {
-  if (failed_) throw RankFailure("the run has stopped after a rank failed or it was interrupted: nothing to save");
-  CheckpointWriter writer(root, steps_done_);
-  CheckpointManifest manifest = checkpoint_manifest();
-  manifest.files.resize(ranks_.size());
-  std::vector<RankCheckpoint> saved(ranks_.size());
-  std::vector<std::exception_ptr> errors(ranks_.size());
-  std::vector<std::thread> threads;
-  for (std::size_t r = 0; r < ranks_.size(); ++r)
-    threads.emplace_back([&, r] {
-      try {
-        saved[r] = rank_checkpoint(*ranks_[r]);
-        writer.write_rank(saved[r]);
-        manifest.files[r] = saved[r].file;
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
-  const ModelConfig model = run_model_config(config_);
-  write_hf_model_dir(writer.temp_dir(), model, whole_weights(model, saved).data(), "--save-dir");
-  copy_tokenizer_files(config_.init_from, writer.temp_dir());
-  return writer.commit(std::move(manifest));
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcessEnvironment>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QThread>
@@ -226,6 +227,7 @@ class TestCheckpointCli : public QObject {
  private Q_SLOTS:
   void resumed_run_prints_the_same_losses();
   void kill_9_leaves_only_complete_checkpoints();
+  void a_save_killed_before_its_commit_is_ignored();
   void bad_checkpoints_are_refused();
   void a_failed_save_keeps_the_last_checkpoint();
   void a_save_that_cannot_happen_is_refused_before_training();
@@ -305,6 +307,33 @@ void TestCheckpointCli::kill_9_leaves_only_complete_checkpoints() {
   for (const auto& entry :
        fs::directory_iterator(root.toStdString()))  // the last run removed the killed saves' leftovers
     QVERIFY2(!entry.path().filename().string().starts_with(".step-"), entry.path().c_str());
+}
+
+// Killed (SHARDSCOPE_KILL_BEFORE_COMMIT, train/fault_injection.h) once the
+// rank files of step 4 are written, before its manifest: the resume takes
+// step 2, names the torn save, and the resumed run's losses are the run's.
+void TestCheckpointCli::a_save_killed_before_its_commit_is_ignored() {
+  QTemporaryDir dir;
+  const QString root = dir.filePath("ckpt"), full = dir.filePath("full.jsonl"), part = dir.filePath("part.jsonl");
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("SHARDSCOPE_KILL_BEFORE_COMMIT", "4");
+  const CliResult killed = run_cli(run_args({"--steps", "4", "--save-dir", root, "--save-every", "2"}), env);
+  QCOMPARE(killed.code, -2);  // SIGKILL
+  QVERIFY(!fs::exists(root.toStdString() + "/step-000004"));
+  std::string torn;
+  for (const auto& entry : fs::directory_iterator(root.toStdString()))
+    if (entry.path().filename().string().starts_with(".step-000004.tmp-")) torn = entry.path().string();
+  QVERIFY(!torn.empty() && fs::exists(torn + "/rank-1.safetensors") && !fs::exists(torn + "/manifest.json"));
+  const CliResult r = run_cli(run_args({"--steps", "4", "--resume", root, "--metrics-out", part}));
+  QVERIFY2(r.code == 0, qPrintable(r.err));
+  QVERIFY2(r.out.contains("resumed from " + root + "/step-000002 at step 2"), qPrintable(r.out));
+  QVERIFY2(r.out.contains(QString::fromStdString("checkpoint: ignored " + torn + ": a save that never committed")),
+           qPrintable(r.out));
+  QCOMPARE(run_cli(run_args({"--steps", "4", "--metrics-out", full})).code, 0);  // the run never killed
+  const std::vector<double> all = metric_losses(full), rest = metric_losses(part);
+  QCOMPARE(all.size(), std::size_t{4});
+  QCOMPARE(rest.size(), std::size_t{2});
+  QVERIFY(rest[0] == all[2] && rest[1] == all[3]);
 }
 
 void TestCheckpointCli::bad_checkpoints_are_refused() {

@@ -255,10 +255,12 @@ class TestMpi : public QObject {
     const CliResult flag = run_cli({"launch", "--nproc-per-node", "2", "--", "train", "--dp", "2", "--lr", "-1"});
     QCOMPARE(flag.code, 2);
     QVERIFY2(flag.err.contains("--lr") && !flag.err.contains("launch: mpirun"), qPrintable(flag.err));
-    const CliResult saves = run_cli({"launch", "--nproc-per-node", "2", "--dry-run", "--", "train", "--dp", "2",
-                                     "--save-dir", dir.filePath("ckpt")});
-    QCOMPARE(saves.code, 2);
-    QVERIFY2(saves.err.contains("--save-dir under mpirun"), qPrintable(saves.err));
+    // Checkpoints under launch (once refused): every process writes its rank file, rank 0 commits.
+    const CliResult saves = run_cli(QStringList{"launch", "--nproc-per-node", "2", "--"} + kRun +
+                                    QStringList{"--dp", "2", "--steps", "2", "--save-dir", dir.filePath("ckpt")});
+    QVERIFY2(saves.code == 0, qPrintable(saves.err));
+    QVERIFY(QFile::exists(dir.filePath("ckpt/step-000002/manifest.json")));
+    QVERIFY(QFile::exists(dir.filePath("ckpt/step-000002/rank-1.safetensors")));
     QCOMPARE(run_cli({"launch", "--nproc-per-node", "2", "--hostfile", dir.filePath("none"), "--", "train"}).code, 2);
   }
 };

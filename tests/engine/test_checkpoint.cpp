@@ -9,6 +9,8 @@
 #include <bit>
 #include <cmath>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 
 #include "core/error.h"
 #include "core/output_file.h"
@@ -86,6 +88,7 @@ class TestCheckpoint : public QObject {
   void newest_step_is_found_and_temporaries_ignored();
   void a_failed_save_leaves_no_step_directory();
   void mismatched_checkpoints_are_refused();
+  void a_background_save_holds_its_step();
 };
 
 void TestCheckpoint::resume_is_bit_exact_data() {
@@ -247,6 +250,49 @@ void TestCheckpoint::mismatched_checkpoints_are_refused() {
   other.resume_dir = saved;
   other.steps = 1;  // already there
   QVERIFY_THROWS_EXCEPTION(ConfigError, Trainer{other});
+}
+
+namespace {
+struct LogLines : EventSink {
+  std::mutex mutex;
+  std::vector<Event> logs;
+  void emit(const Event& e) override {
+    if (e.kind != EventKind::log) return;
+    std::lock_guard lock(mutex);
+    logs.push_back(e);
+  }
+};
+}  // namespace
+
+// begin_checkpoint copies the state and returns; the steps that run while the
+// files are written do not leak into them: the save is step 2's, resumes to
+// the uninterrupted losses, and a log event spans it (copy, then write).
+void TestCheckpoint::a_background_save_holds_its_step() {
+  QTemporaryDir dir;
+  const RunConfig config = with_layout(tiny_run(), {"dp 2 zero-1", 2, 1, 1});
+  LogLines sink;
+  Trainer full(config, &sink);
+  QVERIFY(!full.finish_checkpoint());  // nothing in flight
+  for (int s = 0; s < 2; ++s) full.step();
+  full.begin_checkpoint(dir.path().toStdString());
+  std::vector<StepMetrics> expected;
+  for (std::int64_t s = 2; s < config.steps; ++s) expected.push_back(full.step());  // while the files are written
+  const std::optional<CheckpointSave> save = full.finish_checkpoint();
+  QVERIFY(save.has_value());
+  QCOMPARE(save->step, std::int64_t{2});
+  QCOMPARE(save->dir, (fs::path(dir.path().toStdString()) / "step-000002").string());
+  QVERIFY(save->copy_s > 0.0 && save->write_s > 0.0);
+  QVERIFY(!full.finish_checkpoint());
+  bool logged = false;
+  for (const Event& e : sink.logs)
+    logged = logged ||
+             (std::string(e.text_view()).starts_with("checkpoint step 2: training waited") && e.end_ns > e.start_ns);
+  QVERIFY(logged);
+  RunConfig again = config;
+  again.resume_dir = save->dir;
+  Trainer resumed(again);
+  for (const StepMetrics& want : expected)
+    QVERIFY(std::bit_cast<std::uint32_t>(resumed.step().loss) == std::bit_cast<std::uint32_t>(want.loss));
 }
 
 QTEST_GUILESS_MAIN(TestCheckpoint)

@@ -32,6 +32,7 @@ class TestChromeTrace : public QObject {
   void chrome_trace_has_ranks_tracks_and_microseconds();
   void chrome_trace_puts_overlapping_spans_on_separate_lanes();
   void chrome_trace_survives_damaged_times();
+  void a_log_that_lasts_is_a_span();
 };
 
 void TestChromeTrace::chrome_trace_has_ranks_tracks_and_microseconds() {
@@ -205,6 +206,32 @@ void TestChromeTrace::chrome_trace_survives_damaged_times() {
   QCOMPARE(durations.size(), std::size_t{2});
   QCOMPARE(durations[0], 18446744073709551.615);  // (2^64 - 1) ns in µs
   QCOMPARE(durations[1], 0.0);                    // ends before it starts
+}
+
+// A checkpoint's background save is one log event from its copy to its
+// write's end: a complete event on the log track; an instant log stays one.
+void TestChromeTrace::a_log_that_lasts_is_a_span() {
+  Event save = make(EventKind::log, 2);
+  save.start_ns = 1'000;
+  save.end_ns = 51'000;
+  save.set_text("checkpoint step 2: training waited 0.0 ms (copy), written in 0.1 ms");
+  Event note = make(EventKind::log, 2);
+  note.start_ns = note.end_ns = 2'000;
+  std::ostringstream out;
+  write_chrome_trace({save, note}, "{}", out);
+  const QJsonArray trace = QJsonDocument::fromJson(QByteArray::fromStdString(out.str()))["traceEvents"].toArray();
+  int spans = 0, instants = 0;
+  for (const QJsonValue& v : trace) {
+    if (v["cat"].toString() != "log") continue;
+    if (v["ph"].toString() == "X") {
+      ++spans;
+      QCOMPARE(v["dur"].toDouble(), 50.0);
+      QVERIFY(v["name"].toString().startsWith("checkpoint step 2"));
+    }
+    if (v["ph"].toString() == "i") ++instants;
+  }
+  QCOMPARE(spans, 1);
+  QCOMPARE(instants, 1);
 }
 
 QTEST_GUILESS_MAIN(TestChromeTrace)

@@ -120,6 +120,27 @@ std::string MpiWorld::broadcast_from_rank0(const std::string& text) {
   return out;
 }
 
+std::vector<std::string> MpiWorld::gather_to_rank0(const std::string& text) {
+  int length = static_cast<int>(text.size());
+  std::vector<int> lengths(rank_ == 0 ? static_cast<std::size_t>(size_) : 0), offsets(lengths.size());
+  MPI_Request request;
+  call("MPI_Igather",
+       [&] { return MPI_Igather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &request); });
+  wait(&request, 1, "a gather to rank 0", rank_ == 0 ? -1 : 0);
+  int total = 0;
+  for (std::size_t r = 0; r < lengths.size(); ++r) offsets[r] = total, total += lengths[r];
+  std::string all(static_cast<std::size_t>(total), '\0');
+  call("MPI_Igatherv", [&] {
+    return MPI_Igatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
+                        MPI_COMM_WORLD, &request);
+  });
+  wait(&request, 1, "a gather to rank 0", rank_ == 0 ? -1 : 0);
+  std::vector<std::string> out;
+  for (std::size_t r = 0; r < lengths.size(); ++r)
+    out.push_back(all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
+  return out;
+}
+
 namespace {
 
 // The group `members` as a number, for the tags that tell groups apart.

@@ -98,6 +98,10 @@ class MpiWorld {
   // Rank 0's `text`, on every process (MPI_Bcast; every process calls it, at
   // the same point). Before training: how the others reach rank 0's event collector.
   std::string broadcast_from_rank0(const std::string& text);
+  // Every process's `text`, by rank, on rank 0 (empty on the others): MPI_Gatherv,
+  // waited for as wait() does, every process at the same point. A checkpoint's
+  // commit: rank 0 hears that every rank's file is durable (the barrier before the manifest).
+  std::vector<std::string> gather_to_rank0(const std::string& text);
   // Whether global rank `rank` runs on this machine (same hostname).
   bool on_this_machine(int rank) const { return pids_.at(static_cast<std::size_t>(rank)) != 0; }
 

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Checkpoints with the ranks as processes (engine/train/checkpoint_save.cpp,
+// MpiWorld::gather_to_rank0): under `mpirun -np 4` every process writes its
+// own rank file and rank 0 commits; a run resumed under mpirun or launch prints the
+// uninterrupted run's losses bit for bit; the rank files are the threaded
+// run's, byte for byte, so a checkpoint moves between threads and processes
+// both ways; a save killed mid-commit is never resumed from. Skipped, saying
+// so, only where mpirun is missing.
+#include <QFile>
+#include <QProcessEnvironment>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <filesystem>
+
+#include "cli/mpi_runner.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// 4 steps of gpt-tiny on dp 2 x pp 2, one CPU thread per rank in both forms:
+// the threaded and the process run then compute the same bits.
+const QStringList kRun{"train", "--model", "gpt-tiny", "--steps",   "4",    "--batch",  "8",
+                       "--seq", "16",      "--dp",     "2",         "--pp", "2",        "--micro-batches",
+                       "2",     "--zero",  "1",        "--threads", "4",    "--warmup", "1"};
+
+QByteArray file_bytes(const QString& path) {
+  QFile f(path);
+  return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+QString failure(const CliResult& r) {  // stderr first (the failing rank says why), then stdout's end
+  return r.err.right(3000) + "\n--- stdout:\n" + r.out.right(1500);
+}
+
+// The last two of a 4-step run's losses.
+std::vector<double> last_two(const std::vector<double>& all) {
+  return all.size() == 4 ? std::vector<double>{all[2], all[3]} : std::vector<double>{};
+}
+
+}  // namespace
+
+class TestMpiCheckpoint : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() {
+    if (QStandardPaths::findExecutable("mpirun").isEmpty())
+      QSKIP("skipped: mpirun not found (install Open MPI: scripts/install-deps.sh installs openmpi-bin)");
+  }
+
+  // Saved by threads and by processes at step 2 of 4, then each resumed both ways.
+  void resume_across_threads_and_processes() {
+    QTemporaryDir dir;
+    const QString processes = dir.filePath("processes"), threads = dir.filePath("threads");
+    const QString p_full = dir.filePath("p.jsonl"), t_full = dir.filePath("t.jsonl");
+    const CliResult p =
+        run_mpi(4, kRun + QStringList{"--save-dir", processes, "--save-every", "2", "--metrics-out", p_full});
+    QVERIFY2(p.code == 0, qPrintable(failure(p)));
+    QVERIFY2(p.out.contains("checkpoint: step 2 saved to " + processes + "/step-000002"), qPrintable(p.out));
+    QCOMPARE(p.out.count("checkpoint: step 4 saved"), 1);  // rank 0 alone prints
+    const CliResult t =
+        run_cli(kRun + QStringList{"--save-dir", threads, "--save-every", "2", "--metrics-out", t_full});
+    QVERIFY2(t.code == 0, qPrintable(t.err));
+    QCOMPARE(losses(p_full), losses(t_full));  // bit for bit (the JSON holds the float exactly)
+    QCOMPARE(losses(p_full).size(), std::size_t{4});
+    // One format: every rank file (and the whole model's weights) is the same bytes whoever wrote it.
+    for (const QString name : {"rank-0.safetensors", "rank-1.safetensors", "rank-2.safetensors", "rank-3.safetensors",
+                               "model.safetensors", "manifest.json"}) {
+      const QByteArray a = file_bytes(processes + "/step-000002/" + name),
+                       b = file_bytes(threads + "/step-000002/" + name);
+      QVERIFY2(!a.isEmpty() && a == b, qPrintable(name));
+    }
+    struct Resume {
+      QString how;  // "mpirun", "launch" or "threads"
+      QString from;
+    };
+    for (const Resume& r : {Resume{"mpirun", processes}, Resume{"mpirun", threads}, Resume{"launch", threads},
+                            Resume{"threads", processes}}) {
+      const QString out = dir.filePath("resumed-" + r.how + ".jsonl");
+      QFile::remove(out);
+      const QStringList args = kRun + QStringList{"--resume", r.from + "/step-000002", "--metrics-out", out};
+      const CliResult c = r.how == "mpirun"   ? run_mpi(4, args)
+                          : r.how == "launch" ? run_cli(QStringList{"launch", "--nproc-per-node", "4", "--"} + args)
+                                              : run_cli(args);
+      QVERIFY2(c.code == 0, qPrintable(failure(c)));
+      QVERIFY2(c.out.contains("resumed from " + r.from + "/step-000002 at step 2"), qPrintable(c.out));
+      QVERIFY2(losses(out) == last_two(losses(p_full)), qPrintable(r.how + " from " + r.from));
+    }
+  }
+
+  // Rank 0 killed after every rank file is written, before the manifest and
+  // the rename: the torn save stays a hidden temporary, the resume takes step
+  // 2 and names it, and the next save removes it.
+  void a_save_killed_mid_commit_is_never_resumed() {
+    QTemporaryDir dir;
+    const QString root = dir.filePath("ckpt");
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SHARDSCOPE_KILL_BEFORE_COMMIT", "4");
+    const CliResult killed = run_mpi(4, kRun + QStringList{"--save-dir", root, "--save-every", "2"}, 120000, env);
+    QVERIFY2(killed.code != 0, qPrintable(failure(killed)));
+    QStringList torn;
+    for (const auto& entry : fs::directory_iterator(root.toStdString())) {
+      const QString name = QString::fromStdString(entry.path().filename().string());
+      if (name.startsWith(".step-000004.tmp-")) torn << name;
+      QVERIFY2(name != "step-000004", "a killed commit left a step directory");
+    }
+    QCOMPARE(torn.size(), 1);
+    const QString temp = root + "/" + torn.front();
+    QVERIFY(QFile::exists(temp + "/rank-3.safetensors"));  // every rank had written its file
+    QVERIFY(!QFile::exists(temp + "/manifest.json"));
+    const CliResult resumed = run_mpi(4, kRun + QStringList{"--resume", root, "--save-dir", root});
+    QVERIFY2(resumed.code == 0, qPrintable(failure(resumed)));
+    QVERIFY2(resumed.out.contains("resumed from " + root + "/step-000002 at step 2"), qPrintable(resumed.out));
+    QVERIFY2(resumed.out.contains("checkpoint: ignored " + temp + ": a save that never committed"),
+             qPrintable(resumed.out));
+    QVERIFY2(resumed.out.contains("checkpoint: step 4 saved to " + root + "/step-000004"), qPrintable(resumed.out));
+    QVERIFY2(!QFile::exists(temp), "the next save removes a dead save's temporary");
+  }
+};
+
+QTEST_GUILESS_MAIN(TestMpiCheckpoint)
+#include "test_mpi_checkpoint.moc"
