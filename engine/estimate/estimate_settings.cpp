@@ -158,9 +158,12 @@ void apply_patch(EstimateSettings& s, const SettingsPatch& p) {
 }  // namespace
 
 bool patch_value(SettingsPatch& p, std::string_view k, const nlohmann::json& v) {
-  if (k == "dp" || k == "pp")
-    p.axes[k == "dp" ? Axis::dp : Axis::pp] = v.get<int>();
-  else if (k == "zero")
+  for (const Axis axis : kAxes)  // every axis by its row's key (layout/parallel_axes.h)
+    if (k == axis_name(axis)) {
+      p.axes[axis] = v.get<int>();
+      return true;
+    }
+  if (k == "zero")
     p.zero_stage = v.get<int>();
   else if (k == "micro_batch")
     p.micro_batch_size = v.get<int>();

@@ -98,8 +98,8 @@ PlannerImport importPlannerConfigs(const QStringList& paths, const EstimateSetti
 
 bool settingChanged(std::string_view key, const EstimateSettings& imported, const EstimateSettings& now) {
   const auto value = [key](const EstimateSettings& s) -> std::int64_t {
-    if (key == "dp") return s.layout.dp();
-    if (key == "pp") return s.layout.pp();
+    for (const Axis axis : kAxes)
+      if (key == axis_name(axis)) return s.layout[axis];
     if (key == "zero") return s.zero_stage;
     if (key == "micro_batch") return s.micro_batch_size;
     if (key == "seq") return s.seq;
