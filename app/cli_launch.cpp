@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli_args.h"
+#include "cli_restart.h"
 #include "cli_train.h"
 #include "config/run_schema.h"
 #include "core/checked_math.h"
@@ -162,7 +163,8 @@ struct LaunchFlags {
   int nproc = 0;
   std::string hostfile;
   bool dry_run = false;
-  int processes = 0;  // nproc x the hostfile's machines (launch_processes)
+  int max_restarts = 0;  // cli_restart.h
+  int processes = 0;     // nproc x the hostfile's machines (launch_processes)
 };
 
 // mpirun's command line: root needs --allow-run-as-root; more processes than
@@ -190,6 +192,10 @@ int run_launch(const std::vector<std::string>& args) {
   parser.add_int("--nproc-per-node", "Processes (ranks) per machine", &flags.nproc, 1, 4096);
   parser.add_string("--hostfile", "FILE", "mpirun's hostfile: the machines, one per line", &flags.hostfile);
   parser.add_switch("--dry-run", "Print the mpirun command line and do not run it", &flags.dry_run);
+  parser.add_int("--max-restarts",
+                 "When the job fails (a rank dies, freezes or throws), start it again from the latest\n"
+                 "      checkpoint committed in train's --save-dir, at most N times (default 0)",
+                 &flags.max_restarts, 0, 1000);
   if (!parser.parse({args.begin(), dashes})) return 0;
   if (flags.nproc == 0) throw UsageError("--nproc-per-node is required");
   if (dashes == args.end() || dashes + 1 == args.end())
@@ -203,10 +209,17 @@ int run_launch(const std::vector<std::string>& args) {
   flags.processes = launch_processes(flags.nproc, hosts, flags.hostfile);
   // One clear error before any process starts, not one from every process.
   if (dashes[1] == "train" && !check_train_for_processes({dashes + 2, args.end()}, flags.processes)) return 0;
-  const std::vector<std::string> argv = mpirun_command(flags, {dashes + 1, args.end()});
-  std::string line;
-  for (const std::string& a : argv) line += (line.empty() ? "" : " ") + a;
-  std::fprintf(stderr, "launch: %s\n", line.c_str());
+  const auto job_argv = [&flags](const std::vector<std::string>& command) {
+    const std::vector<std::string> argv = mpirun_command(flags, command);
+    std::string line;
+    for (const std::string& a : argv) line += (line.empty() ? "" : " ") + a;
+    std::fprintf(stderr, "launch: %s\n", line.c_str());
+    std::fflush(stderr);
+    return argv;
+  };
+  if (flags.max_restarts > 0 && !flags.dry_run)
+    return run_with_restarts(job_argv, {dashes + 1, args.end()}, flags.max_restarts);
+  const std::vector<std::string> argv = job_argv({dashes + 1, args.end()});
   if (flags.dry_run) return 0;
   std::vector<char*> c_argv;
   for (const std::string& a : argv) c_argv.push_back(const_cast<char*>(a.c_str()));

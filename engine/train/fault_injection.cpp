@@ -8,7 +8,17 @@
 
 namespace shardscope {
 
+namespace {
+bool first_run() {
+  const char* restarts = std::getenv("SHARDSCOPE_RESTART_COUNT");
+  return restarts == nullptr || std::string(restarts) == "0";
+}
+}  // namespace
+
 void FaultInjection::before_backward(int rank, std::int64_t step) const {
+  if (const char* at = std::getenv("SHARDSCOPE_KILL_AT_STEP");
+      at != nullptr && std::to_string(rank) + ":" + std::to_string(step) == at && first_run())
+    std::raise(SIGKILL);
   if (rank == fail_rank_ && step == fail_step_)
     throw std::runtime_error("injected failure (--inject-failure) before backward of step " + std::to_string(step));
 }

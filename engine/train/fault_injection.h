@@ -6,7 +6,10 @@
 // And a save killed mid-commit: with SHARDSCOPE_KILL_BEFORE_COMMIT=STEP in
 // the environment, the process that commits step STEP's checkpoint (rank 0)
 // kills itself (SIGKILL) once every rank file is written, before the manifest
-// and the rename: the torn save must never be resumed from.
+// and the rename: the torn save must never be resumed from. And a rank that
+// dies: with SHARDSCOPE_KILL_AT_STEP=RANK:STEP the process running RANK kills
+// itself (SIGKILL, as kill -9) before the backward of STEP, in a job's first
+// run only (launch --max-restarts sets SHARDSCOPE_RESTART_COUNT in the others).
 #pragma once
 
 #include <cstdint>
@@ -26,7 +29,8 @@ class FaultInjection {
         overflow_rank_(config.overflow_rank),
         overflow_step_(config.overflow_step) {}
 
-  // Throws the injected failure on `rank` at `step` (called before its backward).
+  // Throws the injected failure on `rank` at `step` (called before its backward);
+  // SHARDSCOPE_KILL_AT_STEP kills the process there.
   void before_backward(int rank, std::int64_t step) const;
   // Writes an inf into the first of the rank's `count` 16-bit gradients at
   // `step`, as if its shard had overflowed; true if it did.

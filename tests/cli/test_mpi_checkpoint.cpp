@@ -8,6 +8,7 @@
 // so, only where mpirun is missing.
 #include <QFile>
 #include <QProcessEnvironment>
+#include <QRegularExpression>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -117,6 +118,41 @@ class TestMpiCheckpoint : public QObject {
              qPrintable(resumed.out));
     QVERIFY2(resumed.out.contains("checkpoint: step 4 saved to " + root + "/step-000004"), qPrintable(resumed.out));
     QVERIFY2(!QFile::exists(temp), "the next save removes a dead save's temporary");
+  }
+
+  // Issue 32: launch --max-restarts 1, and rank 2's process killed (SIGKILL,
+  // SHARDSCOPE_KILL_AT_STEP: in the first run only) at step 7 of 8 with
+  // --save-every 5: the job restarts from step 5, saying why, and its losses
+  // are the uninterrupted run's bit for bit.
+  void a_killed_job_restarts_from_its_last_checkpoint() {
+    QTemporaryDir dir;
+    const QString root = dir.filePath("ckpt"), whole = dir.filePath("whole.jsonl"),
+                  restarted = dir.filePath("restarted.jsonl");
+    QStringList run = kRun;
+    run[run.indexOf("--steps") + 1] = "8";
+    const CliResult t = run_cli(run + QStringList{"--metrics-out", whole});
+    QVERIFY2(t.code == 0, qPrintable(t.err));
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SHARDSCOPE_KILL_AT_STEP", "2:7");
+    const CliResult r = run_cli(QStringList{"launch", "--nproc-per-node", "4", "--max-restarts", "1", "--"} + run +
+                                    QStringList{"--save-dir", root, "--save-every", "5", "--metrics-out", restarted},
+                                env);
+    QVERIFY2(r.code == 0, qPrintable(failure(r)));
+    QVERIFY2(r.err.contains("launch: restart 1 of 1 after the job failed (exit code "), qPrintable(failure(r)));
+    QVERIFY2(r.err.contains(QRegularExpression("rank 2 \\(pid [0-9]+\\) died")), qPrintable(failure(r)));
+    QVERIFY2(r.err.contains("; resuming from " + root + "/step-000005"), qPrintable(failure(r)));
+    QVERIFY2(r.out.contains("resumed from " + root + "/step-000005 at step 5"), qPrintable(failure(r)));
+    const std::vector<double> all = losses(whole), after = losses(restarted);
+    QCOMPARE(all.size(), std::size_t{8});
+    QCOMPARE(after, std::vector<double>(all.begin() + 5, all.end()));  // steps 6-8, bit for bit
+  }
+
+  // A job refused for its input (exit code 2) is not restarted: it would fail the same way.
+  void a_refused_job_is_not_restarted() {
+    const CliResult r = run_cli(QStringList{"launch", "--nproc-per-node", "4", "--max-restarts", "3", "--"} + kRun +
+                                QStringList{"--data", "/no/such/file.txt"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(!r.err.contains("launch: restart"), qPrintable(failure(r)));
   }
 };
 
