@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "config/field_access.h"
 #include "config/gpu_profiles.h"
 #include "config/plan_fields.h"
 #include "config/run_schema.h"
@@ -19,27 +20,7 @@ namespace shardscope {
 namespace {
 
 using nlohmann::json;
-
-template <auto member>
-json get_member(const RunConfig& c) {
-  return c.*member;
-}
-
-template <auto member>
-void set_member(RunConfig& c, const json& value) {
-  c.*member = value.get<std::remove_cvref_t<decltype(c.*member)>>();
-}
-
-// A parallel axis's size (layout/parallel_axes.h).
-template <Axis axis>
-json get_axis(const RunConfig& c) {
-  return c.layout[axis];
-}
-
-template <Axis axis>
-void set_axis(RunConfig& c, const json& value) {
-  c.layout[axis] = value.get<int>();
-}
+using namespace field_access;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr std::int64_t kMaxSteps = 100'000'000;
@@ -189,69 +170,6 @@ void add_data_fields(std::vector<RunField>& f) {
   f.push_back({.key = "eval_batches", .flag = "--eval-batches", .value_name = "N",
                .help = {"Validation batches per evaluation", "每次评估的验证批次数"}, .min = 1, .max = 100'000,
                .get = get_member<&RunConfig::eval_batches>, .set = set_member<&RunConfig::eval_batches>});
-}
-
-// The dp x pp grid and the pipeline's micro-batches and schedule.
-void add_parallel_fields(std::vector<RunField>& f) {
-  f.push_back({.key = "threads", .flag = "--threads", .value_name = "N",
-               .help = {"CPU threads for all ranks together; 0: all cores", "所有 rank 共用的 CPU 线程数；0：全部核心"},
-               .min = 0, .max = 1024, .saved = Saved::never, .get = get_member<&RunConfig::threads>,
-               .set = set_member<&RunConfig::threads>});
-  f.push_back({.key = "ranks", .flag = "--ranks", .value_name = "N",
-               .help = {"Ranks in all; must equal --dp x --pp (0: dp x pp)", "rank 总数；必须等于 dp × pp（0：dp × pp）"},
-               .min = 0, .max = 4096, .saved = Saved::never, .get = get_member<&RunConfig::ranks>,
-               .set = set_member<&RunConfig::ranks>});
-  f.push_back(
-      {.key = "dp",
-       .flag = "--dp",
-       .value_name = "N",
-       .label = {"Data-parallel ranks", "数据并行 rank 数"},
-       .help = {"Data-parallel ranks (threads of this process)", "数据并行 rank 数（本进程的线程）"},
-       .min = 1,
-       .max = 64,
-       .accelerate = "num_processes",
-       .get = get_axis<Axis::dp>,
-       .set = set_axis<Axis::dp>,
-       .surfaces = surface::all,
-       .plan = {.help = {"Data-parallel ranks (dp × pp at most 16384)", "数据并行 rank 数（dp × pp 至多 16384）"},
-                .min = 1,
-                .max = 1'000'000}});
-  f.push_back({.key = "pp",
-               .flag = "--pp",
-               .value_name = "N",
-               .label = {"Pipeline stages", "流水线阶段数"},
-               .help = {"Pipeline stages (layers split as evenly as they go, the earlier stages taking one more; "
-                        "the first embeds, the last runs the head)",
-                        "流水线阶段数（层尽量均分，不能整除时前面的阶段多一层；第一段做嵌入，最后一段做输出头）"},
-               .min = 1,
-               .max = 64,
-               .get = get_axis<Axis::pp>,
-               .set = set_axis<Axis::pp>,
-               .surfaces = surface::all,
-               .plan = {.help = {"Pipeline stages", "流水线阶段数"}, .min = 1, .max = 10'000}});
-  f.push_back({.key = "micro_batches",
-               .flag = "--micro-batches",
-               .value_name = "N",
-               .label = {"Micro-batches", "微批次数"},
-               .help = {"Pipeline micro-batches per accumulation step (m)", "每个累积步的流水线微批次数（m）"},
-               .min = 1,
-               .max = 100'000,
-               .get = get_member<&RunConfig::micro_batches>,
-               .set = set_member<&RunConfig::micro_batches>,
-               .surfaces = surface::train | surface::estimate,
-               .plan = {.value_name = "M", .min = 1, .max = 1 << 20}});
-  f.push_back(
-      {.key = "schedule",
-       .flag = "--schedule",
-       .value_name = "gpipe|1f1b",
-       .kind = FieldKind::choice,
-       .label = {"Pipeline schedule", "流水线调度"},
-       .help = {"Pipeline schedule: gpipe (all forwards, then all backwards) or 1f1b (one forward, one backward)",
-                "流水线调度：gpipe（先全部前向，再全部反向）或 1f1b（一次前向、一次反向交替）"},
-       .choices = {"1f1b", "gpipe"},
-       .get = [](const RunConfig& c) -> json { return pipeline_schedule_name(c.schedule); },
-       .set = [](RunConfig& c, const json& v) { c.schedule = parse_pipeline_schedule_kind(v.get<std::string>()); },
-       .surfaces = surface::train | surface::estimate});
 }
 
 // How gradients are made and combined: data-parallel mode, ZeRO, accumulation,
@@ -559,7 +477,7 @@ const Table& table() {
     std::vector<RunField>& f = out.rows;
     add_model_fields(f);
     add_data_fields(f);
-    add_parallel_fields(f);
+    add_layout_fields(f);  // config/layout_fields.cpp
     add_gradient_fields(f);
     add_clock_fields(f);
     add_process_fields(f);

@@ -221,11 +221,23 @@ RunImport import_deepspeed_run(const DeepSpeedConfig& ds, RunConfig& config) {
 
 namespace {
 
-void import_processes(Importer& im, const AccelerateConfig& acc, bool keep_dp) {
-  const int processes = acc.distributed_type == "NO" ? 1 : acc.num_processes.value_or(1);
+// The run's refusals, before the shared reading (plan_values_from_accelerate),
+// which takes what a planner may approximate and would say it in other words.
+void refuse_unrunnable(Importer& im, const AccelerateConfig& acc) {
+  const std::string& type = acc.distributed_type;
+  if (type != "NO" && type != "MULTI_CPU" && type != "MULTI_GPU" && type != "DEEPSPEED")
+    im.refuse("distributed_type",
+              "'" + type + "' is not supported: the engine runs NO, MULTI_CPU, MULTI_GPU or DEEPSPEED");
+  const int processes = type == "NO" ? 1 : acc.num_processes.value_or(1);
   const int machines = acc.num_machines.value_or(1);
   if (processes % machines != 0)
     im.refuse("num_processes", std::to_string(processes) + " is not a multiple of num_machines " + std::to_string(machines));
+}
+
+void import_processes(Importer& im, const AccelerateConfig& acc, bool keep_dp) {
+  const std::optional<std::int64_t> shared = im.integer("dp");  // num_processes, as the estimator reads it
+  const int processes = acc.distributed_type == "NO" ? 1 : static_cast<int>(shared.value_or(1));
+  const int machines = acc.num_machines.value_or(1);
   if (!keep_dp) {
     if (processes % im.config.layout.pp() != 0)
       im.refuse("num_processes",
@@ -238,23 +250,33 @@ void import_processes(Importer& im, const AccelerateConfig& acc, bool keep_dp) {
       std::to_string(im.config.layout.dp()) + ", pp " + std::to_string(im.config.layout.pp()) + ", ranks as threads)");
 }
 
-void import_mixed_precision(Importer& im, const AccelerateConfig& acc) {
+void refuse_mixed_precision(Importer& im, const AccelerateConfig& acc) {
   if (!acc.mixed_precision) return;
   const std::string& mp = *acc.mixed_precision;
   if (mp == "fp8") im.refuse("mixed_precision", "fp8 is not supported by the engine (no, fp16 or bf16)");
   if (mp != "no" && mp != "fp16" && mp != "bf16")
     im.refuse("mixed_precision", "'" + mp + "' is not one of no, fp16, bf16");
-  im.set("precision", mp == "no" ? "fp32" : mp, "mixed_precision");
+}
+
+void import_mixed_precision(Importer& im, const AccelerateConfig& acc) {
+  const SchemaValue* precision = im.value("precision");  // fp32, fp16 or bf16 (refuse_mixed_precision ran)
+  if (precision == nullptr) return;
+  const std::string& mp = *acc.mixed_precision;
+  im.set("precision", precision->value, im.file_key(*precision));
   const bool ds = acc.distributed_type == "DEEPSPEED";
   if (mp == "fp16") im.set("loss_scaler", ds ? "deepspeed" : "torch", "mixed_precision");
   im.parts.push_back(mp == "fp16" ? std::string("fp16 (") + (ds ? "deepspeed" : "torch") + " scaler)" : mp == "no" ? "fp32" : mp);
 }
 
 // The DeepSpeed plugin: the JSON it points to, then its inline keys.
-void import_plugin(Importer& im, const AccelerateConfig& acc, RunImport& out) {
+void refuse_offload(Importer& im, const AccelerateConfig& acc) {
+  if (acc.distributed_type != "DEEPSPEED") return;
   for (const auto& [device, key] : {std::pair{&acc.offload_optimizer_device, "deepspeed_config.offload_optimizer_device"},
                                     std::pair{&acc.offload_param_device, "deepspeed_config.offload_param_device"}})
     if (*device && **device != "none") im.refuse(key, "offload is not supported by the engine; set none");
+}
+
+void import_plugin(Importer& im, const AccelerateConfig& acc, RunImport& out) {
   if (acc.deepspeed_config_file) {
     const DeepSpeedConfig ds =
         load_deepspeed_config(*acc.deepspeed_config_file, acc.source + ": deepspeed_config.deepspeed_config_file");
@@ -263,13 +285,13 @@ void import_plugin(Importer& im, const AccelerateConfig& acc, RunImport& out) {
     out.summary = inner.summary;
     im.fields.insert(im.fields.end(), inner.fields.begin(), inner.fields.end());
   }
-  if (acc.zero_stage) {
-    im.set("zero", *acc.zero_stage, "deepspeed_config.zero_stage");
-    im.parts.push_back("ZeRO-" + std::to_string(*acc.zero_stage));
+  if (const SchemaValue* zero = im.value("zero")) {
+    im.set("zero", zero->value, im.file_key(*zero));
+    im.parts.push_back("ZeRO-" + std::to_string(zero->value.get<int>()));
   }
-  if (acc.accum) {
-    im.set("accum", *acc.accum, "deepspeed_config.gradient_accumulation_steps");
-    im.parts.push_back("accum " + std::to_string(*acc.accum));
+  if (const SchemaValue* accum = im.value("accum")) {
+    im.set("accum", accum->value, im.file_key(*accum));
+    im.parts.push_back("accum " + std::to_string(accum->value.get<int>()));
   }
   if (acc.gradient_clipping) {
     im.set("grad_clip", *acc.gradient_clipping, "deepspeed_config.gradient_clipping");
@@ -284,8 +306,12 @@ RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, 
   append(out, acc.warnings);
   Importer im{acc.source, config, {}, {}, {}};
   const std::string& type = acc.distributed_type;
-  if (type != "NO" && type != "MULTI_CPU" && type != "MULTI_GPU" && type != "DEEPSPEED")
-    im.refuse("distributed_type", "'" + type + "' is not supported: the engine runs NO, MULTI_CPU, MULTI_GPU or DEEPSPEED");
+  refuse_unrunnable(im, acc);
+  refuse_mixed_precision(im, acc);
+  refuse_offload(im, acc);
+  std::vector<std::string> noted;  // the file's warnings, appended above
+  // The rows every surface reads, read once (config/plan_import.cpp), past the run's refusals.
+  im.values = plan_values_from_accelerate(acc, noted);
   import_processes(im, acc, keep_dp);
   import_mixed_precision(im, acc);
   const bool plugin = acc.zero_stage || acc.accum || acc.gradient_clipping || acc.deepspeed_config_file ||

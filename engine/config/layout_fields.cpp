@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The run-config schema's rows of the parallel layout (config/run_schema.h):
+// an axis of layout/parallel_axes.h gets its flag, config key, panel field and
+// estimate/planner range here (docs/ARCHITECTURE.md, "Adding a parallelism").
+#include "config/field_access.h"
+#include "config/plan_fields.h"
+#include "config/run_schema.h"
+
+// Each row names only the members it sets; the rest keep RunField's defaults.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+namespace shardscope {
+
+using namespace field_access;
+
+// The dp x pp grid and the pipeline's micro-batches and schedule.
+void add_layout_fields(std::vector<RunField>& f) {
+  f.push_back({.key = "threads",
+               .flag = "--threads",
+               .value_name = "N",
+               .help = {"CPU threads for all ranks together; 0: all cores", "所有 rank 共用的 CPU 线程数；0：全部核心"},
+               .min = 0,
+               .max = 1024,
+               .saved = Saved::never,
+               .get = get_member<&RunConfig::threads>,
+               .set = set_member<&RunConfig::threads>});
+  f.push_back(
+      {.key = "ranks",
+       .flag = "--ranks",
+       .value_name = "N",
+       .help = {"Ranks in all; must equal --dp x --pp (0: dp x pp)", "rank 总数；必须等于 dp × pp（0：dp × pp）"},
+       .min = 0,
+       .max = 4096,
+       .saved = Saved::never,
+       .get = get_member<&RunConfig::ranks>,
+       .set = set_member<&RunConfig::ranks>});
+  f.push_back(
+      {.key = "dp",
+       .flag = "--dp",
+       .value_name = "N",
+       .label = {"Data-parallel ranks", "数据并行 rank 数"},
+       .help = {"Data-parallel ranks (threads of this process)", "数据并行 rank 数（本进程的线程）"},
+       .min = 1,
+       .max = 64,
+       .accelerate = "num_processes",
+       .get = get_axis<Axis::dp>,
+       .set = set_axis<Axis::dp>,
+       .surfaces = surface::all,
+       .plan = {.help = {"Data-parallel ranks (dp × pp at most 16384)", "数据并行 rank 数（dp × pp 至多 16384）"},
+                .min = 1,
+                .max = 1'000'000}});
+  f.push_back({.key = "pp",
+               .flag = "--pp",
+               .value_name = "N",
+               .label = {"Pipeline stages", "流水线阶段数"},
+               .help = {"Pipeline stages (layers split as evenly as they go, the earlier stages taking one more; "
+                        "the first embeds, the last runs the head)",
+                        "流水线阶段数（层尽量均分，不能整除时前面的阶段多一层；第一段做嵌入，最后一段做输出头）"},
+               .min = 1,
+               .max = 64,
+               .get = get_axis<Axis::pp>,
+               .set = set_axis<Axis::pp>,
+               .surfaces = surface::all,
+               .plan = {.help = {"Pipeline stages", "流水线阶段数"}, .min = 1, .max = 10'000}});
+  f.push_back({.key = "micro_batches",
+               .flag = "--micro-batches",
+               .value_name = "N",
+               .label = {"Micro-batches", "微批次数"},
+               .help = {"Pipeline micro-batches per accumulation step (m)", "每个累积步的流水线微批次数（m）"},
+               .min = 1,
+               .max = 100'000,
+               .get = get_member<&RunConfig::micro_batches>,
+               .set = set_member<&RunConfig::micro_batches>,
+               .surfaces = surface::train | surface::estimate,
+               .plan = {.value_name = "M", .min = 1, .max = 1 << 20}});
+  f.push_back(
+      {.key = "schedule",
+       .flag = "--schedule",
+       .value_name = "gpipe|1f1b",
+       .kind = FieldKind::choice,
+       .label = {"Pipeline schedule", "流水线调度"},
+       .help = {"Pipeline schedule: gpipe (all forwards, then all backwards) or 1f1b (one forward, one backward)",
+                "流水线调度：gpipe（先全部前向，再全部反向）或 1f1b（一次前向、一次反向交替）"},
+       .choices = {"1f1b", "gpipe"},
+       .get = [](const RunConfig& c) -> json { return pipeline_schedule_name(c.schedule); },
+       .set = [](RunConfig& c, const json& v) { c.schedule = parse_pipeline_schedule_kind(v.get<std::string>()); },
+       .surfaces = surface::train | surface::estimate});
+}
+
+}  // namespace shardscope
