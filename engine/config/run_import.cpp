@@ -123,11 +123,12 @@ void import_zero(Importer& im, const DeepSpeedConfig& ds) {
     im.set("checkpoint", v->value, im.file_key(*v)), im.parts.push_back("checkpointing");
 }
 
-// reduce_bucket_size counts elements of the gradients' type (2 bytes in fp16/bf16); DDP's bucket is in MiB.
+// reduce_bucket_size counts elements of the gradients' type (2 bytes in fp16/bf16); --bucket-mb
+// counts the megabytes (10^6 bytes) the DDP strategy cuts buckets at, so the bytes are the file's.
 void import_bucket(Importer& im, const DeepSpeedTrainKeys& t) {
   if (!t.reduce_bucket_size) return;
   const double bytes = static_cast<double>(*t.reduce_bucket_size) * (im.config.mixed_precision() ? 2 : 4);
-  im.set("bucket_mb", bytes / (1024.0 * 1024.0), "zero_optimization.reduce_bucket_size");
+  im.set("bucket_mb", bytes / 1e6, "zero_optimization.reduce_bucket_size");
   im.parts.push_back("bucket " + num(im.config.bucket_mb) + " MB");
 }
 

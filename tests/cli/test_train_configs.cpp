@@ -27,11 +27,41 @@ const QByteArray kDeepSpeed = R"({
   "gradient_clipping": 0.5
 })";
 
-// The flags that say what kDeepSpeed says (with --dp 2): 500000 fp16 elements = 0.95367431640625 MiB.
-const QStringList kDeepSpeedFlags = {"--batch", "8", "--accum", "2", "--zero", "2", "--bucket-mb", "0.95367431640625",
-    "--precision", "fp16", "--loss-scaler", "deepspeed", "--initial-scale-power", "12", "--scale-window", "500",
-    "--hysteresis", "2", "--min-loss-scale", "1", "--lr", "3e-4", "--adam-beta2", "0.95", "--weight-decay", "0.05",
-    "--warmup", "1", "--steps", "2", "--min-lr-ratio", "0.1", "--grad-clip", "0.5"};
+// The flags that say what kDeepSpeed says (with --dp 2): 500000 fp16 elements = 1,000,000 bytes = 1 MB.
+const QStringList kDeepSpeedFlags = {"--batch",
+                                     "8",
+                                     "--accum",
+                                     "2",
+                                     "--zero",
+                                     "2",
+                                     "--bucket-mb",
+                                     "1",
+                                     "--precision",
+                                     "fp16",
+                                     "--loss-scaler",
+                                     "deepspeed",
+                                     "--initial-scale-power",
+                                     "12",
+                                     "--scale-window",
+                                     "500",
+                                     "--hysteresis",
+                                     "2",
+                                     "--min-loss-scale",
+                                     "1",
+                                     "--lr",
+                                     "3e-4",
+                                     "--adam-beta2",
+                                     "0.95",
+                                     "--weight-decay",
+                                     "0.05",
+                                     "--warmup",
+                                     "1",
+                                     "--steps",
+                                     "2",
+                                     "--min-lr-ratio",
+                                     "0.1",
+                                     "--grad-clip",
+                                     "0.5"};
 
 const QStringList kTiny = {"train", "--model", "gpt-tiny", "--seq", "16", "--steps", "2", "--threads", "1",
                            "--log-every", "1"};
@@ -149,7 +179,7 @@ class TestTrainConfigs : public QObject {
     QCOMPARE(r.code, 0);
     QCOMPARE(steps.size(), std::size_t{2});
     QVERIFY2(r.err.contains("train_batch_size: \"auto\""), qPrintable(r.err));
-    QVERIFY2(r.out.contains("ZeRO-1, bucket 0.762939 MB"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("ZeRO-1, bucket 0.8 MB"), qPrintable(r.out));  // 2e5 fp32 elements: 800,000 bytes
     QCOMPARE(steps[1].lr, steps[0].lr);  // an optimizer block without a scheduler: DeepSpeed keeps the lr constant
     QVERIFY2(r.out.contains("constant lr (no scheduler)"), qPrintable(r.out));
   }
