@@ -3,7 +3,9 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QCoreApplication>
 #include <QDoubleSpinBox>
+#include <QEvent>
 #include <QLineEdit>
 #include <QSpinBox>
 #include <algorithm>
@@ -52,7 +54,33 @@ QWidget* makeNumberBox(const RunField& field, QWidget* parent) {
   return box;
 }
 
+// Drops a wheel event over an unfocused widget: ignored and filtered, the
+// event goes on to the parent (the scroll area), as QApplication passes an
+// unaccepted wheel event up.
+class WheelGuard final : public QObject {
+ public:
+  using QObject::QObject;
+
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override {
+    if (event->type() == QEvent::Wheel) {
+      const auto* widget = qobject_cast<QWidget*>(watched);
+      if (widget != nullptr && !widget->hasFocus()) {
+        event->ignore();
+        return true;
+      }
+    }
+    return QObject::eventFilter(watched, event);
+  }
+};
+
 }  // namespace
+
+void ignoreWheelUnlessFocused(QWidget* widget) {
+  static auto* guard = new WheelGuard(QCoreApplication::instance());  // one filter for every guarded widget
+  widget->setFocusPolicy(Qt::StrongFocus);  // not Qt::WheelFocus: the wheel does not take the focus either
+  widget->installEventFilter(guard);
+}
 
 QWidget* makeFieldWidget(const RunField& field, QWidget* parent) {
   QWidget* widget = nullptr;

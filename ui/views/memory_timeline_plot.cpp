@@ -25,7 +25,7 @@ MemoryTimelinePlot::MemoryTimelinePlot(QWidget* parent) : QWidget(parent), plot_
 
 void MemoryTimelinePlot::retranslate() {
   title_->setText(tr("Memory over time (ledger total per rank)"));
-  plot_->xAxis->setLabel(tr("Time since the run started (s)"));
+  plot_->xAxis->setLabel(tr("Time (s)"));
   plot_->yAxis->setLabel(tr("MiB"));
   for (std::size_t r = 0; r < ranks_.size(); ++r) ranks_[r]->setName(tr("Rank %1").arg(r));
   plot_->replot(QCustomPlot::rpQueuedReplot);
