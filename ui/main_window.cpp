@@ -152,6 +152,7 @@ void MainWindow::setUpControls() {
   log_timer_->start();
   speed_->setObjectName(QStringLiteral("playbackSpeed"));
   for (double speed : kLessonPlaybackSpeeds) speed_->addItem(QString(), speed);
+  speed_->setSizeAdjustPolicy(QComboBox::AdjustToContents);  // re-fits its items' words in the other language
   speed_label_->setBuddy(speed_);
   speed_note_->setObjectName(QStringLiteral("speedNote"));
   speed_note_->setWordWrap(true);

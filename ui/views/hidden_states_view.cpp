@@ -74,6 +74,7 @@ HiddenStatesView::HiddenStatesView(QWidget* parent)
   layers_plot_->setMinimumSize(200, 160);
   map_plot_->setMinimumSize(200, 160);
 
+  placeLegendBelow(layers_plot_, 1);  // under the axes, one entry a row, never over a point
   norms_ = layers_plot_->addGraph(layers_plot_->xAxis, layers_plot_->yAxis);
   norms_->setPen(QPen(QColor(31, 119, 180), 2));
   norms_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
@@ -82,7 +83,6 @@ HiddenStatesView::HiddenStatesView(QWidget* parent)
   cosines_->setPen(QPen(QColor(214, 39, 40), 2));
   cosines_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, 5));
   layers_plot_->yAxis2->setRange(-0.1, 1.0);
-  placeLegendBelow(layers_plot_, 1);  // under the axes, never over a point
   map_ = new QCPColorMap(map_plot_->xAxis, map_plot_->yAxis);
   map_->setGradient(QCPColorGradient(QCPColorGradient::gpPolar));
   map_->setDataRange(QCPRange(-1.0, 1.0));

@@ -26,6 +26,7 @@ ThroughputPlot::ThroughputPlot(QWidget* parent) : QWidget(parent), plot_(new QCu
   plot_->yAxis2->setRange(0, 1000);
   plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new SiAxisTicker));  // 16.8M, not 1.67772·10⁷
   plot_->yAxis2->setTicker(QSharedPointer<QCPAxisTicker>(new SiAxisTicker));
+  plot_->xAxis->ticker()->setTickCount(4);  // the plot is narrow beside its neighbour: fewer step numbers
   retranslate();
 }
 

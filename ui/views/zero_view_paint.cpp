@@ -147,7 +147,7 @@ ZeroView::GridGeometry ZeroView::gridGeometry(int top) const {
   const int gridW = std::max(40, width() - g.gridLeft - g.countsW - 8);
   g.cellW = std::max(6, gridW / std::max(1, cols));
   g.top = top;
-  g.rowH = std::clamp((height() - top - 8) / std::max(1, rows), 18, 64);
+  g.rowH = std::clamp((height() - top - 8) / std::max(1, rows), 18, 96);
   g.gap = std::max(2, g.cellW / 12);
   g.bandH = std::max(3, (g.rowH - 6 - 2 * kBandGap) / 3);
   return g;
