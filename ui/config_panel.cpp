@@ -148,8 +148,7 @@ QVBoxLayout* ConfigPanel::buildForm() {
     schedule->setItemText(schedule->findData(QStringLiteral("gpipe")), QStringLiteral("GPipe"));
   }
   if (auto* power = fieldWidget<QSpinBox>("initial_scale_power")) power->setPrefix(QStringLiteral("2^"));
-  for (QAbstractSpinBox* box : findChildren<QAbstractSpinBox*>()) ignoreWheelUnlessFocused(box);
-  for (QComboBox* box : findChildren<QComboBox*>()) ignoreWheelUnlessFocused(box);
+  ignoreWheelOnUnfocusedFields(this);
   return layout;
 }
 

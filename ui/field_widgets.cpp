@@ -7,6 +7,7 @@
 #include <QDoubleSpinBox>
 #include <QEvent>
 #include <QLineEdit>
+#include <QSlider>
 #include <QSpinBox>
 #include <algorithm>
 #include <climits>
@@ -80,6 +81,12 @@ void ignoreWheelUnlessFocused(QWidget* widget) {
   static auto* guard = new WheelGuard(QCoreApplication::instance());  // one filter for every guarded widget
   widget->setFocusPolicy(Qt::StrongFocus);  // not Qt::WheelFocus: the wheel does not take the focus either
   widget->installEventFilter(guard);
+}
+
+void ignoreWheelOnUnfocusedFields(QWidget* root) {
+  for (QAbstractSpinBox* box : root->findChildren<QAbstractSpinBox*>()) ignoreWheelUnlessFocused(box);
+  for (QComboBox* box : root->findChildren<QComboBox*>()) ignoreWheelUnlessFocused(box);
+  for (QSlider* slider : root->findChildren<QSlider*>()) ignoreWheelUnlessFocused(slider);
 }
 
 QWidget* makeFieldWidget(const RunField& field, QWidget* parent) {

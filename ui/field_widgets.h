@@ -27,6 +27,8 @@ void onFieldWidgetEdited(const RunField& field, QWidget* widget, QObject* contex
 // under it, so scrolling a column of fields never edits the one the pointer
 // passes over. For spin boxes and combo boxes.
 void ignoreWheelUnlessFocused(QWidget* widget);
+// The same for every spin box, combo box and slider under `root` (not its scroll bars).
+void ignoreWheelOnUnfocusedFields(QWidget* root);
 
 // The field's panel label and help, in the current language.
 QString fieldLabel(const RunField& field);

@@ -29,6 +29,7 @@
 #include "i18n.h"
 #include "lessons.h"
 #include "main_window.h"
+#include "planner/planner_dialog.h"
 #include "settings_section.h"
 #include "views/memory_bars.h"
 #include "views/qcustomplot_include.h"
@@ -177,6 +178,10 @@ class TestWindowFit : public QObject {
     QCOMPARE(clock->currentData().toString(), clockBefore);
     QCOMPARE(steps->value(), stepsBefore);
     QCOMPARE(window.findChild<QComboBox*>(QStringLiteral("language"))->focusPolicy(), Qt::StrongFocus);
+    PlannerDialog planner;  // the memory planner's column of fields too
+    const int nodes = planner.nodesBox()->value();
+    turnWheel(planner.nodesBox(), 120);
+    QCOMPARE(planner.nodesBox()->value(), nodes);
     QSpinBox plain;  // the same wheel turns an unguarded box: the event is a real one
     plain.setRange(0, 10);
     turnWheel(&plain, 120);
