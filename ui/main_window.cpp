@@ -153,6 +153,7 @@ void MainWindow::setUpControls() {
   speed_->setObjectName(QStringLiteral("playbackSpeed"));
   for (double speed : kLessonPlaybackSpeeds) speed_->addItem(QString(), speed);
   speed_->setSizeAdjustPolicy(QComboBox::AdjustToContents);  // re-fits its items' words in the other language
+  speed_->setMinimumContentsLength(12);  // and room for "1×（实时）", whose fallback glyphs it under-measures
   speed_label_->setBuddy(speed_);
   speed_note_->setObjectName(QStringLiteral("speedNote"));
   speed_note_->setWordWrap(true);
