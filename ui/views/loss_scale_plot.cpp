@@ -28,6 +28,7 @@ LossScalePlot::LossScalePlot(QWidget* parent) : QWidget(parent), plot_(new QCust
   plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new BinaryLogAxisTicker));  // 16Mi = 2^24
   plot_->xAxis->ticker()->setTickCount(4);  // the plot is narrow beside its neighbour: fewer step numbers
   placeLegendBelow(plot_, 2);
+  spaceValueTicks(plot_);
   plot_->xAxis->setRange(0, 10);
   plot_->yAxis->setRange(0.5, 2);
   retranslate();

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "views/plot_legend.h"
+#include "views/plot_ticks.h"
 #include "views/qcustomplot_include.h"
 
 namespace shardscope::ui {
@@ -18,6 +19,7 @@ MemoryTimelinePlot::MemoryTimelinePlot(QWidget* parent) : QWidget(parent), plot_
   setObjectName(QStringLiteral("memoryTimelinePlot"));
   title_ = installTitledPlot(this, plot_, 150);
   placeLegendBelow(plot_, 4);
+  spaceValueTicks(plot_);
   plot_->xAxis->setRange(0, 1);
   plot_->yAxis->setRange(0, 1);
   retranslate();

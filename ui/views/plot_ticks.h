@@ -5,6 +5,7 @@
 
 #include <QLocale>
 #include <QString>
+#include <algorithm>
 #include <cmath>
 
 #include "views/qcustomplot_include.h"
@@ -49,5 +50,16 @@ class BinaryLogAxisTicker : public QCPAxisTickerLog {
  protected:
   QString getTickLabel(double tick, const QLocale&, QChar, int) override { return binaryText(tick); }
 };
+
+// Value ticks a label apart on a short axis: one per ~32 px of the axis rect's
+// height (2 to 6), set again before each replot, so a plot squeezed under the
+// views never stacks "12.5 10 7.5 5" into one another.
+inline void spaceValueTicks(QCustomPlot* plot) {
+  QObject::connect(plot, &QCustomPlot::beforeReplot, plot, [plot] {
+    const int count = std::clamp(plot->axisRect()->height() / 32, 2, 6);
+    plot->yAxis->ticker()->setTickCount(count);
+    plot->yAxis2->ticker()->setTickCount(count);
+  });
+}
 
 }  // namespace shardscope::ui

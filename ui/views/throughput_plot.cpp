@@ -17,6 +17,7 @@ ThroughputPlot::ThroughputPlot(QWidget* parent) : QWidget(parent), plot_(new QCu
   // One entry a row, the two labelled totals only: their labels are long, and the
   // ranks' dashed lines have the colours of the memory plot's legend below.
   placeLegendBelow(plot_, 1);
+  spaceValueTicks(plot_);
   total_ = plot_->addGraph();
   total_->setPen(QPen(Qt::black, 2));
   modeled_ = plot_->addGraph();
