@@ -52,13 +52,16 @@ class BinaryLogAxisTicker : public QCPAxisTickerLog {
 };
 
 // Value ticks a label apart on a short axis: one per ~32 px of the axis rect's
-// height (2 to 6), set again before each replot, so a plot squeezed under the
-// views never stacks "12.5 10 7.5 5" into one another.
+// height (2 to 6), so a plot squeezed under the views never stacks "12.5 10
+// 7.5 5" into one another. The height is the last layout's (a replot lays out
+// after this check), so a changed count asks for one more replot.
 inline void spaceValueTicks(QCustomPlot* plot) {
-  QObject::connect(plot, &QCustomPlot::beforeReplot, plot, [plot] {
+  QObject::connect(plot, &QCustomPlot::afterLayout, plot, [plot] {
     const int count = std::clamp(plot->axisRect()->height() / 32, 2, 6);
+    if (plot->yAxis->ticker()->tickCount() == count) return;
     plot->yAxis->ticker()->setTickCount(count);
     plot->yAxis2->ticker()->setTickCount(count);
+    plot->replot(QCustomPlot::rpQueuedReplot);
   });
 }
 
