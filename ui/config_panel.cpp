@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "config_panel.h"
 
-#include "config/lesson_file.h"
-
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -21,20 +19,22 @@
 #include <exception>
 
 #include "byte_text.h"
-#include "field_widgets.h"
-#include "estimate/estimate_settings.h"
 #include "config/gpu_profiles.h"
+#include "config/lesson_file.h"
+#include "estimate/estimate_settings.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
-#include "train/metrics_json.h"
+#include "field_widgets.h"
 #include "model/model_config.h"
+#include "settings_section.h"
+#include "train/metrics_json.h"
 
 namespace shardscope::ui {
 
 RunConfig ConfigPanel::defaultConfig() { return panel_default_config(); }
 
 ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
-  QFormLayout* form = buildForm();
+  QVBoxLayout* form = buildForm();
   retranslate();
   summary_ = new QLabel(this);
   summary_->setObjectName(QStringLiteral("summary"));
@@ -75,10 +75,32 @@ ConfigPanel::ConfigPanel(QWidget* parent, bool probeDevices) : QWidget(parent) {
   }
 }
 
+namespace {
+
+// The section a setting sits in: what a lesson asks to change first (the
+// model, the layout, the precision) apart from how the run is clocked and
+// where it runs. A field not named here is about the model and its data.
+ConfigPanel::Section sectionOf(std::string_view key) {
+  using S = ConfigPanel::Section;
+  for (std::string_view k :
+       {"ranks", "dp", "pp", "micro_batches", "schedule", "dp_mode", "zero", "accum", "checkpoint", "bucket_mb"})
+    if (key == k) return S::parallel_layout;
+  if (key == "precision" || key == "loss_scaler" || key == "loss_scale" || key == "initial_scale_power" ||
+      key == "scale_window" || key == "hysteresis" || key == "min_loss_scale" || key == "inject_overflow")
+    return S::precision;
+  for (std::string_view k : {"threads", "clock", "link", "gpu_profile", "collectives", "comm_timeout",
+                             "heartbeat_timeout", "device", "gpus", "profile_ops"})
+    if (key == k) return S::clock_and_device;
+  return S::model_and_data;
+}
+
+}  // namespace
+
 // The fields the panel draws itself: model and device lists, a file with
 // Browse, checkpointing as a check box. Every other labelled field of the
-// run-config schema gets the widget of its kind (ui/field_widgets.h).
-QFormLayout* ConfigPanel::buildForm() {
+// run-config schema gets the widget of its kind (ui/field_widgets.h). The rows
+// go into four folding sections, each in the schema's order.
+QVBoxLayout* ConfigPanel::buildForm() {
   model_ = new QComboBox(this);
   model_->setObjectName(QStringLiteral("model"));
   for (const auto& preset : model_presets()) model_->addItem(QString::fromStdString(preset.name));
@@ -96,8 +118,12 @@ QFormLayout* ConfigPanel::buildForm() {
   device_ = new QComboBox(this);
   device_->setObjectName(QStringLiteral("device"));
 
-  auto* form = new QFormLayout;
-  form->setRowWrapPolicy(QFormLayout::WrapLongRows);  // a narrow column puts a wide field under its label
+  auto* layout = new QVBoxLayout;
+  layout->setContentsMargins(0, 0, 0, 0);
+  for (auto*& section : sections_) {
+    section = new SettingsSection(this);
+    layout->addWidget(section);
+  }
   for (const RunField& field : run_fields()) {
     if (field.label.empty()) continue;
     QWidget* widget = field.key == "model"        ? model_
@@ -107,7 +133,7 @@ QFormLayout* ConfigPanel::buildForm() {
                                                   : makeFieldWidget(field, this);
     auto* label = new QLabel(this);
     label->setBuddy(widget);
-    form->addRow(label, widget == data_ ? dataField : widget);
+    section(sectionOf(field.key))->form()->addRow(label, widget == data_ ? dataField : widget);
     rows_.push_back({&field, widget, label});
   }
   ranks_as_ = new QComboBox(this);
@@ -116,13 +142,14 @@ QFormLayout* ConfigPanel::buildForm() {
   ranks_as_->addItem(QString(), QStringLiteral("processes"));
   ranks_as_label_ = new QLabel(this);
   ranks_as_label_->setBuddy(ranks_as_);
-  form->addRow(ranks_as_label_, ranks_as_);
+  section(Section::clock_and_device)->form()->addRow(ranks_as_label_, ranks_as_);
   if (auto* schedule = fieldWidget<QComboBox>("schedule")) {
     schedule->setItemText(schedule->findData(QStringLiteral("1f1b")), QStringLiteral("1F1B"));
     schedule->setItemText(schedule->findData(QStringLiteral("gpipe")), QStringLiteral("GPipe"));
   }
   if (auto* power = fieldWidget<QSpinBox>("initial_scale_power")) power->setPrefix(QStringLiteral("2^"));
-  return form;
+  ignoreWheelOnUnfocusedFields(this);
+  return layout;
 }
 
 // Every edit revalidates (not while setConfig fills the fields); Browse picks the data file.
@@ -207,6 +234,10 @@ void ConfigPanel::retranslate() {
     row.label->setText(fieldLabel(*row.field));
     row.widget->setToolTip(fieldHelp(*row.field));
   }
+  section(Section::model_and_data)->setTitle(tr("Model and data"));
+  section(Section::parallel_layout)->setTitle(tr("Parallel layout"));
+  section(Section::precision)->setTitle(tr("Precision"));
+  section(Section::clock_and_device)->setTitle(tr("Clock and device"));
   ranks_as_label_->setText(tr("Ranks run as"));
   ranks_as_->setItemText(0, tr("threads"));
   ranks_as_->setItemText(1, tr("processes"));

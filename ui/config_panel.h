@@ -7,6 +7,7 @@
 #pragma once
 
 #include <QWidget>
+#include <array>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -23,8 +24,11 @@ class QLabel;
 class QLineEdit;
 class QPushButton;
 class QSpinBox;
+class QVBoxLayout;
 
 namespace shardscope::ui {
+
+class SettingsSection;
 
 class ConfigPanel : public QWidget {
   Q_OBJECT
@@ -62,6 +66,11 @@ class ConfigPanel : public QWidget {
   // through shardscope-cli launch, one process per rank (run_controller.h).
   bool ranksAsProcesses() const;
   void setRanksAsProcesses(bool processes);
+  // The settings' folding groups, in the panel's order.
+  enum class Section { model_and_data, parallel_layout, precision, clock_and_device };
+  static constexpr int kSections = 4;
+  SettingsSection* section(Section which) const { return sections_[static_cast<int>(which)]; }
+
   // The estimator's prediction for the fullest rank of the current settings (-1: cannot model them).
   std::int64_t predictedBytesPerRank() const { return predicted_bytes_; }
   // The estimator's bytes per rank for the run: the panel's own prediction when
@@ -75,7 +84,7 @@ class ConfigPanel : public QWidget {
   void changed();
 
  private:
-  QFormLayout* buildForm();  // the fields, in the schema's order, and "Ranks run as"
+  QVBoxLayout* buildForm();  // the fields in their sections, in the schema's order, and "Ranks run as"
   void connectEdits();
   void revalidate();
   void updateFit(const RunConfig& c);
@@ -97,6 +106,7 @@ class ConfigPanel : public QWidget {
     return qobject_cast<Widget*>(fieldWidgetByKey(key));
   }
 
+  std::array<SettingsSection*, kSections> sections_{};
   std::vector<FieldRow> rows_;  // the schema's labelled fields, in its order
   QComboBox* model_;
   QCheckBox* checkpoint_;

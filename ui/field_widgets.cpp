@@ -3,8 +3,11 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QCoreApplication>
 #include <QDoubleSpinBox>
+#include <QEvent>
 #include <QLineEdit>
+#include <QSlider>
 #include <QSpinBox>
 #include <algorithm>
 #include <climits>
@@ -52,7 +55,39 @@ QWidget* makeNumberBox(const RunField& field, QWidget* parent) {
   return box;
 }
 
+// Drops a wheel event over an unfocused widget: ignored and filtered, the
+// event goes on to the parent (the scroll area), as QApplication passes an
+// unaccepted wheel event up.
+class WheelGuard final : public QObject {
+ public:
+  using QObject::QObject;
+
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override {
+    if (event->type() == QEvent::Wheel) {
+      const auto* widget = qobject_cast<QWidget*>(watched);
+      if (widget != nullptr && !widget->hasFocus()) {
+        event->ignore();
+        return true;
+      }
+    }
+    return QObject::eventFilter(watched, event);
+  }
+};
+
 }  // namespace
+
+void ignoreWheelUnlessFocused(QWidget* widget) {
+  static auto* guard = new WheelGuard(QCoreApplication::instance());  // one filter for every guarded widget
+  widget->setFocusPolicy(Qt::StrongFocus);  // not Qt::WheelFocus: the wheel does not take the focus either
+  widget->installEventFilter(guard);
+}
+
+void ignoreWheelOnUnfocusedFields(QWidget* root) {
+  for (QAbstractSpinBox* box : root->findChildren<QAbstractSpinBox*>()) ignoreWheelUnlessFocused(box);
+  for (QComboBox* box : root->findChildren<QComboBox*>()) ignoreWheelUnlessFocused(box);
+  for (QSlider* slider : root->findChildren<QSlider*>()) ignoreWheelUnlessFocused(slider);
+}
 
 QWidget* makeFieldWidget(const RunField& field, QWidget* parent) {
   QWidget* widget = nullptr;

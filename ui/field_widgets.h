@@ -22,6 +22,14 @@ void setFieldWidgetValue(const RunField& field, QWidget* widget, const nlohmann:
 // Calls `edited` whenever the user changes the widget's value.
 void onFieldWidgetEdited(const RunField& field, QWidget* widget, QObject* context, const std::function<void()>& edited);
 
+// The mouse wheel over `widget` changes it only while it has the keyboard
+// focus (a click or Tab gives it); otherwise the wheel goes to the widget
+// under it, so scrolling a column of fields never edits the one the pointer
+// passes over. For spin boxes and combo boxes.
+void ignoreWheelUnlessFocused(QWidget* widget);
+// The same for every spin box, combo box and slider under `root` (not its scroll bars).
+void ignoreWheelOnUnfocusedFields(QWidget* root);
+
 // The field's panel label and help, in the current language.
 QString fieldLabel(const RunField& field);
 QString fieldHelp(const RunField& field);

@@ -4,43 +4,46 @@
 // and the replay bar in main_window_recording.cpp.
 #include "main_window.h"
 
+#include <spdlog/logger.h>
+
 #include <QAction>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDockWidget>
 #include <QEvent>
-#include <QTimer>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLayout>
 #include <QMenu>
 #include <QMenuBar>
 #include <QPlainTextEdit>
 #include <QPushButton>
-#include <QLayout>
+#include <QScreen>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSplitter>
+#include <QStyle>
 #include <QTabWidget>
+#include <QTimer>
+#include <QToolBar>
 #include <QVBoxLayout>
-
-#include <spdlog/logger.h>
-
 #include <algorithm>
 
 #include "config/lesson_file.h"
 #include "config/run_choices.h"
 #include "config_panel.h"
-#include "lessons.h"
-#include "i18n.h"
-#include "log_sink.h"
-#include "recording_controller.h"
-#include "views/loss_plot.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
+#include "field_widgets.h"
+#include "i18n.h"
+#include "lessons.h"
+#include "log_sink.h"
+#include "recording_controller.h"
 #include "views/event_view.h"
 #include "views/hidden_states_view.h"
 #include "views/live_plots.h"
+#include "views/loss_plot.h"
 #include "views/memory_bars.h"
 #include "views/pipeline_timeline.h"
 #include "views/ring_allreduce_view.h"
@@ -81,7 +84,7 @@ MainWindow::MainWindow(QWidget* parent)
   split->setSizes({settings->widget()->sizeHint().width() + 24, 800});  // labels beside their fields where there is room
   fitSettingsColumn();
   setCentralWidget(split);
-  resize(1200, 800);
+  addToolBar(Qt::TopToolBarArea, buildRunToolBar());
 
   connect(panel_, &ConfigPanel::changed, this, &MainWindow::updateControls);
   connect(language_, &QComboBox::activated, this, [this](int index) {
@@ -122,6 +125,7 @@ MainWindow::MainWindow(QWidget* parent)
   });
   if (const RunPlanPtr run = planRun(panel_->config(), false)) prepareViews(*run);  // the views' empty frames
   retranslate();
+  fitToScreen();
   setStatus([this] { return tr("Ready: press Run to train on simulated ranks (threads on the CPU)."); });
   updateControls();
 }
@@ -132,6 +136,7 @@ void MainWindow::setUpControls() {
   for (const QString& code : availableLanguages()) language_->addItem(languageName(code), code);
   language_->setCurrentIndex(std::max(0, language_->findData(currentLanguage())));
   language_label_->setBuddy(language_);
+  ignoreWheelUnlessFocused(language_);  // it sits in the scrolling settings column
   run_->setObjectName(QStringLiteral("run"));
   pause_->setObjectName(QStringLiteral("pause"));
   step_->setObjectName(QStringLiteral("step"));
@@ -147,35 +152,59 @@ void MainWindow::setUpControls() {
   log_timer_->start();
   speed_->setObjectName(QStringLiteral("playbackSpeed"));
   for (double speed : kLessonPlaybackSpeeds) speed_->addItem(QString(), speed);
+  speed_->setSizeAdjustPolicy(QComboBox::AdjustToContents);  // re-fits its items' words in the other language
+  speed_->setMinimumContentsLength(12);  // and room for "1×（实时）", whose fallback glyphs it under-measures
   speed_label_->setBuddy(speed_);
   speed_note_->setObjectName(QStringLiteral("speedNote"));
   speed_note_->setWordWrap(true);
 }
 
-// The left column: language, the run's settings, the run controls, the
-// playback speed and the status line, scrolling up and down.
-QScrollArea* MainWindow::buildSettingsColumn() {
-  // Two by two, so that the settings column stays narrow (a 1280 px screen with the lessons open).
-  auto* buttons = new QGridLayout;
-  buttons->addWidget(run_, 0, 0);
-  buttons->addWidget(pause_, 0, 1);
-  buttons->addWidget(step_, 1, 0);
-  buttons->addWidget(stop_, 1, 1);
+// The run controls and the playback speed, in a toolbar over both columns:
+// always in sight, however long the settings column is. Its last button hides
+// the memory bars and the log, so that the active view takes the whole height.
+QToolBar* MainWindow::buildRunToolBar() {
+  auto* bar = new QToolBar;
+  bar->setObjectName(QStringLiteral("runToolBar"));
+  bar->setMovable(false);
+  bar->setFloatable(false);
+  for (QPushButton* button : {run_, pause_, step_, stop_}) bar->addWidget(button);
+  bar->addSeparator();
+  bar->addWidget(speed_label_);
+  bar->addWidget(speed_);
+  bar->addSeparator();
+  memory_and_log_action_ = bar->addAction(QString());
+  memory_and_log_action_->setObjectName(QStringLiteral("showMemoryAndLog"));
+  memory_and_log_action_->setCheckable(true);
+  memory_and_log_action_->setChecked(true);
+  connect(memory_and_log_action_, &QAction::toggled, this, [this](bool shown) {
+    memory_->setVisible(shown);
+    log_->setVisible(shown);
+  });
+  return bar;
+}
 
+// The window opens at a comfortable size where the screen has room, and
+// within the screen's free area (less the task bar) where it has not, centred.
+void MainWindow::fitToScreen() {
+  const QScreen* here = screen();
+  if (here == nullptr) return;
+  const QRect available = here->availableGeometry();
+  const QSize size = QSize(1500, 950).boundedTo(available.size()).expandedTo(minimumSizeHint());
+  setGeometry(QStyle::alignedRect(Qt::LeftToRight, Qt::AlignCenter, size, available));
+}
+
+// The left column: language, the run's settings, the speed's explanation and
+// the status line, scrolling up and down.
+QScrollArea* MainWindow::buildSettingsColumn() {
   auto* left = new QWidget;
   auto* leftLayout = new QVBoxLayout(left);
   auto* languageRow = new QHBoxLayout;
   languageRow->addWidget(language_label_);
   languageRow->addWidget(language_, 1);
   leftLayout->addLayout(languageRow);
-  leftLayout->addWidget(panel_, 1);
-  leftLayout->addLayout(buttons);
-  auto* speedRow = new QHBoxLayout;
-  speedRow->addWidget(speed_label_);
-  speedRow->addWidget(speed_, 1);
-  leftLayout->addLayout(speedRow);
-  leftLayout->addWidget(speed_note_);
   leftLayout->addWidget(status_);
+  leftLayout->addWidget(speed_note_);
+  leftLayout->addWidget(panel_, 1);
   auto* scroll = new QScrollArea;
   scroll->setWidget(left);
   scroll->setWidgetResizable(true);
@@ -213,10 +242,11 @@ QSplitter* MainWindow::buildViewsColumn() {
   views->addWidget(tabsAndReplay);
   views->addWidget(memory_);
   views->addWidget(log_);
-  views->setStretchFactor(0, 4);  // the tab views first: on a 720 px screen the live plots need the height
-  views->setStretchFactor(1, 3);
+  views->setStretchFactor(0, 5);  // the tab views first: on a 720 px screen the ring and the live plots need the height
+  views->setStretchFactor(1, 2);
   views->setStretchFactor(2, 1);
-  views->setSizes({400, 300, 100});
+  views->setSizes({500, 220, 80});
+  views->setCollapsible(0, false);  // the views never vanish; the memory bars and the log may
   return views;
 }
 
@@ -227,6 +257,9 @@ void MainWindow::retranslate() {
   stop_->setText(tr("Stop"));
   log_->setPlaceholderText(tr("Engine log and errors appear here."));
   speed_label_->setText(tr("Playback speed"));
+  memory_and_log_action_->setText(tr("Memory and log"));
+  memory_and_log_action_->setToolTip(
+      tr("Show or hide the memory bars and the log under the views: hidden, the view takes the whole height."));
   speed_->setItemText(0, tr("1× (real time)"));
   speed_->setItemText(1, tr("½×"));
   speed_->setItemText(2, tr("¼×"));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The main window: the config panel and run controls on the left, the live
-// views (loss plot, memory bars, log) on the right. Every view is fed only
+// The main window: the run controls and the speed in a toolbar on top, the
+// config panel on the left, the live views (loss plot, memory bars, log) on
+// the right. Every view is fed only
 // from engine events, drained by the RunController on the GUI thread.
 #pragma once
 
@@ -28,6 +29,7 @@ class QScrollArea;
 class QSplitter;
 class QTabWidget;
 class QTimer;
+class QToolBar;
 
 namespace spdlog {
 class logger;
@@ -60,6 +62,8 @@ class MainWindow : public QMainWindow {
   QPushButton* runButton() const { return run_; }
   QPushButton* stepButton() const { return step_; }
   QPushButton* stopButton() const { return stop_; }
+  // Shows or hides the memory bars and the log (checked: shown), in the run toolbar.
+  QAction* memoryAndLogAction() const { return memory_and_log_action_; }
   QString statusText() const;
   QString logText() const;  // takes the log lines still queued first
   LivePlots* livePlots() const { return live_plots_; }
@@ -126,7 +130,9 @@ class MainWindow : public QMainWindow {
  private:
   void retranslate();
   void setUpControls();
+  QToolBar* buildRunToolBar();
   QScrollArea* buildSettingsColumn();
+  void fitToScreen();
   QSplitter* buildViewsColumn();
   void fitSettingsColumn();
   void onEvents(const std::vector<shardscope::Event>& events);
@@ -189,6 +195,7 @@ class MainWindow : public QMainWindow {
   QPushButton* pause_;
   QPushButton* step_;
   QPushButton* stop_;
+  QAction* memory_and_log_action_ = nullptr;
   RecordingController* recorder_;
   QMenu* file_menu_ = nullptr;
   QAction* open_action_ = nullptr;

@@ -140,6 +140,22 @@
         <source>The model&apos;s %1 layers do not split evenly over %2 stages (%3 layers): the stages with fewer layers wait for the slowest one, and the bubble line counts that wait as stage imbalance.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Model and data</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Parallel layout</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Precision</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Clock and device</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::HiddenStatesView</name>
@@ -169,10 +185,6 @@
     </message>
     <message>
         <source>mean cosine between tokens (right)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
-        <source>hidden state (0 = embeddings, l = after layer l)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -213,6 +225,10 @@
     </message>
     <message>
         <source>token</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>hidden state (0: embeddings)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -636,6 +652,14 @@ train ... --events-to 127.0.0.1:PORT</source>
         <source>Run set %1. Not on the panel, applied to every run: %2.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Memory and log</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Show or hide the memory bars and the log under the views: hidden, the view takes the whole height.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -707,15 +731,15 @@ train ... --events-to 127.0.0.1:PORT</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Time since the run started (s)</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>MiB</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <source>Rank %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Time (s)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -1425,26 +1449,21 @@ Every pipeline stage of a replica sees all of its tokens; a slow rank falls belo
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>modeled tokens/s
-on %1
+        <source>modeled on %1
 (virtual clock)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>tokens/s, modeled
-(virtual clock) and
-measured host
-(wall clock)</source>
+        <source>tokens/s: modeled,
+measured host</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>tokens/s
-(wall clock)</source>
+        <source>tokens/s (wall clock)</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
         <source>measured host
-tokens/s
 (wall clock)</source>
         <translation type="unfinished"></translation>
     </message>

@@ -137,6 +137,22 @@
         <source>The model&apos;s %1 layers do not split evenly over %2 stages (%3 layers): the stages with fewer layers wait for the slowest one, and the bubble line counts that wait as stage imbalance.</source>
         <translation>模型的 %1 层不能平均分到 %2 个阶段（各阶段 %3 层）：层数少的阶段要等最慢的阶段，气泡那一行把这段等待算作阶段不均衡。</translation>
     </message>
+    <message>
+        <source>Model and data</source>
+        <translation>模型与数据</translation>
+    </message>
+    <message>
+        <source>Parallel layout</source>
+        <translation>并行布局</translation>
+    </message>
+    <message>
+        <source>Precision</source>
+        <translation>精度</translation>
+    </message>
+    <message>
+        <source>Clock and device</source>
+        <translation>时钟与设备</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::HiddenStatesView</name>
@@ -167,10 +183,6 @@
     <message>
         <source>mean cosine between tokens (right)</source>
         <translation>token 之间的平均余弦（右轴）</translation>
-    </message>
-    <message>
-        <source>hidden state (0 = embeddings, l = after layer l)</source>
-        <translation>隐藏状态（0 = 嵌入层，l = 第 l 层之后）</translation>
     </message>
     <message>
         <source>norm</source>
@@ -211,6 +223,10 @@
     <message>
         <source>token</source>
         <translation>token</translation>
+    </message>
+    <message>
+        <source>hidden state (0: embeddings)</source>
+        <translation>隐藏状态（0：嵌入层）</translation>
     </message>
 </context>
 <context>
@@ -630,6 +646,14 @@ train ... --events-to 127.0.0.1:PORT</translation>
         <source>Run set %1. Not on the panel, applied to every run: %2.</source>
         <translation>训练已按配置设置（%1）。面板上没有、但会用于之后每次训练的设置：%2。</translation>
     </message>
+    <message>
+        <source>Memory and log</source>
+        <translation>内存与日志</translation>
+    </message>
+    <message>
+        <source>Show or hide the memory bars and the log under the views: hidden, the view takes the whole height.</source>
+        <translation>显示或隐藏视图下方的内存条形图和日志：隐藏后，视图占满整个高度。</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -701,16 +725,16 @@ train ... --events-to 127.0.0.1:PORT</translation>
         <translation>内存随时间变化（各 rank 账本总量）</translation>
     </message>
     <message>
-        <source>Time since the run started (s)</source>
-        <translation>自运行开始的时间（秒）</translation>
-    </message>
-    <message>
         <source>MiB</source>
         <translation>MiB</translation>
     </message>
     <message>
         <source>Rank %1</source>
         <translation>Rank %1</translation>
+    </message>
+    <message>
+        <source>Time (s)</source>
+        <translation>时间（秒）</translation>
     </message>
 </context>
 <context>
@@ -1429,35 +1453,25 @@ Rank r：其数据并行副本每步的 token 数（全局批大小 × 序列长
 一个副本的每个流水线阶段都看到它的全部 token；慢的 rank 会低于其他 rank。</translation>
     </message>
     <message>
-        <source>modeled tokens/s
-on %1
+        <source>modeled on %1
 (virtual clock)</source>
-        <translation>在 %1 上
-建模的 tokens/s
+        <translation>在 %1 上建模
 （虚拟时钟）</translation>
     </message>
     <message>
-        <source>tokens/s, modeled
-(virtual clock) and
-measured host
-(wall clock)</source>
-        <translation>tokens/s：建模
-（虚拟时钟）与
-本机实测
-（墙钟）</translation>
+        <source>tokens/s: modeled,
+measured host</source>
+        <translation>tokens/s：建模、
+本机实测</translation>
     </message>
     <message>
-        <source>tokens/s
-(wall clock)</source>
-        <translation>tokens/s
-（墙钟）</translation>
+        <source>tokens/s (wall clock)</source>
+        <translation>tokens/s（墙钟）</translation>
     </message>
     <message>
         <source>measured host
-tokens/s
 (wall clock)</source>
         <translation>本机实测
-tokens/s
 （墙钟）</translation>
     </message>
 </context>

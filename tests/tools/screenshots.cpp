@@ -7,7 +7,9 @@
 // test; run by hand after changing the UI (`planner` as a second argument:
 // the planner's pictures only, no runs; `main`: the main window in both
 // languages and the Pipeline tab; `pipeline`: the pipeline lesson's;
-// `live`: the Live plots tab's; `zero3`: the ZeRO-3 run's pictures only):
+// `live`: the Live plots tab's; `zero3`: the ZeRO-3 run's pictures only;
+// `lessons`: every lesson's run beside its text, in both languages). Every
+// window is 1280×720:
 //   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots [planner|main|pipeline|live|zero3]
 #include <QDockWidget>
 #include <QApplication>
@@ -34,6 +36,9 @@ using namespace shardscope::ui;
 
 namespace {
 
+// A common laptop and projector size: every picture shows what a learner there sees.
+const QSize kWindowSize(1280, 720);
+
 void settle(int ms) {
   QEventLoop loop;
   QTimer::singleShot(ms, &loop, &QEventLoop::quit);
@@ -48,17 +53,19 @@ bool save(QWidget* widget, const QDir& dir, const QString& name) {
 }
 
 // One run of `config` in a fresh window, then a picture of each named tab:
-// the whole window when `window_shot`, else the tab's page alone.
+// the whole window when `window_shot`, else the tab's page alone (with the
+// memory bars and log hidden, as the toolbar's "Memory and log" does).
 struct Shot {
   int tab;
   QString name;
   bool window_shot = false;
   int lesson = -1;  // >= 0: the lessons dock open on this lesson
+  bool whole_height = false;  // the memory bars and log hidden (the toolbar's "Memory and log")
 };
 bool shoot(const QString& language, const RunConfig& config, const QDir& dir, const std::vector<Shot>& shots) {
   setLanguage(language);
   MainWindow window;
-  window.resize(1500, 950);
+  window.resize(kWindowSize);
   window.show();
   window.configPanel()->setConfig(config);
   window.configPanel()->setGpuProfile(QStringLiteral("RTX4090"));
@@ -77,6 +84,7 @@ bool shoot(const QString& language, const RunConfig& config, const QDir& dir, co
       window.lessonsDock()->show();
       window.lessons()->showLesson(shot.lesson);
     }
+    window.memoryAndLogAction()->setChecked(shot.window_shot && !shot.whole_height);  // a tab alone: its whole height
     settle(1500);  // the ring view finishes its animation; plots redraw when shown
     QWidget* what = shot.window_shot ? static_cast<QWidget*>(&window) : window.viewTabs()->currentWidget();
     ok = save(what, dir, shot.name) && ok;
@@ -92,7 +100,7 @@ bool shootLessonPair(const QString& language, const QString& id, const std::func
                      const QDir& dir, const QString& first, const QString& second, int tab = -1) {
   setLanguage(language);
   MainWindow window;
-  window.resize(1500, 950);
+  window.resize(kWindowSize);
   window.show();
   window.lessonsDock()->show();
   if (tab >= 0) window.viewTabs()->setCurrentIndex(tab);
@@ -121,7 +129,7 @@ bool shootLessonPair(const QString& language, const QString& id, const std::func
 bool shootHiddenStates(const QString& language, const QDir& dir, const QString& name) {
   setLanguage(language);
   MainWindow window;
-  window.resize(1500, 950);
+  window.resize(kWindowSize);
   window.show();
   HiddenStatesView* view = window.hiddenStatesView();
   if (!QDir(view->modelDir()).exists(QStringLiteral("model.safetensors"))) {
@@ -134,6 +142,7 @@ bool shootHiddenStates(const QString& language, const QDir& dir, const QString& 
                                [](const Lesson& l) { return l.id == QStringLiteral("bert_hidden_states"); });
   if (it != lessons.end()) window.lessons()->showLesson(static_cast<int>(it - lessons.begin()));
   window.viewTabs()->setCurrentWidget(view);
+  window.memoryAndLogAction()->setChecked(false);  // the plots take the whole height
   QEventLoop loop;
   QObject::connect(view, &HiddenStatesView::computed, &loop, &QEventLoop::quit);
   QObject::connect(view, &HiddenStatesView::failed, &loop, &QEventLoop::quit);
@@ -141,6 +150,35 @@ bool shootHiddenStates(const QString& language, const QDir& dir, const QString& 
   loop.exec();
   settle(500);
   return save(&window, dir, name);
+}
+
+// The view tab a lesson is about (the order of MainWindow's tabs: Loss,
+// Pipeline, Ring all-reduce, ZeRO, Live plots, Hidden states).
+int lessonTab(const QString& id) {
+  if (id.startsWith(QLatin1String("pipeline")) || id == QLatin1String("ddp_buckets")) return 1;
+  if (id == QLatin1String("ddp_vs_dataparallel")) return 2;
+  if (id == QLatin1String("zero_stages")) return 3;
+  if (id == QLatin1String("fp16_loss_scaling")) return 4;
+  return 0;  // the loss curve, with the memory bars under it
+}
+
+// Every lesson as Try it loads it, in English and Chinese: the whole window
+// after its run, the lesson open beside its view (lesson_<id>.png, lesson_<id>_zh.png).
+bool shootEveryLesson(const QDir& dir) {
+  bool ok = true;
+  const auto lessons = load_lessons();
+  for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
+    const QString suffix = language == QStringLiteral("en") ? QStringLiteral(".png") : QStringLiteral("_zh.png");
+    for (std::size_t i = 0; i < lessons.size(); ++i) {
+      if (lessons[i].id == QLatin1String("bert_hidden_states")) continue;  // shootHiddenStates: a forward pass
+      const int tab =
+          lessonTab(lessons[i].id);  // a painted view takes the whole height; the loss keeps the memory bars
+      ok = shoot(language, lessons[i].config, dir,
+                 {{tab, QStringLiteral("lesson_") + lessons[i].id + suffix, true, static_cast<int>(i), tab != 0}}) &&
+           ok;
+    }
+  }
+  return ok;
 }
 
 // The planner at 1280×720: GPT-3 175B in fp32 on 128 nodes × 8 A100-80GB, ZeRO-0..3, verdict for ZeRO-3.
@@ -216,6 +254,13 @@ int main(int argc, char** argv) {
   if (only == QStringLiteral("main")) return shootMainWindows(main_run, dir) ? 0 : 1;
   if (only == QStringLiteral("pipeline")) return shootPipelineLessons(dir) ? 0 : 1;
   if (only == QStringLiteral("live")) return shootLivePlots(fp16, dir) ? 0 : 1;
+  if (only == QStringLiteral("lessons")) {
+    bool ok = shootEveryLesson(dir);
+    ok = shootHiddenStates(QStringLiteral("en"), dir, QStringLiteral("lesson_bert_hidden_states.png")) && ok;
+    return shootHiddenStates(QStringLiteral("zh_CN"), dir, QStringLiteral("lesson_bert_hidden_states_zh.png")) && ok
+               ? 0
+               : 1;
+  }
   bool planned = shootPlanner(QStringLiteral("en"), dir, QStringLiteral("planner_gpt3_1024xA100.png"));
   planned = shootPlanner(QStringLiteral("zh_CN"), dir, QStringLiteral("planner_gpt3_1024xA100_zh.png")) && planned;
   if (planner_only) return planned ? 0 : 1;
@@ -239,8 +284,10 @@ int main(int argc, char** argv) {
   const auto ddp = std::find_if(lessons.begin(), lessons.end(),
                                 [](const Lesson& l) { return l.id == QStringLiteral("ddp_vs_dataparallel"); });
   const int ddp_index = static_cast<int>(ddp - lessons.begin());
-  ok = shoot(QStringLiteral("en"), ddp->config, dir, {{2, QStringLiteral("lesson_ddp.png"), true, ddp_index}}) && ok;
-  ok = shoot(QStringLiteral("zh_CN"), ddp->config, dir, {{2, QStringLiteral("lesson_ddp_zh.png"), true, ddp_index}}) &&
+  ok = shoot(QStringLiteral("en"), ddp->config, dir, {{2, QStringLiteral("lesson_ddp.png"), true, ddp_index, true}}) &&
+       ok;
+  ok = shoot(QStringLiteral("zh_CN"), ddp->config, dir,
+             {{2, QStringLiteral("lesson_ddp_zh.png"), true, ddp_index, true}}) &&
        ok;
   // Accumulation: 4 steps of 8, then 1 of 32, overlaid. Checkpointing: full, then none.
   for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
@@ -253,6 +300,7 @@ int main(int argc, char** argv) {
                          QStringLiteral("lesson_checkpointing_none") + suffix) &&
          ok;
   }
+  ok = shootEveryLesson(dir) && ok;
   ok = shootHiddenStates(QStringLiteral("en"), dir, QStringLiteral("lesson_bert_hidden_states.png")) && ok;
   ok = shootHiddenStates(QStringLiteral("zh_CN"), dir, QStringLiteral("lesson_bert_hidden_states_zh.png")) && ok;
   return ok && planned ? 0 : 1;

@@ -5,21 +5,32 @@
 // The memory legend is drawn whole (no border or text past the plot's edge)
 // however small the plot. Also the axis titles in Chinese, and the level of
 // a log line. After a short run it saves the window at 1280×720 beside the test
-// binary (build/tests/window_1280x720_en.png, window_1280x720_zh.png). Offscreen.
+// binary (build/tests/window_1280x720_en.png, window_1280x720_zh.png). At
+// 1280×720 the run controls are in sight without scrolling, the settings fold
+// by section, the memory bars and log hide, and the wheel over an unfocused
+// field changes nothing. Offscreen.
+#include <spdlog/logger.h>
+
+#include <QAction>
+#include <QComboBox>
 #include <QCoreApplication>
 #include <QDir>
 #include <QDockWidget>
 #include <QPlainTextEdit>
+#include <QPushButton>
+#include <QScreen>
 #include <QScrollArea>
+#include <QSpinBox>
 #include <QTabWidget>
+#include <QToolButton>
 #include <QtTest>
-
-#include <spdlog/logger.h>
 
 #include "config_panel.h"
 #include "i18n.h"
 #include "lessons.h"
 #include "main_window.h"
+#include "planner/planner_dialog.h"
+#include "settings_section.h"
 #include "views/memory_bars.h"
 #include "views/qcustomplot_include.h"
 
@@ -50,6 +61,25 @@ void verifyLegendInside(QCustomPlot* plot, const QString& where) {
     QVERIFY2(item->outerRect().width() >= item->minimumOuterSizeHint().width(), qPrintable(what));
     QVERIFY2(box.contains(item->outerRect()), qPrintable(what));
   }
+}
+
+// A wheel turn over the middle of `widget`, as a mouse sends it.
+void turnWheel(QWidget* widget, int angle) {
+  const QPointF centre = QRectF(widget->rect()).center();
+  QWheelEvent wheel(centre, widget->mapToGlobal(centre), QPoint(), QPoint(0, angle), Qt::NoButton, Qt::NoModifier,
+                    Qt::NoScrollPhase, false);
+  QApplication::sendEvent(widget, &wheel);
+}
+
+// `widget` is shown whole inside the window's own area, and not in a part that scrolls.
+void verifyInSight(QWidget* widget, const MainWindow& window) {
+  const QRect where(widget->mapTo(&window, QPoint(0, 0)), widget->size());
+  const QString what = widget->objectName() + QLatin1Char(' ') + sizeText(where.size()) + QStringLiteral(" at ") +
+                       QString::number(where.x()) + QLatin1Char(',') + QString::number(where.y());
+  QVERIFY2(widget->isVisible(), qPrintable(what));
+  QVERIFY2(window.rect().contains(where), qPrintable(what));
+  for (const QWidget* up = widget; up != nullptr; up = up->parentWidget())
+    QVERIFY2(qobject_cast<const QScrollArea*>(up) == nullptr, qPrintable(what + QStringLiteral(" scrolls")));
 }
 
 }  // namespace
@@ -95,6 +125,97 @@ class TestWindowFit : public QObject {
     }
     QVERIFY2(window.lessonsDock()->width() >= 280, qPrintable(sizeText(window.lessonsDock()->size())));
     verifyLegendInside(window.memoryBars()->plot(), language + QStringLiteral(" window at 1280x720"));
+  }
+
+  // Run, Pause, Step, Stop and the speed sit in a toolbar: in sight at
+  // 1280×720 with the lessons open, whatever the settings column holds.
+  void runControlsInSightAt1280x720() {
+    for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
+      QVERIFY(setLanguage(language));
+      MainWindow window;
+      window.lessonsDock()->show();
+      window.lessons()->showLesson(0);
+      window.resize(1280, 720);
+      window.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&window));
+      QTest::qWait(50);
+      QCOMPARE(window.size(), QSize(1280, 720));
+      for (QWidget* control : {static_cast<QWidget*>(window.runButton()), static_cast<QWidget*>(window.stepButton()),
+                               static_cast<QWidget*>(window.stopButton()), window.findChild<QWidget*>("pause"),
+                               static_cast<QWidget*>(window.speedBox())})
+        verifyInSight(control, window);
+    }
+  }
+
+  // The window opens within the screen's free area, where its minimum fits.
+  void opensFittingTheScreen() {
+    MainWindow window;
+    const QRect available = window.screen()->availableGeometry();
+    const QSize minimum = window.minimumSizeHint();
+    qInfo("screen %s, window %s", qPrintable(sizeText(available.size())), qPrintable(sizeText(window.size())));
+    if (minimum.width() <= available.width() && minimum.height() <= available.height())
+      QVERIFY2(available.contains(window.geometry()), qPrintable(sizeText(window.size())));
+    QVERIFY(window.width() >= minimum.width() && window.height() >= minimum.height());
+  }
+
+  // Scrolling the settings column passes over fields: the wheel changes none
+  // of them unless it has the focus.
+  void wheelOverAnUnfocusedFieldChangesNothing() {
+    MainWindow window;
+    window.resize(1280, 720);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    auto* clock = window.configPanel()->findChild<QComboBox*>(QStringLiteral("clock"));
+    auto* steps = window.configPanel()->findChild<QSpinBox*>(QStringLiteral("steps"));
+    QVERIFY(clock != nullptr && steps != nullptr);
+    QVERIFY(!clock->hasFocus() && !steps->hasFocus());
+    const QString clockBefore = clock->currentData().toString();
+    const int stepsBefore = steps->value();
+    for (int angle : {-120, 120, -120}) {
+      turnWheel(clock, angle);
+      turnWheel(steps, angle);
+    }
+    QCOMPARE(clock->currentData().toString(), clockBefore);
+    QCOMPARE(steps->value(), stepsBefore);
+    QCOMPARE(window.findChild<QComboBox*>(QStringLiteral("language"))->focusPolicy(), Qt::StrongFocus);
+    PlannerDialog planner;  // the memory planner's column of fields too
+    const int nodes = planner.nodesBox()->value();
+    turnWheel(planner.nodesBox(), 120);
+    QCOMPARE(planner.nodesBox()->value(), nodes);
+    QSpinBox plain;  // the same wheel turns an unguarded box: the event is a real one
+    plain.setRange(0, 10);
+    turnWheel(&plain, 120);
+    QCOMPARE(plain.value(), 1);
+  }
+
+  // The settings fold by section; the memory bars and log hide, and the view takes their height.
+  void settingsFoldAndTheViewTakesTheHeight() {
+    MainWindow window;
+    window.resize(1280, 720);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    ConfigPanel* panel = window.configPanel();
+    auto* dp = panel->findChild<QSpinBox*>(QStringLiteral("dp"));
+    QVERIFY(dp != nullptr && dp->isVisible());
+    SettingsSection* layout = panel->section(ConfigPanel::Section::parallel_layout);
+    QVERIFY(layout->isAncestorOf(dp));
+    QVERIFY(panel->section(ConfigPanel::Section::precision)->isAncestorOf(panel->findChild<QWidget*>("precision")));
+    QVERIFY(panel->section(ConfigPanel::Section::clock_and_device)->isAncestorOf(panel->findChild<QWidget*>("clock")));
+    QVERIFY(panel->section(ConfigPanel::Section::model_and_data)->isAncestorOf(panel->findChild<QWidget*>("model")));
+    layout->header()->click();
+    QVERIFY(!layout->isExpanded() && !dp->isVisible());
+    layout->header()->click();
+    QVERIFY(layout->isExpanded() && dp->isVisible());
+
+    const int tabsHeight = window.viewTabs()->height();
+    QVERIFY(window.memoryAndLogAction()->isChecked() && window.memoryBars()->isVisible());
+    window.memoryAndLogAction()->trigger();
+    QTest::qWait(50);
+    QVERIFY(!window.memoryBars()->isVisible() && !window.findChild<QPlainTextEdit*>("log")->isVisible());
+    QVERIFY2(window.viewTabs()->height() > tabsHeight + 200,
+             qPrintable(QStringLiteral("%1 -> %2").arg(tabsHeight).arg(window.viewTabs()->height())));
+    window.memoryAndLogAction()->trigger();
+    QVERIFY(window.memoryBars()->isVisible());
   }
 
   void memoryLegendIsNeverClipped() {

@@ -23,6 +23,7 @@
 #include "config/run_schema.h"
 #include "core/error.h"
 #include "estimate/formula_text.h"
+#include "field_widgets.h"
 #include "planner/planner_bars.h"
 
 namespace shardscope::ui {
@@ -68,6 +69,7 @@ PlannerDialog::PlannerDialog(QWidget* parent) : QDialog(parent), debounce_(new Q
   auto* layout = new QHBoxLayout(this);
   layout->addWidget(split);
   connectControls();
+  ignoreWheelOnUnfocusedFields(this);  // scrolling the settings column edits none of them
   retranslate();
   base_.activations = ActivationMode::shardscope;
   setModel(examplePlannerModel(PlannerExample::gpt3_175b), true);  // the seed's 2.8 TB, on one GPU

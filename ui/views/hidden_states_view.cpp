@@ -74,6 +74,7 @@ HiddenStatesView::HiddenStatesView(QWidget* parent)
   layers_plot_->setMinimumSize(200, 160);
   map_plot_->setMinimumSize(200, 160);
 
+  placeLegendBelow(layers_plot_, 1);  // under the axes, one entry a row, never over a point
   norms_ = layers_plot_->addGraph(layers_plot_->xAxis, layers_plot_->yAxis);
   norms_->setPen(QPen(QColor(31, 119, 180), 2));
   norms_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
@@ -82,8 +83,6 @@ HiddenStatesView::HiddenStatesView(QWidget* parent)
   cosines_->setPen(QPen(QColor(214, 39, 40), 2));
   cosines_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, 5));
   layers_plot_->yAxis2->setRange(-0.1, 1.0);
-  layers_plot_->legend->setVisible(true);
-  layers_plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
   map_ = new QCPColorMap(map_plot_->xAxis, map_plot_->yAxis);
   map_->setGradient(QCPColorGradient(QCPColorGradient::gpPolar));
   map_->setDataRange(QCPRange(-1.0, 1.0));
@@ -169,9 +168,8 @@ void HiddenStatesView::drawLayers() {
   norms_->setData(keys, norms, true);
   cosines_->setData(keys, cosines, true);
   layers_plot_->xAxis->setRange(-0.3, result_->config.layers + 0.3);
-  // Headroom above the lines for the legend (top left).
-  layers_plot_->yAxis->setRange(0, *std::max_element(norms.begin(), norms.end()) * 1.7);
-  layers_plot_->yAxis2->setRange(-0.05, std::max(1.0, *std::max_element(cosines.begin(), cosines.end())) * 1.45);
+  layers_plot_->yAxis->setRange(0, *std::max_element(norms.begin(), norms.end()) * 1.1);
+  layers_plot_->yAxis2->setRange(-0.05, std::max(1.0, *std::max_element(cosines.begin(), cosines.end())) * 1.05);
   layers_plot_->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -201,7 +199,7 @@ void HiddenStatesView::retranslate() {
   compute_->setText(tr("Compute"));
   norms_->setName(tr("mean token norm |h| (left)"));
   cosines_->setName(tr("mean cosine between tokens (right)"));
-  layers_plot_->xAxis->setLabel(tr("hidden state (0 = embeddings, l = after layer l)"));
+  layers_plot_->xAxis->setLabel(tr("hidden state (0: embeddings)"));
   layers_plot_->yAxis->setLabel(tr("norm"));
   layers_plot_->yAxis2->setLabel(tr("cosine"));
   const int l = layer_->value();

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "views/plot_legend.h"
+#include "views/plot_ticks.h"
 #include "views/qcustomplot_include.h"
 
 namespace shardscope::ui {
@@ -24,11 +25,10 @@ LossScalePlot::LossScalePlot(QWidget* parent) : QWidget(parent), plot_(new QCust
       QCPScatterStyle(QCPScatterStyle::ssCross, QPen(QColor(214, 39, 40), 2), Qt::NoBrush, 10));
   // A scale is a power of two: a log axis shows halvings and doublings as equal steps.
   plot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
-  QSharedPointer<QCPAxisTickerLog> ticker(new QCPAxisTickerLog);
-  ticker->setLogBase(2);
-  plot_->yAxis->setTicker(ticker);
-  plot_->yAxis->setNumberFormat(QStringLiteral("gb"));
+  plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new BinaryLogAxisTicker));  // 16Mi = 2^24
+  plot_->xAxis->ticker()->setTickCount(4);  // the plot is narrow beside its neighbour: fewer step numbers
   placeLegendBelow(plot_, 2);
+  spaceValueTicks(plot_);
   plot_->xAxis->setRange(0, 10);
   plot_->yAxis->setRange(0.5, 2);
   retranslate();

@@ -2,15 +2,16 @@
 #include "views/memory_bars.h"
 
 #include <QEvent>
-#include <QSharedPointer>
 #include <QLabel>
+#include <QSharedPointer>
 #include <QStringList>
 #include <QVBoxLayout>
+#include <algorithm>
+
 #include "byte_text.h"
 #include "views/plot_legend.h"
+#include "views/plot_ticks.h"
 #include "views/qcustomplot_include.h"
-
-#include <algorithm>
 
 namespace shardscope::ui {
 
@@ -74,6 +75,7 @@ MemoryBars::MemoryBars(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot
     predicted_bars_[c] = bars;
   }
   plot_->xAxis->grid()->setVisible(false);
+  spaceValueTicks(plot_);
   // The legend in its own column right of the bars, so it never covers a rank.
   // Bars and legend share one cell under the title, so that the title spans
   // both and the plot's minimum width is the wider of the two, not their sum.

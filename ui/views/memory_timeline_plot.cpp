@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "views/plot_legend.h"
+#include "views/plot_ticks.h"
 #include "views/qcustomplot_include.h"
 
 namespace shardscope::ui {
@@ -18,6 +19,7 @@ MemoryTimelinePlot::MemoryTimelinePlot(QWidget* parent) : QWidget(parent), plot_
   setObjectName(QStringLiteral("memoryTimelinePlot"));
   title_ = installTitledPlot(this, plot_, 150);
   placeLegendBelow(plot_, 4);
+  spaceValueTicks(plot_);
   plot_->xAxis->setRange(0, 1);
   plot_->yAxis->setRange(0, 1);
   retranslate();
@@ -25,7 +27,7 @@ MemoryTimelinePlot::MemoryTimelinePlot(QWidget* parent) : QWidget(parent), plot_
 
 void MemoryTimelinePlot::retranslate() {
   title_->setText(tr("Memory over time (ledger total per rank)"));
-  plot_->xAxis->setLabel(tr("Time since the run started (s)"));
+  plot_->xAxis->setLabel(tr("Time (s)"));
   plot_->yAxis->setLabel(tr("MiB"));
   for (std::size_t r = 0; r < ranks_.size(); ++r) ranks_[r]->setName(tr("Rank %1").arg(r));
   plot_->replot(QCustomPlot::rpQueuedReplot);

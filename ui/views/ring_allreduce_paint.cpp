@@ -170,6 +170,13 @@ RingAllreduceView::RingGeometry RingAllreduceView::ringGeometry(int top, int bot
   g.radius =
       std::max(30.0, std::min(width() / 2.0 - g.node - g.label_w - 16, (bottom - top) / 2.0 - g.node - 2 * line - 4));
   const int n = grid_.dp();
+  // The circles grow with the drawing (up to 34 px) and shrink so that
+  // neighbours on the circle never touch: the gap between their rims leaves
+  // room for an arrow and a moving chunk.
+  const double half_gap = n > 1 ? g.radius * std::sin(M_PI / n) : g.radius;
+  const double node = std::clamp(std::min(g.radius * 0.2, half_gap - 16), 12.0, 34.0);
+  g.radius = std::max(30.0, g.radius - std::max(0.0, node - g.node));  // a larger circle: its label still fits
+  g.node = node;
   for (int i = 0; i < n; ++i) {
     const double a = -M_PI / 2 + 2 * M_PI * i / n;
     g.at.push_back(g.center + QPointF(std::cos(a), std::sin(a)) * g.radius);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "views/plot_legend.h"
+#include "views/plot_ticks.h"
 #include "views/qcustomplot_include.h"
 
 namespace shardscope::ui {
@@ -16,6 +17,7 @@ ThroughputPlot::ThroughputPlot(QWidget* parent) : QWidget(parent), plot_(new QCu
   // One entry a row, the two labelled totals only: their labels are long, and the
   // ranks' dashed lines have the colours of the memory plot's legend below.
   placeLegendBelow(plot_, 1);
+  spaceValueTicks(plot_);
   total_ = plot_->addGraph();
   total_->setPen(QPen(Qt::black, 2));
   modeled_ = plot_->addGraph();
@@ -23,25 +25,29 @@ ThroughputPlot::ThroughputPlot(QWidget* parent) : QWidget(parent), plot_(new QCu
   plot_->xAxis->setRange(0, 10);
   plot_->yAxis->setRange(0, 1000);
   plot_->yAxis2->setRange(0, 1000);
+  plot_->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new SiAxisTicker));  // 16.8M, not 1.67772·10⁷
+  plot_->yAxis2->setTicker(QSharedPointer<QCPAxisTicker>(new SiAxisTicker));
+  plot_->xAxis->ticker()->setTickCount(4);  // the plot is narrow beside its neighbour: fewer step numbers
   retranslate();
 }
 
 // Each axis label in short lines: the plot is short, and a vertical label longer
-// than its axis would run over the title and the legend. (Not in a smaller font:
+// than its axis would run over the title and the legend (the legend names
+// each line's clock). (Not in a smaller font:
 // rotated, small Chinese characters blur.)
 // The left axis holds the modeled line and the ranks (all on the run's clock);
 // the right one, shown with a GPU profile only, the measured host line.
 QString ThroughputPlot::leftAxisLabel() const {
-  if (host_axis_apart_) return tr("modeled tokens/s\non %1\n(virtual clock)").arg(gpu_profile_);
-  if (virtual_clock_) return tr("tokens/s, modeled\n(virtual clock) and\nmeasured host\n(wall clock)");
-  return tr("tokens/s\n(wall clock)");
+  if (host_axis_apart_) return tr("modeled on %1\n(virtual clock)").arg(gpu_profile_);
+  if (virtual_clock_) return tr("tokens/s: modeled,\nmeasured host");
+  return tr("tokens/s (wall clock)");
 }
 
 void ThroughputPlot::retranslate() {
   title_->setText(tr("Throughput"));
   plot_->xAxis->setLabel(tr("Step"));
   plot_->yAxis->setLabel(leftAxisLabel());
-  plot_->yAxis2->setLabel(tr("measured host\ntokens/s\n(wall clock)"));
+  plot_->yAxis2->setLabel(tr("measured host\n(wall clock)"));
   // Two lines each: the labels say their clock, and the legend stays as narrow as the plot.
   total_->setName(tr("measured host tokens/s (wall clock)"));
   modeled_->setName(

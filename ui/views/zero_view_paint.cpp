@@ -52,14 +52,12 @@ void ZeroView::paintEvent(QPaintEvent*) {
 // The stage's formula (bold), this step's counts, the legend and the notes on
 // what a rank holds.
 int ZeroView::paintCaption(QPainter& p, int y) const {
-  const int line = QFontMetrics(font()).height() + 4;
   QFont bold = font();
   bold.setBold(true);
   p.setFont(bold);
   p.setPen(palette().text().color());
-  p.drawText(QRect(8, y, width() - 16, line), Qt::AlignLeft | Qt::AlignVCenter, formulaText());
+  y += drawWrapped(p, y, width(), formulaText()) + 2;  // wrapped, as every caption line: never cut at the edge
   p.setFont(font());
-  y += line;
   y += drawWrapped(p, y, width(), countsText());
   y = paintLegend(p, y);
   const auto& plan = model_.plan();
@@ -76,13 +74,21 @@ int ZeroView::paintCaption(QPainter& p, int y) const {
   return y;
 }
 
-// The three bands' colours, "not held", and the outline of a band active just now.
+// The three bands' colours, "not held", and the outline of a band active just
+// now; an entry that would pass the right edge starts a new line.
 int ZeroView::paintLegend(QPainter& p, int y) const {
   const QFontMetrics fm(font());
   const int line = fm.height() + 4;
   const QColor text = palette().text().color();
   int x = 8;
+  const auto wrapFor = [&](const QString& name) {
+    if (x > 8 && x + 22 + fm.horizontalAdvance(name) > width() - 8) {
+      x = 8;
+      y += line;
+    }
+  };
   const auto swatch = [&](const QColor& colour, const QString& name) {
+    wrapFor(name);
     p.fillRect(QRect(x, y + line / 2 - 4, 18, 8), colour);
     x += 22;
     p.setPen(text);
@@ -92,12 +98,13 @@ int ZeroView::paintLegend(QPainter& p, int y) const {
   const std::array<QString, 3> names{tr("parameters"), tr("gradients"), tr("optimizer states")};
   for (std::size_t i = 0; i < kStates.size(); ++i) swatch(stateColor(kStates[i]), names[i]);
   swatch(palette().window().color().darker(115), tr("not held"));
+  const QString active = model_.stage() == 3 ? tr("gathered / active just now") : tr("active just now");
+  wrapFor(active);
   p.setPen(QPen(kFlash, 2));
   p.setBrush(Qt::NoBrush);
   p.drawRect(QRect(x, y + line / 2 - 5, 18, 10));
   x += 22;
   p.setPen(text);
-  const QString active = model_.stage() == 3 ? tr("gathered / active just now") : tr("active just now");
   p.drawText(QRect(x, y, width() - x - 8, line), Qt::AlignLeft | Qt::AlignVCenter, active);
   return y + line;
 }
@@ -135,11 +142,12 @@ ZeroView::GridGeometry ZeroView::gridGeometry(int top) const {
   g.labelW = fm.horizontalAdvance(rankLabel(rows - 1)) + 16;
   g.countsW = 16;
   for (int r = 0; r < rows; ++r) g.countsW = std::max(g.countsW, fm.horizontalAdvance(rowText(r)) + 16);
+  g.countsW = std::min(g.countsW, std::max(120, width() / 3));  // longer counts wrap: the cells keep the width
   g.gridLeft = 8 + g.labelW;
   const int gridW = std::max(40, width() - g.gridLeft - g.countsW - 8);
   g.cellW = std::max(6, gridW / std::max(1, cols));
   g.top = top;
-  g.rowH = std::clamp((height() - top - 8) / std::max(1, rows), 18, 64);
+  g.rowH = std::clamp((height() - top - 8) / std::max(1, rows), 18, 96);
   g.gap = std::max(2, g.cellW / 12);
   g.bandH = std::max(3, (g.rowH - 6 - 2 * kBandGap) / 3);
   return g;
@@ -205,8 +213,8 @@ void ZeroView::paintRankRow(QPainter& p, int r, const GridGeometry& g) const {
     }
   }
   p.setPen(text);
-  p.drawText(QRect(g.gridLeft + model_.columns() * g.cellW + 8, ry, g.countsW, g.rowH),
-             Qt::AlignLeft | Qt::AlignVCenter, rowText(r));
+  p.drawText(QRect(g.gridLeft + model_.columns() * g.cellW + 8, ry, g.countsW - 8, g.rowH),
+             Qt::AlignLeft | Qt::AlignVCenter | Qt::TextWordWrap, rowText(r));
 }
 
 }  // namespace shardscope::ui
