@@ -129,4 +129,13 @@ std::string ArgParser::help() const {
   return out.str();
 }
 
+std::string flag_argument(const std::vector<std::string>& args, const std::string& flag) {
+  std::string value;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == flag && i + 1 < args.size()) value = args[i + 1];
+    if (args[i].starts_with(flag + "=")) value = args[i].substr(flag.size() + 1);
+  }
+  return value;
+}
+
 }  // namespace shardscope::cli

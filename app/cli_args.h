@@ -58,5 +58,8 @@ class ArgParser {
 // Strict conversions; throw UsageError naming `flag`.
 std::int64_t parse_int(const std::string& flag, const std::string& text, std::int64_t min, std::int64_t max);
 float parse_float(const std::string& flag, const std::string& text);
+// The value `flag` has in raw arguments ("--flag V" or "--flag=V"), read before
+// (or without) parsing them: the last one, as the parser takes; empty if absent.
+std::string flag_argument(const std::vector<std::string>& args, const std::string& flag);
 
 }  // namespace shardscope::cli

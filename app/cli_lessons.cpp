@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "cli_lessons.h"
 
+#include "cli_args.h"
 #include "config/lesson_file.h"
 #include "core/did_you_mean.h"
 #include "core/error.h"
@@ -27,11 +28,7 @@ RunConfig lesson_run_config(std::string_view name) {
 }
 
 std::string lesson_argument(const std::vector<std::string>& args) {
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--lesson" && i + 1 < args.size()) return args[i + 1];
-    if (args[i].starts_with("--lesson=")) return args[i].substr(9);
-  }
-  return {};
+  return flag_argument(args, "--lesson");
 }
 
 }  // namespace shardscope::cli

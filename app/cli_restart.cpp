@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "cli_args.h"
 #include "core/error.h"
 #include "train/checkpoint.h"
 
@@ -25,16 +26,6 @@ std::atomic<int> g_stop_signal{0};
 extern "C" void forward_stop(int signal) {
   g_stop_signal.store(signal);
   if (const pid_t job = g_job.load(); job > 0) ::kill(job, signal);
-}
-
-// The value of `flag` in the command ("--save-dir DIR" or "--save-dir=DIR"); empty if absent.
-std::string flag_value(const std::vector<std::string>& command, const std::string& flag) {
-  std::string value;
-  for (std::size_t i = 0; i < command.size(); ++i) {
-    if (command[i] == flag && i + 1 < command.size()) value = command[i + 1];
-    if (command[i].starts_with(flag + "=")) value = command[i].substr(flag.size() + 1);
-  }
-  return value;
 }
 
 struct JobEnd {
@@ -121,7 +112,7 @@ int run_with_restarts(const JobArgv& argv, std::vector<std::string> command, int
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
-  const std::string save_dir = flag_value(command, "--save-dir");
+  const std::string save_dir = flag_argument(command, "--save-dir");
   for (int restart = 0;; ++restart) {
     // As torchrun's TORCHELASTIC_RESTART_COUNT: the job knows which run it is.
     ::setenv("SHARDSCOPE_RESTART_COUNT", std::to_string(restart).c_str(), 1);

@@ -209,7 +209,6 @@ class Trainer {
 
   const RunConfig& config() const { return config_; }
   const ShardingPlan& plan() const { return *plan_; }
-  const RunPlanPtr& run_plan() const { return run_; }
   int world_size() const { return config_.world_size(); }
   // The global ranks this process runs: all of them, or its one rank under MPI.
   std::vector<int> local_ranks() const;

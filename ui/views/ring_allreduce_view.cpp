@@ -42,8 +42,7 @@ RingAllreduceView::RingAllreduceView(QWidget* parent)
   });
   timer_->setInterval(kTickMs);
   connect(timer_, &QTimer::timeout, this, [this] { advance(1); });
-  stage_box_->addItem(tr("stage %1").arg(0));  // one stage until a run's reset
-  stage_box_->setEnabled(false);
+  showStages();  // one stage until a run's reset
   clearModel();
   retranslate();
 }
@@ -89,6 +88,12 @@ void RingAllreduceView::reset(const RunPlan& run) {
   last_step_ = 0;
   steps_.clear();
   nccl_.clear();
+  showStages();
+  clearModel();
+}
+
+// The stage picker lists the grid's stages, the first chosen.
+void RingAllreduceView::showStages() {
   {
     const QSignalBlocker block(stage_box_);
     stage_box_->clear();
@@ -96,7 +101,6 @@ void RingAllreduceView::reset(const RunPlan& run) {
     stage_box_->setCurrentIndex(0);
   }
   stage_box_->setEnabled(grid_.pp() > 1);
-  clearModel();
 }
 
 void RingAllreduceView::clearModel() {

@@ -119,6 +119,7 @@ class RingAllreduceView : public QWidget, public EventView {
   };
   void clearModel();
   void resetFormulas(const RunPlan& run);
+  void showStages();
   void retranslate();
   void enqueue(const RingTransfer& t);
   void startNextGroup();
