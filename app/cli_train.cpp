@@ -36,6 +36,7 @@
 #include "plan/data_parallel_traffic.h"
 #include "plan/sharding_plan.h"
 #include "train/checkpoint.h"
+#include "train/lost_work.h"
 #include "train/metrics_json.h"
 #include "train/trainer.h"
 
@@ -329,6 +330,17 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
         summarize_schedule(events.schedule().events(), config.layout.dp(), config.layout.pp(), config.micro_batches);
     const std::string_view clock = trainer.clock_text().starts_with("virtual") ? "virtual" : "wall";
     for (const std::string& line : schedule_summary_lines(schedule, clock)) std::printf("%s\n", line.c_str());
+    RankWaits waits = events.schedule().waits(schedule.first_step);
+    if (waits.first_step > 0) waits.last_step = std::max<std::int64_t>(waits.last_step, done);
+    // A straggler's formula for DDP, whose collectives lie outside the compute spans: a pipeline's stages idle in
+    // its bubble besides, and ZeRO and naive DataParallel wait inside their backward or optimizer spans.
+    const RankStepTimes times =
+        config.layout.pp() == 1 && config.zero_stage == 0 && config.dp_mode == DataParallelMode::ddp
+            ? rank_step_times(events.schedule().events(), config.world_size(), waits.first_step, waits.last_step)
+            : RankStepTimes{};
+    for (const std::string& line :
+         wait_summary_lines(waits, config.world_size(), config.slow_rank, config.slow_factor, times))
+      std::printf("%s\n", line.c_str());
     print_data_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
   } else {  // the bubble and the overlap need every rank's spans
     std::printf("schedule: not summarized (the events of some processes did not reach rank 0)\n");
@@ -457,6 +469,13 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
   } catch (...) {
     job_events.finish(kFailedStreamsWait_s);
     outputs.keep_after_failure();  // a rank failed or an output could not be written: keep what was written well
+    try {
+      throw;
+    } catch (const RankFailure& failure) {  // a rank failed (not the run's size): what a restart repeats
+      if (mode.prints() && !failure.out_of_memory())
+        std::fprintf(stderr, "%s\n", lost_work_text(config.save_dir, config.save_every, trainer.steps_done()).c_str());
+    } catch (...) {
+    }
     throw;
   }
   job_events.finish(kStreamsWait_s);

@@ -89,7 +89,7 @@ ConfigPanel::Section sectionOf(std::string_view key) {
       key == "scale_window" || key == "hysteresis" || key == "min_loss_scale" || key == "inject_overflow")
     return S::precision;
   for (std::string_view k : {"threads", "clock", "link", "gpu_profile", "collectives", "comm_timeout",
-                             "heartbeat_timeout", "device", "gpus", "profile_ops"})
+                             "heartbeat_timeout", "device", "gpus", "profile_ops", "slow_rank", "inject_failure"})
     if (key == k) return S::clock_and_device;
   return S::model_and_data;
 }
@@ -143,6 +143,12 @@ QVBoxLayout* ConfigPanel::buildForm() {
   ranks_as_label_ = new QLabel(this);
   ranks_as_label_->setBuddy(ranks_as_);
   section(Section::clock_and_device)->form()->addRow(ranks_as_label_, ranks_as_);
+  restarts_ = new QSpinBox(this);
+  restarts_->setObjectName(QStringLiteral("maxRestarts"));
+  restarts_->setRange(0, 100);
+  restarts_label_ = new QLabel(this);
+  restarts_label_->setBuddy(restarts_);
+  section(Section::clock_and_device)->form()->addRow(restarts_label_, restarts_);
   if (auto* schedule = fieldWidget<QComboBox>("schedule")) {
     schedule->setItemText(schedule->findData(QStringLiteral("1f1b")), QStringLiteral("1F1B"));
     schedule->setItemText(schedule->findData(QStringLiteral("gpipe")), QStringLiteral("GPipe"));
@@ -243,6 +249,12 @@ void ConfigPanel::retranslate() {
   ranks_as_->setItemText(1, tr("processes"));
   ranks_as_->setToolTip(tr("threads: every rank in this program; processes: one process per rank, started "
                            "with shardscope-cli launch (mpirun), their events streamed back here"));
+  restarts_label_->setText(tr("Restarts after a failure"));
+  restarts_->setSpecialValueText(tr("none"));
+  restarts_->setToolTip(
+      tr("When a rank fails (or its process dies or freezes), start the run again from the latest "
+         "checkpoint (File → Save checkpoints to...), at most this many times, as torchrun's "
+         "--max-restarts does"));
   if (auto* mode = fieldWidget<QComboBox>("dp_mode")) {
     mode->setItemText(mode->findData(QStringLiteral("ddp")), tr("DDP (ring all-reduce)"));
     mode->setItemText(mode->findData(QStringLiteral("naive")), tr("DataParallel (naive, rank 0 master)"));
@@ -277,6 +289,12 @@ QString ConfigPanel::labelText(const QString& objectName) const {
 
 bool ConfigPanel::ranksAsProcesses() const { return ranks_as_->currentIndex() == 1; }
 void ConfigPanel::setRanksAsProcesses(bool processes) { ranks_as_->setCurrentIndex(processes ? 1 : 0); }
+int ConfigPanel::maxRestarts() const {
+  return restarts_->value();
+}
+void ConfigPanel::setMaxRestarts(int restarts) {
+  restarts_->setValue(restarts);
+}
 
 RunConfig ConfigPanel::config() const {
   RunConfig c;  // every field the panel does not show keeps the CLI's default

@@ -66,6 +66,10 @@ class ConfigPanel : public QWidget {
   // through shardscope-cli launch, one process per rank (run_controller.h).
   bool ranksAsProcesses() const;
   void setRanksAsProcesses(bool processes);
+  // "Restarts after a failure": how often a run whose rank failed starts again
+  // from its latest checkpoint (RunController::setMaxRestarts; launch --max-restarts).
+  int maxRestarts() const;
+  void setMaxRestarts(int restarts);
   // The settings' folding groups, in the panel's order.
   enum class Section { model_and_data, parallel_layout, precision, clock_and_device };
   static constexpr int kSections = 4;
@@ -114,6 +118,8 @@ class ConfigPanel : public QWidget {
   QPushButton* browse_;
   QLabel* ranks_as_label_;
   QComboBox* ranks_as_;  // data: "threads", "processes"
+  QLabel* restarts_label_;
+  QSpinBox* restarts_;
   QComboBox* device_;  // data: "cpu", "cuda:N" (all ranks on GPU N), "cuda:each" (a GPU per rank)
   DeviceProbe probe_;
   bool probed_ = false;

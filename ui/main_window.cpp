@@ -46,6 +46,7 @@
 #include "views/loss_plot.h"
 #include "views/memory_bars.h"
 #include "views/pipeline_timeline.h"
+#include "views/rank_waits_view.h"
 #include "views/ring_allreduce_view.h"
 #include "views/zero_view.h"
 
@@ -225,6 +226,8 @@ QSplitter* MainWindow::buildViewsColumn() {
   auto* zero = new ZeroView;
   addView(zero, zero, QT_TR_NOOP("ZeRO"));
   addView(live_plots_, live_plots_, QT_TR_NOOP("Live plots"));
+  auto* waits = new WaitsView;
+  addView(waits, waits, QT_TR_NOOP("Waits"));
   hidden_states_ = new HiddenStatesView;  // not an event view: it runs a model of its own
   tabs_->addTab(hidden_states_, QString());
   tab_sources_.emplace_back(hidden_states_, QT_TR_NOOP("Hidden states"));
@@ -368,7 +371,13 @@ void MainWindow::startRun() {
   if (panel_->ranksAsProcesses()) {  // each process has its own cores (cli_launch.h): the wall clock, no GPU profile
     wanted.clock = ClockKind::wall;
     wanted.gpu_profile = "none";
+    if (wanted.slow_rank >= 0)
+      logger_->warn("{}", tr("Ranks as processes run on the wall clock: the straggler setting slows a rank on the "
+                             "virtual clock of threads, so this run has none.")
+                              .toStdString());
+    wanted.slow_rank = -1;
   }
+  controller_->setMaxRestarts(panel_->maxRestarts());
   const RunPlanPtr run = planRun(wanted);
   if (!run) return;
   const RunConfig& config = run->config();

@@ -107,7 +107,8 @@ class MainWindow : public QMainWindow {
   QAction* attachAction() const { return attach_action_; }
   QAction* resumeAction() const { return resume_action_; }
   // What the menu actions do after their folder dialog (tests call them directly).
-  void setCheckpointDir(const QString& dir);
+  // every: also every N steps (0: only when a run ends or is stopped), so a restart loses less.
+  void setCheckpointDir(const QString& dir, int every = 0);
   bool setResumeFrom(const QString& path);  // false (and the reason in the status) if it is no checkpoint
   // File → Open config for a run…: a DeepSpeed JSON (*.json) or an accelerate
   // YAML (*.yaml, *.yml) sets the panel as `train --deepspeed / --accelerate`
@@ -207,6 +208,7 @@ class MainWindow : public QMainWindow {
   QAction* resume_action_ = nullptr;
   QAction* attach_action_ = nullptr;
   QString checkpoint_dir_;  // every run from here on saves there at its end (empty: none)
+  int checkpoint_every_ = 0;  // ... and every this many steps (0: only at the end)
   QString resume_dir_;      // the next run resumes from this step directory (once)
   QAction* open_run_config_action_ = nullptr;
   // What an opened run config set that the panel does not show: (key, value) by the schema's rows.

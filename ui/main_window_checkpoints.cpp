@@ -6,6 +6,7 @@
 // resumed by the next run only, which must run past its step.
 #include <QAction>
 #include <QFileDialog>
+#include <QInputDialog>
 #include <QMenu>
 
 #include "config/run_schema.h"
@@ -32,12 +33,25 @@ void MainWindow::retranslateCheckpointUi() {
 
 void MainWindow::chooseCheckpointDir() {
   const QString dir = QFileDialog::getExistingDirectory(this, tr("Save checkpoints to"), checkpoint_dir_);
-  if (!dir.isEmpty()) setCheckpointDir(dir);
+  if (dir.isEmpty()) return;
+  bool ok = false;
+  const int every = QInputDialog::getInt(
+      this, tr("Save checkpoints to"),
+      tr("Also save every N steps (0: only when a run ends or is stopped).\nA restart after a failure resumes from "
+         "the latest one, so it repeats at most N − 1 finished steps."),
+      checkpoint_every_, 0, 1'000'000, 1, &ok);
+  if (ok) setCheckpointDir(dir, every);
 }
 
-void MainWindow::setCheckpointDir(const QString& dir) {
+void MainWindow::setCheckpointDir(const QString& dir, int every) {
   checkpoint_dir_ = dir;
-  setStatus([this, dir] {
+  checkpoint_every_ = dir.isEmpty() ? 0 : every;
+  setStatus([this, dir, every] {
+    if (every > 0)
+      return tr("Every run will save its training state and its Hugging Face weights to %1 every %2 steps and "
+                "when it ends or is stopped (a step-NNNNNN folder each time).")
+          .arg(dir)
+          .arg(every);
     return tr("Every run will save its training state and its Hugging Face weights to %1 when it ends or is "
               "stopped (a step-NNNNNN folder each time).")
         .arg(dir);
@@ -76,6 +90,7 @@ RunConfig MainWindow::runConfigToStart() {
   RunConfig config = panel_->config();
   for (const auto& [key, value] : file_settings_) set_field(config, run_field(key), value);  // an opened config's
   config.save_dir = checkpoint_dir_.toStdString();
+  config.save_every = checkpoint_every_;
   config.resume_dir = resume_dir_.toStdString();
   resume_dir_.clear();  // a resume is for one run; the checkpoint folder stays
   return config;

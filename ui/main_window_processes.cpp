@@ -30,6 +30,9 @@ void MainWindow::buildProcessUi() {
     if (ok) attachToJob(port);
   });
   connect(controller_, &RunController::jobConfigReceived, this, &MainWindow::onJobConfig);
+  // A failure found, the work it lost, a restart: as it happens, not only when the run ends.
+  connect(controller_, &RunController::failureNoted, this,
+          [this](const QString& line) { logger_->warn("{}", line.toStdString()); });
 }
 
 void MainWindow::retranslateProcessUi() {

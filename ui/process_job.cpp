@@ -33,21 +33,33 @@ ProcessJob::~ProcessJob() {
   }
 }
 
-QStringList ProcessJob::launchArguments(const RunConfig& config, int port) {
-  QStringList args{QStringLiteral("launch"), QStringLiteral("--nproc-per-node"), QString::number(config.world_size()),
-                   QStringLiteral("--"), QStringLiteral("train")};
+QStringList ProcessJob::launchArguments(const RunConfig& config, int port, int max_restarts) {
+  QStringList args{QStringLiteral("launch"), QStringLiteral("--nproc-per-node"), QString::number(config.world_size())};
+  if (max_restarts > 0) args << QStringLiteral("--max-restarts") << QString::number(max_restarts);
+  args << QStringLiteral("--") << QStringLiteral("train");
   for (const std::string& flag : run_config_flags(config)) args << QString::fromStdString(flag);
   return args << QStringLiteral("--events-to") << QStringLiteral("127.0.0.1:%1").arg(port);
 }
 
-void ProcessJob::start(const QString& cli, const RunConfig& config) {
+void ProcessJob::start(const QString& cli, const RunConfig& config, int max_restarts) {
   process_ = std::make_unique<QProcess>();
   process_->setStandardOutputFile(QProcess::nullDevice());  // the views show what stdout says
   connect(process_.get(), &QProcess::finished, this, &ProcessJob::onExited);
+  connect(process_.get(), &QProcess::readyReadStandardError, this, &ProcessJob::onStandardError);
   connect(process_.get(), &QProcess::errorOccurred, this, [this](QProcess::ProcessError error) {
     if (error == QProcess::FailedToStart) onExited(-1, QProcess::CrashExit);
   });
-  process_->start(cli, launchArguments(config, port()));
+  process_->start(cli, launchArguments(config, port(), max_restarts));
+}
+
+void ProcessJob::onStandardError() {
+  stderr_text_ += QString::fromUtf8(process_->readAllStandardError());
+  for (qsizetype end; (end = stderr_text_.indexOf(QLatin1Char('\n'), scanned_)) >= 0; scanned_ = end + 1) {
+    const QString line = stderr_text_.mid(scanned_, end - scanned_).trimmed();
+    if (line.contains(QStringLiteral("error: ")) || line.startsWith(QStringLiteral("lost work:")) ||
+        line.startsWith(QStringLiteral("launch: restart")))
+      Q_EMIT launcherLine(line);
+  }
 }
 
 void ProcessJob::onExited(int code, QProcess::ExitStatus status) {
@@ -56,7 +68,8 @@ void ProcessJob::onExited(int code, QProcess::ExitStatus status) {
   if (stopped_) return;
   ok_ = status == QProcess::NormalExit && code == 0;
   if (ok_) return;
-  const QString err = QString::fromUtf8(process_->readAllStandardError());
+  onStandardError();  // what is left
+  const QString& err = stderr_text_;
   message_ = code == -1 ? process_->errorString() + QStringLiteral(": ") + process_->program() : errorLine(err);
 }
 

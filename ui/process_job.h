@@ -29,8 +29,10 @@ class ProcessJob : public QObject {
   ~ProcessJob() override;  // ends a job it started
 
   int port() const { return collector_.port(); }
-  // Starts the launcher (`cli`: the shardscope-cli executable) for `config`.
-  void start(const QString& cli, const RunConfig& config);
+  // Starts the launcher (`cli`: the shardscope-cli executable) for `config`;
+  // with max_restarts > 0 it restarts a failed job from its latest checkpoint
+  // (launch --max-restarts, app/cli_restart.h) and the new run's stream connects here too.
+  void start(const QString& cli, const RunConfig& config, int max_restarts = 0);
   // Ends the job: terminates the launcher (mpirun stops every rank), or for an
   // attached job stops listening.
   void stop();
@@ -42,10 +44,16 @@ class ProcessJob : public QObject {
   QString message() const { return message_; }
   // The run config of the attached job (its stream's metadata); empty until it connects.
   std::string metadataJson() const { return collector_.metadata_json(); }
-  static QStringList launchArguments(const RunConfig& config, int port);
+  static QStringList launchArguments(const RunConfig& config, int port, int max_restarts = 0);
+
+ Q_SIGNALS:
+  // A line of the launcher's stderr a user should read as it happens: a rank's
+  // error (the watchdog's detection), the work a failure lost, a restart.
+  void launcherLine(const QString& line);
 
  private:
   void onExited(int code, QProcess::ExitStatus status);
+  void onStandardError();
 
   EventCollector collector_;
   std::unique_ptr<QProcess> process_;  // null: attached
@@ -53,6 +61,8 @@ class ProcessJob : public QObject {
   bool stopped_ = false;
   bool ok_ = true;
   QString message_;
+  QString stderr_text_;    // everything the launcher wrote on stderr
+  qsizetype scanned_ = 0;  // stderr_text_ up to here was looked at for launcherLine
 };
 
 }  // namespace shardscope::ui

@@ -9,6 +9,8 @@
 #include "core/error.h"
 #include "core/json_text.h"
 #include "process_job.h"
+#include "train/checkpoint.h"
+#include "train/lost_work.h"
 #include "train/metrics_json.h"
 #include "train/trainer.h"
 
@@ -97,7 +99,8 @@ void RunController::startProcesses(const RunConfig& config) {
     Q_EMIT runFinished(false, error);
     return;
   }
-  job_->start(cliPath(), config);
+  connect(job_.get(), &ProcessJob::launcherLine, this, &RunController::failureNoted);
+  job_->start(cliPath(), config, max_restarts_);
   setState(State::running);
   timer_.start();
 }
@@ -193,8 +196,70 @@ std::string RunController::lastCheckpoint() const {
   return last_checkpoint_;
 }
 
-void RunController::worker(RunPlanPtr run) {
+// One attempt: the step loop, a save every save_every steps and at the end.
+void RunController::trainSteps(const RunPlanPtr& run) {
   const RunConfig& config = run->config();
+  Trainer trainer(run, queue_.get());
+  steps_done_ = trainer.steps_done();  // past 0 when it resumes
+  std::int64_t saved = -1;             // the step saved last
+  while (!stop_ && trainer.steps_done() < config.steps) {
+    if (paused_) {
+      int budget = step_budget_.load();
+      if (budget <= 0 || !step_budget_.compare_exchange_strong(budget, budget - 1)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        continue;
+      }
+    }
+    trainer.step();
+    const std::int64_t done = trainer.steps_done();
+    steps_done_ = done;
+    if (!config.save_dir.empty() && config.save_every > 0 && done % config.save_every == 0 && done < config.steps) {
+      saveCheckpoint(trainer, config.save_dir);
+      saved = done;
+    }
+    // Slow motion: wait until the views have replayed this step (poll() says so).
+    while (!stop_ && speed_.load() < 1.0 && steps_replayed_.load() < done)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  // A stop lands between steps, so the ranks agree and the state can be saved.
+  if (!config.save_dir.empty() && trainer.steps_done() > 0 && trainer.steps_done() != saved)
+    saveCheckpoint(trainer, config.save_dir);
+  std::vector<MemoryBytes> memory;
+  for (int r = 0; r < trainer.world_size(); ++r) memory.push_back(trainer.ledger(r).peak());
+  std::lock_guard lock(result_mutex_);
+  final_memory_ = std::move(memory);
+  if (stop_ && trainer.steps_done() < config.steps)
+    message_ = tr("stopped after step %1").arg(trainer.steps_done()).toStdString();
+}
+
+RunPlanPtr RunController::restartAfter(const RunPlanPtr& failed, const std::string& cause, int restart) {
+  const QString lost = QString::fromStdString(
+      lost_work_text(failed->config().save_dir, failed->config().save_every, steps_done_.load()));
+  QMetaObject::invokeMethod(
+      this, [this, lost] { Q_EMIT failureNoted(lost); }, Qt::QueuedConnection);
+  if (stop_ || restart >= max_restarts_) return nullptr;
+  RunConfig next = failed->config();
+  next.fail_rank = -1;  // an injected failure happens once (as under launch)
+  next.resume_dir.clear();
+  QString from = tr("from the start (no checkpoint committed yet)");
+  if (!next.save_dir.empty()) {
+    try {
+      next.resume_dir = find_checkpoint_dir(next.save_dir, "--save-dir");
+      from = tr("resuming from %1").arg(QString::fromStdString(next.resume_dir));
+    } catch (const ConfigError&) {  // none committed: from the start
+    }
+  }
+  const QString line = tr("restart %1 of %2 after the run failed (%3); %4")
+                           .arg(restart + 1)
+                           .arg(max_restarts_)
+                           .arg(QString::fromStdString(cause))
+                           .arg(from);
+  QMetaObject::invokeMethod(
+      this, [this, line] { Q_EMIT failureNoted(line); }, Qt::QueuedConnection);
+  return make_run_plan(next);
+}
+
+void RunController::worker(RunPlanPtr run) {
   auto fail = [this](const std::string& text) {
     Event error;
     error.kind = EventKind::error;
@@ -205,35 +270,29 @@ void RunController::worker(RunPlanPtr run) {
     ok_ = false;
     message_ = text;
   };
-  try {
-    Trainer trainer(run, queue_.get());
-    while (!stop_ && trainer.steps_done() < config.steps) {
-      if (paused_) {
-        int budget = step_budget_.load();
-        if (budget <= 0 || !step_budget_.compare_exchange_strong(budget, budget - 1)) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(5));
-          continue;
+  for (int restart = 0; run != nullptr; ++restart) {
+    try {
+      trainSteps(run);
+      break;
+    } catch (const RankFailure& e) {
+      RunPlanPtr next;
+      if (!e.out_of_memory()) {
+        try {
+          next = restartAfter(run, e.what(), restart);
+        } catch (const std::exception& refused) {  // the resumed run's plan: a damaged checkpoint
+          fail(refused.what());
+          break;
         }
       }
-      trainer.step();
-      const std::int64_t done = trainer.steps_done();
-      steps_done_ = done;
-      // Slow motion: wait until the views have replayed this step (poll() says so).
-      while (!stop_ && speed_.load() < 1.0 && steps_replayed_.load() < done)
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (next == nullptr) fail(e.what());  // RankFailure already emitted its rank's error event
+      run = next;
+    } catch (const std::exception& e) {
+      fail(e.what());
+      break;
+    } catch (...) {
+      fail(tr("unknown error").toStdString());
+      break;
     }
-    // A stop lands between steps, so the ranks agree and the state can be saved.
-    if (!config.save_dir.empty() && trainer.steps_done() > 0) saveCheckpoint(trainer, config.save_dir);
-    std::vector<MemoryBytes> memory;
-    for (int r = 0; r < trainer.world_size(); ++r) memory.push_back(trainer.ledger(r).peak());
-    std::lock_guard lock(result_mutex_);
-    final_memory_ = std::move(memory);
-    if (stop_ && trainer.steps_done() < config.steps)
-      message_ = tr("stopped after step %1").arg(trainer.steps_done()).toStdString();
-  } catch (const std::exception& e) {
-    fail(e.what());  // RankFailure already emitted its rank's error event; this one names the run's end
-  } catch (...) {
-    fail(tr("unknown error").toStdString());
   }
   finished_ = true;
 }

@@ -79,6 +79,11 @@ class RunController : public QObject {
   // before its events. False, with `error` (the port in use), if it cannot listen.
   bool attach(int port, QString& error);
   void setCliPath(const QString& path) { cli_path_ = path; }
+  // Restarts after a failure (as launch --max-restarts): a run whose rank
+  // failed starts again from the latest checkpoint committed in its save_dir
+  // (from the start without one), at most this many times; an injected failure
+  // (--inject-failure) is not injected again. For the next start, threads or processes.
+  void setMaxRestarts(int restarts) { max_restarts_ = restarts; }
   int jobPort() const;  // the port a process job listens on; 0 when none
   QString cliPath() const;
   void pause();
@@ -100,6 +105,8 @@ class RunController : public QObject {
   void runFinished(bool ok, const QString& message);
   // An attached job's run config (its stream's metadata), before its first event.
   void jobConfigReceived(const shardscope::RunConfig& config);
+  // A failure found, the work it lost, a restart (process_job.h's launcherLine; threads: the worker's own).
+  void failureNoted(const QString& line);
 
  private:
   void launch(RunPlanPtr run, bool paused);
@@ -108,6 +115,9 @@ class RunController : public QObject {
   bool announceJobConfig();  // false while the attached job's config has not arrived
   void finishRun();
   void worker(RunPlanPtr run);
+  void trainSteps(const RunPlanPtr& run);  // one attempt of worker's; throws as the trainer does
+  // After a failed attempt: the run to start again (from the latest checkpoint), or null when none is left.
+  RunPlanPtr restartAfter(const RunPlanPtr& failed, const std::string& cause, int restart);
   void saveCheckpoint(Trainer& trainer, const std::string& root);
   void setState(State state);
 
@@ -119,6 +129,7 @@ class RunController : public QObject {
   std::unique_ptr<ProcessJob> job_;  // ranks as processes; null for threads
   bool awaiting_config_ = false;     // attached: the views wait for the job's config
   QString cli_path_;
+  int max_restarts_ = 0;
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> paused_{false};

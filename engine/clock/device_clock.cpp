@@ -2,6 +2,7 @@
 #include "clock/device_clock.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "events/event.h"
@@ -54,6 +55,10 @@ std::int64_t DeviceClock::work_ns() const {
   return thread_cpu_ns() + workers_.worker_ns.load(std::memory_order_relaxed);
 }
 
+std::int64_t DeviceClock::scaled(std::int64_t ns) const {
+  return factor_ == 1.0 ? ns : std::llround(static_cast<double>(ns) * factor_);
+}
+
 void DeviceClock::count_work() {
   if (gpu_) return;  // the ops' modeled times are the work (add_modeled_op)
   const std::int64_t work = work_ns();
@@ -61,11 +66,11 @@ void DeviceClock::count_work() {
   mark_ns_ = work;
   const std::int64_t whole = remainder_ / threads_;  // the rank's threads share its work
   remainder_ -= whole * threads_;
-  compute_ns_.fetch_add(whole, std::memory_order_relaxed);
+  compute_ns_.fetch_add(scaled(whole), std::memory_order_relaxed);
 }
 
 void DeviceClock::add_modeled_op(double flops, double bytes) {
-  if (gpu_ && t_compute_of == this) compute_ns_.fetch_add(gpu_->op_ns(flops, bytes), std::memory_order_relaxed);
+  if (gpu_ && t_compute_of == this) compute_ns_.fetch_add(scaled(gpu_->op_ns(flops, bytes)), std::memory_order_relaxed);
 }
 
 void DeviceClock::attach_compute_thread() {

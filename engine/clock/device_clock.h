@@ -81,6 +81,11 @@ class DeviceClock {
   // Under a GPU profile, an op with this nominal work ran on the compute
   // thread: the compute stream advances by its modeled time (other threads: nothing).
   void add_modeled_op(double flops, double bytes);
+  // A straggler (--slow-rank): from now on the compute stream counts each piece
+  // of work `factor` times (>= 1), as a slower device would take. Call before
+  // the rank computes.
+  void set_compute_factor(double factor) { factor_ = factor; }
+  double compute_factor() const { return factor_; }
   // The compute stream's time, without counting new work (any thread).
   std::int64_t compute_time() const { return compute_ns_.load(std::memory_order_relaxed); }
 
@@ -109,6 +114,7 @@ class DeviceClock {
   std::int64_t work_ns() const;  // CPU time of the calling thread and of its pool workers
   void count_work();
   void hold_slot(bool hold);  // compute thread only
+  std::int64_t scaled(std::int64_t ns) const;  // ns of work, as long as this device takes for it
 
   const ClockKind kind_;
   const RunClock& wall_;
@@ -121,6 +127,7 @@ class DeviceClock {
   std::atomic<std::int64_t> comm_ns_{0};
   std::int64_t mark_ns_ = 0;    // work_ns() when last counted (compute thread only)
   std::int64_t remainder_ = 0;  // work not yet a whole ns per thread
+  double factor_ = 1.0;         // set_compute_factor
   CpuTimeAccount workers_;
 };
 

@@ -265,7 +265,11 @@ void ScheduleEvents::emit(const Event& event) {
   if (next_ != nullptr) next_->emit(event);
   const bool model_states =
       event.kind == EventKind::comm_span && moves_model_states(event.purpose) && event.src >= 0 && event.dst >= 0;
-  if (!is_stage_span(event) && !is_bucket_transfer(event) && !model_states) return;
+  const bool wait = event.kind == EventKind::wait_span;
+  // The optimizer's spans too: with the stage spans they bound a rank's step (wait_summary.h).
+  const bool optimizer =
+      event.kind == EventKind::compute_span && event.layer < 0 && event.compute == ComputeKind::optimizer;
+  if (!is_stage_span(event) && !is_bucket_transfer(event) && !model_states && !wait && !optimizer) return;
   std::lock_guard lock(mutex_);
   if (event.step > latest_step_) {
     latest_step_ = event.step;
@@ -273,9 +277,22 @@ void ScheduleEvents::emit(const Event& event) {
     if (!kept_.empty() && kept_.front().step < oldest)
       std::erase_if(kept_, [oldest](const Event& e) { return e.step < oldest; });
     transfer_bytes_.erase(transfer_bytes_.begin(), transfer_bytes_.lower_bound(oldest));
+    waits_.erase(waits_.begin(), waits_.lower_bound(oldest));
   }
+  if (wait) waits_[event.step].add(event);
   if (model_states) transfer_bytes_[event.step][{event.src, event.dst}] += event.bytes;
-  if (is_stage_span(event) || is_bucket_transfer(event)) kept_.push_back(event);
+  if (is_stage_span(event) || is_bucket_transfer(event) || optimizer) kept_.push_back(event);
+}
+
+RankWaits ScheduleEvents::waits(std::int64_t first_step) const {
+  std::lock_guard lock(mutex_);
+  RankWaits all;
+  for (auto it = waits_.lower_bound(first_step); it != waits_.end(); ++it) {
+    for (const auto& [pair, ns] : it->second.ns) all.ns[pair] += ns;
+    if (all.first_step == 0) all.first_step = it->first;
+    all.last_step = it->first;
+  }
+  return all;
 }
 
 MeasuredTraffic ScheduleEvents::data_parallel_traffic(std::int64_t step, int dp) const {

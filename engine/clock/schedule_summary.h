@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "clock/wait_summary.h"
 #include "events/event.h"
 
 namespace shardscope {
@@ -95,9 +96,9 @@ ScheduleSummary summarize_schedule(std::span<const Event> events, int dp, int pp
 std::vector<std::string> schedule_summary_lines(const ScheduleSummary& summary, std::string_view clock_name);
 
 // An EventSink that keeps what summarize_schedule reads (whole-stage compute
-// spans, DDP bucket transfers) of the latest steps, and the bytes of their
+// spans, DDP bucket transfers) and the optimizer's spans of the latest steps, the bytes of their
 // data-parallel model-state transfers (plan/data_parallel_traffic.h) summed
-// per (sender, receiver), and passes every event on to `next` (may be null).
+// per (sender, receiver), and their waits (clock/wait_summary.h), and passes every event on to `next` (may be null).
 // emit may be called from any thread.
 class ScheduleEvents final : public EventSink {
  public:
@@ -107,6 +108,8 @@ class ScheduleEvents final : public EventSink {
   std::vector<Event> events() const;
   // A step's data-parallel transfers, bytes by global rank (grid: whose stage is whose).
   MeasuredTraffic data_parallel_traffic(std::int64_t step, int dp) const;
+  // The kept steps' waits (clock/wait_summary.h), from `first_step` on.
+  RankWaits waits(std::int64_t first_step) const;
 
  private:
   EventSink* const next_;
@@ -114,6 +117,7 @@ class ScheduleEvents final : public EventSink {
   mutable std::mutex mutex_;
   std::vector<Event> kept_;
   std::map<std::int64_t, std::map<std::pair<int, int>, std::int64_t>> transfer_bytes_;  // step -> (src, dst) -> bytes
+  std::map<std::int64_t, RankWaits> waits_;                                             // step -> its wait spans
   std::int64_t latest_step_ = 0;
 };
 

@@ -116,6 +116,15 @@ void validate_devices(const RunConfig& c) {
   require(c.fail_rank < c.world_size(),
           "{inject_failure}: rank " + str(c.fail_rank) + " does not exist (world size " + str(c.world_size()) + ")",
           "{inject_failure}：rank " + str(c.fail_rank) + " 不存在（共 " + str(c.world_size()) + " 个 rank）");
+  if (c.slow_rank < 0) return;
+  require(c.slow_rank < c.world_size(),
+          "{slow_rank}: rank " + str(c.slow_rank) + " does not exist (world size " + str(c.world_size()) + ")",
+          "{slow_rank}：rank " + str(c.slow_rank) + " 不存在（共 " + str(c.world_size()) + " 个 rank）");
+  require(c.clock == ClockKind::virtual_device && c.device == "cpu",
+          "{slow_rank} slows a rank on the virtual clock: it needs {clock} virtual and {device} cpu (the wall "
+          "clock and a real GPU time what really ran)",
+          "{slow_rank} 在虚拟时钟上放慢一个 rank：需要 {clock} virtual 和 {device} cpu（wall 时钟和真实 GPU "
+          "记录的是实际运行的时间）");
 }
 
 // A GPU profile prices the virtual clock's compute spans (clock/gpu_time_model.h).

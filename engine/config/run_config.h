@@ -91,6 +91,11 @@ struct RunConfig {
   // that a failing rank stops all ranks. -1: off.
   int fail_rank = -1;
   std::int64_t fail_step = 1;
+  // A straggler: this rank's compute counts slow_factor times on the virtual
+  // clock (its measured CPU work, or its modeled GPU ops), so the others wait
+  // for it at every collective. -1: off.
+  int slow_rank = -1;
+  double slow_factor = 1.0;
   // Test only: this rank writes an inf into its gradients at this step (after
   // they are combined), to check that every rank skips the step. -1: off.
   int overflow_rank = -1;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <type_traits>
 
@@ -48,6 +49,34 @@ void set_rank_and_step(std::string_view key, const json& value, int& rank, std::
   step_part.min = 1, step_part.max = std::numeric_limits<std::int64_t>::max();
   rank = field_value_from_text(rank_part, text.substr(0, colon)).get<int>();
   step = field_value_from_text(step_part, text.substr(colon + 1)).get<std::int64_t>();
+}
+
+// "RANK:FACTOR" of --slow-rank; "" when off.
+json rank_and_factor(int rank, double factor) {
+  if (rank < 0) return std::string();
+  std::ostringstream text;
+  text << rank << ':' << factor;
+  return text.str();
+}
+
+void set_rank_and_factor(const json& value, int& rank, double& factor) {
+  const std::string text = value.get<std::string>();
+  if (text.empty()) {
+    rank = -1;
+    factor = 1.0;
+    return;
+  }
+  const auto colon = text.find(':');
+  if (colon == std::string::npos)
+    throw FieldError("{slow_rank}: expected RANK:FACTOR, e.g. 3:2.5, got '" + text + "'",
+                     "{slow_rank}：应为 RANK:FACTOR（例如 3:2.5），实际为 '" + text + "'");
+  RunField rank_part = run_field("slow_rank"), factor_part = rank_part;
+  rank_part.kind = FieldKind::integer;
+  rank_part.min = 0, rank_part.max = 1023;
+  factor_part.kind = FieldKind::number;
+  factor_part.range = {1.0, 100.0};
+  rank = field_value_from_text(rank_part, text.substr(0, colon)).get<int>();
+  factor = field_value_from_text(factor_part, text.substr(colon + 1)).get<double>();
 }
 
 // "Model preset: gpt-tiny, gpt-mini, ..." (kept for the program's life: rows hold views).
@@ -453,14 +482,30 @@ void add_device_fields(std::vector<RunField>& f) {
                         "从检查点继续：一个 step 目录，或 --save-dir 根目录（取最新的）"},
                .saved = Saved::never, .get = get_member<&RunConfig::resume_dir>,
                .set = set_member<&RunConfig::resume_dir>});
-  f.push_back({.key = "inject_failure", .flag = "--inject-failure", .value_name = "RANK:STEP",
-               .kind = FieldKind::text,
-               .help = {"Test only: make RANK throw at STEP, to see all ranks stop",
-                        "仅供测试：让 RANK 在第 STEP 步抛出异常，观察所有 rank 停止"},
-               .saved = Saved::never, .get = [](const RunConfig& c) { return rank_and_step(c.fail_rank, c.fail_step); },
-               .set = [](RunConfig& c, const json& v) {
-                 set_rank_and_step("inject_failure", v, c.fail_rank, c.fail_step);
-               }});
+  f.push_back(
+      {.key = "inject_failure",
+       .flag = "--inject-failure",
+       .value_name = "RANK:STEP",
+       .kind = FieldKind::text,
+       .label = {"Fail a rank (rank:step)", "让 rank 失败（rank:步）"},
+       .help = {"Test only: make RANK throw at STEP, to see all ranks stop",
+                "仅供测试：让 RANK 在第 STEP 步抛出异常，观察所有 rank 停止"},
+       .saved = Saved::never,
+       .get = [](const RunConfig& c) { return rank_and_step(c.fail_rank, c.fail_step); },
+       .set = [](RunConfig& c, const json& v) { set_rank_and_step("inject_failure", v, c.fail_rank, c.fail_step); }});
+  f.push_back(
+      {.key = "slow_rank",
+       .flag = "--slow-rank",
+       .value_name = "RANK:FACTOR",
+       .kind = FieldKind::text,
+       .label = {"Straggler (rank:factor)", "慢 rank（rank:倍数）"},
+       .help = {"Make RANK a straggler: its compute takes FACTOR times as long (1-100) on the virtual clock,\n"
+                "      so the other ranks wait for it at every collective (the wait is attributed to it)",
+                "让 RANK 成为慢 rank：在虚拟时钟上它的计算耗时乘以 FACTOR（1–100），其他 rank 在每个集合通信处等它"
+                "（等待记在它名下）"},
+       .saved = Saved::optional,
+       .get = [](const RunConfig& c) { return rank_and_factor(c.slow_rank, c.slow_factor); },
+       .set = [](RunConfig& c, const json& v) { set_rank_and_factor(v, c.slow_rank, c.slow_factor); }});
 }
 
 }  // namespace

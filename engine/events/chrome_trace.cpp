@@ -53,6 +53,7 @@ Track track_of(EventKind kind) {
     case EventKind::compute_span:
       return kComputeTrack;
     case EventKind::comm_span:
+    case EventKind::wait_span:  // the idle part of a call, just before the transfer it delayed
       return kCommTrack;
     case EventKind::shard:
       return kShardTrack;
@@ -155,6 +156,10 @@ json span(const Event& e, int lane) {
                  {"dst", e.dst},
                  {"bytes", e.bytes},
                  {"phase", ring_phase_name(e.phase)}};
+  } else if (e.kind == EventKind::wait_span) {
+    j["name"] = "wait for rank " + std::to_string(e.src) + " (" + std::string(comm_op_name(e.op)) + ")";
+    j["cat"] = "wait";
+    j["args"] = {{"step", e.step}, {"micro_batch", e.micro_batch}, {"bucket", e.bucket}, {"waited_for", e.src}};
   } else {
     const char* action = e.shard_action == ShardAction::gather ? "gather" : "release";
     j["name"] = action + suffix("unit ", e.unit);

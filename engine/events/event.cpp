@@ -27,6 +27,8 @@ std::string_view event_kind_name(EventKind kind) {
     case EventKind::log: return "log";
     case EventKind::error: return "error";
     case EventKind::overflow: return "overflow";
+    case EventKind::wait_span:
+      return "wait";
   }
   return "?";
 }

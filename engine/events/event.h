@@ -21,7 +21,9 @@ enum class EventKind : std::uint8_t {
   memory_sample = 4,  // a rank's ledger, current bytes by category
   log = 5,            // a line of text; never dropped
   error = 6,          // a failure (the rank and cause in text); never dropped
-  overflow = 7,       // fp16: inf/NaN in a rank's gradients (text: the first tensor); the step is skipped; never dropped
+  overflow = 7,   // fp16: inf/NaN in a rank's gradients (text: the first tensor); the step is skipped; never dropped
+  wait_span = 8,  // virtual clock: a rank idle inside a communication call until another rank got there
+                  // (src: the rank it waited for, op: the call); see parallel/in_process_communicator.h
 };
 
 enum class ComputeKind : std::uint8_t { forward = 0, backward = 1, recompute = 2, optimizer = 3 };
@@ -126,7 +128,7 @@ std::string_view event_kind_name(EventKind kind);
 std::string_view compute_kind_name(ComputeKind kind);
 std::string_view comm_op_name(CommOp op);
 std::string_view ring_phase_name(RingPhase phase);
-inline constexpr EventKind kLastEventKind = EventKind::overflow;
+inline constexpr EventKind kLastEventKind = EventKind::wait_span;
 
 // Where engine threads put events. Implementations never block on a slow
 // consumer (see event_queue.h); emit may be called from any thread.

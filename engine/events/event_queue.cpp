@@ -16,7 +16,9 @@ bool event_is_droppable(EventKind kind) {
     case EventKind::compute_span:
     case EventKind::comm_span:
     case EventKind::shard:
-    case EventKind::memory_sample: return true;
+    case EventKind::memory_sample:
+    case EventKind::wait_span:
+      return true;
     case EventKind::step_metrics:
     case EventKind::log:
     case EventKind::error:

@@ -49,9 +49,14 @@ void InProcessCommunicator::ring_step(std::int64_t base, int t, const Transfer& 
     check_matches(left_);
     check_matches(right_);
   }
-  // Virtual clock: once this rank and both neighbours finished step t - 1.
-  const std::int64_t start =
-      virtual_ ? std::max({virtual_ns_, peer_ns(left_, base + 1 + t), peer_ns(right_, base + 1 + t)}) : now();
+  // Virtual clock: once this rank and both neighbours finished step t - 1
+  // (waiting, if it must, for the later neighbour, and for whoever held it up).
+  if (virtual_) {
+    const std::int64_t value = base + 1 + t;
+    const int later = peer_ns(left_, value) >= peer_ns(right_, value) ? left_ : right_;
+    wait_until(peer_ns(later, value), peer_blame(later, value), tr);
+  }
+  const std::int64_t start = virtual_ ? virtual_ns_ : now();
   Slot& right = slot(right_);
   guarded([&] { copy(right); });
   const std::int64_t end = virtual_ ? start + clock_->link().transfer_ns(bytes) : now();
@@ -95,7 +100,7 @@ void InProcessCommunicator::all_reduce(void* data_, std::int64_t count, DType dt
     ring_step(base, n_ - 1 + k, ag, k, c, len * esize,
               [&](Slot& right) { mem.copy(static_cast<std::byte*>(right.recv) + off, data + off, len * esize); });
   }
-  wait_for_peer(left_, base + 1 + 2 * (n_ - 1));  // the left neighbour's last write into data is done
+  wait_for_peer(left_, base + 1 + 2 * (n_ - 1), ag);  // the left neighbour's last write into data is done
   mem.settle();
   call_end();
 }
@@ -165,7 +170,7 @@ void InProcessCommunicator::reduce_scatter_slice(const std::byte* send, std::int
         mem.add_to(dtype, dst, my_stage + ((k - 1) % 2) * chunk, own, count);
     });
   }
-  wait_for_peer(left_, base + n_);  // the left neighbour's last partial sum is in my stage
+  wait_for_peer(left_, base + n_, tr);  // the left neighbour's last partial sum is in my stage
   mem.add_to(dtype, recv, my_stage + ((n_ - 2) % 2) * chunk, send + me_ * stride, count);
   if (op == ReduceOp::average && !pre_divide) mem.divide(dtype, recv, count, n_);
 }
@@ -195,7 +200,7 @@ void InProcessCommunicator::all_gather(const void* send, void* recv, std::int64_
     ring_step(base, k, tr, k, c, chunk,
               [&](Slot& right) { mem.copy(static_cast<std::byte*>(right.recv) + off, out + off, chunk); });
   }
-  wait_for_peer(left_, base + n_);
+  wait_for_peer(left_, base + n_, tr);
   mem.settle();
   call_end();
 }
@@ -217,13 +222,14 @@ void InProcessCommunicator::rooted(const Transfer& tr, const void* send, void* r
   if (me_ == root) {
     root_copy();
     for (int p = 0; p < n_; ++p)
-      if (p != root) wait_for_peer(p, base + 2);
+      if (p != root) wait_for_peer(p, base + 2, tr);
   } else {
     wait_for(root, base + 1);
     check_matches(root);
     const Slot& r = slot(root);
     // Virtual clock: the root's link serves its peers one after another.
     const int in_line = me_ < root ? me_ : me_ - 1;
+    if (virtual_) wait_until(peer_ns(root, base + 1), peer_blame(root, base + 1), tr);  // the root got here
     const std::int64_t start =
         virtual_ ? std::max(virtual_ns_, peer_ns(root, base + 1) + in_line * clock_->link().wire_ns(bytes)) : now();
     guarded([&] { peer_copy(r); });
@@ -265,8 +271,8 @@ void InProcessCommunicator::barrier() {
   call_begin();
   const std::int64_t start = virtual_ ? virtual_ns_ : now();
   const std::int64_t base = enter(CommOp::barrier, nullptr, nullptr, 0, -1);
-  for (int p = 0; p < n_; ++p) wait_for_peer(p, base + 1);
   const CommTag none;
+  for (int p = 0; p < n_; ++p) wait_for_peer(p, base + 1, {CommOp::barrier, RingPhase::none, none});
   emit({CommOp::barrier, RingPhase::none, none}, -1, -1, -1, -1, 0, start, virtual_ ? virtual_ns_ : now());
   call_end();
 }

@@ -179,6 +179,7 @@ std::int64_t InProcessCommunicator::enter(CommOp op, const void* send, void* rec
 void InProcessCommunicator::advance(std::int64_t value) {
   Slot& s = slot(me_);
   s.virtual_ns[static_cast<std::size_t>(value % Slot::kVirtualTimes)].store(virtual_ns_, std::memory_order_relaxed);
+  s.blame[static_cast<std::size_t>(value % Slot::kVirtualTimes)].store(blame_, std::memory_order_relaxed);
   s.progress.store(value, std::memory_order_release);  // publishes virtual_ns too
   // A peer checks the value under the mutex before it sleeps: taking the mutex
   // here means it either sees the new value or is already asleep and is notified.
@@ -200,7 +201,9 @@ void InProcessCommunicator::wait_for(int member, std::int64_t value) {
 }
 
 void InProcessCommunicator::call_begin() {
-  if (virtual_) virtual_ns_ = clock_->comm_begin();
+  if (!virtual_) return;
+  virtual_ns_ = clock_->comm_begin();
+  blame_ = global_rank(me_);  // its own work brought it here
 }
 
 void InProcessCommunicator::call_end() {
@@ -212,9 +215,25 @@ std::int64_t InProcessCommunicator::peer_ns(int member, std::int64_t value) cons
       std::memory_order_relaxed);
 }
 
-void InProcessCommunicator::wait_for_peer(int member, std::int64_t value) {
+int InProcessCommunicator::peer_blame(int member, std::int64_t value) const {
+  return slot(member).blame[static_cast<std::size_t>(value % Slot::kVirtualTimes)].load(std::memory_order_relaxed);
+}
+
+void InProcessCommunicator::wait_for_peer(int member, std::int64_t value, const Transfer& tr) {
   wait_for(member, value);
-  if (virtual_) virtual_ns_ = std::max(virtual_ns_, peer_ns(member, value));
+  if (virtual_) wait_until(peer_ns(member, value), peer_blame(member, value), tr);
+}
+
+void InProcessCommunicator::wait_until(std::int64_t until, int culprit, const Transfer& tr) {
+  if (!virtual_ || until <= virtual_ns_) return;
+  if (world_->sink_ != nullptr && culprit != global_rank(me_)) {
+    Event e = comm_span_event(tr.op, tr.phase, tr.tag, -1, -1, global_rank(me_), culprit, global_rank(me_), 0,
+                              virtual_ns_, until);
+    e.kind = EventKind::wait_span;
+    world_->sink_->emit(e);
+  }
+  virtual_ns_ = until;
+  blame_ = culprit;
 }
 
 // Best effort: catches members that disagree on the call (a bug in the caller)
@@ -343,7 +362,7 @@ void InProcessCommunicator::send(const float* data, std::int64_t count, int peer
   call_end();
 }
 
-void InProcessCommunicator::recv(float* data, std::int64_t count, int peer, const CommTag&) {
+void InProcessCommunicator::recv(float* data, std::int64_t count, int peer, const CommTag& tag) {
   check_argument(count >= 0, "recv", "negative count");
   check_argument(peer >= 0 && peer < n_ && peer != me_, "recv", "peer outside the group or self");
   if (world_->aborted()) raise_aborted();
@@ -365,7 +384,7 @@ void InProcessCommunicator::recv(float* data, std::int64_t count, int peer, cons
     box.taken = box.filled = false;
     if (filled) {  // the sender copied directly and emitted the event
       lock.unlock();
-      virtual_ns_ = std::max(virtual_ns_, arrival);
+      wait_until(arrival, global_rank(peer), {CommOp::recv, RingPhase::none, tag});
       call_end();
       return;
     }
@@ -383,7 +402,7 @@ void InProcessCommunicator::recv(float* data, std::int64_t count, int peer, cons
   memory_->from_host(data, message.data.data(), bytes_of(count));
   emit({CommOp::send, RingPhase::none, message.tag}, -1, -1, peer, me_, bytes_of(count), message.start_ns,
        virtual_ ? message.arrival_ns : now());
-  virtual_ns_ = std::max(virtual_ns_, message.arrival_ns);
+  wait_until(message.arrival_ns, global_rank(peer), {CommOp::recv, RingPhase::none, tag});
   call_end();
 }
 

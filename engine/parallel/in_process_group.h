@@ -61,6 +61,8 @@ struct alignas(64) Slot {  // own cache lines: neighbours poll each other's prog
   // peer reads a value its neighbours can be at most one step past.
   static constexpr int kVirtualTimes = 8;
   std::array<std::atomic<std::int64_t>, kVirtualTimes> virtual_ns{};
+  // ... and the global rank whose lateness set that time (wait_span events).
+  std::array<std::atomic<std::int32_t>, kVirtualTimes> blame{};
   std::mutex mutex;               // only for sleeping on progress
   std::condition_variable cv;
   CommOp op = CommOp::barrier;  // published at call entry
@@ -169,7 +171,14 @@ class InProcessCommunicator final : public Communicator {
   void call_begin();
   void call_end();
   std::int64_t peer_ns(int member, std::int64_t value) const;
-  void wait_for_peer(int member, std::int64_t value);
+  void wait_for_peer(int member, std::int64_t value, const Transfer& tr);
+  // Waits on the virtual clock: this rank's time moves on to `until` because
+  // the global rank `culprit` got there late. Emits a wait_span (when it is a
+  // wait) and makes the culprit the one to blame for this rank's time from
+  // here, so a delay passed round a ring keeps naming the rank that caused it.
+  void wait_until(std::int64_t until, int culprit, const Transfer& tr);
+  // The global rank to blame for `member`'s time at progress `value`.
+  int peer_blame(int member, std::int64_t value) const;
   // Runs `call` with this rank's buffers in host memory (the *_host calls).
   template <class Call>
   void on_host(Call&& call);
@@ -183,6 +192,7 @@ class InProcessCommunicator final : public Communicator {
   DeviceClock* const clock_;                   // null: no virtual clock
   const bool virtual_;                         // events in virtual time (clock_ is virtual)
   std::int64_t virtual_ns_ = 0;                // this rank's virtual time in the current call
+  int blame_ = -1;                             // the global rank whose lateness set virtual_ns_ (wait_until)
   std::int64_t link_free_ns_ = 0;              // sends: when this rank's outgoing link is free again
 };
 

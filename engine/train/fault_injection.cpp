@@ -19,7 +19,7 @@ void FaultInjection::before_backward(int rank, std::int64_t step) const {
   if (const char* at = std::getenv("SHARDSCOPE_KILL_AT_STEP");
       at != nullptr && std::to_string(rank) + ":" + std::to_string(step) == at && first_run())
     std::raise(SIGKILL);
-  if (rank == fail_rank_ && step == fail_step_)
+  if (rank == fail_rank_ && step == fail_step_ && first_run())  // a restarted job runs on (launch --max-restarts)
     throw std::runtime_error("injected failure (--inject-failure) before backward of step " + std::to_string(step));
 }
 

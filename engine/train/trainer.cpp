@@ -278,9 +278,14 @@ void Trainer::on_every_rank(const std::function<void(Rank&)>& fn) {
   if (failed_) throw RankFailure("the run has stopped after a rank failed or it was interrupted");
   const std::size_t local = ranks_.size();
   std::vector<std::exception_ptr> errors(local);
+  std::atomic<std::int64_t> first_error_ns{0};  // steady clock: when the first rank failed
+  const auto note_error = [&first_error_ns] {
+    std::int64_t none = 0;
+    first_error_ns.compare_exchange_strong(none, RunClock::steady_ns());
+  };
   std::vector<std::thread> threads;
   for (std::size_t r = 0; r < local; ++r) {
-    threads.emplace_back([this, r, &errors, &fn] {
+    threads.emplace_back([this, r, &errors, &fn, &note_error] {
       Rank& rank = *ranks_[r];
       // This thread's CPU time is the rank's work (virtual clock), until it ends or throws.
       struct Attached {
@@ -291,21 +296,27 @@ void Trainer::on_every_rank(const std::function<void(Rank&)>& fn) {
       try {
         fn(rank);
       } catch (const std::exception& e) {
+        note_error();
         errors[r] = std::current_exception();
         abort_world(rank.rank, e.what());
       } catch (...) {
+        note_error();
         errors[r] = std::current_exception();
         abort_world(rank.rank, "unknown error");
       }
     });
   }
   for (auto& t : threads) t.join();
-  raise_rank_errors(errors);
+  const std::int64_t first = first_error_ns.load();
+  raise_rank_errors(errors, first != 0 ? RunClock::steady_ns() - first : -1);
 }
 
 // The cause is the first rank whose error is its own, not the abort it
 // received nor the stop flag; else the stop flag; else the abort itself.
-void Trainer::raise_rank_errors(const std::vector<std::exception_ptr>& errors) {
+void Trainer::raise_rank_errors(const std::vector<std::exception_ptr>& errors, std::int64_t stopped_within_ns) {
+  char within[64] = "";
+  if (stopped_within_ns >= 0)
+    std::snprintf(within, sizeof within, " within %.1f ms", static_cast<double>(stopped_within_ns) / 1e6);
   bool interrupted = false, any = false;
   std::string aborted;  // the abort a rank received (process mode: from another process)
   for (std::size_t i = 0; i < errors.size(); ++i) {
@@ -327,12 +338,13 @@ void Trainer::raise_rank_errors(const std::vector<std::exception_ptr>& errors) {
       error.kind = EventKind::error;
       error.rank = r;
       error.stage = ranks_[i]->stage;
+      error.step = steps_done_ + 1;  // the step it failed in
       error.level = LogLevel::error;
       error.start_ns = error.end_ns = event_time_ns();
-      error.set_text("rank " + std::to_string(r) + ": " + cause);
+      const std::string stopped = "all " + std::to_string(world_size()) + " ranks stopped" + within;
+      error.set_text("rank " + std::to_string(r) + ": " + cause + "; " + stopped);
       emit(error);
-      throw RankFailure("rank " + std::to_string(r) + " failed: " + cause + "; all " + std::to_string(world_size()) +
-                            " ranks stopped",
+      throw RankFailure("rank " + std::to_string(r) + " failed: " + cause + "; " + stopped,
                         oom != nullptr || dynamic_cast<const std::bad_alloc*>(&e) != nullptr);
     }
   }

@@ -296,7 +296,8 @@ class Trainer {
   // the world, and the first rank's own error is rethrown as RankFailure
   // (RunInterrupted if the ranks stopped for the stop flag).
   void on_every_rank(const std::function<void(Rank&)>& fn);
-  void raise_rank_errors(const std::vector<std::exception_ptr>& errors);
+  // stopped_within_ns: from the first rank's failure until every rank had stopped (-1: unknown).
+  void raise_rank_errors(const std::vector<std::exception_ptr>& errors, std::int64_t stopped_within_ns = -1);
   // Called by every rank before each layer: throws RunInterrupted once run()'s stop flag is up.
   void check_stop(const Rank& rank) const;
   void emit(const Event& event);

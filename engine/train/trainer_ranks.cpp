@@ -144,6 +144,7 @@ void Trainer::attach_device(Rank& rank, const RankDeviceFactory& devices) {
                                                std::move(slots), run_gpu_time_model(config_));
     // --gpu-profile: each op's span lasts its modeled time on that GPU (train/run_device_models.h).
     if (rank.clock->gpu()) rank.backend = make_gpu_timed_backend(std::move(rank.backend), *rank.clock);
+    if (rank.rank == config_.slow_rank) rank.clock->set_compute_factor(config_.slow_factor);  // --slow-rank
   }
   if (rank.clock == nullptr) rank.clock = std::make_unique<DeviceClock>(ClockKind::wall, clock_);  // a GPU's own time
   if (config_.profile_ops) {  // the collectives' device copies (comm_device) stay untimed

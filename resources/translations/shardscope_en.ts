@@ -156,6 +156,14 @@
         <source>Clock and device</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Restarts after a failure</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>When a rank fails (or its process dies or freezes), start the run again from the latest checkpoint (File → Save checkpoints to...), at most this many times, as torchrun&apos;s --max-restarts does</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::HiddenStatesView</name>
@@ -658,6 +666,23 @@ train ... --events-to 127.0.0.1:PORT</source>
     </message>
     <message>
         <source>Show or hide the memory bars and the log under the views: hidden, the view takes the whole height.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Waits</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Ranks as processes run on the wall clock: the straggler setting slows a rank on the virtual clock of threads, so this run has none.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Also save every N steps (0: only when a run ends or is stopped).
+A restart after a failure resumes from the latest one, so it repeats at most N − 1 finished steps.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Every run will save its training state and its Hugging Face weights to %1 every %2 steps and when it ends or is stopped (a step-NNNNNN folder each time).</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -1414,6 +1439,18 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <source>unknown error</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>from the start (no checkpoint committed yet)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>resuming from %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>restart %1 of %2 after the run failed (%3); %4</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::ThroughputPlot</name>
@@ -1465,6 +1502,73 @@ measured host</source>
     <message>
         <source>measured host
 (wall clock)</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::WaitsView</name>
+    <message>
+        <source>rank %1 (slow)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>rank %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>forward</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>backward</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>optimizer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>waiting (→ r: for that rank)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>rank %1 waited %2 ms for rank %3 (%4)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>rank %1: %2, %3 ms</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>last completed</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The optimizer step to draw</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>A rank that reaches a collective or a receive before the others idles until they get there. On the virtual clock the communicator reports each wait with the rank it waited for, passing that name on round the ring, so a straggler is named by every rank it holds up.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Each rank&apos;s compute, and the time it waited for another rank at a collective or a receive (none yet).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step %1: the ranks waited %2 ms in all; %3% of it for rank %4.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Its compute takes %1× as long (straggler setting %2:%1).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Rank %1 failed at step %2: %3.</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

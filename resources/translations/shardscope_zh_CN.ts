@@ -153,6 +153,14 @@
         <source>Clock and device</source>
         <translation>时钟与设备</translation>
     </message>
+    <message>
+        <source>Restarts after a failure</source>
+        <translation>失败后重启次数</translation>
+    </message>
+    <message>
+        <source>When a rank fails (or its process dies or freezes), start the run again from the latest checkpoint (File → Save checkpoints to...), at most this many times, as torchrun&apos;s --max-restarts does</source>
+        <translation>当某个 rank 失败（或其进程死掉、冻住）时，从最新的检查点（文件 → 检查点保存到……）重新开始运行，最多这么多次，和 torchrun 的 --max-restarts 一样</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::HiddenStatesView</name>
@@ -653,6 +661,24 @@ train ... --events-to 127.0.0.1:PORT</translation>
     <message>
         <source>Show or hide the memory bars and the log under the views: hidden, the view takes the whole height.</source>
         <translation>显示或隐藏视图下方的内存条形图和日志：隐藏后，视图占满整个高度。</translation>
+    </message>
+    <message>
+        <source>Waits</source>
+        <translation>等待</translation>
+    </message>
+    <message>
+        <source>Ranks as processes run on the wall clock: the straggler setting slows a rank on the virtual clock of threads, so this run has none.</source>
+        <translation>rank 作为进程时按墙钟计时：慢 rank 设置是在线程的虚拟时钟上放慢一个 rank，所以这次运行不使用它。</translation>
+    </message>
+    <message>
+        <source>Also save every N steps (0: only when a run ends or is stopped).
+A restart after a failure resumes from the latest one, so it repeats at most N − 1 finished steps.</source>
+        <translation>另外每 N 步保存一次（0：只在运行结束或停止时保存）。
+失败后的重启从最新的检查点继续，所以最多重跑 N − 1 个已完成的步。</translation>
+    </message>
+    <message>
+        <source>Every run will save its training state and its Hugging Face weights to %1 every %2 steps and when it ends or is stopped (a step-NNNNNN folder each time).</source>
+        <translation>之后每次运行每 %2 步以及结束或停止时，都会把训练状态和 Hugging Face 权重保存到 %1（每次一个 step-NNNNNN 文件夹）。</translation>
     </message>
 </context>
 <context>
@@ -1415,6 +1441,18 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <source>unknown error</source>
         <translation>未知错误</translation>
     </message>
+    <message>
+        <source>from the start (no checkpoint committed yet)</source>
+        <translation>从头开始（还没有提交的检查点）</translation>
+    </message>
+    <message>
+        <source>resuming from %1</source>
+        <translation>从 %1 继续</translation>
+    </message>
+    <message>
+        <source>restart %1 of %2 after the run failed (%3); %4</source>
+        <translation>运行失败后第 %1 次重启（共 %2 次）（%3）；%4</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::ThroughputPlot</name>
@@ -1473,6 +1511,73 @@ measured host</source>
 (wall clock)</source>
         <translation>本机实测
 （墙钟）</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::WaitsView</name>
+    <message>
+        <source>rank %1 (slow)</source>
+        <translation>rank %1（慢）</translation>
+    </message>
+    <message>
+        <source>rank %1</source>
+        <translation>rank %1</translation>
+    </message>
+    <message>
+        <source>forward</source>
+        <translation>前向</translation>
+    </message>
+    <message>
+        <source>backward</source>
+        <translation>反向</translation>
+    </message>
+    <message>
+        <source>optimizer</source>
+        <translation>优化器</translation>
+    </message>
+    <message>
+        <source>waiting (→ r: for that rank)</source>
+        <translation>等待（→ r：在等那个 rank）</translation>
+    </message>
+    <message>
+        <source>rank %1 waited %2 ms for rank %3 (%4)</source>
+        <translation>rank %1 为 rank %3 等待了 %2 ms（%4）</translation>
+    </message>
+    <message>
+        <source>rank %1: %2, %3 ms</source>
+        <translation>rank %1：%2，%3 ms</translation>
+    </message>
+    <message>
+        <source>Step:</source>
+        <translation>步：</translation>
+    </message>
+    <message>
+        <source>last completed</source>
+        <translation>最近完成的一步</translation>
+    </message>
+    <message>
+        <source>The optimizer step to draw</source>
+        <translation>要显示的优化器步</translation>
+    </message>
+    <message>
+        <source>A rank that reaches a collective or a receive before the others idles until they get there. On the virtual clock the communicator reports each wait with the rank it waited for, passing that name on round the ring, so a straggler is named by every rank it holds up.</source>
+        <translation>先到达集合通信或接收操作的 rank 会空等，直到其他 rank 到达。在虚拟时钟上，通信器报告每次等待以及它在等哪个 rank，并把这个名字沿环传下去，所以掉队者会被它拖住的每个 rank 点名。</translation>
+    </message>
+    <message>
+        <source>Each rank&apos;s compute, and the time it waited for another rank at a collective or a receive (none yet).</source>
+        <translation>每个 rank 的计算，以及它在集合通信或接收处等待其他 rank 的时间（暂无）。</translation>
+    </message>
+    <message>
+        <source>Step %1: the ranks waited %2 ms in all; %3% of it for rank %4.</source>
+        <translation>第 %1 步：各 rank 共等待 %2 ms；其中 %3% 是在等 rank %4。</translation>
+    </message>
+    <message>
+        <source>Its compute takes %1× as long (straggler setting %2:%1).</source>
+        <translation>它的计算耗时是 %1 倍（慢 rank 设置 %2:%1）。</translation>
+    </message>
+    <message>
+        <source>Rank %1 failed at step %2: %3.</source>
+        <translation>rank %1 在第 %2 步失败：%3。</translation>
     </message>
 </context>
 <context>

@@ -255,6 +255,12 @@ class TestMpi : public QObject {
     const CliResult flag = run_cli({"launch", "--nproc-per-node", "2", "--", "train", "--dp", "2", "--lr", "-1"});
     QCOMPARE(flag.code, 2);
     QVERIFY2(flag.err.contains("--lr") && !flag.err.contains("launch: mpirun"), qPrintable(flag.err));
+    // A straggler lives on the virtual clock of threads; processes run on the wall clock.
+    const CliResult slow =
+        run_cli({"launch", "--nproc-per-node", "2", "--", "train", "--dp", "2", "--slow-rank", "1:2"});
+    QCOMPARE(slow.code, 2);
+    QVERIFY2(slow.err.contains("--slow-rank under mpirun") && !slow.err.contains("launch: mpirun"),
+             qPrintable(slow.err));
     // Checkpoints under launch (once refused): every process writes its rank file, rank 0 commits.
     const CliResult saves = run_cli(QStringList{"launch", "--nproc-per-node", "2", "--"} + kRun +
                                     QStringList{"--dp", "2", "--steps", "2", "--save-dir", dir.filePath("ckpt")});

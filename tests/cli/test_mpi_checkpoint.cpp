@@ -147,6 +147,31 @@ class TestMpiCheckpoint : public QObject {
     QCOMPARE(after, std::vector<double>(all.begin() + 5, all.end()));  // steps 6-8, bit for bit
   }
 
+  // --inject-failure throws in the first run only: the restarted job runs on. Rank 0 says what the failure lost.
+  void an_injected_failure_restarts_once_and_says_what_it_lost() {
+    QTemporaryDir dir;
+    const QString root = dir.filePath("ckpt"), whole = dir.filePath("whole.jsonl"),
+                  restarted = dir.filePath("restarted.jsonl");
+    QStringList run = kRun;
+    run[run.indexOf("--steps") + 1] = "8";
+    const CliResult t = run_cli(run + QStringList{"--metrics-out", whole});
+    QVERIFY2(t.code == 0, qPrintable(t.err));
+    const CliResult r = run_cli(
+        QStringList{"launch", "--nproc-per-node", "4", "--max-restarts", "1", "--"} + run +
+        QStringList{"--save-dir", root, "--save-every", "5", "--inject-failure", "2:7", "--metrics-out", restarted});
+    QVERIFY2(r.code == 0, qPrintable(failure(r)));
+    QVERIFY2(r.err.contains("lost work: the run stopped in step 7; the last checkpoint is step 5 (--save-every 5), "
+                            "so a restart from " +
+                            root + "/step-000005 runs 1 finished step again"),
+             qPrintable(failure(r)));
+    QVERIFY2(r.err.contains("launch: restart 1 of 1 after the job failed") &&
+                 r.err.contains("injected failure (--inject-failure) before backward of step 7"),
+             qPrintable(failure(r)));
+    QVERIFY2(!r.err.contains("launch: restart 2"), qPrintable(failure(r)));
+    const std::vector<double> all = losses(whole), after = losses(restarted);
+    QCOMPARE(after, std::vector<double>(all.begin() + 5, all.end()));
+  }
+
   // A job refused for its input (exit code 2) is not restarted: it would fail the same way.
   void a_refused_job_is_not_restarted() {
     const CliResult r = run_cli(QStringList{"launch", "--nproc-per-node", "4", "--max-restarts", "3", "--"} + kRun +

@@ -7,10 +7,11 @@
 // test; run by hand after changing the UI (`planner` as a second argument:
 // the planner's pictures only, no runs; `main`: the main window in both
 // languages and the Pipeline tab; `pipeline`: the pipeline lesson's;
-// `live`: the Live plots tab's; `zero3`: the ZeRO-3 run's pictures only;
+// `live`: the Live plots tab's; `waits`: the Waits tab's; `zero3`: the ZeRO-3 run's pictures only;
 // `lessons`: every lesson's run beside its text, in both languages). Every
 // window is 1280×720:
-//   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots [planner|main|pipeline|live|zero3]
+//   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots
+//   [planner|main|pipeline|live|waits|zero3|lessons]
 #include <QDockWidget>
 #include <QApplication>
 #include <functional>
@@ -153,8 +154,9 @@ bool shootHiddenStates(const QString& language, const QDir& dir, const QString& 
 }
 
 // The view tab a lesson is about (the order of MainWindow's tabs: Loss,
-// Pipeline, Ring all-reduce, ZeRO, Live plots, Hidden states).
+// Pipeline, Ring all-reduce, ZeRO, Live plots, Waits, Hidden states).
 int lessonTab(const QString& id) {
+  if (id == QLatin1String("stragglers_and_failures")) return 5;
   if (id.startsWith(QLatin1String("pipeline")) || id == QLatin1String("ddp_buckets")) return 1;
   if (id == QLatin1String("ddp_vs_dataparallel")) return 2;
   if (id == QLatin1String("zero_stages")) return 3;
@@ -224,6 +226,26 @@ bool shootLivePlots(const RunConfig& fp16, const QDir& dir) {
   return shoot(QStringLiteral("zh_CN"), fp16, dir, {{4, QStringLiteral("live_plots_zh.png")}}) && ok;
 }
 
+// The Waits tab: rank 3 computing 3x as long on dp 4 (English, Chinese), and
+// rank 2 failing in step 4 (its ✕; its error says how fast every rank stopped).
+bool shootWaits(const RunConfig& base, const QDir& dir) {
+  RunConfig straggler = base;
+  straggler.layout[Axis::dp] = 4;
+  straggler.layout[Axis::pp] = 1;
+  straggler.micro_batches = 1;
+  straggler.bucket_mb = 1.0;
+  straggler.steps = 8;
+  straggler.slow_rank = 3;
+  straggler.slow_factor = 3.0;
+  bool ok = shoot(QStringLiteral("en"), straggler, dir, {{5, QStringLiteral("waits_straggler.png")}});
+  ok = shoot(QStringLiteral("zh_CN"), straggler, dir, {{5, QStringLiteral("waits_straggler_zh.png")}}) && ok;
+  RunConfig failing = straggler;
+  failing.slow_rank = -1;
+  failing.fail_rank = 2;
+  failing.fail_step = 4;
+  return shoot(QStringLiteral("en"), failing, dir, {{5, QStringLiteral("waits_failure.png"), true}}) && ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -254,6 +276,7 @@ int main(int argc, char** argv) {
   if (only == QStringLiteral("main")) return shootMainWindows(main_run, dir) ? 0 : 1;
   if (only == QStringLiteral("pipeline")) return shootPipelineLessons(dir) ? 0 : 1;
   if (only == QStringLiteral("live")) return shootLivePlots(fp16, dir) ? 0 : 1;
+  if (only == QStringLiteral("waits")) return shootWaits(c, dir) ? 0 : 1;
   if (only == QStringLiteral("lessons")) {
     bool ok = shootEveryLesson(dir);
     ok = shootHiddenStates(QStringLiteral("en"), dir, QStringLiteral("lesson_bert_hidden_states.png")) && ok;
@@ -267,6 +290,7 @@ int main(int argc, char** argv) {
   bool ok = shootMainWindows(main_run, dir);
   ok = shootPipelineLessons(dir) && ok;
   ok = shootLivePlots(fp16, dir) && ok;
+  ok = shootWaits(c, dir) && ok;
   RunConfig ring = c;  // four ranks around the ring
   ring.layout[Axis::dp] = 4;
   ring.layout[Axis::pp] = 1;

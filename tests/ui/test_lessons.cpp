@@ -44,7 +44,7 @@ class TestLessons : public QObject {
 
   void everyLessonParsesAndValidates() {
     const auto lessons = load_lessons();
-    QCOMPARE(static_cast<int>(lessons.size()), 12);
+    QCOMPARE(static_cast<int>(lessons.size()), 13);
     int chapter = 0;
     std::set<int> chapters;
     for (const Lesson& l : lessons) {
@@ -72,6 +72,9 @@ class TestLessons : public QObject {
     QCOMPARE(lesson("one_config_any_setup").config.world_size(), 1);
     QCOMPARE(lesson("ddp_buckets").config.bucket_mb, 1.0);
     QCOMPARE(lesson("ranks_threads_processes").config.world_size(), 4);
+    QCOMPARE(lesson("stragglers_and_failures").chapter, 7);
+    QCOMPARE(lesson("stragglers_and_failures").config.slow_rank, 3);
+    QVERIFY(lesson("stragglers_and_failures").text_en.contains(QStringLiteral("Waits")));
     QVERIFY(lesson("model_memory").text_en.contains(QStringLiteral("Plan memory")));
     QVERIFY(lesson("ddp_vs_dataparallel").config.dp_mode == DataParallelMode::naive);
     QVERIFY(lesson("fp16_loss_scaling").config.precision == Precision::fp16);
