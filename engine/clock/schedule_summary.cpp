@@ -18,9 +18,15 @@ namespace {
 
 using Interval = std::pair<std::int64_t, std::int64_t>;
 
+// A stage's F, B or W box (a W: the weight gradients a zero-bubble schedule runs apart from B).
 bool is_stage_span(const Event& e) {
   return e.kind == EventKind::compute_span && e.layer < 0 &&
-         (e.compute == ComputeKind::forward || e.compute == ComputeKind::backward);
+         (e.compute == ComputeKind::forward || e.compute == ComputeKind::backward ||
+          e.compute == ComputeKind::weight_gradient);
+}
+
+bool is_backward_phase(ComputeKind kind) {
+  return kind == ComputeKind::backward || kind == ComputeKind::weight_gradient;
 }
 
 bool is_bucket_transfer(const Event& e) {
@@ -184,7 +190,7 @@ std::optional<DdpOverlap> ddp_overlap(std::span<const Event> events, const Grid&
       auto [it, fresh] = r.bucket_start.try_emplace(e.bucket, e.start_ns);
       if (!fresh) it->second = std::min(it->second, e.start_ns);
       buckets.insert(e.bucket);
-    } else if (is_stage_span(e) && e.compute == ComputeKind::backward) {
+    } else if (is_stage_span(e) && is_backward_phase(e.compute)) {  // DDP overlaps B and W
       per[{e.rank, e.step}].backward.emplace_back(e.start_ns, e.end_ns);
     }
   }
