@@ -130,8 +130,12 @@ std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int
   b.micro_batches = m;
   b.formula = gpipe_bubble_fraction(pp, m);
   b.stage_busy_ns.assign(static_cast<std::size_t>(pp), 0);
+  std::map<ComputeKind, std::pair<double, int>> boxes;  // kind -> (summed ns, count)
   for (const Event& e : events) {
     if (!is_stage_span(e) || e.step < first_step || e.micro_batch < 0) continue;
+    auto& [box_ns, box_count] = boxes[e.compute];
+    box_ns += static_cast<double>(e.end_ns - e.start_ns);
+    ++box_count;
     Flush& f = flushes[{e.step, grid.dp_rank_of(e.rank), e.micro_batch / m}];
     f.busy.resize(static_cast<std::size_t>(pp), 0);
     f.first = std::min(f.first, e.start_ns);
@@ -144,6 +148,12 @@ std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int
   for (const auto& [key, f] : flushes)
     if (f.last > f.first) idle.push_back(flush_idle(f, m));
   if (idle.empty()) return std::nullopt;
+  const auto mean = [&](ComputeKind kind) {
+    return boxes[kind].second > 0 ? boxes[kind].first / boxes[kind].second : 0.0;
+  };
+  b.forward_ns = mean(ComputeKind::forward);
+  b.backward_ns = mean(ComputeKind::backward);
+  b.weight_ns = mean(ComputeKind::weight_gradient);
   take_median(b, std::move(idle));
   stages_formula(b);
   return b;
@@ -213,6 +223,20 @@ std::string percent(double fraction) {
   return text;
 }
 
+// A run whose backward was split (zero-bubble schedules): the formulas of
+// clock/pipeline_bubble.h with the measured box times; the line above
+// measured the bubble itself.
+std::string zero_bubble_line(const PipelineBubble& b) {
+  const int p = b.stages, m = b.micro_batches;
+  const double f = b.forward_ns, bw = b.backward_ns, w = b.weight_ns;
+  char times[128];
+  std::snprintf(times, sizeof times, "T_F %.3f ms, T_B %.3f ms, T_W %.3f ms", f / 1e6, bw / 1e6, w / 1e6);
+  return std::string("zero bubble, with the measured ") + times +
+         ": ZB-H1's (p−1)(T_F+T_B−T_W) = " + percent(zb_h1_bubble_fraction(p, m, f, bw, w)) +
+         " of the step, ZB-H2's floor (p−1)T_F = " + percent(zb_h2_bubble_fraction(p, m, f, bw, w)) +
+         " (1F1B's (p−1)(T_F+T_B+T_W) is the formula above, (p−1)/(m+p−1))";
+}
+
 }  // namespace
 
 ScheduleSummary summarize_schedule(std::span<const Event> events, int dp, int pp, int micro_batches) {
@@ -241,6 +265,7 @@ std::vector<std::string> schedule_summary_lines(const ScheduleSummary& s, std::s
                     percent(b.for_stages) + " (p " + std::to_string(b.stages) + ", m " +
                     std::to_string(b.micro_batches) + ", " + std::to_string(b.flushes) + " flush" +
                     (b.flushes == 1 ? "" : "es") + ", " + context + ")");
+    if (b.weight_ns > 0) lines.push_back(zero_bubble_line(b));
   }
   if (s.overlap) {
     const DdpOverlap& o = *s.overlap;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "clock/pipeline_bubble.h"
+#include "clock/schedule_summary.h"
 #include "config/run_config.h"
 #include "core/error.h"
 #include "core/memory_ledger.h"
@@ -257,7 +258,7 @@ void TestZeroBubble::losses_equal_gpipe_with_ddp() {
 }
 
 // One W box per (stage, micro-batch) beside the F and B boxes, and one W span
-// per layer, as the timeline reads compute spans.
+// per layer, as the timeline reads compute spans; the run summary reads them.
 void TestZeroBubble::weight_gradients_are_events() {
   RunConfig c = base_config();
   c.steps = 1;
@@ -277,6 +278,20 @@ void TestZeroBubble::weight_gradients_are_events() {
   QCOMPARE(int(boxes.size()), 2 * 4 * 3);
   for (const auto& [key, count] : boxes) QCOMPARE(count, 1);
   QCOMPARE(layer_spans, 4 * find_model_preset("gpt-tiny").layers);  // every layer's W, every micro-batch
+  // The run summary counts the W boxes as busy time and prints the zero-bubble
+  // formulas with the measured T_F, T_B and T_W.
+  const std::vector<Event> events = sink.events();
+  const ScheduleSummary summary = summarize_schedule(events, 1, 2, 4);
+  QVERIFY(summary.bubble.has_value());
+  QVERIFY(summary.bubble->forward_ns > 0 && summary.bubble->backward_ns > 0 && summary.bubble->weight_ns > 0);
+  std::int64_t boxes_ns = 0;
+  for (const Event& e : events)
+    if (e.kind == EventKind::compute_span && e.layer == -1 && e.compute != ComputeKind::optimizer)
+      boxes_ns += e.end_ns - e.start_ns;
+  QCOMPARE(summary.bubble->stage_busy_ns[0] + summary.bubble->stage_busy_ns[1], boxes_ns);
+  const std::vector<std::string> lines = schedule_summary_lines(summary, "virtual");
+  QCOMPARE(int(lines.size()), 2);
+  QVERIFY2(lines[1].starts_with("zero bubble, with the measured T_F "), lines[1].c_str());
 }
 
 void TestZeroBubble::unbuilt_combinations_are_refused_by_name() {
