@@ -211,9 +211,11 @@ void TestZeroBubble::bubbles_follow_the_formulas() {
 void TestZeroBubble::losses_equal_gpipe() {
   struct Case {
     int pp, micro_batches, seq;
+    const char* model;
   };
-  for (const Case& k : {Case{2, 4, 32}, Case{4, 8, 16}}) {
+  for (const Case& k : {Case{2, 4, 32, "gpt-tiny"}, Case{4, 8, 16, "gpt-tiny"}, Case{2, 4, 32, "bert-tiny"}}) {
     RunConfig c = base_config();
+    c.model = k.model;
     c.layout[Axis::pp] = k.pp;
     c.micro_batches = k.micro_batches;
     c.seq = k.seq;
@@ -226,8 +228,9 @@ void TestZeroBubble::losses_equal_gpipe() {
       QCOMPARE(zb.size(), gpipe.size());
       for (std::size_t i = 0; i < zb.size(); ++i)
         QVERIFY2(std::abs(zb[i] - gpipe[i]) <= 2e-5f * std::abs(gpipe[i]),
-                 qPrintable(QString("%1 pp %2 step %3: %4 vs gpipe %5")
+                 qPrintable(QString("%1 %2 pp %3 step %4: %5 vs gpipe %6")
                                 .arg(pipeline_schedule_name(kind))
+                                .arg(k.model)
                                 .arg(k.pp)
                                 .arg(i)
                                 .arg(zb[i])
@@ -237,23 +240,30 @@ void TestZeroBubble::losses_equal_gpipe() {
 }
 
 // dp 2 x pp 2 under DDP, several buckets: the buckets start from W (the last
-// micro-batch's) and carry the same sums.
+// micro-batch's) and carry the same sums; and with ZeRO-1 on top.
 void TestZeroBubble::losses_equal_gpipe_with_ddp() {
-  RunConfig c = base_config();
-  c.layout[Axis::dp] = 2;
-  c.layout[Axis::pp] = 2;
-  c.micro_batches = 2;
-  c.bucket_mb = 0.5;
-  c.schedule = PipelineScheduleKind::gpipe;
-  const std::vector<float> gpipe = losses_of(c);
-  for (PipelineScheduleKind kind : kZeroBubble) {
-    c.schedule = kind;
-    const std::vector<float> zb = losses_of(c);
-    QCOMPARE(zb.size(), gpipe.size());
-    for (std::size_t i = 0; i < zb.size(); ++i)
-      QVERIFY2(std::abs(zb[i] - gpipe[i]) <= 2e-5f * std::abs(gpipe[i]),
-               qPrintable(
-                   QString("%1 step %2: %3 vs %4").arg(pipeline_schedule_name(kind)).arg(i).arg(zb[i]).arg(gpipe[i])));
+  for (int zero : {0, 1}) {
+    RunConfig c = base_config();
+    c.layout[Axis::dp] = 2;
+    c.layout[Axis::pp] = 2;
+    c.micro_batches = 2;
+    c.bucket_mb = 0.5;
+    c.zero_stage = zero;
+    c.schedule = PipelineScheduleKind::gpipe;
+    const std::vector<float> gpipe = losses_of(c);
+    for (PipelineScheduleKind kind : kZeroBubble) {
+      c.schedule = kind;
+      const std::vector<float> zb = losses_of(c);
+      QCOMPARE(zb.size(), gpipe.size());
+      for (std::size_t i = 0; i < zb.size(); ++i)
+        QVERIFY2(std::abs(zb[i] - gpipe[i]) <= 2e-5f * std::abs(gpipe[i]),
+                 qPrintable(QString("%1 zero %2 step %3: %4 vs %5")
+                                .arg(pipeline_schedule_name(kind))
+                                .arg(zero)
+                                .arg(i)
+                                .arg(zb[i])
+                                .arg(gpipe[i])));
+    }
   }
 }
 
