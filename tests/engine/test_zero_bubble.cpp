@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cli/cli_runner.h"
 #include "clock/pipeline_bubble.h"
 #include "clock/schedule_summary.h"
 #include "config/run_config.h"
@@ -101,6 +102,7 @@ class TestZeroBubble : public QObject {
   void losses_equal_gpipe_with_ddp();
   void weight_gradients_are_events();
   void unbuilt_combinations_are_refused_by_name();
+  void the_schedule_command_prints_them();
 };
 
 void TestZeroBubble::split_backward_gives_the_same_gradient_bits() {
@@ -327,6 +329,26 @@ void TestZeroBubble::unbuilt_combinations_are_refused_by_name() {
   c.checkpoint = true;
   refused(c, "--schedule zb-h1 with --checkpoint is not built yet");
   QCOMPARE(parse_pipeline_schedule_kind("zb-h2"), PipelineScheduleKind::zb_h2);
+}
+
+// shardscope-cli schedule: the grid with W's, the simulated bubble beside the
+// formula (T_F = T_B = T_W = 1 by default: --backward-time 2, half of it W),
+// the in-flight counts; a W longer than the backward is refused by name.
+void TestZeroBubble::the_schedule_command_prints_them() {
+  const CliResult h1 = run_cli({"schedule", "--pp", "4", "--micro-batches", "8", "--schedule", "zb-h1"});
+  QCOMPARE(h1.code, 0);
+  QVERIFY2(h1.out.contains("stage 3: F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1"), qPrintable(h1.out));
+  QVERIFY2(h1.out.contains("zb-h1, p=4, m=8: modeled step 27.0 time units, bubble 11.1%"), qPrintable(h1.out));
+  QVERIFY2(h1.out.contains("T_F=1, T_B=1, T_W=1: ZB-H1 formula") && h1.out.contains("= 11.1%"), qPrintable(h1.out));
+  QVERIFY2(h1.out.contains("micro-batches held at once per stage: 4 4 4 4"), qPrintable(h1.out));
+  const CliResult h2 = run_cli({"schedule", "--pp", "4", "--micro-batches", "8", "--schedule", "zb-h2",
+                                "--backward-time", "3", "--weight-time", "1"});
+  QCOMPARE(h2.code, 0);
+  QVERIFY2(h2.out.contains("bubble 8.6%") && h2.out.contains("ZB-H2 floor"), qPrintable(h2.out));
+  QVERIFY2(h2.out.contains("micro-batches held at once per stage: 7 7 7 7"), qPrintable(h2.out));
+  const CliResult bad = run_cli({"schedule", "--schedule", "zb-h1", "--weight-time", "3"});
+  QCOMPARE(bad.code, 2);
+  QVERIFY2(bad.err.contains("--weight-time 3 is not in [0, --backward-time 2]"), qPrintable(bad.err));
 }
 
 QTEST_GUILESS_MAIN(TestZeroBubble)
