@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // shardscope-cli schedule: the action lists the engine executes for a pipeline
-// (--pp stages, --micro-batches m, GPipe or 1F1B), their modeled timeline and
-// bubble fraction beside GPipe's formula (p - 1) / (m + p - 1).
+// (--pp stages, --micro-batches m, GPipe, 1F1B, ZB-H1 or ZB-H2), their modeled
+// timeline and bubble fraction beside GPipe's formula (p - 1) / (m + p - 1),
+// and for the zero-bubble schedules ZB-H1's (p-1)(T_F+T_B-T_W) over the step.
 #include "cli_schedule.h"
 
 #include <cstdio>
@@ -31,28 +32,53 @@ int run_schedule(const std::vector<std::string>& args) {
   int stages = 4, micro_batches = 8;
   std::string kind = "1f1b";
   bool communication = false;
-  float forward = 1.0f, backward = 2.0f;
+  float forward = 1.0f, backward = 2.0f, weight = -1.0f;  // weight < 0: half the backward
   ArgParser parser("shardscope-cli schedule",
                    "Print the per-stage action lists of a pipeline schedule (F3 / B3: forward / backward of\n"
                    "micro-batch 3) and the bubble of its modeled timeline.");
   parser.add_int("--pp", "Pipeline stages (p), 1-256; p × m at most 65536", &stages, 1, 256);
   parser.add_int("--micro-batches", "Micro-batches per step (m), 1-4096; p × m at most 65536", &micro_batches, 1, 4096);
-  parser.add_string("--schedule", "gpipe|1f1b", "Schedule", &kind);
+  parser.add_string("--schedule", "gpipe|1f1b|zb-h1|zb-h2", "Schedule", &kind);
   parser.add_switch("--communication", "Also list the sends and receives between stages", &communication);
   parser.add_float("--forward-time", "Modeled time of one forward on one stage, in (0, 1000000]", &forward);
   parser.add_float("--backward-time", "Modeled time of one backward on one stage, in (0, 1000000]", &backward);
+  parser.add_float("--weight-time",
+                   "Of the backward time, the part that is the weight gradient W, run apart by zb-h1 and zb-h2 "
+                   "(the rest is B), in [0, backward time]; default half of it",
+                   &weight);
   if (!parser.parse(args)) return 0;
   for (float t : {forward, backward})  // times add up over p·m actions: keep their sum finite
     if (!(t > 0.0f && t <= 1e6f)) throw UsageError("--forward-time and --backward-time must be in (0, 1000000]");
+  if (weight == -1.0f) weight = backward / 2.0f;  // not given
+  if (!(weight >= 0.0f && weight <= backward)) {
+    char text[160];
+    std::snprintf(text, sizeof text, "--weight-time %g is not in [0, --backward-time %g]: W is a part of the backward",
+                  weight, backward);
+    throw UsageError(text);
+  }
   check_schedule_size(stages, micro_batches);
 
   const PipelineScheduleKind k = parse_pipeline_schedule_kind(kind);
   const PipelineSchedule schedule = make_pipeline_schedule(k, stages, micro_batches);
   std::fputs(format_pipeline_schedule(schedule, communication).c_str(), stdout);
-  const PipelineTimeline t = simulate_pipeline_schedule(schedule, forward, backward);
+  const bool zero_bubble = k == PipelineScheduleKind::zb_h1 || k == PipelineScheduleKind::zb_h2;
+  // A schedule without W runs B and W together: its B takes the whole backward.
+  const PipelineTimeline t = zero_bubble ? simulate_pipeline_schedule(schedule, forward, backward - weight, 0, weight)
+                                         : simulate_pipeline_schedule(schedule, forward, backward);
   std::printf("\n%s, p=%d, m=%d: modeled step %.1f time units, bubble %.1f%% (GPipe formula (p-1)/(m+p-1) = %.1f%%)\n",
               pipeline_schedule_name(k), stages, micro_batches, t.makespan, 100.0 * t.bubble_fraction,
               100.0 * gpipe_bubble_fraction(stages, micro_batches));
+  if (k == PipelineScheduleKind::zb_h1)
+    std::printf("T_F=%g, T_B=%g, T_W=%g: ZB-H1 formula (p-1)(T_F+T_B-T_W) / (m(T_F+T_B+T_W) + that) = %.1f%%\n",
+                forward, backward - weight, weight,
+                100.0 * zb_h1_bubble_fraction(stages, micro_batches, forward, backward - weight, weight));
+  if (k == PipelineScheduleKind::zb_h2)
+    std::printf(
+        "T_F=%g, T_B=%g, T_W=%g: ZB-H2 floor (p-1)T_F / (m(T_F+T_B+T_W) + that) = %.1f%%, the step's ends "
+        "only (ZB-H1 formula %.1f%%)\n",
+        forward, backward - weight, weight,
+        100.0 * zb_h2_bubble_fraction(stages, micro_batches, forward, backward - weight, weight),
+        100.0 * zb_h1_bubble_fraction(stages, micro_batches, forward, backward - weight, weight));
   std::printf("micro-batches held at once per stage:");
   for (int held : t.peak_micro_batches_in_flight) std::printf(" %d", held);
   std::printf("\n");

@@ -152,6 +152,8 @@ QVBoxLayout* ConfigPanel::buildForm() {
   if (auto* schedule = fieldWidget<QComboBox>("schedule")) {
     schedule->setItemText(schedule->findData(QStringLiteral("1f1b")), QStringLiteral("1F1B"));
     schedule->setItemText(schedule->findData(QStringLiteral("gpipe")), QStringLiteral("GPipe"));
+    schedule->setItemText(schedule->findData(QStringLiteral("zb-h1")), QStringLiteral("ZB-H1"));
+    schedule->setItemText(schedule->findData(QStringLiteral("zb-h2")), QStringLiteral("ZB-H2"));
   }
   if (auto* power = fieldWidget<QSpinBox>("initial_scale_power")) power->setPrefix(QStringLiteral("2^"));
   ignoreWheelOnUnfocusedFields(this);

@@ -14,4 +14,19 @@ namespace shardscope {
 // naming --pp or --micro-batches unless both are at least 1.
 double gpipe_bubble_fraction(int stages, int micro_batches);
 
+// Idle fraction of a step under ZB-H1 (Qi et al. 2024): each stage idles
+// (p - 1)(T_F + T_B - T_W) beside its m (T_F + T_B + T_W) of work, where 1F1B
+// idles (p - 1)(T_F + T_B + T_W), B and W together. Floored at 0 (the formula
+// assumes T_W <= T_F + T_B). Throws ConfigError as gpipe_bubble_fraction, and
+// std::invalid_argument for a negative time.
+double zb_h1_bubble_fraction(int stages, int micro_batches, double forward_time, double backward_input_time,
+                             double weight_time);
+// ZB-H2's floor: with up to 2p - 1 micro-batches in flight no stage idles
+// inside the step but for the ends, the last stage waiting (p - 1) T_F for its
+// first input and the first finishing that much earlier (the paper's
+// parallelogram; it calls this zero bubble, skipping the optimizer step's
+// synchronisation at the ends). (p-1) T_F / (m (T_F + T_B + T_W) + (p-1) T_F).
+double zb_h2_bubble_fraction(int stages, int micro_batches, double forward_time, double backward_input_time,
+                             double weight_time);
+
 }  // namespace shardscope

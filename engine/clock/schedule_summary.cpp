@@ -18,9 +18,15 @@ namespace {
 
 using Interval = std::pair<std::int64_t, std::int64_t>;
 
+// A stage's F, B or W box (a W: the weight gradients a zero-bubble schedule runs apart from B).
 bool is_stage_span(const Event& e) {
   return e.kind == EventKind::compute_span && e.layer < 0 &&
-         (e.compute == ComputeKind::forward || e.compute == ComputeKind::backward);
+         (e.compute == ComputeKind::forward || e.compute == ComputeKind::backward ||
+          e.compute == ComputeKind::weight_gradient);
+}
+
+bool is_backward_phase(ComputeKind kind) {
+  return kind == ComputeKind::backward || kind == ComputeKind::weight_gradient;
 }
 
 bool is_bucket_transfer(const Event& e) {
@@ -124,8 +130,12 @@ std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int
   b.micro_batches = m;
   b.formula = gpipe_bubble_fraction(pp, m);
   b.stage_busy_ns.assign(static_cast<std::size_t>(pp), 0);
+  std::map<ComputeKind, std::pair<double, int>> boxes;  // kind -> (summed ns, count)
   for (const Event& e : events) {
     if (!is_stage_span(e) || e.step < first_step || e.micro_batch < 0) continue;
+    auto& [box_ns, box_count] = boxes[e.compute];
+    box_ns += static_cast<double>(e.end_ns - e.start_ns);
+    ++box_count;
     Flush& f = flushes[{e.step, grid.dp_rank_of(e.rank), e.micro_batch / m}];
     f.busy.resize(static_cast<std::size_t>(pp), 0);
     f.first = std::min(f.first, e.start_ns);
@@ -138,6 +148,12 @@ std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int
   for (const auto& [key, f] : flushes)
     if (f.last > f.first) idle.push_back(flush_idle(f, m));
   if (idle.empty()) return std::nullopt;
+  const auto mean = [&](ComputeKind kind) {
+    return boxes[kind].second > 0 ? boxes[kind].first / boxes[kind].second : 0.0;
+  };
+  b.forward_ns = mean(ComputeKind::forward);
+  b.backward_ns = mean(ComputeKind::backward);
+  b.weight_ns = mean(ComputeKind::weight_gradient);
   take_median(b, std::move(idle));
   stages_formula(b);
   return b;
@@ -184,7 +200,7 @@ std::optional<DdpOverlap> ddp_overlap(std::span<const Event> events, const Grid&
       auto [it, fresh] = r.bucket_start.try_emplace(e.bucket, e.start_ns);
       if (!fresh) it->second = std::min(it->second, e.start_ns);
       buckets.insert(e.bucket);
-    } else if (is_stage_span(e) && e.compute == ComputeKind::backward) {
+    } else if (is_stage_span(e) && is_backward_phase(e.compute)) {  // DDP overlaps B and W
       per[{e.rank, e.step}].backward.emplace_back(e.start_ns, e.end_ns);
     }
   }
@@ -205,6 +221,20 @@ std::string percent(double fraction) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f%%", 100.0 * fraction);
   return text;
+}
+
+// A run whose backward was split (zero-bubble schedules): the formulas of
+// clock/pipeline_bubble.h with the measured box times; the line above
+// measured the bubble itself.
+std::string zero_bubble_line(const PipelineBubble& b) {
+  const int p = b.stages, m = b.micro_batches;
+  const double f = b.forward_ns, bw = b.backward_ns, w = b.weight_ns;
+  char times[128];
+  std::snprintf(times, sizeof times, "T_F %.3f ms, T_B %.3f ms, T_W %.3f ms", f / 1e6, bw / 1e6, w / 1e6);
+  return std::string("zero bubble, with the measured ") + times +
+         ": ZB-H1's (p−1)(T_F+T_B−T_W) = " + percent(zb_h1_bubble_fraction(p, m, f, bw, w)) +
+         " of the step, ZB-H2's floor (p−1)T_F = " + percent(zb_h2_bubble_fraction(p, m, f, bw, w)) +
+         " (1F1B's (p−1)(T_F+T_B+T_W) is the formula above, (p−1)/(m+p−1))";
 }
 
 }  // namespace
@@ -235,6 +265,7 @@ std::vector<std::string> schedule_summary_lines(const ScheduleSummary& s, std::s
                     percent(b.for_stages) + " (p " + std::to_string(b.stages) + ", m " +
                     std::to_string(b.micro_batches) + ", " + std::to_string(b.flushes) + " flush" +
                     (b.flushes == 1 ? "" : "es") + ", " + context + ")");
+    if (b.weight_ns > 0) lines.push_back(zero_bubble_line(b));
   }
   if (s.overlap) {
     const DdpOverlap& o = *s.overlap;

@@ -52,6 +52,9 @@ struct PipelineBubble {
   double for_stages = 0.0;                  // GPipe's idle time in all with the stages' measured times
   double slowest_stage = 1.0;               // max(t_s) / mean(t_s)
   std::vector<std::int64_t> stage_busy_ns;  // per stage, summed over the flushes and replicas
+  // The mean F, B and W box over the stages and flushes measured: T_F, T_B and
+  // T_W of the zero-bubble formulas (no W boxes: weight_ns 0, B is the whole backward).
+  double forward_ns = 0.0, backward_ns = 0.0, weight_ns = 0.0;
 };
 
 // DDP's bucket all-reduces against the backward, per (rank, step): the time

@@ -76,12 +76,14 @@ void add_layout_fields(std::vector<RunField>& f) {
   f.push_back(
       {.key = "schedule",
        .flag = "--schedule",
-       .value_name = "gpipe|1f1b",
+       .value_name = "gpipe|1f1b|zb-h1|zb-h2",
        .kind = FieldKind::choice,
        .label = {"Pipeline schedule", "流水线调度"},
-       .help = {"Pipeline schedule: gpipe (all forwards, then all backwards) or 1f1b (one forward, one backward)",
-                "流水线调度：gpipe（先全部前向，再全部反向）或 1f1b（一次前向、一次反向交替）"},
-       .choices = {"1f1b", "gpipe"},
+       .help = {"Pipeline schedule: gpipe (all forwards, then all backwards), 1f1b (one forward, one backward), "
+                "zb-h1 or zb-h2 (zero bubble: the weight gradients W split from the backward B and run in the bubbles)",
+                "流水线调度：gpipe（先全部前向，再全部反向）、1f1b（一次前向、一次反向交替）、"
+                "zb-h1 或 zb-h2（零气泡：权重梯度 W 从反向 B 中拆出，放进气泡中执行）"},
+       .choices = {"1f1b", "gpipe", "zb-h1", "zb-h2"},
        .get = [](const RunConfig& c) -> json { return pipeline_schedule_name(c.schedule); },
        .set = [](RunConfig& c, const json& v) { c.schedule = parse_pipeline_schedule_kind(v.get<std::string>()); },
        .surfaces = surface::train | surface::estimate});

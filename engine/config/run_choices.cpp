@@ -28,13 +28,24 @@ Precision parse_precision(std::string_view name, std::string_view field) {
 }
 
 const char* pipeline_schedule_name(PipelineScheduleKind kind) {
-  return kind == PipelineScheduleKind::gpipe ? "gpipe" : "1f1b";
+  switch (kind) {
+    case PipelineScheduleKind::gpipe:
+      return "gpipe";
+    case PipelineScheduleKind::one_f_one_b:
+      return "1f1b";
+    case PipelineScheduleKind::zb_h1:
+      return "zb-h1";
+    case PipelineScheduleKind::zb_h2:
+      return "zb-h2";
+  }
+  return "?";
 }
 
 PipelineScheduleKind parse_pipeline_schedule_kind(std::string_view name) {
-  for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b})
+  for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b, PipelineScheduleKind::zb_h1,
+                    PipelineScheduleKind::zb_h2})
     if (name == pipeline_schedule_name(kind)) return kind;
-  throw ConfigError("--schedule must be gpipe or 1f1b (got '" + std::string(name) + "')");
+  throw ConfigError("--schedule must be gpipe, 1f1b, zb-h1 or zb-h2 (got '" + std::string(name) + "')");
 }
 
 std::string_view loss_scaler_rules_name(LossScaleRules rules) {

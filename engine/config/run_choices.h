@@ -22,9 +22,11 @@ std::string_view precision_name(Precision precision);
 Precision parse_precision(std::string_view name, std::string_view field = "--precision");
 
 // The pipeline schedule (plan/pipeline_schedule.h): GPipe (all forwards,
-// then all backwards) or 1F1B (one forward, one backward in the steady state).
-enum class PipelineScheduleKind { gpipe, one_f_one_b };
-// "gpipe" or "1f1b"; parse throws ConfigError naming --schedule for anything else.
+// then all backwards), 1F1B (one forward, one backward in the steady state),
+// or the zero-bubble ZB-H1 and ZB-H2 (the backward split into B and W, the
+// W's moved into the bubbles; plan/zero_bubble_schedules.h).
+enum class PipelineScheduleKind { gpipe, one_f_one_b, zb_h1, zb_h2 };
+// "gpipe", "1f1b", "zb-h1" or "zb-h2"; parse throws ConfigError naming --schedule for anything else.
 const char* pipeline_schedule_name(PipelineScheduleKind kind);
 PipelineScheduleKind parse_pipeline_schedule_kind(std::string_view name);
 

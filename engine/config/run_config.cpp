@@ -178,6 +178,28 @@ void check_layout_rules(int pp, int zero_stage, DataParallelMode dp_mode) {
 
 namespace {
 std::atomic<std::int64_t> validations{0};
+
+// The zero-bubble schedules run a backward as B, then W later (model.h,
+// backward_input): built so far for fp32 gradients in the model's own buffer
+// with every layer's activations kept.
+void validate_zero_bubble(const RunConfig& c) {
+  if (c.schedule != PipelineScheduleKind::zb_h1 && c.schedule != PipelineScheduleKind::zb_h2) return;
+  const std::string schedule = pipeline_schedule_name(c.schedule);
+  require(c.zero_stage <= 1,
+          "{schedule} " + schedule + " with {zero} " + str(c.zero_stage) +
+              " is not built yet: ZeRO-2/3's reduce-scatter would have to start from W; use {zero} 0 or 1",
+          "{schedule} " + schedule + " 与 {zero} " + str(c.zero_stage) +
+              " 的组合尚未实现：ZeRO-2/3 的 reduce-scatter 需要从 W 开始；请用 {zero} 0 或 1");
+  require(c.precision == Precision::fp32,
+          "{schedule} " + schedule + " with {precision} " + std::string(precision_name(c.precision)) +
+              " is not built yet (16-bit gradients live outside the model); use {precision} fp32",
+          "{schedule} " + schedule + " 与 {precision} " + std::string(precision_name(c.precision)) +
+              " 的组合尚未实现（16 位梯度不在模型自己的缓冲区里）；请用 {precision} fp32");
+  require(!c.checkpoint,
+          "{schedule} " + schedule +
+              " with {checkpoint} is not built yet: W reads every layer's kept activations, which checkpointing drops",
+          "{schedule} " + schedule + " 与 {checkpoint} 的组合尚未实现：W 需要每层保留的激活，而激活检查点会丢弃它们");
+}
 }  // namespace
 
 std::int64_t run_config_validations() {
@@ -191,6 +213,7 @@ void validate_run_config(const RunConfig& c) {
   validate_model_limits(c, model);
   validate_grid(c);
   validate_strategies(c);
+  validate_zero_bubble(c);
   require(c.save_every == 0 || !c.save_dir.empty(), "{save_every} needs {save_dir}: where to save",
           "{save_every} 需要 {save_dir}：保存到哪里");
   validate_loss_scaling(c);

@@ -124,6 +124,14 @@ void validate_estimate_settings(const EstimateSettings& s) {
     throw FieldError("{efficiency} must be in (0, 1]", "{efficiency} 必须在 (0, 1] 内");
   check_layout_rules(s.layout.pp(), s.zero_stage, s.dp_mode);  // the same rules as a run's (config/run_config.h)
   check_offload_rules(s.zero_stage, s.layout.dp(), s.offload_params, s.offload_optimizer);
+  // The zero-bubble schedules train (--schedule zb-h1|zb-h2), but the estimator
+  // models neither their bubble nor the output gradients B keeps for W yet.
+  if (s.schedule == PipelineScheduleKind::zb_h1 || s.schedule == PipelineScheduleKind::zb_h2)
+    throw FieldError(std::string("{schedule} ") + pipeline_schedule_name(s.schedule) +
+                         ": the estimator does not model the zero-bubble schedules yet (their bubble, the gradients "
+                         "kept from B to W); estimate with {schedule} 1f1b",
+                     std::string("{schedule} ") + pipeline_schedule_name(s.schedule) +
+                         "：估算器尚未建模零气泡调度（其气泡，以及 B 到 W 之间保留的梯度）；请用 {schedule} 1f1b 估算");
 }
 
 std::string estimate_field_name(std::string_view key, const std::vector<SettingsPatch>& patches) {

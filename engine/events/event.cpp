@@ -39,6 +39,8 @@ std::string_view compute_kind_name(ComputeKind kind) {
     case ComputeKind::backward: return "backward";
     case ComputeKind::recompute: return "recompute";
     case ComputeKind::optimizer: return "optimizer";
+    case ComputeKind::weight_gradient:
+      return "weight_gradient";
   }
   return "?";
 }

@@ -26,7 +26,8 @@ enum class EventKind : std::uint8_t {
                   // (src: the rank it waited for, op: the call); see parallel/in_process_communicator.h
 };
 
-enum class ComputeKind : std::uint8_t { forward = 0, backward = 1, recompute = 2, optimizer = 3 };
+// weight_gradient: W, a backward's weight gradients run apart from its B (zero-bubble pipeline schedules).
+enum class ComputeKind : std::uint8_t { forward = 0, backward = 1, recompute = 2, optimizer = 3, weight_gradient = 4 };
 
 enum class CommOp : std::uint8_t {
   all_reduce = 0,

@@ -112,7 +112,7 @@ void encode_event(const Event& e, unsigned char* r) {
 Event decode_event(const unsigned char* r, std::uint32_t version) {
   Event e;
   e.kind = get_enum(r + 0, kLastEventKind, "event kind");
-  e.compute = get_enum(r + 1, ComputeKind::optimizer, "compute kind");
+  e.compute = get_enum(r + 1, ComputeKind::weight_gradient, "compute kind");
   e.op = get_enum(r + 2, CommOp::barrier, "communication op");
   e.phase = get_enum(r + 3, RingPhase::all_gather, "ring phase");
   e.shard_action = get_enum(r + 4, ShardAction::release, "shard action");

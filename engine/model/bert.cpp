@@ -76,18 +76,18 @@ void BertModel::layer_backward(int l, const float* x, const Batch& batch) {
   // out = ln2(res_out): d_a = d(res_out)
   be.layernorm_backward(s.d_a, dw.ln2_w, dw.ln2_b, s.d_res, a.res_out, w.ln2_w, a.ln2_mean, a.ln2_rstd, BT, C);
   // res_out = ln1_out + mlp(ln1_out): d_a += mlp backward, giving d(ln1_out)
-  be.linear_backward(s.d_fc, dw.fc_proj_w, dw.fc_proj_b, s.d_a, a.gelu, w.fc_proj_w, BT, 4 * C, C);
+  layer_linear_backward(l, s.d_fc, dw.fc_proj_w, dw.fc_proj_b, s.d_a, a.gelu, w.fc_proj_w, BT, 4 * C, C);
   stop_point();
   be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * C, config_.gelu);
-  be.linear_backward(s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln1_out, w.fc_w, BT, C, 4 * C, /*accumulate=*/true);
+  layer_linear_backward(l, s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln1_out, w.fc_w, BT, C, 4 * C, /*accumulate=*/true);
   stop_point();
   // ln1_out = ln1(res_mid): d_res = d(res_mid)
   be.layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, a.res_mid, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C);
   // res_mid = x + proj(attention(qkv(x))): d_res += attention backward, giving d(x)
-  be.linear_backward(s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, C, C);
+  layer_linear_backward(l, s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, C, C);
   be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, C, H, mask);
   stop_point();
-  be.linear_backward(s.d_res, dw.qkv_w, dw.qkv_b, s.d_qkv, x, w.qkv_w, BT, C, 3 * C, /*accumulate=*/true);
+  layer_linear_backward(l, s.d_res, dw.qkv_w, dw.qkv_b, s.d_qkv, x, w.qkv_w, BT, C, 3 * C, /*accumulate=*/true);
 }
 
 void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {

@@ -55,18 +55,18 @@ void GptModel::layer_backward(int l, const float* x, const Batch& batch) {
   BackwardScratch& s = scratch_;
   Backend& be = backend_;
   // MLP branch: d_res holds d(out) = d(res_mid) through the residual.
-  be.linear_backward(s.d_fc, dw.fc_proj_w, dw.fc_proj_b, s.d_res, a.gelu, w.fc_proj_w, BT, 4 * C, C);
+  layer_linear_backward(l, s.d_fc, dw.fc_proj_w, dw.fc_proj_b, s.d_res, a.gelu, w.fc_proj_w, BT, 4 * C, C);
   stop_point();
   be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * C, config_.gelu);
-  be.linear_backward(s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln2_out, w.fc_w, BT, C, 4 * C);
+  layer_linear_backward(l, s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln2_out, w.fc_w, BT, C, 4 * C);
   stop_point();
   be.layernorm_backward(s.d_res, dw.ln2_w, dw.ln2_b, s.d_a, a.res_mid, w.ln2_w, a.ln2_mean, a.ln2_rstd, BT, C,
                         /*accumulate=*/true);
   // Attention branch: d_res now holds d(res_mid) = d(x) through the residual.
-  be.linear_backward(s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, C, C);
+  layer_linear_backward(l, s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, C, C);
   be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, C, H, AttentionMask{true, nullptr});
   stop_point();
-  be.linear_backward(s.d_a, dw.qkv_w, dw.qkv_b, s.d_qkv, a.ln1_out, w.qkv_w, BT, C, 3 * C);
+  layer_linear_backward(l, s.d_a, dw.qkv_w, dw.qkv_b, s.d_qkv, a.ln1_out, w.qkv_w, BT, C, 3 * C);
   be.layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, x, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C,
                         /*accumulate=*/true);
 }

@@ -186,6 +186,7 @@ float Model::forward(const Batch& batch) {
       *field[k] = device + k * rows;
     }
   }
+  s.deferred_linears.clear();  // a new micro-batch: W's owed for a stopped step's are void
   forward_impl(run);
   s.batch = run;
   s.have_forward = true;

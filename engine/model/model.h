@@ -107,6 +107,30 @@ class Model {
   float loss_scale() const { return loss_scale_; }
   int scored_rows() const { return slot().scored_rows; }
 
+  // ---- zero-bubble pipelines: the backward in two phases -----------------------
+  // Qi et al. 2024 split a backward into B, the gradient of the stage's input
+  // (what the previous stage waits for), and W, the weight gradients (which
+  // nobody waits for until the optimizer, so a schedule may run them late, in
+  // its bubbles). backward_input runs B: every layer's backward for the input
+  // gradient, keeping the output gradient of each of the layer's four linears
+  // (qkv, attn.proj, mlp.fc, mlp.proj) in the slot: 9C floats per token and
+  // layer, its own `activations` buffer on the ledger, "kept for W". Their
+  // inputs are in the slot's activations already, so the slot stays open until W.
+  // LayerNorm weights, the embeddings and the head get their gradients in B
+  // (the layernorm kernel computes them with the input gradient; the head's
+  // output gradient, B T V floats, would cost more to keep than to use).
+  // backward_weights runs W: the four linears' weight and bias gradients per
+  // layer, last layer first, from the kept tensors, then frees them. B then W
+  // adds exactly what backward() adds, the same ops on the same values, so
+  // gradients and losses are the same bits. B reports no gradients as ready;
+  // W reports all of them (the head's, each layer's, then offset 0), so DDP's
+  // buckets start from W. Needs the model's own gradient buffer (not ZeRO-2/3
+  // or 16-bit storage) and no activation checkpointing: throws
+  // std::logic_error otherwise, or for a W without its B.
+  void backward_input(double loss_rows = 0.0);
+  void backward_weights();
+  bool weights_pending() const { return !slot().deferred_linears.empty(); }
+
   // ---- pipeline stages ---------------------------------------------------------
   // A stage without the embeddings reads its input from stage_input(), which
   // the caller fills (it receives the previous stage's output there) before
@@ -198,6 +222,20 @@ class Model {
     bool have_forward = false;
     std::vector<std::int32_t> type_ids;  // BERT segments of the batch (0 when not given)
     Buffer device_ints;  // device backends: ids, targets, segments and padding mask, uploaded
+    // Between backward_input and backward_weights: the linears whose weight
+    // gradients W still owes, in B's order, and their kept output gradients.
+    struct DeferredLinear {
+      int layer;
+      float* d_weight;
+      float* d_bias;
+      const float* d_out;  // (rows, out_f) in kept_output_gradients
+      const float* in;     // (rows, in_f) in the slot's activations
+      const float* weight;
+      int rows, in_f, out_f;
+    };
+    std::vector<DeferredLinear> deferred_linears;
+    Buffer kept_output_gradients;  // (layers, B, T, 9C)
+    std::int64_t kept_floats = 0;  // used of kept_output_gradients
   };
   Slot& slot() { return slots_[static_cast<std::size_t>(slot_index_)]; }
   const Slot& slot() const { return slots_[static_cast<std::size_t>(slot_index_)]; }
@@ -216,10 +254,19 @@ class Model {
   void layers_backward(const Batch& batch);
   // The forward's batch (its padding mask: a fused attention backward recomputes P).
   virtual void layer_backward(int l, const float* x, const Batch& batch) = 0;
+  // Backend::linear_backward for one of layer l's linears; during
+  // backward_input only d_in, keeping d_out for backward_weights.
+  void layer_linear_backward(int l, float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
+                             const float* weight, int rows, int in_f, int out_f, bool accumulate = false) {
+    if (!deferring_weights_)
+      backend_.linear_backward(d_in, d_weight, d_bias, d_out, in, weight, rows, in_f, out_f, accumulate);
+    else
+      defer_linear_weights(l, d_in, d_weight, d_bias, d_out, in, weight, rows, in_f, out_f, accumulate);
+  }
   // Makes layer l's activations available for its backward (recompute under checkpointing).
   void prepare_layer_backward(int l, const Batch& batch);
   void gradients_ready(std::int64_t frontier) {
-    if (on_gradients_ready_) on_gradients_ready_(frontier);
+    if (on_gradients_ready_ && !deferring_weights_) on_gradients_ready_(frontier);
   }
   // Unit storage calls (no-ops without a storage, or for units this stage lacks).
   int head_unit() const { return config_.layers + 1; }
@@ -257,12 +304,16 @@ class Model {
   AttentionKernel attention_kernel() const { return backend_.attention_kernel(config_.channels / config_.heads); }
   void ensure_scratch(int B, int T);
   void check_batch(const Batch& batch) const;
+  void defer_linear_weights(int l, float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
+                            const float* weight, int rows, int in_f, int out_f, bool accumulate);
+  void check_weight_split(const char* phase) const;
 
   std::vector<Slot> slots_;  // [slot] the activations; slot_table_ says which key holds which
   ActivationSlots slot_table_;
   int slot_index_ = 0;
   int scratch_B_ = 0, scratch_T_ = 0;
   bool checkpointing_ = false;
+  bool deferring_weights_ = false;  // inside backward_input
   float loss_scale_ = 1.0f;
   UnitStorage* storage_ = nullptr;
   std::function<void(std::int64_t)> on_gradients_ready_;

@@ -78,7 +78,8 @@ class Backend {
   virtual void linear_forward(float* out, const float* in, const float* weight, const float* bias, int rows, int in_f,
                               int out_f) = 0;
   // d_in (rows, in_f) = d_out @ weight  (overwritten, or += when accumulate; skipped if null)
-  // d_weight (out_f, in_f) += d_out^T @ in;  d_bias (out_f) += column sums of d_out (skipped if null)
+  // d_weight (out_f, in_f) += d_out^T @ in (skipped if null: B of a split backward, model.h);
+  // d_bias (out_f) += column sums of d_out (skipped if null)
   virtual void linear_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
                                const float* weight, int rows, int in_f, int out_f, bool accumulate = false) = 0;
 

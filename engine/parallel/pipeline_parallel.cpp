@@ -2,6 +2,7 @@
 #include "parallel/pipeline_parallel.h"
 
 #include <chrono>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -17,14 +18,52 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// What this runtime runs today: one model chunk per stage, B and W together.
+// What this runtime runs today: one model chunk per stage.
 void check_runnable(const PipelineAction& a) {
   if (a.chunk != 0)
     throw std::logic_error("pipeline stage " + std::to_string(a.stage) + ": " + format_pipeline_action(a) +
                            " is on model chunk " + std::to_string(a.chunk) + ", but a stage holds one chunk");
-  if (a.type == Type::weight_gradient)
-    throw std::logic_error("pipeline stage " + std::to_string(a.stage) + ": " + format_pipeline_action(a) +
-                           " asks for the weight gradient alone, but the model's backward computes it with B");
+}
+
+// The keys whose backward the list splits: those with a W.
+std::set<ActivationKey> split_backwards(const std::vector<PipelineAction>& actions) {
+  std::set<ActivationKey> split;
+  for (const PipelineAction& a : actions)
+    if (a.type == Type::weight_gradient) split.insert(activation_key(a));
+  return split;
+}
+
+// F, B or W of `a` in its selected slot: timed into `result`, one compute span
+// for the stage. A B whose key has a W later runs the input gradient alone
+// (Model::backward_input), and the data-parallel hook (before_backward) then
+// waits for the W, whose weight gradients it reduces (DDP's buckets start from W).
+void run_compute(const PipelineStageRun& run, const PipelineAction& a, bool split, const Batch& batch, Event span,
+                 PipelineStageResult& result) {
+  Model& model = run.model;
+  const bool makes_weight_gradients = a.type == Type::weight_gradient || (a.type == Type::backward && !split);
+  if (makes_weight_gradients && run.before_backward) run.before_backward(a.micro_batch);
+  const auto t0 = Clock::now();
+  span.start_ns = run.clock != nullptr ? run.clock->now() : 0;
+  if (a.type == Type::forward) {
+    const float loss = model.forward(batch);
+    if (model.stage().head) result.loss_sum += loss * static_cast<float>(model.scored_rows());
+    span.compute = ComputeKind::forward;
+  } else if (a.type == Type::backward) {
+    if (split)
+      model.backward_input(run.loss_rows);
+    else
+      model.backward(run.loss_rows);
+    span.compute = ComputeKind::backward;
+  } else {
+    model.backward_weights();
+    span.compute = ComputeKind::weight_gradient;
+  }
+  span.end_ns = run.clock != nullptr ? run.clock->now() : 0;
+  double& seconds = a.type == Type::forward    ? result.forward_s
+                    : a.type == Type::backward ? result.backward_s
+                                               : result.weight_s;
+  seconds += seconds_since(t0);
+  if (run.sink != nullptr) run.sink->emit(span);
 }
 
 // Selects the activation slot of `a`'s (chunk, micro-batch) for the actions
@@ -65,6 +104,7 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
   const int C = model.config().channels;
   const std::vector<PipelineAction>& actions = *run.actions;
   const std::vector<bool> frees = frees_activations(actions);
+  const std::set<ActivationKey> split = split_backwards(actions);
   model.close_all_slots();  // an earlier step stopped mid-schedule may have left keys held
   for (std::size_t index = 0; index < actions.size(); ++index) {
     const PipelineAction& action = actions[index];
@@ -88,35 +128,16 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
       case Type::recv_activation:  // the previous stage's output is our input
         run.pipeline->recv(model.stage_input(batch.B, batch.T), count, action.peer_stage, tag);
         break;
-      case Type::forward: {
-        const auto t0 = Clock::now();
-        span.start_ns = run.clock != nullptr ? run.clock->now() : 0;
-        const float loss = model.forward(batch);
-        if (model.stage().head) result.loss_sum += loss * static_cast<float>(model.scored_rows());
-        result.forward_s += seconds_since(t0);
-        span.compute = ComputeKind::forward;
-        span.end_ns = run.clock != nullptr ? run.clock->now() : 0;
-        if (run.sink != nullptr) run.sink->emit(span);
+      case Type::forward:
+      case Type::backward:
+      case Type::weight_gradient:
+        run_compute(run, action, split.contains(activation_key(action)), batch, span, result);
         break;
-      }
       case Type::send_activation:  // our output is the next stage's input
         run.pipeline->send(model.stage_output(), count, action.peer_stage, tag);
         break;
       case Type::recv_gradient:  // the gradient of our output, from the next stage
         run.pipeline->recv(model.output_gradient(batch.B, batch.T), count, action.peer_stage, tag);
-        break;
-      case Type::backward: {
-        if (run.before_backward) run.before_backward(j);
-        const auto t0 = Clock::now();
-        span.start_ns = run.clock != nullptr ? run.clock->now() : 0;
-        model.backward(run.loss_rows);
-        span.compute = ComputeKind::backward;
-        span.end_ns = run.clock != nullptr ? run.clock->now() : 0;
-        result.backward_s += seconds_since(t0);
-        if (run.sink != nullptr) run.sink->emit(span);
-        break;
-      }
-      case Type::weight_gradient:  // refused by check_runnable
         break;
       case Type::send_gradient:  // the gradient of our input, to the previous stage
         run.pipeline->send(model.input_gradient(), count, action.peer_stage, tag);

@@ -28,7 +28,8 @@ struct PipelineStageRun {
   // The data of micro-batch j; the vectors behind it live until the run ends.
   std::function<Batch(int micro_batch)> batch;
   // Called just before the backward of micro-batch j (DDP arms its reducer on
-  // the last). The caller waits for DDP's buckets after the whole schedule:
+  // the last), or before its W where the schedule splits it (the weight
+  // gradients are W's). The caller waits for DDP's buckets after the whole schedule:
   // the last gradient send to the previous stage must not wait for them.
   std::function<void(int micro_batch)> before_backward;
   double loss_rows = 0.0;      // each scored position weighs 1 / loss_rows (see Model::backward)
@@ -42,16 +43,19 @@ struct PipelineStageRun {
 struct PipelineStageResult {
   float loss_sum = 0.0f;  // sum over the micro-batches of mean loss x scored positions (last stage only)
   double forward_s = 0.0;
-  double backward_s = 0.0;
+  double backward_s = 0.0;  // B, or B and W together
+  double weight_s = 0.0;    // W run apart (zero-bubble schedules)
 };
 
 // Runs the stage's actions in order. Each (chunk, micro-batch) holds an
 // activation slot of the model from its first forward-side action to its last
 // backward phase (frees_activations); the model has as many slots as the
 // schedule has in flight (peak_in_flight, see Trainer), and names the key if
-// the schedule asks for more. Throws std::logic_error for an action this
-// runtime cannot run yet (a chunk other than 0, a W), CommAborted if the
-// world is aborted.
+// the schedule asks for more. A B whose micro-batch has a W in the list runs
+// the input gradient alone and the W the weight gradients (Model::backward_input,
+// backward_weights); the W's spans are ComputeKind::weight_gradient. Throws
+// std::logic_error for an action this runtime cannot run yet (a chunk other
+// than 0), CommAborted if the world is aborted.
 PipelineStageResult run_pipeline_stage(const PipelineStageRun& run);
 
 }  // namespace shardscope

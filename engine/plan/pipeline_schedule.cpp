@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "plan/zero_bubble_schedules.h"
 
 namespace shardscope {
 
@@ -70,6 +71,34 @@ std::vector<PipelineAction> one_f_one_b_stage(int stage, int stages, int micro_b
   return list;
 }
 
+// A compute-only list with the transfers each action implies (add_forward,
+// add_backward; a W reads and sends nothing).
+std::vector<PipelineAction> with_transfers(const std::vector<PipelineAction>& compute, int stage, int stages) {
+  std::vector<PipelineAction> list;
+  for (const PipelineAction& a : compute) {
+    if (a.type == Type::forward)
+      add_forward(list, stage, stages, a.micro_batch);
+    else if (a.type == Type::backward)
+      add_backward(list, stage, stages, a.micro_batch);
+    else
+      list.push_back(a);
+  }
+  return list;
+}
+
+std::vector<PipelineAction> stage_list(PipelineScheduleKind kind, int stage, int stages, int micro_batches) {
+  switch (kind) {
+    case PipelineScheduleKind::gpipe:
+      return gpipe_stage(stage, stages, micro_batches);
+    case PipelineScheduleKind::one_f_one_b:
+      return one_f_one_b_stage(stage, stages, micro_batches);
+    case PipelineScheduleKind::zb_h1:
+    case PipelineScheduleKind::zb_h2:
+      break;
+  }
+  return {};
+}
+
 }  // namespace
 
 bool is_compute(const PipelineAction& action) {
@@ -79,9 +108,16 @@ bool is_compute(const PipelineAction& action) {
 PipelineSchedule make_pipeline_schedule(PipelineScheduleKind kind, int stages, int micro_batches) {
   check_shape(stages, micro_batches);
   PipelineSchedule schedule;
-  for (int stage = 0; stage < stages; ++stage)
-    schedule.push_back(kind == PipelineScheduleKind::gpipe ? gpipe_stage(stage, stages, micro_batches)
-                                                           : one_f_one_b_stage(stage, stages, micro_batches));
+  if (kind == PipelineScheduleKind::zb_h1 || kind == PipelineScheduleKind::zb_h2) {
+    // The zero-bubble generators place the computations (one list for all
+    // stages: ZB-H2's depend on each other); the transfers follow from them.
+    const auto compute = kind == PipelineScheduleKind::zb_h1 ? zb_h1_compute_lists(stages, micro_batches)
+                                                             : zb_h2_compute_lists(stages, micro_batches);
+    for (int stage = 0; stage < stages; ++stage)
+      schedule.push_back(with_transfers(compute[static_cast<std::size_t>(stage)], stage, stages));
+    return schedule;
+  }
+  for (int stage = 0; stage < stages; ++stage) schedule.push_back(stage_list(kind, stage, stages, micro_batches));
   return schedule;
 }
 
@@ -94,7 +130,8 @@ PipelineSchedule compute_only(const PipelineSchedule& schedule) {
 }
 
 std::string format_pipeline_action(const PipelineAction& a) {
-  const std::string mb = std::to_string(a.micro_batch) + (a.chunk == 0 ? "" : "." + std::to_string(a.chunk));
+  std::string mb = std::to_string(a.micro_batch);
+  if (a.chunk != 0) mb.append(".").append(std::to_string(a.chunk));  // appended: GCC 12's -Wrestrict misreads the sum
   const std::string peer = std::to_string(a.peer_stage);
   switch (a.type) {
     case Type::forward:
@@ -164,7 +201,16 @@ std::vector<int> peak_in_flight(const PipelineSchedule& schedule) {
 }
 
 int peak_in_flight_closed_form(PipelineScheduleKind kind, int stages, int stage, int micro_batches) {
-  if (kind == PipelineScheduleKind::gpipe) return micro_batches;
+  switch (kind) {
+    case PipelineScheduleKind::gpipe:
+      return micro_batches;
+    case PipelineScheduleKind::one_f_one_b:
+      break;
+    case PipelineScheduleKind::zb_h1:  // W delayed s rounds on stage s: p - s + s
+      return std::max(1, std::min(micro_batches, stages));
+    case PipelineScheduleKind::zb_h2:  // the greedy clock's cap
+      return std::max(1, std::min(micro_batches, 2 * stages - 1));
+  }
   return std::max(1, std::min(micro_batches, stages - stage));
 }
 

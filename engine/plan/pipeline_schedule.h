@@ -10,7 +10,8 @@
 // (stage, chunk, micro-batch, phase): a stage may hold several model chunks
 // (Megatron-LM's interleaved schedule, virtual stage chunk * p + stage), and a
 // backward may split into B, the input gradient, and W, the weight gradient
-// (zero-bubble schedules). Today's schedules use chunk 0 and no W.
+// (zero-bubble schedules: ZB-H1 and ZB-H2, plan/zero_bubble_schedules.h).
+// Today's schedules use chunk 0.
 //
 // Notation (format_pipeline_schedule): F3 / B3 / W3 are the forward / backward
 // / weight gradient of micro-batch 3; sendA3->s2 sends its activation to stage
@@ -35,7 +36,7 @@ struct PipelineAction {
     forward,          // F: run this chunk's layers forward on the micro-batch, keep its activations
     backward,         // B: run them backward (input gradient, and weight gradient unless a W follows);
                       //    frees the micro-batch's activations unless a W still needs them
-    weight_gradient,  // W: the weight gradient alone, after B (zero-bubble schedules; none today)
+    weight_gradient,  // W: the weight gradient alone, after B (zero-bubble schedules)
     send_activation,  // this stage's output activation -> next stage (peer = stage + 1)
     recv_activation,  // previous stage's output activation <- peer = stage - 1, the input of our forward
     send_gradient,    // gradient w.r.t. this stage's input -> previous stage (peer = stage - 1)
@@ -106,9 +107,10 @@ PipelineSchedule compute_only(const PipelineSchedule& schedule);
 // trainer sizes its activation slots by, the estimator's activation memory
 // multiplies by, and the simulator reports. 0 for an empty list.
 std::vector<int> peak_in_flight(const PipelineSchedule& schedule);
-// The same count in closed form for today's schedules (chunk 0, no W), for
+// The same count in closed form for today's schedules (chunk 0), for
 // schedules too large to build: GPipe holds all m; 1F1B lets stage s run at
-// most p - s forwards ahead (Narayanan et al. 2021), min(m, p - s).
+// most p - s forwards ahead (Narayanan et al. 2021), min(m, p - s); ZB-H1
+// holds min(m, p) on every stage, ZB-H2 min(m, 2p - 1).
 int peak_in_flight_closed_form(PipelineScheduleKind kind, int stages, int stage, int micro_batches);
 
 // One token per action, e.g. "F3", "sendA3->s2" (notation above).

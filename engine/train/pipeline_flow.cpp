@@ -76,7 +76,7 @@ void Trainer::forward_backward(Rank& rk, const MicroBatches& inputs, int a, bool
     strategy.after_backward(rk, synchronize);
     rk.loss_sum += r.loss_sum;
     rk.forward_s += r.forward_s;
-    rk.backward_s += r.backward_s;
+    rk.backward_s += r.backward_s + r.weight_s;  // the whole backward, split or not
   } catch (...) {
     abort_world(rk.rank, current_error_text());  // the other ranks (and processes) learn the cause
     try {

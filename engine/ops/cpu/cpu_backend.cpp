@@ -43,7 +43,8 @@ void CpuBackend::linear_backward(float* d_in, float* d_weight, float* d_bias, co
     gemm(Transpose::no, Transpose::no, rows, in_f, out_f, 1.0f, d_out, out_f, weight, in_f, accumulate ? 1.0f : 0.0f,
          d_in, in_f);
   // (out_f, in_f) += (rows, out_f)^T @ (rows, in_f)
-  gemm(Transpose::yes, Transpose::no, out_f, in_f, rows, 1.0f, d_out, out_f, in, in_f, 1.0f, d_weight, in_f);
+  if (d_weight != nullptr)
+    gemm(Transpose::yes, Transpose::no, out_f, in_f, rows, 1.0f, d_out, out_f, in, in_f, 1.0f, d_weight, in_f);
   if (d_bias != nullptr) column_sums(d_bias, d_out, rows, out_f);
 }
 

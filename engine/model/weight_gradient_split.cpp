@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The backward in two phases, B and W (model.h, backward_input and
+// backward_weights), as the zero-bubble schedules run it (Qi et al. 2024,
+// "Zero Bubble Pipeline Parallelism"). For a linear y = x W^T + b:
+//   B:  dx  = dy W           (needed now, by the layer below and the previous stage)
+//   W:  dW += dy^T x,  db += sum over rows of dy   (needed only by the optimizer)
+// so B keeps dy (x is already kept for the backward) and W runs later.
+#include <stdexcept>
+#include <string>
+
+#include "model/model.h"
+
+namespace shardscope {
+
+namespace {
+// Output gradients each layer's linears keep from B to W, per token:
+// qkv 3C + attn.proj C + mlp.fc 4C + mlp.proj C.
+constexpr int kKeptChannelsPerLayer = 9;
+}  // namespace
+
+void Model::check_weight_split(const char* phase) const {
+  const std::string what = std::string("Model::") + phase + ": the split backward (zero-bubble schedules) ";
+  if (storage_ != nullptr)
+    throw std::logic_error(what + "needs the model's own gradient buffer, not ZeRO-2/3 or 16-bit unit storage");
+  if (checkpointing_) throw std::logic_error(what + "needs every layer's activations kept (no checkpointing)");
+}
+
+void Model::backward_input(double loss_rows) {
+  check_weight_split("backward_input");
+  Slot& s = slot();
+  if (!s.deferred_linears.empty())
+    throw std::logic_error("Model::backward_input: the weight gradients of the previous B are still owed (run W)");
+  const std::int64_t floats = static_cast<std::int64_t>(stage_.end_layer - stage_.first_layer) * s.acts.B * s.acts.T *
+                              kKeptChannelsPerLayer * config_.channels;
+  if (s.kept_output_gradients.bytes() != floats * 4)
+    s.kept_output_gradients = Buffer(ledger_, MemoryCategory::activations, floats * 4);
+  s.kept_floats = 0;
+  deferring_weights_ = true;
+  try {
+    backward(loss_rows);
+  } catch (...) {
+    deferring_weights_ = false;
+    s.deferred_linears.clear();
+    throw;
+  }
+  deferring_weights_ = false;
+}
+
+void Model::defer_linear_weights(int l, float* d_in, float* d_weight, float* d_bias, const float* d_out,
+                                 const float* in, const float* weight, int rows, int in_f, int out_f, bool accumulate) {
+  Slot& s = slot();
+  const std::int64_t count = static_cast<std::int64_t>(rows) * out_f;
+  float* kept = s.kept_output_gradients.floats() + s.kept_floats;
+  s.kept_floats += count;
+  backend_.copy(kept, d_out, count * 4);  // d_out lives in the shared scratch, rewritten by the next op
+  backend_.linear_backward(d_in, nullptr, nullptr, d_out, in, weight, rows, in_f, out_f, accumulate);
+  s.deferred_linears.push_back({l, d_weight, d_bias, kept, in, weight, rows, in_f, out_f});
+}
+
+void Model::backward_weights() {
+  check_weight_split("backward_weights");
+  Slot& s = slot();
+  if (s.deferred_linears.empty())
+    throw std::logic_error("Model::backward_weights: no weight gradients are owed (run backward_input first)");
+  if (stage_.head) gradients_ready(layout_.find_unit(head_unit())->begin);  // computed in B
+  const auto& list = s.deferred_linears;
+  std::int64_t start = 0;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const Slot::DeferredLinear& d = list[i];
+    if (i == 0 || list[i - 1].layer != d.layer) {
+      stop_point();
+      start = now_ns();
+    }
+    backend_.linear_backward(nullptr, d.d_weight, d.d_bias, d.d_out, d.in, d.weight, d.rows, d.in_f, d.out_f);
+    if (i + 1 == list.size() || list[i + 1].layer != d.layer) {  // the layer's last linear
+      emit_span(ComputeKind::weight_gradient, d.layer, start);
+      gradients_ready(layout_.find_unit(1 + d.layer)->begin);  // DDP: this layer's bucket may go
+    }
+  }
+  s.deferred_linears.clear();
+  s.kept_output_gradients = Buffer();  // the ledger sees the kept gradients only from B to W
+  s.kept_floats = 0;
+  gradients_ready(0);
+}
+
+}  // namespace shardscope
