@@ -358,6 +358,35 @@ class TestPlanner : public QObject {
     QTRY_VERIFY(barBytes(planner)[0][kActivations] < checkpointed[0][kActivations]);
   }
 
+  // GPU conventions by default (issue 28): activations as GPU frameworks keep them, 16-bit under
+  // bf16, so GPT-3 in bf16 needs less than in fp32 (the model states are 16Ψ in both); the
+  // engine's exact fp32 CPU activations are one choice away and equal in both precisions.
+  void bf16Gpt3NeedsLessThanFp32() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    auto* precision = planner.findChild<QComboBox*>(QStringLiteral("plannerPrecision"));
+    auto* activations = planner.findChild<QComboBox*>(QStringLiteral("plannerActivations"));
+    QCOMPARE(planner.settings().activations, ActivationMode::formula);
+    const auto fullest = [&](Precision p, ActivationMode mode) {
+      activations->setCurrentIndex(activations->findData(static_cast<int>(mode)));
+      precision->setCurrentIndex(precision->findData(static_cast<int>(p)));
+      planner.replan();
+      const bool planned = planner.waitForPlan();
+      const bool as_asked = planner.settings().precision == p && planner.settings().activations == mode;
+      return planned && as_asked && planner.stages()[0].fullest() ? *planner.stages()[0].fullest() : RankMemory{};
+    };
+    const RankMemory fp32 = fullest(Precision::fp32, ActivationMode::formula);
+    const RankMemory bf16 = fullest(Precision::bf16, ActivationMode::formula);
+    QVERIFY(fp32.total() > 0 && bf16.total() > 0);
+    QVERIFY2(bf16.total() < fp32.total(),
+             qPrintable(QStringLiteral("bf16 %1 B, fp32 %2 B").arg(bf16.total()).arg(fp32.total())));
+    QCOMPARE(bf16.model_states(), fp32.model_states());  // 2 + 2 + 12 = 4 + 4 + 8 bytes per parameter
+    const RankMemory engine_fp32 = fullest(Precision::fp32, ActivationMode::shardscope);
+    const RankMemory engine_bf16 = fullest(Precision::bf16, ActivationMode::shardscope);
+    QVERIFY(engine_fp32.total() > 0 && engine_bf16.total() > 0);
+    QCOMPARE(engine_bf16.bytes[MemoryCategory::activations], engine_fp32.bytes[MemoryCategory::activations]);
+  }
+
   void examplesAreOneClickAway() {
     PlannerDialog planner;
     QVERIFY(planner.waitForPlan());

@@ -82,8 +82,9 @@ PlannerImport importPlannerConfigs(const QStringList& paths, const EstimateSetti
     PlannerModel m;
     m.shape = load_model_shape(model_path, &m.warnings);  // the CLI's --model
     m.label = QString::fromStdString(model_path);
-    // The CLI's default: exact activations where ShardScope implements the model, else the formula.
-    base.activations = m.shape.engine_config ? ActivationMode::shardscope : ActivationMode::formula;
+    // The exact activations only where ShardScope implements the model; else the choice stays (the CLI's default,
+    // the formula, unless the user picked the engine's).
+    if (!m.shape.engine_config) base.activations = ActivationMode::formula;
     base.seq = static_cast<int>(std::min<std::int64_t>(m.shape.max_positions, 1 << 24));
     out.model = std::move(m);
   }
