@@ -387,6 +387,33 @@ class TestPlanner : public QObject {
     QCOMPARE(engine_bf16.bytes[MemoryCategory::activations], engine_fp32.bytes[MemoryCategory::activations]);
   }
 
+  // GPT-3 on 1024 GPUs with checkpointing: ZeRO-0 holds terabytes, ZeRO-3 some 17 GB, a sliver of
+  // that axis. The chosen stage's bar is drawn again in a zoom, tall, with its parts on hover.
+  void chosenBarIsZoomedWhenTheAxisSpansTerabytes() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    planner.resize(1280, 720);
+    planner.show();
+    QVERIFY(!planner.bars()->zoomed());  // one GPU: every bar is terabytes
+    planner.nodesBox()->setValue(128);
+    planner.zeroBox()->setValue(3);
+    planner.checkpointBox()->setCurrentIndex(2);
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    const auto& bars = planner.bars()->bars();
+    QVERIFY(bars[3].bytes.total() * 8 < bars[0].bytes.total());
+    QVERIFY(planner.bars()->zoomed());
+    const QRect zoom = planner.bars()->zoomedBarRect();
+    QVERIFY2(zoom.height() > planner.bars()->height() / 3, qPrintable(QString::number(zoom.height())));
+    QVERIFY(zoom.right() < planner.bars()->width());
+    const QString tip = planner.bars()->toolTipAt(zoom.center());
+    QVERIFY2(tip.startsWith(QStringLiteral("ZeRO-3 · ")), qPrintable(tip));
+    planner.zeroBox()->setValue(0);  // the chosen bar fills the axis: no zoom
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    QVERIFY(!planner.bars()->zoomed());
+  }
+
   void examplesAreOneClickAway() {
     PlannerDialog planner;
     QVERIFY(planner.waitForPlan());
@@ -433,7 +460,7 @@ class TestPlanner : public QObject {
     QVERIFY(window.planner()->minimumSizeHint().height() <= 720);
   }
 
-  // GPT-3 175B on 1024 × A100-80GB, ZeRO-0..3: look at these (nothing clipped).
+  // GPT-3 175B on 1024 × A100-80GB, checkpointing, ZeRO-0..3 and the zoom: look at these (nothing clipped).
   void screenshots() {
     for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
       QVERIFY(ui::setLanguage(language));
@@ -443,6 +470,7 @@ class TestPlanner : public QObject {
       planner.show();
       planner.nodesBox()->setValue(128);
       planner.zeroBox()->setValue(3);
+      planner.checkpointBox()->setCurrentIndex(2);
       planner.replan();
       QVERIFY(planner.waitForPlan());
       QTest::qWait(50);
