@@ -7,7 +7,7 @@
 
 #include "core/did_you_mean.h"
 #include "core/error.h"
-#include "estimate/model_aliases.h"
+#include "io/model_aliases.h"
 #include "model/parameter_layout.h"
 
 namespace shardscope {

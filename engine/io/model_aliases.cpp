@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "estimate/model_aliases.h"
+#include "io/model_aliases.h"
 
 // model_aliases.S: the files one after another, each ending where the next begins.
 extern "C" const char shardscope_config_gpt3_175b[];
