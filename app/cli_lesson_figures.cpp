@@ -40,9 +40,11 @@ Figures figures_of(const RunConfig& run) {
 struct Compared {
   std::string change;  // "--checkpoint none"
   RunConfig run;
+  std::string refused;  // why these keys over this run (as other flags changed it) are not a run; empty if they are
 };
 
-// lesson.json's "figures.compare": each entry's keys over `run`, named by their flags.
+// lesson.json's "figures.compare": each entry's keys over `run`, named by their flags. A key that is
+// no row of the schema is the file's error (ConfigError); a run the keys make invalid is `refused`.
 std::vector<Compared> compared_runs(std::string_view lesson, const RunConfig& run) {
   std::vector<Compared> out;
   for (const EmbeddedLesson& embedded : embedded_lessons()) {
@@ -52,11 +54,12 @@ std::vector<Compared> compared_runs(std::string_view lesson, const RunConfig& ru
     const auto figures = root.find("figures");
     if (figures == root.end() || !figures->contains("compare")) return out;
     for (const nlohmann::json& keys : figures->at("compare")) {
-      Compared c{"", run};
+      Compared c{"", run, ""};
+      for (const auto& [key, value] : keys.items())
+        if (find_run_field(key) == nullptr) throw ConfigError(where + ": unknown config key \"" + key + "\"");
       try {
         for (const auto& [key, value] : keys.items()) {
           const RunField* field = find_run_field(key);
-          if (field == nullptr) throw ConfigError(where + ": unknown config key \"" + key + "\"");
           set_field(c.run, *field, value);
           if (!c.change.empty()) c.change += ' ';  // appended piece by piece: GCC 12 warns falsely (-Wrestrict)
           c.change.append(field->flag).append(1, ' ');
@@ -64,7 +67,9 @@ std::vector<Compared> compared_runs(std::string_view lesson, const RunConfig& ru
         }
         validate_run_config(c.run);
       } catch (const FieldError& e) {
-        throw ConfigError(where + ": " + e.text([](std::string_view k) { return std::string(k); }));
+        c.refused = e.text([](std::string_view k) { return std::string(k); });
+      } catch (const ConfigError& e) {
+        c.refused = e.what();
       }
       out.push_back(std::move(c));
     }
@@ -92,9 +97,19 @@ void print_figures(const Figures& f, const Figures* base) {
 
 }  // namespace
 
+void check_lesson_figures(std::string_view lesson, const RunConfig& run) {
+  (void)compared_runs(lesson, run);
+}
+
 void print_lesson_figures(std::string_view lesson, const RunConfig& run) {
   const std::vector<Compared> compared = compared_runs(lesson, run);
-  const Figures figures = figures_of(run);
+  Figures figures;
+  try {
+    figures = figures_of(run);
+  } catch (const std::exception& e) {  // a run the engine trains and the estimator does not model
+    std::printf("\n(the lesson's figures: the estimator does not model this run: %s)\n", e.what());
+    return;
+  }
   const ModelConfig model = run_model_config(run);
   std::printf("\n== The lesson's figures, each beside its formula (the estimator's bytes: equal to the ledger's) ==\n");
   std::printf("this run: %s, Ψ = %s parameters; the loss starts near ln(vocab) = ln %d = %.2f (even odds)\n",
@@ -102,8 +117,12 @@ void print_lesson_figures(std::string_view lesson, const RunConfig& run) {
               std::log(static_cast<double>(model.vocab)));
   print_figures(figures, nullptr);
   for (const Compared& c : compared) {
-    std::printf("with %s:\n", c.change.c_str());
-    print_figures(figures_of(c.run), &figures);
+    std::printf("with %s:%s\n", c.change.c_str(), c.refused.empty() ? "" : (" not a run here: " + c.refused).c_str());
+    try {
+      if (c.refused.empty()) print_figures(figures_of(c.run), &figures);
+    } catch (const std::exception& e) {
+      std::printf("  (the estimator does not model it: %s)\n", e.what());
+    }
   }
 }
 

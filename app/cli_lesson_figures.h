@@ -17,7 +17,9 @@
 
 namespace shardscope::cli {
 
-// Throws ConfigError naming the lesson file for a "compare" entry that is not a valid run.
+// Before the run: ConfigError naming the lesson file for a "compare" key that is no config key.
+void check_lesson_figures(std::string_view lesson, const RunConfig& run);
+// After it: the figures; a compared run that the other flags make invalid is named with the reason.
 void print_lesson_figures(std::string_view lesson, const RunConfig& run);
 
 }  // namespace shardscope::cli

@@ -407,6 +407,7 @@ std::optional<TrainFlags> parse_train_flags(const std::vector<std::string>& args
                      " both given: the model comes from the directory's config.json; drop --model");
   // Before anything is written: the run, then the outputs (none may be --data, the other output, a link or a device).
   flags.run = make_run_plan(config);
+  if (!flags.lesson.empty()) check_lesson_figures(flags.lesson, config);
   if (!flags.events_to.empty()) parse_stream_address(flags.events_to, "--events-to");
   return flags;
 }
