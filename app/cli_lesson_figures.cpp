@@ -10,9 +10,11 @@
 #include "cli_lessons.h"
 #include "config/run_schema.h"
 #include "core/error.h"
+#include "data/masked_lm.h"
 #include "estimate/formula_text.h"
 #include "estimate/memory_model.h"
 #include "estimate/time_model.h"
+#include "train/loss_scaler.h"
 
 namespace shardscope::cli {
 
@@ -95,6 +97,25 @@ void print_figures(const Figures& f, const Figures* base) {
                 f.time.dp_formula.c_str());
 }
 
+// The run's settings its formulas take: DDP's bucket size, fp16's loss-scale rules, BERT's masking rate.
+void print_settings(const RunConfig& run, const ModelConfig& model) {
+  if (run.layout.dp() > 1 && run.dp_mode == DataParallelMode::ddp && run.zero_stage == 0)
+    std::printf("  %-17s %g MB each (--bucket-mb, 1 MB = 10^6 bytes), all-reduced as backward fills them\n",
+                "DDP buckets", run.bucket_mb);
+  if (run.precision == Precision::fp16) {
+    const LossScalerOptions o = loss_scaler_options(run);
+    std::printf(
+        "  %-17s starts at 2^%d, × %g on an overflow, × %g after %lld steps without one; the largest "
+        "finite fp16 value is (2 − 2^−10) · 2^15 = %.0f\n",
+        "loss scale", run.initial_scale_power, static_cast<double>(o.backoff_factor),
+        static_cast<double>(o.growth_factor), static_cast<long long>(o.growth_interval),
+        std::ldexp(2.0 - std::ldexp(1.0, -10), 15));
+  }
+  if (model.kind == ModelKind::bert)
+    std::printf("  %-17s %.0f%% of the tokens chosen, the loss counted on those only (Devlin et al. 2019)\n",
+                "masked LM", 100.0 * static_cast<double>(MaskedLmOptions{}.select_prob));
+}
+
 }  // namespace
 
 void check_lesson_figures(std::string_view lesson, const RunConfig& run) {
@@ -115,6 +136,7 @@ void print_lesson_figures(std::string_view lesson, const RunConfig& run) {
   std::printf("this run: %s, Ψ = %s parameters; the loss starts near ln(vocab) = ln %d = %.2f (even odds)\n",
               run.model.c_str(), grouped(figures.parameters).c_str(), model.vocab,
               std::log(static_cast<double>(model.vocab)));
+  print_settings(run, model);
   print_figures(figures, nullptr);
   for (const Compared& c : compared) {
     std::printf("with %s:%s\n", c.change.c_str(), c.refused.empty() ? "" : (" not a run here: " + c.refused).c_str());
