@@ -102,9 +102,14 @@ void print_ranks(const MemoryEstimate& memory) {
                 first == last ? ("rank " + std::to_string(first)).c_str()
                               : ("ranks " + std::to_string(first) + "-" + std::to_string(last)).c_str(),
                 stage_text(r).c_str());
-    for (MemoryCategory c : kAllMemoryCategories)
+    for (MemoryCategory c : kAllMemoryCategories) {
       std::printf("  %-17s %17s %9s  %s\n", std::string(memory_category_name(c)).c_str(), grouped(r.bytes[c]).c_str(),
                   decimal_bytes(static_cast<double>(r.bytes[c])).c_str(), r.formula(c).c_str());
+      if (c == MemoryCategory::optimizer_states)  // the subtotal ZeRO shards, before what a batch adds
+        std::printf("  %-17s %17s %9s  %s\n", "= model states", grouped(r.model_states()).c_str(),
+                    decimal_bytes(static_cast<double>(r.model_states())).c_str(),
+                    "subtotal: parameters + gradients + optimizer_states");
+    }
     std::printf("  %-17s %17s %9s\n", "total", grouped(r.total()).c_str(),
                 decimal_bytes(static_cast<double>(r.total())).c_str());
     if (r.host_bytes > 0)
@@ -265,7 +270,10 @@ EstimateRequest make_request(const Flags& f, SettingOrigins& origins) {
   for (const SettingsPatch& patch : imported.patches)
     origins.insert(origins.end(), patch.origin.begin(), patch.origin.end());
   EstimateSettings base;
-  if (!request.model.engine_config) base.activations = ActivationMode::formula;
+  // A practitioner's default: activations as GPU frameworks keep them (16-bit
+  // under fp16/bf16, Korthikanti et al.'s sbh(34 + 5as/h)); --activations
+  // shardscope gives this engine's exact (fp32) CPU activations instead.
+  base.activations = ActivationMode::formula;
   imported.patches.push_back(patch_from_flags(f));
   request.settings = resolve_settings(base, imported.patches, &request.warnings);
   // find_gpu_profile's message suggests the nearest name ("did you mean 'A100-80GB'?").

@@ -21,6 +21,7 @@
 #include "cli_args.h"
 #include "cli_job_events.h"
 #include "cli_launch.h"
+#include "cli_lesson_figures.h"
 #include "cli_lessons.h"
 #include "cli_train_outputs.h"
 #include "clock/schedule_summary.h"
@@ -71,6 +72,7 @@ struct TrainFlags {
   std::string events_to;              // HOST:PORT of a listening GUI
   std::string deepspeed, accelerate;  // config files that set the run before the other flags
   std::string imported;               // what the run took from them (one line)
+  std::string lesson;                 // --lesson NAME: its figures follow the summary
   RunPlanPtr run;                     // `config`, validated, and its sharding plan (plan/run_plan.h)
 };
 
@@ -403,8 +405,9 @@ TrainFlags apply_config_files(const std::vector<std::string>& args, const TrainF
 // print the config files' warnings.
 std::optional<TrainFlags> parse_train_flags(const std::vector<std::string>& args, bool warn) {
   TrainFlags flags;
-  if (const std::string lesson = lesson_argument(args); !lesson.empty())
-    flags.config = lesson_run_config(lesson);  // the lesson's run first, so every other flag changes it
+  flags.lesson = lesson_argument(args);
+  if (!flags.lesson.empty())
+    flags.config = lesson_run_config(flags.lesson);  // the lesson's run first, so every other flag changes it
   ArgParser parser = train_parser(flags);
   if (!parser.parse(args)) return std::nullopt;
   if (!flags.deepspeed.empty() || !flags.accelerate.empty()) flags = apply_config_files(args, flags, warn);
@@ -416,6 +419,7 @@ std::optional<TrainFlags> parse_train_flags(const std::vector<std::string>& args
                      " both given: the model comes from the directory's config.json; drop --model");
   // Before anything is written: the run, then the outputs (none may be --data, the other output, a link or a device).
   flags.run = make_run_plan(config);
+  if (!flags.lesson.empty()) check_lesson_figures(flags.lesson, config);
   if (!flags.events_to.empty()) parse_stream_address(flags.events_to, "--events-to");
   return flags;
 }
@@ -492,6 +496,7 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
   if (mode.prints()) {
     print_summary(trainer, config, totals, job_events);
     outputs.print_summary();
+    if (!flags.lesson.empty() && !g_stop.load()) print_lesson_figures(flags.lesson, config);
   }
   return g_stop.load() ? 128 + g_stop_signal.load() : 0;
 }

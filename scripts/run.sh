@@ -44,7 +44,8 @@ echo "== Training on the 4 ranks (GUI: the loss plot; each step all-reduces grad
 "$cli" train "${layout[@]}" --steps 200 --lr 2e-3 --eval-every 50 --log-every 25
 echo
 echo "== Memory per rank and bytes moved per step (GUI: the memory bars' predicted bytes, measured to equal the ledger) =="
-"$cli" estimate --model gpt-tiny --dp 2 --pp 2 --schedule 1f1b --micro-batches 4 --micro-batch 2 --seq 64
+"$cli" estimate --model gpt-tiny --dp 2 --pp 2 --schedule 1f1b --micro-batches 4 --micro-batch 2 --seq 64 \
+  --activations shardscope  # the engine's own (fp32) activations: what its ledger measures
 echo
 echo "run.sh: with a display, the GUI animates this run (bash scripts/run.sh); on a server,"
 echo "  $cli train ${layout[*]} --record run.ssrun  records it for the GUI (File > Open recording)."

@@ -44,10 +44,12 @@ void add_rank_fields(std::vector<RunField>& f) {
                .flag = "--activations",
                .value_name = "shardscope|formula",
                .kind = FieldKind::choice,
-               .help = {"Activation bytes of ShardScope's kernels (exact) or sbh(34 + 5as/h) per layer",
-                        "激活字节数按 ShardScope 的内核（精确）或每层 sbh(34 + 5as/h) 计算"},
+               .help = {"Activation bytes as GPU frameworks keep them, sbh(34 + 5as/h) per layer (16-bit under\n"
+                        "      fp16/bf16), or exactly as ShardScope's own kernels keep them (fp32)",
+                        "激活字节数按 GPU 框架的做法每层 sbh(34 + 5as/h) 计算（fp16/bf16 下为 16 位），"
+                        "或按 ShardScope 自己的内核精确计算（fp32）"},
                .choices = {"shardscope", "formula"},
-               .default_text = "shardscope when ShardScope implements the model, else formula",
+               .default_text = "formula",
                .saved = Saved::never,
                .surfaces = surface::plan});
 }

@@ -12,6 +12,7 @@
 #include "config/gpu_profiles.h"
 #include "config/plan_fields.h"
 #include "config/run_schema.h"
+#include "io/model_aliases.h"
 #include "model/model_config.h"
 
 // Each row names only the members it sets; the rest keep RunField's defaults.
@@ -87,6 +88,16 @@ std::string_view preset_help(std::string_view head) {
   return *texts.emplace_back(std::make_unique<std::string>(std::move(text)));
 }
 
+// The presets' help, then `tail` and the shipped configs' names (io/model_aliases.h): the estimator's --model.
+std::string_view preset_and_alias_help(std::string_view head, std::string_view tail) {
+  static std::vector<std::unique_ptr<std::string>> texts;
+  std::string text(preset_help(head));
+  text.append(tail);
+  for (std::size_t i = 0; i < model_aliases().size(); ++i)
+    text.append(i == 0 ? "" : ", ").append(model_aliases()[i].name);
+  return *texts.emplace_back(std::make_unique<std::string>(std::move(text)));
+}
+
 // "none" (a run without a modeled GPU) and every GPU profile's name (config/gpu_profiles.h keeps the strings).
 std::vector<std::string_view> gpu_profile_choices(bool with_none = true) {
   std::vector<std::string_view> choices;
@@ -116,9 +127,12 @@ void add_model_fields(std::vector<RunField>& f) {
        .get = get_member<&RunConfig::model>,
        .set = set_member<&RunConfig::model>,
        .surfaces = surface::train | surface::estimate,
-       .plan = {.value_name = "PRESET|config.json",
-                .help = {preset_help("Model preset or a Hugging Face config.json (gpt2, bert, llama, mistral): "),
-                         preset_help("模型预设或 Hugging Face 的 config.json（gpt2、bert、llama、mistral）：")}}});
+       .plan = {
+           .value_name = "PRESET|NAME|config.json",
+           .help = {preset_and_alias_help("Model preset or a Hugging Face config.json (gpt2, bert, llama, mistral): ",
+                                          "; or a shipped config by name (resources/examples): "),
+                    preset_and_alias_help("模型预设或 Hugging Face 的 config.json（gpt2、bert、llama、mistral）：",
+                                          "；或按名字使用随附的配置（resources/examples）：")}}});
   f.push_back({.key = "init_from", .flag = "--init-from", .value_name = "DIR", .kind = FieldKind::text,
                .help = {"Start from a Hugging Face GPT-2 or BERT directory (config.json + model.safetensors): its shape "
                         "and weights are the run's model (not given with --model); a tokenizer there reads --data",

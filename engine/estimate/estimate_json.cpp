@@ -119,6 +119,7 @@ json estimate_to_json(const Estimate& e) {
                      {"micro_batches_in_flight", r.micro_batches_in_flight},
                      {"bytes", categories(r.bytes)},
                      {"formulas", formulas(r)},
+                     {"model_states_bytes", r.model_states()},
                      {"total_bytes", r.total()},
                      {"host_bytes", r.host_bytes},
                      {"host_formula", r.host_formula}});

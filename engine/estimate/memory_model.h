@@ -34,6 +34,11 @@ struct RankMemory {
   std::string host_formula;
 
   std::int64_t total() const { return bytes.total(); }
+  // The ZeRO paper's model states: parameters + gradients + optimizer states (16Ψ before sharding).
+  std::int64_t model_states() const {
+    return bytes[MemoryCategory::parameters] + bytes[MemoryCategory::gradients] +
+           bytes[MemoryCategory::optimizer_states];
+  }
   const std::string& formula(MemoryCategory category) const { return formulas[static_cast<std::size_t>(category)]; }
 };
 

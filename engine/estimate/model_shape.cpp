@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <map>
 
+#include "core/did_you_mean.h"
+#include "core/error.h"
+#include "io/model_aliases.h"
 #include "model/parameter_layout.h"
 
 namespace shardscope {
@@ -118,8 +121,8 @@ ModelShape model_shape_from_hf(const HfModelConfig& hf) {
 }
 
 namespace {
-// A path when it ends in .json or is a regular file; else a preset name when
-// one matches; else a path again when it names anything on disk or has a folder
+// A path when it ends in .json or is a regular file; else a preset or alias name
+// when one matches; else a path again when it names anything on disk or has a folder
 // in it, so a directory, a FIFO or /dev/null is refused as what it is, not
 // called an unknown preset.
 bool names_a_file(const std::string& text) {
@@ -128,6 +131,7 @@ bool names_a_file(const std::string& text) {
   if (ends_with(text, ".json") || fs::is_regular_file(text, ec)) return true;
   for (const auto& preset : model_presets())
     if (preset.name == text) return false;
+  if (find_model_alias(text) != nullptr) return false;
   return text.find('/') != std::string::npos || fs::exists(fs::symlink_status(text, ec));
 }
 }  // namespace
@@ -138,7 +142,26 @@ ModelShape load_model_shape(const std::string& preset_or_path, std::vector<std::
     if (warnings != nullptr) warnings->insert(warnings->end(), hf.warnings.begin(), hf.warnings.end());
     return model_shape_from_hf(hf);
   }
-  return model_shape_from_config(find_model_preset(preset_or_path), preset_or_path);
+  if (const ModelAlias* alias = find_model_alias(preset_or_path)) {
+    HfModelConfig hf = parse_hf_config(alias->config_json, std::string(alias->name));
+    if (warnings != nullptr) warnings->insert(warnings->end(), hf.warnings.begin(), hf.warnings.end());
+    return model_shape_from_hf(hf);
+  }
+  std::vector<std::string> presets, aliases;
+  for (const auto& preset : model_presets()) presets.push_back(preset.name);
+  for (const ModelAlias& alias : model_aliases()) aliases.emplace_back(alias.name);
+  if (std::find(presets.begin(), presets.end(), preset_or_path) != presets.end())
+    return model_shape_from_config(find_model_preset(preset_or_path), preset_or_path);
+  const auto listed = [](const std::vector<std::string>& names) {
+    std::string text;
+    for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+    return text;
+  };
+  std::vector<std::string> known = presets;
+  known.insert(known.end(), aliases.begin(), aliases.end());
+  throw ConfigError("unknown model preset '" + preset_or_path + "'" + did_you_mean(preset_or_path, known) +
+                    " (known presets: " + listed(presets) + "; shipped model configs: " + listed(aliases) +
+                    "; or a path to a config.json)");
 }
 
 }  // namespace shardscope

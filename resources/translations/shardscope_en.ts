@@ -919,6 +919,13 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     </message>
 </context>
 <context>
+    <name>shardscope::ui::PlannerBars</name>
+    <message>
+        <source>%1, zoomed</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>shardscope::ui::PlannerDialog</name>
     <message>
         <source>Model</source>

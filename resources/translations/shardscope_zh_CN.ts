@@ -925,6 +925,13 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     </message>
 </context>
 <context>
+    <name>shardscope::ui::PlannerBars</name>
+    <message>
+        <source>%1, zoomed</source>
+        <translation>%1（放大）</translation>
+    </message>
+</context>
+<context>
     <name>shardscope::ui::PlannerDialog</name>
     <message>
         <source>Model</source>

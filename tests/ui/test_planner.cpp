@@ -358,6 +358,62 @@ class TestPlanner : public QObject {
     QTRY_VERIFY(barBytes(planner)[0][kActivations] < checkpointed[0][kActivations]);
   }
 
+  // GPU conventions by default (issue 28): activations as GPU frameworks keep them, 16-bit under
+  // bf16, so GPT-3 in bf16 needs less than in fp32 (the model states are 16Ψ in both); the
+  // engine's exact fp32 CPU activations are one choice away and equal in both precisions.
+  void bf16Gpt3NeedsLessThanFp32() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    auto* precision = planner.findChild<QComboBox*>(QStringLiteral("plannerPrecision"));
+    auto* activations = planner.findChild<QComboBox*>(QStringLiteral("plannerActivations"));
+    QCOMPARE(planner.settings().activations, ActivationMode::formula);
+    const auto fullest = [&](Precision p, ActivationMode mode) {
+      activations->setCurrentIndex(activations->findData(static_cast<int>(mode)));
+      precision->setCurrentIndex(precision->findData(static_cast<int>(p)));
+      planner.replan();
+      const bool planned = planner.waitForPlan();
+      const bool as_asked = planner.settings().precision == p && planner.settings().activations == mode;
+      return planned && as_asked && planner.stages()[0].fullest() ? *planner.stages()[0].fullest() : RankMemory{};
+    };
+    const RankMemory fp32 = fullest(Precision::fp32, ActivationMode::formula);
+    const RankMemory bf16 = fullest(Precision::bf16, ActivationMode::formula);
+    QVERIFY(fp32.total() > 0 && bf16.total() > 0);
+    QVERIFY2(bf16.total() < fp32.total(),
+             qPrintable(QStringLiteral("bf16 %1 B, fp32 %2 B").arg(bf16.total()).arg(fp32.total())));
+    QCOMPARE(bf16.model_states(), fp32.model_states());  // 2 + 2 + 12 = 4 + 4 + 8 bytes per parameter
+    const RankMemory engine_fp32 = fullest(Precision::fp32, ActivationMode::shardscope);
+    const RankMemory engine_bf16 = fullest(Precision::bf16, ActivationMode::shardscope);
+    QVERIFY(engine_fp32.total() > 0 && engine_bf16.total() > 0);
+    QCOMPARE(engine_bf16.bytes[MemoryCategory::activations], engine_fp32.bytes[MemoryCategory::activations]);
+  }
+
+  // GPT-3 on 1024 GPUs with checkpointing: ZeRO-0 holds terabytes, ZeRO-3 some 17 GB, a sliver of
+  // that axis. The chosen stage's bar is drawn again in a zoom, tall, with its parts on hover.
+  void chosenBarIsZoomedWhenTheAxisSpansTerabytes() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    planner.resize(1280, 720);
+    planner.show();
+    QVERIFY(!planner.bars()->zoomed());  // one GPU: every bar is terabytes
+    planner.nodesBox()->setValue(128);
+    planner.zeroBox()->setValue(3);
+    planner.checkpointBox()->setCurrentIndex(2);
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    const auto& bars = planner.bars()->bars();
+    QVERIFY(bars[3].bytes.total() * 8 < bars[0].bytes.total());
+    QVERIFY(planner.bars()->zoomed());
+    const QRect zoom = planner.bars()->zoomedBarRect();
+    QVERIFY2(zoom.height() > planner.bars()->height() / 3, qPrintable(QString::number(zoom.height())));
+    QVERIFY(zoom.right() < planner.bars()->width());
+    const QString tip = planner.bars()->toolTipAt(zoom.center());
+    QVERIFY2(tip.startsWith(QStringLiteral("ZeRO-3 · ")), qPrintable(tip));
+    planner.zeroBox()->setValue(0);  // the chosen bar fills the axis: no zoom
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    QVERIFY(!planner.bars()->zoomed());
+  }
+
   void examplesAreOneClickAway() {
     PlannerDialog planner;
     QVERIFY(planner.waitForPlan());
@@ -404,7 +460,7 @@ class TestPlanner : public QObject {
     QVERIFY(window.planner()->minimumSizeHint().height() <= 720);
   }
 
-  // GPT-3 175B on 1024 × A100-80GB, ZeRO-0..3: look at these (nothing clipped).
+  // GPT-3 175B on 1024 × A100-80GB, checkpointing, ZeRO-0..3 and the zoom: look at these (nothing clipped).
   void screenshots() {
     for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
       QVERIFY(ui::setLanguage(language));
@@ -414,6 +470,7 @@ class TestPlanner : public QObject {
       planner.show();
       planner.nodesBox()->setValue(128);
       planner.zeroBox()->setValue(3);
+      planner.checkpointBox()->setCurrentIndex(2);
       planner.replan();
       QVERIFY(planner.waitForPlan());
       QTest::qWait(50);

@@ -19,6 +19,9 @@ constexpr int kLegendHeight = 22;
 constexpr int kTotalHeight = 18;   // the total above a bar
 constexpr int kAxisWidth = 66;     // tick labels: "2.50 TB"
 constexpr int kCaptionHeight = 56;  // title and verdict under a bar
+constexpr int kZoomWidth = 200;     // the zoom's panel, its gap to the bars included
+constexpr int kZoomGap = 16;
+constexpr double kZoomRatio = 8.0;  // zoom when the chosen bar and the capacity are under 1/8 of the axis
 
 QString bytesText(double bytes) { return QString::fromStdString(decimal_bytes(bytes)); }
 
@@ -46,8 +49,43 @@ void PlannerBars::setBars(std::vector<PlannerBar> bars, std::int64_t capacity, c
 }
 
 QRect PlannerBars::plotArea() const {
-  return QRect(kAxisWidth, kLegendHeight + kTotalHeight, std::max(1, width() - kAxisWidth - 12),
+  const int zoom = zoomed() ? kZoomWidth : 0;
+  return QRect(kAxisWidth, kLegendHeight + kTotalHeight, std::max(1, width() - kAxisWidth - 12 - zoom),
                std::max(1, height() - kLegendHeight - kTotalHeight - kCaptionHeight));
+}
+
+bool PlannerBars::zoomed() const {
+  if (selected_ < 0 || selected_ >= static_cast<int>(bars_.size())) return false;
+  const PlannerBar& bar = bars_[static_cast<std::size_t>(selected_)];
+  if (!bar.valid || bar.bytes.total() <= 0) return false;
+  const double shown = std::max(static_cast<double>(bar.bytes.total()), static_cast<double>(capacity_));
+  return shown * kZoomRatio < scaleMax();
+}
+
+QRect PlannerBars::zoomArea() const {
+  const QRect area = plotArea();
+  return QRect(area.right() + kZoomGap, area.top(), kZoomWidth - kZoomGap, area.height());
+}
+
+// The zoom's axis: the chosen bar or the capacity line, whichever is higher, with room above.
+double PlannerBars::zoomMax() const {
+  const PlannerBar& bar = bars_[static_cast<std::size_t>(selected_)];
+  return std::max(static_cast<double>(bar.bytes.total()), static_cast<double>(capacity_)) * 1.1;
+}
+
+// The part of the zoomed bar from `base` to `base + bytes`, right of the zoom's tick labels.
+QRect PlannerBars::zoomRect(std::int64_t bytes, std::int64_t base) const {
+  const QRect area = zoomArea();
+  const int left = area.left() + kAxisWidth - 8, center = (left + area.right()) / 2;
+  const int bar_width = std::min(60, area.right() - left - 16);
+  const double scale = area.height() / zoomMax();
+  const int y0 = area.bottom() - static_cast<int>(std::lround(static_cast<double>(base) * scale));
+  const int y1 = area.bottom() - static_cast<int>(std::lround(static_cast<double>(base + bytes) * scale));
+  return QRect(QPoint(center - bar_width / 2, y1), QPoint(center + bar_width / 2, y0));
+}
+
+QRect PlannerBars::zoomedBarRect() const {
+  return zoomed() ? zoomRect(bars_[static_cast<std::size_t>(selected_)].bytes.total(), 0) : QRect();
 }
 
 double PlannerBars::scaleMax() const {
@@ -163,24 +201,74 @@ void PlannerBars::paintBar(QPainter& p, int index) const {
   p.restore();
 }
 
+// The chosen bar again, on its own axis (ticks, the capacity line, every part labelled where tall
+// enough), in a shaded panel whose caption says which stage it zooms on.
+void PlannerBars::paintZoom(QPainter& p) const {
+  const PlannerBar& bar = bars_[static_cast<std::size_t>(selected_)];
+  const QRect area = zoomArea();
+  const double top = zoomMax();
+  p.fillRect(area.adjusted(0, -kTotalHeight, 0, kCaptionHeight), QColor(232, 240, 252));
+  const double step = niceStep(top / 4.0);
+  for (double v = 0; v <= top; v += step) {
+    const int y = area.bottom() - static_cast<int>(std::lround(v / top * area.height()));
+    p.setPen(QColor(215, 215, 215));
+    p.drawLine(area.left() + kAxisWidth - 14, y, area.right(), y);
+    p.setPen(QColor(90, 90, 90));
+    p.drawText(QRect(area.left(), y - 9, kAxisWidth - 18, 18), Qt::AlignRight | Qt::AlignVCenter, bytesText(v));
+  }
+  std::int64_t base = 0;
+  for (MemoryCategory c : kAllMemoryCategories) {
+    const std::int64_t bytes = bar.bytes[c];
+    if (bytes <= 0) continue;
+    const QRect r = zoomRect(bytes, base);
+    p.fillRect(r, MemoryBars::categoryColor(c));
+    if (r.height() >= 16) {
+      p.setPen(Qt::white);
+      p.drawText(r.adjusted(-20, 0, 20, 0), Qt::AlignCenter, bytesText(static_cast<double>(bytes)));
+    }
+    base += bytes;
+  }
+  if (capacity_ > 0) {
+    const int y = area.bottom() - static_cast<int>(std::lround(static_cast<double>(capacity_) / top * area.height()));
+    p.setPen(QPen(QColor(200, 30, 30), 2, Qt::DashLine));
+    p.drawLine(area.left() + kAxisWidth - 14, y, area.right(), y);
+  }
+  QFont bold = p.font();
+  bold.setBold(true);
+  p.save();
+  p.setFont(bold);
+  p.setPen(palette().color(QPalette::WindowText));
+  const QRect whole = zoomRect(base, 0);
+  p.drawText(QRect(area.left(), whole.top() - kTotalHeight, area.width(), kTotalHeight),
+             Qt::AlignHCenter | Qt::AlignBottom, bytesText(static_cast<double>(base)));
+  p.drawText(QRect(area.left(), area.bottom() + 4, area.width(), kCaptionHeight - 4),
+             Qt::AlignHCenter | Qt::AlignTop | Qt::TextWordWrap, tr("%1, zoomed").arg(bar.title));
+  p.restore();
+  p.setPen(QColor(60, 60, 60));
+  p.drawLine(area.left(), area.bottom(), area.right(), area.bottom());
+}
+
 void PlannerBars::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().color(QPalette::Base));
   if (selected_ >= 0 && selected_ < static_cast<int>(bars_.size()))
     p.fillRect(columnRect(selected_), QColor(232, 240, 252));  // the stage the verdict is about
+  if (zoomed()) paintZoom(p);  // before the legend, whose capacity key may sit above the zoom
   paintLegend(p);
   paintAxis(p);
   for (int i = 0; i < static_cast<int>(bars_.size()); ++i) paintBar(p, i);
 }
 
 QString PlannerBars::toolTipAt(const QPoint& pos) const {
+  const bool in_zoom = zoomed() && zoomArea().contains(pos);
   for (int i = 0; i < static_cast<int>(bars_.size()); ++i) {
     const PlannerBar& bar = bars_[static_cast<std::size_t>(i)];
-    if (!bar.valid) continue;
+    if (!bar.valid || (in_zoom && i != selected_)) continue;
     std::int64_t base = 0;
     for (MemoryCategory c : kAllMemoryCategories) {
       const std::int64_t bytes = bar.bytes[c];
-      if (bytes > 0 && barRect(i, bytes, base).adjusted(0, -1, 0, 1).contains(pos))
+      const QRect r = in_zoom ? zoomRect(bytes, base) : barRect(i, bytes, base);
+      if (bytes > 0 && r.adjusted(0, -1, 0, 1).contains(pos))
         return QStringLiteral("%1 · %2: %3 = %4")
             .arg(bar.title, MemoryBars::categoryLabel(c), bytesText(static_cast<double>(bytes)),
                  bar.formulas[static_cast<std::size_t>(c)]);

@@ -4,6 +4,9 @@
 // states, activations, communication, workspace), its total on top, the GPU's
 // capacity as a dashed line, and under each bar whether it fits (or why the
 // layout refuses that stage). Painted; a click on a bar chooses its stage.
+// When the axis spans terabytes and the chosen stage's bar (with the capacity
+// line) would be a sliver of it, a zoom beside the bars draws that bar again on
+// an axis of its own, so its parts and the capacity stay readable.
 #pragma once
 
 #include <QString>
@@ -45,6 +48,9 @@ class PlannerBars : public QWidget {
  public:
   // "ZeRO-2 · optimizer states: 10.1 GB = 12Ψ/Nd = ..." for the segment under `pos`; empty elsewhere.
   QString toolTipAt(const QPoint& pos) const;
+  // Whether the zoom on the chosen stage's bar is drawn, and where that bar is in it (empty if not).
+  bool zoomed() const;
+  QRect zoomedBarRect() const;
 
  protected:
   bool event(QEvent* event) override;  // tool tips: the formula of the segment under the mouse
@@ -55,6 +61,10 @@ class PlannerBars : public QWidget {
   QRect plotArea() const;
   QRect barRect(int index, std::int64_t bytes, std::int64_t base) const;
   QRect columnRect(int index) const;  // a bar's slot, its total above and its caption below
+  QRect zoomArea() const;             // right of the bars, when zoomed(): the chosen bar on its own axis
+  double zoomMax() const;
+  QRect zoomRect(std::int64_t bytes, std::int64_t base) const;
+  void paintZoom(class QPainter& p) const;
   double scaleMax() const;
   void paintAxis(class QPainter& p) const;
   void paintLegend(class QPainter& p) const;

@@ -71,7 +71,7 @@ PlannerDialog::PlannerDialog(QWidget* parent) : QDialog(parent), debounce_(new Q
   connectControls();
   ignoreWheelOnUnfocusedFields(this);  // scrolling the settings column edits none of them
   retranslate();
-  base_.activations = ActivationMode::shardscope;
+  base_.activations = ActivationMode::formula;                     // the CLI's default: GPU frameworks' activations
   setModel(examplePlannerModel(PlannerExample::gpt3_175b), true);  // the seed's 2.8 TB, on one GPU
   replan();
   resize(1240, 700);
@@ -361,8 +361,8 @@ void PlannerDialog::setModel(PlannerModel model, bool reset_seq) {
   if (reset_seq) {
     seq_->setValue(max_positions);
     seq_slider_->setValue(max_positions);
-    // The CLI's default: exact activations where ShardScope implements the model, else the formula.
-    activations_->setCurrentIndex(model_.shape.engine_config ? 0 : 1);
+    // The CLI's default: activations as GPU frameworks keep them (16-bit under fp16/bf16).
+    activations_->setCurrentIndex(activations_->findData(static_cast<int>(ActivationMode::formula)));
   }
   activations_->setEnabled(model_.shape.engine_config.has_value());
   updateModelNote();

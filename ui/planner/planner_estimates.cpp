@@ -31,17 +31,10 @@ bool looksLikeModelConfig(const std::string& text) {
 
 PlannerModel examplePlannerModel(PlannerExample example) {
   const bool gpt3 = example == PlannerExample::gpt3_175b;
-  QFile file(gpt3 ? QStringLiteral(":/examples/gpt3_175b_config.json")
-                  : QStringLiteral(":/examples/llama_2_7b_config.json"));
-  if (!file.open(QIODevice::ReadOnly)) throw ConfigError("the bundled example config is missing from the binary");
-  const QByteArray text = file.readAll();
   PlannerModel m;
   m.label = gpt3 ? PlannerText::tr("GPT-3 175B (example)") : PlannerText::tr("Llama-2-7B (example)");
-  const std::string source = gpt3 ? "gpt3_175b/config.json" : "llama_2_7b/config.json";
-  const HfModelConfig hf = parse_hf_config(std::string_view(text.constData(), static_cast<std::size_t>(text.size())),
-                                           source);
-  m.warnings = hf.warnings;
-  m.shape = model_shape_from_hf(hf);
+  // The CLI's --model gpt3-175b / llama-2-7b: the shipped config.json, embedded in the engine (io/model_aliases.h).
+  m.shape = load_model_shape(gpt3 ? "gpt3-175b" : "llama-2-7b", &m.warnings);
   return m;
 }
 
@@ -82,8 +75,9 @@ PlannerImport importPlannerConfigs(const QStringList& paths, const EstimateSetti
     PlannerModel m;
     m.shape = load_model_shape(model_path, &m.warnings);  // the CLI's --model
     m.label = QString::fromStdString(model_path);
-    // The CLI's default: exact activations where ShardScope implements the model, else the formula.
-    base.activations = m.shape.engine_config ? ActivationMode::shardscope : ActivationMode::formula;
+    // The exact activations only where ShardScope implements the model; else the choice stays (the CLI's default,
+    // the formula, unless the user picked the engine's).
+    if (!m.shape.engine_config) base.activations = ActivationMode::formula;
     base.seq = static_cast<int>(std::min<std::int64_t>(m.shape.max_positions, 1 << 24));
     out.model = std::move(m);
   }

@@ -29,8 +29,8 @@ struct PlannerModel {
 
 enum class PlannerExample { gpt3_175b, llama_2_7b };
 
-// The bundled example configs (resources/examples, embedded under :/examples),
-// read by the same Hugging Face importer as a config.json on disk.
+// The bundled example configs (resources/examples, the CLI's --model gpt3-175b and
+// llama-2-7b: io/model_aliases.h), read by the same Hugging Face importer as a config.json on disk.
 PlannerModel examplePlannerModel(PlannerExample example);
 // An engine preset (gpt-tiny ... bert-base): a model the engine can also train.
 PlannerModel presetPlannerModel(const std::string& preset);

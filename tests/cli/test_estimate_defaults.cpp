@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// estimate's defaults as a practitioner expects them (issue 28, item 7): the
+// shipped model configs by name (gpt3-175b, llama-2-7b, ...), activations as
+// GPU frameworks keep them (16-bit under bf16/fp16) with this engine's exact
+// ones one flag away, and the model states' subtotal in the table and --json.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTest>
+
+#include "cli/cli_runner.h"
+
+namespace {
+
+QJsonObject estimateJson(QStringList args) {
+  args.prepend("estimate");
+  args << "--json";
+  const CliResult r = run_cli(args);
+  if (r.code != 0) qWarning("%s -> %d: %s", qPrintable(args.join(' ')), r.code, qPrintable(r.err));
+  return QJsonDocument::fromJson(r.out.toUtf8()).object();
+}
+
+double rankBytes(const QJsonObject& estimate, const char* category) {
+  return estimate["ranks"].toArray()[0].toObject()["bytes"].toObject()[category].toDouble();
+}
+
+}  // namespace
+
+class TestEstimateDefaults : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  // The example the issue names: GPT-3 175B by name, checked against an A100's 80 GB.
+  void gpt3ByNameOnAnA100() {
+    const CliResult r = run_cli({"estimate", "--model", "gpt3-175b", "--gpu", "A100-80GB"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.out.startsWith("Estimate for gpt3-175b: 174,604,259,328 parameters"), qPrintable(r.out.left(200)));
+    QVERIFY2(r.out.contains("Fit on A100-80GB") && r.out.contains("does not fit by"), qPrintable(r.out));
+  }
+
+  // Every shipped config has a name; each reads as the file itself does (the same reader).
+  void everyShippedConfigHasAName() {
+    const QString examples = QStringLiteral(SHARDSCOPE_FIXTURES "/../../resources/examples/");
+    const struct {
+      const char* name;
+      const char* file;
+      double parameters;
+    } aliases[] = {{"gpt3-175b", "gpt3_175b_config.json", 174604259328.0},
+                   {"gpt3", "gpt3_175b_config.json", 174604259328.0},
+                   {"llama-2-7b", "llama_2_7b_config.json", 6738415616.0},
+                   {"llama-2-13b", "llama_2_13b_config.json", 13015864320.0},
+                   {"llama-2-70b", "llama_2_70b_config.json", 68976648192.0}};
+    for (const auto& a : aliases) {
+      const QJsonObject byName = estimateJson({"--model", a.name});
+      const QJsonObject byFile = estimateJson({"--model", examples + a.file});
+      QCOMPARE(byName["model"].toObject()["name"].toString(), QString(a.name));
+      QCOMPARE(byName["model"].toObject()["parameters"].toDouble(), a.parameters);
+      QCOMPARE(byName["ranks"], byFile["ranks"]);
+    }
+  }
+
+  // An unknown name keeps its "did you mean" and lists the shipped configs beside the presets.
+  void unknownNameListsTheAliases() {
+    const CliResult r = run_cli({"estimate", "--model", "llama-2-7"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("unknown model preset 'llama-2-7'; did you mean 'llama-2-7b'?") &&
+                 r.err.contains("shipped model configs: gpt3-175b, gpt3, llama-2-7b, llama-2-13b, llama-2-70b"),
+             qPrintable(r.err));
+  }
+
+  // GPU conventions by default: bf16 keeps 16-bit activations (sbh(34 + 5as/h) per layer),
+  // so it needs less than fp32 (sbh(66 + 9as/h)); --activations shardscope gives this engine's
+  // fp32 CPU activations, the same in both precisions.
+  void gpuActivationsByDefaultEngineOnesOneFlagAway() {
+    const QJsonObject fp32 = estimateJson({"--model", "gpt3-175b", "--precision", "fp32"});
+    const QJsonObject bf16 = estimateJson({"--model", "gpt3-175b", "--precision", "bf16"});
+    QCOMPARE(bf16["settings"].toObject()["activations"].toString(), QString("formula"));
+    QVERIFY(rankBytes(bf16, "activations") < rankBytes(fp32, "activations"));
+    QVERIFY(bf16["total_bytes"].toDouble() < fp32["total_bytes"].toDouble());
+    QVERIFY(rankBytes(bf16, "activations") < 0.6 * rankBytes(fp32, "activations"));
+    const QJsonObject engine = estimateJson({"--model", "gpt-tiny", "--activations", "shardscope"});
+    const QJsonObject gpu = estimateJson({"--model", "gpt-tiny"});
+    QCOMPARE(engine["settings"].toObject()["activations"].toString(), QString("shardscope"));
+    QCOMPARE(gpu["settings"].toObject()["activations"].toString(), QString("formula"));
+    QVERIFY(engine["ranks"].toArray()[0].toObject()["formulas"].toObject()["activations"].toString().contains(
+        "Activations::total_floats"));
+    // Selective recompute is a GPU framework's lever, open now by default.
+    QVERIFY(run_cli({"estimate", "--model", "gpt-tiny", "--checkpoint", "selective"}).code == 0);
+  }
+
+  // Parameters + gradients + optimizer states: a line of the table and a field of --json.
+  void modelStatesSubtotal() {
+    const QJsonObject e = estimateJson({"--model", "gpt3-175b", "--precision", "bf16", "--dp", "8", "--zero", "1"});
+    const QJsonObject rank = e["ranks"].toArray()[0].toObject();
+    const double states = rankBytes(e, "parameters") + rankBytes(e, "gradients") + rankBytes(e, "optimizer_states");
+    QCOMPARE(rank["model_states_bytes"].toDouble(), states);
+    const CliResult r = run_cli({"estimate", "--model", "gpt3-175b"});  // fp32, one GPU: 16Ψ, the seed's 2.8 TB
+    QVERIFY2(
+        r.out.contains(
+            "  = model states    2,793,668,149,248   2.79 TB  subtotal: parameters + gradients + optimizer_states"),
+        qPrintable(r.out));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestEstimateDefaults)
+#include "test_estimate_defaults.moc"
