@@ -62,6 +62,7 @@ const QColor kForward(120, 170, 220);
 const QColor kBackward(40, 90, 160);
 const QColor kOptimizer(70, 160, 90);
 const QColor kRecompute(150, 110, 190);
+const QColor kWeightGradient(90, 140, 200);  // W of a zero-bubble schedule
 const QColor kWait(214, 39, 40, 190);
 const QColor kFailed(200, 0, 0);
 
@@ -75,6 +76,8 @@ QColor computeColor(ComputeKind kind) {
       return kRecompute;
     case ComputeKind::optimizer:
       return kOptimizer;
+    case ComputeKind::weight_gradient:
+      return kWeightGradient;
   }
   return kForward;
 }
