@@ -133,12 +133,13 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
               static_cast<long long>(trainer.dataset().tokens(Split::validation)),
               trainer.dataset().token_kind().c_str());
   std::printf(
-      "global batch %d x seq %d = %d tokens per step; %d rank%s (dp %d %s ZeRO-%d x pp %d %s); "
+      "global batch %d x seq %d = %d tokens per step; %d rank%s (dp %d %s ZeRO-%d x pp %d %s%s); "
       "per rank: micro-batch %d, %d micro-batch%s x %d accumulation step%s; %lld steps; %s; backend %s\n",
       config.batch, config.seq, config.batch * config.seq, config.world_size(), config.world_size() > 1 ? "s" : "",
       config.layout.dp(), std::string(data_parallel_mode_name(config.dp_mode)).c_str(), config.zero_stage,
-      config.layout.pp(), pipeline_schedule_name(config.schedule), config.micro_batch_size(), config.micro_batches,
-      config.micro_batches > 1 ? "es" : "", config.accum, config.accum > 1 ? "s" : "",
+      config.layout.pp(), pipeline_schedule_name(config.schedule),
+      config.layout.tp() > 1 ? (" x tp " + std::to_string(config.layout.tp())).c_str() : "", config.micro_batch_size(),
+      config.micro_batches, config.micro_batches > 1 ? "es" : "", config.accum, config.accum > 1 ? "s" : "",
       static_cast<long long>(config.steps), std::string(precision_name(config.precision)).c_str(),
       trainer.placement().c_str());
   if (const std::string blas = trainer.blas_kernel_line(); !blas.empty()) std::printf("%s\n", blas.c_str());

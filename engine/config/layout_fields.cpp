@@ -13,7 +13,36 @@ namespace shardscope {
 
 using namespace field_access;
 
-// The dp x pp grid and the pipeline's micro-batches and schedule.
+namespace {
+// The pipeline's micro-batches and schedule.
+void add_pipeline_schedule_fields(std::vector<RunField>& f) {
+  f.push_back({.key = "micro_batches",
+               .flag = "--micro-batches",
+               .value_name = "N",
+               .label = {"Micro-batches", "微批次数"},
+               .help = {"Pipeline micro-batches per accumulation step (m)", "每个累积步的流水线微批次数（m）"},
+               .min = 1,
+               .max = 100'000,
+               .get = get_member<&RunConfig::micro_batches>,
+               .set = set_member<&RunConfig::micro_batches>,
+               .surfaces = surface::train | surface::estimate,
+               .plan = {.value_name = "M", .min = 1, .max = 1 << 20}});
+  f.push_back(
+      {.key = "schedule",
+       .flag = "--schedule",
+       .value_name = "gpipe|1f1b",
+       .kind = FieldKind::choice,
+       .label = {"Pipeline schedule", "流水线调度"},
+       .help = {"Pipeline schedule: gpipe (all forwards, then all backwards) or 1f1b (one forward, one backward)",
+                "流水线调度：gpipe（先全部前向，再全部反向）或 1f1b（一次前向、一次反向交替）"},
+       .choices = {"1f1b", "gpipe"},
+       .get = [](const RunConfig& c) -> json { return pipeline_schedule_name(c.schedule); },
+       .set = [](RunConfig& c, const json& v) { c.schedule = parse_pipeline_schedule_kind(v.get<std::string>()); },
+       .surfaces = surface::train | surface::estimate});
+}
+}  // namespace
+
+// The dp x pp x tp grid, then the pipeline's micro-batches and schedule.
 void add_layout_fields(std::vector<RunField>& f) {
   f.push_back({.key = "threads",
                .flag = "--threads",
@@ -62,29 +91,22 @@ void add_layout_fields(std::vector<RunField>& f) {
                .set = set_axis<Axis::pp>,
                .surfaces = surface::all,
                .plan = {.help = {"Pipeline stages", "流水线阶段数"}, .min = 1, .max = 10'000}});
-  f.push_back({.key = "micro_batches",
-               .flag = "--micro-batches",
-               .value_name = "N",
-               .label = {"Micro-batches", "微批次数"},
-               .help = {"Pipeline micro-batches per accumulation step (m)", "每个累积步的流水线微批次数（m）"},
-               .min = 1,
-               .max = 100'000,
-               .get = get_member<&RunConfig::micro_batches>,
-               .set = set_member<&RunConfig::micro_batches>,
-               .surfaces = surface::train | surface::estimate,
-               .plan = {.value_name = "M", .min = 1, .max = 1 << 20}});
+  // No panel label yet: the GUI does not draw a tensor-parallel layout (issue 29).
   f.push_back(
-      {.key = "schedule",
-       .flag = "--schedule",
-       .value_name = "gpipe|1f1b",
-       .kind = FieldKind::choice,
-       .label = {"Pipeline schedule", "流水线调度"},
-       .help = {"Pipeline schedule: gpipe (all forwards, then all backwards) or 1f1b (one forward, one backward)",
-                "流水线调度：gpipe（先全部前向，再全部反向）或 1f1b（一次前向、一次反向交替）"},
-       .choices = {"1f1b", "gpipe"},
-       .get = [](const RunConfig& c) -> json { return pipeline_schedule_name(c.schedule); },
-       .set = [](RunConfig& c, const json& v) { c.schedule = parse_pipeline_schedule_kind(v.get<std::string>()); },
-       .surfaces = surface::train | surface::estimate});
+      {.key = "tp",
+       .flag = "--tp",
+       .value_name = "N",
+       .help =
+           {"Tensor-parallel ranks: each layer's matrices split over N adjacent ranks (Megatron-LM); "
+            "heads and vocabulary must divide by N",
+            "张量并行 rank 数：每层的矩阵切分到 N 个相邻 rank 上（Megatron-LM）；注意力头数和词表大小须能被 N 整除"},
+       .min = 1,
+       .max = 64,
+       .saved = Saved::optional,
+       .get = get_axis<Axis::tp>,
+       .set = set_axis<Axis::tp>,
+       .surfaces = surface::train});
+  add_pipeline_schedule_fields(f);
 }
 
 }  // namespace shardscope

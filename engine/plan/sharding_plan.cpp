@@ -133,6 +133,7 @@ RankPlan ShardingPlan::make_rank(int rank) const {
   p.rank = rank;
   p.dp_rank = grid().dp_rank_of(rank);
   p.stage = grid().stage_of(rank);
+  p.tp_rank = grid().tp_rank_of(rank);
   const StageUnits& stage = stages_[static_cast<std::size_t>(p.stage)];
   const std::int64_t P = stage.parameters(), Nd = dp();
   p.stage_parameters = P;

@@ -87,7 +87,7 @@ ZeroPartition make_zero_partition(std::int64_t total, int dp, int dp_rank);
 
 // What one rank holds: its place on the grid and its model states in elements.
 struct RankPlan {
-  int rank = 0, dp_rank = 0, stage = 0;
+  int rank = 0, dp_rank = 0, stage = 0, tp_rank = 0;
   std::int64_t stage_parameters = 0;     // Ψ_s
   std::int64_t parameter_elements = 0;   // Ψ_s, or its chunks (ZeRO-3)
   std::int64_t gradient_elements = 0;    // Ψ_s, or its chunks (ZeRO-2/3)
