@@ -35,6 +35,7 @@
 #include "model/model_config.h"
 #include "plan/data_parallel_traffic.h"
 #include "plan/sharding_plan.h"
+#include "plan/tensor_parallel_traffic.h"
 #include "train/checkpoint.h"
 #include "train/metrics_json.h"
 #include "train/trainer.h"
@@ -126,7 +127,9 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
               std::string(model_kind_name(model.config().kind)).c_str(),
               static_cast<long long>(trainer.model_parameters()), model.config().channels, model.config().layers,
               model.config().heads, model.config().vocab);
-  if (config.layout.pp() > 1) std::printf("pipeline: %s\n", stage_parameters_text(trainer.plan()).c_str());
+  if (config.layout.pp() > 1)
+    std::printf("pipeline: %s%s\n", stage_parameters_text(trainer.plan()).c_str(),
+                config.layout.tp() > 1 ? " (on each tensor-parallel rank)" : "");
   if (!trainer.init_note().empty()) std::printf("init: %s\n", trainer.init_note().c_str());
   std::printf("data %s: %lld training / %lld validation tokens (%s)\n", trainer.dataset().path().c_str(),
               static_cast<long long>(trainer.dataset().tokens(Split::train)),
@@ -279,7 +282,8 @@ std::string per_rank_text(const std::vector<std::int64_t>& sent) {
 void print_data_parallel_traffic(const Trainer& trainer, const RunConfig& config, const ScheduleEvents& events,
                                  std::int64_t step) {
   if (config.layout.dp() < 2) return;
-  const MeasuredTraffic measured = events.data_parallel_traffic(step, config.layout.dp());
+  // A stage's ranks are dp x tp consecutive ones (layout/grid.h); data-parallel transfers stay within them.
+  const MeasuredTraffic measured = events.data_parallel_traffic(step, config.layout.dp() * config.layout.tp());
   if (measured.sent.empty()) return;
   const ShardingPlan& plan = trainer.plan();
   const int extra = extra_embedding_gathers(trainer.model().config().kind);
@@ -298,10 +302,29 @@ void print_data_parallel_traffic(const Trainer& trainer, const RunConfig& config
       continue;
     }
     std::vector<std::int64_t> sent;
-    for (const int r : plan.grid().dp_group(stage)) sent.push_back(measured.sent.count(r) ? measured.sent.at(r) : 0);
+    for (const int d : plan.grid().dp_group(stage))  // and each dp rank's tensor-parallel ranks
+      for (const int r : plan.grid().group(d, Axis::tp))
+        sent.push_back(measured.sent.count(r) ? measured.sent.at(r) : 0);
     std::printf("%sdata-parallel bytes sent per rank per step: %s%s\n", where.c_str(), per_rank_text(sent).c_str(),
                 formula.c_str());
   }
+}
+
+// Bytes each tensor-parallel rank sent per layer per micro-batch in one step
+// (Megatron's f and g), beside the formula (plan/tensor_parallel_traffic.h).
+void print_tensor_parallel_traffic(const Trainer& trainer, const RunConfig& config, const ScheduleEvents& events,
+                                   std::int64_t step) {
+  if (config.layout.tp() < 2) return;
+  const LayerTraffic measured = events.tensor_parallel_traffic(step);
+  if (measured.empty()) return;
+  std::vector<std::int64_t> sent;
+  for (const auto& [key, bytes] : measured) sent.push_back(bytes);
+  const TensorParallelTraffic f = tensor_parallel_layer_traffic(config.layout.tp(), config.micro_batch_size(),
+                                                                config.seq, trainer.model().config().channels);
+  std::printf(
+      "tensor-parallel bytes sent per rank per layer per micro-batch: %s (step %lld; formula %s = %s with %s)\n",
+      per_rank_text(sent).c_str(), static_cast<long long>(step), f.formula.c_str(), grouped(f.bytes).c_str(),
+      f.values.c_str());
 }
 
 // The two throughputs, each with its clock, over the steps after the first.
@@ -326,11 +349,12 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
               totals.first_loss, totals.last_loss,
               totals.last_eval ? (", eval loss " + std::to_string(*totals.last_eval)).c_str() : "");
   if (events.complete()) {  // under mpirun, once the other processes' events reached rank 0
-    const ScheduleSummary schedule =
-        summarize_schedule(events.schedule().events(), config.layout.dp(), config.layout.pp(), config.micro_batches);
+    const ScheduleSummary schedule = summarize_schedule(
+        events.schedule().events(), config.layout.dp() * config.layout.tp(), config.layout.pp(), config.micro_batches);
     const std::string_view clock = trainer.clock_text().starts_with("virtual") ? "virtual" : "wall";
     for (const std::string& line : schedule_summary_lines(schedule, clock)) std::printf("%s\n", line.c_str());
     print_data_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
+    print_tensor_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
   } else {  // the bubble and the overlap need every rank's spans
     std::printf("schedule: not summarized (the events of some processes did not reach rank 0)\n");
   }

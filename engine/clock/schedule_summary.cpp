@@ -261,11 +261,24 @@ MeasuredTraffic measure_data_parallel_traffic(std::span<const Event> events, std
   return m;
 }
 
+bool is_tensor_parallel_layer_transfer(const Event& e) {
+  return e.kind == EventKind::comm_span && e.purpose == CommPurpose::tensor_parallel && e.unit >= 1 && e.src >= 0 &&
+         e.dst >= 0 && e.src != e.dst;
+}
+
+LayerTraffic measure_tensor_parallel_traffic(std::span<const Event> events, std::int64_t step) {
+  LayerTraffic bytes;
+  for (const Event& e : events)
+    if (e.step == step && is_tensor_parallel_layer_transfer(e)) bytes[{e.src, e.unit, e.micro_batch}] += e.bytes;
+  return bytes;
+}
+
 void ScheduleEvents::emit(const Event& event) {
   if (next_ != nullptr) next_->emit(event);
   const bool model_states =
       event.kind == EventKind::comm_span && moves_model_states(event.purpose) && event.src >= 0 && event.dst >= 0;
-  if (!is_stage_span(event) && !is_bucket_transfer(event) && !model_states) return;
+  const bool layer_traffic = is_tensor_parallel_layer_transfer(event);
+  if (!is_stage_span(event) && !is_bucket_transfer(event) && !model_states && !layer_traffic) return;
   std::lock_guard lock(mutex_);
   if (event.step > latest_step_) {
     latest_step_ = event.step;
@@ -273,7 +286,9 @@ void ScheduleEvents::emit(const Event& event) {
     if (!kept_.empty() && kept_.front().step < oldest)
       std::erase_if(kept_, [oldest](const Event& e) { return e.step < oldest; });
     transfer_bytes_.erase(transfer_bytes_.begin(), transfer_bytes_.lower_bound(oldest));
+    layer_bytes_.erase(layer_bytes_.begin(), layer_bytes_.lower_bound(oldest));
   }
+  if (layer_traffic) layer_bytes_[event.step][{event.src, event.unit, event.micro_batch}] += event.bytes;
   if (model_states) transfer_bytes_[event.step][{event.src, event.dst}] += event.bytes;
   if (is_stage_span(event) || is_bucket_transfer(event)) kept_.push_back(event);
 }
@@ -294,6 +309,12 @@ MeasuredTraffic ScheduleEvents::data_parallel_traffic(std::int64_t step, int dp)
     m.received[e.dst] += bytes;
   }
   return m;
+}
+
+LayerTraffic ScheduleEvents::tensor_parallel_traffic(std::int64_t step) const {
+  std::lock_guard lock(mutex_);
+  const auto it = layer_bytes_.find(step);
+  return it == layer_bytes_.end() ? LayerTraffic{} : it->second;
 }
 
 std::vector<Event> ScheduleEvents::events() const {

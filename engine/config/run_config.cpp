@@ -88,10 +88,10 @@ void validate_tensor_parallel(const RunConfig& c, const ModelConfig& model) {
   const auto not_yet = [&](bool refused, const std::string& with_en, const std::string& with_zh) {
     require(!refused,
             "{tp} " + t + " with " + with_en +
-                " is not built yet (tensor parallelism trains GPT in fp32 on "
-                "CPU threads, without data or pipeline parallelism, for now)",
+                " is not built yet (tensor parallelism trains GPT in fp32 on CPU threads, with DDP and "
+                "pipelines, for now)",
             "{tp} " + t + " 与 " + with_zh +
-                " 的组合尚未实现（张量并行目前只在 CPU 线程上以 fp32 训练 GPT，不含数据并行和流水线并行）");
+                " 的组合尚未实现（张量并行目前只在 CPU 线程上以 fp32 训练 GPT，可与 DDP 和流水线并行组合）");
   };
   not_yet(model.kind != ModelKind::gpt, "{model} " + model.name + " (BERT)", "{model} " + model.name + "（BERT）");
   require(
@@ -100,8 +100,6 @@ void validate_tensor_parallel(const RunConfig& c, const ModelConfig& model) {
           " with {dp_mode} naive is refused: tensor parallelism runs with DDP (Megatron-LM has no "
           "DataParallel replicas)",
       "{tp} " + t + " 不能与 {dp_mode} naive 一起用：张量并行与 DDP 一起运行（Megatron-LM 没有 DataParallel 副本）");
-  not_yet(c.layout.dp() > 1, "{dp} " + str(c.layout.dp()), "{dp} " + str(c.layout.dp()));
-  not_yet(c.layout.pp() > 1, "{pp} " + str(c.layout.pp()), "{pp} " + str(c.layout.pp()));
   not_yet(c.zero_stage > 0, "{zero} " + str(c.zero_stage), "{zero} " + str(c.zero_stage));
   not_yet(c.precision != Precision::fp32, "{precision} " + std::string(precision_name(c.precision)),
           "{precision} " + std::string(precision_name(c.precision)));

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Tensor parallelism (Megatron-LM) against the single-rank run: tp ranks start
 // with the slices of the one model's initialisation and train the same model,
-// so the fp32 losses and gradient norms match it within float tolerance; the
-// layouts it cannot split, or does not combine with yet, are refused naming --tp.
+// so the fp32 losses and gradient norms match it within float tolerance, with
+// DDP and pipelines too; its collectives send the bytes of the formula and the
+// ledger holds the slices; the layouts it cannot split, or does not combine
+// with yet, are refused naming --tp.
 #include <QTest>
 #include <cmath>
 #include <vector>
 
+#include "clock/schedule_summary.h"
 #include "core/error.h"
+#include "engine/collecting_sink.h"
 #include "model/parameter_layout.h"
+#include "plan/tensor_parallel_traffic.h"
 #include "train/trainer.h"
 
 using namespace shardscope;
@@ -57,6 +62,9 @@ class TestTensorParallel : public QObject {
   void ranks_start_with_slices_of_the_single_rank_model();
   void losses_and_norms_match_single_rank_data();
   void losses_and_norms_match_single_rank();
+  void with_data_and_pipeline_parallelism_data();
+  void with_data_and_pipeline_parallelism();
+  void traffic_and_memory_follow_the_formulas();
   void layouts_it_cannot_split_are_refused();
 };
 
@@ -113,6 +121,78 @@ void TestTensorParallel::losses_and_norms_match_single_rank() {
   QVERIFY(split.losses.back() < split.losses.front() - 0.5);  // it trains
 }
 
+void TestTensorParallel::with_data_and_pipeline_parallelism_data() {
+  QTest::addColumn<int>("dp");
+  QTest::addColumn<int>("pp");
+  QTest::addColumn<int>("schedule");
+  QTest::newRow("dp 2 x tp 2, DDP") << 2 << 1 << int(PipelineScheduleKind::one_f_one_b);
+  QTest::newRow("tp 2 x pp 2, GPipe") << 1 << 2 << int(PipelineScheduleKind::gpipe);
+  QTest::newRow("tp 2 x pp 2, 1F1B") << 1 << 2 << int(PipelineScheduleKind::one_f_one_b);
+}
+
+// dp groups are the ranks with the same tp index (DDP averages each tp
+// slice over its replicas); a pipeline's stages pass whole activations
+// between the same tp ranks, and the tied embedding's slices are summed
+// between the first and the last stage of each tp rank.
+void TestTensorParallel::with_data_and_pipeline_parallelism() {
+  QFETCH(int, dp);
+  QFETCH(int, pp);
+  QFETCH(int, schedule);
+  const Trace single = trace_of(base_config(1));
+  RunConfig c = base_config(2);
+  c.layout[Axis::dp] = dp;
+  c.layout[Axis::pp] = pp;
+  c.micro_batches = pp > 1 ? 2 : 1;
+  c.schedule = static_cast<PipelineScheduleKind>(schedule);
+  const Trace split = trace_of(c);
+  QCOMPARE(split.losses.size(), single.losses.size());
+  const double loss_error = worst_relative_difference(split.losses, single.losses);
+  const double norm_error = worst_relative_difference(split.norms, single.norms);
+  qInfo("dp %d x tp 2 x pp %d: worst relative difference over 20 steps: loss %.3g, gradient norm %.3g", dp, pp,
+        loss_error, norm_error);
+  QVERIFY2(loss_error < 2e-5, qPrintable(QString::number(loss_error)));
+  QVERIFY2(norm_error < 2e-5, qPrintable(QString::number(norm_error)));
+}
+
+// The events of every layer's f and g: each rank sends 4 · 2(t−1)/t · b·s·h · 4
+// bytes per layer per micro-batch; the ledger holds the tp slice's model
+// states, as the sharding plan counts them (Ψ per tp rank, not the model's).
+void TestTensorParallel::traffic_and_memory_follow_the_formulas() {
+  RunConfig c = base_config(2);
+  c.layout[Axis::pp] = 2;
+  c.micro_batches = 2;
+  c.steps = 2;
+  test::CollectingSink sink;
+  Trainer trainer(c, &sink);
+  trainer.run([](const StepMetrics&) {});
+  const std::vector<Event> events = sink.events();
+  const LayerTraffic sent = measure_tensor_parallel_traffic(events, 2);
+  const TensorParallelTraffic formula = tensor_parallel_layer_traffic(2, c.micro_batch_size(), c.seq, 128);
+  QCOMPARE(formula.bytes, std::int64_t{4 * 2 * 1 * (4 * 32 * 128 * 4) / 2});
+  QCOMPARE(sent.size(), std::size_t{4 * 2 * 2});  // 4 ranks x 2 layers of their stage x 2 micro-batches
+  for (const auto& [key, bytes] : sent) {
+    const auto [rank, unit, micro_batch] = key;
+    QVERIFY2(bytes == formula.bytes, qPrintable(QString("rank %1 unit %2 micro-batch %3: %4 bytes, formula %5")
+                                                    .arg(rank)
+                                                    .arg(unit)
+                                                    .arg(micro_batch)
+                                                    .arg(bytes)
+                                                    .arg(formula.bytes)));
+  }
+  qInfo("tp 2 x pp 2: %lld bytes sent per rank per layer per micro-batch (%s with %s)",
+        static_cast<long long>(formula.bytes), formula.formula.c_str(), formula.values.c_str());
+  const ShardingPlan& plan = trainer.plan();
+  for (int r = 0; r < 4; ++r)
+    for (const MemoryCategory m :
+         {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
+      QCOMPARE(trainer.ledger(r).current()[m], plan.rank(r).model_state_bytes[m]);
+  // Stage 0 of a tp rank: half of every split matrix, the replicated parameters whole.
+  QCOMPARE(plan.rank(0).stage_parameters, trainer.model(0).parameter_count());
+  RunConfig one = c;
+  one.layout[Axis::tp] = 1;
+  QVERIFY(plan.rank(0).stage_parameters < make_sharding_plan(one).rank(0).stage_parameters);
+}
+
 void TestTensorParallel::layouts_it_cannot_split_are_refused() {
   auto refused = [](RunConfig c, const char* fragment) {
     try {
@@ -124,12 +204,6 @@ void TestTensorParallel::layouts_it_cannot_split_are_refused() {
   };
   refused(base_config(3), "--tp 3: the 4 attention heads of gpt-tiny do not split over 3 tensor-parallel ranks");
   RunConfig c = base_config(2);
-  c.layout[Axis::dp] = 2;
-  refused(c, "--tp 2 with --dp 2 is not built yet");
-  c = base_config(2);
-  c.layout[Axis::pp] = 2;
-  refused(c, "--tp 2 with --pp 2 is not built yet");
-  c = base_config(2);
   c.zero_stage = 3;
   refused(c, "--tp 2 with --zero 3 is not built yet");
   c = base_config(2);
