@@ -319,8 +319,9 @@ void print_tensor_parallel_traffic(const Trainer& trainer, const RunConfig& conf
   if (measured.empty()) return;
   std::vector<std::int64_t> sent;
   for (const auto& [key, bytes] : measured) sent.push_back(bytes);
-  const TensorParallelTraffic f = tensor_parallel_layer_traffic(config.layout.tp(), config.micro_batch_size(),
-                                                                config.seq, trainer.model().config().channels);
+  const TensorParallelTraffic f =
+      tensor_parallel_layer_traffic(config.layout.tp(), config.micro_batch_size(), config.seq,
+                                    trainer.model().config().channels, 4, config.checkpoint);
   std::printf(
       "tensor-parallel bytes sent per rank per layer per micro-batch: %s (step %lld; formula %s = %s with %s)\n",
       per_rank_text(sent).c_str(), static_cast<long long>(step), f.formula.c_str(), grouped(f.bytes).c_str(),

@@ -125,30 +125,40 @@ void TestTensorParallel::with_data_and_pipeline_parallelism_data() {
   QTest::addColumn<int>("dp");
   QTest::addColumn<int>("pp");
   QTest::addColumn<int>("schedule");
-  QTest::newRow("dp 2 x tp 2, DDP") << 2 << 1 << int(PipelineScheduleKind::one_f_one_b);
-  QTest::newRow("tp 2 x pp 2, GPipe") << 1 << 2 << int(PipelineScheduleKind::gpipe);
-  QTest::newRow("tp 2 x pp 2, 1F1B") << 1 << 2 << int(PipelineScheduleKind::one_f_one_b);
+  QTest::addColumn<int>("zero");
+  QTest::addColumn<bool>("checkpoint");
+  const int gpipe = int(PipelineScheduleKind::gpipe), one_f_one_b = int(PipelineScheduleKind::one_f_one_b);
+  QTest::newRow("dp 2 x tp 2, DDP") << 2 << 1 << one_f_one_b << 0 << false;
+  QTest::newRow("tp 2 x pp 2, GPipe") << 1 << 2 << gpipe << 0 << false;
+  QTest::newRow("tp 2 x pp 2, 1F1B") << 1 << 2 << one_f_one_b << 0 << false;
+  QTest::newRow("dp 2 x tp 2 x pp 2, ZeRO-1, 1F1B") << 2 << 2 << one_f_one_b << 1 << false;
+  QTest::newRow("tp 2, activation checkpointing") << 1 << 1 << one_f_one_b << 0 << true;
 }
 
 // dp groups are the ranks with the same tp index (DDP averages each tp
 // slice over its replicas); a pipeline's stages pass whole activations
 // between the same tp ranks, and the tied embedding's slices are summed
-// between the first and the last stage of each tp rank.
+// between the first and the last stage of each tp rank. ZeRO-1 shards each
+// tp slice's optimizer states over its dp group.
 void TestTensorParallel::with_data_and_pipeline_parallelism() {
   QFETCH(int, dp);
   QFETCH(int, pp);
   QFETCH(int, schedule);
+  QFETCH(int, zero);
+  QFETCH(bool, checkpoint);
   const Trace single = trace_of(base_config(1));
   RunConfig c = base_config(2);
   c.layout[Axis::dp] = dp;
   c.layout[Axis::pp] = pp;
   c.micro_batches = pp > 1 ? 2 : 1;
   c.schedule = static_cast<PipelineScheduleKind>(schedule);
+  c.zero_stage = zero;
+  c.checkpoint = checkpoint;  // the recompute repeats the layer's forward all-reduces
   const Trace split = trace_of(c);
   QCOMPARE(split.losses.size(), single.losses.size());
   const double loss_error = worst_relative_difference(split.losses, single.losses);
   const double norm_error = worst_relative_difference(split.norms, single.norms);
-  qInfo("dp %d x tp 2 x pp %d: worst relative difference over 20 steps: loss %.3g, gradient norm %.3g", dp, pp,
+  qInfo("%s: worst relative difference over 20 steps: loss %.3g, gradient norm %.3g", QTest::currentDataTag(),
         loss_error, norm_error);
   QVERIFY2(loss_error < 2e-5, qPrintable(QString::number(loss_error)));
   QVERIFY2(norm_error < 2e-5, qPrintable(QString::number(norm_error)));
@@ -191,6 +201,20 @@ void TestTensorParallel::traffic_and_memory_follow_the_formulas() {
   RunConfig one = c;
   one.layout[Axis::tp] = 1;
   QVERIFY(plan.rank(0).stage_parameters < make_sharding_plan(one).rank(0).stage_parameters);
+
+  // Activation checkpointing: the recompute runs each layer's 2 forward all-reduces again.
+  RunConfig recomputed = base_config(2);
+  recomputed.checkpoint = true;
+  recomputed.steps = 2;
+  test::CollectingSink recompute_sink;
+  Trainer(recomputed, &recompute_sink).run([](const StepMetrics&) {});
+  const TensorParallelTraffic six =
+      tensor_parallel_layer_traffic(2, recomputed.micro_batch_size(), recomputed.seq, 128, 4, /*recompute=*/true);
+  QCOMPARE(six.bytes, formula.bytes * 2 * 6 / 4);  // micro-batch 8 instead of 4, 6 all-reduces instead of 4
+  const std::vector<Event> recompute_events = recompute_sink.events();
+  const LayerTraffic recompute_sent = measure_tensor_parallel_traffic(recompute_events, 2);
+  QCOMPARE(recompute_sent.size(), std::size_t{2 * 4});  // 2 ranks x 4 layers x 1 micro-batch
+  for (const auto& [key, bytes] : recompute_sent) QCOMPARE(bytes, six.bytes);
 }
 
 void TestTensorParallel::layouts_it_cannot_split_are_refused() {
@@ -209,9 +233,6 @@ void TestTensorParallel::layouts_it_cannot_split_are_refused() {
   c = base_config(2);
   c.precision = Precision::bf16;
   refused(c, "--tp 2 with --precision bf16 is not built yet");
-  c = base_config(2);
-  c.checkpoint = true;
-  refused(c, "--tp 2 with --checkpoint is not built yet");
   c = base_config(2);
   c.model = "bert-tiny";
   refused(c, "--tp 2 with --model bert-tiny (BERT) is not built yet");
