@@ -86,15 +86,14 @@ void validate_tensor_parallel(const RunConfig& c, const ModelConfig& model) {
           "{tp} " + t + "：" + model.name + " 的词表（" + str(model.vocab) + "）无法均分到 " + t +
               " 个张量并行 rank（词表并行嵌入给每个 rank vocab / tp 行）");
   const auto not_yet = [&](bool refused, const std::string& with_en, const std::string& with_zh) {
-    require(
-        !refused,
-        "{tp} " + t + " with " + with_en +
-            " is not built yet (tensor parallelism trains GPT in fp32 on CPU threads, with DDP or ZeRO-1 "
-            "and pipelines, for now)",
-        "{tp} " + t + " 与 " + with_zh +
-            " 的组合尚未实现（张量并行目前只在 CPU 线程上以 fp32 训练 GPT，可与 DDP 或 ZeRO-1 以及流水线并行组合）");
+    require(!refused,
+            "{tp} " + t + " with " + with_en +
+                " is not built yet (tensor parallelism trains GPT and BERT in fp32 on CPU threads, with DDP or ZeRO-1 "
+                "and pipelines, for now)",
+            "{tp} " + t + " 与 " + with_zh +
+                " 的组合尚未实现（张量并行目前只在 CPU 线程上以 fp32 训练 GPT 和 BERT，可与 DDP 或 ZeRO-1 "
+                "以及流水线并行组合）");
   };
-  not_yet(model.kind != ModelKind::gpt, "{model} " + model.name + " (BERT)", "{model} " + model.name + "（BERT）");
   require(
       c.dp_mode != DataParallelMode::naive,
       "{tp} " + t +

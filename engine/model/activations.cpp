@@ -68,7 +68,7 @@ void carve_scratch(BackwardScratch& s, const ModelConfig& c, int B, int T, bool 
   const std::int64_t BT = static_cast<std::int64_t>(B) * T, C = c.channels;
   s.d_res = k.take(BT * C);
   s.d_a = k.take(BT * C);
-  s.d_qkv = k.take(BT * 3 * C / tp);
+  s.d_qkv = k.take(BT * std::max<std::int64_t>(3 * C / tp, C));  // BERT's head backward uses it as (B, T, C)
   s.d_fc = k.take(BT * 4 * C / tp);
   s.d_probs = k.take(attention_scratch_floats(kernel, B, c.heads / tp, T));
   s.d_logits = head ? k.take(BT * (c.vocab / tp)) : nullptr;

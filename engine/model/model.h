@@ -248,9 +248,12 @@ class Model {
   void row_parallel_forward(float* out, const float* in, const float* weight, const float* bias, int rows, int in_f,
                             int out_f, int layer);
   // f before a column-parallel linear, backward: the linear's backward, then
-  // the input gradient d_in (rows, in_f) summed over the group.
+  // the input gradient d_in (rows, in_f) summed over the group. `accumulate`:
+  // d_in += it (a residual's gradient already there), the partial sum made in
+  // `partial` (rows, in_f) first, which tensor parallelism then needs.
   void column_parallel_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
-                                const float* weight, int rows, int in_f, int out_f, int layer);
+                                const float* weight, int rows, int in_f, int out_f, int layer, bool accumulate = false,
+                                float* partial = nullptr);
   // The (vocabulary-parallel) token + position embedding into out (B*T, C), and its backward.
   void token_embedding_forward(float* out, const Batch& batch);
   void token_embedding_backward(const float* d_out, const Batch& batch);

@@ -63,7 +63,7 @@ ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& s
     add("mlm.dense.bias", {C}, false);
     add("mlm.ln.weight", {C}, false);
     add("mlm.ln.bias", {C}, false);
-    add("mlm.decoder_bias", {V}, false);
+    add("mlm.decoder_bias", {V}, false, rows);  // the bias of this rank's vocabulary slice of the logits
     if (config.pooler) {
       add("pooler.dense.weight", {C, C}, true);
       add("pooler.dense.bias", {C}, false);

@@ -36,48 +36,69 @@ void Model::row_parallel_forward(float* out, const float* in, const float* weigh
 }
 
 void Model::column_parallel_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
-                                     const float* weight, int rows, int in_f, int out_f, int layer) {
-  backend_.linear_backward(d_in, d_weight, d_bias, d_out, in, weight, rows, in_f, out_f);
-  // f's backward: every rank's output columns contributed to the input's gradient.
-  if (tp_size() > 1)
-    tp_group_->all_reduce_sum(d_in, static_cast<std::int64_t>(rows) * in_f, at_layer(event_base_, layer));
+                                     const float* weight, int rows, int in_f, int out_f, int layer, bool accumulate,
+                                     float* partial) {
+  if (tp_size() == 1) {
+    backend_.linear_backward(d_in, d_weight, d_bias, d_out, in, weight, rows, in_f, out_f, accumulate);
+    return;
+  }
+  // f's backward: every rank's output columns contributed to the input's
+  // gradient, so the partial sums are summed over the group (and only they:
+  // a residual gradient already in d_in is whole on every rank).
+  const std::int64_t n = static_cast<std::int64_t>(rows) * in_f;
+  float* sum = accumulate ? partial : d_in;
+  backend_.linear_backward(sum, d_weight, d_bias, d_out, in, weight, rows, in_f, out_f);
+  tp_group_->all_reduce_sum(sum, n, at_layer(event_base_, layer));
+  if (accumulate) backend_.add(d_in, d_in, sum, n);
 }
 
 void Model::token_embedding_forward(float* out, const Batch& batch) {
   const int B = batch.B, T = batch.T, C = config_.channels;
+  const bool bert = config_.kind == ModelKind::bert;  // BERT adds segment (token type) embeddings
   if (tp_size() == 1) {
-    backend_.embedding_forward(out, batch.input_ids, nullptr, w_.tokens, w_.positions, nullptr, B, T, C);
+    backend_.embedding_forward(out, batch.input_ids, bert ? batch.token_type_ids : nullptr, w_.tokens, w_.positions,
+                               bert ? w_.token_types : nullptr, B, T, C);
     return;
   }
   // Rank i holds token rows [i V/t, (i + 1) V/t): the rank that owns a token
-  // writes its row plus the position, the others 0, and the sum over the group
-  // is the whole embedding (each position added once, by the owner).
+  // writes its row plus the position (and segment), the others 0, and the sum
+  // over the group is the whole embedding (the replicated tables added once, by the owner).
   const std::int64_t first = static_cast<std::int64_t>(stage_.tp_rank) * (config_.vocab / tp_size());
   const std::int64_t owned = config_.vocab / tp_size();
   for (std::int64_t r = 0; r < static_cast<std::int64_t>(B) * T; ++r) {
     const std::int64_t local = batch.input_ids[r] - first;
     float* row = out + r * C;
+    const bool mine = local >= 0 && local < owned;
     const float* token = w_.tokens + local * C;
     const float* position = w_.positions + (r % T) * C;
-    for (int c = 0; c < C; ++c) row[c] = local >= 0 && local < owned ? token[c] + position[c] : 0.0f;
+    for (int c = 0; c < C; ++c) row[c] = mine ? token[c] + position[c] : 0.0f;
+    if (!bert || !mine) continue;
+    const float* type = w_.token_types + static_cast<std::int64_t>(batch.token_type_ids[r]) * C;
+    for (int c = 0; c < C; ++c) row[c] += type[c];
   }
   tp_group_->all_reduce_sum(out, static_cast<std::int64_t>(B) * T * C, at_layer(event_base_, -1));
 }
 
 void Model::token_embedding_backward(const float* d_out, const Batch& batch) {
   const int B = batch.B, T = batch.T, C = config_.channels;
+  const bool bert = config_.kind == ModelKind::bert;
   if (tp_size() == 1) {
-    backend_.embedding_backward(dw_.tokens, dw_.positions, nullptr, d_out, batch.input_ids, nullptr, B, T, C);
+    backend_.embedding_backward(dw_.tokens, dw_.positions, bert ? dw_.token_types : nullptr, d_out, batch.input_ids,
+                                bert ? batch.token_type_ids : nullptr, B, T, C);
     return;
   }
   // d_out is whole on every rank: each adds it to the token rows it owns, and
-  // to the (replicated) positions.
+  // to the (replicated) positions and segments.
   const std::int64_t first = static_cast<std::int64_t>(stage_.tp_rank) * (config_.vocab / tp_size());
   const std::int64_t owned = config_.vocab / tp_size();
   for (std::int64_t r = 0; r < static_cast<std::int64_t>(B) * T; ++r) {
     const float* g = d_out + r * C;
     float* position = dw_.positions + (r % T) * C;
     for (int c = 0; c < C; ++c) position[c] += g[c];
+    if (bert) {
+      float* type = dw_.token_types + static_cast<std::int64_t>(batch.token_type_ids[r]) * C;
+      for (int c = 0; c < C; ++c) type[c] += g[c];
+    }
     const std::int64_t local = batch.input_ids[r] - first;
     if (local < 0 || local >= owned) continue;
     float* token = dw_.tokens + local * C;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Tensor parallelism (Megatron-LM) against the single-rank run: tp ranks start
+// Tensor parallelism (Megatron-LM) against the single-rank run, GPT and BERT: tp ranks start
 // with the slices of the one model's initialisation and train the same model,
 // so the fp32 losses and gradient norms match it within float tolerance, with
 // DDP and pipelines too; its collectives send the bytes of the formula and the
@@ -22,9 +22,9 @@ namespace {
 
 // Short sequences and a small batch: 20 steps of gpt-tiny in a few seconds
 // (batch 4 wobbles more: a step whose gradient norm jumps magnifies float noise).
-RunConfig base_config(int tp) {
+RunConfig base_config(int tp, const char* model = "gpt-tiny") {
   RunConfig c;
-  c.model = "gpt-tiny";
+  c.model = model;
   c.steps = 20;
   c.batch = 8;
   c.seq = 32;
@@ -99,23 +99,29 @@ void TestTensorParallel::ranks_start_with_slices_of_the_single_rank_model() {
 }
 
 void TestTensorParallel::losses_and_norms_match_single_rank_data() {
+  QTest::addColumn<QString>("model");
   QTest::addColumn<int>("tp");
-  QTest::newRow("tp 2") << 2;
-  QTest::newRow("tp 4") << 4;
+  QTest::newRow("gpt-tiny tp 2") << "gpt-tiny" << 2;
+  QTest::newRow("gpt-tiny tp 4") << "gpt-tiny" << 4;
+  QTest::newRow("bert-tiny tp 2") << "bert-tiny" << 2;  // its 2 heads: tp 4 is refused
+  QTest::newRow("bert-mini tp 4") << "bert-mini" << 4;
 }
 
 // fp32, 20 steps: the column- and row-parallel layers, the vocabulary-parallel
 // embedding and loss, and the gradient norm that counts replicated parameters
 // once reproduce the single rank within 2e-5 relative.
 void TestTensorParallel::losses_and_norms_match_single_rank() {
+  QFETCH(QString, model);
   QFETCH(int, tp);
-  const Trace single = trace_of(base_config(1));
-  const Trace split = trace_of(base_config(tp));
+  const std::string name = model.toStdString();
+  const Trace single = trace_of(base_config(1, name.c_str()));
+  const Trace split = trace_of(base_config(tp, name.c_str()));
   QCOMPARE(split.losses.size(), std::size_t{20});
   QCOMPARE(split.losses.size(), single.losses.size());
   const double loss_error = worst_relative_difference(split.losses, single.losses);
   const double norm_error = worst_relative_difference(split.norms, single.norms);
-  qInfo("tp %d: worst relative difference over 20 steps: loss %.3g, gradient norm %.3g", tp, loss_error, norm_error);
+  qInfo("%s: worst relative difference over 20 steps: loss %.3g, gradient norm %.3g", QTest::currentDataTag(),
+        loss_error, norm_error);
   QVERIFY2(loss_error < 2e-5, qPrintable(QString::number(loss_error)));
   QVERIFY2(norm_error < 2e-5, qPrintable(QString::number(norm_error)));
   QVERIFY(split.losses.back() < split.losses.front() - 0.5);  // it trains
@@ -233,9 +239,7 @@ void TestTensorParallel::layouts_it_cannot_split_are_refused() {
   c = base_config(2);
   c.precision = Precision::bf16;
   refused(c, "--tp 2 with --precision bf16 is not built yet");
-  c = base_config(2);
-  c.model = "bert-tiny";
-  refused(c, "--tp 2 with --model bert-tiny (BERT) is not built yet");
+  refused(base_config(4, "bert-tiny"), "--tp 4: the 2 attention heads of bert-tiny do not split over 4");
   c = base_config(2);
   c.dp_mode = DataParallelMode::naive;
   refused(c, "--tp 2 with --dp-mode naive is refused");
