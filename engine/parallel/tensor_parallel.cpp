@@ -36,16 +36,17 @@ std::unique_ptr<TensorParallelGroup> make_tensor_parallel_group(Communicator& tp
   return std::make_unique<CommunicatorGroup>(tp);
 }
 
-float tensor_parallel_sum_of_squares(Backend& backend, const ParameterLayout& layout, const float* grads,
-                                     std::int64_t begin, std::int64_t end, Communicator* tp, const CommTag& tag) {
-  if (tp == nullptr) return static_cast<float>(backend.sum_of_squares(grads + begin, end - begin));
-  double squares = 0.0;
+float tensor_parallel_sum_of_squares(const ParameterLayout& layout, std::int64_t begin, std::int64_t end,
+                                     const std::function<double(std::int64_t, std::int64_t)>& squares, Communicator* tp,
+                                     const CommTag& tag) {
+  if (tp == nullptr) return static_cast<float>(squares(begin, end - begin));
+  double mine = 0.0;
   for (const ParameterEntry& e : layout.entries()) {
     const std::int64_t from = std::max(begin, e.offset), to = std::min(end, e.offset + e.numel);
     if (from >= to || (e.split == TensorSplit::replicated && tp->rank() != 0)) continue;
-    squares += backend.sum_of_squares(grads + from, to - from);
+    mine += squares(from, to - from);
   }
-  auto total = static_cast<float>(squares);
+  auto total = static_cast<float>(mine);
   tp->all_reduce_host(&total, 1, ReduceOp::sum, tag);
   return total;
 }

@@ -8,11 +8,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "model/parameter_layout.h"
 #include "model/tensor_parallel.h"
-#include "ops/backend.h"
 #include "parallel/communicator.h"
 
 namespace shardscope {
@@ -23,9 +23,11 @@ std::unique_ptr<TensorParallelGroup> make_tensor_parallel_group(Communicator& tp
 // The sum of squares of the gradients in the flat range [begin, end) of
 // `layout` over the tp group: split parameters (TensorSplit rows, columns)
 // from every rank, replicated ones (equal on every tp rank) from tp rank 0
-// only, summed with all_reduce_host. Without tensor parallelism (tp null) the
-// plain sum of squares over the range.
-float tensor_parallel_sum_of_squares(Backend& backend, const ParameterLayout& layout, const float* grads,
-                                     std::int64_t begin, std::int64_t end, Communicator* tp, const CommTag& tag);
+// only, summed with all_reduce_host. `squares(offset, count)`: the rank's sum
+// over a flat range of its gradients (fp32 or 16-bit). Without tensor
+// parallelism (tp null) squares(begin, end - begin), as a float.
+float tensor_parallel_sum_of_squares(const ParameterLayout& layout, std::int64_t begin, std::int64_t end,
+                                     const std::function<double(std::int64_t, std::int64_t)>& squares, Communicator* tp,
+                                     const CommTag& tag);
 
 }  // namespace shardscope

@@ -76,10 +76,12 @@ void DataParallelStrategy::flat_update(TrainerRank& rank, std::int64_t begin, st
   void* grads = whole_gradients(rank);
   // Tensor parallelism: the slices of the split parameters from every tp rank,
   // the replicated ones once (parallel/tensor_parallel.h).
-  float squares = mixed ? static_cast<float>(rank.backend->sum_of_squares_16(
-                              rank.dtype, static_cast<const std::uint16_t*>(grads) + begin, end - begin))
-                        : tensor_parallel_sum_of_squares(*rank.backend, model.layout(), model.grads(), begin, end,
-                                                         rank.tp_comm, tag);
+  Backend& be = *rank.backend;
+  const auto range_squares = [&](std::int64_t offset, std::int64_t count) {
+    return mixed ? be.sum_of_squares_16(rank.dtype, static_cast<const std::uint16_t*>(grads) + offset, count)
+                 : be.sum_of_squares(model.grads() + offset, count);
+  };
+  float squares = tensor_parallel_sum_of_squares(model.layout(), begin, end, range_squares, rank.tp_comm, tag);
   if (sharded) rank.dp_comm->all_reduce_host(&squares, 1, ReduceOp::sum, tag);
   sum_over_stages(rank, squares, tag);
   rank.grad_norm = std::sqrt(static_cast<double>(squares)) / rank.loss_scale;
