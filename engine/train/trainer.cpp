@@ -75,9 +75,6 @@ Trainer::Trainer(RunPlanPtr run, EventSink* sink, RankDeviceFactory devices, Ran
       sink_(sink),
       process_(std::move(process)) {
   if (process_.clock_origin_ns) clock_ = RunClock(*process_.clock_origin_ns);
-  if (process_.active() && plan_->grid().tp() > 1)
-    throw ConfigError("--tp " + std::to_string(plan_->grid().tp()) +
-                      " under mpirun is not built yet (tensor parallelism runs on threads of one process for now)");
   world_ = InProcessWorld::create(plan_->grid().world_size(), sink_, &clock_);
   const bool probed = !devices && config_.device == "cuda";
   if (probed) devices = cuda_devices();  // empty (the CPU) when no GPU is usable: device_note_ says why
