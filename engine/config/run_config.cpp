@@ -88,10 +88,10 @@ void validate_tensor_parallel(const RunConfig& c, const ModelConfig& model) {
   const auto not_yet = [&](bool refused, const std::string& with_en, const std::string& with_zh) {
     require(!refused,
             "{tp} " + t + " with " + with_en +
-                " is not built yet (tensor parallelism trains GPT and BERT on CPU threads, with DDP or ZeRO-1 "
+                " is not built yet (tensor parallelism trains GPT and BERT on CPU ranks, with DDP or ZeRO "
                 "and pipelines, for now)",
             "{tp} " + t + " 与 " + with_zh +
-                " 的组合尚未实现（张量并行目前只在 CPU 线程上训练 GPT 和 BERT，可与 DDP 或 ZeRO-1 "
+                " 的组合尚未实现（张量并行目前只在 CPU rank 上训练 GPT 和 BERT，可与 DDP 或 ZeRO "
                 "以及流水线并行组合）");
   };
   require(
@@ -100,7 +100,6 @@ void validate_tensor_parallel(const RunConfig& c, const ModelConfig& model) {
           " with {dp_mode} naive is refused: tensor parallelism runs with DDP (Megatron-LM has no "
           "DataParallel replicas)",
       "{tp} " + t + " 不能与 {dp_mode} naive 一起用：张量并行与 DDP 一起运行（Megatron-LM 没有 DataParallel 副本）");
-  not_yet(c.zero_stage > 1, "{zero} " + str(c.zero_stage), "{zero} " + str(c.zero_stage));  // ZeRO-1 runs
   not_yet(c.device != "cpu", "{device} " + c.device, "{device} " + c.device);
   not_yet(!c.init_from.empty(), "{init_from}", "{init_from}");
   not_yet(!c.save_dir.empty(), "{save_dir}", "{save_dir}");

@@ -36,17 +36,23 @@ std::unique_ptr<TensorParallelGroup> make_tensor_parallel_group(Communicator& tp
   return std::make_unique<CommunicatorGroup>(tp);
 }
 
+double tensor_parallel_squares(const ParameterLayout& layout, std::int64_t begin, std::int64_t end,
+                               const std::function<double(std::int64_t, std::int64_t)>& squares,
+                               bool count_replicated) {
+  double mine = 0.0;
+  for (const ParameterEntry& e : layout.entries()) {
+    const std::int64_t from = std::max(begin, e.offset), to = std::min(end, e.offset + e.numel);
+    if (from >= to || (e.split == TensorSplit::replicated && !count_replicated)) continue;
+    mine += squares(from, to - from);
+  }
+  return mine;
+}
+
 float tensor_parallel_sum_of_squares(const ParameterLayout& layout, std::int64_t begin, std::int64_t end,
                                      const std::function<double(std::int64_t, std::int64_t)>& squares, Communicator* tp,
                                      const CommTag& tag) {
   if (tp == nullptr) return static_cast<float>(squares(begin, end - begin));
-  double mine = 0.0;
-  for (const ParameterEntry& e : layout.entries()) {
-    const std::int64_t from = std::max(begin, e.offset), to = std::min(end, e.offset + e.numel);
-    if (from >= to || (e.split == TensorSplit::replicated && tp->rank() != 0)) continue;
-    mine += squares(from, to - from);
-  }
-  auto total = static_cast<float>(mine);
+  auto total = static_cast<float>(tensor_parallel_squares(layout, begin, end, squares, tp->rank() == 0));
   tp->all_reduce_host(&total, 1, ReduceOp::sum, tag);
   return total;
 }

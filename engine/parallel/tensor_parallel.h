@@ -20,6 +20,13 @@ namespace shardscope {
 // The model's TensorParallelGroup over `tp` (the group of one (stage, dp rank)).
 std::unique_ptr<TensorParallelGroup> make_tensor_parallel_group(Communicator& tp);
 
+// This rank's part of the sum of squares of the gradients in the flat range
+// [begin, end) of `layout`: split parameters always, replicated ones (equal
+// on every tp rank) only where `count_replicated` (tp rank 0).
+// `squares(offset, count)`: the rank's sum over a flat range of its gradients.
+double tensor_parallel_squares(const ParameterLayout& layout, std::int64_t begin, std::int64_t end,
+                               const std::function<double(std::int64_t, std::int64_t)>& squares, bool count_replicated);
+
 // The sum of squares of the gradients in the flat range [begin, end) of
 // `layout` over the tp group: split parameters (TensorSplit rows, columns)
 // from every rank, replicated ones (equal on every tp rank) from tp rank 0

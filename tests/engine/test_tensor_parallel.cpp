@@ -142,13 +142,16 @@ void TestTensorParallel::with_data_and_pipeline_parallelism_data() {
   QTest::newRow("tp 2 x pp 2, 1F1B") << 1 << 2 << one_f_one_b << 0 << false;
   QTest::newRow("dp 2 x tp 2 x pp 2, ZeRO-1, 1F1B") << 2 << 2 << one_f_one_b << 1 << false;
   QTest::newRow("tp 2, activation checkpointing") << 1 << 1 << one_f_one_b << 0 << true;
+  QTest::newRow("dp 2 x tp 2, ZeRO-2") << 2 << 1 << one_f_one_b << 2 << false;
+  QTest::newRow("dp 2 x tp 2, ZeRO-3, checkpointing") << 2 << 1 << one_f_one_b << 3 << true;
 }
 
 // dp groups are the ranks with the same tp index (DDP averages each tp
 // slice over its replicas); a pipeline's stages pass whole activations
 // between the same tp ranks, and the tied embedding's slices are summed
 // between the first and the last stage of each tp rank. ZeRO-1 shards each
-// tp slice's optimizer states over its dp group.
+// tp slice's optimizer states over its dp group, ZeRO-2/3 each slice's units
+// (the norm then counts the chunks' replicated parameters once over tp).
 void TestTensorParallel::with_data_and_pipeline_parallelism() {
   QFETCH(int, dp);
   QFETCH(int, pp);
@@ -180,6 +183,7 @@ void TestTensorParallel::sixteen_bit_trains_like_one_rank_data() {
   QTest::newRow("bf16 tp 2") << int(Precision::bf16) << 1 << 1;
   QTest::newRow("fp16 tp 2") << int(Precision::fp16) << 1 << 1;
   QTest::newRow("bf16 dp 2 x tp 2 x pp 2, ZeRO-1") << int(Precision::bf16) << 2 << 2;
+  QTest::newRow("fp16 dp 2 x tp 2, ZeRO-3") << int(Precision::fp16) << 2 << 1;
 }
 
 // Mixed precision: the 16-bit copies of each slice, fp32 masters and the
@@ -197,7 +201,7 @@ void TestTensorParallel::sixteen_bit_trains_like_one_rank() {
   c.layout[Axis::dp] = dp;
   c.layout[Axis::pp] = pp;
   c.micro_batches = pp;
-  c.zero_stage = dp > 1 ? 1 : 0;
+  c.zero_stage = dp > 1 ? (pp > 1 ? 1 : 3) : 0;
   const Trace single = trace_of(one);
   Trainer trainer(c);
   Trace split;
@@ -295,8 +299,6 @@ void TestTensorParallel::layouts_it_cannot_split_are_refused() {
   };
   refused(base_config(3), "--tp 3: the 4 attention heads of gpt-tiny do not split over 3 tensor-parallel ranks");
   RunConfig c = base_config(2);
-  c.zero_stage = 3;
-  refused(c, "--tp 2 with --zero 3 is not built yet");
   refused(base_config(4, "bert-tiny"), "--tp 4: the 2 attention heads of bert-tiny do not split over 4");
   c = base_config(2);
   c.dp_mode = DataParallelMode::naive;
