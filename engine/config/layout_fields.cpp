@@ -53,16 +53,16 @@ void add_layout_fields(std::vector<RunField>& f) {
                .saved = Saved::never,
                .get = get_member<&RunConfig::threads>,
                .set = set_member<&RunConfig::threads>});
-  f.push_back(
-      {.key = "ranks",
-       .flag = "--ranks",
-       .value_name = "N",
-       .help = {"Ranks in all; must equal --dp x --pp (0: dp x pp)", "rank 总数；必须等于 dp × pp（0：dp × pp）"},
-       .min = 0,
-       .max = 4096,
-       .saved = Saved::never,
-       .get = get_member<&RunConfig::ranks>,
-       .set = set_member<&RunConfig::ranks>});
+  f.push_back({.key = "ranks",
+               .flag = "--ranks",
+               .value_name = "N",
+               .help = {"Ranks in all; must equal --dp x --pp x --tp (0: their product)",
+                        "rank 总数；必须等于 dp × pp × tp（0：三者之积）"},
+               .min = 0,
+               .max = 4096,
+               .saved = Saved::never,
+               .get = get_member<&RunConfig::ranks>,
+               .set = set_member<&RunConfig::ranks>});
   f.push_back(
       {.key = "dp",
        .flag = "--dp",
