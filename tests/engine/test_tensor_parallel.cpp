@@ -64,6 +64,7 @@ class TestTensorParallel : public QObject {
   void losses_and_norms_match_single_rank();
   void with_data_and_pipeline_parallelism_data();
   void with_data_and_pipeline_parallelism();
+  void evaluation_matches_single_rank();
   void init_from_a_hugging_face_model_splits_its_weights();
   void sixteen_bit_trains_like_one_rank_data();
   void sixteen_bit_trains_like_one_rank();
@@ -175,6 +176,30 @@ void TestTensorParallel::with_data_and_pipeline_parallelism() {
         loss_error, norm_error);
   QVERIFY2(loss_error < 2e-5, qPrintable(QString::number(loss_error)));
   QVERIFY2(norm_error < 2e-5, qPrintable(QString::number(norm_error)));
+}
+
+// Evaluation runs the same collectives forward only; the validation loss is
+// counted once per tp group (tp rank 0 of the last stage).
+void TestTensorParallel::evaluation_matches_single_rank() {
+  const auto eval_losses = [](RunConfig c) {
+    c.steps = 10;
+    c.eval_every = 5;
+    c.eval_batches = 2;
+    Trainer trainer(c);
+    std::vector<double> losses;
+    trainer.run([&](const StepMetrics& m) {
+      if (m.eval_loss) losses.push_back(*m.eval_loss);
+    });
+    return losses;
+  };
+  RunConfig c = base_config(2);
+  c.layout[Axis::pp] = 2;
+  c.micro_batches = 2;
+  const std::vector<double> single = eval_losses(base_config(1)), split = eval_losses(c);
+  QCOMPARE(split.size(), std::size_t{2});
+  QCOMPARE(split.size(), single.size());
+  QVERIFY2(worst_relative_difference(split, single) < 2e-5,
+           qPrintable(QString::number(worst_relative_difference(split, single))));
 }
 
 // --init-from: each tp rank takes its slices of the pretrained tensors
