@@ -29,11 +29,13 @@ void check_process_layout(const RunConfig& config, int processes, bool by_launch
   if (processes != config.world_size())
     throw ConfigError(std::string(by_launch ? "launch would start " : "mpirun started ") + std::to_string(processes) +
                       " processes but the layout has dp " + std::to_string(config.layout.dp()) + " x pp " +
-                      std::to_string(config.layout.pp()) + " = " + std::to_string(config.world_size()) + " ranks: " +
+                      std::to_string(config.layout.pp()) +
+                      (config.layout.tp() > 1 ? " x tp " + std::to_string(config.layout.tp()) : "") + " = " +
+                      std::to_string(config.world_size()) + " ranks: " +
                       (by_launch ? "give --nproc-per-node " + std::to_string(config.world_size()) +
                                        " (per machine of the hostfile: processes = nproc-per-node x machines)"
                                  : "run mpirun -np " + std::to_string(config.world_size())) +
-                      ", or change --dp / --pp");
+                      ", or change --dp / --pp" + (config.layout.tp() > 1 ? " / --tp" : ""));
   if (config.gpu_profile != "none")
     throw ConfigError("--gpu-profile under mpirun: ranks as processes run on the wall clock, and the GPU profile "
                       "times the virtual clock's spans; run the ranks as threads (without mpirun)");

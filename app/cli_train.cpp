@@ -36,6 +36,7 @@
 #include "model/model_config.h"
 #include "plan/data_parallel_traffic.h"
 #include "plan/sharding_plan.h"
+#include "plan/tensor_parallel_traffic.h"
 #include "train/checkpoint.h"
 #include "train/lost_work.h"
 #include "train/metrics_json.h"
@@ -129,19 +130,22 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
               std::string(model_kind_name(model.config().kind)).c_str(),
               static_cast<long long>(trainer.model_parameters()), model.config().channels, model.config().layers,
               model.config().heads, model.config().vocab);
-  if (config.layout.pp() > 1) std::printf("pipeline: %s\n", stage_parameters_text(trainer.plan()).c_str());
+  if (config.layout.pp() > 1)
+    std::printf("pipeline: %s%s\n", stage_parameters_text(trainer.plan()).c_str(),
+                config.layout.tp() > 1 ? " (on each tensor-parallel rank)" : "");
   if (!trainer.init_note().empty()) std::printf("init: %s\n", trainer.init_note().c_str());
   std::printf("data %s: %lld training / %lld validation tokens (%s)\n", trainer.dataset().path().c_str(),
               static_cast<long long>(trainer.dataset().tokens(Split::train)),
               static_cast<long long>(trainer.dataset().tokens(Split::validation)),
               trainer.dataset().token_kind().c_str());
   std::printf(
-      "global batch %d x seq %d = %d tokens per step; %d rank%s (dp %d %s ZeRO-%d x pp %d %s); "
+      "global batch %d x seq %d = %d tokens per step; %d rank%s (dp %d %s ZeRO-%d x pp %d %s%s); "
       "per rank: micro-batch %d, %d micro-batch%s x %d accumulation step%s; %lld steps; %s; backend %s\n",
       config.batch, config.seq, config.batch * config.seq, config.world_size(), config.world_size() > 1 ? "s" : "",
       config.layout.dp(), std::string(data_parallel_mode_name(config.dp_mode)).c_str(), config.zero_stage,
-      config.layout.pp(), pipeline_schedule_name(config.schedule), config.micro_batch_size(), config.micro_batches,
-      config.micro_batches > 1 ? "es" : "", config.accum, config.accum > 1 ? "s" : "",
+      config.layout.pp(), pipeline_schedule_name(config.schedule),
+      config.layout.tp() > 1 ? (" x tp " + std::to_string(config.layout.tp())).c_str() : "", config.micro_batch_size(),
+      config.micro_batches, config.micro_batches > 1 ? "es" : "", config.accum, config.accum > 1 ? "s" : "",
       static_cast<long long>(config.steps), std::string(precision_name(config.precision)).c_str(),
       trainer.placement().c_str());
   if (const std::string blas = trainer.blas_kernel_line(); !blas.empty()) std::printf("%s\n", blas.c_str());
@@ -281,7 +285,8 @@ std::string per_rank_text(const std::vector<std::int64_t>& sent) {
 void print_data_parallel_traffic(const Trainer& trainer, const RunConfig& config, const ScheduleEvents& events,
                                  std::int64_t step) {
   if (config.layout.dp() < 2) return;
-  const MeasuredTraffic measured = events.data_parallel_traffic(step, config.layout.dp());
+  // A stage's ranks are dp x tp consecutive ones (layout/grid.h); data-parallel transfers stay within them.
+  const MeasuredTraffic measured = events.data_parallel_traffic(step, config.layout.dp() * config.layout.tp());
   if (measured.sent.empty()) return;
   const ShardingPlan& plan = trainer.plan();
   const int extra = extra_embedding_gathers(trainer.model().config().kind);
@@ -300,10 +305,30 @@ void print_data_parallel_traffic(const Trainer& trainer, const RunConfig& config
       continue;
     }
     std::vector<std::int64_t> sent;
-    for (const int r : plan.grid().dp_group(stage)) sent.push_back(measured.sent.count(r) ? measured.sent.at(r) : 0);
+    for (const int d : plan.grid().dp_group(stage))  // and each dp rank's tensor-parallel ranks
+      for (const int r : plan.grid().group(d, Axis::tp))
+        sent.push_back(measured.sent.count(r) ? measured.sent.at(r) : 0);
     std::printf("%sdata-parallel bytes sent per rank per step: %s%s\n", where.c_str(), per_rank_text(sent).c_str(),
                 formula.c_str());
   }
+}
+
+// Bytes each tensor-parallel rank sent per layer per micro-batch in one step
+// (Megatron's f and g), beside the formula (plan/tensor_parallel_traffic.h).
+void print_tensor_parallel_traffic(const Trainer& trainer, const RunConfig& config, const ScheduleEvents& events,
+                                   std::int64_t step) {
+  if (config.layout.tp() < 2) return;
+  const LayerTraffic measured = events.tensor_parallel_traffic(step);
+  if (measured.empty()) return;
+  std::vector<std::int64_t> sent;
+  for (const auto& [key, bytes] : measured) sent.push_back(bytes);
+  const TensorParallelTraffic f =
+      tensor_parallel_layer_traffic(config.layout.tp(), config.micro_batch_size(), config.seq,
+                                    trainer.model().config().channels, 4, config.checkpoint);
+  std::printf(
+      "tensor-parallel bytes sent per rank per layer per micro-batch: %s (step %lld; formula %s = %s with %s)\n",
+      per_rank_text(sent).c_str(), static_cast<long long>(step), f.formula.c_str(), grouped(f.bytes).c_str(),
+      f.values.c_str());
 }
 
 // The two throughputs, each with its clock, over the steps after the first.
@@ -328,8 +353,8 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
               totals.first_loss, totals.last_loss,
               totals.last_eval ? (", eval loss " + std::to_string(*totals.last_eval)).c_str() : "");
   if (events.complete()) {  // under mpirun, once the other processes' events reached rank 0
-    const ScheduleSummary schedule =
-        summarize_schedule(events.schedule().events(), config.layout.dp(), config.layout.pp(), config.micro_batches);
+    const ScheduleSummary schedule = summarize_schedule(
+        events.schedule().events(), config.layout.dp() * config.layout.tp(), config.layout.pp(), config.micro_batches);
     const std::string_view clock = trainer.clock_text().starts_with("virtual") ? "virtual" : "wall";
     for (const std::string& line : schedule_summary_lines(schedule, clock)) std::printf("%s\n", line.c_str());
     RankWaits waits = events.schedule().waits(schedule.first_step);
@@ -344,6 +369,7 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
          wait_summary_lines(waits, config.world_size(), config.slow_rank, config.slow_factor, times))
       std::printf("%s\n", line.c_str());
     print_data_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
+    print_tensor_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
   } else {  // the bubble and the overlap need every rank's spans
     std::printf("schedule: not summarized (the events of some processes did not reach rank 0)\n");
   }

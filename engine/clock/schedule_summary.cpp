@@ -292,6 +292,18 @@ MeasuredTraffic measure_data_parallel_traffic(std::span<const Event> events, std
   return m;
 }
 
+bool is_tensor_parallel_layer_transfer(const Event& e) {
+  return e.kind == EventKind::comm_span && e.purpose == CommPurpose::tensor_parallel && e.unit >= 1 && e.src >= 0 &&
+         e.dst >= 0 && e.src != e.dst;
+}
+
+LayerTraffic measure_tensor_parallel_traffic(std::span<const Event> events, std::int64_t step) {
+  LayerTraffic bytes;
+  for (const Event& e : events)
+    if (e.step == step && is_tensor_parallel_layer_transfer(e)) bytes[{e.src, e.unit, e.micro_batch}] += e.bytes;
+  return bytes;
+}
+
 void ScheduleEvents::emit(const Event& event) {
   if (next_ != nullptr) next_->emit(event);
   const bool model_states =
@@ -300,7 +312,9 @@ void ScheduleEvents::emit(const Event& event) {
   // The optimizer's spans too: with the stage spans they bound a rank's step (wait_summary.h).
   const bool optimizer =
       event.kind == EventKind::compute_span && event.layer < 0 && event.compute == ComputeKind::optimizer;
-  if (!is_stage_span(event) && !is_bucket_transfer(event) && !model_states && !wait && !optimizer) return;
+  const bool layer_traffic = is_tensor_parallel_layer_transfer(event);
+  if (!is_stage_span(event) && !is_bucket_transfer(event) && !model_states && !wait && !optimizer && !layer_traffic)
+    return;
   std::lock_guard lock(mutex_);
   if (event.step > latest_step_) {
     latest_step_ = event.step;
@@ -309,8 +323,10 @@ void ScheduleEvents::emit(const Event& event) {
       std::erase_if(kept_, [oldest](const Event& e) { return e.step < oldest; });
     transfer_bytes_.erase(transfer_bytes_.begin(), transfer_bytes_.lower_bound(oldest));
     waits_.erase(waits_.begin(), waits_.lower_bound(oldest));
+    layer_bytes_.erase(layer_bytes_.begin(), layer_bytes_.lower_bound(oldest));
   }
   if (wait) waits_[event.step].add(event);
+  if (layer_traffic) layer_bytes_[event.step][{event.src, event.unit, event.micro_batch}] += event.bytes;
   if (model_states) transfer_bytes_[event.step][{event.src, event.dst}] += event.bytes;
   if (is_stage_span(event) || is_bucket_transfer(event) || optimizer) kept_.push_back(event);
 }
@@ -342,6 +358,12 @@ MeasuredTraffic ScheduleEvents::data_parallel_traffic(std::int64_t step, int dp)
     m.received[e.dst] += bytes;
   }
   return m;
+}
+
+LayerTraffic ScheduleEvents::tensor_parallel_traffic(std::int64_t step) const {
+  std::lock_guard lock(mutex_);
+  const auto it = layer_bytes_.find(step);
+  return it == layer_bytes_.end() ? LayerTraffic{} : it->second;
 }
 
 std::vector<Event> ScheduleEvents::events() const {

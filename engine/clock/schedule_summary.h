@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "clock/wait_summary.h"
@@ -89,6 +90,17 @@ struct MeasuredTraffic {
   std::map<int, std::int64_t> sent, received;
 };
 MeasuredTraffic measure_data_parallel_traffic(std::span<const Event> events, std::int64_t step, int dp);
+// With tensor parallelism the ranks of a stage are dp x tp consecutive ones:
+// pass dp x tp as `dp` here and to summarize_schedule (each (dp, tp) pair is
+// then its own pipeline replica).
+
+// Tensor parallelism's transfers inside a layer (Megatron's f and g, model/
+// tensor_parallel.h): a comm transfer of purpose tensor_parallel tagged with
+// a layer's unit (1 + l). Their bytes by (sending rank, unit, micro-batch):
+// what plan/tensor_parallel_traffic.h's formula predicts for each.
+bool is_tensor_parallel_layer_transfer(const Event& e);
+using LayerTraffic = std::map<std::tuple<int, int, int>, std::int64_t>;  // (src, unit, micro-batch) -> bytes
+LayerTraffic measure_tensor_parallel_traffic(std::span<const Event> events, std::int64_t step);
 
 // Grid placement as layout/grid.h: stage = rank / dp. Step 1 (allocations,
 // first touches) is left out when later steps are there.
@@ -113,6 +125,8 @@ class ScheduleEvents final : public EventSink {
   MeasuredTraffic data_parallel_traffic(std::int64_t step, int dp) const;
   // The kept steps' waits (clock/wait_summary.h), from `first_step` on.
   RankWaits waits(std::int64_t first_step) const;
+  // A step's tensor-parallel layer transfers (is_tensor_parallel_layer_transfer).
+  LayerTraffic tensor_parallel_traffic(std::int64_t step) const;
 
  private:
   EventSink* const next_;
@@ -121,6 +135,7 @@ class ScheduleEvents final : public EventSink {
   std::vector<Event> kept_;
   std::map<std::int64_t, std::map<std::pair<int, int>, std::int64_t>> transfer_bytes_;  // step -> (src, dst) -> bytes
   std::map<std::int64_t, RankWaits> waits_;                                             // step -> its wait spans
+  std::map<std::int64_t, LayerTraffic> layer_bytes_;  // step -> tensor-parallel layer transfers
   std::int64_t latest_step_ = 0;
 };
 

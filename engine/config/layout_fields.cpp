@@ -13,7 +13,38 @@ namespace shardscope {
 
 using namespace field_access;
 
-// The dp x pp grid and the pipeline's micro-batches and schedule.
+namespace {
+// The pipeline's micro-batches and schedule.
+void add_pipeline_schedule_fields(std::vector<RunField>& f) {
+  f.push_back({.key = "micro_batches",
+               .flag = "--micro-batches",
+               .value_name = "N",
+               .label = {"Micro-batches", "微批次数"},
+               .help = {"Pipeline micro-batches per accumulation step (m)", "每个累积步的流水线微批次数（m）"},
+               .min = 1,
+               .max = 100'000,
+               .get = get_member<&RunConfig::micro_batches>,
+               .set = set_member<&RunConfig::micro_batches>,
+               .surfaces = surface::train | surface::estimate,
+               .plan = {.value_name = "M", .min = 1, .max = 1 << 20}});
+  f.push_back(
+      {.key = "schedule",
+       .flag = "--schedule",
+       .value_name = "gpipe|1f1b|zb-h1|zb-h2",
+       .kind = FieldKind::choice,
+       .label = {"Pipeline schedule", "流水线调度"},
+       .help = {"Pipeline schedule: gpipe (all forwards, then all backwards), 1f1b (one forward, one backward), "
+                "zb-h1 or zb-h2 (zero bubble: the weight gradients W split from the backward B and run in the bubbles)",
+                "流水线调度：gpipe（先全部前向，再全部反向）、1f1b（一次前向、一次反向交替）、"
+                "zb-h1 或 zb-h2（零气泡：权重梯度 W 从反向 B 中拆出，放进气泡中执行）"},
+       .choices = {"1f1b", "gpipe", "zb-h1", "zb-h2"},
+       .get = [](const RunConfig& c) -> json { return pipeline_schedule_name(c.schedule); },
+       .set = [](RunConfig& c, const json& v) { c.schedule = parse_pipeline_schedule_kind(v.get<std::string>()); },
+       .surfaces = surface::train | surface::estimate});
+}
+}  // namespace
+
+// The dp x pp x tp grid, then the pipeline's micro-batches and schedule.
 void add_layout_fields(std::vector<RunField>& f) {
   f.push_back({.key = "threads",
                .flag = "--threads",
@@ -24,16 +55,16 @@ void add_layout_fields(std::vector<RunField>& f) {
                .saved = Saved::never,
                .get = get_member<&RunConfig::threads>,
                .set = set_member<&RunConfig::threads>});
-  f.push_back(
-      {.key = "ranks",
-       .flag = "--ranks",
-       .value_name = "N",
-       .help = {"Ranks in all; must equal --dp x --pp (0: dp x pp)", "rank 总数；必须等于 dp × pp（0：dp × pp）"},
-       .min = 0,
-       .max = 4096,
-       .saved = Saved::never,
-       .get = get_member<&RunConfig::ranks>,
-       .set = set_member<&RunConfig::ranks>});
+  f.push_back({.key = "ranks",
+               .flag = "--ranks",
+               .value_name = "N",
+               .help = {"Ranks in all; must equal --dp x --pp x --tp (0: their product)",
+                        "rank 总数；必须等于 dp × pp × tp（0：三者之积）"},
+               .min = 0,
+               .max = 4096,
+               .saved = Saved::never,
+               .get = get_member<&RunConfig::ranks>,
+               .set = set_member<&RunConfig::ranks>});
   f.push_back(
       {.key = "dp",
        .flag = "--dp",
@@ -62,31 +93,22 @@ void add_layout_fields(std::vector<RunField>& f) {
                .set = set_axis<Axis::pp>,
                .surfaces = surface::all,
                .plan = {.help = {"Pipeline stages", "流水线阶段数"}, .min = 1, .max = 10'000}});
-  f.push_back({.key = "micro_batches",
-               .flag = "--micro-batches",
-               .value_name = "N",
-               .label = {"Micro-batches", "微批次数"},
-               .help = {"Pipeline micro-batches per accumulation step (m)", "每个累积步的流水线微批次数（m）"},
-               .min = 1,
-               .max = 100'000,
-               .get = get_member<&RunConfig::micro_batches>,
-               .set = set_member<&RunConfig::micro_batches>,
-               .surfaces = surface::train | surface::estimate,
-               .plan = {.value_name = "M", .min = 1, .max = 1 << 20}});
+  // No panel label yet: the GUI does not draw a tensor-parallel layout (issue 29).
   f.push_back(
-      {.key = "schedule",
-       .flag = "--schedule",
-       .value_name = "gpipe|1f1b|zb-h1|zb-h2",
-       .kind = FieldKind::choice,
-       .label = {"Pipeline schedule", "流水线调度"},
-       .help = {"Pipeline schedule: gpipe (all forwards, then all backwards), 1f1b (one forward, one backward), "
-                "zb-h1 or zb-h2 (zero bubble: the weight gradients W split from the backward B and run in the bubbles)",
-                "流水线调度：gpipe（先全部前向，再全部反向）、1f1b（一次前向、一次反向交替）、"
-                "zb-h1 或 zb-h2（零气泡：权重梯度 W 从反向 B 中拆出，放进气泡中执行）"},
-       .choices = {"1f1b", "gpipe", "zb-h1", "zb-h2"},
-       .get = [](const RunConfig& c) -> json { return pipeline_schedule_name(c.schedule); },
-       .set = [](RunConfig& c, const json& v) { c.schedule = parse_pipeline_schedule_kind(v.get<std::string>()); },
-       .surfaces = surface::train | surface::estimate});
+      {.key = "tp",
+       .flag = "--tp",
+       .value_name = "N",
+       .help =
+           {"Tensor-parallel ranks: each layer's matrices split over N adjacent ranks (Megatron-LM); "
+            "heads and vocabulary must divide by N",
+            "张量并行 rank 数：每层的矩阵切分到 N 个相邻 rank 上（Megatron-LM）；注意力头数和词表大小须能被 N 整除"},
+       .min = 1,
+       .max = 64,
+       .saved = Saved::optional,
+       .get = get_axis<Axis::tp>,
+       .set = set_axis<Axis::tp>,
+       .surfaces = surface::train});
+  add_pipeline_schedule_fields(f);
 }
 
 }  // namespace shardscope

@@ -50,11 +50,14 @@ void validate_model_limits(const RunConfig& c, const ModelConfig& model) {
 
 // The dp x pp grid and how the batch splits over it.
 void validate_grid(const RunConfig& c) {
-  require(c.ranks == 0 || c.ranks == c.layout.dp() * c.layout.pp(),
+  const int tp = c.layout.tp();
+  const std::string times_tp = tp > 1 ? " x {tp} " + str(tp) : "", grid = tp > 1 ? "dp x pp x tp" : "dp x pp";
+  require(c.ranks == 0 || c.ranks == c.world_size(),
           "{ranks} " + str(c.ranks) + " does not equal {dp} " + str(c.layout.dp()) + " x {pp} " + str(c.layout.pp()) +
-              " = " + str(c.layout.dp() * c.layout.pp()) + " (every rank sits on the dp x pp grid)",
-          "{ranks} " + str(c.ranks) + " 不等于 {dp} " + str(c.layout.dp()) + " × {pp} " + str(c.layout.pp()) + " = " +
-              str(c.layout.dp() * c.layout.pp()) + "（每个 rank 都在 dp × pp 网格上）");
+              times_tp + " = " + str(c.world_size()) + " (every rank sits on the " + grid + " grid)",
+          "{ranks} " + str(c.ranks) + " 不等于 {dp} " + str(c.layout.dp()) + " × {pp} " + str(c.layout.pp()) +
+              (tp > 1 ? " × {tp} " + str(tp) : "") + " = " + str(c.world_size()) + "（每个 rank 都在 " +
+              (tp > 1 ? "dp × pp × tp" : "dp × pp") + " 网格上）");
   const long long split = static_cast<long long>(c.layout.dp()) * c.accum * c.micro_batches;
   require(c.batch % split == 0,
           "{batch} " + str(c.batch) + " does not split into {dp} " + str(c.layout.dp()) + " x {accum} " + str(c.accum) +
@@ -63,6 +66,43 @@ void validate_grid(const RunConfig& c) {
           "{batch} " + str(c.batch) + " 无法均分为 {dp} " + str(c.layout.dp()) + " × {accum} " + str(c.accum) +
               " × {micro_batches} " + str(c.micro_batches) + " 个相等的微批次（" + str(c.batch) + " 不是 " +
               str(split) + " 的倍数）");
+}
+
+// Tensor parallelism (Megatron-LM): the heads and the vocabulary split over
+// the tp ranks; what it does not combine with yet is refused by name, so no
+// layout trains silently wrong (issue 29 lists what comes next).
+void validate_tensor_parallel(const RunConfig& c, const ModelConfig& model) {
+  const int tp = c.layout.tp();
+  if (tp == 1) return;
+  const std::string t = str(tp);
+  require(model.heads % tp == 0,
+          "{tp} " + t + ": the " + str(model.heads) + " attention heads of " + model.name + " do not split over " + t +
+              " tensor-parallel ranks (each rank takes heads / tp whole heads)",
+          "{tp} " + t + "：" + model.name + " 的 " + str(model.heads) + " 个注意力头无法均分到 " + t +
+              " 个张量并行 rank（每个 rank 取 heads / tp 个完整的头）");
+  require(model.vocab % tp == 0,
+          "{tp} " + t + ": the vocabulary of " + model.name + " (" + str(model.vocab) + ") does not split over " + t +
+              " tensor-parallel ranks (the vocabulary-parallel embedding gives each rank vocab / tp rows)",
+          "{tp} " + t + "：" + model.name + " 的词表（" + str(model.vocab) + "）无法均分到 " + t +
+              " 个张量并行 rank（词表并行嵌入给每个 rank vocab / tp 行）");
+  const auto not_yet = [&](bool refused, const std::string& with_en, const std::string& with_zh) {
+    require(!refused,
+            "{tp} " + t + " with " + with_en +
+                " is not built yet (tensor parallelism trains GPT and BERT on CPU ranks, with DDP or ZeRO "
+                "and pipelines, for now)",
+            "{tp} " + t + " 与 " + with_zh +
+                " 的组合尚未实现（张量并行目前只在 CPU rank 上训练 GPT 和 BERT，可与 DDP 或 ZeRO "
+                "以及流水线并行组合）");
+  };
+  require(
+      c.dp_mode != DataParallelMode::naive,
+      "{tp} " + t +
+          " with {dp_mode} naive is refused: tensor parallelism runs with DDP (Megatron-LM has no "
+          "DataParallel replicas)",
+      "{tp} " + t + " 不能与 {dp_mode} naive 一起用：张量并行与 DDP 一起运行（Megatron-LM 没有 DataParallel 副本）");
+  not_yet(c.device != "cpu", "{device} " + c.device, "{device} " + c.device);
+  not_yet(!c.save_dir.empty(), "{save_dir}", "{save_dir}");
+  not_yet(!c.resume_dir.empty(), "{resume}", "{resume}");
 }
 
 // Which data-parallel mode, ZeRO stage and pipeline go together.
@@ -199,6 +239,10 @@ void validate_zero_bubble(const RunConfig& c) {
           "{schedule} " + schedule +
               " with {checkpoint} is not built yet: W reads every layer's kept activations, which checkpointing drops",
           "{schedule} " + schedule + " 与 {checkpoint} 的组合尚未实现：W 需要每层保留的激活，而激活检查点会丢弃它们");
+  require(c.layout.tp() == 1,
+          "{schedule} " + schedule + " with {tp} " + str(c.layout.tp()) +
+              " is not built yet (not tested together); use {tp} 1 or {schedule} 1f1b",
+          "{schedule} " + schedule + " 与 {tp} " + str(c.layout.tp()) + " 的组合尚未实现（尚未一起测试）；请用 {tp} 1 或 {schedule} 1f1b");
 }
 }  // namespace
 
@@ -212,6 +256,7 @@ void validate_run_config(const RunConfig& c) {
   check_field_ranges(c);
   validate_model_limits(c, model);
   validate_grid(c);
+  validate_tensor_parallel(c, model);
   validate_strategies(c);
   validate_zero_bubble(c);
   require(c.save_every == 0 || !c.save_dir.empty(), "{save_every} needs {save_dir}: where to save",

@@ -50,8 +50,10 @@ enum class ShardAction : std::uint8_t { gather = 0, release = 1 };
 // its bytes count toward: plan/data_parallel_traffic.h); evaluation: ZeRO-3's
 // parameter gathers for an evaluation after the step, outside its traffic;
 // other for tokens, loss totals, norms, the tied embedding's copies across
-// stages and pipeline activations.
-enum class CommPurpose : std::uint8_t { other = 0, gradients = 1, parameters = 2, evaluation = 3 };
+// stages and pipeline activations; tensor_parallel: the all-reduces inside a
+// layer's forward and backward over its tensor-parallel group (Megatron's f
+// and g, model/tensor_parallel.h), and the vocabulary-parallel loss's.
+enum class CommPurpose : std::uint8_t { other = 0, gradients = 1, parameters = 2, evaluation = 3, tensor_parallel = 4 };
 inline bool moves_model_states(CommPurpose p) {
   return p == CommPurpose::gradients || p == CommPurpose::parameters;
 }

@@ -3,7 +3,9 @@
 // place; every strategy asks the grid for its peers. A global rank is a
 // mixed-radix number over the axes, outermost first: with (pp, dp),
 //   pipeline stage  s = r / dp,   data-parallel rank  d = r % dp,
-// so the dp ranks of one stage are consecutive (as Megatron orders them).
+// so the dp ranks of one stage are consecutive (as Megatron orders them);
+// with (pp, dp, tp) the tp ranks of one (stage, dp rank) are consecutive
+// inside that: tensor-parallel rank t = r % tp, d = r / tp % dp, s = r / (tp dp).
 // For any axis the grid answers a rank's coordinate, the ranks of its group
 // (those that differ from it on that axis only) and its next and previous
 // peer on the axis's ring.
@@ -40,11 +42,15 @@ class Grid {
     return with_coordinate(rank, axis, (coordinate(rank, axis) + size(axis) - 1) % size(axis));
   }
 
-  // The two axes the runtime has, by their usual names.
+  // The axes the runtime has, by their usual names.
   int dp() const { return size(Axis::dp); }
   int pp() const { return size(Axis::pp); }
+  int tp() const { return size(Axis::tp); }
   int stage_of(int rank) const { return coordinate(rank, Axis::pp); }
   int dp_rank_of(int rank) const { return coordinate(rank, Axis::dp); }
+  int tp_rank_of(int rank) const { return coordinate(rank, Axis::tp); }
+  // rank_at, dp_group and pipeline_group below answer for tensor-parallel rank
+  // 0; a rank's own groups on every axis are group(rank, axis).
   int rank_at(int stage, int dp_rank) const {
     return with_coordinate(with_coordinate(0, Axis::pp, stage), Axis::dp, dp_rank);
   }

@@ -19,9 +19,12 @@ struct Carver {
 
 void carve_activations(Activations& a, const ModelConfig& c, int B, int T, bool checkpointing,
                        const StageLayers& stage, AttentionKernel kernel, Carver& k) {
-  const std::int64_t BT = static_cast<std::int64_t>(B) * T, C = c.channels, H = c.heads;
+  const std::int64_t BT = static_cast<std::int64_t>(B) * T, C = c.channels;
   const bool bert = c.kind == ModelKind::bert;
   const bool embed = stage.embedding, head = stage.head;
+  // Tensor parallelism: the split layers' activations are this rank's heads
+  // and MLP columns, the logits its vocabulary slice; the rest whole.
+  const std::int64_t t = stage.tp_size, H = c.heads / t, V = c.vocab / t;
   a.B = B;
   a.T = T;
   a.stage_input = embed ? nullptr : k.take(BT * C);
@@ -38,15 +41,15 @@ void carve_activations(Activations& a, const ModelConfig& c, int B, int T, bool 
     l.ln1_out = k.take(BT * C);
     l.ln1_mean = k.take(BT);
     l.ln1_rstd = k.take(BT);
-    l.qkv = k.take(BT * 3 * C);
-    l.probs = k.take(attention_saved_floats(kernel, B, H, T));
-    l.attn_y = k.take(BT * C);
+    l.qkv = k.take(BT * 3 * C / t);
+    l.probs = k.take(attention_saved_floats(kernel, B, static_cast<int>(H), T));
+    l.attn_y = k.take(BT * C / t);
     l.res_mid = k.take(BT * C);
     l.ln2_out = k.take(BT * C);
     l.ln2_mean = k.take(BT);
     l.ln2_rstd = k.take(BT);
-    l.fc = k.take(BT * 4 * C);
-    l.gelu = k.take(BT * 4 * C);
+    l.fc = k.take(BT * 4 * C / t);
+    l.gelu = k.take(BT * 4 * C / t);
     l.res_out = k.take(BT * C);
   }
   a.head_dense = head && bert ? k.take(BT * C) : nullptr;
@@ -54,20 +57,21 @@ void carve_activations(Activations& a, const ModelConfig& c, int B, int T, bool 
   a.final_ln_out = head ? k.take(BT * C) : nullptr;
   a.final_ln_mean = head ? k.take(BT) : nullptr;
   a.final_ln_rstd = head ? k.take(BT) : nullptr;
-  a.logits = head ? k.take(BT * c.vocab) : nullptr;
+  a.logits = head ? k.take(BT * V) : nullptr;
   a.losses = head ? k.take(BT) : nullptr;
+  a.log_sum_exp = head && t > 1 ? k.take(BT) : nullptr;
   a.pooled = head && bert && c.pooler ? k.take(static_cast<std::int64_t>(B) * C) : nullptr;
 }
 
-void carve_scratch(BackwardScratch& s, const ModelConfig& c, int B, int T, bool head, AttentionKernel kernel,
+void carve_scratch(BackwardScratch& s, const ModelConfig& c, int B, int T, bool head, AttentionKernel kernel, int tp,
                    Carver& k) {
   const std::int64_t BT = static_cast<std::int64_t>(B) * T, C = c.channels;
   s.d_res = k.take(BT * C);
   s.d_a = k.take(BT * C);
-  s.d_qkv = k.take(BT * 3 * C);
-  s.d_fc = k.take(BT * 4 * C);
-  s.d_probs = k.take(attention_scratch_floats(kernel, B, c.heads, T));
-  s.d_logits = head ? k.take(BT * c.vocab) : nullptr;
+  s.d_qkv = k.take(BT * std::max<std::int64_t>(3 * C / tp, C));  // BERT's head backward uses it as (B, T, C)
+  s.d_fc = k.take(BT * 4 * C / tp);
+  s.d_probs = k.take(attention_scratch_floats(kernel, B, c.heads / tp, T));
+  s.d_logits = head ? k.take(BT * (c.vocab / tp)) : nullptr;
 }
 }  // namespace
 
@@ -90,16 +94,18 @@ void Activations::bind(const ModelConfig& config, int batch, int seq, bool keep_
   carve_activations(*this, config, batch, seq, keep_outputs_only, stage, kernel, k);
 }
 
-std::int64_t BackwardScratch::total_floats(const ModelConfig& config, int B, int T, bool head, AttentionKernel kernel) {
+std::int64_t BackwardScratch::total_floats(const ModelConfig& config, int B, int T, bool head, AttentionKernel kernel,
+                                           int tp) {
   BackwardScratch s;
   Carver k{nullptr};
-  carve_scratch(s, config, B, T, head, kernel, k);
+  carve_scratch(s, config, B, T, head, kernel, tp, k);
   return k.used;
 }
 
-void BackwardScratch::bind(const ModelConfig& config, int B, int T, bool head, float* buffer, AttentionKernel kernel) {
+void BackwardScratch::bind(const ModelConfig& config, int B, int T, bool head, float* buffer, AttentionKernel kernel,
+                           int tp) {
   Carver k{buffer};
-  carve_scratch(*this, config, B, T, head, kernel, k);
+  carve_scratch(*this, config, B, T, head, kernel, tp, k);
 }
 
 }  // namespace shardscope

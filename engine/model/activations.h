@@ -19,15 +19,15 @@ struct LayerActivations {
   float* ln1_out;   // (B, T, C)
   float* ln1_mean;  // (B, T)
   float* ln1_rstd;  // (B, T)
-  float* qkv;       // (B, T, 3C)
+  float* qkv;       // (B, T, 3C/tp): this tensor-parallel rank's heads (tp = 1: all)
   float* probs;     // (B, H, T, T) attention probabilities; fused attention: (B, H, T) log-sum-exp
-  float* attn_y;    // (B, T, C) attention output, heads concatenated, before proj
+  float* attn_y;    // (B, T, C/tp) attention output, heads concatenated, before proj
   float* res_mid;   // (B, T, C) residual sum after attention
   float* ln2_out;   // (B, T, C)
   float* ln2_mean;  // (B, T)
   float* ln2_rstd;  // (B, T)
-  float* fc;        // (B, T, 4C) before GELU
-  float* gelu;      // (B, T, 4C)
+  float* fc;        // (B, T, 4C/tp) before GELU
+  float* gelu;      // (B, T, 4C/tp)
   float* res_out;   // (B, T, C) residual sum after the MLP
 };
 
@@ -49,8 +49,9 @@ struct Activations {
   float* final_ln_out;   // (B, T, C) GPT final_ln / BERT mlm.ln output
   float* final_ln_mean;  // (B, T)
   float* final_ln_rstd;  // (B, T)
-  float* logits;         // (B, T, V)
+  float* logits;         // (B, T, V/tp) this rank's vocabulary slice
   float* losses;         // (B, T) per-position cross-entropy
+  float* log_sum_exp;    // (B, T) tensor parallelism: log sum exp of each row's whole logits (null otherwise)
   float* pooled;         // (B, C) BERT pooler output, if the model has one
 
   // Floats each layer keeps: B T (16 C + 4) + B H T^2 (B H T with fused attention).
@@ -79,11 +80,13 @@ struct BackwardScratch {
   float* d_fc;       // (B, T, 4C)
   float* d_probs;    // (B, H, T, T); fused attention: (B, H, T), D = rowsum(dO o O)
   float* d_logits;   // (B, T, V)
+  // Under tensor parallelism (tp > 1) d_qkv, d_fc, d_probs and d_logits are
+  // this rank's slice: 3C/tp, 4C/tp, H/tp heads, V/tp.
 
   static std::int64_t total_floats(const ModelConfig& config, int B, int T, bool head = true,
-                                   AttentionKernel kernel = AttentionKernel::materialized);
+                                   AttentionKernel kernel = AttentionKernel::materialized, int tp = 1);
   void bind(const ModelConfig& config, int B, int T, bool head, float* buffer,
-            AttentionKernel kernel = AttentionKernel::materialized);
+            AttentionKernel kernel = AttentionKernel::materialized, int tp = 1);
 };
 
 }  // namespace shardscope

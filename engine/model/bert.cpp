@@ -3,28 +3,32 @@
 //   res_mid = x + proj(attention(qkv(x)))         ln1_out = ln1(res_mid)
 //   res_out = ln1_out + mlp.proj(gelu(mlp.fc(ln1_out)))   out = ln2(res_out)
 // MLM head: logits = mlm.ln(gelu(mlm.dense(x_L))) @ tokens^T + decoder_bias.
+// Under tensor parallelism (model/tensor_parallel.h) as GPT: column-parallel
+// qkv and mlp.fc, row-parallel proj and mlp.proj, the embedding and the
+// decoder (with its bias) vocabulary-parallel; mlm.dense and the pooler whole.
 #include "model/bert.h"
 
 
 namespace shardscope {
 
 void BertModel::layer_forward(int l, const float* x, const Batch& batch) {
-  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels, H = config_.heads;
+  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels;
+  const int Ct = C / tp_size(), H = config_.heads / tp_size();  // this tp rank's columns and heads
   const std::int64_t n = static_cast<std::int64_t>(BT) * C;
   const AttentionMask mask{false, batch.attention_mask};
   const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
   LayerActivations& a = layer_acts(l);
   Backend& be = backend_;
-  be.linear_forward(a.qkv, x, w.qkv_w, w.qkv_b, BT, C, 3 * C);
-  be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, C, H, mask);
+  be.linear_forward(a.qkv, x, w.qkv_w, w.qkv_b, BT, C, 3 * Ct);
+  be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, Ct, H, mask);
   stop_point();
-  be.linear_forward(a.res_mid, a.attn_y, w.proj_w, w.proj_b, BT, C, C);
+  row_parallel_forward(a.res_mid, a.attn_y, w.proj_w, w.proj_b, BT, Ct, C, l);
   be.add(a.res_mid, a.res_mid, x, n);
   be.layernorm_forward(a.ln1_out, a.ln1_mean, a.ln1_rstd, a.res_mid, w.ln1_w, w.ln1_b, BT, C, config_.ln_eps);
-  be.linear_forward(a.fc, a.ln1_out, w.fc_w, w.fc_b, BT, C, 4 * C);
+  be.linear_forward(a.fc, a.ln1_out, w.fc_w, w.fc_b, BT, C, 4 * Ct);
   stop_point();
-  be.gelu_forward(a.gelu, a.fc, n * 4, config_.gelu);
-  be.linear_forward(a.res_out, a.gelu, w.fc_proj_w, w.fc_proj_b, BT, 4 * C, C);
+  be.gelu_forward(a.gelu, a.fc, n * 4 / tp_size(), config_.gelu);
+  row_parallel_forward(a.res_out, a.gelu, w.fc_proj_w, w.fc_proj_b, BT, 4 * Ct, C, l);
   be.add(a.res_out, a.res_out, a.ln1_out, n);
   be.layernorm_forward(a.ln2_out, a.ln2_mean, a.ln2_rstd, a.res_out, w.ln2_w, w.ln2_b, BT, C, config_.ln_eps);
 }
@@ -37,8 +41,7 @@ void BertModel::forward_impl(const Batch& batch) {
   if (stage_.embedding) {
     gather_parameters(0);
     // Model::forward set the segments (0 where the batch gave none).
-    be.embedding_forward(a.embed_sum, batch.input_ids, batch.token_type_ids, w_.tokens, w_.positions,
-                         w_.token_types, B, T, C);
+    token_embedding_forward(a.embed_sum, batch);
     be.layernorm_forward(a.embed_ln_out, a.embed_ln_mean, a.embed_ln_rstd, a.embed_sum, w_.embed_ln_w,
                          w_.embed_ln_b, BT, C, config_.ln_eps);
     release_parameters(0);
@@ -53,7 +56,7 @@ void BertModel::forward_impl(const Batch& batch) {
   be.gelu_forward(a.head_gelu, a.head_dense, n, config_.gelu);
   be.layernorm_forward(a.final_ln_out, a.final_ln_mean, a.final_ln_rstd, a.head_gelu, w_.final_ln_w, w_.final_ln_b,
                        BT, C, config_.ln_eps);
-  be.linear_forward(a.logits, a.final_ln_out, w_.tokens, w_.decoder_bias, BT, C, config_.vocab);
+  be.linear_forward(a.logits, a.final_ln_out, w_.tokens, w_.decoder_bias, BT, C, config_.vocab / tp_size());
   if (a.pooled != nullptr) {
     // Pooler: tanh(dense(h_[CLS])) on the first position of each sequence.
     for (int b = 0; b < B; ++b)
@@ -66,7 +69,8 @@ void BertModel::forward_impl(const Batch& batch) {
 }
 
 void BertModel::layer_backward(int l, const float* x, const Batch& batch) {
-  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels, H = config_.heads;
+  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels;
+  const int Ct = C / tp_size(), H = config_.heads / tp_size();
   const AttentionMask mask{false, batch.attention_mask};
   const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
   LayerWeights& dw = dw_.layers[static_cast<std::size_t>(l)];
@@ -76,22 +80,26 @@ void BertModel::layer_backward(int l, const float* x, const Batch& batch) {
   // out = ln2(res_out): d_a = d(res_out)
   be.layernorm_backward(s.d_a, dw.ln2_w, dw.ln2_b, s.d_res, a.res_out, w.ln2_w, a.ln2_mean, a.ln2_rstd, BT, C);
   // res_out = ln1_out + mlp(ln1_out): d_a += mlp backward, giving d(ln1_out)
-  layer_linear_backward(l, s.d_fc, dw.fc_proj_w, dw.fc_proj_b, s.d_a, a.gelu, w.fc_proj_w, BT, 4 * C, C);
+  layer_linear_backward(l, s.d_fc, dw.fc_proj_w, dw.fc_proj_b, s.d_a, a.gelu, w.fc_proj_w, BT, 4 * Ct, C);
   stop_point();
-  be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * C, config_.gelu);
-  layer_linear_backward(l, s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln1_out, w.fc_w, BT, C, 4 * C, /*accumulate=*/true);
+  be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * Ct, config_.gelu);
+  // (d_res, read by ln2's backward above, is free until ln1's below: the partial sum's room)
+  column_parallel_backward(s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln1_out, w.fc_w, BT, C, 4 * Ct, l,
+                           /*accumulate=*/true, s.d_res);
   stop_point();
   // ln1_out = ln1(res_mid): d_res = d(res_mid)
   be.layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, a.res_mid, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C);
   // res_mid = x + proj(attention(qkv(x))): d_res += attention backward, giving d(x)
-  layer_linear_backward(l, s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, C, C);
-  be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, C, H, mask);
+  layer_linear_backward(l, s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, Ct, C);
+  be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, Ct, H, mask);
   stop_point();
-  layer_linear_backward(l, s.d_res, dw.qkv_w, dw.qkv_b, s.d_qkv, x, w.qkv_w, BT, C, 3 * C, /*accumulate=*/true);
+  // (d_a, read by the attention's backward, is free: the partial sum's room)
+  column_parallel_backward(s.d_res, dw.qkv_w, dw.qkv_b, s.d_qkv, x, w.qkv_w, BT, C, 3 * Ct, l, /*accumulate=*/true,
+                           s.d_a);
 }
 
 void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
-  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels, V = config_.vocab;
+  const int BT = batch.B * batch.T, C = config_.channels, V = config_.vocab / tp_size();
   const std::int64_t n = static_cast<std::int64_t>(BT) * C;
   const Activations& a = acts();
   BackwardScratch& s = scratch_;
@@ -101,10 +109,11 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
     gradients_needed(head_unit());
     gather_parameters(head_unit());
     gather_parameters(0);
-    be.cross_entropy_backward(s.d_logits, a.logits, batch.targets, BT, V, dloss_per_row);
+    cross_entropy_backward(batch, dloss_per_row);
     stop_point();
-    // MLM head, tied to the token embedding. The pooler is not part of the loss.
-    be.linear_backward(s.d_a, dw_.tokens, dw_.decoder_bias, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V);
+    // MLM head, tied to the token embedding (its vocabulary slice: column-parallel). The pooler is not part of the
+    // loss.
+    column_parallel_backward(s.d_a, dw_.tokens, dw_.decoder_bias, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V, -1);
     be.layernorm_backward(s.d_qkv, dw_.final_ln_w, dw_.final_ln_b, s.d_a, a.head_gelu, w_.final_ln_w,
                           a.final_ln_mean, a.final_ln_rstd, BT, C);
     be.gelu_backward(s.d_qkv, s.d_qkv, a.head_dense, n, config_.gelu);
@@ -121,8 +130,7 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
     gather_parameters(0);
     be.layernorm_backward(s.d_a, dw_.embed_ln_w, dw_.embed_ln_b, s.d_res, a.embed_sum, w_.embed_ln_w,
                           a.embed_ln_mean, a.embed_ln_rstd, BT, C);
-    be.embedding_backward(dw_.tokens, dw_.positions, dw_.token_types, s.d_a, batch.input_ids, batch.token_type_ids,
-                          B, T, C);
+    token_embedding_backward(s.d_a, batch);
     release_parameters(0);
   }
   gradients_done(0);

@@ -3,27 +3,32 @@
 //   res_mid = x + proj(attention(qkv(ln1(x))))
 //   out     = res_mid + mlp.proj(gelu(mlp.fc(ln2(res_mid))))
 // logits = final_ln(x_L) @ tokens^T (tied).
+// Under tensor parallelism (model/tensor_parallel.h) qkv and mlp.fc are
+// column-parallel (this rank's H/t heads, 4C/t columns), proj and mlp.proj
+// row-parallel (g: their partial outputs summed over the group), the embedding
+// and the tied head vocabulary-parallel; with tp 1 every helper is the plain op.
 #include "model/gpt.h"
 
 
 namespace shardscope {
 
 void GptModel::layer_forward(int l, const float* x, const Batch& batch) {
-  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels, H = config_.heads;
+  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels;
+  const int Ct = C / tp_size(), H = config_.heads / tp_size();  // this tp rank's columns and heads
   const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
   LayerActivations& a = layer_acts(l);
   Backend& be = backend_;
   be.layernorm_forward(a.ln1_out, a.ln1_mean, a.ln1_rstd, x, w.ln1_w, w.ln1_b, BT, C, config_.ln_eps);
-  be.linear_forward(a.qkv, a.ln1_out, w.qkv_w, w.qkv_b, BT, C, 3 * C);
-  be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, C, H, AttentionMask{true, nullptr});
+  be.linear_forward(a.qkv, a.ln1_out, w.qkv_w, w.qkv_b, BT, C, 3 * Ct);
+  be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, Ct, H, AttentionMask{true, nullptr});
   stop_point();
-  be.linear_forward(a.res_mid, a.attn_y, w.proj_w, w.proj_b, BT, C, C);
+  row_parallel_forward(a.res_mid, a.attn_y, w.proj_w, w.proj_b, BT, Ct, C, l);
   be.add(a.res_mid, a.res_mid, x, static_cast<std::int64_t>(BT) * C);
   be.layernorm_forward(a.ln2_out, a.ln2_mean, a.ln2_rstd, a.res_mid, w.ln2_w, w.ln2_b, BT, C, config_.ln_eps);
-  be.linear_forward(a.fc, a.ln2_out, w.fc_w, w.fc_b, BT, C, 4 * C);
+  be.linear_forward(a.fc, a.ln2_out, w.fc_w, w.fc_b, BT, C, 4 * Ct);
   stop_point();
-  be.gelu_forward(a.gelu, a.fc, static_cast<std::int64_t>(BT) * 4 * C, config_.gelu);
-  be.linear_forward(a.res_out, a.gelu, w.fc_proj_w, w.fc_proj_b, BT, 4 * C, C);
+  be.gelu_forward(a.gelu, a.fc, static_cast<std::int64_t>(BT) * 4 * Ct, config_.gelu);
+  row_parallel_forward(a.res_out, a.gelu, w.fc_proj_w, w.fc_proj_b, BT, 4 * Ct, C, l);
   be.add(a.res_out, a.res_out, a.res_mid, static_cast<std::int64_t>(BT) * C);
 }
 
@@ -32,7 +37,7 @@ void GptModel::forward_impl(const Batch& batch) {
   Activations& a = acts();
   if (stage_.embedding) {
     gather_parameters(0);
-    backend_.embedding_forward(a.embed_sum, batch.input_ids, nullptr, w_.tokens, w_.positions, nullptr, B, T, C);
+    token_embedding_forward(a.embed_sum, batch);
     release_parameters(0);
   }
   layers_forward(batch);
@@ -42,37 +47,38 @@ void GptModel::forward_impl(const Batch& batch) {
   gather_parameters(0);  // the tied token embedding
   backend_.layernorm_forward(a.final_ln_out, a.final_ln_mean, a.final_ln_rstd, stage_output(), w_.final_ln_w,
                              w_.final_ln_b, BT, C, config_.ln_eps);
-  backend_.linear_forward(a.logits, a.final_ln_out, w_.tokens, nullptr, BT, C, config_.vocab);
+  backend_.linear_forward(a.logits, a.final_ln_out, w_.tokens, nullptr, BT, C, config_.vocab / tp_size());
   release_parameters(0);
   release_parameters(head_unit());
 }
 
 void GptModel::layer_backward(int l, const float* x, const Batch& batch) {
-  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels, H = config_.heads;
+  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels;
+  const int Ct = C / tp_size(), H = config_.heads / tp_size();
   const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
   LayerWeights& dw = dw_.layers[static_cast<std::size_t>(l)];
   const LayerActivations& a = layer_acts(l);
   BackwardScratch& s = scratch_;
   Backend& be = backend_;
   // MLP branch: d_res holds d(out) = d(res_mid) through the residual.
-  layer_linear_backward(l, s.d_fc, dw.fc_proj_w, dw.fc_proj_b, s.d_res, a.gelu, w.fc_proj_w, BT, 4 * C, C);
+  layer_linear_backward(l, s.d_fc, dw.fc_proj_w, dw.fc_proj_b, s.d_res, a.gelu, w.fc_proj_w, BT, 4 * Ct, C);
   stop_point();
-  be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * C, config_.gelu);
-  layer_linear_backward(l, s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln2_out, w.fc_w, BT, C, 4 * C);
+  be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * Ct, config_.gelu);
+  column_parallel_backward(s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln2_out, w.fc_w, BT, C, 4 * Ct, l);
   stop_point();
   be.layernorm_backward(s.d_res, dw.ln2_w, dw.ln2_b, s.d_a, a.res_mid, w.ln2_w, a.ln2_mean, a.ln2_rstd, BT, C,
                         /*accumulate=*/true);
   // Attention branch: d_res now holds d(res_mid) = d(x) through the residual.
-  layer_linear_backward(l, s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, C, C);
-  be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, C, H, AttentionMask{true, nullptr});
+  layer_linear_backward(l, s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, Ct, C);
+  be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, Ct, H, AttentionMask{true, nullptr});
   stop_point();
-  layer_linear_backward(l, s.d_a, dw.qkv_w, dw.qkv_b, s.d_qkv, a.ln1_out, w.qkv_w, BT, C, 3 * C);
+  column_parallel_backward(s.d_a, dw.qkv_w, dw.qkv_b, s.d_qkv, a.ln1_out, w.qkv_w, BT, C, 3 * Ct, l);
   be.layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, x, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C,
                         /*accumulate=*/true);
 }
 
 void GptModel::backward_impl(const Batch& batch, float dloss_per_row) {
-  const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels, V = config_.vocab;
+  const int BT = batch.B * batch.T, C = config_.channels, V = config_.vocab / tp_size();
   const Activations& a = acts();
   BackwardScratch& s = scratch_;
   gradients_needed(0);  // the token embedding's gradient builds up over the whole backward
@@ -80,10 +86,11 @@ void GptModel::backward_impl(const Batch& batch, float dloss_per_row) {
     gradients_needed(head_unit());
     gather_parameters(head_unit());
     gather_parameters(0);
-    backend_.cross_entropy_backward(s.d_logits, a.logits, batch.targets, BT, V, dloss_per_row);
+    cross_entropy_backward(batch, dloss_per_row);
     stop_point();
-    // logits = final_ln_out @ tokens^T: the tied head adds its gradient to the token embedding.
-    backend_.linear_backward(s.d_a, dw_.tokens, nullptr, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V);
+    // logits = final_ln_out @ tokens^T: the tied head adds its gradient to the
+    // token embedding (its vocabulary slice: a column-parallel layer).
+    column_parallel_backward(s.d_a, dw_.tokens, nullptr, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V, -1);
     backend_.layernorm_backward(s.d_res, dw_.final_ln_w, dw_.final_ln_b, s.d_a, stage_output(), w_.final_ln_w,
                                 a.final_ln_mean, a.final_ln_rstd, BT, C);
     release_parameters(0);
@@ -93,8 +100,7 @@ void GptModel::backward_impl(const Batch& batch, float dloss_per_row) {
   }  // else d_res holds the gradient of this stage's output, received from the next stage
   layers_backward(batch);
 
-  if (stage_.embedding)
-    backend_.embedding_backward(dw_.tokens, dw_.positions, nullptr, s.d_res, batch.input_ids, nullptr, B, T, C);
+  if (stage_.embedding) token_embedding_backward(s.d_res, batch);
   gradients_done(0);
   gradients_ready(0);  // else d_res is now the gradient of this stage's input
 }

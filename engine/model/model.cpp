@@ -64,28 +64,36 @@ void Model::init_unit(std::uint64_t seed, int unit, float* unit_base) const {
   const float residual_std = 0.02f / std::sqrt(2.0f * static_cast<float>(config_.layers));
   const ParameterUnit& u = *layout_.find_unit(unit);
   const std::optional<ParameterLayout> whole = initial_ ? std::optional<ParameterLayout>(config_) : std::nullopt;
+  // Tensor parallelism: a rank draws the whole tensor and keeps its slice, so
+  // tp ranks together start as the one whole model does.
+  const bool sliced = stage_.tp_size > 1;
+  std::vector<float> whole_tensor;
   for (const auto& e : layout_.entries()) {
     if (e.unit != unit) continue;
     float* w = unit_base + (e.offset - u.begin);
     if (whole) {  // pretrained: the same parameter of the whole model (a stage's tied copy too)
       const float* from = initial_->data() + whole->find(e.name).offset;
-      std::copy(from, from + e.numel, w);
+      take_tensor_slice(e, stage_.tp_rank, stage_.tp_size, from, w);
       continue;
     }
+    const std::int64_t n = e.full_shape.numel();
+    if (sliced) whole_tensor.assign(static_cast<std::size_t>(n), 0.0f);
+    float* out = sliced ? whole_tensor.data() : w;
     // One stream per parameter name: every pipeline stage (and a tied copy)
     // initialises a parameter exactly as the whole model does.
     Rng rng(mix_seed(seed, fnv1a(e.name)));
     const bool is_ln = e.name.find("ln") != std::string::npos;
     const bool is_bias = e.name.ends_with("bias");
     if (is_ln && e.name.ends_with("weight")) {
-      for (std::int64_t i = 0; i < e.numel; ++i) w[i] = 1.0f;
+      for (std::int64_t i = 0; i < n; ++i) out[i] = 1.0f;
     } else if (is_bias || is_ln) {
-      for (std::int64_t i = 0; i < e.numel; ++i) w[i] = 0.0f;
+      for (std::int64_t i = 0; i < n; ++i) out[i] = 0.0f;
     } else {
       const bool residual = e.name.ends_with("attn.proj.weight") || e.name.ends_with("mlp.proj.weight");
       const float std = residual ? residual_std : 0.02f;
-      for (std::int64_t i = 0; i < e.numel; ++i) w[i] = rng.normal(0.0f, std);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = rng.normal(0.0f, std);
     }
+    if (sliced) take_tensor_slice(e, stage_.tp_rank, stage_.tp_size, whole_tensor.data(), w);
   }
 }
 
@@ -110,8 +118,8 @@ void Model::ensure_scratch(int B, int T) {
   scratch_buffer_ = Buffer();
   scratch_buffer_ =
       Buffer(ledger_, MemoryCategory::workspace,
-             BackwardScratch::total_floats(config_, B, T, stage_.head, attention_kernel()) * 4);
-  scratch_.bind(config_, B, T, stage_.head, scratch_buffer_.floats(), attention_kernel());
+             BackwardScratch::total_floats(config_, B, T, stage_.head, attention_kernel(), stage_.tp_size) * 4);
+  scratch_.bind(config_, B, T, stage_.head, scratch_buffer_.floats(), attention_kernel(), stage_.tp_size);
   scratch_B_ = B;
   scratch_T_ = T;
 }
@@ -191,7 +199,7 @@ float Model::forward(const Batch& batch) {
   s.batch = run;
   s.have_forward = true;
   if (batch.targets == nullptr || !stage_.head) return 0.0f;  // the loss is the last stage's
-  return backend_.cross_entropy_forward(s.acts.losses, s.acts.logits, run.targets, rows, config_.vocab);
+  return cross_entropy_forward(run);
 }
 
 void Model::backward(double loss_rows) {

@@ -19,6 +19,7 @@
 #include "model/activations.h"
 #include "model/model_config.h"
 #include "model/parameter_layout.h"
+#include "model/tensor_parallel.h"
 #include "ops/backend.h"
 
 namespace shardscope {
@@ -202,6 +203,11 @@ class Model {
   }
   void set_event_context(const Event& base) { event_base_ = base; }
 
+  // Tensor parallelism (model/tensor_parallel.h): the group this rank's slice
+  // (stage().tp_rank of stage().tp_size) combines its partial results over.
+  // Needed before forward when tp_size > 1.
+  void set_tensor_parallel_group(TensorParallelGroup* group) { tp_group_ = group; }
+
  protected:
   // A place a run may stop mid-layer (set_layer_boundary_callback).
   void stop_point() const {
@@ -282,6 +288,27 @@ class Model {
   void gradients_done(int unit) {
     if (storage_ != nullptr && layout_.find_unit(unit) != nullptr) storage_->gradients_done(*this, unit);
   }
+  // ---- tensor parallelism (tensor_parallel.cpp); with tp_size 1 each is the plain op ----
+  int tp_size() const { return stage_.tp_size; }
+  // g after a row-parallel linear: out (rows, out_f) = in (rows, in_f, this
+  // rank's input columns) @ weight^T, summed over the group, then + bias once.
+  void row_parallel_forward(float* out, const float* in, const float* weight, const float* bias, int rows, int in_f,
+                            int out_f, int layer);
+  // f before a column-parallel linear, backward: the linear's backward, then
+  // the input gradient d_in (rows, in_f) summed over the group. `accumulate`:
+  // d_in += it (a residual's gradient already there), the partial sum made in
+  // `partial` (rows, in_f) first, which tensor parallelism then needs.
+  void column_parallel_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
+                                const float* weight, int rows, int in_f, int out_f, int layer, bool accumulate = false,
+                                float* partial = nullptr);
+  // The (vocabulary-parallel) token + position embedding into out (B*T, C), and its backward.
+  void token_embedding_forward(float* out, const Batch& batch);
+  void token_embedding_backward(const float* d_out, const Batch& batch);
+  // The mean loss over scored rows of the head's logits (this rank's
+  // vocabulary slice under tensor parallelism), and d_logits of it.
+  float cross_entropy_forward(const Batch& batch);
+  void cross_entropy_backward(const Batch& batch, float dloss_per_row);
+
   // Emits a compute span for layer `layer` that started at `start_ns`.
   void emit_span(ComputeKind kind, int layer, std::int64_t start_ns);
   std::int64_t now_ns() const;
@@ -322,6 +349,7 @@ class Model {
   DeviceClock* clock_ = nullptr;
   Event event_base_;
   std::shared_ptr<const std::vector<float>> initial_;  // set_initial_parameters
+  TensorParallelGroup* tp_group_ = nullptr;
 };
 
 std::unique_ptr<Model> make_model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger);

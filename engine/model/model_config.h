@@ -47,15 +47,19 @@ void validate_model_config(const ModelConfig& config);
 
 // The part of the model one pipeline stage holds: layers [first_layer,
 // end_layer), plus the embeddings on the first stage and the output head on
-// the last. With one stage, everything.
+// the last. With one stage, everything. Under tensor parallelism (tp_size > 1)
+// a rank holds slice tp_rank of the stage's split matrices (heads, MLP
+// columns, vocabulary rows: model/tensor_parallel.h) and the rest whole.
 struct StageLayers {
   int first_layer = 0;
   int end_layer = 0;
   bool embedding = true;
   bool head = true;
+  int tp_rank = 0;
+  int tp_size = 1;
   int layer_count() const { return end_layer - first_layer; }
   bool whole_model(const ModelConfig& config) const {
-    return embedding && head && first_layer == 0 && end_layer == config.layers;
+    return embedding && head && first_layer == 0 && end_layer == config.layers && tp_size == 1;
   }
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/parameter_layout.h"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 
@@ -8,11 +9,16 @@ namespace shardscope {
 
 ParameterLayout::ParameterLayout(const ModelConfig& config) : ParameterLayout(config, whole_model_stage(config)) {}
 
-ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& stage) : layers_(config.layers) {
+ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& stage)
+    : layers_(config.layers), tp_size_(stage.tp_size) {
   const std::int64_t V = config.vocab, T = config.max_seq, C = config.channels;
   const bool gpt = config.kind == ModelKind::gpt;
+  // Megatron-LM's splits: the vocabulary rows of the (tied) embedding, the
+  // column-parallel QKV (heads) and MLP fc by output rows, the row-parallel
+  // projections by input columns; everything else whole on every tp rank.
+  constexpr TensorSplit rows = TensorSplit::rows, columns = TensorSplit::columns, whole = TensorSplit::replicated;
   if (stage.embedding) {
-    add("embed.tokens", {V, C}, true);
+    add("embed.tokens", {V, C}, true, rows);
     add("embed.positions", {T, C}, true);
     if (!gpt) {
       add("embed.token_types", {config.type_vocab, C}, true);
@@ -20,7 +26,7 @@ ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& s
       add("embed.ln.bias", {C}, false);
     }
   } else if (stage.head) {
-    add("embed.tokens", {V, C}, true);  // the tied head's copy
+    add("embed.tokens", {V, C}, true, rows);  // the tied head's copy
   }
   for (int l = stage.first_layer; l < stage.end_layer; ++l) {
     const std::string p = "layer" + std::to_string(l) + ".";
@@ -28,10 +34,10 @@ ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& s
       add(p + "ln1.weight", {C}, false);
       add(p + "ln1.bias", {C}, false);
     }
-    add(p + "attn.qkv.weight", {3 * C, C}, true);
-    add(p + "attn.qkv.bias", {3 * C}, false);
-    add(p + "attn.proj.weight", {C, C}, true);
-    add(p + "attn.proj.bias", {C}, false);
+    add(p + "attn.qkv.weight", {3 * C, C}, true, rows, 3);
+    add(p + "attn.qkv.bias", {3 * C}, false, rows, 3);
+    add(p + "attn.proj.weight", {C, C}, true, columns);
+    add(p + "attn.proj.bias", {C}, false, whole);
     if (gpt) {
       add(p + "ln2.weight", {C}, false);
       add(p + "ln2.bias", {C}, false);
@@ -39,10 +45,10 @@ ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& s
       add(p + "ln1.weight", {C}, false);
       add(p + "ln1.bias", {C}, false);
     }
-    add(p + "mlp.fc.weight", {4 * C, C}, true);
-    add(p + "mlp.fc.bias", {4 * C}, false);
-    add(p + "mlp.proj.weight", {C, 4 * C}, true);
-    add(p + "mlp.proj.bias", {C}, false);
+    add(p + "mlp.fc.weight", {4 * C, C}, true, rows);
+    add(p + "mlp.fc.bias", {4 * C}, false, rows);
+    add(p + "mlp.proj.weight", {C, 4 * C}, true, columns);
+    add(p + "mlp.proj.bias", {C}, false, whole);
     if (!gpt) {
       add(p + "ln2.weight", {C}, false);
       add(p + "ln2.bias", {C}, false);
@@ -57,7 +63,7 @@ ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& s
     add("mlm.dense.bias", {C}, false);
     add("mlm.ln.weight", {C}, false);
     add("mlm.ln.bias", {C}, false);
-    add("mlm.decoder_bias", {V}, false);
+    add("mlm.decoder_bias", {V}, false, rows);  // the bias of this rank's vocabulary slice of the logits
     if (config.pooler) {
       add("pooler.dense.weight", {C, C}, true);
       add("pooler.dense.bias", {C}, false);
@@ -65,7 +71,10 @@ ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& s
   }
 }
 
-void ParameterLayout::add(std::string name, Shape shape, bool weight_decay) {
+void ParameterLayout::add(std::string name, Shape full_shape, bool weight_decay, TensorSplit split, int split_parts) {
+  Shape shape = full_shape;
+  if (split == TensorSplit::rows) shape.dims[0] /= tp_size_;
+  if (split == TensorSplit::columns) shape.dims[1] /= tp_size_;
   const std::int64_t n = shape.numel();
   int unit = layers_ + 1;  // the head
   if (name.starts_with("embed.")) {
@@ -75,7 +84,7 @@ void ParameterLayout::add(std::string name, Shape shape, bool weight_decay) {
   }
   if (units_.empty() || units_.back().id != unit) units_.push_back({unit, total_, total_});
   units_.back().end += n;
-  entries_.push_back({std::move(name), shape, total_, n, weight_decay, unit});
+  entries_.push_back({std::move(name), shape, total_, n, weight_decay, unit, split, split_parts, full_shape});
   total_ += n;
 }
 
@@ -94,6 +103,25 @@ const ParameterEntry* ParameterLayout::try_find(std::string_view name) const {
 const ParameterEntry& ParameterLayout::find(std::string_view name) const {
   if (const auto* e = try_find(name)) return *e;
   throw std::out_of_range("no parameter named '" + std::string(name) + "'");
+}
+
+void take_tensor_slice(const ParameterEntry& e, int tp_rank, int tp_size, const float* whole, float* slice) {
+  const std::int64_t rows = e.full_shape[0], inner = e.full_shape.numel() / rows;
+  if (e.split == TensorSplit::replicated || tp_size == 1) {
+    std::copy(whole, whole + e.numel, slice);
+  } else if (e.split == TensorSplit::rows) {  // in each of the parts, rows [r R/(p t), (r + 1) R/(p t))
+    const std::int64_t part_rows = rows / e.split_parts, mine = part_rows / tp_size;
+    for (int part = 0; part < e.split_parts; ++part) {
+      const float* from = whole + (part * part_rows + tp_rank * mine) * inner;
+      std::copy(from, from + mine * inner, slice + part * mine * inner);
+    }
+  } else {  // columns [r K/t, (r + 1) K/t) of every row
+    const std::int64_t mine = inner / tp_size;
+    for (std::int64_t row = 0; row < rows; ++row) {
+      const float* from = whole + row * inner + tp_rank * mine;
+      std::copy(from, from + mine, slice + row * mine);
+    }
+  }
 }
 
 namespace {

@@ -14,14 +14,27 @@
 
 namespace shardscope {
 
+// How tensor parallelism splits a parameter over the tp ranks (Megatron-LM):
+// by output rows (column-parallel weights and their biases, the vocabulary
+// rows of the embedding), by input columns (row-parallel weights), or not at
+// all (LayerNorm, row-parallel biases, positions: every rank holds them whole).
+enum class TensorSplit { replicated, rows, columns };
+
 struct ParameterEntry {
   std::string name;     // e.g. "layer3.attn.qkv.weight"
-  Shape shape;          // e.g. (3C, C)
+  Shape shape;          // e.g. (3C, C); this rank's slice under tensor parallelism
   std::int64_t offset;  // in elements from the start of the flat buffer
   std::int64_t numel;
   bool weight_decay;    // AdamW decay: matrices and embeddings yes, biases and LayerNorm no
   int unit;             // the block it belongs to: 0 embeddings, 1 + l layer l, L + 1 head
+  TensorSplit split = TensorSplit::replicated;
+  int split_parts = 1;  // rows in this many equal blocks, each split alike (QKV: q, k and v)
+  Shape full_shape{};   // the whole tensor's shape (== shape without tensor parallelism)
 };
+
+// Rank tp_rank's slice (entry.numel values) of the whole tensor `whole`
+// (entry.full_shape values): how a tp rank takes its part of an initialisation.
+void take_tensor_slice(const ParameterEntry& entry, int tp_rank, int tp_size, const float* whole, float* slice);
 
 // A unit is the contiguous run of parameters that forward uses together: the
 // embeddings, one layer, or the head. ZeRO-3 gathers and releases parameters
@@ -37,6 +50,8 @@ class ParameterLayout {
   // The whole model, or the part one pipeline stage holds. A last stage that
   // does not also embed keeps its own copy of embed.tokens for the tied output
   // head (Megatron's "embedding group": the two copies' gradients are summed).
+  // Under tensor parallelism (stage.tp_size > 1) the split parameters have
+  // their slice's shape (TensorSplit).
   explicit ParameterLayout(const ModelConfig& config);
   ParameterLayout(const ModelConfig& config, const StageLayers& stage);
 
@@ -50,9 +65,11 @@ class ParameterLayout {
   const ParameterEntry* try_find(std::string_view name) const;
 
  private:
-  void add(std::string name, Shape shape, bool weight_decay);
+  void add(std::string name, Shape shape, bool weight_decay, TensorSplit split = TensorSplit::replicated,
+           int split_parts = 1);
 
   int layers_ = 0;
+  int tp_size_ = 1;
   std::vector<ParameterEntry> entries_;
   std::vector<ParameterUnit> units_;
   std::int64_t total_ = 0;

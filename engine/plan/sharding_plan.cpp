@@ -133,6 +133,7 @@ RankPlan ShardingPlan::make_rank(int rank) const {
   p.rank = rank;
   p.dp_rank = grid().dp_rank_of(rank);
   p.stage = grid().stage_of(rank);
+  p.tp_rank = grid().tp_rank_of(rank);
   const StageUnits& stage = stages_[static_cast<std::size_t>(p.stage)];
   const std::int64_t P = stage.parameters(), Nd = dp();
   p.stage_parameters = P;
@@ -169,11 +170,12 @@ RankPlan ShardingPlan::make_rank(int rank) const {
   return p;
 }
 
-std::vector<StageUnits> stage_units(const ModelConfig& model, int pp) {
+std::vector<StageUnits> stage_units(const ModelConfig& model, int pp, int tp) {
   std::vector<StageUnits> stages;
   for (int s = 0; s < pp; ++s) {
     StageUnits su;
     su.layers = pipeline_stage_layers(model, pp, s);
+    su.layers.tp_size = tp;  // tp rank 0's slices; the others hold as many
     const ParameterLayout layout(model, su.layers);
     for (const ParameterUnit& u : layout.units()) su.units.push_back(PlanUnit{u.id, u.numel()});
     stages.push_back(std::move(su));
@@ -200,7 +202,7 @@ ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelConfig&
   if (layout.axes.pp() > model.layers)
     throw ConfigError("--pp " + std::to_string(layout.axes.pp()) + " is more pipeline stages than " + model.name +
                       " has layers (" + std::to_string(model.layers) + ")");
-  return ShardingPlan(layout, stage_units(model, layout.axes.pp()));
+  return ShardingPlan(layout, stage_units(model, layout.axes.pp(), layout.axes.tp()));
 }
 
 ShardingPlan make_sharding_plan(const RunConfig& config) {

@@ -87,7 +87,7 @@ ZeroPartition make_zero_partition(std::int64_t total, int dp, int dp_rank);
 
 // What one rank holds: its place on the grid and its model states in elements.
 struct RankPlan {
-  int rank = 0, dp_rank = 0, stage = 0;
+  int rank = 0, dp_rank = 0, stage = 0, tp_rank = 0;
   std::int64_t stage_parameters = 0;     // Ψ_s
   std::int64_t parameter_elements = 0;   // Ψ_s, or its chunks (ZeRO-3)
   std::int64_t gradient_elements = 0;    // Ψ_s, or its chunks (ZeRO-2/3)
@@ -181,8 +181,10 @@ class ShardingPlan : public ShardingRules {
 // so the stages add up to more than the model.
 std::string stage_parameters_text(const ShardingPlan& plan);
 
-// The stages of a ShardScope model, from the engine's own parameter layout.
-std::vector<StageUnits> stage_units(const ModelConfig& model, int pp);
+// The stages of a ShardScope model, from the engine's own parameter layout;
+// with tp > 1 what one tensor-parallel rank of each stage holds (its slices of
+// the split parameters and the replicated ones whole: every tp rank alike).
+std::vector<StageUnits> stage_units(const ModelConfig& model, int pp, int tp = 1);
 // The plan of a run the engine trains (throws ConfigError for an unknown preset).
 ShardingPlan make_sharding_plan(const RunConfig& config);
 ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelConfig& model);

@@ -74,7 +74,7 @@ void Trainer::forward_backward(Rank& rk, const MicroBatches& inputs, int a, bool
   try {
     const PipelineStageResult r = run_pipeline_stage(run);
     strategy.after_backward(rk, synchronize);
-    rk.loss_sum += r.loss_sum;
+    if (rk.tp_rank == 0) rk.loss_sum += r.loss_sum;  // every tp rank computes the same loss: counted once
     rk.forward_s += r.forward_s;
     rk.backward_s += r.backward_s + r.weight_s;  // the whole backward, split or not
   } catch (...) {

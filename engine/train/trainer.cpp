@@ -129,8 +129,9 @@ void Trainer::announce() {
   log.level = LogLevel::info;
   log.start_ns = log.end_ns = event_time_ns();
   log.set_text(config_.model + ": " + std::to_string(grid.world_size()) + " ranks (dp " + std::to_string(grid.dp()) +
-               " x pp " + std::to_string(grid.pp()) + "), " + std::string(data_parallel_mode_name(config_.dp_mode)) +
-               ", ZeRO-" + std::to_string(config_.zero_stage) + ", " + std::string(precision_name(config_.precision)) +
+               " x pp " + std::to_string(grid.pp()) + (grid.tp() > 1 ? " x tp " + std::to_string(grid.tp()) : "") +
+               "), " + std::string(data_parallel_mode_name(config_.dp_mode)) + ", ZeRO-" +
+               std::to_string(config_.zero_stage) + ", " + std::string(precision_name(config_.precision)) +
                ", micro-batch " + std::to_string(config_.micro_batch_size()) + ", " + placement());
   emit(log);
   log.set_text(config_.model + ": " + parameters_text());
@@ -429,7 +430,7 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
     if (rk.stage > 0) rk.pp_comm->recv(model.stage_input(mb, T), count, rk.stage - 1, tag);
     const float loss = model.forward(batch);
     if (rk.stage < pp - 1) rk.pp_comm->send(model.stage_output(), count, rk.stage + 1, tag);
-    if (model.stage().head) {
+    if (model.stage().head && rk.tp_rank == 0) {  // tp ranks share the loss: counted once
       loss_and_rows[0] += loss * static_cast<float>(model.scored_rows());
       loss_and_rows[1] += static_cast<float>(model.scored_rows());
     }

@@ -18,6 +18,7 @@
 #include "ops/op_profile.h"
 #include "parallel/communicator.h"
 #include "parallel/in_process_communicator.h"
+#include "parallel/tensor_parallel.h"
 #include "parallel/zero.h"
 #include "parallel/zero_storage.h"
 #include "plan/pipeline_schedule.h"
@@ -30,7 +31,7 @@
 namespace shardscope {
 
 struct Trainer::Rank {
-  int rank = 0, dp_rank = 0, stage = 0;
+  int rank = 0, dp_rank = 0, stage = 0, tp_rank = 0;
   std::unique_ptr<DeviceMemory> device_memory;  // a GPU's (before the ledger: it outlives every buffer)
   std::unique_ptr<DeviceClock> clock;           // the times of its events (virtual, or the wall clock)
   MemoryLedger ledger;
@@ -48,6 +49,8 @@ struct Trainer::Rank {
   Communicator* pp_comm = nullptr;         // the stages of this data-parallel rank (pp > 1)
   Communicator* embedding_comm = nullptr;  // first and last stage: the tied embedding's copies
   Communicator* world_comm = nullptr;      // everyone: loss and evaluation totals
+  Communicator* tp_comm = nullptr;         // the tensor-parallel peers of this (stage, dp rank) (tp > 1)
+  std::unique_ptr<TensorParallelGroup> tp_group;  // the model's view of tp_comm
   // Makes this rank's communicator for a group (in-process, or NCCL with one GPU per rank).
   std::function<std::unique_ptr<Communicator>(const std::vector<int>& members)> make_communicator;
   Communicator* group(const std::vector<int>& members) {

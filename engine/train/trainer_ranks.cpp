@@ -106,6 +106,7 @@ std::unique_ptr<Trainer::Rank> Trainer::build_rank(int r, const RankDeviceFactor
   rank->rank = r;
   rank->dp_rank = place.dp_rank;
   rank->stage = place.stage;
+  rank->tp_rank = place.tp_rank;
   rank->strategy = make_strategy(*plan_, config_);
   attach_device(*rank, devices);
   connect_communicators(*rank);
@@ -154,7 +155,9 @@ void Trainer::attach_device(Rank& rank, const RankDeviceFactory& devices) {
 }
 
 // The rank's groups on the grid: its stage's data-parallel peers, its
-// pipeline, the tied embedding's first and last stage, and the whole world.
+// pipeline, the tied embedding's first and last stage, its tensor-parallel
+// peers, and the whole world. Every group but the world's is the rank's own
+// (Grid::group): with tp > 1 the same dp rank and stage has tp ranks.
 void Trainer::connect_communicators(Rank& rank) {
   Rank* self = &rank;
   if (nccl_ != nullptr) {
@@ -179,14 +182,19 @@ void Trainer::connect_communicators(Rank& rank) {
     };
   }
   const Grid& grid = plan_->grid();
-  rank.dp_comm = rank.group(grid.dp_group(rank.stage));
+  rank.dp_comm = rank.group(grid.group(rank.rank, Axis::dp));
   std::vector<int> all(static_cast<std::size_t>(grid.world_size()));
   for (int r = 0; r < grid.world_size(); ++r) all[static_cast<std::size_t>(r)] = r;
   rank.world_comm = rank.group(all);
   if (grid.pp() > 1) {
-    rank.pp_comm = rank.group(grid.pipeline_group(rank.dp_rank));
+    rank.pp_comm = rank.group(grid.group(rank.rank, Axis::pp));
     if (rank.stage == 0 || rank.stage == grid.pp() - 1)
-      rank.embedding_comm = rank.group({grid.rank_at(0, rank.dp_rank), grid.rank_at(grid.pp() - 1, rank.dp_rank)});
+      rank.embedding_comm = rank.group(
+          {grid.with_coordinate(rank.rank, Axis::pp, 0), grid.with_coordinate(rank.rank, Axis::pp, grid.pp() - 1)});
+  }
+  if (grid.tp() > 1) {
+    rank.tp_comm = rank.group(grid.group(rank.rank, Axis::tp));
+    rank.tp_group = make_tensor_parallel_group(*rank.tp_comm);
   }
 }
 
@@ -198,8 +206,12 @@ void Trainer::build_model(Rank& rank) {
   rank.dtype = config_.precision == Precision::fp16   ? DType::f16
                : config_.precision == Precision::bf16 ? DType::bf16
                                                       : DType::f32;
-  rank.model = make_model(model_config, plan_->stage(rank.stage).layers, *rank.backend, rank.ledger,
+  StageLayers layers = plan_->stage(rank.stage).layers;  // and its tensor-parallel slice of them
+  layers.tp_rank = rank.tp_rank;
+  layers.tp_size = plan_->grid().tp();
+  rank.model = make_model(model_config, layers, *rank.backend, rank.ledger,
                           ModelBuffers{plan_->model_holds_parameters(), plan_->model_holds_gradients()});
+  rank.model->set_tensor_parallel_group(rank.tp_group.get());
   rank.model->set_checkpointing(config_.checkpoint);
   rank.model->set_event_sink(sink_, rank.clock.get());
   rank.model->set_layer_boundary_callback([this, self = &rank] { check_stop(*self); });  // Ctrl-C mid-step

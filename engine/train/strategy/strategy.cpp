@@ -74,9 +74,14 @@ void DataParallelStrategy::flat_update(TrainerRank& rank, std::int64_t begin, st
   begin = std::max(begin, tied_embedding_copy(model));
   end = std::max(begin, end);
   void* grads = whole_gradients(rank);
-  float squares = static_cast<float>(
-      mixed ? rank.backend->sum_of_squares_16(rank.dtype, static_cast<const std::uint16_t*>(grads) + begin, end - begin)
-            : rank.backend->sum_of_squares(model.grads() + begin, end - begin));
+  // Tensor parallelism: the slices of the split parameters from every tp rank,
+  // the replicated ones once (parallel/tensor_parallel.h).
+  Backend& be = *rank.backend;
+  const auto range_squares = [&](std::int64_t offset, std::int64_t count) {
+    return mixed ? be.sum_of_squares_16(rank.dtype, static_cast<const std::uint16_t*>(grads) + offset, count)
+                 : be.sum_of_squares(model.grads() + offset, count);
+  };
+  float squares = tensor_parallel_sum_of_squares(model.layout(), begin, end, range_squares, rank.tp_comm, tag);
   if (sharded) rank.dp_comm->all_reduce_host(&squares, 1, ReduceOp::sum, tag);
   sum_over_stages(rank, squares, tag);
   rank.grad_norm = std::sqrt(static_cast<double>(squares)) / rank.loss_scale;

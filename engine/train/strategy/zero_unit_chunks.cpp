@@ -29,13 +29,28 @@ GradientSpan UnitChunkStrategy::gradients(TrainerRank& rank) {
   return {rank.unit_storage->gradients(), rank.unit_storage->gradient_count()};
 }
 
-// The norm over every rank's chunks, then AdamW on this rank's.
+// The norm over every rank's chunks (and tensor-parallel slices), then AdamW on this rank's.
 void UnitChunkStrategy::update(TrainerRank& rank, const CommTag& tag) {
   const GradientSpan grads = gradients(rank);
   const bool mixed = rank.dtype != DType::f32, packed = packed_parameters();
-  float squares = static_cast<float>(
-      mixed ? rank.backend->sum_of_squares_16(rank.dtype, static_cast<const std::uint16_t*>(grads.data), grads.count)
-            : rank.backend->sum_of_squares(static_cast<const float*>(grads.data), grads.count));
+  Backend& be = *rank.backend;
+  const auto packed_squares = [&](std::int64_t offset, std::int64_t count) {  // offset into the packed chunks
+    return mixed ? be.sum_of_squares_16(rank.dtype, static_cast<const std::uint16_t*>(grads.data) + offset, count)
+                 : be.sum_of_squares(static_cast<const float*>(grads.data) + offset, count);
+  };
+  float squares = static_cast<float>(packed_squares(0, grads.count));
+  if (rank.tp_comm != nullptr) {  // the chunks cut through parameters: count the replicated ones once over tp
+    double mine = 0.0;
+    for (const AdamW::ShardRange& r : rank.optimizer->ranges())
+      mine += tensor_parallel_squares(
+          rank.model->layout(), r.flat_begin, r.flat_end,
+          [&](std::int64_t flat, std::int64_t count) {
+            return packed_squares(r.packed_begin + flat - r.flat_begin, count);
+          },
+          rank.tp_rank == 0);
+    squares = static_cast<float>(mine);
+    rank.tp_comm->all_reduce_host(&squares, 1, ReduceOp::sum, tag);
+  }
   rank.dp_comm->all_reduce_host(&squares, 1, ReduceOp::sum, tag);
   rank.grad_norm = std::sqrt(static_cast<double>(squares)) / rank.loss_scale;
   const float factor = clip_factor(rank.grad_norm, config_.grad_clip) / rank.loss_scale;
