@@ -226,12 +226,15 @@ json metadata(const char* what, std::int64_t pid, std::int64_t tid, json args) {
 }  // namespace
 
 void write_chrome_trace(const std::vector<Event>& events, const std::string& metadata_json, std::ostream& out) {
-  std::map<std::int32_t, std::int32_t> stage_of;  // rank -> stage of its first event
+  // rank -> its stage, from its first event that says one: communication events leave stage 0.
+  std::map<std::int32_t, std::int32_t> stage_of;
   std::map<std::pair<int, int>, int> lanes_used;  // (rank, track) -> lanes
   for (const Event& e : events) {
-    stage_of.try_emplace(e.rank, e.stage);
+    const bool says_stage = e.kind != EventKind::comm_span && e.kind != EventKind::wait_span;
+    if (says_stage) stage_of.try_emplace(e.rank, e.stage);
     if (!is_span(e.kind)) lanes_used[{e.rank, kLogTrack}] = 1;
   }
+  for (const Event& e : events) stage_of.try_emplace(e.rank, e.stage);  // a rank with transfers only
   const std::vector<int> lane_of = assign_lanes(events, lanes_used);
 
   const json other = {{"producer", "ShardScope"}, {"run", metadata_json.empty() ? "{}" : metadata_json}};

@@ -38,8 +38,15 @@ void Model::row_parallel_forward(float* out, const float* in, const float* weigh
 void Model::column_parallel_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
                                      const float* weight, int rows, int in_f, int out_f, int layer, bool accumulate,
                                      float* partial) {
+  // A layer's linear may leave its weight gradient to W (zero-bubble schedules); the head's (layer -1) stays in B.
+  const auto linear_backward = [&](float* dx, bool add) {
+    if (layer >= 0)
+      layer_linear_backward(layer, dx, d_weight, d_bias, d_out, in, weight, rows, in_f, out_f, add);
+    else
+      backend_.linear_backward(dx, d_weight, d_bias, d_out, in, weight, rows, in_f, out_f, add);
+  };
   if (tp_size() == 1) {
-    layer_linear_backward(layer, d_in, d_weight, d_bias, d_out, in, weight, rows, in_f, out_f, accumulate);
+    linear_backward(d_in, accumulate);
     return;
   }
   // f's backward: every rank's output columns contributed to the input's
@@ -47,7 +54,7 @@ void Model::column_parallel_backward(float* d_in, float* d_weight, float* d_bias
   // a residual gradient already in d_in is whole on every rank).
   const std::int64_t n = static_cast<std::int64_t>(rows) * in_f;
   float* sum = accumulate ? partial : d_in;
-  layer_linear_backward(layer, sum, d_weight, d_bias, d_out, in, weight, rows, in_f, out_f);  // W may come later
+  linear_backward(sum, false);
   tp_group_->all_reduce_sum(sum, n, at_layer(event_base_, layer));
   if (accumulate) backend_.add(d_in, d_in, sum, n);
 }

@@ -50,6 +50,10 @@ void Model::defer_linear_weights(int l, float* d_in, float* d_weight, float* d_b
                                  const float* in, const float* weight, int rows, int in_f, int out_f, bool accumulate) {
   Slot& s = slot();
   const std::int64_t count = static_cast<std::int64_t>(rows) * out_f;
+  if ((s.kept_floats + count) * 4 > s.kept_output_gradients.bytes())
+    throw std::logic_error("Model::backward_input: layer " + std::to_string(l) + " keeps " + std::to_string(count) +
+                           " output-gradient floats past the " + std::to_string(s.kept_output_gradients.bytes() / 4) +
+                           " sized for the stage (" + std::to_string(s.kept_floats) + " kept)");
   float* kept = s.kept_output_gradients.floats() + s.kept_floats;
   s.kept_floats += count;
   backend_.copy(kept, d_out, count * 4);  // d_out lives in the shared scratch, rewritten by the next op
