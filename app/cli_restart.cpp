@@ -13,8 +13,7 @@
 #include <string>
 
 #include "cli_args.h"
-#include "core/error.h"
-#include "train/checkpoint.h"
+#include "train/lost_work.h"
 
 namespace shardscope::cli {
 
@@ -79,16 +78,6 @@ JobEnd run_job(const std::vector<std::string>& argv) {
   g_job.store(0);
   end.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return end;
-}
-
-// The newest committed step under the save directory, if any.
-std::optional<std::string> latest_checkpoint(const std::string& save_dir) {
-  if (save_dir.empty()) return std::nullopt;
-  try {
-    return find_checkpoint_dir(save_dir, "--save-dir");
-  } catch (const ConfigError&) {  // no committed step yet
-    return std::nullopt;
-  }
 }
 
 }  // namespace

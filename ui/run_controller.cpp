@@ -242,12 +242,9 @@ RunPlanPtr RunController::restartAfter(const RunPlanPtr& failed, const std::stri
   next.fail_rank = -1;  // an injected failure happens once (as under launch)
   next.resume_dir.clear();
   QString from = tr("from the start (no checkpoint committed yet)");
-  if (!next.save_dir.empty()) {
-    try {
-      next.resume_dir = find_checkpoint_dir(next.save_dir, "--save-dir");
-      from = tr("resuming from %1").arg(QString::fromStdString(next.resume_dir));
-    } catch (const ConfigError&) {  // none committed: from the start
-    }
+  if (const std::optional<std::string> latest = latest_checkpoint(next.save_dir)) {
+    next.resume_dir = *latest;
+    from = tr("resuming from %1").arg(QString::fromStdString(next.resume_dir));
   }
   const QString line = tr("restart %1 of %2 after the run failed (%3); %4")
                            .arg(restart + 1)

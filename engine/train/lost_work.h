@@ -6,9 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace shardscope {
+
+// The newest committed step directory under a --save-dir (what a restart
+// resumes from), or none: no save directory, or nothing committed yet.
+std::optional<std::string> latest_checkpoint(const std::string& save_dir);
 
 // "lost work: the run stopped in step 8; the last checkpoint is step 5
 // (--save-every 5), so a restart from DIR/step-000005 runs 2 finished steps again",
