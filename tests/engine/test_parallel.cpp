@@ -6,7 +6,9 @@
 // does the stop flag (Ctrl-C) mid-step.
 #include <QElapsedTimer>
 #include <QTest>
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -111,7 +113,11 @@ void TestParallel::every_layout_matches_single_rank() {
   QFETCH(int, pp);
   QFETCH(int, micro_batches);
   QFETCH(int, gpipe);
-  const RunConfig single = base_config(qPrintable(model));
+  RunConfig single = base_config(qPrintable(model));
+  // The ThreadSanitizer job (tests/CMakeLists.txt) runs fewer steps: it looks
+  // at how the ranks share memory, which the first steps already cross; the
+  // plain build runs all 20 and checks that the run learns.
+  if (const char* steps = std::getenv("SHARDSCOPE_LAYOUT_STEPS")) single.steps = std::clamp(std::atoi(steps), 2, 20);
   RunConfig parallel = single;
   parallel.layout[Axis::dp] = dp;
   parallel.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
@@ -134,6 +140,7 @@ void TestParallel::every_layout_matches_single_rank() {
                                         .arg(a.front())
                                         .arg(b.back())
                                         .arg(a.back())));
+  if (a.size() < 20) return;
   // And the run did learn (the mean of the last 5 steps: MLM losses of 8 short sequences are noisy).
   const float tail = (a[15] + a[16] + a[17] + a[18] + a[19]) / 5.0f;
   QVERIFY2(tail < a.front() - 0.3f, qPrintable(QString("%1 -> %2").arg(a.front()).arg(tail)));
