@@ -101,8 +101,6 @@ void validate_tensor_parallel(const RunConfig& c, const ModelConfig& model) {
           "DataParallel replicas)",
       "{tp} " + t + " 不能与 {dp_mode} naive 一起用：张量并行与 DDP 一起运行（Megatron-LM 没有 DataParallel 副本）");
   not_yet(c.device != "cpu", "{device} " + c.device, "{device} " + c.device);
-  not_yet(!c.save_dir.empty(), "{save_dir}", "{save_dir}");
-  not_yet(!c.resume_dir.empty(), "{resume}", "{resume}");
 }
 
 // Which data-parallel mode, ZeRO stage and pipeline go together.

@@ -124,6 +124,17 @@ void take_tensor_slice(const ParameterEntry& e, int tp_rank, int tp_size, const 
   }
 }
 
+std::int64_t whole_tensor_index(const TensorSliceOf& of, std::int64_t rows, std::int64_t inner, std::int64_t local) {
+  if (of.whole()) return local;
+  if (of.split == TensorSplit::rows) {  // part p's rows [r R/(p t), (r + 1) R/(p t)), parts one after another
+    const std::int64_t part_rows = rows / of.parts, mine = part_rows / of.tp_size;
+    const std::int64_t row = local / inner, part = row / mine;
+    return (part * part_rows + of.tp_rank * mine + row % mine) * inner + local % inner;
+  }
+  const std::int64_t mine = inner / of.tp_size;  // columns [r K/t, (r + 1) K/t) of every row
+  return (local / mine) * inner + of.tp_rank * mine + local % mine;
+}
+
 namespace {
 // The field of `w` that holds the parameter `name` (null if the views have none).
 float** field_for(WeightViews& w, const std::string& name) {

@@ -36,6 +36,18 @@ struct ParameterEntry {
 // (entry.full_shape values): how a tp rank takes its part of an initialisation.
 void take_tensor_slice(const ParameterEntry& entry, int tp_rank, int tp_size, const float* whole, float* slice);
 
+// How one tp rank's slice sits in the whole tensor: what a checkpoint records
+// beside a slice's elements, so a reader at any tp puts them back.
+struct TensorSliceOf {
+  TensorSplit split = TensorSplit::replicated;
+  int parts = 1;  // ParameterEntry::split_parts
+  int tp_rank = 0, tp_size = 1;
+  bool whole() const { return split == TensorSplit::replicated || tp_size == 1; }
+};
+// Element `local` (row-major in the slice) as an index of the whole tensor of
+// `rows` rows of `inner` elements: take_tensor_slice's inverse, element by element.
+std::int64_t whole_tensor_index(const TensorSliceOf& of, std::int64_t rows, std::int64_t inner, std::int64_t local);
+
 // A unit is the contiguous run of parameters that forward uses together: the
 // embeddings, one layer, or the head. ZeRO-3 gathers and releases parameters
 // unit by unit; ZeRO-2/3 reduce-scatter gradients unit by unit.

@@ -54,7 +54,15 @@ json scaler_json(const LossScalerState& s) {
 
 json file_json(const CheckpointFile& f) {
   json slices = json::array();
-  for (const ParameterSlice& s : f.slices) slices.push_back({s.name, s.begin, s.end});
+  for (const ParameterSlice& s : f.slices) {
+    json slice = {s.name, s.begin, s.end};
+    if (!s.tp.whole())  // a tensor-parallel slice: which part of the whole its elements are
+      slice.push_back({{"split", s.tp.split == TensorSplit::rows ? "rows" : "columns"},
+                       {"parts", s.tp.parts},
+                       {"tp_rank", s.tp.tp_rank},
+                       {"tp_size", s.tp.tp_size}});
+    slices.push_back(std::move(slice));
+  }
   return {{"name", f.name},
           {"rank", f.rank},
           {"dp_rank", f.dp_rank},
@@ -115,6 +123,19 @@ LossScalerState read_scaler(const Reader& r, const json& s) {
   return out;
 }
 
+// A tensor-parallel slice's place: {"split": "rows"|"columns", "parts", "tp_rank", "tp_size"}.
+TensorSliceOf read_tensor_split(const Reader& r, const json& o, const std::string& where) {
+  TensorSliceOf of;
+  const std::string split = r.text(r.at(o, "split", where), where + ".split");
+  if (split != "rows" && split != "columns")
+    r.fail(where + ".split", "expected \"rows\" or \"columns\", got \"" + bounded_excerpt(split) + "\"");
+  of.split = split == "rows" ? TensorSplit::rows : TensorSplit::columns;
+  of.parts = static_cast<int>(r.int_at(o, "parts", where, 1, 1 << 16));
+  of.tp_size = static_cast<int>(r.int_at(o, "tp_size", where, 2, 1 << 16));
+  of.tp_rank = static_cast<int>(r.int_at(o, "tp_rank", where, 0, of.tp_size - 1));
+  return of;
+}
+
 std::vector<ParameterSlice> read_slices(const Reader& r, const json& list, const std::string& where) {
   if (!list.is_array()) r.fail(where, "expected an array, got " + json_value_summary(list));
   std::vector<ParameterSlice> slices;
@@ -122,9 +143,11 @@ std::vector<ParameterSlice> read_slices(const Reader& r, const json& list, const
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string field = where + "[" + std::to_string(i) + "]";
     const json& s = list[i];
-    if (!s.is_array() || s.size() != 3) r.fail(field, "expected [name, begin, end], got " + json_value_summary(s));
+    if (!s.is_array() || (s.size() != 3 && s.size() != 4))
+      r.fail(field, "expected [name, begin, end] or [name, begin, end, tensor split], got " + json_value_summary(s));
     ParameterSlice slice{r.text(s[0], field + "[0]"), r.integer(s[1], field + "[1]", 0),
                          r.integer(s[2], field + "[2]", 0)};
+    if (s.size() == 4) slice.tp = read_tensor_split(r, s[3], field + "[3]");
     if (slice.end <= slice.begin) r.fail(field, "empty or reversed element range");
     if (!seen.insert(slice.name).second) r.fail(field, "parameter '" + slice.name + "' listed twice");
     slices.push_back(std::move(slice));

@@ -14,9 +14,10 @@
 // Each rank saves what its optimizer updates: everything (DDP, one rank), its
 // flat shard (ZeRO-1), its chunk of every unit (ZeRO-2/3), its stage's
 // parameters (pipeline), nothing (a naive DataParallel replica). A tensor
-// holds elements [begin, end) of its parameter (row-major), recorded in the
-// manifest, so the reader reassembles every parameter whole from all the
-// files whatever the layout that wrote them, as DeepSpeed's universal
+// holds elements [begin, end) of its parameter (row-major; under tensor
+// parallelism, of its tp rank's slice, whose split the manifest records),
+// recorded in the manifest, so the reader reassembles every parameter whole
+// from all the files whatever the layout that wrote them, as DeepSpeed's universal
 // checkpoints do; a run then resumes under any layout. The 16-bit parameters
 // of mixed precision are not saved: they are always the master weights
 // rounded to nearest even (adamw.h), so they are rebuilt exactly.
@@ -42,6 +43,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/parameter_layout.h"
 #include "train/loss_scaler.h"
 
 namespace shardscope {
@@ -51,10 +53,13 @@ inline constexpr int kCheckpointFormatVersion = 1;
 inline constexpr std::int64_t kMaxCheckpointParameterElements = std::int64_t{1} << 34;
 inline constexpr std::string_view kCheckpointFormat = "shardscope-checkpoint";
 
-// Elements [begin, end) of a parameter, in its row-major order.
+// Elements [begin, end) of a parameter, in its row-major order; under tensor
+// parallelism, of tp rank tp.tp_rank's slice of it (`tp`: how that slice sits
+// in the whole), so a run at another tp reassembles and re-splits it.
 struct ParameterSlice {
   std::string name;
   std::int64_t begin = 0, end = 0;
+  TensorSliceOf tp{};
 };
 
 // One rank's file, as the manifest lists it.

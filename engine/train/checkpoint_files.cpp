@@ -68,6 +68,7 @@ std::string file_bytes(const std::string& path, const std::string& what) {
 struct Assembly {
   std::map<std::string, ParameterState> values;
   std::map<std::string, std::vector<char>> covered;
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> rows_inner;  // the whole shape as rows × the rest
 };
 
 Assembly empty_assembly(const CheckpointManifest& m, const std::string& manifest_path) {
@@ -79,8 +80,25 @@ Assembly empty_assembly(const CheckpointManifest& m, const std::string& manifest
     const auto n = static_cast<std::size_t>(numel);
     a.values[name] = ParameterState{std::vector<float>(n), std::vector<float>(n), std::vector<float>(n)};
     a.covered[name].assign(n, 0);
+    const std::int64_t rows = shape.empty() ? 1 : shape[0];
+    a.rows_inner[name] = {rows, rows == 0 ? 0 : numel / rows};
   }
   return a;
+}
+
+// How many elements the slice's tensor holds: the whole parameter, or its tp
+// rank's part, whose split must divide the whole's rows or columns.
+std::int64_t tensor_slice_elements(const std::string& path, const ParameterSlice& slice, std::int64_t rows,
+                                   std::int64_t inner) {
+  if (slice.tp.whole()) return rows * inner;
+  const TensorSliceOf& tp = slice.tp;
+  const bool by_rows = tp.split == TensorSplit::rows;
+  const std::int64_t cut = by_rows ? rows : inner, pieces = by_rows ? std::int64_t{tp.parts} * tp.tp_size : tp.tp_size;
+  if (cut % pieces != 0)
+    throw ConfigError(path + ": '" + slice.name + "' is split by " + (by_rows ? "rows" : "columns") + " into " +
+                      std::to_string(pieces) + " parts, but its " + std::to_string(cut) + " " +
+                      (by_rows ? "rows" : "columns") + " do not divide by that");
+  return rows * inner / tp.tp_size;
 }
 
 // One slice's three tensors into the assembly.
@@ -90,9 +108,14 @@ void take_slice(const SafetensorsFile& st, const ParameterSlice& slice, Assembly
   if (it == a.values.end())
     throw ConfigError(path + ": '" + slice.name + "' is not a parameter of the checkpoint's model");
   std::vector<char>& covered = a.covered[slice.name];
-  if (slice.end > static_cast<std::int64_t>(covered.size()))
+  const auto [rows, inner] = a.rows_inner.at(slice.name);
+  const std::int64_t held = tensor_slice_elements(path, slice, rows, inner);
+  if (slice.end > held)
     throw ConfigError(path + ": '" + slice.name + "' elements [" + std::to_string(slice.begin) + ", " +
-                      std::to_string(slice.end) + ") run past its " + std::to_string(covered.size()) + " elements");
+                      std::to_string(slice.end) + ") run past its " + std::to_string(held) + " elements" +
+                      (slice.tp.whole() ? ""
+                                        : " (its tp " + std::to_string(slice.tp.tp_rank) + " of " +
+                                              std::to_string(slice.tp.tp_size) + " slice)"));
   std::vector<float>* targets[3] = {&it->second.master, &it->second.exp_avg, &it->second.exp_avg_sq};
   for (int k = 0; k < 3; ++k) {
     const std::string key = slice.name + "/" + kTensorKinds[k];
@@ -108,15 +131,17 @@ void take_slice(const SafetensorsFile& st, const ParameterSlice& slice, Assembly
       if (!std::isfinite(v))
         throw ConfigError(path + ": tensor '" + key + "' element " + std::to_string(i) +
                           " is not finite (a diverged run cannot be resumed)");
-      float& slot = (*targets[k])[static_cast<std::size_t>(slice.begin + i)];
-      const bool seen = covered[static_cast<std::size_t>(slice.begin + i)] != 0;
+      const auto at = static_cast<std::size_t>(whole_tensor_index(slice.tp, rows, inner, slice.begin + i));
+      float& slot = (*targets[k])[at];
+      const bool seen = covered[at] != 0;
       if (seen && std::memcmp(&slot, &v, sizeof v) != 0)
         throw ConfigError(path + ": tensor '" + key + "' element " + std::to_string(i) +
                           " disagrees with another file's copy of " + slice.name);
       slot = v;
     }
   }
-  for (std::int64_t i = slice.begin; i < slice.end; ++i) covered[static_cast<std::size_t>(i)] = 1;
+  for (std::int64_t i = slice.begin; i < slice.end; ++i)
+    covered[static_cast<std::size_t>(whole_tensor_index(slice.tp, rows, inner, i))] = 1;
 }
 
 void read_rank_file(const std::string& dir, const CheckpointFile& file, Assembly& a) {

@@ -38,7 +38,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 // The whole model's fp32 weights in ParameterLayout(config) order, from the
-// master slices every rank saved (the tied embedding's copies are equal).
+// master slices every rank saved (the tied embedding's copies are equal; tp
+// slices put back into their whole tensors).
 std::vector<float> whole_weights(const ModelConfig& config, const std::vector<RankCheckpoint>& ranks) {
   const ParameterLayout layout(config);
   std::vector<float> out(static_cast<std::size_t>(layout.total()));
@@ -47,8 +48,15 @@ std::vector<float> whole_weights(const ModelConfig& config, const std::vector<Ra
     for (const ParameterSlice& slice : rank.file.slices) {
       const ParameterEntry& e = layout.find(slice.name);
       const auto len = static_cast<std::size_t>(slice.end - slice.begin);
-      std::copy_n(rank.master.begin() + static_cast<std::ptrdiff_t>(at), len,
-                  out.begin() + static_cast<std::ptrdiff_t>(e.offset + slice.begin));
+      if (slice.tp.whole()) {
+        std::copy_n(rank.master.begin() + static_cast<std::ptrdiff_t>(at), len,
+                    out.begin() + static_cast<std::ptrdiff_t>(e.offset + slice.begin));
+      } else {  // a tp rank's slice: each element to its place in the whole tensor
+        const std::int64_t rows = e.shape[0], inner = e.numel / rows;
+        for (std::int64_t i = slice.begin; i < slice.end; ++i)
+          out[static_cast<std::size_t>(e.offset + whole_tensor_index(slice.tp, rows, inner, i))] =
+              rank.master[at + static_cast<std::size_t>(i - slice.begin)];
+      }
       at += len;
     }
   }

@@ -44,13 +44,15 @@ std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameter_shapes(
   return out;
 }
 
-// A stage's flat array of one state (0 master, 1 m, 2 v) from the whole parameters.
-std::vector<float> stage_values(const ParameterLayout& layout, const TrainingCheckpoint& ckpt, int kind) {
+// A stage's flat array of one state (0 master, 1 m, 2 v) from the whole
+// parameters: under tensor parallelism, tp rank tp_rank's slice of each.
+std::vector<float> stage_values(const ParameterLayout& layout, const TrainingCheckpoint& ckpt, int kind, int tp_rank,
+                                int tp_size) {
   std::vector<float> flat(static_cast<std::size_t>(layout.total()));
   for (const ParameterEntry& e : layout.entries()) {
     const ParameterState& s = ckpt.parameters.at(e.name);
     const std::vector<float>& from = kind == 0 ? s.master : kind == 1 ? s.exp_avg : s.exp_avg_sq;
-    std::copy(from.begin(), from.end(), flat.begin() + e.offset);
+    take_tensor_slice(e, tp_rank, tp_size, from.data(), flat.data() + e.offset);
   }
   return flat;
 }
@@ -64,6 +66,7 @@ RankCheckpoint Trainer::rank_checkpoint(const Rank& rk) const {
   const AdamW& opt = *rk.optimizer;
   const std::int64_t n = opt.state_size();
   const std::vector<float> master = rk.strategy->packed_master(rk);
+  const int tp = config_.layout.tp();
   std::vector<float> m(static_cast<std::size_t>(n)), v(static_cast<std::size_t>(n));
   rk.backend->download(m.data(), opt.m(), n * 4);
   rk.backend->download(v.data(), opt.v(), n * 4);
@@ -71,7 +74,7 @@ RankCheckpoint Trainer::rank_checkpoint(const Rank& rk) const {
     for (const ParameterEntry& e : rk.model->layout().entries()) {
       const std::int64_t lo = std::max(e.offset, r.flat_begin), hi = std::min(e.offset + e.numel, r.flat_end);
       if (lo >= hi) continue;
-      out.file.slices.push_back({e.name, lo - e.offset, hi - e.offset});
+      out.file.slices.push_back({e.name, lo - e.offset, hi - e.offset, {e.split, e.split_parts, rk.tp_rank, tp}});
       const auto at = static_cast<std::ptrdiff_t>(r.packed_begin + (lo - r.flat_begin)), len = hi - lo;
       out.master.insert(out.master.end(), master.begin() + at, master.begin() + at + len);
       out.exp_avg.insert(out.exp_avg.end(), m.begin() + at, m.begin() + at + len);
@@ -87,8 +90,8 @@ CheckpointManifest Trainer::checkpoint_manifest() const {
   const ModelConfig& model = ranks_[0]->model->config();
   m.model = model_json(model);
   m.parameters = parameter_shapes(model);
-  for (const char* key : {"dp", "pp", "ranks", "zero", "dp_mode", "precision", "accum", "micro_batches", "schedule",
-                          "batch", "seq", "loss_scaler"})
+  for (const char* key : {"dp", "pp", "tp", "ranks", "zero", "dp_mode", "precision", "accum", "micro_batches",
+                          "schedule", "batch", "seq", "loss_scaler"})
     m.layout[key] = run_field(key).get(config_);
   m.lr_schedule = {{"lr", schedule_.lr},       {"min_lr", schedule_.min_lr}, {"warmup", schedule_.warmup},
                    {"steps", schedule_.steps}, {"next_step", steps_done_},   {"next_lr", schedule_.at(steps_done_)}};
@@ -185,7 +188,8 @@ void Trainer::check_checkpoint(const std::string& dir, const CheckpointManifest&
 
 void Trainer::restore_rank(Rank& rk, const TrainingCheckpoint& ckpt) {
   const ParameterLayout& layout = rk.model->layout();
-  const std::vector<float> master = stage_values(layout, ckpt, 0);
+  const int tp = config_.layout.tp();
+  const std::vector<float> master = stage_values(layout, ckpt, 0, rk.tp_rank, tp);
   void* params = rk.unit_storage != nullptr && rk.unit_storage->parameters() != nullptr ? rk.unit_storage->parameters()
                                                                                         : rk.model->params();
   const std::vector<float> values = rk.strategy->stage_parameters(rk, master);  // all, or ZeRO-3's packed chunks
@@ -204,8 +208,8 @@ void Trainer::restore_rank(Rank& rk, const TrainingCheckpoint& ckpt) {
       rk.backend->upload(to, pack_ranges(opt.ranges(), flat, size).data(), size * 4);
     };
     if (rk.dtype != DType::f32) upload(opt.master(), master);
-    upload(opt.m(), stage_values(layout, ckpt, 1));
-    upload(opt.v(), stage_values(layout, ckpt, 2));
+    upload(opt.m(), stage_values(layout, ckpt, 1, rk.tp_rank, tp));
+    upload(opt.v(), stage_values(layout, ckpt, 2, rk.tp_rank, tp));
     opt.set_steps_taken(ckpt.manifest.adamw_steps);
   }
   const nlohmann::json& saved = ckpt.manifest.layout;  // an object (the parser checked), its values unchecked
