@@ -79,6 +79,12 @@ void select_slot(Model& model, const PipelineAction& a) {
     model.use_slot(key);
 }
 
+// Under sequence parallelism a stage's output and its gradient are this tp
+// rank's T/t tokens of every sequence (model/sequence_parallel.cpp): 1/t of them travels.
+int sequence_split(const Model& model) {
+  return model.stage().sequence_parallel ? model.stage().tp_size : 1;
+}
+
 // A send and the receive after it, as one exchange (see fuses_with_next); the
 // send's slot is selected, its count and tag given.
 void exchange(const PipelineStageRun& run, const PipelineAction& send, const PipelineAction& receive,
@@ -86,7 +92,8 @@ void exchange(const PipelineStageRun& run, const PipelineAction& send, const Pip
   Model& model = run.model;
   check_runnable(receive);
   const Batch batch = run.batch(receive.micro_batch);
-  const std::int64_t receive_count = static_cast<std::int64_t>(batch.B) * batch.T * model.config().channels;
+  const std::int64_t receive_count =
+      static_cast<std::int64_t>(batch.B) * batch.T * model.config().channels / sequence_split(model);
   CommTag receive_tag = run.tag;
   receive_tag.micro_batch = run.micro_batch_offset + receive.micro_batch;
   const float* out = send.type == Type::send_activation ? model.stage_output() : model.input_gradient();
@@ -112,7 +119,7 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
     const int j = action.micro_batch;
     select_slot(model, action);
     const Batch batch = run.batch(j);
-    const std::int64_t count = static_cast<std::int64_t>(batch.B) * batch.T * C;
+    const std::int64_t count = static_cast<std::int64_t>(batch.B) * batch.T * C / sequence_split(model);
     CommTag tag = run.tag;
     tag.micro_batch = run.micro_batch_offset + j;
     Event span = run.event_base;
