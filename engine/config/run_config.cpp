@@ -119,9 +119,13 @@ void validate_sequence_parallel(const RunConfig& c, const ModelConfig& model) {
               " (each tensor-parallel rank holds seq / tp tokens of every sequence)",
           "{sequence_parallel}：{seq} " + str(c.seq) + " 无法均分到 {tp} " + t +
               "（每个张量并行 rank 持有每条序列的 seq / tp 个 token）");
-  require(model.kind != ModelKind::bert,
-          "{sequence_parallel} with " + model.name + " is not built yet (sequence parallelism trains GPT for now)",
-          "{sequence_parallel} 与 " + model.name + " 的组合尚未实现（序列并行目前只训练 GPT）");
+  // BERT's stages would pass its whole (gathered) layer output forward but its tokens' gradient back.
+  const std::string pp = str(c.layout.pp());
+  require(model.kind != ModelKind::bert || c.layout.pp() == 1,
+          "{sequence_parallel} with " + model.name + " and {pp} " + pp +
+              " is not built yet (BERT's sequence parallelism trains on one pipeline stage for now)",
+          "{sequence_parallel} 与 " + model.name + " 和 {pp} " + pp +
+              " 的组合尚未实现（BERT 的序列并行目前只在单个流水线阶段上训练）");
 }
 
 // Which data-parallel mode, ZeRO stage and pipeline go together.
