@@ -4,8 +4,9 @@
 // all-gathers and reduce-scatters, the LayerNorm gradients are summed over the
 // tp group. The run trains the single-rank model (fp32 losses and gradient
 // norms within 2e-5 relative), its layer collectives send the bytes of TP's
-// formula as all-gathers and reduce-scatters only, and what it needs or does
-// not combine with yet is refused naming --sequence-parallel.
+// formula as all-gathers and reduce-scatters only, inside their layer's span
+// on the GPU profile's NVLink, and what it needs or does not combine with yet
+// is refused naming --sequence-parallel.
 #include <QTest>
 #include <cmath>
 #include <map>
@@ -15,6 +16,7 @@
 #include "core/error.h"
 #include "engine/collecting_sink.h"
 #include "plan/tensor_parallel_traffic.h"
+#include "train/run_device_models.h"
 #include "train/trainer.h"
 
 using namespace shardscope;
@@ -86,6 +88,7 @@ class TestSequenceParallel : public QObject {
   void sixteen_bit_trains_like_one_rank();
   void layer_collectives_are_gathers_and_scatters_of_tp_bytes();
   void activations_shrink_by_the_sharded_tensors();
+  void collectives_sit_in_the_layer_span_on_nvlink();
   void layouts_it_needs_or_lacks_are_refused();
 };
 
@@ -246,6 +249,41 @@ void TestSequenceParallel::activations_shrink_by_the_sharded_tensors() {
       static_cast<long long>(tp), static_cast<long long>(sp), static_cast<double>(sp) / static_cast<double>(tp),
       static_cast<long long>(predicted));
   QCOMPARE(tp - sp, predicted);
+}
+
+// The virtual clock under a GPU profile (issue 29 item 5): the tp collectives
+// are calls on the rank's compute stream, so a layer's forward or backward span
+// holds its all-gathers and reduce-scatters (the layer waits for them), and
+// each transfer takes at least the profile's intra-node link time (H100:
+// NVLink 4, 450 GB/s a direction, 3.4 us a transfer).
+void TestSequenceParallel::collectives_sit_in_the_layer_span_on_nvlink() {
+  RunConfig c = base_config(2, true);
+  c.steps = 2;
+  c.gpu_profile = "H100";
+  const LinkModel link = run_link_model(c);
+  QCOMPARE(link.kind, LinkKind::nvlink);
+  QCOMPARE(link.bytes_per_s, 450e9);
+  test::CollectingSink sink;
+  Trainer(c, &sink).run([](const StepMetrics&) {});
+  const std::vector<Event> events = sink.events();
+  int transfers = 0, inside = 0;
+  for (const Event& e : events) {
+    if (e.step != 2 || !is_tensor_parallel_layer_transfer(e)) continue;
+    ++transfers;
+    QVERIFY2(e.end_ns - e.start_ns >= link.transfer_ns(e.bytes),
+             qPrintable(QString("%1 bytes in %2 ns").arg(e.bytes).arg(e.end_ns - e.start_ns)));
+    for (const Event& span : events)
+      if (span.kind == EventKind::compute_span && span.step == e.step && span.rank == e.rank &&
+          span.layer == e.unit - 1 && span.micro_batch == e.micro_batch && span.start_ns <= e.start_ns &&
+          e.end_ns <= span.end_ns) {
+        ++inside;
+        break;
+      }
+  }
+  qInfo("tp 2, sequence parallel, H100 profile (%s): %d of %d layer transfers inside their layer's span",
+        link.describe().c_str(), inside, transfers);
+  QVERIFY(transfers > 0);
+  QCOMPARE(inside, transfers);
 }
 
 void TestSequenceParallel::layouts_it_needs_or_lacks_are_refused() {
