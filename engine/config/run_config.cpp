@@ -106,9 +106,9 @@ void validate_tensor_parallel(const RunConfig& c, const ModelConfig& model) {
 }
 
 // Sequence parallelism (Korthikanti et al. 2022) splits every sequence's
-// tokens over the tp ranks: it needs tp > 1 and a sequence that divides by it;
-// what it is not built and tested with yet is refused by name.
-void validate_sequence_parallel(const RunConfig& c, const ModelConfig& model) {
+// tokens over the tp ranks: it needs tp > 1 and a sequence that divides by it.
+// It trains wherever tensor parallelism does (validate_tensor_parallel refuses the rest).
+void validate_sequence_parallel(const RunConfig& c) {
   if (!c.sequence_parallel) return;
   const int tp = c.layout.tp();
   const std::string t = str(tp);
@@ -119,13 +119,6 @@ void validate_sequence_parallel(const RunConfig& c, const ModelConfig& model) {
               " (each tensor-parallel rank holds seq / tp tokens of every sequence)",
           "{sequence_parallel}：{seq} " + str(c.seq) + " 无法均分到 {tp} " + t +
               "（每个张量并行 rank 持有每条序列的 seq / tp 个 token）");
-  // BERT's stages would pass its whole (gathered) layer output forward but its tokens' gradient back.
-  const std::string pp = str(c.layout.pp());
-  require(model.kind != ModelKind::bert || c.layout.pp() == 1,
-          "{sequence_parallel} with " + model.name + " and {pp} " + pp +
-              " is not built yet (BERT's sequence parallelism trains on one pipeline stage for now)",
-          "{sequence_parallel} 与 " + model.name + " 和 {pp} " + pp +
-              " 的组合尚未实现（BERT 的序列并行目前只在单个流水线阶段上训练）");
 }
 
 // Which data-parallel mode, ZeRO stage and pipeline go together.
@@ -280,7 +273,7 @@ void validate_run_config(const RunConfig& c) {
   validate_model_limits(c, model);
   validate_grid(c);
   validate_tensor_parallel(c, model);
-  validate_sequence_parallel(c, model);
+  validate_sequence_parallel(c);
   validate_strategies(c);
   validate_zero_bubble(c);
   require(c.save_every == 0 || !c.save_dir.empty(), "{save_every} needs {save_dir}: where to save",

@@ -134,10 +134,12 @@ void TestSequenceParallel::with_pipelines_zero_and_checkpointing_data() {
   QTest::newRow("dp 2 x tp 2, ZeRO-2") << 2 << 1 << one_f_one_b << 2 << false << gpt;
   QTest::newRow("dp 2 x tp 2, ZeRO-3, checkpointing") << 2 << 1 << one_f_one_b << 3 << true << gpt;
   QTest::newRow("bert-tiny dp 2 x tp 2, ZeRO-3, checkpointing") << 2 << 1 << one_f_one_b << 3 << true << bert;
+  QTest::newRow("bert-tiny tp 2 x pp 2, 1F1B") << 1 << 2 << one_f_one_b << 0 << false << bert;
 }
 
-// Pipeline stages pass this tp rank's tokens (1/t of TP's activation) to the
-// same tp rank of the next stage; ZeRO shards gradients in which the LayerNorms'
+// GPT's pipeline stages pass this tp rank's tokens (1/t of TP's activation) to
+// the same tp rank of the next stage, BERT's its whole gathered output forward
+// and the rank's tokens' gradient back; ZeRO shards gradients in which the LayerNorms'
 // are already summed over the tp group; the recompute repeats the forward's
 // gathers and scatters.
 void TestSequenceParallel::with_pipelines_zero_and_checkpointing() {
@@ -299,9 +301,6 @@ void TestSequenceParallel::layouts_it_needs_or_lacks_are_refused() {
   RunConfig c = base_config(4, true);
   c.seq = 30;
   refused(c, "--sequence-parallel: --seq 30 does not split over --tp 4");
-  c = base_config(2, true, "bert-tiny");
-  c.layout[Axis::pp] = 2;
-  refused(c, "--sequence-parallel with bert-tiny and --pp 2 is not built yet");
   c = base_config(2, true);
   c.dp_mode = DataParallelMode::naive;
   refused(c, "--tp 2 with --dp-mode naive is refused");
