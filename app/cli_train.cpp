@@ -329,6 +329,12 @@ void print_tensor_parallel_traffic(const Trainer& trainer, const RunConfig& conf
       "tensor-parallel bytes sent per rank per layer per micro-batch: %s (step %lld; formula %s = %s with %s)\n",
       per_rank_text(sent).c_str(), static_cast<long long>(step), f.formula.c_str(), grouped(f.bytes).c_str(),
       f.values.c_str());
+  // Sequence parallelism (Korthikanti et al. 2022): each all-reduce split into its two halves.
+  if (config.sequence_parallel)
+    std::printf(
+        "sequence parallel: per layer 2 all-gathers + 2 reduce-scatters forward and the same backward, each "
+        "(t−1)/t · b·s·h · e per rank: 8 · (t−1)/t · b·s·h · e, the bytes of the 4 all-reduces above%s\n",
+        config.checkpoint ? " (the recompute repeats the forward's)" : "");
 }
 
 // The two throughputs, each with its clock, over the steps after the first.

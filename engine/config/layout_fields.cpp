@@ -108,6 +108,19 @@ void add_layout_fields(std::vector<RunField>& f) {
        .get = get_axis<Axis::tp>,
        .set = set_axis<Axis::tp>,
        .surfaces = surface::train});
+  f.push_back(
+      {.key = "sequence_parallel",
+       .flag = "--sequence-parallel",
+       .kind = FieldKind::toggle,
+       .help = {"Sequence parallelism over the --tp ranks (Korthikanti et al. 2022): the LayerNorm regions hold "
+                "seq / tp tokens of every sequence, all-gathered before and reduce-scattered after the "
+                "tensor-parallel matmuls",
+                "在 --tp 个 rank 上做序列并行（Korthikanti 等，2022）：LayerNorm 区域只持有每条序列的 seq / tp "
+                "个 token，张量并行矩阵乘之前全收集（all-gather），之后归约分散（reduce-scatter）"},
+       .saved = Saved::optional,
+       .get = get_member<&RunConfig::sequence_parallel>,
+       .set = set_member<&RunConfig::sequence_parallel>,
+       .surfaces = surface::train});
   add_pipeline_schedule_fields(f);
 }
 

@@ -103,6 +103,22 @@ void validate_tensor_parallel(const RunConfig& c, const ModelConfig& model) {
   not_yet(c.device != "cpu", "{device} " + c.device, "{device} " + c.device);
 }
 
+// Sequence parallelism (Korthikanti et al. 2022) splits every sequence's
+// tokens over the tp ranks: it needs tp > 1 and a sequence that divides by it.
+// It trains wherever tensor parallelism does (validate_tensor_parallel refuses the rest).
+void validate_sequence_parallel(const RunConfig& c) {
+  if (!c.sequence_parallel) return;
+  const int tp = c.layout.tp();
+  const std::string t = str(tp);
+  require(tp > 1, "{sequence_parallel} needs {tp} > 1 (it splits the tokens over the tensor-parallel ranks); {tp} is 1",
+          "{sequence_parallel} 需要 {tp} > 1（它把 token 切分到张量并行 rank 上）；{tp} 现在是 1");
+  require(c.seq % tp == 0,
+          "{sequence_parallel}: {seq} " + str(c.seq) + " does not split over {tp} " + t +
+              " (each tensor-parallel rank holds seq / tp tokens of every sequence)",
+          "{sequence_parallel}：{seq} " + str(c.seq) + " 无法均分到 {tp} " + t +
+              "（每个张量并行 rank 持有每条序列的 seq / tp 个 token）");
+}
+
 // Which data-parallel mode, ZeRO stage and pipeline go together.
 void validate_strategies(const RunConfig& c) {
   check_layout_rules(c.layout.pp(), c.zero_stage, c.dp_mode);
@@ -255,6 +271,7 @@ void validate_run_config(const RunConfig& c) {
   validate_model_limits(c, model);
   validate_grid(c);
   validate_tensor_parallel(c, model);
+  validate_sequence_parallel(c);
   validate_strategies(c);
   validate_zero_bubble(c);
   require(c.save_every == 0 || !c.save_dir.empty(), "{save_every} needs {save_dir}: where to save",

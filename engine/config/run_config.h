@@ -52,6 +52,9 @@ struct RunConfig {
   int zero_stage = 0;              // 0: replicated; 1: optimizer states sharded; 2: + gradients; 3: + parameters
   int accum = 1;                   // gradient accumulation micro-steps per optimizer step
   bool checkpoint = false;         // per-layer activation checkpointing
+  // Sequence parallelism (Korthikanti et al. 2022) over the tp group: the LayerNorm regions hold
+  // seq / tp tokens of every sequence per rank (model/sequence_parallel.cpp). Needs tp > 1.
+  bool sequence_parallel = false;
   // DDP gradient bucket size in MB. PyTorch's bucket_cap_mb is 25, one bucket for
   // the whole of gpt-tiny's 3.3 MiB of gradients (0.4-0.8% overlapped); 0.5 makes
   // 5-9 buckets whose all-reduces overlap backward (35-70%).

@@ -25,38 +25,45 @@ void carve_activations(Activations& a, const ModelConfig& c, int B, int T, bool 
   // Tensor parallelism: the split layers' activations are this rank's heads
   // and MLP columns, the logits its vocabulary slice; the rest whole.
   const std::int64_t t = stage.tp_size, H = c.heads / t, V = c.vocab / t;
+  // Sequence parallelism (model/sequence_parallel.cpp): the residual stream
+  // (a layer's input, res_mid, res_out) and the LayerNorms' statistics hold
+  // this rank's BT/t tokens; the LayerNorm outputs, all-gathered for the
+  // column-parallel linears (and kept for their weight gradients), stay whole.
+  const std::int64_t mine = stage.sequence_parallel && t > 1 ? BT / t : BT;
   a.B = B;
   a.T = T;
-  a.stage_input = embed ? nullptr : k.take(BT * C);
-  a.embed_sum = embed ? k.take(BT * C) : nullptr;
+  // BERT's layer output is its (gathered) ln2_out, its head's LayerNorm on whole tokens.
+  const std::int64_t output = bert ? BT : mine, head_rows = bert ? BT : mine;
+  a.stage_input = embed ? nullptr : k.take(output * C);
+  a.embed_sum = embed ? k.take(mine * C) : nullptr;
   a.embed_ln_out = embed && bert ? k.take(BT * C) : nullptr;
-  a.embed_ln_mean = embed && bert ? k.take(BT) : nullptr;
-  a.embed_ln_rstd = embed && bert ? k.take(BT) : nullptr;
+  a.embed_ln_mean = embed && bert ? k.take(mine) : nullptr;
+  a.embed_ln_rstd = embed && bert ? k.take(mine) : nullptr;
   a.checkpointing = checkpointing;
   const auto layers = static_cast<std::size_t>(stage.layer_count());
   a.layers.resize(checkpointing ? std::min<std::size_t>(1, layers) : layers);
   a.layer_outputs.assign(checkpointing ? layers : 0, nullptr);
-  for (auto& out : a.layer_outputs) out = k.take(BT * C);
+  for (auto& out : a.layer_outputs) out = k.take(output * C);
   for (auto& l : a.layers) {
     l.ln1_out = k.take(BT * C);
-    l.ln1_mean = k.take(BT);
-    l.ln1_rstd = k.take(BT);
+    l.ln1_mean = k.take(mine);
+    l.ln1_rstd = k.take(mine);
     l.qkv = k.take(BT * 3 * C / t);
     l.probs = k.take(attention_saved_floats(kernel, B, static_cast<int>(H), T));
     l.attn_y = k.take(BT * C / t);
-    l.res_mid = k.take(BT * C);
+    l.res_mid = k.take(mine * C);
     l.ln2_out = k.take(BT * C);
-    l.ln2_mean = k.take(BT);
-    l.ln2_rstd = k.take(BT);
+    l.ln2_mean = k.take(mine);
+    l.ln2_rstd = k.take(mine);
     l.fc = k.take(BT * 4 * C / t);
     l.gelu = k.take(BT * 4 * C / t);
-    l.res_out = k.take(BT * C);
+    l.res_out = k.take(mine * C);
   }
   a.head_dense = head && bert ? k.take(BT * C) : nullptr;
   a.head_gelu = head && bert ? k.take(BT * C) : nullptr;
   a.final_ln_out = head ? k.take(BT * C) : nullptr;
-  a.final_ln_mean = head ? k.take(BT) : nullptr;
-  a.final_ln_rstd = head ? k.take(BT) : nullptr;
+  a.final_ln_mean = head ? k.take(head_rows) : nullptr;
+  a.final_ln_rstd = head ? k.take(head_rows) : nullptr;
   a.logits = head ? k.take(BT * V) : nullptr;
   a.losses = head ? k.take(BT) : nullptr;
   a.log_sum_exp = head && t > 1 ? k.take(BT) : nullptr;

@@ -6,8 +6,16 @@
 // Under tensor parallelism (model/tensor_parallel.h) as GPT: column-parallel
 // qkv and mlp.fc, row-parallel proj and mlp.proj, the embedding and the
 // decoder (with its bias) vocabulary-parallel; mlm.dense and the pooler whole.
+// Under sequence parallelism (model/sequence_parallel.cpp) embed_sum, res_mid,
+// res_out and the encoder LayerNorms' statistics hold this rank's BT/t tokens;
+// the LayerNorm outputs (each layer's output, and the next one's residual) are
+// all-gathered whole, and the residual adds read this rank's tokens of them.
+// The MLM head runs on whole tokens (its input, the last output, is gathered).
 #include "model/bert.h"
 
+#include <vector>
+
+#include "model/sequence_tokens.h"
 
 namespace shardscope {
 
@@ -19,18 +27,25 @@ void BertModel::layer_forward(int l, const float* x, const Batch& batch) {
   const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
   LayerActivations& a = layer_acts(l);
   Backend& be = backend_;
+  // out (this rank's tokens under SP) += the same tokens of whole
+  const auto add_residual = [&](float* out, const float* whole) {
+    if (sequence_parallel())
+      copy_rank_tokens(out, whole, BT, T, tp_size(), stage_.tp_rank, C, /*add=*/true);
+    else
+      be.add(out, out, whole, n);
+  };
   be.linear_forward(a.qkv, x, w.qkv_w, w.qkv_b, BT, C, 3 * Ct);
   be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, Ct, H, mask);
   stop_point();
   row_parallel_forward(a.res_mid, a.attn_y, w.proj_w, w.proj_b, BT, Ct, C, l);
-  be.add(a.res_mid, a.res_mid, x, n);
-  be.layernorm_forward(a.ln1_out, a.ln1_mean, a.ln1_rstd, a.res_mid, w.ln1_w, w.ln1_b, BT, C, config_.ln_eps);
+  add_residual(a.res_mid, x);
+  sequence_layernorm_forward(a.ln1_out, a.ln1_mean, a.ln1_rstd, a.res_mid, w.ln1_w, w.ln1_b, BT, C, l);
   be.linear_forward(a.fc, a.ln1_out, w.fc_w, w.fc_b, BT, C, 4 * Ct);
   stop_point();
   be.gelu_forward(a.gelu, a.fc, n * 4 / tp_size(), config_.gelu);
   row_parallel_forward(a.res_out, a.gelu, w.fc_proj_w, w.fc_proj_b, BT, 4 * Ct, C, l);
-  be.add(a.res_out, a.res_out, a.ln1_out, n);
-  be.layernorm_forward(a.ln2_out, a.ln2_mean, a.ln2_rstd, a.res_out, w.ln2_w, w.ln2_b, BT, C, config_.ln_eps);
+  add_residual(a.res_out, a.ln1_out);
+  sequence_layernorm_forward(a.ln2_out, a.ln2_mean, a.ln2_rstd, a.res_out, w.ln2_w, w.ln2_b, BT, C, l);
 }
 
 void BertModel::forward_impl(const Batch& batch) {
@@ -42,8 +57,8 @@ void BertModel::forward_impl(const Batch& batch) {
     gather_parameters(0);
     // Model::forward set the segments (0 where the batch gave none).
     token_embedding_forward(a.embed_sum, batch);
-    be.layernorm_forward(a.embed_ln_out, a.embed_ln_mean, a.embed_ln_rstd, a.embed_sum, w_.embed_ln_w,
-                         w_.embed_ln_b, BT, C, config_.ln_eps);
+    sequence_layernorm_forward(a.embed_ln_out, a.embed_ln_mean, a.embed_ln_rstd, a.embed_sum, w_.embed_ln_w,
+                               w_.embed_ln_b, BT, C, -1);
     release_parameters(0);
   }
   layers_forward(batch);
@@ -78,9 +93,12 @@ void BertModel::layer_backward(int l, const float* x, const Batch& batch) {
   BackwardScratch& s = scratch_;
   Backend& be = backend_;
   // out = ln2(res_out): d_a = d(res_out)
-  be.layernorm_backward(s.d_a, dw.ln2_w, dw.ln2_b, s.d_res, a.res_out, w.ln2_w, a.ln2_mean, a.ln2_rstd, BT, C);
+  // (Under SP d_res and d_a hold this rank's tokens; g's backward gathers them for the row-parallel linears.)
+  sequence_layernorm_backward(s.d_a, dw.ln2_w, dw.ln2_b, s.d_res, a.res_out, w.ln2_w, a.ln2_mean, a.ln2_rstd, BT, C,
+                              false);
   // res_out = ln1_out + mlp(ln1_out): d_a += mlp backward, giving d(ln1_out)
-  layer_linear_backward(l, s.d_fc, dw.fc_proj_w, dw.fc_proj_b, s.d_a, a.gelu, w.fc_proj_w, BT, 4 * Ct, C);
+  layer_linear_backward(l, s.d_fc, dw.fc_proj_w, dw.fc_proj_b, sequence_gathered(s.d_a, BT, C, l), a.gelu, w.fc_proj_w,
+                        BT, 4 * Ct, C);
   stop_point();
   be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * Ct, config_.gelu);
   // (d_res, read by ln2's backward above, is free until ln1's below: the partial sum's room)
@@ -88,9 +106,11 @@ void BertModel::layer_backward(int l, const float* x, const Batch& batch) {
                            /*accumulate=*/true, s.d_res);
   stop_point();
   // ln1_out = ln1(res_mid): d_res = d(res_mid)
-  be.layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, a.res_mid, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C);
+  sequence_layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, a.res_mid, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C,
+                              false);
   // res_mid = x + proj(attention(qkv(x))): d_res += attention backward, giving d(x)
-  layer_linear_backward(l, s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, Ct, C);
+  layer_linear_backward(l, s.d_a, dw.proj_w, dw.proj_b, sequence_gathered(s.d_res, BT, C, l), a.attn_y, w.proj_w, BT,
+                        Ct, C);
   be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, Ct, H, mask);
   stop_point();
   // (d_a, read by the attention's backward, is free: the partial sum's room)
@@ -119,6 +139,12 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
     be.gelu_backward(s.d_qkv, s.d_qkv, a.head_dense, n, config_.gelu);
     be.linear_backward(s.d_res, dw_.head_dense_w, dw_.head_dense_b, s.d_qkv, stage_output(), w_.head_dense_w, BT, C,
                        C);
+    if (sequence_parallel()) {
+      // The head's input was gathered and every rank ran the head on all of it: the
+      // gradient is whole on every rank, and this rank's is its own tokens' block.
+      const std::vector<float> whole(s.d_res, s.d_res + n);
+      copy_rank_tokens(s.d_res, whole.data(), BT, batch.T, tp_size(), stage_.tp_rank, C);
+    }
     release_parameters(0);
     release_parameters(head_unit());
     gradients_done(head_unit());
@@ -128,8 +154,8 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
 
   if (stage_.embedding) {
     gather_parameters(0);
-    be.layernorm_backward(s.d_a, dw_.embed_ln_w, dw_.embed_ln_b, s.d_res, a.embed_sum, w_.embed_ln_w,
-                          a.embed_ln_mean, a.embed_ln_rstd, BT, C);
+    sequence_layernorm_backward(s.d_a, dw_.embed_ln_w, dw_.embed_ln_b, s.d_res, a.embed_sum, w_.embed_ln_w,
+                                a.embed_ln_mean, a.embed_ln_rstd, BT, C, false);
     token_embedding_backward(s.d_a, batch);
     release_parameters(0);
   }

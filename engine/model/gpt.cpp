@@ -7,6 +7,9 @@
 // column-parallel (this rank's H/t heads, 4C/t columns), proj and mlp.proj
 // row-parallel (g: their partial outputs summed over the group), the embedding
 // and the tied head vocabulary-parallel; with tp 1 every helper is the plain op.
+// Under sequence parallelism (model/sequence_parallel.cpp) x, res_mid, res_out
+// and the LayerNorms' statistics hold this rank's BT/t tokens (the first rows
+// of their buffers); ln1_out, ln2_out and final_ln_out are all-gathered whole.
 #include "model/gpt.h"
 
 
@@ -18,18 +21,19 @@ void GptModel::layer_forward(int l, const float* x, const Batch& batch) {
   const LayerWeights& w = w_.layers[static_cast<std::size_t>(l)];
   LayerActivations& a = layer_acts(l);
   Backend& be = backend_;
-  be.layernorm_forward(a.ln1_out, a.ln1_mean, a.ln1_rstd, x, w.ln1_w, w.ln1_b, BT, C, config_.ln_eps);
+  const std::int64_t mine = static_cast<std::int64_t>(sequence_rows(BT)) * C;  // this rank's tokens' elements
+  sequence_layernorm_forward(a.ln1_out, a.ln1_mean, a.ln1_rstd, x, w.ln1_w, w.ln1_b, BT, C, l);
   be.linear_forward(a.qkv, a.ln1_out, w.qkv_w, w.qkv_b, BT, C, 3 * Ct);
   be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, Ct, H, AttentionMask{true, nullptr});
   stop_point();
   row_parallel_forward(a.res_mid, a.attn_y, w.proj_w, w.proj_b, BT, Ct, C, l);
-  be.add(a.res_mid, a.res_mid, x, static_cast<std::int64_t>(BT) * C);
-  be.layernorm_forward(a.ln2_out, a.ln2_mean, a.ln2_rstd, a.res_mid, w.ln2_w, w.ln2_b, BT, C, config_.ln_eps);
+  be.add(a.res_mid, a.res_mid, x, mine);
+  sequence_layernorm_forward(a.ln2_out, a.ln2_mean, a.ln2_rstd, a.res_mid, w.ln2_w, w.ln2_b, BT, C, l);
   be.linear_forward(a.fc, a.ln2_out, w.fc_w, w.fc_b, BT, C, 4 * Ct);
   stop_point();
   be.gelu_forward(a.gelu, a.fc, static_cast<std::int64_t>(BT) * 4 * Ct, config_.gelu);
   row_parallel_forward(a.res_out, a.gelu, w.fc_proj_w, w.fc_proj_b, BT, 4 * Ct, C, l);
-  be.add(a.res_out, a.res_out, a.res_mid, static_cast<std::int64_t>(BT) * C);
+  be.add(a.res_out, a.res_out, a.res_mid, mine);
 }
 
 void GptModel::forward_impl(const Batch& batch) {
@@ -45,8 +49,8 @@ void GptModel::forward_impl(const Batch& batch) {
   stop_point();  // before the head, the largest op for a large vocabulary
   gather_parameters(head_unit());
   gather_parameters(0);  // the tied token embedding
-  backend_.layernorm_forward(a.final_ln_out, a.final_ln_mean, a.final_ln_rstd, stage_output(), w_.final_ln_w,
-                             w_.final_ln_b, BT, C, config_.ln_eps);
+  sequence_layernorm_forward(a.final_ln_out, a.final_ln_mean, a.final_ln_rstd, stage_output(), w_.final_ln_w,
+                             w_.final_ln_b, BT, C, -1);
   backend_.linear_forward(a.logits, a.final_ln_out, w_.tokens, nullptr, BT, C, config_.vocab / tp_size());
   release_parameters(0);
   release_parameters(head_unit());
@@ -61,20 +65,23 @@ void GptModel::layer_backward(int l, const float* x, const Batch& batch) {
   BackwardScratch& s = scratch_;
   Backend& be = backend_;
   // MLP branch: d_res holds d(out) = d(res_mid) through the residual.
-  layer_linear_backward(l, s.d_fc, dw.fc_proj_w, dw.fc_proj_b, s.d_res, a.gelu, w.fc_proj_w, BT, 4 * Ct, C);
+  // (Under sequence parallelism d_res holds this rank's tokens; g's backward gathers them.)
+  layer_linear_backward(l, s.d_fc, dw.fc_proj_w, dw.fc_proj_b, sequence_gathered(s.d_res, BT, C, l), a.gelu,
+                        w.fc_proj_w, BT, 4 * Ct, C);
   stop_point();
   be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * Ct, config_.gelu);
   column_parallel_backward(s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln2_out, w.fc_w, BT, C, 4 * Ct, l);
   stop_point();
-  be.layernorm_backward(s.d_res, dw.ln2_w, dw.ln2_b, s.d_a, a.res_mid, w.ln2_w, a.ln2_mean, a.ln2_rstd, BT, C,
-                        /*accumulate=*/true);
+  sequence_layernorm_backward(s.d_res, dw.ln2_w, dw.ln2_b, s.d_a, a.res_mid, w.ln2_w, a.ln2_mean, a.ln2_rstd, BT, C,
+                              /*accumulate=*/true);
   // Attention branch: d_res now holds d(res_mid) = d(x) through the residual.
-  layer_linear_backward(l, s.d_a, dw.proj_w, dw.proj_b, s.d_res, a.attn_y, w.proj_w, BT, Ct, C);
+  layer_linear_backward(l, s.d_a, dw.proj_w, dw.proj_b, sequence_gathered(s.d_res, BT, C, l), a.attn_y, w.proj_w, BT,
+                        Ct, C);
   be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, Ct, H, AttentionMask{true, nullptr});
   stop_point();
   column_parallel_backward(s.d_a, dw.qkv_w, dw.qkv_b, s.d_qkv, a.ln1_out, w.qkv_w, BT, C, 3 * Ct, l);
-  be.layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, x, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C,
-                        /*accumulate=*/true);
+  sequence_layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, x, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C,
+                              /*accumulate=*/true);
 }
 
 void GptModel::backward_impl(const Batch& batch, float dloss_per_row) {
@@ -91,8 +98,8 @@ void GptModel::backward_impl(const Batch& batch, float dloss_per_row) {
     // logits = final_ln_out @ tokens^T: the tied head adds its gradient to the
     // token embedding (its vocabulary slice: a column-parallel layer).
     column_parallel_backward(s.d_a, dw_.tokens, nullptr, s.d_logits, a.final_ln_out, w_.tokens, BT, C, V, -1);
-    backend_.layernorm_backward(s.d_res, dw_.final_ln_w, dw_.final_ln_b, s.d_a, stage_output(), w_.final_ln_w,
-                                a.final_ln_mean, a.final_ln_rstd, BT, C);
+    sequence_layernorm_backward(s.d_res, dw_.final_ln_w, dw_.final_ln_b, s.d_a, stage_output(), w_.final_ln_w,
+                                a.final_ln_mean, a.final_ln_rstd, BT, C, /*accumulate=*/false);
     release_parameters(0);
     release_parameters(head_unit());
     gradients_done(head_unit());

@@ -167,6 +167,7 @@ void Model::check_batch(const Batch& b) const {
 float Model::forward(const Batch& batch) {
   check_batch(batch);
   ensure_activations(batch.B, batch.T);
+  sequence_length_ = batch.T;  // sequence parallelism's token blocks are T / tp
   Slot& s = slot();
   const int rows = batch.B * batch.T;
   s.scored_rows = 0;
@@ -209,6 +210,7 @@ void Model::backward(double loss_rows) {
   // The loss is a mean over scored positions, so each scored row's loss has weight 1/n.
   const double rows = loss_rows > 0.0 ? loss_rows : static_cast<double>(s.scored_rows);
   const float dloss = rows > 0.0 ? static_cast<float>(loss_scale_ / rows) : 0.0f;
+  sequence_length_ = s.batch.T;
   backward_impl(s.batch, dloss);
 }
 
@@ -226,7 +228,10 @@ const float* Model::layer_input(int l) const {
 }
 
 void Model::layers_forward(const Batch& batch) {
-  const std::int64_t n = static_cast<std::int64_t>(batch.B) * batch.T * config_.channels;
+  // A layer's output: GPT's res_out holds this tp rank's tokens under sequence parallelism, BERT's ln2_out all.
+  const int rows = batch.B * batch.T;
+  const std::int64_t n =
+      static_cast<std::int64_t>(config_.kind == ModelKind::gpt ? sequence_rows(rows) : rows) * config_.channels;
   for (int l = stage_.first_layer; l < stage_.end_layer; ++l) {
     if (on_layer_boundary_) on_layer_boundary_();
     gather_parameters(1 + l);

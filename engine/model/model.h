@@ -301,6 +301,27 @@ class Model {
   void column_parallel_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
                                 const float* weight, int rows, int in_f, int out_f, int layer, bool accumulate = false,
                                 float* partial = nullptr);
+  // ---- sequence parallelism (sequence_parallel.cpp): with it off, each is the plain op ----
+  bool sequence_parallel() const { return stage_.sequence_parallel && stage_.tp_size > 1; }
+  // Rows (tokens of the micro-batch) this rank holds in a LayerNorm region: rows / tp under SP.
+  int sequence_rows(int rows) const { return sequence_parallel() ? rows / stage_.tp_size : rows; }
+  // full (B, T, C) := every rank's shard (B, T/t, C), token block r from tp rank r.
+  void sequence_all_gather(float* full, const float* shard, int rows, int C, int layer);
+  // shard (B, T/t, C) := this rank's token block of the sum over the group of full (B, T, C).
+  void sequence_reduce_scatter(float* shard, const float* full, int rows, int C, int layer);
+  // A LayerNorm on this rank's rows of x into out; under SP out is then all-gathered to (B*T, C).
+  void sequence_layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* weight,
+                                  const float* bias, int rows, int C, int layer);
+  // The LayerNorm's backward on this rank's rows; under SP its weight and bias gradients, sums over
+  // this rank's tokens only, are summed over the group (Megatron's layernorm all-reduce).
+  void sequence_layernorm_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
+                                   const float* weight, const float* mean, const float* rstd, int rows, int C,
+                                   bool accumulate);
+  // The whole (B*T, C) gradient of a region's tokens: d (this rank's rows) all-gathered under SP, else d.
+  const float* sequence_gathered(const float* d, int rows, int C, int layer);
+  // The sequence length of the micro-batch running now (the token blocks' size is T / tp).
+  int sequence_length_ = 0;
+  std::vector<float> sequence_full_, sequence_chunks_, sequence_shard_, sequence_gathered_;
   // The (vocabulary-parallel) token + position embedding into out (B*T, C), and its backward.
   void token_embedding_forward(float* out, const Batch& batch);
   void token_embedding_backward(const float* d_out, const Batch& batch);

@@ -57,6 +57,8 @@ struct StageLayers {
   bool head = true;
   int tp_rank = 0;
   int tp_size = 1;
+  // Sequence parallelism: the LayerNorm regions hold T / tp_size tokens of every sequence.
+  bool sequence_parallel = false;
   int layer_count() const { return end_layer - first_layer; }
   bool whole_model(const ModelConfig& config) const {
     return embedding && head && first_layer == 0 && end_layer == config.layers && tp_size == 1;

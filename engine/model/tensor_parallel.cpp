@@ -30,6 +30,14 @@ void Model::row_parallel_forward(float* out, const float* in, const float* weigh
   }
   // Each rank multiplies its input columns by its rows of the weight: a partial
   // sum of the output. g: the sum over the group, then the (whole) bias once.
+  // Under sequence parallelism g is a reduce-scatter: out gets this rank's tokens only.
+  if (sequence_parallel()) {
+    sequence_full_.resize(static_cast<std::size_t>(rows) * out_f);
+    backend_.linear_forward(sequence_full_.data(), in, weight, nullptr, rows, in_f, out_f);
+    sequence_reduce_scatter(out, sequence_full_.data(), rows, out_f, layer);
+    if (bias != nullptr) backend_.add_bias_rows(out, bias, sequence_rows(rows), out_f);
+    return;
+  }
   backend_.linear_forward(out, in, weight, nullptr, rows, in_f, out_f);
   tp_group_->all_reduce_sum(out, static_cast<std::int64_t>(rows) * out_f, at_layer(event_base_, layer));
   if (bias != nullptr) backend_.add_bias_rows(out, bias, rows, out_f);
@@ -53,6 +61,16 @@ void Model::column_parallel_backward(float* d_in, float* d_weight, float* d_bias
   // gradient, so the partial sums are summed over the group (and only they:
   // a residual gradient already in d_in is whole on every rank).
   const std::int64_t n = static_cast<std::int64_t>(rows) * in_f;
+  // Under SP f's backward is a reduce-scatter: d_in gets this rank's tokens only. (Not BERT's
+  // decoder: the MLM transform before it runs on whole tokens, so its input gradient stays whole.)
+  if (sequence_parallel() && !(layer < 0 && config_.kind == ModelKind::bert)) {
+    sequence_full_.resize(static_cast<std::size_t>(n));
+    linear_backward(sequence_full_.data(), false);
+    float* mine = accumulate ? partial : d_in;
+    sequence_reduce_scatter(mine, sequence_full_.data(), rows, in_f, layer);
+    if (accumulate) backend_.add(d_in, d_in, mine, n / tp_size());
+    return;
+  }
   float* sum = accumulate ? partial : d_in;
   linear_backward(sum, false);
   tp_group_->all_reduce_sum(sum, n, at_layer(event_base_, layer));
@@ -70,6 +88,12 @@ void Model::token_embedding_forward(float* out, const Batch& batch) {
   // Rank i holds token rows [i V/t, (i + 1) V/t): the rank that owns a token
   // writes its row plus the position (and segment), the others 0, and the sum
   // over the group is the whole embedding (the replicated tables added once, by the owner).
+  // Under sequence parallelism the sum is a reduce-scatter: out gets this rank's tokens only.
+  float* whole = out;
+  if (sequence_parallel()) {
+    sequence_full_.resize(static_cast<std::size_t>(B) * T * C);
+    out = sequence_full_.data();
+  }
   const std::int64_t first = static_cast<std::int64_t>(stage_.tp_rank) * (config_.vocab / tp_size());
   const std::int64_t owned = config_.vocab / tp_size();
   for (std::int64_t r = 0; r < static_cast<std::int64_t>(B) * T; ++r) {
@@ -83,7 +107,10 @@ void Model::token_embedding_forward(float* out, const Batch& batch) {
     const float* type = w_.token_types + static_cast<std::int64_t>(batch.token_type_ids[r]) * C;
     for (int c = 0; c < C; ++c) row[c] += type[c];
   }
-  tp_group_->all_reduce_sum(out, static_cast<std::int64_t>(B) * T * C, at_layer(event_base_, -1));
+  if (sequence_parallel())
+    sequence_reduce_scatter(whole, out, B * T, C, -1);
+  else
+    tp_group_->all_reduce_sum(out, static_cast<std::int64_t>(B) * T * C, at_layer(event_base_, -1));
 }
 
 void Model::token_embedding_backward(const float* d_out, const Batch& batch) {
@@ -94,8 +121,9 @@ void Model::token_embedding_backward(const float* d_out, const Batch& batch) {
                                 bert ? batch.token_type_ids : nullptr, B, T, C);
     return;
   }
-  // d_out is whole on every rank: each adds it to the token rows it owns, and
-  // to the (replicated) positions and segments.
+  // d_out is whole on every rank (under sequence parallelism once all-gathered):
+  // each adds it to the token rows it owns, and to the (replicated) positions and segments.
+  d_out = sequence_gathered(d_out, B * T, C, -1);
   const std::int64_t first = static_cast<std::int64_t>(stage_.tp_rank) * (config_.vocab / tp_size());
   const std::int64_t owned = config_.vocab / tp_size();
   for (std::int64_t r = 0; r < static_cast<std::int64_t>(B) * T; ++r) {

@@ -19,6 +19,11 @@
 // maxima), sum of exponentials and target logit combine over the group; the
 // whole logits are never gathered.
 //
+// Sequence parallelism (Korthikanti et al. 2022) keeps the tokens outside
+// those matmuls (LayerNorm, residual adds) split over the group: f becomes an
+// all-gather of the tokens (backward: a reduce-scatter of their gradient) and
+// g a reduce-scatter (backward: an all-gather); model/sequence_parallel.cpp.
+//
 // The model calls this interface; the trainer implements it over the rank's
 // tp communicator (train/), so model/ does not depend on parallel/.
 #pragma once
@@ -37,6 +42,9 @@ class TensorParallelGroup {
   virtual void all_reduce_sum(float* data, std::int64_t count, const Event& context) = 0;
   // recv (size * count) := every rank's send (count), in tp rank order.
   virtual void all_gather(const float* send, float* recv, std::int64_t count, const Event& context) = 0;
+  // recv (recv_count) := the sum over the group of every rank's chunk
+  // [rank * recv_count, (rank + 1) * recv_count) of send (size * recv_count).
+  virtual void reduce_scatter_sum(const float* send, float* recv, std::int64_t recv_count, const Event& context) = 0;
 };
 
 }  // namespace shardscope

@@ -79,6 +79,17 @@ void select_slot(Model& model, const PipelineAction& a) {
     model.use_slot(key);
 }
 
+// The floats a boundary action sends or receives: the stage output (or its
+// gradient) of the micro-batch. Under sequence parallelism a gradient is this
+// tp rank's T/t tokens of every sequence (model/sequence_parallel.cpp), and so
+// is GPT's output; BERT's output, its gathered LayerNorm output, is whole.
+std::int64_t boundary_count(const Model& model, const Batch& batch, Type type) {
+  const std::int64_t whole = static_cast<std::int64_t>(batch.B) * batch.T * model.config().channels;
+  const bool activation = type == Type::send_activation || type == Type::recv_activation;
+  const bool split = model.stage().sequence_parallel && !(activation && model.config().kind == ModelKind::bert);
+  return split ? whole / model.stage().tp_size : whole;
+}
+
 // A send and the receive after it, as one exchange (see fuses_with_next); the
 // send's slot is selected, its count and tag given.
 void exchange(const PipelineStageRun& run, const PipelineAction& send, const PipelineAction& receive,
@@ -86,7 +97,7 @@ void exchange(const PipelineStageRun& run, const PipelineAction& send, const Pip
   Model& model = run.model;
   check_runnable(receive);
   const Batch batch = run.batch(receive.micro_batch);
-  const std::int64_t receive_count = static_cast<std::int64_t>(batch.B) * batch.T * model.config().channels;
+  const std::int64_t receive_count = boundary_count(model, batch, receive.type);
   CommTag receive_tag = run.tag;
   receive_tag.micro_batch = run.micro_batch_offset + receive.micro_batch;
   const float* out = send.type == Type::send_activation ? model.stage_output() : model.input_gradient();
@@ -101,7 +112,6 @@ void exchange(const PipelineStageRun& run, const PipelineAction& send, const Pip
 PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
   Model& model = run.model;
   PipelineStageResult result;
-  const int C = model.config().channels;
   const std::vector<PipelineAction>& actions = *run.actions;
   const std::vector<bool> frees = frees_activations(actions);
   const std::set<ActivationKey> split = split_backwards(actions);
@@ -112,7 +122,7 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
     const int j = action.micro_batch;
     select_slot(model, action);
     const Batch batch = run.batch(j);
-    const std::int64_t count = static_cast<std::int64_t>(batch.B) * batch.T * C;
+    const std::int64_t count = boundary_count(model, batch, action.type);
     CommTag tag = run.tag;
     tag.micro_batch = run.micro_batch_offset + j;
     Event span = run.event_base;

@@ -25,6 +25,9 @@ class CommunicatorGroup final : public TensorParallelGroup {
   void all_gather(const float* send, float* recv, std::int64_t count, const Event& context) override {
     comm_.all_gather(send, recv, count, tensor_parallel_tag(context));
   }
+  void reduce_scatter_sum(const float* send, float* recv, std::int64_t recv_count, const Event& context) override {
+    comm_.reduce_scatter(send, recv, recv_count, ReduceOp::sum, tensor_parallel_tag(context));
+  }
 
  private:
   Communicator& comm_;

@@ -426,7 +426,10 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
     // Step index 0 for every evaluation: the same validation batches each time.
     const BatchData data = dataset_->batch(model.config().kind, Split::validation, config_.seed, 0, k * mb, mb, T);
     const Batch batch{mb, T, data.input_ids.data(), data.targets.data(), nullptr, nullptr};
-    const std::int64_t count = static_cast<std::int64_t>(mb) * T * model.config().channels;
+    // Under sequence parallelism a GPT stage passes this tp rank's T/t tokens of every sequence.
+    const int tokens_split =
+        model.stage().sequence_parallel && model.config().kind == ModelKind::gpt ? model.stage().tp_size : 1;
+    const std::int64_t count = static_cast<std::int64_t>(mb) * T * model.config().channels / tokens_split;
     if (rk.stage > 0) rk.pp_comm->recv(model.stage_input(mb, T), count, rk.stage - 1, tag);
     const float loss = model.forward(batch);
     if (rk.stage < pp - 1) rk.pp_comm->send(model.stage_output(), count, rk.stage + 1, tag);

@@ -209,6 +209,7 @@ void Trainer::build_model(Rank& rank) {
   StageLayers layers = plan_->stage(rank.stage).layers;  // and its tensor-parallel slice of them
   layers.tp_rank = rank.tp_rank;
   layers.tp_size = plan_->grid().tp();
+  layers.sequence_parallel = config_.sequence_parallel;
   rank.model = make_model(model_config, layers, *rank.backend, rank.ledger,
                           ModelBuffers{plan_->model_holds_parameters(), plan_->model_holds_gradients()});
   rank.model->set_tensor_parallel_group(rank.tp_group.get());

@@ -55,6 +55,7 @@ class TestMpi : public QObject {
         "--precision", "fp16", "--checkpoint", "full", "--eval-every",    "10", "--eval-batches", "2"};
     QTest::newRow("bf16 zero2") << QStringList{"--dp", "4", "--zero", "2", "--precision", "bf16"};
     QTest::newRow("tp2xdp2") << QStringList{"--tp", "2", "--dp", "2"};  // tp groups: ranks 0-1 and 2-3
+    QTest::newRow("tp2xdp2 sequence parallel") << QStringList{"--tp", "2", "--dp", "2", "--sequence-parallel"};
   }
 
   // Ring collectives over MPI add the same chunks in the same order as threads.
