@@ -107,8 +107,28 @@ void add_layout_fields(std::vector<RunField>& f) {
        .saved = Saved::optional,
        .get = get_axis<Axis::tp>,
        .set = set_axis<Axis::tp>,
-       .surfaces = surface::train});
+       .surfaces = surface::all,
+       .plan = {.help = {"Tensor-parallel ranks (Megatron-LM): each layer's matrices split over N GPUs of a node; "
+                         "heads (and a preset's vocabulary) must divide by N",
+                         "张量并行 rank 数（Megatron-LM）：每层的矩阵切分到一个节点内的 N 个 GPU 上；"
+                         "注意力头数（以及预设模型的词表大小）须能被 N 整除"},
+                .min = 1,
+                .max = 1'000'000}});
   add_pipeline_schedule_fields(f);
+}
+
+// Sequence parallelism (Korthikanti et al. 2022) on the estimator's surfaces only:
+// the trainer does not have it yet, so the row has no RunConfig member (a plan row).
+void add_layout_plan_fields(std::vector<RunField>& f) {
+  f.push_back({.key = "sequence_parallel",
+               .flag = "--sequence-parallel",
+               .kind = FieldKind::toggle,
+               .help = {"Sequence parallelism with --tp (Korthikanti et al. 2022): LayerNorm and dropout hold s/t "
+                        "tokens per rank; the all-reduces become all-gathers and reduce-scatters",
+                        "序列并行，与 --tp 一起用（Korthikanti 等 2022）：LayerNorm 和 dropout 每个 rank 只保存 s/t "
+                        "个 token；all-reduce 变为 all-gather 和 reduce-scatter"},
+               .saved = Saved::never,
+               .surfaces = surface::plan});
 }
 
 }  // namespace shardscope

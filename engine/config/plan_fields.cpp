@@ -103,6 +103,7 @@ void add_cluster_fields(std::vector<RunField>& f) {
 }  // namespace
 
 void add_plan_fields(std::vector<RunField>& f) {
+  add_layout_plan_fields(f);  // config/layout_fields.cpp
   add_rank_fields(f);
   add_cluster_fields(f);
 }

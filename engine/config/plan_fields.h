@@ -14,5 +14,7 @@ namespace shardscope {
 void add_plan_fields(std::vector<RunField>& fields);
 // The parallel layout's rows (config/layout_fields.cpp), among RunConfig's.
 void add_layout_fields(std::vector<RunField>& fields);
+// The layout's rows the trainer does not have yet (sequence parallelism), among the estimator's.
+void add_layout_plan_fields(std::vector<RunField>& fields);
 
 }  // namespace shardscope
