@@ -80,9 +80,12 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
                             (checkpointing ? ": each layer keeps its output b·s·h, one shared layer set " + layer_set
                                            : ": per layer " + layer_set) +
                             ends;
-  out.workspace_formula = d + grouped(scratch) + " floats = BackwardScratch::total_floats(b=" + b + ", s=" + s +
-                          "): activation gradients of one layer, b·s·9h + " + (fused ? "b·a·s" : "b·a·s²") +
-                          (stage.head ? ", and the logits' b·s·v" : "");
+  out.workspace_formula =
+      d + grouped(scratch) + " floats = BackwardScratch::total_floats(b=" + b + ", s=" + s +
+      "): activation gradients of one layer, " +
+      (stage.tp_size > 1 ? "b·s(2h + max(3h/t, h) + 4h/t) + " + std::string(fused ? "b·a·s" : "b·a·s²") + "/t"
+                         : "b·s·9h + " + std::string(fused ? "b·a·s" : "b·a·s²")) +
+      (stage.head ? (stage.tp_size > 1 ? ", and the logits' b·s·v/t" : ", and the logits' b·s·v") : "");
   return out;
 }
 

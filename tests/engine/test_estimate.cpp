@@ -278,6 +278,15 @@ void TestEstimate::tensor_parallel_formulas_and_refusals() {
   QCOMPARE(on_a100.tp_link, find_gpu_profile("A100-80GB").link);
   QVERIFY(on_a100.tp_comm_s > 0 && on_a100.step_overlapped_s > on_a100.compute_s + on_a100.tp_comm_s);
 
+  // A tp group wider than a node: warned, and its all-reduces on the inter-node network.
+  request.settings.gpus_per_node = 4;
+  const Estimate wide = compute_estimate(request);
+  bool warned = false;
+  for (const std::string& w : wide.warnings) warned = warned || w.find("--tp 8 is more than --gpus-per-node 4") == 0;
+  QVERIFY(warned);
+  const TimeEstimate wide_time = estimate_time(gpt3, wide.settings, &find_gpu_profile("A100-80GB"));
+  QCOMPARE(wide_time.tp_link, find_gpu_profile("A100-80GB").internode);
+
   // Refused by name with the numbers: heads that do not split, naive DataParallel, SP without tp.
   EstimateSettings bad;
   bad.layout[Axis::tp] = 3;
