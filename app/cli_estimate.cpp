@@ -65,7 +65,7 @@ SettingsPatch patch_from_flags(const Flags& f) {
     if (value) values.push_back({std::string(key), std::move(*value), std::string(estimate_row(key).flag)});
   };
   for (const char* key :
-       {"dp", "pp", "micro_batch", "seq", "accum", "micro_batches", "gpus_per_node", "zero", "dp_mode"})
+       {"dp", "pp", "tp", "micro_batch", "seq", "accum", "micro_batches", "gpus_per_node", "zero", "dp_mode"})
     given(key, flag_value(f, key));
   // The engine's own converters: --precision also takes accelerate's "no" (fp32), and both keep their messages.
   if (const std::string* text = f.text("precision"))
@@ -73,7 +73,7 @@ SettingsPatch patch_from_flags(const Flags& f) {
   given("checkpoint", flag_value(f, "checkpoint"));
   if (const std::string* text = f.text("schedule"))
     given("schedule", std::string(pipeline_schedule_name(parse_pipeline_schedule_kind(*text))));
-  for (const char* key : {"activations", "device", "offload_optimizer", "offload_params"})
+  for (const char* key : {"activations", "device", "offload_optimizer", "offload_params", "sequence_parallel"})
     given(key, flag_value(f, key));
   given("efficiency", static_cast<double>(f.efficiency));
   return patch_from_values(values);
@@ -126,19 +126,25 @@ void print_time(const Estimate& e) {
               short_number(t.flops_per_token).c_str(), grouped(t.tokens_per_step).c_str(), t.flops_formula.c_str());
   std::printf("  data-parallel  %s sent per rank: %s\n", decimal_bytes(t.dp_bytes).c_str(), t.dp_formula.c_str());
   std::printf("  pipeline p2p   %s sent per stage: %s\n", decimal_bytes(t.pp_bytes).c_str(), t.pp_formula.c_str());
+  if (!t.tp_formula.empty())
+    std::printf("  tensor-par.    %s sent per rank: %s\n", decimal_bytes(t.tp_bytes).c_str(), t.tp_formula.c_str());
   std::printf("  bubble         %.1f%%: %s\n", 100.0 * t.bubble_fraction, t.bubble_formula.c_str());
   if (!t.has_gpu) {
     std::printf("  (give --gpu for modeled seconds)\n");
     return;
   }
+  char tp_seconds[32];
+  std::snprintf(tp_seconds, sizeof tp_seconds, "%.3f", t.tp_comm_s);
+  const std::string tp_text =  // the tp all-reduces, on the critical path (only with tp > 1)
+      t.tp_formula.empty() ? "" : " + tensor-parallel " + std::string(tp_seconds) + " s (" + t.tp_link + ")";
   std::printf(
       "  on %s at %.0f%% of %s TFLOP/s (%s): compute %.3f s + bubble %.3f s + optimizer %.3f s + "
-      "data-parallel %.3f s (%s) + pipeline %.3f s = %.3f s per step, %s tokens/s; %.3f s if the "
+      "data-parallel %.3f s (%s) + pipeline %.3f s%s = %.3f s per step, %s tokens/s; %.3f s if the "
       "data-parallel communication overlaps backward\n",
       t.gpu.c_str(), 100.0 * t.efficiency, short_number(t.peak_tflops, 4).c_str(),
       std::string(precision_name(e.settings.precision)).c_str(), t.compute_s, t.bubble_s, t.optimizer_s, t.dp_comm_s,
-      t.dp_link.c_str(), t.pp_comm_s, t.step_s, grouped(static_cast<std::int64_t>(t.tokens_per_s)).c_str(),
-      t.step_overlapped_s);
+      t.dp_link.c_str(), t.pp_comm_s, tp_text.c_str(), t.step_s,
+      grouped(static_cast<std::int64_t>(t.tokens_per_s)).c_str(), t.step_overlapped_s);
   std::printf(
       "  throughput     %s tokens/s per GPU, %.1f TFLOP/s per GPU run (recompute included), MFU %.1f%% "
       "(6N + 12·L·h·s per token over %s TFLOP/s peak); assumes %.0f%% of peak on every matmul, no memory-bound "
@@ -156,18 +162,25 @@ void print_estimate(const Estimate& e, const SettingOrigins& origins) {
   if (m.base_model_parameters != m.parameters())
     std::printf("  (Hugging Face AutoModel, without the LM head: %s parameters)\n",
                 grouped(m.base_model_parameters).c_str());
+  // tp only when it is there: the line of a layout without it reads as it always did.
+  const std::string tp =
+      s.layout.tp() > 1 || s.sequence_parallel
+          ? " × tp " + std::to_string(s.layout.tp()) + (s.sequence_parallel ? " (sequence parallel)" : "")
+          : "";
   std::printf(
-      "Layout: dp %d × pp %d = %d GPUs, %s, ZeRO-%d, %s, micro-batch %d × seq %d, accum %d × %d pipeline "
+      "Layout: dp %d × pp %d%s = %d GPUs, %s, ZeRO-%d, %s, micro-batch %d × seq %d, accum %d × %d pipeline "
       "micro-batches (%s) per step, global batch %lld, checkpoint %s, activations %s (%s kernels)%s%s\n",
-      s.layout.dp(), s.layout.pp(), s.world_size(), s.dp_mode == DataParallelMode::naive ? "naive DataParallel" : "DDP",
-      s.zero_stage, std::string(precision_name(s.precision)).c_str(), s.micro_batch_size, s.seq, s.accum,
-      s.micro_batches, pipeline_schedule_name(s.schedule), static_cast<long long>(s.global_batch()),
+      s.layout.dp(), s.layout.pp(), tp.c_str(), s.world_size(),
+      s.dp_mode == DataParallelMode::naive ? "naive DataParallel" : "DDP", s.zero_stage,
+      std::string(precision_name(s.precision)).c_str(), s.micro_batch_size, s.seq, s.accum, s.micro_batches,
+      pipeline_schedule_name(s.schedule), static_cast<long long>(s.global_batch()),
       std::string(recompute_name(s.recompute)).c_str(), std::string(activation_mode_name(s.activations)).c_str(),
       s.cuda ? "cuda" : "cpu", s.offload_optimizer ? ", optimizer offload" : "",
       s.offload_params ? ", parameter offload" : "");
   for (const auto& [setting, where] : origins) std::printf("  %s from %s\n", setting.c_str(), where.c_str());
   std::printf("Basis: %s\n", e.memory.basis.c_str());
-  std::printf("Sizes in bytes; GB = 10^9 bytes. Ψ = parameters, Nd = data-parallel ranks.\n");
+  std::printf("Sizes in bytes; GB = 10^9 bytes. Ψ = parameters, Nd = data-parallel ranks%s.\n",
+              s.layout.tp() > 1 ? ", t = tensor-parallel ranks (each holds its slice, Ψ/t)" : "");
   print_ranks(e.memory);
   std::printf("\nFullest rank: %d, %s. All ranks together: %s.\n", e.memory.fullest_rank(),
               decimal_bytes(static_cast<double>(e.memory.fullest_total())).c_str(),

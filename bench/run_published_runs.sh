@@ -39,9 +39,8 @@ run "torchtitan Llama 3.1 8B, 8 x H100, FSDP" tokens_per_s_per_gpu 5762 \
   --model "$runs/llama-3.1-8b_config.json" --dp 8 --zero 3 --precision bf16 --micro-batch 2 --seq 8192 \
   --checkpoint selective --gpu H100
 # Megatron-LM GPT-3 175B, 1024 x A100 80GB: tp 8 x pp 8 x dp 16, batch 1536, full recompute
-# (Narayanan et al. 2021, sec. 5.1). The estimator has no tensor parallelism: one rank stands for a
-# tp group (one node of 8 GPUs, so every group talks over InfiniBand), and its per-GPU rate is the
-# group's if tensor parallelism cost nothing.
+# (Narayanan et al. 2021, sec. 5.1). Each tp group is one 8-GPU node: its all-reduces (6 per layer
+# per micro-batch with the recompute) run on NVLink, on the critical path.
 run "Megatron-LM GPT-3 175B, 1024 x A100 (tp 8)" tflops_per_gpu 140 \
-  --model "$runs/gpt3-175b_config.json" --dp 16 --pp 8 --precision fp16 --micro-batch 1 --seq 2048 \
-  --micro-batches 96 --checkpoint full --gpus-per-node 1 --gpu A100-80GB
+  --model "$runs/gpt3-175b_config.json" --tp 8 --dp 16 --pp 8 --precision fp16 --micro-batch 1 --seq 2048 \
+  --micro-batches 96 --checkpoint full --gpus-per-node 8 --gpu A100-80GB

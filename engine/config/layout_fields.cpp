@@ -107,7 +107,13 @@ void add_layout_fields(std::vector<RunField>& f) {
        .saved = Saved::optional,
        .get = get_axis<Axis::tp>,
        .set = set_axis<Axis::tp>,
-       .surfaces = surface::train});
+       .surfaces = surface::all,
+       .plan = {.help = {"Tensor-parallel ranks (Megatron-LM): each layer's matrices split over N GPUs of a node; "
+                         "heads (and a preset's vocabulary) must divide by N",
+                         "张量并行 rank 数（Megatron-LM）：每层的矩阵切分到一个节点内的 N 个 GPU 上；"
+                         "注意力头数（以及预设模型的词表大小）须能被 N 整除"},
+                .min = 1,
+                .max = 1'000'000}});
   f.push_back(
       {.key = "sequence_parallel",
        .flag = "--sequence-parallel",
@@ -120,7 +126,7 @@ void add_layout_fields(std::vector<RunField>& f) {
        .saved = Saved::optional,
        .get = get_member<&RunConfig::sequence_parallel>,
        .set = set_member<&RunConfig::sequence_parallel>,
-       .surfaces = surface::train});
+       .surfaces = surface::all});
   add_pipeline_schedule_fields(f);
 }
 

@@ -57,6 +57,37 @@ void add_fsdp(Values& v, const AccelerateConfig& c, std::vector<std::string>& wa
   if (c.fsdp_activation_checkpointing.value_or(false)) v.add("checkpoint", "full", "fsdp_activation_checkpointing");
 }
 
+// accelerate's Megatron-LM plugin: tp and pp from their degrees, dp what num_processes leaves
+// (Megatron: world = dp × tp × pp), the distributed optimizer as ZeRO-1 over dp, Megatron's
+// recompute_activations (selective recompute) and sequence parallelism.
+void add_megatron(Values& v, const AccelerateConfig& c) {
+  const std::int64_t tp = c.megatron_tp_degree.value_or(1), pp = c.megatron_pp_degree.value_or(1);
+  const std::string m = "megatron_lm_config.";
+  if (c.megatron_tp_degree) v.add("tp", tp, m + "megatron_lm_tp_degree");
+  if (c.megatron_pp_degree) v.add("pp", pp, m + "megatron_lm_pp_degree");
+  if (c.num_processes) {
+    if (*c.num_processes % (tp * pp) != 0)
+      throw ConfigError(c.source + ": num_processes " + std::to_string(*c.num_processes) +
+                        " does not split into megatron_lm_tp_degree " + std::to_string(tp) +
+                        " × megatron_lm_pp_degree " + std::to_string(pp) + " (dp = num_processes / (tp × pp))");
+    v.add("dp", *c.num_processes / (tp * pp), "num_processes / (megatron_lm_tp_degree × megatron_lm_pp_degree)");
+  }
+  if (c.megatron_num_micro_batches)
+    v.add("micro_batches", *c.megatron_num_micro_batches, m + "megatron_lm_num_micro_batches");
+  if (c.megatron_sequence_parallelism.value_or(false))
+    v.add("sequence_parallel", true, m + "megatron_lm_sequence_parallelism");
+  if (c.megatron_recompute_activations.value_or(false))
+    v.add("checkpoint", "selective", m + "megatron_lm_recompute_activations");
+  if (c.megatron_use_distributed_optimizer.value_or(false))
+    v.add("zero", 1, m + "megatron_lm_use_distributed_optimizer");
+}
+
+bool has_megatron(const AccelerateConfig& c) {
+  return c.megatron_tp_degree || c.megatron_pp_degree || c.megatron_num_micro_batches ||
+         c.megatron_sequence_parallelism || c.megatron_recompute_activations || c.megatron_use_distributed_optimizer ||
+         c.megatron_gradient_clipping;
+}
+
 // accelerate's DeepSpeed plugin keys (the JSON it names is read after this file).
 void add_deepspeed_plugin(Values& v, const AccelerateConfig& c, std::vector<std::string>& warnings) {
   if (c.zero_stage) v.add_accelerate("zero", *c.zero_stage);
@@ -95,7 +126,8 @@ std::vector<SchemaValue> plan_values_from_accelerate(const AccelerateConfig& c, 
   Values v{c.source, {}};
   const std::string& f = c.source;
   warnings.insert(warnings.end(), c.warnings.begin(), c.warnings.end());
-  if (c.num_processes) v.add_accelerate("dp", *c.num_processes);
+  const bool megatron = c.distributed_type == "MEGATRON_LM";
+  if (c.num_processes && !megatron) v.add_accelerate("dp", *c.num_processes);
   if (c.num_machines && c.num_processes) {
     if (*c.num_processes % *c.num_machines != 0)
       throw ConfigError(f + ": num_processes " + std::to_string(*c.num_processes) +
@@ -116,9 +148,14 @@ std::vector<SchemaValue> plan_values_from_accelerate(const AccelerateConfig& c, 
     add_deepspeed_plugin(v, c, warnings);
   else if (c.distributed_type == "FSDP")
     add_fsdp(v, c, warnings);
+  else if (megatron)
+    add_megatron(v, c);
   else if (c.distributed_type != "MULTI_GPU" && c.distributed_type != "NO" && c.distributed_type != "MULTI_CPU")
     warnings.push_back(f + ": distributed_type " + bounded_excerpt(c.distributed_type) +
                        " is estimated as plain data parallelism");
+  if (!megatron && has_megatron(c))
+    warnings.push_back(f + ": megatron_lm_config: ignored (distributed_type is " + bounded_excerpt(c.distributed_type) +
+                       ")");
   return std::move(v.list);
 }
 

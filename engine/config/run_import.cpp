@@ -226,9 +226,9 @@ namespace {
 // which takes what a planner may approximate and would say it in other words.
 void refuse_unrunnable(Importer& im, const AccelerateConfig& acc) {
   const std::string& type = acc.distributed_type;
-  if (type != "NO" && type != "MULTI_CPU" && type != "MULTI_GPU" && type != "DEEPSPEED")
+  if (type != "NO" && type != "MULTI_CPU" && type != "MULTI_GPU" && type != "DEEPSPEED" && type != "MEGATRON_LM")
     im.refuse("distributed_type",
-              "'" + type + "' is not supported: the engine runs NO, MULTI_CPU, MULTI_GPU or DEEPSPEED");
+              "'" + type + "' is not supported: the engine runs NO, MULTI_CPU, MULTI_GPU, DEEPSPEED or MEGATRON_LM");
   const int processes = type == "NO" ? 1 : acc.num_processes.value_or(1);
   const int machines = acc.num_machines.value_or(1);
   if (processes % machines != 0)
@@ -237,18 +237,42 @@ void refuse_unrunnable(Importer& im, const AccelerateConfig& acc) {
 
 void import_processes(Importer& im, const AccelerateConfig& acc, bool keep_dp) {
   const std::optional<std::int64_t> shared = im.integer("dp");  // num_processes, as the estimator reads it
-  const int processes = acc.distributed_type == "NO" ? 1 : static_cast<int>(shared.value_or(1));
+  const bool megatron = acc.distributed_type == "MEGATRON_LM";  // dp is num_processes / (tp × pp) already
+  const int processes = acc.distributed_type == "NO" ? 1
+                        : megatron                   ? acc.num_processes.value_or(1)
+                                                     : static_cast<int>(shared.value_or(1));
   const int machines = acc.num_machines.value_or(1);
-  if (!keep_dp) {
+  if (!keep_dp && megatron) {
+    im.set("dp", shared.value_or(1), "num_processes");
+  } else if (!keep_dp) {
     if (processes % im.config.layout.pp() != 0)
       im.refuse("num_processes",
                 std::to_string(processes) + " is not a multiple of --pp " + std::to_string(im.config.layout.pp()));
     im.set("dp", processes / im.config.layout.pp(), "num_processes");
   }
-  im.parts.push_back(
-      acc.distributed_type + ", " + std::to_string(processes) + " process" + (processes > 1 ? "es" : "") +
-      (machines > 1 ? " on " + std::to_string(machines) + " machines" : "") + " (dp " +
-      std::to_string(im.config.layout.dp()) + ", pp " + std::to_string(im.config.layout.pp()) + ", ranks as threads)");
+  im.parts.push_back(acc.distributed_type + ", " + std::to_string(processes) + " process" +
+                     (processes > 1 ? "es" : "") +
+                     (machines > 1 ? " on " + std::to_string(machines) + " machines" : "") + " (dp " +
+                     std::to_string(im.config.layout.dp()) + ", pp " + std::to_string(im.config.layout.pp()) +
+                     (megatron ? ", tp " + std::to_string(im.config.layout.tp()) : "") + ", ranks as threads)");
+}
+
+// accelerate's Megatron-LM plugin for a run: tp, pp, micro-batches, sequence parallelism and the
+// distributed optimizer (ZeRO-1) as the estimator reads them; what the engine does not train is refused by name.
+void import_megatron(Importer& im, const AccelerateConfig& acc) {
+  if (acc.megatron_recompute_activations.value_or(false))
+    im.refuse("megatron_lm_config.megatron_lm_recompute_activations",
+              "true (Megatron-LM's selective recompute) is not supported: the engine recomputes whole layers "
+              "(--checkpoint)");
+  for (const char* key : {"tp", "pp", "micro_batches", "zero", "sequence_parallel"})  // tp, pp: import_processes' part
+    if (const SchemaValue* v = im.value(key)) im.set(key, v->value, im.file_key(*v));
+  if (im.value("sequence_parallel") != nullptr) im.parts.push_back("sequence parallel");
+  if (const SchemaValue* m = im.value("micro_batches")) im.parts.push_back("micro-batches " + m->value.dump());
+  if (im.value("zero") != nullptr) im.parts.push_back("ZeRO-1 (distributed optimizer)");
+  if (acc.megatron_gradient_clipping) {
+    im.set("grad_clip", *acc.megatron_gradient_clipping, "megatron_lm_config.megatron_lm_gradient_clipping");
+    im.parts.push_back("grad clip " + num(*acc.megatron_gradient_clipping));
+  }
 }
 
 void refuse_mixed_precision(Importer& im, const AccelerateConfig& acc) {
@@ -313,6 +337,7 @@ RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, 
   std::vector<std::string> noted;  // the file's warnings, appended above
   // The rows every surface reads, read once (config/plan_import.cpp), past the run's refusals.
   im.values = plan_values_from_accelerate(acc, noted);
+  if (type == "MEGATRON_LM") import_megatron(im, acc);  // tp and pp before dp
   import_processes(im, acc, keep_dp);
   import_mixed_precision(im, acc);
   const bool plugin = acc.zero_stage || acc.accum || acc.gradient_clipping || acc.deepspeed_config_file ||

@@ -57,7 +57,8 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
   // `attention` (the CUDA backend fuses attention in 16-bit math).
   const std::int64_t value_bytes = 4;
   const std::int64_t acts = Activations::total_floats(config, micro_batch_size, seq, checkpointing, stage, attention);
-  const std::int64_t scratch = BackwardScratch::total_floats(config, micro_batch_size, seq, stage.head, attention);
+  const std::int64_t scratch =
+      BackwardScratch::total_floats(config, micro_batch_size, seq, stage.head, attention, stage.tp_size);
   // What attention keeps per layer: the probabilities b·a·s², or with the fused
   // kernel (a GPU in fp16/bf16) one log-sum-exp per query row, b·a·s.
   const bool fused = attention == AttentionKernel::fused;
@@ -67,52 +68,108 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
   ActivationBytes out;
   out.activations = value_bytes * acts;  // below kMaxSize / 4: check_kernel_floats
   out.workspace = value_bytes * scratch;
+  // Under tensor parallelism a rank keeps its heads' QKV, attention output and
+  // probabilities and its MLP columns (10h/t of the 16h), the rest whole.
+  const std::string layer_set =
+      stage.tp_size > 1 ? "b·s(4h + 12h/t + 4) + " + probs + "/t (t = " + std::to_string(stage.tp_size) + ")"
+                        : "b·s(16h + 4) + " + probs;
   std::string ends = stage.embedding ? ", plus the embeddings" : ", plus the received input b·s·h";
   if (stage.head) ends += " and the head (logits b·s·v)";
   out.activations_formula = d + grouped(acts) + " floats = Activations::total_floats(b=" + b + ", s=" + s + ")" +
                             shape_text(stage, config.layers) +
-                            (checkpointing ? ": each layer keeps its output b·s·h, one shared layer set "
-                                             "b·s(16h + 4) + " + probs
-                                           : ": per layer b·s(16h + 4) + " + probs) +
+                            (checkpointing ? ": each layer keeps its output b·s·h, one shared layer set " + layer_set
+                                           : ": per layer " + layer_set) +
                             ends;
-  out.workspace_formula = d + grouped(scratch) + " floats = BackwardScratch::total_floats(b=" + b + ", s=" + s +
-                          "): activation gradients of one layer, b·s·9h + " + (fused ? "b·a·s" : "b·a·s²") +
-                          (stage.head ? ", and the logits' b·s·v" : "");
+  out.workspace_formula =
+      d + grouped(scratch) + " floats = BackwardScratch::total_floats(b=" + b + ", s=" + s +
+      "): activation gradients of one layer, " +
+      (stage.tp_size > 1 ? "b·s(2h + max(3h/t, h) + 4h/t) + " + std::string(fused ? "b·a·s" : "b·a·s²") + "/t"
+                         : "b·s·9h + " + std::string(fused ? "b·a·s" : "b·a·s²")) +
+      (stage.head ? (stage.tp_size > 1 ? ", and the logits' b·s·v/t" : ", and the logits' b·s·v") : "");
   return out;
 }
 
 namespace {
+// x / t for a byte count the formula splits over the tp ranks (rounded up).
+CheckedSize over(CheckedSize x, std::int64_t t) {
+  return (x.value() + t - 1) / t;
+}
+
+// One layer's activations under Korthikanti et al.'s three layouts, 16-bit (Table 2)
+// or fp32 (the 2-byte terms doubled, the 1-byte dropout masks not):
+//   no parallelism  sbh(34 + 5as/h)            fp32 sbh(66 + 9as/h)
+//   TP              sbh(10 + 24/t + 5as/(ht))  fp32 sbh(18 + 48/t + 9as/(ht))
+//   TP + SP         sbh/t·(34 + 5as/h)         fp32 sbh/t·(66 + 9as/h)
+// Under TP the LayerNorm inputs, the QKV and MLP inputs and the dropout masks
+// (10sbh) stay whole on every rank; SP splits them over the sequence too.
+// `kept_text`: what selective recompute keeps (the terms without the attention core).
+struct LayerFormula {
+  CheckedSize full, kept, input;  // all of it; selective's; full recompute's (the layer input)
+  std::string full_text, kept_text, input_text;
+};
+LayerFormula layer_formula(CheckedSize sbh, CheckedSize as2b, bool fp32, std::int64_t t, bool sp) {
+  const std::int64_t d = fp32 ? 4 : 2;
+  const CheckedSize whole_part = fp32 ? 66 : 34, core = fp32 ? 9 : 5;
+  const std::string w = fp32 ? "66" : "34", c = fp32 ? "9" : "5";
+  if (t == 1 && !sp)
+    return {sbh * whole_part + core * as2b,   whole_part * sbh, CheckedSize(d) * sbh,
+            "sbh(" + w + " + " + c + "as/h)", w + "sbh",        std::to_string(d) + "sbh"};
+  const std::string ts = std::to_string(t);
+  if (sp)
+    return {over(sbh * whole_part + core * as2b, t),
+            over(whole_part * sbh, t),
+            over(CheckedSize(d) * sbh, t),
+            "sbh/t·(" + w + " + " + c + "as/h), t=" + ts,
+            w + "sbh/t",
+            std::to_string(d) + "sbh/t"};
+  const CheckedSize kept_whole = fp32 ? 18 : 10, kept_split = fp32 ? 48 : 24;
+  const std::string kw = fp32 ? "18" : "10", ks = fp32 ? "48" : "24";
+  const CheckedSize kept = kept_whole * sbh + over(kept_split * sbh, t);
+  return {kept + over(core * as2b, t),
+          kept,
+          CheckedSize(d) * sbh,
+          "sbh(" + kw + " + " + ks + "/t + " + c + "as/(ht)), t=" + ts,
+          "sbh(" + kw + " + " + ks + "/t)",
+          std::to_string(d) + "sbh"};
+}
+
 // Korthikanti et al. Table 2 (16-bit), and the same terms in fp32, in checked arithmetic.
 ActivationBytes formula_bytes(const ModelShape& model, const StageLayers& stage, int micro_batch_size, int seq,
-                              Recompute recompute, Precision precision) {
-  const CheckedSize s = seq, b = micro_batch_size, h = model.hidden, a = model.heads, v = model.vocab;
+                              Recompute recompute, Precision precision, bool sp) {
+  const std::int64_t t = stage.tp_size;
+  const CheckedSize s = seq, b = micro_batch_size, h = model.hidden, a = model.heads,
+                    v = model.split_vocab(stage.tp_size);
   const CheckedSize L = stage.layer_count();
   const bool fp32 = precision == Precision::fp32;
   const CheckedSize d = fp32 ? 4 : 2;  // bytes per stored value
-  const CheckedSize sbh = s * b * h, logits = 4 * s * b * v;
-  const CheckedSize full_layer = fp32 ? sbh * 66 + 9 * a * s * s * b : sbh * 34 + 5 * a * s * s * b;
-  const std::string full_text = fp32 ? "sbh(66 + 9as/h)" : "sbh(34 + 5as/h)";
+  const CheckedSize sbh = s * b * h, logits = over(4 * s * b * v, t);  // the vocabulary-parallel head's slice
+  const LayerFormula f = layer_formula(sbh, a * s * s * b, fp32, t, sp);
+  const CheckedSize full_layer = f.full;
+  const std::string& full_text = f.full_text;
   CheckedSize per_layer = full_layer, transient = 0;
   std::string layer_text = full_text;
   if (recompute == Recompute::selective) {
-    per_layer = (fp32 ? 66 : 34) * sbh;
-    layer_text = fp32 ? "66sbh" : "34sbh";
+    per_layer = f.kept;
+    layer_text = f.kept_text;
   } else if (recompute == Recompute::full) {
-    per_layer = d * sbh;  // the layer input only (2sbh in 16 bits)
-    layer_text = std::to_string(d.value()) + "sbh";
+    per_layer = f.input;  // the layer input only (2sbh in 16 bits)
+    layer_text = f.input_text;
     transient = full_layer;
   }
+  const CheckedSize ends = sp ? over(sbh, t) : sbh;  // SP keeps the embedding output and final norm input split too
   CheckedSize activations = L * per_layer + transient;
   std::string formula = "L·" + layer_text + " = " + std::to_string(L.value()) + " × " + grouped(per_layer.value());
   if (transient > 0) formula += " + one layer recomputed " + full_text + " = " + grouped(transient.value());
+  const std::string per_t = sp ? "/t" : "", v_t = t > 1 ? "/t" : "";
   if (stage.embedding) {
-    activations += sbh * (d + 1);
-    formula += " + embeddings sbh(" + std::to_string(d.value()) + " + 1) = " + grouped((sbh * (d + 1)).value());
+    activations += ends * (d + 1);
+    formula +=
+        " + embeddings sbh" + per_t + "(" + std::to_string(d.value()) + " + 1) = " + grouped((ends * (d + 1)).value());
   }
   if (stage.head) {
-    activations += d * sbh + logits;
-    formula += " + final norm " + std::to_string(d.value()) +
-               "sbh + fp32 logits 4sbv = " + grouped((d * sbh + logits).value());
+    activations += d * ends + logits;
+    formula += " + final norm " + std::to_string(d.value()) + "sbh" + per_t + " + fp32 logits 4sbv" + v_t + " = " +
+               grouped((d * ends + logits).value());
   }
   ActivationBytes out;
   out.activations = activations.value();
@@ -121,16 +178,16 @@ ActivationBytes formula_bytes(const ModelShape& model, const StageLayers& stage,
                             " a=" + std::to_string(model.heads) + "]";
   out.workspace = (full_layer + (stage.head ? logits : CheckedSize(0))).value();
   out.workspace_formula = "one layer's activation gradients ≈ " + full_text + " = " + grouped(full_layer.value()) +
-                          (stage.head ? " + the logits' gradient 4sbv = " + grouped(logits.value()) : "") +
+                          (stage.head ? " + the logits' gradient 4sbv" + v_t + " = " + grouped(logits.value()) : "") +
                           " (a model)";
   return out;
 }
 }  // namespace
 
 ActivationBytes formula_activation_bytes(const ModelShape& model, const StageLayers& stage, int micro_batch_size,
-                                         int seq, Recompute recompute, Precision precision) {
+                                         int seq, Recompute recompute, Precision precision, bool sequence_parallel) {
   try {
-    return formula_bytes(model, stage, micro_batch_size, seq, recompute, precision);
+    return formula_bytes(model, stage, micro_batch_size, seq, recompute, precision, sequence_parallel);
   } catch (const SizeOverflow& e) {
     throw too_large(micro_batch_size, seq, model.name, e);
   }

@@ -45,8 +45,12 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
 // (4sbv). Under full recompute one layer's whole set is live again during its
 // backward. Workspace: the logits' gradient (4sbv) and one layer's activation
 // gradients (about one layer's activations). A model, for any implementation.
+// With tensor parallelism (stage.tp_size = t > 1) the paper's sbh(10 + 24/t + 5as/(ht))
+// per layer and the vocabulary-parallel logits 4sbv/t; with sequence parallelism
+// sbh/t·(34 + 5as/h), the embedding output and final norm input split as well.
 ActivationBytes formula_activation_bytes(const ModelShape& model, const StageLayers& stage, int micro_batch_size,
-                                         int seq, Recompute recompute, Precision precision);
+                                         int seq, Recompute recompute, Precision precision,
+                                         bool sequence_parallel = false);
 
 // Micro-batches whose activations stage `stage` holds at its peak, as the
 // engine sizes its activation slots: peak_in_flight of its own schedule

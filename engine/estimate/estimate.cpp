@@ -115,6 +115,21 @@ Estimate compute_estimate(const EstimateRequest& request) {
 }
 
 namespace {
+// Tensor parallelism as Megatron-LM runs it: a file's vocabulary padded to split
+// evenly, and the tp group inside one node (its all-reduces on NVLink).
+void add_tensor_parallel_warnings(Estimate& e) {
+  const int tp = e.settings.layout.tp();
+  if (tp == 1) return;
+  if (e.model.split_vocab(tp) != e.model.vocab)
+    e.warnings.push_back("--tp " + std::to_string(tp) + ": the vocabulary of " + std::to_string(e.model.vocab) +
+                         " is padded to " + std::to_string(e.model.split_vocab(tp)) +
+                         " (a multiple of 128 × tp, as Megatron-LM pads it) so that it splits over the tp ranks");
+  if (tp > e.settings.gpus_per_node)
+    e.warnings.push_back("--tp " + std::to_string(tp) + " is more than --gpus-per-node " +
+                         std::to_string(e.settings.gpus_per_node) +
+                         ": a tp group spans nodes, and its all-reduces run on the inter-node network");
+}
+
 Estimate estimate_unchecked(const EstimateRequest& request) {
   Estimate e;
   e.model = request.model;
@@ -130,6 +145,7 @@ Estimate estimate_unchecked(const EstimateRequest& request) {
     e.warnings.push_back(
         "activations: sbh(34 + 5as/h) assumes GPT-style blocks (4h GELU MLP, dropout); for a "
         "Llama-style model (SwiGLU, no dropout) it is an approximation");
+  add_tensor_parallel_warnings(e);
   if (e.settings.seq > e.model.max_positions)
     e.warnings.push_back("--seq " + std::to_string(e.settings.seq) + " exceeds max_position_embeddings " +
                          std::to_string(e.model.max_positions));

@@ -36,24 +36,29 @@ json model_json(const ModelShape& m) {
 }
 
 json settings_json(const EstimateSettings& s) {
-  return {{"dp", s.layout.dp()},
-          {"pp", s.layout.pp()},
-          {"zero_stage", s.zero_stage},
-          {"dp_mode", std::string(data_parallel_mode_name(s.dp_mode))},
-          {"precision", std::string(precision_name(s.precision))},
-          {"micro_batch", s.micro_batch_size},
-          {"seq", s.seq},
-          {"accum", s.accum},
-          {"micro_batches", s.micro_batches},
-          {"global_batch", s.global_batch()},
-          {"checkpoint", std::string(recompute_name(s.recompute))},
-          {"schedule", pipeline_schedule_name(s.schedule)},
-          {"offload_optimizer", s.offload_optimizer},
-          {"offload_params", s.offload_params},
-          {"activations", std::string(activation_mode_name(s.activations))},
-          {"device", s.cuda ? "cuda" : "cpu"},
-          {"gpus_per_node", s.gpus_per_node},
-          {"efficiency", s.efficiency}};
+  json out = {{"dp", s.layout.dp()},
+              {"pp", s.layout.pp()},
+              {"zero_stage", s.zero_stage},
+              {"dp_mode", std::string(data_parallel_mode_name(s.dp_mode))},
+              {"precision", std::string(precision_name(s.precision))},
+              {"micro_batch", s.micro_batch_size},
+              {"seq", s.seq},
+              {"accum", s.accum},
+              {"micro_batches", s.micro_batches},
+              {"global_batch", s.global_batch()},
+              {"checkpoint", std::string(recompute_name(s.recompute))},
+              {"schedule", pipeline_schedule_name(s.schedule)},
+              {"offload_optimizer", s.offload_optimizer},
+              {"offload_params", s.offload_params},
+              {"activations", std::string(activation_mode_name(s.activations))},
+              {"device", s.cuda ? "cuda" : "cpu"},
+              {"gpus_per_node", s.gpus_per_node},
+              {"efficiency", s.efficiency}};
+  if (s.layout.tp() > 1 || s.sequence_parallel) {  // only then: documents of layouts without tp stay as they were
+    out["tp"] = s.layout.tp();
+    out["sequence_parallel"] = s.sequence_parallel;
+  }
+  return out;
 }
 
 json time_json(const TimeEstimate& t) {
@@ -70,7 +75,16 @@ json time_json(const TimeEstimate& t) {
               {"pp_formula", t.pp_formula},
               {"bubble_fraction", t.bubble_fraction},
               {"bubble_formula", t.bubble_formula}};
+  const bool tp = !t.tp_formula.empty();  // tp > 1 only: documents of layouts without it stay as they were
+  if (tp) {
+    out["tp_bytes_per_rank"] = t.tp_bytes;
+    out["tp_formula"] = t.tp_formula;
+  }
   if (!t.has_gpu) return out;
+  if (tp) {
+    out["tp_comm_s"] = t.tp_comm_s;
+    out["tp_link"] = t.tp_link;
+  }
   out["gpu"] = t.gpu;
   out["peak_tflops"] = t.peak_tflops;
   out["efficiency"] = t.efficiency;

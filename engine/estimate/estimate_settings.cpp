@@ -114,6 +114,7 @@ void require_axis(const Layout& layout, Axis axis) {
 void validate_estimate_settings(const EstimateSettings& s) {
   require_axis(s.layout, Axis::dp);
   require_axis(s.layout, Axis::pp);
+  require_axis(s.layout, Axis::tp);
   check_zero_stage_range(s.zero_stage);  // config/run_config.h, as the rules below
   require_in(s.micro_batch_size >= 1, "micro_batch", "at least 1", s.micro_batch_size);
   require_in(s.seq >= 0, "seq", "at least 1", s.seq);
@@ -122,6 +123,18 @@ void validate_estimate_settings(const EstimateSettings& s) {
   require_in(s.gpus_per_node >= 1, "gpus_per_node", "at least 1", s.gpus_per_node);
   if (!(std::isfinite(s.efficiency) && s.efficiency > 0.0 && s.efficiency <= 1.0))
     throw FieldError("{efficiency} must be in (0, 1]", "{efficiency} 必须在 (0, 1] 内");
+  if (s.sequence_parallel && s.layout.tp() == 1)
+    throw FieldError(
+        "{sequence_parallel} splits the sequence over the tensor-parallel ranks: it needs {tp} above 1 "
+        "(got 1)",
+        "{sequence_parallel} 把序列切分到张量并行 rank 上：需要 {tp} 大于 1（实际为 1）");
+  if (s.layout.tp() > 1 && s.dp_mode == DataParallelMode::naive)  // as a run refuses it (validate_tensor_parallel)
+    throw FieldError(
+        "{tp} " + std::to_string(s.layout.tp()) +
+            " with {dp_mode} naive is refused: tensor parallelism runs with DDP (Megatron-LM has no "
+            "DataParallel replicas)",
+        "{tp} " + std::to_string(s.layout.tp()) +
+            " 不能与 {dp_mode} naive 一起用：张量并行与 DDP 一起运行（Megatron-LM 没有 DataParallel 副本）");
   check_layout_rules(s.layout.pp(), s.zero_stage, s.dp_mode);  // the same rules as a run's (config/run_config.h)
   check_offload_rules(s.zero_stage, s.layout.dp(), s.offload_params, s.offload_optimizer);
   // The zero-bubble schedules train (--schedule zb-h1|zb-h2), but the estimator
@@ -159,6 +172,7 @@ void apply_patch(EstimateSettings& s, const SettingsPatch& p) {
   if (p.schedule) s.schedule = *p.schedule;
   if (p.offload_optimizer) s.offload_optimizer = *p.offload_optimizer;
   if (p.offload_params) s.offload_params = *p.offload_params;
+  if (p.sequence_parallel) s.sequence_parallel = *p.sequence_parallel;
   if (p.activations) s.activations = *p.activations;
   if (p.cuda) s.cuda = *p.cuda;
   if (p.efficiency) s.efficiency = *p.efficiency;
@@ -201,6 +215,8 @@ bool patch_value(SettingsPatch& p, std::string_view k, const nlohmann::json& v) 
     p.offload_optimizer = v.get<bool>();
   else if (k == "offload_params")
     p.offload_params = v.get<bool>();
+  else if (k == "sequence_parallel")
+    p.sequence_parallel = v.get<bool>();
   else if (k == "efficiency")
     p.efficiency = v.get<double>();
   else

@@ -47,6 +47,9 @@ struct EstimateSettings {
   int accum = 1;          // gradient accumulation steps per optimizer step
   int micro_batches = 1;  // m: pipeline micro-batches per accumulation step (RunConfig::micro_batches)
   Recompute recompute = Recompute::none;
+  // Sequence parallelism (Korthikanti et al. 2022) over the tp group: the regions
+  // outside the split matmuls (LayerNorm, dropout) hold s/t tokens per rank.
+  bool sequence_parallel = false;
   PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
   bool offload_optimizer = false;  // ZeRO-Offload: optimizer states (and the step) on the CPU
   bool offload_params = false;     // ZeRO-3 parameter offload (ZeRO-Infinity)
@@ -80,14 +83,14 @@ EstimateSettings settings_for_run(const RunConfig& config);
 // it. Later sources override earlier ones; `origin` says who set what, by the
 // run-config schema's keys, e.g. {"zero", "ds.json: zero_optimization.stage"}.
 struct SettingsPatch {
-  PerAxis<std::optional<int>> axes;  // dp, pp
+  PerAxis<std::optional<int>> axes;  // dp, pp, tp
   std::optional<int> zero_stage, micro_batch_size, seq, accum, micro_batches, gpus_per_node;
   std::optional<std::int64_t> global_batch;  // DeepSpeed's train_batch_size
   std::optional<DataParallelMode> dp_mode;
   std::optional<Precision> precision;
   std::optional<Recompute> recompute;
   std::optional<PipelineScheduleKind> schedule;
-  std::optional<bool> offload_optimizer, offload_params;
+  std::optional<bool> offload_optimizer, offload_params, sequence_parallel;
   std::optional<ActivationMode> activations;
   std::optional<bool> cuda;
   std::optional<double> efficiency;

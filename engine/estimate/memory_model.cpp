@@ -226,6 +226,7 @@ RunConfig to_run_config(const ModelShape& model, const EstimateSettings& s) {
   c.seq = s.seq > 0 ? s.seq : static_cast<int>(model.max_positions);
   c.layout[Axis::dp] = s.layout.dp();
   c.layout[Axis::pp] = s.layout.pp();
+  c.layout[Axis::tp] = s.layout.tp();
   c.dp_mode = s.dp_mode;
   c.zero_stage = s.zero_stage;
   c.accum = s.accum;
@@ -241,13 +242,13 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
   if (s.activations != ActivationMode::shardscope) return "activations come from the generic formula";
   if (s.offload_optimizer || s.offload_params) return "CPU offload is not in the engine";
   if (s.recompute == Recompute::selective) return "the engine has no selective recompute";
+  if (s.sequence_parallel) return "the estimator does not count the engine's sequence-parallel activations yet";
+  if (s.layout.tp() > 1 && s.cuda) return "the engine trains tensor parallelism on CPU ranks only";
   // The planner's rules are the run's (check_layout_rules); the engine's own
   // limits are the run-config schema's ranges.
-  const std::pair<const char*, std::int64_t> limits[] = {{"dp", s.layout.dp()},
-                                                         {"pp", s.layout.pp()},
-                                                         {"micro_batches", s.micro_batches},
-                                                         {"accum", s.accum},
-                                                         {"batch", s.global_batch()}};
+  const std::pair<const char*, std::int64_t> limits[] = {{"dp", s.layout.dp()}, {"pp", s.layout.pp()},
+                                                         {"tp", s.layout.tp()}, {"micro_batches", s.micro_batches},
+                                                         {"accum", s.accum},    {"batch", s.global_batch()}};
   try {
     for (const auto& [key, value] : limits) check_field_value(run_field(key), value);
     if (s.seq > model.max_positions) return "the engine trains at most " + std::to_string(model.max_positions) + " tokens";
@@ -285,15 +286,30 @@ namespace {
 
 // The settings' limits that depend on the model (validate_estimate_settings checks
 // the rest), and the most ranks the table lists.
+// Tensor parallelism splits heads (and, for a preset the engine trains, the
+// vocabulary) over the tp ranks, as train refuses them (validate_tensor_parallel).
+void validate_tensor_parallel_shape(const ModelShape& model, const EstimateSettings& s) {
+  const int tp = s.layout.tp();
+  if (tp == 1) return;
+  if (model.heads % tp != 0)
+    throw ConfigError("--tp " + std::to_string(tp) + ": " + model.name + " has " + std::to_string(model.heads) +
+                      " attention heads, which do not divide by " + std::to_string(tp));
+  if (!model.preset.empty() && model.vocab % tp != 0)
+    throw ConfigError("--tp " + std::to_string(tp) + ": " + model.name + "'s vocabulary of " +
+                      std::to_string(model.vocab) + " does not divide by " + std::to_string(tp) +
+                      " (the engine splits it over the tp ranks unpadded)");
+}
+
 void validate_against_model(const ModelShape& model, const EstimateSettings& s) {
-  if (static_cast<std::int64_t>(s.layout.dp()) * s.layout.pp() > kMaxRanks)
-    throw ConfigError("--dp x --pp: at most " + std::to_string(kMaxRanks) + " ranks (got " +
-                      std::to_string(static_cast<std::int64_t>(s.layout.dp()) * s.layout.pp()) + ")");
-  if (const std::int64_t entries = std::int64_t{s.layout.dp()} * s.layout.pp() * (model.layers + 2);
-      entries > kMaxPlanEntries)
-    throw ConfigError("--dp x --pp ranks x (" + std::to_string(model.layers) + " layers + 2) units = " +
+  const std::int64_t ranks = std::int64_t{s.layout.dp()} * s.layout.pp() * s.layout.tp();
+  const std::string names = s.layout.tp() > 1 ? "--dp x --pp x --tp" : "--dp x --pp";
+  if (ranks > kMaxRanks)
+    throw ConfigError(names + ": at most " + std::to_string(kMaxRanks) + " ranks (got " + std::to_string(ranks) + ")");
+  if (const std::int64_t entries = ranks * (model.layers + 2); entries > kMaxPlanEntries)
+    throw ConfigError(names + " ranks x (" + std::to_string(model.layers) + " layers + 2) units = " +
                       std::to_string(entries) + ": at most " + std::to_string(kMaxPlanEntries) +
                       " (the sharding plan holds every rank's share of every unit); use fewer ranks or layers");
+  validate_tensor_parallel_shape(model, s);
   if (s.seq > model.max_positions && model.architecture != "llama")
     throw ConfigError("--seq " + std::to_string(s.seq) + " exceeds the maximum sequence length of " + model.name +
                       " (" + std::to_string(model.max_positions) + ")");
@@ -317,8 +333,9 @@ void describe_basis(MemoryEstimate& out, const ModelShape& model, const Estimate
 // ShardScope's kernels (with the attention kernel CUDA would pick) or the generic formula.
 ActivationBytes stage_activation_bytes(const ModelShape& model, const EstimateSettings& s, const StageLayers& layers) {
   if (s.activations != ActivationMode::shardscope)
-    return formula_activation_bytes(model, layers, s.micro_batch_size, s.seq, s.recompute, s.precision);
-  const ModelConfig& config = *model.engine_config;
+    return formula_activation_bytes(model, layers, s.micro_batch_size, s.seq, s.recompute, s.precision,
+                                    s.sequence_parallel);
+  const ModelConfig config = model.tp_config(s.layout.tp());  // a file's vocabulary padded to split
   const AttentionKernel attention =
       s.cuda ? cuda_attention_kernel(s.precision != Precision::fp32, config.channels / config.heads)
              : AttentionKernel::materialized;
@@ -341,7 +358,9 @@ const StageMemory& stage_memory(PerStage& per_stage, const ModelShape& model, co
   auto it = per_stage.memory.find(m.stage);
   if (it == per_stage.memory.end()) {
     ActivationBytes acts = stage_activation_bytes(model, s, m.layers);
-    it = per_stage.memory.emplace(m.stage, StageMemory{model.stage_parameters(s.layout.pp(), m.stage), std::move(acts)})
+    it = per_stage.memory
+             .emplace(m.stage,
+                      StageMemory{model.stage_parameters(s.layout.pp(), m.stage, s.layout.tp()), std::move(acts)})
              .first;
   }
   return it->second;
@@ -392,7 +411,7 @@ void workspace_memory(RankMemory& m, const Context& c, const ModelShape& model, 
     return;
   }
   std::string text;
-  std::int64_t working = mixed_working_peak(*model.engine_config, m.layers, c.plan, text);
+  std::int64_t working = mixed_working_peak(model.tp_config(c.s.layout.tp()), m.layers, c.plan, text);
   if (naive_master(c.plan, m)) {
     // After backward, rank 0 widens and sums the replicas' 16-bit gradients a block at a time
     // (parallel/data_parallel.cpp): a sum and a part of min(Ψ, 2^20) floats.
@@ -416,7 +435,7 @@ RankMemory rank_memory(int rank, const Context& c, const ModelShape& model, cons
   m.rank = rank;
   m.stage = c.plan.grid().stage_of(rank);
   m.dp_rank = c.plan.grid().dp_rank_of(rank);
-  m.layers = model.stage_layers(c.s.layout.pp(), m.stage);
+  m.layers = model.stage_layers(c.s.layout.pp(), m.stage, c.s.layout.tp());
   const StageMemory& stage = stage_memory(per_stage, model, c.s, m);
   m.stage_parameters = stage.parameters;
   if (c.plan.unit_chunks())
@@ -443,9 +462,11 @@ EstimateSettings checked_settings(const ModelShape& model, const EstimateSetting
 }
 
 MemoryEstimate estimate_with_plan(const ModelShape& model, const EstimateSettings& s, const ShardingPlan& plan) {
-  const Context context{s, plan, plan.bytes_per_parameter(), s.layout.pp() > 1 ? "Ψ_s" : "Ψ", plan.naive()};
+  // With tp > 1 every Ψ is one tensor-parallel rank's slice: Ψ/t.
+  const std::string psi = std::string(s.layout.pp() > 1 ? "Ψ_s" : "Ψ") + (s.layout.tp() > 1 ? "/t" : "");
+  const Context context{s, plan, plan.bytes_per_parameter(), psi, plan.naive()};
   std::optional<UnitSharding> units;
-  if (plan.unit_chunks()) units = shard_units(model, s.layout.dp());
+  if (plan.unit_chunks()) units = shard_units(model, s.layout.dp(), s.layout.tp());
   MemoryEstimate out;
   describe_basis(out, model, s);
   PerStage per_stage;

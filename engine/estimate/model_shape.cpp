@@ -24,37 +24,77 @@ std::string module_of(const std::string& name) {
 }
 }  // namespace
 
-StageLayers ModelShape::stage_layers(int stages, int stage) const {
-  if (engine_config) return pipeline_stage_layers(*engine_config, stages, stage);
-  ModelConfig layers_only;  // the split rule only reads the layer count
-  layers_only.layers = static_cast<int>(layers);
-  return pipeline_stage_layers(layers_only, stages, stage);
+StageLayers ModelShape::stage_layers(int stages, int stage, int tp) const {
+  StageLayers s;
+  if (engine_config) {
+    s = pipeline_stage_layers(*engine_config, stages, stage);
+  } else {
+    ModelConfig layers_only;  // the split rule only reads the layer count
+    layers_only.layers = static_cast<int>(layers);
+    s = pipeline_stage_layers(layers_only, stages, stage);
+  }
+  s.tp_size = tp;
+  return s;
 }
 
-std::int64_t ModelShape::stage_parameters(int stages, int stage) const {
-  const StageLayers s = stage_layers(stages, stage);
-  if (engine_config) return ParameterLayout(*engine_config, s).total();  // the engine's own layout
-  CheckedSize n = CheckedSize(s.layer_count()) * layer_parameters;
-  if (s.embedding) n += embedding_parameters;
-  if (s.head) n += head_parameters;
-  if (s.head && !s.embedding && tied_embeddings)
-    n += CheckedSize(vocab) * hidden;  // the head's copy of the token embedding
+std::int64_t ModelShape::split_vocab(int tp) const {
+  if (!preset.empty() || tp == 1) return vocab;
+  const std::int64_t multiple = 128LL * tp;  // Megatron-LM's --make-vocab-size-divisible-by 128, times t
+  return (vocab + multiple - 1) / multiple * multiple;
+}
+
+ModelConfig ModelShape::tp_config(int tp) const {
+  ModelConfig config = *engine_config;
+  config.vocab = static_cast<int>(split_vocab(tp));
+  return config;
+}
+
+namespace {
+// One tp rank's share of a model from a file: `split` parameters divided over
+// the tp ranks (ceil), `whole` replicated on every one.
+std::int64_t tp_share(std::int64_t whole, std::int64_t split, int tp) {
+  return whole + (split + tp - 1) / tp;
+}
+
+// A file's parameters per unit on one tp rank. The replicated part of a layer:
+// its norms and, in GPT-2 and BERT, the LayerNorm biases and the two row-parallel biases.
+struct FileUnits {
+  std::int64_t embedding, layer, head, tied_copy;
+};
+FileUnits file_units(const ModelShape& m, int tp) {
+  const std::int64_t vh = m.vocab * m.hidden, split_vh = m.split_vocab(tp) * m.hidden;
+  const std::int64_t replicated_layer = (m.architecture == "llama" ? 2 : 6) * m.hidden;
+  if (tp == 1) return {m.embedding_parameters, m.layer_parameters, m.head_parameters, vh};
+  return {tp_share(m.embedding_parameters - vh, split_vh, tp),
+          tp_share(replicated_layer, m.layer_parameters - replicated_layer, tp),
+          m.tied_embeddings ? m.head_parameters : tp_share(m.head_parameters - vh, split_vh, tp), split_vh / tp};
+}
+}  // namespace
+
+std::int64_t ModelShape::stage_parameters(int stages, int stage, int tp) const {
+  const StageLayers s = stage_layers(stages, stage, tp);
+  if (engine_config) return ParameterLayout(tp_config(tp), s).total();  // the engine's own layout
+  const FileUnits u = file_units(*this, tp);
+  CheckedSize n = CheckedSize(s.layer_count()) * u.layer;
+  if (s.embedding) n += u.embedding;
+  if (s.head) n += u.head;
+  if (s.head && !s.embedding && tied_embeddings) n += u.tied_copy;  // the head's copy of the token embedding
   return n.value();
 }
 
-std::vector<StageUnits> stage_units(const ModelShape& model, int pp) {
-  if (model.engine_config) return stage_units(*model.engine_config, pp);
+std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp) {
+  if (model.engine_config) return stage_units(model.tp_config(tp), pp, tp);
+  const FileUnits u = file_units(model, tp);
   std::vector<StageUnits> stages;
   for (int s = 0; s < pp; ++s) {
     StageUnits su;
-    su.layers = model.stage_layers(pp, s);
-    if (su.layers.embedding) su.units.push_back(PlanUnit{0, model.embedding_parameters});
-    for (int l = su.layers.first_layer; l < su.layers.end_layer; ++l)
-      su.units.push_back(PlanUnit{1 + l, model.layer_parameters});
+    su.layers = model.stage_layers(pp, s, tp);
+    if (su.layers.embedding) su.units.push_back(PlanUnit{0, u.embedding});
+    for (int l = su.layers.first_layer; l < su.layers.end_layer; ++l) su.units.push_back(PlanUnit{1 + l, u.layer});
     if (su.layers.head) {
       const bool tied_copy = !su.layers.embedding && model.tied_embeddings;  // the head's copy of the token embedding
-      const CheckedSize copy = tied_copy ? CheckedSize(model.vocab) * model.hidden : CheckedSize(0);
-      su.units.push_back(PlanUnit{static_cast<int>(model.layers) + 1, (model.head_parameters + copy).value()});
+      const CheckedSize copy = tied_copy ? CheckedSize(u.tied_copy) : CheckedSize(0);
+      su.units.push_back(PlanUnit{static_cast<int>(model.layers) + 1, (u.head + copy).value()});
     }
     stages.push_back(std::move(su));
   }
@@ -62,7 +102,7 @@ std::vector<StageUnits> stage_units(const ModelShape& model, int pp) {
 }
 
 ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& model) {
-  return ShardingPlan(layout, stage_units(model, layout.axes.pp()));
+  return ShardingPlan(layout, stage_units(model, layout.axes.pp(), layout.axes.tp()));
 }
 
 ModelShape model_shape_from_config(const ModelConfig& config, std::string preset) {

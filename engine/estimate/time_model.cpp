@@ -8,6 +8,7 @@
 #include "estimate/memory_model.h"
 #include "plan/data_parallel_traffic.h"
 #include "plan/pipeline_schedule.h"
+#include "plan/tensor_parallel_traffic.h"
 
 namespace shardscope {
 
@@ -42,7 +43,7 @@ void count_flops(TimeEstimate& t, const ModelShape& model, const EstimateSetting
 std::int64_t largest_stage_parameters(const ModelShape& model, const EstimateSettings& s) {
   std::int64_t psi_s = 0;
   for (int stage = 0; stage < s.layout.pp(); ++stage)
-    psi_s = std::max(psi_s, model.stage_parameters(s.layout.pp(), stage));
+    psi_s = std::max(psi_s, model.stage_parameters(s.layout.pp(), stage, s.layout.tp()));
   return psi_s;
 }
 
@@ -53,7 +54,7 @@ std::int64_t largest_stage_parameters(const ModelShape& model, const EstimateSet
 void count_data_parallel_bytes(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s,
                                const ShardingRules& rules) {
   const int extra = model.engine_config ? extra_embedding_gathers(model.engine_config->kind) : 0;
-  for (const StageUnits& stage : stage_units(model, s.layout.pp())) {
+  for (const StageUnits& stage : stage_units(model, s.layout.pp(), s.layout.tp())) {
     DataParallelTraffic traffic = data_parallel_traffic(rules, stage, s.micro_steps(), extra);
     if (t.dp_formula.empty() || traffic.bytes > t.dp_bytes) {
       t.dp_bytes = traffic.bytes;
@@ -83,6 +84,23 @@ void count_pipeline_bytes(TimeEstimate& t, const ModelShape& model, const Estima
   }
 }
 
+// Tensor parallelism: the all-reduces of each layer of the first stage (which holds
+// the most layers), every micro-batch of the step (plan/tensor_parallel_traffic.h).
+// Values of d bytes: fp32 with ShardScope's kernels, 16-bit in other mixed-precision engines.
+void count_tensor_parallel_bytes(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s) {
+  const int tp = s.layout.tp();
+  if (tp == 1) return;
+  const int d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
+  const TensorParallelTraffic layer = tensor_parallel_layer_traffic(
+      tp, s.micro_batch_size, s.seq, static_cast<int>(model.hidden), d, s.recompute == Recompute::full);
+  const int layers = model.stage_layers(s.layout.pp(), 0).layer_count();
+  t.tp_bytes = static_cast<double>(layer.bytes) * layers * static_cast<double>(s.micro_steps());
+  t.tp_formula =
+      "L_s·K·" + layer.formula + " = " + std::to_string(layers) + " × " + std::to_string(s.micro_steps()) + " × " +
+      grouped(layer.bytes) + " (" + layer.values + ", K = accum × m)" +
+      (s.sequence_parallel ? "; sequence parallelism sends the same bytes as all-gathers and reduce-scatters" : "");
+}
+
 // Seconds per step on the GPU: compute at peak × efficiency, the bubble, AdamW's
 // memory-bound update, and the bytes above over the node's link (or the inter-node
 // network when a group spans nodes).
@@ -100,15 +118,21 @@ void time_on_gpu(TimeEstimate& t, const EstimateSettings& s, const GpuProfile& g
   double updated = rules.shards_optimizer_states() ? P / Nd : P;
   if (s.offload_optimizer) updated = 0;  // the CPU runs the step (not modeled)
   t.optimizer_s = 28 * updated / (gpu.memory_gbps * 1e9);
-  const bool dp_in_node = s.layout.dp() <= s.gpus_per_node, pp_in_node = s.world_size() <= s.gpus_per_node;
+  // A dp group's ranks lie tp apart (tp innermost), so it spans dp × tp GPUs.
+  const bool dp_in_node = static_cast<std::int64_t>(s.layout.dp()) * s.layout.tp() <= s.gpus_per_node;
+  const bool pp_in_node = s.world_size() <= s.gpus_per_node, tp_in_node = s.layout.tp() <= s.gpus_per_node;
   const double dp_bw = dp_in_node ? gpu.link_gbps : gpu.internode_gbps;
   const double pp_bw = pp_in_node ? gpu.link_gbps : gpu.internode_gbps;
   t.dp_link = dp_in_node ? gpu.link : gpu.internode;
   t.pp_link = pp_in_node ? gpu.link : gpu.internode;
   t.dp_comm_s = t.dp_bytes / (dp_bw * 1e9);
   t.pp_comm_s = t.pp_bytes / (pp_bw * 1e9);
-  t.step_s = t.compute_s + t.bubble_s + t.optimizer_s + t.dp_comm_s + t.pp_comm_s;
-  t.step_overlapped_s = std::max(t.compute_s + t.bubble_s, t.dp_comm_s) + t.optimizer_s + t.pp_comm_s;
+  t.tp_link = tp_in_node ? gpu.link : gpu.internode;
+  t.tp_comm_s = t.tp_bytes / ((tp_in_node ? gpu.link_gbps : gpu.internode_gbps) * 1e9);
+  // The tp all-reduces sit between a layer's matmuls: on the critical path, overlapped with nothing.
+  const double critical = t.compute_s + t.tp_comm_s;
+  t.step_s = critical + t.bubble_s + t.optimizer_s + t.dp_comm_s + t.pp_comm_s;
+  t.step_overlapped_s = std::max(critical + t.bubble_s, t.dp_comm_s) + t.optimizer_s + t.pp_comm_s;
   t.tokens_per_s = static_cast<double>(t.tokens_per_step) / t.step_s;
   const double gpus = s.world_size();
   t.tokens_per_s_per_gpu = t.tokens_per_s / gpus;
@@ -127,6 +151,7 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
   const std::int64_t psi_s = largest_stage_parameters(model, s);
   count_data_parallel_bytes(t, model, s, rules);
   count_pipeline_bytes(t, model, s);
+  count_tensor_parallel_bytes(t, model, s);
   if (gpu == nullptr) return t;
   time_on_gpu(t, s, *gpu, rules, psi_s);
   return t;

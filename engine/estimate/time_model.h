@@ -18,6 +18,11 @@
 //   (p, g, d: bytes per parameter, gradient and activation value; K = accum × m
 //   micro-batches per step, m the pipeline's micro-batches per accumulation step.)
 //   Pipeline bubble (p−1)/(m+p−1) (GPipe, Huang et al. 2019; 1F1B has the same).
+//   Tensor parallelism (Megatron-LM), per rank: each layer of the largest stage
+//     runs 4 ring all-reduces of b·s·h values per micro-batch (6 under full
+//     recompute), each sending 2(t−1)/t of it: L_s · K · 4 · 2(t−1)/t · b·s·h · d
+//     (plan/tensor_parallel_traffic.h). A layer waits for them, so their time is
+//     on the critical path, over the node's link (NVLink) when tp fits in a node.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +45,8 @@ struct TimeEstimate {
   std::string dp_formula;
   double pp_bytes = 0;  // sent per step by an inner pipeline stage
   std::string pp_formula;
+  double tp_bytes = 0;  // sent per rank per step by the tensor-parallel all-reduces (0 with tp 1)
+  std::string tp_formula;
   double bubble_fraction = 0;
   std::string bubble_formula;
 
@@ -52,7 +59,8 @@ struct TimeEstimate {
   double optimizer_s = 0;  // AdamW is memory-bound: 28 bytes per parameter updated / memory bandwidth
   double dp_comm_s = 0;    // dp_bytes / link bandwidth
   double pp_comm_s = 0;
-  std::string dp_link, pp_link;
+  double tp_comm_s = 0;  // tp_bytes / link bandwidth, never overlapped
+  std::string dp_link, pp_link, tp_link;
   double step_s = 0;             // nothing overlapped (an upper bound)
   double step_overlapped_s = 0;  // data-parallel communication hidden behind compute (a lower bound)
   double tokens_per_s = 0;       // tokens_per_step / step_s

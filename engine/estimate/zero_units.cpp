@@ -5,13 +5,19 @@
 
 namespace shardscope {
 
-UnitSharding shard_units(const ModelShape& model, int dp) {
+UnitSharding shard_units(const ModelShape& model, int dp, int tp) {
   UnitSharding u;
   u.chunks = dp;
   u.embedding = model.embedding_parameters;
   u.layer = model.layer_parameters;
   u.head = model.head_parameters;
   u.layers = model.layers;
+  if (tp > 1) {  // one tp rank's units: embeddings first, the head last (one stage)
+    const std::vector<PlanUnit> units = stage_units(model, 1, tp).front().units;
+    u.embedding = units.front().numel;
+    u.layer = model.layers > 0 ? units[1].numel : 0;
+    u.head = units.back().numel;
+  }
   u.shard = UnitSharding::chunk(u.embedding, dp) + u.layers * UnitSharding::chunk(u.layer, dp) +
             UnitSharding::chunk(u.head, dp);
   u.largest_chunk = UnitSharding::chunk(u.largest_unit(), dp);

@@ -41,7 +41,8 @@ struct UnitSharding {
   std::int64_t largest_unit() const;
 };
 
-// The units of the whole model (ZeRO-2/3 run without pipeline stages).
-UnitSharding shard_units(const ModelShape& model, int dp);
+// The units of the whole model (ZeRO-2/3 run without pipeline stages), as one
+// tensor-parallel rank holds them with tp > 1 (stage_units' slices).
+UnitSharding shard_units(const ModelShape& model, int dp, int tp = 1);
 
 }  // namespace shardscope

@@ -41,6 +41,10 @@ const Keys kFsdpKeys = {"fsdp_sharding_strategy", "fsdp_offload_params", "fsdp_a
     "fsdp_transformer_layer_cls_to_wrap", "fsdp_use_orig_params", "fsdp_cpu_ram_efficient_loading",
     "fsdp_sync_module_states", "fsdp_forward_prefetch", "fsdp_min_num_params", "fsdp_activation_checkpointing",
     "fsdp_version", "fsdp_reshard_after_forward"};
+// accelerate's Megatron-LM plugin keys (commands/launch.py, megatron_lm_* arguments).
+const Keys kMegatronKeys = {"megatron_lm_tp_degree", "megatron_lm_pp_degree", "megatron_lm_num_micro_batches",
+    "megatron_lm_sequence_parallelism", "megatron_lm_recompute_activations", "megatron_lm_use_distributed_optimizer",
+    "megatron_lm_gradient_clipping"};
 // clang-format on
 
 // Reads typed values; every error names the file, line and key.
@@ -181,6 +185,43 @@ void refuse_repeated_keys(const YAML::Node& node, const std::string& source) {
   }
 }
 
+// accelerate's Megatron-LM plugin. A key the estimator cannot honour is refused by
+// name (a silently ignored tp or pp would plan another run).
+void read_megatron(const Reader& r, const YAML::Node& root, AccelerateConfig& c) {
+  const YAML::Node m = r.block(root, "megatron_lm_config");
+  if (!m.IsMap()) return;
+  for (const auto& item : m) {
+    const std::string key = bounded_excerpt(item.first.Scalar());
+    if (kMegatronKeys.count(key) == 0)
+      throw ConfigError(
+          r.where(item.first, "megatron_lm_config." + key) +
+          ": not a Megatron-LM plugin key ShardScope reads (megatron_lm_tp_degree, megatron_lm_pp_degree, "
+          "megatron_lm_num_micro_batches, megatron_lm_sequence_parallelism, "
+          "megatron_lm_recompute_activations, megatron_lm_use_distributed_optimizer, "
+          "megatron_lm_gradient_clipping)");
+  }
+  const auto positive = [&](const char* key, std::optional<int>& out) {
+    const std::string path = std::string("megatron_lm_config.") + key;
+    out = r.get<int>(m, key, path, "an integer");
+    if (out && *out < 1)
+      throw ConfigError(r.where(m[key], path) + ": must be at least 1 (got " + std::to_string(*out) + ")");
+  };
+  positive("megatron_lm_tp_degree", c.megatron_tp_degree);
+  positive("megatron_lm_pp_degree", c.megatron_pp_degree);
+  positive("megatron_lm_num_micro_batches", c.megatron_num_micro_batches);
+  const auto flag = [&](const char* key) {
+    return r.get<bool>(m, key, std::string("megatron_lm_config.") + key, "true or false");
+  };
+  c.megatron_sequence_parallelism = flag("megatron_lm_sequence_parallelism");
+  c.megatron_recompute_activations = flag("megatron_lm_recompute_activations");
+  c.megatron_use_distributed_optimizer = flag("megatron_lm_use_distributed_optimizer");
+  c.megatron_gradient_clipping =
+      r.get<double>(m, "megatron_lm_gradient_clipping", "megatron_lm_config.megatron_lm_gradient_clipping", "a number");
+  if (c.megatron_gradient_clipping && *c.megatron_gradient_clipping < 0)
+    throw ConfigError(r.where(m["megatron_lm_gradient_clipping"], "megatron_lm_config.megatron_lm_gradient_clipping") +
+                      ": must not be negative");
+}
+
 }  // namespace
 
 AccelerateConfig parse_accelerate_config(std::string_view yaml_text, const std::string& source) {
@@ -243,6 +284,7 @@ AccelerateConfig parse_accelerate_config(std::string_view yaml_text, const std::
         throw ConfigError(source + ": deepspeed_config: offload device '" + bounded_excerpt(**device) +
                           "' is not one of none, cpu, nvme");
   }
+  read_megatron(r, root, c);
   if (const YAML::Node fsdp = r.block(root, "fsdp_config"); fsdp.IsMap()) {
     r.unknown_keys(fsdp, "fsdp_config.", kFsdpKeys, "not an accelerate FSDP key");
     c.fsdp_sharding_strategy =

@@ -30,6 +30,12 @@ struct AccelerateConfig {
   std::optional<std::string> fsdp_sharding_strategy;  // FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD (or 1-4)
   std::optional<bool> fsdp_offload_params;
   std::optional<bool> fsdp_activation_checkpointing;
+  // megatron_lm_config: (accelerate's Megatron-LM plugin, distributed_type MEGATRON_LM)
+  std::optional<int> megatron_tp_degree, megatron_pp_degree, megatron_num_micro_batches;
+  std::optional<bool> megatron_sequence_parallelism;
+  std::optional<bool> megatron_recompute_activations;      // Megatron's selective recompute
+  std::optional<bool> megatron_use_distributed_optimizer;  // shards the optimizer states over dp: ZeRO-1
+  std::optional<double> megatron_gradient_clipping;
   std::vector<std::string> warnings;
 };
 

@@ -1094,6 +1094,34 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <source>%1 from %2, overridden here</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Layouts</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GPT-3 175B, 1024 A100s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>tp 8 × pp 8 × dp 16, batch 1536, fp16, full recompute (Narayanan et al. 2021)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Llama-2-70B, 8 H100s</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>tp 8 inside one node, bf16 (Megatron-LM&apos;s layout for a 70B model)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>dp %1 × pp %2 × tp %3 = %4 GPUs; the nodes have %5.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Llama-2-70B (example)</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::PlannerText</name>
@@ -1191,6 +1219,14 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     </message>
     <message>
         <source>Activation checkpointing</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Tensor-parallel ranks</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Sequence parallelism</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

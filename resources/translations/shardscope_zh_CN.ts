@@ -1099,6 +1099,34 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <source>%1 from %2, overridden here</source>
         <translation>%1 来自 %2，已在此处覆盖</translation>
     </message>
+    <message>
+        <source>Layouts</source>
+        <translation>布局</translation>
+    </message>
+    <message>
+        <source>GPT-3 175B, 1024 A100s</source>
+        <translation>GPT-3 175B，1024 块 A100</translation>
+    </message>
+    <message>
+        <source>tp 8 × pp 8 × dp 16, batch 1536, fp16, full recompute (Narayanan et al. 2021)</source>
+        <translation>tp 8 × pp 8 × dp 16，批大小 1536，fp16，完全重计算（Narayanan 等 2021）</translation>
+    </message>
+    <message>
+        <source>Llama-2-70B, 8 H100s</source>
+        <translation>Llama-2-70B，8 块 H100</translation>
+    </message>
+    <message>
+        <source>tp 8 inside one node, bf16 (Megatron-LM&apos;s layout for a 70B model)</source>
+        <translation>一个节点内 tp 8，bf16（Megatron-LM 对 70B 模型的布局）</translation>
+    </message>
+    <message>
+        <source>dp %1 × pp %2 × tp %3 = %4 GPUs; the nodes have %5.</source>
+        <translation>dp %1 × pp %2 × tp %3 = %4 块 GPU；节点共有 %5 块。</translation>
+    </message>
+    <message>
+        <source>Llama-2-70B (example)</source>
+        <translation>Llama-2-70B（示例）</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::PlannerText</name>
@@ -1197,6 +1225,14 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     <message>
         <source>Activation checkpointing</source>
         <translation>激活检查点</translation>
+    </message>
+    <message>
+        <source>Tensor-parallel ranks</source>
+        <translation>张量并行 rank 数</translation>
+    </message>
+    <message>
+        <source>Sequence parallelism</source>
+        <translation>序列并行</translation>
     </message>
 </context>
 <context>

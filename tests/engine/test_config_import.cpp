@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "config/gpu_profiles.h"
+#include "config/run_import.h"
 #include "core/error.h"
 #include "engine/thread_cpu_timer.h"
 #include "estimate/config_import.h"
@@ -59,6 +60,7 @@ class TestConfigImport : public QObject {
   void deepspeed_bad_files_name_the_line_or_key();
   void accelerate_with_deepspeed_file();
   void accelerate_zero3_plugin_and_fsdp();
+  void accelerate_megatron_plugin();
   void accelerate_bad_files_name_the_line_or_key();
   void accelerate_aliases_expand_within_a_bound();
   void unknown_keys_are_reported_in_linear_time();
@@ -238,6 +240,62 @@ void TestConfigImport::accelerate_zero3_plugin_and_fsdp() {
                                  "  fsdp_offload_params: false\n");
   s = resolve_settings({}, import_settings(fsdp, "").patches);
   QVERIFY(s.layout.dp() == 4 && s.zero_stage == 2 && s.recompute == Recompute::full && s.precision == Precision::fp16);
+}
+
+// accelerate's Megatron-LM plugin (issue 29 item 7): tp, pp, micro-batches, sequence parallelism,
+// selective recompute and the distributed optimizer (ZeRO-1) for the estimator, each named "file: key";
+// for a run, what the engine trains (selective recompute refused by name).
+void TestConfigImport::accelerate_megatron_plugin() {
+  const std::string path = kConfigs + "accelerate_megatron.yaml";
+  const ImportedSettings imported = import_settings(path, "");
+  const EstimateSettings s = resolve_settings({}, imported.patches);
+  QVERIFY(s.layout.tp() == 2 && s.layout.pp() == 2 && s.layout.dp() == 2 && s.micro_batches == 2);
+  QVERIFY(s.sequence_parallel && s.recompute == Recompute::selective && s.zero_stage == 1);
+  QVERIFY(s.precision == Precision::bf16);
+  QCOMPARE(estimate_field_name("tp", imported.patches), path + ": megatron_lm_config.megatron_lm_tp_degree");
+  std::string m = message_of<ConfigError>([] {
+    parse_accelerate_config("distributed_type: MEGATRON_LM\nmegatron_lm_config:\n  megatron_lm_expert_degree: 2\n",
+                            "acc.yaml");
+  });
+  QVERIFY2(contains(m, "acc.yaml line 3: megatron_lm_config.megatron_lm_expert_degree"), m.c_str());
+  const std::string uneven = write("uneven.yaml",
+                                   "distributed_type: MEGATRON_LM\nnum_processes: 6\nmegatron_lm_config:\n"
+                                   "  megatron_lm_tp_degree: 4\n");
+  m = message_of<ConfigError>([&] { (void)import_settings(uneven, ""); });
+  QVERIFY2(contains(m, "num_processes 6 does not split into megatron_lm_tp_degree 4"), m.c_str());
+  const std::string many_heads = write("tp3.yaml",
+                                       "distributed_type: MEGATRON_LM\nnum_processes: 3\nmegatron_lm_config:\n"
+                                       "  megatron_lm_tp_degree: 3\n  megatron_lm_sequence_parallelism: true\n");
+  QCOMPARE(resolve_settings({}, import_settings(many_heads, "").patches).layout.tp(), 3);
+
+  // A run: tp, dp = num_processes / tp, the distributed optimizer and the clipping.
+  RunConfig run;
+  const AccelerateConfig tp_only = parse_accelerate_config(
+      "distributed_type: MEGATRON_LM\nnum_processes: 4\nmegatron_lm_config:\n  megatron_lm_tp_degree: 2\n"
+      "  megatron_lm_use_distributed_optimizer: true\n  megatron_lm_gradient_clipping: 0.5\n",
+      "acc.yaml");
+  (void)import_accelerate_run(tp_only, run, false);
+  QVERIFY(run.layout.tp() == 2 && run.layout.dp() == 2 && run.zero_stage == 1 && run.grad_clip == 0.5f);
+  m = message_of<ConfigError>([&] {
+    RunConfig refused;
+    (void)import_accelerate_run(load_accelerate_config(path), refused, false);
+  });
+  QVERIFY2(contains(m, path + ": megatron_lm_config.megatron_lm_recompute_activations: true (Megatron-LM's "
+                              "selective recompute) is not supported"),
+           m.c_str());
+  // Sequence parallelism trains: the run takes it.
+  RunConfig with_sp;
+  (void)import_accelerate_run(parse_accelerate_config("distributed_type: MEGATRON_LM
+num_processes: 2
+"
+                                                      "megatron_lm_config:
+  megatron_lm_tp_degree: 2
+"
+                                                      "  megatron_lm_sequence_parallelism: true
+",
+                                                      "sp.yaml"),
+                              with_sp, false);
+  QVERIFY(with_sp.layout.tp() == 2 && with_sp.sequence_parallel);
 }
 
 void TestConfigImport::accelerate_bad_files_name_the_line_or_key() {

@@ -56,6 +56,7 @@ class TestEstimate : public QObject {
   void large_pipelines_estimate_quickly();
   void huge_settings_are_refused_not_wrapped();
   void formula_activations_follow_korthikanti();
+  void tensor_parallel_formulas_and_refusals();
   void time_model_figures();
   void throughput_and_mfu();
   void gpu_profiles_from_datasheets();
@@ -232,6 +233,78 @@ void TestEstimate::formula_activations_follow_korthikanti() {
   QCOMPARE(exact.workspace, 4 * BackwardScratch::total_floats(tiny, 4, 64));
   QVERIFY_THROWS_EXCEPTION(ConfigError,
                            shardscope_activation_bytes(tiny, whole_model_stage(tiny), 4, 64, Recompute::selective));
+}
+
+// Korthikanti et al.'s per-layer formulas with tensor (and sequence) parallelism,
+// one tp rank's model states, the tp all-reduces' bytes, and the refusals by name.
+void TestEstimate::tensor_parallel_formulas_and_refusals() {
+  ModelShape m = parameters_only(1);
+  const std::int64_t s = 2048, b = 1, h = 12288, a = 96, L = 12, t = 8, sbh = s * b * h;
+  StageLayers middle{0, 12, false, false};
+  middle.tp_size = 8;
+  auto bytes = [&](Recompute r, bool sp) {
+    return formula_activation_bytes(m, middle, 1, 2048, r, Precision::bf16, sp).activations;
+  };
+  const std::int64_t tp_layer = sbh * 10 + sbh * 24 / t + 5 * a * s * s * b / t;  // sbh(10 + 24/t + 5as/(ht))
+  QCOMPARE(bytes(Recompute::none, false), L * tp_layer);
+  QCOMPARE(bytes(Recompute::none, true), L * (sbh * 34 + 5 * a * s * s * b) / t);  // sbh/t·(34 + 5as/h)
+  QCOMPARE(bytes(Recompute::selective, false), L * (10 + 24 / t) * sbh);
+  QCOMPARE(bytes(Recompute::full, true), L * 2 * sbh / t + (sbh * 34 + 5 * a * s * s * b) / t);
+  // The paper's ratio: SP keeps 34/(10 + 24/t) less of the layer's sbh terms than TP alone.
+  QVERIFY(bytes(Recompute::selective, true) * 13 == bytes(Recompute::selective, false) * 34 / 8);
+
+  // GPT-3 175B at tp 8 × pp 8 × dp 16 (Narayanan et al. 2021): a middle stage's rank holds about Ψ/64.
+  std::vector<std::string> warnings;
+  ModelShape gpt3 = load_model_shape("gpt3-175b", &warnings);
+  EstimateRequest request;
+  request.model = gpt3;
+  EstimateSettings& st = request.settings;
+  st.layout[Axis::dp] = 16;
+  st.layout[Axis::pp] = 8;
+  st.layout[Axis::tp] = 8;
+  st.precision = Precision::fp16;
+  st.seq = 2048;
+  st.micro_batches = 96;
+  st.recompute = Recompute::full;
+  st.activations = ActivationMode::formula;
+  const Estimate e = compute_estimate(request);
+  QCOMPARE(static_cast<int>(e.memory.ranks.size()), 1024);
+  const double per_rank = static_cast<double>(e.memory.ranks[300].stage_parameters);
+  QVERIFY(std::abs(per_rank / (static_cast<double>(gpt3.parameters()) / 64.0) - 1) < 0.02);
+  QVERIFY(!e.warnings.empty() && e.warnings.front().find("padded to 51200") != std::string::npos);
+  // 4 all-reduces of b·s·h per layer (6 with full recompute), 2(t−1)/t each, 12 layers × 96 micro-batches.
+  QCOMPARE(e.time.tp_bytes, 12.0 * 96 * 6 * 2 * 7 / 8 * sbh * 2);
+  const TimeEstimate on_a100 = estimate_time(gpt3, e.settings, &find_gpu_profile("A100-80GB"));
+  QCOMPARE(on_a100.tp_link, find_gpu_profile("A100-80GB").link);
+  QVERIFY(on_a100.tp_comm_s > 0 && on_a100.step_overlapped_s > on_a100.compute_s + on_a100.tp_comm_s);
+
+  // A tp group wider than a node: warned, and its all-reduces on the inter-node network.
+  request.settings.gpus_per_node = 4;
+  const Estimate wide = compute_estimate(request);
+  bool warned = false;
+  for (const std::string& w : wide.warnings) warned = warned || w.find("--tp 8 is more than --gpus-per-node 4") == 0;
+  QVERIFY(warned);
+  const TimeEstimate wide_time = estimate_time(gpt3, wide.settings, &find_gpu_profile("A100-80GB"));
+  QCOMPARE(wide_time.tp_link, find_gpu_profile("A100-80GB").internode);
+
+  // Refused by name with the numbers: heads that do not split, naive DataParallel, SP without tp.
+  EstimateSettings bad;
+  bad.layout[Axis::tp] = 3;
+  try {
+    (void)estimate_memory(preset("gpt-tiny"), bad);
+    QFAIL("tp 3 on 4 heads was accepted");
+  } catch (const ConfigError& err) {
+    QVERIFY2(std::string(err.what()).find("--tp 3") != std::string::npos &&
+                 std::string(err.what()).find("4 attention heads") != std::string::npos,
+             err.what());
+  }
+  bad.layout[Axis::tp] = 2;
+  bad.layout[Axis::dp] = 2;
+  bad.dp_mode = DataParallelMode::naive;
+  QVERIFY_THROWS_EXCEPTION(ConfigError, validate_estimate_settings(bad));
+  EstimateSettings sp_alone;
+  sp_alone.sequence_parallel = true;
+  QVERIFY_THROWS_EXCEPTION(ConfigError, validate_estimate_settings(sp_alone));
 }
 
 void TestEstimate::time_model_figures() {

@@ -19,6 +19,8 @@ class TestEstimateLedger : public QObject {
  private Q_SLOTS:
   void predicted_equals_measured_data();
   void predicted_equals_measured();
+  void tensor_parallel_predicted_equals_measured_data();
+  void tensor_parallel_predicted_equals_measured();
   void fused_attention_predicted_equals_measured_data();
   void fused_attention_predicted_equals_measured();
   void pipeline_bytes_equal_the_engines_sends();
@@ -87,31 +89,10 @@ void TestEstimateLedger::predicted_equals_measured_data() {
   QTest::newRow("gpt zero3 dp5 padded ckpt accum2 fp16") << "gpt-tiny" << 5 << 1 << 3 << 0 << 1 << 2 << 1 << 0 << "fp16";
 }
 
+namespace {
 // One optimizer step of the real Trainer; every rank's ledger peak, category by
 // category, must equal the prediction. A failure names the side that moved.
-void TestEstimateLedger::predicted_equals_measured() {
-  QFETCH(QString, model);
-  QFETCH(int, dp);
-  QFETCH(int, pp);
-  QFETCH(int, zero);
-  QFETCH(int, naive);
-  QFETCH(int, checkpoint);
-  QFETCH(int, accum);
-  QFETCH(int, micro_batches);
-  QFETCH(int, gpipe);
-  QFETCH(QString, precision);
-  EstimateSettings s;
-  s.precision = parse_precision(qPrintable(precision));
-  s.layout[Axis::dp] = dp;
-  s.layout[Axis::pp] = pp;
-  s.zero_stage = zero;
-  s.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
-  s.recompute = checkpoint ? Recompute::full : Recompute::none;
-  s.accum = accum;
-  s.micro_batches = micro_batches;
-  s.schedule = gpipe ? PipelineScheduleKind::gpipe : PipelineScheduleKind::one_f_one_b;
-  s.micro_batch_size = 2;
-  s.seq = 32;
+void check_ledger(const QString& model, const EstimateSettings& s) {
   const ModelShape shape = model_shape_from_config(find_model_preset(qPrintable(model)), qPrintable(model));
   const std::string gap = engine_gap(shape, s);
   if (!gap.empty()) QSKIP(qPrintable(QString::fromStdString("the engine cannot run this yet: " + gap)));
@@ -137,6 +118,79 @@ void TestEstimateLedger::predicted_equals_measured() {
                            .arg(measured[c] > r.bytes[c] ? "more" : "less")));
     }
   }
+}
+}  // namespace
+
+void TestEstimateLedger::predicted_equals_measured() {
+  QFETCH(QString, model);
+  QFETCH(int, dp);
+  QFETCH(int, pp);
+  QFETCH(int, zero);
+  QFETCH(int, naive);
+  QFETCH(int, checkpoint);
+  QFETCH(int, accum);
+  QFETCH(int, micro_batches);
+  QFETCH(int, gpipe);
+  QFETCH(QString, precision);
+  EstimateSettings s;
+  s.precision = parse_precision(qPrintable(precision));
+  s.layout[Axis::dp] = dp;
+  s.layout[Axis::pp] = pp;
+  s.zero_stage = zero;
+  s.dp_mode = naive ? DataParallelMode::naive : DataParallelMode::ddp;
+  s.recompute = checkpoint ? Recompute::full : Recompute::none;
+  s.accum = accum;
+  s.micro_batches = micro_batches;
+  s.schedule = gpipe ? PipelineScheduleKind::gpipe : PipelineScheduleKind::one_f_one_b;
+  s.micro_batch_size = 2;
+  s.seq = 32;
+  check_ledger(model, s);
+}
+
+// Tensor parallelism (issue 29): each rank holds its slices (parameters,
+// gradients, optimizer states from stage_units at tp) and its heads' and MLP
+// columns' activations; the ledger of a real step equals the estimator.
+void TestEstimateLedger::tensor_parallel_predicted_equals_measured_data() {
+  QTest::addColumn<QString>("model");
+  QTest::addColumn<int>("dp");
+  QTest::addColumn<int>("pp");
+  QTest::addColumn<int>("tp");
+  QTest::addColumn<int>("zero");
+  QTest::addColumn<int>("checkpoint");
+  QTest::addColumn<int>("micro_batches");
+  QTest::addColumn<QString>("precision");
+  //                                           dp   pp   tp  zero ckpt  m
+  QTest::newRow("gpt tp2") << "gpt-tiny" << 1 << 1 << 2 << 0 << 0 << 1 << "fp32";
+  QTest::newRow("gpt tp4") << "gpt-tiny" << 1 << 1 << 4 << 0 << 0 << 1 << "fp32";
+  QTest::newRow("gpt dp2 tp2 zero1") << "gpt-tiny" << 2 << 1 << 2 << 1 << 0 << 1 << "fp32";
+  QTest::newRow("gpt tp2 pp2 1f1b m4") << "gpt-tiny" << 1 << 2 << 2 << 0 << 0 << 4 << "fp32";
+  QTest::newRow("gpt dp2 tp2 zero3") << "gpt-tiny" << 2 << 1 << 2 << 3 << 0 << 1 << "fp32";
+  QTest::newRow("gpt tp2 ckpt") << "gpt-tiny" << 1 << 1 << 2 << 0 << 1 << 1 << "fp32";
+  QTest::newRow("bert tp2") << "bert-tiny" << 1 << 1 << 2 << 0 << 0 << 1 << "fp32";
+  QTest::newRow("gpt dp2 tp2 zero1 bf16") << "gpt-tiny" << 2 << 1 << 2 << 1 << 0 << 1 << "bf16";
+  QTest::newRow("gpt dp2 tp2 zero2 fp16") << "gpt-tiny" << 2 << 1 << 2 << 2 << 0 << 1 << "fp16";
+}
+
+void TestEstimateLedger::tensor_parallel_predicted_equals_measured() {
+  QFETCH(QString, model);
+  QFETCH(int, dp);
+  QFETCH(int, pp);
+  QFETCH(int, tp);
+  QFETCH(int, zero);
+  QFETCH(int, checkpoint);
+  QFETCH(int, micro_batches);
+  QFETCH(QString, precision);
+  EstimateSettings s;
+  s.precision = parse_precision(qPrintable(precision));
+  s.layout[Axis::dp] = dp;
+  s.layout[Axis::pp] = pp;
+  s.layout[Axis::tp] = tp;
+  s.zero_stage = zero;
+  s.recompute = checkpoint ? Recompute::full : Recompute::none;
+  s.micro_batches = micro_batches;
+  s.micro_batch_size = 2;
+  s.seq = 32;
+  check_ledger(model, s);
 }
 
 // A CUDA run in fp16/bf16 fuses attention: each layer keeps (b, a, s) rows, not

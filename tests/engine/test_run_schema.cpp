@@ -201,7 +201,7 @@ class TestRunSchema : public QObject {
       QVERIFY2(f.surfaces != 0 && !f.help.en.empty() && !f.help.zh.empty(), f.key.data());
       QVERIFY2((f.get != nullptr) == f.on(surface::train), f.key.data());
     }
-    QCOMPARE(run_fields().size() + 8, schema_fields().size());
+    QCOMPARE(run_fields().size() + 9, schema_fields().size());  // + sequence_parallel until SP trains
     for (const unsigned on : {surface::train, surface::estimate}) {
       std::set<std::string_view> flags;
       for (const RunField& f : fields_on(on))
@@ -210,7 +210,7 @@ class TestRunSchema : public QObject {
     std::set<std::string_view> planner;
     for (const RunField& f : fields_on(surface::planner)) planner.insert(f.key);
     for (const char* key : {"dp", "pp", "zero", "precision", "micro_batch", "seq", "checkpoint", "gpu_profile",
-                            "gpus_per_node", "nodes", "activations"})
+                            "gpus_per_node", "nodes", "activations", "tp", "sequence_parallel"})
       QVERIFY2(planner.count(key) == 1, key);
 
     const RunField& dp = run_field("dp");

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QCoreApplication>
 #include <QDir>
@@ -425,6 +426,47 @@ class TestPlanner : public QObject {
     planner.findChild<QPushButton*>(QStringLiteral("exampleGpt3"))->click();
     QVERIFY(planner.model().label.startsWith(QStringLiteral("GPT-3 175B")));
     QCOMPARE(planner.seqBox()->value(), 2048);
+  }
+
+  // Issue 29 item 7: the papers' tensor-parallel layouts are one click away, planned by the
+  // engine's estimator (tp and sequence parallelism from the schema's rows).
+  void tensorParallelLayoutsAreOneClickAway() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    planner.resize(1280, 720);
+    planner.show();
+    planner.gpt3LayoutButton()->click();
+    QVERIFY(planner.waitForPlan());
+    EstimateSettings s = planner.settings();
+    QVERIFY(s.layout.tp() == 8 && s.layout.pp() == 8 && s.layout.dp() == 16 && s.micro_batches == 96);
+    QCOMPARE(s.global_batch(), std::int64_t{1536});
+    QCOMPARE(planner.nodesBox()->value() * planner.gpusPerNodeBox()->value(), 1024);
+    const QString note = planner.findChild<QLabel*>(QStringLiteral("clusterNote"))->text();
+    QVERIFY2(note.contains(QStringLiteral("dp 16 × pp 8 × tp 8 = 1024 GPUs")), qPrintable(note));
+    const RankMemory* r = planner.stages()[0].fullest();
+    QVERIFY(r != nullptr);
+    QCOMPARE(r->bytes.bytes, engineEstimate(planner, 0).memory.ranks[static_cast<std::size_t>(r->rank)].bytes.bytes);
+    QVERIFY(planner.bars()->bars()[0].fits);  // one 8-GPU node per tp group: 55.8 GB on an 80 GB A100
+    QVERIFY(planner.formulaHtml().contains(QStringLiteral("Ψ_s/t")));
+    const std::int64_t tp_activations = r->bytes[MemoryCategory::activations];
+    planner.sequenceParallelBox()->setChecked(true);
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    QVERIFY(planner.settings().sequence_parallel);
+    QVERIFY(planner.stages()[0].fullest()->bytes[MemoryCategory::activations] < tp_activations);
+
+    planner.llama70bLayoutButton()->click();
+    QVERIFY(planner.waitForPlan());
+    s = planner.settings();
+    QVERIFY(s.layout.tp() == 8 && s.world_size() == 8 && s.precision == Precision::bf16);
+    QVERIFY(planner.model().label.startsWith(QStringLiteral("Llama-2-70B")));
+    QVERIFY2(planner.formulaHtml().contains(QStringLiteral("sbh(10 + 24/t + 5as/(ht)), t=8")),
+             qPrintable(planner.formulaHtml()));
+    QTest::qWait(50);
+    QCOMPARE(planner.size(), QSize(1280, 720));
+    const QString shot = shotPath(QStringLiteral("planner_llama70b_tp8_en.png"));
+    QVERIFY(planner.grab().save(shot));
+    qInfo("screenshot: %s", qPrintable(shot));
   }
 
   void chineseLabelsAfterSwitching() {

@@ -3,6 +3,7 @@
 // spin boxes), imports and the model. Rendering is in planner_render.cpp.
 #include "planner/planner_dialog.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QEvent>
 #include <QFileDialog>
@@ -36,6 +37,14 @@ RunField plannerRow(std::string_view key) {
   if (row == nullptr || !row->on(surface::planner))
     throw std::logic_error("planner: no schema row \"" + std::string(key) + "\" on the planner surface");
   return field_on(*row, surface::planner);
+}
+
+// The shipped Llama-2-70B config (the CLI's --model llama-2-70b), for the tp 8 layout.
+PlannerModel llama70bModel() {
+  PlannerModel m;
+  m.shape = load_model_shape("llama-2-70b", &m.warnings);
+  m.label = QStringLiteral("Llama-2-70B");
+  return m;
 }
 
 QSpinBox* spinBox(const char* name, int min, int max, int value) {
@@ -87,6 +96,7 @@ void PlannerDialog::buildControls() {
   model_box_->setObjectName(QStringLiteral("plannerModel"));
   model_box_->addItem(QString(), QStringLiteral("example:gpt3_175b"));
   model_box_->addItem(QString(), QStringLiteral("example:llama_2_7b"));
+  model_box_->addItem(QString(), QStringLiteral("example:llama_2_70b"));
   for (const ModelConfig& preset : model_presets())
     model_box_->addItem(QString::fromStdString(preset.name), QStringLiteral("preset:") + QString::fromStdString(preset.name));
   gpt3_ = new QPushButton;
@@ -109,6 +119,13 @@ void PlannerDialog::buildControls() {
   nodes_ = rowSpinBox("nodes", "nodes", 1);
   dp_ = rowSpinBox("plannerDp", "dp", 1);
   pp_ = rowSpinBox("plannerPp", "pp", 1);
+  tp_ = rowSpinBox("plannerTp", "tp", 1);
+  sp_ = new QCheckBox;
+  sp_->setObjectName(QStringLiteral("plannerSequenceParallel"));
+  gpt3_layout_ = new QPushButton;
+  gpt3_layout_->setObjectName(QStringLiteral("layoutGpt3"));
+  llama70b_layout_ = new QPushButton;
+  llama70b_layout_->setObjectName(QStringLiteral("layoutLlama70b"));
   cluster_note_ = new QLabel;
   cluster_note_->setObjectName(QStringLiteral("clusterNote"));
   cluster_note_->setWordWrap(true);
@@ -164,6 +181,9 @@ QWidget* PlannerDialog::buildSettingsColumn() {
   row(nodes_, [] { return tr("Nodes"); });
   row(dp_, [] { return PlannerText::fieldName("dp"); });
   row(pp_, [] { return PlannerText::fieldName("pp"); });
+  row(tp_, [] { return PlannerText::fieldName("tp"); });
+  row(sp_, [] { return PlannerText::fieldName("sequence_parallel"); });
+  row(pair(gpt3_layout_, llama70b_layout_), [] { return tr("Layouts"); });
   form->addRow(cluster_note_);
   row(zero_, [] { return PlannerText::fieldName("zero"); });
   row(precision_, [] { return PlannerText::fieldName("precision"); });
@@ -230,6 +250,10 @@ void PlannerDialog::connectControls() {
   connect(gpus_per_node_, &QSpinBox::valueChanged, this, &PlannerDialog::syncDataParallel);
   connect(nodes_, &QSpinBox::valueChanged, this, &PlannerDialog::syncDataParallel);
   connect(pp_, &QSpinBox::valueChanged, this, &PlannerDialog::syncDataParallel);
+  connect(tp_, &QSpinBox::valueChanged, this, &PlannerDialog::syncDataParallel);
+  connect(sp_, &QCheckBox::toggled, this, later);
+  connect(gpt3_layout_, &QPushButton::clicked, this, &PlannerDialog::showGpt3Layout);
+  connect(llama70b_layout_, &QPushButton::clicked, this, &PlannerDialog::showLlama70bLayout);
   connect(dp_, &QSpinBox::valueChanged, this, [this, later] {
     updateClusterNote();
     later();
@@ -257,8 +281,13 @@ void PlannerDialog::retranslate() {
   for (const auto& [label, text] : labels_) label->setText(text());
   model_box_->setItemText(0, tr("GPT-3 175B (example)"));
   model_box_->setItemText(1, tr("Llama-2-7B (example)"));
+  model_box_->setItemText(2, tr("Llama-2-70B (example)"));
   gpt3_->setText(tr("GPT-3 175B"));
   llama_->setText(tr("Llama-2-7B"));
+  gpt3_layout_->setText(tr("GPT-3 175B, 1024 A100s"));
+  gpt3_layout_->setToolTip(tr("tp 8 × pp 8 × dp 16, batch 1536, fp16, full recompute (Narayanan et al. 2021)"));
+  llama70b_layout_->setText(tr("Llama-2-70B, 8 H100s"));
+  llama70b_layout_->setToolTip(tr("tp 8 inside one node, bf16 (Megatron-LM's layout for a 70B model)"));
   import_->setText(tr("Import config.json / DeepSpeed / accelerate..."));
   import_->setToolTip(tr("A Hugging Face config.json, a DeepSpeed JSON and/or an accelerate YAML (select several "
                          "at once): the same importers as shardscope-cli estimate --model, --deepspeed, --accelerate."));
@@ -290,6 +319,8 @@ EstimateSettings PlannerDialog::settings() const {
   EstimateSettings s = base_;
   s.layout[Axis::dp] = dp_->value();
   s.layout[Axis::pp] = pp_->value();
+  s.layout[Axis::tp] = tp_->value();
+  s.sequence_parallel = sp_->isChecked();
   s.zero_stage = zero_->value();
   s.precision = static_cast<Precision>(precision_->currentData().toInt());
   s.micro_batch_size = micro_batch_->value();
@@ -313,9 +344,11 @@ EstimateRequest PlannerDialog::request() const {
 
 void PlannerDialog::setControls(const EstimateSettings& s, int nodes) {
   const QSignalBlocker b1(dp_), b2(pp_), b3(zero_), b4(precision_), b5(micro_batch_), b6(seq_), b7(recompute_),
-      b8(activations_), b9(gpus_per_node_), b10(nodes_), b11(micro_batch_slider_), b12(seq_slider_);
+      b8(activations_), b9(gpus_per_node_), b10(nodes_), b11(micro_batch_slider_), b12(seq_slider_), b13(tp_), b14(sp_);
   dp_->setValue(s.layout.dp());
   pp_->setValue(s.layout.pp());
+  tp_->setValue(s.layout.tp());
+  sp_->setChecked(s.sequence_parallel);
   zero_->setValue(s.zero_stage);
   precision_->setCurrentIndex(precision_->findData(static_cast<int>(s.precision)));
   micro_batch_->setValue(s.micro_batch_size);
@@ -334,9 +367,10 @@ void PlannerDialog::setControls(const EstimateSettings& s, int nodes) {
 // ranks fill the GPUs when the stages divide them.
 void PlannerDialog::syncDataParallel() {
   const std::int64_t gpus = static_cast<std::int64_t>(gpus_per_node_->value()) * nodes_->value();
-  if (gpus % pp_->value() == 0 && gpus / pp_->value() <= dp_->maximum()) {
+  const std::int64_t model_parallel = static_cast<std::int64_t>(pp_->value()) * tp_->value();
+  if (gpus % model_parallel == 0 && gpus / model_parallel <= dp_->maximum()) {
     const QSignalBlocker block(dp_);
-    dp_->setValue(static_cast<int>(gpus / pp_->value()));
+    dp_->setValue(static_cast<int>(gpus / model_parallel));
   }
   updateClusterNote();
   debounce_->start();
@@ -344,7 +378,16 @@ void PlannerDialog::syncDataParallel() {
 
 void PlannerDialog::updateClusterNote() {
   const std::int64_t gpus = static_cast<std::int64_t>(gpus_per_node_->value()) * nodes_->value();
-  const std::int64_t used = static_cast<std::int64_t>(dp_->value()) * pp_->value();
+  const std::int64_t used = static_cast<std::int64_t>(dp_->value()) * pp_->value() * tp_->value();
+  if (tp_->value() > 1) {  // the Megatron layout: tp innermost, inside a node
+    cluster_note_->setText(tr("dp %1 × pp %2 × tp %3 = %4 GPUs; the nodes have %5.")
+                               .arg(dp_->value())
+                               .arg(pp_->value())
+                               .arg(tp_->value())
+                               .arg(used)
+                               .arg(gpus));
+    return;
+  }
   if (used == gpus)
     cluster_note_->setText(tr("dp %1 × pp %2 = %3 GPUs = %4 × %5 (nodes × GPUs per node).")
                                .arg(dp_->value()).arg(pp_->value()).arg(used).arg(nodes_->value()).arg(gpus_per_node_->value()));
@@ -380,6 +423,8 @@ void PlannerDialog::chooseModel(int index) {
   try {
     if (key == QStringLiteral("example:gpt3_175b")) setModel(examplePlannerModel(PlannerExample::gpt3_175b), true);
     else if (key == QStringLiteral("example:llama_2_7b")) setModel(examplePlannerModel(PlannerExample::llama_2_7b), true);
+    else if (key == QStringLiteral("example:llama_2_70b"))
+      setModel(llama70bModel(), true);
     else if (key.startsWith(QStringLiteral("preset:"))) setModel(presetPlannerModel(key.mid(7).toStdString()), true);
     else return;  // an imported file stays as imported
   } catch (const std::exception& e) {
@@ -387,6 +432,53 @@ void PlannerDialog::chooseModel(int index) {
     setError([message] { return tr("Could not load the model: %1").arg(message); });
     return;
   }
+  replan();
+}
+
+void PlannerDialog::showGpt3Layout() {
+  showExample(PlannerExample::gpt3_175b);
+  EstimateSettings s = settings();
+  s.layout[Axis::dp] = 16;
+  s.layout[Axis::pp] = 8;
+  s.layout[Axis::tp] = 8;
+  s.sequence_parallel = false;
+  s.precision = Precision::fp16;
+  s.micro_batch_size = 1;
+  s.seq = 2048;
+  s.micro_batches = 96;  // batch 1536 = 1 × dp 16 × 96
+  s.recompute = Recompute::full;
+  s.zero_stage = 0;
+  s.gpus_per_node = 8;
+  base_ = s;
+  gpu_->setCurrentIndex(std::max(0, gpu_->findText(QStringLiteral("A100-80GB"), Qt::MatchStartsWith)));
+  setControls(s, 128);
+  replan();
+}
+
+void PlannerDialog::showLlama70bLayout() {
+  try {
+    model_box_->setCurrentIndex(2);
+    setModel(llama70bModel(), true);
+  } catch (const std::exception& e) {
+    const QString message = QString::fromStdString(e.what());
+    setError([message] { return tr("Could not load the model: %1").arg(message); });
+    return;
+  }
+  EstimateSettings s = settings();
+  s.layout[Axis::dp] = 1;
+  s.layout[Axis::pp] = 1;
+  s.layout[Axis::tp] = 8;
+  s.sequence_parallel = false;
+  s.precision = Precision::bf16;
+  s.micro_batch_size = 1;
+  s.seq = 4096;
+  s.micro_batches = 1;
+  s.recompute = Recompute::none;
+  s.zero_stage = 0;
+  s.gpus_per_node = 8;
+  base_ = s;
+  gpu_->setCurrentIndex(std::max(0, gpu_->findText(QStringLiteral("H100 ("), Qt::MatchStartsWith)));
+  setControls(s, 1);
   replan();
 }
 

@@ -20,6 +20,7 @@
 
 #include "planner/planner_estimates.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QPushButton;
@@ -47,7 +48,7 @@ class PlannerDialog : public QDialog {
   // Plans now, on the planner's worker thread (a control's change plans after
   // a short debounce); the result is shown when it arrives.
   void replan();
-  bool planning() const { return in_flight_ > 0; }
+  bool planning() const { return finished_ < generation_; }
   // Runs the event loop until no plan is pending or running (tests, screenshots).
   bool waitForPlan(int timeout_ms = 120000);
 
@@ -67,6 +68,10 @@ class PlannerDialog : public QDialog {
   QSpinBox* nodesBox() const { return nodes_; }
   QSpinBox* dpBox() const { return dp_; }
   QSpinBox* ppBox() const { return pp_; }
+  QSpinBox* tpBox() const { return tp_; }
+  QCheckBox* sequenceParallelBox() const { return sp_; }
+  QPushButton* gpt3LayoutButton() const { return gpt3_layout_; }
+  QPushButton* llama70bLayoutButton() const { return llama70b_layout_; }
   QSpinBox* zeroBox() const { return zero_; }
   QComboBox* precisionBox() const { return precision_; }
   QSpinBox* microBatchBox() const { return micro_batch_; }
@@ -91,7 +96,11 @@ class PlannerDialog : public QDialog {
   void setModel(PlannerModel model, bool reset_seq);
   void chooseModel(int index);
   void setControls(const EstimateSettings& s, int nodes);
-  void syncDataParallel();  // dp = GPUs / pp when it divides
+  void syncDataParallel();  // dp = GPUs / (pp × tp) when it divides
+  // The papers' layouts in one click: GPT-3 175B on 1024 A100s (tp 8 × pp 8 × dp 16, Narayanan
+  // et al. 2021) and Llama-2-70B on one node of 8 H100s (tp 8).
+  void showGpt3Layout();
+  void showLlama70bLayout();
   void updateClusterNote();
   void updateModelNote();
   void setError(std::function<QString()> text);
@@ -118,7 +127,10 @@ class PlannerDialog : public QDialog {
   QTimer* debounce_;
   QThreadPool pool_;  // one worker: plans in order, none outlives the dialog
   std::uint64_t generation_ = 0;  // of the newest request; older results are dropped
-  int in_flight_ = 0;
+  // The newest generation whose plan has arrived. Counting plans in flight instead
+  // undercounted: pool_.clear() drops a queued plan that then never reports, and a
+  // layout button's two plans in a row left the count at 1 for good.
+  std::uint64_t finished_ = 0;
   QLabel* planning_;
   QComboBox* model_box_;
   QPushButton* gpt3_;
@@ -130,6 +142,10 @@ class PlannerDialog : public QDialog {
   QSpinBox* nodes_;
   QSpinBox* dp_;
   QSpinBox* pp_;
+  QSpinBox* tp_;
+  QCheckBox* sp_;
+  QPushButton* gpt3_layout_;
+  QPushButton* llama70b_layout_;
   QLabel* cluster_note_;
   QSpinBox* zero_;
   QComboBox* precision_;

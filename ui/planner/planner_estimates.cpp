@@ -188,6 +188,8 @@ QString PlannerText::fieldName(std::string_view key, bool chinese_text) {
     return QString::fromUtf8(label.data(), static_cast<qsizetype>(label.size()));
   }
   if (key == "micro_batch") return tr("Micro-batch per GPU");
+  if (key == "tp") return tr("Tensor-parallel ranks");
+  if (key == "sequence_parallel") return tr("Sequence parallelism");
   if (key == "gpus_per_node") return tr("GPUs per node");
   if (key == "offload_optimizer") return tr("Optimizer offload");
   if (key == "offload_params") return tr("Parameter offload");

@@ -9,9 +9,10 @@
 #include <QSpinBox>
 #include <QTextBrowser>
 #include <QTimer>
+#include <algorithm>
 
-#include "planner/planner_bars.h"
 #include "i18n.h"
+#include "planner/planner_bars.h"
 #include "planner/planner_dialog.h"
 #include "views/memory_bars.h"
 
@@ -29,7 +30,6 @@ void PlannerDialog::plan(bool clear_error) {
   const EstimateRequest r = request();
   const bool chinese = currentLanguage() == QStringLiteral("zh_CN");
   pool_.clear();  // a queued plan that has not started is stale now
-  ++in_flight_;
   planning_->show();
   pool_.start([this, r, chinese, generation, clear_error] {
     auto outcome = std::make_shared<PlanOutcome>();
@@ -45,11 +45,8 @@ void PlannerDialog::plan(bool clear_error) {
 }
 
 void PlannerDialog::planFinished(std::uint64_t generation, const PlanOutcome& outcome, bool clear_error) {
-  --in_flight_;
-  if (in_flight_ <= 0) {
-    in_flight_ = 0;
-    planning_->hide();
-  }
+  finished_ = std::max(finished_, generation);
+  if (finished_ >= generation_) planning_->hide();
   if (generation != generation_) return;  // a newer request is on its way
   if (!outcome.plans) {
     const QString message = outcome.error;
@@ -65,7 +62,7 @@ void PlannerDialog::planFinished(std::uint64_t generation, const PlanOutcome& ou
 bool PlannerDialog::waitForPlan(int timeout_ms) {
   QElapsedTimer clock;
   clock.start();
-  while (in_flight_ > 0 || debounce_->isActive()) {
+  while (finished_ < generation_ || debounce_->isActive()) {
     if (clock.elapsed() > timeout_ms) return false;
     QCoreApplication::processEvents(QEventLoop::WaitForMoreEvents, 50);
   }
