@@ -16,17 +16,17 @@
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <source>%n rank(s): dp %1 × pp %2; each rank runs micro-batches of %3 sequence(s).</source>
+        <source>%n rank(s): dp %1 × tp %2 × pp %3; each rank runs micro-batches of %4 sequence(s).</source>
         <translation>
-            <numerusform>%n rank: dp %1 × pp %2; each rank runs micro-batches of %3 sequence(s).</numerusform>
-            <numerusform>%n ranks: dp %1 × pp %2; each rank runs micro-batches of %3 sequence(s).</numerusform>
+            <numerusform>%n rank: dp %1 × tp %2 × pp %3; each rank runs micro-batches of %4 sequence(s).</numerusform>
+            <numerusform>%n ranks: dp %1 × tp %2 × pp %3; each rank runs micro-batches of %4 sequence(s).</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <source>%n rank(s): dp %1 × pp %2.</source>
+        <source>%n rank(s): dp %1 × tp %2 × pp %3.</source>
         <translation>
-            <numerusform>%n rank: dp %1 × pp %2.</numerusform>
-            <numerusform>%n ranks: dp %1 × pp %2.</numerusform>
+            <numerusform>%n rank: dp %1 × tp %2 × pp %3.</numerusform>
+            <numerusform>%n ranks: dp %1 × tp %2 × pp %3.</numerusform>
         </translation>
     </message>
     <message>

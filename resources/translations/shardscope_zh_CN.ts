@@ -16,15 +16,15 @@
         <translation>反向时逐层重计算</translation>
     </message>
     <message numerus="yes">
-        <source>%n rank(s): dp %1 × pp %2; each rank runs micro-batches of %3 sequence(s).</source>
+        <source>%n rank(s): dp %1 × tp %2 × pp %3; each rank runs micro-batches of %4 sequence(s).</source>
         <translation>
-            <numerusform>共 %n 个 rank：dp %1 × pp %2；每个 rank 的微批次含 %3 条序列。</numerusform>
+            <numerusform>共 %n 个 rank：dp %1 × tp %2 × pp %3；每个 rank 的微批次含 %4 条序列。</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <source>%n rank(s): dp %1 × pp %2.</source>
+        <source>%n rank(s): dp %1 × tp %2 × pp %3.</source>
         <translation>
-            <numerusform>共 %n 个 rank：dp %1 × pp %2。</numerusform>
+            <numerusform>共 %n 个 rank：dp %1 × tp %2 × pp %3。</numerusform>
         </translation>
     </message>
     <message>
