@@ -680,6 +680,10 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
         <source>Every run will save its training state and its Hugging Face weights to %1 every %2 steps and when it ends or is stopped (a step-NNNNNN folder each time).</source>
         <translation>之后每次运行每 %2 步以及结束或停止时，都会把训练状态和 Hugging Face 权重保存到 %1（每次一个 step-NNNNNN 文件夹）。</translation>
     </message>
+    <message>
+        <source>Tensor parallel</source>
+        <translation>张量并行</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -1459,6 +1463,147 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     <message>
         <source>restart %1 of %2 after the run failed (%3); %4</source>
         <translation>运行失败后第 %1 次重启（共 %2 次）（%3）；%4</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::TensorParallelView</name>
+    <message>
+        <source>Layer:</source>
+        <translation>层：</translation>
+    </message>
+    <message>
+        <source>The transformer layer whose matrices and collectives are shown</source>
+        <translation>显示其矩阵与集合通信的 Transformer 层</translation>
+    </message>
+    <message>
+        <source>Run a model with Tensor-parallel ranks of 2 or more to see one layer&apos;s matrices split over the ranks.</source>
+        <translation>将张量并行 rank 数设为 2 或以上并运行模型，即可看到一层的矩阵如何切分到各 rank 上。</translation>
+    </message>
+    <message>
+        <source>Measured: no complete micro-batch of layer %1 yet.</source>
+        <translation>实测：第 %1 层还没有完整的微批次。</translation>
+    </message>
+    <message>
+        <source>rank %1: %2 B</source>
+        <translation>rank %1：%2 B</translation>
+    </message>
+    <message>
+        <source>Measured bytes sent per rank for layer %1 (step %2, micro-batch %3): %4</source>
+        <translation>第 %1 层每个 rank 实测发送的字节（第 %2 步，微批次 %3）：%4</translation>
+    </message>
+    <message>
+        <source>Formula per rank per layer per micro-batch: %1 = %2 B with %3</source>
+        <translation>公式（每 rank、每层、每微批次）：%1 = %2 B，其中 %3</translation>
+    </message>
+    <message>
+        <source>all-reduce</source>
+        <translation>all-reduce</translation>
+    </message>
+    <message>
+        <source>all-gather</source>
+        <translation>all-gather</translation>
+    </message>
+    <message>
+        <source>reduce-scatter</source>
+        <translation>reduce-scatter</translation>
+    </message>
+    <message>
+        <source>collective</source>
+        <translation>集合通信</translation>
+    </message>
+    <message>
+        <source>forward</source>
+        <translation>前向</translation>
+    </message>
+    <message>
+        <source>recompute</source>
+        <translation>重计算</translation>
+    </message>
+    <message>
+        <source>backward</source>
+        <translation>反向</translation>
+    </message>
+    <message>
+        <source>%1, %2</source>
+        <translation>%1，%2</translation>
+    </message>
+    <message>
+        <source>step %1, micro-batch %2</source>
+        <translation>第 %1 步，微批次 %2</translation>
+    </message>
+    <message>
+        <source>Attention</source>
+        <translation>注意力</translation>
+    </message>
+    <message>
+        <source>W_qkv: C × 3C/t per rank
+= %1 × %2, split by column</source>
+        <translation>W_qkv：每 rank C × 3C/t
+= %1 × %2，按列切分</translation>
+    </message>
+    <message>
+        <source>W_o: C/t × C per rank
+= %1 × %2, split by row</source>
+        <translation>W_o：每 rank C/t × C
+= %1 × %2，按行切分</translation>
+    </message>
+    <message>
+        <source>attention:
+%1 of %2 heads
+per rank</source>
+        <translation>注意力：
+每 rank %2 个头
+中的 %1 个</translation>
+    </message>
+    <message>
+        <source>MLP</source>
+        <translation>MLP</translation>
+    </message>
+    <message>
+        <source>W_fc: C × 4C/t per rank
+= %1 × %2, split by column</source>
+        <translation>W_fc：每 rank C × 4C/t
+= %1 × %2，按列切分</translation>
+    </message>
+    <message>
+        <source>W_proj: 4C/t × C per rank
+= %1 × %2, split by row</source>
+        <translation>W_proj：每 rank 4C/t × C
+= %1 × %2，按行切分</translation>
+    </message>
+    <message>
+        <source>GELU,
+per rank</source>
+        <translation>GELU，
+各 rank 独立</translation>
+    </message>
+    <message>
+        <source>r%1</source>
+        <translation>r%1</translation>
+    </message>
+    <message>
+        <source>identity forward,
+all-reduce backward</source>
+        <translation>前向恒等，
+反向 all-reduce</translation>
+    </message>
+    <message>
+        <source>all-reduce forward,
+identity backward</source>
+        <translation>前向 all-reduce，
+反向恒等</translation>
+    </message>
+    <message>
+        <source>tp rank %1 = rank %2</source>
+        <translation>tp rank %1 = rank %2</translation>
+    </message>
+    <message>
+        <source>Layer %1 of %2 (stage %3), split over t = %4 tensor-parallel ranks %5 of data-parallel rank 0. %6 collectives of this layer seen.</source>
+        <translation>第 %1 层（共 %2 层，阶段 %3），切分到数据并行 rank 0 的 t = %4 个张量并行 rank（%5）上。已看到本层 %6 次集合通信。</translation>
+    </message>
+    <message>
+        <source>This run has one tensor-parallel rank, so every layer&apos;s matrices stay whole. With Tensor-parallel ranks t of 2 or more (train --tp t), this view draws one layer&apos;s weight matrices split over the t ranks (QKV and the MLP&apos;s first linear by column, the output projection and the MLP&apos;s second linear by row), lights up each all-reduce as its event arrives, and counts its bytes against %1.</source>
+        <translation>本次运行只有一个张量并行 rank，每层的矩阵都是完整的。当张量并行 rank 数 t 为 2 或以上（train --tp t）时，此视图画出一层的权重矩阵在 t 个 rank 上的切分（QKV 和 MLP 的第一个线性层按列切分，输出投影和 MLP 的第二个线性层按行切分），每个 all-reduce 的事件到达时将其点亮，并把其字节数与 %1 对照。</translation>
     </message>
 </context>
 <context>
