@@ -921,6 +921,18 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <source>stage imbalance idles another %1% (idle in all %2%, GPipe&apos;s with these stages&apos; times %3%)</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Tensor rank:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The tensor-parallel rank of the replica to draw: each tp rank runs the schedule on its slice of every layer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>tensor-parallel collective (inside F/B)</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::PlannerBars</name>

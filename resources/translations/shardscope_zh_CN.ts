@@ -927,6 +927,18 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <source>stage imbalance idles another %1% (idle in all %2%, GPipe&apos;s with these stages&apos; times %3%)</source>
         <translation>阶段不均衡另外造成 %1% 的空闲（总空闲 %2%，代入各阶段实测时间后 GPipe 为 %3%）</translation>
     </message>
+    <message>
+        <source>Tensor rank:</source>
+        <translation>张量并行 rank：</translation>
+    </message>
+    <message>
+        <source>The tensor-parallel rank of the replica to draw: each tp rank runs the schedule on its slice of every layer</source>
+        <translation>要显示的副本的张量并行 rank：每个 tp rank 都在自己那一份层切片上运行整个调度</translation>
+    </message>
+    <message>
+        <source>tensor-parallel collective (inside F/B)</source>
+        <translation>张量并行集合通信（在 F/B 内）</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::PlannerBars</name>
