@@ -362,6 +362,7 @@ void MainWindow::prepareViews(const RunPlan& run) {
   const RunConfig& config = run.config();
   for (EventView* view : views_) view->reset(run);
   loss_->startRun(runLabel(config));
+  memory_->setTensorParallel(config.layout.tp());
   memory_->setRankCount(config.world_size());
   memory_->setPrediction(panel_->predictionFor(run));  // the light bars beside the measured ones
   memory_->setMixedPrecision(config.mixed_precision());

@@ -752,6 +752,11 @@ A restart after a failure resumes from the latest one, so it repeats at most N â
         <source>Process: %1 resident, peak %2 Â· ledger %3 now, peaks %4 (all ranks)</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>rank %1
+tp %2</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryTimelinePlot</name>

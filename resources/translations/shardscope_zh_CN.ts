@@ -747,6 +747,12 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
         <source>Process: %1 resident, peak %2 · ledger %3 now, peaks %4 (all ranks)</source>
         <translation>进程：常驻 %1，峰值 %2 · 账本当前 %3，峰值之和 %4（所有 rank）</translation>
     </message>
+    <message>
+        <source>rank %1
+tp %2</source>
+        <translation>rank %1
+tp %2</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryTimelinePlot</name>

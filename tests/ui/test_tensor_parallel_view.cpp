@@ -20,6 +20,8 @@
 #include "main_window.h"
 #include "run_controller.h"
 #include "train/trainer.h"
+#include "views/memory_bars.h"
+#include "views/qcustomplot_include.h"
 #include "views/tensor_parallel_view.h"
 
 using namespace shardscope;
@@ -141,7 +143,10 @@ class TestTensorParallelView : public QObject {
              qPrintable(summary));
 
     MainWindow window;
-    window.configPanel()->setConfig(tensorConfig(2));
+    window.resize(1280, 720);
+    RunConfig c = tensorConfig(2);
+    c.layout[Axis::dp] = 2;  // 2 tp groups
+    window.configPanel()->setConfig(c);
     QVERIFY2(window.configPanel()->problem().isEmpty(), qPrintable(window.configPanel()->problem()));
     QTest::mouseClick(window.runButton(), Qt::LeftButton);
     QTRY_VERIFY_WITH_TIMEOUT(!window.controller()->busy(), 120000);
@@ -150,6 +155,15 @@ class TestTensorParallelView : public QObject {
     QVERIFY(view != nullptr);
     QCOMPARE(view->model().tp(), 2);
     QCOMPARE(view->model().collectives(0), std::int64_t{2} * 4 * 2);
+    // The memory bars: one per rank, the tp group's ranks labelled with their tp rank.
+    auto* bars = window.memoryBars();
+    QCOMPARE(bars->tensorParallel(), 2);
+    QCOMPARE(bars->rankCount(), 4);
+    for (int r = 0; r < 4; ++r) QVERIFY(bars->bytes(r).total() > 0);
+    auto ticker = bars->plot()->xAxis->ticker().dynamicCast<QCPAxisTickerText>();
+    QVERIFY(ticker);
+    QCOMPARE(ticker->ticks().value(3), QStringLiteral("rank 3\ntp 1"));
+    QVERIFY(bars->grab().save(QDir(QCoreApplication::applicationDirPath()).filePath("memory_bars_tp.png")));
   }
 
   void screenshotMidStep() {
