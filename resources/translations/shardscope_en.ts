@@ -1838,5 +1838,17 @@ measured host</source>
         <source>rank %1 · stage %2</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>tp %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Tensor parallelism: each row is one tp rank&apos;s slice, 1/%1 of every layer&apos;s split matrices; the %2 data-parallel ranks with the same tp rank each hold that slice whole.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Tensor parallelism: each row is one tp rank&apos;s slice, 1/%1 of every layer&apos;s split matrices; ZeRO shards that slice over the %2 data-parallel ranks with the same tp rank.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 </TS>

@@ -1856,5 +1856,17 @@ measured host</source>
         <source>rank %1 · stage %2</source>
         <translation>rank %1 · 阶段 %2</translation>
     </message>
+    <message>
+        <source>tp %1</source>
+        <translation>tp %1</translation>
+    </message>
+    <message>
+        <source>Tensor parallelism: each row is one tp rank&apos;s slice, 1/%1 of every layer&apos;s split matrices; the %2 data-parallel ranks with the same tp rank each hold that slice whole.</source>
+        <translation>张量并行：每一行是一个 tp rank 的切片，即每层被切分矩阵的 1/%1；tp rank 相同的 %2 个数据并行 rank 各自完整持有这一切片。</translation>
+    </message>
+    <message>
+        <source>Tensor parallelism: each row is one tp rank&apos;s slice, 1/%1 of every layer&apos;s split matrices; ZeRO shards that slice over the %2 data-parallel ranks with the same tp rank.</source>
+        <translation>张量并行：每一行是一个 tp rank 的切片，即每层被切分矩阵的 1/%1；ZeRO 把这一切片分片到 tp rank 相同的 %2 个数据并行 rank 上。</translation>
+    </message>
 </context>
 </TS>

@@ -23,6 +23,7 @@
 #include "views/memory_bars.h"
 #include "views/qcustomplot_include.h"
 #include "views/tensor_parallel_view.h"
+#include "views/zero_view.h"
 
 using namespace shardscope;
 using shardscope::ui::ConfigPanel;
@@ -30,6 +31,7 @@ using shardscope::ui::MainWindow;
 using shardscope::ui::TensorParallelPass;
 using shardscope::ui::TensorParallelPlace;
 using shardscope::ui::TensorParallelView;
+using shardscope::ui::ZeroView;
 
 namespace {
 
@@ -164,6 +166,28 @@ class TestTensorParallelView : public QObject {
     QVERIFY(ticker);
     QCOMPARE(ticker->ticks().value(3), QStringLiteral("rank 3\ntp 1"));
     QVERIFY(bars->grab().save(QDir(QCoreApplication::applicationDirPath()).filePath("memory_bars_tp.png")));
+  }
+
+  // The ZeRO grid names each row's tp rank and says what a row holds.
+  void zeroGridNamesTheTpSlices() {
+    RunConfig c = tensorConfig(2);
+    c.layout[Axis::dp] = 2;
+    c.zero_stage = 1;
+    ZeroView zero;
+    zero.reset(*make_run_plan(c));
+    QCOMPARE(zero.model().ranks(), 4);
+    QCOMPARE(zero.rankLabel(3), QStringLiteral("rank 3 \u00b7 tp 1"));
+    QVERIFY2(zero.tensorParallelText().contains(QStringLiteral("1/2")), qPrintable(zero.tensorParallelText()));
+    QVERIFY(zero.tensorParallelText().contains(QStringLiteral("ZeRO shards")));
+    // Both tp ranks hold a slice of the same size.
+    QCOMPARE(zero.model().planBytes(0, ModelState::parameters), zero.model().planBytes(1, ModelState::parameters));
+    zero.resize(900, 420);
+    zero.consume(run(c));
+    zero.refresh();
+    for (int r = 0; r < 4; ++r) QCOMPARE(zero.model().all_gathers(c.steps, r), 1);  // ZeRO-1's, not the loss's
+    QVERIFY(zero.grab().save(QDir(QCoreApplication::applicationDirPath()).filePath("zero_view_tp.png")));
+    zero.reset(*make_run_plan(tensorConfig(1)));
+    QVERIFY(zero.tensorParallelText().isEmpty());
   }
 
   void screenshotMidStep() {
