@@ -3,8 +3,10 @@
 // counts every layer transfer the run emitted, 4 collectives per layer per
 // micro-batch on each tp rank at their places (backward ends at the QKV's f),
 // and the bytes each rank sent per layer per micro-batch equal the formula in
-// both footer lines; with tp 1 it says how to turn it on. A screenshot is
-// saved beside the test.
+// both footer lines; sequence parallelism's all-gathers and reduce-scatters
+// find their places from their op; with tp 1 it says how to turn it on. The
+// panel's tp row, a window run, the memory bars' and the ZeRO grid's tp
+// labels. Screenshots are saved beside the test.
 #include <QCoreApplication>
 #include <QDir>
 #include <QLabel>
@@ -116,6 +118,48 @@ class TestTensorParallelView : public QObject {
       QVERIFY2(view.formulaText().contains(QStringLiteral("= %1 B").arg(bytes)), qPrintable(view.formulaText()));
       QVERIFY(view.formulaText().contains(checkpoint ? QStringLiteral("6 \u00b7") : QStringLiteral("4 \u00b7")));
     }
+  }
+
+  // Sequence parallelism's collectives, as the engine will emit them (an
+  // all-gather before each column-parallel layer, a reduce-scatter after each
+  // row-parallel one; the reverse in backward): placed from their op and
+  // order, with nothing assumed about all-reduces.
+  void sequenceParallelOpsFindTheirPlaces() {
+    using P = TensorParallelPlace;
+    const RunConfig c = tensorConfig(2);
+    TensorParallelView view;
+    view.reset(*make_run_plan(c));
+    std::vector<Event> events;
+    const CommOp order[] = {CommOp::all_gather, CommOp::reduce_scatter, CommOp::all_gather, CommOp::reduce_scatter,
+                            CommOp::all_gather, CommOp::reduce_scatter, CommOp::all_gather, CommOp::reduce_scatter};
+    const P forward[] = {P::attention_in, P::attention_out, P::mlp_in, P::mlp_out};
+    for (CommOp op : order)
+      for (int rank : {0, 1}) {
+        Event e;
+        e.kind = EventKind::comm_span;
+        e.purpose = CommPurpose::tensor_parallel;
+        e.op = op;
+        e.phase = op == CommOp::all_gather ? RingPhase::all_gather : RingPhase::reduce_scatter;
+        e.rank = e.src = rank;
+        e.dst = 1 - rank;
+        e.unit = 1;  // layer 0
+        e.step = 1;
+        e.micro_batch = 0;
+        e.ring_step = 0;
+        e.bytes = 100;
+        events.push_back(e);
+      }
+    for (std::size_t k = 0; k < events.size(); k += 2) {
+      view.consume({events[k], events[k + 1]});
+      const auto* last = view.model().latest(0);
+      QVERIFY(last != nullptr);
+      const std::size_t index = k / 2;
+      QCOMPARE(last->op, order[index]);
+      QCOMPARE(last->pass, index < 4 ? TensorParallelPass::forward : TensorParallelPass::backward);
+      QCOMPARE(last->place, index < 4 ? forward[index] : forward[7 - index]);
+    }
+    QCOMPARE(view.model().completeMicroBatch(0), (std::pair<std::int64_t, int>{1, 0}));
+    QCOMPARE(view.model().bytesSent(1, 0, 1, 0), std::int64_t{800});
   }
 
   void tpOneSaysHowToTurnItOn() {
