@@ -82,8 +82,8 @@ namespace {
 // where it runs. A field not named here is about the model and its data.
 ConfigPanel::Section sectionOf(std::string_view key) {
   using S = ConfigPanel::Section;
-  for (std::string_view k :
-       {"ranks", "dp", "pp", "micro_batches", "schedule", "dp_mode", "zero", "accum", "checkpoint", "bucket_mb"})
+  for (std::string_view k : {"ranks", "dp", "tp", "sequence_parallel", "pp", "micro_batches", "schedule", "dp_mode",
+                             "zero", "accum", "checkpoint", "bucket_mb"})
     if (key == k) return S::parallel_layout;
   if (key == "precision" || key == "loss_scaler" || key == "loss_scale" || key == "initial_scale_power" ||
       key == "scale_window" || key == "hysteresis" || key == "min_loss_scale" || key == "inject_overflow")
@@ -361,16 +361,19 @@ void ConfigPanel::revalidate() {
     problem_ = QString::fromStdString(e.what());
   }
   if (problem_.isEmpty()) {
-    summary_->setText(
-        tr("%n rank(s): dp %1 \u00d7 pp %2; each rank runs micro-batches of %3 sequence(s).", nullptr, c.world_size())
-            .arg(c.layout.dp())
-            .arg(c.layout.pp())
-            .arg(c.micro_batch_size()));
+    summary_->setText(tr("%n rank(s): dp %1 \u00d7 tp %2 \u00d7 pp %3; each rank runs micro-batches of %4 sequence(s).",
+                         nullptr, c.world_size())
+                          .arg(c.layout.dp())
+                          .arg(c.layout.tp())
+                          .arg(c.layout.pp())
+                          .arg(c.micro_batch_size()));
     problem_label_->clear();
     problem_label_->hide();
   } else {
-    summary_->setText(
-        tr("%n rank(s): dp %1 \u00d7 pp %2.", nullptr, c.world_size()).arg(c.layout.dp()).arg(c.layout.pp()));
+    summary_->setText(tr("%n rank(s): dp %1 \u00d7 tp %2 \u00d7 pp %3.", nullptr, c.world_size())
+                          .arg(c.layout.dp())
+                          .arg(c.layout.tp())
+                          .arg(c.layout.pp()));
     problem_label_->setText(tr("Cannot run: %1").arg(problem_));
     problem_label_->show();
   }

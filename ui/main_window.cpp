@@ -48,6 +48,7 @@
 #include "views/pipeline_timeline.h"
 #include "views/rank_waits_view.h"
 #include "views/ring_allreduce_view.h"
+#include "views/tensor_parallel_view.h"
 #include "views/zero_view.h"
 
 namespace shardscope::ui {
@@ -225,6 +226,8 @@ QSplitter* MainWindow::buildViewsColumn() {
   addView(ring, ring, QT_TR_NOOP("Ring all-reduce"));
   auto* zero = new ZeroView;
   addView(zero, zero, QT_TR_NOOP("ZeRO"));
+  auto* tensor = new TensorParallelView;
+  addView(tensor, tensor, QT_TR_NOOP("Tensor parallel"));
   addView(live_plots_, live_plots_, QT_TR_NOOP("Live plots"));
   auto* waits = new WaitsView;
   addView(waits, waits, QT_TR_NOOP("Waits"));
@@ -359,6 +362,7 @@ void MainWindow::prepareViews(const RunPlan& run) {
   const RunConfig& config = run.config();
   for (EventView* view : views_) view->reset(run);
   loss_->startRun(runLabel(config));
+  memory_->setTensorParallel(config.layout.tp());
   memory_->setRankCount(config.world_size());
   memory_->setPrediction(panel_->predictionFor(run));  // the light bars beside the measured ones
   memory_->setMixedPrecision(config.mixed_precision());

@@ -294,7 +294,7 @@ MeasuredTraffic measure_data_parallel_traffic(std::span<const Event> events, std
 
 bool is_tensor_parallel_layer_transfer(const Event& e) {
   return e.kind == EventKind::comm_span && e.purpose == CommPurpose::tensor_parallel && e.unit >= 1 && e.src >= 0 &&
-         e.dst >= 0 && e.src != e.dst;
+         e.dst >= 0 && e.src != e.dst && e.micro_batch >= 0;  // -1: an evaluation's forward
 }
 
 LayerTraffic measure_tensor_parallel_traffic(std::span<const Event> events, std::int64_t step) {

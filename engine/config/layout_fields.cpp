@@ -93,11 +93,12 @@ void add_layout_fields(std::vector<RunField>& f) {
                .set = set_axis<Axis::pp>,
                .surfaces = surface::all,
                .plan = {.help = {"Pipeline stages", "流水线阶段数"}, .min = 1, .max = 10'000}});
-  // No panel label yet: the GUI does not draw a tensor-parallel layout (issue 29).
+  // The panel's row, and the Tensor parallel view (ui/views/tensor_parallel_view.h).
   f.push_back(
       {.key = "tp",
        .flag = "--tp",
        .value_name = "N",
+       .label = {"Tensor-parallel ranks", "张量并行 rank 数"},
        .help =
            {"Tensor-parallel ranks: each layer's matrices split over N adjacent ranks (Megatron-LM); "
             "heads and vocabulary must divide by N",
@@ -118,6 +119,7 @@ void add_layout_fields(std::vector<RunField>& f) {
       {.key = "sequence_parallel",
        .flag = "--sequence-parallel",
        .kind = FieldKind::toggle,
+       .label = {"Sequence parallel", "序列并行"},
        .help = {"Sequence parallelism over the --tp ranks (Korthikanti et al. 2022): the LayerNorm regions hold "
                 "seq / tp tokens of every sequence, all-gathered before and reduce-scattered after the "
                 "tensor-parallel matmuls",

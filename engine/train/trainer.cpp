@@ -418,6 +418,9 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
   Model& model = *rk.model;
   model.close_all_slots();
   CommTag tag{steps_done_, -1, -1};
+  // No micro-batch: the tensor-parallel all-reduces of the evaluation's
+  // forwards are not the step's last micro-batch's (clock/schedule_summary.h counts those).
+  model.set_event_context(event_base(rk, steps_done_));
   if (rk.unit_storage != nullptr)  // ZeRO-3's gathers here are not the step's traffic (plan/data_parallel_traffic.h)
     rk.unit_storage->set_context(sink_, rk.clock.get(), event_base(rk, steps_done_), CommPurpose::evaluation);
   // Each data-parallel rank its share (naive DataParallel: the master alone).

@@ -16,17 +16,17 @@
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">
-        <source>%n rank(s): dp %1 × pp %2; each rank runs micro-batches of %3 sequence(s).</source>
+        <source>%n rank(s): dp %1 × tp %2 × pp %3; each rank runs micro-batches of %4 sequence(s).</source>
         <translation>
-            <numerusform>%n rank: dp %1 × pp %2; each rank runs micro-batches of %3 sequence(s).</numerusform>
-            <numerusform>%n ranks: dp %1 × pp %2; each rank runs micro-batches of %3 sequence(s).</numerusform>
+            <numerusform>%n rank: dp %1 × tp %2 × pp %3; each rank runs micro-batches of %4 sequence(s).</numerusform>
+            <numerusform>%n ranks: dp %1 × tp %2 × pp %3; each rank runs micro-batches of %4 sequence(s).</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <source>%n rank(s): dp %1 × pp %2.</source>
+        <source>%n rank(s): dp %1 × tp %2 × pp %3.</source>
         <translation>
-            <numerusform>%n rank: dp %1 × pp %2.</numerusform>
-            <numerusform>%n ranks: dp %1 × pp %2.</numerusform>
+            <numerusform>%n rank: dp %1 × tp %2 × pp %3.</numerusform>
+            <numerusform>%n ranks: dp %1 × tp %2 × pp %3.</numerusform>
         </translation>
     </message>
     <message>
@@ -685,6 +685,10 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
         <source>Every run will save its training state and its Hugging Face weights to %1 every %2 steps and when it ends or is stopped (a step-NNNNNN folder each time).</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Tensor parallel</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -746,6 +750,11 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
     </message>
     <message>
         <source>Process: %1 resident, peak %2 · ledger %3 now, peaks %4 (all ranks)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>rank %1
+tp %2</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -915,6 +924,18 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     </message>
     <message>
         <source>stage imbalance idles another %1% (idle in all %2%, GPipe&apos;s with these stages&apos; times %3%)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Tensor rank:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The tensor-parallel rank of the replica to draw: each tp rank runs the schedule on its slice of every layer</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>tensor-parallel collective (inside F/B)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -1496,6 +1517,138 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     </message>
 </context>
 <context>
+    <name>shardscope::ui::TensorParallelView</name>
+    <message>
+        <source>Layer:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The transformer layer whose matrices and collectives are shown</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run a model with Tensor-parallel ranks of 2 or more to see one layer&apos;s matrices split over the ranks.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Measured: no complete micro-batch of layer %1 yet.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>rank %1: %2 B</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Measured bytes sent per rank for layer %1 (step %2, micro-batch %3): %4</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Formula per rank per layer per micro-batch: %1 = %2 B with %3</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>all-reduce</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>all-gather</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>reduce-scatter</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>collective</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>forward</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>recompute</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>backward</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1, %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>step %1, micro-batch %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Attention</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>W_qkv: C × 3C/t per rank
+= %1 × %2, split by column</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>W_o: C/t × C per rank
+= %1 × %2, split by row</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>attention:
+%1 of %2 heads
+per rank</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>MLP</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>W_fc: C × 4C/t per rank
+= %1 × %2, split by column</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>W_proj: 4C/t × C per rank
+= %1 × %2, split by row</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>GELU,
+per rank</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>r%1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>identity forward,
+all-reduce backward</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>all-reduce forward,
+identity backward</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>tp rank %1 = rank %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Layer %1 of %2 (stage %3), split over t = %4 tensor-parallel ranks %5 of data-parallel rank 0. %6 collectives of this layer seen.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>This run has one tensor-parallel rank, so every layer&apos;s matrices stay whole. With Tensor-parallel ranks t of 2 or more (train --tp t), this view draws one layer&apos;s weight matrices split over the t ranks (QKV and the MLP&apos;s first linear by column, the output projection and the MLP&apos;s second linear by row), lights up each all-reduce as its event arrives, and counts its bytes against %1.</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>shardscope::ui::ThroughputPlot</name>
     <message>
         <source>Throughput</source>
@@ -1719,6 +1872,18 @@ measured host</source>
     </message>
     <message>
         <source>rank %1 · stage %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>tp %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Tensor parallelism: each row is one tp rank&apos;s slice, 1/%1 of every layer&apos;s split matrices; the %2 data-parallel ranks with the same tp rank each hold that slice whole.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Tensor parallelism: each row is one tp rank&apos;s slice, 1/%1 of every layer&apos;s split matrices; ZeRO shards that slice over the %2 data-parallel ranks with the same tp rank.</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

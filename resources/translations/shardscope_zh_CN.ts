@@ -16,15 +16,15 @@
         <translation>反向时逐层重计算</translation>
     </message>
     <message numerus="yes">
-        <source>%n rank(s): dp %1 × pp %2; each rank runs micro-batches of %3 sequence(s).</source>
+        <source>%n rank(s): dp %1 × tp %2 × pp %3; each rank runs micro-batches of %4 sequence(s).</source>
         <translation>
-            <numerusform>共 %n 个 rank：dp %1 × pp %2；每个 rank 的微批次含 %3 条序列。</numerusform>
+            <numerusform>共 %n 个 rank：dp %1 × tp %2 × pp %3；每个 rank 的微批次含 %4 条序列。</numerusform>
         </translation>
     </message>
     <message numerus="yes">
-        <source>%n rank(s): dp %1 × pp %2.</source>
+        <source>%n rank(s): dp %1 × tp %2 × pp %3.</source>
         <translation>
-            <numerusform>共 %n 个 rank：dp %1 × pp %2。</numerusform>
+            <numerusform>共 %n 个 rank：dp %1 × tp %2 × pp %3。</numerusform>
         </translation>
     </message>
     <message>
@@ -680,6 +680,10 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
         <source>Every run will save its training state and its Hugging Face weights to %1 every %2 steps and when it ends or is stopped (a step-NNNNNN folder each time).</source>
         <translation>之后每次运行每 %2 步以及结束或停止时，都会把训练状态和 Hugging Face 权重保存到 %1（每次一个 step-NNNNNN 文件夹）。</translation>
     </message>
+    <message>
+        <source>Tensor parallel</source>
+        <translation>张量并行</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -742,6 +746,12 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
     <message>
         <source>Process: %1 resident, peak %2 · ledger %3 now, peaks %4 (all ranks)</source>
         <translation>进程：常驻 %1，峰值 %2 · 账本当前 %3，峰值之和 %4（所有 rank）</translation>
+    </message>
+    <message>
+        <source>rank %1
+tp %2</source>
+        <translation>rank %1
+tp %2</translation>
     </message>
 </context>
 <context>
@@ -922,6 +932,18 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     <message>
         <source>stage imbalance idles another %1% (idle in all %2%, GPipe&apos;s with these stages&apos; times %3%)</source>
         <translation>阶段不均衡另外造成 %1% 的空闲（总空闲 %2%，代入各阶段实测时间后 GPipe 为 %3%）</translation>
+    </message>
+    <message>
+        <source>Tensor rank:</source>
+        <translation>张量并行 rank：</translation>
+    </message>
+    <message>
+        <source>The tensor-parallel rank of the replica to draw: each tp rank runs the schedule on its slice of every layer</source>
+        <translation>要显示的副本的张量并行 rank：每个 tp rank 都在自己那一份层切片上运行整个调度</translation>
+    </message>
+    <message>
+        <source>tensor-parallel collective (inside F/B)</source>
+        <translation>张量并行集合通信（在 F/B 内）</translation>
     </message>
 </context>
 <context>
@@ -1498,6 +1520,147 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     </message>
 </context>
 <context>
+    <name>shardscope::ui::TensorParallelView</name>
+    <message>
+        <source>Layer:</source>
+        <translation>层：</translation>
+    </message>
+    <message>
+        <source>The transformer layer whose matrices and collectives are shown</source>
+        <translation>显示其矩阵与集合通信的 Transformer 层</translation>
+    </message>
+    <message>
+        <source>Run a model with Tensor-parallel ranks of 2 or more to see one layer&apos;s matrices split over the ranks.</source>
+        <translation>将张量并行 rank 数设为 2 或以上并运行模型，即可看到一层的矩阵如何切分到各 rank 上。</translation>
+    </message>
+    <message>
+        <source>Measured: no complete micro-batch of layer %1 yet.</source>
+        <translation>实测：第 %1 层还没有完整的微批次。</translation>
+    </message>
+    <message>
+        <source>rank %1: %2 B</source>
+        <translation>rank %1：%2 B</translation>
+    </message>
+    <message>
+        <source>Measured bytes sent per rank for layer %1 (step %2, micro-batch %3): %4</source>
+        <translation>第 %1 层每个 rank 实测发送的字节（第 %2 步，微批次 %3）：%4</translation>
+    </message>
+    <message>
+        <source>Formula per rank per layer per micro-batch: %1 = %2 B with %3</source>
+        <translation>公式（每 rank、每层、每微批次）：%1 = %2 B，其中 %3</translation>
+    </message>
+    <message>
+        <source>all-reduce</source>
+        <translation>all-reduce</translation>
+    </message>
+    <message>
+        <source>all-gather</source>
+        <translation>all-gather</translation>
+    </message>
+    <message>
+        <source>reduce-scatter</source>
+        <translation>reduce-scatter</translation>
+    </message>
+    <message>
+        <source>collective</source>
+        <translation>集合通信</translation>
+    </message>
+    <message>
+        <source>forward</source>
+        <translation>前向</translation>
+    </message>
+    <message>
+        <source>recompute</source>
+        <translation>重计算</translation>
+    </message>
+    <message>
+        <source>backward</source>
+        <translation>反向</translation>
+    </message>
+    <message>
+        <source>%1, %2</source>
+        <translation>%1，%2</translation>
+    </message>
+    <message>
+        <source>step %1, micro-batch %2</source>
+        <translation>第 %1 步，微批次 %2</translation>
+    </message>
+    <message>
+        <source>Attention</source>
+        <translation>注意力</translation>
+    </message>
+    <message>
+        <source>W_qkv: C × 3C/t per rank
+= %1 × %2, split by column</source>
+        <translation>W_qkv：每 rank C × 3C/t
+= %1 × %2，按列切分</translation>
+    </message>
+    <message>
+        <source>W_o: C/t × C per rank
+= %1 × %2, split by row</source>
+        <translation>W_o：每 rank C/t × C
+= %1 × %2，按行切分</translation>
+    </message>
+    <message>
+        <source>attention:
+%1 of %2 heads
+per rank</source>
+        <translation>注意力：
+每 rank %2 个头
+中的 %1 个</translation>
+    </message>
+    <message>
+        <source>MLP</source>
+        <translation>MLP</translation>
+    </message>
+    <message>
+        <source>W_fc: C × 4C/t per rank
+= %1 × %2, split by column</source>
+        <translation>W_fc：每 rank C × 4C/t
+= %1 × %2，按列切分</translation>
+    </message>
+    <message>
+        <source>W_proj: 4C/t × C per rank
+= %1 × %2, split by row</source>
+        <translation>W_proj：每 rank 4C/t × C
+= %1 × %2，按行切分</translation>
+    </message>
+    <message>
+        <source>GELU,
+per rank</source>
+        <translation>GELU，
+各 rank 独立</translation>
+    </message>
+    <message>
+        <source>r%1</source>
+        <translation>r%1</translation>
+    </message>
+    <message>
+        <source>identity forward,
+all-reduce backward</source>
+        <translation>前向恒等，
+反向 all-reduce</translation>
+    </message>
+    <message>
+        <source>all-reduce forward,
+identity backward</source>
+        <translation>前向 all-reduce，
+反向恒等</translation>
+    </message>
+    <message>
+        <source>tp rank %1 = rank %2</source>
+        <translation>tp rank %1 = rank %2</translation>
+    </message>
+    <message>
+        <source>Layer %1 of %2 (stage %3), split over t = %4 tensor-parallel ranks %5 of data-parallel rank 0. %6 collectives of this layer seen.</source>
+        <translation>第 %1 层（共 %2 层，阶段 %3），切分到数据并行 rank 0 的 t = %4 个张量并行 rank（%5）上。已看到本层 %6 次集合通信。</translation>
+    </message>
+    <message>
+        <source>This run has one tensor-parallel rank, so every layer&apos;s matrices stay whole. With Tensor-parallel ranks t of 2 or more (train --tp t), this view draws one layer&apos;s weight matrices split over the t ranks (QKV and the MLP&apos;s first linear by column, the output projection and the MLP&apos;s second linear by row), lights up each all-reduce as its event arrives, and counts its bytes against %1.</source>
+        <translation>本次运行只有一个张量并行 rank，每层的矩阵都是完整的。当张量并行 rank 数 t 为 2 或以上（train --tp t）时，此视图画出一层的权重矩阵在 t 个 rank 上的切分（QKV 和 MLP 的第一个线性层按列切分，输出投影和 MLP 的第二个线性层按行切分），每个 all-reduce 的事件到达时将其点亮，并把其字节数与 %1 对照。</translation>
+    </message>
+</context>
+<context>
     <name>shardscope::ui::ThroughputPlot</name>
     <message>
         <source>Throughput</source>
@@ -1728,6 +1891,18 @@ measured host</source>
     <message>
         <source>rank %1 · stage %2</source>
         <translation>rank %1 · 阶段 %2</translation>
+    </message>
+    <message>
+        <source>tp %1</source>
+        <translation>tp %1</translation>
+    </message>
+    <message>
+        <source>Tensor parallelism: each row is one tp rank&apos;s slice, 1/%1 of every layer&apos;s split matrices; the %2 data-parallel ranks with the same tp rank each hold that slice whole.</source>
+        <translation>张量并行：每一行是一个 tp rank 的切片，即每层被切分矩阵的 1/%1；tp rank 相同的 %2 个数据并行 rank 各自完整持有这一切片。</translation>
+    </message>
+    <message>
+        <source>Tensor parallelism: each row is one tp rank&apos;s slice, 1/%1 of every layer&apos;s split matrices; ZeRO shards that slice over the %2 data-parallel ranks with the same tp rank.</source>
+        <translation>张量并行：每一行是一个 tp rank 的切片，即每层被切分矩阵的 1/%1；ZeRO 把这一切片分片到 tp rank 相同的 %2 个数据并行 rank 上。</translation>
     </message>
 </context>
 </TS>

@@ -7,11 +7,12 @@
 // test; run by hand after changing the UI (`planner` as a second argument:
 // the planner's pictures only, no runs; `main`: the main window in both
 // languages and the Pipeline tab; `pipeline`: the pipeline lesson's;
-// `live`: the Live plots tab's; `waits`: the Waits tab's; `zero3`: the ZeRO-3 run's pictures only;
+// `live`: the Live plots tab's; `waits`: the Waits tab's; `tensor`: the Tensor parallel tab's during
+// a tp 2 run; `zero3`: the ZeRO-3 run's pictures only;
 // `lessons`: every lesson's run beside its text, in both languages). Every
 // window is 1280×720:
 //   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots
-//   [planner|main|pipeline|live|waits|zero3|lessons]
+//   [planner|main|pipeline|live|waits|tensor|zero3|lessons]
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
@@ -32,6 +33,7 @@
 #include "planner/planner_dialog.h"
 #include "run_controller.h"
 #include "views/hidden_states_view.h"
+#include "views/tensor_parallel_view.h"
 
 using namespace shardscope;
 using namespace shardscope::ui;
@@ -155,13 +157,13 @@ bool shootHiddenStates(const QString& language, const QDir& dir, const QString& 
 }
 
 // The view tab a lesson is about (the order of MainWindow's tabs: Loss,
-// Pipeline, Ring all-reduce, ZeRO, Live plots, Waits, Hidden states).
+// Pipeline, Ring all-reduce, ZeRO, Tensor parallel, Live plots, Waits, Hidden states).
 int lessonTab(const QString& id) {
-  if (id == QLatin1String("stragglers_and_failures")) return 5;
+  if (id == QLatin1String("stragglers_and_failures")) return 6;
   if (id.startsWith(QLatin1String("pipeline")) || id == QLatin1String("ddp_buckets")) return 1;
   if (id == QLatin1String("ddp_vs_dataparallel")) return 2;
   if (id == QLatin1String("zero_stages")) return 3;
-  if (id == QLatin1String("fp16_loss_scaling")) return 4;
+  if (id == QLatin1String("fp16_loss_scaling")) return 5;
   return 0;  // the loss curve, with the memory bars under it
 }
 
@@ -225,8 +227,8 @@ bool shootMainWindows(const RunConfig& run, const QDir& dir) {
 // The Live plots tab after an fp16 run, in English (alone and in the window) and in Chinese.
 bool shootLivePlots(const RunConfig& fp16, const QDir& dir) {
   bool ok = shoot(QStringLiteral("en"), fp16, dir,
-                  {{4, QStringLiteral("live_plots.png")}, {4, QStringLiteral("main_window_live_plots.png"), true}});
-  return shoot(QStringLiteral("zh_CN"), fp16, dir, {{4, QStringLiteral("live_plots_zh.png")}}) && ok;
+                  {{5, QStringLiteral("live_plots.png")}, {5, QStringLiteral("main_window_live_plots.png"), true}});
+  return shoot(QStringLiteral("zh_CN"), fp16, dir, {{5, QStringLiteral("live_plots_zh.png")}}) && ok;
 }
 
 // The Waits tab: rank 3 computing 3x as long on dp 4 (English, Chinese), and
@@ -240,13 +242,51 @@ bool shootWaits(const RunConfig& base, const QDir& dir) {
   straggler.steps = 8;
   straggler.slow_rank = 3;
   straggler.slow_factor = 3.0;
-  bool ok = shoot(QStringLiteral("en"), straggler, dir, {{5, QStringLiteral("waits_straggler.png")}});
-  ok = shoot(QStringLiteral("zh_CN"), straggler, dir, {{5, QStringLiteral("waits_straggler_zh.png")}}) && ok;
+  bool ok = shoot(QStringLiteral("en"), straggler, dir, {{6, QStringLiteral("waits_straggler.png")}});
+  ok = shoot(QStringLiteral("zh_CN"), straggler, dir, {{6, QStringLiteral("waits_straggler_zh.png")}}) && ok;
   RunConfig failing = straggler;
   failing.slow_rank = -1;
   failing.fail_rank = 2;
   failing.fail_step = 4;
-  return shoot(QStringLiteral("en"), failing, dir, {{5, QStringLiteral("waits_failure.png"), true}}) && ok;
+  return shoot(QStringLiteral("en"), failing, dir, {{6, QStringLiteral("waits_failure.png"), true}}) && ok;
+}
+
+// The Tensor parallel tab during a tp 2 run (dp 2 × tp 2, gpt-tiny), in the
+// whole window, in English and Chinese: taken while the run trains, once the
+// shown layer has seen a few steps of collectives, then the run is stopped.
+bool shootTensorParallel(const RunConfig& base, const QDir& dir) {
+  RunConfig run = base;
+  run.layout[Axis::dp] = 2;
+  run.layout[Axis::pp] = 1;
+  run.layout[Axis::tp] = 2;
+  run.micro_batches = 1;
+  run.steps = 400;
+  bool ok = true;
+  for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
+    setLanguage(language);
+    MainWindow window;
+    window.resize(kWindowSize);
+    window.show();
+    window.configPanel()->setConfig(run);
+    window.viewTabs()->setCurrentIndex(4);
+    window.memoryAndLogAction()->setChecked(false);  // the tab at its whole height
+    auto* view = qobject_cast<TensorParallelView*>(window.viewTabs()->currentWidget());
+    if (view == nullptr || !window.configPanel()->problem().isEmpty()) return false;
+    view->setLayer(1);
+    QEventLoop finished;
+    QObject::connect(window.controller(), &RunController::runFinished, &finished, &QEventLoop::quit);
+    window.startRun();
+    QElapsedTimer waited;
+    waited.start();
+    while (view->model().collectives(1) < 5 * 8 + 3 && waited.elapsed() < 60000) settle(20);
+    ok = save(&window, dir,
+              language == QStringLiteral("en") ? QStringLiteral("tensor_parallel.png")
+                                               : QStringLiteral("tensor_parallel_zh.png")) &&
+         ok;
+    window.controller()->stop();
+    finished.exec();
+  }
+  return ok;
 }
 
 }  // namespace
@@ -280,6 +320,7 @@ int main(int argc, char** argv) {
   if (only == QStringLiteral("pipeline")) return shootPipelineLessons(dir) ? 0 : 1;
   if (only == QStringLiteral("live")) return shootLivePlots(fp16, dir) ? 0 : 1;
   if (only == QStringLiteral("waits")) return shootWaits(c, dir) ? 0 : 1;
+  if (only == QStringLiteral("tensor")) return shootTensorParallel(c, dir) ? 0 : 1;
   if (only == QStringLiteral("lessons")) {
     bool ok = shootEveryLesson(dir);
     ok = shootHiddenStates(QStringLiteral("en"), dir, QStringLiteral("lesson_bert_hidden_states.png")) && ok;
@@ -294,6 +335,7 @@ int main(int argc, char** argv) {
   ok = shootPipelineLessons(dir) && ok;
   ok = shootLivePlots(fp16, dir) && ok;
   ok = shootWaits(c, dir) && ok;
+  ok = shootTensorParallel(c, dir) && ok;
   RunConfig ring = c;  // four ranks around the ring
   ring.layout[Axis::dp] = 4;
   ring.layout[Axis::pp] = 1;

@@ -21,13 +21,14 @@
 
 #include "config/gpu_profiles.h"
 #include "config_panel.h"
-#include "recording_controller.h"
 #include "main_window.h"
+#include "recording_controller.h"
 #include "run_controller.h"
 #include "views/loss_plot.h"
 #include "views/memory_bars.h"
 #include "views/pipeline_timeline.h"
 #include "views/qcustomplot_include.h"
+#include "views/tensor_parallel_view.h"
 
 using namespace shardscope;
 using namespace shardscope::ui;
@@ -134,6 +135,31 @@ class TestGuiProcesses : public QObject {
     QVERIFY(replay.openRecording(recording));
     QCOMPARE(lossPoints(replay), expected);
     QCOMPARE(replay.findChild<PipelineTimelineView*>()->boxes(10).size(), std::size_t{16});
+  }
+
+  // dp 2 × tp 2 from the panel as 4 processes: the threaded run's losses, and
+  // the Tensor parallel view counts the same layer collectives as under threads.
+  void tensorParallelProcessesEqualThreads() {
+    RunConfig c = smallPipeline(4);
+    c.layout[Axis::pp] = 1;
+    c.layout[Axis::tp] = 2;
+    c.micro_batches = 1;
+    MainWindow threads;
+    threads.configPanel()->setConfig(c);
+    QCOMPARE(threads.configPanel()->config().layout.tp(), 2);
+    QTest::mouseClick(threads.runButton(), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!threads.controller()->busy(), 120000);
+    const std::vector<double> expected = lossPoints(threads);
+    QCOMPARE(expected.size(), std::size_t{4});
+    const std::int64_t collectives = threads.findChild<TensorParallelView*>()->model().collectives(0);
+    // 4 steps x 2 tp ranks x 4 all-reduces (6 when the recompute repeats the forward's 2).
+    QCOMPARE(collectives, std::int64_t{4} * 2 * (c.checkpoint ? 6 : 4));
+    MainWindow window;
+    startAsProcesses(window, c);
+    QTRY_VERIFY_WITH_TIMEOUT(!window.controller()->busy(), 120000);
+    QVERIFY2(window.statusText().startsWith(QStringLiteral("Finished")), qPrintable(window.statusText()));
+    QCOMPARE(lossPoints(window), expected);
+    QCOMPARE(window.findChild<TensorParallelView*>()->model().collectives(0), collectives);
   }
 
   // A job started from a shell, streaming to the window's port.

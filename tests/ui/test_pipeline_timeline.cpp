@@ -255,6 +255,52 @@ class TestPipelineTimeline : public QObject {
     QCOMPARE(view.replica(), 0);
   }
 
+  // dp 2 × tp 2 × pp 2: the replica is a (dp, tp) pair; the tp selector moves
+  // every row to that tp rank, its boxes, arrows and the tp collectives drawn
+  // inside its boxes (each inside an F or B box of its rank).
+  void tensorRankSelectorPicksTheRanks() {
+    RunConfig c = pipelineRun(2, 2, PipelineScheduleKind::one_f_one_b);
+    c.layout[Axis::dp] = 2;
+    c.layout[Axis::tp] = 2;
+    c.batch = 2 * 2 * 2;
+    PipelineTimelineView view;
+    view.reset(*make_run_plan(c));
+    view.consume(eventsOf(c));
+    view.refresh();
+    auto* pick = view.findChild<QSpinBox*>(QStringLiteral("timeline_tp_rank"));
+    QVERIFY(pick != nullptr && !pick->isHidden());
+    QCOMPARE(pick->maximum(), 1);
+    const Grid grid(c.layout);
+    for (int replica : {0, 1})
+      for (int tp : {0, 1}) {
+        view.setReplica(replica);
+        pick->setValue(tp);
+        QCOMPARE(view.tensorRank(), tp);
+        for (int s = 0; s < 2; ++s) {
+          QCOMPARE(grid.tp_rank_of(view.shownRank(s)), tp);
+          QCOMPARE(grid.dp_rank_of(view.shownRank(s)), replica);
+          QCOMPARE(grid.stage_of(view.shownRank(s)), s);
+        }
+        const auto& boxes = view.boxes(2);
+        QCOMPARE(static_cast<int>(boxes.size()), 2 * 2 * 2);  // (stage, micro-batch, pass) of this replica
+        for (const auto& b : boxes) QCOMPARE(b.rank, view.shownRank(b.stage));
+        for (const auto& t : view.transfers(2)) QCOMPARE(t.src_rank, view.shownRank(t.src_stage));
+        QVERIFY(!view.tensorSpans(2).empty());
+        for (const auto& t : view.tensorSpans(2)) {
+          QCOMPARE(t.rank, view.shownRank(t.stage));
+          const bool inside = std::any_of(boxes.begin(), boxes.end(), [&](const auto& b) {
+            return b.rank == t.rank && b.layer == -1 && b.start_ns <= t.start_ns && t.end_ns <= b.end_ns;
+          });
+          QVERIFY(inside);
+        }
+      }
+    view.resize(900, 400);
+    view.setReplica(1);
+    QVERIFY(view.grab().save(QDir(QCoreApplication::applicationDirPath()).filePath("pipeline_timeline_tp.png")));
+    view.reset(*make_run_plan(pipelineRun(2, 4, PipelineScheduleKind::gpipe)));
+    QVERIFY(pick->isHidden());
+  }
+
   // An arrow per pipeline message of the shown replica: 2 (p − 1) m per step
   // (each micro-batch's activation forward and its gradient back over each of
   // the p − 1 stage boundaries), from the engine's send events, the send after

@@ -45,6 +45,28 @@ class TestRingView : public QObject {
   Q_OBJECT
 
  private Q_SLOTS:
+  // dp 2 × tp 2 with ZeRO-1: the ring is tp rank 0's dp group; the tp group's
+  // collectives (the layers' all-reduces, the loss's all-gather) are not on it.
+  void tensorParallelCollectivesStayOffTheRing() {
+    RunConfig c = ringConfig(DataParallelMode::ddp);
+    c.layout[Axis::dp] = 2;
+    c.layout[Axis::tp] = 2;
+    c.zero_stage = 1;
+    CollectingSink sink;
+    Trainer trainer(c, &sink);
+    trainer.step();
+    RingAllreduceView view;
+    view.reset(*make_run_plan(c));
+    view.consume(sink.events());
+    const Grid grid(c.layout);
+    QVERIFY(!view.transfers(1).empty());
+    for (const RingTransfer& t : view.transfers(1)) {
+      QCOMPARE(grid.tp_rank_of(t.src), grid.tp_rank_of(t.dst));
+      QVERIFY(t.purpose != CommPurpose::tensor_parallel);
+    }
+    for (int r : grid.dp_group(0)) QCOMPARE(view.bytes_sent(r, 1), view.state_bytes_sent(r, 1));
+  }
+
   void ddpStepIsConsumedInRingOrder() {
     const RunConfig c = ringConfig(DataParallelMode::ddp);
     CollectingSink sink;

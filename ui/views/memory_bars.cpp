@@ -194,10 +194,25 @@ void MemoryBars::setMixedPrecision(bool mixed) {
   retranslate();
 }
 
+void MemoryBars::setTensorParallel(int tp) {
+  tp_ = std::max(tp, 1);
+}
+
 void MemoryBars::setRankTicks() {
   QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
-  for (int r = 0; r < rankCount(); ++r) ticker->addTick(r, tr("rank %1").arg(r));
+  for (int r = 0; r < rankCount(); ++r)
+    ticker->addTick(r, tp_ > 1 ? tr("rank %1\ntp %2").arg(r).arg(r % tp_) : tr("rank %1").arg(r));
   plot_->xAxis->setTicker(ticker);
+  for (QCPItemStraightLine* line : group_lines_) plot_->removeItem(line);
+  group_lines_.clear();
+  if (tp_ < 2) return;
+  for (int first = tp_; first < rankCount(); first += tp_) {  // tp groups are adjacent ranks (tp innermost)
+    auto* line = new QCPItemStraightLine(plot_);
+    line->point1->setCoords(first - 0.5, 0);
+    line->point2->setCoords(first - 0.5, 1);
+    line->setPen(QPen(QColor(120, 120, 120), 1, Qt::DashLine));
+    group_lines_.push_back(line);
+  }
 }
 
 void MemoryBars::setRankCount(int ranks) {

@@ -23,6 +23,7 @@
 class QCustomPlot;
 class QCPBars;
 class QCPTextElement;
+class QCPItemStraightLine;
 class QCPItemText;
 
 class QLabel;
@@ -53,6 +54,10 @@ class MemoryBars : public QWidget {
   // Mixed precision: a line under the title says which bytes are 16-bit and
   // which stay fp32 (the prediction counts them as the engine does).
   void setMixedPrecision(bool mixed);
+  // Tensor parallelism: the bars of a tp group (adjacent ranks) stand
+  // together between dashed lines, each labelled with its tp rank. Set before setRankCount.
+  void setTensorParallel(int tp);
+  int tensorParallel() const { return tp_; }
   QString note() const;
   void replot();  // redraws if anything changed since the last call
 
@@ -92,6 +97,8 @@ class MemoryBars : public QWidget {
   std::vector<QCPItemText*> totals_;  // per rank: measured peak, predicted peak
   std::int64_t resident_ = 0, peak_resident_ = 0;
   bool mixed_ = false;
+  int tp_ = 1;
+  std::vector<QCPItemStraightLine*> group_lines_;  // between tp groups
   bool dirty_ = false;
 };
 

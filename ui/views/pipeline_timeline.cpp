@@ -61,6 +61,8 @@ PipelineTimelineView::PipelineTimelineView(QWidget* parent)
       step_box_(new QSpinBox),
       replica_label_(new QLabel),
       replica_box_(new QSpinBox),
+      tp_label_(new QLabel),
+      tp_box_(new QSpinBox),
       bubble_label_(new QLabel),
       step_label_(new QLabel) {
   setObjectName(QStringLiteral("pipeline_timeline"));
@@ -70,6 +72,10 @@ PipelineTimelineView::PipelineTimelineView(QWidget* parent)
   replica_box_->setRange(0, 0);
   replica_label_->hide();  // until a run with dp > 1
   replica_box_->hide();
+  tp_box_->setObjectName(QStringLiteral("timeline_tp_rank"));
+  tp_box_->setRange(0, 0);
+  tp_label_->hide();  // until a run with tp > 1
+  tp_box_->hide();
   bubble_label_->setObjectName(QStringLiteral("bubble"));
   bubble_label_->setWordWrap(true);  // the accumulation line is long; the view must stay narrow (1280 px screens)
   auto* pickers = new QHBoxLayout;
@@ -78,13 +84,15 @@ PipelineTimelineView::PipelineTimelineView(QWidget* parent)
   pickers->addSpacing(12);
   pickers->addWidget(replica_label_);
   pickers->addWidget(replica_box_);
+  pickers->addWidget(tp_label_);
+  pickers->addWidget(tp_box_);
   pickers->addStretch(1);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addLayout(pickers);
   layout->addWidget(bubble_label_);  // the view's whole width: fewer wrapped lines at 1280 px
   layout->addWidget(canvas_, 1);
-  for (QSpinBox* box : {step_box_, replica_box_})
+  for (QSpinBox* box : {step_box_, replica_box_, tp_box_})
     connect(box, &QSpinBox::valueChanged, this, [this] {
       canvas_->fit();
       updateHeader();
@@ -98,6 +106,10 @@ void PipelineTimelineView::retranslate() {
   step_box_->setToolTip(tr("The optimizer step to draw"));
   replica_label_->setText(tr("Replica:"));
   replica_box_->setToolTip(tr("The data-parallel replica (dp rank) to draw: its rank on every stage"));
+  tp_label_->setText(tr("Tensor rank:"));
+  tp_box_->setToolTip(
+      tr("The tensor-parallel rank of the replica to draw: each tp rank runs the schedule on its "
+         "slice of every layer"));
   bubble_label_->setToolTip(
       tr("The same numbers as shardscope-cli train's closing lines (summarize_schedule), for this step and replica.\n"
          "Bubble measured: the fill and drain of each pipeline flush, each stage's idle time up to p − 1 times the "
@@ -129,6 +141,9 @@ void PipelineTimelineView::reset(const RunPlan& run) {
   replica_box_->setRange(0, grid_.dp() - 1);
   replica_label_->setVisible(grid_.dp() > 1);
   replica_box_->setVisible(grid_.dp() > 1);
+  tp_box_->setRange(0, grid_.tp() - 1);
+  tp_label_->setVisible(grid_.tp() > 1);
+  tp_box_->setVisible(grid_.tp() > 1);
   canvas_->fit();
   dirty_ = true;
   refresh();
@@ -148,9 +163,9 @@ void PipelineTimelineView::consume(const std::vector<Event>& events) {
 
 TimelineReplicaStep& PipelineTimelineView::stepOf(std::int64_t step, int rank) {
   auto& replicas = steps_[step];
-  replicas.resize(static_cast<std::size_t>(grid_.dp()));
+  replicas.resize(static_cast<std::size_t>(grid_.dp() * grid_.tp()));
   dirty_ = true;
-  return replicas[static_cast<std::size_t>(grid_.dp_rank_of(rank))];
+  return replicas[static_cast<std::size_t>(grid_.dp_rank_of(rank) * grid_.tp() + grid_.tp_rank_of(rank))];
 }
 
 void PipelineTimelineView::consumeCompute(const Event& e) {
@@ -167,13 +182,18 @@ void PipelineTimelineView::consumeComm(const Event& e) {
     // A pipeline message goes between two stages of one replica (Grid::pipeline_group); an evaluation's
     // forward-only messages (micro-batch -1, tagged with the step it follows) are not the step's schedule.
     const int from = grid_.stage_of(e.src), to = grid_.stage_of(e.dst);
-    if (from == to || grid_.dp_rank_of(e.src) != grid_.dp_rank_of(e.dst) || e.micro_batch < 0) return;
+    if (from == to || grid_.dp_rank_of(e.src) != grid_.dp_rank_of(e.dst) ||
+        grid_.tp_rank_of(e.src) != grid_.tp_rank_of(e.dst) || e.micro_batch < 0)
+      return;
     stepOf(e.step, e.src)
         .transfers.push_back(TimelineTransfer{from, to, e.src, e.dst, e.micro_batch, e.bytes, e.start_ns, e.end_ns});
   } else if (e.op == CommOp::all_reduce && e.bucket >= 0 && e.src == e.rank) {  // a DDP bucket's transfer it sent
     stepOf(e.step, e.rank)
         .buckets.push_back(TimelineBucketSpan{grid_.stage_of(e.rank), e.rank, e.bucket, e.bytes, e.start_ns, e.end_ns});
     has_buckets_ = true;
+  } else if (is_tensor_parallel_layer_transfer(e) && e.src == e.rank) {
+    stepOf(e.step, e.rank)
+        .tensor.push_back(TimelineTensorSpan{grid_.stage_of(e.rank), e.rank, e.op, e.start_ns, e.end_ns});
   }
 }
 
@@ -193,11 +213,24 @@ void PipelineTimelineView::setReplica(int dp_rank) {
   replica_box_->setValue(dp_rank);
 }
 
+int PipelineTimelineView::tensorRank() const {
+  return std::clamp(tp_box_->value(), 0, grid_.tp() - 1);
+}
+
+void PipelineTimelineView::setTensorRank(int tp_rank) {
+  tp_box_->setValue(tp_rank);
+}
+
+int PipelineTimelineView::shownRank(int stage) const {
+  return grid_.with_coordinate(grid_.rank_at(stage, replica()), Axis::tp, tensorRank());
+}
+
 const TimelineReplicaStep& PipelineTimelineView::replicaStep(std::int64_t step) const {
   static const TimelineReplicaStep kNone;
   const auto it = steps_.find(step);
-  if (it == steps_.end() || static_cast<int>(it->second.size()) <= replica()) return kNone;
-  return it->second[static_cast<std::size_t>(replica())];
+  const int index = replica() * grid_.tp() + tensorRank();
+  if (it == steps_.end() || static_cast<int>(it->second.size()) <= index) return kNone;
+  return it->second[static_cast<std::size_t>(index)];
 }
 
 ScheduleSummary PipelineTimelineView::summary(std::int64_t step) const {
@@ -206,7 +239,7 @@ ScheduleSummary PipelineTimelineView::summary(std::int64_t step) const {
   events.reserve(shown.boxes.size() + shown.buckets.size());
   for (const auto& b : shown.boxes) events.push_back(stageSpan(b, step));
   for (const auto& s : shown.buckets) events.push_back(bucketTransfer(s, step));
-  return summarize_schedule(events, grid_.dp(), grid_.pp(), micro_batches_);
+  return summarize_schedule(events, grid_.dp() * grid_.tp(), grid_.pp(), micro_batches_);  // a (dp, tp) replica
 }
 
 double PipelineTimelineView::measured_bubble(std::int64_t step) const {

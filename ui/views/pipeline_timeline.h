@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The pipeline timeline: for one optimizer step (the last completed one unless
-// the user picks another) and one data-parallel replica (dp rank 0 unless the
-// user picks another), a row per pipeline stage with a box per forward,
+// the user picks another) and one replica, a (dp rank, tp rank) pair (0, 0 unless
+// the user picks another), a row per pipeline stage with a box per forward,
 // backward and recompute span of each micro-batch, coloured by micro-batch,
 // the idle time between boxes shaded as bubble, and an arrow per pipeline
 // send → receive between the stages' rows. Under DDP each row has a lane for
@@ -59,11 +59,20 @@ struct TimelineBucketSpan {
   std::int64_t start_ns = 0, end_ns = 0;
 };
 
+// One ring transfer that `rank` sent for a tensor-parallel collective inside
+// a layer (Megatron's f and g): drawn inside the F or B box it ran in.
+struct TimelineTensorSpan {
+  int stage = 0, rank = 0;
+  CommOp op = CommOp::all_reduce;
+  std::int64_t start_ns = 0, end_ns = 0;
+};
+
 // What one replica did in one step.
 struct TimelineReplicaStep {
   std::vector<TimelineBox> boxes;
   std::vector<TimelineTransfer> transfers;
   std::vector<TimelineBucketSpan> buckets;
+  std::vector<TimelineTensorSpan> tensor;
 };
 
 class TimelineCanvas;
@@ -85,6 +94,7 @@ class PipelineTimelineView : public QWidget, public EventView {
   const std::vector<TimelineBox>& boxes(std::int64_t step) const { return replicaStep(step).boxes; }
   const std::vector<TimelineTransfer>& transfers(std::int64_t step) const { return replicaStep(step).transfers; }
   const std::vector<TimelineBucketSpan>& bucketSpans(std::int64_t step) const { return replicaStep(step).buckets; }
+  const std::vector<TimelineTensorSpan>& tensorSpans(std::int64_t step) const { return replicaStep(step).tensor; }
   // summarize_schedule over the shown replica's events of the step: the numbers in the header.
   ScheduleSummary summary(std::int64_t step) const;
   // The summary's measured bubble (the median over the step's pipeline flushes); 0 without one.
@@ -109,6 +119,12 @@ class PipelineTimelineView : public QWidget, public EventView {
   // The data-parallel replica (dp rank) drawn; the selector shows while dp > 1.
   int replica() const;
   void setReplica(int dp_rank);
+  // Its tensor-parallel rank (the selector shows while tp > 1): each tp rank
+  // runs the whole schedule on its slice, so a replica is a (dp, tp) pair.
+  int tensorRank() const;
+  void setTensorRank(int tp_rank);
+  // The global rank drawn on a stage's row: the shown replica's.
+  int shownRank(int stage) const;
   int stages() const { return grid_.pp(); }
   // Whether the rows carry a communication lane (a DDP run whose buckets were seen).
   bool hasBucketLane() const { return has_buckets_; }
@@ -130,12 +146,14 @@ class PipelineTimelineView : public QWidget, public EventView {
   QSpinBox* step_box_;
   QLabel* replica_label_;
   QSpinBox* replica_box_;
+  QLabel* tp_label_;
+  QSpinBox* tp_box_;
   QLabel* bubble_label_;
   QLabel* step_label_;
   Grid grid_{1, 1};        // the run's dp x pp grid: a row per stage, each row the shown replica's rank
   int micro_batches_ = 1;  // m: per pipeline flush
   int accumulation_ = 1;   // k: flushes per optimizer step
-  std::map<std::int64_t, std::vector<TimelineReplicaStep>> steps_;  // step -> per dp rank
+  std::map<std::int64_t, std::vector<TimelineReplicaStep>> steps_;  // step -> per dp rank × tp + tp rank
   std::int64_t last_completed_ = 0;                                 // the newest step with a step_metrics event
   std::int64_t last_seen_ = 0;                                      // the newest step with any box
   bool has_buckets_ = false;

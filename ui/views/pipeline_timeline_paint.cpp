@@ -25,6 +25,7 @@ const QColor kActivation(25, 25, 25);                                   // a for
 const QColor kGradient(190, 0, 110);                                    // a backward send → receive
 const QColor kBuckets[] = {QColor(0, 120, 120), QColor(60, 175, 165)};  // neighbouring buckets alternate
 const QBrush kHatch(QColor(255, 255, 255, 200), Qt::BDiagPattern);
+const QColor kTensorParallel(250, 220, 30);  // a tp collective's transfer, on forward and backward colours alike
 constexpr double kLaneShare = 0.3;  // of a row, for its communication lane
 
 QColor boxColor(const TimelineBox& b) {
@@ -98,6 +99,8 @@ int TimelineCanvas::paintLegend(QPainter* p, double top) const {
   }
   if (owner_->hasBucketLane())
     entries.push_back({kBuckets[0], PipelineTimelineView::tr("bucket all-reduce (communication stream)")});
+  if (!owner_->tensorSpans(owner_->shownStep()).empty())
+    entries.push_back({kTensorParallel, PipelineTimelineView::tr("tensor-parallel collective (inside F/B)")});
   double x = kLeft, y = top;
   int rows = 1;
   for (const LegendEntry& entry : entries) {
@@ -185,7 +188,7 @@ void TimelineCanvas::paintRows(QPainter& p) const {
   p.setPen(palette().text().color());
   for (int s = 0; s < stages; ++s) {
     const QRectF label(2, computeBand(s).top(), kLeft - 8, computeBand(s).height());
-    const int rank = owner_->grid_.rank_at(s, owner_->replica());
+    const int rank = owner_->shownRank(s);
     p.setFont(font());
     p.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
                PipelineTimelineView::tr("stage %1\nrank %2").arg(s).arg(rank));
@@ -222,6 +225,12 @@ void TimelineCanvas::paintBoxes(QPainter& p) const {
   }
   for (const auto& b : boxes)  // a recompute: white hatching over the lower half of its backward
     if (!isWhole(b)) p.fillRect(boxRect(b), kHatch);
+  // Tensor-parallel ring transfers: a yellow tick (at least 2 px) along the top of the box they ran in.
+  for (const auto& t : owner_->tensorSpans(owner_->shownStep())) {
+    const QRectF band = computeBand(t.stage);
+    const double x0 = xOf(ms(t.start_ns) * 1e6), x1 = xOf(ms(t.end_ns) * 1e6);
+    p.fillRect(QRectF(x0, band.top() + 2, std::max(2.0, x1 - x0), band.height() * 0.2), kTensorParallel);
+  }
 }
 
 void TimelineCanvas::paintBuckets(QPainter& p) const {

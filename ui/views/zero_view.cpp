@@ -134,6 +134,9 @@ void ZeroViewModel::consume(const std::vector<Event>& events) {
       touch(e.rank, e.unit, State::parameters, e.end_ns);
       continue;
     }
+    // A layer's (or the vocabulary-parallel loss's) tensor-parallel collectives move
+    // activations, not model states: the Tensor parallel view draws them.
+    if (e.purpose == CommPurpose::tensor_parallel) continue;
     if (e.op == CommOp::all_reduce && e.bucket >= 0) {  // DDP gradient buckets: every partition
       for (int r : {e.src, e.dst})
         for (int c = 0; c < columns(); ++c)

@@ -105,6 +105,10 @@ class ZeroView : public QWidget, public EventView {
   // plan's before the first memory sample).
   QString formulaText() const;
   QString countsText() const;
+  // With tensor parallelism: what a row holds (one tp rank's slice, sharded
+  // over the dp ranks of that tp rank); empty with tp 1.
+  QString tensorParallelText() const;
+  QString rankLabel(int rank) const;  // "rank 3 · stage 1 · tp 1": the stage with pipelines, the tp rank with tp
   QString bytesText(int rank) const;
 
  protected:
@@ -125,7 +129,6 @@ class ZeroView : public QWidget, public EventView {
   GridGeometry gridGeometry(int top) const;
   void paintColumnHeaders(QPainter& p, const GridGeometry& g) const;
   void paintRankRow(QPainter& p, int rank, const GridGeometry& g) const;
-  QString rankLabel(int rank) const;  // with pipeline stages, the rank's stage
   QString rowText(int rank) const;    // this step's running count on a rank, then its model-state bytes
 
   ZeroViewModel model_;

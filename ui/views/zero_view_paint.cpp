@@ -67,6 +67,7 @@ int ZeroView::paintCaption(QPainter& p, int y) const {
                      tr("Each rank holds only its pipeline stage's units; the last stage keeps a copy of the tied "
                         "token embedding (emb) for its head."));
   }
+  if (!tensorParallelText().isEmpty()) y += drawWrapped(p, y, width(), tensorParallelText());
   if (model_.chunks() > 1)
     y += drawWrapped(p, y, width(),
                      tr("Each unit is split into %1 chunks; data-parallel rank r owns chunk r (outlined).")
@@ -111,7 +112,25 @@ int ZeroView::paintLegend(QPainter& p, int y) const {
 
 QString ZeroView::rankLabel(int r) const {
   const bool pipelined = model_.plan() && model_.plan()->grid().pp() > 1;
-  return pipelined ? tr("rank %1 · stage %2").arg(r).arg(model_.plan()->grid().stage_of(r)) : tr("rank %1").arg(r);
+  QString label =
+      pipelined ? tr("rank %1 · stage %2").arg(r).arg(model_.plan()->grid().stage_of(r)) : tr("rank %1").arg(r);
+  if (model_.plan() && model_.plan()->grid().tp() > 1)
+    label += QStringLiteral(" · ") + tr("tp %1").arg(model_.plan()->grid().tp_rank_of(r));
+  return label;
+}
+
+QString ZeroView::tensorParallelText() const {
+  if (!model_.plan() || model_.plan()->grid().tp() < 2) return {};
+  const int tp = model_.plan()->grid().tp();
+  if (model_.stage() == 0)
+    return tr("Tensor parallelism: each row is one tp rank's slice, 1/%1 of every layer's split matrices; the %2 "
+              "data-parallel ranks with the same tp rank each hold that slice whole.")
+        .arg(tp)
+        .arg(model_.dp());
+  return tr("Tensor parallelism: each row is one tp rank's slice, 1/%1 of every layer's split matrices; ZeRO shards "
+            "that slice over the %2 data-parallel ranks with the same tp rank.")
+      .arg(tp)
+      .arg(model_.dp());
 }
 
 QString ZeroView::rowText(int r) const {
