@@ -285,14 +285,9 @@ void TestConfigImport::accelerate_megatron_plugin() {
            m.c_str());
   // Sequence parallelism trains: the run takes it.
   RunConfig with_sp;
-  (void)import_accelerate_run(parse_accelerate_config("distributed_type: MEGATRON_LM
-num_processes: 2
-"
-                                                      "megatron_lm_config:
-  megatron_lm_tp_degree: 2
-"
-                                                      "  megatron_lm_sequence_parallelism: true
-",
+  (void)import_accelerate_run(parse_accelerate_config("distributed_type: MEGATRON_LM\nnum_processes: 2\n"
+                                                      "megatron_lm_config:\n  megatron_lm_tp_degree: 2\n"
+                                                      "  megatron_lm_sequence_parallelism: true\n",
                                                       "sp.yaml"),
                               with_sp, false);
   QVERIFY(with_sp.layout.tp() == 2 && with_sp.sequence_parallel);
