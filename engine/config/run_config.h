@@ -48,6 +48,7 @@ struct RunConfig {
   Layout layout;                   // the size of every parallel axis: dp ranks, pp stages (layout/parallel_axes.h)
   int micro_batches = 1;           // pipeline micro-batches per accumulation step (m)
   PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
+  int virtual_stages = 1;  // model chunks per pipeline stage (interleaved 1F1B's v); 1 for the others
   DataParallelMode dp_mode = DataParallelMode::ddp;
   int zero_stage = 0;              // 0: replicated; 1: optimizer states sharded; 2: + gradients; 3: + parameters
   int accum = 1;                   // gradient accumulation micro-steps per optimizer step
