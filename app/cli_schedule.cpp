@@ -10,6 +10,7 @@
 
 #include "cli_args.h"
 #include "plan/pipeline_schedule.h"
+#include "plan/schedule_file.h"
 
 namespace shardscope::cli {
 
@@ -28,11 +29,40 @@ void check_schedule_size(int stages, int micro_batches, int virtual_stages) {
                      " (the listing would have about " + std::to_string(6 * size) +
                      " actions); the bubble of any size is (p-1)/(m+p-1)");
 }
+void print_in_flight(const PipelineTimeline& t) {
+  std::printf("micro-batches held at once per stage:");
+  for (int held : t.peak_micro_batches_in_flight) std::printf(" %d", held);
+  std::printf("\n");
+}
+
+// --schedule-file: a hand-written schedule (plan/schedule_file.h), checked
+// before anything else, then printed and timed as the built-in ones.
+int print_schedule_file(const std::string& path, bool communication, float forward, float backward, float weight) {
+  const ScheduleFile file = load_schedule_file(path);
+  check_schedule_size(file.stages, file.micro_batches, file.virtual_stages);
+  std::fputs(format_pipeline_schedule(file.schedule, communication).c_str(), stdout);
+  bool split = false;
+  for (const auto& list : file.schedule)
+    for (const auto& a : list) split = split || a.type == PipelineAction::Type::weight_gradient;
+  const PipelineTimeline t = split ? simulate_pipeline_schedule(file.schedule, forward, backward - weight, 0, weight)
+                                   : simulate_pipeline_schedule(file.schedule, forward, backward);
+  std::printf(
+      "\n%s: p=%d, m=%d, v=%d: modeled step %.1f time units, bubble %.1f%% (GPipe formula (p-1)/(m+p-1) = "
+      "%.1f%%",
+      path.c_str(), file.stages, file.micro_batches, file.virtual_stages, t.makespan, 100.0 * t.bubble_fraction,
+      100.0 * gpipe_bubble_fraction(file.stages, file.micro_batches));
+  if (file.virtual_stages > 1)
+    std::printf(", interleaved (p-1)/(v·m+p-1) = %.1f%%",
+                100.0 * interleaved_bubble_fraction(file.stages, file.micro_batches, file.virtual_stages));
+  std::printf(")\n");
+  print_in_flight(t);
+  return 0;
+}
 }  // namespace
 
 int run_schedule(const std::vector<std::string>& args) {
   int stages = 4, micro_batches = 8, virtual_stages = 1;
-  std::string kind = "1f1b";
+  std::string kind = "1f1b", file;
   bool communication = false;
   float forward = 1.0f, backward = 2.0f, weight = -1.0f;  // weight < 0: half the backward
   ArgParser parser("shardscope-cli schedule",
@@ -45,6 +75,10 @@ int run_schedule(const std::vector<std::string>& args) {
                  "Model chunks per stage (v) for interleaved-1f1b, 1-64 (F3.1: micro-batch 3 on the stage's chunk 1, "
                  "virtual stage p + s); p × m × v at most 65536",
                  &virtual_stages, 1, 64);
+  parser.add_string("--schedule-file", "FILE",
+                    "A schedule of your own instead of --pp, --micro-batches and --schedule: CSV, a row per rank, "
+                    "cells {stage}{F|B|I|W}{micro-batch} as torch.distributed.pipelining reads (0F0,0I0,0W0)",
+                    &file);
   parser.add_switch("--communication", "Also list the sends and receives between stages", &communication);
   parser.add_float("--forward-time", "Modeled time of one forward on one stage, in (0, 1000000]", &forward);
   parser.add_float("--backward-time", "Modeled time of one backward on one stage, in (0, 1000000]", &backward);
@@ -62,6 +96,7 @@ int run_schedule(const std::vector<std::string>& args) {
                   weight, backward);
     throw UsageError(text);
   }
+  if (!file.empty()) return print_schedule_file(file, communication, forward, backward, weight);
   check_schedule_size(stages, micro_batches, virtual_stages);
 
   const PipelineScheduleKind k = parse_pipeline_schedule_kind(kind);
@@ -88,9 +123,7 @@ int run_schedule(const std::vector<std::string>& args) {
         forward, backward - weight, weight,
         100.0 * zb_h2_bubble_fraction(stages, micro_batches, forward, backward - weight, weight),
         100.0 * zb_h1_bubble_fraction(stages, micro_batches, forward, backward - weight, weight));
-  std::printf("micro-batches held at once per stage:");
-  for (int held : t.peak_micro_batches_in_flight) std::printf(" %d", held);
-  std::printf("\n");
+  print_in_flight(t);
   return 0;
 }
 

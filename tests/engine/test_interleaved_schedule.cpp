@@ -5,11 +5,14 @@
 // rendezvous, leave the bubble (p-1)/(v·m + p-1) on the simulator's clock,
 // send v times 1F1B's point-to-point messages, and hold the activations the
 // closed form says; the rules around it are refused by name.
+#include <QFile>
+#include <QTemporaryDir>
 #include <QTest>
 #include <algorithm>
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cli/cli_runner.h"
@@ -17,6 +20,7 @@
 #include "config/run_config.h"
 #include "core/error.h"
 #include "plan/pipeline_schedule.h"
+#include "plan/schedule_file.h"
 
 using namespace shardscope;
 using Type = PipelineAction::Type;
@@ -79,6 +83,8 @@ class TestInterleavedSchedule : public QObject {
   void peak_in_flight_matches_the_closed_form();
   void rules_are_refused_by_name();
   void the_schedule_command_prints_it();
+  void a_schedule_file_is_the_schedule_it_writes();
+  void a_bad_schedule_file_is_refused_naming_rank_and_action();
 };
 
 void TestInterleavedSchedule::every_chunk_runs_each_micro_batch_forward_then_backward() {
@@ -204,6 +210,70 @@ void TestInterleavedSchedule::the_schedule_command_prints_it() {
                                    "--virtual-stages", "2", "--steps", "1"});
   QCOMPARE(train.code, 2);
   QVERIFY2(train.err.contains("--schedule interleaved-1f1b does not train yet"), qPrintable(train.err));
+  const CliResult estimate =
+      run_cli({"estimate", "--pp", "2", "--micro-batches", "4", "--schedule", "interleaved-1f1b"});
+  QCOMPARE(estimate.code, 2);
+  QVERIFY2(estimate.err.contains("--schedule interleaved-1f1b: the estimator does not model model chunks"),
+           qPrintable(estimate.err));
+}
+
+// torch.distributed.pipelining's CSV: a row per rank, {stage}{F|B|I|W}{micro-batch}.
+// 1F1B written by hand is make_pipeline_schedule's 1F1B, transfers included;
+// interleaving written as its compute actions is the built-in one's.
+void TestInterleavedSchedule::a_schedule_file_is_the_schedule_it_writes() {
+  const ScheduleFile one = parse_schedule_csv("0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n", "1f1b.csv");
+  QCOMPARE(one.stages, 2);
+  QCOMPARE(one.micro_batches, 2);
+  QVERIFY(one.schedule == make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, 2, 2));
+  const PipelineSchedule built_in = make_pipeline_schedule(kInterleaved, 2, 4, 2);
+  std::string csv;
+  for (const auto& list : compute_only(built_in)) {
+    for (const auto& a : list)
+      csv += std::to_string(a.chunk * 2 + a.stage) + (a.type == Type::forward ? "F" : "B") +
+             std::to_string(a.micro_batch) + ",";
+    csv += "\n";
+  }
+  const ScheduleFile interleaved = parse_schedule_csv(csv, "interleaved.csv");
+  QCOMPARE(interleaved.virtual_stages, 2);
+  QVERIFY(compute_only(interleaved.schedule) == compute_only(built_in));
+  QCOMPARE(simulate_pipeline_schedule(interleaved.schedule, 1, 2).bubble_fraction,
+           simulate_pipeline_schedule(built_in, 1, 2).bubble_fraction);
+  // Split backwards: I, then W later.
+  const ScheduleFile split = parse_schedule_csv("0F0, 0F1, 0I0, 0I1, 0W0, 0W1\n1F0,1I0,1F1,1I1,1W0,1W1", "zb.csv");
+  QCOMPARE(peak_in_flight(split.schedule), (std::vector<int>{2, 2}));
+}
+
+void TestInterleavedSchedule::a_bad_schedule_file_is_refused_naming_rank_and_action() {
+  const auto refused = [](const char* csv, const char* fragment) {
+    try {
+      parse_schedule_csv(csv, "s.csv");
+      QFAIL(qPrintable(QString("accepted a file that should fail with '%1'").arg(fragment)));
+    } catch (const ConfigError& e) {
+      QVERIFY2(std::string(e.what()).find(fragment) != std::string::npos, e.what());
+    }
+  };
+  refused("0F0,0X0\n1F0,1B0", "--schedule-file s.csv: rank 0, action 1 '0X0' is not an action");
+  refused("0B0,0F0\n1F0,1B0", "rank 0, action 0 '0B0': runs before the forward 0F0");
+  refused("0F0,0B0,0F1,0B1\n1F0,1B0", "rank 1, micro-batch 1 of stage 1 has no forward (F)");
+  refused("0F0,1B0\n1F0,1B0", "rank 0, action '1B0': stage 1 is on rank 1");
+  refused("0F0,0I0\n1F0,1B0", "rank 0, action 1 '0I0': an input gradient with no W after it");
+  refused("0F0,0W0,0I0\n1F0,1B0", "rank 0, action 1 '0W0': a weight gradient before its input gradient 0I0");
+  refused("0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0", "cannot finish (deadlock)");
+  QTemporaryDir dir;
+  const QString good = dir.filePath("good.csv"), bad = dir.filePath("bad.csv");
+  for (const auto& [path, text] :
+       {std::pair{good, "0F0,0F1,0B0,0B1\n1F0,1B0,1F1,1B1\n"}, std::pair{bad, "0F0,0F1,0B0,0B1\n1F0,1B0,1B1\n"}}) {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(text);
+  }
+  const CliResult ok = run_cli({"schedule", "--schedule-file", good});
+  QCOMPARE(ok.code, 0);
+  QVERIFY2(ok.out.contains("stage 1: F0 B0 F1 B1") && ok.out.contains("p=2, m=2, v=1: modeled step"),
+           qPrintable(ok.out));
+  const CliResult no = run_cli({"schedule", "--schedule-file", bad});
+  QCOMPARE(no.code, 2);
+  QVERIFY2(no.err.contains("rank 1, action 2 '1B1': runs before the forward 1F1"), qPrintable(no.err));
 }
 
 QTEST_GUILESS_MAIN(TestInterleavedSchedule)
