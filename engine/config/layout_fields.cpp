@@ -58,6 +58,20 @@ void add_pipeline_schedule_fields(std::vector<RunField>& f) {
                .get = get_member<&RunConfig::virtual_stages>,
                .set = set_member<&RunConfig::virtual_stages>,
                .surfaces = surface::train});
+  f.push_back({.key = "schedule_file",
+               .flag = "--schedule-file",
+               .value_name = "FILE.csv",
+               .kind = FieldKind::text,
+               .help = {"A pipeline schedule written by hand, in place of --schedule: torch.distributed.pipelining's "
+                        "CSV, a row per rank of {stage}{F|B|I|W}{micro-batch} (shardscope-cli schedule checks and "
+                        "prints it); its rows must be --pp and its micro-batches --micro-batches",
+                        "手写的流水线调度，代替 --schedule：torch.distributed.pipelining 的 CSV，每个 rank 一行 "
+                        "{stage}{F|B|I|W}{micro-batch}（shardscope-cli schedule 可检查并打印）；行数须等于 --pp，"
+                        "微批次数须等于 --micro-batches"},
+               .saved = Saved::optional,
+               .get = get_member<&RunConfig::schedule_file>,
+               .set = set_member<&RunConfig::schedule_file>,
+               .surfaces = surface::train});
 }
 }  // namespace
 

@@ -224,25 +224,7 @@ std::atomic<std::int64_t> validations{0};
 // with every layer's activations kept.
 void validate_zero_bubble(const RunConfig& c) {
   if (c.schedule != PipelineScheduleKind::zb_h1 && c.schedule != PipelineScheduleKind::zb_h2) return;
-  const std::string schedule = pipeline_schedule_name(c.schedule);
-  require(c.zero_stage <= 1,
-          "{schedule} " + schedule + " with {zero} " + str(c.zero_stage) +
-              " is not built yet: ZeRO-2/3's reduce-scatter would have to start from W; use {zero} 0 or 1",
-          "{schedule} " + schedule + " 与 {zero} " + str(c.zero_stage) +
-              " 的组合尚未实现：ZeRO-2/3 的 reduce-scatter 需要从 W 开始；请用 {zero} 0 或 1");
-  require(c.precision == Precision::fp32,
-          "{schedule} " + schedule + " with {precision} " + std::string(precision_name(c.precision)) +
-              " is not built yet (16-bit gradients live outside the model); use {precision} fp32",
-          "{schedule} " + schedule + " 与 {precision} " + std::string(precision_name(c.precision)) +
-              " 的组合尚未实现（16 位梯度不在模型自己的缓冲区里）；请用 {precision} fp32");
-  require(!c.checkpoint,
-          "{schedule} " + schedule +
-              " with {checkpoint} is not built yet: W reads every layer's kept activations, which checkpointing drops",
-          "{schedule} " + schedule + " 与 {checkpoint} 的组合尚未实现：W 需要每层保留的激活，而激活检查点会丢弃它们");
-  require(c.layout.tp() == 1,
-          "{schedule} " + schedule + " with {tp} " + str(c.layout.tp()) +
-              " is not built yet (not tested together); use {tp} 1 or {schedule} 1f1b",
-          "{schedule} " + schedule + " 与 {tp} " + str(c.layout.tp()) + " 的组合尚未实现（尚未一起测试）；请用 {tp} 1 或 {schedule} 1f1b");
+  validate_split_backward(c, "{schedule} " + std::string(pipeline_schedule_name(c.schedule)));
 }
 
 // Interleaved 1F1B (plan/interleaved_schedule.h): v model chunks per stage,
@@ -281,6 +263,28 @@ void validate_interleaved(const RunConfig& c, const ModelConfig& model) {
               str(v) + "` 可打印并计时该调度");
 }
 }  // namespace
+
+void validate_split_backward(const RunConfig& c, const std::string& schedule) {
+  require(c.zero_stage <= 1,
+          schedule + " with {zero} " + str(c.zero_stage) +
+              " is not built yet: ZeRO-2/3's reduce-scatter would have to start from W; use {zero} 0 or 1",
+          schedule + " 与 {zero} " + str(c.zero_stage) +
+              " 的组合尚未实现：ZeRO-2/3 的 reduce-scatter 需要从 W 开始；请用 {zero} 0 或 1");
+  require(c.precision == Precision::fp32,
+          schedule + " with {precision} " + std::string(precision_name(c.precision)) +
+              " is not built yet (16-bit gradients live outside the model); use {precision} fp32",
+          schedule + " 与 {precision} " + std::string(precision_name(c.precision)) +
+              " 的组合尚未实现（16 位梯度不在模型自己的缓冲区里）；请用 {precision} fp32");
+  require(!c.checkpoint,
+          schedule +
+              " with {checkpoint} is not built yet: W reads every layer's kept activations, which checkpointing drops",
+          schedule + " 与 {checkpoint} 的组合尚未实现：W 需要每层保留的激活，而激活检查点会丢弃它们");
+  require(
+      c.layout.tp() == 1,
+      schedule + " with {tp} " + str(c.layout.tp()) +
+          " is not built yet (not tested together); use {tp} 1 or {schedule} 1f1b",
+      schedule + " 与 {tp} " + str(c.layout.tp()) + " 的组合尚未实现（尚未一起测试）；请用 {tp} 1 或 {schedule} 1f1b");
+}
 
 std::int64_t run_config_validations() {
   return validations.load();

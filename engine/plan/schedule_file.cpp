@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "config/run_schema.h"
 #include "core/error.h"
 #include "plan/interleaved_schedule.h"
 
@@ -177,6 +178,37 @@ ScheduleFile parse_schedule_csv(std::string_view text, const std::string& name) 
   }
   check_runs(file, name);
   return file;
+}
+
+void validate_schedule_file(const RunConfig& c) {
+  if (c.schedule_file.empty()) return;
+  const ScheduleFile file = load_schedule_file(c.schedule_file);
+  const std::string named = "{schedule_file} " + c.schedule_file;
+  const auto require = [](bool ok, const std::string& en, const std::string& zh) {
+    if (!ok) throw FieldError(en, zh);
+  };
+  require(file.stages == c.layout.pp(),
+          named + " has " + std::to_string(file.stages) + " rows (ranks), but {pp} is " + std::to_string(c.layout.pp()),
+          named + " 有 " + std::to_string(file.stages) + " 行（rank），但 {pp} 为 " + std::to_string(c.layout.pp()));
+  require(file.micro_batches == c.micro_batches,
+          named + " runs " + std::to_string(file.micro_batches) + " micro-batches, but {micro_batches} is " +
+              std::to_string(c.micro_batches),
+          named + " 运行 " + std::to_string(file.micro_batches) + " 个微批次，但 {micro_batches} 为 " +
+              std::to_string(c.micro_batches));
+  require(file.virtual_stages == 1,
+          named + " puts " + std::to_string(file.virtual_stages) +
+              " model chunks on each rank: training holds one chunk per stage so far (shardscope-cli schedule "
+              "prints it)",
+          named + " 在每个 rank 上放 " + std::to_string(file.virtual_stages) +
+              " 个模型块：训练目前每个阶段只持有一个块（shardscope-cli schedule 可打印它）");
+  for (const auto& list : file.schedule)
+    for (const auto& a : list)
+      if (a.type == Type::weight_gradient) return validate_split_backward(c, named);
+}
+
+PipelineSchedule run_pipeline_schedule(const RunConfig& c) {
+  if (!c.schedule_file.empty()) return load_schedule_file(c.schedule_file).schedule;
+  return make_pipeline_schedule(c.schedule, c.layout.pp(), c.micro_batches, c.virtual_stages);
 }
 
 ScheduleFile load_schedule_file(const std::string& path) {

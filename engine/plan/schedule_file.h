@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 
+#include "config/run_config.h"
 #include "plan/pipeline_schedule.h"
 
 namespace shardscope {
@@ -36,5 +37,13 @@ struct ScheduleFile {
 ScheduleFile parse_schedule_csv(std::string_view text, const std::string& name);
 // Reads and parses the file; ConfigError naming --schedule-file if it cannot be read.
 ScheduleFile load_schedule_file(const std::string& path);
+
+// A run's --schedule-file against its layout (make_run_plan calls it): as many
+// rows as --pp, as many micro-batches as --micro-batches, one chunk per rank
+// (the trainer runs one), and with W's the split-backward rules of
+// config/run_config.h. FieldError / ConfigError naming the flags and numbers.
+void validate_schedule_file(const RunConfig& config);
+// The run's schedule: the file's when it has one, else --schedule's.
+PipelineSchedule run_pipeline_schedule(const RunConfig& config);
 
 }  // namespace shardscope
