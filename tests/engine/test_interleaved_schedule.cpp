@@ -88,6 +88,7 @@ class TestInterleavedSchedule : public QObject {
   void a_schedule_file_is_the_schedule_it_writes();
   void a_bad_schedule_file_is_refused_naming_rank_and_action();
   void a_schedule_file_trains();
+  void the_example_files_are_the_built_in_schedules();
 };
 
 void TestInterleavedSchedule::every_chunk_runs_each_micro_batch_forward_then_backward() {
@@ -355,6 +356,19 @@ void TestInterleavedSchedule::a_schedule_file_trains() {
   } catch (const ConfigError& e) {
     QVERIFY2(std::string(e.what()).find("has 2 rows (ranks), but --pp is 4") != std::string::npos, e.what());
   }
+}
+
+// resources/examples/schedules: the built-in schedules as files to start from.
+void TestInterleavedSchedule::the_example_files_are_the_built_in_schedules() {
+  const std::string dir = SHARDSCOPE_FIXTURES "/../../resources/examples/schedules/";
+  const auto same = [&](const char* name, const PipelineSchedule& built_in) {
+    const ScheduleFile file = load_schedule_file(dir + name);
+    QVERIFY2(compute_only(file.schedule) == compute_only(built_in), name);
+    QCOMPARE(peak_in_flight(file.schedule), peak_in_flight(built_in));
+  };
+  same("1f1b_pp4_m8.csv", make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, 4, 8));
+  same("zb_h1_pp4_m8.csv", make_pipeline_schedule(PipelineScheduleKind::zb_h1, 4, 8));
+  same("interleaved_1f1b_pp4_m8_v2.csv", make_pipeline_schedule(kInterleaved, 4, 8, 2));
 }
 
 QTEST_GUILESS_MAIN(TestInterleavedSchedule)
