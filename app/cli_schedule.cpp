@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // shardscope-cli schedule: the action lists the engine executes for a pipeline
-// (--pp stages, --micro-batches m, GPipe, 1F1B, ZB-H1 or ZB-H2), their modeled
-// timeline and bubble fraction beside GPipe's formula (p - 1) / (m + p - 1),
-// and for the zero-bubble schedules ZB-H1's (p-1)(T_F+T_B-T_W) over the step.
+// (--pp stages, --micro-batches m, GPipe, 1F1B, ZB-H1, ZB-H2 or interleaved
+// 1F1B), their modeled timeline and bubble fraction beside GPipe's formula
+// (p - 1) / (m + p - 1), for the zero-bubble schedules ZB-H1's
+// (p-1)(T_F+T_B-T_W) over the step, and for interleaving (p-1)/(v·m + p-1).
 #include "cli_schedule.h"
 
 #include <cstdio>
 
 #include "cli_args.h"
 #include "plan/pipeline_schedule.h"
+#include "plan/schedule_file.h"
 
 namespace shardscope::cli {
 
@@ -18,19 +20,49 @@ namespace {
 // printed 75 MB no one reads. p·m up to 65536 runs in about a second.
 constexpr std::int64_t kMaxScheduleSize = 65536;
 
-void check_schedule_size(int stages, int micro_batches) {
-  const std::int64_t size = static_cast<std::int64_t>(stages) * micro_batches;
+void check_schedule_size(int stages, int micro_batches, int virtual_stages) {
+  const std::int64_t size = static_cast<std::int64_t>(stages) * micro_batches * virtual_stages;
   if (size > kMaxScheduleSize)
-    throw UsageError("--pp " + std::to_string(stages) + " × --micro-batches " + std::to_string(micro_batches) + " = " +
+    throw UsageError("--pp " + std::to_string(stages) + " × --micro-batches " + std::to_string(micro_batches) +
+                     (virtual_stages > 1 ? " × --virtual-stages " + std::to_string(virtual_stages) : "") + " = " +
                      std::to_string(size) + ": at most " + std::to_string(kMaxScheduleSize) +
                      " (the listing would have about " + std::to_string(6 * size) +
                      " actions); the bubble of any size is (p-1)/(m+p-1)");
 }
+void print_in_flight(const PipelineTimeline& t) {
+  std::printf("micro-batches held at once per stage:");
+  for (int held : t.peak_micro_batches_in_flight) std::printf(" %d", held);
+  std::printf("\n");
+}
+
+// --schedule-file: a hand-written schedule (plan/schedule_file.h), checked
+// before anything else, then printed and timed as the built-in ones.
+int print_schedule_file(const std::string& path, bool communication, float forward, float backward, float weight) {
+  const ScheduleFile file = load_schedule_file(path);
+  check_schedule_size(file.stages, file.micro_batches, file.virtual_stages);
+  std::fputs(format_pipeline_schedule(file.schedule, communication).c_str(), stdout);
+  bool split = false;
+  for (const auto& list : file.schedule)
+    for (const auto& a : list) split = split || a.type == PipelineAction::Type::weight_gradient;
+  const PipelineTimeline t = split ? simulate_pipeline_schedule(file.schedule, forward, backward - weight, 0, weight)
+                                   : simulate_pipeline_schedule(file.schedule, forward, backward);
+  std::printf(
+      "\n%s: p=%d, m=%d, v=%d: modeled step %.1f time units, bubble %.1f%% (GPipe formula (p-1)/(m+p-1) = "
+      "%.1f%%",
+      path.c_str(), file.stages, file.micro_batches, file.virtual_stages, t.makespan, 100.0 * t.bubble_fraction,
+      100.0 * gpipe_bubble_fraction(file.stages, file.micro_batches));
+  if (file.virtual_stages > 1)
+    std::printf(", interleaved (p-1)/(v·m+p-1) = %.1f%%",
+                100.0 * interleaved_bubble_fraction(file.stages, file.micro_batches, file.virtual_stages));
+  std::printf(")\n");
+  print_in_flight(t);
+  return 0;
+}
 }  // namespace
 
 int run_schedule(const std::vector<std::string>& args) {
-  int stages = 4, micro_batches = 8;
-  std::string kind = "1f1b";
+  int stages = 4, micro_batches = 8, virtual_stages = 1;
+  std::string kind = "1f1b", file;
   bool communication = false;
   float forward = 1.0f, backward = 2.0f, weight = -1.0f;  // weight < 0: half the backward
   ArgParser parser("shardscope-cli schedule",
@@ -38,7 +70,15 @@ int run_schedule(const std::vector<std::string>& args) {
                    "micro-batch 3) and the bubble of its modeled timeline.");
   parser.add_int("--pp", "Pipeline stages (p), 1-256; p × m at most 65536", &stages, 1, 256);
   parser.add_int("--micro-batches", "Micro-batches per step (m), 1-4096; p × m at most 65536", &micro_batches, 1, 4096);
-  parser.add_string("--schedule", "gpipe|1f1b|zb-h1|zb-h2", "Schedule", &kind);
+  parser.add_string("--schedule", "gpipe|1f1b|zb-h1|zb-h2|interleaved-1f1b", "Schedule", &kind);
+  parser.add_int("--virtual-stages",
+                 "Model chunks per stage (v) for interleaved-1f1b, 1-64 (F3.1: micro-batch 3 on the stage's chunk 1, "
+                 "virtual stage p + s); p × m × v at most 65536",
+                 &virtual_stages, 1, 64);
+  parser.add_string("--schedule-file", "FILE",
+                    "A schedule of your own instead of --pp, --micro-batches and --schedule: CSV, a row per rank, "
+                    "cells {stage}{F|B|I|W}{micro-batch} as torch.distributed.pipelining reads (0F0,0I0,0W0)",
+                    &file);
   parser.add_switch("--communication", "Also list the sends and receives between stages", &communication);
   parser.add_float("--forward-time", "Modeled time of one forward on one stage, in (0, 1000000]", &forward);
   parser.add_float("--backward-time", "Modeled time of one backward on one stage, in (0, 1000000]", &backward);
@@ -56,10 +96,11 @@ int run_schedule(const std::vector<std::string>& args) {
                   weight, backward);
     throw UsageError(text);
   }
-  check_schedule_size(stages, micro_batches);
+  if (!file.empty()) return print_schedule_file(file, communication, forward, backward, weight);
+  check_schedule_size(stages, micro_batches, virtual_stages);
 
   const PipelineScheduleKind k = parse_pipeline_schedule_kind(kind);
-  const PipelineSchedule schedule = make_pipeline_schedule(k, stages, micro_batches);
+  const PipelineSchedule schedule = make_pipeline_schedule(k, stages, micro_batches, virtual_stages);
   std::fputs(format_pipeline_schedule(schedule, communication).c_str(), stdout);
   const bool zero_bubble = k == PipelineScheduleKind::zb_h1 || k == PipelineScheduleKind::zb_h2;
   // A schedule without W runs B and W together: its B takes the whole backward.
@@ -68,6 +109,9 @@ int run_schedule(const std::vector<std::string>& args) {
   std::printf("\n%s, p=%d, m=%d: modeled step %.1f time units, bubble %.1f%% (GPipe formula (p-1)/(m+p-1) = %.1f%%)\n",
               pipeline_schedule_name(k), stages, micro_batches, t.makespan, 100.0 * t.bubble_fraction,
               100.0 * gpipe_bubble_fraction(stages, micro_batches));
+  if (k == PipelineScheduleKind::interleaved_1f1b)  // --forward-time and --backward-time are one chunk's
+    std::printf("v=%d chunks per stage: interleaved formula (p-1)/(v·m+p-1) = %.1f%%\n", virtual_stages,
+                100.0 * interleaved_bubble_fraction(stages, micro_batches, virtual_stages));
   if (k == PipelineScheduleKind::zb_h1)
     std::printf("T_F=%g, T_B=%g, T_W=%g: ZB-H1 formula (p-1)(T_F+T_B-T_W) / (m(T_F+T_B+T_W) + that) = %.1f%%\n",
                 forward, backward - weight, weight,
@@ -79,9 +123,7 @@ int run_schedule(const std::vector<std::string>& args) {
         forward, backward - weight, weight,
         100.0 * zb_h2_bubble_fraction(stages, micro_batches, forward, backward - weight, weight),
         100.0 * zb_h1_bubble_fraction(stages, micro_batches, forward, backward - weight, weight));
-  std::printf("micro-batches held at once per stage:");
-  for (int held : t.peak_micro_batches_in_flight) std::printf(" %d", held);
-  std::printf("\n");
+  print_in_flight(t);
   return 0;
 }
 

@@ -154,6 +154,8 @@ QVBoxLayout* ConfigPanel::buildForm() {
     schedule->setItemText(schedule->findData(QStringLiteral("gpipe")), QStringLiteral("GPipe"));
     schedule->setItemText(schedule->findData(QStringLiteral("zb-h1")), QStringLiteral("ZB-H1"));
     schedule->setItemText(schedule->findData(QStringLiteral("zb-h2")), QStringLiteral("ZB-H2"));
+    // Not offered until it trains and the panel has a field for its v (issue 30).
+    schedule->removeItem(schedule->findData(QStringLiteral("interleaved-1f1b")));
   }
   if (auto* power = fieldWidget<QSpinBox>("initial_scale_power")) power->setPrefix(QStringLiteral("2^"));
   ignoreWheelOnUnfocusedFields(this);

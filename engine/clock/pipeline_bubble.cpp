@@ -16,6 +16,13 @@ double gpipe_bubble_fraction(int stages, int micro_batches) {
   return static_cast<double>(stages - 1) / static_cast<double>(micro_batches + stages - 1);
 }
 
+double interleaved_bubble_fraction(int stages, int micro_batches, int virtual_stages) {
+  gpipe_bubble_fraction(stages, micro_batches);  // the same checks
+  if (virtual_stages < 1)
+    throw ConfigError("--virtual-stages must be at least 1 (got " + std::to_string(virtual_stages) + ")");
+  return static_cast<double>(stages - 1) / (static_cast<double>(virtual_stages) * micro_batches + stages - 1);
+}
+
 double zb_h1_bubble_fraction(int stages, int micro_batches, double forward_time, double backward_input_time,
                              double weight_time) {
   gpipe_bubble_fraction(stages, micro_batches);  // the same checks

@@ -21,6 +21,12 @@ double gpipe_bubble_fraction(int stages, int micro_batches);
 // std::invalid_argument for a negative time.
 double zb_h1_bubble_fraction(int stages, int micro_batches, double forward_time, double backward_input_time,
                              double weight_time);
+// Idle fraction of a step under interleaved 1F1B (Narayanan et al. 2021,
+// sec. 2.2.2): each stage holds v chunks of 1/v of its layers, so the fill and
+// drain shrink to (p - 1)(t_f + t_b)/v beside m(t_f + t_b) of work:
+// (p - 1) / (v·m + p - 1). Throws ConfigError as gpipe_bubble_fraction, and
+// names --virtual-stages below 1.
+double interleaved_bubble_fraction(int stages, int micro_batches, int virtual_stages);
 // ZB-H2's floor: with up to 2p - 1 micro-batches in flight no stage idles
 // inside the step but for the ends, the last stage waiting (p - 1) T_F for its
 // first input and the first finishing that much earlier (the paper's

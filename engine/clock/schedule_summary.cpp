@@ -130,10 +130,10 @@ std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int
   b.micro_batches = m;
   b.formula = gpipe_bubble_fraction(pp, m);
   b.stage_busy_ns.assign(static_cast<std::size_t>(pp), 0);
-  std::map<ComputeKind, std::pair<double, int>> boxes;  // kind -> (summed ns, count)
+  std::map<std::pair<int, ComputeKind>, std::pair<double, int>> boxes;  // (stage, kind) -> (summed ns, count)
   for (const Event& e : events) {
     if (!is_stage_span(e) || e.step < first_step || e.micro_batch < 0) continue;
-    auto& [box_ns, box_count] = boxes[e.compute];
+    auto& [box_ns, box_count] = boxes[{grid.stage_of(e.rank), e.compute}];
     box_ns += static_cast<double>(e.end_ns - e.start_ns);
     ++box_count;
     Flush& f = flushes[{e.step, grid.dp_rank_of(e.rank), e.micro_batch / m}];
@@ -148,12 +148,21 @@ std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int
   for (const auto& [key, f] : flushes)
     if (f.last > f.first) idle.push_back(flush_idle(f, m));
   if (idle.empty()) return std::nullopt;
-  const auto mean = [&](ComputeKind kind) {
-    return boxes[kind].second > 0 ? boxes[kind].first / boxes[kind].second : 0.0;
+  const auto mean = [&](ComputeKind kind, int only_stage) {  // only_stage -1: all stages
+    double ns = 0.0;
+    int count = 0;
+    for (const auto& [key, box] : boxes)
+      if (key.second == kind && (only_stage < 0 || key.first == only_stage)) ns += box.first, count += box.second;
+    return count > 0 ? ns / count : 0.0;
   };
-  b.forward_ns = mean(ComputeKind::forward);
-  b.backward_ns = mean(ComputeKind::backward);
-  b.weight_ns = mean(ComputeKind::weight_gradient);
+  b.forward_ns = mean(ComputeKind::forward, -1);
+  b.backward_ns = mean(ComputeKind::backward, -1);
+  b.weight_ns = mean(ComputeKind::weight_gradient, -1);
+  b.slowest_stage_index =
+      static_cast<int>(std::max_element(b.stage_busy_ns.begin(), b.stage_busy_ns.end()) - b.stage_busy_ns.begin());
+  b.slowest_forward_ns = mean(ComputeKind::forward, b.slowest_stage_index);
+  b.slowest_backward_ns = mean(ComputeKind::backward, b.slowest_stage_index);
+  b.slowest_weight_ns = mean(ComputeKind::weight_gradient, b.slowest_stage_index);
   take_median(b, std::move(idle));
   stages_formula(b);
   return b;
@@ -224,20 +233,43 @@ std::string percent(double fraction) {
 }
 
 // A run whose backward was split (zero-bubble schedules): the formulas of
-// clock/pipeline_bubble.h with the measured box times; the line above
-// measured the bubble itself.
+// clock/pipeline_bubble.h with the measured box times, the mean stage's and
+// the slowest stage's (zb_h1_bubble_paced); the line above measured the bubble
+// itself ("idle in all").
 std::string zero_bubble_line(const PipelineBubble& b) {
   const int p = b.stages, m = b.micro_batches;
   const double f = b.forward_ns, bw = b.backward_ns, w = b.weight_ns;
-  char times[128];
+  char times[128], slowest[192];
   std::snprintf(times, sizeof times, "T_F %.3f ms, T_B %.3f ms, T_W %.3f ms", f / 1e6, bw / 1e6, w / 1e6);
+  std::snprintf(slowest, sizeof slowest, "stage %d, %.2fx their mean: T_F %.3f ms, T_B %.3f ms, T_W %.3f ms",
+                b.slowest_stage_index, b.slowest_stage, b.slowest_forward_ns / 1e6, b.slowest_backward_ns / 1e6,
+                b.slowest_weight_ns / 1e6);
   return std::string("zero bubble, with the measured ") + times +
          ": ZB-H1's (p−1)(T_F+T_B−T_W) = " + percent(zb_h1_bubble_fraction(p, m, f, bw, w)) +
          " of the step, ZB-H2's floor (p−1)T_F = " + percent(zb_h2_bubble_fraction(p, m, f, bw, w)) +
-         " (1F1B's (p−1)(T_F+T_B+T_W) is the formula above, (p−1)/(m+p−1))";
+         " (1F1B's (p−1)(T_F+T_B+T_W) is the formula above, (p−1)/(m+p−1)); paced by the slowest stage (" + slowest +
+         "), the others idling the difference: ZB-H1's " + percent(zb_h1_bubble_paced(b)) + ", ZB-H2's " +
+         percent(zb_h2_bubble_paced(b)) + " of the step, against the idle in all above";
 }
 
 }  // namespace
+
+namespace {
+// 1 − (1 − formula) · mean(t_s) / max(t_s), the formula evaluated with the slowest stage's boxes.
+double paced(const PipelineBubble& b, double formula) {
+  return b.slowest_stage > 0 ? 1.0 - (1.0 - formula) / b.slowest_stage : formula;
+}
+}  // namespace
+
+double zb_h1_bubble_paced(const PipelineBubble& b) {
+  return paced(b, zb_h1_bubble_fraction(b.stages, b.micro_batches, b.slowest_forward_ns, b.slowest_backward_ns,
+                                        b.slowest_weight_ns));
+}
+
+double zb_h2_bubble_paced(const PipelineBubble& b) {
+  return paced(b, zb_h2_bubble_fraction(b.stages, b.micro_batches, b.slowest_forward_ns, b.slowest_backward_ns,
+                                        b.slowest_weight_ns));
+}
 
 ScheduleSummary summarize_schedule(std::span<const Event> events, int dp, int pp, int micro_batches) {
   ScheduleSummary s;

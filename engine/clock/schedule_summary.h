@@ -56,7 +56,20 @@ struct PipelineBubble {
   // The mean F, B and W box over the stages and flushes measured: T_F, T_B and
   // T_W of the zero-bubble formulas (no W boxes: weight_ns 0, B is the whole backward).
   double forward_ns = 0.0, backward_ns = 0.0, weight_ns = 0.0;
+  // The same boxes on the slowest stage (most busy time), which paces the
+  // steady state: with unequal stages (gpt-tiny at pp 4: the head's matmul on
+  // the last stage) the formulas hold for it, and the others idle the difference.
+  int slowest_stage_index = 0;
+  double slowest_forward_ns = 0.0, slowest_backward_ns = 0.0, slowest_weight_ns = 0.0;
 };
+
+// The zero-bubble formulas (clock/pipeline_bubble.h) for a pipeline paced by
+// its slowest stage: evaluated with that stage's T_F, T_B and T_W, its step
+// lasts m(T_F+T_B+T_W) / (1 − formula); every stage's busy time over p such
+// steps is the idle fraction, 1 − (1 − formula) · mean(t_s) / max(t_s).
+// With equal stages, the formulas themselves.
+double zb_h1_bubble_paced(const PipelineBubble& b);
+double zb_h2_bubble_paced(const PipelineBubble& b);
 
 // DDP's bucket all-reduces against the backward, per (rank, step): the time
 // covered by the rank's bucket transfers (their union), and the part of it

@@ -30,17 +30,48 @@ void add_pipeline_schedule_fields(std::vector<RunField>& f) {
   f.push_back(
       {.key = "schedule",
        .flag = "--schedule",
-       .value_name = "gpipe|1f1b|zb-h1|zb-h2",
+       .value_name = "gpipe|1f1b|zb-h1|zb-h2|interleaved-1f1b",
        .kind = FieldKind::choice,
        .label = {"Pipeline schedule", "流水线调度"},
-       .help = {"Pipeline schedule: gpipe (all forwards, then all backwards), 1f1b (one forward, one backward), "
-                "zb-h1 or zb-h2 (zero bubble: the weight gradients W split from the backward B and run in the bubbles)",
-                "流水线调度：gpipe（先全部前向，再全部反向）、1f1b（一次前向、一次反向交替）、"
-                "zb-h1 或 zb-h2（零气泡：权重梯度 W 从反向 B 中拆出，放进气泡中执行）"},
-       .choices = {"1f1b", "gpipe", "zb-h1", "zb-h2"},
+       .help =
+           {"Pipeline schedule: gpipe (all forwards, then all backwards), 1f1b (one forward, one backward), "
+            "zb-h1 or zb-h2 (zero bubble: the weight gradients W split from the backward B and run in the bubbles), "
+            "interleaved-1f1b (Megatron-LM: --virtual-stages model chunks per stage)",
+            "流水线调度：gpipe（先全部前向，再全部反向）、1f1b（一次前向、一次反向交替）、"
+            "zb-h1 或 zb-h2（零气泡：权重梯度 W 从反向 B 中拆出，放进气泡中执行）、"
+            "interleaved-1f1b（Megatron-LM：每个阶段 --virtual-stages 个模型块）"},
+       .choices = {"1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b"},
        .get = [](const RunConfig& c) -> json { return pipeline_schedule_name(c.schedule); },
        .set = [](RunConfig& c, const json& v) { c.schedule = parse_pipeline_schedule_kind(v.get<std::string>()); },
        .surfaces = surface::train | surface::estimate});
+  // No panel label yet: the GUI draws one chunk per stage (issue 30).
+  f.push_back({.key = "virtual_stages",
+               .flag = "--virtual-stages",
+               .value_name = "V",
+               .help = {"Model chunks per pipeline stage (v) for --schedule interleaved-1f1b: the layers split into "
+                        "pp × v chunks, stage s holding chunks s, pp + s, 2pp + s, ...",
+                        "--schedule interleaved-1f1b 下每个流水线阶段的模型块数（v）：层切成 pp × v 块，"
+                        "阶段 s 持有第 s、pp + s、2pp + s……块"},
+               .min = 1,
+               .max = 64,
+               .saved = Saved::optional,
+               .get = get_member<&RunConfig::virtual_stages>,
+               .set = set_member<&RunConfig::virtual_stages>,
+               .surfaces = surface::train});
+  f.push_back({.key = "schedule_file",
+               .flag = "--schedule-file",
+               .value_name = "FILE.csv",
+               .kind = FieldKind::text,
+               .help = {"A pipeline schedule written by hand, in place of --schedule: torch.distributed.pipelining's "
+                        "CSV, a row per rank of {stage}{F|B|I|W}{micro-batch} (shardscope-cli schedule checks and "
+                        "prints it); its rows must be --pp and its micro-batches --micro-batches",
+                        "手写的流水线调度，代替 --schedule：torch.distributed.pipelining 的 CSV，每个 rank 一行 "
+                        "{stage}{F|B|I|W}{micro-batch}（shardscope-cli schedule 可检查并打印）；行数须等于 --pp，"
+                        "微批次数须等于 --micro-batches"},
+               .saved = Saved::optional,
+               .get = get_member<&RunConfig::schedule_file>,
+               .set = set_member<&RunConfig::schedule_file>,
+               .surfaces = surface::train});
 }
 }  // namespace
 

@@ -238,27 +238,67 @@ std::atomic<std::int64_t> validations{0};
 // with every layer's activations kept.
 void validate_zero_bubble(const RunConfig& c) {
   if (c.schedule != PipelineScheduleKind::zb_h1 && c.schedule != PipelineScheduleKind::zb_h2) return;
-  const std::string schedule = pipeline_schedule_name(c.schedule);
-  require(c.zero_stage <= 1,
-          "{schedule} " + schedule + " with {zero} " + str(c.zero_stage) +
-              " is not built yet: ZeRO-2/3's reduce-scatter would have to start from W; use {zero} 0 or 1",
-          "{schedule} " + schedule + " 与 {zero} " + str(c.zero_stage) +
-              " 的组合尚未实现：ZeRO-2/3 的 reduce-scatter 需要从 W 开始；请用 {zero} 0 或 1");
-  require(c.precision == Precision::fp32,
-          "{schedule} " + schedule + " with {precision} " + std::string(precision_name(c.precision)) +
-              " is not built yet (16-bit gradients live outside the model); use {precision} fp32",
-          "{schedule} " + schedule + " 与 {precision} " + std::string(precision_name(c.precision)) +
-              " 的组合尚未实现（16 位梯度不在模型自己的缓冲区里）；请用 {precision} fp32");
-  require(!c.checkpoint,
-          "{schedule} " + schedule +
-              " with {checkpoint} is not built yet: W reads every layer's kept activations, which checkpointing drops",
-          "{schedule} " + schedule + " 与 {checkpoint} 的组合尚未实现：W 需要每层保留的激活，而激活检查点会丢弃它们");
-  require(c.layout.tp() == 1,
-          "{schedule} " + schedule + " with {tp} " + str(c.layout.tp()) +
-              " is not built yet (not tested together); use {tp} 1 or {schedule} 1f1b",
-          "{schedule} " + schedule + " 与 {tp} " + str(c.layout.tp()) + " 的组合尚未实现（尚未一起测试）；请用 {tp} 1 或 {schedule} 1f1b");
+  validate_split_backward(c, "{schedule} " + std::string(pipeline_schedule_name(c.schedule)));
+}
+
+// Interleaved 1F1B (plan/interleaved_schedule.h): v model chunks per stage,
+// the layers split evenly into p·v of them. The schedule is generated,
+// simulated and printed (`shardscope-cli schedule`); the trainer still builds
+// one model chunk per stage, so training it is refused by name.
+void validate_interleaved(const RunConfig& c, const ModelConfig& model) {
+  const bool interleaved = c.schedule == PipelineScheduleKind::interleaved_1f1b;
+  const int p = c.layout.pp(), v = c.virtual_stages, m = c.micro_batches;
+  require(interleaved || v == 1,
+          "{virtual_stages} " + str(v) + " needs {schedule} interleaved-1f1b (" + pipeline_schedule_name(c.schedule) +
+              " holds one model chunk per stage)",
+          "{virtual_stages} " + str(v) + " 需要 {schedule} interleaved-1f1b（" + pipeline_schedule_name(c.schedule) +
+              " 每个阶段只有一个模型块）");
+  if (!interleaved) return;
+  require(v >= 2, "{schedule} interleaved-1f1b needs {virtual_stages} 2 or more (got 1; one chunk per stage is 1f1b)",
+          "{schedule} interleaved-1f1b 需要 {virtual_stages} 至少为 2（实为 1；每阶段一个块即 1f1b）");
+  require(p >= 2, "{schedule} interleaved-1f1b needs {pp} 2 or more (got " + str(p) + ")",
+          "{schedule} interleaved-1f1b 需要 {pp} 至少为 2（实为 " + str(p) + "）");
+  require(m % p == 0,
+          "{schedule} interleaved-1f1b needs {micro_batches} a multiple of {pp} (got " + str(m) + " and " + str(p) +
+              "): Megatron's interleaving sends the micro-batches round the stages in groups of p",
+          "{schedule} interleaved-1f1b 需要 {micro_batches} 是 {pp} 的倍数（实为 " + str(m) + " 与 " + str(p) +
+              "）：Megatron 的交错调度按每组 p 个微批次轮流经过各阶段");
+  require(model.layers % (p * v) == 0,
+          "{schedule} interleaved-1f1b: " + model.name + "'s " + str(model.layers) + " layers do not split into {pp} " +
+              str(p) + " x {virtual_stages} " + str(v) + " = " + str(p * v) + " equal chunks",
+          "{schedule} interleaved-1f1b：" + model.name + " 的 " + str(model.layers) + " 层不能均分为 {pp} " + str(p) +
+              " × {virtual_stages} " + str(v) + " = " + str(p * v) + " 块");
+  require(false,
+          "{schedule} interleaved-1f1b does not train yet: a stage holds one model chunk; "
+          "`shardscope-cli schedule --schedule interleaved-1f1b --virtual-stages " +
+              str(v) + "` prints and times it",
+          "{schedule} interleaved-1f1b 尚不能训练：每个阶段只持有一个模型块；"
+          "`shardscope-cli schedule --schedule interleaved-1f1b --virtual-stages " +
+              str(v) + "` 可打印并计时该调度");
 }
 }  // namespace
+
+void validate_split_backward(const RunConfig& c, const std::string& schedule) {
+  require(c.zero_stage <= 1,
+          schedule + " with {zero} " + str(c.zero_stage) +
+              " is not built yet: ZeRO-2/3's reduce-scatter would have to start from W; use {zero} 0 or 1",
+          schedule + " 与 {zero} " + str(c.zero_stage) +
+              " 的组合尚未实现：ZeRO-2/3 的 reduce-scatter 需要从 W 开始；请用 {zero} 0 或 1");
+  require(c.precision == Precision::fp32,
+          schedule + " with {precision} " + std::string(precision_name(c.precision)) +
+              " is not built yet (16-bit gradients live outside the model); use {precision} fp32",
+          schedule + " 与 {precision} " + std::string(precision_name(c.precision)) +
+              " 的组合尚未实现（16 位梯度不在模型自己的缓冲区里）；请用 {precision} fp32");
+  require(!c.checkpoint,
+          schedule +
+              " with {checkpoint} is not built yet: W reads every layer's kept activations, which checkpointing drops",
+          schedule + " 与 {checkpoint} 的组合尚未实现：W 需要每层保留的激活，而激活检查点会丢弃它们");
+  require(
+      c.layout.tp() == 1,
+      schedule + " with {tp} " + str(c.layout.tp()) +
+          " is not built yet (not tested together); use {tp} 1 or {schedule} 1f1b",
+      schedule + " 与 {tp} " + str(c.layout.tp()) + " 的组合尚未实现（尚未一起测试）；请用 {tp} 1 或 {schedule} 1f1b");
+}
 
 std::int64_t run_config_validations() {
   return validations.load();
@@ -274,6 +314,7 @@ void validate_run_config(const RunConfig& c) {
   validate_sequence_parallel(c);
   validate_strategies(c);
   validate_zero_bubble(c);
+  validate_interleaved(c, model);
   require(c.save_every == 0 || !c.save_dir.empty(), "{save_every} needs {save_dir}: where to save",
           "{save_every} 需要 {save_dir}：保存到哪里");
   validate_loss_scaling(c);

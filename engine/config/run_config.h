@@ -48,6 +48,8 @@ struct RunConfig {
   Layout layout;                   // the size of every parallel axis: dp ranks, pp stages (layout/parallel_axes.h)
   int micro_batches = 1;           // pipeline micro-batches per accumulation step (m)
   PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
+  int virtual_stages = 1;  // model chunks per pipeline stage (interleaved 1F1B's v); 1 for the others
+  std::string schedule_file;  // a pipeline schedule written by hand (plan/schedule_file.h) in place of `schedule`
   DataParallelMode dp_mode = DataParallelMode::ddp;
   int zero_stage = 0;              // 0: replicated; 1: optimizer states sharded; 2: + gradients; 3: + parameters
   int accum = 1;                   // gradient accumulation micro-steps per optimizer step
@@ -129,6 +131,10 @@ ModelConfig run_model_config(const RunConfig& config);
 // of its schema range, or fields that do not go together. what() names the
 // fields by CLI flag; FieldError::text names them as another surface does.
 void validate_run_config(const RunConfig& config);
+// The rules of a schedule whose backwards split into B and W (the zero-bubble
+// ones, or a schedule file with W's): fp32, ZeRO 0 or 1, no --checkpoint, tp 1.
+// `schedule` names it in the messages ("{schedule} zb-h1", "{schedule_file} F").
+void validate_split_backward(const RunConfig& config, const std::string& schedule);
 // How many times validate_run_config ran in this process (plan/run_plan.h: once per run).
 std::int64_t run_config_validations();
 

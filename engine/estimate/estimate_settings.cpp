@@ -145,6 +145,11 @@ void validate_estimate_settings(const EstimateSettings& s) {
                          "kept from B to W); estimate with {schedule} 1f1b",
                      std::string("{schedule} ") + pipeline_schedule_name(s.schedule) +
                          "：估算器尚未建模零气泡调度（其气泡，以及 B 到 W 之间保留的梯度）；请用 {schedule} 1f1b 估算");
+  if (s.schedule == PipelineScheduleKind::interleaved_1f1b)
+    throw FieldError(
+        "{schedule} interleaved-1f1b: the estimator does not model model chunks per stage yet; "
+        "estimate with {schedule} 1f1b",
+        "{schedule} interleaved-1f1b：估算器尚未建模每阶段多个模型块；请用 {schedule} 1f1b 估算");
 }
 
 std::string estimate_field_name(std::string_view key, const std::vector<SettingsPatch>& patches) {

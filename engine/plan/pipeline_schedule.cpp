@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "plan/interleaved_schedule.h"
 #include "plan/zero_bubble_schedules.h"
 
 namespace shardscope {
@@ -94,7 +95,8 @@ std::vector<PipelineAction> stage_list(PipelineScheduleKind kind, int stage, int
       return one_f_one_b_stage(stage, stages, micro_batches);
     case PipelineScheduleKind::zb_h1:
     case PipelineScheduleKind::zb_h2:
-      break;
+    case PipelineScheduleKind::interleaved_1f1b:
+      break;  // generated for all stages at once (make_pipeline_schedule)
   }
   return {};
 }
@@ -105,8 +107,13 @@ bool is_compute(const PipelineAction& action) {
   return action.type == Type::forward || action.type == Type::backward || action.type == Type::weight_gradient;
 }
 
-PipelineSchedule make_pipeline_schedule(PipelineScheduleKind kind, int stages, int micro_batches) {
+PipelineSchedule make_pipeline_schedule(PipelineScheduleKind kind, int stages, int micro_batches, int virtual_stages) {
   check_shape(stages, micro_batches);
+  if (kind == PipelineScheduleKind::interleaved_1f1b)
+    return interleaved_schedule(stages, micro_batches, virtual_stages);
+  if (virtual_stages != 1)
+    throw ConfigError("--virtual-stages " + std::to_string(virtual_stages) + " needs --schedule interleaved-1f1b (" +
+                      pipeline_schedule_name(kind) + " holds one model chunk per stage)");
   PipelineSchedule schedule;
   if (kind == PipelineScheduleKind::zb_h1 || kind == PipelineScheduleKind::zb_h2) {
     // The zero-bubble generators place the computations (one list for all
@@ -200,8 +207,11 @@ std::vector<int> peak_in_flight(const PipelineSchedule& schedule) {
   return peak;
 }
 
-int peak_in_flight_closed_form(PipelineScheduleKind kind, int stages, int stage, int micro_batches) {
+int peak_in_flight_closed_form(PipelineScheduleKind kind, int stages, int stage, int micro_batches,
+                               int virtual_stages) {
   switch (kind) {
+    case PipelineScheduleKind::interleaved_1f1b:
+      return interleaved_peak_in_flight(stages, stage, micro_batches, virtual_stages);
     case PipelineScheduleKind::gpipe:
       return micro_batches;
     case PipelineScheduleKind::one_f_one_b:
@@ -238,29 +248,43 @@ bool fuses_with_next(const std::vector<PipelineAction>& actions, std::size_t i) 
          (a == Type::send_gradient && b == Type::recv_activation);
 }
 
-std::string pipeline_schedule_rendezvous_problem(const PipelineSchedule& schedule, bool fused) {
-  using Type = PipelineAction::Type;
-  struct Op {
-    bool send;
-    int peer;
-  };
-  const auto stages = static_cast<int>(schedule.size());
-  // Each stage's point-to-point items in order: one op, or a fused send + receive.
-  std::vector<std::vector<std::vector<Op>>> items(schedule.size());
-  for (int s = 0; s < stages; ++s) {
-    const auto& actions = schedule[static_cast<std::size_t>(s)];
+namespace {
+struct RendezvousOp {
+  bool send;
+  int peer;
+};
+
+// Each stage's point-to-point items in order: one op, or a fused send +
+// receive; in a list with model chunks (interleaved_schedule.h) every run of
+// transfers between two computations, posted as one group as Megatron-LM does.
+std::vector<std::vector<std::vector<RendezvousOp>>> rendezvous_items(const PipelineSchedule& schedule, bool fused) {
+  const auto is_send = [](Type t) { return t == Type::send_activation || t == Type::send_gradient; };
+  std::vector<std::vector<std::vector<RendezvousOp>>> items(schedule.size());
+  for (std::size_t s = 0; s < schedule.size(); ++s) {
+    const auto& actions = schedule[s];
+    const bool grouped =
+        fused && std::any_of(actions.begin(), actions.end(), [](const PipelineAction& a) { return a.chunk > 0; });
     for (std::size_t i = 0; i < actions.size(); ++i) {
-      const Type t = actions[i].type;
       if (is_compute(actions[i])) continue;
-      const bool send = t == Type::send_activation || t == Type::send_gradient;
-      std::vector<Op> item{{send, actions[i].peer_stage}};
-      if (fused && fuses_with_next(actions, i)) {
+      std::vector<RendezvousOp> item{{is_send(actions[i].type), actions[i].peer_stage}};
+      if (grouped) {
+        for (; i + 1 < actions.size() && !is_compute(actions[i + 1]); ++i)
+          item.push_back({is_send(actions[i + 1].type), actions[i + 1].peer_stage});
+      } else if (fused && fuses_with_next(actions, i)) {
         item.push_back({false, actions[i + 1].peer_stage});
         ++i;
       }
-      items[static_cast<std::size_t>(s)].push_back(item);
+      items[s].push_back(item);
     }
   }
+  return items;
+}
+}  // namespace
+
+std::string pipeline_schedule_rendezvous_problem(const PipelineSchedule& schedule, bool fused) {
+  using Op = RendezvousOp;
+  const auto stages = static_cast<int>(schedule.size());
+  const std::vector<std::vector<std::vector<Op>>> items = rendezvous_items(schedule, fused);
   // Each stage posts its next item; a send meets the peer's posted receive
   // from this stage (and the reverse). An item completes when all its ops have
   // met theirs; then the stage posts its next. Stop when nothing moves.

@@ -11,7 +11,7 @@
 // (Megatron-LM's interleaved schedule, virtual stage chunk * p + stage), and a
 // backward may split into B, the input gradient, and W, the weight gradient
 // (zero-bubble schedules: ZB-H1 and ZB-H2, plan/zero_bubble_schedules.h).
-// Today's schedules use chunk 0.
+// GPipe, 1F1B and the ZB-H's use chunk 0.
 //
 // Notation (format_pipeline_schedule): F3 / B3 / W3 are the forward / backward
 // / weight gradient of micro-batch 3; sendA3->s2 sends its activation to stage
@@ -96,7 +96,10 @@ std::string pipeline_schedule_rendezvous_problem(const PipelineSchedule& schedul
 // A(w+k) down while stage s+1 sends G(k) up, each before its recv. Post sends
 // asynchronously, or fuse a send with the next recv (Megatron's
 // send_forward_recv_backward).
-PipelineSchedule make_pipeline_schedule(PipelineScheduleKind kind, int stages, int micro_batches);
+// virtual_stages (v) is interleaved 1F1B's chunks per stage; the other kinds
+// take 1 (plan/interleaved_schedule.h says which v and m it refuses).
+PipelineSchedule make_pipeline_schedule(PipelineScheduleKind kind, int stages, int micro_batches,
+                                        int virtual_stages = 1);
 
 // The same lists with the transfers removed (only F, B and W).
 PipelineSchedule compute_only(const PipelineSchedule& schedule);
@@ -110,8 +113,10 @@ std::vector<int> peak_in_flight(const PipelineSchedule& schedule);
 // The same count in closed form for today's schedules (chunk 0), for
 // schedules too large to build: GPipe holds all m; 1F1B lets stage s run at
 // most p - s forwards ahead (Narayanan et al. 2021), min(m, p - s); ZB-H1
-// holds min(m, p) on every stage, ZB-H2 min(m, 2p - 1).
-int peak_in_flight_closed_form(PipelineScheduleKind kind, int stages, int stage, int micro_batches);
+// holds min(m, p) on every stage, ZB-H2 min(m, 2p - 1); interleaved 1F1B its
+// warm-up plus one, min(2(p - s - 1) + (v - 1)p + 1, v·m) (chunk, micro-batch) pairs.
+int peak_in_flight_closed_form(PipelineScheduleKind kind, int stages, int stage, int micro_batches,
+                               int virtual_stages = 1);
 
 // One token per action, e.g. "F3", "sendA3->s2" (notation above).
 std::string format_pipeline_action(const PipelineAction& action);

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "plan/run_plan.h"
 
+#include "plan/schedule_file.h"
+
 namespace shardscope {
 
 RunPlanPtr make_run_plan(RunConfig config) {
   validate_run_config(config);
+  validate_schedule_file(config);  // reads the file: beside the config's own rules
   ShardingPlan sharding = make_sharding_plan(config);
   return std::shared_ptr<const RunPlan>(new RunPlan(std::move(config), std::move(sharding)));
 }

@@ -7,12 +7,13 @@
 
 #include "parallel/pipeline_parallel.h"
 #include "plan/pipeline_schedule.h"
+#include "plan/schedule_file.h"
 #include "train/trainer_rank.h"
 
 namespace shardscope {
 
 void set_up_pipeline_stage(TrainerRank& rank, const RunConfig& config) {
-  const PipelineSchedule schedule = make_pipeline_schedule(config.schedule, config.layout.pp(), config.micro_batches);
+  const PipelineSchedule schedule = run_pipeline_schedule(config);
   rank.model->set_activation_slots(std::max(1, peak_in_flight(schedule)[static_cast<std::size_t>(rank.stage)]));
   rank.actions = schedule[static_cast<std::size_t>(rank.stage)];
 }

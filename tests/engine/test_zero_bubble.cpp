@@ -101,6 +101,7 @@ class TestZeroBubble : public QObject {
   void losses_equal_gpipe();
   void losses_equal_gpipe_with_ddp();
   void weight_gradients_are_events();
+  void measured_bubble_is_the_formula_paced_by_the_slowest_stage();
   void unbuilt_combinations_are_refused_by_name();
   void the_schedule_command_prints_them();
 };
@@ -304,6 +305,39 @@ void TestZeroBubble::weight_gradients_are_events() {
   const std::vector<std::string> lines = schedule_summary_lines(summary, "virtual");
   QCOMPARE(int(lines.size()), 2);
   QVERIFY2(lines[1].starts_with("zero bubble, with the measured T_F "), lines[1].c_str());
+}
+
+// pp 4 x m 8 on the virtual clock: gpt-tiny's stages are unequal (the last
+// holds the head), so the step is paced by the slowest stage; the zero-bubble
+// formulas with its measured T_F, T_B, T_W, the other stages idling the
+// difference, give the idle time within 5 points (with the mean stage's
+// times ZB-H1's formula was ~9 points below it). ZB-H1 idles less than 1F1B,
+// ZB-H2 less than ZB-H1.
+void TestZeroBubble::measured_bubble_is_the_formula_paced_by_the_slowest_stage() {
+  const auto summary_of = [](PipelineScheduleKind kind) {
+    RunConfig c = base_config();
+    c.steps = 4;
+    c.batch = 16;
+    c.layout[Axis::pp] = 4;
+    c.micro_batches = 8;
+    c.schedule = kind;
+    CollectingSink sink;
+    Trainer trainer(c, &sink);
+    for (int s = 0; s < 4; ++s) trainer.step();
+    const std::vector<Event> events = sink.events();
+    return *summarize_schedule(events, 1, 4, 8).bubble;
+  };
+  const PipelineBubble f1b = summary_of(PipelineScheduleKind::one_f_one_b);
+  const PipelineBubble h1 = summary_of(PipelineScheduleKind::zb_h1);
+  const PipelineBubble h2 = summary_of(PipelineScheduleKind::zb_h2);
+  const QByteArray numbers = "idle 1f1b " + QByteArray::number(f1b.idle) + ", zb-h1 " + QByteArray::number(h1.idle) +
+                             " (paced formula " + QByteArray::number(zb_h1_bubble_paced(h1)) + "), zb-h2 " +
+                             QByteArray::number(h2.idle) + " (paced formula " +
+                             QByteArray::number(zb_h2_bubble_paced(h2)) + ")";
+  QVERIFY2(std::abs(h1.idle - zb_h1_bubble_paced(h1)) < 0.05, numbers);
+  QVERIFY2(std::abs(h2.idle - zb_h2_bubble_paced(h2)) < 0.05, numbers);
+  QVERIFY2(h2.idle < h1.idle && h1.idle < f1b.idle, numbers);
+  QCOMPARE(h1.slowest_stage_index, 3);  // the head's stage
 }
 
 void TestZeroBubble::unbuilt_combinations_are_refused_by_name() {

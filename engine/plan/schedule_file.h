@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// A pipeline schedule written by hand (`shardscope-cli schedule --schedule-file`),
+// as torch.distributed.pipelining's schedule runtime (used by torchtitan) reads
+// one from CSV: a row per rank, a cell per compute action in the order the
+// rank runs them, "{stage}{type}{micro-batch}" with the stage counted over the
+// whole model (virtual stage chunk·p + rank, Megatron's round-robin placement)
+// and the type F (forward), B (full backward), I (input gradient, a W later)
+// or W (weight gradient): "0F0,0F1,0B0,0B1". Empty cells are skipped. The
+// transfers follow from the computations, as that runtime adds them.
+//
+// Checked before anything runs, each refusal naming the rank and the action:
+// cells that are not actions, a stage on the wrong rank, a (chunk,
+// micro-batch) whose F, backward or W is missing or twice, a backward before
+// its F or a W before its I, an I with no W or a B with one; then the lists
+// are run on the simulator (sends posted, receives waited for): a schedule
+// that cannot finish names what each stuck rank waits at. Lists of one chunk
+// per rank also pass the NCCL rendezvous check of pipeline_schedule.h, with
+// sends and receives fused as the built-in schedules' are.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "config/run_config.h"
+#include "plan/pipeline_schedule.h"
+
+namespace shardscope {
+
+struct ScheduleFile {
+  PipelineSchedule schedule;  // [rank] its actions, transfers included
+  int stages = 0;             // ranks (rows), p
+  int micro_batches = 0;      // m
+  int virtual_stages = 1;     // chunks per rank, v
+};
+
+// `name` is what the messages call the file (its path).
+ScheduleFile parse_schedule_csv(std::string_view text, const std::string& name);
+// Reads and parses the file; ConfigError naming --schedule-file if it cannot be read.
+ScheduleFile load_schedule_file(const std::string& path);
+
+// A run's --schedule-file against its layout (make_run_plan calls it): as many
+// rows as --pp, as many micro-batches as --micro-batches, one chunk per rank
+// (the trainer runs one), and with W's the split-backward rules of
+// config/run_config.h. FieldError / ConfigError naming the flags and numbers.
+void validate_schedule_file(const RunConfig& config);
+// The run's schedule: the file's when it has one, else --schedule's.
+PipelineSchedule run_pipeline_schedule(const RunConfig& config);
+
+}  // namespace shardscope
