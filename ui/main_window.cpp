@@ -76,6 +76,7 @@ MainWindow::MainWindow(QWidget* parent)
       stop_(new QPushButton),
       recorder_(new RecordingController(this)) {
   setUpControls();
+  buildPacingUi();
   auto* settings = buildSettingsColumn();
   auto* split = new QSplitter(Qt::Horizontal);
   split->addWidget(settings);
@@ -98,7 +99,7 @@ MainWindow::MainWindow(QWidget* parent)
   });
   connect(step_, &QPushButton::clicked, this, &MainWindow::stepOnce);
   connect(speed_, &QComboBox::currentIndexChanged, this, [this](int index) {
-    controller_->setPlaybackSpeed(speed_->itemData(index).toDouble());
+    applyPlaybackSpeed(speed_->itemData(index).toDouble());
     speed_note_->setText(speedExplanation());
     logger_->info("{}", speedExplanation().toStdString());
   });
@@ -168,7 +169,7 @@ QToolBar* MainWindow::buildRunToolBar() {
   bar->setObjectName(QStringLiteral("runToolBar"));
   bar->setMovable(false);
   bar->setFloatable(false);
-  for (QPushButton* button : {run_, pause_, step_, stop_}) bar->addWidget(button);
+  for (QPushButton* button : {run_, pause_, step_, stop_, slowly_}) bar->addWidget(button);
   bar->addSeparator();
   bar->addWidget(speed_label_);
   bar->addWidget(speed_);
@@ -275,6 +276,7 @@ void MainWindow::retranslate() {
   retranslateCheckpointUi();
   retranslateProcessUi();
   retranslateRunConfigUi();
+  retranslatePacingUi();
   lessons_menu_->setTitle(tr("&Lessons"));
   lessons_dock_->setWindowTitle(tr("Lessons"));
   lessons_dock_->toggleViewAction()->setText(tr("Show lessons"));
@@ -322,7 +324,10 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 
 QString MainWindow::speedExplanation() const {
   const double speed = speed_->currentData().toDouble();
-  if (speed >= 1.0) return tr("Real time: the views show the engine's events as they arrive.");
+  if (speed >= 1.0)
+    return tr(
+        "Real time: the views show the engine's events as they arrive; the ring's animation may fall behind "
+        "and says by how many steps.");
   return tr("Slow motion: the views replay each step at %1 speed; training waits between steps.")
       .arg(speed_->currentText());
 }
@@ -335,6 +340,7 @@ QString MainWindow::logText() const {
 
 void MainWindow::addView(EventView* view, QWidget* widget, const QString& title) {
   views_.push_back(view);
+  view->setPlaybackSpeed(controller_->playbackSpeed());
   tabs_->addTab(widget, title);
 }
 
@@ -363,6 +369,7 @@ void MainWindow::prepareViews(const RunPlan& run) {
   memory_->setPrediction(panel_->predictionFor(run));  // the light bars beside the measured ones
   memory_->setMixedPrecision(config.mixed_precision());
   total_steps_ = config.steps;
+  last_completed_step_ = 0;
 }
 
 void MainWindow::startRun() {
@@ -425,6 +432,7 @@ void MainWindow::updateControls() {
   step_->setEnabled(state == RunController::State::paused ||
                     (!busy && problem.isEmpty() && !panel_->ranksAsProcesses()));
   stop_->setEnabled(busy && state != RunController::State::stopping);
+  slowly_->setEnabled(last_completed_step_ > 0 && (!busy || state == RunController::State::paused));
   if (open_action_ != nullptr) {
     open_action_->setEnabled(!busy);
     record_action_->setEnabled(!busy);

@@ -62,6 +62,11 @@ class MainWindow : public QMainWindow {
   QPushButton* runButton() const { return run_; }
   QPushButton* stepButton() const { return step_; }
   QPushButton* stopButton() const { return stop_; }
+  // "One step, slowly" (main_window_pacing.cpp): the last completed step drawn
+  // again at the chosen speed in every view; while idle or paused.
+  QPushButton* oneStepSlowlyButton() const { return slowly_; }
+  std::int64_t lastCompletedStep() const { return last_completed_step_; }
+  void replayLastStep();
   // Shows or hides the memory bars and the log (checked: shown), in the run toolbar.
   QAction* memoryAndLogAction() const { return memory_and_log_action_; }
   QString statusText() const;
@@ -159,6 +164,9 @@ class MainWindow : public QMainWindow {
   void retranslateProcessUi();
   void onJobConfig(const RunConfig& config);
   void retranslateCheckpointUi();
+  void buildPacingUi();  // main_window_pacing.cpp
+  void retranslatePacingUi();
+  void applyPlaybackSpeed(double speed);
   void buildRunConfigUi();  // main_window_run_config.cpp
   void retranslateRunConfigUi();
   void chooseCheckpointDir();
@@ -196,6 +204,8 @@ class MainWindow : public QMainWindow {
   QPushButton* pause_;
   QPushButton* step_;
   QPushButton* stop_;
+  QPushButton* slowly_ = nullptr;
+  std::int64_t last_completed_step_ = 0;  // the last step whose metrics arrived
   QAction* memory_and_log_action_ = nullptr;
   RecordingController* recorder_;
   QMenu* file_menu_ = nullptr;

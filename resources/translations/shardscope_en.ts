@@ -489,10 +489,6 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Real time: the views show the engine&apos;s events as they arrive.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>Slow motion: the views replay each step at %1 speed; training waits between steps.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -683,6 +679,22 @@ A restart after a failure resumes from the latest one, so it repeats at most N â
     </message>
     <message>
         <source>Every run will save its training state and its Hugging Face weights to %1 every %2 steps and when it ends or is stopped (a step-NNNNNN folder each time).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Real time: the views show the engine&apos;s events as they arrive; the ring&apos;s animation may fall behind and says by how many steps.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>One step, slowly</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Draw the last completed step again, every transfer, at the chosen playback speed.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Drawing step %1 again at %2.</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -1337,13 +1349,6 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <source>gather (gradients)</source>
         <translation type="unfinished"></translation>
     </message>
-    <message numerus="yes">
-        <source>Replay skipped %n transfer(s) of this step to keep up with the run.</source>
-        <translation>
-            <numerusform>Replay skipped %n transfer of this step to keep up with the run.</numerusform>
-            <numerusform>Replay skipped %n transfers of this step to keep up with the run.</numerusform>
-        </translation>
-    </message>
     <message>
         <source>Stage:</source>
         <translation type="unfinished"></translation>
@@ -1430,6 +1435,24 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     <message>
         <source>all-gather (parameters)</source>
         <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step %1 so far: each of the %2 ranks sent %3 (rank %4: %5 bytes, the mean %6 bytes).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <source>%n step(s) behind the run: this step is drawn whole, then the newest.</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+            <numerusform></numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Skipped %n transfer(s) of earlier steps to catch up with the run.</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+            <numerusform></numerusform>
+        </translation>
     </message>
 </context>
 <context>

@@ -483,10 +483,6 @@
         <translation>运行期间关闭了窗口：训练已停止，未保存任何内容。</translation>
     </message>
     <message>
-        <source>Real time: the views show the engine&apos;s events as they arrive.</source>
-        <translation>实时：各视图在引擎事件到达时立即显示。</translation>
-    </message>
-    <message>
         <source>Slow motion: the views replay each step at %1 speed; training waits between steps.</source>
         <translation>慢动作：各视图以 %1 速度回放每一步；训练在两步之间等待。</translation>
     </message>
@@ -679,6 +675,22 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
     <message>
         <source>Every run will save its training state and its Hugging Face weights to %1 every %2 steps and when it ends or is stopped (a step-NNNNNN folder each time).</source>
         <translation>之后每次运行每 %2 步以及结束或停止时，都会把训练状态和 Hugging Face 权重保存到 %1（每次一个 step-NNNNNN 文件夹）。</translation>
+    </message>
+    <message>
+        <source>Real time: the views show the engine&apos;s events as they arrive; the ring&apos;s animation may fall behind and says by how many steps.</source>
+        <translation>实时：各视图在引擎事件到达时立即显示；环形动画可能落后，并会标明落后几步。</translation>
+    </message>
+    <message>
+        <source>One step, slowly</source>
+        <translation>慢放一步</translation>
+    </message>
+    <message>
+        <source>Draw the last completed step again, every transfer, at the chosen playback speed.</source>
+        <translation>按所选回放速度重新绘制最近完成的一步，逐一画出每次传输。</translation>
+    </message>
+    <message>
+        <source>Drawing step %1 again at %2.</source>
+        <translation>以 %2 重新绘制第 %1 步。</translation>
     </message>
 </context>
 <context>
@@ -1341,12 +1353,6 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <source>gather (gradients)</source>
         <translation>gather（梯度）</translation>
     </message>
-    <message numerus="yes">
-        <source>Replay skipped %n transfer(s) of this step to keep up with the run.</source>
-        <translation>
-            <numerusform>为跟上训练进度，回放跳过了本步的 %n 次传输。</numerusform>
-        </translation>
-    </message>
     <message>
         <source>Stage:</source>
         <translation>阶段：</translation>
@@ -1432,6 +1438,22 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     <message>
         <source>all-gather (parameters)</source>
         <translation>all-gather（参数）</translation>
+    </message>
+    <message>
+        <source>Step %1 so far: each of the %2 ranks sent %3 (rank %4: %5 bytes, the mean %6 bytes).</source>
+        <translation>第 %1 步（到目前为止）：%2 个 rank 各发送了 %3（rank %4：%5 字节，平均 %6 字节）。</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n step(s) behind the run: this step is drawn whole, then the newest.</source>
+        <translation>
+            <numerusform>落后训练 %n 步：先画完这一步，再跳到最新一步。</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Skipped %n transfer(s) of earlier steps to catch up with the run.</source>
+        <translation>
+            <numerusform>为追上训练，跳过了之前各步的 %n 次传输。</numerusform>
+        </translation>
     </message>
 </context>
 <context>
