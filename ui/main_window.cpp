@@ -119,17 +119,21 @@ MainWindow::MainWindow(QWidget* parent)
   lessons_menu_ = menuBar()->addMenu(QString());
   lessons_menu_->addAction(lessons_dock_->toggleViewAction());
   connect(lessons_, &LessonsPanel::tryLesson, this, [this](const RunConfig& config, double speed) {
-    if (controller_->busy()) return;
-    file_settings_.clear();  // a lesson's run is the lesson's, not an opened config's
-    panel_->setConfig(config);
-    const int index = speed_->findData(speed);
-    if (index >= 0) speed_->setCurrentIndex(index);  // the lesson's pace; the user may change it
+    if (!controller_->busy()) loadLessonRun(config, speed);
   });
+  connect(lessons_, &LessonsPanel::tryComparison, this, &MainWindow::pinThenLoad);
   if (const RunPlanPtr run = planRun(panel_->config(), false)) prepareViews(*run);  // the views' empty frames
   retranslate();
   fitToScreen();
   setStatus([this] { return tr("Ready: press Run to train on simulated ranks (threads on the CPU)."); });
   updateControls();
+}
+
+void MainWindow::loadLessonRun(const RunConfig& config, double speed) {
+  file_settings_.clear();  // a lesson's run is the lesson's, not an opened config's
+  panel_->setConfig(config);
+  const int index = speed_->findData(speed);
+  if (index >= 0) speed_->setCurrentIndex(index);  // the lesson's pace; the user may change it
 }
 
 // Names, items and the log's timer of the controls made in the initializer list.
@@ -174,6 +178,7 @@ QToolBar* MainWindow::buildRunToolBar() {
   bar->addWidget(speed_label_);
   bar->addWidget(speed_);
   bar->addSeparator();
+  buildCompareUi(bar);
   memory_and_log_action_ = bar->addAction(QString());
   memory_and_log_action_->setObjectName(QStringLiteral("showMemoryAndLog"));
   memory_and_log_action_->setCheckable(true);
@@ -277,6 +282,7 @@ void MainWindow::retranslate() {
   retranslateProcessUi();
   retranslateRunConfigUi();
   retranslatePacingUi();
+  retranslateCompareUi();
   lessons_menu_->setTitle(tr("&Lessons"));
   lessons_dock_->setWindowTitle(tr("Lessons"));
   lessons_dock_->toggleViewAction()->setText(tr("Show lessons"));
@@ -364,7 +370,9 @@ QString MainWindow::runLabel(const RunConfig& config) {
 void MainWindow::prepareViews(const RunPlan& run) {
   const RunConfig& config = run.config();
   for (EventView* view : views_) view->reset(run);
-  loss_->startRun(runLabel(config));
+  run_label_ = runLabel(config);
+  loss_->startRun(run_label_);
+  memory_->setRunLabel(run_label_);
   memory_->setRankCount(config.world_size());
   memory_->setPrediction(panel_->predictionFor(run));  // the light bars beside the measured ones
   memory_->setMixedPrecision(config.mixed_precision());
@@ -432,6 +440,7 @@ void MainWindow::updateControls() {
   step_->setEnabled(state == RunController::State::paused ||
                     (!busy && problem.isEmpty() && !panel_->ranksAsProcesses()));
   stop_->setEnabled(busy && state != RunController::State::stopping);
+  pin_action_->setEnabled(!busy || loss_->pinned());
   slowly_->setEnabled(last_completed_step_ > 0 && (!busy || state == RunController::State::paused));
   if (open_action_ != nullptr) {
     open_action_->setEnabled(!busy);

@@ -250,6 +250,14 @@
         <source>Loads the lesson&apos;s settings into the panel; press Run to train.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Pin, then try %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>After the lesson&apos;s run: pins it (loss curve and memory bars stay) and loads the run it is compared with; press Run to draw both.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::LossPlot</name>
@@ -279,6 +287,10 @@
     </message>
     <message>
         <source>Previous run (%1)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Pinned run (%1)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -697,6 +709,18 @@ A restart after a failure resumes from the latest one, so it repeats at most N â
         <source>Drawing step %1 again at %2.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Pin this run</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Keep this run&apos;s loss curve and memory bars on screen and draw the next run over and beside them, to compare two runs. Uncheck to clear.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Pinned: %1. The next run is drawn over and beside it.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -758,6 +782,14 @@ A restart after a failure resumes from the latest one, so it repeats at most N â
     </message>
     <message>
         <source>Process: %1 resident, peak %2 Â· ledger %3 now, peaks %4 (all ranks)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Memory per rank: pinned run (hatched), this run (solid), predicted (light)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Hatched, left of each rank: the pinned run (%1). Solid: this run (%2).</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -247,6 +247,14 @@
         <source>Loads the lesson&apos;s settings into the panel; press Run to train.</source>
         <translation>把本课的设置载入面板；按 Run 开始训练。</translation>
     </message>
+    <message>
+        <source>Pin, then try %1</source>
+        <translation>固定本次运行，再试 %1</translation>
+    </message>
+    <message>
+        <source>After the lesson&apos;s run: pins it (loss curve and memory bars stay) and loads the run it is compared with; press Run to draw both.</source>
+        <translation>在课程的运行之后：固定它（损失曲线和显存柱保留），并载入用来对比的运行；按“运行”即可同时画出两次。</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::LossPlot</name>
@@ -277,6 +285,10 @@
     <message>
         <source>Previous run (%1)</source>
         <translation>上一次运行（%1）</translation>
+    </message>
+    <message>
+        <source>Pinned run (%1)</source>
+        <translation>固定的运行（%1）</translation>
     </message>
 </context>
 <context>
@@ -692,6 +704,18 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
         <source>Drawing step %1 again at %2.</source>
         <translation>以 %2 重新绘制第 %1 步。</translation>
     </message>
+    <message>
+        <source>Pin this run</source>
+        <translation>固定本次运行</translation>
+    </message>
+    <message>
+        <source>Keep this run&apos;s loss curve and memory bars on screen and draw the next run over and beside them, to compare two runs. Uncheck to clear.</source>
+        <translation>保留本次运行的损失曲线和显存柱，并把下一次运行画在其上和旁边，以对比两次运行。取消勾选即清除。</translation>
+    </message>
+    <message>
+        <source>Pinned: %1. The next run is drawn over and beside it.</source>
+        <translation>已固定：%1。下一次运行将画在它之上和旁边。</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -754,6 +778,14 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
     <message>
         <source>Process: %1 resident, peak %2 · ledger %3 now, peaks %4 (all ranks)</source>
         <translation>进程：常驻 %1，峰值 %2 · 账本当前 %3，峰值之和 %4（所有 rank）</translation>
+    </message>
+    <message>
+        <source>Memory per rank: pinned run (hatched), this run (solid), predicted (light)</source>
+        <translation>每个 rank 的显存：固定的运行（斜线），本次运行（实心），预测（浅色）</translation>
+    </message>
+    <message>
+        <source>Hatched, left of each rank: the pinned run (%1). Solid: this run (%2).</source>
+        <translation>斜线、位于每个 rank 左侧：固定的运行（%1）。实心：本次运行（%2）。</translation>
     </message>
 </context>
 <context>
