@@ -124,6 +124,18 @@ LessonsPanel::LessonsPanel(QWidget* parent)
   if (!lessons_.empty()) list_->setCurrentRow(0);
 }
 
+// "4." for a chapter's only lesson; "4.1", "4.2" where a chapter has several (no two alike).
+QString LessonsPanel::lessonNumber(std::size_t index) const {
+  const int chapter = lessons_[index].chapter;
+  int nth = 0, of = 0;
+  for (std::size_t i = 0; i < lessons_.size(); ++i) {
+    if (lessons_[i].chapter != chapter) continue;
+    ++of;
+    if (i <= index) ++nth;
+  }
+  return of > 1 ? QStringLiteral("%1.%2").arg(chapter).arg(nth) : QStringLiteral("%1.").arg(chapter);
+}
+
 int LessonsPanel::currentLesson() const { return list_->currentRow(); }
 
 QString LessonsPanel::currentText() const { return text_->toPlainText(); }
@@ -142,7 +154,7 @@ void LessonsPanel::retranslate() {
   const bool zh = currentLanguage() == QLatin1String("zh_CN");
   for (std::size_t i = 0; i < lessons_.size(); ++i)
     list_->item(static_cast<int>(i))
-        ->setText(QStringLiteral("%1. %2").arg(lessons_[i].chapter).arg(zh ? lessons_[i].title_zh : lessons_[i].title_en));
+        ->setText(QStringLiteral("%1 %2").arg(lessonNumber(i), zh ? lessons_[i].title_zh : lessons_[i].title_en));
   try_->setText(tr("Try it: load this run"));
   try_->setToolTip(tr("Loads the lesson's settings into the panel; press Run to train."));
   compare_->setToolTip(

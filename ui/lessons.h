@@ -65,6 +65,7 @@ class LessonsPanel : public QWidget {
 
  private:
   void retranslate();
+  QString lessonNumber(std::size_t index) const;
 
   std::vector<Lesson> lessons_;
   QListWidget* list_;
