@@ -12,6 +12,7 @@
 
 #include <QString>
 #include <QWidget>
+#include <optional>
 #include <vector>
 
 #include "config/run_config.h"
@@ -29,6 +30,10 @@ struct Lesson {
   RunConfig config;          // the panel's default with the lesson's keys applied
   int chapter = 0;               // the seed chapter it teaches (1 to 11)
   double playback_speed = 1.0;  // the pace the lesson asks for (lesson.json "playback_speed")
+  // The run it compares against (lesson.json "figures.compare", the first
+  // entry's keys over `config`); `compare_change` names them ("--accum 1").
+  std::optional<RunConfig> compare;
+  QString compare_change;
 };
 
 // Every lesson under `root` (":/tutorials" for the embedded ones), in chapter order (then by id).
@@ -46,21 +51,27 @@ class LessonsPanel : public QWidget {
   int currentLesson() const;
   QString currentText() const;  // the shown text, as plain text
   QPushButton* tryButton() const { return try_; }
+  // "Pin, then try --accum 1": shown for a lesson that compares two runs.
+  QPushButton* compareButton() const { return compare_; }
 
  Q_SIGNALS:
   // The user pressed Try it: load this run into the panel and set the playback speed.
   void tryLesson(const shardscope::RunConfig& config, double playback_speed);
+  // The second run of a comparing lesson: pin the run on screen, then load this one.
+  void tryComparison(const shardscope::RunConfig& config, double playback_speed);
 
  protected:
   void changeEvent(QEvent* event) override;
 
  private:
   void retranslate();
+  QString lessonNumber(std::size_t index) const;
 
   std::vector<Lesson> lessons_;
   QListWidget* list_;
   QTextBrowser* text_;
   QPushButton* try_;
+  QPushButton* compare_;
 };
 
 }  // namespace shardscope::ui

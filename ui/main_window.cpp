@@ -77,6 +77,7 @@ MainWindow::MainWindow(QWidget* parent)
       stop_(new QPushButton),
       recorder_(new RecordingController(this)) {
   setUpControls();
+  buildPacingUi();
   auto* settings = buildSettingsColumn();
   auto* split = new QSplitter(Qt::Horizontal);
   split->addWidget(settings);
@@ -99,7 +100,7 @@ MainWindow::MainWindow(QWidget* parent)
   });
   connect(step_, &QPushButton::clicked, this, &MainWindow::stepOnce);
   connect(speed_, &QComboBox::currentIndexChanged, this, [this](int index) {
-    controller_->setPlaybackSpeed(speed_->itemData(index).toDouble());
+    applyPlaybackSpeed(speed_->itemData(index).toDouble());
     speed_note_->setText(speedExplanation());
     logger_->info("{}", speedExplanation().toStdString());
   });
@@ -119,17 +120,21 @@ MainWindow::MainWindow(QWidget* parent)
   lessons_menu_ = menuBar()->addMenu(QString());
   lessons_menu_->addAction(lessons_dock_->toggleViewAction());
   connect(lessons_, &LessonsPanel::tryLesson, this, [this](const RunConfig& config, double speed) {
-    if (controller_->busy()) return;
-    file_settings_.clear();  // a lesson's run is the lesson's, not an opened config's
-    panel_->setConfig(config);
-    const int index = speed_->findData(speed);
-    if (index >= 0) speed_->setCurrentIndex(index);  // the lesson's pace; the user may change it
+    if (!controller_->busy()) loadLessonRun(config, speed);
   });
+  connect(lessons_, &LessonsPanel::tryComparison, this, &MainWindow::pinThenLoad);
   if (const RunPlanPtr run = planRun(panel_->config(), false)) prepareViews(*run);  // the views' empty frames
   retranslate();
   fitToScreen();
   setStatus([this] { return tr("Ready: press Run to train on simulated ranks (threads on the CPU)."); });
   updateControls();
+}
+
+void MainWindow::loadLessonRun(const RunConfig& config, double speed) {
+  file_settings_.clear();  // a lesson's run is the lesson's, not an opened config's
+  panel_->setConfig(config);
+  const int index = speed_->findData(speed);
+  if (index >= 0) speed_->setCurrentIndex(index);  // the lesson's pace; the user may change it
 }
 
 // Names, items and the log's timer of the controls made in the initializer list.
@@ -169,11 +174,12 @@ QToolBar* MainWindow::buildRunToolBar() {
   bar->setObjectName(QStringLiteral("runToolBar"));
   bar->setMovable(false);
   bar->setFloatable(false);
-  for (QPushButton* button : {run_, pause_, step_, stop_}) bar->addWidget(button);
+  for (QPushButton* button : {run_, pause_, step_, stop_, slowly_}) bar->addWidget(button);
   bar->addSeparator();
   bar->addWidget(speed_label_);
   bar->addWidget(speed_);
   bar->addSeparator();
+  buildCompareUi(bar);
   memory_and_log_action_ = bar->addAction(QString());
   memory_and_log_action_->setObjectName(QStringLiteral("showMemoryAndLog"));
   memory_and_log_action_->setCheckable(true);
@@ -278,6 +284,8 @@ void MainWindow::retranslate() {
   retranslateCheckpointUi();
   retranslateProcessUi();
   retranslateRunConfigUi();
+  retranslatePacingUi();
+  retranslateCompareUi();
   lessons_menu_->setTitle(tr("&Lessons"));
   lessons_dock_->setWindowTitle(tr("Lessons"));
   lessons_dock_->toggleViewAction()->setText(tr("Show lessons"));
@@ -325,7 +333,10 @@ void MainWindow::closeEvent(QCloseEvent* event) {
 
 QString MainWindow::speedExplanation() const {
   const double speed = speed_->currentData().toDouble();
-  if (speed >= 1.0) return tr("Real time: the views show the engine's events as they arrive.");
+  if (speed >= 1.0)
+    return tr(
+        "Real time: the views show the engine's events as they arrive; the ring's animation may fall behind "
+        "and says by how many steps.");
   return tr("Slow motion: the views replay each step at %1 speed; training waits between steps.")
       .arg(speed_->currentText());
 }
@@ -338,6 +349,7 @@ QString MainWindow::logText() const {
 
 void MainWindow::addView(EventView* view, QWidget* widget, const QString& title) {
   views_.push_back(view);
+  view->setPlaybackSpeed(controller_->playbackSpeed());
   tabs_->addTab(widget, title);
 }
 
@@ -361,12 +373,15 @@ QString MainWindow::runLabel(const RunConfig& config) {
 void MainWindow::prepareViews(const RunPlan& run) {
   const RunConfig& config = run.config();
   for (EventView* view : views_) view->reset(run);
-  loss_->startRun(runLabel(config));
+  run_label_ = runLabel(config);
+  loss_->startRun(run_label_);
+  memory_->setRunLabel(run_label_);
   memory_->setTensorParallel(config.layout.tp());
   memory_->setRankCount(config.world_size());
   memory_->setPrediction(panel_->predictionFor(run));  // the light bars beside the measured ones
   memory_->setMixedPrecision(config.mixed_precision());
   total_steps_ = config.steps;
+  last_completed_step_ = 0;
 }
 
 void MainWindow::startRun() {
@@ -429,6 +444,8 @@ void MainWindow::updateControls() {
   step_->setEnabled(state == RunController::State::paused ||
                     (!busy && problem.isEmpty() && !panel_->ranksAsProcesses()));
   stop_->setEnabled(busy && state != RunController::State::stopping);
+  pin_action_->setEnabled(!busy || loss_->pinned());
+  slowly_->setEnabled(last_completed_step_ > 0 && (!busy || state == RunController::State::paused));
   if (open_action_ != nullptr) {
     open_action_->setEnabled(!busy);
     record_action_->setEnabled(!busy);

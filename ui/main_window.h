@@ -62,6 +62,18 @@ class MainWindow : public QMainWindow {
   QPushButton* runButton() const { return run_; }
   QPushButton* stepButton() const { return step_; }
   QPushButton* stopButton() const { return stop_; }
+  // "One step, slowly" (main_window_pacing.cpp): the last completed step drawn
+  // again at the chosen speed in every view; while idle or paused.
+  QPushButton* oneStepSlowlyButton() const { return slowly_; }
+  std::int64_t lastCompletedStep() const { return last_completed_step_; }
+  void replayLastStep();
+  // "Pin this run" (main_window_compare.cpp): the last run's loss curve and
+  // memory peaks stay while later runs are drawn beside them; unpin clears.
+  QAction* pinAction() const { return pin_action_; }
+  void pinRun();
+  void unpinRun();
+  // A lesson's second run: pins the run on screen, then loads `config`.
+  void pinThenLoad(const RunConfig& config, double speed);
   // Shows or hides the memory bars and the log (checked: shown), in the run toolbar.
   QAction* memoryAndLogAction() const { return memory_and_log_action_; }
   QString statusText() const;
@@ -159,6 +171,12 @@ class MainWindow : public QMainWindow {
   void retranslateProcessUi();
   void onJobConfig(const RunConfig& config);
   void retranslateCheckpointUi();
+  void buildCompareUi(QToolBar* bar);  // main_window_compare.cpp
+  void retranslateCompareUi();
+  void loadLessonRun(const RunConfig& config, double speed);  // the panel set, the lesson's pace chosen
+  void buildPacingUi();  // main_window_pacing.cpp
+  void retranslatePacingUi();
+  void applyPlaybackSpeed(double speed);
   void buildRunConfigUi();  // main_window_run_config.cpp
   void retranslateRunConfigUi();
   void chooseCheckpointDir();
@@ -196,6 +214,10 @@ class MainWindow : public QMainWindow {
   QPushButton* pause_;
   QPushButton* step_;
   QPushButton* stop_;
+  QPushButton* slowly_ = nullptr;
+  QAction* pin_action_ = nullptr;
+  QString run_label_;                     // the setup of the run on screen (runLabel)
+  std::int64_t last_completed_step_ = 0;  // the last step whose metrics arrived
   QAction* memory_and_log_action_ = nullptr;
   RecordingController* recorder_;
   QMenu* file_menu_ = nullptr;

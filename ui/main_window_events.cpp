@@ -47,6 +47,10 @@ void MainWindow::onEvents(const std::vector<Event>& events) {
         break;
     }
   }
+  if (last_metrics != nullptr && last_metrics->step > last_completed_step_) {
+    last_completed_step_ = last_metrics->step;
+    updateControls();  // "One step, slowly" has a step to draw
+  }
   if (last_metrics != nullptr && !had_error_) {
     const std::int64_t step = last_metrics->step, total = total_steps_;
     const double loss = static_cast<double>(last_metrics->loss);

@@ -312,7 +312,8 @@ void RunController::poll() {
     else pacer_.release(now_ns, batch_);
   }
   if (!batch_.empty()) Q_EMIT eventsDrained(batch_);
-  if (drained_all && pacer_.empty() && steps_replayed_.load() < done) {
+  const bool views_done = stop_ || !views_drawing_ || !views_drawing_();
+  if (drained_all && pacer_.empty() && views_done && steps_replayed_.load() < done) {
     pacer_.endStep();
     steps_replayed_ = done;  // the worker may start the next step
   }

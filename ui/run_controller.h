@@ -10,7 +10,8 @@
 // Playback speed (slow motion for teaching): below 1, drained events go
 // through a PlaybackPacer that hands them to the views at that fraction of
 // real time, and the worker waits after each step until the views have
-// replayed it. Training itself runs at full speed; it only pauses between steps.
+// replayed it: the pacer has released all of it and no view is still drawing
+// it (the ring's animation, EventView::drawing). Training itself runs at full speed; it only pauses between steps.
 //
 // Ranks as processes (startProcesses, attach): no worker thread; a
 // ProcessJob (process_job.h) receives the job's event stream into the same
@@ -22,6 +23,7 @@
 #include <QString>
 #include <QTimer>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -95,6 +97,10 @@ class RunController : public QObject {
   void shutdown();
   // 1: real time; 0.5, 0.25, 0.1: slow motion (see above). Takes effect at once.
   void setPlaybackSpeed(double speed);
+  // Slow motion: true while a view still draws events already handed to it
+  // (the ring animates each transfer); the step counts as replayed only once
+  // the pacer has released it and no view is drawing (EventView::drawing).
+  void setViewsDrawing(std::function<bool()> drawing) { views_drawing_ = std::move(drawing); }
 
   // Drains the queue (the timer calls this; tests may too).
   void poll();
@@ -130,6 +136,7 @@ class RunController : public QObject {
   bool awaiting_config_ = false;     // attached: the views wait for the job's config
   QString cli_path_;
   int max_restarts_ = 0;
+  std::function<bool()> views_drawing_;
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> paused_{false};

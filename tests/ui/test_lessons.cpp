@@ -109,6 +109,18 @@ class TestLessons : public QObject {
     for (const Lesson& l : panel->lessons()) QVERIFY2(l.playback_speed < 1.0, qPrintable(l.id));
   }
 
+  // The list numbers lessons by chapter; a chapter with several gets 4.1, 4.2: no two alike.
+  void noTwoLessonsNumberedAlike() {
+    LessonsPanel panel;
+    const auto* list = panel.findChild<QListWidget*>(QStringLiteral("lessonList"));
+    std::set<QString> numbers;
+    for (int i = 0; i < list->count(); ++i) {
+      const QString number = list->item(i)->text().section(QLatin1Char(' '), 0, 0);
+      QVERIFY2(numbers.insert(number).second, qPrintable(list->item(i)->text()));
+    }
+    QCOMPARE(static_cast<std::size_t>(list->count()), panel.lessons().size());
+  }
+
   void languageSwitchSwapsTheText() {
     LessonsPanel panel;
     panel.showLesson(0);

@@ -33,7 +33,10 @@ void LossPlot::retranslate() {
   plot_->yAxis->setLabel(tr("Cross-entropy loss"));
   train_->setName(label_.isEmpty() ? tr("Training loss") : tr("Training loss (%1)").arg(label_));
   eval_->setName(tr("Eval loss"));
-  previous_->setName(tr("Previous run (%1)").arg(previous_label_));
+  previous_->setName(pinned_ ? tr("Pinned run (%1)").arg(previous_label_)
+                             : tr("Previous run (%1)").arg(previous_label_));
+  // Pinned: a wide light band under the current curve, visible where the two coincide.
+  previous_->setPen(pinned_ ? QPen(QColor(150, 150, 150, 150), 6) : QPen(QColor(150, 150, 150), 2, Qt::DashLine));
   if (previous_->data()->isEmpty())
     previous_->removeFromLegend();
   else
@@ -49,7 +52,7 @@ void LossPlot::changeEvent(QEvent* event) {
 QString LossPlot::title() const { return title_->text(); }
 
 void LossPlot::startRun(const QString& label) {
-  if (!train_->data()->isEmpty()) {
+  if (!train_->data()->isEmpty() && !pinned_) {
     previous_->data()->set(*train_->data());
     previous_label_ = label_;
   }
@@ -61,7 +64,27 @@ void LossPlot::startRun(const QString& label) {
   replot();
 }
 
+void LossPlot::pin() {
+  if (train_->data()->isEmpty()) return;
+  previous_->data()->set(*train_->data());
+  previous_label_ = label_;
+  pinned_ = true;
+  retranslate();
+  dirty_ = true;
+  replot();
+}
+
+void LossPlot::unpin() {
+  pinned_ = false;
+  previous_->data()->clear();
+  previous_label_.clear();
+  retranslate();
+  dirty_ = true;
+  replot();
+}
+
 void LossPlot::clear() {
+  pinned_ = false;
   train_->data()->clear();  // so that startRun keeps nothing
   previous_->data()->clear();
   previous_label_.clear();

@@ -27,6 +27,11 @@ class LossPlot : public QWidget {
   // current training curve, if any, becomes the previous run's.
   void startRun(const QString& label);
   void clear();  // both runs
+  // Pin (compare two runs): the current training curve stays as the grey
+  // curve through every later run, named "Pinned run (label)", until unpin().
+  void pin();
+  void unpin();
+  bool pinned() const { return pinned_; }
   void addTrainLoss(double step, double loss);
   void addEvalLoss(double step, double loss);
   void replot();  // rescales and redraws if anything changed since the last call
@@ -52,6 +57,7 @@ class LossPlot : public QWidget {
   QString label_, previous_label_;  // the runs' setups
   QCPTextElement* title_;
   bool dirty_ = false;
+  bool pinned_ = false;
 };
 
 }  // namespace shardscope::ui

@@ -23,57 +23,31 @@ const std::array<QColor, kMemoryCategoryCount> kColors = {
     QColor(214, 39, 40),  QColor(148, 103, 189), QColor(140, 86, 75)};
 
 constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kPinnedSpacing = 0.28;  // a pinned run's bars: left of the rank, the prediction right
 
 }  // namespace
 
 MemoryBars::MemoryBars(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot(this)) {
   title_ = installTitledPlot(this, plot_, 200);
   auto* layout = static_cast<QVBoxLayout*>(this->layout());
-  note_ = new QLabel(this);
-  note_->setObjectName(QStringLiteral("memoryNote"));
-  note_->setWordWrap(true);
-  note_->setStyleSheet(QStringLiteral("color: #5a5a5a; padding: 0 8px;"));
-  note_->setVisible(false);
-  note_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
-  layout->addWidget(note_);
-  device_note_ = new QLabel(this);
-  device_note_->setObjectName(QStringLiteral("deviceMemoryNote"));
-  device_note_->setWordWrap(true);
-  device_note_->setStyleSheet(QStringLiteral("padding: 0 8px;"));
-  device_note_->setVisible(false);
-  device_note_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
-  layout->addWidget(device_note_);
-  process_note_ = new QLabel(this);
-  process_note_->setObjectName(QStringLiteral("processMemoryNote"));
-  process_note_->setWordWrap(true);
-  process_note_->setStyleSheet(QStringLiteral("padding: 0 8px;"));
-  process_note_->setVisible(false);
-  process_note_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
-  layout->addWidget(process_note_);
+  // The lines under the plot, each shown only while it has something to say.
+  const auto note = [&](const char* name, const char* style) {
+    auto* label = new QLabel(this);
+    label->setObjectName(QLatin1String(name));
+    label->setWordWrap(true);
+    label->setStyleSheet(QLatin1String(style));
+    label->setVisible(false);
+    label->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Maximum);
+    layout->addWidget(label);
+    return label;
+  };
+  note_ = note("memoryNote", "color: #5a5a5a; padding: 0 8px;");
+  pin_note_ = note("pinnedMemoryNote", "padding: 0 8px;");
+  device_note_ = note("deviceMemoryNote", "padding: 0 8px;");
+  process_note_ = note("processMemoryNote", "padding: 0 8px;");
   layout->setStretch(0, 1);  // the plot takes the height; the note only its lines
-  QCPBars* below = nullptr;
-  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
-    auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
-    bars->setBrush(kColors[c]);
-    bars->setPen(QPen(kColors[c].darker(130)));
-    bars->setWidth(0.36);
-    if (below != nullptr) bars->moveAbove(below);
-    below = bars;
-    bars_[c] = bars;
-  }
-  below = nullptr;
-  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
-    auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
-    QColor light = kColors[c];
-    light.setAlpha(90);
-    bars->setBrush(light);
-    bars->setPen(QPen(kColors[c], 1, Qt::DashLine));
-    bars->setWidth(0.36);
-    bars->removeFromLegend();
-    if (below != nullptr) bars->moveAbove(below);
-    below = bars;
-    predicted_bars_[c] = bars;
-  }
+  buildBars();
+  placeBars();
   plot_->xAxis->grid()->setVisible(false);
   spaceValueTicks(plot_);
   // The legend in its own column right of the bars, so it never covers a rank.
@@ -103,6 +77,44 @@ MemoryBars::MemoryBars(QWidget* parent) : QWidget(parent), plot_(new QCustomPlot
   retranslate();
 }
 
+// The stacked bar sets, one layer per category: measured (solid), predicted
+// (light, dashed) and a pinned run's (hatched), the last two off the legend.
+void MemoryBars::buildBars() {
+  QCPBars* below = nullptr;
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+    auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
+    bars->setBrush(kColors[c]);
+    bars->setPen(QPen(kColors[c].darker(130)));
+    bars->setWidth(0.36);
+    if (below != nullptr) bars->moveAbove(below);
+    below = bars;
+    bars_[c] = bars;
+  }
+  below = nullptr;
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+    auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
+    QColor light = kColors[c];
+    light.setAlpha(90);
+    bars->setBrush(light);
+    bars->setPen(QPen(kColors[c], 1, Qt::DashLine));
+    bars->setWidth(0.36);
+    bars->removeFromLegend();
+    if (below != nullptr) bars->moveAbove(below);
+    below = bars;
+    predicted_bars_[c] = bars;
+  }
+  below = nullptr;
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
+    auto* bars = new QCPBars(plot_->xAxis, plot_->yAxis);
+    bars->setBrush(QBrush(kColors[c], Qt::BDiagPattern));
+    bars->setPen(QPen(kColors[c].darker(130)));
+    bars->removeFromLegend();
+    if (below != nullptr) bars->moveAbove(below);
+    below = bars;
+    pinned_bars_[c] = bars;
+  }
+}
+
 QColor MemoryBars::categoryColor(MemoryCategory category) { return kColors[static_cast<std::size_t>(category)]; }
 
 QString MemoryBars::categoryLabel(MemoryCategory category) {
@@ -118,7 +130,13 @@ QString MemoryBars::categoryLabel(MemoryCategory category) {
 }
 
 void MemoryBars::retranslate() {
-  title_->setText(tr("Memory per rank: peak measured (solid), peak predicted (light)"));
+  title_->setText(pinned() ? tr("Memory per rank: pinned run (hatched), this run (solid), predicted (light)")
+                           : tr("Memory per rank: peak measured (solid), peak predicted (light)"));
+  pin_note_->setText(
+      pinned()
+          ? tr("Hatched, left of each rank: the pinned run (%1). Solid: this run (%2).").arg(pinned_label_, run_label_)
+          : QString());
+  pin_note_->setVisible(pinned());
   note_->setText(mixed_ ? tr("Mixed precision: 16-bit parameters and gradients; fp32 master weights and Adam moments "
                              "(optimizer states); fp32 activations; each unit's fp32 working copy while it runs "
                              "(workspace).")
@@ -222,14 +240,14 @@ void MemoryBars::setRankCount(int ranks) {
   resident_ = peak_resident_ = 0;
   for (QCPItemText* t : totals_) plot_->removeItem(t);
   totals_.clear();
-  for (std::size_t i = 0; i < 2 * samples_.size(); ++i) {
+  for (std::size_t i = 0; i < 3 * samples_.size(); ++i) {
     auto* t = new QCPItemText(plot_);
     t->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
     t->setClipToAxisRect(false);
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.8);
     t->setFont(small);
-    t->setColor(i % 2 == 0 ? QColor(40, 40, 40) : QColor(110, 110, 110));
+    t->setColor(i % 3 == 1 ? QColor(110, 110, 110) : QColor(40, 40, 40));
     totals_.push_back(t);
   }
   updateDeviceText();
@@ -285,20 +303,20 @@ void MemoryBars::replot() {
   dirty_ = false;
   double top = 1.0;
   for (std::size_t c = 0; c < kMemoryCategoryCount; ++c) {
-    QVector<double> keys, values;
-    for (int r = 0; r < rankCount(); ++r) {
-      keys.push_back(r - 0.19);
-      values.push_back(static_cast<double>(peaks_[static_cast<std::size_t>(r)].bytes[c]) / kMiB);
-    }
-    bars_[c]->setData(keys, values, true);
-    QVector<double> pkeys, pvalues;
-    for (std::size_t r = 0; r < prediction_.size(); ++r) {
-      pkeys.push_back(static_cast<double>(r) + 0.19);
-      pvalues.push_back(static_cast<double>(prediction_[r].bytes[c]) / kMiB);
-    }
-    predicted_bars_[c]->setData(pkeys, pvalues, true);
+    const auto set = [c](QCPBars* bars, const std::vector<MemoryBytes>& by_rank, double offset) {
+      QVector<double> keys, values;
+      for (std::size_t r = 0; r < by_rank.size(); ++r) {
+        keys.push_back(static_cast<double>(r) + offset);
+        values.push_back(static_cast<double>(by_rank[r].bytes[c]) / kMiB);
+      }
+      bars->setData(keys, values, true);
+    };
+    set(bars_[c], peaks_, measuredOffset());
+    set(predicted_bars_[c], prediction_, predictedOffset());
+    set(pinned_bars_[c], pinned_peaks_, -kPinnedSpacing);
   }
   for (const auto& peak : peaks_) top = std::max(top, static_cast<double>(peak.total()) / kMiB);
+  for (const auto& peak : pinned_peaks_) top = std::max(top, static_cast<double>(peak.total()) / kMiB);
   for (const auto& p : prediction_) top = std::max(top, static_cast<double>(p.total()) / kMiB);
   plot_->yAxis->setRange(0, top * 1.18);  // room for the totals above the bars
   updateTotals(top);
@@ -311,17 +329,67 @@ void MemoryBars::replot() {
 // prediction over the light one (blank until there is one).
 void MemoryBars::updateTotals(double top) {
   const auto mib = [](std::int64_t bytes) { return QString::number(static_cast<double>(bytes) / kMiB, 'f', 1); };
-  for (int r = 0; r < rankCount() && 2 * r + 1 < static_cast<int>(totals_.size()); ++r) {
-    const MemoryBytes& m = peaks_[static_cast<std::size_t>(r)];
-    QCPItemText* measured = totals_[static_cast<std::size_t>(2 * r)];
-    measured->position->setCoords(r - 0.19, static_cast<double>(m.total()) / kMiB + top * 0.01);
-    measured->setText(m.total() > 0 ? mib(m.total()) : QString());
-    QCPItemText* predicted = totals_[static_cast<std::size_t>(2 * r + 1)];
-    const bool have = static_cast<std::size_t>(r) < prediction_.size();
-    const std::int64_t p = have ? prediction_[static_cast<std::size_t>(r)].total() : 0;
-    predicted->position->setCoords(r + 0.19, static_cast<double>(p) / kMiB + top * 0.01);
-    predicted->setText(have ? mib(p) : QString());
+  const auto place = [&](QCPItemText* t, double x, std::optional<std::int64_t> bytes) {
+    t->position->setCoords(x, static_cast<double>(bytes.value_or(0)) / kMiB + top * 0.01);
+    t->setText(bytes ? mib(*bytes) : QString());
+  };
+  for (int r = 0; r < rankCount() && 3 * r + 2 < static_cast<int>(totals_.size()); ++r) {
+    const auto ur = static_cast<std::size_t>(r);
+    const std::int64_t m = peaks_[ur].total();
+    place(totals_[3 * ur], r + measuredOffset(), m > 0 ? std::optional(m) : std::nullopt);
+    place(totals_[3 * ur + 1], r + predictedOffset(),
+          ur < prediction_.size() ? std::optional(prediction_[ur].total()) : std::nullopt);
+    place(totals_[3 * ur + 2], r - kPinnedSpacing,
+          ur < pinned_peaks_.size() ? std::optional(pinned_peaks_[ur].total()) : std::nullopt);
   }
+}
+
+// Two bars per rank (measured left, predicted right), or three while a run is
+// pinned (pinned, measured, predicted), narrower so that they do not touch.
+double MemoryBars::measuredOffset() const {
+  return pinned() ? 0.0 : -0.19;
+}
+double MemoryBars::predictedOffset() const {
+  return pinned() ? kPinnedSpacing : 0.19;
+}
+
+void MemoryBars::placeBars() {
+  const double width = pinned() ? 0.26 : 0.36;
+  for (std::size_t c = 0; c < kMemoryCategoryCount; ++c)
+    for (QCPBars* bars : {bars_[c], predicted_bars_[c], pinned_bars_[c]}) bars->setWidth(width);
+}
+
+void MemoryBars::pin(const QString& label) {
+  pinned_peaks_ = peaks_;
+  pinned_label_ = label;
+  run_label_ = label;
+  placeBars();
+  retranslate();
+  dirty_ = true;
+  replot();
+}
+
+void MemoryBars::unpin() {
+  pinned_peaks_.clear();
+  pinned_label_.clear();
+  placeBars();
+  retranslate();
+  dirty_ = true;
+  replot();
+}
+
+void MemoryBars::setRunLabel(const QString& label) {
+  run_label_ = label;
+  if (pinned()) retranslate();
+}
+
+QString MemoryBars::pinNote() const {
+  return pin_note_->text();
+}
+
+MemoryBytes MemoryBars::pinnedBytes(int rank) const {
+  if (rank < 0 || rank >= static_cast<int>(pinned_peaks_.size())) return {};
+  return pinned_peaks_[static_cast<std::size_t>(rank)];
 }
 
 }  // namespace shardscope::ui

@@ -58,6 +58,15 @@ class MemoryBars : public QWidget {
   // together between dashed lines, each labelled with its tp rank. Set before setRankCount.
   void setTensorParallel(int tp);
   int tensorParallel() const { return tp_; }
+  // Pin (compare two runs): this run's peaks stay, hatched on the left of each
+  // rank, beside every later run's (solid, middle) and prediction (light,
+  // right), labelled with the runs' setups, until unpin(). setRankCount keeps them.
+  void pin(const QString& label);
+  void unpin();
+  bool pinned() const { return !pinned_peaks_.empty(); }
+  QString pinNote() const;  // "Hatched, left: the pinned run (...). Solid: this run (...)."; empty when none
+  MemoryBytes pinnedBytes(int rank) const;
+  void setRunLabel(const QString& label);  // the current run's setup, for the title while pinned
   QString note() const;
   void replot();  // redraws if anything changed since the last call
 
@@ -82,19 +91,27 @@ class MemoryBars : public QWidget {
   void updateDeviceText();
   void updateProcessText();
   void updateTotals(double top);
+  void buildBars();
+  void placeBars();  // the bars' widths: two per rank, three while pinned
+  double measuredOffset() const;
+  double predictedOffset() const;
 
   QCustomPlot* plot_;
   std::array<QCPBars*, kMemoryCategoryCount> bars_{};
   std::array<QCPBars*, kMemoryCategoryCount> predicted_bars_{};
+  std::array<QCPBars*, kMemoryCategoryCount> pinned_bars_{};
+  std::vector<MemoryBytes> pinned_peaks_;  // by rank; empty: nothing pinned
+  QString pinned_label_, run_label_;
   std::vector<MemoryBytes> samples_;  // latest
   std::vector<MemoryBytes> peaks_;
   std::vector<MemoryBytes> prediction_;
   std::vector<std::optional<DeviceUsage>> device_;  // by rank; empty entries: host memory
   QCPTextElement* title_;
   QLabel* note_ = nullptr;  // under the plot while mixed_
+  QLabel* pin_note_ = nullptr;     // under the plot while a run is pinned: which bars are which run
   QLabel* device_note_ = nullptr;  // under the plot while a rank has device figures
   QLabel* process_note_ = nullptr;  // under the plot while the process's memory is known
-  std::vector<QCPItemText*> totals_;  // per rank: measured peak, predicted peak
+  std::vector<QCPItemText*> totals_;  // per rank: measured peak, predicted peak, pinned peak
   std::int64_t resident_ = 0, peak_resident_ = 0;
   bool mixed_ = false;
   int tp_ = 1;

@@ -95,7 +95,7 @@ QString RingAllreduceView::titleText() const {
 }
 
 QString RingAllreduceView::totalsCaption() const {
-  const std::int64_t step = current_.transfers.empty() ? last_step_ : current_step_;
+  const std::int64_t step = shownStep();
   const int root = grid_.rank_at(stage_, 0);  // naive DataParallel's master of the shown stage
   const int n = grid_.dp();
   if (n < 2) return tr("One data-parallel rank: nothing to reduce.");
@@ -117,15 +117,18 @@ QString RingAllreduceView::totalsCaption() const {
            QStringLiteral(" ") + tr("Parameters and gradients through rank 0: %1 bytes.").arg(locale.toString(states)) +
            formula;
   }
+  // The circles' own count (drawn so far), so the line never disagrees with them.
   std::int64_t total = 0;
-  for (const int g : grid_.dp_group(stage_)) total += state_bytes_sent(g, step);
-  return tr("Step %1: each of the %2 ranks sent %3 (rank %4: %5 bytes, the mean %6 bytes); none is a bottleneck.")
+  for (const int g : grid_.dp_group(stage_)) total += shownBytesSent(g);
+  const bool whole = current_.transfers.empty() && queue_.empty();
+  return (whole ? tr("Step %1: each of the %2 ranks sent %3 (rank %4: %5 bytes, the mean %6 bytes); none is a "
+                     "bottleneck.")
+                : tr("Step %1 so far: each of the %2 ranks sent %3 (rank %4: %5 bytes, the mean %6 bytes)."))
              .arg(step)
              .arg(n)
              .arg(sizeText(total / n))
              .arg(root)
-             .arg(locale.toString(state_bytes_sent(root, step)),
-                  locale.toString(static_cast<double>(total) / n, 'f', 0)) +
+             .arg(locale.toString(shownBytesSent(root)), locale.toString(static_cast<double>(total) / n, 'f', 0)) +
          formula;
 }
 
@@ -151,7 +154,7 @@ void RingAllreduceView::paintEvent(QPaintEvent*) {
 }
 
 QStringList RingAllreduceView::rankLabelLines(int g) const {
-  const auto sent = anim_sent_.count(g) != 0 ? anim_sent_.at(g) : 0;
+  const auto sent = shownBytesSent(g);
   const auto recv = anim_received_.count(g) != 0 ? anim_received_.at(g) : 0;
   if (steps_.empty() && !nccl_.empty()) return QStringList{tr("rank %1").arg(g), QString()};
   return QStringList{tr("rank %1 sent %2").arg(g).arg(sizeText(sent)),
@@ -228,7 +231,7 @@ void RingAllreduceView::paintRingEdges(QPainter& p, const RingGeometry& g) const
 // The moving chunks of the group being replayed.
 void RingAllreduceView::paintMovingChunks(QPainter& p, const RingGeometry& g) const {
   const QFontMetrics fm(font());
-  const double progress = std::min(1.0, (tick_ + 1.0) / kTicksPerGroup);
+  const double progress = std::min(1.0, (tick_ + 1.0) / ticksPerGroup());
   for (const RingTransfer& t : current_.transfers) {
     if (grid_.stage_of(t.src) != stage_ || grid_.stage_of(t.dst) != stage_ || t.src == t.dst) continue;
     const auto [from, to] = edgeBetween(g.at, g.node, grid_.dp_rank_of(t.src), grid_.dp_rank_of(t.dst));
@@ -286,10 +289,16 @@ void RingAllreduceView::paintRankNodes(QPainter& p, const RingGeometry& g) const
   }
 }
 
+// Real time only: how far the drawing lags the run, and what it skipped to catch up.
 QString RingAllreduceView::skippedCaption() const {
-  return skipped_shown_ > 0 ? tr("Replay skipped %n transfer(s) of this step to keep up with the run.", nullptr,
-                                 static_cast<int>(skipped_shown_))
-                            : QString();
+  QStringList lines;
+  if (const std::int64_t behind = stepsBehind(); behind > 0)
+    lines << tr("%n step(s) behind the run: this step is drawn whole, then the newest.", nullptr,
+                static_cast<int>(behind));
+  if (skipped_shown_ > 0)
+    lines << tr("Skipped %n transfer(s) of earlier steps to catch up with the run.", nullptr,
+                static_cast<int>(skipped_shown_));
+  return lines.join(QLatin1Char(' '));
 }
 
 namespace {

@@ -17,7 +17,6 @@ namespace shardscope::ui {
 namespace {
 
 constexpr int kTickMs = 30;
-constexpr std::size_t kMaxBacklog = 36;  // groups waiting; older ones are skipped
 constexpr std::size_t kKeptSteps = 200;
 
 bool isRooted(CommOp op) {
@@ -111,7 +110,8 @@ void RingAllreduceView::clearModel() {
   current_step_ = 0;
   anim_sent_.clear();
   anim_received_.clear();
-  played_ = skipped_ = skipped_shown_ = 0;
+  played_ = skipped_ = skipped_shown_ = skipped_pending_ = 0;
+  played_by_step_.clear();
   timer_->stop();
   update();
 }
@@ -172,10 +172,79 @@ void RingAllreduceView::consume(const std::vector<Event>& events) {
   }
   while (steps_.size() > kKeptSteps) steps_.erase(steps_.begin());
   while (shown_.size() > kKeptSteps) shown_.erase(shown_.begin());
-  if (queue_.size() > 2 * kMaxBacklog) {  // far behind (or hidden): skip now, keep memory bounded
-    current_ = Group{};
-    startNextGroup();
+  if (!everyTransferDrawn()) skipOlderSteps();
+}
+
+// Real time (or hidden): the step being drawn is finished, then the newest
+// queued step; the steps between are skipped, their bytes still in the model.
+void RingAllreduceView::skipOlderSteps() {
+  if (queue_.empty()) return;
+  const std::int64_t newest = queue_.back().transfers.front().step;
+  std::deque<Group> kept;
+  for (Group& g : queue_) {
+    const std::int64_t step = g.transfers.front().step;
+    if (step < newest && step != current_step_) {
+      skipped_ += static_cast<std::int64_t>(g.transfers.size());
+      skipped_pending_ += static_cast<std::int64_t>(g.transfers.size());
+    } else {
+      kept.push_back(std::move(g));
+    }
   }
+  queue_.swap(kept);
+}
+
+bool RingAllreduceView::drawing() const {
+  return isVisible() && (!current_.transfers.empty() || !queue_.empty());
+}
+
+void RingAllreduceView::setPlaybackSpeed(double speed) {
+  speed_ = speed;
+  if (!everyTransferDrawn()) skipOlderSteps();
+}
+
+void RingAllreduceView::setTickMs(int ms) {
+  timer_->setInterval(std::max(1, ms));
+}
+
+// Each ring step stays on screen 14 ticks (0.42 s) at ¼×, proportionally
+// longer when slower and shorter when faster; real time keeps the ¼× pace.
+int RingAllreduceView::ticksPerGroup() const {
+  if (speed_ >= 1.0 || speed_ <= 0.0) return kTicksPerGroup;
+  return std::clamp(static_cast<int>(std::lround(kTicksPerGroup * 0.25 / speed_)), 4, 4 * kTicksPerGroup);
+}
+
+// "One step, slowly": the shown stage's transfers of `step` drawn again, from the start of the step.
+void RingAllreduceView::replayStep(std::int64_t step) {
+  const auto it = shown_.find(step);
+  if (it == shown_.end()) return;
+  queue_.clear();
+  current_ = Group{};
+  tick_ = 0;
+  current_step_ = -1;  // a step boundary: the circles count from zero
+  skipped_pending_ = 0;
+  for (const RingTransfer& t : it->second) enqueue(t);
+  refresh();
+}
+
+std::int64_t RingAllreduceView::playedTransfers(std::int64_t step) const {
+  const auto it = played_by_step_.find(step);
+  return it == played_by_step_.end() ? 0 : it->second;
+}
+
+std::int64_t RingAllreduceView::stepsBehind() const {
+  if (current_.transfers.empty() && queue_.empty()) return 0;
+  return std::max<std::int64_t>(0, last_step_ - current_step_);
+}
+
+// The step on screen: the one being drawn, else the last one (drawn whole).
+std::int64_t RingAllreduceView::shownStep() const {
+  return current_.transfers.empty() && queue_.empty() && current_step_ != last_step_ ? last_step_ : current_step_;
+}
+
+std::int64_t RingAllreduceView::shownBytesSent(int rank) const {
+  if (shownStep() != current_step_) return bytes_sent(rank, shownStep());
+  const auto it = anim_sent_.find(rank);
+  return it == anim_sent_.end() ? 0 : it->second;
 }
 
 void RingAllreduceView::showEvent(QShowEvent* event) {
@@ -276,31 +345,27 @@ void RingAllreduceView::setAnimationRunning(bool running) {
 void RingAllreduceView::startNextGroup() {
   current_ = Group{};
   tick_ = 0;
-  // Behind the run: skip the oldest groups, but still count their bytes.
-  while (!queue_.empty()) {
-    Group g = std::move(queue_.front());
-    queue_.pop_front();
-    const std::int64_t step = g.transfers.front().step;
-    if (step != current_step_) {
-      current_step_ = step;
-      anim_sent_.clear();
-      anim_received_.clear();
-      skipped_shown_ = 0;
-    }
-    for (const RingTransfer& t : g.transfers) {
-      anim_sent_[t.src] += t.bytes;
-      anim_received_[t.dst] += t.bytes;
-    }
-    const auto n = static_cast<std::int64_t>(g.transfers.size());
-    if (queue_.size() >= kMaxBacklog) {
-      skipped_ += n;
-      skipped_shown_ += n;
-      continue;
-    }
-    played_ += n;
-    current_ = std::move(g);
-    break;
+  if (!everyTransferDrawn()) skipOlderSteps();  // at a step boundary, catch up with the run
+  if (queue_.empty()) return;
+  Group g = std::move(queue_.front());
+  queue_.pop_front();
+  const std::int64_t step = g.transfers.front().step;
+  if (step != current_step_) {
+    current_step_ = step;
+    anim_sent_.clear();
+    anim_received_.clear();
+    skipped_shown_ = skipped_pending_;
+    skipped_pending_ = 0;
   }
+  for (const RingTransfer& t : g.transfers) {
+    anim_sent_[t.src] += t.bytes;
+    anim_received_[t.dst] += t.bytes;
+  }
+  const auto n = static_cast<std::int64_t>(g.transfers.size());
+  played_ += n;
+  played_by_step_[step] += n;
+  while (played_by_step_.size() > kKeptSteps) played_by_step_.erase(played_by_step_.begin());
+  current_ = std::move(g);
 }
 
 void RingAllreduceView::advance(int ticks) {
@@ -310,7 +375,7 @@ void RingAllreduceView::advance(int ticks) {
       startNextGroup();
       continue;
     }
-    if (++tick_ >= kTicksPerGroup) {
+    if (++tick_ >= ticksPerGroup()) {
       current_ = Group{};
       tick_ = 0;
       if (!queue_.empty()) startNextGroup();

@@ -10,8 +10,11 @@
 // bottleneck. The footer sets the model-state bytes each rank sent this step
 // beside the papers' formula (plan/data_parallel_traffic.h).
 // The model (transfers and byte counters per step) is kept apart from the
-// animation, which replays the consumed transfers in order at a readable pace
-// and skips ahead (saying how many it skipped) when the run is faster.
+// animation, which replays the consumed transfers in order at a readable pace.
+// In slow motion (speed below 1, the view shown) it draws every transfer and
+// the run waits for it (drawing()); in real time it draws each step it starts
+// whole, says how many steps it is behind, and at the step boundary jumps to
+// the newest step (saying how many transfers it skipped).
 #pragma once
 
 #include <QPointF>
@@ -60,6 +63,13 @@ class RingAllreduceView : public QWidget, public EventView {
   void reset(const RunPlan& run) override;
   void consume(const std::vector<Event>& events) override;
   void refresh() override;
+  bool drawing() const override;
+  // 1: real time (catch up at step boundaries); below 1: every transfer drawn,
+  // each ring step over 0.42 s × ¼ / speed.
+  void setPlaybackSpeed(double speed) override;
+  void replayStep(std::int64_t step) override;
+  // Tests: the animation's timer interval (30 ms), to replay quicker.
+  void setTickMs(int ms);
 
   // The model.
   int stage() const { return stage_; }
@@ -97,6 +107,15 @@ class RingAllreduceView : public QWidget, public EventView {
   std::size_t pendingGroups() const { return queue_.size(); }
   std::int64_t playedTransfers() const { return played_; }
   std::int64_t skippedTransfers() const { return skipped_; }
+  // Transfers of a step drawn so far (each replay of the step counts again).
+  std::int64_t playedTransfers(std::int64_t step) const;
+  // Steps the run is ahead of the step being drawn (0 when caught up).
+  std::int64_t stepsBehind() const;
+  // What the rank circles say a rank sent: the step on screen up to the
+  // replay cursor (the whole step once drawn). The totals line reads the same.
+  std::int64_t shownBytesSent(int rank) const;
+  std::int64_t shownStep() const;
+  QString totalsCaption() const;
   // Advances the animation by `ticks` timer ticks (the timer calls it with 1).
   void advance(int ticks = 1);
   void setAnimationRunning(bool running);
@@ -126,8 +145,10 @@ class RingAllreduceView : public QWidget, public EventView {
   QString titleText() const;
   QString groupCaption() const;
   QString ringCaption(const RingTransfer& t) const;
-  QString totalsCaption() const;
   QString skippedCaption() const;
+  int ticksPerGroup() const;
+  bool everyTransferDrawn() const { return speed_ < 1.0 && isVisible(); }
+  void skipOlderSteps();  // real time: keep the step being drawn and the newest
   // Under the ring: the legend row, then the totals and the skip note, each
   // wrapped to the view's width (a narrow view on a 1280 px screen).
   int footerHeight(const QFontMetrics& fm, int line) const;
@@ -167,7 +188,10 @@ class RingAllreduceView : public QWidget, public EventView {
   std::map<int, std::int64_t> anim_sent_, anim_received_;  // this step, up to the cursor
   std::int64_t played_ = 0;
   std::int64_t skipped_ = 0;
-  std::int64_t skipped_shown_ = 0;  // skipped in the step on screen
+  std::int64_t skipped_shown_ = 0;    // skipped to reach the step on screen
+  std::int64_t skipped_pending_ = 0;  // skipped to reach the next step
+  std::map<std::int64_t, std::int64_t> played_by_step_;
+  double speed_ = 1.0;
 };
 
 }  // namespace shardscope::ui
