@@ -250,6 +250,14 @@
         <source>Loads the lesson&apos;s settings into the panel; press Run to train.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Pin, then try %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>After the lesson&apos;s run: pins it (loss curve and memory bars stay) and loads the run it is compared with; press Run to draw both.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::LossPlot</name>
@@ -279,6 +287,10 @@
     </message>
     <message>
         <source>Previous run (%1)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Pinned run (%1)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -489,10 +501,6 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Real time: the views show the engine&apos;s events as they arrive.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>Slow motion: the views replay each step at %1 speed; training waits between steps.</source>
         <translation type="unfinished"></translation>
     </message>
@@ -689,6 +697,34 @@ A restart after a failure resumes from the latest one, so it repeats at most N â
         <source>Tensor parallel</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Real time: the views show the engine&apos;s events as they arrive; the ring&apos;s animation may fall behind and says by how many steps.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>One step, slowly</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Draw the last completed step again, every transfer, at the chosen playback speed.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Drawing step %1 again at %2.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Pin this run</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Keep this run&apos;s loss curve and memory bars on screen and draw the next run over and beside them, to compare two runs. Uncheck to clear.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Pinned: %1. The next run is drawn over and beside it.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -755,6 +791,14 @@ A restart after a failure resumes from the latest one, so it repeats at most N â
     <message>
         <source>rank %1
 tp %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Memory per rank: pinned run (hatched), this run (solid), predicted (light)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Hatched, left of each rank: the pinned run (%1). Solid: this run (%2).</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -1394,13 +1438,6 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <source>gather (gradients)</source>
         <translation type="unfinished"></translation>
     </message>
-    <message numerus="yes">
-        <source>Replay skipped %n transfer(s) of this step to keep up with the run.</source>
-        <translation>
-            <numerusform>Replay skipped %n transfer of this step to keep up with the run.</numerusform>
-            <numerusform>Replay skipped %n transfers of this step to keep up with the run.</numerusform>
-        </translation>
-    </message>
     <message>
         <source>Stage:</source>
         <translation type="unfinished"></translation>
@@ -1487,6 +1524,24 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     <message>
         <source>all-gather (parameters)</source>
         <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step %1 so far: each of the %2 ranks sent %3 (rank %4: %5 bytes, the mean %6 bytes).</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message numerus="yes">
+        <source>%n step(s) behind the run: this step is drawn whole, then the newest.</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+            <numerusform></numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Skipped %n transfer(s) of earlier steps to catch up with the run.</source>
+        <translation type="unfinished">
+            <numerusform></numerusform>
+            <numerusform></numerusform>
+        </translation>
     </message>
 </context>
 <context>

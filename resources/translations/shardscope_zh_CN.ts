@@ -247,6 +247,14 @@
         <source>Loads the lesson&apos;s settings into the panel; press Run to train.</source>
         <translation>把本课的设置载入面板；按 Run 开始训练。</translation>
     </message>
+    <message>
+        <source>Pin, then try %1</source>
+        <translation>固定本次运行，再试 %1</translation>
+    </message>
+    <message>
+        <source>After the lesson&apos;s run: pins it (loss curve and memory bars stay) and loads the run it is compared with; press Run to draw both.</source>
+        <translation>在课程的运行之后：固定它（损失曲线和显存柱保留），并载入用来对比的运行；按“运行”即可同时画出两次。</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::LossPlot</name>
@@ -277,6 +285,10 @@
     <message>
         <source>Previous run (%1)</source>
         <translation>上一次运行（%1）</translation>
+    </message>
+    <message>
+        <source>Pinned run (%1)</source>
+        <translation>固定的运行（%1）</translation>
     </message>
 </context>
 <context>
@@ -483,10 +495,6 @@
         <translation>运行期间关闭了窗口：训练已停止，未保存任何内容。</translation>
     </message>
     <message>
-        <source>Real time: the views show the engine&apos;s events as they arrive.</source>
-        <translation>实时：各视图在引擎事件到达时立即显示。</translation>
-    </message>
-    <message>
         <source>Slow motion: the views replay each step at %1 speed; training waits between steps.</source>
         <translation>慢动作：各视图以 %1 速度回放每一步；训练在两步之间等待。</translation>
     </message>
@@ -684,6 +692,34 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
         <source>Tensor parallel</source>
         <translation>张量并行</translation>
     </message>
+    <message>
+        <source>Real time: the views show the engine&apos;s events as they arrive; the ring&apos;s animation may fall behind and says by how many steps.</source>
+        <translation>实时：各视图在引擎事件到达时立即显示；环形动画可能落后，并会标明落后几步。</translation>
+    </message>
+    <message>
+        <source>One step, slowly</source>
+        <translation>慢放一步</translation>
+    </message>
+    <message>
+        <source>Draw the last completed step again, every transfer, at the chosen playback speed.</source>
+        <translation>按所选回放速度重新绘制最近完成的一步，逐一画出每次传输。</translation>
+    </message>
+    <message>
+        <source>Drawing step %1 again at %2.</source>
+        <translation>以 %2 重新绘制第 %1 步。</translation>
+    </message>
+    <message>
+        <source>Pin this run</source>
+        <translation>固定本次运行</translation>
+    </message>
+    <message>
+        <source>Keep this run&apos;s loss curve and memory bars on screen and draw the next run over and beside them, to compare two runs. Uncheck to clear.</source>
+        <translation>保留本次运行的损失曲线和显存柱，并把下一次运行画在其上和旁边，以对比两次运行。取消勾选即清除。</translation>
+    </message>
+    <message>
+        <source>Pinned: %1. The next run is drawn over and beside it.</source>
+        <translation>已固定：%1。下一次运行将画在它之上和旁边。</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -752,6 +788,14 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
 tp %2</source>
         <translation>rank %1
 tp %2</translation>
+    </message>
+    <message>
+        <source>Memory per rank: pinned run (hatched), this run (solid), predicted (light)</source>
+        <translation>每个 rank 的显存：固定的运行（斜线），本次运行（实心），预测（浅色）</translation>
+    </message>
+    <message>
+        <source>Hatched, left of each rank: the pinned run (%1). Solid: this run (%2).</source>
+        <translation>斜线、位于每个 rank 左侧：固定的运行（%1）。实心：本次运行（%2）。</translation>
     </message>
 </context>
 <context>
@@ -1399,12 +1443,6 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <source>gather (gradients)</source>
         <translation>gather（梯度）</translation>
     </message>
-    <message numerus="yes">
-        <source>Replay skipped %n transfer(s) of this step to keep up with the run.</source>
-        <translation>
-            <numerusform>为跟上训练进度，回放跳过了本步的 %n 次传输。</numerusform>
-        </translation>
-    </message>
     <message>
         <source>Stage:</source>
         <translation>阶段：</translation>
@@ -1490,6 +1528,22 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     <message>
         <source>all-gather (parameters)</source>
         <translation>all-gather（参数）</translation>
+    </message>
+    <message>
+        <source>Step %1 so far: each of the %2 ranks sent %3 (rank %4: %5 bytes, the mean %6 bytes).</source>
+        <translation>第 %1 步（到目前为止）：%2 个 rank 各发送了 %3（rank %4：%5 字节，平均 %6 字节）。</translation>
+    </message>
+    <message numerus="yes">
+        <source>%n step(s) behind the run: this step is drawn whole, then the newest.</source>
+        <translation>
+            <numerusform>落后训练 %n 步：先画完这一步，再跳到最新一步。</numerusform>
+        </translation>
+    </message>
+    <message numerus="yes">
+        <source>Skipped %n transfer(s) of earlier steps to catch up with the run.</source>
+        <translation>
+            <numerusform>为追上训练，跳过了之前各步的 %n 次传输。</numerusform>
+        </translation>
     </message>
 </context>
 <context>
