@@ -73,6 +73,45 @@ void add_pipeline_schedule_fields(std::vector<RunField>& f) {
                .set = set_member<&RunConfig::schedule_file>,
                .surfaces = surface::train});
 }
+
+// Tensor parallelism (Megatron-LM) and sequence parallelism (Korthikanti et al. 2022) over it.
+void add_tensor_parallel_fields(std::vector<RunField>& f) {
+  f.push_back(
+      {.key = "tp",
+       .flag = "--tp",
+       .value_name = "N",
+       .label = {"Tensor-parallel ranks", "张量并行 rank 数"},
+       .help =
+           {"Tensor-parallel ranks: each layer's matrices split over N adjacent ranks (Megatron-LM); "
+            "heads and vocabulary must divide by N",
+            "张量并行 rank 数：每层的矩阵切分到 N 个相邻 rank 上（Megatron-LM）；注意力头数和词表大小须能被 N 整除"},
+       .min = 1,
+       .max = 64,
+       .saved = Saved::optional,
+       .get = get_axis<Axis::tp>,
+       .set = set_axis<Axis::tp>,
+       .surfaces = surface::all,
+       .plan = {.help = {"Tensor-parallel ranks (Megatron-LM): each layer's matrices split over N GPUs of a node; "
+                         "heads (and a preset's vocabulary) must divide by N",
+                         "张量并行 rank 数（Megatron-LM）：每层的矩阵切分到一个节点内的 N 个 GPU 上；"
+                         "注意力头数（以及预设模型的词表大小）须能被 N 整除"},
+                .min = 1,
+                .max = 1'000'000}});
+  f.push_back(
+      {.key = "sequence_parallel",
+       .flag = "--sequence-parallel",
+       .kind = FieldKind::toggle,
+       .label = {"Sequence parallel", "序列并行"},
+       .help = {"Sequence parallelism over the --tp ranks (Korthikanti et al. 2022): the LayerNorm regions hold "
+                "seq / tp tokens of every sequence, all-gathered before and reduce-scattered after the "
+                "tensor-parallel matmuls",
+                "在 --tp 个 rank 上做序列并行（Korthikanti 等，2022）：LayerNorm 区域只持有每条序列的 seq / tp "
+                "个 token，张量并行矩阵乘之前全收集（all-gather），之后归约分散（reduce-scatter）"},
+       .saved = Saved::optional,
+       .get = get_member<&RunConfig::sequence_parallel>,
+       .set = set_member<&RunConfig::sequence_parallel>,
+       .surfaces = surface::all});
+}
 }  // namespace
 
 // The dp x pp x tp grid, then the pipeline's micro-batches and schedule.
@@ -124,42 +163,8 @@ void add_layout_fields(std::vector<RunField>& f) {
                .set = set_axis<Axis::pp>,
                .surfaces = surface::all,
                .plan = {.help = {"Pipeline stages", "流水线阶段数"}, .min = 1, .max = 10'000}});
-  // The panel's row, and the Tensor parallel view (ui/views/tensor_parallel_view.h).
-  f.push_back(
-      {.key = "tp",
-       .flag = "--tp",
-       .value_name = "N",
-       .label = {"Tensor-parallel ranks", "张量并行 rank 数"},
-       .help =
-           {"Tensor-parallel ranks: each layer's matrices split over N adjacent ranks (Megatron-LM); "
-            "heads and vocabulary must divide by N",
-            "张量并行 rank 数：每层的矩阵切分到 N 个相邻 rank 上（Megatron-LM）；注意力头数和词表大小须能被 N 整除"},
-       .min = 1,
-       .max = 64,
-       .saved = Saved::optional,
-       .get = get_axis<Axis::tp>,
-       .set = set_axis<Axis::tp>,
-       .surfaces = surface::all,
-       .plan = {.help = {"Tensor-parallel ranks (Megatron-LM): each layer's matrices split over N GPUs of a node; "
-                         "heads (and a preset's vocabulary) must divide by N",
-                         "张量并行 rank 数（Megatron-LM）：每层的矩阵切分到一个节点内的 N 个 GPU 上；"
-                         "注意力头数（以及预设模型的词表大小）须能被 N 整除"},
-                .min = 1,
-                .max = 1'000'000}});
-  f.push_back(
-      {.key = "sequence_parallel",
-       .flag = "--sequence-parallel",
-       .kind = FieldKind::toggle,
-       .label = {"Sequence parallel", "序列并行"},
-       .help = {"Sequence parallelism over the --tp ranks (Korthikanti et al. 2022): the LayerNorm regions hold "
-                "seq / tp tokens of every sequence, all-gathered before and reduce-scattered after the "
-                "tensor-parallel matmuls",
-                "在 --tp 个 rank 上做序列并行（Korthikanti 等，2022）：LayerNorm 区域只持有每条序列的 seq / tp "
-                "个 token，张量并行矩阵乘之前全收集（all-gather），之后归约分散（reduce-scatter）"},
-       .saved = Saved::optional,
-       .get = get_member<&RunConfig::sequence_parallel>,
-       .set = set_member<&RunConfig::sequence_parallel>,
-       .surfaces = surface::all});
+  // tp and sequence_parallel: panel rows; the Tensor parallel view (ui/views/tensor_parallel_view.h) draws them.
+  add_tensor_parallel_fields(f);
   add_pipeline_schedule_fields(f);
 }
 
