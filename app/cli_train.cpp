@@ -23,6 +23,7 @@
 #include "cli_launch.h"
 #include "cli_lesson_figures.h"
 #include "cli_lessons.h"
+#include "cli_sequence_parallel.h"
 #include "cli_train_outputs.h"
 #include "clock/schedule_summary.h"
 #include "config/run_import.h"
@@ -377,6 +378,7 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
       std::printf("%s\n", line.c_str());
     print_data_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
     print_tensor_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
+    print_sequence_parallel_activations(trainer, config);
   } else {  // the bubble and the overlap need every rank's spans
     std::printf("schedule: not summarized (the events of some processes did not reach rank 0)\n");
   }

@@ -70,10 +70,16 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
   out.workspace = value_bytes * scratch;
   // Under tensor parallelism a rank keeps its heads' QKV, attention output and
   // probabilities and its MLP columns (10h/t of the 16h), the rest whole.
-  const std::string layer_set =
-      stage.tp_size > 1 ? "b·s(4h + 12h/t + 4) + " + probs + "/t (t = " + std::to_string(stage.tp_size) + ")"
-                        : "b·s(16h + 4) + " + probs;
-  std::string ends = stage.embedding ? ", plus the embeddings" : ", plus the received input b·s·h";
+  // Sequence parallelism also splits the residual stream and the LayerNorm
+  // statistics (2h + 4 of the 4h + 4 whole floats) over the sequence.
+  const std::string t_is = " (t = " + std::to_string(stage.tp_size) + ")";
+  const std::string layer_set = stage.tp_size == 1        ? "b·s(16h + 4) + " + probs
+                                : stage.sequence_parallel ? "b·s(2h + 12h/t) + b·s(2h + 4)/t + " + probs + "/t" + t_is
+                                                          : "b·s(4h + 12h/t + 4) + " + probs + "/t" + t_is;
+  std::string ends = stage.embedding ? ", plus the embeddings"
+                     : stage.sequence_parallel && stage.tp_size > 1 && config.kind != ModelKind::bert
+                         ? ", plus the received input b·s·h/t"
+                         : ", plus the received input b·s·h";
   if (stage.head) ends += " and the head (logits b·s·v)";
   out.activations_formula = d + grouped(acts) + " floats = Activations::total_floats(b=" + b + ", s=" + s + ")" +
                             shape_text(stage, config.layers) +

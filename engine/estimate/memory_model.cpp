@@ -94,6 +94,22 @@ RingStaging ring_staging(const Context& c, std::int64_t largest_chunk, int k_g) 
               " (at most " + std::to_string(kRingSliceBytes >> 20) + " MiB a slice)"};
 }
 
+// Sequence parallelism's reduce-scatters over the tp group (of fp32
+// activations, in every precision) keep their own ring staging: two partial-sum
+// slices of the largest chunk, a rank's b·s·h/t tokens (at most a 4 MiB slice).
+void sequence_parallel_staging(RankMemory& m, const EstimateSettings& s, std::int64_t hidden) {
+  const int t = s.layout.tp();
+  if (!s.sequence_parallel || t < 2 || s.activations != ActivationMode::shardscope) return;
+  const std::int64_t chunk = (CheckedSize(s.micro_batch_size) * s.seq * hidden).value() / t;
+  const std::int64_t slice = std::min(chunk, kRingSliceBytes / 4);
+  const std::int64_t before = m.bytes[MemoryCategory::communication];
+  const std::string text = "4 × 2 × " + grouped(slice) +
+                           " staged by sequence parallelism's reduce-scatters: two slices of b·s·h/t (at most " +
+                           std::to_string(kRingSliceBytes >> 20) + " MiB a slice)";
+  set(m, MemoryCategory::communication, (CheckedSize(before) + CheckedSize(8) * slice).value(),
+      before == 0 ? text : m.formula(MemoryCategory::communication) + " + " + text);
+}
+
 // ZeRO-1's communication buffers: the padded staging its reduce-scatter and
 // all-gather share (none when Ψ_s divides by Nd), and the ring's staging.
 void zero1_communication(RankMemory& m, const Context& c, const ZeroPartition& part) {
@@ -234,6 +250,7 @@ RunConfig to_run_config(const ModelShape& model, const EstimateSettings& s) {
   c.schedule = s.schedule;
   c.checkpoint = s.recompute == Recompute::full;
   c.precision = s.precision;
+  c.sequence_parallel = s.sequence_parallel;
   return c;
 }
 
@@ -242,7 +259,6 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
   if (s.activations != ActivationMode::shardscope) return "activations come from the generic formula";
   if (s.offload_optimizer || s.offload_params) return "CPU offload is not in the engine";
   if (s.recompute == Recompute::selective) return "the engine has no selective recompute";
-  if (s.sequence_parallel) return "the estimator does not count the engine's sequence-parallel activations yet";
   if (s.layout.tp() > 1 && s.cuda) return "the engine trains tensor parallelism on CPU ranks only";
   // The planner's rules are the run's (check_layout_rules); the engine's own
   // limits are the run-config schema's ranges.
@@ -339,7 +355,9 @@ ActivationBytes stage_activation_bytes(const ModelShape& model, const EstimateSe
   const AttentionKernel attention =
       s.cuda ? cuda_attention_kernel(s.precision != Precision::fp32, config.channels / config.heads)
              : AttentionKernel::materialized;
-  return shardscope_activation_bytes(config, layers, s.micro_batch_size, s.seq, s.recompute, attention);
+  StageLayers stage = layers;
+  stage.sequence_parallel = s.sequence_parallel && s.layout.tp() > 1;  // the LayerNorm regions at s/t tokens
+  return shardscope_activation_bytes(config, stage, s.micro_batch_size, s.seq, s.recompute, attention);
 }
 
 // What every rank of a pipeline stage shares, computed at the stage's first rank.
@@ -444,6 +462,7 @@ RankMemory rank_memory(int rank, const Context& c, const ModelShape& model, cons
     flat_model_states(m, c, stage.parameters);
   const std::int64_t widen_block = adamw_widen_block(m, c.s.precision);
   offload_model_states(m, c.s);
+  sequence_parallel_staging(m, c.s, model.hidden);
   m.micro_batches_in_flight = stage_in_flight(per_stage, c.s, m.stage);
   activation_memory(m, c.s, stage.activations);
   workspace_memory(m, c, model, stage.activations, widen_block);

@@ -159,16 +159,26 @@ void TestEstimateLedger::tensor_parallel_predicted_equals_measured_data() {
   QTest::addColumn<int>("checkpoint");
   QTest::addColumn<int>("micro_batches");
   QTest::addColumn<QString>("precision");
+  QTest::addColumn<bool>("sp");
   //                                           dp   pp   tp  zero ckpt  m
-  QTest::newRow("gpt tp2") << "gpt-tiny" << 1 << 1 << 2 << 0 << 0 << 1 << "fp32";
-  QTest::newRow("gpt tp4") << "gpt-tiny" << 1 << 1 << 4 << 0 << 0 << 1 << "fp32";
-  QTest::newRow("gpt dp2 tp2 zero1") << "gpt-tiny" << 2 << 1 << 2 << 1 << 0 << 1 << "fp32";
-  QTest::newRow("gpt tp2 pp2 1f1b m4") << "gpt-tiny" << 1 << 2 << 2 << 0 << 0 << 4 << "fp32";
-  QTest::newRow("gpt dp2 tp2 zero3") << "gpt-tiny" << 2 << 1 << 2 << 3 << 0 << 1 << "fp32";
-  QTest::newRow("gpt tp2 ckpt") << "gpt-tiny" << 1 << 1 << 2 << 0 << 1 << 1 << "fp32";
-  QTest::newRow("bert tp2") << "bert-tiny" << 1 << 1 << 2 << 0 << 0 << 1 << "fp32";
-  QTest::newRow("gpt dp2 tp2 zero1 bf16") << "gpt-tiny" << 2 << 1 << 2 << 1 << 0 << 1 << "bf16";
-  QTest::newRow("gpt dp2 tp2 zero2 fp16") << "gpt-tiny" << 2 << 1 << 2 << 2 << 0 << 1 << "fp16";
+  QTest::newRow("gpt tp2") << "gpt-tiny" << 1 << 1 << 2 << 0 << 0 << 1 << "fp32" << false;
+  QTest::newRow("gpt tp4") << "gpt-tiny" << 1 << 1 << 4 << 0 << 0 << 1 << "fp32" << false;
+  QTest::newRow("gpt dp2 tp2 zero1") << "gpt-tiny" << 2 << 1 << 2 << 1 << 0 << 1 << "fp32" << false;
+  QTest::newRow("gpt tp2 pp2 1f1b m4") << "gpt-tiny" << 1 << 2 << 2 << 0 << 0 << 4 << "fp32" << false;
+  QTest::newRow("gpt dp2 tp2 zero3") << "gpt-tiny" << 2 << 1 << 2 << 3 << 0 << 1 << "fp32" << false;
+  QTest::newRow("gpt tp2 ckpt") << "gpt-tiny" << 1 << 1 << 2 << 0 << 1 << 1 << "fp32" << false;
+  QTest::newRow("bert tp2") << "bert-tiny" << 1 << 1 << 2 << 0 << 0 << 1 << "fp32" << false;
+  QTest::newRow("gpt dp2 tp2 zero1 bf16") << "gpt-tiny" << 2 << 1 << 2 << 1 << 0 << 1 << "bf16" << false;
+  // Sequence parallelism: the residual stream and the LayerNorm statistics at s/t tokens.
+  QTest::newRow("gpt tp2 sp") << "gpt-tiny" << 1 << 1 << 2 << 0 << 0 << 1 << "fp32" << true;
+  QTest::newRow("gpt tp4 sp") << "gpt-tiny" << 1 << 1 << 4 << 0 << 0 << 1 << "fp32" << true;
+  QTest::newRow("gpt dp2 tp2 zero1 sp") << "gpt-tiny" << 2 << 1 << 2 << 1 << 0 << 1 << "fp32" << true;
+  QTest::newRow("gpt tp2 pp2 1f1b m4 sp") << "gpt-tiny" << 1 << 2 << 2 << 0 << 0 << 4 << "fp32" << true;
+  QTest::newRow("gpt dp2 tp2 zero3 ckpt sp") << "gpt-tiny" << 2 << 1 << 2 << 3 << 1 << 1 << "fp32" << true;
+  QTest::newRow("bert tp2 sp") << "bert-tiny" << 1 << 1 << 2 << 0 << 0 << 1 << "fp32" << true;
+  QTest::newRow("bert tp2 pp2 sp") << "bert-tiny" << 1 << 2 << 2 << 0 << 0 << 2 << "fp32" << true;
+  QTest::newRow("gpt dp2 tp2 zero1 sp bf16") << "gpt-tiny" << 2 << 1 << 2 << 1 << 0 << 1 << "bf16" << true;
+  QTest::newRow("gpt dp2 tp2 zero2 fp16") << "gpt-tiny" << 2 << 1 << 2 << 2 << 0 << 1 << "fp16" << false;
 }
 
 void TestEstimateLedger::tensor_parallel_predicted_equals_measured() {
@@ -180,7 +190,9 @@ void TestEstimateLedger::tensor_parallel_predicted_equals_measured() {
   QFETCH(int, checkpoint);
   QFETCH(int, micro_batches);
   QFETCH(QString, precision);
+  QFETCH(bool, sp);
   EstimateSettings s;
+  s.sequence_parallel = sp;
   s.precision = parse_precision(qPrintable(precision));
   s.layout[Axis::dp] = dp;
   s.layout[Axis::pp] = pp;
