@@ -95,6 +95,9 @@ void print_figures(const Figures& f, const Figures* base) {
   if (f.time.dp_bytes > 0 && (base == nullptr || base->time.dp_bytes != f.time.dp_bytes))
     std::printf("  %-17s %10s sent per rank per step = %s\n", "data-parallel", mib(f.time.dp_bytes).c_str(),
                 f.time.dp_formula.c_str());
+  if (f.time.tp_bytes > 0 && (base == nullptr || base->time.tp_bytes != f.time.tp_bytes))
+    std::printf("  %-17s %10s sent per rank per step = %s\n", "tensor-parallel", mib(f.time.tp_bytes).c_str(),
+                f.time.tp_formula.c_str());
 }
 
 // The run's settings its formulas take: DDP's bucket size, fp16's loss-scale rules, BERT's masking rate.

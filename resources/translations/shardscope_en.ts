@@ -15,6 +15,10 @@
         <source>Recompute each layer in backward</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>LayerNorm regions at seq / tp tokens per rank</source>
+        <translation type="unfinished"></translation>
+    </message>
     <message numerus="yes">
         <source>%n rank(s): dp %1 × tp %2 × pp %3; each rank runs micro-batches of %4 sequence(s).</source>
         <translation>

@@ -93,7 +93,7 @@ class TestCompareRuns : public QObject {
     window.show();
     LessonsPanel* lessons = window.lessons();
     for (const char* id : {"gradient_accumulation", "activation_checkpointing", "ddp_vs_dataparallel",
-                           "pipeline_bubbles", "zero_stages"}) {
+                           "pipeline_bubbles", "zero_stages", "tensor_parallelism", "sequence_parallelism"}) {
       int index = -1;
       for (std::size_t i = 0; i < lessons->lessons().size(); ++i)
         if (lessons->lessons()[i].id == QLatin1String(id)) index = static_cast<int>(i);
