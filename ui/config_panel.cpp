@@ -264,8 +264,7 @@ void ConfigPanel::retranslate() {
     mode->setItemText(mode->findData(QStringLiteral("naive")), tr("DataParallel (naive, rank 0 master)"));
   }
   checkpoint_->setText(tr("Recompute each layer in backward"));
-  if (auto* sp = fieldWidget<QCheckBox>("sequence_parallel"))
-    sp->setText(tr("LayerNorm regions at seq / tp tokens per rank"));
+  if (auto* sp = fieldWidget<QCheckBox>("sequence_parallel")) sp->setText(tr("LayerNorms on seq / tp tokens"));
   data_->setPlaceholderText(tr("Empty: the shipped corpus (English + Chinese)"));
   browse_->setText(tr("Browse..."));
   if (auto* every = fieldWidget<QSpinBox>("eval_every")) every->setSpecialValueText(tr("never"));

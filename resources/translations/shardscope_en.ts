@@ -16,7 +16,7 @@
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>LayerNorm regions at seq / tp tokens per rank</source>
+        <source>LayerNorms on seq / tp tokens</source>
         <translation type="unfinished"></translation>
     </message>
     <message numerus="yes">

@@ -16,8 +16,8 @@
         <translation>反向时逐层重计算</translation>
     </message>
     <message>
-        <source>LayerNorm regions at seq / tp tokens per rank</source>
-        <translation>LayerNorm 区域每个 rank 只保存 seq / tp 个 token</translation>
+        <source>LayerNorms on seq / tp tokens</source>
+        <translation>LayerNorm 只算 seq / tp 个 token</translation>
     </message>
     <message numerus="yes">
         <source>%n rank(s): dp %1 × tp %2 × pp %3; each rank runs micro-batches of %4 sequence(s).</source>

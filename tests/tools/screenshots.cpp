@@ -163,6 +163,7 @@ int lessonTab(const QString& id) {
   if (id.startsWith(QLatin1String("pipeline")) || id == QLatin1String("ddp_buckets")) return 1;
   if (id == QLatin1String("ddp_vs_dataparallel")) return 2;
   if (id == QLatin1String("zero_stages")) return 3;
+  if (id == QLatin1String("tensor_parallelism") || id == QLatin1String("sequence_parallelism")) return 4;
   if (id == QLatin1String("fp16_loss_scaling")) return 5;
   return 0;  // the loss curve, with the memory bars under it
 }
