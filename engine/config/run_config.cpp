@@ -69,8 +69,8 @@ void validate_grid(const RunConfig& c) {
 }
 
 // Tensor parallelism (Megatron-LM): the heads and the vocabulary split over
-// the tp ranks; what it does not combine with yet is refused by name, so no
-// layout trains silently wrong (issue 29 lists what comes next).
+// the tp ranks, on CPU ranks and on GPUs (--device cuda) alike; what it does
+// not combine with is refused by name, so no layout trains silently wrong.
 void validate_tensor_parallel(const RunConfig& c, const ModelConfig& model) {
   const int tp = c.layout.tp();
   if (tp == 1) return;
@@ -85,22 +85,12 @@ void validate_tensor_parallel(const RunConfig& c, const ModelConfig& model) {
               " tensor-parallel ranks (the vocabulary-parallel embedding gives each rank vocab / tp rows)",
           "{tp} " + t + "：" + model.name + " 的词表（" + str(model.vocab) + "）无法均分到 " + t +
               " 个张量并行 rank（词表并行嵌入给每个 rank vocab / tp 行）");
-  const auto not_yet = [&](bool refused, const std::string& with_en, const std::string& with_zh) {
-    require(!refused,
-            "{tp} " + t + " with " + with_en +
-                " is not built yet (tensor parallelism trains GPT and BERT on CPU ranks, with DDP or ZeRO "
-                "and pipelines, for now)",
-            "{tp} " + t + " 与 " + with_zh +
-                " 的组合尚未实现（张量并行目前只在 CPU rank 上训练 GPT 和 BERT，可与 DDP 或 ZeRO "
-                "以及流水线并行组合）");
-  };
   require(
       c.dp_mode != DataParallelMode::naive,
       "{tp} " + t +
           " with {dp_mode} naive is refused: tensor parallelism runs with DDP (Megatron-LM has no "
           "DataParallel replicas)",
       "{tp} " + t + " 不能与 {dp_mode} naive 一起用：张量并行与 DDP 一起运行（Megatron-LM 没有 DataParallel 副本）");
-  not_yet(c.device != "cpu", "{device} " + c.device, "{device} " + c.device);
 }
 
 // Sequence parallelism (Korthikanti et al. 2022) splits every sequence's

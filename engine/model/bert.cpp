@@ -30,7 +30,7 @@ void BertModel::layer_forward(int l, const float* x, const Batch& batch) {
   // out (this rank's tokens under SP) += the same tokens of whole
   const auto add_residual = [&](float* out, const float* whole) {
     if (sequence_parallel())
-      copy_rank_tokens(out, whole, BT, T, tp_size(), stage_.tp_rank, C, /*add=*/true);
+      copy_rank_tokens(be, out, whole, BT, T, tp_size(), stage_.tp_rank, C, /*add=*/true);
     else
       be.add(out, out, whole, n);
   };
@@ -142,8 +142,9 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
     if (sequence_parallel()) {
       // The head's input was gathered and every rank ran the head on all of it: the
       // gradient is whole on every rank, and this rank's is its own tokens' block.
-      const std::vector<float> whole(s.d_res, s.d_res + n);
-      copy_rank_tokens(s.d_res, whole.data(), BT, batch.T, tp_size(), stage_.tp_rank, C);
+      float* whole = fit(sequence_head_, n);
+      be.copy(whole, s.d_res, n * static_cast<std::int64_t>(sizeof(float)));
+      copy_rank_tokens(be, s.d_res, whole, BT, batch.T, tp_size(), stage_.tp_rank, C);
     }
     release_parameters(0);
     release_parameters(head_unit());

@@ -17,6 +17,7 @@
 #include "events/event.h"
 #include "model/activation_slots.h"
 #include "model/activations.h"
+#include "model/backend_scratch.h"
 #include "model/model_config.h"
 #include "model/parameter_layout.h"
 #include "model/tensor_parallel.h"
@@ -321,7 +322,10 @@ class Model {
   const float* sequence_gathered(const float* d, int rows, int C, int layer);
   // The sequence length of the micro-batch running now (the token blocks' size is T / tp).
   int sequence_length_ = 0;
-  std::vector<float> sequence_full_, sequence_chunks_, sequence_shard_, sequence_gathered_;
+  // Scratch in the backend's memory (model/backend_scratch.h): SP's token blocks, BERT's head gradient under
+  // SP, the vocabulary-parallel loss's per-row maxima and sums.
+  BackendScratch sequence_full_, sequence_chunks_, sequence_shard_, sequence_gathered_, sequence_head_, tp_loss_;
+  float* fit(BackendScratch& scratch, std::int64_t floats) { return scratch.fit(backend_, ledger_, floats); }
   // The (vocabulary-parallel) token + position embedding into out (B*T, C), and its backward.
   void token_embedding_forward(float* out, const Batch& batch);
   void token_embedding_backward(const float* d_out, const Batch& batch);
