@@ -164,8 +164,10 @@ void Model::check_batch(const Batch& b) const {
   }
 }
 
-float Model::forward(const Batch& batch) {
-  check_batch(batch);
+float Model::forward(const Batch& whole) {
+  check_batch(whole);
+  // Context parallelism: this cp rank's T / cp tokens of every sequence from here on.
+  const Batch batch = cp_size() > 1 ? context_parallel_batch(whole) : whole;
   ensure_activations(batch.B, batch.T);
   sequence_length_ = batch.T;  // sequence parallelism's token blocks are T / tp
   Slot& s = slot();

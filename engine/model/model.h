@@ -17,6 +17,7 @@
 #include "events/event.h"
 #include "model/activation_slots.h"
 #include "model/activations.h"
+#include "model/context_parallel.h"
 #include "model/model_config.h"
 #include "model/parameter_layout.h"
 #include "model/tensor_parallel.h"
@@ -207,6 +208,9 @@ class Model {
   // (stage().tp_rank of stage().tp_size) combines its partial results over.
   // Needed before forward when tp_size > 1.
   void set_tensor_parallel_group(TensorParallelGroup* group) { tp_group_ = group; }
+  // Context parallelism (model/context_parallel.h): forward takes the whole
+  // (B, T) batch and runs this cp rank's T / cp tokens of every sequence.
+  void set_context_parallel_group(ContextParallelGroup* group) { cp_group_ = group; }
 
  protected:
   // A place a run may stop mid-layer (set_layer_boundary_callback).
@@ -227,6 +231,7 @@ class Model {
     int scored_rows = 0;
     bool have_forward = false;
     std::vector<std::int32_t> type_ids;  // BERT segments of the batch (0 when not given)
+    std::vector<std::int32_t> cp_tokens;  // context parallelism: this rank's ids and targets
     Buffer device_ints;  // device backends: ids, targets, segments and padding mask, uploaded
     // Between backward_input and backward_weights: the linears whose weight
     // gradients W still owes, in B's order, and their kept output gradients.
@@ -322,6 +327,23 @@ class Model {
   // The sequence length of the micro-batch running now (the token blocks' size is T / tp).
   int sequence_length_ = 0;
   std::vector<float> sequence_full_, sequence_chunks_, sequence_shard_, sequence_gathered_;
+  // ---- context parallelism (context_parallel.cpp): with cp 1, the backend's attention ----
+  int cp_size() const { return cp_group_ != nullptr ? cp_group_->size() : 1; }
+  // The position in its sequence of local token t of a (B, T) micro-batch (T: this rank's tokens).
+  int global_position(int t, int T) const {
+    return cp_size() == 1 ? t : context_parallel_position(t, T, cp_group_->rank(), cp_size(), cp_group_->zigzag());
+  }
+  // This rank's tokens of every sequence of `batch` (ids and targets copied into the slot).
+  Batch context_parallel_batch(const Batch& batch);
+  // Causal attention of this rank's queries against every rank's keys and
+  // values, passed round the ring; probs keeps each row's log-sum-exp (B, H, T).
+  void attention_forward(float* out, float* probs, const float* qkv, int B, int T, int C, int H, int layer);
+  void attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv, const float* out,
+                          const float* probs, int B, int T, int C, int H, int layer);
+  // The ring's blocks in flight: KV to send and KV received (forward); in
+  // backward also their dK, dV accumulators, sent and received. On the ledger.
+  Buffer cp_blocks_;
+  float* cp_block_floats(std::int64_t floats);  // cp_blocks_ at least this large
   // The (vocabulary-parallel) token + position embedding into out (B*T, C), and its backward.
   void token_embedding_forward(float* out, const Batch& batch);
   void token_embedding_backward(const float* d_out, const Batch& batch);
@@ -371,6 +393,7 @@ class Model {
   Event event_base_;
   std::shared_ptr<const std::vector<float>> initial_;  // set_initial_parameters
   TensorParallelGroup* tp_group_ = nullptr;
+  ContextParallelGroup* cp_group_ = nullptr;
 };
 
 std::unique_ptr<Model> make_model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger);

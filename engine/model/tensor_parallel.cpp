@@ -4,7 +4,9 @@
 // the vocabulary-parallel embedding and cross-entropy. With tp 1 each runs
 // the one backend op the model ran before, and nothing else.
 //
-// The vocabulary-parallel pieces loop over host memory (the CPU backend);
+// The vocabulary-parallel pieces loop over host memory (the CPU backend), and
+// so do the embeddings under context parallelism (each token at its position
+// in the whole sequence, model/context_parallel.h);
 // the trainer refuses --tp with --device cuda until they have device kernels.
 #include <cmath>
 #include <vector>
@@ -80,7 +82,7 @@ void Model::column_parallel_backward(float* d_in, float* d_weight, float* d_bias
 void Model::token_embedding_forward(float* out, const Batch& batch) {
   const int B = batch.B, T = batch.T, C = config_.channels;
   const bool bert = config_.kind == ModelKind::bert;  // BERT adds segment (token type) embeddings
-  if (tp_size() == 1) {
+  if (tp_size() == 1 && cp_size() == 1) {
     backend_.embedding_forward(out, batch.input_ids, bert ? batch.token_type_ids : nullptr, w_.tokens, w_.positions,
                                bert ? w_.token_types : nullptr, B, T, C);
     return;
@@ -101,12 +103,13 @@ void Model::token_embedding_forward(float* out, const Batch& batch) {
     float* row = out + r * C;
     const bool mine = local >= 0 && local < owned;
     const float* token = w_.tokens + local * C;
-    const float* position = w_.positions + (r % T) * C;
+    const float* position = w_.positions + static_cast<std::int64_t>(global_position(static_cast<int>(r % T), T)) * C;
     for (int c = 0; c < C; ++c) row[c] = mine ? token[c] + position[c] : 0.0f;
     if (!bert || !mine) continue;
     const float* type = w_.token_types + static_cast<std::int64_t>(batch.token_type_ids[r]) * C;
     for (int c = 0; c < C; ++c) row[c] += type[c];
   }
+  if (tp_size() == 1) return;  // context parallelism alone: every row is this rank's
   if (sequence_parallel())
     sequence_reduce_scatter(whole, out, B * T, C, -1);
   else
@@ -116,7 +119,7 @@ void Model::token_embedding_forward(float* out, const Batch& batch) {
 void Model::token_embedding_backward(const float* d_out, const Batch& batch) {
   const int B = batch.B, T = batch.T, C = config_.channels;
   const bool bert = config_.kind == ModelKind::bert;
-  if (tp_size() == 1) {
+  if (tp_size() == 1 && cp_size() == 1) {
     backend_.embedding_backward(dw_.tokens, dw_.positions, bert ? dw_.token_types : nullptr, d_out, batch.input_ids,
                                 bert ? batch.token_type_ids : nullptr, B, T, C);
     return;
@@ -128,7 +131,7 @@ void Model::token_embedding_backward(const float* d_out, const Batch& batch) {
   const std::int64_t owned = config_.vocab / tp_size();
   for (std::int64_t r = 0; r < static_cast<std::int64_t>(B) * T; ++r) {
     const float* g = d_out + r * C;
-    float* position = dw_.positions + (r % T) * C;
+    float* position = dw_.positions + static_cast<std::int64_t>(global_position(static_cast<int>(r % T), T)) * C;
     for (int c = 0; c < C; ++c) position[c] += g[c];
     if (bert) {
       float* type = dw_.token_types + static_cast<std::int64_t>(batch.token_type_ids[r]) * C;
