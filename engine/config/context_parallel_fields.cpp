@@ -62,17 +62,23 @@ void validate_context_parallel(const RunConfig& c, const ModelConfig& model) {
               (zigzag ? "{cp_split} zigzag gives each rank 2 of 2 cp chunks" : "each rank holds seq / cp tokens") + ")",
           "{cp} " + str(cp) + "：{seq} " + str(c.seq) + " 无法均分为 " + str(pieces) + " 块（" +
               (zigzag ? "{cp_split} zigzag 给每个 rank 2 cp 块中的 2 块" : "每个 rank 持有 seq / cp 个 token") + "）");
+  const int local = c.seq / cp, tp = c.layout.tp();
+  require(!c.sequence_parallel || local % tp == 0,
+          "{sequence_parallel} with {cp} " + str(cp) + ": the " + str(local) + " tokens per cp rank ({seq} " +
+              str(c.seq) + " / " + str(cp) + ") do not split over {tp} " + str(tp),
+          "{sequence_parallel} 与 {cp} " + str(cp) + "：每个 cp rank 的 " + str(local) + " 个 token（{seq} " +
+              str(c.seq) + " / " + str(cp) + "）无法均分到 {tp} " + str(tp));
   const auto not_yet = [&](bool refused, const std::string& with_en, const std::string& with_zh) {
-    require(!refused,
-            "{cp} " + str(cp) + " with " + with_en +
-                " is not built yet (context parallelism trains GPT on CPU ranks as threads, with DDP or ZeRO-1, "
-                "for now)",
-            "{cp} " + str(cp) + " 与 " + with_zh +
-                " 的组合尚未实现（上下文并行目前只在 CPU rank（线程）上训练 GPT，可与 DDP 或 ZeRO-1 组合）");
+    require(
+        !refused,
+        "{cp} " + str(cp) + " with " + with_en +
+            " is not built yet (context parallelism trains GPT on CPU ranks as threads, with DDP or ZeRO-1 "
+            "and tensor parallelism, for now)",
+        "{cp} " + str(cp) + " 与 " + with_zh +
+            " 的组合尚未实现（上下文并行目前只在 CPU rank（线程）上训练 GPT，可与 DDP 或 ZeRO-1 以及张量并行组合）");
   };
   not_yet(model.kind != ModelKind::gpt, "a BERT model (" + model.name + ")", "BERT 模型（" + model.name + "）");
   not_yet(c.layout.pp() > 1, "{pp} " + str(c.layout.pp()), "{pp} " + str(c.layout.pp()));
-  not_yet(c.layout.tp() > 1, "{tp} " + str(c.layout.tp()), "{tp} " + str(c.layout.tp()));
   not_yet(c.dp_mode == DataParallelMode::naive, "{dp_mode} naive", "{dp_mode} naive");
   not_yet(c.zero_stage >= 2, "{zero} " + str(c.zero_stage), "{zero} " + str(c.zero_stage));
   not_yet(c.device != "cpu", "{device} " + c.device, "{device} " + c.device);

@@ -60,6 +60,7 @@ void expect_single_rank(const RunConfig& split_config, const char* tag, double t
   RunConfig one = split_config;
   one.layout = Layout{};
   one.zero_stage = 0;
+  one.sequence_parallel = false;
   const Trace single = trace_of(one);
   const Trace split = trace_of(split_config);
   QCOMPARE(split.losses.size(), std::size_t{20});
@@ -83,6 +84,8 @@ class TestContextParallel : public QObject {
   void losses_and_norms_match_single_rank();
   void with_data_parallel_checkpointing_and_16_bit_data();
   void with_data_parallel_checkpointing_and_16_bit();
+  void with_tensor_parallelism_data();
+  void with_tensor_parallelism();
   void ring_sends_the_formula_bytes_and_names_each_block();
   void layouts_not_built_are_refused();
 };
@@ -128,6 +131,16 @@ void TestContextParallel::with_data_parallel_checkpointing_and_16_bit_data() {
   QTest::newRow("cp 2, fp16") << 1 << 0 << false << int(Precision::fp16);
 }
 
+void TestContextParallel::with_tensor_parallelism_data() {
+  QTest::addColumn<int>("dp");
+  QTest::addColumn<int>("cp");
+  QTest::addColumn<bool>("sequence_parallel");
+  QTest::newRow("tp 2 x cp 2") << 1 << 2 << false;
+  QTest::newRow("dp 2 x tp 2 x cp 2") << 2 << 2 << false;
+  QTest::newRow("tp 2 x cp 4, sequence parallel") << 1 << 4 << true;
+  QTest::newRow("dp 2 x tp 2 x cp 2, sequence parallel") << 2 << 2 << true;
+}
+
 // The cp sum beside DDP's all-reduce or before ZeRO-1's reduce-scatter, the
 // recompute's second forward ring, 16-bit gradients summed over cp: fp32
 // within 2e-5 of one rank, bf16 and fp16 within test_mixed_training's 2e-2 and 5e-3.
@@ -143,6 +156,20 @@ void TestContextParallel::with_data_parallel_checkpointing_and_16_bit() {
   c.precision = static_cast<Precision>(precision);
   const double tolerance = c.precision == Precision::bf16 ? 2e-2 : c.precision == Precision::fp16 ? 5e-3 : 2e-5;
   expect_single_rank(c, QTest::currentDataTag(), tolerance);
+}
+
+// Each tp rank's ring carries its heads' keys and values (h / tp channels);
+// the vocabulary-parallel embedding adds global positions; sequence
+// parallelism splits the rank's seq / cp tokens further over tp.
+void TestContextParallel::with_tensor_parallelism() {
+  QFETCH(int, dp);
+  QFETCH(int, cp);
+  QFETCH(bool, sequence_parallel);
+  RunConfig c = base_config(cp);
+  c.layout[Axis::dp] = dp;
+  c.layout[Axis::tp] = 2;
+  c.sequence_parallel = sequence_parallel;
+  expect_single_rank(c, QTest::currentDataTag());
 }
 
 // Per layer and micro-batch each rank sends (cp − 1) key/value blocks forward
@@ -196,12 +223,14 @@ void TestContextParallel::layouts_not_built_are_refused() {
   c = base_config(2);
   c.model = "bert-tiny";
   refused(c, "--cp 2 with a BERT model (bert-tiny) is not built yet");
+  c = base_config(4);
+  c.seq = 40;  // 10 tokens per cp rank in 2 chunks of 5
+  c.layout[Axis::tp] = 4;
+  c.sequence_parallel = true;
+  refused(c, "--sequence-parallel with --cp 4: the 10 tokens per cp rank (--seq 40 / 4) do not split over --tp 4");
   c = base_config(2);
   c.layout[Axis::pp] = 2;
   refused(c, "--cp 2 with --pp 2 is not built yet");
-  c = base_config(2);
-  c.layout[Axis::tp] = 2;
-  refused(c, "--cp 2 with --tp 2 is not built yet");
   c = base_config(2);
   c.layout[Axis::dp] = 2;
   c.zero_stage = 2;
