@@ -26,7 +26,13 @@ void add_context_parallel_fields(std::vector<RunField>& f) {
                .saved = Saved::optional,
                .get = get_axis<Axis::cp>,
                .set = set_axis<Axis::cp>,
-               .surfaces = surface::train});
+               .surfaces = surface::train | surface::estimate,
+               .plan = {.help = {"Context-parallel ranks: every sequence split over N GPUs (ring attention); "
+                                 "activations per GPU at seq / N tokens; --seq must divide by N",
+                                 "上下文并行 rank 数：每条序列切分到 N 个 GPU 上（环形注意力）；每个 GPU 的激活按 "
+                                 "seq / N 个 token 计；--seq 须能被 N 整除"},
+                        .min = 1,
+                        .max = 1'000'000}});
   f.push_back({.key = "cp_split",
                .flag = "--cp-split",
                .value_name = "zigzag|contiguous",

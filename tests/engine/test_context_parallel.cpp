@@ -14,6 +14,8 @@
 
 #include "core/error.h"
 #include "engine/collecting_sink.h"
+#include "estimate/memory_model.h"
+#include "estimate/model_shape.h"
 #include "plan/context_parallel_traffic.h"
 #include "train/trainer.h"
 
@@ -87,6 +89,8 @@ class TestContextParallel : public QObject {
   void with_tensor_parallelism_data();
   void with_tensor_parallelism();
   void ring_sends_the_formula_bytes_and_names_each_block();
+  void ledger_equals_the_estimator_data();
+  void ledger_equals_the_estimator();
   void layouts_not_built_are_refused();
 };
 
@@ -203,6 +207,66 @@ void TestContextParallel::ring_sends_the_formula_bytes_and_names_each_block() {
   qInfo("cp 4, b 8, s 32, h 128: %lld bytes forward, %lld backward per rank per layer per micro-batch (%s with %s)",
         static_cast<long long>(formula.forward_bytes), static_cast<long long>(formula.backward_bytes),
         formula.formula.c_str(), formula.values.c_str());
+}
+
+void TestContextParallel::ledger_equals_the_estimator_data() {
+  QTest::addColumn<int>("dp");
+  QTest::addColumn<int>("cp");
+  QTest::addColumn<int>("tp");
+  QTest::addColumn<int>("zero");
+  QTest::addColumn<bool>("checkpoint");
+  QTest::addColumn<QString>("precision");
+  QTest::newRow("cp 2") << 1 << 2 << 1 << 0 << false << "fp32";
+  QTest::newRow("cp 4") << 1 << 4 << 1 << 0 << false << "fp32";
+  QTest::newRow("dp 2 x cp 2, ZeRO-1") << 2 << 2 << 1 << 1 << false << "fp32";
+  QTest::newRow("dp 2 x tp 2 x cp 2, checkpointing") << 2 << 2 << 2 << 0 << true << "fp32";
+  QTest::newRow("cp 2, bf16") << 1 << 2 << 1 << 0 << false << "bf16";
+}
+
+// Each rank's activations and workspace at seq / cp tokens, and the 4 key/value
+// blocks in flight in its communication buffers: the estimator's per-rank bytes
+// equal the ledger's peaks, category by category.
+void TestContextParallel::ledger_equals_the_estimator() {
+  QFETCH(int, dp);
+  QFETCH(int, cp);
+  QFETCH(int, tp);
+  QFETCH(int, zero);
+  QFETCH(bool, checkpoint);
+  QFETCH(QString, precision);
+  EstimateSettings s;
+  s.precision = parse_precision(qPrintable(precision));
+  s.layout[Axis::dp] = dp;
+  s.layout[Axis::cp] = cp;
+  s.layout[Axis::tp] = tp;
+  s.zero_stage = zero;
+  s.recompute = checkpoint ? Recompute::full : Recompute::none;
+  s.activations = ActivationMode::shardscope;
+  s.micro_batch_size = 4;
+  s.seq = 32;
+  const ModelShape shape = model_shape_from_config(find_model_preset("gpt-tiny"), "gpt-tiny");
+  const MemoryEstimate predicted = estimate_memory(shape, s);
+  QVERIFY2(predicted.engine_exact, predicted.basis.c_str());
+  RunConfig run = to_run_config(shape, s);
+  run.threads = 2;
+  Trainer trainer(run);
+  trainer.step();
+  QCOMPARE(static_cast<int>(predicted.ranks.size()), trainer.world_size());
+  for (const RankMemory& r : predicted.ranks) {
+    const MemoryBytes measured = trainer.ledger(r.rank).peak();
+    for (MemoryCategory c : kAllMemoryCategories)
+      QVERIFY2(measured[c] == r.bytes[c],
+               qPrintable(QString("rank %1 %2: estimator %3 (%4), ledger %5")
+                              .arg(r.rank)
+                              .arg(QString::fromStdString(std::string(memory_category_name(c))))
+                              .arg(r.bytes[c])
+                              .arg(QString::fromStdString(r.formula(c)))
+                              .arg(measured[c])));
+  }
+  const RankMemory& first = predicted.ranks.front();
+  qInfo("%s: rank 0 activations %lld B, communication %lld B (%s)", QTest::currentDataTag(),
+        static_cast<long long>(first.bytes[MemoryCategory::activations]),
+        static_cast<long long>(first.bytes[MemoryCategory::communication]),
+        first.formula(MemoryCategory::communication).c_str());
 }
 
 void TestContextParallel::layouts_not_built_are_refused() {
