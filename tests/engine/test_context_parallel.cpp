@@ -17,6 +17,7 @@
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
 #include "plan/context_parallel_traffic.h"
+#include "train/run_device_models.h"
 #include "train/trainer.h"
 
 using namespace shardscope;
@@ -89,6 +90,7 @@ class TestContextParallel : public QObject {
   void with_tensor_parallelism_data();
   void with_tensor_parallelism();
   void ring_sends_the_formula_bytes_and_names_each_block();
+  void transfers_take_the_link_time_inside_their_layer();
   void ledger_equals_the_estimator_data();
   void ledger_equals_the_estimator();
   void layouts_not_built_are_refused();
@@ -207,6 +209,40 @@ void TestContextParallel::ring_sends_the_formula_bytes_and_names_each_block() {
   qInfo("cp 4, b 8, s 32, h 128: %lld bytes forward, %lld backward per rank per layer per micro-batch (%s with %s)",
         static_cast<long long>(formula.forward_bytes), static_cast<long long>(formula.backward_bytes),
         formula.formula.c_str(), formula.values.c_str());
+}
+
+// The virtual clock under a GPU profile: a block exchange is a call on the
+// rank's compute stream between two block computations (this engine does not
+// overlap it with the next block as real ring attention does), so each
+// transfer lies inside its layer's forward, backward or recompute span and
+// takes at least the profile's link time for its bytes (H100: NVLink).
+void TestContextParallel::transfers_take_the_link_time_inside_their_layer() {
+  RunConfig c = base_config(2);
+  c.steps = 2;
+  c.gpu_profile = "H100";
+  c.checkpoint = true;
+  const LinkModel link = run_link_model(c);
+  test::CollectingSink sink;
+  Trainer(c, &sink).run([](const StepMetrics&) {});
+  const std::vector<Event> events = sink.events();
+  int transfers = 0, inside = 0;
+  for (const Event& e : events) {
+    if (e.step != 2 || e.kind != EventKind::comm_span || e.purpose != CommPurpose::context_parallel || e.layer < 0)
+      continue;
+    ++transfers;
+    QVERIFY2(e.end_ns - e.start_ns >= link.transfer_ns(e.bytes),
+             qPrintable(QString("%1 bytes in %2 ns").arg(e.bytes).arg(e.end_ns - e.start_ns)));
+    for (const Event& span : events)
+      if (span.kind == EventKind::compute_span && span.step == e.step && span.rank == e.src && span.layer == e.layer &&
+          span.start_ns <= e.start_ns && e.end_ns <= span.end_ns) {
+        ++inside;
+        break;
+      }
+  }
+  qInfo("cp 2, H100 profile (%s), checkpointing: %d of %d ring transfers inside their layer's span",
+        link.describe().c_str(), inside, transfers);
+  QCOMPARE(transfers, 2 * 4 * (1 + 1 + 1 + 2));  // 2 ranks x 4 layers x (forward, recompute, backward KV + 2 dKV)
+  QCOMPARE(inside, transfers);
 }
 
 void TestContextParallel::ledger_equals_the_estimator_data() {
