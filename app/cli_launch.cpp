@@ -37,9 +37,8 @@ void check_process_layout(const RunConfig& config, int processes, bool by_launch
                                  : "run mpirun -np " + std::to_string(config.world_size())) +
                       ", or change --dp / --pp" + (config.layout.tp() > 1 ? " / --tp" : ""));
   if (config.gpu_profile != "none")
-    throw ConfigError(
-        "--gpu-profile under mpirun: ranks as processes run on the wall clock, and the GPU profile "
-        "times the virtual clock's spans; run the ranks as threads (without mpirun)");
+    throw ConfigError("--gpu-profile under mpirun: ranks as processes run on the wall clock, and the GPU profile "
+                      "times the virtual clock's spans; run the ranks as threads (without mpirun)");
   if (config.slow_rank >= 0)
     throw ConfigError(
         "--slow-rank under mpirun: ranks as processes run on the wall clock, and --slow-rank slows a "
