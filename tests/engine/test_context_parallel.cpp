@@ -39,7 +39,7 @@ RunConfig base_config(int cp, const char* split = "zigzag") {
 }
 
 struct Trace {
-  std::vector<double> losses, norms;
+  std::vector<double> losses, norms, evals;
 };
 
 Trace trace_of(const RunConfig& config) {
@@ -48,6 +48,7 @@ Trace trace_of(const RunConfig& config) {
   trainer.run([&](const StepMetrics& m) {
     trace.losses.push_back(m.loss);
     trace.norms.push_back(m.grad_norm);
+    if (m.eval_loss) trace.evals.push_back(*m.eval_loss);
   });
   return trace;
 }
@@ -59,7 +60,10 @@ double worst_relative_difference(const std::vector<double>& a, const std::vector
 }
 
 // The same run on one rank: `tolerance` on the losses (and, in fp32, the gradient norms).
-void expect_single_rank(const RunConfig& split_config, const char* tag, double tolerance = 2e-5) {
+// Evaluation too (every 10 steps): each cp rank scores its tokens of the validation sequences.
+void expect_single_rank(RunConfig split_config, const char* tag, double tolerance = 2e-5) {
+  split_config.eval_every = 10;
+  split_config.eval_batches = 2;
   RunConfig one = split_config;
   one.layout = Layout{};
   one.zero_stage = 0;
@@ -72,6 +76,8 @@ void expect_single_rank(const RunConfig& split_config, const char* tag, double t
   const double norm_error = worst_relative_difference(split.norms, single.norms);
   qInfo("%s: worst relative difference over 20 steps: loss %.3g, gradient norm %.3g", tag, loss_error, norm_error);
   QVERIFY2(loss_error < tolerance, qPrintable(QString::number(loss_error)));
+  QCOMPARE(split.evals.size(), std::size_t{2});
+  QVERIFY2(worst_relative_difference(split.evals, single.evals) < tolerance, tag);
   if (split_config.precision == Precision::fp32)
     QVERIFY2(norm_error < tolerance, qPrintable(QString::number(norm_error)));
   QVERIFY(split.losses.back() < split.losses.front() - 0.5);  // it trains
