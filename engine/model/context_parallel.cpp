@@ -51,23 +51,39 @@ float* Model::cp_block_floats(std::int64_t floats) {
   return cp_blocks_.floats();
 }
 
+// The slot keeps this rank's ids, targets, segments and padding mask ((B, T) each),
+// then the whole batch's padding mask (B, T cp): attention looks up every block's keys in it.
 Batch Model::context_parallel_batch(const Batch& whole) {
   const int T = whole.T / cp_size(), B = whole.B;
   const auto n = static_cast<std::size_t>(B) * T;
+  const std::size_t mask_size = whole.attention_mask != nullptr ? static_cast<std::size_t>(B) * whole.T : 0;
   Slot& s = slot();
-  s.cp_tokens.assign(2 * n, -1);
+  s.cp_tokens.assign(4 * n + mask_size, 0);
+  const std::int32_t* from_whole[4] = {whole.input_ids, whole.targets, whole.token_type_ids, whole.attention_mask};
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t) {
       const std::size_t from = static_cast<std::size_t>(b) * whole.T + global_position(t, T);
       const std::size_t to = static_cast<std::size_t>(b) * T + t;
-      s.cp_tokens[to] = whole.input_ids[from];
-      if (whole.targets != nullptr) s.cp_tokens[n + to] = whole.targets[from];
+      for (std::size_t k = 0; k < 4; ++k)
+        if (from_whole[k] != nullptr) s.cp_tokens[k * n + to] = from_whole[k][from];
     }
+  if (mask_size > 0) std::copy(whole.attention_mask, whole.attention_mask + mask_size, s.cp_tokens.begin() + 4 * n);
   Batch local = whole;
   local.T = T;
-  local.input_ids = s.cp_tokens.data();
-  local.targets = whole.targets != nullptr ? s.cp_tokens.data() + n : nullptr;
+  std::int32_t* base = s.cp_tokens.data();
+  local.input_ids = base;
+  local.targets = whole.targets != nullptr ? base + n : nullptr;
+  local.token_type_ids = whole.token_type_ids != nullptr ? base + 2 * n : nullptr;
+  local.attention_mask = whole.attention_mask != nullptr ? base + 3 * n : nullptr;
   return local;
+}
+
+bool Model::context_parallel_key_visible(int b, int key_position, int query_position, int T) const {
+  if (config_.kind == ModelKind::gpt && key_position > query_position) return false;  // causal
+  const std::vector<std::int32_t>& tokens = slot().cp_tokens;
+  const std::size_t whole_mask = 4 * static_cast<std::size_t>(acts().B) * T;  // BERT's padding, if given
+  return tokens.size() == whole_mask ||
+         tokens[whole_mask + static_cast<std::size_t>(b) * T * cp_size() + key_position] != 0;
 }
 
 // Forward: out (B, T, C) and each row's log-sum-exp (B, H, T) in probs, merged
@@ -99,7 +115,8 @@ void Model::attention_forward(float* out, float* probs, const float* qkv, int B,
           const int at = global_position(i, T);
           float top = kNoKeys;
           for (int j = 0; j < T; ++j) {
-            const bool seen = context_parallel_position(j, T, owner, cp, cp_group_->zigzag()) <= at;
+            const bool seen =
+                context_parallel_key_visible(b, context_parallel_position(j, T, owner, cp, cp_group_->zigzag()), at, T);
             weights[j] = seen ? dot(view.q(b, h, i), view.k(b, h, j), hd) * view.scale : kNoKeys;
             top = std::max(top, weights[j]);
           }
@@ -170,8 +187,11 @@ void Model::attention_backward(float* d_qkv, float* scratch, const float* d_out,
           const float* dy = d_out + (static_cast<std::int64_t>(b) * T + i) * C + h * hd;
           float* dq = d_qkv + (static_cast<std::int64_t>(b) * T + i) * 3 * C + h * hd;
           const float* q = view.q(b, h, i);
+          if (probs[row] == kNoKeys) continue;  // a query that sees no key (all padding) has no gradient
           for (int j = 0; j < T; ++j) {
-            if (context_parallel_position(j, T, owner, cp, cp_group_->zigzag()) > at) continue;
+            if (!context_parallel_key_visible(b, context_parallel_position(j, T, owner, cp, cp_group_->zigzag()), at,
+                                              T))
+              continue;
             const float p = std::exp(dot(q, view.k(b, h, j), hd) * scale - probs[row]);
             const float ds = p * (dot(dy, view.v(b, h, j), hd) - row_dot[row]) * scale;
             float* dk = grads + (static_cast<std::int64_t>(b) * T + j) * 2 * C + h * hd;

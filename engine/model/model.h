@@ -231,7 +231,7 @@ class Model {
     int scored_rows = 0;
     bool have_forward = false;
     std::vector<std::int32_t> type_ids;  // BERT segments of the batch (0 when not given)
-    std::vector<std::int32_t> cp_tokens;  // context parallelism: this rank's ids and targets
+    std::vector<std::int32_t> cp_tokens;  // context parallelism: this rank's tokens (context_parallel_batch)
     Buffer device_ints;  // device backends: ids, targets, segments and padding mask, uploaded
     // Between backward_input and backward_weights: the linears whose weight
     // gradients W still owes, in B's order, and their kept output gradients.
@@ -333,10 +333,14 @@ class Model {
   int global_position(int t, int T) const {
     return cp_size() == 1 ? t : context_parallel_position(t, T, cp_group_->rank(), cp_size(), cp_group_->zigzag());
   }
-  // This rank's tokens of every sequence of `batch` (ids and targets copied into the slot).
+  // This rank's tokens of every sequence of `batch` (ids, targets, segments, padding copied into the slot).
   Batch context_parallel_batch(const Batch& batch);
-  // Causal attention of this rank's queries against every rank's keys and
-  // values, passed round the ring; probs keeps each row's log-sum-exp (B, H, T).
+  // Whether a query at `query_position` attends to the key at `key_position` of sequence b
+  // (GPT: causal; BERT: not padding). T: this rank's tokens per sequence.
+  bool context_parallel_key_visible(int b, int key_position, int query_position, int T) const;
+  // Attention of this rank's queries against every rank's keys and values
+  // (GPT causal, BERT by the padding mask), passed round the ring under cp;
+  // probs keeps each row's log-sum-exp (B, H, T). With cp 1 the backend's causal op.
   void attention_forward(float* out, float* probs, const float* qkv, int B, int T, int C, int H, int layer);
   void attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv, const float* out,
                           const float* probs, int B, int T, int C, int H, int layer);

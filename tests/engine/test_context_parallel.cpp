@@ -25,9 +25,9 @@ using namespace shardscope;
 namespace {
 
 // Short sequences, 20 steps of a tiny model in seconds (as test_sequence_parallel).
-RunConfig base_config(int cp, const char* split = "zigzag") {
+RunConfig base_config(int cp, const char* split = "zigzag", const char* model = "gpt-tiny") {
   RunConfig c;
-  c.model = "gpt-tiny";
+  c.model = model;
   c.steps = 20;
   c.batch = 8;
   c.seq = 32;
@@ -91,8 +91,12 @@ class TestContextParallel : public QObject {
   void positions_of_the_splits();
   void losses_and_norms_match_single_rank_data();
   void losses_and_norms_match_single_rank();
+  void bert_matches_single_rank_data();
+  void bert_matches_single_rank();
   void with_data_parallel_checkpointing_and_16_bit_data();
   void with_data_parallel_checkpointing_and_16_bit();
+  void sixteen_bit_trains_like_one_rank_data();
+  void sixteen_bit_trains_like_one_rank();
   void with_tensor_parallelism_data();
   void with_tensor_parallelism();
   void ring_sends_the_formula_bytes_and_names_each_block();
@@ -120,6 +124,14 @@ void TestContextParallel::losses_and_norms_match_single_rank_data() {
   QTest::newRow("cp 4 contiguous") << 4 << "contiguous";
 }
 
+// BERT's attention is not causal: each block's keys are masked by the padding alone.
+void TestContextParallel::bert_matches_single_rank_data() {
+  QTest::addColumn<int>("cp");
+  QTest::addColumn<QString>("split");
+  QTest::newRow("bert-tiny cp 2") << 2 << "contiguous";
+  QTest::newRow("bert-tiny cp 4 zigzag") << 4 << "zigzag";
+}
+
 // fp32: the ring's blocks merged by log-sum-exp, dQ, dK, dV per block from the
 // saved log-sum-exp, the gradients summed over the cp group reproduce one rank
 // within 2e-5.
@@ -127,7 +139,12 @@ void TestContextParallel::losses_and_norms_match_single_rank() {
   QFETCH(int, cp);
   QFETCH(QString, split);
   const std::string name = split.toStdString();
-  expect_single_rank(base_config(cp, name.c_str()), QTest::currentDataTag());
+  const bool bert = QString(QTest::currentDataTag()).startsWith("bert");
+  expect_single_rank(base_config(cp, name.c_str(), bert ? "bert-tiny" : "gpt-tiny"), QTest::currentDataTag());
+}
+
+void TestContextParallel::bert_matches_single_rank() {
+  losses_and_norms_match_single_rank();
 }
 
 void TestContextParallel::with_data_parallel_checkpointing_and_16_bit_data() {
@@ -139,6 +156,13 @@ void TestContextParallel::with_data_parallel_checkpointing_and_16_bit_data() {
   QTest::newRow("dp 2 x cp 2, DDP") << 2 << 0 << false << fp32;
   QTest::newRow("dp 2 x cp 2, ZeRO-1") << 2 << 1 << false << fp32;
   QTest::newRow("cp 2, activation checkpointing") << 1 << 0 << true << fp32;
+}
+
+void TestContextParallel::sixteen_bit_trains_like_one_rank_data() {
+  QTest::addColumn<int>("dp");
+  QTest::addColumn<int>("zero");
+  QTest::addColumn<bool>("checkpoint");
+  QTest::addColumn<int>("precision");
   QTest::newRow("cp 2, bf16") << 1 << 0 << false << int(Precision::bf16);
   QTest::newRow("cp 2, fp16") << 1 << 0 << false << int(Precision::fp16);
 }
@@ -151,6 +175,7 @@ void TestContextParallel::with_tensor_parallelism_data() {
   QTest::newRow("dp 2 x tp 2 x cp 2") << 2 << 2 << false;
   QTest::newRow("tp 2 x cp 4, sequence parallel") << 1 << 4 << true;
   QTest::newRow("dp 2 x tp 2 x cp 2, sequence parallel") << 2 << 2 << true;
+  QTest::newRow("bert-tiny tp 2 x cp 2, sequence parallel") << 1 << 2 << true;
 }
 
 // The cp sum beside DDP's all-reduce or before ZeRO-1's reduce-scatter, the
@@ -170,6 +195,10 @@ void TestContextParallel::with_data_parallel_checkpointing_and_16_bit() {
   expect_single_rank(c, QTest::currentDataTag(), tolerance);
 }
 
+void TestContextParallel::sixteen_bit_trains_like_one_rank() {
+  with_data_parallel_checkpointing_and_16_bit();
+}
+
 // Each tp rank's ring carries its heads' keys and values (h / tp channels);
 // the vocabulary-parallel embedding adds global positions; sequence
 // parallelism splits the rank's seq / cp tokens further over tp.
@@ -177,7 +206,8 @@ void TestContextParallel::with_tensor_parallelism() {
   QFETCH(int, dp);
   QFETCH(int, cp);
   QFETCH(bool, sequence_parallel);
-  RunConfig c = base_config(cp);
+  const bool bert = QString(QTest::currentDataTag()).startsWith("bert");
+  RunConfig c = base_config(cp, "zigzag", bert ? "bert-tiny" : "gpt-tiny");
   c.layout[Axis::dp] = dp;
   c.layout[Axis::tp] = 2;
   c.sequence_parallel = sequence_parallel;
@@ -263,6 +293,7 @@ void TestContextParallel::ledger_equals_the_estimator_data() {
   QTest::newRow("dp 2 x cp 2, ZeRO-1") << 2 << 2 << 1 << 1 << false << "fp32";
   QTest::newRow("dp 2 x tp 2 x cp 2, checkpointing") << 2 << 2 << 2 << 0 << true << "fp32";
   QTest::newRow("cp 2, bf16") << 1 << 2 << 1 << 0 << false << "bf16";
+  QTest::newRow("bert-tiny cp 2") << 1 << 2 << 1 << 0 << false << "fp32";
 }
 
 // Each rank's activations and workspace at seq / cp tokens, and the 4 key/value
@@ -285,7 +316,8 @@ void TestContextParallel::ledger_equals_the_estimator() {
   s.activations = ActivationMode::shardscope;
   s.micro_batch_size = 4;
   s.seq = 32;
-  const ModelShape shape = model_shape_from_config(find_model_preset("gpt-tiny"), "gpt-tiny");
+  const char* model = QString(QTest::currentDataTag()).startsWith("bert") ? "bert-tiny" : "gpt-tiny";
+  const ModelShape shape = model_shape_from_config(find_model_preset(model), model);
   const MemoryEstimate predicted = estimate_memory(shape, s);
   QVERIFY2(predicted.engine_exact, predicted.basis.c_str());
   RunConfig run = to_run_config(shape, s);
@@ -326,9 +358,6 @@ void TestContextParallel::layouts_not_built_are_refused() {
   c = base_config(3, "contiguous");
   c.seq = 32;
   refused(c, "--cp 3: --seq 32 does not split into 3 equal chunks");
-  c = base_config(2);
-  c.model = "bert-tiny";
-  refused(c, "--cp 2 with a BERT model (bert-tiny) is not built yet");
   c = base_config(4);
   c.seq = 40;  // 10 tokens per cp rank in 2 chunks of 5
   c.layout[Axis::tp] = 4;
