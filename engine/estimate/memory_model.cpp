@@ -245,8 +245,8 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
   if (s.recompute == Recompute::selective) return "the engine has no selective recompute";
   if (s.sequence_parallel) return "the estimator does not count the engine's sequence-parallel activations yet";
   if (s.layout.tp() > 1 && s.cuda) return "the engine trains tensor parallelism on CPU ranks only";
-  if (s.layout.cp() > 1 && (s.cuda || s.layout.pp() > 1 || s.zero_stage > 1))
-    return "the engine trains context parallelism on CPU ranks, without pipelines or ZeRO-2/3";
+  if (s.layout.cp() > 1 && (s.cuda || s.zero_stage > 1))
+    return "the engine trains context parallelism on CPU ranks, without ZeRO-2/3";
   // The planner's rules are the run's (check_layout_rules); the engine's own
   // limits are the run-config schema's ranges.
   const std::pair<const char*, std::int64_t> limits[] = {{"dp", s.layout.dp()},

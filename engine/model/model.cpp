@@ -133,14 +133,14 @@ void Model::set_activation_slots(int count) {
 }
 
 float* Model::stage_input(int B, int T) {
-  ensure_activations(B, T);
+  ensure_activations(B, T / cp_size());
   return acts().stage_input;
 }
 
 const float* Model::stage_output() const { return layer_output(stage_.end_layer - 1); }
 
 float* Model::output_gradient(int B, int T) {
-  ensure_scratch(B, T);
+  ensure_scratch(B, T / cp_size());
   return scratch_.d_res;
 }
 

@@ -139,7 +139,8 @@ class Model {
   // forward. A stage without the head takes the gradient of its output in
   // output_gradient(), filled before backward. After forward, stage_output()
   // is this stage's output; after backward, input_gradient() is the gradient
-  // of its input. All (B, T, C).
+  // of its input. All (B, T, C); under context parallelism T is the whole
+  // sequence's and the buffers hold this cp rank's T / cp tokens of it.
   float* stage_input(int B, int T);
   const float* stage_output() const;
   float* output_gradient(int B, int T);
@@ -211,6 +212,9 @@ class Model {
   // Context parallelism (model/context_parallel.h): forward takes the whole
   // (B, T) batch and runs this cp rank's T / cp tokens of every sequence.
   void set_context_parallel_group(ContextParallelGroup* group) { cp_group_ = group; }
+  // The cp ranks sharing each sequence (1 without context parallelism): a stage's
+  // input and output gradient hold T / this many tokens of every sequence.
+  int context_parallel_size() const { return cp_size(); }
 
  protected:
   // A place a run may stop mid-layer (set_layer_boundary_callback).

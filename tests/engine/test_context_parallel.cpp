@@ -68,6 +68,7 @@ void expect_single_rank(RunConfig split_config, const char* tag, double toleranc
   one.layout = Layout{};
   one.zero_stage = 0;
   one.sequence_parallel = false;
+  one.micro_batches = 1;
   const Trace single = trace_of(one);
   const Trace split = trace_of(split_config);
   QCOMPARE(split.losses.size(), std::size_t{20});
@@ -95,6 +96,8 @@ class TestContextParallel : public QObject {
   void bert_matches_single_rank();
   void with_data_parallel_checkpointing_and_16_bit_data();
   void with_data_parallel_checkpointing_and_16_bit();
+  void with_pipelines_data();
+  void with_pipelines();
   void sixteen_bit_trains_like_one_rank_data();
   void sixteen_bit_trains_like_one_rank();
   void with_tensor_parallelism_data();
@@ -178,6 +181,16 @@ void TestContextParallel::with_tensor_parallelism_data() {
   QTest::newRow("bert-tiny tp 2 x cp 2, sequence parallel") << 1 << 2 << true;
 }
 
+void TestContextParallel::with_pipelines_data() {
+  QTest::addColumn<QString>("model");
+  QTest::addColumn<int>("schedule");
+  QTest::addColumn<bool>("checkpoint");
+  const int gpipe = int(PipelineScheduleKind::gpipe), one_f_one_b = int(PipelineScheduleKind::one_f_one_b);
+  QTest::newRow("pp 2 x cp 2, 1F1B") << "gpt-tiny" << one_f_one_b << false;
+  QTest::newRow("pp 2 x cp 2, GPipe, checkpointing") << "gpt-tiny" << gpipe << true;
+  QTest::newRow("bert-tiny pp 2 x cp 2, 1F1B") << "bert-tiny" << one_f_one_b << false;
+}
+
 // The cp sum beside DDP's all-reduce or before ZeRO-1's reduce-scatter, the
 // recompute's second forward ring, 16-bit gradients summed over cp: fp32
 // within 2e-5 of one rank, bf16 and fp16 within test_mixed_training's 2e-2 and 5e-3.
@@ -211,6 +224,22 @@ void TestContextParallel::with_tensor_parallelism() {
   c.layout[Axis::dp] = dp;
   c.layout[Axis::tp] = 2;
   c.sequence_parallel = sequence_parallel;
+  expect_single_rank(c, QTest::currentDataTag());
+}
+
+// A stage passes this cp rank's T / cp tokens of every sequence to the same cp
+// rank of the next stage (and their gradient back); the tied embedding's copies
+// are summed between the first and last stage of each cp rank, then over cp.
+void TestContextParallel::with_pipelines() {
+  QFETCH(QString, model);
+  QFETCH(int, schedule);
+  QFETCH(bool, checkpoint);
+  const std::string name = model.toStdString();
+  RunConfig c = base_config(2, "zigzag", name.c_str());
+  c.layout[Axis::pp] = 2;
+  c.micro_batches = 2;
+  c.schedule = static_cast<PipelineScheduleKind>(schedule);
+  c.checkpoint = checkpoint;
   expect_single_rank(c, QTest::currentDataTag());
 }
 
@@ -294,6 +323,7 @@ void TestContextParallel::ledger_equals_the_estimator_data() {
   QTest::newRow("dp 2 x tp 2 x cp 2, checkpointing") << 2 << 2 << 2 << 0 << true << "fp32";
   QTest::newRow("cp 2, bf16") << 1 << 2 << 1 << 0 << false << "bf16";
   QTest::newRow("bert-tiny cp 2") << 1 << 2 << 1 << 0 << false << "fp32";
+  QTest::newRow("pp 2 x cp 2, 1F1B m 2") << 1 << 2 << 1 << 0 << false << "fp32";
 }
 
 // Each rank's activations and workspace at seq / cp tokens, and the 4 key/value
@@ -316,6 +346,10 @@ void TestContextParallel::ledger_equals_the_estimator() {
   s.activations = ActivationMode::shardscope;
   s.micro_batch_size = 4;
   s.seq = 32;
+  if (QString(QTest::currentDataTag()).startsWith("pp 2")) {
+    s.layout[Axis::pp] = 2;
+    s.micro_batches = 2;
+  }
   const char* model = QString(QTest::currentDataTag()).startsWith("bert") ? "bert-tiny" : "gpt-tiny";
   const ModelShape shape = model_shape_from_config(find_model_preset(model), model);
   const MemoryEstimate predicted = estimate_memory(shape, s);
@@ -364,8 +398,8 @@ void TestContextParallel::layouts_not_built_are_refused() {
   c.sequence_parallel = true;
   refused(c, "--sequence-parallel with --cp 4: the 10 tokens per cp rank (--seq 40 / 4) do not split over --tp 4");
   c = base_config(2);
-  c.layout[Axis::pp] = 2;
-  refused(c, "--cp 2 with --pp 2 is not built yet");
+  c.device = "cuda";
+  refused(c, "--cp 2 with --device cuda is not built yet");
   c = base_config(2);
   c.layout[Axis::dp] = 2;
   c.zero_stage = 2;
