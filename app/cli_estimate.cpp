@@ -65,7 +65,7 @@ SettingsPatch patch_from_flags(const Flags& f) {
     if (value) values.push_back({std::string(key), std::move(*value), std::string(estimate_row(key).flag)});
   };
   for (const char* key :
-       {"dp", "pp", "tp", "micro_batch", "seq", "accum", "micro_batches", "gpus_per_node", "zero", "dp_mode"})
+       {"dp", "pp", "tp", "cp", "micro_batch", "seq", "accum", "micro_batches", "gpus_per_node", "zero", "dp_mode"})
     given(key, flag_value(f, key));
   // The engine's own converters: --precision also takes accelerate's "no" (fp32), and both keep their messages.
   if (const std::string* text = f.text("precision"))
@@ -162,11 +162,12 @@ void print_estimate(const Estimate& e, const SettingOrigins& origins) {
   if (m.base_model_parameters != m.parameters())
     std::printf("  (Hugging Face AutoModel, without the LM head: %s parameters)\n",
                 grouped(m.base_model_parameters).c_str());
-  // tp only when it is there: the line of a layout without it reads as it always did.
+  // cp and tp only when they are there: the line of a layout without them reads as it always did.
   const std::string tp =
-      s.layout.tp() > 1 || s.sequence_parallel
-          ? " × tp " + std::to_string(s.layout.tp()) + (s.sequence_parallel ? " (sequence parallel)" : "")
-          : "";
+      (s.layout.cp() > 1 ? " × cp " + std::to_string(s.layout.cp()) : "") +
+      (s.layout.tp() > 1 || s.sequence_parallel
+           ? " × tp " + std::to_string(s.layout.tp()) + (s.sequence_parallel ? " (sequence parallel)" : "")
+           : "");
   std::printf(
       "Layout: dp %d × pp %d%s = %d GPUs, %s, ZeRO-%d, %s, micro-batch %d × seq %d, accum %d × %d pipeline "
       "micro-batches (%s) per step, global batch %lld, checkpoint %s, activations %s (%s kernels)%s%s\n",

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "cli_args.h"
+#include "cli_context_parallel.h"
 #include "cli_job_events.h"
 #include "cli_launch.h"
 #include "cli_lesson_figures.h"
@@ -146,10 +147,12 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
       config.layout.dp(), std::string(data_parallel_mode_name(config.dp_mode)).c_str(), config.zero_stage,
       config.layout.pp(),
       config.schedule_file.empty() ? pipeline_schedule_name(config.schedule) : config.schedule_file.c_str(),
-      config.layout.tp() > 1 ? (" x tp " + std::to_string(config.layout.tp())).c_str() : "", config.micro_batch_size(),
-      config.micro_batches, config.micro_batches > 1 ? "es" : "", config.accum, config.accum > 1 ? "s" : "",
-      static_cast<long long>(config.steps), std::string(precision_name(config.precision)).c_str(),
-      trainer.placement().c_str());
+      ((config.layout.cp() > 1 ? " x cp " + std::to_string(config.layout.cp()) + " " + config.cp_split : "") +
+       (config.layout.tp() > 1 ? " x tp " + std::to_string(config.layout.tp()) : ""))
+          .c_str(),
+      config.micro_batch_size(), config.micro_batches, config.micro_batches > 1 ? "es" : "", config.accum,
+      config.accum > 1 ? "s" : "", static_cast<long long>(config.steps),
+      std::string(precision_name(config.precision)).c_str(), trainer.placement().c_str());
   if (const std::string blas = trainer.blas_kernel_line(); !blas.empty()) std::printf("%s\n", blas.c_str());
   std::printf("clock %s\n", trainer.clock_text().c_str());
   if (!trainer.resumed_from().empty()) {
@@ -361,8 +364,9 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
               totals.first_loss, totals.last_loss,
               totals.last_eval ? (", eval loss " + std::to_string(*totals.last_eval)).c_str() : "");
   if (events.complete()) {  // under mpirun, once the other processes' events reached rank 0
-    const ScheduleSummary schedule = summarize_schedule(
-        events.schedule().events(), config.layout.dp() * config.layout.tp(), config.layout.pp(), config.micro_batches);
+    const ScheduleSummary schedule =
+        summarize_schedule(events.schedule().events(), config.layout.dp() * config.layout.cp() * config.layout.tp(),
+                           config.layout.pp(), config.micro_batches);
     const std::string_view clock = trainer.clock_text().starts_with("virtual") ? "virtual" : "wall";
     for (const std::string& line : schedule_summary_lines(schedule, clock)) std::printf("%s\n", line.c_str());
     RankWaits waits = events.schedule().waits(schedule.first_step);
@@ -379,6 +383,7 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
     print_data_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
     print_tensor_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
     print_sequence_parallel_activations(trainer, config);
+    print_context_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
   } else {  // the bubble and the overlap need every rank's spans
     std::printf("schedule: not summarized (the events of some processes did not reach rank 0)\n");
   }

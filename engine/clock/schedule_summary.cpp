@@ -345,7 +345,11 @@ void ScheduleEvents::emit(const Event& event) {
   const bool optimizer =
       event.kind == EventKind::compute_span && event.layer < 0 && event.compute == ComputeKind::optimizer;
   const bool layer_traffic = is_tensor_parallel_layer_transfer(event);
-  if (!is_stage_span(event) && !is_bucket_transfer(event) && !model_states && !wait && !optimizer && !layer_traffic)
+  // Ring attention's block transfers (plan/context_parallel_traffic.h measures them from events()).
+  const bool ring_attention =
+      event.kind == EventKind::comm_span && event.purpose == CommPurpose::context_parallel && event.layer >= 0;
+  if (!is_stage_span(event) && !is_bucket_transfer(event) && !model_states && !wait && !optimizer && !layer_traffic &&
+      !ring_attention)
     return;
   std::lock_guard lock(mutex_);
   if (event.step > latest_step_) {
@@ -360,7 +364,7 @@ void ScheduleEvents::emit(const Event& event) {
   if (wait) waits_[event.step].add(event);
   if (layer_traffic) layer_bytes_[event.step][{event.src, event.unit, event.micro_batch}] += event.bytes;
   if (model_states) transfer_bytes_[event.step][{event.src, event.dst}] += event.bytes;
-  if (is_stage_span(event) || is_bucket_transfer(event) || optimizer) kept_.push_back(event);
+  if (is_stage_span(event) || is_bucket_transfer(event) || optimizer || ring_attention) kept_.push_back(event);
 }
 
 RankWaits ScheduleEvents::waits(std::int64_t first_step) const {

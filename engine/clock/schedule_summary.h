@@ -124,10 +124,10 @@ ScheduleSummary summarize_schedule(std::span<const Event> events, int dp, int pp
 std::vector<std::string> schedule_summary_lines(const ScheduleSummary& summary, std::string_view clock_name);
 
 // An EventSink that keeps what summarize_schedule reads (whole-stage compute
-// spans, DDP bucket transfers) and the optimizer's spans of the latest steps, the bytes of their
-// data-parallel model-state transfers (plan/data_parallel_traffic.h) summed
-// per (sender, receiver), and their waits (clock/wait_summary.h), and passes every event on to `next` (may be null).
-// emit may be called from any thread.
+// spans, DDP bucket transfers, ring attention's block transfers) and the optimizer's spans of the latest steps, the
+// bytes of their data-parallel model-state transfers (plan/data_parallel_traffic.h) summed per (sender, receiver), and
+// their waits (clock/wait_summary.h), and passes every event on to `next` (may be null). emit may be called from any
+// thread.
 class ScheduleEvents final : public EventSink {
  public:
   explicit ScheduleEvents(EventSink* next = nullptr, std::int64_t keep_steps = 64)

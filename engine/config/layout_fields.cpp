@@ -2,6 +2,7 @@
 // The run-config schema's rows of the parallel layout (config/run_schema.h):
 // an axis of layout/parallel_axes.h gets its flag, config key, panel field and
 // estimate/planner range here (docs/ARCHITECTURE.md, "Adding a parallelism").
+#include "config/context_parallel_fields.h"
 #include "config/field_access.h"
 #include "config/plan_fields.h"
 #include "config/run_schema.h"
@@ -165,6 +166,7 @@ void add_layout_fields(std::vector<RunField>& f) {
                .plan = {.help = {"Pipeline stages", "流水线阶段数"}, .min = 1, .max = 10'000}});
   // tp and sequence_parallel: panel rows; the Tensor parallel view (ui/views/tensor_parallel_view.h) draws them.
   add_tensor_parallel_fields(f);
+  add_context_parallel_fields(f);  // cp and cp_split (config/context_parallel_fields.cpp)
   add_pipeline_schedule_fields(f);
 }
 

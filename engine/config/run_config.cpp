@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 
+#include "config/context_parallel_fields.h"
 #include "config/run_schema.h"
 #include "core/error.h"
 #include "data/byte_tokenizer.h"
@@ -302,6 +303,7 @@ void validate_run_config(const RunConfig& c) {
   validate_grid(c);
   validate_tensor_parallel(c, model);
   validate_sequence_parallel(c);
+  validate_context_parallel(c, model);
   validate_strategies(c);
   validate_zero_bubble(c);
   validate_interleaved(c, model);

@@ -58,6 +58,7 @@ json settings_json(const EstimateSettings& s) {
     out["tp"] = s.layout.tp();
     out["sequence_parallel"] = s.sequence_parallel;
   }
+  if (s.layout.cp() > 1) out["cp"] = s.layout.cp();  // the same: only when there
   return out;
 }
 

@@ -115,6 +115,12 @@ void validate_estimate_settings(const EstimateSettings& s) {
   require_axis(s.layout, Axis::dp);
   require_axis(s.layout, Axis::pp);
   require_axis(s.layout, Axis::tp);
+  require_axis(s.layout, Axis::cp);
+  if (s.seq % s.layout.cp() != 0)
+    throw FieldError("{cp} " + std::to_string(s.layout.cp()) + ": {seq} " + std::to_string(s.seq) +
+                         " does not split into equal slices (each context-parallel rank holds seq / cp tokens)",
+                     "{cp} " + std::to_string(s.layout.cp()) + "：{seq} " + std::to_string(s.seq) +
+                         " 无法均分（每个上下文并行 rank 持有 seq / cp 个 token）");
   check_zero_stage_range(s.zero_stage);  // config/run_config.h, as the rules below
   require_in(s.micro_batch_size >= 1, "micro_batch", "at least 1", s.micro_batch_size);
   require_in(s.seq >= 0, "seq", "at least 1", s.seq);

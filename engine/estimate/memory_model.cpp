@@ -100,7 +100,7 @@ RingStaging ring_staging(const Context& c, std::int64_t largest_chunk, int k_g) 
 void sequence_parallel_staging(RankMemory& m, const EstimateSettings& s, std::int64_t hidden) {
   const int t = s.layout.tp();
   if (!s.sequence_parallel || t < 2 || s.activations != ActivationMode::shardscope) return;
-  const std::int64_t chunk = (CheckedSize(s.micro_batch_size) * s.seq * hidden).value() / t;
+  const std::int64_t chunk = (CheckedSize(s.micro_batch_size) * (s.seq / s.layout.cp()) * hidden).value() / t;
   const std::int64_t slice = std::min(chunk, kRingSliceBytes / 4);
   const std::int64_t before = m.bytes[MemoryCategory::communication];
   const std::string text = "4 × 2 × " + grouped(slice) +
@@ -243,6 +243,7 @@ RunConfig to_run_config(const ModelShape& model, const EstimateSettings& s) {
   c.layout[Axis::dp] = s.layout.dp();
   c.layout[Axis::pp] = s.layout.pp();
   c.layout[Axis::tp] = s.layout.tp();
+  c.layout[Axis::cp] = s.layout.cp();
   c.dp_mode = s.dp_mode;
   c.zero_stage = s.zero_stage;
   c.accum = s.accum;
@@ -259,11 +260,17 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
   if (s.activations != ActivationMode::shardscope) return "activations come from the generic formula";
   if (s.offload_optimizer || s.offload_params) return "CPU offload is not in the engine";
   if (s.recompute == Recompute::selective) return "the engine has no selective recompute";
+  if (s.layout.cp() > 1 && (s.cuda || s.zero_stage > 1))
+    return "the engine trains context parallelism on CPU ranks, without ZeRO-2/3";
   // The planner's rules are the run's (check_layout_rules); the engine's own
   // limits are the run-config schema's ranges.
-  const std::pair<const char*, std::int64_t> limits[] = {{"dp", s.layout.dp()}, {"pp", s.layout.pp()},
-                                                         {"tp", s.layout.tp()}, {"micro_batches", s.micro_batches},
-                                                         {"accum", s.accum},    {"batch", s.global_batch()}};
+  const std::pair<const char*, std::int64_t> limits[] = {{"dp", s.layout.dp()},
+                                                         {"pp", s.layout.pp()},
+                                                         {"tp", s.layout.tp()},
+                                                         {"cp", s.layout.cp()},
+                                                         {"micro_batches", s.micro_batches},
+                                                         {"accum", s.accum},
+                                                         {"batch", s.global_batch()}};
   try {
     for (const auto& [key, value] : limits) check_field_value(run_field(key), value);
     if (s.seq > model.max_positions) return "the engine trains at most " + std::to_string(model.max_positions) + " tokens";
@@ -347,8 +354,9 @@ void describe_basis(MemoryEstimate& out, const ModelShape& model, const Estimate
 // One micro-batch's activations and backward's workspace on a stage's layers:
 // ShardScope's kernels (with the attention kernel CUDA would pick) or the generic formula.
 ActivationBytes stage_activation_bytes(const ModelShape& model, const EstimateSettings& s, const StageLayers& layers) {
+  const int seq = s.seq / s.layout.cp();  // context parallelism: each rank holds seq / cp tokens of a sequence
   if (s.activations != ActivationMode::shardscope)
-    return formula_activation_bytes(model, layers, s.micro_batch_size, s.seq, s.recompute, s.precision,
+    return formula_activation_bytes(model, layers, s.micro_batch_size, seq, s.recompute, s.precision,
                                     s.sequence_parallel);
   const ModelConfig config = model.tp_config(s.layout.tp());  // a file's vocabulary padded to split
   const AttentionKernel attention =
@@ -356,7 +364,20 @@ ActivationBytes stage_activation_bytes(const ModelShape& model, const EstimateSe
              : AttentionKernel::materialized;
   StageLayers stage = layers;
   stage.sequence_parallel = s.sequence_parallel && s.layout.tp() > 1;  // the LayerNorm regions at s/t tokens
-  return shardscope_activation_bytes(config, stage, s.micro_batch_size, s.seq, s.recompute, attention);
+  return shardscope_activation_bytes(config, stage, s.micro_batch_size, seq, s.recompute, attention);
+}
+
+// Context parallelism: ring attention's blocks in flight (model/context_parallel.cpp), 4 of
+// 2·b·(s/cp)·h/tp floats: the block held and the one arriving, and in backward their dK, dV.
+void context_parallel_memory(RankMemory& m, const EstimateSettings& s, const ModelShape& model) {
+  const int cp = s.layout.cp();
+  if (cp == 1) return;
+  const std::int64_t block =
+      (CheckedSize(2) * s.micro_batch_size * (s.seq / cp) * (model.hidden / s.layout.tp()) * 4).value();
+  const std::int64_t before = m.bytes[MemoryCategory::communication];
+  const std::string blocks = "ring attention's 4 key/value blocks, 4 × 2·b·(s/cp)·h/tp · 4 = 4 × " + grouped(block);
+  set(m, MemoryCategory::communication, checked_add(before, 4 * block),
+      before == 0 ? blocks : m.formula(MemoryCategory::communication) + " + " + blocks);
 }
 
 // What every rank of a pipeline stage shares, computed at the stage's first rank.
@@ -465,6 +486,7 @@ RankMemory rank_memory(int rank, const Context& c, const ModelShape& model, cons
   m.micro_batches_in_flight = stage_in_flight(per_stage, c.s, m.stage);
   activation_memory(m, c.s, stage.activations);
   workspace_memory(m, c, model, stage.activations, widen_block);
+  context_parallel_memory(m, c.s, model);
   return m;
 }
 

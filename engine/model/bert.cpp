@@ -35,7 +35,10 @@ void BertModel::layer_forward(int l, const float* x, const Batch& batch) {
       be.add(out, out, whole, n);
   };
   be.linear_forward(a.qkv, x, w.qkv_w, w.qkv_b, BT, C, 3 * Ct);
-  be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, Ct, H, mask);
+  if (cp_size() > 1)  // ring attention (context_parallel.cpp), the padding mask looked up per block
+    attention_forward(a.attn_y, a.probs, a.qkv, B, T, Ct, H, l);
+  else
+    be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, Ct, H, mask);
   stop_point();
   row_parallel_forward(a.res_mid, a.attn_y, w.proj_w, w.proj_b, BT, Ct, C, l);
   add_residual(a.res_mid, x);
@@ -111,7 +114,10 @@ void BertModel::layer_backward(int l, const float* x, const Batch& batch) {
   // res_mid = x + proj(attention(qkv(x))): d_res += attention backward, giving d(x)
   layer_linear_backward(l, s.d_a, dw.proj_w, dw.proj_b, sequence_gathered(s.d_res, BT, C, l), a.attn_y, w.proj_w, BT,
                         Ct, C);
-  be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, Ct, H, mask);
+  if (cp_size() > 1)
+    attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, Ct, H, l);
+  else
+    be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, Ct, H, mask);
   stop_point();
   // (d_a, read by the attention's backward, is free: the partial sum's room)
   column_parallel_backward(s.d_res, dw.qkv_w, dw.qkv_b, s.d_qkv, x, w.qkv_w, BT, C, 3 * Ct, l, /*accumulate=*/true,

@@ -10,6 +10,8 @@
 // Under sequence parallelism (model/sequence_parallel.cpp) x, res_mid, res_out
 // and the LayerNorms' statistics hold this rank's BT/t tokens (the first rows
 // of their buffers); ln1_out, ln2_out and final_ln_out are all-gathered whole.
+// Under context parallelism (model/context_parallel.h) T is this cp rank's
+// tokens of every sequence and attention passes keys and values round the ring.
 #include "model/gpt.h"
 
 
@@ -24,7 +26,7 @@ void GptModel::layer_forward(int l, const float* x, const Batch& batch) {
   const std::int64_t mine = static_cast<std::int64_t>(sequence_rows(BT)) * C;  // this rank's tokens' elements
   sequence_layernorm_forward(a.ln1_out, a.ln1_mean, a.ln1_rstd, x, w.ln1_w, w.ln1_b, BT, C, l);
   be.linear_forward(a.qkv, a.ln1_out, w.qkv_w, w.qkv_b, BT, C, 3 * Ct);
-  be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, Ct, H, AttentionMask{true, nullptr});
+  attention_forward(a.attn_y, a.probs, a.qkv, B, T, Ct, H, l);  // under cp, ring attention (context_parallel.cpp)
   stop_point();
   row_parallel_forward(a.res_mid, a.attn_y, w.proj_w, w.proj_b, BT, Ct, C, l);
   be.add(a.res_mid, a.res_mid, x, mine);
@@ -77,7 +79,7 @@ void GptModel::layer_backward(int l, const float* x, const Batch& batch) {
   // Attention branch: d_res now holds d(res_mid) = d(x) through the residual.
   layer_linear_backward(l, s.d_a, dw.proj_w, dw.proj_b, sequence_gathered(s.d_res, BT, C, l), a.attn_y, w.proj_w, BT,
                         Ct, C);
-  be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, Ct, H, AttentionMask{true, nullptr});
+  attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, Ct, H, l);
   stop_point();
   column_parallel_backward(s.d_a, dw.qkv_w, dw.qkv_b, s.d_qkv, a.ln1_out, w.qkv_w, BT, C, 3 * Ct, l);
   sequence_layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, x, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C,

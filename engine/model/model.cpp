@@ -133,14 +133,14 @@ void Model::set_activation_slots(int count) {
 }
 
 float* Model::stage_input(int B, int T) {
-  ensure_activations(B, T);
+  ensure_activations(B, T / cp_size());
   return acts().stage_input;
 }
 
 const float* Model::stage_output() const { return layer_output(stage_.end_layer - 1); }
 
 float* Model::output_gradient(int B, int T) {
-  ensure_scratch(B, T);
+  ensure_scratch(B, T / cp_size());
   return scratch_.d_res;
 }
 
@@ -164,8 +164,10 @@ void Model::check_batch(const Batch& b) const {
   }
 }
 
-float Model::forward(const Batch& batch) {
-  check_batch(batch);
+float Model::forward(const Batch& whole) {
+  check_batch(whole);
+  // Context parallelism: this cp rank's T / cp tokens of every sequence from here on.
+  const Batch batch = cp_size() > 1 ? context_parallel_batch(whole) : whole;
   ensure_activations(batch.B, batch.T);
   sequence_length_ = batch.T;  // sequence parallelism's token blocks are T / tp
   Slot& s = slot();

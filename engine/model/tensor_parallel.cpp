@@ -5,6 +5,8 @@
 // the one backend op the model ran before, and nothing else.
 // The vocabulary-parallel pieces are backend ops (ops/backend.h), on the
 // CPU and on a GPU alike.
+// Under context parallelism the embeddings loop over host memory instead (each
+// token at its position in the whole sequence, model/context_parallel.cpp).
 #include "model/model.h"
 
 namespace shardscope {
@@ -77,7 +79,7 @@ void Model::token_embedding_forward(float* out, const Batch& batch) {
   const bool bert = config_.kind == ModelKind::bert;  // BERT adds segment (token type) embeddings
   const std::int32_t* type_ids = bert ? batch.token_type_ids : nullptr;
   const float* types = bert ? w_.token_types : nullptr;
-  if (tp_size() == 1) {
+  if (tp_size() == 1 && cp_size() == 1) {
     backend_.embedding_forward(out, batch.input_ids, type_ids, w_.tokens, w_.positions, types, B, T, C);
     return;
   }
@@ -88,8 +90,12 @@ void Model::token_embedding_forward(float* out, const Batch& batch) {
   const std::int64_t n = static_cast<std::int64_t>(B) * T * C;
   float* rows = sequence_parallel() ? fit(sequence_full_, n) : out;
   const int owned = config_.vocab / tp_size();
-  backend_.vocab_embedding_forward(rows, batch.input_ids, type_ids, w_.tokens, w_.positions, types, B, T, C,
-                                   stage_.tp_rank * owned, owned);
+  if (cp_size() == 1)
+    backend_.vocab_embedding_forward(rows, batch.input_ids, type_ids, w_.tokens, w_.positions, types, B, T, C,
+                                     stage_.tp_rank * owned, owned);
+  else
+    context_parallel_embedding_forward(rows, batch, stage_.tp_rank * owned, owned);
+  if (tp_size() == 1) return;  // context parallelism alone: every row is this rank's
   if (sequence_parallel())
     sequence_reduce_scatter(out, rows, B * T, C, -1);
   else
@@ -101,7 +107,7 @@ void Model::token_embedding_backward(const float* d_out, const Batch& batch) {
   const bool bert = config_.kind == ModelKind::bert;
   const std::int32_t* type_ids = bert ? batch.token_type_ids : nullptr;
   float* d_types = bert ? dw_.token_types : nullptr;
-  if (tp_size() == 1) {
+  if (tp_size() == 1 && cp_size() == 1) {
     backend_.embedding_backward(dw_.tokens, dw_.positions, d_types, d_out, batch.input_ids, type_ids, B, T, C);
     return;
   }
@@ -109,8 +115,11 @@ void Model::token_embedding_backward(const float* d_out, const Batch& batch) {
   // each adds it to the token rows it owns, and to the (replicated) positions and segments.
   d_out = sequence_gathered(d_out, B * T, C, -1);
   const int owned = config_.vocab / tp_size();
-  backend_.vocab_embedding_backward(dw_.tokens, dw_.positions, d_types, d_out, batch.input_ids, type_ids, B, T, C,
-                                    stage_.tp_rank * owned, owned);
+  if (cp_size() == 1)
+    backend_.vocab_embedding_backward(dw_.tokens, dw_.positions, d_types, d_out, batch.input_ids, type_ids, B, T, C,
+                                      stage_.tp_rank * owned, owned);
+  else
+    context_parallel_embedding_backward(d_out, batch, stage_.tp_rank * owned, owned);
 }
 
 // Vocabulary-parallel cross-entropy (Megatron's vocab_parallel_cross_entropy):

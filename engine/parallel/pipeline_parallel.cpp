@@ -84,7 +84,9 @@ void select_slot(Model& model, const PipelineAction& a) {
 // tp rank's T/t tokens of every sequence (model/sequence_parallel.cpp), and so
 // is GPT's output; BERT's output, its gathered LayerNorm output, is whole.
 std::int64_t boundary_count(const Model& model, const Batch& batch, Type type) {
-  const std::int64_t whole = static_cast<std::int64_t>(batch.B) * batch.T * model.config().channels;
+  // Context parallelism: this cp rank's T / cp tokens of every sequence.
+  const std::int64_t whole =
+      static_cast<std::int64_t>(batch.B) * (batch.T / model.context_parallel_size()) * model.config().channels;
   const bool activation = type == Type::send_activation || type == Type::recv_activation;
   const bool split = model.stage().sequence_parallel && !(activation && model.config().kind == ModelKind::bert);
   return split ? whole / model.stage().tp_size : whole;

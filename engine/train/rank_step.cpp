@@ -34,6 +34,7 @@ void Trainer::rank_step(Rank& rk) {
   // peers' (naive: to the master; ZeRO-1: reduce-scatter; DDP and ZeRO-2/3
   // did theirs during backward).
   sum_tied_embedding_gradients(rk, strategy.gradients(rk), tag);
+  sum_over_context_parallel(rk, strategy.gradients(rk), tag);
   strategy.combine_gradients(rk, tag);
   rk.skipped = overflow_verdict(rk, tag);  // fp16: one verdict for the world, with the loss total
   rk.lr = schedule_.at(steps_done_);

@@ -432,7 +432,8 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
     // Under sequence parallelism a GPT stage passes this tp rank's T/t tokens of every sequence.
     const int tokens_split =
         model.stage().sequence_parallel && model.config().kind == ModelKind::gpt ? model.stage().tp_size : 1;
-    const std::int64_t count = static_cast<std::int64_t>(mb) * T * model.config().channels / tokens_split;
+    const std::int64_t count =
+        static_cast<std::int64_t>(mb) * (T / model.context_parallel_size()) * model.config().channels / tokens_split;
     if (rk.stage > 0) rk.pp_comm->recv(model.stage_input(mb, T), count, rk.stage - 1, tag);
     const float loss = model.forward(batch);
     if (rk.stage < pp - 1) rk.pp_comm->send(model.stage_output(), count, rk.stage + 1, tag);
