@@ -242,9 +242,7 @@ void validate_zero_bubble(const RunConfig& c) {
 }
 
 // Interleaved 1F1B (plan/interleaved_schedule.h): v model chunks per stage,
-// the layers split evenly into p·v of them. The schedule is generated,
-// simulated and printed (`shardscope-cli schedule`); the trainer still builds
-// one model chunk per stage, so training it is refused by name.
+// the layers split evenly into p·v of them, stage s holding chunks s, p + s, ...
 void validate_interleaved(const RunConfig& c, const ModelConfig& model) {
   const bool interleaved = c.schedule == PipelineScheduleKind::interleaved_1f1b;
   const int p = c.layout.pp(), v = c.virtual_stages, m = c.micro_batches;
@@ -268,13 +266,16 @@ void validate_interleaved(const RunConfig& c, const ModelConfig& model) {
               str(p) + " x {virtual_stages} " + str(v) + " = " + str(p * v) + " equal chunks",
           "{schedule} interleaved-1f1b：" + model.name + " 的 " + str(model.layers) + " 层不能均分为 {pp} " + str(p) +
               " × {virtual_stages} " + str(v) + " = " + str(p * v) + " 块");
-  require(false,
-          "{schedule} interleaved-1f1b does not train yet: a stage holds one model chunk; "
-          "`shardscope-cli schedule --schedule interleaved-1f1b --virtual-stages " +
-              str(v) + "` prints and times it",
-          "{schedule} interleaved-1f1b 尚不能训练：每个阶段只持有一个模型块；"
-          "`shardscope-cli schedule --schedule interleaved-1f1b --virtual-stages " +
-              str(v) + "` 可打印并计时该调度");
+  // Each stage runs its v chunks in one model (model.h, select_chunk). Not yet with
+  // tensor parallelism, and not on NCCL, whose grouped sends the runtime does not post.
+  require(c.layout.tp() == 1,
+          "{schedule} interleaved-1f1b with {tp} " + str(c.layout.tp()) + " is not built yet; use {tp} 1",
+          "{schedule} interleaved-1f1b 与 {tp} " + str(c.layout.tp()) + " 的组合尚未实现；请用 {tp} 1");
+  require(c.device == "cpu",
+          "{schedule} interleaved-1f1b with {device} " + c.device +
+              " is not built yet (NCCL needs its grouped transfers posted as one group); use {device} cpu",
+          "{schedule} interleaved-1f1b 与 {device} " + c.device +
+              " 的组合尚未实现（NCCL 需要把成组的传输作为一组提交）；请用 {device} cpu");
 }
 }  // namespace
 
