@@ -219,8 +219,12 @@ void TestInterleavedSchedule::the_schedule_command_prints_it() {
   const CliResult estimate =
       run_cli({"estimate", "--pp", "2", "--micro-batches", "4", "--schedule", "interleaved-1f1b"});
   QCOMPARE(estimate.code, 2);
-  QVERIFY2(estimate.err.contains("--schedule interleaved-1f1b: the estimator does not model model chunks"),
+  QVERIFY2(estimate.err.contains("--schedule interleaved-1f1b needs --virtual-stages 2 or more (got 1)"),
            qPrintable(estimate.err));
+  const CliResult chunks = run_cli(
+      {"estimate", "--pp", "2", "--micro-batches", "4", "--schedule", "interleaved-1f1b", "--virtual-stages", "2"});
+  QCOMPARE(chunks.code, 0);
+  QVERIFY2(chunks.out.contains("(p−1)/(v·m+p−1) = 1/9"), qPrintable(chunks.out));
 }
 
 // torch.distributed.pipelining's CSV: a row per rank, {stage}{F|B|I|W}{micro-batch}.
