@@ -195,12 +195,14 @@ void validate_schedule_file(const RunConfig& c) {
               std::to_string(c.micro_batches),
           named + " 运行 " + std::to_string(file.micro_batches) + " 个微批次，但 {micro_batches} 为 " +
               std::to_string(c.micro_batches));
-  require(file.virtual_stages == 1,
-          named + " puts " + std::to_string(file.virtual_stages) +
-              " model chunks on each rank: training holds one chunk per stage so far (shardscope-cli schedule "
-              "prints it)",
-          named + " 在每个 rank 上放 " + std::to_string(file.virtual_stages) +
-              " 个模型块：训练目前每个阶段只持有一个块（shardscope-cli schedule 可打印它）");
+  // A stage holds the file's chunks (stage c·p + r on rank r), as interleaved 1F1B's: the
+  // trainer splits the layers by {virtual_stages} (run_config.cpp checks they divide).
+  const std::string chunks = std::to_string(file.virtual_stages), given = std::to_string(c.virtual_stages);
+  require(file.virtual_stages == c.virtual_stages,
+          named + " puts " + chunks + " model chunks on each rank, but {virtual_stages} is " + given + ": give " +
+              "{virtual_stages} " + chunks,
+          named + " 在每个 rank 上放 " + chunks + " 个模型块，但 {virtual_stages} 为 " + given + "：请给出 " +
+              "{virtual_stages} " + chunks);
   for (const auto& list : file.schedule)
     for (const auto& a : list)
       if (a.type == Type::weight_gradient) return validate_split_backward(c, named);

@@ -5,6 +5,8 @@
 // the same micro-batch order), the events show v·p − 1 boundaries crossed per
 // micro-batch each way, and each stage holds as many (chunk, micro-batch)
 // activations at once as the simulator says.
+#include <QFile>
+#include <QTemporaryDir>
 #include <QTest>
 #include <algorithm>
 #include <cmath>
@@ -21,6 +23,7 @@
 #include "core/error.h"
 #include "engine/collecting_sink.h"
 #include "plan/pipeline_schedule.h"
+#include "plan/run_plan.h"
 #include "plan/sharding_plan.h"
 #include "train/trainer.h"
 
@@ -104,6 +107,7 @@ class TestInterleavedTraining : public QObject {
   void activations_in_flight_are_the_simulators();
   void measured_bubble_is_the_formula_paced_by_the_slowest_stage();
   void unbuilt_combinations_are_refused_by_name();
+  void a_schedule_file_with_chunks_trains();
   void the_cli_trains_it();
 };
 
@@ -255,6 +259,43 @@ void TestInterleavedTraining::unbuilt_combinations_are_refused_by_name() {
   RunConfig cuda = c;
   cuda.device = "cuda";
   refused(cuda, "--schedule interleaved-1f1b with --device cuda is not built yet");
+}
+
+// torch.distributed.pipelining's CSV of the interleaved lists (stage c·p + r on
+// rank r) trains to the built-in schedule's losses bit for bit; without
+// --virtual-stages it is refused naming the flag and the numbers.
+void TestInterleavedTraining::a_schedule_file_with_chunks_trains() {
+  const int p = 2, m = 4, v = 2;
+  QByteArray csv;
+  for (const auto& list : compute_only(make_pipeline_schedule(kInterleaved, p, m, v))) {
+    for (const PipelineAction& a : list)
+      csv += QByteArray::number(a.chunk * p + a.stage) + (a.type == PipelineAction::Type::forward ? "F" : "B") +
+             QByteArray::number(a.micro_batch) + ",";
+    csv += "\n";
+  }
+  QTemporaryDir dir;
+  const QString path = dir.filePath("interleaved_pp2_m4_v2.csv");
+  QFile file(path);
+  QVERIFY(file.open(QIODevice::WriteOnly));
+  file.write(csv);
+  file.close();
+  RunConfig built_in = base_config("gpt-tiny");
+  built_in.steps = 10;
+  built_in.schedule = kInterleaved;
+  built_in.virtual_stages = v;
+  RunConfig from_file = built_in;
+  from_file.schedule = PipelineScheduleKind::one_f_one_b;
+  from_file.schedule_file = path.toStdString();
+  QCOMPARE(losses_of(from_file), losses_of(built_in));
+  from_file.virtual_stages = 1;
+  try {
+    make_run_plan(from_file);
+    QFAIL("a file of 2 chunks per rank accepted --virtual-stages 1");
+  } catch (const ConfigError& e) {
+    QVERIFY2(std::string(e.what()).find("puts 2 model chunks on each rank, but --virtual-stages is 1: give "
+                                        "--virtual-stages 2") != std::string::npos,
+             e.what());
+  }
 }
 
 void TestInterleavedTraining::the_cli_trains_it() {
