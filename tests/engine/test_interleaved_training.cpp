@@ -108,6 +108,7 @@ class TestInterleavedTraining : public QObject {
   void measured_bubble_is_the_formula_paced_by_the_slowest_stage();
   void unbuilt_combinations_are_refused_by_name();
   void a_schedule_file_with_chunks_trains();
+  void a_json_schedule_file_trains_and_bad_ones_are_refused();
   void the_cli_trains_it();
 };
 
@@ -296,6 +297,55 @@ void TestInterleavedTraining::a_schedule_file_with_chunks_trains() {
                                         "--virtual-stages 2") != std::string::npos,
              e.what());
   }
+}
+
+// The same lists as JSON, an object per action: the built-in losses; a bad
+// action and a B before its F are refused naming the rank and the action.
+void TestInterleavedTraining::a_json_schedule_file_trains_and_bad_ones_are_refused() {
+  const int p = 2, m = 4, v = 2;
+  QByteArrayList ranks;
+  for (const auto& list : compute_only(make_pipeline_schedule(kInterleaved, p, m, v))) {
+    QByteArrayList actions;
+    for (const PipelineAction& a : list)
+      actions << "{\"phase\": \"" + QByteArray(a.type == PipelineAction::Type::forward ? "F" : "B") +
+                     "\", \"micro_batch\": " + QByteArray::number(a.micro_batch) +
+                     ", \"chunk\": " + QByteArray::number(a.chunk) + "}";
+    ranks << "[" + actions.join(", ") + "]";
+  }
+  const QByteArray json = "{\"schedule\": [" + ranks.join(",\n") + "]}";
+  QTemporaryDir dir;
+  const auto write = [&](const char* file_name, const QByteArray& text) {
+    const QString path = dir.filePath(file_name);
+    QFile file(path);
+    if (!file.open(QIODevice::WriteOnly)) qFatal("cannot write %s", qPrintable(path));
+    file.write(text);
+    return path.toStdString();
+  };
+  RunConfig built_in = base_config("gpt-tiny");
+  built_in.steps = 10;
+  built_in.schedule = kInterleaved;
+  built_in.virtual_stages = v;
+  RunConfig from_file = built_in;
+  from_file.schedule = PipelineScheduleKind::one_f_one_b;
+  from_file.schedule_file = write("interleaved.json", json);
+  QCOMPARE(losses_of(from_file), losses_of(built_in));
+  const auto refused = [&](const QByteArray& text, const char* fragment) {
+    RunConfig bad = base_config("gpt-tiny");
+    bad.schedule_file = write("bad.json", text);
+    try {
+      make_run_plan(bad);
+      QFAIL(qPrintable("accepted " + text));
+    } catch (const ConfigError& e) {
+      QVERIFY2(std::string(e.what()).find(fragment) != std::string::npos, e.what());
+    }
+  };
+  refused(
+      R"([[{"phase": "F", "micro_batch": 0}, {"phase": "X", "micro_batch": 0}], [{"phase": "F", "micro_batch": 0}]])",
+      "bad.json: rank 0, action 1 (object");
+  refused(R"([[{"phase": "B", "micro_batch": 0}, {"phase": "F", "micro_batch": 0}],
+              [{"phase": "F", "micro_batch": 0}, {"phase": "B", "micro_batch": 0}]])",
+          "rank 0, action 0 '0B0': runs before the forward 0F0");
+  refused("[[", "bad.json: not JSON: line 1");
 }
 
 void TestInterleavedTraining::the_cli_trains_it() {
