@@ -73,6 +73,7 @@ SettingsPatch patch_from_flags(const Flags& f) {
   given("checkpoint", flag_value(f, "checkpoint"));
   if (const std::string* text = f.text("schedule"))
     given("schedule", std::string(pipeline_schedule_name(parse_pipeline_schedule_kind(*text))));
+  given("virtual_stages", flag_value(f, "virtual_stages"));  // interleaved 1F1B's chunks per stage
   for (const char* key : {"activations", "device", "offload_optimizer", "offload_params", "sequence_parallel"})
     given(key, flag_value(f, key));
   given("efficiency", static_cast<double>(f.efficiency));
@@ -82,6 +83,9 @@ SettingsPatch patch_from_flags(const Flags& f) {
 std::string stage_text(const RankMemory& r) {
   std::string text = "stage " + std::to_string(r.stage) + ", layers " + std::to_string(r.layers.first_layer) + "-" +
                      std::to_string(r.layers.end_layer - 1);
+  for (int c = 1; c < r.layers.chunks; ++c)  // interleaved 1F1B: the stage's later chunks
+    text +=
+        ", " + std::to_string(r.layers.chunk(c).first_layer) + "-" + std::to_string(r.layers.chunk(c).end_layer - 1);
   if (r.layers.embedding) text += " + embeddings";
   if (r.layers.head) text += " + head";
   return text;

@@ -61,6 +61,9 @@ struct PipelineBubble {
   // the last stage) the formulas hold for it, and the others idle the difference.
   int slowest_stage_index = 0;
   double slowest_forward_ns = 0.0, slowest_backward_ns = 0.0, slowest_weight_ns = 0.0;
+  // Model chunks per stage, from the boxes' Event::chunk (interleaved 1F1B: v, whose
+  // bubble is (p − 1)/(v·m + p − 1), clock/pipeline_bubble.h); 1 otherwise.
+  int virtual_stages = 1;
 };
 
 // The zero-bubble formulas (clock/pipeline_bubble.h) for a pipeline paced by

@@ -58,7 +58,7 @@ void add_pipeline_schedule_fields(std::vector<RunField>& f) {
                .saved = Saved::optional,
                .get = get_member<&RunConfig::virtual_stages>,
                .set = set_member<&RunConfig::virtual_stages>,
-               .surfaces = surface::train});
+               .surfaces = surface::train | surface::estimate});
   f.push_back({.key = "schedule_file",
                .flag = "--schedule-file",
                .value_name = "FILE.csv",

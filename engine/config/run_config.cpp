@@ -233,18 +233,39 @@ void validate_zero_bubble(const RunConfig& c) {
 }
 
 // Interleaved 1F1B (plan/interleaved_schedule.h): v model chunks per stage,
-// the layers split evenly into p·v of them. The schedule is generated,
-// simulated and printed (`shardscope-cli schedule`); the trainer still builds
-// one model chunk per stage, so training it is refused by name.
+// the layers split evenly into p·v of them, stage s holding chunks s, p + s, ...
+void check_interleaved_rules(int p, int v, int m);
+
 void validate_interleaved(const RunConfig& c, const ModelConfig& model) {
   const bool interleaved = c.schedule == PipelineScheduleKind::interleaved_1f1b;
+  const bool from_file = !c.schedule_file.empty();  // a file's chunks: validate_schedule_file (plan/schedule_file.h)
   const int p = c.layout.pp(), v = c.virtual_stages, m = c.micro_batches;
-  require(interleaved || v == 1,
+  require(interleaved || from_file || v == 1,
           "{virtual_stages} " + str(v) + " needs {schedule} interleaved-1f1b (" + pipeline_schedule_name(c.schedule) +
               " holds one model chunk per stage)",
           "{virtual_stages} " + str(v) + " 需要 {schedule} interleaved-1f1b（" + pipeline_schedule_name(c.schedule) +
               " 每个阶段只有一个模型块）");
-  if (!interleaved) return;
+  if (!interleaved && v == 1) return;
+  const std::string what = interleaved ? "{schedule} interleaved-1f1b" : "{schedule_file} " + c.schedule_file;
+  if (interleaved) check_interleaved_rules(p, v, m);
+  require(model.layers % (p * v) == 0,
+          what + ": " + model.name + "'s " + str(model.layers) + " layers do not split into {pp} " + str(p) +
+              " x {virtual_stages} " + str(v) + " = " + str(p * v) + " equal chunks",
+          what + "：" + model.name + " 的 " + str(model.layers) + " 层不能均分为 {pp} " + str(p) +
+              " × {virtual_stages} " + str(v) + " 块");
+  // Each stage runs its v chunks in one model (model.h, select_chunk). Not yet with
+  // tensor parallelism, and not on NCCL, whose grouped sends the runtime does not post.
+  require(c.layout.tp() == 1, what + " with {tp} " + str(c.layout.tp()) + " is not built yet; use {tp} 1",
+          what + " 与 {tp} " + str(c.layout.tp()) + " 的组合尚未实现；请用 {tp} 1");
+  require(
+      c.device == "cpu",
+      what + " with {device} " + c.device +
+          " is not built yet (NCCL needs its grouped transfers posted as one group); use {device} cpu",
+      what + " 与 {device} " + c.device + " 的组合尚未实现（NCCL 需要把成组的传输作为一组提交）；请用 {device} cpu");
+}
+
+// Megatron's rules for the generated interleaved lists (plan/interleaved_schedule.h).
+void check_interleaved_rules(int p, int v, int m) {
   require(v >= 2, "{schedule} interleaved-1f1b needs {virtual_stages} 2 or more (got 1; one chunk per stage is 1f1b)",
           "{schedule} interleaved-1f1b 需要 {virtual_stages} 至少为 2（实为 1；每阶段一个块即 1f1b）");
   require(p >= 2, "{schedule} interleaved-1f1b needs {pp} 2 or more (got " + str(p) + ")",
@@ -254,18 +275,6 @@ void validate_interleaved(const RunConfig& c, const ModelConfig& model) {
               "): Megatron's interleaving sends the micro-batches round the stages in groups of p",
           "{schedule} interleaved-1f1b 需要 {micro_batches} 是 {pp} 的倍数（实为 " + str(m) + " 与 " + str(p) +
               "）：Megatron 的交错调度按每组 p 个微批次轮流经过各阶段");
-  require(model.layers % (p * v) == 0,
-          "{schedule} interleaved-1f1b: " + model.name + "'s " + str(model.layers) + " layers do not split into {pp} " +
-              str(p) + " x {virtual_stages} " + str(v) + " = " + str(p * v) + " equal chunks",
-          "{schedule} interleaved-1f1b：" + model.name + " 的 " + str(model.layers) + " 层不能均分为 {pp} " + str(p) +
-              " × {virtual_stages} " + str(v) + " = " + str(p * v) + " 块");
-  require(false,
-          "{schedule} interleaved-1f1b does not train yet: a stage holds one model chunk; "
-          "`shardscope-cli schedule --schedule interleaved-1f1b --virtual-stages " +
-              str(v) + "` prints and times it",
-          "{schedule} interleaved-1f1b 尚不能训练：每个阶段只持有一个模型块；"
-          "`shardscope-cli schedule --schedule interleaved-1f1b --virtual-stages " +
-              str(v) + "` 可打印并计时该调度");
 }
 }  // namespace
 

@@ -17,6 +17,8 @@ constexpr std::int64_t kSimulatedPipelineActions = 4096;  // stages × micro-bat
 std::string shape_text(const StageLayers& stage, std::int64_t layers_total) {
   if (stage.first_layer == 0 && stage.end_layer == layers_total && stage.embedding && stage.head) return "";
   std::string text = " (layers " + std::to_string(stage.first_layer) + "-" + std::to_string(stage.end_layer - 1);
+  for (int c = 1; c < stage.chunks; ++c)  // interleaved 1F1B: the stage's later chunks
+    text += ", " + std::to_string(stage.chunk(c).first_layer) + "-" + std::to_string(stage.chunk(c).end_layer - 1);
   if (stage.embedding) text += ", embeddings";
   if (stage.head) text += ", head";
   return text + ")";
@@ -199,18 +201,20 @@ ActivationBytes formula_activation_bytes(const ModelShape& model, const StageLay
   }
 }
 
-int micro_batches_in_flight_closed_form(PipelineScheduleKind schedule, int stages, int stage, int micro_batches) {
-  return peak_in_flight_closed_form(schedule, stages, stage, micro_batches);
+int micro_batches_in_flight_closed_form(PipelineScheduleKind schedule, int stages, int stage, int micro_batches,
+                                        int virtual_stages) {
+  return peak_in_flight_closed_form(schedule, stages, stage, micro_batches, virtual_stages);
 }
 
-int micro_batches_in_flight(PipelineScheduleKind schedule, int stages, int stage, int micro_batches) {
+int micro_batches_in_flight(PipelineScheduleKind schedule, int stages, int stage, int micro_batches,
+                            int virtual_stages) {
   // Building the schedule costs about p·m and runs once per stage: beyond a
   // few thousand actions the closed form (equal to it, tests/engine/test_estimate.cpp) answers.
-  if (static_cast<std::int64_t>(stages) * micro_batches > kSimulatedPipelineActions)
-    return micro_batches_in_flight_closed_form(schedule, stages, stage, micro_batches);
+  if (static_cast<std::int64_t>(stages) * micro_batches * virtual_stages > kSimulatedPipelineActions)
+    return micro_batches_in_flight_closed_form(schedule, stages, stage, micro_batches, virtual_stages);
   // The same count the Trainer sizes its slots by (train/trainer_ranks.cpp, build_model).
-  return std::max(
-      1, peak_in_flight(make_pipeline_schedule(schedule, stages, micro_batches))[static_cast<std::size_t>(stage)]);
+  return std::max(1, peak_in_flight(make_pipeline_schedule(schedule, stages, micro_batches,
+                                                           virtual_stages))[static_cast<std::size_t>(stage)]);
 }
 
 }  // namespace shardscope

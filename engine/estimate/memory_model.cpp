@@ -249,6 +249,7 @@ RunConfig to_run_config(const ModelShape& model, const EstimateSettings& s) {
   c.accum = s.accum;
   c.micro_batches = s.micro_batches;
   c.schedule = s.schedule;
+  c.virtual_stages = s.virtual_stages;
   c.checkpoint = s.recompute == Recompute::full;
   c.precision = s.precision;
   c.sequence_parallel = s.sequence_parallel;
@@ -398,7 +399,8 @@ const StageMemory& stage_memory(PerStage& per_stage, const ModelShape& model, co
     ActivationBytes acts = stage_activation_bytes(model, s, m.layers);
     it = per_stage.memory
              .emplace(m.stage,
-                      StageMemory{model.stage_parameters(s.layout.pp(), m.stage, s.layout.tp()), std::move(acts)})
+                      StageMemory{model.stage_parameters(s.layout.pp(), m.stage, s.layout.tp(), s.virtual_stages),
+                                  std::move(acts)})
              .first;
   }
   return it->second;
@@ -408,9 +410,10 @@ const StageMemory& stage_memory(PerStage& per_stage, const ModelShape& model, co
 int stage_in_flight(PerStage& per_stage, const EstimateSettings& s, int stage) {
   auto slots = per_stage.in_flight.find(stage);
   if (slots == per_stage.in_flight.end())
-    slots =
-        per_stage.in_flight.emplace(stage, micro_batches_in_flight(s.schedule, s.layout.pp(), stage, s.micro_batches))
-            .first;
+    slots = per_stage.in_flight
+                .emplace(stage,
+                         micro_batches_in_flight(s.schedule, s.layout.pp(), stage, s.micro_batches, s.virtual_stages))
+                .first;
   return slots->second;
 }
 
@@ -473,7 +476,7 @@ RankMemory rank_memory(int rank, const Context& c, const ModelShape& model, cons
   m.rank = rank;
   m.stage = c.plan.grid().stage_of(rank);
   m.dp_rank = c.plan.grid().dp_rank_of(rank);
-  m.layers = model.stage_layers(c.s.layout.pp(), m.stage, c.s.layout.tp());
+  m.layers = model.stage_layers(c.s.layout.pp(), m.stage, c.s.layout.tp(), c.s.virtual_stages);
   const StageMemory& stage = stage_memory(per_stage, model, c.s, m);
   m.stage_parameters = stage.parameters;
   if (c.plan.unit_chunks())
@@ -519,7 +522,7 @@ MemoryEstimate estimate_with_plan(const ModelShape& model, const EstimateSetting
 
 MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& settings) {
   const EstimateSettings s = checked_settings(model, settings);
-  return estimate_with_plan(model, s, make_sharding_plan(s.plan_layout(), model));
+  return estimate_with_plan(model, s, make_sharding_plan(s.plan_layout(), model, s.virtual_stages));
 }
 
 MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& settings, const ShardingPlan& plan) {

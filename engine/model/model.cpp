@@ -33,7 +33,8 @@ Model::Model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger)
 Model::Model(const ModelConfig& config, const StageLayers& stage, Backend& backend, MemoryLedger& ledger,
              ModelBuffers buffers)
     : config_((validate_model_config(config), config)),
-      stage_(stage),
+      held_(stage),
+      stage_(stage.chunk(0)),
       layout_(config, stage),
       backend_(backend),
       ledger_(ledger),
@@ -106,9 +107,10 @@ void Model::ensure_activations(int B, int T) {
   if (s.acts.B != B || s.acts.T != T || s.checkpointing != checkpointing_ || s.buffer.empty()) {
     s.buffer = Buffer();  // release first: the ledger peak must not count both
     s.buffer = Buffer(ledger_, MemoryCategory::activations,
-                      Activations::total_floats(config_, B, T, checkpointing_, stage_, attention_kernel()) * 4);
+                      Activations::total_floats(config_, B, T, checkpointing_, held_, attention_kernel()) * 4);
     s.checkpointing = checkpointing_;
-    s.acts.bind(config_, B, T, checkpointing_, stage_, s.buffer.floats(), attention_kernel());
+    s.acts.bind(config_, B, T, checkpointing_, held_, s.buffer.floats(),
+                attention_kernel());  // a slot serves any chunk
   }
   ensure_scratch(B, T);
 }
@@ -118,8 +120,8 @@ void Model::ensure_scratch(int B, int T) {
   scratch_buffer_ = Buffer();
   scratch_buffer_ =
       Buffer(ledger_, MemoryCategory::workspace,
-             BackwardScratch::total_floats(config_, B, T, stage_.head, attention_kernel(), stage_.tp_size) * 4);
-  scratch_.bind(config_, B, T, stage_.head, scratch_buffer_.floats(), attention_kernel(), stage_.tp_size);
+             BackwardScratch::total_floats(config_, B, T, held_.head, attention_kernel(), held_.tp_size) * 4);
+  scratch_.bind(config_, B, T, held_.head, scratch_buffer_.floats(), attention_kernel(), held_.tp_size);
   scratch_B_ = B;
   scratch_T_ = T;
 }

@@ -72,7 +72,14 @@ class Model {
 
   const ModelConfig& config() const { return config_; }
   const ParameterLayout& layout() const { return layout_; }
-  const StageLayers& stage() const { return stage_; }
+  // What the stage holds: with several chunks (interleaved pipelines) their
+  // union, embedding if any chunk embeds, head if any runs the head.
+  const StageLayers& stage() const { return held_; }
+  // Interleaved pipelines: forward, backward and the stage's input and output
+  // act on chunk c of the stage (StageLayers::chunk) until the next call; the
+  // runtime selects each action's chunk before running it. Chunk 0 at first.
+  void select_chunk(int c) { stage_ = held_.chunk(c); }
+  int chunks() const { return held_.chunks; }
   Backend& backend() { return backend_; }
 
   float* params() { return params_.floats(); }
@@ -374,7 +381,8 @@ class Model {
   std::int64_t now_ns() const;
 
   ModelConfig config_;
-  StageLayers stage_;
+  StageLayers held_;   // every chunk of the stage
+  StageLayers stage_;  // the chunk running now (select_chunk): what forward and backward use
   ParameterLayout layout_;
   Backend& backend_;
   MemoryLedger& ledger_;

@@ -70,7 +70,29 @@ void validate_model_config(const ModelConfig& c) {
 
 StageLayers whole_model_stage(const ModelConfig& config) { return StageLayers{0, config.layers, true, true}; }
 
-StageLayers pipeline_stage_layers(const ModelConfig& config, int stages, int stage) {
+StageLayers StageLayers::chunk(int c) const {
+  StageLayers one = *this;
+  one.first_layer += c * chunk_stride;
+  one.end_layer += c * chunk_stride;
+  one.embedding = embedding && c == 0;
+  one.head = head && c == chunks - 1;
+  one.chunks = 1;
+  one.chunk_stride = 0;
+  return one;
+}
+
+StageLayers pipeline_stage_layers(const ModelConfig& config, int stages, int stage, int virtual_stages) {
+  if (virtual_stages > 1) {  // virtual stage c·p + s holds layers [(c·p + s)·k, (c·p + s + 1)·k)
+    const int parts = stages * virtual_stages, k = parts > 0 ? config.layers / parts : 0;
+    if (k == 0 || config.layers % parts != 0)
+      throw ConfigError(config.name + "'s " + std::to_string(config.layers) + " layers do not split into --pp " +
+                        std::to_string(stages) + " x --virtual-stages " + std::to_string(virtual_stages) +
+                        " equal chunks");
+    StageLayers s{stage * k, stage * k + k, stage == 0, stage == stages - 1};
+    s.chunks = virtual_stages;
+    s.chunk_stride = stages * k;
+    return s;
+  }
   const int base = config.layers / stages, extra = config.layers % stages;
   const int first = stage * base + std::min(stage, extra);
   return StageLayers{first, first + base + (stage < extra ? 1 : 0), stage == 0, stage == stages - 1};

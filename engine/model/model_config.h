@@ -59,7 +59,15 @@ struct StageLayers {
   int tp_size = 1;
   // Sequence parallelism: the LayerNorm regions hold T / tp_size tokens of every sequence.
   bool sequence_parallel = false;
-  int layer_count() const { return end_layer - first_layer; }
+  // Interleaved pipelines (Megatron-LM's virtual stages): the stage holds
+  // `chunks` model chunks of layer_count() layers each, chunk c starting at
+  // first_layer + c * chunk_stride; the embeddings belong to chunk 0 and the
+  // head to the last chunk. [first_layer, end_layer) is chunk 0's.
+  int chunks = 1;
+  int chunk_stride = 0;
+  int layer_count() const { return end_layer - first_layer; }  // per chunk
+  // Chunk c alone, as a one-chunk stage (its layers, and the ends it runs).
+  StageLayers chunk(int c) const;
   bool whole_model(const ModelConfig& config) const {
     return embedding && head && first_layer == 0 && end_layer == config.layers && tp_size == 1;
   }
@@ -68,7 +76,10 @@ struct StageLayers {
 StageLayers whole_model_stage(const ModelConfig& config);
 // Layers split as evenly as possible over `stages`, the earlier stages taking
 // one more when they do not divide (stage 0 also embeds, the last also runs the head).
-StageLayers pipeline_stage_layers(const ModelConfig& config, int stages, int stage);
+// With virtual_stages v > 1 the layers split into p·v equal chunks and stage s
+// holds chunks s, p + s, 2p + s, ... (interleaved 1F1B); throws ConfigError
+// naming --virtual-stages when they do not split evenly.
+StageLayers pipeline_stage_layers(const ModelConfig& config, int stages, int stage, int virtual_stages = 1);
 
 // Parameters of the model, counted in closed form (not from the layout):
 //   GPT:  V C + Tmax C + L (12 C^2 + 13 C) + 2 C

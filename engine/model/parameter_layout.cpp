@@ -28,7 +28,10 @@ ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& s
   } else if (stage.head) {
     add("embed.tokens", {V, C}, true, rows);  // the tied head's copy
   }
-  for (int l = stage.first_layer; l < stage.end_layer; ++l) {
+  std::vector<int> layers;  // the stage's layers in model order (several chunks: interleaved pipelines)
+  for (int c = 0; c < stage.chunks; ++c)
+    for (int l = stage.chunk(c).first_layer; l < stage.chunk(c).end_layer; ++l) layers.push_back(l);
+  for (const int l : layers) {
     const std::string p = "layer" + std::to_string(l) + ".";
     if (gpt) {  // pre-LN: ln1 -> attn, ln2 -> mlp
       add(p + "ln1.weight", {C}, false);

@@ -24,6 +24,7 @@
 #include "parallel/in_process_communicator.h"
 #include "parallel/nccl_communicator.h"
 #include "parallel/zero_storage.h"
+#include "plan/interleaved_schedule.h"  // previous_stage_of, next_stage_of
 #include "plan/sharding_plan.h"
 #include "train/adamw.h"
 #include "train/trainer_rank.h"
@@ -432,11 +433,17 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
     // Under sequence parallelism a GPT stage passes this tp rank's T/t tokens of every sequence.
     const int tokens_split =
         model.stage().sequence_parallel && model.config().kind == ModelKind::gpt ? model.stage().tp_size : 1;
-    const std::int64_t count =
-        static_cast<std::int64_t>(mb) * (T / model.context_parallel_size()) * model.config().channels / tokens_split;
-    if (rk.stage > 0) rk.pp_comm->recv(model.stage_input(mb, T), count, rk.stage - 1, tag);
-    const float loss = model.forward(batch);
-    if (rk.stage < pp - 1) rk.pp_comm->send(model.stage_output(), count, rk.stage + 1, tag);
+    const std::int64_t count = static_cast<std::int64_t>(mb) * (T / model.context_parallel_size()) * model.config().channels / tokens_split;
+    float loss = 0.0f;
+    for (int c = 0; c < model.chunks(); ++c) {  // interleaved stages: chunk c on every stage, then chunk c + 1
+      model.select_chunk(c);
+      if (const auto from = previous_stage_of(rk.stage, c, pp))
+        rk.pp_comm->recv(model.stage_input(mb, T), count, *from, tag);
+      loss = model.forward(batch);
+      if (const auto to = next_stage_of(rk.stage, c, pp, model.chunks()))
+        rk.pp_comm->send(model.stage_output(), count, *to, tag);
+    }
+    model.select_chunk(0);
     if (model.stage().head && rk.tp_rank == 0) {  // tp ranks share the loss: counted once
       loss_and_rows[0] += loss * static_cast<float>(model.scored_rows());
       loss_and_rows[1] += static_cast<float>(model.scored_rows());

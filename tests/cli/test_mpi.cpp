@@ -48,6 +48,20 @@ class TestMpi : public QObject {
     QTest::newRow("zero3") << QStringList{"--dp", "4", "--zero", "3"};
     QTest::newRow("pp2xdp2 1f1b") << QStringList{"--dp", "2",          "--pp", "2", "--micro-batches",
                                                  "2",    "--schedule", "1f1b"};
+    QTest::newRow("pp2xdp2 interleaved eval") << QStringList{"--dp",
+                                                             "2",
+                                                             "--pp",
+                                                             "2",
+                                                             "--micro-batches",
+                                                             "2",
+                                                             "--schedule",
+                                                             "interleaved-1f1b",
+                                                             "--virtual-stages",
+                                                             "2",
+                                                             "--eval-every",
+                                                             "10",
+                                                             "--eval-batches",
+                                                             "2"};
     QTest::newRow("accumulation") << QStringList{"--dp", "4", "--accum", "2"};
     QTest::newRow("bf16 ddp") << QStringList{"--dp", "4", "--precision", "bf16"};
     QTest::newRow("fp16 gpipe checkpoint eval") << QStringList{

@@ -24,6 +24,7 @@ class TestEstimateLedger : public QObject {
   void fused_attention_predicted_equals_measured_data();
   void fused_attention_predicted_equals_measured();
   void pipeline_bytes_equal_the_engines_sends();
+  void interleaved_predicted_equals_measured();
 };
 
 void TestEstimateLedger::predicted_equals_measured_data() {
@@ -264,6 +265,25 @@ void TestEstimateLedger::fused_attention_predicted_equals_measured() {
 
 // The time model's pipeline bytes are what the engine's first stage sends in a
 // step: its activations, fp32 at every precision (bf16 here, as a GPU run).
+// Interleaved 1F1B (v 2): each stage's two chunks' parameters, and activation
+// slots for the (chunk, micro-batch) pairs the schedule holds at once, each
+// sized for the stage's union (the received input beside the embeddings).
+void TestEstimateLedger::interleaved_predicted_equals_measured() {
+  for (const char* model : {"gpt-tiny", "bert-mini"})
+    for (int dp : {1, 2}) {
+      EstimateSettings s;
+      s.layout[Axis::dp] = dp;
+      s.layout[Axis::pp] = 2;
+      s.zero_stage = dp > 1 ? 1 : 0;
+      s.micro_batches = 4;
+      s.schedule = PipelineScheduleKind::interleaved_1f1b;
+      s.virtual_stages = 2;
+      s.micro_batch_size = 2;
+      s.seq = 32;
+      check_ledger(model, s);
+    }
+}
+
 void TestEstimateLedger::pipeline_bytes_equal_the_engines_sends() {
   for (const Precision precision : {Precision::fp32, Precision::bf16}) {
     EstimateSettings s;
