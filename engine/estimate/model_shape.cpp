@@ -106,6 +106,10 @@ ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& 
 }
 
 ModelShape model_shape_from_config(const ModelConfig& config, std::string preset) {
+  // Layer 0 stands for every layer below: true of a mixture of experts only when every layer is one.
+  if (config.experts > 0 && config.moe_every > 1)
+    throw ConfigError("model '" + config.name + "': the estimator does not model MoE in every " +
+                      std::to_string(config.moe_every) + " layers yet (only in every layer)");
   ModelShape m;
   m.name = preset.empty() ? config.name : preset;
   m.preset = std::move(preset);

@@ -19,6 +19,7 @@
 #include "estimate/host_memory_fit.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
+#include "model/mixture_of_experts.h"
 #include "ops/backend.h"
 #include "ops/cpu/blas_kernel.h"
 #include "parallel/in_process_communicator.h"
@@ -388,6 +389,7 @@ StepMetrics Trainer::step() {
       // Ctrl-C during the evaluation: the step itself is done, its metrics stand without it.
     }
   }
+  m.moe = moe_step_stats();
   m.memory = r0.ledger.current();
   m.memory_peak = r0.ledger.peak();
   for (const auto& rank : ranks_) m.rank_memory.push_back(rank->ledger.current());
@@ -408,6 +410,13 @@ StepMetrics Trainer::step() {
   // Global figures, once per job: under mpirun the other processes' copies would repeat them.
   if (!process_.active() || process_.rank == 0) emit(metrics);
   return m;
+}
+
+std::shared_ptr<const MoeStats> Trainer::moe_step_stats() const {
+  if (ranks_.front()->model->moe_stats() == nullptr) return nullptr;
+  auto sum = std::make_shared<MoeStats>();
+  for (const auto& rank : ranks_) sum->add(*rank->model->moe_stats());
+  return sum;
 }
 
 void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
