@@ -137,6 +137,9 @@ ModelShape model_shape_from_config(const ModelConfig& config, std::string preset
   }
   for (const auto& [name, numel] : modules) m.largest_module_parameters = std::max(m.largest_module_parameters, numel);
   m.base_model_parameters = m.parameters();
+  m.experts = config.experts;
+  m.top_k = config.top_k;
+  m.idle_expert_parameters = analytic_parameter_count(config) - active_parameter_count(config);
   return m;
 }
 
@@ -161,6 +164,9 @@ ModelShape model_shape_from_hf(const HfModelConfig& hf) {
   }
   m.name = hf.source;
   m.base_model_parameters = hf.base_model_parameters();
+  m.experts = hf.experts;
+  m.top_k = hf.top_k;
+  m.idle_expert_parameters = hf.training_parameters() - hf.active_training_parameters();
   return m;
 }
 
