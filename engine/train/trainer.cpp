@@ -382,6 +382,7 @@ StepMetrics Trainer::step() {
     m.virtual_step_s = static_cast<double>(step_end_ns - step_start_ns) * 1e-9;
     m.modeled_tokens_per_s = static_cast<double>(config_.batch) * config_.seq / m.virtual_step_s;
   }
+  m.moe = moe_step_stats();  // the step's routing, before the evaluation's forwards add theirs
   if (config_.eval_every > 0 && (steps_done_ % config_.eval_every == 0 || steps_done_ == config_.steps)) {
     try {
       m.eval_loss = evaluate();
@@ -389,7 +390,6 @@ StepMetrics Trainer::step() {
       // Ctrl-C during the evaluation: the step itself is done, its metrics stand without it.
     }
   }
-  m.moe = moe_step_stats();
   m.memory = r0.ledger.current();
   m.memory_peak = r0.ledger.peak();
   for (const auto& rank : ranks_) m.rank_memory.push_back(rank->ledger.current());
