@@ -166,6 +166,10 @@ void print_estimate(const Estimate& e, const SettingOrigins& origins) {
   if (m.base_model_parameters != m.parameters())
     std::printf("  (Hugging Face AutoModel, without the LM head: %s parameters)\n",
                 grouped(m.base_model_parameters).c_str());
+  if (m.experts > 0)  // a mixture of experts: memory follows the total, compute the active parameters
+    std::printf("  (mixture of experts: %lld experts, top-%lld per token: %s active parameters)\n",
+                static_cast<long long>(m.experts), static_cast<long long>(m.top_k),
+                grouped(m.parameters() - m.idle_expert_parameters).c_str());
   // cp and tp only when they are there: the line of a layout without them reads as it always did.
   const std::string tp =
       (s.layout.cp() > 1 ? " × cp " + std::to_string(s.layout.cp()) : "") +

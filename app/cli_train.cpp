@@ -35,6 +35,7 @@
 #include "estimate/formula_text.h"
 #include "events/event_queue.h"
 #include "events/recording.h"
+#include "model/mixture_of_experts.h"
 #include "model/model_config.h"
 #include "plan/data_parallel_traffic.h"
 #include "plan/sharding_plan.h"
@@ -176,6 +177,9 @@ void print_progress(const StepMetrics& m, const RunConfig& config, int log_every
   if (m.eval_loss) std::printf(" | eval loss %.4f", *m.eval_loss);
   if (config.precision == Precision::fp16) std::printf(" | scale %g", static_cast<double>(m.loss_scale));
   if (m.skipped) std::printf(" | overflow: step skipped");
+  if (m.moe)  // a mixture of experts: its load-balancing loss and the choices over capacity
+    std::printf(" | aux loss %.4f | dropped %lld/%lld", m.moe->aux_loss(), static_cast<long long>(m.moe->dropped),
+                static_cast<long long>(m.moe->routed));
   std::printf("\n");
   std::fflush(stdout);
 }

@@ -112,6 +112,20 @@ void add_tensor_parallel_fields(std::vector<RunField>& f) {
        .get = get_member<&RunConfig::sequence_parallel>,
        .set = set_member<&RunConfig::sequence_parallel>,
        .surfaces = surface::all});
+  f.push_back({.key = "ep",
+               .flag = "--ep",
+               .value_name = "N",
+               .help = {"Expert-parallel ranks (a mixture-of-experts model): the experts split over N consecutive "
+                        "data-parallel ranks, which send each token to its experts' rank by all-to-all; "
+                        "--dp and the expert count must divide by N",
+                        "专家并行 rank 数（混合专家模型）：专家切分到 N 个相邻的数据并行 rank 上，"
+                        "每个 token 经 all-to-all 发往其专家所在的 rank；--dp 和专家数须能被 N 整除"},
+               .min = 1,
+               .max = 64,
+               .saved = Saved::optional,
+               .get = get_member<&RunConfig::expert_parallel>,
+               .set = set_member<&RunConfig::expert_parallel>,
+               .surfaces = surface::train});
 }
 }  // namespace
 

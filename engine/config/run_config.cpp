@@ -110,6 +110,47 @@ void validate_sequence_parallel(const RunConfig& c) {
               "（每个张量并行 rank 持有每条序列的 seq / tp 个 token）");
 }
 
+// A mixture-of-experts model (model/mixture_of_experts.h) trains on CPU ranks
+// with data parallelism; its routing state is per layer, not per micro-batch in
+// flight, so pipelines wait, and tensor parallelism does not split experts yet.
+void validate_mixture_of_experts(const RunConfig& c, const ModelConfig& model) {
+  require(model.experts > 0 || c.expert_parallel == 1,
+          "{ep} " + str(c.expert_parallel) + " needs a mixture-of-experts model; " + model.name + " has no experts",
+          "{ep} " + str(c.expert_parallel) + " 需要混合专家模型；" + model.name + " 没有专家");
+  if (model.experts == 0) return;
+  const auto not_yet = [&](bool refused, const std::string& with) {
+    require(!refused,
+            "{model} " + model.name + " (mixture of experts) with " + with +
+                " is not built yet (MoE models train on CPU ranks with data parallelism, for now)",
+            "{model} " + model.name + "（混合专家）与 " + with +
+                " 的组合尚未实现（MoE 模型目前只在 CPU rank 上用数据并行训练）");
+  };
+  not_yet(c.layout.tp() > 1, "{tp} " + str(c.layout.tp()));
+  not_yet(c.layout.pp() > 1, "{pp} " + str(c.layout.pp()));
+  not_yet(c.layout.cp() > 1, "{cp} " + str(c.layout.cp()));
+  not_yet(c.device != "cpu", "{device} " + c.device);
+  // A checkpoint is also a Hugging Face directory, whose tensor names have no experts yet.
+  not_yet(!c.save_dir.empty(), "{save_dir}");
+  not_yet(!c.resume_dir.empty(), "{resume}");
+  not_yet(!c.init_from.empty(), "{init_from}");
+  const int ep = c.expert_parallel, dp = c.layout.dp();
+  require(ep == 1 || c.dp_mode == DataParallelMode::ddp,
+          "{ep} " + str(ep) +
+              " with {dp_mode} naive is refused: the ep ranks exchange tokens as peers, "
+              "which DataParallel's one master does not have",
+          "{ep} " + str(ep) +
+              " 不能与 {dp_mode} naive 一起用：ep 个 rank 作为对等方交换 token，DataParallel 只有一个主 rank");
+  require(model.experts % ep == 0,
+          "{ep} " + str(ep) + ": the " + str(model.experts) + " experts of " + model.name + " do not split over " +
+              str(ep) + " expert-parallel ranks (each rank holds experts / ep of them)",
+          "{ep} " + str(ep) + "：" + model.name + " 的 " + str(model.experts) + " 个专家无法均分到 " + str(ep) +
+              " 个专家并行 rank（每个 rank 持有 experts / ep 个）");
+  require(dp % ep == 0,
+          "{ep} " + str(ep) + " does not divide {dp} " + str(dp) +
+              " (expert parallelism groups ep consecutive data-parallel ranks)",
+          "{ep} " + str(ep) + " 不能整除 {dp} " + str(dp) + "（专家并行把 ep 个相邻的数据并行 rank 分为一组）");
+}
+
 // Which data-parallel mode, ZeRO stage and pipeline go together.
 void validate_strategies(const RunConfig& c) {
   check_layout_rules(c.layout.pp(), c.zero_stage, c.dp_mode);
@@ -313,6 +354,7 @@ void validate_run_config(const RunConfig& c) {
   validate_tensor_parallel(c, model);
   validate_sequence_parallel(c);
   validate_context_parallel(c, model);
+  validate_mixture_of_experts(c, model);
   validate_strategies(c);
   validate_zero_bubble(c);
   validate_interleaved(c, model);

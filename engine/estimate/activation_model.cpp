@@ -67,8 +67,14 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
   const std::string probs = fused ? "b·a·s (fused attention's row log-sum-exp)" : "b·a·s²";
   const std::string b = std::to_string(micro_batch_size), s = std::to_string(seq);
   const std::string d = std::to_string(value_bytes) + " × ";
+  // A mixture of experts: each MoE layer also keeps its experts' packed rows, b·s·k of them:
+  // input h, fc and GELU 4h each, output h (model/mixture_of_experts.cpp, bind_activations).
+  std::int64_t moe_layers = 0;
+  for (int l = stage.first_layer; l < stage.end_layer; ++l) moe_layers += config.moe_layer(l) ? 1 : 0;
+  const std::int64_t expert_rows = std::int64_t{micro_batch_size} * seq * config.top_k;
+  const std::int64_t expert_floats = moe_layers * expert_rows * 10 * config.channels;
   ActivationBytes out;
-  out.activations = value_bytes * acts;  // below kMaxSize / 4: check_kernel_floats
+  out.activations = value_bytes * (acts + expert_floats);  // below kMaxSize / 4: check_kernel_floats
   out.workspace = value_bytes * scratch;
   // Under tensor parallelism a rank keeps its heads' QKV, attention output and
   // probabilities and its MLP columns (10h/t of the 16h), the rest whole.
@@ -83,11 +89,15 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
                          ? ", plus the received input b·s·h/t"
                          : ", plus the received input b·s·h";
   if (stage.head) ends += " and the head (logits b·s·v)";
-  out.activations_formula = d + grouped(acts) + " floats = Activations::total_floats(b=" + b + ", s=" + s + ")" +
-                            shape_text(stage, config.layers) +
-                            (checkpointing ? ": each layer keeps its output b·s·h, one shared layer set " + layer_set
-                                           : ": per layer " + layer_set) +
-                            ends;
+  out.activations_formula =
+      d + (moe_layers > 0 ? "(" : "") + grouped(acts) + " floats = Activations::total_floats(b=" + b + ", s=" + s +
+      ")" + shape_text(stage, config.layers) +
+      (checkpointing ? ": each layer keeps its output b·s·h, one shared layer set " + layer_set
+                     : ": per layer " + layer_set) +
+      ends +
+      (moe_layers > 0 ? "; + " + grouped(expert_floats) + " floats: per MoE layer the experts' rows b·s·k·10h (" +
+                            std::to_string(moe_layers) + " layers, k = " + std::to_string(config.top_k) + "))"
+                      : "");
   out.workspace_formula =
       d + grouped(scratch) + " floats = BackwardScratch::total_floats(b=" + b + ", s=" + s +
       "): activation gradients of one layer, " +

@@ -109,6 +109,10 @@ ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& 
 }
 
 ModelShape model_shape_from_config(const ModelConfig& config, std::string preset) {
+  // Layer 0 stands for every layer below: true of a mixture of experts only when every layer is one.
+  if (config.experts > 0 && config.moe_every > 1)
+    throw ConfigError("model '" + config.name + "': the estimator does not model MoE in every " +
+                      std::to_string(config.moe_every) + " layers yet (only in every layer)");
   ModelShape m;
   m.name = preset.empty() ? config.name : preset;
   m.preset = std::move(preset);
@@ -136,6 +140,9 @@ ModelShape model_shape_from_config(const ModelConfig& config, std::string preset
   }
   for (const auto& [name, numel] : modules) m.largest_module_parameters = std::max(m.largest_module_parameters, numel);
   m.base_model_parameters = m.parameters();
+  m.experts = config.experts;
+  m.top_k = config.top_k;
+  m.idle_expert_parameters = analytic_parameter_count(config) - active_parameter_count(config);
   return m;
 }
 
@@ -160,6 +167,9 @@ ModelShape model_shape_from_hf(const HfModelConfig& hf) {
   }
   m.name = hf.source;
   m.base_model_parameters = hf.base_model_parameters();
+  m.experts = hf.experts;
+  m.top_k = hf.top_k;
+  m.idle_expert_parameters = hf.training_parameters() - hf.active_training_parameters();
   return m;
 }
 

@@ -30,6 +30,11 @@ struct ModelShape {
   std::int64_t lookup_only_parameters = 0;     // embedding tables no matmul reads (no FLOPs)
   std::int64_t largest_module_parameters = 0;  // DeepSpeed's largest_layer_params
   std::int64_t base_model_parameters = 0;      // Hugging Face AutoModel (no LM head); = parameters() for presets
+  // A mixture of experts: the experts a token is not routed to (E - k per MoE
+  // layer), held and trained but not read by that token's matmuls: total
+  // parameters() against active parameters() - idle_expert_parameters. 0: dense.
+  std::int64_t idle_expert_parameters = 0;
+  std::int64_t experts = 0, top_k = 0;
   // Set when ShardScope's kernels implement this architecture: activations can
   // then be computed exactly (engine/model/activations.h).
   std::optional<ModelConfig> engine_config;

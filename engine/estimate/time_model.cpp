@@ -18,9 +18,13 @@ namespace {
 void count_flops(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s) {
   const double L = static_cast<double>(model.layers), h = static_cast<double>(model.hidden), seq = s.seq;
   t.tokens_per_step = checked_mul(s.global_batch(), s.seq);
-  t.matmul_parameters = checked_sub(model.parameters(), model.lookup_only_parameters);
+  // A mixture of experts: a token's matmuls read k of the E experts (the active parameters).
+  t.matmul_parameters =
+      checked_sub(checked_sub(model.parameters(), model.lookup_only_parameters), model.idle_expert_parameters);
   const double N = static_cast<double>(t.matmul_parameters);
-  const std::string n_text = "N = " + grouped(t.matmul_parameters) + " parameters read by matmuls";
+  std::string n_text = "N = " + grouped(t.matmul_parameters) + " parameters read by matmuls";
+  if (model.idle_expert_parameters > 0)
+    n_text += " (a token's " + std::to_string(model.top_k) + " of " + std::to_string(model.experts) + " experts)";
   t.model_flops_per_token = 6 * N + 12 * L * h * seq;
   switch (s.recompute) {
     case Recompute::none:

@@ -14,8 +14,15 @@
 // tokens of every sequence and attention passes keys and values round the ring.
 #include "model/gpt.h"
 
+#include "model/mixture_of_experts.h"
 
 namespace shardscope {
+
+Event GptModel::moe_context(int l) const {
+  Event context = event_context();  // the step and micro-batch; the layer's all-to-alls carry its unit
+  context.layer = l;
+  return context;
+}
 
 void GptModel::layer_forward(int l, const float* x, const Batch& batch) {
   const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels;
@@ -31,10 +38,14 @@ void GptModel::layer_forward(int l, const float* x, const Batch& batch) {
   row_parallel_forward(a.res_mid, a.attn_y, w.proj_w, w.proj_b, BT, Ct, C, l);
   be.add(a.res_mid, a.res_mid, x, mine);
   sequence_layernorm_forward(a.ln2_out, a.ln2_mean, a.ln2_rstd, a.res_mid, w.ln2_w, w.ln2_b, BT, C, l);
-  be.linear_forward(a.fc, a.ln2_out, w.fc_w, w.fc_b, BT, C, 4 * Ct);
-  stop_point();
-  be.gelu_forward(a.gelu, a.fc, static_cast<std::int64_t>(BT) * 4 * Ct, config_.gelu);
-  row_parallel_forward(a.res_out, a.gelu, w.fc_proj_w, w.fc_proj_b, BT, 4 * Ct, C, l);
+  if (config_.moe_layer(l)) {  // the experts chosen by the router instead of one MLP (mixture_of_experts.h)
+    moe_->forward(l, a.res_out, a.ln2_out, w, BT, !recomputing_, moe_context(l));
+  } else {
+    be.linear_forward(a.fc, a.ln2_out, w.fc_w, w.fc_b, BT, C, 4 * Ct);
+    stop_point();
+    be.gelu_forward(a.gelu, a.fc, static_cast<std::int64_t>(BT) * 4 * Ct, config_.gelu);
+    row_parallel_forward(a.res_out, a.gelu, w.fc_proj_w, w.fc_proj_b, BT, 4 * Ct, C, l);
+  }
   be.add(a.res_out, a.res_out, a.res_mid, mine);
 }
 
@@ -68,11 +79,15 @@ void GptModel::layer_backward(int l, const float* x, const Batch& batch) {
   Backend& be = backend_;
   // MLP branch: d_res holds d(out) = d(res_mid) through the residual.
   // (Under sequence parallelism d_res holds this rank's tokens; g's backward gathers them.)
-  layer_linear_backward(l, s.d_fc, dw.fc_proj_w, dw.fc_proj_b, sequence_gathered(s.d_res, BT, C, l), a.gelu,
-                        w.fc_proj_w, BT, 4 * Ct, C);
-  stop_point();
-  be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * Ct, config_.gelu);
-  column_parallel_backward(s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln2_out, w.fc_w, BT, C, 4 * Ct, l);
+  if (config_.moe_layer(l)) {
+    moe_->backward(l, s.d_a, dw, s.d_res, a.ln2_out, w, BT, moe_aux_weight_, moe_context(l));
+  } else {
+    layer_linear_backward(l, s.d_fc, dw.fc_proj_w, dw.fc_proj_b, sequence_gathered(s.d_res, BT, C, l), a.gelu,
+                          w.fc_proj_w, BT, 4 * Ct, C);
+    stop_point();
+    be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * Ct, config_.gelu);
+    column_parallel_backward(s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln2_out, w.fc_w, BT, C, 4 * Ct, l);
+  }
   stop_point();
   sequence_layernorm_backward(s.d_res, dw.ln2_w, dw.ln2_b, s.d_a, a.res_mid, w.ln2_w, a.ln2_mean, a.ln2_rstd, BT, C,
                               /*accumulate=*/true);

@@ -15,6 +15,7 @@
 #include "core/rng.h"
 #include "model/bert.h"
 #include "model/gpt.h"
+#include "model/mixture_of_experts.h"
 
 namespace shardscope {
 
@@ -42,7 +43,19 @@ Model::Model(const ModelConfig& config, const StageLayers& stage, Backend& backe
       grads_(buffers.gradients ? Buffer(ledger, MemoryCategory::gradients, layout_.total() * 4) : Buffer()),
       w_(WeightViews::bind(layout_, config_, params_.floats())),
       dw_(WeightViews::bind(layout_, config_, grads_.floats())),
-      slots_(1) {}
+      slots_(1) {
+  if (config_.experts > 0) moe_ = std::make_unique<MixtureOfExperts>(config_, backend_, ledger_);
+}
+
+Model::~Model() = default;
+
+const MoeStats* Model::moe_stats() const {
+  return moe_ ? &moe_->stats() : nullptr;
+}
+
+void Model::reset_moe_stats() {
+  if (moe_) moe_->reset_stats();
+}
 
 Tensor Model::grad(std::string_view name) const {
   if (grads_.empty())
@@ -90,7 +103,8 @@ void Model::init_unit(std::uint64_t seed, int unit, float* unit_base) const {
     } else if (is_bias || is_ln) {
       for (std::int64_t i = 0; i < n; ++i) out[i] = 0.0f;
     } else {
-      const bool residual = e.name.ends_with("attn.proj.weight") || e.name.ends_with("mlp.proj.weight");
+      const bool residual = e.name.ends_with("attn.proj.weight") || e.name.ends_with("mlp.proj.weight") ||
+                            e.name.ends_with("mlp.experts.proj.weight");
       const float std = residual ? residual_std : 0.02f;
       for (std::int64_t i = 0; i < n; ++i) out[i] = rng.normal(0.0f, std);
     }
@@ -215,6 +229,7 @@ void Model::backward(double loss_rows) {
   const double rows = loss_rows > 0.0 ? loss_rows : static_cast<double>(s.scored_rows);
   const float dloss = rows > 0.0 ? static_cast<float>(loss_scale_ / rows) : 0.0f;
   sequence_length_ = s.batch.T;
+  moe_aux_weight_ = dloss * static_cast<float>(s.scored_rows);  // this micro-batch's share of the objective
   backward_impl(s.batch, dloss);
 }
 
@@ -269,7 +284,9 @@ void Model::layers_backward(const Batch& batch) {
 void Model::prepare_layer_backward(int l, const Batch& batch) {
   if (!checkpointing_) return;
   const std::int64_t start = now_ns();
+  recomputing_ = true;
   layer_forward(l, layer_input(l), batch);  // same inputs, same ops: bit-identical activations
+  recomputing_ = false;
   emit_span(ComputeKind::recompute, l, start);
 }
 

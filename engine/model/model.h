@@ -27,6 +27,8 @@
 namespace shardscope {
 
 class DeviceClock;
+class MixtureOfExperts;
+struct MoeStats;
 
 // One batch of token ids, row-major (B, T). Pointers stay valid through backward.
 struct Batch {
@@ -66,7 +68,7 @@ class Model {
   Model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger);
   Model(const ModelConfig& config, const StageLayers& stage, Backend& backend, MemoryLedger& ledger,
         ModelBuffers buffers = {});
-  virtual ~Model() = default;
+  virtual ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
@@ -224,7 +226,16 @@ class Model {
   // input and output gradient hold T / this many tokens of every sequence.
   int context_parallel_size() const { return cp_size(); }
 
+  // Mixture of experts (model/mixture_of_experts.h): the MoE layers' routing,
+  // and its figures summed over the forwards since reset_moe_stats (null: a dense model).
+  const MixtureOfExperts* mixture_of_experts() const { return moe_.get(); }
+  MixtureOfExperts* mixture_of_experts() { return moe_.get(); }  // expert parallelism sets its group here
+  const MoeStats* moe_stats() const;
+  void reset_moe_stats();
+
  protected:
+  // The step and micro-batch now running (set_event_context): what a layer's collectives are tagged with.
+  const Event& event_context() const { return event_base_; }
   // A place a run may stop mid-layer (set_layer_boundary_callback).
   void stop_point() const {
     if (on_layer_boundary_) on_layer_boundary_();
@@ -379,6 +390,12 @@ class Model {
   // Emits a compute span for layer `layer` that started at `start_ns`.
   void emit_span(ComputeKind kind, int layer, std::int64_t start_ns);
   std::int64_t now_ns() const;
+
+  // The MoE layers' MLPs (null for a dense model); recomputing_: a checkpointed
+  // layer's second forward, whose routing is not counted again.
+  std::unique_ptr<MixtureOfExperts> moe_;
+  bool recomputing_ = false;
+  float moe_aux_weight_ = 0.0f;  // this micro-batch's weight in the objective (MixtureOfExperts::backward)
 
   ModelConfig config_;
   StageLayers held_;   // every chunk of the stage

@@ -63,6 +63,7 @@ void Trainer::begin_step(Rank& rk, const CommTag& tag) {
   rk.forward_s = rk.backward_s = rk.optimizer_s = 0.0;
   rk.loss_sum = 0.0f;
   rk.model->zero_grads();
+  rk.model->reset_moe_stats();  // the step's routing figures start from zero
   if (rk.unit_storage != nullptr) {
     rk.unit_storage->zero_gradients();
     rk.unit_storage->set_context(sink_, rk.clock.get(), event_base(rk, tag.step));

@@ -19,6 +19,7 @@
 #include "estimate/host_memory_fit.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
+#include "model/mixture_of_experts.h"
 #include "ops/backend.h"
 #include "ops/cpu/blas_kernel.h"
 #include "parallel/in_process_communicator.h"
@@ -382,6 +383,7 @@ StepMetrics Trainer::step() {
     m.virtual_step_s = static_cast<double>(step_end_ns - step_start_ns) * 1e-9;
     m.modeled_tokens_per_s = static_cast<double>(config_.batch) * config_.seq / m.virtual_step_s;
   }
+  m.moe = moe_step_stats();  // the step's routing, before the evaluation's forwards add theirs
   if (config_.eval_every > 0 && (steps_done_ % config_.eval_every == 0 || steps_done_ == config_.steps)) {
     try {
       m.eval_loss = evaluate();
@@ -409,6 +411,13 @@ StepMetrics Trainer::step() {
   // Global figures, once per job: under mpirun the other processes' copies would repeat them.
   if (!process_.active() || process_.rank == 0) emit(metrics);
   return m;
+}
+
+std::shared_ptr<const MoeStats> Trainer::moe_step_stats() const {
+  if (ranks_.front()->model->moe_stats() == nullptr) return nullptr;
+  auto sum = std::make_shared<MoeStats>();
+  for (const auto& rank : ranks_) sum->add(*rank->model->moe_stats());
+  return sum;
 }
 
 void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {

@@ -18,6 +18,7 @@
 #include "ops/op_profile.h"
 #include "parallel/communicator.h"
 #include "parallel/context_parallel.h"
+#include "parallel/expert_parallel.h"
 #include "parallel/in_process_communicator.h"
 #include "parallel/tensor_parallel.h"
 #include "parallel/zero.h"
@@ -54,6 +55,7 @@ struct Trainer::Rank {
   std::unique_ptr<TensorParallelGroup> tp_group;  // the model's view of tp_comm
   Communicator* cp_comm = nullptr;                // the context-parallel peers (cp > 1)
   std::unique_ptr<ContextParallelGroup> cp_group;  // the model's view of cp_comm
+  std::unique_ptr<ExpertParallelGroup> ep_group;  // the MoE layers' expert-parallel peers (--ep > 1)
   // Makes this rank's communicator for a group (in-process, or NCCL with one GPU per rank).
   std::function<std::unique_ptr<Communicator>(const std::vector<int>& members)> make_communicator;
   Communicator* group(const std::vector<int>& members) {

@@ -200,6 +200,9 @@ void Trainer::connect_communicators(Rank& rank) {
     rank.tp_comm = rank.group(grid.group(rank.rank, Axis::tp));
     rank.tp_group = make_tensor_parallel_group(*rank.tp_comm);
   }
+  if (config_.expert_parallel > 1)  // ep consecutive dp ranks share the experts (parallel/expert_parallel.h)
+    rank.ep_group =
+        make_expert_parallel_group(*rank.group(expert_parallel_group(grid, rank.rank, config_.expert_parallel)));
 }
 
 // The stage's layers, with its parameters and gradients in the model's own
@@ -218,6 +221,7 @@ void Trainer::build_model(Rank& rank) {
                           ModelBuffers{plan_->model_holds_parameters(), plan_->model_holds_gradients()});
   rank.model->set_tensor_parallel_group(rank.tp_group.get());
   rank.model->set_context_parallel_group(rank.cp_group.get());
+  if (rank.ep_group) rank.model->mixture_of_experts()->set_expert_parallel_group(rank.ep_group.get());
   rank.model->set_checkpointing(config_.checkpoint);
   rank.model->set_event_sink(sink_, rank.clock.get());
   rank.model->set_layer_boundary_callback([this, self = &rank] { check_stop(*self); });  // Ctrl-C mid-step

@@ -63,6 +63,9 @@ void TestEstimateLedger::predicted_equals_measured_data() {
   QTest::newRow("gpt zero3 dp3 padded") << "gpt-tiny" << 3 << 1 << 3 << 0 << 0 << 1 << 1 << 0 << "fp32";
   QTest::newRow("bert zero2 dp8 padded") << "bert-tiny" << 8 << 1 << 2 << 0 << 0 << 1 << 1 << 0 << "fp32";
   QTest::newRow("gpt zero3 dp5 padded ckpt accum2") << "gpt-tiny" << 5 << 1 << 3 << 0 << 1 << 2 << 1 << 0 << "fp32";
+  // A mixture of experts: every MoE layer's packed expert rows (b·s·k·10h) beside the dense set.
+  QTest::newRow("moe dp1") << "gpt-tiny-moe" << 1 << 1 << 0 << 0 << 0 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("moe zero2 dp2 ckpt accum2") << "gpt-tiny-moe" << 2 << 1 << 2 << 0 << 1 << 2 << 1 << 0 << "fp32";
   // Mixed precision: fp32 activations, 16-bit parameters and gradients, fp32 working copies.
   QTest::newRow("gpt dp1 bf16") << "gpt-tiny" << 1 << 1 << 0 << 0 << 0 << 1 << 1 << 0 << "bf16";
   QTest::newRow("gpt dp1 ckpt fp16") << "gpt-tiny" << 1 << 1 << 0 << 0 << 1 << 1 << 1 << 0 << "fp16";
