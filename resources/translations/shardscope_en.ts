@@ -164,6 +164,10 @@
         <source>When a rank fails (or its process dies or freezes), start the run again from the latest checkpoint (File → Save checkpoints to...), at most this many times, as torchrun&apos;s --max-restarts does</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>None (File → Open schedule...)</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::HiddenStatesView</name>
@@ -725,6 +729,34 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
         <source>Pinned: %1. The next run is drawn over and beside it.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Open schedule</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Pipeline schedule CSV (*.csv);;All files (*)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Open &amp;schedule...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Runs a pipeline schedule written by hand: torch.distributed.pipelining&apos;s CSV, a row per rank of {stage}{F|B|I|W}{micro-batch}, as train --schedule-file</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Schedule not opened: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Schedule not opened</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Runs use the schedule in %1.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -980,6 +1012,42 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     </message>
     <message>
         <source>tensor-parallel collective (inside F/B)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>schedule file %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>formula (p−1)/(v·m+p−1) = (%1−1)/(%2·%3+%1−1) = %4%</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>formula (p−1)(T_F+T_B−T_W) with the measured T_F %1 ms, T_B %2 ms, T_W %3 ms = %4% (paced by the slowest stage %5%)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>floor (p−1)·T_F with the measured T_F %1 ms, T_B %2 ms, T_W %3 ms = %4% (paced by the slowest stage %5%)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>W: weight gradients (striped)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>model chunk %1 (outlined)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>send between model chunks (dashed)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>weight gradients (W)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>model chunk %1</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -161,6 +161,10 @@
         <source>When a rank fails (or its process dies or freezes), start the run again from the latest checkpoint (File → Save checkpoints to...), at most this many times, as torchrun&apos;s --max-restarts does</source>
         <translation>当某个 rank 失败（或其进程死掉、冻住）时，从最新的检查点（文件 → 检查点保存到……）重新开始运行，最多这么多次，和 torchrun 的 --max-restarts 一样</translation>
     </message>
+    <message>
+        <source>None (File → Open schedule...)</source>
+        <translation>无（文件 → 打开调度...）</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::HiddenStatesView</name>
@@ -720,6 +724,34 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
         <source>Pinned: %1. The next run is drawn over and beside it.</source>
         <translation>已固定：%1。下一次运行将画在它之上和旁边。</translation>
     </message>
+    <message>
+        <source>Open schedule</source>
+        <translation>打开调度</translation>
+    </message>
+    <message>
+        <source>Pipeline schedule CSV (*.csv);;All files (*)</source>
+        <translation>流水线调度 CSV (*.csv);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Open &amp;schedule...</source>
+        <translation>打开调度(&amp;S)...</translation>
+    </message>
+    <message>
+        <source>Runs a pipeline schedule written by hand: torch.distributed.pipelining&apos;s CSV, a row per rank of {stage}{F|B|I|W}{micro-batch}, as train --schedule-file</source>
+        <translation>运行手写的流水线调度：torch.distributed.pipelining 的 CSV，每个 rank 一行 {stage}{F|B|I|W}{micro-batch}，与 train --schedule-file 相同</translation>
+    </message>
+    <message>
+        <source>Schedule not opened: %1</source>
+        <translation>调度未打开：%1</translation>
+    </message>
+    <message>
+        <source>Schedule not opened</source>
+        <translation>调度未打开</translation>
+    </message>
+    <message>
+        <source>Runs use the schedule in %1.</source>
+        <translation>运行将使用 %1 中的调度。</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -988,6 +1020,42 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     <message>
         <source>tensor-parallel collective (inside F/B)</source>
         <translation>张量并行集合通信（在 F/B 内）</translation>
+    </message>
+    <message>
+        <source>schedule file %1</source>
+        <translation>调度文件 %1</translation>
+    </message>
+    <message>
+        <source>formula (p−1)/(v·m+p−1) = (%1−1)/(%2·%3+%1−1) = %4%</source>
+        <translation>公式 (p−1)/(v·m+p−1) = (%1−1)/(%2·%3+%1−1) = %4%</translation>
+    </message>
+    <message>
+        <source>formula (p−1)(T_F+T_B−T_W) with the measured T_F %1 ms, T_B %2 ms, T_W %3 ms = %4% (paced by the slowest stage %5%)</source>
+        <translation>公式 (p−1)(T_F+T_B−T_W)，代入实测 T_F %1 ms、T_B %2 ms、T_W %3 ms = %4%（按最慢阶段计 %5%）</translation>
+    </message>
+    <message>
+        <source>floor (p−1)·T_F with the measured T_F %1 ms, T_B %2 ms, T_W %3 ms = %4% (paced by the slowest stage %5%)</source>
+        <translation>下限 (p−1)·T_F，代入实测 T_F %1 ms、T_B %2 ms、T_W %3 ms = %4%（按最慢阶段计 %5%）</translation>
+    </message>
+    <message>
+        <source>W: weight gradients (striped)</source>
+        <translation>W：权重梯度（条纹）</translation>
+    </message>
+    <message>
+        <source>model chunk %1 (outlined)</source>
+        <translation>模型块 %1（描边）</translation>
+    </message>
+    <message>
+        <source>send between model chunks (dashed)</source>
+        <translation>模型块之间的发送（虚线）</translation>
+    </message>
+    <message>
+        <source>weight gradients (W)</source>
+        <translation>权重梯度（W）</translation>
+    </message>
+    <message>
+        <source>model chunk %1</source>
+        <translation>模型块 %1</translation>
     </message>
 </context>
 <context>
