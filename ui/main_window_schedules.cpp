@@ -1,19 +1,27 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Pipeline schedules in the window (issue 30): File → Open schedule… sets a
 // hand-written schedule file on the panel once the engine's reader
-// (plan/schedule_file.h) has checked it against the panel's layout.
+// (plan/schedule_file.h) has checked it against the panel's layout; the
+// "Schedules" tab compares the panel's layout under every schedule.
 #include <QAction>
 #include <QFileDialog>
 #include <QMenu>
 #include <QMessageBox>
+#include <QTabWidget>
 
 #include "config_panel.h"
 #include "main_window.h"
 #include "plan/schedule_file.h"
+#include "views/schedule_compare.h"
 
 namespace shardscope::ui {
 
 void MainWindow::buildScheduleUi() {
+  // The comparison's tab, last: the tabs before it keep their places (lessons and screenshots name them by index).
+  schedule_compare_ = new ScheduleCompareView;
+  schedule_compare_->setConfigSource([this] { return panel_->config(); });
+  tabs_->addTab(schedule_compare_, QString());
+  tab_sources_.emplace_back(schedule_compare_, QT_TR_NOOP("Schedules"));
   open_schedule_action_ = file_menu_->addAction(QString());
   open_schedule_action_->setObjectName(QStringLiteral("openSchedule"));
   connect(open_schedule_action_, &QAction::triggered, this, [this] {

@@ -757,6 +757,10 @@ A restart after a failure resumes from the latest one, so it repeats at most N â
         <source>Runs use the schedule in %1.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Schedules</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -1048,6 +1052,10 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     </message>
     <message>
         <source>model chunk %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>stage %1</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -1636,6 +1644,34 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     </message>
     <message>
         <source>restart %1 of %2 after the run failed (%3); %4</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::ScheduleCompareView</name>
+    <message>
+        <source>Not run for this layout: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Running one step...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Waiting</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>idle in all %1%, fill and drain %2% Â· %3
+peak activations per stage: %4</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Compare schedules</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The panel&apos;s model, pipeline stages and micro-batches (one data-parallel replica) under each schedule, one training step each on the virtual clock, in the background.</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -752,6 +752,10 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
         <source>Runs use the schedule in %1.</source>
         <translation>运行将使用 %1 中的调度。</translation>
     </message>
+    <message>
+        <source>Schedules</source>
+        <translation>调度对比</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -1056,6 +1060,10 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     <message>
         <source>model chunk %1</source>
         <translation>模型块 %1</translation>
+    </message>
+    <message>
+        <source>stage %1</source>
+        <translation>阶段 %1</translation>
     </message>
 </context>
 <context>
@@ -1639,6 +1647,35 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     <message>
         <source>restart %1 of %2 after the run failed (%3); %4</source>
         <translation>运行失败后第 %1 次重启（共 %2 次）（%3）；%4</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::ScheduleCompareView</name>
+    <message>
+        <source>Not run for this layout: %1</source>
+        <translation>此布局下未运行：%1</translation>
+    </message>
+    <message>
+        <source>Running one step...</source>
+        <translation>正在运行一步……</translation>
+    </message>
+    <message>
+        <source>Waiting</source>
+        <translation>等待中</translation>
+    </message>
+    <message>
+        <source>idle in all %1%, fill and drain %2% · %3
+peak activations per stage: %4</source>
+        <translation>总空闲 %1%，填充与排空 %2% · %3
+各阶段激活值峰值：%4</translation>
+    </message>
+    <message>
+        <source>Compare schedules</source>
+        <translation>对比调度</translation>
+    </message>
+    <message>
+        <source>The panel&apos;s model, pipeline stages and micro-batches (one data-parallel replica) under each schedule, one training step each on the virtual clock, in the background.</source>
+        <translation>面板上的模型、流水线阶段数和微批次数（一个数据并行副本）在每种调度下各训练一步，使用虚拟时钟，在后台运行。</translation>
     </message>
 </context>
 <context>

@@ -103,6 +103,12 @@ PipelineTimelineView::PipelineTimelineView(QWidget* parent)
   retranslate();
 }
 
+void PipelineTimelineView::setCompact() {
+  compact_ = true;
+  for (QWidget* w : std::initializer_list<QWidget*>{step_label_, step_box_, bubble_label_}) w->hide();
+  canvas_->setMinimumSize(160, 60);  // no legend either (the Pipeline tab has it)
+}
+
 void PipelineTimelineView::retranslate() {
   step_label_->setText(tr("Step:"));
   step_box_->setSpecialValueText(tr("last completed"));

@@ -145,6 +145,9 @@ class PipelineTimelineView : public QWidget, public EventView {
   // The global rank drawn on a stage's row: the shown replica's.
   int shownRank(int stage) const;
   int stages() const { return grid_.pp(); }
+  // Only the drawing, for a small place (the schedule comparison): no step picker and no header.
+  void setCompact();
+  bool compact() const { return compact_; }
   // Whether the rows carry a communication lane (a DDP run whose buckets were seen).
   bool hasBucketLane() const { return has_buckets_; }
 
@@ -183,7 +186,8 @@ class PipelineTimelineView : public QWidget, public EventView {
   std::int64_t last_completed_ = 0;                                 // the newest step with a step_metrics event
   std::int64_t last_seen_ = 0;                                      // the newest step with any box
   bool has_buckets_ = false;
-  bool has_chunks_ = false;  // a box of a chunk > 0 was seen
+  bool has_chunks_ = false;
+  bool compact_ = false;  // a box of a chunk > 0 was seen
   bool dirty_ = false;
 };
 

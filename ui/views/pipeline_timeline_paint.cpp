@@ -233,7 +233,8 @@ void TimelineCanvas::paintRows(QPainter& p) const {
     const int rank = owner_->shownRank(s);
     p.setFont(font());
     p.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
-               PipelineTimelineView::tr("stage %1\nrank %2").arg(s).arg(rank));
+               owner_->compact() ? PipelineTimelineView::tr("stage %1").arg(s)  // one line in a short row
+                                 : PipelineTimelineView::tr("stage %1\nrank %2").arg(s).arg(rank));
     if (!lane) continue;
     p.setFont(smallFont());
     p.drawText(QRectF(2, laneBand(s).top(), kLeft - 8, laneBand(s).height()), Qt::AlignRight | Qt::AlignVCenter,
@@ -324,7 +325,7 @@ void TimelineCanvas::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().base());
   legend_row_h_ = QFontMetrics(smallFont()).height() + 2;
-  legend_rows_ = paintLegend(nullptr, 0);  // before plotRect(), which leaves room for it
+  legend_rows_ = owner_->compact() ? 0 : paintLegend(nullptr, 0);  // before plotRect(), which leaves room for it
   measureStep();
   updateWindow();
   paintRows(p);
@@ -337,7 +338,7 @@ void TimelineCanvas::paintEvent(QPaintEvent*) {
   p.restore();
   p.setFont(smallFont());  // restore() brought back the full-size font
   paintAxis(p);
-  paintLegend(&p, plotRect().bottom() + 6 + QFontMetrics(smallFont()).height());
+  if (!owner_->compact()) paintLegend(&p, plotRect().bottom() + 6 + QFontMetrics(smallFont()).height());
   if (owner_->boxes(owner_->shownStep()).empty())
     p.drawText(plotRect(), Qt::AlignCenter, PipelineTimelineView::tr("No step yet: press Run."));
 }
