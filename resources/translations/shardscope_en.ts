@@ -856,6 +856,10 @@ tp %2</source>
         <source>Time (s)</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Virtual time (s)</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::PipelineTimelineView</name>

@@ -852,6 +852,10 @@ tp %2</translation>
         <source>Time (s)</source>
         <translation>时间（秒）</translation>
     </message>
+    <message>
+        <source>Virtual time (s)</source>
+        <translation>虚拟时间（秒）</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::PipelineTimelineView</name>
