@@ -256,6 +256,28 @@ class TestSchedulesGui : public QObject {
     saveShot(view, QStringLiteral("schedules_zb_h1.png"));
   }
 
+  // "One step, slowly" in the timeline: a cursor sweeps the step over at least 2 s (at 1×), boxes grow behind it.
+  void timelineReplaysAStepSlowly() {
+    const RunConfig c = pipelineRun(2, 4, PipelineScheduleKind::one_f_one_b);
+    PipelineTimelineView view;
+    view.reset(*make_run_plan(c));
+    view.consume(eventsOf(c));
+    view.refresh();
+    QVERIFY(!view.drawing());
+    QCOMPARE(view.replayFraction(), -1.0);
+    view.setPlaybackSpeed(1.0);
+    view.replayStep(1);
+    QVERIFY(view.drawing());
+    QCOMPARE(view.shownStep(), std::int64_t{1});
+    QTest::qWait(700);
+    const double f = view.replayFraction();
+    QVERIFY2(f > 0.2 && f < 0.6, qPrintable(QString::number(f)));
+    saveShot(view, QStringLiteral("schedules_replay.png"));
+    QTRY_VERIFY_WITH_TIMEOUT(!view.drawing(), 5000);
+    QCOMPARE(view.replayFraction(), -1.0);
+    QCOMPARE(view.shownStep(), std::int64_t{2});  // back to the last completed step
+  }
+
   void interleavedChunksAndSendsBetweenThem() {
     const int p = 4, m = 8, v = 2;
     PipelineTimelineView view;

@@ -10,6 +10,7 @@
 #include <QLabel>
 #include <QSpinBox>
 #include <QStringList>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
@@ -67,7 +68,16 @@ PipelineTimelineView::PipelineTimelineView(QWidget* parent)
       tp_label_(new QLabel),
       tp_box_(new QSpinBox),
       bubble_label_(new QLabel),
-      step_label_(new QLabel) {
+      step_label_(new QLabel),
+      replay_timer_(new QTimer(this)) {
+  replay_timer_->setInterval(33);
+  connect(replay_timer_, &QTimer::timeout, this, [this] {
+    if (replayFraction() < 0) {  // done: the whole step stays drawn
+      replay_timer_->stop();
+      replay_step_ = 0;
+    }
+    canvas_->update();
+  });
   setObjectName(QStringLiteral("pipeline_timeline"));
   step_box_->setObjectName(QStringLiteral("timeline_step"));
   step_box_->setRange(0, 0);
@@ -148,6 +158,8 @@ void PipelineTimelineView::reset(const RunPlan& run) {
   schedule_file_ = config.schedule_file;
   steps_.clear();
   unsettled_.clear();
+  replay_timer_->stop();
+  replay_step_ = 0;
   last_completed_ = last_seen_ = 0;
   has_buckets_ = has_chunks_ = false;
   step_box_->setRange(0, 0);
@@ -354,7 +366,40 @@ QString PipelineTimelineView::overlapText(std::int64_t step) const {
       .arg(percent(s.overlap->fraction()));
 }
 
+namespace {
+std::int64_t steadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+void PipelineTimelineView::replayStep(std::int64_t step) {
+  const auto& boxes = replicaStep(step).boxes;
+  if (boxes.empty()) return;
+  std::int64_t first = boxes.front().start_ns, last = boxes.front().end_ns;
+  for (const TimelineBox& b : boxes) first = std::min(first, b.start_ns), last = std::max(last, b.end_ns);
+  const double speed = speed_ > 0 ? std::min(speed_, 1.0) : 1.0;
+  replay_ms_ = std::max(static_cast<double>(last - first) / 1e6, 2000.0) / speed;
+  replay_step_ = step;
+  replay_started_ns_ = steadyNs();
+  canvas_->fit();
+  updateHeader();
+  replay_timer_->start();
+  canvas_->update();
+}
+
+double PipelineTimelineView::replayFraction() const {
+  if (replay_step_ <= 0) return -1.0;
+  const double f = static_cast<double>(steadyNs() - replay_started_ns_) / 1e6 / replay_ms_;
+  return f < 1.0 ? std::max(f, 0.0) : -1.0;
+}
+
+bool PipelineTimelineView::drawing() const {
+  return replay_timer_->isActive();
+}
+
 std::int64_t PipelineTimelineView::shownStep() const {
+  if (replay_step_ > 0) return replay_step_;
   if (step_box_->value() > 0) return step_box_->value();
   return last_completed_ > 0 && steps_.count(last_completed_) != 0 ? last_completed_ : last_seen_;
 }

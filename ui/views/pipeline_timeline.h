@@ -18,6 +18,7 @@
 #pragma once
 
 #include <QWidget>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -31,6 +32,7 @@
 
 class QLabel;
 class QSpinBox;
+class QTimer;
 
 namespace shardscope::ui {
 
@@ -99,6 +101,14 @@ class PipelineTimelineView : public QWidget, public EventView {
   void reset(const RunPlan& run) override;
   void consume(const std::vector<Event>& events) override;
   void refresh() override;
+  // "One step, slowly": the step drawn again from its start, a cursor sweeping
+  // its time at the playback speed (at least 2 s of wall time at 1×, so a
+  // 30 ms step can be followed), each box growing as the cursor passes it.
+  bool drawing() const override;
+  void setPlaybackSpeed(double speed) override { speed_ = speed; }
+  void replayStep(std::int64_t step) override;
+  // While replaying: how far the cursor has gone through the step, 0..1; -1 otherwise.
+  double replayFraction() const;
 
   // The shown replica's part of a step (empty if none).
   // Boxes: whole-stage forwards and backwards (layer == -1), plus the per-layer
@@ -187,7 +197,12 @@ class PipelineTimelineView : public QWidget, public EventView {
   std::int64_t last_seen_ = 0;                                      // the newest step with any box
   bool has_buckets_ = false;
   bool has_chunks_ = false;
-  bool compact_ = false;  // a box of a chunk > 0 was seen
+  bool compact_ = false;
+  QTimer* replay_timer_;
+  std::int64_t replay_step_ = 0;        // the step replayed (0: none)
+  std::int64_t replay_started_ns_ = 0;  // wall clock (steady) when it began
+  double replay_ms_ = 0.0;              // its wall-clock length
+  double speed_ = 1.0;                  // a box of a chunk > 0 was seen
   bool dirty_ = false;
 };
 

@@ -250,12 +250,26 @@ void TimelineCanvas::paintRows(QPainter& p) const {
   }
 }
 
+std::int64_t TimelineCanvas::cursor() const {
+  const double f = owner_->replayFraction();
+  if (f < 0) return INT64_MAX;
+  return origin_ + static_cast<std::int64_t>(f * static_cast<double>(end_ - origin_));
+}
+
+QRectF TimelineCanvas::shownRect(QRectF rect, std::int64_t start_ns, std::int64_t end_ns) const {
+  const std::int64_t at = cursor();
+  if (start_ns > at) return {};
+  if (end_ns > at) rect.setRight(std::max(rect.left() + 1.0, xOf(static_cast<double>(at - origin_))));
+  return rect;
+}
+
 void TimelineCanvas::paintBoxes(QPainter& p) const {
   const auto& boxes = owner_->boxes(owner_->shownStep());
   const QFontMetrics fm(smallFont());
   for (const auto& b : boxes) {
     if (!isWhole(b)) continue;  // recomputes go on top, below
-    const QRectF br = boxRect(b);
+    const QRectF br = shownRect(boxRect(b), b.start_ns, b.end_ns);
+    if (br.isEmpty()) continue;
     p.fillRect(br, boxColor(b));
     if (b.kind == ComputeKind::weight_gradient) p.fillRect(br, kWeightStripes);
     p.setPen(QPen(palette().base().color(), 1));
@@ -271,11 +285,12 @@ void TimelineCanvas::paintBoxes(QPainter& p) const {
     }
   }
   for (const auto& b : boxes)  // a recompute: white hatching over the lower half of its backward
-    if (!isWhole(b)) p.fillRect(boxRect(b), kHatch);
+    if (!isWhole(b)) p.fillRect(shownRect(boxRect(b), b.start_ns, b.end_ns), kHatch);
   // Tensor-parallel ring transfers: a yellow tick (at least 2 px) along the top of the box they ran in.
   for (const auto& t : owner_->tensorSpans(owner_->shownStep())) {
     const QRectF band = computeBand(t.stage);
     const double x0 = xOf(ms(t.start_ns) * 1e6), x1 = xOf(ms(t.end_ns) * 1e6);
+    if (t.start_ns > cursor()) continue;
     p.fillRect(QRectF(x0, band.top() + 2, std::max(2.0, x1 - x0), band.height() * 0.2), kTensorParallel);
   }
 }
@@ -283,7 +298,8 @@ void TimelineCanvas::paintBoxes(QPainter& p) const {
 void TimelineCanvas::paintBuckets(QPainter& p) const {
   const QFontMetrics fm(smallFont());
   for (const auto& s : owner_->bucketSpans(owner_->shownStep())) {
-    const QRectF br = bucketRect(s);
+    const QRectF br = shownRect(bucketRect(s), s.start_ns, s.end_ns);
+    if (br.isEmpty()) continue;
     p.fillRect(br, kBuckets[s.bucket % 2]);
     const QString text = QStringLiteral("b%1").arg(s.bucket);
     if (fm.horizontalAdvance(text) + 4 < br.width()) {
@@ -295,8 +311,10 @@ void TimelineCanvas::paintBuckets(QPainter& p) const {
 
 void TimelineCanvas::paintArrows(QPainter& p) const {
   p.setRenderHint(QPainter::Antialiasing, true);
+  const std::int64_t at = cursor();
   for (const auto& t : owner_->transfers(owner_->shownStep()))
-    drawArrow(p, arrowLine(t), t.forward() ? kActivation : kGradient, t.betweenChunks());
+    if (t.end_ns <= at)  // an arrow once its data has arrived
+      drawArrow(p, arrowLine(t), t.forward() ? kActivation : kGradient, t.betweenChunks());
   p.setRenderHint(QPainter::Antialiasing, false);
 }
 
@@ -335,6 +353,11 @@ void TimelineCanvas::paintEvent(QPaintEvent*) {
   paintBoxes(p);
   paintBuckets(p);
   paintArrows(p);
+  if (owner_->replayFraction() >= 0) {  // the replay's cursor
+    const double x = xOf(static_cast<double>(cursor() - origin_));
+    p.setPen(QPen(QColor(220, 0, 0), 2));
+    p.drawLine(QPointF(x, plotRect().top()), QPointF(x, plotRect().bottom()));
+  }
   p.restore();
   p.setFont(smallFont());  // restore() brought back the full-size font
   paintAxis(p);
