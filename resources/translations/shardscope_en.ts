@@ -1062,6 +1062,10 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <source>stage %1</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Pinned: %1, step %2. %3</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::PlannerBars</name>

@@ -1069,6 +1069,10 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <source>stage %1</source>
         <translation>阶段 %1</translation>
     </message>
+    <message>
+        <source>Pinned: %1, step %2. %3</source>
+        <translation>已固定：%1，第 %2 步。%3</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::PlannerBars</name>

@@ -278,6 +278,30 @@ class TestSchedulesGui : public QObject {
     QCOMPARE(view.shownStep(), std::int64_t{2});  // back to the last completed step
   }
 
+  // A pinned run's step stays drawn above the next run's (issue 28's stacked timelines; schedules_pinned.png).
+  void pinnedTimelineStacksAboveTheNextRun() {
+    const RunConfig gpipe = pipelineRun(2, 4, PipelineScheduleKind::gpipe);
+    const RunConfig zb = pipelineRun(2, 4, PipelineScheduleKind::zb_h1);
+    PipelineTimelineView view;
+    view.reset(*make_run_plan(gpipe));
+    view.consume(eventsOf(gpipe));
+    view.refresh();
+    const std::size_t gpipeBoxes = view.boxes(2).size();
+    view.pin(QStringLiteral("GPipe run"));
+    QVERIFY(view.pinned() != nullptr);
+    view.reset(*make_run_plan(zb));
+    view.consume(eventsOf(zb));
+    view.refresh();
+    QCOMPARE(view.pinned()->boxes(2).size(), gpipeBoxes);  // the pinned step kept through the new run
+    QVERIFY(view.boxes(2).size() > gpipeBoxes);            // the new run's W boxes
+    const QString label = view.findChild<QLabel*>(QStringLiteral("pinnedTimeline"))->text();
+    QVERIFY2(label.contains(QStringLiteral("Pinned: GPipe run, step 2")) && label.contains(QStringLiteral("GPipe:")),
+             qPrintable(label));
+    saveShot(view, QStringLiteral("schedules_pinned.png"));
+    view.unpin();
+    QVERIFY(view.pinned() == nullptr);
+  }
+
   void interleavedChunksAndSendsBetweenThem() {
     const int p = 4, m = 8, v = 2;
     PipelineTimelineView view;

@@ -104,6 +104,11 @@ PipelineTimelineView::PipelineTimelineView(QWidget* parent)
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addLayout(pickers);
   layout->addWidget(bubble_label_);  // the view's whole width: fewer wrapped lines at 1280 px
+  pinned_label_ = new QLabel;
+  pinned_label_->setObjectName(QStringLiteral("pinnedTimeline"));
+  pinned_label_->setWordWrap(true);
+  pinned_label_->hide();
+  layout->addWidget(pinned_label_);  // a pinned run's copy goes under it (pin)
   layout->addWidget(canvas_, 1);
   for (QSpinBox* box : {step_box_, replica_box_, tp_box_})
     connect(box, &QSpinBox::valueChanged, this, [this] {
@@ -117,6 +122,46 @@ void PipelineTimelineView::setCompact() {
   compact_ = true;
   for (QWidget* w : std::initializer_list<QWidget*>{step_label_, step_box_, bubble_label_}) w->hide();
   canvas_->setMinimumSize(160, 60);  // no legend either (the Pipeline tab has it)
+}
+
+void PipelineTimelineView::copyShownStep(const PipelineTimelineView& from) {
+  grid_ = from.grid_;
+  micro_batches_ = from.micro_batches_;
+  accumulation_ = from.accumulation_;
+  virtual_stages_ = from.virtual_stages_;
+  schedule_ = from.schedule_;
+  schedule_file_ = from.schedule_file_;
+  has_buckets_ = from.has_buckets_;
+  has_chunks_ = from.has_chunks_;
+  const std::int64_t step = from.shownStep();
+  const auto it = from.steps_.find(step);
+  if (it != from.steps_.end()) steps_[step] = it->second;
+  replica_box_->setRange(0, grid_.dp() - 1);
+  replica_box_->setValue(from.replica());
+  tp_box_->setRange(0, grid_.tp() - 1);
+  tp_box_->setValue(from.tensorRank());
+  last_completed_ = last_seen_ = step;
+}
+
+void PipelineTimelineView::pin(const QString& label) {
+  unpin();
+  if (boxes(shownStep()).empty()) return;
+  pinned_ = new PipelineTimelineView(this);
+  pinned_->setObjectName(QStringLiteral("pinned_pipeline_timeline"));
+  pinned_->setCompact();
+  pinned_->copyShownStep(*this);
+  auto* layout = static_cast<QVBoxLayout*>(this->layout());
+  layout->insertWidget(layout->indexOf(pinned_label_) + 1, pinned_, 1);
+  const std::int64_t step = pinned_->shownStep();
+  const QString header = grid_.pp() > 1 ? pinned_->bubbleText(step) : pinned_->pipelineHeader(step);
+  pinned_label_->setText(tr("Pinned: %1, step %2. %3").arg(label).arg(step).arg(header));
+  pinned_label_->show();
+}
+
+void PipelineTimelineView::unpin() {
+  delete pinned_;
+  pinned_ = nullptr;
+  pinned_label_->hide();
 }
 
 void PipelineTimelineView::retranslate() {

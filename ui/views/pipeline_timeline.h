@@ -109,6 +109,11 @@ class PipelineTimelineView : public QWidget, public EventView {
   void replayStep(std::int64_t step) override;
   // While replaying: how far the cursor has gone through the step, 0..1; -1 otherwise.
   double replayFraction() const;
+  // "Pin this run": the shown step of this run stays drawn above the next
+  // runs' (a compact copy, titled with `label` and its bubble) until unpinned.
+  void pin(const QString& label);
+  void unpin();
+  const PipelineTimelineView* pinned() const { return pinned_; }
 
   // The shown replica's part of a step (empty if none).
   // Boxes: whole-stage forwards and backwards (layer == -1), plus the per-layer
@@ -173,6 +178,7 @@ class PipelineTimelineView : public QWidget, public EventView {
   // With chunks a send's direction is not its stages' order: a gradient
   // follows its chunk's B of the micro-batch, an activation does not.
   void settleDirections(TimelineReplicaStep& step) const;
+  void copyShownStep(const PipelineTimelineView& from);  // the run's layout and its shown step, for a pinned copy
   QString pipelineHeader(std::int64_t step) const;
   void updateHeader();
   void retranslate();
@@ -199,6 +205,8 @@ class PipelineTimelineView : public QWidget, public EventView {
   bool has_chunks_ = false;
   bool compact_ = false;
   QTimer* replay_timer_;
+  PipelineTimelineView* pinned_ = nullptr;
+  QLabel* pinned_label_ = nullptr;
   std::int64_t replay_step_ = 0;        // the step replayed (0: none)
   std::int64_t replay_started_ns_ = 0;  // wall clock (steady) when it began
   double replay_ms_ = 0.0;              // its wall-clock length
