@@ -33,6 +33,7 @@
 #include "train/trainer.h"
 #include "views/pipeline_timeline.h"
 #include "views/schedule_compare.h"
+#include "views/zero_view.h"
 
 using namespace shardscope;
 using namespace shardscope::ui;
@@ -276,6 +277,33 @@ class TestSchedulesGui : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!view.drawing(), 5000);
     QCOMPARE(view.replayFraction(), -1.0);
     QCOMPARE(view.shownStep(), std::int64_t{2});  // back to the last completed step
+  }
+
+  // "One step, slowly" in the ZeRO view: ZeRO-3's gathers of the step fed again over 2 s, the counts
+  // growing back to the step's, then the live state back.
+  void zeroViewReplaysAStep() {
+    RunConfig c;
+    c.model = "gpt-tiny";
+    c.steps = 2;
+    c.batch = 4;
+    c.seq = 32;
+    c.threads = 2;
+    c.layout[Axis::dp] = 2;
+    c.zero_stage = 3;
+    ZeroView view;
+    view.reset(*make_run_plan(c));
+    view.consume(eventsOf(c));
+    const int gathers = view.model().gathers(2, 0);
+    QVERIFY(gathers > 0);
+    view.setPlaybackSpeed(1.0);
+    view.replayStep(2);
+    QVERIFY(view.drawing());
+    QTest::qWait(900);
+    const int midway = view.model().gathers(2, 0);
+    QVERIFY2(midway > 0 && midway < gathers, qPrintable(QStringLiteral("%1 of %2").arg(midway).arg(gathers)));
+    saveShot(view, QStringLiteral("schedules_zero_replay.png"));
+    QTRY_VERIFY_WITH_TIMEOUT(!view.drawing(), 5000);
+    QCOMPARE(view.model().gathers(2, 0), gathers);
   }
 
   // A pinned run's step stays drawn above the next run's (issue 28's stacked timelines; schedules_pinned.png).
