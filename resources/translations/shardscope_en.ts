@@ -998,15 +998,6 @@ start %4 ms, duration %5 ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
-Bubble measured: the fill and drain of each pipeline flush, each stage&apos;s idle time up to p − 1 times the slowest stage&apos;s time per micro-batch, over p × window; the median over the step&apos;s flushes.
-Formula: GPipe&apos;s, for p equal stages and m micro-batches per flush.
-Stage imbalance: the rest of the idle time, faster stages waiting for the slowest.
-GPipe&apos;s with these stages&apos; times: GPipe&apos;s idle time with each stage&apos;s measured time per micro-batch.
-Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>stage imbalance idles another %1% (idle in all %2%, GPipe&apos;s with these stages&apos; times %3%)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1064,6 +1055,15 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     </message>
     <message>
         <source>Pinned: %1, step %2. %3</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
+Bubble measured: the fill and drain of each pipeline flush, each stage&apos;s idle time up to p − 1 times the slowest stage&apos;s time per micro-batch, over p × window; the median over the step&apos;s flushes.
+Formula: the schedule&apos;s own: GPipe&apos;s and 1F1B&apos;s (p−1)/(m+p−1) for p equal stages and m micro-batches per flush, interleaved 1F1B&apos;s (p−1)/(v·m+p−1), ZB-H1&apos;s and ZB-H2&apos;s with the measured T_F, T_B, T_W.
+Stage imbalance: the rest of the idle time, faster stages waiting for the slowest.
+GPipe&apos;s with these stages&apos; times: GPipe&apos;s idle time with each stage&apos;s measured time per micro-batch.
+Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

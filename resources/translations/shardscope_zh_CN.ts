@@ -1000,20 +1000,6 @@ start %4 ms, duration %5 ms</source>
 开始于 %4 ms，耗时 %5 ms</translation>
     </message>
     <message>
-        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
-Bubble measured: the fill and drain of each pipeline flush, each stage&apos;s idle time up to p − 1 times the slowest stage&apos;s time per micro-batch, over p × window; the median over the step&apos;s flushes.
-Formula: GPipe&apos;s, for p equal stages and m micro-batches per flush.
-Stage imbalance: the rest of the idle time, faster stages waiting for the slowest.
-GPipe&apos;s with these stages&apos; times: GPipe&apos;s idle time with each stage&apos;s measured time per micro-batch.
-Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
-        <translation>与 shardscope-cli train 结尾几行相同的数字（summarize_schedule），针对这一步和这个副本。
-实测气泡率：每轮流水线的填充和排空，即各阶段的空闲时间（每个阶段最多计 p − 1 个最慢阶段处理一个微批次的时间），除以 p × 时间窗；取这一步各轮的中位数。
-公式：GPipe 的公式，假设 p 个阶段一样长、每轮 m 个微批次。
-阶段不均衡：其余的空闲时间，即较快的阶段等待最慢的阶段。
-代入各阶段实测时间后 GPipe 的空闲时间：GPipe 按每个阶段处理一个微批次的实测时间计算的空闲时间。
-重叠：各 rank 的桶传输中落在其反向计算之内的部分。</translation>
-    </message>
-    <message>
         <source>stage imbalance idles another %1% (idle in all %2%, GPipe&apos;s with these stages&apos; times %3%)</source>
         <translation>阶段不均衡另外造成 %1% 的空闲（总空闲 %2%，代入各阶段实测时间后 GPipe 为 %3%）</translation>
     </message>
@@ -1072,6 +1058,20 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     <message>
         <source>Pinned: %1, step %2. %3</source>
         <translation>已固定：%1，第 %2 步。%3</translation>
+    </message>
+    <message>
+        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
+Bubble measured: the fill and drain of each pipeline flush, each stage&apos;s idle time up to p − 1 times the slowest stage&apos;s time per micro-batch, over p × window; the median over the step&apos;s flushes.
+Formula: the schedule&apos;s own: GPipe&apos;s and 1F1B&apos;s (p−1)/(m+p−1) for p equal stages and m micro-batches per flush, interleaved 1F1B&apos;s (p−1)/(v·m+p−1), ZB-H1&apos;s and ZB-H2&apos;s with the measured T_F, T_B, T_W.
+Stage imbalance: the rest of the idle time, faster stages waiting for the slowest.
+GPipe&apos;s with these stages&apos; times: GPipe&apos;s idle time with each stage&apos;s measured time per micro-batch.
+Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
+        <translation>与 shardscope-cli train 结尾几行相同的数字（summarize_schedule），针对这一步和这个副本。
+实测气泡率：每轮流水线的填充和排空，即各阶段的空闲时间（每个阶段最多计 p − 1 个最慢阶段处理一个微批次的时间），除以 p × 时间窗；取这一步各轮的中位数。
+公式：所选调度自己的公式：GPipe 与 1F1B 为 (p−1)/(m+p−1)（p 个阶段一样长、每轮 m 个微批次），交错 1F1B 为 (p−1)/(v·m+p−1)，ZB-H1 与 ZB-H2 代入实测的 T_F、T_B、T_W。
+阶段不均衡：其余的空闲时间，即较快的阶段等待最慢的阶段。
+代入各阶段实测时间后 GPipe 的空闲时间：GPipe 按每个阶段处理一个微批次的实测时间计算的空闲时间。
+重叠：各 rank 的桶传输中落在其反向计算之内的部分。</translation>
     </message>
 </context>
 <context>

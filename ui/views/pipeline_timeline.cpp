@@ -178,7 +178,8 @@ void PipelineTimelineView::retranslate() {
       tr("The same numbers as shardscope-cli train's closing lines (summarize_schedule), for this step and replica.\n"
          "Bubble measured: the fill and drain of each pipeline flush, each stage's idle time up to p − 1 times the "
          "slowest stage's time per micro-batch, over p × window; the median over the step's flushes.\n"
-         "Formula: GPipe's, for p equal stages and m micro-batches per flush.\n"
+         "Formula: the schedule's own: GPipe's and 1F1B's (p−1)/(m+p−1) for p equal stages and m micro-batches "
+         "per flush, interleaved 1F1B's (p−1)/(v·m+p−1), ZB-H1's and ZB-H2's with the measured T_F, T_B, T_W.\n"
          "Stage imbalance: the rest of the idle time, faster stages waiting for the slowest.\n"
          "GPipe's with these stages' times: GPipe's idle time with each stage's measured time per micro-batch.\n"
          "Overlapped: the part of the ranks' bucket transfers that lies inside their backward."));
