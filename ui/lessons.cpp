@@ -107,7 +107,6 @@ LessonsPanel::LessonsPanel(QWidget* parent)
   try_->setObjectName(QStringLiteral("tryLesson"));
   compare_->setObjectName(QStringLiteral("tryComparison"));
   text_->setOpenExternalLinks(true);
-  list_->setMaximumHeight(110);
   list_->setWordWrap(true);  // a long title takes two lines in a narrow panel, never a sideways scroll
   list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* layout = new QVBoxLayout(this);
@@ -135,6 +134,23 @@ LessonsPanel::LessonsPanel(QWidget* parent)
   });
   retranslate();
   if (!lessons_.empty()) list_->setCurrentRow(0);
+}
+
+void LessonsPanel::fitListHeight() {
+  const int budget = std::max(height() / 4, 150);
+  int rows = 0, h = 0;
+  for (int r = 0; r < list_->count(); ++r) {
+    const int row = list_->sizeHintForRow(r);
+    if (rows >= 3 && h + row > budget) break;
+    h += row;
+    ++rows;
+  }
+  list_->setFixedHeight(h + 2 * list_->frameWidth());
+}
+
+void LessonsPanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitListHeight();  // a narrower panel wraps more titles onto two lines
 }
 
 // "4." for a chapter's only lesson; "4.1", "4.2" where a chapter has several (no two alike).
@@ -174,6 +190,7 @@ void LessonsPanel::retranslate() {
       tr("After the lesson's run: pins it (loss curve and memory bars stay) and loads the run it "
          "is compared with; press Run to draw both."));
   showLesson(currentLesson());
+  fitListHeight();  // the other language's titles wrap differently
 }
 
 void LessonsPanel::changeEvent(QEvent* event) {

@@ -45,10 +45,10 @@ void add_pipeline_schedule_fields(std::vector<RunField>& f) {
        .get = [](const RunConfig& c) -> json { return pipeline_schedule_name(c.schedule); },
        .set = [](RunConfig& c, const json& v) { c.schedule = parse_pipeline_schedule_kind(v.get<std::string>()); },
        .surfaces = surface::train | surface::estimate});
-  // No panel label yet: the GUI draws one chunk per stage (issue 30).
   f.push_back({.key = "virtual_stages",
                .flag = "--virtual-stages",
                .value_name = "V",
+               .label = {"Virtual stages (v)", "虚拟阶段数（v）"},
                .help = {"Model chunks per pipeline stage (v) for --schedule interleaved-1f1b: the layers split into "
                         "pp × v chunks, stage s holding chunks s, pp + s, 2pp + s, ...",
                         "--schedule interleaved-1f1b 下每个流水线阶段的模型块数（v）：层切成 pp × v 块，"
@@ -63,6 +63,7 @@ void add_pipeline_schedule_fields(std::vector<RunField>& f) {
                .flag = "--schedule-file",
                .value_name = "FILE.csv",
                .kind = FieldKind::text,
+               .label = {"Schedule file", "调度文件"},
                .help = {"A pipeline schedule written by hand, in place of --schedule: torch.distributed.pipelining's "
                         "CSV, a row per rank of {stage}{F|B|I|W}{micro-batch} (shardscope-cli schedule checks and "
                         "prints it); its rows must be --pp and its micro-batches --micro-batches",

@@ -130,6 +130,34 @@ class TestLessons : public QObject {
     QCOMPARE(static_cast<std::size_t>(list->count()), panel.lessons().size());
   }
 
+  // At 1280×720, in both languages, the list shows whole titles only (no half row at its bottom),
+  // at least five of them; a screenshot goes to the build folder (lessons_list{,_zh}.png).
+  void listShowsWholeRowsAt1280x720() {
+    MainWindow window;
+    window.resize(1280, 720);
+    window.show();
+    window.lessonsDock()->show();
+    for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
+      QVERIFY(setLanguage(language));
+      QTest::qWait(50);
+      const auto* list = window.lessons()->findChild<QListWidget*>(QStringLiteral("lessonList"));
+      const int bottom = list->viewport()->height();
+      int whole = 0;
+      for (int i = 0; i < list->count(); ++i) {
+        const QRect row = list->visualItemRect(list->item(i));
+        if (row.top() >= bottom) break;
+        QVERIFY2(row.bottom() < bottom,
+                 qPrintable(QStringLiteral("row %1 cut at %2 of %3").arg(i).arg(row.bottom()).arg(bottom)));
+        ++whole;
+      }
+      QVERIFY2(whole >= 5, qPrintable(QString::number(whole)));
+      window.grab().save(QDir(QCoreApplication::applicationDirPath())
+                             .filePath(language == QLatin1String("en") ? QStringLiteral("lessons_list.png")
+                                                                       : QStringLiteral("lessons_list_zh.png")));
+    }
+    QVERIFY(setLanguage(QStringLiteral("en")));
+  }
+
   void languageSwitchSwapsTheText() {
     LessonsPanel panel;
     panel.showLesson(0);
