@@ -51,14 +51,20 @@ void validate_model_limits(const RunConfig& c, const ModelConfig& model) {
 
 // The dp x pp grid and how the batch splits over it.
 void validate_grid(const RunConfig& c) {
-  const int tp = c.layout.tp();
-  const std::string times_tp = tp > 1 ? " x {tp} " + str(tp) : "", grid = tp > 1 ? "dp x pp x tp" : "dp x pp";
+  // The axes beyond dp x pp only where they are there: a plain layout's message reads as it always did.
+  const int cp = c.layout.cp(), tp = c.layout.tp();
+  const std::string more = (cp > 1 ? " x {cp} " + str(cp) : "") + (tp > 1 ? " x {tp} " + str(tp) : "");
+  const std::string grid = std::string("dp x pp") + (cp > 1 ? " x cp" : "") + (tp > 1 ? " x tp" : "");
+  auto chinese = [](std::string text) {
+    for (std::size_t at = text.find(" x "); at != std::string::npos; at = text.find(" x ", at))
+      text.replace(at, 3, " × ");
+    return text;
+  };
   require(c.ranks == 0 || c.ranks == c.world_size(),
           "{ranks} " + str(c.ranks) + " does not equal {dp} " + str(c.layout.dp()) + " x {pp} " + str(c.layout.pp()) +
-              times_tp + " = " + str(c.world_size()) + " (every rank sits on the " + grid + " grid)",
+              more + " = " + str(c.world_size()) + " (every rank sits on the " + grid + " grid)",
           "{ranks} " + str(c.ranks) + " 不等于 {dp} " + str(c.layout.dp()) + " × {pp} " + str(c.layout.pp()) +
-              (tp > 1 ? " × {tp} " + str(tp) : "") + " = " + str(c.world_size()) + "（每个 rank 都在 " +
-              (tp > 1 ? "dp × pp × tp" : "dp × pp") + " 网格上）");
+              chinese(more) + " = " + str(c.world_size()) + "（每个 rank 都在 " + chinese(grid) + " 网格上）");
   const long long split = static_cast<long long>(c.layout.dp()) * c.accum * c.micro_batches;
   require(c.batch % split == 0,
           "{batch} " + str(c.batch) + " does not split into {dp} " + str(c.layout.dp()) + " x {accum} " + str(c.accum) +

@@ -123,6 +123,9 @@ void TestCliParallel::bad_layouts_exit_2() {
       {{"train", "--dp", "3"}, "--batch 16 does not split into --dp 3"},
       {{"train", "--pp", "5"}, "--pp 5 is more pipeline stages than gpt-tiny has layers (4)"},
       {{"train", "--dp", "2", "--pp", "2", "--ranks", "3"}, "--ranks 3 does not equal --dp 2 x --pp 2 = 4"},
+      {{"train", "--dp", "2", "--cp", "2", "--tp", "2", "--ranks", "4"},
+       "--ranks 4 does not equal --dp 2 x --pp 1 x --cp 2 x --tp 2 = 8 (every rank sits on the dp x pp x cp x tp "
+       "grid)"},
       {{"train", "--schedule", "zigzag"}, "--schedule"},
       {{"train", "--dp-mode", "fsdp"}, "--dp-mode: 'fsdp' is not one of naive, ddp"},
       {{"train", "--zero", "3", "--pp", "2", "--dp", "2"}, "is refused"},
