@@ -84,8 +84,9 @@ namespace {
 // where it runs. A field not named here is about the model and its data.
 ConfigPanel::Section sectionOf(std::string_view key) {
   using S = ConfigPanel::Section;
-  for (std::string_view k : {"ranks", "dp", "tp", "sequence_parallel", "pp", "micro_batches", "schedule",
-                             "virtual_stages", "schedule_file", "dp_mode", "zero", "accum", "checkpoint", "bucket_mb"})
+  for (std::string_view k :
+       {"ranks", "dp", "tp", "sequence_parallel", "cp", "cp_split", "ep", "pp", "micro_batches", "schedule",
+        "virtual_stages", "schedule_file", "dp_mode", "zero", "accum", "checkpoint", "bucket_mb"})
     if (key == k) return S::parallel_layout;
   if (key == "precision" || key == "loss_scaler" || key == "loss_scale" || key == "initial_scale_power" ||
       key == "scale_window" || key == "hysteresis" || key == "min_loss_scale" || key == "inject_overflow")

@@ -16,6 +16,7 @@ void add_context_parallel_fields(std::vector<RunField>& f) {
   f.push_back({.key = "cp",
                .flag = "--cp",
                .value_name = "N",
+               .label = {"Context-parallel ranks", "上下文并行 rank 数"},
                .help = {"Context-parallel ranks: every sequence split over N ranks, attention passing keys and "
                         "values round their ring (ring attention); --seq must divide by N (by 2N with --cp-split "
                         "zigzag)",
@@ -37,6 +38,7 @@ void add_context_parallel_fields(std::vector<RunField>& f) {
                .flag = "--cp-split",
                .value_name = "zigzag|contiguous",
                .kind = FieldKind::choice,
+               .label = {"Context-parallel split", "上下文并行切分方式"},
                .help = {"How --cp splits each sequence: zigzag (2 cp chunks, rank i holding chunks i and "
                         "2 cp - 1 - i, so causal attention costs every rank the same) or contiguous (rank i "
                         "holding the i-th seq / cp tokens)",

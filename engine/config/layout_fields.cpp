@@ -119,6 +119,7 @@ void add_tensor_parallel_fields(std::vector<RunField>& f) {
   f.push_back({.key = "ep",
                .flag = "--ep",
                .value_name = "N",
+               .label = {"Expert-parallel ranks", "专家并行 rank 数"},
                .help = {"Expert-parallel ranks (a mixture-of-experts model): the experts split over N consecutive "
                         "data-parallel ranks, which send each token to its experts' rank by all-to-all; "
                         "--dp and the expert count must divide by N",

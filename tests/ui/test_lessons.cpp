@@ -44,7 +44,7 @@ class TestLessons : public QObject {
 
   void everyLessonParsesAndValidates() {
     const auto lessons = load_lessons();
-    QCOMPARE(static_cast<int>(lessons.size()), 15);
+    QCOMPARE(static_cast<int>(lessons.size()), 17);
     int chapter = 0;
     std::set<int> chapters;
     for (const Lesson& l : lessons) {
@@ -86,13 +86,17 @@ class TestLessons : public QObject {
     QCOMPARE(lesson("zero_stages").config.zero_stage, 3);
     QCOMPARE(lesson("tensor_parallelism").config.layout.tp(), 2);
     QVERIFY(lesson("sequence_parallelism").config.sequence_parallel);
-    // After ZeRO, in their chapter: tensor parallelism, then sequence parallelism ("order" in lesson.json).
+    QCOMPARE(lesson("context_parallelism").config.layout.cp(), 2);
+    QCOMPARE(lesson("mixture_of_experts").config.expert_parallel, 2);
+    // After ZeRO, in their chapter: tensor, sequence, context parallelism, then experts ("order" in lesson.json).
     const auto at = [&](const char* id) {
       return std::find_if(lessons.begin(), lessons.end(), [&](const Lesson& l) { return l.id == QLatin1String(id); }) -
              lessons.begin();
     };
     QVERIFY(at("zero_stages") + 1 == at("tensor_parallelism") &&
-            at("tensor_parallelism") + 1 == at("sequence_parallelism"));
+            at("tensor_parallelism") + 1 == at("sequence_parallelism") &&
+            at("sequence_parallelism") + 1 == at("context_parallelism") &&
+            at("context_parallelism") + 1 == at("mixture_of_experts"));
   }
 
   void tryItLoadsTheRunIntoThePanel() {
