@@ -149,7 +149,8 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
       config.layout.pp(),
       config.schedule_file.empty() ? pipeline_schedule_name(config.schedule) : config.schedule_file.c_str(),
       ((config.layout.cp() > 1 ? " x cp " + std::to_string(config.layout.cp()) + " " + config.cp_split : "") +
-       (config.layout.tp() > 1 ? " x tp " + std::to_string(config.layout.tp()) : ""))
+       (config.layout.tp() > 1 ? " x tp " + std::to_string(config.layout.tp()) : "") +
+       (config.expert_parallel > 1 ? ", experts over ep " + std::to_string(config.expert_parallel) : ""))
           .c_str(),
       config.micro_batch_size(), config.micro_batches, config.micro_batches > 1 ? "es" : "", config.accum,
       config.accum > 1 ? "s" : "", static_cast<long long>(config.steps),

@@ -131,7 +131,10 @@ void Trainer::announce() {
   log.level = LogLevel::info;
   log.start_ns = log.end_ns = event_time_ns();
   log.set_text(config_.model + ": " + std::to_string(grid.world_size()) + " ranks (dp " + std::to_string(grid.dp()) +
-               " x pp " + std::to_string(grid.pp()) + (grid.tp() > 1 ? " x tp " + std::to_string(grid.tp()) : "") +
+               " x pp " + std::to_string(grid.pp()) +
+               (grid.size(Axis::cp) > 1 ? " x cp " + std::to_string(grid.size(Axis::cp)) : "") +
+               (grid.tp() > 1 ? " x tp " + std::to_string(grid.tp()) : "") +
+               (config_.expert_parallel > 1 ? ", experts over ep " + std::to_string(config_.expert_parallel) : "") +
                "), " + std::string(data_parallel_mode_name(config_.dp_mode)) + ", ZeRO-" +
                std::to_string(config_.zero_stage) + ", " + std::string(precision_name(config_.precision)) +
                ", micro-batch " + std::to_string(config_.micro_batch_size()) + ", " + placement());

@@ -27,6 +27,7 @@ class TestCliParallel : public QObject {
   void prints_data_parallel_bytes_beside_the_formula();
   void failing_rank_stops_the_run();
   void bad_layouts_exit_2();
+  void header_names_context_and_expert_parallelism();
 
  private:
   QTemporaryDir dir_;
@@ -140,3 +141,14 @@ void TestCliParallel::bad_layouts_exit_2() {
 
 QTEST_GUILESS_MAIN(TestCliParallel)
 #include "test_cli_parallel.moc"
+
+// The run's header names every axis it runs on: cp beside dp and pp, and ep (which borrows dp ranks).
+void TestCliParallel::header_names_context_and_expert_parallelism() {
+  Result r = run({"train", "--steps", "1", "--batch", "4", "--seq", "16", "--cp", "2", "--eval-every", "0"});
+  QVERIFY2(r.code == 0, qPrintable(r.err));
+  QVERIFY2(r.out.contains("2 ranks (dp 1 ddp ZeRO-0 x pp 1 1f1b x cp 2 zigzag)"), qPrintable(r.out));
+  r = run({"train", "--model", "gpt-tiny-moe", "--steps", "1", "--batch", "4", "--seq", "16", "--dp", "2", "--ep", "2",
+           "--eval-every", "0"});
+  QVERIFY2(r.code == 0, qPrintable(r.err));
+  QVERIFY2(r.out.contains("2 ranks (dp 2 ddp ZeRO-0 x pp 1 1f1b, experts over ep 2)"), qPrintable(r.out));
+}
