@@ -10,6 +10,17 @@
 
 namespace shardscope {
 
+// Context parallelism: this cp rank's T / cp tokens of every sequence. Under
+// sequence parallelism a gradient is this tp rank's T/t tokens of every
+// sequence (model/sequence_parallel.cpp), and so is GPT's output; BERT's
+// output, its gathered LayerNorm output, is whole.
+std::int64_t stage_boundary_floats(const Model& model, int B, int T, bool activation) {
+  const std::int64_t whole =
+      static_cast<std::int64_t>(B) * (T / model.context_parallel_size()) * model.config().channels;
+  const bool split = model.stage().sequence_parallel && !(activation && model.config().kind == ModelKind::bert);
+  return split ? whole / model.stage().tp_size : whole;
+}
+
 namespace {
 using Clock = std::chrono::steady_clock;
 using Type = PipelineAction::Type;
@@ -101,17 +112,8 @@ void select_slot(Model& model, const PipelineAction& a) {
     model.use_slot(key);
 }
 
-// The floats a boundary action sends or receives: the stage output (or its
-// gradient) of the micro-batch. Under sequence parallelism a gradient is this
-// tp rank's T/t tokens of every sequence (model/sequence_parallel.cpp), and so
-// is GPT's output; BERT's output, its gathered LayerNorm output, is whole.
 std::int64_t boundary_count(const Model& model, const Batch& batch, Type type) {
-  // Context parallelism: this cp rank's T / cp tokens of every sequence.
-  const std::int64_t whole =
-      static_cast<std::int64_t>(batch.B) * (batch.T / model.context_parallel_size()) * model.config().channels;
-  const bool activation = type == Type::send_activation || type == Type::recv_activation;
-  const bool split = model.stage().sequence_parallel && !(activation && model.config().kind == ModelKind::bert);
-  return split ? whole / model.stage().tp_size : whole;
+  return stage_boundary_floats(model, batch.B, batch.T, type == Type::send_activation || type == Type::recv_activation);
 }
 
 // A send and the receive after it, as one exchange (see fuses_with_next); the

@@ -24,6 +24,7 @@
 #include "ops/cpu/blas_kernel.h"
 #include "parallel/in_process_communicator.h"
 #include "parallel/nccl_communicator.h"
+#include "parallel/pipeline_parallel.h"
 #include "parallel/zero_storage.h"
 #include "plan/interleaved_schedule.h"  // previous_stage_of, next_stage_of
 #include "plan/sharding_plan.h"
@@ -442,10 +443,7 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
     // Step index 0 for every evaluation: the same validation batches each time.
     const BatchData data = dataset_->batch(model.config().kind, Split::validation, config_.seed, 0, k * mb, mb, T);
     const Batch batch{mb, T, data.input_ids.data(), data.targets.data(), nullptr, nullptr};
-    // Under sequence parallelism a GPT stage passes this tp rank's T/t tokens of every sequence.
-    const int tokens_split =
-        model.stage().sequence_parallel && model.config().kind == ModelKind::gpt ? model.stage().tp_size : 1;
-    const std::int64_t count = static_cast<std::int64_t>(mb) * (T / model.context_parallel_size()) * model.config().channels / tokens_split;
+    const std::int64_t count = stage_boundary_floats(model, mb, T, /*activation=*/true);
     float loss = 0.0f;
     for (int c = 0; c < model.chunks(); ++c) {  // interleaved stages: chunk c on every stage, then chunk c + 1
       model.select_chunk(c);
