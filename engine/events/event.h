@@ -62,7 +62,8 @@ enum class CommPurpose : std::uint8_t {
   parameters = 2,
   evaluation = 3,
   tensor_parallel = 4,
-  context_parallel = 5
+  context_parallel = 5,
+  expert_parallel = 6  // MoE's all-to-all dispatch and combine of routed tokens
 };
 inline bool moves_model_states(CommPurpose p) {
   return p == CommPurpose::gradients || p == CommPurpose::parameters;

@@ -30,7 +30,8 @@ class CommunicatorExperts final : public ExpertParallelGroup {
     }
     const auto self = static_cast<std::size_t>(me);
     std::copy(send + send_at[self], send + send_at[self] + send_counts[self], recv + recv_at[self]);
-    CommTag tag{context.step, context.micro_batch, -1, context.layer >= 0 ? 1 + context.layer : -1, CommPurpose::other};
+    CommTag tag{context.step, context.micro_batch, -1, context.layer >= 0 ? 1 + context.layer : -1,
+                CommPurpose::expert_parallel};
     for (int s = 1; s < n; ++s) {
       const auto to = static_cast<std::size_t>((me + s) % n), from = static_cast<std::size_t>((me - s + n) % n);
       comm_.send_recv(send + send_at[to], send_counts[to], static_cast<int>(to), recv + recv_at[from],

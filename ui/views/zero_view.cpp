@@ -136,7 +136,9 @@ void ZeroViewModel::consume(const std::vector<Event>& events) {
     }
     // A layer's (or the vocabulary-parallel loss's) tensor-parallel collectives move
     // activations, not model states: the Tensor parallel view draws them; so do ring attention's key/value blocks.
-    if (e.purpose == CommPurpose::tensor_parallel || e.purpose == CommPurpose::context_parallel) continue;
+    if (e.purpose == CommPurpose::tensor_parallel || e.purpose == CommPurpose::context_parallel ||
+        e.purpose == CommPurpose::expert_parallel)
+      continue;
     if (e.op == CommOp::all_reduce && e.bucket >= 0) {  // DDP gradient buckets: every partition
       for (int r : {e.src, e.dst})
         for (int c = 0; c < columns(); ++c)
