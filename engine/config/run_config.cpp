@@ -49,17 +49,23 @@ void validate_model_limits(const RunConfig& c, const ModelConfig& model) {
           "{pp} " + str(c.layout.pp()) + " 个流水线阶段多于 " + model.name + " 的层数（" + str(model.layers) + "）");
 }
 
+// The grid's axes for a message, "dp x pp" and those beyond it only where they are there: a plain
+// layout's message reads as it always did.
+std::string grid_axes(const RunConfig& c) {
+  return std::string("dp x pp") + (c.layout.cp() > 1 ? " x cp" : "") + (c.layout.tp() > 1 ? " x tp" : "");
+}
+std::string chinese_times(std::string text) {
+  for (std::size_t at = text.find(" x "); at != std::string::npos; at = text.find(" x ", at))
+    text.replace(at, 3, " × ");
+  return text;
+}
+
 // The dp x pp grid and how the batch splits over it.
 void validate_grid(const RunConfig& c) {
-  // The axes beyond dp x pp only where they are there: a plain layout's message reads as it always did.
   const int cp = c.layout.cp(), tp = c.layout.tp();
   const std::string more = (cp > 1 ? " x {cp} " + str(cp) : "") + (tp > 1 ? " x {tp} " + str(tp) : "");
-  const std::string grid = std::string("dp x pp") + (cp > 1 ? " x cp" : "") + (tp > 1 ? " x tp" : "");
-  auto chinese = [](std::string text) {
-    for (std::size_t at = text.find(" x "); at != std::string::npos; at = text.find(" x ", at))
-      text.replace(at, 3, " × ");
-    return text;
-  };
+  const std::string grid = grid_axes(c);
+  const auto chinese = chinese_times;
   require(c.ranks == 0 || c.ranks == c.world_size(),
           "{ranks} " + str(c.ranks) + " does not equal {dp} " + str(c.layout.dp()) + " x {pp} " + str(c.layout.pp()) +
               more + " = " + str(c.world_size()) + " (every rank sits on the " + grid + " grid)",
@@ -201,10 +207,10 @@ void validate_devices(const RunConfig& c) {
           "{gpus} 把同一块 GPU 列了两次；要让多个 rank 共用一块 GPU，只列出这一块（0）");
   const auto gpu_count = static_cast<int>(c.gpus.size());
   require(gpu_count == 1 || gpu_count == c.world_size(),
-          "{gpus} lists " + str(gpu_count) + " GPUs for " + str(c.world_size()) +
-              " ranks (dp x pp): list one GPU for every rank (NCCL between them), or one GPU that all ranks share",
-          "{gpus} 为 " + str(c.world_size()) + " 个 rank（dp × pp）列出了 " + str(gpu_count) +
-              " 块 GPU：请为每个 rank 列一块 GPU（之间用 NCCL），或只列一块让所有 rank 共用");
+          "{gpus} lists " + str(gpu_count) + " GPUs for " + str(c.world_size()) + " ranks (" + grid_axes(c) +
+              "): list one GPU for every rank (NCCL between them), or one GPU that all ranks share",
+          "{gpus} 为 " + str(c.world_size()) + " 个 rank（" + chinese_times(grid_axes(c)) + "）列出了 " +
+              str(gpu_count) + " 块 GPU：请为每个 rank 列一块 GPU（之间用 NCCL），或只列一块让所有 rank 共用");
   require(c.fail_rank < c.world_size(),
           "{inject_failure}: rank " + str(c.fail_rank) + " does not exist (world size " + str(c.world_size()) + ")",
           "{inject_failure}：rank " + str(c.fail_rank) + " 不存在（共 " + str(c.world_size()) + " 个 rank）");

@@ -66,6 +66,9 @@ void TestCli::bad_input_exits_2_with_a_message_data() {
   QTest::newRow("gpu count neither 1 nor the world size")
       << QStringList{"train", "--device", "cuda", "--dp", "4", "--gpus", "0,1"}
       << "--gpus lists 2 GPUs for 4 ranks (dp x pp): list one GPU for every rank";
+  QTest::newRow("gpu count names the tp axis")
+      << QStringList{"train", "--device", "cuda", "--dp", "2", "--tp", "2", "--gpus", "0,1"}
+      << "--gpus lists 2 GPUs for 4 ranks (dp x pp x tp): list one GPU for every rank";
   QTest::newRow("a gpu listed twice") << QStringList{"train", "--device", "cuda", "--dp", "2", "--gpus", "0,0"}
                                       << "--gpus lists a GPU twice";
   QTest::newRow("bad precision") << QStringList{"train", "--precision", "fp8"}
