@@ -12,46 +12,20 @@
 #include "clock/schedule_summary.h"
 #include "core/error.h"
 #include "engine/collecting_sink.h"
+#include "engine/parallel_equivalence.h"
 #include "model/parameter_layout.h"
 #include "plan/tensor_parallel_traffic.h"
 #include "train/trainer.h"
 
 using namespace shardscope;
+using namespace shardscope::testing;
 
 namespace {
 
-// Short sequences and a small batch: 20 steps of gpt-tiny in a few seconds
-// (batch 4 wobbles more: a step whose gradient norm jumps magnifies float noise).
 RunConfig base_config(int tp, const char* model = "gpt-tiny") {
-  RunConfig c;
-  c.model = model;
-  c.steps = 20;
-  c.batch = 8;
-  c.seq = 32;
-  c.lr = 1e-3f;  // 3e-3 spikes at step 11 of this tiny batch, which magnifies float noise 100-fold
-  c.threads = 2;
+  RunConfig c = short_run(model);
   c.layout[Axis::tp] = tp;
   return c;
-}
-
-struct Trace {
-  std::vector<double> losses, norms;
-};
-
-Trace trace_of(const RunConfig& config) {
-  Trainer trainer(config);
-  Trace trace;
-  trainer.run([&](const StepMetrics& m) {
-    trace.losses.push_back(m.loss);
-    trace.norms.push_back(m.grad_norm);
-  });
-  return trace;
-}
-
-double worst_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  double worst = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]) / std::fabs(b[i]));
-  return worst;
 }
 
 }  // namespace
