@@ -23,7 +23,7 @@ namespace {
 struct Flags {
   std::map<std::string, std::string, std::less<>> given;  // a schema row's key -> the text on the command line
   std::string deepspeed, accelerate;
-  float efficiency = 0.5f;
+  std::optional<float> efficiency;  // given: the flat assumption instead of the measured kernel model
   bool deepspeed_conventions = false, json = false;
 
   // The text given for `key`; an empty one counts as not given.
@@ -75,7 +75,8 @@ SettingsPatch patch_from_flags(const Flags& f) {
     given("schedule", std::string(pipeline_schedule_name(parse_pipeline_schedule_kind(*text))));
   for (const char* key : {"activations", "device", "offload_optimizer", "offload_params", "sequence_parallel"})
     given(key, flag_value(f, key));
-  given("efficiency", static_cast<double>(f.efficiency));
+  given("attention", flag_value(f, "attention"));
+  if (f.efficiency) given("efficiency", static_cast<double>(*f.efficiency));
   return patch_from_values(values);
 }
 
@@ -147,10 +148,25 @@ void print_time(const Estimate& e) {
       grouped(static_cast<std::int64_t>(t.tokens_per_s)).c_str(), t.step_overlapped_s);
   std::printf(
       "  throughput     %s tokens/s per GPU, %.1f TFLOP/s per GPU run (recompute included), MFU %.1f%% "
-      "(6N + 12·L·h·s per token over %s TFLOP/s peak); assumes %.0f%% of peak on every matmul, no memory-bound "
-      "work but AdamW's, no kernel launches, nothing overlapped\n",
+      "(6N + 12·L·h·s per token over %s TFLOP/s peak); ",
       grouped(static_cast<std::int64_t>(t.tokens_per_s_per_gpu)).c_str(), t.tflops_per_gpu, 100.0 * t.mfu,
-      short_number(t.peak_tflops, 4).c_str(), 100.0 * t.efficiency);
+      short_number(t.peak_tflops, 4).c_str());
+  if (!t.measured_kernels) {
+    std::printf(
+        "assumes %.0f%% of peak on every matmul, no memory-bound work but AdamW's, no kernel launches, "
+        "nothing overlapped\n",
+        100.0 * t.efficiency);
+    return;
+  }
+  std::printf("nothing overlapped\n");
+  std::printf(
+      "  kernels        compute %.3f s = GEMMs %.3f s (%s kernels) + attention core %.3f s (%s) + memory-bound "
+      "%.3f s; each GEMM %.2f us + its FLOPs at %.0f%% of peak or its bytes at %.0f%% of %s GB/s, whichever is "
+      "longer; other kernels their bytes at %.0f%% (XLA's H100 GEMM table, docs/ESTIMATE.md)\n",
+      t.compute_s, t.gemm_s, grouped(static_cast<std::int64_t>(t.gemm_kernels)).c_str(), t.attention_s,
+      e.settings.flash_attention ? "flash" : "materialized s × s scores", t.memory_bound_s, t.gemm_floor_s * 1e6,
+      100.0 * t.gemm_fraction, 100.0 * t.memory_fraction, short_number(e.gpu->memory_gbps, 4).c_str(),
+      100.0 * t.memory_fraction);
 }
 
 void print_estimate(const Estimate& e, const SettingOrigins& origins) {
@@ -287,6 +303,7 @@ EstimateRequest make_request(const Flags& f, SettingOrigins& origins) {
   // under fp16/bf16, Korthikanti et al.'s sbh(34 + 5as/h)); --activations
   // shardscope gives this engine's exact (fp32) CPU activations instead.
   base.activations = ActivationMode::formula;
+  base.measured_kernels = true;  // unless --efficiency (or a config file's) gives the flat assumption
   imported.patches.push_back(patch_from_flags(f));
   request.settings = resolve_settings(base, imported.patches, &request.warnings);
   // find_gpu_profile's message suggests the nearest name ("did you mean 'A100-80GB'?").

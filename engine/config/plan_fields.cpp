@@ -88,16 +88,30 @@ void add_cluster_fields(std::vector<RunField>& f) {
                .accelerate = "num_machines",
                .saved = Saved::never,
                .surfaces = surface::planner});
-  f.push_back({.key = "efficiency",
-               .flag = "--efficiency",
-               .value_name = "X",
-               .kind = FieldKind::number,
-               .help = {"Time model: the fraction of peak FLOP/s a step sustains (an assumption)",
-                        "时间模型：一步能维持的峰值 FLOP/s 比例（假设值）"},
-               .range = {0.0, 1.0, true},
-               .default_text = "0.5",
+  f.push_back({.key = "attention",
+               .flag = "--attention",
+               .value_name = "materialized|flash",
+               .kind = FieldKind::choice,
+               .help = {"Time model: the attention core writes its s x s scores to memory, as the activation\n"
+                        "      formula keeps them, or runs as one fused kernel that does not (FlashAttention)",
+                        "时间模型：注意力核心把 s x s 分数写入显存（与激活公式一致），或作为不写分数的融合内核运行"
+                        "（FlashAttention）"},
+               .choices = {"materialized", "flash"},
+               .default_text = "materialized",
                .saved = Saved::never,
                .surfaces = surface::estimate});
+  f.push_back(
+      {.key = "efficiency",
+       .flag = "--efficiency",
+       .value_name = "X",
+       .kind = FieldKind::number,
+       .help = {"Time model: one fraction of peak FLOP/s for every kernel (an assumption) instead of\n"
+                "      the measured kernel model (docs/ESTIMATE.md)",
+                "时间模型：所有内核统一按峰值 FLOP/s 的这一比例计算（假设值），代替实测的内核模型（docs/ESTIMATE.md）"},
+       .range = {0.0, 1.0, true},
+       .default_text = "measured",
+       .saved = Saved::never,
+       .surfaces = surface::estimate});
 }
 
 }  // namespace

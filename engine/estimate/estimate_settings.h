@@ -60,6 +60,12 @@ struct EstimateSettings {
   bool cuda = false;
   int gpus_per_node = 8;    // for DeepSpeed's estimator and the inter-node link
   double efficiency = 0.5;  // time model: fraction of peak FLOP/s a step sustains (assumed)
+  // Time model: each kernel from the measured constants of clock/kernel_model.h (what
+  // `estimate` and a run's clock use) instead of `efficiency` (what estimate --efficiency X gives).
+  bool measured_kernels = false;
+  // Time model: the attention core as one fused kernel that keeps the s × s scores on chip
+  // (FlashAttention), or (false) materialized as the activation formula counts them.
+  bool flash_attention = false;
 
   int world_size() const { return layout.world_size(); }
   // What the sharding plan needs (plan/sharding_plan.h).
@@ -94,6 +100,7 @@ struct SettingsPatch {
   std::optional<ActivationMode> activations;
   std::optional<bool> cuda;
   std::optional<double> efficiency;
+  std::optional<bool> flash_attention;
   std::vector<std::pair<std::string, std::string>> origin;  // (setting, where it came from)
 };
 

@@ -6,6 +6,7 @@
 #include "core/checked_math.h"
 #include "estimate/formula_text.h"
 #include "estimate/memory_model.h"
+#include "estimate/step_kernels.h"
 #include "plan/data_parallel_traffic.h"
 #include "plan/pipeline_schedule.h"
 #include "plan/tensor_parallel_traffic.h"
@@ -101,23 +102,44 @@ void count_tensor_parallel_bytes(TimeEstimate& t, const ModelShape& model, const
       (s.sequence_parallel ? "; sequence parallelism sends the same bytes as all-gathers and reduce-scatters" : "");
 }
 
-// Seconds per step on the GPU: compute at peak × efficiency, the bubble, AdamW's
-// memory-bound update, and the bytes above over the node's link (or the inter-node
-// network when a group spans nodes).
-void time_on_gpu(TimeEstimate& t, const EstimateSettings& s, const GpuProfile& gpu, const ShardingRules& rules,
-                 std::int64_t psi_s) {
+// Compute seconds per rank: kernel by kernel on the measured kernel model (estimate/step_kernels.h),
+// or (--efficiency X) every FLOP at X of peak. `efficiency` is then what the step's FLOPs reach.
+void time_compute(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s, const GpuProfile& gpu) {
+  t.peak_tflops = gpu.peak_tflops(s.precision);
+  if (!s.measured_kernels) {
+    t.efficiency = s.efficiency;
+    t.compute_s = t.flops_per_step / s.world_size() / (t.peak_tflops * 1e12 * s.efficiency);
+    return;
+  }
+  const KernelModel kernels = measured_kernel_model(t.peak_tflops, gpu.memory_gbps);
+  const StepKernels k = step_kernels(model, s, kernels);
+  t.measured_kernels = true;
+  t.gemm_s = k.gemm_s;
+  t.attention_s = k.attention_s;
+  t.memory_bound_s = k.memory_s;
+  t.gemm_kernels = k.gemm_kernels;
+  t.gemm_fraction = kernels.gemm_fraction;
+  t.memory_fraction = kernels.memory_fraction;
+  t.gemm_floor_s = kernels.gemm_floor_s;
+  t.compute_s = k.total();
+  t.efficiency = t.flops_per_step / s.world_size() / (t.compute_s * t.peak_tflops * 1e12);
+}
+
+// Seconds per step on the GPU: compute, the bubble, AdamW's memory-bound update,
+// and the bytes above over the node's link (or the inter-node network when a group spans nodes).
+void time_on_gpu(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s, const GpuProfile& gpu,
+                 const ShardingRules& rules, std::int64_t psi_s) {
   const double P = static_cast<double>(psi_s), Nd = s.layout.dp();
   t.has_gpu = true;
   t.gpu = gpu.name;
-  t.peak_tflops = gpu.peak_tflops(s.precision);
-  t.efficiency = s.efficiency;
-  t.compute_s = t.flops_per_step / s.world_size() / (t.peak_tflops * 1e12 * s.efficiency);
+  time_compute(t, model, s, gpu);
   t.bubble_s = t.bubble_fraction < 1 ? t.compute_s * t.bubble_fraction / (1 - t.bubble_fraction) : 0;
   // AdamW reads parameter, gradient, m, v and writes parameter, m, v: 28 bytes per
   // parameter in fp32, and also 28 in mixed precision (4 master + 2 grad + 8 read, 12 + 2 written).
   double updated = rules.shards_optimizer_states() ? P / Nd : P;
   if (s.offload_optimizer) updated = 0;  // the CPU runs the step (not modeled)
-  t.optimizer_s = 28 * updated / (gpu.memory_gbps * 1e9);
+  t.optimizer_s = s.measured_kernels ? measured_kernel_model(t.peak_tflops, gpu.memory_gbps).memory_s(28 * updated)
+                                     : 28 * updated / (gpu.memory_gbps * 1e9);
   // A dp group's ranks lie tp apart (tp innermost), so it spans dp × tp GPUs.
   const bool dp_in_node = static_cast<std::int64_t>(s.layout.dp()) * s.layout.tp() <= s.gpus_per_node;
   const bool pp_in_node = s.world_size() <= s.gpus_per_node, tp_in_node = s.layout.tp() <= s.gpus_per_node;
@@ -153,7 +175,7 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
   count_pipeline_bytes(t, model, s);
   count_tensor_parallel_bytes(t, model, s);
   if (gpu == nullptr) return t;
-  time_on_gpu(t, s, *gpu, rules, psi_s);
+  time_on_gpu(t, model, s, *gpu, rules, psi_s);
   return t;
 }
 

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The time and communication model of one optimizer step. It is a model, not
 // a measurement: FLOPs from the model's shape, bytes from the collectives each
-// strategy runs, seconds from a GPU profile's data-sheet peaks times an
-// assumed efficiency.
+// strategy runs, seconds from a GPU profile's data-sheet peaks through the
+// measured kernel model (clock/kernel_model.h: every GEMM, the attention core and
+// the memory-bound kernels, estimate/step_kernels.h), or with --efficiency X
+// every FLOP at X of peak (the older single assumption).
 //   FLOPs per token: 6N + 12·L·h·s (Chowdhery et al. 2022, PaLM, appendix B;
 //     N = parameters read by matmuls; 12·L·h·s is attention's QKᵀ and AV,
 //     forward + backward). Full recompute adds a forward: 8N + 16·L·h·s;
@@ -53,10 +55,14 @@ struct TimeEstimate {
   // With a GPU profile (has_gpu), seconds per step on it:
   bool has_gpu = false;
   std::string gpu;
-  double peak_tflops = 0, efficiency = 0;
-  double compute_s = 0;    // FLOPs per rank / (peak × efficiency)
+  double peak_tflops = 0, efficiency = 0;  // measured kernels: what the step's FLOPs reach of peak
+  double compute_s = 0;                    // the kernels below; flat: FLOPs per rank / (peak × efficiency)
+  bool measured_kernels = false;           // compute_s from clock/kernel_model.h, in these parts:
+  double gemm_s = 0, attention_s = 0, memory_bound_s = 0;
+  double gemm_kernels = 0;                                          // GEMM kernels per rank per step
+  double gemm_fraction = 0, memory_fraction = 0, gemm_floor_s = 0;  // the kernel model's constants
   double bubble_s = 0;     // idle pipeline time: compute × bubble / (1 − bubble)
-  double optimizer_s = 0;  // AdamW is memory-bound: 28 bytes per parameter updated / memory bandwidth
+  double optimizer_s = 0;  // AdamW is memory-bound: 28 bytes per parameter updated / memory bandwidth (× fraction)
   double dp_comm_s = 0;    // dp_bytes / link bandwidth
   double pp_comm_s = 0;
   double tp_comm_s = 0;  // tp_bytes / link bandwidth, never overlapped

@@ -2,7 +2,6 @@
 #include "train/run_device_models.h"
 
 #include "clock/device_clock.h"
-#include "estimate/estimate_settings.h"
 #include "config/gpu_profiles.h"
 #include "ops/op_work.h"
 
@@ -15,6 +14,19 @@ GpuTimeModel make_gpu_time_model(const GpuProfile& gpu, Precision precision, dou
   model.efficiency = efficiency;
   model.flops_per_s = model.peak_tflops * 1e12 * efficiency;
   model.bytes_per_s = gpu.memory_gbps * 1e9;
+  model.kernels = flat_kernel_model(model.peak_tflops, gpu.memory_gbps, efficiency);
+  return model;
+}
+
+GpuTimeModel make_measured_gpu_time_model(const GpuProfile& gpu, Precision precision) {
+  GpuTimeModel model;
+  model.gpu = gpu.name;
+  model.peak_tflops = gpu.peak_tflops(precision);
+  model.measured = true;
+  model.kernels = measured_kernel_model(model.peak_tflops, gpu.memory_gbps);
+  model.efficiency = model.kernels.gemm_fraction;
+  model.flops_per_s = model.kernels.peak_flops * model.kernels.gemm_fraction;
+  model.bytes_per_s = model.kernels.bytes_per_s;
   return model;
 }
 
@@ -30,7 +42,7 @@ class GpuTimedObserver final : public OpObserver {
   explicit GpuTimedObserver(DeviceClock& clock) : clock_(clock) {}
   void observe(Backend&, const OpCall& call) override {
     call.run();
-    clock_.add_modeled_op(call.flops, call.bytes);
+    clock_.add_modeled_op(call.flops, call.bytes, call.gemms);
   }
 
  private:
@@ -41,7 +53,7 @@ class GpuTimedObserver final : public OpObserver {
 std::optional<GpuTimeModel> run_gpu_time_model(const RunConfig& config) {
   const GpuProfile* gpu = run_gpu_profile(config);
   if (gpu == nullptr) return std::nullopt;
-  return make_gpu_time_model(*gpu, config.precision, settings_for_run(config).efficiency);
+  return make_measured_gpu_time_model(*gpu, config.precision);
 }
 
 LinkModel run_link_model(const RunConfig& config) {

@@ -59,6 +59,7 @@ class TestEstimate : public QObject {
   void tensor_parallel_formulas_and_refusals();
   void time_model_figures();
   void throughput_and_mfu();
+  void measured_kernels_time_each_part();
   void gpu_profiles_from_datasheets();
   void fit_names_the_largest_lever();
   void json_uses_the_ledger_names();
@@ -358,6 +359,36 @@ void TestEstimate::throughput_and_mfu() {
   QCOMPARE(t.model_flops_per_token, model_flops);
   QVERIFY(t.flops_per_token > t.model_flops_per_token);
   QCOMPARE(t.mfu, s.efficiency * t.compute_s / t.step_s * model_flops / t.flops_per_token);
+}
+
+// The measured kernel model (estimate --gpu without --efficiency): compute is the sum of its
+// parts; flash attention is faster than the materialized scores; small GEMMs pay the floor;
+// the step's FLOPs reach less of peak than the model's largest GEMM (0.82).
+void TestEstimate::measured_kernels_time_each_part() {
+  EstimateSettings s;
+  s.layout[Axis::dp] = 8;
+  s.micro_batch_size = 4;
+  s.seq = 1024;
+  s.precision = Precision::bf16;
+  s.activations = ActivationMode::formula;
+  s.measured_kernels = true;
+  const ModelShape gpt2 = preset("gpt2-124m");
+  const GpuProfile& h100 = find_gpu_profile("H100");
+  const TimeEstimate t = estimate_time(gpt2, s, &h100);
+  QVERIFY(t.measured_kernels && t.gemm_s > 0 && t.attention_s > 0 && t.memory_bound_s > 0);
+  QCOMPARE(t.compute_s, t.gemm_s + t.attention_s + t.memory_bound_s);
+  QVERIFY(t.efficiency > 0.2 && t.efficiency < t.gemm_fraction);
+  QCOMPARE(t.mfu, t.model_flops_per_token * t.tokens_per_s_per_gpu / 989.4e12);
+  // 12 layers × (4 weight GEMMs × 3 + 2 + 4 attention GEMMs) + the head's 3, one micro-batch.
+  QCOMPARE(t.gemm_kernels, 12.0 * (12 + 6) + 3);
+  QVERIFY(t.gemm_s > t.gemm_kernels * t.gemm_floor_s);
+  s.flash_attention = true;
+  const TimeEstimate flash = estimate_time(gpt2, s, &h100);
+  QVERIFY(flash.attention_s < t.attention_s);
+  QCOMPARE(flash.gemm_s, t.gemm_s);
+  // --efficiency X: the flat assumption again.
+  s.measured_kernels = false;
+  QCOMPARE(estimate_time(gpt2, s, &h100).compute_s, t.flops_per_step / 8 / (989.4e12 * 0.5));
 }
 
 // Every profile has its datasheet's shape: tensor cores at least as fast as fp32, a link and a
