@@ -65,7 +65,7 @@ SettingsPatch patch_from_flags(const Flags& f) {
     if (value) values.push_back({std::string(key), std::move(*value), std::string(estimate_row(key).flag)});
   };
   for (const char* key :
-       {"dp", "pp", "tp", "micro_batch", "seq", "accum", "micro_batches", "gpus_per_node", "zero", "dp_mode"})
+       {"dp", "pp", "tp", "cp", "micro_batch", "seq", "accum", "micro_batches", "gpus_per_node", "zero", "dp_mode"})
     given(key, flag_value(f, key));
   // The engine's own converters: --precision also takes accelerate's "no" (fp32), and both keep their messages.
   if (const std::string* text = f.text("precision"))
@@ -73,6 +73,7 @@ SettingsPatch patch_from_flags(const Flags& f) {
   given("checkpoint", flag_value(f, "checkpoint"));
   if (const std::string* text = f.text("schedule"))
     given("schedule", std::string(pipeline_schedule_name(parse_pipeline_schedule_kind(*text))));
+  given("virtual_stages", flag_value(f, "virtual_stages"));  // interleaved 1F1B's chunks per stage
   for (const char* key : {"activations", "device", "offload_optimizer", "offload_params", "sequence_parallel"})
     given(key, flag_value(f, key));
   given("attention", flag_value(f, "attention"));
@@ -83,6 +84,9 @@ SettingsPatch patch_from_flags(const Flags& f) {
 std::string stage_text(const RankMemory& r) {
   std::string text = "stage " + std::to_string(r.stage) + ", layers " + std::to_string(r.layers.first_layer) + "-" +
                      std::to_string(r.layers.end_layer - 1);
+  for (int c = 1; c < r.layers.chunks; ++c)  // interleaved 1F1B: the stage's later chunks
+    text +=
+        ", " + std::to_string(r.layers.chunk(c).first_layer) + "-" + std::to_string(r.layers.chunk(c).end_layer - 1);
   if (r.layers.embedding) text += " + embeddings";
   if (r.layers.head) text += " + head";
   return text;
@@ -178,11 +182,16 @@ void print_estimate(const Estimate& e, const SettingOrigins& origins) {
   if (m.base_model_parameters != m.parameters())
     std::printf("  (Hugging Face AutoModel, without the LM head: %s parameters)\n",
                 grouped(m.base_model_parameters).c_str());
-  // tp only when it is there: the line of a layout without it reads as it always did.
+  if (m.experts > 0)  // a mixture of experts: memory follows the total, compute the active parameters
+    std::printf("  (mixture of experts: %lld experts, top-%lld per token: %s active parameters)\n",
+                static_cast<long long>(m.experts), static_cast<long long>(m.top_k),
+                grouped(m.parameters() - m.idle_expert_parameters).c_str());
+  // cp and tp only when they are there: the line of a layout without them reads as it always did.
   const std::string tp =
-      s.layout.tp() > 1 || s.sequence_parallel
-          ? " × tp " + std::to_string(s.layout.tp()) + (s.sequence_parallel ? " (sequence parallel)" : "")
-          : "";
+      (s.layout.cp() > 1 ? " × cp " + std::to_string(s.layout.cp()) : "") +
+      (s.layout.tp() > 1 || s.sequence_parallel
+           ? " × tp " + std::to_string(s.layout.tp()) + (s.sequence_parallel ? " (sequence parallel)" : "")
+           : "");
   std::printf(
       "Layout: dp %d × pp %d%s = %d GPUs, %s, ZeRO-%d, %s, micro-batch %d × seq %d, accum %d × %d pipeline "
       "micro-batches (%s) per step, global batch %lld, checkpoint %s, activations %s (%s kernels)%s%s\n",

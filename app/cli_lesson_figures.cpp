@@ -14,6 +14,7 @@
 #include "estimate/formula_text.h"
 #include "estimate/memory_model.h"
 #include "estimate/time_model.h"
+#include "model/mixture_of_experts.h"
 #include "train/loss_scaler.h"
 
 namespace shardscope::cli {
@@ -29,6 +30,7 @@ std::string mib(double bytes) {
 
 struct Figures {
   std::int64_t parameters = 0;  // Ψ, the whole model's
+  std::int64_t active = 0;      // a mixture of experts: the parameters one token's matmuls read (Ψ when dense)
   MemoryEstimate memory;
   TimeEstimate time;
 };
@@ -36,7 +38,8 @@ struct Figures {
 Figures figures_of(const RunConfig& run) {
   const ModelShape shape = model_shape_from_config(run_model_config(run), run.model);
   const EstimateSettings settings = settings_for_run(run);  // the engine's own (fp32) activations
-  return {shape.parameters(), estimate_memory(shape, settings), estimate_time(shape, settings, nullptr)};
+  return {shape.parameters(), shape.parameters() - shape.idle_expert_parameters, estimate_memory(shape, settings),
+          estimate_time(shape, settings, nullptr)};
 }
 
 struct Compared {
@@ -95,6 +98,9 @@ void print_figures(const Figures& f, const Figures* base) {
   if (f.time.dp_bytes > 0 && (base == nullptr || base->time.dp_bytes != f.time.dp_bytes))
     std::printf("  %-17s %10s sent per rank per step = %s\n", "data-parallel", mib(f.time.dp_bytes).c_str(),
                 f.time.dp_formula.c_str());
+  if (f.time.tp_bytes > 0 && (base == nullptr || base->time.tp_bytes != f.time.tp_bytes))
+    std::printf("  %-17s %10s sent per rank per step = %s\n", "tensor-parallel", mib(f.time.tp_bytes).c_str(),
+                f.time.tp_formula.c_str());
 }
 
 // The run's settings its formulas take: DDP's bucket size, fp16's loss-scale rules, BERT's masking rate.
@@ -110,6 +116,15 @@ void print_settings(const RunConfig& run, const ModelConfig& model) {
         "loss scale", run.initial_scale_power, static_cast<double>(o.backoff_factor),
         static_cast<double>(o.growth_factor), static_cast<long long>(o.growth_interval),
         std::ldexp(2.0 - std::ldexp(1.0, -10), 15));
+  }
+  if (model.experts > 0) {  // routing's figures: a rank routes its own tokens of each micro-batch
+    const int tokens = static_cast<int>(run.micro_batch_size()) * run.seq / run.layout.cp();
+    std::printf(
+        "  %-17s %d experts, top-%d per token; capacity ceil(c·N·k/E) = ceil(%g · %d · %d / %d) = %d choices "
+        "per expert and layer (N = a rank's tokens per micro-batch), the rest dropped; load-balancing "
+        "loss E·Σ f_e·P_e (1 when balanced) × %g\n",
+        "mixture of experts", model.experts, model.top_k, static_cast<double>(model.capacity_factor), tokens,
+        model.top_k, model.experts, moe_capacity(model, tokens), static_cast<double>(model.aux_loss_coef));
   }
   if (model.kind == ModelKind::bert)
     std::printf("  %-17s %.0f%% of the tokens chosen, the loss counted on those only (Devlin et al. 2019)\n",
@@ -136,6 +151,11 @@ void print_lesson_figures(std::string_view lesson, const RunConfig& run) {
   std::printf("this run: %s, Ψ = %s parameters; the loss starts near ln(vocab) = ln %d = %.2f (even odds)\n",
               run.model.c_str(), grouped(figures.parameters).c_str(), model.vocab,
               std::log(static_cast<double>(model.vocab)));
+  if (figures.active != figures.parameters)
+    std::printf(
+        "  %-17s %s of Ψ: a token's matmuls read its top-%d experts of %d (the compute follows these, the "
+        "memory Ψ)\n",
+        "active parameters", grouped(figures.active).c_str(), model.top_k, model.experts);
   print_settings(run, model);
   print_figures(figures, nullptr);
   for (const Compared& c : compared) {

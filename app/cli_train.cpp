@@ -19,10 +19,12 @@
 #include <thread>
 
 #include "cli_args.h"
+#include "cli_context_parallel.h"
 #include "cli_job_events.h"
 #include "cli_launch.h"
 #include "cli_lesson_figures.h"
 #include "cli_lessons.h"
+#include "cli_sequence_parallel.h"
 #include "cli_train_outputs.h"
 #include "clock/schedule_summary.h"
 #include "config/run_import.h"
@@ -33,6 +35,7 @@
 #include "estimate/formula_text.h"
 #include "events/event_queue.h"
 #include "events/recording.h"
+#include "model/mixture_of_experts.h"
 #include "model/model_config.h"
 #include "plan/data_parallel_traffic.h"
 #include "plan/sharding_plan.h"
@@ -145,10 +148,13 @@ void print_run_header(const RunConfig& config, Trainer& trainer) {
       config.layout.dp(), std::string(data_parallel_mode_name(config.dp_mode)).c_str(), config.zero_stage,
       config.layout.pp(),
       config.schedule_file.empty() ? pipeline_schedule_name(config.schedule) : config.schedule_file.c_str(),
-      config.layout.tp() > 1 ? (" x tp " + std::to_string(config.layout.tp())).c_str() : "", config.micro_batch_size(),
-      config.micro_batches, config.micro_batches > 1 ? "es" : "", config.accum, config.accum > 1 ? "s" : "",
-      static_cast<long long>(config.steps), std::string(precision_name(config.precision)).c_str(),
-      trainer.placement().c_str());
+      ((config.layout.cp() > 1 ? " x cp " + std::to_string(config.layout.cp()) + " " + config.cp_split : "") +
+       (config.layout.tp() > 1 ? " x tp " + std::to_string(config.layout.tp()) : "") +
+       (config.expert_parallel > 1 ? ", experts over ep " + std::to_string(config.expert_parallel) : ""))
+          .c_str(),
+      config.micro_batch_size(), config.micro_batches, config.micro_batches > 1 ? "es" : "", config.accum,
+      config.accum > 1 ? "s" : "", static_cast<long long>(config.steps),
+      std::string(precision_name(config.precision)).c_str(), trainer.placement().c_str());
   if (const std::string blas = trainer.blas_kernel_line(); !blas.empty()) std::printf("%s\n", blas.c_str());
   std::printf("clock %s\n", trainer.clock_text().c_str());
   if (!trainer.resumed_from().empty()) {
@@ -172,6 +178,9 @@ void print_progress(const StepMetrics& m, const RunConfig& config, int log_every
   if (m.eval_loss) std::printf(" | eval loss %.4f", *m.eval_loss);
   if (config.precision == Precision::fp16) std::printf(" | scale %g", static_cast<double>(m.loss_scale));
   if (m.skipped) std::printf(" | overflow: step skipped");
+  if (m.moe)  // a mixture of experts: its load-balancing loss and the choices over capacity
+    std::printf(" | aux loss %.4f | dropped %lld/%lld", m.moe->aux_loss(), static_cast<long long>(m.moe->dropped),
+                static_cast<long long>(m.moe->routed));
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -360,8 +369,9 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
               totals.first_loss, totals.last_loss,
               totals.last_eval ? (", eval loss " + std::to_string(*totals.last_eval)).c_str() : "");
   if (events.complete()) {  // under mpirun, once the other processes' events reached rank 0
-    const ScheduleSummary schedule = summarize_schedule(
-        events.schedule().events(), config.layout.dp() * config.layout.tp(), config.layout.pp(), config.micro_batches);
+    const ScheduleSummary schedule =
+        summarize_schedule(events.schedule().events(), config.layout.dp() * config.layout.cp() * config.layout.tp(),
+                           config.layout.pp(), config.micro_batches);
     const std::string_view clock = trainer.clock_text().starts_with("virtual") ? "virtual" : "wall";
     for (const std::string& line : schedule_summary_lines(schedule, clock)) std::printf("%s\n", line.c_str());
     RankWaits waits = events.schedule().waits(schedule.first_step);
@@ -377,6 +387,8 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
       std::printf("%s\n", line.c_str());
     print_data_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
     print_tensor_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
+    print_sequence_parallel_activations(trainer, config);
+    print_context_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
   } else {  // the bubble and the overlap need every rank's spans
     std::printf("schedule: not summarized (the events of some processes did not reach rank 0)\n");
   }

@@ -26,6 +26,8 @@
 #include "estimate/model_shape.h"
 #include "field_widgets.h"
 #include "model/model_config.h"
+#include "plan/schedule_file.h"
+#include "schedule_names.h"
 #include "settings_section.h"
 #include "train/metrics_json.h"
 
@@ -82,8 +84,9 @@ namespace {
 // where it runs. A field not named here is about the model and its data.
 ConfigPanel::Section sectionOf(std::string_view key) {
   using S = ConfigPanel::Section;
-  for (std::string_view k : {"ranks", "dp", "tp", "sequence_parallel", "pp", "micro_batches", "schedule", "dp_mode",
-                             "zero", "accum", "checkpoint", "bucket_mb"})
+  for (std::string_view k :
+       {"ranks", "dp", "tp", "sequence_parallel", "cp", "cp_split", "ep", "pp", "micro_batches", "schedule",
+        "virtual_stages", "schedule_file", "dp_mode", "zero", "accum", "checkpoint", "bucket_mb"})
     if (key == k) return S::parallel_layout;
   if (key == "precision" || key == "loss_scaler" || key == "loss_scale" || key == "initial_scale_power" ||
       key == "scale_window" || key == "hysteresis" || key == "min_loss_scale" || key == "inject_overflow")
@@ -149,14 +152,9 @@ QVBoxLayout* ConfigPanel::buildForm() {
   restarts_label_ = new QLabel(this);
   restarts_label_->setBuddy(restarts_);
   section(Section::clock_and_device)->form()->addRow(restarts_label_, restarts_);
-  if (auto* schedule = fieldWidget<QComboBox>("schedule")) {
-    schedule->setItemText(schedule->findData(QStringLiteral("1f1b")), QStringLiteral("1F1B"));
-    schedule->setItemText(schedule->findData(QStringLiteral("gpipe")), QStringLiteral("GPipe"));
-    schedule->setItemText(schedule->findData(QStringLiteral("zb-h1")), QStringLiteral("ZB-H1"));
-    schedule->setItemText(schedule->findData(QStringLiteral("zb-h2")), QStringLiteral("ZB-H2"));
-    // Not offered until it trains and the panel has a field for its v (issue 30).
-    schedule->removeItem(schedule->findData(QStringLiteral("interleaved-1f1b")));
-  }
+  if (auto* schedule = fieldWidget<QComboBox>("schedule"))  // every schedule the schema lists, by its usual name
+    for (int i = 0; i < schedule->count(); ++i)
+      schedule->setItemText(i, scheduleDisplayName(schedule->itemData(i).toString()));
   if (auto* power = fieldWidget<QSpinBox>("initial_scale_power")) power->setPrefix(QStringLiteral("2^"));
   ignoreWheelOnUnfocusedFields(this);
   return layout;
@@ -264,8 +262,11 @@ void ConfigPanel::retranslate() {
     mode->setItemText(mode->findData(QStringLiteral("naive")), tr("DataParallel (naive, rank 0 master)"));
   }
   checkpoint_->setText(tr("Recompute each layer in backward"));
+  if (auto* sp = fieldWidget<QCheckBox>("sequence_parallel")) sp->setText(tr("LayerNorms on seq / tp tokens"));
   data_->setPlaceholderText(tr("Empty: the shipped corpus (English + Chinese)"));
   browse_->setText(tr("Browse..."));
+  if (auto* file = fieldWidget<QLineEdit>("schedule_file"))
+    file->setPlaceholderText(tr("None (File → Open schedule...)"));
   if (auto* every = fieldWidget<QSpinBox>("eval_every")) every->setSpecialValueText(tr("never"));
   if (auto* gpu = fieldWidget<QComboBox>("gpu_profile")) {
     // The schema's help says what the clock does with it; the fit check is the panel's own.
@@ -342,8 +343,13 @@ void ConfigPanel::setConfig(const RunConfig& c) {
 void ConfigPanel::revalidate() {
   const RunConfig c = config();
   if (QWidget* power = fieldWidgetByKey("initial_scale_power")) power->setEnabled(c.precision == Precision::fp16);
+  // A schedule file replaces the list; v is interleaved 1F1B's alone (the file says its own chunks).
+  if (QWidget* schedule = fieldWidgetByKey("schedule")) schedule->setEnabled(c.schedule_file.empty());
+  if (QWidget* v = fieldWidgetByKey("virtual_stages"))
+    v->setEnabled(c.schedule_file.empty() && c.schedule == PipelineScheduleKind::interleaved_1f1b);
   try {
     validate_run_config(c);
+    if (!c.schedule_file.empty()) validate_schedule_file(c);  // the engine's reader: rank and action named
     problem_.clear();
     if (c.device == "cuda" && c.gpus.size() > probe_.gpus.size())
       problem_ = tr("one rank per GPU needs %1 GPUs (dp \u00d7 pp); this machine has %2")

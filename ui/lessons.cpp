@@ -11,6 +11,8 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <map>
+#include <utility>
 
 #include "config/lesson_file.h"
 #include "config/run_schema.h"
@@ -31,6 +33,14 @@ QString read_text(const QString& path) {
 
 // The first of lesson.json's "figures.compare" entries over the lesson's run
 // (the same keys `train --lesson` compares); none when it has none or they do not validate.
+// lesson.json's optional "order": where the lesson stands among its chapter's
+// (0 when absent; equal orders keep the folders' alphabetical order).
+int chapter_order(const QString& json) {
+  const nlohmann::json root = nlohmann::json::parse(json.toStdString(), nullptr, false);
+  const auto order = root.is_object() ? root.find("order") : root.end();
+  return order != root.end() && order->is_number_integer() ? order->get<int>() : 0;
+}
+
 void read_comparison(const QString& json, Lesson& lesson) {
   const nlohmann::json root = nlohmann::json::parse(json.toStdString(), nullptr, false);
   if (root.is_discarded() || !root.contains("figures") || !root["figures"].contains("compare")) return;
@@ -58,6 +68,7 @@ void read_comparison(const QString& json, Lesson& lesson) {
 
 std::vector<Lesson> load_lessons(const QString& root) {
   std::vector<Lesson> lessons;
+  std::map<QString, int> orders;
   const QDir dir(root);
   for (const QString& id : dir.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
     const QString folder = dir.filePath(id);
@@ -74,10 +85,12 @@ std::vector<Lesson> load_lessons(const QString& root) {
     lesson.text_en = read_text(folder + QStringLiteral("/en.md"));
     lesson.text_zh = read_text(folder + QStringLiteral("/zh_CN.md"));
     read_comparison(json, lesson);
+    orders.emplace(id, chapter_order(json));
     lessons.push_back(std::move(lesson));
   }
-  std::stable_sort(lessons.begin(), lessons.end(),  // the folders come sorted by id
-                   [](const Lesson& a, const Lesson& b) { return a.chapter < b.chapter; });
+  std::stable_sort(lessons.begin(), lessons.end(), [&](const Lesson& a, const Lesson& b) {  // folders sorted by id
+    return std::pair(a.chapter, orders.at(a.id)) < std::pair(b.chapter, orders.at(b.id));
+  });
   return lessons;
 }
 
@@ -94,7 +107,6 @@ LessonsPanel::LessonsPanel(QWidget* parent)
   try_->setObjectName(QStringLiteral("tryLesson"));
   compare_->setObjectName(QStringLiteral("tryComparison"));
   text_->setOpenExternalLinks(true);
-  list_->setMaximumHeight(110);
   list_->setWordWrap(true);  // a long title takes two lines in a narrow panel, never a sideways scroll
   list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* layout = new QVBoxLayout(this);
@@ -122,6 +134,23 @@ LessonsPanel::LessonsPanel(QWidget* parent)
   });
   retranslate();
   if (!lessons_.empty()) list_->setCurrentRow(0);
+}
+
+void LessonsPanel::fitListHeight() {
+  const int budget = std::max(height() / 4, 150);
+  int rows = 0, h = 0;
+  for (int r = 0; r < list_->count(); ++r) {
+    const int row = list_->sizeHintForRow(r);
+    if (rows >= 3 && h + row > budget) break;
+    h += row;
+    ++rows;
+  }
+  list_->setFixedHeight(h + 2 * list_->frameWidth());
+}
+
+void LessonsPanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitListHeight();  // a narrower panel wraps more titles onto two lines
 }
 
 // "4." for a chapter's only lesson; "4.1", "4.2" where a chapter has several (no two alike).
@@ -161,6 +190,7 @@ void LessonsPanel::retranslate() {
       tr("After the lesson's run: pins it (loss curve and memory bars stay) and loads the run it "
          "is compared with; press Run to draw both."));
   showLesson(currentLesson());
+  fitListHeight();  // the other language's titles wrap differently
 }
 
 void LessonsPanel::changeEvent(QEvent* event) {

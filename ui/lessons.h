@@ -62,9 +62,13 @@ class LessonsPanel : public QWidget {
 
  protected:
   void changeEvent(QEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void retranslate();
+  // The list's height: as many whole titles as fit in about a quarter of the panel (at least
+  // three), never half a row at the bottom; the rest scroll.
+  void fitListHeight();
   QString lessonNumber(std::size_t index) const;
 
   std::vector<Lesson> lessons_;

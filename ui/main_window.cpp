@@ -245,6 +245,7 @@ QSplitter* MainWindow::buildViewsColumn() {
   buildCheckpointUi();
   buildProcessUi();
   buildRunConfigUi();
+  buildScheduleUi();
   auto* tabsAndReplay = new QWidget;
   auto* tabsLayout = new QVBoxLayout(tabsAndReplay);
   tabsLayout->setContentsMargins(0, 0, 0, 0);
@@ -284,6 +285,7 @@ void MainWindow::retranslate() {
   retranslateCheckpointUi();
   retranslateProcessUi();
   retranslateRunConfigUi();
+  retranslateScheduleUi();
   retranslatePacingUi();
   retranslateCompareUi();
   lessons_menu_->setTitle(tr("&Lessons"));

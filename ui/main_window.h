@@ -47,6 +47,7 @@ class HiddenStatesView;
 class QueuedLogSink;
 class LessonsPanel;
 class PlannerDialog;
+class ScheduleCompareView;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -129,6 +130,15 @@ class MainWindow : public QMainWindow {
   // chosen. False (the file and key named in the status and log) if refused.
   bool openRunConfig(const QString& path);
   QAction* openRunConfigAction() const { return open_run_config_action_; }
+  // File → Open schedule… (main_window_schedules.cpp): a pipeline schedule
+  // written by hand (torch.distributed.pipelining's CSV), checked by the
+  // engine's reader against the panel's pp and micro-batches before it is
+  // set; a refusal (naming the rank and action) is shown in a dialog and the
+  // status, and false is returned. Runs then use the file until it is cleared.
+  bool openScheduleFile(const QString& path);
+  QAction* openScheduleAction() const { return open_schedule_action_; }
+  // The "Schedules" tab: the panel's layout under every schedule that trains (views/schedule_compare.h).
+  ScheduleCompareView* scheduleComparison() const { return schedule_compare_; }
 
  public Q_SLOTS:
   void startRun();
@@ -178,6 +188,8 @@ class MainWindow : public QMainWindow {
   void retranslatePacingUi();
   void applyPlaybackSpeed(double speed);
   void buildRunConfigUi();  // main_window_run_config.cpp
+  void buildScheduleUi();   // main_window_schedules.cpp
+  void retranslateScheduleUi();
   void retranslateRunConfigUi();
   void chooseCheckpointDir();
   void chooseResume();
@@ -233,6 +245,8 @@ class MainWindow : public QMainWindow {
   int checkpoint_every_ = 0;  // ... and every this many steps (0: only at the end)
   QString resume_dir_;      // the next run resumes from this step directory (once)
   QAction* open_run_config_action_ = nullptr;
+  QAction* open_schedule_action_ = nullptr;
+  ScheduleCompareView* schedule_compare_ = nullptr;
   // What an opened run config set that the panel does not show: (key, value) by the schema's rows.
   std::vector<std::pair<std::string, nlohmann::json>> file_settings_;
   PlannerDialog* planner_ = nullptr;

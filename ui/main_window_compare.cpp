@@ -12,6 +12,7 @@
 #include "run_controller.h"
 #include "views/loss_plot.h"
 #include "views/memory_bars.h"
+#include "views/pipeline_timeline.h"
 
 namespace shardscope::ui {
 
@@ -42,6 +43,8 @@ void MainWindow::pinRun() {
   }
   loss_->pin();
   memory_->pin(run_label_);
+  if (auto* timeline = findChild<PipelineTimelineView*>(QStringLiteral("pipeline_timeline")))
+    timeline->pin(run_label_);  // stacked above the next run's
   {
     const QSignalBlocker block(pin_action_);
     pin_action_->setChecked(true);
@@ -52,6 +55,7 @@ void MainWindow::pinRun() {
 void MainWindow::unpinRun() {
   loss_->unpin();
   memory_->unpin();
+  if (auto* timeline = findChild<PipelineTimelineView*>(QStringLiteral("pipeline_timeline"))) timeline->unpin();
   const QSignalBlocker block(pin_action_);
   pin_action_->setChecked(false);
 }

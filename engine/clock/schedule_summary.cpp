@@ -133,6 +133,7 @@ std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int
   std::map<std::pair<int, ComputeKind>, std::pair<double, int>> boxes;  // (stage, kind) -> (summed ns, count)
   for (const Event& e : events) {
     if (!is_stage_span(e) || e.step < first_step || e.micro_batch < 0) continue;
+    b.virtual_stages = std::max(b.virtual_stages, e.chunk + 1);
     auto& [box_ns, box_count] = boxes[{grid.stage_of(e.rank), e.compute}];
     box_ns += static_cast<double>(e.end_ns - e.start_ns);
     ++box_count;
@@ -252,12 +253,18 @@ std::string zero_bubble_line(const PipelineBubble& b) {
          percent(zb_h2_bubble_paced(b)) + " of the step, against the idle in all above";
 }
 
-}  // namespace
-
-namespace {
 // 1 − (1 − formula) · mean(t_s) / max(t_s), the formula evaluated with the slowest stage's boxes.
 double paced(const PipelineBubble& b, double formula) {
   return b.slowest_stage > 0 ? 1.0 - (1.0 - formula) / b.slowest_stage : formula;
+}
+
+// Interleaved 1F1B: its own formula, v times shorter fill and drain, and the
+// same paced by the slowest stage, beside the idle time measured above.
+std::string interleaved_line(const PipelineBubble& b) {
+  const double formula = interleaved_bubble_fraction(b.stages, b.micro_batches, b.virtual_stages);
+  return "interleaved, v " + std::to_string(b.virtual_stages) +
+         " chunks per stage: formula (p−1)/(v·m+p−1) = " + percent(formula) +
+         " of the step; paced by the slowest stage " + percent(paced(b, formula)) + ", against the idle in all above";
 }
 }  // namespace
 
@@ -298,6 +305,7 @@ std::vector<std::string> schedule_summary_lines(const ScheduleSummary& s, std::s
                     std::to_string(b.micro_batches) + ", " + std::to_string(b.flushes) + " flush" +
                     (b.flushes == 1 ? "" : "es") + ", " + context + ")");
     if (b.weight_ns > 0) lines.push_back(zero_bubble_line(b));
+    if (b.virtual_stages > 1) lines.push_back(interleaved_line(b));
   }
   if (s.overlap) {
     const DdpOverlap& o = *s.overlap;
@@ -345,7 +353,11 @@ void ScheduleEvents::emit(const Event& event) {
   const bool optimizer =
       event.kind == EventKind::compute_span && event.layer < 0 && event.compute == ComputeKind::optimizer;
   const bool layer_traffic = is_tensor_parallel_layer_transfer(event);
-  if (!is_stage_span(event) && !is_bucket_transfer(event) && !model_states && !wait && !optimizer && !layer_traffic)
+  // Ring attention's block transfers (plan/context_parallel_traffic.h measures them from events()).
+  const bool ring_attention =
+      event.kind == EventKind::comm_span && event.purpose == CommPurpose::context_parallel && event.layer >= 0;
+  if (!is_stage_span(event) && !is_bucket_transfer(event) && !model_states && !wait && !optimizer && !layer_traffic &&
+      !ring_attention)
     return;
   std::lock_guard lock(mutex_);
   if (event.step > latest_step_) {
@@ -360,7 +372,7 @@ void ScheduleEvents::emit(const Event& event) {
   if (wait) waits_[event.step].add(event);
   if (layer_traffic) layer_bytes_[event.step][{event.src, event.unit, event.micro_batch}] += event.bytes;
   if (model_states) transfer_bytes_[event.step][{event.src, event.dst}] += event.bytes;
-  if (is_stage_span(event) || is_bucket_transfer(event) || optimizer) kept_.push_back(event);
+  if (is_stage_span(event) || is_bucket_transfer(event) || optimizer || ring_attention) kept_.push_back(event);
 }
 
 RankWaits ScheduleEvents::waits(std::int64_t first_step) const {

@@ -61,6 +61,9 @@ struct PipelineBubble {
   // the last stage) the formulas hold for it, and the others idle the difference.
   int slowest_stage_index = 0;
   double slowest_forward_ns = 0.0, slowest_backward_ns = 0.0, slowest_weight_ns = 0.0;
+  // Model chunks per stage, from the boxes' Event::chunk (interleaved 1F1B: v, whose
+  // bubble is (p − 1)/(v·m + p − 1), clock/pipeline_bubble.h); 1 otherwise.
+  int virtual_stages = 1;
 };
 
 // The zero-bubble formulas (clock/pipeline_bubble.h) for a pipeline paced by
@@ -124,10 +127,10 @@ ScheduleSummary summarize_schedule(std::span<const Event> events, int dp, int pp
 std::vector<std::string> schedule_summary_lines(const ScheduleSummary& summary, std::string_view clock_name);
 
 // An EventSink that keeps what summarize_schedule reads (whole-stage compute
-// spans, DDP bucket transfers) and the optimizer's spans of the latest steps, the bytes of their
-// data-parallel model-state transfers (plan/data_parallel_traffic.h) summed
-// per (sender, receiver), and their waits (clock/wait_summary.h), and passes every event on to `next` (may be null).
-// emit may be called from any thread.
+// spans, DDP bucket transfers, ring attention's block transfers) and the optimizer's spans of the latest steps, the
+// bytes of their data-parallel model-state transfers (plan/data_parallel_traffic.h) summed per (sender, receiver), and
+// their waits (clock/wait_summary.h), and passes every event on to `next` (may be null). emit may be called from any
+// thread.
 class ScheduleEvents final : public EventSink {
  public:
   explicit ScheduleEvents(EventSink* next = nullptr, std::int64_t keep_steps = 64)

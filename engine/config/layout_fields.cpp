@@ -2,6 +2,7 @@
 // The run-config schema's rows of the parallel layout (config/run_schema.h):
 // an axis of layout/parallel_axes.h gets its flag, config key, panel field and
 // estimate/planner range here (docs/ARCHITECTURE.md, "Adding a parallelism").
+#include "config/context_parallel_fields.h"
 #include "config/field_access.h"
 #include "config/plan_fields.h"
 #include "config/run_schema.h"
@@ -44,10 +45,10 @@ void add_pipeline_schedule_fields(std::vector<RunField>& f) {
        .get = [](const RunConfig& c) -> json { return pipeline_schedule_name(c.schedule); },
        .set = [](RunConfig& c, const json& v) { c.schedule = parse_pipeline_schedule_kind(v.get<std::string>()); },
        .surfaces = surface::train | surface::estimate});
-  // No panel label yet: the GUI draws one chunk per stage (issue 30).
   f.push_back({.key = "virtual_stages",
                .flag = "--virtual-stages",
                .value_name = "V",
+               .label = {"Virtual stages (v)", "虚拟阶段数（v）"},
                .help = {"Model chunks per pipeline stage (v) for --schedule interleaved-1f1b: the layers split into "
                         "pp × v chunks, stage s holding chunks s, pp + s, 2pp + s, ...",
                         "--schedule interleaved-1f1b 下每个流水线阶段的模型块数（v）：层切成 pp × v 块，"
@@ -57,17 +58,21 @@ void add_pipeline_schedule_fields(std::vector<RunField>& f) {
                .saved = Saved::optional,
                .get = get_member<&RunConfig::virtual_stages>,
                .set = set_member<&RunConfig::virtual_stages>,
-               .surfaces = surface::train});
+               .surfaces = surface::train | surface::estimate});
   f.push_back({.key = "schedule_file",
                .flag = "--schedule-file",
                .value_name = "FILE.csv",
                .kind = FieldKind::text,
+               .label = {"Schedule file", "调度文件"},
                .help = {"A pipeline schedule written by hand, in place of --schedule: torch.distributed.pipelining's "
-                        "CSV, a row per rank of {stage}{F|B|I|W}{micro-batch} (shardscope-cli schedule checks and "
-                        "prints it); its rows must be --pp and its micro-batches --micro-batches",
+                        "CSV, a row per rank of {stage}{F|B|I|W}{micro-batch}, or a .json file of a list per rank of "
+                        "{\"phase\", \"micro_batch\", \"chunk\"} actions (shardscope-cli schedule checks and "
+                        "prints it); its rows must be --pp, its micro-batches --micro-batches and its model chunks "
+                        "--virtual-stages",
                         "手写的流水线调度，代替 --schedule：torch.distributed.pipelining 的 CSV，每个 rank 一行 "
-                        "{stage}{F|B|I|W}{micro-batch}（shardscope-cli schedule 可检查并打印）；行数须等于 --pp，"
-                        "微批次数须等于 --micro-batches"},
+                        "{stage}{F|B|I|W}{micro-batch}，或 .json 文件：每个 rank 一个 {\"phase\", \"micro_batch\", "
+                        "\"chunk\"} 动作列表（shardscope-cli schedule 可检查并打印）；行数须等于 --pp，"
+                        "微批次数须等于 --micro-batches，模型块数须等于 --virtual-stages"},
                .saved = Saved::optional,
                .get = get_member<&RunConfig::schedule_file>,
                .set = set_member<&RunConfig::schedule_file>,
@@ -111,6 +116,21 @@ void add_tensor_parallel_fields(std::vector<RunField>& f) {
        .get = get_member<&RunConfig::sequence_parallel>,
        .set = set_member<&RunConfig::sequence_parallel>,
        .surfaces = surface::all});
+  f.push_back({.key = "ep",
+               .flag = "--ep",
+               .value_name = "N",
+               .label = {"Expert-parallel ranks", "专家并行 rank 数"},
+               .help = {"Expert-parallel ranks (a mixture-of-experts model): the experts split over N consecutive "
+                        "data-parallel ranks, which send each token to its experts' rank by all-to-all; "
+                        "--dp and the expert count must divide by N",
+                        "专家并行 rank 数（混合专家模型）：专家切分到 N 个相邻的数据并行 rank 上，"
+                        "每个 token 经 all-to-all 发往其专家所在的 rank；--dp 和专家数须能被 N 整除"},
+               .min = 1,
+               .max = 64,
+               .saved = Saved::optional,
+               .get = get_member<&RunConfig::expert_parallel>,
+               .set = set_member<&RunConfig::expert_parallel>,
+               .surfaces = surface::train});
 }
 }  // namespace
 
@@ -165,6 +185,7 @@ void add_layout_fields(std::vector<RunField>& f) {
                .plan = {.help = {"Pipeline stages", "流水线阶段数"}, .min = 1, .max = 10'000}});
   // tp and sequence_parallel: panel rows; the Tensor parallel view (ui/views/tensor_parallel_view.h) draws them.
   add_tensor_parallel_fields(f);
+  add_context_parallel_fields(f);  // cp and cp_split (config/context_parallel_fields.cpp)
   add_pipeline_schedule_fields(f);
 }
 

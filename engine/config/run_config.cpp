@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 
+#include "config/context_parallel_fields.h"
 #include "config/run_schema.h"
 #include "core/error.h"
 #include "data/byte_tokenizer.h"
@@ -50,14 +51,20 @@ void validate_model_limits(const RunConfig& c, const ModelConfig& model) {
 
 // The dp x pp grid and how the batch splits over it.
 void validate_grid(const RunConfig& c) {
-  const int tp = c.layout.tp();
-  const std::string times_tp = tp > 1 ? " x {tp} " + str(tp) : "", grid = tp > 1 ? "dp x pp x tp" : "dp x pp";
+  // The axes beyond dp x pp only where they are there: a plain layout's message reads as it always did.
+  const int cp = c.layout.cp(), tp = c.layout.tp();
+  const std::string more = (cp > 1 ? " x {cp} " + str(cp) : "") + (tp > 1 ? " x {tp} " + str(tp) : "");
+  const std::string grid = std::string("dp x pp") + (cp > 1 ? " x cp" : "") + (tp > 1 ? " x tp" : "");
+  auto chinese = [](std::string text) {
+    for (std::size_t at = text.find(" x "); at != std::string::npos; at = text.find(" x ", at))
+      text.replace(at, 3, " × ");
+    return text;
+  };
   require(c.ranks == 0 || c.ranks == c.world_size(),
           "{ranks} " + str(c.ranks) + " does not equal {dp} " + str(c.layout.dp()) + " x {pp} " + str(c.layout.pp()) +
-              times_tp + " = " + str(c.world_size()) + " (every rank sits on the " + grid + " grid)",
+              more + " = " + str(c.world_size()) + " (every rank sits on the " + grid + " grid)",
           "{ranks} " + str(c.ranks) + " 不等于 {dp} " + str(c.layout.dp()) + " × {pp} " + str(c.layout.pp()) +
-              (tp > 1 ? " × {tp} " + str(tp) : "") + " = " + str(c.world_size()) + "（每个 rank 都在 " +
-              (tp > 1 ? "dp × pp × tp" : "dp × pp") + " 网格上）");
+              chinese(more) + " = " + str(c.world_size()) + "（每个 rank 都在 " + chinese(grid) + " 网格上）");
   const long long split = static_cast<long long>(c.layout.dp()) * c.accum * c.micro_batches;
   require(c.batch % split == 0,
           "{batch} " + str(c.batch) + " does not split into {dp} " + str(c.layout.dp()) + " x {accum} " + str(c.accum) +
@@ -69,8 +76,8 @@ void validate_grid(const RunConfig& c) {
 }
 
 // Tensor parallelism (Megatron-LM): the heads and the vocabulary split over
-// the tp ranks; what it does not combine with yet is refused by name, so no
-// layout trains silently wrong (issue 29 lists what comes next).
+// the tp ranks, on CPU ranks and on GPUs (--device cuda) alike; what it does
+// not combine with is refused by name, so no layout trains silently wrong.
 void validate_tensor_parallel(const RunConfig& c, const ModelConfig& model) {
   const int tp = c.layout.tp();
   if (tp == 1) return;
@@ -85,22 +92,12 @@ void validate_tensor_parallel(const RunConfig& c, const ModelConfig& model) {
               " tensor-parallel ranks (the vocabulary-parallel embedding gives each rank vocab / tp rows)",
           "{tp} " + t + "：" + model.name + " 的词表（" + str(model.vocab) + "）无法均分到 " + t +
               " 个张量并行 rank（词表并行嵌入给每个 rank vocab / tp 行）");
-  const auto not_yet = [&](bool refused, const std::string& with_en, const std::string& with_zh) {
-    require(!refused,
-            "{tp} " + t + " with " + with_en +
-                " is not built yet (tensor parallelism trains GPT and BERT on CPU ranks, with DDP or ZeRO "
-                "and pipelines, for now)",
-            "{tp} " + t + " 与 " + with_zh +
-                " 的组合尚未实现（张量并行目前只在 CPU rank 上训练 GPT 和 BERT，可与 DDP 或 ZeRO "
-                "以及流水线并行组合）");
-  };
   require(
       c.dp_mode != DataParallelMode::naive,
       "{tp} " + t +
           " with {dp_mode} naive is refused: tensor parallelism runs with DDP (Megatron-LM has no "
           "DataParallel replicas)",
       "{tp} " + t + " 不能与 {dp_mode} naive 一起用：张量并行与 DDP 一起运行（Megatron-LM 没有 DataParallel 副本）");
-  not_yet(c.device != "cpu", "{device} " + c.device, "{device} " + c.device);
 }
 
 // Sequence parallelism (Korthikanti et al. 2022) splits every sequence's
@@ -117,6 +114,47 @@ void validate_sequence_parallel(const RunConfig& c) {
               " (each tensor-parallel rank holds seq / tp tokens of every sequence)",
           "{sequence_parallel}：{seq} " + str(c.seq) + " 无法均分到 {tp} " + t +
               "（每个张量并行 rank 持有每条序列的 seq / tp 个 token）");
+}
+
+// A mixture-of-experts model (model/mixture_of_experts.h) trains on CPU ranks
+// with data parallelism; its routing state is per layer, not per micro-batch in
+// flight, so pipelines wait, and tensor parallelism does not split experts yet.
+void validate_mixture_of_experts(const RunConfig& c, const ModelConfig& model) {
+  require(model.experts > 0 || c.expert_parallel == 1,
+          "{ep} " + str(c.expert_parallel) + " needs a mixture-of-experts model; " + model.name + " has no experts",
+          "{ep} " + str(c.expert_parallel) + " 需要混合专家模型；" + model.name + " 没有专家");
+  if (model.experts == 0) return;
+  const auto not_yet = [&](bool refused, const std::string& with) {
+    require(!refused,
+            "{model} " + model.name + " (mixture of experts) with " + with +
+                " is not built yet (MoE models train on CPU ranks with data parallelism, for now)",
+            "{model} " + model.name + "（混合专家）与 " + with +
+                " 的组合尚未实现（MoE 模型目前只在 CPU rank 上用数据并行训练）");
+  };
+  not_yet(c.layout.tp() > 1, "{tp} " + str(c.layout.tp()));
+  not_yet(c.layout.pp() > 1, "{pp} " + str(c.layout.pp()));
+  not_yet(c.layout.cp() > 1, "{cp} " + str(c.layout.cp()));
+  not_yet(c.device != "cpu", "{device} " + c.device);
+  // A checkpoint is also a Hugging Face directory, whose tensor names have no experts yet.
+  not_yet(!c.save_dir.empty(), "{save_dir}");
+  not_yet(!c.resume_dir.empty(), "{resume}");
+  not_yet(!c.init_from.empty(), "{init_from}");
+  const int ep = c.expert_parallel, dp = c.layout.dp();
+  require(ep == 1 || c.dp_mode == DataParallelMode::ddp,
+          "{ep} " + str(ep) +
+              " with {dp_mode} naive is refused: the ep ranks exchange tokens as peers, "
+              "which DataParallel's one master does not have",
+          "{ep} " + str(ep) +
+              " 不能与 {dp_mode} naive 一起用：ep 个 rank 作为对等方交换 token，DataParallel 只有一个主 rank");
+  require(model.experts % ep == 0,
+          "{ep} " + str(ep) + ": the " + str(model.experts) + " experts of " + model.name + " do not split over " +
+              str(ep) + " expert-parallel ranks (each rank holds experts / ep of them)",
+          "{ep} " + str(ep) + "：" + model.name + " 的 " + str(model.experts) + " 个专家无法均分到 " + str(ep) +
+              " 个专家并行 rank（每个 rank 持有 experts / ep 个）");
+  require(dp % ep == 0,
+          "{ep} " + str(ep) + " does not divide {dp} " + str(dp) +
+              " (expert parallelism groups ep consecutive data-parallel ranks)",
+          "{ep} " + str(ep) + " 不能整除 {dp} " + str(dp) + "（专家并行把 ep 个相邻的数据并行 rank 分为一组）");
 }
 
 // Which data-parallel mode, ZeRO stage and pipeline go together.
@@ -242,18 +280,39 @@ void validate_zero_bubble(const RunConfig& c) {
 }
 
 // Interleaved 1F1B (plan/interleaved_schedule.h): v model chunks per stage,
-// the layers split evenly into p·v of them. The schedule is generated,
-// simulated and printed (`shardscope-cli schedule`); the trainer still builds
-// one model chunk per stage, so training it is refused by name.
+// the layers split evenly into p·v of them, stage s holding chunks s, p + s, ...
+void check_interleaved_rules(int p, int v, int m);
+
 void validate_interleaved(const RunConfig& c, const ModelConfig& model) {
   const bool interleaved = c.schedule == PipelineScheduleKind::interleaved_1f1b;
+  const bool from_file = !c.schedule_file.empty();  // a file's chunks: validate_schedule_file (plan/schedule_file.h)
   const int p = c.layout.pp(), v = c.virtual_stages, m = c.micro_batches;
-  require(interleaved || v == 1,
+  require(interleaved || from_file || v == 1,
           "{virtual_stages} " + str(v) + " needs {schedule} interleaved-1f1b (" + pipeline_schedule_name(c.schedule) +
               " holds one model chunk per stage)",
           "{virtual_stages} " + str(v) + " 需要 {schedule} interleaved-1f1b（" + pipeline_schedule_name(c.schedule) +
               " 每个阶段只有一个模型块）");
-  if (!interleaved) return;
+  if (!interleaved && v == 1) return;
+  const std::string what = interleaved ? "{schedule} interleaved-1f1b" : "{schedule_file} " + c.schedule_file;
+  if (interleaved) check_interleaved_rules(p, v, m);
+  require(model.layers % (p * v) == 0,
+          what + ": " + model.name + "'s " + str(model.layers) + " layers do not split into {pp} " + str(p) +
+              " x {virtual_stages} " + str(v) + " = " + str(p * v) + " equal chunks",
+          what + "：" + model.name + " 的 " + str(model.layers) + " 层不能均分为 {pp} " + str(p) +
+              " × {virtual_stages} " + str(v) + " 块");
+  // Each stage runs its v chunks in one model (model.h, select_chunk). Not yet with
+  // tensor parallelism, and not on NCCL, whose grouped sends the runtime does not post.
+  require(c.layout.tp() == 1, what + " with {tp} " + str(c.layout.tp()) + " is not built yet; use {tp} 1",
+          what + " 与 {tp} " + str(c.layout.tp()) + " 的组合尚未实现；请用 {tp} 1");
+  require(
+      c.device == "cpu",
+      what + " with {device} " + c.device +
+          " is not built yet (NCCL needs its grouped transfers posted as one group); use {device} cpu",
+      what + " 与 {device} " + c.device + " 的组合尚未实现（NCCL 需要把成组的传输作为一组提交）；请用 {device} cpu");
+}
+
+// Megatron's rules for the generated interleaved lists (plan/interleaved_schedule.h).
+void check_interleaved_rules(int p, int v, int m) {
   require(v >= 2, "{schedule} interleaved-1f1b needs {virtual_stages} 2 or more (got 1; one chunk per stage is 1f1b)",
           "{schedule} interleaved-1f1b 需要 {virtual_stages} 至少为 2（实为 1；每阶段一个块即 1f1b）");
   require(p >= 2, "{schedule} interleaved-1f1b needs {pp} 2 or more (got " + str(p) + ")",
@@ -263,18 +322,6 @@ void validate_interleaved(const RunConfig& c, const ModelConfig& model) {
               "): Megatron's interleaving sends the micro-batches round the stages in groups of p",
           "{schedule} interleaved-1f1b 需要 {micro_batches} 是 {pp} 的倍数（实为 " + str(m) + " 与 " + str(p) +
               "）：Megatron 的交错调度按每组 p 个微批次轮流经过各阶段");
-  require(model.layers % (p * v) == 0,
-          "{schedule} interleaved-1f1b: " + model.name + "'s " + str(model.layers) + " layers do not split into {pp} " +
-              str(p) + " x {virtual_stages} " + str(v) + " = " + str(p * v) + " equal chunks",
-          "{schedule} interleaved-1f1b：" + model.name + " 的 " + str(model.layers) + " 层不能均分为 {pp} " + str(p) +
-              " × {virtual_stages} " + str(v) + " = " + str(p * v) + " 块");
-  require(false,
-          "{schedule} interleaved-1f1b does not train yet: a stage holds one model chunk; "
-          "`shardscope-cli schedule --schedule interleaved-1f1b --virtual-stages " +
-              str(v) + "` prints and times it",
-          "{schedule} interleaved-1f1b 尚不能训练：每个阶段只持有一个模型块；"
-          "`shardscope-cli schedule --schedule interleaved-1f1b --virtual-stages " +
-              str(v) + "` 可打印并计时该调度");
 }
 }  // namespace
 
@@ -312,6 +359,8 @@ void validate_run_config(const RunConfig& c) {
   validate_grid(c);
   validate_tensor_parallel(c, model);
   validate_sequence_parallel(c);
+  validate_context_parallel(c, model);
+  validate_mixture_of_experts(c, model);
   validate_strategies(c);
   validate_zero_bubble(c);
   validate_interleaved(c, model);

@@ -57,6 +57,12 @@ struct RunConfig {
   // Sequence parallelism (Korthikanti et al. 2022) over the tp group: the LayerNorm regions hold
   // seq / tp tokens of every sequence per rank (model/sequence_parallel.cpp). Needs tp > 1.
   bool sequence_parallel = false;
+  // Context parallelism (layout.cp() > 1): how each sequence's tokens split over
+  // the cp ranks: "zigzag" (chunks i and 2 cp - 1 - i) or "contiguous".
+  std::string cp_split = "zigzag";
+  // Expert parallelism (mixture-of-experts models): the experts split over groups of ep
+  // consecutive dp ranks, tokens sent to their experts' ranks by all-to-all (parallel/expert_parallel.h).
+  int expert_parallel = 1;
   // DDP gradient bucket size in MB. PyTorch's bucket_cap_mb is 25, one bucket for
   // the whole of gpt-tiny's 3.3 MiB of gradients (0.4-0.8% overlapped); 0.5 makes
   // 5-9 buckets whose all-reduces overlap backward (35-70%).

@@ -17,6 +17,8 @@ constexpr std::int64_t kSimulatedPipelineActions = 4096;  // stages × micro-bat
 std::string shape_text(const StageLayers& stage, std::int64_t layers_total) {
   if (stage.first_layer == 0 && stage.end_layer == layers_total && stage.embedding && stage.head) return "";
   std::string text = " (layers " + std::to_string(stage.first_layer) + "-" + std::to_string(stage.end_layer - 1);
+  for (int c = 1; c < stage.chunks; ++c)  // interleaved 1F1B: the stage's later chunks
+    text += ", " + std::to_string(stage.chunk(c).first_layer) + "-" + std::to_string(stage.chunk(c).end_layer - 1);
   if (stage.embedding) text += ", embeddings";
   if (stage.head) text += ", head";
   return text + ")";
@@ -65,21 +67,37 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
   const std::string probs = fused ? "b·a·s (fused attention's row log-sum-exp)" : "b·a·s²";
   const std::string b = std::to_string(micro_batch_size), s = std::to_string(seq);
   const std::string d = std::to_string(value_bytes) + " × ";
+  // A mixture of experts: each MoE layer also keeps its experts' packed rows, b·s·k of them:
+  // input h, fc and GELU 4h each, output h (model/mixture_of_experts.cpp, bind_activations).
+  std::int64_t moe_layers = 0;
+  for (int l = stage.first_layer; l < stage.end_layer; ++l) moe_layers += config.moe_layer(l) ? 1 : 0;
+  const std::int64_t expert_rows = std::int64_t{micro_batch_size} * seq * config.top_k;
+  const std::int64_t expert_floats = moe_layers * expert_rows * 10 * config.channels;
   ActivationBytes out;
-  out.activations = value_bytes * acts;  // below kMaxSize / 4: check_kernel_floats
+  out.activations = value_bytes * (acts + expert_floats);  // below kMaxSize / 4: check_kernel_floats
   out.workspace = value_bytes * scratch;
   // Under tensor parallelism a rank keeps its heads' QKV, attention output and
   // probabilities and its MLP columns (10h/t of the 16h), the rest whole.
-  const std::string layer_set =
-      stage.tp_size > 1 ? "b·s(4h + 12h/t + 4) + " + probs + "/t (t = " + std::to_string(stage.tp_size) + ")"
-                        : "b·s(16h + 4) + " + probs;
-  std::string ends = stage.embedding ? ", plus the embeddings" : ", plus the received input b·s·h";
+  // Sequence parallelism also splits the residual stream and the LayerNorm
+  // statistics (2h + 4 of the 4h + 4 whole floats) over the sequence.
+  const std::string t_is = " (t = " + std::to_string(stage.tp_size) + ")";
+  const std::string layer_set = stage.tp_size == 1        ? "b·s(16h + 4) + " + probs
+                                : stage.sequence_parallel ? "b·s(2h + 12h/t) + b·s(2h + 4)/t + " + probs + "/t" + t_is
+                                                          : "b·s(4h + 12h/t + 4) + " + probs + "/t" + t_is;
+  std::string ends = stage.embedding ? ", plus the embeddings"
+                     : stage.sequence_parallel && stage.tp_size > 1 && config.kind != ModelKind::bert
+                         ? ", plus the received input b·s·h/t"
+                         : ", plus the received input b·s·h";
   if (stage.head) ends += " and the head (logits b·s·v)";
-  out.activations_formula = d + grouped(acts) + " floats = Activations::total_floats(b=" + b + ", s=" + s + ")" +
-                            shape_text(stage, config.layers) +
-                            (checkpointing ? ": each layer keeps its output b·s·h, one shared layer set " + layer_set
-                                           : ": per layer " + layer_set) +
-                            ends;
+  out.activations_formula =
+      d + (moe_layers > 0 ? "(" : "") + grouped(acts) + " floats = Activations::total_floats(b=" + b + ", s=" + s +
+      ")" + shape_text(stage, config.layers) +
+      (checkpointing ? ": each layer keeps its output b·s·h, one shared layer set " + layer_set
+                     : ": per layer " + layer_set) +
+      ends +
+      (moe_layers > 0 ? "; + " + grouped(expert_floats) + " floats: per MoE layer the experts' rows b·s·k·10h (" +
+                            std::to_string(moe_layers) + " layers, k = " + std::to_string(config.top_k) + "))"
+                      : "");
   out.workspace_formula =
       d + grouped(scratch) + " floats = BackwardScratch::total_floats(b=" + b + ", s=" + s +
       "): activation gradients of one layer, " +
@@ -193,18 +211,20 @@ ActivationBytes formula_activation_bytes(const ModelShape& model, const StageLay
   }
 }
 
-int micro_batches_in_flight_closed_form(PipelineScheduleKind schedule, int stages, int stage, int micro_batches) {
-  return peak_in_flight_closed_form(schedule, stages, stage, micro_batches);
+int micro_batches_in_flight_closed_form(PipelineScheduleKind schedule, int stages, int stage, int micro_batches,
+                                        int virtual_stages) {
+  return peak_in_flight_closed_form(schedule, stages, stage, micro_batches, virtual_stages);
 }
 
-int micro_batches_in_flight(PipelineScheduleKind schedule, int stages, int stage, int micro_batches) {
+int micro_batches_in_flight(PipelineScheduleKind schedule, int stages, int stage, int micro_batches,
+                            int virtual_stages) {
   // Building the schedule costs about p·m and runs once per stage: beyond a
   // few thousand actions the closed form (equal to it, tests/engine/test_estimate.cpp) answers.
-  if (static_cast<std::int64_t>(stages) * micro_batches > kSimulatedPipelineActions)
-    return micro_batches_in_flight_closed_form(schedule, stages, stage, micro_batches);
+  if (static_cast<std::int64_t>(stages) * micro_batches * virtual_stages > kSimulatedPipelineActions)
+    return micro_batches_in_flight_closed_form(schedule, stages, stage, micro_batches, virtual_stages);
   // The same count the Trainer sizes its slots by (train/trainer_ranks.cpp, build_model).
-  return std::max(
-      1, peak_in_flight(make_pipeline_schedule(schedule, stages, micro_batches))[static_cast<std::size_t>(stage)]);
+  return std::max(1, peak_in_flight(make_pipeline_schedule(schedule, stages, micro_batches,
+                                                           virtual_stages))[static_cast<std::size_t>(stage)]);
 }
 
 }  // namespace shardscope

@@ -56,7 +56,9 @@ ActivationBytes formula_activation_bytes(const ModelShape& model, const StageLay
 // engine sizes its activation slots: peak_in_flight of its own schedule
 // (plan/pipeline_schedule.h). Its closed form there, GPipe m and 1F1B
 // min(m, p - s), answers for schedules too large to build quickly (p·m > 4096).
-int micro_batches_in_flight(PipelineScheduleKind schedule, int stages, int stage, int micro_batches);
-int micro_batches_in_flight_closed_form(PipelineScheduleKind schedule, int stages, int stage, int micro_batches);
+int micro_batches_in_flight(PipelineScheduleKind schedule, int stages, int stage, int micro_batches,
+                            int virtual_stages = 1);
+int micro_batches_in_flight_closed_form(PipelineScheduleKind schedule, int stages, int stage, int micro_batches,
+                                        int virtual_stages = 1);
 
 }  // namespace shardscope

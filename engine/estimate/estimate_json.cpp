@@ -58,6 +58,8 @@ json settings_json(const EstimateSettings& s) {
     out["tp"] = s.layout.tp();
     out["sequence_parallel"] = s.sequence_parallel;
   }
+  if (s.layout.cp() > 1) out["cp"] = s.layout.cp();  // the same: only when there
+  if (s.virtual_stages > 1) out["virtual_stages"] = s.virtual_stages;  // interleaved 1F1B only, likewise
   return out;
 }
 

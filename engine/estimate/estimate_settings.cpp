@@ -115,6 +115,12 @@ void validate_estimate_settings(const EstimateSettings& s) {
   require_axis(s.layout, Axis::dp);
   require_axis(s.layout, Axis::pp);
   require_axis(s.layout, Axis::tp);
+  require_axis(s.layout, Axis::cp);
+  if (s.seq % s.layout.cp() != 0)
+    throw FieldError("{cp} " + std::to_string(s.layout.cp()) + ": {seq} " + std::to_string(s.seq) +
+                         " does not split into equal slices (each context-parallel rank holds seq / cp tokens)",
+                     "{cp} " + std::to_string(s.layout.cp()) + "：{seq} " + std::to_string(s.seq) +
+                         " 无法均分（每个上下文并行 rank 持有 seq / cp 个 token）");
   check_zero_stage_range(s.zero_stage);  // config/run_config.h, as the rules below
   require_in(s.micro_batch_size >= 1, "micro_batch", "at least 1", s.micro_batch_size);
   require_in(s.seq >= 0, "seq", "at least 1", s.seq);
@@ -145,11 +151,20 @@ void validate_estimate_settings(const EstimateSettings& s) {
                          "kept from B to W); estimate with {schedule} 1f1b",
                      std::string("{schedule} ") + pipeline_schedule_name(s.schedule) +
                          "：估算器尚未建模零气泡调度（其气泡，以及 B 到 W 之间保留的梯度）；请用 {schedule} 1f1b 估算");
-  if (s.schedule == PipelineScheduleKind::interleaved_1f1b)
-    throw FieldError(
-        "{schedule} interleaved-1f1b: the estimator does not model model chunks per stage yet; "
-        "estimate with {schedule} 1f1b",
-        "{schedule} interleaved-1f1b：估算器尚未建模每阶段多个模型块；请用 {schedule} 1f1b 估算");
+  // Interleaved 1F1B: the run's rules (run_config.cpp, validate_interleaved); the
+  // layers' split into p·v chunks is checked with the model (ModelShape::stage_layers).
+  const bool interleaved = s.schedule == PipelineScheduleKind::interleaved_1f1b;
+  const std::string v = std::to_string(s.virtual_stages);
+  if (!interleaved && s.virtual_stages != 1)
+    throw FieldError("{virtual_stages} " + v + " needs {schedule} interleaved-1f1b",
+                     "{virtual_stages} " + v + " 需要 {schedule} interleaved-1f1b");
+  if (interleaved && (s.virtual_stages < 2 || s.layout.pp() < 2 || s.micro_batches % s.layout.pp() != 0))
+    throw FieldError("{schedule} interleaved-1f1b needs {virtual_stages} 2 or more (got " + v +
+                         "), {pp} 2 or more and {micro_batches} a multiple of {pp} (got " +
+                         std::to_string(s.micro_batches) + " and " + std::to_string(s.layout.pp()) + ")",
+                     "{schedule} interleaved-1f1b 需要 {virtual_stages} 至少为 2（实为 " + v +
+                         "）、{pp} 至少为 2，且 {micro_batches} 是 {pp} 的倍数（实为 " +
+                         std::to_string(s.micro_batches) + " 与 " + std::to_string(s.layout.pp()) + "）");
 }
 
 std::string estimate_field_name(std::string_view key, const std::vector<SettingsPatch>& patches) {
@@ -175,6 +190,7 @@ void apply_patch(EstimateSettings& s, const SettingsPatch& p) {
   if (p.precision) s.precision = *p.precision;
   if (p.recompute) s.recompute = *p.recompute;
   if (p.schedule) s.schedule = *p.schedule;
+  if (p.virtual_stages) s.virtual_stages = *p.virtual_stages;
   if (p.offload_optimizer) s.offload_optimizer = *p.offload_optimizer;
   if (p.offload_params) s.offload_params = *p.offload_params;
   if (p.sequence_parallel) s.sequence_parallel = *p.sequence_parallel;
@@ -206,6 +222,8 @@ bool patch_value(SettingsPatch& p, std::string_view k, const nlohmann::json& v) 
     p.micro_batches = v.get<int>();
   else if (k == "gpus_per_node")
     p.gpus_per_node = v.get<int>();
+  else if (k == "virtual_stages")
+    p.virtual_stages = v.get<int>();
   else if (k == "batch")
     p.global_batch = v.get<std::int64_t>();
   else if (k == "dp_mode")

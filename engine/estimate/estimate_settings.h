@@ -51,6 +51,7 @@ struct EstimateSettings {
   // outside the split matmuls (LayerNorm, dropout) hold s/t tokens per rank.
   bool sequence_parallel = false;
   PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
+  int virtual_stages = 1;          // v: model chunks per stage (interleaved 1F1B), RunConfig::virtual_stages
   bool offload_optimizer = false;  // ZeRO-Offload: optimizer states (and the step) on the CPU
   bool offload_params = false;     // ZeRO-3 parameter offload (ZeRO-Infinity)
   ActivationMode activations = ActivationMode::shardscope;
@@ -90,7 +91,7 @@ EstimateSettings settings_for_run(const RunConfig& config);
 // run-config schema's keys, e.g. {"zero", "ds.json: zero_optimization.stage"}.
 struct SettingsPatch {
   PerAxis<std::optional<int>> axes;  // dp, pp, tp
-  std::optional<int> zero_stage, micro_batch_size, seq, accum, micro_batches, gpus_per_node;
+  std::optional<int> zero_stage, micro_batch_size, seq, accum, micro_batches, gpus_per_node, virtual_stages;
   std::optional<std::int64_t> global_batch;  // DeepSpeed's train_batch_size
   std::optional<DataParallelMode> dp_mode;
   std::optional<Precision> precision;

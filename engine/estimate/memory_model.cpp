@@ -94,6 +94,22 @@ RingStaging ring_staging(const Context& c, std::int64_t largest_chunk, int k_g) 
               " (at most " + std::to_string(kRingSliceBytes >> 20) + " MiB a slice)"};
 }
 
+// Sequence parallelism's reduce-scatters over the tp group (of fp32
+// activations, in every precision) keep their own ring staging: two partial-sum
+// slices of the largest chunk, a rank's b·s·h/t tokens (at most a 4 MiB slice).
+void sequence_parallel_staging(RankMemory& m, const EstimateSettings& s, std::int64_t hidden) {
+  const int t = s.layout.tp();
+  if (!s.sequence_parallel || t < 2 || s.activations != ActivationMode::shardscope) return;
+  const std::int64_t chunk = (CheckedSize(s.micro_batch_size) * (s.seq / s.layout.cp()) * hidden).value() / t;
+  const std::int64_t slice = std::min(chunk, kRingSliceBytes / 4);
+  const std::int64_t before = m.bytes[MemoryCategory::communication];
+  const std::string text = "4 × 2 × " + grouped(slice) +
+                           " staged by sequence parallelism's reduce-scatters: two slices of b·s·h/t (at most " +
+                           std::to_string(kRingSliceBytes >> 20) + " MiB a slice)";
+  set(m, MemoryCategory::communication, (CheckedSize(before) + CheckedSize(8) * slice).value(),
+      before == 0 ? text : m.formula(MemoryCategory::communication) + " + " + text);
+}
+
 // ZeRO-1's communication buffers: the padded staging its reduce-scatter and
 // all-gather share (none when Ψ_s divides by Nd), and the ring's staging.
 void zero1_communication(RankMemory& m, const Context& c, const ZeroPartition& part) {
@@ -227,13 +243,16 @@ RunConfig to_run_config(const ModelShape& model, const EstimateSettings& s) {
   c.layout[Axis::dp] = s.layout.dp();
   c.layout[Axis::pp] = s.layout.pp();
   c.layout[Axis::tp] = s.layout.tp();
+  c.layout[Axis::cp] = s.layout.cp();
   c.dp_mode = s.dp_mode;
   c.zero_stage = s.zero_stage;
   c.accum = s.accum;
   c.micro_batches = s.micro_batches;
   c.schedule = s.schedule;
+  c.virtual_stages = s.virtual_stages;
   c.checkpoint = s.recompute == Recompute::full;
   c.precision = s.precision;
+  c.sequence_parallel = s.sequence_parallel;
   return c;
 }
 
@@ -242,13 +261,17 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
   if (s.activations != ActivationMode::shardscope) return "activations come from the generic formula";
   if (s.offload_optimizer || s.offload_params) return "CPU offload is not in the engine";
   if (s.recompute == Recompute::selective) return "the engine has no selective recompute";
-  if (s.sequence_parallel) return "the estimator does not count the engine's sequence-parallel activations yet";
-  if (s.layout.tp() > 1 && s.cuda) return "the engine trains tensor parallelism on CPU ranks only";
+  if (s.layout.cp() > 1 && (s.cuda || s.zero_stage > 1))
+    return "the engine trains context parallelism on CPU ranks, without ZeRO-2/3";
   // The planner's rules are the run's (check_layout_rules); the engine's own
   // limits are the run-config schema's ranges.
-  const std::pair<const char*, std::int64_t> limits[] = {{"dp", s.layout.dp()}, {"pp", s.layout.pp()},
-                                                         {"tp", s.layout.tp()}, {"micro_batches", s.micro_batches},
-                                                         {"accum", s.accum},    {"batch", s.global_batch()}};
+  const std::pair<const char*, std::int64_t> limits[] = {{"dp", s.layout.dp()},
+                                                         {"pp", s.layout.pp()},
+                                                         {"tp", s.layout.tp()},
+                                                         {"cp", s.layout.cp()},
+                                                         {"micro_batches", s.micro_batches},
+                                                         {"accum", s.accum},
+                                                         {"batch", s.global_batch()}};
   try {
     for (const auto& [key, value] : limits) check_field_value(run_field(key), value);
     if (s.seq > model.max_positions) return "the engine trains at most " + std::to_string(model.max_positions) + " tokens";
@@ -332,14 +355,30 @@ void describe_basis(MemoryEstimate& out, const ModelShape& model, const Estimate
 // One micro-batch's activations and backward's workspace on a stage's layers:
 // ShardScope's kernels (with the attention kernel CUDA would pick) or the generic formula.
 ActivationBytes stage_activation_bytes(const ModelShape& model, const EstimateSettings& s, const StageLayers& layers) {
+  const int seq = s.seq / s.layout.cp();  // context parallelism: each rank holds seq / cp tokens of a sequence
   if (s.activations != ActivationMode::shardscope)
-    return formula_activation_bytes(model, layers, s.micro_batch_size, s.seq, s.recompute, s.precision,
+    return formula_activation_bytes(model, layers, s.micro_batch_size, seq, s.recompute, s.precision,
                                     s.sequence_parallel);
   const ModelConfig config = model.tp_config(s.layout.tp());  // a file's vocabulary padded to split
   const AttentionKernel attention =
       s.cuda ? cuda_attention_kernel(s.precision != Precision::fp32, config.channels / config.heads)
              : AttentionKernel::materialized;
-  return shardscope_activation_bytes(config, layers, s.micro_batch_size, s.seq, s.recompute, attention);
+  StageLayers stage = layers;
+  stage.sequence_parallel = s.sequence_parallel && s.layout.tp() > 1;  // the LayerNorm regions at s/t tokens
+  return shardscope_activation_bytes(config, stage, s.micro_batch_size, seq, s.recompute, attention);
+}
+
+// Context parallelism: ring attention's blocks in flight (model/context_parallel.cpp), 4 of
+// 2·b·(s/cp)·h/tp floats: the block held and the one arriving, and in backward their dK, dV.
+void context_parallel_memory(RankMemory& m, const EstimateSettings& s, const ModelShape& model) {
+  const int cp = s.layout.cp();
+  if (cp == 1) return;
+  const std::int64_t block =
+      (CheckedSize(2) * s.micro_batch_size * (s.seq / cp) * (model.hidden / s.layout.tp()) * 4).value();
+  const std::int64_t before = m.bytes[MemoryCategory::communication];
+  const std::string blocks = "ring attention's 4 key/value blocks, 4 × 2·b·(s/cp)·h/tp · 4 = 4 × " + grouped(block);
+  set(m, MemoryCategory::communication, checked_add(before, 4 * block),
+      before == 0 ? blocks : m.formula(MemoryCategory::communication) + " + " + blocks);
 }
 
 // What every rank of a pipeline stage shares, computed at the stage's first rank.
@@ -360,7 +399,8 @@ const StageMemory& stage_memory(PerStage& per_stage, const ModelShape& model, co
     ActivationBytes acts = stage_activation_bytes(model, s, m.layers);
     it = per_stage.memory
              .emplace(m.stage,
-                      StageMemory{model.stage_parameters(s.layout.pp(), m.stage, s.layout.tp()), std::move(acts)})
+                      StageMemory{model.stage_parameters(s.layout.pp(), m.stage, s.layout.tp(), s.virtual_stages),
+                                  std::move(acts)})
              .first;
   }
   return it->second;
@@ -370,9 +410,10 @@ const StageMemory& stage_memory(PerStage& per_stage, const ModelShape& model, co
 int stage_in_flight(PerStage& per_stage, const EstimateSettings& s, int stage) {
   auto slots = per_stage.in_flight.find(stage);
   if (slots == per_stage.in_flight.end())
-    slots =
-        per_stage.in_flight.emplace(stage, micro_batches_in_flight(s.schedule, s.layout.pp(), stage, s.micro_batches))
-            .first;
+    slots = per_stage.in_flight
+                .emplace(stage,
+                         micro_batches_in_flight(s.schedule, s.layout.pp(), stage, s.micro_batches, s.virtual_stages))
+                .first;
   return slots->second;
 }
 
@@ -435,7 +476,7 @@ RankMemory rank_memory(int rank, const Context& c, const ModelShape& model, cons
   m.rank = rank;
   m.stage = c.plan.grid().stage_of(rank);
   m.dp_rank = c.plan.grid().dp_rank_of(rank);
-  m.layers = model.stage_layers(c.s.layout.pp(), m.stage, c.s.layout.tp());
+  m.layers = model.stage_layers(c.s.layout.pp(), m.stage, c.s.layout.tp(), c.s.virtual_stages);
   const StageMemory& stage = stage_memory(per_stage, model, c.s, m);
   m.stage_parameters = stage.parameters;
   if (c.plan.unit_chunks())
@@ -444,9 +485,11 @@ RankMemory rank_memory(int rank, const Context& c, const ModelShape& model, cons
     flat_model_states(m, c, stage.parameters);
   const std::int64_t widen_block = adamw_widen_block(m, c.s.precision);
   offload_model_states(m, c.s);
+  sequence_parallel_staging(m, c.s, model.hidden);
   m.micro_batches_in_flight = stage_in_flight(per_stage, c.s, m.stage);
   activation_memory(m, c.s, stage.activations);
   workspace_memory(m, c, model, stage.activations, widen_block);
+  context_parallel_memory(m, c.s, model);
   return m;
 }
 
@@ -479,7 +522,7 @@ MemoryEstimate estimate_with_plan(const ModelShape& model, const EstimateSetting
 
 MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& settings) {
   const EstimateSettings s = checked_settings(model, settings);
-  return estimate_with_plan(model, s, make_sharding_plan(s.plan_layout(), model));
+  return estimate_with_plan(model, s, make_sharding_plan(s.plan_layout(), model, s.virtual_stages));
 }
 
 MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& settings, const ShardingPlan& plan) {

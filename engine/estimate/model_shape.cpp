@@ -24,14 +24,15 @@ std::string module_of(const std::string& name) {
 }
 }  // namespace
 
-StageLayers ModelShape::stage_layers(int stages, int stage, int tp) const {
+StageLayers ModelShape::stage_layers(int stages, int stage, int tp, int virtual_stages) const {
   StageLayers s;
   if (engine_config) {
-    s = pipeline_stage_layers(*engine_config, stages, stage);
+    s = pipeline_stage_layers(*engine_config, stages, stage, virtual_stages);
   } else {
-    ModelConfig layers_only;  // the split rule only reads the layer count
+    ModelConfig layers_only;  // the split rule only reads the layer count (and names the model)
     layers_only.layers = static_cast<int>(layers);
-    s = pipeline_stage_layers(layers_only, stages, stage);
+    layers_only.name = name;
+    s = pipeline_stage_layers(layers_only, stages, stage, virtual_stages);
   }
   s.tp_size = tp;
   return s;
@@ -71,26 +72,28 @@ FileUnits file_units(const ModelShape& m, int tp) {
 }
 }  // namespace
 
-std::int64_t ModelShape::stage_parameters(int stages, int stage, int tp) const {
-  const StageLayers s = stage_layers(stages, stage, tp);
+std::int64_t ModelShape::stage_parameters(int stages, int stage, int tp, int virtual_stages) const {
+  const StageLayers s = stage_layers(stages, stage, tp, virtual_stages);
   if (engine_config) return ParameterLayout(tp_config(tp), s).total();  // the engine's own layout
   const FileUnits u = file_units(*this, tp);
-  CheckedSize n = CheckedSize(s.layer_count()) * u.layer;
+  CheckedSize n = CheckedSize(s.layer_count()) * s.chunks * u.layer;
   if (s.embedding) n += u.embedding;
   if (s.head) n += u.head;
   if (s.head && !s.embedding && tied_embeddings) n += u.tied_copy;  // the head's copy of the token embedding
   return n.value();
 }
 
-std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp) {
-  if (model.engine_config) return stage_units(model.tp_config(tp), pp, tp);
+std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp, int virtual_stages) {
+  if (model.engine_config) return stage_units(model.tp_config(tp), pp, tp, virtual_stages);
   const FileUnits u = file_units(model, tp);
   std::vector<StageUnits> stages;
   for (int s = 0; s < pp; ++s) {
     StageUnits su;
-    su.layers = model.stage_layers(pp, s, tp);
+    su.layers = model.stage_layers(pp, s, tp, virtual_stages);
     if (su.layers.embedding) su.units.push_back(PlanUnit{0, u.embedding});
-    for (int l = su.layers.first_layer; l < su.layers.end_layer; ++l) su.units.push_back(PlanUnit{1 + l, u.layer});
+    for (int c = 0; c < su.layers.chunks; ++c)  // several chunks: interleaved 1F1B
+      for (int l = su.layers.chunk(c).first_layer; l < su.layers.chunk(c).end_layer; ++l)
+        su.units.push_back(PlanUnit{1 + l, u.layer});
     if (su.layers.head) {
       const bool tied_copy = !su.layers.embedding && model.tied_embeddings;  // the head's copy of the token embedding
       const CheckedSize copy = tied_copy ? CheckedSize(u.tied_copy) : CheckedSize(0);
@@ -101,11 +104,15 @@ std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp) {
   return stages;
 }
 
-ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& model) {
-  return ShardingPlan(layout, stage_units(model, layout.axes.pp(), layout.axes.tp()));
+ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& model, int virtual_stages) {
+  return ShardingPlan(layout, stage_units(model, layout.axes.pp(), layout.axes.tp(), virtual_stages));
 }
 
 ModelShape model_shape_from_config(const ModelConfig& config, std::string preset) {
+  // Layer 0 stands for every layer below: true of a mixture of experts only when every layer is one.
+  if (config.experts > 0 && config.moe_every > 1)
+    throw ConfigError("model '" + config.name + "': the estimator does not model MoE in every " +
+                      std::to_string(config.moe_every) + " layers yet (only in every layer)");
   ModelShape m;
   m.name = preset.empty() ? config.name : preset;
   m.preset = std::move(preset);
@@ -133,6 +140,9 @@ ModelShape model_shape_from_config(const ModelConfig& config, std::string preset
   }
   for (const auto& [name, numel] : modules) m.largest_module_parameters = std::max(m.largest_module_parameters, numel);
   m.base_model_parameters = m.parameters();
+  m.experts = config.experts;
+  m.top_k = config.top_k;
+  m.idle_expert_parameters = analytic_parameter_count(config) - active_parameter_count(config);
   return m;
 }
 
@@ -157,6 +167,9 @@ ModelShape model_shape_from_hf(const HfModelConfig& hf) {
   }
   m.name = hf.source;
   m.base_model_parameters = hf.base_model_parameters();
+  m.experts = hf.experts;
+  m.top_k = hf.top_k;
+  m.idle_expert_parameters = hf.training_parameters() - hf.active_training_parameters();
   return m;
 }
 

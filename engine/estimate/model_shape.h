@@ -30,6 +30,11 @@ struct ModelShape {
   std::int64_t lookup_only_parameters = 0;     // embedding tables no matmul reads (no FLOPs)
   std::int64_t largest_module_parameters = 0;  // DeepSpeed's largest_layer_params
   std::int64_t base_model_parameters = 0;      // Hugging Face AutoModel (no LM head); = parameters() for presets
+  // A mixture of experts: the experts a token is not routed to (E - k per MoE
+  // layer), held and trained but not read by that token's matmuls: total
+  // parameters() against active parameters() - idle_expert_parameters. 0: dense.
+  std::int64_t idle_expert_parameters = 0;
+  std::int64_t experts = 0, top_k = 0;
   // Set when ShardScope's kernels implement this architecture: activations can
   // then be computed exactly (engine/model/activations.h).
   std::optional<ModelConfig> engine_config;
@@ -38,12 +43,13 @@ struct ModelShape {
   std::int64_t parameters() const {
     return (CheckedSize(embedding_parameters) + CheckedSize(layers) * layer_parameters + head_parameters).value();
   }
-  // Which layers stage `stage` of `stages` holds (the engine's split rule), on one of `tp` ranks.
-  StageLayers stage_layers(int stages, int stage, int tp = 1) const;
+  // Which layers stage `stage` of `stages` holds (the engine's split rule), on one of `tp` ranks;
+  // with virtual_stages v > 1 its v interleaved chunks (model_config.h, pipeline_stage_layers).
+  StageLayers stage_layers(int stages, int stage, int tp = 1, int virtual_stages = 1) const;
   // Ψ_s: parameters stage `stage` holds (one tensor-parallel rank's share with tp > 1).
   // A last stage that does not embed keeps a copy of a tied token embedding for
   // its head (Megatron's embedding group).
-  std::int64_t stage_parameters(int stages, int stage, int tp = 1) const;
+  std::int64_t stage_parameters(int stages, int stage, int tp = 1, int virtual_stages = 1) const;
   // The vocabulary one tp group splits: a preset's own (the engine refuses one
   // that does not divide), a file's padded as Megatron-LM pads it (a multiple of 128·t).
   std::int64_t split_vocab(int tp) const;
@@ -56,9 +62,9 @@ struct ModelShape {
 // With tp > 1, what one tensor-parallel rank holds: the split matrices' slices
 // (QKV and MLP by columns, the projections by rows, the vocabulary by rows) and
 // the replicated parameters (norms, the row-parallel biases, positions) whole.
-std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp = 1);
+std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp = 1, int virtual_stages = 1);
 // The sharding plan of a layout on this model.
-ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& model);
+ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& model, int virtual_stages = 1);
 
 ModelShape model_shape_from_config(const ModelConfig& config, std::string preset);
 ModelShape model_shape_from_hf(const HfModelConfig& hf);

@@ -19,9 +19,13 @@ namespace {
 void count_flops(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s) {
   const double L = static_cast<double>(model.layers), h = static_cast<double>(model.hidden), seq = s.seq;
   t.tokens_per_step = checked_mul(s.global_batch(), s.seq);
-  t.matmul_parameters = checked_sub(model.parameters(), model.lookup_only_parameters);
+  // A mixture of experts: a token's matmuls read k of the E experts (the active parameters).
+  t.matmul_parameters =
+      checked_sub(checked_sub(model.parameters(), model.lookup_only_parameters), model.idle_expert_parameters);
   const double N = static_cast<double>(t.matmul_parameters);
-  const std::string n_text = "N = " + grouped(t.matmul_parameters) + " parameters read by matmuls";
+  std::string n_text = "N = " + grouped(t.matmul_parameters) + " parameters read by matmuls";
+  if (model.idle_expert_parameters > 0)
+    n_text += " (a token's " + std::to_string(model.top_k) + " of " + std::to_string(model.experts) + " experts)";
   t.model_flops_per_token = 6 * N + 12 * L * h * seq;
   switch (s.recompute) {
     case Recompute::none:
@@ -44,7 +48,7 @@ void count_flops(TimeEstimate& t, const ModelShape& model, const EstimateSetting
 std::int64_t largest_stage_parameters(const ModelShape& model, const EstimateSettings& s) {
   std::int64_t psi_s = 0;
   for (int stage = 0; stage < s.layout.pp(); ++stage)
-    psi_s = std::max(psi_s, model.stage_parameters(s.layout.pp(), stage, s.layout.tp()));
+    psi_s = std::max(psi_s, model.stage_parameters(s.layout.pp(), stage, s.layout.tp(), s.virtual_stages));
   return psi_s;
 }
 
@@ -55,7 +59,7 @@ std::int64_t largest_stage_parameters(const ModelShape& model, const EstimateSet
 void count_data_parallel_bytes(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s,
                                const ShardingRules& rules) {
   const int extra = model.engine_config ? extra_embedding_gathers(model.engine_config->kind) : 0;
-  for (const StageUnits& stage : stage_units(model, s.layout.pp(), s.layout.tp())) {
+  for (const StageUnits& stage : stage_units(model, s.layout.pp(), s.layout.tp(), s.virtual_stages)) {
     DataParallelTraffic traffic = data_parallel_traffic(rules, stage, s.micro_steps(), extra);
     if (t.dp_formula.empty() || traffic.bytes > t.dp_bytes) {
       t.dp_bytes = traffic.bytes;
@@ -66,7 +70,8 @@ void count_data_parallel_bytes(TimeEstimate& t, const ModelShape& model, const E
 
 // Pipeline: an inner stage sends each micro-batch's activation down and its gradient up,
 // in fp32 with ShardScope's kernels (at every precision), in 16 bits in other mixed-precision engines.
-// The bubble is GPipe's (p−1)/(m+p−1).
+// The bubble is GPipe's (p−1)/(m+p−1); interleaved 1F1B's (p−1)/(v·m+p−1), for
+// v times the messages (Narayanan et al. 2021).
 void count_pipeline_bytes(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s) {
   const double h = static_cast<double>(model.hidden), seq = s.seq, K = static_cast<double>(s.micro_steps());
   const double d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
@@ -79,6 +84,14 @@ void count_pipeline_bytes(TimeEstimate& t, const ModelShape& model, const Estima
     t.bubble_fraction = gpipe_bubble_fraction(s.layout.pp(), s.micro_batches);
     t.bubble_formula = "(p−1)/(m+p−1) = " + std::to_string(s.layout.pp() - 1) + "/" +
                        std::to_string(s.micro_batches + s.layout.pp() - 1);
+    if (s.virtual_stages > 1) {
+      const int v = s.virtual_stages;
+      t.pp_bytes *= v;
+      t.pp_formula = std::to_string(v) + " chunks × " + t.pp_formula;
+      t.bubble_fraction = interleaved_bubble_fraction(s.layout.pp(), s.micro_batches, v);
+      t.bubble_formula = "(p−1)/(v·m+p−1) = " + std::to_string(s.layout.pp() - 1) + "/" +
+                         std::to_string(v * s.micro_batches + s.layout.pp() - 1);
+    }
   } else {
     t.pp_formula = "0: one pipeline stage";
     t.bubble_formula = "0: one pipeline stage";
@@ -94,7 +107,8 @@ void count_tensor_parallel_bytes(TimeEstimate& t, const ModelShape& model, const
   const int d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
   const TensorParallelTraffic layer = tensor_parallel_layer_traffic(
       tp, s.micro_batch_size, s.seq, static_cast<int>(model.hidden), d, s.recompute == Recompute::full);
-  const int layers = model.stage_layers(s.layout.pp(), 0).layer_count();
+  const StageLayers first = model.stage_layers(s.layout.pp(), 0, 1, s.virtual_stages);
+  const int layers = first.layer_count() * first.chunks;
   t.tp_bytes = static_cast<double>(layer.bytes) * layers * static_cast<double>(s.micro_steps());
   t.tp_formula =
       "L_s·K·" + layer.formula + " = " + std::to_string(layers) + " × " + std::to_string(s.micro_steps()) + " × " +

@@ -52,8 +52,19 @@ enum class ShardAction : std::uint8_t { gather = 0, release = 1 };
 // other for tokens, loss totals, norms, the tied embedding's copies across
 // stages and pipeline activations; tensor_parallel: the all-reduces inside a
 // layer's forward and backward over its tensor-parallel group (Megatron's f
-// and g, model/tensor_parallel.h), and the vocabulary-parallel loss's.
-enum class CommPurpose : std::uint8_t { other = 0, gradients = 1, parameters = 2, evaluation = 3, tensor_parallel = 4 };
+// and g, model/tensor_parallel.h), and the vocabulary-parallel loss's;
+// context_parallel: the key/value blocks (and their gradients) a layer's ring
+// attention passes round its cp group (model/context_parallel.h), and the
+// gradients' sum over that group.
+enum class CommPurpose : std::uint8_t {
+  other = 0,
+  gradients = 1,
+  parameters = 2,
+  evaluation = 3,
+  tensor_parallel = 4,
+  context_parallel = 5,
+  expert_parallel = 6  // MoE's all-to-all dispatch and combine of routed tokens
+};
 inline bool moves_model_states(CommPurpose p) {
   return p == CommPurpose::gradients || p == CommPurpose::parameters;
 }

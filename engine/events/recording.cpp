@@ -119,7 +119,7 @@ Event decode_event(const unsigned char* r, std::uint32_t version) {
   e.level = get_enum(r + 5, LogLevel::error, "log level");
   e.has_eval_loss = (r[6] & 1) != 0;
   e.skipped = (r[6] & 2) != 0;
-  e.purpose = get_enum(r + 7, CommPurpose::tensor_parallel, "communication purpose");
+  e.purpose = get_enum(r + 7, CommPurpose::expert_parallel, "communication purpose");
   e.rank = get<std::int32_t>(r + 8);
   e.stage = get<std::int32_t>(r + 12);
   e.step = get<std::int64_t>(r + 16);

@@ -31,14 +31,16 @@ const Keys kCommonKeys = {"_name_or_path", "architectures", "model_type", "torch
 const Keys kGpt2Keys = {"vocab_size", "n_positions", "n_ctx", "n_embd", "n_layer", "n_head", "n_inner",
     "activation_function", "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon", "summary_type",
     "summary_use_proj", "summary_activation", "summary_proj_to_labels", "summary_first_dropout", "scale_attn_weights",
-    "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn"};
+    "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "num_local_experts", "num_experts",
+    "num_experts_per_tok", "capacity_factor", "moe_layer_freq", "router_aux_loss_coef"};
 const Keys kBertKeys = {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
     "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
     "layer_norm_eps", "position_embedding_type"};
 const Keys kLlamaKeys = {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
     "num_key_value_heads", "hidden_act", "max_position_embeddings", "rms_norm_eps", "pretraining_tp", "rope_theta",
     "rope_scaling", "attention_bias", "attention_dropout", "mlp_bias", "head_dim", "sliding_window",
-    "max_window_layers", "use_sliding_window"};
+    "max_window_layers", "use_sliding_window", "num_local_experts", "num_experts_per_tok", "router_aux_loss_coef",
+    "output_router_logits", "router_jitter_noise"};
 // clang-format on
 
 std::int64_t required(const JsonConfig& json, const std::string& key, std::int64_t max) {
@@ -104,6 +106,30 @@ std::string_view hf_architecture_name(HfArchitecture architecture) {
   return "?";
 }
 
+namespace {
+// GPT-2 with its MLPs as a mixture of experts (the keys Mixtral and Megatron-LM use).
+void read_gpt2_experts(const JsonConfig& json, HfModelConfig& c) {
+  const char* experts_key = json.get_int({"num_local_experts"}, 0, 1 << 16) ? "num_local_experts" : "num_experts";
+  c.experts = json.get_int({experts_key}, 0, 1 << 16).value_or(0);
+  if (c.experts == 0) return;
+  c.top_k = json.get_int({"num_experts_per_tok"}, 1, c.experts).value_or(std::min<std::int64_t>(2, c.experts));
+  c.moe_every = json.get_int({"moe_layer_freq"}, 1, c.layers).value_or(1);
+  c.capacity_factor = json.get_number({"capacity_factor"}).value_or(1.25);
+  if (!(c.capacity_factor > 0.0 && c.capacity_factor <= 1e6))
+    json.fail({"capacity_factor"}, std::to_string(c.capacity_factor) + " must be positive");
+  c.aux_loss_coef = json.get_number({"router_aux_loss_coef"}).value_or(0.01);
+  if (!(c.aux_loss_coef >= 0.0 && c.aux_loss_coef <= 1e6))
+    json.fail({"router_aux_loss_coef"}, std::to_string(c.aux_loss_coef) + " must not be negative");
+}
+
+// Mixtral: every layer's MLP is num_local_experts SwiGLU experts (MixtralConfig's defaults: 8, top-2).
+void read_mixtral_experts(const JsonConfig& json, HfModelConfig& c) {
+  c.experts = json.get_int({"num_local_experts"}, 1, 1 << 16).value_or(8);
+  c.top_k = json.get_int({"num_experts_per_tok"}, 1, c.experts).value_or(2);
+  c.aux_loss_coef = json.get_number({"router_aux_loss_coef"}).value_or(0.001);
+}
+}  // namespace
+
 HfModelConfig parse_hf_config(std::string_view json_text, const std::string& source) {
   const JsonConfig json{std::string(json_text), source};
   HfModelConfig c;
@@ -126,6 +152,7 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& sou
     c.intermediate = json.get_int({"n_inner"}, 1, kHfMaxIntermediate).value_or(4 * c.hidden);  // null: 4 n_embd
     c.activation = json.get_string({"activation_function"}).value_or("gelu_new");
     c.norm_eps = json.get_number({"layer_norm_epsilon"}).value_or(1e-5);
+    read_gpt2_experts(json, c);
   } else if (c.model_type == "bert") {
     c.architecture = HfArchitecture::bert;
     known.insert(kBertKeys.begin(), kBertKeys.end());
@@ -138,8 +165,9 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& sou
     c.type_vocab = json.get_int({"type_vocab_size"}, 1, kHfMaxTypeVocab).value_or(2);
     c.activation = json.get_string({"hidden_act"}).value_or("gelu");
     c.norm_eps = json.get_number({"layer_norm_eps"}).value_or(1e-12);
-  } else if (c.model_type == "llama" || c.model_type == "mistral") {
-    c.architecture = HfArchitecture::llama;  // Mistral has Llama's tensors (plus a sliding window)
+  } else if (c.model_type == "llama" || c.model_type == "mistral" || c.model_type == "mixtral") {
+    // Mistral has Llama's tensors (plus a sliding window); Mixtral's MLPs are experts with a router.
+    c.architecture = HfArchitecture::llama;
     known.insert(kLlamaKeys.begin(), kLlamaKeys.end());
     c.vocab = required(json, "vocab_size", kHfMaxVocab);
     c.hidden = required(json, "hidden_size", kHfMaxHidden);
@@ -153,9 +181,10 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& sou
     c.mlp_bias = json.get_bool({"mlp_bias"}).value_or(false);
     c.activation = json.get_string({"hidden_act"}).value_or("silu");
     c.norm_eps = json.get_number({"rms_norm_eps"}).value_or(1e-6);
+    if (c.model_type == "mixtral") read_mixtral_experts(json, c);
   } else {
-    json.fail({"model_type"},
-              "'" + bounded_excerpt(c.model_type) + "' is not supported (supported: gpt2, bert, llama, mistral)");
+    json.fail({"model_type"}, "'" + bounded_excerpt(c.model_type) +
+                                  "' is not supported (supported: gpt2, bert, llama, mistral, mixtral)");
   }
   if (c.kv_heads == 0) c.kv_heads = c.heads;
   if (c.head_dim == 0) {
@@ -200,12 +229,38 @@ std::int64_t HfModelConfig::embedding_parameters() const {
   return 0;
 }
 
+namespace {
+// One MLP: GPT-2's c_fc and c_proj with biases; Llama's gate, up and down (SwiGLU).
+CheckedSize mlp_parameters(const HfModelConfig& c) {
+  const CheckedSize h = c.hidden, I = c.intermediate;
+  if (c.architecture == HfArchitecture::gpt2) return h * I + I + I * h + h;
+  return 3 * h * I + (c.mlp_bias ? 2 * I + h : CheckedSize(0));
+}
+
+CheckedSize moe_layers(const HfModelConfig& c) {
+  return c.experts > 0 ? CheckedSize((c.layers + c.moe_every - 1) / c.moe_every) : CheckedSize(0);
+}
+
+// A MoE layer's MLP is E experts and a router (E, h, no bias) instead of one MLP: what that adds to a layer.
+CheckedSize moe_layer_extra(const HfModelConfig& c) {
+  if (c.experts == 0) return CheckedSize(0);
+  return CheckedSize(c.experts - 1) * mlp_parameters(c) + CheckedSize(c.experts) * c.hidden;
+}
+
+// What MoE in every moe_every-th layer adds to L dense layers, when not every
+// layer has it (with every layer, layer_parameters() counts it).
+CheckedSize sparse_moe_extra(const HfModelConfig& c) {
+  return c.moe_every > 1 ? moe_layers(c) * moe_layer_extra(c) : CheckedSize(0);
+}
+}  // namespace
+
 std::int64_t HfModelConfig::layer_parameters() const {
   const CheckedSize h = hidden, I = intermediate;
+  const CheckedSize moe = moe_every == 1 ? moe_layer_extra(*this) : CheckedSize(0);  // every layer's experts
   switch (architecture) {
     case HfArchitecture::gpt2:  // ln_1, c_attn (h, 3h) + 3h, c_proj (h, h) + h, ln_2, c_fc (h, I) + I, c_proj (I, h) +
                                 // h
-      return (2 * h + (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * I + I) + (I * h + h)).value();
+      return (2 * h + (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * I + I) + (I * h + h) + moe).value();
     case HfArchitecture::bert:  // q, k, v, attention.output.dense, LayerNorm, intermediate.dense, output.dense,
                                 // LayerNorm
       return (4 * (h * h + h) + 2 * h + (h * I + I) + (I * h + h) + 2 * h).value();
@@ -215,7 +270,7 @@ std::int64_t HfModelConfig::layer_parameters() const {
       CheckedSize n = h * q + 2 * h * kv + q * h + 3 * h * I + 2 * h;
       if (attention_bias) n += q + 2 * kv + h;
       if (mlp_bias) n += 2 * I + h;
-      return n.value();
+      return (n + moe).value();
     }
   }
   return 0;
@@ -236,12 +291,20 @@ std::int64_t HfModelConfig::head_parameters() const {
 }
 
 std::int64_t HfModelConfig::training_parameters() const {
-  return (CheckedSize(embedding_parameters()) + CheckedSize(layers) * layer_parameters() + head_parameters()).value();
+  return (CheckedSize(embedding_parameters()) + CheckedSize(layers) * layer_parameters() + sparse_moe_extra(*this) +
+          head_parameters())
+      .value();
+}
+
+std::int64_t HfModelConfig::active_training_parameters() const {
+  const CheckedSize idle = CheckedSize(experts > 0 ? experts - top_k : 0) * mlp_parameters(*this);
+  return (CheckedSize(training_parameters()) - moe_layers(*this) * idle).value();
 }
 
 std::int64_t HfModelConfig::base_model_parameters() const {
   const CheckedSize h = hidden;
-  const CheckedSize body = CheckedSize(embedding_parameters()) + CheckedSize(layers) * layer_parameters();
+  const CheckedSize body =
+      CheckedSize(embedding_parameters()) + CheckedSize(layers) * layer_parameters() + sparse_moe_extra(*this);
   switch (architecture) {
     case HfArchitecture::gpt2:
       return (body + 2 * h).value();  // + ln_f
@@ -280,6 +343,8 @@ std::int64_t HfModelConfig::largest_module_parameters() const {
       largest = std::max({v * h, h * I + (mlp_bias ? I : CheckedSize(0)), CheckedSize(heads) * head_dim * h});
       break;
   }
+  // A layer's experts are one module holding all E (transformers' stacked MixtralExperts).
+  if (experts > 0) largest = std::max(largest, CheckedSize(experts) * mlp_parameters(*this));
   return largest.value();
 }
 
@@ -300,6 +365,11 @@ std::optional<ModelConfig> HfModelConfig::engine_config() const {
     m.kind = ModelKind::gpt;
     m.ln_eps = static_cast<float>(norm_eps);
     m.gelu = math::GeluKind::tanh_approx;
+    m.experts = static_cast<int>(experts);
+    m.top_k = static_cast<int>(top_k);
+    m.moe_every = static_cast<int>(moe_every);
+    m.capacity_factor = static_cast<float>(capacity_factor);
+    m.aux_loss_coef = static_cast<float>(aux_loss_coef);
   } else {
     if (activation != "gelu" || !tie_word_embeddings) return std::nullopt;
     m.kind = ModelKind::bert;

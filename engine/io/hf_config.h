@@ -51,6 +51,12 @@ struct HfModelConfig {
   bool mlp_bias = false;        // Llama: gate/up/down biases
   std::string activation;       // activation_function / hidden_act
   double norm_eps = 0.0;        // layer_norm_epsilon / layer_norm_eps / rms_norm_eps
+  // A mixture of experts in GPT-2's MLPs (model/mixture_of_experts.h): num_local_experts
+  // (Mixtral) or num_experts, num_experts_per_tok, capacity_factor, moe_layer_freq
+  // (Megatron's: MoE in layers 0, f, 2f, ...), router_aux_loss_coef. 0 experts: dense.
+  // Mixtral (model_type "mixtral", Llama's tensors otherwise): num_local_experts in every layer.
+  std::int64_t experts = 0, top_k = 0, moe_every = 1;
+  double capacity_factor = 1.25, aux_loss_coef = 0.01;
   std::string math_not_run;     // "<file> line L: key: value (why)" when a key changes the math the engine runs
   std::vector<std::string> warnings;
 
@@ -61,8 +67,11 @@ struct HfModelConfig {
   // LlamaForCausalLM (+ lm_head unless tied), and for BERT ShardScope's masked
   // LM: the base model + the MLM head (dense, LayerNorm, decoder bias; decoder tied).
   std::int64_t training_parameters() const;
+  // Of those, the ones one token's forward uses: a MoE layer's k experts of E
+  // (Mixtral 8x7B: 12.9B of 46.7B); training_parameters() for a dense model.
+  std::int64_t active_training_parameters() const;
   std::int64_t embedding_parameters() const;       // token (+ position, + token type, + embedding LayerNorm)
-  std::int64_t layer_parameters() const;           // one transformer layer
+  std::int64_t layer_parameters() const;           // one transformer layer (its experts too when every layer has them)
   std::int64_t head_parameters() const;            // final norm, untied lm_head, BERT pooler + MLM head
   std::int64_t lookup_only_parameters() const;     // embeddings no matmul reads: positions, types, untied input
   std::int64_t largest_module_parameters() const;  // the largest module's own tensors (DeepSpeed's "largest layer")

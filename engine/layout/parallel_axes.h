@@ -22,19 +22,22 @@ namespace shardscope {
 enum class Axis {
   pp,  // pipeline stages: each holds a contiguous slice of the layers
   dp,  // data-parallel ranks: each trains on its own slice of the batch
+  cp,  // context-parallel ranks: each holds a slice of every sequence (ring attention)
   tp,  // tensor-parallel ranks: each holds a slice of every layer's matrices (Megatron-LM)
 };
 
 // Every axis, outermost first (the rank numbering's order).
-inline constexpr std::array<Axis, 3> kAxes{Axis::pp, Axis::dp, Axis::tp};
+inline constexpr std::array<Axis, 4> kAxes{Axis::pp, Axis::dp, Axis::cp, Axis::tp};
 
-// "pp", "dp", "tp": the axis's schema key and flag name (--pp, --dp, --tp).
+// "pp", "dp", "cp", "tp": the axis's schema key and flag name (--pp, --dp, --cp, --tp).
 constexpr std::string_view axis_name(Axis axis) {
   switch (axis) {
     case Axis::pp:
       return "pp";
     case Axis::dp:
       return "dp";
+    case Axis::cp:
+      return "cp";
     case Axis::tp:
       return "tp";
   }
@@ -61,6 +64,7 @@ class Layout : public PerAxis<int> {
   int dp() const { return (*this)[Axis::dp]; }
   int pp() const { return (*this)[Axis::pp]; }
   int tp() const { return (*this)[Axis::tp]; }
+  int cp() const { return (*this)[Axis::cp]; }
   // The product of every axis's size: the ranks of the run.
   int world_size() const {
     int n = 1;

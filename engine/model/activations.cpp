@@ -34,7 +34,8 @@ void carve_activations(Activations& a, const ModelConfig& c, int B, int T, bool 
   a.T = T;
   // BERT's layer output is its (gathered) ln2_out, its head's LayerNorm on whole tokens.
   const std::int64_t output = bert ? BT : mine, head_rows = bert ? BT : mine;
-  a.stage_input = embed ? nullptr : k.take(output * C);
+  // A stage of several chunks (interleaved) receives the input of its later chunks even where chunk 0 embeds.
+  a.stage_input = embed && stage.chunks == 1 ? nullptr : k.take(output * C);
   a.embed_sum = embed ? k.take(mine * C) : nullptr;
   a.embed_ln_out = embed && bert ? k.take(BT * C) : nullptr;
   a.embed_ln_mean = embed && bert ? k.take(mine) : nullptr;

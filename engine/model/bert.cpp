@@ -30,12 +30,15 @@ void BertModel::layer_forward(int l, const float* x, const Batch& batch) {
   // out (this rank's tokens under SP) += the same tokens of whole
   const auto add_residual = [&](float* out, const float* whole) {
     if (sequence_parallel())
-      copy_rank_tokens(out, whole, BT, T, tp_size(), stage_.tp_rank, C, /*add=*/true);
+      copy_rank_tokens(be, out, whole, BT, T, tp_size(), stage_.tp_rank, C, /*add=*/true);
     else
       be.add(out, out, whole, n);
   };
   be.linear_forward(a.qkv, x, w.qkv_w, w.qkv_b, BT, C, 3 * Ct);
-  be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, Ct, H, mask);
+  if (cp_size() > 1)  // ring attention (context_parallel.cpp), the padding mask looked up per block
+    attention_forward(a.attn_y, a.probs, a.qkv, B, T, Ct, H, l);
+  else
+    be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, Ct, H, mask);
   stop_point();
   row_parallel_forward(a.res_mid, a.attn_y, w.proj_w, w.proj_b, BT, Ct, C, l);
   add_residual(a.res_mid, x);
@@ -111,7 +114,10 @@ void BertModel::layer_backward(int l, const float* x, const Batch& batch) {
   // res_mid = x + proj(attention(qkv(x))): d_res += attention backward, giving d(x)
   layer_linear_backward(l, s.d_a, dw.proj_w, dw.proj_b, sequence_gathered(s.d_res, BT, C, l), a.attn_y, w.proj_w, BT,
                         Ct, C);
-  be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, Ct, H, mask);
+  if (cp_size() > 1)
+    attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, Ct, H, l);
+  else
+    be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, Ct, H, mask);
   stop_point();
   // (d_a, read by the attention's backward, is free: the partial sum's room)
   column_parallel_backward(s.d_res, dw.qkv_w, dw.qkv_b, s.d_qkv, x, w.qkv_w, BT, C, 3 * Ct, l, /*accumulate=*/true,
@@ -142,8 +148,9 @@ void BertModel::backward_impl(const Batch& batch, float dloss_per_row) {
     if (sequence_parallel()) {
       // The head's input was gathered and every rank ran the head on all of it: the
       // gradient is whole on every rank, and this rank's is its own tokens' block.
-      const std::vector<float> whole(s.d_res, s.d_res + n);
-      copy_rank_tokens(s.d_res, whole.data(), BT, batch.T, tp_size(), stage_.tp_rank, C);
+      float* whole = fit(sequence_head_, n);
+      be.copy(whole, s.d_res, n * static_cast<std::int64_t>(sizeof(float)));
+      copy_rank_tokens(be, s.d_res, whole, BT, batch.T, tp_size(), stage_.tp_rank, C);
     }
     release_parameters(0);
     release_parameters(head_unit());

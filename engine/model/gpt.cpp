@@ -10,10 +10,19 @@
 // Under sequence parallelism (model/sequence_parallel.cpp) x, res_mid, res_out
 // and the LayerNorms' statistics hold this rank's BT/t tokens (the first rows
 // of their buffers); ln1_out, ln2_out and final_ln_out are all-gathered whole.
+// Under context parallelism (model/context_parallel.h) T is this cp rank's
+// tokens of every sequence and attention passes keys and values round the ring.
 #include "model/gpt.h"
 
+#include "model/mixture_of_experts.h"
 
 namespace shardscope {
+
+Event GptModel::moe_context(int l) const {
+  Event context = event_context();  // the step and micro-batch; the layer's all-to-alls carry its unit
+  context.layer = l;
+  return context;
+}
 
 void GptModel::layer_forward(int l, const float* x, const Batch& batch) {
   const int B = batch.B, T = batch.T, BT = B * T, C = config_.channels;
@@ -24,15 +33,19 @@ void GptModel::layer_forward(int l, const float* x, const Batch& batch) {
   const std::int64_t mine = static_cast<std::int64_t>(sequence_rows(BT)) * C;  // this rank's tokens' elements
   sequence_layernorm_forward(a.ln1_out, a.ln1_mean, a.ln1_rstd, x, w.ln1_w, w.ln1_b, BT, C, l);
   be.linear_forward(a.qkv, a.ln1_out, w.qkv_w, w.qkv_b, BT, C, 3 * Ct);
-  be.attention_forward(a.attn_y, a.probs, a.qkv, B, T, Ct, H, AttentionMask{true, nullptr});
+  attention_forward(a.attn_y, a.probs, a.qkv, B, T, Ct, H, l);  // under cp, ring attention (context_parallel.cpp)
   stop_point();
   row_parallel_forward(a.res_mid, a.attn_y, w.proj_w, w.proj_b, BT, Ct, C, l);
   be.add(a.res_mid, a.res_mid, x, mine);
   sequence_layernorm_forward(a.ln2_out, a.ln2_mean, a.ln2_rstd, a.res_mid, w.ln2_w, w.ln2_b, BT, C, l);
-  be.linear_forward(a.fc, a.ln2_out, w.fc_w, w.fc_b, BT, C, 4 * Ct);
-  stop_point();
-  be.gelu_forward(a.gelu, a.fc, static_cast<std::int64_t>(BT) * 4 * Ct, config_.gelu);
-  row_parallel_forward(a.res_out, a.gelu, w.fc_proj_w, w.fc_proj_b, BT, 4 * Ct, C, l);
+  if (config_.moe_layer(l)) {  // the experts chosen by the router instead of one MLP (mixture_of_experts.h)
+    moe_->forward(l, a.res_out, a.ln2_out, w, BT, !recomputing_, moe_context(l));
+  } else {
+    be.linear_forward(a.fc, a.ln2_out, w.fc_w, w.fc_b, BT, C, 4 * Ct);
+    stop_point();
+    be.gelu_forward(a.gelu, a.fc, static_cast<std::int64_t>(BT) * 4 * Ct, config_.gelu);
+    row_parallel_forward(a.res_out, a.gelu, w.fc_proj_w, w.fc_proj_b, BT, 4 * Ct, C, l);
+  }
   be.add(a.res_out, a.res_out, a.res_mid, mine);
 }
 
@@ -66,18 +79,22 @@ void GptModel::layer_backward(int l, const float* x, const Batch& batch) {
   Backend& be = backend_;
   // MLP branch: d_res holds d(out) = d(res_mid) through the residual.
   // (Under sequence parallelism d_res holds this rank's tokens; g's backward gathers them.)
-  layer_linear_backward(l, s.d_fc, dw.fc_proj_w, dw.fc_proj_b, sequence_gathered(s.d_res, BT, C, l), a.gelu,
-                        w.fc_proj_w, BT, 4 * Ct, C);
-  stop_point();
-  be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * Ct, config_.gelu);
-  column_parallel_backward(s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln2_out, w.fc_w, BT, C, 4 * Ct, l);
+  if (config_.moe_layer(l)) {
+    moe_->backward(l, s.d_a, dw, s.d_res, a.ln2_out, w, BT, moe_aux_weight_, moe_context(l));
+  } else {
+    layer_linear_backward(l, s.d_fc, dw.fc_proj_w, dw.fc_proj_b, sequence_gathered(s.d_res, BT, C, l), a.gelu,
+                          w.fc_proj_w, BT, 4 * Ct, C);
+    stop_point();
+    be.gelu_backward(s.d_fc, s.d_fc, a.fc, static_cast<std::int64_t>(BT) * 4 * Ct, config_.gelu);
+    column_parallel_backward(s.d_a, dw.fc_w, dw.fc_b, s.d_fc, a.ln2_out, w.fc_w, BT, C, 4 * Ct, l);
+  }
   stop_point();
   sequence_layernorm_backward(s.d_res, dw.ln2_w, dw.ln2_b, s.d_a, a.res_mid, w.ln2_w, a.ln2_mean, a.ln2_rstd, BT, C,
                               /*accumulate=*/true);
   // Attention branch: d_res now holds d(res_mid) = d(x) through the residual.
   layer_linear_backward(l, s.d_a, dw.proj_w, dw.proj_b, sequence_gathered(s.d_res, BT, C, l), a.attn_y, w.proj_w, BT,
                         Ct, C);
-  be.attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, Ct, H, AttentionMask{true, nullptr});
+  attention_backward(s.d_qkv, s.d_probs, s.d_a, a.qkv, a.attn_y, a.probs, B, T, Ct, H, l);
   stop_point();
   column_parallel_backward(s.d_a, dw.qkv_w, dw.qkv_b, s.d_qkv, a.ln1_out, w.qkv_w, BT, C, 3 * Ct, l);
   sequence_layernorm_backward(s.d_res, dw.ln1_w, dw.ln1_b, s.d_a, x, w.ln1_w, a.ln1_mean, a.ln1_rstd, BT, C,

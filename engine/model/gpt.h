@@ -17,6 +17,7 @@ class GptModel final : public Model {
   void layer_forward(int l, const float* x, const Batch& batch) override;
   // d_res: d(layer output) in, d(layer input) out
   void layer_backward(int l, const float* x, const Batch& batch) override;
+  Event moe_context(int l) const;  // what layer l's expert-parallel all-to-alls are tagged with
 };
 
 }  // namespace shardscope

@@ -15,6 +15,7 @@
 #include "core/rng.h"
 #include "model/bert.h"
 #include "model/gpt.h"
+#include "model/mixture_of_experts.h"
 
 namespace shardscope {
 
@@ -33,7 +34,8 @@ Model::Model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger)
 Model::Model(const ModelConfig& config, const StageLayers& stage, Backend& backend, MemoryLedger& ledger,
              ModelBuffers buffers)
     : config_((validate_model_config(config), config)),
-      stage_(stage),
+      held_(stage),
+      stage_(stage.chunk(0)),
       layout_(config, stage),
       backend_(backend),
       ledger_(ledger),
@@ -41,7 +43,19 @@ Model::Model(const ModelConfig& config, const StageLayers& stage, Backend& backe
       grads_(buffers.gradients ? Buffer(ledger, MemoryCategory::gradients, layout_.total() * 4) : Buffer()),
       w_(WeightViews::bind(layout_, config_, params_.floats())),
       dw_(WeightViews::bind(layout_, config_, grads_.floats())),
-      slots_(1) {}
+      slots_(1) {
+  if (config_.experts > 0) moe_ = std::make_unique<MixtureOfExperts>(config_, backend_, ledger_);
+}
+
+Model::~Model() = default;
+
+const MoeStats* Model::moe_stats() const {
+  return moe_ ? &moe_->stats() : nullptr;
+}
+
+void Model::reset_moe_stats() {
+  if (moe_) moe_->reset_stats();
+}
 
 Tensor Model::grad(std::string_view name) const {
   if (grads_.empty())
@@ -89,7 +103,8 @@ void Model::init_unit(std::uint64_t seed, int unit, float* unit_base) const {
     } else if (is_bias || is_ln) {
       for (std::int64_t i = 0; i < n; ++i) out[i] = 0.0f;
     } else {
-      const bool residual = e.name.ends_with("attn.proj.weight") || e.name.ends_with("mlp.proj.weight");
+      const bool residual = e.name.ends_with("attn.proj.weight") || e.name.ends_with("mlp.proj.weight") ||
+                            e.name.ends_with("mlp.experts.proj.weight");
       const float std = residual ? residual_std : 0.02f;
       for (std::int64_t i = 0; i < n; ++i) out[i] = rng.normal(0.0f, std);
     }
@@ -106,9 +121,10 @@ void Model::ensure_activations(int B, int T) {
   if (s.acts.B != B || s.acts.T != T || s.checkpointing != checkpointing_ || s.buffer.empty()) {
     s.buffer = Buffer();  // release first: the ledger peak must not count both
     s.buffer = Buffer(ledger_, MemoryCategory::activations,
-                      Activations::total_floats(config_, B, T, checkpointing_, stage_, attention_kernel()) * 4);
+                      Activations::total_floats(config_, B, T, checkpointing_, held_, attention_kernel()) * 4);
     s.checkpointing = checkpointing_;
-    s.acts.bind(config_, B, T, checkpointing_, stage_, s.buffer.floats(), attention_kernel());
+    s.acts.bind(config_, B, T, checkpointing_, held_, s.buffer.floats(),
+                attention_kernel());  // a slot serves any chunk
   }
   ensure_scratch(B, T);
 }
@@ -118,8 +134,8 @@ void Model::ensure_scratch(int B, int T) {
   scratch_buffer_ = Buffer();
   scratch_buffer_ =
       Buffer(ledger_, MemoryCategory::workspace,
-             BackwardScratch::total_floats(config_, B, T, stage_.head, attention_kernel(), stage_.tp_size) * 4);
-  scratch_.bind(config_, B, T, stage_.head, scratch_buffer_.floats(), attention_kernel(), stage_.tp_size);
+             BackwardScratch::total_floats(config_, B, T, held_.head, attention_kernel(), held_.tp_size) * 4);
+  scratch_.bind(config_, B, T, held_.head, scratch_buffer_.floats(), attention_kernel(), held_.tp_size);
   scratch_B_ = B;
   scratch_T_ = T;
 }
@@ -133,14 +149,14 @@ void Model::set_activation_slots(int count) {
 }
 
 float* Model::stage_input(int B, int T) {
-  ensure_activations(B, T);
+  ensure_activations(B, T / cp_size());
   return acts().stage_input;
 }
 
 const float* Model::stage_output() const { return layer_output(stage_.end_layer - 1); }
 
 float* Model::output_gradient(int B, int T) {
-  ensure_scratch(B, T);
+  ensure_scratch(B, T / cp_size());
   return scratch_.d_res;
 }
 
@@ -164,8 +180,10 @@ void Model::check_batch(const Batch& b) const {
   }
 }
 
-float Model::forward(const Batch& batch) {
-  check_batch(batch);
+float Model::forward(const Batch& whole) {
+  check_batch(whole);
+  // Context parallelism: this cp rank's T / cp tokens of every sequence from here on.
+  const Batch batch = cp_size() > 1 ? context_parallel_batch(whole) : whole;
   ensure_activations(batch.B, batch.T);
   sequence_length_ = batch.T;  // sequence parallelism's token blocks are T / tp
   Slot& s = slot();
@@ -211,6 +229,7 @@ void Model::backward(double loss_rows) {
   const double rows = loss_rows > 0.0 ? loss_rows : static_cast<double>(s.scored_rows);
   const float dloss = rows > 0.0 ? static_cast<float>(loss_scale_ / rows) : 0.0f;
   sequence_length_ = s.batch.T;
+  moe_aux_weight_ = dloss * static_cast<float>(s.scored_rows);  // this micro-batch's share of the objective
   backward_impl(s.batch, dloss);
 }
 
@@ -265,7 +284,9 @@ void Model::layers_backward(const Batch& batch) {
 void Model::prepare_layer_backward(int l, const Batch& batch) {
   if (!checkpointing_) return;
   const std::int64_t start = now_ns();
+  recomputing_ = true;
   layer_forward(l, layer_input(l), batch);  // same inputs, same ops: bit-identical activations
+  recomputing_ = false;
   emit_span(ComputeKind::recompute, l, start);
 }
 

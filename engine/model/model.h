@@ -17,6 +17,8 @@
 #include "events/event.h"
 #include "model/activation_slots.h"
 #include "model/activations.h"
+#include "model/backend_scratch.h"
+#include "model/context_parallel.h"
 #include "model/model_config.h"
 #include "model/parameter_layout.h"
 #include "model/tensor_parallel.h"
@@ -25,6 +27,8 @@
 namespace shardscope {
 
 class DeviceClock;
+class MixtureOfExperts;
+struct MoeStats;
 
 // One batch of token ids, row-major (B, T). Pointers stay valid through backward.
 struct Batch {
@@ -64,13 +68,20 @@ class Model {
   Model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger);
   Model(const ModelConfig& config, const StageLayers& stage, Backend& backend, MemoryLedger& ledger,
         ModelBuffers buffers = {});
-  virtual ~Model() = default;
+  virtual ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
 
   const ModelConfig& config() const { return config_; }
   const ParameterLayout& layout() const { return layout_; }
-  const StageLayers& stage() const { return stage_; }
+  // What the stage holds: with several chunks (interleaved pipelines) their
+  // union, embedding if any chunk embeds, head if any runs the head.
+  const StageLayers& stage() const { return held_; }
+  // Interleaved pipelines: forward, backward and the stage's input and output
+  // act on chunk c of the stage (StageLayers::chunk) until the next call; the
+  // runtime selects each action's chunk before running it. Chunk 0 at first.
+  void select_chunk(int c) { stage_ = held_.chunk(c); }
+  int chunks() const { return held_.chunks; }
   Backend& backend() { return backend_; }
 
   float* params() { return params_.floats(); }
@@ -138,7 +149,8 @@ class Model {
   // forward. A stage without the head takes the gradient of its output in
   // output_gradient(), filled before backward. After forward, stage_output()
   // is this stage's output; after backward, input_gradient() is the gradient
-  // of its input. All (B, T, C).
+  // of its input. All (B, T, C); under context parallelism T is the whole
+  // sequence's and the buffers hold this cp rank's T / cp tokens of it.
   float* stage_input(int B, int T);
   const float* stage_output() const;
   float* output_gradient(int B, int T);
@@ -207,8 +219,23 @@ class Model {
   // (stage().tp_rank of stage().tp_size) combines its partial results over.
   // Needed before forward when tp_size > 1.
   void set_tensor_parallel_group(TensorParallelGroup* group) { tp_group_ = group; }
+  // Context parallelism (model/context_parallel.h): forward takes the whole
+  // (B, T) batch and runs this cp rank's T / cp tokens of every sequence.
+  void set_context_parallel_group(ContextParallelGroup* group) { cp_group_ = group; }
+  // The cp ranks sharing each sequence (1 without context parallelism): a stage's
+  // input and output gradient hold T / this many tokens of every sequence.
+  int context_parallel_size() const { return cp_size(); }
+
+  // Mixture of experts (model/mixture_of_experts.h): the MoE layers' routing,
+  // and its figures summed over the forwards since reset_moe_stats (null: a dense model).
+  const MixtureOfExperts* mixture_of_experts() const { return moe_.get(); }
+  MixtureOfExperts* mixture_of_experts() { return moe_.get(); }  // expert parallelism sets its group here
+  const MoeStats* moe_stats() const;
+  void reset_moe_stats();
 
  protected:
+  // The step and micro-batch now running (set_event_context): what a layer's collectives are tagged with.
+  const Event& event_context() const { return event_base_; }
   // A place a run may stop mid-layer (set_layer_boundary_callback).
   void stop_point() const {
     if (on_layer_boundary_) on_layer_boundary_();
@@ -227,6 +254,7 @@ class Model {
     int scored_rows = 0;
     bool have_forward = false;
     std::vector<std::int32_t> type_ids;  // BERT segments of the batch (0 when not given)
+    std::vector<std::int32_t> cp_tokens;  // context parallelism: this rank's tokens (context_parallel_batch)
     Buffer device_ints;  // device backends: ids, targets, segments and padding mask, uploaded
     // Between backward_input and backward_weights: the linears whose weight
     // gradients W still owes, in B's order, and their kept output gradients.
@@ -321,7 +349,36 @@ class Model {
   const float* sequence_gathered(const float* d, int rows, int C, int layer);
   // The sequence length of the micro-batch running now (the token blocks' size is T / tp).
   int sequence_length_ = 0;
-  std::vector<float> sequence_full_, sequence_chunks_, sequence_shard_, sequence_gathered_;
+  // Scratch in the backend's memory (model/backend_scratch.h): SP's token blocks, BERT's head gradient under
+  // SP, the vocabulary-parallel loss's per-row maxima and sums.
+  BackendScratch sequence_full_, sequence_chunks_, sequence_shard_, sequence_gathered_, sequence_head_, tp_loss_;
+  float* fit(BackendScratch& scratch, std::int64_t floats) { return scratch.fit(backend_, ledger_, floats); }
+  // ---- context parallelism (context_parallel.cpp): with cp 1, the backend's attention ----
+  int cp_size() const { return cp_group_ != nullptr ? cp_group_->size() : 1; }
+  // The position in its sequence of local token t of a (B, T) micro-batch (T: this rank's tokens).
+  int global_position(int t, int T) const {
+    return cp_size() == 1 ? t : context_parallel_position(t, T, cp_group_->rank(), cp_size(), cp_group_->zigzag());
+  }
+  // This rank's tokens of every sequence of `batch` (ids, targets, segments, padding copied into the slot).
+  Batch context_parallel_batch(const Batch& batch);
+  // The (vocabulary-parallel) embedding of this rank's tokens at their global positions, and its
+  // backward: host loops over this tp rank's token rows [first, first + owned).
+  void context_parallel_embedding_forward(float* rows, const Batch& batch, std::int64_t first, std::int64_t owned);
+  void context_parallel_embedding_backward(const float* d_out, const Batch& batch, std::int64_t first,
+                                           std::int64_t owned);
+  // Whether a query at `query_position` attends to the key at `key_position` of sequence b
+  // (GPT: causal; BERT: not padding). T: this rank's tokens per sequence.
+  bool context_parallel_key_visible(int b, int key_position, int query_position, int T) const;
+  // Attention of this rank's queries against every rank's keys and values
+  // (GPT causal, BERT by the padding mask), passed round the ring under cp;
+  // probs keeps each row's log-sum-exp (B, H, T). With cp 1 the backend's causal op.
+  void attention_forward(float* out, float* probs, const float* qkv, int B, int T, int C, int H, int layer);
+  void attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv, const float* out,
+                          const float* probs, int B, int T, int C, int H, int layer);
+  // The ring's blocks in flight: KV to send and KV received (forward); in
+  // backward also their dK, dV accumulators, sent and received. On the ledger.
+  Buffer cp_blocks_;
+  float* cp_block_floats(std::int64_t floats);  // cp_blocks_ at least this large
   // The (vocabulary-parallel) token + position embedding into out (B*T, C), and its backward.
   void token_embedding_forward(float* out, const Batch& batch);
   void token_embedding_backward(const float* d_out, const Batch& batch);
@@ -334,8 +391,15 @@ class Model {
   void emit_span(ComputeKind kind, int layer, std::int64_t start_ns);
   std::int64_t now_ns() const;
 
+  // The MoE layers' MLPs (null for a dense model); recomputing_: a checkpointed
+  // layer's second forward, whose routing is not counted again.
+  std::unique_ptr<MixtureOfExperts> moe_;
+  bool recomputing_ = false;
+  float moe_aux_weight_ = 0.0f;  // this micro-batch's weight in the objective (MixtureOfExperts::backward)
+
   ModelConfig config_;
-  StageLayers stage_;
+  StageLayers held_;   // every chunk of the stage
+  StageLayers stage_;  // the chunk running now (select_chunk): what forward and backward use
   ParameterLayout layout_;
   Backend& backend_;
   MemoryLedger& ledger_;
@@ -371,6 +435,7 @@ class Model {
   Event event_base_;
   std::shared_ptr<const std::vector<float>> initial_;  // set_initial_parameters
   TensorParallelGroup* tp_group_ = nullptr;
+  ContextParallelGroup* cp_group_ = nullptr;
 };
 
 std::unique_ptr<Model> make_model(const ModelConfig& config, Backend& backend, MemoryLedger& ledger);

@@ -28,7 +28,10 @@ ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& s
   } else if (stage.head) {
     add("embed.tokens", {V, C}, true, rows);  // the tied head's copy
   }
-  for (int l = stage.first_layer; l < stage.end_layer; ++l) {
+  std::vector<int> layers;  // the stage's layers in model order (several chunks: interleaved pipelines)
+  for (int c = 0; c < stage.chunks; ++c)
+    for (int l = stage.chunk(c).first_layer; l < stage.chunk(c).end_layer; ++l) layers.push_back(l);
+  for (const int l : layers) {
     const std::string p = "layer" + std::to_string(l) + ".";
     if (gpt) {  // pre-LN: ln1 -> attn, ln2 -> mlp
       add(p + "ln1.weight", {C}, false);
@@ -45,10 +48,19 @@ ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& s
       add(p + "ln1.weight", {C}, false);
       add(p + "ln1.bias", {C}, false);
     }
-    add(p + "mlp.fc.weight", {4 * C, C}, true, rows);
-    add(p + "mlp.fc.bias", {4 * C}, false, rows);
-    add(p + "mlp.proj.weight", {C, 4 * C}, true, columns);
-    add(p + "mlp.proj.bias", {C}, false, whole);
+    if (config.moe_layer(l)) {  // a router and E expert MLPs, stacked (model/mixture_of_experts.h)
+      const std::int64_t E = config.experts;
+      add(p + "mlp.router.weight", {E, C}, true);
+      add(p + "mlp.experts.fc.weight", {E, 4 * C, C}, true);
+      add(p + "mlp.experts.fc.bias", {E, 4 * C}, false);
+      add(p + "mlp.experts.proj.weight", {E, C, 4 * C}, true);
+      add(p + "mlp.experts.proj.bias", {E, C}, false);
+    } else {
+      add(p + "mlp.fc.weight", {4 * C, C}, true, rows);
+      add(p + "mlp.fc.bias", {4 * C}, false, rows);
+      add(p + "mlp.proj.weight", {C, 4 * C}, true, columns);
+      add(p + "mlp.proj.bias", {C}, false, whole);
+    }
     if (!gpt) {
       add(p + "ln2.weight", {C}, false);
       add(p + "ln2.bias", {C}, false);
@@ -147,12 +159,23 @@ float** field_for(WeightViews& w, const std::string& name) {
       {"mlm.dense.bias", &WeightViews::head_dense_b}, {"mlm.decoder_bias", &WeightViews::decoder_bias},
       {"pooler.dense.weight", &WeightViews::pooler_w}, {"pooler.dense.bias", &WeightViews::pooler_b}};
   static const std::map<std::string, float* LayerWeights::*> layer = {
-      {"ln1.weight", &LayerWeights::ln1_w},         {"ln1.bias", &LayerWeights::ln1_b},
-      {"attn.qkv.weight", &LayerWeights::qkv_w},    {"attn.qkv.bias", &LayerWeights::qkv_b},
-      {"attn.proj.weight", &LayerWeights::proj_w},  {"attn.proj.bias", &LayerWeights::proj_b},
-      {"ln2.weight", &LayerWeights::ln2_w},         {"ln2.bias", &LayerWeights::ln2_b},
-      {"mlp.fc.weight", &LayerWeights::fc_w},       {"mlp.fc.bias", &LayerWeights::fc_b},
-      {"mlp.proj.weight", &LayerWeights::fc_proj_w}, {"mlp.proj.bias", &LayerWeights::fc_proj_b}};
+      {"ln1.weight", &LayerWeights::ln1_w},
+      {"ln1.bias", &LayerWeights::ln1_b},
+      {"attn.qkv.weight", &LayerWeights::qkv_w},
+      {"attn.qkv.bias", &LayerWeights::qkv_b},
+      {"attn.proj.weight", &LayerWeights::proj_w},
+      {"attn.proj.bias", &LayerWeights::proj_b},
+      {"ln2.weight", &LayerWeights::ln2_w},
+      {"ln2.bias", &LayerWeights::ln2_b},
+      {"mlp.fc.weight", &LayerWeights::fc_w},
+      {"mlp.fc.bias", &LayerWeights::fc_b},
+      {"mlp.proj.weight", &LayerWeights::fc_proj_w},
+      {"mlp.proj.bias", &LayerWeights::fc_proj_b},
+      {"mlp.router.weight", &LayerWeights::router_w},
+      {"mlp.experts.fc.weight", &LayerWeights::fc_w},
+      {"mlp.experts.fc.bias", &LayerWeights::fc_b},
+      {"mlp.experts.proj.weight", &LayerWeights::fc_proj_w},
+      {"mlp.experts.proj.bias", &LayerWeights::fc_proj_b}};
   if (auto it = top.find(name); it != top.end()) return &(w.*(it->second));
   if (name.starts_with("layer")) {
     const auto dot = name.find('.');

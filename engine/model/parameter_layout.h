@@ -103,6 +103,9 @@ struct LayerWeights {
   float* fc_b;       // (4C)
   float* fc_proj_w;  // (C, 4C)
   float* fc_proj_b;  // (C)
+  // A mixture-of-experts layer: fc_* and fc_proj_* hold E experts stacked,
+  // (E, 4C, C) (E, 4C) (E, C, 4C) (E, C), and the router picks among them.
+  float* router_w = nullptr;  // (E, C)
 };
 
 struct WeightViews {

@@ -14,9 +14,6 @@
 // block. This engine's are (b, s, h): a rank's shard is (b, s/t, h), and the
 // gather and scatter copy token blocks between (b, s, h) and the collectives'
 // rank-major (t, b, s/t, h) with strided copies (sequence_chunks_).
-#include <algorithm>
-#include <cstring>
-
 #include "model/model.h"
 #include "model/sequence_tokens.h"
 
@@ -30,49 +27,51 @@ Event at_layer(Event base, int layer) {
 
 // Copies token blocks between (B, T, C) and the rank-major (t, B, T/t, C):
 // to_chunks true reads `full` into `chunks`, false writes `chunks` into `full`.
-void copy_token_blocks(float* full, float* chunks, int rows, int T, int t, int C, bool to_chunks) {
+// One backend copy per block, so the blocks stay in the backend's memory.
+void copy_token_blocks(Backend& backend, float* full, float* chunks, int rows, int T, int t, int C, bool to_chunks) {
   const int B = rows / T, block = T / t;
-  const auto span = static_cast<std::size_t>(block) * C;
+  const std::int64_t span = static_cast<std::int64_t>(block) * C;
+  const auto bytes = span * static_cast<std::int64_t>(sizeof(float));
   for (int r = 0; r < t; ++r)
     for (int b = 0; b < B; ++b) {
       float* f = full + (static_cast<std::int64_t>(b) * T + static_cast<std::int64_t>(r) * block) * C;
-      float* c = chunks + (static_cast<std::int64_t>(r) * B + b) * static_cast<std::int64_t>(span);
+      float* c = chunks + (static_cast<std::int64_t>(r) * B + b) * span;
       if (to_chunks)
-        std::memcpy(c, f, span * sizeof(float));
+        backend.copy(c, f, bytes);
       else
-        std::memcpy(f, c, span * sizeof(float));
+        backend.copy(f, c, bytes);
     }
-}
-
-void fit(std::vector<float>& buffer, std::int64_t n) {
-  if (static_cast<std::int64_t>(buffer.size()) < n) buffer.resize(static_cast<std::size_t>(n));
 }
 }  // namespace
 
-void copy_rank_tokens(float* shard, const float* whole, int rows, int T, int t, int rank, int C, bool add) {
+void copy_rank_tokens(Backend& backend, float* shard, const float* whole, int rows, int T, int t, int rank, int C,
+                      bool add) {
   const int B = rows / T, block = T / t;
   const std::int64_t span = static_cast<std::int64_t>(block) * C;
   for (int b = 0; b < B; ++b) {
     const float* from = whole + (static_cast<std::int64_t>(b) * T + static_cast<std::int64_t>(rank) * block) * C;
     float* to = shard + b * span;
-    for (std::int64_t i = 0; i < span; ++i) to[i] = add ? to[i] + from[i] : from[i];
+    if (add)
+      backend.add(to, to, from, span);
+    else
+      backend.copy(to, from, span * static_cast<std::int64_t>(sizeof(float)));
   }
 }
 
 void Model::sequence_all_gather(float* full, const float* shard, int rows, int C, int layer) {
   const int t = tp_size();
   const std::int64_t n = static_cast<std::int64_t>(rows) * C;
-  fit(sequence_chunks_, n);
-  tp_group_->all_gather(shard, sequence_chunks_.data(), n / t, at_layer(event_base_, layer));
-  copy_token_blocks(full, sequence_chunks_.data(), rows, sequence_length_, t, C, false);
+  float* chunks = fit(sequence_chunks_, n);
+  tp_group_->all_gather(shard, chunks, n / t, at_layer(event_base_, layer));
+  copy_token_blocks(backend_, full, chunks, rows, sequence_length_, t, C, false);
 }
 
 void Model::sequence_reduce_scatter(float* shard, const float* full, int rows, int C, int layer) {
   const int t = tp_size();
   const std::int64_t n = static_cast<std::int64_t>(rows) * C;
-  fit(sequence_chunks_, n);
-  copy_token_blocks(const_cast<float*>(full), sequence_chunks_.data(), rows, sequence_length_, t, C, true);
-  tp_group_->reduce_scatter_sum(sequence_chunks_.data(), shard, n / t, at_layer(event_base_, layer));
+  float* chunks = fit(sequence_chunks_, n);
+  copy_token_blocks(backend_, const_cast<float*>(full), chunks, rows, sequence_length_, t, C, true);
+  tp_group_->reduce_scatter_sum(chunks, shard, n / t, at_layer(event_base_, layer));
 }
 
 void Model::sequence_layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* weight,
@@ -82,9 +81,9 @@ void Model::sequence_layernorm_forward(float* out, float* mean, float* rstd, con
     return;
   }
   const int mine = sequence_rows(rows);
-  fit(sequence_shard_, static_cast<std::int64_t>(mine) * C);
-  backend_.layernorm_forward(sequence_shard_.data(), mean, rstd, x, weight, bias, mine, C, config_.ln_eps);
-  sequence_all_gather(out, sequence_shard_.data(), rows, C, layer);  // f: the column-parallel linear's whole input
+  float* shard = fit(sequence_shard_, static_cast<std::int64_t>(mine) * C);
+  backend_.layernorm_forward(shard, mean, rstd, x, weight, bias, mine, C, config_.ln_eps);
+  sequence_all_gather(out, shard, rows, C, layer);  // f: the column-parallel linear's whole input
 }
 
 void Model::sequence_layernorm_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out,
@@ -98,21 +97,20 @@ void Model::sequence_layernorm_backward(float* d_in, float* d_weight, float* d_b
   // group before they join d_weight and d_bias (which may already hold the
   // earlier micro-batches' whole sums). Tagged outside the layers (layer -1):
   // the per-layer traffic counts the f and g collectives only.
-  std::vector<float> partial(2 * static_cast<std::size_t>(C), 0.0f);
-  backend_.layernorm_backward(d_in, partial.data(), partial.data() + C, d_out, in, weight, mean, rstd,
-                              sequence_rows(rows), C, accumulate);
-  tp_group_->all_reduce_sum(partial.data(), 2 * C, at_layer(event_base_, -1));
-  for (int c = 0; c < C; ++c) {
-    d_weight[c] += partial[static_cast<std::size_t>(c)];
-    d_bias[c] += partial[static_cast<std::size_t>(C + c)];
-  }
+  float* partial = fit(sequence_shard_, 2 * static_cast<std::int64_t>(C));
+  backend_.fill(partial, 0.0f, 2 * static_cast<std::int64_t>(C));
+  backend_.layernorm_backward(d_in, partial, partial + C, d_out, in, weight, mean, rstd, sequence_rows(rows), C,
+                              accumulate);
+  tp_group_->all_reduce_sum(partial, 2 * C, at_layer(event_base_, -1));
+  backend_.add(d_weight, d_weight, partial, C);
+  backend_.add(d_bias, d_bias, partial + C, C);
 }
 
 const float* Model::sequence_gathered(const float* d, int rows, int C, int layer) {
   if (!sequence_parallel()) return d;
-  fit(sequence_gathered_, static_cast<std::int64_t>(rows) * C);
-  sequence_all_gather(sequence_gathered_.data(), d, rows, C, layer);  // g's backward
-  return sequence_gathered_.data();
+  float* whole = fit(sequence_gathered_, static_cast<std::int64_t>(rows) * C);
+  sequence_all_gather(whole, d, rows, C, layer);  // g's backward
+  return whole;
 }
 
 }  // namespace shardscope

@@ -8,7 +8,11 @@
 
 namespace shardscope {
 
-// shard (rows / t, C) := (add: +=) tp rank `rank`'s tokens of whole (rows, C), T tokens a sequence.
-void copy_rank_tokens(float* shard, const float* whole, int rows, int T, int t, int rank, int C, bool add = false);
+class Backend;
+
+// shard (rows / t, C) := (add: +=) tp rank `rank`'s tokens of whole (rows, C), T tokens a sequence,
+// with the backend's copies and adds (both in its memory).
+void copy_rank_tokens(Backend& backend, float* shard, const float* whole, int rows, int T, int t, int rank, int C,
+                      bool add = false);
 
 }  // namespace shardscope

@@ -3,14 +3,11 @@
 // g after a row-parallel linear, f's backward before a column-parallel one,
 // the vocabulary-parallel embedding and cross-entropy. With tp 1 each runs
 // the one backend op the model ran before, and nothing else.
-//
-// The vocabulary-parallel pieces loop over host memory (the CPU backend);
-// the trainer refuses --tp with --device cuda until they have device kernels.
-#include <cmath>
-#include <vector>
-
+// The vocabulary-parallel pieces are backend ops (ops/backend.h), on the
+// CPU and on a GPU alike.
+// Under context parallelism the embeddings loop over host memory instead (each
+// token at its position in the whole sequence, model/context_parallel.cpp).
 #include "model/model.h"
-#include "ops/math.h"
 
 namespace shardscope {
 
@@ -32,9 +29,9 @@ void Model::row_parallel_forward(float* out, const float* in, const float* weigh
   // sum of the output. g: the sum over the group, then the (whole) bias once.
   // Under sequence parallelism g is a reduce-scatter: out gets this rank's tokens only.
   if (sequence_parallel()) {
-    sequence_full_.resize(static_cast<std::size_t>(rows) * out_f);
-    backend_.linear_forward(sequence_full_.data(), in, weight, nullptr, rows, in_f, out_f);
-    sequence_reduce_scatter(out, sequence_full_.data(), rows, out_f, layer);
+    float* full = fit(sequence_full_, static_cast<std::int64_t>(rows) * out_f);
+    backend_.linear_forward(full, in, weight, nullptr, rows, in_f, out_f);
+    sequence_reduce_scatter(out, full, rows, out_f, layer);
     if (bias != nullptr) backend_.add_bias_rows(out, bias, sequence_rows(rows), out_f);
     return;
   }
@@ -64,10 +61,10 @@ void Model::column_parallel_backward(float* d_in, float* d_weight, float* d_bias
   // Under SP f's backward is a reduce-scatter: d_in gets this rank's tokens only. (Not BERT's
   // decoder: the MLM transform before it runs on whole tokens, so its input gradient stays whole.)
   if (sequence_parallel() && !(layer < 0 && config_.kind == ModelKind::bert)) {
-    sequence_full_.resize(static_cast<std::size_t>(n));
-    linear_backward(sequence_full_.data(), false);
+    float* full = fit(sequence_full_, n);
+    linear_backward(full, false);
     float* mine = accumulate ? partial : d_in;
-    sequence_reduce_scatter(mine, sequence_full_.data(), rows, in_f, layer);
+    sequence_reduce_scatter(mine, full, rows, in_f, layer);
     if (accumulate) backend_.add(d_in, d_in, mine, n / tp_size());
     return;
   }
@@ -80,65 +77,49 @@ void Model::column_parallel_backward(float* d_in, float* d_weight, float* d_bias
 void Model::token_embedding_forward(float* out, const Batch& batch) {
   const int B = batch.B, T = batch.T, C = config_.channels;
   const bool bert = config_.kind == ModelKind::bert;  // BERT adds segment (token type) embeddings
-  if (tp_size() == 1) {
-    backend_.embedding_forward(out, batch.input_ids, bert ? batch.token_type_ids : nullptr, w_.tokens, w_.positions,
-                               bert ? w_.token_types : nullptr, B, T, C);
+  const std::int32_t* type_ids = bert ? batch.token_type_ids : nullptr;
+  const float* types = bert ? w_.token_types : nullptr;
+  if (tp_size() == 1 && cp_size() == 1) {
+    backend_.embedding_forward(out, batch.input_ids, type_ids, w_.tokens, w_.positions, types, B, T, C);
     return;
   }
   // Rank i holds token rows [i V/t, (i + 1) V/t): the rank that owns a token
   // writes its row plus the position (and segment), the others 0, and the sum
   // over the group is the whole embedding (the replicated tables added once, by the owner).
   // Under sequence parallelism the sum is a reduce-scatter: out gets this rank's tokens only.
-  float* whole = out;
-  if (sequence_parallel()) {
-    sequence_full_.resize(static_cast<std::size_t>(B) * T * C);
-    out = sequence_full_.data();
-  }
-  const std::int64_t first = static_cast<std::int64_t>(stage_.tp_rank) * (config_.vocab / tp_size());
-  const std::int64_t owned = config_.vocab / tp_size();
-  for (std::int64_t r = 0; r < static_cast<std::int64_t>(B) * T; ++r) {
-    const std::int64_t local = batch.input_ids[r] - first;
-    float* row = out + r * C;
-    const bool mine = local >= 0 && local < owned;
-    const float* token = w_.tokens + local * C;
-    const float* position = w_.positions + (r % T) * C;
-    for (int c = 0; c < C; ++c) row[c] = mine ? token[c] + position[c] : 0.0f;
-    if (!bert || !mine) continue;
-    const float* type = w_.token_types + static_cast<std::int64_t>(batch.token_type_ids[r]) * C;
-    for (int c = 0; c < C; ++c) row[c] += type[c];
-  }
-  if (sequence_parallel())
-    sequence_reduce_scatter(whole, out, B * T, C, -1);
+  const std::int64_t n = static_cast<std::int64_t>(B) * T * C;
+  float* rows = sequence_parallel() ? fit(sequence_full_, n) : out;
+  const int owned = config_.vocab / tp_size();
+  if (cp_size() == 1)
+    backend_.vocab_embedding_forward(rows, batch.input_ids, type_ids, w_.tokens, w_.positions, types, B, T, C,
+                                     stage_.tp_rank * owned, owned);
   else
-    tp_group_->all_reduce_sum(out, static_cast<std::int64_t>(B) * T * C, at_layer(event_base_, -1));
+    context_parallel_embedding_forward(rows, batch, stage_.tp_rank * owned, owned);
+  if (tp_size() == 1) return;  // context parallelism alone: every row is this rank's
+  if (sequence_parallel())
+    sequence_reduce_scatter(out, rows, B * T, C, -1);
+  else
+    tp_group_->all_reduce_sum(out, n, at_layer(event_base_, -1));
 }
 
 void Model::token_embedding_backward(const float* d_out, const Batch& batch) {
   const int B = batch.B, T = batch.T, C = config_.channels;
   const bool bert = config_.kind == ModelKind::bert;
-  if (tp_size() == 1) {
-    backend_.embedding_backward(dw_.tokens, dw_.positions, bert ? dw_.token_types : nullptr, d_out, batch.input_ids,
-                                bert ? batch.token_type_ids : nullptr, B, T, C);
+  const std::int32_t* type_ids = bert ? batch.token_type_ids : nullptr;
+  float* d_types = bert ? dw_.token_types : nullptr;
+  if (tp_size() == 1 && cp_size() == 1) {
+    backend_.embedding_backward(dw_.tokens, dw_.positions, d_types, d_out, batch.input_ids, type_ids, B, T, C);
     return;
   }
   // d_out is whole on every rank (under sequence parallelism once all-gathered):
   // each adds it to the token rows it owns, and to the (replicated) positions and segments.
   d_out = sequence_gathered(d_out, B * T, C, -1);
-  const std::int64_t first = static_cast<std::int64_t>(stage_.tp_rank) * (config_.vocab / tp_size());
-  const std::int64_t owned = config_.vocab / tp_size();
-  for (std::int64_t r = 0; r < static_cast<std::int64_t>(B) * T; ++r) {
-    const float* g = d_out + r * C;
-    float* position = dw_.positions + (r % T) * C;
-    for (int c = 0; c < C; ++c) position[c] += g[c];
-    if (bert) {
-      float* type = dw_.token_types + static_cast<std::int64_t>(batch.token_type_ids[r]) * C;
-      for (int c = 0; c < C; ++c) type[c] += g[c];
-    }
-    const std::int64_t local = batch.input_ids[r] - first;
-    if (local < 0 || local >= owned) continue;
-    float* token = dw_.tokens + local * C;
-    for (int c = 0; c < C; ++c) token[c] += g[c];
-  }
+  const int owned = config_.vocab / tp_size();
+  if (cp_size() == 1)
+    backend_.vocab_embedding_backward(dw_.tokens, dw_.positions, d_types, d_out, batch.input_ids, type_ids, B, T, C,
+                                      stage_.tp_rank * owned, owned);
+  else
+    context_parallel_embedding_backward(d_out, batch, stage_.tp_rank * owned, owned);
 }
 
 // Vocabulary-parallel cross-entropy (Megatron's vocab_parallel_cross_entropy):
@@ -146,36 +127,25 @@ void Model::token_embedding_backward(const float* d_out, const Batch& batch) {
 // each rank holding V/t of every row's logits z: the maximum over the group
 // (an all-gather of the t local maxima), then the sum of e^(z_j - m) and the
 // target logit (0 on the ranks that do not own it) summed over the group.
+// The pieces are backend ops on scratch in its memory, so a GPU rank's
+// logits never leave the device.
 float Model::cross_entropy_forward(const Batch& batch) {
   Activations& a = acts();
   const int rows = batch.B * batch.T, t = tp_size();
   if (t == 1) return backend_.cross_entropy_forward(a.losses, a.logits, batch.targets, rows, config_.vocab);
   const int V = config_.vocab / t;
-  const std::int64_t first = static_cast<std::int64_t>(stage_.tp_rank) * V;
-  const auto n = static_cast<std::size_t>(rows);
-  std::vector<float> local_max(n, -INFINITY), maxima(n * static_cast<std::size_t>(t));
-  for (std::size_t r = 0; r < n; ++r)
-    for (int j = 0; j < V; ++j) local_max[r] = math::max_f(local_max[r], a.logits[r * V + j]);
+  // [local maxima (rows) | the group's (t, rows) | row maxima (rows) | sums of exponentials, target logits (2, rows)]
+  float* local_max = fit(tp_loss_, static_cast<std::int64_t>(rows) * (t + 4));
+  float* maxima = local_max + rows;
+  float* row_max = maxima + static_cast<std::int64_t>(t) * rows;
+  float* sums = row_max + rows;
+  backend_.row_max(local_max, a.logits, rows, V);
   const Event context = at_layer(event_base_, -1);
-  tp_group_->all_gather(local_max.data(), maxima.data(), rows, context);
-  std::vector<float> row_max(n, -INFINITY), sums(2 * n, 0.0f);  // [sum of exponentials | target logit]
-  for (std::size_t r = 0; r < n; ++r) {
-    for (int k = 0; k < t; ++k) row_max[r] = math::max_f(row_max[r], maxima[k * n + r]);
-    for (int j = 0; j < V; ++j) sums[r] += math::exp_approx(a.logits[r * V + j] - row_max[r]);
-    const std::int64_t target = batch.targets[r] - first;
-    if (batch.targets[r] >= 0 && target >= 0 && target < V) sums[n + r] = a.logits[r * V + target];
-  }
-  tp_group_->all_reduce_sum(sums.data(), 2 * rows, context);
-  double total = 0.0;
-  int counted = 0;
-  for (std::size_t r = 0; r < n; ++r) {
-    a.log_sum_exp[r] = std::log(sums[r]) + row_max[r];  // kept for backward
-    a.losses[r] = batch.targets[r] < 0 ? 0.0f : math::cross_entropy_loss(sums[r], row_max[r], sums[n + r]);
-    if (batch.targets[r] < 0) continue;
-    total += a.losses[r];
-    ++counted;
-  }
-  return counted > 0 ? static_cast<float>(total / counted) : 0.0f;
+  tp_group_->all_gather(local_max, maxima, rows, context);
+  backend_.vocab_cross_entropy_sums(sums, row_max, maxima, t, a.logits, batch.targets, rows, V, stage_.tp_rank * V);
+  tp_group_->all_reduce_sum(sums, 2 * static_cast<std::int64_t>(rows), context);
+  // log_sum_exp is kept for backward
+  return backend_.vocab_cross_entropy_losses(a.losses, a.log_sum_exp, sums, row_max, batch.targets, rows);
 }
 
 // d z_j = (softmax_j - [j == target]) dloss, for this rank's V/t logits: the
@@ -188,15 +158,8 @@ void Model::cross_entropy_backward(const Batch& batch, float dloss_per_row) {
     return;
   }
   const int V = config_.vocab / t;
-  const std::int64_t first = static_cast<std::int64_t>(stage_.tp_rank) * V;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    float* d = scratch_.d_logits + r * V;
-    const float* z = a.logits + r * V;
-    const bool scored = batch.targets[r] >= 0;
-    for (int j = 0; j < V; ++j) d[j] = scored ? math::exp_approx(z[j] - a.log_sum_exp[r]) * dloss_per_row : 0.0f;
-    const std::int64_t target = batch.targets[r] - first;
-    if (scored && target >= 0 && target < V) d[target] -= dloss_per_row;
-  }
+  backend_.vocab_cross_entropy_backward(scratch_.d_logits, a.logits, a.log_sum_exp, batch.targets, rows, V,
+                                        stage_.tp_rank * V, dloss_per_row);
 }
 
 }  // namespace shardscope

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "core/dtype.h"
@@ -130,6 +131,49 @@ class Backend {
   virtual void cross_entropy_backward(float* d_logits, const float* logits, const std::int32_t* targets, int rows,
                                       int V, float dloss_per_row) = 0;
 
+  // ---- vocabulary parallelism (tensor parallelism's embedding and head) ----------------
+  // This rank holds rows [first, first + owned) of the token table and the
+  // same columns of every row's logits (model/tensor_parallel.cpp). The
+  // defaults throw: a backend that trains tensor parallelism overrides them.
+  // out (B*T, C) = tokens[id - first] + positions[t] (+ types[type_ids]) where
+  // this rank owns the id, 0 where it does not.
+  virtual void vocab_embedding_forward(float* /*out*/, const std::int32_t* /*ids*/, const std::int32_t* /*type_ids*/,
+                                       const float* /*tokens*/, const float* /*positions*/, const float* /*types*/,
+                                       int /*B*/, int /*T*/, int /*C*/, int /*first*/, int /*owned*/) {
+    unsupported("vocab_embedding_forward");
+  }
+  // d_positions (T, C) and d_types += every row of d_out (B*T, C); d_tokens
+  // (owned, C) += the rows whose id this rank owns; rows added in order.
+  virtual void vocab_embedding_backward(float* /*d_tokens*/, float* /*d_positions*/, float* /*d_types*/,
+                                        const float* /*d_out*/, const std::int32_t* /*ids*/,
+                                        const std::int32_t* /*type_ids*/, int /*B*/, int /*T*/, int /*C*/,
+                                        int /*first*/, int /*owned*/) {
+    unsupported("vocab_embedding_backward");
+  }
+  // maxima (rows) = each row's largest of logits (rows, V).
+  virtual void row_max(float* /*maxima*/, const float* /*logits*/, int /*rows*/, int /*V*/) { unsupported("row_max"); }
+  // From the t ranks' maxima (t, rows): row_max (rows) = their largest; sums
+  // (2, rows) = [sum_j e^(z_j - row_max) | the target's logit where this rank
+  // owns it, else 0], for this rank's logits (rows, V).
+  virtual void vocab_cross_entropy_sums(float* /*sums*/, float* /*row_max*/, const float* /*maxima*/, int /*t*/,
+                                        const float* /*logits*/, const std::int32_t* /*targets*/, int /*rows*/,
+                                        int /*V*/, int /*first*/) {
+    unsupported("vocab_cross_entropy_sums");
+  }
+  // From the group's sums (2, rows) and row_max: log_sum_exp (rows) and losses
+  // (rows, 0 for ignored targets < 0). Returns the mean over counted rows.
+  virtual float vocab_cross_entropy_losses(float* /*losses*/, float* /*log_sum_exp*/, const float* /*sums*/,
+                                           const float* /*row_max*/, const std::int32_t* /*targets*/, int /*rows*/) {
+    unsupported("vocab_cross_entropy_losses");
+    return 0.0f;
+  }
+  // d_logits (rows, V) = (e^(z - log_sum_exp) - [j + first == target]) * dloss_per_row, 0 rows for ignored targets.
+  virtual void vocab_cross_entropy_backward(float* /*d_logits*/, const float* /*logits*/, const float* /*log_sum_exp*/,
+                                            const std::int32_t* /*targets*/, int /*rows*/, int /*V*/, int /*first*/,
+                                            float /*dloss_per_row*/) {
+    unsupported("vocab_cross_entropy_backward");
+  }
+
   // ---- element-wise ---------------------------------------------------------
   virtual void add(float* out, const float* a, const float* b, std::int64_t n) = 0;  // out = a + b
   virtual void add_bias_rows(float* x, const float* bias, int rows, int C) = 0;        // x[r, :] += bias
@@ -162,6 +206,11 @@ class Backend {
   // One AdamW step over n elements (see math::adamw_element).
   virtual void adamw(float* params, const float* grads, float* m, float* v, std::int64_t n,
                      const math::AdamWStep& step) = 0;
+
+ protected:
+  [[noreturn]] void unsupported(const char* op) const {
+    throw std::logic_error(name() + " has no " + op + " (tensor parallelism does not train on it)");
+  }
 };
 
 struct CpuBackendOptions {

@@ -125,6 +125,42 @@ class ObservedBackend final : public Backend {
     observed("cross_entropy_backward", 0, kF * 2.0 * d(rows) * V,
              [&] { inner_->cross_entropy_backward(d_logits, logits, targets, rows, V, dloss_per_row); });
   }
+  void vocab_embedding_forward(float* out, const std::int32_t* ids, const std::int32_t* type_ids, const float* tokens,
+                               const float* positions, const float* types, int B, int T, int C, int first,
+                               int owned) override {
+    observed("vocab_embedding_forward", 0, kF * d(B) * T * C * (types != nullptr ? 4 : 3), [&] {
+      inner_->vocab_embedding_forward(out, ids, type_ids, tokens, positions, types, B, T, C, first, owned);
+    });
+  }
+  void vocab_embedding_backward(float* d_tokens, float* d_positions, float* d_types, const float* d_out,
+                                const std::int32_t* ids, const std::int32_t* type_ids, int B, int T, int C, int first,
+                                int owned) override {
+    observed("vocab_embedding_backward", 0, kF * d(B) * T * C * (d_types != nullptr ? 7 : 5), [&] {
+      inner_->vocab_embedding_backward(d_tokens, d_positions, d_types, d_out, ids, type_ids, B, T, C, first, owned);
+    });
+  }
+  void row_max(float* maxima, const float* logits, int rows, int V) override {
+    observed("row_max", 0, kF * (d(rows) * V + rows), [&] { inner_->row_max(maxima, logits, rows, V); });
+  }
+  void vocab_cross_entropy_sums(float* sums, float* row_max, const float* maxima, int t, const float* logits,
+                                const std::int32_t* targets, int rows, int V, int first) override {
+    observed("vocab_cross_entropy_sums", 0, kF * (d(rows) * V + d(rows) * (t + 3)),
+             [&] { inner_->vocab_cross_entropy_sums(sums, row_max, maxima, t, logits, targets, rows, V, first); });
+  }
+  float vocab_cross_entropy_losses(float* losses, float* log_sum_exp, const float* sums, const float* row_max,
+                                   const std::int32_t* targets, int rows) override {
+    float mean = 0.0f;
+    observed("vocab_cross_entropy_losses", 0, kF * 6.0 * rows,
+             [&] { mean = inner_->vocab_cross_entropy_losses(losses, log_sum_exp, sums, row_max, targets, rows); });
+    return mean;
+  }
+  void vocab_cross_entropy_backward(float* d_logits, const float* logits, const float* log_sum_exp,
+                                    const std::int32_t* targets, int rows, int V, int first,
+                                    float dloss_per_row) override {
+    observed("vocab_cross_entropy_backward", 0, kF * 2.0 * d(rows) * V, [&] {
+      inner_->vocab_cross_entropy_backward(d_logits, logits, log_sum_exp, targets, rows, V, first, dloss_per_row);
+    });
+  }
   void add(float* out, const float* a, const float* b, std::int64_t n) override {
     observed("add", 0, kF * 3.0 * d(n), [&] { inner_->add(out, a, b, n); });
   }

@@ -28,6 +28,15 @@ struct CommTag {
   std::int32_t bucket = -1;
   std::int32_t unit = -1;
   CommPurpose purpose = CommPurpose::other;
+  // Ring attention's transfers (context parallelism) say more, for a view
+  // that draws blocks travelling the ring: the layer, the pass, the block
+  // (the cp rank whose tokens' keys and values it holds) and the ring step;
+  // phase all_gather for key/value blocks, reduce_scatter for their gradients.
+  std::int32_t layer = -1;
+  ComputeKind pass = ComputeKind::forward;
+  RingPhase phase = RingPhase::none;
+  std::int32_t chunk = -1;
+  std::int32_t ring_step = -1;
 };
 inline CommTag unit_tag(std::int64_t step, std::int32_t micro_batch, std::int32_t unit, CommPurpose purpose) {
   return CommTag{step, micro_batch, -1, unit, purpose};

@@ -10,6 +10,17 @@
 
 namespace shardscope {
 
+// Context parallelism: this cp rank's T / cp tokens of every sequence. Under
+// sequence parallelism a gradient is this tp rank's T/t tokens of every
+// sequence (model/sequence_parallel.cpp), and so is GPT's output; BERT's
+// output, its gathered LayerNorm output, is whole.
+std::int64_t stage_boundary_floats(const Model& model, int B, int T, bool activation) {
+  const std::int64_t whole =
+      static_cast<std::int64_t>(B) * (T / model.context_parallel_size()) * model.config().channels;
+  const bool split = model.stage().sequence_parallel && !(activation && model.config().kind == ModelKind::bert);
+  return split ? whole / model.stage().tp_size : whole;
+}
+
 namespace {
 using Clock = std::chrono::steady_clock;
 using Type = PipelineAction::Type;
@@ -18,11 +29,31 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// What this runtime runs today: one model chunk per stage.
-void check_runnable(const PipelineAction& a) {
-  if (a.chunk != 0)
+// Selects the model chunk `a` runs on (interleaved pipelines: virtual stage chunk·p + stage).
+void select_chunk(Model& model, const PipelineAction& a) {
+  if (a.chunk < 0 || a.chunk >= model.chunks())
     throw std::logic_error("pipeline stage " + std::to_string(a.stage) + ": " + format_pipeline_action(a) +
-                           " is on model chunk " + std::to_string(a.chunk) + ", but a stage holds one chunk");
+                           " is on model chunk " + std::to_string(a.chunk) + ", but the stage holds " +
+                           std::to_string(model.chunks()));
+  model.select_chunk(a.chunk);
+}
+
+// [i] whether list[i] makes weight gradients (a W, or a B not split from one)
+// and is the last such action of its micro-batch: where the data-parallel hook
+// goes. With several chunks a micro-batch has a backward per chunk, and DDP,
+// armed on the last micro-batch, may only start once every chunk's gradients
+// are final: the chunk the list runs last reports the frontiers (its backward
+// reports offset 0 last, and the later chunks' gradients are done by then).
+std::vector<bool> last_weight_phase(const std::vector<PipelineAction>& actions, const std::set<ActivationKey>& split) {
+  std::vector<bool> last(actions.size(), false);
+  std::set<int> seen;
+  for (std::size_t i = actions.size(); i-- > 0;) {
+    const PipelineAction& a = actions[i];
+    const bool weights =
+        a.type == Type::weight_gradient || (a.type == Type::backward && !split.contains(activation_key(a)));
+    if (weights && seen.insert(a.micro_batch).second) last[i] = true;
+  }
+  return last;
 }
 
 // The keys whose backward the list splits: those with a W.
@@ -37,11 +68,13 @@ std::set<ActivationKey> split_backwards(const std::vector<PipelineAction>& actio
 // for the stage. A B whose key has a W later runs the input gradient alone
 // (Model::backward_input), and the data-parallel hook (before_backward) then
 // waits for the W, whose weight gradients it reduces (DDP's buckets start from W).
-void run_compute(const PipelineStageRun& run, const PipelineAction& a, bool split, const Batch& batch, Event span,
-                 PipelineStageResult& result) {
+void run_compute(const PipelineStageRun& run, const PipelineAction& a, bool split, bool hook, const Batch& batch,
+                 Event span, PipelineStageResult& result) {
   Model& model = run.model;
-  const bool makes_weight_gradients = a.type == Type::weight_gradient || (a.type == Type::backward && !split);
-  if (makes_weight_gradients && run.before_backward) run.before_backward(a.micro_batch);
+  if (hook && run.before_backward) run.before_backward(a.micro_batch);
+  // The stage's box says which model chunk ran (Event::chunk, otherwise a ring
+  // transfer's): interleaved stages only, so one-chunk runs record as before.
+  if (model.chunks() > 1) span.chunk = a.chunk;
   const auto t0 = Clock::now();
   span.start_ns = run.clock != nullptr ? run.clock->now() : 0;
   if (a.type == Type::forward) {
@@ -79,15 +112,8 @@ void select_slot(Model& model, const PipelineAction& a) {
     model.use_slot(key);
 }
 
-// The floats a boundary action sends or receives: the stage output (or its
-// gradient) of the micro-batch. Under sequence parallelism a gradient is this
-// tp rank's T/t tokens of every sequence (model/sequence_parallel.cpp), and so
-// is GPT's output; BERT's output, its gathered LayerNorm output, is whole.
 std::int64_t boundary_count(const Model& model, const Batch& batch, Type type) {
-  const std::int64_t whole = static_cast<std::int64_t>(batch.B) * batch.T * model.config().channels;
-  const bool activation = type == Type::send_activation || type == Type::recv_activation;
-  const bool split = model.stage().sequence_parallel && !(activation && model.config().kind == ModelKind::bert);
-  return split ? whole / model.stage().tp_size : whole;
+  return stage_boundary_floats(model, batch.B, batch.T, type == Type::send_activation || type == Type::recv_activation);
 }
 
 // A send and the receive after it, as one exchange (see fuses_with_next); the
@@ -95,13 +121,13 @@ std::int64_t boundary_count(const Model& model, const Batch& batch, Type type) {
 void exchange(const PipelineStageRun& run, const PipelineAction& send, const PipelineAction& receive,
               std::int64_t count, const CommTag& tag) {
   Model& model = run.model;
-  check_runnable(receive);
   const Batch batch = run.batch(receive.micro_batch);
   const std::int64_t receive_count = boundary_count(model, batch, receive.type);
   CommTag receive_tag = run.tag;
   receive_tag.micro_batch = run.micro_batch_offset + receive.micro_batch;
   const float* out = send.type == Type::send_activation ? model.stage_output() : model.input_gradient();
-  // The receive's buffer belongs to its own micro-batch's activation slot.
+  // The receive's buffer belongs to its own (chunk, micro-batch)'s activation slot.
+  select_chunk(model, receive);
   select_slot(model, receive);
   float* in = receive.type == Type::recv_activation ? model.stage_input(batch.B, batch.T)
                                                     : model.output_gradient(batch.B, batch.T);
@@ -115,10 +141,11 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
   const std::vector<PipelineAction>& actions = *run.actions;
   const std::vector<bool> frees = frees_activations(actions);
   const std::set<ActivationKey> split = split_backwards(actions);
+  const std::vector<bool> hooks = last_weight_phase(actions, split);
   model.close_all_slots();  // an earlier step stopped mid-schedule may have left keys held
   for (std::size_t index = 0; index < actions.size(); ++index) {
     const PipelineAction& action = actions[index];
-    check_runnable(action);
+    select_chunk(model, action);
     const int j = action.micro_batch;
     select_slot(model, action);
     const Batch batch = run.batch(j);
@@ -141,7 +168,7 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
       case Type::forward:
       case Type::backward:
       case Type::weight_gradient:
-        run_compute(run, action, split.contains(activation_key(action)), batch, span, result);
+        run_compute(run, action, split.contains(activation_key(action)), hooks[index], batch, span, result);
         break;
       case Type::send_activation:  // our output is the next stage's input
         run.pipeline->send(model.stage_output(), count, action.peer_stage, tag);
@@ -155,6 +182,7 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
     }
     if (frees[index]) model.close_slot(activation_key(action));  // its last backward phase
   }
+  model.select_chunk(0);  // evaluation and the next step start from the first chunk
   if (const std::vector<ActivationKey> held = model.activation_slot_table().held(); !held.empty())
     throw std::logic_error("pipeline stage " + std::to_string(run.stage) + ": the schedule never frees the slot of (" +
                            to_string(held.front()) + ")");

@@ -20,6 +20,11 @@ namespace shardscope {
 
 class DeviceClock;
 
+// The floats a stage boundary carries for one micro-batch of B sequences of T
+// tokens, as this rank holds them: the stage's output (activation) or the
+// gradient sent back for it.
+std::int64_t stage_boundary_floats(const Model& model, int B, int T, bool activation);
+
 struct PipelineStageRun {
   Model& model;
   Communicator* pipeline = nullptr;  // group of the stages of this data-parallel rank; null with one stage

@@ -59,9 +59,11 @@ inline Event comm_span_event(CommOp op, RingPhase phase, const CommTag& tag, int
   e.unit = tag.unit;
   e.purpose = tag.purpose;
   e.op = op;
-  e.phase = phase;
-  e.ring_step = ring_step;
-  e.chunk = chunk;
+  e.phase = phase != RingPhase::none ? phase : tag.phase;
+  e.ring_step = ring_step >= 0 ? ring_step : tag.ring_step;
+  e.chunk = chunk >= 0 ? chunk : tag.chunk;
+  e.layer = tag.layer;
+  e.compute = tag.pass;
   e.src = src;
   e.dst = dst;
   e.bytes = bytes;

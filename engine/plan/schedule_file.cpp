@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
@@ -13,6 +15,7 @@
 
 #include "config/run_schema.h"
 #include "core/error.h"
+#include "core/json_text.h"
 #include "plan/interleaved_schedule.h"
 
 namespace shardscope {
@@ -71,6 +74,50 @@ std::vector<std::vector<Cell>> read_rows(std::string_view text, const std::strin
   }
   if (rows.empty()) throw ConfigError("--schedule-file " + name + ": no rows (one row of actions per rank)");
   return rows;
+}
+
+// One action of a JSON schedule as a CSV cell: {"phase": "F", "micro_batch": 3, "chunk": 1}
+// on rank r of p is stage chunk·p + r (chunk 0 when left out).
+std::string json_action_cell(const nlohmann::json& a, std::size_t rank, std::size_t ranks, std::size_t index,
+                             const std::string& name) {
+  const auto field = [&](const char* key) -> const nlohmann::json* {
+    const auto it = a.is_object() ? a.find(key) : a.end();
+    return a.is_object() && it != a.end() ? &*it : nullptr;
+  };
+  const nlohmann::json *phase = field("phase"), *micro_batch = field("micro_batch"), *chunk = field("chunk");
+  const bool ok = phase != nullptr && phase->is_string() && phase->get<std::string>().size() == 1 &&
+                  std::string("FBIW").find(phase->get<std::string>()) != std::string::npos && micro_batch != nullptr &&
+                  micro_batch->is_number_unsigned() && (chunk == nullptr || chunk->is_number_unsigned());
+  const std::uint64_t c = ok && chunk != nullptr ? chunk->get<std::uint64_t>() : 0;
+  if (!ok || c > 999 || micro_batch->get<std::uint64_t>() > 99999)
+    refuse(name, static_cast<int>(rank),
+           "action " + std::to_string(index) + " (" + json_value_summary(a) +
+               ") is not an action: write {\"phase\": \"F\"|\"B\"|\"I\"|\"W\", \"micro_batch\": m, \"chunk\": c}");
+  return std::to_string(c * ranks + rank) + phase->get<std::string>() +
+         std::to_string(micro_batch->get<std::uint64_t>());
+}
+
+// A JSON schedule, [[action, ...] per rank] or {"schedule": that}, written as the
+// CSV it stands for, so that it is checked (and refused) as a CSV is.
+std::string json_schedule_as_csv(std::string_view text, const std::string& name) {
+  JsonTextError error;
+  const std::optional<nlohmann::json> doc = parse_json_text(text, error);
+  if (!doc) throw ConfigError("--schedule-file " + name + ": not JSON: " + error.where_and_why());
+  const auto wrapped = doc->is_object() ? doc->find("schedule") : doc->end();
+  const nlohmann::json& ranks = doc->is_object() && wrapped != doc->end() ? *wrapped : *doc;
+  if (!ranks.is_array() || ranks.empty())
+    throw ConfigError("--schedule-file " + name + ": expected a list with a list of actions per rank (got " +
+                      json_value_summary(ranks) + ")");
+  std::string csv;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    if (!ranks[r].is_array() || ranks[r].empty())
+      refuse(name, static_cast<int>(r),
+             "expected a non-empty list of actions (got " + json_value_summary(ranks[r]) + ")");
+    for (std::size_t i = 0; i < ranks[r].size(); ++i)
+      csv += json_action_cell(ranks[r][i], r, ranks.size(), i, name) + ",";
+    csv += "\n";
+  }
+  return csv;
 }
 
 // Each rank's (chunk, micro-batch) phases: one F, one backward (B, or I and a
@@ -195,12 +242,14 @@ void validate_schedule_file(const RunConfig& c) {
               std::to_string(c.micro_batches),
           named + " 运行 " + std::to_string(file.micro_batches) + " 个微批次，但 {micro_batches} 为 " +
               std::to_string(c.micro_batches));
-  require(file.virtual_stages == 1,
-          named + " puts " + std::to_string(file.virtual_stages) +
-              " model chunks on each rank: training holds one chunk per stage so far (shardscope-cli schedule "
-              "prints it)",
-          named + " 在每个 rank 上放 " + std::to_string(file.virtual_stages) +
-              " 个模型块：训练目前每个阶段只持有一个块（shardscope-cli schedule 可打印它）");
+  // A stage holds the file's chunks (stage c·p + r on rank r), as interleaved 1F1B's: the
+  // trainer splits the layers by {virtual_stages} (run_config.cpp checks they divide).
+  const std::string chunks = std::to_string(file.virtual_stages), given = std::to_string(c.virtual_stages);
+  require(file.virtual_stages == c.virtual_stages,
+          named + " puts " + chunks + " model chunks on each rank, but {virtual_stages} is " + given + ": give " +
+              "{virtual_stages} " + chunks,
+          named + " 在每个 rank 上放 " + chunks + " 个模型块，但 {virtual_stages} 为 " + given + "：请给出 " +
+              "{virtual_stages} " + chunks);
   for (const auto& list : file.schedule)
     for (const auto& a : list)
       if (a.type == Type::weight_gradient) return validate_split_backward(c, named);
@@ -216,7 +265,8 @@ ScheduleFile load_schedule_file(const std::string& path) {
   if (!in) throw ConfigError("--schedule-file " + path + ": cannot be read");
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_schedule_csv(text.str(), path);
+  const bool json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  return parse_schedule_csv(json ? json_schedule_as_csv(text.str(), path) : text.str(), path);
 }
 
 }  // namespace shardscope

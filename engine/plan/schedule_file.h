@@ -6,7 +6,10 @@
 // whole model (virtual stage chunk·p + rank, Megatron's round-robin placement)
 // and the type F (forward), B (full backward), I (input gradient, a W later)
 // or W (weight gradient): "0F0,0F1,0B0,0B1". Empty cells are skipped. The
-// transfers follow from the computations, as that runtime adds them.
+// transfers follow from the computations, as that runtime adds them. A file
+// named *.json holds the same as a list per rank of its actions,
+// [[{"phase": "F", "micro_batch": 0, "chunk": 0}, ...], ...] (chunk 0 when left
+// out), or {"schedule": that list}, and is checked as the CSV it stands for.
 //
 // Checked before anything runs, each refusal naming the rank and the action:
 // cells that are not actions, a stage on the wrong rank, a (chunk,
@@ -39,8 +42,8 @@ ScheduleFile parse_schedule_csv(std::string_view text, const std::string& name);
 ScheduleFile load_schedule_file(const std::string& path);
 
 // A run's --schedule-file against its layout (make_run_plan calls it): as many
-// rows as --pp, as many micro-batches as --micro-batches, one chunk per rank
-// (the trainer runs one), and with W's the split-backward rules of
+// rows as --pp, as many micro-batches as --micro-batches, as many chunks per
+// rank as --virtual-stages (stage c·p + r on rank r), and with W's the split-backward rules of
 // config/run_config.h. FieldError / ConfigError naming the flags and numbers.
 void validate_schedule_file(const RunConfig& config);
 // The run's schedule: the file's when it has one, else --schedule's.

@@ -170,11 +170,11 @@ RankPlan ShardingPlan::make_rank(int rank) const {
   return p;
 }
 
-std::vector<StageUnits> stage_units(const ModelConfig& model, int pp, int tp) {
+std::vector<StageUnits> stage_units(const ModelConfig& model, int pp, int tp, int virtual_stages) {
   std::vector<StageUnits> stages;
   for (int s = 0; s < pp; ++s) {
     StageUnits su;
-    su.layers = pipeline_stage_layers(model, pp, s);
+    su.layers = pipeline_stage_layers(model, pp, s, virtual_stages);
     su.layers.tp_size = tp;  // tp rank 0's slices; the others hold as many
     const ParameterLayout layout(model, su.layers);
     for (const ParameterUnit& u : layout.units()) su.units.push_back(PlanUnit{u.id, u.numel()});
@@ -188,8 +188,12 @@ std::string stage_parameters_text(const ShardingPlan& plan) {
   for (const StageUnits& stage : plan.stages()) {
     const StageLayers& l = stage.layers;
     std::string holds = l.embedding ? "embeddings + " : "";
-    holds += l.layer_count() == 1 ? "layer " + std::to_string(l.first_layer)
-                                  : "layers " + std::to_string(l.first_layer) + "-" + std::to_string(l.end_layer - 1);
+    holds += l.layer_count() * l.chunks == 1 ? "layer " : "layers ";
+    for (int c = 0; c < l.chunks; ++c) {  // one range per chunk (interleaved pipelines)
+      const StageLayers k = l.chunk(c);
+      holds += (c > 0 ? ", " : "") + std::to_string(k.first_layer) +
+               (k.layer_count() == 1 ? "" : "-" + std::to_string(k.end_layer - 1));
+    }
     if (l.head) holds += l.embedding ? " + head" : " + head (and a copy of the tied embeddings)";
     text += (text.empty() ? "stage " : "; stage ") + std::to_string(&stage - plan.stages().data()) + " " + holds +
             " = " + std::to_string(stage.parameters()) + (text.empty() ? " parameters" : "");
@@ -206,7 +210,11 @@ ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelConfig&
 }
 
 ShardingPlan make_sharding_plan(const RunConfig& config) {
-  return make_sharding_plan(parallel_layout(config), run_model_config(config));
+  if (config.virtual_stages <= 1) return make_sharding_plan(parallel_layout(config), run_model_config(config));
+  // Interleaved 1F1B: each stage holds v chunks (run_config.cpp refuses layers that do not split).
+  const ParallelLayout layout = parallel_layout(config);
+  return ShardingPlan(layout,
+                      stage_units(run_model_config(config), layout.axes.pp(), layout.axes.tp(), config.virtual_stages));
 }
 
 }  // namespace shardscope

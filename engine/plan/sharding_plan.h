@@ -184,7 +184,8 @@ std::string stage_parameters_text(const ShardingPlan& plan);
 // The stages of a ShardScope model, from the engine's own parameter layout;
 // with tp > 1 what one tensor-parallel rank of each stage holds (its slices of
 // the split parameters and the replicated ones whole: every tp rank alike).
-std::vector<StageUnits> stage_units(const ModelConfig& model, int pp, int tp = 1);
+// virtual_stages v > 1: each stage's v interleaved chunks (model_config.h, pipeline_stage_layers).
+std::vector<StageUnits> stage_units(const ModelConfig& model, int pp, int tp = 1, int virtual_stages = 1);
 // The plan of a run the engine trains (throws ConfigError for an unknown preset).
 ShardingPlan make_sharding_plan(const RunConfig& config);
 ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelConfig& model);

@@ -7,6 +7,7 @@
 
 #include "config/run_schema.h"
 #include "core/error.h"
+#include "model/mixture_of_experts.h"
 
 namespace shardscope {
 
@@ -34,6 +35,12 @@ nlohmann::json step_metrics_to_json(const StepMetrics& m) {
   j["eval_loss"] = m.eval_loss ? nlohmann::json(*m.eval_loss) : nlohmann::json(nullptr);
   j["memory"] = memory_to_json(m.memory);
   j["memory_peak"] = memory_to_json(m.memory_peak);
+  if (m.moe) {  // a mixture-of-experts model's routing (model/mixture_of_experts.h)
+    j["aux_loss"] = m.moe->aux_loss();
+    j["routed_tokens"] = m.moe->routed;
+    j["dropped_tokens"] = m.moe->dropped;
+    j["tokens_per_expert"] = m.moe->tokens_per_expert;
+  }
   return j;
 }
 

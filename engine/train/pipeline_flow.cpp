@@ -26,6 +26,12 @@ void sum_tied_embedding_gradients(TrainerRank& rank, const GradientSpan& grads, 
                                   rank.dtype, ReduceOp::sum, tag);
 }
 
+void sum_over_context_parallel(TrainerRank& rank, const GradientSpan& grads, const CommTag& tag) {
+  if (rank.cp_comm != nullptr)
+    rank.cp_comm->all_reduce(grads.data, grads.count, rank.dtype, ReduceOp::sum,
+                             with_purpose(tag, CommPurpose::context_parallel));
+}
+
 std::int64_t tied_embedding_copy(const Model& model) {
   const ParameterEntry* tokens = model.layout().try_find("embed.tokens");
   return !model.stage().embedding && tokens != nullptr ? tokens->numel : 0;

@@ -24,6 +24,10 @@ void set_up_pipeline_stage(TrainerRank& rank, const RunConfig& config);
 // First and last stage: each copy of the tied embedding := the sum of both
 // copies' gradients (grads: the stage's whole flat gradients).
 void sum_tied_embedding_gradients(TrainerRank& rank, const GradientSpan& grads, const CommTag& tag);
+// Context parallelism: each cp rank's gradients come from its tokens only; the
+// sum over the cp group is the whole sequences' (before ZeRO-1's reduce-scatter,
+// after DDP's all-reduce: both are linear, so the order does not matter).
+void sum_over_context_parallel(TrainerRank& rank, const GradientSpan& grads, const CommTag& tag);
 // Elements at the start of the stage's layout that the gradient norm skips: a
 // last stage's copy of the tied embedding (the first stage counts it).
 std::int64_t tied_embedding_copy(const Model& model);

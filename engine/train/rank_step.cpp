@@ -34,6 +34,7 @@ void Trainer::rank_step(Rank& rk) {
   // peers' (naive: to the master; ZeRO-1: reduce-scatter; DDP and ZeRO-2/3
   // did theirs during backward).
   sum_tied_embedding_gradients(rk, strategy.gradients(rk), tag);
+  sum_over_context_parallel(rk, strategy.gradients(rk), tag);
   strategy.combine_gradients(rk, tag);
   rk.skipped = overflow_verdict(rk, tag);  // fp16: one verdict for the world, with the loss total
   rk.lr = schedule_.at(steps_done_);
@@ -62,6 +63,7 @@ void Trainer::begin_step(Rank& rk, const CommTag& tag) {
   rk.forward_s = rk.backward_s = rk.optimizer_s = 0.0;
   rk.loss_sum = 0.0f;
   rk.model->zero_grads();
+  rk.model->reset_moe_stats();  // the step's routing figures start from zero
   if (rk.unit_storage != nullptr) {
     rk.unit_storage->zero_gradients();
     rk.unit_storage->set_context(sink_, rk.clock.get(), event_base(rk, tag.step));

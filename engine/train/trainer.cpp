@@ -19,11 +19,14 @@
 #include "estimate/host_memory_fit.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
+#include "model/mixture_of_experts.h"
 #include "ops/backend.h"
 #include "ops/cpu/blas_kernel.h"
 #include "parallel/in_process_communicator.h"
 #include "parallel/nccl_communicator.h"
+#include "parallel/pipeline_parallel.h"
 #include "parallel/zero_storage.h"
+#include "plan/interleaved_schedule.h"  // previous_stage_of, next_stage_of
 #include "plan/sharding_plan.h"
 #include "train/adamw.h"
 #include "train/trainer_rank.h"
@@ -129,7 +132,10 @@ void Trainer::announce() {
   log.level = LogLevel::info;
   log.start_ns = log.end_ns = event_time_ns();
   log.set_text(config_.model + ": " + std::to_string(grid.world_size()) + " ranks (dp " + std::to_string(grid.dp()) +
-               " x pp " + std::to_string(grid.pp()) + (grid.tp() > 1 ? " x tp " + std::to_string(grid.tp()) : "") +
+               " x pp " + std::to_string(grid.pp()) +
+               (grid.size(Axis::cp) > 1 ? " x cp " + std::to_string(grid.size(Axis::cp)) : "") +
+               (grid.tp() > 1 ? " x tp " + std::to_string(grid.tp()) : "") +
+               (config_.expert_parallel > 1 ? ", experts over ep " + std::to_string(config_.expert_parallel) : "") +
                "), " + std::string(data_parallel_mode_name(config_.dp_mode)) + ", ZeRO-" +
                std::to_string(config_.zero_stage) + ", " + std::string(precision_name(config_.precision)) +
                ", micro-batch " + std::to_string(config_.micro_batch_size()) + ", " + placement());
@@ -381,6 +387,7 @@ StepMetrics Trainer::step() {
     m.virtual_step_s = static_cast<double>(step_end_ns - step_start_ns) * 1e-9;
     m.modeled_tokens_per_s = static_cast<double>(config_.batch) * config_.seq / m.virtual_step_s;
   }
+  m.moe = moe_step_stats();  // the step's routing, before the evaluation's forwards add theirs
   if (config_.eval_every > 0 && (steps_done_ % config_.eval_every == 0 || steps_done_ == config_.steps)) {
     try {
       m.eval_loss = evaluate();
@@ -410,6 +417,13 @@ StepMetrics Trainer::step() {
   return m;
 }
 
+std::shared_ptr<const MoeStats> Trainer::moe_step_stats() const {
+  if (ranks_.front()->model->moe_stats() == nullptr) return nullptr;
+  auto sum = std::make_shared<MoeStats>();
+  for (const auto& rank : ranks_) sum->add(*rank->model->moe_stats());
+  return sum;
+}
+
 void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
   // The validation samples in micro-batches of the training shape, dealt out to
   // the data-parallel ranks and run through the stages forward only.
@@ -429,13 +443,17 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
     // Step index 0 for every evaluation: the same validation batches each time.
     const BatchData data = dataset_->batch(model.config().kind, Split::validation, config_.seed, 0, k * mb, mb, T);
     const Batch batch{mb, T, data.input_ids.data(), data.targets.data(), nullptr, nullptr};
-    // Under sequence parallelism a GPT stage passes this tp rank's T/t tokens of every sequence.
-    const int tokens_split =
-        model.stage().sequence_parallel && model.config().kind == ModelKind::gpt ? model.stage().tp_size : 1;
-    const std::int64_t count = static_cast<std::int64_t>(mb) * T * model.config().channels / tokens_split;
-    if (rk.stage > 0) rk.pp_comm->recv(model.stage_input(mb, T), count, rk.stage - 1, tag);
-    const float loss = model.forward(batch);
-    if (rk.stage < pp - 1) rk.pp_comm->send(model.stage_output(), count, rk.stage + 1, tag);
+    const std::int64_t count = stage_boundary_floats(model, mb, T, /*activation=*/true);
+    float loss = 0.0f;
+    for (int c = 0; c < model.chunks(); ++c) {  // interleaved stages: chunk c on every stage, then chunk c + 1
+      model.select_chunk(c);
+      if (const auto from = previous_stage_of(rk.stage, c, pp))
+        rk.pp_comm->recv(model.stage_input(mb, T), count, *from, tag);
+      loss = model.forward(batch);
+      if (const auto to = next_stage_of(rk.stage, c, pp, model.chunks()))
+        rk.pp_comm->send(model.stage_output(), count, *to, tag);
+    }
+    model.select_chunk(0);
     if (model.stage().head && rk.tp_rank == 0) {  // tp ranks share the loss: counted once
       loss_and_rows[0] += loss * static_cast<float>(model.scored_rows());
       loss_and_rows[1] += static_cast<float>(model.scored_rows());

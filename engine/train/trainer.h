@@ -75,6 +75,11 @@ struct StepMetrics {
   MemoryBytes memory;                    // rank 0's ledger by category after the step
   MemoryBytes memory_peak;               // rank 0's peak bytes by category so far
   std::vector<MemoryBytes> rank_memory;  // every rank's current bytes, by global rank (this process's under mpirun)
+  // Mixture of experts (model/mixture_of_experts.h), summed over this process's
+  // ranks' micro-batches: the load-balancing loss (its mean), the choices made,
+  // those dropped over capacity, and the choices each expert took per MoE layer.
+  // Null for a dense model.
+  std::shared_ptr<const MoeStats> moe;
 };
 
 // Where one rank's buffers live and what runs its ops, when not the CPU. The
@@ -206,6 +211,8 @@ class Trainer {
   const std::string& resumed_from() const { return resumed_from_; }
   // Mean loss over config.eval_batches fixed validation batches (on rank 0).
   float evaluate();
+  // The step's routing figures of a MoE model, summed over this process's ranks; null when dense.
+  std::shared_ptr<const MoeStats> moe_step_stats() const;
 
   const RunConfig& config() const { return config_; }
   const ShardingPlan& plan() const { return *plan_; }

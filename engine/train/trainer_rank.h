@@ -17,6 +17,8 @@
 #include "ops/backend.h"
 #include "ops/op_profile.h"
 #include "parallel/communicator.h"
+#include "parallel/context_parallel.h"
+#include "parallel/expert_parallel.h"
 #include "parallel/in_process_communicator.h"
 #include "parallel/tensor_parallel.h"
 #include "parallel/zero.h"
@@ -51,6 +53,9 @@ struct Trainer::Rank {
   Communicator* world_comm = nullptr;      // everyone: loss and evaluation totals
   Communicator* tp_comm = nullptr;         // the tensor-parallel peers of this (stage, dp rank) (tp > 1)
   std::unique_ptr<TensorParallelGroup> tp_group;  // the model's view of tp_comm
+  Communicator* cp_comm = nullptr;                // the context-parallel peers (cp > 1)
+  std::unique_ptr<ContextParallelGroup> cp_group;  // the model's view of cp_comm
+  std::unique_ptr<ExpertParallelGroup> ep_group;  // the MoE layers' expert-parallel peers (--ep > 1)
   // Makes this rank's communicator for a group (in-process, or NCCL with one GPU per rank).
   std::function<std::unique_ptr<Communicator>(const std::vector<int>& members)> make_communicator;
   Communicator* group(const std::vector<int>& members) {

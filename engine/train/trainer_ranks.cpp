@@ -155,8 +155,8 @@ void Trainer::attach_device(Rank& rank, const RankDeviceFactory& devices) {
 }
 
 // The rank's groups on the grid: its stage's data-parallel peers, its
-// pipeline, the tied embedding's first and last stage, its tensor-parallel
-// peers, and the whole world. Every group but the world's is the rank's own
+// pipeline, the tied embedding's first and last stage, its context- and
+// tensor-parallel peers, and the whole world. Every group but the world's is the rank's own
 // (Grid::group): with tp > 1 the same dp rank and stage has tp ranks.
 void Trainer::connect_communicators(Rank& rank) {
   Rank* self = &rank;
@@ -192,10 +192,17 @@ void Trainer::connect_communicators(Rank& rank) {
       rank.embedding_comm = rank.group(
           {grid.with_coordinate(rank.rank, Axis::pp, 0), grid.with_coordinate(rank.rank, Axis::pp, grid.pp() - 1)});
   }
+  if (grid.size(Axis::cp) > 1) {
+    rank.cp_comm = rank.group(grid.group(rank.rank, Axis::cp));
+    rank.cp_group = make_context_parallel_group(*rank.cp_comm, config_.cp_split == "zigzag");
+  }
   if (grid.tp() > 1) {
     rank.tp_comm = rank.group(grid.group(rank.rank, Axis::tp));
     rank.tp_group = make_tensor_parallel_group(*rank.tp_comm);
   }
+  if (config_.expert_parallel > 1)  // ep consecutive dp ranks share the experts (parallel/expert_parallel.h)
+    rank.ep_group =
+        make_expert_parallel_group(*rank.group(expert_parallel_group(grid, rank.rank, config_.expert_parallel)));
 }
 
 // The stage's layers, with its parameters and gradients in the model's own
@@ -213,6 +220,8 @@ void Trainer::build_model(Rank& rank) {
   rank.model = make_model(model_config, layers, *rank.backend, rank.ledger,
                           ModelBuffers{plan_->model_holds_parameters(), plan_->model_holds_gradients()});
   rank.model->set_tensor_parallel_group(rank.tp_group.get());
+  rank.model->set_context_parallel_group(rank.cp_group.get());
+  if (rank.ep_group) rank.model->mixture_of_experts()->set_expert_parallel_group(rank.ep_group.get());
   rank.model->set_checkpointing(config_.checkpoint);
   rank.model->set_event_sink(sink_, rank.clock.get());
   rank.model->set_layer_boundary_callback([this, self = &rank] { check_stop(*self); });  // Ctrl-C mid-step

@@ -15,6 +15,10 @@
         <source>Recompute each layer in backward</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>LayerNorms on seq / tp tokens</source>
+        <translation type="unfinished"></translation>
+    </message>
     <message numerus="yes">
         <source>%n rank(s): dp %1 × tp %2 × pp %3; each rank runs micro-batches of %4 sequence(s).</source>
         <translation>
@@ -162,6 +166,10 @@
     </message>
     <message>
         <source>When a rank fails (or its process dies or freezes), start the run again from the latest checkpoint (File → Save checkpoints to...), at most this many times, as torchrun&apos;s --max-restarts does</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>None (File → Open schedule...)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -725,6 +733,38 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
         <source>Pinned: %1. The next run is drawn over and beside it.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Open schedule</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Pipeline schedule CSV (*.csv);;All files (*)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Open &amp;schedule...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Runs a pipeline schedule written by hand: torch.distributed.pipelining&apos;s CSV, a row per rank of {stage}{F|B|I|W}{micro-batch}, as train --schedule-file</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Schedule not opened: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Schedule not opened</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Runs use the schedule in %1.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Schedules</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -818,6 +858,10 @@ tp %2</source>
     </message>
     <message>
         <source>Time (s)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Virtual time (s)</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -958,15 +1002,6 @@ start %4 ms, duration %5 ms</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
-Bubble measured: the fill and drain of each pipeline flush, each stage&apos;s idle time up to p − 1 times the slowest stage&apos;s time per micro-batch, over p × window; the median over the step&apos;s flushes.
-Formula: GPipe&apos;s, for p equal stages and m micro-batches per flush.
-Stage imbalance: the rest of the idle time, faster stages waiting for the slowest.
-GPipe&apos;s with these stages&apos; times: GPipe&apos;s idle time with each stage&apos;s measured time per micro-batch.
-Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>stage imbalance idles another %1% (idle in all %2%, GPipe&apos;s with these stages&apos; times %3%)</source>
         <translation type="unfinished"></translation>
     </message>
@@ -980,6 +1015,59 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     </message>
     <message>
         <source>tensor-parallel collective (inside F/B)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>schedule file %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>formula (p−1)/(v·m+p−1) = (%1−1)/(%2·%3+%1−1) = %4%</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>formula (p−1)(T_F+T_B−T_W) with the measured T_F %1 ms, T_B %2 ms, T_W %3 ms = %4% (paced by the slowest stage %5%)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>floor (p−1)·T_F with the measured T_F %1 ms, T_B %2 ms, T_W %3 ms = %4% (paced by the slowest stage %5%)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>W: weight gradients (striped)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>model chunk %1 (outlined)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>send between model chunks (dashed)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>weight gradients (W)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>model chunk %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>stage %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Pinned: %1, step %2. %3</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
+Bubble measured: the fill and drain of each pipeline flush, each stage&apos;s idle time up to p − 1 times the slowest stage&apos;s time per micro-batch, over p × window; the median over the step&apos;s flushes.
+Formula: the schedule&apos;s own: GPipe&apos;s and 1F1B&apos;s (p−1)/(m+p−1) for p equal stages and m micro-batches per flush, interleaved 1F1B&apos;s (p−1)/(v·m+p−1), ZB-H1&apos;s and ZB-H2&apos;s with the measured T_F, T_B, T_W.
+Stage imbalance: the rest of the idle time, faster stages waiting for the slowest.
+GPipe&apos;s with these stages&apos; times: GPipe&apos;s idle time with each stage&apos;s measured time per micro-batch.
+Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
         <translation type="unfinished"></translation>
     </message>
 </context>
@@ -1572,6 +1660,34 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     </message>
     <message>
         <source>restart %1 of %2 after the run failed (%3); %4</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::ScheduleCompareView</name>
+    <message>
+        <source>Not run for this layout: %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Running one step...</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Waiting</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>idle in all %1%, fill and drain %2% · %3
+peak activations per stage: %4</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Compare schedules</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The panel&apos;s model, pipeline stages and micro-batches (one data-parallel replica) under each schedule, one training step each on the virtual clock, in the background.</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

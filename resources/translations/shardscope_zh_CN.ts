@@ -15,6 +15,10 @@
         <source>Recompute each layer in backward</source>
         <translation>反向时逐层重计算</translation>
     </message>
+    <message>
+        <source>LayerNorms on seq / tp tokens</source>
+        <translation>LayerNorm 只算 seq / tp 个 token</translation>
+    </message>
     <message numerus="yes">
         <source>%n rank(s): dp %1 × tp %2 × pp %3; each rank runs micro-batches of %4 sequence(s).</source>
         <translation>
@@ -160,6 +164,10 @@
     <message>
         <source>When a rank fails (or its process dies or freezes), start the run again from the latest checkpoint (File → Save checkpoints to...), at most this many times, as torchrun&apos;s --max-restarts does</source>
         <translation>当某个 rank 失败（或其进程死掉、冻住）时，从最新的检查点（文件 → 检查点保存到……）重新开始运行，最多这么多次，和 torchrun 的 --max-restarts 一样</translation>
+    </message>
+    <message>
+        <source>None (File → Open schedule...)</source>
+        <translation>无（文件 → 打开调度...）</translation>
     </message>
 </context>
 <context>
@@ -720,6 +728,38 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
         <source>Pinned: %1. The next run is drawn over and beside it.</source>
         <translation>已固定：%1。下一次运行将画在它之上和旁边。</translation>
     </message>
+    <message>
+        <source>Open schedule</source>
+        <translation>打开调度</translation>
+    </message>
+    <message>
+        <source>Pipeline schedule CSV (*.csv);;All files (*)</source>
+        <translation>流水线调度 CSV (*.csv);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <source>Open &amp;schedule...</source>
+        <translation>打开调度(&amp;S)...</translation>
+    </message>
+    <message>
+        <source>Runs a pipeline schedule written by hand: torch.distributed.pipelining&apos;s CSV, a row per rank of {stage}{F|B|I|W}{micro-batch}, as train --schedule-file</source>
+        <translation>运行手写的流水线调度：torch.distributed.pipelining 的 CSV，每个 rank 一行 {stage}{F|B|I|W}{micro-batch}，与 train --schedule-file 相同</translation>
+    </message>
+    <message>
+        <source>Schedule not opened: %1</source>
+        <translation>调度未打开：%1</translation>
+    </message>
+    <message>
+        <source>Schedule not opened</source>
+        <translation>调度未打开</translation>
+    </message>
+    <message>
+        <source>Runs use the schedule in %1.</source>
+        <translation>运行将使用 %1 中的调度。</translation>
+    </message>
+    <message>
+        <source>Schedules</source>
+        <translation>调度对比</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -815,6 +855,10 @@ tp %2</translation>
     <message>
         <source>Time (s)</source>
         <translation>时间（秒）</translation>
+    </message>
+    <message>
+        <source>Virtual time (s)</source>
+        <translation>虚拟时间（秒）</translation>
     </message>
 </context>
 <context>
@@ -960,20 +1004,6 @@ start %4 ms, duration %5 ms</source>
 开始于 %4 ms，耗时 %5 ms</translation>
     </message>
     <message>
-        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
-Bubble measured: the fill and drain of each pipeline flush, each stage&apos;s idle time up to p − 1 times the slowest stage&apos;s time per micro-batch, over p × window; the median over the step&apos;s flushes.
-Formula: GPipe&apos;s, for p equal stages and m micro-batches per flush.
-Stage imbalance: the rest of the idle time, faster stages waiting for the slowest.
-GPipe&apos;s with these stages&apos; times: GPipe&apos;s idle time with each stage&apos;s measured time per micro-batch.
-Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
-        <translation>与 shardscope-cli train 结尾几行相同的数字（summarize_schedule），针对这一步和这个副本。
-实测气泡率：每轮流水线的填充和排空，即各阶段的空闲时间（每个阶段最多计 p − 1 个最慢阶段处理一个微批次的时间），除以 p × 时间窗；取这一步各轮的中位数。
-公式：GPipe 的公式，假设 p 个阶段一样长、每轮 m 个微批次。
-阶段不均衡：其余的空闲时间，即较快的阶段等待最慢的阶段。
-代入各阶段实测时间后 GPipe 的空闲时间：GPipe 按每个阶段处理一个微批次的实测时间计算的空闲时间。
-重叠：各 rank 的桶传输中落在其反向计算之内的部分。</translation>
-    </message>
-    <message>
         <source>stage imbalance idles another %1% (idle in all %2%, GPipe&apos;s with these stages&apos; times %3%)</source>
         <translation>阶段不均衡另外造成 %1% 的空闲（总空闲 %2%，代入各阶段实测时间后 GPipe 为 %3%）</translation>
     </message>
@@ -988,6 +1018,64 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     <message>
         <source>tensor-parallel collective (inside F/B)</source>
         <translation>张量并行集合通信（在 F/B 内）</translation>
+    </message>
+    <message>
+        <source>schedule file %1</source>
+        <translation>调度文件 %1</translation>
+    </message>
+    <message>
+        <source>formula (p−1)/(v·m+p−1) = (%1−1)/(%2·%3+%1−1) = %4%</source>
+        <translation>公式 (p−1)/(v·m+p−1) = (%1−1)/(%2·%3+%1−1) = %4%</translation>
+    </message>
+    <message>
+        <source>formula (p−1)(T_F+T_B−T_W) with the measured T_F %1 ms, T_B %2 ms, T_W %3 ms = %4% (paced by the slowest stage %5%)</source>
+        <translation>公式 (p−1)(T_F+T_B−T_W)，代入实测 T_F %1 ms、T_B %2 ms、T_W %3 ms = %4%（按最慢阶段计 %5%）</translation>
+    </message>
+    <message>
+        <source>floor (p−1)·T_F with the measured T_F %1 ms, T_B %2 ms, T_W %3 ms = %4% (paced by the slowest stage %5%)</source>
+        <translation>下限 (p−1)·T_F，代入实测 T_F %1 ms、T_B %2 ms、T_W %3 ms = %4%（按最慢阶段计 %5%）</translation>
+    </message>
+    <message>
+        <source>W: weight gradients (striped)</source>
+        <translation>W：权重梯度（条纹）</translation>
+    </message>
+    <message>
+        <source>model chunk %1 (outlined)</source>
+        <translation>模型块 %1（描边）</translation>
+    </message>
+    <message>
+        <source>send between model chunks (dashed)</source>
+        <translation>模型块之间的发送（虚线）</translation>
+    </message>
+    <message>
+        <source>weight gradients (W)</source>
+        <translation>权重梯度（W）</translation>
+    </message>
+    <message>
+        <source>model chunk %1</source>
+        <translation>模型块 %1</translation>
+    </message>
+    <message>
+        <source>stage %1</source>
+        <translation>阶段 %1</translation>
+    </message>
+    <message>
+        <source>Pinned: %1, step %2. %3</source>
+        <translation>已固定：%1，第 %2 步。%3</translation>
+    </message>
+    <message>
+        <source>The same numbers as shardscope-cli train&apos;s closing lines (summarize_schedule), for this step and replica.
+Bubble measured: the fill and drain of each pipeline flush, each stage&apos;s idle time up to p − 1 times the slowest stage&apos;s time per micro-batch, over p × window; the median over the step&apos;s flushes.
+Formula: the schedule&apos;s own: GPipe&apos;s and 1F1B&apos;s (p−1)/(m+p−1) for p equal stages and m micro-batches per flush, interleaved 1F1B&apos;s (p−1)/(v·m+p−1), ZB-H1&apos;s and ZB-H2&apos;s with the measured T_F, T_B, T_W.
+Stage imbalance: the rest of the idle time, faster stages waiting for the slowest.
+GPipe&apos;s with these stages&apos; times: GPipe&apos;s idle time with each stage&apos;s measured time per micro-batch.
+Overlapped: the part of the ranks&apos; bucket transfers that lies inside their backward.</source>
+        <translation>与 shardscope-cli train 结尾几行相同的数字（summarize_schedule），针对这一步和这个副本。
+实测气泡率：每轮流水线的填充和排空，即各阶段的空闲时间（每个阶段最多计 p − 1 个最慢阶段处理一个微批次的时间），除以 p × 时间窗；取这一步各轮的中位数。
+公式：所选调度自己的公式：GPipe 与 1F1B 为 (p−1)/(m+p−1)（p 个阶段一样长、每轮 m 个微批次），交错 1F1B 为 (p−1)/(v·m+p−1)，ZB-H1 与 ZB-H2 代入实测的 T_F、T_B、T_W。
+阶段不均衡：其余的空闲时间，即较快的阶段等待最慢的阶段。
+代入各阶段实测时间后 GPipe 的空闲时间：GPipe 按每个阶段处理一个微批次的实测时间计算的空闲时间。
+重叠：各 rank 的桶传输中落在其反向计算之内的部分。</translation>
     </message>
 </context>
 <context>
@@ -1575,6 +1663,35 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     <message>
         <source>restart %1 of %2 after the run failed (%3); %4</source>
         <translation>运行失败后第 %1 次重启（共 %2 次）（%3）；%4</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::ScheduleCompareView</name>
+    <message>
+        <source>Not run for this layout: %1</source>
+        <translation>此布局下未运行：%1</translation>
+    </message>
+    <message>
+        <source>Running one step...</source>
+        <translation>正在运行一步……</translation>
+    </message>
+    <message>
+        <source>Waiting</source>
+        <translation>等待中</translation>
+    </message>
+    <message>
+        <source>idle in all %1%, fill and drain %2% · %3
+peak activations per stage: %4</source>
+        <translation>总空闲 %1%，填充与排空 %2% · %3
+各阶段激活值峰值：%4</translation>
+    </message>
+    <message>
+        <source>Compare schedules</source>
+        <translation>对比调度</translation>
+    </message>
+    <message>
+        <source>The panel&apos;s model, pipeline stages and micro-batches (one data-parallel replica) under each schedule, one training step each on the virtual clock, in the background.</source>
+        <translation>面板上的模型、流水线阶段数和微批次数（一个数据并行副本）在每种调度下各训练一步，使用虚拟时钟，在后台运行。</translation>
     </message>
 </context>
 <context>

@@ -408,6 +408,17 @@ void TestBadInput::exits_2_naming_the_problem_data() {
       "kind.ssrun: byte 22: record 0: unknown event kind 9");
   row("recording cut in its header", {"export", "--chrome-trace", "@t.json", "@short.ssrun"},
       "short.ssrun: byte 12: the header is cut off after 12 bytes");
+  // Expert parallelism: the experts and the dp ranks must split over ep (issue 33).
+  row("ep not dividing the experts", {"train", model, "gpt-tiny-moe", "--dp", "3", "--ep", "3", "--batch", "9"},
+      "--ep 3: the 4 experts of gpt-tiny-moe do not split over 3 expert-parallel ranks");
+  row("ep not dividing dp", {"train", model, "gpt-tiny-moe", "--dp", "2", "--ep", "4"},
+      "--ep 4 does not divide --dp 2");
+  row("ep without experts", {"train", model, "gpt-tiny", "--dp", "2", "--ep", "2"},
+      "--ep 2 needs a mixture-of-experts model; gpt-tiny has no experts");
+  row("MoE with tp", {"train", model, "gpt-tiny-moe", "--tp", "2"},
+      "--model gpt-tiny-moe (mixture of experts) with --tp 2 is not built yet");
+  row("MoE checkpoints", {"train", model, "gpt-tiny-moe", "--save-dir", "@ckpt"},
+      "--model gpt-tiny-moe (mixture of experts) with --save-dir is not built yet");
 }
 
 void TestBadInput::exits_2_naming_the_problem() {

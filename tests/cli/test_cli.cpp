@@ -138,7 +138,7 @@ void TestCli::typos_get_a_did_you_mean() {
   }
   for (const QStringList& far :
        {QStringList{"train", "--learning-rate", "1"}, QStringList{"train", "--model", "gpt-huge"},
-        QStringList{"train", "--lesson", "tensor_parallel"}}) {
+        QStringList{"train", "--lesson", "quantization"}}) {
     const Result r = run(far);
     QCOMPARE(r.code, 2);
     QVERIFY2(!r.err.contains("did you mean"), qPrintable(far.join(' ') + " -> stderr: " + r.err));

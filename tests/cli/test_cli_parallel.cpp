@@ -27,6 +27,7 @@ class TestCliParallel : public QObject {
   void prints_data_parallel_bytes_beside_the_formula();
   void failing_rank_stops_the_run();
   void bad_layouts_exit_2();
+  void header_names_context_and_expert_parallelism();
 
  private:
   QTemporaryDir dir_;
@@ -123,6 +124,9 @@ void TestCliParallel::bad_layouts_exit_2() {
       {{"train", "--dp", "3"}, "--batch 16 does not split into --dp 3"},
       {{"train", "--pp", "5"}, "--pp 5 is more pipeline stages than gpt-tiny has layers (4)"},
       {{"train", "--dp", "2", "--pp", "2", "--ranks", "3"}, "--ranks 3 does not equal --dp 2 x --pp 2 = 4"},
+      {{"train", "--dp", "2", "--cp", "2", "--tp", "2", "--ranks", "4"},
+       "--ranks 4 does not equal --dp 2 x --pp 1 x --cp 2 x --tp 2 = 8 (every rank sits on the dp x pp x cp x tp "
+       "grid)"},
       {{"train", "--schedule", "zigzag"}, "--schedule"},
       {{"train", "--dp-mode", "fsdp"}, "--dp-mode: 'fsdp' is not one of naive, ddp"},
       {{"train", "--zero", "3", "--pp", "2", "--dp", "2"}, "is refused"},
@@ -137,3 +141,14 @@ void TestCliParallel::bad_layouts_exit_2() {
 
 QTEST_GUILESS_MAIN(TestCliParallel)
 #include "test_cli_parallel.moc"
+
+// The run's header names every axis it runs on: cp beside dp and pp, and ep (which borrows dp ranks).
+void TestCliParallel::header_names_context_and_expert_parallelism() {
+  Result r = run({"train", "--steps", "1", "--batch", "4", "--seq", "16", "--cp", "2", "--eval-every", "0"});
+  QVERIFY2(r.code == 0, qPrintable(r.err));
+  QVERIFY2(r.out.contains("2 ranks (dp 1 ddp ZeRO-0 x pp 1 1f1b x cp 2 zigzag)"), qPrintable(r.out));
+  r = run({"train", "--model", "gpt-tiny-moe", "--steps", "1", "--batch", "4", "--seq", "16", "--dp", "2", "--ep", "2",
+           "--eval-every", "0"});
+  QVERIFY2(r.code == 0, qPrintable(r.err));
+  QVERIFY2(r.out.contains("2 ranks (dp 2 ddp ZeRO-0 x pp 1 1f1b, experts over ep 2)"), qPrintable(r.out));
+}

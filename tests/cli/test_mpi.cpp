@@ -48,6 +48,20 @@ class TestMpi : public QObject {
     QTest::newRow("zero3") << QStringList{"--dp", "4", "--zero", "3"};
     QTest::newRow("pp2xdp2 1f1b") << QStringList{"--dp", "2",          "--pp", "2", "--micro-batches",
                                                  "2",    "--schedule", "1f1b"};
+    QTest::newRow("pp2xdp2 interleaved eval") << QStringList{"--dp",
+                                                             "2",
+                                                             "--pp",
+                                                             "2",
+                                                             "--micro-batches",
+                                                             "2",
+                                                             "--schedule",
+                                                             "interleaved-1f1b",
+                                                             "--virtual-stages",
+                                                             "2",
+                                                             "--eval-every",
+                                                             "10",
+                                                             "--eval-batches",
+                                                             "2"};
     QTest::newRow("accumulation") << QStringList{"--dp", "4", "--accum", "2"};
     QTest::newRow("bf16 ddp") << QStringList{"--dp", "4", "--precision", "bf16"};
     QTest::newRow("fp16 gpipe checkpoint eval") << QStringList{
@@ -56,6 +70,9 @@ class TestMpi : public QObject {
     QTest::newRow("bf16 zero2") << QStringList{"--dp", "4", "--zero", "2", "--precision", "bf16"};
     QTest::newRow("tp2xdp2") << QStringList{"--tp", "2", "--dp", "2"};  // tp groups: ranks 0-1 and 2-3
     QTest::newRow("tp2xdp2 sequence parallel") << QStringList{"--tp", "2", "--dp", "2", "--sequence-parallel"};
+    // Context parallelism: ring attention's block exchanges as MPI send/receive pairs.
+    QTest::newRow("cp2xdp2") << QStringList{"--cp", "2", "--dp", "2"};
+    QTest::newRow("cp2xtp2 contiguous") << QStringList{"--cp", "2", "--tp", "2", "--cp-split", "contiguous"};
   }
 
   // Ring collectives over MPI add the same chunks in the same order as threads.

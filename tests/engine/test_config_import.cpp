@@ -8,6 +8,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "config/gpu_profiles.h"
 #include "config/run_import.h"
@@ -53,6 +54,7 @@ class TestConfigImport : public QObject {
   void gpt2_count_is_exact();
   void bert_base_uncased_count_is_exact();
   void llama_2_7b_count_is_exact();
+  void mixtral_8x7b_count_is_exact();
   void hf_unknown_keys_are_reported();
   void hf_bad_files_name_the_line_or_key();
   void deepspeed_fixture();
@@ -121,6 +123,30 @@ void TestConfigImport::llama_2_7b_count_is_exact() {
       "intermediate_size": 28672, "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8})",
                                       "70b.json");
   QCOMPARE(gqa.training_parameters(), std::int64_t{68'976'648'192});
+}
+
+// resources/examples/mixtral_8x7b_config.json against the counts transformers
+// makes of it (tests/tools/mixtral_parameter_count.py, on the meta device).
+void TestConfigImport::mixtral_8x7b_count_is_exact() {
+  const nlohmann::json counts = nlohmann::json::parse(std::ifstream(kConfigs + "mixtral_8x7b_parameters.json"));
+  const HfModelConfig c =
+      load_hf_config(std::string(SHARDSCOPE_FIXTURES) + "/../../resources/examples/mixtral_8x7b_config.json");
+  QVERIFY2(c.warnings.empty(), c.warnings.empty() ? "" : c.warnings[0].c_str());
+  QCOMPARE(c.experts, std::int64_t{8});
+  QCOMPARE(c.top_k, std::int64_t{2});
+  QCOMPARE(c.training_parameters(), counts["causal_lm_parameters"].get<std::int64_t>());  // 46,702,792,704
+  QCOMPARE(c.base_model_parameters(), counts["base_model_parameters"].get<std::int64_t>());
+  QCOMPARE(c.layer_parameters(), counts["layer_parameters"].get<std::int64_t>());  // 8 experts and the router in it
+  QCOMPARE(c.largest_module_parameters(), counts["layer_expert_parameters"].get<std::int64_t>());
+  // Active: 2 of the 8 experts per token, 12.9B (Mistral's "12.9B active parameters").
+  QCOMPARE(c.active_training_parameters(), std::int64_t{12'879'925'248});
+  // The estimator holds the total and computes with the active: 6N reads k of E experts.
+  const ModelShape shape = model_shape_from_hf(c);
+  QCOMPARE(shape.parameters(), c.training_parameters());
+  QCOMPARE(shape.parameters() - shape.idle_expert_parameters, c.active_training_parameters());
+  const ModelShape tiny = model_shape_from_config(find_model_preset("gpt-tiny-moe"), "gpt-tiny-moe");
+  QCOMPARE(tiny.parameters(), std::int64_t{2'441'984});  // gpt-tiny's 859,392 + 4 layers x (3 experts + a router)
+  QCOMPARE(tiny.parameters() - tiny.idle_expert_parameters, std::int64_t{1'388'288});  // 2 of 4 experts active
 }
 
 void TestConfigImport::hf_unknown_keys_are_reported() {

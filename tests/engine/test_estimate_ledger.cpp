@@ -24,6 +24,7 @@ class TestEstimateLedger : public QObject {
   void fused_attention_predicted_equals_measured_data();
   void fused_attention_predicted_equals_measured();
   void pipeline_bytes_equal_the_engines_sends();
+  void interleaved_predicted_equals_measured();
 };
 
 void TestEstimateLedger::predicted_equals_measured_data() {
@@ -62,6 +63,9 @@ void TestEstimateLedger::predicted_equals_measured_data() {
   QTest::newRow("gpt zero3 dp3 padded") << "gpt-tiny" << 3 << 1 << 3 << 0 << 0 << 1 << 1 << 0 << "fp32";
   QTest::newRow("bert zero2 dp8 padded") << "bert-tiny" << 8 << 1 << 2 << 0 << 0 << 1 << 1 << 0 << "fp32";
   QTest::newRow("gpt zero3 dp5 padded ckpt accum2") << "gpt-tiny" << 5 << 1 << 3 << 0 << 1 << 2 << 1 << 0 << "fp32";
+  // A mixture of experts: every MoE layer's packed expert rows (b·s·k·10h) beside the dense set.
+  QTest::newRow("moe dp1") << "gpt-tiny-moe" << 1 << 1 << 0 << 0 << 0 << 1 << 1 << 0 << "fp32";
+  QTest::newRow("moe zero2 dp2 ckpt accum2") << "gpt-tiny-moe" << 2 << 1 << 2 << 0 << 1 << 2 << 1 << 0 << "fp32";
   // Mixed precision: fp32 activations, 16-bit parameters and gradients, fp32 working copies.
   QTest::newRow("gpt dp1 bf16") << "gpt-tiny" << 1 << 1 << 0 << 0 << 0 << 1 << 1 << 0 << "bf16";
   QTest::newRow("gpt dp1 ckpt fp16") << "gpt-tiny" << 1 << 1 << 0 << 0 << 1 << 1 << 1 << 0 << "fp16";
@@ -159,16 +163,26 @@ void TestEstimateLedger::tensor_parallel_predicted_equals_measured_data() {
   QTest::addColumn<int>("checkpoint");
   QTest::addColumn<int>("micro_batches");
   QTest::addColumn<QString>("precision");
+  QTest::addColumn<bool>("sp");
   //                                           dp   pp   tp  zero ckpt  m
-  QTest::newRow("gpt tp2") << "gpt-tiny" << 1 << 1 << 2 << 0 << 0 << 1 << "fp32";
-  QTest::newRow("gpt tp4") << "gpt-tiny" << 1 << 1 << 4 << 0 << 0 << 1 << "fp32";
-  QTest::newRow("gpt dp2 tp2 zero1") << "gpt-tiny" << 2 << 1 << 2 << 1 << 0 << 1 << "fp32";
-  QTest::newRow("gpt tp2 pp2 1f1b m4") << "gpt-tiny" << 1 << 2 << 2 << 0 << 0 << 4 << "fp32";
-  QTest::newRow("gpt dp2 tp2 zero3") << "gpt-tiny" << 2 << 1 << 2 << 3 << 0 << 1 << "fp32";
-  QTest::newRow("gpt tp2 ckpt") << "gpt-tiny" << 1 << 1 << 2 << 0 << 1 << 1 << "fp32";
-  QTest::newRow("bert tp2") << "bert-tiny" << 1 << 1 << 2 << 0 << 0 << 1 << "fp32";
-  QTest::newRow("gpt dp2 tp2 zero1 bf16") << "gpt-tiny" << 2 << 1 << 2 << 1 << 0 << 1 << "bf16";
-  QTest::newRow("gpt dp2 tp2 zero2 fp16") << "gpt-tiny" << 2 << 1 << 2 << 2 << 0 << 1 << "fp16";
+  QTest::newRow("gpt tp2") << "gpt-tiny" << 1 << 1 << 2 << 0 << 0 << 1 << "fp32" << false;
+  QTest::newRow("gpt tp4") << "gpt-tiny" << 1 << 1 << 4 << 0 << 0 << 1 << "fp32" << false;
+  QTest::newRow("gpt dp2 tp2 zero1") << "gpt-tiny" << 2 << 1 << 2 << 1 << 0 << 1 << "fp32" << false;
+  QTest::newRow("gpt tp2 pp2 1f1b m4") << "gpt-tiny" << 1 << 2 << 2 << 0 << 0 << 4 << "fp32" << false;
+  QTest::newRow("gpt dp2 tp2 zero3") << "gpt-tiny" << 2 << 1 << 2 << 3 << 0 << 1 << "fp32" << false;
+  QTest::newRow("gpt tp2 ckpt") << "gpt-tiny" << 1 << 1 << 2 << 0 << 1 << 1 << "fp32" << false;
+  QTest::newRow("bert tp2") << "bert-tiny" << 1 << 1 << 2 << 0 << 0 << 1 << "fp32" << false;
+  QTest::newRow("gpt dp2 tp2 zero1 bf16") << "gpt-tiny" << 2 << 1 << 2 << 1 << 0 << 1 << "bf16" << false;
+  // Sequence parallelism: the residual stream and the LayerNorm statistics at s/t tokens.
+  QTest::newRow("gpt tp2 sp") << "gpt-tiny" << 1 << 1 << 2 << 0 << 0 << 1 << "fp32" << true;
+  QTest::newRow("gpt tp4 sp") << "gpt-tiny" << 1 << 1 << 4 << 0 << 0 << 1 << "fp32" << true;
+  QTest::newRow("gpt dp2 tp2 zero1 sp") << "gpt-tiny" << 2 << 1 << 2 << 1 << 0 << 1 << "fp32" << true;
+  QTest::newRow("gpt tp2 pp2 1f1b m4 sp") << "gpt-tiny" << 1 << 2 << 2 << 0 << 0 << 4 << "fp32" << true;
+  QTest::newRow("gpt dp2 tp2 zero3 ckpt sp") << "gpt-tiny" << 2 << 1 << 2 << 3 << 1 << 1 << "fp32" << true;
+  QTest::newRow("bert tp2 sp") << "bert-tiny" << 1 << 1 << 2 << 0 << 0 << 1 << "fp32" << true;
+  QTest::newRow("bert tp2 pp2 sp") << "bert-tiny" << 1 << 2 << 2 << 0 << 0 << 2 << "fp32" << true;
+  QTest::newRow("gpt dp2 tp2 zero1 sp bf16") << "gpt-tiny" << 2 << 1 << 2 << 1 << 0 << 1 << "bf16" << true;
+  QTest::newRow("gpt dp2 tp2 zero2 fp16") << "gpt-tiny" << 2 << 1 << 2 << 2 << 0 << 1 << "fp16" << false;
 }
 
 void TestEstimateLedger::tensor_parallel_predicted_equals_measured() {
@@ -180,7 +194,9 @@ void TestEstimateLedger::tensor_parallel_predicted_equals_measured() {
   QFETCH(int, checkpoint);
   QFETCH(int, micro_batches);
   QFETCH(QString, precision);
+  QFETCH(bool, sp);
   EstimateSettings s;
+  s.sequence_parallel = sp;
   s.precision = parse_precision(qPrintable(precision));
   s.layout[Axis::dp] = dp;
   s.layout[Axis::pp] = pp;
@@ -252,6 +268,25 @@ void TestEstimateLedger::fused_attention_predicted_equals_measured() {
 
 // The time model's pipeline bytes are what the engine's first stage sends in a
 // step: its activations, fp32 at every precision (bf16 here, as a GPU run).
+// Interleaved 1F1B (v 2): each stage's two chunks' parameters, and activation
+// slots for the (chunk, micro-batch) pairs the schedule holds at once, each
+// sized for the stage's union (the received input beside the embeddings).
+void TestEstimateLedger::interleaved_predicted_equals_measured() {
+  for (const char* model : {"gpt-tiny", "bert-mini"})
+    for (int dp : {1, 2}) {
+      EstimateSettings s;
+      s.layout[Axis::dp] = dp;
+      s.layout[Axis::pp] = 2;
+      s.zero_stage = dp > 1 ? 1 : 0;
+      s.micro_batches = 4;
+      s.schedule = PipelineScheduleKind::interleaved_1f1b;
+      s.virtual_stages = 2;
+      s.micro_batch_size = 2;
+      s.seq = 32;
+      check_ledger(model, s);
+    }
+}
+
 void TestEstimateLedger::pipeline_bytes_equal_the_engines_sends() {
   for (const Precision precision : {Precision::fp32, Precision::bf16}) {
     EstimateSettings s;

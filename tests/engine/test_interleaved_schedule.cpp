@@ -180,7 +180,10 @@ void TestInterleavedSchedule::peak_in_flight_matches_the_closed_form() {
 
 void TestInterleavedSchedule::rules_are_refused_by_name() {
   RunConfig c = interleaved_config();
-  refused(c, "--schedule interleaved-1f1b does not train yet");
+  validate_run_config(c);  // trains (test_interleaved_training)
+  c.layout[Axis::tp] = 2;
+  refused(c, "--schedule interleaved-1f1b with --tp 2 is not built yet");
+  c = interleaved_config();
   c.micro_batches = 3;
   c.batch = 6;
   refused(c, "--schedule interleaved-1f1b needs --micro-batches a multiple of --pp (got 3 and 2)");
@@ -212,13 +215,16 @@ void TestInterleavedSchedule::the_schedule_command_prints_it() {
   QVERIFY2(bad.err.contains("--micro-batches a multiple of --pp (got 6 and 4)"), qPrintable(bad.err));
   const CliResult train = run_cli({"train", "--pp", "2", "--micro-batches", "2", "--schedule", "interleaved-1f1b",
                                    "--virtual-stages", "2", "--steps", "1"});
-  QCOMPARE(train.code, 2);
-  QVERIFY2(train.err.contains("--schedule interleaved-1f1b does not train yet"), qPrintable(train.err));
+  QCOMPARE(train.code, 0);  // trains: test_interleaved_training
   const CliResult estimate =
       run_cli({"estimate", "--pp", "2", "--micro-batches", "4", "--schedule", "interleaved-1f1b"});
   QCOMPARE(estimate.code, 2);
-  QVERIFY2(estimate.err.contains("--schedule interleaved-1f1b: the estimator does not model model chunks"),
+  QVERIFY2(estimate.err.contains("--schedule interleaved-1f1b needs --virtual-stages 2 or more (got 1)"),
            qPrintable(estimate.err));
+  const CliResult chunks = run_cli(
+      {"estimate", "--pp", "2", "--micro-batches", "4", "--schedule", "interleaved-1f1b", "--virtual-stages", "2"});
+  QCOMPARE(chunks.code, 0);
+  QVERIFY2(chunks.out.contains("(p−1)/(v·m+p−1) = 1/9"), qPrintable(chunks.out));
 }
 
 // torch.distributed.pipelining's CSV: a row per rank, {stage}{F|B|I|W}{micro-batch}.

@@ -346,9 +346,7 @@ void TestTensorParallel::layouts_it_cannot_split_are_refused() {
   c = base_config(2);
   c.dp_mode = DataParallelMode::naive;
   refused(c, "--tp 2 with --dp-mode naive is refused");
-  c = base_config(2);
-  c.device = "cuda";
-  refused(c, "--tp 2 with --device cuda is not built yet");
+  // --device cuda trains tensor parallelism (test_cuda_training's tensor_parallel_follows_cpu_ranks).
   c = base_config(2);
   c.ranks = 3;
   refused(c, "--ranks 3 does not equal --dp 1 x --pp 1 x --tp 2 = 2");

@@ -6,7 +6,8 @@
 // skipped with "skipped: no GPU (<reason>)" and the suite passes.
 //
 // Tolerances (|gpu - cpu| <= atol + rtol |cpu|, inputs ~ N(0, 1)):
-//   exact         fill, add, scale, bias rows, embedding forward/backward: same
+//   exact         fill, add, scale, bias rows, embedding forward/backward (and
+//                 tensor parallelism's vocabulary slice of them): same
 //                 operations in the same order, bit-identical (the GPU groups
 //                 the embedding rows by id with a stable sort, keeping row order);
 //   element-wise  1e-6 + 1e-5 |x|: tanh, AdamW (device erff/expf/tanhf
@@ -29,6 +30,7 @@
 #include <cuda_runtime.h>
 
 #include <QTest>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -65,6 +67,7 @@ class TestCudaOps : public QObject {
   void layernorm_forward_backward();
   void gelu_forward_backward();
   void cross_entropy_forward_backward();
+  void vocabulary_parallel_ops();
   void element_wise_ops();
   void sum_of_squares();
   void adamw();
@@ -335,6 +338,80 @@ void TestCudaOps::cross_entropy_forward_backward() {
   const std::vector<std::int32_t> ignored(static_cast<std::size_t>(rows), -1);
   DeviceArray gignored(ignored);
   QCOMPARE(gpu->cross_entropy_forward(glosses.get(), glogits.get(), gignored.get(), rows, V), 0.0f);
+}
+
+// Tensor parallelism's vocabulary-parallel ops (ops/cuda/cuda_vocab_parallel.cu): this rank owns
+// ids [4, 9) of 11 and logit columns [301, 602) of 602; the others' rows are 0 and the target
+// logit only where owned.
+void TestCudaOps::vocabulary_parallel_ops() {
+  const int B = 3, T = 17, C = 40, V = 11, first = 4, owned = 5;
+  const auto ids = random_ints(static_cast<std::size_t>(B * T), 90, V);
+  const auto type_ids = random_ints(static_cast<std::size_t>(B * T), 91, 2);
+  const auto tokens = randoms(static_cast<std::size_t>(owned * C), 92);
+  const auto positions = randoms(static_cast<std::size_t>(T * C), 93);
+  const auto types = randoms(static_cast<std::size_t>(2 * C), 94);
+  const auto dy = randoms(static_cast<std::size_t>(B * T * C), 95);
+  DeviceArray g_ids(ids), g_type_ids(type_ids);
+  DeviceArray g_tokens(tokens), g_positions(positions), g_types(types), g_dy(dy);
+  std::vector<float> out(static_cast<std::size_t>(B * T * C), 3.0f);
+  DeviceArray g_out(out);
+  gpu->vocab_embedding_forward(g_out.get(), g_ids.get(), g_type_ids.get(), g_tokens.get(), g_positions.get(),
+                               g_types.get(), B, T, C, first, owned);
+  cpu->vocab_embedding_forward(out.data(), ids.data(), type_ids.data(), tokens.data(), positions.data(), types.data(),
+                               B, T, C, first, owned);
+  COMPARE_EXACT("vocab_embedding_forward", g_out.host(), out);
+  auto d_tokens = randoms(tokens.size(), 96), d_positions = randoms(positions.size(), 97);
+  auto d_types = randoms(types.size(), 98);
+  DeviceArray gd_tokens(d_tokens), gd_positions(d_positions), gd_types(d_types);
+  gpu->vocab_embedding_backward(gd_tokens.get(), gd_positions.get(), gd_types.get(), g_dy.get(), g_ids.get(),
+                                g_type_ids.get(), B, T, C, first, owned);
+  cpu->vocab_embedding_backward(d_tokens.data(), d_positions.data(), d_types.data(), dy.data(), ids.data(),
+                                type_ids.data(), B, T, C, first, owned);
+  COMPARE_EXACT("vocab_embedding_backward d_tokens", gd_tokens.host(), d_tokens);
+  COMPARE_EXACT("vocab_embedding_backward d_positions", gd_positions.host(), d_positions);
+  COMPARE_EXACT("vocab_embedding_backward d_types", gd_types.host(), d_types);
+
+  const int rows = 45, Vt = 301, t = 2, head = Vt;  // this rank: tp rank 1 of 2
+  const auto logits = randoms(static_cast<std::size_t>(rows * Vt), 99, 4.0f);
+  auto targets = random_ints(static_cast<std::size_t>(rows), 100, t * Vt);
+  targets[3] = -1;
+  DeviceArray glogits(logits);
+  DeviceArray gtargets(targets);
+  // (t, rows): the other rank's maxima, then this rank's own
+  std::vector<float> maxima = randoms(static_cast<std::size_t>(t * rows), 101, 4.0f);
+  std::vector<float> mine(static_cast<std::size_t>(rows));
+  DeviceArray gmine(mine);
+  gpu->row_max(gmine.get(), glogits.get(), rows, Vt);
+  cpu->row_max(mine.data(), logits.data(), rows, Vt);
+  COMPARE_EXACT("row_max", gmine.host(), mine);
+  std::copy(mine.begin(), mine.end(), maxima.begin() + rows);
+  DeviceArray gmaxima(maxima);
+  std::vector<float> sums(static_cast<std::size_t>(2 * rows)), row_max(static_cast<std::size_t>(rows));
+  DeviceArray gsums(sums), grow_max(row_max);
+  gpu->vocab_cross_entropy_sums(gsums.get(), grow_max.get(), gmaxima.get(), t, glogits.get(), gtargets.get(), rows, Vt,
+                                head);
+  cpu->vocab_cross_entropy_sums(sums.data(), row_max.data(), maxima.data(), t, logits.data(), targets.data(), rows, Vt,
+                                head);
+  COMPARE_EXACT("vocab_cross_entropy_sums row_max", grow_max.host(), row_max);
+  COMPARE_NEAR("vocab_cross_entropy_sums", gsums.host(), sums, kRow);
+  std::vector<float> losses(static_cast<std::size_t>(rows), 7.0f), lse(static_cast<std::size_t>(rows));
+  DeviceArray glosses(losses), glse(lse);
+  const float gpu_mean =
+      gpu->vocab_cross_entropy_losses(glosses.get(), glse.get(), gsums.get(), grow_max.get(), gtargets.get(), rows);
+  const float cpu_mean =
+      cpu->vocab_cross_entropy_losses(losses.data(), lse.data(), sums.data(), row_max.data(), targets.data(), rows);
+  COMPARE_NEAR("vocab_cross_entropy_losses", glosses.host(), losses, kRow);
+  COMPARE_NEAR("vocab_cross_entropy_losses log_sum_exp", glse.host(), lse, kRow);
+  QVERIFY2(std::fabs(gpu_mean - cpu_mean) <= kRow.atol + kRow.rtol * std::fabs(cpu_mean),
+           qPrintable(QString("mean loss gpu %1 cpu %2").arg(gpu_mean).arg(cpu_mean)));
+  QCOMPARE(glosses.host()[3], 0.0f);
+  std::vector<float> d_logits(logits.size(), 5.0f);
+  DeviceArray gd_logits(d_logits);
+  gpu->vocab_cross_entropy_backward(gd_logits.get(), glogits.get(), glse.get(), gtargets.get(), rows, Vt, head,
+                                    1.0f / 44.0f);
+  cpu->vocab_cross_entropy_backward(d_logits.data(), logits.data(), lse.data(), targets.data(), rows, Vt, head,
+                                    1.0f / 44.0f);
+  COMPARE_NEAR("vocab_cross_entropy_backward", gd_logits.host(), d_logits, kRow);
 }
 
 void TestCudaOps::element_wise_ops() {

@@ -6,7 +6,8 @@
 // figures and, from step 2 on, the caching allocator reserves nothing new.
 // Several ranks sharing GPU 0 (dp 2 with DDP and ZeRO-1/2/3, naive
 // DataParallel, pp 2, dp 2 x pp 2) follow the same layout on CPU ranks, and
-// so do ranks on one GPU each over NCCL where there are two GPUs.
+// so do ranks on one GPU each over NCCL where there are two GPUs; so do
+// tensor parallelism (tp 2: GPT, BERT with SP) and GPT's tp 2 with SP over NCCL.
 // Skips with the reason where no GPU is usable. Against the CUDA emulation on
 // the CPU (tests/engine/cuda_emulation, as test_cuda_training_emulated in CI,
 // with two pretend GPUs and the NCCL plugin over a stand-in NCCL) the same
@@ -125,6 +126,33 @@ void layout_of_the_row_follows_cpu(const std::vector<int>& gpus, const char* how
       QCOMPARE(gpu.rank_memory[r][m], cpu.rank_memory[r][m]);
 }
 
+// tp 2 (with SP or not) for a few steps on CPU ranks, then on `gpus`: the
+// losses agree within fp32's tolerance, fall, and the model-state bytes match.
+void tensor_parallel_follows_cpu_ranks(const std::string& model, bool sequence_parallel, const std::vector<int>& gpus,
+                                       const char* how) {
+  RunConfig c = config(model.c_str(), "cpu", Precision::fp32);
+  c.steps = emulated() ? 3 : 10;
+  c.batch = 4;  // short enough for the emulation on busy CI cores
+  c.layout[Axis::tp] = 2;
+  c.sequence_parallel = sequence_parallel;
+  const Run cpu = train(c);
+  c.device = "cuda";
+  c.gpus = gpus;
+  const Run gpu = train(c);
+  QVERIFY2(gpu.backend.rfind("cuda:", 0) == 0, gpu.backend.c_str());
+  QCOMPARE(gpu.losses.size(), cpu.losses.size());
+  const double worst = worst_relative(gpu, cpu);
+  qInfo("%s tp2%s %s: last loss gpu %.6f cpu %.6f, worst relative difference %.2e", model.c_str(),
+        sequence_parallel ? " SP" : "", how, static_cast<double>(gpu.losses.back()),
+        static_cast<double>(cpu.losses.back()), worst);
+  QVERIFY2(worst < tolerance_for(1e-3), qPrintable(QString("worst relative loss difference %1").arg(worst)));
+  QVERIFY(gpu.losses.back() < gpu.losses.front());
+  QCOMPARE(gpu.rank_memory.size(), cpu.rank_memory.size());
+  for (std::size_t r = 0; r < gpu.rank_memory.size(); ++r)
+    for (MemoryCategory m : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
+      QCOMPARE(gpu.rank_memory[r][m], cpu.rank_memory[r][m]);
+}
+
 }  // namespace
 
 class TestCudaTraining : public QObject {
@@ -202,6 +230,31 @@ class TestCudaTraining : public QObject {
     const NcclAvailability nccl = probe_nccl();
     if (!nccl.available) QSKIP(qPrintable(QString::fromStdString("skipped: no NCCL (" + nccl.reason + ")")));
     layout_of_the_row_follows_cpu({0, 1}, "over NCCL");
+  }
+
+  // Tensor parallelism on GPUs: the vocabulary-parallel embedding and loss
+  // and sequence parallelism's token blocks are device ops
+  // (ops/cuda/cuda_vocab_parallel.cu), so tp 2, with and without SP, follows
+  // the same layout on CPU ranks: two ranks sharing GPU 0, and one rank per
+  // GPU over NCCL where there are two.
+  void tensor_parallel_sharing_one_gpu_follows_cpu_ranks_data() {
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<bool>("sequence_parallel");
+    QTest::newRow("gpt-tiny tp2") << "gpt-tiny" << false;
+    QTest::newRow("bert-tiny tp2 SP") << "bert-tiny" << true;
+  }
+
+  void tensor_parallel_sharing_one_gpu_follows_cpu_ranks() {
+    QFETCH(QString, model);
+    QFETCH(bool, sequence_parallel);
+    tensor_parallel_follows_cpu_ranks(model.toStdString(), sequence_parallel, {0}, "sharing GPU 0");
+  }
+
+  void tensor_parallel_over_nccl_follows_cpu_ranks() {
+    if (probe_cuda().gpus.size() < 2) QSKIP("skipped: one rank per GPU needs 2 GPUs");
+    const NcclAvailability nccl = probe_nccl();
+    if (!nccl.available) QSKIP(qPrintable(QString::fromStdString("skipped: no NCCL (" + nccl.reason + ")")));
+    tensor_parallel_follows_cpu_ranks("gpt-tiny", /*sequence_parallel=*/true, {0, 1}, "over NCCL");
   }
 
   // One rank per GPU over NCCL, DDP in small buckets: a bucket's all-reduce

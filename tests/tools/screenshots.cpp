@@ -9,16 +9,18 @@
 // languages and the Pipeline tab; `pipeline`: the pipeline lesson's;
 // `live`: the Live plots tab's; `waits`: the Waits tab's; `tensor`: the Tensor parallel tab's during
 // a tp 2 run; `zero3`: the ZeRO-3 run's pictures only;
-// `lessons`: every lesson's run beside its text, in both languages). Every
+// `lessons`: every lesson's run beside its text, in both languages; `schedules`: the Schedules tab
+// after Compare schedules, in both). Every
 // window is 1280×720:
 //   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots
-//   [planner|main|pipeline|live|waits|tensor|zero3|lessons]
+//   [planner|main|pipeline|live|waits|tensor|zero3|lessons|schedules]
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QEventLoop>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTimer>
@@ -33,6 +35,7 @@
 #include "planner/planner_dialog.h"
 #include "run_controller.h"
 #include "views/hidden_states_view.h"
+#include "views/schedule_compare.h"
 #include "views/tensor_parallel_view.h"
 
 using namespace shardscope;
@@ -163,6 +166,7 @@ int lessonTab(const QString& id) {
   if (id.startsWith(QLatin1String("pipeline")) || id == QLatin1String("ddp_buckets")) return 1;
   if (id == QLatin1String("ddp_vs_dataparallel")) return 2;
   if (id == QLatin1String("zero_stages")) return 3;
+  if (id == QLatin1String("tensor_parallelism") || id == QLatin1String("sequence_parallelism")) return 4;
   if (id == QLatin1String("fp16_loss_scaling")) return 5;
   return 0;  // the loss curve, with the memory bars under it
 }
@@ -229,6 +233,34 @@ bool shootLivePlots(const RunConfig& fp16, const QDir& dir) {
   bool ok = shoot(QStringLiteral("en"), fp16, dir,
                   {{5, QStringLiteral("live_plots.png")}, {5, QStringLiteral("main_window_live_plots.png"), true}});
   return shoot(QStringLiteral("zh_CN"), fp16, dir, {{5, QStringLiteral("live_plots_zh.png")}}) && ok;
+}
+
+// The Schedules tab after "Compare schedules": gpt-tiny pp 4 × m 8 under every schedule (issue 30).
+bool shootSchedules(const QDir& dir) {
+  bool ok = true;
+  for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
+    setLanguage(language);
+    MainWindow window;
+    window.resize(kWindowSize);
+    window.show();
+    RunConfig c = window.configPanel()->config();
+    c.layout[Axis::pp] = 4;
+    c.micro_batches = 8;
+    c.batch = 32;
+    window.configPanel()->setConfig(c);
+    window.viewTabs()->setCurrentWidget(window.scheduleComparison());
+    window.memoryAndLogAction()->setChecked(false);
+    QEventLoop loop;
+    QObject::connect(window.scheduleComparison(), &ScheduleCompareView::comparisonFinished, &loop, &QEventLoop::quit);
+    window.scheduleComparison()->compareButton()->click();
+    loop.exec();
+    settle(500);
+    ok = save(&window, dir,
+              language == QStringLiteral("en") ? QStringLiteral("schedule_compare.png")
+                                               : QStringLiteral("schedule_compare_zh.png")) &&
+         ok;
+  }
+  return ok;
 }
 
 // The Waits tab: rank 3 computing 3x as long on dp 4 (English, Chinese), and
@@ -321,6 +353,7 @@ int main(int argc, char** argv) {
   if (only == QStringLiteral("live")) return shootLivePlots(fp16, dir) ? 0 : 1;
   if (only == QStringLiteral("waits")) return shootWaits(c, dir) ? 0 : 1;
   if (only == QStringLiteral("tensor")) return shootTensorParallel(c, dir) ? 0 : 1;
+  if (only == QStringLiteral("schedules")) return shootSchedules(dir) ? 0 : 1;
   if (only == QStringLiteral("lessons")) {
     bool ok = shootEveryLesson(dir);
     ok = shootHiddenStates(QStringLiteral("en"), dir, QStringLiteral("lesson_bert_hidden_states.png")) && ok;
@@ -336,6 +369,7 @@ int main(int argc, char** argv) {
   ok = shootLivePlots(fp16, dir) && ok;
   ok = shootWaits(c, dir) && ok;
   ok = shootTensorParallel(c, dir) && ok;
+  ok = shootSchedules(dir) && ok;
   RunConfig ring = c;  // four ranks around the ring
   ring.layout[Axis::dp] = 4;
   ring.layout[Axis::pp] = 1;

@@ -92,8 +92,9 @@ class TestCompareRuns : public QObject {
     MainWindow window;
     window.show();
     LessonsPanel* lessons = window.lessons();
-    for (const char* id : {"gradient_accumulation", "activation_checkpointing", "ddp_vs_dataparallel",
-                           "pipeline_bubbles", "zero_stages"}) {
+    for (const char* id :
+         {"gradient_accumulation", "activation_checkpointing", "ddp_vs_dataparallel", "pipeline_bubbles", "zero_stages",
+          "tensor_parallelism", "sequence_parallelism", "context_parallelism", "mixture_of_experts"}) {
       int index = -1;
       for (std::size_t i = 0; i < lessons->lessons().size(); ++i)
         if (lessons->lessons()[i].id == QLatin1String(id)) index = static_cast<int>(i);

@@ -44,7 +44,7 @@ class TestLessons : public QObject {
 
   void everyLessonParsesAndValidates() {
     const auto lessons = load_lessons();
-    QCOMPARE(static_cast<int>(lessons.size()), 13);
+    QCOMPARE(static_cast<int>(lessons.size()), 17);
     int chapter = 0;
     std::set<int> chapters;
     for (const Lesson& l : lessons) {
@@ -84,6 +84,19 @@ class TestLessons : public QObject {
     QVERIFY(lesson("pipeline_send_recv").config.schedule == PipelineScheduleKind::one_f_one_b);
     QCOMPARE(lesson("pipeline_send_recv").config.layout.pp(), 2);
     QCOMPARE(lesson("zero_stages").config.zero_stage, 3);
+    QCOMPARE(lesson("tensor_parallelism").config.layout.tp(), 2);
+    QVERIFY(lesson("sequence_parallelism").config.sequence_parallel);
+    QCOMPARE(lesson("context_parallelism").config.layout.cp(), 2);
+    QCOMPARE(lesson("mixture_of_experts").config.expert_parallel, 2);
+    // After ZeRO, in their chapter: tensor, sequence, context parallelism, then experts ("order" in lesson.json).
+    const auto at = [&](const char* id) {
+      return std::find_if(lessons.begin(), lessons.end(), [&](const Lesson& l) { return l.id == QLatin1String(id); }) -
+             lessons.begin();
+    };
+    QVERIFY(at("zero_stages") + 1 == at("tensor_parallelism") &&
+            at("tensor_parallelism") + 1 == at("sequence_parallelism") &&
+            at("sequence_parallelism") + 1 == at("context_parallelism") &&
+            at("context_parallelism") + 1 == at("mixture_of_experts"));
   }
 
   void tryItLoadsTheRunIntoThePanel() {
@@ -119,6 +132,34 @@ class TestLessons : public QObject {
       QVERIFY2(numbers.insert(number).second, qPrintable(list->item(i)->text()));
     }
     QCOMPARE(static_cast<std::size_t>(list->count()), panel.lessons().size());
+  }
+
+  // At 1280×720, in both languages, the list shows whole titles only (no half row at its bottom),
+  // at least five of them; a screenshot goes to the build folder (lessons_list{,_zh}.png).
+  void listShowsWholeRowsAt1280x720() {
+    MainWindow window;
+    window.resize(1280, 720);
+    window.show();
+    window.lessonsDock()->show();
+    for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
+      QVERIFY(setLanguage(language));
+      QTest::qWait(50);
+      const auto* list = window.lessons()->findChild<QListWidget*>(QStringLiteral("lessonList"));
+      const int bottom = list->viewport()->height();
+      int whole = 0;
+      for (int i = 0; i < list->count(); ++i) {
+        const QRect row = list->visualItemRect(list->item(i));
+        if (row.top() >= bottom) break;
+        QVERIFY2(row.bottom() < bottom,
+                 qPrintable(QStringLiteral("row %1 cut at %2 of %3").arg(i).arg(row.bottom()).arg(bottom)));
+        ++whole;
+      }
+      QVERIFY2(whole >= 5, qPrintable(QString::number(whole)));
+      window.grab().save(QDir(QCoreApplication::applicationDirPath())
+                             .filePath(language == QLatin1String("en") ? QStringLiteral("lessons_list.png")
+                                                                       : QStringLiteral("lessons_list_zh.png")));
+    }
+    QVERIFY(setLanguage(QStringLiteral("en")));
   }
 
   void languageSwitchSwapsTheText() {

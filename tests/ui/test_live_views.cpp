@@ -252,6 +252,27 @@ class TestLiveViews : public QObject {
     QCOMPARE(plot.lastTotalBytes(2), std::int64_t{3000});
   }
 
+  // The time axis spans the whole run from its first steps: 2 of 40 steps in 20 ms → about 0.4 s.
+  void memoryOverTimeSpansTheRun() {
+    RunConfig c = smallRun();
+    c.steps = 40;
+    MemoryTimelinePlot plot;
+    plot.reset(*make_run_plan(c));
+    QCOMPARE(plot.plot()->xAxis->label(), QStringLiteral("Virtual time (s)"));
+    Event m;
+    m.kind = EventKind::memory_sample;
+    m.rank = 0;
+    m.step = 1;
+    m.end_ns = 10 * kMs;
+    Event later = m;
+    later.step = 2;
+    later.end_ns = 20 * kMs;
+    plot.consume({m, later});
+    plot.refresh();
+    QVERIFY2(plot.plot()->xAxis->range().upper >= 0.4, qPrintable(QString::number(plot.plot()->xAxis->range().upper)));
+    QVERIFY(plot.plot()->xAxis->range().upper < 0.45);
+  }
+
   void pacerSpreadsAStepWithAFakeClock() {
     PlaybackPacer pacer;
     pacer.setSpeed(0.25);

@@ -8,6 +8,7 @@
 #include <QDir>
 #include <QTabWidget>
 #include <QtTest>
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
@@ -65,6 +66,26 @@ class TestRingView : public QObject {
       QVERIFY(t.purpose != CommPurpose::tensor_parallel);
     }
     for (int r : grid.dp_group(0)) QCOMPARE(view.bytes_sent(r, 1), view.state_bytes_sent(r, 1));
+  }
+
+  // dp 2 × cp 2: ring attention's key/value blocks move activations between the
+  // cp ranks; they are not the ring's (its gradients still are).
+  void contextParallelBlocksStayOffTheRing() {
+    RunConfig c = ringConfig(DataParallelMode::ddp);
+    c.layout[Axis::dp] = 2;
+    c.layout[Axis::cp] = 2;
+    CollectingSink sink;
+    Trainer trainer(c, &sink);
+    trainer.step();
+    const bool blocks_sent = std::any_of(sink.events().begin(), sink.events().end(), [](const Event& e) {
+      return e.purpose == CommPurpose::context_parallel && e.kind == EventKind::comm_span;
+    });
+    QVERIFY(blocks_sent);
+    RingAllreduceView view;
+    view.reset(*make_run_plan(c));
+    view.consume(sink.events());
+    QVERIFY(!view.transfers(1).empty());
+    for (const RingTransfer& t : view.transfers(1)) QVERIFY(t.purpose != CommPurpose::context_parallel);
   }
 
   void ddpStepIsConsumedInRingOrder() {

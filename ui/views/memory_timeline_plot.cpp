@@ -27,7 +27,7 @@ MemoryTimelinePlot::MemoryTimelinePlot(QWidget* parent) : QWidget(parent), plot_
 
 void MemoryTimelinePlot::retranslate() {
   title_->setText(tr("Memory over time (ledger total per rank)"));
-  plot_->xAxis->setLabel(tr("Time (s)"));
+  plot_->xAxis->setLabel(virtual_clock_ ? tr("Virtual time (s)") : tr("Time (s)"));
   plot_->yAxis->setLabel(tr("MiB"));
   for (std::size_t r = 0; r < ranks_.size(); ++r) ranks_[r]->setName(tr("Rank %1").arg(r));
   plot_->replot(QCustomPlot::rpQueuedReplot);
@@ -61,6 +61,10 @@ void MemoryTimelinePlot::reset(const RunPlan& run) {
     ranks_.push_back(g);
   }
   last_total_.assign(static_cast<std::size_t>(world), -1);
+  virtual_clock_ = config.clock == ClockKind::virtual_device;
+  steps_ = std::max<std::int64_t>(1, config.steps);
+  last_step_ = 0;
+  last_s_ = 0.0;
   retranslate();
   dirty_ = true;
   refresh();
@@ -73,6 +77,8 @@ void MemoryTimelinePlot::consume(const std::vector<Event>& events) {
     for (std::int64_t bytes : e.memory) total += bytes;
     const auto r = static_cast<std::size_t>(e.rank);
     ranks_[r]->addData(static_cast<double>(e.end_ns) / 1e9, static_cast<double>(total) / kMiB);
+    last_step_ = std::max(last_step_, e.step);
+    last_s_ = std::max(last_s_, static_cast<double>(e.end_ns) / 1e9);
     last_total_[r] = total;
     dirty_ = true;
   }
@@ -83,7 +89,9 @@ void MemoryTimelinePlot::refresh() {
   dirty_ = false;
   if (std::any_of(ranks_.begin(), ranks_.end(), [](QCPGraph* g) { return g->dataCount() > 0; })) {
     plot_->rescaleAxes();
-    plot_->xAxis->setRange(0, plot_->xAxis->range().upper * 1.02 + 1e-3);
+    // The run so far, scaled to all its steps (a resumed run starts past 0: it only grows less).
+    const double whole = last_step_ > 0 && last_step_ < steps_ ? last_s_ * static_cast<double>(steps_) / last_step_ : 0;
+    plot_->xAxis->setRange(0, std::max(plot_->xAxis->range().upper, whole) * 1.02 + 1e-3);
     plot_->yAxis->setRange(0, plot_->yAxis->range().upper * 1.1 + 1e-3);
   }
   plot_->replot(QCustomPlot::rpQueuedReplot);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Each rank's total ledger bytes (all categories) over the run's time
-// (QCustomPlot), one line per rank, from memory_sample events.
+// (QCustomPlot), one line per rank, from memory_sample events (one per rank
+// and step, on the run's clock). The time axis spans the whole run: the last
+// sample's time scaled up to the run's steps, so the lines grow across it.
 #pragma once
 
 #include <QWidget>
@@ -43,6 +45,10 @@ class MemoryTimelinePlot : public QWidget, public EventView {
   std::vector<std::int64_t> last_total_;
   QCPTextElement* title_;
   bool dirty_ = false;
+  bool virtual_clock_ = true;
+  std::int64_t steps_ = 1;      // the run's
+  std::int64_t last_step_ = 0;  // the newest step sampled, at last_s_ seconds
+  double last_s_ = 0.0;
 };
 
 }  // namespace shardscope::ui

@@ -54,6 +54,10 @@ class TimelineCanvas : public QWidget {
   QString transferToolTip(const TimelineTransfer& t) const;
   QString bucketToolTip(const TimelineBucketSpan& s) const;
   double ms(std::int64_t ns) const { return static_cast<double>(ns - origin_) / 1e6; }
+  // "One step, slowly": what the cursor has reached (ns since the run started); past the step's end otherwise.
+  std::int64_t cursor() const;
+  // A box as far as the cursor has drawn it (empty: not reached yet).
+  QRectF shownRect(QRectF rect, std::int64_t start_ns, std::int64_t end_ns) const;
 
   PipelineTimelineView* owner_;
   double t0_ = 0, t1_ = 1;  // visible window, ns since the step's first span

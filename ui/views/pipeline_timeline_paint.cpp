@@ -25,21 +25,39 @@ const QColor kActivation(25, 25, 25);                                   // a for
 const QColor kGradient(190, 0, 110);                                    // a backward send → receive
 const QColor kBuckets[] = {QColor(0, 120, 120), QColor(60, 175, 165)};  // neighbouring buckets alternate
 const QBrush kHatch(QColor(255, 255, 255, 200), Qt::BDiagPattern);
+const QBrush kWeightStripes(QColor(255, 255, 255, 170), Qt::VerPattern);  // over a W box: B's colour, striped
 const QColor kTensorParallel(250, 220, 30);  // a tp collective's transfer, on forward and backward colours alike
 constexpr double kLaneShare = 0.3;  // of a row, for its communication lane
 
 QColor boxColor(const TimelineBox& b) {
   const QColor c = kPalette[((b.micro_batch % kPaletteSize) + kPaletteSize) % kPaletteSize];
-  return b.kind == ComputeKind::backward ? c.darker(160) : c;
+  return b.kind == ComputeKind::backward || b.kind == ComputeKind::weight_gradient ? c.darker(160) : c;
+}
+
+// A stage's later model chunks are outlined inside their boxes, one line style each (chunk 0 has none).
+QPen chunkPen(int chunk) {
+  static const Qt::PenStyle kStyles[] = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};
+  return QPen(QColor(20, 20, 20), 2.0, kStyles[(chunk - 1) % 4]);
+}
+
+// "F3", "B3", "W3"; a later chunk's "F3.1" (the engine's notation, plan/pipeline_schedule.h).
+QString boxText(const TimelineBox& b) {
+  const QChar pass = b.kind == ComputeKind::forward    ? QLatin1Char('F')
+                     : b.kind == ComputeKind::backward ? QLatin1Char('B')
+                                                       : QLatin1Char('W');
+  QString text = pass + QString::number(b.micro_batch);
+  if (b.chunk > 0) text += QLatin1Char('.') + QString::number(b.chunk);
+  return text;
 }
 
 bool isWhole(const TimelineBox& b) {
   return b.kind != ComputeKind::recompute;
 }
 
-void drawArrow(QPainter& p, const QLineF& line, const QColor& color) {
-  p.setPen(QPen(color, 1.4));
+void drawArrow(QPainter& p, const QLineF& line, const QColor& color, bool dashed = false) {
+  p.setPen(QPen(color, 1.4, dashed ? Qt::DashLine : Qt::SolidLine));
   p.drawLine(line);
+  p.setPen(QPen(color, 1.4));
   QLineF back(line.p2(), line.p1());  // the head's two sides, 25° off the shaft
   back.setLength(std::min(6.0, line.length()));
   QLineF left = back, right = back;
@@ -63,6 +81,8 @@ struct LegendEntry {
   QBrush brush;
   QString text;
   QColor arrow = Qt::transparent;
+  int chunk = 0;        // > 0: an outline of that chunk's style
+  bool dashed = false;  // the arrow dashed (a send between chunks)
 };
 
 }  // namespace
@@ -93,10 +113,25 @@ int TimelineCanvas::paintLegend(QPainter* p, double top) const {
                                       {kPalette[0].darker(160), PipelineTimelineView::tr("backward")},
                                       {kHatch, PipelineTimelineView::tr("recompute (hatched)")},
                                       {kBubble, PipelineTimelineView::tr("bubble (idle)")}};
+  const std::int64_t step = owner_->shownStep();
+  int chunks = 1;
+  bool weights = false, between = false;
+  for (const TimelineBox& b : owner_->boxes(step)) {
+    chunks = std::max(chunks, b.chunk + 1);
+    weights = weights || b.kind == ComputeKind::weight_gradient;
+  }
+  for (const TimelineTransfer& t : owner_->transfers(step)) between = between || t.betweenChunks();
+  if (weights)
+    entries.insert(entries.begin() + 2, {kWeightStripes, PipelineTimelineView::tr("W: weight gradients (striped)")});
+  for (int c = 1; c < chunks; ++c)
+    entries.push_back({kPalette[0], PipelineTimelineView::tr("model chunk %1 (outlined)").arg(c), Qt::transparent, c});
   if (owner_->stages() > 1) {
     entries.push_back({Qt::NoBrush, PipelineTimelineView::tr("activation send → receive"), kActivation});
     entries.push_back({Qt::NoBrush, PipelineTimelineView::tr("gradient send → receive"), kGradient});
   }
+  if (between)
+    entries.push_back(
+        {Qt::NoBrush, PipelineTimelineView::tr("send between model chunks (dashed)"), kActivation, 0, true});
   if (owner_->hasBucketLane())
     entries.push_back({kBuckets[0], PipelineTimelineView::tr("bucket all-reduce (communication stream)")});
   if (!owner_->tensorSpans(owner_->shownStep()).empty())
@@ -113,10 +148,16 @@ int TimelineCanvas::paintLegend(QPainter* p, double top) const {
     if (p != nullptr) {
       const QRectF swatch(x, y + 2, 14, fm.height() - 4);
       if (entry.arrow != Qt::transparent) {
-        drawArrow(*p, QLineF(swatch.left(), swatch.center().y(), swatch.right(), swatch.center().y()), entry.arrow);
+        drawArrow(*p, QLineF(swatch.left(), swatch.center().y(), swatch.right(), swatch.center().y()), entry.arrow,
+                  entry.dashed);
       } else {
-        if (entry.brush.style() == Qt::BDiagPattern) p->fillRect(swatch, kPalette[0].darker(160));  // over a backward
+        const Qt::BrushStyle style = entry.brush.style();
+        if (style == Qt::BDiagPattern || style == Qt::VerPattern) p->fillRect(swatch, kPalette[0].darker(160));
         p->fillRect(swatch, entry.brush);
+        if (entry.chunk > 0) {
+          p->setPen(chunkPen(entry.chunk));
+          p->drawRect(swatch.adjusted(1, 1, -1, -1));
+        }
       }
       p->setPen(palette().text().color());
       p->drawText(QPointF(x + 18, y + fm.ascent()), entry.text);
@@ -159,8 +200,9 @@ QRectF TimelineCanvas::bucketRect(const TimelineBucketSpan& s) const {
 QLineF TimelineCanvas::arrowLine(const TimelineTransfer& t) const {
   const QRectF from = computeBand(t.src_stage), to = computeBand(t.dst_stage);
   const double inset = 0.2;
-  const double y0 = t.forward() ? from.bottom() - inset * from.height() : from.top() + inset * from.height();
-  const double y1 = t.forward() ? to.top() + inset * to.height() : to.bottom() - inset * to.height();
+  const bool down = t.dst_stage > t.src_stage;  // a send between chunks goes up the rows as an activation
+  const double y0 = down ? from.bottom() - inset * from.height() : from.top() + inset * from.height();
+  const double y1 = down ? to.top() + inset * to.height() : to.bottom() - inset * to.height();
   return QLineF(xOf(ms(t.start_ns) * 1e6), y0, xOf(ms(t.end_ns) * 1e6), y1);
 }
 
@@ -191,7 +233,8 @@ void TimelineCanvas::paintRows(QPainter& p) const {
     const int rank = owner_->shownRank(s);
     p.setFont(font());
     p.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
-               PipelineTimelineView::tr("stage %1\nrank %2").arg(s).arg(rank));
+               owner_->compact() ? PipelineTimelineView::tr("stage %1").arg(s)  // one line in a short row
+                                 : PipelineTimelineView::tr("stage %1\nrank %2").arg(s).arg(rank));
     if (!lane) continue;
     p.setFont(smallFont());
     p.drawText(QRectF(2, laneBand(s).top(), kLeft - 8, laneBand(s).height()), Qt::AlignRight | Qt::AlignVCenter,
@@ -207,28 +250,47 @@ void TimelineCanvas::paintRows(QPainter& p) const {
   }
 }
 
+std::int64_t TimelineCanvas::cursor() const {
+  const double f = owner_->replayFraction();
+  if (f < 0) return INT64_MAX;
+  return origin_ + static_cast<std::int64_t>(f * static_cast<double>(end_ - origin_));
+}
+
+QRectF TimelineCanvas::shownRect(QRectF rect, std::int64_t start_ns, std::int64_t end_ns) const {
+  const std::int64_t at = cursor();
+  if (start_ns > at) return {};
+  if (end_ns > at) rect.setRight(std::max(rect.left() + 1.0, xOf(static_cast<double>(at - origin_))));
+  return rect;
+}
+
 void TimelineCanvas::paintBoxes(QPainter& p) const {
   const auto& boxes = owner_->boxes(owner_->shownStep());
   const QFontMetrics fm(smallFont());
   for (const auto& b : boxes) {
     if (!isWhole(b)) continue;  // recomputes go on top, below
-    const QRectF br = boxRect(b);
+    const QRectF br = shownRect(boxRect(b), b.start_ns, b.end_ns);
+    if (br.isEmpty()) continue;
     p.fillRect(br, boxColor(b));
+    if (b.kind == ComputeKind::weight_gradient) p.fillRect(br, kWeightStripes);
     p.setPen(QPen(palette().base().color(), 1));
     p.drawRect(br);
-    const QString text =
-        (b.kind == ComputeKind::forward ? QStringLiteral("F%1") : QStringLiteral("B%1")).arg(b.micro_batch);
+    if (b.chunk > 0 && br.width() > 4) {
+      p.setPen(chunkPen(b.chunk));
+      p.drawRect(br.adjusted(1.5, 1.5, -1.5, -1.5));
+    }
+    const QString text = boxText(b);
     if (fm.horizontalAdvance(text) + 4 < br.width()) {
       p.setPen(Qt::white);
       p.drawText(br, Qt::AlignCenter, text);
     }
   }
   for (const auto& b : boxes)  // a recompute: white hatching over the lower half of its backward
-    if (!isWhole(b)) p.fillRect(boxRect(b), kHatch);
+    if (!isWhole(b)) p.fillRect(shownRect(boxRect(b), b.start_ns, b.end_ns), kHatch);
   // Tensor-parallel ring transfers: a yellow tick (at least 2 px) along the top of the box they ran in.
   for (const auto& t : owner_->tensorSpans(owner_->shownStep())) {
     const QRectF band = computeBand(t.stage);
     const double x0 = xOf(ms(t.start_ns) * 1e6), x1 = xOf(ms(t.end_ns) * 1e6);
+    if (t.start_ns > cursor()) continue;
     p.fillRect(QRectF(x0, band.top() + 2, std::max(2.0, x1 - x0), band.height() * 0.2), kTensorParallel);
   }
 }
@@ -236,7 +298,8 @@ void TimelineCanvas::paintBoxes(QPainter& p) const {
 void TimelineCanvas::paintBuckets(QPainter& p) const {
   const QFontMetrics fm(smallFont());
   for (const auto& s : owner_->bucketSpans(owner_->shownStep())) {
-    const QRectF br = bucketRect(s);
+    const QRectF br = shownRect(bucketRect(s), s.start_ns, s.end_ns);
+    if (br.isEmpty()) continue;
     p.fillRect(br, kBuckets[s.bucket % 2]);
     const QString text = QStringLiteral("b%1").arg(s.bucket);
     if (fm.horizontalAdvance(text) + 4 < br.width()) {
@@ -248,8 +311,10 @@ void TimelineCanvas::paintBuckets(QPainter& p) const {
 
 void TimelineCanvas::paintArrows(QPainter& p) const {
   p.setRenderHint(QPainter::Antialiasing, true);
+  const std::int64_t at = cursor();
   for (const auto& t : owner_->transfers(owner_->shownStep()))
-    drawArrow(p, arrowLine(t), t.forward() ? kActivation : kGradient);
+    if (t.end_ns <= at)  // an arrow once its data has arrived
+      drawArrow(p, arrowLine(t), t.forward() ? kActivation : kGradient, t.betweenChunks());
   p.setRenderHint(QPainter::Antialiasing, false);
 }
 
@@ -278,7 +343,7 @@ void TimelineCanvas::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().base());
   legend_row_h_ = QFontMetrics(smallFont()).height() + 2;
-  legend_rows_ = paintLegend(nullptr, 0);  // before plotRect(), which leaves room for it
+  legend_rows_ = owner_->compact() ? 0 : paintLegend(nullptr, 0);  // before plotRect(), which leaves room for it
   measureStep();
   updateWindow();
   paintRows(p);
@@ -288,10 +353,15 @@ void TimelineCanvas::paintEvent(QPaintEvent*) {
   paintBoxes(p);
   paintBuckets(p);
   paintArrows(p);
+  if (owner_->replayFraction() >= 0) {  // the replay's cursor
+    const double x = xOf(static_cast<double>(cursor() - origin_));
+    p.setPen(QPen(QColor(220, 0, 0), 2));
+    p.drawLine(QPointF(x, plotRect().top()), QPointF(x, plotRect().bottom()));
+  }
   p.restore();
   p.setFont(smallFont());  // restore() brought back the full-size font
   paintAxis(p);
-  paintLegend(&p, plotRect().bottom() + 6 + QFontMetrics(smallFont()).height());
+  if (!owner_->compact()) paintLegend(&p, plotRect().bottom() + 6 + QFontMetrics(smallFont()).height());
   if (owner_->boxes(owner_->shownStep()).empty())
     p.drawText(plotRect(), Qt::AlignCenter, PipelineTimelineView::tr("No step yet: press Run."));
 }
@@ -324,10 +394,12 @@ void TimelineCanvas::mouseMoveEvent(QMouseEvent* e) {
 }
 
 QString TimelineCanvas::boxToolTip(const TimelineBox& b) const {
-  const QString pass = b.kind == ComputeKind::forward ? PipelineTimelineView::tr("forward")
-                       : b.kind == ComputeKind::backward
-                           ? PipelineTimelineView::tr("backward")
-                           : PipelineTimelineView::tr("recompute of layer %1").arg(b.layer);
+  QString pass = b.kind == ComputeKind::forward    ? PipelineTimelineView::tr("forward")
+                 : b.kind == ComputeKind::backward ? PipelineTimelineView::tr("backward")
+                 : b.kind == ComputeKind::weight_gradient
+                     ? PipelineTimelineView::tr("weight gradients (W)")
+                     : PipelineTimelineView::tr("recompute of layer %1").arg(b.layer);
+  if (b.chunk > 0) pass += QStringLiteral(", ") + PipelineTimelineView::tr("model chunk %1").arg(b.chunk);
   return PipelineTimelineView::tr("stage %1, rank %2\nmicro-batch %3, %4\nstart %5 ms, duration %6 ms")
       .arg(b.stage)
       .arg(b.rank)

@@ -147,6 +147,8 @@ void RingAllreduceView::consume(const std::vector<Event>& events) {
     if (e.kind != EventKind::comm_span || e.src < 0 || e.dst < 0) continue;
     if (e.purpose == CommPurpose::evaluation) continue;  // ZeRO-3's gathers to evaluate: not the step's
     if (e.purpose == CommPurpose::tensor_parallel) continue;  // within a tp group: the Tensor parallel view's
+    // ring attention's key/value blocks and MoE's routed tokens: activations, not model states
+    if (e.purpose == CommPurpose::context_parallel || e.purpose == CommPurpose::expert_parallel) continue;
     // DDP's bucket all-reduces, and the reduce-scatters and all-gathers (only ZeRO runs them).
     const bool ring = (e.op == CommOp::all_reduce && e.phase != RingPhase::none && e.bucket >= 0) ||
                       e.op == CommOp::reduce_scatter || e.op == CommOp::all_gather;

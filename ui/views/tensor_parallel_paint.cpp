@@ -67,7 +67,11 @@ TensorParallelView::Block TensorParallelView::mlpBlock() const {
 // shard a strip of columns (by_column) or of rows, in its colour.
 void TensorParallelView::paintMatrix(QPainter& p, const QRectF& slot, double scale, const Block::Matrix& w) const {
   const QFontMetrics fm = p.fontMetrics();
-  const int label_h = labelHeight(fm);
+  // Three lines, or as many as the label wraps to in a narrow slot (the lessons dock open at 1280×720).
+  const int wrapped = fm.boundingRect(QRect(0, 0, static_cast<int>(slot.width()), 100 * fm.height()),
+                                      Qt::AlignHCenter | Qt::TextWordWrap, w.label)
+                          .height();
+  const int label_h = std::max(labelHeight(fm), wrapped);
   const QRectF box(slot.left(), slot.top(), slot.width(), std::max(10.0, slot.height() - label_h - 4));
   const QRectF m(box.center().x() - w.out * scale / 2, box.center().y() - w.in * scale / 2, w.out * scale,
                  w.in * scale);

@@ -4,7 +4,7 @@
 #include "views/zero_view.h"
 
 #include <QEvent>
-
+#include <QTimer>
 #include <algorithm>
 #include <exception>
 
@@ -135,8 +135,10 @@ void ZeroViewModel::consume(const std::vector<Event>& events) {
       continue;
     }
     // A layer's (or the vocabulary-parallel loss's) tensor-parallel collectives move
-    // activations, not model states: the Tensor parallel view draws them.
-    if (e.purpose == CommPurpose::tensor_parallel) continue;
+    // activations, not model states: the Tensor parallel view draws them; so do ring attention's key/value blocks.
+    if (e.purpose == CommPurpose::tensor_parallel || e.purpose == CommPurpose::context_parallel ||
+        e.purpose == CommPurpose::expert_parallel)
+      continue;
     if (e.op == CommOp::all_reduce && e.bucket >= 0) {  // DDP gradient buckets: every partition
       for (int r : {e.src, e.dst})
         for (int c = 0; c < columns(); ++c)
@@ -161,17 +163,77 @@ void ZeroViewModel::consume(const std::vector<Event>& events) {
   }
 }
 
-ZeroView::ZeroView(QWidget* parent) : QWidget(parent) {
+void ZeroViewModel::restartStep(std::int64_t step, std::int64_t start_ns) {
+  for (auto* counts : {&gathers_, &releases_})
+    for (auto it = counts->begin(); it != counts->end();) it = it->first.first == step ? counts->erase(it) : ++it;
+  for (auto* sets : {&reduce_scatters_, &all_gathers_})
+    for (auto it = sets->begin(); it != sets->end();) it = it->first.first == step ? sets->erase(it) : ++it;
+  open_.clear();
+  activity_.clear();
+  last_step_ = step;
+  step_start_ns_ = latest_ns_ = start_ns;
+}
+
+ZeroView::ZeroView(QWidget* parent) : QWidget(parent), timer_(new QTimer(this)) {
   setMinimumSize(400, 240);
   setAutoFillBackground(false);
+  timer_->setInterval(33);
+  connect(timer_, &QTimer::timeout, this, &ZeroView::replayTick);
 }
 
 void ZeroView::reset(const RunPlan& run) {
+  timer_->stop();
+  live_.reset();
+  kept_.clear();
   model_.reset(run);
   update();
 }
 
-void ZeroView::consume(const std::vector<Event>& events) { model_.consume(events); }
+void ZeroView::consume(const std::vector<Event>& events) {
+  (live_ ? *live_ : model_).consume(events);
+  for (const Event& e : events)
+    if ((e.kind == EventKind::shard || e.kind == EventKind::comm_span) && e.step > 0) kept_[e.step].push_back(e);
+  while (kept_.size() > 3) kept_.erase(kept_.begin());  // the step replayed is the last completed one
+}
+
+bool ZeroView::drawing() const {
+  return timer_->isActive();
+}
+
+void ZeroView::replayStep(std::int64_t step) {
+  const auto it = kept_.find(step);
+  if (it == kept_.end() || it->second.empty() || live_) return;
+  replay_ = it->second;
+  std::stable_sort(replay_.begin(), replay_.end(), [](const Event& a, const Event& b) { return a.end_ns < b.end_ns; });
+  replay_from_ns_ = replay_.front().start_ns;
+  for (const Event& e : replay_) replay_from_ns_ = std::min(replay_from_ns_, e.start_ns);
+  replay_to_ns_ = replay_.back().end_ns;
+  const double speed = speed_ > 0 ? std::min(speed_, 1.0) : 1.0;
+  replay_ms_ = std::max(static_cast<double>(replay_to_ns_ - replay_from_ns_) / 1e6, 2000.0) / speed;
+  live_ = model_;  // the run's state, back when the replay ends
+  model_.restartStep(step, replay_from_ns_);
+  replayed_ = 0;
+  replay_started_ = std::chrono::steady_clock::now();
+  timer_->start();
+}
+
+// Feeds the replayed step's events up to the time the wall clock has reached.
+void ZeroView::replayTick() {
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - replay_started_).count();
+  const double f = std::min(1.0, ms / replay_ms_);
+  const auto until =
+      replay_from_ns_ + static_cast<std::int64_t>(f * static_cast<double>(replay_to_ns_ - replay_from_ns_));
+  std::vector<Event> batch;
+  while (replayed_ < replay_.size() && replay_[replayed_].end_ns <= until) batch.push_back(replay_[replayed_++]);
+  model_.consume(batch);
+  if (f >= 1.0) {
+    timer_->stop();
+    model_ = *live_;
+    live_.reset();
+  }
+  update();
+}
 
 void ZeroView::refresh() { update(); }
 

@@ -14,7 +14,7 @@
 #pragma once
 
 #include <QWidget>
-
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -27,6 +27,7 @@
 #include "views/event_view.h"
 
 class QPainter;
+class QTimer;
 
 namespace shardscope::ui {
 
@@ -71,6 +72,9 @@ class ZeroViewModel {
   std::int64_t activity_ns(int rank, int column, State s) const;
   std::int64_t latest_ns() const { return latest_ns_; }
   std::int64_t step_start_ns() const { return step_start_ns_; }
+  // "One step, slowly": forget a step's activity and counts (and every open
+  // gather) so its events can be fed again from `start_ns`.
+  void restartStep(std::int64_t step, std::int64_t start_ns);
 
  private:
   using Key = std::pair<std::int64_t, int>;  // (step, rank)
@@ -98,6 +102,11 @@ class ZeroView : public QWidget, public EventView {
   void reset(const RunPlan& run) override;
   void consume(const std::vector<Event>& events) override;
   void refresh() override;
+  // "One step, slowly": the step's gathers and collectives fed again over
+  // max(its length, 2 s) / speed of wall time; the live model comes back after.
+  bool drawing() const override;
+  void setPlaybackSpeed(double speed) override { speed_ = speed; }
+  void replayStep(std::int64_t step) override;
 
   const ZeroViewModel& model() const { return model_; }
   // Caption texts (also painted): the stage's per-rank formula (from the plan)
@@ -131,7 +140,17 @@ class ZeroView : public QWidget, public EventView {
   void paintRankRow(QPainter& p, int rank, const GridGeometry& g) const;
   QString rowText(int rank) const;    // this step's running count on a rank, then its model-state bytes
 
-  ZeroViewModel model_;
+  void replayTick();
+
+  ZeroViewModel model_;  // while replaying, the replayed step's; live_ holds the run's
+  std::optional<ZeroViewModel> live_;
+  std::map<std::int64_t, std::vector<Event>> kept_;  // the latest steps' shard and comm events
+  std::vector<Event> replay_;                        // the step being replayed, by end time
+  std::size_t replayed_ = 0;
+  std::int64_t replay_from_ns_ = 0, replay_to_ns_ = 0;
+  std::chrono::steady_clock::time_point replay_started_;
+  double replay_ms_ = 0.0, speed_ = 1.0;
+  QTimer* timer_;
 };
 
 }  // namespace shardscope::ui

@@ -161,6 +161,102 @@ void CpuBackend::cross_entropy_backward(float* d_logits, const float* logits, co
   });
 }
 
+// ---- vocabulary parallelism ----------------------------------------------------------
+// Row by row in the order model/tensor_parallel.cpp's host loops ran, so tp losses keep their bits.
+
+void CpuBackend::vocab_embedding_forward(float* out, const std::int32_t* ids, const std::int32_t* type_ids,
+                                         const float* tokens, const float* positions, const float* types, int B, int T,
+                                         int C, int first, int owned) {
+  pool_.parallel_for(static_cast<std::int64_t>(B) * T, 16, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t local = ids[r] - first;
+      float* row = out + r * C;
+      const bool mine = local >= 0 && local < owned;
+      const float* token = tokens + local * C;
+      const float* position = positions + (r % T) * C;
+      for (int c = 0; c < C; ++c) row[c] = mine ? token[c] + position[c] : 0.0f;
+      if (types == nullptr || !mine) continue;
+      const float* type = types + static_cast<std::int64_t>(type_ids[r]) * C;
+      for (int c = 0; c < C; ++c) row[c] += type[c];
+    }
+  });
+}
+
+void CpuBackend::vocab_embedding_backward(float* d_tokens, float* d_positions, float* d_types, const float* d_out,
+                                          const std::int32_t* ids, const std::int32_t* type_ids, int B, int T, int C,
+                                          int first, int owned) {
+  const std::int64_t rows = static_cast<std::int64_t>(B) * T;
+  pool_.parallel_for(C, 16, [&](std::int64_t c0, std::int64_t c1) {  // a channel range each: no shared floats
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* g = d_out + r * C;
+      float* position = d_positions + (r % T) * C;
+      for (std::int64_t c = c0; c < c1; ++c) position[c] += g[c];
+      if (d_types != nullptr) {
+        float* type = d_types + static_cast<std::int64_t>(type_ids[r]) * C;
+        for (std::int64_t c = c0; c < c1; ++c) type[c] += g[c];
+      }
+      const std::int64_t local = ids[r] - first;
+      if (local < 0 || local >= owned) continue;
+      float* token = d_tokens + local * C;
+      for (std::int64_t c = c0; c < c1; ++c) token[c] += g[c];
+    }
+  });
+}
+
+void CpuBackend::row_max(float* maxima, const float* logits, int rows, int V) {
+  pool_.parallel_for(rows, 4, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      float m = -INFINITY;
+      for (int j = 0; j < V; ++j) m = math::max_f(m, logits[r * V + j]);
+      maxima[r] = m;
+    }
+  });
+}
+
+void CpuBackend::vocab_cross_entropy_sums(float* sums, float* row_max, const float* maxima, int t, const float* logits,
+                                          const std::int32_t* targets, int rows, int V, int first) {
+  pool_.parallel_for(rows, 4, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      float m = -INFINITY, sum = 0.0f;
+      for (int k = 0; k < t; ++k) m = math::max_f(m, maxima[k * static_cast<std::int64_t>(rows) + r]);
+      for (int j = 0; j < V; ++j) sum += math::exp_approx(logits[r * V + j] - m);
+      const std::int64_t target = static_cast<std::int64_t>(targets[r]) - first;
+      row_max[r] = m;
+      sums[r] = sum;
+      sums[rows + r] = targets[r] >= 0 && target >= 0 && target < V ? logits[r * V + target] : 0.0f;
+    }
+  });
+}
+
+float CpuBackend::vocab_cross_entropy_losses(float* losses, float* log_sum_exp, const float* sums, const float* row_max,
+                                             const std::int32_t* targets, int rows) {
+  double total = 0.0;
+  int counted = 0;
+  for (int r = 0; r < rows; ++r) {
+    log_sum_exp[r] = std::log(sums[r]) + row_max[r];
+    losses[r] = targets[r] < 0 ? 0.0f : math::cross_entropy_loss(sums[r], row_max[r], sums[rows + r]);
+    if (targets[r] < 0) continue;
+    total += losses[r];
+    ++counted;
+  }
+  return counted > 0 ? static_cast<float>(total / counted) : 0.0f;
+}
+
+void CpuBackend::vocab_cross_entropy_backward(float* d_logits, const float* logits, const float* log_sum_exp,
+                                              const std::int32_t* targets, int rows, int V, int first,
+                                              float dloss_per_row) {
+  pool_.parallel_for(rows, 4, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      float* d = d_logits + r * V;
+      const float* z = logits + r * V;
+      const bool scored = targets[r] >= 0;
+      for (int j = 0; j < V; ++j) d[j] = scored ? math::exp_approx(z[j] - log_sum_exp[r]) * dloss_per_row : 0.0f;
+      const std::int64_t target = static_cast<std::int64_t>(targets[r]) - first;
+      if (scored && target >= 0 && target < V) d[target] -= dloss_per_row;
+    }
+  });
+}
+
 // ---- element-wise -----------------------------------------------------------------
 
 void CpuBackend::add(float* out, const float* a, const float* b, std::int64_t n) {

@@ -89,6 +89,20 @@ class CudaBackend final : public Backend {
                               int V) override;
   void cross_entropy_backward(float* d_logits, const float* logits, const std::int32_t* targets, int rows, int V,
                               float dloss_per_row) override;
+  void vocab_embedding_forward(float* out, const std::int32_t* ids, const std::int32_t* type_ids, const float* tokens,
+                               const float* positions, const float* types, int B, int T, int C, int first,
+                               int owned) override;
+  void vocab_embedding_backward(float* d_tokens, float* d_positions, float* d_types, const float* d_out,
+                                const std::int32_t* ids, const std::int32_t* type_ids, int B, int T, int C, int first,
+                                int owned) override;
+  void row_max(float* maxima, const float* logits, int rows, int V) override;
+  void vocab_cross_entropy_sums(float* sums, float* row_max, const float* maxima, int t, const float* logits,
+                                const std::int32_t* targets, int rows, int V, int first) override;
+  float vocab_cross_entropy_losses(float* losses, float* log_sum_exp, const float* sums, const float* row_max,
+                                   const std::int32_t* targets, int rows) override;
+  void vocab_cross_entropy_backward(float* d_logits, const float* logits, const float* log_sum_exp,
+                                    const std::int32_t* targets, int rows, int V, int first,
+                                    float dloss_per_row) override;
   void add(float* out, const float* a, const float* b, std::int64_t n) override;
   void add_bias_rows(float* x, const float* bias, int rows, int C) override;
   void scale(float* x, float factor, std::int64_t n) override;

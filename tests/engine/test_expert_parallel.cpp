@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Expert parallelism (parallel/expert_parallel.h): ep 2 and ep 4 train
+// gpt-tiny-moe as one rank does with the same micro-batches (accumulation
+// over dp x accum of them: each micro-batch routes, drops and weighs its
+// load-balancing loss alone, on a rank or in an ep group alike); the drops
+// reported equal a count from the routing; the all-to-all moves the routed
+// rows between every pair of ranks and nothing else; E or dp not divisible
+// by ep, and ep without experts, are refused naming --ep.
+#include <QTest>
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include "core/error.h"
+#include "engine/collecting_sink.h"
+#include "model/mixture_of_experts.h"
+#include "train/trainer.h"
+
+using namespace shardscope;
+
+namespace {
+
+RunConfig moe_config(int dp, int ep, int accum) {
+  RunConfig c;
+  c.model = "gpt-tiny-moe";
+  c.steps = 20;
+  c.batch = 8;
+  c.seq = 32;
+  c.lr = 1e-3f;
+  c.threads = 2;
+  c.layout[Axis::dp] = dp;
+  c.expert_parallel = ep;
+  c.accum = accum;
+  return c;
+}
+
+struct Trace {
+  std::vector<double> losses, norms, aux;
+  std::vector<std::int64_t> dropped;
+};
+
+Trace trace_of(const RunConfig& config) {
+  Trainer trainer(config);
+  Trace trace;
+  trainer.run([&](const StepMetrics& m) {
+    trace.losses.push_back(m.loss);
+    trace.norms.push_back(m.grad_norm);
+    trace.aux.push_back(m.moe->aux_loss());
+    trace.dropped.push_back(m.moe->dropped);
+  });
+  return trace;
+}
+
+double worst_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+  double worst = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]) / std::fabs(b[i]));
+  return worst;
+}
+
+std::int64_t independent_drop_count(const MixtureOfExperts::Routing& r, int experts, int top_k) {
+  std::vector<int> taken(static_cast<std::size_t>(experts), 0);
+  std::int64_t dropped = 0;
+  for (int j = 0; j < top_k; ++j)
+    for (int n = 0; n < r.rows; ++n)
+      if (taken[static_cast<std::size_t>(r.choice[static_cast<std::size_t>(n * top_k + j)])]++ >= r.capacity) ++dropped;
+  return dropped;
+}
+
+}  // namespace
+
+class TestExpertParallel : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void matches_one_rank_data();
+  void matches_one_rank();
+  void all_to_all_moves_the_routed_rows();
+  void layouts_it_cannot_split_are_refused();
+};
+
+void TestExpertParallel::matches_one_rank_data() {
+  QTest::addColumn<int>("ep");
+  QTest::newRow("ep 2 (dp 2)") << 2;
+  QTest::newRow("ep 4 (dp 4)") << 4;
+}
+
+// fp32, 20 steps: dp = ep ranks, each micro-batch's experts computed across
+// the group, against one rank accumulating the same ep micro-batches.
+void TestExpertParallel::matches_one_rank() {
+  QFETCH(int, ep);
+  const Trace single = trace_of(moe_config(1, 1, ep));
+  const Trace split = trace_of(moe_config(ep, ep, 1));
+  QCOMPARE(split.losses.size(), std::size_t{20});
+  const double loss_error = worst_relative_difference(split.losses, single.losses);
+  const double norm_error = worst_relative_difference(split.norms, single.norms);
+  const double aux_error = worst_relative_difference(split.aux, single.aux);
+  std::int64_t dropped = 0;
+  for (std::int64_t d : single.dropped) dropped += d;
+  qInfo(
+      "%s: worst relative difference over 20 steps: loss %.3g, gradient norm %.3g, aux loss %.3g; "
+      "loss %.4f -> %.4f, aux loss %.4f -> %.4f, %lld choices dropped in all",
+      QTest::currentDataTag(), loss_error, norm_error, aux_error, split.losses.front(), split.losses.back(),
+      split.aux.front(), split.aux.back(), static_cast<long long>(dropped));
+  QVERIFY2(loss_error < 2e-5, qPrintable(QString::number(loss_error)));
+  QVERIFY2(norm_error < 2e-5, qPrintable(QString::number(norm_error)));
+  QVERIFY2(aux_error < 2e-5, qPrintable(QString::number(aux_error)));
+  QCOMPARE(split.dropped, single.dropped);  // each micro-batch drops what it drops on one rank
+  QVERIFY(split.losses.back() < split.losses.front() - 0.3);
+}
+
+// dp 2 x ep 2, one step: per MoE layer a rank sends the other the rows of its
+// kept choices for the other's experts (dispatch; backward: their outputs'
+// gradients) and the outputs of its experts for the other's rows (combine;
+// backward: their inputs' gradients), C floats each, plus the E/ep row counts.
+void TestExpertParallel::all_to_all_moves_the_routed_rows() {
+  RunConfig c = moe_config(2, 2, 1);
+  c.steps = 1;
+  test::CollectingSink sink;
+  Trainer trainer(c, &sink);
+  std::vector<StepMetrics> steps;
+  trainer.run([&](const StepMetrics& m) { steps.push_back(m); });
+  std::map<std::tuple<int, int, int>, std::int64_t> sent;  // (src, dst, unit) -> bytes
+  for (const Event& e : sink.events())
+    if (e.kind == EventKind::comm_span && e.op == CommOp::send && e.unit >= 1 && e.unit <= 4 &&
+        e.purpose == CommPurpose::other)
+      sent[{e.src, e.dst, e.unit}] += e.bytes;
+  const int C = 128, experts_per_rank = 2;
+  std::int64_t dropped = 0;
+  for (int src = 0; src < 2; ++src) {
+    const MixtureOfExperts& moe = *trainer.model(src).mixture_of_experts();
+    for (int l = 0; l < 4; ++l) {
+      const MixtureOfExperts::Routing& r = moe.routing(l);
+      dropped += independent_drop_count(r, 4, 2);
+      const int dst = 1 - src;
+      const MixtureOfExperts::Routing& back = trainer.model(dst).mixture_of_experts()->routing(l);
+      // Rows src sends dst's experts (dispatch, and their outputs' gradients in backward), and rows
+      // dst sent src's experts (their outputs in combine, their inputs' gradients in backward).
+      const std::int64_t rows = r.expert_begin[static_cast<std::size_t>((dst + 1) * experts_per_rank)] -
+                                r.expert_begin[static_cast<std::size_t>(dst * experts_per_rank)];
+      const std::int64_t rows_back = back.expert_begin[static_cast<std::size_t>((src + 1) * experts_per_rank)] -
+                                     back.expert_begin[static_cast<std::size_t>(src * experts_per_rank)];
+      const std::int64_t expected = 4 * (2 * (rows + rows_back) * C + experts_per_rank);
+      const std::int64_t measured = sent[{src, dst, 1 + l}];
+      QVERIFY2(measured == expected, qPrintable(QString("rank %1 -> %2, layer %3: %4 bytes, formula %5 (%6 rows)")
+                                                    .arg(src)
+                                                    .arg(dst)
+                                                    .arg(l)
+                                                    .arg(measured)
+                                                    .arg(expected)
+                                                    .arg(rows)));
+      if (l == 0)
+        qInfo("rank %d -> rank %d, layer 0: %lld rows out, %lld back, %lld bytes = 4 (2 (out + back) C + E/ep)", src,
+              dst, static_cast<long long>(rows), static_cast<long long>(rows_back), static_cast<long long>(measured));
+    }
+  }
+  QCOMPARE(sent.size(), std::size_t{2 * 4});  // both directions, 4 MoE layers, nothing else
+  QCOMPARE(steps.back().moe->dropped, dropped);
+}
+
+void TestExpertParallel::layouts_it_cannot_split_are_refused() {
+  auto refused = [](RunConfig c, const char* fragment) {
+    try {
+      Trainer t(c);
+      QFAIL(qPrintable(QString("accepted a config that should fail with '%1'").arg(fragment)));
+    } catch (const ConfigError& e) {
+      QVERIFY2(std::string(e.what()).find(fragment) != std::string::npos, e.what());
+    }
+  };
+  RunConfig c = moe_config(3, 3, 1);
+  c.batch = 9;
+  refused(c, "--ep 3: the 4 experts of gpt-tiny-moe do not split over 3 expert-parallel ranks");
+  refused(moe_config(2, 4, 1), "--ep 4 does not divide --dp 2");
+  c = moe_config(2, 2, 1);
+  c.model = "gpt-tiny";
+  refused(c, "--ep 2 needs a mixture-of-experts model; gpt-tiny has no experts");
+}
+
+QTEST_GUILESS_MAIN(TestExpertParallel)
+#include "test_expert_parallel.moc"

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The schedule comparison (schedule_compare.h): the runs one after another on
+// a RunController of its own, each cell filled from its run's events.
+#include "views/schedule_compare.h"
+
+#include <QEvent>
+#include <QGridLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QTimer>
+#include <QVBoxLayout>
+#include <algorithm>
+
+#include "byte_text.h"
+#include "config/run_choices.h"
+#include "config/run_schema.h"
+#include "run_controller.h"
+#include "schedule_names.h"
+#include "views/pipeline_timeline.h"
+
+namespace shardscope::ui {
+
+namespace {
+constexpr int kColumns = 3;  // six schedules in two rows fit 1280×720
+}  // namespace
+
+ScheduleCompareView::ScheduleCompareView(QWidget* parent)
+    : QWidget(parent),
+      controller_(new RunController(this)),
+      compare_(new QPushButton),
+      intro_(new QLabel),
+      grid_(new QGridLayout) {
+  compare_->setObjectName(QStringLiteral("compareSchedules"));
+  intro_->setWordWrap(true);
+  auto* top = new QHBoxLayout;
+  top->addWidget(compare_);
+  top->addWidget(intro_, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(top);
+  layout->addLayout(grid_, 1);
+  connect(compare_, &QPushButton::clicked, this, [this] {
+    if (source_) compare(source_());
+  });
+  connect(controller_, &RunController::eventsDrained, this, [this](const std::vector<Event>& events) {
+    if (!running()) return;
+    Cell& cell = cells_[static_cast<std::size_t>(next_ - 1)];
+    cell.timeline->consume(events);
+    cell.timeline->refresh();
+  });
+  connect(controller_, &RunController::runFinished, this, &ScheduleCompareView::finishCurrent);
+  retranslate();
+}
+
+ScheduleCompareView::~ScheduleCompareView() {
+  controller_->shutdown();
+}
+
+RunConfig ScheduleCompareView::scheduleRun(const RunConfig& base, const QString& key) {
+  RunConfig c = base;
+  c.steps = 1;
+  c.clock = ClockKind::virtual_device;
+  c.eval_every = 0;
+  c.save_dir.clear();
+  c.resume_dir.clear();
+  c.schedule_file.clear();
+  c.batch = std::max(1, base.batch / std::max(1, base.layout.dp()));  // one replica, its share of the batch
+  c.layout[Axis::dp] = 1;
+  c.schedule = parse_pipeline_schedule_kind(key.toStdString());
+  c.virtual_stages = key.startsWith(QLatin1String("interleaved")) ? std::max(2, base.virtual_stages) : 1;
+  return c;
+}
+
+void ScheduleCompareView::clearCells() {
+  for (Cell& cell : cells_) {
+    delete cell.title;
+    delete cell.timeline;
+    delete cell.summary;
+  }
+  cells_.clear();
+}
+
+void ScheduleCompareView::compare(const RunConfig& config) {
+  if (controller_->busy()) controller_->shutdown();  // waits for the step under way
+  clearCells();
+  const RunField& field = run_field("schedule");
+  int index = 0;
+  for (std::string_view choice : field.choices) {
+    Cell cell;
+    cell.key = QString::fromUtf8(choice.data(), static_cast<qsizetype>(choice.size()));
+    cell.config = scheduleRun(config, cell.key);
+    cell.title = new QLabel;
+    cell.title->setText(QStringLiteral("<b>%1</b>").arg(scheduleDisplayName(cell.key)));
+    cell.timeline = new PipelineTimelineView;
+    cell.timeline->setObjectName(QStringLiteral("timeline_") + cell.key);
+    cell.timeline->setCompact();
+    cell.summary = new QLabel;
+    cell.summary->setWordWrap(true);
+    cell.summary->setMinimumWidth(120);
+    cell.summary->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    cell.summary->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    const int row = 3 * (index / kColumns), column = index % kColumns;
+    grid_->addWidget(cell.title, row, column);
+    grid_->addWidget(cell.timeline, row + 1, column);
+    grid_->addWidget(cell.summary, row + 2, column);
+    grid_->setRowStretch(row + 1, 1);
+    grid_->setColumnStretch(column, 1);  // equal columns, whatever each one's text
+    cells_.push_back(cell);
+    ++index;
+  }
+  next_ = 0;
+  for (Cell& cell : cells_) updateCell(cell);
+  startNext();
+}
+
+void ScheduleCompareView::startNext() {
+  while (next_ < static_cast<int>(cells_.size())) {
+    Cell& cell = cells_[static_cast<std::size_t>(next_++)];
+    try {
+      plan_ = make_run_plan(cell.config);
+    } catch (const std::exception& e) {
+      cell.refused = QString::fromUtf8(e.what());
+      cell.timeline->hide();  // nothing to draw: the reason stands in its place
+      updateCell(cell);
+      continue;
+    }
+    cell.timeline->reset(*plan_);
+    controller_->setPlaybackSpeed(1.0);
+    controller_->start(plan_);
+    updateCell(cell);
+    return;
+  }
+  next_ = static_cast<int>(cells_.size()) + 1;
+  Q_EMIT comparisonFinished();
+}
+
+void ScheduleCompareView::finishCurrent(bool ok, const QString& message) {
+  if (!running()) return;
+  Cell& cell = cells_[static_cast<std::size_t>(next_ - 1)];
+  if (!ok) {
+    cell.refused = message;
+  } else {
+    cell.done = true;
+    cell.timeline->refresh();
+    const std::int64_t step = cell.timeline->shownStep();
+    const ScheduleSummary summary = cell.timeline->summary(step);
+    cell.measured = summary.bubble ? summary.bubble->measured : 0.0;
+    cell.idle = summary.bubble ? summary.bubble->idle : 0.0;
+    cell.formula = cell.timeline->scheduleFormula(step);
+    const Grid& grid = plan_->sharding().grid();
+    cell.peak_activations.assign(static_cast<std::size_t>(grid.pp()), 0);
+    const std::vector<MemoryBytes> peaks = controller_->finalMemory();
+    for (int rank = 0; rank < static_cast<int>(peaks.size()) && rank < grid.world_size(); ++rank) {
+      std::int64_t& stage = cell.peak_activations[static_cast<std::size_t>(grid.stage_of(rank))];
+      stage = std::max(stage, peaks[static_cast<std::size_t>(rank)][MemoryCategory::activations]);
+    }
+  }
+  updateCell(cell);
+  QTimer::singleShot(0, this, [this] { startNext(); });  // after the controller has gone idle
+}
+
+void ScheduleCompareView::updateCell(Cell& cell) const {
+  QString text;
+  if (!cell.refused.isEmpty()) {
+    text = tr("Not run for this layout: %1").arg(cell.refused);
+  } else if (!cell.done) {
+    const int index = static_cast<int>(&cell - cells_.data());
+    text = index == next_ - 1 ? tr("Running one step...") : tr("Waiting");
+  } else {
+    QStringList peaks;
+    for (std::int64_t bytes : cell.peak_activations) peaks << byteText(bytes);
+    // Idle in all is what the zero-bubble formulas predict; fill and drain is GPipe's and 1F1B's (schedule_summary.h).
+    text = tr("idle in all %1%, fill and drain %2% · %3\npeak activations per stage: %4")
+               .arg(QString::number(100.0 * cell.idle, 'f', 1), QString::number(100.0 * cell.measured, 'f', 1),
+                    cell.formula, peaks.join(QStringLiteral(", ")));
+  }
+  cell.summary->setText(text);
+  cell.summary->setToolTip(text);
+}
+
+void ScheduleCompareView::retranslate() {
+  compare_->setText(tr("Compare schedules"));
+  intro_->setText(
+      tr("The panel's model, pipeline stages and micro-batches (one data-parallel replica) under each "
+         "schedule, one training step each on the virtual clock, in the background."));
+  for (Cell& cell : cells_) {
+    if (cell.done) cell.formula = cell.timeline->scheduleFormula(cell.timeline->shownStep());
+    updateCell(cell);
+  }
+}
+
+void ScheduleCompareView::changeEvent(QEvent* event) {
+  if (event->type() == QEvent::LanguageChange) retranslate();
+  QWidget::changeEvent(event);
+}
+
+}  // namespace shardscope::ui

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The "Schedules" tab (issue 30): one layout (the panel's model, stages and
+// micro-batches, one data-parallel replica) under every pipeline schedule the
+// run-config schema lists, each trained for one step on the virtual clock, one
+// after the other in the background through a RunController of its own (the
+// window's run and the UI go on). Side by side, each schedule's timeline of
+// that step (a PipelineTimelineView fed its events), its measured bubble
+// beside its formula, and its peak activations per stage (the ledger's, from
+// the run's final memory). A schedule the engine refuses for this layout shows
+// the engine's reason in its place, so schedules that start to train later
+// appear with no change here.
+#pragma once
+
+#include <QString>
+#include <QWidget>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "config/run_config.h"
+#include "plan/run_plan.h"
+
+class QGridLayout;
+class QLabel;
+class QPushButton;
+
+namespace shardscope::ui {
+
+class PipelineTimelineView;
+class RunController;
+
+class ScheduleCompareView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit ScheduleCompareView(QWidget* parent = nullptr);
+  ~ScheduleCompareView() override;
+
+  // Where "Compare" takes the layout from (the window's panel).
+  void setConfigSource(std::function<RunConfig()> source) { source_ = std::move(source); }
+  // Starts the runs for `config`'s layout; a comparison under way is stopped first.
+  void compare(const RunConfig& config);
+  bool running() const { return next_ > 0 && next_ <= static_cast<int>(cells_.size()); }
+  bool finished() const { return !cells_.empty() && next_ > static_cast<int>(cells_.size()); }
+
+  // One schedule's place in the comparison.
+  struct Cell {
+    QString key;       // its --schedule key
+    RunConfig config;  // what it ran
+    QString refused;   // the engine's reason when it cannot run this layout
+    bool done = false;
+    double measured = 0.0;  // the step's bubble, fill and drain (PipelineBubble::measured)
+    double idle = 0.0;      // the stages' idle time in all (PipelineBubble::idle)
+    QString formula;        // the schedule's formula, evaluated (PipelineTimelineView::scheduleFormula)
+    std::vector<std::int64_t> peak_activations;  // [stage] the ledger's peak, the fullest rank of the stage
+    PipelineTimelineView* timeline = nullptr;
+    QLabel* title = nullptr;
+    QLabel* summary = nullptr;
+  };
+  const std::vector<Cell>& cells() const { return cells_; }
+  QPushButton* compareButton() const { return compare_; }
+
+ Q_SIGNALS:
+  void comparisonFinished();
+
+ protected:
+  void changeEvent(QEvent* event) override;
+
+ private:
+  // The layout under one schedule: one step on the virtual clock, one replica, nothing saved.
+  static RunConfig scheduleRun(const RunConfig& base, const QString& key);
+  void clearCells();
+  void startNext();
+  void finishCurrent(bool ok, const QString& message);
+  void updateCell(Cell& cell) const;
+  void retranslate();
+
+  std::function<RunConfig()> source_;
+  RunController* controller_;
+  QPushButton* compare_;
+  QLabel* intro_;
+  QGridLayout* grid_;
+  std::vector<Cell> cells_;
+  RunPlanPtr plan_;  // the current run's
+  int next_ = 0;     // 1 + the cell running now; 0: none started; cells_.size() + 1: all done
+};
+
+}  // namespace shardscope::ui
