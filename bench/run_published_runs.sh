@@ -2,7 +2,8 @@
 # The GPU time model (shardscope-cli estimate --gpu, docs/ESTIMATE.md) against published training
 # runs: each run's layout goes to `estimate --json`, and the model's prediction is printed beside
 # the published figure with the error. One set of constants for all (the GPU profiles' datasheet
-# peaks, the measured kernel model of engine/clock/kernel_model.h): nothing here is tuned per run;
+# peaks, the measured kernel model of engine/clock/kernel_model.h at the sustained clocks of
+# engine/clock/sustained_clock.h, or the flat 0.5 of peak): nothing here is tuned per run;
 # each row gives the run's own layout and the attention kernel it ran (--attention flash where the
 # run used a fused kernel). docs/PERFORMANCE.md keeps the table, each figure's source and where the
 # error comes from.
@@ -13,22 +14,30 @@ cd "$(dirname "$0")/.."
 cli=build/app/shardscope-cli
 runs=bench/published_runs
 [ -x "$cli" ] || { echo "build first: bash scripts/build.sh" >&2; exit 2; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 
-# run NAME METRIC PUBLISHED ESTIMATE-FLAGS...: METRIC is a key of the JSON's "time" object.
+# run NAME METRIC PUBLISHED ESTIMATE-FLAGS...: METRIC is a key of the JSON's "time" object. Each row
+# twice: the kernel model (--time-model kernels) and the flat default (--efficiency 0.5).
 run() {
   local name=$1 metric=$2 published=$3
   shift 3
-  "$cli" estimate --json "$@" | python3 -c '
+  "$cli" estimate --json --time-model kernels "$@" >"$tmp/kernels.json"
+  "$cli" estimate --json "$@" >"$tmp/flat.json"
+  python3 -c '
 import json, sys
 name, metric, published = sys.argv[1], sys.argv[2], float(sys.argv[3])
-t = json.load(sys.stdin)["time"]
-predicted = t[metric] * (100 if metric == "mfu" else 1)
-error, gpu = 100 * (predicted / published - 1), t["gpu"]
-print(f"{name:<44} {gpu:<10} {metric:<21} {predicted:>10.1f} {published:>10.1f} {error:>+7.1f}%")
-' "$name" "$metric" "$published"
+def figure(path):
+    t = json.load(open(path))["time"]
+    return t[metric] * (100 if metric == "mfu" else 1), t["gpu"]
+kernels, gpu = figure(sys.argv[4])
+flat, _ = figure(sys.argv[5])
+err = lambda x: 100 * (x / published - 1)
+print(f"{name:<44} {gpu:<10} {metric:<21} {kernels:>10.1f} {err(kernels):>+7.1f}% {flat:>10.1f} {err(flat):>+7.1f}% {published:>10.1f}")
+' "$name" "$metric" "$published" "$tmp/kernels.json" "$tmp/flat.json"
 }
 
-printf '%-44s %-10s %-21s %10s %10s %8s\n' run gpu metric predicted published error
+printf '%-44s %-10s %-21s %10s %8s %10s %8s %10s\n' run gpu metric kernels error "flat 0.5" error published
 # llm.c GPT-2 124M, 8 x A100 80GB: bf16, ZeRO-1, 64 x 1024 tokens per GPU, 0.5M per step, cuDNN's
 # fused attention (USE_CUDNN=1) (Discussion #481).
 run "llm.c GPT-2 124M, 8 x A100-80GB" mfu 60 --model gpt2-124m --dp 8 --zero 1 --precision bf16 \

@@ -53,7 +53,7 @@ json settings_json(const EstimateSettings& s) {
               {"activations", std::string(activation_mode_name(s.activations))},
               {"device", s.cuda ? "cuda" : "cpu"},
               {"gpus_per_node", s.gpus_per_node},
-              {"efficiency", s.measured_kernels ? json("measured") : json(s.efficiency)}};
+              {"efficiency", s.measured_kernels ? json("kernels") : json(s.efficiency)}};
   if (s.layout.tp() > 1 || s.sequence_parallel) {  // only then: documents of layouts without tp stay as they were
     out["tp"] = s.layout.tp();
     out["sequence_parallel"] = s.sequence_parallel;
@@ -96,6 +96,8 @@ json time_json(const TimeEstimate& t) {
     out["attention_s"] = t.attention_s;
     out["memory_bound_s"] = t.memory_bound_s;
     out["gemm_kernels"] = t.gemm_kernels;
+    out["sustained_clock"] = t.sustained_clock;
+    out["dp_exposed_s"] = t.dp_exposed_s;
     out["kernel_model"] = {{"source", "XLA's H100 GEMM table (matmul_interpolator_data.h)"},
                            {"gemm_fraction", t.gemm_fraction},
                            {"memory_fraction", t.memory_fraction},

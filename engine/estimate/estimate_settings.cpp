@@ -197,10 +197,8 @@ void apply_patch(EstimateSettings& s, const SettingsPatch& p) {
   if (p.activations) s.activations = *p.activations;
   if (p.cuda) s.cuda = *p.cuda;
   if (p.flash_attention) s.flash_attention = *p.flash_attention;
-  if (p.efficiency) {  // an efficiency given is the flat assumption, instead of the measured kernels
-    s.efficiency = *p.efficiency;
-    s.measured_kernels = false;
-  }
+  if (p.efficiency) s.efficiency = *p.efficiency;
+  if (p.measured_kernels) s.measured_kernels = *p.measured_kernels;
 }
 }  // namespace
 
@@ -248,6 +246,8 @@ bool patch_value(SettingsPatch& p, std::string_view k, const nlohmann::json& v) 
     p.efficiency = v.get<double>();
   else if (k == "attention")
     p.flash_attention = v.get<std::string>() == "flash";
+  else if (k == "time_model")
+    p.measured_kernels = v.get<std::string>() == "kernels";
   else
     return false;
   return true;
@@ -301,7 +301,6 @@ EstimateSettings settings_for_run(const RunConfig& c) {
   p.micro_batch_size = c.micro_batch_size();  // the run's batch split over dp, accumulation and micro-batches
   EstimateSettings s;
   apply_patch(s, p);  // as the run has it: a config the panel has not validated yet still gets its bars
-  s.measured_kernels = true;  // the run's clock prices its ops with the measured kernels
   return s;
 }
 

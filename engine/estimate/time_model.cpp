@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "clock/sustained_clock.h"
 #include "core/checked_math.h"
 #include "estimate/formula_text.h"
 #include "estimate/memory_model.h"
@@ -125,7 +126,10 @@ void time_compute(TimeEstimate& t, const ModelShape& model, const EstimateSettin
     t.compute_s = t.flops_per_step / s.world_size() / (t.peak_tflops * 1e12 * s.efficiency);
     return;
   }
-  const KernelModel kernels = measured_kernel_model(t.peak_tflops, gpu.memory_gbps);
+  // The GEMMs' FLOP rate at the clock a training step sustains; the bandwidth does not move.
+  t.sustained_clock = sustained_clock(gpu.name).fraction;
+  KernelModel kernels = measured_kernel_model(t.peak_tflops, gpu.memory_gbps);
+  kernels.peak_flops *= t.sustained_clock;
   const StepKernels k = step_kernels(model, s, kernels);
   t.measured_kernels = true;
   t.gemm_s = k.gemm_s;
@@ -137,6 +141,21 @@ void time_compute(TimeEstimate& t, const ModelShape& model, const EstimateSettin
   t.gemm_floor_s = kernels.gemm_floor_s;
   t.compute_s = k.total();
   t.efficiency = t.flops_per_step / s.world_size() / (t.compute_s * t.peak_tflops * 1e12);
+}
+
+// Kernel model: the data-parallel seconds compute does not hide. DDP and ZeRO-1/2 reduce each
+// bucket of gradients as soon as backward has made it (Li et al. 2020, PyTorch DDP, VLDB), so
+// backward (2/3 of the step's compute) hides all but the last bucket; ZeRO-3 gathers each layer's
+// parameters while the layer before it computes, in forward and backward, and reduce-scatters its
+// gradients while the next one computes (Zhao et al. 2023, PyTorch FSDP, VLDB), so all of compute
+// hides all but the first gather and the last reduce-scatter. One layer of the largest stage
+// stands for a bucket or a unit. Naive DataParallel overlaps nothing.
+double exposed_data_parallel_s(const TimeEstimate& t, const ModelShape& model, const EstimateSettings& s,
+                               const ShardingRules& rules) {
+  if (rules.naive()) return t.dp_comm_s;
+  const double layers = std::max(1.0, static_cast<double>(model.layers) / s.layout.pp());
+  const double hidden_by = rules.shards_parameters() ? t.compute_s : t.compute_s * 2 / 3;
+  return std::max(t.dp_comm_s / layers, t.dp_comm_s - hidden_by);
 }
 
 // Seconds per step on the GPU: compute, the bubble, AdamW's memory-bound update,
@@ -167,7 +186,8 @@ void time_on_gpu(TimeEstimate& t, const ModelShape& model, const EstimateSetting
   t.tp_comm_s = t.tp_bytes / ((tp_in_node ? gpu.link_gbps : gpu.internode_gbps) * 1e9);
   // The tp all-reduces sit between a layer's matmuls: on the critical path, overlapped with nothing.
   const double critical = t.compute_s + t.tp_comm_s;
-  t.step_s = critical + t.bubble_s + t.optimizer_s + t.dp_comm_s + t.pp_comm_s;
+  t.dp_exposed_s = s.measured_kernels ? exposed_data_parallel_s(t, model, s, rules) : t.dp_comm_s;
+  t.step_s = critical + t.bubble_s + t.optimizer_s + t.dp_exposed_s + t.pp_comm_s;
   t.step_overlapped_s = std::max(critical + t.bubble_s, t.dp_comm_s) + t.optimizer_s + t.pp_comm_s;
   t.tokens_per_s = static_cast<double>(t.tokens_per_step) / t.step_s;
   const double gpus = s.world_size();

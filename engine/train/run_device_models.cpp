@@ -3,6 +3,7 @@
 
 #include "clock/device_clock.h"
 #include "config/gpu_profiles.h"
+#include "estimate/estimate_settings.h"
 #include "ops/op_work.h"
 
 namespace shardscope {
@@ -53,7 +54,7 @@ class GpuTimedObserver final : public OpObserver {
 std::optional<GpuTimeModel> run_gpu_time_model(const RunConfig& config) {
   const GpuProfile* gpu = run_gpu_profile(config);
   if (gpu == nullptr) return std::nullopt;
-  return make_measured_gpu_time_model(*gpu, config.precision);
+  return make_gpu_time_model(*gpu, config.precision, settings_for_run(config).efficiency);
 }
 
 LinkModel run_link_model(const RunConfig& config) {

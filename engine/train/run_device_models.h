@@ -19,12 +19,13 @@ struct GpuProfile;
 
 // The flat assumption: every FLOP at `efficiency` of peak, bytes at the full bandwidth.
 GpuTimeModel make_gpu_time_model(const GpuProfile& gpu, Precision precision, double efficiency);
-// The measured kernel model (clock/kernel_model.h) on this GPU's data-sheet figures.
+// The measured kernel model (clock/kernel_model.h) on this GPU's data-sheet figures
+// (estimate --time-model kernels; a run's clock keeps the flat assumption).
 GpuTimeModel make_measured_gpu_time_model(const GpuProfile& gpu, Precision precision);
 
-// The run's model: none without --gpu-profile (or on the wall clock); else the
-// measured kernel model, the one estimate_time uses for the same settings
-// (settings_for_run), so the clock and the estimator agree.
+// The run's model: none without --gpu-profile (or on the wall clock). The
+// efficiency is the estimator's for the same settings (settings_for_run), so
+// the clock and estimate_time agree.
 std::optional<GpuTimeModel> run_gpu_time_model(const RunConfig& config);
 // The run's link: --link, else (auto) the GPU profile's own link (NVLink at
 // its bandwidth for A100/H100/H200, PCIe 4.0 for the RTX 4090), else host.

@@ -60,6 +60,7 @@ class TestEstimate : public QObject {
   void time_model_figures();
   void throughput_and_mfu();
   void measured_kernels_time_each_part();
+  void kernel_model_sustained_clock_and_exposed_traffic();
   void gpu_profiles_from_datasheets();
   void fit_names_the_largest_lever();
   void json_uses_the_ledger_names();
@@ -361,7 +362,7 @@ void TestEstimate::throughput_and_mfu() {
   QCOMPARE(t.mfu, s.efficiency * t.compute_s / t.step_s * model_flops / t.flops_per_token);
 }
 
-// The measured kernel model (estimate --gpu without --efficiency): compute is the sum of its
+// The measured kernel model (estimate --time-model kernels): compute is the sum of its
 // parts; flash attention is faster than the materialized scores; small GEMMs pay the floor;
 // the step's FLOPs reach less of peak than the model's largest GEMM (0.82).
 void TestEstimate::measured_kernels_time_each_part() {
@@ -389,6 +390,46 @@ void TestEstimate::measured_kernels_time_each_part() {
   // --efficiency X: the flat assumption again.
   s.measured_kernels = false;
   QCOMPARE(estimate_time(gpt2, s, &h100).compute_s, t.flops_per_step / 8 / (989.4e12 * 0.5));
+}
+
+// The kernel model's two added terms. The sustained clock slows the GEMMs' FLOPs only: an
+// H100 at 1575 of 1980 MHz, an A100 at 1305 of 1410, a profile without a measurement at 1.
+// The data-parallel traffic shows only where compute cannot hide it: all of it under naive
+// DataParallel, one layer's share when compute is longer (ZeRO-3 and DDP alike), the excess over
+// backward when the traffic is longer than it (DDP over 100 Gb Ethernet).
+void TestEstimate::kernel_model_sustained_clock_and_exposed_traffic() {
+  EstimateSettings s;
+  s.layout[Axis::dp] = 8;
+  s.micro_batch_size = 4;
+  s.seq = 1024;
+  s.precision = Precision::bf16;
+  s.activations = ActivationMode::formula;
+  s.measured_kernels = true;
+  const ModelShape gpt2 = preset("gpt2-124m");
+  QCOMPARE(estimate_time(gpt2, s, &find_gpu_profile("H100")).sustained_clock, 1575.0 / 1980);
+  QCOMPARE(estimate_time(gpt2, s, &find_gpu_profile("A100-80GB")).sustained_clock, 1305.0 / 1410);
+  QCOMPARE(estimate_time(gpt2, s, &find_gpu_profile("MI300X")).sustained_clock, 1.0);
+  const GpuProfile& h100 = find_gpu_profile("H100");
+  for (const int zero : {0, 3}) {
+    s.zero_stage = zero;
+    const TimeEstimate t = estimate_time(gpt2, s, &h100);
+    QVERIFY(t.dp_comm_s > 0 && t.dp_comm_s < t.compute_s * 2 / 3);
+    QCOMPARE(t.dp_exposed_s, t.dp_comm_s / 12);
+    QCOMPARE(t.step_s, t.compute_s + t.bubble_s + t.optimizer_s + t.dp_exposed_s + t.pp_comm_s);
+  }
+  s.zero_stage = 0;
+  s.dp_mode = DataParallelMode::naive;
+  const TimeEstimate naive = estimate_time(gpt2, s, &h100);
+  QCOMPARE(naive.dp_exposed_s, naive.dp_comm_s);
+  s.dp_mode = DataParallelMode::ddp;
+  s.micro_batch_size = 1;
+  s.seq = 128;
+  const TimeEstimate slow = estimate_time(gpt2, s, &find_gpu_profile("RTX4090"));
+  QVERIFY(slow.dp_comm_s > slow.compute_s);
+  QCOMPARE(slow.dp_exposed_s, slow.dp_comm_s - slow.compute_s * 2 / 3);
+  s.measured_kernels = false;  // the flat model counts every byte
+  const TimeEstimate flat = estimate_time(gpt2, s, &find_gpu_profile("RTX4090"));
+  QCOMPARE(flat.dp_exposed_s, flat.dp_comm_s);
 }
 
 // Every profile has its datasheet's shape: tensor cores at least as fast as fp32, a link and a

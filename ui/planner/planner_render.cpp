@@ -146,10 +146,10 @@ QString PlannerDialog::formulaHtml() const {
                 .arg(tr("Basis:"), QString::fromStdString(chosen.estimate->memory.basis).toHtmlEscaped());
     if (const TimeEstimate& t = chosen.estimate->time; t.has_gpu)
       html += QStringLiteral("<p>%1</p>")
-                  .arg(tr("Time on %1 (a model, docs/ESTIMATE.md: each GEMM 5.58 µs + its FLOPs at 82% of peak or its "
-                          "bytes at 72% of the bandwidth, other kernels their bytes at 72%, nothing overlapped): %2 s "
-                          "per step, %3 tokens/s per GPU, %4 TFLOP/s per GPU, MFU %5%.")
+                  .arg(tr("Time on %1 (a model, docs/ESTIMATE.md: every matmul at %2% of peak, nothing "
+                          "overlapped): %3 s per step, %4 tokens/s per GPU, %5 TFLOP/s per GPU, MFU %6%.")
                            .arg(QString::fromStdString(t.gpu))
+                           .arg(100.0 * t.efficiency, 0, 'f', 0)
                            .arg(t.step_s, 0, 'g', 3)
                            .arg(t.tokens_per_s_per_gpu, 0, 'f', 0)
                            .arg(t.tflops_per_gpu, 0, 'f', 1)
