@@ -89,8 +89,8 @@ for model in ("kernels", "flat"):
         print(f"{'':24s} modeled ({model}): estimate failed: {run.stderr.strip()[:200]}")
         continue
     t = json.loads(run.stdout)["time"]
-    print(f"{'':24s} {t['tokens_per_s']:12.0f} tokens/s   modeled step {t['step_s'] * 1e3:8.1f} ms   MFU {t['mfu'] * 100:5.1f}%"
-          f"   ({model} model on {profile}; real / modeled {r['tokens_per_s'] / t['tokens_per_s']:.2f})")
+    print(f"{'':24s} {t['tokens_per_s']:12.0f} tokens/s   modeled step {t['step_time_s'] * 1e3:8.3f} ms   MFU {t['mfu'] * 100:5.1f}%"
+          f"   ({model} model on {profile}; real / modeled {r['tokens_per_s'] / t['tokens_per_s']:.3g})")
 PY
 }
 echo "$model B=$batch T=$seq $precision on $gpu_name (dense 16-bit peak ${PEAK_TFLOPS} TFLOP/s), $steps steps after 3 warm-up"
