@@ -176,14 +176,20 @@ void time_on_gpu(TimeEstimate& t, const ModelShape& model, const EstimateSetting
   // A dp group's ranks lie tp apart (tp innermost), so it spans dp × tp GPUs.
   const bool dp_in_node = static_cast<std::int64_t>(s.layout.dp()) * s.layout.tp() <= s.gpus_per_node;
   const bool pp_in_node = s.world_size() <= s.gpus_per_node, tp_in_node = s.layout.tp() <= s.gpus_per_node;
-  const double dp_bw = dp_in_node ? gpu.link_gbps : gpu.internode_gbps;
+  // Kernel model: the node's collectives at the bus bandwidth NCCL measures, where published.
+  const double measured = s.measured_kernels ? measured_all_reduce_gbps(gpu.name) : 0;
+  const double node_bw = measured > 0 ? measured : gpu.link_gbps;
+  const std::string node_link =
+      measured > 0 ? gpu.link + ", collectives at " + short_number(measured) + " GB/s measured by nccl-tests"
+                   : gpu.link;
+  const double dp_bw = dp_in_node ? node_bw : gpu.internode_gbps;
   const double pp_bw = pp_in_node ? gpu.link_gbps : gpu.internode_gbps;
-  t.dp_link = dp_in_node ? gpu.link : gpu.internode;
+  t.dp_link = dp_in_node ? node_link : gpu.internode;
   t.pp_link = pp_in_node ? gpu.link : gpu.internode;
   t.dp_comm_s = t.dp_bytes / (dp_bw * 1e9);
   t.pp_comm_s = t.pp_bytes / (pp_bw * 1e9);
-  t.tp_link = tp_in_node ? gpu.link : gpu.internode;
-  t.tp_comm_s = t.tp_bytes / ((tp_in_node ? gpu.link_gbps : gpu.internode_gbps) * 1e9);
+  t.tp_link = tp_in_node ? node_link : gpu.internode;
+  t.tp_comm_s = t.tp_bytes / ((tp_in_node ? node_bw : gpu.internode_gbps) * 1e9);
   // The tp all-reduces sit between a layer's matmuls: on the critical path, overlapped with nothing.
   const double critical = t.compute_s + t.tp_comm_s;
   t.dp_exposed_s = s.measured_kernels ? exposed_data_parallel_s(t, model, s, rules) : t.dp_comm_s;

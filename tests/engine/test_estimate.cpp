@@ -396,7 +396,8 @@ void TestEstimate::measured_kernels_time_each_part() {
 // H100 at 1575 of 1980 MHz, an A100 at 1305 of 1410, a profile without a measurement at 1.
 // The data-parallel traffic shows only where compute cannot hide it: all of it under naive
 // DataParallel, one layer's share when compute is longer (ZeRO-3 and DDP alike), the excess over
-// backward when the traffic is longer than it (DDP over 100 Gb Ethernet).
+// backward when the traffic is longer than it (DDP over 100 Gb Ethernet). An A100 node's
+// collectives run at NCCL's measured bus bandwidth.
 void TestEstimate::kernel_model_sustained_clock_and_exposed_traffic() {
   EstimateSettings s;
   s.layout[Axis::dp] = 8;
@@ -430,6 +431,15 @@ void TestEstimate::kernel_model_sustained_clock_and_exposed_traffic() {
   s.measured_kernels = false;  // the flat model counts every byte
   const TimeEstimate flat = estimate_time(gpt2, s, &find_gpu_profile("RTX4090"));
   QCOMPARE(flat.dp_exposed_s, flat.dp_comm_s);
+  // An A100 node's all-reduces at the 200 GB/s nccl-tests measures, under the kernel model only.
+  s.layout[Axis::dp] = 1;
+  s.layout[Axis::tp] = 4;
+  const GpuProfile& a100 = find_gpu_profile("A100-80GB");
+  QCOMPARE(estimate_time(gpt2, s, &a100).tp_comm_s, estimate_time(gpt2, s, &a100).tp_bytes / 300e9);
+  s.measured_kernels = true;
+  const TimeEstimate tp = estimate_time(gpt2, s, &a100);
+  QCOMPARE(tp.tp_comm_s, tp.tp_bytes / 200e9);
+  QVERIFY(tp.tp_link.find("200 GB/s measured by nccl-tests") != std::string::npos);
 }
 
 // Every profile has its datasheet's shape: tensor cores at least as fast as fp32, a link and a
