@@ -32,7 +32,7 @@ SustainedClock sustained_clock(std::string_view gpu);
 // The bus bandwidth NCCL's all-reduce reaches inside a node, GB/s per direction, where published
 // nccl-tests runs measure it (0: none found, the datasheet's link): 8 × A100 SXM over NVLink 3
 // reach about 200 GB/s of the 300 (NVIDIA/nccl-tests issues #149, HPE Apollo 6500 8 × A100 80GB,
-// ~200 GB/s busbw, and #178, 208 GB/s).
+// ~200 GB/s busbw, and #178, two A100s over their 12 NVLinks, 208 GB/s).
 double measured_all_reduce_gbps(std::string_view gpu);
 
 }  // namespace shardscope
