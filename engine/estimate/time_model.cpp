@@ -143,9 +143,12 @@ void time_compute(TimeEstimate& t, const ModelShape& model, const EstimateSettin
   t.efficiency = t.flops_per_step / s.world_size() / (t.compute_s * t.peak_tflops * 1e12);
 }
 
-// Kernel model: the data-parallel seconds compute does not hide. DDP and ZeRO-1/2 reduce each
-// bucket of gradients as soon as backward has made it (Li et al. 2020, PyTorch DDP, VLDB), so
-// backward (2/3 of the step's compute) hides all but the last bucket; ZeRO-3 gathers each layer's
+// Kernel model: the data-parallel seconds compute does not hide. DDP reduces each bucket of
+// gradients as soon as the last micro-step's backward has made it (Li et al. 2020, PyTorch DDP,
+// VLDB; earlier micro-steps accumulate without communicating), so that backward (2/3 of its
+// compute) hides all but the last bucket; ZeRO-1 and ZeRO-2 reduce-scatter the same way (ZeRO-2
+// every micro-step, behind each one's backward), but the all-gather of the updated shards waits
+// for the optimizer step and the next forward waits for it: exposed. ZeRO-3 gathers each layer's
 // parameters while the layer before it computes, in forward and backward, and reduce-scatters its
 // gradients while the next one computes (Zhao et al. 2023, PyTorch FSDP, VLDB), so all of compute
 // hides all but the first gather and the last reduce-scatter. One layer of the largest stage
@@ -154,8 +157,17 @@ double exposed_data_parallel_s(const TimeEstimate& t, const ModelShape& model, c
                                const ShardingRules& rules) {
   if (rules.naive()) return t.dp_comm_s;
   const double layers = std::max(1.0, static_cast<double>(model.layers) / s.layout.pp());
-  const double hidden_by = rules.shards_parameters() ? t.compute_s : t.compute_s * 2 / 3;
-  return std::max(t.dp_comm_s / layers, t.dp_comm_s - hidden_by);
+  const auto overlapped = [layers](double comm_s, double hidden_by) {
+    return std::max(comm_s / layers, comm_s - hidden_by);
+  };
+  if (rules.shards_parameters()) return overlapped(t.dp_comm_s, t.compute_s);
+  const double K = static_cast<double>(s.micro_steps()), backward = t.compute_s * 2 / 3;
+  if (!rules.shards_optimizer_states()) return overlapped(t.dp_comm_s, backward / K);
+  // ZeRO-1/2: (N−1)/N · (K'·g + p)Ψ', K' = 1 (ZeRO-1) or K (ZeRO-2); the p part after the step.
+  const StateBytes b = rules.bytes_per_parameter();
+  const double reduces = (rules.shards_gradients() ? K : 1) * b.gradients;
+  const double gather_s = t.dp_comm_s * b.parameters / (reduces + b.parameters);
+  return gather_s + overlapped(t.dp_comm_s - gather_s, rules.shards_gradients() ? backward : backward / K);
 }
 
 // Seconds per step on the GPU: compute, the bubble, AdamW's memory-bound update,

@@ -395,8 +395,9 @@ void TestEstimate::measured_kernels_time_each_part() {
 // The kernel model's two added terms. The sustained clock slows the GEMMs' FLOPs only: an
 // H100 at 1575 of 1980 MHz, an A100 at 1305 of 1410, a profile without a measurement at 1.
 // The data-parallel traffic shows only where compute cannot hide it: all of it under naive
-// DataParallel, one layer's share when compute is longer (ZeRO-3 and DDP alike), the excess over
-// backward when the traffic is longer than it (DDP over 100 Gb Ethernet). An A100 node's
+// DataParallel, one layer's share when compute is longer (ZeRO-3 and DDP alike), ZeRO-1's
+// all-gather after the step, the excess over backward when the traffic is longer than it (DDP
+// over 100 Gb Ethernet). An A100 node's
 // collectives run at NCCL's measured bus bandwidth.
 void TestEstimate::kernel_model_sustained_clock_and_exposed_traffic() {
   EstimateSettings s;
@@ -418,6 +419,10 @@ void TestEstimate::kernel_model_sustained_clock_and_exposed_traffic() {
     QCOMPARE(t.dp_exposed_s, t.dp_comm_s / 12);
     QCOMPARE(t.step_s, t.compute_s + t.bubble_s + t.optimizer_s + t.dp_exposed_s + t.pp_comm_s);
   }
+  // ZeRO-1: the all-gather of the updated shards (half the bytes in bf16: p = g) waits for the step.
+  s.zero_stage = 1;
+  const TimeEstimate zero1 = estimate_time(gpt2, s, &h100);
+  QCOMPARE(zero1.dp_exposed_s, zero1.dp_comm_s / 2 + zero1.dp_comm_s / 2 / 12);
   s.zero_stage = 0;
   s.dp_mode = DataParallelMode::naive;
   const TimeEstimate naive = estimate_time(gpt2, s, &h100);
