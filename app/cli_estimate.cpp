@@ -23,7 +23,7 @@ namespace {
 struct Flags {
   std::map<std::string, std::string, std::less<>> given;  // a schema row's key -> the text on the command line
   std::string deepspeed, accelerate;
-  float efficiency = 0.5f;
+  std::optional<float> efficiency;  // the flat time model's fraction of peak (0.5 unless given)
   bool deepspeed_conventions = false, json = false;
 
   // The text given for `key`; an empty one counts as not given.
@@ -76,7 +76,9 @@ SettingsPatch patch_from_flags(const Flags& f) {
   given("virtual_stages", flag_value(f, "virtual_stages"));  // interleaved 1F1B's chunks per stage
   for (const char* key : {"activations", "device", "offload_optimizer", "offload_params", "sequence_parallel"})
     given(key, flag_value(f, key));
-  given("efficiency", static_cast<double>(f.efficiency));
+  given("attention", flag_value(f, "attention"));
+  given("time_model", flag_value(f, "time_model"));
+  if (f.efficiency) given("efficiency", static_cast<double>(*f.efficiency));
   return patch_from_values(values);
 }
 
@@ -123,6 +125,52 @@ void print_ranks(const MemoryEstimate& memory) {
   }
 }
 
+// The modeled seconds on a GPU profile: the flat assumption's line, or the kernel model's parts.
+void print_gpu_time(const Estimate& e) {
+  const TimeEstimate& t = e.time;
+  char text[96];
+  std::snprintf(text, sizeof text, "%.3f", t.tp_comm_s);
+  const std::string tp_text =  // the tp all-reduces, on the critical path (only with tp > 1)
+      t.tp_formula.empty() ? "" : " + tensor-parallel " + std::string(text) + " s (" + t.tp_link + ")";
+  if (t.measured_kernels)
+    std::snprintf(text, sizeof text, "%.3f s exposed of %.3f s", t.dp_exposed_s, t.dp_comm_s);
+  else
+    std::snprintf(text, sizeof text, "%.3f s", t.dp_comm_s);
+  std::printf(
+      "  on %s at %.0f%% of %s TFLOP/s (%s): compute %.3f s + bubble %.3f s + optimizer %.3f s + "
+      "data-parallel %s (%s) + pipeline %.3f s%s = %.3f s per step, %s tokens/s",
+      t.gpu.c_str(), 100.0 * t.efficiency, short_number(t.peak_tflops, 4).c_str(),
+      std::string(precision_name(e.settings.precision)).c_str(), t.compute_s, t.bubble_s, t.optimizer_s, text,
+      t.dp_link.c_str(), t.pp_comm_s, tp_text.c_str(), t.step_s,
+      grouped(static_cast<std::int64_t>(t.tokens_per_s)).c_str());
+  if (!t.measured_kernels)
+    std::printf("; %.3f s if the data-parallel communication overlaps backward", t.step_overlapped_s);
+  std::printf(
+      "\n  throughput     %s tokens/s per GPU, %.1f TFLOP/s per GPU run (recompute included), MFU %.1f%% "
+      "(6N + 12·L·h·s per token over %s TFLOP/s peak); ",
+      grouped(static_cast<std::int64_t>(t.tokens_per_s_per_gpu)).c_str(), t.tflops_per_gpu, 100.0 * t.mfu,
+      short_number(t.peak_tflops, 4).c_str());
+  if (!t.measured_kernels) {
+    std::printf(
+        "assumes %.0f%% of peak on every matmul, no memory-bound work but AdamW's, no kernel launches, "
+        "nothing overlapped\n",
+        100.0 * t.efficiency);
+    return;
+  }
+  std::printf(
+      "data-parallel traffic overlapped as its strategy overlaps it, tensor-parallel and pipeline traffic on the "
+      "critical path, no dropout, no host gaps between kernels\n");
+  std::printf(
+      "  kernels        compute %.3f s = GEMMs %.3f s (%s kernels) + attention core %.3f s (%s) + memory-bound "
+      "%.3f s; each GEMM %.2f us + its FLOPs at %.0f%% of peak × %.3f sustained clock or its bytes at %.0f%% of "
+      "%s GB/s, whichever is longer; other kernels their bytes at %.0f%% (XLA's H100 GEMM table; docs/ESTIMATE.md, "
+      "docs/PERFORMANCE.md)\n",
+      t.compute_s, t.gemm_s, grouped(static_cast<std::int64_t>(t.gemm_kernels)).c_str(), t.attention_s,
+      e.settings.flash_attention ? "flash" : "materialized s × s scores", t.memory_bound_s, t.gemm_floor_s * 1e6,
+      100.0 * t.gemm_fraction, t.sustained_clock, 100.0 * t.memory_fraction,
+      short_number(e.gpu->memory_gbps, 4).c_str(), 100.0 * t.memory_fraction);
+}
+
 void print_time(const Estimate& e) {
   const TimeEstimate& t = e.time;
   std::printf("\nTime per optimizer step (%s):\n", t.note.c_str());
@@ -137,24 +185,7 @@ void print_time(const Estimate& e) {
     std::printf("  (give --gpu for modeled seconds)\n");
     return;
   }
-  char tp_seconds[32];
-  std::snprintf(tp_seconds, sizeof tp_seconds, "%.3f", t.tp_comm_s);
-  const std::string tp_text =  // the tp all-reduces, on the critical path (only with tp > 1)
-      t.tp_formula.empty() ? "" : " + tensor-parallel " + std::string(tp_seconds) + " s (" + t.tp_link + ")";
-  std::printf(
-      "  on %s at %.0f%% of %s TFLOP/s (%s): compute %.3f s + bubble %.3f s + optimizer %.3f s + "
-      "data-parallel %.3f s (%s) + pipeline %.3f s%s = %.3f s per step, %s tokens/s; %.3f s if the "
-      "data-parallel communication overlaps backward\n",
-      t.gpu.c_str(), 100.0 * t.efficiency, short_number(t.peak_tflops, 4).c_str(),
-      std::string(precision_name(e.settings.precision)).c_str(), t.compute_s, t.bubble_s, t.optimizer_s, t.dp_comm_s,
-      t.dp_link.c_str(), t.pp_comm_s, tp_text.c_str(), t.step_s,
-      grouped(static_cast<std::int64_t>(t.tokens_per_s)).c_str(), t.step_overlapped_s);
-  std::printf(
-      "  throughput     %s tokens/s per GPU, %.1f TFLOP/s per GPU run (recompute included), MFU %.1f%% "
-      "(6N + 12·L·h·s per token over %s TFLOP/s peak); assumes %.0f%% of peak on every matmul, no memory-bound "
-      "work but AdamW's, no kernel launches, nothing overlapped\n",
-      grouped(static_cast<std::int64_t>(t.tokens_per_s_per_gpu)).c_str(), t.tflops_per_gpu, 100.0 * t.mfu,
-      short_number(t.peak_tflops, 4).c_str(), 100.0 * t.efficiency);
+  print_gpu_time(e);
 }
 
 void print_estimate(const Estimate& e, const SettingOrigins& origins) {
@@ -298,6 +329,10 @@ EstimateRequest make_request(const Flags& f, SettingOrigins& origins) {
   base.activations = ActivationMode::formula;
   imported.patches.push_back(patch_from_flags(f));
   request.settings = resolve_settings(base, imported.patches, &request.warnings);
+  if (f.efficiency && request.settings.measured_kernels)
+    throw ConfigError(
+        "--efficiency " + short_number(*f.efficiency) +
+        " is the flat time model's one assumption; --time-model kernels has none (give one or the other)");
   // find_gpu_profile's message suggests the nearest name ("did you mean 'A100-80GB'?").
   if (const std::string* gpu = f.text("gpu_profile")) request.gpu = find_gpu_profile(*gpu);
   if (const std::string* mem = f.text("gpu_mem")) request.gpu_memory_bytes = parse_memory_size(*mem);

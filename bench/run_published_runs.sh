@@ -2,8 +2,11 @@
 # The GPU time model (shardscope-cli estimate --gpu, docs/ESTIMATE.md) against published training
 # runs: each run's layout goes to `estimate --json`, and the model's prediction is printed beside
 # the published figure with the error. One set of constants for all (the GPU profiles' datasheet
-# peaks, the default efficiency): nothing here is tuned per run. docs/PERFORMANCE.md keeps the
-# table, each figure's source and where the error comes from.
+# peaks, the measured kernel model of engine/clock/kernel_model.h at the sustained clocks of
+# engine/clock/sustained_clock.h, or the flat 0.5 of peak): nothing here is tuned per run;
+# each row gives the run's own layout and the attention kernel it ran (--attention flash where the
+# run used a fused kernel). docs/PERFORMANCE.md keeps the table, each figure's source and where the
+# error comes from.
 #   bench/run_published_runs.sh
 # SPDX-License-Identifier: GPL-3.0-or-later
 set -euo pipefail
@@ -11,36 +14,59 @@ cd "$(dirname "$0")/.."
 cli=build/app/shardscope-cli
 runs=bench/published_runs
 [ -x "$cli" ] || { echo "build first: bash scripts/build.sh" >&2; exit 2; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 
-# run NAME METRIC PUBLISHED ESTIMATE-FLAGS...: METRIC is a key of the JSON's "time" object.
+# run NAME METRIC PUBLISHED ESTIMATE-FLAGS...: METRIC is a key of the JSON's "time" object. Each row
+# twice: the kernel model (--time-model kernels) and the flat default (--efficiency 0.5).
 run() {
   local name=$1 metric=$2 published=$3
   shift 3
-  "$cli" estimate --json "$@" | python3 -c '
+  "$cli" estimate --json --time-model kernels "$@" >"$tmp/kernels.json"
+  "$cli" estimate --json "$@" >"$tmp/flat.json"
+  python3 -c '
 import json, sys
 name, metric, published = sys.argv[1], sys.argv[2], float(sys.argv[3])
-t = json.load(sys.stdin)["time"]
-predicted = t[metric] * (100 if metric == "mfu" else 1)
-error, gpu = 100 * (predicted / published - 1), t["gpu"]
-print(f"{name:<44} {gpu:<10} {metric:<21} {predicted:>10.1f} {published:>10.1f} {error:>+7.1f}%")
-' "$name" "$metric" "$published"
+def figure(path):
+    t = json.load(open(path))["time"]
+    return t[metric] * (100 if metric == "mfu" else 1), t["gpu"]
+kernels, gpu = figure(sys.argv[4])
+flat, _ = figure(sys.argv[5])
+err = lambda x: 100 * (x / published - 1)
+print(f"{name:<44} {gpu:<10} {metric:<21} {kernels:>10.1f} {err(kernels):>+7.1f}% {flat:>10.1f} {err(flat):>+7.1f}% {published:>10.1f}")
+' "$name" "$metric" "$published" "$tmp/kernels.json" "$tmp/flat.json"
 }
 
-printf '%-44s %-10s %-21s %10s %10s %8s\n' run gpu metric predicted published error
-# llm.c GPT-2 124M, 8 x A100 80GB: bf16, ZeRO-1, 64 x 1024 tokens per GPU, 0.5M per step (Discussion #481).
+printf '%-44s %-10s %-21s %10s %8s %10s %8s %10s\n' run gpu metric kernels error "flat 0.5" error published
+# llm.c GPT-2 124M, 8 x A100 80GB: bf16, ZeRO-1, 64 x 1024 tokens per GPU, 0.5M per step, cuDNN's
+# fused attention (USE_CUDNN=1) (Discussion #481).
 run "llm.c GPT-2 124M, 8 x A100-80GB" mfu 60 --model gpt2-124m --dp 8 --zero 1 --precision bf16 \
-  --micro-batch 64 --seq 1024 --device cuda --gpu A100-80GB
-# llm.c GPT-2 1.5B, 8 x H100: bf16, ZeRO-1, 16 x 1024 per GPU, 1M tokens per step (Discussion #677).
+  --micro-batch 64 --seq 1024 --device cuda --gpu A100-80GB --attention flash
+# llm.c GPT-2 1.5B, 8 x H100: bf16, ZeRO-1, 16 x 1024 per GPU, 1M tokens per step, cuDNN attention (Discussion #677).
 run "llm.c GPT-2 1.5B, 8 x H100" mfu 50 --model "$runs/gpt2-1558m_config.json" --dp 8 --zero 1 \
-  --precision bf16 --micro-batch 16 --seq 1024 --accum 8 --device cuda --gpu H100
+  --precision bf16 --micro-batch 16 --seq 1024 --accum 8 --device cuda --gpu H100 --attention flash
 # torchtitan Llama 3.1 8B, 8 x H100: FSDP (ZeRO-3), selective AC, local batch 2 x 8192
-# (benchmarks/llama3_h100_202412_torchtitan.md, Table 1, FSDP without compile or Float8).
+# (benchmarks/llama3_h100_202412_torchtitan.md, Table 1, FSDP without compile or Float8), PyTorch's
+# scaled_dot_product_attention (a flash kernel). Table 3: the same on 128 GPUs (16 nodes).
 run "torchtitan Llama 3.1 8B, 8 x H100, FSDP" tokens_per_s_per_gpu 5762 \
   --model "$runs/llama-3.1-8b_config.json" --dp 8 --zero 3 --precision bf16 --micro-batch 2 --seq 8192 \
-  --checkpoint selective --gpu H100
+  --checkpoint selective --gpu H100 --attention flash
+run "torchtitan Llama 3.1 8B, 128 x H100, FSDP" tokens_per_s_per_gpu 5605 \
+  --model "$runs/llama-3.1-8b_config.json" --dp 128 --zero 3 --precision bf16 --micro-batch 2 --seq 8192 \
+  --checkpoint selective --gpu H100 --attention flash
 # Megatron-LM GPT-3 175B, 1024 x A100 80GB: tp 8 x pp 8 x dp 16, batch 1536, full recompute
 # (Narayanan et al. 2021, sec. 5.1). Each tp group is one 8-GPU node: its all-reduces (6 per layer
 # per micro-batch with the recompute) run on NVLink, on the critical path.
 run "Megatron-LM GPT-3 175B, 1024 x A100 (tp 8)" tflops_per_gpu 140 \
   --model "$runs/gpt3-175b_config.json" --tp 8 --dp 16 --pp 8 --precision fp16 --micro-batch 1 --seq 2048 \
   --micro-batches 96 --checkpoint full --gpus-per-node 8 --gpu A100-80GB
+# Two more rows of the same paper's Table 1 (GPT models of vocabulary 51,200 and sequence 2048,
+# full recompute, the attention core materialized; micro-batch 1 assumed): 18.4B on 256 GPUs
+# (tp 8 x dp 32, batch 1024, 135 TFLOP/s) and 1008B on 3072 GPUs (tp 8 x pp 64 x dp 6, batch
+# 3072, 163 TFLOP/s).
+run "Megatron-LM GPT 18.4B, 256 x A100 (tp 8)" tflops_per_gpu 135 \
+  --model "$runs/gpt-18.4b_config.json" --tp 8 --dp 32 --precision fp16 --micro-batch 1 --seq 2048 \
+  --accum 32 --checkpoint full --gpus-per-node 8 --gpu A100-80GB
+run "Megatron-LM GPT 1008B, 3072 x A100 (tp 8, pp 64)" tflops_per_gpu 163 \
+  --model "$runs/gpt-1008b_config.json" --tp 8 --dp 6 --pp 64 --precision fp16 --micro-batch 1 --seq 2048 \
+  --micro-batches 512 --checkpoint full --gpus-per-node 8 --gpu A100-80GB

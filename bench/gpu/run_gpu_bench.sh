@@ -5,7 +5,11 @@
 #   bench/gpu/run_gpu_bench.sh [STEPS] [BUILD_DIR]
 # Env: MODEL, BATCH, SEQ, PRECISION (bf16|fp16|fp32), GPU (index), PEAK_TFLOPS
 # (the GPU's dense 16-bit peak; default from its name: H100/H200 989, A100 312,
-# RTX 4090 165). Prints "skipped: no GPU (...)" and exits 0 where none is usable.
+# RTX 4090 165), GPU_PROFILE (the estimator's profile, default from the name).
+# Prints "skipped: no GPU (...)" and exits 0 where none is usable.
+# Under each measured line, the estimator's prediction for the same model, shape
+# and precision on that profile (estimate --time-model kernels and flat), and
+# real / modeled: the first GPU run checks the time model (docs/PERFORMANCE.md).
 # MFU = tokens/s x (6N + 12 L C T) / peak (PaLM, appendix B; N = parameters).
 # Then the row ops alone (layernorm, attention softmax, cross-entropy, bias and
 # embedding gradients) at gpt2-124m widths: bench_row_ops, GB/s against the
@@ -47,25 +51,60 @@ fi
 # Layers and width for the attention term, from the preset table of the CLI.
 read -r layers channels < <("$build_dir/app/shardscope-cli" presets | awk -v m="$model" '$1 == m {print $6, $5}')
 
-report() {  # name json
-  python3 - "$1" "$2" "$layers" "$channels" "$seq" "$PEAK_TFLOPS" <<'PY'
-import json, sys
+# The estimator's profile for this GPU (GPU_PROFILE overrides; none: no modeled column).
+if [ -z "${GPU_PROFILE:-}" ]; then
+  case "$gpu_name" in
+    *H100*PCIe*) GPU_PROFILE=H100-PCIe ;;
+    *H100*|*H800*) GPU_PROFILE=H100 ;;
+    *H200*) GPU_PROFILE=H200 ;;
+    *A100*80GB*|*A800*80GB*) GPU_PROFILE=A100-80GB ;;
+    *A100*|*A800*) GPU_PROFILE=A100-40GB ;;
+    *B200*) GPU_PROFILE=B200 ;;
+    *4090*) GPU_PROFILE=RTX4090 ;;
+    *) GPU_PROFILE="" ;;
+  esac
+fi
+
+# report NAME JSON [ESTIMATE-FLAGS...]: the measured line, then the estimator's prediction for the
+# same model, shape and precision on $GPU_PROFILE under both time models, real over modeled.
+report() {
+  local name=$1 line=$2
+  shift 2
+  python3 - "$name" "$line" "$layers" "$channels" "$seq" "$PEAK_TFLOPS" "$GPU_PROFILE" "$build_dir/app/shardscope-cli" \
+    --model "$model" --micro-batch "$batch" --seq "$seq" --precision "$precision" "$@" <<'PY'
+import json, subprocess, sys
 name, line, L, C, T, peak = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6])
+profile, cli, flags = sys.argv[7], sys.argv[8], sys.argv[9:]
 r = json.loads(line)
 flops_per_token = 6 * r["parameters"] + 12 * L * C * T
 mfu = r["tokens_per_s"] * flops_per_token / (peak * 1e12) if peak > 0 else float("nan")
 print(f"{name:24s} {r['tokens_per_s']:12.0f} tokens/s   median step {r['median_step_s'] * 1e3:8.1f} ms   MFU {mfu * 100:5.1f}%")
+if not profile:
+    print(f"{'':24s} modeled: no GPU profile for this GPU (set GPU_PROFILE, e.g. H100)")
+    sys.exit(0)
+for model in ("kernels", "flat"):
+    run = subprocess.run([cli, "estimate", "--json", "--gpu", profile, "--time-model", model, *flags],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        print(f"{'':24s} modeled ({model}): estimate failed: {run.stderr.strip()[:200]}")
+        continue
+    t = json.loads(run.stdout)["time"]
+    print(f"{'':24s} {t['tokens_per_s']:12.0f} tokens/s   modeled step {t['step_time_s'] * 1e3:8.3f} ms   MFU {t['mfu'] * 100:5.1f}%"
+          f"   ({model} model on {profile}; real / modeled {r['tokens_per_s'] / t['tokens_per_s']:.3g})")
 PY
 }
 echo "$model B=$batch T=$seq $precision on $gpu_name (dense 16-bit peak ${PEAK_TFLOPS} TFLOP/s), $steps steps after 3 warm-up"
-report "shardscope ($precision)" "$line"
+# ShardScope keeps fp32 storage (--activations shardscope) and runs its fused attention in 16 bits only.
+attention=materialized
+[ "$precision" = fp32 ] || attention=flash
+report "shardscope ($precision)" "$line" --device cuda --activations shardscope --attention "$attention"
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   torch_model=$model
   for mode in eager compile; do
     flag=""; [ "$mode" = compile ] && flag="--compile"
     if out=$(CUDA_VISIBLE_DEVICES=$gpu python3 bench/pytorch_gpt_bench.py --model "$torch_model" --batch "$batch" \
         --seq "$seq" --device cuda --dtype "$precision" --steps "$steps" --warmup 3 --json $flag 2>&1 | tail -n 1); then
-      report "pytorch $mode ($precision)" "$out"
+      report "pytorch $mode ($precision)" "$out" --device cuda --attention flash
     else
       echo "pytorch $mode: failed: ${out:0:300}"
     fi

@@ -69,8 +69,9 @@ void DeviceClock::count_work() {
   compute_ns_.fetch_add(scaled(whole), std::memory_order_relaxed);
 }
 
-void DeviceClock::add_modeled_op(double flops, double bytes) {
-  if (gpu_ && t_compute_of == this) compute_ns_.fetch_add(scaled(gpu_->op_ns(flops, bytes)), std::memory_order_relaxed);
+void DeviceClock::add_modeled_op(double flops, double bytes, int gemms) {
+  if (gpu_ && t_compute_of == this)
+    compute_ns_.fetch_add(scaled(gpu_->op_ns(flops, bytes, gemms)), std::memory_order_relaxed);
 }
 
 void DeviceClock::attach_compute_thread() {

@@ -80,7 +80,8 @@ class DeviceClock {
   std::int64_t now();
   // Under a GPU profile, an op with this nominal work ran on the compute
   // thread: the compute stream advances by its modeled time (other threads: nothing).
-  void add_modeled_op(double flops, double bytes);
+  // `gemms`: the GEMM kernels it launched (GpuTimeModel::op_ns).
+  void add_modeled_op(double flops, double bytes, int gemms = 0);
   // A straggler (--slow-rank): from now on the compute stream counts each piece
   // of work `factor` times (>= 1), as a slower device would take. Call before
   // the rank computes.

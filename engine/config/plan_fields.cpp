@@ -88,6 +88,19 @@ void add_cluster_fields(std::vector<RunField>& f) {
                .accelerate = "num_machines",
                .saved = Saved::never,
                .surfaces = surface::planner});
+  f.push_back(
+      {.key = "attention",
+       .flag = "--attention",
+       .value_name = "materialized|flash",
+       .kind = FieldKind::choice,
+       .help = {"Time model (kernels): the attention core writes its s x s scores to memory, as the\n"
+                "      activation formula keeps them, or runs as one fused kernel that does not (FlashAttention)",
+                "时间模型（kernels）：注意力核心把 s x s 分数写入显存（与激活公式一致），或作为不写分数的融合内核运行"
+                "（FlashAttention）"},
+       .choices = {"materialized", "flash"},
+       .default_text = "materialized",
+       .saved = Saved::never,
+       .surfaces = surface::estimate});
   f.push_back({.key = "efficiency",
                .flag = "--efficiency",
                .value_name = "X",
@@ -98,6 +111,20 @@ void add_cluster_fields(std::vector<RunField>& f) {
                .default_text = "0.5",
                .saved = Saved::never,
                .surfaces = surface::estimate});
+  f.push_back(
+      {.key = "time_model",
+       .flag = "--time-model",
+       .value_name = "flat|kernels",
+       .kind = FieldKind::choice,
+       .help = {"Time model: flat (every FLOP at --efficiency of peak) or kernels (each kernel from a\n"
+                "      measured GEMM table at the GPU's sustained clock, data-parallel traffic overlapped as\n"
+                "      its strategy overlaps it; docs/PERFORMANCE.md)",
+                "时间模型：flat（所有 FLOP 按 --efficiency 比例计算）或 kernels（按实测 GEMM 表和 GPU 的持续时钟"
+                "逐个内核计算，数据并行通信按其策略与计算重叠；docs/PERFORMANCE.md）"},
+       .choices = {"flat", "kernels"},
+       .default_text = "flat",
+       .saved = Saved::never,
+       .surfaces = surface::estimate});
 }
 
 }  // namespace

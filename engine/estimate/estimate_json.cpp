@@ -53,7 +53,7 @@ json settings_json(const EstimateSettings& s) {
               {"activations", std::string(activation_mode_name(s.activations))},
               {"device", s.cuda ? "cuda" : "cpu"},
               {"gpus_per_node", s.gpus_per_node},
-              {"efficiency", s.efficiency}};
+              {"efficiency", s.measured_kernels ? json("kernels") : json(s.efficiency)}};
   if (s.layout.tp() > 1 || s.sequence_parallel) {  // only then: documents of layouts without tp stay as they were
     out["tp"] = s.layout.tp();
     out["sequence_parallel"] = s.sequence_parallel;
@@ -91,6 +91,18 @@ json time_json(const TimeEstimate& t) {
   out["peak_tflops"] = t.peak_tflops;
   out["efficiency"] = t.efficiency;
   out["compute_s"] = t.compute_s;
+  if (t.measured_kernels) {  // the kernel model's parts and constants (clock/kernel_model.h)
+    out["gemm_s"] = t.gemm_s;
+    out["attention_s"] = t.attention_s;
+    out["memory_bound_s"] = t.memory_bound_s;
+    out["gemm_kernels"] = t.gemm_kernels;
+    out["sustained_clock"] = t.sustained_clock;
+    out["dp_exposed_s"] = t.dp_exposed_s;
+    out["kernel_model"] = {{"source", "XLA's H100 GEMM table (matmul_interpolator_data.h)"},
+                           {"gemm_fraction", t.gemm_fraction},
+                           {"memory_fraction", t.memory_fraction},
+                           {"gemm_floor_s", t.gemm_floor_s}};
+  }
   out["bubble_s"] = t.bubble_s;
   out["optimizer_s"] = t.optimizer_s;
   out["dp_comm_s"] = t.dp_comm_s;

@@ -196,7 +196,9 @@ void apply_patch(EstimateSettings& s, const SettingsPatch& p) {
   if (p.sequence_parallel) s.sequence_parallel = *p.sequence_parallel;
   if (p.activations) s.activations = *p.activations;
   if (p.cuda) s.cuda = *p.cuda;
+  if (p.flash_attention) s.flash_attention = *p.flash_attention;
   if (p.efficiency) s.efficiency = *p.efficiency;
+  if (p.measured_kernels) s.measured_kernels = *p.measured_kernels;
 }
 }  // namespace
 
@@ -242,6 +244,10 @@ bool patch_value(SettingsPatch& p, std::string_view k, const nlohmann::json& v) 
     p.sequence_parallel = v.get<bool>();
   else if (k == "efficiency")
     p.efficiency = v.get<double>();
+  else if (k == "attention")
+    p.flash_attention = v.get<std::string>() == "flash";
+  else if (k == "time_model")
+    p.measured_kernels = v.get<std::string>() == "kernels";
   else
     return false;
   return true;

@@ -61,6 +61,13 @@ struct EstimateSettings {
   bool cuda = false;
   int gpus_per_node = 8;    // for DeepSpeed's estimator and the inter-node link
   double efficiency = 0.5;  // time model: fraction of peak FLOP/s a step sustains (assumed)
+  // Time model (--time-model kernels): each kernel from the measured constants of
+  // clock/kernel_model.h, at the GPU's sustained clock, with the data-parallel traffic
+  // overlapped as each strategy overlaps it, instead of `efficiency` (the flat default).
+  bool measured_kernels = false;
+  // Time model: the attention core as one fused kernel that keeps the s × s scores on chip
+  // (FlashAttention), or (false) materialized as the activation formula counts them.
+  bool flash_attention = false;
 
   int world_size() const { return layout.world_size(); }
   // What the sharding plan needs (plan/sharding_plan.h).
@@ -95,6 +102,8 @@ struct SettingsPatch {
   std::optional<ActivationMode> activations;
   std::optional<bool> cuda;
   std::optional<double> efficiency;
+  std::optional<bool> flash_attention;
+  std::optional<bool> measured_kernels;                     // time_model: "kernels"
   std::vector<std::pair<std::string, std::string>> origin;  // (setting, where it came from)
 };
 

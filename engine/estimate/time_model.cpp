@@ -3,9 +3,11 @@
 
 #include <algorithm>
 
+#include "clock/sustained_clock.h"
 #include "core/checked_math.h"
 #include "estimate/formula_text.h"
 #include "estimate/memory_model.h"
+#include "estimate/step_kernels.h"
 #include "plan/data_parallel_traffic.h"
 #include "plan/pipeline_schedule.h"
 #include "plan/tensor_parallel_traffic.h"
@@ -115,37 +117,95 @@ void count_tensor_parallel_bytes(TimeEstimate& t, const ModelShape& model, const
       (s.sequence_parallel ? "; sequence parallelism sends the same bytes as all-gathers and reduce-scatters" : "");
 }
 
-// Seconds per step on the GPU: compute at peak × efficiency, the bubble, AdamW's
-// memory-bound update, and the bytes above over the node's link (or the inter-node
-// network when a group spans nodes).
-void time_on_gpu(TimeEstimate& t, const EstimateSettings& s, const GpuProfile& gpu, const ShardingRules& rules,
-                 std::int64_t psi_s) {
+// Compute seconds per rank: kernel by kernel on the measured kernel model (estimate/step_kernels.h),
+// or (--efficiency X) every FLOP at X of peak. `efficiency` is then what the step's FLOPs reach.
+void time_compute(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s, const GpuProfile& gpu) {
+  t.peak_tflops = gpu.peak_tflops(s.precision);
+  if (!s.measured_kernels) {
+    t.efficiency = s.efficiency;
+    t.compute_s = t.flops_per_step / s.world_size() / (t.peak_tflops * 1e12 * s.efficiency);
+    return;
+  }
+  // The GEMMs' FLOP rate at the clock a training step sustains; the bandwidth does not move.
+  t.sustained_clock = sustained_clock(gpu.name).fraction;
+  KernelModel kernels = measured_kernel_model(t.peak_tflops, gpu.memory_gbps);
+  kernels.peak_flops *= t.sustained_clock;
+  const StepKernels k = step_kernels(model, s, kernels);
+  t.measured_kernels = true;
+  t.gemm_s = k.gemm_s;
+  t.attention_s = k.attention_s;
+  t.memory_bound_s = k.memory_s;
+  t.gemm_kernels = k.gemm_kernels;
+  t.gemm_fraction = kernels.gemm_fraction;
+  t.memory_fraction = kernels.memory_fraction;
+  t.gemm_floor_s = kernels.gemm_floor_s;
+  t.compute_s = k.total();
+  t.efficiency = t.flops_per_step / s.world_size() / (t.compute_s * t.peak_tflops * 1e12);
+}
+
+// Kernel model: the data-parallel seconds compute does not hide. DDP reduces each bucket of
+// gradients as soon as the last micro-step's backward has made it (Li et al. 2020, PyTorch DDP,
+// VLDB; earlier micro-steps accumulate without communicating), so that backward (2/3 of its
+// compute) hides all but the last bucket; ZeRO-1 and ZeRO-2 reduce-scatter the same way (ZeRO-2
+// every micro-step, behind each one's backward), but the all-gather of the updated shards waits
+// for the optimizer step and the next forward waits for it: exposed. ZeRO-3 gathers each layer's
+// parameters while the layer before it computes, in forward and backward, and reduce-scatters its
+// gradients while the next one computes (Zhao et al. 2023, PyTorch FSDP, VLDB), so all of compute
+// hides all but the first gather and the last reduce-scatter. One layer of the largest stage
+// stands for a bucket or a unit. Naive DataParallel overlaps nothing.
+double exposed_data_parallel_s(const TimeEstimate& t, const ModelShape& model, const EstimateSettings& s,
+                               const ShardingRules& rules) {
+  if (rules.naive()) return t.dp_comm_s;
+  const double layers = std::max(1.0, static_cast<double>(model.layers) / s.layout.pp());
+  const auto overlapped = [layers](double comm_s, double hidden_by) {
+    return std::max(comm_s / layers, comm_s - hidden_by);
+  };
+  if (rules.shards_parameters()) return overlapped(t.dp_comm_s, t.compute_s);
+  const double K = static_cast<double>(s.micro_steps()), backward = t.compute_s * 2 / 3;
+  if (!rules.shards_optimizer_states()) return overlapped(t.dp_comm_s, backward / K);
+  // ZeRO-1/2: (N−1)/N · (K'·g + p)Ψ', K' = 1 (ZeRO-1) or K (ZeRO-2); the p part after the step.
+  const StateBytes b = rules.bytes_per_parameter();
+  const double reduces = (rules.shards_gradients() ? K : 1) * b.gradients;
+  const double gather_s = t.dp_comm_s * b.parameters / (reduces + b.parameters);
+  return gather_s + overlapped(t.dp_comm_s - gather_s, rules.shards_gradients() ? backward : backward / K);
+}
+
+// Seconds per step on the GPU: compute, the bubble, AdamW's memory-bound update,
+// and the bytes above over the node's link (or the inter-node network when a group spans nodes).
+void time_on_gpu(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s, const GpuProfile& gpu,
+                 const ShardingRules& rules, std::int64_t psi_s) {
   const double P = static_cast<double>(psi_s), Nd = s.layout.dp();
   t.has_gpu = true;
   t.gpu = gpu.name;
-  t.peak_tflops = gpu.peak_tflops(s.precision);
-  t.efficiency = s.efficiency;
-  t.compute_s = t.flops_per_step / s.world_size() / (t.peak_tflops * 1e12 * s.efficiency);
+  time_compute(t, model, s, gpu);
   t.bubble_s = t.bubble_fraction < 1 ? t.compute_s * t.bubble_fraction / (1 - t.bubble_fraction) : 0;
   // AdamW reads parameter, gradient, m, v and writes parameter, m, v: 28 bytes per
   // parameter in fp32, and also 28 in mixed precision (4 master + 2 grad + 8 read, 12 + 2 written).
   double updated = rules.shards_optimizer_states() ? P / Nd : P;
   if (s.offload_optimizer) updated = 0;  // the CPU runs the step (not modeled)
-  t.optimizer_s = 28 * updated / (gpu.memory_gbps * 1e9);
+  t.optimizer_s = s.measured_kernels ? measured_kernel_model(t.peak_tflops, gpu.memory_gbps).memory_s(28 * updated)
+                                     : 28 * updated / (gpu.memory_gbps * 1e9);
   // A dp group's ranks lie tp apart (tp innermost), so it spans dp × tp GPUs.
   const bool dp_in_node = static_cast<std::int64_t>(s.layout.dp()) * s.layout.tp() <= s.gpus_per_node;
   const bool pp_in_node = s.world_size() <= s.gpus_per_node, tp_in_node = s.layout.tp() <= s.gpus_per_node;
-  const double dp_bw = dp_in_node ? gpu.link_gbps : gpu.internode_gbps;
+  // Kernel model: the node's collectives at the bus bandwidth NCCL measures, where published.
+  const double measured = s.measured_kernels ? measured_all_reduce_gbps(gpu.name) : 0;
+  const double node_bw = measured > 0 ? measured : gpu.link_gbps;
+  const std::string node_link =
+      measured > 0 ? gpu.link + ", collectives at " + short_number(measured) + " GB/s measured by nccl-tests"
+                   : gpu.link;
+  const double dp_bw = dp_in_node ? node_bw : gpu.internode_gbps;
   const double pp_bw = pp_in_node ? gpu.link_gbps : gpu.internode_gbps;
-  t.dp_link = dp_in_node ? gpu.link : gpu.internode;
+  t.dp_link = dp_in_node ? node_link : gpu.internode;
   t.pp_link = pp_in_node ? gpu.link : gpu.internode;
   t.dp_comm_s = t.dp_bytes / (dp_bw * 1e9);
   t.pp_comm_s = t.pp_bytes / (pp_bw * 1e9);
-  t.tp_link = tp_in_node ? gpu.link : gpu.internode;
-  t.tp_comm_s = t.tp_bytes / ((tp_in_node ? gpu.link_gbps : gpu.internode_gbps) * 1e9);
+  t.tp_link = tp_in_node ? node_link : gpu.internode;
+  t.tp_comm_s = t.tp_bytes / ((tp_in_node ? node_bw : gpu.internode_gbps) * 1e9);
   // The tp all-reduces sit between a layer's matmuls: on the critical path, overlapped with nothing.
   const double critical = t.compute_s + t.tp_comm_s;
-  t.step_s = critical + t.bubble_s + t.optimizer_s + t.dp_comm_s + t.pp_comm_s;
+  t.dp_exposed_s = s.measured_kernels ? exposed_data_parallel_s(t, model, s, rules) : t.dp_comm_s;
+  t.step_s = critical + t.bubble_s + t.optimizer_s + t.dp_exposed_s + t.pp_comm_s;
   t.step_overlapped_s = std::max(critical + t.bubble_s, t.dp_comm_s) + t.optimizer_s + t.pp_comm_s;
   t.tokens_per_s = static_cast<double>(t.tokens_per_step) / t.step_s;
   const double gpus = s.world_size();
@@ -167,7 +227,7 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
   count_pipeline_bytes(t, model, s);
   count_tensor_parallel_bytes(t, model, s);
   if (gpu == nullptr) return t;
-  time_on_gpu(t, s, *gpu, rules, psi_s);
+  time_on_gpu(t, model, s, *gpu, rules, psi_s);
   return t;
 }
 

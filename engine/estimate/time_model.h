@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The time and communication model of one optimizer step. It is a model, not
 // a measurement: FLOPs from the model's shape, bytes from the collectives each
-// strategy runs, seconds from a GPU profile's data-sheet peaks times an
-// assumed efficiency.
+// strategy runs, seconds from a GPU profile's data-sheet peaks: by default every
+// FLOP at --efficiency X of peak (one assumption, 0.5), or with --time-model
+// kernels through the measured kernel model (clock/kernel_model.h: every GEMM,
+// the attention core and the memory-bound kernels, estimate/step_kernels.h) at
+// the GPU's sustained clock (clock/sustained_clock.h), the data-parallel
+// traffic overlapped with compute as its strategy overlaps it (dp_exposed_s).
 //   FLOPs per token: 6N + 12·L·h·s (Chowdhery et al. 2022, PaLM, appendix B;
 //     N = parameters read by matmuls; 12·L·h·s is attention's QKᵀ and AV,
 //     forward + backward). Full recompute adds a forward: 8N + 16·L·h·s;
@@ -53,15 +57,25 @@ struct TimeEstimate {
   // With a GPU profile (has_gpu), seconds per step on it:
   bool has_gpu = false;
   std::string gpu;
-  double peak_tflops = 0, efficiency = 0;
-  double compute_s = 0;    // FLOPs per rank / (peak × efficiency)
+  double peak_tflops = 0, efficiency = 0;  // measured kernels: what the step's FLOPs reach of peak
+  double compute_s = 0;                    // the kernels below; flat: FLOPs per rank / (peak × efficiency)
+  bool measured_kernels = false;           // compute_s from clock/kernel_model.h, in these parts:
+  double gemm_s = 0, attention_s = 0, memory_bound_s = 0;
+  double gemm_kernels = 0;                                          // GEMM kernels per rank per step
+  double gemm_fraction = 0, memory_fraction = 0, gemm_floor_s = 0;  // the kernel model's constants
+  double sustained_clock =
+      1;  // the GEMMs' clock under the power limit, of the microbenchmark's (clock/sustained_clock.h)
+  // Kernel model: the data-parallel seconds not hidden behind compute (the rest overlaps it, as the strategy
+  // schedules it: DDP's and ZeRO-1/2's buckets behind backward, ZeRO-3's gathers and reduce-scatters behind
+  // the neighbouring layers' compute; the first or last layer's share always shows). The flat model: dp_comm_s.
+  double dp_exposed_s = 0;
   double bubble_s = 0;     // idle pipeline time: compute × bubble / (1 − bubble)
-  double optimizer_s = 0;  // AdamW is memory-bound: 28 bytes per parameter updated / memory bandwidth
+  double optimizer_s = 0;  // AdamW is memory-bound: 28 bytes per parameter updated / memory bandwidth (× fraction)
   double dp_comm_s = 0;    // dp_bytes / link bandwidth
   double pp_comm_s = 0;
   double tp_comm_s = 0;  // tp_bytes / link bandwidth, never overlapped
   std::string dp_link, pp_link, tp_link;
-  double step_s = 0;             // nothing overlapped (an upper bound)
+  double step_s = 0;             // flat: nothing overlapped (an upper bound); kernels: dp_exposed_s of dp_comm_s
   double step_overlapped_s = 0;  // data-parallel communication hidden behind compute (a lower bound)
   double tokens_per_s = 0;       // tokens_per_step / step_s
   double tokens_per_s_per_gpu = 0;

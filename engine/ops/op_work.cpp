@@ -56,9 +56,10 @@ class ObservedBackend final : public Backend {
       bytes += kF * (d(rows) * in_f + 2.0 * out_f * in_f);
     }
     if (d_bias != nullptr) bytes += kF * 2.0 * out_f;
-    observed("linear_backward", flops, bytes, [&] {
-      inner_->linear_backward(d_in, d_weight, d_bias, d_out, in, weight, rows, in_f, out_f, accumulate);
-    });
+    observed(
+        "linear_backward", flops, bytes,
+        [&] { inner_->linear_backward(d_in, d_weight, d_bias, d_out, in, weight, rows, in_f, out_f, accumulate); },
+        (d_in != nullptr ? 1 : 0) + (d_weight != nullptr ? 1 : 0));
   }
   void embedding_forward(float* out, const std::int32_t* ids, const std::int32_t* type_ids, const float* tokens,
                          const float* positions, const float* types, int B, int T, int C) override {
@@ -96,8 +97,10 @@ class ObservedBackend final : public Backend {
     // Q K^T and P V over the full T x T scores (the fused kernel skips the tiles past a causal
     // diagonal); reads qkv, writes out and P, or fused only each row's log-sum-exp.
     const double saved = d(attention_saved_floats(inner_->attention_kernel(C / H), B, H, T));
-    observed("attention_forward", 4.0 * B * T * T * C, kF * (4.0 * B * T * C + saved),
-             [&] { inner_->attention_forward(out, probs, qkv, B, T, C, H, mask); });
+    // GEMM kernels: QK^T and PV materialized, one fused kernel.
+    observed(
+        "attention_forward", 4.0 * B * T * T * C, kF * (4.0 * B * T * C + saved),
+        [&] { inner_->attention_forward(out, probs, qkv, B, T, C, H, mask); }, fused(C / H) ? 1 : 2);
   }
   void attention_backward(float* d_qkv, float* scratch, const float* d_out, const float* qkv, const float* out,
                           const float* probs, int B, int T, int C, int H, const AttentionMask& mask) override {
@@ -106,8 +109,9 @@ class ObservedBackend final : public Backend {
     const bool f = fused(C / H);
     const double flops = (f ? 14.0 : 8.0) * B * T * T * C;
     const double bytes = f ? kF * (8.0 * B * T * C + 3.0 * d(B) * H * T) : kF * (7.0 * B * T * C + d(B) * H * T * T);
-    observed("attention_backward", flops, bytes,
-             [&] { inner_->attention_backward(d_qkv, scratch, d_out, qkv, out, probs, B, T, C, H, mask); });
+    observed(
+        "attention_backward", flops, bytes,
+        [&] { inner_->attention_backward(d_qkv, scratch, d_out, qkv, out, probs, B, T, C, H, mask); }, f ? 2 : 4);
   }
   float cross_entropy_forward(float* losses, const float* logits, const std::int32_t* targets, int rows,
                               int V) override {
@@ -223,10 +227,12 @@ class ObservedBackend final : public Backend {
  private:
   // Whether the inner backend runs attention fused (it keeps rows, not T x T, and recomputes P).
   bool fused(int head_dim) const { return inner_->attention_kernel(head_dim) == AttentionKernel::fused; }
+  // `gemms`: the GEMM kernels the op launches; an op with FLOPs launches at least one.
   template <class F>
-  void observed(const char* op, double flops, double bytes, F&& run) {
+  void observed(const char* op, double flops, double bytes, F&& run, int gemms = 1) {
     using Run = std::remove_reference_t<F>;
-    observer_->observe(*inner_, OpCall{op, flops, bytes, [](void* f) { (*static_cast<Run*>(f))(); }, &run});
+    observer_->observe(
+        *inner_, OpCall{op, flops, bytes, [](void* f) { (*static_cast<Run*>(f))(); }, &run, flops > 0 ? gemms : 0});
   }
 
   std::unique_ptr<Backend> inner_;

@@ -19,6 +19,7 @@ struct OpCall {
   double bytes;    // nominal minimum traffic
   void (*run_op)(void* context);
   void* context;
+  int gemms = 0;  // GEMM kernels the op launches (a GPU's fixed cost per kernel, clock/kernel_model.h)
   void run() const { run_op(context); }  // the inner backend's op
 };
 

@@ -2,8 +2,8 @@
 #include "train/run_device_models.h"
 
 #include "clock/device_clock.h"
-#include "estimate/estimate_settings.h"
 #include "config/gpu_profiles.h"
+#include "estimate/estimate_settings.h"
 #include "ops/op_work.h"
 
 namespace shardscope {
@@ -15,6 +15,19 @@ GpuTimeModel make_gpu_time_model(const GpuProfile& gpu, Precision precision, dou
   model.efficiency = efficiency;
   model.flops_per_s = model.peak_tflops * 1e12 * efficiency;
   model.bytes_per_s = gpu.memory_gbps * 1e9;
+  model.kernels = flat_kernel_model(model.peak_tflops, gpu.memory_gbps, efficiency);
+  return model;
+}
+
+GpuTimeModel make_measured_gpu_time_model(const GpuProfile& gpu, Precision precision) {
+  GpuTimeModel model;
+  model.gpu = gpu.name;
+  model.peak_tflops = gpu.peak_tflops(precision);
+  model.measured = true;
+  model.kernels = measured_kernel_model(model.peak_tflops, gpu.memory_gbps);
+  model.efficiency = model.kernels.gemm_fraction;
+  model.flops_per_s = model.kernels.peak_flops * model.kernels.gemm_fraction;
+  model.bytes_per_s = model.kernels.bytes_per_s;
   return model;
 }
 
@@ -30,7 +43,7 @@ class GpuTimedObserver final : public OpObserver {
   explicit GpuTimedObserver(DeviceClock& clock) : clock_(clock) {}
   void observe(Backend&, const OpCall& call) override {
     call.run();
-    clock_.add_modeled_op(call.flops, call.bytes);
+    clock_.add_modeled_op(call.flops, call.bytes, call.gemms);
   }
 
  private:

@@ -17,7 +17,11 @@ class Backend;
 class DeviceClock;
 struct GpuProfile;
 
+// The flat assumption: every FLOP at `efficiency` of peak, bytes at the full bandwidth.
 GpuTimeModel make_gpu_time_model(const GpuProfile& gpu, Precision precision, double efficiency);
+// The measured kernel model (clock/kernel_model.h) on this GPU's data-sheet figures
+// (estimate --time-model kernels; a run's clock keeps the flat assumption).
+GpuTimeModel make_measured_gpu_time_model(const GpuProfile& gpu, Precision precision);
 
 // The run's model: none without --gpu-profile (or on the wall clock). The
 // efficiency is the estimator's for the same settings (settings_for_run), so

@@ -1220,6 +1220,10 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <translation type="unfinished"></translation>
     </message>
     <message>
+        <source>Time on %1 (a model, docs/ESTIMATE.md: each GEMM 5.58 µs + its FLOPs at 82% of peak or its bytes at 72% of the bandwidth, other kernels their bytes at 72%, nothing overlapped): %2 s per step, %3 tokens/s per GPU, %4 TFLOP/s per GPU, MFU %5%.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
         <source>%1 from %2</source>
         <translation type="unfinished"></translation>
     </message>

@@ -1226,6 +1226,10 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <translation>依据：</translation>
     </message>
     <message>
+        <source>Time on %1 (a model, docs/ESTIMATE.md: each GEMM 5.58 µs + its FLOPs at 82% of peak or its bytes at 72% of the bandwidth, other kernels their bytes at 72%, nothing overlapped): %2 s per step, %3 tokens/s per GPU, %4 TFLOP/s per GPU, MFU %5%.</source>
+        <translation>在 %1 上的时间（模型，见 docs/ESTIMATE.md：每个 GEMM 5.58 µs 加上其 FLOPs 按峰值的 82% 或其字节按带宽的 72% 计算，其他内核按带宽的 72% 计算字节，不计重叠）：每步 %2 秒，每 GPU %3 tokens/s，每 GPU %4 TFLOP/s，MFU %5%。</translation>
+    </message>
+    <message>
         <source>%1 from %2</source>
         <translation>%1 来自 %2</translation>
     </message>

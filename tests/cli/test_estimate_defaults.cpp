@@ -100,6 +100,25 @@ class TestEstimateDefaults : public QObject {
             "  = model states    2,793,668,149,248   2.79 TB  subtotal: parameters + gradients + optimizer_states"),
         qPrintable(r.out));
   }
+
+  // The time model is the flat 0.5 of peak unless --time-model kernels is given; the kernel model
+  // prints its parts and its sustained clock, and refuses an --efficiency (the flat model's only
+  // number) by both flags' names.
+  void flatTimeModelByDefaultKernelsOneFlagAway() {
+    const QStringList h100 = {"--model", "gpt2-124m", "--precision", "bf16", "--dp", "8", "--gpu", "H100"};
+    const QJsonObject flat = estimateJson(h100);
+    QCOMPARE(flat["time"].toObject()["efficiency"].toDouble(), 0.5);
+    QVERIFY(!flat["time"].toObject().contains("gemm_s"));
+    const QJsonObject kernels = estimateJson(h100 + QStringList{"--time-model", "kernels"});
+    QCOMPARE(kernels["settings"].toObject()["efficiency"].toString(), QString("kernels"));
+    QCOMPARE(kernels["time"].toObject()["sustained_clock"].toDouble(), 1575.0 / 1980);
+    QVERIFY(kernels["time"].toObject()["dp_exposed_s"].toDouble() < kernels["time"].toObject()["dp_comm_s"].toDouble());
+    const CliResult refused = run_cli(
+        {"estimate", "--model", "gpt2-124m", "--gpu", "H100", "--time-model", "kernels", "--efficiency", "0.4"});
+    QCOMPARE(refused.code, 2);
+    QVERIFY2(refused.err.contains("--efficiency 0.4 is the flat time model's one assumption; --time-model kernels"),
+             qPrintable(refused.err));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestEstimateDefaults)

@@ -59,6 +59,8 @@ class TestEstimate : public QObject {
   void tensor_parallel_formulas_and_refusals();
   void time_model_figures();
   void throughput_and_mfu();
+  void measured_kernels_time_each_part();
+  void kernel_model_sustained_clock_and_exposed_traffic();
   void gpu_profiles_from_datasheets();
   void fit_names_the_largest_lever();
   void json_uses_the_ledger_names();
@@ -358,6 +360,91 @@ void TestEstimate::throughput_and_mfu() {
   QCOMPARE(t.model_flops_per_token, model_flops);
   QVERIFY(t.flops_per_token > t.model_flops_per_token);
   QCOMPARE(t.mfu, s.efficiency * t.compute_s / t.step_s * model_flops / t.flops_per_token);
+}
+
+// The measured kernel model (estimate --time-model kernels): compute is the sum of its
+// parts; flash attention is faster than the materialized scores; small GEMMs pay the floor;
+// the step's FLOPs reach less of peak than the model's largest GEMM (0.82).
+void TestEstimate::measured_kernels_time_each_part() {
+  EstimateSettings s;
+  s.layout[Axis::dp] = 8;
+  s.micro_batch_size = 4;
+  s.seq = 1024;
+  s.precision = Precision::bf16;
+  s.activations = ActivationMode::formula;
+  s.measured_kernels = true;
+  const ModelShape gpt2 = preset("gpt2-124m");
+  const GpuProfile& h100 = find_gpu_profile("H100");
+  const TimeEstimate t = estimate_time(gpt2, s, &h100);
+  QVERIFY(t.measured_kernels && t.gemm_s > 0 && t.attention_s > 0 && t.memory_bound_s > 0);
+  QCOMPARE(t.compute_s, t.gemm_s + t.attention_s + t.memory_bound_s);
+  QVERIFY(t.efficiency > 0.2 && t.efficiency < t.gemm_fraction);
+  QCOMPARE(t.mfu, t.model_flops_per_token * t.tokens_per_s_per_gpu / 989.4e12);
+  // 12 layers × (4 weight GEMMs × 3 + 2 + 4 attention GEMMs) + the head's 3, one micro-batch.
+  QCOMPARE(t.gemm_kernels, 12.0 * (12 + 6) + 3);
+  QVERIFY(t.gemm_s > t.gemm_kernels * t.gemm_floor_s);
+  s.flash_attention = true;
+  const TimeEstimate flash = estimate_time(gpt2, s, &h100);
+  QVERIFY(flash.attention_s < t.attention_s);
+  QCOMPARE(flash.gemm_s, t.gemm_s);
+  // --efficiency X: the flat assumption again.
+  s.measured_kernels = false;
+  QCOMPARE(estimate_time(gpt2, s, &h100).compute_s, t.flops_per_step / 8 / (989.4e12 * 0.5));
+}
+
+// The kernel model's two added terms. The sustained clock slows the GEMMs' FLOPs only: an
+// H100 at 1575 of 1980 MHz, an A100 at 1305 of 1410, a profile without a measurement at 1.
+// The data-parallel traffic shows only where compute cannot hide it: all of it under naive
+// DataParallel, one layer's share when compute is longer (ZeRO-3 and DDP alike), ZeRO-1's
+// all-gather after the step, the excess over backward when the traffic is longer than it (DDP
+// over 100 Gb Ethernet). An A100 node's
+// collectives run at NCCL's measured bus bandwidth.
+void TestEstimate::kernel_model_sustained_clock_and_exposed_traffic() {
+  EstimateSettings s;
+  s.layout[Axis::dp] = 8;
+  s.micro_batch_size = 4;
+  s.seq = 1024;
+  s.precision = Precision::bf16;
+  s.activations = ActivationMode::formula;
+  s.measured_kernels = true;
+  const ModelShape gpt2 = preset("gpt2-124m");
+  QCOMPARE(estimate_time(gpt2, s, &find_gpu_profile("H100")).sustained_clock, 1575.0 / 1980);
+  QCOMPARE(estimate_time(gpt2, s, &find_gpu_profile("A100-80GB")).sustained_clock, 1305.0 / 1410);
+  QCOMPARE(estimate_time(gpt2, s, &find_gpu_profile("MI300X")).sustained_clock, 1.0);
+  const GpuProfile& h100 = find_gpu_profile("H100");
+  for (const int zero : {0, 3}) {
+    s.zero_stage = zero;
+    const TimeEstimate t = estimate_time(gpt2, s, &h100);
+    QVERIFY(t.dp_comm_s > 0 && t.dp_comm_s < t.compute_s * 2 / 3);
+    QCOMPARE(t.dp_exposed_s, t.dp_comm_s / 12);
+    QCOMPARE(t.step_s, t.compute_s + t.bubble_s + t.optimizer_s + t.dp_exposed_s + t.pp_comm_s);
+  }
+  // ZeRO-1: the all-gather of the updated shards (half the bytes in bf16: p = g) waits for the step.
+  s.zero_stage = 1;
+  const TimeEstimate zero1 = estimate_time(gpt2, s, &h100);
+  QCOMPARE(zero1.dp_exposed_s, zero1.dp_comm_s / 2 + zero1.dp_comm_s / 2 / 12);
+  s.zero_stage = 0;
+  s.dp_mode = DataParallelMode::naive;
+  const TimeEstimate naive = estimate_time(gpt2, s, &h100);
+  QCOMPARE(naive.dp_exposed_s, naive.dp_comm_s);
+  s.dp_mode = DataParallelMode::ddp;
+  s.micro_batch_size = 1;
+  s.seq = 128;
+  const TimeEstimate slow = estimate_time(gpt2, s, &find_gpu_profile("RTX4090"));
+  QVERIFY(slow.dp_comm_s > slow.compute_s);
+  QCOMPARE(slow.dp_exposed_s, slow.dp_comm_s - slow.compute_s * 2 / 3);
+  s.measured_kernels = false;  // the flat model counts every byte
+  const TimeEstimate flat = estimate_time(gpt2, s, &find_gpu_profile("RTX4090"));
+  QCOMPARE(flat.dp_exposed_s, flat.dp_comm_s);
+  // An A100 node's all-reduces at the 200 GB/s nccl-tests measures, under the kernel model only.
+  s.layout[Axis::dp] = 1;
+  s.layout[Axis::tp] = 4;
+  const GpuProfile& a100 = find_gpu_profile("A100-80GB");
+  QCOMPARE(estimate_time(gpt2, s, &a100).tp_comm_s, estimate_time(gpt2, s, &a100).tp_bytes / 300e9);
+  s.measured_kernels = true;
+  const TimeEstimate tp = estimate_time(gpt2, s, &a100);
+  QCOMPARE(tp.tp_comm_s, tp.tp_bytes / 200e9);
+  QVERIFY(tp.tp_link.find("200 GB/s measured by nccl-tests") != std::string::npos);
 }
 
 // Every profile has its datasheet's shape: tensor cores at least as fast as fp32, a link and a

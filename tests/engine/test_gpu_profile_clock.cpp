@@ -6,6 +6,7 @@
 // (they are computed), and the run's fields refuse what does not fit.
 #include <QProcess>
 #include <QTest>
+#include <cmath>
 #include <map>
 
 #include "cli/cli_runner.h"
@@ -85,6 +86,7 @@ class TestGpuProfileClock : public QObject {
   Q_OBJECT
  private Q_SLOTS:
   void roofline_of_one_op();
+  void measured_kernels_reproduce_their_table();
   void compute_matches_the_estimator();
   void op_flops_match_the_estimator();
   void memory_bound_where_the_estimator_is_not();
@@ -107,6 +109,31 @@ void TestGpuProfileClock::roofline_of_one_op() {
   // Layernorm over 1 GB: no FLOPs counted, 1 GB / 3350 GB/s = 298.5 us, memory-bound.
   QCOMPARE(h100.op_ns(0, 1e9), std::llround(1e9 / 3350e9 * 1e9));
   QCOMPARE(h100.op_ns(0, 0), std::int64_t{1});
+}
+
+// The measured kernel model (clock/kernel_model.h, estimate --time-model
+// kernels) on the H100 in bf16 gives back the three
+// entries of XLA's sm_90 GEMM table its constants come from, and predicts others of the
+// same table: 2048³ (632.0 TFLOP/s measured), 1024 x 2048 x 2048 (524.3), 4096 x 512 x 512 (238.8).
+void TestGpuProfileClock::measured_kernels_reproduce_their_table() {
+  const GpuTimeModel h100 = make_measured_gpu_time_model(find_gpu_profile("H100"), Precision::bf16);
+  QVERIFY(h100.measured);
+  const auto tflops = [&](double b, double m, double n, double k) {
+    const double flops = 2 * b * m * n * k, bytes = 2 * b * (m * k + k * n + m * n);
+    return flops / (static_cast<double>(h100.op_ns(flops, bytes, 1)) * 1e-9) / 1e12;
+  };
+  const auto near = [](double got, double want, double within) { return std::fabs(got / want - 1) <= within; };
+  qInfo("4096^3 %.1f, 256x512x256 %.2f, 4x4096x4096x256 %.1f, 2048^3 %.1f, 1024x2048x2048 %.1f, 4096x512x512 %.1f",
+        tflops(1, 4096, 4096, 4096), tflops(1, 256, 512, 256), tflops(4, 4096, 4096, 256), tflops(1, 2048, 2048, 2048),
+        tflops(1, 1024, 2048, 2048), tflops(1, 4096, 512, 512));
+  QVERIFY(near(tflops(1, 4096, 4096, 4096), 783.33, 0.002));
+  QVERIFY(near(tflops(1, 256, 512, 256), 11.46, 0.002));
+  QVERIFY(near(tflops(4, 4096, 4096, 256), 503.87, 0.002));
+  QVERIFY(near(tflops(1, 2048, 2048, 2048), 631.98, 0.02));
+  QVERIFY(near(tflops(1, 1024, 2048, 2048), 524.29, 0.02));
+  QVERIFY(near(tflops(1, 4096, 512, 512), 238.82, 0.06));
+  // A memory-bound kernel: no floor, its bytes at 0.723 of 3.35 TB/s.
+  QCOMPARE(h100.op_ns(0, 1e9), std::llround(1e9 / (3350e9 * h100.kernels.memory_fraction) * 1e9));
 }
 
 // The estimator's compute_s counts the matmul FLOPs (6N + 12·L·h·s per token) at

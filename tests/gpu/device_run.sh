@@ -6,7 +6,9 @@
 # limit, so one failure does not hide the rest. Logs go to $OUT (the device
 # tool brings them back) or to /tmp/shardscope-gpu. The whole run keeps within
 # DEVICE_BUDGET_S seconds (default 540, under the device call's limit): each
-# test's limit shrinks so that the benchmark keeps its 200 s.
+# test's limit shrinks so that the benchmark keeps its 200 s. The benchmark prints
+# each measured step beside the estimator's model of it on this GPU's profile
+# (real / modeled; bench/gpu/run_gpu_bench.sh).
 # SPDX-License-Identifier: GPL-3.0-or-later
 set -uo pipefail
 cd "$(dirname "$0")/../.."

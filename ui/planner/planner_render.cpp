@@ -144,6 +144,17 @@ QString PlannerDialog::formulaHtml() const {
   if (chosen.estimate) {
     html += QStringLiteral("<p>%1 %2</p>")
                 .arg(tr("Basis:"), QString::fromStdString(chosen.estimate->memory.basis).toHtmlEscaped());
+    if (const TimeEstimate& t = chosen.estimate->time; t.has_gpu)
+      html += QStringLiteral("<p>%1</p>")
+                  .arg(tr("Time on %1 (a model, docs/ESTIMATE.md: every matmul at %2% of peak, nothing "
+                          "overlapped): %3 s per step, %4 tokens/s per GPU, %5 TFLOP/s per GPU, MFU %6%.")
+                           .arg(QString::fromStdString(t.gpu))
+                           .arg(100.0 * t.efficiency, 0, 'f', 0)
+                           .arg(t.step_s, 0, 'g', 3)
+                           .arg(t.tokens_per_s_per_gpu, 0, 'f', 0)
+                           .arg(t.tflops_per_gpu, 0, 'f', 1)
+                           .arg(100.0 * t.mfu, 0, 'f', 1)
+                           .toHtmlEscaped());
     QStringList notes;
     const EstimateSettings now = settings();
     for (const auto& [setting, where] : import_origins_)

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "clock/kernel_model.h"
+
+#include <algorithm>
+
+namespace shardscope {
+
+namespace {
+// XLA's sm_90 table, bf16 x bf16 -> bf16 (kernel_model.h): three shapes and their measured seconds.
+constexpr double kH100PeakFlops = 989.4e12, kH100Bandwidth = 3350e9;
+// 256 x 512 x 256: 655 kB for 67 MFLOP, memory-bound (its FLOPs would take 0.08 us).
+constexpr double kSmallBytes = 2.0 * (256.0 * 256 + 256.0 * 512 + 256.0 * 512);
+constexpr double kSmallS = 2.0 * 256 * 512 * 256 / 11'459'846'994'535;
+// 4 x 4096 x 4096 x 256: 151 MB for 34 GFLOP, memory-bound.
+constexpr double kFlatBytes = 2.0 * 4 * (4096.0 * 256 + 256.0 * 4096 + 4096.0 * 4096);
+constexpr double kFlatS = 2.0 * 4 * 4096 * 4096 * 256 / 503'874'974'234'136;
+// 4096³: 137 GFLOP, compute-bound.
+constexpr double kLargeFlops = 2.0 * 4096 * 4096 * 4096;
+constexpr double kLargeS = kLargeFlops / 783'328'793'548'203;
+
+// The two memory-bound entries differ only in bytes: their difference in time gives the
+// bandwidth, what is left of the small one the floor, what is left of the large one the FLOP rate.
+constexpr double kMemoryFraction = (kFlatBytes - kSmallBytes) / (kFlatS - kSmallS) / kH100Bandwidth;
+constexpr double kFloorS = kSmallS - kSmallBytes / (kH100Bandwidth * kMemoryFraction);
+constexpr double kGemmFraction = kLargeFlops / (kLargeS - kFloorS) / kH100PeakFlops;
+}  // namespace
+
+double KernelModel::gemm_s(double flops, double bytes) const {
+  return gemm_floor_s + std::max(flops / (peak_flops * gemm_fraction), memory_s(bytes));
+}
+
+double KernelModel::memory_s(double bytes) const {
+  return bytes / (bytes_per_s * memory_fraction);
+}
+
+KernelModel measured_kernel_model(double peak_tflops, double memory_gbps) {
+  return {peak_tflops * 1e12, memory_gbps * 1e9, kGemmFraction, kMemoryFraction, kFloorS};
+}
+
+KernelModel flat_kernel_model(double peak_tflops, double memory_gbps, double efficiency) {
+  return {peak_tflops * 1e12, memory_gbps * 1e9, efficiency, 1.0, 0.0};
+}
+
+}  // namespace shardscope

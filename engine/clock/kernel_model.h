@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// How long one GPU kernel takes, from one microbenchmark: XLA's table of
+// cuBLAS GEMM throughput measured on an H100 SXM (sm_90) at every shape
+// b × m × n × k with b in {1, 2, 4} and m, n, k in {256, ..., 4096}, bf16
+// (openxla/xla, xla/service/gpu/model/matmul_interpolator_data.h,
+// kDefaultMatmulPTable; docs/ESTIMATE.md cites it). Three entries of that
+// table give the three constants, and the same three serve every GPU profile
+// and every precision (times that GPU's data-sheet peak and bandwidth):
+//
+//   t(GEMM) = floor + max(FLOPs / (peak × gemm_fraction),
+//                         bytes / (bandwidth × memory_fraction))
+//   t(memory-bound kernel) = bytes / (bandwidth × memory_fraction)
+//
+//   memory_fraction: 256 × 512 × 256 (655 kB of bf16 in and out) runs in 5.86 us,
+//     4 × 4096 × 4096 × 256 (151 MB) in 68.2 us; both are memory-bound, so the
+//     150 MB between them took 62.3 us: 2.41 TB/s, 0.720 of the H100's 3.35 TB/s.
+//   floor: what is left of the small GEMM, 5.58 us: the time of a GEMM too
+//     small to fill the GPU (launch, ramp, tail).
+//   gemm_fraction: 4096³ runs at 783.3 TFLOP/s (79% of 989.4); less the floor,
+//     its FLOPs go at 0.818 of peak.
+// The rest of the table checks the form (2048³, 1024 × 2048 × 2048 and
+// 4096 × 512 × 512 against their measured figures (tests/engine/test_gpu_profile_clock.cpp holds these). Nothing
+// here is fitted to a training run.
+#pragma once
+
+namespace shardscope {
+
+struct KernelModel {
+  double peak_flops = 0;       // the data sheet's, at the run's precision
+  double bytes_per_s = 0;      // the data sheet's memory bandwidth
+  double gemm_fraction = 1;    // of peak_flops, for a GEMM's FLOPs
+  double memory_fraction = 1;  // of bytes_per_s, for every kernel's bytes
+  double gemm_floor_s = 0;     // added once per GEMM kernel
+
+  // One GEMM kernel (or a batch of them launched as one) of `flops` FLOPs moving `bytes`.
+  double gemm_s(double flops, double bytes) const;
+  // A kernel without matmuls (a norm, an activation, the optimizer): its bytes only.
+  double memory_s(double bytes) const;
+};
+
+// The microbenchmark's three constants on a GPU of these data-sheet figures.
+KernelModel measured_kernel_model(double peak_tflops, double memory_gbps);
+// The old single assumption: every FLOP at `efficiency` of peak, bytes at the
+// full bandwidth, no floor (estimate --efficiency X).
+KernelModel flat_kernel_model(double peak_tflops, double memory_gbps, double efficiency);
+
+}  // namespace shardscope

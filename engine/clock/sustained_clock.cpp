@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "clock/sustained_clock.h"
+
+namespace shardscope {
+
+SustainedClock sustained_clock(std::string_view gpu) {
+  if (gpu == "A100-40GB" || gpu == "A100-80GB")
+    return {1305.0 / 1410.0, 1305, 1410, "NVIDIA's HPL clock for the A100 at its 400 W limit"};
+  if (gpu == "H100" || gpu == "H200")
+    return {1575.0 / 1980.0, 1575, 1980, "Hopper GEMMs beside communication at the 700 W limit (DeepGEMM #120)"};
+  return {};
+}
+
+double measured_all_reduce_gbps(std::string_view gpu) {
+  return gpu == "A100-40GB" || gpu == "A100-80GB" ? 200 : 0;
+}
+
+}  // namespace shardscope

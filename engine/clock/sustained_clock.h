@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The clock a GPU's tensor cores hold through a training run, as a fraction of
+// the clock its microbenchmark ran at (clock/kernel_model.h: XLA's GEMM table,
+// kernels of tens of microseconds each, at the boost clock). A step of dense
+// GEMMs keeps the GPU at its power limit, and the driver lowers the SM clock
+// until the board's power fits; memory clocks do not move, so only the
+// GEMMs' FLOP rate scales (estimate --time-model kernels).
+//   A100 (400 W): 1305 of 1410 MHz, the clock NVIDIA states an A100 sustains at
+//     its power limit under HPL's dense matmuls and computes its HPL peak from
+//     (G. Lockwood, "Peak FLOPS", glennklockwood.com/garden/peak-FLOPS).
+//   H100 and H200 SXM (700 W, the same Hopper die): 1575 of 1980 MHz, measured
+//     on Hopper GEMMs overlapped with communication, as a training step runs
+//     them, that passed the power limit (deepseek-ai/DeepGEMM issue #120).
+//   Other profiles: no measurement found, so the microbenchmark's clock (1.0);
+//     docs/PERFORMANCE.md lists them.
+#pragma once
+
+#include <string_view>
+
+namespace shardscope {
+
+struct SustainedClock {
+  double fraction = 1;       // sustained MHz / the microbenchmark's (boost) MHz
+  double sustained_mhz = 0;  // 0: not measured
+  double boost_mhz = 0;
+  std::string_view source;  // "" when not measured
+};
+
+// By GPU profile name (config/gpu_profiles.h).
+SustainedClock sustained_clock(std::string_view gpu);
+
+// The bus bandwidth NCCL's all-reduce reaches inside a node, GB/s per direction, where published
+// nccl-tests runs measure it (0: none found, the datasheet's link): 8 × A100 SXM over NVLink 3
+// reach about 200 GB/s of the 300 (NVIDIA/nccl-tests issues #149, HPE Apollo 6500 8 × A100 80GB,
+// ~200 GB/s busbw, and #178, two A100s over their 12 NVLinks, 208 GB/s).
+double measured_all_reduce_gbps(std::string_view gpu);
+
+}  // namespace shardscope

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// One rank's compute in one optimizer step, kernel by kernel, on the kernel
+// model of clock/kernel_model.h (the one a run's virtual clock prices its ops
+// with). Per micro-batch of r = b·s tokens, on one tensor-parallel rank (t):
+//   GEMMs: each layer's four weight GEMMs, r × (qkv/t) × h, r × h × (h/t),
+//     r × (f or 2f gated)/t × h, r × h × (f/t), each run forward and twice
+//     backward (d_in = d_out·Wᵀ, d_W = inᵀ·d_out); the head r × (V/t) × h too.
+//   Attention core, b·a/t heads of s × s scores and head size hd:
+//     materialized (what the activation formula sbh(34 + 5as/h) keeps, and
+//     ShardScope's CPU kernels): QKᵀ and PV as batched GEMMs that write and read
+//     the s × s scores, softmax over them (2 passes), backward dP, dV, dQ, dK and
+//     the softmax's backward (3 passes);
+//     flash (--attention flash; Dao 2023, FlashAttention-2): one forward kernel of
+//     4·s²·hd FLOPs per head and two backward of 10 (it recomputes S), reading
+//     and writing only q, k, v, o and their gradients.
+//   Memory-bound kernels, values per token of d bytes: two norms 2 × (2h forward +
+//     3h backward), two residual adds 2 × 3h each way, GELU 2f + 3f or SwiGLU
+//     3f + 5f (over t), RoPE on q and k 2 × 2(q + k)/t, cross-entropy 3V/t, the
+//     final norm 5h; sequence parallelism splits the norms and adds over t.
+//   Recompute: selective runs the attention core's forward again, full every
+//   forward kernel of the layer.
+// A stage runs 1/pp of the layers and head (as the FLOPs are split), every
+// micro-batch of the step.
+#pragma once
+
+#include "clock/kernel_model.h"
+#include "estimate/estimate_settings.h"
+#include "estimate/model_shape.h"
+
+namespace shardscope {
+
+struct StepKernels {
+  double gemm_s = 0;        // the weight GEMMs of the layers and the head
+  double attention_s = 0;   // the attention core
+  double memory_s = 0;      // norms, activation, residual adds, RoPE, cross-entropy
+  double gemm_kernels = 0;  // GEMM kernels launched per step (each pays the floor)
+  double total() const { return gemm_s + attention_s + memory_s; }
+};
+
+StepKernels step_kernels(const ModelShape& model, const EstimateSettings& settings, const KernelModel& kernels);
+
+}  // namespace shardscope
