@@ -44,7 +44,7 @@ class TestLessons : public QObject {
 
   void everyLessonParsesAndValidates() {
     const auto lessons = load_lessons();
-    QCOMPARE(static_cast<int>(lessons.size()), 17);
+    QCOMPARE(static_cast<int>(lessons.size()), 18);
     int chapter = 0;
     std::set<int> chapters;
     for (const Lesson& l : lessons) {
@@ -83,6 +83,8 @@ class TestLessons : public QObject {
     QCOMPARE(lesson("pipeline_bubbles").config.layout.pp(), 4);
     QVERIFY(lesson("pipeline_send_recv").config.schedule == PipelineScheduleKind::one_f_one_b);
     QCOMPARE(lesson("pipeline_send_recv").config.layout.pp(), 2);
+    QVERIFY(lesson("pipeline_zero_bubble").config.schedule == PipelineScheduleKind::zb_h1);
+    QVERIFY(lesson("pipeline_zero_bubble").text_en.contains(QStringLiteral("Compare schedules")));
     QCOMPARE(lesson("zero_stages").config.zero_stage, 3);
     QCOMPARE(lesson("tensor_parallelism").config.layout.tp(), 2);
     QVERIFY(lesson("sequence_parallelism").config.sequence_parallel);
@@ -93,6 +95,9 @@ class TestLessons : public QObject {
       return std::find_if(lessons.begin(), lessons.end(), [&](const Lesson& l) { return l.id == QLatin1String(id); }) -
              lessons.begin();
     };
+    // The zero-bubble lesson right after the two pipeline lessons (chapter 4, "order" 1).
+    QVERIFY(at("pipeline_bubbles") + 1 == at("pipeline_send_recv") &&
+            at("pipeline_send_recv") + 1 == at("pipeline_zero_bubble"));
     QVERIFY(at("zero_stages") + 1 == at("tensor_parallelism") &&
             at("tensor_parallelism") + 1 == at("sequence_parallelism") &&
             at("sequence_parallelism") + 1 == at("context_parallelism") &&
