@@ -330,7 +330,8 @@ void TimelineCanvas::paintAxis(QPainter& p) const {
   }
   p.setPen(palette().text().color());
   const double spanMs = (t1_ - t0_) / 1e6;
-  const double raw = spanMs / std::max(1.0, r.width() / 90.0);
+  const double spacing = owner_->compact() ? 60.0 : 90.0;  // a compact timeline (the Schedules tab) still gets a scale
+  const double raw = spanMs / std::max(1.0, r.width() / spacing);
   const double mag = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-9))));
   const double tick = raw / mag < 2 ? 2 * mag : raw / mag < 5 ? 5 * mag : 10 * mag;
   for (double at = std::ceil(t0_ / 1e6 / tick) * tick; at <= t1_ / 1e6; at += tick) {

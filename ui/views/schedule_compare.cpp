@@ -194,9 +194,10 @@ void ScheduleCompareView::shareTimeAxis() {
   for (Cell& cell : cells_) {
     if (!cell.done) continue;
     cell.timeline->setTimeSpan(span);
-    cell.title->setText(
-        tr("<b>%1</b> · step %2 ms")
-            .arg(scheduleDisplayName(cell.key), QString::number(static_cast<double>(cell.step_ns) / 1e6, 'f', 2)));
+    // "ZB-H1 · 36.63 ms": the step's length, in the axis labels' words (already translated).
+    const QString length =
+        PipelineTimelineView::tr("%1 ms").arg(QString::number(static_cast<double>(cell.step_ns) / 1e6, 'f', 2));
+    cell.title->setText(QStringLiteral("<b>%1</b> · %2").arg(scheduleDisplayName(cell.key), length));
   }
 }
 
