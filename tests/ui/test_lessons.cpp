@@ -15,6 +15,7 @@
 #include <QTextBlock>
 #include <QTextBrowser>
 #include <QTextDocument>
+#include <QUrl>
 #include <algorithm>
 #include <set>
 
@@ -25,6 +26,7 @@
 #include "lessons.h"
 #include "main_window.h"
 #include "train/metrics_json.h"
+#include "views/schedule_compare.h"
 
 using namespace shardscope;
 using namespace shardscope::ui;
@@ -125,6 +127,28 @@ class TestLessons : public QObject {
     }
     // Every lesson paces itself: its runs finish in seconds at 1x, faster than the views can be followed.
     for (const Lesson& l : panel->lessons()) QVERIFY2(l.playback_speed < 1.0, qPrintable(l.id));
+  }
+
+  // The zero-bubble lesson's link (shardscope:schedules, in both languages) opens the Schedules tab.
+  void lessonLinkOpensTheSchedulesTab() {
+    MainWindow window;
+    window.show();
+    window.lessonsDock()->show();
+    LessonsPanel* panel = window.lessons();
+    const auto& lessons = panel->lessons();
+    const auto it = std::find_if(lessons.begin(), lessons.end(),
+                                 [](const Lesson& l) { return l.id == QLatin1String("pipeline_zero_bubble"); });
+    QVERIFY(it != lessons.end());
+    QVERIFY(it->text_en.contains(QStringLiteral("(shardscope:schedules)")));
+    QVERIFY(it->text_zh.contains(QStringLiteral("(shardscope:schedules)")));
+    panel->showLesson(static_cast<int>(it - lessons.begin()));
+    auto* text = panel->findChild<QTextBrowser*>(QStringLiteral("lessonText"));
+    QVERIFY(text != nullptr);
+    const QString before = text->toPlainText();
+    QVERIFY(window.viewTabs()->currentWidget() != window.scheduleComparison());
+    Q_EMIT text->anchorClicked(QUrl(QStringLiteral("shardscope:schedules")));  // as a click on the link does
+    QCOMPARE(window.viewTabs()->currentWidget(), static_cast<QWidget*>(window.scheduleComparison()));
+    QCOMPARE(text->toPlainText(), before);  // the lesson stays (the browser does not follow the link)
   }
 
   // The list numbers lessons by chapter; a chapter with several gets 4.1, 4.2: no two alike.
