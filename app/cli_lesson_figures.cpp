@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli_lessons.h"
+#include "clock/schedule_summary.h"
 #include "config/run_schema.h"
 #include "core/error.h"
 #include "data/masked_lm.h"
@@ -16,6 +17,7 @@
 #include "estimate/time_model.h"
 #include "model/mixture_of_experts.h"
 #include "train/loss_scaler.h"
+#include "train/trainer.h"
 
 namespace shardscope::cli {
 
@@ -48,17 +50,18 @@ struct Compared {
   std::string refused;  // why these keys over this run (as other flags changed it) are not a run; empty if they are
 };
 
-// lesson.json's "figures.compare": each entry's keys over `run`, named by their flags. A key that is
-// no row of the schema is the file's error (ConfigError); a run the keys make invalid is `refused`.
-std::vector<Compared> compared_runs(std::string_view lesson, const RunConfig& run) {
+// lesson.json's "figures.compare" (or "figures.trained"): each entry's keys over `run`, named by their
+// flags. A key that is no row of the schema is the file's error (ConfigError); a run the keys make
+// invalid is `refused`.
+std::vector<Compared> compared_runs(std::string_view lesson, const RunConfig& run, const char* list = "compare") {
   std::vector<Compared> out;
   for (const EmbeddedLesson& embedded : embedded_lessons()) {
     if (embedded.id != lesson) continue;
-    const std::string where = "tutorials/" + std::string(lesson) + "/lesson.json: figures.compare";
+    const std::string where = "tutorials/" + std::string(lesson) + "/lesson.json: figures." + list;
     const nlohmann::json root = nlohmann::json::parse(embedded.json);  // read once already (lesson_run_config)
     const auto figures = root.find("figures");
-    if (figures == root.end() || !figures->contains("compare")) return out;
-    for (const nlohmann::json& keys : figures->at("compare")) {
+    if (figures == root.end() || !figures->contains(list)) return out;
+    for (const nlohmann::json& keys : figures->at(list)) {
       Compared c{"", run, ""};
       for (const auto& [key, value] : keys.items())
         if (find_run_field(key) == nullptr) throw ConfigError(where + ": unknown config key \"" + key + "\"");
@@ -131,10 +134,46 @@ void print_settings(const RunConfig& run, const ModelConfig& model) {
                 "masked LM", 100.0 * static_cast<double>(MaskedLmOptions{}.select_prob));
 }
 
+// lesson.json's "figures.trained": runs the text quotes measured, not estimated (a schedule's bubble
+// on the virtual clock): each trained for a few steps, nothing saved, and its schedule summary printed
+// (clock/schedule_summary.h, the lines `train` closes with) with each stage's peak activations.
+void print_trained_runs(const std::vector<Compared>& trained) {
+  constexpr int kSteps = 3;  // step 1 allocates: the summary takes the median of steps 2-3
+  for (const Compared& c : trained) {
+    std::printf("trained with %s", c.change.c_str());
+    if (!c.refused.empty()) {
+      std::printf(": not a run here: %s\n", c.refused.c_str());
+      continue;
+    }
+    RunConfig config = c.run;
+    config.steps = kSteps;
+    config.eval_every = 0;
+    config.clock = ClockKind::virtual_device;
+    config.save_dir.clear();
+    config.metrics_out.clear();
+    std::printf(" (%d steps, virtual clock):\n", kSteps);
+    ScheduleEvents events;
+    Trainer trainer(config, &events);
+    trainer.run([](const StepMetrics&) {});
+    const Layout& l = config.layout;
+    const ScheduleSummary summary =
+        summarize_schedule(events.events(), l.dp() * l.cp() * l.tp(), l.pp(), config.micro_batches);
+    for (const std::string& line : schedule_summary_lines(summary, "virtual")) std::printf("  %s\n", line.c_str());
+    std::string peaks;
+    for (int stage = 0; stage < l.pp(); ++stage) {  // rank `stage` of replica 0 (stage = rank / dp, dp 1 here)
+      const int rank = stage * l.dp() * l.cp() * l.tp();
+      peaks +=
+          (stage == 0 ? "" : ", ") + mib(static_cast<double>(trainer.ledger(rank).peak()[MemoryCategory::activations]));
+    }
+    std::printf("  peak activations per stage: %s\n", peaks.c_str());
+  }
+}
+
 }  // namespace
 
 void check_lesson_figures(std::string_view lesson, const RunConfig& run) {
   (void)compared_runs(lesson, run);
+  (void)compared_runs(lesson, run, "trained");
 }
 
 void print_lesson_figures(std::string_view lesson, const RunConfig& run) {
@@ -144,6 +183,7 @@ void print_lesson_figures(std::string_view lesson, const RunConfig& run) {
     figures = figures_of(run);
   } catch (const std::exception& e) {  // a run the engine trains and the estimator does not model
     std::printf("\n(the lesson's figures: the estimator does not model this run: %s)\n", e.what());
+    print_trained_runs(compared_runs(lesson, run, "trained"));
     return;
   }
   const ModelConfig model = run_model_config(run);
@@ -166,6 +206,7 @@ void print_lesson_figures(std::string_view lesson, const RunConfig& run) {
       std::printf("  (the estimator does not model it: %s)\n", e.what());
     }
   }
+  print_trained_runs(compared_runs(lesson, run, "trained"));
 }
 
 }  // namespace shardscope::cli

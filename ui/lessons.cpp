@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "lessons.h"
 
+#include <QDesktopServices>
 #include <QDir>
 #include <QEvent>
 #include <QFile>
@@ -9,6 +10,7 @@
 #include <QPushButton>
 #include <QStringList>
 #include <QTextBrowser>
+#include <QUrl>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <map>
@@ -106,7 +108,13 @@ LessonsPanel::LessonsPanel(QWidget* parent)
   text_->setObjectName(QStringLiteral("lessonText"));
   try_->setObjectName(QStringLiteral("tryLesson"));
   compare_->setObjectName(QStringLiteral("tryComparison"));
-  text_->setOpenExternalLinks(true);
+  text_->setOpenLinks(false);  // the text stays; a link is handled below
+  connect(text_, &QTextBrowser::anchorClicked, this, [this](const QUrl& url) {
+    if (url.scheme() == QLatin1String("shardscope"))
+      Q_EMIT openView(url.path());
+    else
+      QDesktopServices::openUrl(url);
+  });
   list_->setWordWrap(true);  // a long title takes two lines in a narrow panel, never a sideways scroll
   list_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* layout = new QVBoxLayout(this);

@@ -59,6 +59,9 @@ class LessonsPanel : public QWidget {
   void tryLesson(const shardscope::RunConfig& config, double playback_speed);
   // The second run of a comparing lesson: pin the run on screen, then load this one.
   void tryComparison(const shardscope::RunConfig& config, double playback_speed);
+  // A link `shardscope:VIEW` in a lesson's text: show that view ("schedules": the Schedules tab).
+  // Other links open in the system's browser.
+  void openView(const QString& view);
 
  protected:
   void changeEvent(QEvent* event) override;

@@ -48,6 +48,7 @@
 #include "views/pipeline_timeline.h"
 #include "views/rank_waits_view.h"
 #include "views/ring_allreduce_view.h"
+#include "views/schedule_compare.h"
 #include "views/tensor_parallel_view.h"
 #include "views/zero_view.h"
 
@@ -123,6 +124,9 @@ MainWindow::MainWindow(QWidget* parent)
     if (!controller_->busy()) loadLessonRun(config, speed);
   });
   connect(lessons_, &LessonsPanel::tryComparison, this, &MainWindow::pinThenLoad);
+  connect(lessons_, &LessonsPanel::openView, this, [this](const QString& view) {  // a lesson's shardscope: link
+    if (view == QLatin1String("schedules")) tabs_->setCurrentWidget(schedule_compare_);
+  });
   if (const RunPlanPtr run = planRun(panel_->config(), false)) prepareViews(*run);  // the views' empty frames
   retranslate();
   fitToScreen();

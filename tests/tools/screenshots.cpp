@@ -9,11 +9,10 @@
 // languages and the Pipeline tab; `pipeline`: the pipeline lesson's;
 // `live`: the Live plots tab's; `waits`: the Waits tab's; `tensor`: the Tensor parallel tab's during
 // a tp 2 run; `zero3`: the ZeRO-3 run's pictures only;
-// `lessons`: every lesson's run beside its text, in both languages; `schedules`: the Schedules tab
-// after Compare schedules, in both). Every
-// window is 1280×720:
+// `lessons`: every lesson's run beside its text, in both languages (`lesson ID`: that one only); `schedules`: the
+// Schedules tab after Compare schedules, in both). Every window is 1280×720:
 //   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots
-//   [planner|main|pipeline|live|waits|tensor|zero3|lessons|schedules]
+//   [planner|main|pipeline|live|waits|tensor|zero3|lessons|lesson ID|schedules]
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
@@ -69,13 +68,15 @@ struct Shot {
   int lesson = -1;  // >= 0: the lessons dock open on this lesson
   bool whole_height = false;  // the memory bars and log hidden (the toolbar's "Memory and log")
 };
-bool shoot(const QString& language, const RunConfig& config, const QDir& dir, const std::vector<Shot>& shots) {
+// `gpu_profile` false: the run keeps this machine's CPU clock (a lesson that quotes its times).
+bool shoot(const QString& language, const RunConfig& config, const QDir& dir, const std::vector<Shot>& shots,
+           bool gpu_profile = true) {
   setLanguage(language);
   MainWindow window;
   window.resize(kWindowSize);
   window.show();
   window.configPanel()->setConfig(config);
-  window.configPanel()->setGpuProfile(QStringLiteral("RTX4090"));
+  if (gpu_profile) window.configPanel()->setGpuProfile(QStringLiteral("RTX4090"));
   if (!window.configPanel()->problem().isEmpty()) {
     std::printf("cannot run: %s\n", qPrintable(window.configPanel()->problem()));
     return false;
@@ -171,19 +172,23 @@ int lessonTab(const QString& id) {
   return 0;  // the loss curve, with the memory bars under it
 }
 
-// Every lesson as Try it loads it, in English and Chinese: the whole window
+// Every lesson as Try it loads it (or only the lesson `only`), in English and Chinese: the whole window
 // after its run, the lesson open beside its view (lesson_<id>.png, lesson_<id>_zh.png).
-bool shootEveryLesson(const QDir& dir) {
+bool shootEveryLesson(const QDir& dir, const QString& only = QString()) {
   bool ok = true;
   const auto lessons = load_lessons();
   for (const QString& language : {QStringLiteral("en"), QStringLiteral("zh_CN")}) {
     const QString suffix = language == QStringLiteral("en") ? QStringLiteral(".png") : QStringLiteral("_zh.png");
     for (std::size_t i = 0; i < lessons.size(); ++i) {
       if (lessons[i].id == QLatin1String("bert_hidden_states")) continue;  // shootHiddenStates: a forward pass
+      if (!only.isEmpty() && lessons[i].id != only) continue;
       const int tab =
           lessonTab(lessons[i].id);  // a painted view takes the whole height; the loss keeps the memory bars
+      // The zero-bubble lesson quotes T_F, T_B and T_W on the CPU's virtual clock: its picture shows those.
+      const bool gpu_profile = lessons[i].id != QLatin1String("pipeline_zero_bubble");
       ok = shoot(language, lessons[i].config, dir,
-                 {{tab, QStringLiteral("lesson_") + lessons[i].id + suffix, true, static_cast<int>(i), tab != 0}}) &&
+                 {{tab, QStringLiteral("lesson_") + lessons[i].id + suffix, true, static_cast<int>(i), tab != 0}},
+                 gpu_profile) &&
            ok;
     }
   }
@@ -354,6 +359,8 @@ int main(int argc, char** argv) {
   if (only == QStringLiteral("waits")) return shootWaits(c, dir) ? 0 : 1;
   if (only == QStringLiteral("tensor")) return shootTensorParallel(c, dir) ? 0 : 1;
   if (only == QStringLiteral("schedules")) return shootSchedules(dir) ? 0 : 1;
+  if (only == QStringLiteral("lesson") && argc > 3)  // one lesson: `lesson ID`
+    return shootEveryLesson(dir, QString::fromLocal8Bit(argv[3])) ? 0 : 1;
   if (only == QStringLiteral("lessons")) {
     bool ok = shootEveryLesson(dir);
     ok = shootHiddenStates(QStringLiteral("en"), dir, QStringLiteral("lesson_bert_hidden_states.png")) && ok;

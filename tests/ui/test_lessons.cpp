@@ -15,6 +15,7 @@
 #include <QTextBlock>
 #include <QTextBrowser>
 #include <QTextDocument>
+#include <QUrl>
 #include <algorithm>
 #include <set>
 
@@ -25,6 +26,7 @@
 #include "lessons.h"
 #include "main_window.h"
 #include "train/metrics_json.h"
+#include "views/schedule_compare.h"
 
 using namespace shardscope;
 using namespace shardscope::ui;
@@ -44,7 +46,7 @@ class TestLessons : public QObject {
 
   void everyLessonParsesAndValidates() {
     const auto lessons = load_lessons();
-    QCOMPARE(static_cast<int>(lessons.size()), 17);
+    QCOMPARE(static_cast<int>(lessons.size()), 18);
     int chapter = 0;
     std::set<int> chapters;
     for (const Lesson& l : lessons) {
@@ -83,6 +85,8 @@ class TestLessons : public QObject {
     QCOMPARE(lesson("pipeline_bubbles").config.layout.pp(), 4);
     QVERIFY(lesson("pipeline_send_recv").config.schedule == PipelineScheduleKind::one_f_one_b);
     QCOMPARE(lesson("pipeline_send_recv").config.layout.pp(), 2);
+    QVERIFY(lesson("pipeline_zero_bubble").config.schedule == PipelineScheduleKind::zb_h1);
+    QVERIFY(lesson("pipeline_zero_bubble").text_en.contains(QStringLiteral("Compare schedules")));
     QCOMPARE(lesson("zero_stages").config.zero_stage, 3);
     QCOMPARE(lesson("tensor_parallelism").config.layout.tp(), 2);
     QVERIFY(lesson("sequence_parallelism").config.sequence_parallel);
@@ -93,6 +97,9 @@ class TestLessons : public QObject {
       return std::find_if(lessons.begin(), lessons.end(), [&](const Lesson& l) { return l.id == QLatin1String(id); }) -
              lessons.begin();
     };
+    // The zero-bubble lesson right after the two pipeline lessons (chapter 4, "order" 1).
+    QVERIFY(at("pipeline_bubbles") + 1 == at("pipeline_send_recv") &&
+            at("pipeline_send_recv") + 1 == at("pipeline_zero_bubble"));
     QVERIFY(at("zero_stages") + 1 == at("tensor_parallelism") &&
             at("tensor_parallelism") + 1 == at("sequence_parallelism") &&
             at("sequence_parallelism") + 1 == at("context_parallelism") &&
@@ -120,6 +127,28 @@ class TestLessons : public QObject {
     }
     // Every lesson paces itself: its runs finish in seconds at 1x, faster than the views can be followed.
     for (const Lesson& l : panel->lessons()) QVERIFY2(l.playback_speed < 1.0, qPrintable(l.id));
+  }
+
+  // The zero-bubble lesson's link (shardscope:schedules, in both languages) opens the Schedules tab.
+  void lessonLinkOpensTheSchedulesTab() {
+    MainWindow window;
+    window.show();
+    window.lessonsDock()->show();
+    LessonsPanel* panel = window.lessons();
+    const auto& lessons = panel->lessons();
+    const auto it = std::find_if(lessons.begin(), lessons.end(),
+                                 [](const Lesson& l) { return l.id == QLatin1String("pipeline_zero_bubble"); });
+    QVERIFY(it != lessons.end());
+    QVERIFY(it->text_en.contains(QStringLiteral("(shardscope:schedules)")));
+    QVERIFY(it->text_zh.contains(QStringLiteral("(shardscope:schedules)")));
+    panel->showLesson(static_cast<int>(it - lessons.begin()));
+    auto* text = panel->findChild<QTextBrowser*>(QStringLiteral("lessonText"));
+    QVERIFY(text != nullptr);
+    const QString before = text->toPlainText();
+    QVERIFY(window.viewTabs()->currentWidget() != window.scheduleComparison());
+    Q_EMIT text->anchorClicked(QUrl(QStringLiteral("shardscope:schedules")));  // as a click on the link does
+    QCOMPARE(window.viewTabs()->currentWidget(), static_cast<QWidget*>(window.scheduleComparison()));
+    QCOMPARE(text->toPlainText(), before);  // the lesson stays (the browser does not follow the link)
   }
 
   // The list numbers lessons by chapter; a chapter with several gets 4.1, 4.2: no two alike.

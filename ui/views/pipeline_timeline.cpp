@@ -444,6 +444,31 @@ bool PipelineTimelineView::drawing() const {
   return replay_timer_->isActive();
 }
 
+std::pair<std::int64_t, std::int64_t> PipelineTimelineView::stepExtent(std::int64_t step) const {
+  const auto& shown = boxes(step);
+  std::int64_t first = shown.empty() ? 0 : shown.front().start_ns, last = first;
+  for (const auto& b : shown) {
+    first = std::min(first, b.start_ns);
+    last = std::max(last, b.end_ns);
+  }
+  for (const auto& t : transfers(step)) last = std::max(last, t.end_ns);
+  for (const auto& s : bucketSpans(step)) last = std::max(last, s.end_ns);  // the last bucket outlasts backward
+  return {first, last};
+}
+
+void PipelineTimelineView::setTimeSpan(std::int64_t span_ns) {
+  time_span_ns_ = std::max<std::int64_t>(0, span_ns);
+  canvas_->update();
+}
+
+QRectF PipelineTimelineView::stepRect() const {
+  return canvas_->stepRect();
+}
+
+QWidget* PipelineTimelineView::canvas() const {
+  return canvas_;
+}
+
 std::int64_t PipelineTimelineView::shownStep() const {
   if (replay_step_ > 0) return replay_step_;
   if (step_box_->value() > 0) return step_box_->value();

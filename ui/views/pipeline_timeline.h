@@ -17,12 +17,14 @@
 // to fit, hover a box or a transfer for its details. Drawn only from events.
 #pragma once
 
+#include <QRectF>
 #include <QWidget>
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "clock/schedule_summary.h"
@@ -165,6 +167,17 @@ class PipelineTimelineView : public QWidget, public EventView {
   bool compact() const { return compact_; }
   // Whether the rows carry a communication lane (a DDP run whose buckets were seen).
   bool hasBucketLane() const { return has_buckets_; }
+  // A step's first start and last end (ns since the run started; boxes, sends and buckets):
+  // what the time axis spans. {0, 0} without boxes.
+  std::pair<std::int64_t, std::int64_t> stepExtent(std::int64_t step) const;
+  // One time axis for several timelines (the schedule comparison): the axis spans `span_ns`
+  // when that is longer than the shown step, so a shorter step draws shorter; 0: the step's own.
+  void setTimeSpan(std::int64_t span_ns);
+  std::int64_t timeSpan() const { return time_span_ns_; }
+  // Where the shown step is drawn on the canvas (its first start to its last end over the
+  // stages' rows), in the canvas's coordinates; and the canvas, for a test to grab.
+  QRectF stepRect() const;
+  QWidget* canvas() const;
 
  protected:
   void changeEvent(QEvent* event) override;
@@ -212,6 +225,7 @@ class PipelineTimelineView : public QWidget, public EventView {
   double replay_ms_ = 0.0;              // its wall-clock length
   double speed_ = 1.0;                  // a box of a chunk > 0 was seen
   bool dirty_ = false;
+  std::int64_t time_span_ns_ = 0;  // setTimeSpan
 };
 
 }  // namespace shardscope::ui

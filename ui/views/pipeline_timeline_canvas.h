@@ -15,6 +15,8 @@ class TimelineCanvas : public QWidget {
  public:
   explicit TimelineCanvas(PipelineTimelineView* owner);
   void fit();
+  // The shown step's drawn extent (PipelineTimelineView::stepRect), at the current window.
+  QRectF stepRect();
 
  protected:
   void paintEvent(QPaintEvent*) override;

@@ -7,6 +7,7 @@
 #include <QWheelEvent>
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "views/pipeline_timeline_canvas.h"
@@ -207,21 +208,22 @@ QLineF TimelineCanvas::arrowLine(const TimelineTransfer& t) const {
 }
 
 void TimelineCanvas::measureStep() {
-  const std::int64_t step = owner_->shownStep();
-  const auto& boxes = owner_->boxes(step);
-  origin_ = end_ = boxes.empty() ? 0 : boxes.front().start_ns;
-  for (const auto& b : boxes) {
-    origin_ = std::min(origin_, b.start_ns);
-    end_ = std::max(end_, b.end_ns);
-  }
-  for (const auto& t : owner_->transfers(step)) end_ = std::max(end_, t.end_ns);
-  for (const auto& s : owner_->bucketSpans(step)) end_ = std::max(end_, s.end_ns);  // the last bucket outlasts backward
+  std::tie(origin_, end_) = owner_->stepExtent(owner_->shownStep());
 }
 
+// The step fills the width (and a 2% margin), or, on a shared time axis (setTimeSpan), its share of it.
 void TimelineCanvas::updateWindow() {
   if (zoomed_) return;
   t0_ = 0;
-  t1_ = std::max<double>(1.0, static_cast<double>(end_ - origin_) * 1.02);
+  t1_ = std::max<double>(1.0, static_cast<double>(std::max(end_ - origin_, owner_->timeSpan())) * 1.02);
+}
+
+QRectF TimelineCanvas::stepRect() {
+  measureStep();
+  updateWindow();
+  const QRectF r = plotRect();
+  const double x0 = xOf(0), x1 = xOf(static_cast<double>(end_ - origin_));
+  return QRectF(x0, r.top(), x1 - x0, rowHeight() * owner_->stages());
 }
 
 void TimelineCanvas::paintRows(QPainter& p) const {
@@ -328,7 +330,8 @@ void TimelineCanvas::paintAxis(QPainter& p) const {
   }
   p.setPen(palette().text().color());
   const double spanMs = (t1_ - t0_) / 1e6;
-  const double raw = spanMs / std::max(1.0, r.width() / 90.0);
+  const double spacing = owner_->compact() ? 60.0 : 90.0;  // a compact timeline (the Schedules tab) still gets a scale
+  const double raw = spanMs / std::max(1.0, r.width() / spacing);
   const double mag = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-9))));
   const double tick = raw / mag < 2 ? 2 * mag : raw / mag < 5 ? 5 * mag : 10 * mag;
   for (double at = std::ceil(t0_ / 1e6 / tick) * tick; at <= t1_ / 1e6; at += tick) {

@@ -14,6 +14,7 @@
 #include "byte_text.h"
 #include "config/run_choices.h"
 #include "config/run_schema.h"
+#include "i18n.h"
 #include "run_controller.h"
 #include "schedule_names.h"
 #include "views/pipeline_timeline.h"
@@ -22,6 +23,20 @@ namespace shardscope::ui {
 
 namespace {
 constexpr int kColumns = 3;  // six schedules in two rows fit 1280×720
+
+// A FieldError's text in one language, its fields named as the panel labels them in that language.
+QString fieldErrorText(const FieldError& e, bool chinese) {
+  const auto label = [chinese](std::string_view key) {
+    const RunField* field = find_run_field(key);
+    if (field == nullptr || field->label.empty()) return std::string(key);
+    return std::string(chinese ? field->label.zh : field->label.en);
+  };
+  return QString::fromStdString(e.text(label, chinese));
+}
+
+bool chineseShown() {
+  return currentLanguage().startsWith(QLatin1String("zh"));
+}
 }  // namespace
 
 ScheduleCompareView::ScheduleCompareView(QWidget* parent)
@@ -117,6 +132,12 @@ void ScheduleCompareView::startNext() {
     Cell& cell = cells_[static_cast<std::size_t>(next_++)];
     try {
       plan_ = make_run_plan(cell.config);
+    } catch (const FieldError& e) {  // the English as before (flags), the Chinese with the panel's labels
+      cell.refused = QString::fromUtf8(e.what());
+      cell.refused_zh = fieldErrorText(e, true);
+      cell.timeline->hide();
+      updateCell(cell);
+      continue;
     } catch (const std::exception& e) {
       cell.refused = QString::fromUtf8(e.what());
       cell.timeline->hide();  // nothing to draw: the reason stands in its place
@@ -153,15 +174,41 @@ void ScheduleCompareView::finishCurrent(bool ok, const QString& message) {
       std::int64_t& stage = cell.peak_activations[static_cast<std::size_t>(grid.stage_of(rank))];
       stage = std::max(stage, peaks[static_cast<std::size_t>(rank)][MemoryCategory::activations]);
     }
+    const auto [first, last] = cell.timeline->stepExtent(step);
+    cell.step_ns = last - first;
+    shareTimeAxis();
   }
   updateCell(cell);
   QTimer::singleShot(0, this, [this] { startNext(); });  // after the controller has gone idle
 }
 
+std::int64_t ScheduleCompareView::timeSpan() const {
+  std::int64_t longest = 0;
+  for (const Cell& cell : cells_) longest = std::max(longest, cell.step_ns);
+  return longest;
+}
+
+// Every finished timeline against the longest step so far: the axes agree, so the lengths compare.
+void ScheduleCompareView::shareTimeAxis() {
+  const std::int64_t span = timeSpan();
+  for (Cell& cell : cells_) {
+    if (!cell.done) continue;
+    cell.timeline->setTimeSpan(span);
+    // "ZB-H1 · 36.63 ms": the step's length, in the axis labels' words (already translated).
+    const QString length =
+        PipelineTimelineView::tr("%1 ms").arg(QString::number(static_cast<double>(cell.step_ns) / 1e6, 'f', 2));
+    cell.title->setText(QStringLiteral("<b>%1</b> · %2").arg(scheduleDisplayName(cell.key), length));
+  }
+}
+
+QString ScheduleCompareView::refusalText(const Cell& cell) const {
+  return chineseShown() && !cell.refused_zh.isEmpty() ? cell.refused_zh : cell.refused;
+}
+
 void ScheduleCompareView::updateCell(Cell& cell) const {
   QString text;
   if (!cell.refused.isEmpty()) {
-    text = tr("Not run for this layout: %1").arg(cell.refused);
+    text = tr("Not run for this layout: %1").arg(refusalText(cell));
   } else if (!cell.done) {
     const int index = static_cast<int>(&cell - cells_.data());
     text = index == next_ - 1 ? tr("Running one step...") : tr("Waiting");
@@ -186,6 +233,7 @@ void ScheduleCompareView::retranslate() {
     if (cell.done) cell.formula = cell.timeline->scheduleFormula(cell.timeline->shownStep());
     updateCell(cell);
   }
+  shareTimeAxis();  // the titles' "step … ms"
 }
 
 void ScheduleCompareView::changeEvent(QEvent* event) {

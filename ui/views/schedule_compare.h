@@ -8,7 +8,10 @@
 // beside its formula, and its peak activations per stage (the ledger's, from
 // the run's final memory). A schedule the engine refuses for this layout shows
 // the engine's reason in its place, so schedules that start to train later
-// appear with no change here.
+// appear with no change here. The timelines share one time axis, set by the
+// longest step: a shorter step draws shorter, in proportion to its length. A
+// refusal shows in the interface's language (the engine's FieldError carries
+// its Chinese; other reasons stay as the engine wrote them).
 #pragma once
 
 #include <QString>
@@ -48,16 +51,22 @@ class ScheduleCompareView : public QWidget {
     QString key;       // its --schedule key
     RunConfig config;  // what it ran
     QString refused;   // the engine's reason when it cannot run this layout
+    QString refused_zh;  // the same in Chinese, when the engine gave one (FieldError)
     bool done = false;
     double measured = 0.0;  // the step's bubble, fill and drain (PipelineBubble::measured)
     double idle = 0.0;      // the stages' idle time in all (PipelineBubble::idle)
     QString formula;        // the schedule's formula, evaluated (PipelineTimelineView::scheduleFormula)
     std::vector<std::int64_t> peak_activations;  // [stage] the ledger's peak, the fullest rank of the stage
+    std::int64_t step_ns = 0;                    // the step drawn: its first start to its last end
     PipelineTimelineView* timeline = nullptr;
     QLabel* title = nullptr;
     QLabel* summary = nullptr;
   };
   const std::vector<Cell>& cells() const { return cells_; }
+  // The refusal as shown now (the interface's language); empty for a schedule that ran.
+  QString refusalText(const Cell& cell) const;
+  // The shared time axis: the longest step measured so far (0 before the first).
+  std::int64_t timeSpan() const;
   QPushButton* compareButton() const { return compare_; }
 
  Q_SIGNALS:
@@ -73,6 +82,7 @@ class ScheduleCompareView : public QWidget {
   void startNext();
   void finishCurrent(bool ok, const QString& message);
   void updateCell(Cell& cell) const;
+  void shareTimeAxis();
   void retranslate();
 
   std::function<RunConfig()> source_;
