@@ -188,7 +188,9 @@ void Trainer::connect_communicators(Rank& rank) {
   rank.world_comm = rank.group(all);
   if (grid.pp() > 1) {
     rank.pp_comm = rank.group(grid.group(rank.rank, Axis::pp));
-    if (rank.stage == 0 || rank.stage == grid.pp() - 1)
+    // The tied embedding's two copies (none under ZB-V, whose stage 0 holds both ends).
+    const bool tied_pair = !plan_->stages().front().layers.head;
+    if (tied_pair && (rank.stage == 0 || rank.stage == grid.pp() - 1))
       rank.embedding_comm = rank.group(
           {grid.with_coordinate(rank.rank, Axis::pp, 0), grid.with_coordinate(rank.rank, Axis::pp, grid.pp() - 1)});
   }
