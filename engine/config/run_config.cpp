@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 
 #include "config/context_parallel_fields.h"
 #include "config/run_schema.h"
@@ -15,7 +16,12 @@
 namespace shardscope {
 
 ModelConfig run_model_config(const RunConfig& config) {
-  return config.init_from.empty() ? find_model_preset(config.model) : read_hf_model_config(config.init_from);
+  if (!config.init_from.empty()) return read_hf_model_config(config.init_from);
+  // A GPT-2 or BERT config.json trains from fresh weights, as a preset does (its directory holds no weights).
+  const std::string& m = config.model;
+  if (m.size() >= 11 && m.compare(m.size() - 11, 11, "config.json") == 0)
+    return read_hf_model_config(std::filesystem::path(m).parent_path().string());
+  return find_model_preset(m);
 }
 
 std::int64_t RunConfig::warmup_steps() const {

@@ -210,7 +210,7 @@ void Trainer::connect_communicators(Rank& rank) {
 // The stage's layers, with its parameters and gradients in the model's own
 // fp32 buffers or in the unit storage (ZeRO-2/3 chunks, 16-bit copies).
 void Trainer::build_model(Rank& rank) {
-  const ModelConfig model_config = initial_ ? initial_->config : find_model_preset(config_.model);
+  const ModelConfig model_config = initial_ ? initial_->config : run_model_config(config_);
   const RankPlan& place = plan_->rank(rank.rank);
   rank.dtype = config_.precision == Precision::fp16   ? DType::f16
                : config_.precision == Precision::bf16 ? DType::bf16

@@ -99,7 +99,7 @@ class TestZbV : public QObject {
   void activations_in_flight_are_the_simulators();
   void unbuilt_combinations_are_refused_by_name();
   void the_cli_prints_and_trains_it();
-  void measured_bubble_is_the_floor_paced_by_the_slowest_stage();
+  void measured_bubbles_at_pp4_m8_are_the_formulas();
   void the_example_file_is_the_built_in_schedule();
   void a_v_schedule_file_trains();
 };
@@ -301,36 +301,45 @@ void TestZbV::the_cli_prints_and_trains_it() {
   QVERIFY2(r.out.contains("step 2"), qPrintable(r.out));
 }
 
-// The bubble on the virtual clock, gpt-tiny pp 2 x m 8 (its 4 layers make
-// 2p = 4 chunks; pp 4 needs an 8-layer model, which training has no preset
-// for yet): ZB-V idles within 5 points of its floor with the measured chunk
-// boxes, paced by the slowest stage (stage 0, which holds the embeddings and
-// the head), and less than 1F1B.
-void TestZbV::measured_bubble_is_the_floor_paced_by_the_slowest_stage() {
-  const auto summary_of = [](PipelineScheduleKind kind) {
-    RunConfig c = base_config("gpt-tiny");
+// Issue 30's check on the virtual clock, pp 4 x m 8, on an 8-layer gpt-tiny
+// (tests/fixtures/gpt_tiny_8_layers/config.json: p·v = 2p = 8 chunks):
+// interleaved (v 2) and ZB-V each idle within 5 points of their formula
+// with the measured boxes, paced by the slowest stage, and less than 1F1B.
+// (ZB-H1 and ZB-H2 against 1F1B at pp 4 x m 8: test_zero_bubble.)
+void TestZbV::measured_bubbles_at_pp4_m8_are_the_formulas() {
+  const auto summary_of = [](PipelineScheduleKind kind, int v) {
+    RunConfig c = base_config(SHARDSCOPE_FIXTURES "/gpt_tiny_8_layers/config.json");
     c.batch = 16;
-    c.seq = 128;
+    c.seq = 64;
+    c.layout[Axis::pp] = 4;
     c.micro_batches = 8;
     c.schedule = kind;
+    c.virtual_stages = v;
     CollectingSink sink;
     Trainer trainer(c, &sink);
     for (int s = 0; s < 3; ++s) trainer.step();
     const std::vector<Event> events = sink.events();
-    return *summarize_schedule(events, 1, 2, 8).bubble;
+    return *summarize_schedule(events, 1, 4, 8).bubble;
   };
-  const PipelineBubble f1b = summary_of(PipelineScheduleKind::one_f_one_b);
-  const PipelineBubble v = summary_of(kZbV);
+  const PipelineBubble f1b = summary_of(PipelineScheduleKind::one_f_one_b, 1);
+  const PipelineBubble interleaved = summary_of(PipelineScheduleKind::interleaved_1f1b, 2);
+  const PipelineBubble v = summary_of(kZbV, 1);
+  const double interleaved_formula = interleaved_bubble_fraction(4, 8, 2);
+  const double interleaved_paced = 1.0 - (1.0 - interleaved_formula) / interleaved.slowest_stage;
   const QByteArray numbers =
-      "idle 1f1b " + QByteArray::number(f1b.idle) + ", zb-v " + QByteArray::number(v.idle) + " (floor " +
-      QByteArray::number(zb_v_bubble_fraction(2, 8, v.forward_ns, v.backward_ns, v.weight_ns)) + ", paced " +
+      "idle 1f1b " + QByteArray::number(f1b.idle) + ", interleaved " + QByteArray::number(interleaved.idle) +
+      " (formula " + QByteArray::number(interleaved_formula) + ", paced " + QByteArray::number(interleaved_paced) +
+      "), zb-v " + QByteArray::number(v.idle) + " (floor " +
+      QByteArray::number(zb_v_bubble_fraction(4, 8, v.forward_ns, v.backward_ns, v.weight_ns)) + ", paced " +
       QByteArray::number(zb_v_bubble_paced(v)) + ", slowest stage " + QByteArray::number(v.slowest_stage_index) + " " +
       QByteArray::number(v.slowest_stage) + "x; T_F " + QByteArray::number(v.forward_ns / 1e6) + " ms, T_B " +
       QByteArray::number(v.backward_ns / 1e6) + " ms, T_W " + QByteArray::number(v.weight_ns / 1e6) + " ms)";
   qInfo("%s", numbers.constData());
   QCOMPARE(v.virtual_stages, 2);
+  QCOMPARE(interleaved.virtual_stages, 2);
+  QVERIFY2(std::abs(interleaved.idle - interleaved_paced) < 0.05, numbers);
   QVERIFY2(std::abs(v.idle - zb_v_bubble_paced(v)) < 0.05, numbers);
-  QVERIFY2(v.idle < f1b.idle, numbers);
+  QVERIFY2(v.idle < f1b.idle && interleaved.idle < f1b.idle, numbers);
 }
 
 // resources/examples/schedules/zb_v_pp4_m8.csv: torch's "v" stages (rank r:
