@@ -303,8 +303,9 @@ void TestZbV::the_cli_prints_and_trains_it() {
 
 // Issue 30's check on the virtual clock, pp 4 x m 8, on an 8-layer gpt-tiny
 // (tests/fixtures/gpt_tiny_8_layers/config.json: p·v = 2p = 8 chunks):
-// interleaved (v 2) and ZB-V each idle within 5 points of their formula
-// with the measured boxes, paced by the slowest stage, and less than 1F1B.
+// interleaved (v 2) idles within 5 points of its formula paced by the
+// slowest stage, ZB-V within 5 points of its lists timed with the measured
+// boxes (above its floor), and both less than 1F1B.
 // (ZB-H1 and ZB-H2 against 1F1B at pp 4 x m 8: test_zero_bubble.)
 void TestZbV::measured_bubbles_at_pp4_m8_are_the_formulas() {
   const auto summary_of = [](PipelineScheduleKind kind, int v) {
@@ -338,7 +339,17 @@ void TestZbV::measured_bubbles_at_pp4_m8_are_the_formulas() {
   QCOMPARE(v.virtual_stages, 2);
   QCOMPARE(interleaved.virtual_stages, 2);
   QVERIFY2(std::abs(interleaved.idle - interleaved_paced) < 0.05, numbers);
-  QVERIFY2(std::abs(v.idle - zb_v_bubble_paced(v)) < 0.05, numbers);
+  // ZB-V's floor holds at T_F = T_B = T_W; with other times its fixed order
+  // also waits inside the steady rounds, which the simulator of its lists
+  // gives with the slowest stage's measured boxes (paced as the floor is).
+  const double simulated =
+      simulate_pipeline_schedule(make_pipeline_schedule(kZbV, 4, 8), v.slowest_forward_ns, v.slowest_backward_ns, 0,
+                                 v.slowest_weight_ns, ChunkPlacement::v_shape)
+          .bubble_fraction;
+  const double simulated_paced = 1.0 - (1.0 - simulated) / v.slowest_stage;
+  qInfo("zb-v's lists on the simulator with those boxes: %.4f, paced %.4f", simulated, simulated_paced);
+  QVERIFY2(std::abs(v.idle - simulated_paced) < 0.05, numbers);
+  QVERIFY2(v.idle > zb_v_bubble_fraction(4, 8, v.forward_ns, v.backward_ns, v.weight_ns), numbers);
   QVERIFY2(v.idle < f1b.idle && interleaved.idle < f1b.idle, numbers);
 }
 
