@@ -44,14 +44,17 @@ int print_schedule_file(const std::string& path, bool communication, float forwa
   bool split = false;
   for (const auto& list : file.schedule)
     for (const auto& a : list) split = split || a.type == PipelineAction::Type::weight_gradient;
-  const PipelineTimeline t = split ? simulate_pipeline_schedule(file.schedule, forward, backward - weight, 0, weight)
-                                   : simulate_pipeline_schedule(file.schedule, forward, backward);
+  const PipelineTimeline t =
+      split ? simulate_pipeline_schedule(file.schedule, forward, backward - weight, 0, weight, file.placement)
+            : simulate_pipeline_schedule(file.schedule, forward, backward, 0, 0, file.placement);
   std::printf(
       "\n%s: p=%d, m=%d, v=%d: modeled step %.1f time units, bubble %.1f%% (GPipe formula (p-1)/(m+p-1) = "
       "%.1f%%",
       path.c_str(), file.stages, file.micro_batches, file.virtual_stages, t.makespan, 100.0 * t.bubble_fraction,
       100.0 * gpipe_bubble_fraction(file.stages, file.micro_batches));
-  if (file.virtual_stages > 1)
+  if (file.placement == ChunkPlacement::v_shape)
+    std::printf(", 2 chunks per rank in a V");
+  else if (file.virtual_stages > 1)
     std::printf(", interleaved (p-1)/(v·m+p-1) = %.1f%%",
                 100.0 * interleaved_bubble_fraction(file.stages, file.micro_batches, file.virtual_stages));
   std::printf(")\n");
@@ -70,7 +73,7 @@ int run_schedule(const std::vector<std::string>& args) {
                    "micro-batch 3) and the bubble of its modeled timeline.");
   parser.add_int("--pp", "Pipeline stages (p), 1-256; p × m at most 65536", &stages, 1, 256);
   parser.add_int("--micro-batches", "Micro-batches per step (m), 1-4096; p × m at most 65536", &micro_batches, 1, 4096);
-  parser.add_string("--schedule", "gpipe|1f1b|zb-h1|zb-h2|interleaved-1f1b", "Schedule", &kind);
+  parser.add_string("--schedule", "gpipe|1f1b|zb-h1|zb-h2|interleaved-1f1b|zb-v", "Schedule", &kind);
   parser.add_int("--virtual-stages",
                  "Model chunks per stage (v) for interleaved-1f1b, 1-64 (F3.1: micro-batch 3 on the stage's chunk 1, "
                  "virtual stage p + s); p × m × v at most 65536",
@@ -83,7 +86,7 @@ int run_schedule(const std::vector<std::string>& args) {
   parser.add_float("--forward-time", "Modeled time of one forward on one stage, in (0, 1000000]", &forward);
   parser.add_float("--backward-time", "Modeled time of one backward on one stage, in (0, 1000000]", &backward);
   parser.add_float("--weight-time",
-                   "Of the backward time, the part that is the weight gradient W, run apart by zb-h1 and zb-h2 "
+                   "Of the backward time, the part that is the weight gradient W, run apart by zb-h1, zb-h2 and zb-v "
                    "(the rest is B), in [0, backward time]; default half of it",
                    &weight);
   if (!parser.parse(args)) return 0;
@@ -102,13 +105,17 @@ int run_schedule(const std::vector<std::string>& args) {
   const PipelineScheduleKind k = parse_pipeline_schedule_kind(kind);
   const PipelineSchedule schedule = make_pipeline_schedule(k, stages, micro_batches, virtual_stages);
   std::fputs(format_pipeline_schedule(schedule, communication).c_str(), stdout);
-  const bool zero_bubble = k == PipelineScheduleKind::zb_h1 || k == PipelineScheduleKind::zb_h2;
+  const bool zero_bubble =
+      k == PipelineScheduleKind::zb_h1 || k == PipelineScheduleKind::zb_h2 || k == PipelineScheduleKind::zb_v;
   // A schedule without W runs B and W together: its B takes the whole backward.
-  const PipelineTimeline t = zero_bubble ? simulate_pipeline_schedule(schedule, forward, backward - weight, 0, weight)
-                                         : simulate_pipeline_schedule(schedule, forward, backward);
+  const PipelineTimeline t =
+      zero_bubble ? simulate_pipeline_schedule(schedule, forward, backward - weight, 0, weight, chunk_placement(k))
+                  : simulate_pipeline_schedule(schedule, forward, backward);
   std::printf("\n%s, p=%d, m=%d: modeled step %.1f time units, bubble %.1f%% (GPipe formula (p-1)/(m+p-1) = %.1f%%)\n",
               pipeline_schedule_name(k), stages, micro_batches, t.makespan, 100.0 * t.bubble_fraction,
               100.0 * gpipe_bubble_fraction(stages, micro_batches));
+  if (k == PipelineScheduleKind::zb_v)  // --forward-time and --backward-time are one chunk's, half a stage
+    std::printf("2 chunks per stage in a V (stage s: chunks s and 2p-1-s; F3.1: micro-batch 3 on chunk 1)\n");
   if (k == PipelineScheduleKind::interleaved_1f1b)  // --forward-time and --backward-time are one chunk's
     std::printf("v=%d chunks per stage: interleaved formula (p-1)/(v·m+p-1) = %.1f%%\n", virtual_stages,
                 100.0 * interleaved_bubble_fraction(stages, micro_batches, virtual_stages));

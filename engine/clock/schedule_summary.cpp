@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "clock/pipeline_bubble.h"
+#include "clock/zb_v_bubble.h"
 #include "layout/grid.h"
 
 namespace shardscope {
@@ -266,11 +267,33 @@ std::string interleaved_line(const PipelineBubble& b) {
          " chunks per stage: formula (p−1)/(v·m+p−1) = " + percent(formula) +
          " of the step; paced by the slowest stage " + percent(paced(b, formula)) + ", against the idle in all above";
 }
+// ZB-V: its floor with the measured chunk boxes, and the same paced by the slowest stage.
+std::string zb_v_line(const PipelineBubble& b) {
+  char times[128];
+  std::snprintf(times, sizeof times, "T_F %.3f ms, T_B %.3f ms, T_W %.3f ms", b.forward_ns / 1e6, b.backward_ns / 1e6,
+                b.weight_ns / 1e6);
+  return std::string("zb-v, 2 chunks per stage in a V, with the measured ") + times +
+         " of a chunk: floor (p−1)T_F / (2m(T_F+T_B+T_W) + (p−1)T_F) = " +
+         percent(zb_v_bubble_fraction(b.stages, b.micro_batches, b.forward_ns, b.backward_ns, b.weight_ns)) +
+         " of the step; paced by the slowest stage " + percent(zb_v_bubble_paced(b)) +
+         ", against the idle in all above";
+}
 }  // namespace
 
 double zb_h1_bubble_paced(const PipelineBubble& b) {
   return paced(b, zb_h1_bubble_fraction(b.stages, b.micro_batches, b.slowest_forward_ns, b.slowest_backward_ns,
                                         b.slowest_weight_ns));
+}
+
+double zb_v_bubble_fraction(int stages, int micro_batches, double forward_time, double backward_input_time,
+                            double weight_time) {
+  // ZB-H2's floor over 2m micro-batch chunks: (p - 1) T_F beside 2m (T_F + T_B + T_W).
+  return zb_h2_bubble_fraction(stages, 2 * micro_batches, forward_time, backward_input_time, weight_time);
+}
+
+double zb_v_bubble_paced(const PipelineBubble& b) {
+  return paced(b, zb_v_bubble_fraction(b.stages, b.micro_batches, b.slowest_forward_ns, b.slowest_backward_ns,
+                                       b.slowest_weight_ns));
 }
 
 double zb_h2_bubble_paced(const PipelineBubble& b) {
@@ -304,8 +327,10 @@ std::vector<std::string> schedule_summary_lines(const ScheduleSummary& s, std::s
                     percent(b.for_stages) + " (p " + std::to_string(b.stages) + ", m " +
                     std::to_string(b.micro_batches) + ", " + std::to_string(b.flushes) + " flush" +
                     (b.flushes == 1 ? "" : "es") + ", " + context + ")");
-    if (b.weight_ns > 0) lines.push_back(zero_bubble_line(b));
-    if (b.virtual_stages > 1) lines.push_back(interleaved_line(b));
+    // Chunks with W boxes: ZB-V (two chunks in a V), the one built-in schedule that has both.
+    const bool zb_v = b.weight_ns > 0 && b.virtual_stages == 2;
+    if (b.weight_ns > 0) lines.push_back(zb_v ? zb_v_line(b) : zero_bubble_line(b));
+    if (b.virtual_stages > 1 && b.weight_ns == 0) lines.push_back(interleaved_line(b));
   }
   if (s.overlap) {
     const DdpOverlap& o = *s.overlap;

@@ -37,11 +37,13 @@ void add_pipeline_schedule_fields(std::vector<RunField>& f) {
        .help =
            {"Pipeline schedule: gpipe (all forwards, then all backwards), 1f1b (one forward, one backward), "
             "zb-h1 or zb-h2 (zero bubble: the weight gradients W split from the backward B and run in the bubbles), "
-            "interleaved-1f1b (Megatron-LM: --virtual-stages model chunks per stage)",
+            "interleaved-1f1b (Megatron-LM: --virtual-stages model chunks per stage), "
+            "zb-v (zero bubble with two chunks per stage in a V: stage s holds chunks s and 2pp - 1 - s)",
             "流水线调度：gpipe（先全部前向，再全部反向）、1f1b（一次前向、一次反向交替）、"
             "zb-h1 或 zb-h2（零气泡：权重梯度 W 从反向 B 中拆出，放进气泡中执行）、"
-            "interleaved-1f1b（Megatron-LM：每个阶段 --virtual-stages 个模型块）"},
-       .choices = {"1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b"},
+            "interleaved-1f1b（Megatron-LM：每个阶段 --virtual-stages 个模型块）、"
+            "zb-v（零气泡，每个阶段两个模型块排成 V 形：阶段 s 持有第 s 与 2pp - 1 - s 块）"},
+       .choices = {"1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "zb-v"},
        .get = [](const RunConfig& c) -> json { return pipeline_schedule_name(c.schedule); },
        .set = [](RunConfig& c, const json& v) { c.schedule = parse_pipeline_schedule_kind(v.get<std::string>()); },
        .surfaces = surface::train | surface::estimate});

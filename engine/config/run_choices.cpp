@@ -39,16 +39,18 @@ const char* pipeline_schedule_name(PipelineScheduleKind kind) {
       return "zb-h2";
     case PipelineScheduleKind::interleaved_1f1b:
       return "interleaved-1f1b";
+    case PipelineScheduleKind::zb_v:
+      return "zb-v";
   }
   return "?";
 }
 
 PipelineScheduleKind parse_pipeline_schedule_kind(std::string_view name) {
   for (auto kind : {PipelineScheduleKind::gpipe, PipelineScheduleKind::one_f_one_b, PipelineScheduleKind::zb_h1,
-                    PipelineScheduleKind::zb_h2, PipelineScheduleKind::interleaved_1f1b})
+                    PipelineScheduleKind::zb_h2, PipelineScheduleKind::interleaved_1f1b, PipelineScheduleKind::zb_v})
     if (name == pipeline_schedule_name(kind)) return kind;
-  throw ConfigError("--schedule must be gpipe, 1f1b, zb-h1, zb-h2 or interleaved-1f1b (got '" + std::string(name) +
-                    "')");
+  throw ConfigError("--schedule must be gpipe, 1f1b, zb-h1, zb-h2, interleaved-1f1b or zb-v (got '" +
+                    std::string(name) + "')");
 }
 
 std::string_view loss_scaler_rules_name(LossScaleRules rules) {

@@ -25,10 +25,11 @@ Precision parse_precision(std::string_view name, std::string_view field = "--pre
 // then all backwards), 1F1B (one forward, one backward in the steady state),
 // or the zero-bubble ZB-H1 and ZB-H2 (the backward split into B and W, the
 // W's moved into the bubbles; plan/zero_bubble_schedules.h), or Megatron-LM's
-// interleaved 1F1B (v model chunks per stage; plan/interleaved_schedule.h).
-enum class PipelineScheduleKind { gpipe, one_f_one_b, zb_h1, zb_h2, interleaved_1f1b };
-// "gpipe", "1f1b", "zb-h1", "zb-h2" or "interleaved-1f1b"; parse throws ConfigError naming --schedule for anything
-// else.
+// interleaved 1F1B (v model chunks per stage; plan/interleaved_schedule.h), or
+// ZB-V (two chunks per stage in a V, B and W split; plan/zb_v_schedule.h).
+enum class PipelineScheduleKind { gpipe, one_f_one_b, zb_h1, zb_h2, interleaved_1f1b, zb_v };
+// "gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b" or "zb-v"; parse throws ConfigError naming --schedule for
+// anything else.
 const char* pipeline_schedule_name(PipelineScheduleKind kind);
 PipelineScheduleKind parse_pipeline_schedule_kind(std::string_view name);
 

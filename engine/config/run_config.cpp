@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 
 #include "config/context_parallel_fields.h"
 #include "config/run_schema.h"
@@ -15,7 +16,12 @@
 namespace shardscope {
 
 ModelConfig run_model_config(const RunConfig& config) {
-  return config.init_from.empty() ? find_model_preset(config.model) : read_hf_model_config(config.init_from);
+  if (!config.init_from.empty()) return read_hf_model_config(config.init_from);
+  // A GPT-2 or BERT config.json trains from fresh weights, as a preset does (its directory holds no weights).
+  const std::string& m = config.model;
+  if (m.size() >= 11 && m.compare(m.size() - 11, 11, "config.json") == 0)
+    return read_hf_model_config(std::filesystem::path(m).parent_path().string());
+  return find_model_preset(m);
 }
 
 std::int64_t RunConfig::warmup_steps() const {
@@ -285,6 +291,34 @@ void validate_zero_bubble(const RunConfig& c) {
   validate_split_backward(c, "{schedule} " + std::string(pipeline_schedule_name(c.schedule)));
 }
 
+// ZB-V (plan/zb_v_schedule.h): two chunks per stage in a V, the backward
+// split as the other zero-bubble schedules' (validate_zero_bubble).
+void validate_zb_v(const RunConfig& c, const ModelConfig& model) {
+  if (c.schedule != PipelineScheduleKind::zb_v) return;
+  const int p = c.layout.pp(), m = c.micro_batches;
+  require(p >= 2, "{schedule} zb-v needs {pp} 2 or more (got " + str(p) + ")",
+          "{schedule} zb-v 需要 {pp} 至少为 2（实为 " + str(p) + "）");
+  require(m >= 2 * p - 1 || !c.schedule_file.empty(),  // a V file of its own (plan/schedule_file.h) may run fewer
+          "{schedule} zb-v needs {micro_batches} at least 2 x {pp} - 1 = " + str(2 * p - 1) + " (got " + str(m) +
+              "): stage 0 runs 2p - 1 forwards down the V before the first micro-batch comes back up to it",
+          "{schedule} zb-v 需要 {micro_batches} 至少为 2 × {pp} - 1 = " + str(2 * p - 1) + "（实为 " + str(m) +
+              "）：第一个微批次沿 V 回到阶段 0 之前，阶段 0 要先做 2p - 1 次前向");
+  require(model.layers % (2 * p) == 0,
+          "{schedule} zb-v: " + model.name + "'s " + str(model.layers) + " layers do not split into 2 x {pp} " +
+              str(p) + " = " + str(2 * p) + " equal chunks",
+          "{schedule} zb-v：" + model.name + " 的 " + str(model.layers) + " 层不能均分为 2 × {pp} " + str(p) + " = " +
+              str(2 * p) + " 块");
+  validate_split_backward(c, "{schedule} zb-v");
+  require(c.layout.cp() == 1,
+          "{schedule} zb-v with {cp} " + str(c.layout.cp()) + " is not built yet (not tested together); use {cp} 1",
+          "{schedule} zb-v 与 {cp} " + str(c.layout.cp()) + " 的组合尚未实现（尚未一起测试）；请用 {cp} 1");
+  require(c.device == "cpu",
+          "{schedule} zb-v with {device} " + c.device +
+              " is not built yet (the V's transfers go both ways between two stages at once); use {device} cpu",
+          "{schedule} zb-v 与 {device} " + c.device +
+              " 的组合尚未实现（V 的传输在两个阶段之间双向同时进行）；请用 {device} cpu");
+}
+
 // Interleaved 1F1B (plan/interleaved_schedule.h): v model chunks per stage,
 // the layers split evenly into p·v of them, stage s holding chunks s, p + s, ...
 void check_interleaved_rules(int p, int v, int m);
@@ -370,6 +404,7 @@ void validate_run_config(const RunConfig& c) {
   validate_strategies(c);
   validate_zero_bubble(c);
   validate_interleaved(c, model);
+  validate_zb_v(c, model);
   require(c.save_every == 0 || !c.save_dir.empty(), "{save_every} needs {save_dir}: where to save",
           "{save_every} 需要 {save_dir}：保存到哪里");
   validate_loss_scaling(c);

@@ -143,9 +143,10 @@ void validate_estimate_settings(const EstimateSettings& s) {
             " 不能与 {dp_mode} naive 一起用：张量并行与 DDP 一起运行（Megatron-LM 没有 DataParallel 副本）");
   check_layout_rules(s.layout.pp(), s.zero_stage, s.dp_mode);  // the same rules as a run's (config/run_config.h)
   check_offload_rules(s.zero_stage, s.layout.dp(), s.offload_params, s.offload_optimizer);
-  // The zero-bubble schedules train (--schedule zb-h1|zb-h2), but the estimator
+  // The zero-bubble schedules train (--schedule zb-h1|zb-h2|zb-v), but the estimator
   // models neither their bubble nor the output gradients B keeps for W yet.
-  if (s.schedule == PipelineScheduleKind::zb_h1 || s.schedule == PipelineScheduleKind::zb_h2)
+  if (s.schedule == PipelineScheduleKind::zb_h1 || s.schedule == PipelineScheduleKind::zb_h2 ||
+      s.schedule == PipelineScheduleKind::zb_v)
     throw FieldError(std::string("{schedule} ") + pipeline_schedule_name(s.schedule) +
                          ": the estimator does not model the zero-bubble schedules yet (their bubble, the gradients "
                          "kept from B to W); estimate with {schedule} 1f1b",

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "parallel/pipeline_parallel.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -112,8 +114,39 @@ void select_slot(Model& model, const PipelineAction& a) {
     model.use_slot(key);
 }
 
+// Whether chunk c's input is this stage's own chunk c - 1's output: the two
+// sit back to back in the model (ZB-V's last stage, where the V turns), so
+// the handoff between them is a copy on the stage, not a transfer.
+bool follows_own_chunk(const Model& model, int c) {
+  return c > 0 && model.stage().chunk(c).first_layer == model.stage().chunk(c - 1).end_layer;
+}
+
+// The V's turn: before F of chunk c (its slot selected), chunk c - 1's
+// output of the same micro-batch, still held in that key's slot, becomes its input.
+void hand_over_activation(Model& model, const PipelineAction& a, const Batch& batch, std::int64_t count) {
+  model.select_chunk(a.chunk - 1);
+  model.use_slot({a.chunk - 1, a.micro_batch});
+  const float* out = model.stage_output();
+  model.select_chunk(a.chunk);
+  model.use_slot(activation_key(a));
+  std::copy(out, out + count, model.stage_input(batch.B, batch.T));
+}
+
 std::int64_t boundary_count(const Model& model, const Batch& batch, Type type) {
   return stage_boundary_floats(model, batch.B, batch.T, type == Type::send_activation || type == Type::recv_activation);
+}
+
+// Before B of chunk c on a stage whose chunk c + 1 follows it: the gradient
+// chunk c + 1's B left for this micro-batch is this B's output gradient.
+void take_handed_gradient(std::map<int, std::vector<float>>& handed, Model& model, const PipelineAction& a,
+                          const Batch& batch) {
+  const auto it = handed.find(a.micro_batch);
+  if (it == handed.end())
+    throw std::logic_error("pipeline stage " + std::to_string(a.stage) + ": " + format_pipeline_action(a) +
+                           " runs before the backward of chunk " + std::to_string(a.chunk + 1) +
+                           " handed its gradient");
+  std::copy(it->second.begin(), it->second.end(), model.output_gradient(batch.B, batch.T));
+  handed.erase(it);
 }
 
 // A send and the receive after it, as one exchange (see fuses_with_next); the
@@ -143,6 +176,12 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
   const std::set<ActivationKey> split = split_backwards(actions);
   const std::vector<bool> hooks = last_weight_phase(actions, split);
   model.close_all_slots();  // an earlier step stopped mid-schedule may have left keys held
+  std::vector<bool> turns;  // [c] chunk c follows the stage's own chunk c - 1 (follows_own_chunk)
+  for (int c = 0; c < model.chunks(); ++c) turns.push_back(follows_own_chunk(model, c));
+  // The V's turn backward: chunk c's input gradient, kept from its B until
+  // chunk c - 1's B of the same micro-batch (the model's gradient scratch is
+  // reused by every B in between).
+  std::map<int, std::vector<float>> handed;
   for (std::size_t index = 0; index < actions.size(); ++index) {
     const PipelineAction& action = actions[index];
     select_chunk(model, action);
@@ -156,7 +195,7 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
     span.kind = EventKind::compute_span;
     span.micro_batch = tag.micro_batch;
     model.set_event_context(span);
-    if (fuses_with_next(actions, index)) {
+    if (run.fuse_transfers && fuses_with_next(actions, index)) {
       exchange(run, action, actions[index + 1], count, tag);
       ++index;
       continue;
@@ -168,7 +207,15 @@ PipelineStageResult run_pipeline_stage(const PipelineStageRun& run) {
       case Type::forward:
       case Type::backward:
       case Type::weight_gradient:
+        if (action.type == Type::forward && turns[static_cast<std::size_t>(action.chunk)])
+          hand_over_activation(model, action, batch, stage_boundary_floats(model, batch.B, batch.T, true));
+        if (action.type == Type::backward && action.chunk + 1 < model.chunks() &&
+            turns[static_cast<std::size_t>(action.chunk) + 1])
+          take_handed_gradient(handed, model, action, batch);
         run_compute(run, action, split.contains(activation_key(action)), hooks[index], batch, span, result);
+        if (action.type == Type::backward && turns[static_cast<std::size_t>(action.chunk)])
+          handed[action.micro_batch].assign(
+              model.input_gradient(), model.input_gradient() + stage_boundary_floats(model, batch.B, batch.T, false));
         break;
       case Type::send_activation:  // our output is the next stage's input
         run.pipeline->send(model.stage_output(), count, action.peer_stage, tag);

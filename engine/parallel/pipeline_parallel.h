@@ -43,6 +43,12 @@ struct PipelineStageRun {
   EventSink* sink = nullptr;
   DeviceClock* clock = nullptr;  // the rank's: the spans' times (clock/device_clock.h)
   Event event_base;  // rank, stage, step
+  // Whether a send and the receive after it go out as one exchange
+  // (fuses_with_next). ZB-V's lists run them one by one: there both stages
+  // send to each other at once, and an exchange that waits for its send to
+  // be received (MPI's, NCCL's) would hang where the peer's own exchange
+  // waits for us; plain sends are eager (in-process, MPI) and do not.
+  bool fuse_transfers = true;
 };
 
 struct PipelineStageResult {

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "plan/interleaved_schedule.h"
+#include "plan/zb_v_schedule.h"
 #include "plan/zero_bubble_schedules.h"
 
 namespace shardscope {
@@ -96,12 +97,17 @@ std::vector<PipelineAction> stage_list(PipelineScheduleKind kind, int stage, int
     case PipelineScheduleKind::zb_h1:
     case PipelineScheduleKind::zb_h2:
     case PipelineScheduleKind::interleaved_1f1b:
+    case PipelineScheduleKind::zb_v:
       break;  // generated for all stages at once (make_pipeline_schedule)
   }
   return {};
 }
 
 }  // namespace
+
+ChunkPlacement chunk_placement(PipelineScheduleKind kind) {
+  return kind == PipelineScheduleKind::zb_v ? ChunkPlacement::v_shape : ChunkPlacement::round_robin;
+}
 
 bool is_compute(const PipelineAction& action) {
   return action.type == Type::forward || action.type == Type::backward || action.type == Type::weight_gradient;
@@ -111,6 +117,7 @@ PipelineSchedule make_pipeline_schedule(PipelineScheduleKind kind, int stages, i
   check_shape(stages, micro_batches);
   if (kind == PipelineScheduleKind::interleaved_1f1b)
     return interleaved_schedule(stages, micro_batches, virtual_stages);
+  if (kind == PipelineScheduleKind::zb_v && virtual_stages == 1) return zb_v_schedule(stages, micro_batches);
   if (virtual_stages != 1)
     throw ConfigError("--virtual-stages " + std::to_string(virtual_stages) + " needs --schedule interleaved-1f1b (" +
                       pipeline_schedule_name(kind) + " holds one model chunk per stage)");
@@ -220,6 +227,8 @@ int peak_in_flight_closed_form(PipelineScheduleKind kind, int stages, int stage,
       return std::max(1, std::min(micro_batches, stages));
     case PipelineScheduleKind::zb_h2:  // the greedy clock's cap
       return std::max(1, std::min(micro_batches, 2 * stages - 1));
+    case PipelineScheduleKind::zb_v:  // 2p - 1 forwards in the warm-up, then one more before each W
+      return std::max(1, std::min(2 * micro_batches, 2 * stages));
   }
   return std::max(1, std::min(micro_batches, stages - stage));
 }

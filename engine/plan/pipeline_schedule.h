@@ -11,7 +11,8 @@
 // (Megatron-LM's interleaved schedule, virtual stage chunk * p + stage), and a
 // backward may split into B, the input gradient, and W, the weight gradient
 // (zero-bubble schedules: ZB-H1 and ZB-H2, plan/zero_bubble_schedules.h).
-// GPipe, 1F1B and the ZB-H's use chunk 0.
+// GPipe, 1F1B and the ZB-H's use chunk 0; ZB-V places two chunks per stage
+// in a V (plan/zb_v_schedule.h, ChunkPlacement).
 //
 // Notation (format_pipeline_schedule): F3 / B3 / W3 are the forward / backward
 // / weight gradient of micro-batch 3; sendA3->s2 sends its activation to stage
@@ -154,7 +155,14 @@ struct PipelineTimeline {
 // an action listed on another stage, a transfer to the wrong peer, an action
 // run twice, and a schedule that cannot finish (a deadlock, or an input never
 // produced), naming the stuck action of every unfinished stage.
+// placement says where each stage's chunks sit in the model: round-robin
+// (virtual stage chunk·p + stage, as above) or ZB-V's V (chunk 0 = virtual
+// stage s, chunk 1 = 2p - 1 - s; plan/zb_v_schedule.h), whose last stage hands
+// its chunk 0's output to its chunk 1 with no transfer and no comm_time.
+enum class ChunkPlacement { round_robin, v_shape };
+ChunkPlacement chunk_placement(PipelineScheduleKind kind);  // v_shape for zb-v
 PipelineTimeline simulate_pipeline_schedule(const PipelineSchedule& schedule, double forward_time, double backward_time,
-                                            double comm_time = 0, double weight_time = 0);
+                                            double comm_time = 0, double weight_time = 0,
+                                            ChunkPlacement placement = ChunkPlacement::round_robin);
 
 }  // namespace shardscope

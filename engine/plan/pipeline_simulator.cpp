@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "plan/pipeline_schedule.h"
+#include "plan/zb_v_schedule.h"
 
 namespace shardscope {
 
@@ -37,12 +38,20 @@ struct Place {
 
 // The places before and after (s, c) in the model, or nullopt at its ends
 // (the first reads the batch, the last computes the loss).
-std::optional<Place> upstream(int s, int c, int p) {
+std::optional<Place> upstream(int s, int c, int p, ChunkPlacement placement) {
+  if (placement == ChunkPlacement::v_shape) {
+    const auto v = v_place_before(s, c, p);
+    return v ? std::optional<Place>(Place{v->stage, v->chunk}) : std::nullopt;
+  }
   if (s > 0) return Place{s - 1, c};
   if (c > 0) return Place{p - 1, c - 1};
   return std::nullopt;
 }
-std::optional<Place> downstream(int s, int c, int p, int chunks) {
+std::optional<Place> downstream(int s, int c, int p, int chunks, ChunkPlacement placement) {
+  if (placement == ChunkPlacement::v_shape) {
+    const auto v = v_place_after(s, c, p);
+    return v ? std::optional<Place>(Place{v->stage, v->chunk}) : std::nullopt;
+  }
   if (s < p - 1) return Place{s + 1, c};
   if (c < chunks - 1) return Place{0, c + 1};
   return std::nullopt;
@@ -56,7 +65,8 @@ int chunk_count(const PipelineSchedule& schedule) {
 }
 
 // What each stage's list holds, checked once: on its own stage, right peers, nothing twice.
-std::vector<std::set<ActionKey>> check_action_lists(const PipelineSchedule& schedule, int chunks) {
+std::vector<std::set<ActionKey>> check_action_lists(const PipelineSchedule& schedule, int chunks,
+                                                    ChunkPlacement placement) {
   const int p = static_cast<int>(schedule.size());
   std::vector<std::set<ActionKey>> listed(schedule.size());
   for (int s = 0; s < p; ++s) {
@@ -67,8 +77,8 @@ std::vector<std::set<ActionKey>> check_action_lists(const PipelineSchedule& sche
       if (a.chunk < 0) throw std::invalid_argument(where + ": negative chunk");
       const bool to_next = a.type == Type::send_activation || a.type == Type::recv_gradient;
       const bool to_previous = a.type == Type::recv_activation || a.type == Type::send_gradient;
-      const std::optional<Place> peer = to_next       ? downstream(s, a.chunk, p, chunks)
-                                        : to_previous ? upstream(s, a.chunk, p)
+      const std::optional<Place> peer = to_next       ? downstream(s, a.chunk, p, chunks, placement)
+                                        : to_previous ? upstream(s, a.chunk, p, placement)
                                                       : std::nullopt;
       if ((!is_compute(a) && (!peer || a.peer_stage != peer->stage)) || (is_compute(a) && a.peer_stage != -1))
         throw std::invalid_argument(where + ": wrong peer stage");
@@ -80,6 +90,7 @@ std::vector<std::set<ActionKey>> check_action_lists(const PipelineSchedule& sche
 
 struct Times {
   double forward = 0, backward = 0, comm = 0, weight = 0;
+  ChunkPlacement placement = ChunkPlacement::round_robin;
 };
 
 // The stages running their lists with the rules of simulate_pipeline_schedule
@@ -92,7 +103,7 @@ class PipelineSimulator {
         p_(static_cast<int>(schedule.size())),
         chunks_(chunk_count(schedule)),
         times_(times),
-        listed_(check_action_lists(schedule, chunks_)),
+        listed_(check_action_lists(schedule, chunks_, times.placement)),
         finished_(schedule.size()),
         clock_(schedule.size(), 0.0) {
     timeline_.spans.resize(schedule.size());
@@ -147,21 +158,27 @@ class PipelineSimulator {
   std::optional<double> plus_comm(std::optional<double> t) const {
     return t ? std::optional<double>(*t + times_.comm) : t;
   }
+  // Straight from another place's computation: comm later, or at once on the
+  // same stage (the V's turn).
+  std::optional<double> handed_over(int s, Place from, Type type, int mb) const {
+    const std::optional<double> t = end_of(from, type, mb);
+    return from.stage == s ? t : plus_comm(t);
+  }
 
   // The input of F(mb) on chunk c of stage s: through its recv if the list
   // has one, else straight from the previous place's forward, comm later.
   std::optional<double> activation_ready(int s, int c, int mb) const {
-    const std::optional<Place> from = upstream(s, c, p_);
+    const std::optional<Place> from = upstream(s, c, p_, times_.placement);
     if (!from) return 0.0;  // the first stage's first chunk reads the batch itself
     if (listed_[s].contains({Type::recv_activation, c, mb})) return end_of(s, Type::recv_activation, c, mb);
-    return plus_comm(end_of(*from, Type::forward, mb));
+    return handed_over(s, *from, Type::forward, mb);
   }
 
   std::optional<double> gradient_ready(int s, int c, int mb) const {
-    const std::optional<Place> from = downstream(s, c, p_, chunks_);
+    const std::optional<Place> from = downstream(s, c, p_, chunks_, times_.placement);
     if (!from) return 0.0;  // the last stage's last chunk starts from its own loss
     if (listed_[s].contains({Type::recv_gradient, c, mb})) return end_of(s, Type::recv_gradient, c, mb);
-    return plus_comm(end_of(*from, Type::backward, mb));
+    return handed_over(s, *from, Type::backward, mb);
   }
 
   // When the inputs of `a` on stage s exist, or nullopt while they do not yet.
@@ -182,9 +199,9 @@ class PipelineSimulator {
       case Type::send_gradient:
         return end_of(s, Type::backward, c, mb);
       case Type::recv_activation:  // the send of the place before ours
-        return plus_comm(end_of(*upstream(s, c, p_), Type::send_activation, mb));
+        return plus_comm(end_of(*upstream(s, c, p_, times_.placement), Type::send_activation, mb));
       case Type::recv_gradient:  // the send of the place after ours
-        return plus_comm(end_of(*downstream(s, c, p_, chunks_), Type::send_gradient, mb));
+        return plus_comm(end_of(*downstream(s, c, p_, chunks_, times_.placement), Type::send_gradient, mb));
     }
     return std::nullopt;
   }
@@ -239,11 +256,11 @@ class PipelineSimulator {
 }  // namespace
 
 PipelineTimeline simulate_pipeline_schedule(const PipelineSchedule& schedule, double forward_time, double backward_time,
-                                            double comm_time, double weight_time) {
+                                            double comm_time, double weight_time, ChunkPlacement placement) {
   check_times(forward_time, backward_time, comm_time, weight_time);
   const int p = static_cast<int>(schedule.size());
   if (p == 0) throw std::invalid_argument("pipeline simulation: the schedule has no stages");
-  PipelineSimulator simulator(schedule, {forward_time, backward_time, comm_time, weight_time});
+  PipelineSimulator simulator(schedule, {forward_time, backward_time, comm_time, weight_time, placement});
   simulator.run_until_stuck();
   simulator.check_finished();
   return simulator.take_timeline();

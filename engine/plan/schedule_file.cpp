@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/json_text.h"
 #include "plan/interleaved_schedule.h"
+#include "plan/zb_v_schedule.h"
 
 namespace shardscope {
 
@@ -28,6 +29,7 @@ struct Cell {
   int virtual_stage = 0, micro_batch = 0;
   char type = 'F';  // F, B, I or W as written
   std::string text;
+  int chunk = 0;  // the rank's model chunk that stage is (parse_schedule_csv)
 };
 
 [[noreturn]] void refuse(const std::string& name, int rank, const std::string& what) {
@@ -122,14 +124,14 @@ std::string json_schedule_as_csv(std::string_view text, const std::string& name)
 
 // Each rank's (chunk, micro-batch) phases: one F, one backward (B, or I and a
 // W after it), in that order; every (chunk, micro-batch) of the run present.
-void check_phases(const std::vector<Cell>& row, int rank, int stages, int chunks, int micro_batches,
+void check_phases(const std::vector<Cell>& row, int rank, int stages, int chunks, int micro_batches, bool v_shape,
                   const std::string& name) {
   std::map<std::tuple<int, int, char>, int> at;  // (chunk, micro-batch, F / backward / W) -> position
   for (int i = 0; i < static_cast<int>(row.size()); ++i) {
     const Cell& c = row[static_cast<std::size_t>(i)];
     const std::string action = "action " + std::to_string(i) + " '" + c.text + "'";
     const char phase = c.type == 'I' ? 'B' : c.type;
-    const int chunk = c.virtual_stage / stages;
+    const int chunk = c.chunk;
     if (!at.emplace(std::tuple{chunk, c.micro_batch, phase}, i).second)
       refuse(name, rank, action + ": that " + (phase == 'B' ? "backward" : std::string(1, phase)) + " runs twice");
     if (phase != 'F' && !at.contains({chunk, c.micro_batch, 'F'}))
@@ -143,7 +145,7 @@ void check_phases(const std::vector<Cell>& row, int rank, int stages, int chunks
   }
   for (int i = 0; i < static_cast<int>(row.size()); ++i) {
     const Cell& c = row[static_cast<std::size_t>(i)];
-    const bool has_w = at.contains({c.virtual_stage / stages, c.micro_batch, 'W'});
+    const bool has_w = at.contains({c.chunk, c.micro_batch, 'W'});
     if ((c.type == 'I' && !has_w) || (c.type == 'B' && has_w))
       refuse(name, rank,
              "action " + std::to_string(i) + " '" + c.text + "': " +
@@ -155,7 +157,8 @@ void check_phases(const std::vector<Cell>& row, int rank, int stages, int chunks
       for (char phase : {'F', 'B'})
         if (!at.contains({chunk, j, phase}))
           refuse(name, rank,
-                 "micro-batch " + std::to_string(j) + " of stage " + std::to_string(chunk * stages + rank) +
+                 "micro-batch " + std::to_string(j) + " of stage " +
+                     std::to_string(v_shape && chunk == 1 ? 2 * stages - 1 - rank : chunk * stages + rank) +
                      " has no " + (phase == 'F' ? "forward (F)" : "backward (B, or I and W)"));
 }
 
@@ -170,7 +173,7 @@ std::vector<PipelineAction> with_transfers(const std::vector<Cell>& row, int ran
     list.push_back(a);
   };
   for (const Cell& c : row) {
-    const int chunk = c.virtual_stage / stages;
+    const int chunk = c.chunk;
     const std::optional<int> before = previous_stage_of(rank, chunk, stages);
     const std::optional<int> after = next_stage_of(rank, chunk, stages, chunks);
     if (c.type == 'F') {
@@ -188,10 +191,46 @@ std::vector<PipelineAction> with_transfers(const std::vector<Cell>& row, int ran
   return list;
 }
 
+// The compute actions of a V file's rows, and their transfers as ZB-V's (zb_v_schedule.h).
+PipelineSchedule v_shape_schedule(const std::vector<std::vector<Cell>>& rows, const std::string& name) {
+  std::vector<std::vector<PipelineAction>> compute(rows.size());
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    for (const Cell& c : rows[r]) {
+      PipelineAction a{c.type == 'F'   ? Type::forward
+                       : c.type == 'W' ? Type::weight_gradient
+                                       : Type::backward,
+                       c.micro_batch, -1, static_cast<int>(r)};
+      a.chunk = c.chunk;
+      compute[r].push_back(a);
+    }
+  try {
+    return with_v_transfers(compute);
+  } catch (const std::logic_error& e) {
+    throw ConfigError("--schedule-file " + name + ": " + e.what() + " (stage s is rank s)");
+  }
+}
+
+// Whether rank r's stages are r and 2p - 1 - r (the V), with a stage 2p - 1 - r
+// that round-robin placement would put elsewhere; else the chunk of each cell
+// is stage / p (checked in parse_schedule_csv).
+bool places_in_a_v(std::vector<std::vector<Cell>>& rows) {
+  const int p = static_cast<int>(rows.size());
+  bool v = false;
+  for (int r = 0; r < p; ++r)
+    for (const Cell& c : rows[static_cast<std::size_t>(r)]) {
+      if (c.virtual_stage != r && c.virtual_stage != 2 * p - 1 - r) return false;
+      v = v || (c.virtual_stage == 2 * p - 1 - r && 2 * p - 1 - r != p + r);
+    }
+  if (!v) return false;
+  for (int r = 0; r < p; ++r)
+    for (Cell& c : rows[static_cast<std::size_t>(r)]) c.chunk = c.virtual_stage == r ? 0 : 1;
+  return true;
+}
+
 // The rank of a stuck action: the simulator names "stage S".
 void check_runs(const ScheduleFile& file, const std::string& name) {
   try {
-    simulate_pipeline_schedule(file.schedule, 1, 1, 0, 1);
+    simulate_pipeline_schedule(file.schedule, 1, 1, 0, 1, file.placement);
   } catch (const std::invalid_argument& e) {
     throw ConfigError("--schedule-file " + name + ": " + e.what() + " (stage s is rank s)");
   }
@@ -205,24 +244,28 @@ void check_runs(const ScheduleFile& file, const std::string& name) {
 }  // namespace
 
 ScheduleFile parse_schedule_csv(std::string_view text, const std::string& name) {
-  const std::vector<std::vector<Cell>> rows = read_rows(text, name);
+  std::vector<std::vector<Cell>> rows = read_rows(text, name);
   ScheduleFile file;
   file.stages = static_cast<int>(rows.size());
+  const bool v_shape = places_in_a_v(rows);
+  if (v_shape) file.placement = ChunkPlacement::v_shape;
   for (int r = 0; r < file.stages; ++r)
-    for (const Cell& c : rows[static_cast<std::size_t>(r)]) {
-      if (c.virtual_stage % file.stages != r)
+    for (Cell& c : rows[static_cast<std::size_t>(r)]) {
+      if (!v_shape) c.chunk = c.virtual_stage / file.stages;
+      if (!v_shape && c.virtual_stage % file.stages != r)
         refuse(name, r,
                "action '" + c.text + "': stage " + std::to_string(c.virtual_stage) + " is on rank " +
                    std::to_string(c.virtual_stage % file.stages) +
                    " (rank r holds stages r, p + r, 2p + r, ...; p = " + std::to_string(file.stages) + " rows)");
-      file.virtual_stages = std::max(file.virtual_stages, c.virtual_stage / file.stages + 1);
+      file.virtual_stages = std::max(file.virtual_stages, c.chunk + 1);
       file.micro_batches = std::max(file.micro_batches, c.micro_batch + 1);
     }
   for (int r = 0; r < file.stages; ++r) {
     const auto& row = rows[static_cast<std::size_t>(r)];
-    check_phases(row, r, file.stages, file.virtual_stages, file.micro_batches, name);
-    file.schedule.push_back(with_transfers(row, r, file.stages, file.virtual_stages));
+    check_phases(row, r, file.stages, file.virtual_stages, file.micro_batches, v_shape, name);
+    if (!v_shape) file.schedule.push_back(with_transfers(row, r, file.stages, file.virtual_stages));
   }
+  if (v_shape) file.schedule = v_shape_schedule(rows, name);
   check_runs(file, name);
   return file;
 }
@@ -244,8 +287,23 @@ void validate_schedule_file(const RunConfig& c) {
               std::to_string(c.micro_batches));
   // A stage holds the file's chunks (stage c·p + r on rank r), as interleaved 1F1B's: the
   // trainer splits the layers by {virtual_stages} (run_config.cpp checks they divide).
+  // A V file's layers are ZB-V's (plan/zb_v_schedule.h): it trains with {schedule} zb-v, and zb-v only with one.
+  const bool v_file = file.placement == ChunkPlacement::v_shape, zb_v = c.schedule == PipelineScheduleKind::zb_v;
+  require(v_file == zb_v,
+          v_file ? named +
+                       " places two chunks per rank in a V (rank r: stages r and 2p - 1 - r): give {schedule} zb-v, "
+                       "whose layers are laid out so"
+                 : named +
+                       " places its chunks round-robin (rank r: stages r, p + r, ...), but {schedule} zb-v lays "
+                       "the layers out in a V: give another {schedule}",
+          v_file ? named +
+                       " 在每个 rank 上把两个模型块排成 V 形（rank r：阶段 r 与 2p - 1 - r）：请给出 {schedule} zb-v，"
+                       "它按此布置各层"
+                 : named +
+                       " 按轮转方式放置模型块（rank r：阶段 r、p + r……），但 {schedule} zb-v 把各层排成 V 形："
+                       "请换用其他 {schedule}");
   const std::string chunks = std::to_string(file.virtual_stages), given = std::to_string(c.virtual_stages);
-  require(file.virtual_stages == c.virtual_stages,
+  require(v_file || file.virtual_stages == c.virtual_stages,
           named + " puts " + chunks + " model chunks on each rank, but {virtual_stages} is " + given + ": give " +
               "{virtual_stages} " + chunks,
           named + " 在每个 rank 上放 " + chunks + " 个模型块，但 {virtual_stages} 为 " + given + "：请给出 " +

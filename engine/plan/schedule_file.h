@@ -34,6 +34,10 @@ struct ScheduleFile {
   int stages = 0;             // ranks (rows), p
   int micro_batches = 0;      // m
   int virtual_stages = 1;     // chunks per rank, v
+  // round_robin: rank r holds stages r, p + r, ...; v_shape: stages r and
+  // 2p - 1 - r (ZB-V's V, torch.distributed.pipelining's "v" style), a CSV
+  // whose stage 2p - 1 - r sits on rank r (for p > 1, the stage p + r elsewhere).
+  ChunkPlacement placement = ChunkPlacement::round_robin;
 };
 
 // `name` is what the messages call the file (its path).
@@ -43,8 +47,8 @@ ScheduleFile load_schedule_file(const std::string& path);
 
 // A run's --schedule-file against its layout (make_run_plan calls it): as many
 // rows as --pp, as many micro-batches as --micro-batches, as many chunks per
-// rank as --virtual-stages (stage c·p + r on rank r), and with W's the split-backward rules of
-// config/run_config.h. FieldError / ConfigError naming the flags and numbers.
+// rank as --virtual-stages (stage c·p + r on rank r; a V file, with --schedule zb-v instead),
+// and with W's the split-backward rules of config/run_config.h. FieldError / ConfigError naming the flags and numbers.
 void validate_schedule_file(const RunConfig& config);
 // The run's schedule: the file's when it has one, else --schedule's.
 PipelineSchedule run_pipeline_schedule(const RunConfig& config);

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "model/parameter_layout.h"
+#include "plan/zb_v_schedule.h"
 
 namespace shardscope {
 
@@ -170,17 +171,25 @@ RankPlan ShardingPlan::make_rank(int rank) const {
   return p;
 }
 
-std::vector<StageUnits> stage_units(const ModelConfig& model, int pp, int tp, int virtual_stages) {
+namespace {
+// Each stage's units, the stage holding layers_of(stage).
+template <typename LayersOf>
+std::vector<StageUnits> units_of_stages(const ModelConfig& model, int pp, int tp, LayersOf layers_of) {
   std::vector<StageUnits> stages;
   for (int s = 0; s < pp; ++s) {
     StageUnits su;
-    su.layers = pipeline_stage_layers(model, pp, s, virtual_stages);
+    su.layers = layers_of(s);
     su.layers.tp_size = tp;  // tp rank 0's slices; the others hold as many
     const ParameterLayout layout(model, su.layers);
     for (const ParameterUnit& u : layout.units()) su.units.push_back(PlanUnit{u.id, u.numel()});
     stages.push_back(std::move(su));
   }
   return stages;
+}
+}  // namespace
+
+std::vector<StageUnits> stage_units(const ModelConfig& model, int pp, int tp, int virtual_stages) {
+  return units_of_stages(model, pp, tp, [&](int s) { return pipeline_stage_layers(model, pp, s, virtual_stages); });
 }
 
 std::string stage_parameters_text(const ShardingPlan& plan) {
@@ -210,6 +219,13 @@ ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelConfig&
 }
 
 ShardingPlan make_sharding_plan(const RunConfig& config) {
+  if (config.schedule == PipelineScheduleKind::zb_v) {  // two chunks in a V (a schedule file's too)
+    const ParallelLayout layout = parallel_layout(config);
+    const ModelConfig model = run_model_config(config);
+    const int pp = layout.axes.pp();
+    return ShardingPlan(
+        layout, units_of_stages(model, pp, layout.axes.tp(), [&](int s) { return zb_v_stage_layers(model, pp, s); }));
+  }
   if (config.virtual_stages <= 1) return make_sharding_plan(parallel_layout(config), run_model_config(config));
   // Interleaved 1F1B: each stage holds v chunks (run_config.cpp refuses layers that do not split).
   const ParallelLayout layout = parallel_layout(config);

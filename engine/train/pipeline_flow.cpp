@@ -77,6 +77,7 @@ void Trainer::forward_backward(Rank& rk, const MicroBatches& inputs, int a, bool
     });
   };
   run.loss_rows = static_cast<double>(rk.global_scored) / config_.layout.dp();  // averaged over dp afterwards
+  run.fuse_transfers = config_.schedule != PipelineScheduleKind::zb_v;          // both ways at once: one by one
   run.micro_batch_offset = a * m;
   try {
     const PipelineStageResult r = run_pipeline_stage(run);

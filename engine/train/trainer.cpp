@@ -28,6 +28,7 @@
 #include "parallel/zero_storage.h"
 #include "plan/interleaved_schedule.h"  // previous_stage_of, next_stage_of
 #include "plan/sharding_plan.h"
+#include "plan/zb_v_schedule.h"  // v_place_before, v_place_after
 #include "train/adamw.h"
 #include "train/trainer_rank.h"
 
@@ -37,6 +38,18 @@ using trainer_detail::Clock;
 using trainer_detail::seconds_since;
 
 namespace {
+
+// The stages before and after chunk c of `stage` in the model (nullopt at its
+// ends): round-robin chunks (interleaved_schedule.h) or ZB-V's V, whose last
+// stage is its own neighbour where the V turns.
+std::pair<std::optional<int>, std::optional<int>> chunk_peers(ChunkPlacement placement, int stage, int c, int pp,
+                                                              int chunks) {
+  if (placement == ChunkPlacement::round_robin)
+    return {previous_stage_of(stage, c, pp), next_stage_of(stage, c, pp, chunks)};
+  const auto before = v_place_before(stage, c, pp), after = v_place_after(stage, c, pp);
+  return {before ? std::optional<int>(before->stage) : std::nullopt,
+          after ? std::optional<int>(after->stage) : std::nullopt};
+}
 // --init-from DIR with a tokenizer: the text is read with the model's tokenizer, else as bytes.
 std::unique_ptr<Tokenizer> model_tokenizer(const RunConfig& config, const ModelConfig& model) {
   if (config.init_from.empty() || !has_hf_tokenizer(config.init_from)) return nullptr;
@@ -444,17 +457,23 @@ void Trainer::rank_evaluate(Rank& rk, float* loss_and_rows) {
     const BatchData data = dataset_->batch(model.config().kind, Split::validation, config_.seed, 0, k * mb, mb, T);
     const Batch batch{mb, T, data.input_ids.data(), data.targets.data(), nullptr, nullptr};
     const std::int64_t count = stage_boundary_floats(model, mb, T, /*activation=*/true);
+    const float* previous_output = nullptr;
     float loss = 0.0f;
+    bool head = false;
     for (int c = 0; c < model.chunks(); ++c) {  // interleaved stages: chunk c on every stage, then chunk c + 1
       model.select_chunk(c);
-      if (const auto from = previous_stage_of(rk.stage, c, pp))
+      const auto [from, to] = chunk_peers(chunk_placement(config_.schedule), rk.stage, c, pp, model.chunks());
+      if (from == rk.stage)  // ZB-V's last stage: chunk c - 1's output, still in the buffers, is chunk c's input
+        std::copy(previous_output, previous_output + count, model.stage_input(mb, T));
+      else if (from)
         rk.pp_comm->recv(model.stage_input(mb, T), count, *from, tag);
       loss = model.forward(batch);
-      if (const auto to = next_stage_of(rk.stage, c, pp, model.chunks()))
-        rk.pp_comm->send(model.stage_output(), count, *to, tag);
+      head = head || model.stage().head;
+      previous_output = model.stage_output();
+      if (to && *to != rk.stage) rk.pp_comm->send(model.stage_output(), count, *to, tag);
     }
     model.select_chunk(0);
-    if (model.stage().head && rk.tp_rank == 0) {  // tp ranks share the loss: counted once
+    if (head && rk.tp_rank == 0) {  // tp ranks share the loss: counted once
       loss_and_rows[0] += loss * static_cast<float>(model.scored_rows());
       loss_and_rows[1] += static_cast<float>(model.scored_rows());
     }

@@ -188,7 +188,9 @@ void Trainer::connect_communicators(Rank& rank) {
   rank.world_comm = rank.group(all);
   if (grid.pp() > 1) {
     rank.pp_comm = rank.group(grid.group(rank.rank, Axis::pp));
-    if (rank.stage == 0 || rank.stage == grid.pp() - 1)
+    // The tied embedding's two copies (none under ZB-V, whose stage 0 holds both ends).
+    const bool tied_pair = !plan_->stages().front().layers.head;
+    if (tied_pair && (rank.stage == 0 || rank.stage == grid.pp() - 1))
       rank.embedding_comm = rank.group(
           {grid.with_coordinate(rank.rank, Axis::pp, 0), grid.with_coordinate(rank.rank, Axis::pp, grid.pp() - 1)});
   }
@@ -208,7 +210,7 @@ void Trainer::connect_communicators(Rank& rank) {
 // The stage's layers, with its parameters and gradients in the model's own
 // fp32 buffers or in the unit storage (ZeRO-2/3 chunks, 16-bit copies).
 void Trainer::build_model(Rank& rank) {
-  const ModelConfig model_config = initial_ ? initial_->config : find_model_preset(config_.model);
+  const ModelConfig model_config = initial_ ? initial_->config : run_model_config(config_);
   const RankPlan& place = plan_->rank(rank.rank);
   rank.dtype = config_.precision == Precision::fp16   ? DType::f16
                : config_.precision == Precision::bf16 ? DType::bf16

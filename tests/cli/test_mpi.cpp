@@ -62,6 +62,10 @@ class TestMpi : public QObject {
                                                              "10",
                                                              "--eval-batches",
                                                              "2"};
+    // ZB-V: both directions between the two stages at once, the V's turn on rank 1's stage.
+    QTest::newRow("pp2xdp2 zb-v eval") << QStringList{
+        "--dp",       "2",    "--pp",         "2",  "--micro-batches", "4",
+        "--schedule", "zb-v", "--eval-every", "10", "--eval-batches",  "2"};
     QTest::newRow("accumulation") << QStringList{"--dp", "4", "--accum", "2"};
     QTest::newRow("bf16 ddp") << QStringList{"--dp", "4", "--precision", "bf16"};
     QTest::newRow("fp16 gpipe checkpoint eval") << QStringList{
