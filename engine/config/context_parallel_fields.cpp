@@ -87,8 +87,6 @@ void validate_context_parallel(const RunConfig& c, const ModelConfig& /*model*/)
   };
   not_yet(c.dp_mode == DataParallelMode::naive, "{dp_mode} naive", "{dp_mode} naive");
   not_yet(c.device != "cpu", "{device} " + c.device, "{device} " + c.device);
-  not_yet(!c.save_dir.empty() || !c.resume_dir.empty(), "checkpoints ({save_dir}, {resume_dir})",
-          "检查点（{save_dir}、{resume_dir}）");
 }
 
 }  // namespace shardscope
