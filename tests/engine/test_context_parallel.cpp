@@ -410,9 +410,6 @@ void TestContextParallel::layouts_not_built_are_refused() {
   c.sequence_parallel = true;
   refused(c, "--sequence-parallel with --cp 4: the 10 tokens per cp rank (--seq 40 / 4) do not split over --tp 4");
   c = base_config(2);
-  c.device = "cuda";
-  refused(c, "--cp 2 with --device cuda is not built yet");
-  c = base_config(2);
   c.layout[Axis::dp] = 2;
   c.dp_mode = DataParallelMode::naive;
   refused(c, "--cp 2 with --dp-mode naive is not built yet");
