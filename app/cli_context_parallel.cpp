@@ -22,6 +22,12 @@ std::string byte_values(const std::set<std::int64_t>& values) {
 void print_context_parallel_traffic(const Trainer& trainer, const RunConfig& config, const ScheduleEvents& events,
                                     std::int64_t step) {
   if (config.layout.cp() < 2) return;
+  // A run resumed from a checkpoint has no events before its first step: measure the first it has.
+  std::int64_t first_held = -1;
+  for (const Event& e : events.events())
+    if (e.purpose == CommPurpose::context_parallel && e.step >= step && (first_held < 0 || e.step < first_held))
+      first_held = e.step;
+  if (first_held > step) step = first_held;
   std::set<std::int64_t> forward, backward;
   for (const auto& [key, bytes] : measure_context_parallel_traffic(events.events(), step))
     (std::get<3>(key) == ComputeKind::forward ? forward : backward).insert(bytes);

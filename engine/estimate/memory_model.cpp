@@ -261,8 +261,7 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
   if (s.activations != ActivationMode::shardscope) return "activations come from the generic formula";
   if (s.offload_optimizer || s.offload_params) return "CPU offload is not in the engine";
   if (s.recompute == Recompute::selective) return "the engine has no selective recompute";
-  if (s.layout.cp() > 1 && (s.cuda || s.zero_stage > 1))
-    return "the engine trains context parallelism on CPU ranks, without ZeRO-2/3";
+  if (s.layout.cp() > 1 && s.cuda) return "the estimator does not count context parallelism's GPU workspace yet";
   // The planner's rules are the run's (check_layout_rules); the engine's own
   // limits are the run-config schema's ranges.
   const std::pair<const char*, std::int64_t> limits[] = {{"dp", s.layout.dp()},

@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "events/event.h"
+#include "ops/ring_attention.h"
 
 namespace shardscope {
 
@@ -42,11 +43,10 @@ class ContextParallelGroup {
                              int block, int ring_step, bool gradients) = 0;
 };
 
-// The position in its sequence of local token t (0 .. local - 1) of cp rank `rank`.
+// The position in its sequence of local token t (0 .. local - 1) of cp rank `rank`
+// (ops/ring_attention.h's rule, which the backends' block ops use too).
 inline int context_parallel_position(int t, int local, int rank, int size, bool zigzag) {
-  if (!zigzag) return rank * local + t;
-  const int chunk = local / 2;
-  return t < chunk ? rank * chunk + t : (2 * size - 1 - rank) * chunk + (t - chunk);
+  return ring_position(t, local, rank, size, zigzag);
 }
 
 }  // namespace shardscope

@@ -256,6 +256,7 @@ class Model {
     std::vector<std::int32_t> type_ids;  // BERT segments of the batch (0 when not given)
     std::vector<std::int32_t> cp_tokens;  // context parallelism: this rank's tokens (context_parallel_batch)
     Buffer device_ints;  // device backends: ids, targets, segments and padding mask, uploaded
+    Buffer cp_device_mask;  // device backends, context parallelism: the whole batch's padding mask (B, T cp)
     // Between backward_input and backward_weights: the linears whose weight
     // gradients W still owes, in B's order, and their kept output gradients.
     struct DeferredLinear {
@@ -368,7 +369,7 @@ class Model {
                                            std::int64_t owned);
   // Whether a query at `query_position` attends to the key at `key_position` of sequence b
   // (GPT: causal; BERT: not padding). T: this rank's tokens per sequence.
-  bool context_parallel_key_visible(int b, int key_position, int query_position, int T) const;
+  float* context_parallel_positions(int T, bool gather_gradients);  // (T, C) in cp_positions_
   // Attention of this rank's queries against every rank's keys and values
   // (GPT causal, BERT by the padding mask), passed round the ring under cp;
   // probs keeps each row's log-sum-exp (B, H, T). With cp 1 the backend's causal op.
@@ -378,6 +379,8 @@ class Model {
   // The ring's blocks in flight: KV to send and KV received (forward); in
   // backward also their dK, dV accumulators, sent and received. On the ledger.
   Buffer cp_blocks_;
+  BackendScratch cp_positions_;  // the position rows of this rank's tokens (T, C), gathered for the embedding
+  RingAttentionBlock ring_block(int B, int T, int C, int H, int owner) const;
   float* cp_block_floats(std::int64_t floats);  // cp_blocks_ at least this large
   // The (vocabulary-parallel) token + position embedding into out (B*T, C), and its backward.
   void token_embedding_forward(float* out, const Batch& batch);

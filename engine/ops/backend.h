@@ -14,6 +14,7 @@
 
 #include "core/dtype.h"
 #include "ops/math.h"
+#include "ops/ring_attention.h"
 
 namespace shardscope {
 
@@ -174,6 +175,34 @@ class Backend {
     unsupported("vocab_cross_entropy_backward");
   }
 
+  // ---- ring attention (context parallelism, model/context_parallel.cpp; ops/ring_attention.h) ----
+  // The defaults throw: a backend that trains context parallelism overrides them.
+  // One ring step forward: every query row of qkv (B, T, 3C) against the key/value
+  // block kv (B, T, 2C), merged into out (B, T, C) and lse (B, H, T) by log-sum-exp.
+  virtual void ring_attention_forward(float* /*out*/, float* /*lse*/, const float* /*qkv*/, const float* /*kv*/,
+                                      const RingAttentionBlock& /*block*/) {
+    unsupported("ring_attention_forward");
+  }
+  // One ring step backward: dQ into d_qkv's Q columns (set on the first block,
+  // else added) and the block's dK, dV added into d_kv (B, T, 2C); lse and
+  // row_dot (B, H, T) are the forward's log-sum-exp and D = rowsum(dY o Y).
+  virtual void ring_attention_backward(float* /*d_qkv*/, float* /*d_kv*/, const float* /*d_out*/, const float* /*qkv*/,
+                                       const float* /*kv*/, const float* /*lse*/, const float* /*row_dot*/,
+                                       bool /*first_block*/, const RingAttentionBlock& /*block*/) {
+    unsupported("ring_attention_backward");
+  }
+  // row_dot (B, H, T) = each head's dY . Y, for d_out and out (B, T, C).
+  virtual void attention_row_dot(float* /*row_dot*/, const float* /*d_out*/, const float* /*out*/, int /*B*/, int /*T*/,
+                                 int /*C*/, int /*H*/) {
+    unsupported("attention_row_dot");
+  }
+  // dst[r, 0..width) = src[r, 0..width) for rows rows, each with its own row
+  // stride (floats): the key/value columns out of qkv and the gradients back.
+  virtual void copy_columns(float* /*dst*/, int /*dst_stride*/, const float* /*src*/, int /*src_stride*/,
+                            std::int64_t /*rows*/, int /*width*/) {
+    unsupported("copy_columns");
+  }
+
   // ---- element-wise ---------------------------------------------------------
   virtual void add(float* out, const float* a, const float* b, std::int64_t n) = 0;  // out = a + b
   virtual void add_bias_rows(float* x, const float* bias, int rows, int C) = 0;        // x[r, :] += bias
@@ -209,7 +238,7 @@ class Backend {
 
  protected:
   [[noreturn]] void unsupported(const char* op) const {
-    throw std::logic_error(name() + " has no " + op + " (tensor parallelism does not train on it)");
+    throw std::logic_error(name() + " has no " + op + " (tensor or context parallelism does not train on it)");
   }
 };
 

@@ -125,6 +125,31 @@ class ObservedBackend final : public Backend {
     observed("cross_entropy_backward", 0, kF * 2.0 * d(rows) * V,
              [&] { inner_->cross_entropy_backward(d_logits, logits, targets, rows, V, dloss_per_row); });
   }
+  // Ring attention's block (context parallelism): Q K^T and P V of T queries against T keys,
+  // reading q, the block and the running output, writing the output and each row's log-sum-exp.
+  void ring_attention_forward(float* out, float* lse, const float* qkv, const float* kv,
+                              const RingAttentionBlock& k) override {
+    observed("ring_attention_forward", 4.0 * k.B * k.T * k.T * k.C,
+             kF * (5.0 * k.B * k.T * k.C + 2.0 * d(k.B) * k.H * k.T),
+             [&] { inner_->ring_attention_forward(out, lse, qkv, kv, k); });
+  }
+  // Backward recomputes S and dP for dQ and again for dK, dV (as the fused kernels do).
+  void ring_attention_backward(float* d_qkv, float* d_kv, const float* d_out, const float* qkv, const float* kv,
+                               const float* lse, const float* row_dot, bool first_block,
+                               const RingAttentionBlock& k) override {
+    observed("ring_attention_backward", 14.0 * k.B * k.T * k.T * k.C,
+             kF * (9.0 * k.B * k.T * k.C + 2.0 * d(k.B) * k.H * k.T),
+             [&] { inner_->ring_attention_backward(d_qkv, d_kv, d_out, qkv, kv, lse, row_dot, first_block, k); });
+  }
+  void attention_row_dot(float* row_dot, const float* d_out, const float* out, int B, int T, int C, int H) override {
+    observed("attention_row_dot", 0, kF * (2.0 * B * T * C + d(B) * H * T),
+             [&] { inner_->attention_row_dot(row_dot, d_out, out, B, T, C, H); });
+  }
+  void copy_columns(float* dst, int dst_stride, const float* src, int src_stride, std::int64_t rows,
+                    int width) override {
+    observed("copy_columns", 0, kF * 2.0 * d(rows) * width,
+             [&] { inner_->copy_columns(dst, dst_stride, src, src_stride, rows, width); });
+  }
   void vocab_embedding_forward(float* out, const std::int32_t* ids, const std::int32_t* type_ids, const float* tokens,
                                const float* positions, const float* types, int B, int T, int C, int first,
                                int owned) override {

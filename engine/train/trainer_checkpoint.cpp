@@ -90,8 +90,8 @@ CheckpointManifest Trainer::checkpoint_manifest() const {
   const ModelConfig& model = ranks_[0]->model->config();
   m.model = model_json(model);
   m.parameters = parameter_shapes(model);
-  for (const char* key : {"dp", "pp", "tp", "ranks", "zero", "dp_mode", "precision", "accum", "micro_batches",
-                          "schedule", "batch", "seq", "loss_scaler"})
+  for (const char* key : {"dp", "pp", "tp", "cp", "cp_split", "ranks", "zero", "dp_mode", "precision", "accum",
+                          "micro_batches", "schedule", "batch", "seq", "loss_scaler"})
     m.layout[key] = run_field(key).get(config_);
   m.lr_schedule = {{"lr", schedule_.lr},       {"min_lr", schedule_.min_lr}, {"warmup", schedule_.warmup},
                    {"steps", schedule_.steps}, {"next_step", steps_done_},   {"next_lr", schedule_.at(steps_done_)}};

@@ -77,6 +77,7 @@ class TestMpi : public QObject {
     // Context parallelism: ring attention's block exchanges as MPI send/receive pairs.
     QTest::newRow("cp2xdp2") << QStringList{"--cp", "2", "--dp", "2"};
     QTest::newRow("cp2xtp2 contiguous") << QStringList{"--cp", "2", "--tp", "2", "--cp-split", "contiguous"};
+    QTest::newRow("cp2xdp2 zero3") << QStringList{"--cp", "2", "--dp", "2", "--zero", "3"};  // gathers over dp
   }
 
   // Ring collectives over MPI add the same chunks in the same order as threads.

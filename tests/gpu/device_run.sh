@@ -61,6 +61,7 @@ run() {  # name seconds command...   (the limit is cut to what the budget leaves
 }
 run test_cuda_ops 90 "$build/tests/test_cuda_ops"
 run test_cuda_attention 60 "$build/tests/test_cuda_attention"
+run test_cuda_ring_attention 60 "$build/tests/test_cuda_ring_attention"
 run test_cuda_row_shapes 60 "$build/tests/test_cuda_row_shapes"
 run test_cuda_storage 60 "$build/tests/test_cuda_storage"
 run test_cuda_training 200 "$build/tests/test_cuda_training"

@@ -7,7 +7,8 @@
 // Several ranks sharing GPU 0 (dp 2 with DDP and ZeRO-1/2/3, naive
 // DataParallel, pp 2, dp 2 x pp 2) follow the same layout on CPU ranks, and
 // so do ranks on one GPU each over NCCL where there are two GPUs; so do
-// tensor parallelism (tp 2: GPT, BERT with SP) and GPT's tp 2 with SP over NCCL.
+// tensor parallelism (tp 2: GPT, BERT with SP) and GPT's tp 2 with SP over NCCL,
+// and context parallelism (GPT cp 2 sharing GPU 0 and over NCCL).
 // Skips with the reason where no GPU is usable. Against the CUDA emulation on
 // the CPU (tests/engine/cuda_emulation, as test_cuda_training_emulated in CI,
 // with two pretend GPUs and the NCCL plugin over a stand-in NCCL) the same
@@ -153,6 +154,30 @@ void tensor_parallel_follows_cpu_ranks(const std::string& model, bool sequence_p
       QCOMPARE(gpu.rank_memory[r][m], cpu.rank_memory[r][m]);
 }
 
+// cp 2 (ring attention's blocks as backend ops, ops/cuda/cuda_ring_attention.cu)
+// for a few steps on CPU ranks, then on `gpus`: the losses agree within 1e-5
+// (relative), fall, and the model-state bytes match.
+void context_parallel_follows_cpu_ranks(const std::vector<int>& gpus, const char* how) {
+  RunConfig c = config("gpt-tiny", "cpu", Precision::fp32);
+  c.steps = emulated() ? 3 : 10;
+  c.batch = 4;
+  c.layout[Axis::cp] = 2;
+  const Run cpu = train(c);
+  c.device = "cuda";
+  c.gpus = gpus;
+  const Run gpu = train(c);
+  QVERIFY2(gpu.backend.rfind("cuda:", 0) == 0, gpu.backend.c_str());
+  QCOMPARE(gpu.losses.size(), cpu.losses.size());
+  const double worst = worst_relative(gpu, cpu);
+  qInfo("gpt-tiny cp2 %s: last loss gpu %.6f cpu %.6f, worst relative difference %.2e", how,
+        static_cast<double>(gpu.losses.back()), static_cast<double>(cpu.losses.back()), worst);
+  QVERIFY2(worst <= 1e-5, qPrintable(QString("worst relative loss difference %1").arg(worst)));
+  QVERIFY(gpu.losses.back() < gpu.losses.front());
+  for (std::size_t r = 0; r < gpu.rank_memory.size(); ++r)
+    for (MemoryCategory m : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
+      QCOMPARE(gpu.rank_memory[r][m], cpu.rank_memory[r][m]);
+}
+
 }  // namespace
 
 class TestCudaTraining : public QObject {
@@ -255,6 +280,19 @@ class TestCudaTraining : public QObject {
     const NcclAvailability nccl = probe_nccl();
     if (!nccl.available) QSKIP(qPrintable(QString::fromStdString("skipped: no NCCL (" + nccl.reason + ")")));
     tensor_parallel_follows_cpu_ranks("gpt-tiny", /*sequence_parallel=*/true, {0, 1}, "over NCCL");
+  }
+
+  // Context parallelism on GPUs: the ring's blocks live in device memory and
+  // their work is backend ops, so cp 2 follows the same layout on CPU ranks.
+  void context_parallel_sharing_one_gpu_follows_cpu_ranks() {
+    context_parallel_follows_cpu_ranks({0}, "sharing GPU 0");
+  }
+
+  void context_parallel_over_nccl_follows_cpu_ranks() {
+    if (probe_cuda().gpus.size() < 2) QSKIP("skipped: one rank per GPU needs 2 GPUs");
+    const NcclAvailability nccl = probe_nccl();
+    if (!nccl.available) QSKIP(qPrintable(QString::fromStdString("skipped: no NCCL (" + nccl.reason + ")")));
+    context_parallel_follows_cpu_ranks({0, 1}, "over NCCL");
   }
 
   // One rank per GPU over NCCL, DDP in small buckets: a bucket's all-reduce

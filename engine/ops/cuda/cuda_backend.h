@@ -103,6 +103,14 @@ class CudaBackend final : public Backend {
   void vocab_cross_entropy_backward(float* d_logits, const float* logits, const float* log_sum_exp,
                                     const std::int32_t* targets, int rows, int V, int first,
                                     float dloss_per_row) override;
+  void ring_attention_forward(float* out, float* lse, const float* qkv, const float* kv,
+                              const RingAttentionBlock& block) override;
+  void ring_attention_backward(float* d_qkv, float* d_kv, const float* d_out, const float* qkv, const float* kv,
+                               const float* lse, const float* row_dot, bool first_block,
+                               const RingAttentionBlock& block) override;
+  void attention_row_dot(float* row_dot, const float* d_out, const float* out, int B, int T, int C, int H) override;
+  void copy_columns(float* dst, int dst_stride, const float* src, int src_stride, std::int64_t rows,
+                    int width) override;
   void add(float* out, const float* a, const float* b, std::int64_t n) override;
   void add_bias_rows(float* x, const float* bias, int rows, int C) override;
   void scale(float* x, float factor, std::int64_t n) override;

@@ -15,7 +15,7 @@ class Backend;
 
 // Bumped whenever an entry point or backend.h's Backend changes, so a stale
 // plugin is refused instead of called with the wrong layout.
-#define SHARDSCOPE_CUDA_PLUGIN_ABI 6
+#define SHARDSCOPE_CUDA_PLUGIN_ABI 7
 
 extern "C" {
 
