@@ -132,6 +132,9 @@ void print_time(const Estimate& e) {
   std::printf("  pipeline p2p   %s sent per stage: %s\n", decimal_bytes(t.pp_bytes).c_str(), t.pp_formula.c_str());
   if (!t.tp_formula.empty())
     std::printf("  tensor-par.    %s sent per rank: %s\n", decimal_bytes(t.tp_bytes).c_str(), t.tp_formula.c_str());
+  if (!t.ep_formula.empty())
+    std::printf("  expert-par.    %s sent per rank (all-to-all): %s\n", decimal_bytes(t.ep_bytes).c_str(),
+                t.ep_formula.c_str());
   std::printf("  bubble         %.1f%%: %s\n", 100.0 * t.bubble_fraction, t.bubble_formula.c_str());
   if (!t.has_gpu) {
     std::printf("  (give --gpu for modeled seconds)\n");
@@ -140,7 +143,8 @@ void print_time(const Estimate& e) {
   char tp_seconds[32];
   std::snprintf(tp_seconds, sizeof tp_seconds, "%.3f", t.tp_comm_s);
   const std::string tp_text =  // the tp all-reduces, on the critical path (only with tp > 1)
-      t.tp_formula.empty() ? "" : " + tensor-parallel " + std::string(tp_seconds) + " s (" + t.tp_link + ")";
+      (t.tp_formula.empty() ? "" : " + tensor-parallel " + std::string(tp_seconds) + " s (" + t.tp_link + ")") +
+      (t.ep_formula.empty() ? "" : " + all-to-all " + short_number(t.ep_comm_s, 3) + " s (" + t.ep_link + ")");
   std::printf(
       "  on %s at %.0f%% of %s TFLOP/s (%s): compute %.3f s + bubble %.3f s + optimizer %.3f s + "
       "data-parallel %.3f s (%s) + pipeline %.3f s%s = %.3f s per step, %s tokens/s; %.3f s if the "
@@ -175,7 +179,9 @@ void print_estimate(const Estimate& e, const SettingOrigins& origins) {
       (s.layout.cp() > 1 ? " × cp " + std::to_string(s.layout.cp()) : "") +
       (s.layout.tp() > 1 || s.sequence_parallel
            ? " × tp " + std::to_string(s.layout.tp()) + (s.sequence_parallel ? " (sequence parallel)" : "")
-           : "");
+           : "") +
+      (s.expert_parallel > 1 ? ", experts over ep " + std::to_string(s.expert_parallel) + " (E/ep of them per rank)"
+                             : "");
   std::printf(
       "Layout: dp %d × pp %d%s = %d GPUs, %s, ZeRO-%d, %s, micro-batch %d × seq %d, accum %d × %d pipeline "
       "micro-batches (%s) per step, global batch %lld, checkpoint %s, activations %s (%s kernels)%s%s\n",

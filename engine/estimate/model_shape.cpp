@@ -62,20 +62,23 @@ std::int64_t tp_share(std::int64_t whole, std::int64_t split, int tp) {
 struct FileUnits {
   std::int64_t embedding, layer, head, tied_copy;
 };
-FileUnits file_units(const ModelShape& m, int tp) {
+FileUnits file_units(const ModelShape& m, int tp, int ep = 1) {
   const std::int64_t vh = m.vocab * m.hidden, split_vh = m.split_vocab(tp) * m.hidden;
   const std::int64_t replicated_layer = (m.architecture == "llama" ? 2 : 6) * m.hidden;
-  if (tp == 1) return {m.embedding_parameters, m.layer_parameters, m.head_parameters, vh};
+  // Expert parallelism: a layer keeps E/ep of its experts.
+  const std::int64_t layer = m.layer_parameters - m.layer_expert_parameters + m.layer_expert_parameters / ep;
+  if (tp == 1) return {m.embedding_parameters, layer, m.head_parameters, vh};
   return {tp_share(m.embedding_parameters - vh, split_vh, tp),
           tp_share(replicated_layer, m.layer_parameters - replicated_layer, tp),
           m.tied_embeddings ? m.head_parameters : tp_share(m.head_parameters - vh, split_vh, tp), split_vh / tp};
 }
 }  // namespace
 
-std::int64_t ModelShape::stage_parameters(int stages, int stage, int tp, int virtual_stages) const {
-  const StageLayers s = stage_layers(stages, stage, tp, virtual_stages);
+std::int64_t ModelShape::stage_parameters(int stages, int stage, int tp, int virtual_stages, int ep) const {
+  StageLayers s = stage_layers(stages, stage, tp, virtual_stages);
+  s.expert_ranks = ep;
   if (engine_config) return ParameterLayout(tp_config(tp), s).total();  // the engine's own layout
-  const FileUnits u = file_units(*this, tp);
+  const FileUnits u = file_units(*this, tp, ep);
   CheckedSize n = CheckedSize(s.layer_count()) * s.chunks * u.layer;
   if (s.embedding) n += u.embedding;
   if (s.head) n += u.head;
@@ -83,9 +86,9 @@ std::int64_t ModelShape::stage_parameters(int stages, int stage, int tp, int vir
   return n.value();
 }
 
-std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp, int virtual_stages) {
-  if (model.engine_config) return stage_units(model.tp_config(tp), pp, tp, virtual_stages);
-  const FileUnits u = file_units(model, tp);
+std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp, int virtual_stages, int ep) {
+  if (model.engine_config) return stage_units(model.tp_config(tp), pp, tp, virtual_stages, ep);
+  const FileUnits u = file_units(model, tp, ep);
   std::vector<StageUnits> stages;
   for (int s = 0; s < pp; ++s) {
     StageUnits su;
@@ -104,8 +107,8 @@ std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp, int
   return stages;
 }
 
-ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& model, int virtual_stages) {
-  return ShardingPlan(layout, stage_units(model, layout.axes.pp(), layout.axes.tp(), virtual_stages));
+ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& model, int virtual_stages, int ep) {
+  return ShardingPlan(layout, stage_units(model, layout.axes.pp(), layout.axes.tp(), virtual_stages, ep));
 }
 
 ModelShape model_shape_from_config(const ModelConfig& config, std::string preset) {
@@ -132,12 +135,13 @@ ModelShape model_shape_from_config(const ModelConfig& config, std::string preset
     if (e.name.rfind("embed.", 0) == 0)
       m.embedding_parameters += e.numel;
     else if (e.name.rfind("layer0.", 0) == 0)
-      m.layer_parameters += e.numel;
+      (e.expert ? m.layer_expert_parameters : m.layer_parameters) += e.numel;
     else if (e.name.rfind("layer", 0) != 0)
       m.head_parameters += e.numel;
     if (e.name == "embed.positions" || e.name == "embed.token_types") m.lookup_only_parameters += e.numel;
     modules[module_of(e.name)] += e.numel;
   }
+  m.layer_parameters += m.layer_expert_parameters;
   for (const auto& [name, numel] : modules) m.largest_module_parameters = std::max(m.largest_module_parameters, numel);
   m.base_model_parameters = m.parameters();
   m.experts = config.experts;
@@ -170,6 +174,9 @@ ModelShape model_shape_from_hf(const HfModelConfig& hf) {
   m.experts = hf.experts;
   m.top_k = hf.top_k;
   m.idle_expert_parameters = hf.training_parameters() - hf.active_training_parameters();
+  // Every layer a MoE layer (Mixtral): E experts per layer, of which E - k idle per token.
+  if (!hf.engine_config() && m.experts > m.top_k && m.layers > 0)
+    m.layer_expert_parameters = m.idle_expert_parameters / m.layers / (m.experts - m.top_k) * m.experts;
   return m;
 }
 

@@ -170,12 +170,13 @@ RankPlan ShardingPlan::make_rank(int rank) const {
   return p;
 }
 
-std::vector<StageUnits> stage_units(const ModelConfig& model, int pp, int tp, int virtual_stages) {
+std::vector<StageUnits> stage_units(const ModelConfig& model, int pp, int tp, int virtual_stages, int ep) {
   std::vector<StageUnits> stages;
   for (int s = 0; s < pp; ++s) {
     StageUnits su;
     su.layers = pipeline_stage_layers(model, pp, s, virtual_stages);
     su.layers.tp_size = tp;  // tp rank 0's slices; the others hold as many
+    su.layers.expert_ranks = ep;  // and ep rank 0's experts (E/ep on every ep rank)
     const ParameterLayout layout(model, su.layers);
     for (const ParameterUnit& u : layout.units()) su.units.push_back(PlanUnit{u.id, u.numel()});
     stages.push_back(std::move(su));
@@ -210,11 +211,13 @@ ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelConfig&
 }
 
 ShardingPlan make_sharding_plan(const RunConfig& config) {
-  if (config.virtual_stages <= 1) return make_sharding_plan(parallel_layout(config), run_model_config(config));
-  // Interleaved 1F1B: each stage holds v chunks (run_config.cpp refuses layers that do not split).
+  if (config.virtual_stages <= 1 && config.expert_parallel <= 1)
+    return make_sharding_plan(parallel_layout(config), run_model_config(config));
+  // Interleaved 1F1B: each stage holds v chunks (run_config.cpp refuses layers that do not split);
+  // expert parallelism: each rank E/ep experts.
   const ParallelLayout layout = parallel_layout(config);
-  return ShardingPlan(layout,
-                      stage_units(run_model_config(config), layout.axes.pp(), layout.axes.tp(), config.virtual_stages));
+  return ShardingPlan(layout, stage_units(run_model_config(config), layout.axes.pp(), layout.axes.tp(),
+                                          config.virtual_stages, config.expert_parallel));
 }
 
 }  // namespace shardscope
