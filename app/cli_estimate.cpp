@@ -64,8 +64,8 @@ SettingsPatch patch_from_flags(const Flags& f) {
   const auto given = [&](std::string_view key, std::optional<nlohmann::json> value) {
     if (value) values.push_back({std::string(key), std::move(*value), std::string(estimate_row(key).flag)});
   };
-  for (const char* key :
-       {"dp", "pp", "tp", "cp", "micro_batch", "seq", "accum", "micro_batches", "gpus_per_node", "zero", "dp_mode"})
+  for (const char* key : {"dp", "pp", "tp", "cp", "ep", "micro_batch", "seq", "accum", "micro_batches", "gpus_per_node",
+                          "zero", "dp_mode"})
     given(key, flag_value(f, key));
   // The engine's own converters: --precision also takes accelerate's "no" (fp32), and both keep their messages.
   if (const std::string* text = f.text("precision"))

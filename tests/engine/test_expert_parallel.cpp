@@ -182,7 +182,8 @@ void TestExpertParallel::ranks_hold_their_experts_only() {
   const ModelConfig model = find_model_preset("gpt-tiny-moe");
   const std::int64_t whole = analytic_parameter_count(model);
   std::int64_t experts = 0;
-  for (const ParameterEntry& e : ParameterLayout(model).entries()) experts += e.expert ? e.numel : 0;
+  const ParameterLayout layout(model);
+  for (const ParameterEntry& e : layout.entries()) experts += e.expert ? e.numel : 0;
   QCOMPARE(experts, std::int64_t{model.layers} * model.experts * (8LL * 128 * 128 + 5 * 128));
   RunConfig c = moe_config(4, 2, 1);
   c.steps = 1;
