@@ -60,17 +60,18 @@ std::int64_t tp_share(std::int64_t whole, std::int64_t split, int tp) {
 // A file's parameters per unit on one tp rank. The replicated part of a layer:
 // its norms and, in GPT-2 and BERT, the LayerNorm biases and the two row-parallel biases.
 struct FileUnits {
-  std::int64_t embedding, layer, head, tied_copy;
+  std::int64_t embedding, layer, head, tied_copy, dense_layer;
+  std::int64_t layer_of(const ModelShape& m, std::int64_t l) const { return l < m.dense_layers ? dense_layer : layer; }
 };
 FileUnits file_units(const ModelShape& m, int tp, int ep = 1) {
   const std::int64_t vh = m.vocab * m.hidden, split_vh = m.split_vocab(tp) * m.hidden;
   const std::int64_t replicated_layer = (m.architecture == "llama" ? 2 : 6) * m.hidden;
   // Expert parallelism: a layer keeps E/ep of its experts.
   const std::int64_t layer = m.layer_parameters - m.layer_expert_parameters + m.layer_expert_parameters / ep;
-  if (tp == 1) return {m.embedding_parameters, layer, m.head_parameters, vh};
-  return {tp_share(m.embedding_parameters - vh, split_vh, tp),
-          tp_share(replicated_layer, m.layer_parameters - replicated_layer, tp),
-          m.tied_embeddings ? m.head_parameters : tp_share(m.head_parameters - vh, split_vh, tp), split_vh / tp};
+  if (tp == 1) return {m.embedding_parameters, layer, m.head_parameters, vh, m.dense_layer_parameters};
+  return {tp_share(m.embedding_parameters - vh, split_vh, tp), tp_share(replicated_layer, layer - replicated_layer, tp),
+          m.tied_embeddings ? m.head_parameters : tp_share(m.head_parameters - vh, split_vh, tp), split_vh / tp,
+          tp_share(replicated_layer, m.dense_layer_parameters - replicated_layer, tp)};
 }
 }  // namespace
 
@@ -79,7 +80,9 @@ std::int64_t ModelShape::stage_parameters(int stages, int stage, int tp, int vir
   s.expert_ranks = ep;
   if (engine_config) return ParameterLayout(tp_config(tp), s).total();  // the engine's own layout
   const FileUnits u = file_units(*this, tp, ep);
-  CheckedSize n = CheckedSize(s.layer_count()) * s.chunks * u.layer;
+  CheckedSize n = 0;
+  for (int c = 0; c < s.chunks; ++c)
+    for (int l = s.chunk(c).first_layer; l < s.chunk(c).end_layer; ++l) n += u.layer_of(*this, l);
   if (s.embedding) n += u.embedding;
   if (s.head) n += u.head;
   if (s.head && !s.embedding && tied_embeddings) n += u.tied_copy;  // the head's copy of the token embedding
@@ -96,7 +99,7 @@ std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp, int
     if (su.layers.embedding) su.units.push_back(PlanUnit{0, u.embedding});
     for (int c = 0; c < su.layers.chunks; ++c)  // several chunks: interleaved 1F1B
       for (int l = su.layers.chunk(c).first_layer; l < su.layers.chunk(c).end_layer; ++l)
-        su.units.push_back(PlanUnit{1 + l, u.layer});
+        su.units.push_back(PlanUnit{1 + l, u.layer_of(model, l)});
     if (su.layers.head) {
       const bool tied_copy = !su.layers.embedding && model.tied_embeddings;  // the head's copy of the token embedding
       const CheckedSize copy = tied_copy ? CheckedSize(u.tied_copy) : CheckedSize(0);
@@ -174,9 +177,14 @@ ModelShape model_shape_from_hf(const HfModelConfig& hf) {
   m.experts = hf.experts;
   m.top_k = hf.top_k;
   m.idle_expert_parameters = hf.training_parameters() - hf.active_training_parameters();
-  // Every layer a MoE layer (Mixtral): E experts per layer, of which E - k idle per token.
-  if (!hf.engine_config() && m.experts > m.top_k && m.layers > 0)
-    m.layer_expert_parameters = m.idle_expert_parameters / m.layers / (m.experts - m.top_k) * m.experts;
+  // Every layer a MoE layer (Mixtral), or every one after the first dense ones (DeepSeek-V3):
+  // E experts per MoE layer, of which E - k idle per token.
+  if (!hf.engine_config()) {
+    m.dense_layers = hf.first_dense_layers;
+    m.dense_layer_parameters = hf.dense_layer_parameters();
+    if (m.experts > m.top_k && m.moe_layers() > 0)
+      m.layer_expert_parameters = m.idle_expert_parameters / m.moe_layers() / (m.experts - m.top_k) * m.experts;
+  }
   return m;
 }
 

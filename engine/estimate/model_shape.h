@@ -38,13 +38,23 @@ struct ModelShape {
   // Of layer_parameters, the experts' (every layer a MoE layer): what expert
   // parallelism splits over the ep ranks, E/ep experts on each.
   std::int64_t layer_expert_parameters = 0;
+  // The first dense_layers layers hold dense_layer_parameters instead (DeepSeek-V3's
+  // first_k_dense_replace: a dense MLP before the MoE layers).
+  std::int64_t dense_layers = 0, dense_layer_parameters = 0;
+  std::int64_t moe_layers() const { return experts > 0 ? layers - dense_layers : 0; }
+  // Layer l's parameters (of a file's model).
+  std::int64_t layer_parameters_of(std::int64_t l) const {
+    return l < dense_layers ? dense_layer_parameters : layer_parameters;
+  }
   // Set when ShardScope's kernels implement this architecture: activations can
   // then be computed exactly (engine/model/activations.h).
   std::optional<ModelConfig> engine_config;
 
   // Ψ: every parameter of the model trained, counted once.
   std::int64_t parameters() const {
-    return (CheckedSize(embedding_parameters) + CheckedSize(layers) * layer_parameters + head_parameters).value();
+    return (CheckedSize(embedding_parameters) + CheckedSize(layers - dense_layers) * layer_parameters +
+            CheckedSize(dense_layers) * dense_layer_parameters + head_parameters)
+        .value();
   }
   // Which layers stage `stage` of `stages` holds (the engine's split rule), on one of `tp` ranks;
   // with virtual_stages v > 1 its v interleaved chunks (model_config.h, pipeline_stage_layers).

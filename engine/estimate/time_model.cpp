@@ -64,7 +64,11 @@ void count_data_parallel_bytes(TimeEstimate& t, const ModelShape& model, const E
   const int ep = s.expert_parallel;
   for (const StageUnits& stage : stage_units(model, s.layout.pp(), s.layout.tp(), s.virtual_stages, ep)) {
     // Expert parallelism: the experts' gradients go round the ranks holding them (DDP).
-    const std::int64_t experts = model.layer_expert_parameters / ep * stage.layers.layer_count() * stage.layers.chunks;
+    std::int64_t moe_layers = 0;
+    for (int c = 0; c < stage.layers.chunks; ++c)
+      moe_layers += std::max(0, stage.layers.chunk(c).end_layer -
+                                    std::max(stage.layers.chunk(c).first_layer, static_cast<int>(model.dense_layers)));
+    const std::int64_t experts = model.layer_expert_parameters / ep * moe_layers;
     DataParallelTraffic traffic = ep > 1 ? expert_data_parallel_traffic(s.layout.dp(), ep, stage.parameters() - experts,
                                                                         experts, rules.bytes_per_parameter().gradients)
                                          : data_parallel_traffic(rules, stage, s.micro_steps(), extra);
@@ -136,7 +140,10 @@ void count_expert_parallel_bytes(TimeEstimate& t, const ModelShape& model, const
   const ExpertParallelTraffic pair = expert_parallel_pair_traffic(
       ep, static_cast<int>(model.experts), capacity, static_cast<int>(model.hidden), d, s.recompute == Recompute::full);
   const StageLayers first = model.stage_layers(s.layout.pp(), 0, 1, s.virtual_stages);
-  const int layers = first.layer_count() * first.chunks;  // every layer a MoE layer (ModelShape)
+  int layers = 0;  // the first stage's MoE layers (DeepSeek-V3's first dense ones have no all-to-all)
+  for (int c = 0; c < first.chunks; ++c)
+    layers += std::max(
+        0, first.chunk(c).end_layer - std::max(first.chunk(c).first_layer, static_cast<int>(model.dense_layers)));
   t.ep_bytes = static_cast<double>(pair.pair_bytes) * (ep - 1) * layers * static_cast<double>(s.micro_steps());
   t.ep_formula = "(ep − 1)·L·K·" + pair.formula + " = " + std::to_string(ep - 1) + " × " + std::to_string(layers) +
                  " × " + std::to_string(s.micro_steps()) + " × " + grouped(pair.pair_bytes) + " (" + pair.values +
