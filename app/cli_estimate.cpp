@@ -64,8 +64,8 @@ SettingsPatch patch_from_flags(const Flags& f) {
   const auto given = [&](std::string_view key, std::optional<nlohmann::json> value) {
     if (value) values.push_back({std::string(key), std::move(*value), std::string(estimate_row(key).flag)});
   };
-  for (const char* key :
-       {"dp", "pp", "tp", "cp", "micro_batch", "seq", "accum", "micro_batches", "gpus_per_node", "zero", "dp_mode"})
+  for (const char* key : {"dp", "pp", "tp", "cp", "ep", "micro_batch", "seq", "accum", "micro_batches", "gpus_per_node",
+                          "zero", "dp_mode"})
     given(key, flag_value(f, key));
   // The engine's own converters: --precision also takes accelerate's "no" (fp32), and both keep their messages.
   if (const std::string* text = f.text("precision"))
@@ -130,8 +130,9 @@ void print_gpu_time(const Estimate& e) {
   const TimeEstimate& t = e.time;
   char text[96];
   std::snprintf(text, sizeof text, "%.3f", t.tp_comm_s);
-  const std::string tp_text =  // the tp all-reduces, on the critical path (only with tp > 1)
-      t.tp_formula.empty() ? "" : " + tensor-parallel " + std::string(text) + " s (" + t.tp_link + ")";
+  const std::string tp_text =  // the tp all-reduces and ep all-to-alls, on the critical path (only with tp, ep > 1)
+      (t.tp_formula.empty() ? "" : " + tensor-parallel " + std::string(text) + " s (" + t.tp_link + ")") +
+      (t.ep_formula.empty() ? "" : " + all-to-all " + short_number(t.ep_comm_s, 3) + " s (" + t.ep_link + ")");
   if (t.measured_kernels)
     std::snprintf(text, sizeof text, "%.3f s exposed of %.3f s", t.dp_exposed_s, t.dp_comm_s);
   else
@@ -180,6 +181,9 @@ void print_time(const Estimate& e) {
   std::printf("  pipeline p2p   %s sent per stage: %s\n", decimal_bytes(t.pp_bytes).c_str(), t.pp_formula.c_str());
   if (!t.tp_formula.empty())
     std::printf("  tensor-par.    %s sent per rank: %s\n", decimal_bytes(t.tp_bytes).c_str(), t.tp_formula.c_str());
+  if (!t.ep_formula.empty())
+    std::printf("  expert-par.    %s sent per rank (all-to-all): %s\n", decimal_bytes(t.ep_bytes).c_str(),
+                t.ep_formula.c_str());
   std::printf("  bubble         %.1f%%: %s\n", 100.0 * t.bubble_fraction, t.bubble_formula.c_str());
   if (!t.has_gpu) {
     std::printf("  (give --gpu for modeled seconds)\n");
@@ -206,7 +210,9 @@ void print_estimate(const Estimate& e, const SettingOrigins& origins) {
       (s.layout.cp() > 1 ? " × cp " + std::to_string(s.layout.cp()) : "") +
       (s.layout.tp() > 1 || s.sequence_parallel
            ? " × tp " + std::to_string(s.layout.tp()) + (s.sequence_parallel ? " (sequence parallel)" : "")
-           : "");
+           : "") +
+      (s.expert_parallel > 1 ? ", experts over ep " + std::to_string(s.expert_parallel) + " (E/ep of them per rank)"
+                             : "");
   std::printf(
       "Layout: dp %d × pp %d%s = %d GPUs, %s, ZeRO-%d, %s, micro-batch %d × seq %d, accum %d × %d pipeline "
       "micro-batches (%s) per step, global batch %lld, checkpoint %s, activations %s (%s kernels)%s%s\n",

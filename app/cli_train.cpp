@@ -20,6 +20,7 @@
 
 #include "cli_args.h"
 #include "cli_context_parallel.h"
+#include "cli_expert_parallel.h"
 #include "cli_job_events.h"
 #include "cli_launch.h"
 #include "cli_lesson_figures.h"
@@ -38,6 +39,7 @@
 #include "model/mixture_of_experts.h"
 #include "model/model_config.h"
 #include "plan/data_parallel_traffic.h"
+#include "plan/expert_parallel_traffic.h"
 #include "plan/sharding_plan.h"
 #include "plan/tensor_parallel_traffic.h"
 #include "train/checkpoint.h"
@@ -300,9 +302,16 @@ void print_data_parallel_traffic(const Trainer& trainer, const RunConfig& config
   if (measured.sent.empty()) return;
   const ShardingPlan& plan = trainer.plan();
   const int extra = extra_embedding_gathers(trainer.model().config().kind);
+  std::int64_t experts = 0;  // expert parallelism: the rank's experts, reduced over the ranks holding them
+  for (const ParameterEntry& e : trainer.model().layout().entries()) experts += e.expert ? e.numel : 0;
   for (int stage = 0; stage < config.layout.pp(); ++stage) {
-    const DataParallelTraffic f = data_parallel_traffic(
-        plan, plan.stage(stage), static_cast<std::int64_t>(config.accum) * config.micro_batches, extra);
+    const DataParallelTraffic f =
+        config.expert_parallel > 1
+            ? expert_data_parallel_traffic(config.layout.dp(), config.expert_parallel,
+                                           plan.stage(stage).parameters() - experts, experts,
+                                           static_cast<int>(plan.bytes_per_parameter().gradients))
+            : data_parallel_traffic(plan, plan.stage(stage),
+                                    static_cast<std::int64_t>(config.accum) * config.micro_batches, extra);
     const std::string where = config.layout.pp() > 1 ? "stage " + std::to_string(stage) + " " : "";
     const std::string formula = " (step " + std::to_string(step) + "; formula " + f.formula + " = " +
                                 bytes_text(f.bytes) + " with " + f.values + ": " + f.what + ")";
@@ -389,6 +398,7 @@ void print_summary(Trainer& trainer, const RunConfig& config, const RunTotals& t
     print_tensor_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
     print_sequence_parallel_activations(trainer, config);
     print_context_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
+    print_expert_parallel_traffic(trainer, config, events.schedule(), schedule.first_step);
   } else {  // the bubble and the overlap need every rank's spans
     std::printf("schedule: not summarized (the events of some processes did not reach rank 0)\n");
   }

@@ -381,8 +381,11 @@ void ScheduleEvents::emit(const Event& event) {
   // Ring attention's block transfers (plan/context_parallel_traffic.h measures them from events()).
   const bool ring_attention =
       event.kind == EventKind::comm_span && event.purpose == CommPurpose::context_parallel && event.layer >= 0;
+  // MoE's all-to-all sends (plan/expert_parallel_traffic.h measures them from events()).
+  const bool all_to_all = event.kind == EventKind::comm_span && event.purpose == CommPurpose::expert_parallel &&
+                          event.unit >= 1 && event.op == CommOp::send;
   if (!is_stage_span(event) && !is_bucket_transfer(event) && !model_states && !wait && !optimizer && !layer_traffic &&
-      !ring_attention)
+      !ring_attention && !all_to_all)
     return;
   std::lock_guard lock(mutex_);
   if (event.step > latest_step_) {
@@ -397,7 +400,8 @@ void ScheduleEvents::emit(const Event& event) {
   if (wait) waits_[event.step].add(event);
   if (layer_traffic) layer_bytes_[event.step][{event.src, event.unit, event.micro_batch}] += event.bytes;
   if (model_states) transfer_bytes_[event.step][{event.src, event.dst}] += event.bytes;
-  if (is_stage_span(event) || is_bucket_transfer(event) || optimizer || ring_attention) kept_.push_back(event);
+  if (is_stage_span(event) || is_bucket_transfer(event) || optimizer || ring_attention || all_to_all)
+    kept_.push_back(event);
 }
 
 RankWaits ScheduleEvents::waits(std::int64_t first_step) const {

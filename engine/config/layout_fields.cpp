@@ -132,7 +132,14 @@ void add_tensor_parallel_fields(std::vector<RunField>& f) {
                .saved = Saved::optional,
                .get = get_member<&RunConfig::expert_parallel>,
                .set = set_member<&RunConfig::expert_parallel>,
-               .surfaces = surface::train});
+               .surfaces = surface::train | surface::estimate,
+               .plan = {.help = {"Expert-parallel ranks (a mixture-of-experts model): each of N consecutive "
+                                 "data-parallel ranks holds experts / N experts of every MoE layer; --dp and the "
+                                 "expert count must divide by N",
+                                 "专家并行 rank 数（混合专家模型）：N 个相邻的数据并行 rank 各持有每个 MoE 层的 "
+                                 "experts / N 个专家；--dp 和专家数须能被 N 整除"},
+                        .min = 1,
+                        .max = 1'000'000}});
 }
 }  // namespace
 

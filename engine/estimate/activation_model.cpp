@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "estimate/formula_text.h"
 #include "model/activations.h"
+#include "model/mixture_of_experts.h"
 #include "plan/pipeline_schedule.h"
 
 namespace shardscope {
@@ -69,10 +70,15 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
   const std::string d = std::to_string(value_bytes) + " × ";
   // A mixture of experts: each MoE layer also keeps its experts' packed rows, b·s·k of them:
   // input h, fc and GELU 4h each, output h (model/mixture_of_experts.cpp, bind_activations).
+  // Expert parallelism: the rank's own rows keep input and output, and its experts' fc and
+  // GELU (and input) are kept for the rows it receives, laid out for their bound E·c.
   std::int64_t moe_layers = 0;
   for (int l = stage.first_layer; l < stage.end_layer; ++l) moe_layers += config.moe_layer(l) ? 1 : 0;
   const std::int64_t expert_rows = std::int64_t{micro_batch_size} * seq * config.top_k;
-  const std::int64_t expert_floats = moe_layers * expert_rows * 10 * config.channels;
+  const bool ep = stage.expert_ranks > 1 && moe_layers > 0;
+  const std::int64_t received = ep ? std::int64_t{config.experts} * moe_capacity(config, micro_batch_size * seq) : 0;
+  const std::int64_t expert_floats =
+      moe_layers * (ep ? (expert_rows * 2 + received * 9) * config.channels : expert_rows * 10 * config.channels);
   ActivationBytes out;
   out.activations = value_bytes * (acts + expert_floats);  // below kMaxSize / 4: check_kernel_floats
   out.workspace = value_bytes * scratch;
@@ -95,9 +101,16 @@ ActivationBytes shardscope_activation_bytes(const ModelConfig& config, const Sta
       (checkpointing ? ": each layer keeps its output b·s·h, one shared layer set " + layer_set
                      : ": per layer " + layer_set) +
       ends +
-      (moe_layers > 0 ? "; + " + grouped(expert_floats) + " floats: per MoE layer the experts' rows b·s·k·10h (" +
-                            std::to_string(moe_layers) + " layers, k = " + std::to_string(config.top_k) + "))"
-                      : "");
+      (moe_layers > 0 && !ep
+           ? "; + " + grouped(expert_floats) + " floats: per MoE layer the experts' rows b·s·k·10h (" +
+                 std::to_string(moe_layers) + " layers, k = " + std::to_string(config.top_k) + "))"
+       : ep ? "; + " + grouped(expert_floats) +
+                  " floats: per MoE layer the rank's rows' input and output b·s·k·2h and its experts' received rows "
+                  "E·c·9h (" +
+                  std::to_string(moe_layers) + " layers, k = " + std::to_string(config.top_k) +
+                  ", at most c = " + std::to_string(received / config.experts) +
+                  " rows per expert from each of ep = " + std::to_string(stage.expert_ranks) + " ranks))"
+            : "");
   out.workspace_formula =
       d + grouped(scratch) + " floats = BackwardScratch::total_floats(b=" + b + ", s=" + s +
       "): activation gradients of one layer, " +

@@ -82,7 +82,15 @@ json time_json(const TimeEstimate& t) {
     out["tp_bytes_per_rank"] = t.tp_bytes;
     out["tp_formula"] = t.tp_formula;
   }
+  if (!t.ep_formula.empty()) {  // ep > 1 only
+    out["ep_bytes_per_rank"] = t.ep_bytes;
+    out["ep_formula"] = t.ep_formula;
+  }
   if (!t.has_gpu) return out;
+  if (!t.ep_formula.empty()) {
+    out["ep_comm_s"] = t.ep_comm_s;
+    out["ep_link"] = t.ep_link;
+  }
   if (tp) {
     out["tp_comm_s"] = t.tp_comm_s;
     out["tp_link"] = t.tp_link;

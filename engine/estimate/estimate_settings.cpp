@@ -109,6 +109,29 @@ void require_axis(const Layout& layout, Axis axis) {
   require_in(got >= row.min && got <= row.max, std::string(row.key),
              "between " + std::to_string(row.min) + " and " + std::to_string(row.max), got);
 }
+
+// Expert parallelism borrows dp ranks (groups of ep consecutive ones), as a run does
+// (run_config.cpp); the experts' split is checked with the model (estimate_memory).
+void check_expert_parallel(const EstimateSettings& s) {
+  const RunField row = field_on(run_field("ep"), surface::estimate);
+  const int ep = s.expert_parallel, dp = s.layout.dp();
+  require_in(ep >= row.min && ep <= row.max, "ep",
+             "between " + std::to_string(row.min) + " and " + std::to_string(row.max), ep);
+  if (dp % ep != 0)
+    throw FieldError("{ep} " + std::to_string(ep) + " does not divide {dp} " + std::to_string(dp) +
+                         " (expert parallelism groups ep consecutive data-parallel ranks)",
+                     "{ep} " + std::to_string(ep) + " 不能整除 {dp} " + std::to_string(dp) +
+                         "（专家并行把 ep 个相邻的数据并行 rank 分为一组）");
+  if (ep > 1 && (s.zero_stage > 0 || s.dp_mode == DataParallelMode::naive))  // as a run refuses them
+    throw FieldError("{ep} " + std::to_string(ep) + " is modelled with DDP ({zero} 0), as the engine trains it (got " +
+                         (s.dp_mode == DataParallelMode::naive ? std::string("{dp_mode} naive")
+                                                               : "{zero} " + std::to_string(s.zero_stage)) +
+                         ")",
+                     "{ep} " + std::to_string(ep) + " 只按 DDP（{zero} 0）建模，与引擎的训练方式一致（实为 " +
+                         (s.dp_mode == DataParallelMode::naive ? std::string("{dp_mode} naive")
+                                                               : "{zero} " + std::to_string(s.zero_stage)) +
+                         "）");
+}
 }  // namespace
 
 void validate_estimate_settings(const EstimateSettings& s) {
@@ -121,6 +144,7 @@ void validate_estimate_settings(const EstimateSettings& s) {
                          " does not split into equal slices (each context-parallel rank holds seq / cp tokens)",
                      "{cp} " + std::to_string(s.layout.cp()) + "：{seq} " + std::to_string(s.seq) +
                          " 无法均分（每个上下文并行 rank 持有 seq / cp 个 token）");
+  check_expert_parallel(s);
   check_zero_stage_range(s.zero_stage);  // config/run_config.h, as the rules below
   require_in(s.micro_batch_size >= 1, "micro_batch", "at least 1", s.micro_batch_size);
   require_in(s.seq >= 0, "seq", "at least 1", s.seq);
@@ -192,6 +216,7 @@ void apply_patch(EstimateSettings& s, const SettingsPatch& p) {
   if (p.recompute) s.recompute = *p.recompute;
   if (p.schedule) s.schedule = *p.schedule;
   if (p.virtual_stages) s.virtual_stages = *p.virtual_stages;
+  if (p.expert_parallel) s.expert_parallel = *p.expert_parallel;
   if (p.offload_optimizer) s.offload_optimizer = *p.offload_optimizer;
   if (p.offload_params) s.offload_params = *p.offload_params;
   if (p.sequence_parallel) s.sequence_parallel = *p.sequence_parallel;
@@ -223,6 +248,8 @@ bool patch_value(SettingsPatch& p, std::string_view k, const nlohmann::json& v) 
     p.gpus_per_node = v.get<int>();
   else if (k == "virtual_stages")
     p.virtual_stages = v.get<int>();
+  else if (k == "ep")
+    p.expert_parallel = v.get<int>();
   else if (k == "batch")
     p.global_batch = v.get<std::int64_t>();
   else if (k == "dp_mode")

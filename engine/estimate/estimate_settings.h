@@ -50,6 +50,9 @@ struct EstimateSettings {
   // Sequence parallelism (Korthikanti et al. 2022) over the tp group: the regions
   // outside the split matmuls (LayerNorm, dropout) hold s/t tokens per rank.
   bool sequence_parallel = false;
+  // Expert parallelism (RunConfig::expert_parallel): ep consecutive dp ranks split
+  // a mixture of experts' experts, E/ep each, and exchange tokens by all-to-all.
+  int expert_parallel = 1;
   PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
   int virtual_stages = 1;          // v: model chunks per stage (interleaved 1F1B), RunConfig::virtual_stages
   bool offload_optimizer = false;  // ZeRO-Offload: optimizer states (and the step) on the CPU
@@ -93,6 +96,7 @@ EstimateSettings settings_for_run(const RunConfig& config);
 struct SettingsPatch {
   PerAxis<std::optional<int>> axes;  // dp, pp, tp
   std::optional<int> zero_stage, micro_batch_size, seq, accum, micro_batches, gpus_per_node, virtual_stages;
+  std::optional<int> expert_parallel;
   std::optional<std::int64_t> global_batch;  // DeepSpeed's train_batch_size
   std::optional<DataParallelMode> dp_mode;
   std::optional<Precision> precision;

@@ -13,6 +13,7 @@
 #include "estimate/formula_text.h"
 #include "estimate/zero_units.h"
 #include "layout/grid.h"
+#include "model/mixture_of_experts.h"
 #include "model/model_config.h"
 #include "model/parameter_layout.h"
 #include "parallel/communicator.h"
@@ -253,6 +254,7 @@ RunConfig to_run_config(const ModelShape& model, const EstimateSettings& s) {
   c.checkpoint = s.recompute == Recompute::full;
   c.precision = s.precision;
   c.sequence_parallel = s.sequence_parallel;
+  c.expert_parallel = s.expert_parallel;
   return c;
 }
 
@@ -264,13 +266,10 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
   if (s.layout.cp() > 1 && s.cuda) return "the estimator does not count context parallelism's GPU workspace yet";
   // The planner's rules are the run's (check_layout_rules); the engine's own
   // limits are the run-config schema's ranges.
-  const std::pair<const char*, std::int64_t> limits[] = {{"dp", s.layout.dp()},
-                                                         {"pp", s.layout.pp()},
-                                                         {"tp", s.layout.tp()},
-                                                         {"cp", s.layout.cp()},
-                                                         {"micro_batches", s.micro_batches},
-                                                         {"accum", s.accum},
-                                                         {"batch", s.global_batch()}};
+  const std::pair<const char*, std::int64_t> limits[] = {{"dp", s.layout.dp()},     {"pp", s.layout.pp()},
+                                                         {"tp", s.layout.tp()},     {"cp", s.layout.cp()},
+                                                         {"ep", s.expert_parallel}, {"micro_batches", s.micro_batches},
+                                                         {"accum", s.accum},        {"batch", s.global_batch()}};
   try {
     for (const auto& [key, value] : limits) check_field_value(run_field(key), value);
     if (s.seq > model.max_positions) return "the engine trains at most " + std::to_string(model.max_positions) + " tokens";
@@ -332,6 +331,12 @@ void validate_against_model(const ModelShape& model, const EstimateSettings& s) 
                       std::to_string(entries) + ": at most " + std::to_string(kMaxPlanEntries) +
                       " (the sharding plan holds every rank's share of every unit); use fewer ranks or layers");
   validate_tensor_parallel_shape(model, s);
+  const int ep = s.expert_parallel;  // as a run refuses them (run_config.cpp, validate_mixture_of_experts)
+  if (ep > 1 && model.experts % ep != 0)
+    throw ConfigError("--ep " + std::to_string(ep) + ": " +
+                      (model.experts == 0 ? model.name + " has no experts"
+                                          : "the " + std::to_string(model.experts) + " experts of " + model.name +
+                                                " do not split over " + std::to_string(ep) + " expert-parallel ranks"));
   if (s.seq > model.max_positions && model.architecture != "llama")
     throw ConfigError("--seq " + std::to_string(s.seq) + " exceeds the maximum sequence length of " + model.name +
                       " (" + std::to_string(model.max_positions) + ")");
@@ -380,6 +385,21 @@ void context_parallel_memory(RankMemory& m, const EstimateSettings& s, const Mod
       before == 0 ? blocks : m.formula(MemoryCategory::communication) + " + " + blocks);
 }
 
+// Expert parallelism: the all-to-all's staging (model/expert_parallel.cpp), three blocks of
+// E·c rows of h floats (c = ceil(f·b·s·k/E), the capacity): the most a rank receives.
+void expert_parallel_memory(RankMemory& m, const EstimateSettings& s, const ModelShape& model) {
+  if (s.expert_parallel == 1 || s.activations != ActivationMode::shardscope || !model.engine_config) return;
+  const ModelConfig& config = *model.engine_config;
+  const std::int64_t capacity = moe_capacity(config, s.micro_batch_size * s.seq);
+  const std::int64_t rows = (CheckedSize(config.experts) * capacity).value();
+  const std::int64_t bytes = (CheckedSize(3) * rows * model.hidden * 4).value();
+  const std::int64_t before = m.bytes[MemoryCategory::communication];
+  const std::string text = "the all-to-all's staging, 3 × E·c·h · 4 = 3 × " + grouped(rows) + " × " +
+                           grouped(model.hidden) + " × 4 (c = " + std::to_string(capacity) + ")";
+  set(m, MemoryCategory::communication, checked_add(before, bytes),
+      before == 0 ? text : m.formula(MemoryCategory::communication) + " + " + text);
+}
+
 // What every rank of a pipeline stage shares, computed at the stage's first rank.
 struct StageMemory {
   std::int64_t parameters = 0;  // Ψ_s
@@ -397,9 +417,9 @@ const StageMemory& stage_memory(PerStage& per_stage, const ModelShape& model, co
   if (it == per_stage.memory.end()) {
     ActivationBytes acts = stage_activation_bytes(model, s, m.layers);
     it = per_stage.memory
-             .emplace(m.stage,
-                      StageMemory{model.stage_parameters(s.layout.pp(), m.stage, s.layout.tp(), s.virtual_stages),
-                                  std::move(acts)})
+             .emplace(m.stage, StageMemory{model.stage_parameters(s.layout.pp(), m.stage, s.layout.tp(),
+                                                                  s.virtual_stages, s.expert_parallel),
+                                           std::move(acts)})
              .first;
   }
   return it->second;
@@ -476,6 +496,7 @@ RankMemory rank_memory(int rank, const Context& c, const ModelShape& model, cons
   m.stage = c.plan.grid().stage_of(rank);
   m.dp_rank = c.plan.grid().dp_rank_of(rank);
   m.layers = model.stage_layers(c.s.layout.pp(), m.stage, c.s.layout.tp(), c.s.virtual_stages);
+  m.layers.expert_ranks = c.s.expert_parallel;  // E/ep experts of each MoE layer
   const StageMemory& stage = stage_memory(per_stage, model, c.s, m);
   m.stage_parameters = stage.parameters;
   if (c.plan.unit_chunks())
@@ -489,6 +510,7 @@ RankMemory rank_memory(int rank, const Context& c, const ModelShape& model, cons
   activation_memory(m, c.s, stage.activations);
   workspace_memory(m, c, model, stage.activations, widen_block);
   context_parallel_memory(m, c.s, model);
+  expert_parallel_memory(m, c.s, model);
   return m;
 }
 
@@ -521,7 +543,7 @@ MemoryEstimate estimate_with_plan(const ModelShape& model, const EstimateSetting
 
 MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& settings) {
   const EstimateSettings s = checked_settings(model, settings);
-  return estimate_with_plan(model, s, make_sharding_plan(s.plan_layout(), model, s.virtual_stages));
+  return estimate_with_plan(model, s, make_sharding_plan(s.plan_layout(), model, s.virtual_stages, s.expert_parallel));
 }
 
 MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& settings, const ShardingPlan& plan) {

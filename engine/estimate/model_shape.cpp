@@ -60,32 +60,38 @@ std::int64_t tp_share(std::int64_t whole, std::int64_t split, int tp) {
 // A file's parameters per unit on one tp rank. The replicated part of a layer:
 // its norms and, in GPT-2 and BERT, the LayerNorm biases and the two row-parallel biases.
 struct FileUnits {
-  std::int64_t embedding, layer, head, tied_copy;
+  std::int64_t embedding, layer, head, tied_copy, dense_layer;
+  std::int64_t layer_of(const ModelShape& m, std::int64_t l) const { return l < m.dense_layers ? dense_layer : layer; }
 };
-FileUnits file_units(const ModelShape& m, int tp) {
+FileUnits file_units(const ModelShape& m, int tp, int ep = 1) {
   const std::int64_t vh = m.vocab * m.hidden, split_vh = m.split_vocab(tp) * m.hidden;
   const std::int64_t replicated_layer = (m.architecture == "llama" ? 2 : 6) * m.hidden;
-  if (tp == 1) return {m.embedding_parameters, m.layer_parameters, m.head_parameters, vh};
-  return {tp_share(m.embedding_parameters - vh, split_vh, tp),
-          tp_share(replicated_layer, m.layer_parameters - replicated_layer, tp),
-          m.tied_embeddings ? m.head_parameters : tp_share(m.head_parameters - vh, split_vh, tp), split_vh / tp};
+  // Expert parallelism: a layer keeps E/ep of its experts.
+  const std::int64_t layer = m.layer_parameters - m.layer_expert_parameters + m.layer_expert_parameters / ep;
+  if (tp == 1) return {m.embedding_parameters, layer, m.head_parameters, vh, m.dense_layer_parameters};
+  return {tp_share(m.embedding_parameters - vh, split_vh, tp), tp_share(replicated_layer, layer - replicated_layer, tp),
+          m.tied_embeddings ? m.head_parameters : tp_share(m.head_parameters - vh, split_vh, tp), split_vh / tp,
+          tp_share(replicated_layer, m.dense_layer_parameters - replicated_layer, tp)};
 }
 }  // namespace
 
-std::int64_t ModelShape::stage_parameters(int stages, int stage, int tp, int virtual_stages) const {
-  const StageLayers s = stage_layers(stages, stage, tp, virtual_stages);
+std::int64_t ModelShape::stage_parameters(int stages, int stage, int tp, int virtual_stages, int ep) const {
+  StageLayers s = stage_layers(stages, stage, tp, virtual_stages);
+  s.expert_ranks = ep;
   if (engine_config) return ParameterLayout(tp_config(tp), s).total();  // the engine's own layout
-  const FileUnits u = file_units(*this, tp);
-  CheckedSize n = CheckedSize(s.layer_count()) * s.chunks * u.layer;
+  const FileUnits u = file_units(*this, tp, ep);
+  CheckedSize n = 0;
+  for (int c = 0; c < s.chunks; ++c)
+    for (int l = s.chunk(c).first_layer; l < s.chunk(c).end_layer; ++l) n += u.layer_of(*this, l);
   if (s.embedding) n += u.embedding;
   if (s.head) n += u.head;
   if (s.head && !s.embedding && tied_embeddings) n += u.tied_copy;  // the head's copy of the token embedding
   return n.value();
 }
 
-std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp, int virtual_stages) {
-  if (model.engine_config) return stage_units(model.tp_config(tp), pp, tp, virtual_stages);
-  const FileUnits u = file_units(model, tp);
+std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp, int virtual_stages, int ep) {
+  if (model.engine_config) return stage_units(model.tp_config(tp), pp, tp, virtual_stages, ep);
+  const FileUnits u = file_units(model, tp, ep);
   std::vector<StageUnits> stages;
   for (int s = 0; s < pp; ++s) {
     StageUnits su;
@@ -93,7 +99,7 @@ std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp, int
     if (su.layers.embedding) su.units.push_back(PlanUnit{0, u.embedding});
     for (int c = 0; c < su.layers.chunks; ++c)  // several chunks: interleaved 1F1B
       for (int l = su.layers.chunk(c).first_layer; l < su.layers.chunk(c).end_layer; ++l)
-        su.units.push_back(PlanUnit{1 + l, u.layer});
+        su.units.push_back(PlanUnit{1 + l, u.layer_of(model, l)});
     if (su.layers.head) {
       const bool tied_copy = !su.layers.embedding && model.tied_embeddings;  // the head's copy of the token embedding
       const CheckedSize copy = tied_copy ? CheckedSize(u.tied_copy) : CheckedSize(0);
@@ -104,8 +110,8 @@ std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp, int
   return stages;
 }
 
-ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& model, int virtual_stages) {
-  return ShardingPlan(layout, stage_units(model, layout.axes.pp(), layout.axes.tp(), virtual_stages));
+ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& model, int virtual_stages, int ep) {
+  return ShardingPlan(layout, stage_units(model, layout.axes.pp(), layout.axes.tp(), virtual_stages, ep));
 }
 
 ModelShape model_shape_from_config(const ModelConfig& config, std::string preset) {
@@ -132,12 +138,13 @@ ModelShape model_shape_from_config(const ModelConfig& config, std::string preset
     if (e.name.rfind("embed.", 0) == 0)
       m.embedding_parameters += e.numel;
     else if (e.name.rfind("layer0.", 0) == 0)
-      m.layer_parameters += e.numel;
+      (e.expert ? m.layer_expert_parameters : m.layer_parameters) += e.numel;
     else if (e.name.rfind("layer", 0) != 0)
       m.head_parameters += e.numel;
     if (e.name == "embed.positions" || e.name == "embed.token_types") m.lookup_only_parameters += e.numel;
     modules[module_of(e.name)] += e.numel;
   }
+  m.layer_parameters += m.layer_expert_parameters;
   for (const auto& [name, numel] : modules) m.largest_module_parameters = std::max(m.largest_module_parameters, numel);
   m.base_model_parameters = m.parameters();
   m.experts = config.experts;
@@ -170,6 +177,14 @@ ModelShape model_shape_from_hf(const HfModelConfig& hf) {
   m.experts = hf.experts;
   m.top_k = hf.top_k;
   m.idle_expert_parameters = hf.training_parameters() - hf.active_training_parameters();
+  // Every layer a MoE layer (Mixtral), or every one after the first dense ones (DeepSeek-V3):
+  // E experts per MoE layer, of which E - k idle per token.
+  if (!hf.engine_config()) {
+    m.dense_layers = hf.first_dense_layers;
+    m.dense_layer_parameters = hf.dense_layer_parameters();
+    if (m.experts > m.top_k && m.moe_layers() > 0)
+      m.layer_expert_parameters = m.idle_expert_parameters / m.moe_layers() / (m.experts - m.top_k) * m.experts;
+  }
   return m;
 }
 

@@ -35,13 +35,26 @@ struct ModelShape {
   // parameters() against active parameters() - idle_expert_parameters. 0: dense.
   std::int64_t idle_expert_parameters = 0;
   std::int64_t experts = 0, top_k = 0;
+  // Of layer_parameters, the experts' (every layer a MoE layer): what expert
+  // parallelism splits over the ep ranks, E/ep experts on each.
+  std::int64_t layer_expert_parameters = 0;
+  // The first dense_layers layers hold dense_layer_parameters instead (DeepSeek-V3's
+  // first_k_dense_replace: a dense MLP before the MoE layers).
+  std::int64_t dense_layers = 0, dense_layer_parameters = 0;
+  std::int64_t moe_layers() const { return experts > 0 ? layers - dense_layers : 0; }
+  // Layer l's parameters (of a file's model).
+  std::int64_t layer_parameters_of(std::int64_t l) const {
+    return l < dense_layers ? dense_layer_parameters : layer_parameters;
+  }
   // Set when ShardScope's kernels implement this architecture: activations can
   // then be computed exactly (engine/model/activations.h).
   std::optional<ModelConfig> engine_config;
 
   // Ψ: every parameter of the model trained, counted once.
   std::int64_t parameters() const {
-    return (CheckedSize(embedding_parameters) + CheckedSize(layers) * layer_parameters + head_parameters).value();
+    return (CheckedSize(embedding_parameters) + CheckedSize(layers - dense_layers) * layer_parameters +
+            CheckedSize(dense_layers) * dense_layer_parameters + head_parameters)
+        .value();
   }
   // Which layers stage `stage` of `stages` holds (the engine's split rule), on one of `tp` ranks;
   // with virtual_stages v > 1 its v interleaved chunks (model_config.h, pipeline_stage_layers).
@@ -49,7 +62,8 @@ struct ModelShape {
   // Ψ_s: parameters stage `stage` holds (one tensor-parallel rank's share with tp > 1).
   // A last stage that does not embed keeps a copy of a tied token embedding for
   // its head (Megatron's embedding group).
-  std::int64_t stage_parameters(int stages, int stage, int tp = 1, int virtual_stages = 1) const;
+  // ep > 1: with E/ep experts of each MoE layer (expert parallelism).
+  std::int64_t stage_parameters(int stages, int stage, int tp = 1, int virtual_stages = 1, int ep = 1) const;
   // The vocabulary one tp group splits: a preset's own (the engine refuses one
   // that does not divide), a file's padded as Megatron-LM pads it (a multiple of 128·t).
   std::int64_t split_vocab(int tp) const;
@@ -62,9 +76,11 @@ struct ModelShape {
 // With tp > 1, what one tensor-parallel rank holds: the split matrices' slices
 // (QKV and MLP by columns, the projections by rows, the vocabulary by rows) and
 // the replicated parameters (norms, the row-parallel biases, positions) whole.
-std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp = 1, int virtual_stages = 1);
+// ep > 1: each rank's E/ep experts of every MoE layer.
+std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp = 1, int virtual_stages = 1, int ep = 1);
 // The sharding plan of a layout on this model.
-ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& model, int virtual_stages = 1);
+ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& model, int virtual_stages = 1,
+                                int ep = 1);
 
 ModelShape model_shape_from_config(const ModelConfig& config, std::string preset);
 ModelShape model_shape_from_hf(const HfModelConfig& hf);

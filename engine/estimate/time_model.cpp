@@ -2,6 +2,7 @@
 #include "estimate/time_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "clock/sustained_clock.h"
 #include "core/checked_math.h"
@@ -9,6 +10,7 @@
 #include "estimate/memory_model.h"
 #include "estimate/step_kernels.h"
 #include "plan/data_parallel_traffic.h"
+#include "plan/expert_parallel_traffic.h"
 #include "plan/pipeline_schedule.h"
 #include "plan/tensor_parallel_traffic.h"
 
@@ -49,7 +51,8 @@ void count_flops(TimeEstimate& t, const ModelShape& model, const EstimateSetting
 std::int64_t largest_stage_parameters(const ModelShape& model, const EstimateSettings& s) {
   std::int64_t psi_s = 0;
   for (int stage = 0; stage < s.layout.pp(); ++stage)
-    psi_s = std::max(psi_s, model.stage_parameters(s.layout.pp(), stage, s.layout.tp(), s.virtual_stages));
+    psi_s = std::max(psi_s,
+                     model.stage_parameters(s.layout.pp(), stage, s.layout.tp(), s.virtual_stages, s.expert_parallel));
   return psi_s;
 }
 
@@ -60,8 +63,17 @@ std::int64_t largest_stage_parameters(const ModelShape& model, const EstimateSet
 void count_data_parallel_bytes(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s,
                                const ShardingRules& rules) {
   const int extra = model.engine_config ? extra_embedding_gathers(model.engine_config->kind) : 0;
-  for (const StageUnits& stage : stage_units(model, s.layout.pp(), s.layout.tp(), s.virtual_stages)) {
-    DataParallelTraffic traffic = data_parallel_traffic(rules, stage, s.micro_steps(), extra);
+  const int ep = s.expert_parallel;
+  for (const StageUnits& stage : stage_units(model, s.layout.pp(), s.layout.tp(), s.virtual_stages, ep)) {
+    // Expert parallelism: the experts' gradients go round the ranks holding them (DDP).
+    std::int64_t moe_layers = 0;
+    for (int c = 0; c < stage.layers.chunks; ++c)
+      moe_layers += std::max(0, stage.layers.chunk(c).end_layer -
+                                    std::max(stage.layers.chunk(c).first_layer, static_cast<int>(model.dense_layers)));
+    const std::int64_t experts = model.layer_expert_parameters / ep * moe_layers;
+    DataParallelTraffic traffic = ep > 1 ? expert_data_parallel_traffic(s.layout.dp(), ep, stage.parameters() - experts,
+                                                                        experts, rules.bytes_per_parameter().gradients)
+                                         : data_parallel_traffic(rules, stage, s.micro_steps(), extra);
     if (t.dp_formula.empty() || traffic.bytes > t.dp_bytes) {
       t.dp_bytes = traffic.bytes;
       t.dp_formula = traffic.text();
@@ -115,6 +127,30 @@ void count_tensor_parallel_bytes(TimeEstimate& t, const ModelShape& model, const
       "L_s·K·" + layer.formula + " = " + std::to_string(layers) + " × " + std::to_string(s.micro_steps()) + " × " +
       grouped(layer.bytes) + " (" + layer.values + ", K = accum × m)" +
       (s.sequence_parallel ? "; sequence parallelism sends the same bytes as all-gathers and reduce-scatters" : "");
+}
+
+// Expert parallelism: each MoE layer's all-to-all, every micro-batch of the step, to each of
+// the ep − 1 other ranks of the group, at the capacity's bound (plan/expert_parallel_traffic.h).
+// Values of d bytes as tensor parallelism's.
+void count_expert_parallel_bytes(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s) {
+  const int ep = s.expert_parallel;
+  if (ep == 1 || model.experts == 0) return;
+  const int d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
+  const double factor = model.engine_config ? model.engine_config->capacity_factor : 1.0;
+  const auto capacity = static_cast<int>(std::ceil(
+      factor * s.micro_batch_size * s.seq * static_cast<double>(model.top_k) / static_cast<double>(model.experts)));
+  const ExpertParallelTraffic pair = expert_parallel_pair_traffic(
+      ep, static_cast<int>(model.experts), capacity, static_cast<int>(model.hidden), d, s.recompute == Recompute::full);
+  const StageLayers first = model.stage_layers(s.layout.pp(), 0, 1, s.virtual_stages);
+  int layers = 0;  // the first stage's MoE layers (DeepSeek-V3's first dense ones have no all-to-all)
+  for (int c = 0; c < first.chunks; ++c)
+    layers += std::max(
+        0, first.chunk(c).end_layer - std::max(first.chunk(c).first_layer, static_cast<int>(model.dense_layers)));
+  t.ep_bytes = static_cast<double>(pair.pair_bytes) * (ep - 1) * layers * static_cast<double>(s.micro_steps());
+  t.ep_formula = "(ep − 1)·L·K·" + pair.formula + " = " + std::to_string(ep - 1) + " × " + std::to_string(layers) +
+                 " × " + std::to_string(s.micro_steps()) + " × " + grouped(pair.pair_bytes) + " (" + pair.values +
+                 ", K = accum × m; the capacity's bound c = ceil(f·b·s·k/E), f = " + short_number(factor) +
+                 ": routing uniform over the experts, each taking its capacity from every rank)";
 }
 
 // Compute seconds per rank: kernel by kernel on the measured kernel model (estimate/step_kernels.h),
@@ -202,8 +238,13 @@ void time_on_gpu(TimeEstimate& t, const ModelShape& model, const EstimateSetting
   t.pp_comm_s = t.pp_bytes / (pp_bw * 1e9);
   t.tp_link = tp_in_node ? node_link : gpu.internode;
   t.tp_comm_s = t.tp_bytes / ((tp_in_node ? node_bw : gpu.internode_gbps) * 1e9);
-  // The tp all-reduces sit between a layer's matmuls: on the critical path, overlapped with nothing.
-  const double critical = t.compute_s + t.tp_comm_s;
+  // An ep group is ep consecutive dp ranks, tp apart: ep × tp GPUs.
+  const bool ep_in_node = static_cast<std::int64_t>(s.expert_parallel) * s.layout.tp() <= s.gpus_per_node;
+  t.ep_link = ep_in_node ? node_link : gpu.internode;
+  t.ep_comm_s = t.ep_bytes / ((ep_in_node ? node_bw : gpu.internode_gbps) * 1e9);
+  // The tp all-reduces sit between a layer's matmuls, the all-to-alls between the router and
+  // the experts: on the critical path, overlapped with nothing.
+  const double critical = t.compute_s + t.tp_comm_s + t.ep_comm_s;
   t.dp_exposed_s = s.measured_kernels ? exposed_data_parallel_s(t, model, s, rules) : t.dp_comm_s;
   t.step_s = critical + t.bubble_s + t.optimizer_s + t.dp_exposed_s + t.pp_comm_s;
   t.step_overlapped_s = std::max(critical + t.bubble_s, t.dp_comm_s) + t.optimizer_s + t.pp_comm_s;
@@ -226,6 +267,7 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
   count_data_parallel_bytes(t, model, s, rules);
   count_pipeline_bytes(t, model, s);
   count_tensor_parallel_bytes(t, model, s);
+  count_expert_parallel_bytes(t, model, s);
   if (gpu == nullptr) return t;
   time_on_gpu(t, model, s, *gpu, rules, psi_s);
   return t;

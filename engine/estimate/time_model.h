@@ -51,6 +51,9 @@ struct TimeEstimate {
   std::string pp_formula;
   double tp_bytes = 0;  // sent per rank per step by the tensor-parallel all-reduces (0 with tp 1)
   std::string tp_formula;
+  // Expert parallelism: MoE's all-to-all sent per rank per step (0 with ep 1), at the capacity's bound.
+  double ep_bytes = 0;
+  std::string ep_formula;
   double bubble_fraction = 0;
   std::string bubble_formula;
 
@@ -74,7 +77,8 @@ struct TimeEstimate {
   double dp_comm_s = 0;    // dp_bytes / link bandwidth
   double pp_comm_s = 0;
   double tp_comm_s = 0;  // tp_bytes / link bandwidth, never overlapped
-  std::string dp_link, pp_link, tp_link;
+  double ep_comm_s = 0;  // ep_bytes / the ep group's link, never overlapped (between router and experts)
+  std::string dp_link, pp_link, tp_link, ep_link;
   double step_s = 0;             // flat: nothing overlapped (an upper bound); kernels: dp_exposed_s of dp_comm_s
   double step_overlapped_s = 0;  // data-parallel communication hidden behind compute (a lower bound)
   double tokens_per_s = 0;       // tokens_per_step / step_s

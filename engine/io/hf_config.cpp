@@ -41,6 +41,13 @@ const Keys kLlamaKeys = {"vocab_size", "hidden_size", "intermediate_size", "num_
     "rope_scaling", "attention_bias", "attention_dropout", "mlp_bias", "head_dim", "sliding_window",
     "max_window_layers", "use_sliding_window", "num_local_experts", "num_experts_per_tok", "router_aux_loss_coef",
     "output_router_logits", "router_jitter_noise"};
+const Keys kDeepseekV3Keys = {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+    "num_attention_heads", "num_key_value_heads", "hidden_act", "max_position_embeddings", "rms_norm_eps",
+    "pretraining_tp", "rope_theta", "rope_scaling", "rope_interleave", "attention_bias", "attention_dropout",
+    "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "n_routed_experts",
+    "num_experts_per_tok", "n_shared_experts", "moe_intermediate_size", "first_k_dense_replace", "moe_layer_freq",
+    "n_group", "topk_group", "topk_method", "routed_scaling_factor", "scoring_func", "norm_topk_prob",
+    "aux_loss_alpha", "seq_aux", "ep_size", "num_nextn_predict_layers"};
 // clang-format on
 
 std::int64_t required(const JsonConfig& json, const std::string& key, std::int64_t max) {
@@ -128,6 +135,34 @@ void read_mixtral_experts(const JsonConfig& json, HfModelConfig& c) {
   c.top_k = json.get_int({"num_experts_per_tok"}, 1, c.experts).value_or(2);
   c.aux_loss_coef = json.get_number({"router_aux_loss_coef"}).value_or(0.001);
 }
+
+// The model types with Llama's shape keys, norms and SwiGLU MLPs.
+bool llama_family(std::string_view type) {
+  return type == "llama" || type == "mistral" || type == "mixtral" || type == "deepseek_v3";
+}
+
+// DeepSeek-V3: MLA and the MoE keys (HfModelConfig's comment). transformers builds
+// num_hidden_layers decoder layers and leaves the multi-token-prediction layers
+// (num_nextn_predict_layers) out; so does this count. Its Llama keys are read before this.
+void read_deepseek_v3(const JsonConfig& json, HfModelConfig& c, Keys& known) {
+  known.insert(kDeepseekV3Keys.begin(), kDeepseekV3Keys.end());
+  c.q_lora_rank = json.get_int({"q_lora_rank"}, 1, kHfMaxHidden).value_or(0);  // null: a plain q_proj
+  c.kv_lora_rank = required(json, "kv_lora_rank", kHfMaxHidden);
+  c.qk_nope_head_dim = required(json, "qk_nope_head_dim", kHfMaxHeadDim);
+  c.qk_rope_head_dim = required(json, "qk_rope_head_dim", kHfMaxHeadDim);
+  c.v_head_dim = required(json, "v_head_dim", kHfMaxHeadDim);
+  c.head_dim = c.qk_nope_head_dim + c.qk_rope_head_dim;
+  c.experts = json.get_int({"n_routed_experts"}, 1, 1 << 16).value_or(0);
+  if (c.experts == 0) return;
+  c.top_k = json.get_int({"num_experts_per_tok"}, 1, c.experts).value_or(std::min<std::int64_t>(8, c.experts));
+  c.shared_experts = json.get_int({"n_shared_experts"}, 0, 1 << 16).value_or(0);
+  c.expert_intermediate = required(json, "moe_intermediate_size", kHfMaxIntermediate);
+  c.first_dense_layers = json.get_int({"first_k_dense_replace"}, 0, c.layers).value_or(0);
+  if (json.get_int({"moe_layer_freq"}, 1, 1 << 16).value_or(1) != 1)
+    json.fail({"moe_layer_freq"}, "only 1 (every layer after first_k_dense_replace a MoE layer) is counted");
+  if (c.attention_bias) json.fail({"attention_bias"}, "true: MLA's biases are not counted yet");
+  c.aux_loss_coef = json.get_number({"aux_loss_alpha"}).value_or(0.001);
+}
 }  // namespace
 
 HfModelConfig parse_hf_config(std::string_view json_text, const std::string& source) {
@@ -165,8 +200,8 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& sou
     c.type_vocab = json.get_int({"type_vocab_size"}, 1, kHfMaxTypeVocab).value_or(2);
     c.activation = json.get_string({"hidden_act"}).value_or("gelu");
     c.norm_eps = json.get_number({"layer_norm_eps"}).value_or(1e-12);
-  } else if (c.model_type == "llama" || c.model_type == "mistral" || c.model_type == "mixtral") {
-    // Mistral has Llama's tensors (plus a sliding window); Mixtral's MLPs are experts with a router.
+  } else if (llama_family(c.model_type)) {
+    // Mistral has Llama's tensors (plus a sliding window); Mixtral's and DeepSeek-V3's MLPs are experts.
     c.architecture = HfArchitecture::llama;
     known.insert(kLlamaKeys.begin(), kLlamaKeys.end());
     c.vocab = required(json, "vocab_size", kHfMaxVocab);
@@ -182,9 +217,10 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& sou
     c.activation = json.get_string({"hidden_act"}).value_or("silu");
     c.norm_eps = json.get_number({"rms_norm_eps"}).value_or(1e-6);
     if (c.model_type == "mixtral") read_mixtral_experts(json, c);
+    if (c.model_type == "deepseek_v3") read_deepseek_v3(json, c, known);
   } else {
     json.fail({"model_type"}, "'" + bounded_excerpt(c.model_type) +
-                                  "' is not supported (supported: gpt2, bert, llama, mistral, mixtral)");
+                                  "' is not supported (supported: gpt2, bert, llama, mistral, mixtral, deepseek_v3)");
   }
   if (c.kv_heads == 0) c.kv_heads = c.heads;
   if (c.head_dim == 0) {
@@ -237,8 +273,35 @@ CheckedSize mlp_parameters(const HfModelConfig& c) {
   return 3 * h * I + (c.mlp_bias ? 2 * I + h : CheckedSize(0));
 }
 
+// One expert: an MLP of the experts' own width where the config gives one (DeepSeek-V3).
+CheckedSize expert_parameters(const HfModelConfig& c) {
+  return c.expert_intermediate > 0 ? 3 * CheckedSize(c.hidden) * c.expert_intermediate : mlp_parameters(c);
+}
+
 CheckedSize moe_layers(const HfModelConfig& c) {
-  return c.experts > 0 ? CheckedSize((c.layers + c.moe_every - 1) / c.moe_every) : CheckedSize(0);
+  if (c.experts == 0) return CheckedSize(0);
+  return CheckedSize((c.layers - c.first_dense_layers + c.moe_every - 1) / c.moe_every);
+}
+
+// DeepSeek-V3's multi-head latent attention (no biases):
+//   q_a (h, q_lora) + its RMSNorm + q_b (q_lora, H (nope + rope))   [or q_proj (h, H (nope + rope))]
+//   kv_a (h, kv_lora + rope) + its RMSNorm + kv_b (kv_lora, H (nope + v)) + o (H v, h)
+CheckedSize latent_attention_parameters(const HfModelConfig& c) {
+  const CheckedSize h = c.hidden, H = c.heads, qk = c.qk_nope_head_dim + c.qk_rope_head_dim;
+  const CheckedSize q =
+      c.q_lora_rank > 0 ? h * c.q_lora_rank + c.q_lora_rank + CheckedSize(c.q_lora_rank) * H * qk : h * H * qk;
+  const CheckedSize kv = h * (c.kv_lora_rank + c.qk_rope_head_dim) + c.kv_lora_rank +
+                         CheckedSize(c.kv_lora_rank) * H * (c.qk_nope_head_dim + c.v_head_dim);
+  return q + kv + H * c.v_head_dim * h;
+}
+
+// A DeepSeek-V3 layer: MLA, two RMSNorms, and a MoE MLP (E experts, the shared ones, the
+// router (E, h); its e_score_correction_bias is a buffer) or, `dense`, a SwiGLU of intermediate.
+CheckedSize deepseek_layer_parameters(const HfModelConfig& c, bool dense) {
+  const CheckedSize h = c.hidden, norms = 2 * h;
+  if (dense || c.experts == 0) return latent_attention_parameters(c) + 3 * h * c.intermediate + norms;
+  return latent_attention_parameters(c) + CheckedSize(c.experts + c.shared_experts) * expert_parameters(c) +
+         CheckedSize(c.experts) * h + norms;
 }
 
 // A MoE layer's MLP is E experts and a router (E, h, no bias) instead of one MLP: what that adds to a layer.
@@ -254,7 +317,12 @@ CheckedSize sparse_moe_extra(const HfModelConfig& c) {
 }
 }  // namespace
 
+std::int64_t HfModelConfig::dense_layer_parameters() const {
+  return kv_lora_rank > 0 ? deepseek_layer_parameters(*this, true).value() : layer_parameters();
+}
+
 std::int64_t HfModelConfig::layer_parameters() const {
+  if (kv_lora_rank > 0) return deepseek_layer_parameters(*this, false).value();
   const CheckedSize h = hidden, I = intermediate;
   const CheckedSize moe = moe_every == 1 ? moe_layer_extra(*this) : CheckedSize(0);  // every layer's experts
   switch (architecture) {
@@ -290,21 +358,26 @@ std::int64_t HfModelConfig::head_parameters() const {
   return 0;
 }
 
+namespace {
+// The decoder layers: L of layer_parameters(), but the first dense ones (DeepSeek-V3) and sparse MoE.
+CheckedSize layers_parameters(const HfModelConfig& c) {
+  return CheckedSize(c.layers - c.first_dense_layers) * c.layer_parameters() +
+         CheckedSize(c.first_dense_layers) * c.dense_layer_parameters() + sparse_moe_extra(c);
+}
+}  // namespace
+
 std::int64_t HfModelConfig::training_parameters() const {
-  return (CheckedSize(embedding_parameters()) + CheckedSize(layers) * layer_parameters() + sparse_moe_extra(*this) +
-          head_parameters())
-      .value();
+  return (CheckedSize(embedding_parameters()) + layers_parameters(*this) + head_parameters()).value();
 }
 
 std::int64_t HfModelConfig::active_training_parameters() const {
-  const CheckedSize idle = CheckedSize(experts > 0 ? experts - top_k : 0) * mlp_parameters(*this);
+  const CheckedSize idle = CheckedSize(experts > 0 ? experts - top_k : 0) * expert_parameters(*this);
   return (CheckedSize(training_parameters()) - moe_layers(*this) * idle).value();
 }
 
 std::int64_t HfModelConfig::base_model_parameters() const {
   const CheckedSize h = hidden;
-  const CheckedSize body =
-      CheckedSize(embedding_parameters()) + CheckedSize(layers) * layer_parameters() + sparse_moe_extra(*this);
+  const CheckedSize body = CheckedSize(embedding_parameters()) + layers_parameters(*this);
   switch (architecture) {
     case HfArchitecture::gpt2:
       return (body + 2 * h).value();  // + ln_f
@@ -344,7 +417,7 @@ std::int64_t HfModelConfig::largest_module_parameters() const {
       break;
   }
   // A layer's experts are one module holding all E (transformers' stacked MixtralExperts).
-  if (experts > 0) largest = std::max(largest, CheckedSize(experts) * mlp_parameters(*this));
+  if (experts > 0) largest = std::max(largest, CheckedSize(experts) * expert_parameters(*this));
   return largest.value();
 }
 

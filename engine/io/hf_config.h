@@ -57,6 +57,15 @@ struct HfModelConfig {
   // Mixtral (model_type "mixtral", Llama's tensors otherwise): num_local_experts in every layer.
   std::int64_t experts = 0, top_k = 0, moe_every = 1;
   double capacity_factor = 1.25, aux_loss_coef = 0.01;
+  // DeepSeek-V3 (model_type "deepseek_v3": Llama's norms and SwiGLU MLPs otherwise). Multi-head
+  // latent attention (MLA): queries through a rank-q_lora_rank bottleneck (0: a plain q_proj),
+  // keys and values through a shared rank-kv_lora_rank latent plus a qk_rope_head_dim RoPE key;
+  // each head's query/key has qk_nope_head_dim + qk_rope_head_dim values, its value v_head_dim.
+  // The first first_dense_layers layers have a dense MLP (intermediate); the others n_routed_experts
+  // experts of expert_intermediate (moe_intermediate_size), shared_experts always-on ones of the
+  // same width, and a router.
+  std::int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+  std::int64_t expert_intermediate = 0, shared_experts = 0, first_dense_layers = 0;
   std::string math_not_run;     // "<file> line L: key: value (why)" when a key changes the math the engine runs
   std::vector<std::string> warnings;
 
@@ -72,6 +81,7 @@ struct HfModelConfig {
   std::int64_t active_training_parameters() const;
   std::int64_t embedding_parameters() const;       // token (+ position, + token type, + embedding LayerNorm)
   std::int64_t layer_parameters() const;           // one transformer layer (its experts too when every layer has them)
+  std::int64_t dense_layer_parameters() const;  // one of the first_dense_layers (DeepSeek-V3), else layer_parameters()
   std::int64_t head_parameters() const;            // final norm, untied lm_head, BERT pooler + MLM head
   std::int64_t lookup_only_parameters() const;     // embeddings no matmul reads: positions, types, untied input
   std::int64_t largest_module_parameters() const;  // the largest module's own tensors (DeepSpeed's "largest layer")

@@ -36,15 +36,37 @@ void MixtureOfExperts::reset_stats() {
 
 void MixtureOfExperts::bind_activations(Routing& r) {
   const std::int64_t C = config_.channels, R = static_cast<std::int64_t>(r.rows) * config_.top_k;
-  const std::int64_t floats = R * (C + 4 * C + 4 * C + C);
+  // Expert parallelism: this rank's rows keep their input and output; the fc and
+  // GELU kept for backward are those of the rows its experts receive, at most
+  // E x capacity (each of ep peers sends at most capacity rows to each of E/ep experts).
+  const bool parallel = expert_ranks() > 1;
+  const std::int64_t received = parallel ? std::int64_t{config_.experts} * r.capacity : 0;
+  const std::int64_t floats = parallel ? R * 2 * C + received * 9 * C : R * (C + 4 * C + 4 * C + C);
   if (r.activations.empty() || r.activations.bytes() != floats * 4) {
     r.activations = Buffer();
     r.activations = Buffer(ledger_, MemoryCategory::activations, floats * 4);
   }
   r.in = r.activations.floats();
+  if (parallel) {
+    r.out = r.in + R * C;
+    r.fc = r.gelu = nullptr;
+    r.expert_in = r.out + R * C;
+    r.expert_fc = r.expert_in + received * C;
+    r.expert_gelu = r.expert_fc + received * 4 * C;
+    return;
+  }
   r.fc = r.in + R * C;
   r.gelu = r.fc + R * 4 * C;
   r.out = r.gelu + R * 4 * C;
+}
+
+float* MixtureOfExperts::exchange_rows(const Routing& r) {
+  const std::int64_t floats = 3 * std::int64_t{config_.experts} * r.capacity * config_.channels;
+  if (exchange_.bytes() < floats * 4) {
+    exchange_ = Buffer();
+    exchange_ = Buffer(ledger_, MemoryCategory::communication, floats * 4);
+  }
+  return exchange_.floats();
 }
 
 // Router probabilities, each token's top-k and gates, and its place in an expert (or none).

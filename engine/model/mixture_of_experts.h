@@ -22,9 +22,11 @@
 // then an all-to-all sends each kept choice's input row to its expert's rank
 // (dispatch) and a second brings the outputs back (combine); backward sends
 // the outputs' gradients out and the inputs' gradients back the same ways.
-// A rank's expert gradients cover the group's tokens; the other experts'
-// gradients stay zero on it, so the data-parallel sum gives every expert its
-// whole gradient (the ep ranks are data-parallel ranks: ep borrows dp).
+// A rank stores only its E/ep experts (their parameters, gradients and
+// optimizer states: model/parameter_layout.h), whose gradients cover the
+// group's tokens and are averaged over the dp/ep ranks holding the same
+// experts (the expert-data-parallel group; the ep ranks are data-parallel
+// ranks: ep borrows dp). The dense parameters stay whole on every rank.
 #pragma once
 
 #include <cstdint>
@@ -101,9 +103,13 @@ class MixtureOfExperts {
     float* gelu = nullptr;
     float* out = nullptr;
     // Expert parallelism: rows each peer sent for each of this rank's experts (peer-major,
-    // ep x E/ep), and this rank's experts' rows, expert by expert: in, fc, gelu.
+    // ep x E/ep), and this rank's experts' rows, expert by expert: in, fc, gelu, in
+    // `activations` after in and out (this rank's own rows keep no fc or gelu),
+    // laid out for the most a rank can receive: E x capacity rows (ep peers x E/ep experts).
     std::vector<std::int64_t> received;
-    std::vector<float> expert_in, expert_fc, expert_gelu;
+    float* expert_in = nullptr;
+    float* expert_fc = nullptr;
+    float* expert_gelu = nullptr;
   };
   const Routing& routing(int layer) const { return routing_[static_cast<std::size_t>(layer)]; }
 
@@ -121,6 +127,8 @@ class MixtureOfExperts {
   // and two all-to-alls; and the same way back for the gradients.
   void parallel_experts_forward(Routing& r, const LayerWeights& w, const Event& context);
   void parallel_experts_backward(Routing& r, LayerWeights& dw, const LayerWeights& w, const Event& context);
+  // The all-to-all's staging for a layer routed as r: three blocks of E x capacity rows (C floats).
+  float* exchange_rows(const Routing& r);
   // d(loss)/d(router logits) (N, E) from the gates' gradients and the load-balancing loss.
   void router_logit_gradient(const Routing& r, float aux_grad);
 
@@ -132,6 +140,7 @@ class MixtureOfExperts {
   MoeStats stats_;
   // Backward workspace.
   std::vector<float> d_out_, d_hidden_, d_in_, d_gate_, d_logits_;
+  Buffer exchange_;  // expert parallelism: the all-to-all's rows, on the ledger as communication
 };
 
 }  // namespace shardscope

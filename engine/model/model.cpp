@@ -79,15 +79,22 @@ void Model::init_unit(std::uint64_t seed, int unit, float* unit_base) const {
   const ParameterUnit& u = *layout_.find_unit(unit);
   const std::optional<ParameterLayout> whole = initial_ ? std::optional<ParameterLayout>(config_) : std::nullopt;
   // Tensor parallelism: a rank draws the whole tensor and keeps its slice, so
-  // tp ranks together start as the one whole model does.
-  const bool sliced = stage_.tp_size > 1;
+  // tp ranks together start as the one whole model does; expert parallelism
+  // keeps the block of the rank's experts.
+  const bool sliced = stage_.tp_size > 1 || stage_.expert_ranks > 1;
+  const auto keep = [&](const ParameterEntry& e, const float* from, float* to) {
+    if (e.expert)
+      std::copy(from + stage_.expert_rank * e.numel, from + (stage_.expert_rank + 1) * e.numel, to);
+    else
+      take_tensor_slice(e, stage_.tp_rank, stage_.tp_size, from, to);
+  };
   std::vector<float> whole_tensor;
   for (const auto& e : layout_.entries()) {
     if (e.unit != unit) continue;
     float* w = unit_base + (e.offset - u.begin);
     if (whole) {  // pretrained: the same parameter of the whole model (a stage's tied copy too)
       const float* from = initial_->data() + whole->find(e.name).offset;
-      take_tensor_slice(e, stage_.tp_rank, stage_.tp_size, from, w);
+      keep(e, from, w);
       continue;
     }
     const std::int64_t n = e.full_shape.numel();
@@ -108,7 +115,7 @@ void Model::init_unit(std::uint64_t seed, int unit, float* unit_base) const {
       const float std = residual ? residual_std : 0.02f;
       for (std::int64_t i = 0; i < n; ++i) out[i] = rng.normal(0.0f, std);
     }
-    if (sliced) take_tensor_slice(e, stage_.tp_rank, stage_.tp_size, whole_tensor.data(), w);
+    if (sliced) keep(e, whole_tensor.data(), w);
   }
 }
 

@@ -73,11 +73,15 @@ struct StageLayers {
   // head to the last chunk. [first_layer, end_layer) is chunk 0's.
   int chunks = 1;
   int chunk_stride = 0;
+  // Expert parallelism: the rank holds experts [expert_rank E/expert_ranks,
+  // (expert_rank + 1) E/expert_ranks) of every MoE layer, the rest of the stage whole.
+  int expert_rank = 0;
+  int expert_ranks = 1;
   int layer_count() const { return end_layer - first_layer; }  // per chunk
   // Chunk c alone, as a one-chunk stage (its layers, and the ends it runs).
   StageLayers chunk(int c) const;
   bool whole_model(const ModelConfig& config) const {
-    return embedding && head && first_layer == 0 && end_layer == config.layers && tp_size == 1;
+    return embedding && head && first_layer == 0 && end_layer == config.layers && tp_size == 1 && expert_ranks == 1;
   }
 };
 

@@ -10,7 +10,7 @@ namespace shardscope {
 ParameterLayout::ParameterLayout(const ModelConfig& config) : ParameterLayout(config, whole_model_stage(config)) {}
 
 ParameterLayout::ParameterLayout(const ModelConfig& config, const StageLayers& stage)
-    : layers_(config.layers), tp_size_(stage.tp_size) {
+    : layers_(config.layers), tp_size_(stage.tp_size), expert_ranks_(stage.expert_ranks) {
   const std::int64_t V = config.vocab, T = config.max_seq, C = config.channels;
   const bool gpt = config.kind == ModelKind::gpt;
   // Megatron-LM's splits: the vocabulary rows of the (tied) embedding, the
@@ -87,6 +87,9 @@ void ParameterLayout::add(std::string name, Shape full_shape, bool weight_decay,
   Shape shape = full_shape;
   if (split == TensorSplit::rows) shape.dims[0] /= tp_size_;
   if (split == TensorSplit::columns) shape.dims[1] /= tp_size_;
+  // Expert parallelism: a stacked expert tensor (E, ...) keeps this rank's E/ep experts.
+  const bool expert = name.find(".mlp.experts.") != std::string::npos;
+  if (expert) shape.dims[0] /= expert_ranks_;
   const std::int64_t n = shape.numel();
   int unit = layers_ + 1;  // the head
   if (name.starts_with("embed.")) {
@@ -96,7 +99,7 @@ void ParameterLayout::add(std::string name, Shape full_shape, bool weight_decay,
   }
   if (units_.empty() || units_.back().id != unit) units_.push_back({unit, total_, total_});
   units_.back().end += n;
-  entries_.push_back({std::move(name), shape, total_, n, weight_decay, unit, split, split_parts, full_shape});
+  entries_.push_back({std::move(name), shape, total_, n, weight_decay, unit, split, split_parts, full_shape, expert});
   total_ += n;
 }
 

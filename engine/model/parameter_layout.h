@@ -30,6 +30,9 @@ struct ParameterEntry {
   TensorSplit split = TensorSplit::replicated;
   int split_parts = 1;  // rows in this many equal blocks, each split alike (QKV: q, k and v)
   Shape full_shape{};   // the whole tensor's shape (== shape without tensor parallelism)
+  // One of a MoE layer's stacked expert tensors (E, ...): under expert
+  // parallelism the rank's E/ep experts, block expert_rank of the whole.
+  bool expert = false;
 };
 
 // Rank tp_rank's slice (entry.numel values) of the whole tensor `whole`
@@ -82,6 +85,7 @@ class ParameterLayout {
 
   int layers_ = 0;
   int tp_size_ = 1;
+  int expert_ranks_ = 1;
   std::vector<ParameterEntry> entries_;
   std::vector<ParameterUnit> units_;
   std::int64_t total_ = 0;

@@ -9,25 +9,29 @@
 namespace shardscope {
 
 std::vector<GradientBucket> make_gradient_buckets(const ParameterLayout& layout, std::int64_t bucket_bytes,
-                                                  std::int64_t element_bytes) {
+                                                  std::int64_t element_bytes, bool split_experts) {
   std::vector<GradientBucket> buckets;
   const auto& entries = layout.entries();
   std::int64_t end = layout.total();
   std::int64_t begin = end;
+  bool experts = false;  // the open bucket's kind
   for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+    const bool expert = split_experts && it->expert;
     const std::int64_t bytes_with = (end - it->offset) * element_bytes;
-    if (begin != end && bytes_with > bucket_bytes) {  // close the bucket before this parameter
-      buckets.push_back({static_cast<int>(buckets.size()), begin, end});
+    if (begin != end && (bytes_with > bucket_bytes || expert != experts)) {  // close the bucket before this parameter
+      buckets.push_back({static_cast<int>(buckets.size()), begin, end, experts});
       end = begin;
     }
+    experts = expert;
     begin = it->offset;
   }
-  if (begin != end) buckets.push_back({static_cast<int>(buckets.size()), begin, end});
+  if (begin != end) buckets.push_back({static_cast<int>(buckets.size()), begin, end, experts});
   return buckets;
 }
 
-DdpReducer::DdpReducer(Communicator& comm, std::vector<GradientBucket> buckets, DeviceClock* clock)
-    : comm_(comm), buckets_(std::move(buckets)), clock_(clock) {}
+DdpReducer::DdpReducer(Communicator& comm, std::vector<GradientBucket> buckets, DeviceClock* clock,
+                       Communicator* experts)
+    : comm_(comm), experts_(experts), buckets_(std::move(buckets)), clock_(clock) {}
 
 DdpReducer::~DdpReducer() {
   if (thread_.joinable()) {
@@ -70,6 +74,9 @@ void DdpReducer::run(void* grads, DType dtype, CommTag tag) {
   const DeviceClock::CommStream stream(clock_);  // this thread is the rank's communication stream
   try {
     for (const GradientBucket& bucket : buckets_) {
+      // An expert bucket's peers are the ranks holding the same experts (none: nothing to average).
+      Communicator* over = bucket.experts ? experts_ : &comm_;
+      if (over == nullptr || over->size() == 1) continue;
       std::int64_t ready = 0;
       {
         std::unique_lock lock(mutex_);
@@ -79,7 +86,7 @@ void DdpReducer::run(void* grads, DType dtype, CommTag tag) {
       if (clock_ != nullptr) clock_->comm_stream_wait_until(ready);
       tag.bucket = bucket.index;
       tag.purpose = CommPurpose::gradients;
-      comm_.all_reduce(base + bucket.begin * esize, bucket.end - bucket.begin, dtype, ReduceOp::average, tag);
+      over->all_reduce(base + bucket.begin * esize, bucket.end - bucket.begin, dtype, ReduceOp::average, tag);
     }
   } catch (...) {
     std::lock_guard lock(mutex_);

@@ -30,18 +30,23 @@ struct GradientBucket {
   int index;           // 0 is reduced first (the end of the layout, produced first by backward)
   std::int64_t begin;  // flat range [begin, end) of the gradient buffer
   std::int64_t end;
+  bool experts = false;  // expert parameters only: averaged over the expert-data-parallel group
 };
 
 // From the end of the layout backwards, whole parameters into buckets of at
 // most bucket_bytes (a larger parameter gets a bucket of its own), each
-// gradient element_bytes long (4 in fp32, 2 in mixed precision).
+// gradient element_bytes long (4 in fp32, 2 in mixed precision). split_experts
+// (expert parallelism): a bucket holds expert parameters only or none.
 std::vector<GradientBucket> make_gradient_buckets(const ParameterLayout& layout, std::int64_t bucket_bytes,
-                                                  std::int64_t element_bytes = 4);
+                                                  std::int64_t element_bytes = 4, bool split_experts = false);
 
 class DdpReducer {
  public:
   // clock: the rank's (null: none; the communicator then carries no virtual clock either).
-  DdpReducer(Communicator& comm, std::vector<GradientBucket> buckets, DeviceClock* clock = nullptr);
+  // experts: the expert-data-parallel group the expert buckets are averaged
+  // over (expert parallelism; with one rank in it they stay as they are).
+  DdpReducer(Communicator& comm, std::vector<GradientBucket> buckets, DeviceClock* clock = nullptr,
+             Communicator* experts = nullptr);
   ~DdpReducer();
   DdpReducer(const DdpReducer&) = delete;
   DdpReducer& operator=(const DdpReducer&) = delete;
@@ -66,6 +71,7 @@ class DdpReducer {
   std::int64_t ready_time(std::int64_t begin) const;
 
   Communicator& comm_;
+  Communicator* experts_;
   std::vector<GradientBucket> buckets_;
   DeviceClock* const clock_;
   std::vector<std::pair<std::int64_t, std::int64_t>> ready_times_;  // (frontier, clock time), as reported

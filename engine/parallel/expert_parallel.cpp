@@ -12,6 +12,32 @@ std::vector<int> expert_parallel_group(const Grid& grid, int rank, int ep) {
   return members;
 }
 
+std::vector<int> expert_data_parallel_group(const Grid& grid, int rank, int ep) {
+  std::vector<int> members;
+  for (int d = grid.dp_rank_of(rank) % ep; d < grid.dp(); d += ep)
+    members.push_back(grid.with_coordinate(rank, Axis::dp, d));
+  return members;
+}
+
+float expert_parallel_sum_of_squares(const ParameterLayout& layout, std::int64_t begin, std::int64_t end,
+                                     const std::function<double(std::int64_t, std::int64_t)>& squares, Communicator& ep,
+                                     const CommTag& tag) {
+  // Runs of consecutive parameters of one kind, each summed in one call.
+  double dense = 0.0, experts = 0.0;
+  const auto& entries = layout.entries();
+  for (std::size_t i = 0; i < entries.size();) {
+    std::size_t j = i + 1;
+    while (j < entries.size() && entries[j].expert == entries[i].expert) ++j;
+    const std::int64_t from = std::max(begin, entries[i].offset),
+                       to = std::min(end, entries[j - 1].offset + entries[j - 1].numel);
+    if (from < to) (entries[i].expert ? experts : dense) += squares(from, to - from);
+    i = j;
+  }
+  auto expert_total = static_cast<float>(experts);
+  ep.all_reduce_host(&expert_total, 1, ReduceOp::sum, tag);
+  return static_cast<float>(dense) + expert_total;
+}
+
 namespace {
 
 class CommunicatorExperts final : public ExpertParallelGroup {

@@ -7,11 +7,14 @@
 // each ep group's ranks read different data and share the experts.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "layout/grid.h"
 #include "model/mixture_of_experts.h"
+#include "model/parameter_layout.h"
 #include "parallel/communicator.h"
 
 namespace shardscope {
@@ -20,6 +23,20 @@ namespace shardscope {
 // ranks [ep floor(d / ep), ep floor(d / ep) + ep) of its stage and tp rank,
 // where d is its dp coordinate.
 std::vector<int> expert_parallel_group(const Grid& grid, int rank, int ep);
+
+// The global ranks that hold the same experts as `rank` (Megatron-LM's
+// expert-data-parallel group): the dp/ep data-parallel ranks of its stage and
+// tp rank at the same place in their ep groups (dp coordinate = d mod ep).
+// Expert gradients are averaged over it; dense ones over the whole dp group.
+std::vector<int> expert_data_parallel_group(const Grid& grid, int rank, int ep);
+
+// The squares of the gradients in the flat range [begin, end) for the global
+// norm: the replicated parameters' from this rank (every ep rank has the same),
+// the experts' summed over the ep group (each holds other experts), so every
+// expert counts once. `squares(offset, count)` as tensor_parallel_sum_of_squares'.
+float expert_parallel_sum_of_squares(const ParameterLayout& layout, std::int64_t begin, std::int64_t end,
+                                     const std::function<double(std::int64_t, std::int64_t)>& squares, Communicator& ep,
+                                     const CommTag& tag);
 
 // The model's ExpertParallelGroup over `ep`. Its all-to-all is ep - 1 pairwise
 // exchanges (step s: send to rank + s, receive from rank - s), each a send and

@@ -172,14 +172,15 @@ RankPlan ShardingPlan::make_rank(int rank) const {
 }
 
 namespace {
-// Each stage's units, the stage holding layers_of(stage).
+// Each stage's units, the stage holding layers_of(stage) (and ep rank 0's experts).
 template <typename LayersOf>
-std::vector<StageUnits> units_of_stages(const ModelConfig& model, int pp, int tp, LayersOf layers_of) {
+std::vector<StageUnits> units_of_stages(const ModelConfig& model, int pp, int tp, int ep, LayersOf layers_of) {
   std::vector<StageUnits> stages;
   for (int s = 0; s < pp; ++s) {
     StageUnits su;
     su.layers = layers_of(s);
     su.layers.tp_size = tp;  // tp rank 0's slices; the others hold as many
+    su.layers.expert_ranks = ep;  // and ep rank 0's experts (E/ep on every ep rank)
     const ParameterLayout layout(model, su.layers);
     for (const ParameterUnit& u : layout.units()) su.units.push_back(PlanUnit{u.id, u.numel()});
     stages.push_back(std::move(su));
@@ -188,8 +189,9 @@ std::vector<StageUnits> units_of_stages(const ModelConfig& model, int pp, int tp
 }
 }  // namespace
 
-std::vector<StageUnits> stage_units(const ModelConfig& model, int pp, int tp, int virtual_stages) {
-  return units_of_stages(model, pp, tp, [&](int s) { return pipeline_stage_layers(model, pp, s, virtual_stages); });
+std::vector<StageUnits> stage_units(const ModelConfig& model, int pp, int tp, int virtual_stages, int ep) {
+  return units_of_stages(model, pp, tp, ep,
+                         [&](int s) { return pipeline_stage_layers(model, pp, s, virtual_stages); });
 }
 
 std::string stage_parameters_text(const ShardingPlan& plan) {
@@ -223,14 +225,16 @@ ShardingPlan make_sharding_plan(const RunConfig& config) {
     const ParallelLayout layout = parallel_layout(config);
     const ModelConfig model = run_model_config(config);
     const int pp = layout.axes.pp();
-    return ShardingPlan(
-        layout, units_of_stages(model, pp, layout.axes.tp(), [&](int s) { return zb_v_stage_layers(model, pp, s); }));
+    return ShardingPlan(layout, units_of_stages(model, pp, layout.axes.tp(), config.expert_parallel,
+                                                [&](int s) { return zb_v_stage_layers(model, pp, s); }));
   }
-  if (config.virtual_stages <= 1) return make_sharding_plan(parallel_layout(config), run_model_config(config));
-  // Interleaved 1F1B: each stage holds v chunks (run_config.cpp refuses layers that do not split).
+  if (config.virtual_stages <= 1 && config.expert_parallel <= 1)
+    return make_sharding_plan(parallel_layout(config), run_model_config(config));
+  // Interleaved 1F1B: each stage holds v chunks (run_config.cpp refuses layers that do not split);
+  // expert parallelism: each rank E/ep experts.
   const ParallelLayout layout = parallel_layout(config);
-  return ShardingPlan(layout,
-                      stage_units(run_model_config(config), layout.axes.pp(), layout.axes.tp(), config.virtual_stages));
+  return ShardingPlan(layout, stage_units(run_model_config(config), layout.axes.pp(), layout.axes.tp(),
+                                          config.virtual_stages, config.expert_parallel));
 }
 
 }  // namespace shardscope

@@ -185,7 +185,7 @@ std::string stage_parameters_text(const ShardingPlan& plan);
 // with tp > 1 what one tensor-parallel rank of each stage holds (its slices of
 // the split parameters and the replicated ones whole: every tp rank alike).
 // virtual_stages v > 1: each stage's v interleaved chunks (model_config.h, pipeline_stage_layers).
-std::vector<StageUnits> stage_units(const ModelConfig& model, int pp, int tp = 1, int virtual_stages = 1);
+std::vector<StageUnits> stage_units(const ModelConfig& model, int pp, int tp = 1, int virtual_stages = 1, int ep = 1);
 // The plan of a run the engine trains (throws ConfigError for an unknown preset).
 ShardingPlan make_sharding_plan(const RunConfig& config);
 ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelConfig& model);

@@ -56,6 +56,8 @@ struct Trainer::Rank {
   Communicator* cp_comm = nullptr;                // the context-parallel peers (cp > 1)
   std::unique_ptr<ContextParallelGroup> cp_group;  // the model's view of cp_comm
   std::unique_ptr<ExpertParallelGroup> ep_group;  // the MoE layers' expert-parallel peers (--ep > 1)
+  Communicator* ep_comm = nullptr;                // ep_group's communicator (--ep > 1)
+  Communicator* expert_dp_comm = nullptr;         // the dp ranks holding this rank's experts (--ep > 1)
   // Makes this rank's communicator for a group (in-process, or NCCL with one GPU per rank).
   std::function<std::unique_ptr<Communicator>(const std::vector<int>& members)> make_communicator;
   Communicator* group(const std::vector<int>& members) {

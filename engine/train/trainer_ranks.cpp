@@ -202,9 +202,11 @@ void Trainer::connect_communicators(Rank& rank) {
     rank.tp_comm = rank.group(grid.group(rank.rank, Axis::tp));
     rank.tp_group = make_tensor_parallel_group(*rank.tp_comm);
   }
-  if (config_.expert_parallel > 1)  // ep consecutive dp ranks share the experts (parallel/expert_parallel.h)
-    rank.ep_group =
-        make_expert_parallel_group(*rank.group(expert_parallel_group(grid, rank.rank, config_.expert_parallel)));
+  if (const int ep = config_.expert_parallel; ep > 1) {                     // ep consecutive dp ranks split the experts
+    rank.ep_comm = rank.group(expert_parallel_group(grid, rank.rank, ep));  // (parallel/expert_parallel.h)
+    rank.ep_group = make_expert_parallel_group(*rank.ep_comm);
+    rank.expert_dp_comm = rank.group(expert_data_parallel_group(grid, rank.rank, ep));
+  }
 }
 
 // The stage's layers, with its parameters and gradients in the model's own
@@ -219,6 +221,8 @@ void Trainer::build_model(Rank& rank) {
   layers.tp_rank = rank.tp_rank;
   layers.tp_size = plan_->grid().tp();
   layers.sequence_parallel = config_.sequence_parallel;
+  layers.expert_rank = rank.dp_rank % config_.expert_parallel;  // and its experts (expert parallelism)
+  layers.expert_ranks = config_.expert_parallel;
   rank.model = make_model(model_config, layers, *rank.backend, rank.ledger,
                           ModelBuffers{plan_->model_holds_parameters(), plan_->model_holds_gradients()});
   rank.model->set_tensor_parallel_group(rank.tp_group.get());

@@ -151,4 +151,14 @@ void TestCliParallel::header_names_context_and_expert_parallelism() {
            "--eval-every", "0"});
   QVERIFY2(r.code == 0, qPrintable(r.err));
   QVERIFY2(r.out.contains("2 ranks (dp 2 ddp ZeRO-0 x pp 1 1f1b, experts over ep 2)"), qPrintable(r.out));
+  // estimate --ep: each rank holds the dense parameters and 2 of the 4 experts of each layer.
+  r = run(
+      {"estimate", "--model", "gpt-tiny-moe", "--dp", "2", "--ep", "2", "--seq", "64", "--activations", "shardscope"});
+  QVERIFY2(r.code == 0, qPrintable(r.err));
+  QVERIFY2(r.out.contains("experts over ep 2"), qPrintable(r.out));
+  QVERIFY2(r.out.contains("4Ψ = 4 × 1,388,288"), qPrintable(r.out));
+  QVERIFY2(r.out.contains("all-to-all"), qPrintable(r.out));
+  r = run({"estimate", "--model", "gpt-tiny-moe", "--dp", "2", "--ep", "2", "--zero", "1"});
+  QCOMPARE(r.code, 2);
+  QVERIFY2(r.err.contains("--ep 2 is modelled with DDP"), qPrintable(r.err));
 }

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "engine/thread_cpu_timer.h"
 #include "estimate/config_import.h"
+#include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
 #include "io/accelerate_config.h"
 #include "io/config_reader.h"
@@ -55,6 +56,7 @@ class TestConfigImport : public QObject {
   void bert_base_uncased_count_is_exact();
   void llama_2_7b_count_is_exact();
   void mixtral_8x7b_count_is_exact();
+  void deepseek_v3_count_is_exact();
   void hf_unknown_keys_are_reported();
   void hf_bad_files_name_the_line_or_key();
   void deepspeed_fixture();
@@ -147,6 +149,43 @@ void TestConfigImport::mixtral_8x7b_count_is_exact() {
   const ModelShape tiny = model_shape_from_config(find_model_preset("gpt-tiny-moe"), "gpt-tiny-moe");
   QCOMPARE(tiny.parameters(), std::int64_t{2'441'984});  // gpt-tiny's 859,392 + 4 layers x (3 experts + a router)
   QCOMPARE(tiny.parameters() - tiny.idle_expert_parameters, std::int64_t{1'388'288});  // 2 of 4 experts active
+}
+
+// resources/examples/deepseek_v3_config.json (multi-head latent attention, 3 dense
+// layers, then 256 routed experts of width 2048, 1 shared, top-8) against the
+// counts transformers makes of it (tests/tools/deepseek_v3_parameter_count.py):
+// 671B in all, the multi-token-prediction layer left out as transformers does.
+void TestConfigImport::deepseek_v3_count_is_exact() {
+  const nlohmann::json counts = nlohmann::json::parse(std::ifstream(kConfigs + "deepseek_v3_parameters.json"));
+  const HfModelConfig c =
+      load_hf_config(std::string(SHARDSCOPE_FIXTURES) + "/../../resources/examples/deepseek_v3_config.json");
+  QVERIFY2(c.warnings.empty(), c.warnings.empty() ? "" : c.warnings[0].c_str());
+  QCOMPARE(c.experts, std::int64_t{256});
+  QCOMPARE(c.top_k, std::int64_t{8});
+  QCOMPARE(c.layers, counts["decoder_layers"].get<std::int64_t>());
+  QCOMPARE(c.training_parameters(), counts["causal_lm_parameters"].get<std::int64_t>());  // 671,026,404,352
+  QCOMPARE(c.base_model_parameters(), counts["base_model_parameters"].get<std::int64_t>());
+  QCOMPARE(c.dense_layer_parameters(), counts["dense_layer_parameters"].get<std::int64_t>());
+  QCOMPARE(c.layer_parameters(), counts["layer_parameters"].get<std::int64_t>());
+  QCOMPARE(c.largest_module_parameters(), counts["layer_expert_parameters"].get<std::int64_t>());
+  // Active: 8 of the 256 routed experts (and the shared one) per token in the 58 MoE layers:
+  // 671.0B - 58 x 248 x 3 x 7168 x 2048 = 37.6B (DeepSeek-AI's "37B activated").
+  QCOMPARE(c.active_training_parameters(), std::int64_t{37'552'282'624});
+  const ModelShape shape = model_shape_from_hf(c);
+  QCOMPARE(shape.parameters(), c.training_parameters());
+  QCOMPARE(shape.parameters() - shape.idle_expert_parameters, c.active_training_parameters());
+  QCOMPARE(shape.layer_expert_parameters, counts["layer_expert_parameters"].get<std::int64_t>());
+  // A plan: 2 x 64 GPUs in 16 nodes, ep 64 (4 routed experts per GPU), bf16: each GPU holds the
+  // dense parameters and 4 of the 256 routed experts of each MoE layer.
+  EstimateSettings s;
+  s.layout[Axis::dp] = 128;
+  s.expert_parallel = 64;
+  s.precision = Precision::bf16;
+  s.seq = 4096;
+  s.activations = ActivationMode::formula;
+  const MemoryEstimate m = estimate_memory(shape, s);
+  const std::int64_t experts = 58 * counts["layer_expert_parameters"].get<std::int64_t>();
+  QCOMPARE(m.ranks[0].stage_parameters, c.training_parameters() - experts + experts / 64);
 }
 
 void TestConfigImport::hf_unknown_keys_are_reported() {

@@ -25,6 +25,8 @@ class TestEstimateLedger : public QObject {
   void fused_attention_predicted_equals_measured();
   void pipeline_bytes_equal_the_engines_sends();
   void interleaved_predicted_equals_measured();
+  void expert_parallel_predicted_equals_measured_data();
+  void expert_parallel_predicted_equals_measured();
 };
 
 void TestEstimateLedger::predicted_equals_measured_data() {
@@ -285,6 +287,45 @@ void TestEstimateLedger::interleaved_predicted_equals_measured() {
       s.seq = 32;
       check_ledger(model, s);
     }
+}
+
+// Expert parallelism (issue 33): each rank holds E/ep experts of every MoE layer
+// (parameters, gradients, optimizer states), keeps its rows' input and output
+// and its experts' received rows at their bound E·c, and stages the all-to-all
+// in three blocks of E·c rows; the ledger of a real step equals the estimator.
+void TestEstimateLedger::expert_parallel_predicted_equals_measured_data() {
+  QTest::addColumn<int>("dp");
+  QTest::addColumn<int>("ep");
+  QTest::addColumn<int>("checkpoint");
+  QTest::addColumn<int>("accum");
+  QTest::addColumn<QString>("precision");
+  QTest::newRow("moe ep2") << 2 << 2 << 0 << 1 << "fp32";
+  QTest::newRow("moe ep4") << 4 << 4 << 0 << 1 << "fp32";
+  QTest::newRow("moe dp4 ep2") << 4 << 2 << 0 << 1 << "fp32";
+  QTest::newRow("moe dp4 ep2 ckpt accum2") << 4 << 2 << 1 << 2 << "fp32";
+  QTest::newRow("moe ep2 bf16") << 2 << 2 << 0 << 1 << "bf16";
+  QTest::newRow("moe dp4 ep2 fp16") << 4 << 2 << 0 << 1 << "fp16";
+}
+
+void TestEstimateLedger::expert_parallel_predicted_equals_measured() {
+  QFETCH(int, dp);
+  QFETCH(int, ep);
+  QFETCH(int, checkpoint);
+  QFETCH(int, accum);
+  QFETCH(QString, precision);
+  EstimateSettings s;
+  s.precision = parse_precision(qPrintable(precision));
+  s.layout[Axis::dp] = dp;
+  s.expert_parallel = ep;
+  s.recompute = checkpoint ? Recompute::full : Recompute::none;
+  s.accum = accum;
+  s.micro_batch_size = 2;
+  s.seq = 32;
+  check_ledger("gpt-tiny-moe", s);
+  // Every rank holds its E/ep experts: the dense parameters and a quarter or half of the experts'.
+  const ModelShape shape = model_shape_from_config(find_model_preset("gpt-tiny-moe"), "gpt-tiny-moe");
+  const std::int64_t experts = shape.layer_expert_parameters * shape.layers;
+  QCOMPARE(estimate_memory(shape, s).ranks[0].stage_parameters, shape.parameters() - experts + experts / ep);
 }
 
 void TestEstimateLedger::pipeline_bytes_equal_the_engines_sends() {

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "engine/collecting_sink.h"
 #include "model/mixture_of_experts.h"
+#include "model/parameter_layout.h"
 #include "train/trainer.h"
 
 using namespace shardscope;
@@ -74,21 +75,38 @@ class TestExpertParallel : public QObject {
   void matches_one_rank_data();
   void matches_one_rank();
   void all_to_all_moves_the_routed_rows();
+  void ranks_hold_their_experts_only();
   void layouts_it_cannot_split_are_refused();
 };
 
 void TestExpertParallel::matches_one_rank_data() {
   QTest::addColumn<int>("ep");
-  QTest::newRow("ep 2 (dp 2)") << 2;
-  QTest::newRow("ep 4 (dp 4)") << 4;
+  QTest::addColumn<int>("dp");
+  QTest::addColumn<QString>("precision");
+  QTest::newRow("ep 2 (dp 2)") << 2 << 2 << "fp32";
+  QTest::newRow("ep 4 (dp 4)") << 4 << 4 << "fp32";
+  QTest::newRow("dp 4 x ep 2") << 2 << 4 << "fp32";
+  QTest::newRow("dp 4 x ep 2 fp16") << 2 << 4 << "fp16";
 }
 
-// fp32, 20 steps: dp = ep ranks, each micro-batch's experts computed across
-// the group, against one rank accumulating the same ep micro-batches.
+// 20 steps: dp ranks in groups of ep, each micro-batch's experts computed across
+// its group, each rank holding E/ep experts (their gradients averaged over the
+// dp/ep ranks holding them), against one rank accumulating the same dp micro-batches.
 void TestExpertParallel::matches_one_rank() {
   QFETCH(int, ep);
-  const Trace single = trace_of(moe_config(1, 1, ep));
-  const Trace split = trace_of(moe_config(ep, ep, 1));
+  QFETCH(int, dp);
+  QFETCH(QString, precision);
+  RunConfig one = moe_config(1, 1, dp), many = moe_config(dp, ep, 1);
+  one.precision = many.precision = parse_precision(qPrintable(precision));
+  // One DDP bucket: the dense gradients are averaged after backward in one ring,
+  // whatever the layout's split into buckets. Top-k routing is discontinuous: a
+  // near tie flips on the last bit of a logit, and the 0.5 MB buckets' order of
+  // summation flipped one choice at step 13 of ep 4 (loss 1.3e-4 from then on).
+  many.bucket_mb = 100;
+  const bool fp32 = many.precision == Precision::fp32;
+  const double tolerance = fp32 ? 2e-5 : 5e-3;  // 16 bits: test_mixed_training's fp16 tolerance, on the losses
+  const Trace single = trace_of(one);
+  const Trace split = trace_of(many);
   QCOMPARE(split.losses.size(), std::size_t{20});
   const double loss_error = worst_relative_difference(split.losses, single.losses);
   const double norm_error = worst_relative_difference(split.norms, single.norms);
@@ -100,10 +118,12 @@ void TestExpertParallel::matches_one_rank() {
       "loss %.4f -> %.4f, aux loss %.4f -> %.4f, %lld choices dropped in all",
       QTest::currentDataTag(), loss_error, norm_error, aux_error, split.losses.front(), split.losses.back(),
       split.aux.front(), split.aux.back(), static_cast<long long>(dropped));
-  QVERIFY2(loss_error < 2e-5, qPrintable(QString::number(loss_error)));
-  QVERIFY2(norm_error < 2e-5, qPrintable(QString::number(norm_error)));
-  QVERIFY2(aux_error < 2e-5, qPrintable(QString::number(aux_error)));
-  QCOMPARE(split.dropped, single.dropped);  // each micro-batch drops what it drops on one rank
+  QVERIFY2(loss_error < tolerance, qPrintable(QString::number(loss_error)));
+  if (fp32) {
+    QVERIFY2(norm_error < 2e-5, qPrintable(QString::number(norm_error)));
+    QVERIFY2(aux_error < 2e-5, qPrintable(QString::number(aux_error)));
+    QCOMPARE(split.dropped, single.dropped);  // each micro-batch drops what it drops on one rank
+  }
   QVERIFY(split.losses.back() < split.losses.front() - 0.3);
 }
 
@@ -121,7 +141,7 @@ void TestExpertParallel::all_to_all_moves_the_routed_rows() {
   std::map<std::tuple<int, int, int>, std::int64_t> sent;  // (src, dst, unit) -> bytes
   for (const Event& e : sink.events())
     if (e.kind == EventKind::comm_span && e.op == CommOp::send && e.unit >= 1 && e.unit <= 4 &&
-        e.purpose == CommPurpose::other)
+        e.purpose == CommPurpose::expert_parallel)
       sent[{e.src, e.dst, e.unit}] += e.bytes;
   const int C = 128, experts_per_rank = 2;
   std::int64_t dropped = 0;
@@ -156,6 +176,34 @@ void TestExpertParallel::all_to_all_moves_the_routed_rows() {
   QCOMPARE(steps.back().moe->dropped, dropped);
 }
 
+// Each rank stores its E/ep experts of every MoE layer, the rest whole: parameters,
+// gradients and AdamW's two moments of (Ψ − Ψ_experts + Ψ_experts / ep) floats.
+void TestExpertParallel::ranks_hold_their_experts_only() {
+  const ModelConfig model = find_model_preset("gpt-tiny-moe");
+  const std::int64_t whole = analytic_parameter_count(model);
+  std::int64_t experts = 0;
+  const ParameterLayout layout(model);
+  for (const ParameterEntry& e : layout.entries()) experts += e.expert ? e.numel : 0;
+  QCOMPARE(experts, std::int64_t{model.layers} * model.experts * (8LL * 128 * 128 + 5 * 128));
+  RunConfig c = moe_config(4, 2, 1);
+  c.steps = 1;
+  Trainer trainer(c);
+  trainer.step();
+  for (int r = 0; r < 4; ++r) {
+    QCOMPARE(trainer.model(r).parameter_count(), whole - experts + experts / 2);
+    QCOMPARE(trainer.ledger(r).peak()[MemoryCategory::optimizer_states], 8 * (whole - experts + experts / 2));
+    QCOMPARE(trainer.model(r).layout().find("layer0.mlp.experts.fc.weight").shape[0], 2);
+  }
+  // Ranks 0 and 2 hold experts 0 and 1, ranks 1 and 3 experts 2 and 3: the same values where they hold the same.
+  const auto first_weight = [&](int r) {
+    const ParameterEntry& e = trainer.model(r).layout().find("layer0.mlp.experts.fc.weight");
+    return trainer.model(r).params()[e.offset];
+  };
+  QCOMPARE(first_weight(0), first_weight(2));
+  QCOMPARE(first_weight(1), first_weight(3));
+  QVERIFY(first_weight(0) != first_weight(1));
+}
+
 void TestExpertParallel::layouts_it_cannot_split_are_refused() {
   auto refused = [](RunConfig c, const char* fragment) {
     try {
@@ -172,6 +220,9 @@ void TestExpertParallel::layouts_it_cannot_split_are_refused() {
   c = moe_config(2, 2, 1);
   c.model = "gpt-tiny";
   refused(c, "--ep 2 needs a mixture-of-experts model; gpt-tiny has no experts");
+  c = moe_config(4, 2, 1);
+  c.zero_stage = 2;
+  refused(c, "--ep 2 with --zero 2 is not built yet");
 }
 
 QTEST_GUILESS_MAIN(TestExpertParallel)

@@ -7,6 +7,8 @@
 // gradients (gradients_ready), and the optimizer waits for the last bucket
 // (after_backward). Earlier accumulation steps only add up gradients, as under
 // PyTorch's no_sync(). Per rank: 16Ψ of model states in fp32 (2Ψ + 2Ψ + 12Ψ mixed).
+// Under expert parallelism a rank holds E/ep experts of each MoE layer, whose
+// buckets are averaged over the dp/ep ranks that hold the same experts.
 #include "parallel/ddp.h"
 #include "train/strategy/strategy.h"
 #include "train/trainer_rank.h"
@@ -25,8 +27,11 @@ class DdpStrategy final : public DataParallelStrategy {
     if (plan_.bucketed_all_reduce()) {  // several data-parallel ranks
       const std::int64_t esize = static_cast<std::int64_t>(dtype_size(rank.dtype));
       const auto bucket_bytes = static_cast<std::int64_t>(config_.bucket_mb * 1e6);
-      reducer_ = std::make_unique<DdpReducer>(
-          *rank.dp_comm, make_gradient_buckets(rank.model->layout(), bucket_bytes, esize), rank.clock.get());
+      // Expert parallelism: the experts' buckets go to the ranks holding the same experts.
+      const bool experts = rank.expert_dp_comm != nullptr;
+      reducer_ = std::make_unique<DdpReducer>(*rank.dp_comm,
+                                              make_gradient_buckets(rank.model->layout(), bucket_bytes, esize, experts),
+                                              rank.clock.get(), rank.expert_dp_comm);
     }
   }
 

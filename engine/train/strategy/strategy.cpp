@@ -81,7 +81,10 @@ void DataParallelStrategy::flat_update(TrainerRank& rank, std::int64_t begin, st
     return mixed ? be.sum_of_squares_16(rank.dtype, static_cast<const std::uint16_t*>(grads) + offset, count)
                  : be.sum_of_squares(model.grads() + offset, count);
   };
-  float squares = tensor_parallel_sum_of_squares(model.layout(), begin, end, range_squares, rank.tp_comm, tag);
+  // Expert parallelism: each ep rank's own experts, the replicated parameters once (parallel/expert_parallel.h).
+  float squares = rank.ep_comm != nullptr
+                      ? expert_parallel_sum_of_squares(model.layout(), begin, end, range_squares, *rank.ep_comm, tag)
+                      : tensor_parallel_sum_of_squares(model.layout(), begin, end, range_squares, rank.tp_comm, tag);
   if (sharded) rank.dp_comm->all_reduce_host(&squares, 1, ReduceOp::sum, tag);
   sum_over_stages(rank, squares, tag);
   rank.grad_norm = std::sqrt(static_cast<double>(squares)) / rank.loss_scale;
