@@ -45,22 +45,25 @@ void ContextParallelView::paintRing(QPainter& p, const QRectF& area) const {
   const int n = model_.cp();
   const std::vector<int> ranks = model_.group(layer_);
   const ContextParallelPass& pass = model_.latest(layer_, backward_);
-  const double node = std::clamp(std::min(area.width(), area.height()) / 9, 16.0, 30.0);
+  const double node = std::clamp(std::min(area.width(), area.height()) / 10, 10.0, 30.0);
   const double radius =
       std::max(20.0, std::min(area.width() / 2 - node - fm.horizontalAdvance(QStringLiteral("K/V 0, 1, 2, 3")) / 2,
-                              area.height() / 2 - node - 2 * fm.height()));
+                              area.height() / 2 - node - fm.height() - 4));
   const QPointF center = area.center();
   p.setPen(QPen(palette().mid().color(), 1.5, Qt::DashLine));
   p.setBrush(Qt::NoBrush);
   p.drawEllipse(center, radius, radius);
   const QColor kv(255, 127, 14), grad(148, 103, 189);
+  const bool roomy = radius >= 70;  // a small ring (the lessons open at 1280×720) labels blocks by number only
   for (const auto& [from, block] : pass.latestSends()) {
     const QPointF a = ringPoint(center, radius, from, n), b = ringPoint(center, radius, (from + 1) % n, n);
     const QPointF d = b - a;
     const double length = std::max(1.0, std::hypot(d.x(), d.y()));
     const QPointF u = d / length, out = QPointF(u.y(), -u.x()) * (n == 2 ? 18.0 : 0.0);
     drawArrow(p, a + u * (node + 3) + out, b - u * (node + 3) + out, pass.latest_gradients ? grad : kv);
-    const QString label = pass.latest_gradients ? tr("dK/dV %1").arg(block) : tr("K/V %1").arg(block);
+    const QString label = !roomy                  ? QString::number(block)
+                          : pass.latest_gradients ? tr("dK/dV %1").arg(block)
+                                                  : tr("K/V %1").arg(block);
     const QPointF mid = (a + b) / 2 + out * 1.6;
     const QRectF box(mid.x() - fm.horizontalAdvance(label) / 2 - 3, mid.y() - fm.height() / 2,
                      fm.horizontalAdvance(label) + 6, fm.height());
@@ -81,7 +84,7 @@ void ContextParallelView::paintRing(QPainter& p, const QRectF& area) const {
       if (pass.step != 0 ? static_cast<bool>(pass.held[static_cast<std::size_t>(r)][static_cast<std::size_t>(b)])
                          : b == r)
         held << QString::number(b);
-    const QString text = tr("K/V %1").arg(held.join(QStringLiteral(", ")));
+    const QString text = roomy ? tr("K/V %1").arg(held.join(QStringLiteral(", "))) : held.join(QStringLiteral(","));
     const bool below = c.y() >= center.y() - 1;
     const QRectF label(c.x() - 80, below ? c.y() + node + 2 : c.y() - node - fm.height() - 2, 160, fm.height());
     p.setPen(palette().text().color());
@@ -106,8 +109,10 @@ void ContextParallelView::paintTiles(QPainter& p, const QRectF& area) const {
   const double tile = side / chunks;
   const QRectF grid(area.left() + label_w, area.top() + fm.height() + 2, side, side);
   p.setPen(palette().text().color());
-  p.drawText(QRectF(grid.left(), area.top(), std::max(side, area.width() - label_w), fm.height()), Qt::AlignLeft,
-             tr("Attention tiles: query chunks \u2193, key chunks \u2192"));
+  const double title_w = std::max(side, area.width() - label_w);
+  p.drawText(QRectF(grid.left(), area.top(), title_w, fm.height()), Qt::AlignLeft,
+             fm.elidedText(tr("Attention tiles: query chunks \u2193, key chunks \u2192"), Qt::ElideRight,
+                           static_cast<int>(title_w)));
   for (int q = 0; q < chunks; ++q) {
     const int owner = model_.chunkOwner(q);
     const QColor color = rankColor(ranks[static_cast<std::size_t>(owner)]);
@@ -181,9 +186,12 @@ void ContextParallelView::paintEvent(QPaintEvent*) {
   p.drawText(all, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, header);
   const int footer = paintFooter(p, all);
   const double top = all.top() + head.height() + 8, bottom = all.bottom() - footer - 8;
-  const double ring_w = std::max(160.0, all.width() * 0.45);
+  // The tiles take a square as tall as the room (at most half the width), the ring the rest.
+  const double tiles_w = std::min(all.width() * 0.5, bottom - top - 2.0 * fm.height()) +
+                         fm.horizontalAdvance(QStringLiteral("r00 q0")) + 6;
+  const double ring_w = all.width() - tiles_w - 12;
   paintRing(p, QRectF(all.left(), top, ring_w, bottom - top));
-  paintTiles(p, QRectF(all.left() + ring_w + 12, top, all.width() - ring_w - 12, bottom - top));
+  paintTiles(p, QRectF(all.left() + ring_w + 12, top, tiles_w, bottom - top));
 }
 
 }  // namespace shardscope::ui

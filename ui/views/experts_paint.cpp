@@ -35,7 +35,8 @@ void ExpertsView::paintBars(QPainter& p, const QRectF& area) const {
   const ExpertLayerLoad* load = model_.load(model_.latestLoadStep(), layer_);
   p.setPen(palette().text().color());
   p.drawText(QRectF(area.left(), area.top(), area.width(), fm.height()), Qt::AlignLeft,
-             tr("Choices per expert this step (bars) against capacity (dashed)"));
+             fm.elidedText(tr("Choices per expert this step (bars) against capacity (dashed)"), Qt::ElideRight,
+                           static_cast<int>(area.width())));
   const QRectF plot(area.left() + 6, area.top() + fm.height() + 4, area.width() - 12,
                     area.height() - 2 * fm.height() - 10);
   if (load == nullptr || plot.height() < 10) return;
@@ -78,7 +79,8 @@ void ExpertsView::paintAuxLoss(QPainter& p, const QRectF& area) const {
                                     : tr("Load-balancing loss E\u00b7\u03a3 f\u00b7P: %1 at step %2")
                                           .arg(static_cast<double>(aux.rbegin()->second), 0, 'f', 4)
                                           .arg(aux.rbegin()->first);
-  p.drawText(QRectF(area.left(), area.top(), area.width(), fm.height()), Qt::AlignLeft, title);
+  p.drawText(QRectF(area.left(), area.top(), area.width(), fm.height()), Qt::AlignLeft,
+             fm.elidedText(title, Qt::ElideRight, static_cast<int>(area.width())));
   const QRectF plot(area.left() + 6, area.top() + fm.height() + 4, area.width() - 12, area.height() - fm.height() - 6);
   p.setPen(palette().mid().color());
   p.drawRect(plot);
@@ -106,8 +108,9 @@ void ExpertsView::paintMatrix(QPainter& p, const QRectF& area) const {
   const std::int64_t step = model_.shownMatrixStep(layer_);
   const std::vector<std::int64_t> m = model_.matrix(step, layer_);
   p.setPen(palette().text().color());
-  p.drawText(QRectF(area.left(), area.top(), area.width(), fm.height()), Qt::AlignLeft,
-             tr("All-to-all bytes: row sends to column"));
+  p.drawText(
+      QRectF(area.left(), area.top(), area.width(), fm.height()), Qt::AlignLeft,
+      fm.elidedText(tr("All-to-all bytes: row sends to column"), Qt::ElideRight, static_cast<int>(area.width())));
   const double label = fm.horizontalAdvance(QStringLiteral("r00")) + 8;
   const double side = std::max(20.0, std::min(area.width() - label, area.height() - 2 * fm.height() - 6));
   const double cell = side / std::max(1, n);
