@@ -40,7 +40,9 @@
 #include "lessons.h"
 #include "log_sink.h"
 #include "recording_controller.h"
+#include "views/context_parallel_view.h"
 #include "views/event_view.h"
+#include "views/experts_view.h"
 #include "views/hidden_states_view.h"
 #include "views/live_plots.h"
 #include "views/loss_plot.h"
@@ -241,6 +243,10 @@ QSplitter* MainWindow::buildViewsColumn() {
   addView(live_plots_, live_plots_, QT_TR_NOOP("Live plots"));
   auto* waits = new WaitsView;
   addView(waits, waits, QT_TR_NOOP("Waits"));
+  auto* context = new ContextParallelView;
+  addView(context, context, QT_TR_NOOP("Context parallel"));
+  auto* experts = new ExpertsView;
+  addView(experts, experts, QT_TR_NOOP("Experts"));
   hidden_states_ = new HiddenStatesView;  // not an event view: it runs a model of its own
   tabs_->addTab(hidden_states_, QString());
   tab_sources_.emplace_back(hidden_states_, QT_TR_NOOP("Hidden states"));

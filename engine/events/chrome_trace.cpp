@@ -202,6 +202,9 @@ void write_point_event(const Event& e, TraceOut& trace) {
                  {"skipped", e.skipped}};
     if (e.has_eval_loss) j["args"]["eval_loss"] = decimal(e.eval_loss);
     trace.write(j);
+  } else if (e.kind == EventKind::expert_load) {  // the choices one expert of a MoE layer kept this step
+    const std::string series = "layer " + std::to_string(e.layer) + " expert " + std::to_string(e.expert);
+    trace.write(counter(e, "tokens per expert", {{series, e.expert_tokens}}));
   } else {  // log, error, overflow
     // A log that lasts (a checkpoint's save, from the copy to the write's end) is a span on the log track.
     const bool lasts = e.kind == EventKind::log && e.end_ns > e.start_ns;

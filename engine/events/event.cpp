@@ -29,6 +29,8 @@ std::string_view event_kind_name(EventKind kind) {
     case EventKind::overflow: return "overflow";
     case EventKind::wait_span:
       return "wait";
+    case EventKind::expert_load:
+      return "expert_load";
   }
   return "?";
 }

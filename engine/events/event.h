@@ -24,6 +24,9 @@ enum class EventKind : std::uint8_t {
   overflow = 7,   // fp16: inf/NaN in a rank's gradients (text: the first tensor); the step is skipped; never dropped
   wait_span = 8,  // virtual clock: a rank idle inside a communication call until another rank got there
                   // (src: the rank it waited for, op: the call); see parallel/in_process_communicator.h
+  // mixture of experts: one per MoE layer and expert per step, just before its step_metrics
+  // (rank 0 reports the global figures); never dropped
+  expert_load = 9,
 };
 
 // weight_gradient: W, a backward's weight gradients run apart from its B (zero-bubble pipeline schedules).
@@ -129,6 +132,18 @@ struct Event {
   // whether the step was skipped for an overflow. overflow: the scale that overflowed.
   float loss_scale = 1.0f;
   bool skipped = false;
+  // step_metrics and expert_load: the step's Switch load-balancing loss, its mean over the MoE
+  // layers and forwards (model/mixture_of_experts.h); 0 for a dense model.
+  float aux_loss = 0.0f;
+
+  // expert_load (with `layer`): what the router gave one expert over the step's forwards (every
+  // micro-batch of every rank), and its layer's totals. Capacity is per forward,
+  // ceil(capacity_factor tokens k / E), so the step's places are that times the forwards.
+  std::int32_t expert = -1;
+  std::int64_t expert_tokens = 0;    // choices the expert took (kept)
+  std::int64_t expert_capacity = 0;  // its places over the step
+  std::int64_t routed = 0;           // the layer's choices over the step (tokens x k)
+  std::int64_t dropped = 0;          // of those, the choices over their expert's capacity
 
   // log / error: UTF-8, NUL-terminated, truncated to fit
   LogLevel level = LogLevel::info;
@@ -142,7 +157,7 @@ std::string_view event_kind_name(EventKind kind);
 std::string_view compute_kind_name(ComputeKind kind);
 std::string_view comm_op_name(CommOp op);
 std::string_view ring_phase_name(RingPhase phase);
-inline constexpr EventKind kLastEventKind = EventKind::wait_span;
+inline constexpr EventKind kLastEventKind = EventKind::expert_load;
 
 // Where engine threads put events. Implementations never block on a slow
 // consumer (see event_queue.h); emit may be called from any thread.

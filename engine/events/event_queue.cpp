@@ -22,7 +22,9 @@ bool event_is_droppable(EventKind kind) {
     case EventKind::step_metrics:
     case EventKind::log:
     case EventKind::error:
-    case EventKind::overflow: return false;
+    case EventKind::overflow:
+    case EventKind::expert_load:
+      return false;
   }
   return false;  // an unknown kind is kept: better an extra event than a lost error
 }

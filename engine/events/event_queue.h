@@ -20,7 +20,7 @@
 namespace shardscope {
 
 // compute_span, comm_span, shard and memory_sample may be dropped under
-// pressure; step_metrics, log and error never are.
+// pressure; step_metrics, expert_load, log and error never are.
 bool event_is_droppable(EventKind kind);
 
 inline constexpr std::size_t kEventKindCount = 7;

@@ -2,7 +2,8 @@
 // Records are written field by field, never as a memcpy of Event: the struct's
 // padding and layout belong to the compiler, the file's to us.
 //
-// Record layout, version 5 (368 bytes, little-endian). Version 4 is the first
+// Record layout, version 6 (408 bytes, little-endian). Version 5 is the first
+// 368 bytes (no expert_load kind; aux loss 0). Version 4 is the first
 // 304 bytes (no peaks or resident memory: peaks read as the current bytes,
 // resident memory as 0, unknown). Version 3 has no unit
 // field: its ZeRO events said the unit as layer + 1 (shard) or as the bucket
@@ -21,6 +22,8 @@
 //   272 i64 device_used_bytes  280 i64 device_total_bytes  288 i64 device_reserved_bytes
 //   296 i32 device (-1: host)  300 i32 unit (version 4)
 //   304 i64 memory_peak[6] (version 5)  352 i64 process_resident_bytes  360 i64 process_peak_resident_bytes
+//   368 i32 expert (version 6)  372 f32 aux_loss  376 i64 expert_tokens  384 i64 expert_capacity
+//   392 i64 routed  400 i64 dropped
 #include "events/recording.h"
 
 #include <algorithm>
@@ -107,6 +110,12 @@ void encode_event(const Event& e, unsigned char* r) {
   for (std::size_t i = 0; i < kMemoryCategoryCount; ++i) put(r + 304 + 8 * i, e.memory_peak[i]);
   put(r + 352, e.process_resident_bytes);
   put(r + 360, e.process_peak_resident_bytes);
+  put(r + 368, e.expert);
+  put_f32(r + 372, e.aux_loss);
+  put(r + 376, e.expert_tokens);
+  put(r + 384, e.expert_capacity);
+  put(r + 392, e.routed);
+  put(r + 400, e.dropped);
 }
 
 Event decode_event(const unsigned char* r, std::uint32_t version) {
@@ -155,6 +164,14 @@ Event decode_event(const unsigned char* r, std::uint32_t version) {
     e.process_peak_resident_bytes = get<std::int64_t>(r + 360);
   } else {
     e.memory_peak = e.memory;  // the best a version-4 sample knows
+  }
+  if (version >= 6) {
+    e.expert = get<std::int32_t>(r + 368);
+    e.aux_loss = get_f32(r + 372);
+    e.expert_tokens = get<std::int64_t>(r + 376);
+    e.expert_capacity = get<std::int64_t>(r + 384);
+    e.routed = get<std::int64_t>(r + 392);
+    e.dropped = get<std::int64_t>(r + 400);
   }
   if (version >= 4) {
     e.unit = get<std::int32_t>(r + 300);

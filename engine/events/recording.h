@@ -9,7 +9,7 @@
 //   0       8     magic "SSRUN\r\n\x1a" (the \r\n and \x1a catch text-mode copies)
 //   8       4     u32 format version (kRecordingVersion)
 //   12      4     u32 record size in bytes (record_size(version): 272 for
-//                 versions 1 and 2, 304 for 3 and 4, kRecordSize = 368 for 5)
+//                 versions 1 and 2, 304 for 3 and 4, 368 for 5, kRecordSize = 408 for 6)
 //   16      4     u32 length N of the metadata JSON
 //   20      N     metadata: UTF-8 JSON (the run config; "{}" if none)
 //   20 + N  ...   records, one per Event, kRecordSize bytes each (recording.cpp
@@ -29,17 +29,19 @@
 namespace shardscope {
 
 inline constexpr char kRecordingMagic[8] = {'S', 'S', 'R', 'U', 'N', '\r', '\n', '\x1a'};
-inline constexpr std::uint32_t kRecordingVersion = 5;
+inline constexpr std::uint32_t kRecordingVersion = 6;
 inline constexpr std::uint32_t kRecordingHeaderSize = 20;  // before the JSON
-inline constexpr std::uint32_t kRecordSize = 368;          // of kRecordingVersion
+inline constexpr std::uint32_t kRecordSize = 408;          // of kRecordingVersion
 
 // The record size of a format version: 272 bytes before version 3 added the
 // device fields of memory samples (version 4 uses a spare word of version 3
 // for the ZeRO unit), 368 since version 5 added the ledger's peaks and the
-// process's resident memory to memory samples. 0 for an unknown version.
+// process's resident memory to memory samples, 408 since version 6 added the
+// routing figures of mixture-of-experts steps. 0 for an unknown version.
 constexpr std::uint32_t record_size(std::uint32_t version) {
   if (version == 1 || version == 2) return 272;
   if (version == 3 || version == 4) return 304;
+  if (version == 5) return 368;
   return version == kRecordingVersion ? kRecordSize : 0;
 }
 

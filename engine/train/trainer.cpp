@@ -30,6 +30,7 @@
 #include "plan/sharding_plan.h"
 #include "plan/zb_v_schedule.h"  // v_place_before, v_place_after
 #include "train/adamw.h"
+#include "train/expert_load_events.h"
 #include "train/trainer_rank.h"
 
 namespace shardscope {
@@ -426,7 +427,13 @@ StepMetrics Trainer::step() {
   metrics.eval_loss = m.eval_loss.value_or(0.0f);
   metrics.memory = m.memory.bytes;
   // Global figures, once per job: under mpirun the other processes' copies would repeat them.
-  if (!process_.active() || process_.rank == 0) emit(metrics);
+  if (!process_.active() || process_.rank == 0) {
+    if (m.moe) {  // the routing first, so a view has it when the step's metrics arrive
+      metrics.aux_loss = static_cast<float>(m.moe->aux_loss());
+      for (const Event& load : expert_load_events(r0.model->config(), *m.moe, m.step, step_end_ns)) emit(load);
+    }
+    emit(metrics);
+  }
   return m;
 }
 

@@ -54,7 +54,7 @@ std::vector<Event> every_kind_with_every_field() {
     e.end_ns = std::numeric_limits<std::int64_t>::max() - k;
     e.compute = static_cast<ComputeKind>(k % 4);
     e.layer = 11 + k;
-    e.op = static_cast<CommOp>(8 - k);
+    e.op = static_cast<CommOp>(8 - k % 9);  // barrier .. all_reduce, again from barrier for a tenth kind
     e.phase = static_cast<RingPhase>(k % 3);
     e.bucket = 21 + k;
     e.unit = 71 + k;
@@ -73,6 +73,12 @@ std::vector<Event> every_kind_with_every_field() {
     for (std::size_t i = 0; i < kMemoryCategoryCount; ++i) e.memory_peak[i] = (std::int64_t{1} << (40 + i)) - k;
     e.process_resident_bytes = (std::int64_t{5} << 30) + k;
     e.process_peak_resident_bytes = (std::int64_t{6} << 30) + k;
+    e.expert = 81 + k;
+    e.expert_tokens = (std::int64_t{7} << 34) + k;
+    e.expert_capacity = (std::int64_t{8} << 34) - k;
+    e.routed = (std::int64_t{9} << 34) + k;
+    e.dropped = -(std::int64_t{10} << 34) - k;
+    e.aux_loss = 1.0f + static_cast<float>(k) / 8.0f;
     e.loss = 2.5f + static_cast<float>(k);
     e.lr = 3e-4f * static_cast<float>(k + 1);
     e.grad_norm = -0.0f;
@@ -118,9 +124,16 @@ void compare_events(const Event& a, const Event& b) {
   QCOMPARE(a.device_used_bytes, b.device_used_bytes);
   QCOMPARE(a.device_total_bytes, b.device_total_bytes);
   QCOMPARE(a.device_reserved_bytes, b.device_reserved_bytes);
+  QCOMPARE(a.expert, b.expert);
+  QCOMPARE(a.expert_tokens, b.expert_tokens);
+  QCOMPARE(a.expert_capacity, b.expert_capacity);
+  QCOMPARE(a.routed, b.routed);
+  QCOMPARE(a.dropped, b.dropped);
   const std::initializer_list<std::pair<float, float>> floats = {
-      {a.loss, b.loss}, {a.lr, b.lr}, {a.grad_norm, b.grad_norm}, {a.tokens_per_s, b.tokens_per_s},
-      {a.eval_loss, b.eval_loss}, {a.loss_scale, b.loss_scale}};
+      {a.loss, b.loss},           {a.lr, b.lr},
+      {a.grad_norm, b.grad_norm}, {a.tokens_per_s, b.tokens_per_s},
+      {a.eval_loss, b.eval_loss}, {a.loss_scale, b.loss_scale},
+      {a.aux_loss, b.aux_loss}};
   for (const auto& [x, y] : floats)
     QCOMPARE(std::bit_cast<std::uint32_t>(x), std::bit_cast<std::uint32_t>(y));
   QCOMPARE(a.has_eval_loss, b.has_eval_loss);
@@ -334,15 +347,21 @@ void TestEvents::recording_layout_is_the_documented_one() {
   e.memory_peak[5] = 0x26;
   e.process_resident_bytes = 0x31;
   e.process_peak_resident_bytes = 0x32;
+  e.expert = 0x41;
+  e.aux_loss = 2.0f;
+  e.expert_tokens = 0x42;
+  e.expert_capacity = 0x43;
+  e.routed = 0x44;
+  e.dropped = 0x45;
   const std::string file = path("layout.ssrun");
   {
     RecordingWriter writer(file, "");
     writer.emit(e);
   }
   const std::string bytes = read_file(file);
-  QCOMPARE(bytes.size(), std::size_t{20 + 2 + 368});  // empty metadata is written as "{}"
+  QCOMPARE(bytes.size(), std::size_t{20 + 2 + 408});  // empty metadata is written as "{}"
   QCOMPARE(bytes.substr(0, 8), std::string("SSRUN\r\n\x1a", 8));
-  QCOMPARE(bytes.substr(8, 12), std::string("\x05\0\0\0\x70\x01\0\0\x02\0\0\0", 12));
+  QCOMPARE(bytes.substr(8, 12), std::string("\x06\0\0\0\x98\x01\0\0\x02\0\0\0", 12));
   QCOMPARE(bytes.substr(20, 2), std::string("{}"));
   const std::string record = bytes.substr(22);
   QCOMPARE(record[0], '\x04');                                                      // kind at 0
@@ -358,10 +377,30 @@ void TestEvents::recording_layout_is_the_documented_one() {
   QCOMPARE(record.substr(304, 8), std::string("\x21\0\0\0\0\0\0\0", 8));            // peaks from 304
   QCOMPARE(record.substr(344, 8), std::string("\x26\0\0\0\0\0\0\0", 8));            // ... to 351
   QCOMPARE(record.substr(352, 16), std::string("\x31\0\0\0\0\0\0\0\x32\0\0\0\0\0\0\0", 16));  // resident, peak
+  QCOMPARE(record.substr(368, 8), std::string("\x41\0\0\0\0\0\0\x40", 8));  // expert at 368, aux loss 2.0f at 372
+  QCOMPARE(record.substr(376, 8), std::string("\x42\0\0\0\0\0\0\0", 8));    // expert tokens at 376
+  QCOMPARE(record.substr(400, 8), std::string("\x45\0\0\0\0\0\0\0", 8));    // dropped at 400
   RecordingReader current;
   current.open(file);
-  QCOMPARE(current.version(), std::uint32_t{5});
+  QCOMPARE(current.version(), std::uint32_t{6});
   compare_events(current.read_all().at(0), e);
+
+  // Version 5 (368-byte records) had no routing figures: they read as none.
+  {
+    std::string v5 = bytes.substr(0, 22 + 368);
+    v5[8] = '\x05';
+    v5.replace(12, 4, std::string("\x70\x01\0\0", 4));  // record size 368
+    const std::string v5_file = path("v5.ssrun");
+    std::ofstream(v5_file, std::ios::binary) << v5;
+    RecordingReader reader;
+    reader.open(v5_file);
+    QCOMPARE(reader.version(), std::uint32_t{5});
+    const Event back = reader.read_all().at(0);
+    QVERIFY(back.memory_peak == e.memory_peak);
+    QCOMPARE(back.expert, -1);
+    QCOMPARE(back.expert_tokens, std::int64_t{0});
+    QCOMPARE(back.aux_loss, 0.0f);
+  }
 
   // Version 4 (304-byte records) had no peaks or resident memory: peaks read as
   // the sample's current bytes, resident memory as unknown.
@@ -494,17 +533,17 @@ void TestEvents::recording_bad_files_name_the_offset_data() {
   QTest::newRow("text-mode copy") << QByteArray::fromStdString("SSRUN\n\x1a" + good.substr(8))
                                   << "byte 5: the magic's line-ending bytes were changed";
   QTest::newRow("newer version") << QByteArray::fromStdString(patched(8, std::string("\x07", 1)))
-                                 << "byte 8: format version 7 is newer than this program (5)";
+                                 << "byte 8: format version 7 is newer than this program (6)";
   QTest::newRow("version 0") << QByteArray::fromStdString(patched(8, std::string("\0", 1)))
                              << "byte 8: format version 0 is invalid";
   QTest::newRow("record size") << QByteArray::fromStdString(patched(12, std::string("\x2c\x01", 2)))
-                               << "byte 12: record size 300, expected 368";
+                               << "byte 12: record size 300, expected 408";
   QTest::newRow("metadata past end") << QByteArray::fromStdString(patched(16, std::string("\xe8\x03", 2)))
                                      << "byte 16: metadata length 1000 runs past the end";
   QTest::newRow("metadata not JSON") << QByteArray::fromStdString(patched(20, "{]"))
                                      << "byte 21: the metadata is not valid JSON";
-  QTest::newRow("unknown kind") << QByteArray::fromStdString(patched(22, "\x09"))
-                                << "byte 22: record 0: unknown event kind 9";
+  QTest::newRow("unknown kind") << QByteArray::fromStdString(patched(22, "\x0a"))
+                                << "byte 22: record 0: unknown event kind 10";
   // The metadata is checked as every reader will parse it: nlohmann's
   // out_of_range.406 (exit 1 "internal error" in export) and nesting depth.
   { RecordingWriter writer(path("number.ssrun"), "{\"dp\": 1e300}"); }

@@ -10,9 +10,10 @@
 // `live`: the Live plots tab's; `waits`: the Waits tab's; `tensor`: the Tensor parallel tab's during
 // a tp 2 run; `zero3`: the ZeRO-3 run's pictures only;
 // `lessons`: every lesson's run beside its text, in both languages (`lesson ID`: that one only); `schedules`: the
-// Schedules tab after Compare schedules, in both). Every window is 1280×720:
+// Schedules tab after Compare schedules, in both; `cp` and `experts`: the Context parallel and Experts tabs).
+// Every window is 1280×720:
 //   QT_QPA_PLATFORM=offscreen build/tests/shardscope_screenshots docs/screenshots
-//   [planner|main|pipeline|live|waits|tensor|zero3|lessons|lesson ID|schedules]
+//   [planner|main|pipeline|live|waits|tensor|zero3|lessons|lesson ID|schedules|cp|experts]
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
@@ -326,6 +327,33 @@ bool shootTensorParallel(const RunConfig& base, const QDir& dir) {
   return ok;
 }
 
+// The Context parallel tab after a gpt-tiny cp 4 run (zig-zag in both
+// languages, contiguous in English), and the Experts tab after a
+// gpt-tiny-moe dp 4 × ep 4 run, in the whole window with the memory bars and
+// log hidden (the toolbar's "Memory and log"), as the Tensor parallel tab's.
+bool shootContextAndExperts(const RunConfig& base, const QDir& dir, bool context) {
+  RunConfig run = base;
+  run.layout[Axis::dp] = context ? 1 : 4;
+  run.layout[Axis::pp] = 1;
+  run.micro_batches = 1;
+  run.steps = context ? 3 : 20;
+  if (context) {
+    run.layout[Axis::cp] = 4;
+  } else {
+    run.model = "gpt-tiny-moe";
+    run.expert_parallel = 4;
+  }
+  const int tab = context ? 7 : 8;
+  const QString name = context ? QStringLiteral("context_parallel") : QStringLiteral("experts");
+  bool ok = shoot(QStringLiteral("en"), run, dir, {{tab, name + QStringLiteral(".png"), true, -1, true}});
+  ok = shoot(QStringLiteral("zh_CN"), run, dir, {{tab, name + QStringLiteral("_zh.png"), true, -1, true}}) && ok;
+  if (!context) return ok;
+  run.cp_split = "contiguous";
+  return shoot(QStringLiteral("en"), run, dir,
+               {{tab, QStringLiteral("context_parallel_contiguous.png"), true, -1, true}}) &&
+         ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -361,6 +389,8 @@ int main(int argc, char** argv) {
   if (only == QStringLiteral("schedules")) return shootSchedules(dir) ? 0 : 1;
   if (only == QStringLiteral("lesson") && argc > 3)  // one lesson: `lesson ID`
     return shootEveryLesson(dir, QString::fromLocal8Bit(argv[3])) ? 0 : 1;
+  if (only == QStringLiteral("cp")) return shootContextAndExperts(c, dir, true) ? 0 : 1;
+  if (only == QStringLiteral("experts")) return shootContextAndExperts(c, dir, false) ? 0 : 1;
   if (only == QStringLiteral("lessons")) {
     bool ok = shootEveryLesson(dir);
     ok = shootHiddenStates(QStringLiteral("en"), dir, QStringLiteral("lesson_bert_hidden_states.png")) && ok;
@@ -377,6 +407,8 @@ int main(int argc, char** argv) {
   ok = shootWaits(c, dir) && ok;
   ok = shootTensorParallel(c, dir) && ok;
   ok = shootSchedules(dir) && ok;
+  ok = shootContextAndExperts(c, dir, true) && ok;
+  ok = shootContextAndExperts(c, dir, false) && ok;
   RunConfig ring = c;  // four ranks around the ring
   ring.layout[Axis::dp] = 4;
   ring.layout[Axis::pp] = 1;
