@@ -3,7 +3,9 @@
 # in one run: the two alternate for ROUNDS rounds, so machine noise hits both,
 # and the medians and their ratio are printed. PyTorch is optional (pip install
 # torch, see tests/tools/README.md); without it only ShardScope is measured.
-#   bench/run_cpu_bench.sh [ROUNDS]
+# BASELINE=path/to/an/older/bench_train adds that build to each round (before
+# and after a change, against PyTorch in the same run).
+#   [BASELINE=...] bench/run_cpu_bench.sh [ROUNDS]
 # SPDX-License-Identifier: GPL-3.0-or-later
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +24,12 @@ shapes=(
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 for shape in "${shapes[@]}"; do
   IFS='|' read -r name ours theirs <<<"$shape"
-  ss=(); pt=()
+  ss=(); pt=(); base=()
   for ((r = 0; r < rounds; r++)); do
+    if [ -n "${BASELINE:-}" ]; then
+      # shellcheck disable=SC2086
+      base+=("$($BASELINE $ours --threads "$threads" --json | sed -E 's/.*"tokens_per_s":([0-9.]+).*/\1/')")
+    fi
     # shellcheck disable=SC2086
     ss+=("$($bench $ours --threads "$threads" --json | sed -E 's/.*"tokens_per_s":([0-9.]+).*/\1/')")
     if [ $have_torch = 1 ]; then
@@ -37,7 +43,13 @@ for shape in "${shapes[@]}"; do
     pt_med=$(printf '%s\n' "${pt[@]}" | median)
     printf '%-20s ShardScope %9.1f tok/s | PyTorch eager %9.1f tok/s | ratio %.2f  (rounds: %s | %s)\n' \
       "$name" "$ss_med" "$pt_med" "$(awk "BEGIN {print $ss_med / $pt_med}")" "${ss[*]}" "${pt[*]}"
+    if [ -n "${BASELINE:-}" ]; then
+      base_med=$(printf '%s\n' "${base[@]}" | median)
+      printf '%-20s baseline   %9.1f tok/s | ratio to PyTorch %.2f  (rounds: %s)\n' \
+        "$name" "$base_med" "$(awk "BEGIN {print $base_med / $pt_med}")" "${base[*]}"
+    fi
   else
     printf '%-20s ShardScope %9.1f tok/s (PyTorch not installed)  (rounds: %s)\n' "$name" "$ss_med" "${ss[*]}"
   fi
 done
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -51,24 +51,35 @@ void ThreadPool::parallel_for(std::int64_t n, std::int64_t min_grain, const Rang
     fn(0, n);
     return;
   }
+  // The parts are fixed (part_range); which thread runs which is not. Every
+  // thread that joins, the caller first, claims the next part until none is
+  // left, so a worker the OS has not scheduled yet (2 cores shared with other
+  // programs) leaves its part to the caller instead of holding the job up.
+  std::atomic<int> next_part{0};
+  const RangeFn claim = [&](std::int64_t, std::int64_t) {
+    for (int part = next_part.fetch_add(1); part < parts; part = next_part.fetch_add(1)) {
+      const auto [begin, end] = part_range(n, parts, part);
+      fn(begin, end);
+    }
+  };
   // One job at a time: a second caller's job would overwrite this one's
   // (job_, pending_) while the workers run it, and both callers would wait forever.
   std::lock_guard turn(submit_);
   {
     std::lock_guard lock(mutex_);
-    job_ = &fn;
+    job_ = &claim;
     job_n_ = n;
     job_parts_ = parts;
     job_account_ = t_account;
-    pending_ = parts - 1;
+    pending_ = 0;  // workers inside the job
     ++generation_;
   }
   wake_.notify_all();
-  const auto [begin, end] = part_range(n, parts, 0);
-  fn(begin, end);
+  claim(0, n);
+  // Every part is claimed: close the job to late workers, then wait for those still running a part.
   std::unique_lock lock(mutex_);
-  finished_.wait(lock, [this] { return pending_ == 0; });
   job_ = nullptr;
+  finished_.wait(lock, [this] { return pending_ == 0; });
 }
 
 void ThreadPool::worker_loop(int index) {
@@ -78,17 +89,17 @@ void ThreadPool::worker_loop(int index) {
     wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
     if (stopping_) return;
     seen = generation_;
-    if (index >= job_parts_) continue;  // this job needs fewer threads
+    if (job_ == nullptr || index >= job_parts_) continue;  // done already, or this job needs fewer threads
     const RangeFn* job = job_;
     CpuTimeAccount* const account = job_account_;
-    const auto [begin, end] = part_range(job_n_, job_parts_, index);
+    ++pending_;
     lock.unlock();
     const std::int64_t cpu0 = account != nullptr ? thread_cpu_ns() : 0;
-    (*job)(begin, end);
+    (*job)(0, 0);  // claims parts until none is left
     // Credited before the job counts as done: the submitter reads it after parallel_for returns.
     if (account != nullptr) account->worker_ns.fetch_add(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
     lock.lock();
-    if (--pending_ == 0) finished_.notify_one();
+    if (--pending_ == 0 && job_ == nullptr) finished_.notify_one();
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "core/half.h"
 #include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/cpu_tasks.h"
 
 namespace shardscope {
 
@@ -30,32 +31,6 @@ std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options) {
 }
 
 // ---- linear -------------------------------------------------------------------
-
-void CpuBackend::linear_forward(float* out, const float* in, const float* weight, const float* bias, int rows,
-                                int in_f, int out_f) {
-  gemm(Transpose::no, Transpose::yes, rows, out_f, in_f, 1.0f, in, in_f, weight, in_f, 0.0f, out, out_f);
-  if (bias != nullptr) add_bias_rows(out, bias, rows, out_f);
-}
-
-void CpuBackend::linear_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
-                                 const float* weight, int rows, int in_f, int out_f, bool accumulate) {
-  if (d_in != nullptr)  // (rows, in_f) = (rows, out_f) @ (out_f, in_f)
-    gemm(Transpose::no, Transpose::no, rows, in_f, out_f, 1.0f, d_out, out_f, weight, in_f, accumulate ? 1.0f : 0.0f,
-         d_in, in_f);
-  // (out_f, in_f) += (rows, out_f)^T @ (rows, in_f)
-  if (d_weight != nullptr)
-    gemm(Transpose::yes, Transpose::no, out_f, in_f, rows, 1.0f, d_out, out_f, in, in_f, 1.0f, d_weight, in_f);
-  if (d_bias != nullptr) column_sums(d_bias, d_out, rows, out_f);
-}
-
-void CpuBackend::column_sums(float* out, const float* x, int rows, int C) {
-  pool_.parallel_for(C, 64, [&](std::int64_t c0, std::int64_t c1) {
-    for (int r = 0; r < rows; ++r) {
-      const float* row = x + static_cast<std::int64_t>(r) * C;
-      for (std::int64_t c = c0; c < c1; ++c) out[c] += row[c];
-    }
-  });
-}
 
 // ---- embedding ----------------------------------------------------------------
 
@@ -107,18 +82,28 @@ void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const f
 void CpuBackend::layernorm_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
                                     const float* weight, const float* mean, const float* rstd, int rows, int C,
                                     bool accumulate) {
-  pool_.parallel_for(rows, 8, [&](std::int64_t r0, std::int64_t r1) {
-    std::vector<float> row(accumulate ? static_cast<std::size_t>(C) : 0);
-    for (std::int64_t r = r0; r < r1; ++r) {
+  // d_in row by row, and d_weight += sum_r d_out * xhat, d_bias += sum_r d_out channel by
+  // channel, read the same inputs and not each other's outputs: one job (cpu_tasks.h) of
+  // row blocks and channel blocks.
+  constexpr int kRowBlock = 128, kChannelBlock = 64;
+  const int row_blocks = (rows + kRowBlock - 1) / kRowBlock;
+  const int channel_blocks = (C + kChannelBlock - 1) / kChannelBlock;
+  run_tasks(pool_, row_blocks + channel_blocks, [&](int task) {
+    if (task >= row_blocks) {
+      const std::int64_t c0 = static_cast<std::int64_t>(task - row_blocks) * kChannelBlock;
+      cpu::layernorm_param_grads(d_weight, d_bias, d_out, in, mean, rstd, rows, C, c0,
+                                 std::min<std::int64_t>(C, c0 + kChannelBlock));
+      return;
+    }
+    thread_local std::vector<float> row;  // d_in's row before it is added (accumulate)
+    if (accumulate) row.resize(static_cast<std::size_t>(C));
+    const std::int64_t r1 = std::min<std::int64_t>(rows, static_cast<std::int64_t>(task + 1) * kRowBlock);
+    for (std::int64_t r = static_cast<std::int64_t>(task) * kRowBlock; r < r1; ++r) {
       float* target = accumulate ? row.data() : d_in + r * C;
       math::layernorm_backward_row(d_out + r * C, in + r * C, weight, mean[r], rstd[r], target, C);
       if (accumulate)
         for (int c = 0; c < C; ++c) d_in[r * C + c] += row[static_cast<std::size_t>(c)];
     }
-  });
-  // d_weight += sum_r d_out * xhat;  d_bias += sum_r d_out  (split over channels)
-  pool_.parallel_for(C, 64, [&](std::int64_t c0, std::int64_t c1) {
-    cpu::layernorm_param_grads(d_weight, d_bias, d_out, in, mean, rstd, rows, C, c0, c1);
   });
 }
 

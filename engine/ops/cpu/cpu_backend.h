@@ -86,9 +86,6 @@ class CpuBackend final : public Backend {
              const math::AdamWStep& step) override;
 
  private:
-  // Sums over rows of a (rows, C) matrix into out (C) (+=), split over columns.
-  void column_sums(float* out, const float* x, int rows, int C);
-
   ThreadPool pool_;
 };
 

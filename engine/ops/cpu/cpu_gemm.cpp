@@ -7,10 +7,12 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <mutex>
 
 #include "ops/cpu/blas_kernel.h"
 #include "ops/cpu/cpu_backend.h"
+#include "ops/cpu/cpu_tasks.h"
 
 namespace shardscope {
 
@@ -35,18 +37,24 @@ void make_blas_single_threaded() {
 // a 128-row one). Splitting by the thread count would make results depend on
 // the thread count, so the parts are fixed by M, N, K: a power of two (even
 // work for 2, 4, 8... threads), at most kMaxGemmParts, each part at least
-// kMinGemmPartSize rows or columns and ~1 MFLOP. The operand every part
-// shares is packed once per part: with 128-row parts one thread loses ~3% to
-// the unsplit call (64: ~8%), while gpt-tiny's products still split in two or
-// more for 2 threads. The pool runs whole parts, so every thread count makes
-// the same BLAS calls.
+// kMinGemmPartSize rows or columns and ~1 MFLOP. Every part packs the operand
+// the parts share again, so small parts cost: on gpt-tiny's linear products
+// (1024 x 128..512 x 128..512), one core's time over the unsplit calls was
+// +12% with 128-row parts, +5% with 256 and +2% with 512 (docs/PERFORMANCE.md).
+// A product too narrow for two 512-wide parts still splits in two where
+// 128-wide parts fit (the 124M shape's 256 x 768 outputs), so that two threads
+// share it. A layer's dW runs beside its dX (linear_backward). The pool runs
+// whole parts, so every thread count makes the same BLAS calls.
 int gemm_parts(int M, int N, int K) {
   constexpr int kMaxGemmParts = 32;
-  constexpr int kMinGemmPartSize = 128;
+  constexpr int kMinGemmPartSize = 512;
+  constexpr int kMinGemmHalfSize = 128;
   constexpr double kMinGemmPartFlops = 1.0e6;
   const double flops = 2.0 * M * N * std::max(K, 1);
-  const double most = std::min({static_cast<double>(kMaxGemmParts), flops / kMinGemmPartFlops,
-                                static_cast<double>(std::max(M, N) / kMinGemmPartSize)});
+  const int wide = std::max(M, N);
+  double most = std::min(
+      {static_cast<double>(kMaxGemmParts), flops / kMinGemmPartFlops, static_cast<double>(wide / kMinGemmPartSize)});
+  if (most < 2 && wide >= 2 * kMinGemmHalfSize && flops >= 2 * kMinGemmPartFlops) most = 2;
   int parts = 1;
   while (parts * 2 <= most) parts *= 2;
   return parts;
@@ -63,36 +71,106 @@ void blas_sgemm(Transpose trans_a, Transpose trans_b, int M, int N, int K, float
   cblas_sgemm(CblasRowMajor, to_cblas(trans_a), to_cblas(trans_b), M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+namespace {
+// One row-major product C = alpha op(A) op(B) + beta C, as cblas takes it.
+struct GemmCall {
+  Transpose trans_a, trans_b;
+  int M, N, K;
+  float alpha;
+  const float* A;
+  int lda;
+  const float* B;
+  int ldb;
+  float beta;
+  float* C;
+  int ldc;
+  const float* bias = nullptr;  // (N): C's rows start as the bias, and beta is 1
+};
+
+// Part p of `parts` of a call: rows of C when M >= N, else columns; part p covers
+// [dim * p / parts, dim * (p + 1) / parts) of the split dimension.
+void run_gemm_part(const GemmCall& g, int part, int parts) {
+  const auto bound = [parts](int dim, int p) { return static_cast<int>(static_cast<std::int64_t>(dim) * p / parts); };
+  int m0 = 0, m1 = g.M, n0 = 0, n1 = g.N;
+  if (g.M >= g.N) {
+    m0 = bound(g.M, part), m1 = bound(g.M, part + 1);
+  } else {
+    n0 = bound(g.N, part), n1 = bound(g.N, part + 1);
+  }
+  const float* a = g.trans_a == Transpose::no ? g.A + static_cast<std::int64_t>(m0) * g.lda : g.A + m0;
+  const float* b = g.trans_b == Transpose::no ? g.B + n0 : g.B + static_cast<std::int64_t>(n0) * g.ldb;
+  float* c = g.C + static_cast<std::int64_t>(m0) * g.ldc + n0;
+  float beta = g.beta;
+  if (g.bias != nullptr) {
+    // The bias written into C just before the product, which adds onto it (beta 1): one pass
+    // over C fewer than adding it afterwards, and this part's rows are still in cache.
+    for (int r = 0; r < m1 - m0; ++r) std::copy(g.bias + n0, g.bias + n1, c + static_cast<std::int64_t>(r) * g.ldc);
+    beta = 1.0f;
+  }
+  blas_sgemm(g.trans_a, g.trans_b, m1 - m0, n1 - n0, g.K, g.alpha, a, g.lda, b, g.ldb, beta, c, g.ldc);
+}
+
+// The calls' parts (gemm_parts each) in order. The parts of independent
+// products (a linear layer's dX and dW) run as one job (cpu_tasks.h), so
+// neither has to be cut finer to keep both threads busy. The parts are fixed
+// by the shapes, so the BLAS calls, and the bits, are the same for any thread count.
+struct GemmParts {
+  struct Part {
+    const GemmCall* call;
+    int part, parts;
+  };
+  Part list[2 * 32];  // two calls of at most kMaxGemmParts (gemm_parts)
+  int count = 0;
+
+  explicit GemmParts(std::initializer_list<GemmCall> calls) {
+    for (const GemmCall& g : calls) {
+      if (g.M <= 0 || g.N <= 0) continue;
+      const int parts = gemm_parts(g.M, g.N, g.K);
+      for (int p = 0; p < parts; ++p) list[count++] = {&g, p, parts};
+    }
+  }
+  void run(int i) const { run_gemm_part(*list[i].call, list[i].part, list[i].parts); }
+};
+}  // namespace
+
 void CpuBackend::gemm(Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha, const float* A, int lda,
                       const float* B, int ldb, float beta, float* C, int ldc) {
-  if (M <= 0 || N <= 0) return;
-  const int parts = gemm_parts(M, N, K);
-  if (parts <= 1) {
-    blas_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    return;
-  }
-  // Part p covers [dim * p / parts, dim * (p + 1) / parts) of the split dimension.
-  const auto bound = [parts](int dim, std::int64_t p) { return static_cast<int>(dim * p / parts); };
-  if (M >= N) {
-    // Split rows of C: rows m0..m1 of op(A).
-    pool_.parallel_for(parts, 1, [&](std::int64_t p0, std::int64_t p1) {
-      for (std::int64_t p = p0; p < p1; ++p) {
-        const int m0 = bound(M, p), m1 = bound(M, p + 1);
-        const float* a = trans_a == Transpose::no ? A + static_cast<std::int64_t>(m0) * lda : A + m0;
-        blas_sgemm(trans_a, trans_b, m1 - m0, N, K, alpha, a, lda, B, ldb, beta,
-                   C + static_cast<std::int64_t>(m0) * ldc, ldc);
-      }
-    });
-  } else {
-    // Split columns of C: columns n0..n1 of op(B).
-    pool_.parallel_for(parts, 1, [&](std::int64_t p0, std::int64_t p1) {
-      for (std::int64_t p = p0; p < p1; ++p) {
-        const int n0 = bound(N, p), n1 = bound(N, p + 1);
-        const float* b = trans_b == Transpose::no ? B + n0 : B + static_cast<std::int64_t>(n0) * ldb;
-        blas_sgemm(trans_a, trans_b, M, n1 - n0, K, alpha, A, lda, b, ldb, beta, C + n0, ldc);
-      }
-    });
-  }
+  const std::initializer_list<GemmCall> calls = {
+      GemmCall{trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc}};
+  const GemmParts parts(calls);
+  run_tasks(pool_, parts.count, [&](int i) { parts.run(i); });
+}
+
+void CpuBackend::linear_forward(float* out, const float* in, const float* weight, const float* bias, int rows, int in_f,
+                                int out_f) {
+  // out (rows, out_f) = bias + in @ weight^T
+  const std::initializer_list<GemmCall> calls = {
+      GemmCall{Transpose::no, Transpose::yes, rows, out_f, in_f, 1.0f, in, in_f, weight, in_f, 0.0f, out, out_f, bias}};
+  const GemmParts parts(calls);
+  run_tasks(pool_, parts.count, [&](int i) { parts.run(i); });
+}
+
+void CpuBackend::linear_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
+                                 const float* weight, int rows, int in_f, int out_f, bool accumulate) {
+  // d_in (rows, in_f) = d_out @ weight (or +=), d_weight (out_f, in_f) += d_out^T @ in and
+  // d_bias (out_f) += column sums of d_out are independent: one job, the bias sums its last
+  // task. A null output is skipped (M = 0).
+  const std::initializer_list<GemmCall> calls = {
+      GemmCall{Transpose::no, Transpose::no, d_in != nullptr ? rows : 0, in_f, out_f, 1.0f, d_out, out_f, weight, in_f,
+               accumulate ? 1.0f : 0.0f, d_in, in_f},
+      GemmCall{Transpose::yes, Transpose::no, d_weight != nullptr ? out_f : 0, in_f, rows, 1.0f, d_out, out_f, in, in_f,
+               1.0f, d_weight, in_f}};
+  const GemmParts parts(calls);
+  run_tasks(pool_, parts.count + (d_bias != nullptr ? 1 : 0), [&](int i) {
+    if (i < parts.count) {
+      parts.run(i);
+      return;
+    }
+    for (int r = 0; r < rows; ++r) {  // rows in order: the sums keep their bits
+      const float* row = d_out + static_cast<std::int64_t>(r) * out_f;
+      for (int c = 0; c < out_f; ++c) d_bias[c] += row[c];
+    }
+  });
 }
 
 void CpuBackend::gemm_batched_strided(Transpose trans_a, Transpose trans_b, int M, int N, int K, float alpha,
