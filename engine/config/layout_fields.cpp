@@ -26,7 +26,7 @@ void add_pipeline_schedule_fields(std::vector<RunField>& f) {
                .max = 100'000,
                .get = get_member<&RunConfig::micro_batches>,
                .set = set_member<&RunConfig::micro_batches>,
-               .surfaces = surface::train | surface::estimate,
+               .surfaces = surface::train | surface::plan,
                .plan = {.value_name = "M", .min = 1, .max = 1 << 20}});
   f.push_back(
       {.key = "schedule",
@@ -46,7 +46,7 @@ void add_pipeline_schedule_fields(std::vector<RunField>& f) {
        .choices = {"1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "zb-v"},
        .get = [](const RunConfig& c) -> json { return pipeline_schedule_name(c.schedule); },
        .set = [](RunConfig& c, const json& v) { c.schedule = parse_pipeline_schedule_kind(v.get<std::string>()); },
-       .surfaces = surface::train | surface::estimate});
+       .surfaces = surface::train | surface::plan});
   f.push_back({.key = "virtual_stages",
                .flag = "--virtual-stages",
                .value_name = "V",
@@ -60,7 +60,7 @@ void add_pipeline_schedule_fields(std::vector<RunField>& f) {
                .saved = Saved::optional,
                .get = get_member<&RunConfig::virtual_stages>,
                .set = set_member<&RunConfig::virtual_stages>,
-               .surfaces = surface::train | surface::estimate});
+               .surfaces = surface::train | surface::plan});
   f.push_back({.key = "schedule_file",
                .flag = "--schedule-file",
                .value_name = "FILE.csv",

@@ -7,6 +7,7 @@
 #include "config/run_schema.h"
 #include "core/checked_math.h"
 #include "core/error.h"
+#include "estimate/split_backward_schedules.h"
 
 namespace shardscope {
 
@@ -167,15 +168,30 @@ void validate_estimate_settings(const EstimateSettings& s) {
             " 不能与 {dp_mode} naive 一起用：张量并行与 DDP 一起运行（Megatron-LM 没有 DataParallel 副本）");
   check_layout_rules(s.layout.pp(), s.zero_stage, s.dp_mode);  // the same rules as a run's (config/run_config.h)
   check_offload_rules(s.zero_stage, s.layout.dp(), s.offload_params, s.offload_optimizer);
-  // The zero-bubble schedules train (--schedule zb-h1|zb-h2|zb-v), but the estimator
-  // models neither their bubble nor the output gradients B keeps for W yet.
-  if (s.schedule == PipelineScheduleKind::zb_h1 || s.schedule == PipelineScheduleKind::zb_h2 ||
-      s.schedule == PipelineScheduleKind::zb_v)
-    throw FieldError(std::string("{schedule} ") + pipeline_schedule_name(s.schedule) +
-                         ": the estimator does not model the zero-bubble schedules yet (their bubble, the gradients "
-                         "kept from B to W); estimate with {schedule} 1f1b",
-                     std::string("{schedule} ") + pipeline_schedule_name(s.schedule) +
-                         "：估算器尚未建模零气泡调度（其气泡，以及 B 到 W 之间保留的梯度）；请用 {schedule} 1f1b 估算");
+  // ZB-V trains (two chunks per stage in a V), but its action list is not simulated here yet.
+  if (s.schedule == PipelineScheduleKind::zb_v)
+    throw FieldError("{schedule} zb-v: the estimator does not model ZB-V's V placement yet (its chunks' activations "
+                     "and the gradients kept from B to W); estimate with {schedule} zb-h1 or zb-h2",
+                     "{schedule} zb-v：估算器尚未建模 ZB-V 的 V 形放置（各块的激活，以及 B 到 W 之间保留的梯度）；请用 "
+                     "{schedule} zb-h1 或 zb-h2 估算");
+  // The zero-bubble schedules (estimate/split_backward_schedules.h): what B keeps
+  // for W is counted for the engine's whole layers, one tensor-parallel rank, as trained.
+  if (split_backward_schedule(s.schedule) != nullptr) {
+    const std::string schedule = std::string("{schedule} ") + pipeline_schedule_name(s.schedule);
+    if (s.layout.tp() > 1)
+      throw FieldError(schedule + " with {tp} " + std::to_string(s.layout.tp()) +
+                           " is not estimated yet (nor trained): the gradients kept from B to W are counted for "
+                           "whole layers; use {tp} 1 or {schedule} 1f1b",
+                       schedule + " 与 {tp} " + std::to_string(s.layout.tp()) +
+                           " 的组合尚未能估算（也尚未能训练）：B 到 W 之间保留的梯度按完整的层计算；请用 {tp} 1 或 "
+                           "{schedule} 1f1b");
+    if (s.recompute != Recompute::none)
+      throw FieldError(schedule + " with {checkpoint} " + std::string(recompute_name(s.recompute)) +
+                           " is not estimated yet (nor trained): W reads every layer's kept activations; estimate "
+                           "without {checkpoint}",
+                       schedule + " 与 {checkpoint} " + std::string(recompute_name(s.recompute)) +
+                           " 的组合尚未能估算（也尚未能训练）：W 需要每层保留的激活；请去掉 {checkpoint} 再估算");
+  }
   // Interleaved 1F1B: the run's rules (run_config.cpp, validate_interleaved); the
   // layers' split into p·v chunks is checked with the model (ModelShape::stage_layers).
   const bool interleaved = s.schedule == PipelineScheduleKind::interleaved_1f1b;

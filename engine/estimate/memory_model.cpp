@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "estimate/activation_model.h"
 #include "estimate/formula_text.h"
+#include "estimate/split_backward_schedules.h"
 #include "estimate/zero_units.h"
 #include "layout/grid.h"
 #include "model/mixture_of_experts.h"
@@ -462,6 +463,23 @@ void activation_memory(RankMemory& m, const EstimateSettings& s, const Activatio
   set(m, MemoryCategory::activations, checked_mul(m.micro_batches_in_flight, acts.activations), acts_text);
 }
 
+// A zero-bubble schedule (estimate/split_backward_schedules.h): the stage's activation
+// slots plus, for each micro-batch between its B and its W, the output gradients B keeps
+// for W, at the peak of their sum along the stage's simulated action list.
+void split_backward_activation_memory(RankMemory& m, const EstimateSettings& s, const ModelShape& model,
+                                      const ActivationBytes& acts) {
+  const int value_bytes = s.activations == ActivationMode::shardscope || s.precision == Precision::fp32 ? 4 : 2;
+  const std::int64_t kept =
+      kept_from_b_to_w_bytes(m.layers, s.micro_batch_size, s.seq / s.layout.cp(), model.hidden, value_bytes);
+  const StageActivationPeak peak =
+      split_backward_activation_peak(s.schedule, s.layout.pp(), m.stage, s.micro_batches, acts.activations, kept);
+  set(m, MemoryCategory::activations, peak.bytes,
+      std::string(peak.bound ? "at most " : "") + std::to_string(peak.slots) + " activation slots (" +
+          pipeline_schedule_name(s.schedule) + ") × " + acts.activations_formula + " + " + std::to_string(peak.kept) +
+          " micro-batches between B and W × their kept output gradients L_s·b·s·9h·" + std::to_string(value_bytes) +
+          " = " + grouped(kept));
+}
+
 // Backward's workspace; under mixed precision with ShardScope's kernels also the
 // fp32 working copies (or naive rank 0's gradient reduction, if larger) and AdamW's block.
 void workspace_memory(RankMemory& m, const Context& c, const ModelShape& model, const ActivationBytes& acts,
@@ -507,7 +525,10 @@ RankMemory rank_memory(int rank, const Context& c, const ModelShape& model, cons
   offload_model_states(m, c.s);
   sequence_parallel_staging(m, c.s, model.hidden);
   m.micro_batches_in_flight = stage_in_flight(per_stage, c.s, m.stage);
-  activation_memory(m, c.s, stage.activations);
+  if (split_backward_schedule(c.s.schedule) != nullptr)
+    split_backward_activation_memory(m, c.s, model, stage.activations);
+  else
+    activation_memory(m, c.s, stage.activations);
   workspace_memory(m, c, model, stage.activations, widen_block);
   context_parallel_memory(m, c.s, model);
   expert_parallel_memory(m, c.s, model);

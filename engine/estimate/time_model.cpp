@@ -8,6 +8,7 @@
 #include "core/checked_math.h"
 #include "estimate/formula_text.h"
 #include "estimate/memory_model.h"
+#include "estimate/split_backward_schedules.h"
 #include "estimate/step_kernels.h"
 #include "plan/data_parallel_traffic.h"
 #include "plan/expert_parallel_traffic.h"
@@ -104,6 +105,16 @@ void count_pipeline_bytes(TimeEstimate& t, const ModelShape& model, const Estima
       t.bubble_fraction = interleaved_bubble_fraction(s.layout.pp(), s.micro_batches, v);
       t.bubble_formula = "(p−1)/(v·m+p−1) = " + std::to_string(s.layout.pp() - 1) + "/" +
                          std::to_string(v * s.micro_batches + s.layout.pp() - 1);
+    }
+    if (const SplitBackwardSchedule* split = split_backward_schedule(s.schedule)) {
+      // T_F, T_B, T_W in FLOPs per token: the matmuls' 2N each (B's input gradients, W's
+      // weight gradients), attention's 4·L·h·s forward and its 8·L·h·s backward all in B.
+      const double N = static_cast<double>(t.matmul_parameters),
+                   attention = static_cast<double>(model.layers) * static_cast<double>(model.hidden) * seq;
+      const SplitBackwardBubble bubble = split_backward_bubble(*split, s.layout.pp(), s.micro_batches,
+                                                               2 * N + 4 * attention, 2 * N + 8 * attention, 2 * N);
+      t.bubble_fraction = bubble.fraction;
+      t.bubble_formula = bubble.text;
     }
   } else {
     t.pp_formula = "0: one pipeline stage";

@@ -5,18 +5,14 @@
 //   B:  dx  = dy W           (needed now, by the layer below and the previous stage)
 //   W:  dW += dy^T x,  db += sum over rows of dy   (needed only by the optimizer)
 // so B keeps dy (x is already kept for the backward) and W runs later.
+#include "model/weight_gradient_split.h"  // what B keeps for W, shared with the estimator
+
 #include <stdexcept>
 #include <string>
 
 #include "model/model.h"
 
 namespace shardscope {
-
-namespace {
-// Output gradients each layer's linears keep from B to W, per token:
-// qkv 3C + attn.proj C + mlp.fc 4C + mlp.proj C.
-constexpr int kKeptChannelsPerLayer = 9;
-}  // namespace
 
 void Model::check_weight_split(const char* phase) const {
   const std::string what = std::string("Model::") + phase + ": the split backward (zero-bubble schedules) ";
@@ -30,8 +26,8 @@ void Model::backward_input(double loss_rows) {
   Slot& s = slot();
   if (!s.deferred_linears.empty())
     throw std::logic_error("Model::backward_input: the weight gradients of the previous B are still owed (run W)");
-  const std::int64_t floats = static_cast<std::int64_t>(stage_.end_layer - stage_.first_layer) * s.acts.B * s.acts.T *
-                              kKeptChannelsPerLayer * config_.channels;
+  const std::int64_t floats = weight_split_kept_floats(
+      stage_.end_layer - stage_.first_layer, static_cast<std::int64_t>(s.acts.B) * s.acts.T, config_.channels);
   if (s.kept_output_gradients.bytes() != floats * 4)
     s.kept_output_gradients = Buffer(ledger_, MemoryCategory::activations, floats * 4);
   s.kept_floats = 0;

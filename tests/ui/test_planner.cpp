@@ -206,6 +206,40 @@ class TestPlanner : public QObject {
     QVERIFY(planner.grab().save(shotPath(QStringLiteral("planner_pp4_refuses_zero23.png"))));
   }
 
+  // Every schedule the engine knows is offered; picking ZB-H2 (GPT-3 175B, pp 8 × m 16)
+  // changes the activations shown to the estimator's for it (the micro-batches it keeps
+  // and the gradients kept from B to W), and a combination it refuses shows the engine's reason.
+  void zeroBubbleScheduleShowsTheEstimatorsActivations() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    QCOMPARE(planner.scheduleBox()->count(),
+             static_cast<int>(field_on(*find_schema_field("schedule"), surface::planner).choices.size()));
+    planner.ppBox()->setValue(8);
+    planner.microBatchesBox()->setValue(16);
+    planner.zeroBox()->setValue(1);
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    QVERIFY(planner.stages()[1].fullest() != nullptr);
+    const std::int64_t one_f_one_b = planner.stages()[1].fullest()->bytes[MemoryCategory::activations];
+    planner.scheduleBox()->setCurrentIndex(planner.scheduleBox()->findText(QStringLiteral("zb-h2")));
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    QCOMPARE(planner.request().settings.schedule, PipelineScheduleKind::zb_h2);
+    const Estimate e = engineEstimate(planner, 1);
+    const RankMemory* shown = planner.stages()[1].fullest();
+    QVERIFY(shown != nullptr);
+    QCOMPARE(shown->bytes.bytes, e.memory.ranks[static_cast<std::size_t>(e.memory.fullest_rank())].bytes.bytes);
+    QVERIFY(shown->bytes[MemoryCategory::activations] != one_f_one_b);
+    QCOMPARE(barBytes(planner)[1][kActivations], shown->bytes[MemoryCategory::activations]);
+    planner.tpBox()->setValue(2);
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    // A refusal of every ZeRO stage alike is the planner's error line, as the engine words it.
+    QVERIFY2(
+        planner.errorText().contains(QStringLiteral("zb-h2")) && planner.errorText().contains(QStringLiteral("B to W")),
+        qPrintable(planner.errorText()));
+  }
+
   // 256 nodes × 8 GPUs: estimating 2048 ranks per stage, four stages and their
   // levers, runs on the planner's worker (16384 GPUs take seconds); the window
   // goes on at once and shows the plan when it is done.

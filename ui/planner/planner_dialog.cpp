@@ -151,6 +151,17 @@ void PlannerDialog::buildControls() {
   activations_->setObjectName(QStringLiteral("plannerActivations"));
   for (std::string_view name : plannerRow("activations").choices)
     activations_->addItem(QString(), static_cast<int>(parse_activation_mode(name, "activations")));
+  buildScheduleControls();
+}
+
+void PlannerDialog::buildScheduleControls() {
+  schedule_ = new QComboBox;
+  schedule_->setObjectName(QStringLiteral("plannerSchedule"));
+  for (std::string_view name : plannerRow("schedule").choices)  // the engine's names, as --schedule takes them
+    schedule_->addItem(QString::fromUtf8(name.data(), static_cast<int>(name.size())),
+                       static_cast<int>(parse_pipeline_schedule_kind(name)));
+  micro_batches_ = rowSpinBox("plannerMicroBatches", "micro_batches", 1);
+  virtual_stages_ = rowSpinBox("plannerVirtualStages", "virtual_stages", 1);
 }
 
 QWidget* PlannerDialog::buildSettingsColumn() {
@@ -190,6 +201,9 @@ QWidget* PlannerDialog::buildSettingsColumn() {
   row(pair(micro_batch_, micro_batch_slider_), [] { return PlannerText::fieldName("micro_batch"); });
   row(pair(seq_, seq_slider_), [] { return PlannerText::fieldName("seq"); });  // spin box and slider, half each
   row(recompute_, [] { return PlannerText::fieldName("checkpoint"); });
+  row(schedule_, [] { return PlannerText::fieldName("schedule"); });
+  row(micro_batches_, [] { return PlannerText::fieldName("micro_batches"); });
+  row(virtual_stages_, [] { return PlannerText::fieldName("virtual_stages"); });
   row(activations_, [] { return tr("Activation bytes"); });
   layout->addLayout(form);
   layout->addStretch(1);
@@ -270,8 +284,8 @@ void PlannerDialog::connectControls() {
     seq_slider_->setValue(value);
     later();
   });
-  for (QSpinBox* box : {zero_}) connect(box, &QSpinBox::valueChanged, this, later);
-  for (QComboBox* box : {gpu_, precision_, recompute_, activations_})
+  for (QSpinBox* box : {zero_, micro_batches_, virtual_stages_}) connect(box, &QSpinBox::valueChanged, this, later);
+  for (QComboBox* box : {gpu_, precision_, recompute_, activations_, schedule_})
     connect(box, &QComboBox::currentIndexChanged, this, later);
   connect(bars_, &PlannerBars::stageClicked, zero_, &QSpinBox::setValue);
 }
@@ -326,6 +340,9 @@ EstimateSettings PlannerDialog::settings() const {
   s.micro_batch_size = micro_batch_->value();
   s.seq = seq_->value();
   s.recompute = static_cast<Recompute>(recompute_->currentData().toInt());
+  s.schedule = static_cast<PipelineScheduleKind>(schedule_->currentData().toInt());
+  s.micro_batches = micro_batches_->value();
+  s.virtual_stages = virtual_stages_->value();
   s.activations = static_cast<ActivationMode>(activations_->currentData().toInt());
   s.gpus_per_node = gpus_per_node_->value();
   return s;
@@ -344,7 +361,8 @@ EstimateRequest PlannerDialog::request() const {
 
 void PlannerDialog::setControls(const EstimateSettings& s, int nodes) {
   const QSignalBlocker b1(dp_), b2(pp_), b3(zero_), b4(precision_), b5(micro_batch_), b6(seq_), b7(recompute_),
-      b8(activations_), b9(gpus_per_node_), b10(nodes_), b11(micro_batch_slider_), b12(seq_slider_), b13(tp_), b14(sp_);
+      b8(activations_), b9(gpus_per_node_), b10(nodes_), b11(micro_batch_slider_), b12(seq_slider_), b13(tp_), b14(sp_),
+      b15(schedule_), b16(micro_batches_), b17(virtual_stages_);
   dp_->setValue(s.layout.dp());
   pp_->setValue(s.layout.pp());
   tp_->setValue(s.layout.tp());
@@ -356,6 +374,9 @@ void PlannerDialog::setControls(const EstimateSettings& s, int nodes) {
   seq_->setValue(s.seq);
   seq_slider_->setValue(s.seq);
   recompute_->setCurrentIndex(recompute_->findData(static_cast<int>(s.recompute)));
+  schedule_->setCurrentIndex(std::max(0, schedule_->findData(static_cast<int>(s.schedule))));
+  micro_batches_->setValue(s.micro_batches);
+  virtual_stages_->setValue(s.virtual_stages);
   activations_->setCurrentIndex(activations_->findData(static_cast<int>(s.activations)));
   gpus_per_node_->setValue(s.gpus_per_node);
   // GPUs: accelerate's num_machines when it says, else as many nodes as dp × pp needs.

@@ -79,6 +79,9 @@ class PlannerDialog : public QDialog {
   QSpinBox* seqBox() const { return seq_; }
   QSlider* seqSlider() const { return seq_slider_; }
   QComboBox* checkpointBox() const { return recompute_; }
+  QComboBox* scheduleBox() const { return schedule_; }  // every schedule the engine knows
+  QSpinBox* microBatchesBox() const { return micro_batches_; }
+  QSpinBox* virtualStagesBox() const { return virtual_stages_; }
   QPushButton* importButton() const { return import_; }
 
  public Q_SLOTS:
@@ -89,6 +92,7 @@ class PlannerDialog : public QDialog {
 
  private:
   void buildControls();
+  void buildScheduleControls();  // the pipeline's schedule, micro-batches m and virtual stages v
   QWidget* buildSettingsColumn();
   QWidget* buildResultsColumn();
   void connectControls();
@@ -154,6 +158,9 @@ class PlannerDialog : public QDialog {
   QSpinBox* seq_;
   QSlider* seq_slider_;
   QComboBox* recompute_;
+  QComboBox* schedule_;
+  QSpinBox* micro_batches_;
+  QSpinBox* virtual_stages_;
   QComboBox* activations_;
   std::vector<std::pair<QLabel*, std::function<QString()>>> labels_;  // re-worded on a language change
   QLabel* error_;

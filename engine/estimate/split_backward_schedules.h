@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The estimator's view of the schedules that split a backward into B (input
+// gradient) and W (weight gradient), the zero-bubble schedules of Qi et al.
+// 2024: what a stage keeps alive under them, and their bubble. Both come from
+// the simulated action lists (plan/pipeline_schedule.h), the lists the engine
+// runs, so that the estimator counts what the ledger of a real step measures.
+// A further schedule of this kind is one entry more in kSplitBackwardSchedules
+// (split_backward_schedules.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "config/run_choices.h"
+#include "model/model_config.h"  // StageLayers
+
+namespace shardscope {
+
+struct SplitBackwardSchedule {
+  PipelineScheduleKind kind;
+  // The paper's idle time per stage, as text and as a fraction of the step
+  // (clock/pipeline_bubble.h), evaluated with T_F, T_B and T_W.
+  const char* bubble_formula;
+  double (*bubble_fraction)(int stages, int micro_batches, double forward, double backward_input, double weight);
+};
+
+// The schedule's entry, or nullptr for a schedule that runs B and W together.
+const SplitBackwardSchedule* split_backward_schedule(PipelineScheduleKind kind);
+
+// Bytes a stage keeps from one micro-batch's B to its W (model/weight_gradient_split.h):
+// its layers' linears' output gradients, layers × b × s × 9h values of `value_bytes`.
+std::int64_t kept_from_b_to_w_bytes(const StageLayers& stage, int micro_batch_size, int tokens, std::int64_t hidden,
+                                    int value_bytes);
+
+// The peak of a stage's activation memory under a split-backward schedule,
+// walking its action list as the engine runs it: a forward fills the lowest free
+// activation slot (slots, once filled, stay allocated: slot_bytes each), a B
+// keeps kept_bytes until its W, and the W frees the slot. At the peak the stage
+// has `slots` slots allocated and `kept` micro-batches between B and W.
+struct StageActivationPeak {
+  std::int64_t bytes = 0;
+  int slots = 0, kept = 0;
+  bool bound = false;  // past the size the estimator simulates: slots × (slot + kept), an upper bound
+};
+StageActivationPeak split_backward_activation_peak(PipelineScheduleKind kind, int stages, int stage, int micro_batches,
+                                                   std::int64_t slot_bytes, std::int64_t kept_bytes);
+
+// The bubble of the simulated schedule with compute times T_F, T_B, T_W per
+// micro-batch and stage (any unit), beside its formula; past the size the
+// estimator simulates, the formula alone.
+struct SplitBackwardBubble {
+  double fraction = 0;
+  std::string text;
+};
+SplitBackwardBubble split_backward_bubble(const SplitBackwardSchedule& schedule, int stages, int micro_batches,
+                                          double forward, double backward_input, double weight);
+
+}  // namespace shardscope
