@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "engine/collecting_sink.h"
+#include "engine/parallel_equivalence.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
 #include "plan/context_parallel_traffic.h"
@@ -21,42 +22,15 @@
 #include "train/trainer.h"
 
 using namespace shardscope;
+using namespace shardscope::testing;
 
 namespace {
 
-// Short sequences, 20 steps of a tiny model in seconds (as test_sequence_parallel).
 RunConfig base_config(int cp, const char* split = "zigzag", const char* model = "gpt-tiny") {
-  RunConfig c;
-  c.model = model;
-  c.steps = 20;
-  c.batch = 8;
-  c.seq = 32;
-  c.lr = 1e-3f;
-  c.threads = 2;
+  RunConfig c = short_run(model);
   c.layout[Axis::cp] = cp;
   c.cp_split = split;
   return c;
-}
-
-struct Trace {
-  std::vector<double> losses, norms, evals;
-};
-
-Trace trace_of(const RunConfig& config) {
-  Trainer trainer(config);
-  Trace trace;
-  trainer.run([&](const StepMetrics& m) {
-    trace.losses.push_back(m.loss);
-    trace.norms.push_back(m.grad_norm);
-    if (m.eval_loss) trace.evals.push_back(*m.eval_loss);
-  });
-  return trace;
-}
-
-double worst_relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  double worst = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]) / std::fabs(b[i]));
-  return worst;
 }
 
 // The same run on one rank: `tolerance` on the losses (and, in fp32, the gradient norms).
