@@ -307,9 +307,8 @@ void print_data_parallel_traffic(const Trainer& trainer, const RunConfig& config
   for (int stage = 0; stage < config.layout.pp(); ++stage) {
     const DataParallelTraffic f =
         config.expert_parallel > 1
-            ? expert_data_parallel_traffic(config.layout.dp(), config.expert_parallel,
-                                           plan.stage(stage).parameters() - experts, experts,
-                                           static_cast<int>(plan.bytes_per_parameter().gradients))
+            ? expert_data_parallel_traffic(plan, config.expert_parallel, plan.stage(stage).parameters() - experts,
+                                           experts)
             : data_parallel_traffic(plan, plan.stage(stage),
                                     static_cast<std::int64_t>(config.accum) * config.micro_batches, extra);
     const std::string where = config.layout.pp() > 1 ? "stage " + std::to_string(stage) + " " : "";

@@ -27,7 +27,7 @@ void add_context_parallel_fields(std::vector<RunField>& f) {
                .saved = Saved::optional,
                .get = get_axis<Axis::cp>,
                .set = set_axis<Axis::cp>,
-               .surfaces = surface::train | surface::estimate,
+               .surfaces = surface::train | surface::plan,
                .plan = {.help = {"Context-parallel ranks: every sequence split over N GPUs (ring attention); "
                                  "activations per GPU at seq / N tokens; --seq must divide by N",
                                  "上下文并行 rank 数：每条序列切分到 N 个 GPU 上（环形注意力）；每个 GPU 的激活按 "

@@ -132,7 +132,7 @@ void add_tensor_parallel_fields(std::vector<RunField>& f) {
                .saved = Saved::optional,
                .get = get_member<&RunConfig::expert_parallel>,
                .set = set_member<&RunConfig::expert_parallel>,
-               .surfaces = surface::train | surface::estimate,
+               .surfaces = surface::train | surface::plan,
                .plan = {.help = {"Expert-parallel ranks (a mixture-of-experts model): each of N consecutive "
                                  "data-parallel ranks holds experts / N experts of every MoE layer; --dp and the "
                                  "expert count must divide by N",

@@ -158,12 +158,13 @@ void validate_mixture_of_experts(const RunConfig& c, const ModelConfig& model) {
               "which DataParallel's one master does not have",
           "{ep} " + str(ep) +
               " 不能与 {dp_mode} naive 一起用：ep 个 rank 作为对等方交换 token，DataParallel 只有一个主 rank");
-  require(ep == 1 || c.zero_stage == 0,
+  require(ep == 1 || c.zero_stage <= 1,
           "{ep} " + str(ep) + " with {zero} " + str(c.zero_stage) +
-              " is not built yet (the experts are sharded over ep with DDP; ZeRO would shard them again "
-              "over the expert-data-parallel group)",
+              " is not built yet (ZeRO-1 shards the experts' optimizer states over the expert-data-parallel "
+              "group; ZeRO-2/3's unit chunks would need a second chunking of every MoE layer over that group)",
           "{ep} " + str(ep) + " 与 {zero} " + str(c.zero_stage) +
-              " 的组合尚未实现（专家已在 DDP 下按 ep 分片；ZeRO 还要在专家数据并行组内再分片）");
+              " 的组合尚未实现（ZeRO-1 已在专家数据并行组内切分专家的优化器状态；ZeRO-2/3 的单元分块还需把每个 MoE "
+              "层在该组内再分块一次）");
   require(model.experts % ep == 0,
           "{ep} " + str(ep) + ": the " + str(model.experts) + " experts of " + model.name + " do not split over " +
               str(ep) + " expert-parallel ranks (each rank holds experts / ep of them)",

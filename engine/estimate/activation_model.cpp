@@ -164,6 +164,16 @@ LayerFormula layer_formula(CheckedSize sbh, CheckedSize as2b, bool fp32, std::in
           std::to_string(d) + "sbh"};
 }
 
+// The stage's MoE layers whose experts the formula counts (ShardScope's own MoE models).
+std::int64_t formula_moe_layers(const ModelShape& model, const StageLayers& stage) {
+  if (model.experts == 0 || !model.engine_config) return 0;
+  std::int64_t n = 0;
+  for (int c = 0; c < stage.chunks; ++c)
+    n += std::max<std::int64_t>(
+        0, stage.chunk(c).end_layer - std::max<std::int64_t>(stage.chunk(c).first_layer, model.dense_layers));
+  return n;
+}
+
 // Korthikanti et al. Table 2 (16-bit), and the same terms in fp32, in checked arithmetic.
 ActivationBytes formula_bytes(const ModelShape& model, const StageLayers& stage, int micro_batch_size, int seq,
                               Recompute recompute, Precision precision, bool sp) {
@@ -191,6 +201,20 @@ ActivationBytes formula_bytes(const ModelShape& model, const StageLayers& stage,
   CheckedSize activations = L * per_layer + transient;
   std::string formula = "L·" + layer_text + " = " + std::to_string(L.value()) + " × " + grouped(per_layer.value());
   if (transient > 0) formula += " + one layer recomputed " + full_text + " = " + grouped(transient.value());
+  // A mixture of experts (ShardScope's GPT-style experts, model.engine_config): each token's k
+  // routed copies keep their own expert MLP activations, input h and fc and GELU outputs 4h each,
+  // and the router its E probabilities, beside the dense terms above: d·(9k·sbh + sbE) per MoE
+  // layer (only the layer recomputed under full checkpointing). Not split by tp or ep: a rank's
+  // experts take about its own k·sb rows when the routing is balanced.
+  if (const CheckedSize moe_layers = formula_moe_layers(model, stage); moe_layers > 0) {
+    const CheckedSize moe = d * (9 * CheckedSize(model.top_k) * sbh + s * b * CheckedSize(model.experts));
+    const CheckedSize kept = recompute == Recompute::full ? CheckedSize(1) : moe_layers;
+    activations += kept * moe;
+    formula += " + " + std::string(recompute == Recompute::full ? "one MoE layer recomputed" : "MoE layers") + " " +
+               std::to_string(kept.value()) + " × " + std::to_string(d.value()) +
+               "(9k·sbh + sbE) = " + grouped((kept * moe).value()) + " (k=" + std::to_string(model.top_k) +
+               " E=" + std::to_string(model.experts) + ")";
+  }
   const std::string per_t = sp ? "/t" : "", v_t = t > 1 ? "/t" : "";
   if (stage.embedding) {
     activations += ends * (d + 1);

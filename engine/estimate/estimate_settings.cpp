@@ -123,15 +123,23 @@ void check_expert_parallel(const EstimateSettings& s) {
                          " (expert parallelism groups ep consecutive data-parallel ranks)",
                      "{ep} " + std::to_string(ep) + " 不能整除 {dp} " + std::to_string(dp) +
                          "（专家并行把 ep 个相邻的数据并行 rank 分为一组）");
-  if (ep > 1 && (s.zero_stage > 0 || s.dp_mode == DataParallelMode::naive))  // as a run refuses them
-    throw FieldError("{ep} " + std::to_string(ep) + " is modelled with DDP ({zero} 0), as the engine trains it (got " +
+  if (ep > 1 && (s.zero_stage > 1 || s.dp_mode == DataParallelMode::naive))  // as a run refuses them
+    throw FieldError("{ep} " + std::to_string(ep) +
+                         " is modelled with DDP or ZeRO-1 ({zero} 0 or 1), as the engine trains it (got " +
                          (s.dp_mode == DataParallelMode::naive ? std::string("{dp_mode} naive")
                                                                : "{zero} " + std::to_string(s.zero_stage)) +
                          ")",
-                     "{ep} " + std::to_string(ep) + " 只按 DDP（{zero} 0）建模，与引擎的训练方式一致（实为 " +
+                     "{ep} " + std::to_string(ep) +
+                         " 只按 DDP 或 ZeRO-1（{zero} 0 或 1）建模，与引擎的训练方式一致（实为 " +
                          (s.dp_mode == DataParallelMode::naive ? std::string("{dp_mode} naive")
                                                                : "{zero} " + std::to_string(s.zero_stage)) +
                          "）");
+  // ZeRO-1 shards the experts apart from the dense parameters; the split is counted without tensor parallelism.
+  if (ep > 1 && s.zero_stage == 1 && s.layout.tp() > 1)
+    throw FieldError("{ep} " + std::to_string(ep) + " with {zero} 1 is modelled without tensor parallelism (got {tp} " +
+                         std::to_string(s.layout.tp()) + ")",
+                     "{ep} " + std::to_string(ep) + " 与 {zero} 1 只在无张量并行时建模（实为 {tp} " +
+                         std::to_string(s.layout.tp()) + "）");
 }
 }  // namespace
 

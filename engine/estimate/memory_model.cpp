@@ -85,8 +85,9 @@ struct RingStaging {
   CheckedSize elements{0};
   std::string text;
 };
-RingStaging ring_staging(const Context& c, std::int64_t largest_chunk, int k_g) {
-  const std::int64_t staging = c.s.layout.dp() > 1 ? (c.plan.mixed() ? 2 + c.s.layout.dp() : 2) : 0;
+RingStaging ring_staging(const Context& c, std::int64_t largest_chunk, int k_g, int group = 0) {
+  const int n = group > 0 ? group : c.s.layout.dp();  // the ranks of the reduce-scatter: Nd unless told
+  const std::int64_t staging = n > 1 ? (c.plan.mixed() ? 2 + n : 2) : 0;
   if (staging == 0) return {};
   const std::int64_t slice = std::min(largest_chunk, kRingSliceBytes / k_g);
   return {CheckedSize(slice) * staging,
@@ -110,6 +111,32 @@ void sequence_parallel_staging(RankMemory& m, const EstimateSettings& s, std::in
                            std::to_string(kRingSliceBytes >> 20) + " MiB a slice)";
   set(m, MemoryCategory::communication, (CheckedSize(before) + CheckedSize(8) * slice).value(),
       before == 0 ? text : m.formula(MemoryCategory::communication) + " + " + text);
+}
+
+// ZeRO-1 under expert parallelism: kΨ_d/Nd + kΨ_e/(Nd/ep), each a flat shard.
+std::string expert_sharded(int k, const RankPlan& held, const EstimateSettings& s) {
+  std::string experts = sharded(k, "Ψ_e", held.expert_shard, s.layout.dp() / s.expert_parallel);
+  experts.replace(0, experts.find(" = "), std::to_string(k) + "Ψ_e/(Nd/ep)");
+  return sharded(k, "Ψ_d", held.flat_shard, s.layout.dp()) + " + " + experts;
+}
+
+// ZeRO-1 under expert parallelism (parallel/zero_expert_parallel.h): the dense
+// parameters packed (N·ceil(Ψ_d/N)) and the experts packed (N'·ceil(Ψ_e/N'),
+// N' = Nd/ep) share one staging buffer, the larger; each group's communicator
+// keeps its own ring staging.
+void zero1_expert_communication(RankMemory& m, const Context& c, const RankPlan& held) {
+  const int k = c.k.gradients, N = c.s.layout.dp(), Ne = N / c.s.expert_parallel;
+  const ZeroPartition &dense = held.flat_shard, &experts = held.expert_shard;
+  const CheckedSize packed_dense = CheckedSize(dense.shard_size) * N;
+  const CheckedSize packed_experts = Ne > 1 ? CheckedSize(experts.shard_size) * Ne : CheckedSize(0);
+  const CheckedSize packed(std::max(packed_dense.value(), packed_experts.value()));
+  const RingStaging ring_dense = ring_staging(c, dense.shard_size, k);
+  const RingStaging ring_experts = ring_staging(c, experts.shard_size, k, Ne);
+  set(m, MemoryCategory::communication,
+      (CheckedSize(k) * (packed + ring_dense.elements + ring_experts.elements)).value(),
+      std::to_string(k) + " × (max(N·ceil(Ψ_d/N), N'·ceil(Ψ_e/N')) = max(" + grouped(packed_dense.value()) + ", " +
+          grouped(packed_experts.value()) + ") packed staging, N' = Nd/ep = " + std::to_string(Ne) + ring_dense.text +
+          (Ne > 1 ? " (dense)" + ring_experts.text + " (experts)" : std::string()) + ")");
 }
 
 // ZeRO-1's communication buffers: the padded staging its reduce-scatter and
@@ -142,6 +169,8 @@ void flat_model_states(RankMemory& m, const Context& c, std::int64_t P) {
     text = "0: naive DataParallel replicas hold no optimizer states (rank 0 updates)";
   else if (c.naive && s.layout.dp() > 1)
     text += ": rank 0, the master, updates the whole model";
+  else if (c.plan.flat_optimizer_shards() && held.expert_shard.total > 0)  // expert parallelism
+    text = expert_sharded(c.k.optimizer, held, s) + state_split(s.precision);
   else if (c.plan.flat_optimizer_shards())
     text = sharded(c.k.optimizer, c.psi, part, s.layout.dp()) + state_split(s.precision);
   set(m, MemoryCategory::optimizer_states, held.model_state_bytes[MemoryCategory::optimizer_states], text);
@@ -149,6 +178,8 @@ void flat_model_states(RankMemory& m, const Context& c, std::int64_t P) {
     set(m, MemoryCategory::communication, (CheckedSize(s.layout.dp()) * c.k.gradients * P).value(),
         "Nd·" + std::to_string(c.k.gradients) + c.psi + " = " + std::to_string(s.layout.dp()) + " × " +
             std::to_string(c.k.gradients) + " × " + grouped(P) + ": rank 0 gathers every replica's gradients");
+  } else if (c.plan.reduce_scatters_flat_shards() && held.expert_shard.total > 0) {
+    zero1_expert_communication(m, c, held);
   } else if (c.plan.reduce_scatters_flat_shards()) {
     zero1_communication(m, c, part);
   } else {

@@ -62,16 +62,24 @@ std::int64_t tp_share(std::int64_t whole, std::int64_t split, int tp) {
 struct FileUnits {
   std::int64_t embedding, layer, head, tied_copy, dense_layer;
   std::int64_t layer_of(const ModelShape& m, std::int64_t l) const { return l < m.dense_layers ? dense_layer : layer; }
+  std::int64_t experts = 0;  // a MoE layer's E/ep experts, told apart under expert parallelism (tp 1)
+  std::int64_t experts_of(const ModelShape& m, std::int64_t l) const { return l < m.dense_layers ? 0 : experts; }
 };
 FileUnits file_units(const ModelShape& m, int tp, int ep = 1) {
   const std::int64_t vh = m.vocab * m.hidden, split_vh = m.split_vocab(tp) * m.hidden;
   const std::int64_t replicated_layer = (m.architecture == "llama" ? 2 : 6) * m.hidden;
   // Expert parallelism: a layer keeps E/ep of its experts.
   const std::int64_t layer = m.layer_parameters - m.layer_expert_parameters + m.layer_expert_parameters / ep;
-  if (tp == 1) return {m.embedding_parameters, layer, m.head_parameters, vh, m.dense_layer_parameters};
-  return {tp_share(m.embedding_parameters - vh, split_vh, tp), tp_share(replicated_layer, layer - replicated_layer, tp),
-          m.tied_embeddings ? m.head_parameters : tp_share(m.head_parameters - vh, split_vh, tp), split_vh / tp,
-          tp_share(replicated_layer, m.dense_layer_parameters - replicated_layer, tp)};
+  if (tp == 1)
+    return {m.embedding_parameters,   layer,
+            m.head_parameters,        vh,
+            m.dense_layer_parameters, ep > 1 ? m.layer_expert_parameters / ep : 0};
+  return {tp_share(m.embedding_parameters - vh, split_vh, tp),
+          tp_share(replicated_layer, layer - replicated_layer, tp),
+          m.tied_embeddings ? m.head_parameters : tp_share(m.head_parameters - vh, split_vh, tp),
+          split_vh / tp,
+          tp_share(replicated_layer, m.dense_layer_parameters - replicated_layer, tp),
+          0};
 }
 }  // namespace
 
@@ -96,14 +104,14 @@ std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp, int
   for (int s = 0; s < pp; ++s) {
     StageUnits su;
     su.layers = model.stage_layers(pp, s, tp, virtual_stages);
-    if (su.layers.embedding) su.units.push_back(PlanUnit{0, u.embedding});
+    if (su.layers.embedding) su.units.push_back(PlanUnit{0, u.embedding, 0});
     for (int c = 0; c < su.layers.chunks; ++c)  // several chunks: interleaved 1F1B
       for (int l = su.layers.chunk(c).first_layer; l < su.layers.chunk(c).end_layer; ++l)
-        su.units.push_back(PlanUnit{1 + l, u.layer_of(model, l)});
+        su.units.push_back(PlanUnit{1 + l, u.layer_of(model, l), u.experts_of(model, l)});
     if (su.layers.head) {
       const bool tied_copy = !su.layers.embedding && model.tied_embeddings;  // the head's copy of the token embedding
       const CheckedSize copy = tied_copy ? CheckedSize(u.tied_copy) : CheckedSize(0);
-      su.units.push_back(PlanUnit{static_cast<int>(model.layers) + 1, (u.head + copy).value()});
+      su.units.push_back(PlanUnit{static_cast<int>(model.layers) + 1, (u.head + copy).value(), 0});
     }
     stages.push_back(std::move(su));
   }

@@ -72,9 +72,9 @@ void count_data_parallel_bytes(TimeEstimate& t, const ModelShape& model, const E
       moe_layers += std::max(0, stage.layers.chunk(c).end_layer -
                                     std::max(stage.layers.chunk(c).first_layer, static_cast<int>(model.dense_layers)));
     const std::int64_t experts = model.layer_expert_parameters / ep * moe_layers;
-    DataParallelTraffic traffic = ep > 1 ? expert_data_parallel_traffic(s.layout.dp(), ep, stage.parameters() - experts,
-                                                                        experts, rules.bytes_per_parameter().gradients)
-                                         : data_parallel_traffic(rules, stage, s.micro_steps(), extra);
+    DataParallelTraffic traffic = ep > 1
+                                      ? expert_data_parallel_traffic(rules, ep, stage.parameters() - experts, experts)
+                                      : data_parallel_traffic(rules, stage, s.micro_steps(), extra);
     if (t.dp_formula.empty() || traffic.bytes > t.dp_bytes) {
       t.dp_bytes = traffic.bytes;
       t.dp_formula = traffic.text();

@@ -28,8 +28,30 @@ std::map<ExpertParallelKey, std::int64_t> measure_expert_parallel_traffic(std::s
   return bytes;
 }
 
-DataParallelTraffic expert_data_parallel_traffic(int dp, int ep, std::int64_t dense, std::int64_t experts,
-                                                 int gradient_bytes) {
+namespace {
+DataParallelTraffic zero1_expert_traffic(const ShardingRules& rules, int ep, std::int64_t dense, std::int64_t experts) {
+  const int N = rules.dp(), Ne = N / ep;
+  const int g = rules.bytes_per_parameter().gradients, p = rules.bytes_per_parameter().parameters;
+  const std::int64_t padded_dense = (dense + N - 1) / N * N, padded_experts = (experts + Ne - 1) / Ne * Ne;
+  DataParallelTraffic t;
+  t.bytes = (N - 1.0) / N * (g + p) * static_cast<double>(padded_dense) +
+            (Ne - 1.0) / Ne * (g + p) * static_cast<double>(padded_experts);
+  t.travelling = padded_dense + padded_experts;
+  t.formula = "(N−1)/N · (g + p)Ψ_d' + (N'−1)/N' · (g + p)Ψ_e'";
+  t.values = "N = " + std::to_string(N) + ", N' = N/ep = " + std::to_string(Ne) + ", g = " + std::to_string(g) +
+             ", p = " + std::to_string(p) + ", Ψ_d' = N·ceil(Ψ_d/N) = " + std::to_string(padded_dense) +
+             ", Ψ_e' = N'·ceil(Ψ_e/N') = " + std::to_string(padded_experts);
+  t.what =
+      "reduce-scatter the gradients and all-gather the updated shards, the dense ones over the data-parallel "
+      "ranks, the experts' over the ranks holding the same experts";
+  return t;
+}
+}  // namespace
+
+DataParallelTraffic expert_data_parallel_traffic(const ShardingRules& rules, int ep, std::int64_t dense,
+                                                 std::int64_t experts) {
+  const int dp = rules.dp(), gradient_bytes = rules.bytes_per_parameter().gradients;
+  if (rules.flat_optimizer_shards()) return zero1_expert_traffic(rules, ep, dense, experts);
   DataParallelTraffic t;
   const double N = dp, Ne = static_cast<double>(dp) / ep, g = gradient_bytes;
   t.bytes = 2 * (N - 1) / N * g * static_cast<double>(dense) + 2 * (Ne - 1) / Ne * g * static_cast<double>(experts);

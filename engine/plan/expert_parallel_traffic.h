@@ -46,7 +46,10 @@ std::map<ExpertParallelKey, std::int64_t> measure_expert_parallel_traffic(std::s
 // experts' over the N/ep ranks holding the same experts (Ψ_e: the rank's E/ep
 // experts of every MoE layer, Ψ_d the rest of the stage), g bytes a gradient:
 //   2(N−1)/N · gΨ_d + 2(N/ep−1)/(N/ep) · gΨ_e
-DataParallelTraffic expert_data_parallel_traffic(int dp, int ep, std::int64_t dense, std::int64_t experts,
-                                                 int gradient_bytes);
+// ZeRO-1 (parallel/zero_expert_parallel.h): each kind reduce-scattered and
+// all-gathered over its own group, padded to it (N' = N/ep, p bytes a parameter):
+//   (N−1)/N · (g + p)Ψ_d' + (N'−1)/N' · (g + p)Ψ_e',  Ψ_d' = N·ceil(Ψ_d/N), Ψ_e' = N'·ceil(Ψ_e/N')
+DataParallelTraffic expert_data_parallel_traffic(const ShardingRules& rules, int ep, std::int64_t dense,
+                                                 std::int64_t experts);
 
 }  // namespace shardscope

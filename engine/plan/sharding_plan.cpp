@@ -44,6 +44,12 @@ std::int64_t StageUnits::parameters() const {
   return n;
 }
 
+std::int64_t StageUnits::expert_parameters() const {
+  std::int64_t n = 0;
+  for (const PlanUnit& u : units) n += u.experts;
+  return n;
+}
+
 ShardingRules::ShardingRules(const ParallelLayout& layout) : layout_(layout), grid_(layout.axes) {
   if (layout.zero_stage < 0 || layout.zero_stage > 3)
     throw ConfigError("ZeRO stage must be 0, 1, 2 or 3 (got " + std::to_string(layout.zero_stage) + ")");
@@ -119,12 +125,19 @@ bool ShardingPlan::holds(int rank, int unit, int chunk, ModelState s) const {
   if (!shards(s)) return true;
   if (unit_chunks()) return chunk == grid().dp_rank_of(rank);
   // ZeRO-1: the rank's flat shard covers part of some units; a unit is held
-  // where the shard overlaps it.
+  // where the shard overlaps it. Under expert parallelism the shards are of
+  // the dense parameters and of the experts, each counted in its own order.
   const RankPlan& me = ranks_[static_cast<std::size_t>(rank)];
-  std::int64_t begin = 0;
+  const auto overlaps = [](const ZeroPartition& p, std::int64_t begin, std::int64_t n) {
+    return n > 0 && p.begin < begin + n && begin < p.end;
+  };
+  const bool split = stages_[static_cast<std::size_t>(me.stage)].expert_parameters() > 0;
+  std::int64_t dense = 0, experts = 0;
   for (const PlanUnit& u : stages_[static_cast<std::size_t>(me.stage)].units) {
-    if (u.id == unit) return me.flat_shard.begin < begin + u.numel && begin < me.flat_shard.end;
-    begin += u.numel;
+    const std::int64_t d = split ? u.numel - u.experts : u.numel, e = split ? u.experts : 0;
+    if (u.id == unit) return overlaps(me.flat_shard, dense, d) || overlaps(me.expert_shard, experts, e);
+    dense += d;
+    experts += e;
   }
   return false;
 }
@@ -139,6 +152,15 @@ RankPlan ShardingPlan::make_rank(int rank) const {
   const std::int64_t P = stage.parameters(), Nd = dp();
   p.stage_parameters = P;
   p.flat_shard = make_zero_partition(P, dp(), p.dp_rank);
+  // Expert parallelism (ZeRO-1): the dense parameters over the Nd ranks, the
+  // experts over the Nd/ep ranks that hold the same ones (DeepSpeed-MoE's and
+  // Megatron's separate expert and non-expert shard groups).
+  const std::int64_t X = stage.expert_parameters();
+  const int ep = stage.layers.expert_ranks;
+  if (X > 0) {
+    p.flat_shard = make_zero_partition(P - X, dp(), p.dp_rank);
+    p.expert_shard = make_zero_partition(X, dp() / ep, p.dp_rank / ep);
+  }
   // ZeRO-2/3 (parallel/zero_storage.h): chunk r of every unit, packed in unit order.
   std::int64_t begin = 0, packed = 0, optimizer_end = 0;
   for (const PlanUnit& u : stage.units) {
@@ -161,7 +183,7 @@ RankPlan ShardingPlan::make_rank(int rank) const {
   else if (unit_chunks())
     p.optimizer_elements = optimizer_end;
   else if (flat_optimizer_shards())
-    p.optimizer_elements = p.flat_shard.end - p.flat_shard.begin;
+    p.optimizer_elements = p.flat_shard.end - p.flat_shard.begin + p.expert_shard.end - p.expert_shard.begin;
   else
     p.optimizer_elements = P;
   const StateBytes k = bytes_per_parameter();
@@ -182,7 +204,12 @@ std::vector<StageUnits> units_of_stages(const ModelConfig& model, int pp, int tp
     su.layers.tp_size = tp;  // tp rank 0's slices; the others hold as many
     su.layers.expert_ranks = ep;  // and ep rank 0's experts (E/ep on every ep rank)
     const ParameterLayout layout(model, su.layers);
-    for (const ParameterUnit& u : layout.units()) su.units.push_back(PlanUnit{u.id, u.numel()});
+    for (const ParameterUnit& u : layout.units()) {
+      std::int64_t experts = 0;  // the unit's expert tensors, told apart only when ep splits them
+      for (const ParameterEntry& e : layout.entries())
+        if (ep > 1 && e.expert && e.offset >= u.begin && e.offset < u.end) experts += e.numel;
+      su.units.push_back(PlanUnit{u.id, u.numel(), experts});
+    }
     stages.push_back(std::move(su));
   }
   return stages;

@@ -57,6 +57,7 @@ ParallelLayout parallel_layout(const RunConfig& config);
 struct PlanUnit {
   int id = 0;
   std::int64_t numel = 0;
+  std::int64_t experts = 0;  // of numel, the rank's E/ep experts' (a MoE layer under expert parallelism)
 };
 
 // One data-parallel rank's chunk of a unit under ZeRO-2/3.
@@ -74,6 +75,7 @@ struct StageUnits {
   StageLayers layers;
   std::vector<PlanUnit> units;
   std::int64_t parameters() const;  // Ψ_s
+  std::int64_t expert_parameters() const;  // Ψ_e: the rank's experts (layers.expert_ranks > 1), else 0
 };
 
 // ZeRO-1's flat partition (parallel/zero.h): Nd contiguous shards of
@@ -93,6 +95,10 @@ struct RankPlan {
   std::int64_t gradient_elements = 0;    // Ψ_s, or its chunks (ZeRO-2/3)
   std::int64_t optimizer_elements = 0;   // Ψ_s, its flat shard (ZeRO-1), up to its last real chunk (ZeRO-2/3), 0 (naive replica)
   ZeroPartition flat_shard;              // ZeRO-1: its shard of the stage's flat space
+  // ZeRO-1 under expert parallelism (parallel/zero_expert_parallel.h): flat_shard
+  // is then its shard of the dense parameters Ψ_d over the Nd ranks, and this
+  // its shard of the experts Ψ_e over the Nd/ep ranks holding the same experts.
+  ZeroPartition expert_shard;
   std::vector<UnitChunk> chunks;         // ZeRO-2/3: its chunk of every unit of its stage
   // Bytes of the model states (parameters, gradients, optimizer_states
   // categories; the others 0): what the rank's ledger holds for them.

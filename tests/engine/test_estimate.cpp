@@ -57,6 +57,7 @@ class TestEstimate : public QObject {
   void huge_settings_are_refused_not_wrapped();
   void formula_activations_follow_korthikanti();
   void tensor_parallel_formulas_and_refusals();
+  void formula_activations_count_the_experts();
   void time_model_figures();
   void throughput_and_mfu();
   void measured_kernels_time_each_part();
@@ -568,6 +569,32 @@ void TestEstimate::host_memory_fit_names_the_prediction_and_the_limit() {
   const HostMemoryLimit here = host_memory_limit();
   QVERIFY(here.bytes > 0);  // physical memory at least
   QVERIFY(!here.source.empty());
+}
+
+// A ShardScope MoE model in formula mode: per MoE layer the k routed copies'
+// expert MLP activations and the router's probabilities, d·(9k·sbh + sbE),
+// beside the dense formula (one MoE layer under full checkpointing).
+void TestEstimate::formula_activations_count_the_experts() {
+  const ModelShape moe = model_shape_from_config(find_model_preset("gpt-tiny-moe"), "gpt-tiny-moe");
+  ModelShape dense = moe;
+  dense.experts = dense.top_k = 0;
+  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
+    for (const Recompute recompute : {Recompute::none, Recompute::full}) {
+      EstimateSettings s;
+      s.activations = ActivationMode::formula;
+      s.precision = precision;
+      s.recompute = recompute;
+      s.micro_batch_size = 2;
+      s.seq = 64;
+      const std::int64_t d = precision == Precision::fp32 ? 4 : 2, sbh = 64 * 2 * moe.hidden;
+      const std::int64_t layers = recompute == Recompute::full ? 1 : moe.layers;
+      const std::int64_t with = estimate_memory(moe, s).ranks[0].bytes[MemoryCategory::activations];
+      const std::int64_t without = estimate_memory(dense, s).ranks[0].bytes[MemoryCategory::activations];
+      QCOMPARE(with - without, layers * d * (9 * moe.top_k * sbh + 64 * 2 * moe.experts));
+      QVERIFY(estimate_memory(moe, s).ranks[0].formula(MemoryCategory::activations).find("(9k·sbh + sbE)") !=
+              std::string::npos);
+    }
+  }
 }
 
 QTEST_GUILESS_MAIN(TestEstimate)

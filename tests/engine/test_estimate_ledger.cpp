@@ -30,6 +30,8 @@ class TestEstimateLedger : public QObject {
   void zero_bubble_predicted_equals_measured_data();
   void zero_bubble_predicted_equals_measured();
   void zero_bubble_bubbles_order_as_the_paper();
+  void expert_parallel_zero1_predicted_equals_measured_data();
+  void expert_parallel_zero1_predicted_equals_measured();
 };
 
 void TestEstimateLedger::predicted_equals_measured_data() {
@@ -395,6 +397,37 @@ void TestEstimateLedger::zero_bubble_bubbles_order_as_the_paper() {
   QVERIFY2(h1.bubble_fraction < one_f_one_b, h1.bubble_formula.c_str());
   QVERIFY2(h2.bubble_fraction < h1.bubble_fraction, h2.bubble_formula.c_str());
   QVERIFY(h1.bubble_formula.find("(p−1)(T_F+T_B−T_W)") != std::string::npos);
+}
+
+// ZeRO-1 under expert parallelism (parallel/zero_expert_parallel.h): AdamW's
+// states of the dense parameters Ψ_d over the Nd ranks, of the rank's experts
+// Ψ_e over the Nd/ep ranks holding them, and the packed spaces' staging.
+void TestEstimateLedger::expert_parallel_zero1_predicted_equals_measured_data() {
+  QTest::addColumn<int>("dp");
+  QTest::addColumn<QString>("precision");
+  QTest::newRow("moe dp4 ep2 ZeRO-1") << 4 << "fp32";
+  QTest::newRow("moe dp2 ep2 ZeRO-1") << 2 << "fp32";
+  QTest::newRow("moe dp4 ep2 ZeRO-1 bf16") << 4 << "bf16";
+}
+
+void TestEstimateLedger::expert_parallel_zero1_predicted_equals_measured() {
+  QFETCH(int, dp);
+  QFETCH(QString, precision);
+  EstimateSettings s;
+  s.precision = parse_precision(qPrintable(precision));
+  s.layout[Axis::dp] = dp;
+  s.expert_parallel = 2;
+  s.zero_stage = 1;
+  s.micro_batch_size = 2;
+  s.seq = 32;
+  check_ledger("gpt-tiny-moe", s);
+  const ModelShape shape = model_shape_from_config(find_model_preset("gpt-tiny-moe"), "gpt-tiny-moe");
+  const std::int64_t experts = shape.layer_expert_parameters * shape.layers / 2,
+                     dense = shape.parameters() - 2 * experts;
+  const auto ceil_div = [](std::int64_t n, std::int64_t d) { return (n + d - 1) / d; };
+  const int k = s.precision == Precision::fp32 ? 8 : 12;
+  const MemoryEstimate e = estimate_memory(shape, s);
+  QCOMPARE(e.ranks[0].bytes[MemoryCategory::optimizer_states], k * (ceil_div(dense, dp) + ceil_div(experts, dp / 2)));
 }
 
 void TestEstimateLedger::pipeline_bytes_equal_the_engines_sends() {

@@ -69,11 +69,16 @@ std::int64_t independent_drop_count(const MixtureOfExperts::Routing& r, int expe
 
 }  // namespace
 
+// 20 steps of dp ranks in ep groups (ZeRO stage zero_stage) against one rank.
+static void compare_with_one_rank(int dp, int ep, Precision precision, int zero_stage);
+
 class TestExpertParallel : public QObject {
   Q_OBJECT
  private Q_SLOTS:
   void matches_one_rank_data();
   void matches_one_rank();
+  void matches_one_rank_zero1_data();
+  void matches_one_rank_zero1();
   void all_to_all_moves_the_routed_rows();
   void ranks_hold_their_experts_only();
   void layouts_it_cannot_split_are_refused();
@@ -96,8 +101,29 @@ void TestExpertParallel::matches_one_rank() {
   QFETCH(int, ep);
   QFETCH(int, dp);
   QFETCH(QString, precision);
+  compare_with_one_rank(dp, ep, parse_precision(qPrintable(precision)), 0);
+}
+
+void TestExpertParallel::matches_one_rank_zero1_data() {
+  QTest::addColumn<int>("ep");
+  QTest::addColumn<int>("dp");
+  QTest::newRow("dp 2 x ep 2 ZeRO-1") << 2 << 2;
+  QTest::newRow("dp 4 x ep 2 ZeRO-1") << 2 << 4;
+}
+
+// ZeRO-1 under expert parallelism: the dense parameters' AdamW states sharded
+// over the dp ranks, the experts' over the ranks holding the same experts
+// (parallel/zero_expert_parallel.h); the same losses as one rank.
+void TestExpertParallel::matches_one_rank_zero1() {
+  QFETCH(int, ep);
+  QFETCH(int, dp);
+  compare_with_one_rank(dp, ep, Precision::fp32, 1);
+}
+
+static void compare_with_one_rank(int dp, int ep, Precision precision, int zero_stage) {
   RunConfig one = moe_config(1, 1, dp), many = moe_config(dp, ep, 1);
-  one.precision = many.precision = parse_precision(qPrintable(precision));
+  one.precision = many.precision = precision;
+  many.zero_stage = zero_stage;
   // One DDP bucket: the dense gradients are averaged after backward in one ring,
   // whatever the layout's split into buckets. Top-k routing is discontinuous: a
   // near tie flips on the last bit of a logit, and the 0.5 MB buckets' order of

@@ -179,6 +179,46 @@ class TestPlanner : public QObject {
     QCOMPARE(planner.bars()->selected(), 3);
   }
 
+  // Expert parallelism (issue 33): ep 2 leaves each GPU half of gpt-tiny-moe's
+  // experts, the estimator's figure; ZeRO-2/3 with ep are the engine's refusals.
+  void expertParallelHalvesTheExperts() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    const int index = planner.modelBox()->findData(QStringLiteral("preset:gpt-tiny-moe"));
+    QVERIFY(index >= 0);
+    planner.modelBox()->setCurrentIndex(index);
+    Q_EMIT planner.modelBox()->activated(index);
+    QVERIFY(planner.waitForPlan());
+    planner.dpBox()->setValue(2);
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    const ModelShape shape = planner.model().shape;
+    const std::int64_t psi = shape.parameters(), experts = shape.layer_expert_parameters * shape.layers;
+    QVERIFY(experts > 0);
+    QCOMPARE(planner.stages()[0].fullest()->bytes[MemoryCategory::parameters], 4 * psi);
+    planner.epBox()->setValue(2);
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    QCOMPARE(planner.settings().expert_parallel, 2);
+    const RankMemory* r = planner.stages()[0].fullest();
+    QVERIFY(r != nullptr);
+    QCOMPARE(r->bytes[MemoryCategory::parameters], 4 * (psi - experts + experts / 2));
+    QCOMPARE(r->bytes.bytes, engineEstimate(planner, 0).memory.ranks[static_cast<std::size_t>(r->rank)].bytes.bytes);
+    QVERIFY(planner.stages()[1].estimate);  // ZeRO-1: the experts' states over dp/ep
+    for (int stage : {2, 3}) {
+      const auto& plan = planner.stages()[static_cast<std::size_t>(stage)];
+      QVERIFY(!plan.estimate);
+      QVERIFY2(plan.refused.contains(QStringLiteral("ZeRO-1")), qPrintable(plan.refused));
+    }
+    planner.dpBox()->setValue(8);
+    planner.epBox()->setValue(8);  // 4 experts do not split over 8 ranks: the engine's words
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    QString shown = planner.errorText();
+    for (const auto& plan : planner.stages()) shown += plan.refused;
+    QVERIFY2(shown.contains(QStringLiteral("do not split over 8")), qPrintable(shown));
+  }
+
   // Pipelines refuse ZeRO-2/3 (the run's own layout rule): those bars say why, 0 and 1 are planned.
   void pipelineStagesRefuseZero2And3() {
     PlannerDialog planner;

@@ -120,6 +120,8 @@ void PlannerDialog::buildControls() {
   dp_ = rowSpinBox("plannerDp", "dp", 1);
   pp_ = rowSpinBox("plannerPp", "pp", 1);
   tp_ = rowSpinBox("plannerTp", "tp", 1);
+  cp_ = rowSpinBox("plannerCp", "cp", 1);
+  ep_ = rowSpinBox("plannerEp", "ep", 1);
   sp_ = new QCheckBox;
   sp_->setObjectName(QStringLiteral("plannerSequenceParallel"));
   gpt3_layout_ = new QPushButton;
@@ -194,6 +196,8 @@ QWidget* PlannerDialog::buildSettingsColumn() {
   row(pp_, [] { return PlannerText::fieldName("pp"); });
   row(tp_, [] { return PlannerText::fieldName("tp"); });
   row(sp_, [] { return PlannerText::fieldName("sequence_parallel"); });
+  row(cp_, [] { return PlannerText::fieldName("cp"); });
+  row(ep_, [] { return PlannerText::fieldName("ep"); });
   row(pair(gpt3_layout_, llama70b_layout_), [] { return tr("Layouts"); });
   form->addRow(cluster_note_);
   row(zero_, [] { return PlannerText::fieldName("zero"); });
@@ -265,6 +269,8 @@ void PlannerDialog::connectControls() {
   connect(nodes_, &QSpinBox::valueChanged, this, &PlannerDialog::syncDataParallel);
   connect(pp_, &QSpinBox::valueChanged, this, &PlannerDialog::syncDataParallel);
   connect(tp_, &QSpinBox::valueChanged, this, &PlannerDialog::syncDataParallel);
+  connect(cp_, &QSpinBox::valueChanged, this, &PlannerDialog::syncDataParallel);
+  connect(ep_, &QSpinBox::valueChanged, this, later);  // ep borrows dp ranks: the GPUs stay as they are
   connect(sp_, &QCheckBox::toggled, this, later);
   connect(gpt3_layout_, &QPushButton::clicked, this, &PlannerDialog::showGpt3Layout);
   connect(llama70b_layout_, &QPushButton::clicked, this, &PlannerDialog::showLlama70bLayout);
@@ -334,6 +340,8 @@ EstimateSettings PlannerDialog::settings() const {
   s.layout[Axis::dp] = dp_->value();
   s.layout[Axis::pp] = pp_->value();
   s.layout[Axis::tp] = tp_->value();
+  s.layout[Axis::cp] = cp_->value();
+  s.expert_parallel = ep_->value();
   s.sequence_parallel = sp_->isChecked();
   s.zero_stage = zero_->value();
   s.precision = static_cast<Precision>(precision_->currentData().toInt());
@@ -366,6 +374,8 @@ void PlannerDialog::setControls(const EstimateSettings& s, int nodes) {
   dp_->setValue(s.layout.dp());
   pp_->setValue(s.layout.pp());
   tp_->setValue(s.layout.tp());
+  cp_->setValue(s.layout.cp());
+  ep_->setValue(s.expert_parallel);
   sp_->setChecked(s.sequence_parallel);
   zero_->setValue(s.zero_stage);
   precision_->setCurrentIndex(precision_->findData(static_cast<int>(s.precision)));
@@ -388,7 +398,7 @@ void PlannerDialog::setControls(const EstimateSettings& s, int nodes) {
 // ranks fill the GPUs when the stages divide them.
 void PlannerDialog::syncDataParallel() {
   const std::int64_t gpus = static_cast<std::int64_t>(gpus_per_node_->value()) * nodes_->value();
-  const std::int64_t model_parallel = static_cast<std::int64_t>(pp_->value()) * tp_->value();
+  const std::int64_t model_parallel = static_cast<std::int64_t>(pp_->value()) * tp_->value() * cp_->value();
   if (gpus % model_parallel == 0 && gpus / model_parallel <= dp_->maximum()) {
     const QSignalBlocker block(dp_);
     dp_->setValue(static_cast<int>(gpus / model_parallel));
@@ -399,7 +409,17 @@ void PlannerDialog::syncDataParallel() {
 
 void PlannerDialog::updateClusterNote() {
   const std::int64_t gpus = static_cast<std::int64_t>(gpus_per_node_->value()) * nodes_->value();
-  const std::int64_t used = static_cast<std::int64_t>(dp_->value()) * pp_->value() * tp_->value();
+  const std::int64_t used = static_cast<std::int64_t>(dp_->value()) * pp_->value() * tp_->value() * cp_->value();
+  if (cp_->value() > 1) {  // context parallelism: one more GPU axis
+    cluster_note_->setText(tr("dp %1 × pp %2 × tp %3 × cp %4 = %5 GPUs; the nodes have %6.")
+                               .arg(dp_->value())
+                               .arg(pp_->value())
+                               .arg(tp_->value())
+                               .arg(cp_->value())
+                               .arg(used)
+                               .arg(gpus));
+    return;
+  }
   if (tp_->value() > 1) {  // the Megatron layout: tp innermost, inside a node
     cluster_note_->setText(tr("dp %1 × pp %2 × tp %3 = %4 GPUs; the nodes have %5.")
                                .arg(dp_->value())

@@ -69,6 +69,8 @@ class PlannerDialog : public QDialog {
   QSpinBox* dpBox() const { return dp_; }
   QSpinBox* ppBox() const { return pp_; }
   QSpinBox* tpBox() const { return tp_; }
+  QSpinBox* cpBox() const { return cp_; }
+  QSpinBox* epBox() const { return ep_; }
   QCheckBox* sequenceParallelBox() const { return sp_; }
   QPushButton* gpt3LayoutButton() const { return gpt3_layout_; }
   QPushButton* llama70bLayoutButton() const { return llama70b_layout_; }
@@ -147,6 +149,8 @@ class PlannerDialog : public QDialog {
   QSpinBox* dp_;
   QSpinBox* pp_;
   QSpinBox* tp_;
+  QSpinBox* cp_;  // context-parallel ranks: a GPU axis beside dp, pp and tp
+  QSpinBox* ep_;  // expert-parallel ranks: borrowed from dp (a MoE model)
   QCheckBox* sp_;
   QPushButton* gpt3_layout_;
   QPushButton* llama70b_layout_;

@@ -86,14 +86,18 @@ void DataParallelStrategy::flat_update(TrainerRank& rank, std::int64_t begin, st
                       ? expert_parallel_sum_of_squares(model.layout(), begin, end, range_squares, *rank.ep_comm, tag)
                       : tensor_parallel_sum_of_squares(model.layout(), begin, end, range_squares, rank.tp_comm, tag);
   if (sharded) rank.dp_comm->all_reduce_host(&squares, 1, ReduceOp::sum, tag);
+  clip_and_step(rank, squares, tag);
+}
+
+void DataParallelStrategy::clip_and_step(TrainerRank& rank, float squares, const CommTag& tag) {
   sum_over_stages(rank, squares, tag);
   rank.grad_norm = std::sqrt(static_cast<double>(squares)) / rank.loss_scale;
   const float factor = clip_factor(rank.grad_norm, config_.grad_clip) / rank.loss_scale;
-  if (mixed)
+  if (rank.dtype != DType::f32)
     rank.optimizer->step_mixed(static_cast<std::uint16_t*>(rank.unit_storage->parameters()),
-                               static_cast<const std::uint16_t*>(grads), rank.dtype, rank.lr, factor);
+                               static_cast<const std::uint16_t*>(whole_gradients(rank)), rank.dtype, rank.lr, factor);
   else
-    rank.optimizer->step(model.params(), model.grads(), rank.lr, factor);
+    rank.optimizer->step(rank.model->params(), rank.model->grads(), rank.lr, factor);
 }
 
 // Every data-parallel rank runs its own share of the validation micro-batches.

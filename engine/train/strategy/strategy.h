@@ -117,6 +117,10 @@ class DataParallelStrategy {
   // the stage, summed over the data-parallel ranks when `sharded` (ZeRO-1's
   // shards), then over the pipeline's stages.
   void flat_update(TrainerRank& rank, std::int64_t begin, std::int64_t end, bool sharded, const CommTag& tag);
+  // The rest of flat_update once the rank's sum of squares is known: summed
+  // over the pipeline's stages, the norm, clipping and AdamW on the whole
+  // gradients (the optimizer's ranges, by flat offset).
+  void clip_and_step(TrainerRank& rank, float squares, const CommTag& tag);
 
   const ShardingPlan& plan_;
   const RunConfig& config_;
