@@ -279,7 +279,7 @@ std::atomic<std::int64_t> validations{0};
 
 // The zero-bubble schedules run a backward as B, then W later (model.h,
 // backward_input): built so far for fp32 gradients in the model's own buffer
-// with every layer's activations kept.
+// (with --checkpoint, B keeps each linear's input for W beside its output gradient).
 void validate_zero_bubble(const RunConfig& c) {
   if (c.schedule != PipelineScheduleKind::zb_h1 && c.schedule != PipelineScheduleKind::zb_h2) return;
   validate_split_backward(c, "{schedule} " + std::string(pipeline_schedule_name(c.schedule)));
@@ -370,10 +370,6 @@ void validate_split_backward(const RunConfig& c, const std::string& schedule) {
               " is not built yet (16-bit gradients live outside the model); use {precision} fp32",
           schedule + " 与 {precision} " + std::string(precision_name(c.precision)) +
               " 的组合尚未实现（16 位梯度不在模型自己的缓冲区里）；请用 {precision} fp32");
-  require(!c.checkpoint,
-          schedule +
-              " with {checkpoint} is not built yet: W reads every layer's kept activations, which checkpointing drops",
-          schedule + " 与 {checkpoint} 的组合尚未实现：W 需要每层保留的激活，而激活检查点会丢弃它们");
   require(
       c.layout.tp() == 1,
       schedule + " with {tp} " + str(c.layout.tp()) +

@@ -5,6 +5,9 @@
 //   B:  dx  = dy W           (needed now, by the layer below and the previous stage)
 //   W:  dW += dy^T x,  db += sum over rows of dy   (needed only by the optimizer)
 // so B keeps dy (x is already kept for the backward) and W runs later.
+// Under activation checkpointing x is not kept: B recomputes each layer's
+// forward into one shared set, which the next layer's recompute overwrites,
+// so B copies x beside dy and W reads both (W never recomputes the forward).
 #include <stdexcept>
 #include <string>
 
@@ -16,13 +19,14 @@ namespace {
 // Output gradients each layer's linears keep from B to W, per token:
 // qkv 3C + attn.proj C + mlp.fc 4C + mlp.proj C.
 constexpr int kKeptChannelsPerLayer = 9;
+// Under checkpointing their inputs too: ln1 C + attention C + ln2 C + gelu 4C.
+constexpr int kKeptInputChannelsPerLayer = 7;
 }  // namespace
 
 void Model::check_weight_split(const char* phase) const {
   const std::string what = std::string("Model::") + phase + ": the split backward (zero-bubble schedules) ";
   if (storage_ != nullptr)
     throw std::logic_error(what + "needs the model's own gradient buffer, not ZeRO-2/3 or 16-bit unit storage");
-  if (checkpointing_) throw std::logic_error(what + "needs every layer's activations kept (no checkpointing)");
 }
 
 void Model::backward_input(double loss_rows) {
@@ -30,8 +34,9 @@ void Model::backward_input(double loss_rows) {
   Slot& s = slot();
   if (!s.deferred_linears.empty())
     throw std::logic_error("Model::backward_input: the weight gradients of the previous B are still owed (run W)");
+  const int channels = kKeptChannelsPerLayer + (checkpointing_ ? kKeptInputChannelsPerLayer : 0);
   const std::int64_t floats = static_cast<std::int64_t>(stage_.end_layer - stage_.first_layer) * s.acts.B * s.acts.T *
-                              kKeptChannelsPerLayer * config_.channels;
+                              channels * config_.channels;
   if (s.kept_output_gradients.bytes() != floats * 4)
     s.kept_output_gradients = Buffer(ledger_, MemoryCategory::activations, floats * 4);
   s.kept_floats = 0;
@@ -49,16 +54,22 @@ void Model::backward_input(double loss_rows) {
 void Model::defer_linear_weights(int l, float* d_in, float* d_weight, float* d_bias, const float* d_out,
                                  const float* in, const float* weight, int rows, int in_f, int out_f, bool accumulate) {
   Slot& s = slot();
-  const std::int64_t count = static_cast<std::int64_t>(rows) * out_f;
+  const std::int64_t count = static_cast<std::int64_t>(rows) * (out_f + (checkpointing_ ? in_f : 0));
   if ((s.kept_floats + count) * 4 > s.kept_output_gradients.bytes())
     throw std::logic_error("Model::backward_input: layer " + std::to_string(l) + " keeps " + std::to_string(count) +
                            " output-gradient floats past the " + std::to_string(s.kept_output_gradients.bytes() / 4) +
                            " sized for the stage (" + std::to_string(s.kept_floats) + " kept)");
   float* kept = s.kept_output_gradients.floats() + s.kept_floats;
   s.kept_floats += count;
-  backend_.copy(kept, d_out, count * 4);  // d_out lives in the shared scratch, rewritten by the next op
+  const std::int64_t out_floats = static_cast<std::int64_t>(rows) * out_f;
+  backend_.copy(kept, d_out, out_floats * 4);  // d_out lives in the shared scratch, rewritten by the next op
+  const float* kept_in = in;
+  if (checkpointing_) {  // in lives in the recomputed set the next layer's recompute overwrites
+    backend_.copy(kept + out_floats, in, (count - out_floats) * 4);
+    kept_in = kept + out_floats;
+  }
   backend_.linear_backward(d_in, nullptr, nullptr, d_out, in, weight, rows, in_f, out_f, accumulate);
-  s.deferred_linears.push_back({l, d_weight, d_bias, kept, in, weight, rows, in_f, out_f});
+  s.deferred_linears.push_back({l, d_weight, d_bias, kept, kept_in, weight, rows, in_f, out_f});
 }
 
 void Model::backward_weights() {
