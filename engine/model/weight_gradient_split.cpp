@@ -24,9 +24,9 @@ constexpr int kKeptInputChannelsPerLayer = 7;
 }  // namespace
 
 void Model::check_weight_split(const char* phase) const {
-  const std::string what = std::string("Model::") + phase + ": the split backward (zero-bubble schedules) ";
-  if (storage_ != nullptr)
-    throw std::logic_error(what + "needs the model's own gradient buffer, not ZeRO-2/3 or 16-bit unit storage");
+  if (tp_size() != 1)
+    throw std::logic_error(std::string("Model::") + phase +
+                           ": the split backward (zero-bubble schedules) is not built with tensor parallelism");
 }
 
 void Model::backward_input(double loss_rows) {
@@ -78,6 +78,20 @@ void Model::backward_weights() {
   if (s.deferred_linears.empty())
     throw std::logic_error("Model::backward_weights: no weight gradients are owed (run backward_input first)");
   if (stage_.head) gradients_ready(layout_.find_unit(head_unit())->begin);  // computed in B
+  // With a unit storage (16-bit gradients) a layer's fp32 unit gradient stays
+  // bound from B to W, since W adds the linears' weight gradients to it; W hands
+  // it back (gradients_done: rounded to 16 bits and added to the stored
+  // gradient) once no other open slot still owes W for that layer. Later B's of
+  // the same layer add to the same bound buffer, so with B(k), B(k+1), W(k),
+  // W(k+1) the two micro-batches' sum is rounded once, at W(k+1), where the
+  // whole backward rounds each micro-batch's own: the same up to 16-bit rounding.
+  const auto owed_elsewhere = [this](int layer) {
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+      if (static_cast<int>(i) != slot_index_)
+        for (const Slot::DeferredLinear& d : slots_[i].deferred_linears)
+          if (d.layer == layer) return true;
+    return false;
+  };
   const auto& list = s.deferred_linears;
   std::int64_t start = 0;
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -89,7 +103,8 @@ void Model::backward_weights() {
     backend_.linear_backward(nullptr, d.d_weight, d.d_bias, d.d_out, d.in, d.weight, d.rows, d.in_f, d.out_f);
     if (i + 1 == list.size() || list[i + 1].layer != d.layer) {  // the layer's last linear
       emit_span(ComputeKind::weight_gradient, d.layer, start);
-      gradients_ready(layout_.find_unit(1 + d.layer)->begin);  // DDP: this layer's bucket may go
+      if (!owed_elsewhere(d.layer)) gradients_done(1 + d.layer);  // 16-bit storage: B kept it bound
+      gradients_ready(layout_.find_unit(1 + d.layer)->begin);     // DDP: this layer's bucket may go
     }
   }
   s.deferred_linears.clear();
