@@ -353,7 +353,9 @@ void TestZeroBubble::unbuilt_combinations_are_refused_by_name() {
   c.schedule = PipelineScheduleKind::zb_h1;
   validate_run_config(c);
   c.zero_stage = 2;
-  refused(c, "--schedule zb-h1 with --zero 2 is not built yet");
+  validate_run_config(c);  // pp 1: the reduce-scatter starts from W (test_zero_bubble_mixed)
+  c.layout[Axis::pp] = 2;
+  refused(c, "--zero 2 with --pp 2 is refused");
   c = base_config();
   c.schedule = PipelineScheduleKind::zb_h2;
   c.precision = Precision::fp16;

@@ -107,6 +107,7 @@ class TestZeroBubbleMixed : public QObject {
   void checkpointing_lowers_the_activation_peak();
   void losses_equal_gpipe_in_16_bits();
   void losses_equal_gpipe_with_ddp_zero1_fp16_and_checkpointing();
+  void losses_equal_gpipe_with_zero2_and_zero3_on_one_stage();
 };
 
 // W reads the inputs B kept, not the shared recompute set the next layer's
@@ -226,6 +227,26 @@ void TestZeroBubbleMixed::losses_equal_gpipe_with_ddp_zero1_fp16_and_checkpointi
     c.schedule = kind;
     compare_losses(run(c).losses, gpipe, 5e-3f,
                    QString("gpt-tiny dp 2 x pp 2 zero 1 fp16 --checkpoint %1").arg(pipeline_schedule_name(kind)));
+  }
+}
+
+// ZeRO-2/3 shard the gradients, reduce-scattering each unit when its backward
+// is done: with the split that is at its W. Pipelines refuse ZeRO-2/3, so on
+// one stage (dp 2, m 4, W right after its B): the losses are GPipe's.
+void TestZeroBubbleMixed::losses_equal_gpipe_with_zero2_and_zero3_on_one_stage() {
+  for (int zero : {2, 3}) {
+    RunConfig c = base_config("gpt-tiny");
+    c.steps = 10;
+    c.layout[Axis::pp] = 1;
+    c.layout[Axis::dp] = 2;
+    c.zero_stage = zero;
+    c.schedule = PipelineScheduleKind::gpipe;
+    const std::vector<float> gpipe = run(c).losses;
+    for (PipelineScheduleKind kind : {PipelineScheduleKind::zb_h1, PipelineScheduleKind::zb_h2}) {
+      c.schedule = kind;
+      compare_losses(run(c).losses, gpipe, 2e-5f,
+                     QString("gpt-tiny dp 2 zero %1 %2").arg(zero).arg(pipeline_schedule_name(kind)));
+    }
   }
 }
 
