@@ -195,10 +195,10 @@ void validate_estimate_settings(const EstimateSettings& s) {
                            "{schedule} 1f1b");
     if (s.recompute != Recompute::none)
       throw FieldError(schedule + " with {checkpoint} " + std::string(recompute_name(s.recompute)) +
-                           " is not estimated yet (nor trained): W reads every layer's kept activations; estimate "
+                           " is not estimated yet (it trains: B then keeps each linear's input for W too); estimate "
                            "without {checkpoint}",
                        schedule + " 与 {checkpoint} " + std::string(recompute_name(s.recompute)) +
-                           " 的组合尚未能估算（也尚未能训练）：W 需要每层保留的激活；请去掉 {checkpoint} 再估算");
+                           " 的组合尚未能估算（可以训练：此时 B 还为 W 保留每个线性层的输入）；请去掉 {checkpoint} 再估算");
   }
   // Interleaved 1F1B: the run's rules (run_config.cpp, validate_interleaved); the
   // layers' split into p·v chunks is checked with the model (ModelShape::stage_layers).

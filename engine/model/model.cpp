@@ -283,7 +283,7 @@ void Model::layers_backward(const Batch& batch) {
     layer_backward(l, layer_input(l), batch);
     emit_span(ComputeKind::backward, l, start);
     release_parameters(1 + l);
-    gradients_done(1 + l);                             // ZeRO-2/3: reduce-scatter it now
+    if (!deferring_weights_) gradients_done(1 + l);    // 16-bit/ZeRO storage: round or reduce-scatter it now (B: at W)
     gradients_ready(layout_.find_unit(1 + l)->begin);  // DDP: this layer's bucket may go
   }
 }

@@ -136,9 +136,12 @@ class Model {
   // adds exactly what backward() adds, the same ops on the same values, so
   // gradients and losses are the same bits. B reports no gradients as ready;
   // W reports all of them (the head's, each layer's, then offset 0), so DDP's
-  // buckets start from W. Needs the model's own gradient buffer (not ZeRO-2/3
-  // or 16-bit storage) and no activation checkpointing: throws
-  // std::logic_error otherwise, or for a W without its B.
+  // buckets start from W. Under checkpointing B also keeps each linear's input
+  // (16C floats per token and layer in all), as the recompute set is shared;
+  // with a unit storage (16-bit gradients) the layer's unit gradient stays bound
+  // from B to its W, which rounds it to 16 bits once for the micro-batches whose
+  // B's came first (weight_gradient_split.cpp). Throws std::logic_error under
+  // tensor parallelism, or for a W without its B.
   void backward_input(double loss_rows = 0.0);
   void backward_weights();
   bool weights_pending() const { return !slot().deferred_linears.empty(); }

@@ -5,6 +5,9 @@
 //   B:  dx  = dy W           (needed now, by the layer below and the previous stage)
 //   W:  dW += dy^T x,  db += sum over rows of dy   (needed only by the optimizer)
 // so B keeps dy (x is already kept for the backward) and W runs later.
+// Under activation checkpointing x is not kept: B recomputes each layer's
+// forward into one shared set, which the next layer's recompute overwrites,
+// so B copies x beside dy and W reads both (W never recomputes the forward).
 #include "model/weight_gradient_split.h"  // what B keeps for W, shared with the estimator
 
 #include <stdexcept>
@@ -15,10 +18,9 @@
 namespace shardscope {
 
 void Model::check_weight_split(const char* phase) const {
-  const std::string what = std::string("Model::") + phase + ": the split backward (zero-bubble schedules) ";
-  if (storage_ != nullptr)
-    throw std::logic_error(what + "needs the model's own gradient buffer, not ZeRO-2/3 or 16-bit unit storage");
-  if (checkpointing_) throw std::logic_error(what + "needs every layer's activations kept (no checkpointing)");
+  if (tp_size() != 1)
+    throw std::logic_error(std::string("Model::") + phase +
+                           ": the split backward (zero-bubble schedules) is not built with tensor parallelism");
 }
 
 void Model::backward_input(double loss_rows) {
@@ -27,7 +29,8 @@ void Model::backward_input(double loss_rows) {
   if (!s.deferred_linears.empty())
     throw std::logic_error("Model::backward_input: the weight gradients of the previous B are still owed (run W)");
   const std::int64_t floats = weight_split_kept_floats(
-      stage_.end_layer - stage_.first_layer, static_cast<std::int64_t>(s.acts.B) * s.acts.T, config_.channels);
+      stage_.end_layer - stage_.first_layer, static_cast<std::int64_t>(s.acts.B) * s.acts.T, config_.channels,
+      checkpointing_);
   if (s.kept_output_gradients.bytes() != floats * 4)
     s.kept_output_gradients = Buffer(ledger_, MemoryCategory::activations, floats * 4);
   s.kept_floats = 0;
@@ -45,16 +48,22 @@ void Model::backward_input(double loss_rows) {
 void Model::defer_linear_weights(int l, float* d_in, float* d_weight, float* d_bias, const float* d_out,
                                  const float* in, const float* weight, int rows, int in_f, int out_f, bool accumulate) {
   Slot& s = slot();
-  const std::int64_t count = static_cast<std::int64_t>(rows) * out_f;
+  const std::int64_t count = static_cast<std::int64_t>(rows) * (out_f + (checkpointing_ ? in_f : 0));
   if ((s.kept_floats + count) * 4 > s.kept_output_gradients.bytes())
     throw std::logic_error("Model::backward_input: layer " + std::to_string(l) + " keeps " + std::to_string(count) +
                            " output-gradient floats past the " + std::to_string(s.kept_output_gradients.bytes() / 4) +
                            " sized for the stage (" + std::to_string(s.kept_floats) + " kept)");
   float* kept = s.kept_output_gradients.floats() + s.kept_floats;
   s.kept_floats += count;
-  backend_.copy(kept, d_out, count * 4);  // d_out lives in the shared scratch, rewritten by the next op
+  const std::int64_t out_floats = static_cast<std::int64_t>(rows) * out_f;
+  backend_.copy(kept, d_out, out_floats * 4);  // d_out lives in the shared scratch, rewritten by the next op
+  const float* kept_in = in;
+  if (checkpointing_) {  // in lives in the recomputed set the next layer's recompute overwrites
+    backend_.copy(kept + out_floats, in, (count - out_floats) * 4);
+    kept_in = kept + out_floats;
+  }
   backend_.linear_backward(d_in, nullptr, nullptr, d_out, in, weight, rows, in_f, out_f, accumulate);
-  s.deferred_linears.push_back({l, d_weight, d_bias, kept, in, weight, rows, in_f, out_f});
+  s.deferred_linears.push_back({l, d_weight, d_bias, kept, kept_in, weight, rows, in_f, out_f});
 }
 
 void Model::backward_weights() {
@@ -63,6 +72,20 @@ void Model::backward_weights() {
   if (s.deferred_linears.empty())
     throw std::logic_error("Model::backward_weights: no weight gradients are owed (run backward_input first)");
   if (stage_.head) gradients_ready(layout_.find_unit(head_unit())->begin);  // computed in B
+  // With a unit storage (16-bit gradients) a layer's fp32 unit gradient stays
+  // bound from B to W, since W adds the linears' weight gradients to it; W hands
+  // it back (gradients_done: rounded to 16 bits and added to the stored
+  // gradient) once no other open slot still owes W for that layer. Later B's of
+  // the same layer add to the same bound buffer, so with B(k), B(k+1), W(k),
+  // W(k+1) the two micro-batches' sum is rounded once, at W(k+1), where the
+  // whole backward rounds each micro-batch's own: the same up to 16-bit rounding.
+  const auto owed_elsewhere = [this](int layer) {
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+      if (static_cast<int>(i) != slot_index_)
+        for (const Slot::DeferredLinear& d : slots_[i].deferred_linears)
+          if (d.layer == layer) return true;
+    return false;
+  };
   const auto& list = s.deferred_linears;
   std::int64_t start = 0;
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -74,7 +97,8 @@ void Model::backward_weights() {
     backend_.linear_backward(nullptr, d.d_weight, d.d_bias, d.d_out, d.in, d.weight, d.rows, d.in_f, d.out_f);
     if (i + 1 == list.size() || list[i + 1].layer != d.layer) {  // the layer's last linear
       emit_span(ComputeKind::weight_gradient, d.layer, start);
-      gradients_ready(layout_.find_unit(1 + d.layer)->begin);  // DDP: this layer's bucket may go
+      if (!owed_elsewhere(d.layer)) gradients_done(1 + d.layer);  // 16-bit storage: B kept it bound
+      gradients_ready(layout_.find_unit(1 + d.layer)->begin);     // DDP: this layer's bucket may go
     }
   }
   s.deferred_linears.clear();

@@ -66,6 +66,10 @@ class TestMpi : public QObject {
     QTest::newRow("pp2xdp2 zb-v eval") << QStringList{
         "--dp",       "2",    "--pp",         "2",  "--micro-batches", "4",
         "--schedule", "zb-v", "--eval-every", "10", "--eval-batches",  "2"};
+    // ZB-H1 with fp16 and checkpointing: each layer's 16-bit gradient rounded at its W.
+    QTest::newRow("pp2xdp2 zb-h1 fp16 checkpoint")
+        << QStringList{"--dp",       "2",     "--pp",        "2",    "--micro-batches", "2",
+                       "--schedule", "zb-h1", "--precision", "fp16", "--checkpoint",    "full"};
     QTest::newRow("accumulation") << QStringList{"--dp", "4", "--accum", "2"};
     QTest::newRow("bf16 ddp") << QStringList{"--dp", "4", "--precision", "bf16"};
     QTest::newRow("fp16 gpipe checkpoint eval") << QStringList{
