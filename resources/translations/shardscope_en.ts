@@ -174,6 +174,188 @@
     </message>
 </context>
 <context>
+    <name>shardscope::ui::ContextParallelView</name>
+    <message>
+        <source>Layer:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The transformer layer whose ring attention is shown</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Forward: key/value blocks</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Backward: blocks and their gradients</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run a model with Context-parallel ranks of 2 or more to see ring attention&apos;s blocks travel.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>This run has one context-parallel rank, so every rank attends over its whole sequences. With Context-parallel ranks of 2 or more (train --cp 2), each rank keeps seq/cp tokens of every sequence and this view draws the key/value blocks travelling the ring, each rank&apos;s attention tiles filling in as the blocks arrive, and the causal mask&apos;s work per rank under the zig-zag or contiguous split.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>rank %1: %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>no causal mask: every tile is whole</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>contiguous: rank r&apos;s chunks 2r and 2r+1 give it 4r+2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Work per rank (tiles kept by the mask, a diagonal tile counts ½): %1 (%2)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Ring: no blocks of layer %1 in this pass yet.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>step %1: %2 B</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Bytes on the ring per ring step (step %1, micro-batch %2): %3</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Sent per rank in this pass: %1 B; formula %2 = %3 B with %4</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>dK/dV %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>K/V %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>r%1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Ring step %1 of %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Attention tiles: query chunks ↓, key chunks →</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>r%1 q%2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>zig-zag split</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>contiguous split</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Layer %1: ring attention over cp = %2 ranks, %3. No blocks of this pass yet.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Layer %1: ring attention over cp = %2 ranks, %3; step %4, micro-batch %5, %6 sends of this pass seen.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>zig-zag: chunks r and 2cp−1−r give every rank 2cp = %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::ExpertsView</name>
+    <message>
+        <source>Layer:</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>The MoE layer whose routing and all-to-all are shown</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Run a mixture-of-experts model (gpt-tiny-moe) to see tokens routed to experts.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>This model is dense: every token runs the same MLP. Choose a mixture-of-experts model (--model gpt-tiny-moe, with Expert-parallel ranks of 2 or more for the all-to-all) to see the tokens each expert takes per step against its capacity, the dropped choices, the load-balancing loss and the bytes the all-to-all moves between ranks.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Layer %1 has a dense MLP; choose a MoE layer.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>capacity ceil(%1 · %2 tokens · k %3 / E %4) = %5 per forward</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Routing: no step of layer %1 yet; %2.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Step %1, layer %2: %3 choices routed, %4 dropped (%5%); %6, %7 places per expert over the step.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>All-to-all: every expert on every rank (Expert-parallel ranks 1): no tokens travel. Run with --ep 2 to send each choice to its expert&apos;s rank.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>All-to-all of layer %1 in step %2 (dispatch and combine, forward and backward): %3 B between ranks.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Choices per expert this step (bars) against capacity (dashed)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>expert %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>capacity %1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Load-balancing loss E·Σ f·P: no step yet</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Load-balancing loss E·Σ f·P: %1 at step %2</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>All-to-all bytes: row sends to column</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>r%1</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>local</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>%1 experts, top-%2 routing, over %3 rank(s) with the experts split over ep = %4.</source>
+        <translation type="unfinished"></translation>
+    </message>
+</context>
+<context>
     <name>shardscope::ui::HiddenStatesView</name>
     <message>
         <source>Hugging Face model folder (config.json, model.safetensors, tokenizer.json)</source>
@@ -765,6 +947,14 @@ A restart after a failure resumes from the latest one, so it repeats at most N �
         <source>Schedules</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Context parallel</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Experts</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::MemoryBars</name>
@@ -1220,10 +1410,6 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Time on %1 (a model, docs/ESTIMATE.md: each GEMM 5.58 µs + its FLOPs at 82% of peak or its bytes at 72% of the bandwidth, other kernels their bytes at 72%, nothing overlapped): %2 s per step, %3 tokens/s per GPU, %4 TFLOP/s per GPU, MFU %5%.</source>
-        <translation type="unfinished"></translation>
-    </message>
-    <message>
         <source>%1 from %2</source>
         <translation type="unfinished"></translation>
     </message>
@@ -1277,6 +1463,14 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     </message>
     <message>
         <source>Llama-2-70B (example)</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>dp %1 × pp %2 × tp %3 × cp %4 = %5 GPUs; the nodes have %6.</source>
+        <translation type="unfinished"></translation>
+    </message>
+    <message>
+        <source>Time on %1 (a model, docs/ESTIMATE.md: every matmul at %2% of peak, nothing overlapped): %3 s per step, %4 tokens/s per GPU, %5 TFLOP/s per GPU, MFU %6%.</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

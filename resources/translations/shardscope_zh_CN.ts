@@ -171,6 +171,188 @@
     </message>
 </context>
 <context>
+    <name>shardscope::ui::ContextParallelView</name>
+    <message>
+        <source>Layer:</source>
+        <translation>层：</translation>
+    </message>
+    <message>
+        <source>The transformer layer whose ring attention is shown</source>
+        <translation>显示其环形注意力的 Transformer 层</translation>
+    </message>
+    <message>
+        <source>Forward: key/value blocks</source>
+        <translation>前向：键/值块</translation>
+    </message>
+    <message>
+        <source>Backward: blocks and their gradients</source>
+        <translation>反向：键/值块及其梯度</translation>
+    </message>
+    <message>
+        <source>Run a model with Context-parallel ranks of 2 or more to see ring attention&apos;s blocks travel.</source>
+        <translation>将上下文并行 rank 数设为 2 或以上并运行模型，即可看到环形注意力的块如何在环上传递。</translation>
+    </message>
+    <message>
+        <source>This run has one context-parallel rank, so every rank attends over its whole sequences. With Context-parallel ranks of 2 or more (train --cp 2), each rank keeps seq/cp tokens of every sequence and this view draws the key/value blocks travelling the ring, each rank&apos;s attention tiles filling in as the blocks arrive, and the causal mask&apos;s work per rank under the zig-zag or contiguous split.</source>
+        <translation>本次运行只有一个上下文并行 rank，每个 rank 都对完整序列做注意力。将上下文并行 rank 数设为 2 或以上（train --cp 2）时，每个 rank 保存每条序列的 seq/cp 个 token，此视图画出在环上传递的键/值块、各 rank 的注意力块随键/值块到达逐步填满，以及之字形（zig-zag）或连续切分下因果掩码带来的每个 rank 的计算量。</translation>
+    </message>
+    <message>
+        <source>rank %1: %2</source>
+        <translation>rank %1：%2</translation>
+    </message>
+    <message>
+        <source>no causal mask: every tile is whole</source>
+        <translation>无因果掩码：每个块都完整</translation>
+    </message>
+    <message>
+        <source>contiguous: rank r&apos;s chunks 2r and 2r+1 give it 4r+2</source>
+        <translation>连续：rank r 的块 2r 与 2r+1 使它为 4r+2</translation>
+    </message>
+    <message>
+        <source>Work per rank (tiles kept by the mask, a diagonal tile counts ½): %1 (%2)</source>
+        <translation>每个 rank 的计算量（掩码保留的块，对角块计 ½）：%1（%2）</translation>
+    </message>
+    <message>
+        <source>Ring: no blocks of layer %1 in this pass yet.</source>
+        <translation>环：本遍中第 %1 层还没有块。</translation>
+    </message>
+    <message>
+        <source>step %1: %2 B</source>
+        <translation>环步 %1：%2 B</translation>
+    </message>
+    <message>
+        <source>Bytes on the ring per ring step (step %1, micro-batch %2): %3</source>
+        <translation>环上每个环步的字节（第 %1 步，微批次 %2）：%3</translation>
+    </message>
+    <message>
+        <source>Sent per rank in this pass: %1 B; formula %2 = %3 B with %4</source>
+        <translation>本遍每个 rank 发送：%1 B；公式 %2 = %3 B，其中 %4</translation>
+    </message>
+    <message>
+        <source>dK/dV %1</source>
+        <translation>dK/dV %1</translation>
+    </message>
+    <message>
+        <source>K/V %1</source>
+        <translation>K/V %1</translation>
+    </message>
+    <message>
+        <source>r%1</source>
+        <translation>r%1</translation>
+    </message>
+    <message>
+        <source>Ring step %1 of %2</source>
+        <translation>环步 %1 / %2</translation>
+    </message>
+    <message>
+        <source>Attention tiles: query chunks ↓, key chunks →</source>
+        <translation>注意力块：查询块 ↓，键块 →</translation>
+    </message>
+    <message>
+        <source>r%1 q%2</source>
+        <translation>r%1 q%2</translation>
+    </message>
+    <message>
+        <source>zig-zag split</source>
+        <translation>之字形切分</translation>
+    </message>
+    <message>
+        <source>contiguous split</source>
+        <translation>连续切分</translation>
+    </message>
+    <message>
+        <source>Layer %1: ring attention over cp = %2 ranks, %3. No blocks of this pass yet.</source>
+        <translation>第 %1 层：cp = %2 个 rank 上的环形注意力，%3。本遍还没有块。</translation>
+    </message>
+    <message>
+        <source>Layer %1: ring attention over cp = %2 ranks, %3; step %4, micro-batch %5, %6 sends of this pass seen.</source>
+        <translation>第 %1 层：cp = %2 个 rank 上的环形注意力，%3；第 %4 步，微批次 %5，本遍已见 %6 次发送。</translation>
+    </message>
+    <message>
+        <source>zig-zag: chunks r and 2cp−1−r give every rank 2cp = %1</source>
+        <translation>之字形：块 r 与 2cp−1−r 使每个 rank 都是 2cp = %1</translation>
+    </message>
+</context>
+<context>
+    <name>shardscope::ui::ExpertsView</name>
+    <message>
+        <source>Layer:</source>
+        <translation>层：</translation>
+    </message>
+    <message>
+        <source>The MoE layer whose routing and all-to-all are shown</source>
+        <translation>显示其路由与 all-to-all 的 MoE 层</translation>
+    </message>
+    <message>
+        <source>Run a mixture-of-experts model (gpt-tiny-moe) to see tokens routed to experts.</source>
+        <translation>运行混合专家模型（gpt-tiny-moe），即可看到 token 被路由到各专家。</translation>
+    </message>
+    <message>
+        <source>This model is dense: every token runs the same MLP. Choose a mixture-of-experts model (--model gpt-tiny-moe, with Expert-parallel ranks of 2 or more for the all-to-all) to see the tokens each expert takes per step against its capacity, the dropped choices, the load-balancing loss and the bytes the all-to-all moves between ranks.</source>
+        <translation>此模型是稠密模型：每个 token 都经过同一个 MLP。选择混合专家模型（--model gpt-tiny-moe；专家并行 rank 数为 2 或以上时有 all-to-all），即可看到每步各专家接收的 token 与其容量的对比、被丢弃的选择、负载均衡损失，以及 all-to-all 在 rank 之间传输的字节。</translation>
+    </message>
+    <message>
+        <source>Layer %1 has a dense MLP; choose a MoE layer.</source>
+        <translation>第 %1 层是稠密 MLP；请选择 MoE 层。</translation>
+    </message>
+    <message>
+        <source>capacity ceil(%1 · %2 tokens · k %3 / E %4) = %5 per forward</source>
+        <translation>容量 ceil(%1 · %2 个 token · k %3 / E %4) = 每次前向 %5</translation>
+    </message>
+    <message>
+        <source>Routing: no step of layer %1 yet; %2.</source>
+        <translation>路由：第 %1 层还没有完成的步；%2。</translation>
+    </message>
+    <message>
+        <source>Step %1, layer %2: %3 choices routed, %4 dropped (%5%); %6, %7 places per expert over the step.</source>
+        <translation>第 %1 步，第 %2 层：路由了 %3 个选择，丢弃 %4 个（%5%）；%6，整步每个专家共 %7 个位置。</translation>
+    </message>
+    <message>
+        <source>All-to-all: every expert on every rank (Expert-parallel ranks 1): no tokens travel. Run with --ep 2 to send each choice to its expert&apos;s rank.</source>
+        <translation>All-to-all：每个 rank 上都有全部专家（专家并行 rank 数为 1）：没有 token 传输。使用 --ep 2 运行，每个选择会被发送到其专家所在的 rank。</translation>
+    </message>
+    <message>
+        <source>All-to-all of layer %1 in step %2 (dispatch and combine, forward and backward): %3 B between ranks.</source>
+        <translation>第 %2 步第 %1 层的 all-to-all（分发与合并，前向与反向）：rank 之间共 %3 B。</translation>
+    </message>
+    <message>
+        <source>Choices per expert this step (bars) against capacity (dashed)</source>
+        <translation>本步每个专家的选择数（柱）与容量（虚线）</translation>
+    </message>
+    <message>
+        <source>expert %1</source>
+        <translation>专家 %1</translation>
+    </message>
+    <message>
+        <source>capacity %1</source>
+        <translation>容量 %1</translation>
+    </message>
+    <message>
+        <source>Load-balancing loss E·Σ f·P: no step yet</source>
+        <translation>负载均衡损失 E·Σ f·P：还没有步</translation>
+    </message>
+    <message>
+        <source>Load-balancing loss E·Σ f·P: %1 at step %2</source>
+        <translation>负载均衡损失 E·Σ f·P：第 %2 步为 %1</translation>
+    </message>
+    <message>
+        <source>All-to-all bytes: row sends to column</source>
+        <translation>All-to-all 字节：行发送给列</translation>
+    </message>
+    <message>
+        <source>r%1</source>
+        <translation>r%1</translation>
+    </message>
+    <message>
+        <source>local</source>
+        <translation>本地</translation>
+    </message>
+    <message>
+        <source>%1 experts, top-%2 routing, over %3 rank(s) with the experts split over ep = %4.</source>
+        <translation>%1 个专家，top-%2 路由，%3 个 rank，专家切分到 ep = %4 上。</translation>
+    </message>
+</context>
+<context>
     <name>shardscope::ui::HiddenStatesView</name>
     <message>
         <source>Hugging Face model folder (config.json, model.safetensors, tokenizer.json)</source>
@@ -1234,10 +1416,6 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <translation>依据：</translation>
     </message>
     <message>
-        <source>Time on %1 (a model, docs/ESTIMATE.md: each GEMM 5.58 µs + its FLOPs at 82% of peak or its bytes at 72% of the bandwidth, other kernels their bytes at 72%, nothing overlapped): %2 s per step, %3 tokens/s per GPU, %4 TFLOP/s per GPU, MFU %5%.</source>
-        <translation>在 %1 上的时间（模型，见 docs/ESTIMATE.md：每个 GEMM 5.58 µs 加上其 FLOPs 按峰值的 82% 或其字节按带宽的 72% 计算，其他内核按带宽的 72% 计算字节，不计重叠）：每步 %2 秒，每 GPU %3 tokens/s，每 GPU %4 TFLOP/s，MFU %5%。</translation>
-    </message>
-    <message>
         <source>%1 from %2</source>
         <translation>%1 来自 %2</translation>
     </message>
@@ -1292,6 +1470,14 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
     <message>
         <source>Llama-2-70B (example)</source>
         <translation>Llama-2-70B（示例）</translation>
+    </message>
+    <message>
+        <source>dp %1 × pp %2 × tp %3 × cp %4 = %5 GPUs; the nodes have %6.</source>
+        <translation>dp %1 × pp %2 × tp %3 × cp %4 = %5 块 GPU；节点共有 %6 块。</translation>
+    </message>
+    <message>
+        <source>Time on %1 (a model, docs/ESTIMATE.md: every matmul at %2% of peak, nothing overlapped): %3 s per step, %4 tokens/s per GPU, %5 TFLOP/s per GPU, MFU %6%.</source>
+        <translation>在 %1 上的时间（模型，见 docs/ESTIMATE.md：每个矩阵乘按峰值的 %2% 计算，不计重叠）：每步 %3 秒，每 GPU %4 tokens/s，每 GPU %5 TFLOP/s，MFU %6%。</translation>
     </message>
 </context>
 <context>
@@ -2086,188 +2272,6 @@ measured host</source>
     <message>
         <source>Tensor parallelism: each row is one tp rank&apos;s slice, 1/%1 of every layer&apos;s split matrices; ZeRO shards that slice over the %2 data-parallel ranks with the same tp rank.</source>
         <translation>张量并行：每一行是一个 tp rank 的切片，即每层被切分矩阵的 1/%1；ZeRO 把这一切片分片到 tp rank 相同的 %2 个数据并行 rank 上。</translation>
-    </message>
-</context>
-<context>
-    <name>shardscope::ui::ContextParallelView</name>
-    <message>
-        <source>Layer:</source>
-        <translation>层：</translation>
-    </message>
-    <message>
-        <source>The transformer layer whose ring attention is shown</source>
-        <translation>显示其环形注意力的 Transformer 层</translation>
-    </message>
-    <message>
-        <source>Forward: key/value blocks</source>
-        <translation>前向：键/值块</translation>
-    </message>
-    <message>
-        <source>Backward: blocks and their gradients</source>
-        <translation>反向：键/值块及其梯度</translation>
-    </message>
-    <message>
-        <source>Run a model with Context-parallel ranks of 2 or more to see ring attention&apos;s blocks travel.</source>
-        <translation>将上下文并行 rank 数设为 2 或以上并运行模型，即可看到环形注意力的块如何在环上传递。</translation>
-    </message>
-    <message>
-        <source>This run has one context-parallel rank, so every rank attends over its whole sequences. With Context-parallel ranks of 2 or more (train --cp 2), each rank keeps seq/cp tokens of every sequence and this view draws the key/value blocks travelling the ring, each rank&apos;s attention tiles filling in as the blocks arrive, and the causal mask&apos;s work per rank under the zig-zag or contiguous split.</source>
-        <translation>本次运行只有一个上下文并行 rank，每个 rank 都对完整序列做注意力。将上下文并行 rank 数设为 2 或以上（train --cp 2）时，每个 rank 保存每条序列的 seq/cp 个 token，此视图画出在环上传递的键/值块、各 rank 的注意力块随键/值块到达逐步填满，以及之字形（zig-zag）或连续切分下因果掩码带来的每个 rank 的计算量。</translation>
-    </message>
-    <message>
-        <source>rank %1: %2</source>
-        <translation>rank %1：%2</translation>
-    </message>
-    <message>
-        <source>no causal mask: every tile is whole</source>
-        <translation>无因果掩码：每个块都完整</translation>
-    </message>
-    <message>
-        <source>zig-zag: chunks r and 2cp−1−r give every rank 2cp = %1</source>
-        <translation>之字形：块 r 与 2cp−1−r 使每个 rank 都是 2cp = %1</translation>
-    </message>
-    <message>
-        <source>contiguous: rank r&apos;s chunks 2r and 2r+1 give it 4r+2</source>
-        <translation>连续：rank r 的块 2r 与 2r+1 使它为 4r+2</translation>
-    </message>
-    <message>
-        <source>Work per rank (tiles kept by the mask, a diagonal tile counts ½): %1 (%2)</source>
-        <translation>每个 rank 的计算量（掩码保留的块，对角块计 ½）：%1（%2）</translation>
-    </message>
-    <message>
-        <source>Ring: no blocks of layer %1 in this pass yet.</source>
-        <translation>环：本遍中第 %1 层还没有块。</translation>
-    </message>
-    <message>
-        <source>step %1: %2 B</source>
-        <translation>环步 %1：%2 B</translation>
-    </message>
-    <message>
-        <source>Bytes on the ring per ring step (step %1, micro-batch %2): %3</source>
-        <translation>环上每个环步的字节（第 %1 步，微批次 %2）：%3</translation>
-    </message>
-    <message>
-        <source>Sent per rank in this pass: %1 B; formula %2 = %3 B with %4</source>
-        <translation>本遍每个 rank 发送：%1 B；公式 %2 = %3 B，其中 %4</translation>
-    </message>
-    <message>
-        <source>dK/dV %1</source>
-        <translation>dK/dV %1</translation>
-    </message>
-    <message>
-        <source>K/V %1</source>
-        <translation>K/V %1</translation>
-    </message>
-    <message>
-        <source>r%1</source>
-        <translation>r%1</translation>
-    </message>
-    <message>
-        <source>Ring step %1 of %2</source>
-        <translation>环步 %1 / %2</translation>
-    </message>
-    <message>
-        <source>Attention tiles: query chunks ↓, key chunks →</source>
-        <translation>注意力块：查询块 ↓，键块 →</translation>
-    </message>
-    <message>
-        <source>r%1 q%2</source>
-        <translation>r%1 q%2</translation>
-    </message>
-    <message>
-        <source>zig-zag split</source>
-        <translation>之字形切分</translation>
-    </message>
-    <message>
-        <source>contiguous split</source>
-        <translation>连续切分</translation>
-    </message>
-    <message>
-        <source>Layer %1: ring attention over cp = %2 ranks, %3. No blocks of this pass yet.</source>
-        <translation>第 %1 层：cp = %2 个 rank 上的环形注意力，%3。本遍还没有块。</translation>
-    </message>
-    <message>
-        <source>Layer %1: ring attention over cp = %2 ranks, %3; step %4, micro-batch %5, %6 sends of this pass seen.</source>
-        <translation>第 %1 层：cp = %2 个 rank 上的环形注意力，%3；第 %4 步，微批次 %5，本遍已见 %6 次发送。</translation>
-    </message>
-</context>
-<context>
-    <name>shardscope::ui::ExpertsView</name>
-    <message>
-        <source>Layer:</source>
-        <translation>层：</translation>
-    </message>
-    <message>
-        <source>The MoE layer whose routing and all-to-all are shown</source>
-        <translation>显示其路由与 all-to-all 的 MoE 层</translation>
-    </message>
-    <message>
-        <source>Run a mixture-of-experts model (gpt-tiny-moe) to see tokens routed to experts.</source>
-        <translation>运行混合专家模型（gpt-tiny-moe），即可看到 token 被路由到各专家。</translation>
-    </message>
-    <message>
-        <source>This model is dense: every token runs the same MLP. Choose a mixture-of-experts model (--model gpt-tiny-moe, with Expert-parallel ranks of 2 or more for the all-to-all) to see the tokens each expert takes per step against its capacity, the dropped choices, the load-balancing loss and the bytes the all-to-all moves between ranks.</source>
-        <translation>此模型是稠密模型：每个 token 都经过同一个 MLP。选择混合专家模型（--model gpt-tiny-moe；专家并行 rank 数为 2 或以上时有 all-to-all），即可看到每步各专家接收的 token 与其容量的对比、被丢弃的选择、负载均衡损失，以及 all-to-all 在 rank 之间传输的字节。</translation>
-    </message>
-    <message>
-        <source>Layer %1 has a dense MLP; choose a MoE layer.</source>
-        <translation>第 %1 层是稠密 MLP；请选择 MoE 层。</translation>
-    </message>
-    <message>
-        <source>capacity ceil(%1 · %2 tokens · k %3 / E %4) = %5 per forward</source>
-        <translation>容量 ceil(%1 · %2 个 token · k %3 / E %4) = 每次前向 %5</translation>
-    </message>
-    <message>
-        <source>Routing: no step of layer %1 yet; %2.</source>
-        <translation>路由：第 %1 层还没有完成的步；%2。</translation>
-    </message>
-    <message>
-        <source>Step %1, layer %2: %3 choices routed, %4 dropped (%5%); %6, %7 places per expert over the step.</source>
-        <translation>第 %1 步，第 %2 层：路由了 %3 个选择，丢弃 %4 个（%5%）；%6，整步每个专家共 %7 个位置。</translation>
-    </message>
-    <message>
-        <source>All-to-all: every expert on every rank (Expert-parallel ranks 1): no tokens travel. Run with --ep 2 to send each choice to its expert&apos;s rank.</source>
-        <translation>All-to-all：每个 rank 上都有全部专家（专家并行 rank 数为 1）：没有 token 传输。使用 --ep 2 运行，每个选择会被发送到其专家所在的 rank。</translation>
-    </message>
-    <message>
-        <source>All-to-all of layer %1 in step %2 (dispatch and combine, forward and backward): %3 B between ranks.</source>
-        <translation>第 %2 步第 %1 层的 all-to-all（分发与合并，前向与反向）：rank 之间共 %3 B。</translation>
-    </message>
-    <message>
-        <source>Choices per expert this step (bars) against capacity (dashed)</source>
-        <translation>本步每个专家的选择数（柱）与容量（虚线）</translation>
-    </message>
-    <message>
-        <source>expert %1</source>
-        <translation>专家 %1</translation>
-    </message>
-    <message>
-        <source>capacity %1</source>
-        <translation>容量 %1</translation>
-    </message>
-    <message>
-        <source>Load-balancing loss E·Σ f·P: no step yet</source>
-        <translation>负载均衡损失 E·Σ f·P：还没有步</translation>
-    </message>
-    <message>
-        <source>Load-balancing loss E·Σ f·P: %1 at step %2</source>
-        <translation>负载均衡损失 E·Σ f·P：第 %2 步为 %1</translation>
-    </message>
-    <message>
-        <source>All-to-all bytes: row sends to column</source>
-        <translation>All-to-all 字节：行发送给列</translation>
-    </message>
-    <message>
-        <source>r%1</source>
-        <translation>r%1</translation>
-    </message>
-    <message>
-        <source>local</source>
-        <translation>本地</translation>
-    </message>
-    <message>
-        <source>%1 experts, top-%2 routing, over %3 rank(s) with the experts split over ep = %4.</source>
-        <translation>%1 个专家，top-%2 路由，%3 个 rank，专家切分到 ep = %4 上。</translation>
     </message>
 </context>
 </TS>

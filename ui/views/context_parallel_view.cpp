@@ -216,7 +216,7 @@ QString ContextParallelView::workText() const {
     work << tr("rank %1: %2").arg(model_.group(layer_)[static_cast<std::size_t>(r)]).arg(model_.workHalves(r) / 2.0);
   const QString rule = !model_.causal() ? tr("no causal mask: every tile is whole")
                        : model_.zigzag()
-                           ? tr("zig-zag: chunks r and 2cp\u22121\u2212r give every rank 2cp = %1").arg(2 * model_.cp())
+                           ? tr("zig-zag: chunks r and 2cp−1−r give every rank 2cp = %1").arg(2 * model_.cp())
                            : tr("contiguous: rank r's chunks 2r and 2r+1 give it 4r+2");
   return tr("Work per rank (tiles kept by the mask, a diagonal tile counts \u00bd): %1 (%2)")
       .arg(work.join(QStringLiteral(", ")), rule);
