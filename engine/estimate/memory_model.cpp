@@ -10,6 +10,7 @@
 #include "core/checked_math.h"
 #include "core/error.h"
 #include "estimate/activation_model.h"
+#include "estimate/estimate_model_checks.h"
 #include "estimate/formula_text.h"
 #include "estimate/split_backward_schedules.h"
 #include "estimate/zero_units.h"
@@ -23,11 +24,6 @@
 namespace shardscope {
 
 namespace {
-constexpr int kMaxRanks = 16384;  // one record per rank; beyond this the table says nothing new
-// The sharding plan keeps every rank's share of every unit (embeddings, each
-// layer, head): 1024 ranks × 65,538 units took 90 s and 3 GB, 16384 ranks were killed.
-constexpr std::int64_t kMaxPlanEntries = 1 << 22;
-
 struct Context {
   const EstimateSettings& s;
   const ShardingPlan& plan;  // who holds what: every byte count of the model states comes from it
@@ -337,49 +333,6 @@ std::vector<MemoryBytes> predict_run_memory(const RunConfig& config, const Shard
 
 namespace {
 
-// The settings' limits that depend on the model (validate_estimate_settings checks
-// the rest), and the most ranks the table lists.
-// Tensor parallelism splits heads (and, for a preset the engine trains, the
-// vocabulary) over the tp ranks, as train refuses them (validate_tensor_parallel).
-void validate_tensor_parallel_shape(const ModelShape& model, const EstimateSettings& s) {
-  const int tp = s.layout.tp();
-  if (tp == 1) return;
-  if (model.heads % tp != 0)
-    throw ConfigError("--tp " + std::to_string(tp) + ": " + model.name + " has " + std::to_string(model.heads) +
-                      " attention heads, which do not divide by " + std::to_string(tp));
-  if (!model.preset.empty() && model.vocab % tp != 0)
-    throw ConfigError("--tp " + std::to_string(tp) + ": " + model.name + "'s vocabulary of " +
-                      std::to_string(model.vocab) + " does not divide by " + std::to_string(tp) +
-                      " (the engine splits it over the tp ranks unpadded)");
-}
-
-void validate_against_model(const ModelShape& model, const EstimateSettings& s) {
-  const std::int64_t ranks = std::int64_t{s.layout.dp()} * s.layout.pp() * s.layout.tp();
-  const std::string names = s.layout.tp() > 1 ? "--dp x --pp x --tp" : "--dp x --pp";
-  if (ranks > kMaxRanks)
-    throw ConfigError(names + ": at most " + std::to_string(kMaxRanks) + " ranks (got " + std::to_string(ranks) + ")");
-  if (const std::int64_t entries = ranks * (model.layers + 2); entries > kMaxPlanEntries)
-    throw ConfigError(names + " ranks x (" + std::to_string(model.layers) + " layers + 2) units = " +
-                      std::to_string(entries) + ": at most " + std::to_string(kMaxPlanEntries) +
-                      " (the sharding plan holds every rank's share of every unit); use fewer ranks or layers");
-  validate_tensor_parallel_shape(model, s);
-  const int ep = s.expert_parallel;  // as a run refuses them (run_config.cpp, validate_mixture_of_experts)
-  if (ep > 1 && model.experts % ep != 0)
-    throw ConfigError("--ep " + std::to_string(ep) + ": " +
-                      (model.experts == 0 ? model.name + " has no experts"
-                                          : "the " + std::to_string(model.experts) + " experts of " + model.name +
-                                                " do not split over " + std::to_string(ep) + " expert-parallel ranks"));
-  if (s.seq > model.max_positions && model.architecture != "llama")
-    throw ConfigError("--seq " + std::to_string(s.seq) + " exceeds the maximum sequence length of " + model.name +
-                      " (" + std::to_string(model.max_positions) + ")");
-  if (s.layout.pp() > model.layers)
-    throw ConfigError("--pp " + std::to_string(s.layout.pp()) + " is more pipeline stages than " + model.name +
-                      " has layers (" + std::to_string(model.layers) + ")");
-  if (s.activations == ActivationMode::shardscope && !model.engine_config)
-    throw ConfigError("--activations shardscope: ShardScope's kernels do not implement " + model.architecture + " (" +
-                      model.name + "); use --activations formula");
-}
-
 // Exact when the engine trains this layout (its ledger then equals the estimate), else what keeps it a model.
 void describe_basis(MemoryEstimate& out, const ModelShape& model, const EstimateSettings& s) {
   const std::string gap = engine_gap(model, s);
@@ -573,7 +526,7 @@ EstimateSettings checked_settings(const ModelShape& model, const EstimateSetting
   EstimateSettings s = in;
   if (s.seq == 0) s.seq = static_cast<int>(model.max_positions);
   validate_estimate_settings(s);
-  validate_against_model(model, s);
+  validate_estimate_against_model(model, s);
   return s;
 }
 
