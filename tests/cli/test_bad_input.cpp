@@ -215,7 +215,7 @@ void TestBadInput::write_recordings() {
   QVERIFY(f.open(QIODevice::ReadOnly));
   bytes = f.readAll();
   f.close();
-  bytes[22] = 9;  // the first record's kind, after the 20-byte header and "{}"
+  bytes[22] = static_cast<char>(200);  // the first record's kind, after the 20-byte header and "{}"
   write("kind.ssrun", bytes);
   write("short.ssrun", bytes.left(12));
 }
@@ -405,7 +405,7 @@ void TestBadInput::exits_2_naming_the_problem_data() {
       "num_processes 8 does not split over num_machines 3");
   row("accelerate unclosed list", {"estimate", acc, "@acc_unclosed.yaml"}, "acc_unclosed.yaml: line 2, column");
   row("recording unknown event kind", {"export", "--chrome-trace", "@t.json", "@kind.ssrun"},
-      "kind.ssrun: byte 22: record 0: unknown event kind 9");
+      "kind.ssrun: byte 22: record 0: unknown event kind 200");
   row("recording cut in its header", {"export", "--chrome-trace", "@t.json", "@short.ssrun"},
       "short.ssrun: byte 12: the header is cut off after 12 bytes");
   // Expert parallelism: the experts and the dp ranks must split over ep (issue 33).
