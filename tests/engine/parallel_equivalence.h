@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "config/run_config.h"
@@ -25,6 +26,24 @@ inline RunConfig short_run(const char* model = "gpt-tiny") {
   c.lr = 1e-3f;
   c.threads = 2;
   return c;
+}
+
+// The pipeline schedules' run (interleaved, ZB-V, the split backward): gpt-tiny or a BERT at
+// pp 2 × m 4, lr 3e-3, otherwise short_run's.
+inline RunConfig short_pipeline_run(const std::string& model) {
+  RunConfig c = short_run(model.c_str());
+  c.lr = 3e-3f;
+  c.layout[Axis::pp] = 2;
+  c.micro_batches = 4;
+  return c;
+}
+
+// The fp32 losses of a run, step by step.
+inline std::vector<float> losses_of(const RunConfig& config) {
+  Trainer trainer(config);
+  std::vector<float> losses;
+  trainer.run([&](const StepMetrics& m) { losses.push_back(m.loss); });
+  return losses;
 }
 
 struct Trace {

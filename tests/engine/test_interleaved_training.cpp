@@ -22,6 +22,7 @@
 #include "config/run_config.h"
 #include "core/error.h"
 #include "engine/collecting_sink.h"
+#include "engine/parallel_equivalence.h"
 #include "plan/pipeline_schedule.h"
 #include "plan/run_plan.h"
 #include "plan/sharding_plan.h"
@@ -29,30 +30,12 @@
 
 using namespace shardscope;
 using shardscope::test::CollectingSink;
+using shardscope::testing::losses_of;
+using shardscope::testing::short_pipeline_run;
 
 namespace {
 
 constexpr auto kInterleaved = PipelineScheduleKind::interleaved_1f1b;
-
-RunConfig base_config(const std::string& model) {
-  RunConfig c;
-  c.model = model;
-  c.steps = 20;
-  c.batch = 8;
-  c.seq = 32;
-  c.lr = 3e-3f;
-  c.threads = 2;
-  c.layout[Axis::pp] = 2;
-  c.micro_batches = 4;
-  return c;
-}
-
-std::vector<float> losses_of(const RunConfig& config) {
-  Trainer trainer(config);
-  std::vector<float> losses;
-  trainer.run([&](const StepMetrics& m) { losses.push_back(m.loss); });
-  return losses;
-}
 
 // The same run under GPipe and interleaved 1F1B (v 2): fp32 losses within 2e-5 relative.
 void compare_with_gpipe(RunConfig c, const QString& what) {
@@ -115,7 +98,7 @@ class TestInterleavedTraining : public QObject {
 // gpt-tiny's 4 layers over pp 2 x v 2: stage 0 holds layers 0 and 2 and the
 // embeddings, stage 1 layers 1 and 3, the head and its copy of the tied embeddings.
 void TestInterleavedTraining::a_stage_holds_its_chunks_layers() {
-  RunConfig c = base_config("gpt-tiny");
+  RunConfig c = short_pipeline_run("gpt-tiny");
   c.schedule = kInterleaved;
   c.virtual_stages = 2;
   const ShardingPlan plan = make_sharding_plan(c);
@@ -132,18 +115,18 @@ void TestInterleavedTraining::a_stage_holds_its_chunks_layers() {
 }
 
 void TestInterleavedTraining::losses_equal_gpipe_on_gpt() {
-  compare_with_gpipe(base_config("gpt-tiny"), "gpt-tiny pp 2 x v 2");
+  compare_with_gpipe(short_pipeline_run("gpt-tiny"), "gpt-tiny pp 2 x v 2");
 }
 
 void TestInterleavedTraining::losses_equal_gpipe_on_bert() {
-  compare_with_gpipe(base_config("bert-mini"), "bert-mini (4 layers) pp 2 x v 2");
+  compare_with_gpipe(short_pipeline_run("bert-mini"), "bert-mini (4 layers) pp 2 x v 2");
 }
 
 // dp 2 x pp 2: DDP's buckets start once the last chunk's backward of the last
 // micro-batch is done (every chunk's gradients final), several buckets; then ZeRO-1.
 void TestInterleavedTraining::losses_equal_gpipe_with_ddp_and_zero1() {
   for (int zero : {0, 1}) {
-    RunConfig c = base_config("gpt-tiny");
+    RunConfig c = short_pipeline_run("gpt-tiny");
     c.steps = 12;
     c.layout[Axis::dp] = 2;
     c.micro_batches = 2;
@@ -154,7 +137,7 @@ void TestInterleavedTraining::losses_equal_gpipe_with_ddp_and_zero1() {
 }
 
 void TestInterleavedTraining::losses_equal_gpipe_with_checkpointing() {
-  RunConfig c = base_config("gpt-tiny");
+  RunConfig c = short_pipeline_run("gpt-tiny");
   c.steps = 12;
   c.checkpoint = true;
   compare_with_gpipe(c, "gpt-tiny pp 2 x v 2 --checkpoint");
@@ -162,7 +145,7 @@ void TestInterleavedTraining::losses_equal_gpipe_with_checkpointing() {
 
 // 16-bit parameters and gradients in their unit storage, fp32 master weights, loss scaling.
 void TestInterleavedTraining::losses_equal_gpipe_in_fp16() {
-  RunConfig c = base_config("gpt-tiny");
+  RunConfig c = short_pipeline_run("gpt-tiny");
   c.steps = 12;
   c.precision = Precision::fp16;
   compare_with_gpipe(c, "gpt-tiny pp 2 x v 2 fp16");
@@ -172,7 +155,7 @@ void TestInterleavedTraining::losses_equal_gpipe_in_fp16() {
 // back: 2(v·p − 1)·m sends a step, against 1F1B's 2(p − 1)·m, and each stage
 // sends v times its 1F1B count plus the wrap-around from the last stage to the first.
 void TestInterleavedTraining::messages_cross_every_chunk_boundary() {
-  RunConfig c = base_config("gpt-tiny");
+  RunConfig c = short_pipeline_run("gpt-tiny");
   c.steps = 1;
   c.schedule = PipelineScheduleKind::one_f_one_b;
   const int p = 2, m = 4, v = 2;
@@ -187,7 +170,7 @@ void TestInterleavedTraining::messages_cross_every_chunk_boundary() {
 // Walking each stage's F and B boxes (events with the model chunk), the most
 // (chunk, micro-batch) pairs open at once is the schedule's peak_in_flight.
 void TestInterleavedTraining::activations_in_flight_are_the_simulators() {
-  RunConfig c = base_config("gpt-tiny");
+  RunConfig c = short_pipeline_run("gpt-tiny");
   c.steps = 1;
   c.schedule = kInterleaved;
   c.virtual_stages = 2;
@@ -223,7 +206,7 @@ void TestInterleavedTraining::activations_in_flight_are_the_simulators() {
 // (measured idle 12.2% against 7.1% paced), which the formula ignores.
 void TestInterleavedTraining::measured_bubble_is_the_formula_paced_by_the_slowest_stage() {
   const auto summary_of = [](PipelineScheduleKind kind, int v) {
-    RunConfig c = base_config("gpt-tiny");
+    RunConfig c = short_pipeline_run("gpt-tiny");
     c.batch = 16;
     c.seq = 128;
     c.micro_batches = 8;
@@ -250,7 +233,7 @@ void TestInterleavedTraining::measured_bubble_is_the_formula_paced_by_the_slowes
 }
 
 void TestInterleavedTraining::unbuilt_combinations_are_refused_by_name() {
-  RunConfig c = base_config("gpt-tiny");
+  RunConfig c = short_pipeline_run("gpt-tiny");
   c.schedule = kInterleaved;
   c.virtual_stages = 2;
   validate_run_config(c);  // trains
@@ -280,7 +263,7 @@ void TestInterleavedTraining::a_schedule_file_with_chunks_trains() {
   QVERIFY(file.open(QIODevice::WriteOnly));
   file.write(csv);
   file.close();
-  RunConfig built_in = base_config("gpt-tiny");
+  RunConfig built_in = short_pipeline_run("gpt-tiny");
   built_in.steps = 10;
   built_in.schedule = kInterleaved;
   built_in.virtual_stages = v;
@@ -321,7 +304,7 @@ void TestInterleavedTraining::a_json_schedule_file_trains_and_bad_ones_are_refus
     file.write(text);
     return path.toStdString();
   };
-  RunConfig built_in = base_config("gpt-tiny");
+  RunConfig built_in = short_pipeline_run("gpt-tiny");
   built_in.steps = 10;
   built_in.schedule = kInterleaved;
   built_in.virtual_stages = v;
@@ -330,7 +313,7 @@ void TestInterleavedTraining::a_json_schedule_file_trains_and_bad_ones_are_refus
   from_file.schedule_file = write("interleaved.json", json);
   QCOMPARE(losses_of(from_file), losses_of(built_in));
   const auto refused = [&](const QByteArray& text, const char* fragment) {
-    RunConfig bad = base_config("gpt-tiny");
+    RunConfig bad = short_pipeline_run("gpt-tiny");
     bad.schedule_file = write("bad.json", text);
     try {
       make_run_plan(bad);

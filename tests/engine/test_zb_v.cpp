@@ -23,6 +23,7 @@
 #include "config/run_config.h"
 #include "core/error.h"
 #include "engine/collecting_sink.h"
+#include "engine/parallel_equivalence.h"
 #include "plan/pipeline_schedule.h"
 #include "plan/run_plan.h"
 #include "plan/schedule_file.h"
@@ -32,31 +33,13 @@
 
 using namespace shardscope;
 using shardscope::test::CollectingSink;
+using shardscope::testing::losses_of;
+using shardscope::testing::short_pipeline_run;
 using Type = PipelineAction::Type;
 
 namespace {
 
 constexpr auto kZbV = PipelineScheduleKind::zb_v;
-
-RunConfig base_config(const std::string& model) {
-  RunConfig c;
-  c.model = model;
-  c.steps = 20;
-  c.batch = 8;
-  c.seq = 32;
-  c.lr = 3e-3f;
-  c.threads = 2;
-  c.layout[Axis::pp] = 2;
-  c.micro_batches = 4;
-  return c;
-}
-
-std::vector<float> losses_of(const RunConfig& config) {
-  Trainer trainer(config);
-  std::vector<float> losses;
-  trainer.run([&](const StepMetrics& m) { losses.push_back(m.loss); });
-  return losses;
-}
 
 // The same run under GPipe and ZB-V: fp32 losses within 2e-5 relative.
 void compare_with_gpipe(RunConfig c, const QString& what) {
@@ -171,7 +154,7 @@ void TestZbV::the_simulator_runs_the_lists_and_counts_their_activations() {
 // gpt-tiny's 4 layers over pp 2 in a V: stage 0 holds layers 0 and 3, the
 // embeddings and the head (one copy of the tied embedding), stage 1 layers 1 and 2.
 void TestZbV::the_v_places_its_chunks() {
-  RunConfig c = base_config("gpt-tiny");
+  RunConfig c = short_pipeline_run("gpt-tiny");
   c.schedule = kZbV;
   const ShardingPlan plan = make_sharding_plan(c);
   const std::string text = stage_parameters_text(plan);
@@ -194,7 +177,7 @@ void TestZbV::micro_batch_rules_are_refused_by_name() {
   QVERIFY_THROWS_EXCEPTION(ConfigError, make_pipeline_schedule(kZbV, 4, 6));
   QVERIFY_THROWS_EXCEPTION(ConfigError, make_pipeline_schedule(kZbV, 1, 4));
   QVERIFY_THROWS_EXCEPTION(ConfigError, make_pipeline_schedule(kZbV, 2, 4, 2));
-  RunConfig c = base_config("gpt-tiny");
+  RunConfig c = short_pipeline_run("gpt-tiny");
   c.schedule = kZbV;
   c.micro_batches = 2;
   refused(c, "--schedule zb-v needs --micro-batches at least 2 x --pp - 1 = 3 (got 2)");
@@ -206,17 +189,17 @@ void TestZbV::micro_batch_rules_are_refused_by_name() {
 }
 
 void TestZbV::losses_equal_gpipe_on_gpt() {
-  compare_with_gpipe(base_config("gpt-tiny"), "gpt-tiny pp 2 zb-v");
+  compare_with_gpipe(short_pipeline_run("gpt-tiny"), "gpt-tiny pp 2 zb-v");
 }
 
 void TestZbV::losses_equal_gpipe_on_bert() {
-  compare_with_gpipe(base_config("bert-mini"), "bert-mini (4 layers) pp 2 zb-v");
+  compare_with_gpipe(short_pipeline_run("bert-mini"), "bert-mini (4 layers) pp 2 zb-v");
 }
 
 // dp 2 x pp 2: DDP's buckets start from the last W of the last micro-batch; then ZeRO-1.
 void TestZbV::losses_equal_gpipe_with_ddp_and_zero1() {
   for (int zero : {0, 1}) {
-    RunConfig c = base_config("gpt-tiny");
+    RunConfig c = short_pipeline_run("gpt-tiny");
     c.steps = 12;
     c.layout[Axis::dp] = 2;
     c.micro_batches = 4;
@@ -229,7 +212,7 @@ void TestZbV::losses_equal_gpipe_with_ddp_and_zero1() {
 // Walking each stage's boxes (events with the chunk): an F opens a (chunk,
 // micro-batch), its W closes it; the most open at once is peak_in_flight.
 void TestZbV::activations_in_flight_are_the_simulators() {
-  RunConfig c = base_config("gpt-tiny");
+  RunConfig c = short_pipeline_run("gpt-tiny");
   c.steps = 1;
   c.schedule = kZbV;
   c.batch = 10;
@@ -267,7 +250,7 @@ void TestZbV::activations_in_flight_are_the_simulators() {
 }
 
 void TestZbV::unbuilt_combinations_are_refused_by_name() {
-  RunConfig c = base_config("gpt-tiny");
+  RunConfig c = short_pipeline_run("gpt-tiny");
   c.schedule = kZbV;
   validate_run_config(c);  // trains
   RunConfig tp = c;
@@ -309,7 +292,7 @@ void TestZbV::the_cli_prints_and_trains_it() {
 // (ZB-H1 and ZB-H2 against 1F1B at pp 4 x m 8: test_zero_bubble.)
 void TestZbV::measured_bubbles_at_pp4_m8_are_the_formulas() {
   const auto summary_of = [](PipelineScheduleKind kind, int v) {
-    RunConfig c = base_config(SHARDSCOPE_FIXTURES "/gpt_tiny_8_layers/config.json");
+    RunConfig c = short_pipeline_run(SHARDSCOPE_FIXTURES "/gpt_tiny_8_layers/config.json");
     c.batch = 16;
     c.seq = 64;
     c.layout[Axis::pp] = 4;
@@ -383,7 +366,7 @@ void TestZbV::a_v_schedule_file_trains() {
   QVERIFY(out.open(QIODevice::WriteOnly));
   out.write(csv);
   out.close();
-  RunConfig built_in = base_config("gpt-tiny");
+  RunConfig built_in = short_pipeline_run("gpt-tiny");
   built_in.steps = 8;
   built_in.schedule = kZbV;
   RunConfig from_file = built_in;

@@ -15,29 +15,18 @@
 
 #include "config/run_config.h"
 #include "core/memory_ledger.h"
+#include "engine/parallel_equivalence.h"
 #include "model/model.h"
 #include "ops/backend.h"
 #include "train/trainer.h"
 
 using namespace shardscope;
+using shardscope::testing::short_pipeline_run;
 
 namespace {
 
 constexpr PipelineScheduleKind kSplitBackward[] = {PipelineScheduleKind::zb_h1, PipelineScheduleKind::zb_h2,
                                                    PipelineScheduleKind::zb_v};
-
-RunConfig base_config(const char* model) {
-  RunConfig c;
-  c.model = model;
-  c.steps = 20;
-  c.batch = 8;
-  c.seq = 32;
-  c.lr = 3e-3f;
-  c.threads = 2;
-  c.layout[Axis::pp] = 2;
-  c.micro_batches = 4;
-  return c;
-}
 
 struct Run {
   std::vector<float> losses;
@@ -122,7 +111,7 @@ void TestZeroBubbleMixed::split_backward_with_checkpointing_gives_the_same_gradi
 // fp32, 20 steps, gpt-tiny pp 2 x m 4 with --checkpoint: each split schedule's
 // losses within 2e-5 relative of GPipe's (with --checkpoint too).
 void TestZeroBubbleMixed::losses_equal_gpipe_with_checkpointing_on_gpt() {
-  RunConfig c = base_config("gpt-tiny");
+  RunConfig c = short_pipeline_run("gpt-tiny");
   c.checkpoint = true;
   c.schedule = PipelineScheduleKind::gpipe;
   const std::vector<float> gpipe = run(c).losses;
@@ -133,7 +122,7 @@ void TestZeroBubbleMixed::losses_equal_gpipe_with_checkpointing_on_gpt() {
 }
 
 void TestZeroBubbleMixed::losses_equal_gpipe_with_checkpointing_on_bert() {
-  RunConfig c = base_config("bert-tiny");
+  RunConfig c = short_pipeline_run("bert-tiny");
   c.checkpoint = true;
   c.schedule = PipelineScheduleKind::gpipe;
   const std::vector<float> gpipe = run(c).losses;
@@ -158,7 +147,7 @@ void TestZeroBubbleMixed::checkpointing_lowers_the_activation_peak() {
        {Case{PipelineScheduleKind::zb_h1, "gpt-tiny", true}, Case{PipelineScheduleKind::zb_h2, "gpt-tiny", true},
         Case{PipelineScheduleKind::zb_v, "gpt-tiny", false},
         Case{PipelineScheduleKind::zb_v, eight_layers.c_str(), true}}) {
-    RunConfig c = base_config(k.model);
+    RunConfig c = short_pipeline_run(k.model);
     c.steps = 2;
     c.schedule = k.kind;
     const std::int64_t kept = run(c).activation_peak;
@@ -185,7 +174,7 @@ void TestZeroBubbleMixed::checkpointing_lowers_the_activation_peak() {
 // fp16 5e-3), not bit for bit (seen: fp16 1.2e-5, bf16 3.4e-4 at worst).
 void TestZeroBubbleMixed::losses_equal_gpipe_in_16_bits() {
   for (Precision precision : {Precision::fp16, Precision::bf16}) {
-    RunConfig c = base_config("gpt-tiny");
+    RunConfig c = short_pipeline_run("gpt-tiny");
     c.steps = 12;
     c.precision = precision;
     if (precision == Precision::fp16) c.overflow_rank = 1, c.overflow_step = 3;
@@ -214,7 +203,7 @@ void TestZeroBubbleMixed::losses_equal_gpipe_in_16_bits() {
 // from the last W, reading the 16-bit gradients W's gradients_done rounded),
 // fp16 and --checkpoint, 12 steps of ZB-H1 and ZB-V against GPipe.
 void TestZeroBubbleMixed::losses_equal_gpipe_with_ddp_zero1_fp16_and_checkpointing() {
-  RunConfig c = base_config("gpt-tiny");
+  RunConfig c = short_pipeline_run("gpt-tiny");
   c.steps = 12;
   c.layout[Axis::dp] = 2;
   c.bucket_mb = 0.5;
@@ -235,7 +224,7 @@ void TestZeroBubbleMixed::losses_equal_gpipe_with_ddp_zero1_fp16_and_checkpointi
 // one stage (dp 2, m 4, W right after its B): the losses are GPipe's.
 void TestZeroBubbleMixed::losses_equal_gpipe_with_zero2_and_zero3_on_one_stage() {
   for (int zero : {2, 3}) {
-    RunConfig c = base_config("gpt-tiny");
+    RunConfig c = short_pipeline_run("gpt-tiny");
     c.steps = 10;
     c.layout[Axis::pp] = 1;
     c.layout[Axis::dp] = 2;
