@@ -27,9 +27,11 @@
 #include "main_window.h"
 #include "planner/planner_bars.h"
 #include "planner/planner_dialog.h"
+#include "ui/planner_test_support.h"
 
 using namespace shardscope;
 using shardscope::ui::PlannerDialog;
+using namespace shardscope::planner_test;
 
 namespace {
 
@@ -44,13 +46,6 @@ double twoDigits(std::int64_t bytes) {
   return std::round(static_cast<double>(bytes) / scale) * scale;
 }
 
-// The engine's own estimate of the planner's request at `stage`.
-Estimate engineEstimate(const PlannerDialog& planner, int stage) {
-  EstimateRequest r = planner.request();
-  r.settings.zero_stage = stage;
-  return compute_estimate(r);
-}
-
 QString writeFile(const QTemporaryDir& dir, const QString& name, const QByteArray& text) {
   const QString path = dir.filePath(name);
   QFile f(path);
@@ -58,17 +53,6 @@ QString writeFile(const QTemporaryDir& dir, const QString& name, const QByteArra
   f.write(text);
   return path;
 }
-
-using BarBytes = std::vector<std::array<std::int64_t, kMemoryCategoryCount>>;
-BarBytes barBytes(const PlannerDialog& planner) {
-  BarBytes out;
-  for (const auto& bar : planner.bars()->bars()) out.push_back(bar.bytes.bytes);
-  return out;
-}
-constexpr std::size_t kActivations = static_cast<std::size_t>(MemoryCategory::activations);
-constexpr std::size_t kParameters = static_cast<std::size_t>(MemoryCategory::parameters);
-
-QString shotPath(const QString& name) { return QDir(QCoreApplication::applicationDirPath()).filePath(name); }
 
 }  // namespace
 
@@ -177,107 +161,6 @@ class TestPlanner : public QObject {
     if (!e3.fit.levers.empty())
       QVERIFY2(planner.verdictText().contains(ui::PlannerText::lever(e3.fit.levers[0])), qPrintable(planner.verdictText()));
     QCOMPARE(planner.bars()->selected(), 3);
-  }
-
-  // Expert parallelism (issue 33): ep 2 leaves each GPU half of gpt-tiny-moe's
-  // experts, the estimator's figure; ZeRO-2/3 with ep are the engine's refusals.
-  void expertParallelHalvesTheExperts() {
-    PlannerDialog planner;
-    QVERIFY(planner.waitForPlan());
-    const int index = planner.modelBox()->findData(QStringLiteral("preset:gpt-tiny-moe"));
-    QVERIFY(index >= 0);
-    planner.modelBox()->setCurrentIndex(index);
-    Q_EMIT planner.modelBox()->activated(index);
-    QVERIFY(planner.waitForPlan());
-    planner.dpBox()->setValue(2);
-    planner.replan();
-    QVERIFY(planner.waitForPlan());
-    const ModelShape shape = planner.model().shape;
-    const std::int64_t psi = shape.parameters(), experts = shape.layer_expert_parameters * shape.layers;
-    QVERIFY(experts > 0);
-    QCOMPARE(planner.stages()[0].fullest()->bytes[MemoryCategory::parameters], 4 * psi);
-    planner.epBox()->setValue(2);
-    planner.replan();
-    QVERIFY(planner.waitForPlan());
-    QCOMPARE(planner.settings().expert_parallel, 2);
-    const RankMemory* r = planner.stages()[0].fullest();
-    QVERIFY(r != nullptr);
-    QCOMPARE(r->bytes[MemoryCategory::parameters], 4 * (psi - experts + experts / 2));
-    QCOMPARE(r->bytes.bytes, engineEstimate(planner, 0).memory.ranks[static_cast<std::size_t>(r->rank)].bytes.bytes);
-    QVERIFY(planner.stages()[1].estimate);  // ZeRO-1: the experts' states over dp/ep
-    for (int stage : {2, 3}) {
-      const auto& plan = planner.stages()[static_cast<std::size_t>(stage)];
-      QVERIFY(!plan.estimate);
-      QVERIFY2(plan.refused.contains(QStringLiteral("ZeRO-1")), qPrintable(plan.refused));
-    }
-    planner.dpBox()->setValue(8);
-    planner.epBox()->setValue(8);  // 4 experts do not split over 8 ranks: the engine's words
-    planner.replan();
-    QVERIFY(planner.waitForPlan());
-    QString shown = planner.errorText();
-    for (const auto& plan : planner.stages()) shown += plan.refused;
-    QVERIFY2(shown.contains(QStringLiteral("do not split over 8")), qPrintable(shown));
-  }
-
-  // Pipelines refuse ZeRO-2/3 (the run's own layout rule): those bars say why, 0 and 1 are planned.
-  void pipelineStagesRefuseZero2And3() {
-    PlannerDialog planner;
-    QVERIFY(planner.waitForPlan());
-    planner.nodesBox()->setValue(4);  // 32 GPUs
-    planner.ppBox()->setValue(4);
-    planner.zeroBox()->setValue(3);
-    planner.replan();
-    QVERIFY(planner.waitForPlan());
-    QCOMPARE(planner.dpBox()->value(), 8);
-    QVERIFY(planner.stages()[0].estimate && planner.stages()[1].estimate);
-    for (int stage : {2, 3}) {
-      const auto& plan = planner.stages()[static_cast<std::size_t>(stage)];
-      QVERIFY(!plan.estimate);
-      QVERIFY2(plan.refused.contains(QStringLiteral("ZeRO stage")) && plan.refused.contains(QStringLiteral("Pipeline stages")),
-               qPrintable(plan.refused));
-      QVERIFY(!planner.bars()->bars()[static_cast<std::size_t>(stage)].valid);
-    }
-    QVERIFY2(planner.verdictText().contains(QStringLiteral("refused")), qPrintable(planner.verdictText()));
-    QCOMPARE(planner.stages()[1].fullest()->bytes.bytes,
-             engineEstimate(planner, 1).memory.ranks[static_cast<std::size_t>(engineEstimate(planner, 1).memory.fullest_rank())].bytes.bytes);
-    planner.resize(1280, 720);
-    planner.show();
-    QTest::qWait(20);
-    QVERIFY(planner.grab().save(shotPath(QStringLiteral("planner_pp4_refuses_zero23.png"))));
-  }
-
-  // Every schedule the engine knows is offered; picking ZB-H2 (GPT-3 175B, pp 8 × m 16)
-  // changes the activations shown to the estimator's for it (the micro-batches it keeps
-  // and the gradients kept from B to W), and a combination it refuses shows the engine's reason.
-  void zeroBubbleScheduleShowsTheEstimatorsActivations() {
-    PlannerDialog planner;
-    QVERIFY(planner.waitForPlan());
-    QCOMPARE(planner.scheduleBox()->count(),
-             static_cast<int>(field_on(*find_schema_field("schedule"), surface::planner).choices.size()));
-    planner.ppBox()->setValue(8);
-    planner.microBatchesBox()->setValue(16);
-    planner.zeroBox()->setValue(1);
-    planner.replan();
-    QVERIFY(planner.waitForPlan());
-    QVERIFY(planner.stages()[1].fullest() != nullptr);
-    const std::int64_t one_f_one_b = planner.stages()[1].fullest()->bytes[MemoryCategory::activations];
-    planner.scheduleBox()->setCurrentIndex(planner.scheduleBox()->findText(QStringLiteral("zb-h2")));
-    planner.replan();
-    QVERIFY(planner.waitForPlan());
-    QCOMPARE(planner.request().settings.schedule, PipelineScheduleKind::zb_h2);
-    const Estimate e = engineEstimate(planner, 1);
-    const RankMemory* shown = planner.stages()[1].fullest();
-    QVERIFY(shown != nullptr);
-    QCOMPARE(shown->bytes.bytes, e.memory.ranks[static_cast<std::size_t>(e.memory.fullest_rank())].bytes.bytes);
-    QVERIFY(shown->bytes[MemoryCategory::activations] != one_f_one_b);
-    QCOMPARE(barBytes(planner)[1][kActivations], shown->bytes[MemoryCategory::activations]);
-    planner.tpBox()->setValue(2);
-    planner.replan();
-    QVERIFY(planner.waitForPlan());
-    // A refusal of every ZeRO stage alike is the planner's error line, as the engine words it.
-    QVERIFY2(
-        planner.errorText().contains(QStringLiteral("zb-h2")) && planner.errorText().contains(QStringLiteral("B to W")),
-        qPrintable(planner.errorText()));
   }
 
   // 256 nodes × 8 GPUs: estimating 2048 ranks per stage, four stages and their
