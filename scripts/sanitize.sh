@@ -19,7 +19,7 @@ case "$which" in asan | tsan | all) ;; *) echo "usage: scripts/sanitize.sh [asan
 # Engine and CLI tests under ASan+UBSan: file formats, configs, the estimator,
 # output files, the CLI end to end (test_cli runs the sanitized shardscope-cli).
 asan_tests=(test_core test_events test_event_queue test_output_file test_chrome_trace test_config_import test_run_schema
-  test_estimate test_pipeline_schedule test_cli test_output_files test_checkpoint)
+  test_estimate test_estimate_time test_pipeline_schedule test_cli test_output_files test_checkpoint)
 # Fuzz targets left out of the ASan+UBSan run (by name, e.g. (hf_config)):
 # none; a target goes here only with the issue that will fix what it finds.
 asan_fuzz_held_back=()

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The estimator's time model: FLOPs and bytes per step, throughput and MFU, the
+// measured kernel model's parts (with the sustained clock and the exposed
+// data-parallel traffic), and every GPU profile's datasheet shape. Its
+// predictions of published runs: bench/run_published_runs.sh.
+#include <QTest>
+
+#include "core/error.h"
+#include "estimate/estimate.h"
+#include "estimate/formula_text.h"
+#include "io/hf_config.h"
+
+using namespace shardscope;
+
+namespace {
+
+ModelShape preset(const char* name) {
+  return model_shape_from_config(find_model_preset(name), name);
+}
+
+}  // namespace
+
+class TestEstimateTime : public QObject {
+  Q_OBJECT
+ private Q_SLOTS:
+  void time_model_figures();
+  void throughput_and_mfu();
+  void measured_kernels_time_each_part();
+  void kernel_model_sustained_clock_and_exposed_traffic();
+  void gpu_profiles_from_datasheets();
+};
+
+void TestEstimateTime::time_model_figures() {
+  EstimateSettings s;
+  s.layout[Axis::dp] = 8;
+  s.micro_batch_size = 4;
+  s.seq = 1024;
+  const ModelShape gpt2 = preset("gpt2-124m");
+  TimeEstimate t = estimate_time(gpt2, s, &find_gpu_profile("H100"));
+  // N = Ψ − position embeddings = 124,439,808 − 1024 × 768; 6N + 12·L·h·s per token.
+  QCOMPARE(t.matmul_parameters, std::int64_t{123'653'376});
+  QCOMPARE(t.flops_per_token, 6.0 * 123'653'376 + 12.0 * 12 * 768 * 1024);
+  QCOMPARE(t.tokens_per_step, std::int64_t{8 * 4 * 1024});
+  QCOMPARE(t.dp_bytes, 2.0 * 7 / 8 * 4 * 124'439'808);  // ring all-reduce of fp32 gradients
+  QVERIFY(t.has_gpu && t.step_s > 0 && t.step_overlapped_s <= t.step_s);
+  QCOMPARE(t.compute_s, t.flops_per_step / 8 / (67e12 * 0.5));
+  s.zero_stage = 3;
+  s.accum = 2;
+  t = estimate_time(gpt2, s, nullptr);
+  // 1.5× DDP per micro-step, and the tied embeddings (50,257 + 1,024) × 768 gathered once more for the head.
+  QCOMPARE(t.dp_bytes, 2 * (7.0 / 8) * ((2 * 4 + 4) * 124'439'808.0 + 4 * 39'383'808.0));
+  QVERIFY(!t.has_gpu);
+  EstimateSettings pipe;
+  pipe.layout[Axis::pp] = 4;
+  pipe.micro_batches = 8;
+  t = estimate_time(gpt2, pipe, nullptr);
+  QCOMPARE(t.bubble_fraction, 3.0 / 11.0);  // (p − 1)/(m + p − 1)
+  QCOMPARE(t.bubble_fraction, gpipe_bubble_fraction(4, 8));
+}
+
+// tokens/s per GPU, TFLOP/s run per GPU and MFU all follow from step_s; with full recompute MFU counts
+// 6N + 12·L·h·s, not the 8N + 16·L·h·s that runs.
+void TestEstimateTime::throughput_and_mfu() {
+  EstimateSettings s;
+  s.layout[Axis::dp] = 8;
+  s.micro_batch_size = 4;
+  s.seq = 1024;
+  s.precision = Precision::bf16;
+  const ModelShape gpt2 = preset("gpt2-124m");
+  const GpuProfile& h100 = find_gpu_profile("H100");
+  TimeEstimate t = estimate_time(gpt2, s, &h100);
+  const double model_flops = 6.0 * 123'653'376 + 12.0 * 12 * 768 * 1024;
+  QCOMPARE(t.model_flops_per_token, model_flops);
+  QCOMPARE(t.tokens_per_s_per_gpu, t.tokens_per_s / 8);
+  QCOMPARE(t.tflops_per_gpu, t.flops_per_step / 8 / t.step_s / 1e12);
+  QCOMPARE(t.mfu, model_flops * t.tokens_per_s_per_gpu / 989.4e12);
+  QVERIFY(t.mfu < s.efficiency);  // communication and the optimizer come on top of compute
+  QCOMPARE(t.mfu, s.efficiency * t.compute_s / t.step_s);
+  s.recompute = Recompute::full;
+  t = estimate_time(gpt2, s, &h100);
+  QCOMPARE(t.model_flops_per_token, model_flops);
+  QVERIFY(t.flops_per_token > t.model_flops_per_token);
+  QCOMPARE(t.mfu, s.efficiency * t.compute_s / t.step_s * model_flops / t.flops_per_token);
+}
+
+// The measured kernel model (estimate --time-model kernels): compute is the sum of its
+// parts; flash attention is faster than the materialized scores; small GEMMs pay the floor;
+// the step's FLOPs reach less of peak than the model's largest GEMM (0.82).
+void TestEstimateTime::measured_kernels_time_each_part() {
+  EstimateSettings s;
+  s.layout[Axis::dp] = 8;
+  s.micro_batch_size = 4;
+  s.seq = 1024;
+  s.precision = Precision::bf16;
+  s.activations = ActivationMode::formula;
+  s.measured_kernels = true;
+  const ModelShape gpt2 = preset("gpt2-124m");
+  const GpuProfile& h100 = find_gpu_profile("H100");
+  const TimeEstimate t = estimate_time(gpt2, s, &h100);
+  QVERIFY(t.measured_kernels && t.gemm_s > 0 && t.attention_s > 0 && t.memory_bound_s > 0);
+  QCOMPARE(t.compute_s, t.gemm_s + t.attention_s + t.memory_bound_s);
+  QVERIFY(t.efficiency > 0.2 && t.efficiency < t.gemm_fraction);
+  QCOMPARE(t.mfu, t.model_flops_per_token * t.tokens_per_s_per_gpu / 989.4e12);
+  // 12 layers × (4 weight GEMMs × 3 + 2 + 4 attention GEMMs) + the head's 3, one micro-batch.
+  QCOMPARE(t.gemm_kernels, 12.0 * (12 + 6) + 3);
+  QVERIFY(t.gemm_s > t.gemm_kernels * t.gemm_floor_s);
+  s.flash_attention = true;
+  const TimeEstimate flash = estimate_time(gpt2, s, &h100);
+  QVERIFY(flash.attention_s < t.attention_s);
+  QCOMPARE(flash.gemm_s, t.gemm_s);
+  // --efficiency X: the flat assumption again.
+  s.measured_kernels = false;
+  QCOMPARE(estimate_time(gpt2, s, &h100).compute_s, t.flops_per_step / 8 / (989.4e12 * 0.5));
+}
+
+// The kernel model's two added terms. The sustained clock slows the GEMMs' FLOPs only: an
+// H100 at 1575 of 1980 MHz, an A100 at 1305 of 1410, a profile without a measurement at 1.
+// The data-parallel traffic shows only where compute cannot hide it: all of it under naive
+// DataParallel, one layer's share when compute is longer (ZeRO-3 and DDP alike), ZeRO-1's
+// all-gather after the step, the excess over backward when the traffic is longer than it (DDP
+// over 100 Gb Ethernet). An A100 node's
+// collectives run at NCCL's measured bus bandwidth.
+void TestEstimateTime::kernel_model_sustained_clock_and_exposed_traffic() {
+  EstimateSettings s;
+  s.layout[Axis::dp] = 8;
+  s.micro_batch_size = 4;
+  s.seq = 1024;
+  s.precision = Precision::bf16;
+  s.activations = ActivationMode::formula;
+  s.measured_kernels = true;
+  const ModelShape gpt2 = preset("gpt2-124m");
+  QCOMPARE(estimate_time(gpt2, s, &find_gpu_profile("H100")).sustained_clock, 1575.0 / 1980);
+  QCOMPARE(estimate_time(gpt2, s, &find_gpu_profile("A100-80GB")).sustained_clock, 1305.0 / 1410);
+  QCOMPARE(estimate_time(gpt2, s, &find_gpu_profile("MI300X")).sustained_clock, 1.0);
+  const GpuProfile& h100 = find_gpu_profile("H100");
+  for (const int zero : {0, 3}) {
+    s.zero_stage = zero;
+    const TimeEstimate t = estimate_time(gpt2, s, &h100);
+    QVERIFY(t.dp_comm_s > 0 && t.dp_comm_s < t.compute_s * 2 / 3);
+    QCOMPARE(t.dp_exposed_s, t.dp_comm_s / 12);
+    QCOMPARE(t.step_s, t.compute_s + t.bubble_s + t.optimizer_s + t.dp_exposed_s + t.pp_comm_s);
+  }
+  // ZeRO-1: the all-gather of the updated shards (half the bytes in bf16: p = g) waits for the step.
+  s.zero_stage = 1;
+  const TimeEstimate zero1 = estimate_time(gpt2, s, &h100);
+  QCOMPARE(zero1.dp_exposed_s, zero1.dp_comm_s / 2 + zero1.dp_comm_s / 2 / 12);
+  s.zero_stage = 0;
+  s.dp_mode = DataParallelMode::naive;
+  const TimeEstimate naive = estimate_time(gpt2, s, &h100);
+  QCOMPARE(naive.dp_exposed_s, naive.dp_comm_s);
+  s.dp_mode = DataParallelMode::ddp;
+  s.micro_batch_size = 1;
+  s.seq = 128;
+  const TimeEstimate slow = estimate_time(gpt2, s, &find_gpu_profile("RTX4090"));
+  QVERIFY(slow.dp_comm_s > slow.compute_s);
+  QCOMPARE(slow.dp_exposed_s, slow.dp_comm_s - slow.compute_s * 2 / 3);
+  s.measured_kernels = false;  // the flat model counts every byte
+  const TimeEstimate flat = estimate_time(gpt2, s, &find_gpu_profile("RTX4090"));
+  QCOMPARE(flat.dp_exposed_s, flat.dp_comm_s);
+  // An A100 node's all-reduces at the 200 GB/s nccl-tests measures, under the kernel model only.
+  s.layout[Axis::dp] = 1;
+  s.layout[Axis::tp] = 4;
+  const GpuProfile& a100 = find_gpu_profile("A100-80GB");
+  QCOMPARE(estimate_time(gpt2, s, &a100).tp_comm_s, estimate_time(gpt2, s, &a100).tp_bytes / 300e9);
+  s.measured_kernels = true;
+  const TimeEstimate tp = estimate_time(gpt2, s, &a100);
+  QCOMPARE(tp.tp_comm_s, tp.tp_bytes / 200e9);
+  QVERIFY(tp.tp_link.find("200 GB/s measured by nccl-tests") != std::string::npos);
+}
+
+// Every profile has its datasheet's shape: tensor cores at least as fast as fp32, a link and a
+// network; "H100" stays the SXM part, and the PCIe card is slower everywhere.
+void TestEstimateTime::gpu_profiles_from_datasheets() {
+  for (const char* name : {"A100-40GB", "A100-80GB", "H100", "H100-PCIe", "H200", "B200", "RTX4090", "MI300X"}) {
+    const GpuProfile& g = find_gpu_profile(name);
+    QVERIFY2(g.memory_bytes > 0 && g.fp32_tflops > 0 && g.tf32_tflops >= g.fp32_tflops / 2, name);
+    QVERIFY2(g.fp16_tflops >= g.tf32_tflops && g.memory_gbps > 0, name);
+    QVERIFY2(g.link_gbps > 0 && !g.link.empty() && g.internode_gbps > 0 && !g.internode.empty(), name);
+  }
+  const GpuProfile& sxm = find_gpu_profile("H100");
+  const GpuProfile& pcie = find_gpu_profile("h100 pcie");
+  QCOMPARE(sxm.description, std::string("NVIDIA H100 SXM5 80GB"));
+  QVERIFY(pcie.fp16_tflops < sxm.fp16_tflops && pcie.memory_gbps < sxm.memory_gbps && pcie.link_gbps < sxm.link_gbps);
+  QCOMPARE(find_gpu_profile("B200").fp16_tflops, 2250.0);
+  QCOMPARE(find_gpu_profile("MI300X").fp16_tflops, 1307.4);
+}
+
+QTEST_GUILESS_MAIN(TestEstimateTime)
+#include "test_estimate_time.moc"
