@@ -43,8 +43,8 @@ QPointF ringPoint(const QPointF& center, double radius, int r, int n) {
 void ContextParallelView::paintRing(QPainter& p, const QRectF& area) const {
   const QFontMetrics fm = p.fontMetrics();
   const int n = model_.cp();
-  const std::vector<int> ranks = model_.group(layer_);
-  const ContextParallelPass& pass = model_.latest(layer_, backward_);
+  const std::vector<int> ranks = model_.group(layer());
+  const ContextParallelPass& pass = model_.latest(layer(), backward_);
   const double node = std::clamp(std::min(area.width(), area.height()) / 10, 10.0, 30.0);
   const double radius =
       std::max(20.0, std::min(area.width() / 2 - node - fm.horizontalAdvance(QStringLiteral("K/V 0, 1, 2, 3")) / 2,
@@ -102,8 +102,8 @@ void ContextParallelView::paintRing(QPainter& p, const QRectF& area) const {
 void ContextParallelView::paintTiles(QPainter& p, const QRectF& area) const {
   const QFontMetrics fm = p.fontMetrics();
   const int chunks = 2 * model_.cp();
-  const std::vector<int> ranks = model_.group(layer_);
-  const ContextParallelPass& pass = model_.latest(layer_, backward_);
+  const std::vector<int> ranks = model_.group(layer());
+  const ContextParallelPass& pass = model_.latest(layer(), backward_);
   const double label_w = fm.horizontalAdvance(QStringLiteral("r00 q0")) + 6;
   const double side = std::max(20.0, std::min(area.width() - label_w, area.height() - 2 * fm.height() - 4));
   const double tile = side / chunks;
@@ -147,45 +147,34 @@ void ContextParallelView::paintTiles(QPainter& p, const QRectF& area) const {
 }
 
 int ContextParallelView::paintFooter(QPainter& p, const QRectF& area) const {
-  const QFontMetrics fm = p.fontMetrics();
-  const int flags = Qt::AlignLeft | Qt::TextWordWrap;
-  const QString lines = workText() + QLatin1Char('\n') + ringBytesText() + QLatin1Char('\n') + formulaText();
-  const QRect text = fm.boundingRect(QRect(0, 0, static_cast<int>(area.width()), 10000), flags, lines);
-  p.setPen(palette().text().color());
-  p.drawText(QRectF(area.left(), area.bottom() - text.height(), area.width(), text.height()), flags, lines);
-  return text.height();
+  return paintFooterLines(p, area,
+                          workText() + QLatin1Char('\n') + ringBytesText() + QLatin1Char('\n') + formulaText());
 }
 
 void ContextParallelView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.setRenderHint(QPainter::Antialiasing);
   const QFontMetrics fm = p.fontMetrics();
-  const QRectF all = QRectF(rect()).adjusted(8, layer_box_->geometry().bottom() + 8, -8, -6);
-  const QString placeholder = placeholderText();
-  p.setPen(palette().text().color());
-  if (!placeholder.isEmpty()) {
-    p.drawText(all, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, placeholder);
-    return;
-  }
-  const ContextParallelPass& pass = model_.latest(layer_, backward_);
+  const QRectF all = drawingArea();
+  if (paintPlaceholder(p, all, placeholderText())) return;
+  const ContextParallelPass& pass = model_.latest(layer(), backward_);
   const QString split = model_.zigzag() ? tr("zig-zag split") : tr("contiguous split");
   const QString header =
       pass.step == 0
           ? tr("Layer %1: ring attention over cp = %2 ranks, %3. No blocks of this pass yet.")
-                .arg(layer_)
+                .arg(layer())
                 .arg(model_.cp())
                 .arg(split)
           : tr("Layer %1: ring attention over cp = %2 ranks, %3; step %4, micro-batch %5, %6 sends of this pass seen.")
-                .arg(layer_)
+                .arg(layer())
                 .arg(model_.cp())
                 .arg(split)
                 .arg(pass.step)
                 .arg(pass.micro_batch)
                 .arg(pass.sends);
-  const QRect head = fm.boundingRect(all.toRect(), Qt::TextWordWrap, header);
-  p.drawText(all, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, header);
+  const int head = paintHeader(p, all, header);
   const int footer = paintFooter(p, all);
-  const double top = all.top() + head.height() + 8, bottom = all.bottom() - footer - 8;
+  const double top = all.top() + head + 8, bottom = all.bottom() - footer - 8;
   // The tiles take a square as tall as the room (at most half the width), the ring the rest.
   const double tiles_w = std::min(all.width() * 0.5, bottom - top - 2.0 * fm.height()) +
                          fm.horizontalAdvance(QStringLiteral("r00 q0")) + 6;

@@ -2,12 +2,7 @@
 #include "views/context_parallel_view.h"
 
 #include <QComboBox>
-#include <QEvent>
-#include <QHBoxLayout>
-#include <QLabel>
 #include <QLocale>
-#include <QSpinBox>
-#include <QVBoxLayout>
 #include <algorithm>
 #include <exception>
 
@@ -136,59 +131,29 @@ const std::vector<std::pair<int, int>>& ContextParallelPass::latestSends() const
 }
 
 ContextParallelView::ContextParallelView(QWidget* parent)
-    : QWidget(parent), layer_label_(new QLabel), layer_box_(new QSpinBox), pass_box_(new QComboBox) {
-  setMinimumSize(400, 300);  // fits beside the settings and the lessons on a 1280×720 screen
-  layer_box_->setObjectName(QStringLiteral("contextParallelLayer"));
-  layer_box_->setRange(0, 0);
-  layer_box_->setMinimumWidth(64);
+    : LayerView(QStringLiteral("contextParallelLayer"), parent), pass_box_(new QComboBox) {
   pass_box_->setObjectName(QStringLiteral("contextParallelPass"));
   pass_box_->addItems({QString(), QString()});
-  auto* bar = new QHBoxLayout;
-  bar->addWidget(layer_label_);
-  bar->addWidget(layer_box_);
-  bar->addWidget(pass_box_);
-  bar->addStretch(1);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(8, 6, 8, 6);
-  layout->addLayout(bar);
-  layout->addStretch(1);
-  connect(layer_box_, &QSpinBox::valueChanged, this, [this](int l) { setLayer(l); });
+  addToBar(pass_box_);
   connect(pass_box_, &QComboBox::currentIndexChanged, this, [this](int i) { setBackward(i == 1); });
   retranslate();
 }
 
 void ContextParallelView::retranslate() {
-  layer_label_->setText(tr("Layer:"));
-  layer_box_->setToolTip(tr("The transformer layer whose ring attention is shown"));
+  setLayerTexts(tr("Layer:"), tr("The transformer layer whose ring attention is shown"));
   pass_box_->setItemText(0, tr("Forward: key/value blocks"));
   pass_box_->setItemText(1, tr("Backward: blocks and their gradients"));
   update();  // the rest is drawn with tr() on paint
 }
 
-void ContextParallelView::changeEvent(QEvent* event) {
-  if (event->type() == QEvent::LanguageChange) retranslate();
-  QWidget::changeEvent(event);
-}
-
 void ContextParallelView::reset(const RunPlan& run) {
   model_.reset(run);
-  layer_box_->setRange(0, std::max(0, model_.layers() - 1));
-  setLayer(std::clamp(layer_, 0, std::max(0, model_.layers() - 1)));
+  setLayerCount(model_.layers());
   update();
 }
 
 void ContextParallelView::consume(const std::vector<Event>& events) {
   model_.consume(events);
-}
-
-void ContextParallelView::refresh() {
-  update();
-}
-
-void ContextParallelView::setLayer(int layer) {
-  layer_ = layer;
-  if (layer_box_->value() != layer) layer_box_->setValue(layer);
-  update();
 }
 
 void ContextParallelView::setBackward(bool backward) {
@@ -213,7 +178,7 @@ QString ContextParallelView::placeholderText() const {
 QString ContextParallelView::workText() const {
   QStringList work;
   for (int r = 0; r < model_.cp(); ++r)
-    work << tr("rank %1: %2").arg(model_.group(layer_)[static_cast<std::size_t>(r)]).arg(model_.workHalves(r) / 2.0);
+    work << tr("rank %1: %2").arg(model_.group(layer())[static_cast<std::size_t>(r)]).arg(model_.workHalves(r) / 2.0);
   const QString rule = !model_.causal() ? tr("no causal mask: every tile is whole")
                        : model_.zigzag()
                            ? tr("zig-zag: chunks r and 2cp−1−r give every rank 2cp = %1").arg(2 * model_.cp())
@@ -223,8 +188,8 @@ QString ContextParallelView::workText() const {
 }
 
 QString ContextParallelView::ringBytesText() const {
-  const ContextParallelPass& p = model_.latest(layer_, backward_);
-  if (p.step == 0) return tr("Ring: no blocks of layer %1 in this pass yet.").arg(layer_);
+  const ContextParallelPass& p = model_.latest(layer(), backward_);
+  if (p.step == 0) return tr("Ring: no blocks of layer %1 in this pass yet.").arg(layer());
   QStringList steps;
   const QLocale locale;
   for (std::size_t s = 0; s < p.step_bytes.size(); ++s)
@@ -236,7 +201,7 @@ QString ContextParallelView::ringBytesText() const {
 }
 
 QString ContextParallelView::formulaText() const {
-  const ContextParallelPass& p = model_.latest(layer_, backward_);
+  const ContextParallelPass& p = model_.latest(layer(), backward_);
   const ContextParallelTraffic& f = model_.formula();
   const QLocale locale;
   QStringList sent;

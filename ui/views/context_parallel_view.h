@@ -25,7 +25,6 @@
 // from the painting, for tests.
 #pragma once
 
-#include <QWidget>
 #include <cstdint>
 #include <map>
 #include <tuple>
@@ -34,12 +33,10 @@
 #include "events/event.h"
 #include "layout/grid.h"
 #include "plan/context_parallel_traffic.h"
-#include "views/event_view.h"
+#include "views/layer_view.h"
 
 class QComboBox;
-class QLabel;
 class QPainter;
-class QSpinBox;
 
 namespace shardscope::ui {
 
@@ -99,7 +96,7 @@ class ContextParallelModel {
   std::int64_t transfers_ = 0;
 };
 
-class ContextParallelView : public QWidget, public EventView {
+class ContextParallelView : public LayerView {
   Q_OBJECT
 
  public:
@@ -107,12 +104,9 @@ class ContextParallelView : public QWidget, public EventView {
 
   void reset(const RunPlan& run) override;
   void consume(const std::vector<Event>& events) override;
-  void refresh() override;
 
   const ContextParallelModel& model() const { return model_; }
-  int layer() const { return layer_; }
   bool backward() const { return backward_; }
-  void setLayer(int layer);
   void setBackward(bool backward);
   // What the view says in place of the drawing (cp 1, or before a run); empty when it draws.
   QString placeholderText() const;
@@ -123,20 +117,16 @@ class ContextParallelView : public QWidget, public EventView {
 
  protected:
   void paintEvent(QPaintEvent* event) override;
-  void changeEvent(QEvent* event) override;
+  void retranslate() override;
 
  private:
-  void retranslate();
   // context_parallel_paint.cpp
   void paintRing(QPainter& p, const QRectF& area) const;
   void paintTiles(QPainter& p, const QRectF& area) const;
   int paintFooter(QPainter& p, const QRectF& area) const;
 
   ContextParallelModel model_;
-  QLabel* layer_label_;
-  QSpinBox* layer_box_;
   QComboBox* pass_box_;
-  int layer_ = 0;
   bool backward_ = false;
 };
 

@@ -32,7 +32,7 @@ QString shortBytes(std::int64_t bytes) {
 // line across all bars (a bar that reaches it turned some choices away).
 void ExpertsView::paintBars(QPainter& p, const QRectF& area) const {
   const QFontMetrics fm = p.fontMetrics();
-  const ExpertLayerLoad* load = model_.load(model_.latestLoadStep(), layer_);
+  const ExpertLayerLoad* load = model_.load(model_.latestLoadStep(), layer());
   p.setPen(palette().text().color());
   p.drawText(QRectF(area.left(), area.top(), area.width(), fm.height()), Qt::AlignLeft,
              fm.elidedText(tr("Choices per expert this step (bars) against capacity (dashed)"), Qt::ElideRight,
@@ -105,8 +105,8 @@ void ExpertsView::paintAuxLoss(QPainter& p, const QRectF& area) const {
 void ExpertsView::paintMatrix(QPainter& p, const QRectF& area) const {
   const QFontMetrics fm = p.fontMetrics();
   const int n = model_.world();
-  const std::int64_t step = model_.shownMatrixStep(layer_);
-  const std::vector<std::int64_t> m = model_.matrix(step, layer_);
+  const std::int64_t step = model_.shownMatrixStep(layer());
+  const std::vector<std::int64_t> m = model_.matrix(step, layer());
   p.setPen(palette().text().color());
   p.drawText(
       QRectF(area.left(), area.top(), area.width(), fm.height()), Qt::AlignLeft,
@@ -139,35 +139,22 @@ void ExpertsView::paintMatrix(QPainter& p, const QRectF& area) const {
 }
 
 int ExpertsView::paintFooter(QPainter& p, const QRectF& area) const {
-  const QFontMetrics fm = p.fontMetrics();
-  const int flags = Qt::AlignLeft | Qt::TextWordWrap;
-  const QString lines = routingText() + QLatin1Char('\n') + allToAllText();
-  const QRect text = fm.boundingRect(QRect(0, 0, static_cast<int>(area.width()), 10000), flags, lines);
-  p.setPen(palette().text().color());
-  p.drawText(QRectF(area.left(), area.bottom() - text.height(), area.width(), text.height()), flags, lines);
-  return text.height();
+  return paintFooterLines(p, area, routingText() + QLatin1Char('\n') + allToAllText());
 }
 
 void ExpertsView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.setRenderHint(QPainter::Antialiasing);
-  const QFontMetrics fm = p.fontMetrics();
-  const QRectF all = QRectF(rect()).adjusted(8, layer_box_->geometry().bottom() + 8, -8, -6);
-  const QString placeholder = placeholderText();
-  p.setPen(palette().text().color());
-  if (!placeholder.isEmpty()) {
-    p.drawText(all, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, placeholder);
-    return;
-  }
+  const QRectF all = drawingArea();
+  if (paintPlaceholder(p, all, placeholderText())) return;
   const QString header = tr("%1 experts, top-%2 routing, over %3 rank(s) with the experts split over ep = %4.")
                              .arg(model_.experts())
                              .arg(model_.topK())
                              .arg(model_.world())
                              .arg(model_.expertRanks());
-  const QRect head = fm.boundingRect(all.toRect(), Qt::TextWordWrap, header);
-  p.drawText(all, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, header);
+  const int head = paintHeader(p, all, header);
   const int footer = paintFooter(p, all);
-  const double top = all.top() + head.height() + 8, bottom = all.bottom() - footer - 8;
+  const double top = all.top() + head + 8, bottom = all.bottom() - footer - 8;
   const bool matrix = model_.expertRanks() > 1;
   const double left_w = matrix ? all.width() * 0.58 : all.width();
   const double bars_h = (bottom - top) * 0.62;

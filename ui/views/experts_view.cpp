@@ -1,12 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "views/experts_view.h"
 
-#include <QEvent>
-#include <QHBoxLayout>
-#include <QLabel>
 #include <QLocale>
-#include <QSpinBox>
-#include <QVBoxLayout>
 #include <algorithm>
 #include <exception>
 #include <numeric>
@@ -98,53 +93,23 @@ std::int64_t ExpertsModel::shownMatrixStep(int layer) const {
   return complete > 0 ? complete : latest;
 }
 
-ExpertsView::ExpertsView(QWidget* parent) : QWidget(parent), layer_label_(new QLabel), layer_box_(new QSpinBox) {
-  setMinimumSize(400, 300);  // fits beside the settings and the lessons on a 1280×720 screen
-  layer_box_->setObjectName(QStringLiteral("expertsLayer"));
-  layer_box_->setRange(0, 0);
-  layer_box_->setMinimumWidth(64);
-  auto* bar = new QHBoxLayout;
-  bar->addWidget(layer_label_);
-  bar->addWidget(layer_box_);
-  bar->addStretch(1);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(8, 6, 8, 6);
-  layout->addLayout(bar);
-  layout->addStretch(1);
-  connect(layer_box_, &QSpinBox::valueChanged, this, [this](int l) { setLayer(l); });
+ExpertsView::ExpertsView(QWidget* parent) : LayerView(QStringLiteral("expertsLayer"), parent) {
   retranslate();
 }
 
 void ExpertsView::retranslate() {
-  layer_label_->setText(tr("Layer:"));
-  layer_box_->setToolTip(tr("The MoE layer whose routing and all-to-all are shown"));
+  setLayerTexts(tr("Layer:"), tr("The MoE layer whose routing and all-to-all are shown"));
   update();
-}
-
-void ExpertsView::changeEvent(QEvent* event) {
-  if (event->type() == QEvent::LanguageChange) retranslate();
-  QWidget::changeEvent(event);
 }
 
 void ExpertsView::reset(const RunPlan& run) {
   model_.reset(run);
-  layer_box_->setRange(0, std::max(0, model_.layers() - 1));
-  setLayer(std::clamp(layer_, 0, std::max(0, model_.layers() - 1)));
+  setLayerCount(model_.layers());
   update();
 }
 
 void ExpertsView::consume(const std::vector<Event>& events) {
   model_.consume(events);
-}
-
-void ExpertsView::refresh() {
-  update();
-}
-
-void ExpertsView::setLayer(int layer) {
-  layer_ = layer;
-  if (layer_box_->value() != layer) layer_box_->setValue(layer);
-  update();
 }
 
 QString ExpertsView::placeholderText() const {
@@ -155,13 +120,13 @@ QString ExpertsView::placeholderText() const {
         "(--model gpt-tiny-moe, with Expert-parallel ranks of 2 or more for the all-to-all) to see the "
         "tokens each expert takes per step against its capacity, the dropped choices, the load-balancing "
         "loss and the bytes the all-to-all moves between ranks.");
-  if (!model_.moeLayer(layer_)) return tr("Layer %1 has a dense MLP; choose a MoE layer.").arg(layer_);
+  if (!model_.moeLayer(layer())) return tr("Layer %1 has a dense MLP; choose a MoE layer.").arg(layer());
   return {};
 }
 
 QString ExpertsView::routingText() const {
   const std::int64_t step = model_.latestLoadStep();
-  const ExpertLayerLoad* load = model_.load(step, layer_);
+  const ExpertLayerLoad* load = model_.load(step, layer());
   const QLocale locale;
   const QString capacity = tr("capacity ceil(%1 \u00b7 %2 tokens \u00b7 k %3 / E %4) = %5 per forward")
                                .arg(model_.capacityFactor())
@@ -169,12 +134,12 @@ QString ExpertsView::routingText() const {
                                .arg(model_.topK())
                                .arg(model_.experts())
                                .arg(model_.capacityPerForward());
-  if (load == nullptr) return tr("Routing: no step of layer %1 yet; %2.").arg(layer_).arg(capacity);
+  if (load == nullptr) return tr("Routing: no step of layer %1 yet; %2.").arg(layer()).arg(capacity);
   const double percent =
       load->routed > 0 ? 100.0 * static_cast<double>(load->dropped) / static_cast<double>(load->routed) : 0.0;
   return tr("Step %1, layer %2: %3 choices routed, %4 dropped (%5%); %6, %7 places per expert over the step.")
       .arg(step)
-      .arg(layer_)
+      .arg(layer())
       .arg(locale.toString(load->routed))
       .arg(locale.toString(load->dropped))
       .arg(percent, 0, 'f', 1)
@@ -187,11 +152,11 @@ QString ExpertsView::allToAllText() const {
     return tr(
         "All-to-all: every expert on every rank (Expert-parallel ranks 1): no tokens travel. Run with "
         "--ep 2 to send each choice to its expert's rank.");
-  const std::int64_t step = model_.shownMatrixStep(layer_);
-  const std::vector<std::int64_t> m = model_.matrix(step, layer_);
+  const std::int64_t step = model_.shownMatrixStep(layer());
+  const std::vector<std::int64_t> m = model_.matrix(step, layer());
   const std::int64_t total = std::accumulate(m.begin(), m.end(), std::int64_t{0});
   return tr("All-to-all of layer %1 in step %2 (dispatch and combine, forward and backward): %3 B between ranks.")
-      .arg(layer_)
+      .arg(layer())
       .arg(step)
       .arg(QLocale().toString(total));
 }

@@ -14,18 +14,15 @@
 // keeps the sums apart from the painting, for tests.
 #pragma once
 
-#include <QWidget>
 #include <cstdint>
 #include <map>
 #include <utility>
 #include <vector>
 
 #include "events/event.h"
-#include "views/event_view.h"
+#include "views/layer_view.h"
 
-class QLabel;
 class QPainter;
-class QSpinBox;
 
 namespace shardscope::ui {
 
@@ -81,7 +78,7 @@ class ExpertsModel {
   std::int64_t transfers_ = 0, transfer_bytes_ = 0;
 };
 
-class ExpertsView : public QWidget, public EventView {
+class ExpertsView : public LayerView {
   Q_OBJECT
 
  public:
@@ -89,11 +86,8 @@ class ExpertsView : public QWidget, public EventView {
 
   void reset(const RunPlan& run) override;
   void consume(const std::vector<Event>& events) override;
-  void refresh() override;
 
   const ExpertsModel& model() const { return model_; }
-  int layer() const { return layer_; }
-  void setLayer(int layer);
   // What the view says in place of the drawing (a dense model, or before a run); empty when it draws.
   QString placeholderText() const;
   // The footer's lines: the shown layer's routing and capacity; the all-to-all's total.
@@ -102,10 +96,9 @@ class ExpertsView : public QWidget, public EventView {
 
  protected:
   void paintEvent(QPaintEvent* event) override;
-  void changeEvent(QEvent* event) override;
+  void retranslate() override;
 
  private:
-  void retranslate();
   // experts_paint.cpp
   void paintBars(QPainter& p, const QRectF& area) const;
   void paintAuxLoss(QPainter& p, const QRectF& area) const;
@@ -113,9 +106,6 @@ class ExpertsView : public QWidget, public EventView {
   int paintFooter(QPainter& p, const QRectF& area) const;
 
   ExpertsModel model_;
-  QLabel* layer_label_;
-  QSpinBox* layer_box_;
-  int layer_ = 0;
 };
 
 }  // namespace shardscope::ui

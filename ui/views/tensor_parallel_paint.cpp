@@ -75,7 +75,7 @@ void TensorParallelView::paintMatrix(QPainter& p, const QRectF& slot, double sca
   const QRectF box(slot.left(), slot.top(), slot.width(), std::max(10.0, slot.height() - label_h - 4));
   const QRectF m(box.center().x() - w.out * scale / 2, box.center().y() - w.in * scale / 2, w.out * scale,
                  w.in * scale);
-  const std::vector<int> ranks = model_.group(layer_);
+  const std::vector<int> ranks = model_.group(layer());
   const int t = static_cast<int>(ranks.size());
   for (int i = 0; i < t; ++i) {
     const QRectF shard = w.by_column ? QRectF(m.left() + m.width() * i / t, m.top(), m.width() / t, m.height())
@@ -99,8 +99,8 @@ void TensorParallelView::paintMatrix(QPainter& p, const QRectF& slot, double sca
 // An operator: a circle with its name, lit while its collective is the
 // layer's latest, tinted once one has arrived; below it, that collective.
 void TensorParallelView::paintOperator(QPainter& p, const QRectF& slot, TensorParallelPlace place, bool f) const {
-  const TensorParallelCollective& c = model_.latest(layer_, place);
-  const TensorParallelCollective* newest = model_.latest(layer_);
+  const TensorParallelCollective& c = model_.latest(layer(), place);
+  const TensorParallelCollective* newest = model_.latest(layer());
   const bool lit = newest != nullptr && newest->place == place;
   const double r = std::min(18.0, slot.width() / 4);
   const QPointF center(slot.center().x(), slot.top() + slot.height() * 0.4);
@@ -159,16 +159,12 @@ void TensorParallelView::paintBlock(QPainter& p, const Block& b, const QRectF& a
 // returns the height used (drawn bottom-up from area's bottom).
 int TensorParallelView::paintFooter(QPainter& p, const QRectF& area) const {
   const QFontMetrics fm = p.fontMetrics();
-  const int flags = Qt::AlignLeft | Qt::TextWordWrap;
-  const QString lines = measuredText() + QLatin1Char('\n') + formulaText();
-  const QRect text = fm.boundingRect(QRect(0, 0, static_cast<int>(area.width()), 10000), flags, lines);
-  const int legend = fm.height() + 4, height = text.height() + legend;
-  const double top = area.bottom() - height;
-  p.setPen(palette().text().color());
-  p.drawText(QRectF(area.left(), top, area.width(), text.height()), flags, lines);
+  const int legend = fm.height() + 4;
+  const int text = paintFooterLines(p, area, measuredText() + QLatin1Char('\n') + formulaText(), legend);
+  const int height = text + legend;
   double x = area.left();
-  const double y = top + text.height() + 4;
-  const std::vector<int> ranks = model_.group(layer_);
+  const double y = area.bottom() - height + text + 4;
+  const std::vector<int> ranks = model_.group(layer());
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const QString key = tr("tp rank %1 = rank %2").arg(i).arg(ranks[i]);
     p.fillRect(QRectF(x, y + 2, fm.height() - 4, fm.height() - 4), rankColor(ranks[i]));
@@ -181,28 +177,21 @@ int TensorParallelView::paintFooter(QPainter& p, const QRectF& area) const {
 void TensorParallelView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.setRenderHint(QPainter::Antialiasing);
-  const QFontMetrics fm = p.fontMetrics();
-  const QRectF all = QRectF(rect()).adjusted(8, layer_box_->geometry().bottom() + 8, -8, -6);
-  const QString placeholder = placeholderText();
-  p.setPen(palette().text().color());
-  if (!placeholder.isEmpty()) {
-    p.drawText(all, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, placeholder);
-    return;
-  }
+  const QRectF all = drawingArea();
+  if (paintPlaceholder(p, all, placeholderText())) return;
   QStringList ranks;
-  for (int r : model_.group(layer_)) ranks << QString::number(r);
+  for (int r : model_.group(layer())) ranks << QString::number(r);
   const QString header = tr("Layer %1 of %2 (stage %3), split over t = %4 tensor-parallel ranks %5 of data-parallel "
                             "rank 0. %6 collectives of this layer seen.")
-                             .arg(layer_)
+                             .arg(layer())
                              .arg(model_.layers())
-                             .arg(model_.stageOf(layer_))
+                             .arg(model_.stageOf(layer()))
                              .arg(model_.tp())
                              .arg(ranks.join(QStringLiteral(", ")))
-                             .arg(model_.collectives(layer_));
-  const QRect head = fm.boundingRect(all.toRect(), Qt::TextWordWrap, header);
-  p.drawText(all, Qt::AlignLeft | Qt::AlignTop | Qt::TextWordWrap, header);
+                             .arg(model_.collectives(layer()));
+  const int head = paintHeader(p, all, header);
   const int footer = paintFooter(p, all);
-  const double top = all.top() + head.height() + 6, bottom = all.bottom() - footer - 6;
+  const double top = all.top() + head + 6, bottom = all.bottom() - footer - 6;
   const double half = (bottom - top) / 2;
   paintBlock(p, attentionBlock(), QRectF(all.left(), top, all.width(), half - 6));
   paintBlock(p, mlpBlock(), QRectF(all.left(), top + half, all.width(), half - 6));

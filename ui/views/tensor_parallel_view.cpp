@@ -1,12 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "views/tensor_parallel_view.h"
 
-#include <QEvent>
-#include <QHBoxLayout>
-#include <QLabel>
 #include <QLocale>
-#include <QSpinBox>
-#include <QVBoxLayout>
 #include <algorithm>
 #include <exception>
 
@@ -155,54 +150,23 @@ std::pair<std::int64_t, int> TensorParallelModel::completeMicroBatch(int layer) 
   return it == complete_.end() ? std::pair<std::int64_t, int>{0, -1} : it->second;
 }
 
-TensorParallelView::TensorParallelView(QWidget* parent)
-    : QWidget(parent), layer_label_(new QLabel), layer_box_(new QSpinBox) {
-  setMinimumSize(400, 300);  // fits beside the settings and the lessons on a 1280×720 screen
-  layer_box_->setObjectName(QStringLiteral("tensorParallelLayer"));
-  layer_box_->setRange(0, 0);
-  layer_box_->setMinimumWidth(64);
-  auto* bar = new QHBoxLayout;
-  bar->addWidget(layer_label_);
-  bar->addWidget(layer_box_);
-  bar->addStretch(1);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(8, 6, 8, 6);
-  layout->addLayout(bar);
-  layout->addStretch(1);
-  connect(layer_box_, &QSpinBox::valueChanged, this, [this](int l) { setLayer(l); });
+TensorParallelView::TensorParallelView(QWidget* parent) : LayerView(QStringLiteral("tensorParallelLayer"), parent) {
   retranslate();
 }
 
 void TensorParallelView::retranslate() {
-  layer_label_->setText(tr("Layer:"));
-  layer_box_->setToolTip(tr("The transformer layer whose matrices and collectives are shown"));
+  setLayerTexts(tr("Layer:"), tr("The transformer layer whose matrices and collectives are shown"));
   update();  // the rest is drawn with tr() on paint
-}
-
-void TensorParallelView::changeEvent(QEvent* event) {
-  if (event->type() == QEvent::LanguageChange) retranslate();
-  QWidget::changeEvent(event);
 }
 
 void TensorParallelView::reset(const RunPlan& run) {
   model_.reset(run);
-  layer_box_->setRange(0, std::max(0, model_.layers() - 1));
-  setLayer(std::clamp(layer_, 0, std::max(0, model_.layers() - 1)));
+  setLayerCount(model_.layers());
   update();
 }
 
 void TensorParallelView::consume(const std::vector<Event>& events) {
   model_.consume(events);
-}
-
-void TensorParallelView::refresh() {
-  update();
-}
-
-void TensorParallelView::setLayer(int layer) {
-  layer_ = layer;
-  if (layer_box_->value() != layer) layer_box_->setValue(layer);
-  update();
 }
 
 QString TensorParallelView::placeholderText() const {
@@ -219,14 +183,14 @@ QString TensorParallelView::placeholderText() const {
 }
 
 QString TensorParallelView::measuredText() const {
-  const auto [step, micro_batch] = model_.completeMicroBatch(layer_);
-  if (step == 0) return tr("Measured: no complete micro-batch of layer %1 yet.").arg(layer_);
+  const auto [step, micro_batch] = model_.completeMicroBatch(layer());
+  if (step == 0) return tr("Measured: no complete micro-batch of layer %1 yet.").arg(layer());
   QStringList sent;
   const QLocale locale;
-  for (int rank : model_.group(layer_))
-    sent << tr("rank %1: %2 B").arg(rank).arg(locale.toString(model_.bytesSent(rank, layer_, step, micro_batch)));
+  for (int rank : model_.group(layer()))
+    sent << tr("rank %1: %2 B").arg(rank).arg(locale.toString(model_.bytesSent(rank, layer(), step, micro_batch)));
   return tr("Measured bytes sent per rank for layer %1 (step %2, micro-batch %3): %4")
-      .arg(layer_)
+      .arg(layer())
       .arg(step)
       .arg(micro_batch)
       .arg(sent.join(QStringLiteral(", ")));

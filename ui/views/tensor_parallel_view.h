@@ -22,7 +22,6 @@
 // TensorParallelModel keeps the counts apart from the painting, for tests.
 #pragma once
 
-#include <QWidget>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -32,12 +31,10 @@
 #include "events/event.h"
 #include "layout/grid.h"
 #include "plan/tensor_parallel_traffic.h"
-#include "views/event_view.h"
+#include "views/layer_view.h"
 
 class QFontMetrics;
-class QLabel;
 class QPainter;
-class QSpinBox;
 
 namespace shardscope::ui {
 
@@ -113,7 +110,7 @@ class TensorParallelModel {
   std::map<int, std::pair<std::int64_t, int>> complete_;  // by layer
 };
 
-class TensorParallelView : public QWidget, public EventView {
+class TensorParallelView : public LayerView {
   Q_OBJECT
 
  public:
@@ -121,11 +118,8 @@ class TensorParallelView : public QWidget, public EventView {
 
   void reset(const RunPlan& run) override;
   void consume(const std::vector<Event>& events) override;
-  void refresh() override;
 
   const TensorParallelModel& model() const { return model_; }
-  int layer() const { return layer_; }
-  void setLayer(int layer);
   // The footer's two lines: the measured bytes of the shown layer and the formula.
   QString measuredText() const;
   QString formulaText() const;
@@ -134,10 +128,9 @@ class TensorParallelView : public QWidget, public EventView {
 
  protected:
   void paintEvent(QPaintEvent* event) override;
-  void changeEvent(QEvent* event) override;
+  void retranslate() override;
 
  private:
-  void retranslate();
   QString placeText(TensorParallelPlace place) const;
   QString collectiveText(const TensorParallelCollective& c) const;
   // tensor_parallel_paint.cpp
@@ -160,9 +153,6 @@ class TensorParallelView : public QWidget, public EventView {
   int paintFooter(QPainter& p, const QRectF& area) const;
 
   TensorParallelModel model_;
-  QLabel* layer_label_;
-  QSpinBox* layer_box_;
-  int layer_ = 0;
 };
 
 }  // namespace shardscope::ui
