@@ -1864,7 +1864,7 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>Running one step...</source>
+        <source>Running %1 steps...</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
@@ -1881,7 +1881,7 @@ peak activations per stage: %4</source>
         <translation type="unfinished"></translation>
     </message>
     <message>
-        <source>The panel&apos;s model, pipeline stages and micro-batches (one data-parallel replica) under each schedule, one training step each on the virtual clock, in the background.</source>
+        <source>The panel&apos;s model, pipeline stages and micro-batches (one data-parallel replica) under each schedule, %1 training steps each on the virtual clock, in the background. Each cell draws the last step, its bubble and its peak activations: the first step also allocates the buffers, which would blur the comparison.</source>
         <translation type="unfinished"></translation>
     </message>
 </context>

@@ -1866,8 +1866,8 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <translation>此布局下未运行：%1</translation>
     </message>
     <message>
-        <source>Running one step...</source>
-        <translation>正在运行一步……</translation>
+        <source>Running %1 steps...</source>
+        <translation>正在运行 %1 步……</translation>
     </message>
     <message>
         <source>Waiting</source>
@@ -1884,8 +1884,8 @@ peak activations per stage: %4</source>
         <translation>对比调度</translation>
     </message>
     <message>
-        <source>The panel&apos;s model, pipeline stages and micro-batches (one data-parallel replica) under each schedule, one training step each on the virtual clock, in the background.</source>
-        <translation>面板上的模型、流水线阶段数和微批次数（一个数据并行副本）在每种调度下各训练一步，使用虚拟时钟，在后台运行。</translation>
+        <source>The panel&apos;s model, pipeline stages and micro-batches (one data-parallel replica) under each schedule, %1 training steps each on the virtual clock, in the background. Each cell draws the last step, its bubble and its peak activations: the first step also allocates the buffers, which would blur the comparison.</source>
+        <translation>面板上的模型、流水线阶段数和微批次数（一个数据并行副本）在每种调度下各训练 %1 步，使用虚拟时钟，在后台运行。每格绘制最后一步及其气泡和峰值激活：第一步还要分配缓冲区，会使对比失真。</translation>
     </message>
 </context>
 <context>

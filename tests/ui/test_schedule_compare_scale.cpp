@@ -4,6 +4,8 @@
 // drawn widths stand in the ratio of their measured steps (the API's rectangle
 // and the painted pixels, within two pixels); a schedule the engine refuses for
 // the layout shows the engine's reason, in Chinese under the zh_CN interface.
+// Each cell draws a steady step, the last of kSteps, not the first (which also
+// allocates the buffers): its events' step index, its bubble and its peaks.
 // A small layout (gpt-tiny pp 2, 3 micro-batches of 2 × 32 tokens): interleaved
 // 1F1B needs the micro-batches a multiple of pp, so it is refused.
 #include <QCoreApplication>
@@ -82,6 +84,38 @@ class TestScheduleCompareScale : public QObject {
       QVERIFY2(std::abs(right + 1 - r.right()) <= 2.0,
                qPrintable(cell->key + QStringLiteral(": painted to %1, step ends at %2").arg(right).arg(r.right())));
     }
+  }
+
+  // The step drawn is the last trained, never the first: the boxes drawn carry its step index, the
+  // first step's boxes are there but not drawn, and the length and bubble are the drawn step's.
+  void eachCellDrawsTheLastStep() {
+    ScheduleCompareView view;
+    view.compare(smallLayout());
+    QTRY_VERIFY_WITH_TIMEOUT(view.finished(), 120000);
+    int drawn = 0;
+    for (const auto& cell : view.cells()) {
+      if (!cell.done) continue;
+      ++drawn;
+      QCOMPARE(cell.config.steps, ScheduleCompareView::kSteps);
+      QVERIFY(ScheduleCompareView::kSteps >= 2);
+      QCOMPARE(cell.step, static_cast<std::int64_t>(ScheduleCompareView::kSteps));
+      QCOMPARE(cell.timeline->shownStep(), cell.step);
+      QVERIFY2(!cell.timeline->boxes(cell.step).empty(), qPrintable(cell.key));
+      QVERIFY2(!cell.timeline->boxes(1).empty(), qPrintable(cell.key));  // trained, not drawn
+      const auto [first, last] = cell.timeline->stepExtent(cell.step);
+      QCOMPARE(cell.step_ns, last - first);
+      const auto [first1, last1] = cell.timeline->stepExtent(1);
+      QVERIFY(first > last1);  // the drawn step starts after the first one ended
+      const ScheduleSummary summary = cell.timeline->summary(cell.step);
+      QVERIFY(summary.bubble.has_value());
+      QCOMPARE(cell.idle, summary.bubble->idle);
+      QCOMPARE(static_cast<int>(cell.peak_activations.size()), 2);
+      for (std::int64_t bytes : cell.peak_activations) QVERIFY(bytes > 0);
+      qInfo("%s: drawn step %lld of %d, %.3f ms (first step %.3f ms), idle %.1f%%", qPrintable(cell.key),
+            static_cast<long long>(cell.step), ScheduleCompareView::kSteps, static_cast<double>(cell.step_ns) / 1e6,
+            static_cast<double>(last1 - first1) / 1e6, 100 * cell.idle);
+    }
+    QVERIFY(drawn >= 2);
   }
 
   void refusalShowsInTheInterfaceLanguage() {

@@ -61,6 +61,9 @@ ScheduleCompareView::ScheduleCompareView(QWidget* parent)
     Cell& cell = cells_[static_cast<std::size_t>(next_ - 1)];
     cell.timeline->consume(events);
     cell.timeline->refresh();
+    for (const Event& e : events)
+      if (e.kind == EventKind::memory_sample)
+        activation_peaks_[{e.step, e.rank}] = e.memory_peak[static_cast<std::size_t>(MemoryCategory::activations)];
   });
   connect(controller_, &RunController::runFinished, this, &ScheduleCompareView::finishCurrent);
   retranslate();
@@ -72,7 +75,7 @@ ScheduleCompareView::~ScheduleCompareView() {
 
 RunConfig ScheduleCompareView::scheduleRun(const RunConfig& base, const QString& key) {
   RunConfig c = base;
-  c.steps = 1;
+  c.steps = kSteps;
   c.clock = ClockKind::virtual_device;
   c.eval_every = 0;
   c.save_dir.clear();
@@ -145,6 +148,7 @@ void ScheduleCompareView::startNext() {
       continue;
     }
     cell.timeline->reset(*plan_);
+    activation_peaks_.clear();
     controller_->setPlaybackSpeed(1.0);
     controller_->start(plan_);
     updateCell(cell);
@@ -162,24 +166,39 @@ void ScheduleCompareView::finishCurrent(bool ok, const QString& message) {
   } else {
     cell.done = true;
     cell.timeline->refresh();
-    const std::int64_t step = cell.timeline->shownStep();
+    const std::int64_t step = cell.timeline->shownStep();  // the last completed: kSteps
+    cell.step = step;
     const ScheduleSummary summary = cell.timeline->summary(step);
     cell.measured = summary.bubble ? summary.bubble->measured : 0.0;
     cell.idle = summary.bubble ? summary.bubble->idle : 0.0;
     cell.formula = cell.timeline->scheduleFormula(step);
-    const Grid& grid = plan_->sharding().grid();
-    cell.peak_activations.assign(static_cast<std::size_t>(grid.pp()), 0);
-    const std::vector<MemoryBytes> peaks = controller_->finalMemory();
-    for (int rank = 0; rank < static_cast<int>(peaks.size()) && rank < grid.world_size(); ++rank) {
-      std::int64_t& stage = cell.peak_activations[static_cast<std::size_t>(grid.stage_of(rank))];
-      stage = std::max(stage, peaks[static_cast<std::size_t>(rank)][MemoryCategory::activations]);
-    }
+    cell.peak_activations = stagePeaks(step);
     const auto [first, last] = cell.timeline->stepExtent(step);
     cell.step_ns = last - first;
     shareTimeAxis();
   }
   updateCell(cell);
   QTimer::singleShot(0, this, [this] { startNext(); });  // after the controller has gone idle
+}
+
+// Each rank's memory sample at the end of the step carries the ledger's activation peak (since the
+// run started: every step runs the same schedule, so its peak is the step's); a rank whose sample
+// was dropped under load counts with the run's final memory instead.
+std::vector<std::int64_t> ScheduleCompareView::stagePeaks(std::int64_t step) const {
+  const Grid& grid = plan_->sharding().grid();
+  std::vector<std::int64_t> stages(static_cast<std::size_t>(grid.pp()), 0);
+  const std::vector<MemoryBytes> final_memory = controller_->finalMemory();
+  for (int rank = 0; rank < grid.world_size(); ++rank) {
+    const auto sample = activation_peaks_.find({step, rank});
+    std::int64_t peak = 0;
+    if (sample != activation_peaks_.end())
+      peak = sample->second;
+    else if (rank < static_cast<int>(final_memory.size()))
+      peak = final_memory[static_cast<std::size_t>(rank)][MemoryCategory::activations];
+    std::int64_t& stage = stages[static_cast<std::size_t>(grid.stage_of(rank))];
+    stage = std::max(stage, peak);
+  }
+  return stages;
 }
 
 std::int64_t ScheduleCompareView::timeSpan() const {
@@ -211,7 +230,7 @@ void ScheduleCompareView::updateCell(Cell& cell) const {
     text = tr("Not run for this layout: %1").arg(refusalText(cell));
   } else if (!cell.done) {
     const int index = static_cast<int>(&cell - cells_.data());
-    text = index == next_ - 1 ? tr("Running one step...") : tr("Waiting");
+    text = index == next_ - 1 ? tr("Running %1 steps...").arg(kSteps) : tr("Waiting");
   } else {
     QStringList peaks;
     for (std::int64_t bytes : cell.peak_activations) peaks << byteText(bytes);
@@ -228,7 +247,10 @@ void ScheduleCompareView::retranslate() {
   compare_->setText(tr("Compare schedules"));
   intro_->setText(
       tr("The panel's model, pipeline stages and micro-batches (one data-parallel replica) under each "
-         "schedule, one training step each on the virtual clock, in the background."));
+         "schedule, %1 training steps each on the virtual clock, in the background. Each cell draws the last "
+         "step, its bubble and its peak activations: the first step also allocates the buffers, which would "
+         "blur the comparison.")
+          .arg(kSteps));
   for (Cell& cell : cells_) {
     if (cell.done) cell.formula = cell.timeline->scheduleFormula(cell.timeline->shownStep());
     updateCell(cell);

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The "Schedules" tab (issue 30): one layout (the panel's model, stages and
 // micro-batches, one data-parallel replica) under every pipeline schedule the
-// run-config schema lists, each trained for one step on the virtual clock, one
-// after the other in the background through a RunController of its own (the
-// window's run and the UI go on). Side by side, each schedule's timeline of
-// that step (a PipelineTimelineView fed its events), its measured bubble
-// beside its formula, and its peak activations per stage (the ledger's, from
-// the run's final memory). A schedule the engine refuses for this layout shows
+// run-config schema lists, each trained for kSteps steps on the virtual clock,
+// one after the other in the background through a RunController of its own
+// (the window's run and the UI go on). Side by side, each schedule's timeline
+// of its last step (a PipelineTimelineView fed its events), that step's
+// measured bubble beside its formula, and its peak activations per stage (the
+// ledger's, from that step's memory samples). The last step, not the first:
+// the first step also allocates every buffer and warms the caches, so its
+// boxes are longer by amounts that differ between schedules (ZB-H1's first
+// step could read longer than 1F1B's while its idle share is lower); by the
+// third the buffers are reused and only the schedule differs. The last rather
+// than the median of the steps, so the drawn step is named before the run and
+// needs no choice among noisy lengths. A schedule the engine refuses for this layout shows
 // the engine's reason in its place, so schedules that start to train later
 // appear with no change here. The timelines share one time axis, set by the
 // longest step: a shorter step draws shorter, in proportion to its length. A
@@ -18,6 +24,8 @@
 #include <QWidget>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "config/run_config.h"
@@ -36,6 +44,9 @@ class ScheduleCompareView : public QWidget {
   Q_OBJECT
 
  public:
+  // Steps each schedule trains; the last is drawn (see above).
+  static constexpr int kSteps = 3;
+
   explicit ScheduleCompareView(QWidget* parent = nullptr);
   ~ScheduleCompareView() override;
 
@@ -57,6 +68,7 @@ class ScheduleCompareView : public QWidget {
     double idle = 0.0;      // the stages' idle time in all (PipelineBubble::idle)
     QString formula;        // the schedule's formula, evaluated (PipelineTimelineView::scheduleFormula)
     std::vector<std::int64_t> peak_activations;  // [stage] the ledger's peak, the fullest rank of the stage
+    std::int64_t step = 0;                       // the step drawn (its events' step index): the last, kSteps
     std::int64_t step_ns = 0;                    // the step drawn: its first start to its last end
     PipelineTimelineView* timeline = nullptr;
     QLabel* title = nullptr;
@@ -76,11 +88,13 @@ class ScheduleCompareView : public QWidget {
   void changeEvent(QEvent* event) override;
 
  private:
-  // The layout under one schedule: one step on the virtual clock, one replica, nothing saved.
+  // The layout under one schedule: kSteps steps on the virtual clock, one replica, nothing saved.
   static RunConfig scheduleRun(const RunConfig& base, const QString& key);
   void clearCells();
   void startNext();
   void finishCurrent(bool ok, const QString& message);
+  // The drawn step's activation peak per stage (the fullest rank), from its memory samples.
+  std::vector<std::int64_t> stagePeaks(std::int64_t step) const;
   void updateCell(Cell& cell) const;
   void shareTimeAxis();
   void retranslate();
@@ -92,6 +106,8 @@ class ScheduleCompareView : public QWidget {
   QGridLayout* grid_;
   std::vector<Cell> cells_;
   RunPlanPtr plan_;  // the current run's
+  // The current run's memory samples: (step, rank) -> the activations' peak the ledger reported.
+  std::map<std::pair<std::int64_t, int>, std::int64_t> activation_peaks_;
   int next_ = 0;     // 1 + the cell running now; 0: none started; cells_.size() + 1: all done
 };
 
