@@ -7,9 +7,12 @@
 // ring the tiles are partly filled; the bytes each rank sent per layer per
 // micro-batch equal plan/context_parallel_traffic.h's forward and backward
 // formulas, and the bytes per ring step add up to the events'; with cp 1 the
-// view says how to turn it on. Screenshots are saved beside the test.
+// view says how to turn it on. "One step, slowly" feeds the step's sends again
+// from an empty ring over at least 2 s, and the run's state comes back after.
+// Screenshots are saved beside the test.
 #include <QCoreApplication>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QtTest>
 #include <numeric>
 
@@ -112,6 +115,43 @@ class TestContextParallelView : public QObject {
     view.resize(1000, 620);
     QVERIFY(view.grab().save(QDir(QCoreApplication::applicationDirPath())
                                  .filePath(QStringLiteral("context_parallel_cp%1_%2.png").arg(cp).arg(split))));
+  }
+
+  // The replay starts from an empty ring, its sends grow over the wall-clock time (a sample
+  // sees part of the step's sends in), and at its end the live passes are back.
+  void replaysAStepSlowly() {
+    RunConfig c = contextConfig(4, "zigzag");
+    c.steps = 2;
+    const std::vector<Event> events = run(c);
+    const std::int64_t step_sends =
+        std::count_if(events.begin(), events.end(), [](const Event& e) { return ringSend(e) && e.step == 2; });
+    ContextParallelView view;
+    view.reset(*make_run_plan(c));
+    view.consume(events);
+    const ContextParallelPass live = view.model().latest(0, false);
+    const std::int64_t live_transfers = view.model().transfers();
+    QCOMPARE(live.step, std::int64_t{2});
+    view.replayStep(7);  // not run: nothing to draw
+    QVERIFY(!view.drawing());
+    QElapsedTimer took;
+    took.start();
+    view.replayStep(2);
+    QVERIFY(view.drawing());
+    QCOMPARE(view.replayedStep(), std::int64_t{2});
+    QCOMPARE(view.model().latest(0, false).step, std::int64_t{0});  // an empty ring first
+    bool partway = false;
+    while (view.drawing() && took.elapsed() < 10000) {
+      QTest::qWait(15);
+      const std::int64_t replayed = view.model().transfers() - live_transfers;
+      partway = partway || (replayed > 0 && replayed < step_sends);
+    }
+    QVERIFY(!view.drawing());
+    QVERIFY2(took.elapsed() >= 1900, qPrintable(QString::number(took.elapsed())));  // at least 2 s at 1x
+    QVERIFY(partway);
+    QCOMPARE(view.replayedStep(), std::int64_t{0});
+    QCOMPARE(view.model().transfers(), live_transfers);  // the run's model back
+    QCOMPARE(view.model().latest(0, false).sends, live.sends);
+    QCOMPARE(view.model().latest(0, false).step, live.step);
   }
 
   // Partway through layer 0's forward ring (its first ring step only), a rank

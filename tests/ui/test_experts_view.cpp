@@ -5,9 +5,11 @@
 // dropped, aux loss); the bars are those figures, each under its capacity
 // (per forward times the step's forwards); the all-to-all matrix's bytes are
 // the expert_parallel sends' sums (row sender, column receiver), the same
-// after a recording's round trip; a dense model gets the empty state.
+// after a recording's round trip; a dense model gets the empty state. "One
+// step, slowly" fills the step's matrix again from empty, its routing at the end.
 #include <QCoreApplication>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <numeric>
@@ -143,6 +145,41 @@ class TestExpertsView : public QObject {
     QCOMPARE(replay.model().auxLoss(), m.auxLoss());
   }
 
+  // The replay starts with an empty matrix and the step's routing not yet in (the previous
+  // step's bars), fills the matrix as the sends come, the routing at the step's end, and puts
+  // the run's model back after.
+  void replaysAStepSlowly() {
+    const RunConfig c = moeConfig(2, 2);
+    const Run r = run(c);
+    ExpertsView view;
+    view.reset(*make_run_plan(c));
+    view.consume(r.events);
+    const int layer = 1;
+    const std::vector<std::int64_t> live = view.model().matrix(c.steps, layer);
+    const auto total = [](const std::vector<std::int64_t>& m) { return std::accumulate(m.begin(), m.end(), 0LL); };
+    QVERIFY(total(live) > 0);
+    QElapsedTimer took;
+    took.start();
+    view.replayStep(c.steps);
+    QVERIFY(view.drawing());
+    QCOMPARE(view.model().latestLoadStep(), std::int64_t{c.steps - 1});
+    QCOMPARE(total(view.model().matrix(c.steps, layer)), 0LL);
+    QCOMPARE(view.model().auxLoss().count(c.steps), std::size_t{0});
+    bool partway = false;
+    while (view.drawing() && took.elapsed() < 10000) {
+      QTest::qWait(15);
+      const long long shown = total(view.model().matrix(c.steps, layer));
+      partway = partway || (shown > 0 && shown < total(live));
+      if (view.drawing() && shown < total(live)) QCOMPARE(view.model().latestLoadStep(), std::int64_t{c.steps - 1});
+    }
+    QVERIFY(!view.drawing());
+    QVERIFY2(took.elapsed() >= 1900, qPrintable(QString::number(took.elapsed())));
+    QVERIFY(partway);
+    QCOMPARE(view.model().matrix(c.steps, layer), live);
+    QCOMPARE(view.model().latestLoadStep(), std::int64_t{c.steps});
+    QCOMPARE(view.model().auxLoss().size(), std::size_t(c.steps));
+  }
+
   void denseModelSaysHowToGetIt() {
     RunConfig c;
     c.model = "gpt-tiny";
@@ -160,6 +197,8 @@ class TestExpertsView : public QObject {
         std::ptrdiff_t{0});
     view.consume(events);
     QVERIFY(view.placeholderText().contains(QStringLiteral("gpt-tiny-moe")));
+    view.replayStep(1);  // nothing of a dense step to draw again: the run is not held
+    QVERIFY(!view.drawing());
   }
 };
 

@@ -147,13 +147,29 @@ void ContextParallelView::retranslate() {
 }
 
 void ContextParallelView::reset(const RunPlan& run) {
+  forgetReplay();
   model_.reset(run);
   setLayerCount(model_.layers());
   update();
 }
 
 void ContextParallelView::consume(const std::vector<Event>& events) {
-  model_.consume(events);
+  (live_ ? *live_ : model_).consume(events);
+  keepForReplay(events);
+}
+
+bool ContextParallelView::keepsForReplay(const Event& e) const {
+  return e.kind == EventKind::comm_span && e.purpose == CommPurpose::context_parallel && e.op == CommOp::send;
+}
+
+void ContextParallelView::startReplay(std::int64_t) {
+  live_ = model_;
+  model_.clearPasses();
+}
+
+void ContextParallelView::finishReplay() {
+  if (live_) model_ = *live_;
+  live_.reset();
 }
 
 void ContextParallelView::setBackward(bool backward) {

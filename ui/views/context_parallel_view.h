@@ -22,11 +22,13 @@
 // an event's chunk is the block (the cp rank whose keys and values it holds),
 // ring_step its step, phase all_gather a key/value block and reduce_scatter
 // its gradient, compute the pass. ContextParallelModel keeps the counts apart
-// from the painting, for tests.
+// from the painting, for tests. "One step, slowly" draws the step's sends
+// again from an empty ring (LayerView's replay).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -82,6 +84,8 @@ class ContextParallelModel {
   // Sends consumed (purpose context_parallel), every group.
   std::int64_t transfers() const { return transfers_; }
   const ContextParallelTraffic& formula() const { return formula_; }
+  // A replay starts: no pass drawn until its sends come again.
+  void clearPasses() { latest_.clear(); }
 
  private:
   void add(const Event& e, int layer, int cp_rank);
@@ -118,6 +122,10 @@ class ContextParallelView : public LayerView {
  protected:
   void paintEvent(QPaintEvent* event) override;
   void retranslate() override;
+  bool keepsForReplay(const Event& e) const override;
+  void startReplay(std::int64_t step) override;
+  void replayEvents(const std::vector<Event>& events) override { model_.consume(events); }
+  void finishReplay() override;
 
  private:
   // context_parallel_paint.cpp
@@ -125,7 +133,8 @@ class ContextParallelView : public LayerView {
   void paintTiles(QPainter& p, const QRectF& area) const;
   int paintFooter(QPainter& p, const QRectF& area) const;
 
-  ContextParallelModel model_;
+  ContextParallelModel model_;  // while replaying, the replayed step's; live_ holds the run's
+  std::optional<ContextParallelModel> live_;
   QComboBox* pass_box_;
   bool backward_ = false;
 };

@@ -72,6 +72,14 @@ void ExpertsModel::consume(const std::vector<Event>& events) {
   }
 }
 
+void ExpertsModel::restartStep(std::int64_t step) {
+  loads_.erase(loads_.lower_bound({step, -1}), loads_.end());
+  aux_loss_.erase(aux_loss_.lower_bound(step), aux_loss_.end());
+  matrices_.clear();
+  latest_load_step_ = loads_.empty() ? 0 : loads_.rbegin()->first.first;
+  completed_step_ = step - 1;
+}
+
 const ExpertLayerLoad* ExpertsModel::load(std::int64_t step, int layer) const {
   const auto it = loads_.find({step, layer});
   return it == loads_.end() ? nullptr : &it->second;
@@ -103,13 +111,32 @@ void ExpertsView::retranslate() {
 }
 
 void ExpertsView::reset(const RunPlan& run) {
+  forgetReplay();
   model_.reset(run);
   setLayerCount(model_.layers());
   update();
 }
 
 void ExpertsView::consume(const std::vector<Event>& events) {
-  model_.consume(events);
+  (live_ ? *live_ : model_).consume(events);
+  keepForReplay(events);
+}
+
+// A dense model's steps are not replayed here: its step_metrics alone would hold the run for nothing.
+bool ExpertsView::keepsForReplay(const Event& e) const {
+  if (model_.experts() == 0) return false;
+  return e.kind == EventKind::expert_load || e.kind == EventKind::step_metrics ||
+         (e.kind == EventKind::comm_span && e.purpose == CommPurpose::expert_parallel && e.op == CommOp::send);
+}
+
+void ExpertsView::startReplay(std::int64_t step) {
+  live_ = model_;
+  model_.restartStep(step);
+}
+
+void ExpertsView::finishReplay() {
+  if (live_) model_ = *live_;
+  live_.reset();
 }
 
 QString ExpertsView::placeholderText() const {

@@ -11,11 +11,15 @@
 //    comm_span sends with purpose expert_parallel (unit 1 + layer).
 // The routing comes from the expert_load events (one per layer and expert per
 // step, the step's global figures) and step_metrics' aux loss. ExpertsModel
-// keeps the sums apart from the painting, for tests.
+// keeps the sums apart from the painting, for tests. "One step, slowly" draws
+// the step again (LayerView's replay): the all-to-all matrix filling from
+// empty as its sends come, the step's routing and aux loss at its end, where
+// the engine reports them.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -63,6 +67,9 @@ class ExpertsModel {
   // Sends consumed (purpose expert_parallel), and their bytes, every step and layer.
   std::int64_t transfers() const { return transfers_; }
   std::int64_t transferBytes() const { return transfer_bytes_; }
+  // A replay of `step` starts: its routing, aux loss and every all-to-all matrix
+  // forgotten, so the step's fill from empty; earlier steps' routing stays.
+  void restartStep(std::int64_t step);
 
  private:
   using Key = std::pair<std::int64_t, int>;  // (step, layer)
@@ -97,6 +104,10 @@ class ExpertsView : public LayerView {
  protected:
   void paintEvent(QPaintEvent* event) override;
   void retranslate() override;
+  bool keepsForReplay(const Event& e) const override;
+  void startReplay(std::int64_t step) override;
+  void replayEvents(const std::vector<Event>& events) override { model_.consume(events); }
+  void finishReplay() override;
 
  private:
   // experts_paint.cpp
@@ -105,7 +116,8 @@ class ExpertsView : public LayerView {
   void paintMatrix(QPainter& p, const QRectF& area) const;
   int paintFooter(QPainter& p, const QRectF& area) const;
 
-  ExpertsModel model_;
+  ExpertsModel model_;  // while replaying, the replayed step's; live_ holds the run's
+  std::optional<ExpertsModel> live_;
 };
 
 }  // namespace shardscope::ui

@@ -7,11 +7,21 @@
 // change and the painting of the header, footer and placeholder are here once;
 // the texts stay in each view (their own tr() context, so their translations
 // stay where they are) and so do the drawings.
+//
+// "One step, slowly", for a view that keeps its events (keepsForReplay): as
+// the ZeRO view does, the last steps' events are kept; a replay puts the
+// view's live model aside (startReplay), feeds the step's events again by
+// their end time over max(its length, 2 s) / speed of wall time, and puts the
+// live model back at the end (finishReplay); drawing() holds the run meanwhile.
 #pragma once
 
 #include <QRectF>
 #include <QString>
 #include <QWidget>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <vector>
 
 #include "views/event_view.h"
 
@@ -19,6 +29,7 @@ class QHBoxLayout;
 class QLabel;
 class QPainter;
 class QSpinBox;
+class QTimer;
 
 namespace shardscope::ui {
 
@@ -29,6 +40,11 @@ class LayerView : public QWidget, public EventView {
   int layer() const { return layer_; }
   void setLayer(int layer);
   void refresh() override { update(); }
+  bool drawing() const override;
+  void setPlaybackSpeed(double speed) override { speed_ = speed; }
+  void replayStep(std::int64_t step) override;
+  // While replaying: the step replayed (0 otherwise).
+  std::int64_t replayedStep() const { return replay_step_; }
 
  protected:
   // `picker_name`: the layer spin box's object name (tests find it by it).
@@ -51,6 +67,17 @@ class LayerView : public QWidget, public EventView {
   // (room for a legend under them); returns their height.
   int paintFooterLines(QPainter& p, const QRectF& area, const QString& lines, int below = 0) const;
 
+  // Replays: which events a replay feeds again (none by default: no replay); each view's
+  // consume() hands every batch to keepForReplay, its reset() calls forgetReplay.
+  virtual bool keepsForReplay(const Event& /*e*/) const { return false; }
+  void keepForReplay(const std::vector<Event>& events);
+  void forgetReplay();
+  // The live model aside and the step's own state cleared; the replayed events to the
+  // model drawn; the live model back.
+  virtual void startReplay(std::int64_t /*step*/) {}
+  virtual void replayEvents(const std::vector<Event>& /*events*/) {}
+  virtual void finishReplay() {}
+
   // The view's texts in the interface's language (called on a language change).
   virtual void retranslate() = 0;
   void changeEvent(QEvent* event) override;
@@ -60,6 +87,15 @@ class LayerView : public QWidget, public EventView {
   QLabel* layer_label_;
   QSpinBox* layer_box_;
   int layer_ = 0;
+
+  void replayTick();
+  QTimer* replay_timer_;
+  std::map<std::int64_t, std::vector<Event>> kept_;  // the latest steps' events a replay feeds
+  std::vector<Event> replay_;                        // the step being replayed, by end time
+  std::size_t replayed_ = 0;
+  std::int64_t replay_step_ = 0, replay_from_ns_ = 0, replay_to_ns_ = 0;
+  std::chrono::steady_clock::time_point replay_started_;
+  double replay_ms_ = 0.0, speed_ = 1.0;
 };
 
 }  // namespace shardscope::ui
