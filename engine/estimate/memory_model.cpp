@@ -13,6 +13,7 @@
 #include "estimate/estimate_model_checks.h"
 #include "estimate/formula_text.h"
 #include "estimate/split_backward_schedules.h"
+#include "estimate/stage_placement.h"
 #include "estimate/zero_units.h"
 #include "layout/grid.h"
 #include "model/mixture_of_experts.h"
@@ -401,10 +402,7 @@ const StageMemory& stage_memory(PerStage& per_stage, const ModelShape& model, co
   auto it = per_stage.memory.find(m.stage);
   if (it == per_stage.memory.end()) {
     ActivationBytes acts = stage_activation_bytes(model, s, m.layers);
-    it = per_stage.memory
-             .emplace(m.stage, StageMemory{model.stage_parameters(s.layout.pp(), m.stage, s.layout.tp(),
-                                                                  s.virtual_stages, s.expert_parallel),
-                                           std::move(acts)})
+    it = per_stage.memory.emplace(m.stage, StageMemory{placed_stage_parameters(model, s, m.stage), std::move(acts)})
              .first;
   }
   return it->second;
@@ -449,19 +447,24 @@ void activation_memory(RankMemory& m, const EstimateSettings& s, const Activatio
 
 // A zero-bubble schedule (estimate/split_backward_schedules.h): the stage's activation
 // slots plus, for each micro-batch between its B and its W, the output gradients B keeps
-// for W, at the peak of their sum along the stage's simulated action list.
+// for W (and under checkpointing the linears' inputs), at the peak of their sum along the
+// stage's simulated action list. ZB-V's slots and B's are one chunk's, half the stage.
 void split_backward_activation_memory(RankMemory& m, const EstimateSettings& s, const ModelShape& model,
                                       const ActivationBytes& acts) {
   const int value_bytes = s.activations == ActivationMode::shardscope || s.precision == Precision::fp32 ? 4 : 2;
-  const std::int64_t kept =
-      kept_from_b_to_w_bytes(m.layers, s.micro_batch_size, s.seq / s.layout.cp(), model.hidden, value_bytes);
+  const bool checkpointing = s.recompute == Recompute::full;
+  const std::int64_t kept = kept_from_b_to_w_bytes(m.layers, s.micro_batch_size, s.seq / s.layout.cp(), model.hidden,
+                                                   value_bytes, checkpointing);
   const StageActivationPeak peak =
       split_backward_activation_peak(s.schedule, s.layout.pp(), m.stage, s.micro_batches, acts.activations, kept);
+  const std::string per_b = m.layers.chunks > 1 ? " (chunk, micro-batch) pairs between B and W × one chunk's kept "
+                                                : " micro-batches between B and W × their kept ";
   set(m, MemoryCategory::activations, peak.bytes,
       std::string(peak.bound ? "at most " : "") + std::to_string(peak.slots) + " activation slots (" +
           pipeline_schedule_name(s.schedule) + ") × " + acts.activations_formula + " + " + std::to_string(peak.kept) +
-          " micro-batches between B and W × their kept output gradients L_s·b·s·9h·" + std::to_string(value_bytes) +
-          " = " + grouped(kept));
+          per_b + (checkpointing ? "output gradients and linear inputs " : "output gradients ") +
+          (m.layers.chunks > 1 ? "(L_s/2)" : "L_s") + (checkpointing ? "·b·s·16h·" : "·b·s·9h·") +
+          std::to_string(value_bytes) + " = " + grouped(kept));
 }
 
 // Backward's workspace; under mixed precision with ShardScope's kernels also the
@@ -497,7 +500,7 @@ RankMemory rank_memory(int rank, const Context& c, const ModelShape& model, cons
   m.rank = rank;
   m.stage = c.plan.grid().stage_of(rank);
   m.dp_rank = c.plan.grid().dp_rank_of(rank);
-  m.layers = model.stage_layers(c.s.layout.pp(), m.stage, c.s.layout.tp(), c.s.virtual_stages);
+  m.layers = placed_stage_layers(model, c.s, m.stage);  // ZB-V: two chunks in a V
   m.layers.expert_ranks = c.s.expert_parallel;  // E/ep experts of each MoE layer
   const StageMemory& stage = stage_memory(per_stage, model, c.s, m);
   m.stage_parameters = stage.parameters;
@@ -548,7 +551,7 @@ MemoryEstimate estimate_with_plan(const ModelShape& model, const EstimateSetting
 
 MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& settings) {
   const EstimateSettings s = checked_settings(model, settings);
-  return estimate_with_plan(model, s, make_sharding_plan(s.plan_layout(), model, s.virtual_stages, s.expert_parallel));
+  return estimate_with_plan(model, s, placed_sharding_plan(model, s));
 }
 
 MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& settings, const ShardingPlan& plan) {

@@ -6,23 +6,32 @@
 #include <set>
 
 #include "clock/pipeline_bubble.h"
+#include "clock/zb_v_bubble.h"
 #include "model/weight_gradient_split.h"
 #include "plan/pipeline_schedule.h"
 
 namespace shardscope {
 
 namespace {
-// Past this many actions (stages × micro-batches) the lists are not built (as activation_model.cpp).
+// Past this many actions (stages × micro-batches × chunks) the lists are not built (as activation_model.cpp).
 constexpr std::int64_t kSimulatedActions = 4096;
 
 // One row per schedule that runs W apart from B: its bubble formula (Qi et al. 2024).
 constexpr SplitBackwardSchedule kSplitBackwardSchedules[] = {
     {PipelineScheduleKind::zb_h1, "(p−1)(T_F+T_B−T_W)", zb_h1_bubble_fraction},
     {PipelineScheduleKind::zb_h2, "(p−1)·T_F at the step's ends, ≈ 0 inside it when m ≥ 2p−1", zb_h2_bubble_fraction},
+    // Two half-stage chunks in a V (plan/zb_v_schedule.h): T_F, T_B, T_W are one chunk's.
+    {PipelineScheduleKind::zb_v, "(p−1)·T_F / (2m(T_F+T_B+T_W) + (p−1)·T_F) at the step's ends (chunk times)",
+     zb_v_bubble_fraction},
 };
 
-bool simulated(int stages, int micro_batches) {
-  return static_cast<std::int64_t>(stages) * micro_batches <= kSimulatedActions;
+// Chunks per stage: ZB-V's two, one otherwise.
+int chunks_of(PipelineScheduleKind kind) {
+  return chunk_placement(kind) == ChunkPlacement::v_shape ? 2 : 1;
+}
+
+bool simulated(PipelineScheduleKind kind, int stages, int micro_batches) {
+  return static_cast<std::int64_t>(stages) * micro_batches * chunks_of(kind) <= kSimulatedActions;
 }
 
 std::string percent(double fraction) {
@@ -45,15 +54,16 @@ const SplitBackwardSchedule* split_backward_schedule(PipelineScheduleKind kind) 
 }
 
 std::int64_t kept_from_b_to_w_bytes(const StageLayers& stage, int micro_batch_size, int tokens, std::int64_t hidden,
-                                    int value_bytes) {
-  const std::int64_t layers = static_cast<std::int64_t>(stage.layer_count()) * stage.chunks;
-  return weight_split_kept_floats(layers, static_cast<std::int64_t>(micro_batch_size) * tokens, hidden) * value_bytes;
+                                    int value_bytes, bool checkpointing) {
+  const std::int64_t layers = stage.layer_count();  // one chunk's: a B runs one chunk (Model::backward_input)
+  return weight_split_kept_floats(layers, static_cast<std::int64_t>(micro_batch_size) * tokens, hidden, checkpointing) *
+         value_bytes;
 }
 
 StageActivationPeak split_backward_activation_peak(PipelineScheduleKind kind, int stages, int stage, int micro_batches,
                                                    std::int64_t slot_bytes, std::int64_t kept_bytes) {
   StageActivationPeak peak;
-  if (!simulated(stages, micro_batches)) {
+  if (!simulated(kind, stages, micro_batches)) {
     peak.slots = peak.kept = peak_in_flight_closed_form(kind, stages, stage, micro_batches);
     peak.bytes = peak.slots * (slot_bytes + kept_bytes);
     peak.bound = true;
@@ -85,11 +95,12 @@ SplitBackwardBubble split_backward_bubble(const SplitBackwardSchedule& schedule,
   const std::string beside = "its formula " + std::string(schedule.bubble_formula) +
                              " idle per stage = " + percent(formula) +
                              "; 1F1B's (p−1)(T_F+T_B+T_W) = " + percent(gpipe_bubble_fraction(stages, micro_batches));
-  if (!simulated(stages, micro_batches))
+  if (!simulated(schedule.kind, stages, micro_batches))
     return {formula, "formula, " + times + " (p·m past the simulated size); 1F1B's (p−1)(T_F+T_B+T_W) = " +
                          percent(gpipe_bubble_fraction(stages, micro_batches))};
-  const PipelineTimeline t = simulate_pipeline_schedule(
-      compute_only(make_pipeline_schedule(schedule.kind, stages, micro_batches)), forward, backward_input, 0, weight);
+  const PipelineTimeline t =
+      simulate_pipeline_schedule(compute_only(make_pipeline_schedule(schedule.kind, stages, micro_batches)), forward,
+                                 backward_input, 0, weight, chunk_placement(schedule.kind));
   return {t.bubble_fraction, "the simulated " + std::string(pipeline_schedule_name(schedule.kind)) + " schedule, " +
                                  times + " (FLOPs); " + beside};
 }

@@ -27,16 +27,19 @@ struct SplitBackwardSchedule {
 // The schedule's entry, or nullptr for a schedule that runs B and W together.
 const SplitBackwardSchedule* split_backward_schedule(PipelineScheduleKind kind);
 
-// Bytes a stage keeps from one micro-batch's B to its W (model/weight_gradient_split.h):
-// its layers' linears' output gradients, layers × b × s × 9h values of `value_bytes`.
+// Bytes a stage keeps from one B to its W (model/weight_gradient_split.h): the
+// linears' output gradients of the layers that B ran, one chunk's (ZB-V's B
+// runs half a stage), layers × b × s × 9h values of `value_bytes`; under
+// activation checkpointing their inputs too, 16h.
 std::int64_t kept_from_b_to_w_bytes(const StageLayers& stage, int micro_batch_size, int tokens, std::int64_t hidden,
-                                    int value_bytes);
+                                    int value_bytes, bool checkpointing = false);
 
 // The peak of a stage's activation memory under a split-backward schedule,
 // walking its action list as the engine runs it: a forward fills the lowest free
 // activation slot (slots, once filled, stay allocated: slot_bytes each), a B
 // keeps kept_bytes until its W, and the W frees the slot. At the peak the stage
-// has `slots` slots allocated and `kept` micro-batches between B and W.
+// has `slots` slots allocated and `kept` micro-batches between B and W. ZB-V's
+// slots and B's are per (chunk, micro-batch): a slot holds one chunk's layers.
 struct StageActivationPeak {
   std::int64_t bytes = 0;
   int slots = 0, kept = 0;

@@ -6,10 +6,11 @@
 #include <QTest>
 
 #include "core/caching_device_memory.h"
-#include "engine/host_fused_backend.h"
 #include "engine/collecting_sink.h"
+#include "engine/host_fused_backend.h"
 #include "estimate/memory_model.h"
 #include "estimate/time_model.h"
+#include "io/hf_model.h"
 #include "train/trainer.h"
 
 using namespace shardscope;
@@ -30,6 +31,9 @@ class TestEstimateLedger : public QObject {
   void zero_bubble_predicted_equals_measured_data();
   void zero_bubble_predicted_equals_measured();
   void zero_bubble_bubbles_order_as_the_paper();
+  void zb_v_predicted_equals_measured_data();
+  void zb_v_predicted_equals_measured();
+  void zb_v_refusals_are_the_runs();
   void expert_parallel_zero1_predicted_equals_measured_data();
   void expert_parallel_zero1_predicted_equals_measured();
 };
@@ -103,8 +107,7 @@ void TestEstimateLedger::predicted_equals_measured_data() {
 namespace {
 // One optimizer step of the real Trainer; every rank's ledger peak, category by
 // category, must equal the prediction. A failure names the side that moved.
-void check_ledger(const QString& model, const EstimateSettings& s) {
-  const ModelShape shape = model_shape_from_config(find_model_preset(qPrintable(model)), qPrintable(model));
+void check_ledger(const ModelShape& shape, const EstimateSettings& s) {
   const std::string gap = engine_gap(shape, s);
   if (!gap.empty()) QSKIP(qPrintable(QString::fromStdString("the engine cannot run this yet: " + gap)));
   const MemoryEstimate predicted = estimate_memory(shape, s);
@@ -129,6 +132,16 @@ void check_ledger(const QString& model, const EstimateSettings& s) {
                            .arg(measured[c] > r.bytes[c] ? "more" : "less")));
     }
   }
+}
+
+void check_ledger(const QString& model, const EstimateSettings& s) {
+  check_ledger(model_shape_from_config(find_model_preset(qPrintable(model)), qPrintable(model)), s);
+}
+
+// A model the engine trains from its config.json (`train --model DIR/config.json`),
+// named by that path as a run names it.
+ModelShape config_file_shape(const std::string& dir) {
+  return model_shape_from_config(read_hf_model_config(dir), dir + "/config.json");
 }
 }  // namespace
 
@@ -336,19 +349,20 @@ void TestEstimateLedger::expert_parallel_predicted_equals_measured() {
 // ZB-H1 and ZB-H2 (Qi et al. 2024): the activation slots the schedule fills,
 // plus the output gradients each B keeps until its W, at their peak along the
 // stage's list, equal the ledger of a real step. (--checkpoint is refused by
-// both the engine and the estimator with these schedules.)
+// the estimator with these schedules.)
 void TestEstimateLedger::zero_bubble_predicted_equals_measured_data() {
   QTest::addColumn<QString>("model");
   QTest::addColumn<int>("dp");
   QTest::addColumn<int>("pp");
   QTest::addColumn<QString>("schedule");
-  QTest::newRow("gpt pp2 zb-h1 m8") << "gpt-tiny" << 1 << 2 << "zb-h1";
-  QTest::newRow("gpt pp2 zb-h2 m8") << "gpt-tiny" << 1 << 2 << "zb-h2";
-  QTest::newRow("gpt pp4 zb-h1 m8") << "gpt-tiny" << 1 << 4 << "zb-h1";
-  QTest::newRow("gpt pp4 zb-h2 m8") << "gpt-tiny" << 1 << 4 << "zb-h2";
-  QTest::newRow("gpt dp2 pp2 zero1 zb-h1 m8") << "gpt-tiny" << 2 << 2 << "zb-h1";
-  QTest::newRow("gpt dp2 pp2 zero1 zb-h2 m8") << "gpt-tiny" << 2 << 2 << "zb-h2";
-  QTest::newRow("bert pp2 zb-h2 m8") << "bert-tiny" << 1 << 2 << "zb-h2";
+  QTest::addColumn<int>("checkpoint");
+  QTest::newRow("gpt pp2 zb-h1 m8") << "gpt-tiny" << 1 << 2 << "zb-h1" << 0;
+  QTest::newRow("gpt pp2 zb-h2 m8") << "gpt-tiny" << 1 << 2 << "zb-h2" << 0;
+  QTest::newRow("gpt pp4 zb-h1 m8") << "gpt-tiny" << 1 << 4 << "zb-h1" << 0;
+  QTest::newRow("gpt pp4 zb-h2 m8") << "gpt-tiny" << 1 << 4 << "zb-h2" << 0;
+  QTest::newRow("gpt dp2 pp2 zero1 zb-h1 m8") << "gpt-tiny" << 2 << 2 << "zb-h1" << 0;
+  QTest::newRow("gpt dp2 pp2 zero1 zb-h2 m8") << "gpt-tiny" << 2 << 2 << "zb-h2" << 0;
+  QTest::newRow("bert pp2 zb-h2 m8") << "bert-tiny" << 1 << 2 << "zb-h2" << 0;
 }
 
 void TestEstimateLedger::zero_bubble_predicted_equals_measured() {
@@ -356,12 +370,14 @@ void TestEstimateLedger::zero_bubble_predicted_equals_measured() {
   QFETCH(int, dp);
   QFETCH(int, pp);
   QFETCH(QString, schedule);
+  QFETCH(int, checkpoint);
   EstimateSettings s;
   s.layout[Axis::dp] = dp;
   s.layout[Axis::pp] = pp;
   s.zero_stage = dp > 1 ? 1 : 0;
   s.micro_batches = 8;
   s.schedule = parse_pipeline_schedule_kind(qPrintable(schedule));
+  s.recompute = checkpoint ? Recompute::full : Recompute::none;
   s.micro_batch_size = 2;
   s.seq = 32;
   check_ledger(model, s);
@@ -378,6 +394,79 @@ void TestEstimateLedger::zero_bubble_predicted_equals_measured() {
   } catch (const ConfigError& e) {
     QVERIFY2(std::string(e.what()).find("--checkpoint") != std::string::npos, e.what());
   }
+}
+
+// ZB-V (plan/zb_v_schedule.h) on the 8-layer GPT (2p chunks at pp 2 and pp 4) and
+// bert-mini: stage r holds chunks r and 2p - 1 - r (stage 0 the embeddings and the
+// head, the tied embedding once), and every stage's activations at the peak of its
+// simulated V list (half-stage slots, plus one chunk's kept gradients per B not yet
+// W'd) equal the ledger of a real step, rank by rank and category by category.
+void TestEstimateLedger::zb_v_predicted_equals_measured_data() {
+  QTest::addColumn<QString>("model");
+  QTest::addColumn<int>("dp");
+  QTest::addColumn<int>("pp");
+  QTest::addColumn<int>("checkpoint");
+  const QString gpt8 = QStringLiteral(SHARDSCOPE_FIXTURES "/gpt_tiny_8_layers");
+  QTest::newRow("gpt8 pp2 zb-v m8") << gpt8 << 1 << 2 << 0;
+  QTest::newRow("gpt8 pp4 zb-v m8") << gpt8 << 1 << 4 << 0;
+  QTest::newRow("gpt8 dp2 pp2 zero1 zb-v m8") << gpt8 << 2 << 2 << 0;
+  QTest::newRow("bert-mini pp2 zb-v m8") << "bert-mini" << 1 << 2 << 0;
+}
+
+void TestEstimateLedger::zb_v_predicted_equals_measured() {
+  QFETCH(QString, model);
+  QFETCH(int, dp);
+  QFETCH(int, pp);
+  QFETCH(int, checkpoint);
+  EstimateSettings s;
+  s.layout[Axis::dp] = dp;
+  s.layout[Axis::pp] = pp;
+  s.zero_stage = dp > 1 ? 1 : 0;
+  s.micro_batches = 8;
+  s.schedule = PipelineScheduleKind::zb_v;
+  s.recompute = checkpoint ? Recompute::full : Recompute::none;
+  s.micro_batch_size = 2;
+  s.seq = 32;
+  const ModelShape shape = model.startsWith('/')
+                               ? config_file_shape(model.toStdString())
+                               : model_shape_from_config(find_model_preset(qPrintable(model)), qPrintable(model));
+  check_ledger(shape, s);
+  const MemoryEstimate e = estimate_memory(shape, s);
+  const RankMemory& first = e.ranks[0];
+  QVERIFY(first.layers.embedding && first.layers.head && first.layers.chunks == 2);
+  QCOMPARE(first.layers.chunk(1).first_layer, static_cast<int>(shape.layers) - first.layers.layer_count());
+  QVERIFY2(first.formula(MemoryCategory::activations).find("(zb-v)") != std::string::npos,
+           first.formula(MemoryCategory::activations).c_str());
+}
+
+// What a run refuses with ZB-V the estimator refuses by name: fewer than 2p - 1
+// micro-batches, layers that do not split into 2p chunks, one stage.
+void TestEstimateLedger::zb_v_refusals_are_the_runs() {
+  const ModelShape shape = config_file_shape(SHARDSCOPE_FIXTURES "/gpt_tiny_8_layers");
+  EstimateSettings s;
+  s.layout[Axis::pp] = 4;
+  s.micro_batches = 6;
+  s.schedule = PipelineScheduleKind::zb_v;
+  s.micro_batch_size = 2;
+  s.seq = 32;
+  const auto refusal = [&](const EstimateSettings& settings, const ModelShape& model) -> std::string {
+    try {
+      (void)estimate_memory(model, settings);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  std::string why = refusal(s, shape);
+  QVERIFY2(why.find("--micro-batches") != std::string::npos && why.find("7") != std::string::npos, why.c_str());
+  s.micro_batches = 8;
+  QVERIFY2(refusal(s, shape).empty(), refusal(s, shape).c_str());
+  const ModelShape four = model_shape_from_config(find_model_preset("gpt-tiny"), "gpt-tiny");
+  why = refusal(s, four);  // 4 layers into 8 chunks
+  QVERIFY2(why.find("--pp") != std::string::npos && why.find("8 equal chunks") != std::string::npos, why.c_str());
+  s.layout[Axis::pp] = 1;
+  why = refusal(s, shape);
+  QVERIFY2(why.find("--pp") != std::string::npos && why.find("2 or more") != std::string::npos, why.c_str());
 }
 
 // The simulated bubbles with the estimator's T_F, T_B, T_W (FLOPs): ZB-H2's
