@@ -212,15 +212,6 @@ void validate_estimate_settings(const EstimateSettings& s) {
                          " 的组合尚未能估算（也尚未能训练）：B 到 W 之间保留的梯度按完整的层计算；请用 {tp} 1 或 "
                          "{schedule} 1f1b");
   }
-  if (split_backward_schedule(s.schedule) != nullptr && s.recompute != Recompute::none) {
-    const std::string schedule = std::string("{schedule} ") + pipeline_schedule_name(s.schedule);
-    throw FieldError(
-        schedule + " with {checkpoint} " + std::string(recompute_name(s.recompute)) +
-            " is not estimated yet (it trains: B then keeps each linear's input for W too); estimate "
-            "without {checkpoint}",
-        schedule + " 与 {checkpoint} " + std::string(recompute_name(s.recompute)) +
-            " 的组合尚未能估算（可以训练：此时 B 还为 W 保留每个线性层的输入）；请去掉 {checkpoint} 再估算");
-  }
   // Interleaved 1F1B: the run's rules (run_config.cpp, validate_interleaved); the
   // layers' split into p·v chunks is checked with the model (ModelShape::stage_layers).
   const bool interleaved = s.schedule == PipelineScheduleKind::interleaved_1f1b;
