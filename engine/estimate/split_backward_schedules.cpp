@@ -60,15 +60,30 @@ std::int64_t kept_from_b_to_w_bytes(const StageLayers& stage, int micro_batch_si
          value_bytes;
 }
 
-StageActivationPeak split_backward_activation_peak(PipelineScheduleKind kind, int stages, int stage, int micro_batches,
-                                                   std::int64_t slot_bytes, std::int64_t kept_bytes) {
+StageActivationPeak split_backward_activation_peak_closed_form(PipelineScheduleKind kind, int stages, int stage,
+                                                               int micro_batches, std::int64_t slot_bytes,
+                                                               std::int64_t kept_bytes) {
   StageActivationPeak peak;
-  if (!simulated(kind, stages, micro_batches)) {
-    peak.slots = peak.kept = peak_in_flight_closed_form(kind, stages, stage, micro_batches);
-    peak.bytes = peak.slots * (slot_bytes + kept_bytes);
-    peak.bound = true;
+  peak.slots = peak.kept = peak_in_flight_closed_form(kind, stages, stage, micro_batches);
+  if (kind == PipelineScheduleKind::zb_v && micro_batches >= 2 * stages - 1) {
+    // ZB-V's V order (zb_v_schedule.cpp): stage r fills all 2p slots and, at the
+    // same point of its list, holds 2r + 1 (chunk, micro-batch) pairs between B
+    // and W, the most it ever holds (its r cool-down pairs B(chunk 0) B(chunk 1)
+    // run before their W's): the walk's peak, exactly, for every m >= 2p - 1.
+    peak.kept = 2 * stage + 1;
+    peak.bytes = peak.slots * slot_bytes + peak.kept * kept_bytes;
     return peak;
   }
+  peak.bytes = peak.slots * (slot_bytes + kept_bytes);
+  peak.bound = true;
+  return peak;
+}
+
+StageActivationPeak split_backward_activation_peak(PipelineScheduleKind kind, int stages, int stage, int micro_batches,
+                                                   std::int64_t slot_bytes, std::int64_t kept_bytes) {
+  if (!simulated(kind, stages, micro_batches))
+    return split_backward_activation_peak_closed_form(kind, stages, stage, micro_batches, slot_bytes, kept_bytes);
+  StageActivationPeak peak;
   const std::vector<PipelineAction> list =
       make_pipeline_schedule(kind, stages, micro_batches)[static_cast<std::size_t>(stage)];
   const std::vector<bool> frees = frees_activations(list);

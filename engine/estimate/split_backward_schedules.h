@@ -47,6 +47,12 @@ struct StageActivationPeak {
 };
 StageActivationPeak split_backward_activation_peak(PipelineScheduleKind kind, int stages, int stage, int micro_batches,
                                                    std::int64_t slot_bytes, std::int64_t kept_bytes);
+// The same without building the list, for p·m·chunks past the size simulated:
+// ZB-V's exactly (2p slots and 2r + 1 kept on stage r, test_estimate_ledger checks
+// it against the walk), the other schedules bounded by every slot with its kept bytes.
+StageActivationPeak split_backward_activation_peak_closed_form(PipelineScheduleKind kind, int stages, int stage,
+                                                               int micro_batches, std::int64_t slot_bytes,
+                                                               std::int64_t kept_bytes);
 
 // The bubble of the simulated schedule with compute times T_F, T_B, T_W per
 // micro-batch and stage (any unit), beside its formula; past the size the

@@ -9,6 +9,7 @@
 #include "engine/collecting_sink.h"
 #include "engine/host_fused_backend.h"
 #include "estimate/memory_model.h"
+#include "estimate/split_backward_schedules.h"
 #include "estimate/time_model.h"
 #include "io/hf_model.h"
 #include "train/trainer.h"
@@ -34,6 +35,7 @@ class TestEstimateLedger : public QObject {
   void zb_v_predicted_equals_measured_data();
   void zb_v_predicted_equals_measured();
   void zb_v_refusals_are_the_runs();
+  void zb_v_closed_form_is_the_walk();
   void expert_parallel_zero1_predicted_equals_measured_data();
   void expert_parallel_zero1_predicted_equals_measured();
 };
@@ -486,6 +488,31 @@ void TestEstimateLedger::zero_bubble_bubbles_order_as_the_paper() {
   QVERIFY2(h1.bubble_fraction < one_f_one_b, h1.bubble_formula.c_str());
   QVERIFY2(h2.bubble_fraction < h1.bubble_fraction, h2.bubble_formula.c_str());
   QVERIFY(h1.bubble_formula.find("(p−1)(T_F+T_B−T_W)") != std::string::npos);
+}
+
+// Past p·m·2 = 4096 actions the estimator does not build ZB-V's lists: its closed
+// form (2p slots, 2r + 1 kept on stage r) equals the walk of the lists wherever
+// both can run, whichever of a slot and a kept set is the larger.
+void TestEstimateLedger::zb_v_closed_form_is_the_walk() {
+  for (int p = 2; p <= 8; ++p)
+    for (int m = 2 * p - 1; m <= 2 * p + 12; ++m)
+      for (int stage = 0; stage < p; ++stage)
+        for (const auto& [slot, kept] : {std::pair<std::int64_t, std::int64_t>{1000, 7}, {7, 1000}, {300, 300}}) {
+          const StageActivationPeak walk =
+              split_backward_activation_peak(PipelineScheduleKind::zb_v, p, stage, m, slot, kept);
+          const StageActivationPeak closed =
+              split_backward_activation_peak_closed_form(PipelineScheduleKind::zb_v, p, stage, m, slot, kept);
+          QVERIFY2(!walk.bound && !closed.bound && walk.bytes == closed.bytes && walk.slots == closed.slots &&
+                       walk.kept == closed.kept,
+                   qPrintable(QString("p %1 m %2 stage %3: walk %4 slots %5 kept, closed form %6 slots %7 kept")
+                                  .arg(p)
+                                  .arg(m)
+                                  .arg(stage)
+                                  .arg(walk.slots)
+                                  .arg(walk.kept)
+                                  .arg(closed.slots)
+                                  .arg(closed.kept)));
+        }
 }
 
 // ZeRO-1 under expert parallelism (parallel/zero_expert_parallel.h): AdamW's
