@@ -293,6 +293,7 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
   if (s.offload_optimizer || s.offload_params) return "CPU offload is not in the engine";
   if (s.recompute == Recompute::selective) return "the engine has no selective recompute";
   if (s.layout.cp() > 1 && s.cuda) return "the estimator does not count context parallelism's GPU workspace yet";
+  if (s.schedule == PipelineScheduleKind::zb_v && s.cuda) return "the engine trains ZB-V on the CPU only";
   // The planner's rules are the run's (check_layout_rules); the engine's own
   // limits are the run-config schema's ranges.
   const std::pair<const char*, std::int64_t> limits[] = {{"dp", s.layout.dp()},     {"pp", s.layout.pp()},

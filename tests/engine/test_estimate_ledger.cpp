@@ -547,25 +547,27 @@ void TestEstimateLedger::expert_parallel_zero1_predicted_equals_measured() {
 }
 
 void TestEstimateLedger::pipeline_bytes_equal_the_engines_sends() {
-  for (const Precision precision : {Precision::fp32, Precision::bf16}) {
-    EstimateSettings s;
-    s.layout[Axis::pp] = 2;
-    s.micro_batches = 4;
-    s.micro_batch_size = 2;
-    s.seq = 32;
-    s.precision = precision;
-    const ModelShape shape = model_shape_from_config(find_model_preset("gpt-tiny"), "gpt-tiny");
-    const TimeEstimate predicted = estimate_time(shape, s, nullptr);
-    RunConfig run = to_run_config(shape, s);
-    run.threads = 2;
-    test::CollectingSink sink;
-    Trainer trainer(run, &sink);
-    trainer.step();
-    std::int64_t sent = 0;
-    for (const Event& e : sink.of_rank(0))
-      if (e.op == CommOp::send && e.dst == 1) sent += e.bytes;
-    QCOMPARE(static_cast<double>(sent), predicted.pp_bytes);
-  }
+  for (const Precision precision : {Precision::fp32, Precision::bf16})
+    for (const PipelineScheduleKind schedule : {PipelineScheduleKind::one_f_one_b, PipelineScheduleKind::zb_v}) {
+      EstimateSettings s;
+      s.schedule = schedule;  // ZB-V: stage 0 sends chunk 0's activations and chunk 1's input gradients
+      s.layout[Axis::pp] = 2;
+      s.micro_batches = 4;
+      s.micro_batch_size = 2;
+      s.seq = 32;
+      s.precision = precision;
+      const ModelShape shape = model_shape_from_config(find_model_preset("gpt-tiny"), "gpt-tiny");
+      const TimeEstimate predicted = estimate_time(shape, s, nullptr);
+      RunConfig run = to_run_config(shape, s);
+      run.threads = 2;
+      test::CollectingSink sink;
+      Trainer trainer(run, &sink);
+      trainer.step();
+      std::int64_t sent = 0;
+      for (const Event& e : sink.of_rank(0))
+        if (e.op == CommOp::send && e.dst == 1) sent += e.bytes;
+      QCOMPARE(static_cast<double>(sent), predicted.pp_bytes);
+    }
 }
 
 QTEST_GUILESS_MAIN(TestEstimateLedger)
