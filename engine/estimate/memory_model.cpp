@@ -227,9 +227,10 @@ void unit_model_states(RankMemory& m, const Context& c, const UnitSharding& u, s
 // lives through all of it (the tied head adds to it); at the head the head's
 // and the embedding's working copies and the head's gradient join it; at a
 // layer, the layer's copy and gradient. Under ZeRO-2/3 the fp32 gradients are
-// padded to Nd chunks. Returns fp32 elements; sets `text`.
+// padded to Nd chunks. A split backward (ZB-H1, ZB-H2, ZB-V) keeps each layer's
+// gradient from B to W: `bound` layers' at each point. Returns fp32 elements; sets `text`.
 std::int64_t mixed_working_peak(const ModelConfig& config, const StageLayers& stage, const ShardingPlan& plan,
-                                std::string& text) {
+                                const BoundGradientLayers& bound, std::string& text) {
   const ParameterLayout layout(config, stage);
   auto numel = [&](int unit) {
     const ParameterUnit* u = layout.find_unit(unit);
@@ -239,14 +240,21 @@ std::int64_t mixed_working_peak(const ModelConfig& config, const StageLayers& st
   const std::int64_t e = numel(0), l = stage.layer_count() > 0 ? numel(1 + stage.first_layer) : 0;
   const std::int64_t h = stage.head ? numel(config.layers + 1) : 0;
   const bool bert_embedding = config.kind == ModelKind::bert && stage.embedding;  // its LayerNorm's backward
-  const std::int64_t at_head = stage.head ? grad(e) + grad(h) + e + h : 0;
-  const std::int64_t at_layer = l > 0 ? grad(e) + grad(l) + l : 0;
-  const std::int64_t at_embedding = grad(e) + (bert_embedding ? e : 0);
+  const std::int64_t at_head = stage.head ? grad(e) + grad(h) + e + h + bound.at_head * grad(l) : 0;
+  const std::int64_t at_layer = l > 0 ? grad(e) + bound.at_layer * grad(l) + l : 0;
+  const std::int64_t at_embedding = grad(e) + (bert_embedding ? e : 0) + bound.at_embedding * grad(l);
   const std::int64_t peak = std::max({at_head, at_layer, at_embedding});
   const std::string g = plan.unit_chunks() ? "p" : "";  // padded gradients
-  text = "fp32 working copies and unit gradients at backward's peak: 4 × " + grouped(peak) + ", max(" + g + "E + " +
-         g + "H + E + H, " + g + "E + " + g + "L + L) with E " + grouped(e) + ", L " + grouped(l) + ", H " +
-         grouped(h) + (g.empty() ? "" : " (pX: padded to Nd chunks)");
+  const bool split = bound.at_head > 0 || bound.at_layer > 1 || bound.at_embedding > 0;
+  const auto layers = [&](int n) { return " + " + std::to_string(n) + "·" + g + "L"; };  // bound from B to W
+  text = "fp32 working copies and unit gradients at backward's peak: 4 × " + grouped(peak) + ", max(" + g + "E + " + g +
+         "H + E + H" + (split ? layers(bound.at_head) : "") + ", " + g + "E + " +
+         (split ? std::to_string(bound.at_layer) + "·" : "") + g + "L + L" +
+         (split ? ", " + g + "E" + layers(bound.at_embedding) : "") + ") with E " + grouped(e) + ", L " + grouped(l) +
+         ", H " + grouped(h) + (g.empty() ? "" : " (pX: padded to Nd chunks)") +
+         (split ? " (split backward: n·L, the layers' gradients bound from B to W at the head, the last layer and "
+                  "the embeddings)"
+                : "");
   return peak;
 }
 }  // namespace
@@ -477,7 +485,11 @@ void workspace_memory(RankMemory& m, const Context& c, const ModelShape& model, 
     return;
   }
   std::string text;
-  std::int64_t working = mixed_working_peak(model.tp_config(c.s.layout.tp()), m.layers, c.plan, text);
+  const BoundGradientLayers bound =
+      split_backward_schedule(c.s.schedule) != nullptr
+          ? split_backward_bound_layers(c.s.schedule, c.s.layout.pp(), m.stage, c.s.micro_batches, m.layers)
+          : BoundGradientLayers{};
+  std::int64_t working = mixed_working_peak(model.tp_config(c.s.layout.tp()), m.layers, c.plan, bound, text);
   if (naive_master(c.plan, m)) {
     // After backward, rank 0 widens and sums the replicas' 16-bit gradients a block at a time
     // (parallel/data_parallel.cpp): a sum and a part of min(Ψ, 2^20) floats.

@@ -358,17 +358,22 @@ void TestEstimateLedger::zero_bubble_predicted_equals_measured_data() {
   QTest::addColumn<int>("pp");
   QTest::addColumn<QString>("schedule");
   QTest::addColumn<int>("checkpoint");
-  QTest::newRow("gpt pp2 zb-h1 m8") << "gpt-tiny" << 1 << 2 << "zb-h1" << 0;
-  QTest::newRow("gpt pp2 zb-h2 m8") << "gpt-tiny" << 1 << 2 << "zb-h2" << 0;
-  QTest::newRow("gpt pp4 zb-h1 m8") << "gpt-tiny" << 1 << 4 << "zb-h1" << 0;
-  QTest::newRow("gpt pp4 zb-h2 m8") << "gpt-tiny" << 1 << 4 << "zb-h2" << 0;
-  QTest::newRow("gpt dp2 pp2 zero1 zb-h1 m8") << "gpt-tiny" << 2 << 2 << "zb-h1" << 0;
-  QTest::newRow("gpt dp2 pp2 zero1 zb-h2 m8") << "gpt-tiny" << 2 << 2 << "zb-h2" << 0;
-  QTest::newRow("bert pp2 zb-h2 m8") << "bert-tiny" << 1 << 2 << "zb-h2" << 0;
-  QTest::newRow("gpt pp2 zb-h1 m8 ckpt") << "gpt-tiny" << 1 << 2 << "zb-h1" << 1;
-  QTest::newRow("gpt pp4 zb-h2 m8 ckpt") << "gpt-tiny" << 1 << 4 << "zb-h2" << 1;
-  QTest::newRow("gpt dp2 pp2 zero1 zb-h2 m8 ckpt") << "gpt-tiny" << 2 << 2 << "zb-h2" << 1;
-  QTest::newRow("bert pp2 zb-h1 m8 ckpt") << "bert-tiny" << 1 << 2 << "zb-h1" << 1;
+  QTest::addColumn<QString>("precision");
+  QTest::newRow("gpt pp2 zb-h1 m8") << "gpt-tiny" << 1 << 2 << "zb-h1" << 0 << "fp32";
+  QTest::newRow("gpt pp2 zb-h2 m8") << "gpt-tiny" << 1 << 2 << "zb-h2" << 0 << "fp32";
+  QTest::newRow("gpt pp4 zb-h1 m8") << "gpt-tiny" << 1 << 4 << "zb-h1" << 0 << "fp32";
+  QTest::newRow("gpt pp4 zb-h2 m8") << "gpt-tiny" << 1 << 4 << "zb-h2" << 0 << "fp32";
+  QTest::newRow("gpt dp2 pp2 zero1 zb-h1 m8") << "gpt-tiny" << 2 << 2 << "zb-h1" << 0 << "fp32";
+  QTest::newRow("gpt dp2 pp2 zero1 zb-h2 m8") << "gpt-tiny" << 2 << 2 << "zb-h2" << 0 << "fp32";
+  QTest::newRow("bert pp2 zb-h2 m8") << "bert-tiny" << 1 << 2 << "zb-h2" << 0 << "fp32";
+  QTest::newRow("gpt pp2 zb-h1 m8 ckpt") << "gpt-tiny" << 1 << 2 << "zb-h1" << 1 << "fp32";
+  QTest::newRow("gpt pp4 zb-h2 m8 ckpt") << "gpt-tiny" << 1 << 4 << "zb-h2" << 1 << "fp32";
+  QTest::newRow("gpt dp2 pp2 zero1 zb-h2 m8 ckpt") << "gpt-tiny" << 2 << 2 << "zb-h2" << 1 << "fp32";
+  QTest::newRow("bert pp2 zb-h1 m8 ckpt") << "bert-tiny" << 1 << 2 << "zb-h1" << 1 << "fp32";
+  // In 16 bits each layer's fp32 gradient stays bound from its B to its W (workspace).
+  QTest::newRow("gpt pp2 zb-h1 m8 fp16") << "gpt-tiny" << 1 << 2 << "zb-h1" << 0 << "fp16";
+  QTest::newRow("gpt pp4 zb-h2 m8 ckpt bf16") << "gpt-tiny" << 1 << 4 << "zb-h2" << 1 << "bf16";
+  QTest::newRow("gpt dp2 pp2 zero1 zb-h1 m8 ckpt fp16") << "gpt-tiny" << 2 << 2 << "zb-h1" << 1 << "fp16";
 }
 
 void TestEstimateLedger::zero_bubble_predicted_equals_measured() {
@@ -377,7 +382,9 @@ void TestEstimateLedger::zero_bubble_predicted_equals_measured() {
   QFETCH(int, pp);
   QFETCH(QString, schedule);
   QFETCH(int, checkpoint);
+  QFETCH(QString, precision);
   EstimateSettings s;
+  s.precision = parse_precision(qPrintable(precision));
   s.layout[Axis::dp] = dp;
   s.layout[Axis::pp] = pp;
   s.zero_stage = dp > 1 ? 1 : 0;
@@ -399,20 +406,25 @@ void TestEstimateLedger::zero_bubble_predicted_equals_measured() {
 // bert-mini: stage r holds chunks r and 2p - 1 - r (stage 0 the embeddings and the
 // head, the tied embedding once), and every stage's activations at the peak of its
 // simulated V list (half-stage slots, plus one chunk's kept gradients per B not yet
-// W'd) equal the ledger of a real step, rank by rank and category by category.
+// W'd) equal the ledger of a real step, rank by rank and category by category;
+// in 16 bits the workspace with the layers' fp32 gradients bound from B to W.
 void TestEstimateLedger::zb_v_predicted_equals_measured_data() {
   QTest::addColumn<QString>("model");
   QTest::addColumn<int>("dp");
   QTest::addColumn<int>("pp");
   QTest::addColumn<int>("checkpoint");
+  QTest::addColumn<QString>("precision");
   const QString gpt8 = QStringLiteral(SHARDSCOPE_FIXTURES "/gpt_tiny_8_layers");
-  QTest::newRow("gpt8 pp2 zb-v m8") << gpt8 << 1 << 2 << 0;
-  QTest::newRow("gpt8 pp4 zb-v m8") << gpt8 << 1 << 4 << 0;
-  QTest::newRow("gpt8 dp2 pp2 zero1 zb-v m8") << gpt8 << 2 << 2 << 0;
-  QTest::newRow("gpt8 pp2 zb-v m8 ckpt") << gpt8 << 1 << 2 << 1;
-  QTest::newRow("gpt8 pp4 zb-v m8 ckpt") << gpt8 << 1 << 4 << 1;
-  QTest::newRow("gpt8 dp2 pp2 zero1 zb-v m8 ckpt") << gpt8 << 2 << 2 << 1;
-  QTest::newRow("bert-mini pp2 zb-v m8") << "bert-mini" << 1 << 2 << 0;
+  QTest::newRow("gpt8 pp2 zb-v m8") << gpt8 << 1 << 2 << 0 << "fp32";
+  QTest::newRow("gpt8 pp4 zb-v m8") << gpt8 << 1 << 4 << 0 << "fp32";
+  QTest::newRow("gpt8 dp2 pp2 zero1 zb-v m8") << gpt8 << 2 << 2 << 0 << "fp32";
+  QTest::newRow("gpt8 pp2 zb-v m8 ckpt") << gpt8 << 1 << 2 << 1 << "fp32";
+  QTest::newRow("gpt8 pp4 zb-v m8 ckpt") << gpt8 << 1 << 4 << 1 << "fp32";
+  QTest::newRow("gpt8 dp2 pp2 zero1 zb-v m8 ckpt") << gpt8 << 2 << 2 << 1 << "fp32";
+  QTest::newRow("bert-mini pp2 zb-v m8") << "bert-mini" << 1 << 2 << 0 << "fp32";
+  QTest::newRow("gpt8 pp4 zb-v m8 fp16") << gpt8 << 1 << 4 << 0 << "fp16";
+  QTest::newRow("gpt8 dp2 pp2 zero1 zb-v m8 ckpt bf16") << gpt8 << 2 << 2 << 1 << "bf16";
+  QTest::newRow("bert-mini pp2 zb-v m8 fp16") << "bert-mini" << 1 << 2 << 0 << "fp16";
 }
 
 void TestEstimateLedger::zb_v_predicted_equals_measured() {
@@ -420,7 +432,9 @@ void TestEstimateLedger::zb_v_predicted_equals_measured() {
   QFETCH(int, dp);
   QFETCH(int, pp);
   QFETCH(int, checkpoint);
+  QFETCH(QString, precision);
   EstimateSettings s;
+  s.precision = parse_precision(qPrintable(precision));
   s.layout[Axis::dp] = dp;
   s.layout[Axis::pp] = pp;
   s.zero_stage = dp > 1 ? 1 : 0;
