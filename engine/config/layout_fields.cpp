@@ -31,7 +31,7 @@ void add_pipeline_schedule_fields(std::vector<RunField>& f) {
   f.push_back(
       {.key = "schedule",
        .flag = "--schedule",
-       .value_name = "gpipe|1f1b|zb-h1|zb-h2|interleaved-1f1b",
+       .value_name = "gpipe|1f1b|zb-h1|zb-h2|interleaved-1f1b|zb-v",
        .kind = FieldKind::choice,
        .label = {"Pipeline schedule", "流水线调度"},
        .help =

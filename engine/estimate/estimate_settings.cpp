@@ -141,6 +141,28 @@ void check_expert_parallel(const EstimateSettings& s) {
                      "{ep} " + std::to_string(ep) + " 与 {zero} 1 只在无张量并行时建模（实为 {tp} " +
                          std::to_string(s.layout.tp()) + "）");
 }
+
+// ZB-V as a run refuses it (run_config.cpp, validate_zb_v): two stages or more,
+// the V's warm-up of 2p - 1 micro-batches, one context-parallel rank.
+void check_zb_v(const EstimateSettings& s) {
+  const int p = s.layout.pp(), m = s.micro_batches;
+  const std::string pp = std::to_string(p);
+  if (p < 2)
+    throw FieldError("{schedule} zb-v needs {pp} 2 or more (got " + pp + ")",
+                     "{schedule} zb-v 需要 {pp} 至少为 2（实为 " + pp + "）");
+  if (m < 2 * p - 1)
+    throw FieldError("{schedule} zb-v needs {micro_batches} at least 2 x {pp} - 1 = " + std::to_string(2 * p - 1) +
+                         " (got " + std::to_string(m) + " with {pp} " + pp +
+                         "): stage 0 runs 2p - 1 forwards down the V before the first micro-batch comes back up to it",
+                     "{schedule} zb-v 需要 {micro_batches} 至少为 2 × {pp} - 1 = " + std::to_string(2 * p - 1) +
+                         "（实为 " + std::to_string(m) + "，{pp} 为 " + pp +
+                         "）：第一个微批次沿 V 回到阶段 0 之前，阶段 0 要先做 2p - 1 次前向");
+  if (s.layout.cp() > 1)
+    throw FieldError("{schedule} zb-v with {cp} " + std::to_string(s.layout.cp()) +
+                         " is not estimated (nor trained: not built together yet); use {cp} 1",
+                     "{schedule} zb-v 与 {cp} " + std::to_string(s.layout.cp()) +
+                         " 的组合尚未能估算（也尚未能训练：尚未一起实现）；请用 {cp} 1");
+}
 }  // namespace
 
 void validate_estimate_settings(const EstimateSettings& s) {
@@ -176,29 +198,19 @@ void validate_estimate_settings(const EstimateSettings& s) {
             " 不能与 {dp_mode} naive 一起用：张量并行与 DDP 一起运行（Megatron-LM 没有 DataParallel 副本）");
   check_layout_rules(s.layout.pp(), s.zero_stage, s.dp_mode);  // the same rules as a run's (config/run_config.h)
   check_offload_rules(s.zero_stage, s.layout.dp(), s.offload_params, s.offload_optimizer);
-  // ZB-V trains (two chunks per stage in a V), but its action list is not simulated here yet.
-  if (s.schedule == PipelineScheduleKind::zb_v)
-    throw FieldError("{schedule} zb-v: the estimator does not model ZB-V's V placement yet (its chunks' activations "
-                     "and the gradients kept from B to W); estimate with {schedule} zb-h1 or zb-h2",
-                     "{schedule} zb-v：估算器尚未建模 ZB-V 的 V 形放置（各块的激活，以及 B 到 W 之间保留的梯度）；请用 "
-                     "{schedule} zb-h1 或 zb-h2 估算");
+  // ZB-V: the run's rules (run_config.cpp, validate_zb_v); the layers' split into
+  // 2p chunks is checked with the model (estimate/stage_placement.h).
+  if (s.schedule == PipelineScheduleKind::zb_v) check_zb_v(s);
   // The zero-bubble schedules (estimate/split_backward_schedules.h): what B keeps
   // for W is counted for the engine's whole layers, one tensor-parallel rank, as trained.
-  if (split_backward_schedule(s.schedule) != nullptr) {
+  if (split_backward_schedule(s.schedule) != nullptr && s.layout.tp() > 1) {
     const std::string schedule = std::string("{schedule} ") + pipeline_schedule_name(s.schedule);
-    if (s.layout.tp() > 1)
-      throw FieldError(schedule + " with {tp} " + std::to_string(s.layout.tp()) +
-                           " is not estimated yet (nor trained): the gradients kept from B to W are counted for "
-                           "whole layers; use {tp} 1 or {schedule} 1f1b",
-                       schedule + " 与 {tp} " + std::to_string(s.layout.tp()) +
-                           " 的组合尚未能估算（也尚未能训练）：B 到 W 之间保留的梯度按完整的层计算；请用 {tp} 1 或 "
-                           "{schedule} 1f1b");
-    if (s.recompute != Recompute::none)
-      throw FieldError(schedule + " with {checkpoint} " + std::string(recompute_name(s.recompute)) +
-                           " is not estimated yet (it trains: B then keeps each linear's input for W too); estimate "
-                           "without {checkpoint}",
-                       schedule + " 与 {checkpoint} " + std::string(recompute_name(s.recompute)) +
-                           " 的组合尚未能估算（可以训练：此时 B 还为 W 保留每个线性层的输入）；请去掉 {checkpoint} 再估算");
+    throw FieldError(schedule + " with {tp} " + std::to_string(s.layout.tp()) +
+                         " is not estimated yet (nor trained): the gradients kept from B to W are counted for "
+                         "whole layers; use {tp} 1 or {schedule} 1f1b",
+                     schedule + " 与 {tp} " + std::to_string(s.layout.tp()) +
+                         " 的组合尚未能估算（也尚未能训练）：B 到 W 之间保留的梯度按完整的层计算；请用 {tp} 1 或 "
+                         "{schedule} 1f1b");
   }
   // Interleaved 1F1B: the run's rules (run_config.cpp, validate_interleaved); the
   // layers' split into p·v chunks is checked with the model (ModelShape::stage_layers).

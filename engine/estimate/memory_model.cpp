@@ -13,6 +13,7 @@
 #include "estimate/estimate_model_checks.h"
 #include "estimate/formula_text.h"
 #include "estimate/split_backward_schedules.h"
+#include "estimate/stage_placement.h"
 #include "estimate/zero_units.h"
 #include "layout/grid.h"
 #include "model/mixture_of_experts.h"
@@ -226,9 +227,10 @@ void unit_model_states(RankMemory& m, const Context& c, const UnitSharding& u, s
 // lives through all of it (the tied head adds to it); at the head the head's
 // and the embedding's working copies and the head's gradient join it; at a
 // layer, the layer's copy and gradient. Under ZeRO-2/3 the fp32 gradients are
-// padded to Nd chunks. Returns fp32 elements; sets `text`.
+// padded to Nd chunks. A split backward (ZB-H1, ZB-H2, ZB-V) keeps each layer's
+// gradient from B to W: `bound` layers' at each point. Returns fp32 elements; sets `text`.
 std::int64_t mixed_working_peak(const ModelConfig& config, const StageLayers& stage, const ShardingPlan& plan,
-                                std::string& text) {
+                                const BoundGradientLayers& bound, std::string& text) {
   const ParameterLayout layout(config, stage);
   auto numel = [&](int unit) {
     const ParameterUnit* u = layout.find_unit(unit);
@@ -238,14 +240,21 @@ std::int64_t mixed_working_peak(const ModelConfig& config, const StageLayers& st
   const std::int64_t e = numel(0), l = stage.layer_count() > 0 ? numel(1 + stage.first_layer) : 0;
   const std::int64_t h = stage.head ? numel(config.layers + 1) : 0;
   const bool bert_embedding = config.kind == ModelKind::bert && stage.embedding;  // its LayerNorm's backward
-  const std::int64_t at_head = stage.head ? grad(e) + grad(h) + e + h : 0;
-  const std::int64_t at_layer = l > 0 ? grad(e) + grad(l) + l : 0;
-  const std::int64_t at_embedding = grad(e) + (bert_embedding ? e : 0);
+  const std::int64_t at_head = stage.head ? grad(e) + grad(h) + e + h + bound.at_head * grad(l) : 0;
+  const std::int64_t at_layer = l > 0 ? grad(e) + bound.at_layer * grad(l) + l : 0;
+  const std::int64_t at_embedding = grad(e) + (bert_embedding ? e : 0) + bound.at_embedding * grad(l);
   const std::int64_t peak = std::max({at_head, at_layer, at_embedding});
   const std::string g = plan.unit_chunks() ? "p" : "";  // padded gradients
-  text = "fp32 working copies and unit gradients at backward's peak: 4 × " + grouped(peak) + ", max(" + g + "E + " +
-         g + "H + E + H, " + g + "E + " + g + "L + L) with E " + grouped(e) + ", L " + grouped(l) + ", H " +
-         grouped(h) + (g.empty() ? "" : " (pX: padded to Nd chunks)");
+  const bool split = bound.at_head > 0 || bound.at_layer > 1 || bound.at_embedding > 0;
+  const auto layers = [&](int n) { return " + " + std::to_string(n) + "·" + g + "L"; };  // bound from B to W
+  text = "fp32 working copies and unit gradients at backward's peak: 4 × " + grouped(peak) + ", max(" + g + "E + " + g +
+         "H + E + H" + (split ? layers(bound.at_head) : "") + ", " + g + "E + " +
+         (split ? std::to_string(bound.at_layer) + "·" : "") + g + "L + L" +
+         (split ? ", " + g + "E" + layers(bound.at_embedding) : "") + ") with E " + grouped(e) + ", L " + grouped(l) +
+         ", H " + grouped(h) + (g.empty() ? "" : " (pX: padded to Nd chunks)") +
+         (split ? " (split backward: n·L, the layers' gradients bound from B to W at the head, the last layer and "
+                  "the embeddings)"
+                : "");
   return peak;
 }
 }  // namespace
@@ -292,6 +301,7 @@ std::string engine_gap(const ModelShape& model, const EstimateSettings& s) {
   if (s.offload_optimizer || s.offload_params) return "CPU offload is not in the engine";
   if (s.recompute == Recompute::selective) return "the engine has no selective recompute";
   if (s.layout.cp() > 1 && s.cuda) return "the estimator does not count context parallelism's GPU workspace yet";
+  if (s.schedule == PipelineScheduleKind::zb_v && s.cuda) return "the engine trains ZB-V on the CPU only";
   // The planner's rules are the run's (check_layout_rules); the engine's own
   // limits are the run-config schema's ranges.
   const std::pair<const char*, std::int64_t> limits[] = {{"dp", s.layout.dp()},     {"pp", s.layout.pp()},
@@ -401,10 +411,7 @@ const StageMemory& stage_memory(PerStage& per_stage, const ModelShape& model, co
   auto it = per_stage.memory.find(m.stage);
   if (it == per_stage.memory.end()) {
     ActivationBytes acts = stage_activation_bytes(model, s, m.layers);
-    it = per_stage.memory
-             .emplace(m.stage, StageMemory{model.stage_parameters(s.layout.pp(), m.stage, s.layout.tp(),
-                                                                  s.virtual_stages, s.expert_parallel),
-                                           std::move(acts)})
+    it = per_stage.memory.emplace(m.stage, StageMemory{placed_stage_parameters(model, s, m.stage), std::move(acts)})
              .first;
   }
   return it->second;
@@ -449,19 +456,24 @@ void activation_memory(RankMemory& m, const EstimateSettings& s, const Activatio
 
 // A zero-bubble schedule (estimate/split_backward_schedules.h): the stage's activation
 // slots plus, for each micro-batch between its B and its W, the output gradients B keeps
-// for W, at the peak of their sum along the stage's simulated action list.
+// for W (and under checkpointing the linears' inputs), at the peak of their sum along the
+// stage's simulated action list. ZB-V's slots and B's are one chunk's, half the stage.
 void split_backward_activation_memory(RankMemory& m, const EstimateSettings& s, const ModelShape& model,
                                       const ActivationBytes& acts) {
   const int value_bytes = s.activations == ActivationMode::shardscope || s.precision == Precision::fp32 ? 4 : 2;
-  const std::int64_t kept =
-      kept_from_b_to_w_bytes(m.layers, s.micro_batch_size, s.seq / s.layout.cp(), model.hidden, value_bytes);
+  const bool checkpointing = s.recompute == Recompute::full;
+  const std::int64_t kept = kept_from_b_to_w_bytes(m.layers, s.micro_batch_size, s.seq / s.layout.cp(), model.hidden,
+                                                   value_bytes, checkpointing);
   const StageActivationPeak peak =
       split_backward_activation_peak(s.schedule, s.layout.pp(), m.stage, s.micro_batches, acts.activations, kept);
+  const std::string per_b = m.layers.chunks > 1 ? " (chunk, micro-batch) pairs between B and W × one chunk's kept "
+                                                : " micro-batches between B and W × their kept ";
   set(m, MemoryCategory::activations, peak.bytes,
       std::string(peak.bound ? "at most " : "") + std::to_string(peak.slots) + " activation slots (" +
           pipeline_schedule_name(s.schedule) + ") × " + acts.activations_formula + " + " + std::to_string(peak.kept) +
-          " micro-batches between B and W × their kept output gradients L_s·b·s·9h·" + std::to_string(value_bytes) +
-          " = " + grouped(kept));
+          per_b + (checkpointing ? "output gradients and linear inputs " : "output gradients ") +
+          (m.layers.chunks > 1 ? "(L_s/2)" : "L_s") + (checkpointing ? "·b·s·16h·" : "·b·s·9h·") +
+          std::to_string(value_bytes) + " = " + grouped(kept));
 }
 
 // Backward's workspace; under mixed precision with ShardScope's kernels also the
@@ -473,7 +485,11 @@ void workspace_memory(RankMemory& m, const Context& c, const ModelShape& model, 
     return;
   }
   std::string text;
-  std::int64_t working = mixed_working_peak(model.tp_config(c.s.layout.tp()), m.layers, c.plan, text);
+  const BoundGradientLayers bound =
+      split_backward_schedule(c.s.schedule) != nullptr
+          ? split_backward_bound_layers(c.s.schedule, c.s.layout.pp(), m.stage, c.s.micro_batches, m.layers)
+          : BoundGradientLayers{};
+  std::int64_t working = mixed_working_peak(model.tp_config(c.s.layout.tp()), m.layers, c.plan, bound, text);
   if (naive_master(c.plan, m)) {
     // After backward, rank 0 widens and sums the replicas' 16-bit gradients a block at a time
     // (parallel/data_parallel.cpp): a sum and a part of min(Ψ, 2^20) floats.
@@ -497,7 +513,7 @@ RankMemory rank_memory(int rank, const Context& c, const ModelShape& model, cons
   m.rank = rank;
   m.stage = c.plan.grid().stage_of(rank);
   m.dp_rank = c.plan.grid().dp_rank_of(rank);
-  m.layers = model.stage_layers(c.s.layout.pp(), m.stage, c.s.layout.tp(), c.s.virtual_stages);
+  m.layers = placed_stage_layers(model, c.s, m.stage);  // ZB-V: two chunks in a V
   m.layers.expert_ranks = c.s.expert_parallel;  // E/ep experts of each MoE layer
   const StageMemory& stage = stage_memory(per_stage, model, c.s, m);
   m.stage_parameters = stage.parameters;
@@ -548,7 +564,7 @@ MemoryEstimate estimate_with_plan(const ModelShape& model, const EstimateSetting
 
 MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& settings) {
   const EstimateSettings s = checked_settings(model, settings);
-  return estimate_with_plan(model, s, make_sharding_plan(s.plan_layout(), model, s.virtual_stages, s.expert_parallel));
+  return estimate_with_plan(model, s, placed_sharding_plan(model, s));
 }
 
 MemoryEstimate estimate_memory(const ModelShape& model, const EstimateSettings& settings, const ShardingPlan& plan) {

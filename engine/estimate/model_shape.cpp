@@ -3,12 +3,16 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 
 #include "core/did_you_mean.h"
 #include "core/error.h"
+#include "estimate/stage_placement.h"  // defined here, beside the split rule and the file units
 #include "io/model_aliases.h"
 #include "model/parameter_layout.h"
+#include "plan/placed_stage_units.h"
+#include "plan/zb_v_schedule.h"
 
 namespace shardscope {
 
@@ -83,29 +87,33 @@ FileUnits file_units(const ModelShape& m, int tp, int ep = 1) {
 }
 }  // namespace
 
-std::int64_t ModelShape::stage_parameters(int stages, int stage, int tp, int virtual_stages, int ep) const {
-  StageLayers s = stage_layers(stages, stage, tp, virtual_stages);
+namespace {
+// The parameters a stage holding `s` keeps on one tp rank, E/ep experts of each MoE layer.
+std::int64_t held_parameters(const ModelShape& m, StageLayers s, int tp, int ep) {
   s.expert_ranks = ep;
-  if (engine_config) return ParameterLayout(tp_config(tp), s).total();  // the engine's own layout
-  const FileUnits u = file_units(*this, tp, ep);
+  if (m.engine_config) return ParameterLayout(m.tp_config(tp), s).total();  // the engine's own layout
+  const FileUnits u = file_units(m, tp, ep);
   CheckedSize n = 0;
   for (int c = 0; c < s.chunks; ++c)
-    for (int l = s.chunk(c).first_layer; l < s.chunk(c).end_layer; ++l) n += u.layer_of(*this, l);
+    for (int l = s.chunk(c).first_layer; l < s.chunk(c).end_layer; ++l) n += u.layer_of(m, l);
   if (s.embedding) n += u.embedding;
   if (s.head) n += u.head;
-  if (s.head && !s.embedding && tied_embeddings) n += u.tied_copy;  // the head's copy of the token embedding
+  if (s.head && !s.embedding && m.tied_embeddings) n += u.tied_copy;  // the head's copy of the token embedding
   return n.value();
 }
 
-std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp, int virtual_stages, int ep) {
-  if (model.engine_config) return stage_units(model.tp_config(tp), pp, tp, virtual_stages, ep);
+// Every stage's units, stage s holding layers_of(s): the engine's layout for its
+// models (plan/placed_stage_units.h), else from the file's counts.
+std::vector<StageUnits> units_of_stages(const ModelShape& model, int pp, int tp, int ep,
+                                        const std::function<StageLayers(int)>& layers_of) {
+  if (model.engine_config) return placed_stage_units(model.tp_config(tp), pp, tp, ep, layers_of);
   const FileUnits u = file_units(model, tp, ep);
   std::vector<StageUnits> stages;
   for (int s = 0; s < pp; ++s) {
     StageUnits su;
-    su.layers = model.stage_layers(pp, s, tp, virtual_stages);
+    su.layers = layers_of(s);
     if (su.layers.embedding) su.units.push_back(PlanUnit{0, u.embedding, 0});
-    for (int c = 0; c < su.layers.chunks; ++c)  // several chunks: interleaved 1F1B
+    for (int c = 0; c < su.layers.chunks; ++c)  // several chunks: interleaved 1F1B, ZB-V
       for (int l = su.layers.chunk(c).first_layer; l < su.layers.chunk(c).end_layer; ++l)
         su.units.push_back(PlanUnit{1 + l, u.layer_of(model, l), u.experts_of(model, l)});
     if (su.layers.head) {
@@ -117,9 +125,47 @@ std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp, int
   }
   return stages;
 }
+}  // namespace
+
+std::int64_t ModelShape::stage_parameters(int stages, int stage, int tp, int virtual_stages, int ep) const {
+  return held_parameters(*this, stage_layers(stages, stage, tp, virtual_stages), tp, ep);
+}
+
+std::vector<StageUnits> stage_units(const ModelShape& model, int pp, int tp, int virtual_stages, int ep) {
+  if (model.engine_config) return stage_units(model.tp_config(tp), pp, tp, virtual_stages, ep);
+  return units_of_stages(model, pp, tp, ep, [&](int s) { return model.stage_layers(pp, s, tp, virtual_stages); });
+}
 
 ShardingPlan make_sharding_plan(const ParallelLayout& layout, const ModelShape& model, int virtual_stages, int ep) {
   return ShardingPlan(layout, stage_units(model, layout.axes.pp(), layout.axes.tp(), virtual_stages, ep));
+}
+
+StageLayers placed_stage_layers(const ModelShape& model, const EstimateSettings& s, int stage) {
+  const int pp = s.layout.pp(), tp = s.layout.tp();
+  if (s.schedule != PipelineScheduleKind::zb_v) return model.stage_layers(pp, stage, tp, s.virtual_stages);
+  ModelConfig layers_only;  // the V's rule reads the layer count (and names the model)
+  layers_only.layers = static_cast<int>(model.layers);
+  layers_only.name = model.name;
+  StageLayers v = zb_v_stage_layers(model.engine_config ? *model.engine_config : layers_only, pp, stage);
+  v.tp_size = tp;
+  return v;
+}
+
+std::int64_t placed_stage_parameters(const ModelShape& model, const EstimateSettings& s, int stage) {
+  if (s.schedule != PipelineScheduleKind::zb_v)
+    return model.stage_parameters(s.layout.pp(), stage, s.layout.tp(), s.virtual_stages, s.expert_parallel);
+  return held_parameters(model, placed_stage_layers(model, s, stage), s.layout.tp(), s.expert_parallel);
+}
+
+std::vector<StageUnits> placed_stage_units(const ModelShape& model, const EstimateSettings& s) {
+  if (s.schedule != PipelineScheduleKind::zb_v)
+    return stage_units(model, s.layout.pp(), s.layout.tp(), s.virtual_stages, s.expert_parallel);
+  return units_of_stages(model, s.layout.pp(), s.layout.tp(), s.expert_parallel,
+                         [&](int stage) { return placed_stage_layers(model, s, stage); });
+}
+
+ShardingPlan placed_sharding_plan(const ModelShape& model, const EstimateSettings& s) {
+  return ShardingPlan(s.plan_layout(), placed_stage_units(model, s));
 }
 
 ModelShape model_shape_from_config(const ModelConfig& config, std::string preset) {

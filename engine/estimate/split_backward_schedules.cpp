@@ -3,26 +3,36 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include "clock/pipeline_bubble.h"
+#include "clock/zb_v_bubble.h"
 #include "model/weight_gradient_split.h"
 #include "plan/pipeline_schedule.h"
 
 namespace shardscope {
 
 namespace {
-// Past this many actions (stages × micro-batches) the lists are not built (as activation_model.cpp).
+// Past this many actions (stages × micro-batches × chunks) the lists are not built (as activation_model.cpp).
 constexpr std::int64_t kSimulatedActions = 4096;
 
 // One row per schedule that runs W apart from B: its bubble formula (Qi et al. 2024).
 constexpr SplitBackwardSchedule kSplitBackwardSchedules[] = {
     {PipelineScheduleKind::zb_h1, "(p−1)(T_F+T_B−T_W)", zb_h1_bubble_fraction},
     {PipelineScheduleKind::zb_h2, "(p−1)·T_F at the step's ends, ≈ 0 inside it when m ≥ 2p−1", zb_h2_bubble_fraction},
+    // Two half-stage chunks in a V (plan/zb_v_schedule.h): T_F, T_B, T_W are one chunk's.
+    {PipelineScheduleKind::zb_v, "(p−1)·T_F / (2m(T_F+T_B+T_W) + (p−1)·T_F) at the step's ends (chunk times)",
+     zb_v_bubble_fraction},
 };
 
-bool simulated(int stages, int micro_batches) {
-  return static_cast<std::int64_t>(stages) * micro_batches <= kSimulatedActions;
+// Chunks per stage: ZB-V's two, one otherwise.
+int chunks_of(PipelineScheduleKind kind) {
+  return chunk_placement(kind) == ChunkPlacement::v_shape ? 2 : 1;
+}
+
+bool simulated(PipelineScheduleKind kind, int stages, int micro_batches) {
+  return static_cast<std::int64_t>(stages) * micro_batches * chunks_of(kind) <= kSimulatedActions;
 }
 
 std::string percent(double fraction) {
@@ -45,20 +55,36 @@ const SplitBackwardSchedule* split_backward_schedule(PipelineScheduleKind kind) 
 }
 
 std::int64_t kept_from_b_to_w_bytes(const StageLayers& stage, int micro_batch_size, int tokens, std::int64_t hidden,
-                                    int value_bytes) {
-  const std::int64_t layers = static_cast<std::int64_t>(stage.layer_count()) * stage.chunks;
-  return weight_split_kept_floats(layers, static_cast<std::int64_t>(micro_batch_size) * tokens, hidden) * value_bytes;
+                                    int value_bytes, bool checkpointing) {
+  const std::int64_t layers = stage.layer_count();  // one chunk's: a B runs one chunk (Model::backward_input)
+  return weight_split_kept_floats(layers, static_cast<std::int64_t>(micro_batch_size) * tokens, hidden, checkpointing) *
+         value_bytes;
+}
+
+StageActivationPeak split_backward_activation_peak_closed_form(PipelineScheduleKind kind, int stages, int stage,
+                                                               int micro_batches, std::int64_t slot_bytes,
+                                                               std::int64_t kept_bytes) {
+  StageActivationPeak peak;
+  peak.slots = peak.kept = peak_in_flight_closed_form(kind, stages, stage, micro_batches);
+  if (kind == PipelineScheduleKind::zb_v && micro_batches >= 2 * stages - 1) {
+    // ZB-V's V order (zb_v_schedule.cpp): stage r fills all 2p slots and, at the
+    // same point of its list, holds 2r + 1 (chunk, micro-batch) pairs between B
+    // and W, the most it ever holds (its r cool-down pairs B(chunk 0) B(chunk 1)
+    // run before their W's): the walk's peak, exactly, for every m >= 2p - 1.
+    peak.kept = 2 * stage + 1;
+    peak.bytes = peak.slots * slot_bytes + peak.kept * kept_bytes;
+    return peak;
+  }
+  peak.bytes = peak.slots * (slot_bytes + kept_bytes);
+  peak.bound = true;
+  return peak;
 }
 
 StageActivationPeak split_backward_activation_peak(PipelineScheduleKind kind, int stages, int stage, int micro_batches,
                                                    std::int64_t slot_bytes, std::int64_t kept_bytes) {
+  if (!simulated(kind, stages, micro_batches))
+    return split_backward_activation_peak_closed_form(kind, stages, stage, micro_batches, slot_bytes, kept_bytes);
   StageActivationPeak peak;
-  if (!simulated(stages, micro_batches)) {
-    peak.slots = peak.kept = peak_in_flight_closed_form(kind, stages, stage, micro_batches);
-    peak.bytes = peak.slots * (slot_bytes + kept_bytes);
-    peak.bound = true;
-    return peak;
-  }
   const std::vector<PipelineAction> list =
       make_pipeline_schedule(kind, stages, micro_batches)[static_cast<std::size_t>(stage)];
   const std::vector<bool> frees = frees_activations(list);
@@ -78,6 +104,28 @@ StageActivationPeak split_backward_activation_peak(PipelineScheduleKind kind, in
   return peak;
 }
 
+BoundGradientLayers split_backward_bound_layers(PipelineScheduleKind kind, int stages, int stage, int micro_batches,
+                                                const StageLayers& layers) {
+  const int k = layers.layer_count();  // per chunk
+  if (!simulated(kind, stages, micro_batches)) return {k * layers.chunks, k * layers.chunks, k * layers.chunks};
+  BoundGradientLayers bound{0, 0, 0};
+  std::map<int, int> owed;  // [chunk] micro-batches past B whose W has not run
+  const PipelineSchedule schedule = make_pipeline_schedule(kind, stages, micro_batches);
+  for (const PipelineAction& a : schedule[static_cast<std::size_t>(stage)]) {
+    if (a.type == PipelineAction::Type::weight_gradient) --owed[a.chunk];
+    if (a.type != PipelineAction::Type::backward) continue;
+    int others = 0;  // chunks other B's keep bound
+    for (const auto& [chunk, count] : owed) others += chunk != a.chunk && count > 0 ? 1 : 0;
+    const int before = k * (others + (owed[a.chunk] > 0 ? 1 : 0)), with_chunk = k * (others + 1);
+    const StageLayers chunk = layers.chunk(a.chunk);
+    if (chunk.head) bound.at_head = std::max(bound.at_head, before);
+    if (k > 0) bound.at_layer = std::max(bound.at_layer, with_chunk);
+    if (chunk.embedding) bound.at_embedding = std::max(bound.at_embedding, with_chunk);
+    ++owed[a.chunk];
+  }
+  return bound;
+}
+
 SplitBackwardBubble split_backward_bubble(const SplitBackwardSchedule& schedule, int stages, int micro_batches,
                                           double forward, double backward_input, double weight) {
   const double formula = schedule.bubble_fraction(stages, micro_batches, forward, backward_input, weight);
@@ -85,11 +133,12 @@ SplitBackwardBubble split_backward_bubble(const SplitBackwardSchedule& schedule,
   const std::string beside = "its formula " + std::string(schedule.bubble_formula) +
                              " idle per stage = " + percent(formula) +
                              "; 1F1B's (p−1)(T_F+T_B+T_W) = " + percent(gpipe_bubble_fraction(stages, micro_batches));
-  if (!simulated(stages, micro_batches))
+  if (!simulated(schedule.kind, stages, micro_batches))
     return {formula, "formula, " + times + " (p·m past the simulated size); 1F1B's (p−1)(T_F+T_B+T_W) = " +
                          percent(gpipe_bubble_fraction(stages, micro_batches))};
-  const PipelineTimeline t = simulate_pipeline_schedule(
-      compute_only(make_pipeline_schedule(schedule.kind, stages, micro_batches)), forward, backward_input, 0, weight);
+  const PipelineTimeline t =
+      simulate_pipeline_schedule(compute_only(make_pipeline_schedule(schedule.kind, stages, micro_batches)), forward,
+                                 backward_input, 0, weight, chunk_placement(schedule.kind));
   return {t.bubble_fraction, "the simulated " + std::string(pipeline_schedule_name(schedule.kind)) + " schedule, " +
                                  times + " (FLOPs); " + beside};
 }

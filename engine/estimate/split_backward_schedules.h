@@ -27,16 +27,19 @@ struct SplitBackwardSchedule {
 // The schedule's entry, or nullptr for a schedule that runs B and W together.
 const SplitBackwardSchedule* split_backward_schedule(PipelineScheduleKind kind);
 
-// Bytes a stage keeps from one micro-batch's B to its W (model/weight_gradient_split.h):
-// its layers' linears' output gradients, layers × b × s × 9h values of `value_bytes`.
+// Bytes a stage keeps from one B to its W (model/weight_gradient_split.h): the
+// linears' output gradients of the layers that B ran, one chunk's (ZB-V's B
+// runs half a stage), layers × b × s × 9h values of `value_bytes`; under
+// activation checkpointing their inputs too, 16h.
 std::int64_t kept_from_b_to_w_bytes(const StageLayers& stage, int micro_batch_size, int tokens, std::int64_t hidden,
-                                    int value_bytes);
+                                    int value_bytes, bool checkpointing = false);
 
 // The peak of a stage's activation memory under a split-backward schedule,
 // walking its action list as the engine runs it: a forward fills the lowest free
 // activation slot (slots, once filled, stay allocated: slot_bytes each), a B
 // keeps kept_bytes until its W, and the W frees the slot. At the peak the stage
-// has `slots` slots allocated and `kept` micro-batches between B and W.
+// has `slots` slots allocated and `kept` micro-batches between B and W. ZB-V's
+// slots and B's are per (chunk, micro-batch): a slot holds one chunk's layers.
 struct StageActivationPeak {
   std::int64_t bytes = 0;
   int slots = 0, kept = 0;
@@ -44,6 +47,24 @@ struct StageActivationPeak {
 };
 StageActivationPeak split_backward_activation_peak(PipelineScheduleKind kind, int stages, int stage, int micro_batches,
                                                    std::int64_t slot_bytes, std::int64_t kept_bytes);
+// The same without building the list, for p·m·chunks past the size simulated:
+// ZB-V's exactly (2p slots and 2r + 1 kept on stage r, test_estimate_ledger checks
+// it against the walk), the other schedules bounded by every slot with its kept bytes.
+StageActivationPeak split_backward_activation_peak_closed_form(PipelineScheduleKind kind, int stages, int stage,
+                                                               int micro_batches, std::int64_t slot_bytes,
+                                                               std::int64_t kept_bytes);
+
+// In 16 bits a layer's fp32 unit gradient stays bound from its B to its W
+// (model/weight_gradient_split.cpp: W adds the weight gradients to it), one
+// buffer per layer whichever micro-batches owe it. The most layers bound at
+// the three points of a B the workspace peaks at: its head's backward (the
+// layers other B's still owe), its last layer's (those and the B's own chunk)
+// and its embedding's; past the simulated size every layer of the stage.
+struct BoundGradientLayers {
+  int at_head = 0, at_layer = 1, at_embedding = 0;  // an unsplit backward: one layer's at a time
+};
+BoundGradientLayers split_backward_bound_layers(PipelineScheduleKind kind, int stages, int stage, int micro_batches,
+                                                const StageLayers& layers);
 
 // The bubble of the simulated schedule with compute times T_F, T_B, T_W per
 // micro-batch and stage (any unit), beside its formula; past the size the

@@ -9,6 +9,7 @@
 #include "estimate/formula_text.h"
 #include "estimate/memory_model.h"
 #include "estimate/split_backward_schedules.h"
+#include "estimate/stage_placement.h"
 #include "estimate/step_kernels.h"
 #include "plan/data_parallel_traffic.h"
 #include "plan/expert_parallel_traffic.h"
@@ -51,9 +52,7 @@ void count_flops(TimeEstimate& t, const ModelShape& model, const EstimateSetting
 // Ψ_s of the largest stage: its data-parallel collectives are the longest.
 std::int64_t largest_stage_parameters(const ModelShape& model, const EstimateSettings& s) {
   std::int64_t psi_s = 0;
-  for (int stage = 0; stage < s.layout.pp(); ++stage)
-    psi_s = std::max(psi_s,
-                     model.stage_parameters(s.layout.pp(), stage, s.layout.tp(), s.virtual_stages, s.expert_parallel));
+  for (int stage = 0; stage < s.layout.pp(); ++stage) psi_s = std::max(psi_s, placed_stage_parameters(model, s, stage));
   return psi_s;
 }
 
@@ -65,7 +64,7 @@ void count_data_parallel_bytes(TimeEstimate& t, const ModelShape& model, const E
                                const ShardingRules& rules) {
   const int extra = model.engine_config ? extra_embedding_gathers(model.engine_config->kind) : 0;
   const int ep = s.expert_parallel;
-  for (const StageUnits& stage : stage_units(model, s.layout.pp(), s.layout.tp(), s.virtual_stages, ep)) {
+  for (const StageUnits& stage : placed_stage_units(model, s)) {
     // Expert parallelism: the experts' gradients go round the ranks holding them (DDP).
     std::int64_t moe_layers = 0;
     for (int c = 0; c < stage.layers.chunks; ++c)
@@ -105,6 +104,10 @@ void count_pipeline_bytes(TimeEstimate& t, const ModelShape& model, const Estima
       t.bubble_fraction = interleaved_bubble_fraction(s.layout.pp(), s.micro_batches, v);
       t.bubble_formula = "(p−1)/(v·m+p−1) = " + std::to_string(s.layout.pp() - 1) + "/" +
                          std::to_string(v * s.micro_batches + s.layout.pp() - 1);
+    }
+    if (s.schedule == PipelineScheduleKind::zb_v) {  // two chunks in a V: each stage sends twice 1F1B's messages
+      t.pp_bytes *= 2;
+      t.pp_formula = "2 chunks in a V × " + t.pp_formula;
     }
     if (const SplitBackwardSchedule* split = split_backward_schedule(s.schedule)) {
       // T_F, T_B, T_W in FLOPs per token: the matmuls' 2N each (B's input gradients, W's

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "model/parameter_layout.h"
+#include "plan/placed_stage_units.h"
 #include "plan/zb_v_schedule.h"
 
 namespace shardscope {
@@ -193,10 +194,8 @@ RankPlan ShardingPlan::make_rank(int rank) const {
   return p;
 }
 
-namespace {
-// Each stage's units, the stage holding layers_of(stage) (and ep rank 0's experts).
-template <typename LayersOf>
-std::vector<StageUnits> units_of_stages(const ModelConfig& model, int pp, int tp, int ep, LayersOf layers_of) {
+std::vector<StageUnits> placed_stage_units(const ModelConfig& model, int pp, int tp, int ep,
+                                           const std::function<StageLayers(int)>& layers_of) {
   std::vector<StageUnits> stages;
   for (int s = 0; s < pp; ++s) {
     StageUnits su;
@@ -214,11 +213,10 @@ std::vector<StageUnits> units_of_stages(const ModelConfig& model, int pp, int tp
   }
   return stages;
 }
-}  // namespace
 
 std::vector<StageUnits> stage_units(const ModelConfig& model, int pp, int tp, int virtual_stages, int ep) {
-  return units_of_stages(model, pp, tp, ep,
-                         [&](int s) { return pipeline_stage_layers(model, pp, s, virtual_stages); });
+  return placed_stage_units(model, pp, tp, ep,
+                            [&](int s) { return pipeline_stage_layers(model, pp, s, virtual_stages); });
 }
 
 std::string stage_parameters_text(const ShardingPlan& plan) {
@@ -252,8 +250,8 @@ ShardingPlan make_sharding_plan(const RunConfig& config) {
     const ParallelLayout layout = parallel_layout(config);
     const ModelConfig model = run_model_config(config);
     const int pp = layout.axes.pp();
-    return ShardingPlan(layout, units_of_stages(model, pp, layout.axes.tp(), config.expert_parallel,
-                                                [&](int s) { return zb_v_stage_layers(model, pp, s); }));
+    return ShardingPlan(layout, placed_stage_units(model, pp, layout.axes.tp(), config.expert_parallel,
+                                                   [&](int s) { return zb_v_stage_layers(model, pp, s); }));
   }
   if (config.virtual_stages <= 1 && config.expert_parallel <= 1)
     return make_sharding_plan(parallel_layout(config), run_model_config(config));

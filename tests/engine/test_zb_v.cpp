@@ -24,6 +24,7 @@
 #include "core/error.h"
 #include "engine/collecting_sink.h"
 #include "engine/parallel_equivalence.h"
+#include "estimate/memory_model.h"
 #include "plan/pipeline_schedule.h"
 #include "plan/run_plan.h"
 #include "plan/schedule_file.h"
@@ -210,7 +211,8 @@ void TestZbV::losses_equal_gpipe_with_ddp_and_zero1() {
 }
 
 // Walking each stage's boxes (events with the chunk): an F opens a (chunk,
-// micro-batch), its W closes it; the most open at once is peak_in_flight.
+// micro-batch), its W closes it; the most open at once is peak_in_flight, and
+// the estimator's simulation of the same layout (estimate --schedule zb-v).
 void TestZbV::activations_in_flight_are_the_simulators() {
   RunConfig c = short_pipeline_run("gpt-tiny");
   c.steps = 1;
@@ -230,6 +232,8 @@ void TestZbV::activations_in_flight_are_the_simulators() {
   }
   QCOMPARE(sends, 2 * 2 * (2 - 1) * 5);  // twice 1F1B's
   const std::vector<int> expected = peak_in_flight(make_pipeline_schedule(kZbV, 2, 5));
+  const MemoryEstimate estimated =
+      estimate_memory(model_shape_from_config(run_model_config(c), c.model), settings_for_run(c));
   QCOMPARE(int(boxes.size()), 2);
   for (auto& [stage, list] : boxes) {
     std::stable_sort(list.begin(), list.end(), [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; });
@@ -246,6 +250,7 @@ void TestZbV::activations_in_flight_are_the_simulators() {
     QVERIFY(open.empty());
     QCOMPARE(int(list.size()), 2 * 2 * 5);  // F and W of 2 chunks x 5 micro-batches
     QCOMPARE(int(peak), expected[std::size_t(stage)]);
+    QCOMPARE(int(peak), estimated.ranks[std::size_t(stage)].micro_batches_in_flight);  // dp 1: rank = stage
   }
 }
 

@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/memory_ledger.h"
 #include "engine/collecting_sink.h"
+#include "estimate/memory_model.h"
 #include "model/model.h"
 #include "ops/backend.h"
 #include "plan/pipeline_schedule.h"
@@ -101,6 +102,7 @@ class TestZeroBubble : public QObject {
   void losses_equal_gpipe();
   void losses_equal_gpipe_with_ddp();
   void weight_gradients_are_events();
+  void activations_in_flight_from_events_are_the_estimators();
   void measured_bubble_is_the_formula_paced_by_the_slowest_stage();
   void unbuilt_combinations_are_refused_by_name();
   void the_schedule_command_prints_them();
@@ -305,6 +307,54 @@ void TestZeroBubble::weight_gradients_are_events() {
   const std::vector<std::string> lines = schedule_summary_lines(summary, "virtual");
   QCOMPARE(int(lines.size()), 2);
   QVERIFY2(lines[1].starts_with("zero bubble, with the measured T_F "), lines[1].c_str());
+}
+
+// The must-show at pp 4 x m 8: walking each stage's boxes of a real step
+// (an F opens a micro-batch, its last backward phase, W or an unsplit B, closes
+// it), the most open at once is the estimator's simulation of the same layout,
+// stage by stage: ZB-H1 holds 1F1B's p on stage 0 and ZB-H2 at most 2p - 1.
+void TestZeroBubble::activations_in_flight_from_events_are_the_estimators() {
+  const int p = 4, m = 8;
+  std::map<PipelineScheduleKind, std::vector<int>> held;  // [schedule][stage] from the events
+  for (const PipelineScheduleKind kind :
+       {PipelineScheduleKind::one_f_one_b, PipelineScheduleKind::zb_h1, PipelineScheduleKind::zb_h2}) {
+    RunConfig c = base_config();
+    c.steps = 1;
+    c.layout[Axis::pp] = p;
+    c.micro_batches = m;
+    c.schedule = kind;
+    CollectingSink sink;
+    Trainer trainer(c, &sink);
+    trainer.step();
+    const bool split = kind != PipelineScheduleKind::one_f_one_b;
+    const ComputeKind closes = split ? ComputeKind::weight_gradient : ComputeKind::backward;
+    std::map<int, std::vector<Event>> boxes;  // stage -> its F and closing boxes
+    for (const Event& e : sink.events())
+      if (e.kind == EventKind::compute_span && e.layer == -1 &&
+          (e.compute == ComputeKind::forward || e.compute == closes))
+        boxes[e.stage].push_back(e);
+    const MemoryEstimate estimated =
+        estimate_memory(model_shape_from_config(run_model_config(c), c.model), settings_for_run(c));
+    QCOMPARE(int(boxes.size()), p);
+    for (auto& [stage, list] : boxes) {
+      std::stable_sort(list.begin(), list.end(),
+                       [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; });
+      std::set<int> open;
+      std::size_t peak = 0;
+      for (const Event& e : list) {
+        if (e.compute == ComputeKind::forward)
+          open.insert(e.micro_batch);
+        else
+          QVERIFY(open.erase(e.micro_batch) == 1);
+        peak = std::max(peak, open.size());
+      }
+      QVERIFY(open.empty());
+      QCOMPARE(int(peak), estimated.ranks[std::size_t(stage)].micro_batches_in_flight);  // dp 1: rank = stage
+      held[kind].push_back(int(peak));
+    }
+  }
+  QCOMPARE(held[PipelineScheduleKind::zb_h1][0], held[PipelineScheduleKind::one_f_one_b][0]);
+  for (int n : held[PipelineScheduleKind::zb_h2]) QVERIFY(n <= 2 * p - 1);
 }
 
 // pp 4 x m 8 on the virtual clock: gpt-tiny's stages are unequal (the last

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The planner's parallel layouts, offscreen: expert parallelism halving the
 // experts' bytes, pipelines refusing ZeRO-2/3 with the run's own rule, and a
-// zero-bubble schedule's activations equal to the estimator's; every bar is
+// zero-bubble schedule's (ZB-H2's, ZB-V's) activations equal to the estimator's; every bar is
 // the engine's estimate of the same request (the rest: test_planner.cpp).
 #include <QComboBox>
 #include <QSpinBox>
@@ -124,6 +124,43 @@ class TestPlannerLayouts : public QObject {
     QVERIFY2(
         planner.errorText().contains(QStringLiteral("zb-h2")) && planner.errorText().contains(QStringLiteral("B to W")),
         qPrintable(planner.errorText()));
+  }
+
+  // ZB-V on a layout it runs (GPT-3 175B's 96 layers in 2 × 8 chunks, m 16 ≥ 2p − 1):
+  // the bars are the estimator's, stage 0 holding the embeddings and the head; with
+  // m 8 the planner shows the run's refusal of the V's warm-up.
+  void zbVScheduleShowsTheEstimatorsActivations() {
+    PlannerDialog planner;
+    QVERIFY(planner.waitForPlan());
+    QVERIFY(planner.scheduleBox()->findText(QStringLiteral("zb-v")) >= 0);
+    planner.ppBox()->setValue(8);
+    planner.microBatchesBox()->setValue(16);
+    planner.zeroBox()->setValue(1);
+    planner.scheduleBox()->setCurrentIndex(planner.scheduleBox()->findText(QStringLiteral("zb-h2")));
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    QVERIFY(planner.stages()[1].fullest() != nullptr);
+    const std::int64_t zb_h2 = planner.stages()[1].fullest()->bytes[MemoryCategory::activations];
+    planner.scheduleBox()->setCurrentIndex(planner.scheduleBox()->findText(QStringLiteral("zb-v")));
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    QCOMPARE(planner.request().settings.schedule, PipelineScheduleKind::zb_v);
+    QVERIFY2(planner.errorText().isEmpty(), qPrintable(planner.errorText()));
+    const Estimate e = engineEstimate(planner, 1);
+    const RankMemory* shown = planner.stages()[1].fullest();
+    QVERIFY(shown != nullptr);
+    QCOMPARE(shown->bytes.bytes, e.memory.ranks[static_cast<std::size_t>(e.memory.fullest_rank())].bytes.bytes);
+    QVERIFY(shown->bytes[MemoryCategory::activations] != zb_h2);
+    QCOMPARE(barBytes(planner)[1][kActivations], shown->bytes[MemoryCategory::activations]);
+    const RankMemory& first = e.memory.ranks[0];
+    QVERIFY(first.layers.embedding && first.layers.head && first.layers.chunks == 2);
+    QVERIFY2(first.formula(MemoryCategory::activations).find("(zb-v)") != std::string::npos,
+             first.formula(MemoryCategory::activations).c_str());
+    planner.microBatchesBox()->setValue(8);
+    planner.replan();
+    QVERIFY(planner.waitForPlan());
+    QVERIFY2(planner.errorText().contains(QStringLiteral("zb-v")) && planner.errorText().contains(QStringLiteral("15")),
+             qPrintable(planner.errorText()));
   }
 };
 
