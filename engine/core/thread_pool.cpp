@@ -28,7 +28,9 @@ std::pair<std::int64_t, std::int64_t> part_range(std::int64_t n, int parts, int 
 // the other thread mostly arrived after the caller had run every part alone.
 // Polling keeps both threads on the job; past the window the thread sleeps, so
 // an idle pool costs nothing. OpenMP runtimes and PyTorch's pool do the same.
-constexpr std::chrono::microseconds kSpinWindow{50};
+// On gpt-tiny (docs/PERFORMANCE.md) 200 us beat 50 us by 4%, 1 ms beat 200 us
+// by 2% (within noise); a longer window burns more of a shared core.
+constexpr std::chrono::microseconds kSpinWindow{200};
 
 // Polls until ready() or the window has passed; true if ready() became true.
 template <class Ready>
