@@ -5,6 +5,8 @@
 # torch, see tests/tools/README.md); without it only ShardScope is measured.
 # BASELINE=path/to/an/older/bench_train adds that build to each round (before
 # and after a change, against PyTorch in the same run).
+# On a machine other programs keep busy, `chrt -f 10 bash bench/run_cpu_bench.sh` (root) gives
+# both sides a real-time priority, so the figures are a quiet machine's (docs/PERFORMANCE.md).
 #   [BASELINE=...] bench/run_cpu_bench.sh [ROUNDS]
 # SPDX-License-Identifier: GPL-3.0-or-later
 set -euo pipefail
