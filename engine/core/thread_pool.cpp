@@ -124,11 +124,13 @@ void ThreadPool::parallel_for(std::int64_t n, std::int64_t min_grain, const Rang
   job_ = nullptr;
   if (pending_ == 0) return;
   lock.unlock();
-  if (spin_until([this] { return load(pending_) == 0; })) {
-    lock.lock();  // the worker's last write under the mutex is done before this returns
-    return;
-  }
-  lock.lock();
+  // Polling is waiting, not compute: its CPU time comes off the account, so the
+  // virtual clock (thread CPU time plus the workers') does not count it.
+  const std::int64_t poll0 = t_account != nullptr ? thread_cpu_ns() : 0;
+  const bool done = spin_until([this] { return load(pending_) == 0; });
+  if (t_account != nullptr) t_account->worker_ns.fetch_sub(thread_cpu_ns() - poll0, std::memory_order_relaxed);
+  lock.lock();  // after polling, the worker's last write under the mutex is done before this returns
+  if (done) return;
   finished_.wait(lock, [this] { return pending_ == 0; });
 }
 
