@@ -78,7 +78,8 @@ SettingsPatch patch_from_flags(const Flags& f) {
     given(key, flag_value(f, key));
   given("attention", flag_value(f, "attention"));
   given("time_model", flag_value(f, "time_model"));
-  for (const char* key : {"runtime", "selective_ac", "dropout", "gpu_bandwidth"}) given(key, flag_value(f, key));
+  for (const char* key : {"runtime", "selective_ac", "dropout", "autocast", "gpu_bandwidth"})
+    given(key, flag_value(f, key));
   if (f.efficiency) given("efficiency", static_cast<double>(*f.efficiency));
   return patch_from_values(values);
 }

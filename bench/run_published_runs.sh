@@ -76,10 +76,11 @@ run "Megatron-LM GPT 1008B, 3072 x A100 (tp 8, pp 64)" tflops_per_gpu 163 \
   --micro-batches 512 --checkpoint full --gpus-per-node 8 --gpu A100-80GB --dropout 0.1
 # FlashAttention-2's end-to-end runs (Dao 2023, Table 1, the FlashAttention-2 column: model TFLOP/s
 # per A100 counted as 6·s·N + 12·L·h·s², i.e. MFU × 312) on 8 x A100 80GB, with the configurations of
-# Dao-AILab/flash-attention training/configs/experiment/pile/gpt3{xl,-2.7B}-flash{,-8k}.yaml: bf16,
+# Dao-AILab/flash-attention training/configs/experiment/pile/gpt3{xl,-2.7B}-flash{,-8k}.yaml: bf16
+# through Lightning's precision "bf16", PyTorch AMP (--autocast),
 # ZeRO-1 (DDPStrategyZero1), fused dense, dropout-add-LayerNorm and MLP kernels, dropout 0.1 (GPT-2's
 # default), no checkpointing; micro-batches 8 / 4 at 2k and 4 / 4 at 8k, 512 and 128 sequences a step.
-fa2=(--dp 8 --zero 1 --precision bf16 --gpu A100-80GB --attention flash --dropout 0.1)
+fa2=(--dp 8 --zero 1 --precision bf16 --autocast --gpu A100-80GB --attention flash --dropout 0.1)
 run "FlashAttention-2 GPT3-1.3B 2k, 8 x A100" mfu 62.82 --model "$runs/gpt3-1.3b_config.json" "${fa2[@]}" \
   --seq 2048 --micro-batch 8 --accum 8
 run "FlashAttention-2 GPT3-2.7B 2k, 8 x A100" mfu 65.71 --model "$runs/gpt3-2.7b_config.json" "${fa2[@]}" \

@@ -93,6 +93,15 @@ void add_kernel_model_fields(std::vector<RunField>& f) {
                .default_text = "0",
                .saved = Saved::never,
                .surfaces = surface::estimate});
+  f.push_back({.key = "autocast",
+               .flag = "--autocast",
+               .kind = FieldKind::toggle,
+               .help = {"Time model (kernels): PyTorch AMP, fp32 weights cast to 16 bits in every forward and\n"
+                        "      16-bit gradients accumulated in fp32 (Lightning's precision \"bf16\")",
+                        "时间模型（kernels）：PyTorch AMP，fp32 权重在每次前向时转换为 16 位，16 位梯度以 fp32 累加"
+                        "（Lightning 的 precision \"bf16\"）"},
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
   f.push_back({.key = "gpu_bandwidth",
                .flag = "--gpu-bandwidth",
                .value_name = "GB/s",

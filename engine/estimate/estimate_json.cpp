@@ -63,6 +63,7 @@ json settings_json(const EstimateSettings& s) {
   if (s.eager_runtime) out["runtime"] = "eager";  // the kernel model's run inputs, likewise only when given
   if (s.selective_every_second_matmul) out["selective_ac"] = "op";
   if (s.dropout > 0) out["dropout"] = s.dropout;
+  if (s.autocast) out["autocast"] = true;
   if (s.memory_gbps > 0) out["gpu_bandwidth"] = s.memory_gbps;
   return out;
 }

@@ -257,6 +257,7 @@ void apply_patch(EstimateSettings& s, const SettingsPatch& p) {
   if (p.eager_runtime) s.eager_runtime = *p.eager_runtime;
   if (p.selective_every_second_matmul) s.selective_every_second_matmul = *p.selective_every_second_matmul;
   if (p.dropout) s.dropout = *p.dropout;
+  if (p.autocast) s.autocast = *p.autocast;
   if (p.memory_gbps) s.memory_gbps = *p.memory_gbps;
 }
 }  // namespace
@@ -315,6 +316,8 @@ bool patch_value(SettingsPatch& p, std::string_view k, const nlohmann::json& v) 
     p.selective_every_second_matmul = v.get<std::string>() == "op";
   else if (k == "dropout")
     p.dropout = v.get<double>();
+  else if (k == "autocast")
+    p.autocast = v.get<bool>();
   else if (k == "gpu_bandwidth")
     p.memory_gbps = v.get<double>();
   else

@@ -82,6 +82,9 @@ struct EstimateSettings {
   // instead of the attention core recomputed (Korthikanti et al. 2022).
   bool selective_every_second_matmul = false;
   double dropout = 0;      // --dropout P (kernel model): each dropout's mask pass, P > 0
+  // --autocast (kernel model): PyTorch AMP's fp32 weights, cast to 16 bits in every forward, their
+  // 16-bit gradients cast back and accumulated in fp32 (what Lightning's precision "bf16" runs).
+  bool autocast = false;
   double memory_gbps = 0;  // --gpu-bandwidth: the run's own memory bandwidth, GB/s (0: the profile's)
 
   int world_size() const { return layout.world_size(); }
@@ -119,7 +122,7 @@ struct SettingsPatch {
   std::optional<bool> cuda;
   std::optional<double> efficiency;
   std::optional<bool> flash_attention;
-  std::optional<bool> eager_runtime, selective_every_second_matmul;  // runtime, selective_ac
+  std::optional<bool> eager_runtime, selective_every_second_matmul, autocast;  // runtime, selective_ac, autocast
   std::optional<double> dropout, memory_gbps;                        // dropout, gpu_bandwidth
   std::optional<bool> measured_kernels;                     // time_model: "kernels"
   std::vector<std::pair<std::string, std::string>> origin;  // (setting, where it came from)

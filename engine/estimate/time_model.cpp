@@ -229,6 +229,29 @@ double exposed_data_parallel_s(const TimeEstimate& t, const ModelShape& model, c
   return gather_s + overlapped(t.dp_comm_s - gather_s, rules.shards_gradients() ? backward : backward / K);
 }
 
+// Kernel model: the memory-bound passes over the weights that a framework adds around the kernels of
+// estimate/step_kernels.h, per micro-step, over the stage's P parameters.
+void add_weight_passes(TimeEstimate& t, const EstimateSettings& s, const GpuProfile& gpu, const ShardingRules& rules,
+                       double P) {
+  if (!s.measured_kernels) return;
+  const double K = static_cast<double>(s.micro_steps());
+  double bytes = 0;
+  // ZeRO-3 copies each gathered unit out of the all-gather's buffer into the parameters, in forward
+  // and again in backward, and each gradient into the reduce-scatter's buffer (FSDP2's copy-out and
+  // chunk_cat): read and write, 2(2p + g) bytes per parameter.
+  const StateBytes b = rules.bytes_per_parameter();
+  if (rules.shards_parameters()) bytes += K * P * 2 * (2 * b.parameters + b.gradients);
+  // PyTorch AMP (--autocast): each forward casts the fp32 weights to 16 bits (4 read, 2 written),
+  // backward casts their 16-bit gradients back (2 read, 4 written) and, after the first
+  // micro-step, adds them into the fp32 gradients (4 + 4 read, 4 written).
+  if (s.autocast && s.precision != Precision::fp32) bytes += P * (12 * K + 12 * (K - 1));
+  if (bytes == 0) return;
+  const double seconds = measured_kernel_model(t.peak_tflops, gpu.memory_gbps).memory_s(bytes);
+  t.memory_bound_s += seconds;
+  t.compute_s += seconds;
+  t.efficiency = t.flops_per_step / s.world_size() / (t.compute_s * t.peak_tflops * 1e12);
+}
+
 // Seconds per step on the GPU: compute, the bubble, AdamW's memory-bound update,
 // and the bytes above over the node's link (or the inter-node network when a group spans nodes).
 void time_on_gpu(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s, const GpuProfile& gpu,
@@ -237,17 +260,7 @@ void time_on_gpu(TimeEstimate& t, const ModelShape& model, const EstimateSetting
   t.has_gpu = true;
   t.gpu = gpu.name;
   time_compute(t, model, s, gpu);
-  if (s.measured_kernels && rules.shards_parameters()) {
-    // ZeRO-3 copies each gathered unit out of the all-gather's buffer into the parameters, in forward
-    // and again in backward, and each gradient into the reduce-scatter's buffer (FSDP2's copy-out and
-    // chunk_cat): read and write, 2(2p + g) bytes per parameter per micro-step, memory-bound.
-    const StateBytes b = rules.bytes_per_parameter();
-    const double copies = static_cast<double>(s.micro_steps()) * P * 2 * (2 * b.parameters + b.gradients);
-    const double copies_s = measured_kernel_model(t.peak_tflops, gpu.memory_gbps).memory_s(copies);
-    t.memory_bound_s += copies_s;
-    t.compute_s += copies_s;
-    t.efficiency = t.flops_per_step / s.world_size() / (t.compute_s * t.peak_tflops * 1e12);
-  }
+  add_weight_passes(t, s, gpu, rules, P);
   t.bubble_s = t.bubble_fraction < 1 ? t.compute_s * t.bubble_fraction / (1 - t.bubble_fraction) : 0;
   // AdamW reads parameter, gradient, m, v and writes parameter, m, v: 28 bytes per
   // parameter in fp32, and also 28 in mixed precision (4 master + 2 grad + 8 read, 12 + 2 written).

@@ -244,8 +244,8 @@ void TestEstimateTime::flash_attention_causal_at_its_measured_rate() {
 // The run's own configuration as inputs: eager PyTorch's memory-bound ops (several times the fused
 // bytes; AdamW in 80 bytes per parameter, not 28), torchtitan's op policy (every second matmul
 // again, the attention kernel's output kept, refused without --checkpoint selective), dropout's
-// mask passes, the run's memory bandwidth, ZeRO-3's buffer copies, and a pipeline's last stage
-// holding the whole head.
+// mask passes, PyTorch AMP's casts, the run's memory bandwidth, ZeRO-3's buffer copies, and a
+// pipeline's last stage holding the whole head.
 void TestEstimateTime::runtime_recompute_policy_dropout_and_bandwidth() {
   EstimateSettings s = torchtitan_settings();
   const ModelShape llama = llama_8b();
@@ -277,6 +277,12 @@ void TestEstimateTime::runtime_recompute_policy_dropout_and_bandwidth() {
   QCOMPARE(dropped.attention_s, eager.attention_s);
   QVERIFY(dropped.memory_bound_s > eager.memory_bound_s);
   s.dropout = 0;
+  // PyTorch AMP: one micro-step casts the weights to 16 bits and their gradients back, 12 bytes a parameter.
+  s.autocast = true;
+  const TimeEstimate amp = estimate_time(llama, s, &h100);
+  QVERIFY(near(amp.memory_bound_s - eager.memory_bound_s,
+               12.0 * static_cast<double>(llama.parameters()) / (3350e9 * amp.memory_fraction)));
+  s.autocast = false;
   s.memory_gbps = 2400;
   const TimeEstimate hbm2e = estimate_time(llama, s, &h100);
   QCOMPARE(hbm2e.memory_gbps, 2400.0);
