@@ -78,6 +78,8 @@ SettingsPatch patch_from_flags(const Flags& f) {
     given(key, flag_value(f, key));
   given("attention", flag_value(f, "attention"));
   given("time_model", flag_value(f, "time_model"));
+  for (const char* key : {"runtime", "selective_ac", "dropout", "autocast", "gpu_bandwidth"})
+    given(key, flag_value(f, key));
   if (f.efficiency) given("efficiency", static_cast<double>(*f.efficiency));
   return patch_from_values(values);
 }
@@ -160,16 +162,22 @@ void print_gpu_time(const Estimate& e) {
   }
   std::printf(
       "data-parallel traffic overlapped as its strategy overlaps it, tensor-parallel and pipeline traffic on the "
-      "critical path, no dropout, no host gaps between kernels\n");
+      "critical path, %s, no host gaps between kernels\n",
+      e.settings.dropout > 0 ? "dropout's mask passes" : "no dropout");
+  const std::string attention =
+      !e.settings.flash_attention ? "materialized s × s scores"
+      : t.attention_fraction > 0
+          ? "flash at " + short_number(100.0 * t.attention_fraction, 3) + "% of peak, FlashAttention-2's figure"
+          : std::string("flash");
   std::printf(
       "  kernels        compute %.3f s = GEMMs %.3f s (%s kernels) + attention core %.3f s (%s) + memory-bound "
-      "%.3f s; each GEMM %.2f us + its FLOPs at %.0f%% of peak × %.3f sustained clock or its bytes at %.0f%% of "
-      "%s GB/s, whichever is longer; other kernels their bytes at %.0f%% (XLA's H100 GEMM table; docs/ESTIMATE.md, "
-      "docs/PERFORMANCE.md)\n",
+      "%.3f s (%s); each GEMM %.2f us + its FLOPs at %.0f%% of peak × %.3f sustained clock or its bytes at %.0f%% "
+      "of %s GB/s, whichever is longer; other kernels their bytes at %.0f%% (XLA's H100 GEMM table; "
+      "docs/ESTIMATE.md, docs/PERFORMANCE.md)\n",
       t.compute_s, t.gemm_s, grouped(static_cast<std::int64_t>(t.gemm_kernels)).c_str(), t.attention_s,
-      e.settings.flash_attention ? "flash" : "materialized s × s scores", t.memory_bound_s, t.gemm_floor_s * 1e6,
-      100.0 * t.gemm_fraction, t.sustained_clock, 100.0 * t.memory_fraction,
-      short_number(e.gpu->memory_gbps, 4).c_str(), 100.0 * t.memory_fraction);
+      attention.c_str(), t.memory_bound_s, e.settings.eager_runtime ? "eager, one kernel per op" : "fused",
+      t.gemm_floor_s * 1e6, 100.0 * t.gemm_fraction, t.sustained_clock, 100.0 * t.memory_fraction,
+      short_number(t.memory_gbps, 4).c_str(), 100.0 * t.memory_fraction);
 }
 
 void print_time(const Estimate& e) {

@@ -54,6 +54,66 @@ void add_rank_fields(std::vector<RunField>& f) {
                .surfaces = surface::plan});
 }
 
+// The kernel model's inputs that describe the published run itself (docs/PERFORMANCE.md):
+// its framework's kernels, its recompute policy, its dropout and its GPU's memory.
+void add_kernel_model_fields(std::vector<RunField>& f) {
+  f.push_back({.key = "runtime",
+               .flag = "--runtime",
+               .value_name = "fused|eager",
+               .kind = FieldKind::choice,
+               .help = {"Time model (kernels): the memory-bound ops between GEMMs as fused kernels (llm.c,\n"
+                        "      Megatron-LM, torch.compile) or as eager PyTorch runs them, one kernel per op",
+                        "时间模型（kernels）：GEMM 之间的访存密集算子为融合内核（llm.c、Megatron-LM、torch.compile），"
+                        "或按 PyTorch eager 模式每个算子一个内核运行"},
+               .choices = {"fused", "eager"},
+               .default_text = "fused",
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
+  f.push_back({.key = "selective_ac",
+               .flag = "--selective-ac",
+               .value_name = "core|op",
+               .kind = FieldKind::choice,
+               .help = {"With --checkpoint selective: recompute the attention core (Korthikanti et al.) or, as\n"
+                        "      torchtitan's op policy, every second matmul of a layer and its memory-bound ops",
+                        "与 --checkpoint selective 一起：重算注意力核心（Korthikanti 等），或按 torchtitan 的 op "
+                        "策略重算每层每隔一个的矩阵乘及其访存密集算子"},
+               .choices = {"core", "op"},
+               .default_text = "core",
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
+  f.push_back({.key = "dropout",
+               .flag = "--dropout",
+               .value_name = "P",
+               .kind = FieldKind::number,
+               .help = {"Time model (kernels): the run's dropout probability; above 0 each dropout writes and\n"
+                        "      reads its mask (the attention probabilities' too, unless --attention flash)",
+                        "时间模型（kernels）：运行的 dropout 概率；大于 0 时每个 dropout 写入并读取其掩码"
+                        "（注意力概率的也是，除非 --attention flash）"},
+               .range = {0.0, 1.0, false, true},
+               .default_text = "0",
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
+  f.push_back({.key = "autocast",
+               .flag = "--autocast",
+               .kind = FieldKind::toggle,
+               .help = {"Time model (kernels): PyTorch AMP, fp32 weights cast to 16 bits in every forward and\n"
+                        "      16-bit gradients accumulated in fp32 (Lightning's precision \"bf16\")",
+                        "时间模型（kernels）：PyTorch AMP，fp32 权重在每次前向时转换为 16 位，16 位梯度以 fp32 累加"
+                        "（Lightning 的 precision \"bf16\"）"},
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
+  f.push_back({.key = "gpu_bandwidth",
+               .flag = "--gpu-bandwidth",
+               .value_name = "GB/s",
+               .kind = FieldKind::number,
+               .help = {"The run's GPU memory bandwidth where it differs from the --gpu profile's data sheet",
+                        "运行所用 GPU 的显存带宽（与 --gpu 配置的数据表不同时）"},
+               .range = {0.0, 1e6, true},
+               .default_text = "-",
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
+}
+
 // The cluster: GPU memory, GPUs per machine and machines, and the time model's one assumption.
 void add_cluster_fields(std::vector<RunField>& f) {
   f.push_back(
@@ -125,6 +185,7 @@ void add_cluster_fields(std::vector<RunField>& f) {
        .default_text = "flat",
        .saved = Saved::never,
        .surfaces = surface::estimate});
+  add_kernel_model_fields(f);
 }
 
 }  // namespace

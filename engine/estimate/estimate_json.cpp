@@ -60,6 +60,11 @@ json settings_json(const EstimateSettings& s) {
   }
   if (s.layout.cp() > 1) out["cp"] = s.layout.cp();  // the same: only when there
   if (s.virtual_stages > 1) out["virtual_stages"] = s.virtual_stages;  // interleaved 1F1B only, likewise
+  if (s.eager_runtime) out["runtime"] = "eager";  // the kernel model's run inputs, likewise only when given
+  if (s.selective_every_second_matmul) out["selective_ac"] = "op";
+  if (s.dropout > 0) out["dropout"] = s.dropout;
+  if (s.autocast) out["autocast"] = true;
+  if (s.memory_gbps > 0) out["gpu_bandwidth"] = s.memory_gbps;
   return out;
 }
 
@@ -109,7 +114,9 @@ json time_json(const TimeEstimate& t) {
     out["kernel_model"] = {{"source", "XLA's H100 GEMM table (matmul_interpolator_data.h)"},
                            {"gemm_fraction", t.gemm_fraction},
                            {"memory_fraction", t.memory_fraction},
-                           {"gemm_floor_s", t.gemm_floor_s}};
+                           {"gemm_floor_s", t.gemm_floor_s},
+                           {"attention_fraction", t.attention_fraction},
+                           {"memory_gbps", t.memory_gbps}};
   }
   out["bubble_s"] = t.bubble_s;
   out["optimizer_s"] = t.optimizer_s;

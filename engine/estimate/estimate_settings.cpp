@@ -226,6 +226,11 @@ void validate_estimate_settings(const EstimateSettings& s) {
                      "{schedule} interleaved-1f1b 需要 {virtual_stages} 至少为 2（实为 " + v +
                          "）、{pp} 至少为 2，且 {micro_batches} 是 {pp} 的倍数（实为 " +
                          std::to_string(s.micro_batches) + " 与 " + std::to_string(s.layout.pp()) + "）");
+  if (s.selective_every_second_matmul && s.recompute != Recompute::selective)
+    throw FieldError("{selective_ac} op is a policy of {checkpoint} selective (got {checkpoint} " +
+                         std::string(recompute_name(s.recompute)) + ")",
+                     "{selective_ac} op 是 {checkpoint} selective 的策略（实为 {checkpoint} " +
+                         std::string(recompute_name(s.recompute)) + "）");
 }
 
 std::string estimate_field_name(std::string_view key, const std::vector<SettingsPatch>& patches) {
@@ -261,6 +266,11 @@ void apply_patch(EstimateSettings& s, const SettingsPatch& p) {
   if (p.flash_attention) s.flash_attention = *p.flash_attention;
   if (p.efficiency) s.efficiency = *p.efficiency;
   if (p.measured_kernels) s.measured_kernels = *p.measured_kernels;
+  if (p.eager_runtime) s.eager_runtime = *p.eager_runtime;
+  if (p.selective_every_second_matmul) s.selective_every_second_matmul = *p.selective_every_second_matmul;
+  if (p.dropout) s.dropout = *p.dropout;
+  if (p.autocast) s.autocast = *p.autocast;
+  if (p.memory_gbps) s.memory_gbps = *p.memory_gbps;
 }
 }  // namespace
 
@@ -312,6 +322,16 @@ bool patch_value(SettingsPatch& p, std::string_view k, const nlohmann::json& v) 
     p.flash_attention = v.get<std::string>() == "flash";
   else if (k == "time_model")
     p.measured_kernels = v.get<std::string>() == "kernels";
+  else if (k == "runtime")
+    p.eager_runtime = v.get<std::string>() == "eager";
+  else if (k == "selective_ac")
+    p.selective_every_second_matmul = v.get<std::string>() == "op";
+  else if (k == "dropout")
+    p.dropout = v.get<double>();
+  else if (k == "autocast")
+    p.autocast = v.get<bool>();
+  else if (k == "gpu_bandwidth")
+    p.memory_gbps = v.get<double>();
   else
     return false;
   return true;

@@ -71,6 +71,21 @@ struct EstimateSettings {
   // Time model: the attention core as one fused kernel that keeps the s × s scores on chip
   // (FlashAttention), or (false) materialized as the activation formula counts them.
   bool flash_attention = false;
+  // Kernel model, the run's framework as its published configuration states it
+  // (estimate/step_kernels.h): eager PyTorch runs each elementwise op as its own kernel
+  // (--runtime eager: RMSNorm composed of fp32 passes, SwiGLU's SiLU and product apart, RoPE
+  // through fp32 complex views, grouped-query k and v copied per head, the loss in fp32), fused
+  // (llm.c, Megatron-LM's fused kernels, torch.compile) one pass per norm, activation and add.
+  bool eager_runtime = false;
+  // --selective-ac op: torchtitan's op policy under --checkpoint selective (every second matmul of a
+  // layer recomputed with the layer's memory-bound ops, the attention kernel's output kept)
+  // instead of the attention core recomputed (Korthikanti et al. 2022).
+  bool selective_every_second_matmul = false;
+  double dropout = 0;      // --dropout P (kernel model): each dropout's mask pass, P > 0
+  // --autocast (kernel model): PyTorch AMP's fp32 weights, cast to 16 bits in every forward, their
+  // 16-bit gradients cast back and accumulated in fp32 (what Lightning's precision "bf16" runs).
+  bool autocast = false;
+  double memory_gbps = 0;  // --gpu-bandwidth: the run's own memory bandwidth, GB/s (0: the profile's)
 
   int world_size() const { return layout.world_size(); }
   // What the sharding plan needs (plan/sharding_plan.h).
@@ -107,6 +122,8 @@ struct SettingsPatch {
   std::optional<bool> cuda;
   std::optional<double> efficiency;
   std::optional<bool> flash_attention;
+  std::optional<bool> eager_runtime, selective_every_second_matmul, autocast;  // runtime, selective_ac, autocast
+  std::optional<double> dropout, memory_gbps;                        // dropout, gpu_bandwidth
   std::optional<bool> measured_kernels;                     // time_model: "kernels"
   std::vector<std::pair<std::string, std::string>> origin;  // (setting, where it came from)
 };

@@ -14,8 +14,8 @@ struct Pass {
 };
 
 struct Dims {
-  double r, s, b, h, f, qkv, heads, hd, vocab, t, d;
-  bool gated;
+  double r, s, b, h, f, qkv, kv, heads, hd, vocab, t, d, dropout;
+  bool gated, causal, eager;
 };
 
 // out (m × n) = in (m × k) · W (k × n), `batch` of them in one kernel: d bytes a value.
@@ -40,35 +40,99 @@ Pass weight_gemms(const KernelModel& km, const Dims& x) {
   return p;
 }
 
-Pass attention_core(const KernelModel& km, const Dims& x, bool flash) {
+// torchtitan's op policy recomputes every second matmul in the layer's forward order: of Llama's
+// wq, wk, wv, wo, w1, w3, w2 the wk, wo and w3; of GPT's qkv, out, fc, down the out and down.
+Pass every_second_matmul(const KernelModel& km, const Dims& x) {
+  Pass p;
+  if (x.gated) add_weight_gemm(p, km, x, x.kv / x.t, x.h);
+  add_weight_gemm(p, km, x, x.h, x.h / x.t);
+  if (x.gated)
+    add_weight_gemm(p, km, x, x.f / x.t, x.h);
+  else
+    add_weight_gemm(p, km, x, x.h, x.f / x.t);
+  return p;
+}
+
+// `flash_km`: the kernel model at the fused attention kernel's own FLOP rate (clock/attention_kernel.h).
+Pass attention_core(const KernelModel& km, const KernelModel& flash_km, const Dims& x, bool flash) {
   const double batch = x.b * x.heads / x.t, s = x.s, hd = x.hd;
   Pass p;
   if (flash) {
-    p.forward = km.gemm_s(4 * batch * s * s * hd, x.d * batch * 4 * s * hd);
+    // Under a causal mask the kernel skips the blocks above the diagonal: half the work.
+    const double work = x.causal ? 0.5 : 1.0;
+    p.forward = flash_km.gemm_s(work * 4 * batch * s * s * hd, x.d * batch * 4 * s * hd);
     // Two backward kernels (FlashAttention-2's row sums of dO·O, then the main one): two floors.
-    p.backward = km.gemm_s(10 * batch * s * s * hd, x.d * batch * 8 * s * hd) + km.gemm_floor_s;
+    p.backward = flash_km.gemm_s(work * 10 * batch * s * s * hd, x.d * batch * 8 * s * hd) + flash_km.gemm_floor_s;
     p.kernels_forward = 1;
     p.kernels_backward = 2;
     return p;
   }
   const double scores = x.d * batch * s * s;  // one pass over the s × s scores
+  // Dropout on the probabilities: forward writes the dropped copy and a 1-byte mask, backward
+  // reads both and writes the gradient (Megatron-LM runs it apart from its fused softmax).
+  const double mask = x.dropout > 0 ? batch * s * s * (2 * x.d + 1) : 0;
   const double qk = gemm(km, x, s, s, hd, batch), pv = gemm(km, x, s, hd, s, batch);
-  p.forward = qk + pv + km.memory_s(2 * scores);       // QKᵀ, softmax, PV
-  p.backward = qk + 3 * pv + km.memory_s(3 * scores);  // dP, dV, dQ, dK and the softmax's backward
+  p.forward = qk + pv + km.memory_s(2 * scores + mask);       // QKᵀ, softmax, dropout, PV
+  p.backward = qk + 3 * pv + km.memory_s(3 * scores + mask);  // dP, dV, dQ, dK, dropout's and softmax's backward
   p.kernels_forward = 2;
   p.kernels_backward = 4;
   return p;
 }
 
-Pass memory_bound(const KernelModel& km, const Dims& x, bool sequence_parallel) {
-  const double norm_tokens = sequence_parallel ? x.r / x.t : x.r;
+// Bytes per token of one layer's memory-bound kernels, fused: one pass per op.
+Pass fused_bytes(const Dims& x, double norm_tokens) {
   const double q_and_k = (x.qkv + x.h) / 2;  // q is h wide; k and v share the rest
   Pass p;
-  p.forward = km.memory_s(x.d * (norm_tokens * (2 * 2 + 2 * 3) * x.h + x.r * (x.gated ? 3 : 2) * x.f / x.t +
-                                 (x.gated ? x.r * 2 * q_and_k / x.t : 0)));
-  p.backward = km.memory_s(x.d * (norm_tokens * (2 * 3 + 2 * 3) * x.h + x.r * (x.gated ? 5 : 3) * x.f / x.t +
-                                  (x.gated ? x.r * 2 * q_and_k / x.t : 0)));
+  p.forward = x.d * (norm_tokens * (2 * 2 + 2 * 3) * x.h + x.r * (x.gated ? 3 : 2) * x.f / x.t +
+                     (x.gated ? x.r * 2 * q_and_k / x.t : 0));
+  p.backward = x.d * (norm_tokens * (2 * 3 + 2 * 3) * x.h + x.r * (x.gated ? 5 : 3) * x.f / x.t +
+                      (x.gated ? x.r * 2 * q_and_k / x.t : 0));
   return p;
+}
+
+// The same ops as eager PyTorch runs them (torchtitan's Llama at commit 9dec370, no compile), bytes
+// per value read and written by each kernel, d the activation's bytes:
+//   RMSNorm x·rsqrt(mean(x²) + eps) in fp32, cast back, times the weight: forward float (d + 4),
+//     pow 8, mean 4, multiply 8, cast (4 + d), weight 2d = 4d + 28; backward through the same
+//     autograd nodes (weight's grad and sum 6d, casts 2(d + 4), multiply and its sum 24, mean 4,
+//     pow 20, the two paths' add 12) = 8d + 68. GPT's LayerNorm is one native kernel (as fused).
+//   SwiGLU: SiLU 2d and the product 3d forward, their backward 3d + 3d + 3d (GELU: one kernel).
+//   RoPE through fp32 complex views, on q and k each: cast, complex product, cast back 2d + 16,
+//     its backward the same.
+//   Grouped-query attention: k and v expanded to every head and copied, d(kv + q) each, the
+//     backward's sums over the repeats the same.
+//   Residual adds as fused (3d each way).
+Pass eager_bytes(const Dims& x, double norm_tokens) {
+  const double q = x.h / x.t, kv = x.kv / x.t, f = x.f / x.t;
+  Pass p;
+  if (!x.gated) {  // GPT: native LayerNorm and GELU kernels, one pass each as fused
+    p = fused_bytes(x, norm_tokens);
+    return p;
+  }
+  const double repeat = x.kv < x.h ? 2 * x.d * (kv + q) : 0;
+  p.forward =
+      norm_tokens * (2 * (4 * x.d + 28) + 2 * 3 * x.d) * x.h + x.r * (5 * x.d * f + (2 * x.d + 16) * (q + kv) + repeat);
+  p.backward =
+      norm_tokens * (2 * (8 * x.d + 68) + 2 * 3 * x.d) * x.h + x.r * (9 * x.d * f + (2 * x.d + 16) * (q + kv) + repeat);
+  return p;
+}
+
+Pass memory_bound(const KernelModel& km, const Dims& x, bool sequence_parallel) {
+  const double norm_tokens = sequence_parallel ? x.r / x.t : x.r;
+  Pass bytes = x.eager ? eager_bytes(x, norm_tokens) : fused_bytes(x, norm_tokens);
+  if (x.dropout > 0) {  // the two hidden dropouts' 1-byte masks, written forward, read backward
+    bytes.forward += 2 * norm_tokens * x.h;
+    bytes.backward += 2 * norm_tokens * x.h;
+  }
+  return {km.memory_s(bytes.forward), km.memory_s(bytes.backward), 0, 0};
+}
+
+// The head's memory-bound bytes: the final norm and cross-entropy over the (split) vocabulary;
+// eager torchtitan casts the logits to fp32 first: forward cast (d + 4) and log-softmax 8,
+// backward the loss's gradient 4, log-softmax's 12, the cast (4 + d).
+double head_bytes(const Dims& x) {
+  if (!x.eager || !x.gated) return x.d * x.r * (3 * x.vocab / x.t + 5 * x.h);
+  return x.r * ((2 * x.d + 32) * x.vocab / x.t + (12 * x.d + 96) * x.h);
 }
 
 Dims dims_of(const ModelShape& m, const EstimateSettings& s) {
@@ -79,9 +143,13 @@ Dims dims_of(const ModelShape& m, const EstimateSettings& s) {
   x.h = static_cast<double>(m.hidden);
   x.f = static_cast<double>(m.intermediate);
   x.gated = m.architecture == "llama";
+  x.causal = m.architecture != "bert";  // decoders mask the future
+  x.eager = s.eager_runtime;
+  x.dropout = s.dropout;
   // The QKV width from the layer's parameters (3h, less with grouped-query attention).
   const double mlp = (x.gated ? 3 : 2) * x.h * x.f;
   x.qkv = std::max(x.h, (static_cast<double>(m.layer_parameters) - x.h * x.h - mlp) / x.h);
+  x.kv = std::max(0.0, (x.qkv - x.h) / 2);
   x.heads = static_cast<double>(m.heads);
   x.hd = x.h / x.heads;
   x.vocab = static_cast<double>(m.vocab);
@@ -92,24 +160,40 @@ Dims dims_of(const ModelShape& m, const EstimateSettings& s) {
 
 }  // namespace
 
-StepKernels step_kernels(const ModelShape& model, const EstimateSettings& s, const KernelModel& km) {
+double every_second_matmul_parameters(const ModelShape& model, const EstimateSettings& settings) {
+  const Dims x = dims_of(model, settings);
+  return x.gated ? x.h * (x.kv + x.h + x.f) : x.h * (x.h + x.f);
+}
+
+StepKernels step_kernels(const ModelShape& model, const EstimateSettings& s, const KernelModel& km,
+                         double attention_fraction) {
   const Dims x = dims_of(model, s);
-  const Pass w = weight_gemms(km, x), a = attention_core(km, x, s.flash_attention),
+  KernelModel flash_km = km;
+  if (attention_fraction > 0) flash_km.gemm_fraction = attention_fraction;
+  const Pass w = weight_gemms(km, x), a = attention_core(km, flash_km, x, s.flash_attention),
              m = memory_bound(km, x, s.sequence_parallel);
-  const bool full = s.recompute == Recompute::full, again = s.recompute != Recompute::none;
+  const bool full = s.recompute == Recompute::full, selective = s.recompute == Recompute::selective;
+  const bool op_policy = selective && s.selective_every_second_matmul;
+  // Recomputed forward: full checkpointing every kernel, selective the attention core, the op policy
+  // every second matmul and every memory-bound kernel (the attention kernel's output is kept).
+  const Pass again = op_policy ? every_second_matmul(km, x) : Pass{};
+  const bool core_again = full || (selective && !op_policy), memory_again = full || op_policy;
   // The head: its GEMM, cross-entropy over the (split) vocabulary and the final norm.
   Pass head;
   add_weight_gemm(head, km, x, x.vocab / x.t, x.h);
-  const double head_memory = km.memory_s(x.d * x.r * (3 * x.vocab / x.t + 5 * x.h));
-  const double per_stage = 1.0 / s.layout.pp(), layers = static_cast<double>(model.layers) * per_stage;
+  const double head_memory = km.memory_s(head_bytes(x));
+  // The pipeline runs at its slowest stage's pace: the last, which holds 1/pp of the layers and the
+  // whole head (Megatron-LM splits the layers evenly and puts the head after them).
+  const double layers = static_cast<double>(model.layers) / s.layout.pp();
   const double micro = static_cast<double>(s.micro_steps());
   StepKernels k;
-  k.gemm_s = micro * (layers * (w.forward * (full ? 2 : 1) + w.backward) + per_stage * (head.forward + head.backward));
-  k.attention_s = micro * layers * (a.forward * (again ? 2 : 1) + a.backward);
-  k.memory_s = micro * (layers * (m.forward * (full ? 2 : 1) + m.backward) + per_stage * head_memory);
-  k.gemm_kernels = micro * (layers * (w.kernels_forward * (full ? 2 : 1) + w.kernels_backward +
-                                      a.kernels_forward * (again ? 2 : 1) + a.kernels_backward) +
-                            per_stage * 3);
+  k.gemm_s =
+      micro * (layers * (w.forward * (full ? 2 : 1) + again.forward + w.backward) + (head.forward + head.backward));
+  k.attention_s = micro * layers * (a.forward * (core_again ? 2 : 1) + a.backward);
+  k.memory_s = micro * (layers * (m.forward * (memory_again ? 2 : 1) + m.backward) + head_memory);
+  k.gemm_kernels = micro * (layers * (w.kernels_forward * (full ? 2 : 1) + again.kernels_forward + w.kernels_backward +
+                                      a.kernels_forward * (core_again ? 2 : 1) + a.kernels_backward) +
+                            3);
   return k;
 }
 

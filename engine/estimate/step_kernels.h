@@ -17,10 +17,17 @@
 //     3h backward), two residual adds 2 × 3h each way, GELU 2f + 3f or SwiGLU
 //     3f + 5f (over t), RoPE on q and k 2 × 2(q + k)/t, cross-entropy 3V/t, the
 //     final norm 5h; sequence parallelism splits the norms and adds over t.
-//   Recompute: selective runs the attention core's forward again, full every
-//   forward kernel of the layer.
-// A stage runs 1/pp of the layers and head (as the FLOPs are split), every
-// micro-batch of the step.
+//     flash under a causal mask (GPT, Llama) computes only the blocks on and below
+//     the diagonal, half of them, at the fused kernel's own measured rate
+//     (clock/attention_kernel.h), not the GEMM table's.
+//   Memory-bound kernels as eager PyTorch runs them (--runtime eager) pass over
+//     memory once per op, norms in fp32 (the byte counts are in step_kernels.cpp);
+//     dropout above 0 adds each dropout's mask pass.
+//   Recompute: selective runs the attention core's forward again (or, with
+//   --selective-ac op, every second matmul and the memory-bound kernels), full
+//   every forward kernel of the layer.
+// The stage timed is the last: 1/pp of the layers and the whole head (the
+// pipeline waits for its slowest stage), every micro-batch of the step.
 #pragma once
 
 #include "clock/kernel_model.h"
@@ -37,6 +44,10 @@ struct StepKernels {
   double total() const { return gemm_s + attention_s + memory_s; }
 };
 
-StepKernels step_kernels(const ModelShape& model, const EstimateSettings& settings, const KernelModel& kernels);
+// `attention_fraction`: the fused attention kernel's fraction of peak (0: the GEMMs').
+StepKernels step_kernels(const ModelShape& model, const EstimateSettings& settings, const KernelModel& kernels,
+                         double attention_fraction = 0);
+// Parameters per layer whose matmuls torchtitan's op policy recomputes (every second one).
+double every_second_matmul_parameters(const ModelShape& model, const EstimateSettings& settings);
 
 }  // namespace shardscope

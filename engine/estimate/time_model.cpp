@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "clock/attention_kernel.h"
 #include "clock/sustained_clock.h"
 #include "core/checked_math.h"
 #include "estimate/formula_text.h"
@@ -38,6 +39,13 @@ void count_flops(TimeEstimate& t, const ModelShape& model, const EstimateSetting
       t.flops_formula = "6N + 12·L·h·s per token (PaLM, Chowdhery et al. 2022, app. B), " + n_text;
       break;
     case Recompute::selective:
+      if (s.selective_every_second_matmul) {  // torchtitan's op policy: the attention kernel's output kept
+        const double again = every_second_matmul_parameters(model, s);
+        t.flops_per_token = 6 * N + 2 * L * again + 12 * L * h * seq;
+        t.flops_formula = "6N + 2·L·" + grouped(static_cast<std::int64_t>(again)) +
+                          " + 12·L·h·s per token (the op policy recomputes every second matmul of a layer), " + n_text;
+        break;
+      }
       t.flops_per_token = 6 * N + 16 * L * h * seq;
       t.flops_formula = "6N + 16·L·h·s per token (selective recompute runs the attention core twice), " + n_text;
       break;
@@ -180,7 +188,11 @@ void time_compute(TimeEstimate& t, const ModelShape& model, const EstimateSettin
   t.sustained_clock = sustained_clock(gpu.name).fraction;
   KernelModel kernels = measured_kernel_model(t.peak_tflops, gpu.memory_gbps);
   kernels.peak_flops *= t.sustained_clock;
-  const StepKernels k = step_kernels(model, s, kernels);
+  // The fused attention kernel at its own measured rate (clock/attention_kernel.h), in 16 bits only.
+  const AttentionKernelRate attention = flash_attention_rate(gpu.name);
+  t.attention_fraction =
+      s.flash_attention && s.precision != Precision::fp32 && attention.fraction > 0 ? attention.fraction : 0;
+  const StepKernels k = step_kernels(model, s, kernels, t.attention_fraction);
   t.measured_kernels = true;
   t.gemm_s = k.gemm_s;
   t.attention_s = k.attention_s;
@@ -220,6 +232,29 @@ double exposed_data_parallel_s(const TimeEstimate& t, const ModelShape& model, c
   return gather_s + overlapped(t.dp_comm_s - gather_s, rules.shards_gradients() ? backward : backward / K);
 }
 
+// Kernel model: the memory-bound passes over the weights that a framework adds around the kernels of
+// estimate/step_kernels.h, per micro-step, over the stage's P parameters.
+void add_weight_passes(TimeEstimate& t, const EstimateSettings& s, const GpuProfile& gpu, const ShardingRules& rules,
+                       double P) {
+  if (!s.measured_kernels) return;
+  const double K = static_cast<double>(s.micro_steps());
+  double bytes = 0;
+  // ZeRO-3 copies each gathered unit out of the all-gather's buffer into the parameters, in forward
+  // and again in backward, and each gradient into the reduce-scatter's buffer (FSDP2's copy-out and
+  // chunk_cat): read and write, 2(2p + g) bytes per parameter.
+  const StateBytes b = rules.bytes_per_parameter();
+  if (rules.shards_parameters()) bytes += K * P * 2 * (2 * b.parameters + b.gradients);
+  // PyTorch AMP (--autocast): each forward casts the fp32 weights to 16 bits (4 read, 2 written),
+  // backward casts their 16-bit gradients back (2 read, 4 written) and, after the first
+  // micro-step, adds them into the fp32 gradients (4 + 4 read, 4 written).
+  if (s.autocast && s.precision != Precision::fp32) bytes += P * (12 * K + 12 * (K - 1));
+  if (bytes == 0) return;
+  const double seconds = measured_kernel_model(t.peak_tflops, gpu.memory_gbps).memory_s(bytes);
+  t.memory_bound_s += seconds;
+  t.compute_s += seconds;
+  t.efficiency = t.flops_per_step / s.world_size() / (t.compute_s * t.peak_tflops * 1e12);
+}
+
 // Seconds per step on the GPU: compute, the bubble, AdamW's memory-bound update,
 // and the bytes above over the node's link (or the inter-node network when a group spans nodes).
 void time_on_gpu(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s, const GpuProfile& gpu,
@@ -228,13 +263,18 @@ void time_on_gpu(TimeEstimate& t, const ModelShape& model, const EstimateSetting
   t.has_gpu = true;
   t.gpu = gpu.name;
   time_compute(t, model, s, gpu);
+  add_weight_passes(t, s, gpu, rules, P);
   t.bubble_s = t.bubble_fraction < 1 ? t.compute_s * t.bubble_fraction / (1 - t.bubble_fraction) : 0;
   // AdamW reads parameter, gradient, m, v and writes parameter, m, v: 28 bytes per
   // parameter in fp32, and also 28 in mixed precision (4 master + 2 grad + 8 read, 12 + 2 written).
   double updated = rules.shards_optimizer_states() ? P / Nd : P;
   if (s.offload_optimizer) updated = 0;  // the CPU runs the step (not modeled)
-  t.optimizer_s = s.measured_kernels ? measured_kernel_model(t.peak_tflops, gpu.memory_gbps).memory_s(28 * updated)
-                                     : 28 * updated / (gpu.memory_gbps * 1e9);
+  // Eager PyTorch's AdamW (foreach, not fused) runs it as eight passes: decay 8, lerp of m 12, v's
+  // scale 8 and addcmul 12, sqrt 8, divide 8, add eps 8, addcdiv into the parameter 16 = 80 bytes.
+  const double adam_bytes = s.eager_runtime ? 80 : 28;
+  t.optimizer_s = s.measured_kernels
+                      ? measured_kernel_model(t.peak_tflops, gpu.memory_gbps).memory_s(adam_bytes * updated)
+                      : 28 * updated / (gpu.memory_gbps * 1e9);
   // A dp group's ranks lie tp apart (tp innermost), so it spans dp × tp GPUs.
   const bool dp_in_node = static_cast<std::int64_t>(s.layout.dp()) * s.layout.tp() <= s.gpus_per_node;
   const bool pp_in_node = s.world_size() <= s.gpus_per_node, tp_in_node = s.layout.tp() <= s.gpus_per_node;
@@ -283,7 +323,10 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
   count_tensor_parallel_bytes(t, model, s);
   count_expert_parallel_bytes(t, model, s);
   if (gpu == nullptr) return t;
-  time_on_gpu(t, model, s, *gpu, rules, psi_s);
+  GpuProfile run_gpu = *gpu;  // --gpu-bandwidth: the run's own memory where it differs from the data sheet
+  if (s.memory_gbps > 0) run_gpu.memory_gbps = s.memory_gbps;
+  t.memory_gbps = run_gpu.memory_gbps;
+  time_on_gpu(t, model, s, run_gpu, rules, psi_s);
   return t;
 }
 

@@ -66,6 +66,8 @@ struct TimeEstimate {
   double gemm_s = 0, attention_s = 0, memory_bound_s = 0;
   double gemm_kernels = 0;                                          // GEMM kernels per rank per step
   double gemm_fraction = 0, memory_fraction = 0, gemm_floor_s = 0;  // the kernel model's constants
+  double attention_fraction = 0;  // the fused attention kernel's of peak (clock/attention_kernel.h); 0: the GEMMs'
+  double memory_gbps = 0;         // the memory bandwidth the step ran at (the profile's or --gpu-bandwidth)
   double sustained_clock =
       1;  // the GEMMs' clock under the power limit, of the microbenchmark's (clock/sustained_clock.h)
   // Kernel model: the data-parallel seconds not hidden behind compute (the rest overlaps it, as the strategy

@@ -4,10 +4,13 @@
 // data-parallel traffic), and every GPU profile's datasheet shape. Its
 // predictions of published runs: bench/run_published_runs.sh.
 #include <QTest>
+#include <cmath>
 
+#include "config/run_schema.h"
 #include "core/error.h"
 #include "estimate/estimate.h"
 #include "estimate/formula_text.h"
+#include "estimate/step_kernels.h"
 #include "io/hf_config.h"
 
 using namespace shardscope;
@@ -16,6 +19,31 @@ namespace {
 
 ModelShape preset(const char* name) {
   return model_shape_from_config(find_model_preset(name), name);
+}
+
+// Llama 3.1 8B's shape: grouped-query attention (8 of 32 heads for k and v), SwiGLU.
+ModelShape llama_8b() {
+  return model_shape_from_hf(parse_hf_config(
+      R"({"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096, "intermediate_size": 14336,
+          "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8})",
+      "llama-3.1-8b.json"));
+}
+
+// torchtitan's benchmark layout on 8 H100s, one micro-batch of 2 × 8192, under the kernel model.
+EstimateSettings torchtitan_settings() {
+  EstimateSettings s;
+  s.layout[Axis::dp] = 8;
+  s.micro_batch_size = 2;
+  s.seq = 8192;
+  s.precision = Precision::bf16;
+  s.activations = ActivationMode::formula;
+  s.measured_kernels = true;
+  s.flash_attention = true;
+  return s;
+}
+
+bool near(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::abs(b);
 }
 
 }  // namespace
@@ -28,6 +56,8 @@ class TestEstimateTime : public QObject {
   void measured_kernels_time_each_part();
   void kernel_model_sustained_clock_and_exposed_traffic();
   void gpu_profiles_from_datasheets();
+  void flash_attention_causal_at_its_measured_rate();
+  void runtime_recompute_policy_dropout_and_bandwidth();
 };
 
 void TestEstimateTime::time_model_figures() {
@@ -183,6 +213,89 @@ void TestEstimateTime::gpu_profiles_from_datasheets() {
   QVERIFY(pcie.fp16_tflops < sxm.fp16_tflops && pcie.memory_gbps < sxm.memory_gbps && pcie.link_gbps < sxm.link_gbps);
   QCOMPARE(find_gpu_profile("B200").fp16_tflops, 2250.0);
   QCOMPARE(find_gpu_profile("MI300X").fp16_tflops, 1307.4);
+}
+
+// FlashAttention under a causal mask computes half the s × s blocks, at FlashAttention-2's own
+// measured rate (335 of 989.4 TFLOP/s on an H100, 230 of 312 on an A100; the GEMMs' fraction
+// where the paper has no figure, and in fp32); a bidirectional encoder (BERT) computes them all.
+void TestEstimateTime::flash_attention_causal_at_its_measured_rate() {
+  EstimateSettings s = torchtitan_settings();
+  const ModelShape llama = llama_8b();
+  const GpuProfile& h100 = find_gpu_profile("H100");
+  const TimeEstimate causal = estimate_time(llama, s, &h100);
+  QCOMPARE(causal.attention_fraction, 335.0 / 989.4);
+  QCOMPARE(estimate_time(llama, s, &find_gpu_profile("A100-80GB")).attention_fraction, 230.0 / 312);
+  QCOMPARE(estimate_time(llama, s, &find_gpu_profile("MI300X")).attention_fraction, 0.0);
+  ModelShape encoder = llama;
+  encoder.architecture = "bert";
+  const TimeEstimate full = estimate_time(encoder, s, &h100);
+  // Each kernel pays its floor once; the FLOPs halve (they dwarf the bytes at s = 8192).
+  const double floors = 32 * 3 * causal.gemm_floor_s;
+  QVERIFY(std::abs((causal.attention_s - floors) / (full.attention_s - floors) - 0.5) < 1e-3);
+  // 2 × 8192 tokens, 32 heads of 128: 14·s²·hd per head forward and backward, halved, at 335 × 1575/1980.
+  const double flops = 32 * 0.5 * 14 * 2 * 32 * 8192.0 * 8192 * 128;
+  QVERIFY(std::abs(causal.attention_s - floors - flops / (335e12 * 1575 / 1980)) < 1e-3 * causal.attention_s);
+  // The model FLOPs (MFU's numerator) still count the whole 12·L·h·s, as the published figures do.
+  QCOMPARE(causal.model_flops_per_token, full.model_flops_per_token);
+  s.precision = Precision::fp32;
+  QCOMPARE(estimate_time(llama, s, &h100).attention_fraction, 0.0);
+}
+
+// The run's own configuration as inputs: eager PyTorch's memory-bound ops (several times the fused
+// bytes; AdamW in 80 bytes per parameter, not 28), torchtitan's op policy (every second matmul
+// again, the attention kernel's output kept, refused without --checkpoint selective), dropout's
+// mask passes, PyTorch AMP's casts, the run's memory bandwidth, ZeRO-3's buffer copies, and a
+// pipeline's last stage holding the whole head.
+void TestEstimateTime::runtime_recompute_policy_dropout_and_bandwidth() {
+  EstimateSettings s = torchtitan_settings();
+  const ModelShape llama = llama_8b();
+  const GpuProfile& h100 = find_gpu_profile("H100");
+  const TimeEstimate fused = estimate_time(llama, s, &h100);
+  s.eager_runtime = true;
+  const TimeEstimate eager = estimate_time(llama, s, &h100);
+  QVERIFY(eager.memory_bound_s > 3 * fused.memory_bound_s);
+  QCOMPARE(eager.gemm_s, fused.gemm_s);
+  QCOMPARE(eager.optimizer_s / fused.optimizer_s, 80.0 / 28);
+  s.recompute = Recompute::selective;
+  const TimeEstimate core = estimate_time(llama, s, &h100);
+  s.selective_every_second_matmul = true;
+  const TimeEstimate op = estimate_time(llama, s, &h100);
+  QCOMPARE(op.attention_s, eager.attention_s);
+  QVERIFY(core.attention_s > eager.attention_s && op.gemm_s > core.gemm_s);
+  QCOMPARE(core.memory_bound_s, eager.memory_bound_s);  // the op policy runs the memory-bound forward again
+  QVERIFY(op.memory_bound_s > core.memory_bound_s);
+  // wk (4096 × 1024), wo (4096²) and w3 (4096 × 14336) recomputed: 2 FLOPs per parameter per token
+  // (the k width read from the layer's parameter count, its two norms' 2h among them: within 1e-4).
+  const double again = every_second_matmul_parameters(llama, s);
+  QVERIFY(std::abs(again / (4096.0 * (1024 + 4096 + 14336)) - 1) < 1e-4);
+  QVERIFY(near(op.flops_per_token, 6.0 * op.matmul_parameters + 2 * 32 * again + 12 * 32 * 4096.0 * 8192));
+  s.recompute = Recompute::none;
+  QVERIFY_THROWS_EXCEPTION(FieldError, validate_estimate_settings(s));
+  s.selective_every_second_matmul = false;
+  s.dropout = 0.1;  // flash keeps its dropout inside the kernel: only the hidden dropouts' masks
+  const TimeEstimate dropped = estimate_time(llama, s, &h100);
+  QCOMPARE(dropped.attention_s, eager.attention_s);
+  QVERIFY(dropped.memory_bound_s > eager.memory_bound_s);
+  s.dropout = 0;
+  // PyTorch AMP: one micro-step casts the weights to 16 bits and their gradients back, 12 bytes a parameter.
+  s.autocast = true;
+  const TimeEstimate amp = estimate_time(llama, s, &h100);
+  QVERIFY(near(amp.memory_bound_s - eager.memory_bound_s,
+               12.0 * static_cast<double>(llama.parameters()) / (3350e9 * amp.memory_fraction)));
+  s.autocast = false;
+  s.memory_gbps = 2400;
+  const TimeEstimate hbm2e = estimate_time(llama, s, &h100);
+  QCOMPARE(hbm2e.memory_gbps, 2400.0);
+  QVERIFY(near(hbm2e.memory_bound_s, eager.memory_bound_s * 3350 / 2400));
+  s.zero_stage = 3;
+  QVERIFY(estimate_time(llama, s, &h100).memory_bound_s > hbm2e.memory_bound_s);
+  // Two pipeline stages: half the layers, all of the head.
+  s.zero_stage = 0;
+  s.layout[Axis::dp] = 4;
+  s.layout[Axis::pp] = 2;
+  const TimeEstimate staged = estimate_time(llama, s, &h100);
+  QVERIFY(staged.gemm_s > hbm2e.gemm_s / 2 && staged.gemm_s < hbm2e.gemm_s);
+  QCOMPARE(staged.gemm_kernels, (32 / 2) * (12.0 + 1 + 2) + 3);
 }
 
 QTEST_GUILESS_MAIN(TestEstimateTime)
