@@ -283,7 +283,10 @@ void Model::layers_backward(const Batch& batch) {
     layer_backward(l, layer_input(l), batch);
     emit_span(ComputeKind::backward, l, start);
     release_parameters(1 + l);
-    if (!deferring_weights_) gradients_done(1 + l);    // 16-bit/ZeRO storage: round or reduce-scatter it now (B: at W)
+    if (!deferring_weights_)
+      gradients_done(1 + l);  // 16-bit/ZeRO storage: round or reduce-scatter it now
+    else if (float* held = hold_gradients(1 + l))
+      slot().held_gradients.emplace_back(l, held);     // B: kept for this micro-batch's W
     gradients_ready(layout_.find_unit(1 + l)->begin);  // DDP: this layer's bucket may go
   }
 }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/buffer.h"
@@ -52,6 +53,12 @@ class UnitStorage {
   virtual void release_parameters(Model& model, int unit) = 0;
   virtual void gradients_needed(Model& model, int unit) = 0;
   virtual void gradients_done(Model& model, int unit) = 0;
+  // The split backward (weight_gradient_split.cpp): B of a micro-batch sets the
+  // unit's gradient aside for its W (returned; the next B starts a fresh one),
+  // and W hands that one over as gradients_done would: each micro-batch's
+  // gradient is rounded (or reduce-scattered) on its own, as the whole backward does.
+  virtual float* hold_gradients(Model& model, int unit) = 0;
+  virtual void held_gradients_done(Model& model, int unit, float* held) = 0;
 };
 
 // Which flat buffers the model allocates itself. ZeRO-2 keeps no full gradient
@@ -274,6 +281,7 @@ class Model {
     std::vector<DeferredLinear> deferred_linears;
     Buffer kept_output_gradients;  // (layers, B, T, 9C)
     std::int64_t kept_floats = 0;  // used of kept_output_gradients
+    std::vector<std::pair<int, float*>> held_gradients;  // (layer, its unit gradient B set aside for W)
   };
   Slot& slot() { return slots_[static_cast<std::size_t>(slot_index_)]; }
   const Slot& slot() const { return slots_[static_cast<std::size_t>(slot_index_)]; }
@@ -319,6 +327,9 @@ class Model {
   }
   void gradients_done(int unit) {
     if (storage_ != nullptr && layout_.find_unit(unit) != nullptr) storage_->gradients_done(*this, unit);
+  }
+  float* hold_gradients(int unit) {
+    return storage_ != nullptr && layout_.find_unit(unit) != nullptr ? storage_->hold_gradients(*this, unit) : nullptr;
   }
   // ---- tensor parallelism (tensor_parallel.cpp); with tp_size 1 each is the plain op ----
   int tp_size() const { return stage_.tp_size; }

@@ -40,6 +40,7 @@ void Model::backward_input(double loss_rows) {
   } catch (...) {
     deferring_weights_ = false;
     s.deferred_linears.clear();
+    s.held_gradients.clear();
     throw;
   }
   deferring_weights_ = false;
@@ -72,19 +73,17 @@ void Model::backward_weights() {
   if (s.deferred_linears.empty())
     throw std::logic_error("Model::backward_weights: no weight gradients are owed (run backward_input first)");
   if (stage_.head) gradients_ready(layout_.find_unit(head_unit())->begin);  // computed in B
-  // With a unit storage (16-bit gradients) a layer's fp32 unit gradient stays
-  // bound from B to W, since W adds the linears' weight gradients to it; W hands
-  // it back (gradients_done: rounded to 16 bits and added to the stored
-  // gradient) once no other open slot still owes W for that layer. Later B's of
-  // the same layer add to the same bound buffer, so with B(k), B(k+1), W(k),
-  // W(k+1) the two micro-batches' sum is rounded once, at W(k+1), where the
-  // whole backward rounds each micro-batch's own: the same up to 16-bit rounding.
-  const auto owed_elsewhere = [this](int layer) {
-    for (std::size_t i = 0; i < slots_.size(); ++i)
-      if (static_cast<int>(i) != slot_index_)
-        for (const Slot::DeferredLinear& d : slots_[i].deferred_linears)
-          if (d.layer == layer) return true;
-    return false;
+  // With a unit storage (16-bit gradients, ZeRO-2/3) B set each layer's fp32
+  // unit gradient aside for this W (hold_gradients: its LayerNorm gradients in
+  // it, the deferred linears pointing into it), and later B's of the layer
+  // started fresh ones; W adds the linears' weight gradients and hands it over
+  // (rounded to 16 bits and added to the stored gradient, or reduce-scattered).
+  // So each micro-batch's gradient is rounded on its own, in the order of the
+  // W's, as the whole backward rounds it in the order of its backwards.
+  const auto held_gradient = [&s](int layer) -> float* {
+    for (const auto& [l, held] : s.held_gradients)
+      if (l == layer) return held;
+    return nullptr;
   };
   const auto& list = s.deferred_linears;
   std::int64_t start = 0;
@@ -97,11 +96,12 @@ void Model::backward_weights() {
     backend_.linear_backward(nullptr, d.d_weight, d.d_bias, d.d_out, d.in, d.weight, d.rows, d.in_f, d.out_f);
     if (i + 1 == list.size() || list[i + 1].layer != d.layer) {  // the layer's last linear
       emit_span(ComputeKind::weight_gradient, d.layer, start);
-      if (!owed_elsewhere(d.layer)) gradients_done(1 + d.layer);  // 16-bit storage: B kept it bound
+      if (float* held = held_gradient(d.layer)) storage_->held_gradients_done(*this, 1 + d.layer, held);
       gradients_ready(layout_.find_unit(1 + d.layer)->begin);     // DDP: this layer's bucket may go
     }
   }
   s.deferred_linears.clear();
+  s.held_gradients.clear();
   s.kept_output_gradients = Buffer();  // the ledger sees the kept gradients only from B to W
   s.kept_floats = 0;
   gradients_ready(0);

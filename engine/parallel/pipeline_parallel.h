@@ -46,8 +46,8 @@ struct PipelineStageRun {
   // Whether a send and the receive after it go out as one exchange
   // (fuses_with_next). ZB-V's lists run them one by one: there both stages
   // send to each other at once, and an exchange that waits for its send to
-  // be received (MPI's, NCCL's) would hang where the peer's own exchange
-  // waits for us; plain sends are eager (in-process, MPI) and do not.
+  // be received (NCCL's; MPI's did too) would hang where the peer's own
+  // exchange waits for us; plain sends are eager (in-process, MPI) and do not.
   bool fuse_transfers = true;
 };
 

@@ -162,20 +162,45 @@ void ZeroShardedStorage::gradients_needed(Model& model, int unit) {
 
 void ZeroShardedStorage::gradients_done(Model& model, int unit) {
   UnitShard& s = shard_of(unit);
+  hand_over(model, s, unit, s.gradient);
+  model.bind_unit_gradients(unit, nullptr);
+  s.gradient = Buffer();
+}
+
+float* ZeroShardedStorage::hold_gradients(Model& model, int unit) {
+  UnitShard& s = shard_of(unit);
+  if (s.gradient.empty())
+    throw std::logic_error("ZeRO storage: unit " + std::to_string(unit) + " has no gradient to hold");
+  s.held.push_back(std::move(s.gradient));
+  s.gradient = Buffer();
+  model.bind_unit_gradients(unit, nullptr);
+  return s.held.back().floats();
+}
+
+void ZeroShardedStorage::held_gradients_done(Model& model, int unit, float* held) {
+  UnitShard& s = shard_of(unit);
+  const auto it = std::find_if(s.held.begin(), s.held.end(), [held](Buffer& b) { return b.floats() == held; });
+  if (it == s.held.end())
+    throw std::logic_error("ZeRO storage: unit " + std::to_string(unit) + " holds no such gradient for a W");
+  hand_over(model, s, unit, *it);
+  s.held.erase(it);
+}
+
+void ZeroShardedStorage::hand_over(Model& model, UnitShard& s, int unit, Buffer& gradient) {
   Backend& be = model.backend();
   const CommTag tag = unit_tag(base_.step, base_.micro_batch, unit, CommPurpose::gradients);
   if (!shards_gradients()) {
     // Mixed stages 0/1: round to 16 bits and add to the stored gradient (the
     // accumulation over micro-batches is in 16 bits, as a GPU's .grad is).
     auto* stored = reinterpret_cast<std::uint16_t*>(bytes_at(grads_, s.unit.begin));
-    be.accumulate_16(dtype_, stored, s.gradient.floats(), s.unit.numel());
+    be.accumulate_16(dtype_, stored, gradient.floats(), s.unit.numel());
     note_overflow(stored, s.unit.numel(), s.unit.begin);  // this micro-batch's or the accumulated sum's
   } else if (mixed()) {
     // Round to 16 bits, reduce-scatter in 16 bits, add to the 16-bit shard.
     const std::int64_t padded = s.chunk * dp_.size();
     Buffer rounded(ledger_, MemoryCategory::communication, padded * 2);
     auto* bits = static_cast<std::uint16_t*>(rounded.data());
-    be.narrow(dtype_, s.gradient.floats(), bits, padded);
+    be.narrow(dtype_, gradient.floats(), bits, padded);
     note_overflow(bits, s.unit.numel(), s.unit.begin);
     std::uint16_t* mine = bits + dp_.rank() * s.chunk;  // in place: the unit's own chunk receives the average
     dp_.reduce_scatter(bits, mine, s.chunk, dtype_, ReduceOp::average, tag);
@@ -184,13 +209,11 @@ void ZeroShardedStorage::gradients_done(Model& model, int unit) {
     // Reduce-scatter in place: this rank's chunk of the unit gradient receives
     // the average over ranks, added to its gradient shard (accumulation steps
     // add up there); the unit buffer is freed right after.
-    float* mine = s.gradient.floats() + dp_.rank() * s.chunk;
-    dp_.reduce_scatter(s.gradient.floats(), mine, s.chunk, ReduceOp::average, tag);
+    float* mine = gradient.floats() + dp_.rank() * s.chunk;
+    dp_.reduce_scatter(gradient.floats(), mine, s.chunk, ReduceOp::average, tag);
     float* shard = grads_.floats() + s.packed;
     be.add(shard, shard, mine, s.chunk);
   }
-  model.bind_unit_gradients(unit, nullptr);
-  s.gradient = Buffer();
 }
 
 void ZeroShardedStorage::all_gather_parameters(const CommTag& tag) {

@@ -89,6 +89,8 @@ class ZeroShardedStorage final : public UnitStorage {
   void release_parameters(Model& model, int unit) override;
   void gradients_needed(Model& model, int unit) override;
   void gradients_done(Model& model, int unit) override;
+  float* hold_gradients(Model& model, int unit) override;
+  void held_gradients_done(Model& model, int unit, float* held) override;
 
  private:
   struct UnitShard {
@@ -100,12 +102,16 @@ class ZeroShardedStorage final : public UnitStorage {
     Buffer working;       // mixed: the unit's parameters widened to fp32 while in use
     int users = 0;
     Buffer gradient;  // the whole unit's fp32 gradient while backward builds it
+    std::vector<Buffer> held;  // split backward: gradients B set aside, one per micro-batch owing its W
   };
   UnitShard& shard_of(int unit);
   std::int64_t element_bytes() const { return static_cast<std::int64_t>(dtype_size(dtype_)); }
   std::byte* bytes_at(Buffer& buffer, std::int64_t element) const {
     return static_cast<std::byte*>(buffer.data()) + element * element_bytes();
   }
+  // Rounds `gradient` (the unit's fp32 gradient) to 16 bits and adds it to the
+  // stored one, or reduce-scatters it (ZeRO-2/3): the end of one micro-batch's backward.
+  void hand_over(Model& model, UnitShard& s, int unit, Buffer& gradient);
   void note_overflow(const std::uint16_t* values, std::int64_t n, std::int64_t flat_begin);
   void emit_shard(ShardAction action, int unit, std::int64_t bytes);
 
