@@ -68,25 +68,44 @@ std::int64_t intersection(const std::vector<Interval>& a, const std::vector<Inte
 }
 
 // The formula (p - 1) / (m + p - 1) with each stage's own time per micro-batch
-// (schedule_summary.h); the formula itself when the stages are equal.
-void stages_formula(PipelineBubble& b) {
-  std::int64_t sum = 0, slowest = 0;
-  for (std::int64_t busy : b.stage_busy_ns) {
-    sum += busy;
-    slowest = std::max(slowest, busy);
+// (schedule_summary.h), from `busy`, each stage's busy time in a flush; the
+// formula itself when the stages are equal. Also which stage is the slowest.
+void stages_formula(PipelineBubble& b, const std::vector<double>& busy) {
+  double total = 0.0, max = 0.0;
+  for (double t : busy) {
+    total += t;
+    max = std::max(max, t);
   }
-  if (sum <= 0) return;
-  const double p = b.stages, m = b.micro_batches, total = static_cast<double>(sum), max = static_cast<double>(slowest);
-  // In units of (busy summed over the flushes) / m: sum(t_s) + (m - 1) max(t_s).
+  if (total <= 0.0) return;
+  const double p = b.stages, m = b.micro_batches;
+  // In units of (a flush's busy time) / m: sum(t_s) + (m - 1) max(t_s).
   const double window = (total + (m - 1.0) * max) / m;
   b.for_stages = 1.0 - total / (p * window);
   b.slowest_stage = max * p / total;
+  b.slowest_stage_index = static_cast<int>(std::max_element(busy.begin(), busy.end()) - busy.begin());
 }
 
 struct Flush {
   std::int64_t first = INT64_MAX, last = INT64_MIN;
   std::vector<std::int64_t> busy;  // per stage
 };
+
+// Each stage's busy time in a flush, the median over the flushes (of the
+// middle two, their mean), as the idle time is the median flush's: summed
+// over the flushes, one flush whose boxes the machine's load slowed (a rank
+// preempted, its caches refilled) decided which stage paced the pipeline.
+std::vector<double> median_stage_busy(const std::vector<const Flush*>& flushes, int stages) {
+  std::vector<double> medians(static_cast<std::size_t>(stages), 0.0);
+  std::vector<std::int64_t> busy;
+  for (std::size_t s = 0; s < medians.size(); ++s) {
+    busy.clear();
+    for (const Flush* f : flushes) busy.push_back(f->busy[s]);
+    std::sort(busy.begin(), busy.end());
+    const std::size_t n = busy.size();
+    if (n > 0) medians[s] = 0.5 * static_cast<double>(busy[n / 2] + busy[n % 2 == 1 ? n / 2 : n / 2 - 1]);
+  }
+  return medians;
+}
 
 struct FlushIdle {
   double idle = 0.0, bubble = 0.0;  // all the stages' idle time; its fill and drain (schedule_summary.h)
@@ -147,8 +166,12 @@ std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int
     b.stage_busy_ns[stage] += e.end_ns - e.start_ns;
   }
   std::vector<FlushIdle> idle;
+  std::vector<const Flush*> measured;
   for (const auto& [key, f] : flushes)
-    if (f.last > f.first) idle.push_back(flush_idle(f, m));
+    if (f.last > f.first) {
+      idle.push_back(flush_idle(f, m));
+      measured.push_back(&f);
+    }
   if (idle.empty()) return std::nullopt;
   const auto mean = [&](ComputeKind kind, int only_stage) {  // only_stage -1: all stages
     double ns = 0.0;
@@ -160,13 +183,11 @@ std::optional<PipelineBubble> pipeline_bubble(std::span<const Event> events, int
   b.forward_ns = mean(ComputeKind::forward, -1);
   b.backward_ns = mean(ComputeKind::backward, -1);
   b.weight_ns = mean(ComputeKind::weight_gradient, -1);
-  b.slowest_stage_index =
-      static_cast<int>(std::max_element(b.stage_busy_ns.begin(), b.stage_busy_ns.end()) - b.stage_busy_ns.begin());
+  stages_formula(b, median_stage_busy(measured, pp));
   b.slowest_forward_ns = mean(ComputeKind::forward, b.slowest_stage_index);
   b.slowest_backward_ns = mean(ComputeKind::backward, b.slowest_stage_index);
   b.slowest_weight_ns = mean(ComputeKind::weight_gradient, b.slowest_stage_index);
   take_median(b, std::move(idle));
-  stages_formula(b);
   return b;
 }
 

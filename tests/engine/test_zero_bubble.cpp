@@ -362,18 +362,21 @@ void TestZeroBubble::activations_in_flight_from_events_are_the_estimators() {
 // formulas with its measured T_F, T_B, T_W, the other stages idling the
 // difference, give the idle time within 5 points (with the mean stage's
 // times ZB-H1's formula was ~9 points below it). ZB-H1 idles less than 1F1B,
-// ZB-H2 less than ZB-H1.
+// ZB-H2 less than ZB-H1. Six steps after the first: the summary takes the
+// median of their flushes, so one flush whose boxes the machine's load made
+// slow at the wrong moment does not decide it (with two busy loops beside it
+// one flush of three read ZB-H2 3 points above its formula, level with ZB-H1).
 void TestZeroBubble::measured_bubble_is_the_formula_paced_by_the_slowest_stage() {
   const auto summary_of = [](PipelineScheduleKind kind) {
     RunConfig c = base_config();
-    c.steps = 4;
+    c.steps = 7;
     c.batch = 16;
     c.layout[Axis::pp] = 4;
     c.micro_batches = 8;
     c.schedule = kind;
     CollectingSink sink;
     Trainer trainer(c, &sink);
-    for (int s = 0; s < 4; ++s) trainer.step();
+    for (int s = 0; s < 7; ++s) trainer.step();
     const std::vector<Event> events = sink.events();
     return *summarize_schedule(events, 1, 4, 8).bubble;
   };
@@ -384,6 +387,7 @@ void TestZeroBubble::measured_bubble_is_the_formula_paced_by_the_slowest_stage()
                              " (paced formula " + QByteArray::number(zb_h1_bubble_paced(h1)) + "), zb-h2 " +
                              QByteArray::number(h2.idle) + " (paced formula " +
                              QByteArray::number(zb_h2_bubble_paced(h2)) + ")";
+  qInfo("%s", numbers.constData());
   QVERIFY2(std::abs(h1.idle - zb_h1_bubble_paced(h1)) < 0.05, numbers);
   QVERIFY2(std::abs(h2.idle - zb_h2_bubble_paced(h2)) < 0.05, numbers);
   QVERIFY2(h2.idle < h1.idle && h1.idle < f1b.idle, numbers);
