@@ -51,12 +51,12 @@ struct PipelineBubble {
   double idle = 0.0;                        // measured + imbalance: all the stages' idle time
   double formula = 0.0;                     // (p - 1) / (m + p - 1)
   double for_stages = 0.0;                  // GPipe's idle time in all with the stages' measured times
-  double slowest_stage = 1.0;               // max(t_s) / mean(t_s)
+  double slowest_stage = 1.0;               // max(t_s) / mean(t_s), t_s each stage's median busy time over the flushes
   std::vector<std::int64_t> stage_busy_ns;  // per stage, summed over the flushes and replicas
   // The mean F, B and W box over the stages and flushes measured: T_F, T_B and
   // T_W of the zero-bubble formulas (no W boxes: weight_ns 0, B is the whole backward).
   double forward_ns = 0.0, backward_ns = 0.0, weight_ns = 0.0;
-  // The same boxes on the slowest stage (most busy time), which paces the
+  // The same boxes on the slowest stage (most busy time in the median flush), which paces the
   // steady state: with unequal stages (gpt-tiny at pp 4: the head's matmul on
   // the last stage) the formulas hold for it, and the others idle the difference.
   int slowest_stage_index = 0;
