@@ -183,16 +183,9 @@ void validate_estimate_settings(const EstimateSettings& s) {
                      "{schedule} zb-v：估算器尚未建模 ZB-V 的 V 形放置（各块的激活，以及 B 到 W 之间保留的梯度）；请用 "
                      "{schedule} zb-h1 或 zb-h2 估算");
   // The zero-bubble schedules (estimate/split_backward_schedules.h): what B keeps
-  // for W is counted for the engine's whole layers, one tensor-parallel rank, as trained.
+  // for W is counted for one tensor-parallel rank's slices of the engine's layers, as trained.
   if (split_backward_schedule(s.schedule) != nullptr) {
     const std::string schedule = std::string("{schedule} ") + pipeline_schedule_name(s.schedule);
-    if (s.layout.tp() > 1)
-      throw FieldError(schedule + " with {tp} " + std::to_string(s.layout.tp()) +
-                           " is not estimated yet (nor trained): the gradients kept from B to W are counted for "
-                           "whole layers; use {tp} 1 or {schedule} 1f1b",
-                       schedule + " 与 {tp} " + std::to_string(s.layout.tp()) +
-                           " 的组合尚未能估算（也尚未能训练）：B 到 W 之间保留的梯度按完整的层计算；请用 {tp} 1 或 "
-                           "{schedule} 1f1b");
     if (s.recompute != Recompute::none)
       throw FieldError(schedule + " with {checkpoint} " + std::string(recompute_name(s.recompute)) +
                            " is not estimated yet (it trains: B then keeps each linear's input for W too); estimate "

@@ -460,8 +460,8 @@ void split_backward_activation_memory(RankMemory& m, const EstimateSettings& s, 
   set(m, MemoryCategory::activations, peak.bytes,
       std::string(peak.bound ? "at most " : "") + std::to_string(peak.slots) + " activation slots (" +
           pipeline_schedule_name(s.schedule) + ") × " + acts.activations_formula + " + " + std::to_string(peak.kept) +
-          " micro-batches between B and W × their kept output gradients L_s·b·s·9h·" + std::to_string(value_bytes) +
-          " = " + grouped(kept));
+          " micro-batches between B and W × their kept output gradients L_s·b·s·" +
+          (m.layers.tp_size > 1 ? "(2h+7h/t)·" : "9h·") + std::to_string(value_bytes) + " = " + grouped(kept));
 }
 
 // Backward's workspace; under mixed precision with ShardScope's kernels also the

@@ -47,7 +47,9 @@ const SplitBackwardSchedule* split_backward_schedule(PipelineScheduleKind kind) 
 std::int64_t kept_from_b_to_w_bytes(const StageLayers& stage, int micro_batch_size, int tokens, std::int64_t hidden,
                                     int value_bytes) {
   const std::int64_t layers = static_cast<std::int64_t>(stage.layer_count()) * stage.chunks;
-  return weight_split_kept_floats(layers, static_cast<std::int64_t>(micro_batch_size) * tokens, hidden) * value_bytes;
+  return weight_split_kept_floats(layers, static_cast<std::int64_t>(micro_batch_size) * tokens, hidden, false,
+                                  stage.tp_size) *
+         value_bytes;  // a tp rank's slice of them
 }
 
 StageActivationPeak split_backward_activation_peak(PipelineScheduleKind kind, int stages, int stage, int micro_batches,

@@ -28,7 +28,8 @@ struct SplitBackwardSchedule {
 const SplitBackwardSchedule* split_backward_schedule(PipelineScheduleKind kind);
 
 // Bytes a stage keeps from one micro-batch's B to its W (model/weight_gradient_split.h):
-// its layers' linears' output gradients, layers × b × s × 9h values of `value_bytes`.
+// its layers' linears' output gradients, layers × b × s × 9h values of `value_bytes`
+// (at tp t a rank's 2h + 7h/t of them: the split linears' slices and the whole outputs of the row-parallel ones).
 std::int64_t kept_from_b_to_w_bytes(const StageLayers& stage, int micro_batch_size, int tokens, std::int64_t hidden,
                                     int value_bytes);
 
