@@ -348,10 +348,8 @@ void validate_interleaved(const RunConfig& c, const ModelConfig& model) {
               " x {virtual_stages} " + str(v) + " = " + str(p * v) + " equal chunks",
           what + "：" + model.name + " 的 " + str(model.layers) + " 层不能均分为 {pp} " + str(p) +
               " × {virtual_stages} " + str(v) + " 块");
-  // Each stage runs its v chunks in one model (model.h, select_chunk). Not yet with
-  // tensor parallelism, and not on NCCL, whose grouped sends the runtime does not post.
-  require(c.layout.tp() == 1, what + " with {tp} " + str(c.layout.tp()) + " is not built yet; use {tp} 1",
-          what + " 与 {tp} " + str(c.layout.tp()) + " 的组合尚未实现；请用 {tp} 1");
+  // Each stage runs its v chunks in one model (model.h, select_chunk), each tp rank
+  // its slice of them. Not yet on NCCL, whose grouped sends the runtime does not post.
   require(
       c.device == "cpu",
       what + " with {device} " + c.device +
@@ -376,11 +374,13 @@ void check_interleaved_rules(int p, int v, int m) {
 void validate_split_backward(const RunConfig& c, const std::string& schedule) {
   // ZeRO-2/3: a unit's reduce-scatter starts at its W (Model::backward_weights
   // calls gradients_done there); with --pp 2+ validate_strategies refuses them.
-  require(
-      c.layout.tp() == 1,
-      schedule + " with {tp} " + str(c.layout.tp()) +
-          " is not built yet (not tested together); use {tp} 1 or {schedule} 1f1b",
-      schedule + " 与 {tp} " + str(c.layout.tp()) + " 的组合尚未实现（尚未一起测试）；请用 {tp} 1 或 {schedule} 1f1b");
+  // Tensor parallelism: B runs the layers' collectives, W is local
+  // (model/weight_gradient_split.cpp); trained and tested on CPU ranks only.
+  require(c.layout.tp() == 1 || c.device == "cpu",
+          schedule + " with {tp} " + str(c.layout.tp()) + " and {device} " + c.device +
+              " is not built yet (not tested together); use {device} cpu or {tp} 1",
+          schedule + " 与 {tp} " + str(c.layout.tp()) + " 和 {device} " + c.device +
+              " 的组合尚未实现（尚未一起测试）；请用 {device} cpu 或 {tp} 1");
 }
 
 std::int64_t run_config_validations() {

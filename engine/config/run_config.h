@@ -138,7 +138,8 @@ ModelConfig run_model_config(const RunConfig& config);
 // fields by CLI flag; FieldError::text names them as another surface does.
 void validate_run_config(const RunConfig& config);
 // The rules of a schedule whose backwards split into B and W (the zero-bubble
-// ones, or a schedule file with W's): tp 1 (any precision, ZeRO stage and --checkpoint).
+// ones, or a schedule file with W's): any precision, ZeRO stage and --checkpoint;
+// tp on CPU ranks only.
 // `schedule` names it in the messages ("{schedule} zb-h1", "{schedule_file} F").
 void validate_split_backward(const RunConfig& config, const std::string& schedule);
 // How many times validate_run_config ran in this process (plan/run_plan.h: once per run).

@@ -201,17 +201,9 @@ void validate_estimate_settings(const EstimateSettings& s) {
   // ZB-V: the run's rules (run_config.cpp, validate_zb_v); the layers' split into
   // 2p chunks is checked with the model (estimate/stage_placement.h).
   if (s.schedule == PipelineScheduleKind::zb_v) check_zb_v(s);
-  // The zero-bubble schedules (estimate/split_backward_schedules.h): what B keeps
-  // for W is counted for the engine's whole layers, one tensor-parallel rank, as trained.
-  if (split_backward_schedule(s.schedule) != nullptr && s.layout.tp() > 1) {
-    const std::string schedule = std::string("{schedule} ") + pipeline_schedule_name(s.schedule);
-    throw FieldError(schedule + " with {tp} " + std::to_string(s.layout.tp()) +
-                         " is not estimated yet (nor trained): the gradients kept from B to W are counted for "
-                         "whole layers; use {tp} 1 or {schedule} 1f1b",
-                     schedule + " 与 {tp} " + std::to_string(s.layout.tp()) +
-                         " 的组合尚未能估算（也尚未能训练）：B 到 W 之间保留的梯度按完整的层计算；请用 {tp} 1 或 "
-                         "{schedule} 1f1b");
-  }
+  // The zero-bubble schedules (estimate/split_backward_schedules.h) count what B
+  // keeps for W for one tensor-parallel rank's slices, with or without
+  // checkpointing, as trained.
   // Interleaved 1F1B: the run's rules (run_config.cpp, validate_interleaved); the
   // layers' split into p·v chunks is checked with the model (ModelShape::stage_layers).
   const bool interleaved = s.schedule == PipelineScheduleKind::interleaved_1f1b;

@@ -472,7 +472,9 @@ void split_backward_activation_memory(RankMemory& m, const EstimateSettings& s, 
       std::string(peak.bound ? "at most " : "") + std::to_string(peak.slots) + " activation slots (" +
           pipeline_schedule_name(s.schedule) + ") × " + acts.activations_formula + " + " + std::to_string(peak.kept) +
           per_b + (checkpointing ? "output gradients and linear inputs " : "output gradients ") +
-          (m.layers.chunks > 1 ? "(L_s/2)" : "L_s") + (checkpointing ? "·b·s·16h·" : "·b·s·9h·") +
+          (m.layers.chunks > 1 ? "(L_s/2)" : "L_s") +
+          (m.layers.tp_size > 1 ? (checkpointing ? "·b·s·(4h+12h/t)·" : "·b·s·(2h+7h/t)·")
+                                : (checkpointing ? "·b·s·16h·" : "·b·s·9h·")) +
           std::to_string(value_bytes) + " = " + grouped(kept));
 }
 

@@ -57,8 +57,9 @@ const SplitBackwardSchedule* split_backward_schedule(PipelineScheduleKind kind) 
 std::int64_t kept_from_b_to_w_bytes(const StageLayers& stage, int micro_batch_size, int tokens, std::int64_t hidden,
                                     int value_bytes, bool checkpointing) {
   const std::int64_t layers = stage.layer_count();  // one chunk's: a B runs one chunk (Model::backward_input)
-  return weight_split_kept_floats(layers, static_cast<std::int64_t>(micro_batch_size) * tokens, hidden, checkpointing) *
-         value_bytes;
+  return weight_split_kept_floats(layers, static_cast<std::int64_t>(micro_batch_size) * tokens, hidden, checkpointing,
+                                  stage.tp_size) *
+         value_bytes;  // a tp rank's slice of them
 }
 
 StageActivationPeak split_backward_activation_peak_closed_form(PipelineScheduleKind kind, int stages, int stage,

@@ -30,7 +30,9 @@ const SplitBackwardSchedule* split_backward_schedule(PipelineScheduleKind kind);
 // Bytes a stage keeps from one B to its W (model/weight_gradient_split.h): the
 // linears' output gradients of the layers that B ran, one chunk's (ZB-V's B
 // runs half a stage), layers × b × s × 9h values of `value_bytes`; under
-// activation checkpointing their inputs too, 16h.
+// activation checkpointing their inputs too, 16h (at tp t a rank's 2h + 7h/t
+// and 2h + 5h/t of them: the split linears' slices and the whole outputs and
+// inputs of the row-parallel ones).
 std::int64_t kept_from_b_to_w_bytes(const StageLayers& stage, int micro_batch_size, int tokens, std::int64_t hidden,
                                     int value_bytes, bool checkpointing = false);
 

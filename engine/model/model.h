@@ -147,8 +147,8 @@ class Model {
   // (16C floats per token and layer in all), as the recompute set is shared;
   // with a unit storage (16-bit gradients) the layer's unit gradient stays bound
   // from B to its W, which rounds it to 16 bits once for the micro-batches whose
-  // B's came first (weight_gradient_split.cpp). Throws std::logic_error under
-  // tensor parallelism, or for a W without its B.
+  // B's came first (weight_gradient_split.cpp). Under tensor parallelism B runs
+  // the layer's collectives and W none. Throws std::logic_error for a W without its B.
   void backward_input(double loss_rows = 0.0);
   void backward_weights();
   bool weights_pending() const { return !slot().deferred_linears.empty(); }

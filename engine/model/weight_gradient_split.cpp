@@ -8,6 +8,15 @@
 // Under activation checkpointing x is not kept: B recomputes each layer's
 // forward into one shared set, which the next layer's recompute overwrites,
 // so B copies x beside dy and W reads both (W never recomputes the forward).
+// Under tensor parallelism (tensor_parallel.h) every collective of a layer's
+// backward belongs to B: f's all-reduce (or, with sequence parallelism, its
+// reduce-scatter) of the input gradient, g's backward all-gather of the
+// residual gradient, the LayerNorm sums. W is local: each rank's dW of its own
+// slice, from its own dy and x. The x of a column-parallel linear is the
+// LayerNorm output, kept whole (gathered under SP) in the slot, so W gathers
+// nothing again; B ran the collectives in backward()'s order on every tp rank
+// of the stage, and the tp ranks of a stage run the same list, so the order
+// agrees across the group whichever bubble W lands in.
 #include "model/weight_gradient_split.h"  // what B keeps for W, shared with the estimator
 
 #include <stdexcept>
@@ -18,9 +27,10 @@
 namespace shardscope {
 
 void Model::check_weight_split(const char* phase) const {
-  if (tp_size() != 1)
-    throw std::logic_error(std::string("Model::") + phase +
-                           ": the split backward (zero-bubble schedules) is not built with tensor parallelism");
+  // B runs the layers' tensor-parallel collectives (W none): the group must be connected.
+  if (tp_size() > 1 && tp_group_ == nullptr)
+    throw std::logic_error(std::string("Model::") + phase + ": tensor parallelism (tp " + std::to_string(tp_size()) +
+                           ") without its group (set_tensor_parallel_group)");
 }
 
 void Model::backward_input(double loss_rows) {
@@ -28,9 +38,9 @@ void Model::backward_input(double loss_rows) {
   Slot& s = slot();
   if (!s.deferred_linears.empty())
     throw std::logic_error("Model::backward_input: the weight gradients of the previous B are still owed (run W)");
-  const std::int64_t floats = weight_split_kept_floats(
-      stage_.end_layer - stage_.first_layer, static_cast<std::int64_t>(s.acts.B) * s.acts.T, config_.channels,
-      checkpointing_);
+  const std::int64_t floats =
+      weight_split_kept_floats(stage_.end_layer - stage_.first_layer, static_cast<std::int64_t>(s.acts.B) * s.acts.T,
+                               config_.channels, checkpointing_, tp_size());
   if (s.kept_output_gradients.bytes() != floats * 4)
     s.kept_output_gradients = Buffer(ledger_, MemoryCategory::activations, floats * 4);
   s.kept_floats = 0;

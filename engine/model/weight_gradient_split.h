@@ -19,10 +19,19 @@ inline constexpr int kKeptChannelsPerLayer = 9;
 inline constexpr int kKeptInputChannelsPerLayer = 7;
 
 // Floats a stage keeps from one micro-batch's B to its W: layers × tokens × 9C,
-// or 16C under checkpointing.
+// or 16C under checkpointing. Under tensor parallelism t (C divisible by t) a
+// rank keeps its slice: the column-parallel linears' output gradients (qkv 3C/t,
+// mlp.fc 4C/t) and the row-parallel ones' whole (attn.proj C, mlp.proj C, the
+// input gradient g's backward hands every rank), 2C + 7C/t; under checkpointing
+// the inputs as the linears read them, ln1 and ln2 whole (all-gathered under
+// sequence parallelism, so W needs no collective), attention C/t, gelu 4C/t:
+// 2C + 5C/t more. At t = 1 these are the 9C and 7C above.
 inline std::int64_t weight_split_kept_floats(std::int64_t layers, std::int64_t tokens, std::int64_t channels,
-                                             bool checkpointing = false) {
-  return layers * tokens * (kKeptChannelsPerLayer + (checkpointing ? kKeptInputChannelsPerLayer : 0)) * channels;
+                                             bool checkpointing = false, int tp = 1) {
+  const std::int64_t whole = 2 * channels;  // attn.proj, mlp.proj (or, kept inputs, ln1, ln2)
+  const std::int64_t outputs = whole + (kKeptChannelsPerLayer - 2) * channels / tp;
+  const std::int64_t inputs = checkpointing ? whole + (kKeptInputChannelsPerLayer - 2) * channels / tp : 0;
+  return layers * tokens * (outputs + inputs);
 }
 
 }  // namespace shardscope

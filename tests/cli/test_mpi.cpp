@@ -80,6 +80,9 @@ class TestMpi : public QObject {
     QTest::newRow("bf16 zero2") << QStringList{"--dp", "4", "--zero", "2", "--precision", "bf16"};
     QTest::newRow("tp2xdp2") << QStringList{"--tp", "2", "--dp", "2"};  // tp groups: ranks 0-1 and 2-3
     QTest::newRow("tp2xdp2 sequence parallel") << QStringList{"--tp", "2", "--dp", "2", "--sequence-parallel"};
+    // tp 2 × pp 2 ZB-H1: B runs each layer's tensor-parallel collectives, W none (weight_gradient_split.cpp).
+    QTest::newRow("tp2xpp2 zb-h1") << QStringList{"--tp", "2",          "--pp", "2", "--micro-batches",
+                                                  "2",    "--schedule", "zb-h1"};
     // Context parallelism: ring attention's block exchanges as MPI send/receive pairs.
     QTest::newRow("cp2xdp2") << QStringList{"--cp", "2", "--dp", "2"};
     QTest::newRow("cp2xtp2 contiguous") << QStringList{"--cp", "2", "--tp", "2", "--cp-split", "contiguous"};
