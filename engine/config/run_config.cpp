@@ -292,8 +292,8 @@ std::atomic<std::int64_t> validations{0};
 
 // The zero-bubble schedules run a backward as B, then W later (model.h,
 // backward_input): with --checkpoint B keeps each linear's input for W beside
-// its output gradient; with fp16/bf16 a layer's fp32 unit gradient stays bound
-// from B to its last W, and ZeRO-2/3's reduce-scatter starts from W.
+// its output gradient; with fp16/bf16 B sets each layer's fp32 unit gradient
+// aside for its own W, and ZeRO-2/3's reduce-scatter starts from W.
 void validate_zero_bubble(const RunConfig& c) {
   if (c.schedule != PipelineScheduleKind::zb_h1 && c.schedule != PipelineScheduleKind::zb_h2) return;
   validate_split_backward(c, "{schedule} " + std::string(pipeline_schedule_name(c.schedule)));

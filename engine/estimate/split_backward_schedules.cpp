@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
 #include <set>
 
 #include "clock/pipeline_bubble.h"
@@ -108,21 +107,22 @@ StageActivationPeak split_backward_activation_peak(PipelineScheduleKind kind, in
 BoundGradientLayers split_backward_bound_layers(PipelineScheduleKind kind, int stages, int stage, int micro_batches,
                                                 const StageLayers& layers) {
   const int k = layers.layer_count();  // per chunk
-  if (!simulated(kind, stages, micro_batches)) return {k * layers.chunks, k * layers.chunks, k * layers.chunks};
+  if (!simulated(kind, stages, micro_batches)) {
+    const int pairs = peak_in_flight_closed_form(kind, stages, stage, micro_batches);  // at most one per slot
+    return {k * pairs, k * pairs, k * pairs};
+  }
   BoundGradientLayers bound{0, 0, 0};
-  std::map<int, int> owed;  // [chunk] micro-batches past B whose W has not run
+  int owed = 0;  // (chunk, micro-batch) pairs past B whose W has not run, each holding its chunk's k layers
   const PipelineSchedule schedule = make_pipeline_schedule(kind, stages, micro_batches);
   for (const PipelineAction& a : schedule[static_cast<std::size_t>(stage)]) {
-    if (a.type == PipelineAction::Type::weight_gradient) --owed[a.chunk];
+    if (a.type == PipelineAction::Type::weight_gradient) --owed;
     if (a.type != PipelineAction::Type::backward) continue;
-    int others = 0;  // chunks other B's keep bound
-    for (const auto& [chunk, count] : owed) others += chunk != a.chunk && count > 0 ? 1 : 0;
-    const int before = k * (others + (owed[a.chunk] > 0 ? 1 : 0)), with_chunk = k * (others + 1);
+    const int before = k * owed, with_own = k * (owed + 1);
     const StageLayers chunk = layers.chunk(a.chunk);
     if (chunk.head) bound.at_head = std::max(bound.at_head, before);
-    if (k > 0) bound.at_layer = std::max(bound.at_layer, with_chunk);
-    if (chunk.embedding) bound.at_embedding = std::max(bound.at_embedding, with_chunk);
-    ++owed[a.chunk];
+    if (k > 0) bound.at_layer = std::max(bound.at_layer, with_own);
+    if (chunk.embedding) bound.at_embedding = std::max(bound.at_embedding, with_own);
+    ++owed;
   }
   return bound;
 }

@@ -56,12 +56,13 @@ StageActivationPeak split_backward_activation_peak_closed_form(PipelineScheduleK
                                                                int micro_batches, std::int64_t slot_bytes,
                                                                std::int64_t kept_bytes);
 
-// In 16 bits a layer's fp32 unit gradient stays bound from its B to its W
-// (model/weight_gradient_split.cpp: W adds the weight gradients to it), one
-// buffer per layer whichever micro-batches owe it. The most layers bound at
-// the three points of a B the workspace peaks at: its head's backward (the
-// layers other B's still owe), its last layer's (those and the B's own chunk)
-// and its embedding's; past the simulated size every layer of the stage.
+// In 16 bits B sets each layer's fp32 unit gradient aside for its own W
+// (model/weight_gradient_split.cpp: W adds the weight gradients to it and
+// rounds it), one buffer per layer and micro-batch owing W. The most layers
+// held at the three points of a B the workspace peaks at: its head's backward
+// (the layers of the (chunk, micro-batch) pairs still owing W), its last
+// layer's (those and the B's own chunk) and its embedding's; past the
+// simulated size a chunk's layers for each activation slot (a bound).
 struct BoundGradientLayers {
   int at_head = 0, at_layer = 1, at_embedding = 0;  // an unsplit backward: one layer's at a time
 };

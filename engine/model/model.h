@@ -145,9 +145,9 @@ class Model {
   // W reports all of them (the head's, each layer's, then offset 0), so DDP's
   // buckets start from W. Under checkpointing B also keeps each linear's input
   // (16C floats per token and layer in all), as the recompute set is shared;
-  // with a unit storage (16-bit gradients) the layer's unit gradient stays bound
-  // from B to its W, which rounds it to 16 bits once for the micro-batches whose
-  // B's came first (weight_gradient_split.cpp). Under tensor parallelism B runs
+  // with a unit storage (16-bit gradients, ZeRO-2/3) B sets each layer's unit
+  // gradient aside for its own W, which rounds it to 16 bits (or reduce-scatters
+  // it) as the whole backward would (weight_gradient_split.cpp). Under tensor parallelism B runs
   // the layer's collectives and W none. Throws std::logic_error for a W without its B.
   void backward_input(double loss_rows = 0.0);
   void backward_weights();
