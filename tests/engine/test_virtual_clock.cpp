@@ -8,6 +8,7 @@
 #include <QRegularExpression>
 #include <QTest>
 #include <QThread>
+#include <algorithm>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -330,15 +331,23 @@ void TestVirtualClock::host_link_does_not_follow_the_load() {
     const QRegularExpressionMatch m = QRegularExpression("link host: ([0-9.]+) GB/s").match(r.out);
     return m.hasMatch() ? m.captured(1).toDouble() : 0.0;
   };
-  const double quiet = host_link_gbps();
-  std::vector<std::unique_ptr<BusyProcess>> busy;  // more than the cores: every copy is preempted
-  for (int i = 0; i < 2 * QThread::idealThreadCount() + 1; ++i) busy.push_back(std::make_unique<BusyProcess>());
-  const double loaded = host_link_gbps();
-  busy.clear();
-  qInfo("host link %.2f GB/s quiet, %.2f GB/s with %d busy loops beside", quiet, loaded,
-        2 * QThread::idealThreadCount() + 1);
-  QVERIFY(quiet > 0.0);
-  QVERIFY2(loaded > 0.6 * quiet, qPrintable(QString("%1 GB/s under load, %2 quiet").arg(loaded).arg(quiet)));
+  // Alternating, medians of three: other programs' memory traffic (a test
+  // beside this one) moves a copy's CPU time too, by up to ~2x; preemption moved
+  // the wall clock's reading 3-6x (0.18-0.33 of quiet with these loops).
+  const int loops = 2 * QThread::idealThreadCount() + 1;  // more than the cores: every copy is preempted
+  std::vector<double> quiet, loaded;
+  for (int round = 0; round < 3; ++round) {
+    quiet.push_back(host_link_gbps());
+    std::vector<std::unique_ptr<BusyProcess>> busy;
+    for (int i = 0; i < loops; ++i) busy.push_back(std::make_unique<BusyProcess>());
+    loaded.push_back(host_link_gbps());
+  }
+  std::sort(quiet.begin(), quiet.end());
+  std::sort(loaded.begin(), loaded.end());
+  qInfo("host link %.2f GB/s quiet, %.2f GB/s with %d busy loops beside (medians of 3)", quiet[1], loaded[1], loops);
+  QVERIFY(quiet[1] > 0.0);
+  QVERIFY2(loaded[1] > 0.4 * quiet[1],
+           qPrintable(QString("%1 GB/s under load, %2 quiet (medians)").arg(loaded[1]).arg(quiet[1])));
 }
 
 // gpt-tiny's 4 layers on 3 stages split 2/1/1, so stage 0 (two layers and the
