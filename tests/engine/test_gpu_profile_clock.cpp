@@ -74,10 +74,13 @@ std::vector<std::int64_t> span_durations(const std::vector<Event>& events) {
   return out;
 }
 
-// The estimator's time for the run's settings on its GPU profile.
+// The estimator's time for the run's settings on its GPU profile, under the flat model the
+// run's clock still prices its ops with (the estimator's default is the kernel model).
 TimeEstimate estimated(const RunConfig& c) {
   const ModelShape shape = model_shape_from_config(find_model_preset(c.model), c.model);
-  return estimate_time(shape, settings_for_run(c), &find_gpu_profile(c.gpu_profile));
+  EstimateSettings s = settings_for_run(c);
+  s.measured_kernels = false;
+  return estimate_time(shape, s, &find_gpu_profile(c.gpu_profile));
 }
 
 }  // namespace
