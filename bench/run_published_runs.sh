@@ -18,12 +18,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # run NAME METRIC PUBLISHED ESTIMATE-FLAGS...: METRIC is a key of the JSON's "time" object. Each row
-# twice: the kernel model (--time-model kernels) and the flat default (--efficiency 0.5).
+# twice: the kernel model (--time-model kernels) and the flat one (--time-model flat, 0.5 of peak).
 run() {
   local name=$1 metric=$2 published=$3
   shift 3
   "$cli" estimate --json --time-model kernels "$@" >"$tmp/kernels.json"
-  "$cli" estimate --json "$@" >"$tmp/flat.json"
+  "$cli" estimate --json --time-model flat "$@" >"$tmp/flat.json"
   python3 -c '
 import json, sys
 name, metric, published = sys.argv[1], sys.argv[2], float(sys.argv[3])

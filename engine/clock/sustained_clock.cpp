@@ -11,6 +11,12 @@ SustainedClock sustained_clock(std::string_view gpu) {
   return {};
 }
 
+KernelModel sustained_kernel_model(std::string_view gpu, double peak_tflops, double memory_gbps) {
+  KernelModel kernels = measured_kernel_model(peak_tflops, memory_gbps);
+  kernels.peak_flops *= sustained_clock(gpu).fraction;
+  return kernels;
+}
+
 double measured_all_reduce_gbps(std::string_view gpu) {
   return gpu == "A100-40GB" || gpu == "A100-80GB" ? 200 : 0;
 }

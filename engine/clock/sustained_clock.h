@@ -17,6 +17,8 @@
 
 #include <string_view>
 
+#include "clock/kernel_model.h"
+
 namespace shardscope {
 
 struct SustainedClock {
@@ -28,6 +30,12 @@ struct SustainedClock {
 
 // By GPU profile name (config/gpu_profiles.h).
 SustainedClock sustained_clock(std::string_view gpu);
+
+// The measured kernel model (clock/kernel_model.h) of a GPU as a training step runs it: the GEMMs'
+// FLOP rate at sustained_clock(gpu), the bandwidth as measured. The one model both the estimator's
+// compute_s (estimate/time_model.h) and the virtual clock's GPU profiles (train/run_device_models.h)
+// price kernels with.
+KernelModel sustained_kernel_model(std::string_view gpu, double peak_tflops, double memory_gbps);
 
 // The bus bandwidth NCCL's all-reduce reaches inside a node, GB/s per direction, where published
 // nccl-tests runs measure it (0: none found, the datasheet's link): 8 × A100 SXM over NVLink 3

@@ -165,8 +165,9 @@ void add_cluster_fields(std::vector<RunField>& f) {
                .flag = "--efficiency",
                .value_name = "X",
                .kind = FieldKind::number,
-               .help = {"Time model: the fraction of peak FLOP/s a step sustains (an assumption)",
-                        "时间模型：一步能维持的峰值 FLOP/s 比例（假设值）"},
+               .help = {"Flat time model: the fraction of peak FLOP/s a step sustains (an assumption; given\n"
+                        "      alone, it picks --time-model flat)",
+                        "flat 时间模型：一步能维持的峰值 FLOP/s 比例（假设值；单独给出时即选 --time-model flat）"},
                .range = {0.0, 1.0, true},
                .default_text = "0.5",
                .saved = Saved::never,
@@ -176,13 +177,14 @@ void add_cluster_fields(std::vector<RunField>& f) {
        .flag = "--time-model",
        .value_name = "flat|kernels",
        .kind = FieldKind::choice,
-       .help = {"Time model: flat (every FLOP at --efficiency of peak) or kernels (each kernel from a\n"
-                "      measured GEMM table at the GPU's sustained clock, data-parallel traffic overlapped as\n"
-                "      its strategy overlaps it; docs/PERFORMANCE.md)",
-                "时间模型：flat（所有 FLOP 按 --efficiency 比例计算）或 kernels（按实测 GEMM 表和 GPU 的持续时钟"
-                "逐个内核计算，数据并行通信按其策略与计算重叠；docs/PERFORMANCE.md）"},
+       .help =
+           {"Time model: kernels (each kernel from a measured GEMM table at the GPU's sustained clock,\n"
+            "      data-parallel traffic overlapped as its strategy overlaps it; docs/PERFORMANCE.md) or\n"
+            "      flat (the simple one: every FLOP at --efficiency of peak; --efficiency alone picks it)",
+            "时间模型：kernels（按实测 GEMM 表和 GPU 的持续时钟逐个内核计算，数据并行通信按其策略与计算重叠；"
+            "docs/PERFORMANCE.md）或 flat（简单模型：所有 FLOP 按 --efficiency 比例计算；只给 --efficiency 即选它）"},
        .choices = {"flat", "kernels"},
-       .default_text = "flat",
+       .default_text = "kernels",
        .saved = Saved::never,
        .surfaces = surface::estimate});
   add_kernel_model_fields(f);

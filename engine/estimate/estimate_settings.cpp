@@ -257,6 +257,8 @@ void apply_patch(EstimateSettings& s, const SettingsPatch& p) {
   if (p.cuda) s.cuda = *p.cuda;
   if (p.flash_attention) s.flash_attention = *p.flash_attention;
   if (p.efficiency) s.efficiency = *p.efficiency;
+  // --efficiency X is the flat model's one assumption: given alone, it asks for that model.
+  if (p.efficiency && !p.measured_kernels) s.measured_kernels = false;
   if (p.measured_kernels) s.measured_kernels = *p.measured_kernels;
   if (p.eager_runtime) s.eager_runtime = *p.eager_runtime;
   if (p.selective_every_second_matmul) s.selective_every_second_matmul = *p.selective_every_second_matmul;

@@ -63,11 +63,12 @@ struct EstimateSettings {
   // (ops/backend.h cuda_attention_kernel). False: the CPU backend.
   bool cuda = false;
   int gpus_per_node = 8;    // for DeepSpeed's estimator and the inter-node link
-  double efficiency = 0.5;  // time model: fraction of peak FLOP/s a step sustains (assumed)
-  // Time model (--time-model kernels): each kernel from the measured constants of
+  double efficiency = 0.5;  // flat time model: fraction of peak FLOP/s a step sustains (assumed)
+  // Time model (the default; --time-model kernels): each kernel from the measured constants of
   // clock/kernel_model.h, at the GPU's sustained clock, with the data-parallel traffic
-  // overlapped as each strategy overlaps it, instead of `efficiency` (the flat default).
-  bool measured_kernels = false;
+  // overlapped as each strategy overlaps it. False (--time-model flat, or --efficiency X
+  // alone): every FLOP at `efficiency` of peak, the simple model.
+  bool measured_kernels = true;
   // Time model: the attention core as one fused kernel that keeps the s × s scores on chip
   // (FlashAttention), or (false) materialized as the activation formula counts them.
   bool flash_attention = false;

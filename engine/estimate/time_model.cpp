@@ -186,8 +186,7 @@ void time_compute(TimeEstimate& t, const ModelShape& model, const EstimateSettin
   }
   // The GEMMs' FLOP rate at the clock a training step sustains; the bandwidth does not move.
   t.sustained_clock = sustained_clock(gpu.name).fraction;
-  KernelModel kernels = measured_kernel_model(t.peak_tflops, gpu.memory_gbps);
-  kernels.peak_flops *= t.sustained_clock;
+  const KernelModel kernels = sustained_kernel_model(gpu.name, t.peak_tflops, gpu.memory_gbps);
   // The fused attention kernel at its own measured rate (clock/attention_kernel.h), in 16 bits only.
   const AttentionKernelRate attention = flash_attention_rate(gpu.name);
   t.attention_fraction =

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The time and communication model of one optimizer step. It is a model, not
 // a measurement: FLOPs from the model's shape, bytes from the collectives each
-// strategy runs, seconds from a GPU profile's data-sheet peaks: by default every
-// FLOP at --efficiency X of peak (one assumption, 0.5), or with --time-model
-// kernels through the measured kernel model (clock/kernel_model.h: every GEMM,
-// the attention core and the memory-bound kernels, estimate/step_kernels.h) at
-// the GPU's sustained clock (clock/sustained_clock.h), the data-parallel
-// traffic overlapped with compute as its strategy overlaps it (dp_exposed_s).
+// strategy runs, seconds from a GPU profile's data-sheet peaks: by default
+// through the measured kernel model (clock/kernel_model.h: every GEMM, the
+// attention core and the memory-bound kernels, estimate/step_kernels.h) at the
+// GPU's sustained clock (clock/sustained_clock.h), the data-parallel traffic
+// overlapped with compute as its strategy overlaps it (dp_exposed_s); with
+// --time-model flat every FLOP at --efficiency X of peak (one assumption, 0.5).
 //   FLOPs per token: 6N + 12·L·h·s (Chowdhery et al. 2022, PaLM, appendix B;
 //     N = parameters read by matmuls; 12·L·h·s is attention's QKᵀ and AV,
 //     forward + backward). Full recompute adds a forward: 8N + 16·L·h·s;

@@ -2,6 +2,7 @@
 #include "train/run_device_models.h"
 
 #include "clock/device_clock.h"
+#include "clock/sustained_clock.h"
 #include "config/gpu_profiles.h"
 #include "estimate/estimate_settings.h"
 #include "ops/op_work.h"
@@ -19,12 +20,13 @@ GpuTimeModel make_gpu_time_model(const GpuProfile& gpu, Precision precision, dou
   return model;
 }
 
-GpuTimeModel make_measured_gpu_time_model(const GpuProfile& gpu, Precision precision) {
+GpuTimeModel make_measured_gpu_time_model(const GpuProfile& gpu, Precision precision, bool sustained) {
   GpuTimeModel model;
   model.gpu = gpu.name;
   model.peak_tflops = gpu.peak_tflops(precision);
   model.measured = true;
-  model.kernels = measured_kernel_model(model.peak_tflops, gpu.memory_gbps);
+  model.kernels = sustained ? sustained_kernel_model(gpu.name, model.peak_tflops, gpu.memory_gbps)
+                            : measured_kernel_model(model.peak_tflops, gpu.memory_gbps);
   model.efficiency = model.kernels.gemm_fraction;
   model.flops_per_s = model.kernels.peak_flops * model.kernels.gemm_fraction;
   model.bytes_per_s = model.kernels.bytes_per_s;
@@ -54,7 +56,10 @@ class GpuTimedObserver final : public OpObserver {
 std::optional<GpuTimeModel> run_gpu_time_model(const RunConfig& config) {
   const GpuProfile* gpu = run_gpu_profile(config);
   if (gpu == nullptr) return std::nullopt;
-  return make_gpu_time_model(*gpu, config.precision, settings_for_run(config).efficiency);
+  // The estimator's time model (the kernel model unless its settings say flat), op by op.
+  const EstimateSettings settings = settings_for_run(config);
+  if (!settings.measured_kernels) return make_gpu_time_model(*gpu, config.precision, settings.efficiency);
+  return make_measured_gpu_time_model(*gpu, config.precision, true);
 }
 
 LinkModel run_link_model(const RunConfig& config) {

@@ -19,13 +19,13 @@ struct GpuProfile;
 
 // The flat assumption: every FLOP at `efficiency` of peak, bytes at the full bandwidth.
 GpuTimeModel make_gpu_time_model(const GpuProfile& gpu, Precision precision, double efficiency);
-// The measured kernel model (clock/kernel_model.h) on this GPU's data-sheet figures
-// (estimate --time-model kernels; a run's clock keeps the flat assumption).
-GpuTimeModel make_measured_gpu_time_model(const GpuProfile& gpu, Precision precision);
+// The measured kernel model (clock/kernel_model.h) on this GPU's data-sheet figures, at the
+// microbenchmark's clock or (`sustained`) at the clock a training step holds (sustained_kernel_model).
+GpuTimeModel make_measured_gpu_time_model(const GpuProfile& gpu, Precision precision, bool sustained = false);
 
 // The run's model: none without --gpu-profile (or on the wall clock). The
-// efficiency is the estimator's for the same settings (settings_for_run), so
-// the clock and estimate_time agree.
+// estimator's for the same settings (settings_for_run): the kernel model at the
+// sustained clock, as estimate_time's compute_s prices the step's kernels.
 std::optional<GpuTimeModel> run_gpu_time_model(const RunConfig& config);
 // The run's link: --link, else (auto) the GPU profile's own link (NVLink at
 // its bandwidth for A100/H100/H200, PCIe 4.0 for the RTX 4090), else host.

@@ -101,18 +101,22 @@ class TestEstimateDefaults : public QObject {
         qPrintable(r.out));
   }
 
-  // The time model is the flat 0.5 of peak unless --time-model kernels is given; the kernel model
-  // prints its parts and its sustained clock, and refuses an --efficiency (the flat model's only
-  // number) by both flags' names.
-  void flatTimeModelByDefaultKernelsOneFlagAway() {
+  // The time model is the kernel model unless --time-model flat (or an --efficiency alone, the flat
+  // model's only number) is given; the kernel model prints its parts and its sustained clock, and
+  // refuses an --efficiency beside --time-model kernels by both flags' names.
+  void kernelTimeModelByDefaultFlatOneFlagAway() {
     const QStringList h100 = {"--model", "gpt2-124m", "--precision", "bf16", "--dp", "8", "--gpu", "H100"};
-    const QJsonObject flat = estimateJson(h100);
-    QCOMPARE(flat["time"].toObject()["efficiency"].toDouble(), 0.5);
-    QVERIFY(!flat["time"].toObject().contains("gemm_s"));
-    const QJsonObject kernels = estimateJson(h100 + QStringList{"--time-model", "kernels"});
+    const QJsonObject kernels = estimateJson(h100);
     QCOMPARE(kernels["settings"].toObject()["efficiency"].toString(), QString("kernels"));
     QCOMPARE(kernels["time"].toObject()["sustained_clock"].toDouble(), 1575.0 / 1980);
     QVERIFY(kernels["time"].toObject()["dp_exposed_s"].toDouble() < kernels["time"].toObject()["dp_comm_s"].toDouble());
+    QCOMPARE(estimateJson(h100 + QStringList{"--time-model", "kernels"}), kernels);
+    const QJsonObject flat = estimateJson(h100 + QStringList{"--time-model", "flat"});
+    QCOMPARE(flat["time"].toObject()["efficiency"].toDouble(), 0.5);
+    QVERIFY(!flat["time"].toObject().contains("gemm_s"));
+    const QJsonObject assumed = estimateJson(h100 + QStringList{"--efficiency", "0.4"});
+    QCOMPARE(assumed["settings"].toObject()["efficiency"].toDouble(), static_cast<double>(0.4f));  // read as a float
+    QVERIFY(!assumed["time"].toObject().contains("gemm_s"));
     const CliResult refused = run_cli(
         {"estimate", "--model", "gpt2-124m", "--gpu", "H100", "--time-model", "kernels", "--efficiency", "0.4"});
     QCOMPARE(refused.code, 2);

@@ -146,8 +146,13 @@ QString PlannerDialog::formulaHtml() const {
                 .arg(tr("Basis:"), QString::fromStdString(chosen.estimate->memory.basis).toHtmlEscaped());
     if (const TimeEstimate& t = chosen.estimate->time; t.has_gpu)
       html += QStringLiteral("<p>%1</p>")
-                  .arg(tr("Time on %1 (a model, docs/ESTIMATE.md: every matmul at %2% of peak, nothing "
-                          "overlapped): %3 s per step, %4 tokens/s per GPU, %5 TFLOP/s per GPU, MFU %6%.")
+                  .arg((t.measured_kernels
+                            ? tr("Time on %1 (the kernel model, docs/PERFORMANCE.md: GEMMs from a measured table at "
+                                 "the sustained clock, memory-bound kernels at the measured bandwidth, data-parallel "
+                                 "traffic overlapped; %2% of peak reached): %3 s per step, %4 tokens/s per GPU, %5 "
+                                 "TFLOP/s per GPU, MFU %6%.")
+                            : tr("Time on %1 (a model, docs/ESTIMATE.md: every matmul at %2% of peak, nothing "
+                                 "overlapped): %3 s per step, %4 tokens/s per GPU, %5 TFLOP/s per GPU, MFU %6%."))
                            .arg(QString::fromStdString(t.gpu))
                            .arg(100.0 * t.efficiency, 0, 'f', 0)
                            .arg(t.step_s, 0, 'g', 3)
