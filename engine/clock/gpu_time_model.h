@@ -10,7 +10,8 @@
 // with the op's nominal FLOPs, bytes and GEMM kernels from the shapes it ran
 // with (ops/op_work.h: 2·M·N·K per matmul, attention's T×T scores, the bytes
 // of layernorm, GELU, AdamW...). A run's clock takes the measured constants
-// (XLA's H100 GEMM table); make_gpu_time_model(..., efficiency) builds the old
+// (XLA's H100 GEMM table) at the GPU's sustained clock, from the same
+// sustained_kernel_model() (clock/sustained_clock.h) as the estimator's default; make_gpu_time_model(..., efficiency) builds the old
 // single assumption (every FLOP at `efficiency` of peak, bytes at the full
 // bandwidth, no floor), which estimate --efficiency X still offers.
 // The floor is charged per GEMM kernel only: the table times GEMMs, and the
