@@ -1473,6 +1473,10 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <source>Time on %1 (a model, docs/ESTIMATE.md: every matmul at %2% of peak, nothing overlapped): %3 s per step, %4 tokens/s per GPU, %5 TFLOP/s per GPU, MFU %6%.</source>
         <translation type="unfinished"></translation>
     </message>
+    <message>
+        <source>Time on %1 (the kernel model, docs/PERFORMANCE.md: GEMMs from a measured table at the sustained clock, memory-bound kernels at the measured bandwidth, data-parallel traffic overlapped; %2% of peak reached): %3 s per step, %4 tokens/s per GPU, %5 TFLOP/s per GPU, MFU %6%.</source>
+        <translation type="unfinished"></translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::PlannerText</name>

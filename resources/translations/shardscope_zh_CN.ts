@@ -1479,6 +1479,10 @@ Overlapped: the part of the ranks&apos; bucket transfers that lies inside their 
         <source>Time on %1 (a model, docs/ESTIMATE.md: every matmul at %2% of peak, nothing overlapped): %3 s per step, %4 tokens/s per GPU, %5 TFLOP/s per GPU, MFU %6%.</source>
         <translation>在 %1 上的时间（模型，见 docs/ESTIMATE.md：每个矩阵乘按峰值的 %2% 计算，不计重叠）：每步 %3 秒，每 GPU %4 tokens/s，每 GPU %5 TFLOP/s，MFU %6%。</translation>
     </message>
+    <message>
+        <source>Time on %1 (the kernel model, docs/PERFORMANCE.md: GEMMs from a measured table at the sustained clock, memory-bound kernels at the measured bandwidth, data-parallel traffic overlapped; %2% of peak reached): %3 s per step, %4 tokens/s per GPU, %5 TFLOP/s per GPU, MFU %6%.</source>
+        <translation>%1 上的时间（内核模型，docs/PERFORMANCE.md：GEMM 按实测表格在持续时钟下计算，访存受限内核按实测带宽计算，数据并行通信与计算重叠；达到峰值的 %2%）：每步 %3 秒，每 GPU %4 tokens/s，每 GPU %5 TFLOP/s，MFU %6%。</translation>
+    </message>
 </context>
 <context>
     <name>shardscope::ui::PlannerText</name>
