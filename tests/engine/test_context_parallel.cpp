@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "engine/collecting_sink.h"
+#include "engine/ledger_check.h"
 #include "engine/parallel_equivalence.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
@@ -344,18 +345,8 @@ void TestContextParallel::ledger_equals_the_estimator() {
   run.threads = 2;
   Trainer trainer(run);
   trainer.step();
-  QCOMPARE(static_cast<int>(predicted.ranks.size()), trainer.world_size());
-  for (const RankMemory& r : predicted.ranks) {
-    const MemoryBytes measured = trainer.ledger(r.rank).peak();
-    for (MemoryCategory c : kAllMemoryCategories)
-      QVERIFY2(measured[c] == r.bytes[c],
-               qPrintable(QString("rank %1 %2: estimator %3 (%4), ledger %5")
-                              .arg(r.rank)
-                              .arg(QString::fromStdString(std::string(memory_category_name(c))))
-                              .arg(r.bytes[c])
-                              .arg(QString::fromStdString(r.formula(c)))
-                              .arg(measured[c])));
-  }
+  const QString mismatch = ledger_mismatch(predicted, trainer);
+  QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
   const RankMemory& first = predicted.ranks.front();
   qInfo("%s: rank 0 activations %lld B, communication %lld B (%s)", QTest::currentDataTag(),
         static_cast<long long>(first.bytes[MemoryCategory::activations]),

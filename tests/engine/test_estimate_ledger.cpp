@@ -8,6 +8,7 @@
 #include "core/caching_device_memory.h"
 #include "engine/collecting_sink.h"
 #include "engine/host_fused_backend.h"
+#include "engine/ledger_check.h"
 #include "estimate/memory_model.h"
 #include "estimate/split_backward_schedules.h"
 #include "estimate/time_model.h"
@@ -118,22 +119,8 @@ void check_ledger(const ModelShape& shape, const EstimateSettings& s) {
   run.threads = 2;
   Trainer trainer(run);
   trainer.step();
-  QCOMPARE(static_cast<int>(predicted.ranks.size()), trainer.world_size());
-  for (const RankMemory& r : predicted.ranks) {
-    const MemoryBytes measured = trainer.ledger(r.rank).peak();
-    for (MemoryCategory c : kAllMemoryCategories) {
-      if (measured[c] == r.bytes[c]) continue;
-      QFAIL(qPrintable(QString("rank %1 %2: estimator predicts %3 (%4), the engine's ledger measured %5 (%6). If the "
-                               "engine's allocation changed on purpose, update engine/estimate; otherwise the engine "
-                               "drifted from its documented layout.")
-                           .arg(r.rank)
-                           .arg(QString::fromStdString(std::string(memory_category_name(c))))
-                           .arg(r.bytes[c])
-                           .arg(QString::fromStdString(r.formula(c)))
-                           .arg(measured[c])
-                           .arg(measured[c] > r.bytes[c] ? "more" : "less")));
-    }
-  }
+  const QString mismatch = ledger_mismatch(predicted, trainer);
+  QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
 }
 
 void check_ledger(const QString& model, const EstimateSettings& s) {

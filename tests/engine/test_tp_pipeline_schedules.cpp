@@ -18,6 +18,7 @@
 
 #include "config/run_config.h"
 #include "core/error.h"
+#include "engine/ledger_check.h"
 #include "engine/parallel_equivalence.h"
 #include "estimate/memory_model.h"
 #include "model/weight_gradient_split.h"
@@ -234,18 +235,8 @@ void TestTpPipelineSchedules::ledger_equals_the_estimator() {
   run.threads = 1;
   Trainer trainer(run);
   trainer.step();
-  QCOMPARE(static_cast<int>(predicted.ranks.size()), trainer.world_size());
-  for (const RankMemory& r : predicted.ranks) {
-    const MemoryBytes measured = trainer.ledger(r.rank).peak();
-    for (MemoryCategory c : kAllMemoryCategories)
-      QVERIFY2(measured[c] == r.bytes[c],
-               qPrintable(QString("rank %1 %2: estimator %3 (%4), ledger %5")
-                              .arg(r.rank)
-                              .arg(QString::fromStdString(std::string(memory_category_name(c))))
-                              .arg(r.bytes[c])
-                              .arg(QString::fromStdString(r.formula(c)))
-                              .arg(measured[c])));
-  }
+  const QString mismatch = ledger_mismatch(predicted, trainer);
+  QVERIFY2(mismatch.isEmpty(), qPrintable(mismatch));
   if (s.schedule == PipelineScheduleKind::zb_h1 && !sp)
     qInfo("tp2 pp2 zb-h1 m8 b2 s32, rank 0 activations %lld bytes: %s",
           static_cast<long long>(predicted.ranks[0].bytes[MemoryCategory::activations]),
