@@ -265,17 +265,22 @@ std::string MpiWorld::dead_peer_text(int peer) const {
 void MpiWorld::watch() {
   while (!stopping_.load()) {
     nap(100);
+    bool listened = false;  // this tick read the peers' heartbeats
     if (!aborted_.load() && !finalizing_.load() && mutex_.try_lock()) {
       poll_abort_notice();
       answer_queries();
       heartbeat();
       mutex_.unlock();
+      listened = true;
     }
     if (const int dead = aborted_.load() ? -1 : dead_peer(); dead >= 0) {
       read_pending_notice();
       if (!aborted_.load()) abort_with("communication aborted: " + dead_peer_text(dead), true);
     }
-    if (const int silent = aborted_.load() || finalizing_.load() ? -1 : silent_peer(); silent >= 0) {
+    // Silence is judged only on a tick that listened: while a rank thread held
+    // the mutex the heard times went stale here, not at the peer (heartbeat()
+    // first forgives the time this process did not listen).
+    if (const int silent = !listened || aborted_.load() || finalizing_.load() ? -1 : silent_peer(); silent >= 0) {
       read_pending_notice();  // a peer that failed says why before it goes quiet
       if (!aborted_.load()) abort_with("communication aborted: " + silent_peer_text(silent), true);
     }
