@@ -19,6 +19,7 @@
 #include "clock/pipeline_bubble.h"
 #include "config/run_config.h"
 #include "core/error.h"
+#include "engine/schedule_csv.h"
 #include "plan/pipeline_schedule.h"
 #include "plan/run_plan.h"
 #include "plan/schedule_file.h"
@@ -287,23 +288,6 @@ void TestInterleavedSchedule::a_bad_schedule_file_is_refused_naming_rank_and_act
 }
 
 namespace {
-// The schedule's computations as torch.distributed.pipelining's CSV (one chunk per stage).
-QByteArray as_csv(const PipelineSchedule& schedule) {
-  QByteArray csv;
-  for (const auto& list : compute_only(schedule)) {
-    for (const auto& a : list) {
-      const bool split =
-          a.type == Type::backward && std::any_of(list.begin(), list.end(), [&](const PipelineAction& w) {
-            return w.type == Type::weight_gradient && w.micro_batch == a.micro_batch;
-          });
-      const char* type = a.type == Type::forward ? "F" : a.type == Type::weight_gradient ? "W" : split ? "I" : "B";
-      csv += QByteArray::number(a.stage) + type + QByteArray::number(a.micro_batch) + ",";
-    }
-    csv += "\n";
-  }
-  return csv;
-}
-
 std::vector<float> losses_of(const RunConfig& config) {
   Trainer trainer(config);
   std::vector<float> losses;
@@ -332,7 +316,7 @@ void TestInterleavedSchedule::a_schedule_file_trains() {
     const QString path = dir.filePath(QString(pipeline_schedule_name(kind)) + ".csv");
     QFile f(path);
     QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write(as_csv(make_pipeline_schedule(kind, 2, 4)));
+    f.write(testing::as_csv(make_pipeline_schedule(kind, 2, 4), testing::CsvLineEnd::comma));
     f.close();
     RunConfig built_in = c;
     built_in.schedule = kind;

@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "engine/ledger_check.h"
 #include "engine/parallel_equivalence.h"
+#include "engine/schedule_csv.h"
 #include "estimate/memory_model.h"
 #include "model/weight_gradient_split.h"
 #include "plan/pipeline_schedule.h"
@@ -66,23 +67,6 @@ void compare_with_gpipe(const RunConfig& c, float tolerance, const QString& what
   gpipe.virtual_stages = 1;
   gpipe.schedule_file.clear();
   compare_losses(losses_of(c), losses_of(gpipe), tolerance, what);
-}
-
-// The schedule's computations as torch.distributed.pipelining's CSV (one chunk a stage).
-QByteArray as_csv(const PipelineSchedule& schedule) {
-  QByteArray csv;
-  for (const auto& list : compute_only(schedule)) {
-    for (const auto& a : list) {
-      const bool split =
-          a.type == Type::backward && std::any_of(list.begin(), list.end(), [&](const PipelineAction& w) {
-            return w.type == Type::weight_gradient && w.micro_batch == a.micro_batch;
-          });
-      const char* type = a.type == Type::forward ? "F" : a.type == Type::weight_gradient ? "W" : split ? "I" : "B";
-      csv += QByteArray::number(a.stage) + type + QByteArray::number(a.micro_batch) + ",";
-    }
-    csv.back() = '\n';
-  }
-  return csv;
 }
 
 }  // namespace
@@ -176,7 +160,7 @@ void TestTpPipelineSchedules::a_schedule_file_with_w_trains_with_tp() {
   const QString path = dir.filePath("zb-h1.csv");
   QFile f(path);
   QVERIFY(f.open(QIODevice::WriteOnly));
-  f.write(as_csv(make_pipeline_schedule(PipelineScheduleKind::zb_h1, 2, 4)));
+  f.write(testing::as_csv(make_pipeline_schedule(PipelineScheduleKind::zb_h1, 2, 4), testing::CsvLineEnd::bare));
   f.close();
   RunConfig built_in = tp_pipeline_run(PipelineScheduleKind::zb_h1, true);
   built_in.steps = 6;

@@ -4,11 +4,13 @@
 // micro-batch on each tp rank at their places (backward ends at the QKV's f),
 // and the bytes each rank sent per layer per micro-batch equal the formula in
 // both footer lines; sequence parallelism's all-gathers and reduce-scatters
-// find their places from their op; with tp 1 it says how to turn it on. The
+// find their places from their op; "One step, slowly" draws the last step's
+// collectives again; with tp 1 it says how to turn it on. The
 // panel's tp row, a window run, the memory bars' and the ZeRO grid's tp
 // labels. Screenshots are saved beside the test.
 #include <QCoreApplication>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QLabel>
 #include <QLocale>
 #include <QPushButton>
@@ -118,6 +120,61 @@ class TestTensorParallelView : public QObject {
       QVERIFY2(view.formulaText().contains(QStringLiteral("= %1 B").arg(bytes)), qPrintable(view.formulaText()));
       QVERIFY(view.formulaText().contains(checkpoint ? QStringLiteral("6 \u00b7") : QStringLiteral("4 \u00b7")));
     }
+  }
+
+  // "One step, slowly" starts from the model as it was before the step (no
+  // collective lit, the step's transfers and collectives uncounted, the footer
+  // on the previous step's micro-batch), lights the step's collectives again as
+  // they come, lasts at least 2 s, and puts the run's model back at its end.
+  void replaysAStepSlowly() {
+    const RunConfig c = tensorConfig(2);
+    const std::vector<Event> events = run(c);
+    const std::int64_t step_transfers = std::count_if(events.begin(), events.end(), [&](const Event& e) {
+      return is_tensor_parallel_layer_transfer(e) && e.step == c.steps;
+    });
+    TensorParallelView view;
+    view.resize(900, 560);
+    view.reset(*make_run_plan(c));
+    view.consume(events);
+    const auto& m = view.model();
+    const std::int64_t live_transfers = m.transfers(), live_collectives = m.collectives(0);
+    const auto live_complete = m.completeMicroBatch(0);
+    QCOMPARE(live_complete.first, std::int64_t{c.steps});
+    QCOMPARE(live_collectives, std::int64_t{c.steps} * 4 * 2);
+    view.replayStep(7);  // not run: nothing to draw
+    QVERIFY(!view.drawing());
+    QElapsedTimer took;
+    took.start();
+    view.replayStep(c.steps);
+    QVERIFY(view.drawing());
+    QCOMPARE(view.replayedStep(), std::int64_t{c.steps});
+    QVERIFY(m.latest(0) == nullptr);  // nothing lit yet
+    QCOMPARE(m.transfers(), live_transfers - step_transfers);
+    QCOMPARE(m.collectives(0), live_collectives - 4 * 2);
+    QCOMPARE(m.completeMicroBatch(0).first, std::int64_t{c.steps - 1});
+    bool partway = false, shot = false;
+    while (view.drawing() && took.elapsed() < 10000) {
+      QTest::qWait(15);
+      const std::int64_t replayed = m.transfers() - (live_transfers - step_transfers);
+      partway = partway || (replayed > 0 && replayed < step_transfers);
+      if (view.drawing() && !shot && replayed >= step_transfers / 2 && replayed < step_transfers) {
+        shot = true;  // a picture about half-way through the step
+        const QString path = QDir(QCoreApplication::applicationDirPath()).filePath("tensor_parallel_replay.png");
+        QVERIFY(view.grab().save(path));
+        qInfo("mid-replay screenshot (%lld of %lld transfers): %s", static_cast<long long>(replayed),
+              static_cast<long long>(step_transfers), qPrintable(path));
+      }
+    }
+    QVERIFY(!view.drawing());
+    QVERIFY2(took.elapsed() >= 1900, qPrintable(QString::number(took.elapsed())));  // at least 2 s at 1x
+    QVERIFY(partway);
+    QCOMPARE(view.replayedStep(), std::int64_t{0});
+    QCOMPARE(m.transfers(), live_transfers);  // the run's model back
+    QCOMPARE(m.collectives(0), live_collectives);
+    QCOMPARE(m.completeMicroBatch(0), live_complete);
+    QVERIFY(m.latest(0) != nullptr);
+    QCOMPARE(m.latest(0)->place, TensorParallelPlace::attention_in);
+    QCOMPARE(m.latest(0)->pass, TensorParallelPass::backward);
   }
 
   // Sequence parallelism's collectives, as the engine will emit them (an

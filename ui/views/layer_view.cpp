@@ -85,9 +85,7 @@ int LayerView::paintFooterLines(QPainter& p, const QRectF& area, const QString& 
 }
 
 void LayerView::keepForReplay(const std::vector<Event>& events) {
-  for (const Event& e : events)
-    if (e.step > 0 && keepsForReplay(e)) kept_[e.step].push_back(e);
-  while (kept_.size() > 3) kept_.erase(kept_.begin());  // the step replayed is the last completed one
+  replay_.keep(events, [this](const Event& e) { return keepsForReplay(e); });
 }
 
 void LayerView::forgetReplay() {
@@ -96,7 +94,7 @@ void LayerView::forgetReplay() {
     finishReplay();
   }
   replay_step_ = 0;
-  kept_.clear();
+  replay_.forget();
 }
 
 bool LayerView::drawing() const {
@@ -104,34 +102,17 @@ bool LayerView::drawing() const {
 }
 
 void LayerView::replayStep(std::int64_t step) {
-  const auto it = kept_.find(step);
-  if (it == kept_.end() || it->second.empty() || replay_timer_->isActive()) return;
-  replay_ = it->second;
-  std::stable_sort(replay_.begin(), replay_.end(), [](const Event& a, const Event& b) { return a.end_ns < b.end_ns; });
-  replay_from_ns_ = replay_.front().start_ns;
-  for (const Event& e : replay_) replay_from_ns_ = std::min(replay_from_ns_, e.start_ns);
-  replay_to_ns_ = replay_.back().end_ns;
-  const double speed = speed_ > 0 ? std::min(speed_, 1.0) : 1.0;
-  replay_ms_ = std::max(static_cast<double>(replay_to_ns_ - replay_from_ns_) / 1e6, 2000.0) / speed;
+  if (replay_timer_->isActive() || !replay_.start(step, speed_)) return;
   replay_step_ = step;
   startReplay(step);
-  replayed_ = 0;
-  replay_started_ = std::chrono::steady_clock::now();
   replay_timer_->start();
   update();
 }
 
 // Feeds the replayed step's events up to the time the wall clock has reached.
 void LayerView::replayTick() {
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - replay_started_).count();
-  const double f = std::min(1.0, ms / replay_ms_);
-  const auto until =
-      replay_from_ns_ + static_cast<std::int64_t>(f * static_cast<double>(replay_to_ns_ - replay_from_ns_));
-  std::vector<Event> batch;
-  while (replayed_ < replay_.size() && replay_[replayed_].end_ns <= until) batch.push_back(replay_[replayed_++]);
-  replayEvents(batch);
-  if (f >= 1.0) {
+  replayEvents(replay_.due());
+  if (replay_.finished()) {
     replay_timer_->stop();
     replay_step_ = 0;
     finishReplay();

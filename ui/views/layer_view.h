@@ -9,7 +9,7 @@
 // stay where they are) and so do the drawings.
 //
 // "One step, slowly", for a view that keeps its events (keepsForReplay): as
-// the ZeRO view does, the last steps' events are kept; a replay puts the
+// the ZeRO view does (StepReplay), the last steps' events are kept; a replay puts the
 // view's live model aside (startReplay), feeds the step's events again by
 // their end time over max(its length, 2 s) / speed of wall time, and puts the
 // live model back at the end (finishReplay); drawing() holds the run meanwhile.
@@ -18,12 +18,11 @@
 #include <QRectF>
 #include <QString>
 #include <QWidget>
-#include <chrono>
 #include <cstdint>
-#include <map>
 #include <vector>
 
 #include "views/event_view.h"
+#include "views/step_replay.h"
 
 class QHBoxLayout;
 class QLabel;
@@ -90,12 +89,9 @@ class LayerView : public QWidget, public EventView {
 
   void replayTick();
   QTimer* replay_timer_;
-  std::map<std::int64_t, std::vector<Event>> kept_;  // the latest steps' events a replay feeds
-  std::vector<Event> replay_;                        // the step being replayed, by end time
-  std::size_t replayed_ = 0;
-  std::int64_t replay_step_ = 0, replay_from_ns_ = 0, replay_to_ns_ = 0;
-  std::chrono::steady_clock::time_point replay_started_;
-  double replay_ms_ = 0.0, speed_ = 1.0;
+  StepReplay replay_;  // the latest steps' events a replay feeds, and its cursor
+  std::int64_t replay_step_ = 0;
+  double speed_ = 1.0;
 };
 
 }  // namespace shardscope::ui

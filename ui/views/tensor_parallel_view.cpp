@@ -150,6 +150,28 @@ std::pair<std::int64_t, int> TensorParallelModel::completeMicroBatch(int layer) 
   return it == complete_.end() ? std::pair<std::int64_t, int>{0, -1} : it->second;
 }
 
+void TensorParallelModel::restartStep(std::int64_t step) {
+  const auto first = keys_.lower_bound(Key{step, -1, -1, -1});
+  for (auto it = first; it != keys_.end(); ++it) {
+    const auto& [key_step, rank, layer, micro_batch] = it->first;
+    transfers_ -= it->second.transfers;
+    layer_transfers_[layer] -= it->second.transfers;
+    const std::vector<int> shown = group(layer);
+    if (std::find(shown.begin(), shown.end(), rank) != shown.end()) layer_collectives_[layer] -= it->second.collectives;
+  }
+  keys_.erase(first, keys_.end());
+  latest_.clear();
+  // The latest complete micro-batch left: keys run by (step, rank, layer,
+  // micro-batch), so a rank's layer's last complete key is its latest.
+  complete_.clear();
+  for (const auto& [key, data] : keys_) {
+    const auto& [key_step, rank, layer, micro_batch] = key;
+    const std::vector<int> shown = group(layer);
+    if (!shown.empty() && rank == shown.front() && data.transfers == passes_ * 4 * (grid_.tp() - 1))
+      complete_[layer] = {key_step, micro_batch};
+  }
+}
+
 TensorParallelView::TensorParallelView(QWidget* parent) : LayerView(QStringLiteral("tensorParallelLayer"), parent) {
   retranslate();
 }
@@ -160,13 +182,29 @@ void TensorParallelView::retranslate() {
 }
 
 void TensorParallelView::reset(const RunPlan& run) {
+  forgetReplay();
   model_.reset(run);
   setLayerCount(model_.layers());
   update();
 }
 
 void TensorParallelView::consume(const std::vector<Event>& events) {
-  model_.consume(events);
+  (live_ ? *live_ : model_).consume(events);
+  keepForReplay(events);
+}
+
+bool TensorParallelView::keepsForReplay(const Event& e) const {
+  return is_tensor_parallel_layer_transfer(e);
+}
+
+void TensorParallelView::startReplay(std::int64_t step) {
+  live_ = model_;
+  model_.restartStep(step);
+}
+
+void TensorParallelView::finishReplay() {
+  if (live_) model_ = *live_;
+  live_.reset();
 }
 
 QString TensorParallelView::placeholderText() const {

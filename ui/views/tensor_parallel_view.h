@@ -20,11 +20,16 @@
 // per layer per micro-batch are summed from the events, beside
 // plan/tensor_parallel_traffic.h's 4 · 2(t−1)/t · b·s·h · e.
 // TensorParallelModel keeps the counts apart from the painting, for tests.
+// "One step, slowly" feeds the step's layer transfers again (LayerView's
+// replay) from the model as it stood before the step: no collective lit, the
+// step's counts taken off, the previous step's bytes in the footer until a
+// micro-batch of the step completes.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -85,6 +90,10 @@ class TensorParallelModel {
   std::pair<std::int64_t, int> completeMicroBatch(int layer) const;
   // The formula's bytes per rank per layer per micro-batch, its text and its values.
   const TensorParallelTraffic& formula() const { return formula_; }
+  // A replay of `step` starts: the model as before the step (this step's and
+  // later transfers and collectives uncounted, none lit, the latest complete
+  // micro-batch an earlier step's) for the step's events to come again.
+  void restartStep(std::int64_t step);
 
  private:
   using Key = std::tuple<std::int64_t, int, int, int>;  // (step, rank, layer, micro_batch)
@@ -129,6 +138,10 @@ class TensorParallelView : public LayerView {
  protected:
   void paintEvent(QPaintEvent* event) override;
   void retranslate() override;
+  bool keepsForReplay(const Event& e) const override;
+  void startReplay(std::int64_t step) override;
+  void replayEvents(const std::vector<Event>& events) override { model_.consume(events); }
+  void finishReplay() override;
 
  private:
   QString placeText(TensorParallelPlace place) const;
@@ -152,7 +165,8 @@ class TensorParallelView : public LayerView {
   void paintOperator(QPainter& p, const QRectF& slot, TensorParallelPlace place, bool f) const;
   int paintFooter(QPainter& p, const QRectF& area) const;
 
-  TensorParallelModel model_;
+  TensorParallelModel model_;  // while replaying, the replayed step's; live_ holds the run's
+  std::optional<TensorParallelModel> live_;
 };
 
 }  // namespace shardscope::ui

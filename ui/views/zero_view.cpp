@@ -184,16 +184,14 @@ ZeroView::ZeroView(QWidget* parent) : QWidget(parent), timer_(new QTimer(this)) 
 void ZeroView::reset(const RunPlan& run) {
   timer_->stop();
   live_.reset();
-  kept_.clear();
+  replay_.forget();
   model_.reset(run);
   update();
 }
 
 void ZeroView::consume(const std::vector<Event>& events) {
   (live_ ? *live_ : model_).consume(events);
-  for (const Event& e : events)
-    if ((e.kind == EventKind::shard || e.kind == EventKind::comm_span) && e.step > 0) kept_[e.step].push_back(e);
-  while (kept_.size() > 3) kept_.erase(kept_.begin());  // the step replayed is the last completed one
+  replay_.keep(events, [](const Event& e) { return e.kind == EventKind::shard || e.kind == EventKind::comm_span; });
 }
 
 bool ZeroView::drawing() const {
@@ -201,33 +199,16 @@ bool ZeroView::drawing() const {
 }
 
 void ZeroView::replayStep(std::int64_t step) {
-  const auto it = kept_.find(step);
-  if (it == kept_.end() || it->second.empty() || live_) return;
-  replay_ = it->second;
-  std::stable_sort(replay_.begin(), replay_.end(), [](const Event& a, const Event& b) { return a.end_ns < b.end_ns; });
-  replay_from_ns_ = replay_.front().start_ns;
-  for (const Event& e : replay_) replay_from_ns_ = std::min(replay_from_ns_, e.start_ns);
-  replay_to_ns_ = replay_.back().end_ns;
-  const double speed = speed_ > 0 ? std::min(speed_, 1.0) : 1.0;
-  replay_ms_ = std::max(static_cast<double>(replay_to_ns_ - replay_from_ns_) / 1e6, 2000.0) / speed;
+  if (live_ || !replay_.start(step, speed_)) return;
   live_ = model_;  // the run's state, back when the replay ends
-  model_.restartStep(step, replay_from_ns_);
-  replayed_ = 0;
-  replay_started_ = std::chrono::steady_clock::now();
+  model_.restartStep(step, replay_.fromNs());
   timer_->start();
 }
 
 // Feeds the replayed step's events up to the time the wall clock has reached.
 void ZeroView::replayTick() {
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - replay_started_).count();
-  const double f = std::min(1.0, ms / replay_ms_);
-  const auto until =
-      replay_from_ns_ + static_cast<std::int64_t>(f * static_cast<double>(replay_to_ns_ - replay_from_ns_));
-  std::vector<Event> batch;
-  while (replayed_ < replay_.size() && replay_[replayed_].end_ns <= until) batch.push_back(replay_[replayed_++]);
-  model_.consume(batch);
-  if (f >= 1.0) {
+  model_.consume(replay_.due());
+  if (replay_.finished()) {
     timer_->stop();
     model_ = *live_;
     live_.reset();

@@ -14,7 +14,6 @@
 #pragma once
 
 #include <QWidget>
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -25,6 +24,7 @@
 #include "events/event.h"
 #include "plan/sharding_plan.h"
 #include "views/event_view.h"
+#include "views/step_replay.h"
 
 class QPainter;
 class QTimer;
@@ -144,12 +144,8 @@ class ZeroView : public QWidget, public EventView {
 
   ZeroViewModel model_;  // while replaying, the replayed step's; live_ holds the run's
   std::optional<ZeroViewModel> live_;
-  std::map<std::int64_t, std::vector<Event>> kept_;  // the latest steps' shard and comm events
-  std::vector<Event> replay_;                        // the step being replayed, by end time
-  std::size_t replayed_ = 0;
-  std::int64_t replay_from_ns_ = 0, replay_to_ns_ = 0;
-  std::chrono::steady_clock::time_point replay_started_;
-  double replay_ms_ = 0.0, speed_ = 1.0;
+  StepReplay replay_;  // the latest steps' shard and comm events, and the replay's cursor
+  double speed_ = 1.0;
   QTimer* timer_;
 };
 
