@@ -7,11 +7,12 @@
 # each row gives the run's own layout and the attention kernel it ran (--attention flash where the
 # run used a fused kernel). docs/PERFORMANCE.md keeps the table, each figure's source and where the
 # error comes from.
-#   bench/run_published_runs.sh
+#   bench/run_published_runs.sh   (SHARDSCOPE_CLI=path: another shardscope-cli; tests/cli/test_published_runs.cpp
+#   pins each row's error)
 # SPDX-License-Identifier: GPL-3.0-or-later
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cli=build/app/shardscope-cli
+cli=${SHARDSCOPE_CLI:-build/app/shardscope-cli}
 runs=bench/published_runs
 [ -x "$cli" ] || { echo "build first: bash scripts/build.sh" >&2; exit 2; }
 tmp=$(mktemp -d)
