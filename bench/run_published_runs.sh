@@ -7,11 +7,12 @@
 # each row gives the run's own layout and the attention kernel it ran (--attention flash where the
 # run used a fused kernel). docs/PERFORMANCE.md keeps the table, each figure's source and where the
 # error comes from.
-#   bench/run_published_runs.sh
+#   bench/run_published_runs.sh   (SHARDSCOPE_CLI=path: another shardscope-cli; tests/cli/test_published_runs.cpp
+#   pins each row's error)
 # SPDX-License-Identifier: GPL-3.0-or-later
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cli=build/app/shardscope-cli
+cli=${SHARDSCOPE_CLI:-build/app/shardscope-cli}
 runs=bench/published_runs
 [ -x "$cli" ] || { echo "build first: bash scripts/build.sh" >&2; exit 2; }
 tmp=$(mktemp -d)
@@ -89,3 +90,34 @@ run "FlashAttention-2 GPT3-1.3B 8k, 8 x A100" mfu 70.51 --model "$runs/gpt3-1.3b
   --seq 8192 --micro-batch 4 --accum 4
 run "FlashAttention-2 GPT3-2.7B 8k, 8 x A100" mfu 72.12 --model "$runs/gpt3-2.7b_config.json" "${fa2[@]}" \
   --seq 8192 --micro-batch 4 --accum 4
+# Megatron-LM's weak-scaling table on H100 (NVIDIA/Megatron-LM README, "Training Speed and Scalability",
+# images/model_table.png, added in f2e5db4 and unchanged at d98e8a6): GPT models of vocabulary 131,072
+# and sequence 4096 on up to 6144 H100s, per-GPU teraFLOP/s counted by megatron/training/training.py's
+# num_floating_point_operations (6N + 12·L·h·s with the logits, no recompute: the same count as
+# tflops_per_gpu here). The README's flags and what they imply in arguments.py (f2e5db4):
+# --overlap-param-gather asserts the distributed optimizer (--zero 1), --tp-comm-overlap asserts
+# sequence parallelism (--sequence-parallel where tp > 1); --transformer-impl defaults to
+# transformer_engine (its fused attention: --attention flash), dropouts default to 0.1. bf16: the
+# table's MFU is its TFLOP/s over the H100's 989 dense bf16. Not in the table, assumed: micro-batch 1,
+# the plain 1F1B schedule, no recompute. Batch / dp sequences a step: accumulation where pp is 1,
+# pipeline micro-batches otherwise.
+mg=(--precision bf16 --zero 1 --micro-batch 1 --seq 4096 --gpu H100 --attention flash --dropout 0.1 --dp 48)
+mgsp=("${mg[@]}" --sequence-parallel --tp)
+run "Megatron-LM H100 GPT 1.7B, 48 GPUs (dp 48)" tflops_per_gpu 408.8 \
+  --model "$runs/megatron-h100-1.7b_config.json" "${mg[@]}" --accum 4
+run "Megatron-LM H100 GPT 7.1B, 96 (tp 2)" tflops_per_gpu 465.9 \
+  --model "$runs/megatron-h100-7.1b_config.json" "${mgsp[@]}" 2 --accum 4
+run "Megatron-LM H100 GPT 16B, 192 (tp 4)" tflops_per_gpu 489.1 \
+  --model "$runs/megatron-h100-16b_config.json" "${mgsp[@]}" 4 --accum 4
+run "Megatron-LM H100 GPT 32B, 384 (tp 8)" tflops_per_gpu 459.6 \
+  --model "$runs/megatron-h100-32b_config.json" "${mgsp[@]}" 8 --accum 4
+run "Megatron-LM H100 GPT 70B, 768 (tp 8, pp 2)" tflops_per_gpu 419.7 \
+  --model "$runs/megatron-h100-70b_config.json" "${mgsp[@]}" 8 --pp 2 --micro-batches 8
+run "Megatron-LM H100 GPT 119B, 1536 (tp 8, pp 4)" tflops_per_gpu 420.5 \
+  --model "$runs/megatron-h100-119b_config.json" "${mgsp[@]}" 8 --pp 4 --micro-batches 16
+run "Megatron-LM H100 GPT 177B, 2304 (tp 8, pp 6)" tflops_per_gpu 432.8 \
+  --model "$runs/megatron-h100-177b_config.json" "${mgsp[@]}" 8 --pp 6 --micro-batches 24
+run "Megatron-LM H100 GPT 314B, 3072 (tp 8, pp 8)" tflops_per_gpu 474.4 \
+  --model "$runs/megatron-h100-314b_config.json" "${mgsp[@]}" 8 --pp 8 --micro-batches 32
+run "Megatron-LM H100 GPT 462B, 6144 (tp 8, pp 16)" tflops_per_gpu 459.9 \
+  --model "$runs/megatron-h100-462b_config.json" "${mgsp[@]}" 8 --pp 16 --micro-batches 64
