@@ -109,7 +109,7 @@ void print_figures(const Figures& f, const Figures* base) {
 // The run's settings its formulas take: DDP's bucket size, fp16's loss-scale rules, BERT's masking rate.
 void print_settings(const RunConfig& run, const ModelConfig& model) {
   if (run.layout.dp() > 1 && run.dp_mode == DataParallelMode::ddp && run.zero_stage == 0)
-    std::printf("  %-17s %g MB each (--bucket-mb, 1 MB = 10^6 bytes), all-reduced as backward fills them\n",
+    std::printf("  %-17s %g MiB each (--bucket-mb, 1 MiB = 2^20 bytes), all-reduced as backward fills them\n",
                 "DDP buckets", run.bucket_mb);
   if (run.precision == Precision::fp16) {
     const LossScalerOptions o = loss_scaler_options(run);

@@ -455,9 +455,18 @@ TrainFlags apply_config_files(const std::vector<std::string>& args, const TrainF
   return out;
 }
 
+// The run, validated and planned (and read: a --schedule-file) once, then the
+// checks that read the run: the lesson's figures, the --events-to address.
+void plan_train_run(TrainFlags& flags) {
+  flags.run = make_run_plan(flags.config);
+  if (!flags.lesson.empty()) check_lesson_figures(flags.lesson, flags.config);
+  if (!flags.events_to.empty()) parse_stream_address(flags.events_to, "--events-to");
+}
+
 // The run the arguments give, checked (nullopt: --help was printed). `warn`:
-// print the config files' warnings.
-std::optional<TrainFlags> parse_train_flags(const std::vector<std::string>& args, bool warn) {
+// print the config files' warnings. `plan`: plan it now (plan_train_run); a
+// process under mpirun plans once it has joined the job, with the job's settings.
+std::optional<TrainFlags> parse_train_flags(const std::vector<std::string>& args, bool warn, bool plan = true) {
   TrainFlags flags;
   flags.lesson = lesson_argument(args);
   if (!flags.lesson.empty())
@@ -472,9 +481,7 @@ std::optional<TrainFlags> parse_train_flags(const std::vector<std::string>& args
     throw UsageError("--model and --init-from " + config.init_from +
                      " both given: the model comes from the directory's config.json; drop --model");
   // Before anything is written: the run, then the outputs (none may be --data, the other output, a link or a device).
-  flags.run = make_run_plan(config);
-  if (!flags.lesson.empty()) check_lesson_figures(flags.lesson, config);
-  if (!flags.events_to.empty()) parse_stream_address(flags.events_to, "--events-to");
+  if (plan) plan_train_run(flags);
   return flags;
 }
 
@@ -487,12 +494,13 @@ void report_plan_counts() {
 }
 
 int train_command(const std::vector<std::string>& args) {
-  std::optional<TrainFlags> parsed = parse_train_flags(args, true);
+  // Under mpirun the run is planned once, after joining: the job sets the wall clock and rank 0's outputs.
+  std::optional<TrainFlags> parsed = parse_train_flags(args, true, !MpiWorld::launched_by_mpirun());
   if (!parsed) return 0;
   TrainFlags& flags = *parsed;
   ProcessMode mode = join_mpi_job(flags.config, flags.record);  // under mpirun: this process runs one rank
+  if (flags.run == nullptr) plan_train_run(flags);  // a refusal exits 2 in every process, as a wrong -np does
   try {
-    if (mode.world != nullptr) flags.run = make_run_plan(flags.config);  // the process's run: wall clock, its outputs
     const int status = train_ranks(flags, mode);
     report_plan_counts();
     return status;

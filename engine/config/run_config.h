@@ -63,7 +63,8 @@ struct RunConfig {
   // Expert parallelism (mixture-of-experts models): the experts split over groups of ep
   // consecutive dp ranks, tokens sent to their experts' ranks by all-to-all (parallel/expert_parallel.h).
   int expert_parallel = 1;
-  // DDP gradient bucket size in MB. PyTorch's bucket_cap_mb is 25, one bucket for
+  // DDP gradient bucket size in MiB (2^20 bytes, as PyTorch's bucket_cap_mb; parallel/ddp.h
+  // bucket_cap_bytes). PyTorch's bucket_cap_mb is 25, one bucket for
   // the whole of gpt-tiny's 3.3 MiB of gradients (0.4-0.8% overlapped); 0.5 makes
   // 5-9 buckets whose all-reduces overlap backward (35-70%).
   double bucket_mb = 0.5;

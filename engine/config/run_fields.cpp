@@ -285,11 +285,12 @@ void add_gradient_fields(std::vector<RunField>& f) {
                .flag = "--bucket-mb",
                .value_name = "X",
                .kind = FieldKind::number,
-               .label = {"DDP bucket size (MB)", "DDP 梯度桶大小（MB）"},
-               .help = {"DDP gradient bucket size in MB (PyTorch's bucket_cap_mb, which defaults to 25 MB for "
-                        "larger models; 0.5 here, so a small model's gradients make several buckets): smaller "
-                        "buckets start their all-reduce earlier in backward",
-                        "DDP 梯度桶大小（MB，即 PyTorch 的 bucket_cap_mb；PyTorch 为较大的模型默认取 25，这里默认 0.5，"
+               .label = {"DDP bucket size (MiB)", "DDP 梯度桶大小（MiB）"},
+               .help = {"DDP gradient bucket size in MiB, 2^20 bytes (PyTorch's bucket_cap_mb, which counts MiB "
+                        "too and defaults to 25 for larger models; 0.5 here, so a small model's gradients make "
+                        "several buckets): smaller buckets start their all-reduce earlier in backward",
+                        "DDP 梯度桶大小（MiB，即 2^20 字节；即 PyTorch 的 bucket_cap_mb，"
+                        "它同样以 MiB 计，为较大的模型默认取 25，这里默认 0.5，"
                         "让小模型的梯度也分成几个桶）：桶越小，其 all-reduce 在反向中开始得越早"},
                .range = {0.0, 4096.0, true},
                .get = get_member<&RunConfig::bucket_mb>,

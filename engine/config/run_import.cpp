@@ -124,12 +124,12 @@ void import_zero(Importer& im, const DeepSpeedConfig& ds) {
 }
 
 // reduce_bucket_size counts elements of the gradients' type (2 bytes in fp16/bf16); --bucket-mb
-// counts the megabytes (10^6 bytes) the DDP strategy cuts buckets at, so the bytes are the file's.
+// counts the MiB (2^20 bytes, PyTorch's bucket_cap_mb) the DDP strategy cuts buckets at, so the bytes are the file's.
 void import_bucket(Importer& im, const DeepSpeedTrainKeys& t) {
   if (!t.reduce_bucket_size) return;
   const double bytes = static_cast<double>(*t.reduce_bucket_size) * (im.config.mixed_precision() ? 2 : 4);
-  im.set("bucket_mb", bytes / 1e6, "zero_optimization.reduce_bucket_size");
-  im.parts.push_back("bucket " + num(im.config.bucket_mb) + " MB");
+  im.set("bucket_mb", bytes / (1024 * 1024), "zero_optimization.reduce_bucket_size");
+  im.parts.push_back("bucket " + num(im.config.bucket_mb) + " MiB");
 }
 
 void import_optimizer(Importer& im, const DeepSpeedTrainKeys& t) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 
+#include "config/run_config.h"
 #include "core/did_you_mean.h"
 #include "core/error.h"
 #include "estimate/stage_placement.h"  // defined here, beside the split rule and the file units
@@ -256,12 +257,35 @@ bool names_a_file(const std::string& text) {
   if (find_model_alias(text) != nullptr) return false;
   return text.find('/') != std::string::npos || fs::exists(fs::symlink_status(text, ec));
 }
+
+// A config.json that `train --model` trains: the shape of the very model train
+// builds from it (run_model_config: a BERT's pooler as its weights say, the
+// vocabulary split unpadded), named by the path train takes, so the estimate
+// covers every layout train runs and is engine-exact where the ledger is. Any
+// other file (a name train refuses, a model its kernels do not run) is counted
+// from its keys alone; nullopt then.
+std::optional<ModelShape> trained_file_shape(const HfModelConfig& hf) {
+  RunConfig run;
+  run.model = hf.source;
+  ModelConfig config;
+  try {
+    config = run_model_config(run);
+  } catch (const ConfigError&) {
+    return std::nullopt;
+  } catch (const FormatError&) {  // a model.safetensors beside it that train cannot read either
+    return std::nullopt;
+  }
+  ModelShape m = model_shape_from_config(config, hf.source);
+  m.base_model_parameters = hf.base_model_parameters();
+  return m;
+}
 }  // namespace
 
 ModelShape load_model_shape(const std::string& preset_or_path, std::vector<std::string>* warnings) {
   if (names_a_file(preset_or_path)) {
     HfModelConfig hf = load_hf_config(preset_or_path);
     if (warnings != nullptr) warnings->insert(warnings->end(), hf.warnings.begin(), hf.warnings.end());
+    if (std::optional<ModelShape> trained = trained_file_shape(hf)) return *trained;
     return model_shape_from_hf(hf);
   }
   if (const ModelAlias* alias = find_model_alias(preset_or_path)) {

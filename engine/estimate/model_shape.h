@@ -20,7 +20,7 @@ namespace shardscope {
 
 struct ModelShape {
   std::string name;          // preset name, or the config.json path
-  std::string preset;        // the ShardScope preset this is (the engine can train it); empty otherwise
+  std::string preset;        // what `train --model` takes to train it: a preset, or a config.json path; empty otherwise
   std::string architecture;  // "gpt2", "bert", "llama"
   std::int64_t vocab = 0, max_positions = 0, hidden = 0, layers = 0, heads = 0, intermediate = 0;
   bool tied_embeddings = true;

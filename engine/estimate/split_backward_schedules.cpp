@@ -75,6 +75,19 @@ StageActivationPeak split_backward_activation_peak_closed_form(PipelineScheduleK
     peak.bytes = peak.slots * slot_bytes + peak.kept * kept_bytes;
     return peak;
   }
+  // ZB-H1 and ZB-H2 (zero_bubble_schedules.cpp): the most micro-batches a stage holds between B and W
+  // comes at a point where all its slots are filled, so the walk's peak is slots · slot + kept · kept
+  // whatever their sizes. ZB-H1's stage s delays its W's s rounds: s + 1 B's owe theirs at once (m at
+  // most). ZB-H2's stage s holds p + s when m is large; with fewer micro-batches, m - 2(p - 1 - s), 1 at
+  // least (read off the walk, not the paper). Both equal the walk for every p <= 8, stage and
+  // m <= 4096 / p (test_estimate_ledger checks p <= 8, m <= 4p + 12).
+  if (kind == PipelineScheduleKind::zb_h1 || kind == PipelineScheduleKind::zb_h2) {
+    peak.kept = kind == PipelineScheduleKind::zb_h1
+                    ? std::min(micro_batches, stage + 1)
+                    : std::max(1, std::min(micro_batches - 2 * (stages - 1 - stage), stages + stage));
+    peak.bytes = peak.slots * slot_bytes + peak.kept * kept_bytes;
+    return peak;
+  }
   peak.bytes = peak.slots * (slot_bytes + kept_bytes);
   peak.bound = true;
   return peak;

@@ -50,8 +50,10 @@ struct StageActivationPeak {
 StageActivationPeak split_backward_activation_peak(PipelineScheduleKind kind, int stages, int stage, int micro_batches,
                                                    std::int64_t slot_bytes, std::int64_t kept_bytes);
 // The same without building the list, for p·m·chunks past the size simulated:
-// ZB-V's exactly (2p slots and 2r + 1 kept on stage r, test_estimate_ledger checks
-// it against the walk), the other schedules bounded by every slot with its kept bytes.
+// ZB-V's exactly (2p slots and 2r + 1 kept on stage r), ZB-H1's (min(m, p) slots,
+// min(m, s + 1) kept on stage s) and ZB-H2's (min(m, 2p - 1) slots, max(1, min(m - 2(p - 1 - s), p + s))
+// kept) exactly too (test_estimate_ledger checks them against the walk); any other
+// schedule bounded by every slot with its kept bytes.
 StageActivationPeak split_backward_activation_peak_closed_form(PipelineScheduleKind kind, int stages, int stage,
                                                                int micro_batches, std::int64_t slot_bytes,
                                                                std::int64_t kept_bytes);

@@ -8,6 +8,10 @@
 
 namespace shardscope {
 
+std::int64_t bucket_cap_bytes(double bucket_mb) {
+  return static_cast<std::int64_t>(bucket_mb * 1024 * 1024);
+}
+
 std::vector<GradientBucket> make_gradient_buckets(const ParameterLayout& layout, std::int64_t bucket_bytes,
                                                   std::int64_t element_bytes, bool split_experts) {
   std::vector<GradientBucket> buckets;

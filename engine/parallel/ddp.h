@@ -33,6 +33,10 @@ struct GradientBucket {
   bool experts = false;  // expert parameters only: averaged over the expert-data-parallel group
 };
 
+// --bucket-mb in bytes: MiB, as PyTorch DDP reads its bucket_cap_mb
+// (bucket_bytes_cap = int(bucket_cap_mb * 1024 * 1024), torch/nn/parallel/distributed.py).
+std::int64_t bucket_cap_bytes(double bucket_mb);
+
 // From the end of the layout backwards, whole parameters into buckets of at
 // most bucket_bytes (a larger parameter gets a bucket of its own), each
 // gradient element_bytes long (4 in fp32, 2 in mixed precision). split_experts

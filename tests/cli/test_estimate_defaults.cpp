@@ -3,9 +3,11 @@
 // shipped model configs by name (gpt3-175b, llama-2-7b, ...), activations as
 // GPU frameworks keep them (16-bit under bf16/fp16) with this engine's exact
 // ones one flag away, and the model states' subtotal in the table and --json.
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include "cli/cli_runner.h"
@@ -18,6 +20,19 @@ QJsonObject estimateJson(QStringList args) {
   const CliResult r = run_cli(args);
   if (r.code != 0) qWarning("%s -> %d: %s", qPrintable(args.join(' ')), r.code, qPrintable(r.err));
   return QJsonDocument::fromJson(r.out.toUtf8()).object();
+}
+
+// A fixture config.json with its layer count changed (`key`: n_layer or num_hidden_layers), written to
+// `dir`/config.json: the shape of a built-in preset, as a file `train --model` trains.
+QString configWithLayers(const QTemporaryDir& dir, const char* fixture, const char* key, int layers) {
+  QFile in(QStringLiteral(SHARDSCOPE_FIXTURES "/") + fixture + "/config.json");
+  if (!in.open(QIODevice::ReadOnly)) qFatal("cannot read %s", qPrintable(in.fileName()));
+  QJsonObject config = QJsonDocument::fromJson(in.readAll()).object();
+  config[key] = layers;
+  QFile out(dir.filePath("config.json"));
+  if (!out.open(QIODevice::WriteOnly) || out.write(QJsonDocument(config).toJson()) < 0)
+    qFatal("cannot write %s", qPrintable(out.fileName()));
+  return out.fileName();
 }
 
 double rankBytes(const QJsonObject& estimate, const char* category) {
@@ -57,6 +72,53 @@ class TestEstimateDefaults : public QObject {
       QCOMPARE(byName["model"].toObject()["parameters"].toDouble(), a.parameters);
       QCOMPARE(byName["ranks"], byFile["ranks"]);
     }
+  }
+
+  // A config.json that `train --model` trains is estimated as the model train builds from it: the
+  // same numbers as the built-in preset of its shape, on every layout (the vocabulary split unpadded,
+  // engine-exact where the engine trains the layout), not "model only".
+  void trainedConfigFileEstimatesAsItsPreset() {
+    QTemporaryDir gptDir, bertDir;
+    const QString gptTiny = configWithLayers(gptDir, "gpt_tiny_8_layers", "n_layer", 4);
+    const QString bertTiny = configWithLayers(bertDir, "bert_tiny_4_layers", "num_hidden_layers", 2);
+    const QStringList layouts[] = {
+        {},
+        {"--activations", "shardscope", "--dp", "2", "--pp", "2", "--zero", "1"},
+        {"--tp", "2", "--pp", "2", "--gpu", "H100"},
+        {"--activations", "shardscope", "--tp", "2", "--sequence-parallel", "--gpu", "H100", "--time-model", "flat"},
+        {"--activations", "shardscope", "--dp", "2", "--zero", "3", "--precision", "bf16"},
+        {"--activations", "shardscope", "--pp", "2", "--schedule", "zb-v", "--micro-batches", "4", "--gpu", "H100"},
+        {"--activations", "shardscope", "--pp", "2", "--schedule", "interleaved-1f1b", "--virtual-stages", "2",
+         "--micro-batches", "2"},
+        {"--activations", "shardscope", "--cp", "2", "--seq", "128", "--checkpoint", "full"}};
+    for (const auto& [preset, file] :
+         {std::pair{QString("gpt-tiny"), gptTiny}, std::pair{QString("bert-tiny"), bertTiny}})
+      for (const QStringList& layout : layouts) {
+        const QString what = file + " " + layout.join(' ');
+        const CliResult byPreset = run_cli(QStringList{"estimate", "--model", preset, "--json"} + layout);
+        const CliResult byFile = run_cli(QStringList{"estimate", "--model", file, "--json"} + layout);
+        QVERIFY2(byFile.code == byPreset.code, qPrintable(what + ": " + byFile.err));
+        if (byPreset.code != 0) {  // refused alike (bert-tiny's 2 layers make no ZB-V chunks), the model's name aside
+          QCOMPARE(QString(byFile.err).replace(QFileInfo(file).path(), preset), byPreset.err);
+          continue;
+        }
+        QJsonObject presetJson = QJsonDocument::fromJson(byPreset.out.toUtf8()).object();
+        QJsonObject fileJson = QJsonDocument::fromJson(byFile.out.toUtf8()).object();
+        QCOMPARE(fileJson["model"].toObject()["preset"].toString(), file);  // what train --model takes
+        presetJson.remove("model");
+        fileJson.remove("model");
+        QVERIFY2(fileJson == presetJson,
+                 qPrintable(what + "\n" + byFile.out + "\nagainst " + preset + ":\n" + byPreset.out));
+      }
+    // The fixture as train builds it: no pooler (no weights say one), exact for a layout train runs.
+    const QString bert4 = SHARDSCOPE_FIXTURES "/bert_tiny_4_layers/config.json";
+    const QJsonObject e = estimateJson({"--model", bert4, "--activations", "shardscope", "--dp", "2", "--pp", "2"});
+    QCOMPARE(e["model"].toObject()["parameters"].toDouble(), 876676.0);  // train's "876676 parameters"
+    QVERIFY2(e["engine_exact"].toBool(), qPrintable(e["basis"].toString()));
+    // A file train does not take (not named config.json) is still counted from its keys, as before.
+    const QJsonObject keys = estimateJson({"--model", SHARDSCOPE_FIXTURES "/configs/gpt2_config.json"});
+    QVERIFY(keys["model"].toObject()["preset"].isNull());
+    QVERIFY2(keys["basis"].toString().startsWith("model only"), qPrintable(keys["basis"].toString()));
   }
 
   // An unknown name keeps its "did you mean" and lists the shipped configs beside the presets.

@@ -179,7 +179,8 @@ class TestTrainConfigs : public QObject {
     QCOMPARE(r.code, 0);
     QCOMPARE(steps.size(), std::size_t{2});
     QVERIFY2(r.err.contains("train_batch_size: \"auto\""), qPrintable(r.err));
-    QVERIFY2(r.out.contains("ZeRO-1, bucket 0.8 MB"), qPrintable(r.out));  // 2e5 fp32 elements: 800,000 bytes
+    // 2e5 fp32 elements: 800,000 bytes, 0.762939 MiB (--bucket-mb counts MiB, as PyTorch's bucket_cap_mb)
+    QVERIFY2(r.out.contains("ZeRO-1, bucket 0.762939 MiB"), qPrintable(r.out));
     QCOMPARE(steps[1].lr, steps[0].lr);  // an optimizer block without a scheduler: DeepSpeed keeps the lr constant
     QVERIFY2(r.out.contains("constant lr (no scheduler)"), qPrintable(r.out));
   }

@@ -37,6 +37,7 @@ class TestEstimateLedger : public QObject {
   void zb_v_predicted_equals_measured();
   void zb_v_refusals_are_the_runs();
   void zb_v_closed_form_is_the_walk();
+  void zb_h_closed_forms_are_the_walk();
   void expert_parallel_zero1_predicted_equals_measured_data();
   void expert_parallel_zero1_predicted_equals_measured();
 };
@@ -514,6 +515,32 @@ void TestEstimateLedger::zb_v_closed_form_is_the_walk() {
                                   .arg(closed.slots)
                                   .arg(closed.kept)));
         }
+}
+
+// Past p·m = 4096 actions the estimator does not build ZB-H1's and ZB-H2's lists either:
+// their closed forms (split_backward_schedules.h) equal the walk wherever both can run,
+// from one micro-batch up, whichever of a slot and a kept set is the larger.
+void TestEstimateLedger::zb_h_closed_forms_are_the_walk() {
+  for (const PipelineScheduleKind kind : {PipelineScheduleKind::zb_h1, PipelineScheduleKind::zb_h2})
+    for (int p = 1; p <= 8; ++p)
+      for (int m = 1; m <= 4 * p + 12; ++m)
+        for (int stage = 0; stage < p; ++stage)
+          for (const auto& [slot, kept] : {std::pair<std::int64_t, std::int64_t>{1000, 7}, {7, 1000}, {300, 300}}) {
+            const StageActivationPeak walk = split_backward_activation_peak(kind, p, stage, m, slot, kept);
+            const StageActivationPeak closed =
+                split_backward_activation_peak_closed_form(kind, p, stage, m, slot, kept);
+            QVERIFY2(!walk.bound && !closed.bound && walk.bytes == closed.bytes && walk.slots == closed.slots &&
+                         walk.kept == closed.kept,
+                     qPrintable(QString("%1 p %2 m %3 stage %4: walk %5 slots %6 kept, closed form %7 slots %8 kept")
+                                    .arg(pipeline_schedule_name(kind))
+                                    .arg(p)
+                                    .arg(m)
+                                    .arg(stage)
+                                    .arg(walk.slots)
+                                    .arg(walk.kept)
+                                    .arg(closed.slots)
+                                    .arg(closed.kept)));
+          }
 }
 
 // ZeRO-1 under expert parallelism (parallel/zero_expert_parallel.h): AdamW's

@@ -281,7 +281,7 @@ void TestParallel::ddp_event_stream_has_every_ring_step_in_order() {
   CollectingSink sink;
   Trainer trainer(c, &sink);
   trainer.step();
-  const auto buckets = make_gradient_buckets(trainer.model().layout(), static_cast<std::int64_t>(c.bucket_mb * 1e6));
+  const auto buckets = make_gradient_buckets(trainer.model().layout(), bucket_cap_bytes(c.bucket_mb));
   QVERIFY(buckets.size() >= 3);
   const int N = 4;
   for (int r = 0; r < N; ++r) {

@@ -57,7 +57,7 @@ std::vector<Event> eventsOf(const RunConfig& c) {
   return sink.events();
 }
 
-// dp 2 x pp 2 with DDP in buckets of 0.5 MB (gpt-tiny's 3.3 MiB of gradients: several per stage).
+// dp 2 x pp 2 with DDP in buckets of 0.5 MiB (gpt-tiny's 3.3 MiB of gradients: several per stage).
 RunConfig replicatedPipeline() {
   RunConfig c = pipelineRun(2, 4, PipelineScheduleKind::one_f_one_b);
   c.layout[Axis::dp] = 2;
@@ -363,7 +363,7 @@ class TestPipelineTimeline : public QObject {
       QCOMPARE(static_cast<int>(view.bucketSpans(2).size()), engineTransfers);
       std::set<int> buckets;
       for (const auto& s : view.bucketSpans(2)) buckets.insert(s.bucket);
-      QVERIFY2(buckets.size() >= 2, "0.5 MB buckets: several per stage");
+      QVERIFY2(buckets.size() >= 2, "0.5 MiB buckets: several per stage");
       const ScheduleSummary engine = summarize_schedule(replicaEvents(replicated_, grid, 2, replica), 2, 2, 4);
       QVERIFY(engine.overlap.has_value() && view.summary(2).overlap.has_value());
       QCOMPARE(view.summary(2).overlap->fraction(), engine.overlap->fraction());

@@ -94,7 +94,7 @@ class TestRingView : public QObject {
     CollectingSink sink;
     Trainer trainer(c, &sink);
     trainer.step();
-    const auto buckets = make_gradient_buckets(trainer.model().layout(), static_cast<std::int64_t>(c.bucket_mb * 1e6));
+    const auto buckets = make_gradient_buckets(trainer.model().layout(), bucket_cap_bytes(c.bucket_mb));
     QVERIFY(buckets.size() >= 3);
     const int N = 4;
 

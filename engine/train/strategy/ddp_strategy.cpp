@@ -26,7 +26,7 @@ class DdpStrategy final : public DataParallelStrategy {
     rank.optimizer = std::make_unique<AdamW>(rank.model->layout(), *rank.backend, rank.ledger, options);
     if (plan_.bucketed_all_reduce()) {  // several data-parallel ranks
       const std::int64_t esize = static_cast<std::int64_t>(dtype_size(rank.dtype));
-      const auto bucket_bytes = static_cast<std::int64_t>(config_.bucket_mb * 1e6);
+      const auto bucket_bytes = bucket_cap_bytes(config_.bucket_mb);
       // Expert parallelism: the experts' buckets go to the ranks holding the same experts.
       const bool experts = rank.expert_dp_comm != nullptr;
       reducer_ = std::make_unique<DdpReducer>(*rank.dp_comm,
