@@ -38,6 +38,7 @@ int padded(int T) {
 [[gnu::always_inline]] inline void tile_8x16(const float* const* a, std::int64_t a_step, int k0, int k1, const float* m,
                                              std::int64_t ldm, float* const* y, int rows) {
   f32x16 acc[kRows] = {};
+#pragma GCC unroll 4
   for (int k = k0; k < k1; ++k) {
     f32x16 mk;
     __builtin_memcpy(&mk, m + k * ldm, sizeof mk);
@@ -45,6 +46,22 @@ int padded(int T) {
     for (int r = 0; r < kRows; ++r) acc[r] += a[r][k * a_step] * mk;
   }
   for (int r = 0; r < rows; ++r) __builtin_memcpy(y[r], &acc[r], sizeof(f32x16));
+}
+
+// tile_8x16 for 8 adjacent columns of A, a[k * a_step + r]: one pointer walks
+// the rows of A, so a step costs one add instead of eight.
+[[gnu::always_inline]] inline void tile_8x16_columns(const float* a, std::int64_t a_step, int k0, int k1,
+                                                     const float* m, std::int64_t ldm, float* const* y) {
+  f32x16 acc[kRows] = {};
+  a += k0 * a_step;
+  m += k0 * ldm;
+  for (int k = k0; k < k1; ++k, a += a_step, m += ldm) {
+    f32x16 mk;
+    __builtin_memcpy(&mk, m, sizeof mk);
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) acc[r] += a[r] * mk;
+  }
+  for (int r = 0; r < kRows; ++r) __builtin_memcpy(y[r], &acc[r], sizeof(f32x16));
 }
 
 // Rows [0, rows) of Y over columns [0, n) (n a multiple of 16) of sum_k A M, where
@@ -57,7 +74,10 @@ int padded(int T) {
   for (int r = 0; r < kRows; ++r) ar[r] = a + std::min(r, rows - 1) * a_row;
   for (int c = 0; c < n; c += kWidth) {
     for (int r = 0; r < rows; ++r) yr[r] = y + r * ldy + c;
-    tile_8x16(ar, a_step, k0, k1, m + c, ldm, yr, rows);
+    if (a_row == 1 && rows == kRows)
+      tile_8x16_columns(a, a_step, k0, k1, m + c, ldm, yr);
+    else
+      tile_8x16(ar, a_step, k0, k1, m + c, ldm, yr, rows);
   }
 }
 
@@ -113,31 +133,89 @@ constexpr std::array<int, kWidth> block_swap_mask(int w, int half) {
   }
 }
 
+// Every lane of v becomes the max (or the sum) of v's lanes, by a tree of
+// swaps of halves, quarters, ...: a fixed order, whichever lanes hold what.
+[[gnu::always_inline]] inline void lanes_max(f32x16& v) {
+#pragma GCC unroll 4
+  for (int w = 8; w >= 1; w /= 2) {
+    i32x16 swap;
+    for (int l = 0; l < kWidth; ++l) swap[l] = l ^ w;
+    const f32x16 u = __builtin_shuffle(v, swap);
+    v = u > v ? u : v;
+  }
+}
+[[gnu::always_inline]] inline void lanes_sum(f32x16& v) {
+#pragma GCC unroll 4
+  for (int w = 8; w >= 1; w /= 2) {
+    i32x16 swap;
+    for (int l = 0; l < kWidth; ++l) swap[l] = l ^ w;
+    v += __builtin_shuffle(v, swap);
+  }
+}
+
+// x = math::exp_approx(x) on 16 lanes: the same clamp, the same split
+// x = n ln2 + r and the same polynomial, with floor done by truncation.
+[[gnu::always_inline]] inline void exp_lanes(f32x16& x) {
+  x = x < -87.0f ? -87.0f : x;
+  x = x > 88.0f ? 88.0f : x;
+  const f32x16 y = x * 1.4426950408889634f + 0.5f;
+  f32x16 n = __builtin_convertvector(__builtin_convertvector(y, i32x16), f32x16);
+  n = n > y ? n - 1.0f : n;  // truncation rounds negatives up
+  const f32x16 r = (x - n * 0.693145751953125f) - n * 1.4286068203094173e-06f;
+  const f32x16 p =
+      1.0f +
+      r * (1.0f + r * (0.5f + r * (1.6666667e-1f + r * (4.1666668e-2f + r * (8.3333338e-3f + r * 1.3888889e-3f)))));
+  const i32x16 bits = (__builtin_convertvector(n, i32x16) + 127) << 23;
+  x = p * reinterpret_cast<f32x16>(bits);
+}
+
 // p[0, T) = softmax over the live keys (j < valid, padding[j] != 0) of scale * s,
-// zero elsewhere: math::softmax_row's result, with the max found 16 lanes at a
-// time (a scalar max is one long dependency chain). s (padded(valid) floats,
-// every one finite) is overwritten.
-[[gnu::always_inline]] inline void softmax_tile_row(float* s, float* p, int T, int valid, const std::int32_t* padding,
-                                                    float scale) {
-  const int n = padded(valid);
-  for (int j = 0; j < n; ++j) s[j] = j < valid && (padding == nullptr || padding[j] != 0) ? s[j] * scale : -INFINITY;
-  f32x16 lanes;
-  __builtin_memcpy(&lanes, s, sizeof lanes);
-  for (int c = kWidth; c < n; c += kWidth) {
+// zero elsewhere, as math::softmax_row, 16 keys at a time (the max and the sum
+// by lanes_max / lanes_sum). s holds n >= valid finite floats (n a multiple of
+// 16), overwritten. Every row of a tile passes the same n, so the loops' trip
+// counts repeat and their exits are predicted.
+[[gnu::always_inline]] inline void softmax_tile_row(float* s, float* p, int T, int valid, int n,
+                                                    const std::int32_t* padding, float scale) {
+  i32x16 lane;
+  for (int l = 0; l < kWidth; ++l) lane[l] = l;
+  f32x16 max_v = f32x16{} - INFINITY;
+  for (int c = 0; c < n; c += kWidth) {
+    i32x16 live = lane + c < valid;
+    if (padding != nullptr) {
+      i32x16 pad{};
+      __builtin_memcpy(&pad, padding + c, sizeof(int) * static_cast<std::size_t>(std::min(kWidth, T - c)));
+      live &= pad != 0;
+    }
     f32x16 x;
     __builtin_memcpy(&x, s + c, sizeof x);
-    lanes = x > lanes ? x : lanes;
+    const i32x16 dead = reinterpret_cast<i32x16>(f32x16{} - INFINITY);
+    x = reinterpret_cast<f32x16>((reinterpret_cast<i32x16>(x * scale) & live) | (dead & ~live));  // live: all ones
+    __builtin_memcpy(s + c, &x, sizeof x);
+    max_v = x > max_v ? x : max_v;
   }
-  float max_v = -INFINITY;
-  for (int l = 0; l < kWidth; ++l) max_v = math::max_f(max_v, lanes[l]);
-  float sum = 0.0f;
-  for (int j = 0; j < n; ++j) {
-    s[j] = s[j] > -INFINITY ? math::exp_approx(s[j] - max_v) : 0.0f;
-    sum += s[j];
+  lanes_max(max_v);
+  f32x16 sum{};
+  for (int c = 0; c < n; c += kWidth) {
+    f32x16 x;
+    __builtin_memcpy(&x, s + c, sizeof x);
+    f32x16 e = x - max_v;
+    exp_lanes(e);
+    e = x > -INFINITY ? e : 0.0f;
+    __builtin_memcpy(s + c, &e, sizeof e);
+    sum += e;
   }
-  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-  for (int j = 0; j < valid; ++j) p[j] = s[j] * inv;
-  std::fill(p + valid, p + T, 0.0f);
+  lanes_sum(sum);
+  const float inv = sum[0] > 0.0f ? 1.0f / sum[0] : 0.0f;
+  const int written = std::min(n, T);  // s is zero from valid on
+  int j = 0;
+  for (; j + kWidth <= written; j += kWidth) {
+    f32x16 x;
+    __builtin_memcpy(&x, s + j, sizeof x);
+    x *= inv;
+    __builtin_memcpy(p + j, &x, sizeof x);
+  }
+  for (; j < written; ++j) p[j] = s[j] * inv;
+  std::fill(p + written, p + T, 0.0f);
 }
 
 }  // namespace
@@ -159,7 +237,8 @@ SS_CPU_CLONES void small_attention_forward(const SmallAttentionHead& h, bool cau
     tile_rows(h.q + i0 * h.ld, h.ld, 1, 0, h.hd, kt, Tp, s, Tp, rows, padded(n));
     for (int r = 0; r < rows; ++r) {
       const int i = i0 + r;
-      softmax_tile_row(s + r * Tp, p + static_cast<std::int64_t>(i) * T, T, causal ? i + 1 : T, padding, h.scale);
+      softmax_tile_row(s + r * Tp, p + static_cast<std::int64_t>(i) * T, T, causal ? i + 1 : T, padded(n), padding,
+                       h.scale);
     }
     // Y = P V over the keys the tile sees; P is zero beyond each row's own.
     tile_rows(p + static_cast<std::int64_t>(i0) * T, T, 1, 0, n, h.v, h.ld, y + i0 * ldy, ldy, rows, h.hd);
