@@ -220,6 +220,15 @@ constexpr std::array<int, kWidth> block_swap_mask(int w, int half) {
 
 }  // namespace
 
+bool small_attention_cpu() {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  static const bool v4 = __builtin_cpu_supports("x86-64-v4");  // the clone SS_CPU_CLONES would pick
+  return v4;
+#else
+  return false;
+#endif
+}
+
 std::int64_t small_attention_work_floats(int T, int head_dim) {
   return static_cast<std::int64_t>(head_dim + kRows) * padded(T);
 }

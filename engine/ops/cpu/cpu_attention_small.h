@@ -11,11 +11,15 @@
 
 namespace shardscope::cpu {
 
-// Where the small kernels apply: a head dimension in whole 16-float vectors
-// and at most kSmallAttentionMaxT tokens; other shapes take the BLAS path.
+// Where the small kernels apply: a CPU with AVX-512 (x86-64-v4), a head
+// dimension in whole 16-float vectors and at most kSmallAttentionMaxT tokens;
+// other shapes and CPUs take the BLAS path. The tiles are written for 32
+// vector registers of 16 floats: compiled for AVX2 they ran 6x slower than
+// for AVX-512 (one core, gpt-tiny's heads), slower than the BLAS path.
 inline constexpr int kSmallAttentionMaxT = 256;
+bool small_attention_cpu();
 inline bool small_attention_applies(int T, int head_dim) {
-  return T > 0 && T <= kSmallAttentionMaxT && head_dim > 0 && head_dim % 16 == 0;
+  return T > 0 && T <= kSmallAttentionMaxT && head_dim > 0 && head_dim % 16 == 0 && small_attention_cpu();
 }
 
 // One head of one sequence. q, k, v (T, hd) with row stride ld (3C, in place in
