@@ -111,14 +111,20 @@ void run_gemm_part(const GemmCall& g, int part, int parts) {
   blas_sgemm(g.trans_a, g.trans_b, m1 - m0, n1 - n0, g.K, g.alpha, a, g.lda, b, g.ldb, beta, c, g.ldc);
 }
 
-// The calls' parts (gemm_parts each) in order. The parts of independent
+// The calls' parts (gemm_parts each), the largest first. The parts of independent
 // products (a linear layer's dX and dW) run as one job (cpu_tasks.h), so
-// neither has to be cut finer to keep both threads busy. The parts are fixed
-// by the shapes, so the BLAS calls, and the bits, are the same for any thread count.
+// neither has to be cut finer to keep both threads busy. The threads take the
+// parts in list order, so the largest go first and the small ones fill the
+// gaps at the end: gpt-tiny's attention projection (128 x 128) has dX in two
+// halves and dW whole, and in call order one thread ran a half and then dW
+// while the other waited, 1.5x the balanced time. The parts are fixed by the
+// shapes and write apart, so the BLAS calls, and the bits, are the same for any
+// thread count and any order.
 struct GemmParts {
   struct Part {
     const GemmCall* call;
     int part, parts;
+    double flops() const { return 2.0 * call->M * call->N * call->K / parts; }
   };
   Part list[2 * 32];  // two calls of at most kMaxGemmParts (gemm_parts)
   int count = 0;
@@ -129,6 +135,7 @@ struct GemmParts {
       const int parts = gemm_parts(g.M, g.N, g.K);
       for (int p = 0; p < parts; ++p) list[count++] = {&g, p, parts};
     }
+    std::stable_sort(list, list + count, [](const Part& a, const Part& b) { return a.flops() > b.flops(); });
   }
   void run(int i) const { run_gemm_part(*list[i].call, list[i].part, list[i].parts); }
 };
