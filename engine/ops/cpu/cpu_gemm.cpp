@@ -12,6 +12,7 @@
 
 #include "ops/cpu/blas_kernel.h"
 #include "ops/cpu/cpu_backend.h"
+#include "ops/cpu/cpu_simd.h"
 #include "ops/cpu/cpu_tasks.h"
 
 namespace shardscope {
@@ -110,14 +111,20 @@ void run_gemm_part(const GemmCall& g, int part, int parts) {
   blas_sgemm(g.trans_a, g.trans_b, m1 - m0, n1 - n0, g.K, g.alpha, a, g.lda, b, g.ldb, beta, c, g.ldc);
 }
 
-// The calls' parts (gemm_parts each) in order. The parts of independent
+// The calls' parts (gemm_parts each), the largest first. The parts of independent
 // products (a linear layer's dX and dW) run as one job (cpu_tasks.h), so
-// neither has to be cut finer to keep both threads busy. The parts are fixed
-// by the shapes, so the BLAS calls, and the bits, are the same for any thread count.
+// neither has to be cut finer to keep both threads busy. The threads take the
+// parts in list order, so the largest go first and the small ones fill the
+// gaps at the end: gpt-tiny's attention projection (128 x 128) has dX in two
+// halves and dW whole, and in call order one thread ran a half and then dW
+// while the other waited, 1.5x the balanced time. The parts are fixed by the
+// shapes and write apart, so the BLAS calls, and the bits, are the same for any
+// thread count and any order.
 struct GemmParts {
   struct Part {
     const GemmCall* call;
     int part, parts;
+    double flops() const { return 2.0 * call->M * call->N * call->K / parts; }
   };
   Part list[2 * 32];  // two calls of at most kMaxGemmParts (gemm_parts)
   int count = 0;
@@ -128,6 +135,7 @@ struct GemmParts {
       const int parts = gemm_parts(g.M, g.N, g.K);
       for (int p = 0; p < parts; ++p) list[count++] = {&g, p, parts};
     }
+    std::stable_sort(list, list + count, [](const Part& a, const Part& b) { return a.flops() > b.flops(); });
   }
   void run(int i) const { run_gemm_part(*list[i].call, list[i].part, list[i].parts); }
 };
@@ -150,26 +158,40 @@ void CpuBackend::linear_forward(float* out, const float* in, const float* weight
   run_tasks(pool_, parts.count, [&](int i) { parts.run(i); });
 }
 
+namespace {
+// sums[c] += column c of rows (count, ld), c in [c0, c1), the rows in order: each sum keeps its
+// bits however the columns are split.
+SS_CPU_CLONES void add_column_sums(float* __restrict sums, const float* __restrict rows, int count, int ld, int c0,
+                                   int c1) {
+  for (int r = 0; r < count; ++r) {
+    const float* row = rows + static_cast<std::int64_t>(r) * ld;
+    for (int c = c0; c < c1; ++c) sums[c] += row[c];
+  }
+}
+}  // namespace
+
 void CpuBackend::linear_backward(float* d_in, float* d_weight, float* d_bias, const float* d_out, const float* in,
                                  const float* weight, int rows, int in_f, int out_f, bool accumulate) {
   // d_in (rows, in_f) = d_out @ weight (or +=), d_weight (out_f, in_f) += d_out^T @ in and
-  // d_bias (out_f) += column sums of d_out are independent: one job, the bias sums its last
-  // task. A null output is skipped (M = 0).
+  // d_bias (out_f) += column sums of d_out are independent: one job. A null output is skipped (M = 0).
   const std::initializer_list<GemmCall> calls = {
       GemmCall{Transpose::no, Transpose::no, d_in != nullptr ? rows : 0, in_f, out_f, 1.0f, d_out, out_f, weight, in_f,
                accumulate ? 1.0f : 0.0f, d_in, in_f},
       GemmCall{Transpose::yes, Transpose::no, d_weight != nullptr ? out_f : 0, in_f, rows, 1.0f, d_out, out_f, in, in_f,
                1.0f, d_weight, in_f}};
   const GemmParts parts(calls);
-  run_tasks(pool_, parts.count + (d_bias != nullptr ? 1 : 0), [&](int i) {
-    if (i < parts.count) {
-      parts.run(i);
-      return;
-    }
-    for (int r = 0; r < rows; ++r) {  // rows in order: the sums keep their bits
-      const float* row = d_out + static_cast<std::int64_t>(r) * out_f;
-      for (int c = 0; c < out_f; ++c) d_bias[c] += row[c];
-    }
+  // Part p of dW's parts also sums the bias's columns [out_f p / parts, out_f (p + 1) / parts):
+  // the sums are spread over the threads with dW and read the columns dW has just read (a
+  // separate task summed all columns on one thread, often the job's last).
+  const GemmCall* const d_weight_call = calls.begin() + 1;
+  const bool sums_in_dw = d_bias != nullptr && d_weight != nullptr;
+  run_tasks(pool_, parts.count + (d_bias != nullptr && !sums_in_dw ? 1 : 0), [&](int i) {
+    if (i == parts.count) return add_column_sums(d_bias, d_out, rows, out_f, 0, out_f);
+    parts.run(i);
+    const GemmParts::Part& p = parts.list[i];
+    if (!sums_in_dw || p.call != d_weight_call) return;
+    const auto bound = [&](int q) { return static_cast<int>(static_cast<std::int64_t>(out_f) * q / p.parts); };
+    add_column_sums(d_bias, d_out, rows, out_f, bound(p.part), bound(p.part + 1));
   });
 }
 
