@@ -20,22 +20,28 @@ trap 'rm -rf "$tmp"' EXIT
 
 # run NAME METRIC PUBLISHED ESTIMATE-FLAGS...: METRIC is a key of the JSON's "time" object. Each row
 # twice: the kernel model (--time-model kernels) and the flat one (--time-model flat, 0.5 of peak).
+# time_field FILE KEY: the value of KEY in the "time" object of estimate --json's indented output
+# (the object's own keys sit 4 spaces in; nested objects' keys deeper), without quotes.
+time_field() {
+  awk -v key="$2" '/^  "time": \{/ { inside = 1; next }
+    inside && /^  \}/ { inside = 0 }
+    inside && index($0, "    \"" key "\": ") == 1 {
+      value = substr($0, length(key) + 9); sub(/,$/, "", value); gsub(/"/, "", value); print value }' "$1"
+}
+
 run() {
   local name=$1 metric=$2 published=$3
   shift 3
   "$cli" estimate --json --time-model kernels "$@" >"$tmp/kernels.json"
   "$cli" estimate --json --time-model flat "$@" >"$tmp/flat.json"
-  python3 -c '
-import json, sys
-name, metric, published = sys.argv[1], sys.argv[2], float(sys.argv[3])
-def figure(path):
-    t = json.load(open(path))["time"]
-    return t[metric] * (100 if metric == "mfu" else 1), t["gpu"]
-kernels, gpu = figure(sys.argv[4])
-flat, _ = figure(sys.argv[5])
-err = lambda x: 100 * (x / published - 1)
-print(f"{name:<44} {gpu:<10} {metric:<21} {kernels:>10.1f} {err(kernels):>+7.1f}% {flat:>10.1f} {err(flat):>+7.1f}% {published:>10.1f}")
-' "$name" "$metric" "$published" "$tmp/kernels.json" "$tmp/flat.json"
+  local kernels flat gpu
+  kernels=$(time_field "$tmp/kernels.json" "$metric")
+  flat=$(time_field "$tmp/flat.json" "$metric")
+  gpu=$(time_field "$tmp/kernels.json" gpu)
+  awk -v name="$name" -v gpu="$gpu" -v metric="$metric" -v k="$kernels" -v f="$flat" -v p="$published" 'BEGIN {
+    scale = metric == "mfu" ? 100 : 1; k *= scale; f *= scale
+    printf "%-44s %-10s %-21s %10.1f %+7.1f%% %10.1f %+7.1f%% %10.1f\n", name, gpu, metric, k, 100 * (k / p - 1), f, 100 * (f / p - 1), p
+  }'
 }
 
 printf '%-44s %-10s %-21s %10s %8s %10s %8s %10s\n' run gpu metric kernels error "flat 0.5" error published

@@ -205,6 +205,10 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!__builtin_cpu_supports("avx512f")) {
+    std::fprintf(stderr, "gemm_candidates: the own kernel needs AVX-512 (avx512f), which this CPU lacks\n");
+    return 2;
+  }
   openblas_set_num_threads(1);
   libxsmm_init();
   const bool gpt2 = argc > 1 && std::string(argv[1]) == "124m";

@@ -18,9 +18,16 @@ namespace shardscope {
 ModelConfig run_model_config(const RunConfig& config) {
   if (!config.init_from.empty()) return read_hf_model_config(config.init_from);
   // A GPT-2 or BERT config.json trains from fresh weights, as a preset does (its directory holds no weights).
+  // Only a file named config.json: its directory is what read_hf_model_config reads, so another
+  // name ending in config.json would silently train (or estimate) the config.json beside it.
   const std::string& m = config.model;
+  const std::filesystem::path path(m);
+  if (path.filename() == "config.json")
+    return read_hf_model_config(path.has_parent_path() ? path.parent_path().string() : ".");
   if (m.size() >= 11 && m.compare(m.size() - 11, 11, "config.json") == 0)
-    return read_hf_model_config(std::filesystem::path(m).parent_path().string());
+    throw ConfigError(m +
+                      ": train reads a model from a file named config.json (a Hugging Face model "
+                      "directory's); copy it to a directory of its own as config.json");
   return find_model_preset(m);
 }
 

@@ -43,6 +43,7 @@ class TestFlashAttention : public QObject {
   void online_softmax_math();
   void reference_matches_materialized_data();
   void reference_matches_materialized();
+  void nan_in_a_key_reaches_the_output();
   void which_kernel_the_cuda_backend_runs();
   void fused_attention_keeps_rows_not_squares();
   void models_learn_the_same_with_fused_attention();
@@ -141,6 +142,22 @@ void TestFlashAttention::reference_matches_materialized() {
           for (int t = 0; t < T; ++t)
             QCOMPARE(lse[(static_cast<std::size_t>(2) * H + h) * T + t], std::numeric_limits<float>::infinity());
     }
+  }
+}
+
+// A NaN in one key's vector makes every query that sees that key NaN, as PyTorch's softmax does: the
+// small-T kernel (T = 64, head dim 32, what gpt-tiny runs) must not drop it in its max or in its
+// zeroing of masked keys. Causal: queries before the key do not see it and stay finite.
+void TestFlashAttention::nan_in_a_key_reaches_the_output() {
+  const int B = 1, T = 64, H = 2, C = 64, key = 40;
+  auto qkv = random_vector(static_cast<std::size_t>(B) * T * 3 * C, 7);
+  qkv[static_cast<std::size_t>(key) * 3 * C + C] = std::numeric_limits<float>::quiet_NaN();  // head 0 of K at t = 40
+  std::vector<float> out(static_cast<std::size_t>(B) * T * C), probs(static_cast<std::size_t>(B) * H * T * T);
+  cpu->attention_forward(out.data(), probs.data(), qkv.data(), B, T, C, H, AttentionMask{true, nullptr});
+  for (int t = 0; t < T; ++t) {
+    const float head0 = out[static_cast<std::size_t>(t) * C], head1 = out[static_cast<std::size_t>(t) * C + C / H];
+    QVERIFY2(std::isnan(head0) == (t >= key), qPrintable(QString("query %1, head 0: %2").arg(t).arg(head0)));
+    QVERIFY2(std::isfinite(head1), qPrintable(QString("query %1, head 1: %2").arg(t).arg(head1)));
   }
 }
 

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "ops/cpu/cpu_simd.h"
 #include "ops/math.h"
@@ -171,14 +172,15 @@ constexpr std::array<int, kWidth> block_swap_mask(int w, int half) {
 
 // p[0, T) = softmax over the live keys (j < valid, padding[j] != 0) of scale * s,
 // zero elsewhere, as math::softmax_row, 16 keys at a time (the max and the sum
-// by lanes_max / lanes_sum). s holds n >= valid finite floats (n a multiple of
-// 16), overwritten. Every row of a tile passes the same n, so the loops' trip
+// by lanes_max / lanes_sum). s holds n >= valid floats (n a multiple of 16),
+// overwritten; a NaN among the live ones makes the row NaN. Every row of a tile passes the same n, so the loops' trip
 // counts repeat and their exits are predicted.
 [[gnu::always_inline]] inline void softmax_tile_row(float* s, float* p, int T, int valid, int n,
                                                     const std::int32_t* padding, float scale) {
   i32x16 lane;
   for (int l = 0; l < kWidth; ++l) lane[l] = l;
   f32x16 max_v = f32x16{} - INFINITY;
+  i32x16 nan_seen{};
   for (int c = 0; c < n; c += kWidth) {
     i32x16 live = lane + c < valid;
     if (padding != nullptr) {
@@ -191,8 +193,16 @@ constexpr std::array<int, kWidth> block_swap_mask(int w, int half) {
     const i32x16 dead = reinterpret_cast<i32x16>(f32x16{} - INFINITY);
     x = reinterpret_cast<f32x16>((reinterpret_cast<i32x16>(x * scale) & live) | (dead & ~live));  // live: all ones
     __builtin_memcpy(s + c, &x, sizeof x);
+    nan_seen |= x != x;
     max_v = x > max_v ? x : max_v;
   }
+  // A NaN score makes the whole row NaN, as softmax_row and PyTorch's softmax do (the max and
+  // the zeroing of dead keys below would otherwise drop it and hide the NaN).
+  for (int l = 0; l < kWidth; ++l)
+    if (nan_seen[l] != 0) {
+      std::fill(p, p + T, std::numeric_limits<float>::quiet_NaN());
+      return;
+    }
   lanes_max(max_v);
   f32x16 sum{};
   for (int c = 0; c < n; c += kWidth) {
