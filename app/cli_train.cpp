@@ -538,6 +538,12 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
     try {
       throw;
     } catch (const RankFailure& failure) {  // a rank failed (not the run's size): what a restart repeats
+      // A save still in flight settles first (the destructor would wait for it anyway), so the
+      // text counts it if it committed.
+      try {
+        trainer.finish_checkpoint();
+      } catch (...) {
+      }
       if (mode.prints() && !failure.out_of_memory())
         std::fprintf(stderr, "%s\n", lost_work_text(config.save_dir, config.save_every, trainer.steps_done()).c_str());
     } catch (...) {
