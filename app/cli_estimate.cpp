@@ -11,6 +11,7 @@
 #include <map>
 
 #include "cli_args.h"
+#include "clock/overlap_contention.h"
 #include "config/run_schema.h"
 #include "core/error.h"
 #include "estimate/config_import.h"
@@ -78,7 +79,8 @@ SettingsPatch patch_from_flags(const Flags& f) {
     given(key, flag_value(f, key));
   given("attention", flag_value(f, "attention"));
   given("time_model", flag_value(f, "time_model"));
-  for (const char* key : {"runtime", "selective_ac", "dropout", "autocast", "gpu_bandwidth"})
+  for (const char* key :
+       {"runtime", "selective_ac", "dropout", "autocast", "tp_comm_overlap", "overlap_param_gather", "gpu_bandwidth"})
     given(key, flag_value(f, key));
   if (f.efficiency) given("efficiency", static_cast<double>(*f.efficiency));
   return patch_from_values(values);
@@ -131,10 +133,17 @@ void print_ranks(const MemoryEstimate& memory) {
 void print_gpu_time(const Estimate& e) {
   const TimeEstimate& t = e.time;
   char text[96];
-  std::snprintf(text, sizeof text, "%.3f", t.tp_comm_s);
+  if (e.settings.tp_comm_overlap && t.measured_kernels)
+    std::snprintf(text, sizeof text, "%.3f s exposed of %.3f", t.tp_exposed_s, t.tp_comm_s);
+  else
+    std::snprintf(text, sizeof text, "%.3f", t.tp_comm_s);
   const std::string tp_text =  // the tp all-reduces and ep all-to-alls, on the critical path (only with tp, ep > 1)
       (t.tp_formula.empty() ? "" : " + tensor-parallel " + std::string(text) + " s (" + t.tp_link + ")") +
-      (t.ep_formula.empty() ? "" : " + all-to-all " + short_number(t.ep_comm_s, 3) + " s (" + t.ep_link + ")");
+      (t.ep_formula.empty() ? "" : " + all-to-all " + short_number(t.ep_comm_s, 3) + " s (" + t.ep_link + ")") +
+      (t.overlap_contention_s > 0 ? " + overlap contention " + short_number(t.overlap_contention_s, 3) +
+                                        " s (the GEMMs beside the collectives they hide, " +
+                                        short_number(100 * kOverlapComputeSlowdown, 3) + "% slower)"
+                                  : "");
   if (t.measured_kernels)
     std::snprintf(text, sizeof text, "%.3f s exposed of %.3f s", t.dp_exposed_s, t.dp_comm_s);
   else
@@ -161,8 +170,9 @@ void print_gpu_time(const Estimate& e) {
     return;
   }
   std::printf(
-      "data-parallel traffic overlapped as its strategy overlaps it, tensor-parallel and pipeline traffic on the "
+      "data-parallel traffic overlapped as its strategy overlaps it, tensor-parallel%s and pipeline traffic on the "
       "critical path, %s, no host gaps between kernels\n",
+      e.settings.tp_comm_overlap ? " (what the GEMMs do not hide)" : "",
       e.settings.dropout > 0 ? "dropout's mask passes" : "no dropout");
   const std::string attention =
       !e.settings.flash_attention ? "materialized s × s scores"

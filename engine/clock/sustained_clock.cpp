@@ -17,8 +17,10 @@ KernelModel sustained_kernel_model(std::string_view gpu, double peak_tflops, dou
   return kernels;
 }
 
-double measured_all_reduce_gbps(std::string_view gpu) {
-  return gpu == "A100-40GB" || gpu == "A100-80GB" ? 200 : 0;
+NodeBusBandwidth measured_node_bus_gbps(std::string_view gpu) {
+  if (gpu == "A100-40GB" || gpu == "A100-80GB") return {200, 200};
+  if (gpu == "H100" || gpu == "H200") return {476, 360};
+  return {};
 }
 
 }  // namespace shardscope

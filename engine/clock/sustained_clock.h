@@ -37,10 +37,18 @@ SustainedClock sustained_clock(std::string_view gpu);
 // price kernels with.
 KernelModel sustained_kernel_model(std::string_view gpu, double peak_tflops, double memory_gbps);
 
-// The bus bandwidth NCCL's all-reduce reaches inside a node, GB/s per direction, where published
-// nccl-tests runs measure it (0: none found, the datasheet's link): 8 × A100 SXM over NVLink 3
-// reach about 200 GB/s of the 300 (NVIDIA/nccl-tests issues #149, HPE Apollo 6500 8 × A100 80GB,
-// ~200 GB/s busbw, and #178, two A100s over their 12 NVLinks, 208 GB/s).
-double measured_all_reduce_gbps(std::string_view gpu);
+// The bus bandwidth NCCL's collectives reach inside a node, GB/s per direction, where published
+// nccl-tests runs measure it (0: none found, the datasheet's link). all_reduce: an all-reduce;
+// other: all-gather, reduce-scatter and the rest, which NVLink SHARP does not accelerate.
+//   A100 SXM, NVLink 3: about 200 of the 300 for both (NVIDIA/nccl-tests issues #149, HPE Apollo
+//     6500 8 × A100 80GB, ~200 GB/s busbw, and #178, two A100s over their 12 NVLinks, 208 GB/s).
+//   H100 and H200 SXM, NVLink 4 (450 per direction): all-reduce 476 through NVLink SHARP
+//     (nccl-tests #290, 8 × H100, which NCCL's developers call the expected range; #272, 8 × H200,
+//     475); the others about 360 (NVIDIA/nccl #1281, 8 × H100: reduce-scatter 360, all-gather
+//     350; nccl-tests #212, NCCL's developer: ~370 effective after the protocol's overhead).
+struct NodeBusBandwidth {
+  double all_reduce = 0, other = 0;
+};
+NodeBusBandwidth measured_node_bus_gbps(std::string_view gpu);
 
 }  // namespace shardscope

@@ -102,6 +102,24 @@ void add_kernel_model_fields(std::vector<RunField>& f) {
                         "（Lightning 的 precision \"bf16\"）"},
                .saved = Saved::never,
                .surfaces = surface::estimate});
+  f.push_back({.key = "tp_comm_overlap",
+               .flag = "--tp-comm-overlap",
+               .kind = FieldKind::toggle,
+               .help = {"Time model (kernels): Megatron-LM's --tp-comm-overlap, sequence parallelism's collectives\n"
+                        "      hidden behind the GEMMs beside them, which run slower while they do",
+                        "时间模型（kernels）：Megatron-LM 的 --tp-comm-overlap，序列并行的集合通信隐藏在相邻的 GEMM "
+                        "之后，这些 GEMM 因此变慢"},
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
+  f.push_back({.key = "overlap_param_gather",
+               .flag = "--overlap-param-gather",
+               .kind = FieldKind::toggle,
+               .help = {"Time model (kernels): Megatron-LM's --overlap-param-gather, the distributed optimizer's\n"
+                        "      all-gather hidden behind the next step's first forward (ZeRO-1/2)",
+                        "时间模型（kernels）：Megatron-LM 的 --overlap-param-gather，分布式优化器的 all-gather "
+                        "隐藏在下一步的第一次前向之后（ZeRO-1/2）"},
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
   f.push_back({.key = "gpu_bandwidth",
                .flag = "--gpu-bandwidth",
                .value_name = "GB/s",

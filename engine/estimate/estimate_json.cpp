@@ -64,6 +64,8 @@ json settings_json(const EstimateSettings& s) {
   if (s.selective_every_second_matmul) out["selective_ac"] = "op";
   if (s.dropout > 0) out["dropout"] = s.dropout;
   if (s.autocast) out["autocast"] = true;
+  if (s.tp_comm_overlap) out["tp_comm_overlap"] = true;
+  if (s.overlap_param_gather) out["overlap_param_gather"] = true;
   if (s.memory_gbps > 0) out["gpu_bandwidth"] = s.memory_gbps;
   return out;
 }
@@ -99,7 +101,9 @@ json time_json(const TimeEstimate& t) {
   if (tp) {
     out["tp_comm_s"] = t.tp_comm_s;
     out["tp_link"] = t.tp_link;
+    if (t.tp_exposed_s != t.tp_comm_s) out["tp_exposed_s"] = t.tp_exposed_s;  // --tp-comm-overlap only
   }
+  if (t.overlap_contention_s > 0) out["overlap_contention_s"] = t.overlap_contention_s;
   out["gpu"] = t.gpu;
   out["peak_tflops"] = t.peak_tflops;
   out["efficiency"] = t.efficiency;

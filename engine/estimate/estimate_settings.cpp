@@ -163,6 +163,29 @@ void check_zb_v(const EstimateSettings& s) {
                      "{schedule} zb-v 与 {cp} " + std::to_string(s.layout.cp()) +
                          " 的组合尚未能估算（也尚未能训练：尚未一起实现）；请用 {cp} 1");
 }
+
+// Megatron-LM's overlaps as its arguments.py asserts them: --tp-comm-overlap needs sequence
+// parallelism, and Transformer Engine's userbuffers reach only the GPUs of one node
+// (TransformerEngine #1071); --overlap-param-gather needs the distributed optimizer (ZeRO-1/2).
+void check_overlap_rules(const EstimateSettings& s) {
+  const std::string tp = std::to_string(s.layout.tp()), node = std::to_string(s.gpus_per_node);
+  if (s.tp_comm_overlap && !s.sequence_parallel)
+    throw FieldError(
+        "{tp_comm_overlap} overlaps sequence parallelism's all-gathers and reduce-scatters: it needs "
+        "{sequence_parallel}",
+        "{tp_comm_overlap} 重叠的是序列并行的 all-gather 与 reduce-scatter：需要 {sequence_parallel}");
+  if (s.tp_comm_overlap && s.layout.tp() > s.gpus_per_node)
+    throw FieldError("{tp_comm_overlap} runs inside one node (Transformer Engine's userbuffers): {tp} " + tp +
+                         " spans more than {gpus_per_node} " + node,
+                     "{tp_comm_overlap} 只在一个节点内运行（Transformer Engine 的 userbuffers）：{tp} " + tp +
+                         " 超出了 {gpus_per_node} " + node);
+  if (s.overlap_param_gather && s.zero_stage != 1 && s.zero_stage != 2)
+    throw FieldError(
+        "{overlap_param_gather} hides the distributed optimizer's all-gather: it needs {zero} 1 or 2 (got " +
+            std::to_string(s.zero_stage) + ")",
+        "{overlap_param_gather} 隐藏的是分布式优化器的 all-gather：需要 {zero} 1 或 2（实为 " +
+            std::to_string(s.zero_stage) + "）");
+}
 }  // namespace
 
 void validate_estimate_settings(const EstimateSettings& s) {
@@ -218,6 +241,7 @@ void validate_estimate_settings(const EstimateSettings& s) {
                      "{schedule} interleaved-1f1b 需要 {virtual_stages} 至少为 2（实为 " + v +
                          "）、{pp} 至少为 2，且 {micro_batches} 是 {pp} 的倍数（实为 " +
                          std::to_string(s.micro_batches) + " 与 " + std::to_string(s.layout.pp()) + "）");
+  check_overlap_rules(s);
   if (s.selective_every_second_matmul && s.recompute != Recompute::selective)
     throw FieldError("{selective_ac} op is a policy of {checkpoint} selective (got {checkpoint} " +
                          std::string(recompute_name(s.recompute)) + ")",
@@ -265,6 +289,8 @@ void apply_patch(EstimateSettings& s, const SettingsPatch& p) {
   if (p.dropout) s.dropout = *p.dropout;
   if (p.autocast) s.autocast = *p.autocast;
   if (p.memory_gbps) s.memory_gbps = *p.memory_gbps;
+  if (p.tp_comm_overlap) s.tp_comm_overlap = *p.tp_comm_overlap;
+  if (p.overlap_param_gather) s.overlap_param_gather = *p.overlap_param_gather;
 }
 }  // namespace
 
@@ -326,6 +352,10 @@ bool patch_value(SettingsPatch& p, std::string_view k, const nlohmann::json& v) 
     p.autocast = v.get<bool>();
   else if (k == "gpu_bandwidth")
     p.memory_gbps = v.get<double>();
+  else if (k == "tp_comm_overlap")
+    p.tp_comm_overlap = v.get<bool>();
+  else if (k == "overlap_param_gather")
+    p.overlap_param_gather = v.get<bool>();
   else
     return false;
   return true;

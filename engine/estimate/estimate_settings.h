@@ -86,6 +86,12 @@ struct EstimateSettings {
   // --autocast (kernel model): PyTorch AMP's fp32 weights, cast to 16 bits in every forward, their
   // 16-bit gradients cast back and accumulated in fp32 (what Lightning's precision "bf16" runs).
   bool autocast = false;
+  // --tp-comm-overlap (kernel model): Transformer Engine's userbuffers hide sequence parallelism's
+  // all-gathers and reduce-scatters behind the GEMMs beside them, inside one node (Megatron-LM's flag).
+  bool tp_comm_overlap = false;
+  // --overlap-param-gather (kernel model): the distributed optimizer's all-gather of the updated
+  // parameters hidden behind the next step's first forward (Megatron-LM's flag; ZeRO-1/2 here).
+  bool overlap_param_gather = false;
   double memory_gbps = 0;  // --gpu-bandwidth: the run's own memory bandwidth, GB/s (0: the profile's)
 
   int world_size() const { return layout.world_size(); }
@@ -125,6 +131,7 @@ struct SettingsPatch {
   std::optional<bool> flash_attention;
   std::optional<bool> eager_runtime, selective_every_second_matmul, autocast;  // runtime, selective_ac, autocast
   std::optional<double> dropout, memory_gbps;                        // dropout, gpu_bandwidth
+  std::optional<bool> tp_comm_overlap, overlap_param_gather;
   std::optional<bool> measured_kernels;                     // time_model: "kernels"
   std::vector<std::pair<std::string, std::string>> origin;  // (setting, where it came from)
 };

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "clock/attention_kernel.h"
+#include "clock/overlap_contention.h"
 #include "clock/sustained_clock.h"
 #include "core/checked_math.h"
 #include "estimate/formula_text.h"
@@ -204,6 +205,31 @@ void time_compute(TimeEstimate& t, const ModelShape& model, const EstimateSettin
   t.efficiency = t.flops_per_step / s.world_size() / (t.compute_s * t.peak_tflops * 1e12);
 }
 
+// ZeRO-1/2's all-gather of the updated shards: after the step, exposed, or (--overlap-param-gather,
+// Megatron-LM's distributed optimizer) bucket by bucket ahead of the layer that reads it, behind the
+// next step's first forward (a third of a micro-step's compute); one bucket, a layer's, still shows
+// (NeMo's communication-overlap guide: "exposes only one DP communication chunk"). The GEMMs beside
+// it pay the measured contention (clock/overlap_contention.h).
+double exposed_parameter_gather_s(TimeEstimate& t, const EstimateSettings& s, double gather_s, double layers) {
+  if (!s.overlap_param_gather) return gather_s;
+  const double first_forward_s = t.compute_s / static_cast<double>(s.micro_steps()) / 3;
+  const HiddenCollective h = hide_collective(gather_s, first_forward_s, gather_s / layers);
+  t.overlap_contention_s += h.contention_s;
+  return h.exposed_s;
+}
+
+// --tp-comm-overlap (kernel model): Transformer Engine's userbuffers split each all-gather and
+// reduce-scatter of sequence parallelism into chunks that move while the GEMM beside it computes the
+// chunks already there (NVIDIA's NeMo guide, "Tensor-parallel Communication Overlap"), so the step's
+// GEMMs hide the tp traffic, at the measured contention; what they cannot cover stays exposed.
+void overlap_tensor_parallel(TimeEstimate& t, const EstimateSettings& s) {
+  t.tp_exposed_s = t.tp_comm_s;
+  if (!s.tp_comm_overlap || !s.measured_kernels) return;
+  const HiddenCollective h = hide_collective(t.tp_comm_s, t.gemm_s);
+  t.tp_exposed_s = h.exposed_s;
+  t.overlap_contention_s += h.contention_s;
+}
+
 // Kernel model: the data-parallel seconds compute does not hide. DDP reduces each bucket of
 // gradients as soon as the last micro-step's backward has made it (Li et al. 2020, PyTorch DDP,
 // VLDB; earlier micro-steps accumulate without communicating), so that backward (2/3 of its
@@ -214,7 +240,7 @@ void time_compute(TimeEstimate& t, const ModelShape& model, const EstimateSettin
 // gradients while the next one computes (Zhao et al. 2023, PyTorch FSDP, VLDB), so all of compute
 // hides all but the first gather and the last reduce-scatter. One layer of the largest stage
 // stands for a bucket or a unit. Naive DataParallel overlaps nothing.
-double exposed_data_parallel_s(const TimeEstimate& t, const ModelShape& model, const EstimateSettings& s,
+double exposed_data_parallel_s(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s,
                                const ShardingRules& rules) {
   if (rules.naive()) return t.dp_comm_s;
   const double layers = std::max(1.0, static_cast<double>(model.layers) / s.layout.pp());
@@ -228,7 +254,8 @@ double exposed_data_parallel_s(const TimeEstimate& t, const ModelShape& model, c
   const StateBytes b = rules.bytes_per_parameter();
   const double reduces = (rules.shards_gradients() ? K : 1) * b.gradients;
   const double gather_s = t.dp_comm_s * b.parameters / (reduces + b.parameters);
-  return gather_s + overlapped(t.dp_comm_s - gather_s, rules.shards_gradients() ? backward : backward / K);
+  return exposed_parameter_gather_s(t, s, gather_s, layers) +
+         overlapped(t.dp_comm_s - gather_s, rules.shards_gradients() ? backward : backward / K);
 }
 
 // Kernel model: the memory-bound passes over the weights that a framework adds around the kernels of
@@ -254,6 +281,20 @@ void add_weight_passes(TimeEstimate& t, const EstimateSettings& s, const GpuProf
   t.efficiency = t.flops_per_step / s.world_size() / (t.compute_s * t.peak_tflops * 1e12);
 }
 
+// A collective inside a node: under the kernel model at the bus bandwidth nccl-tests measures for its
+// kind (clock/sustained_clock.h: NVLink SHARP speeds up the all-reduce only), where published; else
+// the datasheet's link.
+struct CollectiveLink {
+  double gbps = 0;
+  std::string text;
+};
+CollectiveLink node_collective(const GpuProfile& gpu, const EstimateSettings& s, bool all_reduce) {
+  const NodeBusBandwidth measured = s.measured_kernels ? measured_node_bus_gbps(gpu.name) : NodeBusBandwidth{};
+  const double gbps = all_reduce ? measured.all_reduce : measured.other;
+  if (gbps <= 0) return {gpu.link_gbps, gpu.link};
+  return {gbps, gpu.link + ", collectives at " + short_number(gbps) + " GB/s measured by nccl-tests"};
+}
+
 // Seconds per step on the GPU: compute, the bubble, AdamW's memory-bound update,
 // and the bytes above over the node's link (or the inter-node network when a group spans nodes).
 void time_on_gpu(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s, const GpuProfile& gpu,
@@ -277,28 +318,27 @@ void time_on_gpu(TimeEstimate& t, const ModelShape& model, const EstimateSetting
   // A dp group's ranks lie tp apart (tp innermost), so it spans dp × tp GPUs.
   const bool dp_in_node = static_cast<std::int64_t>(s.layout.dp()) * s.layout.tp() <= s.gpus_per_node;
   const bool pp_in_node = s.world_size() <= s.gpus_per_node, tp_in_node = s.layout.tp() <= s.gpus_per_node;
-  // Kernel model: the node's collectives at the bus bandwidth NCCL measures, where published.
-  const double measured = s.measured_kernels ? measured_all_reduce_gbps(gpu.name) : 0;
-  const double node_bw = measured > 0 ? measured : gpu.link_gbps;
-  const std::string node_link =
-      measured > 0 ? gpu.link + ", collectives at " + short_number(measured) + " GB/s measured by nccl-tests"
-                   : gpu.link;
-  const double dp_bw = dp_in_node ? node_bw : gpu.internode_gbps;
+  // DDP all-reduces; ZeRO reduce-scatters and all-gathers, as sequence parallelism does.
+  const CollectiveLink dp_node = node_collective(gpu, s, !rules.shards_optimizer_states() && !rules.naive());
+  const CollectiveLink tp_node = node_collective(gpu, s, !s.sequence_parallel);
+  const CollectiveLink ep_node = node_collective(gpu, s, false);  // all-to-all
+  const double dp_bw = dp_in_node ? dp_node.gbps : gpu.internode_gbps;
   const double pp_bw = pp_in_node ? gpu.link_gbps : gpu.internode_gbps;
-  t.dp_link = dp_in_node ? node_link : gpu.internode;
+  t.dp_link = dp_in_node ? dp_node.text : gpu.internode;
   t.pp_link = pp_in_node ? gpu.link : gpu.internode;
   t.dp_comm_s = t.dp_bytes / (dp_bw * 1e9);
   t.pp_comm_s = t.pp_bytes / (pp_bw * 1e9);
-  t.tp_link = tp_in_node ? node_link : gpu.internode;
-  t.tp_comm_s = t.tp_bytes / ((tp_in_node ? node_bw : gpu.internode_gbps) * 1e9);
+  t.tp_link = tp_in_node ? tp_node.text : gpu.internode;
+  t.tp_comm_s = t.tp_bytes / ((tp_in_node ? tp_node.gbps : gpu.internode_gbps) * 1e9);
   // An ep group is ep consecutive dp ranks, tp apart: ep × tp GPUs.
   const bool ep_in_node = static_cast<std::int64_t>(s.expert_parallel) * s.layout.tp() <= s.gpus_per_node;
-  t.ep_link = ep_in_node ? node_link : gpu.internode;
-  t.ep_comm_s = t.ep_bytes / ((ep_in_node ? node_bw : gpu.internode_gbps) * 1e9);
-  // The tp all-reduces sit between a layer's matmuls, the all-to-alls between the router and
-  // the experts: on the critical path, overlapped with nothing.
-  const double critical = t.compute_s + t.tp_comm_s + t.ep_comm_s;
+  t.ep_link = ep_in_node ? ep_node.text : gpu.internode;
+  t.ep_comm_s = t.ep_bytes / ((ep_in_node ? ep_node.gbps : gpu.internode_gbps) * 1e9);
+  // The tp collectives sit between a layer's matmuls, the all-to-alls between the router and the
+  // experts: on the critical path, overlapped with nothing but under --tp-comm-overlap.
+  overlap_tensor_parallel(t, s);
   t.dp_exposed_s = s.measured_kernels ? exposed_data_parallel_s(t, model, s, rules) : t.dp_comm_s;
+  const double critical = t.compute_s + t.tp_exposed_s + t.ep_comm_s + t.overlap_contention_s;
   t.step_s = critical + t.bubble_s + t.optimizer_s + t.dp_exposed_s + t.pp_comm_s;
   t.step_overlapped_s = std::max(critical + t.bubble_s, t.dp_comm_s) + t.optimizer_s + t.pp_comm_s;
   t.tokens_per_s = static_cast<double>(t.tokens_per_step) / t.step_s;

@@ -26,7 +26,10 @@
 //     runs 4 ring all-reduces of b·s·h values per micro-batch (6 under full
 //     recompute), each sending 2(t−1)/t of it: L_s · K · 4 · 2(t−1)/t · b·s·h · d
 //     (plan/tensor_parallel_traffic.h). A layer waits for them, so their time is
-//     on the critical path, over the node's link (NVLink) when tp fits in a node.
+//     on the critical path, over the node's link (NVLink) when tp fits in a node;
+//     under --tp-comm-overlap the GEMMs hide them, 18.9% slower while they do
+//     (clock/overlap_contention.h), as --overlap-param-gather hides ZeRO-1/2's
+//     all-gather behind the next step's first forward.
 #pragma once
 
 #include <cstdint>
@@ -78,7 +81,11 @@ struct TimeEstimate {
   double optimizer_s = 0;  // AdamW is memory-bound: 28 bytes per parameter updated / memory bandwidth (× fraction)
   double dp_comm_s = 0;    // dp_bytes / link bandwidth
   double pp_comm_s = 0;
-  double tp_comm_s = 0;  // tp_bytes / link bandwidth, never overlapped
+  double tp_comm_s = 0;     // tp_bytes / link bandwidth
+  double tp_exposed_s = 0;  // of tp_comm_s on the critical path: all of it, but what --tp-comm-overlap hides
+  // Kernel model: what the GEMMs lose to the collectives they hide (--tp-comm-overlap, --overlap-param-gather;
+  // clock/overlap_contention.h), on the critical path.
+  double overlap_contention_s = 0;
   double ep_comm_s = 0;  // ep_bytes / the ep group's link, never overlapped (between router and experts)
   std::string dp_link, pp_link, tp_link, ep_link;
   double step_s = 0;             // flat: nothing overlapped (an upper bound); kernels: dp_exposed_s of dp_comm_s
