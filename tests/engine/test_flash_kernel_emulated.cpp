@@ -7,7 +7,7 @@
 // test_flash_attention checks against materialized attention. This runs the
 // kernels' indexing, tiling, masking, shared-memory carving and barriers
 // without a GPU; what the emulation cannot show (warp divergence around wmma,
-// the hardware's own fragment layouts) is left to tests/gpu/test_cuda_ops.
+// the hardware's own fragment layouts) is left to tests/gpu/test_cuda_attention.
 #include "cuda_emulation.h"
 #include "ops/cuda/cuda_flash_attention.cu"  // NOLINT(bugprone-suspicious-include): the kernels under test
 

@@ -1,6 +1,30 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Shared by the GPU suites (test_cuda_ops, test_cuda_storage): tolerances,
-// device arrays and comparisons that say where and by how much.
+// Shared by the GPU suites (tests/gpu/test_cuda_*.cpp): tolerances, device
+// arrays and comparisons that say where and by how much.
+//
+// Tolerances of the CUDA ops against the CPU backend (|gpu - cpu| <= atol +
+// rtol |cpu|, inputs ~ N(0, 1)):
+//   exact         fill, add, scale, bias rows, embedding forward/backward (and
+//                 tensor parallelism's vocabulary slice of them): same
+//                 operations in the same order, bit-identical (the GPU groups
+//                 the embedding rows by id with a stable sort, keeping row order);
+//   element-wise  1e-6 + 1e-5 |x|: tanh, AdamW (device erff/expf/tanhf
+//                 are within 2 ulp of glibc's; the shared math is compiled
+//                 without FMA contraction on the GPU); GELU 5e-6 + 2e-4 |x|
+//                 (its derivative chains a dozen operations, which the CPU's
+//                 x86-64-v3/v4 loops contract into FMAs: 5e-5 apart);
+//   per-row       1e-5 + 1e-5 |x|: layernorm, softmax, cross-entropy (the GPU
+//                 sums a row by warp lanes, the CPU vectorizes: other orders);
+//   column sums   1e-5 + 1e-5 |x| over one tile of 256 rows, 1e-4 + 1e-5 |x|
+//                 over many: the bias and layernorm weight gradients (the GPU
+//                 adds tiles of rows, the CPU row after row);
+//   matmul        1e-4 + 1e-5 |x| for fp32 gemms (TF32 off; cuBLAS and OpenBLAS
+//                 sum K products in different orders);
+//   16-bit gemm   f16: 2e-2 + 4e-3 |x|, bf16: 1e-1 + 2e-2 |x| (inputs exactly
+//                 representable, fp32 accumulation, one rounding of the output);
+//   sum_of_squares relative 1e-10 (both accumulate exact products in double,
+//                 in different orders); the mean loss: 1e-6 relative to the mean
+//                 of the GPU's own row losses, the per-row tolerance to the CPU's.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -20,10 +20,10 @@ grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >>.git/in
 [ -f "$build_dir/CMakeCache.txt" ] || cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
 grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=.*nvcc$' "$build_dir/CMakeCache.txt" ||
   { echo "device_bundle: $build_dir has no CUDA compiler configured" >&2; exit 1; }
-programs=(tests/test_cuda_ops tests/test_cuda_attention tests/test_cuda_ring_attention tests/test_cuda_row_shapes tests/test_cuda_storage tests/test_cuda_training bench/bench_train app/shardscope-cli)
+programs=(tests/test_cuda_gemm tests/test_cuda_elementwise tests/test_cuda_embedding_loss tests/test_cuda_optimizer tests/test_cuda_backend tests/test_cuda_attention tests/test_cuda_ring_attention tests/test_cuda_row_shapes tests/test_cuda_storage tests/test_cuda_training bench/bench_train app/shardscope-cli)
 extra=()
 grep -q 'bench_row_ops' "$build_dir/build.ninja" && extra+=(bench/bench_row_ops)
-targets=(test_cuda_ops test_cuda_attention test_cuda_ring_attention test_cuda_row_shapes test_cuda_storage test_cuda_training bench_train shardscope-cli shardscope_cuda)
+targets=(test_cuda_gemm test_cuda_elementwise test_cuda_embedding_loss test_cuda_optimizer test_cuda_backend test_cuda_attention test_cuda_ring_attention test_cuda_row_shapes test_cuda_storage test_cuda_training bench_train shardscope-cli shardscope_cuda)
 grep -q '^SHARDSCOPE_NCCL_LIBRARY:.*nccl' "$build_dir/CMakeCache.txt" && targets+=(shardscope_nccl)
 for p in "${extra[@]}"; do targets+=("$(basename "$p")"); programs+=("$p"); done
 cmake --build "$build_dir" --target "${targets[@]}" --parallel "$(nproc)"

@@ -59,7 +59,11 @@ run() {  # name seconds command...   (the limit is cut to what the budget leaves
   grep -E '^(FAIL|QWARN|QINFO|Totals)|skipped' "$out/$name.log" | head -n 40
   [ "$rc" -eq 0 ] || status=1
 }
-run test_cuda_ops 90 "$build/tests/test_cuda_ops"
+run test_cuda_gemm 60 "$build/tests/test_cuda_gemm"
+run test_cuda_elementwise 60 "$build/tests/test_cuda_elementwise"
+run test_cuda_embedding_loss 60 "$build/tests/test_cuda_embedding_loss"
+run test_cuda_optimizer 60 "$build/tests/test_cuda_optimizer"
+run test_cuda_backend 60 "$build/tests/test_cuda_backend"
 run test_cuda_attention 60 "$build/tests/test_cuda_attention"
 run test_cuda_ring_attention 60 "$build/tests/test_cuda_ring_attention"
 run test_cuda_row_shapes 60 "$build/tests/test_cuda_row_shapes"

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Attention on the CUDA backend against the CPU backend (split from
-// test_cuda_ops.cpp): the materialized path of fp32 math (two cuBLAS gemms
-// around the warp-per-row softmax) and the fused kernels of bf16/fp16 math
-// (cuda_flash_attention.cu), also against their host twin. Where no GPU is
-// usable, every test is skipped with "skipped: no GPU (<reason>)".
+// Attention on the CUDA backend against the CPU backend: the materialized path
+// of fp32 math (two cuBLAS gemms around the warp-per-row softmax) and the fused
+// kernels of bf16/fp16 math (cuda_flash_attention.cu), also against their host
+// twin. Where no GPU is usable, every test is skipped with "skipped: no GPU
+// (<reason>)".
 //
 // Tolerances (|gpu - cpu| <= atol + rtol |cpu|, inputs ~ N(0, 1)):
 //   materialized  1e-4 + 1e-4 |x| (two gemms around a softmax);

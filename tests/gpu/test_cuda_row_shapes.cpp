@@ -3,8 +3,8 @@
 // of their launch shapes, against the CPU backend: rows shorter and longer than
 // a warp or a block, column sums over many row tiles and a partial last tile,
 // an embedding id repeated over half the rows, cross-entropy over V = 1 to
-// 50257 with extreme logits and ignored rows. Tolerances as test_cuda_ops.cpp
-// (cuda_test_support.h). Skipped with "skipped: no GPU (<reason>)" without one.
+// 50257 with extreme logits and ignored rows. Tolerances: the table in
+// cuda_test_support.h. Skipped with "skipped: no GPU (<reason>)" without one.
 #include <cuda_runtime.h>
 
 #include <QTest>

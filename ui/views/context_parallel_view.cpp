@@ -154,7 +154,7 @@ void ContextParallelView::reset(const RunPlan& run) {
 }
 
 void ContextParallelView::consume(const std::vector<Event>& events) {
-  (live_ ? *live_ : model_).consume(events);
+  live_.forEvents(model_).consume(events);
   keepForReplay(events);
 }
 
@@ -163,13 +163,8 @@ bool ContextParallelView::keepsForReplay(const Event& e) const {
 }
 
 void ContextParallelView::startReplay(std::int64_t) {
-  live_ = model_;
+  live_.setAside(model_);
   model_.clearPasses();
-}
-
-void ContextParallelView::finishReplay() {
-  if (live_) model_ = *live_;
-  live_.reset();
 }
 
 void ContextParallelView::setBackward(bool backward) {

@@ -28,7 +28,6 @@
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -125,7 +124,7 @@ class ContextParallelView : public LayerView {
   bool keepsForReplay(const Event& e) const override;
   void startReplay(std::int64_t step) override;
   void replayEvents(const std::vector<Event>& events) override { model_.consume(events); }
-  void finishReplay() override;
+  void finishReplay() override { live_.bringBack(model_); }
 
  private:
   // context_parallel_paint.cpp
@@ -134,7 +133,7 @@ class ContextParallelView : public LayerView {
   int paintFooter(QPainter& p, const QRectF& area) const;
 
   ContextParallelModel model_;  // while replaying, the replayed step's; live_ holds the run's
-  std::optional<ContextParallelModel> live_;
+  LiveModel<ContextParallelModel> live_;
   QComboBox* pass_box_;
   bool backward_ = false;
 };

@@ -118,7 +118,7 @@ void ExpertsView::reset(const RunPlan& run) {
 }
 
 void ExpertsView::consume(const std::vector<Event>& events) {
-  (live_ ? *live_ : model_).consume(events);
+  live_.forEvents(model_).consume(events);
   keepForReplay(events);
 }
 
@@ -130,13 +130,8 @@ bool ExpertsView::keepsForReplay(const Event& e) const {
 }
 
 void ExpertsView::startReplay(std::int64_t step) {
-  live_ = model_;
+  live_.setAside(model_);
   model_.restartStep(step);
-}
-
-void ExpertsView::finishReplay() {
-  if (live_) model_ = *live_;
-  live_.reset();
 }
 
 QString ExpertsView::placeholderText() const {

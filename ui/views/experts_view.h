@@ -19,7 +19,6 @@
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -107,7 +106,7 @@ class ExpertsView : public LayerView {
   bool keepsForReplay(const Event& e) const override;
   void startReplay(std::int64_t step) override;
   void replayEvents(const std::vector<Event>& events) override { model_.consume(events); }
-  void finishReplay() override;
+  void finishReplay() override { live_.bringBack(model_); }
 
  private:
   // experts_paint.cpp
@@ -117,7 +116,7 @@ class ExpertsView : public LayerView {
   int paintFooter(QPainter& p, const QRectF& area) const;
 
   ExpertsModel model_;  // while replaying, the replayed step's; live_ holds the run's
-  std::optional<ExpertsModel> live_;
+  LiveModel<ExpertsModel> live_;
 };
 
 }  // namespace shardscope::ui

@@ -13,12 +13,15 @@
 // view's live model aside (startReplay), feeds the step's events again by
 // their end time over max(its length, 2 s) / speed of wall time, and puts the
 // live model back at the end (finishReplay); drawing() holds the run meanwhile.
+// LiveModel below holds the live model set aside, for every view the same way.
 #pragma once
 
 #include <QRectF>
 #include <QString>
 #include <QWidget>
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "views/event_view.h"
@@ -92,6 +95,26 @@ class LayerView : public QWidget, public EventView {
   StepReplay replay_;  // the latest steps' events a replay feeds, and its cursor
   std::int64_t replay_step_ = 0;
   double speed_ = 1.0;
+};
+
+// The run's model while a step replays, for a view that draws `model_`: startReplay
+// sets a copy aside (setAside) and readies `model_` for the replayed step (what
+// differs per view), the run's events go on to the copy (forEvents), and
+// finishReplay puts it back in `model_` (bringBack).
+template <class Model>
+class LiveModel {
+ public:
+  // Where the run's events go: the model set aside during a replay, `shown` otherwise.
+  Model& forEvents(Model& shown) { return live_ ? *live_ : shown; }
+  void setAside(const Model& shown) { live_ = shown; }
+  // `shown` is the run's model again; nothing changes when none was set aside.
+  void bringBack(Model& shown) {
+    if (live_) shown = std::move(*live_);
+    live_.reset();
+  }
+
+ private:
+  std::optional<Model> live_;
 };
 
 }  // namespace shardscope::ui

@@ -189,7 +189,7 @@ void TensorParallelView::reset(const RunPlan& run) {
 }
 
 void TensorParallelView::consume(const std::vector<Event>& events) {
-  (live_ ? *live_ : model_).consume(events);
+  live_.forEvents(model_).consume(events);
   keepForReplay(events);
 }
 
@@ -198,13 +198,8 @@ bool TensorParallelView::keepsForReplay(const Event& e) const {
 }
 
 void TensorParallelView::startReplay(std::int64_t step) {
-  live_ = model_;
+  live_.setAside(model_);
   model_.restartStep(step);
-}
-
-void TensorParallelView::finishReplay() {
-  if (live_) model_ = *live_;
-  live_.reset();
 }
 
 QString TensorParallelView::placeholderText() const {

@@ -29,7 +29,6 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -141,7 +140,7 @@ class TensorParallelView : public LayerView {
   bool keepsForReplay(const Event& e) const override;
   void startReplay(std::int64_t step) override;
   void replayEvents(const std::vector<Event>& events) override { model_.consume(events); }
-  void finishReplay() override;
+  void finishReplay() override { live_.bringBack(model_); }
 
  private:
   QString placeText(TensorParallelPlace place) const;
@@ -166,7 +165,7 @@ class TensorParallelView : public LayerView {
   int paintFooter(QPainter& p, const QRectF& area) const;
 
   TensorParallelModel model_;  // while replaying, the replayed step's; live_ holds the run's
-  std::optional<TensorParallelModel> live_;
+  LiveModel<TensorParallelModel> live_;
 };
 
 }  // namespace shardscope::ui
