@@ -40,6 +40,7 @@
 #include "model/model_config.h"
 #include "plan/data_parallel_traffic.h"
 #include "plan/expert_parallel_traffic.h"
+#include "plan/schedule_file.h"
 #include "plan/sharding_plan.h"
 #include "plan/tensor_parallel_traffic.h"
 #include "train/checkpoint.h"
@@ -485,12 +486,14 @@ std::optional<TrainFlags> parse_train_flags(const std::vector<std::string>& args
   return flags;
 }
 
-// SHARDSCOPE_PLAN_COUNTS=1: how often this process validated a run config and
-// built a sharding plan (plan/run_plan.h), on stderr; a test holds a run to one of each.
+// SHARDSCOPE_PLAN_COUNTS=1: how often this process validated a run config,
+// built a sharding plan and read a --schedule-file (plan/run_plan.h), on
+// stderr; a test holds a run to one of each (no read without a file).
 void report_plan_counts() {
   if (const char* on = std::getenv("SHARDSCOPE_PLAN_COUNTS"); on == nullptr || std::string(on) != "1") return;
-  std::fprintf(stderr, "plan counts: %lld validations, %lld sharding plans\n",
-               static_cast<long long>(run_config_validations()), static_cast<long long>(sharding_plans_built()));
+  std::fprintf(stderr, "plan counts: %lld validations, %lld sharding plans, %lld schedule file reads\n",
+               static_cast<long long>(run_config_validations()), static_cast<long long>(sharding_plans_built()),
+               static_cast<long long>(schedule_files_read()));
 }
 
 int train_command(const std::vector<std::string>& args) {

@@ -48,7 +48,7 @@ bool MainWindow::openScheduleFile(const QString& path) {
     config.layout[Axis::pp] = file.stages;
     config.micro_batches = file.micro_batches;
     validate_run_config(config);
-    validate_schedule_file(config);  // reads the file, checks every action, simulates it
+    validate_schedule_file(file, config);  // the file as read above against the panel's layout
   } catch (const std::exception& e) {
     const QString reason = QString::fromUtf8(e.what());
     setStatus([this, reason] { return tr("Schedule not opened: %1").arg(reason); });

@@ -7,9 +7,9 @@ namespace shardscope {
 
 RunPlanPtr make_run_plan(RunConfig config) {
   validate_run_config(config);
-  validate_schedule_file(config);  // reads the file: beside the config's own rules
+  PipelineSchedule schedule = plan_pipeline_schedule(config);  // reads and checks a --schedule-file, once
   ShardingPlan sharding = make_sharding_plan(config);
-  return std::shared_ptr<const RunPlan>(new RunPlan(std::move(config), std::move(sharding)));
+  return std::shared_ptr<const RunPlan>(new RunPlan(std::move(config), std::move(schedule), std::move(sharding)));
 }
 
 }  // namespace shardscope

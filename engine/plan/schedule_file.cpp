@@ -3,6 +3,7 @@
 #include "plan/schedule_file.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdint>
 #include <fstream>
@@ -270,9 +271,7 @@ ScheduleFile parse_schedule_csv(std::string_view text, const std::string& name) 
   return file;
 }
 
-void validate_schedule_file(const RunConfig& c) {
-  if (c.schedule_file.empty()) return;
-  const ScheduleFile file = load_schedule_file(c.schedule_file);
+void validate_schedule_file(const ScheduleFile& file, const RunConfig& c) {
   const std::string named = "{schedule_file} " + c.schedule_file;
   const auto require = [](bool ok, const std::string& en, const std::string& zh) {
     if (!ok) throw FieldError(en, zh);
@@ -313,12 +312,28 @@ void validate_schedule_file(const RunConfig& c) {
       if (a.type == Type::weight_gradient) return validate_split_backward(c, named);
 }
 
-PipelineSchedule run_pipeline_schedule(const RunConfig& c) {
-  if (!c.schedule_file.empty()) return load_schedule_file(c.schedule_file).schedule;
-  return make_pipeline_schedule(c.schedule, c.layout.pp(), c.micro_batches, c.virtual_stages);
+void validate_schedule_file(const RunConfig& c) {
+  if (!c.schedule_file.empty()) validate_schedule_file(load_schedule_file(c.schedule_file), c);
+}
+
+PipelineSchedule plan_pipeline_schedule(const RunConfig& c) {
+  if (c.schedule_file.empty())
+    return make_pipeline_schedule(c.schedule, c.layout.pp(), c.micro_batches, c.virtual_stages);
+  ScheduleFile file = load_schedule_file(c.schedule_file);  // the run's one read of the file
+  validate_schedule_file(file, c);
+  return std::move(file.schedule);
+}
+
+namespace {
+std::atomic<std::int64_t> reads{0};
+}  // namespace
+
+std::int64_t schedule_files_read() {
+  return reads.load();
 }
 
 ScheduleFile load_schedule_file(const std::string& path) {
+  ++reads;
   std::ifstream in(path);
   if (!in) throw ConfigError("--schedule-file " + path + ": cannot be read");
   std::ostringstream text;

@@ -21,6 +21,7 @@
 // sends and receives fused as the built-in schedules' are.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -44,13 +45,22 @@ struct ScheduleFile {
 ScheduleFile parse_schedule_csv(std::string_view text, const std::string& name);
 // Reads and parses the file; ConfigError naming --schedule-file if it cannot be read.
 ScheduleFile load_schedule_file(const std::string& path);
+// How many times this process has called load_schedule_file, so a test can
+// hold a run to one read (make_run_plan's).
+std::int64_t schedule_files_read();
 
-// A run's --schedule-file against its layout (make_run_plan calls it): as many
-// rows as --pp, as many micro-batches as --micro-batches, as many chunks per
-// rank as --virtual-stages (stage c·p + r on rank r; a V file, with --schedule zb-v instead),
-// and with W's the split-backward rules of config/run_config.h. FieldError / ConfigError naming the flags and numbers.
+// A run's --schedule-file against its layout: as many rows as --pp, as many
+// micro-batches as --micro-batches, as many chunks per rank as
+// --virtual-stages (stage c·p + r on rank r; a V file, with --schedule zb-v
+// instead), and with W's the split-backward rules of config/run_config.h.
+// FieldError / ConfigError naming the flags and numbers. The first reads
+// config.schedule_file (nothing without one); the second checks a file already read.
 void validate_schedule_file(const RunConfig& config);
-// The run's schedule: the file's when it has one, else --schedule's.
-PipelineSchedule run_pipeline_schedule(const RunConfig& config);
+void validate_schedule_file(const ScheduleFile& file, const RunConfig& config);
+// The run's schedule, made once by make_run_plan: the file's (read here, once,
+// and checked as validate_schedule_file does) when it has one, else
+// --schedule's. Everything after the plan takes it from RunPlan::pipeline_schedule,
+// so a file changed or deleted later cannot make the run differ from its plan.
+PipelineSchedule plan_pipeline_schedule(const RunConfig& config);
 
 }  // namespace shardscope

@@ -7,13 +7,11 @@
 
 #include "parallel/pipeline_parallel.h"
 #include "plan/pipeline_schedule.h"
-#include "plan/schedule_file.h"
 #include "train/trainer_rank.h"
 
 namespace shardscope {
 
-void set_up_pipeline_stage(TrainerRank& rank, const RunConfig& config) {
-  const PipelineSchedule schedule = run_pipeline_schedule(config);
+void set_up_pipeline_stage(TrainerRank& rank, const PipelineSchedule& schedule) {
   rank.model->set_activation_slots(std::max(1, peak_in_flight(schedule)[static_cast<std::size_t>(rank.stage)]));
   rank.actions = schedule[static_cast<std::size_t>(rank.stage)];
 }

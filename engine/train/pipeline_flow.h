@@ -15,12 +15,13 @@
 #include "config/run_config.h"
 #include "model/model.h"
 #include "parallel/communicator.h"
+#include "plan/pipeline_schedule.h"
 #include "train/strategy/strategy.h"
 
 namespace shardscope {
 
-// The stage's actions and activation slots, from the run's schedule.
-void set_up_pipeline_stage(TrainerRank& rank, const RunConfig& config);
+// The stage's actions and activation slots, from the run's schedule (RunPlan::pipeline_schedule).
+void set_up_pipeline_stage(TrainerRank& rank, const PipelineSchedule& schedule);
 // First and last stage: each copy of the tied embedding := the sum of both
 // copies' gradients (grads: the stage's whole flat gradients).
 void sum_tied_embedding_gradients(TrainerRank& rank, const GradientSpan& grads, const CommTag& tag);

@@ -231,7 +231,7 @@ void Trainer::build_model(Rank& rank) {
   rank.model->set_checkpointing(config_.checkpoint);
   rank.model->set_event_sink(sink_, rank.clock.get());
   rank.model->set_layer_boundary_callback([this, self = &rank] { check_stop(*self); });  // Ctrl-C mid-step
-  set_up_pipeline_stage(rank, config_);  // its actions, and as many activation slots as it has in flight
+  set_up_pipeline_stage(rank, run_->pipeline_schedule());  // its actions, and slots for what it holds in flight
   if (plan_->unit_storage()) {
     rank.unit_storage =
         std::make_unique<ZeroShardedStorage>(*plan_, place, rank.dtype, *rank.model, *rank.dp_comm, rank.ledger);

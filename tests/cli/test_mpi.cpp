@@ -312,8 +312,8 @@ class TestMpi : public QObject {
     QVERIFY2(!err.contains("did not all arrive"), qPrintable(err));
   }
 
-  // Each process plans its run once, after joining the job (it validated, planned and read the
-  // --schedule-file twice before); a refusal the plan finds still exits 2 naming the flag.
+  // Each process plans its run once, after joining the job, and reads the --schedule-file
+  // once, for the plan; a refusal the plan finds still exits 2 naming the flag.
   void each_process_plans_once() {
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert("SHARDSCOPE_PLAN_COUNTS", "1");
@@ -323,7 +323,8 @@ class TestMpi : public QObject {
                                  "4", "--micro-batches", "8", "--schedule-file", file},
                                 120000, env);
     QVERIFY2(r.code == 0, qPrintable(r.err));
-    QVERIFY2(r.err.count("plan counts: 1 validations, 1 sharding plans") == 4, qPrintable(r.err));
+    QVERIFY2(r.err.count("plan counts: 1 validations, 1 sharding plans, 1 schedule file reads") == 4,
+             qPrintable(r.err));
     const CliResult refused = run_mpi(2, kRun + QStringList{"--dp", "2", "--seq", "1000"});
     QCOMPARE(refused.code, 2);
     QVERIFY2(refused.err.contains("--seq 1000 exceeds the maximum sequence length of gpt-tiny (256)"),

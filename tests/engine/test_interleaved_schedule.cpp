@@ -9,6 +9,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
@@ -19,6 +20,7 @@
 #include "clock/pipeline_bubble.h"
 #include "config/run_config.h"
 #include "core/error.h"
+#include "engine/collecting_sink.h"
 #include "engine/schedule_csv.h"
 #include "plan/pipeline_schedule.h"
 #include "plan/run_plan.h"
@@ -89,6 +91,7 @@ class TestInterleavedSchedule : public QObject {
   void a_schedule_file_is_the_schedule_it_writes();
   void a_bad_schedule_file_is_refused_naming_rank_and_action();
   void a_schedule_file_trains();
+  void a_run_keeps_the_schedule_file_it_planned();
   void the_example_files_are_the_built_in_schedules();
 };
 
@@ -342,6 +345,66 @@ void TestInterleavedSchedule::a_schedule_file_trains() {
   } catch (const ConfigError& e) {
     QVERIFY2(std::string(e.what()).find("has 2 rows (ranks), but --pp is 4") != std::string::npos, e.what());
   }
+}
+
+namespace {
+// [stage] the forwards and backwards each stage ran, in its order, from the
+// stage's compute spans (layer -1; the model's per-layer spans are left out).
+PipelineSchedule schedule_that_ran(const std::vector<Event>& events, int stages) {
+  PipelineSchedule ran(static_cast<std::size_t>(stages));
+  for (const Event& e : events)
+    if (e.kind == EventKind::compute_span && e.layer == -1 &&
+        (e.compute == ComputeKind::forward || e.compute == ComputeKind::backward))
+      ran[static_cast<std::size_t>(e.stage)].push_back(
+          {.type = e.compute == ComputeKind::forward ? Type::forward : Type::backward,
+           .micro_batch = e.micro_batch,
+           .stage = e.stage});
+  return ran;
+}
+}  // namespace
+
+// The plan reads the --schedule-file once and the run takes its lists from the
+// plan: the file rewritten as another valid schedule (GPipe) or deleted after
+// make_run_plan, the trainer still runs the 1F1B it planned and reads nothing again.
+void TestInterleavedSchedule::a_run_keeps_the_schedule_file_it_planned() {
+  QTemporaryDir dir;
+  const QString path = dir.filePath("planned.csv");
+  const auto write = [&](const PipelineSchedule& schedule) {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    f.write(testing::as_csv(schedule, testing::CsvLineEnd::bare));
+  };
+  const PipelineSchedule one_f_one_b = make_pipeline_schedule(PipelineScheduleKind::one_f_one_b, 2, 4);
+  const PipelineSchedule gpipe = make_pipeline_schedule(PipelineScheduleKind::gpipe, 2, 4);
+  QVERIFY(compute_only(one_f_one_b) != compute_only(gpipe));  // the two runs can be told apart
+  write(one_f_one_b);
+  RunConfig c;
+  c.model = "gpt-tiny";
+  c.steps = 1;
+  c.batch = 8;
+  c.seq = 32;
+  c.threads = 2;
+  c.layout[Axis::pp] = 2;
+  c.micro_batches = 4;
+  c.schedule = PipelineScheduleKind::gpipe;  // the file replaces it
+  c.schedule_file = path.toStdString();
+  const std::int64_t reads = schedule_files_read();
+  const RunPlanPtr plan = make_run_plan(c);
+  QCOMPARE(schedule_files_read() - reads, std::int64_t{1});
+  QVERIFY(plan->pipeline_schedule() == one_f_one_b);
+  for (const bool deleted : {false, true}) {
+    if (deleted)
+      QVERIFY(QFile::remove(path));
+    else
+      write(gpipe);
+    test::CollectingSink sink;
+    Trainer trainer(plan, &sink);
+    int steps = 0;
+    trainer.run([&](const StepMetrics&) { ++steps; });
+    QCOMPARE(steps, 1);
+    QVERIFY2(schedule_that_ran(sink.events(), 2) == compute_only(one_f_one_b), deleted ? "deleted" : "rewritten");
+  }
+  QCOMPARE(schedule_files_read() - reads, std::int64_t{1});
 }
 
 // resources/examples/schedules: the built-in schedules as files to start from.
