@@ -51,10 +51,12 @@ void validate_model_limits(const RunConfig& c, const ModelConfig& model) {
           "{seq} " + str(c.seq) + " exceeds the maximum sequence length of " + model.name + " (" +
               str(model.max_seq) + ")",
           "{seq} " + str(c.seq) + " 超过了 " + model.name + " 的最大序列长度（" + str(model.max_seq) + "）");
+  // The flag that named the model: --init-from DIR, or --model DIR/config.json (fresh weights).
+  const std::string source = c.init_from.empty() ? "{model}" : "{init_from}";
   require(model.vocab >= ByteTokenizer::kVocabSize || (!c.init_from.empty() && has_hf_tokenizer(c.init_from)),
-          "{init_from}: the vocabulary of " + model.name + " (" + str(model.vocab) + ") is smaller than the " +
+          source + ": the vocabulary of " + model.name + " (" + str(model.vocab) + ") is smaller than the " +
               str(ByteTokenizer::kVocabSize) + " ids of the byte tokenizer that the training text is read with",
-          "{init_from}：" + model.name + " 的词表（" + str(model.vocab) + "）小于读取训练文本所用字节分词器的 " +
+          source + "：" + model.name + " 的词表（" + str(model.vocab) + "）小于读取训练文本所用字节分词器的 " +
               str(ByteTokenizer::kVocabSize) + " 个 id");
   require(c.layout.pp() <= model.layers,
           "{pp} " + str(c.layout.pp()) + " is more pipeline stages than " + model.name + " has layers (" +

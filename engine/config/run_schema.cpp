@@ -196,6 +196,9 @@ nlohmann::json number_from_text(const RunField& field, std::string_view text) {
   if (!std::isfinite(value) || std::fabs(value) > 3.0e38)
     throw FieldError(placeholder(field) + ": " + copy + " is not a finite number",
                      placeholder(field) + "：" + copy + " 不是有限的数");
+  if (value != 0.0 && static_cast<float>(value) == 0.0f)  // the run keeps a float: 1e-50 became 0, "got 0"
+    throw FieldError(placeholder(field) + ": " + copy + " is too small for a 32-bit float (it would be 0)",
+                     placeholder(field) + "：" + copy + " 太小，32 位浮点数存不下（会变成 0）");
   return value;
 }
 

@@ -56,6 +56,16 @@ std::int64_t required(const JsonConfig& json, const std::string& key, std::int64
   return *value;
 }
 
+// LayerNorm's or RMSNorm's epsilon (x / sqrt(variance + eps)): positive, or a
+// constant row divides by zero; at most 1, or the engine's float holds a value
+// (1e300 became inf) that scales every activation to nothing without a word.
+double norm_epsilon(const JsonConfig& json, const std::string& key, double fallback) {
+  const double eps = json.get_number({key}).value_or(fallback);
+  if (!(eps > 0.0 && eps <= 1.0))
+    json.fail({key}, json.find({key})->dump() + " is out of range (0, 1] (the norm divides by sqrt(variance + eps))");
+  return eps;
+}
+
 std::string shape_keys(HfArchitecture architecture) {
   if (architecture == HfArchitecture::gpt2) return "vocab_size, n_embd, n_inner, n_layer and n_positions";
   const std::string keys = "vocab_size, hidden_size, intermediate_size, num_hidden_layers";
@@ -186,7 +196,7 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& sou
     c.max_positions = required(json, "n_positions", kHfMaxPositions);
     c.intermediate = json.get_int({"n_inner"}, 1, kHfMaxIntermediate).value_or(4 * c.hidden);  // null: 4 n_embd
     c.activation = json.get_string({"activation_function"}).value_or("gelu_new");
-    c.norm_eps = json.get_number({"layer_norm_epsilon"}).value_or(1e-5);
+    c.norm_eps = norm_epsilon(json, "layer_norm_epsilon", 1e-5);
     read_gpt2_experts(json, c);
   } else if (c.model_type == "bert") {
     c.architecture = HfArchitecture::bert;
@@ -199,7 +209,7 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& sou
     c.max_positions = required(json, "max_position_embeddings", kHfMaxPositions);
     c.type_vocab = json.get_int({"type_vocab_size"}, 1, kHfMaxTypeVocab).value_or(2);
     c.activation = json.get_string({"hidden_act"}).value_or("gelu");
-    c.norm_eps = json.get_number({"layer_norm_eps"}).value_or(1e-12);
+    c.norm_eps = norm_epsilon(json, "layer_norm_eps", 1e-12);
   } else if (llama_family(c.model_type)) {
     // Mistral has Llama's tensors (plus a sliding window); Mixtral's and DeepSeek-V3's MLPs are experts.
     c.architecture = HfArchitecture::llama;
@@ -215,7 +225,7 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& sou
     c.attention_bias = json.get_bool({"attention_bias"}).value_or(false);
     c.mlp_bias = json.get_bool({"mlp_bias"}).value_or(false);
     c.activation = json.get_string({"hidden_act"}).value_or("silu");
-    c.norm_eps = json.get_number({"rms_norm_eps"}).value_or(1e-6);
+    c.norm_eps = norm_epsilon(json, "rms_norm_eps", 1e-6);
     if (c.model_type == "mixtral") read_mixtral_experts(json, c);
     if (c.model_type == "deepseek_v3") read_deepseek_v3(json, c, known);
   } else {

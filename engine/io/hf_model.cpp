@@ -163,6 +163,27 @@ bool header_has_tensor(const std::string& path, const std::string& suffix) {
 
 }  // namespace
 
+namespace {
+// Why engine_config() refused a GPT-2 or BERT config, by key (" (n_inner 64, not 4 x n_embd = 128)"),
+// so the message points at the line to change; "" for the architectures the engine lacks altogether.
+std::string what_the_engine_lacks(const HfModelConfig& hf) {
+  const bool gpt2 = hf.architecture == HfArchitecture::gpt2;
+  if (hf.architecture == HfArchitecture::llama) return "";
+  if (hf.intermediate != 4 * hf.hidden) {
+    // Appended in steps: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
+    std::string why = gpt2 ? " (n_inner " : " (intermediate_size ";
+    why += std::to_string(hf.intermediate);
+    why += gpt2 ? ", not 4 x n_embd = " : ", not 4 x hidden_size = ";
+    why += std::to_string(4 * hf.hidden);
+    return why + ")";
+  }
+  if (!hf.tie_word_embeddings) return " (tie_word_embeddings false)";
+  if (gpt2 ? hf.activation != "gelu_new" && hf.activation != "gelu_pytorch_tanh" : hf.activation != "gelu")
+    return std::string(gpt2 ? " (activation_function '" : " (hidden_act '") + hf.activation + "')";
+  return " (a shape past the engine's limits)";
+}
+}  // namespace
+
 bool has_hf_tokenizer(const std::string& dir) {
   std::error_code ec;
   for (const char* file : {"tokenizer.json", "vocab.txt", "vocab.json"})
@@ -184,8 +205,8 @@ ModelConfig read_hf_model_config(const std::string& dir) {
                       "transformers' defaults compute them); the estimate command still counts its memory");
   std::optional<ModelConfig> config = hf.engine_config();
   if (!config)
-    throw ConfigError(path + ": model_type '" + hf.model_type + "' (activation '" + hf.activation +
-                      "') cannot be loaded: ShardScope runs GPT-2 (gelu_new, tied head) and BERT (gelu) with a 4h MLP");
+    throw ConfigError(path + ": model_type '" + hf.model_type + "'" + what_the_engine_lacks(hf) +
+                      " cannot be loaded: ShardScope runs GPT-2 (gelu_new, tied head) and BERT (gelu) with a 4h MLP");
   config->name = dir;
   // BertModel has a pooler, BertForMaskedLM none: the weights say which.
   if (config->kind == ModelKind::bert)

@@ -57,6 +57,8 @@ void TestCli::bad_input_exits_2_with_a_message_data() {
   QTest::newRow("negative batch") << QStringList{"train", "--batch", "-4"} << "--batch: -4 is out of range";
   QTest::newRow("nan lr") << QStringList{"train", "--lr", "nan"} << "--lr: nan is not a finite number";
   QTest::newRow("negative lr") << QStringList{"train", "--lr", "-0.1"} << "--lr must be in (0, 10)";
+  QTest::newRow("lr under a float") << QStringList{"train", "--lr", "1e-50"}
+                                    << "--lr: 1e-50 is too small for a 32-bit float (it would be 0)";
   QTest::newRow("seq too long") << QStringList{"train", "--seq", "257"}
                                 << "--seq 257 exceeds the maximum sequence length of gpt-tiny (256)";
   QTest::newRow("unknown flag") << QStringList{"train", "--stepz", "3"} << "unknown flag '--stepz'";

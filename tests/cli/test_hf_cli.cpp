@@ -110,6 +110,19 @@ BadDir break_model(const std::string& dir, const std::string& how) {
     write_text(config, j.dump());
     return {"config.json", "n_layer"};
   }
+  if (how == "MLP not 4h" || how == "untied head in config" || how == "huge layer_norm_epsilon") {
+    auto j = nlohmann::json::parse(read_text(config));
+    const char* key = how == "MLP not 4h"              ? "n_inner"
+                      : how == "untied head in config" ? "tie_word_embeddings"
+                                                       : "layer_norm_epsilon";
+    j[key] = how == "MLP not 4h"              ? nlohmann::json(64)
+             : how == "untied head in config" ? nlohmann::json(false)
+                                              : nlohmann::json(1e300);
+    write_text(config, j.dump());
+    return {"config.json", how == "MLP not 4h"              ? "(n_inner 64, not 4 x n_embd = 128)"
+                           : how == "untied head in config" ? "(tie_word_embeddings false)"
+                                                            : "layer_norm_epsilon: 1e+300 is out of range (0, 1]"};
+  }
   if (how == "unsupported activation") {
     auto j = nlohmann::json::parse(read_text(config));
     j["activation_function"] = "relu";
@@ -252,11 +265,26 @@ void TestHfCli::init_from_with_model_is_refused() {
 
 void TestHfCli::bad_model_dirs_exit_2_data() {
   QTest::addColumn<QString>("how");
-  for (const char* how :
-       {"pytorch_model.bin only", "no weights", "truncated safetensors", "bad config.json", "config without n_layer",
-        "unsupported activation", "missing tensor", "unexpected tensor", "wrong shape", "untied lm_head",
-        "sharded safetensors", "llama config", "integer weights", "attention unscaled", "attention scaled by layer",
-        "BERT relative positions", "BERT as a decoder"})
+  for (const char* how : {"pytorch_model.bin only",
+                          "no weights",
+                          "truncated safetensors",
+                          "bad config.json",
+                          "config without n_layer",
+                          "unsupported activation",
+                          "missing tensor",
+                          "unexpected tensor",
+                          "wrong shape",
+                          "untied lm_head",
+                          "sharded safetensors",
+                          "llama config",
+                          "integer weights",
+                          "attention unscaled",
+                          "attention scaled by layer",
+                          "BERT relative positions",
+                          "BERT as a decoder",
+                          "MLP not 4h",
+                          "untied head in config",
+                          "huge layer_norm_epsilon"})
     QTest::newRow(how) << how;
 }
 

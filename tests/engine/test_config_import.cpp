@@ -72,6 +72,7 @@ class TestConfigImport : public QObject {
   void values_are_named_by_type_never_dumped();
   void numbers_past_a_double_are_format_errors();
   void hf_shape_keys_have_limits();
+  void hf_norm_epsilon_has_limits();
   void global_batch_is_never_narrowed();
   void special_files_are_refused_by_name();
   void gpu_mem_keeps_its_sign();
@@ -516,6 +517,35 @@ void TestConfigImport::hf_shape_keys_have_limits() {
   QVERIFY(wide.training_parameters() > wide.embedding_parameters());
   const ModelShape shape = model_shape_from_hf(wide);
   QCOMPARE(shape.parameters(), wide.training_parameters());
+}
+
+// A norm's epsilon outside (0, 1] is refused by key and line: 1e300 became an
+// infinite float that trained a model of constant outputs without a word, and a
+// negative one was blamed on "ln_eps", a name no config.json has.
+void TestConfigImport::hf_norm_epsilon_has_limits() {
+  const std::string gpt2 = R"({"model_type": "gpt2", "vocab_size": 300, "n_embd": 64, "n_layer": 2, "n_head": 4,
+                               "n_positions": 64, "layer_norm_epsilon": )";
+  std::string m = message_of<ConfigError>([&] { parse_hf_config(gpt2 + "1e300}", "g.json"); });
+  QCOMPARE(m, std::string("g.json line 2: layer_norm_epsilon: 1e+300 is out of range (0, 1] (the norm divides by "
+                          "sqrt(variance + eps))"));
+  m = message_of<ConfigError>([&] { parse_hf_config(gpt2 + "-1e-05}", "g.json"); });
+  QVERIFY2(contains(m, "g.json line 2: layer_norm_epsilon: -1e-05 is out of range (0, 1]"), m.c_str());
+  m = message_of<ConfigError>([&] { parse_hf_config(gpt2 + "0}", "g.json"); });
+  QVERIFY2(contains(m, "layer_norm_epsilon: 0 is out of range"), m.c_str());
+  QCOMPARE(parse_hf_config(gpt2 + "1e-05}", "g.json").norm_eps, 1e-5);
+  m = message_of<ConfigError>([] {
+    parse_hf_config(R"({"model_type": "bert", "vocab_size": 300, "hidden_size": 64, "num_hidden_layers": 2,
+                        "num_attention_heads": 4, "intermediate_size": 256, "max_position_embeddings": 64,
+                        "layer_norm_eps": 2})",
+                    "b.json");
+  });
+  QVERIFY2(contains(m, "b.json line 3: layer_norm_eps: 2 is out of range (0, 1]"), m.c_str());
+  m = message_of<ConfigError>([] {
+    parse_hf_config(R"({"model_type": "llama", "vocab_size": 300, "hidden_size": 64, "num_hidden_layers": 2,
+                        "num_attention_heads": 4, "intermediate_size": 256, "rms_norm_eps": -1})",
+                    "l.json");
+  });
+  QVERIFY2(contains(m, "l.json line 2: rms_norm_eps: -1 is out of range (0, 1]"), m.c_str());
 }
 
 // DeepSpeed's train_batch_size is up to 2^40; the micro-batch or accumulation

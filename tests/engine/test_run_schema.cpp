@@ -142,6 +142,23 @@ class TestRunSchema : public QObject {
     QVERIFY2(contains(json, "\"zero\" 2 with \"pp\" 2"), json.c_str());
   }
 
+  // A model too small for the byte tokenizer is blamed on the flag that named it:
+  // --model DIR/config.json (fresh weights) was reported as --init-from.
+  void aSmallVocabularyNamesTheFlagThatGaveTheModel() {
+    const QTemporaryDir dir;
+    const std::string config = dir.path().toStdString() + "/config.json";
+    std::ofstream(config) << R"({"model_type": "gpt2", "vocab_size": 100, "n_embd": 32, "n_layer": 2, "n_head": 4,
+                                 "n_positions": 32})";
+    RunConfig c;
+    c.model = config;
+    c.seq = 16;
+    const FieldError e = field_error_of([&] { validate_run_config(c); });
+    std::string expected = "--model: the vocabulary of ";
+    expected += dir.path().toStdString();
+    QVERIFY2(contains(e.what(), expected + " (100) is smaller"), e.what());
+    QVERIFY2(!contains(e.what(), "--init-from"), e.what());
+  }
+
   // Recordings: a bad value names its key, and every saved field comes back.
   void runConfigJsonUsesTheSchema() {
     RunConfig c;
