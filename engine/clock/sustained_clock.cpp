@@ -17,6 +17,12 @@ KernelModel sustained_kernel_model(std::string_view gpu, double peak_tflops, dou
   return kernels;
 }
 
+KernelModel sustained_float8_kernel_model(std::string_view gpu, double fp8_peak_tflops, double memory_gbps) {
+  KernelModel kernels = measured_float8_kernel_model(fp8_peak_tflops, memory_gbps);
+  kernels.peak_flops *= sustained_clock(gpu).fraction;
+  return kernels;
+}
+
 double measured_all_reduce_gbps(std::string_view gpu) {
   return gpu == "A100-40GB" || gpu == "A100-80GB" ? 200 : 0;
 }
