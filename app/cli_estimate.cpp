@@ -80,7 +80,8 @@ SettingsPatch patch_from_flags(const Flags& f) {
   given("attention", flag_value(f, "attention"));
   given("time_model", flag_value(f, "time_model"));
   for (const char* key :
-       {"runtime", "selective_ac", "dropout", "autocast", "tp_comm_overlap", "overlap_param_gather", "gpu_bandwidth"})
+       {"runtime", "selective_ac", "dropout", "autocast", "tp_comm_overlap", "overlap_param_gather", "gpu_bandwidth",
+        "float8", "float8_all_gather"})
     given(key, flag_value(f, key));
   if (f.efficiency) given("efficiency", static_cast<double>(*f.efficiency));
   return patch_from_values(values);
@@ -188,6 +189,13 @@ void print_gpu_time(const Estimate& e) {
       attention.c_str(), t.memory_bound_s, e.settings.eager_runtime ? "eager, one kernel per op" : "fused",
       t.gemm_floor_s * 1e6, 100.0 * t.gemm_fraction, t.sustained_clock, 100.0 * t.memory_fraction,
       short_number(t.memory_gbps, 4).c_str(), 100.0 * t.memory_fraction);
+  if (t.float8_peak_tflops > 0)
+    std::printf(
+        "  float8         the layers' linears in FP8 (tensorwise): their GEMMs' FLOPs at %.0f%% of %s TFLOP/s FP8 × "
+        "%.3f sustained clock (DeepGEMM's H800 FP8 table), 1-byte operands; casts, amax and transposes %.3f s of the "
+        "memory-bound; attention core and head 16-bit; memory above counts 16-bit linears\n",
+        100.0 * t.float8_gemm_fraction, short_number(t.float8_peak_tflops, 5).c_str(), t.sustained_clock,
+        t.float8_cast_s);
 }
 
 void print_time(const Estimate& e) {

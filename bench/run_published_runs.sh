@@ -29,18 +29,24 @@ time_field() {
       value = substr($0, length(key) + 9); sub(/,$/, "", value); gsub(/"/, "", value); print value }' "$1"
 }
 
+# A row with --float8 has no flat figure: the flat model knows one 16-bit peak (estimate refuses the pair).
 run() {
   local name=$1 metric=$2 published=$3
   shift 3
   "$cli" estimate --json --time-model kernels "$@" >"$tmp/kernels.json"
-  "$cli" estimate --json --time-model flat "$@" >"$tmp/flat.json"
-  local kernels flat gpu
+  local kernels flat=none gpu
+  case " $* " in
+    *" --float8 "*) ;;
+    *) "$cli" estimate --json --time-model flat "$@" >"$tmp/flat.json"
+       flat=$(time_field "$tmp/flat.json" "$metric") ;;
+  esac
   kernels=$(time_field "$tmp/kernels.json" "$metric")
-  flat=$(time_field "$tmp/flat.json" "$metric")
   gpu=$(time_field "$tmp/kernels.json" gpu)
   awk -v name="$name" -v gpu="$gpu" -v metric="$metric" -v k="$kernels" -v f="$flat" -v p="$published" 'BEGIN {
-    scale = metric == "mfu" ? 100 : 1; k *= scale; f *= scale
-    printf "%-44s %-10s %-21s %10.1f %+7.1f%% %10.1f %+7.1f%% %10.1f\n", name, gpu, metric, k, 100 * (k / p - 1), f, 100 * (f / p - 1), p
+    scale = metric == "mfu" ? 100 : 1; k *= scale
+    if (f == "none") flat = sprintf("%10s %8s", "-", "-")
+    else { f *= scale; flat = sprintf("%10.1f %+7.1f%%", f, 100 * (f / p - 1)) }
+    printf "%-44s %-10s %-21s %10.1f %+7.1f%% %s %10.1f\n", name, gpu, metric, k, 100 * (k / p - 1), flat, p
   }'
 }
 
@@ -130,3 +136,45 @@ run "Megatron-LM H100 GPT 314B, 3072 (tp 8, pp 8)" tflops_per_gpu 474.4 \
   --model "$runs/megatron-h100-314b_config.json" "${mgsp[@]}" 8 --pp 8 --micro-batches 32
 run "Megatron-LM H100 GPT 462B, 6144 (tp 8, pp 16)" tflops_per_gpu 459.9 \
   --model "$runs/megatron-h100-462b_config.json" "${mgsp[@]}" 8 --pp 16 --micro-batches 64
+# torchtitan's Float8 rows (benchmarks/llama3_h100_202412_torchtitan.md, the same H100s at 2.4 TB/s and
+# 500 W; torchtitan 9dec370, torchao eab345c). Every nn.Linear of the layers becomes torchao's Float8Linear
+# (torchtitan/float8.py: all but "output"), tensorwise dynamic scaling, the only recipe of that commit
+# (--float8 tensorwise); with torch.compile (fused runtime). The tables do not say whether FSDP gathered in
+# FP8; docs/float8.md of the same commit launches with --float8.enable_fsdp_float8_all_gather and
+# --float8.precompute_float8_dynamic_scale_for_fsdp, and so does train_configs/llama3_405b.toml
+# (--float8-all-gather: assumed for every row).
+f8=(--float8 tensorwise --float8-all-gather)
+# Tables 1 and 3: FSDP + torch.compile + Float8, as the bf16 rows above (8,532 and 8,380 TPS/GPU).
+run "torchtitan 8B, 8 x H100, FSDP + compile + Float8" tokens_per_s_per_gpu 8532 "${tt[@]}" --dp 8 "${f8[@]}"
+run "torchtitan 8B, 128 x H100, FSDP + compile + Float8" tokens_per_s_per_gpu 8380 "${tt[@]}" --dp 128 "${f8[@]}"
+# Table 2, its context-parallel degree 1 row: 8 GPUs, FSDP 8, sequence 32768, local batch 1, full
+# activation checkpointing (3,890). The other rows split the sequence over cp ranks, which the time model
+# does not price.
+run "torchtitan 8B, 8 x H100, 32k, full AC + Float8" tokens_per_s_per_gpu 3890 \
+  --model "$runs/llama-3.1-8b_config.json" --zero 3 --precision bf16 --micro-batch 1 --seq 32768 \
+  --checkpoint full --gpu H100 --gpu-bandwidth 2400 --attention flash --dp 8 "${f8[@]}"
+# Table 4: Llama 3.1 70B on 256 GPUs, FSDP 32 x TP 8, local batch 16 of 8192 tokens (llama3_70b.toml),
+# full activation checkpointing, its row without AsyncTP (829). torchtitan's tensor parallelism splits
+# the norms' sequence over the tp ranks (--sequence-parallel).
+run "torchtitan 70B, 256 x H100, FSDP 32 x TP 8 + Float8" tokens_per_s_per_gpu 829 \
+  --model "$runs/llama-3.1-70b_config.json" --zero 3 --precision bf16 --micro-batch 16 --seq 8192 \
+  --checkpoint full --gpu H100 --gpu-bandwidth 2400 --attention flash --dp 32 --tp 8 --sequence-parallel "${f8[@]}"
+# Table 5: Llama 3.1 405B on 512 GPUs, FSDP 8 x TP 8 x PP 8, local batch 32 of 8192 tokens, full activation
+# checkpointing, AsyncTP (not modelled: the tp collectives stay on the critical path). torchtitan 9dec370
+# splits the local batch into pp = 8 micro-batches (pipeline_parallel_microbatches' default) and 126 layers
+# into 8 stages (generate_split_points: 15, six of 16, 15). Beside pipeline
+# parallelism its FSDP keeps the gathered parameters through the step (parallelize_llama.py:
+# reshard_after_forward False): one gather a step and, assumed, one reduce-scatter (the gradients synced in
+# the last micro-batch's backward), ZeRO-1's bytes (--zero 1; the estimator refuses ZeRO-3 with --pp).
+# 1F1B: 100. Its interleaved 1F1B row (128) is not here: 126 layers in 16 stages of 7 and 8, which the
+# estimator's interleaved placement (equal chunks, as Megatron-LM's) refuses.
+t405=(--model "$runs/llama-3.1-405b_config.json" --zero 1 --precision bf16 --micro-batch 4 --seq 8192
+  --micro-batches 8 --checkpoint full --gpu H100 --gpu-bandwidth 2400 --attention flash --dp 8 --tp 8
+  --sequence-parallel --pp 8 "${f8[@]}")
+run "torchtitan 405B, 512 x H100, 1F1B + Float8" tokens_per_s_per_gpu 100 "${t405[@]}"
+# Table 6, its context-parallel degree 1 row: the same 405B layout with 1F1B, sequence 32768, local batch 8
+# (8 micro-batches of 1) (76).
+run "torchtitan 405B, 512 x H100, 32k, 1F1B + Float8" tokens_per_s_per_gpu 76 \
+  --model "$runs/llama-3.1-405b_config.json" --zero 1 --precision bf16 --micro-batch 1 --seq 32768 \
+  --micro-batches 8 --checkpoint full --gpu H100 --gpu-bandwidth 2400 --attention flash --dp 8 --tp 8 \
+  --sequence-parallel --pp 8 "${f8[@]}"

@@ -23,6 +23,12 @@ constexpr double kLargeS = kLargeFlops / 783'328'793'548'203;
 constexpr double kMemoryFraction = (kFlatBytes - kSmallBytes) / (kFlatS - kSmallS) / kH100Bandwidth;
 constexpr double kFloorS = kSmallS - kSmallBytes / (kH100Bandwidth * kMemoryFraction);
 constexpr double kGemmFraction = kLargeFlops / (kLargeS - kFloorS) / kH100PeakFlops;
+
+// DeepGEMM's H800 table (kernel_model.h): 4096 x 7168 x 16384 in FP8 at 1358 TFLOP/s, of 1978.9 dense.
+constexpr double kH800Fp8PeakFlops = 1978.9e12;
+constexpr double kFp8Flops = 2.0 * 4096 * 7168 * 16384;
+constexpr double kFp8S = kFp8Flops / 1358e12;
+constexpr double kFloat8GemmFraction = kFp8Flops / (kFp8S - kFloorS) / kH800Fp8PeakFlops;
 }  // namespace
 
 double KernelModel::gemm_s(double flops, double bytes) const {
@@ -35,6 +41,14 @@ double KernelModel::memory_s(double bytes) const {
 
 KernelModel measured_kernel_model(double peak_tflops, double memory_gbps) {
   return {peak_tflops * 1e12, memory_gbps * 1e9, kGemmFraction, kMemoryFraction, kFloorS};
+}
+
+KernelModel measured_float8_kernel_model(double fp8_peak_tflops, double memory_gbps) {
+  return {fp8_peak_tflops * 1e12, memory_gbps * 1e9, kFloat8GemmFraction, kMemoryFraction, kFloorS};
+}
+
+double float8_gemm_fraction() {
+  return kFloat8GemmFraction;
 }
 
 KernelModel flat_kernel_model(double peak_tflops, double memory_gbps, double efficiency) {

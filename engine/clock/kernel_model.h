@@ -21,6 +21,17 @@
 // The rest of the table checks the form (2048³, 1024 × 2048 × 2048 and
 // 4096 × 512 × 512 against their measured figures (tests/engine/test_gpu_profile_clock.cpp holds these). Nothing
 // here is fitted to a training run.
+//
+// FP8 GEMMs (estimate --float8): XLA's sm_90 table has no FP8 entries, so one
+// measured FP8 table of the same kind: DeepGEMM's (deepseek-ai/DeepGEMM README
+// at its first commit a6d97a1, "Normal GEMMs for dense models", H800 SXM5,
+// NVCC 12.8; the H800's tensor cores are the H100 SXM's, 1978.9 dense FP8
+// TFLOP/s). Its largest compute-bound shape, 4096 × 7168 × 16384, runs at
+// 1358 TFLOP/s; less the same floor its FLOPs go at 0.692 of the FP8 peak
+// (float8_gemm_fraction). The floor and the memory fraction stay the table's
+// above: they are the GPU's, not the data type's. DeepGEMM scales in blocks of
+// 128 (its promotion adds CUDA-core work per block) where a tensorwise FP8
+// GEMM scales once, so tensorwise kernels may reach more of the peak.
 #pragma once
 
 namespace shardscope {
@@ -40,6 +51,10 @@ struct KernelModel {
 
 // The microbenchmark's three constants on a GPU of these data-sheet figures.
 KernelModel measured_kernel_model(double peak_tflops, double memory_gbps);
+// The same model for FP8 GEMMs (E4M3/E5M2 in, 16-bit out) at a GPU's dense FP8 peak: DeepGEMM's fraction.
+KernelModel measured_float8_kernel_model(double fp8_peak_tflops, double memory_gbps);
+// DeepGEMM's measured fraction of the FP8 peak (above), for the tests and the printout.
+double float8_gemm_fraction();
 // The old single assumption: every FLOP at `efficiency` of peak, bytes at the
 // full bandwidth, no floor (estimate --efficiency X).
 KernelModel flat_kernel_model(double peak_tflops, double memory_gbps, double efficiency);

@@ -17,6 +17,12 @@ KernelModel sustained_kernel_model(std::string_view gpu, double peak_tflops, dou
   return kernels;
 }
 
+KernelModel sustained_float8_kernel_model(std::string_view gpu, double fp8_peak_tflops, double memory_gbps) {
+  KernelModel kernels = measured_float8_kernel_model(fp8_peak_tflops, memory_gbps);
+  kernels.peak_flops *= sustained_clock(gpu).fraction;
+  return kernels;
+}
+
 NodeBusBandwidth measured_node_bus_gbps(std::string_view gpu) {
   if (gpu == "A100-40GB" || gpu == "A100-80GB") return {200, 200};
   if (gpu == "H100" || gpu == "H200") return {476, 360};

@@ -36,6 +36,8 @@ SustainedClock sustained_clock(std::string_view gpu);
 // compute_s (estimate/time_model.h) and the virtual clock's GPU profiles (train/run_device_models.h)
 // price kernels with.
 KernelModel sustained_kernel_model(std::string_view gpu, double peak_tflops, double memory_gbps);
+// The same for FP8 GEMMs (estimate --float8): clock/kernel_model.h's FP8 fraction at the same sustained clock.
+KernelModel sustained_float8_kernel_model(std::string_view gpu, double fp8_peak_tflops, double memory_gbps);
 
 // The bus bandwidth NCCL's collectives reach inside a node, GB/s per direction, where published
 // nccl-tests runs measure it (0: none found, the datasheet's link). all_reduce: an all-reduce;

@@ -32,25 +32,29 @@ const std::vector<GpuProfile>& gpu_profiles() {
   //   B200: NVIDIA HGX B200 / DGX B200 datasheets (1000 W part; per-GPU = system / 8).
   //   RTX 4090: NVIDIA Ada Lovelace architecture whitepaper, appendix (fp16 with fp32 accumulate).
   //   MI300X: AMD Instinct MI300X accelerator datasheet (its "192 GB" are 8 stacks of 24 GiB).
+  // FP8 (the last column, dense, fp32 accumulate): the same datasheets' FP8 rows halved where they
+  // state sparsity (H100 SXM 3,958 and PCIe 3,026; H200 3,958; HGX B200 72 PFLOPS over 8 GPUs), the Ada
+  // whitepaper's "FP8 Tensor TFLOPS with FP32 Accumulate" (330.3 since its v2.02), MI300X's 2,614.9; the
+  // A100 has no FP8 tensor cores (0).
   static const std::vector<GpuProfile> profiles = {
       {"A100-40GB", "NVIDIA A100 SXM4 40GB", 40960 * kMiB, 19.5, 156, 312, 1555, 300, "NVLink 3 (600 GB/s total)", 25,
-       "HDR InfiniBand 200 Gb/s per GPU"},
+       "HDR InfiniBand 200 Gb/s per GPU", 0},
       {"A100-80GB", "NVIDIA A100 SXM4 80GB", 81920 * kMiB, 19.5, 156, 312, 2039, 300, "NVLink 3 (600 GB/s total)", 25,
-       "HDR InfiniBand 200 Gb/s per GPU"},
+       "HDR InfiniBand 200 Gb/s per GPU", 0},
       {"H100", "NVIDIA H100 SXM5 80GB", 81559 * kMiB, 67, 494.7, 989.4, 3350, 450, "NVLink 4 (900 GB/s total)", 50,
-       "NDR InfiniBand 400 Gb/s per GPU"},
+       "NDR InfiniBand 400 Gb/s per GPU", 1978.9},
       // Eight PCIe cards talk over PCIe 5.0 x16 (NVLink bridges join pairs only).
       {"H100-PCIe", "NVIDIA H100 PCIe 80GB", 81559 * kMiB, 51, 378, 756, 2000, 64,
-       "PCIe 5.0 x16 (128 GB/s total; NVLink bridge pairs only)", 50, "NDR InfiniBand 400 Gb/s per GPU"},
+       "PCIe 5.0 x16 (128 GB/s total; NVLink bridge pairs only)", 50, "NDR InfiniBand 400 Gb/s per GPU", 1513},
       {"H200", "NVIDIA H200 SXM 141GB", 143771 * kMiB, 67, 494.7, 989.4, 4800, 450, "NVLink 4 (900 GB/s total)", 50,
-       "NDR InfiniBand 400 Gb/s per GPU"},
+       "NDR InfiniBand 400 Gb/s per GPU", 1978.9},
       {"B200", "NVIDIA B200 SXM 180GB", 183359 * kMiB, 80, 1100, 2250, 8000, 900, "NVLink 5 (1.8 TB/s total)", 50,
-       "NDR InfiniBand 400 Gb/s per GPU"},
+       "NDR InfiniBand 400 Gb/s per GPU", 4500},
       {"RTX4090", "NVIDIA GeForce RTX 4090 24GB", 24564 * kMiB, 82.6, 82.6, 165.2, 1008, 32,
-       "PCIe 4.0 x16 (no NVLink; 64 GB/s total)", 12.5, "100 Gb Ethernet"},
+       "PCIe 4.0 x16 (no NVLink; 64 GB/s total)", 12.5, "100 Gb Ethernet", 330.3},
       // fp32: the matrix cores' 163.4 (rocBLAS SGEMM runs on them; the vector units give 81.7).
       {"MI300X", "AMD Instinct MI300X 192GB", 196608 * kMiB, 163.4, 653.7, 1307.4, 5300, 448,
-       "Infinity Fabric (7 links, 896 GB/s total)", 50, "NDR InfiniBand 400 Gb/s per GPU"},
+       "Infinity Fabric (7 links, 896 GB/s total)", 50, "NDR InfiniBand 400 Gb/s per GPU", 2614.9},
   };
   return profiles;
 }

@@ -28,6 +28,9 @@ struct GpuProfile {
   std::string link;               // "NVLink 4 (900 GB/s total)"
   double internode_gbps = 0;      // per GPU between nodes, per direction, GB/s (assumed network)
   std::string internode;
+  // Dense FP8 tensor cores (E4M3/E5M2 in, fp32 accumulate: what FP8 training's GEMMs run); 0: the GPU has
+  // none (A100). Only the estimator's --float8 reads it: the engine itself trains in fp32/fp16/bf16.
+  double fp8_tflops = 0;
 
   double peak_tflops(Precision precision) const { return precision == Precision::fp32 ? fp32_tflops : fp16_tflops; }
 };

@@ -120,6 +120,29 @@ void add_kernel_model_fields(std::vector<RunField>& f) {
                         "隐藏在下一步的第一次前向之后（ZeRO-1/2）"},
                .saved = Saved::never,
                .surfaces = surface::estimate});
+  f.push_back({.key = "float8",
+               .flag = "--float8",
+               .value_name = "none|tensorwise",
+               .kind = FieldKind::choice,
+               .help = {"Time model (kernels): the layers' linears in FP8 as torchao's Float8Linear (torchtitan),\n"
+                        "      one dynamic scale per tensor: GEMMs at the GPU's FP8 peak, amax and casts as memory\n"
+                        "      passes; attention core and head stay 16-bit. Estimate only: training runs no FP8",
+                        "时间模型（kernels）：各层的线性层按 torchao 的 Float8Linear（torchtitan）以 FP8 运行，"
+                        "每个张量一个动态缩放：GEMM 按 GPU 的 FP8 峰值，amax 与转换按访存计算；注意力核心和输出头"
+                        "保持 16 位。仅用于估算：训练不运行 FP8"},
+               .choices = {"none", "tensorwise"},
+               .default_text = "none",
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
+  f.push_back({.key = "float8_all_gather",
+               .flag = "--float8-all-gather",
+               .kind = FieldKind::toggle,
+               .help = {"With --float8 and --zero 1-3: the sharded weights of the FP8 linears are gathered in FP8,\n"
+                        "      one byte each (torchtitan's enable_fsdp_float8_all_gather)",
+                        "与 --float8 和 --zero 1-3 一起：FP8 线性层的分片权重以 FP8（每个一字节）收集"
+                        "（torchtitan 的 enable_fsdp_float8_all_gather）"},
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
   f.push_back({.key = "gpu_bandwidth",
                .flag = "--gpu-bandwidth",
                .value_name = "GB/s",

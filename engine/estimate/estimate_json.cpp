@@ -67,6 +67,8 @@ json settings_json(const EstimateSettings& s) {
   if (s.tp_comm_overlap) out["tp_comm_overlap"] = true;
   if (s.overlap_param_gather) out["overlap_param_gather"] = true;
   if (s.memory_gbps > 0) out["gpu_bandwidth"] = s.memory_gbps;
+  if (s.float8_linears) out["float8"] = "tensorwise";
+  if (s.float8_all_gather) out["float8_all_gather"] = true;
   return out;
 }
 
@@ -121,6 +123,11 @@ json time_json(const TimeEstimate& t) {
                            {"gemm_floor_s", t.gemm_floor_s},
                            {"attention_fraction", t.attention_fraction},
                            {"memory_gbps", t.memory_gbps}};
+    if (t.float8_peak_tflops > 0)  // --float8 only
+      out["float8"] = {{"source", "DeepGEMM's H800 FP8 GEMM table (README at a6d97a1)"},
+                       {"peak_tflops", t.float8_peak_tflops},
+                       {"gemm_fraction", t.float8_gemm_fraction},
+                       {"cast_s", t.float8_cast_s}};
   }
   out["bubble_s"] = t.bubble_s;
   out["optimizer_s"] = t.optimizer_s;

@@ -186,6 +186,29 @@ void check_overlap_rules(const EstimateSettings& s) {
         "{overlap_param_gather} 隐藏的是分布式优化器的 all-gather：需要 {zero} 1 或 2（实为 " +
             std::to_string(s.zero_stage) + "）");
 }
+
+// FP8 linears are priced by the kernel model only, as mixed precision runs them (a 16-bit copy cast to
+// FP8); FSDP's FP8 all-gather is the sharded parameters' gather of those weights.
+void check_float8(const EstimateSettings& s) {
+  if (s.float8_linears && s.precision == Precision::fp32)
+    throw FieldError("{float8} tensorwise casts 16-bit linears to FP8: it needs {precision} bf16 or fp16 (got fp32)",
+                     "{float8} tensorwise 把 16 位线性层转换为 FP8：需要 {precision} bf16 或 fp16（实为 fp32）");
+  if (s.float8_linears && !s.measured_kernels)
+    throw FieldError(
+        "{float8} is priced by the kernel time model only ({time_model} kernels); the flat model runs "
+        "every FLOP at one fraction of the 16-bit peak",
+        "{float8} 只由 kernels 时间模型计价（{time_model} kernels）；flat 模型把所有 FLOP 都按 16 位峰值的"
+        "同一比例计算");
+  if (s.float8_all_gather && !s.float8_linears)
+    throw FieldError("{float8_all_gather} gathers the FP8 linears' weights: it needs {float8} tensorwise",
+                     "{float8_all_gather} 以 FP8 收集 FP8 线性层的权重：需要 {float8} tensorwise");
+  if (s.float8_all_gather && s.zero_stage == 0)
+    throw FieldError(
+        "{float8_all_gather} is the sharded parameters' all-gather in FP8: it needs {zero} 1, 2 or 3 "
+        "(got 0: DDP gathers no parameters)",
+        "{float8_all_gather} 是分片参数以 FP8 进行的 all-gather：需要 {zero} 1、2 或 3"
+        "（实为 0：DDP 不收集参数）");
+}
 }  // namespace
 
 void validate_estimate_settings(const EstimateSettings& s) {
@@ -247,6 +270,7 @@ void validate_estimate_settings(const EstimateSettings& s) {
                          std::string(recompute_name(s.recompute)) + ")",
                      "{selective_ac} op 是 {checkpoint} selective 的策略（实为 {checkpoint} " +
                          std::string(recompute_name(s.recompute)) + "）");
+  check_float8(s);
 }
 
 std::string estimate_field_name(std::string_view key, const std::vector<SettingsPatch>& patches) {
@@ -291,6 +315,8 @@ void apply_patch(EstimateSettings& s, const SettingsPatch& p) {
   if (p.memory_gbps) s.memory_gbps = *p.memory_gbps;
   if (p.tp_comm_overlap) s.tp_comm_overlap = *p.tp_comm_overlap;
   if (p.overlap_param_gather) s.overlap_param_gather = *p.overlap_param_gather;
+  if (p.float8_linears) s.float8_linears = *p.float8_linears;
+  if (p.float8_all_gather) s.float8_all_gather = *p.float8_all_gather;
 }
 }  // namespace
 
@@ -356,6 +382,10 @@ bool patch_value(SettingsPatch& p, std::string_view k, const nlohmann::json& v) 
     p.tp_comm_overlap = v.get<bool>();
   else if (k == "overlap_param_gather")
     p.overlap_param_gather = v.get<bool>();
+  else if (k == "float8")
+    p.float8_linears = v.get<std::string>() == "tensorwise";
+  else if (k == "float8_all_gather")
+    p.float8_all_gather = v.get<bool>();
   else
     return false;
   return true;

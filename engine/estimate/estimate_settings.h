@@ -93,6 +93,16 @@ struct EstimateSettings {
   // parameters hidden behind the next step's first forward (Megatron-LM's flag; ZeRO-1/2 here).
   bool overlap_param_gather = false;
   double memory_gbps = 0;  // --gpu-bandwidth: the run's own memory bandwidth, GB/s (0: the profile's)
+  // --float8 tensorwise (kernel model): torchao's Float8Linear as torchtitan runs it, every linear of the
+  // layers (not the head) in FP8 with one dynamic scale per tensor: its three GEMMs at the GPU's FP8 peak,
+  // its casts (amax, scale-and-cast, the transposes backward) as memory-bound passes
+  // (estimate/step_kernels.h). The attention core and the head stay 16-bit.
+  bool float8_linears = false;
+  // --float8-all-gather (with --float8 and ZeRO 1-3): FSDP gathers those linears' weights in FP8, one byte
+  // each (torchtitan's enable_fsdp_float8_all_gather with precompute_float8_dynamic_scale_for_fsdp). ZeRO-3
+  // gathers in every micro-step's forward and backward; ZeRO-1/2 once a step, as torchtitan's FSDP does
+  // under pipeline parallelism (it keeps the gathered parameters through the step).
+  bool float8_all_gather = false;
 
   int world_size() const { return layout.world_size(); }
   // What the sharding plan needs (plan/sharding_plan.h).
@@ -132,6 +142,7 @@ struct SettingsPatch {
   std::optional<bool> eager_runtime, selective_every_second_matmul, autocast;  // runtime, selective_ac, autocast
   std::optional<double> dropout, memory_gbps;                        // dropout, gpu_bandwidth
   std::optional<bool> tp_comm_overlap, overlap_param_gather;
+  std::optional<bool> float8_linears, float8_all_gather;             // float8, float8_all_gather
   std::optional<bool> measured_kernels;                     // time_model: "kernels"
   std::vector<std::pair<std::string, std::string>> origin;  // (setting, where it came from)
 };

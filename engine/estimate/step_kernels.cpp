@@ -18,39 +18,86 @@ struct Dims {
   bool gated, causal, eager;
 };
 
-// out (m × n) = in (m × k) · W (k × n), `batch` of them in one kernel: d bytes a value.
-double gemm(const KernelModel& km, const Dims& x, double m, double n, double k, double batch = 1) {
-  return km.gemm_s(2 * m * n * k * batch, x.d * batch * (m * k + k * n + m * n));
+// The GEMMs of a linear: their kernel model and the bytes a value of their operands and output.
+struct Linear {
+  KernelModel km;
+  double operand_bytes, output_bytes;  // d and d; FP8: 1 in, d out
+};
+
+// out (m × n) = in (m × k) · W (k × n), `batch` of them in one kernel.
+double gemm(const Linear& lin, double m, double n, double k, double batch = 1) {
+  return lin.km.gemm_s(2 * m * n * k * batch, batch * (lin.operand_bytes * (m * k + k * n) + lin.output_bytes * m * n));
 }
 
 // A weight GEMM r × n × k forward, and its two backward GEMMs.
-void add_weight_gemm(Pass& p, const KernelModel& km, const Dims& x, double n, double k) {
-  p.forward += gemm(km, x, x.r, n, k);
-  p.backward += gemm(km, x, x.r, k, n) + gemm(km, x, k, n, x.r);
+void add_weight_gemm(Pass& p, const Linear& lin, const Dims& x, double n, double k) {
+  p.forward += gemm(lin, x.r, n, k);
+  p.backward += gemm(lin, x.r, k, n) + gemm(lin, k, n, x.r);
   p.kernels_forward += 1;
   p.kernels_backward += 2;
 }
 
-Pass weight_gemms(const KernelModel& km, const Dims& x) {
+Pass weight_gemms(const Linear& lin, const Dims& x) {
   Pass p;
-  add_weight_gemm(p, km, x, x.qkv / x.t, x.h);
-  add_weight_gemm(p, km, x, x.h, x.h / x.t);
-  add_weight_gemm(p, km, x, (x.gated ? 2 : 1) * x.f / x.t, x.h);
-  add_weight_gemm(p, km, x, x.h, x.f / x.t);
+  add_weight_gemm(p, lin, x, x.qkv / x.t, x.h);
+  add_weight_gemm(p, lin, x, x.h, x.h / x.t);
+  add_weight_gemm(p, lin, x, (x.gated ? 2 : 1) * x.f / x.t, x.h);
+  add_weight_gemm(p, lin, x, x.h, x.f / x.t);
   return p;
 }
 
 // torchtitan's op policy recomputes every second matmul in the layer's forward order: of Llama's
 // wq, wk, wv, wo, w1, w3, w2 the wk, wo and w3; of GPT's qkv, out, fc, down the out and down.
-Pass every_second_matmul(const KernelModel& km, const Dims& x) {
+Pass every_second_matmul(const Linear& lin, const Dims& x) {
   Pass p;
-  if (x.gated) add_weight_gemm(p, km, x, x.kv / x.t, x.h);
-  add_weight_gemm(p, km, x, x.h, x.h / x.t);
+  if (x.gated) add_weight_gemm(p, lin, x, x.kv / x.t, x.h);
+  add_weight_gemm(p, lin, x, x.h, x.h / x.t);
   if (x.gated)
-    add_weight_gemm(p, km, x, x.f / x.t, x.h);
+    add_weight_gemm(p, lin, x, x.f / x.t, x.h);
   else
-    add_weight_gemm(p, km, x, x.h, x.f / x.t);
+    add_weight_gemm(p, lin, x, x.h, x.f / x.t);
   return p;
+}
+
+// Bytes of torchao's tensorwise casts around one FP8 linear in (k) × out (n), per micro-batch of r tokens
+// (torchao eab345c, Float8Linear with both arguments cast before manual_float8_matmul_with_args_in_float8),
+// each cast two passes over a 16-bit tensor of d bytes a value: its amax (read d) and the scale-and-cast
+// (read d, write 1 byte), 2d + 1 a value.
+//   forward: the input (r·k) and the weight (k·n); with FSDP's FP8 all-gather the weight was cast on its
+//     1/dp shard before the gather (k·n/dp a gather);
+//   backward: the output's gradient (r·n); cuBLAS's FP8 GEMMs take both operands K-major, so the weight (for
+//     d_in), the gradient and the input (for d_W) are each copied transposed, 1 byte read and 1 written.
+// Recompute runs the forward casts again: full checkpointing all of them; torchtitan's op policy saves
+// amax (its save list keeps abs and max) and runs the scale-and-cast again (d + 1).
+struct CastBytes {
+  double forward = 0, backward = 0, recast = 0;  // recast: the op policy's forward again
+};
+
+void add_linear_casts(CastBytes& c, const Dims& x, double k, double n, double weight_share) {
+  const double cast = 2 * x.d + 1;
+  c.forward += cast * (x.r * k + weight_share * k * n);
+  c.recast += (x.d + 1) * (x.r * k + weight_share * k * n);
+  c.backward += cast * x.r * n + 2 * (k * n + x.r * n + x.r * k);
+}
+
+// Llama's linears as torchtitan's model runs them, each its own Float8Linear: wq, wk, wv and w1, w3 each
+// cast the same input; GPT's fused qkv and fc once.
+CastBytes float8_cast_bytes(const Dims& x, double weight_share) {
+  CastBytes c;
+  const double q = x.h / x.t, kv = x.kv / x.t, f = x.f / x.t;
+  if (x.gated) {
+    add_linear_casts(c, x, x.h, q, weight_share);
+    add_linear_casts(c, x, x.h, kv, weight_share);
+    add_linear_casts(c, x, x.h, kv, weight_share);
+    add_linear_casts(c, x, x.h, f, weight_share);
+    add_linear_casts(c, x, x.h, f, weight_share);
+  } else {
+    add_linear_casts(c, x, x.h, x.qkv / x.t, weight_share);
+    add_linear_casts(c, x, x.h, f, weight_share);
+  }
+  add_linear_casts(c, x, q, x.h, weight_share);  // the attention's output projection
+  add_linear_casts(c, x, f, x.h, weight_share);  // the MLP's down projection
+  return c;
 }
 
 // `flash_km`: the kernel model at the fused attention kernel's own FLOP rate (clock/attention_kernel.h).
@@ -71,7 +118,8 @@ Pass attention_core(const KernelModel& km, const KernelModel& flash_km, const Di
   // Dropout on the probabilities: forward writes the dropped copy and a 1-byte mask, backward
   // reads both and writes the gradient (Megatron-LM runs it apart from its fused softmax).
   const double mask = x.dropout > 0 ? batch * s * s * (2 * x.d + 1) : 0;
-  const double qk = gemm(km, x, s, s, hd, batch), pv = gemm(km, x, s, hd, s, batch);
+  const Linear scores_gemm{km, x.d, x.d};
+  const double qk = gemm(scores_gemm, s, s, hd, batch), pv = gemm(scores_gemm, s, hd, s, batch);
   p.forward = qk + pv + km.memory_s(2 * scores + mask);       // QKᵀ, softmax, dropout, PV
   p.backward = qk + 3 * pv + km.memory_s(3 * scores + mask);  // dP, dV, dQ, dK, dropout's and softmax's backward
   p.kernels_forward = 2;
@@ -166,21 +214,26 @@ double every_second_matmul_parameters(const ModelShape& model, const EstimateSet
 }
 
 StepKernels step_kernels(const ModelShape& model, const EstimateSettings& s, const KernelModel& km,
-                         double attention_fraction) {
+                         double attention_fraction, const KernelModel* float8_km) {
   const Dims x = dims_of(model, s);
   KernelModel flash_km = km;
   if (attention_fraction > 0) flash_km.gemm_fraction = attention_fraction;
-  const Pass w = weight_gemms(km, x), a = attention_core(km, flash_km, x, s.flash_attention),
+  // The layers' linears: 16-bit, or (--float8) FP8 operands with a 16-bit output at the FP8 rate.
+  const bool float8 = s.float8_linears && float8_km != nullptr;
+  const Linear sixteen_bit{km, x.d, x.d};
+  const Linear layer_linear = float8 ? Linear{*float8_km, 1, x.d} : sixteen_bit;
+  const Pass w = weight_gemms(layer_linear, x), a = attention_core(km, flash_km, x, s.flash_attention),
              m = memory_bound(km, x, s.sequence_parallel);
   const bool full = s.recompute == Recompute::full, selective = s.recompute == Recompute::selective;
   const bool op_policy = selective && s.selective_every_second_matmul;
   // Recomputed forward: full checkpointing every kernel, selective the attention core, the op policy
   // every second matmul and every memory-bound kernel (the attention kernel's output is kept).
-  const Pass again = op_policy ? every_second_matmul(km, x) : Pass{};
+  const Pass again = op_policy ? every_second_matmul(layer_linear, x) : Pass{};
   const bool core_again = full || (selective && !op_policy), memory_again = full || op_policy;
-  // The head: its GEMM, cross-entropy over the (split) vocabulary and the final norm.
+  // The head: its GEMM (16-bit: torchtitan keeps the output projection out of Float8Linear),
+  // cross-entropy over the (split) vocabulary and the final norm.
   Pass head;
-  add_weight_gemm(head, km, x, x.vocab / x.t, x.h);
+  add_weight_gemm(head, sixteen_bit, x, x.vocab / x.t, x.h);
   const double head_memory = km.memory_s(head_bytes(x));
   // The pipeline runs at its slowest stage's pace: the last, which holds 1/pp of the layers and the
   // whole head (Megatron-LM splits the layers evenly and puts the head after them).
@@ -191,6 +244,16 @@ StepKernels step_kernels(const ModelShape& model, const EstimateSettings& s, con
       micro * (layers * (w.forward * (full ? 2 : 1) + again.forward + w.backward) + (head.forward + head.backward));
   k.attention_s = micro * layers * (a.forward * (core_again ? 2 : 1) + a.backward);
   k.memory_s = micro * (layers * (m.forward * (memory_again ? 2 : 1) + m.backward) + head_memory);
+  if (float8) {
+    // With the FP8 all-gather each weight is cast on its 1/dp shard, per gather: ZeRO-3 every micro-step,
+    // ZeRO-1/2 once a step.
+    const double gathers = s.zero_stage == 3 ? 1.0 : 1.0 / micro;
+    const double weight_share = s.float8_all_gather ? gathers / s.layout.dp() : 1.0;
+    const CastBytes c = float8_cast_bytes(x, weight_share);
+    const double again_bytes = full ? c.forward : op_policy ? c.recast : 0;
+    k.float8_cast_s = micro * layers * km.memory_s(c.forward + again_bytes + c.backward);
+    k.memory_s += k.float8_cast_s;
+  }
   k.gemm_kernels = micro * (layers * (w.kernels_forward * (full ? 2 : 1) + again.kernels_forward + w.kernels_backward +
                                       a.kernels_forward * (core_again ? 2 : 1) + a.kernels_backward) +
                             3);

@@ -23,6 +23,11 @@
 //   Memory-bound kernels as eager PyTorch runs them (--runtime eager) pass over
 //     memory once per op, norms in fp32 (the byte counts are in step_kernels.cpp);
 //     dropout above 0 adds each dropout's mask pass.
+//   FP8 linears (--float8 tensorwise; torchao's Float8Linear as torchtitan uses it): every weight GEMM of
+//     the layers, forward, backward and recomputed, with 1-byte operands and a 16-bit output on the FP8
+//     kernel model (its peak, DeepGEMM's fraction); the head and the attention core stay 16-bit; the casts
+//     (amax and scale-and-cast of input, weight and the output's gradient, the transposed copies the FP8
+//     GEMMs need backward) are memory-bound passes (bytes in step_kernels.cpp).
 //   Recompute: selective runs the attention core's forward again (or, with
 //   --selective-ac op, every second matmul and the memory-bound kernels), full
 //   every forward kernel of the layer.
@@ -41,12 +46,14 @@ struct StepKernels {
   double attention_s = 0;   // the attention core
   double memory_s = 0;      // norms, activation, residual adds, RoPE, cross-entropy
   double gemm_kernels = 0;  // GEMM kernels launched per step (each pays the floor)
+  double float8_cast_s = 0;  // --float8: the linears' amax, casts and transposes (part of memory_s)
   double total() const { return gemm_s + attention_s + memory_s; }
 };
 
-// `attention_fraction`: the fused attention kernel's fraction of peak (0: the GEMMs').
+// `attention_fraction`: the fused attention kernel's fraction of peak (0: the GEMMs'). `float8_kernels`: the
+// FP8 GEMMs' model (clock/kernel_model.h), used for the layers' linears when settings.float8_linears.
 StepKernels step_kernels(const ModelShape& model, const EstimateSettings& settings, const KernelModel& kernels,
-                         double attention_fraction = 0);
+                         double attention_fraction = 0, const KernelModel* float8_kernels = nullptr);
 // Parameters per layer whose matmuls torchtitan's op policy recomputes (every second one).
 double every_second_matmul_parameters(const ModelShape& model, const EstimateSettings& settings);
 

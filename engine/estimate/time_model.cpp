@@ -8,6 +8,7 @@
 #include "clock/overlap_contention.h"
 #include "clock/sustained_clock.h"
 #include "core/checked_math.h"
+#include "core/error.h"
 #include "estimate/formula_text.h"
 #include "estimate/memory_model.h"
 #include "estimate/split_backward_schedules.h"
@@ -65,6 +66,27 @@ std::int64_t largest_stage_parameters(const ModelShape& model, const EstimateSet
   return psi_s;
 }
 
+// --float8-all-gather: the sharded parameters' all-gather carries the FP8 linears' weights at 1 byte each:
+// ZeRO-3 gathers in every micro-step's forward and backward, K(N−1)/N · 2(p − 1)Ψ_lin fewer bytes; ZeRO-1/2
+// once a step (torchtitan's FSDP under pipeline parallelism keeps the gathered parameters through the
+// step), (N−1)/N · (p − 1)Ψ_lin. Ψ_lin: the stage's linear weights on one tp rank (its layers' parameters
+// less their norms); the embeddings, norms and head gather at p.
+void float8_all_gather(DataParallelTraffic& traffic, const ModelShape& model, const EstimateSettings& s,
+                       const ShardingRules& rules, const StageUnits& stage) {
+  const int N = s.layout.dp();
+  if (N == 1) return;
+  int layers = 0;
+  for (int c = 0; c < stage.layers.chunks; ++c)
+    layers += stage.layers.chunk(c).end_layer - stage.layers.chunk(c).first_layer;
+  const double norms = static_cast<double>(model.hidden) * (model.architecture == "llama" ? 2 : 4);
+  const double linear = layers * (static_cast<double>(model.layer_parameters) - norms) / s.layout.tp();
+  const double p = rules.bytes_per_parameter().parameters;
+  const double gathers = s.zero_stage == 3 ? 2.0 * static_cast<double>(s.micro_steps()) : 1.0;
+  traffic.bytes -= gathers * (N - 1.0) / N * (p - 1) * linear;
+  traffic.values += "; FP8 all-gather: the linears' Ψ_lin = " + grouped(static_cast<std::int64_t>(linear)) +
+                    " gathered at 1 byte, " + (s.zero_stage == 3 ? "−2K(N−1)/N" : "−(N−1)/N") + " · (p − 1)Ψ_lin";
+}
+
 // Bytes each rank sends per step in the data-parallel collectives, by strategy
 // (plan/data_parallel_traffic.h: the engine's own count, padding included),
 // for the stage that sends the most. The engine's models gather their tied
@@ -83,6 +105,7 @@ void count_data_parallel_bytes(TimeEstimate& t, const ModelShape& model, const E
     DataParallelTraffic traffic = ep > 1
                                       ? expert_data_parallel_traffic(rules, ep, stage.parameters() - experts, experts)
                                       : data_parallel_traffic(rules, stage, s.micro_steps(), extra);
+    if (s.float8_all_gather) float8_all_gather(traffic, model, s, rules, stage);
     if (t.dp_formula.empty() || traffic.bytes > t.dp_bytes) {
       t.dp_bytes = traffic.bytes;
       t.dp_formula = traffic.text();
@@ -150,6 +173,13 @@ void count_tensor_parallel_bytes(TimeEstimate& t, const ModelShape& model, const
       "L_s·K·" + layer.formula + " = " + std::to_string(layers) + " × " + std::to_string(s.micro_steps()) + " × " +
       grouped(layer.bytes) + " (" + layer.values + ", K = accum × m)" +
       (s.sequence_parallel ? "; sequence parallelism sends the same bytes as all-gathers and reduce-scatters" : "");
+  // torchao's Float8 tp layers (float8_tensor_parallel.py at eab345c) cast before they gather: the
+  // column-parallel inputs' all-gathers forward and the row-parallel outputs' gradients' all-gathers
+  // backward move 1 byte a value, the reduce-scatters d: half the collectives, (1 + d)/2d of the bytes.
+  if (s.float8_linears && s.sequence_parallel) {
+    t.tp_bytes *= (1.0 + d) / (2.0 * d);
+    t.tp_formula += "; FP8 linears: the all-gathers at 1 byte, × (1 + d)/2d";
+  }
 }
 
 // Expert parallelism: each MoE layer's all-to-all, every micro-batch of the step, to each of
@@ -192,7 +222,19 @@ void time_compute(TimeEstimate& t, const ModelShape& model, const EstimateSettin
   const AttentionKernelRate attention = flash_attention_rate(gpu.name);
   t.attention_fraction =
       s.flash_attention && s.precision != Precision::fp32 && attention.fraction > 0 ? attention.fraction : 0;
-  const StepKernels k = step_kernels(model, s, kernels, t.attention_fraction);
+  // --float8: the layers' linears at the GPU's FP8 peak, DeepGEMM's fraction, the same sustained clock.
+  KernelModel float8{};
+  if (s.float8_linears) {
+    if (gpu.fp8_tflops <= 0)
+      throw ConfigError("--float8 tensorwise: the " + gpu.name + " (" + gpu.description +
+                        ") has no FP8 tensor cores; FP8 linears need a GPU with them (H100, H100-PCIe, H200, B200, "
+                        "RTX4090, MI300X)");
+    float8 = sustained_float8_kernel_model(gpu.name, gpu.fp8_tflops, gpu.memory_gbps);
+    t.float8_peak_tflops = gpu.fp8_tflops;
+    t.float8_gemm_fraction = float8.gemm_fraction;
+  }
+  const StepKernels k = step_kernels(model, s, kernels, t.attention_fraction, s.float8_linears ? &float8 : nullptr);
+  t.float8_cast_s = k.float8_cast_s;
   t.measured_kernels = true;
   t.gemm_s = k.gemm_s;
   t.attention_s = k.attention_s;

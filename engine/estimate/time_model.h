@@ -71,6 +71,9 @@ struct TimeEstimate {
   double gemm_fraction = 0, memory_fraction = 0, gemm_floor_s = 0;  // the kernel model's constants
   double attention_fraction = 0;  // the fused attention kernel's of peak (clock/attention_kernel.h); 0: the GEMMs'
   double memory_gbps = 0;         // the memory bandwidth the step ran at (the profile's or --gpu-bandwidth)
+  // --float8: the FP8 linears' dense peak and measured fraction (clock/kernel_model.h), and the seconds of
+  // their casts (part of memory_bound_s); 0 without it. MFU stays over the 16-bit peak.
+  double float8_peak_tflops = 0, float8_gemm_fraction = 0, float8_cast_s = 0;
   double sustained_clock =
       1;  // the GEMMs' clock under the power limit, of the microbenchmark's (clock/sustained_clock.h)
   // Kernel model: the data-parallel seconds not hidden behind compute (the rest overlaps it, as the strategy

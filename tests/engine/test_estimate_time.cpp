@@ -6,6 +6,8 @@
 #include <QTest>
 #include <cmath>
 
+#include "clock/kernel_model.h"
+#include "clock/sustained_clock.h"
 #include "config/run_schema.h"
 #include "core/error.h"
 #include "estimate/estimate.h"
@@ -58,6 +60,7 @@ class TestEstimateTime : public QObject {
   void gpu_profiles_from_datasheets();
   void flash_attention_causal_at_its_measured_rate();
   void runtime_recompute_policy_dropout_and_bandwidth();
+  void float8_linears_at_the_fp8_peak();
 };
 
 void TestEstimateTime::time_model_figures() {
@@ -300,6 +303,86 @@ void TestEstimateTime::runtime_recompute_policy_dropout_and_bandwidth() {
   const TimeEstimate staged = estimate_time(llama, s, &h100);
   QVERIFY(staged.gemm_s > hbm2e.gemm_s / 2 && staged.gemm_s < hbm2e.gemm_s);
   QCOMPARE(staged.gemm_kernels, (32 / 2) * (12.0 + 1 + 2) + 3);
+}
+
+// --float8 tensorwise: the layers' linears' GEMMs at the GPU's FP8 peak and DeepGEMM's measured fraction
+// (the same floor, memory fraction and sustained clock), their casts as memory-bound passes, FSDP's FP8
+// all-gather one byte a linear weight; the attention core stays 16-bit; refused on an A100, in fp32,
+// under the flat model and (the all-gather) without sharded parameters (ZeRO 0).
+void TestEstimateTime::float8_linears_at_the_fp8_peak() {
+  // DeepGEMM's 4096 × 7168 × 16384 at 1358 TFLOP/s, less the floor, of 1978.9.
+  QVERIFY(float8_gemm_fraction() > 0.69 && float8_gemm_fraction() < 0.695);
+  const GpuProfile& h100 = find_gpu_profile("H100");
+  QCOMPARE(h100.fp8_tflops, 1978.9);
+  // One compute-bound linear, w1 of Llama 8B at 2 × 8192 tokens, FP8 against 16-bit on an H100: the
+  // FLOPs' part follows the peaks and the fractions, both at the sustained clock.
+  const KernelModel bf16 = sustained_kernel_model("H100", h100.fp16_tflops, h100.memory_gbps);
+  const KernelModel fp8 = sustained_float8_kernel_model("H100", h100.fp8_tflops, h100.memory_gbps);
+  const double m = 16384, n = 14336, k = 4096, flops = 2 * m * n * k;
+  const double t16 = bf16.gemm_s(flops, 2 * (m * k + k * n + m * n)), t8 = fp8.gemm_s(flops, m * k + k * n + 2 * m * n);
+  QVERIFY(near((t16 - bf16.gemm_floor_s) / (t8 - fp8.gemm_floor_s),
+               1978.9 * float8_gemm_fraction() / (989.4 * bf16.gemm_fraction)));
+  QCOMPARE(fp8.gemm_floor_s, bf16.gemm_floor_s);
+  QCOMPARE(fp8.memory_fraction, bf16.memory_fraction);
+
+  EstimateSettings s = torchtitan_settings();
+  const ModelShape llama = llama_8b();
+  const TimeEstimate sixteen = estimate_time(llama, s, &h100);
+  s.float8_linears = true;
+  validate_estimate_settings(s);
+  const TimeEstimate f8 = estimate_time(llama, s, &h100);
+  QCOMPARE(f8.float8_peak_tflops, 1978.9);
+  QVERIFY(f8.gemm_s < sixteen.gemm_s * 0.75 && f8.gemm_s > sixteen.gemm_s * 0.5);
+  QCOMPARE(f8.attention_s, sixteen.attention_s);
+  QCOMPARE(f8.gemm_kernels, sixteen.gemm_kernels);
+  // The casts, per layer of 2 × 8192 tokens: each linear's input and weight forward (amax 2 + cast 3 bytes
+  // a value), its output's gradient backward (5) and the three transposed copies (2).
+  const double r = 16384, h = 4096, kv = 1024, f = 14336;
+  const double linears[][2] = {{h, h}, {h, kv}, {h, kv}, {h, f}, {h, f}, {h, h}, {f, h}};
+  double bytes = 0;
+  for (const auto& [in, out] : linears)
+    bytes += 5 * (r * in + in * out) + 5 * r * out + 2 * (in * out + r * out + r * in);
+  const double cast_s = 32 * bytes / (3350e9 * f8.memory_fraction);
+  QVERIFY(std::abs(f8.float8_cast_s / cast_s - 1) < 1e-3);  // the k width from the layer's parameters: 1025
+  QVERIFY(near(f8.memory_bound_s - sixteen.memory_bound_s, f8.float8_cast_s));
+  QCOMPARE(f8.mfu, f8.model_flops_per_token * f8.tokens_per_s_per_gpu / 989.4e12);  // MFU over the 16-bit peak
+  // FSDP's FP8 all-gather: the linears' weights (the layers' parameters less their norms) at 1 byte, in
+  // forward and backward, of the 8 ranks' 7/8.
+  s.zero_stage = 3;
+  const TimeEstimate gathered16 = estimate_time(llama, s, &h100);
+  s.float8_all_gather = true;
+  validate_estimate_settings(s);
+  const TimeEstimate gathered8 = estimate_time(llama, s, &h100);
+  const double linear_weights = 32.0 * (static_cast<double>(llama.layer_parameters) - 2 * h);
+  QVERIFY(near(gathered16.dp_bytes - gathered8.dp_bytes, 7.0 / 8 * 2 * linear_weights));
+  QVERIFY(gathered8.float8_cast_s < gathered16.float8_cast_s);  // the weights cast on their 1/8 shard
+  // Refused: an A100 (no FP8 tensor cores), fp32, the flat model, the FP8 all-gather under ZeRO 0.
+  try {
+    estimate_time(llama, s, &find_gpu_profile("A100-80GB"));
+    QFAIL("an A100 priced FP8 linears");
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    QVERIFY2(what.find("--float8") != std::string::npos && what.find("A100-80GB") != std::string::npos, e.what());
+  }
+  EstimateSettings bad = s;
+  bad.precision = Precision::fp32;
+  QVERIFY_THROWS_EXCEPTION(FieldError, validate_estimate_settings(bad));
+  bad = s;
+  bad.measured_kernels = false;
+  QVERIFY_THROWS_EXCEPTION(FieldError, validate_estimate_settings(bad));
+  bad = s;
+  bad.zero_stage = 0;
+  QVERIFY_THROWS_EXCEPTION(FieldError, validate_estimate_settings(bad));
+  // ZeRO-1 (torchtitan's FSDP under pipeline parallelism keeps the gathered weights): one gather a step.
+  bad.zero_stage = 1;
+  validate_estimate_settings(bad);
+  bad.float8_all_gather = false;
+  const TimeEstimate zero1_16 = estimate_time(llama, bad, &h100);
+  bad.float8_all_gather = true;
+  QVERIFY(near(zero1_16.dp_bytes - estimate_time(llama, bad, &h100).dp_bytes, 7.0 / 8 * linear_weights));
+  bad.float8_linears = false;
+  bad.float8_all_gather = false;
+  validate_estimate_settings(bad);
 }
 
 QTEST_GUILESS_MAIN(TestEstimateTime)
