@@ -108,6 +108,7 @@ std::string Trainer::write_checkpoint(const std::string& root, CheckpointSnapsho
   for (std::size_t r = 0; r < snapshot.ranks.size(); ++r)
     threads.emplace_back([&, r] {
       try {
+        faults_.before_checkpoint_write(snapshot.ranks[r].file.rank, snapshot.step);
         writer.write_rank(snapshot.ranks[r]);
       } catch (...) {
         errors[r] = std::current_exception();
@@ -148,6 +149,7 @@ std::string Trainer::write_checkpoint_as_process(const std::string& root, Checkp
       throw OutputError("--save-dir " + temp +
                         ": rank 0's temporary is not here: every process writes its rank file into it, so under "
                         "mpirun --save-dir must be a folder that every machine shares");
+    faults_.before_checkpoint_write(process_.rank, snapshot.step);
     write_checkpoint_rank(temp, snapshot.ranks.front());
     said = outcome(true, checkpoint_file_text(snapshot.ranks.front().file));
   } catch (const std::exception& e) {
