@@ -542,9 +542,11 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
       throw;
     } catch (const RankFailure& failure) {  // a rank failed (not the run's size): what a restart repeats
       // A save still in flight settles first (the destructor would wait for it anyway), so the
-      // text counts it if it committed.
+      // text counts it if it committed, and its line says so. Under mpirun the failing process
+      // held its abort until that save ended (Trainer::abort_world), so a save every process had
+      // written is committed, not cut short.
       try {
-        trainer.finish_checkpoint();
+        finish_checkpoint(trainer);
       } catch (...) {
       }
       if (mode.prints() && !failure.out_of_memory())

@@ -31,7 +31,9 @@
 // tells rank 0 when it is fsync'd; rank 0 commits (the manifest written last,
 // then the rename) only when every rank's file is durable, as
 // torch.distributed.checkpoint and DeepSpeed do. ROOT must then be one
-// directory for every process (a shared filesystem across machines).
+// directory for every process (a shared filesystem across machines). A
+// process whose rank fails while a save is in flight lets it end (bounded)
+// before it stops the others (checkpoint_save.cpp), so that save is not lost.
 #pragma once
 
 #include <cstdint>

@@ -7,8 +7,15 @@
 // save, or the run's end, waits for it. With the ranks as threads, one thread
 // per rank writes; under mpirun each process writes its own rank's file and
 // rank 0 commits once every file is durable.
+//
+// A rank that fails under mpirun while a save is in flight holds back its
+// abort, for at most save_grace_s(), until the save has ended: the save needs
+// every process's part, and the abort would cut the others' part short, so a
+// save that only had to finish writing would be lost. The other processes
+// wait in the step's collectives meanwhile; their save threads run on.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -29,6 +36,24 @@ struct Trainer::CheckpointSnapshot {
   std::int64_t step = 0;
   CheckpointManifest manifest;        // its files filled by the write
   std::vector<RankCheckpoint> ranks;  // this process's ranks, in ranks_ order
+};
+
+// The save in flight, for a rank thread that fails while it is written: ended
+// (committed or not) once the background write returns or throws.
+struct Trainer::SaveInFlight {
+  std::int64_t step = 0;
+  std::mutex mutex;
+  std::condition_variable ended_signal;
+  bool ended = false, committed = false;
+
+  void end(bool with_commit) {
+    {
+      std::lock_guard lock(mutex);
+      ended = true;
+      committed = with_commit;
+    }
+    ended_signal.notify_all();
+  }
 };
 
 namespace {
@@ -108,6 +133,7 @@ std::string Trainer::write_checkpoint(const std::string& root, CheckpointSnapsho
   for (std::size_t r = 0; r < snapshot.ranks.size(); ++r)
     threads.emplace_back([&, r] {
       try {
+        faults_.before_checkpoint_write(snapshot.ranks[r].file.rank, snapshot.step);
         writer.write_rank(snapshot.ranks[r]);
       } catch (...) {
         errors[r] = std::current_exception();
@@ -130,11 +156,13 @@ std::string Trainer::write_checkpoint(const std::string& root, CheckpointSnapsho
 // every file is durable: this is the barrier), reads the masters back for the
 // Hugging Face weights, writes the manifest last and renames; then it tells
 // the others the step directory, or why the save failed, so every process
-// returns the same or throws the same.
+// returns the same or throws the same. Rank 0 keeps a commit it made even
+// when that last broadcast is cut short by an abort: the step directory is
+// whole on disk, and rank 0 is the process that reports it.
 std::string Trainer::write_checkpoint_as_process(const std::string& root, CheckpointSnapshot& snapshot) const {
   const bool leader = process_.rank == 0;
   std::unique_ptr<CheckpointWriter> writer;
-  std::string said;
+  std::string said, committed;
   if (leader) try {
       writer = std::make_unique<CheckpointWriter>(root, snapshot.step);
       said = outcome(true, writer->temp_dir());
@@ -148,6 +176,7 @@ std::string Trainer::write_checkpoint_as_process(const std::string& root, Checkp
       throw OutputError("--save-dir " + temp +
                         ": rank 0's temporary is not here: every process writes its rank file into it, so under "
                         "mpirun --save-dir must be a folder that every machine shares");
+    faults_.before_checkpoint_write(process_.rank, snapshot.step);
     write_checkpoint_rank(temp, snapshot.ranks.front());
     said = outcome(true, checkpoint_file_text(snapshot.ranks.front().file));
   } catch (const std::exception& e) {
@@ -165,11 +194,17 @@ std::string Trainer::write_checkpoint_as_process(const std::string& root, Checkp
       write_hf_model_dir(temp, model, whole_weights(model, saved).data(), "--save-dir");
       copy_tokenizer_files(config_.init_from, temp);
       faults_.before_checkpoint_commit(snapshot.step);
-      said = outcome(true, writer->commit(std::move(snapshot.manifest)));
+      committed = writer->commit(std::move(snapshot.manifest));
+      said = outcome(true, committed);
     } catch (const std::exception& e) {
       said = outcome(false, e.what());
     }
-  return outcome_value(process_.broadcast(said));
+  try {
+    return outcome_value(process_.broadcast(said));
+  } catch (const CommAborted&) {
+    if (committed.empty()) throw;
+    return committed;
+  }
 }
 
 void Trainer::begin_checkpoint(const std::string& root) {
@@ -179,12 +214,56 @@ void Trainer::begin_checkpoint(const std::string& root) {
   const std::int64_t start_ns = event_time_ns();
   auto snapshot = std::make_shared<CheckpointSnapshot>(checkpoint_snapshot());
   const double copy_s = seconds_since(start);
-  pending_save_ = std::async(std::launch::async, [this, root, snapshot, copy_s, start_ns] {
-    const auto write_start = std::chrono::steady_clock::now();
-    CheckpointSave save{snapshot->step, write_checkpoint(root, *snapshot), copy_s, 0.0, start_ns};
-    save.write_s = seconds_since(write_start);
-    return save;
+  auto in_flight = std::make_shared<SaveInFlight>();
+  in_flight->step = snapshot->step;
+  {
+    std::lock_guard lock(save_in_flight_mutex_);
+    save_in_flight_ = in_flight;
+  }
+  pending_save_ = std::async(std::launch::async, [this, root, snapshot, copy_s, start_ns, in_flight] {
+    try {
+      const auto write_start = std::chrono::steady_clock::now();
+      CheckpointSave save{snapshot->step, write_checkpoint(root, *snapshot), copy_s, 0.0, start_ns};
+      save.write_s = seconds_since(write_start);
+      in_flight->end(true);
+      return save;
+    } catch (...) {
+      in_flight->end(false);
+      throw;
+    }
   });
+}
+
+// Half the --comm-timeout, so that the other processes, waiting for this one
+// in the step's collectives, do not time out first; and at most 30 s.
+double Trainer::save_grace_s() const {
+  return std::min(30.0, config_.comm_timeout_s / 2.0);
+}
+
+std::string Trainer::await_save_before_abort() {
+  std::shared_ptr<SaveInFlight> save;
+  {
+    std::lock_guard lock(save_in_flight_mutex_);
+    save = save_in_flight_;
+  }
+  if (save == nullptr) return {};
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_lock lock(save->mutex);
+  if (save->ended) return {};  // ended before the failure: nothing was held back
+  const double grace_s = save_grace_s();
+  const bool ended =
+      save->ended_signal.wait_for(lock, std::chrono::duration<double>(grace_s), [&] { return save->ended; });
+  char text[256];
+  const auto step = static_cast<long long>(save->step);
+  if (!ended)
+    std::snprintf(text, sizeof text,
+                  "; the checkpoint of step %lld, still being written, did not end within %.1f s of waiting for it "
+                  "(half of --comm-timeout, at most 30 s): it is abandoned, not committed",
+                  step, grace_s);
+  else
+    std::snprintf(text, sizeof text, "; the stop waited %.1f s for the checkpoint of step %lld in flight, which %s",
+                  seconds_since(start), step, save->committed ? "committed" : "ended in an error");
+  return text;
 }
 
 std::optional<CheckpointSave> Trainer::finish_checkpoint() {

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "train/fault_injection.h"
 
+#include <charconv>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <thread>
 
 namespace shardscope {
 
@@ -34,6 +38,21 @@ bool FaultInjection::overflow(Backend& backend, int rank, std::int64_t step, DTy
 void FaultInjection::before_checkpoint_commit(std::int64_t step) const {
   const char* at = std::getenv("SHARDSCOPE_KILL_BEFORE_COMMIT");
   if (at != nullptr && std::to_string(step) == at) std::raise(SIGKILL);
+}
+
+void FaultInjection::before_checkpoint_write(int rank, std::int64_t step) const {
+  const char* value = std::getenv("SHARDSCOPE_SLOW_SAVE");
+  if (value == nullptr) return;
+  const std::string_view text(value);
+  const std::string ours = std::to_string(rank) + ":" + std::to_string(step) + ":";
+  if (!text.starts_with(ours)) return;
+  const std::string_view ms_text = text.substr(ours.size());
+  int ms = -1;
+  const auto [end, error] = std::from_chars(ms_text.data(), ms_text.data() + ms_text.size(), ms);
+  if (error != std::errc() || end != ms_text.data() + ms_text.size() || ms < 0 || ms > 600'000)
+    throw std::runtime_error("SHARDSCOPE_SLOW_SAVE=" + std::string(text) +
+                             ": expected RANK:STEP:MS with MS a whole number of milliseconds from 0 to 600000");
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
 }
 
 }  // namespace shardscope

@@ -10,6 +10,9 @@
 // dies: with SHARDSCOPE_KILL_AT_STEP=RANK:STEP the process running RANK kills
 // itself (SIGKILL, as kill -9) before the backward of STEP, in a job's first
 // run only (launch --max-restarts sets SHARDSCOPE_RESTART_COUNT in the others).
+// And a slow save, as a slow disk makes one: with SHARDSCOPE_SLOW_SAVE=RANK:STEP:MS
+// the thread or process writing RANK's file of step STEP's save sleeps MS
+// milliseconds first, so a failure can be injected while that save is in flight.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +41,8 @@ class FaultInjection {
                 std::int64_t count) const;
   // SHARDSCOPE_KILL_BEFORE_COMMIT: called before a save of `step` writes its manifest.
   void before_checkpoint_commit(std::int64_t step) const;
+  // SHARDSCOPE_SLOW_SAVE: called before `rank`'s file of a save of `step` is written.
+  void before_checkpoint_write(int rank, std::int64_t step) const;
 
  private:
   int fail_rank_;

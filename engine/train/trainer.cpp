@@ -255,9 +255,16 @@ Trainer::Rank& Trainer::rank_at(int rank) const {
   throw std::out_of_range("rank " + std::to_string(rank) + " runs in another process");
 }
 
+// Under mpirun the first failing thread tells the other processes, once a
+// save in flight has ended (checkpoint_save.cpp: await_save_before_abort,
+// bounded); a second failing thread waits for that and adds nothing.
 void Trainer::abort_world(int rank, const std::string& reason) {
   world_->abort(rank, reason);
-  if (process_.abort) process_.abort(rank, reason);
+  if (!process_.abort) return;
+  std::lock_guard lock(process_abort_mutex_);
+  if (process_.aborted && process_.aborted()) return;  // told already, or another process failed first
+  const std::string save_note = await_save_before_abort();
+  process_.abort(rank, reason + save_note);
 }
 
 void Trainer::emit(const Event& event) {

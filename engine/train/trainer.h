@@ -25,6 +25,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -281,6 +282,12 @@ class Trainer {
   CheckpointSnapshot checkpoint_snapshot() const;
   std::string write_checkpoint(const std::string& root, CheckpointSnapshot& snapshot) const;
   std::string write_checkpoint_as_process(const std::string& root, CheckpointSnapshot& snapshot) const;
+  // Under mpirun, a rank of this process failed: the save in flight (if any)
+  // may take up to save_grace_s() to end before the other processes hear of
+  // it. Returns what happened to it, for the abort's message (empty: none in flight).
+  struct SaveInFlight;
+  std::string await_save_before_abort();
+  double save_grace_s() const;
   const std::string& data_fingerprint() const;  // the tokens' FNV-1a, for the manifest and the resume check
   // Before the rank files are read: the manifest's model, shapes, seed and data are this run's.
   void check_checkpoint(const std::string& dir, const CheckpointManifest& manifest) const;
@@ -342,6 +349,11 @@ class Trainer {
   std::shared_ptr<const std::vector<float>> initial_parameters_;
   std::string init_note_;
   const std::atomic<bool>* stop_ = nullptr;  // run()'s stop flag, while it runs
+  // The save in flight as a failing rank thread sees it (await_save_before_abort),
+  // replaced by begin_checkpoint under its mutex; and one process abort at a time.
+  std::shared_ptr<SaveInFlight> save_in_flight_;
+  std::mutex save_in_flight_mutex_;
+  std::mutex process_abort_mutex_;
   // The save writing in the background (begin_checkpoint). Last: destroyed
   // first, its destructor waits for the write, which reads the members above.
   std::future<CheckpointSave> pending_save_;

@@ -4,8 +4,11 @@
 // own rank file and rank 0 commits; a run resumed under mpirun or launch prints the
 // uninterrupted run's losses bit for bit; the rank files are the threaded
 // run's, byte for byte, so a checkpoint moves between threads and processes
-// both ways; a save killed mid-commit is never resumed from. Skipped, saying
-// so, only where mpirun is missing.
+// both ways; a save killed mid-commit is never resumed from; a rank that
+// fails while a save is in flight lets it commit, or abandons it after a
+// bounded wait and keeps the last one. Skipped, saying so, only where mpirun
+// is missing.
+#include <QElapsedTimer>
 #include <QFile>
 #include <QProcessEnvironment>
 #include <QRegularExpression>
@@ -203,6 +206,72 @@ class TestMpiCheckpoint : public QObject {
     QVERIFY2(!r.err.contains("launch: restart 2"), qPrintable(failure(r)));
     const std::vector<double> all = losses(whole), after = losses(restarted);
     QCOMPARE(after, std::vector<double>(all.begin() + 5, all.end()));
+  }
+
+  // Rank 2 fails at step 7 while its part of step 5's save is still being
+  // written (SHARDSCOPE_SLOW_SAVE holds it 4 s): it tells the others only once
+  // that save has ended, so the save every process had begun commits, rank 0
+  // reports it, the lost-work text counts it, and a resume takes it.
+  void a_save_in_flight_when_a_rank_fails_is_committed() {
+    QTemporaryDir dir;
+    const QString root = dir.filePath("ckpt");
+    QStringList run = kRun;
+    run[run.indexOf("--steps") + 1] = "8";
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SHARDSCOPE_SLOW_SAVE", "2:5:4000");
+    const CliResult r =
+        run_mpi(4, run + QStringList{"--save-dir", root, "--save-every", "5", "--inject-failure", "2:7"}, 60000, env);
+    QVERIFY2(r.code != 0, qPrintable(failure(r)));
+    QVERIFY2(r.err.contains("injected failure (--inject-failure) before backward of step 7"), qPrintable(failure(r)));
+    // The failure came while the save was in flight (else this test proves nothing), and the stop waited for it.
+    QVERIFY2(r.err.contains(QRegularExpression("the stop waited [0-9.]+ s for the checkpoint of step 5 in flight, "
+                                               "which committed")),
+             qPrintable(failure(r)));
+    QVERIFY2(r.out.contains("checkpoint: step 5 saved to " + root + "/step-000005"), qPrintable(failure(r)));
+    QVERIFY2(r.err.contains("lost work: the run stopped in step 7; the last checkpoint is step 5 (--save-every 5), "
+                            "so a restart from " +
+                            root + "/step-000005 runs 1 finished step again"),
+             qPrintable(failure(r)));
+    QVERIFY(QFile::exists(root + "/step-000005/manifest.json"));
+    QVERIFY(QFile::exists(root + "/step-000005/rank-2.safetensors"));
+    const CliResult resumed = run_mpi(4, run + QStringList{"--resume", root}, 60000);
+    QVERIFY2(resumed.code == 0, qPrintable(failure(resumed)));
+    QVERIFY2(resumed.out.contains("resumed from " + root + "/step-000005 at step 5"), qPrintable(failure(resumed)));
+  }
+
+  // Rank 2 fails at step 7 while its part of step 6's save is held 20 s: with
+  // --comm-timeout 8 it waits 4 s (half of it), says so, and stops every
+  // process. The save never commits; step 4 stays the last checkpoint, whole
+  // (a resume checks every file), and the lost-work text counts from it.
+  void a_save_that_cannot_end_is_abandoned_and_the_last_one_kept() {
+    QTemporaryDir dir;
+    const QString root = dir.filePath("ckpt");
+    QStringList run = kRun;
+    run[run.indexOf("--steps") + 1] = "8";
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("SHARDSCOPE_SLOW_SAVE", "2:6:20000");
+    QElapsedTimer timer;
+    timer.start();
+    const CliResult r = run_mpi(
+        4, run + QStringList{"--save-dir", root, "--save-every", "2", "--inject-failure", "2:7", "--comm-timeout", "8"},
+        60000, env);
+    const qint64 took_ms = timer.elapsed();
+    qInfo("the job ended %lld ms after it started", static_cast<long long>(took_ms));
+    QVERIFY2(r.code != 0, qPrintable(failure(r)));
+    QVERIFY2(took_ms < 20000,
+             qPrintable(QString("took %1 ms: the held save kept the job\n").arg(took_ms) + failure(r)));
+    QVERIFY2(r.err.contains("the checkpoint of step 6, still being written, did not end within 4.0 s of waiting for "
+                            "it (half of --comm-timeout, at most 30 s): it is abandoned, not committed"),
+             qPrintable(failure(r)));
+    QVERIFY2(r.err.contains("lost work: the run stopped in step 7; the last checkpoint is step 4 (--save-every 2), "
+                            "so a restart from " +
+                            root + "/step-000004 runs 2 finished steps again"),
+             qPrintable(failure(r)));
+    QVERIFY2(!r.out.contains("checkpoint: step 6 saved"), qPrintable(failure(r)));
+    QVERIFY(!QFile::exists(root + "/step-000006"));
+    const CliResult resumed = run_mpi(4, run + QStringList{"--resume", root}, 60000);
+    QVERIFY2(resumed.code == 0, qPrintable(failure(resumed)));
+    QVERIFY2(resumed.out.contains("resumed from " + root + "/step-000004 at step 4"), qPrintable(failure(resumed)));
   }
 
   // A job refused for its input (exit code 2) is not restarted: it would fail the same way.
