@@ -58,11 +58,14 @@ std::int64_t required(const JsonConfig& json, const std::string& key, std::int64
 
 // LayerNorm's or RMSNorm's epsilon (x / sqrt(variance + eps)): positive, or a
 // constant row divides by zero; at most 1, or the engine's float holds a value
-// (1e300 became inf) that scales every activation to nothing without a word.
+// (1e300 became inf) that scales every activation to nothing without a word;
+// and positive as that float too (1e-50 would become 0).
 double norm_epsilon(const JsonConfig& json, const std::string& key, double fallback) {
   const double eps = json.get_number({key}).value_or(fallback);
   if (!(eps > 0.0 && eps <= 1.0))
     json.fail({key}, json.find({key})->dump() + " is out of range (0, 1] (the norm divides by sqrt(variance + eps))");
+  if (!(static_cast<float>(eps) > 0.0f))
+    json.fail({key}, json.find({key})->dump() + " is too small for the engine's 32-bit float (it would be 0)");
   return eps;
 }
 

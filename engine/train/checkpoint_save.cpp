@@ -235,7 +235,10 @@ void Trainer::begin_checkpoint(const std::string& root) {
 }
 
 // Half the --comm-timeout, so that the other processes, waiting for this one
-// in the step's collectives, do not time out first; and at most 30 s.
+// in the step's collectives, usually do not time out first (their timers may
+// have started earlier, while this rank was slow before it failed: then their
+// own abort ends the wait, and the save is reported as not committed); and at
+// most 30 s.
 double Trainer::save_grace_s() const {
   return std::min(30.0, config_.comm_timeout_s / 2.0);
 }

@@ -43,16 +43,22 @@ void FaultInjection::before_checkpoint_commit(std::int64_t step) const {
 void FaultInjection::before_checkpoint_write(int rank, std::int64_t step) const {
   const char* value = std::getenv("SHARDSCOPE_SLOW_SAVE");
   if (value == nullptr) return;
+  // RANK:STEP:MS, checked whole on every rank and step, so a typo is refused rather than never matching.
   const std::string_view text(value);
-  const std::string ours = std::to_string(rank) + ":" + std::to_string(step) + ":";
-  if (!text.starts_with(ours)) return;
-  const std::string_view ms_text = text.substr(ours.size());
-  int ms = -1;
-  const auto [end, error] = std::from_chars(ms_text.data(), ms_text.data() + ms_text.size(), ms);
-  if (error != std::errc() || end != ms_text.data() + ms_text.size() || ms < 0 || ms > 600'000)
+  std::int64_t fields[3] = {-1, -1, -1};
+  const char* at = text.data();
+  const char* const stop = text.data() + text.size();
+  bool valid = true;
+  for (int i = 0; i < 3 && valid; ++i) {
+    const auto [end, error] = std::from_chars(at, stop, fields[i]);
+    valid = error == std::errc() && fields[i] >= 0 && (i < 2 ? end != stop && *end == ':' : end == stop);
+    at = end + 1;
+  }
+  if (!valid || fields[2] > 600'000)
     throw std::runtime_error("SHARDSCOPE_SLOW_SAVE=" + std::string(text) +
                              ": expected RANK:STEP:MS with MS a whole number of milliseconds from 0 to 600000");
-  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  if (fields[0] != rank || fields[1] != step) return;
+  std::this_thread::sleep_for(std::chrono::milliseconds(fields[2]));
 }
 
 }  // namespace shardscope

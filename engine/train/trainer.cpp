@@ -257,7 +257,8 @@ Trainer::Rank& Trainer::rank_at(int rank) const {
 
 // Under mpirun the first failing thread tells the other processes, once a
 // save in flight has ended (checkpoint_save.cpp: await_save_before_abort,
-// bounded); a second failing thread waits for that and adds nothing.
+// bounded by save_grace_s); a second failing thread, or the NCCL watchdog
+// calling in, waits on the mutex for that long at most and adds nothing.
 void Trainer::abort_world(int rank, const std::string& reason) {
   world_->abort(rank, reason);
   if (!process_.abort) return;

@@ -532,6 +532,9 @@ void TestConfigImport::hf_norm_epsilon_has_limits() {
   QVERIFY2(contains(m, "g.json line 2: layer_norm_epsilon: -1e-05 is out of range (0, 1]"), m.c_str());
   m = message_of<ConfigError>([&] { parse_hf_config(gpt2 + "0}", "g.json"); });
   QVERIFY2(contains(m, "layer_norm_epsilon: 0 is out of range"), m.c_str());
+  m = message_of<ConfigError>([&] { parse_hf_config(gpt2 + "1e-50}", "g.json"); });
+  QVERIFY2(contains(m, "g.json line 2: layer_norm_epsilon: 1e-50 is too small for the engine's 32-bit float"),
+           m.c_str());
   QCOMPARE(parse_hf_config(gpt2 + "1e-05}", "g.json").norm_eps, 1e-5);
   m = message_of<ConfigError>([] {
     parse_hf_config(R"({"model_type": "bert", "vocab_size": 300, "hidden_size": 64, "num_hidden_layers": 2,

@@ -61,7 +61,7 @@ class TestEstimateOverlap : public QObject {
   }
 
   // --tp-comm-overlap: sequence parallelism's collectives hidden behind the step's GEMMs, which pay
-  // the contention; the flat model overlaps nothing.
+  // the contention; the flat model, which overlaps nothing, refuses it.
   void tp_comm_overlap_hides_behind_the_gemms() {
     const ModelShape gpt2 = preset("gpt2-124m");
     const GpuProfile& h100 = find_gpu_profile("H100");
@@ -81,10 +81,9 @@ class TestEstimateOverlap : public QObject {
     QVERIFY(over.overlap_contention_s > 0);
     QVERIFY(near(over.overlap_contention_s, expect.contention_s));
     QVERIFY(near(over.step_s, plain.step_s - plain.tp_comm_s + expect.exposed_s + expect.contention_s));
+    // The flat model overlaps nothing, so it refuses the flag rather than ignore it.
     s.measured_kernels = false;
-    const TimeEstimate flat = estimate_time(gpt2, s, &h100);
-    QCOMPARE(flat.tp_exposed_s, flat.tp_comm_s);
-    QCOMPARE(flat.overlap_contention_s, 0.0);
+    QVERIFY_THROWS_EXCEPTION(FieldError, validate_estimate_settings(s));
     // Megatron-LM's rules: sequence parallelism, and userbuffers inside one node.
     s.measured_kernels = true;
     s.gpus_per_node = 2;
