@@ -18,6 +18,11 @@
 //     small to fill the GPU (launch, ramp, tail).
 //   gemm_fraction: 4096³ runs at 783.3 TFLOP/s (79% of 989.4); less the floor,
 //     its FLOPs go at 0.818 of peak.
+// A 16-bit GEMM of known shape (gemm_s with m, n, k) runs at the table's own
+// fraction at that shape in place of gemm_fraction: every b × 4096 × n × k entry,
+// b in {1, 2, 4}, n and k in {512, ..., 4096}, read like 4096³ (FLOPs over its
+// time less the floor), interpolated in log2 of the sizes (table_gemm_fraction).
+// Narrow GEMMs reach less: 0.79 at 2 × 4096 × 2048 × 2048, 0.64 at 4096 × 512 × 512.
 // The rest of the table checks the form (2048³, 1024 × 2048 × 2048 and
 // 4096 × 512 × 512 against their measured figures (tests/engine/test_gpu_profile_clock.cpp holds these). Nothing
 // here is fitted to a training run.
@@ -42,13 +47,20 @@ struct KernelModel {
   double gemm_fraction = 1;    // of peak_flops, for a GEMM's FLOPs
   double memory_fraction = 1;  // of bytes_per_s, for every kernel's bytes
   double gemm_floor_s = 0;     // added once per GEMM kernel
+  bool shape_fractions = false;  // 16-bit GEMMs of a known shape: the table's fraction at that shape
 
-  // One GEMM kernel (or a batch of them launched as one) of `flops` FLOPs moving `bytes`.
+  // One GEMM kernel (or a batch of them launched as one) of `flops` FLOPs moving `bytes`, at gemm_fraction.
   double gemm_s(double flops, double bytes) const;
+  // `batch` GEMMs (m × k) · (k × n) in one kernel, moving `bytes`: at table_gemm_fraction(m · batch, n, k)
+  // when shape_fractions is set, else at gemm_fraction.
+  double gemm_s(double m, double n, double k, double batch, double bytes) const;
   // A kernel without matmuls (a norm, an activation, the optimizer): its bytes only.
   double memory_s(double bytes) const;
 };
 
+// The fraction of peak a 16-bit GEMM with an m × n output and inner size k runs at once the floor is
+// off: XLA's table at that shape (kernel_model.cpp keeps the entries it needs).
+double table_gemm_fraction(double m, double n, double k);
 // The microbenchmark's three constants on a GPU of these data-sheet figures.
 KernelModel measured_kernel_model(double peak_tflops, double memory_gbps);
 // The same model for FP8 GEMMs (E4M3/E5M2 in, 16-bit out) at a GPU's dense FP8 peak: DeepGEMM's fraction.

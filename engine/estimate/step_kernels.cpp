@@ -26,7 +26,7 @@ struct Linear {
 
 // out (m × n) = in (m × k) · W (k × n), `batch` of them in one kernel.
 double gemm(const Linear& lin, double m, double n, double k, double batch = 1) {
-  return lin.km.gemm_s(2 * m * n * k * batch, batch * (lin.operand_bytes * (m * k + k * n) + lin.output_bytes * m * n));
+  return lin.km.gemm_s(m, n, k, batch, batch * (lin.operand_bytes * (m * k + k * n) + lin.output_bytes * m * n));
 }
 
 // A weight GEMM r × n × k forward, and its two backward GEMMs.

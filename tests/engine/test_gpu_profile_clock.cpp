@@ -10,6 +10,7 @@
 #include <map>
 
 #include "cli/cli_runner.h"
+#include "clock/kernel_model.h"
 #include "config/run_schema.h"
 #include "engine/busy_process.h"
 #include "engine/collecting_sink.h"
@@ -90,6 +91,7 @@ class TestGpuProfileClock : public QObject {
  private Q_SLOTS:
   void roofline_of_one_op();
   void measured_kernels_reproduce_their_table();
+  void gemm_fraction_follows_the_shape();
   void compute_matches_the_estimator();
   void op_flops_match_the_estimator();
   void memory_bound_where_the_estimator_is_not();
@@ -137,6 +139,29 @@ void TestGpuProfileClock::measured_kernels_reproduce_their_table() {
   QVERIFY(near(tflops(1, 4096, 512, 512), 238.82, 0.06));
   // A memory-bound kernel: no floor, its bytes at 0.723 of 3.35 TB/s.
   QCOMPARE(h100.op_ns(0, 1e9), std::llround(1e9 / (3350e9 * h100.kernels.memory_fraction) * 1e9));
+}
+
+// A 16-bit GEMM of known shape runs at XLA's measured fraction at that shape (kernel_model.cpp):
+// 2 x 4096 x 2048 x 2048 gives back its entry, 733.3 TFLOP/s; a GEMM 8192 wide each way (taken
+// as the table's widest, 2 x 4096 x 4096 x 4096, 807.7) does more per second; 4096³ keeps the
+// single fraction the FLOP-only form uses.
+void TestGpuProfileClock::gemm_fraction_follows_the_shape() {
+  const KernelModel h100 = measured_kernel_model(989.4, 3350);
+  QVERIFY(h100.shape_fractions);
+  const auto tflops = [&](double m, double n, double k) {
+    return 2 * m * n * k / h100.gemm_s(m, n, k, 1, 2 * (m * k + k * n + m * n)) / 1e12;
+  };
+  const double narrow = tflops(8192, 2048, 2048), wide = tflops(8192, 8192, 8192);
+  qInfo("8192 x 2048 x 2048 %.1f TFLOP/s, 8192^3 %.1f", narrow, wide);
+  QVERIFY(std::fabs(narrow / 733.3 - 1) < 1e-3);
+  QVERIFY(wide > narrow * 1.05);
+  QVERIFY(std::fabs(table_gemm_fraction(4096, 4096, 4096) / h100.gemm_fraction - 1) < 1e-3);
+  // Between entries the fraction lies between theirs (interpolated in log2 of the sizes).
+  const double between = table_gemm_fraction(8192, 3000, 2048);
+  QVERIFY(between > table_gemm_fraction(8192, 2048, 2048) && between < table_gemm_fraction(8192, 4096, 2048));
+  // The FP8 model keeps DeepGEMM's one fraction whatever the shape.
+  const KernelModel fp8 = measured_float8_kernel_model(1978.9, 3350);
+  QCOMPARE(fp8.gemm_s(8192, 2048, 2048, 1, 1e6), fp8.gemm_s(2 * 8192.0 * 2048 * 2048, 1e6));
 }
 
 // One model: the estimator's compute_s prices the step's kernels from the model's shape
