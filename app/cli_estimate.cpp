@@ -182,7 +182,8 @@ void print_gpu_time(const Estimate& e) {
           : std::string("flash");
   std::printf(
       "  kernels        compute %.3f s = GEMMs %.3f s (%s kernels) + attention core %.3f s (%s) + memory-bound "
-      "%.3f s (%s); each GEMM %.2f us + its FLOPs at %.0f%% of peak × %.3f sustained clock or its bytes at %.0f%% "
+      "%.3f s (%s); each GEMM %.2f us + its FLOPs at the fraction of peak XLA's table measured at its shape (%.0f%% "
+      "at 4096³) × %.3f sustained clock or its bytes at %.0f%% "
       "of %s GB/s, whichever is longer; other kernels their bytes at %.0f%% (XLA's H100 GEMM table; "
       "docs/ESTIMATE.md, docs/PERFORMANCE.md)\n",
       t.compute_s, t.gemm_s, grouped(static_cast<std::int64_t>(t.gemm_kernels)).c_str(), t.attention_s,

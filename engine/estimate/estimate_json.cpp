@@ -118,7 +118,8 @@ json time_json(const TimeEstimate& t) {
     out["sustained_clock"] = t.sustained_clock;
     out["dp_exposed_s"] = t.dp_exposed_s;
     out["kernel_model"] = {{"source", "XLA's H100 GEMM table (matmul_interpolator_data.h)"},
-                           {"gemm_fraction", t.gemm_fraction},
+                           {"gemm_fraction", t.gemm_fraction},  // at 4096³; each GEMM takes its shape's
+                           {"gemm_fraction_at", "4096x4096x4096; each GEMM at the table's fraction for its shape"},
                            {"memory_fraction", t.memory_fraction},
                            {"gemm_floor_s", t.gemm_floor_s},
                            {"attention_fraction", t.attention_fraction},
