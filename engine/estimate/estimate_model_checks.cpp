@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "config/run_schema.h"
 #include "core/error.h"
 
 namespace shardscope {
@@ -46,6 +47,14 @@ void validate_estimate_against_model(const ModelShape& model, const EstimateSett
                       (model.experts == 0 ? model.name + " has no experts"
                                           : "the " + std::to_string(model.experts) + " experts of " + model.name +
                                                 " do not split over " + std::to_string(ep) + " expert-parallel ranks"));
+  // torchtitan converts nn.Linear to Float8Linear; its grouped experts stay 16-bit, and their weights gather
+  // over dp/ep, not dp: the FP8 terms would price what no run does.
+  if (s.float8_linears && model.experts > 0)
+    throw FieldError("{float8} tensorwise: " + model.name + " has " + std::to_string(model.experts) +
+                         " experts per MoE layer; FP8 linears are priced for dense models only (torchtitan's "
+                         "grouped experts are not Float8Linear)",
+                     "{float8} tensorwise：" + model.name + " 每个 MoE 层有 " + std::to_string(model.experts) +
+                         " 个专家；FP8 线性层只对稠密模型计价（torchtitan 的分组专家不是 Float8Linear）");
   if (s.seq > model.max_positions && model.architecture != "llama")
     throw ConfigError("--seq " + std::to_string(s.seq) + " exceeds the maximum sequence length of " + model.name +
                       " (" + std::to_string(model.max_positions) + ")");

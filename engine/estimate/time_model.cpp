@@ -71,10 +71,10 @@ std::int64_t largest_stage_parameters(const ModelShape& model, const EstimateSet
 // once a step (torchtitan's FSDP under pipeline parallelism keeps the gathered parameters through the
 // step), (N−1)/N · (p − 1)Ψ_lin. Ψ_lin: the stage's linear weights on one tp rank (its layers' parameters
 // less their norms); the embeddings, norms and head gather at p.
-void float8_all_gather(DataParallelTraffic& traffic, const ModelShape& model, const EstimateSettings& s,
-                       const ShardingRules& rules, const StageUnits& stage) {
+double float8_all_gather(DataParallelTraffic& traffic, const ModelShape& model, const EstimateSettings& s,
+                         const ShardingRules& rules, const StageUnits& stage) {
   const int N = s.layout.dp();
-  if (N == 1) return;
+  if (N == 1) return 0;
   int layers = 0;
   for (int c = 0; c < stage.layers.chunks; ++c)
     layers += stage.layers.chunk(c).end_layer - stage.layers.chunk(c).first_layer;
@@ -82,9 +82,21 @@ void float8_all_gather(DataParallelTraffic& traffic, const ModelShape& model, co
   const double linear = layers * (static_cast<double>(model.layer_parameters) - norms) / s.layout.tp();
   const double p = rules.bytes_per_parameter().parameters;
   const double gathers = s.zero_stage == 3 ? 2.0 * static_cast<double>(s.micro_steps()) : 1.0;
-  traffic.bytes -= gathers * (N - 1.0) / N * (p - 1) * linear;
+  const double saved = gathers * (N - 1.0) / N * (p - 1) * linear;
+  traffic.bytes -= saved;
   traffic.values += "; FP8 all-gather: the linears' Ψ_lin = " + grouped(static_cast<std::int64_t>(linear)) +
                     " gathered at 1 byte, " + (s.zero_stage == 3 ? "−2K(N−1)/N" : "−(N−1)/N") + " · (p − 1)Ψ_lin";
+  return saved;
+}
+
+// ZeRO-1/2: the all-gather's part of (N−1)/N · (K'·g + p)Ψ', K' = 1 (ZeRO-1) or K (ZeRO-2), less what
+// --float8-all-gather took out of it (all of it comes out of the all-gather; the reduce-scatter keeps g).
+double parameter_gather_bytes(double bytes_16bit, double float8_saved, const EstimateSettings& s,
+                              const ShardingRules& rules) {
+  if (!rules.shards_optimizer_states() || rules.shards_parameters()) return 0;
+  const StateBytes b = rules.bytes_per_parameter();
+  const double reduces = (rules.shards_gradients() ? static_cast<double>(s.micro_steps()) : 1) * b.gradients;
+  return bytes_16bit * b.parameters / (reduces + b.parameters) - float8_saved;
 }
 
 // Bytes each rank sends per step in the data-parallel collectives, by strategy
@@ -105,9 +117,11 @@ void count_data_parallel_bytes(TimeEstimate& t, const ModelShape& model, const E
     DataParallelTraffic traffic = ep > 1
                                       ? expert_data_parallel_traffic(rules, ep, stage.parameters() - experts, experts)
                                       : data_parallel_traffic(rules, stage, s.micro_steps(), extra);
-    if (s.float8_all_gather) float8_all_gather(traffic, model, s, rules, stage);
+    const double bytes_16bit = traffic.bytes;
+    const double saved = s.float8_all_gather ? float8_all_gather(traffic, model, s, rules, stage) : 0;
     if (t.dp_formula.empty() || traffic.bytes > t.dp_bytes) {
       t.dp_bytes = traffic.bytes;
+      t.dp_gather_bytes = parameter_gather_bytes(bytes_16bit, saved, s, rules);
       t.dp_formula = traffic.text();
     }
   }
@@ -249,12 +263,15 @@ void time_compute(TimeEstimate& t, const ModelShape& model, const EstimateSettin
 
 // ZeRO-1/2's all-gather of the updated shards: after the step, exposed, or (--overlap-param-gather,
 // Megatron-LM's distributed optimizer) bucket by bucket ahead of the layer that reads it, behind the
-// next step's first forward (a third of a micro-step's compute); one bucket, a layer's, still shows
+// next step's first forward; one bucket, a layer's, still shows
 // (NeMo's communication-overlap guide: "exposes only one DP communication chunk"). The GEMMs beside
-// it pay the measured contention (clock/overlap_contention.h).
+// it pay the measured contention (clock/overlap_contention.h). The forward's share of a micro-step is its
+// FLOPs' share, (2N + 4·L·h·s) of what runs: a third without recompute, a quarter under full recompute
+// (which runs the forward again in backward), between the two under selective.
 double exposed_parameter_gather_s(TimeEstimate& t, const EstimateSettings& s, double gather_s, double layers) {
   if (!s.overlap_param_gather) return gather_s;
-  const double first_forward_s = t.compute_s / static_cast<double>(s.micro_steps()) / 3;
+  const double forward_share = t.model_flops_per_token / 3 / t.flops_per_token;
+  const double first_forward_s = t.compute_s / static_cast<double>(s.micro_steps()) * forward_share;
   const HiddenCollective h = hide_collective(gather_s, first_forward_s, gather_s / layers);
   t.overlap_contention_s += h.contention_s;
   return h.exposed_s;
@@ -292,10 +309,8 @@ double exposed_data_parallel_s(TimeEstimate& t, const ModelShape& model, const E
   if (rules.shards_parameters()) return overlapped(t.dp_comm_s, t.compute_s);
   const double K = static_cast<double>(s.micro_steps()), backward = t.compute_s * 2 / 3;
   if (!rules.shards_optimizer_states()) return overlapped(t.dp_comm_s, backward / K);
-  // ZeRO-1/2: (N−1)/N · (K'·g + p)Ψ', K' = 1 (ZeRO-1) or K (ZeRO-2); the p part after the step.
-  const StateBytes b = rules.bytes_per_parameter();
-  const double reduces = (rules.shards_gradients() ? K : 1) * b.gradients;
-  const double gather_s = t.dp_comm_s * b.parameters / (reduces + b.parameters);
+  // ZeRO-1/2: the all-gather's bytes (parameter_gather_bytes) after the step, the reduce-scatters' behind backward.
+  const double gather_s = t.dp_bytes > 0 ? t.dp_comm_s * t.dp_gather_bytes / t.dp_bytes : 0;
   return exposed_parameter_gather_s(t, s, gather_s, layers) +
          overlapped(t.dp_comm_s - gather_s, rules.shards_gradients() ? backward : backward / K);
 }

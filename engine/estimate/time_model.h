@@ -49,6 +49,7 @@ struct TimeEstimate {
   double model_flops_per_token = 0;  // 6N + 12·L·h·s whatever the recompute: MFU's numerator (PaLM)
   double flops_per_step = 0;  // all ranks together
   double dp_bytes = 0;        // sent per rank per step by the data-parallel collectives
+  double dp_gather_bytes = 0;  // ZeRO-1/2: the all-gather of the updated shards' part of dp_bytes
   std::string dp_formula;
   double pp_bytes = 0;  // sent per step by an inner pipeline stage
   std::string pp_formula;

@@ -116,6 +116,29 @@ class TestEstimateOverlap : public QObject {
     QVERIFY_THROWS_EXCEPTION(FieldError, validate_estimate_settings(s));
   }
 
+  // Under full recompute a micro-step runs the forward twice: the first forward is a quarter of it.
+  void overlap_param_gather_under_full_recompute() {
+    const ModelShape gpt2 = preset("gpt2-124m");
+    const GpuProfile& h100 = find_gpu_profile("H100");
+    EstimateSettings s = h100_node();
+    s.layout[Axis::dp] = 8;
+    s.zero_stage = 1;
+    s.accum = 4;
+    s.micro_batch_size = 1;  // a short forward across nodes: the gather shows past it
+    s.seq = 128;
+    s.layout[Axis::dp] = 64;
+    s.recompute = Recompute::full;
+    const TimeEstimate plain = estimate_time(gpt2, s, &h100);
+    const double gather_s = plain.dp_comm_s / 2;
+    s.overlap_param_gather = true;
+    validate_estimate_settings(s);
+    const TimeEstimate over = estimate_time(gpt2, s, &h100);
+    const HiddenCollective expect = hide_collective(gather_s, plain.compute_s / 4 / 4, gather_s / 12);
+    QVERIFY(expect.exposed_s > gather_s / 12);
+    QVERIFY(near(over.dp_exposed_s, plain.dp_exposed_s - gather_s + expect.exposed_s));
+    QVERIFY(near(over.overlap_contention_s, expect.contention_s));
+  }
+
   // NVLink SHARP speeds up an H100 node's all-reduce (476 GB/s busbw) but not its all-gathers and
   // reduce-scatters (360); an A100 node's are 200; the flat model keeps the datasheet's link.
   void node_collectives_at_their_measured_bus_bandwidth() {

@@ -61,6 +61,8 @@ class TestEstimateTime : public QObject {
   void flash_attention_causal_at_its_measured_rate();
   void runtime_recompute_policy_dropout_and_bandwidth();
   void float8_linears_at_the_fp8_peak();
+  void float8_all_gather_shortens_only_the_gather();
+  void float8_refused_for_experts();
 };
 
 void TestEstimateTime::time_model_figures() {
@@ -383,6 +385,45 @@ void TestEstimateTime::float8_linears_at_the_fp8_peak() {
   bad.float8_linears = false;
   bad.float8_all_gather = false;
   validate_estimate_settings(bad);
+}
+
+// ZeRO-1 with --float8-all-gather: the 1-byte weights shorten the all-gather of the updated shards (exposed
+// after the step) and leave the reduce-scatter (behind backward) as it was, so the exposed seconds fall by
+// what the all-gather saves.
+void TestEstimateTime::float8_all_gather_shortens_only_the_gather() {
+  const GpuProfile& h100 = find_gpu_profile("H100");
+  const ModelShape llama = llama_8b();
+  EstimateSettings s = torchtitan_settings();
+  s.float8_linears = true;
+  s.zero_stage = 1;
+  const TimeEstimate sixteen = estimate_time(llama, s, &h100);
+  s.float8_all_gather = true;
+  validate_estimate_settings(s);
+  const TimeEstimate eight = estimate_time(llama, s, &h100);
+  const double saved = sixteen.dp_bytes - eight.dp_bytes;
+  QVERIFY(saved > 0);
+  QVERIFY(near(eight.dp_gather_bytes, sixteen.dp_gather_bytes - saved));
+  QVERIFY(near(eight.dp_bytes - eight.dp_gather_bytes, sixteen.dp_bytes - sixteen.dp_gather_bytes));
+  QVERIFY(near(sixteen.dp_exposed_s - eight.dp_exposed_s, sixteen.dp_comm_s - eight.dp_comm_s));
+}
+
+// torchtitan's grouped experts are not Float8Linear, and their weights gather over dp/ep: --float8 is
+// refused for a model with experts, naming the flag and the experts.
+void TestEstimateTime::float8_refused_for_experts() {
+  const ModelShape moe = model_shape_from_config(find_model_preset("gpt-tiny-moe"), "gpt-tiny-moe");
+  EstimateSettings s = torchtitan_settings();
+  s.layout[Axis::dp] = 1;
+  s.seq = 64;
+  s.float8_linears = true;
+  try {
+    estimate_memory(moe, s);
+    QFAIL("FP8 linears priced for a model with experts");
+  } catch (const FieldError& e) {
+    const std::string what = e.what();
+    QVERIFY2(what.find("--float8") != std::string::npos && what.find("experts") != std::string::npos, e.what());
+  }
+  s.float8_linears = false;
+  estimate_memory(moe, s);
 }
 
 QTEST_GUILESS_MAIN(TestEstimateTime)
