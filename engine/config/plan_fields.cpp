@@ -102,16 +102,17 @@ void add_kernel_model_fields(std::vector<RunField>& f) {
                         "（Lightning 的 precision \"bf16\"）"},
                .saved = Saved::never,
                .surfaces = surface::estimate});
-  f.push_back({.key = "tp_comm_overlap",
-               .flag = "--tp-comm-overlap",
-               .kind = FieldKind::toggle,
-               .help = {"Time model (kernels): Megatron-LM's --tp-comm-overlap (or torchtitan's AsyncTP), sequence\n"
-                        "      parallelism's collectives hidden behind the GEMMs beside them, which run slower\n"
-                        "      while they do",
-                        "时间模型（kernels）：Megatron-LM 的 --tp-comm-overlap（或 torchtitan 的 AsyncTP），序列并行的集合通信"
-                        "隐藏在相邻的 GEMM 之后，这些 GEMM 因此变慢"},
-               .saved = Saved::never,
-               .surfaces = surface::estimate});
+  f.push_back(
+      {.key = "tp_comm_overlap",
+       .flag = "--tp-comm-overlap",
+       .kind = FieldKind::toggle,
+       .help = {"Time model (kernels): Megatron-LM's --tp-comm-overlap (or torchtitan's AsyncTP), sequence\n"
+                "      parallelism's collectives hidden behind the GEMMs beside them, which run slower\n"
+                "      while they do",
+                "时间模型（kernels）：Megatron-LM 的 --tp-comm-overlap（或 torchtitan 的 AsyncTP），序列并行的集合通信"
+                "隐藏在相邻的 GEMM 之后，这些 GEMM 因此变慢"},
+       .saved = Saved::never,
+       .surfaces = surface::estimate});
   f.push_back({.key = "overlap_param_gather",
                .flag = "--overlap-param-gather",
                .kind = FieldKind::toggle,

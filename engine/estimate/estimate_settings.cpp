@@ -169,13 +169,14 @@ void check_zb_v(const EstimateSettings& s) {
 // (TransformerEngine #1071); --overlap-param-gather needs the distributed optimizer (ZeRO-1/2).
 void check_overlap_rules(const EstimateSettings& s) {
   const std::string tp = std::to_string(s.layout.tp()), node = std::to_string(s.gpus_per_node);
-  for (const auto& [given, key] : {std::pair{s.tp_comm_overlap, "tp_comm_overlap"},
-                                   std::pair{s.overlap_param_gather, "overlap_param_gather"}})
+  for (const auto& [given, key] :
+       {std::pair{s.tp_comm_overlap, "tp_comm_overlap"}, std::pair{s.overlap_param_gather, "overlap_param_gather"}})
     if (given && !s.measured_kernels)
-      throw FieldError(std::string("{") + key +
-                           "} is priced by the kernel time model only ({time_model} kernels); the flat model "
-                           "overlaps no collective",
-                       std::string("{") + key + "} 只由 kernels 时间模型计价（{time_model} kernels）；flat 模型不重叠任何集合通信");
+      throw FieldError(
+          std::string("{") + key +
+              "} is priced by the kernel time model only ({time_model} kernels); the flat model "
+              "overlaps no collective",
+          std::string("{") + key + "} 只由 kernels 时间模型计价（{time_model} kernels）；flat 模型不重叠任何集合通信");
   if (s.tp_comm_overlap && !s.sequence_parallel)
     throw FieldError(
         "{tp_comm_overlap} overlaps sequence parallelism's all-gathers and reduce-scatters: it needs "

@@ -142,7 +142,7 @@ struct SettingsPatch {
   std::optional<bool> eager_runtime, selective_every_second_matmul, autocast;  // runtime, selective_ac, autocast
   std::optional<double> dropout, memory_gbps;                        // dropout, gpu_bandwidth
   std::optional<bool> tp_comm_overlap, overlap_param_gather;
-  std::optional<bool> float8_linears, float8_all_gather;             // float8, float8_all_gather
+  std::optional<bool> float8_linears, float8_all_gather;    // float8, float8_all_gather
   std::optional<bool> measured_kernels;                     // time_model: "kernels"
   std::vector<std::pair<std::string, std::string>> origin;  // (setting, where it came from)
 };
