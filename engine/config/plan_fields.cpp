@@ -54,6 +54,54 @@ void add_rank_fields(std::vector<RunField>& f) {
                .surfaces = surface::plan});
 }
 
+// The kernel model's inputs for runs that hide collectives behind compute (Megatron-LM's overlaps,
+// torchtitan's AsyncTP) or run their linears in FP8 (torchao's Float8Linear).
+void add_overlap_and_float8_fields(std::vector<RunField>& f) {
+  f.push_back(
+      {.key = "tp_comm_overlap",
+       .flag = "--tp-comm-overlap",
+       .kind = FieldKind::toggle,
+       .help = {"Time model (kernels): Megatron-LM's --tp-comm-overlap (or torchtitan's AsyncTP), sequence\n"
+                "      parallelism's collectives hidden behind the GEMMs beside them, which run slower\n"
+                "      while they do",
+                "时间模型（kernels）：Megatron-LM 的 --tp-comm-overlap（或 torchtitan 的 AsyncTP），序列并行的集合通信"
+                "隐藏在相邻的 GEMM 之后，这些 GEMM 因此变慢"},
+       .saved = Saved::never,
+       .surfaces = surface::estimate});
+  f.push_back({.key = "overlap_param_gather",
+               .flag = "--overlap-param-gather",
+               .kind = FieldKind::toggle,
+               .help = {"Time model (kernels): Megatron-LM's --overlap-param-gather, the distributed optimizer's\n"
+                        "      all-gather hidden behind the next step's first forward (ZeRO-1/2)",
+                        "时间模型（kernels）：Megatron-LM 的 --overlap-param-gather，分布式优化器的 all-gather "
+                        "隐藏在下一步的第一次前向之后（ZeRO-1/2）"},
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
+  f.push_back({.key = "float8",
+               .flag = "--float8",
+               .value_name = "none|tensorwise",
+               .kind = FieldKind::choice,
+               .help = {"Time model (kernels): the layers' linears in FP8 as torchao's Float8Linear (torchtitan),\n"
+                        "      one dynamic scale per tensor: GEMMs at the GPU's FP8 peak, amax and casts as memory\n"
+                        "      passes; attention core and head stay 16-bit. Estimate only: training runs no FP8",
+                        "时间模型（kernels）：各层的线性层按 torchao 的 Float8Linear（torchtitan）以 FP8 运行，"
+                        "每个张量一个动态缩放：GEMM 按 GPU 的 FP8 峰值，amax 与转换按访存计算；注意力核心和输出头"
+                        "保持 16 位。仅用于估算：训练不运行 FP8"},
+               .choices = {"none", "tensorwise"},
+               .default_text = "none",
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
+  f.push_back({.key = "float8_all_gather",
+               .flag = "--float8-all-gather",
+               .kind = FieldKind::toggle,
+               .help = {"With --float8 and --zero 1-3: the sharded weights of the FP8 linears are gathered in FP8,\n"
+                        "      one byte each (torchtitan's enable_fsdp_float8_all_gather)",
+                        "与 --float8 和 --zero 1-3 一起：FP8 线性层的分片权重以 FP8（每个一字节）收集"
+                        "（torchtitan 的 enable_fsdp_float8_all_gather）"},
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
+}
+
 // The kernel model's inputs that describe the published run itself (docs/PERFORMANCE.md):
 // its framework's kernels, its recompute policy, its dropout and its GPU's memory.
 void add_kernel_model_fields(std::vector<RunField>& f) {
@@ -102,49 +150,7 @@ void add_kernel_model_fields(std::vector<RunField>& f) {
                         "（Lightning 的 precision \"bf16\"）"},
                .saved = Saved::never,
                .surfaces = surface::estimate});
-  f.push_back(
-      {.key = "tp_comm_overlap",
-       .flag = "--tp-comm-overlap",
-       .kind = FieldKind::toggle,
-       .help = {"Time model (kernels): Megatron-LM's --tp-comm-overlap (or torchtitan's AsyncTP), sequence\n"
-                "      parallelism's collectives hidden behind the GEMMs beside them, which run slower\n"
-                "      while they do",
-                "时间模型（kernels）：Megatron-LM 的 --tp-comm-overlap（或 torchtitan 的 AsyncTP），序列并行的集合通信"
-                "隐藏在相邻的 GEMM 之后，这些 GEMM 因此变慢"},
-       .saved = Saved::never,
-       .surfaces = surface::estimate});
-  f.push_back({.key = "overlap_param_gather",
-               .flag = "--overlap-param-gather",
-               .kind = FieldKind::toggle,
-               .help = {"Time model (kernels): Megatron-LM's --overlap-param-gather, the distributed optimizer's\n"
-                        "      all-gather hidden behind the next step's first forward (ZeRO-1/2)",
-                        "时间模型（kernels）：Megatron-LM 的 --overlap-param-gather，分布式优化器的 all-gather "
-                        "隐藏在下一步的第一次前向之后（ZeRO-1/2）"},
-               .saved = Saved::never,
-               .surfaces = surface::estimate});
-  f.push_back({.key = "float8",
-               .flag = "--float8",
-               .value_name = "none|tensorwise",
-               .kind = FieldKind::choice,
-               .help = {"Time model (kernels): the layers' linears in FP8 as torchao's Float8Linear (torchtitan),\n"
-                        "      one dynamic scale per tensor: GEMMs at the GPU's FP8 peak, amax and casts as memory\n"
-                        "      passes; attention core and head stay 16-bit. Estimate only: training runs no FP8",
-                        "时间模型（kernels）：各层的线性层按 torchao 的 Float8Linear（torchtitan）以 FP8 运行，"
-                        "每个张量一个动态缩放：GEMM 按 GPU 的 FP8 峰值，amax 与转换按访存计算；注意力核心和输出头"
-                        "保持 16 位。仅用于估算：训练不运行 FP8"},
-               .choices = {"none", "tensorwise"},
-               .default_text = "none",
-               .saved = Saved::never,
-               .surfaces = surface::estimate});
-  f.push_back({.key = "float8_all_gather",
-               .flag = "--float8-all-gather",
-               .kind = FieldKind::toggle,
-               .help = {"With --float8 and --zero 1-3: the sharded weights of the FP8 linears are gathered in FP8,\n"
-                        "      one byte each (torchtitan's enable_fsdp_float8_all_gather)",
-                        "与 --float8 和 --zero 1-3 一起：FP8 线性层的分片权重以 FP8（每个一字节）收集"
-                        "（torchtitan 的 enable_fsdp_float8_all_gather）"},
-               .saved = Saved::never,
-               .surfaces = surface::estimate});
+  add_overlap_and_float8_fields(f);
   f.push_back({.key = "gpu_bandwidth",
                .flag = "--gpu-bandwidth",
                .value_name = "GB/s",
