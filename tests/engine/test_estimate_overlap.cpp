@@ -37,6 +37,15 @@ EstimateSettings h100_node() {
   return s;
 }
 
+// The distributed optimizer's layout both --overlap-param-gather tests start from: ZeRO-1 over 8, 4 micro-steps.
+EstimateSettings zero1_on_eight() {
+  EstimateSettings s = h100_node();
+  s.layout[Axis::dp] = 8;
+  s.zero_stage = 1;
+  s.accum = 4;
+  return s;
+}
+
 }  // namespace
 
 class TestEstimateOverlap : public QObject {
@@ -98,10 +107,7 @@ class TestEstimateOverlap : public QObject {
   void overlap_param_gather_behind_the_first_forward() {
     const ModelShape gpt2 = preset("gpt2-124m");
     const GpuProfile& h100 = find_gpu_profile("H100");
-    EstimateSettings s = h100_node();
-    s.layout[Axis::dp] = 8;
-    s.zero_stage = 1;
-    s.accum = 4;
+    EstimateSettings s = zero1_on_eight();
     const TimeEstimate plain = estimate_time(gpt2, s, &h100);
     const double gather_s = plain.dp_comm_s / 2;  // bf16: p = g, one reduce-scatter and one all-gather
     s.overlap_param_gather = true;
@@ -120,10 +126,7 @@ class TestEstimateOverlap : public QObject {
   void overlap_param_gather_under_full_recompute() {
     const ModelShape gpt2 = preset("gpt2-124m");
     const GpuProfile& h100 = find_gpu_profile("H100");
-    EstimateSettings s = h100_node();
-    s.layout[Axis::dp] = 8;
-    s.zero_stage = 1;
-    s.accum = 4;
+    EstimateSettings s = zero1_on_eight();
     s.micro_batch_size = 1;  // a short forward across nodes: the gather shows past it
     s.seq = 128;
     s.layout[Axis::dp] = 64;
