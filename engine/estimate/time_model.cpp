@@ -75,9 +75,7 @@ double float8_all_gather(DataParallelTraffic& traffic, const ModelShape& model, 
                          const ShardingRules& rules, const StageUnits& stage) {
   const int N = s.layout.dp();
   if (N == 1) return 0;
-  int layers = 0;
-  for (int c = 0; c < stage.layers.chunks; ++c)
-    layers += stage.layers.chunk(c).end_layer - stage.layers.chunk(c).first_layer;
+  const int layers = stage.layers.chunks * stage.layers.layer_count();  // equal chunks (model_config.h)
   const double norms = static_cast<double>(model.hidden) * (model.architecture == "llama" ? 2 : 4);
   const double linear = layers * (static_cast<double>(model.layer_parameters) - norms) / s.layout.tp();
   const double p = rules.bytes_per_parameter().parameters;
