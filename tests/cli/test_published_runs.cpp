@@ -24,7 +24,7 @@ constexpr PublishedRow kRows[] = {
     {"torchtitan 8B, 8 x H100, FSDP + compile", 20.9},
     {"torchtitan 8B, 128 x H100, FSDP + compile", 23.1},
     {"Megatron-LM GPT-3 175B, 1024 x A100 (tp 8)", 14.2},
-    {"Megatron-LM GPT 18.4B, 256 x A100 (tp 8)", 3.0},
+    {"Megatron-LM GPT 18.4B, 256 x A100 (tp 8)", 7.2},
     {"Megatron-LM GPT 1008B, 3072 x A100 (tp 8, pp 64)", 2.2},
     {"FlashAttention-2 GPT3-1.3B 2k, 8 x A100", 11.3},
     {"FlashAttention-2 GPT3-2.7B 2k, 8 x A100", 4.1},
