@@ -191,3 +191,69 @@ run "torchtitan 405B, 512 x H100, 32k, 1F1B + Float8" tokens_per_s_per_gpu 76 \
   --model "$runs/llama-3.1-405b_config.json" --zero 1 --precision bf16 --micro-batch 1 --seq 32768 \
   --micro-batches 8 --checkpoint full --gpu H100 --gpu-bandwidth 2400 --attention flash --dp 8 --tp 8 \
   --sequence-parallel --tp-comm-overlap --pp 8 "${f8[@]}"
+# The rest of Megatron-LM's Table 1 (Narayanan et al. 2021, weak scaling on A100 80GB nodes of 8, GPT models
+# of vocabulary 51,200 and sequence 2048, per-GPU teraFLOP/s with the recompute counted). Each row's settings
+# are the paper's own launch script for that table, NVIDIA/Megatron-LM examples/sc21/run_table_1.sh and
+# CONFIG.sh (added in de7dc40): --fp16, --checkpoint-activations (full recompute), the micro-batch below,
+# and --num-layers-per-virtual-pipeline-stage on the 76B to 530B rows: the interleaved 1F1B schedule of
+# section 2.2.2 with v = layers / (pp x layers per chunk). Not modelled: Megatron-LM's own DDP where pp > 1
+# (--DDP-impl local, its all-reduce after backward; the model overlaps it as PyTorch's, used where pp is 1)
+# and section 4.1's scatter/gather of the pipeline's messages (the model sends each tp rank's whole
+# activation between stages). Dropout 0.1, Megatron-LM's default; the attention core materialized (2021).
+m21=(--precision fp16 --seq 2048 --checkpoint full --gpus-per-node 8 --gpu A100-80GB --dropout 0.1)
+run "Megatron-LM GPT 1.7B, 32 x A100 (dp 32)" tflops_per_gpu 137 \
+  --model "$runs/gpt-1.7b_config.json" --dp 32 --micro-batch 16 --accum 1 "${m21[@]}"
+run "Megatron-LM GPT 3.6B, 64 x A100 (tp 2)" tflops_per_gpu 138 \
+  --model "$runs/gpt-3.6b_config.json" --tp 2 --dp 32 --micro-batch 16 --accum 1 "${m21[@]}"
+run "Megatron-LM GPT 7.5B, 128 x A100 (tp 4)" tflops_per_gpu 142 \
+  --model "$runs/gpt-7.5b_config.json" --tp 4 --dp 32 --micro-batch 16 --accum 1 "${m21[@]}"
+run "Megatron-LM GPT 39.1B, 512 x A100 (tp 8, pp 2)" tflops_per_gpu 138 \
+  --model "$runs/gpt-39.1b_config.json" --tp 8 --pp 2 --dp 32 --micro-batch 4 --micro-batches 12 "${m21[@]}"
+run "Megatron-LM GPT 76.1B, 1024 x A100 (pp 4, v 3)" tflops_per_gpu 140 \
+  --model "$runs/gpt-76.1b_config.json" --tp 8 --pp 4 --dp 32 --micro-batch 2 --micro-batches 28 \
+  --schedule interleaved-1f1b --virtual-stages 3 "${m21[@]}"
+run "Megatron-LM GPT 145.6B, 1536 x A100 (pp 8, v 2)" tflops_per_gpu 148 \
+  --model "$runs/gpt-145.6b_config.json" --tp 8 --pp 8 --dp 24 --micro-batch 2 --micro-batches 48 \
+  --schedule interleaved-1f1b --virtual-stages 2 "${m21[@]}"
+run "Megatron-LM GPT 310.1B, 1920 x A100 (pp 16, v 2)" tflops_per_gpu 155 \
+  --model "$runs/gpt-310.1b_config.json" --tp 8 --pp 16 --dp 15 --micro-batch 1 --micro-batches 144 \
+  --schedule interleaved-1f1b --virtual-stages 2 "${m21[@]}"
+run "Megatron-LM GPT 529.6B, 2520 x A100 (pp 35, v 3)" tflops_per_gpu 163 \
+  --model "$runs/gpt-529.6b_config.json" --tp 8 --pp 35 --dp 9 --micro-batch 1 --micro-batches 280 \
+  --schedule interleaved-1f1b --virtual-stages 3 "${m21[@]}"
+# MosaicML llm-foundry's MPT throughput tables (scripts/train/benchmarking/README.md: its "A100 80GB" and
+# "H100 80GB BF16" tables as commit b2a43a1 wrote them, unchanged since): 8 GPUs of one node, tokens/s per
+# GPU. Each row's micro-batch, accumulation, activation checkpointing and sharding as the table gives them;
+# what the table leaves out, from the code that made it (submit_benchmarks.py and sweep.sh at b2a43a1,
+# llm-foundry v0.3.0): Composer's amp_bf16 under FSDP mixed precision "DEFAULT" (bf16 parameters gathered
+# from fp32 shards, fp32 gradient reduction), FULL_SHARD (--zero 3), attn_impl "triton" (llm-foundry's
+# Triton FlashAttention: --attention flash), no torch.compile and Composer's per-parameter DecoupledAdamW
+# (--runtime eager), no dropout. The MPT models are GPT-2's layout (learned positions, biases, GELU MLP,
+# tied head): a gpt2 config, whose parameter count is the table's NumParams.
+mpt=(--zero 3 --precision bf16 --dp 8 --attention flash --runtime eager)
+run "llm-foundry MPT-350M 2k, 8 x A100" tokens_per_s_per_gpu 58782 --model "$runs/mpt-350m_config.json" "${mpt[@]}" \
+  --seq 2048 --gpu A100-80GB --micro-batch 32 --accum 2
+run "llm-foundry MPT-1B 2k, 8 x A100" tokens_per_s_per_gpu 20513 --model "$runs/mpt-1b_config.json" "${mpt[@]}" \
+  --seq 2048 --gpu A100-80GB --micro-batch 14 --accum 4
+run "llm-foundry MPT-3B 2k, 8 x A100" tokens_per_s_per_gpu 10811 --model "$runs/mpt-3b_config.json" "${mpt[@]}" \
+  --seq 2048 --gpu A100-80GB --micro-batch 10 --accum 2
+run "llm-foundry MPT-7B 2k, 8 x A100" tokens_per_s_per_gpu 4641 --model "$runs/mpt-7b_config.json" "${mpt[@]}" \
+  --seq 2048 --gpu A100-80GB --micro-batch 6 --accum 2
+run "llm-foundry MPT-13B 2k, 8 x A100" tokens_per_s_per_gpu 2262 --model "$runs/mpt-13b_config.json" "${mpt[@]}" \
+  --seq 2048 --gpu A100-80GB --micro-batch 2 --accum 3
+run "llm-foundry MPT-30B 2k, 8 x A100, full AC" tokens_per_s_per_gpu 916 --model "$runs/mpt-30b_config.json" \
+  "${mpt[@]}" --seq 2048 --gpu A100-80GB --micro-batch 3 --accum 21 --checkpoint full
+run "llm-foundry MPT-7B 8k, 8 x A100, full AC" tokens_per_s_per_gpu 3206 --model "$runs/mpt-7b-8k_config.json" \
+  "${mpt[@]}" --seq 8192 --gpu A100-80GB --micro-batch 8 --accum 2 --checkpoint full
+run "llm-foundry MPT-760M 2k, 8 x H100" tokens_per_s_per_gpu 63147 --model "$runs/mpt-760m_config.json" "${mpt[@]}" \
+  --seq 2048 --gpu H100 --micro-batch 24 --accum 2
+run "llm-foundry MPT-1B 2k, 8 x H100" tokens_per_s_per_gpu 45455 --model "$runs/mpt-1b_config.json" "${mpt[@]}" \
+  --seq 2048 --gpu H100 --micro-batch 14 --accum 1
+run "llm-foundry MPT-7B 2k, 8 x H100" tokens_per_s_per_gpu 10643 --model "$runs/mpt-7b_config.json" "${mpt[@]}" \
+  --seq 2048 --gpu H100 --micro-batch 6 --accum 1
+run "llm-foundry MPT-13B 2k, 8 x H100" tokens_per_s_per_gpu 4792 --model "$runs/mpt-13b_config.json" "${mpt[@]}" \
+  --seq 2048 --gpu H100 --micro-batch 2 --accum 1
+run "llm-foundry MPT-30B 2k, 8 x H100, full AC" tokens_per_s_per_gpu 2002 --model "$runs/mpt-30b_config.json" \
+  "${mpt[@]}" --seq 2048 --gpu H100 --micro-batch 3 --accum 21 --checkpoint full
+run "llm-foundry MPT-7B 8k, 8 x H100, full AC" tokens_per_s_per_gpu 6935 --model "$runs/mpt-7b-8k_config.json" \
+  "${mpt[@]}" --seq 8192 --gpu H100 --micro-batch 8 --accum 2 --checkpoint full

@@ -47,6 +47,29 @@ constexpr PublishedRow kRows[] = {
     {"torchtitan 70B, 256 x H100, FSDP 32 x TP 8 + Float8 + AsyncTP", 7.4},
     {"torchtitan 405B, 512 x H100, 1F1B + Float8", 10.1},
     {"torchtitan 405B, 512 x H100, 32k, 1F1B + Float8", 7.0},
+    // The rest of Megatron-LM's 2021 Table 1 (A100, full recompute, interleaved 1F1B from 76.1B up).
+    {"Megatron-LM GPT 1.7B, 32 x A100 (dp 32)", 10.4},
+    {"Megatron-LM GPT 3.6B, 64 x A100 (tp 2)", 9.0},
+    {"Megatron-LM GPT 7.5B, 128 x A100 (tp 4)", 7.6},
+    {"Megatron-LM GPT 39.1B, 512 x A100 (tp 8, pp 2)", 7.8},
+    {"Megatron-LM GPT 76.1B, 1024 x A100 (pp 4, v 3)", 11.4},
+    {"Megatron-LM GPT 145.6B, 1536 x A100 (pp 8, v 2)", 7.2},
+    {"Megatron-LM GPT 310.1B, 1920 x A100 (pp 16, v 2)", 7.5},
+    {"Megatron-LM GPT 529.6B, 2520 x A100 (pp 35, v 3)", 0.3},
+    // MosaicML llm-foundry's MPT tables (FSDP on 8 GPUs of one node, tokens/s per GPU).
+    {"llm-foundry MPT-350M 2k, 8 x A100", 35.3},
+    {"llm-foundry MPT-1B 2k, 8 x A100", 20.2},
+    {"llm-foundry MPT-3B 2k, 8 x A100", 15.8},
+    {"llm-foundry MPT-7B 2k, 8 x A100", 11.4},
+    {"llm-foundry MPT-13B 2k, 8 x A100", 13.5},
+    {"llm-foundry MPT-30B 2k, 8 x A100, full AC", -2.3},
+    {"llm-foundry MPT-7B 8k, 8 x A100, full AC", 10.0},
+    {"llm-foundry MPT-760M 2k, 8 x H100", 47.5},
+    {"llm-foundry MPT-1B 2k, 8 x H100", 26.8},
+    {"llm-foundry MPT-7B 2k, 8 x H100", 18.1},
+    {"llm-foundry MPT-13B 2k, 8 x H100", 23.3},
+    {"llm-foundry MPT-30B 2k, 8 x H100, full AC", 13.3},
+    {"llm-foundry MPT-7B 8k, 8 x H100, full AC", 13.8},
 };
 
 }  // namespace
@@ -78,7 +101,7 @@ class TestPublishedRuns : public QObject {
                qPrintable(QString("%1: %2%, the table says %3%").arg(row.run).arg(error).arg(row.kernels_error)));
       if (std::abs(error) <= 15) ++within15;
     }
-    QCOMPARE(within15, 26);  // of 29: docs/PERFORMANCE.md's count
+    QCOMPARE(within15, 40);  // of 50: docs/PERFORMANCE.md's count
   }
 };
 
