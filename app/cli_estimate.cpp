@@ -145,7 +145,7 @@ void print_gpu_time(const Estimate& e) {
            : " + context-parallel " + (t.measured_kernels ? short_number(t.cp_exposed_s, 3) + " s exposed of " : "") +
                  short_number(t.cp_comm_s, 3) + " s (" + t.cp_link + ")") +
       (t.overlap_contention_s > 0 ? " + overlap contention " + short_number(t.overlap_contention_s, 3) +
-                                        " s (the GEMMs beside the collectives they hide, " +
+                                        " s (the kernels beside the collectives they hide, " +
                                         short_number(100 * kOverlapComputeSlowdown, 3) + "% slower)"
                                   : "");
   if (t.measured_kernels)
