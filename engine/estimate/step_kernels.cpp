@@ -252,8 +252,6 @@ StepKernels step_kernels(const ModelShape& model, const EstimateSettings& s, con
   k.attention_s = micro * layers * (a.forward * (core_again ? 2 : 1) + a.backward);
   k.attention_block_forward_s = a.forward / x.cp;
   k.attention_block_backward_s = a.backward / x.cp;
-  k.attention_forwards = micro * layers * (core_again ? 2 : 1);
-  k.attention_backwards = micro * layers;
   k.memory_s = micro * (layers * (m.forward * (memory_again ? 2 : 1) + m.backward) + head_memory);
   if (float8) {
     // With the FP8 all-gather each weight is cast on its 1/dp shard, per gather: ZeRO-3 every micro-step,

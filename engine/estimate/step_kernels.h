@@ -50,11 +50,9 @@ struct StepKernels {
   double memory_s = 0;      // norms, activation, residual adds, RoPE, cross-entropy
   double gemm_kernels = 0;  // GEMM kernels launched per step (each pays the floor)
   double float8_cast_s = 0;  // --float8: the linears' amax, casts and transposes (part of memory_s)
-  // One attention block (a layer's core on one micro-batch is cp of them), forward and backward, and how
-  // many forwards (recompute included) and backwards of a layer's core the step runs: what ring
-  // attention's transfers hide behind (estimate/time_model.h).
+  // One attention block (a layer's core on one micro-batch is cp of them), forward and backward: what
+  // ring attention's transfers hide behind (estimate/time_model.h).
   double attention_block_forward_s = 0, attention_block_backward_s = 0;
-  double attention_forwards = 0, attention_backwards = 0;
   double total() const { return gemm_s + attention_s + memory_s; }
 };
 
