@@ -140,8 +140,12 @@ void print_gpu_time(const Estimate& e) {
   const std::string tp_text =  // the tp all-reduces and ep all-to-alls, on the critical path (only with tp, ep > 1)
       (t.tp_formula.empty() ? "" : " + tensor-parallel " + std::string(text) + " s (" + t.tp_link + ")") +
       (t.ep_formula.empty() ? "" : " + all-to-all " + short_number(t.ep_comm_s, 3) + " s (" + t.ep_link + ")") +
+      (t.cp_formula.empty()
+           ? ""
+           : " + context-parallel " + (t.measured_kernels ? short_number(t.cp_exposed_s, 3) + " s exposed of " : "") +
+                 short_number(t.cp_comm_s, 3) + " s (" + t.cp_link + ")") +
       (t.overlap_contention_s > 0 ? " + overlap contention " + short_number(t.overlap_contention_s, 3) +
-                                        " s (the GEMMs beside the collectives they hide, " +
+                                        " s (the kernels beside the collectives they hide, " +
                                         short_number(100 * kOverlapComputeSlowdown, 3) + "% slower)"
                                   : "");
   if (t.measured_kernels)
@@ -170,8 +174,9 @@ void print_gpu_time(const Estimate& e) {
     return;
   }
   std::printf(
-      "data-parallel traffic overlapped as its strategy overlaps it, tensor-parallel%s and pipeline traffic on the "
-      "critical path, %s, no host gaps between kernels\n",
+      "data-parallel traffic overlapped as its strategy overlaps it%s, tensor-parallel%s and pipeline traffic on "
+      "the critical path, %s, no host gaps between kernels\n",
+      t.cp_formula.empty() ? "" : ", ring attention's beside its blocks",
       e.settings.tp_comm_overlap ? " (what the GEMMs do not hide)" : "",
       e.settings.dropout > 0 ? "dropout's mask passes" : "no dropout");
   const std::string attention =
@@ -210,6 +215,9 @@ void print_time(const Estimate& e) {
   if (!t.ep_formula.empty())
     std::printf("  expert-par.    %s sent per rank (all-to-all): %s\n", decimal_bytes(t.ep_bytes).c_str(),
                 t.ep_formula.c_str());
+  if (!t.cp_formula.empty())
+    std::printf("  context-par.   %s sent per rank (ring attention): %s\n", decimal_bytes(t.cp_bytes).c_str(),
+                t.cp_formula.c_str());
   std::printf("  bubble         %.1f%%: %s\n", 100.0 * t.bubble_fraction, t.bubble_formula.c_str());
   if (!t.has_gpu) {
     std::printf("  (give --gpu for modeled seconds)\n");

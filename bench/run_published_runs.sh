@@ -154,8 +154,7 @@ f8=(--float8 tensorwise --float8-all-gather)
 run "torchtitan 8B, 8 x H100, FSDP + compile + Float8" tokens_per_s_per_gpu 8532 "${tt[@]}" --dp 8 "${f8[@]}"
 run "torchtitan 8B, 128 x H100, FSDP + compile + Float8" tokens_per_s_per_gpu 8380 "${tt[@]}" --dp 128 "${f8[@]}"
 # Table 2, its context-parallel degree 1 row: 8 GPUs, FSDP 8, sequence 32768, local batch 1, full
-# activation checkpointing (3,890). The other rows split the sequence over cp ranks, which the time model
-# does not price.
+# activation checkpointing (3,890). Its context-parallel rows are at the end.
 run "torchtitan 8B, 8 x H100, 32k, full AC + Float8" tokens_per_s_per_gpu 3890 \
   --model "$runs/llama-3.1-8b_config.json" --zero 3 --precision bf16 --micro-batch 1 --seq 32768 \
   --checkpoint full --gpu H100 --gpu-bandwidth 2400 --attention flash --dp 8 "${f8[@]}"
@@ -257,3 +256,21 @@ run "llm-foundry MPT-30B 2k, 8 x H100, full AC" tokens_per_s_per_gpu 2002 --mode
   "${mpt[@]}" --seq 2048 --gpu H100 --micro-batch 3 --accum 21 --checkpoint full
 run "llm-foundry MPT-7B 8k, 8 x H100, full AC" tokens_per_s_per_gpu 6935 --model "$runs/mpt-7b-8k_config.json" \
   "${mpt[@]}" --seq 8192 --gpu H100 --micro-batch 8 --accum 2 --checkpoint full
+# Tables 2 and 6, their context-parallel rows: each sequence split over cp ranks (torchtitan 9dec370 applies
+# PyTorch's context_parallel to every layer's scaled_dot_product_attention, rotate method "allgather" by
+# default, the causal load balance on; FSDP shards over the dp_shard × cp ranks), the FSDP degree the
+# table's, local batch 1 per FSDP rank as the cp 1 rows, everything else as those rows. Table 2: 8 GPUs,
+# one node (2,540, 1,071 and 548).
+t2=(--model "$runs/llama-3.1-8b_config.json" --zero 3 --precision bf16 --micro-batch 1 --checkpoint full --gpu H100
+  --gpu-bandwidth 2400 --attention flash "${f8[@]}")
+run "torchtitan 8B, 8 x H100, 64k, FSDP 4 x CP 2" tokens_per_s_per_gpu 2540 "${t2[@]}" --seq 65536 --dp 4 --cp 2
+run "torchtitan 8B, 8 x H100, 128k, FSDP 2 x CP 4" tokens_per_s_per_gpu 1071 "${t2[@]}" --seq 131072 --dp 2 --cp 4
+run "torchtitan 8B, 8 x H100, 256k, FSDP 1 x CP 8" tokens_per_s_per_gpu 548 "${t2[@]}" --seq 262144 --dp 1 --cp 8
+# Table 6: the 405B layout above (TP 8 x PP 8, 1F1B, 8 micro-batches of 1), cp × tp GPUs a cp group: its
+# ranks in different nodes (47, 31 and 16).
+t6=(--model "$runs/llama-3.1-405b_config.json" --zero 1 --precision bf16 --micro-batch 1 --micro-batches 8
+  --checkpoint full --gpu H100 --gpu-bandwidth 2400 --attention flash --tp 8 --sequence-parallel --tp-comm-overlap
+  --pp 8 "${f8[@]}")
+run "torchtitan 405B, 512 x H100, 64k, FSDP 4 x CP 2" tokens_per_s_per_gpu 47 "${t6[@]}" --seq 65536 --dp 4 --cp 2
+run "torchtitan 405B, 512 x H100, 128k, FSDP 2 x CP 4" tokens_per_s_per_gpu 31 "${t6[@]}" --seq 131072 --dp 2 --cp 4
+run "torchtitan 405B, 512 x H100, 256k, FSDP 1 x CP 8" tokens_per_s_per_gpu 16 "${t6[@]}" --seq 262144 --dp 1 --cp 8

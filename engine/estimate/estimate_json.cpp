@@ -95,10 +95,19 @@ json time_json(const TimeEstimate& t) {
     out["ep_bytes_per_rank"] = t.ep_bytes;
     out["ep_formula"] = t.ep_formula;
   }
+  if (!t.cp_formula.empty()) {  // cp > 1 only
+    out["cp_bytes_per_rank"] = t.cp_bytes;
+    out["cp_formula"] = t.cp_formula;
+  }
   if (!t.has_gpu) return out;
   if (!t.ep_formula.empty()) {
     out["ep_comm_s"] = t.ep_comm_s;
     out["ep_link"] = t.ep_link;
+  }
+  if (!t.cp_formula.empty()) {
+    out["cp_comm_s"] = t.cp_comm_s;
+    out["cp_exposed_s"] = t.cp_exposed_s;
+    out["cp_link"] = t.cp_link;
   }
   if (tp) {
     out["tp_comm_s"] = t.tp_comm_s;

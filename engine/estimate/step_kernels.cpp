@@ -15,6 +15,7 @@ struct Pass {
 
 struct Dims {
   double r, s, b, h, f, qkv, kv, heads, hd, vocab, t, d, dropout;
+  double cp;  // context-parallel ranks: each holds r = b·s/cp tokens and runs attention as cp blocks
   bool gated, causal, eager;
 };
 
@@ -101,29 +102,34 @@ CastBytes float8_cast_bytes(const Dims& x, double weight_share) {
 }
 
 // `flash_km`: the kernel model at the fused attention kernel's own FLOP rate (clock/attention_kernel.h).
+// Context parallelism (ring attention): a rank's s/cp queries meet the s keys as cp blocks of s/cp × s/cp,
+// one kernel each. Under a causal mask the load-balanced split (each rank two chunks, i and 2cp − 1 − i:
+// model/context_parallel.h, PyTorch's round-robin) leaves every block half a tile of work, the diagonal
+// one by its mask and the others as one chunk of queries or keys, so every rank does s²/(2cp).
 Pass attention_core(const KernelModel& km, const KernelModel& flash_km, const Dims& x, bool flash) {
-  const double batch = x.b * x.heads / x.t, s = x.s, hd = x.hd;
+  const double batch = x.b * x.heads / x.t, s = x.s / x.cp, hd = x.hd, blocks = x.cp;
   Pass p;
   if (flash) {
     // Under a causal mask the kernel skips the blocks above the diagonal: half the work.
     const double work = x.causal ? 0.5 : 1.0;
-    p.forward = flash_km.gemm_s(work * 4 * batch * s * s * hd, x.d * batch * 4 * s * hd);
+    p.forward = blocks * flash_km.gemm_s(work * 4 * batch * s * s * hd, x.d * batch * 4 * s * hd);
     // Two backward kernels (FlashAttention-2's row sums of dO·O, then the main one): two floors.
-    p.backward = flash_km.gemm_s(work * 10 * batch * s * s * hd, x.d * batch * 8 * s * hd) + flash_km.gemm_floor_s;
-    p.kernels_forward = 1;
-    p.kernels_backward = 2;
+    p.backward =
+        blocks * (flash_km.gemm_s(work * 10 * batch * s * s * hd, x.d * batch * 8 * s * hd) + flash_km.gemm_floor_s);
+    p.kernels_forward = blocks;
+    p.kernels_backward = 2 * blocks;
     return p;
   }
-  const double scores = x.d * batch * s * s;  // one pass over the s × s scores
+  const double scores = x.d * batch * s * s;  // one pass over a block's s/cp × s/cp scores
   // Dropout on the probabilities: forward writes the dropped copy and a 1-byte mask, backward
   // reads both and writes the gradient (Megatron-LM runs it apart from its fused softmax).
   const double mask = x.dropout > 0 ? batch * s * s * (2 * x.d + 1) : 0;
   const Linear scores_gemm{km, x.d, x.d};
   const double qk = gemm(scores_gemm, s, s, hd, batch), pv = gemm(scores_gemm, s, hd, s, batch);
-  p.forward = qk + pv + km.memory_s(2 * scores + mask);       // QKᵀ, softmax, dropout, PV
-  p.backward = qk + 3 * pv + km.memory_s(3 * scores + mask);  // dP, dV, dQ, dK, dropout's and softmax's backward
-  p.kernels_forward = 2;
-  p.kernels_backward = 4;
+  p.forward = blocks * (qk + pv + km.memory_s(2 * scores + mask));       // QKᵀ, softmax, dropout, PV
+  p.backward = blocks * (qk + 3 * pv + km.memory_s(3 * scores + mask));  // dP, dV, dQ, dK, dropout's, softmax's
+  p.kernels_forward = 2 * blocks;
+  p.kernels_backward = 4 * blocks;
   return p;
 }
 
@@ -187,7 +193,8 @@ Dims dims_of(const ModelShape& m, const EstimateSettings& s) {
   Dims x{};
   x.b = s.micro_batch_size;
   x.s = s.seq;
-  x.r = x.b * x.s;
+  x.cp = s.layout.cp();
+  x.r = x.b * x.s / x.cp;  // this rank's tokens of the micro-batch
   x.h = static_cast<double>(m.hidden);
   x.f = static_cast<double>(m.intermediate);
   x.gated = m.architecture == "llama";
@@ -243,12 +250,15 @@ StepKernels step_kernels(const ModelShape& model, const EstimateSettings& s, con
   k.gemm_s =
       micro * (layers * (w.forward * (full ? 2 : 1) + again.forward + w.backward) + (head.forward + head.backward));
   k.attention_s = micro * layers * (a.forward * (core_again ? 2 : 1) + a.backward);
+  k.attention_block_forward_s = a.forward / x.cp;
+  k.attention_block_backward_s = a.backward / x.cp;
   k.memory_s = micro * (layers * (m.forward * (memory_again ? 2 : 1) + m.backward) + head_memory);
   if (float8) {
     // With the FP8 all-gather each weight is cast on its 1/dp shard, per gather: ZeRO-3 every micro-step,
     // ZeRO-1/2 once a step.
     const double gathers = s.zero_stage == 3 ? 1.0 : 1.0 / micro;
-    const double weight_share = s.float8_all_gather ? gathers / s.layout.dp() : 1.0;
+    // FSDP shards over the dp × cp ranks (torchtitan's dp_shard_cp mesh).
+    const double weight_share = s.float8_all_gather ? gathers / (s.layout.dp() * s.layout.cp()) : 1.0;
     const CastBytes c = float8_cast_bytes(x, weight_share);
     const double again_bytes = full ? c.forward : op_policy ? c.recast : 0;
     k.float8_cast_s = micro * layers * km.memory_s(c.forward + again_bytes + c.backward);

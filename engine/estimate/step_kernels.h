@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // One rank's compute in one optimizer step, kernel by kernel, on the kernel
 // model of clock/kernel_model.h (the one a run's virtual clock prices its ops
-// with). Per micro-batch of r = b·s tokens, on one tensor-parallel rank (t):
+// with). Per micro-batch of r = b·s/cp tokens (a context-parallel rank holds s/cp of
+// each sequence), on one tensor-parallel rank (t):
 //   GEMMs: each layer's four weight GEMMs, r × (qkv/t) × h, r × h × (h/t),
 //     r × (f or 2f gated)/t × h, r × h × (f/t), each run forward and twice
 //     backward (d_in = d_out·Wᵀ, d_W = inᵀ·d_out); the head r × (V/t) × h too.
@@ -13,6 +14,8 @@
 //     flash (--attention flash; Dao 2023, FlashAttention-2): one forward kernel of
 //     4·s²·hd FLOPs per head and two backward of 10 (it recomputes S), reading
 //     and writing only q, k, v, o and their gradients.
+//   Context parallelism (ring attention): cp blocks of s/cp × s/cp, each its own
+//     kernel(s), equal shares of the causal work (the load-balanced split).
 //   Memory-bound kernels, values per token of d bytes: two norms 2 × (2h forward +
 //     3h backward), two residual adds 2 × 3h each way, GELU 2f + 3f or SwiGLU
 //     3f + 5f (over t), RoPE on q and k 2 × 2(q + k)/t, cross-entropy 3V/t, the
@@ -47,6 +50,9 @@ struct StepKernels {
   double memory_s = 0;      // norms, activation, residual adds, RoPE, cross-entropy
   double gemm_kernels = 0;  // GEMM kernels launched per step (each pays the floor)
   double float8_cast_s = 0;  // --float8: the linears' amax, casts and transposes (part of memory_s)
+  // One attention block (a layer's core on one micro-batch is cp of them), forward and backward: what
+  // ring attention's transfers hide behind (estimate/time_model.h).
+  double attention_block_forward_s = 0, attention_block_backward_s = 0;
   double total() const { return gemm_s + attention_s + memory_s; }
 };
 

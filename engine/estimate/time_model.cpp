@@ -59,6 +59,20 @@ void count_flops(TimeEstimate& t, const ModelShape& model, const EstimateSetting
   t.flops_per_step = t.flops_per_token * static_cast<double>(t.tokens_per_step);
 }
 
+// The ranks holding the same parameters: dp × cp. Each context-parallel rank computes gradients from its
+// s/cp of every sequence, so torchtitan's FSDP (its dp_shard_cp mesh) and Megatron-LM (its dp-cp group)
+// reduce and shard them over the dp and cp ranks together: one data-parallel group of dp·cp.
+int data_parallel_ranks(const EstimateSettings& s) {
+  return s.layout.dp() * s.layout.cp();
+}
+
+ParallelLayout gradient_layout(const EstimateSettings& s) {
+  ParallelLayout plan = s.plan_layout();
+  plan.axes[Axis::dp] = data_parallel_ranks(s);
+  plan.axes[Axis::cp] = 1;
+  return plan;
+}
+
 // Ψ_s of the largest stage: its data-parallel collectives are the longest.
 std::int64_t largest_stage_parameters(const ModelShape& model, const EstimateSettings& s) {
   std::int64_t psi_s = 0;
@@ -73,7 +87,7 @@ std::int64_t largest_stage_parameters(const ModelShape& model, const EstimateSet
 // less their norms); the embeddings, norms and head gather at p.
 double float8_all_gather(DataParallelTraffic& traffic, const ModelShape& model, const EstimateSettings& s,
                          const ShardingRules& rules, const StageUnits& stage) {
-  const int N = s.layout.dp();
+  const int N = data_parallel_ranks(s);
   if (N == 1) return 0;
   const int layers = stage.layers.chunks * stage.layers.layer_count();  // equal chunks (model_config.h)
   const double norms = static_cast<double>(model.hidden) * (model.architecture == "llama" ? 2 : 4);
@@ -132,12 +146,14 @@ void count_data_parallel_bytes(TimeEstimate& t, const ModelShape& model, const E
 void count_pipeline_bytes(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s) {
   const double h = static_cast<double>(model.hidden), seq = s.seq, K = static_cast<double>(s.micro_steps());
   const double d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
-  const double bsh = static_cast<double>(s.micro_batch_size) * seq * h;
+  // A context-parallel rank passes on its s/cp tokens of each sequence.
+  const double bsh = static_cast<double>(s.micro_batch_size) * (seq / s.layout.cp()) * h;
   if (s.layout.pp() > 1) {
     t.pp_bytes = (s.layout.pp() > 2 ? 2 : 1) * K * bsh * d;
     t.pp_formula = std::string(s.layout.pp() > 2 ? "2" : "1") + "·K·b·s·h·d: each micro-batch's activation forward" +
                    (s.layout.pp() > 2 ? " and gradient backward" : " (or gradient backward)") +
-                   ", K = accum × m = " + std::to_string(s.micro_steps()) + ", d = " + short_number(d) + " bytes";
+                   ", K = accum × m = " + std::to_string(s.micro_steps()) + ", d = " + short_number(d) + " bytes" +
+                   (s.layout.cp() > 1 ? ", s = seq / cp (a context-parallel rank's tokens)" : "");
     t.bubble_fraction = gpipe_bubble_fraction(s.layout.pp(), s.micro_batches);
     t.bubble_formula = "(p−1)/(m+p−1) = " + std::to_string(s.layout.pp() - 1) + "/" +
                        std::to_string(s.micro_batches + s.layout.pp() - 1);
@@ -176,8 +192,9 @@ void count_tensor_parallel_bytes(TimeEstimate& t, const ModelShape& model, const
   const int tp = s.layout.tp();
   if (tp == 1) return;
   const int d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
+  // A context-parallel rank's layers run on its seq / cp tokens.
   const TensorParallelTraffic layer = tensor_parallel_layer_traffic(
-      tp, s.micro_batch_size, s.seq, static_cast<int>(model.hidden), d, s.recompute == Recompute::full);
+      tp, s.micro_batch_size, s.seq / s.layout.cp(), static_cast<int>(model.hidden), d, s.recompute == Recompute::full);
   const StageLayers first = model.stage_layers(s.layout.pp(), 0, 1, s.virtual_stages);
   const int layers = first.layer_count() * first.chunks;
   t.tp_bytes = static_cast<double>(layer.bytes) * layers * static_cast<double>(s.micro_steps());
@@ -218,9 +235,50 @@ void count_expert_parallel_bytes(TimeEstimate& t, const ModelShape& model, const
                  ": routing uniform over the experts, each taking its capacity from every rank)";
 }
 
+// Context parallelism: ring attention's key/value traffic per layer of the largest stage, every
+// micro-batch (time_model.h's formula). PyTorch's ring (torch.distributed.tensor.experimental._attention,
+// torchtitan's default rotate method "allgather") all-gathers a layer's K, V once in forward and once in
+// backward, and passes the dK, dV accumulators round the ring in fp32 (convert_to_f32), one block a step.
+// d: the activations' bytes; h/t: every query head's keys and values (torchtitan's Llama repeats the
+// grouped K, V before attention; the engine's models have as many).
+struct RingBytes {
+  double block = 0;            // B = 2·b·(s/cp)·h/t · d
+  double gradient_block = 0;   // B·4/d
+  double layer_forwards = 0;   // forward rings a step: layers × K, twice under recompute
+  double layer_backwards = 0;  // backward rings a step: layers × K
+};
+
+RingBytes ring_bytes(const ModelShape& model, const EstimateSettings& s) {
+  const int cp = s.layout.cp();
+  const double d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
+  RingBytes r;
+  r.block = 2.0 * s.micro_batch_size * (s.seq / cp) * (static_cast<double>(model.hidden) / s.layout.tp()) * d;
+  r.gradient_block = r.block * 4 / d;
+  const double layers = static_cast<double>(model.layers) / s.layout.pp(), K = static_cast<double>(s.micro_steps());
+  const bool again =
+      s.recompute == Recompute::full || (s.recompute == Recompute::selective && !s.selective_every_second_matmul);
+  r.layer_forwards = layers * K * (again ? 2 : 1);
+  r.layer_backwards = layers * K;
+  return r;
+}
+
+void count_context_parallel_bytes(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s) {
+  const int cp = s.layout.cp();
+  if (cp == 1) return;
+  const RingBytes r = ring_bytes(model, s);
+  t.cp_bytes = (r.layer_forwards + r.layer_backwards) * (cp - 1) * r.block + r.layer_backwards * cp * r.gradient_block;
+  t.cp_formula =
+      "L·K·(cp − 1)·B forward" + std::string(r.layer_forwards > r.layer_backwards ? " (twice: recompute)" : "") +
+      " + L·K·((cp − 1)·B + cp·B·4/d) backward, B = 2·b·(s/cp)·h/t·d = " + grouped(static_cast<std::int64_t>(r.block)) +
+      " (K, V all-gathered, dK, dV passed round in fp32; L = " +
+      short_number(static_cast<double>(model.layers) / s.layout.pp()) + ", K = " + std::to_string(s.micro_steps()) +
+      ")";
+}
+
 // Compute seconds per rank: kernel by kernel on the measured kernel model (estimate/step_kernels.h),
 // or (--efficiency X) every FLOP at X of peak. `efficiency` is then what the step's FLOPs reach.
-void time_compute(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s, const GpuProfile& gpu) {
+void time_compute(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s, const GpuProfile& gpu,
+                  StepKernels& blocks) {
   t.peak_tflops = gpu.peak_tflops(s.precision);
   if (!s.measured_kernels) {
     t.efficiency = s.efficiency;
@@ -246,6 +304,7 @@ void time_compute(TimeEstimate& t, const ModelShape& model, const EstimateSettin
     t.float8_gemm_fraction = float8.gemm_fraction;
   }
   const StepKernels k = step_kernels(model, s, kernels, t.attention_fraction, s.float8_linears ? &float8 : nullptr);
+  blocks = k;
   t.float8_cast_s = k.float8_cast_s;
   t.measured_kernels = true;
   t.gemm_s = k.gemm_s;
@@ -313,6 +372,24 @@ double exposed_data_parallel_s(TimeEstimate& t, const ModelShape& model, const E
          overlapped(t.dp_comm_s - gather_s, rules.shards_gradients() ? backward : backward / K);
 }
 
+// Kernel model: ring attention's seconds the attention blocks do not hide. Forward, the all-gather of
+// the K, V blocks moves beside the first block's kernel (the rank's own K, V) and the second waits for
+// it; backward, the same all-gather beside the first block's backward, then each dK, dV accumulator
+// beside the next block's backward, the last after them: exposed. The kernels beside a transfer pay
+// the measured contention (clock/overlap_contention.h).
+void overlap_context_parallel(TimeEstimate& t, const EstimateSettings& s, const StepKernels& k, const RingBytes& r,
+                              double gbps) {
+  const int cp = s.layout.cp();
+  const double gather_s = (cp - 1) * r.block / (gbps * 1e9), gradient_s = r.gradient_block / (gbps * 1e9);
+  const HiddenCollective forward = hide_collective(gather_s, k.attention_block_forward_s);
+  const HiddenCollective backward = hide_collective(gather_s, k.attention_block_backward_s);
+  const HiddenCollective passed = hide_collective(gradient_s, k.attention_block_backward_s);
+  t.cp_exposed_s = r.layer_forwards * forward.exposed_s +
+                   r.layer_backwards * (backward.exposed_s + (cp - 1) * passed.exposed_s + gradient_s);
+  t.overlap_contention_s += r.layer_forwards * forward.contention_s +
+                            r.layer_backwards * (backward.contention_s + (cp - 1) * passed.contention_s);
+}
+
 // Kernel model: the memory-bound passes over the weights that a framework adds around the kernels of
 // estimate/step_kernels.h, per micro-step, over the stage's P parameters.
 void add_weight_passes(TimeEstimate& t, const EstimateSettings& s, const GpuProfile& gpu, const ShardingRules& rules,
@@ -354,10 +431,11 @@ CollectiveLink node_collective(const GpuProfile& gpu, const EstimateSettings& s,
 // and the bytes above over the node's link (or the inter-node network when a group spans nodes).
 void time_on_gpu(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s, const GpuProfile& gpu,
                  const ShardingRules& rules, std::int64_t psi_s) {
-  const double P = static_cast<double>(psi_s), Nd = s.layout.dp();
+  const double P = static_cast<double>(psi_s), Nd = data_parallel_ranks(s);
   t.has_gpu = true;
   t.gpu = gpu.name;
-  time_compute(t, model, s, gpu);
+  StepKernels kernels;
+  time_compute(t, model, s, gpu, kernels);
   add_weight_passes(t, s, gpu, rules, P);
   t.bubble_s = t.bubble_fraction < 1 ? t.compute_s * t.bubble_fraction / (1 - t.bubble_fraction) : 0;
   // AdamW reads parameter, gradient, m, v and writes parameter, m, v: 28 bytes per
@@ -370,8 +448,8 @@ void time_on_gpu(TimeEstimate& t, const ModelShape& model, const EstimateSetting
   t.optimizer_s = s.measured_kernels
                       ? measured_kernel_model(t.peak_tflops, gpu.memory_gbps).memory_s(adam_bytes * updated)
                       : 28 * updated / (gpu.memory_gbps * 1e9);
-  // A dp group's ranks lie tp apart (tp innermost), so it spans dp × tp GPUs.
-  const bool dp_in_node = static_cast<std::int64_t>(s.layout.dp()) * s.layout.tp() <= s.gpus_per_node;
+  // A dp × cp group's ranks lie tp apart (tp innermost, then cp, then dp), so it spans dp × cp × tp GPUs.
+  const bool dp_in_node = static_cast<std::int64_t>(data_parallel_ranks(s)) * s.layout.tp() <= s.gpus_per_node;
   const bool pp_in_node = s.world_size() <= s.gpus_per_node, tp_in_node = s.layout.tp() <= s.gpus_per_node;
   // DDP all-reduces; ZeRO reduce-scatters and all-gathers, as sequence parallelism does.
   const CollectiveLink dp_node = node_collective(gpu, s, !rules.shards_optimizer_states() && !rules.naive());
@@ -392,8 +470,18 @@ void time_on_gpu(TimeEstimate& t, const ModelShape& model, const EstimateSetting
   // The tp collectives sit between a layer's matmuls, the all-to-alls between the router and the
   // experts: on the critical path, overlapped with nothing but under --tp-comm-overlap.
   overlap_tensor_parallel(t, s);
+  // A cp group spans cp × tp GPUs; its all-gathers and the dK, dV passes at the all-gather's bus bandwidth.
+  if (s.layout.cp() > 1) {
+    const bool cp_in_node = static_cast<std::int64_t>(s.layout.cp()) * s.layout.tp() <= s.gpus_per_node;
+    const CollectiveLink cp_node = node_collective(gpu, s, false);
+    const double cp_bw = cp_in_node ? cp_node.gbps : gpu.internode_gbps;
+    t.cp_link = cp_in_node ? cp_node.text : gpu.internode;
+    t.cp_comm_s = t.cp_bytes / (cp_bw * 1e9);
+    t.cp_exposed_s = t.cp_comm_s;
+    if (s.measured_kernels) overlap_context_parallel(t, s, kernels, ring_bytes(model, s), cp_bw);
+  }
   t.dp_exposed_s = s.measured_kernels ? exposed_data_parallel_s(t, model, s, rules) : t.dp_comm_s;
-  const double critical = t.compute_s + t.tp_exposed_s + t.ep_comm_s + t.overlap_contention_s;
+  const double critical = t.compute_s + t.tp_exposed_s + t.ep_comm_s + t.cp_exposed_s + t.overlap_contention_s;
   t.step_s = critical + t.bubble_s + t.optimizer_s + t.dp_exposed_s + t.pp_comm_s;
   t.step_overlapped_s = std::max(critical + t.bubble_s, t.dp_comm_s) + t.optimizer_s + t.pp_comm_s;
   t.tokens_per_s = static_cast<double>(t.tokens_per_step) / t.step_s;
@@ -410,12 +498,13 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
   if (s.seq == 0) s.seq = static_cast<int>(model.max_positions);
   TimeEstimate t;
   count_flops(t, model, s);
-  const ShardingRules rules(s.plan_layout());
+  const ShardingRules rules(gradient_layout(s));
   const std::int64_t psi_s = largest_stage_parameters(model, s);
   count_data_parallel_bytes(t, model, s, rules);
   count_pipeline_bytes(t, model, s);
   count_tensor_parallel_bytes(t, model, s);
   count_expert_parallel_bytes(t, model, s);
+  count_context_parallel_bytes(t, model, s);
   if (gpu == nullptr) return t;
   GpuProfile run_gpu = *gpu;  // --gpu-bandwidth: the run's own memory where it differs from the data sheet
   if (s.memory_gbps > 0) run_gpu.memory_gbps = s.memory_gbps;

@@ -30,6 +30,16 @@
 //     under --tp-comm-overlap the GEMMs hide them, 18.9% slower while they do
 //     (clock/overlap_contention.h), as --overlap-param-gather hides ZeRO-1/2's
 //     all-gather behind the next step's first forward.
+//   Context parallelism (ring attention, PyTorch's context_parallel as torchtitan
+//     9dec370 runs it), per rank, each layer of the largest stage per micro-batch,
+//     B = 2·b·(s/cp)·h/t · d (its keys and values, every head's as the kernel takes them):
+//     forward an all-gather of the K, V blocks, (cp − 1)·B (again under recompute);
+//     backward the all-gather again, (cp − 1)·B, and each block's dK, dV accumulator
+//     passed round in fp32, cp · B·4/d: L_s · K · ((cp − 1)(1 or 2) + (cp − 1) + 4cp/d) · B.
+//     Kernel model: the all-gather moves beside the first (local) block's kernel, each dK, dV
+//     transfer beside the next block's, the last one exposed; the ranks sharing parameters are
+//     dp × cp (torchtitan's dp_shard_cp mesh, Megatron-LM's dp-cp group): the data-parallel
+//     collectives and the optimizer's shards run over them.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +68,9 @@ struct TimeEstimate {
   // Expert parallelism: MoE's all-to-all sent per rank per step (0 with ep 1), at the capacity's bound.
   double ep_bytes = 0;
   std::string ep_formula;
+  // Context parallelism: ring attention's key/value traffic sent per rank per step (0 with cp 1).
+  double cp_bytes = 0;
+  std::string cp_formula;
   double bubble_fraction = 0;
   std::string bubble_formula;
 
@@ -91,7 +104,9 @@ struct TimeEstimate {
   // clock/overlap_contention.h), on the critical path.
   double overlap_contention_s = 0;
   double ep_comm_s = 0;  // ep_bytes / the ep group's link, never overlapped (between router and experts)
-  std::string dp_link, pp_link, tp_link, ep_link;
+  double cp_comm_s = 0;  // cp_bytes / the cp group's link
+  double cp_exposed_s = 0;  // of cp_comm_s, what the attention blocks do not hide (flat: all of it)
+  std::string dp_link, pp_link, tp_link, ep_link, cp_link;
   double step_s = 0;             // flat: nothing overlapped (an upper bound); kernels: dp_exposed_s of dp_comm_s
   double step_overlapped_s = 0;  // data-parallel communication hidden behind compute (a lower bound)
   double tokens_per_s = 0;       // tokens_per_step / step_s
