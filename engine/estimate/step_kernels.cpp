@@ -2,6 +2,7 @@
 #include "estimate/step_kernels.h"
 
 #include <algorithm>
+#include <initializer_list>
 
 namespace shardscope {
 
@@ -60,44 +61,85 @@ Pass every_second_matmul(const Linear& lin, const Dims& x) {
   return p;
 }
 
-// Bytes of torchao's tensorwise casts around one FP8 linear in (k) × out (n), per micro-batch of r tokens
-// (torchao eab345c, Float8Linear with both arguments cast before manual_float8_matmul_with_args_in_float8),
-// each cast two passes over a 16-bit tensor of d bytes a value: its amax (read d) and the scale-and-cast
-// (read d, write 1 byte), 2d + 1 a value.
-//   forward: the input (r·k) and the weight (k·n); with FSDP's FP8 all-gather the weight was cast on its
-//     1/dp shard before the gather (k·n/dp a gather);
-//   backward: the output's gradient (r·n); cuBLAS's FP8 GEMMs take both operands K-major, so the weight (for
-//     d_in), the gradient and the input (for d_W) are each copied transposed, 1 byte read and 1 written.
-// Recompute runs the forward casts again: full checkpointing all of them; torchtitan's op policy saves
-// amax (its save list keeps abs and max) and runs the scale-and-cast again (d + 1).
+// Bytes of torchao's tensorwise casts around the layers' Float8Linears, per micro-batch of r tokens on one
+// tp rank, as torchtitan 9dec370 runs them on torchao eab345c, one pass per kernel (the eager count).
+// A dynamic cast of a 16-bit tensor of d bytes a value is two passes, its amax (read d) and the
+// scale-and-cast (read d, write 1): 2d + 1 a value (float8_scaling_utils.py, hp_tensor_to_float8_dynamic).
+//   forward (float8_linear.py, Float8Linear.forward): the input (cast_input_to_float8) and the weight
+//     (cast_weight_to_float8_t), each skipped when it arrives already cast (tensor_already_casted_to_fp8);
+//   backward: the output's gradient (NoopFwToFloat8BwDynamic); cuBLAS's FP8 GEMMs take the first operand
+//     row-major and the second column-major (float8_ops.py, preprocess_addmm), so the weight (for d_in),
+//     the gradient and the input (for d_W) are each copied transposed, 1 byte read and 1 written.
+// Recompute runs the forward's casts again: full checkpointing all of them; torchtitan's op policy saves
+// the amax (its save list keeps abs and max) and runs the scale-and-cast again (d + 1).
 struct CastBytes {
-  double forward = 0, backward = 0, recast = 0;  // recast: the op policy's forward again
+  double forward = 0, backward = 0;
+  double recast = 0;   // the op policy's forward again
+  double gathers = 0;  // FSDP's FP8 all-gather: the weight shards' casts, outside the checkpointed forward
 };
 
-void add_linear_casts(CastBytes& c, const Dims& x, double k, double n, double weight_share) {
-  const double cast = 2 * x.d + 1;
-  c.forward += cast * (x.r * k + weight_share * k * n);
-  c.recast += (x.d + 1) * (x.r * k + weight_share * k * n);
-  c.backward += cast * x.r * n + 2 * (k * n + x.r * n + x.r * k);
+// Where the weights are cast. Without --float8-all-gather each Float8Linear casts its whole (tp-local)
+// 16-bit weight in its forward. With it FSDP casts each rank's 1/dp shard before every all-gather
+// (fsdp_utils.py, WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather), the gathered weight arrives
+// cast, and torchtitan's precompute_float8_dynamic_scale_for_fsdp takes the shards' amax once a step
+// after the optimizer (one _foreach_norm and one all-reduce for all weights). The shard is FSDP's fp32
+// parameter (its bf16 param_dtype is the cast the hook replaces): 4 read and 1 written a cast, 4 the amax.
+struct WeightCasts {
+  bool gathered = false;
+  double shard = 1;           // 1/dp
+  double gathers = 0;         // per micro-step: ZeRO-3 2 (forward and backward), ZeRO-1/2 1/K
+  double amax_per_micro = 0;  // 1/K
+};
+
+void add_activation_cast(CastBytes& c, const Dims& x, double values) {
+  c.forward += (2 * x.d + 1) * values;
+  c.recast += (x.d + 1) * values;
 }
 
-// Llama's linears as torchtitan's model runs them, each its own Float8Linear: wq, wk, wv and w1, w3 each
-// cast the same input; GPT's fused qkv and fc once.
-CastBytes float8_cast_bytes(const Dims& x, double weight_share) {
+// One Float8Linear in (k) × out (n): its weight's cast and its backward passes. `gradient_tokens`: the
+// tokens whose output gradient it casts (all r, or r/t where a row-parallel output's gradient is cast on
+// its sequence shard before the all-gather).
+void add_linear_casts(CastBytes& c, const Dims& x, const WeightCasts& w, double k, double n, double gradient_tokens) {
+  const double fp32_shard = 4;
+  if (w.gathered)
+    c.gathers += k * n * w.shard * ((fp32_shard + 1) * w.gathers + fp32_shard * w.amax_per_micro);
+  else
+    add_activation_cast(c, x, k * n);
+  c.backward += (2 * x.d + 1) * gradient_tokens * n + 2 * (k * n + x.r * n + x.r * k);
+}
+
+// One block (attention or MLP): column-parallel linears of output widths `columns` reading the block's
+// normed input (h wide), then a row-parallel linear `row_in` × h. Under --tp with --sequence-parallel,
+// torchtitan's apply_tp wraps the block in PrepareFloat8ModuleInput (float8_tensor_parallel.py): it casts
+// the block's input on this rank's r/t tokens before the all-gather, once for all its linears, and
+// Float8ColwiseParallel and the Float8Linears find it cast; Float8RowwiseParallel casts the row-parallel
+// output's gradient where it arrives, on the r/t tokens of the sequence shard, and the reduce-scatter's
+// backward gathers it at 1 byte (the Float8Linear finds it cast). Without sequence parallelism (or tp)
+// each linear casts its whole input and the row-parallel gradient covers all r tokens.
+void add_block_casts(CastBytes& c, const Dims& x, const WeightCasts& w, std::initializer_list<double> columns,
+                     double row_in, bool sequence_parallel) {
+  const bool split = sequence_parallel && x.t > 1;
+  if (split) add_activation_cast(c, x, x.r / x.t * x.h);
+  for (const double n : columns) {
+    if (!split) add_activation_cast(c, x, x.r * x.h);
+    add_linear_casts(c, x, w, x.h, n, x.r);
+  }
+  add_activation_cast(c, x, x.r * row_in);  // the row-parallel input: all tokens, this rank's columns
+  add_linear_casts(c, x, w, row_in, x.h, split ? x.r / x.t : x.r);
+}
+
+// Llama's linears as torchtitan's model runs them, each its own Float8Linear (wq, wk, wv, wo; w1, w3, w2);
+// GPT's fused qkv and fc one each.
+CastBytes float8_cast_bytes(const Dims& x, const WeightCasts& w, bool sequence_parallel) {
   CastBytes c;
   const double q = x.h / x.t, kv = x.kv / x.t, f = x.f / x.t;
   if (x.gated) {
-    add_linear_casts(c, x, x.h, q, weight_share);
-    add_linear_casts(c, x, x.h, kv, weight_share);
-    add_linear_casts(c, x, x.h, kv, weight_share);
-    add_linear_casts(c, x, x.h, f, weight_share);
-    add_linear_casts(c, x, x.h, f, weight_share);
+    add_block_casts(c, x, w, {q, kv, kv}, q, sequence_parallel);
+    add_block_casts(c, x, w, {f, f}, f, sequence_parallel);
   } else {
-    add_linear_casts(c, x, x.h, x.qkv / x.t, weight_share);
-    add_linear_casts(c, x, x.h, f, weight_share);
+    add_block_casts(c, x, w, {x.qkv / x.t}, q, sequence_parallel);
+    add_block_casts(c, x, w, {f}, f, sequence_parallel);
   }
-  add_linear_casts(c, x, q, x.h, weight_share);  // the attention's output projection
-  add_linear_casts(c, x, f, x.h, weight_share);  // the MLP's down projection
   return c;
 }
 
@@ -254,14 +296,16 @@ StepKernels step_kernels(const ModelShape& model, const EstimateSettings& s, con
   k.attention_block_backward_s = a.backward / x.cp;
   k.memory_s = micro * (layers * (m.forward * (memory_again ? 2 : 1) + m.backward) + head_memory);
   if (float8) {
-    // With the FP8 all-gather each weight is cast on its 1/dp shard, per gather: ZeRO-3 every micro-step,
-    // ZeRO-1/2 once a step.
-    const double gathers = s.zero_stage == 3 ? 1.0 : 1.0 / micro;
-    // FSDP shards over the dp × cp ranks (torchtitan's dp_shard_cp mesh).
-    const double weight_share = s.float8_all_gather ? gathers / (s.layout.dp() * s.layout.cp()) : 1.0;
-    const CastBytes c = float8_cast_bytes(x, weight_share);
+    // --float8-all-gather: ZeRO-3 gathers every micro-step's forward and backward (FSDP reshards after
+    // forward), ZeRO-1/2 once a step (torchtitan's FSDP beside pipeline parallelism keeps the weights).
+    WeightCasts weights;
+    weights.gathered = s.float8_all_gather;
+    weights.shard = 1.0 / (s.layout.dp() * s.layout.cp());  // FSDP shards over dp × cp (torchtitan's dp_shard_cp)
+    weights.gathers = s.zero_stage == 3 ? 2.0 : 1.0 / micro;
+    weights.amax_per_micro = 1.0 / micro;
+    const CastBytes c = float8_cast_bytes(x, weights, s.sequence_parallel);
     const double again_bytes = full ? c.forward : op_policy ? c.recast : 0;
-    k.float8_cast_s = micro * layers * km.memory_s(c.forward + again_bytes + c.backward);
+    k.float8_cast_s = micro * layers * km.memory_s(c.forward + again_bytes + c.backward + c.gathers);
     k.memory_s += k.float8_cast_s;
   }
   k.gemm_kernels = micro * (layers * (w.kernels_forward * (full ? 2 : 1) + again.kernels_forward + w.kernels_backward +

@@ -30,7 +30,9 @@
 //     the layers, forward, backward and recomputed, with 1-byte operands and a 16-bit output on the FP8
 //     kernel model (its peak, DeepGEMM's fraction); the head and the attention core stay 16-bit; the casts
 //     (amax and scale-and-cast of input, weight and the output's gradient, the transposed copies the FP8
-//     GEMMs need backward) are memory-bound passes (bytes in step_kernels.cpp).
+//     GEMMs need backward) are memory-bound passes, counted as torchao's code runs them: under tp with
+//     sequence parallelism each block's input cast once on its r/t shard before the all-gather, with
+//     FSDP's FP8 all-gather each weight shard cast before every gather (bytes in step_kernels.cpp).
 //   Recompute: selective runs the attention core's forward again (or, with
 //   --selective-ac op, every second matmul and the memory-bound kernels), full
 //   every forward kernel of the layer.
