@@ -2,6 +2,7 @@
 #include "io/hf_config.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/checked_math.h"
@@ -41,6 +42,13 @@ const Keys kLlamaKeys = {"vocab_size", "hidden_size", "intermediate_size", "num_
     "rope_scaling", "attention_bias", "attention_dropout", "mlp_bias", "head_dim", "sliding_window",
     "max_window_layers", "use_sliding_window", "num_local_experts", "num_experts_per_tok", "router_aux_loss_coef",
     "output_router_logits", "router_jitter_noise"};
+// Qwen2 and Qwen3 (Qwen2Config, Qwen3Config): Llama's shape keys, a sliding window, the RoPE
+// options; no mlp_bias or pretraining_tp. Qwen2 has no attention_bias key (its q, k and v
+// always have biases); Qwen3's attention_bias puts them on q, k, v and o, as Llama's does.
+const Keys kQwenKeys = {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "head_dim", "hidden_act", "max_position_embeddings", "rms_norm_eps", "rope_theta",
+    "rope_scaling", "rope_parameters", "use_mrope", "attention_dropout", "use_sliding_window", "sliding_window",
+    "max_window_layers", "layer_types"};
 const Keys kDeepseekV3Keys = {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
     "num_attention_heads", "num_key_value_heads", "hidden_act", "max_position_embeddings", "rms_norm_eps",
     "pretraining_tp", "rope_theta", "rope_scaling", "rope_interleave", "attention_bias", "attention_dropout",
@@ -151,7 +159,41 @@ void read_mixtral_experts(const JsonConfig& json, HfModelConfig& c) {
 
 // The model types with Llama's shape keys, norms and SwiGLU MLPs.
 bool llama_family(std::string_view type) {
-  return type == "llama" || type == "mistral" || type == "mixtral" || type == "deepseek_v3";
+  return type == "llama" || type == "mistral" || type == "mixtral" || type == "deepseek_v3" || type == "qwen2" ||
+         type == "qwen3";
+}
+
+// Qwen2's and Qwen3's sliding window: transformers applies it only with use_sliding_window true
+// and a sliding_window, to the layers layer_types names "sliding_attention" (by default those
+// from max_window_layers on). It changes no tensor; the estimator prices those layers'
+// attention as full causal attention, which this warning says.
+void warn_sliding_window(const JsonConfig& json, HfModelConfig& c) {
+  const auto window = json.get_int({"sliding_window"}, 1, kHfMaxPositions);
+  if (!json.get_bool({"use_sliding_window"}).value_or(false) || !window) return;
+  bool sliding = false;
+  if (const nlohmann::json* types = json.find({"layer_types"}); types != nullptr && types->is_array()) {
+    for (const nlohmann::json& type : *types) sliding = sliding || type == "sliding_attention";
+  } else {
+    sliding = json.get_int({"max_window_layers"}, 0, kHfMaxLayers).value_or(28) < c.layers;
+  }
+  if (sliding)
+    c.warnings.push_back(json.where({"use_sliding_window"}) + ": true (some layers attend only to the last " +
+                         std::to_string(*window) +
+                         " tokens): the estimate prices their attention as full causal attention, more time "
+                         "than it takes when --seq exceeds sliding_window; the parameter counts are exact");
+}
+
+// Qwen2: q, k and v with biases, o_proj without (whatever attention_bias says). Qwen3: an RMSNorm
+// of head_dim on each head's query and key, head_dim 128 unless given, attention_bias as Llama's.
+void read_qwen(const JsonConfig& json, HfModelConfig& c) {
+  if (c.model_type == "qwen2") {
+    c.qkv_bias = true;
+  } else {
+    c.qk_norm = true;
+    c.head_dim = json.get_int({"head_dim"}, 1, kHfMaxHeadDim).value_or(128);
+    c.attention_bias = json.get_bool({"attention_bias"}).value_or(false);
+  }
+  warn_sliding_window(json, c);
 }
 
 // DeepSeek-V3: MLA and the MoE keys (HfModelConfig's comment). transformers builds
@@ -175,6 +217,29 @@ void read_deepseek_v3(const JsonConfig& json, HfModelConfig& c, Keys& known) {
     json.fail({"moe_layer_freq"}, "only 1 (every layer after first_k_dense_replace a MoE layer) is counted");
   if (c.attention_bias) json.fail({"attention_bias"}, "true: MLA's biases are not counted yet");
   c.aux_loss_coef = json.get_number({"aux_loss_alpha"}).value_or(0.001);
+}
+
+// Llama's keys; Mistral has Llama's tensors (plus a sliding window); Mixtral's and DeepSeek-V3's
+// MLPs are experts; Qwen2 and Qwen3 differ in the attention's biases and norms.
+void read_llama_family(const JsonConfig& json, HfModelConfig& c, Keys& known) {
+  c.architecture = HfArchitecture::llama;
+  const bool qwen = c.model_type == "qwen2" || c.model_type == "qwen3";
+  known.insert(qwen ? kQwenKeys.begin() : kLlamaKeys.begin(), qwen ? kQwenKeys.end() : kLlamaKeys.end());
+  c.vocab = required(json, "vocab_size", kHfMaxVocab);
+  c.hidden = required(json, "hidden_size", kHfMaxHidden);
+  c.layers = required(json, "num_hidden_layers", kHfMaxLayers);
+  c.heads = required(json, "num_attention_heads", kHfMaxHeads);
+  c.intermediate = required(json, "intermediate_size", kHfMaxIntermediate);
+  c.max_positions = json.get_int({"max_position_embeddings"}, 1, kHfMaxPositions).value_or(qwen ? 32768 : 2048);
+  c.kv_heads = json.get_int({"num_key_value_heads"}, 1, c.heads).value_or(c.heads);
+  c.head_dim = json.get_int({"head_dim"}, 1, kHfMaxHeadDim).value_or(0);
+  c.activation = json.get_string({"hidden_act"}).value_or("silu");
+  c.norm_eps = norm_epsilon(json, "rms_norm_eps", 1e-6);
+  if (qwen) return read_qwen(json, c);
+  c.attention_bias = json.get_bool({"attention_bias"}).value_or(false);
+  c.mlp_bias = json.get_bool({"mlp_bias"}).value_or(false);
+  if (c.model_type == "mixtral") read_mixtral_experts(json, c);
+  if (c.model_type == "deepseek_v3") read_deepseek_v3(json, c, known);
 }
 }  // namespace
 
@@ -214,26 +279,11 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& sou
     c.activation = json.get_string({"hidden_act"}).value_or("gelu");
     c.norm_eps = norm_epsilon(json, "layer_norm_eps", 1e-12);
   } else if (llama_family(c.model_type)) {
-    // Mistral has Llama's tensors (plus a sliding window); Mixtral's and DeepSeek-V3's MLPs are experts.
-    c.architecture = HfArchitecture::llama;
-    known.insert(kLlamaKeys.begin(), kLlamaKeys.end());
-    c.vocab = required(json, "vocab_size", kHfMaxVocab);
-    c.hidden = required(json, "hidden_size", kHfMaxHidden);
-    c.layers = required(json, "num_hidden_layers", kHfMaxLayers);
-    c.heads = required(json, "num_attention_heads", kHfMaxHeads);
-    c.intermediate = required(json, "intermediate_size", kHfMaxIntermediate);
-    c.max_positions = json.get_int({"max_position_embeddings"}, 1, kHfMaxPositions).value_or(2048);
-    c.kv_heads = json.get_int({"num_key_value_heads"}, 1, c.heads).value_or(c.heads);
-    c.head_dim = json.get_int({"head_dim"}, 1, kHfMaxHeadDim).value_or(0);
-    c.attention_bias = json.get_bool({"attention_bias"}).value_or(false);
-    c.mlp_bias = json.get_bool({"mlp_bias"}).value_or(false);
-    c.activation = json.get_string({"hidden_act"}).value_or("silu");
-    c.norm_eps = norm_epsilon(json, "rms_norm_eps", 1e-6);
-    if (c.model_type == "mixtral") read_mixtral_experts(json, c);
-    if (c.model_type == "deepseek_v3") read_deepseek_v3(json, c, known);
+    read_llama_family(json, c, known);
   } else {
-    json.fail({"model_type"}, "'" + bounded_excerpt(c.model_type) +
-                                  "' is not supported (supported: gpt2, bert, llama, mistral, mixtral, deepseek_v3)");
+    json.fail({"model_type"},
+              "'" + bounded_excerpt(c.model_type) +
+                  "' is not supported (supported: gpt2, bert, llama, mistral, mixtral, deepseek_v3, qwen2, qwen3)");
   }
   if (c.kv_heads == 0) c.kv_heads = c.heads;
   if (c.head_dim == 0) {
@@ -350,6 +400,8 @@ std::int64_t HfModelConfig::layer_parameters() const {
       const CheckedSize q = CheckedSize(heads) * head_dim, kv = CheckedSize(kv_heads) * head_dim;
       CheckedSize n = h * q + 2 * h * kv + q * h + 3 * h * I + 2 * h;
       if (attention_bias) n += q + 2 * kv + h;
+      if (qkv_bias) n += q + 2 * kv;                // Qwen2: none on o_proj
+      if (qk_norm) n += 2 * CheckedSize(head_dim);  // Qwen3: q_norm, k_norm
       if (mlp_bias) n += 2 * I + h;
       return (n + moe).value();
     }
@@ -426,7 +478,8 @@ std::int64_t HfModelConfig::largest_module_parameters() const {
       largest = std::max(largest, h * I + I);
       break;
     case HfArchitecture::llama:
-      largest = std::max({v * h, h * I + (mlp_bias ? I : CheckedSize(0)), CheckedSize(heads) * head_dim * h});
+      largest = std::max({v * h, h * I + (mlp_bias ? I : CheckedSize(0)),
+                          CheckedSize(heads) * head_dim * (h + (qkv_bias ? 1 : 0))});  // q_proj (+ Qwen2's bias)
       break;
   }
   // A layer's experts are one module holding all E (transformers' stacked MixtralExperts).
