@@ -4,6 +4,7 @@
 // own layout and the estimator's model shape agree with them.
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -29,15 +30,16 @@ std::string file_text(const std::string& path) {
 
 // Every config.json a fixture of tests/tools/dense_parameter_count.py names against the
 // counts transformers made of it: the model, its base model, a layer and the largest module.
-void compare_with_transformers(const std::string& fixture, const std::string& model_type) {
+void compare_with_transformers(const std::string& fixture, int file_count) {
   const nlohmann::json counts = nlohmann::json::parse(std::ifstream(kConfigs + fixture));
   int files = 0;
   for (const auto& [file, expected] : counts.items()) {
     if (file == "transformers") continue;
     ++files;
     const HfModelConfig c = load_hf_config(kConfigs + file);
-    QVERIFY2(c.warnings.empty(), c.warnings.empty() ? "" : c.warnings[0].c_str());
-    QCOMPARE(c.model_type, model_type);
+    for (const std::string& warning : c.warnings)  // every key known (Phi-3's sliding window is named)
+      QVERIFY2(warning.find("sliding_window") != std::string::npos, warning.c_str());
+    QCOMPARE(c.model_type, expected["model"].get<std::string>());
     QCOMPARE(c.training_parameters(), expected["causal_lm_parameters"].get<std::int64_t>());
     QCOMPARE(c.base_model_parameters(), expected["base_model_parameters"].get<std::int64_t>());
     QCOMPARE(c.layer_parameters(), expected["layer_parameters"].get<std::int64_t>());
@@ -46,7 +48,7 @@ void compare_with_transformers(const std::string& fixture, const std::string& mo
     const ModelShape shape = model_shape_from_hf(c);
     QCOMPARE(shape.parameters(), c.training_parameters());
   }
-  QCOMPARE(files, 3);
+  QCOMPARE(files, file_count);
 }
 }  // namespace
 
@@ -64,6 +66,8 @@ class TestHfParameterCounts : public QObject {
   void qwen_sliding_window_is_named();
   void qwen3_counts_are_exact();
   void qwen3_attention_is_heads_times_head_dim_wide();
+  void phi3_counts_are_exact();
+  void gemma_counts_are_exact();
 };
 
 void TestHfParameterCounts::gpt2_count_is_exact() {
@@ -173,7 +177,7 @@ void TestHfParameterCounts::deepseek_v3_count_is_exact() {
 // hub's config.json files give them (huggingface.co/Qwen/Qwen2.5-0.5B, /Qwen2.5-7B):
 // Llama's tensors and biases on q, k and v (tests/tools/dense_parameter_count.py).
 void TestHfParameterCounts::qwen2_counts_are_exact() {
-  compare_with_transformers("qwen2_parameters.json", "qwen2");
+  compare_with_transformers("qwen2_parameters.json", 3);
   QCOMPARE(load_hf_config(kConfigs + "qwen2.5-7b_config.json").training_parameters(), std::int64_t{7'615'616'512});
 }
 
@@ -191,6 +195,7 @@ void TestHfParameterCounts::qwen2_biases_are_planned() {
   s.layout[Axis::tp] = 2;
   s.precision = Precision::bf16;
   s.seq = 4096;
+  s.activations = ActivationMode::formula;  // the engine's kernels do not run a Llama-family model
   const ModelShape qwen_shape = model_shape_from_hf(qwen), llama_shape = model_shape_from_hf(llama);
   const MemoryEstimate qwen_memory = estimate_memory(qwen_shape, s), llama_memory = estimate_memory(llama_shape, s);
   QCOMPARE(qwen_memory.ranks[0].stage_parameters - llama_memory.ranks[0].stage_parameters, biases / 2);
@@ -213,7 +218,7 @@ void TestHfParameterCounts::qwen2_keys_it_lacks_are_named() {
   const HfModelConfig c = parse_hf_config(config.dump(), "tiny.json");
   QCOMPARE(c.training_parameters(), count);
   QCOMPARE(c.warnings.size(), std::size_t{1});
-  QVERIFY2(c.warnings[0].find("unknown key 'attention_bias'") != std::string::npos, c.warnings[0].c_str());
+  QVERIFY2(c.warnings[0].find("attention_bias: unknown key") != std::string::npos, c.warnings[0].c_str());
   // Planned, not trained: train's refusal names the model type and the command that plans it.
   QTemporaryDir dir;
   std::ofstream(dir.filePath("config.json").toStdString()) << config.dump();
@@ -232,7 +237,7 @@ void TestHfParameterCounts::qwen2_keys_it_lacks_are_named() {
   } catch (const ConfigError& e) {
     const std::string m = e.what();
     QVERIFY2(m.find("model_type: 'qwen2_moe' is not supported") != std::string::npos, m.c_str());
-    QVERIFY2(m.find("qwen2, qwen3)") != std::string::npos, m.c_str());
+    QVERIFY2(m.find("qwen2, qwen3, phi3, gemma, gemma2)") != std::string::npos, m.c_str());
   }
 }
 
@@ -262,7 +267,7 @@ void TestHfParameterCounts::qwen_sliding_window_is_named() {
 // Qwen3-0.6B (596,049,920, head_dim 128 with hidden_size 1024 and 16 heads), Qwen3-8B
 // (8,190,735,360) and a tiny one: no biases, an RMSNorm of head_dim on each head's q and k.
 void TestHfParameterCounts::qwen3_counts_are_exact() {
-  compare_with_transformers("qwen3_parameters.json", "qwen3");
+  compare_with_transformers("qwen3_parameters.json", 3);
   const HfModelConfig small = load_hf_config(kConfigs + "qwen3-0.6b_config.json");
   QCOMPARE(small.training_parameters(), std::int64_t{596'049'920});
   QCOMPARE(small.head_dim, std::int64_t{128});
@@ -285,6 +290,7 @@ void TestHfParameterCounts::qwen3_attention_is_heads_times_head_dim_wide() {
   EstimateSettings s;
   s.precision = Precision::bf16;
   s.seq = 4096;
+  s.activations = ActivationMode::formula;  // the engine's kernels do not run a Llama-family model
   const GpuProfile& h100 = find_gpu_profile("H100");
   const TimeEstimate t = estimate_time(shape, s, &h100);
   const double N = static_cast<double>(c.training_parameters() - c.lookup_only_parameters());
@@ -295,6 +301,61 @@ void TestHfParameterCounts::qwen3_attention_is_heads_times_head_dim_wide() {
   QVERIFY(estimate_time(narrow, s, &h100).attention_s < t.attention_s);
   // Llama-2-7B's heads are hidden / heads wide: the width is the hidden size.
   QCOMPARE(model_shape_from_hf(load_hf_config(kConfigs + "llama-2-7b_config.json")).query_width(), 4096.0);
+}
+// Phi-3-mini-4k (3,821,079,552) and Phi-3-medium-4k (13,960,238,080) as the hub gives them
+// (huggingface.co/microsoft/Phi-3-mini-4k-instruct, /Phi-3-medium-4k-instruct) and a tiny one:
+// Llama's parameters in fused qkv_proj and gate_up_proj, which makes the largest module larger.
+void TestHfParameterCounts::phi3_counts_are_exact() {
+  compare_with_transformers("phi3_parameters.json", 3);
+  const HfModelConfig mini = load_hf_config(kConfigs + "phi-3-mini-4k_config.json");
+  QCOMPARE(mini.training_parameters(), std::int64_t{3'821'079'552});
+  QVERIFY(mini.fused_projections);
+  // Its 2047-token window applies to every layer; the estimate says it prices full attention.
+  QCOMPARE(mini.warnings.size(), std::size_t{1});
+  QVERIFY2(mini.warnings[0].find("sliding_window: 2047 (every layer") != std::string::npos, mini.warnings[0].c_str());
+  QVERIFY2(mini.warnings[0].find("full causal attention") != std::string::npos, mini.warnings[0].c_str());
+  // The same shape as Llama's split tensors: the same count, but one gate_up_proj (h, 2I) is the
+  // largest module of Phi-3-medium (5120 x 35,840), larger than its embedding (32,064 x 5120).
+  nlohmann::json config = nlohmann::json::parse(file_text(kConfigs + "phi-3-medium-4k_config.json"));
+  const HfModelConfig medium = load_hf_config(kConfigs + "phi-3-medium-4k_config.json");
+  QCOMPARE(medium.largest_module_parameters(), std::int64_t{5120} * 2 * 17920);
+  config["model_type"] = "llama";
+  const HfModelConfig split = parse_hf_config(config.dump(), "as_llama.json");
+  QCOMPARE(split.training_parameters(), medium.training_parameters());
+  QCOMPARE(split.largest_module_parameters(), std::int64_t{32064} * 5120);
+  // attention_bias true: transformers' Phi3 has no biases, and the count has none; a warning says so.
+  config["model_type"] = "phi3";
+  config["attention_bias"] = true;
+  const HfModelConfig biased = parse_hf_config(config.dump(), "biased.json");
+  QCOMPARE(biased.training_parameters(), medium.training_parameters());
+  QVERIFY(std::any_of(biased.warnings.begin(), biased.warnings.end(), [](const std::string& w) {
+    return w.find("attention_bias: true is ignored") != std::string::npos;
+  }));
+}
+// Gemma-2B (2,506,172,416), Gemma-7B (8,537,680,896), Gemma-2-2B (2,614,341,888), Gemma-2-9B
+// (9,241,705,984) as the hub gives them (huggingface.co/google/gemma-7b, /gemma-2-9b, ...) and a
+// tiny Gemma2: head_dim 256 (Gemma-7B: 16 x 256 = 4096 on a hidden size of 3072), tied heads,
+// and in Gemma2 four RMSNorms a layer.
+void TestHfParameterCounts::gemma_counts_are_exact() {
+  compare_with_transformers("gemma_parameters.json", 5);
+  const HfModelConfig gemma = load_hf_config(kConfigs + "gemma-7b_config.json");
+  QCOMPARE(gemma.training_parameters(), std::int64_t{8'537'680'896});
+  QVERIFY(gemma.tie_word_embeddings);  // GemmaConfig's default: the file does not say
+  QCOMPARE(model_shape_from_hf(gemma).attention_width, std::int64_t{4096});
+  const HfModelConfig gemma2 = load_hf_config(kConfigs + "gemma-2-9b_config.json");
+  QCOMPARE(gemma2.training_parameters(), std::int64_t{9'241'705'984});
+  // Gemma2's window slides on every other layer: named, priced as full attention.
+  QCOMPARE(gemma2.warnings.size(), std::size_t{1});
+  QVERIFY2(gemma2.warnings[0].find("sliding_window: 4096 (the layers") != std::string::npos,
+           gemma2.warnings[0].c_str());
+  // Without its two feedforward norms a layer, Gemma2-9B is 42 x 2 x 3584 parameters smaller.
+  nlohmann::json config = nlohmann::json::parse(file_text(kConfigs + "gemma-2-9b_config.json"));
+  config["model_type"] = "gemma";
+  QCOMPARE(gemma2.training_parameters() - parse_hf_config(config.dump(), "g.json").training_parameters(),
+           std::int64_t{42} * 2 * 3584);
+  config["model_type"] = "gemma2";
+  config["sliding_window"] = nullptr;  // no window: no warning
+  QVERIFY(parse_hf_config(config.dump(), "g.json").warnings.empty());
 }
 
 QTEST_GUILESS_MAIN(TestHfParameterCounts)

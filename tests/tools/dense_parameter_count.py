@@ -3,7 +3,7 @@
 """Prints the parameter counts transformers makes of dense decoder config.json files.
 
 For the Llama-shaped families the estimator plans but the engine does not train
-(Qwen2, Qwen3, ...): each file's model is built on the meta device (no memory,
+(Qwen2, Qwen3, Phi-3, Gemma, Gemma2): each file's model is built on the meta device (no memory,
 no weights, a 7B model in a second) and its tensors summed. The output, one
 entry per file named by its base name, is the fixture that
 test_hf_parameter_counts compares with HfModelConfig's closed forms:
