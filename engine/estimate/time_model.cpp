@@ -35,6 +35,8 @@ void count_flops(TimeEstimate& t, const ModelShape& model, const EstimateSetting
   std::string n_text = "N = " + grouped(t.matmul_parameters) + " parameters read by matmuls";
   if (model.idle_expert_parameters > 0)
     n_text += " (a token's " + std::to_string(model.top_k) + " of " + std::to_string(model.experts) + " experts)";
+  if (model.attention_width > 0 && model.attention_width != model.hidden)
+    n_text += "; in the attention's term h is the heads' width a·d = " + grouped(model.attention_width);
   t.model_flops_per_token = 6 * N + 12 * L * h * seq;
   switch (s.recompute) {
     case Recompute::none:

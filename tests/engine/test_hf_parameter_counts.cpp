@@ -295,6 +295,7 @@ void TestHfParameterCounts::qwen3_attention_is_heads_times_head_dim_wide() {
   const TimeEstimate t = estimate_time(shape, s, &h100);
   const double N = static_cast<double>(c.training_parameters() - c.lookup_only_parameters());
   QCOMPARE(t.model_flops_per_token, 6 * N + 12.0 * 28 * 2048 * 4096);
+  QVERIFY2(t.flops_formula.find("h is the heads' width a·d = 2,048") != std::string::npos, t.flops_formula.c_str());
   // Half as wide (the hidden size's 64 a head), the attention kernels take less time.
   ModelShape narrow = shape;
   narrow.attention_width = 0;
