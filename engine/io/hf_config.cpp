@@ -285,7 +285,8 @@ void read_gemma(const JsonConfig& json, HfModelConfig& c, Keys& known) {
 }
 
 // Llama's keys; Mistral has Llama's tensors (plus a sliding window); Mixtral's and DeepSeek-V3's
-// MLPs are experts; Qwen2 and Qwen3 differ in the attention's biases and norms.
+// MLPs are experts; Qwen2 and Qwen3 differ in the attention's biases and norms, Phi-3 fuses
+// the projections, Gemma widens the heads (head_dim 256) and Gemma2 adds two norms a layer.
 void read_llama_family(const JsonConfig& json, HfModelConfig& c, Keys& known) {
   c.architecture = HfArchitecture::llama;
   const bool qwen = c.model_type == "qwen2" || c.model_type == "qwen3", phi3 = c.model_type == "phi3";
