@@ -127,12 +127,14 @@ void add_model_fields(std::vector<RunField>& f) {
        .get = get_member<&RunConfig::model>,
        .set = set_member<&RunConfig::model>,
        .surfaces = surface::train | surface::estimate,
-       .plan = {
-           .value_name = "PRESET|NAME|config.json",
-           .help = {preset_and_alias_help("Model preset or a Hugging Face config.json (gpt2, bert, llama, mistral): ",
-                                          "; or a shipped config by name (resources/examples): "),
-                    preset_and_alias_help("模型预设或 Hugging Face 的 config.json（gpt2、bert、llama、mistral）：",
-                                          "；或按名字使用随附的配置（resources/examples）：")}}});
+       .plan = {.value_name = "PRESET|NAME|config.json",
+                .help = {preset_and_alias_help("Model preset or a Hugging Face config.json (gpt2, bert, llama, "
+                                               "mistral, mixtral, deepseek_v3, qwen2, qwen3, phi3, gemma, gemma2): ",
+                                               "; or a shipped config by name (resources/examples): "),
+                         preset_and_alias_help("模型预设或 Hugging Face 的 "
+                                               "config.json（gpt2、bert、llama、mistral、mixtral、deepseek_"
+                                               "v3、qwen2、qwen3、phi3、gemma、gemma2）：",
+                                               "；或按名字使用随附的配置（resources/examples）：")}}});
   f.push_back({.key = "init_from", .flag = "--init-from", .value_name = "DIR", .kind = FieldKind::text,
                .help = {"Start from a Hugging Face GPT-2 or BERT directory (config.json + model.safetensors): its shape "
                         "and weights are the run's model (not given with --model); a tokenizer there reads --data",

@@ -221,6 +221,8 @@ ModelShape model_shape_from_hf(const HfModelConfig& hf) {
     m.heads = hf.heads;
     m.intermediate = hf.intermediate;
     m.tied_embeddings = hf.tie_word_embeddings;
+    // MLA's heads (DeepSeek-V3) are not a·d wide on both sides: they keep the hidden size's.
+    if (hf.kv_lora_rank == 0) m.attention_width = hf.heads * hf.head_dim;
     m.embedding_parameters = hf.embedding_parameters();
     m.layer_parameters = hf.layer_parameters();
     m.head_parameters = hf.head_parameters();

@@ -24,6 +24,10 @@ struct ModelShape {
   std::string architecture;  // "gpt2", "bert", "llama"
   std::int64_t vocab = 0, max_positions = 0, hidden = 0, layers = 0, heads = 0, intermediate = 0;
   bool tied_embeddings = true;
+  // The queries' width a·d (heads × head_dim) where a file gives head_dim apart from
+  // hidden / heads (Qwen3-0.6B: 16 × 128 = 2048 with hidden 1024); 0: the hidden size.
+  std::int64_t attention_width = 0;
+  double query_width() const { return static_cast<double>(attention_width > 0 ? attention_width : hidden); }
   std::int64_t embedding_parameters = 0;       // first stage: token (+ position, + type) embeddings
   std::int64_t layer_parameters = 0;           // one transformer layer
   std::int64_t head_parameters = 0;            // last stage: final norm, head (tied matrix not counted again)

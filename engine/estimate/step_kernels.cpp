@@ -15,7 +15,7 @@ struct Pass {
 };
 
 struct Dims {
-  double r, s, b, h, f, qkv, kv, heads, hd, vocab, t, d, dropout;
+  double r, s, b, h, f, q, qkv, kv, heads, hd, vocab, t, d, dropout;  // q: the queries' width a·d
   double cp;  // context-parallel ranks: each holds r = b·s/cp tokens and runs attention as cp blocks
   bool gated, causal, eager;
 };
@@ -42,7 +42,7 @@ void add_weight_gemm(Pass& p, const Linear& lin, const Dims& x, double n, double
 Pass weight_gemms(const Linear& lin, const Dims& x) {
   Pass p;
   add_weight_gemm(p, lin, x, x.qkv / x.t, x.h);
-  add_weight_gemm(p, lin, x, x.h, x.h / x.t);
+  add_weight_gemm(p, lin, x, x.h, x.q / x.t);
   add_weight_gemm(p, lin, x, (x.gated ? 2 : 1) * x.f / x.t, x.h);
   add_weight_gemm(p, lin, x, x.h, x.f / x.t);
   return p;
@@ -53,7 +53,7 @@ Pass weight_gemms(const Linear& lin, const Dims& x) {
 Pass every_second_matmul(const Linear& lin, const Dims& x) {
   Pass p;
   if (x.gated) add_weight_gemm(p, lin, x, x.kv / x.t, x.h);
-  add_weight_gemm(p, lin, x, x.h, x.h / x.t);
+  add_weight_gemm(p, lin, x, x.h, x.q / x.t);
   if (x.gated)
     add_weight_gemm(p, lin, x, x.f / x.t, x.h);
   else
@@ -132,7 +132,7 @@ void add_block_casts(CastBytes& c, const Dims& x, const WeightCasts& w, std::ini
 // GPT's fused qkv and fc one each.
 CastBytes float8_cast_bytes(const Dims& x, const WeightCasts& w, bool sequence_parallel) {
   CastBytes c;
-  const double q = x.h / x.t, kv = x.kv / x.t, f = x.f / x.t;
+  const double q = x.q / x.t, kv = x.kv / x.t, f = x.f / x.t;
   if (x.gated) {
     add_block_casts(c, x, w, {q, kv, kv}, q, sequence_parallel);
     add_block_casts(c, x, w, {f, f}, f, sequence_parallel);
@@ -177,7 +177,7 @@ Pass attention_core(const KernelModel& km, const KernelModel& flash_km, const Di
 
 // Bytes per token of one layer's memory-bound kernels, fused: one pass per op.
 Pass fused_bytes(const Dims& x, double norm_tokens) {
-  const double q_and_k = (x.qkv + x.h) / 2;  // q is h wide; k and v share the rest
+  const double q_and_k = (x.qkv + x.q) / 2;  // q is a·d wide; k and v share the rest
   Pass p;
   p.forward = x.d * (norm_tokens * (2 * 2 + 2 * 3) * x.h + x.r * (x.gated ? 3 : 2) * x.f / x.t +
                      (x.gated ? x.r * 2 * q_and_k / x.t : 0));
@@ -199,13 +199,13 @@ Pass fused_bytes(const Dims& x, double norm_tokens) {
 //     backward's sums over the repeats the same.
 //   Residual adds as fused (3d each way).
 Pass eager_bytes(const Dims& x, double norm_tokens) {
-  const double q = x.h / x.t, kv = x.kv / x.t, f = x.f / x.t;
+  const double q = x.q / x.t, kv = x.kv / x.t, f = x.f / x.t;
   Pass p;
   if (!x.gated) {  // GPT: native LayerNorm and GELU kernels, one pass each as fused
     p = fused_bytes(x, norm_tokens);
     return p;
   }
-  const double repeat = x.kv < x.h ? 2 * x.d * (kv + q) : 0;
+  const double repeat = x.kv < x.q ? 2 * x.d * (kv + q) : 0;
   p.forward =
       norm_tokens * (2 * (4 * x.d + 28) + 2 * 3 * x.d) * x.h + x.r * (5 * x.d * f + (2 * x.d + 16) * (q + kv) + repeat);
   p.backward =
@@ -243,12 +243,14 @@ Dims dims_of(const ModelShape& m, const EstimateSettings& s) {
   x.causal = m.architecture != "bert";  // decoders mask the future
   x.eager = s.eager_runtime;
   x.dropout = s.dropout;
-  // The QKV width from the layer's parameters (3h, less with grouped-query attention).
+  // The QKV width from the layer's parameters (3h, less with grouped-query attention), the
+  // output projection (a·d, h) taken out; a bias or a norm counts as a column more.
   const double mlp = (x.gated ? 3 : 2) * x.h * x.f;
-  x.qkv = std::max(x.h, (static_cast<double>(m.layer_parameters) - x.h * x.h - mlp) / x.h);
-  x.kv = std::max(0.0, (x.qkv - x.h) / 2);
+  x.q = m.query_width();
+  x.qkv = std::max(x.q, (static_cast<double>(m.layer_parameters) - x.q * x.h - mlp) / x.h);
+  x.kv = std::max(0.0, (x.qkv - x.q) / 2);
   x.heads = static_cast<double>(m.heads);
-  x.hd = x.h / x.heads;
+  x.hd = x.q / x.heads;
   x.vocab = static_cast<double>(m.vocab);
   x.t = s.layout.tp();
   x.d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
@@ -259,7 +261,7 @@ Dims dims_of(const ModelShape& m, const EstimateSettings& s) {
 
 double every_second_matmul_parameters(const ModelShape& model, const EstimateSettings& settings) {
   const Dims x = dims_of(model, settings);
-  return x.gated ? x.h * (x.kv + x.h + x.f) : x.h * (x.h + x.f);
+  return x.gated ? x.h * (x.kv + x.q + x.f) : x.h * (x.q + x.f);
 }
 
 StepKernels step_kernels(const ModelShape& model, const EstimateSettings& s, const KernelModel& km,

@@ -23,9 +23,10 @@ namespace shardscope {
 
 namespace {
 
-// FLOPs per token (PaLM's 6N + 12·L·h·s, and what recompute runs again), and per step.
+// FLOPs per token (PaLM's 6N + 12·L·h·s, and what recompute runs again), and per step. The
+// attention's h is the queries' width a·d (PaLM's H·Q): the hidden size unless head_dim says otherwise.
 void count_flops(TimeEstimate& t, const ModelShape& model, const EstimateSettings& s) {
-  const double L = static_cast<double>(model.layers), h = static_cast<double>(model.hidden), seq = s.seq;
+  const double L = static_cast<double>(model.layers), h = model.query_width(), seq = s.seq;
   t.tokens_per_step = checked_mul(s.global_batch(), s.seq);
   // A mixture of experts: a token's matmuls read k of the E experts (the active parameters).
   t.matmul_parameters =
@@ -34,6 +35,8 @@ void count_flops(TimeEstimate& t, const ModelShape& model, const EstimateSetting
   std::string n_text = "N = " + grouped(t.matmul_parameters) + " parameters read by matmuls";
   if (model.idle_expert_parameters > 0)
     n_text += " (a token's " + std::to_string(model.top_k) + " of " + std::to_string(model.experts) + " experts)";
+  if (model.attention_width > 0 && model.attention_width != model.hidden)
+    n_text += "; in the attention's term h is the heads' width a·d = " + grouped(model.attention_width);
   t.model_flops_per_token = 6 * N + 12 * L * h * seq;
   switch (s.recompute) {
     case Recompute::none:
@@ -173,7 +176,7 @@ void count_pipeline_bytes(TimeEstimate& t, const ModelShape& model, const Estima
       // T_F, T_B, T_W in FLOPs per token: the matmuls' 2N each (B's input gradients, W's
       // weight gradients), attention's 4·L·h·s forward and its 8·L·h·s backward all in B.
       const double N = static_cast<double>(t.matmul_parameters),
-                   attention = static_cast<double>(model.layers) * static_cast<double>(model.hidden) * seq;
+                   attention = static_cast<double>(model.layers) * model.query_width() * seq;
       const SplitBackwardBubble bubble = split_backward_bubble(*split, s.layout.pp(), s.micro_batches,
                                                                2 * N + 4 * attention, 2 * N + 8 * attention, 2 * N);
       t.bubble_fraction = bubble.fraction;

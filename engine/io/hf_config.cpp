@@ -2,6 +2,7 @@
 #include "io/hf_config.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/checked_math.h"
@@ -41,6 +42,13 @@ const Keys kLlamaKeys = {"vocab_size", "hidden_size", "intermediate_size", "num_
     "rope_scaling", "attention_bias", "attention_dropout", "mlp_bias", "head_dim", "sliding_window",
     "max_window_layers", "use_sliding_window", "num_local_experts", "num_experts_per_tok", "router_aux_loss_coef",
     "output_router_logits", "router_jitter_noise"};
+// Qwen2 and Qwen3 (Qwen2Config, Qwen3Config): Llama's shape keys, a sliding window, the RoPE
+// options; no mlp_bias or pretraining_tp. Qwen2 has no attention_bias key (its q, k and v
+// always have biases); Qwen3's attention_bias puts them on q, k, v and o, as Llama's does.
+const Keys kQwenKeys = {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "head_dim", "hidden_act", "max_position_embeddings", "rms_norm_eps", "rope_theta",
+    "rope_scaling", "rope_parameters", "use_mrope", "attention_dropout", "use_sliding_window", "sliding_window",
+    "max_window_layers", "layer_types"};
 const Keys kDeepseekV3Keys = {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
     "num_attention_heads", "num_key_value_heads", "hidden_act", "max_position_embeddings", "rms_norm_eps",
     "pretraining_tp", "rope_theta", "rope_scaling", "rope_interleave", "attention_bias", "attention_dropout",
@@ -48,6 +56,19 @@ const Keys kDeepseekV3Keys = {"vocab_size", "hidden_size", "intermediate_size", 
     "num_experts_per_tok", "n_shared_experts", "moe_intermediate_size", "first_k_dense_replace", "moe_layer_freq",
     "n_group", "topk_group", "topk_method", "routed_scaling_factor", "scoring_func", "norm_topk_prob",
     "aux_loss_alpha", "seq_aux", "ep_size", "num_nextn_predict_layers"};
+// Phi-3 (Phi3Config): Llama's shape keys with its own dropouts and RoPE options; no biases
+// (attention_bias is read only to say that transformers ignores it).
+const Keys kPhi3Keys = {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "head_dim", "hidden_act", "max_position_embeddings", "original_max_position_embeddings",
+    "rms_norm_eps", "rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor", "resid_pdrop",
+    "embd_pdrop", "attention_dropout", "attention_bias", "sliding_window"};
+// Gemma and Gemma2 (GemmaConfig, Gemma2Config): head_dim 256 and a tied head by default; Gemma2
+// adds the logit soft-capping, the query scale and a sliding window on every other layer.
+const Keys kGemmaKeys = {"vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "head_dim", "hidden_act", "hidden_activation", "max_position_embeddings", "rms_norm_eps",
+    "rope_theta", "rope_scaling", "rope_parameters", "attention_bias", "attention_dropout"};
+const Keys kGemma2Keys = {"query_pre_attn_scalar", "sliding_window", "sliding_window_size", "layer_types",
+    "final_logit_softcapping", "attn_logit_softcapping", "cache_implementation"};
 // clang-format on
 
 std::int64_t required(const JsonConfig& json, const std::string& key, std::int64_t max) {
@@ -151,7 +172,60 @@ void read_mixtral_experts(const JsonConfig& json, HfModelConfig& c) {
 
 // The model types with Llama's shape keys, norms and SwiGLU MLPs.
 bool llama_family(std::string_view type) {
-  return type == "llama" || type == "mistral" || type == "mixtral" || type == "deepseek_v3";
+  return type == "llama" || type == "mistral" || type == "mixtral" || type == "deepseek_v3" || type == "qwen2" ||
+         type == "qwen3" || type == "phi3" || type == "gemma" || type == "gemma2";
+}
+
+// max_position_embeddings when the file omits it, as each family's config class defaults it.
+std::int64_t default_positions(std::string_view type) {
+  if (type == "qwen2" || type == "qwen3") return 32768;
+  if (type == "phi3") return 4096;
+  if (type == "gemma" || type == "gemma2") return 8192;
+  return 2048;
+}
+
+// What a sliding-window warning says after naming the key: the window changes no tensor, and
+// the estimator prices full causal attention.
+std::string priced_as_full_attention(std::int64_t window) {
+  // Appended in steps: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
+  std::string text = " tokens): the estimate prices full causal attention, more time than it takes when --seq exceeds ";
+  text += std::to_string(window);
+  return text + "; the parameter counts are exact";
+}
+
+// Whether layer_types names a "sliding_attention" layer; nullopt when the file has no layer_types.
+std::optional<bool> names_sliding_layer(const JsonConfig& json) {
+  const nlohmann::json* types = json.find({"layer_types"});
+  if (types == nullptr || !types->is_array()) return std::nullopt;
+  return std::any_of(types->begin(), types->end(), [](const nlohmann::json& t) { return t == "sliding_attention"; });
+}
+
+// Qwen2's and Qwen3's sliding window: transformers applies it only with use_sliding_window true
+// and a sliding_window, to the layers layer_types names "sliding_attention" (by default those
+// from max_window_layers on). It changes no tensor; the estimator prices those layers'
+// attention as full causal attention, which this warning says.
+void warn_sliding_window(const JsonConfig& json, HfModelConfig& c) {
+  const auto window = json.get_int({"sliding_window"}, 1, kHfMaxPositions);
+  if (!json.get_bool({"use_sliding_window"}).value_or(false) || !window) return;
+  const bool sliding =
+      names_sliding_layer(json).value_or(json.get_int({"max_window_layers"}, 0, kHfMaxLayers).value_or(28) < c.layers);
+  if (sliding)
+    c.warnings.push_back(json.where({"use_sliding_window"}) + ": true (some layers attend only to the last " +
+                         std::to_string(*window) + priced_as_full_attention(*window));
+}
+
+// Qwen2: q, k and v with biases, o_proj without (whatever attention_bias says). Qwen3: an RMSNorm
+// of head_dim on each head's query and key, head_dim 128 unless given, attention_bias as Llama's.
+void read_qwen(const JsonConfig& json, HfModelConfig& c, Keys& known) {
+  if (c.model_type == "qwen2") {
+    c.qkv_bias = true;
+  } else {
+    c.qk_norm = true;
+    known.insert("attention_bias");
+    c.head_dim = json.get_int({"head_dim"}, 1, kHfMaxHeadDim).value_or(128);
+    c.attention_bias = json.get_bool({"attention_bias"}).value_or(false);
+  }
+  warn_sliding_window(json, c);
 }
 
 // DeepSeek-V3: MLA and the MoE keys (HfModelConfig's comment). transformers builds
@@ -175,6 +249,68 @@ void read_deepseek_v3(const JsonConfig& json, HfModelConfig& c, Keys& known) {
     json.fail({"moe_layer_freq"}, "only 1 (every layer after first_k_dense_replace a MoE layer) is counted");
   if (c.attention_bias) json.fail({"attention_bias"}, "true: MLA's biases are not counted yet");
   c.aux_loss_coef = json.get_number({"aux_loss_alpha"}).value_or(0.001);
+}
+
+// Phi-3: Llama's tensors fused, q, k and v in one qkv_proj, gate and up in one gate_up_proj (the
+// same parameters, fewer and larger modules). Its sliding_window applies to every layer.
+void read_phi3(const JsonConfig& json, HfModelConfig& c) {
+  c.fused_projections = true;
+  if (json.get_bool({"attention_bias"}).value_or(false))
+    c.warnings.push_back(json.where({"attention_bias"}) +
+                         ": true is ignored, as transformers' Phi3 ignores it (its linears have no biases)");
+  if (const auto window = json.get_int({"sliding_window"}, 1, kHfMaxPositions))
+    c.warnings.push_back(json.where({"sliding_window"}) + ": " + std::to_string(*window) +
+                         " (every layer attends only to the last " + std::to_string(*window) +
+                         priced_as_full_attention(*window));
+}
+
+// Gemma: Llama's tensors (its RMSNorm scales by 1 + weight: the same weights), head_dim 256 by
+// default. Gemma2 adds a pre- and a post-feedforward RMSNorm to each layer, and slides a window
+// (sliding_window, 4096 by default; null: none) over the layers layer_types names, by default
+// every other one.
+void read_gemma(const JsonConfig& json, HfModelConfig& c, Keys& known) {
+  c.head_dim = json.get_int({"head_dim"}, 1, kHfMaxHeadDim).value_or(256);
+  c.attention_bias = json.get_bool({"attention_bias"}).value_or(false);
+  c.activation = json.get_string({"hidden_activation"}).value_or(c.activation);
+  if (c.model_type != "gemma2") return;
+  known.insert(kGemma2Keys.begin(), kGemma2Keys.end());
+  c.feedforward_norms = true;
+  const auto window = json.root().contains("sliding_window") ? json.get_int({"sliding_window"}, 1, kHfMaxPositions)
+                                                             : std::optional<std::int64_t>(4096);
+  if (window && names_sliding_layer(json).value_or(true))
+    c.warnings.push_back(json.where({"sliding_window"}) + ": " + std::to_string(*window) +
+                         " (the layers layer_types names sliding_attention, by default every other one, attend only "
+                         "to the last " +
+                         std::to_string(*window) + priced_as_full_attention(*window));
+}
+
+// Llama's keys; Mistral has Llama's tensors (plus a sliding window); Mixtral's and DeepSeek-V3's
+// MLPs are experts; Qwen2 and Qwen3 differ in the attention's biases and norms, Phi-3 fuses
+// the projections, Gemma widens the heads (head_dim 256) and Gemma2 adds two norms a layer.
+void read_llama_family(const JsonConfig& json, HfModelConfig& c, Keys& known) {
+  c.architecture = HfArchitecture::llama;
+  const bool qwen = c.model_type == "qwen2" || c.model_type == "qwen3", phi3 = c.model_type == "phi3";
+  const bool gemma = c.model_type == "gemma" || c.model_type == "gemma2";
+  const Keys& keys = qwen ? kQwenKeys : phi3 ? kPhi3Keys : gemma ? kGemmaKeys : kLlamaKeys;
+  known.insert(keys.begin(), keys.end());
+  c.vocab = required(json, "vocab_size", kHfMaxVocab);
+  c.hidden = required(json, "hidden_size", kHfMaxHidden);
+  c.layers = required(json, "num_hidden_layers", kHfMaxLayers);
+  c.heads = required(json, "num_attention_heads", kHfMaxHeads);
+  c.intermediate = required(json, "intermediate_size", kHfMaxIntermediate);
+  c.max_positions =
+      json.get_int({"max_position_embeddings"}, 1, kHfMaxPositions).value_or(default_positions(c.model_type));
+  c.kv_heads = json.get_int({"num_key_value_heads"}, 1, c.heads).value_or(c.heads);
+  c.head_dim = json.get_int({"head_dim"}, 1, kHfMaxHeadDim).value_or(0);
+  c.activation = json.get_string({"hidden_act"}).value_or("silu");
+  c.norm_eps = norm_epsilon(json, "rms_norm_eps", phi3 ? 1e-5 : 1e-6);
+  if (qwen) return read_qwen(json, c, known);
+  if (phi3) return read_phi3(json, c);
+  if (gemma) return read_gemma(json, c, known);
+  c.attention_bias = json.get_bool({"attention_bias"}).value_or(false);
+  c.mlp_bias = json.get_bool({"mlp_bias"}).value_or(false);
+  if (c.model_type == "mixtral") read_mixtral_experts(json, c);
+  if (c.model_type == "deepseek_v3") read_deepseek_v3(json, c, known);
 }
 }  // namespace
 
@@ -214,26 +350,12 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& sou
     c.activation = json.get_string({"hidden_act"}).value_or("gelu");
     c.norm_eps = norm_epsilon(json, "layer_norm_eps", 1e-12);
   } else if (llama_family(c.model_type)) {
-    // Mistral has Llama's tensors (plus a sliding window); Mixtral's and DeepSeek-V3's MLPs are experts.
-    c.architecture = HfArchitecture::llama;
-    known.insert(kLlamaKeys.begin(), kLlamaKeys.end());
-    c.vocab = required(json, "vocab_size", kHfMaxVocab);
-    c.hidden = required(json, "hidden_size", kHfMaxHidden);
-    c.layers = required(json, "num_hidden_layers", kHfMaxLayers);
-    c.heads = required(json, "num_attention_heads", kHfMaxHeads);
-    c.intermediate = required(json, "intermediate_size", kHfMaxIntermediate);
-    c.max_positions = json.get_int({"max_position_embeddings"}, 1, kHfMaxPositions).value_or(2048);
-    c.kv_heads = json.get_int({"num_key_value_heads"}, 1, c.heads).value_or(c.heads);
-    c.head_dim = json.get_int({"head_dim"}, 1, kHfMaxHeadDim).value_or(0);
-    c.attention_bias = json.get_bool({"attention_bias"}).value_or(false);
-    c.mlp_bias = json.get_bool({"mlp_bias"}).value_or(false);
-    c.activation = json.get_string({"hidden_act"}).value_or("silu");
-    c.norm_eps = norm_epsilon(json, "rms_norm_eps", 1e-6);
-    if (c.model_type == "mixtral") read_mixtral_experts(json, c);
-    if (c.model_type == "deepseek_v3") read_deepseek_v3(json, c, known);
+    read_llama_family(json, c, known);
   } else {
-    json.fail({"model_type"}, "'" + bounded_excerpt(c.model_type) +
-                                  "' is not supported (supported: gpt2, bert, llama, mistral, mixtral, deepseek_v3)");
+    json.fail({"model_type"},
+              "'" + bounded_excerpt(c.model_type) +
+                  "' is not supported (supported: gpt2, bert, llama, mistral, mixtral, deepseek_v3, qwen2, qwen3, "
+                  "phi3, gemma, gemma2)");
   }
   if (c.kv_heads == 0) c.kv_heads = c.heads;
   if (c.head_dim == 0) {
@@ -245,8 +367,8 @@ HfModelConfig parse_hf_config(std::string_view json_text, const std::string& sou
   if (c.heads % c.kv_heads != 0)
     json.fail({"num_key_value_heads"},
               std::to_string(c.kv_heads) + " does not divide num_attention_heads " + std::to_string(c.heads));
-  // GPT-2 and BERT always tie the output head to the token embedding; Llama defaults to untied.
-  const bool tie_default = c.architecture != HfArchitecture::llama;
+  // GPT-2 and BERT always tie the output head to the token embedding; Llama defaults to untied, Gemma to tied.
+  const bool tie_default = c.architecture != HfArchitecture::llama || c.model_type.starts_with("gemma");
   c.tie_word_embeddings = json.get_bool({"tie_word_embeddings"}).value_or(tie_default);
   if (c.architecture == HfArchitecture::gpt2) {
     if (const auto ctx = json.get_int({"n_ctx"}, 1, kHfMaxPositions); ctx && *ctx != c.max_positions)
@@ -350,6 +472,9 @@ std::int64_t HfModelConfig::layer_parameters() const {
       const CheckedSize q = CheckedSize(heads) * head_dim, kv = CheckedSize(kv_heads) * head_dim;
       CheckedSize n = h * q + 2 * h * kv + q * h + 3 * h * I + 2 * h;
       if (attention_bias) n += q + 2 * kv + h;
+      if (qkv_bias) n += q + 2 * kv;                // Qwen2: none on o_proj
+      if (qk_norm) n += 2 * CheckedSize(head_dim);  // Qwen3: q_norm, k_norm
+      if (feedforward_norms) n += 2 * h;            // Gemma2: pre- and post-feedforward norms
       if (mlp_bias) n += 2 * I + h;
       return (n + moe).value();
     }
@@ -426,7 +551,10 @@ std::int64_t HfModelConfig::largest_module_parameters() const {
       largest = std::max(largest, h * I + I);
       break;
     case HfArchitecture::llama:
-      largest = std::max({v * h, h * I + (mlp_bias ? I : CheckedSize(0)), CheckedSize(heads) * head_dim * h});
+      largest = std::max({v * h, h * I + (mlp_bias ? I : CheckedSize(0)),
+                          CheckedSize(heads) * head_dim * (h + (qkv_bias ? 1 : 0))});  // q_proj (+ Qwen2's bias)
+      if (fused_projections)  // Phi-3's qkv_proj (h, (a + 2 kv) d) and gate_up_proj (h, 2I)
+        largest = std::max({largest, h * (CheckedSize(heads) + 2 * kv_heads) * head_dim, 2 * h * I});
       break;
   }
   // A layer's experts are one module holding all E (transformers' stacked MixtralExperts).

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Hugging Face `config.json` import for the estimator: the shape of a GPT-2,
-// BERT or Llama-family model (Llama, Mistral) and its exact parameter count,
-// tensor by tensor as Transformers builds the model. Unknown keys become
-// warnings; a missing or ill-typed shape key is a ConfigError naming it.
+// BERT or Llama-family model (Llama, Mistral, Mixtral, DeepSeek-V3, Qwen2,
+// Qwen3, Phi-3, Gemma, Gemma2) and its exact parameter count, tensor by tensor as Transformers
+// builds the model. Unknown keys become warnings; a missing or ill-typed shape
+// key is a ConfigError naming it.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +36,7 @@ std::string_view hf_architecture_name(HfArchitecture architecture);
 
 struct HfModelConfig {
   std::string source;      // the file (for messages)
-  std::string model_type;  // as written: "gpt2", "bert", "llama", "mistral"
+  std::string model_type;  // as written: "gpt2", "bert", "llama", "mistral", "qwen2", ...
   HfArchitecture architecture = HfArchitecture::gpt2;
   std::int64_t vocab = 0;          // vocab_size
   std::int64_t hidden = 0;         // n_embd / hidden_size (h)
@@ -49,6 +50,10 @@ struct HfModelConfig {
   bool tie_word_embeddings = true;
   bool attention_bias = false;  // Llama: q/k/v/o biases
   bool mlp_bias = false;        // Llama: gate/up/down biases
+  bool qkv_bias = false;        // Qwen2: q/k/v biases, none on o_proj
+  bool qk_norm = false;         // Qwen3: q_norm and k_norm, an RMSNorm of head_dim on each head's query and key
+  bool fused_projections = false;  // Phi-3: one qkv_proj and one gate_up_proj (Llama's parameters, fewer modules)
+  bool feedforward_norms = false;  // Gemma2: an RMSNorm before and one after each MLP (4 norms a layer)
   std::string activation;       // activation_function / hidden_act
   double norm_eps = 0.0;        // layer_norm_epsilon / layer_norm_eps / rms_norm_eps
   // A mixture of experts in GPT-2's MLPs (model/mixture_of_experts.h): num_local_experts

@@ -165,10 +165,11 @@ bool header_has_tensor(const std::string& path, const std::string& suffix) {
 
 namespace {
 // Why engine_config() refused a GPT-2 or BERT config, by key (" (n_inner 64, not 4 x n_embd = 128)"),
-// so the message points at the line to change; "" for the architectures the engine lacks altogether.
+// so the message points at the line to change; for the Llama family, what it lacks and where it is planned.
 std::string what_the_engine_lacks(const HfModelConfig& hf) {
   const bool gpt2 = hf.architecture == HfArchitecture::gpt2;
-  if (hf.architecture == HfArchitecture::llama) return "";
+  if (hf.architecture == HfArchitecture::llama)
+    return " (Llama's family: RMSNorm, a SwiGLU MLP, rotary positions; `estimate --model` plans it)";
   if (hf.intermediate != 4 * hf.hidden) {
     // Appended in steps: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
     std::string why = gpt2 ? " (n_inner " : " (intermediate_size ";

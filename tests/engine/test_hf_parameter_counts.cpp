@@ -2,20 +2,54 @@
 // Hugging Face config.json files of known models: the parameter counts the
 // importer gives are the published ones, to the parameter, and the engine's
 // own layout and the estimator's model shape agree with them.
+#include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "config/gpu_profiles.h"
+#include "core/error.h"
 #include "estimate/config_import.h"
 #include "estimate/memory_model.h"
 #include "estimate/model_shape.h"
+#include "estimate/time_model.h"
 #include "io/hf_config.h"
+#include "io/hf_model.h"
 
 using namespace shardscope;
 
 namespace {
 const std::string kConfigs = std::string(SHARDSCOPE_FIXTURES) + "/configs/";
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Every config.json a fixture of tests/tools/dense_parameter_count.py names against the
+// counts transformers made of it: the model, its base model, a layer and the largest module.
+void compare_with_transformers(const std::string& fixture, int file_count) {
+  const nlohmann::json counts = nlohmann::json::parse(std::ifstream(kConfigs + fixture));
+  int files = 0;
+  for (const auto& [file, expected] : counts.items()) {
+    if (file == "transformers") continue;
+    ++files;
+    const HfModelConfig c = load_hf_config(kConfigs + file);
+    for (const std::string& warning : c.warnings)  // every key known (Phi-3's sliding window is named)
+      QVERIFY2(warning.find("sliding_window") != std::string::npos, warning.c_str());
+    QCOMPARE(c.model_type, expected["model"].get<std::string>());
+    QCOMPARE(c.training_parameters(), expected["causal_lm_parameters"].get<std::int64_t>());
+    QCOMPARE(c.base_model_parameters(), expected["base_model_parameters"].get<std::int64_t>());
+    QCOMPARE(c.layer_parameters(), expected["layer_parameters"].get<std::int64_t>());
+    QCOMPARE(c.largest_module_parameters(), expected["largest_module_parameters"].get<std::int64_t>());
+    QVERIFY(!c.engine_config());  // planned, not trained: the engine's kernels are GPT-2's and BERT's
+    const ModelShape shape = model_shape_from_hf(c);
+    QCOMPARE(shape.parameters(), c.training_parameters());
+  }
+  QCOMPARE(files, file_count);
+}
 }  // namespace
 
 class TestHfParameterCounts : public QObject {
@@ -26,6 +60,14 @@ class TestHfParameterCounts : public QObject {
   void llama_2_7b_count_is_exact();
   void mixtral_8x7b_count_is_exact();
   void deepseek_v3_count_is_exact();
+  void qwen2_counts_are_exact();
+  void qwen2_biases_are_planned();
+  void qwen2_keys_it_lacks_are_named();
+  void qwen_sliding_window_is_named();
+  void qwen3_counts_are_exact();
+  void qwen3_attention_is_heads_times_head_dim_wide();
+  void phi3_counts_are_exact();
+  void gemma_counts_are_exact();
 };
 
 void TestHfParameterCounts::gpt2_count_is_exact() {
@@ -131,6 +173,191 @@ void TestHfParameterCounts::deepseek_v3_count_is_exact() {
   QCOMPARE(m.ranks[0].stage_parameters, c.training_parameters() - experts + experts / 64);
 }
 
+// Qwen2.5-0.5B (tied, 494,032,768), Qwen2.5-7B (7,615,616,512) and a tiny one, as the
+// hub's config.json files give them (huggingface.co/Qwen/Qwen2.5-0.5B, /Qwen2.5-7B):
+// Llama's tensors and biases on q, k and v (tests/tools/dense_parameter_count.py).
+void TestHfParameterCounts::qwen2_counts_are_exact() {
+  compare_with_transformers("qwen2_parameters.json", 3);
+  QCOMPARE(load_hf_config(kConfigs + "qwen2.5-7b_config.json").training_parameters(), std::int64_t{7'615'616'512});
+}
+
+// Qwen2's q, k and v biases are parameters like any other: held, trained, sent, and
+// split with their columns under tensor parallelism; their adds run in the GEMMs.
+void TestHfParameterCounts::qwen2_biases_are_planned() {
+  const std::string path = kConfigs + "qwen2.5-7b_config.json";
+  nlohmann::json as_llama = nlohmann::json::parse(file_text(path));
+  as_llama["model_type"] = "llama";  // the same shape without the biases
+  const HfModelConfig qwen = load_hf_config(path);
+  const HfModelConfig llama = parse_hf_config(as_llama.dump(), "as_llama.json");
+  const std::int64_t biases = 28 * (3584 + 2 * 512);  // L (a·d + 2 kv·d)
+  QCOMPARE(qwen.training_parameters() - llama.training_parameters(), biases);
+  EstimateSettings s;
+  s.layout[Axis::tp] = 2;
+  s.precision = Precision::bf16;
+  s.seq = 4096;
+  s.activations = ActivationMode::formula;  // the engine's kernels do not run a Llama-family model
+  const ModelShape qwen_shape = model_shape_from_hf(qwen), llama_shape = model_shape_from_hf(llama);
+  const MemoryEstimate qwen_memory = estimate_memory(qwen_shape, s), llama_memory = estimate_memory(llama_shape, s);
+  QCOMPARE(qwen_memory.ranks[0].stage_parameters - llama_memory.ranks[0].stage_parameters, biases / 2);
+  QVERIFY(qwen_memory.ranks[0].total() > llama_memory.ranks[0].total());
+  const GpuProfile& h100 = find_gpu_profile("H100");
+  const TimeEstimate qwen_time = estimate_time(qwen_shape, s, &h100), llama_time = estimate_time(llama_shape, s, &h100);
+  QCOMPARE(qwen_time.matmul_parameters - llama_time.matmul_parameters, biases);
+  // A bias is one more value per output column of its GEMM: a little more time, not much.
+  QVERIFY(qwen_time.compute_s > llama_time.compute_s);
+  QVERIFY(qwen_time.compute_s < 1.001 * llama_time.compute_s);
+}
+
+// Qwen2's attention has biases whatever attention_bias says (transformers' Qwen2Attention
+// ignores the key): the key is named as one the estimator does not read; an unknown
+// model_type lists the Qwen families among the supported ones.
+void TestHfParameterCounts::qwen2_keys_it_lacks_are_named() {
+  nlohmann::json config = nlohmann::json::parse(file_text(kConfigs + "qwen2_tiny_config.json"));
+  const std::int64_t count = parse_hf_config(config.dump(), "tiny.json").training_parameters();
+  config["attention_bias"] = false;
+  const HfModelConfig c = parse_hf_config(config.dump(), "tiny.json");
+  QCOMPARE(c.training_parameters(), count);
+  QCOMPARE(c.warnings.size(), std::size_t{1});
+  QVERIFY2(c.warnings[0].find("attention_bias: unknown key") != std::string::npos, c.warnings[0].c_str());
+  // Planned, not trained: train's refusal names the model type and the command that plans it.
+  QTemporaryDir dir;
+  std::ofstream(dir.filePath("config.json").toStdString()) << config.dump();
+  try {
+    read_hf_model_config(dir.path().toStdString());
+    QFAIL("a qwen2 config was loaded for training");
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    QVERIFY2(m.find("model_type 'qwen2' (Llama's family") != std::string::npos, m.c_str());
+    QVERIFY2(m.find("`estimate --model` plans it") != std::string::npos, m.c_str());
+  }
+  config["model_type"] = "qwen2_moe";
+  try {
+    parse_hf_config(config.dump(), "moe.json");
+    QFAIL("qwen2_moe was accepted");
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    QVERIFY2(m.find("model_type: 'qwen2_moe' is not supported") != std::string::npos, m.c_str());
+    QVERIFY2(m.find("qwen2, qwen3, phi3, gemma, gemma2)") != std::string::npos, m.c_str());
+  }
+}
+
+// A sliding window changes no tensor, but the estimator prices full causal attention:
+// said when transformers would use the window (use_sliding_window true, a sliding_window,
+// and a layer from max_window_layers on or named "sliding_attention" in layer_types).
+void TestHfParameterCounts::qwen_sliding_window_is_named() {
+  nlohmann::json config = nlohmann::json::parse(file_text(kConfigs + "qwen3_tiny_config.json"));
+  config["sliding_window"] = 64;
+  config["max_window_layers"] = 1;  // layers 1 and 2 of 3 slide
+  const auto warnings = [&] { return parse_hf_config(config.dump(), "window.json").warnings; };
+  QVERIFY(warnings().empty());  // use_sliding_window false: transformers ignores the window
+  config["use_sliding_window"] = true;
+  QCOMPARE(warnings().size(), std::size_t{1});
+  QVERIFY2(warnings()[0].find("use_sliding_window: true") != std::string::npos, warnings()[0].c_str());
+  QVERIFY2(warnings()[0].find("full causal attention") != std::string::npos, warnings()[0].c_str());
+  config["max_window_layers"] = 3;  // no layer slides
+  QVERIFY(warnings().empty());
+  config["layer_types"] = {"full_attention", "sliding_attention", "full_attention"};
+  QCOMPARE(warnings().size(), std::size_t{1});
+  config["sliding_window"] = nullptr;  // no window to slide
+  QVERIFY(warnings().empty());
+  config["sliding_window"] = 0;
+  QVERIFY_THROWS_EXCEPTION(ConfigError, warnings());  // named, out of range
+}
+
+// Qwen3-0.6B (596,049,920, head_dim 128 with hidden_size 1024 and 16 heads), Qwen3-8B
+// (8,190,735,360) and a tiny one: no biases, an RMSNorm of head_dim on each head's q and k.
+void TestHfParameterCounts::qwen3_counts_are_exact() {
+  compare_with_transformers("qwen3_parameters.json", 3);
+  const HfModelConfig small = load_hf_config(kConfigs + "qwen3-0.6b_config.json");
+  QCOMPARE(small.training_parameters(), std::int64_t{596'049'920});
+  QCOMPARE(small.head_dim, std::int64_t{128});
+  // Without the key, Qwen3Config's head_dim is 128, not hidden_size / num_attention_heads.
+  nlohmann::json config = nlohmann::json::parse(file_text(kConfigs + "qwen3_tiny_config.json"));
+  config.erase("head_dim");
+  const HfModelConfig c = parse_hf_config(config.dump(), "tiny.json");
+  QCOMPARE(c.head_dim, std::int64_t{128});
+  // q (h, 4·128), k and v (h, 2·128), o (4·128, h), the MLP, two norms, q_norm and k_norm.
+  const std::int64_t layer = 64 * 512 + 2 * 64 * 256 + 512 * 64 + 3 * 64 * 160 + 2 * 64 + 2 * 128;
+  QCOMPARE(c.layer_parameters(), layer);
+  QCOMPARE(c.training_parameters(), 300 * 64 + 3 * layer + 64);  // tied head
+}
+// Qwen3-0.6B's 16 heads of 128 are 2048 wide on a hidden size of 1024: the attention's
+// FLOPs (PaLM's 12·L·H·Q·s) and the attention kernels follow a·d, not h.
+void TestHfParameterCounts::qwen3_attention_is_heads_times_head_dim_wide() {
+  const HfModelConfig c = load_hf_config(kConfigs + "qwen3-0.6b_config.json");
+  const ModelShape shape = model_shape_from_hf(c);
+  QCOMPARE(shape.attention_width, std::int64_t{2048});
+  EstimateSettings s;
+  s.precision = Precision::bf16;
+  s.seq = 4096;
+  s.activations = ActivationMode::formula;  // the engine's kernels do not run a Llama-family model
+  const GpuProfile& h100 = find_gpu_profile("H100");
+  const TimeEstimate t = estimate_time(shape, s, &h100);
+  const double N = static_cast<double>(c.training_parameters() - c.lookup_only_parameters());
+  QCOMPARE(t.model_flops_per_token, 6 * N + 12.0 * 28 * 2048 * 4096);
+  QVERIFY2(t.flops_formula.find("h is the heads' width a·d = 2,048") != std::string::npos, t.flops_formula.c_str());
+  // Half as wide (the hidden size's 64 a head), the attention kernels take less time.
+  ModelShape narrow = shape;
+  narrow.attention_width = 0;
+  QVERIFY(estimate_time(narrow, s, &h100).attention_s < t.attention_s);
+  // Llama-2-7B's heads are hidden / heads wide: the width is the hidden size.
+  QCOMPARE(model_shape_from_hf(load_hf_config(kConfigs + "llama-2-7b_config.json")).query_width(), 4096.0);
+}
+// Phi-3-mini-4k (3,821,079,552) and Phi-3-medium-4k (13,960,238,080) as the hub gives them
+// (huggingface.co/microsoft/Phi-3-mini-4k-instruct, /Phi-3-medium-4k-instruct) and a tiny one:
+// Llama's parameters in fused qkv_proj and gate_up_proj, which makes the largest module larger.
+void TestHfParameterCounts::phi3_counts_are_exact() {
+  compare_with_transformers("phi3_parameters.json", 3);
+  const HfModelConfig mini = load_hf_config(kConfigs + "phi-3-mini-4k_config.json");
+  QCOMPARE(mini.training_parameters(), std::int64_t{3'821'079'552});
+  QVERIFY(mini.fused_projections);
+  // Its 2047-token window applies to every layer; the estimate says it prices full attention.
+  QCOMPARE(mini.warnings.size(), std::size_t{1});
+  QVERIFY2(mini.warnings[0].find("sliding_window: 2047 (every layer") != std::string::npos, mini.warnings[0].c_str());
+  QVERIFY2(mini.warnings[0].find("full causal attention") != std::string::npos, mini.warnings[0].c_str());
+  // The same shape as Llama's split tensors: the same count, but one gate_up_proj (h, 2I) is the
+  // largest module of Phi-3-medium (5120 x 35,840), larger than its embedding (32,064 x 5120).
+  nlohmann::json config = nlohmann::json::parse(file_text(kConfigs + "phi-3-medium-4k_config.json"));
+  const HfModelConfig medium = load_hf_config(kConfigs + "phi-3-medium-4k_config.json");
+  QCOMPARE(medium.largest_module_parameters(), std::int64_t{5120} * 2 * 17920);
+  config["model_type"] = "llama";
+  const HfModelConfig split = parse_hf_config(config.dump(), "as_llama.json");
+  QCOMPARE(split.training_parameters(), medium.training_parameters());
+  QCOMPARE(split.largest_module_parameters(), std::int64_t{32064} * 5120);
+  // attention_bias true: transformers' Phi3 has no biases, and the count has none; a warning says so.
+  config["model_type"] = "phi3";
+  config["attention_bias"] = true;
+  const HfModelConfig biased = parse_hf_config(config.dump(), "biased.json");
+  QCOMPARE(biased.training_parameters(), medium.training_parameters());
+  QVERIFY(std::any_of(biased.warnings.begin(), biased.warnings.end(), [](const std::string& w) {
+    return w.find("attention_bias: true is ignored") != std::string::npos;
+  }));
+}
+// Gemma-2B (2,506,172,416), Gemma-7B (8,537,680,896), Gemma-2-2B (2,614,341,888), Gemma-2-9B
+// (9,241,705,984) as the hub gives them (huggingface.co/google/gemma-7b, /gemma-2-9b, ...) and a
+// tiny Gemma2: head_dim 256 (Gemma-7B: 16 x 256 = 4096 on a hidden size of 3072), tied heads,
+// and in Gemma2 four RMSNorms a layer.
+void TestHfParameterCounts::gemma_counts_are_exact() {
+  compare_with_transformers("gemma_parameters.json", 5);
+  const HfModelConfig gemma = load_hf_config(kConfigs + "gemma-7b_config.json");
+  QCOMPARE(gemma.training_parameters(), std::int64_t{8'537'680'896});
+  QVERIFY(gemma.tie_word_embeddings);  // GemmaConfig's default: the file does not say
+  QCOMPARE(model_shape_from_hf(gemma).attention_width, std::int64_t{4096});
+  const HfModelConfig gemma2 = load_hf_config(kConfigs + "gemma-2-9b_config.json");
+  QCOMPARE(gemma2.training_parameters(), std::int64_t{9'241'705'984});
+  // Gemma2's window slides on every other layer: named, priced as full attention.
+  QCOMPARE(gemma2.warnings.size(), std::size_t{1});
+  QVERIFY2(gemma2.warnings[0].find("sliding_window: 4096 (the layers") != std::string::npos,
+           gemma2.warnings[0].c_str());
+  // Without its two feedforward norms a layer, Gemma2-9B is 42 x 2 x 3584 parameters smaller.
+  nlohmann::json config = nlohmann::json::parse(file_text(kConfigs + "gemma-2-9b_config.json"));
+  config["model_type"] = "gemma";
+  QCOMPARE(gemma2.training_parameters() - parse_hf_config(config.dump(), "g.json").training_parameters(),
+           std::int64_t{42} * 2 * 3584);
+  config["model_type"] = "gemma2";
+  config["sliding_window"] = nullptr;  // no window: no warning
+  QVERIFY(parse_hf_config(config.dump(), "g.json").warnings.empty());
+}
 
 QTEST_GUILESS_MAIN(TestHfParameterCounts)
 #include "test_hf_parameter_counts.moc"
