@@ -274,3 +274,16 @@ t6=(--model "$runs/llama-3.1-405b_config.json" --zero 1 --precision bf16 --micro
 run "torchtitan 405B, 512 x H100, 64k, FSDP 4 x CP 2" tokens_per_s_per_gpu 47 "${t6[@]}" --seq 65536 --dp 4 --cp 2
 run "torchtitan 405B, 512 x H100, 128k, FSDP 2 x CP 4" tokens_per_s_per_gpu 31 "${t6[@]}" --seq 131072 --dp 2 --cp 4
 run "torchtitan 405B, 512 x H100, 256k, FSDP 1 x CP 8" tokens_per_s_per_gpu 16 "${t6[@]}" --seq 262144 --dp 1 --cp 8
+# A mixture of experts: Megatron-LM's MoE README (megatron/core/transformer/moe/README.md, as at d0df563,
+# 2024-12) gives 468 TFLOP/s per GPU for Mixtral 8x7B in bf16 (MCore v0.9) and, in its "Reference Best
+# Parallel Mapping" table, the run's layout: 64 H100s, sequence 4096, tp 1, ep 8, pp 4, micro-batch 1,
+# global batch 256, dropless, the all-to-all dispatcher; the README does not say in so many words that
+# the 468 was measured on that mapping. Its Mixtral script: --moe-grouped-gemm, the distributed optimizer
+# with --overlap-grad-reduce and --overlap-param-gather (--zero 1), dropouts 0.0, no recompute,
+# --num-layers-per-virtual-pipeline-stage 8 (the table's VP 8: 32 layers over pp 4 is one chunk a stage,
+# plain 1F1B). ep borrows dp (dp 16 of 64 / pp 4); 256 / 16 = 16 micro-batches a step. Megatron-LM
+# counts TFLOP/s with a token's top-k experts (training.py's num_floating_point_operations), as
+# tflops_per_gpu does.
+run "Megatron-LM Mixtral 8x7B, 64 x H100 (pp 4, ep 8)" tflops_per_gpu 468 \
+  --model "$runs/mixtral-8x7b_config.json" --precision bf16 --zero 1 --micro-batch 1 --seq 4096 --gpu H100 \
+  --attention flash --dp 16 --pp 4 --ep 8 --micro-batches 16 --overlap-param-gather

@@ -204,6 +204,7 @@ ModelShape model_shape_from_config(const ModelConfig& config, std::string preset
   m.base_model_parameters = m.parameters();
   m.experts = config.experts;
   m.top_k = config.top_k;
+  m.expert_intermediate = config.experts > 0 ? m.intermediate : 0;  // each expert a GPT MLP (mixture_of_experts.h)
   m.idle_expert_parameters = analytic_parameter_count(config) - active_parameter_count(config);
   return m;
 }
@@ -238,9 +239,20 @@ ModelShape model_shape_from_hf(const HfModelConfig& hf) {
   // E experts per MoE layer, of which E - k idle per token.
   if (!hf.engine_config()) {
     m.dense_layers = hf.first_dense_layers;
+    if (m.experts > 0) m.expert_intermediate = hf.expert_intermediate > 0 ? hf.expert_intermediate : hf.intermediate;
+    m.shared_experts = hf.shared_experts;
     m.dense_layer_parameters = hf.dense_layer_parameters();
-    if (m.experts > m.top_k && m.moe_layers() > 0)
-      m.layer_expert_parameters = m.idle_expert_parameters / m.moe_layers() / (m.experts - m.top_k) * m.experts;
+    if (m.experts > 0 && m.moe_layers() > 0) {
+      // One expert: the idle parameters over the idle experts; where a token runs every expert (k = E),
+      // its SwiGLU of the experts' width (with Llama's MLP biases when it is the dense MLP's).
+      const std::int64_t expert =
+          m.experts > m.top_k
+              ? m.idle_expert_parameters / m.moe_layers() / (m.experts - m.top_k)
+              : (3 * CheckedSize(m.hidden) * m.expert_intermediate +
+                 (hf.mlp_bias && hf.expert_intermediate == 0 ? 2 * CheckedSize(hf.intermediate) + hf.hidden : 0))
+                    .value();
+      m.layer_expert_parameters = expert * m.experts;
+    }
   }
   return m;
 }

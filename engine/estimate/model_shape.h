@@ -42,6 +42,9 @@ struct ModelShape {
   // Of layer_parameters, the experts' (every layer a MoE layer): what expert
   // parallelism splits over the ep ranks, E/ep experts on each.
   std::int64_t layer_expert_parameters = 0;
+  // One expert's MLP width (moe_intermediate_size where the config has one, else intermediate),
+  // and the always-on shared experts of that width each MoE layer also runs (DeepSeek-V3's).
+  std::int64_t expert_intermediate = 0, shared_experts = 0;
   // The first dense_layers layers hold dense_layer_parameters instead (DeepSeek-V3's
   // first_k_dense_replace: a dense MLP before the MoE layers).
   std::int64_t dense_layers = 0, dense_layer_parameters = 0;

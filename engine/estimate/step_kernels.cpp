@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "estimate/moe_kernels.h"
+
 namespace shardscope {
 
 namespace {
@@ -43,6 +45,7 @@ Pass weight_gemms(const Linear& lin, const Dims& x) {
   Pass p;
   add_weight_gemm(p, lin, x, x.qkv / x.t, x.h);
   add_weight_gemm(p, lin, x, x.h, x.q / x.t);
+  if (x.f == 0) return p;  // a MoE layer: its MLP is the experts' (estimate/moe_kernels.h)
   add_weight_gemm(p, lin, x, (x.gated ? 2 : 1) * x.f / x.t, x.h);
   add_weight_gemm(p, lin, x, x.h, x.f / x.t);
   return p;
@@ -54,6 +57,7 @@ Pass every_second_matmul(const Linear& lin, const Dims& x) {
   Pass p;
   if (x.gated) add_weight_gemm(p, lin, x, x.kv / x.t, x.h);
   add_weight_gemm(p, lin, x, x.h, x.q / x.t);
+  if (x.f == 0) return p;  // a MoE layer's experts: not recomputed by the op policy here
   if (x.gated)
     add_weight_gemm(p, lin, x, x.f / x.t, x.h);
   else
@@ -244,8 +248,9 @@ Dims dims_of(const ModelShape& m, const EstimateSettings& s) {
   x.eager = s.eager_runtime;
   x.dropout = s.dropout;
   // The QKV width from the layer's parameters (3h, less with grouped-query attention), the
-  // output projection (a·d, h) taken out; a bias or a norm counts as a column more.
-  const double mlp = (x.gated ? 3 : 2) * x.h * x.f;
+  // output projection (a·d, h) taken out; a bias or a norm counts as a column more. A MoE layer's
+  // MLP is its experts, shared experts and router.
+  const double mlp = m.experts > 0 ? moe_mlp_parameters(m) : (x.gated ? 3 : 2) * x.h * x.f;
   x.q = m.query_width();
   x.qkv = std::max(x.q, (static_cast<double>(m.layer_parameters) - x.q * x.h - mlp) / x.h);
   x.kv = std::max(0.0, (x.qkv - x.q) / 2);
@@ -255,6 +260,42 @@ Dims dims_of(const ModelShape& m, const EstimateSettings& s) {
   x.t = s.layout.tp();
   x.d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
   return x;
+}
+
+// One layer's weight GEMMs, memory-bound kernels and the op policy's recomputed matmuls, on
+// average over the stage's layers: with experts, its MoE layers (the model's last ones) run the
+// attention half of `x` and the experts' MLP (estimate/moe_kernels.h), the others (DeepSeek-V3's
+// first dense ones) the whole of `x`.
+struct LayerPasses {
+  Pass gemms, memory, again;
+};
+
+Pass blend(const Pass& dense, const Pass& moe, double moe_share) {
+  const auto mix = [moe_share](double a, double b) { return a * (1 - moe_share) + b * moe_share; };
+  return {mix(dense.forward, moe.forward), mix(dense.backward, moe.backward),
+          mix(dense.kernels_forward, moe.kernels_forward), mix(dense.kernels_backward, moe.kernels_backward)};
+}
+
+LayerPasses stage_layer(const ModelShape& model, const EstimateSettings& s, const KernelModel& km, const Linear& lin,
+                        const Dims& x, bool op_policy) {
+  const LayerPasses dense{weight_gemms(lin, x), memory_bound(km, x, s.sequence_parallel),
+                          op_policy ? every_second_matmul(lin, x) : Pass{}};
+  if (model.experts == 0) return dense;
+  Dims attention = x;
+  attention.f = 0;
+  LayerPasses moe{weight_gemms(lin, attention), memory_bound(km, attention, s.sequence_parallel),
+                  op_policy ? every_second_matmul(lin, attention) : Pass{}};
+  const MoeLayerKernels experts = moe_layer_kernels(model, s, km);
+  moe.gemms.forward += experts.gemm_forward;
+  moe.gemms.backward += experts.gemm_backward;
+  moe.gemms.kernels_forward += experts.kernels_forward;
+  moe.gemms.kernels_backward += experts.kernels_backward;
+  moe.memory.forward += experts.memory_forward;
+  moe.memory.backward += experts.memory_backward;
+  const double layers = static_cast<double>(model.layers) / s.layout.pp();
+  const double share = std::min(layers, static_cast<double>(model.moe_layers())) / layers;
+  return {blend(dense.gemms, moe.gemms, share), blend(dense.memory, moe.memory, share),
+          blend(dense.again, moe.again, share)};
 }
 
 }  // namespace
@@ -273,13 +314,13 @@ StepKernels step_kernels(const ModelShape& model, const EstimateSettings& s, con
   const bool float8 = s.float8_linears && float8_km != nullptr;
   const Linear sixteen_bit{km, x.d, x.d};
   const Linear layer_linear = float8 ? Linear{*float8_km, 1, x.d} : sixteen_bit;
-  const Pass w = weight_gemms(layer_linear, x), a = attention_core(km, flash_km, x, s.flash_attention),
-             m = memory_bound(km, x, s.sequence_parallel);
   const bool full = s.recompute == Recompute::full, selective = s.recompute == Recompute::selective;
   const bool op_policy = selective && s.selective_every_second_matmul;
   // Recomputed forward: full checkpointing every kernel, selective the attention core, the op policy
   // every second matmul and every memory-bound kernel (the attention kernel's output is kept).
-  const Pass again = op_policy ? every_second_matmul(layer_linear, x) : Pass{};
+  const LayerPasses layer = stage_layer(model, s, km, layer_linear, x, op_policy);
+  const Pass &w = layer.gemms, &m = layer.memory, &again = layer.again;
+  const Pass a = attention_core(km, flash_km, x, s.flash_attention);
   const bool core_again = full || (selective && !op_policy), memory_again = full || op_policy;
   // The head: its GEMM (16-bit: torchtitan keeps the output projection out of Float8Linear),
   // cross-entropy over the (split) vocabulary and the final norm.
