@@ -316,14 +316,6 @@ void validate_schedule_file(const RunConfig& c) {
   if (!c.schedule_file.empty()) validate_schedule_file(load_schedule_file(c.schedule_file), c);
 }
 
-PipelineSchedule plan_pipeline_schedule(const RunConfig& c) {
-  if (c.schedule_file.empty())
-    return make_pipeline_schedule(c.schedule, c.layout.pp(), c.micro_batches, c.virtual_stages);
-  ScheduleFile file = load_schedule_file(c.schedule_file);  // the run's one read of the file
-  validate_schedule_file(file, c);
-  return std::move(file.schedule);
-}
-
 namespace {
 std::atomic<std::int64_t> reads{0};
 }  // namespace

@@ -57,10 +57,5 @@ std::int64_t schedule_files_read();
 // config.schedule_file (nothing without one); the second checks a file already read.
 void validate_schedule_file(const RunConfig& config);
 void validate_schedule_file(const ScheduleFile& file, const RunConfig& config);
-// The run's schedule, made once by make_run_plan: the file's (read here, once,
-// and checked as validate_schedule_file does) when it has one, else
-// --schedule's. Everything after the plan takes it from RunPlan::pipeline_schedule,
-// so a file changed or deleted later cannot make the run differ from its plan.
-PipelineSchedule plan_pipeline_schedule(const RunConfig& config);
 
 }  // namespace shardscope
