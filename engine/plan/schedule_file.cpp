@@ -70,7 +70,7 @@ std::vector<std::vector<Cell>> read_rows(std::string_view text, const std::strin
       Cell cell;
       if (!parse_cell(field, cell))
         refuse(name, static_cast<int>(rows.size()) - 1,
-               "action " + std::to_string(row.size()) + " '" + field +
+               "action " + std::to_string(row.size()) + " '" + bounded_excerpt(field) +
                    "' is not an action: write {stage}{F|B|I|W}{micro-batch}, e.g. 0F3");
       row.push_back(cell);
     }

@@ -6,10 +6,12 @@
 #include <QFile>
 #include <QTemporaryDir>
 #include <QTest>
+#include <algorithm>
 #include <string>
 
 #include "cli/cli_runner.h"
 #include "core/error.h"
+#include "core/json_text.h"
 #include "plan/pipeline_schedule.h"
 #include "plan/schedule_file.h"
 
@@ -19,6 +21,20 @@ namespace {
 
 const QString kExamples = QStringLiteral(SHARDSCOPE_FIXTURES "/../../resources/examples/schedules/");
 
+// Whether `text` holds a byte no message should: a control character or one that is not ASCII.
+bool has_raw_bytes(const std::string& text) {
+  return std::any_of(text.begin(), text.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte < 0x20 || byte >= 0x7F;
+  });
+}
+
+void write_file(const QString& path, const QByteArray& bytes) {
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+  f.write(bytes);
+}
+
 }  // namespace
 
 class TestScheduleFileRuns : public QObject {
@@ -26,6 +42,7 @@ class TestScheduleFileRuns : public QObject {
  private Q_SLOTS:
   void the_file_sets_the_flags_it_schedules();
   void a_flag_that_disagrees_with_the_file_is_refused_naming_both();
+  void the_bytes_of_a_bad_file_are_escaped_in_messages();
 };
 
 // Left out, --pp, --micro-batches and --virtual-stages are the file's: train
@@ -69,6 +86,48 @@ void TestScheduleFileRuns::a_flag_that_disagrees_with_the_file_is_refused_naming
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains(c.message) && r.err.contains("leave"), qPrintable(r.err));
   }
+}
+
+// A NUL, a control byte (BEL) and invalid UTF-8 (0xff) reach a message as
+// \x00, \x07 and \xff: in a schedule file's cell, in the excerpt nlohmann
+// quotes ("last read: ..."), and in bounded_excerpt, which both use.
+void TestScheduleFileRuns::the_bytes_of_a_bad_file_are_escaped_in_messages() {
+  const char cell_bytes[] = "0F0,0F\x00\x07\xff\n1F0,1B0\n";
+  const std::string bad_cell(cell_bytes, sizeof cell_bytes - 1);
+  try {
+    parse_schedule_csv(bad_cell, "s.csv");
+    QFAIL("a cell of control bytes was read as an action");
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    QVERIFY2(what.find("rank 0, action 1 '0F\\x00\\x07\\xff' is not an action") != std::string::npos, e.what());
+    QVERIFY2(!has_raw_bytes(what), e.what());
+  }
+  QTemporaryDir dir;
+  const QString csv = dir.filePath("bad.csv"), json = dir.filePath("bad.json");
+  write_file(csv, QByteArray::fromStdString(bad_cell));
+  const char json_bytes[] = "[[{\"phase\": \"F\", \"micro_batch\": \xff\x07\x00}]]";
+  write_file(json, QByteArray(json_bytes, sizeof json_bytes - 1));
+  const CliResult cell = run_cli({"schedule", "--schedule-file", csv});
+  QCOMPARE(cell.code, 2);
+  QVERIFY2(cell.err.contains(QStringLiteral("'0F\\x00\\x07\\xff' is not an action")), qPrintable(cell.err));
+  const CliResult not_json = run_cli({"schedule", "--schedule-file", json});
+  QCOMPARE(not_json.code, 2);
+  QVERIFY2(not_json.err.contains(QStringLiteral("not JSON: line 1, column 33")) &&
+               not_json.err.contains(QStringLiteral("\"micro_batch\": \\xff'")),
+           qPrintable(not_json.err));
+  QVERIFY2(!has_raw_bytes(not_json.err.toStdString().substr(0, not_json.err.toStdString().find('\n'))),
+           qPrintable(not_json.err));
+  JsonTextError error;
+  QVERIFY(!parse_json_text(std::string("{\"a\": \xff}", 8), error));
+  QVERIFY2(error.reason.find("last read: '\"a\": \\xff'") != std::string::npos && !has_raw_bytes(error.reason),
+           error.reason.c_str());
+  // Printable UTF-8 stays as it is; a cut never splits a character or an escape.
+  QCOMPARE(bounded_excerpt("a\x07"
+                           "b\xff\xe4\xb8\xad"),
+           std::string("a\\x07b\\xff\xe4\xb8\xad"));
+  QCOMPARE(bounded_excerpt(std::string(5, '\x01'), 10), std::string("\\x01\\x01..."));
+  QCOMPARE(bounded_excerpt("\xc2\x85\xed\xa0\x80", 60), std::string("\\xc2\\x85\\xed\\xa0\\x80"));
+  QCOMPARE(bounded_excerpt("abcdef", 3), std::string("abc..."));
 }
 
 QTEST_GUILESS_MAIN(TestScheduleFileRuns)
