@@ -520,8 +520,8 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
   if (!mode.prints() && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;  // rank 0 reports the run
   check_train_outputs(config, flags.record, {{"--deepspeed", flags.deepspeed}, {"--accelerate", flags.accelerate}});
   ignore_file_size_signal();
-  TrainOutputs outputs(config, flags.record);
-  JobEvents job_events(mode, config, flags.events_to, outputs.events());  // every rank's, for the summary and outputs
+  TrainOutputs outputs(flags.run, flags.record);
+  JobEvents job_events(mode, *flags.run, flags.events_to, outputs.events());  // every rank's: summary and outputs
   Trainer trainer(flags.run, job_events.sink(), {}, mode.process);  // reads --data: a refused run has opened no output
   if (!config.save_dir.empty()) check_save_dir(config.save_dir, trainer.steps_done(), config.steps, config.save_every);
   std::signal(SIGINT, on_interrupt);  // before the header: once it is printed, Ctrl-C stops the run, outputs complete

@@ -316,6 +316,30 @@ void validate_schedule_file(const RunConfig& c) {
   if (!c.schedule_file.empty()) validate_schedule_file(load_schedule_file(c.schedule_file), c);
 }
 
+std::vector<std::string> schedule_csv_rows(const ScheduleFile& file) {
+  const int p = file.stages;
+  std::vector<std::string> rows;
+  for (int r = 0; r < p; ++r) {
+    const std::vector<PipelineAction>& list = file.schedule[static_cast<std::size_t>(r)];
+    std::string row;
+    for (const PipelineAction& a : list) {
+      if (a.type != Type::forward && a.type != Type::backward && a.type != Type::weight_gradient) continue;
+      const bool split =
+          a.type == Type::backward && std::any_of(list.begin(), list.end(), [&](const auto& w) {
+            return w.type == Type::weight_gradient && w.chunk == a.chunk && w.micro_batch == a.micro_batch;
+          });
+      const char type = a.type == Type::forward ? 'F' : a.type == Type::weight_gradient ? 'W' : split ? 'I' : 'B';
+      const int stage = file.placement == ChunkPlacement::v_shape && a.chunk == 1 ? 2 * p - 1 - r : a.chunk * p + r;
+      if (!row.empty()) row += ',';
+      row += std::to_string(stage);  // appended piece by piece: GCC 12 warns (-Wrestrict) on the chained +
+      row += type;
+      row += std::to_string(a.micro_batch);
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 namespace {
 std::atomic<std::int64_t> reads{0};
 }  // namespace

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/run_config.h"
 #include "plan/pipeline_schedule.h"
@@ -43,6 +44,10 @@ struct ScheduleFile {
 
 // `name` is what the messages call the file (its path).
 ScheduleFile parse_schedule_csv(std::string_view text, const std::string& name);
+// The file's compute actions written back as CSV, a row per rank (its
+// transfers follow from them): parse_schedule_csv of these rows gives the same
+// file. A recording carries a --schedule-file run's schedule so.
+std::vector<std::string> schedule_csv_rows(const ScheduleFile& file);
 // Reads and parses the file; ConfigError naming --schedule-file if it cannot be read.
 ScheduleFile load_schedule_file(const std::string& path);
 // How many times this process has called load_schedule_file, so a test can

@@ -8,12 +8,16 @@
 #include <QTest>
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "cli/cli_runner.h"
 #include "core/error.h"
 #include "core/json_text.h"
+#include "events/recording.h"
 #include "plan/pipeline_schedule.h"
+#include "plan/run_plan.h"
 #include "plan/schedule_file.h"
+#include "train/metrics_json.h"
 
 using namespace shardscope;
 
@@ -43,6 +47,8 @@ class TestScheduleFileRuns : public QObject {
   void the_file_sets_the_flags_it_schedules();
   void a_flag_that_disagrees_with_the_file_is_refused_naming_both();
   void the_bytes_of_a_bad_file_are_escaped_in_messages();
+  void a_schedule_file_is_written_back_as_the_same_rows();
+  void a_recording_opens_without_its_schedule_file();
 };
 
 // Left out, --pp, --micro-batches and --virtual-stages are the file's: train
@@ -128,6 +134,58 @@ void TestScheduleFileRuns::the_bytes_of_a_bad_file_are_escaped_in_messages() {
   QCOMPARE(bounded_excerpt(std::string(5, '\x01'), 10), std::string("\\x01\\x01..."));
   QCOMPARE(bounded_excerpt("\xc2\x85\xed\xa0\x80", 60), std::string("\\xc2\\x85\\xed\\xa0\\x80"));
   QCOMPARE(bounded_excerpt("abcdef", 3), std::string("abc..."));
+}
+
+// schedule_csv_rows writes a file back as CSV rows that parse to the same
+// schedule: round-robin chunks, split backwards (I and W) and a V.
+void TestScheduleFileRuns::a_schedule_file_is_written_back_as_the_same_rows() {
+  for (const char* name :
+       {"1f1b_pp4_m8.csv", "zb_h1_pp4_m8.csv", "interleaved_1f1b_pp4_m8_v2.csv", "zb_v_pp4_m8.csv"}) {
+    const ScheduleFile file = load_schedule_file((kExamples + name).toStdString());
+    std::string csv;
+    for (const std::string& row : schedule_csv_rows(file)) csv += row + "\n";
+    const ScheduleFile again = parse_schedule_csv(csv, name);
+    QVERIFY2(again.schedule == file.schedule, name);
+    QVERIFY2(again.placement == file.placement && again.virtual_stages == file.virtual_stages, name);
+  }
+}
+
+// A recording of a --schedule-file run carries the schedule's rows: opened
+// after the file is gone, its plan has the schedule that ran. A recording
+// without them (made before they were written) still opens, reading the file.
+void TestScheduleFileRuns::a_recording_opens_without_its_schedule_file() {
+  QTemporaryDir dir;
+  const QString schedule = dir.filePath("mine.csv"), record = dir.filePath("run.ssrun");
+  QVERIFY(QFile::copy(kExamples + "zb_h1_pp4_m8.csv", schedule));
+  const CliResult train = run_cli({"train", "--schedule-file", schedule, "--steps", "1", "--batch", "8", "--seq", "16",
+                                   "--threads", "1", "--record", record});
+  QVERIFY2(train.code == 0, qPrintable(train.err));
+  const ScheduleFile ran = load_schedule_file(schedule.toStdString());
+  RecordingReader reader;
+  reader.open(record.toStdString());
+  nlohmann::json metadata = nlohmann::json::parse(reader.metadata_json());
+  QVERIFY(metadata.contains("schedule_file_rows"));
+  QVERIFY(QFile::remove(schedule));
+  const RunPlanPtr plan = run_plan_from_metadata(metadata);
+  QVERIFY(plan->pipeline_schedule() == ran.schedule);
+  QCOMPARE(plan->config().schedule_file, schedule.toStdString());
+  nlohmann::json old = metadata;  // as an older program wrote it
+  old.erase("schedule_file_rows");
+  QVERIFY_THROWS_EXCEPTION(ConfigError, run_plan_from_metadata(old));  // the file is gone
+  write_file(schedule, QByteArray::fromStdString([&] {
+               std::string csv;
+               for (const std::string& row : schedule_csv_rows(ran)) csv += row + "\n";
+               return csv;
+             }()));
+  QVERIFY(run_plan_from_metadata(old)->pipeline_schedule() == ran.schedule);
+  nlohmann::json damaged = metadata;
+  damaged["schedule_file_rows"] = 3;
+  try {
+    run_plan_from_metadata(damaged);
+    QFAIL("rows that are not a list were taken");
+  } catch (const ConfigError& e) {
+    QVERIFY2(std::string(e.what()).find("key \"schedule_file_rows\"") != std::string::npos, e.what());
+  }
 }
 
 QTEST_GUILESS_MAIN(TestScheduleFileRuns)
