@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "cli_args.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -136,6 +137,11 @@ std::string flag_argument(const std::vector<std::string>& args, const std::strin
     if (args[i].starts_with(flag + "=")) value = args[i].substr(flag.size() + 1);
   }
   return value;
+}
+
+bool flag_given(const std::vector<std::string>& args, const std::string& flag) {
+  return std::any_of(args.begin(), args.end(),
+                     [&](const std::string& a) { return a == flag || a.starts_with(flag + "="); });
 }
 
 }  // namespace shardscope::cli

@@ -61,5 +61,7 @@ float parse_float(const std::string& flag, const std::string& text);
 // The value `flag` has in raw arguments ("--flag V" or "--flag=V"), read before
 // (or without) parsing them: the last one, as the parser takes; empty if absent.
 std::string flag_argument(const std::vector<std::string>& args, const std::string& flag);
+// Whether `flag` is on the command line ("--flag V", "--flag=V" or a switch).
+bool flag_given(const std::vector<std::string>& args, const std::string& flag);
 
 }  // namespace shardscope::cli

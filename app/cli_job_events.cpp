@@ -48,9 +48,9 @@ std::vector<StreamAddress> rank0_candidates(const MpiWorld& world, const std::st
 
 }  // namespace
 
-JobEvents::JobEvents(const ProcessMode& mode, const RunConfig& config, const std::string& events_to, EventSink* outputs)
+JobEvents::JobEvents(const ProcessMode& mode, const RunPlan& run, const std::string& events_to, EventSink* outputs)
     : schedule_(forward(outputs)) {
-  const std::string metadata = run_config_to_json(config).dump();
+  const std::string metadata = run_metadata_to_json(run).dump();
   std::exception_ptr unconnected;  // under mpirun rank 0 reports it after the exchange, so no process waits in it
   if ((mode.world == nullptr || mode.world->rank() == 0) && !events_to.empty()) {
     try {

@@ -16,6 +16,7 @@
 #include "clock/schedule_summary.h"
 #include "events/event_queue.h"
 #include "events/event_stream.h"
+#include "plan/run_plan.h"
 
 namespace shardscope::cli {
 
@@ -24,7 +25,7 @@ class JobEvents {
   // `outputs`: the recording's queue (may be null). Under mpirun every process
   // calls it at the same point (it broadcasts rank 0's address). Throws
   // OutputError when --events-to cannot connect.
-  JobEvents(const ProcessMode& mode, const RunConfig& config, const std::string& events_to, EventSink* outputs);
+  JobEvents(const ProcessMode& mode, const RunPlan& run, const std::string& events_to, EventSink* outputs);
   ~JobEvents();
 
   // The trainer's sink.

@@ -37,8 +37,8 @@ void print_in_flight(const PipelineTimeline& t) {
 
 // --schedule-file: a hand-written schedule (plan/schedule_file.h), checked
 // before anything else, then printed and timed as the built-in ones.
-int print_schedule_file(const std::string& path, bool communication, float forward, float backward, float weight) {
-  const ScheduleFile file = load_schedule_file(path);
+int print_schedule_file(const ScheduleFile& file, const std::string& path, bool communication, float forward,
+                        float backward, float weight) {
   check_schedule_size(file.stages, file.micro_batches, file.virtual_stages);
   std::fputs(format_pipeline_schedule(file.schedule, communication).c_str(), stdout);
   bool split = false;
@@ -63,6 +63,34 @@ int print_schedule_file(const std::string& path, bool communication, float forwa
 }
 }  // namespace
 
+void take_shape_from_schedule_file(const ScheduleFile& file, const std::string& path,
+                                   const std::vector<std::string>& args, ScheduleShape shape) {
+  const auto take = [&](const char* flag, int& value, int in_file, const std::string& what) {
+    if (!flag_given(args, flag)) {
+      value = in_file;
+      return;
+    }
+    if (value != in_file)
+      throw UsageError(std::string(flag) + " " + std::to_string(value) + " disagrees with --schedule-file " + path +
+                       ", which " + what + ": the file is the schedule; give " + flag + " " + std::to_string(in_file) +
+                       " or leave " + flag + " out");
+  };
+  take("--pp", shape.stages, file.stages, "has " + std::to_string(file.stages) + " rows (ranks)");
+  take("--micro-batches", shape.micro_batches, file.micro_batches,
+       "runs " + std::to_string(file.micro_batches) + " micro-batches");
+  if (file.placement == ChunkPlacement::round_robin)  // a V's two chunks are --schedule zb-v's, not --virtual-stages
+    take("--virtual-stages", shape.virtual_stages, file.virtual_stages,
+         "puts " + std::to_string(file.virtual_stages) + " model chunks on each rank");
+}
+
+std::optional<ScheduleFile> read_schedule_file_of(RunConfig& config, const std::vector<std::string>& args) {
+  if (config.schedule_file.empty()) return std::nullopt;
+  ScheduleFile file = load_schedule_file(config.schedule_file);
+  take_shape_from_schedule_file(file, config.schedule_file, args,
+                                {config.layout[Axis::pp], config.micro_batches, config.virtual_stages});
+  return file;
+}
+
 int run_schedule(const std::vector<std::string>& args) {
   int stages = 4, micro_batches = 8, virtual_stages = 1;
   std::string kind = "1f1b", file;
@@ -79,8 +107,9 @@ int run_schedule(const std::vector<std::string>& args) {
                  "virtual stage p + s); p × m × v at most 65536",
                  &virtual_stages, 1, 64);
   parser.add_string("--schedule-file", "FILE",
-                    "A schedule of your own instead of --pp, --micro-batches and --schedule: CSV, a row per rank, "
-                    "cells {stage}{F|B|I|W}{micro-batch} as torch.distributed.pipelining reads (0F0,0I0,0W0)",
+                    "A schedule of your own instead of --schedule: CSV, a row per rank, cells "
+                    "{stage}{F|B|I|W}{micro-batch} as torch.distributed.pipelining reads (0F0,0I0,0W0); it sets "
+                    "--pp, --micro-batches and --virtual-stages (given, they must agree with it)",
                     &file);
   parser.add_switch("--communication", "Also list the sends and receives between stages", &communication);
   parser.add_float("--forward-time", "Modeled time of one forward on one stage, in (0, 1000000]", &forward);
@@ -99,7 +128,11 @@ int run_schedule(const std::vector<std::string>& args) {
                   weight, backward);
     throw UsageError(text);
   }
-  if (!file.empty()) return print_schedule_file(file, communication, forward, backward, weight);
+  if (!file.empty()) {
+    const ScheduleFile schedule = load_schedule_file(file);
+    take_shape_from_schedule_file(schedule, file, args, {stages, micro_batches, virtual_stages});
+    return print_schedule_file(schedule, file, communication, forward, backward, weight);
+  }
   check_schedule_size(stages, micro_batches, virtual_stages);
 
   const PipelineScheduleKind k = parse_pipeline_schedule_kind(kind);

@@ -25,6 +25,7 @@
 #include "cli_launch.h"
 #include "cli_lesson_figures.h"
 #include "cli_lessons.h"
+#include "cli_schedule.h"
 #include "cli_sequence_parallel.h"
 #include "cli_train_outputs.h"
 #include "clock/schedule_summary.h"
@@ -80,7 +81,8 @@ struct TrainFlags {
   std::string deepspeed, accelerate;  // config files that set the run before the other flags
   std::string imported;               // what the run took from them (one line)
   std::string lesson;                 // --lesson NAME: its figures follow the summary
-  RunPlanPtr run;                     // `config`, validated, and its sharding plan (plan/run_plan.h)
+  std::optional<ScheduleFile> schedule;  // --schedule-file, read once (it sets --pp and --micro-batches)
+  RunPlanPtr run;                        // `config`, validated, and its sharding plan (plan/run_plan.h)
 };
 
 void add_run_config_flags(ArgParser& parser, RunConfig& config) {
@@ -420,11 +422,6 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode);
 constexpr double kStreamsWait_s = 30.0;
 constexpr double kFailedStreamsWait_s = 2.0;
 
-bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
-  return std::any_of(args.begin(), args.end(),
-                     [&](const std::string& a) { return a == flag || a.starts_with(flag + "="); });
-}
-
 // --accelerate and --deepspeed: the files set the run (over a lesson's), then
 // every flag is applied again on top, wherever it stood on the command line.
 TrainFlags apply_config_files(const std::vector<std::string>& args, const TrainFlags& parsed, bool warn) {
@@ -433,10 +430,12 @@ TrainFlags apply_config_files(const std::vector<std::string>& args, const TrainF
   out.config.layout[Axis::dp] = parsed.config.layout.dp();  // the batch arithmetic uses the run's layout
   out.config.layout[Axis::pp] = parsed.config.layout.pp();
   out.config.micro_batches = parsed.config.micro_batches;
+  out.config.virtual_stages = parsed.config.virtual_stages;  // the schedule file's, or the flag's
+  out.schedule = parsed.schedule;
   std::vector<RunImport> imports;
   if (!parsed.accelerate.empty())
     imports.push_back(
-        import_accelerate_run(load_accelerate_config(parsed.accelerate), out.config, has_flag(args, "--dp")));
+        import_accelerate_run(load_accelerate_config(parsed.accelerate), out.config, flag_given(args, "--dp")));
   if (!parsed.deepspeed.empty())
     imports.push_back(import_deepspeed_run(load_deepspeed_config(parsed.deepspeed), out.config));
   const RunConfig from_files = out.config;
@@ -459,7 +458,7 @@ TrainFlags apply_config_files(const std::vector<std::string>& args, const TrainF
 // The run, validated and planned (and read: a --schedule-file) once, then the
 // checks that read the run: the lesson's figures, the --events-to address.
 void plan_train_run(TrainFlags& flags) {
-  flags.run = make_run_plan(flags.config);
+  flags.run = flags.schedule ? make_run_plan(flags.config, *flags.schedule) : make_run_plan(flags.config);
   if (!flags.lesson.empty()) check_lesson_figures(flags.lesson, flags.config);
   if (!flags.events_to.empty()) parse_stream_address(flags.events_to, "--events-to");
 }
@@ -474,11 +473,10 @@ std::optional<TrainFlags> parse_train_flags(const std::vector<std::string>& args
     flags.config = lesson_run_config(flags.lesson);  // the lesson's run first, so every other flag changes it
   ArgParser parser = train_parser(flags);
   if (!parser.parse(args)) return std::nullopt;
+  flags.schedule = read_schedule_file_of(flags.config, args);  // before the config files' batch arithmetic
   if (!flags.deepspeed.empty() || !flags.accelerate.empty()) flags = apply_config_files(args, flags, warn);
   const RunConfig& config = flags.config;
-  if (!config.init_from.empty() && std::any_of(args.begin(), args.end(), [](const std::string& a) {
-        return a == "--model" || a.starts_with("--model=");
-      }))
+  if (!config.init_from.empty() && flag_given(args, "--model"))
     throw UsageError("--model and --init-from " + config.init_from +
                      " both given: the model comes from the directory's config.json; drop --model");
   // Before anything is written: the run, then the outputs (none may be --data, the other output, a link or a device).
@@ -522,8 +520,8 @@ int train_ranks(TrainFlags& flags, const ProcessMode& mode) {
   if (!mode.prints() && std::freopen("/dev/null", "w", stdout) == nullptr) return 1;  // rank 0 reports the run
   check_train_outputs(config, flags.record, {{"--deepspeed", flags.deepspeed}, {"--accelerate", flags.accelerate}});
   ignore_file_size_signal();
-  TrainOutputs outputs(config, flags.record);
-  JobEvents job_events(mode, config, flags.events_to, outputs.events());  // every rank's, for the summary and outputs
+  TrainOutputs outputs(flags.run, flags.record);
+  JobEvents job_events(mode, *flags.run, flags.events_to, outputs.events());  // every rank's: summary and outputs
   Trainer trainer(flags.run, job_events.sink(), {}, mode.process);  // reads --data: a refused run has opened no output
   if (!config.save_dir.empty()) check_save_dir(config.save_dir, trainer.steps_done(), config.steps, config.save_every);
   std::signal(SIGINT, on_interrupt);  // before the header: once it is printed, Ctrl-C stops the run, outputs complete

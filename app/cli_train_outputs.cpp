@@ -32,8 +32,8 @@ Recording::~Recording() {
   stop_draining();  // then writer_'s destructor finishes the file, unless it failed
 }
 
-void Recording::open(const std::string& path, const RunConfig& config) {
-  writer_ = std::make_unique<RecordingWriter>(path, run_config_to_json(config).dump(), "--record");
+void Recording::open(const std::string& path, const RunPlan& run) {
+  writer_ = std::make_unique<RecordingWriter>(path, run_metadata_to_json(run).dump(), "--record");
   drainer_ = std::thread([this] { drain(); });
 }
 
@@ -94,7 +94,8 @@ void Recording::print_summary() const {
 
 // ---- TrainOutputs ----
 
-TrainOutputs::TrainOutputs(const RunConfig& config, const std::string& record) : config_(config), record_(record) {
+TrainOutputs::TrainOutputs(RunPlanPtr run, const std::string& record)
+    : run_(std::move(run)), config_(run_->config()), record_(record) {
   if (!record_.empty()) recording_ = std::make_unique<Recording>();
 }
 
@@ -105,7 +106,7 @@ void TrainOutputs::open() {
                 config_.metrics_out.c_str());
   }
   if (recording_) {
-    recording_->open(record_, config_);
+    recording_->open(record_, *run_);
     std::printf("recording: writing %s (renamed to %s when the run ends)\n",
                 recording_->writer()->writing_path().c_str(), record_.c_str());
   }

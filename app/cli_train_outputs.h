@@ -27,6 +27,7 @@
 #include "core/output_file.h"
 #include "events/event_queue.h"
 #include "events/recording.h"
+#include "plan/run_plan.h"
 #include "train/trainer.h"
 
 namespace shardscope::cli {
@@ -52,7 +53,7 @@ class Recording {
 
   EventQueue* queue() { return &queue_; }
   // Creates the temporary and starts draining the queue into it.
-  void open(const std::string& path, const RunConfig& config);
+  void open(const std::string& path, const RunPlan& run);
   const RecordingWriter* writer() const { return writer_.get(); }
   // The drainer's write error, or empty.
   std::string error() const;
@@ -79,7 +80,7 @@ class Recording {
 class TrainOutputs {
  public:
   // Makes the recording's queue (the trainer's sink); opens nothing.
-  TrainOutputs(const RunConfig& config, const std::string& record);
+  TrainOutputs(RunPlanPtr run, const std::string& record);
   EventQueue* events() { return recording_ ? recording_->queue() : nullptr; }
   // Step 2: creates the temporaries and prints where each output goes.
   void open();
@@ -96,6 +97,7 @@ class TrainOutputs {
   void print_summary() const;
 
  private:
+  RunPlanPtr run_;
   RunConfig config_;
   std::string record_;
   std::optional<OutputFile> metrics_;

@@ -419,7 +419,7 @@ void MainWindow::startRun() {
   const QString model = QString::fromStdString(config.model);
   setStatus([this, ranks, model] { return tr("Starting %1 on %n rank(s)...", nullptr, ranks).arg(model); });
   logger_->info("{}", statusText().toStdString());
-  recorder_->beginRun(config);
+  recorder_->beginRun(*run);
   if (panel_->ranksAsProcesses())
     controller_->startProcesses(config);  // each process validates and plans its own run
   else
@@ -437,7 +437,7 @@ void MainWindow::stepOnce() {
   leaveReplay();
   prepareViews(*run);
   had_error_ = false;
-  recorder_->beginRun(run->config());
+  recorder_->beginRun(*run);
   controller_->startPaused(run);
   controller_->stepOnce();
 }

@@ -66,7 +66,7 @@ void MainWindow::onJobConfig(const RunConfig& job) {
   }
   const RunConfig& config = run->config();
   prepareViews(*run);
-  recorder_->beginRun(config);
+  recorder_->beginRun(*run);
   const int ranks = config.world_size();
   const QString model = QString::fromStdString(config.model);
   setStatus([this, ranks, model] { return tr("Attached: %1 on %n rank(s)", nullptr, ranks).arg(model); });

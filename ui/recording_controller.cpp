@@ -47,7 +47,8 @@ void RecordingController::abandonWriter() {
   writing_to_.clear();
 }
 
-void RecordingController::beginRun(const RunConfig& config) {
+void RecordingController::beginRun(const RunPlan& run) {
+  const RunConfig& config = run.config();
   if (writer_) abandonWriter();
   const QString path = record_path_;
   record_path_.clear();  // "record next run": this one
@@ -55,7 +56,7 @@ void RecordingController::beginRun(const RunConfig& config) {
   try {
     // Never over the training text; written to a temporary beside the path until the run ends.
     check_outputs({{"the training text", config.data}}, {{std::string(), local_path(path)}});
-    writer_ = std::make_unique<RecordingWriter>(local_path(path), run_config_to_json(config).dump());
+    writer_ = std::make_unique<RecordingWriter>(local_path(path), run_metadata_to_json(run).dump());
     writing_to_ = path;
     Q_EMIT status([path] { return tr("Recording this run to %1").arg(path); }, false);
   } catch (const std::exception& e) {
@@ -106,7 +107,7 @@ bool RecordingController::open(const QString& path) {
     metadata = reader.metadata_json();
     events = reader.read_all();
     try {
-      run = make_run_plan(run_config_from_json(nlohmann::json::parse(metadata)));
+      run = run_plan_from_metadata(nlohmann::json::parse(metadata));  // a --schedule-file's rows too
     } catch (const std::exception& e) {
       const QString why = QString::fromStdString(e.what());
       fail([path, why] { return tr("Cannot open %1: its run config is unusable: %2").arg(path, why); });

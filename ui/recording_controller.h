@@ -45,7 +45,7 @@ class RecordingController : public QObject {
   QString writingPath() const;
   // The window calls these as a run starts, as its events are drained, and
   // when it ends. beginRun consumes the record path.
-  void beginRun(const RunConfig& config);
+  void beginRun(const RunPlan& run);
   void record(const std::vector<Event>& events);
   void endRun();
   // The run ends unfinished (the window closes): the partial file is removed

@@ -253,7 +253,8 @@ RunPlanPtr RunController::restartAfter(const RunPlanPtr& failed, const std::stri
                            .arg(from);
   QMetaObject::invokeMethod(
       this, [this, line] { Q_EMIT failureNoted(line); }, Qt::QueuedConnection);
-  return make_run_plan(next);
+  // The schedule the run planned, not its --schedule-file read again: the file may have changed since.
+  return failed->schedule_file() ? make_run_plan(next, *failed->schedule_file()) : make_run_plan(next);
 }
 
 void RunController::worker(RunPlanPtr run) {

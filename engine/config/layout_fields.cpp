@@ -69,12 +69,12 @@ void add_pipeline_schedule_fields(std::vector<RunField>& f) {
                .help = {"A pipeline schedule written by hand, in place of --schedule: torch.distributed.pipelining's "
                         "CSV, a row per rank of {stage}{F|B|I|W}{micro-batch}, or a .json file of a list per rank of "
                         "{\"phase\", \"micro_batch\", \"chunk\"} actions (shardscope-cli schedule checks and "
-                        "prints it); its rows must be --pp, its micro-batches --micro-batches and its model chunks "
-                        "--virtual-stages",
+                        "prints it); it sets --pp (its rows), --micro-batches and --virtual-stages (its model chunks "
+                        "per rank), which, given, must agree with it",
                         "手写的流水线调度，代替 --schedule：torch.distributed.pipelining 的 CSV，每个 rank 一行 "
                         "{stage}{F|B|I|W}{micro-batch}，或 .json 文件：每个 rank 一个 {\"phase\", \"micro_batch\", "
-                        "\"chunk\"} 动作列表（shardscope-cli schedule 可检查并打印）；行数须等于 --pp，"
-                        "微批次数须等于 --micro-batches，模型块数须等于 --virtual-stages"},
+                        "\"chunk\"} 动作列表（shardscope-cli schedule 可检查并打印）；它决定 --pp（行数）、"
+                        "--micro-batches 与 --virtual-stages（每个 rank 的模型块数），若给出则须与之一致"},
                .saved = Saved::optional,
                .get = get_member<&RunConfig::schedule_file>,
                .set = set_member<&RunConfig::schedule_file>,

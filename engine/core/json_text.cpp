@@ -130,6 +130,35 @@ void locate(std::string_view text, std::size_t byte, JsonTextError& error) {
   error.column = static_cast<int>(error.byte - line_start) + 1;
 }
 
+// The length of the printable UTF-8 character at text[i] (RFC 3629's table
+// of well-formed sequences), or 0 where a byte must be escaped: a control
+// character (C0, DEL, C1), a stray or overlong byte, a sequence cut short.
+std::size_t printable_length(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return k < text.size() ? static_cast<unsigned char>(text[k]) : 0u; };
+  const unsigned lead = byte(i);
+  if (lead < 0x80) return lead >= 0x20 && lead != 0x7F ? 1 : 0;
+  std::size_t length = 0;
+  unsigned low = 0x80, high = 0xBF;  // the second byte's range
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+    if (lead == 0xC2) low = 0xA0;  // U+0080 to U+009F: the C1 controls
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;   // overlong
+    if (lead == 0xED) high = 0x9F;  // UTF-16 surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;   // overlong
+    if (lead == 0xF4) high = 0x8F;  // past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (byte(i + 1) < low || byte(i + 1) > high) return 0;
+  for (std::size_t k = 2; k < length; ++k)
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  return length;
+}
+
 }  // namespace
 
 std::string JsonTextError::where_and_why() const {
@@ -160,10 +189,23 @@ std::optional<json> parse_json_text(std::string_view text, JsonTextError& error,
 }
 
 std::string bounded_excerpt(std::string_view text, std::size_t limit) {
-  if (text.size() <= limit) return std::string(text);
-  std::size_t cut = limit;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
-  return std::string(text.substr(0, cut)) + "...";
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    std::size_t length = printable_length(text, i);
+    std::string piece;
+    if (length > 0) {
+      piece = text.substr(i, length);
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      const auto byte = static_cast<unsigned char>(text[i]);
+      piece = {'\\', 'x', kHex[byte >> 4], kHex[byte & 0xF]};
+      length = 1;
+    }
+    if (out.size() + piece.size() > limit) return out + "...";
+    out += piece;
+    i += length;
+  }
+  return out;
 }
 
 std::string json_value_summary(const json& value) {

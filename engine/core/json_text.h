@@ -39,7 +39,10 @@ std::optional<nlohmann::json> parse_json_text(std::string_view text, JsonTextErr
 // and for a scalar a short excerpt, e.g. string "abc", array of 3 elements, number 1.5.
 std::string json_value_summary(const nlohmann::json& value);
 
-// `text` cut to at most `limit` bytes (UTF-8 safe), with "..." when cut.
+// `text` as a message may quote it: every byte that is not printable UTF-8 (a
+// control character, NUL, a byte of an invalid sequence) written as \xNN, and
+// cut to at most `limit` bytes (never inside a character or an escape), with
+// "..." when cut. A damaged file's bytes never reach the terminal raw.
 std::string bounded_excerpt(std::string_view text, std::size_t limit = 60);
 
 }  // namespace shardscope

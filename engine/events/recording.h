@@ -11,7 +11,8 @@
 //   12      4     u32 record size in bytes (record_size(version): 272 for
 //                 versions 1 and 2, 304 for 3 and 4, 368 for 5, kRecordSize = 408 for 6)
 //   16      4     u32 length N of the metadata JSON
-//   20      N     metadata: UTF-8 JSON (the run config; "{}" if none)
+//   20      N     metadata: UTF-8 JSON (the run config, and a --schedule-file
+//                 run's schedule, train/metrics_json.h; "{}" if none)
 //   20 + N  ...   records, one per Event, kRecordSize bytes each (recording.cpp
 //                 lists the field offsets)
 #pragma once

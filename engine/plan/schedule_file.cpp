@@ -70,7 +70,7 @@ std::vector<std::vector<Cell>> read_rows(std::string_view text, const std::strin
       Cell cell;
       if (!parse_cell(field, cell))
         refuse(name, static_cast<int>(rows.size()) - 1,
-               "action " + std::to_string(row.size()) + " '" + field +
+               "action " + std::to_string(row.size()) + " '" + bounded_excerpt(field) +
                    "' is not an action: write {stage}{F|B|I|W}{micro-batch}, e.g. 0F3");
       row.push_back(cell);
     }
@@ -316,12 +316,28 @@ void validate_schedule_file(const RunConfig& c) {
   if (!c.schedule_file.empty()) validate_schedule_file(load_schedule_file(c.schedule_file), c);
 }
 
-PipelineSchedule plan_pipeline_schedule(const RunConfig& c) {
-  if (c.schedule_file.empty())
-    return make_pipeline_schedule(c.schedule, c.layout.pp(), c.micro_batches, c.virtual_stages);
-  ScheduleFile file = load_schedule_file(c.schedule_file);  // the run's one read of the file
-  validate_schedule_file(file, c);
-  return std::move(file.schedule);
+std::vector<std::string> schedule_csv_rows(const ScheduleFile& file) {
+  const int p = file.stages;
+  std::vector<std::string> rows;
+  for (int r = 0; r < p; ++r) {
+    const std::vector<PipelineAction>& list = file.schedule[static_cast<std::size_t>(r)];
+    std::string row;
+    for (const PipelineAction& a : list) {
+      if (a.type != Type::forward && a.type != Type::backward && a.type != Type::weight_gradient) continue;
+      const bool split =
+          a.type == Type::backward && std::any_of(list.begin(), list.end(), [&](const auto& w) {
+            return w.type == Type::weight_gradient && w.chunk == a.chunk && w.micro_batch == a.micro_batch;
+          });
+      const char type = a.type == Type::forward ? 'F' : a.type == Type::weight_gradient ? 'W' : split ? 'I' : 'B';
+      const int stage = file.placement == ChunkPlacement::v_shape && a.chunk == 1 ? 2 * p - 1 - r : a.chunk * p + r;
+      if (!row.empty()) row += ',';
+      row += std::to_string(stage);  // appended piece by piece: GCC 12 warns (-Wrestrict) on the chained +
+      row += type;
+      row += std::to_string(a.micro_batch);
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 namespace {

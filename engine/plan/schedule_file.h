@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/run_config.h"
 #include "plan/pipeline_schedule.h"
@@ -43,6 +44,10 @@ struct ScheduleFile {
 
 // `name` is what the messages call the file (its path).
 ScheduleFile parse_schedule_csv(std::string_view text, const std::string& name);
+// The file's compute actions written back as CSV, a row per rank (its
+// transfers follow from them): parse_schedule_csv of these rows gives the same
+// file. A recording carries a --schedule-file run's schedule so.
+std::vector<std::string> schedule_csv_rows(const ScheduleFile& file);
 // Reads and parses the file; ConfigError naming --schedule-file if it cannot be read.
 ScheduleFile load_schedule_file(const std::string& path);
 // How many times this process has called load_schedule_file, so a test can
@@ -57,10 +62,5 @@ std::int64_t schedule_files_read();
 // config.schedule_file (nothing without one); the second checks a file already read.
 void validate_schedule_file(const RunConfig& config);
 void validate_schedule_file(const ScheduleFile& file, const RunConfig& config);
-// The run's schedule, made once by make_run_plan: the file's (read here, once,
-// and checked as validate_schedule_file does) when it has one, else
-// --schedule's. Everything after the plan takes it from RunPlan::pipeline_schedule,
-// so a file changed or deleted later cannot make the run differ from its plan.
-PipelineSchedule plan_pipeline_schedule(const RunConfig& config);
 
 }  // namespace shardscope

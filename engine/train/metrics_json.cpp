@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "train/metrics_json.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -85,6 +86,30 @@ RunConfig run_config_from_json(const nlohmann::json& j) {
       c.micro_batches <= 0 || micro_batch->get<std::int64_t>() != c.micro_batch_size())
     throw ConfigError("run config JSON: key \"micro_batch\" must be batch / (dp x accum x micro_batches)");
   return c;
+}
+
+nlohmann::json run_metadata_to_json(const RunPlan& run) {
+  nlohmann::json j = run_config_to_json(run.config());
+  if (run.schedule_file()) j["schedule_file_rows"] = schedule_csv_rows(*run.schedule_file());
+  return j;
+}
+
+RunPlanPtr run_plan_from_metadata(const nlohmann::json& j) {
+  RunConfig config = run_config_from_json(j);
+  const auto rows = j.find("schedule_file_rows");
+  if (rows == j.end()) return make_run_plan(std::move(config));
+  const auto is_string = [](const nlohmann::json& row) { return row.is_string(); };
+  if (config.schedule_file.empty() || !rows->is_array() || !std::all_of(rows->begin(), rows->end(), is_string))
+    throw ConfigError(
+        "run config JSON: key \"schedule_file_rows\" must be a list of strings, a row of actions per "
+        "rank, beside a \"schedule_file\"");
+  std::string csv;
+  for (const nlohmann::json& row : *rows) {
+    csv += row.get_ref<const std::string&>();
+    csv += '\n';
+  }
+  ScheduleFile file = parse_schedule_csv(csv, config.schedule_file + " (as recorded)");
+  return make_run_plan(std::move(config), std::move(file));
 }
 
 }  // namespace shardscope

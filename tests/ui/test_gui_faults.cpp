@@ -4,8 +4,10 @@
 // rank 3; a rank that fails is marked there with how fast every rank stopped,
 // the log says what work the failure lost; with "Restarts after a failure"
 // and checkpoints every 2 steps the run starts again from the latest one and
-// ends with the loss of a run that never failed.
+// ends with the loss of a run that never failed, and with the pipeline
+// schedule it planned (its --schedule-file is not read again).
 #include <QDir>
+#include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -123,6 +125,42 @@ class TestGuiFaults : public QObject {
     QCOMPARE(last->key, 6.0);
     QCOMPARE(static_cast<float>(last->value), reference.back());
     QVERIFY(QDir(dir.path()).exists(QStringLiteral("step-000006")));
+  }
+
+  // A restart runs the schedule the run planned: the --schedule-file is gone
+  // from the disk once the run has started, and the restart (from the start:
+  // no checkpoints) still runs, from the plan's copy, to the last step.
+  void aRestartKeepsThePlannedScheduleFile() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("1f1b.csv"));
+    {
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write("0F0,0F1,0B0,0F2,0B1,0F3,0B2,0B3\n1F0,1B0,1F1,1B1,1F2,1B2,1F3,1B3\n");  // 1F1B, p 2, m 4
+    }
+    MainWindow window;
+    window.show();
+    window.configPanel()->setMaxRestarts(1);
+    RunConfig c = small_run(1, 4);
+    c.layout[Axis::pp] = 2;
+    c.micro_batches = 4;
+    c.schedule_file = path.toStdString();
+    c.fail_rank = 1;
+    c.fail_step = 3;
+    window.configPanel()->setConfig(c);
+    QVERIFY2(window.configPanel()->problem().isEmpty(), qPrintable(window.configPanel()->problem()));
+    QTest::mouseClick(window.runButton(), Qt::LeftButton);
+    QVERIFY(window.controller()->busy());
+    QVERIFY(QFile::remove(path));  // the run is planned: nothing reads the file again
+    QVERIFY(QTest::qWaitFor([&] { return !window.controller()->busy(); }, 60000));
+    const QString log = window.logText();
+    QVERIFY2(log.contains(QStringLiteral("restart 1 of 1 after the run failed")) &&
+                 !log.contains(QStringLiteral("cannot be read")),
+             qPrintable(log));
+    QVERIFY2(!window.statusText().contains(QStringLiteral("failed")), qPrintable(window.statusText()));
+    const QCPGraph* train = window.lossPlot()->plot()->graph(0);
+    QVERIFY(!train->data()->isEmpty());
+    QCOMPARE((train->data()->constEnd() - 1)->key, 4.0);
   }
 };
 

@@ -218,6 +218,35 @@ class TestZeroView : public QObject {
     }
   }
 
+  // A replayed step is drawn from its own model: the run's events that come
+  // meanwhile go to the run's model set aside (LiveModel), which comes back,
+  // with them, when the replay ends.
+  void aReplayKeepsTheRunsEventsForAfter() {
+    const RunConfig c = zeroConfig(3, 2);
+    test::CollectingSink sink;
+    Trainer trainer(c, &sink);
+    trainer.step();
+    const std::vector<Event> first = sink.events();
+    trainer.step();
+    const std::vector<Event> both = sink.events();
+    const std::vector<Event> second(both.begin() + static_cast<std::ptrdiff_t>(first.size()), both.end());
+    ZeroView view, reference;
+    view.reset(*make_run_plan(c));
+    reference.reset(*make_run_plan(c));
+    view.consume(first);
+    reference.consume(both);
+    QCOMPARE(reference.model().lastStep(), std::int64_t{2});
+    view.setPlaybackSpeed(100.0);
+    view.replayStep(1);
+    QVERIFY(view.drawing());
+    view.consume(second);  // the run goes on during the replay
+    QCOMPARE(view.model().lastStep(), std::int64_t{1});
+    QVERIFY(QTest::qWaitFor([&] { return !view.drawing(); }, 10000));
+    QCOMPARE(view.model().lastStep(), std::int64_t{2});
+    QCOMPARE(view.countsText(), reference.countsText());
+    QCOMPARE(view.model().gathers(2, 0), reference.model().gathers(2, 0));
+  }
+
   void resetForgetsTheRun() {
     const RunConfig c = zeroConfig(3, 2);
     ZeroView view;

@@ -183,14 +183,14 @@ ZeroView::ZeroView(QWidget* parent) : QWidget(parent), timer_(new QTimer(this)) 
 
 void ZeroView::reset(const RunPlan& run) {
   timer_->stop();
-  live_.reset();
+  live_.bringBack(model_);  // a replay cut short: its step is dropped with the rest
   replay_.forget();
   model_.reset(run);
   update();
 }
 
 void ZeroView::consume(const std::vector<Event>& events) {
-  (live_ ? *live_ : model_).consume(events);
+  live_.forEvents(model_).consume(events);
   replay_.keep(events, [](const Event& e) { return e.kind == EventKind::shard || e.kind == EventKind::comm_span; });
 }
 
@@ -199,8 +199,8 @@ bool ZeroView::drawing() const {
 }
 
 void ZeroView::replayStep(std::int64_t step) {
-  if (live_ || !replay_.start(step, speed_)) return;
-  live_ = model_;  // the run's state, back when the replay ends
+  if (timer_->isActive() || !replay_.start(step, speed_)) return;  // one replay at a time
+  live_.setAside(model_);                                          // the run's state, back when the replay ends
   model_.restartStep(step, replay_.fromNs());
   timer_->start();
 }
@@ -210,8 +210,7 @@ void ZeroView::replayTick() {
   model_.consume(replay_.due());
   if (replay_.finished()) {
     timer_->stop();
-    model_ = *live_;
-    live_.reset();
+    live_.bringBack(model_);
   }
   update();
 }

@@ -24,6 +24,7 @@
 #include "events/event.h"
 #include "plan/sharding_plan.h"
 #include "views/event_view.h"
+#include "views/layer_view.h"
 #include "views/step_replay.h"
 
 class QPainter;
@@ -143,7 +144,7 @@ class ZeroView : public QWidget, public EventView {
   void replayTick();
 
   ZeroViewModel model_;  // while replaying, the replayed step's; live_ holds the run's
-  std::optional<ZeroViewModel> live_;
+  LiveModel<ZeroViewModel> live_;
   StepReplay replay_;  // the latest steps' shard and comm events, and the replay's cursor
   double speed_ = 1.0;
   QTimer* timer_;
