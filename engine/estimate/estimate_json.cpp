@@ -72,6 +72,39 @@ json settings_json(const EstimateSettings& s) {
   return out;
 }
 
+// The tensor-, expert- and context-parallel terms, each only where its layout has it (documents of
+// layouts without it stay as they were); their seconds where a GPU was given.
+void add_parallel_json(json& out, const TimeEstimate& t) {
+  const bool tp = !t.tp_formula.empty(), ep = !t.ep_formula.empty(), cp = !t.cp_formula.empty();
+  if (tp) {
+    out["tp_bytes_per_rank"] = t.tp_bytes;
+    out["tp_formula"] = t.tp_formula;
+  }
+  if (ep) {
+    out["ep_bytes_per_rank"] = t.ep_bytes;
+    out["ep_formula"] = t.ep_formula;
+  }
+  if (cp) {
+    out["cp_bytes_per_rank"] = t.cp_bytes;
+    out["cp_formula"] = t.cp_formula;
+  }
+  if (!t.has_gpu) return;
+  if (ep) {
+    out["ep_comm_s"] = t.ep_comm_s;
+    out["ep_link"] = t.ep_link;
+  }
+  if (cp) {
+    out["cp_comm_s"] = t.cp_comm_s;
+    out["cp_exposed_s"] = t.cp_exposed_s;
+    out["cp_link"] = t.cp_link;
+  }
+  if (tp) {
+    out["tp_comm_s"] = t.tp_comm_s;
+    out["tp_link"] = t.tp_link;
+    if (t.tp_exposed_s != t.tp_comm_s) out["tp_exposed_s"] = t.tp_exposed_s;  // --tp-comm-overlap only
+  }
+}
+
 json time_json(const TimeEstimate& t) {
   json out = {{"model_only", true},
               {"note", t.note},
@@ -86,34 +119,8 @@ json time_json(const TimeEstimate& t) {
               {"pp_formula", t.pp_formula},
               {"bubble_fraction", t.bubble_fraction},
               {"bubble_formula", t.bubble_formula}};
-  const bool tp = !t.tp_formula.empty();  // tp > 1 only: documents of layouts without it stay as they were
-  if (tp) {
-    out["tp_bytes_per_rank"] = t.tp_bytes;
-    out["tp_formula"] = t.tp_formula;
-  }
-  if (!t.ep_formula.empty()) {  // ep > 1 only
-    out["ep_bytes_per_rank"] = t.ep_bytes;
-    out["ep_formula"] = t.ep_formula;
-  }
-  if (!t.cp_formula.empty()) {  // cp > 1 only
-    out["cp_bytes_per_rank"] = t.cp_bytes;
-    out["cp_formula"] = t.cp_formula;
-  }
+  add_parallel_json(out, t);
   if (!t.has_gpu) return out;
-  if (!t.ep_formula.empty()) {
-    out["ep_comm_s"] = t.ep_comm_s;
-    out["ep_link"] = t.ep_link;
-  }
-  if (!t.cp_formula.empty()) {
-    out["cp_comm_s"] = t.cp_comm_s;
-    out["cp_exposed_s"] = t.cp_exposed_s;
-    out["cp_link"] = t.cp_link;
-  }
-  if (tp) {
-    out["tp_comm_s"] = t.tp_comm_s;
-    out["tp_link"] = t.tp_link;
-    if (t.tp_exposed_s != t.tp_comm_s) out["tp_exposed_s"] = t.tp_exposed_s;  // --tp-comm-overlap only
-  }
   if (t.overlap_contention_s > 0) out["overlap_contention_s"] = t.overlap_contention_s;
   out["gpu"] = t.gpu;
   out["peak_tflops"] = t.peak_tflops;

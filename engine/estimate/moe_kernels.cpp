@@ -44,7 +44,7 @@ void add_mlp(MoeLayerKernels& out, const KernelModel& km, const MoeDims& x, doub
 
 MoeDims moe_dims(const ModelShape& m, const EstimateSettings& s) {
   MoeDims x{};
-  x.r = static_cast<double>(s.micro_batch_size) * s.seq;
+  x.r = static_cast<double>(s.micro_batch_size) * s.seq / s.layout.cp();  // a cp rank's s/cp tokens
   x.h = static_cast<double>(m.hidden);
   x.d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
   x.E = static_cast<double>(m.experts);

@@ -302,7 +302,12 @@ LayerPasses stage_layer(const ModelShape& model, const EstimateSettings& s, cons
 
 double every_second_matmul_parameters(const ModelShape& model, const EstimateSettings& settings) {
   const Dims x = dims_of(model, settings);
-  return x.gated ? x.h * (x.kv + x.q + x.f) : x.h * (x.q + x.f);
+  const double attention = x.gated ? x.h * (x.kv + x.q) : x.h * x.q;
+  // A MoE layer's experts are not recomputed (every_second_matmul returns before them): only the
+  // dense layers' MLP matmul counts, by their share of the layers (DeepSeek-V3's first ones).
+  const double layers = static_cast<double>(model.layers);
+  const double dense_share = model.experts > 0 ? (layers - static_cast<double>(model.moe_layers())) / layers : 1.0;
+  return attention + dense_share * x.h * x.f;
 }
 
 StepKernels step_kernels(const ModelShape& model, const EstimateSettings& s, const KernelModel& km,

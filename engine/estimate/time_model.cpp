@@ -222,8 +222,9 @@ void count_expert_parallel_bytes(TimeEstimate& t, const ModelShape& model, const
   if (ep == 1 || model.experts == 0) return;
   const int d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
   const double factor = model.engine_config ? model.engine_config->capacity_factor : 1.0;
-  const auto capacity = static_cast<int>(std::ceil(
-      factor * s.micro_batch_size * s.seq * static_cast<double>(model.top_k) / static_cast<double>(model.experts)));
+  const auto capacity = static_cast<int>(
+      std::ceil(factor * s.micro_batch_size * (s.seq / s.layout.cp()) * static_cast<double>(model.top_k) /
+                static_cast<double>(model.experts)));  // a cp rank routes its s/cp tokens
   const ExpertParallelTraffic pair = expert_parallel_pair_traffic(
       ep, static_cast<int>(model.experts), capacity, static_cast<int>(model.hidden), d, s.recompute == Recompute::full);
   const StageLayers first = model.stage_layers(s.layout.pp(), 0, 1, s.virtual_stages);
@@ -245,7 +246,7 @@ void count_expert_parallel_bytes(TimeEstimate& t, const ModelShape& model, const
 // d: the activations' bytes; h/t: every query head's keys and values (torchtitan's Llama repeats the
 // grouped K, V before attention; the engine's models have as many).
 struct RingBytes {
-  double block = 0;            // B = 2·b·(s/cp)·h/t · d
+  double block = 0;            // B = 2·b·(s/cp)·(a·d_h)/t · d: every query head's K and V
   double gradient_block = 0;   // B·4/d
   double layer_forwards = 0;   // forward rings a step: layers × K, twice under recompute
   double layer_backwards = 0;  // backward rings a step: layers × K
@@ -255,7 +256,8 @@ RingBytes ring_bytes(const ModelShape& model, const EstimateSettings& s) {
   const int cp = s.layout.cp();
   const double d = s.precision == Precision::fp32 || s.activations == ActivationMode::shardscope ? 4 : 2;
   RingBytes r;
-  r.block = 2.0 * s.micro_batch_size * (s.seq / cp) * (static_cast<double>(model.hidden) / s.layout.tp()) * d;
+  // K and V as wide as the queries (a·d_h): torchtitan's Llama repeats its grouped K, V before attention.
+  r.block = 2.0 * s.micro_batch_size * (s.seq / cp) * (static_cast<double>(model.query_width()) / s.layout.tp()) * d;
   r.gradient_block = r.block * 4 / d;
   const double layers = static_cast<double>(model.layers) / s.layout.pp(), K = static_cast<double>(s.micro_steps());
   const bool again =
@@ -272,8 +274,8 @@ void count_context_parallel_bytes(TimeEstimate& t, const ModelShape& model, cons
   t.cp_bytes = (r.layer_forwards + r.layer_backwards) * (cp - 1) * r.block + r.layer_backwards * cp * r.gradient_block;
   t.cp_formula =
       "L·K·(cp − 1)·B forward" + std::string(r.layer_forwards > r.layer_backwards ? " (twice: recompute)" : "") +
-      " + L·K·((cp − 1)·B + cp·B·4/d) backward, B = 2·b·(s/cp)·h/t·d = " + grouped(static_cast<std::int64_t>(r.block)) +
-      " (K, V all-gathered, dK, dV passed round in fp32; L = " +
+      " + L·K·((cp − 1)·B + cp·B·4/d) backward, B = 2·b·(s/cp)·a·d_h/t·d = " +
+      grouped(static_cast<std::int64_t>(r.block)) + " (K, V all-gathered, dK, dV passed round in fp32; L = " +
       short_number(static_cast<double>(model.layers) / s.layout.pp()) + ", K = " + std::to_string(s.micro_steps()) +
       ")";
 }

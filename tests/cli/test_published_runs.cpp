@@ -77,11 +77,6 @@ constexpr PublishedRow kRows[] = {
     {"torchtitan 405B, 512 x H100, 64k, FSDP 4 x CP 2", 24.8},
     {"torchtitan 405B, 512 x H100, 128k, FSDP 2 x CP 4", 24.7},
     {"torchtitan 405B, 512 x H100, 256k, FSDP 1 x CP 8", 40.5},
-    {"torchtitan 8B, 8 x H100, 32k, full AC + Float8", 11.5},
-    {"torchtitan 70B, 256 x H100, FSDP 32 x TP 8 + Float8", -3.9},
-    {"torchtitan 70B, 256 x H100, FSDP 32 x TP 8 + Float8 + AsyncTP", 7.4},
-    {"torchtitan 405B, 512 x H100, 1F1B + Float8", 10.1},
-    {"torchtitan 405B, 512 x H100, 32k, 1F1B + Float8", 7.0},
     // A mixture of experts (estimate/moe_kernels.h).
     {"Megatron-LM Mixtral 8x7B, 64 x H100 (pp 4, ep 8)", -3.9},
 };

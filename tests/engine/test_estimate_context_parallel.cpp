@@ -87,6 +87,22 @@ class TestEstimateContextParallel : public QObject {
     QVERIFY(two.tokens_per_s_per_gpu > 0.7 * one.tokens_per_s_per_gpu);
   }
 
+  // A mixture of experts under cp: each rank routes its s/cp tokens, so its experts' GEMMs and its
+  // expert-parallel all-to-all (at the capacity's bound of those tokens) halve with cp 2.
+  void a_cp_rank_routes_its_own_tokens() {
+    const ModelShape moe = model_shape_from_config(find_model_preset("gpt-tiny-moe"), "gpt-tiny-moe");
+    EstimateSettings s = layout(1, 128);
+    s.expert_parallel = 4;
+    const TimeEstimate one = estimate_time(moe, s, &h100());
+    s.layout[Axis::cp] = 2;
+    const TimeEstimate two = estimate_time(moe, s, &h100());
+    QVERIFY2(two.ep_bytes < 0.55 * one.ep_bytes && two.ep_bytes > 0.45 * one.ep_bytes,
+             qPrintable(QString("all-to-all %1 bytes with cp 2, %2 without").arg(two.ep_bytes).arg(one.ep_bytes)));
+    QVERIFY2(two.memory_bound_s < 0.55 * one.memory_bound_s,
+             qPrintable(
+                 QString("memory-bound %1 s with cp 2, %2 s without").arg(two.memory_bound_s).arg(one.memory_bound_s)));
+  }
+
   // Bytes per rank: every layer, every micro-batch, (cp − 1) K, V blocks forward (twice under recompute) and
   // (cp − 1) backward, plus cp dK, dV blocks in fp32. With 4-byte activations this is the engine's own count
   // (plan/context_parallel_traffic.h: (cp − 1) + (2cp − 1) blocks).
