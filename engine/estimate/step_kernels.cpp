@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "clock/attention_kernel.h"
+
 namespace shardscope {
 
 namespace {
@@ -144,11 +146,12 @@ CastBytes float8_cast_bytes(const Dims& x, const WeightCasts& w, bool sequence_p
 }
 
 // `flash_km`: the kernel model at the fused attention kernel's own FLOP rate (clock/attention_kernel.h).
+// `triton`: FlashAttention in Triton, FlashAttention-2's seconds times the ratios its paper measured.
 // Context parallelism (ring attention): a rank's s/cp queries meet the s keys as cp blocks of s/cp × s/cp,
 // one kernel each. Under a causal mask the load-balanced split (each rank two chunks, i and 2cp − 1 − i:
 // model/context_parallel.h, PyTorch's round-robin) leaves every block half a tile of work, the diagonal
 // one by its mask and the others as one chunk of queries or keys, so every rank does s²/(2cp).
-Pass attention_core(const KernelModel& km, const KernelModel& flash_km, const Dims& x, bool flash) {
+Pass attention_core(const KernelModel& km, const KernelModel& flash_km, const Dims& x, bool flash, bool triton) {
   const double batch = x.b * x.heads / x.t, s = x.s / x.cp, hd = x.hd, blocks = x.cp;
   Pass p;
   if (flash) {
@@ -158,6 +161,10 @@ Pass attention_core(const KernelModel& km, const KernelModel& flash_km, const Di
     // Two backward kernels (FlashAttention-2's row sums of dO·O, then the main one): two floors.
     p.backward =
         blocks * (flash_km.gemm_s(work * 10 * batch * s * s * hd, x.d * batch * 8 * s * hd) + flash_km.gemm_floor_s);
+    if (triton) {
+      p.forward *= triton_forward_slowdown;
+      p.backward *= triton_backward_slowdown;
+    }
     p.kernels_forward = blocks;
     p.kernels_backward = 2 * blocks;
     return p;
@@ -273,7 +280,8 @@ StepKernels step_kernels(const ModelShape& model, const EstimateSettings& s, con
   const bool float8 = s.float8_linears && float8_km != nullptr;
   const Linear sixteen_bit{km, x.d, x.d};
   const Linear layer_linear = float8 ? Linear{*float8_km, 1, x.d} : sixteen_bit;
-  const Pass w = weight_gemms(layer_linear, x), a = attention_core(km, flash_km, x, s.flash_attention),
+  const Pass w = weight_gemms(layer_linear, x),
+             a = attention_core(km, flash_km, x, s.flash_attention, s.triton_attention),
              m = memory_bound(km, x, s.sequence_parallel);
   const bool full = s.recompute == Recompute::full, selective = s.recompute == Recompute::selective;
   const bool op_policy = selective && s.selective_every_second_matmul;
