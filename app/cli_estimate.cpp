@@ -11,6 +11,7 @@
 #include <map>
 
 #include "cli_args.h"
+#include "clock/attention_kernel.h"
 #include "clock/overlap_contention.h"
 #include "config/run_schema.h"
 #include "core/error.h"
@@ -80,7 +81,7 @@ SettingsPatch patch_from_flags(const Flags& f) {
   given("attention", flag_value(f, "attention"));
   given("time_model", flag_value(f, "time_model"));
   for (const char* key : {"runtime", "selective_ac", "dropout", "autocast", "tp_comm_overlap", "overlap_param_gather",
-                          "gpu_bandwidth", "float8", "float8_all_gather"})
+                          "gpu_bandwidth", "float8", "float8_all_gather", "reduce_dtype"})
     given(key, flag_value(f, key));
   if (f.efficiency) given("efficiency", static_cast<double>(*f.efficiency));
   return patch_from_values(values);
@@ -179,11 +180,13 @@ void print_gpu_time(const Estimate& e) {
       t.cp_formula.empty() ? "" : ", ring attention's beside its blocks",
       e.settings.tp_comm_overlap ? " (what the GEMMs do not hide)" : "",
       e.settings.dropout > 0 ? "dropout's mask passes" : "no dropout");
-  const std::string attention =
-      !e.settings.flash_attention ? "materialized s × s scores"
-      : t.attention_fraction > 0
-          ? "flash at " + short_number(100.0 * t.attention_fraction, 3) + "% of peak, FlashAttention-2's figure"
-          : std::string("flash");
+  std::string attention = !e.settings.flash_attention ? "materialized s × s scores"
+                          : t.attention_fraction > 0  ? "flash at " + short_number(100.0 * t.attention_fraction, 3) +
+                                                           "% of peak, FlashAttention-2's figure"
+                                                     : std::string("flash");
+  if (e.settings.triton_attention)  // clock/attention_kernel.h
+    attention = "Triton: " + attention + ", forward × " + short_number(triton_forward_slowdown) + ", backward × " +
+                short_number(triton_backward_slowdown) + " (FlashAttention-2's section 4.1)";
   std::printf(
       "  kernels        compute %.3f s = GEMMs %.3f s (%s kernels) + attention core %.3f s (%s) + memory-bound "
       "%.3f s (%s); each GEMM %.2f us + its FLOPs at the fraction of peak XLA's table measured at its shape (%.0f%% "

@@ -69,8 +69,10 @@ run "llm.c GPT-2 1.5B, 8 x H100" mfu 50 --model "$runs/gpt2-1558m_config.json" -
 # Its configuration (torchtitan 9dec370, train_configs/llama3_8b.toml): selective_ac_option "op"
 # (--selective-ac op), no compile (--runtime eager: torchtitan's RMSNorm, RoPE and SwiGLU as eager
 # ops, foreach AdamW), and the benchmark's own H100s: 96 GB HBM2e at 2.4 TB/s (--gpu-bandwidth 2400).
+# Every torchtitan row's FSDP reduces the gradients in fp32 (--reduce-dtype fp32): parallelize_llama.py
+# passes training.mixed_precision_reduce, float32, as MixedPrecisionPolicy's reduce_dtype.
 tt=(--model "$runs/llama-3.1-8b_config.json" --zero 3 --precision bf16 --micro-batch 2 --seq 8192
-  --checkpoint selective --selective-ac op --gpu H100 --gpu-bandwidth 2400 --attention flash)
+  --checkpoint selective --selective-ac op --gpu H100 --gpu-bandwidth 2400 --attention flash --reduce-dtype fp32)
 run "torchtitan Llama 3.1 8B, 8 x H100, FSDP" tokens_per_s_per_gpu 5762 "${tt[@]}" --dp 8 --runtime eager
 run "torchtitan Llama 3.1 8B, 128 x H100, FSDP" tokens_per_s_per_gpu 5605 "${tt[@]}" --dp 128 --runtime eager
 # The same tables' torch.compile rows (6,667 and 6,514): the memory-bound ops fused.
@@ -149,7 +151,7 @@ run "Megatron-LM H100 GPT 462B, 6144 (tp 8, pp 16)" tflops_per_gpu 459.9 \
 # FP8; docs/float8.md of the same commit launches with --float8.enable_fsdp_float8_all_gather and
 # --float8.precompute_float8_dynamic_scale_for_fsdp, and so does train_configs/llama3_405b.toml
 # (--float8-all-gather: assumed for every row).
-f8=(--float8 tensorwise --float8-all-gather)
+f8=(--float8 tensorwise --float8-all-gather --reduce-dtype fp32)  # FSDP's fp32 reduction as the rows above
 # Tables 1 and 3: FSDP + torch.compile + Float8, as the bf16 rows above (8,532 and 8,380 TPS/GPU).
 run "torchtitan 8B, 8 x H100, FSDP + compile + Float8" tokens_per_s_per_gpu 8532 "${tt[@]}" --dp 8 "${f8[@]}"
 run "torchtitan 8B, 128 x H100, FSDP + compile + Float8" tokens_per_s_per_gpu 8380 "${tt[@]}" --dp 128 "${f8[@]}"
@@ -226,10 +228,10 @@ run "Megatron-LM GPT 529.6B, 2520 x A100 (pp 35, v 3)" tflops_per_gpu 163 \
 # what the table leaves out, from the code that made it (submit_benchmarks.py and sweep.sh at b2a43a1,
 # llm-foundry v0.3.0): Composer's amp_bf16 under FSDP mixed precision "DEFAULT" (bf16 parameters gathered
 # from fp32 shards, fp32 gradient reduction), FULL_SHARD (--zero 3), attn_impl "triton" (llm-foundry's
-# Triton FlashAttention: --attention flash), no torch.compile and Composer's per-parameter DecoupledAdamW
+# Triton FlashAttention: --attention triton; fp32 gradient reduction: --reduce-dtype fp32), no torch.compile and Composer's per-parameter DecoupledAdamW
 # (--runtime eager), no dropout. The MPT models are GPT-2's layout (learned positions, biases, GELU MLP,
 # tied head): a gpt2 config, whose parameter count is the table's NumParams.
-mpt=(--zero 3 --precision bf16 --dp 8 --attention flash --runtime eager)
+mpt=(--zero 3 --precision bf16 --dp 8 --attention triton --reduce-dtype fp32 --runtime eager)
 run "llm-foundry MPT-350M 2k, 8 x A100" tokens_per_s_per_gpu 58782 --model "$runs/mpt-350m_config.json" "${mpt[@]}" \
   --seq 2048 --gpu A100-80GB --micro-batch 32 --accum 2
 run "llm-foundry MPT-1B 2k, 8 x A100" tokens_per_s_per_gpu 20513 --model "$runs/mpt-1b_config.json" "${mpt[@]}" \

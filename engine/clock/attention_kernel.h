@@ -12,6 +12,10 @@
 // forward's two, S recomputed). estimate/step_kernels.h counts the same way.
 // Profiles without a figure from that paper (H100 PCIe, B200, RTX 4090, MI300X) keep the GEMM
 // fraction of clock/kernel_model.h (0, "not measured"); H200 is the H100's die and takes its figure.
+// FlashAttention in Triton (--attention triton: llm-foundry's attn_impl "triton") is priced from the
+// same section's comparison on an A100: "FlashAttention-2 is around 1.3-1.5× faster than FlashAttention
+// in Triton in the forward pass and around 2× faster in the backward pass". The same kernels' seconds,
+// forward × 1.4 (the middle of the range) and backward × 2.
 #pragma once
 
 #include <string_view>
@@ -25,5 +29,9 @@ struct AttentionKernelRate {
 
 // By GPU profile name (config/gpu_profiles.h).
 AttentionKernelRate flash_attention_rate(std::string_view gpu);
+
+// How many times FlashAttention-2's seconds the Triton kernel takes (section 4.1, above).
+inline constexpr double triton_forward_slowdown = 1.4;
+inline constexpr double triton_backward_slowdown = 2.0;
 
 }  // namespace shardscope

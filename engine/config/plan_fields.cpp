@@ -141,6 +141,18 @@ void add_kernel_model_fields(std::vector<RunField>& f) {
                .default_text = "0",
                .saved = Saved::never,
                .surfaces = surface::estimate});
+  f.push_back({.key = "reduce_dtype",
+               .flag = "--reduce-dtype",
+               .value_name = "gradient|fp32",
+               .kind = FieldKind::choice,
+               .help = {"ZeRO 1-3: the gradients reduce-scattered in their own precision, or cast to fp32 first\n"
+                        "      (PyTorch FSDP's MixedPrecision reduce_dtype float32): 4 bytes a value and a cast pass",
+                        "ZeRO 1-3：梯度以自身精度 reduce-scatter，或先转换为 fp32（PyTorch FSDP 的 MixedPrecision "
+                        "reduce_dtype float32）：每个值 4 字节，外加一次转换"},
+               .choices = {"gradient", "fp32"},
+               .default_text = "gradient",
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
   f.push_back({.key = "autocast",
                .flag = "--autocast",
                .kind = FieldKind::toggle,
@@ -200,13 +212,14 @@ void add_cluster_fields(std::vector<RunField>& f) {
   f.push_back(
       {.key = "attention",
        .flag = "--attention",
-       .value_name = "materialized|flash",
+       .value_name = "materialized|flash|triton",
        .kind = FieldKind::choice,
        .help = {"Time model (kernels): the attention core writes its s x s scores to memory, as the\n"
-                "      activation formula keeps them, or runs as one fused kernel that does not (FlashAttention)",
+                "      activation formula keeps them, or runs as one fused kernel that does not (FlashAttention-2;\n"
+                "      triton: FlashAttention in Triton, 1.4x its forward and 2x its backward seconds)",
                 "时间模型（kernels）：注意力核心把 s x s 分数写入显存（与激活公式一致），或作为不写分数的融合内核运行"
-                "（FlashAttention）"},
-       .choices = {"materialized", "flash"},
+                "（FlashAttention-2；triton：Triton 版 FlashAttention，前向耗时为其 1.4 倍，反向为 2 倍）"},
+       .choices = {"materialized", "flash", "triton"},
        .default_text = "materialized",
        .saved = Saved::never,
        .surfaces = surface::estimate});

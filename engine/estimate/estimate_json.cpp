@@ -69,6 +69,8 @@ json settings_json(const EstimateSettings& s) {
   if (s.memory_gbps > 0) out["gpu_bandwidth"] = s.memory_gbps;
   if (s.float8_linears) out["float8"] = "tensorwise";
   if (s.float8_all_gather) out["float8_all_gather"] = true;
+  if (s.triton_attention) out["attention"] = "triton";  // flash is not written: documents stay as they were
+  if (s.fp32_reduce) out["reduce_dtype"] = "fp32";
   return out;
 }
 

@@ -217,6 +217,21 @@ void check_float8(const EstimateSettings& s) {
         "{float8_all_gather} 是分片参数以 FP8 进行的 all-gather：需要 {zero} 1、2 或 3"
         "（实为 0：DDP 不收集参数）");
 }
+
+// PyTorch FSDP's MixedPrecision(reduce_dtype=torch.float32) casts the gradients for its reduce-scatter:
+// ZeRO's collective. DDP all-reduces them in the dtype backward made (fp32 under --autocast).
+void check_reduce_dtype(const EstimateSettings& s) {
+  if (!s.fp32_reduce) return;
+  if (s.zero_stage == 0)
+    throw FieldError(
+        "{reduce_dtype} fp32 is FSDP's reduce_dtype, the gradients cast for ZeRO's reduce-scatter: it needs "
+        "{zero} 1, 2 or 3 (got 0: DDP all-reduces the gradients in the precision backward made them)",
+        "{reduce_dtype} fp32 是 FSDP 的 reduce_dtype，即为 ZeRO 的 reduce-scatter 转换梯度：需要 {zero} 1、2 或 3"
+        "（实为 0：DDP 以反向计算得到的精度 all-reduce 梯度）");
+  if (s.expert_parallel > 1)
+    throw FieldError("{reduce_dtype} fp32 is not modelled with {expert_parallel} above 1 (the experts' gradients)",
+                     "{reduce_dtype} fp32 尚未对 {expert_parallel} 大于 1（专家的梯度）建模");
+}
 }  // namespace
 
 void validate_estimate_settings(const EstimateSettings& s) {
@@ -279,6 +294,7 @@ void validate_estimate_settings(const EstimateSettings& s) {
                      "{selective_ac} op 是 {checkpoint} selective 的策略（实为 {checkpoint} " +
                          std::string(recompute_name(s.recompute)) + "）");
   check_float8(s);
+  check_reduce_dtype(s);
 }
 
 std::string estimate_field_name(std::string_view key, const std::vector<SettingsPatch>& patches) {
@@ -312,6 +328,8 @@ void apply_patch(EstimateSettings& s, const SettingsPatch& p) {
   if (p.activations) s.activations = *p.activations;
   if (p.cuda) s.cuda = *p.cuda;
   if (p.flash_attention) s.flash_attention = *p.flash_attention;
+  if (p.triton_attention) s.triton_attention = *p.triton_attention;
+  if (p.fp32_reduce) s.fp32_reduce = *p.fp32_reduce;
   if (p.efficiency) s.efficiency = *p.efficiency;
   // --efficiency X is the flat model's one assumption: given alone, it asks for that model.
   if (p.efficiency && !p.measured_kernels) s.measured_kernels = false;
@@ -372,8 +390,11 @@ bool patch_value(SettingsPatch& p, std::string_view k, const nlohmann::json& v) 
     p.sequence_parallel = v.get<bool>();
   else if (k == "efficiency")
     p.efficiency = v.get<double>();
-  else if (k == "attention")
-    p.flash_attention = v.get<std::string>() == "flash";
+  else if (k == "attention") {
+    p.flash_attention = v.get<std::string>() != "materialized";
+    p.triton_attention = v.get<std::string>() == "triton";
+  } else if (k == "reduce_dtype")
+    p.fp32_reduce = v.get<std::string>() == "fp32";
   else if (k == "time_model")
     p.measured_kernels = v.get<std::string>() == "kernels";
   else if (k == "runtime")

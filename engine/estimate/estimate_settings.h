@@ -72,6 +72,12 @@ struct EstimateSettings {
   // Time model: the attention core as one fused kernel that keeps the s × s scores on chip
   // (FlashAttention), or (false) materialized as the activation formula counts them.
   bool flash_attention = false;
+  // With flash_attention: the fused kernel written in Triton (--attention triton), the same memory and
+  // FLOPs at FlashAttention-2's seconds times the ratios its paper measured (clock/attention_kernel.h).
+  bool triton_attention = false;
+  // --reduce-dtype fp32 (ZeRO-1/2/3): the gradients cast to fp32 before each reduce-scatter, as PyTorch
+  // FSDP's MixedPrecision(reduce_dtype=torch.float32) runs them; false: reduced in their own precision.
+  bool fp32_reduce = false;
   // Kernel model, the run's framework as its published configuration states it
   // (estimate/step_kernels.h): eager PyTorch runs each elementwise op as its own kernel
   // (--runtime eager: RMSNorm composed of fp32 passes, SwiGLU's SiLU and product apart, RoPE
@@ -138,7 +144,8 @@ struct SettingsPatch {
   std::optional<ActivationMode> activations;
   std::optional<bool> cuda;
   std::optional<double> efficiency;
-  std::optional<bool> flash_attention;
+  std::optional<bool> flash_attention, triton_attention;  // attention: "flash" or "triton", "triton"
+  std::optional<bool> fp32_reduce;                        // reduce_dtype: "fp32"
   std::optional<bool> eager_runtime, selective_every_second_matmul, autocast;  // runtime, selective_ac, autocast
   std::optional<double> dropout, memory_gbps;                        // dropout, gpu_bandwidth
   std::optional<bool> tp_comm_overlap, overlap_param_gather;

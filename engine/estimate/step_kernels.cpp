@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "clock/attention_kernel.h"
 #include "estimate/moe_kernels.h"
 
 namespace shardscope {
@@ -148,11 +149,12 @@ CastBytes float8_cast_bytes(const Dims& x, const WeightCasts& w, bool sequence_p
 }
 
 // `flash_km`: the kernel model at the fused attention kernel's own FLOP rate (clock/attention_kernel.h).
+// `triton`: FlashAttention in Triton, FlashAttention-2's seconds times the ratios its paper measured.
 // Context parallelism (ring attention): a rank's s/cp queries meet the s keys as cp blocks of s/cp × s/cp,
 // one kernel each. Under a causal mask the load-balanced split (each rank two chunks, i and 2cp − 1 − i:
 // model/context_parallel.h, PyTorch's round-robin) leaves every block half a tile of work, the diagonal
 // one by its mask and the others as one chunk of queries or keys, so every rank does s²/(2cp).
-Pass attention_core(const KernelModel& km, const KernelModel& flash_km, const Dims& x, bool flash) {
+Pass attention_core(const KernelModel& km, const KernelModel& flash_km, const Dims& x, bool flash, bool triton) {
   const double batch = x.b * x.heads / x.t, s = x.s / x.cp, hd = x.hd, blocks = x.cp;
   Pass p;
   if (flash) {
@@ -162,6 +164,10 @@ Pass attention_core(const KernelModel& km, const KernelModel& flash_km, const Di
     // Two backward kernels (FlashAttention-2's row sums of dO·O, then the main one): two floors.
     p.backward =
         blocks * (flash_km.gemm_s(work * 10 * batch * s * s * hd, x.d * batch * 8 * s * hd) + flash_km.gemm_floor_s);
+    if (triton) {
+      p.forward *= triton_forward_slowdown;
+      p.backward *= triton_backward_slowdown;
+    }
     p.kernels_forward = blocks;
     p.kernels_backward = 2 * blocks;
     return p;
@@ -325,7 +331,7 @@ StepKernels step_kernels(const ModelShape& model, const EstimateSettings& s, con
   // every second matmul and every memory-bound kernel (the attention kernel's output is kept).
   const LayerPasses layer = stage_layer(model, s, km, layer_linear, x, op_policy);
   const Pass &w = layer.gemms, &m = layer.memory, &again = layer.again;
-  const Pass a = attention_core(km, flash_km, x, s.flash_attention);
+  const Pass a = attention_core(km, flash_km, x, s.flash_attention, s.triton_attention);
   const bool core_again = full || (selective && !op_policy), memory_again = full || op_policy;
   // The head: its GEMM (16-bit: torchtitan keeps the output projection out of Float8Linear),
   // cross-entropy over the (split) vocabulary and the final norm.

@@ -13,7 +13,9 @@
 //     the softmax's backward (3 passes);
 //     flash (--attention flash; Dao 2023, FlashAttention-2): one forward kernel of
 //     4·s²·hd FLOPs per head and two backward of 10 (it recomputes S), reading
-//     and writing only q, k, v, o and their gradients.
+//     and writing only q, k, v, o and their gradients;
+//     triton (--attention triton: FlashAttention in Triton, llm-foundry's): flash's
+//     kernels, forward 1.4 and backward 2 times as long (FlashAttention-2, section 4.1).
 //   Context parallelism (ring attention): cp blocks of s/cp × s/cp, each its own
 //     kernel(s), equal shares of the causal work (the load-balanced split).
 //   Memory-bound kernels, values per token of d bytes: two norms 2 × (2h forward +

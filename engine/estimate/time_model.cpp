@@ -114,6 +114,23 @@ double parameter_gather_bytes(double bytes_16bit, double float8_saved, const Est
   return bytes_16bit * b.parameters / (reduces + b.parameters) - float8_saved;
 }
 
+// How many times a step reduce-scatters each gradient: every micro-step where ZeRO shards the gradients
+// (2 and 3), once at the step's end for ZeRO-1.
+double gradient_reductions(const EstimateSettings& s, const ShardingRules& rules) {
+  return rules.shards_gradients() ? static_cast<double>(s.micro_steps()) : 1.0;
+}
+
+// --reduce-dtype fp32 (PyTorch FSDP's MixedPrecision(reduce_dtype=torch.float32), llm-foundry's
+// "DEFAULT" and torchtitan's mixed_precision_reduce "float32"): each reduce-scatter moves the gradients
+// at 4 bytes a value where the traffic counted g, R(N−1)/N · (4 − g)Ψ' more.
+void add_fp32_reduce(DataParallelTraffic& traffic, const EstimateSettings& s, const ShardingRules& rules) {
+  const int N = rules.dp(), g = rules.bytes_per_parameter().gradients;
+  if (!s.fp32_reduce || N == 1 || g >= 4) return;
+  const double R = gradient_reductions(s, rules);
+  traffic.bytes += R * (N - 1.0) / N * (4 - g) * static_cast<double>(traffic.travelling);
+  traffic.values += "; fp32 reduce-scatter: + R(N−1)/N · (4 − g)Ψ', R = " + grouped(static_cast<std::int64_t>(R));
+}
+
 // Bytes each rank sends per step in the data-parallel collectives, by strategy
 // (plan/data_parallel_traffic.h: the engine's own count, padding included),
 // for the stage that sends the most. The engine's models gather their tied
@@ -134,6 +151,7 @@ void count_data_parallel_bytes(TimeEstimate& t, const ModelShape& model, const E
                                       : data_parallel_traffic(rules, stage, s.micro_steps(), extra);
     const double bytes_16bit = traffic.bytes;
     const double saved = s.float8_all_gather ? float8_all_gather(traffic, model, s, rules, stage) : 0;
+    if (ep == 1) add_fp32_reduce(traffic, s, rules);  // the gathers' share stays bytes_16bit's
     if (t.dp_formula.empty() || traffic.bytes > t.dp_bytes) {
       t.dp_bytes = traffic.bytes;
       t.dp_gather_bytes = parameter_gather_bytes(bytes_16bit, saved, s, rules);
@@ -411,6 +429,10 @@ void add_weight_passes(TimeEstimate& t, const EstimateSettings& s, const GpuProf
   // backward casts their 16-bit gradients back (2 read, 4 written) and, after the first
   // micro-step, adds them into the fp32 gradients (4 + 4 read, 4 written).
   if (s.autocast && s.precision != Precision::fp32) bytes += P * (12 * K + 12 * (K - 1));
+  // --reduce-dtype fp32: before each reduce-scatter the gradients are cast to fp32 (FSDP's
+  // `unsharded_grad.to(reduce_dtype)`): g bytes read, 4 written per value.
+  if (s.fp32_reduce && b.gradients < 4 && rules.dp() > 1)
+    bytes += gradient_reductions(s, rules) * P * (b.gradients + 4);
   if (bytes == 0) return;
   const double seconds = measured_kernel_model(t.peak_tflops, gpu.memory_gbps).memory_s(bytes);
   t.memory_bound_s += seconds;
