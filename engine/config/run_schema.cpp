@@ -247,7 +247,10 @@ std::string field_value_text(const RunField& field, const nlohmann::json& value)
   if (value.is_string()) return value.get<std::string>();
   if (field.kind == FieldKind::list) {
     std::string out;
-    for (const auto& item : value) out += (out.empty() ? "" : ",") + item.dump();
+    for (const auto& item : value) {  // appended in steps: GCC 12 warns falsely (-Wrestrict) on "," + string&&
+      if (!out.empty()) out += ',';
+      out += item.dump();
+    }
     return out;
   }
   if (value.is_number_float()) return number_text(value.get<double>());
