@@ -10,29 +10,17 @@
 #include "clock/kernel_model.h"
 #include "config/run_schema.h"
 #include "estimate/estimate.h"
+#include "estimate_fixtures.h"
 #include "io/hf_config.h"
 
 using namespace shardscope;
+using test::llama_8b;
 
 namespace {
 
-// Llama 3.1 8B's shape: grouped-query attention (8 of 32 heads for k and v), SwiGLU.
-ModelShape llama_8b() {
-  return model_shape_from_hf(parse_hf_config(
-      R"({"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096, "intermediate_size": 14336,
-          "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8})",
-      "llama-3.1-8b.json"));
-}
-
 // One micro-batch of 2 × 8192 tokens in bf16 with FP8 linears, under the kernel model.
 EstimateSettings float8_settings() {
-  EstimateSettings s;
-  s.micro_batch_size = 2;
-  s.seq = 8192;
-  s.precision = Precision::bf16;
-  s.activations = ActivationMode::formula;
-  s.measured_kernels = true;
-  s.flash_attention = true;
+  EstimateSettings s = test::torchtitan_settings(1);
   s.float8_linears = true;
   return s;
 }

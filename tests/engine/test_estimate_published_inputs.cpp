@@ -9,36 +9,20 @@
 #include "config/run_schema.h"
 #include "core/error.h"
 #include "estimate/estimate.h"
+#include "estimate_fixtures.h"
 #include "io/hf_config.h"
 
 using namespace shardscope;
+using test::llama_8b;
+using test::near;
 
 namespace {
 
-// Llama 3.1 8B's shape, as torchtitan trains it.
-ModelShape llama_8b() {
-  return model_shape_from_hf(parse_hf_config(
-      R"({"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096, "intermediate_size": 14336,
-          "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8})",
-      "llama-3.1-8b.json"));
-}
-
 // 8 GPUs, bf16, 2 × 8192 tokens a micro-batch, 3 micro-batches a step, the fused attention kernel.
 EstimateSettings eight_gpus() {
-  EstimateSettings s;
-  s.layout[Axis::dp] = 8;
-  s.micro_batch_size = 2;
-  s.seq = 8192;
+  EstimateSettings s = test::torchtitan_settings();
   s.accum = 3;
-  s.precision = Precision::bf16;
-  s.activations = ActivationMode::formula;
-  s.measured_kernels = true;
-  s.flash_attention = true;
   return s;
-}
-
-bool near(double a, double b) {
-  return std::abs(a - b) <= 1e-9 * std::abs(b);
 }
 
 }  // namespace

@@ -13,39 +13,18 @@
 #include "estimate/estimate.h"
 #include "estimate/formula_text.h"
 #include "estimate/step_kernels.h"
+#include "estimate_fixtures.h"
 #include "io/hf_config.h"
 
 using namespace shardscope;
+using test::llama_8b;
+using test::near;
+using test::torchtitan_settings;
 
 namespace {
 
 ModelShape preset(const char* name) {
   return model_shape_from_config(find_model_preset(name), name);
-}
-
-// Llama 3.1 8B's shape: grouped-query attention (8 of 32 heads for k and v), SwiGLU.
-ModelShape llama_8b() {
-  return model_shape_from_hf(parse_hf_config(
-      R"({"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096, "intermediate_size": 14336,
-          "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8})",
-      "llama-3.1-8b.json"));
-}
-
-// torchtitan's benchmark layout on 8 H100s, one micro-batch of 2 × 8192, under the kernel model.
-EstimateSettings torchtitan_settings() {
-  EstimateSettings s;
-  s.layout[Axis::dp] = 8;
-  s.micro_batch_size = 2;
-  s.seq = 8192;
-  s.precision = Precision::bf16;
-  s.activations = ActivationMode::formula;
-  s.measured_kernels = true;
-  s.flash_attention = true;
-  return s;
-}
-
-bool near(double a, double b) {
-  return std::abs(a - b) <= 1e-9 * std::abs(b);
 }
 
 }  // namespace
@@ -277,7 +256,8 @@ void TestEstimateTime::runtime_recompute_policy_dropout_and_bandwidth() {
   // (the k width read from the layer's parameter count, its two norms' 2h among them: within 1e-4).
   const double again = every_second_matmul_parameters(llama, s);
   QVERIFY(std::abs(again / (4096.0 * (1024 + 4096 + 14336)) - 1) < 1e-4);
-  QVERIFY(near(op.flops_per_token, 6.0 * op.matmul_parameters + 2 * 32 * again + 12 * 32 * 4096.0 * 8192));
+  QVERIFY(near(op.flops_per_token,
+               6.0 * static_cast<double>(op.matmul_parameters) + 2 * 32 * again + 12 * 32 * 4096.0 * 8192));
   s.recompute = Recompute::none;
   QVERIFY_THROWS_EXCEPTION(FieldError, validate_estimate_settings(s));
   s.selective_every_second_matmul = false;
