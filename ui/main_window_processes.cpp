@@ -59,7 +59,9 @@ bool MainWindow::attachToJob(int port) {
 
 // The attached job connected: its config sets the views up, as Run does.
 void MainWindow::onJobConfig(const RunConfig& job) {
-  const RunPlanPtr run = planRun(job);
+  // The job's own plan: its schedule file's rows came with its config, so a relative path or a file
+  // changed since the job read it does not matter here.
+  const RunPlanPtr run = controller_->jobPlan() ? controller_->jobPlan() : planRun(job);
   if (!run) {  // the job runs a config this window cannot draw (another version's): detach
     controller_->stop();
     return;

@@ -110,6 +110,7 @@ bool RunController::attach(int port, QString& error) {
   beginJob(port, error);
   if (!error.isEmpty()) return false;
   awaiting_config_ = true;
+  job_plan_ = nullptr;
   setState(State::running);
   timer_.start();
   return true;
@@ -124,7 +125,8 @@ bool RunController::announceJobConfig() {
     JsonTextError error;  // the stream's port takes any local connection: its JSON is bounded as a file's
     const std::optional<nlohmann::json> config = parse_json_text(metadata, error);
     if (!config) throw FormatError("its metadata is not valid JSON: " + error.where_and_why());
-    Q_EMIT jobConfigReceived(run_config_from_json(*config));
+    job_plan_ = run_plan_from_metadata(*config);  // a --schedule-file's rows as the job read them
+    Q_EMIT jobConfigReceived(job_plan_->config());
   } catch (const std::exception& e) {
     std::lock_guard lock(result_mutex_);
     ok_ = false;

@@ -87,6 +87,9 @@ class RunController : public QObject {
   // (--inject-failure) is not injected again. For the next start, threads or processes.
   void setMaxRestarts(int restarts) { max_restarts_ = restarts; }
   int jobPort() const;  // the port a process job listens on; 0 when none
+  // The attached job's run as its stream's metadata plans it, with the schedule file's rows the job
+  // read (not this window's copy of the file); null until jobConfigReceived.
+  shardscope::RunPlanPtr jobPlan() const { return job_plan_; }
   QString cliPath() const;
   void pause();
   void resume();
@@ -134,6 +137,7 @@ class RunController : public QObject {
   std::vector<Event> batch_;
   std::unique_ptr<ProcessJob> job_;  // ranks as processes; null for threads
   bool awaiting_config_ = false;     // attached: the views wait for the job's config
+  RunPlanPtr job_plan_;              // attached: the job's run, planned from its metadata
   QString cli_path_;
   int max_restarts_ = 0;
   std::function<bool()> views_drawing_;

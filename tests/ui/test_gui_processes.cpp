@@ -15,6 +15,7 @@
 #include <QFile>
 #include <QProcess>
 #include <QStandardPaths>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <csignal>
 #include <set>
@@ -201,6 +202,32 @@ class TestGuiProcesses : public QObject {
     QCOMPARE(lossPoints(window).size(), std::size_t{6});
     QCOMPARE(seen.ranks, (std::set<int>{0, 1, 2, 3}));
     QCOMPARE(window.findChild<PipelineTimelineView*>()->boxes(6).size(), std::size_t{16});
+  }
+
+  // A job whose --schedule-file is relative to its own working directory, which the window does not share:
+  // the window draws the schedule the job read, from the rows its stream sends, not from a file of its own.
+  void attachDrawsTheJobsScheduleFile() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    QVERIFY(QFile::copy(QStringLiteral(SHARDSCOPE_FIXTURES "/../../resources/examples/schedules/1f1b_pp4_m8.csv"),
+                        dir.filePath(QStringLiteral("job_schedule.csv"))));
+    QVERIFY(!QFile::exists(QStringLiteral("job_schedule.csv")));  // not in the window's working directory
+    MainWindow window;
+    window.show();
+    QVERIFY(window.attachToJob(0));
+    const int port = window.controller()->jobPort();
+    QProcess job;
+    job.setWorkingDirectory(dir.path());
+    job.start(QStringLiteral(SHARDSCOPE_CLI),
+              {"launch", "--nproc-per-node", "4", "--", "train", "--model", "gpt-tiny", "--pp", "4", "--batch", "8",
+               "--seq", "32", "--steps", "3", "--schedule-file", "job_schedule.csv", "--events-to",
+               QStringLiteral("127.0.0.1:%1").arg(port)});
+    QTRY_VERIFY_WITH_TIMEOUT(!window.controller()->busy(), 120000);
+    QVERIFY(job.waitForFinished(10000));
+    QCOMPARE(job.exitCode(), 0);
+    QVERIFY2(window.statusText().startsWith(QStringLiteral("Finished")), qPrintable(window.statusText()));
+    QCOMPARE(lossPoints(window).size(), std::size_t{3});
+    QVERIFY(window.controller()->jobPlan()->schedule_file().has_value());
   }
 
   void killedRankEndsTheRunNamingIt() {
