@@ -7,6 +7,7 @@
 #include "cli_schedule.h"
 
 #include <cstdio>
+#include <utility>
 
 #include "cli_args.h"
 #include "plan/pipeline_schedule.h"
@@ -63,24 +64,57 @@ int print_schedule_file(const ScheduleFile& file, const std::string& path, bool 
 }
 }  // namespace
 
+namespace {
+// What a schedule file fixes: a run-config key, its flag, the file's value and what the file does.
+struct ShapeSetting {
+  const char* key;
+  const char* flag;
+  int in_file;
+  std::string what;
+};
+std::vector<ShapeSetting> shape_settings(const ScheduleFile& file) {
+  std::vector<ShapeSetting> settings{
+      {"pp", "--pp", file.stages, "has " + std::to_string(file.stages) + " rows (ranks)"},
+      {"micro_batches", "--micro-batches", file.micro_batches,
+       "runs " + std::to_string(file.micro_batches) + " micro-batches"}};
+  if (file.placement == ChunkPlacement::round_robin)  // a V's two chunks are --schedule zb-v's, not --virtual-stages
+    settings.push_back({"virtual_stages", "--virtual-stages", file.virtual_stages,
+                        "puts " + std::to_string(file.virtual_stages) + " model chunks on each rank"});
+  return settings;
+}
+}  // namespace
+
 void take_shape_from_schedule_file(const ScheduleFile& file, const std::string& path,
                                    const std::vector<std::string>& args, ScheduleShape shape) {
-  const auto take = [&](const char* flag, int& value, int in_file, const std::string& what) {
+  for (const ShapeSetting& setting : shape_settings(file)) {
+    const std::string key = setting.key, flag = setting.flag;
+    int& value = key == "pp" ? shape.stages : key == "micro_batches" ? shape.micro_batches : shape.virtual_stages;
     if (!flag_given(args, flag)) {
-      value = in_file;
-      return;
+      value = setting.in_file;
+      continue;
     }
-    if (value != in_file)
-      throw UsageError(std::string(flag) + " " + std::to_string(value) + " disagrees with --schedule-file " + path +
-                       ", which " + what + ": the file is the schedule; give " + flag + " " + std::to_string(in_file) +
-                       " or leave " + flag + " out");
-  };
-  take("--pp", shape.stages, file.stages, "has " + std::to_string(file.stages) + " rows (ranks)");
-  take("--micro-batches", shape.micro_batches, file.micro_batches,
-       "runs " + std::to_string(file.micro_batches) + " micro-batches");
-  if (file.placement == ChunkPlacement::round_robin)  // a V's two chunks are --schedule zb-v's, not --virtual-stages
-    take("--virtual-stages", shape.virtual_stages, file.virtual_stages,
-         "puts " + std::to_string(file.virtual_stages) + " model chunks on each rank");
+    if (value != setting.in_file)
+      throw UsageError(flag + " " + std::to_string(value) + " disagrees with --schedule-file " + path + ", which " +
+                       setting.what + ": the file is the schedule; give " + flag + " " +
+                       std::to_string(setting.in_file) + " or leave " + flag + " out");
+  }
+}
+
+void check_imported_shape(const ScheduleFile& file, const std::string& path, const std::vector<std::string>& args,
+                          const std::vector<std::pair<std::string, std::string>>& origin, const RunConfig& config) {
+  for (const ShapeSetting& setting : shape_settings(file)) {
+    if (flag_given(args, setting.flag)) continue;  // the flag overrides the file, and agrees with the schedule
+    const int value = setting.key == std::string("pp")              ? config.layout.pp()
+                      : setting.key == std::string("micro_batches") ? config.micro_batches
+                                                                    : config.virtual_stages;
+    if (value == setting.in_file) continue;
+    for (auto it = origin.rbegin(); it != origin.rend(); ++it)  // the last file to set it
+      if (it->first == setting.key)
+        throw UsageError(it->second + " sets " + setting.flag + " " + std::to_string(value) +
+                         ", which disagrees with --schedule-file " + path + ", which " + setting.what +
+                         ": the file is the schedule; set it to " + std::to_string(setting.in_file) +
+                         " there, or give " + setting.flag + " " + std::to_string(setting.in_file));
+  }
 }
 
 std::optional<ScheduleFile> read_schedule_file_of(RunConfig& config, const std::vector<std::string>& args) {

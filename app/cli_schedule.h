@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "plan/schedule_file.h"
@@ -21,6 +22,11 @@ struct ScheduleShape {
 };
 void take_shape_from_schedule_file(const ScheduleFile& file, const std::string& path,
                                    const std::vector<std::string>& args, ScheduleShape shape);
+// A config file (--accelerate, --deepspeed) that set one of those where the command line did not
+// must agree with the file too: refused (UsageError) naming the config file, its key (`origin`:
+// run-config key, "file: its key", as RunImport gives them) and the schedule file's value.
+void check_imported_shape(const ScheduleFile& file, const std::string& path, const std::vector<std::string>& args,
+                          const std::vector<std::pair<std::string, std::string>>& origin, const RunConfig& config);
 // train's --schedule-file, read once (the plan is made from this read) and its
 // shape taken into `config`; nothing without one.
 std::optional<ScheduleFile> read_schedule_file_of(RunConfig& config, const std::vector<std::string>& args);

@@ -434,8 +434,10 @@ TrainFlags apply_config_files(const std::vector<std::string>& args, const TrainF
   out.schedule = parsed.schedule;
   std::vector<RunImport> imports;
   if (!parsed.accelerate.empty())
-    imports.push_back(
-        import_accelerate_run(load_accelerate_config(parsed.accelerate), out.config, flag_given(args, "--dp")));
+    imports.push_back(import_accelerate_run(
+        load_accelerate_config(parsed.accelerate), out.config, flag_given(args, "--dp"),
+        parsed.schedule && !flag_given(args, "--pp") ? "--schedule-file " + parsed.config.schedule_file + " (its rows)"
+                                                     : "--pp"));
   if (!parsed.deepspeed.empty())
     imports.push_back(import_deepspeed_run(load_deepspeed_config(parsed.deepspeed), out.config));
   const RunConfig from_files = out.config;
@@ -452,6 +454,11 @@ TrainFlags apply_config_files(const std::vector<std::string>& args, const TrainF
       if (const RunField& field = run_field(key); field.get(from_files) != field.get(out.config))
         overridden += (overridden.empty() ? "" : ", ") + std::string(field.flag);
   if (!overridden.empty()) out.imported += "; overridden by " + overridden;
+  if (out.schedule) {                                         // the files must not reshape the schedule either
+    std::vector<std::pair<std::string, std::string>> origin;  // every file's, in the order they applied
+    for (const RunImport& import : imports) origin.insert(origin.end(), import.origin.begin(), import.origin.end());
+    check_imported_shape(*out.schedule, out.config.schedule_file, args, origin, out.config);
+  }
   return out;
 }
 

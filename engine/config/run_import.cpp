@@ -28,6 +28,7 @@ struct Importer {
   std::vector<std::string> parts;   // the summary's pieces
   std::vector<std::string> fields;  // the keys set
   std::vector<SchemaValue> values;  // a DeepSpeed file's values of the rows both surfaces read
+  std::vector<std::pair<std::string, std::string>> origin;  // (key set, "file: its key"), the last setter's
 
   [[noreturn]] void refuse(const std::string& key, const std::string& why) const {
     throw ConfigError(source + ": " + key + ": " + why);
@@ -36,6 +37,7 @@ struct Importer {
     try {
       set_field(config, run_field(field), value);
       if (std::find(fields.begin(), fields.end(), field) == fields.end()) fields.emplace_back(field);
+      origin.emplace_back(field, source + ": " + key);
     } catch (const FieldError& e) {
       refuse(key, e.text([](std::string_view k) { return flag_of(k); }));
     }
@@ -217,6 +219,7 @@ RunImport import_deepspeed_run(const DeepSpeedConfig& ds, RunConfig& config) {
   if (ds.train.gradient_clipping) im.parts.push_back("grad clip " + num(config.grad_clip));
   out.summary = im.summary();
   out.fields = im.fields;
+  out.origin = im.origin;
   return out;
 }
 
@@ -235,7 +238,7 @@ void refuse_unrunnable(Importer& im, const AccelerateConfig& acc) {
     im.refuse("num_processes", std::to_string(processes) + " is not a multiple of num_machines " + std::to_string(machines));
 }
 
-void import_processes(Importer& im, const AccelerateConfig& acc, bool keep_dp) {
+void import_processes(Importer& im, const AccelerateConfig& acc, bool keep_dp, const std::string& pp_from) {
   const std::optional<std::int64_t> shared = im.integer("dp");  // num_processes, as the estimator reads it
   const bool megatron = acc.distributed_type == "MEGATRON_LM";  // dp is num_processes / (tp × pp) already
   const int processes = acc.distributed_type == "NO" ? 1
@@ -246,8 +249,8 @@ void import_processes(Importer& im, const AccelerateConfig& acc, bool keep_dp) {
     im.set("dp", shared.value_or(1), "num_processes");
   } else if (!keep_dp) {
     if (processes % im.config.layout.pp() != 0)
-      im.refuse("num_processes",
-                std::to_string(processes) + " is not a multiple of --pp " + std::to_string(im.config.layout.pp()));
+      im.refuse("num_processes", std::to_string(processes) + " is not a multiple of the " +
+                                     std::to_string(im.config.layout.pp()) + " pipeline stages of " + pp_from);
     im.set("dp", processes / im.config.layout.pp(), "num_processes");
   }
   im.parts.push_back(acc.distributed_type + ", " + std::to_string(processes) + " process" +
@@ -309,6 +312,7 @@ void import_plugin(Importer& im, const AccelerateConfig& acc, RunImport& out) {
     append(out, inner.warnings);
     out.summary = inner.summary;
     im.fields.insert(im.fields.end(), inner.fields.begin(), inner.fields.end());
+    im.origin.insert(im.origin.end(), inner.origin.begin(), inner.origin.end());
   }
   if (const SchemaValue* zero = im.value("zero")) {
     im.set("zero", zero->value, im.file_key(*zero));
@@ -326,7 +330,8 @@ void import_plugin(Importer& im, const AccelerateConfig& acc, RunImport& out) {
 
 }  // namespace
 
-RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, bool keep_dp) {
+RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, bool keep_dp,
+                                const std::string& pp_from) {
   RunImport out;
   append(out, acc.warnings);
   Importer im{acc.source, config, {}, {}, {}};
@@ -338,7 +343,7 @@ RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, 
   // The rows every surface reads, read once (config/plan_import.cpp), past the run's refusals.
   im.values = plan_values_from_accelerate(acc, noted);
   if (type == "MEGATRON_LM") import_megatron(im, acc);  // tp and pp before dp
-  import_processes(im, acc, keep_dp);
+  import_processes(im, acc, keep_dp, pp_from);
   import_mixed_precision(im, acc);
   const bool plugin = acc.zero_stage || acc.accum || acc.gradient_clipping || acc.deepspeed_config_file ||
                       acc.offload_optimizer_device || acc.offload_param_device;
@@ -350,6 +355,7 @@ RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, 
     out.warnings.push_back(acc.source + ": fsdp_config: ignored (distributed_type is " + type + ")");
   out.summary = im.summary() + (out.summary.empty() ? "" : "; " + out.summary);
   out.fields = im.fields;
+  out.origin = im.origin;
   return out;
 }
 

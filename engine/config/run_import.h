@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/run_config.h"
@@ -24,6 +25,9 @@ struct RunImport {
   std::string summary;                // "from ds.json: batch 32 = micro 4 x accum 2 x dp 4, ZeRO-2, ..."
   std::vector<std::string> warnings;  // unknown keys and other notes, each naming its key
   std::vector<std::string> fields;    // the run-config keys (config/run_schema.h) the file set
+  // (run-config key, where it came from: "acc.yaml: megatron_lm_config.megatron_lm_pp_degree"), as
+  // SettingsPatch::origin credits the estimator's settings: a refusal names the file and its key.
+  std::vector<std::pair<std::string, std::string>> origin;
 };
 
 // Sets `config` from a DeepSpeed config. The batch arithmetic uses config.layout.dp()
@@ -33,7 +37,9 @@ RunImport import_deepspeed_run(const DeepSpeedConfig& ds, RunConfig& config);
 
 // Sets `config` from an accelerate config: dp from num_processes (over config.layout.pp())
 // unless `keep_dp` (the command line gave --dp), then the DeepSpeed JSON it points to.
-RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, bool keep_dp);
+// `pp_from` names what set config.layout.pp() in a refusal ("--pp", or "--schedule-file F (its rows)").
+RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, bool keep_dp,
+                                const std::string& pp_from = "--pp");
 
 // The same files read for the estimator's surfaces (`estimate`, the memory
 // planner): every value a file sets, in the order they apply. A planner takes

@@ -62,8 +62,8 @@ std::int64_t tp_share(std::int64_t whole, std::int64_t split, int tp) {
   return whole + (split + tp - 1) / tp;
 }
 
-// A file's parameters per unit on one tp rank. The replicated part of a layer:
-// its norms and, in GPT-2 and BERT, the LayerNorm biases and the two row-parallel biases.
+// A file's parameters per unit on one tp rank. The replicated part of a layer
+// (layer_replicated_parameters): its norms, and the row-parallel projections' biases.
 struct FileUnits {
   std::int64_t embedding, layer, head, tied_copy, dense_layer;
   std::int64_t layer_of(const ModelShape& m, std::int64_t l) const { return l < m.dense_layers ? dense_layer : layer; }
@@ -72,7 +72,7 @@ struct FileUnits {
 };
 FileUnits file_units(const ModelShape& m, int tp, int ep = 1) {
   const std::int64_t vh = m.vocab * m.hidden, split_vh = m.split_vocab(tp) * m.hidden;
-  const std::int64_t replicated_layer = (m.architecture == "llama" ? 2 : 6) * m.hidden;
+  const std::int64_t replicated_layer = m.layer_replicated_parameters;
   // Expert parallelism: a layer keeps E/ep of its experts.
   const std::int64_t layer = m.layer_parameters - m.layer_expert_parameters + m.layer_expert_parameters / ep;
   if (tp == 1)
@@ -226,6 +226,7 @@ ModelShape model_shape_from_hf(const HfModelConfig& hf) {
     if (hf.kv_lora_rank == 0) m.attention_width = hf.heads * hf.head_dim;
     m.embedding_parameters = hf.embedding_parameters();
     m.layer_parameters = hf.layer_parameters();
+    m.layer_replicated_parameters = hf.replicated_layer_parameters();
     m.head_parameters = hf.head_parameters();
     m.lookup_only_parameters = hf.lookup_only_parameters();
     m.largest_module_parameters = hf.largest_module_parameters();

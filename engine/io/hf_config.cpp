@@ -482,6 +482,25 @@ std::int64_t HfModelConfig::layer_parameters() const {
   return 0;
 }
 
+std::int64_t HfModelConfig::replicated_layer_parameters() const {
+  const CheckedSize h = hidden;
+  if (kv_lora_rank > 0) return (2 * h).value();  // DeepSeek-V3: its two RMSNorms
+  switch (architecture) {
+    case HfArchitecture::gpt2:  // ln_1 and ln_2 (weight and bias), the biases of attn.c_proj and mlp.c_proj
+    case HfArchitecture::bert:  // two LayerNorms (weight and bias), the biases of attention.output and output.dense
+      return (6 * h).value();
+    case HfArchitecture::llama: {  // input and post-attention RMSNorms
+      CheckedSize n = 2 * h;
+      if (feedforward_norms) n += 2 * h;            // Gemma2: pre- and post-feedforward norms
+      if (qk_norm) n += 2 * CheckedSize(head_dim);  // Qwen3: q_norm, k_norm, one head_dim vector for all heads
+      if (attention_bias) n += h;                   // o_proj's bias, added after the row-parallel sum
+      if (mlp_bias) n += h;                         // down_proj's bias, likewise
+      return n.value();
+    }
+  }
+  return 0;
+}
+
 std::int64_t HfModelConfig::head_parameters() const {
   const CheckedSize h = hidden, v = vocab;
   const CheckedSize untied = tie_word_embeddings ? CheckedSize(0) : v * h;

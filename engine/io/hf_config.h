@@ -86,6 +86,10 @@ struct HfModelConfig {
   std::int64_t active_training_parameters() const;
   std::int64_t embedding_parameters() const;       // token (+ position, + token type, + embedding LayerNorm)
   std::int64_t layer_parameters() const;           // one transformer layer (its experts too when every layer has them)
+  // Of one layer, what tensor parallelism keeps whole on every tp rank (Megatron-LM's
+  // replicated tensors): the norms (Gemma2's feed-forward ones and Qwen3's head_dim-wide q/k
+  // norms too, shared by every head) and the biases of the row-parallel o/c_proj and down projections.
+  std::int64_t replicated_layer_parameters() const;
   std::int64_t dense_layer_parameters() const;  // one of the first_dense_layers (DeepSeek-V3), else layer_parameters()
   std::int64_t head_parameters() const;            // final norm, untied lm_head, BERT pooler + MLM head
   std::int64_t lookup_only_parameters() const;     // embeddings no matmul reads: positions, types, untied input

@@ -68,6 +68,7 @@ class TestHfParameterCounts : public QObject {
   void qwen3_attention_is_heads_times_head_dim_wide();
   void phi3_counts_are_exact();
   void gemma_counts_are_exact();
+  void tensor_parallel_replicates_norms();
 };
 
 void TestHfParameterCounts::gpt2_count_is_exact() {
@@ -357,6 +358,53 @@ void TestHfParameterCounts::gemma_counts_are_exact() {
   config["model_type"] = "gemma2";
   config["sliding_window"] = nullptr;  // no window: no warning
   QVERIFY(parse_hf_config(config.dump(), "g.json").warnings.empty());
+}
+
+// Under tensor parallelism every tp rank holds a layer's norms whole, as Megatron-LM and Transformer
+// Engine keep LayerNorm weights: Gemma2's four RMSNorms, Qwen3's q_norm and k_norm (one head_dim vector
+// every head shares) beside its two, and the biases added after a row-parallel sum. One rank of a
+// middle pipeline stage (layers only) holds (layer - R)/2 + R a layer at tp 2, R replicated.
+void TestHfParameterCounts::tensor_parallel_replicates_norms() {
+  struct Case {
+    std::string file;
+    std::int64_t replicated;
+    int pp, middle_layers;
+    bool biases = false;  // attention_bias and mlp_bias set: o_proj's and down_proj's biases replicated too
+  };
+  const Case cases[] = {
+      {"qwen3-0.6b_config.json", 2 * 1024 + 2 * 128, 4, 7},         // 28 layers: 7 a stage
+      {"gemma-2-9b_config.json", 4 * 3584, 3, 14},                  // 42 layers: 14 a stage
+      {"llama-2-7b_config.json", 2 * 4096 + 2 * 4096, 4, 8, true},  // 32 layers: 8 a stage
+  };
+  for (const Case& c : cases) {
+    nlohmann::json config = nlohmann::json::parse(file_text(kConfigs + c.file));
+    if (c.biases) config["attention_bias"] = config["mlp_bias"] = true;
+    const HfModelConfig hf = parse_hf_config(config.dump(), c.file);
+    const ModelShape shape = model_shape_from_hf(hf);
+    QCOMPARE(shape.parameters(), hf.training_parameters());  // the whole model still counted exactly
+    const std::int64_t layer = hf.layer_parameters();
+    QVERIFY((layer - c.replicated) % 2 == 0);
+    const std::int64_t per_rank = (layer - c.replicated) / 2 + c.replicated;
+    QCOMPARE(shape.stage_parameters(c.pp, 1, 2), c.middle_layers * per_rank);
+    QCOMPARE(shape.stage_parameters(c.pp, 1, 1), c.middle_layers * layer);
+    // The memory model's rank (and the gradients it reduces over dp) hold the same.
+    EstimateSettings s;
+    s.layout[Axis::pp] = c.pp;
+    s.layout[Axis::tp] = 2;
+    s.layout[Axis::dp] = 2;
+    s.precision = Precision::bf16;
+    s.seq = 1024;
+    s.micro_batches = c.pp;
+    s.activations = ActivationMode::formula;  // the engine's kernels do not run a Llama-family model
+    const MemoryEstimate memory = estimate_memory(shape, s);
+    bool seen = false;
+    for (const RankMemory& r : memory.ranks)
+      if (r.stage == 1) {
+        QCOMPARE(r.stage_parameters, c.middle_layers * per_rank);
+        seen = true;
+      }
+    QVERIFY(seen);
+  }
 }
 
 QTEST_GUILESS_MAIN(TestHfParameterCounts)

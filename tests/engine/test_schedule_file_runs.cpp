@@ -46,6 +46,7 @@ class TestScheduleFileRuns : public QObject {
  private Q_SLOTS:
   void the_file_sets_the_flags_it_schedules();
   void a_flag_that_disagrees_with_the_file_is_refused_naming_both();
+  void a_config_file_that_disagrees_with_the_file_is_named_not_a_flag();
   void the_bytes_of_a_bad_file_are_escaped_in_messages();
   void a_schedule_file_is_written_back_as_the_same_rows();
   void a_recording_opens_without_its_schedule_file();
@@ -92,6 +93,52 @@ void TestScheduleFileRuns::a_flag_that_disagrees_with_the_file_is_refused_naming
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains(c.message) && r.err.contains("leave"), qPrintable(r.err));
   }
+}
+
+// An --accelerate file that sets the pipeline otherwise than the schedule file is named with its
+// key, not blamed on a --pp or --micro-batches no one gave; num_processes that the file's stages
+// do not divide names the file's rows as the stages.
+void TestScheduleFileRuns::a_config_file_that_disagrees_with_the_file_is_named_not_a_flag() {
+  QTemporaryDir dir;
+  const QString file = kExamples + "1f1b_pp4_m8.csv";
+  const auto accelerate = [&](const QString& name, const QByteArray& body) {
+    const QString path = dir.filePath(name);
+    write_file(path, "compute_environment: LOCAL_MACHINE\nmixed_precision: 'no'\nnum_machines: 1\n" + body);
+    return path;
+  };
+  const QString megatron_pp = accelerate("pp.yaml",
+                                         "distributed_type: MEGATRON_LM\nnum_processes: 4\nmegatron_lm_config:\n"
+                                         "  megatron_lm_pp_degree: 2\n  megatron_lm_tp_degree: 1\n");
+  const QString megatron_m =
+      accelerate("m.yaml",
+                 "distributed_type: MEGATRON_LM\nnum_processes: 4\nmegatron_lm_config:\n"
+                 "  megatron_lm_pp_degree: 4\n  megatron_lm_tp_degree: 1\n  megatron_lm_num_micro_batches: 2\n");
+  const QString six = accelerate("six.yaml", "distributed_type: MULTI_GPU\nnum_processes: 6\n");
+  const struct {
+    QString config, message;
+  } cases[] = {
+      {megatron_pp, megatron_pp +
+                        ": megatron_lm_config.megatron_lm_pp_degree sets --pp 2, which disagrees with "
+                        "--schedule-file " +
+                        file + ", which has 4 rows (ranks)"},
+      {megatron_m, megatron_m +
+                       ": megatron_lm_config.megatron_lm_num_micro_batches sets --micro-batches 2, which "
+                       "disagrees with --schedule-file " +
+                       file + ", which runs 8 micro-batches"},
+      {six, six + ": num_processes: 6 is not a multiple of the 4 pipeline stages of --schedule-file " + file +
+                " (its rows)"},
+  };
+  for (const auto& c : cases) {
+    const CliResult r = run_cli({"train", "--accelerate", c.config, "--schedule-file", file, "--steps", "1", "--batch",
+                                 "8", "--seq", "16", "--threads", "1"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(c.message), qPrintable(r.err));
+    QVERIFY2(!r.err.contains("--pp is") && !r.err.contains("of --pp"), qPrintable(r.err));
+  }
+  // Given on the command line, the flag is the setting: the file's value stands aside.
+  const CliResult flag = run_cli({"train", "--accelerate", megatron_pp, "--schedule-file", file, "--pp", "4", "--steps",
+                                  "1", "--batch", "8", "--seq", "16", "--threads", "1"});
+  QVERIFY2(!flag.err.contains("disagrees"), qPrintable(flag.err));
 }
 
 // A NUL, a control byte (BEL) and invalid UTF-8 (0xff) reach a message as
