@@ -185,6 +185,36 @@ Pass attention_core(const KernelModel& km, const KernelModel& flash_km, const Di
   return p;
 }
 
+// Ring attention's memory-bound passes around its blocks, bytes per layer and micro-batch, as PyTorch's
+// context parallel runs them under torchtitan (torch/distributed/tensor/experimental/_attention.py, read at
+// a stored version later than the benchmark's torch 1963fc8; the merge and the accumulators are the same
+// code there as in the older `_ring_rotate` version), one kernel per op as the Python issues them. o: the
+// values of the rank's attention output, r·q/t (K and V, repeated to every query head, as many); d: the
+// activations' bytes. Counted for the last cp rank, whose blocks after the first take all its queries and the
+// first half of the keys (the load balance): the most bytes of any rank (the others' partial updates copy
+// less), and the ring waits for it every layer.
+//   forward (_templated_ring_attention): K and V made contiguous (torchtitan's transposed views: 2 · 2d),
+//     then concatenated for the rotater before every block but the last ((cp − 1) · 2 · 2d; the all-gather
+//     uses the first); _SDPAMerger.step casts each block's output to fp32 (d + 4), and from the second block
+//     _merge_one runs out − sigmoid(lse_b − lse)·(out − out_b) in fp32, three passes (12 + 8 + 12);
+//     results() casts the merged output back (4 + d).
+//   backward (_templated_ring_attention_backward): dQ, dK, dV zeroed in fp32 (3 · 4); K and V contiguous
+//     and concatenated as forward; the first block adds its dQ, dK, dV into the fp32 accumulators
+//     (3 · (8 + d)); each later block adds its half-length dK, dV into the first half of the accumulators it
+//     received and concatenates the halves (_partial_update: 2 · ((8 + d)/2 + 8)), and adds its dQ (8 + d);
+//     every block concatenates dK, dV for the all-to-all that passes them on (2 · 8); at the end dQ, dK and
+//     dV are cast back (3 · (4 + d)).
+// The log-sum-exp's own passes are 1/hd of the output's: left out.
+Pass ring_attention_bytes(const Dims& x) {
+  const double o = x.r * x.q / x.t, d = x.d, cp = x.cp;
+  const double copy_kv = 2 * 2 * d;  // K and V, d read and d written a value
+  Pass p;
+  p.forward = o * (cp * copy_kv + (d + 4) + (cp - 1) * ((d + 4) + 12 + 8 + 12) + (4 + d));
+  p.backward =
+      o * (3 * 4 + cp * copy_kv + 3 * (8 + d) + (cp - 1) * ((8 + d) + 2 * 8 + (8 + d)) + cp * 2 * 8 + 3 * (4 + d));
+  return p;
+}
+
 // Bytes per token of one layer's memory-bound kernels, fused: one pass per op.
 Pass fused_bytes(const Dims& x, double norm_tokens) {
   const double q_and_k = (x.qkv + x.q) / 2;  // q is a·d wide; k and v share the rest
@@ -349,6 +379,11 @@ StepKernels step_kernels(const ModelShape& model, const EstimateSettings& s, con
   k.attention_block_forward_s = a.forward / x.cp;
   k.attention_block_backward_s = a.backward / x.cp;
   k.memory_s = micro * (layers * (m.forward * (memory_again ? 2 : 1) + m.backward) + head_memory);
+  if (x.cp > 1 && s.flash_attention && !s.triton_attention) {  // PyTorch's ring around its SDPA kernel
+    const Pass ring = ring_attention_bytes(x);
+    k.ring_passes_s = micro * layers * km.memory_s(ring.forward * (core_again ? 2 : 1) + ring.backward);
+    k.memory_s += k.ring_passes_s;
+  }
   if (float8) {
     // --float8-all-gather: ZeRO-3 gathers every micro-step's forward and backward (FSDP reshards after
     // forward), ZeRO-1/2 once a step (torchtitan's FSDP beside pipeline parallelism keeps the weights).

@@ -17,7 +17,9 @@
 //     triton (--attention triton: FlashAttention in Triton, llm-foundry's): flash's
 //     kernels, forward 1.4 and backward 2 times as long (FlashAttention-2, section 4.1).
 //   Context parallelism (ring attention): cp blocks of s/cp × s/cp, each its own
-//     kernel(s), equal shares of the causal work (the load-balanced split).
+//     kernel(s), equal shares of the causal work (the load-balanced split); with
+//     flash, PyTorch's merges of the blocks' outputs in fp32, its K, V copies and
+//     its fp32 dQ, dK, dV accumulation as memory-bound passes (step_kernels.cpp).
 //   Memory-bound kernels, values per token of d bytes: two norms 2 × (2h forward +
 //     3h backward), two residual adds 2 × 3h each way, GELU 2f + 3f or SwiGLU
 //     3f + 5f (over t), RoPE on q and k 2 × 2(q + k)/t, cross-entropy 3V/t, the
@@ -54,6 +56,8 @@ struct StepKernels {
   double memory_s = 0;      // norms, activation, residual adds, RoPE, cross-entropy
   double gemm_kernels = 0;  // GEMM kernels launched per step (each pays the floor)
   double float8_cast_s = 0;  // --float8: the linears' amax, casts and transposes (part of memory_s)
+  // --cp with flash: ring attention's merges, K, V copies and fp32 accumulators (part of memory_s)
+  double ring_passes_s = 0;
   // One attention block (a layer's core on one micro-batch is cp of them), forward and backward: what
   // ring attention's transfers hide behind (estimate/time_model.h).
   double attention_block_forward_s = 0, attention_block_backward_s = 0;
