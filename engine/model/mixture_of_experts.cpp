@@ -190,7 +190,9 @@ void MixtureOfExperts::forward(int layer, float* y, const float* x, const LayerW
                     r.in + static_cast<std::ptrdiff_t>(row) * C);
   });
   // Every expert's MLP on its rows: out = proj_e(gelu(fc_e(in))); under expert
-  // parallelism on the experts' ranks, the rows travelling there and back.
+  // parallelism on the experts' ranks, the rows travelling there and back. Each
+  // expert's GEMMs run (and the GPU-profile clock prices them) on the rows it took,
+  // however unbalanced the router made them, where the estimator assumes r·k/E each.
   if (expert_ranks() > 1) {
     parallel_experts_forward(r, w, context);
   } else {
