@@ -88,21 +88,14 @@ MoeLayerKernels moe_layer_kernels(const ModelShape& model, const EstimateSetting
   add_mlp(out, km, x, out.rank_experts, x.launches_per_projection(out.rank_experts), out.expert_rows, x.expert_f);
   if (x.shared_f > 0) add_mlp(out, km, x, 1, 1, x.r, x.shared_f);  // the shared experts, one MLP of their width
 
-  // Memory-bound passes, values of d bytes (each read or written once):
-  //   forward: softmax over the logits (read r·E, write r·E), top-k (read r·E, write the k gates
-  //     and indices, 2·r·k); the permute (read and write each kept copy's row, 2·kept·h); the
-  //     activation on the experts' rows (GELU 2f, SwiGLU 3f a row); the combine (read the kept
-  //     outputs, write the r tokens' sums);
-  //   backward: the combine's (read dy, write the kept rows' gradients and read their outputs for
-  //     the gates' gradients, r·h + 2·kept·h), the activation's (GELU 3f, SwiGLU 5f), the
-  //     permute's (read the kept rows' gradients, sum them into r tokens), the top-k's scatter
-  //     into r·E and the softmax's backward (read p and dp, write d logits).
+  // Memory-bound passes, values of d bytes (each read or written once): the routing's softmax,
+  // top-k, permute and combine and their backward (moe_routing_traffic, the clock's formula too),
+  // and the activation on the experts' rows (GELU 2f a row forward, 3f backward; SwiGLU 3f, 5f).
+  const MoeRoutingTraffic routing = moe_routing_traffic(x.r, x.E, x.k, x.h, kept);
   const double f = x.expert_f / x.t, shared = x.shared_f / x.t;
   const double act_forward = x.gated ? 3 : 2, act_backward = x.gated ? 5 : 3;
-  const double forward = 3 * x.r * x.E + 2 * x.r * x.k + 2 * kept * x.h +
-                         act_forward * (expert_rows_in_all * f + x.r * shared) + kept * x.h + x.r * x.h;
-  const double backward = x.r * x.h + 2 * kept * x.h + act_backward * (expert_rows_in_all * f + x.r * shared) +
-                          kept * x.h + x.r * x.h + 4 * x.r * x.E + x.r * x.k;
+  const double forward = routing.forward() + act_forward * (expert_rows_in_all * f + x.r * shared);
+  const double backward = routing.backward() + act_backward * (expert_rows_in_all * f + x.r * shared);
   out.memory_forward = km.memory_s(x.d * forward);
   out.memory_backward = km.memory_s(x.d * backward);
   return out;

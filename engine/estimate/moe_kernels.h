@@ -17,10 +17,12 @@
 //     (Megatron-LM's --moe-grouped-gemm, torchtitan's _grouped_mm) one per
 //     projection, which pays the floor once for all the rank's experts.
 //   Shared experts (DeepSeek-V3's, always on): one MLP of shared·f on all r rows.
-//   Memory-bound passes, d bytes a value (bytes in moe_kernels.cpp): softmax and
-//     top-k over the r × E logits, the permute that copies each token's row to its
-//     k experts (r·k rows of h), the activation on the experts' r·k rows, the
-//     combine that sums each token's k outputs; each one's backward.
+//   Memory-bound passes, d bytes a value: softmax and top-k over the r × E logits,
+//     the permute that copies each token's row to its k experts (r·k rows of h),
+//     the activation on the experts' r·k rows, the combine that sums each token's
+//     k outputs; each one's backward. The routing's traffic is moe_routing_traffic
+//     (model/mixture_of_experts.h), which the GPU-profile clock prices the
+//     engine's routing loops with too.
 //   Tensor parallelism splits each expert's f over t (the router stays whole).
 #pragma once
 

@@ -1,13 +1,23 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The mixture-of-experts MLP, forward and backward (the formulas are in the header).
 // Routing and the gather/scatter between tokens and the experts' packed rows
-// run on the host: MoE models train on CPU ranks (config/run_config.cpp).
+// run on the host: MoE models train on CPU ranks (config/run_config.cpp). Each
+// of those loops is a host_pass (ops/host_pass.h) with the bytes of
+// moe_routing_traffic, so the GPU-profile clock prices them as the estimator
+// does, on the rows the router really kept.
 #include "model/mixture_of_experts.h"
 
 #include <algorithm>
 #include <cmath>
 
+#include "ops/host_pass.h"
+
 namespace shardscope {
+
+namespace {
+// The routing passes' values are fp32 (the engine computes in fp32 at every precision).
+constexpr double kValueBytes = 4.0;
+}  // namespace
 
 void MoeStats::add(const MoeStats& other) {
   aux_loss_sum += other.aux_loss_sum;
@@ -22,6 +32,18 @@ void MoeStats::add(const MoeStats& other) {
 int moe_capacity(const ModelConfig& config, int tokens) {
   const double places = static_cast<double>(config.capacity_factor) * tokens * config.top_k / config.experts;
   return static_cast<int>(std::ceil(places));
+}
+
+MoeRoutingTraffic moe_routing_traffic(double tokens, double experts, double top_k, double channels, double kept) {
+  const double N = tokens, E = experts, k = top_k, C = channels;
+  MoeRoutingTraffic t;
+  t.route = 3 * N * E + 2 * N * k;
+  t.permute = 2 * kept * C;
+  t.combine = kept * C + N * C;
+  t.combine_backward = N * C + 2 * kept * C;
+  t.permute_backward = kept * C + N * C;
+  t.route_backward = 4 * N * E + N * k;
+  return t;
 }
 
 MixtureOfExperts::MixtureOfExperts(const ModelConfig& config, Backend& backend, MemoryLedger& ledger)
@@ -74,6 +96,12 @@ void MixtureOfExperts::route(Routing& r, const float* x, const LayerWeights& w) 
   const int N = r.rows, E = config_.experts, k = config_.top_k, C = config_.channels;
   r.probs.resize(static_cast<std::size_t>(N) * E);
   backend_.linear_forward(r.probs.data(), x, w.router_w, nullptr, N, C, E);  // logits (N, E)
+  // Softmax, top-k and places: one pass over the logits (its traffic does not depend on the kept rows).
+  host_pass(backend_, "moe_route", kValueBytes * moe_routing_traffic(N, E, k, C, 0).route, [&] { choose_experts(r); });
+}
+
+void MixtureOfExperts::choose_experts(Routing& r) {
+  const int N = r.rows, E = config_.experts, k = config_.top_k;
   r.choice.assign(static_cast<std::size_t>(N) * k, 0);
   r.gate.assign(static_cast<std::size_t>(N) * k, 0.0f);
   std::vector<int> order(static_cast<std::size_t>(E));
@@ -152,14 +180,19 @@ void MixtureOfExperts::forward(int layer, float* y, const float* x, const LayerW
   r.rows = rows;
   route(r, x, w);
   bind_activations(r);
-  // Dispatch: each kept choice's token into its expert's packed rows.
-  for (int n = 0; n < rows; ++n)
-    for (int j = 0; j < k; ++j)
-      if (const int row = r.packed[static_cast<std::size_t>(n) * k + j]; row >= 0)
-        std::copy(x + static_cast<std::ptrdiff_t>(n) * C, x + static_cast<std::ptrdiff_t>(n + 1) * C,
-                  r.in + static_cast<std::ptrdiff_t>(row) * C);
+  const MoeRoutingTraffic traffic = routing_traffic(r);
+  // Dispatch (the permute): each kept choice's token into its expert's packed rows.
+  host_pass(backend_, "moe_permute", kValueBytes * traffic.permute, [&] {
+    for (int n = 0; n < rows; ++n)
+      for (int j = 0; j < k; ++j)
+        if (const int row = r.packed[static_cast<std::size_t>(n) * k + j]; row >= 0)
+          std::copy(x + static_cast<std::ptrdiff_t>(n) * C, x + static_cast<std::ptrdiff_t>(n + 1) * C,
+                    r.in + static_cast<std::ptrdiff_t>(row) * C);
+  });
   // Every expert's MLP on its rows: out = proj_e(gelu(fc_e(in))); under expert
-  // parallelism on the experts' ranks, the rows travelling there and back.
+  // parallelism on the experts' ranks, the rows travelling there and back. Each
+  // expert's GEMMs run (and the GPU-profile clock prices them) on the rows it took,
+  // however unbalanced the router made them, where the estimator assumes r·k/E each.
   if (expert_ranks() > 1) {
     parallel_experts_forward(r, w, context);
   } else {
@@ -168,17 +201,26 @@ void MixtureOfExperts::forward(int layer, float* y, const float* x, const LayerW
     experts_forward(w, 0, per_expert, r.in, r.fc, r.gelu, r.out);
   }
   // Combine: y = sum of gate x expert output over the token's kept choices (choice order).
-  std::fill(y, y + static_cast<std::ptrdiff_t>(rows) * C, 0.0f);
-  for (int n = 0; n < rows; ++n)
-    for (int j = 0; j < k; ++j) {
-      const std::size_t i = static_cast<std::size_t>(n) * k + j;
-      if (r.packed[i] < 0) continue;
-      const float g = r.gate[i];
-      const float* out = r.out + static_cast<std::ptrdiff_t>(r.packed[i]) * C;
-      float* yn = y + static_cast<std::ptrdiff_t>(n) * C;
-      for (int c = 0; c < C; ++c) yn[c] += g * out[c];
-    }
+  host_pass(backend_, "moe_combine", kValueBytes * traffic.combine, [&] {
+    std::fill(y, y + static_cast<std::ptrdiff_t>(rows) * C, 0.0f);
+    for (int n = 0; n < rows; ++n)
+      for (int j = 0; j < k; ++j) {
+        const std::size_t i = static_cast<std::size_t>(n) * k + j;
+        if (r.packed[i] < 0) continue;
+        const float g = r.gate[i];
+        const float* out = r.out + static_cast<std::ptrdiff_t>(r.packed[i]) * C;
+        float* yn = y + static_cast<std::ptrdiff_t>(n) * C;
+        for (int c = 0; c < C; ++c) yn[c] += g * out[c];
+      }
+  });
   if (count) count_routing(layer, r);
+}
+
+MoeRoutingTraffic MixtureOfExperts::routing_traffic(const Routing& r) const {
+  // The choices the router kept (its packed rows), not the balanced N k: an expert over its
+  // capacity drops the rest, and each expert's rows are those it took.
+  const double kept = r.expert_begin[static_cast<std::size_t>(config_.experts)];
+  return moe_routing_traffic(r.rows, config_.experts, config_.top_k, config_.channels, kept);
 }
 
 void MixtureOfExperts::count_routing(int layer, const Routing& r) {
@@ -245,21 +287,24 @@ void MixtureOfExperts::backward(int layer, float* d_x, LayerWeights& dw, const f
   d_out_.assign(static_cast<std::size_t>(R * C), 0.0f);
   d_in_.assign(static_cast<std::size_t>(R * C), 0.0f);
   d_gate_.assign(static_cast<std::size_t>(rows) * k, 0.0f);
+  const MoeRoutingTraffic traffic = routing_traffic(r);
   // Combine's backward: d out_row = gate d y_n, d gate = d y_n . out_row.
-  for (int n = 0; n < rows; ++n)
-    for (int j = 0; j < k; ++j) {
-      const std::size_t i = static_cast<std::size_t>(n) * k + j;
-      if (r.packed[i] < 0) continue;
-      const float* dy = d_y + static_cast<std::ptrdiff_t>(n) * C;
-      const float* out = r.out + static_cast<std::ptrdiff_t>(r.packed[i]) * C;
-      float* d_out = d_out_.data() + static_cast<std::ptrdiff_t>(r.packed[i]) * C;
-      float dot = 0.0f;
-      for (int c = 0; c < C; ++c) {
-        d_out[c] = r.gate[i] * dy[c];
-        dot += dy[c] * out[c];
+  host_pass(backend_, "moe_combine_backward", kValueBytes * traffic.combine_backward, [&] {
+    for (int n = 0; n < rows; ++n)
+      for (int j = 0; j < k; ++j) {
+        const std::size_t i = static_cast<std::size_t>(n) * k + j;
+        if (r.packed[i] < 0) continue;
+        const float* dy = d_y + static_cast<std::ptrdiff_t>(n) * C;
+        const float* out = r.out + static_cast<std::ptrdiff_t>(r.packed[i]) * C;
+        float* d_out = d_out_.data() + static_cast<std::ptrdiff_t>(r.packed[i]) * C;
+        float dot = 0.0f;
+        for (int c = 0; c < C; ++c) {
+          d_out[c] = r.gate[i] * dy[c];
+          dot += dy[c] * out[c];
+        }
+        d_gate_[i] = dot;
       }
-      d_gate_[i] = dot;
-    }
+  });
   // The experts' backward, each on its packed rows (on its own rank under expert parallelism).
   if (expert_ranks() > 1) {
     parallel_experts_backward(r, dw, w, context);
@@ -269,16 +314,20 @@ void MixtureOfExperts::backward(int layer, float* d_x, LayerWeights& dw, const f
     experts_backward(dw, w, 0, per_expert, d_out_.data(), r.in, r.fc, r.gelu, d_in_.data());
   }
   // Dispatch's backward: each kept choice's input gradient back to its token.
-  std::fill(d_x, d_x + static_cast<std::ptrdiff_t>(rows) * C, 0.0f);
-  for (int n = 0; n < rows; ++n)
-    for (int j = 0; j < k; ++j)
-      if (const int row = r.packed[static_cast<std::size_t>(n) * k + j]; row >= 0) {
-        const float* d_in = d_in_.data() + static_cast<std::ptrdiff_t>(row) * C;
-        float* dx = d_x + static_cast<std::ptrdiff_t>(n) * C;
-        for (int c = 0; c < C; ++c) dx[c] += d_in[c];
-      }
+  host_pass(backend_, "moe_permute_backward", kValueBytes * traffic.permute_backward, [&] {
+    std::fill(d_x, d_x + static_cast<std::ptrdiff_t>(rows) * C, 0.0f);
+    for (int n = 0; n < rows; ++n)
+      for (int j = 0; j < k; ++j)
+        if (const int row = r.packed[static_cast<std::size_t>(n) * k + j]; row >= 0) {
+          const float* d_in = d_in_.data() + static_cast<std::ptrdiff_t>(row) * C;
+          float* dx = d_x + static_cast<std::ptrdiff_t>(n) * C;
+          for (int c = 0; c < C; ++c) dx[c] += d_in[c];
+        }
+  });
   // The router: logits = x Wr^T, from the gates and the load-balancing loss.
-  router_logit_gradient(r, aux_weight * config_.aux_loss_coef / static_cast<float>(config_.moe_layer_count()));
+  const float aux_grad = aux_weight * config_.aux_loss_coef / static_cast<float>(config_.moe_layer_count());
+  host_pass(backend_, "moe_route_backward", kValueBytes * traffic.route_backward,
+            [&] { router_logit_gradient(r, aux_grad); });
   backend_.linear_backward(d_x, dw.router_w, nullptr, d_logits_.data(), x, w.router_w, rows, C, E,
                            /*accumulate=*/true);
 }

@@ -55,6 +55,24 @@ struct MoeStats {
 // The places each expert has for a forward of `tokens` tokens: ceil(capacity_factor tokens k / E).
 int moe_capacity(const ModelConfig& config, int tokens);
 
+// The memory-bound routing passes of one MoE layer over `tokens` rows of `channels`, of which
+// `kept` choices went to an expert's packed rows, in values each pass reads and writes once (a GPU
+// kernel's least traffic). The estimator (estimate/moe_kernels.cpp) takes the balanced share of
+// kept choices; the GPU-profile clock takes the counts the router made (MixtureOfExperts).
+struct MoeRoutingTraffic {
+  // Forward.
+  double route = 0;    // softmax over the (N, E) logits (read, write), top-k (read; write k gates, k indices)
+  double permute = 0;  // each kept choice's row copied to its expert's packed rows (read, write)
+  double combine = 0;  // the kept outputs read, each token's gated sum written
+  // Backward.
+  double combine_backward = 0;  // d y read, the kept rows' d out written and their outputs read (d gate)
+  double permute_backward = 0;  // the kept rows' d in read, summed into each token's d x
+  double route_backward = 0;    // d gate into (N, E) (read k, write E), softmax's (read p, d p; write d logits)
+  double forward() const { return route + permute + combine; }
+  double backward() const { return combine_backward + permute_backward + route_backward; }
+};
+MoeRoutingTraffic moe_routing_traffic(double tokens, double experts, double top_k, double channels, double kept);
+
 // The ranks one MoE layer's experts are split over, as the model sees them
 // (parallel/expert_parallel.h implements it over a communicator).
 class ExpertParallelGroup {
@@ -115,6 +133,10 @@ class MixtureOfExperts {
 
  private:
   void route(Routing& r, const float* x, const LayerWeights& w);
+  // route's host part: softmax of the logits in r.probs, each token's top-k and gates, the places.
+  void choose_experts(Routing& r);
+  // The traffic of the routing passes on the rows r kept (the clock's price of each host loop).
+  MoeRoutingTraffic routing_traffic(const Routing& r) const;
   void bind_activations(Routing& r);
   void count_routing(int layer, const Routing& r);
   // Experts [first, first + rows.size()) on rows grouped expert by expert (rows[i] each).

@@ -3,6 +3,8 @@
 
 #include <type_traits>
 
+#include "ops/host_pass.h"
+
 namespace shardscope {
 
 namespace {
@@ -248,6 +250,10 @@ class ObservedBackend final : public Backend {
     // Reads parameters, gradients, m, v; writes parameters, m, v.
     observed("adamw", 0, kF * 7.0 * d(n), [&] { inner_->adamw(params, grads, m, v, n, step); });
   }
+  // A model's own host loop (ops/host_pass.h): no FLOPs, the bytes its caller counted.
+  void host_pass(const char* op, double bytes, const std::function<void()>& pass) {
+    observed(op, 0, bytes, [&] { pass(); });
+  }
 
  private:
   // Whether the inner backend runs attention fused (it keeps rows, not T x T, and recomputes P).
@@ -265,6 +271,13 @@ class ObservedBackend final : public Backend {
 };
 
 }  // namespace
+
+void host_pass(Backend& backend, const char* op, double bytes, const std::function<void()>& pass) {
+  if (auto* observed = dynamic_cast<ObservedBackend*>(&backend))
+    observed->host_pass(op, bytes, pass);
+  else
+    pass();
+}
 
 std::unique_ptr<Backend> make_observed_backend(std::unique_ptr<Backend> inner, std::unique_ptr<OpObserver> observer) {
   return std::make_unique<ObservedBackend>(std::move(inner), std::move(observer));
