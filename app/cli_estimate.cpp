@@ -80,8 +80,8 @@ SettingsPatch patch_from_flags(const Flags& f) {
     given(key, flag_value(f, key));
   given("attention", flag_value(f, "attention"));
   given("time_model", flag_value(f, "time_model"));
-  for (const char* key : {"runtime", "selective_ac", "dropout", "autocast", "tp_comm_overlap", "overlap_param_gather",
-                          "gpu_bandwidth", "float8", "float8_all_gather", "reduce_dtype"})
+  for (const char* key : {"runtime", "selective_ac", "dropout", "autocast", "tp_comm_overlap", "async_tp",
+                          "overlap_param_gather", "gpu_bandwidth", "float8", "float8_all_gather", "reduce_dtype"})
     given(key, flag_value(f, key));
   if (f.efficiency) given("efficiency", static_cast<double>(*f.efficiency));
   return patch_from_values(values);
@@ -134,7 +134,7 @@ void print_ranks(const MemoryEstimate& memory) {
 void print_gpu_time(const Estimate& e) {
   const TimeEstimate& t = e.time;
   char text[96];
-  if (e.settings.tp_comm_overlap && t.measured_kernels)
+  if ((e.settings.tp_comm_overlap || e.settings.async_tp) && t.measured_kernels)
     std::snprintf(text, sizeof text, "%.3f s exposed of %.3f", t.tp_exposed_s, t.tp_comm_s);
   else
     std::snprintf(text, sizeof text, "%.3f", t.tp_comm_s);
@@ -178,7 +178,9 @@ void print_gpu_time(const Estimate& e) {
       "data-parallel traffic overlapped as its strategy overlaps it%s, tensor-parallel%s and pipeline traffic on "
       "the critical path, %s, no host gaps between kernels\n",
       t.cp_formula.empty() ? "" : ", ring attention's beside its blocks",
-      e.settings.tp_comm_overlap ? " (what the GEMMs do not hide)" : "",
+      e.settings.tp_comm_overlap ? " (what the GEMMs do not hide)"
+      : e.settings.async_tp      ? " (what AsyncTP's chunked GEMMs do not hide)"
+                                 : "",
       e.settings.dropout > 0 ? "dropout's mask passes" : "no dropout");
   std::string attention = !e.settings.flash_attention ? "materialized s × s scores"
                           : t.attention_fraction > 0  ? "flash at " + short_number(100.0 * t.attention_fraction, 3) +

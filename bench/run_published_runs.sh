@@ -40,7 +40,7 @@ run() {
     *" --float8 "*) ;;
     *) local flat_args=() arg
        for arg in "$@"; do  # the flat model overlaps nothing: it refuses the overlap inputs
-         case $arg in --tp-comm-overlap | --overlap-param-gather) ;; *) flat_args+=("$arg") ;; esac
+         case $arg in --tp-comm-overlap | --async-tp | --overlap-param-gather) ;; *) flat_args+=("$arg") ;; esac
        done
        "$cli" estimate --json --time-model flat "${flat_args[@]}" >"$tmp/flat.json"
        flat=$(time_field "$tmp/flat.json" "$metric") ;;
@@ -166,15 +166,15 @@ run "torchtitan 8B, 8 x H100, 32k, full AC + Float8" tokens_per_s_per_gpu 3890 \
 run "torchtitan 70B, 256 x H100, FSDP 32 x TP 8 + Float8" tokens_per_s_per_gpu 829 \
   --model "$runs/llama-3.1-70b_config.json" --zero 3 --precision bf16 --micro-batch 16 --seq 8192 \
   --checkpoint full --gpu H100 --gpu-bandwidth 2400 --attention flash --dp 32 --tp 8 --sequence-parallel "${f8[@]}"
-# The same table's AsyncTP row (876): torchtitan's async tensor parallelism runs the sequence-parallel
-# all-gathers and reduce-scatters in chunks beside the matmuls that use them, inside the node
-# (--tp-comm-overlap, priced as Megatron-LM's: the GEMMs slowed by the measured contention).
+# The same table's AsyncTP row (876): torchtitan's async tensor parallelism, PyTorch Inductor's
+# micro-pipelined tp, fuses each sequence-parallel all-gather and reduce-scatter with its own matmuls,
+# split in tp chunks, inside the node (--async-tp: estimate/step_kernels.cpp cites the source).
 run "torchtitan 70B, 256 x H100, FSDP 32 x TP 8 + Float8 + AsyncTP" tokens_per_s_per_gpu 876 \
   --model "$runs/llama-3.1-70b_config.json" --zero 3 --precision bf16 --micro-batch 16 --seq 8192 \
   --checkpoint full --gpu H100 --gpu-bandwidth 2400 --attention flash --dp 32 --tp 8 --sequence-parallel \
-  --tp-comm-overlap "${f8[@]}"
+  --async-tp "${f8[@]}"
 # Table 5: Llama 3.1 405B on 512 GPUs, FSDP 8 x TP 8 x PP 8, local batch 32 of 8192 tokens, full activation
-# checkpointing, AsyncTP (--tp-comm-overlap, as Table 4's AsyncTP row). torchtitan 9dec370
+# checkpointing, AsyncTP (--async-tp, as Table 4's AsyncTP row). torchtitan 9dec370
 # splits the local batch into pp = 8 micro-batches (pipeline_parallel_microbatches' default) and 126 layers
 # into 8 stages (generate_split_points: 15, six of 16, 15). Beside pipeline
 # parallelism its FSDP keeps the gathered parameters through the step (parallelize_llama.py:
@@ -184,14 +184,14 @@ run "torchtitan 70B, 256 x H100, FSDP 32 x TP 8 + Float8 + AsyncTP" tokens_per_s
 # estimator's interleaved placement (equal chunks, as Megatron-LM's) refuses.
 t405=(--model "$runs/llama-3.1-405b_config.json" --zero 1 --precision bf16 --micro-batch 4 --seq 8192
   --micro-batches 8 --checkpoint full --gpu H100 --gpu-bandwidth 2400 --attention flash --dp 8 --tp 8
-  --sequence-parallel --tp-comm-overlap --pp 8 "${f8[@]}")
+  --sequence-parallel --async-tp --pp 8 "${f8[@]}")
 run "torchtitan 405B, 512 x H100, 1F1B + Float8" tokens_per_s_per_gpu 100 "${t405[@]}"
 # Table 6, its context-parallel degree 1 row: the same 405B layout with 1F1B, sequence 32768, local batch 8
 # (8 micro-batches of 1) (76).
 run "torchtitan 405B, 512 x H100, 32k, 1F1B + Float8" tokens_per_s_per_gpu 76 \
   --model "$runs/llama-3.1-405b_config.json" --zero 1 --precision bf16 --micro-batch 1 --seq 32768 \
   --micro-batches 8 --checkpoint full --gpu H100 --gpu-bandwidth 2400 --attention flash --dp 8 --tp 8 \
-  --sequence-parallel --tp-comm-overlap --pp 8 "${f8[@]}"
+  --sequence-parallel --async-tp --pp 8 "${f8[@]}"
 # The rest of Megatron-LM's Table 1 (Narayanan et al. 2021, weak scaling on A100 80GB nodes of 8, GPT models
 # of vocabulary 51,200 and sequence 2048, per-GPU teraFLOP/s with the recompute counted). Each row's settings
 # are the paper's own launch script for that table, NVIDIA/Megatron-LM examples/sc21/run_table_1.sh and
@@ -271,7 +271,7 @@ run "torchtitan 8B, 8 x H100, 256k, FSDP 1 x CP 8" tokens_per_s_per_gpu 548 "${t
 # Table 6: the 405B layout above (TP 8 x PP 8, 1F1B, 8 micro-batches of 1), cp × tp GPUs a cp group: its
 # ranks in different nodes (47, 31 and 16).
 t6=(--model "$runs/llama-3.1-405b_config.json" --zero 1 --precision bf16 --micro-batch 1 --micro-batches 8
-  --checkpoint full --gpu H100 --gpu-bandwidth 2400 --attention flash --tp 8 --sequence-parallel --tp-comm-overlap
+  --checkpoint full --gpu H100 --gpu-bandwidth 2400 --attention flash --tp 8 --sequence-parallel --async-tp
   --pp 8 "${f8[@]}")
 run "torchtitan 405B, 512 x H100, 64k, FSDP 4 x CP 2" tokens_per_s_per_gpu 47 "${t6[@]}" --seq 65536 --dp 4 --cp 2
 run "torchtitan 405B, 512 x H100, 128k, FSDP 2 x CP 4" tokens_per_s_per_gpu 31 "${t6[@]}" --seq 131072 --dp 2 --cp 4

@@ -61,11 +61,22 @@ void add_overlap_and_float8_fields(std::vector<RunField>& f) {
       {.key = "tp_comm_overlap",
        .flag = "--tp-comm-overlap",
        .kind = FieldKind::toggle,
-       .help = {"Time model (kernels): Megatron-LM's --tp-comm-overlap (or torchtitan's AsyncTP), sequence\n"
+       .help = {"Time model (kernels): Megatron-LM's --tp-comm-overlap (Transformer Engine's userbuffers), sequence\n"
                 "      parallelism's collectives hidden behind the GEMMs beside them, which run slower\n"
                 "      while they do",
-                "时间模型（kernels）：Megatron-LM 的 --tp-comm-overlap（或 torchtitan 的 AsyncTP），序列并行的集合通信"
+                "时间模型（kernels）：Megatron-LM 的 --tp-comm-overlap（Transformer Engine 的 "
+                "userbuffers），序列并行的集合通信"
                 "隐藏在相邻的 GEMM 之后，这些 GEMM 因此变慢"},
+       .saved = Saved::never,
+       .surfaces = surface::estimate});
+  f.push_back(
+      {.key = "async_tp",
+       .flag = "--async-tp",
+       .kind = FieldKind::toggle,
+       .help = {"Time model (kernels): torchtitan's AsyncTP (PyTorch Inductor's micro-pipelined tp), each\n"
+                "      all-gather and reduce-scatter of sequence parallelism fused with its matmuls in tp chunks",
+                "时间模型（kernels）：torchtitan 的 AsyncTP（PyTorch Inductor 的微流水线张量并行），序列并行的每个 "
+                "all-gather 与 reduce-scatter 与其矩阵乘法按 tp 块融合"},
        .saved = Saved::never,
        .surfaces = surface::estimate});
   f.push_back({.key = "overlap_param_gather",

@@ -65,6 +65,7 @@ json settings_json(const EstimateSettings& s) {
   if (s.dropout > 0) out["dropout"] = s.dropout;
   if (s.autocast) out["autocast"] = true;
   if (s.tp_comm_overlap) out["tp_comm_overlap"] = true;
+  if (s.async_tp) out["async_tp"] = true;
   if (s.overlap_param_gather) out["overlap_param_gather"] = true;
   if (s.memory_gbps > 0) out["gpu_bandwidth"] = s.memory_gbps;
   if (s.float8_linears) out["float8"] = "tensorwise";

@@ -169,8 +169,8 @@ void check_zb_v(const EstimateSettings& s) {
 // (TransformerEngine #1071); --overlap-param-gather needs the distributed optimizer (ZeRO-1/2).
 void check_overlap_rules(const EstimateSettings& s) {
   const std::string tp = std::to_string(s.layout.tp()), node = std::to_string(s.gpus_per_node);
-  for (const auto& [given, key] :
-       {std::pair{s.tp_comm_overlap, "tp_comm_overlap"}, std::pair{s.overlap_param_gather, "overlap_param_gather"}})
+  for (const auto& [given, key] : {std::pair{s.tp_comm_overlap, "tp_comm_overlap"}, std::pair{s.async_tp, "async_tp"},
+                                   std::pair{s.overlap_param_gather, "overlap_param_gather"}})
     if (given && !s.measured_kernels)
       throw FieldError(
           std::string("{") + key +
@@ -187,6 +187,19 @@ void check_overlap_rules(const EstimateSettings& s) {
                          " spans more than {gpus_per_node} " + node,
                      "{tp_comm_overlap} 只在一个节点内运行（Transformer Engine 的 userbuffers）：{tp} " + tp +
                          " 超出了 {gpus_per_node} " + node);
+  // AsyncTP's collectives copy through symmetric memory, which one host's GPUs map
+  // (torch/distributed/_symmetric_memory/__init__.py refuses ranks "on different hosts").
+  if (s.async_tp && s.tp_comm_overlap)
+    throw FieldError("{async_tp} and {tp_comm_overlap} are two ways to run the same overlap: give one",
+                     "{async_tp} 与 {tp_comm_overlap} 是同一种重叠的两种实现：只给一个");
+  if (s.async_tp && !s.sequence_parallel)
+    throw FieldError(
+        "{async_tp} fuses sequence parallelism's all-gathers and reduce-scatters: it needs {sequence_parallel}",
+        "{async_tp} 融合的是序列并行的 all-gather 与 reduce-scatter：需要 {sequence_parallel}");
+  if (s.async_tp && s.layout.tp() > s.gpus_per_node)
+    throw FieldError(
+        "{async_tp} runs inside one node (symmetric memory): {tp} " + tp + " spans more than {gpus_per_node} " + node,
+        "{async_tp} 只在一个节点内运行（对称内存）：{tp} " + tp + " 超出了 {gpus_per_node} " + node);
   if (s.overlap_param_gather && s.zero_stage != 1 && s.zero_stage != 2)
     throw FieldError(
         "{overlap_param_gather} hides the distributed optimizer's all-gather: it needs {zero} 1 or 2 (got " +
@@ -340,6 +353,7 @@ void apply_patch(EstimateSettings& s, const SettingsPatch& p) {
   if (p.autocast) s.autocast = *p.autocast;
   if (p.memory_gbps) s.memory_gbps = *p.memory_gbps;
   if (p.tp_comm_overlap) s.tp_comm_overlap = *p.tp_comm_overlap;
+  if (p.async_tp) s.async_tp = *p.async_tp;
   if (p.overlap_param_gather) s.overlap_param_gather = *p.overlap_param_gather;
   if (p.float8_linears) s.float8_linears = *p.float8_linears;
   if (p.float8_all_gather) s.float8_all_gather = *p.float8_all_gather;
@@ -409,6 +423,8 @@ bool patch_value(SettingsPatch& p, std::string_view k, const nlohmann::json& v) 
     p.memory_gbps = v.get<double>();
   else if (k == "tp_comm_overlap")
     p.tp_comm_overlap = v.get<bool>();
+  else if (k == "async_tp")
+    p.async_tp = v.get<bool>();
   else if (k == "overlap_param_gather")
     p.overlap_param_gather = v.get<bool>();
   else if (k == "float8")

@@ -95,6 +95,10 @@ struct EstimateSettings {
   // --tp-comm-overlap (kernel model): Transformer Engine's userbuffers hide sequence parallelism's
   // all-gathers and reduce-scatters behind the GEMMs beside them, inside one node (Megatron-LM's flag).
   bool tp_comm_overlap = false;
+  // --async-tp (kernel model): torchtitan's AsyncTP, PyTorch Inductor's micro-pipelined tensor
+  // parallelism (torch/_inductor/fx_passes/micro_pipeline_tp.py): each all-gather fused with the
+  // matmuls that read it, each reduce-scatter with the matmul that makes it, in tp chunks.
+  bool async_tp = false;
   // --overlap-param-gather (kernel model): the distributed optimizer's all-gather of the updated
   // parameters hidden behind the next step's first forward (Megatron-LM's flag; ZeRO-1/2 here).
   bool overlap_param_gather = false;
@@ -148,7 +152,7 @@ struct SettingsPatch {
   std::optional<bool> fp32_reduce;                        // reduce_dtype: "fp32"
   std::optional<bool> eager_runtime, selective_every_second_matmul, autocast;  // runtime, selective_ac, autocast
   std::optional<double> dropout, memory_gbps;                        // dropout, gpu_bandwidth
-  std::optional<bool> tp_comm_overlap, overlap_param_gather;
+  std::optional<bool> tp_comm_overlap, async_tp, overlap_param_gather;
   std::optional<bool> float8_linears, float8_all_gather;    // float8, float8_all_gather
   std::optional<bool> measured_kernels;                     // time_model: "kernels"
   std::vector<std::pair<std::string, std::string>> origin;  // (setting, where it came from)

@@ -334,6 +334,59 @@ LayerPasses stage_layer(const ModelShape& model, const EstimateSettings& s, cons
           blend(dense.again, moe.again, share)};
 }
 
+// --async-tp: torchtitan's AsyncTP as PyTorch Inductor runs it (pytorch/pytorch: the fused ops in
+// torch/distributed/_symmetric_memory/__init__.py at 0e9ed9c, the pass in
+// torch/_inductor/fx_passes/micro_pipeline_tp.py at 5f65158; the functions named below).
+// The pass fuses an all-gather with the matmuls that read the gathered tensor as their left operand
+// (fuse_all_gather_matmul) and a reduce-scatter with the one matmul that makes its input
+// (fuse_matmul_reduce_scatter; _find_producer_matmul takes mm or _scaled_mm, so FP8 linears fuse too).
+// Both split the matmul along the tokens into the t ranks' chunks of r/t rows:
+// - fused_all_gather_matmul (_pipelined_all_gather_and_consume): each rank copies its shard into its
+//   symmetric buffer before anything else ("giving up the chance to overlap mv"), multiplies it, and
+//   pulls each other rank's shard (a copy_, on the copy engine) beside the previous shard's matmul;
+// - fused_matmul_reduce_scatter (_pipelined_produce_and_all2all): each chunk's matmul, then its copy to
+//   the rank that owns it beside the next chunk's matmul, the rank's own chunk last; then one sum of
+//   the t stacked partials (reduce_fn).
+// So a collective hides behind (t − 1) of its own t chunk GEMMs, not behind the step's; the GEMMs run
+// at the chunk's shape; the shard's copy or the partials' sum stays exposed. In a layer the pass finds,
+// forward, the all-gathers before the attention's and the MLP's column linears and the reduce-scatters
+// after the output and down projections; backward, the gradients' all-gathers before the two
+// row-parallel linears' data-gradient matmuls, and the reduce-scatters of the column-parallel inputs'
+// gradients only where one linear makes them (GPT's qkv and fc): Llama's wq, wk, wv (and w1, w3)
+// gradients are summed first, an add that is no producer matmul. A MoE layer's experts fuse nothing.
+// `gemms`: the (n, k) of the matmuls beside the collective, as weight_gemms prices them.
+TensorParallelOp tp_op(const KernelModel& km, const Linear& lin, const Dims& x, bool all_gather, bool forward,
+                       bool fused, std::initializer_list<std::pair<double, double>> gemms) {
+  TensorParallelOp op;
+  op.all_gather = all_gather;
+  op.forward = forward;
+  op.fused = fused;
+  const double chunk = x.r / x.t;                                   // tokens of one rank's shard
+  const double value_bytes = all_gather ? lin.operand_bytes : x.d;  // FP8 gathers 1-byte values
+  op.bytes = (x.t - 1) * chunk * x.h * value_bytes;
+  if (!fused) return op;
+  for (const auto& [n, k] : gemms) {
+    op.gemm_s += gemm(lin, x.r, n, k);
+    op.chunked_gemm_s += x.t * gemm(lin, chunk, n, k);
+  }
+  op.exposed_pass_s = all_gather ? km.memory_s(2 * chunk * x.h * value_bytes)   // the shard into the buffer
+                                 : km.memory_s((x.t + 1) * chunk * x.h * x.d);  // t partials read, one written
+  return op;
+}
+
+std::vector<TensorParallelOp> async_tp_ops(const KernelModel& km, const Linear& lin, const Dims& x, bool experts) {
+  const double qkv = x.qkv / x.t, q = x.q / x.t, columns = (x.gated ? 2 : 1) * x.f / x.t, f = x.f / x.t;
+  const bool one_linear = !x.gated, mlp = !experts;
+  return {tp_op(km, lin, x, true, true, true, {{qkv, x.h}}),
+          tp_op(km, lin, x, false, true, true, {{x.h, q}}),
+          tp_op(km, lin, x, true, true, mlp, {{columns, x.h}}),
+          tp_op(km, lin, x, false, true, mlp, {{x.h, f}}),
+          tp_op(km, lin, x, true, false, true, {{q, x.h}}),
+          tp_op(km, lin, x, true, false, mlp, {{f, x.h}}),
+          tp_op(km, lin, x, false, false, one_linear, {{x.h, qkv}}),
+          tp_op(km, lin, x, false, false, mlp && one_linear, {{x.h, columns}})};
+}
+
 }  // namespace
 
 double every_second_matmul_parameters(const ModelShape& model, const EstimateSettings& settings) {
@@ -397,9 +450,21 @@ StepKernels step_kernels(const ModelShape& model, const EstimateSettings& s, con
     k.float8_cast_s = micro * layers * km.memory_s(c.forward + again_bytes + c.backward + c.gathers);
     k.memory_s += k.float8_cast_s;
   }
-  k.gemm_kernels = micro * (layers * (w.kernels_forward * (full ? 2 : 1) + again.kernels_forward + w.kernels_backward +
-                                      a.kernels_forward * (core_again ? 2 : 1) + a.kernels_backward) +
-                            3);
+  if (s.async_tp && x.t > 1) {  // the fused collectives' GEMMs at their chunks' shape, their local passes
+    Dims fused = x;
+    if (model.experts > 0) fused.f = 0;
+    k.tp_ops = async_tp_ops(km, layer_linear, fused, model.experts > 0);
+    k.tp_forward_runs = full ? 2 : 1;
+    for (const TensorParallelOp& op : k.tp_ops) {
+      const double runs = micro * layers * (op.forward ? k.tp_forward_runs : 1);
+      k.gemm_s += runs * (op.chunked_gemm_s - op.gemm_s);
+      k.memory_s += runs * op.exposed_pass_s;
+      k.gemm_kernels += op.fused ? runs * (x.t - 1) : 0;
+    }
+  }
+  k.gemm_kernels += micro * (layers * (w.kernels_forward * (full ? 2 : 1) + again.kernels_forward + w.kernels_backward +
+                                       a.kernels_forward * (core_again ? 2 : 1) + a.kernels_backward) +
+                             3);
   return k;
 }
 

@@ -44,11 +44,25 @@
 // pipeline waits for its slowest stage), every micro-batch of the step.
 #pragma once
 
+#include <vector>
+
 #include "clock/kernel_model.h"
 #include "estimate/estimate_settings.h"
 #include "estimate/model_shape.h"
 
 namespace shardscope {
+
+// --async-tp: one collective of sequence parallelism in one layer on one micro-batch, and the GEMMs
+// PyTorch Inductor's micro-pipeline pass fuses it with (estimate/step_kernels.cpp, async_tp_ops).
+struct TensorParallelOp {
+  bool all_gather = true;     // else a reduce-scatter
+  bool forward = true;        // runs again in full recompute's second forward
+  bool fused = true;          // false: the pass finds no single matmul beside it, a plain collective
+  double bytes = 0;           // sent per rank: (t − 1)/t · r·h · e
+  double gemm_s = 0;          // its GEMMs unsplit, as the layer's weight GEMMs price them (fused only)
+  double chunked_gemm_s = 0;  // the same GEMMs as t chunks of r/t tokens, what gemm_s counts when fused
+  double exposed_pass_s = 0;  // the fused op's local pass (in memory_s): the shard's copy, or the partials' sum
+};
 
 struct StepKernels {
   double gemm_s = 0;        // the weight GEMMs of the layers and the head
@@ -61,6 +75,10 @@ struct StepKernels {
   // One attention block (a layer's core on one micro-batch is cp of them), forward and backward: what
   // ring attention's transfers hide behind (estimate/time_model.h).
   double attention_block_forward_s = 0, attention_block_backward_s = 0;
+  // --async-tp: one layer's collectives on one micro-batch (empty otherwise), the forward ones run
+  // `tp_forward_runs` times (2 under full recompute).
+  std::vector<TensorParallelOp> tp_ops;
+  double tp_forward_runs = 1;
   double total() const { return gemm_s + attention_s + memory_s; }
 };
 

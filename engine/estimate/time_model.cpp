@@ -369,6 +369,29 @@ void overlap_tensor_parallel(TimeEstimate& t, const EstimateSettings& s) {
   t.overlap_contention_s += h.contention_s;
 }
 
+// --async-tp (kernel model): torchtitan's AsyncTP, each collective fused with its own matmuls by
+// PyTorch Inductor (estimate/step_kernels.cpp, async_tp_ops, where the source is cited). Its t − 1
+// chunk copies run beside t − 1 of its t chunk GEMMs, which pay the measured contention while they
+// do (clock/overlap_contention.h); what they cannot cover shows, and so does every collective the
+// pass leaves plain. The ops' bytes are one layer's on one micro-batch; tp_bytes counts them over
+// the step's layers and micro-batches, at the link's seconds per byte.
+void overlap_async_tensor_parallel(TimeEstimate& t, const EstimateSettings& s, const StepKernels& k) {
+  if (!s.async_tp || !s.measured_kernels || k.tp_ops.empty() || t.tp_bytes <= 0) return;
+  const double t_ranks = s.layout.tp(), seconds_per_byte = t.tp_comm_s / t.tp_bytes;
+  double layer_bytes = 0, exposed_s = 0, contention_s = 0;
+  for (const TensorParallelOp& op : k.tp_ops) {
+    const double runs = op.forward ? k.tp_forward_runs : 1, comm_s = op.bytes * seconds_per_byte;
+    layer_bytes += runs * op.bytes;
+    const HiddenCollective h =
+        op.fused ? hide_collective(comm_s, op.chunked_gemm_s * (t_ranks - 1) / t_ranks) : HiddenCollective{comm_s, 0};
+    exposed_s += runs * h.exposed_s;
+    contention_s += runs * h.contention_s;
+  }
+  const double layer_micro_batches = t.tp_bytes / layer_bytes;
+  t.tp_exposed_s = layer_micro_batches * exposed_s;
+  t.overlap_contention_s += layer_micro_batches * contention_s;
+}
+
 // Kernel model: the data-parallel seconds compute does not hide. DDP reduces each bucket of
 // gradients as soon as the last micro-step's backward has made it (Li et al. 2020, PyTorch DDP,
 // VLDB; earlier micro-steps accumulate without communicating), so that backward (2/3 of its
@@ -497,6 +520,7 @@ void time_on_gpu(TimeEstimate& t, const ModelShape& model, const EstimateSetting
   // The tp collectives sit between a layer's matmuls, the all-to-alls between the router and the
   // experts: on the critical path, overlapped with nothing but under --tp-comm-overlap.
   overlap_tensor_parallel(t, s);
+  overlap_async_tensor_parallel(t, s, kernels);
   // A cp group spans cp × tp GPUs; its all-gathers and the dK, dV passes at the all-gather's bus bandwidth.
   if (s.layout.cp() > 1) {
     const bool cp_in_node = static_cast<std::int64_t>(s.layout.cp()) * s.layout.tp() <= s.gpus_per_node;

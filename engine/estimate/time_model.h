@@ -28,7 +28,8 @@
 //     (plan/tensor_parallel_traffic.h). A layer waits for them, so their time is
 //     on the critical path, over the node's link (NVLink) when tp fits in a node;
 //     under --tp-comm-overlap the GEMMs hide them, 18.9% slower while they do
-//     (clock/overlap_contention.h), as --overlap-param-gather hides ZeRO-1/2's
+//     (clock/overlap_contention.h; under --async-tp each collective hides behind its own
+//     GEMMs, in tp chunks), as --overlap-param-gather hides ZeRO-1/2's
 //     all-gather behind the next step's first forward.
 //   Context parallelism (ring attention, PyTorch's context_parallel as torchtitan
 //     9dec370 runs it), per rank, each layer of the largest stage per micro-batch,
@@ -99,7 +100,8 @@ struct TimeEstimate {
   double dp_comm_s = 0;    // dp_bytes / link bandwidth
   double pp_comm_s = 0;
   double tp_comm_s = 0;     // tp_bytes / link bandwidth
-  double tp_exposed_s = 0;  // of tp_comm_s on the critical path: all of it, but what --tp-comm-overlap hides
+  double tp_exposed_s =
+      0;  // of tp_comm_s on the critical path: all of it, but what --tp-comm-overlap or --async-tp hides
   // Kernel model: what the GEMMs lose to the collectives they hide (--tp-comm-overlap, --overlap-param-gather;
   // clock/overlap_contention.h), on the critical path.
   double overlap_contention_s = 0;

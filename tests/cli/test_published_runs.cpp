@@ -44,9 +44,9 @@ constexpr PublishedRow kRows[] = {
     {"torchtitan 8B, 128 x H100, FSDP + compile + Float8", 9.3},
     {"torchtitan 8B, 8 x H100, 32k, full AC + Float8", 11.0},
     {"torchtitan 70B, 256 x H100, FSDP 32 x TP 8 + Float8", 11.0},
-    {"torchtitan 70B, 256 x H100, FSDP 32 x TP 8 + Float8 + AsyncTP", 27.7},
-    {"torchtitan 405B, 512 x H100, 1F1B + Float8", 23.6},
-    {"torchtitan 405B, 512 x H100, 32k, 1F1B + Float8", 16.4},
+    {"torchtitan 70B, 256 x H100, FSDP 32 x TP 8 + Float8 + AsyncTP", 14.4},
+    {"torchtitan 405B, 512 x H100, 1F1B + Float8", 18.2},
+    {"torchtitan 405B, 512 x H100, 32k, 1F1B + Float8", 12.7},
     // The rest of Megatron-LM's 2021 Table 1 (A100, full recompute, interleaved 1F1B from 76.1B up).
     {"Megatron-LM GPT 1.7B, 32 x A100 (dp 32)", 10.4},
     {"Megatron-LM GPT 3.6B, 64 x A100 (tp 2)", 9.0},
@@ -110,7 +110,7 @@ class TestPublishedRuns : public QObject {
                qPrintable(QString("%1: %2%, the table says %3%").arg(row.run).arg(error).arg(row.kernels_error)));
       if (std::abs(error) <= 15) ++within15;
     }
-    QCOMPARE(within15, 44);  // of 57: docs/PERFORMANCE.md's count
+    QCOMPARE(within15, 46);  // of 57: docs/PERFORMANCE.md's count
   }
 };
 

@@ -6,11 +6,14 @@
 #include <QTest>
 #include <cmath>
 
+#include "clock/attention_kernel.h"
 #include "clock/overlap_contention.h"
 #include "clock/sustained_clock.h"
 #include "config/run_schema.h"
 #include "core/error.h"
 #include "estimate/estimate.h"
+#include "estimate/step_kernels.h"
+#include "estimate_fixtures.h"
 #include "model/model_config.h"
 
 using namespace shardscope;
@@ -21,9 +24,7 @@ ModelShape preset(const char* name) {
   return model_shape_from_config(find_model_preset(name), name);
 }
 
-bool near(double a, double b) {
-  return std::abs(a - b) <= 1e-9 * std::abs(b);
-}
+using test::near;
 
 // GPT-2 124M on one H100 node, bf16, under the kernel model.
 EstimateSettings h100_node() {
@@ -99,6 +100,82 @@ class TestEstimateOverlap : public QObject {
     QVERIFY_THROWS_EXCEPTION(FieldError, validate_estimate_settings(s));
     s.gpus_per_node = 8;
     s.sequence_parallel = false;
+    QVERIFY_THROWS_EXCEPTION(FieldError, validate_estimate_settings(s));
+  }
+
+  // --async-tp (torchtitan's AsyncTP, PyTorch Inductor's micro-pipelined tp): at tp 8 each fused
+  // collective's GEMMs run as 8 chunks of r/8 tokens, at that shape's (lower) fraction of peak; the
+  // collective hides behind 7 of those chunks only, its shard's copy (all-gather) or the partials' sum
+  // (reduce-scatter) stays on the critical path, and Llama's backward reduce-scatters, which follow a
+  // sum of gradients and not one matmul, are not fused.
+  void async_tp_hides_each_collective_behind_its_own_chunks() {
+    const ModelShape llama = test::llama_8b();
+    const GpuProfile& h100 = find_gpu_profile("H100");
+    EstimateSettings s = test::torchtitan_settings(1);
+    s.micro_batch_size = 1;  // 8192 tokens: chunks of 1024
+    s.layout[Axis::tp] = 8;
+    s.sequence_parallel = true;
+    const TimeEstimate plain = estimate_time(llama, s, &h100);
+    s.async_tp = true;
+    validate_estimate_settings(s);
+    const TimeEstimate async = estimate_time(llama, s, &h100);
+    const KernelModel km = sustained_kernel_model("H100", h100.peak_tflops(Precision::bf16), h100.memory_gbps);
+    const StepKernels k = step_kernels(llama, s, km, flash_attention_rate("H100").fraction);
+    QCOMPARE(k.tp_ops.size(), std::size_t{8});
+    // qkv: the model's width, q + 2 kv, and the layer's two norms as a column each (dims_of).
+    const double h = 4096, chunk = 1024, q = 4096.0 / 8, qkv = (4096.0 + 2 * 1024 + 2) / 8;
+    const auto gemm = [&km](double m, double n, double kk) {
+      return km.gemm_s(m, n, kk, 1, 2 * (m * kk + kk * n + m * n));
+    };
+    // The output projection's reduce-scatter (forward): 8 GEMMs of 1024 × 4096 × 512, slower in sum
+    // than the one 8192-token GEMM they replace.
+    const TensorParallelOp& out = k.tp_ops[1];
+    QVERIFY(!out.all_gather && out.forward && out.fused);
+    QVERIFY(near(out.chunked_gemm_s, 8 * gemm(chunk, h, q)));
+    QVERIFY(near(out.gemm_s, gemm(8192, h, q)));
+    QVERIFY(out.chunked_gemm_s > out.gemm_s * 1.05);
+    QVERIFY(near(out.bytes, 7 * chunk * h * 2));
+    QVERIFY(near(out.exposed_pass_s, km.memory_s(9 * chunk * h * 2)));  // 8 partials read, one written
+    // The attention's all-gather (forward): the shard's copy into the symmetric buffer shows.
+    const TensorParallelOp& gather = k.tp_ops[0];
+    QVERIFY(gather.all_gather && gather.fused);
+    QVERIFY(near(gather.chunked_gemm_s, 8 * gemm(chunk, qkv, h)));
+    QVERIFY(near(gather.exposed_pass_s, km.memory_s(2 * chunk * h * 2)));
+    // Backward: Llama's input gradients of wq, wk, wv (and w1, w3) are summed before their
+    // reduce-scatter, which stays a plain collective.
+    QVERIFY(!k.tp_ops[6].fused && !k.tp_ops[7].fused);
+    QVERIFY(k.tp_ops[4].fused && k.tp_ops[5].fused);
+    // The step: the chunked GEMMs replace the whole ones; each collective hides behind 7/8 of its
+    // own chunked GEMMs, at the measured contention.
+    double gemm_delta = 0, exposed = 0, contention = 0, bytes = 0;
+    const double seconds_per_byte = plain.tp_comm_s / plain.tp_bytes;
+    for (const TensorParallelOp& op : k.tp_ops) {
+      bytes += op.bytes;
+      gemm_delta += op.chunked_gemm_s - op.gemm_s;
+      const HiddenCollective hidden = op.fused ? hide_collective(op.bytes * seconds_per_byte, op.chunked_gemm_s * 7 / 8)
+                                               : HiddenCollective{op.bytes * seconds_per_byte, 0};
+      exposed += hidden.exposed_s;
+      contention += hidden.contention_s;
+    }
+    const double layers = 32;
+    QVERIFY(near(bytes * layers, plain.tp_bytes));  // the ops are the layer's whole traffic
+    QVERIFY(near(async.gemm_s - plain.gemm_s, layers * gemm_delta));
+    QVERIFY(near(async.tp_exposed_s, layers * exposed));
+    QVERIFY(near(async.overlap_contention_s, layers * contention));
+    QVERIFY(async.tp_exposed_s > 0.5 * layers * 2 * k.tp_ops[6].bytes * seconds_per_byte);
+    QVERIFY(async.tp_exposed_s < plain.tp_comm_s);
+    // Megatron-LM's rule would hide all of it behind the step's GEMMs: AsyncTP leaves more exposed.
+    s.async_tp = false;
+    s.tp_comm_overlap = true;
+    QVERIFY(estimate_time(llama, s, &h100).tp_exposed_s < async.tp_exposed_s);
+    // One way to overlap at a time, sequence parallelism, and symmetric memory inside one node.
+    s.async_tp = true;
+    QVERIFY_THROWS_EXCEPTION(FieldError, validate_estimate_settings(s));
+    s.tp_comm_overlap = false;
+    s.sequence_parallel = false;
+    QVERIFY_THROWS_EXCEPTION(FieldError, validate_estimate_settings(s));
+    s.sequence_parallel = true;
+    s.gpus_per_node = 4;
     QVERIFY_THROWS_EXCEPTION(FieldError, validate_estimate_settings(s));
   }
 
