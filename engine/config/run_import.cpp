@@ -205,7 +205,7 @@ RunImport import_deepspeed_run(const DeepSpeedConfig& ds, RunConfig& config) {
   append(out, ds.train.warnings);
   std::vector<std::string> noted;  // the file's warnings, appended above
   // The rows both surfaces read, read once (config/plan_import.cpp); the run refuses what a planner takes.
-  Importer im{ds.source, config, {}, {}, plan_values_from_deepspeed(ds, noted)};
+  Importer im{ds.source, config, {}, {}, plan_values_from_deepspeed(ds, noted), {}};
   refuse_unfollowed(im, ds.train);
   import_batch(im);
   import_zero(im, ds);
@@ -334,7 +334,7 @@ RunImport import_accelerate_run(const AccelerateConfig& acc, RunConfig& config, 
                                 const std::string& pp_from) {
   RunImport out;
   append(out, acc.warnings);
-  Importer im{acc.source, config, {}, {}, {}};
+  Importer im{acc.source, config, {}, {}, {}, {}};
   const std::string& type = acc.distributed_type;
   refuse_unrunnable(im, acc);
   refuse_mixed_precision(im, acc);
