@@ -101,7 +101,9 @@ void take_shape_from_schedule_file(const ScheduleFile& file, const std::string& 
 }
 
 void check_imported_shape(const ScheduleFile& file, const std::string& path, const std::vector<std::string>& args,
-                          const std::vector<std::pair<std::string, std::string>>& origin, const RunConfig& config) {
+                          const std::vector<RunImport>& imports, const RunConfig& config) {
+  std::vector<std::pair<std::string, std::string>> origin;  // every file's, in the order they applied
+  for (const RunImport& import : imports) origin.insert(origin.end(), import.origin.begin(), import.origin.end());
   for (const ShapeSetting& setting : shape_settings(file)) {
     if (flag_given(args, setting.flag)) continue;  // the flag overrides the file, and agrees with the schedule
     const int value = setting.key == std::string("pp")              ? config.layout.pp()

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/run_import.h"
 #include "plan/schedule_file.h"
 
 namespace shardscope::cli {
@@ -23,10 +24,11 @@ struct ScheduleShape {
 void take_shape_from_schedule_file(const ScheduleFile& file, const std::string& path,
                                    const std::vector<std::string>& args, ScheduleShape shape);
 // A config file (--accelerate, --deepspeed) that set one of those where the command line did not
-// must agree with the file too: refused (UsageError) naming the config file, its key (`origin`:
-// run-config key, "file: its key", as RunImport gives them) and the schedule file's value.
+// must agree with the file too: refused (UsageError) naming the config file, its key (each
+// RunImport's `origin`: run-config key, "file: its key"; the last file to set it) and the
+// schedule file's value.
 void check_imported_shape(const ScheduleFile& file, const std::string& path, const std::vector<std::string>& args,
-                          const std::vector<std::pair<std::string, std::string>>& origin, const RunConfig& config);
+                          const std::vector<RunImport>& imports, const RunConfig& config);
 // train's --schedule-file, read once (the plan is made from this read) and its
 // shape taken into `config`; nothing without one.
 std::optional<ScheduleFile> read_schedule_file_of(RunConfig& config, const std::vector<std::string>& args);

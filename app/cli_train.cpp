@@ -454,11 +454,7 @@ TrainFlags apply_config_files(const std::vector<std::string>& args, const TrainF
       if (const RunField& field = run_field(key); field.get(from_files) != field.get(out.config))
         overridden += (overridden.empty() ? "" : ", ") + std::string(field.flag);
   if (!overridden.empty()) out.imported += "; overridden by " + overridden;
-  if (out.schedule) {                                         // the files must not reshape the schedule either
-    std::vector<std::pair<std::string, std::string>> origin;  // every file's, in the order they applied
-    for (const RunImport& import : imports) origin.insert(origin.end(), import.origin.begin(), import.origin.end());
-    check_imported_shape(*out.schedule, out.config.schedule_file, args, origin, out.config);
-  }
+  if (out.schedule) check_imported_shape(*out.schedule, out.config.schedule_file, args, imports, out.config);
   return out;
 }
 
