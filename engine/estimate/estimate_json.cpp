@@ -104,7 +104,7 @@ void add_parallel_json(json& out, const TimeEstimate& t) {
   if (tp) {
     out["tp_comm_s"] = t.tp_comm_s;
     out["tp_link"] = t.tp_link;
-    if (t.tp_exposed_s != t.tp_comm_s) out["tp_exposed_s"] = t.tp_exposed_s;  // --tp-comm-overlap only
+    if (t.tp_exposed_s != t.tp_comm_s) out["tp_exposed_s"] = t.tp_exposed_s;  // --tp-comm-overlap or --async-tp
   }
 }
 

@@ -187,15 +187,20 @@ void check_overlap_rules(const EstimateSettings& s) {
                          " spans more than {gpus_per_node} " + node,
                      "{tp_comm_overlap} 只在一个节点内运行（Transformer Engine 的 userbuffers）：{tp} " + tp +
                          " 超出了 {gpus_per_node} " + node);
-  // AsyncTP's collectives copy through symmetric memory, which one host's GPUs map
-  // (torch/distributed/_symmetric_memory/__init__.py refuses ranks "on different hosts").
   if (s.async_tp && s.tp_comm_overlap)
     throw FieldError("{async_tp} and {tp_comm_overlap} are two ways to run the same overlap: give one",
                      "{async_tp} 与 {tp_comm_overlap} 是同一种重叠的两种实现：只给一个");
+  // AsyncTP is a pass of PyTorch Inductor's (torch/_inductor/fx_passes/micro_pipeline_tp.py): eager runs no pass.
+  if (s.async_tp && s.eager_runtime)
+    throw FieldError("{async_tp} is a torch.compile pass (Inductor's micro-pipeline TP): {runtime} eager runs none",
+                     "{async_tp} 是 torch.compile 的一个编译步骤（Inductor 的 micro-pipeline TP）：{runtime} eager "
+                     "不运行它");
   if (s.async_tp && !s.sequence_parallel)
     throw FieldError(
         "{async_tp} fuses sequence parallelism's all-gathers and reduce-scatters: it needs {sequence_parallel}",
         "{async_tp} 融合的是序列并行的 all-gather 与 reduce-scatter：需要 {sequence_parallel}");
+  // AsyncTP's collectives copy through symmetric memory, which one host's GPUs map
+  // (torch/distributed/_symmetric_memory/__init__.py refuses ranks "on different hosts").
   if (s.async_tp && s.layout.tp() > s.gpus_per_node)
     throw FieldError(
         "{async_tp} runs inside one node (symmetric memory): {tp} " + tp + " spans more than {gpus_per_node} " + node,

@@ -93,7 +93,10 @@ double float8_all_gather(DataParallelTraffic& traffic, const ModelShape& model, 
   const int N = data_parallel_ranks(s);
   if (N == 1) return 0;
   const int layers = stage.layers.chunks * stage.layers.layer_count();  // equal chunks (model_config.h)
-  const double norms = static_cast<double>(model.hidden) * (model.architecture == "llama" ? 2 : 4);
+  // What a layer keeps whole (norms, row-parallel biases: a config file's count, model_shape.h) is no FP8 weight.
+  const double norms = model.layer_replicated_parameters > 0
+                           ? static_cast<double>(model.layer_replicated_parameters)
+                           : static_cast<double>(model.hidden) * (model.architecture == "llama" ? 2 : 4);
   const double linear = layers * (static_cast<double>(model.layer_parameters) - norms) / s.layout.tp();
   const double p = rules.bytes_per_parameter().parameters;
   const double gathers = s.zero_stage == 3 ? 2.0 * static_cast<double>(s.micro_steps()) : 1.0;

@@ -108,7 +108,8 @@ std::int64_t HfModelConfig::layer_parameters() const {
 
 std::int64_t HfModelConfig::replicated_layer_parameters() const {
   const CheckedSize h = hidden;
-  if (kv_lora_rank > 0) return (2 * h).value();  // DeepSeek-V3: its two RMSNorms
+  if (kv_lora_rank > 0)  // DeepSeek-V3: its two RMSNorms and the latents' (q_a_layernorm, kv_a_layernorm)
+    return (2 * h + CheckedSize(q_lora_rank) + kv_lora_rank).value();
   switch (architecture) {
     case HfArchitecture::gpt2:  // ln_1 and ln_2 (weight and bias), the biases of attn.c_proj and mlp.c_proj
     case HfArchitecture::bert:  // two LayerNorms (weight and bias), the biases of attention.output and output.dense

@@ -250,9 +250,11 @@ class ObservedBackend final : public Backend {
     // Reads parameters, gradients, m, v; writes parameters, m, v.
     observed("adamw", 0, kF * 7.0 * d(n), [&] { inner_->adamw(params, grads, m, v, n, step); });
   }
-  // A model's own host loop (ops/host_pass.h): no FLOPs, the bytes its caller counted.
+  // A model's own host loop (ops/host_pass.h): no FLOPs, the bytes its caller counted. Run
+  // through the inner backend too: observers stack (--profile-ops around --gpu-profile's clock),
+  // and each must see the pass.
   void host_pass(const char* op, double bytes, const std::function<void()>& pass) {
-    observed(op, 0, bytes, [&] { pass(); });
+    observed(op, 0, bytes, [&] { shardscope::host_pass(*inner_, op, bytes, pass); });
   }
 
  private:

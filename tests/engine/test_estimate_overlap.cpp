@@ -177,6 +177,11 @@ class TestEstimateOverlap : public QObject {
     s.sequence_parallel = true;
     s.gpus_per_node = 4;
     QVERIFY_THROWS_EXCEPTION(FieldError, validate_estimate_settings(s));
+    // Inductor's pass: refused under the eager runtime, which compiles nothing.
+    s.gpus_per_node = 8;
+    validate_estimate_settings(s);
+    s.eager_runtime = true;
+    QVERIFY_THROWS_EXCEPTION(FieldError, validate_estimate_settings(s));
   }
 
   // --overlap-param-gather: ZeRO-1's all-gather of the updated shards behind the next step's first
