@@ -220,9 +220,14 @@ void print_time(const Estimate& e) {
   if (!t.ep_formula.empty())
     std::printf("  expert-par.    %s sent per rank (all-to-all): %s\n", decimal_bytes(t.ep_bytes).c_str(),
                 t.ep_formula.c_str());
-  if (!t.cp_formula.empty())
-    std::printf("  context-par.   %s sent per rank (ring attention): %s\n", decimal_bytes(t.cp_bytes).c_str(),
-                t.cp_formula.c_str());
+  if (!t.cp_formula.empty()) {
+    const std::string passes = t.ring_passes_s > 0
+                                   ? "; the ring's merge and copy passes " + short_number(t.ring_passes_s, 3) +
+                                         " s of the memory-bound time (fp32 merges, K/V copies)"
+                                   : "";
+    std::printf("  context-par.   %s sent per rank (ring attention): %s%s\n", decimal_bytes(t.cp_bytes).c_str(),
+                t.cp_formula.c_str(), passes.c_str());
+  }
   std::printf("  bubble         %.1f%%: %s\n", 100.0 * t.bubble_fraction, t.bubble_formula.c_str());
   if (!t.has_gpu) {
     std::printf("  (give --gpu for modeled seconds)\n");

@@ -133,6 +133,7 @@ json time_json(const TimeEstimate& t) {
     out["gemm_s"] = t.gemm_s;
     out["attention_s"] = t.attention_s;
     out["memory_bound_s"] = t.memory_bound_s;
+    if (t.ring_passes_s > 0) out["ring_passes_s"] = t.ring_passes_s;  // of memory_bound_s, --cp
     out["gemm_kernels"] = t.gemm_kernels;
     out["sustained_clock"] = t.sustained_clock;
     out["dp_exposed_s"] = t.dp_exposed_s;

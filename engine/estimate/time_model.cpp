@@ -332,6 +332,7 @@ void time_compute(TimeEstimate& t, const ModelShape& model, const EstimateSettin
   const StepKernels k = step_kernels(model, s, kernels, t.attention_fraction, s.float8_linears ? &float8 : nullptr);
   blocks = k;
   t.float8_cast_s = k.float8_cast_s;
+  t.ring_passes_s = k.ring_passes_s;
   t.measured_kernels = true;
   t.gemm_s = k.gemm_s;
   t.attention_s = k.attention_s;

@@ -89,6 +89,9 @@ struct TimeEstimate {
   // --float8: the FP8 linears' dense peak and measured fraction (clock/kernel_model.h), and the seconds of
   // their casts (part of memory_bound_s); 0 without it. MFU stays over the 16-bit peak.
   double float8_peak_tflops = 0, float8_gemm_fraction = 0, float8_cast_s = 0;
+  // --cp: the memory-bound passes PyTorch's ring attention runs around its blocks (the fp32 merges, the
+  // K/V copies, the fp32 gradient accumulation; estimate/step_kernels.h), part of memory_bound_s.
+  double ring_passes_s = 0;
   double sustained_clock =
       1;  // the GEMMs' clock under the power limit, of the microbenchmark's (clock/sustained_clock.h)
   // Kernel model: the data-parallel seconds not hidden behind compute (the rest overlaps it, as the strategy

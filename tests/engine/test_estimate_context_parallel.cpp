@@ -69,6 +69,8 @@ class TestEstimateContextParallel : public QObject {
     const StepKernels ring =
         step_kernels(gpt2(), layout(2), h100_kernels(false), flash_attention_rate("H100").fraction);
     QVERIFY(ring.ring_passes_s > 0);
+    QCOMPARE(two.ring_passes_s, ring.ring_passes_s);  // what estimate --json and the context-par. line show
+    QCOMPARE(one.ring_passes_s, 0.0);
     QVERIFY(near(two.memory_bound_s - ring.ring_passes_s, one.memory_bound_s / 2));
     QVERIFY2(two.gemm_s < 0.55 * one.gemm_s && two.gemm_s > 0.45 * one.gemm_s,
              qPrintable(QString("GEMMs %1 s with cp 2, %2 s without").arg(two.gemm_s).arg(one.gemm_s)));
