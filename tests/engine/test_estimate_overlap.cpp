@@ -28,13 +28,9 @@ using test::near;
 
 // GPT-2 124M on one H100 node, bf16, under the kernel model.
 EstimateSettings h100_node() {
-  EstimateSettings s;
+  EstimateSettings s = test::torchtitan_settings(1);  // bf16, fused attention, the kernel model
   s.micro_batch_size = 8;
   s.seq = 1024;
-  s.precision = Precision::bf16;
-  s.activations = ActivationMode::formula;
-  s.measured_kernels = true;
-  s.flash_attention = true;
   return s;
 }
 

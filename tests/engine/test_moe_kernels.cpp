@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "clock/kernel_model.h"
+#include "engine/estimate_fixtures.h"
 #include "estimate/estimate.h"
 #include "estimate/model_shape.h"
 #include "estimate/moe_kernels.h"
@@ -26,15 +27,11 @@ ModelShape mixtral(int experts, int top_k) {
   return model_shape_from_hf(parse_hf_config(json, "mixtral.json"));
 }
 
+// torchtitan's settings (bf16, fused attention, the kernel model) at micro-batch 1 x 4096.
 EstimateSettings h100_settings(int dp = 8) {
-  EstimateSettings s;
-  s.layout[Axis::dp] = dp;
+  EstimateSettings s = test::torchtitan_settings(dp);
   s.micro_batch_size = 1;
   s.seq = 4096;
-  s.precision = Precision::bf16;
-  s.activations = ActivationMode::formula;
-  s.measured_kernels = true;
-  s.flash_attention = true;
   return s;
 }
 
