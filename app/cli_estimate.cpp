@@ -80,8 +80,9 @@ SettingsPatch patch_from_flags(const Flags& f) {
     given(key, flag_value(f, key));
   given("attention", flag_value(f, "attention"));
   given("time_model", flag_value(f, "time_model"));
-  for (const char* key : {"runtime", "selective_ac", "dropout", "autocast", "tp_comm_overlap", "async_tp",
-                          "overlap_param_gather", "gpu_bandwidth", "float8", "float8_all_gather", "reduce_dtype"})
+  for (const char* key :
+       {"runtime", "selective_ac", "dropout", "autocast", "tp_comm_overlap", "async_tp", "overlap_param_gather",
+        "gpu_bandwidth", "network_bandwidth", "float8", "float8_all_gather", "reduce_dtype"})
     given(key, flag_value(f, key));
   if (f.efficiency) given("efficiency", static_cast<double>(*f.efficiency));
   return patch_from_values(values);

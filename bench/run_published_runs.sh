@@ -302,3 +302,17 @@ k22=(--model "$runs/gpt-529.6b_config.json" --tp 8 --pp 35 --dp 8 --micro-batch 
 run "Korthikanti 2022 530B, 2240 x A100, SP + selective" mfu 54.2 "${k22[@]}" --sequence-parallel \
   --checkpoint selective
 run "Korthikanti 2022 530B, 2240 x A100, full recompute" mfu 42.1 "${k22[@]}" --checkpoint full
+# BigScience BLOOM 176B on 384 A100 80GB (Jean Zay): "training throughput: about 150 TFLOPs" (the
+# BigScience 176B model page, bigscience.notion.site). Its launch script
+# (bigscience-workshop/bigscience train/tr11-176B-ml/tr11-176B-ml.slurm): TP 4, PP 12 (so dp 8),
+# micro-batch 2, global batch 2048 (128 micro-batches a pipeline), sequence 2048, bf16 with the BF16
+# optimizer's own ZeRO-1 equivalent, --checkpoint-activations (full recompute), Megatron-DeepSpeed's
+# fused softmax (materialized scores) with ALiBi; BLOOM's config.json sets both dropouts to 0. The shape
+# file is GPT-2's form of BLOOM's (h 14336, 70 layers, 112 heads, the padded vocabulary 250,880): it adds
+# learned positions (29 M parameters, 0.02%) where BLOOM has ALiBi and an embedding LayerNorm. Jean Zay's
+# nodes have 4 × 100 Gb/s Omni-Path for 8 GPUs: 6.25 GB/s per GPU (--network-bandwidth). Megatron-DeepSpeed
+# counts TFLOP/s with the recompute, as tflops_per_gpu does.
+run "BigScience BLOOM 176B, 384 x A100 (tp 4, pp 12)" tflops_per_gpu 150 \
+  --model "$runs/bloom-176b_shape_config.json" --tp 4 --pp 12 --dp 8 --micro-batch 2 --micro-batches 128 \
+  --precision bf16 --zero 1 --seq 2048 --checkpoint full --gpus-per-node 8 --gpu A100-80GB \
+  --network-bandwidth 6.25

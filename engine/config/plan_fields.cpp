@@ -184,6 +184,19 @@ void add_kernel_model_fields(std::vector<RunField>& f) {
                .default_text = "-",
                .saved = Saved::never,
                .surfaces = surface::estimate});
+  f.push_back(
+      {.key = "network_bandwidth",
+       .flag = "--network-bandwidth",
+       .value_name = "GB/s",
+       .kind = FieldKind::number,
+       .help = {"The cluster's network between nodes, per GPU and direction, where it differs from the\n"
+                "      --gpu profile's (a node's ports over its GPUs: 4 x 100 Gb/s for 8 GPUs is 6.25)",
+                "节点之间的网络带宽（每块 GPU、每个方向），与 --gpu 配置假设的网络不同时填写（节点的端口总带宽除以"
+                "GPU 数：8 块 GPU 共 4 x 100 Gb/s 即 6.25）"},
+       .range = {0.0, 1e6, true},
+       .default_text = "-",
+       .saved = Saved::never,
+       .surfaces = surface::estimate});
 }
 
 // The cluster: GPU memory, GPUs per machine and machines, and the time model's one assumption.

@@ -68,6 +68,7 @@ json settings_json(const EstimateSettings& s) {
   if (s.async_tp) out["async_tp"] = true;
   if (s.overlap_param_gather) out["overlap_param_gather"] = true;
   if (s.memory_gbps > 0) out["gpu_bandwidth"] = s.memory_gbps;
+  if (s.network_gbps > 0) out["network_bandwidth"] = s.network_gbps;
   if (s.float8_linears) out["float8"] = "tensorwise";
   if (s.float8_all_gather) out["float8_all_gather"] = true;
   if (s.triton_attention) out["attention"] = "triton";  // flash is not written: documents stay as they were

@@ -357,6 +357,7 @@ void apply_patch(EstimateSettings& s, const SettingsPatch& p) {
   if (p.dropout) s.dropout = *p.dropout;
   if (p.autocast) s.autocast = *p.autocast;
   if (p.memory_gbps) s.memory_gbps = *p.memory_gbps;
+  if (p.network_gbps) s.network_gbps = *p.network_gbps;
   if (p.tp_comm_overlap) s.tp_comm_overlap = *p.tp_comm_overlap;
   if (p.async_tp) s.async_tp = *p.async_tp;
   if (p.overlap_param_gather) s.overlap_param_gather = *p.overlap_param_gather;
@@ -426,6 +427,8 @@ bool patch_value(SettingsPatch& p, std::string_view k, const nlohmann::json& v) 
     p.autocast = v.get<bool>();
   else if (k == "gpu_bandwidth")
     p.memory_gbps = v.get<double>();
+  else if (k == "network_bandwidth")
+    p.network_gbps = v.get<double>();
   else if (k == "tp_comm_overlap")
     p.tp_comm_overlap = v.get<bool>();
   else if (k == "async_tp")

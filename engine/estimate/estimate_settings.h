@@ -103,6 +103,8 @@ struct EstimateSettings {
   // parameters hidden behind the next step's first forward (Megatron-LM's flag; ZeRO-1/2 here).
   bool overlap_param_gather = false;
   double memory_gbps = 0;  // --gpu-bandwidth: the run's own memory bandwidth, GB/s (0: the profile's)
+  // --network-bandwidth: the run's own network between nodes, GB/s per GPU and direction (0: the profile's)
+  double network_gbps = 0;
   // --float8 tensorwise (kernel model): torchao's Float8Linear as torchtitan runs it, every linear of the
   // layers (not the head) in FP8 with one dynamic scale per tensor: its three GEMMs at the GPU's FP8 peak,
   // its casts (amax, scale-and-cast, the transposes backward) as memory-bound passes
@@ -151,7 +153,7 @@ struct SettingsPatch {
   std::optional<bool> flash_attention, triton_attention;  // attention: "flash" or "triton", "triton"
   std::optional<bool> fp32_reduce;                        // reduce_dtype: "fp32"
   std::optional<bool> eager_runtime, selective_every_second_matmul, autocast;  // runtime, selective_ac, autocast
-  std::optional<double> dropout, memory_gbps;                        // dropout, gpu_bandwidth
+  std::optional<double> dropout, memory_gbps, network_gbps;  // dropout, gpu_bandwidth, network_bandwidth
   std::optional<bool> tp_comm_overlap, async_tp, overlap_param_gather;
   std::optional<bool> float8_linears, float8_all_gather;    // float8, float8_all_gather
   std::optional<bool> measured_kernels;                     // time_model: "kernels"

@@ -563,6 +563,10 @@ TimeEstimate estimate_time(const ModelShape& model, const EstimateSettings& in, 
   if (gpu == nullptr) return t;
   GpuProfile run_gpu = *gpu;  // --gpu-bandwidth: the run's own memory where it differs from the data sheet
   if (s.memory_gbps > 0) run_gpu.memory_gbps = s.memory_gbps;
+  if (s.network_gbps > 0) {  // --network-bandwidth: the run's own network between nodes
+    run_gpu.internode_gbps = s.network_gbps;
+    run_gpu.internode = "network " + short_number(s.network_gbps, 4) + " GB/s per GPU (--network-bandwidth)";
+  }
   t.memory_gbps = run_gpu.memory_gbps;
   time_on_gpu(t, model, s, run_gpu, rules, psi_s);
   return t;

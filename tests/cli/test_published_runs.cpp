@@ -82,6 +82,8 @@ constexpr PublishedRow kRows[] = {
     // Sequence parallelism and selective recompute against full recompute (Korthikanti et al. 2022).
     {"Korthikanti 2022 530B, 2240 x A100, SP + selective", -3.2},
     {"Korthikanti 2022 530B, 2240 x A100, full recompute", -6.1},
+    // Megatron-DeepSpeed on a cluster whose network the run states (--network-bandwidth).
+    {"BigScience BLOOM 176B, 384 x A100 (tp 4, pp 12)", 4.1},
 };
 
 }  // namespace
@@ -113,7 +115,7 @@ class TestPublishedRuns : public QObject {
                qPrintable(QString("%1: %2%, the table says %3%").arg(row.run).arg(error).arg(row.kernels_error)));
       if (std::abs(error) <= 15) ++within15;
     }
-    QCOMPARE(within15, 48);  // of 59: docs/PERFORMANCE.md's count
+    QCOMPARE(within15, 49);  // of 60: docs/PERFORMANCE.md's count
   }
 };
 

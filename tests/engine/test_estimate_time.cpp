@@ -285,6 +285,21 @@ void TestEstimateTime::runtime_recompute_policy_dropout_and_bandwidth() {
   const TimeEstimate staged = estimate_time(llama, s, &h100);
   QVERIFY(staged.gemm_s > hbm2e.gemm_s / 2 && staged.gemm_s < hbm2e.gemm_s);
   QCOMPARE(staged.gemm_kernels, (32 / 2) * (12.0 + 1 + 2) + 3);
+  // --network-bandwidth: the run's own network between nodes (BLOOM's 4 × 100 Gb/s for 8 GPUs). With 4 GPUs a
+  // node the pipeline's sends and the data-parallel ring leave the node and take its time; tp stays inside.
+  s.gpus_per_node = 4;
+  s.layout[Axis::tp] = 2;
+  s.layout[Axis::dp] = 4;
+  const TimeEstimate profile_network = estimate_time(llama, s, &h100);
+  s.network_gbps = 6.25;
+  const TimeEstimate slow_network = estimate_time(llama, s, &h100);
+  QCOMPARE(slow_network.pp_comm_s, slow_network.pp_bytes / 6.25e9);
+  QCOMPARE(slow_network.dp_comm_s, slow_network.dp_bytes / 6.25e9);
+  QVERIFY(slow_network.pp_link.find("6.25 GB/s per GPU (--network-bandwidth)") != std::string::npos);
+  QVERIFY(near(profile_network.pp_comm_s * h100.internode_gbps, slow_network.pp_comm_s * 6.25));
+  QCOMPARE(slow_network.tp_comm_s, profile_network.tp_comm_s);
+  QCOMPARE(slow_network.gemm_s, profile_network.gemm_s);
+  QVERIFY(slow_network.step_s > profile_network.step_s);
 }
 
 // --float8 tensorwise: the layers' linears' GEMMs at the GPU's FP8 peak and DeepGEMM's measured fraction

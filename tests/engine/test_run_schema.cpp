@@ -218,10 +218,10 @@ class TestRunSchema : public QObject {
       QVERIFY2(f.surfaces != 0 && !f.help.en.empty() && !f.help.zh.empty(), f.key.data());
       QVERIFY2((f.get != nullptr) == f.on(surface::train), f.key.data());
     }
-    // The estimator-only rows (plan_fields.cpp): 10, and the kernel model's eleven run inputs (runtime,
+    // The estimator-only rows (plan_fields.cpp): 10, and the kernel model's twelve run inputs (runtime,
     // selective_ac, dropout, autocast, reduce_dtype, tp_comm_overlap, async_tp, overlap_param_gather, float8,
-    // float8_all_gather, gpu_bandwidth).
-    QCOMPARE(run_fields().size() + 21, schema_fields().size());
+    // float8_all_gather, gpu_bandwidth, network_bandwidth).
+    QCOMPARE(run_fields().size() + 22, schema_fields().size());
     for (const unsigned on : {surface::train, surface::estimate}) {
       std::set<std::string_view> flags;
       for (const RunField& f : fields_on(on))
