@@ -83,6 +83,35 @@ double worst_relative(const Run& a, const Run& b) {
   return worst;
 }
 
+void add_model_columns() {
+  QTest::addColumn<QString>("model");
+  QTest::addColumn<int>("precision");
+  QTest::addColumn<double>("gpu_tolerance");
+}
+
+// The data row's model on one GPU against one CPU rank: the losses agree within the row's
+// tolerance, fall, and the model-state bytes match.
+void model_of_the_row_follows_cpu() {
+  QFETCH(QString, model);
+  QFETCH(int, precision);
+  QFETCH(double, gpu_tolerance);
+  const double tolerance = tolerance_for(gpu_tolerance);
+  const auto p = static_cast<Precision>(precision);
+  const std::string name = model.toStdString();
+  const Run cpu = train(config(name.c_str(), "cpu", p));
+  const Run gpu = train(config(name.c_str(), "cuda", p));
+  QVERIFY2(gpu.backend.rfind("cuda:", 0) == 0, gpu.backend.c_str());
+  QCOMPARE(gpu.losses.size(), cpu.losses.size());
+  const double worst = worst_relative(gpu, cpu);
+  qInfo("%s: first loss gpu %.6f cpu %.6f, last gpu %.6f cpu %.6f, worst relative difference %.2e", qPrintable(model),
+        static_cast<double>(gpu.losses.front()), static_cast<double>(cpu.losses.front()),
+        static_cast<double>(gpu.losses.back()), static_cast<double>(cpu.losses.back()), worst);
+  QVERIFY2(worst < tolerance, qPrintable(QString("worst relative loss difference %1").arg(worst)));
+  QVERIFY(gpu.losses.back() < gpu.losses.front() - (emulated() ? 0.2 : 0.5));  // it learns
+  for (MemoryCategory c : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
+    QCOMPARE(gpu.memory[c], cpu.memory[c]);
+}
+
 void add_layout_columns() {
   QTest::addColumn<int>("dp");
   QTest::addColumn<int>("pp");
@@ -125,6 +154,14 @@ void layout_of_the_row_follows_cpu(const std::vector<int>& gpus, const char* how
   for (std::size_t r = 0; r < gpu.rank_memory.size(); ++r)
     for (MemoryCategory m : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
       QCOMPARE(gpu.rank_memory[r][m], cpu.rank_memory[r][m]);
+}
+
+// The data row's layout with one rank per GPU over NCCL (two GPUs and NCCL, else skipped).
+void over_nccl_the_row_follows_cpu() {
+  if (probe_cuda().gpus.size() < 2) QSKIP("skipped: one rank per GPU needs 2 GPUs");
+  const NcclAvailability nccl = probe_nccl();
+  if (!nccl.available) QSKIP(qPrintable(QString::fromStdString("skipped: no NCCL (" + nccl.reason + ")")));
+  layout_of_the_row_follows_cpu({0, 1}, "over NCCL");
 }
 
 // tp 2 (with SP or not) for a few steps on CPU ranks, then on `gpus`: the
@@ -188,74 +225,70 @@ class TestCudaTraining : public QObject {
     if (!probe.available()) QSKIP(qPrintable(QString::fromStdString("skipped: no GPU (" + probe.reason + ")")));
   }
 
-  void gpu_follows_cpu_data() {
-    QTest::addColumn<QString>("model");
-    QTest::addColumn<int>("precision");
-    QTest::addColumn<double>("gpu_tolerance");
+  // Four runs a function at most: the emulation takes several seconds a run, and no test function may
+  // pass 60 s on busy CI cores.
+  void gpu_follows_cpu_fp32_data() {
+    add_model_columns();
     // fp32: the GPU sums in other orders (cuBLAS, per-row kernels), so the runs
-    // drift apart by float rounding only; 16 bits round the same values, so the
-    // tolerance is 16-bit sized.
+    // drift apart by float rounding only.
     QTest::newRow("gpt-tiny fp32") << "gpt-tiny" << static_cast<int>(Precision::fp32) << 1e-3;
     QTest::newRow("bert-tiny fp32") << "bert-tiny" << static_cast<int>(Precision::fp32) << 1e-3;
+  }
+  void gpu_follows_cpu_fp32() { model_of_the_row_follows_cpu(); }
+
+  void gpu_follows_cpu_16_bit_data() {
+    add_model_columns();
+    // 16 bits round the same values, so the tolerance is 16-bit sized.
     QTest::newRow("gpt-tiny fp16") << "gpt-tiny" << static_cast<int>(Precision::fp16) << 1e-2;
     QTest::newRow("gpt-tiny bf16") << "gpt-tiny" << static_cast<int>(Precision::bf16) << 3e-2;
   }
+  void gpu_follows_cpu_16_bit() { model_of_the_row_follows_cpu(); }
 
-  void gpu_follows_cpu() {
-    QFETCH(QString, model);
-    QFETCH(int, precision);
-    QFETCH(double, gpu_tolerance);
-    const double tolerance = tolerance_for(gpu_tolerance);
-    const auto p = static_cast<Precision>(precision);
-    const std::string name = model.toStdString();
-    const Run cpu = train(config(name.c_str(), "cpu", p));
-    const Run gpu = train(config(name.c_str(), "cuda", p));
-    QVERIFY2(gpu.backend.rfind("cuda:", 0) == 0, gpu.backend.c_str());
-    QCOMPARE(gpu.losses.size(), cpu.losses.size());
-    double worst = 0.0;
-    for (std::size_t i = 0; i < gpu.losses.size(); ++i)
-      worst = std::max(worst, std::fabs(static_cast<double>(gpu.losses[i]) - cpu.losses[i]) / cpu.losses[i]);
-    qInfo("%s: first loss gpu %.6f cpu %.6f, last gpu %.6f cpu %.6f, worst relative difference %.2e", qPrintable(model),
-          static_cast<double>(gpu.losses.front()), static_cast<double>(cpu.losses.front()),
-          static_cast<double>(gpu.losses.back()), static_cast<double>(cpu.losses.back()), worst);
-    QVERIFY2(worst < tolerance, qPrintable(QString("worst relative loss difference %1").arg(worst)));
-    QVERIFY(gpu.losses.back() < gpu.losses.front() - (emulated() ? 0.2 : 0.5));  // it learns
-    for (MemoryCategory c : {MemoryCategory::parameters, MemoryCategory::gradients, MemoryCategory::optimizer_states})
-      QCOMPARE(gpu.memory[c], cpu.memory[c]);
-  }
-
-  void ranks_sharing_one_gpu_follow_cpu_ranks_data() {
+  void data_parallel_ranks_sharing_one_gpu_follow_cpu_ranks_data() {
     add_layout_columns();
-    const int fp32 = static_cast<int>(Precision::fp32), bf16 = static_cast<int>(Precision::bf16);
+    const int fp32 = static_cast<int>(Precision::fp32);
     QTest::newRow("dp2 DDP") << 2 << 1 << 0 << false << fp32 << 1e-3;
     QTest::newRow("dp2 ZeRO-1") << 2 << 1 << 1 << false << fp32 << 1e-3;
     QTest::newRow("dp2 ZeRO-2") << 2 << 1 << 2 << false << fp32 << 1e-3;
+  }
+  void data_parallel_ranks_sharing_one_gpu_follow_cpu_ranks() {
+    layout_of_the_row_follows_cpu({0}, "sharing GPU 0");
+  }
+
+  void more_ranks_sharing_one_gpu_follow_cpu_ranks_data() {
+    add_layout_columns();
+    const int fp32 = static_cast<int>(Precision::fp32);
     QTest::newRow("dp2 ZeRO-3") << 2 << 1 << 3 << false << fp32 << 1e-3;
     QTest::newRow("naive dp2") << 2 << 1 << 0 << true << fp32 << 1e-3;
     QTest::newRow("pp2") << 1 << 2 << 0 << false << fp32 << 1e-3;
+  }
+  void more_ranks_sharing_one_gpu_follow_cpu_ranks() { layout_of_the_row_follows_cpu({0}, "sharing GPU 0"); }
+
+  void ranks_sharing_one_gpu_in_16_bits_follow_cpu_ranks_data() {
+    add_layout_columns();
+    const int bf16 = static_cast<int>(Precision::bf16);
     QTest::newRow("dp2 x pp2 ZeRO-1 bf16") << 2 << 2 << 1 << false << bf16 << 3e-2;
     QTest::newRow("dp2 ZeRO-3 bf16") << 2 << 1 << 3 << false << bf16 << 3e-2;
   }
+  void ranks_sharing_one_gpu_in_16_bits_follow_cpu_ranks() { layout_of_the_row_follows_cpu({0}, "sharing GPU 0"); }
 
-  void ranks_sharing_one_gpu_follow_cpu_ranks() { layout_of_the_row_follows_cpu({0}, "sharing GPU 0"); }
-
-  // One rank per GPU, NCCL between them (needs two GPUs and NCCL).
+  // One rank per GPU, NCCL between them (needs two GPUs and NCCL), in two functions of a few runs.
   void one_rank_per_gpu_over_nccl_follows_cpu_ranks_data() {
     add_layout_columns();
-    const int fp32 = static_cast<int>(Precision::fp32), bf16 = static_cast<int>(Precision::bf16);
+    const int fp32 = static_cast<int>(Precision::fp32);
     QTest::newRow("dp2 DDP") << 2 << 1 << 0 << false << fp32 << 1e-3;
     QTest::newRow("dp2 ZeRO-3") << 2 << 1 << 3 << false << fp32 << 1e-3;
     QTest::newRow("naive dp2") << 2 << 1 << 0 << true << fp32 << 1e-3;
+  }
+  void one_rank_per_gpu_over_nccl_follows_cpu_ranks() { over_nccl_the_row_follows_cpu(); }
+
+  void one_rank_per_gpu_over_nccl_pipeline_and_16_bit_follow_cpu_ranks_data() {
+    add_layout_columns();
+    const int fp32 = static_cast<int>(Precision::fp32), bf16 = static_cast<int>(Precision::bf16);
     QTest::newRow("pp2") << 1 << 2 << 0 << false << fp32 << 1e-3;
     QTest::newRow("dp2 ZeRO-2 bf16") << 2 << 1 << 2 << false << bf16 << 3e-2;
   }
-
-  void one_rank_per_gpu_over_nccl_follows_cpu_ranks() {
-    if (probe_cuda().gpus.size() < 2) QSKIP("skipped: one rank per GPU needs 2 GPUs");
-    const NcclAvailability nccl = probe_nccl();
-    if (!nccl.available) QSKIP(qPrintable(QString::fromStdString("skipped: no NCCL (" + nccl.reason + ")")));
-    layout_of_the_row_follows_cpu({0, 1}, "over NCCL");
-  }
+  void one_rank_per_gpu_over_nccl_pipeline_and_16_bit_follow_cpu_ranks() { over_nccl_the_row_follows_cpu(); }
 
   // Tensor parallelism on GPUs: the vocabulary-parallel embedding and loss
   // and sequence parallelism's token blocks are device ops
