@@ -80,7 +80,7 @@ FileUnits file_units(const ModelShape& m, int tp, int ep = 1) {
             m.head_parameters,        vh,
             m.dense_layer_parameters, ep > 1 ? m.layer_expert_parameters / ep : 0};
   return {tp_share(m.embedding_parameters - vh, split_vh, tp),
-          tp_share(replicated_layer, layer - replicated_layer, tp),
+          tp_share(replicated_layer + m.router_parameters, layer - replicated_layer - m.router_parameters, tp),
           m.tied_embeddings ? m.head_parameters : tp_share(m.head_parameters - vh, split_vh, tp),
           split_vh / tp,
           tp_share(replicated_layer, m.dense_layer_parameters - replicated_layer, tp),
@@ -253,6 +253,7 @@ ModelShape model_shape_from_hf(const HfModelConfig& hf) {
                  (hf.mlp_bias && hf.expert_intermediate == 0 ? 2 * CheckedSize(hf.intermediate) + hf.hidden : 0))
                     .value();
       m.layer_expert_parameters = expert * m.experts;
+      m.router_parameters = (CheckedSize(m.experts) * m.hidden).value();
     }
   }
   return m;

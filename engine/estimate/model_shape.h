@@ -31,8 +31,11 @@ struct ModelShape {
   std::int64_t embedding_parameters = 0;       // first stage: token (+ position, + type) embeddings
   std::int64_t layer_parameters = 0;           // one transformer layer
   // Of a file's layer, what every tp rank holds whole (HfModelConfig::replicated_layer_parameters:
-  // norms, row-parallel biases); the rest of the layer is split over the tp ranks.
+  // norms, row-parallel biases, MLA's down-projections); the rest of the layer is split over the tp ranks.
   std::int64_t layer_replicated_parameters = 0;
+  // A MoE layer's router (E·h), also whole on every tp rank (Megatron-LM's TopKRouter and torchtitan's
+  // gate are not split); dense layers have none.
+  std::int64_t router_parameters = 0;
   std::int64_t head_parameters = 0;            // last stage: final norm, head (tied matrix not counted again)
   std::int64_t lookup_only_parameters = 0;     // embedding tables no matmul reads (no FLOPs)
   std::int64_t largest_module_parameters = 0;  // DeepSpeed's largest_layer_params

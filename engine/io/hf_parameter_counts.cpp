@@ -108,8 +108,13 @@ std::int64_t HfModelConfig::layer_parameters() const {
 
 std::int64_t HfModelConfig::replicated_layer_parameters() const {
   const CheckedSize h = hidden;
-  if (kv_lora_rank > 0)  // DeepSeek-V3: its two RMSNorms and the latents' (q_a_layernorm, kv_a_layernorm)
-    return (2 * h + CheckedSize(q_lora_rank) + kv_lora_rank).value();
+  // DeepSeek-V3: its two RMSNorms and the latents' (q_a_layernorm, kv_a_layernorm), and the down-projections
+  // into the latents (q_a_proj, kv_a_proj_with_mqa), which Megatron-LM's Transformer Engine layers build
+  // "duplicated" (multi_latent_attention.py) and torchtitan leaves unsplit (NoParallel).
+  if (kv_lora_rank > 0)
+    return (2 * h + CheckedSize(q_lora_rank) + kv_lora_rank + h * q_lora_rank +
+            h * (CheckedSize(kv_lora_rank) + qk_rope_head_dim))
+        .value();
   switch (architecture) {
     case HfArchitecture::gpt2:  // ln_1 and ln_2 (weight and bias), the biases of attn.c_proj and mlp.c_proj
     case HfArchitecture::bert:  // two LayerNorms (weight and bias), the biases of attention.output and output.dense

@@ -69,6 +69,7 @@ class TestHfParameterCounts : public QObject {
   void phi3_counts_are_exact();
   void gemma_counts_are_exact();
   void tensor_parallel_replicates_norms();
+  void tensor_parallel_replicates_routers_and_latent_projections();
 };
 
 void TestHfParameterCounts::gpt2_count_is_exact() {
@@ -404,6 +405,34 @@ void TestHfParameterCounts::tensor_parallel_replicates_norms() {
         seen = true;
       }
     QVERIFY(seen);
+  }
+}
+
+// Mixture-of-experts layers keep their router whole on every tp rank (Megatron-LM's TopKRouter,
+// torchtitan's gate), and DeepSeek-V3 its MLA down-projections into the latents as well
+// (q_a_proj, kv_a_proj_with_mqa: Megatron-LM's "duplicated" TE linears, torchtitan's NoParallel).
+void TestHfParameterCounts::tensor_parallel_replicates_routers_and_latent_projections() {
+  struct Case {
+    std::string file;
+    int pp, middle_layers;  // a middle stage of MoE layers only
+  };
+  const std::string examples = std::string(SHARDSCOPE_FIXTURES) + "/../../resources/examples/";
+  const Case cases[] = {
+      {"mixtral_8x7b_config.json", 4, 8},  // 32 MoE layers: 8 a stage
+      {"deepseek_v3_config.json", 4, 15},  // 61 layers (the first 3 dense): 16, 15, 15, 15
+  };
+  for (const Case& c : cases) {
+    const HfModelConfig hf = load_hf_config(examples + c.file);
+    const ModelShape shape = model_shape_from_hf(hf);
+    QCOMPARE(shape.parameters(), hf.training_parameters());
+    const std::int64_t h = hf.hidden;
+    std::int64_t whole = 2 * h + hf.experts * h;  // two RMSNorms and the router
+    if (hf.kv_lora_rank > 0)
+      whole += hf.q_lora_rank + hf.kv_lora_rank + h * hf.q_lora_rank + h * (hf.kv_lora_rank + hf.qk_rope_head_dim);
+    const std::int64_t layer = hf.layer_parameters();
+    QCOMPARE(shape.layer_replicated_parameters + shape.router_parameters, whole);
+    const std::int64_t per_rank = whole + (layer - whole + 1) / 2;
+    QCOMPARE(shape.stage_parameters(c.pp, 1, 2), c.middle_layers * per_rank);
   }
 }
 
