@@ -74,6 +74,7 @@ const MoeLayout kOtherEps[] = {
 struct Figures {
   std::vector<float> losses;
   std::vector<double> norms;
+  std::vector<MoeStats> routing;  // each step's aux loss, choices, drops and choices per expert
 };
 
 // Runs `config` 2 steps, saves into `dir`, then 3 more steps: their figures,
@@ -88,6 +89,7 @@ Figures save_and_go_on(const RunConfig& config, const QTemporaryDir& dir, std::s
     const StepMetrics m = full.step();
     out.losses.push_back(m.loss);
     out.norms.push_back(m.grad_norm);
+    out.routing.push_back(m.moe != nullptr ? *m.moe : MoeStats{});
   }
   if (state != nullptr)
     for (int r = 0; r < full.world_size(); ++r) state->push_back(full.model_state_bytes(r));
@@ -132,8 +134,9 @@ void TestExpertParallelCheckpoint::resume_in_the_same_layout_is_bit_exact_data()
   for (int i = 0; i < static_cast<int>(std::size(kSameLayouts)); ++i) QTest::newRow(kSameLayouts[i].name) << i;
 }
 
-// Steps 3..5 of the resumed run give the uninterrupted run's losses and
-// gradient norms bit for bit, and every rank ends with the same state bytes
+// Steps 3..5 of the resumed run give the uninterrupted run's losses, gradient
+// norms and routing (drops, choices per expert, load-balancing loss) bit for
+// bit, and every rank ends with the same state bytes
 // (parameters, gradients, AdamW moments, the experts' included).
 void TestExpertParallelCheckpoint::resume_in_the_same_layout_is_bit_exact() {
   QFETCH(int, index);
@@ -158,8 +161,18 @@ void TestExpertParallelCheckpoint::resume_in_the_same_layout_is_bit_exact() {
                             .arg(i + 3)
                             .arg(m.grad_norm, 0, 'g', 17)
                             .arg(expected.norms[i], 0, 'g', 17)));
+    // The routing goes on as it would have: the same choices kept and dropped, the same load-balancing loss.
     QVERIFY(m.moe != nullptr && m.moe->routed > 0);
+    const MoeStats& want = expected.routing[i];
+    QCOMPARE(m.moe->routed, want.routed);
+    QCOMPARE(m.moe->dropped, want.dropped);
+    QVERIFY(m.moe->tokens_per_expert == want.tokens_per_expert);
+    QVERIFY(std::bit_cast<std::uint64_t>(m.moe->aux_loss()) == std::bit_cast<std::uint64_t>(want.aux_loss()));
   }
+  std::int64_t dropped = 0;
+  for (const MoeStats& r : expected.routing) dropped += r.dropped;
+  qInfo("%s: %lld choices dropped over capacity in steps 3-5, resumed alike", QTest::currentDataTag(),
+        static_cast<long long>(dropped));
   QCOMPARE(static_cast<std::size_t>(resumed.world_size()), state.size());
   for (int r = 0; r < resumed.world_size(); ++r)
     QVERIFY2(resumed.model_state_bytes(r) == state[static_cast<std::size_t>(r)], qPrintable(QString("rank %1").arg(r)));
@@ -275,6 +288,8 @@ void TestExpertParallelCheckpoint::mismatched_checkpoints_are_refused() {
   Trainer dense_trainer(plain);
   dense_trainer.step();
   const std::string dense_step = dense_trainer.save_checkpoint(dense_dir.path().toStdString());
+  QVERIFY(read_checkpoint_manifest(dense_step).hugging_face.empty());  // a dense model has its Hugging Face files
+  QVERIFY(std::filesystem::exists(dense_step + "/model.safetensors"));
   error = resume_error(moe, dense_step);
   QVERIFY2(error.find(dense_step + "/manifest.json: the checkpoint's model is not --model gpt-tiny-moe's: field "
                                    "'model.mixture_of_experts' is absent in the checkpoint, {") != std::string::npos,
