@@ -376,8 +376,21 @@ void make_directory(const std::string& dir, const std::string& flag) {
 
 }  // namespace
 
+bool has_hf_layout(const ModelConfig& config) {
+  return config.experts == 0;
+}
+
+std::string hf_layout_missing_reason(const ModelConfig& config) {
+  if (has_hf_layout(config)) return {};
+  return "no config.json or model.safetensors: " + config.name +
+         " is a mixture of experts, which GPT2LMHeadModel's and BertForMaskedLM's tensor names cannot hold (its "
+         "routers and experts are in the rank files, the experts of each MoE layer stacked)";
+}
+
 void write_hf_model_dir(const std::string& dir, const ModelConfig& config, const float* parameters,
                         const std::string& flag) {
+  if (!has_hf_layout(config))
+    throw OutputError((flag.empty() ? "" : flag + " ") + dir + ": " + hf_layout_missing_reason(config));
   make_directory(dir, flag);
   const ParameterLayout layout(config);
   const HfLayout hf = config.kind == ModelKind::gpt ? HfLayout::gpt2_lm_head : HfLayout::bert_masked_lm;

@@ -79,11 +79,20 @@ bool has_hf_tokenizer(const std::string& dir);
 // (no MLM head) gets a freshly initialized head, said in `notes`.
 HfModel read_hf_model_dir(const std::string& dir);
 
+// Whether Transformers has a class whose tensor names hold the model
+// (GPT2LMHeadModel, BertForMaskedLM): not a mixture of experts, whose router
+// and stacked experts GPT-2's and BERT's names have no place for.
+bool has_hf_layout(const ModelConfig& config);
+// The manifest's word on why a checkpoint of `config` holds no Hugging Face
+// weights beside it; empty when it does (has_hf_layout).
+std::string hf_layout_missing_reason(const ModelConfig& config);
+
 // Writes DIR/config.json and DIR/model.safetensors (F32) as GPT2LMHeadModel or
 // BertForMaskedLM, which transformers' from_pretrained loads with no missing or
 // unexpected keys (a BERT pooler, which BertForMaskedLM lacks, is left out). `parameters`: the whole model in
 // ParameterLayout(config) order, on the host. DIR is created if absent (its parent must exist); each file is written
-// through OutputFile (a temporary renamed into place). `flag` names the option in error messages. Throws OutputError.
+// through OutputFile (a temporary renamed into place). `flag` names the option in error messages. Throws OutputError
+// (and for a model without has_hf_layout).
 void write_hf_model_dir(const std::string& dir, const ModelConfig& config, const float* parameters,
                         const std::string& flag = "");
 // Copies the tokenizer files of model directory `from` (tokenizer.json,

@@ -214,23 +214,27 @@ std::string checkpoint_manifest_text(const CheckpointManifest& m) {
   json parameters = json::array(), files = json::array();
   for (const auto& [name, shape] : m.parameters) parameters.push_back({name, shape});
   for (const CheckpointFile& f : m.files) files.push_back(file_json(f));
-  const json doc = {{"format", kCheckpointFormat},
-                    {"format_version", m.format_version},
-                    {"step", m.step},
-                    {"model", m.model},
-                    {"parameters", std::move(parameters)},
-                    {"layout", m.layout},
-                    {"lr_schedule", m.lr_schedule},
-                    {"optimizer", {{"adamw_steps", m.adamw_steps}}},
-                    {"loss_scaler", scaler_json(m.loss_scaler)},
-                    {"rng",
-                     {{"seed", m.seed},
-                      {"data_sampling", "stateless: sample i of step s is drawn from mix_seed(seed, s, i)"},
-                      {"mlm_masking", "stateless: from the same per-sample stream as data_sampling"},
-                      {"dropout", "none: the models have no dropout"}}},
-                    {"data", m.data},
-                    {"data_position", {{"next_step", m.data_next_step}}},
-                    {"files", std::move(files)}};
+  json doc = {{"format", kCheckpointFormat},
+              {"format_version", m.format_version},
+              {"step", m.step},
+              {"model", m.model},
+              {"parameters", std::move(parameters)},
+              {"layout", m.layout},
+              {"lr_schedule", m.lr_schedule},
+              {"optimizer", {{"adamw_steps", m.adamw_steps}}},
+              {"loss_scaler", scaler_json(m.loss_scaler)},
+              {"rng",
+               {{"seed", m.seed},
+                {"data_sampling", "stateless: sample i of step s is drawn from mix_seed(seed, s, i)"},
+                {"mlm_masking", "stateless: from the same per-sample stream as data_sampling"},
+                {"dropout", "none: the models have no dropout"},
+                {"moe_routing",
+                 "none: a mixture of experts routes by top-k (ties to the lower expert), and its drop "
+                 "counters start again every step"}}},
+              {"data", m.data},
+              {"data_position", {{"next_step", m.data_next_step}}},
+              {"files", std::move(files)}};
+  if (!m.hugging_face.empty()) doc["hugging_face"] = m.hugging_face;
   return doc.dump(1) + "\n";
 }
 
@@ -265,6 +269,7 @@ CheckpointManifest parse_checkpoint_manifest(std::string_view text, const std::s
   m.data = r.at(doc, "data", "");
   m.data_next_step = r.int_at(r.at(doc, "data_position", ""), "next_step", "data_position", 0);
   if (m.data_next_step != m.step) r.fail("data_position.next_step", "differs from 'step'");
+  if (const auto hf = doc.find("hugging_face"); hf != doc.end()) m.hugging_face = r.text(*hf, "hugging_face");
   m.files = read_files(r, r.at(doc, "files", ""));
   return m;
 }

@@ -10,12 +10,16 @@
 //   ROOT/step-000123/rank-R.safetensors   rank R's fp32 master weights and
 //                                         AdamW m and v: "NAME/master",
 //                                         "NAME/exp_avg", "NAME/exp_avg_sq"
+//   ROOT/step-000123/config.json,         the whole model as Hugging Face's
+//                    model.safetensors    GPT-2 or BERT (not for a mixture of
+//                                         experts: the manifest says why)
 //
 // Each rank saves what its optimizer updates: everything (DDP, one rank), its
 // flat shard (ZeRO-1), its chunk of every unit (ZeRO-2/3), its stage's
 // parameters (pipeline), nothing (a naive DataParallel replica). A tensor
 // holds elements [begin, end) of its parameter (row-major; under tensor
-// parallelism, of its tp rank's slice, whose split the manifest records),
+// parallelism, of its tp rank's slice, whose split the manifest records; under
+// expert parallelism a rank's block of experts is such a range of the whole),
 // recorded in the manifest, so the reader reassembles every parameter whole
 // from all the files whatever the layout that wrote them, as DeepSpeed's universal
 // checkpoints do; a run then resumes under any layout. The 16-bit parameters
@@ -85,6 +89,7 @@ struct CheckpointManifest {
   std::uint64_t seed = 0;           // the data-sampling and MLM-masking streams are (seed, step, sample)
   std::int64_t data_next_step = 0;  // the next global batch drawn is this step's
   nlohmann::json data;              // where the text came from (for the reader)
+  std::string hugging_face;         // why no Hugging Face weights lie beside it (a mixture of experts); empty: they do
   std::vector<CheckpointFile> files;
 };
 

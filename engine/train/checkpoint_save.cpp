@@ -123,8 +123,8 @@ Trainer::CheckpointSnapshot Trainer::checkpoint_snapshot() const {
 
 // Every rank's file, each in its own thread; then the weights in Hugging Face
 // layout (config.json, model.safetensors, and the tokenizer a --init-from
-// directory had), the manifest and the rename that makes the step directory
-// appear whole.
+// directory had; none for a mixture of experts: has_hf_layout), the manifest
+// and the rename that makes the step directory appear whole.
 std::string Trainer::write_checkpoint(const std::string& root, CheckpointSnapshot& snapshot) const {
   if (process_.active()) return write_checkpoint_as_process(root, snapshot);
   CheckpointWriter writer(root, snapshot.step);
@@ -144,7 +144,8 @@ std::string Trainer::write_checkpoint(const std::string& root, CheckpointSnapsho
     if (e) std::rethrow_exception(e);
   for (const RankCheckpoint& rank : snapshot.ranks) snapshot.manifest.files.push_back(rank.file);
   const ModelConfig model = run_model_config(config_);
-  write_hf_model_dir(writer.temp_dir(), model, whole_weights(model, snapshot.ranks).data(), "--save-dir");
+  if (has_hf_layout(model))
+    write_hf_model_dir(writer.temp_dir(), model, whole_weights(model, snapshot.ranks).data(), "--save-dir");
   copy_tokenizer_files(config_.init_from, writer.temp_dir());
   faults_.before_checkpoint_commit(snapshot.step);
   return writer.commit(std::move(snapshot.manifest));
@@ -184,14 +185,15 @@ std::string Trainer::write_checkpoint_as_process(const std::string& root, Checkp
   }
   const std::vector<std::string> entries = process_.gather(said);
   if (leader) try {
+      const ModelConfig model = run_model_config(config_);
       std::vector<RankCheckpoint> saved(entries.size());
       for (std::size_t r = 0; r < entries.size(); ++r) {
         saved[r].file = parse_checkpoint_file(outcome_value(entries[r]), temp + "/rank-" + std::to_string(r));
-        saved[r].master = read_checkpoint_masters(temp + "/" + saved[r].file.name, saved[r].file);
+        if (has_hf_layout(model))
+          saved[r].master = read_checkpoint_masters(temp + "/" + saved[r].file.name, saved[r].file);
         snapshot.manifest.files.push_back(saved[r].file);
       }
-      const ModelConfig model = run_model_config(config_);
-      write_hf_model_dir(temp, model, whole_weights(model, saved).data(), "--save-dir");
+      if (has_hf_layout(model)) write_hf_model_dir(temp, model, whole_weights(model, saved).data(), "--save-dir");
       copy_tokenizer_files(config_.init_from, temp);
       faults_.before_checkpoint_commit(snapshot.step);
       committed = writer->commit(std::move(snapshot.manifest));

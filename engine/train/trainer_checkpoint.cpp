@@ -5,6 +5,7 @@
 // the reassembled parameters, so the layout may differ from the saved one.
 #include <algorithm>
 #include <exception>
+#include <set>
 
 #include "config/run_schema.h"
 #include "core/error.h"
@@ -20,17 +21,25 @@ namespace shardscope {
 namespace {
 
 nlohmann::json model_json(const ModelConfig& m) {
-  return {{"name", m.name},
-          {"kind", std::string(model_kind_name(m.kind))},
-          {"vocab", m.vocab},
-          {"max_seq", m.max_seq},
-          {"channels", m.channels},
-          {"layers", m.layers},
-          {"heads", m.heads},
-          {"type_vocab", m.type_vocab},
-          {"pooler", m.pooler},
-          {"ln_eps", m.ln_eps},
-          {"gelu", static_cast<int>(m.gelu)}};
+  nlohmann::json out = {{"name", m.name},
+                        {"kind", std::string(model_kind_name(m.kind))},
+                        {"vocab", m.vocab},
+                        {"max_seq", m.max_seq},
+                        {"channels", m.channels},
+                        {"layers", m.layers},
+                        {"heads", m.heads},
+                        {"type_vocab", m.type_vocab},
+                        {"pooler", m.pooler},
+                        {"ln_eps", m.ln_eps},
+                        {"gelu", static_cast<int>(m.gelu)}};
+  // A mixture of experts: what routes its tokens (a dense model's manifest has none of these keys).
+  if (m.experts > 0)
+    out["mixture_of_experts"] = {{"experts", m.experts},
+                                 {"top_k", m.top_k},
+                                 {"capacity_factor", m.capacity_factor},
+                                 {"moe_every", m.moe_every},
+                                 {"aux_loss_coef", m.aux_loss_coef}};
+  return out;
 }
 
 std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameter_shapes(const ModelConfig& model) {
@@ -44,15 +53,22 @@ std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameter_shapes(
   return out;
 }
 
+// Where a rank's entry starts in the whole tensor's elements: its expert
+// block's first element (expert_rank of the ep blocks), else 0.
+std::int64_t whole_offset(const ParameterEntry& e, const StageLayers& stage) {
+  return e.expert ? std::int64_t{stage.expert_rank} * e.numel : 0;
+}
+
 // A stage's flat array of one state (0 master, 1 m, 2 v) from the whole
-// parameters: under tensor parallelism, tp rank tp_rank's slice of each.
-std::vector<float> stage_values(const ParameterLayout& layout, const TrainingCheckpoint& ckpt, int kind, int tp_rank,
-                                int tp_size) {
+// parameters: under tensor parallelism, tp rank tp_rank's slice of each;
+// under expert parallelism, the rank's block of experts.
+std::vector<float> stage_values(const ParameterLayout& layout, const StageLayers& stage, const TrainingCheckpoint& ckpt,
+                                int kind) {
   std::vector<float> flat(static_cast<std::size_t>(layout.total()));
   for (const ParameterEntry& e : layout.entries()) {
     const ParameterState& s = ckpt.parameters.at(e.name);
     const std::vector<float>& from = kind == 0 ? s.master : kind == 1 ? s.exp_avg : s.exp_avg_sq;
-    take_tensor_slice(e, tp_rank, tp_size, from.data(), flat.data() + e.offset);
+    take_tensor_slice(e, stage.tp_rank, stage.tp_size, from.data() + whole_offset(e, stage), flat.data() + e.offset);
   }
   return flat;
 }
@@ -74,7 +90,8 @@ RankCheckpoint Trainer::rank_checkpoint(const Rank& rk) const {
     for (const ParameterEntry& e : rk.model->layout().entries()) {
       const std::int64_t lo = std::max(e.offset, r.flat_begin), hi = std::min(e.offset + e.numel, r.flat_end);
       if (lo >= hi) continue;
-      out.file.slices.push_back({e.name, lo - e.offset, hi - e.offset, {e.split, e.split_parts, rk.tp_rank, tp}});
+      const std::int64_t at_whole = whole_offset(e, rk.model->stage()) - e.offset;
+      out.file.slices.push_back({e.name, lo + at_whole, hi + at_whole, {e.split, e.split_parts, rk.tp_rank, tp}});
       const auto at = static_cast<std::ptrdiff_t>(r.packed_begin + (lo - r.flat_begin)), len = hi - lo;
       out.master.insert(out.master.end(), master.begin() + at, master.begin() + at + len);
       out.exp_avg.insert(out.exp_avg.end(), m.begin() + at, m.begin() + at + len);
@@ -90,7 +107,7 @@ CheckpointManifest Trainer::checkpoint_manifest() const {
   const ModelConfig& model = ranks_[0]->model->config();
   m.model = model_json(model);
   m.parameters = parameter_shapes(model);
-  for (const char* key : {"dp", "pp", "tp", "cp", "cp_split", "ranks", "zero", "dp_mode", "precision", "accum",
+  for (const char* key : {"dp", "pp", "tp", "cp", "cp_split", "ranks", "zero", "dp_mode", "precision", "accum", "ep",
                           "micro_batches", "schedule", "batch", "seq", "loss_scaler"})
     m.layout[key] = run_field(key).get(config_);
   m.lr_schedule = {{"lr", schedule_.lr},       {"min_lr", schedule_.min_lr}, {"warmup", schedule_.warmup},
@@ -100,6 +117,7 @@ CheckpointManifest Trainer::checkpoint_manifest() const {
   m.loss_scaler = ranks_[0]->scaler->state();
   m.seed = config_.seed;
   m.data_next_step = steps_done_;
+  m.hugging_face = hf_layout_missing_reason(model);
   m.data = {{"source", dataset_->path()},
             {"train_tokens", dataset_->tokens(Split::train)},
             {"tokens_fnv1a64", data_fingerprint()}};
@@ -124,6 +142,26 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return out + "]";
 }
 
+// The first field where two model configs differ, as "field 'model.KEY' is
+// X in the checkpoint, Y here" (objects compared key by key, in key order).
+std::string model_difference(const nlohmann::json& saved, const nlohmann::json& ours, const std::string& field) {
+  if (saved.is_object() && ours.is_object()) {
+    std::set<std::string> keys;
+    for (const auto& [key, value] : saved.items()) keys.insert(key);
+    for (const auto& [key, value] : ours.items()) keys.insert(key);
+    for (const std::string& key : keys) {
+      const auto a = saved.find(key), b = ours.find(key);
+      if (a == saved.end() || b == ours.end() || *a != *b)
+        return model_difference(a == saved.end() ? nlohmann::json() : *a, b == ours.end() ? nlohmann::json() : *b,
+                                field + "." + key);
+    }
+  }
+  const auto text = [](const nlohmann::json& v) {
+    return v.is_null() ? std::string("absent") : bounded_excerpt(v.dump(), 80);
+  };
+  return "field '" + bounded_excerpt(field) + "' is " + text(saved) + " in the checkpoint, " + text(ours) + " here";
+}
+
 // The checkpoint's model is the run's: its config (the shape decides, not the
 // name: an --init-from model is named after its directory, which may be
 // spelled another way on resume), then every parameter's name and shape, so
@@ -137,8 +175,8 @@ void check_checkpoint_model(const std::string& manifest_path, const CheckpointMa
       "; resume with the model it was saved with (--model, or --init-from for a run that began from a Hugging "
       "Face directory)";
   if (saved_shape != shape)
-    throw ConfigError("--resume " + manifest_path + ": the checkpoint's model (" +
-                      bounded_excerpt(saved.model.dump(), 160) + ") is not " + flag + "'s" + hint);
+    throw ConfigError("--resume " + manifest_path + ": the checkpoint's model is not " + flag +
+                      "'s: " + model_difference(saved_shape, shape, "model") + hint);
   const auto expected = parameter_shapes(model);
   for (std::size_t i = 0; i < std::max(expected.size(), saved.parameters.size()); ++i) {
     const std::string field = "--resume " + manifest_path + ": field 'parameters[" + std::to_string(i) + "]': ";
@@ -188,8 +226,8 @@ void Trainer::check_checkpoint(const std::string& dir, const CheckpointManifest&
 
 void Trainer::restore_rank(Rank& rk, const TrainingCheckpoint& ckpt) {
   const ParameterLayout& layout = rk.model->layout();
-  const int tp = config_.layout.tp();
-  const std::vector<float> master = stage_values(layout, ckpt, 0, rk.tp_rank, tp);
+  const StageLayers& stage = rk.model->stage();
+  const std::vector<float> master = stage_values(layout, stage, ckpt, 0);
   void* params = rk.unit_storage != nullptr && rk.unit_storage->parameters() != nullptr ? rk.unit_storage->parameters()
                                                                                         : rk.model->params();
   const std::vector<float> values = rk.strategy->stage_parameters(rk, master);  // all, or ZeRO-3's packed chunks
@@ -208,8 +246,8 @@ void Trainer::restore_rank(Rank& rk, const TrainingCheckpoint& ckpt) {
       rk.backend->upload(to, pack_ranges(opt.ranges(), flat, size).data(), size * 4);
     };
     if (rk.dtype != DType::f32) upload(opt.master(), master);
-    upload(opt.m(), stage_values(layout, ckpt, 1, rk.tp_rank, tp));
-    upload(opt.v(), stage_values(layout, ckpt, 2, rk.tp_rank, tp));
+    upload(opt.m(), stage_values(layout, stage, ckpt, 1));
+    upload(opt.v(), stage_values(layout, stage, ckpt, 2));
     opt.set_steps_taken(ckpt.manifest.adamw_steps);
   }
   const nlohmann::json& saved = ckpt.manifest.layout;  // an object (the parser checked), its values unchecked

@@ -226,6 +226,7 @@ class TestCheckpointCli : public QObject {
   Q_OBJECT
  private Q_SLOTS:
   void resumed_run_prints_the_same_losses();
+  void a_mixture_of_experts_run_resumes();
   void kill_9_leaves_only_complete_checkpoints();
   void a_save_killed_before_its_commit_is_ignored();
   void bad_checkpoints_are_refused();
@@ -253,6 +254,38 @@ void TestCheckpointCli::resumed_run_prints_the_same_losses() {
   QCOMPARE(all.size(), std::size_t{4});
   QCOMPARE(rest.size(), std::size_t{2});
   QVERIFY(rest[0] == all[2] && rest[1] == all[3]);  // bit for bit (the JSON holds the float exactly)
+}
+
+// gpt-tiny-moe at dp 2 x ep 2: saved at step 2, resumed at the same layout
+// (bit for bit) and at ep 1 (the experts reassembled: within 2e-5); the step
+// directory holds no Hugging Face weights and its manifest says why.
+void TestCheckpointCli::a_mixture_of_experts_run_resumes() {
+  QTemporaryDir dir;
+  const QStringList moe = {"train", "--model", "gpt-tiny-moe", "--batch", "8",         "--seq", "16",       "--dp", "2",
+                           "--ep",  "2",       "--steps",      "4",       "--threads", "2",     "--warmup", "1"};
+  const QString root = dir.filePath("ckpt"), full = dir.filePath("full.jsonl"), part = dir.filePath("part.jsonl");
+  const CliResult a = run_cli(moe + QStringList{"--save-dir", root, "--save-every", "2", "--metrics-out", full});
+  QVERIFY2(a.code == 0, qPrintable(a.err));
+  QVERIFY2(a.out.contains("checkpoint: step 2 saved to " + root + "/step-000002"), qPrintable(a.out));
+  const fs::path step2 = (root + "/step-000002").toStdString();
+  QVERIFY(!fs::exists(step2 / "model.safetensors") && !fs::exists(step2 / "config.json"));
+  const nlohmann::json manifest = nlohmann::json::parse(read_all(step2 / "manifest.json"));
+  QVERIFY(manifest.at("hugging_face").get<std::string>().find("mixture of experts") != std::string::npos);
+  const std::vector<double> all = metric_losses(full);
+  QCOMPARE(all.size(), std::size_t{4});
+  for (const char* ep : {"2", "1"}) {
+    QStringList args = moe;
+    args[args.indexOf("--ep") + 1] = ep;
+    QFile::remove(part);
+    const CliResult b = run_cli(args + QStringList{"--resume", root + "/step-000002", "--metrics-out", part});
+    QVERIFY2(b.code == 0, qPrintable(b.err));
+    QVERIFY(b.out.contains("resumed from " + root + "/step-000002 at step 2"));
+    const std::vector<double> rest = metric_losses(part);
+    QCOMPARE(rest.size(), std::size_t{2});
+    if (std::string(ep) == "2")
+      QVERIFY(rest[0] == all[2] && rest[1] == all[3]);  // bit for bit (the JSON holds the float exactly)
+    for (std::size_t i = 0; i < 2; ++i) QVERIFY2(std::abs(rest[i] - all[i + 2]) <= 2e-5 * std::abs(all[i + 2]), ep);
+  }
 }
 
 // SIGKILL at moments spread over steps and saves: every step directory that
