@@ -113,8 +113,35 @@ void add_overlap_and_float8_fields(std::vector<RunField>& f) {
                .surfaces = surface::estimate});
 }
 
+// The run's own memory and network where they are not the GPU profile's.
+void add_bandwidth_fields(std::vector<RunField>& f) {
+  f.push_back({.key = "gpu_bandwidth",
+               .flag = "--gpu-bandwidth",
+               .value_name = "GB/s",
+               .kind = FieldKind::number,
+               .help = {"The run's GPU memory bandwidth where it differs from the --gpu profile's data sheet",
+                        "运行所用 GPU 的显存带宽（与 --gpu 配置的数据表不同时）"},
+               .range = {0.0, 1e6, true},
+               .default_text = "-",
+               .saved = Saved::never,
+               .surfaces = surface::estimate});
+  f.push_back(
+      {.key = "network_bandwidth",
+       .flag = "--network-bandwidth",
+       .value_name = "GB/s",
+       .kind = FieldKind::number,
+       .help = {"The cluster's network between nodes, per GPU and direction, where it differs from the\n"
+                "      --gpu profile's (a node's ports over its GPUs: 4 x 100 Gb/s for 8 GPUs is 6.25)",
+                "节点之间的网络带宽（每块 GPU、每个方向），与 --gpu 配置假设的网络不同时填写（节点的端口总带宽除以"
+                "GPU 数：8 块 GPU 共 4 x 100 Gb/s 即 6.25）"},
+       .range = {0.0, 1e6, true},
+       .default_text = "-",
+       .saved = Saved::never,
+       .surfaces = surface::estimate});
+}
+
 // The kernel model's inputs that describe the published run itself (docs/PERFORMANCE.md):
-// its framework's kernels, its recompute policy, its dropout and its GPU's memory.
+// its framework's kernels, its recompute policy, its dropout, and its GPU's memory and network.
 void add_kernel_model_fields(std::vector<RunField>& f) {
   f.push_back({.key = "runtime",
                .flag = "--runtime",
@@ -174,29 +201,7 @@ void add_kernel_model_fields(std::vector<RunField>& f) {
                .saved = Saved::never,
                .surfaces = surface::estimate});
   add_overlap_and_float8_fields(f);
-  f.push_back({.key = "gpu_bandwidth",
-               .flag = "--gpu-bandwidth",
-               .value_name = "GB/s",
-               .kind = FieldKind::number,
-               .help = {"The run's GPU memory bandwidth where it differs from the --gpu profile's data sheet",
-                        "运行所用 GPU 的显存带宽（与 --gpu 配置的数据表不同时）"},
-               .range = {0.0, 1e6, true},
-               .default_text = "-",
-               .saved = Saved::never,
-               .surfaces = surface::estimate});
-  f.push_back(
-      {.key = "network_bandwidth",
-       .flag = "--network-bandwidth",
-       .value_name = "GB/s",
-       .kind = FieldKind::number,
-       .help = {"The cluster's network between nodes, per GPU and direction, where it differs from the\n"
-                "      --gpu profile's (a node's ports over its GPUs: 4 x 100 Gb/s for 8 GPUs is 6.25)",
-                "节点之间的网络带宽（每块 GPU、每个方向），与 --gpu 配置假设的网络不同时填写（节点的端口总带宽除以"
-                "GPU 数：8 块 GPU 共 4 x 100 Gb/s 即 6.25）"},
-       .range = {0.0, 1e6, true},
-       .default_text = "-",
-       .saved = Saved::never,
-       .surfaces = surface::estimate});
+  add_bandwidth_fields(f);
 }
 
 // The cluster: GPU memory, GPUs per machine and machines, and the time model's one assumption.
