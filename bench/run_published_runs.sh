@@ -294,9 +294,10 @@ run "Megatron-LM Mixtral 8x7B, 64 x H100 (pp 4, ep 8)" tflops_per_gpu 468 \
 # parallelism and selective recompute, against 42.1% with full recompute. The model is Megatron-LM
 # 2021's 529.6B row above (h 20480, 105 layers, 128 heads, vocabulary 51,200, sequence 2048), tp 8 ×
 # pp 35 as MT-NLG 530B ran it, 2240 GPUs so dp 8. Not stated in the abstract, taken from the 2021 row:
-# micro-batch 1, 280 micro-batches a pipeline (global batch 2240), the plain 1F1B schedule (interleaving
-# v 3 gives 51.0% and 39.3%), dropout 0.1, the attention core materialized; selective recompute
-# recomputes that core (--checkpoint selective). MFU counts model FLOPs, without the recompute.
+# micro-batch 1, 280 micro-batches a pipeline (global batch 2240), dropout 0.1, the attention core
+# materialized; selective recompute recomputes that core (--checkpoint selective). Assumed, with no
+# source: the plain 1F1B schedule (the 2021 row interleaves v 3, which here gives 51.0% and 39.3%).
+# MFU counts model FLOPs, without the recompute.
 k22=(--model "$runs/gpt-529.6b_config.json" --tp 8 --pp 35 --dp 8 --micro-batch 1 --micro-batches 280
   --precision bf16 --seq 2048 --gpus-per-node 8 --gpu A100-80GB --dropout 0.1)
 run "Korthikanti 2022 530B, 2240 x A100, SP + selective" mfu 54.2 "${k22[@]}" --sequence-parallel \

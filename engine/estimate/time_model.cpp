@@ -94,6 +94,8 @@ double float8_all_gather(DataParallelTraffic& traffic, const ModelShape& model, 
   if (N == 1) return 0;
   const int layers = stage.layers.chunks * stage.layers.layer_count();  // equal chunks (model_config.h)
   // What a layer keeps whole (norms, row-parallel biases: a config file's count, model_shape.h) is no FP8 weight.
+  // (That count also holds DeepSeek-V3's duplicated down-projections, which are linears; --float8 refuses
+  // models with experts, so it never meets them here.)
   const double norms = model.layer_replicated_parameters > 0
                            ? static_cast<double>(model.layer_replicated_parameters)
                            : static_cast<double>(model.hidden) * (model.architecture == "llama" ? 2 : 4);

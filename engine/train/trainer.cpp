@@ -132,12 +132,13 @@ void Trainer::load_initial_model() {
 }
 
 void Trainer::announce() {
-  if (!device_note_.empty()) {
+  for (const std::string* text : {&device_note_, &resume_note_}) {
+    if (text->empty()) continue;
     Event note;
     note.kind = EventKind::log;
     note.level = LogLevel::warning;
     note.start_ns = note.end_ns = event_time_ns();
-    note.set_text(device_note_);
+    note.set_text(*text);
     emit(note);
   }
   const Grid& grid = plan_->grid();

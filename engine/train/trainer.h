@@ -210,6 +210,10 @@ class Trainer {
   std::optional<CheckpointSave> finish_checkpoint();
   // The step directory config.resume_dir resolved to (empty: a fresh run).
   const std::string& resumed_from() const { return resumed_from_; }
+  // Set when a resumed mixture-of-experts run routes micro-batches of another size than the run that
+  // saved it (the experts' capacity follows a micro-batch's tokens): what continues differs from an
+  // uninterrupted run, said once (also as a warning event). Empty otherwise.
+  const std::string& resume_note() const { return resume_note_; }
   // Mean loss over config.eval_batches fixed validation batches (on rank 0).
   float evaluate();
   // The step's routing figures of a MoE model, summed over this process's ranks; null when dense.
@@ -342,6 +346,7 @@ class Trainer {
   std::int64_t steps_done_ = 0;
   std::string device_note_;
   std::string resumed_from_;
+  std::string resume_note_;
   std::vector<MemoryBytes> predicted_;  // the estimator's bytes per rank for config_; empty if none
   bool failed_ = false;
   // --init-from: the loaded model while the ranks are built (each copies its part), then released.

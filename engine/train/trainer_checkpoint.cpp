@@ -54,7 +54,8 @@ std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameter_shapes(
 }
 
 // Where a rank's entry starts in the whole tensor's elements: its expert
-// block's first element (expert_rank of the ep blocks), else 0.
+// block's first element (expert_rank of the ep blocks), else 0. A MoE model runs at tp 1
+// (run_config.cpp refuses tp with experts): with tp, this offset would be a tp slice's.
 std::int64_t whole_offset(const ParameterEntry& e, const StageLayers& stage) {
   return e.expert ? std::int64_t{stage.expert_rank} * e.numel : 0;
 }
@@ -193,6 +194,28 @@ void check_checkpoint_model(const std::string& manifest_path, const CheckpointMa
   }
 }
 
+// A MoE layer routes each micro-batch on its own, its experts' capacity ceil(c·N·k/E) set by the
+// micro-batch's N tokens: a resume whose micro-batches hold other sequences than the saved run's
+// (another --dp × --accum × --micro-batches) drops other tokens from there on.
+std::string moe_resume_note(const nlohmann::json& saved, int experts, std::int64_t rows) {
+  if (experts == 0) return {};
+  const auto saved_int = [&saved](const char* key) -> std::int64_t {
+    const auto it = saved.find(key);
+    if (it == saved.end()) return 0;
+    if (it->is_number_integer()) return it->get<std::int64_t>();
+    if (it->is_string()) return std::strtoll(it->get<std::string>().c_str(), nullptr, 10);
+    return 0;
+  };
+  const std::int64_t parts =
+      saved_int("dp") * saved_int("accum") * std::max<std::int64_t>(1, saved_int("micro_batches"));
+  if (parts <= 0 || saved_int("batch") <= 0) return {};  // a manifest without them: nothing to compare
+  const std::int64_t saved_rows = saved_int("batch") / parts;
+  if (saved_rows == rows) return {};
+  return "resumed a mixture of experts with micro-batches of " + std::to_string(rows) + " sequences where the run " +
+         "that saved it had " + std::to_string(saved_rows) + " (--dp x --accum x --micro-batches differs): each " +
+         "micro-batch sets its experts' capacity, so the tokens dropped from here on differ from an uninterrupted run";
+}
+
 }  // namespace
 
 // The checkpoint must be of this run's model and data stream; the layout may differ.
@@ -268,6 +291,8 @@ void Trainer::restore_checkpoint(const std::string& path) {
   for (auto& rank : ranks_) restore_rank(*rank, ckpt);
   steps_done_ = ckpt.manifest.step;
   resumed_from_ = ckpt.dir;
+  resume_note_ = moe_resume_note(ckpt.manifest.layout, ranks_.empty() ? 0 : ranks_[0]->model->config().experts,
+                                 config_.micro_batch_size());
 }
 
 }  // namespace shardscope

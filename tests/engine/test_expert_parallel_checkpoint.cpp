@@ -125,6 +125,7 @@ class TestExpertParallelCheckpoint : public QObject {
   void resume_in_the_same_layout_is_bit_exact();
   void resume_at_another_ep_data();
   void resume_at_another_ep();
+  void resume_with_other_micro_batches_says_so();
   void every_expert_is_saved_whole_and_no_hugging_face_weights();
   void mismatched_checkpoints_are_refused();
 };
@@ -197,6 +198,7 @@ void TestExpertParallelCheckpoint::resume_at_another_ep() {
   other.resume_dir = saved;
   Trainer resumed(other);
   QCOMPARE(resumed.steps_done(), std::int64_t{2});
+  QVERIFY2(resumed.resume_note().empty(), resumed.resume_note().c_str());  // the same micro-batches: nothing to say
   float worst = 0.0f;
   for (const float want : expected.losses) {
     const float got = resumed.step().loss;
@@ -205,6 +207,20 @@ void TestExpertParallelCheckpoint::resume_at_another_ep() {
   }
   qInfo("%s -> %s: largest relative loss difference %.3g", kSavedAtEp2.name, kOtherEps[to].name,
         static_cast<double>(worst));
+}
+
+// Resumed with micro-batches of another size (dp 2 x accum 1 where the save ran four micro-batches),
+// the experts' capacity follows the new micro-batches: the run says so, naming both sizes.
+void TestExpertParallelCheckpoint::resume_with_other_micro_batches_says_so() {
+  QTemporaryDir dir;
+  std::string saved;
+  save_and_go_on(moe_run(kSavedAtEp2), dir, saved);
+  RunConfig other = moe_run({"dp 2 x ep 2", 2, 2});
+  other.resume_dir = saved;
+  const Trainer resumed(other);
+  const std::string& note = resumed.resume_note();
+  QVERIFY2(note.find("micro-batches of 4 sequences where the run that saved it had 2") != std::string::npos,
+           note.c_str());
 }
 
 // At dp 2 x ep 2 rank 0 holds experts 0-1 and rank 1 experts 2-3: the
