@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "ops/host_pass.h"
 
@@ -290,6 +292,10 @@ void MixtureOfExperts::backward(int slot, int layer, float* d_x, LayerWeights& d
                                 const LayerWeights& w, int rows, float aux_weight, const Event& context) {
   const int E = config_.experts, k = config_.top_k, C = config_.channels;
   Routing& r = routing_.at(static_cast<std::size_t>(slot))[static_cast<std::size_t>(layer)];
+  if (r.rows != rows || r.expert_begin.empty())
+    throw std::logic_error("MoE layer " + std::to_string(layer) + ": backward of " + std::to_string(rows) +
+                           " rows in activation slot " + std::to_string(slot) + ", whose forward routed " +
+                           std::to_string(r.rows));
   const std::int64_t R = r.expert_begin[static_cast<std::size_t>(E)];
   d_out_.assign(static_cast<std::size_t>(R * C), 0.0f);
   d_in_.assign(static_cast<std::size_t>(R * C), 0.0f);
