@@ -18,6 +18,7 @@
 
 #include "engine/collecting_sink.h"
 #include "model/mixture_of_experts.h"
+#include "train/expert_load_events.h"
 #include "train/trainer.h"
 
 using namespace shardscope;
@@ -97,6 +98,7 @@ class TestMoePipeline : public QObject {
   void matches_one_rank_data();
   void matches_one_rank();
   void drops_and_expert_loads_match_one_rank();
+  void one_stage_reports_its_own_layers();
 
  private:
   QTemporaryDir dir_;
@@ -232,6 +234,38 @@ void TestMoePipeline::drops_and_expert_loads_match_one_rank() {
     qInfo("pp 2 x dp %d%s: drops and expert loads as one rank's over %zu of 12 steps, %lld choices dropped", dp,
           dp > 1 ? " x ep 2" : "", same, static_cast<long long>(dropped));
   }
+}
+
+// Ranks as processes report process 0's routing only: on pipeline stages, the
+// MoE layers of its stage. The expert_load events made from stage 0's stats alone
+// are the whole run's events of layers 0 and 1 (each micro-batch's forward counted
+// once), and layers 2 and 3, routed on the other stage, get none.
+void TestMoePipeline::one_stage_reports_its_own_layers() {
+  RunConfig c = moe_run("gpt-tiny-moe", 1, 1, 4);
+  c.steps = 1;
+  c.layout[Axis::pp] = 2;
+  test::CollectingSink sink;
+  Trainer trainer(c, &sink);
+  const StepMetrics whole = trainer.step();
+  const ModelConfig model = trainer.model(0).config();
+  const std::vector<Event> stage0 = expert_load_events(model, *trainer.model(0).moe_stats(), 1, 0);
+  std::vector<Event> expected;
+  for (const Event& e : sink.events())
+    if (e.kind == EventKind::expert_load && e.layer < 2) expected.push_back(e);
+  QCOMPARE(expected.size(), std::size_t{2 * 4});
+  QCOMPARE(stage0.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    QCOMPARE(stage0[i].layer, expected[i].layer);
+    QCOMPARE(stage0[i].expert, expected[i].expert);
+    QCOMPARE(stage0[i].expert_tokens, expected[i].expert_tokens);
+    QCOMPARE(stage0[i].expert_capacity, expected[i].expert_capacity);
+    QCOMPARE(stage0[i].routed, expected[i].routed);
+    QCOMPARE(stage0[i].dropped, expected[i].dropped);
+  }
+  // 4 micro-batches of 2 x 32 tokens: 40 places per forward (ceil(1.25 x 64 x 2 / 4)), 4 forwards.
+  QCOMPARE(stage0.front().expert_capacity, std::int64_t{4 * 40});
+  QCOMPARE(stage0.front().routed, std::int64_t{4 * 64 * 2});
+  QCOMPARE(whole.moe->routed, std::int64_t{4 * 4 * 64 * 2});
 }
 
 QTEST_GUILESS_MAIN(TestMoePipeline)
