@@ -81,6 +81,9 @@ void TestEstimateLedger::predicted_equals_measured_data() {
   // A mixture of experts: every MoE layer's packed expert rows (b·s·k·10h) beside the dense set.
   QTest::newRow("moe dp1") << "gpt-tiny-moe" << 1 << 1 << 0 << 0 << 0 << 1 << 1 << 0 << "fp32";
   QTest::newRow("moe zero2 dp2 ckpt accum2") << "gpt-tiny-moe" << 2 << 1 << 2 << 0 << 1 << 2 << 1 << 0 << "fp32";
+  // On pipeline stages: each activation slot in flight keeps its MoE layers' packed rows too.
+  QTest::newRow("moe pp2 1f1b m4") << "gpt-tiny-moe" << 1 << 2 << 0 << 0 << 0 << 1 << 4 << 0 << "fp32";
+  QTest::newRow("moe dp2 pp2 gpipe zero1 ckpt m4") << "gpt-tiny-moe" << 2 << 2 << 1 << 0 << 1 << 1 << 4 << 1 << "fp32";
   // Mixed precision: fp32 activations, 16-bit parameters and gradients, fp32 working copies.
   QTest::newRow("gpt dp1 bf16") << "gpt-tiny" << 1 << 1 << 0 << 0 << 0 << 1 << 1 << 0 << "bf16";
   QTest::newRow("gpt dp1 ckpt fp16") << "gpt-tiny" << 1 << 1 << 0 << 0 << 1 << 1 << 1 << 0 << "fp16";
