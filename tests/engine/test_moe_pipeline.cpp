@@ -95,17 +95,22 @@ std::size_t same_routing_steps(const Trace& a, const Trace& b) {
 class TestMoePipeline : public QObject {
   Q_OBJECT
  private Q_SLOTS:
-  void matches_one_rank_data();
-  void matches_one_rank();
+  void schedules_match_one_rank_data();
+  void schedules_match_one_rank();
+  void data_and_expert_parallel_stages_match_one_rank_data();
+  void data_and_expert_parallel_stages_match_one_rank();
   void drops_and_expert_loads_match_one_rank();
   void one_stage_reports_its_own_layers();
 
  private:
+  // The current data row's layout against one rank (the _data functions' rows).
+  void compare_with_one_rank();
   QTemporaryDir dir_;
   std::map<std::tuple<int, int>, Trace> one_rank_;  // (accum, precision) -> the one-rank run
 };
 
-void TestMoePipeline::matches_one_rank_data() {
+namespace {
+void add_layout_columns() {
   QTest::addColumn<int>("pp");
   QTest::addColumn<int>("dp");
   QTest::addColumn<int>("ep");
@@ -114,6 +119,12 @@ void TestMoePipeline::matches_one_rank_data() {
   QTest::addColumn<int>("virtual_stages");
   QTest::addColumn<bool>("checkpoint");
   QTest::addColumn<QString>("precision");
+}
+}  // namespace
+
+// Each schedule on one data-parallel rank.
+void TestMoePipeline::schedules_match_one_rank_data() {
+  add_layout_columns();
   QTest::newRow("pp 2 1f1b") << 2 << 1 << 1 << 0 << "1f1b" << 1 << false << "fp32";
   QTest::newRow("pp 2 gpipe") << 2 << 1 << 1 << 0 << "gpipe" << 1 << false << "fp32";
   QTest::newRow("pp 2 interleaved v 2") << 2 << 1 << 1 << 0 << "interleaved-1f1b" << 2 << false << "fp32";
@@ -122,6 +133,11 @@ void TestMoePipeline::matches_one_rank_data() {
   QTest::newRow("pp 2 zb-v") << 2 << 1 << 1 << 0 << "zb-v" << 1 << false << "fp32";
   QTest::newRow("pp 2 checkpoint full") << 2 << 1 << 1 << 0 << "1f1b" << 1 << true << "fp32";
   QTest::newRow("pp 4 1f1b") << 4 << 1 << 1 << 0 << "1f1b" << 1 << false << "fp32";
+}
+
+// Data-parallel ranks per stage, an ep group among them, ZeRO-1, 16 bits.
+void TestMoePipeline::data_and_expert_parallel_stages_match_one_rank_data() {
+  add_layout_columns();
   QTest::newRow("pp 2 x dp 2 x ep 2") << 2 << 2 << 2 << 0 << "1f1b" << 1 << false << "fp32";
   QTest::newRow("pp 2 x dp 2 x ep 2 interleaved checkpoint")
       << 2 << 2 << 2 << 0 << "interleaved-1f1b" << 2 << true << "fp32";
@@ -132,13 +148,21 @@ void TestMoePipeline::matches_one_rank_data() {
   QTest::newRow("pp 2 x dp 2 x ep 2 ZeRO-1 fp16") << 2 << 2 << 2 << 1 << "1f1b" << 1 << false << "fp16";
 }
 
+void TestMoePipeline::schedules_match_one_rank() {
+  compare_with_one_rank();
+}
+
+void TestMoePipeline::data_and_expert_parallel_stages_match_one_rank() {
+  compare_with_one_rank();
+}
+
 // 20 steps of m 4 micro-batches through the stages against one rank running the
 // same micro-batches (accumulating dp x 4 of them): the capacity leaves nothing
 // to drop, so every difference is the pipeline's. fp32: losses, gradient norms
 // and load-balancing losses within 2e-5; 16 bits: the losses within 5e-3
 // (test_mixed_training's tolerance: the stages round the tied embedding's two
 // gradients apart, as a dense model's pipeline does).
-void TestMoePipeline::matches_one_rank() {
+void TestMoePipeline::compare_with_one_rank() {
   QFETCH(int, pp);
   QFETCH(int, dp);
   QFETCH(int, ep);
