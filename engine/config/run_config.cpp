@@ -148,12 +148,11 @@ void validate_mixture_of_experts(const RunConfig& c, const ModelConfig& model) {
   const auto not_yet = [&](bool refused, const std::string& with) {
     require(!refused,
             "{model} " + model.name + " (mixture of experts) with " + with +
-                " is not built yet (MoE models train on CPU ranks with data parallelism, for now)",
+                " is not built yet (MoE models train on CPU ranks with data, expert and pipeline parallelism, for now)",
             "{model} " + model.name + "（混合专家）与 " + with +
-                " 的组合尚未实现（MoE 模型目前只在 CPU rank 上用数据并行训练）");
+                " 的组合尚未实现（MoE 模型目前只在 CPU rank 上用数据、专家和流水线并行训练）");
   };
   not_yet(c.layout.tp() > 1, "{tp} " + str(c.layout.tp()));
-  not_yet(c.layout.pp() > 1, "{pp} " + str(c.layout.pp()));
   not_yet(c.layout.cp() > 1, "{cp} " + str(c.layout.cp()));
   not_yet(c.device != "cpu", "{device} " + c.device);
   // --init-from reads GPT-2's or BERT's Hugging Face tensors, which hold no router or experts.

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "ops/host_pass.h"
 
@@ -47,8 +49,15 @@ MoeRoutingTraffic moe_routing_traffic(double tokens, double experts, double top_
 }
 
 MixtureOfExperts::MixtureOfExperts(const ModelConfig& config, Backend& backend, MemoryLedger& ledger)
-    : config_(config), backend_(backend), ledger_(ledger), routing_(static_cast<std::size_t>(config.layers)) {
+    : config_(config), backend_(backend), ledger_(ledger) {
+  set_slots(1);
   reset_stats();
+}
+
+void MixtureOfExperts::set_slots(int count) {
+  // A slot's routing (and its packed rows on the ledger) is made by its first forward.
+  routing_.resize(static_cast<std::size_t>(count));
+  for (auto& layers : routing_) layers.resize(static_cast<std::size_t>(config_.layers));
 }
 
 void MixtureOfExperts::reset_stats() {
@@ -173,10 +182,10 @@ void MixtureOfExperts::experts_backward(LayerWeights& dw, const LayerWeights& w,
   }
 }
 
-void MixtureOfExperts::forward(int layer, float* y, const float* x, const LayerWeights& w, int rows, bool count,
-                               const Event& context) {
+void MixtureOfExperts::forward(int slot, int layer, float* y, const float* x, const LayerWeights& w, int rows,
+                               bool count, const Event& context) {
   const int E = config_.experts, k = config_.top_k, C = config_.channels;
-  Routing& r = routing_[static_cast<std::size_t>(layer)];
+  Routing& r = routing_.at(static_cast<std::size_t>(slot))[static_cast<std::size_t>(layer)];
   r.rows = rows;
   route(r, x, w);
   bind_activations(r);
@@ -279,10 +288,14 @@ void MixtureOfExperts::router_logit_gradient(const Routing& r, float aux_grad) {
   }
 }
 
-void MixtureOfExperts::backward(int layer, float* d_x, LayerWeights& dw, const float* d_y, const float* x,
+void MixtureOfExperts::backward(int slot, int layer, float* d_x, LayerWeights& dw, const float* d_y, const float* x,
                                 const LayerWeights& w, int rows, float aux_weight, const Event& context) {
   const int E = config_.experts, k = config_.top_k, C = config_.channels;
-  Routing& r = routing_[static_cast<std::size_t>(layer)];
+  Routing& r = routing_.at(static_cast<std::size_t>(slot))[static_cast<std::size_t>(layer)];
+  if (r.rows != rows || r.expert_begin.empty())
+    throw std::logic_error("MoE layer " + std::to_string(layer) + ": backward of " + std::to_string(rows) +
+                           " rows in activation slot " + std::to_string(slot) + ", whose forward routed " +
+                           std::to_string(r.rows));
   const std::int64_t R = r.expert_begin[static_cast<std::size_t>(E)];
   d_out_.assign(static_cast<std::size_t>(R * C), 0.0f);
   d_in_.assign(static_cast<std::size_t>(R * C), 0.0f);

@@ -91,15 +91,23 @@ class MixtureOfExperts {
  public:
   MixtureOfExperts(const ModelConfig& config, Backend& backend, MemoryLedger& ledger);
 
-  // y (N, C) := the MoE MLP of x (N, C) in layer `layer` (w: its weights).
+  // Micro-batches in flight (pipeline schedules): each of the model's activation
+  // slots (model/activation_slots.h) keeps its own routing of every layer, from
+  // its forward to its backward, as the dense layers keep their activations.
+  void set_slots(int count);
+  int slots() const { return static_cast<int>(routing_.size()); }
+
+  // y (N, C) := the MoE MLP of x (N, C) in layer `layer` (w: its weights), the
+  // routing kept in activation slot `slot` for the backward.
   // count: add this forward's routing to stats() (not for a checkpointed recompute).
   // context: the step, micro-batch and layer the expert-parallel all-to-alls are tagged with.
-  void forward(int layer, float* y, const float* x, const LayerWeights& w, int rows, bool count, const Event& context);
-  // d_x (N, C) := d(loss)/d(x) given d_y (N, C); dw's router and experts +=.
+  void forward(int slot, int layer, float* y, const float* x, const LayerWeights& w, int rows, bool count,
+               const Event& context);
+  // d_x (N, C) := d(loss)/d(x) given d_y (N, C), from slot `slot`'s routing; dw's router and experts +=.
   // aux_weight: the weight of this forward's loss in the step's objective (the
   // load-balancing loss's gradient is aux_weight * aux_loss_coef / MoE layers * d aux).
-  void backward(int layer, float* d_x, LayerWeights& dw, const float* d_y, const float* x, const LayerWeights& w,
-                int rows, float aux_weight, const Event& context);
+  void backward(int slot, int layer, float* d_x, LayerWeights& dw, const float* d_y, const float* x,
+                const LayerWeights& w, int rows, float aux_weight, const Event& context);
   // Expert parallelism: the group this rank's experts are a share of (null: all experts here).
   void set_expert_parallel_group(ExpertParallelGroup* group) { group_ = group; }
   int expert_ranks() const { return group_ != nullptr ? group_->size() : 1; }
@@ -107,7 +115,7 @@ class MixtureOfExperts {
   const MoeStats& stats() const { return stats_; }
   void reset_stats();
 
-  // The last forward's routing of one layer, as forward made it.
+  // The last forward's routing of one layer in one activation slot, as forward made it.
   struct Routing {
     int rows = 0, capacity = 0;
     std::vector<float> probs;                // (N, E)
@@ -129,7 +137,9 @@ class MixtureOfExperts {
     float* expert_fc = nullptr;
     float* expert_gelu = nullptr;
   };
-  const Routing& routing(int layer) const { return routing_[static_cast<std::size_t>(layer)]; }
+  const Routing& routing(int layer, int slot = 0) const {
+    return routing_[static_cast<std::size_t>(slot)][static_cast<std::size_t>(layer)];
+  }
 
  private:
   void route(Routing& r, const float* x, const LayerWeights& w);
@@ -158,9 +168,9 @@ class MixtureOfExperts {
   ExpertParallelGroup* group_ = nullptr;
   Backend& backend_;
   MemoryLedger& ledger_;
-  std::vector<Routing> routing_;  // [layer]
+  std::vector<std::vector<Routing>> routing_;  // [activation slot][layer]
   MoeStats stats_;
-  // Backward workspace.
+  // Backward workspace, used within one call (shared by the slots).
   std::vector<float> d_out_, d_hidden_, d_in_, d_gate_, d_logits_;
   Buffer exchange_;  // expert parallelism: the all-to-all's rows, on the ledger as communication
 };

@@ -152,6 +152,7 @@ void Model::set_activation_slots(int count) {
   slot_table_.close_all();  // a new schedule: nothing held
   slot_table_.resize(count);
   slots_.resize(static_cast<std::size_t>(count));
+  if (moe_) moe_->set_slots(count);  // each micro-batch in flight keeps its routing too
   slot_index_ = std::min(slot_index_, count - 1);
 }
 

@@ -283,6 +283,7 @@ class Model {
     std::int64_t kept_floats = 0;  // used of kept_output_gradients
     std::vector<std::pair<int, float*>> held_gradients;  // (layer, its unit gradient B set aside for W)
   };
+  int slot_index() const { return slot_index_; }  // the activation slot selected now
   Slot& slot() { return slots_[static_cast<std::size_t>(slot_index_)]; }
   const Slot& slot() const { return slots_[static_cast<std::size_t>(slot_index_)]; }
   Activations& acts() { return slot().acts; }

@@ -72,6 +72,9 @@ class TestMpi : public QObject {
     QTest::newRow("pp2xdp2 zb-h1 fp16 checkpoint")
         << QStringList{"--dp",       "2",     "--pp",        "2",    "--micro-batches", "2",
                        "--schedule", "zb-h1", "--precision", "fp16", "--checkpoint",    "full"};
+    // A mixture of experts on pipeline stages: each stage's ep group exchanges tokens by MPI send/receive pairs.
+    QTest::newRow("moe pp2xdp2xep2 1f1b")
+        << QStringList{"--model", "gpt-tiny-moe", "--dp", "2", "--pp", "2", "--ep", "2", "--micro-batches", "4"};
     QTest::newRow("accumulation") << QStringList{"--dp", "4", "--accum", "2"};
     QTest::newRow("bf16 ddp") << QStringList{"--dp", "4", "--precision", "bf16"};
     QTest::newRow("fp16 gpipe checkpoint eval") << QStringList{

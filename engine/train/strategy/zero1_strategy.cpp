@@ -18,6 +18,7 @@
 
 #include "parallel/zero.h"
 #include "parallel/zero_expert_parallel.h"
+#include "train/pipeline_flow.h"
 #include "train/strategy/strategy.h"
 #include "train/trainer_rank.h"
 
@@ -108,15 +109,18 @@ class Zero1Strategy final : public DataParallelStrategy {
   // The squares of the rank's own elements (its dense and expert shards),
   // summed over the dp ranks: every dense element once, and every expert once
   // (each expert-data-parallel group covers its experts, the groups the rest).
+  // A last pipeline stage's copy of the tied embedding counts on the first stage only.
   void expert_parallel_update(TrainerRank& rank, const CommTag& tag) {
     const void* grads = whole_gradients(rank);
     Backend& be = *rank.backend;
+    const std::int64_t tied_copy = tied_embedding_copy(*rank.model);
     double squares = 0.0;
     for (const AdamW::ShardRange& r : rank.optimizer->ranges()) {
-      const std::int64_t n = r.flat_end - r.flat_begin;
+      const std::int64_t begin = std::max(r.flat_begin, tied_copy), n = r.flat_end - begin;
+      if (n <= 0) continue;
       squares += rank.dtype != DType::f32
-                     ? be.sum_of_squares_16(rank.dtype, static_cast<const std::uint16_t*>(grads) + r.flat_begin, n)
-                     : be.sum_of_squares(static_cast<const float*>(grads) + r.flat_begin, n);
+                     ? be.sum_of_squares_16(rank.dtype, static_cast<const std::uint16_t*>(grads) + begin, n)
+                     : be.sum_of_squares(static_cast<const float*>(grads) + begin, n);
     }
     auto total = static_cast<float>(squares);
     rank.dp_comm->all_reduce_host(&total, 1, ReduceOp::sum, tag);
