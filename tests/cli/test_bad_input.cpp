@@ -417,8 +417,8 @@ void TestBadInput::exits_2_naming_the_problem_data() {
       "--ep 2 needs a mixture-of-experts model; gpt-tiny has no experts");
   row("MoE with tp", {"train", model, "gpt-tiny-moe", "--tp", "2"},
       "--model gpt-tiny-moe (mixture of experts) with --tp 2 is not built yet");
-  row("MoE with pp", {"train", model, "gpt-tiny-moe", "--pp", "2"},
-      "--model gpt-tiny-moe (mixture of experts) with --pp 2 is not built yet");
+  row("MoE with cp", {"train", model, "gpt-tiny-moe", "--cp", "2"},
+      "--model gpt-tiny-moe (mixture of experts) with --cp 2 is not built yet");
 }
 
 void TestBadInput::exits_2_naming_the_problem() {

@@ -31,6 +31,7 @@ struct MoeLayout {
   const char* name;
   int dp = 1, ep = 1, zero = 0, accum = 1;
   Precision precision = Precision::fp32;
+  int pp = 1, micro_batches = 1;  // pipeline stages, each MoE layer's routing kept per micro-batch in flight
 };
 
 RunConfig moe_run(const MoeLayout& l) {
@@ -47,6 +48,8 @@ RunConfig moe_run(const MoeLayout& l) {
   c.zero_stage = l.zero;
   c.accum = l.accum;
   c.precision = l.precision;
+  c.layout[Axis::pp] = l.pp;
+  c.micro_batches = l.micro_batches;
   c.bucket_mb = 100;  // one DDP bucket: the same summation order whatever the layout's buckets
   return c;
 }
@@ -59,6 +62,7 @@ const MoeLayout kSameLayouts[] = {
     {"dp 2 x ep 2 fp16", 2, 2, 0, 1, Precision::fp16},
     {"dp 4 x ep 2 ZeRO-1", 4, 2, 1},
     {"dp 4 x ep 2 ZeRO-1 bf16", 4, 2, 1, 1, Precision::bf16},
+    {"pp 2 x dp 2 x ep 2 ZeRO-1, 4 micro-batches", 2, 2, 1, 1, Precision::fp32, 2, 4},
 };
 
 // Four micro-batches per step in each: a MoE layer routes (and drops) each
@@ -69,6 +73,7 @@ const MoeLayout kOtherEps[] = {
     {"ep 1 x accum 4", 1, 1, 0, 4},
     {"dp 4 x ep 4 ZeRO-1", 4, 4, 1},
     {"dp 4 x ep 2 ZeRO-1", 4, 2, 1},
+    {"pp 2 x dp 2 x ep 2 ZeRO-1, 2 micro-batches", 2, 2, 1, 1, Precision::fp32, 2, 2},
 };
 
 struct Figures {
