@@ -137,9 +137,9 @@ void validate_sequence_parallel(const RunConfig& c) {
               "（每个张量并行 rank 持有每条序列的 seq / tp 个 token）");
 }
 
-// A mixture-of-experts model (model/mixture_of_experts.h) trains on CPU ranks
-// with data parallelism; its routing state is per layer, not per micro-batch in
-// flight, so pipelines wait, and tensor parallelism does not split experts yet.
+// A mixture-of-experts model (model/mixture_of_experts.h) trains on CPU ranks with data,
+// expert and pipeline parallelism (each micro-batch in flight keeps its own routing);
+// tensor parallelism does not split experts yet, and cp and CUDA are not built for it.
 void validate_mixture_of_experts(const RunConfig& c, const ModelConfig& model) {
   require(model.experts > 0 || c.expert_parallel == 1,
           "{ep} " + str(c.expert_parallel) + " needs a mixture-of-experts model; " + model.name + " has no experts",

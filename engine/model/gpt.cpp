@@ -39,7 +39,7 @@ void GptModel::layer_forward(int l, const float* x, const Batch& batch) {
   be.add(a.res_mid, a.res_mid, x, mine);
   sequence_layernorm_forward(a.ln2_out, a.ln2_mean, a.ln2_rstd, a.res_mid, w.ln2_w, w.ln2_b, BT, C, l);
   if (config_.moe_layer(l)) {  // the experts chosen by the router instead of one MLP (mixture_of_experts.h)
-    moe_->forward(slot_index(), l, a.res_out, a.ln2_out, w, BT, !recomputing_, moe_context(l));
+    moe_->forward(slot_index(), l - stage_.first_layer, l, a.res_out, a.ln2_out, w, BT, !recomputing_, moe_context(l));
   } else {
     be.linear_forward(a.fc, a.ln2_out, w.fc_w, w.fc_b, BT, C, 4 * Ct);
     stop_point();
@@ -80,7 +80,8 @@ void GptModel::layer_backward(int l, const float* x, const Batch& batch) {
   // MLP branch: d_res holds d(out) = d(res_mid) through the residual.
   // (Under sequence parallelism d_res holds this rank's tokens; g's backward gathers them.)
   if (config_.moe_layer(l)) {
-    moe_->backward(slot_index(), l, s.d_a, dw, s.d_res, a.ln2_out, w, BT, moe_aux_weight_, moe_context(l));
+    moe_->backward(slot_index(), l - stage_.first_layer, l, s.d_a, dw, s.d_res, a.ln2_out, w, BT, moe_aux_weight_,
+                   moe_context(l));
   } else {
     layer_linear_backward(l, s.d_fc, dw.fc_proj_w, dw.fc_proj_b, sequence_gathered(s.d_res, BT, C, l), a.gelu,
                           w.fc_proj_w, BT, 4 * Ct, C);

@@ -182,10 +182,10 @@ void MixtureOfExperts::experts_backward(LayerWeights& dw, const LayerWeights& w,
   }
 }
 
-void MixtureOfExperts::forward(int slot, int layer, float* y, const float* x, const LayerWeights& w, int rows,
-                               bool count, const Event& context) {
+void MixtureOfExperts::forward(int slot, int place, int layer, float* y, const float* x, const LayerWeights& w,
+                               int rows, bool count, const Event& context) {
   const int E = config_.experts, k = config_.top_k, C = config_.channels;
-  Routing& r = routing_.at(static_cast<std::size_t>(slot))[static_cast<std::size_t>(layer)];
+  Routing& r = routing_.at(static_cast<std::size_t>(slot)).at(static_cast<std::size_t>(place));
   r.rows = rows;
   route(r, x, w);
   bind_activations(r);
@@ -288,10 +288,11 @@ void MixtureOfExperts::router_logit_gradient(const Routing& r, float aux_grad) {
   }
 }
 
-void MixtureOfExperts::backward(int slot, int layer, float* d_x, LayerWeights& dw, const float* d_y, const float* x,
-                                const LayerWeights& w, int rows, float aux_weight, const Event& context) {
+void MixtureOfExperts::backward(int slot, int place, int layer, float* d_x, LayerWeights& dw, const float* d_y,
+                                const float* x, const LayerWeights& w, int rows, float aux_weight,
+                                const Event& context) {
   const int E = config_.experts, k = config_.top_k, C = config_.channels;
-  Routing& r = routing_.at(static_cast<std::size_t>(slot))[static_cast<std::size_t>(layer)];
+  Routing& r = routing_.at(static_cast<std::size_t>(slot)).at(static_cast<std::size_t>(place));
   if (r.rows != rows || r.expert_begin.empty())
     throw std::logic_error("MoE layer " + std::to_string(layer) + ": backward of " + std::to_string(rows) +
                            " rows in activation slot " + std::to_string(slot) + ", whose forward routed " +

@@ -93,20 +93,24 @@ class MixtureOfExperts {
 
   // Micro-batches in flight (pipeline schedules): each of the model's activation
   // slots (model/activation_slots.h) keeps its own routing of every layer, from
-  // its forward to its backward, as the dense layers keep their activations.
+  // its forward to its backward, as the dense layers keep their activations. A
+  // slot serves any of a stage's chunks (interleaved, ZB-V), so its routing is
+  // kept by the layer's place in the running chunk, as the dense activations are:
+  // one chunk's routing a slot, not every chunk's it has served.
   void set_slots(int count);
   int slots() const { return static_cast<int>(routing_.size()); }
 
   // y (N, C) := the MoE MLP of x (N, C) in layer `layer` (w: its weights), the
-  // routing kept in activation slot `slot` for the backward.
+  // routing kept in activation slot `slot` at `place` (the layer's place in the
+  // running chunk: layer - the chunk's first layer) for the backward.
   // count: add this forward's routing to stats() (not for a checkpointed recompute).
   // context: the step, micro-batch and layer the expert-parallel all-to-alls are tagged with.
-  void forward(int slot, int layer, float* y, const float* x, const LayerWeights& w, int rows, bool count,
+  void forward(int slot, int place, int layer, float* y, const float* x, const LayerWeights& w, int rows, bool count,
                const Event& context);
   // d_x (N, C) := d(loss)/d(x) given d_y (N, C), from slot `slot`'s routing; dw's router and experts +=.
   // aux_weight: the weight of this forward's loss in the step's objective (the
   // load-balancing loss's gradient is aux_weight * aux_loss_coef / MoE layers * d aux).
-  void backward(int slot, int layer, float* d_x, LayerWeights& dw, const float* d_y, const float* x,
+  void backward(int slot, int place, int layer, float* d_x, LayerWeights& dw, const float* d_y, const float* x,
                 const LayerWeights& w, int rows, float aux_weight, const Event& context);
   // Expert parallelism: the group this rank's experts are a share of (null: all experts here).
   void set_expert_parallel_group(ExpertParallelGroup* group) { group_ = group; }
@@ -137,8 +141,9 @@ class MixtureOfExperts {
     float* expert_fc = nullptr;
     float* expert_gelu = nullptr;
   };
-  const Routing& routing(int layer, int slot = 0) const {
-    return routing_[static_cast<std::size_t>(slot)][static_cast<std::size_t>(layer)];
+  // (`place`: the layer's place in its chunk; the layer itself on one pipeline stage.)
+  const Routing& routing(int place, int slot = 0) const {
+    return routing_[static_cast<std::size_t>(slot)][static_cast<std::size_t>(place)];
   }
 
  private:
@@ -168,7 +173,7 @@ class MixtureOfExperts {
   ExpertParallelGroup* group_ = nullptr;
   Backend& backend_;
   MemoryLedger& ledger_;
-  std::vector<std::vector<Routing>> routing_;  // [activation slot][layer]
+  std::vector<std::vector<Routing>> routing_;  // [activation slot][place of the layer in its chunk]
   MoeStats stats_;
   // Backward workspace, used within one call (shared by the slots).
   std::vector<float> d_out_, d_hidden_, d_in_, d_gate_, d_logits_;

@@ -283,9 +283,10 @@ void TestEstimateLedger::fused_attention_predicted_equals_measured() {
 // step: its activations, fp32 at every precision (bf16 here, as a GPU run).
 // Interleaved 1F1B (v 2): each stage's two chunks' parameters, and activation
 // slots for the (chunk, micro-batch) pairs the schedule holds at once, each
-// sized for the stage's union (the received input beside the embeddings).
+// sized for the stage's union (the received input beside the embeddings). A MoE
+// slot keeps one chunk's routing, whichever chunk it served before.
 void TestEstimateLedger::interleaved_predicted_equals_measured() {
-  for (const char* model : {"gpt-tiny", "bert-mini"})
+  for (const char* model : {"gpt-tiny", "bert-mini", "gpt-tiny-moe"})
     for (int dp : {1, 2}) {
       EstimateSettings s;
       s.layout[Axis::dp] = dp;
@@ -424,6 +425,7 @@ void TestEstimateLedger::zb_v_predicted_equals_measured_data() {
   QTest::newRow("gpt8 pp4 zb-v m8 fp16") << gpt8 << 1 << 4 << 0 << "fp16";
   QTest::newRow("gpt8 dp2 pp2 zero1 zb-v m8 ckpt bf16") << gpt8 << 2 << 2 << 1 << "bf16";
   QTest::newRow("bert-mini pp2 zb-v m8 fp16") << "bert-mini" << 1 << 2 << 0 << "fp16";
+  QTest::newRow("moe pp2 zb-v m8") << "gpt-tiny-moe" << 1 << 2 << 0 << "fp32";
 }
 
 void TestEstimateLedger::zb_v_predicted_equals_measured() {

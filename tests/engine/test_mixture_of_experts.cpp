@@ -168,7 +168,7 @@ void TestMixtureOfExperts::gradients_match_finite_differences() {
 
   auto objective = [&](std::vector<std::int32_t>* packed) {
     moe.reset_stats();
-    moe.forward(0, 0, y.data(), x.data(), w, N, true, Event{});
+    moe.forward(0, 0, 0, y.data(), x.data(), w, N, true, Event{});
     double j = 0.0;
     for (std::size_t i = 0; i < y.size(); ++i) j += static_cast<double>(y[i]) * R[i];
     if (packed != nullptr) *packed = moe.routing(0).packed;
@@ -179,7 +179,7 @@ void TestMixtureOfExperts::gradients_match_finite_differences() {
   const std::int64_t dropped = moe.stats().dropped;
   if (capacity_factor < 1.0f) QVERIFY(dropped > 0);
   QCOMPARE(dropped, independent_drop_count(moe.routing(0), E, top_k, moe.routing(0).capacity));
-  moe.backward(0, 0, d_x.data(), dw, R.data(), x.data(), w, N, /*aux_weight=*/1.0f, Event{});
+  moe.backward(0, 0, 0, d_x.data(), dw, R.data(), x.data(), w, N, /*aux_weight=*/1.0f, Event{});
 
   const double eps = 1e-3;
   int checked = 0;
