@@ -13,11 +13,15 @@
 
 #include "core/error.h"
 #include "engine/collecting_sink.h"
+#include "engine/moe_trace.h"
 #include "model/mixture_of_experts.h"
 #include "model/parameter_layout.h"
 #include "train/trainer.h"
 
 using namespace shardscope;
+using testing::moe_trace_of;
+using testing::worst_relative_difference;
+using Trace = testing::MoeTrace;
 
 namespace {
 
@@ -33,33 +37,6 @@ RunConfig moe_config(int dp, int ep, int accum) {
   c.expert_parallel = ep;
   c.accum = accum;
   return c;
-}
-
-struct Trace {
-  std::vector<double> losses, norms, aux;
-  std::vector<std::int64_t> dropped;
-  std::vector<std::vector<std::int64_t>> routing;  // per step: the choices each expert kept, per MoE layer
-};
-
-Trace trace_of(const RunConfig& config) {
-  Trainer trainer(config);
-  Trace trace;
-  trainer.run([&](const StepMetrics& m) {
-    trace.losses.push_back(m.loss);
-    trace.norms.push_back(m.grad_norm);
-    trace.aux.push_back(m.moe->aux_loss());
-    trace.dropped.push_back(m.moe->dropped);
-    trace.routing.push_back(m.moe->tokens_per_expert);
-  });
-  return trace;
-}
-
-// Over the first `steps` steps.
-double worst_relative_difference(const std::vector<double>& a, const std::vector<double>& b, std::size_t steps) {
-  double worst = 0.0;
-  for (std::size_t i = 0; i < std::min({a.size(), b.size(), steps}); ++i)
-    worst = std::max(worst, std::fabs(a[i] - b[i]) / std::fabs(b[i]));
-  return worst;
 }
 
 std::int64_t independent_drop_count(const MixtureOfExperts::Routing& r, int experts, int top_k) {
@@ -141,8 +118,8 @@ static void compare_with_one_rank(int dp, int ep, Precision precision, int zero_
   many.bucket_mb = 100;
   const double tolerance =
       many.precision == Precision::fp32 ? 2e-5 : 5e-3;  // 16 bits: test_mixed_training's fp16 tolerance, on the losses
-  const Trace single = trace_of(one);
-  const Trace split = trace_of(many);
+  const Trace single = moe_trace_of(one);
+  const Trace split = moe_trace_of(many);
   QCOMPARE(split.losses.size(), std::size_t{20});
   QCOMPARE(single.routing.size(), std::size_t{20});
   std::size_t same_routing = 0;  // steps before the first routing difference

@@ -17,19 +17,17 @@
 #include <vector>
 
 #include "engine/collecting_sink.h"
+#include "engine/moe_trace.h"
 #include "model/mixture_of_experts.h"
 #include "train/expert_load_events.h"
 #include "train/trainer.h"
 
 using namespace shardscope;
+using testing::moe_trace_of;
+using testing::worst_relative_difference;
+using Trace = testing::MoeTrace;
 
 namespace {
-
-struct Trace {
-  std::vector<double> losses, norms, aux;
-  std::vector<std::int64_t> dropped;
-  std::vector<std::vector<std::int64_t>> routing;  // per step: the choices each expert kept, per MoE layer
-};
 
 // gpt-tiny-moe's shape (4 layers, 4 experts, top-2) as a Hugging Face config.json,
 // with capacity factor E / k = 2: an expert has a place for every token of a
@@ -56,26 +54,6 @@ RunConfig moe_run(const std::string& model, int dp, int accum, int micro_batches
   c.micro_batches = micro_batches;
   c.bucket_mb = 100;  // one DDP bucket: the dense gradients summed in one ring, whatever the layout
   return c;
-}
-
-Trace trace_of(const RunConfig& config, EventSink* sink = nullptr) {
-  Trainer trainer(config, sink);
-  Trace trace;
-  trainer.run([&](const StepMetrics& m) {
-    trace.losses.push_back(m.loss);
-    trace.norms.push_back(m.grad_norm);
-    trace.aux.push_back(m.moe->aux_loss());
-    trace.dropped.push_back(m.moe->dropped);
-    trace.routing.push_back(m.moe->tokens_per_expert);
-  });
-  return trace;
-}
-
-double worst_relative_difference(const std::vector<double>& a, const std::vector<double>& b, std::size_t steps) {
-  double worst = 0.0;
-  for (std::size_t i = 0; i < std::min({a.size(), b.size(), steps}); ++i)
-    worst = std::max(worst, std::fabs(a[i] - b[i]) / std::fabs(b[i]));
-  return worst;
 }
 
 // Steps before the first whose routing (each expert's kept choices, the drops)
@@ -186,10 +164,10 @@ void TestMoePipeline::compare_with_one_rank() {
   if (!one_rank_.contains(key)) {
     RunConfig one = moe_run(model, 1, dp, 4);
     one.precision = bits;
-    one_rank_[key] = trace_of(one);
+    one_rank_[key] = moe_trace_of(one);
   }
   const Trace& single = one_rank_[key];
-  const Trace split = trace_of(many);
+  const Trace split = moe_trace_of(many);
   QCOMPARE(split.losses.size(), std::size_t{20});
   std::int64_t dropped = 0;
   for (std::size_t i = 0; i < 20; ++i) dropped += split.dropped[i] + single.dropped[i];
@@ -236,8 +214,8 @@ void TestMoePipeline::drops_and_expert_loads_match_one_rank() {
     many.layout[Axis::pp] = 2;
     many.expert_parallel = dp;
     test::CollectingSink one_sink, many_sink;
-    const Trace single = trace_of(one, &one_sink);
-    const Trace split = trace_of(many, &many_sink);
+    const Trace single = moe_trace_of(one, &one_sink);
+    const Trace split = moe_trace_of(many, &many_sink);
     const std::size_t same = same_routing_steps(split, single);
     QVERIFY2(same >= 10, qPrintable(QString("dp %1: drops differ from one rank's at step %2: %3 against %4")
                                         .arg(dp)
